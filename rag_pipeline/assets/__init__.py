@@ -1,0 +1,1 @@
+"""One module per asset, named after the table it produces."""

@@ -1,0 +1,51 @@
+"""Jobs, the nightly schedule and the sensor that carries a documents update down the index.
+
+Dagster runs one partition per run, and a run's assets must share one partitions definition, so
+the index is three jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
+and BM25 statistics) and ``embeddings_job`` (per chunker x model). The nightly schedule runs
+``documents_job``; the ``index_automation`` sensor then materialises every downstream partition
+whose inputs changed (eager automation conditions). ``rag-pipeline index`` runs the same three
+jobs in order, every partition, against the same instance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from rag_pipeline.partitions import chunker_partitions
+
+DOCUMENTS_JOB = "documents_job"
+CHUNKS_JOB = "chunks_job"
+EMBEDDINGS_JOB = "embeddings_job"
+NIGHTLY_SCHEDULE = "nightly_index"
+INDEX_SENSOR = "index_automation"
+
+
+def build_index_jobs(embedding_partitions: dg.PartitionsDefinition,
+                     ) -> Sequence[dg.UnresolvedAssetJobDefinition]:
+    return (
+        dg.define_asset_job(DOCUMENTS_JOB, selection=["documents"],
+                            description="Extract every document of the corpus (stage 1 of 3)."),
+        dg.define_asset_job(CHUNKS_JOB, selection=["chunks", "bm25_stats"],
+                            partitions_def=chunker_partitions,
+                            description="Chunk and count BM25 statistics, one chunker per run "
+                                        "(stage 2 of 3)."),
+        dg.define_asset_job(EMBEDDINGS_JOB, selection=["embeddings"],
+                            partitions_def=embedding_partitions,
+                            description="Embed the chunks, one chunker x model per run "
+                                        "(stage 3 of 3)."),
+    )
+
+
+nightly_index = dg.ScheduleDefinition(
+    name=NIGHTLY_SCHEDULE, job_name=DOCUMENTS_JOB, cron_schedule="0 2 * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="02:00 every night: re-read the corpus; the index sensor does the rest.")
+
+index_automation = dg.AutomationConditionSensorDefinition(
+    INDEX_SENSOR, target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Materialises each chunks / bm25_stats / embeddings partition whose upstream "
+                "changed, so the nightly documents run rebuilds what it must and nothing else.")

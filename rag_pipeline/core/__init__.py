@@ -1,0 +1,1 @@
+"""The pure core: everything that computes, nothing that orchestrates. Never imports dagster."""

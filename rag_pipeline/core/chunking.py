@@ -1,0 +1,254 @@
+"""Cuts canonical document text into chunks, six ways, so the strategies can be compared.
+
+Every chunk carries two texts. ``content`` is the chunk's own words, exactly
+``canonical[start:end]``: it is what a citation quotes. ``text`` is what gets embedded: for the
+``header`` strategies a ``[Title > Section]`` line first, for the ``overlap`` strategies the
+previous chunk's last characters first. Spans come from positions found in the canonical text
+(regex matches over it), never from adding up lengths, and :func:`offset_errors` checks them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+
+class ChunkingStrategy(str, Enum):
+    """The six strategies of the design; ``header`` is the production default."""
+
+    BLIND = "blind"
+    BLIND_OVERLAP = "blind_overlap"
+    BOUNDARIES = "boundaries"
+    BOUNDARIES_OVERLAP = "boundaries_overlap"
+    HEADER = "header"
+    HEADER_OVERLAP = "header_overlap"
+
+    @property
+    def blind(self) -> bool:
+        return self in (ChunkingStrategy.BLIND, ChunkingStrategy.BLIND_OVERLAP)
+
+    @property
+    def overlap(self) -> bool:
+        return self.value.endswith("_overlap")
+
+    @property
+    def header(self) -> bool:
+        return self in (ChunkingStrategy.HEADER, ChunkingStrategy.HEADER_OVERLAP)
+
+
+DEFAULT_STRATEGY = ChunkingStrategy.HEADER
+
+
+@dataclass(frozen=True)
+class ChunkingSettings:
+    """Sizes in characters: the target every chunk stays under, and the overlap tail length."""
+
+    target_chars: int = 512
+    overlap_chars: int = 64
+
+    def __post_init__(self) -> None:
+        if self.target_chars < 1:
+            raise ValueError(f"target_chars must be positive, got {self.target_chars}")
+        if not 0 <= self.overlap_chars < self.target_chars:
+            raise ValueError(f"overlap_chars must be in [0, target_chars), got {self.overlap_chars}")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of body text between headings; ``title`` is the heading above it."""
+
+    title: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One row of the ``chunks`` table (less the tokenizer columns added later)."""
+
+    chunk_id: str
+    document_id: str
+    ordinal: int
+    section: str
+    header: str
+    text: str
+    content: str
+    start: int
+    end: int
+
+    @property
+    def content_sha256(self) -> str:
+        return content_fingerprint(self.content)
+
+    @property
+    def text_sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def content_fingerprint(content: str) -> str:
+    """sha256 of the content with white space collapsed, so a repeated passage is recognisable
+    even where its indentation or line breaks differ."""
+    return hashlib.sha256(" ".join(content.split()).encode("utf-8")).hexdigest()
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+_NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
+_SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
+_LINE_END = re.compile(r"\n")
+_WORD_END = re.compile(r"\S(?=\s)")
+
+
+def heading_spans(canonical: str) -> list[tuple[int, int, int, str]]:
+    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline."""
+    return [(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
+            for m in _HEADING.finditer(canonical)]
+
+
+def split_sections(canonical: str, document_title: str) -> list[Section]:
+    """Body spans between heading lines. Text before the first ``## `` heading (the title
+    heading's body, or text with no heading at all) is a section titled by the document."""
+    sections: list[Section] = []
+    title, start = document_title, 0
+    for h_start, h_end, level, h_title in heading_spans(canonical):
+        sections.append(Section(title, start, h_start))
+        title = document_title if level == 1 else h_title
+        start = h_end
+    sections.append(Section(title, start, len(canonical)))
+    return [s for s in sections if canonical[s.start:s.end].strip()]
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def paragraph_spans(canonical: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Runs of non-blank lines inside ``[start, end)``, trimmed of surrounding white space."""
+    spans = []
+    for match in _NON_BLANK_LINES.finditer(canonical, start, end):
+        s, e = _trim(canonical, match.start(), match.end())
+        if s < e:
+            spans.append((s, e))
+    return spans
+
+
+def _split_at(canonical: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
+    pieces, piece_start = [], start
+    for match in boundary.finditer(canonical, start, end):
+        s, e = _trim(canonical, piece_start, match.end())
+        if s < e:
+            pieces.append((s, e))
+        piece_start = match.end()
+    s, e = _trim(canonical, piece_start, end)
+    if s < e:
+        pieces.append((s, e))
+    return pieces
+
+
+def _units(canonical: str, start: int, end: int, target: int,
+           levels: Sequence[re.Pattern[str]]) -> Iterator[tuple[int, int]]:
+    """Pieces of ``[start, end)`` no longer than ``target``: split at the first boundary kind,
+    and a piece still too long at the next (sentence, then line, then word)."""
+    if end - start <= target or not levels:
+        yield start, end
+        return
+    for s, e in _split_at(canonical, start, end, levels[0]):
+        yield from _units(canonical, s, e, target, levels[1:])
+
+
+def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, int]]:
+    """Greedily joins consecutive spans while the joined span stays within ``target``."""
+    current: tuple[int, int] | None = None
+    for s, e in units:
+        if current is None:
+            current = (s, e)
+        elif e - current[0] <= target:
+            current = (current[0], e)
+        else:
+            yield current
+            current = (s, e)
+    if current is not None:
+        yield current
+
+
+def boundary_spans(canonical: str, section: Section, target: int) -> list[tuple[int, int]]:
+    """Whole paragraphs packed up to ``target``; a paragraph over ``target`` is cut at sentence
+    ends (then line ends, then word ends) and its pieces packed on their own."""
+    spans: list[tuple[int, int]] = []
+    small: list[tuple[int, int]] = []
+    for p_start, p_end in paragraph_spans(canonical, section.start, section.end):
+        if p_end - p_start <= target:
+            small.append((p_start, p_end))
+            continue
+        spans.extend(_pack(small, target))
+        small = []
+        pieces = _units(canonical, p_start, p_end, target, (_SENTENCE_END, _LINE_END, _WORD_END))
+        spans.extend(_pack(pieces, target))
+    spans.extend(_pack(small, target))
+    return spans
+
+
+def blind_spans(canonical: str, target: int) -> list[tuple[int, int]]:
+    """Every ``target`` characters, wherever that falls (trimmed; blank windows dropped)."""
+    spans = []
+    for window_start in range(0, len(canonical), target):
+        s, e = _trim(canonical, window_start, min(window_start + target, len(canonical)))
+        if s < e:
+            spans.append((s, e))
+    return spans
+
+
+def context_header(document_title: str, section_title: str) -> str:
+    """``[Doc title > Section]``, or ``[Doc title]`` for text under the title itself."""
+    if section_title == document_title:
+        return f"[{document_title}]"
+    return f"[{document_title} > {section_title}]"
+
+
+def chunk_document(document_id: str, document_title: str, canonical: str,
+                   strategy: ChunkingStrategy,
+                   settings: ChunkingSettings | None = None) -> list[Chunk]:
+    """Cuts one document with one strategy; chunks come in reading order."""
+    settings = settings or ChunkingSettings()
+    sections = split_sections(canonical, document_title)
+    if strategy.blind:
+        located = []
+        for s, e in blind_spans(canonical, settings.target_chars):
+            owner = next((sec for sec in reversed(sections) if sec.start <= s), None)
+            located.append((owner.title if owner else document_title, s, e))
+    else:
+        located = [(section.title, s, e) for section in sections
+                   for s, e in boundary_spans(canonical, section, settings.target_chars)]
+    chunks: list[Chunk] = []
+    previous_content = ""
+    for ordinal, (section_title, start, end) in enumerate(located):
+        content = canonical[start:end]
+        header = context_header(document_title, section_title) if strategy.header else ""
+        tail = previous_content[-settings.overlap_chars:] if strategy.overlap and previous_content else ""
+        body = f"{tail} {content}" if tail else content
+        text = f"{header}\n{body}" if header else body
+        chunks.append(Chunk(f"{document_id}:{start}-{end}", document_id, ordinal, section_title,
+                            header, text, content, start, end))
+        previous_content = content
+    return chunks
+
+
+def offset_errors(canonical: str, chunks: Iterable[Chunk]) -> list[str]:
+    """Chunk ids whose ``canonical[start:end]`` is not exactly their ``content``."""
+    return [c.chunk_id for c in chunks if canonical[c.start:c.end] != c.content]
+
+
+def uncovered_characters(canonical: str, spans: Iterable[tuple[int, int]]) -> list[int]:
+    """Positions of non-blank characters outside heading lines that no span covers."""
+    covered = bytearray(len(canonical))
+    for h_start, h_end, _, _ in heading_spans(canonical):
+        covered[h_start:h_end] = b"\x01" * (h_end - h_start)
+    for s, e in spans:
+        covered[s:e] = b"\x01" * (e - s)
+    return [i for i, ch in enumerate(canonical) if not covered[i] and not ch.isspace()]

@@ -1,0 +1,76 @@
+"""What the index holds, read through the DuckDB views: counts per partition, failures, staleness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_pipeline.core.documents import DocumentFormat, extractor_for
+from rag_pipeline.core.versions import PIPELINE_VERSION
+from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    chunker: str
+    model: str
+    chunks: int
+    vectors: int
+    stale_rows: int
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    documents_ok: int
+    documents_failed: list[tuple[str, str]]
+    stale_documents: list[str]
+    partitions: list[PartitionStatus]
+    bm25_terms: dict[tuple[str, str], int]
+
+
+def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
+    """The row counts a new user checks first, straight from the DuckDB views."""
+    import duckdb
+
+    queries = {
+        "documents": "select status, count(*) from documents group by all order by all",
+        "chunks": "select chunker, count(*) from chunks group by all order by all",
+        "embeddings": "select chunker, model, count(*) from embeddings group by all order by all",
+        "bm25_terms": "select chunker, analyzer, count(*) from bm25_terms group by all "
+                      "order by all",
+    }
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        present = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+        return {name: con.execute(sql).fetchall() for name, sql in queries.items()
+                if name in present}
+
+
+def index_status(warehouse: Warehouse) -> IndexStatus:
+    import duckdb
+
+    if not warehouse.db_path.is_file() or "documents" not in warehouse.tables():
+        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+    current_extractors = {fmt.value: extractor_for(fmt).version for fmt in DocumentFormat}
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        views = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+        docs = con.execute("select document_id, status, error, format, extractor_version, "
+                           "pipeline_version from documents order by document_id").fetchall()
+        chunk_counts = dict(con.execute(
+            "select chunker, count(*) from chunks group by chunker").fetchall()) \
+            if "chunks" in views else {}
+        partitions = []
+        if "embeddings" in views:
+            for chunker, model, vectors, stale in con.execute(
+                    "select chunker, model, count(*), count(*) filter (where pipeline_version "
+                    "<> ?) from embeddings group by all order by all",
+                    [PIPELINE_VERSION]).fetchall():
+                partitions.append(PartitionStatus(chunker, model, chunk_counts.get(chunker, 0),
+                                                  vectors, stale))
+        terms = {(c, a): n for c, a, n in con.execute(
+            "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
+            if "bm25_terms" in views else {}
+    return IndexStatus(
+        documents_ok=sum(1 for d in docs if d[1] == "ok"),
+        documents_failed=[(d[0], d[2]) for d in docs if d[1] != "ok"],
+        stale_documents=[d[0] for d in docs
+                         if d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3])],
+        partitions=partitions, bm25_terms=terms)

@@ -1,0 +1,43 @@
+"""Everything Dagster loads: assets, checks, jobs, schedule, sensor and resources."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.assets.bm25_stats import bm25_stats
+from rag_pipeline.assets.chunks import build_chunks_asset
+from rag_pipeline.assets.documents import documents
+from rag_pipeline.assets.embeddings import build_embeddings_asset
+from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
+from rag_pipeline.core.embedder import ModelSpec, default_model_spec
+from rag_pipeline.partitions import embedding_partitions
+from rag_pipeline.resources import CorpusSource, IndexStorage
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
+DEFAULT_CORPUS_DIR = DEFAULT_DATA_DIR / "corpus" / "python-reference"
+
+
+def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
+                      models: Sequence[ModelSpec] | None = None) -> dg.Definitions:
+    """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
+    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use."""
+    models = tuple(models) if models else (default_model_spec(),)
+    return dg.Definitions(
+        assets=[documents, build_chunks_asset(models[0]), bm25_stats,
+                build_embeddings_asset(models)],
+        jobs=build_index_jobs(embedding_partitions(models)),
+        schedules=[nightly_index],
+        sensors=[index_automation],
+        resources={
+            "storage": IndexStorage(data_dir=str(data_dir)),
+            "corpus": CorpusSource(path=str(corpus_dir or DEFAULT_CORPUS_DIR),
+                                   python_reference=corpus_dir is None),
+        },
+    )
+
+
+defs = build_definitions()

@@ -1,0 +1,35 @@
+"""External things the assets use: where the tables live and where the documents come from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.core.corpus_export import export_python_reference
+from rag_pipeline.core.warehouse import Warehouse
+
+
+class IndexStorage(dg.ConfigurableResource):
+    """The data folder: Parquet tables in ``<data_dir>/warehouse``, views in ``rag.duckdb``."""
+
+    data_dir: str
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(Path(self.data_dir))
+
+
+class CorpusSource(dg.ConfigurableResource):
+    """The folder of documents to index. With ``python_reference`` set, the Python Language
+    Reference that ships with CPython is exported into it first (the bundled default corpus)."""
+
+    path: str
+    python_reference: bool = False
+
+    def prepare(self) -> Path:
+        root = Path(self.path)
+        if self.python_reference:
+            export_python_reference(root)
+        if not root.is_dir():
+            raise FileNotFoundError(f"corpus folder not found: {root}")
+        return root
