@@ -86,3 +86,111 @@ def status() -> None:
                    f"{p.stale_rows:6d}")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         click.echo(f"bm25 {chunker:15s} {analyzer:8s} {n:7d} terms")
+
+
+def _print_answer(answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
+    click.echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
+    if not answer.answered:
+        click.echo(answer.reason)
+    else:
+        click.echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
+        for c in answer.citations:
+            section = c.locator_label.split(" > ", 1)[-1]
+            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {section[:34]:34s} "
+                       f"{c.fragment:22s} {c.cosine_distance:.3f}")
+        for c in answer.citations:
+            more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
+            click.echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+        if answer.rendered_answer:
+            click.echo("\n" + answer.rendered_answer)
+        if show_prompt and answer.prompt:
+            click.echo("\n--- prompt ---\n" + answer.prompt)
+    if show_timings:
+        click.echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
+                                                 for k, v in answer.timings.items()))
+
+
+def answer_json(answer) -> dict:
+    return {
+        "question": answer.question, "answered": answer.answered, "reason": answer.reason,
+        "threshold": answer.threshold, "partition": answer.partition,
+        "closest_distance": answer.closest_distance, "reranked": answer.reranked,
+        "citations": [{
+            "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
+            "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
+            "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
+            "locations": list(c.locations)} for c in answer.citations],
+        "prompt": answer.prompt,
+        "answer": answer.rendered_answer,
+        "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
+    }
+
+
+@main.command()
+@click.argument("question")
+@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--model", "model_key", default=None,
+              help="Model partition key (default: the first declared model).")
+@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
+              show_default=True)
+@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
+              help="BM25 analyzer (default: the project default).")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
+              help="At most this many sources are kept.")
+@click.option("--threshold", type=float, default=None,
+              help="Cosine-distance cut (default: the project default).")
+@click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
+              default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
+@click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
+@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--generate-url", default=None,
+              help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
+@click.option("--generate-model", default="default", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
+@click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
+def ask(question: str, chunker: str, model_key: str | None, retriever: str, analyzer: str | None,
+        max_sources: int, threshold: float | None, rerank_model: str | None, no_collapse: bool,
+        base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
+        show_prompt: bool, show_timings: bool) -> None:
+    """Answer QUESTION from the index with citations, or refuse."""
+    import json
+
+    from rag_pipeline.core.analyzers import Analyzer
+    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.ask import ask as run_ask
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.gate import DEFAULT_CUT
+    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.rerank import Reranker, RerankSettings
+    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.definitions import DEFAULT_DATA_DIR
+
+    if not question.strip():
+        _fail("the question is empty")
+    models = declared_models()
+    try:
+        spec = find_model(model_key, models) if model_key else models[0]
+        index = load_partition(DEFAULT_DATA_DIR, chunker, spec.key)
+        embedder = load_embedder(spec)
+        reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
+        settings = AskSettings(
+            retrieval=RetrievalSettings(retriever=Retriever(retriever),
+                                        analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
+                                        collapse_duplicates=not no_collapse),
+            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            base_url=base_url,
+            generator=GeneratorSettings(base_url=generate_url, model=generate_model)
+            if generate_url else None)
+        answer = run_ask(question, index, embedder, settings, reranker)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
+            GenerationError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        return
+    rerank_note = ("rerank: on" if reranker else
+                   "rerank: off (no cross-encoder configured; pass --rerank DIR)")
+    _print_answer(answer, show_prompt, show_timings, rerank_note)

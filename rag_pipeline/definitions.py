@@ -12,7 +12,7 @@ from rag_pipeline.assets.chunks import build_chunks_asset
 from rag_pipeline.assets.documents import documents
 from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
-from rag_pipeline.core.embedder import ModelSpec, default_model_spec
+from rag_pipeline.core.embedder import ModelSpec, declared_models
 from rag_pipeline.partitions import embedding_partitions
 from rag_pipeline.resources import CorpusSource, IndexStorage
 
@@ -25,7 +25,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       models: Sequence[ModelSpec] | None = None) -> dg.Definitions:
     """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use."""
-    models = tuple(models) if models else (default_model_spec(),)
+    models = tuple(models) if models else declared_models()
     return dg.Definitions(
         assets=[documents, build_chunks_asset(models[0]), bm25_stats,
                 build_embeddings_asset(models)],

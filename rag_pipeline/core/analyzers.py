@@ -7,7 +7,7 @@ be queried with the same one, so every BM25 table carries the analyzer's name.
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from functools import cache
 
 PLAIN_PATTERN = re.compile(r"[a-z0-9]+")
@@ -21,7 +21,7 @@ ENGLISH_STOPWORDS = frozenset((
 """The 33 English stop words of Lucene's ``EnglishAnalyzer`` (also bm25s's ``en`` list)."""
 
 
-class Analyzer(str, Enum):
+class Analyzer(StrEnum):
     """``plain``: lower case, runs of ``[a-z0-9]``, nothing removed. ``english``: lower case,
     words of two or more word characters, Lucene's 33 stop words dropped, Snowball English stems
     (PyStemmer), as bm25s does with ``stopwords="en"`` and an English stemmer."""

@@ -12,20 +12,20 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.versions import PIPELINE_VERSION
 
 
-class DocumentFormat(str, Enum):
+class DocumentFormat(StrEnum):
     MARKDOWN = "markdown"
     TEXT = "text"
     HTML = "html"
     PDF = "pdf"
 
 
-class DocumentStatus(str, Enum):
+class DocumentStatus(StrEnum):
     OK = "ok"
     FAILED = "failed"
 

@@ -126,3 +126,16 @@ class Embedder:
 def load_embedder(spec: ModelSpec) -> Embedder:
     """One loaded model per spec per process."""
     return Embedder(spec)
+
+
+def declared_models() -> tuple[ModelSpec, ...]:
+    """The models the project indexes with; the first is the default for chunk tokenizing and
+    for questions. Declaring another model adds a partition beside the existing ones."""
+    return (default_model_spec(),)
+
+
+def find_model(key: str, models: tuple[ModelSpec, ...]) -> ModelSpec:
+    for spec in models:
+        if spec.key == key:
+            return spec
+    raise ModelMismatchError(f"model {key!r} is not declared; declared: {[m.key for m in models]}")

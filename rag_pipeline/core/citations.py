@@ -1,0 +1,69 @@
+"""Citations the server attaches: the model only ever writes ``[n]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Source ``[index]`` of an answer: where the quote is, exactly, and how to open it.
+
+    ``quote`` is the chunk's ``content`` and equals ``canonical_text[start:end]`` of the document;
+    ``fragment`` is ``#char=start,end`` (or ``#page=N`` for a PDF page); ``url`` is the document's
+    location plus the fragment.
+    """
+
+    index: int
+    document_id: str
+    document_name: str
+    locator_label: str
+    fragment: str
+    start: int
+    end: int
+    quote: str
+    cosine_distance: float
+    url: str
+    locations: tuple[str, ...] = ()
+
+
+def page_of(page_starts: tuple[int, ...], offset: int) -> int:
+    """1-based PDF page holding character ``offset`` of the canonical text."""
+    from bisect import bisect_right
+
+    return max(1, bisect_right(page_starts, offset))
+
+
+def fragment_for(document_format: str, page_starts: tuple[int, ...], start: int, end: int) -> str:
+    """``#page=N`` (RFC 8118) for a PDF page, else ``#char=start,end`` (RFC 5147)."""
+    if document_format == "pdf" and page_starts:
+        return f"#page={page_of(page_starts, start)}"
+    return f"#char={start},{end}"
+
+
+def locator_label(document_title: str, section: str) -> str:
+    return document_title if section == document_title else f"{document_title} > {section}"
+
+
+def document_url(path: str, document_id: str, base_url: str | None, fragment: str) -> str:
+    """The configured base URL plus the document id, or the file's URI; then the fragment."""
+    from pathlib import Path
+    from urllib.parse import quote
+
+    if base_url:
+        return base_url.rstrip("/") + "/" + quote(document_id) + fragment
+    return Path(path).resolve().as_uri() + fragment
+
+
+def build_prompt(question: str, citations: list[Citation]) -> str:
+    """Numbered sources (``[n] Document - Section`` then the quoted content, never the
+    embedded text), then the instruction to answer only from them, citing ``[n]``."""
+    blocks = []
+    for c in citations:
+        blocks.append(f"[{c.index}] {c.document_name} - {c.locator_label.split(' > ', 1)[-1]}\n"
+                      f"{c.quote}")
+    return ("Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
+            "Answer the question using only the sources above. Cite every claim with the number "
+            "of its source in square brackets, like [1]. Do not write links. If the sources do "
+            "not contain the answer, say so and stop.\n\n"
+            f"Question: {question}\n")

@@ -1,0 +1,43 @@
+"""The refusal gate: the only part of the pipeline that can say no.
+
+Keep at most ``max_sources`` candidates, in retrieval order, and only those whose cosine
+distance is strictly under ``cut``. When none passes, the answer is a refusal and no model is
+called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DEFAULT_CUT = 0.675
+MAX_SOURCES = 4
+
+__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "refusal_line"]
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    kept: tuple[int, ...]
+    """Positions (in the candidate list) of the kept candidates, in retrieval order."""
+    cut: float
+    closest_distance: float | None
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.kept)
+
+
+def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
+               max_sources: int = MAX_SOURCES) -> GateDecision:
+    """Walks the candidates in retrieval order and keeps those under the cut, up to the cap."""
+    if max_sources < 1:
+        raise ValueError(f"max_sources must be at least 1, got {max_sources}")
+    kept = [i for i, d in enumerate(distances) if d < cut][:max_sources]
+    return GateDecision(tuple(kept), cut, min(distances) if len(distances) else None)
+
+
+def refusal_line(question: str, decision: GateDecision) -> str:
+    closest = (f" (closest: {decision.closest_distance:.3f})"
+               if decision.closest_distance is not None else "")
+    return f'NO ANSWER: nothing under cosine distance {decision.cut} for "{question}"{closest}'

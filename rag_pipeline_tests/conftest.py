@@ -1,0 +1,73 @@
+"""Shared fixtures: the real model, a second model with other weights, and a tiny corpus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from rag_pipeline.core.embedder import (  # noqa: E402
+    FINGERPRINT_CHARS,
+    ModelSpec,
+    default_model_spec,
+    weights_sha256,
+)
+
+TINY_DOCS = {
+    "guide/install.md": (
+        "---\ntitle: Install guide\n---\n# Installing Frobnicator\n\n"
+        "Frobnicator needs a POSIX shell and about forty megabytes of disk space.\n\n"
+        "## Upgrading\n\n"
+        "Run the upgrade command twice when the lock file is older than a week. The second run "
+        "clears stale caches left by the first one.\n"),
+    "guide/config.md": (
+        "# Configuring Frobnicator\n\n"
+        "The configuration file lives in the home folder and is written in TOML.\n\n"
+        "## Timeouts\n\n"
+        "Every network call gives up after seventeen seconds unless the timeout key says "
+        "otherwise.\n"),
+    "notes.txt": "Release notes.\n\nVersion 2 removed the legacy XML exporter.\n",
+}
+
+
+@pytest.fixture(scope="session")
+def minilm() -> ModelSpec:
+    return default_model_spec()
+
+
+@pytest.fixture(scope="session")
+def other_minilm(minilm: ModelSpec, tmp_path_factory: pytest.TempPathFactory) -> ModelSpec:
+    """all-MiniLM-L6-v2 with one weight nudged: same name, other weights, other fingerprint."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path_factory.mktemp("other-minilm") / "model"
+    shutil.copytree(minilm.path, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + torch.full_like(weights[name], 1e-3)
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    fingerprint = weights_sha256(folder)[:FINGERPRINT_CHARS]
+    return ModelSpec(name=minilm.name, path=folder, fingerprint=fingerprint,
+                     dimension=minilm.dimension, max_tokens=minilm.max_tokens)
+
+
+def write_corpus(root: Path, docs: dict[str, str]) -> Path:
+    for rel, text in docs.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path: Path) -> Path:
+    root = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    # Planted flaw: invalid UTF-8. Must end `failed` with its reason while the rest index.
+    (root / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not text\n")
+    return root
