@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine: `make index` (install + build the index on the bundled
+# corpus) and `make test`. Everything lands in .venv; nothing reaches for a model hub.
+VENV := .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export DAGSTER_HOME := $(CURDIR)/dagster_home
+
+.PHONY: install index test dev lint
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	# torch first and pinned: the CPU build lies on this machine's disk; unpinned, pip would
+	# pull a multi-GB CUDA build.
+	$(VENV)/bin/pip install --quiet torch==2.13.0
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+index: install
+	$(VENV)/bin/rag-pipeline index
+
+test: install
+	$(VENV)/bin/pytest; status=$$?; echo $$status > .pytest-exit; exit $$status
+
+dev: install
+	$(VENV)/bin/dagster dev -w workspace.yaml
+
+lint: install
+	$(VENV)/bin/ruff check rag_pipeline rag_pipeline_tests

@@ -1,0 +1,50 @@
+"""The loaded Definitions: exact asset keys, partitions, checks, jobs, schedule and sensor."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.definitions import PROJECT_ROOT, defs
+
+CHUNKERS = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "header",
+            "header_overlap"]
+
+
+def test_asset_keys_partitions_and_checks():
+    graph = defs.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
+        "documents", "chunks", "bm25_stats", "embeddings"}
+    assert graph.get(dg.AssetKey("documents")).partitions_def is None
+    assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
+    assert graph.get(dg.AssetKey("bm25_stats")).partitions_def.get_partition_keys() == CHUNKERS
+    embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
+    assert sorted(str(k) for k in embedding_keys) == sorted([
+        f"{c}|all-MiniLM-L6-v2@53aa5117" for c in CHUNKERS])
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
+                      ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
+                      ("embeddings", "one_model_per_partition")}
+
+
+def test_jobs_schedule_and_sensor():
+    repo = defs.get_repository_def()
+    assert sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")) == [
+        "chunks_job", "documents_job", "embeddings_job"]
+    schedule = defs.resolve_schedule_def("nightly_index")
+    assert (schedule.cron_schedule, schedule.job_name) == ("0 2 * * *", "documents_job")
+    assert defs.resolve_sensor_def("index_automation").name == "index_automation"
+
+
+def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w",
+         "workspace.yaml"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation successful for code location rag_pipeline.definitions" in (
+        result.stdout + result.stderr)
