@@ -8,14 +8,16 @@ from pathlib import Path
 
 import click
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from rag_pipeline.project_paths import DAGSTER_HOME
 
 
 def _prepare_environment() -> None:
     """The CLI is the process edge: no model hub, and the project's own Dagster instance."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
+    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
 def _fail(message: str) -> None:
@@ -38,8 +40,9 @@ def index(corpus: Path | None) -> None:
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
-    from rag_pipeline.definitions import DEFAULT_DATA_DIR, defs
+    from rag_pipeline.definitions import defs
     from rag_pipeline.index_runs import IndexRunFailed, run_index
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     with dg.DagsterInstance.get() as instance:
@@ -68,7 +71,7 @@ def status() -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
     from rag_pipeline.core.status import index_status
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
-    from rag_pipeline.definitions import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     try:
         report = index_status(Warehouse(DEFAULT_DATA_DIR))
@@ -166,7 +169,7 @@ def ask(question: str, chunker: str, model_key: str | None, retriever: str, anal
     from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
     from rag_pipeline.core.warehouse import IndexNotBuiltError
-    from rag_pipeline.definitions import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     if not question.strip():
         _fail("the question is empty")

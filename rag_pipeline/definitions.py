@@ -14,11 +14,8 @@ from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
 from rag_pipeline.core.embedder import ModelSpec, declared_models
 from rag_pipeline.partitions import embedding_partitions
+from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR
 from rag_pipeline.resources import CorpusSource, IndexStorage
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
-DEFAULT_CORPUS_DIR = DEFAULT_DATA_DIR / "corpus" / "python-reference"
 
 
 def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,

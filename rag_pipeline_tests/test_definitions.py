@@ -9,7 +9,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.definitions import PROJECT_ROOT, defs
+from rag_pipeline.definitions import defs
+from rag_pipeline.project_paths import PROJECT_ROOT
 
 CHUNKERS = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "header",
             "header_overlap"]

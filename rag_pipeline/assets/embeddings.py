@@ -1,6 +1,7 @@
 """``embeddings``: one unit vector per chunk, partitioned by chunking strategy x model."""
 
 
+import warnings
 from collections.abc import Sequence
 
 import dagster as dg
@@ -15,14 +16,20 @@ from rag_pipeline.resources import IndexStorage
 CHECKS = ("vectors_unit_length", "one_model_per_partition")
 
 
+def _chunker_of_embedding_partition() -> dg.PartitionMapping:
+    """Each (chunker, model) partition reads the chunks partition of its chunker."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=CHUNKER)
+
+
 def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
     """``embeddings`` over the declared models; each model key is a vector space of its own."""
     by_key = {m.key: m for m in models}
 
     @dg.asset(
         partitions_def=embedding_partitions(models),
-        deps=[dg.AssetDep("chunks", partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
-            partition_dimension_name=CHUNKER))],
+        deps=[dg.AssetDep("chunks", partition_mapping=_chunker_of_embedding_partition())],
         check_specs=[dg.AssetCheckSpec(name, asset="embeddings") for name in CHECKS],
         automation_condition=dg.AutomationCondition.eager(),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "

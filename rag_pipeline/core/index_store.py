@@ -12,7 +12,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.analyzers import Analyzer

@@ -1,0 +1,120 @@
+"""Ask: retrieve, gate, cite, and only then (optionally) generate.
+
+The gate decides; the model, when one is configured, only writes prose with ``[n]`` markers.
+A refusal never calls a model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from rag_pipeline.core.citations import (
+    Citation,
+    build_prompt,
+    document_url,
+    fragment_for,
+    locator_label,
+)
+from rag_pipeline.core.embedder import Embedder
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
+from rag_pipeline.core.generation import (
+    CheckedAnswer,
+    GeneratorSettings,
+    check_answer,
+    generate,
+    render_answer,
+)
+from rag_pipeline.core.index_store import PartitionIndex
+from rag_pipeline.core.rerank import Reranker
+from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
+
+
+class EmptyQuestionError(ValueError):
+    """The question is empty or only white space."""
+
+
+@dataclass(frozen=True)
+class AskSettings:
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    cut: float = DEFAULT_CUT
+    max_sources: int = MAX_SOURCES
+    base_url: str | None = None
+    generator: GeneratorSettings | None = None
+
+
+@dataclass
+class Answer:
+    question: str
+    answered: bool
+    reason: str | None
+    threshold: float
+    partition: str
+    citations: list[Citation]
+    prompt: str | None
+    closest_distance: float | None
+    reranked: bool
+    generated: CheckedAnswer | None = None
+    rendered_answer: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _fragment_of_row(index: PartitionIndex, row: int) -> str:
+    doc = index.documents[index.document_ids[row]]
+    return fragment_for(doc.format, doc.page_starts, int(index.starts[row]), int(index.ends[row]))
+
+
+def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:
+    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs."""
+    citations = []
+    for number, hit in enumerate(hits, start=1):
+        doc = index.documents[index.document_ids[hit.row]]
+        fragment = _fragment_of_row(index, hit.row)
+        citations.append(Citation(
+            index=number, document_id=doc.document_id, document_name=doc.title,
+            locator_label=locator_label(doc.title, index.sections[hit.row]), fragment=fragment,
+            start=int(index.starts[hit.row]), end=int(index.ends[hit.row]),
+            quote=index.contents[hit.row], cosine_distance=round(hit.cosine_distance, 6),
+            url=document_url(doc.path, doc.document_id, base_url, fragment),
+            locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
+                            for r in hit.locations)))
+    return citations
+
+
+def ask(question: str, index: PartitionIndex, embedder: Embedder,
+        settings: AskSettings | None = None, reranker: Reranker | None = None) -> Answer:
+    """Answers from the partition or refuses; ``timings`` holds seconds per stage."""
+    settings = settings or AskSettings()
+    question = question.strip()
+    if not question:
+        raise EmptyQuestionError("the question is empty")
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    query = embed_question(embedder, question)
+    timings["embed_question"] = time.perf_counter() - t
+    ranking = retrieve(index, query, question, settings.retrieval)
+    timings.update(ranking.timings)
+    hits = ranking.hits
+    if reranker is not None:
+        t = time.perf_counter()
+        order = reranker.rerank(question, [(str(i), index.texts[h.row]) for i, h in enumerate(hits)])
+        hits = [hits[int(i)] for i, _ in order]
+        timings["rerank"] = time.perf_counter() - t
+    decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources)
+    partition = f"{index.chunker}|{index.model_key}"
+    if not decision.answered:
+        timings["total"] = time.perf_counter() - started
+        return Answer(question, False, refusal_line(question, decision), settings.cut, partition,
+                      [], None, decision.closest_distance, reranker is not None, timings=timings)
+    citations = citations_for(index, [hits[i] for i in decision.kept], settings.base_url)
+    prompt = build_prompt(question, citations)
+    answer = Answer(question, True, None, settings.cut, partition, citations, prompt,
+                    decision.closest_distance, reranker is not None, timings=timings)
+    if settings.generator is not None:
+        t = time.perf_counter()
+        answer.generated = check_answer(generate(prompt, settings.generator), len(citations))
+        answer.rendered_answer = render_answer(answer.generated, citations)
+        timings["generate"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - started
+    return answer

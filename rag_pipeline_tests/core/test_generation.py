@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from rag_pipeline.core.citations import Citation
+from rag_pipeline.core.generation import (
+    CheckedAnswer,
+    GenerationError,
+    GeneratorSettings,
+    check_answer,
+    generate,
+    render_answer,
+)
+
+EVIL_ANSWER = "[1] [7] see https://evil.example/x and [docs](http://a.b/c)"
+TIMEOUT_S = 3.0
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class FakeChatServer:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that records requests and plays a scripted reply."""
+
+    base_url: str
+    status: int = 200
+    reply: bytes = b""
+    received: list[Received] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    hold: bool = False
+
+
+@pytest.fixture
+def chat_server() -> Iterator[FakeChatServer]:
+    fake: FakeChatServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            fake.received.append(Received("POST", self.path, dict(self.headers.items()), body))
+            if fake.hold:
+                fake.release.wait(timeout=TIMEOUT_S)
+            self.send_response(fake.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(fake.reply)))
+            self.end_headers()
+            self.wfile.write(fake.reply)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    fake = FakeChatServer(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.release.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=TIMEOUT_S)
+
+
+def chat_reply(content: object) -> bytes:
+    return json.dumps({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "tiny-chat",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "stop"}],
+    }).encode("utf-8")
+
+
+def citation(index: int, name: str, label: str, start: int, end: int) -> Citation:
+    fragment = f"#char={start},{end}"
+    return Citation(index=index, document_id=f"doc-{index}", document_name=name, locator_label=label,
+                    fragment=fragment, start=start, end=end, quote="Run the upgrade command twice.",
+                    cosine_distance=0.25, url=f"file:///corpus/{name}{fragment}")
+
+
+def closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_generate_posts_the_chat_request_and_returns_the_message(chat_server: FakeChatServer) -> None:
+    chat_server.reply = chat_reply("Run it twice [1].")
+    settings = GeneratorSettings(base_url=chat_server.base_url + "/", model="tiny-chat", api_key="sk-test",
+                                 timeout_s=TIMEOUT_S, temperature=0.3, max_tokens=64)
+
+    text = generate("How do I upgrade?", settings)
+
+    assert text == "Run it twice [1]."
+    assert len(chat_server.received) == 1
+    request = chat_server.received[0]
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert json.loads(request.body) == {
+        "model": "tiny-chat",
+        "messages": [{"role": "user", "content": "How do I upgrade?"}],
+        "temperature": 0.3,
+        "max_tokens": 64,
+    }
+    assert request.headers["Content-Type"] == "application/json"
+    assert request.headers["Authorization"] == "Bearer sk-test"
+
+
+def test_generate_sends_no_authorization_without_api_key(chat_server: FakeChatServer) -> None:
+    chat_server.reply = chat_reply("ok")
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat", timeout_s=TIMEOUT_S)
+
+    assert generate("q", settings) == "ok"
+    request = chat_server.received[0]
+    assert "Authorization" not in request.headers
+    assert json.loads(request.body) == {
+        "model": "tiny-chat",
+        "messages": [{"role": "user", "content": "q"}],
+        "temperature": 0.0,
+        "max_tokens": 512,
+    }
+
+
+def test_served_answer_is_checked_and_rendered_with_server_citations(chat_server: FakeChatServer) -> None:
+    chat_server.reply = chat_reply(EVIL_ANSWER)
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat", timeout_s=TIMEOUT_S)
+    citations = [citation(1, "install.md", "Installing Frobnicator › Upgrading", 80, 190)]
+
+    raw = generate("How do I upgrade?", settings)
+    checked = check_answer(raw, n_sources=len(citations))
+
+    assert raw == EVIL_ANSWER
+    assert checked == CheckedAnswer(text="[1] [7] see and docs", cited=(1,), unknown_citations=(7,),
+                                    removed_urls=("https://evil.example/x", "http://a.b/c"))
+    assert render_answer(checked, citations).split("\n") == [
+        "[1] [7] see and docs",
+        "",
+        "Warning: the answer cites [7], which is not among the sources below.",
+        "Sources:",
+        "[1] install.md — Installing Frobnicator › Upgrading — file:///corpus/install.md#char=80,190",
+    ]
+
+
+def test_http_500_raises_generation_error_with_status_and_body(chat_server: FakeChatServer) -> None:
+    chat_server.status = 500
+    chat_server.reply = b'{"error": "model crashed"}'
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat", timeout_s=TIMEOUT_S)
+
+    with pytest.raises(GenerationError, match=r"HTTP 500 .*model crashed"):
+        generate("q", settings)
+
+
+def test_connection_refused_raises_generation_error() -> None:
+    settings = GeneratorSettings(base_url=f"http://127.0.0.1:{closed_port()}/v1", model="tiny-chat",
+                                 timeout_s=TIMEOUT_S)
+
+    with pytest.raises(GenerationError, match="refused"):
+        generate("q", settings)
+
+
+def test_slow_server_raises_generation_error_after_timeout(chat_server: FakeChatServer) -> None:
+    chat_server.hold = True
+    chat_server.reply = chat_reply("too late")
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat", timeout_s=0.2)
+
+    with pytest.raises(GenerationError, match=r"within 0\.2 s"):
+        generate("q", settings)
+
+
+@pytest.mark.parametrize(("reply", "message"), [
+    (b"<html>not json</html>", "malformed JSON"),
+    (b'{"choices": []}', r"without choices\[0\]\.message\.content"),
+    (chat_reply(None), "non-text"),
+    (b'{"error": {"message": "unknown model"}}', "unknown model"),
+])
+def test_reply_that_is_not_a_chat_answer_raises_generation_error(
+        chat_server: FakeChatServer, reply: bytes, message: str) -> None:
+    chat_server.reply = reply
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat", timeout_s=TIMEOUT_S)
+
+    with pytest.raises(GenerationError, match=message):
+        generate("q", settings)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"base_url": "127.0.0.1:8000/v1"}, "base_url"),
+    ({"model": ""}, "model"),
+    ({"timeout_s": 0.0}, "timeout_s"),
+    ({"temperature": -0.1}, "temperature"),
+    ({"max_tokens": 0}, "max_tokens"),
+])
+def test_settings_reject_unusable_values(overrides: dict[str, object], message: str) -> None:
+    values: dict[str, object] = {"base_url": "http://127.0.0.1:8000/v1", "model": "tiny-chat", **overrides}
+    with pytest.raises(ValueError, match=message):
+        GeneratorSettings(**values)  # type: ignore[arg-type]
+
+
+def test_settings_endpoint_strips_trailing_slashes() -> None:
+    settings = GeneratorSettings(base_url="http://127.0.0.1:8000/v1//", model="tiny-chat")
+    assert settings.endpoint == "http://127.0.0.1:8000/v1/chat/completions"
+
+
+@pytest.mark.parametrize(("raw", "n_sources", "expected"), [
+    ("Upgrade twice [1, 2] and clear caches [2][3].", 3,
+     CheckedAnswer("Upgrade twice [1, 2] and clear caches [2][3].", (1, 2, 3), (), ())),
+    ("No sources here [0] [4].", 3, CheckedAnswer("No sources here [0] [4].", (), (0, 4), ())),
+    ("Nothing cited.", 0, CheckedAnswer("Nothing cited.", (), (), ())),
+    ("Every marker is unknown without sources [1].", 0,
+     CheckedAnswer("Every marker is unknown without sources [1].", (), (1,), ())),
+    # A Markdown link whose label is a marker keeps the marker.
+    ("See [2](https://x.example/a), then [1].", 2,
+     CheckedAnswer("See [2], then [1].", (1, 2), (), ("https://x.example/a",))),
+    # Punctuation after a URL stays; www. and file:// links go too; duplicates are listed once.
+    ("Read www.evil.example/a. Or file:///etc/passwd, or www.evil.example/a [1]", 1,
+     CheckedAnswer("Read. Or, or [1]", (1,), (), ("www.evil.example/a", "file:///etc/passwd"))),
+    # Line edges lose the spaces, indentation stays; balanced parentheses belong to the URL.
+    ("https://a.example/x is first\n  - item <https://b.example/y> here\n"
+     "  https://c.example/Foo_(bar) [1]", 1,
+     CheckedAnswer("is first\n  - item here\n  [1]", (1,), (),
+                   ("https://a.example/x", "https://b.example/y", "https://c.example/Foo_(bar)"))),
+    # Images keep their alt text; a marker glued to a URL survives as a marker.
+    ('![diagram](https://img.example/d.png "title") shows it https://u.example/p[1]', 1,
+     CheckedAnswer("diagram shows it [1]", (1,), (), ("https://img.example/d.png", "https://u.example/p"))),
+])
+def test_check_answer(raw: str, n_sources: int, expected: CheckedAnswer) -> None:
+    assert check_answer(raw, n_sources) == expected
+
+
+def test_check_answer_rejects_negative_source_count() -> None:
+    with pytest.raises(ValueError, match="n_sources"):
+        check_answer("text", -1)
+
+
+def test_render_answer_without_unknown_markers_lists_every_source() -> None:
+    citations = [citation(1, "install.md", "Upgrading", 80, 190), citation(2, "config.md", "Timeouts", 0, 40)]
+    checked = check_answer("Upgrade twice [1].\n", n_sources=2)
+
+    assert render_answer(checked, citations).split("\n") == [
+        "Upgrade twice [1].",
+        "",
+        "Sources:",
+        "[1] install.md — Upgrading — file:///corpus/install.md#char=80,190",
+        "[2] config.md — Timeouts — file:///corpus/config.md#char=0,40",
+    ]
+
+
+def test_render_answer_warns_about_several_unknown_markers_and_no_sources() -> None:
+    checked = check_answer("Claims [3] and [5].", n_sources=0)
+
+    assert render_answer(checked, []).split("\n") == [
+        "Claims [3] and [5].",
+        "",
+        "Warning: the answer cites [3] [5], which are not among the sources below.",
+        "Sources: none",
+    ]
+
+
+def test_render_answer_refuses_a_cited_index_no_citation_carries() -> None:
+    checked = check_answer("Cites [2].", n_sources=2)
+
+    with pytest.raises(ValueError, match=r"\[2\]"):
+        render_answer(checked, [citation(1, "install.md", "Upgrading", 0, 10)])
