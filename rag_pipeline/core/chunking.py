@@ -94,7 +94,8 @@ def content_fingerprint(content: str) -> str:
     return hashlib.sha256(" ".join(content.split()).encode("utf-8")).hexdigest()
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
 _LINE_END = re.compile(r"\n")
@@ -102,9 +103,12 @@ _WORD_END = re.compile(r"\S(?=\s)")
 
 
 def heading_spans(canonical: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline."""
+    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline.
+    Lines inside fenced code blocks (``` or ~~~) are code, never headings."""
+    fences = [(m.start(), m.end()) for m in _FENCE.finditer(canonical)]
     return [(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
-            for m in _HEADING.finditer(canonical)]
+            for m in _HEADING.finditer(canonical)
+            if not any(f_start <= m.start() < f_end for f_start, f_end in fences)]
 
 
 def split_sections(canonical: str, document_title: str) -> list[Section]:
@@ -230,7 +234,8 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
     for ordinal, (section_title, start, end) in enumerate(located):
         content = canonical[start:end]
         header = context_header(document_title, section_title) if strategy.header else ""
-        tail = previous_content[-settings.overlap_chars:] if strategy.overlap and previous_content else ""
+        tail = (previous_content[max(0, len(previous_content) - settings.overlap_chars):]
+                if strategy.overlap else "")
         body = f"{tail} {content}" if tail else content
         text = f"{header}\n{body}" if header else body
         chunks.append(Chunk(f"{document_id}:{start}-{end}", document_id, ordinal, section_title,

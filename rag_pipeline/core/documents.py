@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from rag_pipeline.core.chunking import heading_spans
 from rag_pipeline.core.versions import PIPELINE_VERSION
 
 
@@ -98,7 +99,11 @@ class DocumentRecord:
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
-_ATX_TITLE = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def first_title(text: str) -> str | None:
+    """The first level-1 ATX heading outside fenced code, if any."""
+    return next((title for _, _, level, title in heading_spans(text) if level == 1 and title), None)
 
 
 def _decode_utf8(data: bytes) -> str:
@@ -120,8 +125,7 @@ def extract_markdown(data: bytes, stem: str) -> Extracted:
             if key.strip().lower() == "title" and value.strip():
                 front_title = value.strip().strip("'\"")
         text = text[match.end() :]
-    heading = _ATX_TITLE.search(text)
-    title = heading.group(1) if heading else (front_title or stem)
+    title = first_title(text) or front_title or stem
     return Extracted(title=title, canonical_text=text)
 
 
@@ -135,15 +139,18 @@ _HTML_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquot
 
 
 def extract_html(data: bytes, stem: str) -> Extracted:
-    """HTML blocks as paragraphs; ``<h1>`` becomes ``# ``, deeper headings ``## `` sections."""
+    """HTML blocks (and ``<div>`` elements holding no block) as paragraphs; ``<h1>`` becomes
+    ``# ``, deeper headings ``## `` sections."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(data, "lxml")
     for tag in soup(["script", "style", "noscript", "template", "nav"]):
         tag.decompose()
     blocks: list[str] = []
-    for element in soup.find_all(_HTML_BLOCKS):
+    for element in soup.find_all((*_HTML_BLOCKS, "div")):
         if element.find_parent(_HTML_BLOCKS):
+            continue
+        if element.name == "div" and element.find((*_HTML_BLOCKS, "div")) is not None:
             continue
         if element.name == "pre":
             text = element.get_text().strip("\n")
@@ -158,13 +165,10 @@ def extract_html(data: bytes, stem: str) -> Extracted:
         blocks.append(text)
     canonical = "\n\n".join(blocks) + ("\n" if blocks else "")
     title_tag = soup.find("title")
-    heading = _ATX_TITLE.search(canonical)
     if title_tag and title_tag.get_text().strip():
         title = " ".join(title_tag.get_text().split())
-    elif heading:
-        title = heading.group(1)
     else:
-        title = stem
+        title = first_title(canonical) or stem
     return Extracted(title=title, canonical_text=canonical)
 
 
@@ -173,17 +177,17 @@ def extract_pdf(data: bytes, stem: str) -> Extracted:
     import io
 
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise ExtractionError("encrypted PDF: no password is configured")
         pages = [(page.extract_text() or "").replace("\r\n", "\n") for page in reader.pages]
+        meta_title = reader.metadata.title if reader.metadata else None
     except ExtractionError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise ExtractionError(f"unreadable PDF: {exc}") from exc
+    except Exception as exc:  # pypdf raises many types for damaged files; each is a reason
+        raise ExtractionError(f"unreadable PDF: {type(exc).__name__}: {exc}") from exc
     if not any(page.strip() for page in pages):
         raise ExtractionError(f"no text layer in {len(pages)} page(s) (scanned PDF?)")
     starts, parts, offset = [], [], 0
@@ -192,7 +196,6 @@ def extract_pdf(data: bytes, stem: str) -> Extracted:
         parts.append(page.strip("\n"))
         offset += len(parts[-1]) + 2
     canonical = "\n\n".join(parts) + "\n"
-    meta_title = reader.metadata.title if reader.metadata else None
     first_line = next((line.strip() for line in canonical.splitlines() if line.strip()), stem)
     return Extracted(title=(meta_title or first_line or stem).strip(), canonical_text=canonical,
                      page_starts=tuple(starts))

@@ -111,6 +111,10 @@ class Warehouse:
         while True:
             try:
                 with duckdb.connect(str(self.db_path)) as con:
+                    existing = {r[0] for r in con.execute(
+                        "select view_name from duckdb_views() where not internal").fetchall()}
+                    for gone in sorted(existing - set(self.tables())):
+                        con.execute(f'DROP VIEW "{gone}"')
                     for statement in statements:
                         con.execute(statement)
                 return self.tables()

@@ -1,0 +1,257 @@
+"""Tests for ``rag_pipeline.core.documents``: a corpus folder with planted flaws, read into exact
+records; unreadable files become ``failed`` records; unchanged ``ok`` records are reused."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import random
+from pathlib import Path
+
+import pypdf
+import pytest
+from fpdf import FPDF
+from fpdf.enums import XPos, YPos
+from pypdf import PdfWriter
+
+from rag_pipeline.core.documents import (
+    DocumentStatus,
+    discover,
+    extract_corpus,
+    extract_document,
+    extract_html,
+    extract_markdown,
+)
+
+PYPDF_EXTRACTOR_VERSION = f"1+pypdf-{pypdf.__version__}"
+
+
+def text_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A PDF with a real text layer, one ``cell`` line per string."""
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    pdf.set_font("Helvetica", size=12)
+    for lines in pages:
+        pdf.add_page()
+        for line in lines:
+            pdf.cell(text=line, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    return bytes(pdf.output())
+
+
+def drawing_only_pdf() -> bytes:
+    """A one-page PDF whose only content is a drawn rectangle: no text layer."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.rect(10, 10, 50, 30)
+    return bytes(pdf.output())
+
+
+def encrypted_pdf(plain: bytes) -> bytes:
+    writer = PdfWriter(clone_from=io.BytesIO(plain))
+    writer.encrypt(user_password="secret", owner_password="owner")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+GUIDE_MD = b"---\ntitle: Front Title\nauthor: someone\n---\n# Real Title\n\nBody text.\n"
+NOTES_TXT = b"Plain notes.\r\nSecond line.\r\n"
+PAGE_HTML = (
+    b"<html><head><title>Page  Title</title><style>p {color: red}</style>"
+    b"<script>var hidden = 1;</script></head>"
+    b"<body><nav><a href='/'>Home</a></nav><h1>Main</h1><p>First   para\n wraps.</p>"
+    b"<script>alert('dropped')</script><h2>Sub</h2><ul><li>One</li><li>Two</li></ul></body></html>"
+)
+REPORT_PDF_PAGES = [["Alpha page one.", "Second line here."], ["Beta page two."]]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    (root / "sub").mkdir(parents=True)
+    # Good: YAML front matter stripped; the "# " heading wins over the front-matter title.
+    (root / "guide.md").write_bytes(GUIDE_MD)
+    # Good: plain text; CRLF line ends must come out as "\n".
+    (root / "notes.txt").write_bytes(NOTES_TXT)
+    # Good: title from <title>; <h1> -> "# ", <h2> -> "## "; script, style and nav dropped.
+    (root / "page.html").write_bytes(PAGE_HTML)
+    # Good: two pages with a text layer; page_starts must be exact.
+    (root / "report.pdf").write_bytes(text_pdf(REPORT_PDF_PAGES, title="Quarterly Report"))
+    # Good: nested folder, no heading -> title is the stem; id uses a forward slash.
+    (root / "sub" / "nested.md").write_bytes(b"Nested body.\n")
+    # Flaw: password-protected PDF -> failed "encrypted PDF".
+    (root / "locked.pdf").write_bytes(encrypted_pdf(text_pdf([["Secret page."]])))
+    # Flaw: a page with only a drawn rectangle -> failed "no text layer".
+    (root / "scan.pdf").write_bytes(drawing_only_pdf())
+    # Flaw: random bytes with a .pdf suffix -> failed "unreadable PDF".
+    (root / "corrupt.pdf").write_bytes(random.Random(7).randbytes(2048))
+    # Flaw: Latin-1 bytes in a .md ("é" is 0xE9 at byte 5) -> failed "not valid UTF-8".
+    (root / "latin1.md").write_bytes(b"# Caf\xe9\n\nBody.\n")
+    # Flaw: an empty .txt -> failed "no text".
+    (root / "empty.txt").write_bytes(b"")
+    # Flaw: a symlink to a file outside the root -> failed "outside the corpus root".
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_bytes(b"# Secret\n\nNot part of the corpus.\n")
+    (root / "link.md").symlink_to(outside / "secret.md")
+    # Skipped by discover: hidden file, hidden folder, unsupported suffix.
+    (root / ".draft.md").write_bytes(b"# Draft\n")
+    (root / ".cache").mkdir()
+    (root / ".cache" / "cached.md").write_bytes(b"# Cached\n")
+    (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    return root
+
+
+EXPECTED_IDS = ["corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md", "locked.pdf",
+                "notes.txt", "page.html", "report.pdf", "scan.pdf", "sub/nested.md"]
+OK_IDS = ["guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+
+
+def by_id(records):
+    return {r.document_id: r for r in records}
+
+
+def test_discover_skips_hidden_and_unsupported_files(corpus):
+    assert [p.relative_to(corpus).as_posix() for p in discover(corpus)] == EXPECTED_IDS
+
+
+def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
+    result = extract_corpus(corpus)
+    records = by_id(result.records)
+    assert [r.document_id for r in result.records] == EXPECTED_IDS
+    assert (result.extracted, result.reused) == (11, 0)
+    assert sorted(r.document_id for r in result.records if r.ok) == OK_IDS
+    errors = {r.document_id: r.error for r in result.failed}
+    assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
+    assert errors == {
+        "empty.txt": "no text: the file is empty after extraction",
+        "latin1.md": "not valid UTF-8 at byte 5: invalid continuation byte",
+        "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
+        "locked.pdf": "encrypted PDF: no password is configured",
+        "scan.pdf": "no text layer in 1 page(s) (scanned PDF?)",
+    }
+    for r in result.failed:
+        assert (r.status, r.canonical_text, r.title) == (DocumentStatus.FAILED.value, "", Path(r.path).stem)
+    # A failed file that was read still carries its bytes' digest; the symlink was never read.
+    assert records["latin1.md"].content_sha256 == hashlib.sha256(b"# Caf\xe9\n\nBody.\n").hexdigest()
+    assert records["link.md"].content_sha256 == ""
+
+
+def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
+    record = extract_document(corpus / "guide.md", corpus)
+    assert (record.status, record.error) == ("ok", None)
+    assert record.title == "Real Title"
+    assert record.canonical_text == "# Real Title\n\nBody text.\n"
+    assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
+    assert (record.format, record.extractor, record.extractor_version) == (
+        "markdown", "markdown-frontmatter", "1")
+    assert record.page_starts == ()
+
+
+def test_front_matter_title_is_used_when_there_is_no_heading():
+    extracted = extract_markdown(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
+    assert (extracted.title, extracted.canonical_text) == ("Front Title", "No heading here.\n")
+
+
+def test_text_is_read_as_it_is_with_normalised_line_ends(corpus):
+    record = extract_document(corpus / "notes.txt", corpus)
+    assert (record.status, record.title, record.canonical_text) == (
+        "ok", "notes", "Plain notes.\nSecond line.\n")
+    assert (record.format, record.extractor) == ("text", "plain-text")
+
+
+def test_html_blocks_become_paragraphs_and_headings(corpus):
+    record = extract_document(corpus / "page.html", corpus)
+    assert record.status == "ok"
+    assert record.title == "Page Title"
+    assert record.canonical_text == "# Main\n\nFirst para wraps.\n\n## Sub\n\nOne\n\nTwo\n"
+    for dropped in ("hidden", "dropped", "Home", "color"):
+        assert dropped not in record.canonical_text
+
+
+def test_html_title_falls_back_to_the_h1_then_the_stem():
+    assert extract_html(b"<h1>Heading</h1><p>x</p>", "stem").title == "Heading"
+    assert extract_html(b"<p>x</p>", "stem").title == "stem"
+
+
+def test_pdf_pages_are_joined_with_exact_page_starts(corpus):
+    record = extract_document(corpus / "report.pdf", corpus)
+    assert record.status == "ok"
+    assert record.title == "Quarterly Report"
+    # Page 1 is "Alpha page one.\nSecond line here." (33 chars) + "\n\n" -> page 2 starts at 35.
+    assert record.canonical_text == "Alpha page one.\nSecond line here.\n\nBeta page two.\n"
+    assert record.page_starts == (0, 35)
+    assert record.canonical_text[35:].startswith("Beta page two.")
+    assert (record.format, record.extractor, record.extractor_version) == (
+        "pdf", "pdf-pypdf", PYPDF_EXTRACTOR_VERSION)
+
+
+def test_pdf_title_falls_back_to_the_first_line(tmp_path):
+    (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
+    record = extract_document(tmp_path / "untitled.pdf", tmp_path)
+    assert (record.title, record.page_starts) == ("First line.", (0,))
+
+
+def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
+    first = extract_corpus(corpus)
+    second = extract_corpus(corpus, previous=first.records)
+    # 5 ok records reused as they are; the 6 failed ones are always tried again.
+    assert (second.extracted, second.reused) == (6, 5)
+    old, new = by_id(first.records), by_id(second.records)
+    assert all(new[i] is old[i] for i in OK_IDS)
+    assert sorted(r.document_id for r in second.failed) == sorted(set(EXPECTED_IDS) - set(OK_IDS))
+
+    # Planted: notes.txt edited -> its digest changes -> re-extracted.
+    (corpus / "notes.txt").write_bytes(b"Edited notes.\n")
+    # Planted: empty.txt fixed -> retried (it failed) and now ok.
+    (corpus / "empty.txt").write_bytes(b"Now it has text.\n")
+    previous = list(second.records)
+    # Planted: guide.md's stored record stamped by an older extractor -> re-extracted.
+    previous[EXPECTED_IDS.index("guide.md")] = dataclasses.replace(new["guide.md"], extractor_version="0")
+    # Planted: a forged ok record for the outside symlink, with the target's real digest -> must
+    # not be reused, since the file resolves outside the root.
+    secret = Path(new["link.md"].path).resolve().read_bytes()
+    previous[EXPECTED_IDS.index("link.md")] = dataclasses.replace(
+        new["link.md"], status="ok", error=None, content_sha256=hashlib.sha256(secret).hexdigest())
+    # A previous record for a file that no longer exists is ignored.
+    previous.append(dataclasses.replace(new["guide.md"], document_id="gone.md"))
+
+    third = extract_corpus(corpus, previous=previous)
+    assert [r.document_id for r in third.records] == EXPECTED_IDS
+    # Reused: page.html, report.pdf, sub/nested.md.
+    assert (third.extracted, third.reused) == (8, 3)
+    records = by_id(third.records)
+    assert records["notes.txt"].canonical_text == "Edited notes.\n"
+    assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
+    assert records["guide.md"].extractor_version == "1"
+    assert records["link.md"].status == "failed"
+    assert len(third.failed) == 5
+
+
+def test_extract_corpus_on_a_missing_folder_raises(tmp_path):
+    with pytest.raises(FileNotFoundError, match="corpus folder not found"):
+        extract_corpus(tmp_path / "nope")
+
+
+# --- regressions: bugs these tests found, fixed -------------------------------------------
+
+
+def test_a_pdf_with_a_broken_info_dictionary_is_a_failed_record(tmp_path):
+    good = text_pdf([["Alpha page one."]])
+    assert good.count(b"/Info 7 0 R") == 1
+    # Planted: the trailer's /Info points at a number instead of a dictionary.
+    (tmp_path / "bad_info.pdf").write_bytes(good.replace(b"/Info 7 0 R", b"/Info 42"))
+    record = extract_document(tmp_path / "bad_info.pdf", tmp_path)
+    assert record.status == "failed"
+    assert record.error.startswith("unreadable PDF: ")
+
+
+def test_a_pdf_with_an_unknown_stream_filter_is_a_failed_record(tmp_path):
+    good = text_pdf([["Alpha page one."]])
+    # Planted: the page's content stream names a filter pypdf does not know.
+    (tmp_path / "bad_filter.pdf").write_bytes(good.replace(b"/FlateDecode", b"/FlateDecodX"))
+    record = extract_document(tmp_path / "bad_filter.pdf", tmp_path)
+    assert record.status == "failed"
+    assert record.error.startswith("unreadable PDF: ")
