@@ -1,10 +1,10 @@
 """Jobs, the nightly schedule and the sensor that carries a documents update down the index.
 
 Dagster runs one partition per run, and a run's assets must share one partitions definition, so
-the index is three jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
-and BM25 statistics) and ``embeddings_job`` (per chunker x model). The nightly schedule runs
+the index is four jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
+and BM25 statistics), ``embeddings_job`` (per chunker x model) and ``eval_job`` (per model). The nightly schedule runs
 ``documents_job``; the ``index_automation`` sensor then materialises every downstream partition
-whose inputs changed (eager automation conditions). ``rag-pipeline index`` runs the same three
+whose inputs changed (eager automation conditions). ``rag-pipeline index`` runs the same four
 jobs in order, every partition, against the same instance.
 """
 
@@ -19,23 +19,30 @@ from rag_pipeline.partitions import chunker_partitions
 DOCUMENTS_JOB = "documents_job"
 CHUNKS_JOB = "chunks_job"
 EMBEDDINGS_JOB = "embeddings_job"
+EVAL_JOB = "eval_job"
 NIGHTLY_SCHEDULE = "nightly_index"
 INDEX_SENSOR = "index_automation"
 
 
 def build_index_jobs(embedding_partitions: dg.PartitionsDefinition,
+                     model_partitions: dg.PartitionsDefinition,
                      ) -> Sequence[dg.UnresolvedAssetJobDefinition]:
     return (
         dg.define_asset_job(DOCUMENTS_JOB, selection=["documents"],
-                            description="Extract every document of the corpus (stage 1 of 3)."),
+                            description="Extract every document of the corpus (stage 1 of 4)."),
         dg.define_asset_job(CHUNKS_JOB, selection=["chunks", "bm25_stats"],
                             partitions_def=chunker_partitions,
                             description="Chunk and count BM25 statistics, one chunker per run "
-                                        "(stage 2 of 3)."),
+                                        "(stage 2 of 4)."),
         dg.define_asset_job(EMBEDDINGS_JOB, selection=["embeddings"],
                             partitions_def=embedding_partitions,
                             description="Embed the chunks, one chunker x model per run "
-                                        "(stage 3 of 3)."),
+                                        "(stage 3 of 4)."),
+        dg.define_asset_job(EVAL_JOB, selection=["eval_ranks", "eval_summary", "eval_paired",
+                                                 "eval_sweep"],
+                            partitions_def=model_partitions,
+                            description="Evaluate retrieval on the gold sets, one model per run "
+                                        "(stage 4 of 4)."),
     )
 
 

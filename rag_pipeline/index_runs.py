@@ -1,5 +1,6 @@
 """Runs the whole index through Dagster: documents, then every chunker, then every embedding
-partition, each a run of the project's jobs on the given instance (so it shows in the UI)."""
+partition, then the evaluation per model, each a run of the project's jobs on the given
+instance (so it shows in the UI)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, EVAL_JOB
 
 
 class IndexRunFailed(Exception):
@@ -36,7 +37,7 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, ob
 
 
 def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Path | None = None,
-              echo: Callable[[str], None] = print) -> list[StageTiming]:
+              echo: Callable[[str], None] = print, evaluate: bool = True) -> list[StageTiming]:
     """Materialises the whole index; stops at the first failed run (a failed *document* is
     not a failed run: it is recorded in the documents table and the run goes on)."""
     run_config = {}
@@ -67,4 +68,7 @@ def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Pat
     embeddings_partitions = defs.resolve_job_def(EMBEDDINGS_JOB).partitions_def
     for key in embeddings_partitions.get_partition_keys():
         run(EMBEDDINGS_JOB, key)
+    if evaluate:
+        for model_key in defs.resolve_job_def(EVAL_JOB).partitions_def.get_partition_keys():
+            run(EVAL_JOB, model_key)
     return timings

@@ -33,3 +33,10 @@ class CorpusSource(dg.ConfigurableResource):
         if not root.is_dir():
             raise FileNotFoundError(f"corpus folder not found: {root}")
         return root
+
+
+class EvalSets(dg.ConfigurableResource):
+    """The gold set (needles with questions) and the out-of-domain set the eval scores."""
+
+    gold_path: str
+    ood_path: str

@@ -1,0 +1,100 @@
+"""The retrieval evaluation as assets, per model: ``eval_ranks``, ``eval_summary``,
+``eval_paired`` and ``eval_sweep`` (plus the ``eval_gold_errors`` table)."""
+
+import base64
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.eval_run import run_eval
+from rag_pipeline.core.eval_tables import (
+    gold_errors_table,
+    paired_markdown,
+    paired_table,
+    ranks_table,
+    summary_markdown,
+    summary_table,
+    sweep_chart_png,
+    sweep_markdown,
+    sweep_table,
+)
+from rag_pipeline.partitions import MODEL, model_partitions
+from rag_pipeline.resources import EvalSets, IndexStorage
+
+EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep")
+
+
+def _model_of_embedding_partition() -> dg.PartitionMapping:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=MODEL)
+
+
+def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+    by_key = {m.key: m for m in models}
+    partitions = model_partitions(models)
+    deps = [dg.AssetDep("embeddings", partition_mapping=_model_of_embedding_partition()),
+            dg.AssetDep("bm25_stats", partition_mapping=dg.AllPartitionMapping()),
+            dg.AssetDep("documents")]
+    descriptions = {
+        "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
+                      "retriever (null: not in the top 100).",
+        "eval_summary": "Recall@1/4/8/20 with Wilson 95 % intervals, MRR and answers destroyed "
+                        "by chunking, per chunker x retriever.",
+        "eval_paired": "Wins and losses on the same queries at R@4/8/20 with a two-sided exact "
+                       "sign test on the discordant pairs.",
+        "eval_sweep": "Refusal sweep over cosine-distance cuts 0.45-0.75: in-domain correct / "
+                      "wrong / refused, out-of-domain bluffs; recommended cut and its rule.",
+    }
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
+                            description=descriptions[name], kinds={"parquet", "duckdb"},
+                            automation_condition=dg.AutomationCondition.eager())
+               for name in EVAL_TABLES],
+        partitions_def=partitions,
+        can_subset=False,
+    )
+    def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets):
+        spec = by_key[context.partition_key]
+        warehouse = storage.warehouse()
+        report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
+                          Path(eval_sets.ood_path))
+        partition = {MODEL: spec.key}
+        for name, table in (("eval_ranks", ranks_table(report)),
+                            ("eval_summary", summary_table(report)),
+                            ("eval_paired", paired_table(report)),
+                            ("eval_sweep", sweep_table(report)),
+                            ("eval_gold_errors", gold_errors_table(report))):
+            warehouse.write(name, table, partition)
+        warehouse.refresh_views()
+        for error in report.gold_errors:
+            context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
+        png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
+        chart_path = Path(storage.data_dir) / "eval" / "runs" / spec.key / "refusal_sweep.png"
+        chart_path.parent.mkdir(parents=True, exist_ok=True)
+        chart_path.write_bytes(png)
+        common = {"queries": report.queries, "ood_queries": report.ood_queries,
+                  "gold_errors": len(report.gold_errors),
+                  "eval_seconds": round(report.timings["total"], 2)}
+        yield dg.MaterializeResult(asset_key="eval_ranks", metadata={
+            **common, "rows": len(report.ranks)})
+        yield dg.MaterializeResult(asset_key="eval_summary", metadata={
+            **common, "summary": dg.MetadataValue.md(summary_markdown(report)),
+            "destroyed": dg.MetadataValue.json(report.destroyed),
+            "gold_error_ids": dg.MetadataValue.json(
+                {e.line_id: e.reason for e in report.gold_errors})})
+        yield dg.MaterializeResult(asset_key="eval_paired", metadata={
+            **common, "paired": dg.MetadataValue.md(paired_markdown(report))})
+        image = base64.b64encode(png).decode("ascii")
+        yield dg.MaterializeResult(asset_key="eval_sweep", metadata={
+            **common, "recommended_cut": report.recommended_cut, "cut_rule": report.cut_rule,
+            "sweep": dg.MetadataValue.md(sweep_markdown(report)),
+            "chart": dg.MetadataValue.md(f"![refusal sweep](data:image/png;base64,{image})"),
+            "chart_path": dg.MetadataValue.path(str(chart_path))})
+
+    return retrieval_eval

@@ -1,0 +1,142 @@
+"""The evaluation report as tables (Parquet / DuckDB), Markdown (UI, CLI) and JSON (CLI)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from rag_pipeline.core.evaluation import RECALL_KS, EvalReport
+from rag_pipeline.core.markdown_table import markdown_table
+
+
+def ranks_table(report: EvalReport) -> pa.Table:
+    rows = report.ranks
+    return pa.table({
+        "chunker": [r.chunker for r in rows], "retriever": [r.retriever for r in rows],
+        "query_id": [r.query_id for r in rows], "gold_id": [r.line_id for r in rows],
+        "style": [r.style for r in rows], "rank": pa.array([r.rank for r in rows], pa.int32()),
+    })
+
+
+def summary_table(report: EvalReport) -> pa.Table:
+    columns: dict[str, list] = {"chunker": [], "retriever": [], "queries": []}
+    for k in RECALL_KS:
+        columns |= {f"recall@{k}": [], f"recall@{k}_low": [], f"recall@{k}_high": []}
+    columns |= {"mrr": [], "destroyed": []}
+    for row in report.summary:
+        columns["chunker"].append(row.chunker)
+        columns["retriever"].append(row.retriever)
+        columns["queries"].append(row.queries)
+        for k in RECALL_KS:
+            columns[f"recall@{k}"].append(row.recall[k])
+            columns[f"recall@{k}_low"].append(row.ci95[k][0])
+            columns[f"recall@{k}_high"].append(row.ci95[k][1])
+        columns["mrr"].append(row.mrr)
+        columns["destroyed"].append(row.destroyed)
+    return pa.table(columns)
+
+
+def paired_table(report: EvalReport) -> pa.Table:
+    rows = report.paired
+    return pa.table({"a": [r.a for r in rows], "b": [r.b for r in rows],
+                     "k": pa.array([r.k for r in rows], pa.int32()),
+                     "wins": [r.wins for r in rows], "losses": [r.losses for r in rows],
+                     "p": [r.p for r in rows]})
+
+
+def sweep_table(report: EvalReport) -> pa.Table:
+    rows = report.sweep
+    return pa.table({
+        "cut": [r.cut for r in rows], "in_correct": [r.in_correct for r in rows],
+        "in_wrong": [r.in_wrong for r in rows], "in_refused": [r.in_refused for r in rows],
+        "ood_bluffs": [r.ood_bluffs for r in rows],
+        "ood_bluffs_near": [r.ood_bluffs_near for r in rows],
+        "ood_bluffs_off": [r.ood_bluffs_off for r in rows],
+        "recommended": [r.cut == report.recommended_cut for r in rows],
+    })
+
+
+def gold_errors_table(report: EvalReport) -> pa.Table:
+    return pa.table({"gold_id": [e.line_id for e in report.gold_errors],
+                     "reason": [e.reason for e in report.gold_errors]}, schema=pa.schema(
+        [("gold_id", pa.string()), ("reason", pa.string())]))
+
+
+def _interval(row, k: int) -> str:
+    low, high = row.ci95[k]
+    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def summary_markdown(report: EvalReport) -> str:
+    return markdown_table(
+        ["chunker", "retriever", "n", "R@1", "R@4 [95% CI]", "R@8", "R@20 [95% CI]", "MRR",
+         "destroyed"],
+        [[r.chunker, r.retriever, r.queries, f"{r.recall[1]:.3f}", _interval(r, 4),
+          f"{r.recall[8]:.3f}", _interval(r, 20), f"{r.mrr:.3f}", r.destroyed]
+         for r in report.summary])
+
+
+def paired_markdown(report: EvalReport) -> str:
+    return markdown_table(["a", "b", "k", "wins (a only)", "losses (b only)", "sign test p"],
+                          [[r.a, r.b, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in report.paired])
+
+
+def sweep_markdown(report: EvalReport) -> str:
+    return markdown_table(
+        ["cut", "in: correct", "in: wrong", "in: refused", "ood: bluffs (near/off)", ""],
+        [[f"{r.cut:.3f}", r.in_correct, r.in_wrong, r.in_refused,
+          f"{r.ood_bluffs} ({r.ood_bluffs_near}/{r.ood_bluffs_off})",
+          "recommended" if r.cut == report.recommended_cut else ""] for r in report.sweep])
+
+
+def report_json(report: EvalReport) -> dict:
+    return {
+        "queries": report.queries,
+        "ood_queries": report.ood_queries,
+        "gold_errors": [{"id": e.line_id, "reason": e.reason} for e in report.gold_errors],
+        "destroyed": report.destroyed,
+        "summary": [{
+            "chunker": r.chunker, "retriever": r.retriever, "queries": r.queries,
+            **{f"recall@{k}": r.recall[k] for k in RECALL_KS}, "mrr": r.mrr,
+            "destroyed": r.destroyed,
+            "ci95": {f"recall@{k}": list(r.ci95[k]) for k in RECALL_KS}} for r in report.summary],
+        "paired": [{"a": r.a, "b": r.b, "k": r.k, "wins": r.wins, "losses": r.losses, "p": r.p}
+                   for r in report.paired],
+        "sweep": [{"cut": r.cut, "in_correct": r.in_correct, "in_wrong": r.in_wrong,
+                   "in_refused": r.in_refused, "ood_bluffs": r.ood_bluffs,
+                   "ood_bluffs_near": r.ood_bluffs_near, "ood_bluffs_off": r.ood_bluffs_off}
+                  for r in report.sweep],
+        "recommended_cut": report.recommended_cut,
+        "cut_rule": report.cut_rule,
+        "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
+    }
+
+
+def sweep_chart_png(report: EvalReport, title: str) -> bytes:
+    """The refusal sweep as a PNG line chart (matplotlib, no display needed)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    cuts = [r.cut for r in report.sweep]
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.plot(cuts, [r.in_correct for r in report.sweep], marker="o", label="in-domain: correct")
+    ax.plot(cuts, [r.in_wrong for r in report.sweep], marker="o", label="in-domain: wrong")
+    ax.plot(cuts, [r.in_refused for r in report.sweep], marker="o", label="in-domain: refused")
+    ax.plot(cuts, [r.ood_bluffs for r in report.sweep], marker="o",
+            label="out-of-domain: bluffs")
+    if report.recommended_cut is not None:
+        ax.axvline(report.recommended_cut, color="grey", linestyle="--",
+                   label=f"recommended cut {report.recommended_cut}")
+    ax.set_xlabel("cosine-distance cut (keep at most 4 chunks under it)")
+    ax.set_ylabel("queries")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
