@@ -197,3 +197,92 @@ def ask(question: str, chunker: str, model_key: str | None, retriever: str, anal
     rerank_note = ("rerank: on" if reranker else
                    "rerank: off (no cross-encoder configured; pass --rerank DIR)")
     _print_answer(answer, show_prompt, show_timings, rerank_note)
+
+
+@main.command(name="eval")
+@click.option("--gold", "gold_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Gold JSONL (default: the bundled Python reference set).")
+@click.option("--ood", "ood_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="Out-of-domain JSONL (default: the bundled set).")
+@click.option("--chunker", "chunkers", multiple=True,
+              help="Chunker partition(s) to evaluate (default: every built one).")
+@click.option("--model", "model_key", default=None, help="Model partition key.")
+@click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
+                                 "queries.jsonl, qrels/test.tsv).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
+                     model_key: str | None, beir_dir: Path | None, as_json: bool) -> None:
+    """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
+    import json
+
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.gold import GoldFormatError
+    from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
+
+    models = declared_models()
+    try:
+        spec = find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    if beir_dir is not None:
+        from rag_pipeline.core.beir import load_beir, run_beir
+
+        try:
+            dataset = load_beir(beir_dir)
+        except FileNotFoundError as exc:
+            _fail(str(exc))
+
+        def progress(done: int, total: int) -> None:
+            if not as_json and (done == total or done % 1024 == 0):
+                click.echo(f"  embedded {done}/{total} documents", err=True)
+
+        report = run_beir(dataset, load_embedder(spec), DEFAULT_DATA_DIR / "beir", progress)
+        if as_json:
+            click.echo(json.dumps({
+                "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
+                "model": spec.key,
+                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "ndcg@10": r.ndcg_at_10,
+                          "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
+                "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
+            return
+        click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
+                   f"model {spec.key}")
+        click.echo(f"{'retriever':10s} {'analyzer':9s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s}")
+        for r in report.rows:
+            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.ndcg_at_10:8.5f} "
+                       f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
+        click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+        return
+
+    from rag_pipeline.core.eval_run import run_eval
+    from rag_pipeline.core.eval_tables import (
+        paired_markdown,
+        report_json,
+        summary_markdown,
+        sweep_markdown,
+    )
+
+    try:
+        report = run_eval(DEFAULT_DATA_DIR, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(report_json(report), indent=2))
+        return
+    click.echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
+               f"{len(report.gold_errors)} gold-set errors, model {spec.key}")
+    for error in report.gold_errors:
+        click.echo(f"  gold-set error {error.line_id}: {error.reason}")
+    click.echo("\n" + summary_markdown(report))
+    for chunker, ids in report.destroyed.items():
+        if ids:
+            click.echo(f"destroyed by {chunker}: {', '.join(ids)}")
+    click.echo("\n" + paired_markdown(report))
+    if report.sweep:
+        click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
+        click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    click.echo(f"\neval wall time: {report.timings['total']:.1f} s")

@@ -1,0 +1,54 @@
+"""Median ``ask`` latency per stage over the bundled gold and out-of-domain questions.
+
+Run after ``make index``: ``.venv/bin/python -m rag_pipeline.benchmarks.ask_latency``.
+The index and the model are loaded once (as in a server process) and excluded from the
+per-question figures; the load time is printed separately.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+from rag_pipeline.core.ask import AskSettings, ask
+from rag_pipeline.core.embedder import declared_models, load_embedder
+from rag_pipeline.core.gold import load_gold, load_ood
+from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
+
+STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "total")
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    spec = declared_models()[0]
+    started = time.perf_counter()
+    index = load_partition(DEFAULT_DATA_DIR, "header", spec.key)
+    index_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    embedder = load_embedder(spec)
+    model_seconds = time.perf_counter() - started
+    questions = [q for line in load_gold(DEFAULT_EVAL_DIR / "gold.jsonl")
+                 for q in (line.question, line.ticket)]
+    questions += [o.query for o in load_ood(DEFAULT_EVAL_DIR / "ood.jsonl")]
+    ask(questions[0], index, embedder, AskSettings())  # warm-up, not counted
+    samples: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    answered = 0
+    for question in questions:
+        answer = ask(question, index, embedder, AskSettings())
+        answered += answer.answered
+        for stage in STAGES:
+            samples[stage].append(answer.timings[stage] * 1000)
+    print(f"partition header|{spec.key}: {len(index)} chunks; index load {index_seconds * 1000:.0f} ms, "
+          f"model load {model_seconds * 1000:.0f} ms (once per process)")
+    print(f"{len(questions)} questions ({answered} answered, {len(questions) - answered} refused)")
+    print(f"{'stage':16s} {'median ms':>10s} {'p90 ms':>10s} {'max ms':>10s}")
+    for stage in STAGES:
+        values = sorted(samples[stage])
+        p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
+        print(f"{stage:16s} {statistics.median(values):10.2f} {p90:10.2f} {values[-1]:10.2f}")
+
+
+if __name__ == "__main__":
+    main()
