@@ -210,9 +210,12 @@ def ask(question: str, chunker: str, model_key: str | None, retriever: str, anal
 @click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
                                  "queries.jsonl, qrels/test.tsv).")
+@click.option("--k1", "k1_values", type=float, multiple=True,
+              help="BM25 k1 for --beir (repeatable; default the design's 1.2).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
-                     model_key: str | None, beir_dir: Path | None, as_json: bool) -> None:
+                     model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
+                     as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     import json
 
@@ -239,20 +242,25 @@ def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tu
             if not as_json and (done == total or done % 1024 == 0):
                 click.echo(f"  embedded {done}/{total} documents", err=True)
 
-        report = run_beir(dataset, load_embedder(spec), DEFAULT_DATA_DIR / "beir", progress)
+        from rag_pipeline.core.bm25 import K1
+
+        report = run_beir(dataset, load_embedder(spec), DEFAULT_DATA_DIR / "beir", progress,
+                          tuple(k1_values) or (K1,))
         if as_json:
             click.echo(json.dumps({
                 "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
                 "model": spec.key,
-                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "ndcg@10": r.ndcg_at_10,
+                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
+                          "ndcg@10": r.ndcg_at_10,
                           "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
                 "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
             return
         click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
                    f"model {spec.key}")
-        click.echo(f"{'retriever':10s} {'analyzer':9s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s}")
+        click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+                   f"{'MRR@10':>8s}")
         for r in report.rows:
-            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.ndcg_at_10:8.5f} "
+            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
                        f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
         click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
         return

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.bm25 import Bm25Scorer, build_bm25_tables
+from rag_pipeline.core.bm25 import K1, Bm25Scorer, build_bm25_tables
 from rag_pipeline.core.dense import cosine_distances, top_k
 from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
@@ -71,6 +71,7 @@ def load_beir(folder: Path, split: str = "test") -> BeirDataset:
 class BeirRow:
     retriever: str
     analyzer: str | None
+    k1: float | None
     ndcg_at_10: float
     recall_at_100: float
     mrr_at_10: float
@@ -112,7 +113,9 @@ def corpus_vectors(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | N
 
 
 def run_beir(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | None = None,
-             progress: Callable[[int, int], None] | None = None) -> BeirReport:
+             progress: Callable[[int, int], None] | None = None,
+             k1_values: tuple[float, ...] = (K1,)) -> BeirReport:
+    """Dense once; BM25 and hybrid for each analyzer and each ``k1`` (b = 0.75)."""
     timings: dict[str, float] = {}
     t = time.perf_counter()
     doc_vectors = corpus_vectors(dataset, embedder, cache_dir, progress)
@@ -124,19 +127,22 @@ def run_beir(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | None = 
     dense = [top_k(cosine_distances(doc_vectors, q), DEPTH).tolist() for q in query_vectors]
     timings["dense_search"] = time.perf_counter() - t
     ids = dataset.doc_ids
-    rows = [BeirRow("dense", None, *_score(dataset, [[ids[i] for i in r] for r in dense]))]
-    for analyzer in Analyzer:
-        t = time.perf_counter()
-        scorer = Bm25Scorer.from_tables(build_bm25_tables(ids, dataset.doc_texts, analyzer), analyzer)
-        timings[f"bm25_index_{analyzer.value}"] = time.perf_counter() - t
-        t = time.perf_counter()
-        sparse = [bm25_ranking(scorer.scores(q), DEPTH).tolist() for q in dataset.query_texts]
-        timings[f"bm25_search_{analyzer.value}"] = time.perf_counter() - t
-        rows.append(BeirRow("bm25", analyzer.value,
-                            *_score(dataset, [[ids[i] for i in r] for r in sparse])))
-        t = time.perf_counter()
-        fused = [[ids[i] for i, _ in reciprocal_rank_fusion([d, s])][:DEPTH]
-                 for d, s in zip(dense, sparse, strict=True)]
-        timings[f"fusion_{analyzer.value}"] = time.perf_counter() - t
-        rows.append(BeirRow("hybrid", analyzer.value, *_score(dataset, fused)))
+    rows = [BeirRow("dense", None, None, *_score(dataset, [[ids[i] for i in r] for r in dense]))]
+    for k1 in k1_values:
+        for analyzer in Analyzer:
+            name = f"{analyzer.value}_k1={k1}"
+            t = time.perf_counter()
+            scorer = Bm25Scorer.from_tables(
+                build_bm25_tables(ids, dataset.doc_texts, analyzer, k1=k1), analyzer)
+            timings[f"bm25_index_{name}"] = time.perf_counter() - t
+            t = time.perf_counter()
+            sparse = [bm25_ranking(scorer.scores(q), DEPTH).tolist() for q in dataset.query_texts]
+            timings[f"bm25_search_{name}"] = time.perf_counter() - t
+            rows.append(BeirRow("bm25", analyzer.value, k1,
+                                *_score(dataset, [[ids[i] for i in r] for r in sparse])))
+            t = time.perf_counter()
+            fused = [[ids[i] for i, _ in reciprocal_rank_fusion([d, s])][:DEPTH]
+                     for d, s in zip(dense, sparse, strict=True)]
+            timings[f"fusion_{name}"] = time.perf_counter() - t
+            rows.append(BeirRow("hybrid", analyzer.value, k1, *_score(dataset, fused)))
     return BeirReport(dataset.name, len(dataset.query_ids), len(ids), rows, timings)

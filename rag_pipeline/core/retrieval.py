@@ -26,7 +26,10 @@ class Retriever(StrEnum):
     HYBRID = "hybrid"
 
 
-DEFAULT_ANALYZER = Analyzer.PLAIN
+DEFAULT_ANALYZER = Analyzer.ENGLISH
+"""The evidence (README, "Evaluation"): on BEIR SciFact English stemming + stop words beats the
+plain analyzer (BM25 nDCG@10 0.679 vs 0.662, hybrid 0.714 vs 0.682); on the bundled corpus the
+two are not significantly different (hybrid: 3 wins / 2 losses at R@4, 2 / 0 at R@20)."""
 
 
 @dataclass(frozen=True)
