@@ -4,8 +4,8 @@ Dagster runs one partition per run, and a run's assets must share one partitions
 the index is four jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
 and BM25 statistics), ``embeddings_job`` (per chunker x model) and ``eval_job`` (per model). The
 nightly schedule runs ``documents_job``; the ``index_automation`` sensor then materialises every
-downstream partition whose inputs changed (eager automation conditions). ``rag-pipeline index`` runs the same four
-jobs in order, every partition, against the same instance.
+downstream partition whose inputs changed (eager automation conditions). ``rag-pipeline index``
+runs the same four jobs in order, every partition, against the same instance.
 """
 
 from __future__ import annotations
