@@ -33,9 +33,24 @@ def _check_results(instance: dg.DagsterInstance) -> dict[tuple[str, str], set[bo
     return out
 
 
+def _tiny_eval_sets(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "gold.jsonl").write_text(
+        '{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
+        '"question": "How long does a network call wait before giving up?", '
+        '"ticket": "my download just stops after a while, what is the limit"}\n'
+        '{"id": "t2", "needle": "Frobnicator", "question": "What is it called?", '
+        '"ticket": "name?"}\n', encoding="utf-8")
+    (folder / "ood.jsonl").write_text(
+        '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n',
+        encoding="utf-8")
+    return folder
+
+
 def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: Path, minilm):
     data = tmp_path / "data"
-    defs = build_definitions(data_dir=data, corpus_dir=tiny_corpus, models=[minilm])
+    defs = build_definitions(data_dir=data, corpus_dir=tiny_corpus, models=[minilm],
+                             eval_dir=_tiny_eval_sets(tmp_path / "eval"))
     instance = dg.DagsterInstance.ephemeral()
     run_index(defs, instance, echo=lambda _: None)
     db = data / "rag.duckdb"
@@ -63,6 +78,13 @@ def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: 
     assert _query(db, """
         select count(*) from chunks c join documents d using (document_id)
         where substring(d.canonical_text, c."from" + 1, c."to" - c."from") <> c.content""") == [(0,)]
+    # The evaluation ran as the last stage: t2's needle occurs in several places, so it is a
+    # gold-set error (never scored); t1 yields two queries, and 5 chunks mean R@20 is 1.0.
+    assert _query(db, "select gold_id, reason from eval_gold_errors") == [
+        ("t2", "needle found 3 times in the corpus, not once")]
+    assert _query(db, "select count(*), min(queries), min(\"recall@20\"), max(destroyed) "
+                      "from eval_summary") == [(21, 2, 1.0, 0)]
+    assert _query(db, "select count(*) from eval_sweep") == [(13,)]
     checks = _check_results(instance)
     assert set(checks) == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                            ("chunks", "covers_every_character"),
