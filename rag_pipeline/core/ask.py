@@ -77,7 +77,8 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
             quote=index.contents[hit.row], cosine_distance=round(hit.cosine_distance, 6),
             url=document_url(doc.path, doc.document_id, base_url, fragment),
             locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
-                            for r in hit.locations)))
+                            for r in hit.locations),
+            section=index.sections[hit.row]))
     return citations
 
 

@@ -25,6 +25,7 @@ class Citation:
     cosine_distance: float
     url: str
     locations: tuple[str, ...] = ()
+    section: str = ""
 
 
 def page_of(page_starts: tuple[int, ...], offset: int) -> int:
@@ -60,8 +61,7 @@ def build_prompt(question: str, citations: list[Citation]) -> str:
     embedded text), then the instruction to answer only from them, citing ``[n]``."""
     blocks = []
     for c in citations:
-        blocks.append(f"[{c.index}] {c.document_name} - {c.locator_label.split(' > ', 1)[-1]}\n"
-                      f"{c.quote}")
+        blocks.append(f"[{c.index}] {c.document_name} - {c.section or c.document_name}\n{c.quote}")
     return ("Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
             "Answer the question using only the sources above. Cite every claim with the number "
             "of its source in square brackets, like [1]. Do not write links. If the sources do "

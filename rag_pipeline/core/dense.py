@@ -21,5 +21,11 @@ def top_k(distances: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     k = min(k, len(distances))
-    part = np.argpartition(distances, k - 1)[:k] if k < len(distances) else np.arange(len(distances))
+    if k < len(distances):
+        kth = np.partition(distances, k - 1)[k - 1]
+        below = np.flatnonzero(distances < kth)
+        tied = np.flatnonzero(distances == kth)[:k - len(below)]
+        part = np.concatenate([below, tied])
+    else:
+        part = np.arange(len(distances))
     return part[np.lexsort((part, distances[part]))]

@@ -10,11 +10,12 @@ in a heading, is a gold-set error reported with its id, never scored.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+
+from rag_pipeline.core.chunking import heading_spans
 
 
 class QueryStyle(StrEnum):
@@ -76,6 +77,9 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise GoldFormatError(f"{path}:{number}: not JSON: {exc.msg}") from exc
+        if not isinstance(row, dict):
+            raise GoldFormatError(f"{path}:{number}: a line must be a JSON object, not "
+                                  f"{type(row).__name__}")
         missing = [k for k in required if not isinstance(row.get(k), str) or not row[k].strip()]
         if missing:
             raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
@@ -99,7 +103,15 @@ def load_ood(path: Path) -> list[OodLine]:
     return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]
 
 
-_HEADING_LINE = re.compile(r"^#{1,6}[ \t].*$", re.MULTILINE)
+
+
+def _without_headings(text: str) -> str:
+    """The text with its heading lines blanked (the chunker's headings: fenced code excluded)."""
+    parts, last = [], 0
+    for start, end, _, _ in heading_spans(text):
+        parts += [text[last:start], " "]
+        last = end
+    return "".join(parts) + text[last:]
 
 
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
@@ -107,7 +119,7 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
     in the corpus (white space collapsed) and outside heading lines."""
     collapsed = {doc_id: collapse(text) for doc_id, text in canonical_texts.items()}
-    without_headings = {doc_id: collapse(_HEADING_LINE.sub(" ", text))
+    without_headings = {doc_id: collapse(_without_headings(text))
                         for doc_id, text in canonical_texts.items()}
     queries, errors = [], []
     for line in lines:

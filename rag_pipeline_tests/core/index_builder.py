@@ -1,0 +1,79 @@
+"""Builds a tiny real index straight from the core (no Dagster), for retrieval-level tests.
+
+The same steps the assets take, in the same order: ``documents``, then ``chunks`` of one
+chunker, its ``embeddings`` with the real model, its BM25 tables, each written to its partition
+of a :class:`Warehouse`; then the partition is loaded as a :class:`PartitionIndex`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.documents import extract_corpus
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.index_store import PartitionIndex, load_partition
+from rag_pipeline.core.index_tables import (
+    bm25_stats_tables,
+    chunks_table,
+    documents_table,
+    embeddings_table,
+)
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.wordpieces import wordpiece_counter
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+
+TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "
+                      "otherwise.")
+
+DUPLICATED_DOCS = {
+    **TINY_DOCS,
+    # Planted flaw: the Timeouts paragraph of guide/config.md again, word for word, under
+    # another heading. Same content_sha256, other embedded text (other header): duplicate
+    # collapse must keep one hit for both rows and name both in `locations`.
+    "guide/faq.md": f"# Frobnicator FAQ\n\n## Why did my download stop?\n\n{TIMEOUTS_PARAGRAPH}\n",
+}
+"""The conftest's tiny corpus plus one document repeating a paragraph. With the ``header``
+chunker at the default 512-character target it makes six chunks, in this row order:
+
+0 ``guide/config.md:27-98``   [Configuring Frobnicator] The configuration file lives ...
+1 ``guide/config.md:113-203`` [Configuring Frobnicator > Timeouts] Every network call ...
+2 ``guide/faq.md:49-139``     [Frobnicator FAQ > Why did my download stop?] Every network call ...
+3 ``guide/install.md:26-98``  [Installing Frobnicator] Frobnicator needs a POSIX shell ...
+4 ``guide/install.md:114-242`` [Installing Frobnicator > Upgrading] Run the upgrade command ...
+5 ``notes.txt:0-58``          [notes] Release notes. Version 2 removed the legacy XML exporter.
+"""
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    """A loaded partition with the documents it was built from."""
+
+    data_dir: Path
+    corpus_dir: Path
+    index: PartitionIndex
+    canonical: dict[str, str]
+    """``document_id -> canonical_text`` of every ok document."""
+
+
+def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATED_DOCS,
+                strategy: ChunkingStrategy = ChunkingStrategy.HEADER,
+                settings: ChunkingSettings | None = None) -> BuiltIndex:
+    """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` and loads the
+    ``strategy x spec`` partition."""
+    corpus_dir = write_corpus(root / "corpus", dict(docs))
+    data_dir = root / "data"
+    warehouse = Warehouse(data_dir)
+    records = extract_corpus(corpus_dir).records
+    warehouse.write("documents", documents_table(records))
+    chunker = {"chunker": strategy.value}
+    chunks, _ = chunks_table(records, strategy, wordpiece_counter(spec), settings)
+    warehouse.write("chunks", chunks, chunker)
+    embeddings, _ = embeddings_table(chunks, None, load_embedder(spec))
+    warehouse.write("embeddings", embeddings, {**chunker, "model": spec.key})
+    for name, table in bm25_stats_tables(chunks).items():
+        warehouse.write(name, table, chunker)
+    return BuiltIndex(data_dir, corpus_dir, load_partition(data_dir, strategy.value, spec.key),
+                      {r.document_id: r.canonical_text for r in records if r.ok})

@@ -1,0 +1,98 @@
+"""Tests for ``rag_pipeline.core.ask`` over a tiny real index: a refusal never calls the
+generator, an answer's citations slice exactly, and the prompt is built from them."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, ask
+from rag_pipeline.core.citations import build_prompt
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.retrieval import embed_question, retrieve
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+
+OFF_TOPIC = "what is the capital of france"
+TIMEOUTS_QUESTION = "how long before a network call times out"
+# Nothing listens on the discard port: reaching the generator raises GenerationError.
+CLOSED_PORT = GeneratorSettings(base_url="http://127.0.0.1:9/v1", model="never-called", timeout_s=5)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("ask"), minilm)
+
+
+def test_off_topic_question_is_refused_without_calling_the_generator(built: BuiltIndex,
+                                                                     minilm: ModelSpec):
+    embedder = load_embedder(minilm)
+    answer = ask(OFF_TOPIC, built.index, embedder, AskSettings(generator=CLOSED_PORT))
+    hits = retrieve(built.index, embed_question(embedder, OFF_TOPIC), OFF_TOPIC).hits
+    closest = min(h.cosine_distance for h in hits)
+    assert closest >= 0.625
+    assert (answer.question, answer.answered, answer.citations, answer.prompt) == (
+        OFF_TOPIC, False, [], None)
+    assert (answer.generated, answer.rendered_answer) == (None, None)
+    assert answer.threshold == 0.625
+    assert answer.closest_distance == closest
+    assert answer.partition == f"header|{minilm.key}"
+    assert answer.reason == (
+        f'NO ANSWER: nothing under cosine distance 0.625 for "{OFF_TOPIC}" (closest: {closest:.3f})')
+    # The closest chunk is install.md's first paragraph at about 0.943.
+    assert answer.reason.endswith("(closest: 0.943)")
+    assert "generate" not in answer.timings
+
+
+def test_the_closed_port_generator_really_raises_when_reached(built: BuiltIndex, minilm: ModelSpec):
+    # Guards the test above: with the same settings, an answered question does call the
+    # generator, and that call fails loudly.
+    with pytest.raises(GenerationError, match=r"^connection to http://127\.0\.0\.1:9/v1/chat/completions "
+                                              r"refused: is the server running\?$"):
+        ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), AskSettings(generator=CLOSED_PORT))
+
+
+@pytest.mark.parametrize("question", ["", "   ", " \t\n "])
+def test_empty_question_is_an_error(built: BuiltIndex, minilm: ModelSpec, question: str):
+    with pytest.raises(EmptyQuestionError, match=r"^the question is empty$"):
+        ask(question, built.index, load_embedder(minilm))
+
+
+def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, minilm: ModelSpec):
+    answer = ask(f"  {TIMEOUTS_QUESTION}\n", built.index, load_embedder(minilm))
+    assert (answer.question, answer.answered, answer.reason) == (TIMEOUTS_QUESTION, True, None)
+    # Only the Timeouts paragraph is under 0.625 (about 0.35; the next is about 0.98), and its
+    # faq.md copy is collapsed into it.
+    assert len(answer.citations) == 1
+    (c,) = answer.citations
+    assert (c.index, c.document_id, c.locator_label, c.start, c.end, c.quote) == (
+        1, "guide/config.md", "Configuring Frobnicator > Timeouts", 113, 203, TIMEOUTS_PARAGRAPH)
+    assert c.quote == built.canonical["guide/config.md"][113:203]
+    assert c.locations == ("guide/config.md#char=113,203", "guide/faq.md#char=49,139")
+    assert c.cosine_distance < 0.625
+    assert answer.closest_distance == pytest.approx(c.cosine_distance, abs=1e-6)
+    assert answer.prompt == build_prompt(TIMEOUTS_QUESTION, answer.citations)
+    assert answer.prompt.startswith(
+        f"Sources:\n\n[1] Configuring Frobnicator - Timeouts\n{TIMEOUTS_PARAGRAPH}\n\n")
+    assert "Answer the question using only the sources above." in answer.prompt
+    assert answer.prompt.endswith(f"Question: {TIMEOUTS_QUESTION}\n")
+    assert (answer.generated, answer.rendered_answer) == (None, None)
+
+
+def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: BuiltIndex,
+                                                                    minilm: ModelSpec):
+    embedder = load_embedder(minilm)
+    hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    # All five collapsed hits are under 1.1 (the farthest is about 1.065): the cap keeps four.
+    assert len(hits) == 5 and max(h.cosine_distance for h in hits) < 1.1
+    answer = ask(TIMEOUTS_QUESTION, built.index, embedder,
+                 AskSettings(cut=1.1, base_url="https://docs.example.org/frob"))
+    assert [c.index for c in answer.citations] == [1, 2, 3, 4]
+    assert [(c.document_id, c.start, c.end) for c in answer.citations] == [
+        (built.index.document_ids[h.row], int(built.index.starts[h.row]), int(built.index.ends[h.row]))
+        for h in hits[:4]]
+    for c in answer.citations:
+        assert c.quote == built.canonical[c.document_id][c.start:c.end]
+        assert f"[{c.locator_label}]" not in c.quote
+        assert c.url == f"https://docs.example.org/frob/{c.document_id}#char={c.start},{c.end}"
+        assert f"[{c.index}] {c.document_name} - " in answer.prompt
+    assert answer.threshold == 1.1

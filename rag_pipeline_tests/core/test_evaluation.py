@@ -1,0 +1,243 @@
+"""Tests for ``rag_pipeline.core.evaluation``: rank, gate outcome, refusal sweep and cut rule on
+hand-made hits, then one small ``evaluate`` over a tiny real index whose 60-character chunks
+destroy one planted needle."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.chunking import ChunkingSettings
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.evaluation import (
+    CUT_RULE,
+    SWEEP_CUTS,
+    PairedRow,
+    RankRow,
+    RunKey,
+    SweepRow,
+    default_pairs,
+    default_runs,
+    evaluate,
+    first_hit_rank,
+    gate_outcome,
+    needle_rows,
+    recommend_cut,
+    refusal_sweep,
+)
+from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+
+
+def hits(*pairs: tuple[int, float]) -> list[Hit]:
+    """Hits in retrieval order from ``(row, cosine distance)`` pairs."""
+    return [Hit(row, 1.0 - distance, distance, (row,)) for row, distance in pairs]
+
+
+THREE = hits((10, 0.50), (11, 0.60), (12, 0.70))
+
+
+# --- ranks and outcomes on hand-made hits ---------------------------------------------------------
+
+
+def test_first_hit_rank():
+    assert first_hit_rank(THREE, frozenset({11, 99})) == 2
+    assert first_hit_rank(THREE, frozenset({12, 10})) == 1
+    assert first_hit_rank(THREE, frozenset({12})) == 3
+    assert first_hit_rank(THREE, frozenset({99})) is None
+    assert first_hit_rank(THREE, frozenset()) is None
+    assert first_hit_rank([], frozenset({10})) is None
+
+
+def test_gate_outcome_correct_wrong_refused():
+    assert gate_outcome(THREE, frozenset({11}), cut=0.65) == "correct"  # rows 10, 11 kept
+    assert gate_outcome(THREE, frozenset({12}), cut=0.65) == "wrong"  # 12 is at 0.70, not kept
+    assert gate_outcome(THREE, frozenset(), cut=0.65) == "wrong"  # a destroyed needle
+    assert gate_outcome(THREE, frozenset({10}), cut=0.50) == "refused"  # 0.50 is not under 0.50
+    assert gate_outcome([], frozenset({10}), cut=0.9) == "refused"
+
+
+def test_gate_outcome_honours_max_sources():
+    assert gate_outcome(THREE, frozenset({11}), cut=0.65, max_sources=1) == "wrong"
+    five = hits((1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1), (5, 0.1))
+    assert gate_outcome(five, frozenset({5}), cut=0.5) == "wrong"  # fifth is past the cap of 4
+    assert gate_outcome(five, frozenset({4}), cut=0.5) == "correct"
+
+
+def test_refusal_sweep_by_hand():
+    in_domain = [
+        (hits((1, 0.50), (2, 0.58)), frozenset({2})),  # 0.55: keeps 1 -> wrong; 0.60: correct
+        (hits((3, 0.57)), frozenset({3})),  # 0.55: refused; 0.60: correct
+        (hits((4, 0.40)), frozenset({5})),  # wrong at both
+        (hits((6, 0.70)), frozenset({6})),  # refused at both
+    ]
+    ood = [
+        (hits((7, 0.52)), OodLine("o1", "near one", OodKind.NEAR)),  # bluffs at both
+        (hits((8, 0.90), (9, 0.59)), OodLine("o2", "off one", OodKind.OFF)),  # bluffs at 0.60
+        (hits((9, 0.80)), OodLine("o3", "off two", OodKind.OFF)),  # never bluffs
+    ]
+    sweep = refusal_sweep(in_domain, ood, cuts=(0.55, 0.60))
+    assert sweep == [
+        SweepRow(cut=0.55, in_correct=0, in_wrong=2, in_refused=2, ood_bluffs=1, ood_bluffs_near=1,
+                 ood_bluffs_off=0, ood_total=3),
+        SweepRow(cut=0.60, in_correct=2, in_wrong=1, in_refused=1, ood_bluffs=2, ood_bluffs_near=1,
+                 ood_bluffs_off=1, ood_total=3),
+    ]
+    # Right outcomes: correct answers + refused out-of-domain queries.
+    assert [row.right_outcomes for row in sweep] == [0 + (3 - 1), 2 + (3 - 2)]
+    assert recommend_cut(sweep) == 0.60
+
+
+def sweep_row(cut: float, in_correct: int, ood_bluffs: int, ood_total: int = 10) -> SweepRow:
+    return SweepRow(cut, in_correct, 0, 0, ood_bluffs, ood_bluffs, 0, ood_total)
+
+
+def test_recommend_cut_takes_the_most_right_outcomes():
+    sweep = [sweep_row(0.5, 3, 0), sweep_row(0.55, 6, 1), sweep_row(0.6, 8, 6)]
+    # Right outcomes 13, 15, 12.
+    assert [r.right_outcomes for r in sweep] == [13, 15, 12]
+    assert recommend_cut(sweep) == 0.55
+
+
+def test_recommend_cut_tie_goes_to_the_lower_cut():
+    sweep = [sweep_row(0.5, 3, 0), sweep_row(0.55, 5, 1), sweep_row(0.6, 6, 2), sweep_row(0.65, 6, 5)]
+    # Right outcomes 13, 14, 14, 11: 0.55 and 0.6 tie; the stricter cut wins, in any order.
+    assert [r.right_outcomes for r in sweep] == [13, 14, 14, 11]
+    assert recommend_cut(sweep) == 0.55
+    assert recommend_cut(list(reversed(sweep))) == 0.55
+    assert "ties go to the stricter (lower) cut" in CUT_RULE
+
+
+def test_recommend_cut_of_no_sweep():
+    assert recommend_cut([]) is None
+
+
+def test_sweep_cuts():
+    assert SWEEP_CUTS == (0.45, 0.475, 0.5, 0.525, 0.55, 0.575, 0.6, 0.625, 0.65, 0.675, 0.7, 0.725,
+                          0.75)
+
+
+# --- runs and pairs ------------------------------------------------------------------------------
+
+
+def test_default_runs_and_their_labels():
+    # The default analyzer (english) goes unnamed; the other one (plain) is named in the label.
+    assert DEFAULT_ANALYZER is Analyzer.ENGLISH
+    runs = default_runs(["blind", "header"])
+    assert [r.label for r in runs] == [
+        "blind/dense", "blind/bm25", "blind/hybrid",
+        "header/dense", "header/bm25", "header/hybrid",
+        "header/bm25[plain]", "header/hybrid[plain]", "header/hybrid[no-collapse]"]
+    assert RunKey("header", Retriever.DENSE, Analyzer.PLAIN).label == "header/dense"
+    settings = RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH, collapse=False).settings()
+    assert (settings.retriever, settings.analyzer, settings.collapse_duplicates) == (
+        Retriever.HYBRID, Analyzer.ENGLISH, False)
+
+
+def test_default_pairs_only_where_both_sides_ran():
+    pairs = default_pairs(default_runs(["blind", "header"]))
+    assert [(a.label, b.label) for a, b in pairs] == [
+        ("header/hybrid", "blind/hybrid"),
+        ("header/hybrid", "header/dense"),
+        ("header/hybrid", "header/bm25"),
+        ("header/hybrid", "header/hybrid[no-collapse]"),
+        ("header/bm25[plain]", "header/bm25"),
+        ("header/hybrid[plain]", "header/hybrid"),
+    ]
+    assert default_pairs([RunKey("blind", Retriever.HYBRID)]) == []
+
+
+# --- evaluate over a tiny real index -------------------------------------------------------------
+
+NOTES_NEEDLE = "Version 2 removed the legacy XML exporter."  # 42 characters: fits a 60-char chunk
+UPGRADE_NEEDLE = "Run the upgrade command twice when the lock file is older than a week."  # 70 characters
+
+GOLD = [
+    GoldLine("q1", NOTES_NEEDLE, "which exporter did version 2 remove", "where did the xml export go in v2"),
+    # Planted flaw: 70 characters cannot sit whole in a chunk of at most 60, so the needle is in
+    # the corpus exactly once yet no chunk holds it: must be listed as destroyed, never found.
+    GoldLine("q2", UPGRADE_NEEDLE, "when should I run the upgrade command twice",
+             "upgrade fails when my lock file is old, what now"),
+    # Planted flaw: the Timeouts paragraph is in config.md and faq.md: must be a gold error.
+    GoldLine("q3", TIMEOUTS_PARAGRAPH, "how long before a network call times out", "downloads die"),
+]
+OOD = [
+    OodLine("o1", "what changed in version 3", OodKind.NEAR),  # closest chunk at about 0.641
+    OodLine("o2", "how do I configure a proxy for network calls", OodKind.NEAR),  # about 0.683
+    OodLine("o3", "what is the capital of france", OodKind.OFF),  # about 0.948
+]
+
+
+@pytest.fixture(scope="module")
+def small_chunks(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation"), minilm,
+                       settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+def test_needle_rows_on_60_character_chunks(small_chunks: BuiltIndex):
+    index = small_chunks.index
+    assert index.contents[11] == "Release notes.\n\nVersion 2 removed the legacy XML exporter."
+    assert needle_rows(index, NOTES_NEEDLE) == frozenset({11})
+    # White space is collapsed on the content side too.
+    assert needle_rows(index, "Release notes. Version 2") == frozenset({11})
+    # The upgrade sentence is cut at a word end into two chunks; neither holds all of it.
+    assert (index.contents[8], index.contents[9]) == (
+        "Run the upgrade command twice when the lock file is older", "than a week.")
+    assert needle_rows(index, UPGRADE_NEEDLE) == frozenset()
+    # Both copies of the Timeouts paragraph's first half.
+    assert needle_rows(index, "Every network call gives up after seventeen seconds") == frozenset({2, 4})
+
+
+def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
+    queries, errors = validate_gold(GOLD, small_chunks.canonical)
+    assert errors == [GoldError("q3", "needle found 2 times in the corpus, not once")]
+    assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question", "q2/ticket"]
+    runs = [RunKey("header", Retriever.HYBRID), RunKey("header", Retriever.DENSE)]
+    report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors, runs)
+
+    assert (report.queries, report.ood_queries, report.gold_errors) == (4, 3, errors)
+    assert report.destroyed == {"header": ["q2"]}
+    # q1's chunk ranks first for both phrasings (distances about 0.33 and 0.27); q2 has no chunk.
+    assert report.ranks == [
+        RankRow("header", retriever, query_id, query_id[:2], query_id[3:], rank)
+        for retriever in ("hybrid", "dense")
+        for query_id, rank in (("q1/question", 1), ("q1/ticket", 1), ("q2/question", None),
+                               ("q2/ticket", None))]
+
+    low, high = wilson_by_hand(2, 4)
+    assert [(s.chunker, s.retriever, s.queries, s.mrr, s.destroyed) for s in report.summary] == [
+        ("header", "hybrid", 4, 0.5, 1), ("header", "dense", 4, 0.5, 1)]
+    for row in report.summary:
+        assert row.recall == {1: 2 / 4, 4: 2 / 4, 8: 2 / 4, 20: 2 / 4}
+        for k in (1, 4, 8, 20):
+            assert row.ci95[k] == pytest.approx((low, high), abs=1e-9)
+    assert report.paired == [PairedRow("header/hybrid", "header/dense", k, 0, 0, 1.0) for k in (4, 8, 20)]
+
+    # Every in-domain query's closest hit is under 0.45: q1 answers from its needle's chunk
+    # (correct), q2 from some other chunk (wrong: its needle was destroyed). Out of domain, o1
+    # gets through from cut 0.65 and o2 from cut 0.7; o3 never does.
+    bluffs = {0.65: 1, 0.675: 1, 0.7: 2, 0.725: 2, 0.75: 2}
+    assert report.sweep == [
+        SweepRow(cut, 2, 2, 0, bluffs.get(cut, 0), bluffs.get(cut, 0), 0, ood_total=3)
+        for cut in SWEEP_CUTS]
+    # Right outcomes 5 for every cut up to 0.625: the tie goes to the lowest cut.
+    assert report.recommended_cut == 0.45
+    assert report.cut_rule == CUT_RULE
+
+
+def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex, minilm: ModelSpec):
+    queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
+    report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors,
+                      [RunKey("header", Retriever.BM25)])
+    assert (report.sweep, report.recommended_cut, report.paired) == ([], None, [])
+    assert [(s.retriever, s.recall[20], s.destroyed) for s in report.summary] == [("bm25", 0.5, 1)]
