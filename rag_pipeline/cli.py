@@ -26,28 +26,35 @@ def _fail(message: str) -> None:
 
 
 @click.group()
-def main() -> None:
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
+@click.pass_context
+def main(ctx: click.Context, data_dir: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+
     _prepare_environment()
+    ctx.obj = data_dir or DEFAULT_DATA_DIR
 
 
 @main.command()
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder of documents to index instead of the bundled Python reference.")
-def index(corpus: Path | None) -> None:
+@click.pass_obj
+def index(data_dir: Path, corpus: Path | None) -> None:
     """Build or update the whole index through Dagster (runs appear in the UI)."""
     import dagster as dg
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
-    from rag_pipeline.definitions import defs
+    from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_runs import IndexRunFailed, run_index
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     with dg.DagsterInstance.get() as instance:
         try:
-            timings = run_index(defs, instance, corpus=corpus, echo=click.echo)
+            timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
+                                echo=click.echo)
         except IndexRunFailed as exc:
             _fail(str(exc))
     click.echo("\nstage timings:")
@@ -59,7 +66,7 @@ def index(corpus: Path | None) -> None:
                      f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
         click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
     click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
-    warehouse = Warehouse(DEFAULT_DATA_DIR)
+    warehouse = Warehouse(data_dir)
     click.echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
@@ -67,14 +74,13 @@ def index(corpus: Path | None) -> None:
 
 
 @main.command()
-def status() -> None:
+@click.pass_obj
+def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
     from rag_pipeline.core.status import index_status
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
-
     try:
-        report = index_status(Warehouse(DEFAULT_DATA_DIR))
+        report = index_status(Warehouse(data_dir))
     except IndexNotBuiltError as exc:
         _fail(str(exc))
     click.echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
@@ -88,7 +94,7 @@ def status() -> None:
         click.echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
                    f"{p.stale_rows:6d}")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
-        click.echo(f"bm25 {chunker:15s} {analyzer:8s} {n:7d} terms")
+        click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
 def _print_answer(answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
@@ -152,8 +158,10 @@ def answer_json(answer) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
-def ask(question: str, chunker: str, model_key: str | None, retriever: str, analyzer: str | None,
-        max_sources: int, threshold: float | None, rerank_model: str | None, no_collapse: bool,
+@click.pass_obj
+def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
+        analyzer: str | None, max_sources: int, threshold: float | None, rerank_model: str | None,
+        no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
         show_prompt: bool, show_timings: bool) -> None:
     """Answer QUESTION from the index with citations, or refuse."""
@@ -169,14 +177,12 @@ def ask(question: str, chunker: str, model_key: str | None, retriever: str, anal
     from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
     from rag_pipeline.core.warehouse import IndexNotBuiltError
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
-
     if not question.strip():
         _fail("the question is empty")
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
-        index = load_partition(DEFAULT_DATA_DIR, chunker, spec.key)
+        index = load_partition(data_dir, chunker, spec.key)
         embedder = load_embedder(spec)
         reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
         settings = AskSettings(
@@ -213,7 +219,8 @@ def ask(question: str, chunker: str, model_key: str | None, retriever: str, anal
 @click.option("--k1", "k1_values", type=float, multiple=True,
               help="BM25 k1 for --beir (repeatable; default the design's 1.2).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
+@click.pass_obj
+def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
                      model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
                      as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
@@ -223,7 +230,7 @@ def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tu
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.warehouse import IndexNotBuiltError
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     models = declared_models()
     try:
@@ -244,7 +251,7 @@ def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tu
 
         from rag_pipeline.core.bm25 import K1
 
-        report = run_beir(dataset, load_embedder(spec), DEFAULT_DATA_DIR / "beir", progress,
+        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
                           tuple(k1_values) or (K1,))
         if as_json:
             click.echo(json.dumps({
@@ -274,7 +281,7 @@ def evaluate_command(gold_path: Path | None, ood_path: Path | None, chunkers: tu
     )
 
     try:
-        report = run_eval(DEFAULT_DATA_DIR, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))

@@ -1,0 +1,98 @@
+"""The CLI over the bundled corpus: cited answers, refusals and clear errors (no tracebacks).
+
+Builds only the production partition (header x all-MiniLM-L6-v2) of the Python Language
+Reference through the Dagster jobs, so the real model embeds the real corpus once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.cli import main
+from rag_pipeline.core.corpus_export import export_python_reference
+from rag_pipeline.definitions import build_definitions
+
+pytestmark = pytest.mark.slow
+
+ON_TOPIC = "what happens to the loop variable when a for loop is terminated by break"
+OFF_TOPIC = "what is the capital of france"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, minilm) -> Path:
+    root = tmp_path_factory.mktemp("cli")
+    corpus = root / "python-reference"
+    export_python_reference(corpus)
+    data = root / "data"
+    defs = build_definitions(data_dir=data, corpus_dir=corpus, models=[minilm])
+    instance = dg.DagsterInstance.ephemeral()
+    assert defs.resolve_job_def(DOCUMENTS_JOB).execute_in_process(instance=instance).success
+    assert defs.resolve_job_def(CHUNKS_JOB).execute_in_process(
+        instance=instance, partition_key="header").success
+    assert defs.resolve_job_def(EMBEDDINGS_JOB).execute_in_process(
+        instance=instance, partition_key=dg.MultiPartitionKey(
+            {"chunker": "header", "model": minilm.key})).success
+    return data
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_ask_json_cites_exact_slices_of_the_canonical_text(data_dir: Path):
+    code, output = _run("--data-dir", str(data_dir), "ask", ON_TOPIC, "--json")
+    assert code == 0, output
+    answer = json.loads(output)
+    assert (answer["answered"], answer["threshold"], answer["partition"]) == (
+        True, 0.625, "header|all-MiniLM-L6-v2@53aa5117")
+    assert 1 <= len(answer["citations"]) <= 4
+    with duckdb.connect(str(data_dir / "rag.duckdb"), read_only=True) as con:
+        canonical = dict(con.execute("select document_id, canonical_text from documents").fetchall())
+    for citation in answer["citations"]:
+        text = canonical[citation["document_id"]]
+        assert citation["quote"] == text[citation["from"]:citation["to"]]
+        assert citation["fragment"] == f"#char={citation['from']},{citation['to']}"
+        assert citation["url"].endswith(f"/{citation['document_id']}{citation['fragment']}")
+        assert not citation["quote"].startswith("[")
+        assert citation["cosine_distance"] < 0.625
+    # The needle of gold line q03 is in the first two sources' documents.
+    assert "If a \"for\" loop is terminated by \"break\", the loop control target\nkeeps its " \
+           "current value." in "".join(c["quote"] for c in answer["citations"])
+    assert answer["prompt"].startswith("Sources:\n\n[1] ")
+
+
+def test_ask_refuses_off_topic_questions_and_names_the_cut(data_dir: Path):
+    code, output = _run("--data-dir", str(data_dir), "ask", OFF_TOPIC, "--json")
+    assert code == 0, output
+    answer = json.loads(output)
+    assert (answer["answered"], answer["citations"], answer["prompt"]) == (False, [], None)
+    assert answer["reason"].startswith(
+        f'NO ANSWER: nothing under cosine distance 0.625 for "{OFF_TOPIC}" (closest: ')
+    code, output = _run("--data-dir", str(data_dir), "ask", OFF_TOPIC)
+    assert "rerank: off (no cross-encoder configured; pass --rerank DIR)" in output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["ask", "   "], "error: the question is empty"),
+    (["ask", "x", "--chunker", "blind"], "error: no chunks for chunker 'blind'; built: ['header']"),
+    (["ask", "x", "--model", "other@00000000"],
+     "error: model 'other@00000000' is not declared; declared: ['all-MiniLM-L6-v2@53aa5117']"),
+])
+def test_ask_errors_are_one_clear_line(data_dir: Path, args: list[str], message: str):
+    code, output = _run("--data-dir", str(data_dir), *args)
+    assert (code, output.strip()) == (2, message)
+
+
+def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
+    for args in (["ask", "anything"], ["status"]):
+        code, output = _run("--data-dir", str(tmp_path), *args)
+        assert (code, output.strip()) == (2, "error: no index built yet: run `rag-pipeline index` first")
