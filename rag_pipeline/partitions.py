@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import dagster as dg
@@ -26,3 +27,11 @@ def embedding_partitions(models: Sequence[ModelSpec]) -> dg.MultiPartitionsDefin
     """chunker x model: each cell is one vector space over one chunking."""
     return dg.MultiPartitionsDefinition({CHUNKER: chunker_partitions,
                                          MODEL: model_partitions(models)})
+
+
+def one_dimension_of(dimension: str) -> dg.PartitionMapping:
+    """Maps a chunker x model partition to/from the partition of one of its dimensions.
+    (``MultiToSingleDimensionPartitionMapping`` is marked beta; its warning is silenced here.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=dimension)

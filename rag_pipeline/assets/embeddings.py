@@ -1,7 +1,6 @@
 """``embeddings``: one unit vector per chunk, partitioned by chunking strategy x model."""
 
 
-import warnings
 from collections.abc import Sequence
 
 import dagster as dg
@@ -10,17 +9,10 @@ from dagster import AssetExecutionContext
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
-from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions
+from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.resources import IndexStorage
 
 CHECKS = ("vectors_unit_length", "one_model_per_partition")
-
-
-def _chunker_of_embedding_partition() -> dg.PartitionMapping:
-    """Each (chunker, model) partition reads the chunks partition of its chunker."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=CHUNKER)
 
 
 def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
@@ -29,7 +21,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
 
     @dg.asset(
         partitions_def=embedding_partitions(models),
-        deps=[dg.AssetDep("chunks", partition_mapping=_chunker_of_embedding_partition())],
+        deps=[dg.AssetDep("chunks", partition_mapping=one_dimension_of(CHUNKER))],
         check_specs=[dg.AssetCheckSpec(name, asset="embeddings") for name in CHECKS],
         automation_condition=dg.AutomationCondition.eager(),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "

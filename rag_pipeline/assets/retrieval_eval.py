@@ -2,7 +2,6 @@
 ``eval_paired`` and ``eval_sweep`` (plus the ``eval_gold_errors`` table)."""
 
 import base64
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,22 +21,16 @@ from rag_pipeline.core.eval_tables import (
     sweep_markdown,
     sweep_table,
 )
-from rag_pipeline.partitions import MODEL, model_partitions
+from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.resources import EvalSets, IndexStorage
 
 EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep")
 
 
-def _model_of_embedding_partition() -> dg.PartitionMapping:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=MODEL)
-
-
 def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
     by_key = {m.key: m for m in models}
     partitions = model_partitions(models)
-    deps = [dg.AssetDep("embeddings", partition_mapping=_model_of_embedding_partition()),
+    deps = [dg.AssetDep("embeddings", partition_mapping=one_dimension_of(MODEL)),
             dg.AssetDep("bm25_stats", partition_mapping=dg.AllPartitionMapping()),
             dg.AssetDep("documents")]
     descriptions = {
