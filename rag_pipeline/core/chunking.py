@@ -215,10 +215,22 @@ def context_header(document_title: str, section_title: str) -> str:
     return f"[{document_title} > {section_title}]"
 
 
+def split_at_pages(sections: Sequence[Section], page_starts: Sequence[int]) -> list[Section]:
+    """Sections cut where a PDF page starts, so no boundary chunk straddles two pages and a
+    ``#page=N`` citation names the only page its quote is on."""
+    out = []
+    for section in sections:
+        cuts = [p for p in page_starts if section.start < p < section.end]
+        for start, end in zip([section.start, *cuts], [*cuts, section.end], strict=True):
+            out.append(Section(section.title, start, end))
+    return out
+
+
 def chunk_document(document_id: str, document_title: str, canonical: str,
-                   strategy: ChunkingStrategy,
-                   settings: ChunkingSettings | None = None) -> list[Chunk]:
-    """Cuts one document with one strategy; chunks come in reading order."""
+                   strategy: ChunkingStrategy, settings: ChunkingSettings | None = None,
+                   page_starts: Sequence[int] = ()) -> list[Chunk]:
+    """Cuts one document with one strategy; chunks come in reading order. With ``page_starts``
+    (PDFs), the boundary strategies never pack paragraphs of two pages into one chunk."""
     settings = settings or ChunkingSettings()
     sections = split_sections(canonical, document_title)
     if strategy.blind:
@@ -227,7 +239,7 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
             owner = next((sec for sec in reversed(sections) if sec.start <= s), None)
             located.append((owner.title if owner else document_title, s, e))
     else:
-        located = [(section.title, s, e) for section in sections
+        located = [(section.title, s, e) for section in split_at_pages(sections, page_starts)
                    for s, e in boundary_spans(canonical, section, settings.target_chars)]
     chunks: list[Chunk] = []
     previous_content = ""

@@ -85,7 +85,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
         if not doc.ok:
             continue
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
-                                    settings)
+                                    settings, doc.page_starts)
         bad = offset_errors(doc.canonical_text, doc_chunks)
         if bad:
             raise OffsetError(f"{len(bad)} chunk(s) of {doc.document_id} do not slice exactly: "

@@ -362,3 +362,14 @@ def test_a_comment_inside_a_fenced_code_block_is_not_a_heading():
 
 def test_a_trailing_hash_that_is_part_of_the_title_is_kept():
     assert heading_spans("## C#\n") == [(0, 5, 2, "C#")]
+
+
+def test_boundary_chunks_never_straddle_a_pdf_page():
+    # Two short pages joined as the PDF extractor joins them; page 2 starts at 46.
+    canonical = "Page one says the sprocket has twelve teeth.\n\nPage two says it weighs forty grams.\n"
+    for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER):
+        chunks = chunk_document("c.pdf", "Sprockets", canonical, strategy, page_starts=(0, 46))
+        assert [(c.start, c.end) for c in chunks] == [(0, 44), (46, 82)]
+    # Without a page map the two paragraphs pack into one chunk.
+    packed = chunk_document("c.pdf", "Sprockets", canonical, ChunkingStrategy.BOUNDARIES)
+    assert [(c.start, c.end) for c in packed] == [(0, 82)]
