@@ -141,12 +141,12 @@ class SweepRow:
     ood_bluffs: int
     ood_bluffs_near: int
     ood_bluffs_off: int
+    ood_total: int
 
     @property
     def right_outcomes(self) -> int:
+        """In-domain answered with a correct chunk plus out-of-domain refused."""
         return self.in_correct + (self.ood_total - self.ood_bluffs)
-
-    ood_total: int = 0
 
 
 @dataclass
