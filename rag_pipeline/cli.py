@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from rag_pipeline.project_paths import DAGSTER_HOME
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.ask import Answer
 
 
 def _prepare_environment() -> None:
@@ -79,6 +83,7 @@ def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
     from rag_pipeline.core.status import index_status
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+
     try:
         report = index_status(Warehouse(data_dir))
     except IndexNotBuiltError as exc:
@@ -97,15 +102,14 @@ def status(data_dir: Path) -> None:
         click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
-def _print_answer(answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
+def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
     click.echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
     if not answer.answered:
         click.echo(answer.reason)
     else:
         click.echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
         for c in answer.citations:
-            section = c.locator_label.split(" > ", 1)[-1]
-            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {section[:34]:34s} "
+            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
                        f"{c.fragment:22s} {c.cosine_distance:.3f}")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
@@ -119,7 +123,7 @@ def _print_answer(answer, show_prompt: bool, show_timings: bool, rerank_note: st
                                                  for k, v in answer.timings.items()))
 
 
-def answer_json(answer) -> dict:
+def answer_json(answer: Answer) -> dict:
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
         "threshold": answer.threshold, "partition": answer.partition,
