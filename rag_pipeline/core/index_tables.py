@@ -23,6 +23,7 @@ from rag_pipeline.core.chunking import (
 )
 from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.embedder import Embedder, ModelMismatchError
+from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.wordpieces import WordpieceCounter
 
@@ -142,9 +143,7 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embe
             raise ModelMismatchError(
                 f"the stored partition holds vectors of {sorted(names)}@{sorted(fingerprints)}, "
                 f"not {spec.key}: vector spaces are never mixed")
-        old_vectors = np.asarray(previous.column("vector").combine_chunks().flatten()
-                                 .to_numpy()).reshape(previous.num_rows, -1)
-        for sha, vector in zip(previous.column("text_sha256").to_pylist(), old_vectors,
+        for sha, vector in zip(previous.column("text_sha256").to_pylist(), vector_matrix(previous),
                                strict=True):
             reusable[sha] = vector
     texts = chunks.column("text").to_pylist()
