@@ -168,9 +168,16 @@ CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered wi
             "chunk + out-of-domain queries refused); ties go to the stricter (lower) cut")
 
 
+def rows_holding(index: PartitionIndex, needles: Sequence[str]) -> dict[str, frozenset[int]]:
+    """Per needle, the rows whose content holds it whole (white space collapsed once per row)."""
+    contents = [collapse(content) for content in index.contents]
+    return {needle: frozenset(row for row, content in enumerate(contents) if needle in content)
+            for needle in needles}
+
+
 def needle_rows(index: PartitionIndex, needle: str) -> frozenset[int]:
     """Rows whose content holds the whole needle (white space collapsed)."""
-    return frozenset(row for row, content in enumerate(index.contents) if needle in collapse(content))
+    return rows_holding(index, [needle])[needle]
 
 
 def first_hit_rank(hits: Sequence[Hit], rows: frozenset[int]) -> int | None:
@@ -228,7 +235,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
 
     t = time.perf_counter()
     needles = sorted({q.needle for q in queries})
-    rows_by_chunker = {c: {n: needle_rows(index, n) for n in needles} for c, index in indexes.items()}
+    rows_by_chunker = {c: rows_holding(index, needles) for c, index in indexes.items()}
     destroyed = {c: sorted({q.line_id for q in queries if not rows_by_chunker[c][q.needle]})
                  for c in indexes}
     rank_rows: list[RankRow] = []

@@ -97,8 +97,9 @@ class Warehouse:
         DuckDB file's write lock for a moment (parallel steps), so a lock conflict is retried."""
         import duckdb
 
+        tables = self.tables()
         statements = []
-        for table in self.tables():
+        for table in tables:
             depth = len(self.partitions(table)[0])
             pattern = str(self.root / table / ("*/" * depth) / PART_FILE)
             statements.append(
@@ -113,11 +114,11 @@ class Warehouse:
                 with duckdb.connect(str(self.db_path)) as con:
                     existing = {r[0] for r in con.execute(
                         "select view_name from duckdb_views() where not internal").fetchall()}
-                    for gone in sorted(existing - set(self.tables())):
+                    for gone in sorted(existing - set(tables)):
                         con.execute(f'DROP VIEW "{gone}"')
                     for statement in statements:
                         con.execute(statement)
-                return self.tables()
+                return tables
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise
