@@ -58,19 +58,20 @@ class PartitionIndex:
         return len(self.chunk_ids)
 
 
-def _bm25_for(warehouse: Warehouse, chunker: str, analyzer: Analyzer,
-              chunk_order: list[str]) -> Bm25Scorer:
-    partition = {"chunker": chunker}
-    parts = []
-    for name in BM25_TABLES:
-        table = warehouse.read(name, partition)
-        mask = pc.equal(table.column("analyzer"), analyzer.value)
-        parts.append(table.filter(mask).drop_columns(["analyzer"]))
-    scorer = Bm25Scorer.from_tables(Bm25Tables(*parts), analyzer)
-    if scorer.chunk_ids != chunk_order:
-        raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its chunks: "
-                                 "re-run `rag-pipeline index`")
-    return scorer
+def _bm25_scorers(warehouse: Warehouse, chunker: str,
+                  chunk_order: list[str]) -> dict[Analyzer, Bm25Scorer]:
+    """One scorer per analyzer, from the chunker's BM25 tables (each file read once)."""
+    tables = [warehouse.read(name, {"chunker": chunker}) for name in BM25_TABLES]
+    scorers = {}
+    for analyzer in Analyzer:
+        parts = [t.filter(pc.equal(t.column("analyzer"), analyzer.value)).drop_columns(["analyzer"])
+                 for t in tables]
+        scorer = Bm25Scorer.from_tables(Bm25Tables(*parts), analyzer)
+        if scorer.chunk_ids != chunk_order:
+            raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its "
+                                     "chunks: re-run `rag-pipeline index`")
+        scorers[analyzer] = scorer
+    return scorers
 
 
 def _signature(warehouse: Warehouse, chunker: str, model_key: str) -> tuple:
@@ -134,7 +135,7 @@ def _load(data_dir: str, chunker: str, model_key: str, signature: tuple) -> Part
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=chunks.column("content_sha256").to_pylist(),
         vectors=np.ascontiguousarray(vectors),
-        bm25={a: _bm25_for(warehouse, chunker, a, chunk_ids) for a in Analyzer},
+        bm25=_bm25_scorers(warehouse, chunker, chunk_ids),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
     )
