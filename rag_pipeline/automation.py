@@ -1,11 +1,14 @@
-"""Jobs, the nightly schedule and the sensor that carries a documents update down the index.
+"""Jobs, the nightly schedule and the sensor that carries a documents change down the index.
 
 Dagster runs one partition per run, and a run's assets must share one partitions definition, so
 the index is four jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
 and BM25 statistics), ``embeddings_job`` (per chunker x model) and ``eval_job`` (per model). The
 nightly schedule runs ``documents_job``; the ``index_automation`` sensor then materialises every
-downstream partition whose inputs changed (eager automation conditions). ``rag-pipeline index``
-runs the same four jobs in order, every partition, against the same instance.
+downstream partition whose inputs' *data versions* changed (each asset's data version is the
+digest of the table it wrote), so a night with no change launches nothing, and the evaluation of
+a model waits until every embeddings partition of that model is current.
+``rag-pipeline index`` launches the same documents run through the code location and follows
+what the sensor does (see :mod:`rag_pipeline.index_runs`).
 """
 
 from __future__ import annotations
@@ -51,8 +54,42 @@ nightly_index = dg.ScheduleDefinition(
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="02:00 every night: re-read the corpus; the index sensor does the rest.")
 
+SENSOR_INTERVAL_SECONDS = 10
+
+
+def inputs_changed() -> dg.AutomationCondition:
+    """Like ``eager()``, but a dependency counts as updated only when its data version changed:
+    re-running a step that produced the same table triggers nothing downstream."""
+    dep_changed = dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.data_version_changed()).with_label("any_dep_data_version_changed")
+    return (
+        (dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
+        & ~dg.AutomationCondition.any_deps_missing()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label("inputs_changed")
+
+
+def stale() -> dg.AutomationCondition:
+    """True for a partition whose own inputs changed since it last materialised."""
+    return dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.data_version_changed()
+    ).since(dg.AutomationCondition.newly_updated()).with_label("stale")
+
+
+def inputs_changed_and_all_current() -> dg.AutomationCondition:
+    """``inputs_changed()`` that also waits while any dependency partition is running, about to
+    run, or stale: the evaluation of a model runs once, after all of its embeddings are current."""
+    not_ready = dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.in_progress() | dg.AutomationCondition.will_be_requested()
+        | stale()).with_label("a_dep_not_current")
+    return (inputs_changed() & ~not_ready).with_label("inputs_changed_and_all_current")
+
+
 index_automation = dg.AutomationConditionSensorDefinition(
     INDEX_SENSOR, target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Materialises each chunks / bm25_stats / embeddings partition whose upstream "
-                "changed, so the nightly documents run rebuilds what it must and nothing else.")
+    minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+    description="Materialises each chunks / bm25 / embeddings / eval partition whose inputs' "
+                "data versions changed, so the nightly documents run rebuilds what it must and "
+                "nothing else.")

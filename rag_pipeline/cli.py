@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,36 +42,94 @@ def main(ctx: click.Context, data_dir: Path | None) -> None:
     ctx.obj = data_dir or DEFAULT_DATA_DIR
 
 
+class _Progress:
+    """One line per embedding run: done/total, a bar, the rate and the time left. On a terminal
+    the line is redrawn in place; otherwise a line is printed at every quarter."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.seen: dict[str, tuple[float, int, int]] = {}
+
+    def __call__(self, line: str) -> None:
+        label, counts = line.rsplit(" ", 1)
+        done, total = (int(x) for x in counts.split("/"))
+        now = time.monotonic()
+        first_time, first_done, last_quarter = self.seen.get(label, (now, done, -1))
+        rate = (done - first_done) / (now - first_time) if now > first_time else 0.0
+        left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+        width = 24
+        bar = "#" * (width * done // max(total, 1))
+        text = f"  {label} {done}/{total} [{bar:<{width}}] {rate:.1f}/s {left}"
+        quarter = 4 * done // max(total, 1)
+        self.seen[label] = (first_time, first_done, quarter)
+        if self.tty:
+            click.echo("\r" + text.ljust(100), nl=done >= total)
+        elif quarter > last_quarter:
+            click.echo(text)
+
+
 @main.command()
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of documents to index instead of the bundled Python reference.")
+              help="Folder of documents to index instead of the bundled Python reference "
+                   "(also what the nightly schedule reads: set RAG_PIPELINE_CORPUS for the UI).")
+@click.option("--refresh-corpus", is_flag=True,
+              help="Export the bundled Python reference again (it is otherwise exported once and "
+                   "then left alone).")
+@click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
+@click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
+                                              "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None) -> None:
-    """Build or update the whole index through Dagster (runs appear in the UI)."""
+def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bool,
+          verbose: bool) -> None:
+    """Build or update the whole index through Dagster: runs are launched through the code
+    location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
-    from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.index_runs import IndexRunFailed, run_index
+    from rag_pipeline.definitions import CORPUS_VARIABLE, DATA_DIR_VARIABLE, build_definitions
+    from rag_pipeline.index_launch import (
+        daemon_running,
+        fail_dead_runs,
+        follow_runs,
+        index_is_current,
+        launch_run,
+        project_daemon,
+    )
+    from rag_pipeline.index_runs import IndexRunFailed
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    with dg.DagsterInstance.get() as instance:
-        try:
-            timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
-                                echo=click.echo)
-        except IndexRunFailed as exc:
-            _fail(str(exc))
-    click.echo("\nstage timings:")
-    for t in timings:
-        extra = ""
-        if "embeddings.embedded" in t.metadata:
-            extra = (f"  embedded {t.metadata['embeddings.embedded']}, reused "
-                     f"{t.metadata['embeddings.reused']}, "
-                     f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
-        click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
-    click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, DATA_DIR_VARIABLE: str(data_dir.absolute())}
+    if corpus is not None:
+        env[CORPUS_VARIABLE] = str(corpus.absolute())
+    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus)
+    chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
+    models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
     warehouse = Warehouse(data_dir)
+    started = time.time()
+    try:
+        with dg.DagsterInstance.get() as instance:
+            fail_dead_runs(instance, click.echo)
+            custom = data_dir.absolute() != DEFAULT_DATA_DIR or corpus is not None
+            if custom and daemon_running(instance):
+                _fail("a Dagster daemon is running on this instance with its own code location: "
+                      "--data-dir / --corpus need it started with RAG_PIPELINE_DATA_DIR / "
+                      "RAG_PIPELINE_CORPUS set the same way, or stopped")
+            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo):
+                run_config = {"resources": {"corpus": {"config": {
+                    "refresh_python_reference": True}}}} if refresh_corpus else None
+                run_id = launch_run("documents_job", env, run_config)
+                click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
+                           "index_automation sensor launches")
+                reports = follow_runs(
+                    instance, started, lambda: index_is_current(warehouse, chunkers, models,
+                                                                evaluate=not no_eval),
+                    click.echo, None if verbose else _Progress(), click.echo if verbose else None)
+    except IndexRunFailed as exc:
+        _fail(str(exc))
+    click.echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
     click.echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:

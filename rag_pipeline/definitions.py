@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -41,4 +42,20 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     )
 
 
-defs = build_definitions()
+DATA_DIR_VARIABLE = "RAG_PIPELINE_DATA_DIR"
+CORPUS_VARIABLE = "RAG_PIPELINE_CORPUS"
+
+
+def settings_from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """The code location's process edge: ``RAG_PIPELINE_DATA_DIR`` and ``RAG_PIPELINE_CORPUS``
+    (a folder of documents) override the defaults, so the UI, the daemon, the nightly schedule
+    and ``rag-pipeline index --data-dir/--corpus`` all build the same index."""
+    settings = {}
+    if environ.get(DATA_DIR_VARIABLE):
+        settings["data_dir"] = Path(environ[DATA_DIR_VARIABLE]).absolute()
+    if environ.get(CORPUS_VARIABLE):
+        settings["corpus_dir"] = Path(environ[CORPUS_VARIABLE]).absolute()
+    return settings
+
+
+defs = build_definitions(**settings_from_environment())

@@ -21,15 +21,18 @@ class IndexStorage(dg.ConfigurableResource):
 
 class CorpusSource(dg.ConfigurableResource):
     """The folder of documents to index. With ``python_reference`` set, the Python Language
-    Reference that ships with CPython is exported into it first (the bundled default corpus)."""
+    Reference that ships with CPython is exported into it once (the bundled default corpus);
+    after that the folder is the user's and is never rewritten."""
 
     path: str
     python_reference: bool = False
+    refresh_python_reference: bool = False
+    """Rewrite the exported topics from CPython's copy (the export otherwise happens once)."""
 
     def prepare(self) -> Path:
         root = Path(self.path)
         if self.python_reference:
-            export_python_reference(root)
+            export_python_reference(root, refresh=self.refresh_python_reference)
         if not root.is_dir():
             raise FileNotFoundError(f"corpus folder not found: {root}")
         return root

@@ -9,6 +9,7 @@ import hashlib
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from rag_pipeline.automation import inputs_changed
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, B
 from rag_pipeline.core.index_tables import bm25_stats_tables
@@ -20,7 +21,7 @@ from rag_pipeline.resources import IndexStorage
 @dg.asset(
     partitions_def=chunker_partitions,
     deps=["chunks"],
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=inputs_changed(),
     description="BM25 statistics (k1 = 1.2, b = 0.75) over chunk `text`, for the plain and the "
                 "English analyzers: tables bm25_terms, bm25_chunks, bm25_postings, bm25_params.",
     kinds={"parquet", "duckdb"},

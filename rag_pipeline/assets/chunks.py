@@ -8,6 +8,7 @@ import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.automation import inputs_changed
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records
@@ -27,7 +28,7 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
         partitions_def=chunker_partitions,
         deps=["documents"],
         check_specs=[dg.AssetCheckSpec(name, asset="chunks") for name in CHECKS],
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=inputs_changed(),
         description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
                     "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
         kinds={"parquet", "duckdb"},

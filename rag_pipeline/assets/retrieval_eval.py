@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from rag_pipeline.automation import inputs_changed_and_all_current
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
@@ -32,8 +33,7 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
     by_key = {m.key: m for m in models}
     partitions = model_partitions(models)
     deps = [dg.AssetDep("embeddings", partition_mapping=one_dimension_of(MODEL)),
-            dg.AssetDep("bm25_stats", partition_mapping=dg.AllPartitionMapping()),
-            dg.AssetDep("documents")]
+            dg.AssetDep("bm25_stats", partition_mapping=dg.AllPartitionMapping())]
     descriptions = {
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
                       "retriever (null: not in the top 100).",
@@ -48,7 +48,7 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
     @dg.multi_asset(
         specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
                             description=descriptions[name], kinds={"parquet", "duckdb"},
-                            automation_condition=dg.AutomationCondition.eager())
+                            automation_condition=inputs_changed_and_all_current())
                for name in EVAL_TABLES],
         partitions_def=partitions,
         can_subset=False,
