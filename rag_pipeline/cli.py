@@ -36,10 +36,10 @@ def _fail(message: str) -> None:
 @click.pass_context
 def main(ctx: click.Context, data_dir: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or DEFAULT_DATA_DIR
+    ctx.obj = data_dir or Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR)
 
 
 class _Progress:
@@ -87,7 +87,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
-    from rag_pipeline.definitions import CORPUS_VARIABLE, DATA_DIR_VARIABLE, build_definitions
+    from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_launch import (
         daemon_running,
         fail_dead_runs,
@@ -97,7 +97,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
         project_daemon,
     )
     from rag_pipeline.index_runs import IndexRunFailed
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import CORPUS_VARIABLE, DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -112,11 +112,16 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
     try:
         with dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
-            custom = data_dir.absolute() != DEFAULT_DATA_DIR or corpus is not None
-            if custom and daemon_running(instance):
-                _fail("a Dagster daemon is running on this instance with its own code location: "
-                      "--data-dir / --corpus need it started with RAG_PIPELINE_DATA_DIR / "
-                      "RAG_PIPELINE_CORPUS set the same way, or stopped")
+            # A running daemon serves the code location as its own environment configured it;
+            # this shell's environment is the best evidence of that configuration.
+            location_data = Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR).absolute()
+            location_corpus = os.environ.get(CORPUS_VARIABLE)
+            differs = data_dir.absolute() != location_data or (
+                corpus is not None and str(corpus.absolute()) != location_corpus)
+            if differs and daemon_running(instance):
+                _fail("a Dagster daemon is running with its own code location: for --data-dir / "
+                      "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
+                      "the same folders (or stop it), then run index with the same variables")
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo):
                 run_config = {"resources": {"corpus": {"config": {
                     "refresh_python_reference": True}}}} if refresh_corpus else None

@@ -31,7 +31,7 @@ from rag_pipeline.automation import EMBEDDINGS_JOB, SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
-from rag_pipeline.index_runs import IndexRunFailed
+from rag_pipeline.index_runs import IndexRunFailed, first_error
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
@@ -188,23 +188,6 @@ class RunReport:
     status: str
     seconds: float | None
     error: str | None = None
-
-
-def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The innermost cause of a failed run's first failed step, or the run's own failure."""
-    records = instance.get_records_for_run(
-        run_id, of_type={dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}).records
-    for record in records:
-        event = record.event_log_entry.dagster_event
-        error = getattr(event.event_specific_data, "error", None)
-        if error is not None:
-            while error.cause is not None:
-                error = error.cause
-            return f"{error.cls_name}: {error.message.strip().splitlines()[-1]}" \
-                if error.message.strip() else error.cls_name or "unknown error"
-        if event.message:
-            return event.message
-    return "see the run in the Dagster UI"
 
 
 def _label(run: dg.DagsterRun) -> str:

@@ -1,6 +1,7 @@
-"""Runs the whole index through Dagster: documents, then every chunker, then every embedding
-partition, then the evaluation per model, each a run of the project's jobs on the given
-instance (so it shows in the UI)."""
+"""Runs the whole index in this process: documents, then every chunker, then every embedding
+partition, then the evaluation per model, each an in-process run of the project's jobs on the
+given instance. The tests use it; ``rag-pipeline index`` launches runs through the code location
+instead (:mod:`rag_pipeline.index_launch`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,23 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, ob
     return out
 
 
+def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The innermost cause of a failed run's first failed step, or the run's own failure."""
+    records = instance.get_records_for_run(
+        run_id, of_type={dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None)
+        if error is not None:
+            while error.cause is not None:
+                error = error.cause
+            return f"{error.cls_name}: {error.message.strip().splitlines()[-1]}" \
+                if error.message.strip() else error.cls_name or "unknown error"
+        if event.message:
+            return event.message
+    return "see the run in the Dagster UI"
+
+
 def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Path | None = None,
               echo: Callable[[str], None] = print, evaluate: bool = True) -> list[StageTiming]:
     """Materialises the whole index; stops at the first failed run (a failed *document* is
@@ -55,9 +73,8 @@ def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Pat
                                         run_config=run_config, raise_on_error=False)
         seconds = time.perf_counter() - started
         if not result.success:
-            failures = [e.message for e in result.all_events if e.is_failure]
-            raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id}): "
-                                 f"{failures[-1] if failures else 'see the Dagster UI'}")
+            raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id[:8]}): "
+                                 f"{first_error(instance, result.run_id)}")
         timings.append(StageTiming(job_name, label, seconds, result.run_id,
                                    _materialization_metadata(result)))
         echo(f"  done in {seconds:.1f} s (run {result.run_id[:8]})")
