@@ -2,7 +2,7 @@
 
 Dagster runs one partition per run, and a run's assets must share one partitions definition, so
 the index is four jobs: ``documents_job`` (unpartitioned), ``chunks_job`` (per chunker: chunks
-and BM25 statistics), ``embeddings_job`` (per chunker x model) and ``eval_job`` (per model). The
+and the four BM25 tables), ``embeddings_job`` (per chunker x model) and ``eval_job`` (per model). The
 nightly schedule runs ``documents_job``; the ``index_automation`` sensor then materialises every
 downstream partition whose inputs changed (eager automation conditions). ``rag-pipeline index``
 runs the same four jobs in order, every partition, against the same instance.
@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from rag_pipeline.assets.retrieval_eval import EVAL_TABLES
+from rag_pipeline.core.index_tables import BM25_TABLES
 from rag_pipeline.partitions import chunker_partitions
 
 DOCUMENTS_JOB = "documents_job"
@@ -30,7 +32,7 @@ def build_index_jobs(embedding_partitions: dg.PartitionsDefinition,
     return (
         dg.define_asset_job(DOCUMENTS_JOB, selection=["documents"],
                             description="Extract every document of the corpus (stage 1 of 4)."),
-        dg.define_asset_job(CHUNKS_JOB, selection=["chunks", "bm25_stats"],
+        dg.define_asset_job(CHUNKS_JOB, selection=["chunks", *BM25_TABLES],
                             partitions_def=chunker_partitions,
                             description="Chunk and count BM25 statistics, one chunker per run "
                                         "(stage 2 of 4)."),
@@ -38,8 +40,7 @@ def build_index_jobs(embedding_partitions: dg.PartitionsDefinition,
                             partitions_def=embedding_partitions,
                             description="Embed the chunks, one chunker x model per run "
                                         "(stage 3 of 4)."),
-        dg.define_asset_job(EVAL_JOB, selection=["eval_ranks", "eval_summary", "eval_paired",
-                                                 "eval_sweep"],
+        dg.define_asset_job(EVAL_JOB, selection=list(EVAL_TABLES),
                             partitions_def=model_partitions,
                             description="Evaluate retrieval on the gold sets, one model per run "
                                         "(stage 4 of 4)."),
@@ -54,5 +55,5 @@ nightly_index = dg.ScheduleDefinition(
 index_automation = dg.AutomationConditionSensorDefinition(
     INDEX_SENSOR, target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Materialises each chunks / bm25_stats / embeddings partition whose upstream "
+    description="Materialises each chunks / bm25_* / embeddings partition whose upstream "
                 "changed, so the nightly documents run rebuilds what it must and nothing else.")
