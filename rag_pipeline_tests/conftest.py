@@ -71,3 +71,11 @@ def tiny_corpus(tmp_path: Path) -> Path:
     # Planted flaw: invalid UTF-8. Must end `failed` with its reason while the rest index.
     (root / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not text\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def hashed_embedder():
+    """The fast deterministic stand-in for the model (see ``fake_embedder``)."""
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    return HashedEmbedder()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from rag_pipeline.definitions import defs
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -61,6 +62,7 @@ def test_jobs_schedule_and_sensor():
     assert defs.resolve_sensor_def("index_automation").name == "index_automation"
 
 
+@pytest.mark.slow
 def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(

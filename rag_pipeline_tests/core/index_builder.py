@@ -1,7 +1,7 @@
 """Builds a tiny real index straight from the core (no Dagster), for retrieval-level tests.
 
 The same steps the assets take, in the same order: ``documents``, then ``chunks`` of one
-chunker, its ``embeddings`` with the real model, its BM25 tables, each written to its partition
+chunker, its ``embeddings`` (real model or hashed stand-in), its BM25 tables, each written to its partition
 of a :class:`Warehouse`; then the partition is loaded as a :class:`PartitionIndex`.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import (
     bm25_stats_tables,
@@ -24,6 +24,7 @@ from rag_pipeline.core.index_tables import (
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "
                       "otherwise.")
@@ -58,11 +59,14 @@ class BuiltIndex:
     """``document_id -> canonical_text`` of every ok document."""
 
 
-def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATED_DOCS,
+def build_index(root: Path, embedder: Embedder | HashedEmbedder,
+                docs: Mapping[str, str] = DUPLICATED_DOCS,
                 strategy: ChunkingStrategy = ChunkingStrategy.HEADER,
                 settings: ChunkingSettings | None = None) -> BuiltIndex:
-    """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` and loads the
-    ``strategy x spec`` partition."""
+    """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` with ``embedder``
+    (the real model, or the hashed stand-in where the model is not the point) and loads the
+    ``strategy x embedder.spec`` partition."""
+    spec = embedder.spec
     corpus_dir = write_corpus(root / "corpus", dict(docs))
     data_dir = root / "data"
     warehouse = Warehouse(data_dir)
@@ -71,7 +75,7 @@ def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATE
     chunker = {"chunker": strategy.value}
     chunks, _ = chunks_table(records, strategy, wordpiece_counter(spec), settings)
     warehouse.write("chunks", chunks, chunker)
-    embeddings, _ = embeddings_table(chunks, None, load_embedder(spec))
+    embeddings, _ = embeddings_table(chunks, None, embedder)
     warehouse.write("embeddings", embeddings, {**chunker, "model": spec.key})
     for name, table in bm25_stats_tables(chunks).items():
         warehouse.write(name, table, chunker)

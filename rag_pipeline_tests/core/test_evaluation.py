@@ -30,6 +30,7 @@ from rag_pipeline.core.evaluation import (
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 
 def hits(*pairs: tuple[int, float]) -> list[Hit]:
@@ -172,8 +173,8 @@ OOD = [
 
 
 @pytest.fixture(scope="module")
-def small_chunks(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("evaluation"), minilm,
+def small_chunks(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation"), hashed_embedder,
                        settings=ChunkingSettings(target_chars=60, overlap_chars=0))
 
 
@@ -198,7 +199,16 @@ def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tupl
     return centre - half, centre + half
 
 
-def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
+@pytest.fixture(scope="module")
+def small_chunks_real(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation-real"), load_embedder(minilm),
+                       settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+@pytest.mark.slow
+def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSpec):
+    # The real model's distances decide the sweep below.
+    small_chunks = small_chunks_real
     queries, errors = validate_gold(GOLD, small_chunks.canonical)
     assert errors == [GoldError("q3", "needle found 2 times in the corpus, not once")]
     assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question", "q2/ticket"]
@@ -235,9 +245,10 @@ def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
     assert report.cut_rule == CUT_RULE
 
 
-def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex, minilm: ModelSpec):
+def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex,
+                                                          hashed_embedder: HashedEmbedder):
     queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
-    report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors,
+    report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
                       [RunKey("header", Retriever.BM25)])
     assert (report.sweep, report.recommended_cut, report.paired) == ([], None, [])
     assert [(s.retriever, s.recall[20], s.destroyed) for s in report.summary] == [("bm25", 0.5, 1)]
