@@ -37,7 +37,7 @@ def test_off_topic_question_is_refused_without_calling_the_generator(built: Buil
     assert (answer.question, answer.answered, answer.citations, answer.prompt) == (
         OFF_TOPIC, False, [], None)
     assert (answer.generated, answer.rendered_answer) == (None, None)
-    assert answer.threshold == 0.625
+    assert answer.cut == 0.625
     assert answer.closest_distance == closest
     assert answer.partition == f"header|{hashed_embedder.spec.key}"
     assert answer.reason == (
@@ -101,7 +101,7 @@ def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: Built
         assert f"[{c.locator_label}]" not in c.quote
         assert c.url == f"https://docs.example.org/frob/{c.document_id}#char={c.start},{c.end}"
         assert f"[{c.index}] {c.document_name} - " in answer.prompt
-    assert answer.threshold == 1.1
+    assert answer.cut == 1.1
 
 
 def test_the_generator_gets_the_prompt_and_its_answer_is_post_checked(

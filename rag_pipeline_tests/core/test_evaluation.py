@@ -23,9 +23,9 @@ from rag_pipeline.core.evaluation import (
     evaluate,
     first_hit_rank,
     gate_outcome,
-    needle_rows,
     recommend_cut,
     refusal_sweep,
+    rows_holding,
 )
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
@@ -178,18 +178,22 @@ def small_chunks(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: Hash
                        settings=ChunkingSettings(target_chars=60, overlap_chars=0))
 
 
-def test_needle_rows_on_60_character_chunks(small_chunks: BuiltIndex):
+def test_rows_holding_on_60_character_chunks(small_chunks: BuiltIndex):
     index = small_chunks.index
     assert index.contents[11] == "Release notes.\n\nVersion 2 removed the legacy XML exporter."
-    assert needle_rows(index, NOTES_NEEDLE) == frozenset({11})
-    # White space is collapsed on the content side too.
-    assert needle_rows(index, "Release notes. Version 2") == frozenset({11})
     # The upgrade sentence is cut at a word end into two chunks; neither holds all of it.
     assert (index.contents[8], index.contents[9]) == (
         "Run the upgrade command twice when the lock file is older", "than a week.")
-    assert needle_rows(index, UPGRADE_NEEDLE) == frozenset()
-    # Both copies of the Timeouts paragraph's first half.
-    assert needle_rows(index, "Every network call gives up after seventeen seconds") == frozenset({2, 4})
+    timeouts_half = "Every network call gives up after seventeen seconds"
+    assert rows_holding(index, [NOTES_NEEDLE, "Release notes. Version 2", UPGRADE_NEEDLE,
+                                timeouts_half]) == {
+        NOTES_NEEDLE: frozenset({11}),
+        # White space is collapsed on the content side too.
+        "Release notes. Version 2": frozenset({11}),
+        UPGRADE_NEEDLE: frozenset(),
+        # Both copies of the Timeouts paragraph's first half.
+        timeouts_half: frozenset({2, 4}),
+    }
 
 
 def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
