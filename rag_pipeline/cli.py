@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.chunking import ChunkingStrategy
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.project_paths import DAGSTER_HOME
@@ -149,7 +149,7 @@ def answer_json(answer: Answer) -> dict:
 @main.command()
 @click.argument("question")
 @click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
-              default=ChunkingStrategy.HEADER.value, show_default=True, help="Chunking partition.")
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
 @click.option("--retriever", type=click.Choice([r.value for r in Retriever]),

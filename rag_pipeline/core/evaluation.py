@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.chunking import ChunkingStrategy
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import MAX_SOURCES, apply_gate
 from rag_pipeline.core.gold import GoldError, GoldQuery, OodKind, OodLine, collapse
@@ -38,7 +38,7 @@ from rag_pipeline.core.retrieval import (
 RECALL_KS = (1, 4, 8, 20)
 PAIRED_KS = (4, 8, 20)
 SWEEP_CUTS = tuple(round(0.45 + 0.025 * i, 3) for i in range(13))
-PRODUCTION_CHUNKER = ChunkingStrategy.HEADER.value
+PRODUCTION_CHUNKER = DEFAULT_STRATEGY.value
 
 
 @dataclass(frozen=True)
