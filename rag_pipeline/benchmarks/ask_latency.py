@@ -41,7 +41,8 @@ def main() -> None:
         answered += answer.answered
         for stage in STAGES:
             samples[stage].append(answer.timings[stage] * 1000)
-    print(f"partition {DEFAULT_STRATEGY.value}|{spec.key}: {len(index)} chunks; index load {index_seconds * 1000:.0f} ms, "
+    print(f"partition {DEFAULT_STRATEGY.value}|{spec.key}: {len(index)} chunks; "
+          f"index load {index_seconds * 1000:.0f} ms, "
           f"model load {model_seconds * 1000:.0f} ms (once per process)")
     print(f"{len(questions)} questions ({answered} answered, {len(questions) - answered} refused)")
     print(f"{'stage':16s} {'median ms':>10s} {'p90 ms':>10s} {'max ms':>10s}")
