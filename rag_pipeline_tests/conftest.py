@@ -79,3 +79,19 @@ def hashed_embedder():
     from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
     return HashedEmbedder()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Keeps the fast tier fast: a run of ``-m "not slow"`` that imported torch (the real model,
+    or any model built with torch) fails, naming the cause, so such a test gets the slow marker
+    or the hashed stand-in instead of quietly adding seconds to every fast run."""
+    import sys
+
+    if session.config.getoption("markexpr") == "not slow" and "torch" in sys.modules \
+            and exitstatus == 0:
+        session.exitstatus = 1
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line("FAILED fast tier: a test not marked slow imported torch; mark it "
+                                "@pytest.mark.slow or use the hashed_embedder fixture", red=True)
