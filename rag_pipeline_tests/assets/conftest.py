@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from rag_pipeline.automation import DOCUMENTS_JOB
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -37,14 +38,18 @@ def check_outcomes(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
     return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
-@pytest.fixture
-def tiny_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TinyProject:
+@pytest.fixture(scope="module")
+def tiny_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyProject]:
+    """Documents and the ``header`` chunks of the tiny corpus, materialised once per module."""
+    root = tmp_path_factory.mktemp("tiny-project")
     spec = hashed_spec()
-    monkeypatch.setattr("rag_pipeline.assets.embeddings.load_embedder",
-                        lambda s: HashedEmbedder(s))
-    defs = build_definitions(data_dir=tmp_path / "data",
-                             corpus_dir=write_corpus(tmp_path / "corpus", TINY_DOCS), models=[spec])
-    return TinyProject(defs, dg.DagsterInstance.ephemeral(), tmp_path / "data", spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rag_pipeline.assets.embeddings.load_embedder", lambda s: HashedEmbedder(s))
+        defs = build_definitions(data_dir=root / "data",
+                                 corpus_dir=write_corpus(root / "corpus", TINY_DOCS), models=[spec])
+        project = TinyProject(defs, dg.DagsterInstance.ephemeral(), root / "data", spec)
+        assert project.run(DOCUMENTS_JOB).success
+        yield project
 
 
 def corrupting(original: Callable, corrupt: Callable) -> Callable:

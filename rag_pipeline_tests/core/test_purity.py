@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import rag_pipeline.core
 
 CORE_DIR = Path(rag_pipeline.core.__file__).parent
@@ -45,6 +47,7 @@ def test_no_core_file_names_dagster_or_a_package_above_the_core():
     assert offenders == {}
 
 
+@pytest.mark.slow  # a fresh interpreter importing every core library (seconds)
 def test_importing_every_core_module_never_loads_dagster():
     # Guard: catches a transitive import too (a core module importing a third-party module
     # that imports dagster). One fresh interpreter imports every core module in turn.
