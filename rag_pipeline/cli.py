@@ -10,10 +10,17 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
+    from rag_pipeline.core.beir import BeirReport
+    from rag_pipeline.core.embedder import ModelSpec
+    from rag_pipeline.core.evaluation import EvalReport
 
 
 def _prepare_environment() -> None:
@@ -178,7 +185,7 @@ def _age(seconds: float) -> str:
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    click.echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
+    click.echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
     if not answer.answered:
         click.echo(answer.reason)
     else:
@@ -201,7 +208,7 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
 def answer_json(answer: Answer) -> dict:
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
-        "threshold": answer.threshold, "partition": answer.partition,
+        "threshold": answer.cut, "partition": answer.partition,
         "generation": answer.generation,
         "closest_distance": answer.closest_distance, "reranked": answer.reranked,
         "citations": [{
@@ -217,17 +224,18 @@ def answer_json(answer: Answer) -> dict:
 
 @main.command()
 @click.argument("question")
-@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
-              show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
-              help="BM25 analyzer (default: the project default).")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
-              help="At most this many sources are kept.")
-@click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
+@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+              default=Retriever.HYBRID.value, show_default=True)
+@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+              show_default=True, help="At most this many sources are kept.")
+@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+              help="Cosine-distance cut: only chunks under it are kept (--threshold is the same).")
 @click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
               default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
@@ -240,22 +248,20 @@ def answer_json(answer: Answer) -> dict:
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
 @click.pass_obj
 def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
-        analyzer: str | None, max_sources: int, threshold: float | None, rerank_model: str | None,
+        analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
         show_prompt: bool, show_timings: bool) -> None:
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
-    from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
-    from rag_pipeline.core.gate import DEFAULT_CUT
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
     from rag_pipeline.core.rerank import Reranker, RerankSettings
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+    from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
@@ -267,9 +273,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
-                                        analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
+                                        analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            cut=cut, max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
@@ -304,9 +310,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                      model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
                      as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    import json
-
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.warehouse import IndexNotBuiltError
@@ -318,41 +322,64 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     except ModelMismatchError as exc:
         _fail(str(exc))
     if beir_dir is not None:
-        from rag_pipeline.core.beir import load_beir, run_beir
-
-        try:
-            dataset = load_beir(beir_dir)
-        except FileNotFoundError as exc:
-            _fail(str(exc))
-
-        def progress(done: int, total: int) -> None:
-            if not as_json and (done == total or done % 1024 == 0):
-                click.echo(f"  embedded {done}/{total} documents", err=True)
-
-        from rag_pipeline.core.bm25 import K1
-
-        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
-                          tuple(k1_values) or (K1,))
-        if as_json:
-            click.echo(json.dumps({
-                "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
-                "model": spec.key,
-                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
-                          "ndcg@10": r.ndcg_at_10,
-                          "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
-                "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
-            return
-        click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
-                   f"model {spec.key}")
-        click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
-                   f"{'MRR@10':>8s}")
-        for r in report.rows:
-            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
-                       f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
-        click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
         return
 
     from rag_pipeline.core.eval_run import run_eval
+
+    try:
+        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
+        _fail(str(exc))
+    _print_eval(report, spec, as_json)
+
+
+def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],
+              quiet: bool) -> BeirReport:
+    """Loads the BEIR folder and scores it; progress goes to stderr unless ``quiet``."""
+    from rag_pipeline.core.beir import load_beir, run_beir
+    from rag_pipeline.core.bm25 import K1
+    from rag_pipeline.core.embedder import load_embedder
+
+    try:
+        dataset = load_beir(beir_dir)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+
+    def progress(done: int, total: int) -> None:
+        if not quiet and (done == total or done % 1024 == 0):
+            click.echo(f"  embedded {done}/{total} documents", err=True)
+
+    return run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+                    tuple(k1_values) or (K1,))
+
+
+def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        click.echo(json.dumps({
+            "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
+            "model": spec.key,
+            "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
+                      "ndcg@10": r.ndcg_at_10,
+                      "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
+            "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
+        return
+    click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
+               f"model {spec.key}")
+    click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+               f"{'MRR@10':>8s}")
+    for r in report.rows:
+        click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
+                   f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
+    click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+
+
+def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
     from rag_pipeline.core.eval_tables import (
         paired_markdown,
         report_json,
@@ -360,11 +387,6 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
         sweep_markdown,
     )
 
-    try:
-        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
-    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
-        _fail(str(exc))
     if as_json:
         click.echo(json.dumps(report_json(report), indent=2))
         return

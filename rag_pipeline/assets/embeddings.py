@@ -34,8 +34,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
 
     @dg.asset(
         partitions_def=embedding_partitions(models),
-        deps=[dg.AssetDep("chunks", partition_mapping=by_chunker),
-              dg.AssetDep("bm25_stats", partition_mapping=by_chunker)],
+        deps=[dg.AssetDep(name, partition_mapping=by_chunker) for name in (CHUNKS, *BM25_TABLES)],
         check_specs=[dg.AssetCheckSpec(name, asset="embeddings") for name in CHECKS],
         automation_condition=inputs_changed(),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "

@@ -48,7 +48,7 @@ class Answer:
     question: str
     answered: bool
     reason: str | None
-    threshold: float
+    cut: float
     partition: str
     citations: list[Citation]
     prompt: str | None

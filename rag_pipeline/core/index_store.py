@@ -120,9 +120,12 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     embeddings = warehouse.read_file(files[EMBEDDINGS])
     chunker, model_key = generation.chunker, generation.model
     chunk_ids = chunks.column("chunk_id").to_pylist()
-    if embeddings.column("chunk_id").to_pylist() != chunk_ids:
-        raise IndexNotBuiltError(f"generation {generation.id} of {chunker} x {model_key}: "
-                                 "vectors are not aligned with its chunks")
+    row_of = {c: i for i, c in enumerate(embeddings.column("chunk_id").to_pylist())}
+    missing = [c for c in chunk_ids if c not in row_of]
+    if missing:
+        raise IndexNotBuiltError(f"{len(missing)} chunks of {chunker} have no vector in "
+                                 f"{model_key} (generation {generation.id}): re-run "
+                                 "`rag-pipeline index`")
     stamps = {(n, f) for n, f in zip(embeddings.column("model_name").to_pylist(),
                                      embeddings.column("model_fingerprint").to_pylist(), strict=True)}
     if len(stamps) > 1:
@@ -148,7 +151,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         texts=chunks.column("text").to_pylist(),
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
-        vectors=np.ascontiguousarray(vector_matrix(embeddings)),
+        vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
         bm25=_bm25_scorers([warehouse.read_file(files[name]) for name in BM25_TABLES], chunker,
                            chunk_ids),
         documents=documents,
