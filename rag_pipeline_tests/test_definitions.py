@@ -29,15 +29,18 @@ def test_asset_keys_partitions_and_checks():
     for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == CHUNKERS
         assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey("chunks")}
+    assert graph.get(dg.AssetKey("embeddings")).parent_keys == {dg.AssetKey(k) for k in (
+        "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
     embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
     assert sorted(str(k) for k in embedding_keys) == sorted([
         f"{c}|all-MiniLM-L6-v2@53aa5117" for c in CHUNKERS])
     for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == [
             "all-MiniLM-L6-v2@53aa5117"]
+        # The evaluation reads published generations (documents included), so it depends on
+        # the tables that publish them, not on documents directly.
         assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey(k) for k in (
-            "documents", "embeddings", "bm25_terms", "bm25_chunks", "bm25_postings",
-            "bm25_params")}
+            "embeddings", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.automation import inputs_changed
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, B
 from rag_pipeline.core.index_tables import bm25_stats_tables

@@ -8,7 +8,7 @@ import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.automation import inputs_changed
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records

@@ -12,7 +12,7 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.automation import inputs_changed
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.generations import collect_garbage, publish
 from rag_pipeline.core.index_tables import embeddings_table

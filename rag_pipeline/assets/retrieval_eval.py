@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.automation import inputs_changed_and_all_current
+from rag_pipeline.automation_conditions import inputs_changed_and_all_current
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (

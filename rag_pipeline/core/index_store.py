@@ -85,7 +85,7 @@ def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Gen
         return generation
     published = current_generations(warehouse)
     if not published:
-        raise IndexNotBuiltError("no index published yet: run `rag-pipeline index` first")
+        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
     chunkers = sorted({g.chunker for g in published})
     if chunker not in chunkers:
         raise UnknownPartitionError(f"no published index for chunker {chunker!r}; published: "
