@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rag_pipeline.core.markdown import heading_spans
+
 
 class ChunkingStrategy(StrEnum):
     """The six strategies of the design; ``header`` is the production default."""
@@ -94,21 +96,10 @@ def content_fingerprint(content: str) -> str:
     return hashlib.sha256(" ".join(content.split()).encode("utf-8")).hexdigest()
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
-
-
-def heading_spans(canonical: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline.
-    Lines inside fenced code blocks (``` or ~~~) are code, never headings."""
-    fences = [(m.start(), m.end()) for m in _FENCE.finditer(canonical)]
-    return [(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
-            for m in _HEADING.finditer(canonical)
-            if not any(f_start <= m.start() < f_end for f_start, f_end in fences)]
 
 
 def split_sections(canonical: str, document_title: str) -> list[Section]:

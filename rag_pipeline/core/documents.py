@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.chunking import heading_spans
+from rag_pipeline.core.markdown import first_title
 from rag_pipeline.core.versions import PIPELINE_VERSION
 
 
@@ -99,11 +99,6 @@ class DocumentRecord:
 
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
-
-
-def first_title(text: str) -> str | None:
-    """The first level-1 ATX heading outside fenced code, if any."""
-    return next((title for _, _, level, title in heading_spans(text) if level == 1 and title), None)
 
 
 def _decode_utf8(data: bytes) -> str:

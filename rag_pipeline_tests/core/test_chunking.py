@@ -12,13 +12,13 @@ from rag_pipeline.core.chunking import (
     ChunkingStrategy,
     Section,
     chunk_document,
-    heading_spans,
     offset_errors,
     split_sections,
     uncovered_characters,
 )
 from rag_pipeline.core.corpus_export import export_python_reference
 from rag_pipeline.core.documents import extract_corpus
+from rag_pipeline.core.markdown import heading_spans
 
 SMALL = ChunkingSettings(target_chars=40, overlap_chars=8)
 
@@ -358,10 +358,6 @@ def test_a_comment_inside_a_fenced_code_block_is_not_a_heading():
     chunks = chunk_document("setup.md", "Setup", canonical, ChunkingStrategy.HEADER)
     assert heading_spans(canonical) == [(0, 7, 1, "Setup")]
     assert any("# install the package" in c.content for c in chunks)
-
-
-def test_a_trailing_hash_that_is_part_of_the_title_is_kept():
-    assert heading_spans("## C#\n") == [(0, 5, 2, "C#")]
 
 
 def test_boundary_chunks_never_straddle_a_pdf_page():
