@@ -146,6 +146,37 @@ def test_a_word_longer_than_the_target_stays_whole():
     assert len(chunks[1].content) == 50
 
 
+def test_a_word_longer_than_the_hard_maximum_is_cut_every_max_chars():
+    # SMALL: target 40, hard maximum 2 x 40 = 80. The 200-character word sits at [5, 205).
+    word = "y" * 200
+    canonical = f"Hi.\n\n{word}\n\nBye.\n"  # "Bye." [207, 211)
+    for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER_OVERLAP):
+        chunks = chunk_document("d", "t", canonical, strategy, SMALL)
+        assert spans(chunks) == [(0, 3), (5, 85), (85, 165), (165, 205), (207, 211)]
+        assert offset_errors(canonical, chunks) == []
+
+
+def test_max_chars_sets_the_hard_maximum():
+    settings = ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=60)
+    chunks = chunk_document("d", "t", "z" * 130, ChunkingStrategy.BOUNDARIES, settings)
+    assert spans(chunks) == [(0, 60), (60, 120), (120, 130)]
+    with pytest.raises(ValueError, match=r"max_chars must be >= target_chars \(40\), got 39"):
+        ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=39)
+
+
+@pytest.mark.parametrize("strategy", list(ChunkingStrategy))
+def test_a_one_megabyte_line_without_any_break_becomes_many_exact_chunks(strategy):
+    # 1,000,000 characters, no white space, no sentence end: the default hard maximum is
+    # 2 x 512 = 1024 for the boundary strategies; blind windows are 512.
+    canonical = "ab" * 500_000
+    chunks = chunk_document("big.txt", "big", canonical, strategy)
+    size = 512 if strategy.blind else 1024
+    assert len(chunks) == -(-1_000_000 // size)
+    assert max(len(c.content) for c in chunks) == size
+    assert offset_errors(canonical, chunks) == []
+    assert uncovered_characters(canonical, spans(chunks)) == []
+
+
 # --- sections and headings ------------------------------------------------------------------
 
 
