@@ -20,7 +20,8 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     warehouse = storage.warehouse()
     root = corpus.prepare()
     previous = warehouse.read_or_none("documents")
-    result = extract_corpus(root, document_records(previous) if previous is not None else ())
+    result = extract_corpus(root, document_records(previous) if previous is not None else (),
+                            corpus.extraction_settings())
     warehouse.write("documents", documents_table(result.records))
     warehouse.refresh_views()
     for record in result.failed:
