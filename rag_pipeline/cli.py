@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
@@ -24,8 +25,13 @@ def _prepare_environment() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
+def _echo(message: str = "", err: bool = False) -> None:
+    """Print one line; control characters from documents or endpoints are escaped first."""
+    click.echo(escape_controls(message), err=err)
+
+
 def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    _echo(f"error: {message}", err=True)
     sys.exit(2)
 
 
@@ -58,23 +64,23 @@ def index(data_dir: Path, corpus: Path | None) -> None:
     with dg.DagsterInstance.get() as instance:
         try:
             timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
-                                echo=click.echo)
+                                echo=_echo)
         except IndexRunFailed as exc:
             _fail(str(exc))
-    click.echo("\nstage timings:")
+    _echo("\nstage timings:")
     for t in timings:
         extra = ""
         if "embeddings.embedded" in t.metadata:
             extra = (f"  embedded {t.metadata['embeddings.embedded']}, reused "
                      f"{t.metadata['embeddings.reused']}, "
                      f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
-        click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
-    click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
+        _echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
+    _echo(f"  total {sum(t.seconds for t in timings):.1f} s")
     warehouse = Warehouse(data_dir)
-    click.echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
+    _echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
-            click.echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+            _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
 
 
 @main.command()
@@ -88,38 +94,41 @@ def status(data_dir: Path) -> None:
         report = index_status(Warehouse(data_dir))
     except IndexNotBuiltError as exc:
         _fail(str(exc))
-    click.echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
+    _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
-        click.echo(f"  failed  {document_id}: {reason}")
+        _echo(f"  failed  {document_id}: {reason}")
     for document_id in report.stale_documents:
-        click.echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
-    click.echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}")
+        _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
+    for document_id, chunkers in report.without_chunks:
+        _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
+                   f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}")
     for p in report.partitions:
-        click.echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
+        _echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
                    f"{p.stale_rows:6d}")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
-        click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+        _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    click.echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
+    _echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
     if not answer.answered:
-        click.echo(answer.reason)
+        _echo(answer.reason)
     else:
-        click.echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
+        _echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
         for c in answer.citations:
-            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
+            _echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
                        f"{c.fragment:22s} {c.cosine_distance:.3f}")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
-            click.echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+            _echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
         if answer.rendered_answer:
-            click.echo("\n" + answer.rendered_answer)
+            _echo("\n" + answer.rendered_answer)
         if show_prompt and answer.prompt:
-            click.echo("\n--- prompt ---\n" + answer.prompt)
+            _echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:
-        click.echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
+        _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
 
 
@@ -202,7 +211,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             GenerationError, FileNotFoundError) as exc:
         _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
     rerank_note = ("rerank: on" if reranker else
                    "rerank: off (no cross-encoder configured; pass --rerank DIR)")
@@ -251,14 +260,14 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
         def progress(done: int, total: int) -> None:
             if not as_json and (done == total or done % 1024 == 0):
-                click.echo(f"  embedded {done}/{total} documents", err=True)
+                _echo(f"  embedded {done}/{total} documents", err=True)
 
         from rag_pipeline.core.bm25 import K1
 
         report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
                           tuple(k1_values) or (K1,))
         if as_json:
-            click.echo(json.dumps({
+            _echo(json.dumps({
                 "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
                 "model": spec.key,
                 "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
@@ -266,14 +275,14 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                           "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
                 "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
             return
-        click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
+        _echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
                    f"model {spec.key}")
-        click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+        _echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
                    f"{'MRR@10':>8s}")
         for r in report.rows:
-            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
+            _echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
                        f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
-        click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+        _echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
         return
 
     from rag_pipeline.core.eval_run import run_eval
@@ -290,18 +299,18 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(report_json(report), indent=2))
+        _echo(json.dumps(report_json(report), indent=2))
         return
-    click.echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
+    _echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
                f"{len(report.gold_errors)} gold-set errors, model {spec.key}")
     for error in report.gold_errors:
-        click.echo(f"  gold-set error {error.line_id}: {error.reason}")
-    click.echo("\n" + summary_markdown(report))
+        _echo(f"  gold-set error {error.line_id}: {error.reason}")
+    _echo("\n" + summary_markdown(report))
     for chunker, ids in report.destroyed.items():
         if ids:
-            click.echo(f"destroyed by {chunker}: {', '.join(ids)}")
-    click.echo("\n" + paired_markdown(report))
+            _echo(f"destroyed by {chunker}: {', '.join(ids)}")
+    _echo("\n" + paired_markdown(report))
     if report.sweep:
-        click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
-        click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
-    click.echo(f"\neval wall time: {report.timings['total']:.1f} s")
+        _echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
+        _echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    _echo(f"\neval wall time: {report.timings['total']:.1f} s")

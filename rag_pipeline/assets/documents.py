@@ -7,6 +7,7 @@ from dagster import AssetExecutionContext
 from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.index_tables import document_records, documents_table
 from rag_pipeline.core.markdown_table import markdown_table
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.resources import CorpusSource, IndexStorage
 
 
@@ -25,7 +26,7 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     warehouse.write("documents", documents_table(result.records))
     warehouse.refresh_views()
     for record in result.failed:
-        context.log.warning(f"document {record.document_id} failed: {record.error}")
+        context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     ok = len(result.records) - len(result.failed)
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed "
                      f"({result.extracted} extracted, {result.reused} unchanged) from {root}")

@@ -26,12 +26,27 @@ ERROR_BODY_CHARS = 500
 
 _MARKER = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 _MARKER_LABEL = re.compile(r"\d+(?:\s*,\s*\d+)*")
-_BARE_URL = (r"(?<![\w@.])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.)"
+SCHEMES_WITHOUT_SLASHES = (
+    "about", "blob", "callto", "data", "file", "ftp", "gopher", "intent", "irc", "javascript",
+    "magnet", "mailto", "news", "nntp", "sftp", "sms", "ssh", "tel", "telnet", "urn",
+    "vbscript", "view-source", "ws", "wss",
+)
+"""Schemes removed even where no ``//`` follows (``javascript:``, ``data:``, ``mailto:``...);
+any other scheme is removed when ``://`` follows it or it is written as ``<scheme:...>``."""
+_HTML_LINKING_TAGS = ("a", "area", "audio", "base", "embed", "form", "iframe", "img", "link",
+                      "meta", "object", "script", "source", "track", "video")
+_BARE_URL = (r"(?<![\w@.\-])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.|(?i:"
+             + "|".join(re.escape(scheme) for scheme in SCHEMES_WITHOUT_SLASHES) + r"):)"
              r"(?:[^\s<>\[\]()\"'`]|\([^\s()<>]*\))+")
 _LINK_OR_URL = re.compile(
-    r"!?\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>[^\s()<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)"
+    r"!?\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>(?:[^\s()<>]|\([^\s()<>]*\))+)>?(?:\s+\"[^\"\n]*\")?\s*\)"
+    r"|<(?P<autolink>[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>"
+    r"|(?P<tag></?(?i:" + "|".join(_HTML_LINKING_TAGS) + r")\b[^<>]*>)"
     r"|<?(?P<url>" + _BARE_URL + r")>?"
 )
+_TAG_URL = re.compile(
+    r"(?i:\b(?:href|src|srcset|action|formaction|poster|data|content|background|cite))"
+    r"\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))")
 _URL_IN_LABEL = re.compile(_BARE_URL)
 _TRAILING_PUNCTUATION = ".,;:!?"
 
@@ -171,13 +186,17 @@ def check_answer(raw: str, n_sources: int) -> CheckedAnswer:
     """Strip the model's own links and sort its citation markers against ``n_sources`` sources.
 
     Markers are ``[n]``, ``[n, m, ...]`` and runs such as ``[n][m]``, read after the links are
-    removed. Removed links are any ``scheme://...`` (http, https, file, ...) and any ``www....``,
-    optionally in ``<...>``, each ending at whitespace, a quote, an angle or square bracket or an
-    unbalanced parenthesis (so a marker written right after a URL survives), and
-    Markdown links or images ``[label](target)``, which keep ``label`` (as ``[label]`` when the
-    label is itself a marker such as ``[1](https://...)``). Sentence punctuation right after a URL
-    stays; the spaces around a removed link collapse to one, or to none at either end of a line
-    (a line's indentation stays).
+    removed. Removed links are any ``scheme://...`` (http, https, file, ftp, ...), any
+    ``www....`` and any URL of a scheme in :data:`SCHEMES_WITHOUT_SLASHES` (``javascript:...``,
+    ``data:...``, ``mailto:...``), optionally in ``<...>``, each ending at whitespace, a quote, an
+    angle or square bracket or an unbalanced parenthesis (so a marker written right after a URL
+    survives); Markdown autolinks ``<scheme:...>`` of any scheme; HTML tags that link or embed
+    (``<a>``, ``</a>``, ``<img>``, ``<iframe>``, ``<script>``, ...), whose text between the tags
+    stays and whose ``href``/``src``-like attribute values count as removed URLs; and Markdown
+    links or images ``[label](target)``, which keep ``label`` (as ``[label]`` when the label is
+    itself a marker such as ``[1](https://...)``). Sentence punctuation right after a URL stays;
+    the spaces around a removed link collapse to one, or to none at either end of a line (a
+    line's indentation stays).
 
     Args:
         raw: The model's answer.
@@ -213,6 +232,13 @@ def _strip_links(raw: str) -> tuple[str, list[str]]:
             url = match["url"].rstrip(_TRAILING_PUNCTUATION)
             removed.append(url)
             replacement = match["url"][len(url):]
+        elif match["autolink"] is not None:
+            removed.append(match["autolink"])
+            replacement = ""
+        elif match["tag"] is not None:
+            removed += [next(v for v in value if v) for value in _TAG_URL.findall(match["tag"])
+                        if any(value)]
+            replacement = ""
         else:
             label = match["label"]
             for inner in _URL_IN_LABEL.finditer(label):
