@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME
 
@@ -30,12 +31,37 @@ def _echo(message: str = "", err: bool = False) -> None:
     click.echo(escape_controls(message), err=err)
 
 
-def _fail(message: str) -> None:
-    _echo(f"error: {message}", err=True)
-    sys.exit(2)
+def _fail(message: str, code: int = 2) -> None:
+    """Exit with ``error: <message>`` on stderr, as one line."""
+    _echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
 
 
-@click.group()
+class _OneLineErrors(click.Group):
+    """Every failure ends in one line on stderr that names its cause: a usage error without the
+    usage block, and an unexpected exception as its type and message, never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.exceptions.NoArgsIsHelpError):
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except Exception as exc:  # the last resort: the cause in one line, not a traceback
+            _fail(f"{type(exc).__name__}: {exc}", 1)
+
+
+@click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
 @click.pass_context
@@ -150,7 +176,8 @@ def answer_json(answer: Answer) -> dict:
 
 @main.command()
 @click.argument("question")
-@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--chunker", default="header", show_default=True,
+              help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
 @click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
@@ -160,11 +187,12 @@ def answer_json(answer: Answer) -> dict:
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
               help="At most this many sources are kept.")
 @click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
-@click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
+              help="Cosine-distance cut in [0, 2] (default: the project default).")
+@click.option("--rerank", "rerank_model", default=None,
+              help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
-@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--base-url", default=None,
+              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--generate-url", default=None,
               help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
 @click.option("--generate-model", default="default", show_default=True)
@@ -189,9 +217,29 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
     from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+    from rag_pipeline.core.validation import (
+        InvalidArgumentError,
+        check_base_url,
+        check_chunker,
+        check_endpoint_url,
+        check_model_folder,
+        check_threshold,
+    )
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
+    try:
+        check_chunker(chunker)
+        if threshold is not None:
+            check_threshold(threshold, "--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+        if generate_url is not None:
+            check_endpoint_url(generate_url, "--generate-url")
+        if rerank_model is not None:
+            check_model_folder(Path(rerank_model), "--rerank")
+    except InvalidArgumentError as exc:
+        _fail(str(exc))
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
@@ -242,13 +290,16 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     models = declared_models()
     try:
+        for name in chunkers:
+            check_chunker(name)
         spec = find_model(model_key, models) if model_key else models[0]
-    except ModelMismatchError as exc:
+    except (InvalidArgumentError, ModelMismatchError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
         from rag_pipeline.core.beir import load_beir, run_beir
