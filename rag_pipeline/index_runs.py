@@ -36,6 +36,19 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, ob
     return out
 
 
+def first_error(result: dg.ExecuteInProcessResult) -> str:
+    """The first failed step and the error its own code raised (not Dagster's wrapper around
+    it), in one line; the run's failure message when no step failed."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error is not None:
+            error = event.step_failure_data.error
+            while error.cls_name and error.cls_name.startswith("Dagster") and error.cause:
+                error = error.cause
+            return f"step {event.step_key}: {' '.join(error.message.split())}"
+    failures = [e.message for e in result.all_events if e.is_failure]
+    return failures[-1] if failures else "see the Dagster UI"
+
+
 def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Path | None = None,
               echo: Callable[[str], None] = print, evaluate: bool = True) -> list[StageTiming]:
     """Materialises the whole index; stops at the first failed run (a failed *document* is
@@ -55,9 +68,8 @@ def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Pat
                                         run_config=run_config, raise_on_error=False)
         seconds = time.perf_counter() - started
         if not result.success:
-            failures = [e.message for e in result.all_events if e.is_failure]
             raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id}): "
-                                 f"{failures[-1] if failures else 'see the Dagster UI'}")
+                                 f"{first_error(result)}")
         timings.append(StageTiming(job_name, label, seconds, result.run_id,
                                    _materialization_metadata(result)))
         echo(f"  done in {seconds:.1f} s (run {result.run_id[:8]})")
