@@ -120,7 +120,9 @@ def content_fingerprint(content: str) -> str:
 
 
 _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
+# A match starts only where a run of [.!?] starts and never backtracks into it: a line of a
+# million dots is one linear scan, not a million.
+_SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
 

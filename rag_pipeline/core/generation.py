@@ -35,7 +35,7 @@ SCHEMES_WITHOUT_SLASHES = (
 any other scheme is removed when ``://`` follows it or it is written as ``<scheme:...>``."""
 _HTML_LINKING_TAGS = ("a", "area", "audio", "base", "embed", "form", "iframe", "img", "link",
                       "meta", "object", "script", "source", "track", "video")
-_BARE_URL = (r"(?<![\w@.\-])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.|(?i:"
+_BARE_URL = (r"(?<![\w@.+\-])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.|(?i:"
              + "|".join(re.escape(scheme) for scheme in SCHEMES_WITHOUT_SLASHES) + r"):)"
              r"(?:[^\s<>\[\]()\"'`]|\([^\s()<>]*\))+")
 _LINK_OR_URL = re.compile(

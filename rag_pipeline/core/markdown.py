@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+([^\n]*)$", re.MULTILINE)
 _FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 
 
@@ -24,8 +24,19 @@ def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
         i = bisect_right(fence_starts, m.start()) - 1
         if i >= 0 and m.start() < fences[i][1]:
             continue
-        spans.append((m.start(), m.end(), len(m.group(1)), m.group(2).strip()))
+        spans.append((m.start(), m.end(), len(m.group(1)), _heading_title(m.group(2))))
     return spans
+
+
+def _heading_title(rest: str) -> str:
+    """The text after the opening hashes, without an optional closing run of ``#`` (which
+    needs white space before it: ``## C#`` is titled ``C#``). Done with string operations: the
+    regex that did it backtracked quadratically on long runs of spaces and tabs."""
+    title = rest.rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed != title and unclosed[-1:] in (" ", "\t"):
+        title = unclosed
+    return title.strip()
 
 
 def first_title(text: str) -> str | None:

@@ -4,10 +4,13 @@ offset/coverage invariants on a hand-written document and on the real default co
 from __future__ import annotations
 
 import dataclasses
+import random
+import re
 
 import pytest
 
 from rag_pipeline.core.chunking import (
+    _SENTENCE_END,
     ChunkingSettings,
     ChunkingStrategy,
     Section,
@@ -400,3 +403,23 @@ def test_boundary_chunks_never_straddle_a_pdf_page():
     # Without a page map the two paragraphs pack into one chunk.
     packed = chunk_document("c.pdf", "Sprockets", canonical, ChunkingStrategy.BOUNDARIES)
     assert [(c.start, c.end) for c in packed] == [(0, 82)]
+
+
+# The former sentence-end pattern, kept as the oracle: it restarted inside every run of
+# [.!?], so a line of dots took quadratic time (22 s for 20,000 dots).
+_FORMER_SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
+
+
+def test_sentence_ends_match_the_former_pattern_on_random_text():
+    rng = random.Random(3)
+    pieces = [".", "!", "?", ")", '"', "’", " ", "\n", "a", "bc"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        assert ([m.span() for m in _SENTENCE_END.finditer(text)]
+                == [m.span() for m in _FORMER_SENTENCE_END.finditer(text)]), repr(text)
+
+
+def test_a_million_dots_are_cut_in_linear_time():
+    canonical = "." * 1_000_000
+    chunks = chunk_document("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
+    assert (len(chunks), offset_errors(canonical, chunks)) == (977, [])
