@@ -93,3 +93,44 @@ def test_control_characters_in_a_message_are_escaped(tmp_path: Path):
     assert _fail("--data-dir", str(data), "status") == (
         1, f'error: IOException: IO Error: The file "{tmp_path}/d\\u001b[2J/rag.duckdb" exists, '
            "but it is not a valid DuckDB database file!")
+
+
+def _hostile_answer():
+    from rag_pipeline.core.ask import Answer
+    from rag_pipeline.core.citations import Citation
+
+    # Planted: a colour and a window title in the quote, a C1 CSI in the section, an RTL
+    # override in the document id, and a screen clear in the generated answer.
+    citation = Citation(
+        index=1, document_id="doc\u202e.md", document_name="Doc", locator_label="Doc > S",
+        fragment="#char=0,20", start=0, end=20, quote="red \x1b[31mtext\x1b]0;pwned\x07",
+        cosine_distance=0.2, url="file:///c/doc\u202e.md#char=0,20", section="S\x9b2J")
+    return Answer(question="q", answered=True, reason=None, threshold=0.625,
+                  partition="header|m", citations=[citation], prompt="p \x1b[2J",
+                  closest_distance=0.2, reranked=False,
+                  rendered_answer="Answer \x1b[2Jhere [1]\n\nSources:\n[1] Doc")
+
+
+def test_printed_answers_never_carry_control_characters(capsys: pytest.CaptureFixture[str]):
+    from rag_pipeline.cli import _print_answer
+
+    _print_answer(_hostile_answer(), show_prompt=True, show_timings=False, rerank_note="rerank: off")
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\x9b\u202e")
+    assert "red \\u001b[31mtext\\u001b]0;pwned\\u0007" in out
+    assert "Answer \\u001b[2Jhere [1]" in out
+    assert " 1  doc\\u202e.md" in out
+
+
+def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.CaptureFixture[str]):
+    import json
+
+    from rag_pipeline.cli import _echo, answer_json
+
+    answer = _hostile_answer()
+    _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\x9b\u202e")
+    decoded = json.loads(out)
+    assert (decoded["citations"][0]["quote"], decoded["citations"][0]["document_id"]) == (
+        "red \x1b[31mtext\x1b]0;pwned\x07", "doc\u202e.md")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_pipeline.core.citations import Citation
+from rag_pipeline.core.validation import check_endpoint_url
 
 ERROR_BODY_CHARS = 500
 
@@ -66,10 +67,12 @@ class GeneratorSettings:
         timeout_s: Seconds to wait for the connection and for each read of the reply.
         temperature: Sampling temperature; ``0.0`` asks for the most likely answer.
         max_tokens: Upper bound on the tokens generated.
+        max_reply_bytes: A reply body longer than this is refused unread past the limit.
 
     Raises:
-        ValueError: If ``base_url`` is not http(s), ``model`` is empty, ``timeout_s`` or
-            ``max_tokens`` is not positive, or ``temperature`` is negative.
+        ValueError: If ``base_url`` is not an http(s) URL with a host and a valid port,
+            ``model`` is empty, ``timeout_s``, ``max_tokens`` or ``max_reply_bytes`` is not
+            positive, or ``temperature`` is negative.
     """
 
     base_url: str
@@ -78,10 +81,10 @@ class GeneratorSettings:
     timeout_s: float = 60.0
     temperature: float = 0.0
     max_tokens: int = 512
+    max_reply_bytes: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        check_endpoint_url(self.base_url, "base_url")
         if not self.model:
             raise ValueError("model must name the model the endpoint serves")
         if self.timeout_s <= 0:
@@ -90,6 +93,8 @@ class GeneratorSettings:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {self.max_reply_bytes}")
 
     @property
     def endpoint(self) -> str:
@@ -111,7 +116,8 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
 
     Raises:
         GenerationError: On an HTTP error status, a refused or failed connection, a timeout, a reply
-            that is not JSON, or JSON without a text ``choices[0].message.content``.
+            over ``settings.max_reply_bytes``, a reply that is not JSON, or JSON without a text
+            ``choices[0].message.content``.
     """
     url = settings.endpoint
     body = {
@@ -128,7 +134,7 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=settings.timeout_s) as response:
-            raw = response.read()
+            raw = response.read(settings.max_reply_bytes + 1)
     except urllib.error.HTTPError as exc:
         detail = exc.read(ERROR_BODY_CHARS).decode("utf-8", errors="replace").strip()
         raise GenerationError(
@@ -143,6 +149,9 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
         raise GenerationError(f"no answer from {url} within {settings.timeout_s} s") from exc
     except OSError as exc:
         raise GenerationError(f"connection to {url} failed: {exc}") from exc
+    if len(raw) > settings.max_reply_bytes:
+        raise GenerationError(f"{url} answered more than {settings.max_reply_bytes} bytes "
+                              "(max_reply_bytes): refused")
     return _reply_text(raw, url)
 
 

@@ -130,8 +130,20 @@ def test_reply_that_is_not_a_chat_answer_raises_generation_error(
         generate("q", settings)
 
 
+def test_a_reply_over_max_reply_bytes_is_refused(chat_server: FakeChatServer) -> None:
+    chat_server.reply = chat_reply("x" * 200)
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat",
+                                 timeout_s=TIMEOUT_S, max_reply_bytes=100)
+    with pytest.raises(GenerationError) as caught:
+        generate("q", settings)
+    assert str(caught.value) == (f"{chat_server.base_url}/chat/completions answered more than "
+                                 "100 bytes (max_reply_bytes): refused")
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"base_url": "127.0.0.1:8000/v1"}, "base_url"),
+    ({"base_url": "http://h:99999/v1"}, "base_url has an invalid port"),
+    ({"max_reply_bytes": 0}, "max_reply_bytes"),
     ({"model": ""}, "model"),
     ({"timeout_s": 0.0}, "timeout_s"),
     ({"temperature": -0.1}, "temperature"),
