@@ -15,6 +15,7 @@ from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
+    from rag_pipeline.core.rerank import Reranker
 
 
 def _prepare_environment() -> None:
@@ -158,6 +159,16 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                                                  for k, v in answer.timings.items()))
 
 
+def _load_reranker(folder: Path) -> Reranker:
+    """The cross-encoder in ``folder``, or a one-line failure naming the folder and the cause."""
+    from rag_pipeline.core.rerank import Reranker, RerankSettings
+
+    try:
+        return Reranker(RerankSettings(folder))
+    except (OSError, ValueError) as exc:
+        _fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
+
+
 def answer_json(answer: Answer) -> dict:
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
@@ -215,7 +226,6 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.gate import DEFAULT_CUT
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
-    from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
@@ -245,7 +255,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         spec = find_model(model_key, models) if model_key else models[0]
         index = load_partition(data_dir, chunker, spec.key)
         embedder = load_embedder(spec)
-        reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
+        reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
