@@ -14,6 +14,7 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from rag_pipeline.core.beir import BeirReport
     from rag_pipeline.core.embedder import ModelSpec
     from rag_pipeline.core.evaluation import EvalReport
+    from rag_pipeline.core.rerank import Reranker
 
 
 def _prepare_environment() -> None:
@@ -32,12 +34,42 @@ def _prepare_environment() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
+def _echo(message: str = "", err: bool = False) -> None:
+    """Print one line; control characters from documents or endpoints are escaped first."""
+    click.echo(escape_controls(message), err=err)
 
 
-@click.group()
+def _fail(message: str, code: int = 2) -> None:
+    """Exit with ``error: <message>`` on stderr, as one line."""
+    _echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+class _OneLineErrors(click.Group):
+    """Every failure ends in one line on stderr that names its cause: a usage error without the
+    usage block, and an unexpected exception as its type and message, never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.exceptions.NoArgsIsHelpError):
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except Exception as exc:  # the last resort: the cause in one line, not a traceback
+            _fail(f"{type(exc).__name__}: {exc}", 1)
+
+
+@click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
 @click.pass_context
@@ -141,11 +173,11 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None)
     except IndexRunFailed as exc:
         _fail(str(exc))
-    click.echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
-    click.echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
+    _echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+    _echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
-            click.echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+            _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
 
 
 @main.command()
@@ -159,19 +191,22 @@ def status(data_dir: Path) -> None:
         report = index_status(Warehouse(data_dir))
     except IndexNotBuiltError as exc:
         _fail(str(exc))
-    click.echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
+    _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
-        click.echo(f"  failed  {document_id}: {reason}")
+        _echo(f"  failed  {document_id}: {reason}")
     for document_id in report.stale_documents:
-        click.echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
-    click.echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
-               f"served generation (age)")
+        _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
+    for document_id, chunkers in report.without_chunks:
+        _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
+              f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
+          f"served generation (age)")
     for p in report.partitions:
-        click.echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-                   f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
+        _echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
+              f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
-        click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+        _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
 def _age(seconds: float) -> str:
@@ -185,24 +220,34 @@ def _age(seconds: float) -> str:
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    click.echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
     if not answer.answered:
-        click.echo(answer.reason)
+        _echo(answer.reason)
     else:
-        click.echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
+        _echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
         for c in answer.citations:
-            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
+            _echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
                        f"{c.fragment:22s} {c.cosine_distance:.3f}")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
-            click.echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+            _echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
         if answer.rendered_answer:
-            click.echo("\n" + answer.rendered_answer)
+            _echo("\n" + answer.rendered_answer)
         if show_prompt and answer.prompt:
-            click.echo("\n--- prompt ---\n" + answer.prompt)
+            _echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:
-        click.echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
+        _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
+
+
+def _load_reranker(folder: Path) -> Reranker:
+    """The cross-encoder in ``folder``, or a one-line failure naming the folder and the cause."""
+    from rag_pipeline.core.rerank import Reranker, RerankSettings
+
+    try:
+        return Reranker(RerankSettings(folder))
+    except (OSError, ValueError) as exc:
+        _fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
 
 
 def answer_json(answer: Answer) -> dict:
@@ -235,11 +280,13 @@ def answer_json(answer: Answer) -> dict:
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
               show_default=True, help="At most this many sources are kept.")
 @click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
-              help="Cosine-distance cut: only chunks under it are kept (--threshold is the same).")
-@click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
+              help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold is "
+                   "the same).")
+@click.option("--rerank", "rerank_model", default=None,
+              help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
-@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--base-url", default=None,
+              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--generate-url", default=None,
               help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
 @click.option("--generate-model", default="default", show_default=True)
@@ -260,17 +307,35 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
-    from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import RetrievalSettings
+    from rag_pipeline.core.validation import (
+        InvalidArgumentError,
+        check_base_url,
+        check_chunker,
+        check_endpoint_url,
+        check_model_folder,
+        check_threshold,
+    )
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
+    try:
+        check_chunker(chunker)
+        check_threshold(cut, "--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+        if generate_url is not None:
+            check_endpoint_url(generate_url, "--generate-url")
+        if rerank_model is not None:
+            check_model_folder(Path(rerank_model), "--rerank")
+    except InvalidArgumentError as exc:
+        _fail(str(exc))
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         index = load_partition(data_dir, chunker, spec.key)
         embedder = load_embedder(spec)
-        reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
+        reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer),
@@ -284,7 +349,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             GenerationError, FileNotFoundError) as exc:
         _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
     rerank_note = ("rerank: on" if reranker else
                    "rerank: off (no cross-encoder configured; pass --rerank DIR)")
@@ -313,13 +378,16 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     models = declared_models()
     try:
+        for name in chunkers:
+            check_chunker(name)
         spec = find_model(model_key, models) if model_key else models[0]
-    except ModelMismatchError as exc:
+    except (InvalidArgumentError, ModelMismatchError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
         _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
@@ -388,18 +456,18 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     )
 
     if as_json:
-        click.echo(json.dumps(report_json(report), indent=2))
+        _echo(json.dumps(report_json(report), indent=2))
         return
-    click.echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
+    _echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
                f"{len(report.gold_errors)} gold-set errors, model {spec.key}")
     for error in report.gold_errors:
-        click.echo(f"  gold-set error {error.line_id}: {error.reason}")
-    click.echo("\n" + summary_markdown(report))
+        _echo(f"  gold-set error {error.line_id}: {error.reason}")
+    _echo("\n" + summary_markdown(report))
     for chunker, ids in report.destroyed.items():
         if ids:
-            click.echo(f"destroyed by {chunker}: {', '.join(ids)}")
-    click.echo("\n" + paired_markdown(report))
+            _echo(f"destroyed by {chunker}: {', '.join(ids)}")
+    _echo("\n" + paired_markdown(report))
     if report.sweep:
-        click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
-        click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
-    click.echo(f"\neval wall time: {report.timings['total']:.1f} s")
+        _echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
+        _echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    _echo(f"\neval wall time: {report.timings['total']:.1f} s")

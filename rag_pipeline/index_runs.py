@@ -38,20 +38,19 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, ob
 
 
 def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The innermost cause of a failed run's first failed step, or the run's own failure."""
+    """The first failed step and the error its own code raised (not Dagster's wrapper around
+    it), in one line; the run's failure message when no step failed."""
     records = instance.get_records_for_run(
         run_id, of_type={dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}).records
-    for record in records:
-        event = record.event_log_entry.dagster_event
+    events = [record.event_log_entry.dagster_event for record in records]
+    for event in events:
         error = getattr(event.event_specific_data, "error", None)
-        if error is not None:
-            while error.cause is not None:
+        if event.is_step_failure and error is not None:
+            while error.cls_name and error.cls_name.startswith("Dagster") and error.cause:
                 error = error.cause
-            return f"{error.cls_name}: {error.message.strip().splitlines()[-1]}" \
-                if error.message.strip() else error.cls_name or "unknown error"
-        if event.message:
-            return event.message
-    return "see the run in the Dagster UI"
+            return f"step {event.step_key}: {' '.join(error.message.split())}"
+    failures = [event.message for event in events if event.message]
+    return failures[-1] if failures else "see the run in the Dagster UI"
 
 
 def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Path | None = None,

@@ -57,6 +57,8 @@ class ChunkStats:
     truncated: int
     embedded_wordpieces: int
     header_wordpieces: int
+    without_chunks: tuple[str, ...] = ()
+    """Ids of ``ok`` documents that yield no chunk (for example only headings)."""
 
     @property
     def header_share(self) -> float:
@@ -68,11 +70,14 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
     """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded)."""
     chunks = []
+    without_chunks = []
     for doc in documents:
         if not doc.ok:
             continue
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
                                     settings, doc.page_starts)
+        if not doc_chunks:
+            without_chunks.append(doc.document_id)
         bad = offset_errors(doc.canonical_text, doc_chunks)
         if bad:
             raise OffsetError(f"{len(bad)} chunk(s) of {doc.document_id} do not slice exactly: "
@@ -99,7 +104,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
         "pipeline_version": [PIPELINE_VERSION] * len(chunks),
     })
     stats = ChunkStats(len(chunks), sum(counter.truncated(n) for n in wordpieces),
-                       sum(wordpieces), sum(headers))
+                       sum(wordpieces), sum(headers), tuple(without_chunks))
     return table, stats
 
 
