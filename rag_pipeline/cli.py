@@ -269,8 +269,8 @@ def answer_json(answer: Answer) -> dict:
 
 @main.command()
 @click.argument("question")
-@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
-              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
+@click.option("--chunker", default=DEFAULT_STRATEGY.value, show_default=True,
+              help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
 @click.option("--retriever", type=click.Choice([r.value for r in Retriever]),

@@ -105,7 +105,7 @@ def _hostile_answer():
         index=1, document_id="doc\u202e.md", document_name="Doc", locator_label="Doc > S",
         fragment="#char=0,20", start=0, end=20, quote="red \x1b[31mtext\x1b]0;pwned\x07",
         cosine_distance=0.2, url="file:///c/doc\u202e.md#char=0,20", section="S\x9b2J")
-    return Answer(question="q", answered=True, reason=None, threshold=0.625,
+    return Answer(question="q", answered=True, reason=None, cut=0.625,
                   partition="header|m", citations=[citation], prompt="p \x1b[2J",
                   closest_distance=0.2, reranked=False,
                   rendered_answer="Answer \x1b[2Jhere [1]\n\nSources:\n[1] Doc")

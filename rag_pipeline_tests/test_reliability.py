@@ -22,7 +22,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB
+from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.cli import main
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_html
@@ -135,10 +135,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
 
 def _run_jobs(data: Path, root: Path) -> tuple[dict[str, dict[str, object]], dict[str, bool]]:
     """documents, then two chunkers (one blind, one by boundaries: test_chunking cuts the 1 MB
-    line with all six); each chunks run's metadata by chunker, and every check's outcome."""
-    from rag_pipeline.core.embedder import default_model_spec
+    line with all six) and their embeddings; each chunks run's metadata by chunker, and every
+    chunks check's outcome."""
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
-    defs = build_definitions(data_dir=data, corpus_dir=root, models=[default_model_spec()])
+    spec = hashed_spec()
+    defs = build_definitions(data_dir=data, corpus_dir=root, models=[spec])
     config = {"resources": {"corpus": {"config": {
         "path": str(root), "python_reference": False, "max_document_bytes": LIMIT}}}}
     instance = dg.DagsterInstance.ephemeral()
@@ -157,6 +159,14 @@ def _run_jobs(data: Path, root: Path) -> tuple[dict[str, dict[str, object]], dic
             if event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
                 data = event.event_specific_data
                 checks[f"{strategy.value}/{data.check_name}"] = data.passed
+    # Embedding publishes the generations that the DuckDB file and status show (the hashed
+    # stand-in model: the vectors are not the point here).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rag_pipeline.assets.embeddings.load_embedder", lambda _: HashedEmbedder(spec))
+        for strategy in CHUNKERS:
+            key = dg.MultiPartitionKey({"chunker": strategy.value, "model": spec.key})
+            assert defs.resolve_job_def(EMBEDDINGS_JOB).execute_in_process(
+                instance=instance, partition_key=key).success, strategy
     return metadata, checks
 
 
