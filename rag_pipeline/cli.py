@@ -123,22 +123,6 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                                                  for k, v in answer.timings.items()))
 
 
-def answer_json(answer: Answer) -> dict:
-    return {
-        "question": answer.question, "answered": answer.answered, "reason": answer.reason,
-        "threshold": answer.threshold, "partition": answer.partition,
-        "closest_distance": answer.closest_distance, "reranked": answer.reranked,
-        "citations": [{
-            "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
-            "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
-            "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
-            "locations": list(c.locations)} for c in answer.citations],
-        "prompt": answer.prompt,
-        "answer": answer.rendered_answer,
-        "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
-    }
-
-
 @main.command()
 @click.argument("question")
 @click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
@@ -172,6 +156,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     import json
 
     from rag_pipeline.core.analyzers import Analyzer
+    from rag_pipeline.core.answer_json import answer_json
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
