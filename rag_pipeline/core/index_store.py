@@ -82,11 +82,15 @@ def _signature(warehouse: Warehouse, chunker: str, model_key: str) -> tuple:
     return tuple(p.stat().st_mtime_ns if p.is_file() else None for p in paths)
 
 
+def partition_signature(data_dir: Path, chunker: str, model_key: str) -> tuple:
+    """The modification times of the partition's files: it changes when any of them is rewritten."""
+    return _signature(Warehouse(data_dir), chunker, model_key)
+
+
 def load_partition(data_dir: Path, chunker: str, model_key: str) -> PartitionIndex:
     """The partition, from the process cache when its files are unchanged."""
-    warehouse = Warehouse(data_dir)
     return _load(str(Path(data_dir).resolve()), chunker, model_key,
-                 _signature(warehouse, chunker, model_key))
+                 partition_signature(data_dir, chunker, model_key))
 
 
 @lru_cache(maxsize=8)
