@@ -109,7 +109,8 @@ def test_malformed_and_oversized_bodies_are_refused(client: TestClient):
         422, {"error": "the body is not JSON: Expecting property name enclosed in double quotes"})
     big = json.dumps({"question": "x" * MAX_BODY_BYTES}).encode()
     response = client.post("/ask", content=big, headers={"Content-Type": "application/json"})
-    assert (response.status_code, response.json()) == (413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
+    assert (response.status_code, response.json()) == (
+        413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
     response = client.get("/nowhere")
     assert (response.status_code, response.json()) == (404, {"error": "not found"})
     # The service still answers.
