@@ -111,16 +111,20 @@ class QueryService:
 
     def answer(self, request: AskRequest) -> dict[str, Any]:
         """``ask --json``'s object plus ``generation``; ``timings_ms`` adds ``queue`` (waiting
-        for a worker slot) and ``request`` (validation to JSON-ready dict)."""
+        for a worker slot), ``cpu`` (this thread's CPU time inside ``ask``: below ``total`` when
+        the cores are shared) and ``request`` (validation to JSON-ready dict)."""
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:
             queued = time.perf_counter() - started
             served = self.follower.current
+            cpu = time.thread_time()
             answer = ask(request.question, served.index, self.embedder, settings)
+            cpu = time.thread_time() - cpu
         body = answer_json(answer)
         body["generation"] = served.generation
         body["timings_ms"]["queue"] = round(queued * 1000, 3)
+        body["timings_ms"]["cpu"] = round(cpu * 1000, 3)
         body["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000, 3)
         with self._counts_lock:
             self._by_generation[served.generation] += 1
