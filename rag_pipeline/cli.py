@@ -71,7 +71,7 @@ def index(data_dir: Path, corpus: Path | None) -> None:
         click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
     click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
     warehouse = Warehouse(data_dir)
-    click.echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
+    click.echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             click.echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
@@ -94,12 +94,23 @@ def status(data_dir: Path) -> None:
         click.echo(f"  failed  {document_id}: {reason}")
     for document_id in report.stale_documents:
         click.echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
-    click.echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}")
+    click.echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
+               f"served generation (age)")
     for p in report.partitions:
         click.echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-                   f"{p.stale_rows:6d}")
+                   f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:

@@ -4,6 +4,7 @@ Writes four tables a person can query: ``bm25_terms``, ``bm25_chunks``, ``bm25_p
 ``bm25_params``, each partitioned by chunker and carrying an ``analyzer`` column.
 """
 
+import hashlib
 
 import dagster as dg
 from dagster import AssetExecutionContext
@@ -11,6 +12,7 @@ from dagster import AssetExecutionContext
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, B
 from rag_pipeline.core.index_tables import bm25_stats_tables
+from rag_pipeline.core.table_names import CHUNKS
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
 from rag_pipeline.resources import IndexStorage
 
@@ -26,13 +28,14 @@ from rag_pipeline.resources import IndexStorage
 def bm25_stats(context: AssetExecutionContext, storage: IndexStorage) -> dg.MaterializeResult:
     warehouse = storage.warehouse()
     partition = {CHUNKER: context.partition_key}
-    chunks = warehouse.read("chunks", partition, columns=["chunk_id", "text"])
+    chunks_version = warehouse.require_version(CHUNKS, partition)
+    chunks = warehouse.read_file(chunks_version.file, columns=["chunk_id", "text"])
     tables = bm25_stats_tables(chunks)
-    for name, table in tables.items():
-        warehouse.write(name, table, partition)
-    warehouse.refresh_views()
+    versions = [warehouse.write(name, table, partition, inputs={CHUNKS: chunks_version.file})
+                for name, table in tables.items()]
     params = tables["bm25_params"].to_pylist()
-    metadata = {"k1": K1, "b": B, "chunks": chunks.num_rows}
+    metadata = {"k1": K1, "b": B, "chunks": chunks.num_rows, "built_from": chunks_version.file,
+                **{f"{v.table}_rows": v.rows for v in versions}}
     for row in params:
         analyzer = Analyzer(row["analyzer"])
         terms = sum(1 for a in tables["bm25_terms"].column("analyzer").to_pylist()
@@ -40,4 +43,5 @@ def bm25_stats(context: AssetExecutionContext, storage: IndexStorage) -> dg.Mate
         metadata[f"{analyzer.value}_terms"] = terms
         metadata[f"{analyzer.value}_avg_length"] = round(row["avg_length"], 2)
         metadata[f"{analyzer.value}_tokenizer"] = row["tokenizer"]
-    return dg.MaterializeResult(metadata=metadata)
+    digest = hashlib.sha256("".join(v.digest for v in versions).encode()).hexdigest()[:16]
+    return dg.MaterializeResult(data_version=dg.DataVersion(digest), metadata=metadata)

@@ -21,6 +21,7 @@ from rag_pipeline.core.eval_tables import (
     sweep_markdown,
     sweep_table,
 )
+from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.resources import EvalSets, IndexStorage
 
@@ -63,8 +64,8 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
                             ("eval_paired", paired_table(report)),
                             ("eval_sweep", sweep_table(report)),
                             ("eval_gold_errors", gold_errors_table(report))):
-            warehouse.write(name, table, partition)
-        warehouse.refresh_views()
+            warehouse.write(name, table, partition, inputs=report.generations)
+        publish_query_db(warehouse)
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
@@ -73,6 +74,7 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         chart_path.write_bytes(png)
         common = {"queries": report.queries, "ood_queries": report.ood_queries,
                   "gold_errors": len(report.gold_errors),
+                  "generations": dg.MetadataValue.json(report.generations),
                   "eval_seconds": round(report.timings["total"], 2)}
         yield dg.MaterializeResult(asset_key="eval_ranks", metadata={
             **common, "rows": len(report.ranks)})

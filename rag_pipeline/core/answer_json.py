@@ -12,6 +12,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
         "threshold": answer.threshold, "partition": answer.partition,
+        "generation": answer.generation,
         "closest_distance": answer.closest_distance, "reranked": answer.reranked,
         "citations": [{
             "index": c.index, "document_id": c.document_id, "document_name": c.document_name,

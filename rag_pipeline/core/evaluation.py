@@ -162,6 +162,8 @@ class EvalReport:
     recommended_cut: float | None
     cut_rule: str
     timings: dict[str, float] = field(default_factory=dict)
+    generations: dict[str, str] = field(default_factory=dict)
+    """The published generation evaluated, per chunker."""
 
 
 CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "

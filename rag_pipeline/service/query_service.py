@@ -110,9 +110,10 @@ class QueryService:
             max_sources=request.k or s.max_sources, base_url=s.base_url)
 
     def answer(self, request: AskRequest) -> dict[str, Any]:
-        """``ask --json``'s object plus ``generation``; ``timings_ms`` adds ``queue`` (waiting
-        for a worker slot), ``cpu`` (this thread's CPU time inside ``ask``: below ``total`` when
-        the cores are shared) and ``request`` (validation to JSON-ready dict)."""
+        """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
+        adds ``queue`` (waiting for a worker slot), ``cpu`` (this thread's CPU time inside
+        ``ask``: below ``total`` when the cores are shared) and ``request`` (validation to a
+        JSON-ready dict)."""
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:
@@ -122,7 +123,6 @@ class QueryService:
             answer = ask(request.question, served.index, self.embedder, settings)
             cpu = time.thread_time() - cpu
         body = answer_json(answer)
-        body["generation"] = served.generation
         body["timings_ms"]["queue"] = round(queued * 1000, 3)
         body["timings_ms"]["cpu"] = round(cpu * 1000, 3)
         body["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000, 3)
@@ -141,7 +141,6 @@ class QueryService:
     def status(self) -> dict[str, Any]:
         served = self.follower.current
         index, spec, now = served.index, self.embedder.spec, time.time()
-        published = served.published_at
         with self._counts_lock:
             by_generation, outcomes = dict(self._by_generation), dict(self._outcomes)
         settings = asdict(self.settings)
@@ -153,8 +152,8 @@ class QueryService:
                       "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
             "chunks": len(index), "vectors": int(index.vectors.shape[0]),
             "documents": len(index.documents),
-            "published_at": _iso(published),
-            "index_age_seconds": None if published is None else round(now - published, 3),
+            "published_at": index.published_at,
+            "index_age_seconds": round(served.age_seconds(now), 3),
             "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),
             "swaps": self.follower.swaps, "last_error": self.follower.last_error,
             "requests": {"answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),

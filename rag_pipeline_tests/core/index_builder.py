@@ -2,7 +2,8 @@
 
 The same steps the assets take, in the same order: ``documents``, then ``chunks`` of one
 chunker, its ``embeddings`` with the real model, its BM25 tables, each written to its partition
-of a :class:`Warehouse`; then the partition is loaded as a :class:`PartitionIndex`.
+of a :class:`Warehouse`, published as one generation; then the partition is loaded as a
+:class:`PartitionIndex`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import (
     bm25_stats_tables,
@@ -21,6 +23,7 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -67,13 +70,17 @@ def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATE
     data_dir = root / "data"
     warehouse = Warehouse(data_dir)
     records = extract_corpus(corpus_dir).records
-    warehouse.write("documents", documents_table(records))
+    documents = warehouse.write(DOCUMENTS, documents_table(records))
     chunker = {"chunker": strategy.value}
     chunks, _ = chunks_table(records, strategy, wordpiece_counter(spec), settings)
-    warehouse.write("chunks", chunks, chunker)
+    versions = {DOCUMENTS: documents,
+                CHUNKS: warehouse.write(CHUNKS, chunks, chunker, inputs={DOCUMENTS: documents.file})}
+    built_from = {CHUNKS: versions[CHUNKS].file}
     embeddings, _ = embeddings_table(chunks, None, load_embedder(spec))
-    warehouse.write("embeddings", embeddings, {**chunker, "model": spec.key})
+    versions[EMBEDDINGS] = warehouse.write(EMBEDDINGS, embeddings, {**chunker, "model": spec.key},
+                                           inputs=built_from)
     for name, table in bm25_stats_tables(chunks).items():
-        warehouse.write(name, table, chunker)
+        versions[name] = warehouse.write(name, table, chunker, inputs=built_from)
+    publish(warehouse, strategy.value, spec.key, versions)
     return BuiltIndex(data_dir, corpus_dir, load_partition(data_dir, strategy.value, spec.key),
                       {r.document_id: r.canonical_text for r in records if r.ok})

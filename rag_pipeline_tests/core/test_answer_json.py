@@ -16,10 +16,12 @@ CITATION = Citation(
 
 def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
     answer = Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
-                    "Sources: ...", 0.3125, False, timings={"embed_question": 0.0081234, "total": 0.0125})
+                    "Sources: ...", 0.3125, False, timings={"embed_question": 0.0081234, "total": 0.0125},
+                    generation="20261130T112142Z-0a1b2c3d")
     assert answer_json(answer) == {
         "question": "how long before a timeout", "answered": True, "reason": None,
-        "threshold": 0.625, "partition": "header|m@1", "closest_distance": 0.3125, "reranked": False,
+        "threshold": 0.625, "partition": "header|m@1", "generation": "20261130T112142Z-0a1b2c3d",
+        "closest_distance": 0.3125, "reranked": False,
         "citations": [{
             "index": 1, "document_id": "guide/config.md", "document_name": "Configuring Frobnicator",
             "locator_label": "Configuring Frobnicator > Timeouts", "fragment": "#char=113,203",
@@ -36,5 +38,6 @@ def test_a_refusal_has_no_citations_and_no_prompt():
     answer = Answer("capital of france", False, reason, 0.625, "header|m@1", [], None, 0.9431, False)
     assert answer_json(answer) == {
         "question": "capital of france", "answered": False, "reason": reason, "threshold": 0.625,
-        "partition": "header|m@1", "closest_distance": 0.9431, "reranked": False, "citations": [],
+        "partition": "header|m@1", "generation": "", "closest_distance": 0.9431, "reranked": False,
+        "citations": [],
         "prompt": None, "answer": None, "timings_ms": {}}

@@ -1,47 +1,40 @@
-"""Tests for ``rag_pipeline.core.index_follower``: a new generation is loaded beside the served
-one and published with one swap; an incomplete index never replaces a complete one."""
+"""Tests for ``rag_pipeline.core.index_follower``: a newly published generation is loaded beside
+the served one and swapped in whole; unpublished tables and a broken generation never replace
+the served one."""
 
 from __future__ import annotations
 
-import os
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.chunking import ChunkingStrategy
+from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.embedder import ModelSpec
-from rag_pipeline.core.index_follower import GENERATION_CHARS, IndexFollower, generation_id
-from rag_pipeline.core.index_store import partition_signature
+from rag_pipeline.core.generations import CURRENT, current_generation, generation_dir
+from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.index_tables import chunks_table
-from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
-from rag_pipeline_tests.core.index_builder import DUPLICATED_DOCS, BuiltIndex, build_index
+from rag_pipeline.core.table_names import CHUNKS, EMBEDDINGS
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.wordpieces import wordpiece_counter
+from rag_pipeline_tests.conftest import write_corpus
+from rag_pipeline_tests.core.index_builder import DUPLICATED_DOCS, build_index
+
+ADDED = {**DUPLICATED_DOCS, "new.md": "# New page\n\nA page added after the first build.\n"}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("follower"), minilm)
-
-
-def _touch(path: Path, seconds_later: int) -> None:
-    """Rewrites the file's modification time, as a re-index rewriting it would."""
-    stamp = path.stat().st_mtime_ns + seconds_later * 1_000_000_000
-    os.utime(path, ns=(stamp, stamp))
-
-
-def test_generation_id_is_twelve_hex_digits_of_the_signature_hash():
-    assert generation_id((1, None, 3)) == generation_id((1, None, 3))
-    assert generation_id((1, None, 3)) != generation_id((1, None, 4))
-    assert len(generation_id((1,))) == GENERATION_CHARS == 12
-    assert int(generation_id((1,)), 16) >= 0
-
-
-def test_start_serves_the_partition_and_an_unchanged_index_is_not_reloaded(built: BuiltIndex,
-                                                                           minilm: ModelSpec):
+def test_start_serves_the_published_generation_and_an_unchanged_one_is_not_reloaded(
+        tmp_path: Path, minilm: ModelSpec):
+    built = build_index(tmp_path, minilm)
     follower = IndexFollower(built.data_dir, "header", minilm.key, poll_seconds=3600)
     served = follower.start()
     try:
-        assert len(served.index) == 6
-        assert served.generation == generation_id(partition_signature(built.data_dir, "header", minilm.key))
+        published = current_generation(Warehouse(built.data_dir), "header", minilm.key)
+        assert (served.generation, len(served.index)) == (published.id, 6)
         assert served.canonical == built.canonical
+        assert 0 <= served.age_seconds() < 600
         assert follower.refresh() is False
         assert follower.current is served
         assert (follower.swaps, follower.last_error) == (0, None)
@@ -49,40 +42,59 @@ def test_start_serves_the_partition_and_an_unchanged_index_is_not_reloaded(built
         follower.stop()
 
 
-def test_a_rewritten_partition_is_swapped_in_whole(tmp_path: Path, minilm: ModelSpec):
-    built = build_index(tmp_path, minilm)
-    follower = IndexFollower(built.data_dir, "header", minilm.key, poll_seconds=3600)
+def test_a_new_generation_is_swapped_in_whole(tmp_path: Path, minilm: ModelSpec):
+    build_index(tmp_path, minilm)
+    follower = IndexFollower(tmp_path / "data", "header", minilm.key, poll_seconds=3600)
     first = follower.start()
     try:
-        chunks = Warehouse(built.data_dir).part_path("chunks", {"chunker": "header"})
-        _touch(chunks, 5)
+        build_index(tmp_path, minilm, ADDED)
         assert follower.refresh() is True
         second = follower.current
-        assert second is not first and second.generation != first.generation
-        assert second.index is not first.index and len(second.index) == len(first.index) == 6
+        assert second.generation != first.generation
+        assert (len(first.index), len(second.index)) == (6, 7)
+        assert "new.md" in second.canonical and "new.md" not in first.canonical
+        assert "new.md" in second.index.documents and "new.md" not in first.index.documents
         assert follower.swaps == 1
     finally:
         follower.stop()
 
 
-def test_an_incomplete_index_keeps_the_served_generation(tmp_path: Path, minilm: ModelSpec):
-    built = build_index(tmp_path, minilm)
-    follower = IndexFollower(built.data_dir, "header", minilm.key, poll_seconds=3600)
+def test_the_background_thread_follows_and_keeps_the_served_generation_on_errors(
+        tmp_path: Path, minilm: ModelSpec):
+    build_index(tmp_path, minilm)
+    data_dir = tmp_path / "data"
+    follower = IndexFollower(data_dir, "header", minilm.key, poll_seconds=0.05)
     first = follower.start()
     try:
-        # Planted flaw: chunks of a changed corpus written, their vectors not yet (an index run
-        # between the chunks and embeddings steps). Loading must fail and nothing be swapped.
-        from rag_pipeline.core.chunking import ChunkingStrategy
-        from rag_pipeline.core.documents import extract_corpus
-        from rag_pipeline.core.wordpieces import wordpiece_counter
-        from rag_pipeline_tests.conftest import write_corpus
-
-        corpus = write_corpus(tmp_path / "changed", {**DUPLICATED_DOCS, "new.md": "# New\n\nA new page.\n"})
+        # Tables of a changed corpus written but not published (an index run between its
+        # chunks and embeddings steps): nothing changes for readers.
+        corpus = write_corpus(tmp_path / "changed", ADDED)
         chunks, _ = chunks_table(extract_corpus(corpus).records, ChunkingStrategy.HEADER,
                                  wordpiece_counter(minilm))
-        Warehouse(built.data_dir).write("chunks", chunks, {"chunker": "header"})
-        with pytest.raises(IndexNotBuiltError, match=r"^1 chunks of header have no vector in "):
-            follower.refresh()
+        Warehouse(data_dir).write(CHUNKS, chunks, {"chunker": "header"})
+        time.sleep(0.3)
+        assert (follower.current, follower.swaps, follower.last_error) == (first, 0, None)
+        # Planted flaw: a published generation naming an embeddings file that does not exist.
+        # Loading fails on every poll; the error is reported and the old generation answers.
+        warehouse = Warehouse(data_dir)
+        manifest = asdict(current_generation(warehouse, "header", minilm.key))
+        manifest["id"] = "20990101T000000Z-deadbeef"
+        manifest["files"][EMBEDDINGS] = manifest["files"][EMBEDDINGS].replace("part-", "part-missing-")
+        warehouse.put_json(f"{generation_dir('header', minilm.key)}/{CURRENT}", manifest)
+        deadline = time.monotonic() + 10
+        while follower.last_error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert follower.last_error is not None and follower.last_error.startswith("FileNotFoundError: ")
         assert follower.current is first
     finally:
         follower.stop()
+    assert not follower._thread.is_alive()
+
+
+@pytest.mark.parametrize("poll_seconds", [0.05])
+def test_stop_ends_the_thread(tmp_path: Path, minilm: ModelSpec, poll_seconds: float):
+    build_index(tmp_path, minilm)
+    follower = IndexFollower(tmp_path / "data", "header", minilm.key, poll_seconds=poll_seconds)
+    follower.start()
+    follower.stop()
+    assert not follower._thread.is_alive()

@@ -48,8 +48,8 @@ def test_the_page_answers_with_sources_and_links_to_the_quoted_place(base_url: s
         assert sources.locator("h2").inner_text() == "[1] Configuring Frobnicator > Timeouts"
         assert sources.locator("blockquote").inner_text() == TIMEOUTS_PARAGRAPH
         assert "Also at guide/faq.md#char=49,139" in sources.inner_text()
-        assert re.match(r"^1 source under cosine distance 0\.625 \(generation [0-9a-f]{12}, [0-9.]+ ms\)$",
-                        page.inner_text("#summary"))
+        assert re.match(r"^1 source under cosine distance 0\.625 "
+                        r"\(generation \d{8}T\d{6}Z-[0-9a-f]{8}, [0-9.]+ ms\)$", page.inner_text("#summary"))
         assert page.url == base_url + "/?q=how%20long%20before%20a%20network%20call%20times%20out"
         sources.locator("a.open").click()
         page.wait_for_selector("mark#quote", timeout=TIMEOUT_MS)
