@@ -10,10 +10,12 @@ the project's own index is never written, waits for ``/health``, then for each c
 sends ``--requests`` questions (the bundled gold and out-of-domain questions, in turn) over
 keep-alive connections and prints p50/p95/p99 latency, throughput, errors and the generations
 that answered. Beside them it prints the floor: the server's own ``ask`` time (``timings_ms``
-``total``) and an HTTP round trip that does no work (``/health``). With ``--reindex`` the last
-round runs while ``rag-pipeline index`` indexes a changed copy of the corpus (one document
-edited, one added) into the served folder, and keeps asking until that run ends. Every round
-stops at ``--max-seconds``.
+``total``) and an HTTP round trip that does no work (``/health``). With ``--reindex`` a last
+round of 4 clients runs while the served partition is re-indexed from a changed copy of the
+corpus (one document edited, one added) into the served folder by the jobs ``rag-pipeline
+index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
+keeps asking until that run ends. Every round stops at ``--max-seconds`` (the re-index round
+at ``--reindex-seconds``).
 """
 
 from __future__ import annotations
@@ -186,6 +188,27 @@ def changed_corpus(source: Path, target: Path) -> Path:
     return target
 
 
+def index_partition(data: Path, corpus: Path, chunker: str) -> None:
+    """What ``rag-pipeline index`` runs for one partition, through the same Dagster jobs:
+    documents, the chunker's chunks and BM25 tables, its embeddings (which publish the new
+    generation)."""
+    import dagster as dg
+
+    from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+    from rag_pipeline.core.embedder import declared_models
+    from rag_pipeline.definitions import build_definitions
+
+    spec = declared_models()[0]
+    defs = build_definitions(data_dir=data, corpus_dir=corpus, models=[spec])
+    with dg.DagsterInstance.ephemeral() as instance:
+        for job, key in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, chunker),
+                         (EMBEDDINGS_JOB, dg.MultiPartitionKey({"chunker": chunker, "model": spec.key}))):
+            result = defs.resolve_job_def(job).execute_in_process(
+                instance=instance, partition_key=key, raise_on_error=False)
+            if not result.success:
+                raise SystemExit(f"{job} [{key}] failed")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
@@ -195,8 +218,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-seconds", type=float, default=120.0, help="Bound of each round.")
     parser.add_argument("--reindex", action="store_true",
                         help="Re-index a changed corpus during a last round (4 clients).")
+    parser.add_argument("--reindex-seconds", type=float, default=900.0,
+                        help="Bound of the re-index round.")
+    parser.add_argument("--chunker", default="header", help="The served (and re-indexed) chunker.")
     parser.add_argument("--workers", type=int, default=None, help="Passed to serve --workers.")
+    parser.add_argument("--index-partition", nargs=3, metavar=("DATA", "CORPUS", "CHUNKER"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.index_partition:
+        data, corpus, chunker = args.index_partition
+        index_partition(Path(data), Path(corpus), chunker)
+        return
     if not (args.data_dir / "warehouse").is_dir():
         raise SystemExit(f"no index in {args.data_dir}: run `make index` first")
 
@@ -210,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         Path(env["DAGSTER_HOME"]).mkdir()
         command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()",
                    "--data-dir", str(data), "serve", "--host", HOST, "--port", str(port),
-                   "--poll", "0.5"]
+                   "--chunker", args.chunker, "--poll", "0.5"]
         if args.workers:
             command += ["--workers", str(args.workers)]
         server_log = (Path(tmp) / "serve.log").open("w")
@@ -258,8 +290,8 @@ def reindex(port: int, data: Path, env: dict[str, str], tmp: Path, args: argpars
     index_log = tmp / "index.log"
     with index_log.open("w") as log_file:
         index = subprocess.Popen(
-            [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir", str(data),
-             "index", "--corpus", str(corpus)],
+            [sys.executable, "-m", "rag_pipeline.benchmarks.serve_load", "--index-partition",
+             str(data), str(corpus), args.chunker],
             env=env, stdout=log_file, stderr=subprocess.STDOUT)
     started = time.perf_counter()
 
@@ -271,13 +303,13 @@ def reindex(port: int, data: Path, env: dict[str, str], tmp: Path, args: argpars
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        r = run_round(port, 4, args.requests, args.max_seconds, pool, keep_going)
+        r = run_round(port, 4, args.requests, args.reindex_seconds, pool, keep_going)
     finally:
         if index.poll() is None:
             index.terminate()
             index.wait(timeout=30)
     status = json.loads(_get(port, "/status")[1])
-    print(f"re-index of a changed corpus: exit {index.returncode} after "
+    print(f"re-index of a changed corpus ({args.chunker} partition): exit {index.returncode} after "
           f"{time.perf_counter() - started:.1f} s; generation {before} -> {status['generation']} "
           f"({status['swaps']} swaps, {status['chunks']} chunks now, last error: {status['last_error']})")
     if index.returncode:
