@@ -5,11 +5,11 @@ Run after ``make index``: ``.venv/bin/python -m rag_pipeline.benchmarks.scale``.
 Each factor ``f`` writes, into a temporary folder, the served partition's tables repeated ``f``
 times: copy ``i`` prefixes document and chunk ids with ``copy<i>/``, gives each chunk its own
 content hash (so copies are not collapsed as duplicates), nudges the vectors (seeded noise,
-renormalised) and scales the BM25 statistics (``df * f``, ``N * f``, idf recomputed). Then it
-times, in a fresh process per factor, ``load_partition`` (wall and CPU seconds: on a shared
-machine the CPU time is the steadier figure) and, over the bundled questions, the
-BM25 scores and the ranking of the matching rows: a full sort of every matching row against the
-top-k selection the service uses.
+renormalised) and scales the BM25 statistics (``df * f``, ``N * f``, idf recomputed); the
+copies are published as a generation. Then it times, in a fresh process per factor,
+``load_partition`` (wall and CPU seconds: on a shared machine the CPU time is the steadier
+figure) and, over the bundled questions, the BM25 scores and the ranking of the matching rows:
+a full sort of every matching row against the top-k selection the service uses.
 """
 
 from __future__ import annotations
@@ -27,7 +27,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rag_pipeline.core.index_tables import BM25_TABLES
+from rag_pipeline.core.generations import publish
+from rag_pipeline.core.table_names import (
+    BM25_CHUNKS,
+    BM25_PARAMS,
+    BM25_POSTINGS,
+    BM25_TABLES,
+    BM25_TERMS,
+    CHUNKS,
+    DOCUMENTS,
+    EMBEDDINGS,
+)
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
@@ -55,17 +65,20 @@ def _repeat(table: pa.Table, factor: int, id_columns: tuple[str, ...], extra=Non
 
 
 def write_copies(source: Path, target: Path, chunker: str, model_key: str, factor: int) -> None:
-    """The partition's tables (and the documents) repeated ``factor`` times under ``target``."""
+    """The partition's tables (and the documents) repeated ``factor`` times under ``target``,
+    published there as a generation."""
     src, dst = Warehouse(source), Warehouse(target)
     by_chunker = {"chunker": chunker}
-    dst.write("documents", _repeat(src.read("documents"), factor, ("document_id",)))
+    versions = {DOCUMENTS: dst.write(DOCUMENTS, _repeat(src.read(DOCUMENTS), factor, ("document_id",)))}
 
     def own_hash(part: pa.Table, copy: int) -> pa.Table:
         i = part.schema.get_field_index("content_sha256")
         return part.set_column(i, "content_sha256", _prefixed(part.column(i), copy))
 
-    dst.write("chunks", _repeat(src.read("chunks", by_chunker), factor, ("chunk_id", "document_id"),
-                                own_hash), by_chunker)
+    versions[CHUNKS] = dst.write(
+        CHUNKS, _repeat(src.read(CHUNKS, by_chunker), factor, ("chunk_id", "document_id"), own_hash),
+        by_chunker, inputs={DOCUMENTS: versions[DOCUMENTS].file})
+    built_from = {CHUNKS: versions[CHUNKS].file}
     rng = np.random.default_rng(SEED)
 
     def nudged(part: pa.Table, copy: int) -> pa.Table:
@@ -80,13 +93,14 @@ def write_copies(source: Path, target: Path, chunker: str, model_key: str, facto
         return part.set_column(i, part.schema.field(i), column)
 
     partition = {**by_chunker, "model": model_key}
-    dst.write("embeddings", _repeat(src.read("embeddings", partition), factor, ("chunk_id",), nudged),
-              partition)
+    versions[EMBEDDINGS] = dst.write(
+        EMBEDDINGS, _repeat(src.read(EMBEDDINGS, partition), factor, ("chunk_id",), nudged), partition,
+        inputs=built_from)
     tables = {name: src.read(name, by_chunker) for name in BM25_TABLES}
-    params = tables["bm25_params"]
+    params = tables[BM25_PARAMS]
     n_of = dict(zip(params.column("analyzer").to_pylist(), params.column("n_chunks").to_pylist(),
                     strict=True))
-    terms = tables["bm25_terms"]
+    terms = tables[BM25_TERMS]
     df = pc.multiply(terms.column("df"), factor)
     n = np.array([n_of[a] * factor for a in terms.column("analyzer").to_pylist()], np.float64)
     df_np = df.to_numpy().astype(np.float64)
@@ -95,10 +109,12 @@ def write_copies(source: Path, target: Path, chunker: str, model_key: str, facto
     terms = terms.set_column(terms.schema.get_field_index("idf"), "idf", pa.array(idf, pa.float64()))
     params = params.set_column(params.schema.get_field_index("n_chunks"), "n_chunks",
                                pc.multiply(params.column("n_chunks"), factor))
-    dst.write("bm25_terms", terms, by_chunker)
-    dst.write("bm25_params", params, by_chunker)
-    for name in ("bm25_chunks", "bm25_postings"):
-        dst.write(name, _repeat(tables[name], factor, ("chunk_id",)), by_chunker)
+    versions[BM25_TERMS] = dst.write(BM25_TERMS, terms, by_chunker, inputs=built_from)
+    versions[BM25_PARAMS] = dst.write(BM25_PARAMS, params, by_chunker, inputs=built_from)
+    for name in (BM25_CHUNKS, BM25_POSTINGS):
+        versions[name] = dst.write(name, _repeat(tables[name], factor, ("chunk_id",)), by_chunker,
+                                   inputs=built_from)
+    publish(dst, chunker, model_key, versions)
 
 
 def full_sort_ranking(scores: np.ndarray, depth: int) -> np.ndarray:

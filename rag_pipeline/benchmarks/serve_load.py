@@ -10,7 +10,9 @@ the project's own index is never written, waits for ``/health``, then for each c
 sends ``--requests`` questions (the bundled gold and out-of-domain questions, in turn) over
 keep-alive connections and prints p50/p95/p99 latency, throughput, errors and the generations
 that answered. Beside them it prints the floor: the server's own ``ask`` time (``timings_ms``
-``total``) and an HTTP round trip that does no work (``/health``). With ``--reindex`` a last
+``total``, median), the CPU time of that work (``cpu``: on a shared machine the wall times
+include waiting for a core) and an HTTP round trip that does no work (``/health``). It also
+prints the machine's load average, which says how shared the cores were. With ``--reindex`` a last
 round of 4 clients runs while the served partition is re-indexed from a changed copy of the
 corpus (one document edited, one added) into the served folder by the jobs ``rag-pipeline
 index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
@@ -48,6 +50,7 @@ class Round:
     clients: int
     latencies_ms: list[float] = field(default_factory=list)
     server_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     generations: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -134,6 +137,7 @@ def run_round(port: int, clients: int, requests: int, max_seconds: float, pool: 
                     answer = json.loads(payload)
                     result.latencies_ms.append(elapsed)
                     result.server_ms.append(answer["timings_ms"]["total"])
+                    result.cpu_ms.append(answer["timings_ms"]["cpu"])
                     result.generations[answer["generation"]] += 1
         finally:
             conn.close()
@@ -171,7 +175,7 @@ def print_round(r: Round, label: str) -> None:
         return
     print(f"{label:22s} {n:6d} {errors:6d} {percentile(r.latencies_ms, 50):8.2f} "
           f"{percentile(r.latencies_ms, 95):8.2f} {percentile(r.latencies_ms, 99):8.2f} "
-          f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f}  "
+          f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.cpu_ms):9.2f}  "
           + ", ".join(f"{g}: {c}" for g, c in r.generations.items())
           + (f"  errors: {dict(r.errors)}" if errors else ""))
 
@@ -250,13 +254,14 @@ def main(argv: list[str] | None = None) -> None:
         try:
             wait_ready(port, server)
             print(f"questions: {len(pool)} (gold + out-of-domain), {args.requests} requests per round, "
-                  f"loopback {HOST}:{port}")
+                  f"loopback {HOST}:{port}; {os.cpu_count()} CPUs, load average "
+                  + " ".join(f"{x:.1f}" for x in os.getloadavg()))
             warm = run_round(port, 1, 20, args.max_seconds, pool)
             if warm.errors:
                 raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
             print(f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
             print(f"{'round':22s} {'ok':>6s} {'errors':>6s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} "
-                  f"{'req/s':>9s} {'ask ms':>9s}  generations")
+                  f"{'req/s':>9s} {'ask ms':>9s} {'cpu ms':>9s}  generations")
             rounds = []
             for clients in args.clients:
                 r = run_round(port, clients, args.requests, args.max_seconds, pool)
