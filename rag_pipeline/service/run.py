@@ -26,14 +26,18 @@ def pin_threads() -> None:
 
 def start_service(data_dir: Path, spec: ModelSpec, settings: ServeSettings,
                   poll_seconds: float = 1.0) -> QueryService:
-    """Loads the model and the served generation, answers one question to warm up, and starts
-    following the partition."""
+    """Loads the served generation (first: a missing index fails fast) and the model, answers
+    one question to warm up, and follows the partition."""
     pin_threads()
-    embedder = load_embedder(spec)
     follower = IndexFollower(data_dir, settings.chunker, settings.model_key, poll_seconds)
     served = follower.start()
-    ask(WARM_UP_QUESTION, served.index, embedder)
-    return QueryService(follower, embedder, settings)
+    try:
+        embedder = load_embedder(spec)
+        ask(WARM_UP_QUESTION, served.index, embedder)
+        return QueryService(follower, embedder, settings)
+    except BaseException:
+        follower.stop()
+        raise
 
 
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
