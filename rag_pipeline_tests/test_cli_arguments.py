@@ -125,7 +125,8 @@ def test_printed_answers_never_carry_control_characters(capsys: pytest.CaptureFi
 def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.CaptureFixture[str]):
     import json
 
-    from rag_pipeline.cli import _echo, answer_json
+    from rag_pipeline.cli import _echo
+    from rag_pipeline.core.answer_json import answer_json
 
     answer = _hostile_answer()
     _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))

@@ -22,9 +22,12 @@ TIMEOUTS_QUESTION = "how long before a network call times out"
 OFF_TOPIC = "what is the capital of france"
 
 
+pytestmark = pytest.mark.slow  # the service loads the real model
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("service"), minilm)
+    return build_index(tmp_path_factory.mktemp("service"), load_embedder(minilm))
 
 
 @pytest.fixture(scope="module")

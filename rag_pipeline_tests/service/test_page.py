@@ -9,24 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import start_service
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.service.browser import CHROMIUM, chromium_page, serve_in_thread
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not CHROMIUM.is_file(),
     reason=f"no Chromium at {CHROMIUM}: install the Debian package (`bash .ci/setup` runs "
-           "`apt-get install -y chromium`)")
+           "`apt-get install -y chromium`)")]
 
 TIMEOUT_MS = 30_000
 
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> Iterator[str]:
-    built: BuiltIndex = build_index(tmp_path_factory.mktemp("page"), minilm)
+    built: BuiltIndex = build_index(tmp_path_factory.mktemp("page"), load_embedder(minilm))
     service = start_service(built.data_dir, minilm, ServeSettings("header", minilm.key), poll_seconds=3600)
     try:
         with serve_in_thread(create_app(service)) as url:
