@@ -329,7 +329,8 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
     if info.st_size > max_bytes:
         raise ExtractionError(f"too large: {info.st_size} bytes, over the limit of {max_bytes} "
                               "bytes per document (max_document_bytes)")
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
         fd = os.open(resolved, flags)
     except OSError as exc:
