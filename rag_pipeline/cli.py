@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.core.chunking import ChunkingStrategy
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
+    from rag_pipeline.core.beir import BeirReport
+    from rag_pipeline.core.embedder import ModelSpec
+    from rag_pipeline.core.evaluation import EvalReport
     from rag_pipeline.core.rerank import Reranker
 
 
@@ -68,43 +75,106 @@ class _OneLineErrors(click.Group):
 @click.pass_context
 def main(ctx: click.Context, data_dir: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or DEFAULT_DATA_DIR
+    ctx.obj = data_dir or Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR)
+
+
+class _Progress:
+    """One line per embedding run: done/total, a bar, the rate and the time left. On a terminal
+    the line is redrawn in place; otherwise a line is printed at every quarter."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.seen: dict[str, tuple[float, int, int]] = {}
+
+    def __call__(self, line: str) -> None:
+        label, counts = line.rsplit(" ", 1)
+        done, total = (int(x) for x in counts.split("/"))
+        now = time.monotonic()
+        first_time, first_done, last_quarter = self.seen.get(label, (now, done, -1))
+        rate = (done - first_done) / (now - first_time) if now > first_time else 0.0
+        left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+        width = 24
+        bar = "#" * (width * done // max(total, 1))
+        text = f"  {label} {done}/{total} [{bar:<{width}}] {rate:.1f}/s {left}"
+        quarter = 4 * done // max(total, 1)
+        self.seen[label] = (first_time, first_done, quarter)
+        if self.tty:
+            click.echo("\r" + text.ljust(100), nl=done >= total)
+        elif quarter > last_quarter:
+            click.echo(text)
 
 
 @main.command()
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of documents to index instead of the bundled Python reference.")
+              help="Folder of documents to index instead of the bundled Python reference "
+                   "(also what the nightly schedule reads: set RAG_PIPELINE_CORPUS for the UI).")
+@click.option("--refresh-corpus", is_flag=True,
+              help="Export the bundled Python reference again (it is otherwise exported once and "
+                   "then left alone).")
+@click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
+@click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
+                                              "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None) -> None:
-    """Build or update the whole index through Dagster (runs appear in the UI)."""
+def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bool,
+          verbose: bool) -> None:
+    """Build or update the whole index through Dagster: runs are launched through the code
+    location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.index_runs import IndexRunFailed, run_index
+    from rag_pipeline.index_launch import (
+        daemon_running,
+        fail_dead_runs,
+        follow_runs,
+        index_is_current,
+        launch_run,
+        project_daemon,
+    )
+    from rag_pipeline.index_runs import IndexRunFailed
+    from rag_pipeline.project_paths import CORPUS_VARIABLE, DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    with dg.DagsterInstance.get() as instance:
-        try:
-            timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
-                                echo=_echo)
-        except IndexRunFailed as exc:
-            _fail(str(exc))
-    _echo("\nstage timings:")
-    for t in timings:
-        extra = ""
-        if "embeddings.embedded" in t.metadata:
-            extra = (f"  embedded {t.metadata['embeddings.embedded']}, reused "
-                     f"{t.metadata['embeddings.reused']}, "
-                     f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
-        _echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
-    _echo(f"  total {sum(t.seconds for t in timings):.1f} s")
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, DATA_DIR_VARIABLE: str(data_dir.absolute())}
+    if corpus is not None:
+        env[CORPUS_VARIABLE] = str(corpus.absolute())
+    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus)
+    chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
+    models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
     warehouse = Warehouse(data_dir)
-    _echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
+    started = time.time()
+    try:
+        with dg.DagsterInstance.get() as instance:
+            fail_dead_runs(instance, click.echo)
+            # A running daemon serves the code location as its own environment configured it;
+            # this shell's environment is the best evidence of that configuration.
+            location_data = Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR).absolute()
+            location_corpus = os.environ.get(CORPUS_VARIABLE)
+            differs = data_dir.absolute() != location_data or (
+                corpus is not None and str(corpus.absolute()) != location_corpus)
+            if differs and daemon_running(instance):
+                _fail("a Dagster daemon is running with its own code location: for --data-dir / "
+                      "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
+                      "the same folders (or stop it), then run index with the same variables")
+            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo):
+                run_config = {"resources": {"corpus": {"config": {
+                    "refresh_python_reference": True}}}} if refresh_corpus else None
+                run_id = launch_run("documents_job", env, run_config)
+                click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
+                           "index_automation sensor launches")
+                reports = follow_runs(
+                    instance, started, lambda: index_is_current(warehouse, chunkers, models,
+                                                                evaluate=not no_eval),
+                    click.echo, None if verbose else _Progress(), click.echo if verbose else None)
+    except IndexRunFailed as exc:
+        _fail(str(exc))
+    _echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+    _echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
@@ -129,17 +199,28 @@ def status(data_dir: Path) -> None:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
-                   f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
-    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}")
+              f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
+          f"served generation (age)")
     for p in report.partitions:
         _echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-                   f"{p.stale_rows:6d}")
+              f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    _echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
     if not answer.answered:
         _echo(answer.reason)
     else:
@@ -172,7 +253,8 @@ def _load_reranker(folder: Path) -> Reranker:
 def answer_json(answer: Answer) -> dict:
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
-        "threshold": answer.threshold, "partition": answer.partition,
+        "threshold": answer.cut, "partition": answer.partition,
+        "generation": answer.generation,
         "closest_distance": answer.closest_distance, "reranked": answer.reranked,
         "citations": [{
             "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
@@ -187,18 +269,19 @@ def answer_json(answer: Answer) -> dict:
 
 @main.command()
 @click.argument("question")
-@click.option("--chunker", default="header", show_default=True,
-              help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
-              show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
-              help="BM25 analyzer (default: the project default).")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
-              help="At most this many sources are kept.")
-@click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut in [0, 2] (default: the project default).")
+@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+              default=Retriever.HYBRID.value, show_default=True)
+@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+              show_default=True, help="At most this many sources are kept.")
+@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+              help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold is "
+                   "the same).")
 @click.option("--rerank", "rerank_model", default=None,
               help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
@@ -212,21 +295,19 @@ def answer_json(answer: Answer) -> dict:
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
 @click.pass_obj
 def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
-        analyzer: str | None, max_sources: int, threshold: float | None, rerank_model: str | None,
+        analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
         show_prompt: bool, show_timings: bool) -> None:
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
-    from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
-    from rag_pipeline.core.gate import DEFAULT_CUT
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+    from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
         check_base_url,
@@ -240,8 +321,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         _fail("the question is empty")
     try:
         check_chunker(chunker)
-        if threshold is not None:
-            check_threshold(threshold, "--threshold")
+        check_threshold(cut, "--threshold")
         if base_url is not None:
             check_base_url(base_url, "--base-url")
         if generate_url is not None:
@@ -258,9 +338,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
-                                        analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
+                                        analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            cut=cut, max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
@@ -295,9 +375,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                      model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
                      as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    import json
-
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
@@ -312,41 +390,64 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     except (InvalidArgumentError, ModelMismatchError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
-        from rag_pipeline.core.beir import load_beir, run_beir
-
-        try:
-            dataset = load_beir(beir_dir)
-        except FileNotFoundError as exc:
-            _fail(str(exc))
-
-        def progress(done: int, total: int) -> None:
-            if not as_json and (done == total or done % 1024 == 0):
-                _echo(f"  embedded {done}/{total} documents", err=True)
-
-        from rag_pipeline.core.bm25 import K1
-
-        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
-                          tuple(k1_values) or (K1,))
-        if as_json:
-            _echo(json.dumps({
-                "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
-                "model": spec.key,
-                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
-                          "ndcg@10": r.ndcg_at_10,
-                          "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
-                "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
-            return
-        _echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
-                   f"model {spec.key}")
-        _echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
-                   f"{'MRR@10':>8s}")
-        for r in report.rows:
-            _echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
-                       f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
-        _echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
         return
 
     from rag_pipeline.core.eval_run import run_eval
+
+    try:
+        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
+        _fail(str(exc))
+    _print_eval(report, spec, as_json)
+
+
+def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],
+              quiet: bool) -> BeirReport:
+    """Loads the BEIR folder and scores it; progress goes to stderr unless ``quiet``."""
+    from rag_pipeline.core.beir import load_beir, run_beir
+    from rag_pipeline.core.bm25 import K1
+    from rag_pipeline.core.embedder import load_embedder
+
+    try:
+        dataset = load_beir(beir_dir)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+
+    def progress(done: int, total: int) -> None:
+        if not quiet and (done == total or done % 1024 == 0):
+            click.echo(f"  embedded {done}/{total} documents", err=True)
+
+    return run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+                    tuple(k1_values) or (K1,))
+
+
+def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        click.echo(json.dumps({
+            "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
+            "model": spec.key,
+            "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
+                      "ndcg@10": r.ndcg_at_10,
+                      "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
+            "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
+        return
+    click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
+               f"model {spec.key}")
+    click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+               f"{'MRR@10':>8s}")
+    for r in report.rows:
+        click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
+                   f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
+    click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+
+
+def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
     from rag_pipeline.core.eval_tables import (
         paired_markdown,
         report_json,
@@ -354,11 +455,6 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
         sweep_markdown,
     )
 
-    try:
-        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
-    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
-        _fail(str(exc))
     if as_json:
         _echo(json.dumps(report_json(report), indent=2))
         return

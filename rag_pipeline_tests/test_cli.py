@@ -124,7 +124,7 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
     code, output = _run("--data-dir", str(data_dir), "eval", "--json")
     assert code == 0, output
     report = json.loads(output)
-    assert (report["queries"], report["ood_queries"], report["gold_errors"]) == (64, 30, [])
+    assert (report["queries"], report["ood_queries"], report["gold_errors"]) == (244, 60, [])
     assert [(r["chunker"], r["retriever"]) for r in report["summary"]] == [
         ("header", "dense"), ("header", "bm25"), ("header", "hybrid"), ("header", "bm25[plain]"),
         ("header", "hybrid[plain]"), ("header", "hybrid[no-collapse]")]
@@ -132,11 +132,11 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
     assert set(hybrid) == {"chunker", "retriever", "queries", "recall@1", "recall@4", "recall@8",
                            "recall@20", "mrr", "destroyed", "ci95"}
     assert hybrid["destroyed"] == 0
-    assert hybrid["ci95"]["recall@4"] == list(wilson_interval(round(hybrid["recall@4"] * 64), 64))
+    assert hybrid["ci95"]["recall@4"] == list(wilson_interval(round(hybrid["recall@4"] * 244), 244))
     assert [r["cut"] for r in report["sweep"]] == [0.45, 0.475, 0.5, 0.525, 0.55, 0.575, 0.6,
                                                    0.625, 0.65, 0.675, 0.7, 0.725, 0.75]
     for row in report["sweep"]:
-        assert row["in_correct"] + row["in_wrong"] + row["in_refused"] == 64
+        assert row["in_correct"] + row["in_wrong"] + row["in_refused"] == 244
     assert {(p["a"], p["b"]) for p in report["paired"]} == {
         ("header/hybrid", "header/dense"), ("header/hybrid", "header/bm25"),
         ("header/hybrid", "header/hybrid[no-collapse]"), ("header/bm25[plain]", "header/bm25"),

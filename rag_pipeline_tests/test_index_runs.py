@@ -22,5 +22,6 @@ def failing_job() -> None:
 
 
 def test_first_error_names_the_step_and_its_own_error_in_one_line():
-    result = failing_job.execute_in_process(raise_on_error=False)
-    assert first_error(result) == "step read_corpus: RuntimeError: corpus unreadable"
+    instance = dg.DagsterInstance.ephemeral()
+    result = failing_job.execute_in_process(instance=instance, raise_on_error=False)
+    assert first_error(instance, result.run_id) == "step read_corpus: RuntimeError: corpus unreadable"

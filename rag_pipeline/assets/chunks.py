@@ -7,10 +7,13 @@ import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
+from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records
 from rag_pipeline.core.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
+from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
@@ -26,7 +29,7 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
         partitions_def=chunker_partitions,
         deps=["documents"],
         check_specs=[dg.AssetCheckSpec(name, asset="chunks") for name in CHECKS],
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=inputs_changed(),
         description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
                     "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
         kinds={"parquet", "duckdb"},
@@ -34,14 +37,15 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
     def chunks(context: AssetExecutionContext, storage: IndexStorage):
         strategy = ChunkingStrategy(context.partition_key)
         warehouse = storage.warehouse()
-        documents = warehouse.read("documents")
+        documents_version = warehouse.require_version(DOCUMENTS)
+        documents = warehouse.read_file(documents_version.file)
         partition = {CHUNKER: strategy.value}
-        previous = warehouse.read_or_none("chunks", partition, columns=["chunk_id"])
+        previous = warehouse.read_or_none(CHUNKS, partition, columns=["chunk_id"])
         table, stats = chunks_table(document_records(documents), strategy,
                                     wordpiece_counter(tokenizer_model))
-        warehouse.write("chunks", table, partition)
-        warehouse.refresh_views()
-        stored = warehouse.read("chunks", partition)
+        version = warehouse.write(CHUNKS, table, partition,
+                                  inputs={DOCUMENTS: documents_version.file})
+        stored = warehouse.read_file(version.file)
         old_ids = set(previous.column("chunk_id").to_pylist()) if previous is not None else set()
         new_ids = set(table.column("chunk_id").to_pylist())
         context.log.info(f"{strategy.value}: {stats.chunks} chunks, {stats.truncated} over the "
@@ -50,7 +54,8 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
             context.log.warning(escape_controls(
                 f"{strategy.value}: {len(stats.without_chunks)} ok document(s) yield no chunk: "
                 f"{', '.join(stats.without_chunks)}"))
-        yield dg.MaterializeResult(metadata={
+        yield dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+            **table_metadata(version, table.schema),
             "chunks": stats.chunks,
             "truncated": stats.truncated,
             "window_wordpieces": tokenizer_model.max_tokens,

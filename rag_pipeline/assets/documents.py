@@ -4,34 +4,43 @@
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from rag_pipeline.asset_metadata import table_metadata
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.index_tables import document_records, documents_table
+from rag_pipeline.core.index_tables import DOCUMENTS_SCHEMA, document_records, documents_table
 from rag_pipeline.core.markdown_table import markdown_table
+from rag_pipeline.core.query_db import publish_query_db
+from rag_pipeline.core.table_names import DOCUMENTS
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.resources import CorpusSource, IndexStorage
 
 
 @dg.asset(
     description="One row per source file: canonical text, sha256, extractor stamp, status and "
-                "the reason a failed file failed. Failed files are retried on every run.",
+                "the reason a failed file failed. Failed files are retried on every run. Its "
+                "data version is the table's content digest, so an unchanged corpus changes "
+                "nothing downstream.",
     kinds={"parquet", "duckdb"},
 )
 def documents(context: AssetExecutionContext, storage: IndexStorage,
               corpus: CorpusSource) -> dg.MaterializeResult:
     warehouse = storage.warehouse()
     root = corpus.prepare()
-    previous = warehouse.read_or_none("documents")
-    result = extract_corpus(root, document_records(previous) if previous is not None else (),
-                            corpus.extraction_settings())
-    warehouse.write("documents", documents_table(result.records))
-    warehouse.refresh_views()
+    previous = warehouse.version(DOCUMENTS)
+    result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
+                            if previous is not None else (), corpus.extraction_settings())
+    version = warehouse.write(DOCUMENTS, documents_table(result.records))
+    publish_query_db(warehouse)
     for record in result.failed:
         context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     ok = len(result.records) - len(result.failed)
+    changed = previous is None or previous.digest != version.digest
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed "
-                     f"({result.extracted} extracted, {result.reused} unchanged) from {root}")
-    return dg.MaterializeResult(metadata={
+                     f"({result.extracted} extracted, {result.reused} unchanged) from {root}; "
+                     f"{'changed' if changed else 'no change'}")
+    return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+        **table_metadata(version, DOCUMENTS_SCHEMA),
         "corpus": str(root),
+        "changed": changed,
         "documents_ok": ok,
         "documents_failed": len(result.failed),
         "extracted": result.extracted,

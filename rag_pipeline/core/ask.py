@@ -48,7 +48,7 @@ class Answer:
     question: str
     answered: bool
     reason: str | None
-    threshold: float
+    cut: float
     partition: str
     citations: list[Citation]
     prompt: str | None
@@ -57,6 +57,8 @@ class Answer:
     generated: CheckedAnswer | None = None
     rendered_answer: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    generation: str = ""
+    """The published index generation that answered."""
 
 
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:
@@ -107,11 +109,13 @@ def ask(question: str, index: PartitionIndex, embedder: Embedder,
     if not decision.answered:
         timings["total"] = time.perf_counter() - started
         return Answer(question, False, refusal_line(question, decision), settings.cut, partition,
-                      [], None, decision.closest_distance, reranker is not None, timings=timings)
+                      [], None, decision.closest_distance, reranker is not None, timings=timings,
+                      generation=index.generation)
     citations = citations_for(index, [hits[i] for i in decision.kept], settings.base_url)
     prompt = build_prompt(question, citations)
     answer = Answer(question, True, None, settings.cut, partition, citations, prompt,
-                    decision.closest_distance, reranker is not None, timings=timings)
+                    decision.closest_distance, reranker is not None, timings=timings,
+                    generation=index.generation)
     if settings.generator is not None:
         t = time.perf_counter()
         answer.generated = check_answer(generate(prompt, settings.generator), len(citations))

@@ -1,8 +1,9 @@
-"""One index partition (chunker x model) loaded for querying, once per process.
+"""One index partition (chunker x model) loaded for querying: its served generation.
 
 Chunks, their vectors (as one float32 matrix, rows aligned with the chunks), the BM25 scorers
-of both analyzers and the documents' titles, paths and page maps. The cache key includes the
-files' modification times, so a re-index is picked up without restarting.
+of both analyzers and the documents' titles, paths and page maps, all from the files of one
+published generation (:mod:`rag_pipeline.core.generations`). The cache key is the generation,
+so a newly published one is picked up without restarting, and a loaded one never changes.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables
-from rag_pipeline.core.index_tables import BM25_TABLES
+from rag_pipeline.core.generations import Generation, current_generation, current_generations
 from rag_pipeline.core.invariants import vector_matrix
+from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 
@@ -40,6 +43,8 @@ class PartitionIndex:
     model_key: str
     model_name: str
     model_fingerprint: str
+    generation: str
+    published_at: str
     chunk_ids: list[str]
     document_ids: list[str]
     sections: list[str]
@@ -58,14 +63,13 @@ class PartitionIndex:
         return len(self.chunk_ids)
 
 
-def _bm25_scorers(warehouse: Warehouse, chunker: str,
+def _bm25_scorers(bm25_tables: list[pa.Table], chunker: str,
                   chunk_order: list[str]) -> dict[Analyzer, Bm25Scorer]:
-    """One scorer per analyzer, from the chunker's BM25 tables (each file read once)."""
-    tables = [warehouse.read(name, {"chunker": chunker}) for name in BM25_TABLES]
+    """One scorer per analyzer, from the generation's four BM25 tables."""
     scorers = {}
     for analyzer in Analyzer:
         parts = [t.filter(pc.equal(t.column("analyzer"), analyzer.value)).drop_columns(["analyzer"])
-                 for t in tables]
+                 for t in bm25_tables]
         scorer = Bm25Scorer.from_tables(Bm25Tables(*parts), analyzer)
         if scorer.chunk_ids != chunk_order:
             raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its "
@@ -74,68 +78,82 @@ def _bm25_scorers(warehouse: Warehouse, chunker: str,
     return scorers
 
 
-def _signature(warehouse: Warehouse, chunker: str, model_key: str) -> tuple:
-    paths = [warehouse.part_path("chunks", {"chunker": chunker}),
-             warehouse.part_path("embeddings", {"chunker": chunker, "model": model_key}),
-             warehouse.part_path("documents")]
-    paths += [warehouse.part_path(name, {"chunker": chunker}) for name in BM25_TABLES]
-    return tuple(p.stat().st_mtime_ns if p.is_file() else None for p in paths)
+def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Generation:
+    """The published generation of a partition, or a clear error naming what is built."""
+    generation = current_generation(warehouse, chunker, model_key)
+    if generation is not None:
+        return generation
+    published = current_generations(warehouse)
+    if not published:
+        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+    chunkers = sorted({g.chunker for g in published})
+    if chunker not in chunkers:
+        raise UnknownPartitionError(f"no published index for chunker {chunker!r}; published: "
+                                    f"{chunkers}")
+    models = sorted(g.model for g in published if g.chunker == chunker)
+    raise UnknownPartitionError(f"no published index for {chunker} x {model_key!r}; published "
+                                f"models: {models}")
 
 
-def load_partition(data_dir: Path, chunker: str, model_key: str) -> PartitionIndex:
-    """The partition, from the process cache when its files are unchanged."""
-    warehouse = Warehouse(data_dir)
-    return _load(str(Path(data_dir).resolve()), chunker, model_key,
-                 _signature(warehouse, chunker, model_key))
+def load_partition(data_dir: Path, chunker: str, model_key: str,
+                   location: str | None = None) -> PartitionIndex:
+    """The partition's served generation, from the process cache when it is already loaded.
+    Reading ``CURRENT.json`` is the only I/O when nothing was published since."""
+    warehouse = Warehouse(Path(data_dir), location)
+    for attempt in range(3):
+        generation = served_generation(warehouse, chunker, model_key)
+        try:
+            return _load(str(Path(data_dir).resolve()), warehouse.location, generation)
+        except FileNotFoundError:
+            # A generation two publishes old may be collected between reading CURRENT.json
+            # and its files; the newer CURRENT.json is then whole.
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @lru_cache(maxsize=8)
-def _load(data_dir: str, chunker: str, model_key: str, signature: tuple) -> PartitionIndex:
-    warehouse = Warehouse(Path(data_dir))
-    if not warehouse.exists("documents"):
-        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
-    built_chunkers = sorted(p["chunker"] for p in warehouse.partitions("chunks"))
-    if chunker not in built_chunkers:
-        raise UnknownPartitionError(f"no chunks for chunker {chunker!r}; built: {built_chunkers}")
-    built_models = sorted(p["model"] for p in warehouse.partitions("embeddings")
-                          if p["chunker"] == chunker)
-    if model_key not in built_models:
-        raise UnknownPartitionError(f"no embeddings for {chunker} x {model_key!r}; built models: "
-                                    f"{built_models}")
-    chunks = warehouse.read("chunks", {"chunker": chunker})
-    embeddings = warehouse.read("embeddings", {"chunker": chunker, "model": model_key})
+def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
+    warehouse = Warehouse(Path(data_dir), location)
+    files = generation.files
+    chunks = warehouse.read_file(files[CHUNKS])
+    embeddings = warehouse.read_file(files[EMBEDDINGS])
+    chunker, model_key = generation.chunker, generation.model
     chunk_ids = chunks.column("chunk_id").to_pylist()
     row_of = {c: i for i, c in enumerate(embeddings.column("chunk_id").to_pylist())}
     missing = [c for c in chunk_ids if c not in row_of]
     if missing:
         raise IndexNotBuiltError(f"{len(missing)} chunks of {chunker} have no vector in "
-                                 f"{model_key}: re-run `rag-pipeline index`")
+                                 f"{model_key} (generation {generation.id}): re-run "
+                                 "`rag-pipeline index`")
     stamps = {(n, f) for n, f in zip(embeddings.column("model_name").to_pylist(),
                                      embeddings.column("model_fingerprint").to_pylist(), strict=True)}
-    if len(stamps) != 1:
+    if len(stamps) > 1:
         raise IndexNotBuiltError(f"partition {chunker} x {model_key} mixes models: {sorted(stamps)}")
-    (model_name, fingerprint), = stamps
+    (model_name, fingerprint), = stamps or {tuple(model_key.split("@", 1))}
     if f"{model_name}@{fingerprint}" != model_key:
         raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
-    vectors = vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
                                          row["format"], tuple(row["page_starts"] or ()))
-        for row in warehouse.read("documents", columns=[
+        for row in warehouse.read_file(files[DOCUMENTS], columns=[
             "document_id", "title", "path", "format", "page_starts", "status"]).to_pylist()
         if row["status"] == "ok"}
+    content_hashes = chunks.column("content_sha256").to_pylist()
     rows_by_content: dict[str, list[int]] = {}
-    for row, content_hash in enumerate(chunks.column("content_sha256").to_pylist()):
+    for row, content_hash in enumerate(content_hashes):
         rows_by_content.setdefault(content_hash, []).append(row)
     return PartitionIndex(
         chunker=chunker, model_key=model_key, model_name=model_name, model_fingerprint=fingerprint,
+        generation=generation.id, published_at=generation.published_at,
         chunk_ids=chunk_ids, document_ids=chunks.column("document_id").to_pylist(),
         sections=chunks.column("section").to_pylist(), contents=chunks.column("content").to_pylist(),
         texts=chunks.column("text").to_pylist(),
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
-        content_hashes=chunks.column("content_sha256").to_pylist(),
-        vectors=np.ascontiguousarray(vectors),
-        bm25=_bm25_scorers(warehouse, chunker, chunk_ids),
+        content_hashes=content_hashes,
+        vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
+        bm25=_bm25_scorers([warehouse.read_file(files[name]) for name in BM25_TABLES], chunker,
+                           chunk_ids),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
     )

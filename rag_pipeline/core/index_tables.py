@@ -7,7 +7,7 @@ reports. Nothing here knows where tables are stored or who calls it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,8 +22,10 @@ from rag_pipeline.core.chunking import (
     offset_errors,
 )
 from rag_pipeline.core.documents import DocumentRecord
-from rag_pipeline.core.embedder import Embedder, ModelMismatchError
-from rag_pipeline.core.invariants import vector_matrix
+from rag_pipeline.core.embedder import Embedder
+from rag_pipeline.core.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.row_tables import rows_table, table_rows
+from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.wordpieces import WordpieceCounter
 
@@ -37,28 +39,12 @@ DOCUMENTS_SCHEMA = pa.schema([
 
 
 def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
-    return pa.table({
-        "document_id": [r.document_id for r in records], "path": [r.path for r in records],
-        "title": [r.title for r in records],
-        "canonical_text": [r.canonical_text for r in records],
-        "n_chars": [len(r.canonical_text) for r in records],
-        "content_sha256": [r.content_sha256 for r in records],
-        "format": [r.format for r in records], "extractor": [r.extractor for r in records],
-        "extractor_version": [r.extractor_version for r in records],
-        "status": [r.status for r in records], "error": [r.error for r in records],
-        "page_starts": [list(r.page_starts) for r in records],
-        "pipeline_version": [r.pipeline_version for r in records],
-    }, schema=DOCUMENTS_SCHEMA)
+    return rows_table(records, DOCUMENTS_SCHEMA,
+                      computed={"n_chars": lambda r: len(r.canonical_text)})
 
 
 def document_records(table: pa.Table) -> list[DocumentRecord]:
-    return [DocumentRecord(
-        document_id=row["document_id"], path=row["path"], title=row["title"],
-        canonical_text=row["canonical_text"], content_sha256=row["content_sha256"],
-        format=row["format"], extractor=row["extractor"],
-        extractor_version=row["extractor_version"], status=row["status"], error=row["error"],
-        page_starts=tuple(row["page_starts"] or ()), pipeline_version=row["pipeline_version"],
-    ) for row in table.to_pylist()]
+    return table_rows(table, DocumentRecord)
 
 
 class OffsetError(Exception):
@@ -124,8 +110,18 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
 
 @dataclass(frozen=True)
 class EmbeddingStats:
-    embedded: int
+    """Where each row's vector came from: ``reused + shared + embedded + duplicates == rows``."""
+
+    rows: int
     reused: int
+    """Rows whose text already had a vector in this partition."""
+    shared: int
+    """Rows whose text had a vector from another partition of the same model, or from an
+    unfinished run's checkpoint."""
+    embedded: int
+    """Distinct texts that went through the model."""
+    duplicates: int
+    """Rows whose text is another row's text in this run (embedded once)."""
     removed: int
     seconds: float
 
@@ -136,30 +132,43 @@ class EmbeddingStats:
 
 def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embedder,
                      progress: Callable[[int, int], None] | None = None,
-                     ) -> tuple[pa.Table, EmbeddingStats]:
+                     known: Mapping[str, np.ndarray] | None = None,
+                     checkpoint: Callable[[list[str], np.ndarray], None] | None = None,
+                     checkpoint_every: int = 256) -> tuple[pa.Table, EmbeddingStats]:
     """One unit vector per chunk. A chunk whose embedded text (by sha256) already has a vector
-    in ``previous`` reuses it; only new texts go through the model."""
+    in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
+    other distinct text goes through the model once. Fresh vectors are handed to ``checkpoint``
+    every ``checkpoint_every`` texts, so a killed run's work can be reused by the next."""
     spec = embedder.spec
-    reusable: dict[str, np.ndarray] = {}
-    if previous is not None and previous.num_rows:
-        fingerprints = set(previous.column("model_fingerprint").to_pylist())
-        names = set(previous.column("model_name").to_pylist())
-        if fingerprints != {spec.fingerprint} or names != {spec.name}:
-            raise ModelMismatchError(
-                f"the stored partition holds vectors of {sorted(names)}@{sorted(fingerprints)}, "
-                f"not {spec.key}: vector spaces are never mixed")
-        for sha, vector in zip(previous.column("text_sha256").to_pylist(), vector_matrix(previous),
-                               strict=True):
-            reusable[sha] = vector
+    own: dict[str, np.ndarray] = {}
+    if previous is not None:
+        check_stamps(previous, spec, "the stored partition")
+        own = dict(zip(previous.column("text_sha256").to_pylist(), vector_matrix(previous),
+                       strict=True))
+    known = known or {}
     texts = chunks.column("text").to_pylist()
     shas = chunks.column("text_sha256").to_pylist()
-    missing = sorted({sha: i for i, sha in enumerate(shas) if sha not in reusable}.items())
+    missing = sorted({sha: i for i, sha in enumerate(shas)
+                      if sha not in own and sha not in known}.items())
+    fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
-    if missing:
-        fresh = embedder.embed([texts[i] for _, i in missing], progress=progress)
-        reusable.update({sha: vector for (sha, _), vector in zip(missing, fresh, strict=True)})
+    for begin in range(0, len(missing), checkpoint_every):
+        batch = missing[begin:begin + checkpoint_every]
+
+        def batch_progress(done: int, _total: int, begin: int = begin) -> None:
+            if progress is not None:
+                progress(begin + done, len(missing))
+
+        vectors = embedder.embed([texts[i] for _, i in batch], progress=batch_progress)
+        fresh.update({sha: vector for (sha, _), vector in zip(batch, vectors, strict=True)})
+        if checkpoint is not None:
+            checkpoint([sha for sha, _ in batch], vectors)
     seconds = time.perf_counter() - started
-    vectors = np.stack([reusable[sha] for sha in shas]).astype(np.float32) if shas else \
+
+    def vector_of(sha: str) -> np.ndarray:
+        return own[sha] if sha in own else known[sha] if sha in known else fresh[sha]
+
+    vectors = np.stack([vector_of(sha) for sha in shas]).astype(np.float32) if shas else \
         np.zeros((0, spec.dimension), np.float32)
     n = len(shas)
     table = pa.table({
@@ -172,15 +181,13 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embe
         "dimension": pa.array([spec.dimension] * n, pa.int32()),
         "pipeline_version": [PIPELINE_VERSION] * n,
     })
-    fresh_shas = {sha for sha, _ in missing}
-    previous_shas = set(previous.column("text_sha256").to_pylist()) if previous is not None else set()
-    stats = EmbeddingStats(embedded=len(missing),
-                           reused=sum(1 for sha in shas if sha not in fresh_shas),
+    reused = sum(1 for sha in shas if sha in own)
+    shared = sum(1 for sha in shas if sha not in own and sha in known)
+    previous_shas = set(own)
+    stats = EmbeddingStats(rows=n, reused=reused, shared=shared, embedded=len(missing),
+                           duplicates=n - reused - shared - len(missing),
                            removed=len(previous_shas - set(shas)), seconds=seconds)
     return table, stats
-
-
-BM25_TABLES = ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")
 
 
 def bm25_stats_tables(chunks: pa.Table,

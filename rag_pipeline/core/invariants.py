@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import uncovered_characters
+from rag_pipeline.core.embedder import ModelMismatchError, ModelSpec
 
 
 def offset_mismatches(documents: pa.Table, chunks: pa.Table) -> list[str]:
@@ -63,3 +64,15 @@ def vector_norm_errors(embeddings: pa.Table, dimension: int, tolerance: float = 
     norms = np.linalg.norm(vector_matrix(embeddings), axis=1)
     off = np.abs(norms - 1.0) > tolerance
     return {"not_unit_length": int(off.sum())} if off.any() else {}
+
+
+def check_stamps(stored: pa.Table, spec: ModelSpec, what: str) -> None:
+    """Refuses vectors stamped with another model: vector spaces are never mixed."""
+    if not stored.num_rows:
+        return
+    fingerprints = set(stored.column("model_fingerprint").to_pylist())
+    names = set(stored.column("model_name").to_pylist())
+    if fingerprints != {spec.fingerprint} or names != {spec.name}:
+        raise ModelMismatchError(
+            f"{what} holds vectors of {sorted(names)}@{sorted(fingerprints)}, not {spec.key}: "
+            "vector spaces are never mixed")

@@ -1,10 +1,11 @@
-"""What the index holds, read through the DuckDB views: counts per partition, failures, staleness."""
+"""What the index holds, read from the published DuckDB file: counts per partition, failures, staleness."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from rag_pipeline.core.documents import DocumentFormat, extractor_for
+from rag_pipeline.core.generations import generation_age_seconds
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
@@ -16,6 +17,12 @@ class PartitionStatus:
     chunks: int
     vectors: int
     stale_rows: int
+    generation: str
+    """The served generation (see :mod:`rag_pipeline.core.generations`)."""
+    published_at: str
+
+    def age_seconds(self, now: float | None = None) -> float:
+        return generation_age_seconds(self.published_at, now)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,10 @@ class IndexStatus:
     (for example a file of headings only): they are in the index but can never be found."""
 
 
+def _tables(con) -> set[str]:
+    return {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+
+
 def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
     """The row counts a new user checks first, straight from the DuckDB views."""
     import duckdb
@@ -42,7 +53,7 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
                       "order by all",
     }
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        present = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+        present = _tables(con)
         return {name: con.execute(sql).fetchall() for name, sql in queries.items()
                 if name in present}
 
@@ -50,11 +61,16 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
 def index_status(warehouse: Warehouse) -> IndexStatus:
     import duckdb
 
-    if not warehouse.db_path.is_file() or "documents" not in warehouse.tables():
+    if not warehouse.db_path.is_file():
         raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
     current_extractors = {fmt.value: extractor_for(fmt).version for fmt in DocumentFormat}
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        views = {r[0] for r in con.execute("select view_name from duckdb_views()").fetchall()}
+        views = _tables(con)
+        if "documents" not in views:
+            raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+        served = {(c, m): (g, p) for c, m, g, p in con.execute(
+            "select chunker, model, generation, published_at from generations").fetchall()} \
+            if "generations" in views else {}
         docs = con.execute("select document_id, status, error, format, extractor_version, "
                            "pipeline_version from documents order by document_id").fetchall()
         chunk_counts = dict(con.execute(
@@ -66,8 +82,9 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
                     "select chunker, model, count(*), count(*) filter (where pipeline_version "
                     "<> ?) from embeddings group by all order by all",
                     [PIPELINE_VERSION]).fetchall():
+                generation, published_at = served.get((chunker, model), ("", ""))
                 partitions.append(PartitionStatus(chunker, model, chunk_counts.get(chunker, 0),
-                                                  vectors, stale))
+                                                  vectors, stale, generation, published_at))
         without_chunks = [(d, tuple(chunkers)) for d, chunkers in con.execute(
             "select d.document_id, list(p.chunker order by p.chunker) "
             "from documents d, (select distinct chunker from chunks) p "

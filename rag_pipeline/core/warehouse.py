@@ -1,126 +1,226 @@
-"""Parquet is the truth; DuckDB holds views over it.
+"""Parquet is the truth: immutable table files, a small pointer per partition, written last.
 
-Tables live in Hive-style folders, ``<root>/<table>/<key>=<value>/.../part-0.parquet``. Each
-partition has one writer, which writes a temporary file beside the target and renames it over
-the target, so a killed run leaves the previous table whole. The DuckDB file only holds views
-(``read_parquet`` over each table's folder, partition keys as columns), rebuilt after writes.
+Tables live in Hive-style folders under the warehouse root (a local folder or an object-store
+URI such as ``s3://bucket/prefix``, through pyarrow's filesystems)::
+
+    <root>/<table>/<key>=<value>/.../part-<digest>.parquet   immutable, named by content
+    <root>/<table>/<key>=<value>/.../_latest.json            which file is the latest, and
+                                                             which input files it was built from
+
+A write puts the new file first and then replaces the pointer (locally: temp file, fsync,
+rename; on an object store: one PUT, which is atomic per object), so a killed writer leaves the
+previous pointer and its file whole, and a reader never sees half a table. Identical content
+gets the identical file name, so rewriting unchanged rows changes nothing (the digest is the
+table's data version). What readers of the *index* see is not these pointers but a published
+generation (:mod:`rag_pipeline.core.generations`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
-import time
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-PART_FILE = "part-0.parquet"
+POINTER_FILE = "_latest.json"
+DIGEST_CHARS = 16
 
 
 class IndexNotBuiltError(Exception):
     """A table or partition that a reader asked for has not been materialised yet."""
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+@dataclass(frozen=True)
+class TableVersion:
+    """One written version of one table partition: its file (relative to the warehouse root),
+    content digest, row count and the files it was built from (``{table: file}``)."""
+
+    table: str
+    partition: dict[str, str]
+    file: str
+    digest: str
+    rows: int
+    written_at: str
+    inputs: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> TableVersion:
+        return cls(table=data["table"], partition=dict(data["partition"]), file=data["file"],
+                   digest=data["digest"], rows=int(data["rows"]), written_at=data["written_at"],
+                   inputs=dict(data.get("inputs") or {}))
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _is_uri(location: str) -> bool:
+    return "://" in location and not location.startswith("file://")
 
 
 class Warehouse:
-    """The project's ``data/`` folder: Parquet tables under ``warehouse/``, views in a DuckDB file."""
+    """The project's tables. ``data_dir`` is always a local folder (the DuckDB file lives there);
+    ``location`` is where the Parquet files live: ``<data_dir>/warehouse`` unless an object-store
+    URI is given."""
 
-    def __init__(self, data_dir: Path, db_path: Path | None = None) -> None:
+    def __init__(self, data_dir: Path, location: str | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.root = self.data_dir / "warehouse"
-        self.db_path = Path(db_path) if db_path else self.data_dir / "rag.duckdb"
+        self.location = location or str(self.data_dir / "warehouse")
+        if _is_uri(self.location):
+            self.fs, root = pafs.FileSystem.from_uri(self.location)
+            self.local = False
+        else:
+            self.fs = pafs.LocalFileSystem()
+            root = str(Path(self.location.removeprefix("file://")).absolute())
+            self.local = True
+        self.root = root.rstrip("/")
+        self.db_path = self.data_dir / "rag.duckdb"
 
-    def partition_dir(self, table: str, partition: Mapping[str, str] | None = None) -> Path:
-        path = self.root / table
+    # -- paths -------------------------------------------------------------------------------
+
+    def partition_dir(self, table: str, partition: Mapping[str, str] | None = None) -> str:
+        """The partition's folder relative to the root: ``chunks/chunker=header``."""
+        parts = [table]
         for key, value in (partition or {}).items():
-            if "/" in value or value in ("", ".", ".."):
+            if "/" in value or "\\" in value or value in ("", ".", ".."):
                 raise ValueError(f"partition value {value!r} cannot name a folder")
-            path = path / f"{key}={value}"
-        return path
+            parts.append(f"{key}={value}")
+        return "/".join(parts)
 
-    def part_path(self, table: str, partition: Mapping[str, str] | None = None) -> Path:
-        return self.partition_dir(table, partition) / PART_FILE
+    def full_path(self, relative: str) -> str:
+        return f"{self.root}/{relative}"
 
-    def write(self, table: str, data: pa.Table,
-              partition: Mapping[str, str] | None = None) -> Path:
-        """Writes one partition atomically: temp file, fsync, rename over the old file."""
-        target = self.part_path(table, partition)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{PART_FILE}.{os.getpid()}.tmp"
-        pq.write_table(data, tmp, compression="zstd")
-        with tmp.open("rb") as handle:
+    # -- bytes -------------------------------------------------------------------------------
+
+    def put_bytes(self, relative: str, data: bytes) -> None:
+        """Writes one object whole: locally temp file + fsync + rename, else one PUT."""
+        target = self.full_path(relative)
+        if not self.local:
+            with self.fs.open_output_stream(target) as out:
+                out.write(data)
+            return
+        path = Path(target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+        with tmp.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
             os.fsync(handle.fileno())
-        tmp.replace(target)
-        return target
+        tmp.replace(path)
 
-    def exists(self, table: str, partition: Mapping[str, str] | None = None) -> bool:
-        return self.part_path(table, partition).is_file()
+    def get_bytes(self, relative: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        try:
+            with self.fs.open_input_stream(self.full_path(relative)) as stream:
+                return stream.read()
+        except (FileNotFoundError, OSError) as exc:
+            if isinstance(exc, FileNotFoundError) or "not found" in str(exc).lower() or \
+                    "does not exist" in str(exc).lower() or "NoSuchKey" in str(exc):
+                return None
+            raise
 
-    def read(self, table: str, partition: Mapping[str, str] | None = None,
-             columns: list[str] | None = None) -> pa.Table:
-        """One partition's rows; :class:`IndexNotBuiltError` when it was never written."""
-        path = self.part_path(table, partition)
-        if not path.is_file():
+    def put_json(self, relative: str, data: Mapping) -> None:
+        self.put_bytes(relative, json.dumps(data, indent=1, sort_keys=True).encode())
+
+    def get_json(self, relative: str) -> dict | None:
+        raw = self.get_bytes(relative)
+        return None if raw is None else json.loads(raw)
+
+    def delete(self, relative: str) -> None:
+        try:
+            self.fs.delete_file(self.full_path(relative))
+        except FileNotFoundError:
+            pass
+
+    def list_files(self, prefix: str = "") -> list[pafs.FileInfo]:
+        """Every file under ``prefix`` (relative), recursively; empty when the folder is absent."""
+        base = self.full_path(prefix).rstrip("/") if prefix else self.root
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        return [info for info in self.fs.get_file_info(selector)
+                if info.type == pafs.FileType.File]
+
+    def relative(self, full: str) -> str:
+        return full[len(self.root) + 1:]
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def write(self, table: str, data: pa.Table, partition: Mapping[str, str] | None = None,
+              inputs: Mapping[str, str] | None = None) -> TableVersion:
+        """Writes one partition: the content-named file, then the pointer. Returns the version;
+        identical content gives the identical file (and digest) as before."""
+        buffer = io.BytesIO()
+        pq.write_table(data, buffer, compression="zstd")
+        raw = buffer.getvalue()
+        digest = hashlib.sha256(raw).hexdigest()[:DIGEST_CHARS]
+        folder = self.partition_dir(table, partition)
+        file = f"{folder}/part-{digest}.parquet"
+        if self.get_file_size(file) != len(raw):
+            self.put_bytes(file, raw)
+        version = TableVersion(table=table, partition=dict(partition or {}), file=file,
+                               digest=digest, rows=data.num_rows, written_at=utc_now(),
+                               inputs=dict(inputs or {}))
+        self.put_json(f"{folder}/{POINTER_FILE}", asdict(version))
+        return version
+
+    def get_file_size(self, relative: str) -> int | None:
+        info = self.fs.get_file_info(self.full_path(relative))
+        return info.size if info.type == pafs.FileType.File else None
+
+    def version(self, table: str, partition: Mapping[str, str] | None = None) -> TableVersion | None:
+        """The latest written version of a partition, or None."""
+        data = self.get_json(f"{self.partition_dir(table, partition)}/{POINTER_FILE}")
+        return None if data is None else TableVersion.from_json(data)
+
+    def require_version(self, table: str,
+                        partition: Mapping[str, str] | None = None) -> TableVersion:
+        version = self.version(table, partition)
+        if version is None:
             where = ", ".join(f"{k}={v}" for k, v in (partition or {}).items()) or "unpartitioned"
             raise IndexNotBuiltError(f"table {table!r} ({where}) has not been built yet: "
                                      "run `rag-pipeline index` first")
-        return pq.read_table(path, columns=columns)
+        return version
+
+    def exists(self, table: str, partition: Mapping[str, str] | None = None) -> bool:
+        return self.version(table, partition) is not None
+
+    def read_file(self, file: str, columns: list[str] | None = None) -> pa.Table:
+        """One immutable table file (relative to the root)."""
+        return pq.read_table(self.full_path(file), columns=columns, filesystem=self.fs)
+
+    def read(self, table: str, partition: Mapping[str, str] | None = None,
+             columns: list[str] | None = None) -> pa.Table:
+        """The latest version's rows; :class:`IndexNotBuiltError` when it was never written."""
+        return self.read_file(self.require_version(table, partition).file, columns)
 
     def read_or_none(self, table: str, partition: Mapping[str, str] | None = None,
                      columns: list[str] | None = None) -> pa.Table | None:
-        try:
-            return self.read(table, partition, columns)
-        except IndexNotBuiltError:
-            return None
+        version = self.version(table, partition)
+        return None if version is None else self.read_file(version.file, columns)
+
+    def versions(self, table: str | None = None) -> list[TableVersion]:
+        """The latest version of every written partition (of one table, or of all), sorted."""
+        found = []
+        for info in self.list_files(table or ""):
+            if info.base_name == POINTER_FILE:
+                rel = self.relative(info.path)
+                if rel.startswith("_"):
+                    continue
+                data = self.get_json(rel)
+                if data is not None:
+                    found.append(TableVersion.from_json(data))
+        return sorted(found, key=lambda v: (v.table, sorted(v.partition.items())))
 
     def partitions(self, table: str) -> list[dict[str, str]]:
         """Every written partition of a table, as ``{key: value}`` dicts, sorted."""
-        found = []
-        for path in sorted((self.root / table).rglob(PART_FILE)):
-            parts = path.parent.relative_to(self.root / table).parts
-            found.append(dict(part.split("=", 1) for part in parts))
-        return found
+        return [v.partition for v in self.versions(table)]
 
     def tables(self) -> list[str]:
-        if not self.root.is_dir():
-            return []
-        return sorted(p.name for p in self.root.iterdir()
-                      if p.is_dir() and any(p.rglob(PART_FILE)))
-
-    def refresh_views(self, *, timeout_s: float = 120.0) -> list[str]:
-        """(Re)creates one DuckDB view per table that has files. Another process may hold the
-        DuckDB file's write lock for a moment (parallel steps), so a lock conflict is retried."""
-        import duckdb
-
-        tables = self.tables()
-        statements = []
-        for table in tables:
-            depth = len(self.partitions(table)[0])
-            pattern = str(self.root / table / ("*/" * depth) / PART_FILE)
-            statements.append(
-                f'CREATE OR REPLACE VIEW "{table}" AS SELECT * FROM read_parquet('
-                f"{_sql_string(pattern)}, hive_partitioning = true, hive_types_autocast = false,"
-                " union_by_name = true)")
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + timeout_s
-        delay = 0.05
-        while True:
-            try:
-                with duckdb.connect(str(self.db_path)) as con:
-                    existing = {r[0] for r in con.execute(
-                        "select view_name from duckdb_views() where not internal").fetchall()}
-                    for gone in sorted(existing - set(tables)):
-                        con.execute(f'DROP VIEW "{gone}"')
-                    for statement in statements:
-                        con.execute(statement)
-                return tables
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+        return sorted({v.table for v in self.versions()})

@@ -1,14 +1,17 @@
-"""Tests for ``rag_pipeline.core.warehouse``: Hive-partitioned Parquet written atomically, and
-DuckDB views over it with the partition keys as columns."""
+"""Tests for ``rag_pipeline.core.warehouse``: immutable content-named Parquet files and a
+pointer per partition, written last."""
 
 from __future__ import annotations
 
-import duckdb
+import hashlib
+import io
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.core.warehouse import PART_FILE, IndexNotBuiltError, Warehouse
+from rag_pipeline.core.warehouse import POINTER_FILE, IndexNotBuiltError, Warehouse
 
 
 def chunk_rows(prefix: str, n: int) -> pa.Table:
@@ -16,48 +19,69 @@ def chunk_rows(prefix: str, n: int) -> pa.Table:
                      "length": pa.array([10 * i for i in range(n)], pa.int64())})
 
 
+def digest_of(table: pa.Table) -> str:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return hashlib.sha256(buffer.getvalue()).hexdigest()[:16]
+
+
 def test_write_then_read_a_partition(tmp_path):
     warehouse = Warehouse(tmp_path)
-    path = warehouse.write("chunks", chunk_rows("h", 3), {"chunker": "header"})
-    assert path == tmp_path / "warehouse" / "chunks" / "chunker=header" / PART_FILE
+    rows = chunk_rows("h", 3)
+    version = warehouse.write("chunks", rows, {"chunker": "header"},
+                              inputs={"documents": "documents/part-x.parquet"})
+    assert version.file == f"chunks/chunker=header/part-{digest_of(rows)}.parquet"
+    assert (tmp_path / "warehouse" / version.file).is_file()
+    assert (version.table, version.partition, version.rows, version.inputs) == (
+        "chunks", {"chunker": "header"}, 3, {"documents": "documents/part-x.parquet"})
+    assert warehouse.version("chunks", {"chunker": "header"}) == version
     assert warehouse.exists("chunks", {"chunker": "header"})
     assert not warehouse.exists("chunks", {"chunker": "blind"})
-    table = warehouse.read("chunks", {"chunker": "header"})
-    assert table.to_pylist() == [{"chunk_id": "h:0", "length": 0}, {"chunk_id": "h:1", "length": 10},
-                                 {"chunk_id": "h:2", "length": 20}]
+    assert warehouse.read("chunks", {"chunker": "header"}).to_pylist() == [
+        {"chunk_id": "h:0", "length": 0}, {"chunk_id": "h:1", "length": 10},
+        {"chunk_id": "h:2", "length": 20}]
     assert warehouse.read("chunks", {"chunker": "header"}, columns=["length"]).to_pydict() == {
         "length": [0, 10, 20]}
 
 
-def test_write_is_atomic_and_leaves_no_temp_file(tmp_path):
+def test_identical_content_gets_the_identical_file_and_digest(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    first = warehouse.write("chunks", chunk_rows("h", 2), {"chunker": "header"})
+    again = warehouse.write("chunks", chunk_rows("h", 2), {"chunker": "header"})
+    other = warehouse.write("chunks", chunk_rows("h", 3), {"chunker": "header"})
+    assert (first.file, first.digest) == (again.file, again.digest)
+    assert other.digest != first.digest
+    folder = tmp_path / "warehouse" / "chunks" / "chunker=header"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [POINTER_FILE, f"part-{first.digest}.parquet", f"part-{other.digest}.parquet"])
+
+
+def test_a_crash_before_the_pointer_keeps_the_previous_table(tmp_path, monkeypatch):
     warehouse = Warehouse(tmp_path)
     partition = {"chunker": "header"}
     warehouse.write("chunks", chunk_rows("old", 2), partition)
-    warehouse.write("chunks", chunk_rows("new", 1), partition)
-    folder = warehouse.partition_dir("chunks", partition)
-    assert sorted(p.name for p in folder.iterdir()) == [PART_FILE]
-    assert warehouse.read("chunks", partition).column("chunk_id").to_pylist() == ["new:0"]
+    original = Warehouse.put_json
 
+    def dies_at_the_pointer(self, relative, data):
+        # Planted: the writer dies after the new file, before its pointer: readers must
+        # still see the old rows.
+        raise OSError("killed")
 
-def test_a_crash_while_writing_keeps_the_previous_table(tmp_path, monkeypatch):
-    warehouse = Warehouse(tmp_path)
-    partition = {"chunker": "header"}
-    warehouse.write("chunks", chunk_rows("old", 2), partition)
-
-    def half_written(table, where, **kwargs):
-        # Planted: the writer dies after writing a truncated temp file -> the rename never
-        # happens, so the stored partition must still read as the old rows.
-        with open(where, "wb") as handle:
-            handle.write(b"PAR1 truncated")
-        raise OSError("disk full")
-
-    monkeypatch.setattr(pq, "write_table", half_written)
-    with pytest.raises(OSError, match="disk full"):
+    monkeypatch.setattr(Warehouse, "put_json", dies_at_the_pointer)
+    with pytest.raises(OSError, match="killed"):
         warehouse.write("chunks", chunk_rows("new", 5), partition)
-    monkeypatch.undo()
+    monkeypatch.setattr(Warehouse, "put_json", original)
     assert warehouse.read("chunks", partition).column("chunk_id").to_pylist() == ["old:0", "old:1"]
-    # The stray temp file is hidden and not a part file: readers and listings ignore it.
-    assert warehouse.partitions("chunks") == [{"chunker": "header"}]
+
+
+def test_a_pointer_is_replaced_whole_and_leaves_no_temp_file(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    warehouse.write("chunks", chunk_rows("a", 1), {"chunker": "header"})
+    warehouse.write("chunks", chunk_rows("b", 1), {"chunker": "header"})
+    folder = tmp_path / "warehouse" / "chunks" / "chunker=header"
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    pointer = json.loads((folder / POINTER_FILE).read_text())
+    assert pointer["rows"] == 1 and pointer["file"].endswith(f"{digest_of(chunk_rows('b', 1))}.parquet")
 
 
 def test_read_of_a_missing_partition_raises_index_not_built(tmp_path):
@@ -73,53 +97,34 @@ def test_read_of_a_missing_partition_raises_index_not_built(tmp_path):
         warehouse.read("chunks", {"chunker": "blind"})
 
 
-@pytest.mark.parametrize("value", ["a/b", "", ".", ".."])
+@pytest.mark.parametrize("value", ["a/b", "a\\b", "", ".", ".."])
 def test_partition_values_that_cannot_name_a_folder_are_rejected(tmp_path, value):
     with pytest.raises(ValueError, match="cannot name a folder"):
-        Warehouse(tmp_path).part_path("chunks", {"chunker": value})
+        Warehouse(tmp_path).partition_dir("chunks", {"chunker": value})
 
 
-def test_refresh_views_exposes_partition_keys_as_columns(tmp_path):
+def test_versions_list_every_partition_of_every_table(tmp_path):
     warehouse = Warehouse(tmp_path)
     warehouse.write("chunks", chunk_rows("h", 3), {"chunker": "header"})
     warehouse.write("chunks", chunk_rows("b", 2), {"chunker": "blind"})
     warehouse.write("bm25_terms", chunk_rows("t", 4), {"chunker": "header", "analyzer": "plain"})
-    warehouse.write("bm25_terms", chunk_rows("t", 1), {"chunker": "header", "analyzer": "english"})
     warehouse.write("documents", pa.table({"document_id": ["a.md", "b.md"]}))
     assert warehouse.tables() == ["bm25_terms", "chunks", "documents"]
-    assert warehouse.partitions("bm25_terms") == [{"chunker": "header", "analyzer": "english"},
-                                                  {"chunker": "header", "analyzer": "plain"}]
-
-    assert warehouse.refresh_views() == ["bm25_terms", "chunks", "documents"]
-    assert warehouse.db_path == tmp_path / "rag.duckdb"
-    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        assert con.execute(
-            "select chunker, count(*), sum(length) from chunks group by chunker order by chunker"
-        ).fetchall() == [("blind", 2, 10), ("header", 3, 30)]
-        assert con.execute(
-            "select chunker, analyzer, count(*) from bm25_terms group by all order by analyzer"
-        ).fetchall() == [("header", "english", 1), ("header", "plain", 4)]
-        assert con.execute("select document_id from documents order by 1").fetchall() == [
-            ("a.md",), ("b.md",)]
-        # Partition keys are strings (no type guessing), so a value like "1" stays "1".
-        assert con.execute(
-            "select data_type from information_schema.columns "
-            "where table_name = 'chunks' and column_name = 'chunker'").fetchall() == [("VARCHAR",)]
+    assert warehouse.partitions("chunks") == [{"chunker": "blind"}, {"chunker": "header"}]
+    assert [(v.table, v.rows) for v in warehouse.versions()] == [
+        ("bm25_terms", 4), ("chunks", 2), ("chunks", 3), ("documents", 2)]
 
 
-def test_views_see_new_partitions_after_a_refresh(tmp_path):
-    warehouse = Warehouse(tmp_path)
-    warehouse.write("chunks", chunk_rows("h", 3), {"chunker": "header"})
-    warehouse.refresh_views()
-    warehouse.write("chunks", chunk_rows("b", 2), {"chunker": "blind"})
-    warehouse.refresh_views()
-    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        assert con.execute("select count(*) from chunks").fetchone() == (5,)
+def test_an_empty_warehouse_has_no_tables(tmp_path):
+    assert Warehouse(tmp_path).tables() == []
+    assert Warehouse(tmp_path / "absent").versions() == []
 
 
-def test_refresh_views_on_an_empty_warehouse_creates_no_views(tmp_path):
-    warehouse = Warehouse(tmp_path)
-    assert warehouse.tables() == []
-    assert warehouse.refresh_views() == []
-    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        assert con.execute("select count(*) from duckdb_views() where not internal").fetchone() == (0,)
+@pytest.mark.parametrize("name", ["data [1]", "da*ta?", "a'b\"c"])
+def test_any_characters_in_the_data_folder_path_are_safe(tmp_path, name):
+    warehouse = Warehouse(tmp_path / name)
+    warehouse.write("chunks", chunk_rows("h", 2), {"chunker": "header"})
+    # A sibling folder that a glob of the path would also match must not be read.
+    Warehouse(tmp_path / "dataX").write("chunks", chunk_rows("x", 5), {"chunker": "header"})
+    assert warehouse.read("chunks", {"chunker": "header"}).num_rows == 2
+    assert warehouse.partitions("chunks") == [{"chunker": "header"}]

@@ -1,0 +1,12 @@
+"""The names of the index's tables: one low-level home that build and query side both import."""
+
+from __future__ import annotations
+
+DOCUMENTS = "documents"
+CHUNKS = "chunks"
+EMBEDDINGS = "embeddings"
+BM25_TERMS = "bm25_terms"
+BM25_CHUNKS = "bm25_chunks"
+BM25_POSTINGS = "bm25_postings"
+BM25_PARAMS = "bm25_params"
+BM25_TABLES = (BM25_TERMS, BM25_CHUNKS, BM25_POSTINGS, BM25_PARAMS)
