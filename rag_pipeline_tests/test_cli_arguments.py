@@ -28,7 +28,9 @@ def _fail(*args: str) -> tuple[int, str]:
     (["--threshold", "inf"], "--threshold must be a finite cosine distance in [0, 2], got inf"),
     (["--threshold", "-1"], "--threshold must be a finite cosine distance in [0, 2], got -1.0"),
     (["--threshold", "5"], "--threshold must be a finite cosine distance in [0, 2], got 5.0"),
-    (["--chunker", "../x"], f"unknown chunker '../x'; declared: {CHUNKERS}"),
+    (["--chunker", "../x"], "Invalid value for '--chunker': '../x' is not one of 'blind', "
+                            "'blind_overlap', 'boundaries', 'boundaries_overlap', 'header', "
+                            "'header_overlap'."),
     (["--base-url", "javascript:alert(1)"],
      "--base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),
     (["--base-url", "http://"], "--base-url must name a host, got 'http://'"),
@@ -105,7 +107,7 @@ def _hostile_answer():
         index=1, document_id="doc\u202e.md", document_name="Doc", locator_label="Doc > S",
         fragment="#char=0,20", start=0, end=20, quote="red \x1b[31mtext\x1b]0;pwned\x07",
         cosine_distance=0.2, url="file:///c/doc\u202e.md#char=0,20", section="S\x9b2J")
-    return Answer(question="q", answered=True, reason=None, threshold=0.625,
+    return Answer(question="q", answered=True, reason=None, cut=0.625,
                   partition="header|m", citations=[citation], prompt="p \x1b[2J",
                   closest_distance=0.2, reranked=False,
                   rendered_answer="Answer \x1b[2Jhere [1]\n\nSources:\n[1] Doc")
