@@ -250,27 +250,10 @@ def _load_reranker(folder: Path) -> Reranker:
         _fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
 
 
-def answer_json(answer: Answer) -> dict:
-    return {
-        "question": answer.question, "answered": answer.answered, "reason": answer.reason,
-        "threshold": answer.cut, "partition": answer.partition,
-        "generation": answer.generation,
-        "closest_distance": answer.closest_distance, "reranked": answer.reranked,
-        "citations": [{
-            "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
-            "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
-            "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
-            "locations": list(c.locations)} for c in answer.citations],
-        "prompt": answer.prompt,
-        "answer": answer.rendered_answer,
-        "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
-    }
-
-
 @main.command()
 @click.argument("question")
-@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
-              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
+@click.option("--chunker", default=DEFAULT_STRATEGY.value, show_default=True,
+              help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
 @click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
@@ -302,6 +285,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
+    from rag_pipeline.core.answer_json import answer_json
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
@@ -354,6 +338,55 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     rerank_note = ("rerank: on" if reranker else
                    "rerank: off (no cross-encoder configured; pass --rerank DIR)")
     _print_answer(answer, show_prompt, show_timings, rerank_note)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--model", "model_key", default=None,
+              help="Model partition key (default: the first declared model).")
+@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
+              show_default=True)
+@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
+              help="BM25 analyzer (default: the project default).")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
+              help="At most this many sources are kept.")
+@click.option("--threshold", type=float, default=None,
+              help="Cosine-distance cut (default: the project default).")
+@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Questions answered at once (default: the number of CPUs).")
+@click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
+              show_default=True, help="Seconds between checks for a new index generation.")
+@click.option("--access-log", is_flag=True, help="Log every request.")
+@click.pass_obj
+def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
+          analyzer: str | None, max_sources: int, threshold: float | None, base_url: str | None,
+          workers: int | None, poll_seconds: float, access_log: bool) -> None:
+    """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
+    from rag_pipeline.core.analyzers import Analyzer
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
+    from rag_pipeline.core.gate import DEFAULT_CUT, CutOutOfRangeError
+    from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.service.query_service import ServeSettings
+    from rag_pipeline.service.run import serve_forever
+
+    models = declared_models()
+    try:
+        spec = find_model(model_key, models) if model_key else models[0]
+        settings = ServeSettings(
+            chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
+            analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
+            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            base_url=base_url, workers=workers or os.cpu_count() or 1)
+        serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
+                      access_log=access_log, echo=click.echo)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, CutOutOfRangeError,
+            FileNotFoundError, OSError) as exc:
+        _fail(str(exc))
 
 
 @main.command(name="eval")

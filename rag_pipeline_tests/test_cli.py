@@ -120,6 +120,15 @@ def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
         assert (code, output.strip()) == (2, "error: no index built yet: run `rag-pipeline index` first")
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--port", "0"], "error: no index published yet: run `rag-pipeline index` first"),
+    (["serve", "--threshold", "5"], "error: the cut must be a finite cosine distance in [0, 2], got 5.0"),
+])
+def test_serve_errors_are_one_clear_line(tmp_path: Path, args: list[str], message: str):
+    code, output = _run("--data-dir", str(tmp_path), *args)
+    assert (code, output.strip()) == (2, message)
+
+
 def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
     code, output = _run("--data-dir", str(data_dir), "eval", "--json")
     assert code == 0, output

@@ -17,7 +17,7 @@ from rag_pipeline.core.citations import (
     locator_label,
 )
 from rag_pipeline.core.embedder import Embedder
-from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, check_cut, refusal_line
 from rag_pipeline.core.generation import (
     CheckedAnswer,
     GeneratorSettings,
@@ -29,9 +29,27 @@ from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
 
+MAX_QUESTION_CHARS = 2000
+"""Longer questions are refused: the model reads 256 word-pieces, about 1,000 characters."""
+
 
 class EmptyQuestionError(ValueError):
     """The question is empty or only white space."""
+
+
+class QuestionTooLongError(ValueError):
+    """The question is longer than :data:`MAX_QUESTION_CHARS` characters."""
+
+
+def check_question(question: str) -> str:
+    """The question without surrounding white space; empty or overlong questions are errors."""
+    question = question.strip()
+    if not question:
+        raise EmptyQuestionError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionTooLongError(f"the question has {len(question)} characters; at most "
+                                   f"{MAX_QUESTION_CHARS} are accepted")
+    return question
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,11 @@ class AskSettings:
     max_sources: int = MAX_SOURCES
     base_url: str | None = None
     generator: GeneratorSettings | None = None
+
+    def __post_init__(self) -> None:
+        check_cut(self.cut)
+        if self.max_sources < 1:
+            raise ValueError(f"max_sources must be at least 1, got {self.max_sources}")
 
 
 @dataclass
@@ -88,9 +111,7 @@ def ask(question: str, index: PartitionIndex, embedder: Embedder,
         settings: AskSettings | None = None, reranker: Reranker | None = None) -> Answer:
     """Answers from the partition or refuses; ``timings`` holds seconds per stage."""
     settings = settings or AskSettings()
-    question = question.strip()
-    if not question:
-        raise EmptyQuestionError("the question is empty")
+    question = check_question(question)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     t = time.perf_counter()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import sparse
 
 from rag_pipeline.core.analyzers import Analyzer, analyze
@@ -65,6 +66,24 @@ def build_bm25_tables(chunk_ids: Sequence[str], texts: Sequence[str], analyzer: 
     )
 
 
+def _plain(values: pa.ChunkedArray) -> pa.Array:
+    array = values.combine_chunks()
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def _positions(values: pa.ChunkedArray, keys: pa.ChunkedArray, what: str) -> np.ndarray:
+    """Position of each value among ``keys`` (dictionary-encoded values are looked up once per
+    distinct value); a value that is not a key is an error."""
+    array = values.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        found = pc.index_in(array.dictionary, value_set=_plain(keys)).take(array.indices)
+    else:
+        found = pc.index_in(array, value_set=_plain(keys))
+    if found.null_count:
+        raise ValueError(f"{found.null_count} BM25 postings name a {what} missing from the statistics")
+    return found.to_numpy().astype(np.int64)
+
+
 class Bm25Scorer:
     """Scores every chunk for a query with one sparse matrix-vector product.
 
@@ -89,16 +108,15 @@ class Bm25Scorer:
 
     @classmethod
     def from_tables(cls, tables: Bm25Tables, analyzer: Analyzer) -> Bm25Scorer:
-        chunk_ids = tables.chunks.column("chunk_id").to_pylist()
-        row = {c: i for i, c in enumerate(chunk_ids)}
-        terms = tables.terms.column("term").to_pylist()
-        col = {t: i for i, t in enumerate(terms)}
+        """The scorer of stored statistics; postings are mapped to rows and columns by Arrow's
+        hash lookup (linear in the postings, no Python object per posting)."""
         params = tables.params.to_pylist()[0]
         return cls(
-            chunk_ids, terms, tables.terms.column("idf").to_numpy(),
+            tables.chunks.column("chunk_id").to_pylist(), tables.terms.column("term").to_pylist(),
+            tables.terms.column("idf").to_numpy(),
             tables.chunks.column("length").to_numpy().astype(np.float64),
-            np.array([row[c] for c in tables.postings.column("chunk_id").to_pylist()], np.int64),
-            np.array([col[t] for t in tables.postings.column("term").to_pylist()], np.int64),
+            _positions(tables.postings.column("chunk_id"), tables.chunks.column("chunk_id"), "chunk"),
+            _positions(tables.postings.column("term"), tables.terms.column("term"), "term"),
             tables.postings.column("tf").to_numpy(), analyzer, params["k1"], params["b"])
 
     def scores(self, query: str) -> np.ndarray:

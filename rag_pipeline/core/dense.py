@@ -6,14 +6,26 @@ With unit-length vectors, cosine similarity is the dot product and cosine distan
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 
 def cosine_distances(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """``1 - matrix @ query`` for unit rows and a unit query: cosine distance in [0, 2]."""
     if matrix.shape[1] != query.shape[0]:
         raise ValueError(f"query has {query.shape[0]} dimensions, the index {matrix.shape[1]}")
-    return 1.0 - matrix @ query.astype(np.float32)
+    with _blas().limit(limits=1):
+        return 1.0 - matrix @ query.astype(np.float32)
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    """numpy's BLAS pool, pinned to one thread around the scan: a matrix-vector product gains
+    nothing from more, and idle BLAS threads keep spinning after it, fighting torch's threads
+    for the cores (question embedding p90 95 ms -> 9 ms on two cores)."""
+    return ThreadpoolController().select(user_api="blas")
 
 
 def top_k(distances: np.ndarray, k: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables
@@ -61,6 +62,15 @@ class PartitionIndex:
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
+
+
+def _read_dictionary_encoded(warehouse: Warehouse, file: str) -> pa.Table:
+    """The table file with its string columns dictionary-encoded, as Parquet stores them: a chunk
+    id or term repeated on every posting is decoded once, not once per row (load speed at scale)."""
+    path = warehouse.full_path(file)
+    schema = pq.read_schema(path, filesystem=warehouse.fs)
+    return pq.read_table(path, filesystem=warehouse.fs,
+                         read_dictionary=[f.name for f in schema if pa.types.is_string(f.type)])
 
 
 def _bm25_scorers(bm25_tables: list[pa.Table], chunker: str,
@@ -152,8 +162,8 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
         vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
-        bm25=_bm25_scorers([warehouse.read_file(files[name]) for name in BM25_TABLES], chunker,
-                           chunk_ids),
+        bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
+                           chunker, chunk_ids),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
     )

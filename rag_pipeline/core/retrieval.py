@@ -81,10 +81,10 @@ def _timed(timings: dict[str, float], name: str, fn: Callable):
 
 
 def bm25_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
-    """Rows with a positive BM25 score, best first (ties by row), at most ``depth``."""
+    """Rows with a positive BM25 score, best first (ties by row), at most ``depth``: a top-k
+    selection over the matching rows, never a sort of all of them."""
     positive = np.flatnonzero(scores > 0)
-    order = positive[np.lexsort((positive, -scores[positive]))]
-    return order[:depth]
+    return positive[top_k(-scores[positive], depth)]
 
 
 def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIndex,

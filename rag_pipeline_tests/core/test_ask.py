@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, ask
+from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, QuestionTooLongError, ask, check_question
 from rag_pipeline.core.citations import build_prompt
 from rag_pipeline.core.generation import GenerationError, GeneratorSettings
 from rag_pipeline.core.rerank import Reranker, RerankSettings
@@ -61,6 +61,23 @@ def test_the_closed_port_generator_really_raises_when_reached(built: BuiltIndex,
 def test_empty_question_is_an_error(built: BuiltIndex, hashed_embedder: HashedEmbedder, question: str):
     with pytest.raises(EmptyQuestionError, match=r"^the question is empty$"):
         ask(question, built.index, hashed_embedder)
+
+
+def test_a_question_of_2000_characters_is_accepted_and_one_more_is_an_error():
+    assert check_question("  " + "x" * 2000 + "\n") == "x" * 2000
+    with pytest.raises(QuestionTooLongError, match=r"^the question has 2001 characters; at most 2000 "
+                                                   r"are accepted$"):
+        check_question("x" * 2001)
+
+
+@pytest.mark.parametrize(("cut", "max_sources", "message"), [
+    (-0.5, 4, r"^the cut must be a finite cosine distance in \[0, 2\], got -0\.5$"),
+    (2.5, 4, r"^the cut must be a finite cosine distance in \[0, 2\], got 2\.5$"),
+    (0.625, 0, r"^max_sources must be at least 1, got 0$"),
+])
+def test_ask_settings_refuse_a_cut_out_of_range_and_no_sources(cut: float, max_sources: int, message: str):
+    with pytest.raises(ValueError, match=message):
+        AskSettings(cut=cut, max_sources=max_sources)
 
 
 def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, hashed_embedder: HashedEmbedder):

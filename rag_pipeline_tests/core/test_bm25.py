@@ -7,12 +7,13 @@ import math
 
 import bm25s
 import numpy as np
+import pyarrow as pa
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
 from rank_bm25 import BM25Okapi
 
 from rag_pipeline.core.analyzers import ENGLISH_STOPWORDS, Analyzer, analyze
-from rag_pipeline.core.bm25 import Bm25Scorer, build_bm25_tables, lucene_idf
+from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables, lucene_idf
 
 # Plain terms: d0 [the cat sat on the mat] (6) | d1 [the dog sat] (3) | d2 [cats and dogs play] (4)
 # N = 3, avgdl = 13/3.
@@ -158,3 +159,29 @@ def test_ranking_agrees_with_rank_bm25(query):
     theirs = okapi.get_scores(analyze(query, Analyzer.PLAIN))
     assert ours.max() > 0
     assert np.argsort(-ours, kind="stable").tolist() == np.argsort(-theirs, kind="stable").tolist()
+
+
+def test_scorer_from_dictionary_encoded_tables_equals_the_plain_one():
+    # The partition loader reads the string columns dictionary-encoded; the matrix must not change.
+    import pyarrow.compute as pc
+
+    tables = build_bm25_tables(ORACLE_IDS, ORACLE_TEXTS, Analyzer.ENGLISH)
+    encoded = Bm25Tables(*(t.cast(pa.schema([
+        pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if pa.types.is_string(f.type) else f
+        for f in t.schema])) for t in (tables.terms, tables.chunks, tables.postings, tables.params)))
+    assert pa.types.is_dictionary(encoded.postings.schema.field("term").type)
+    plain = Bm25Scorer.from_tables(tables, Analyzer.ENGLISH)
+    scorer = Bm25Scorer.from_tables(encoded, Analyzer.ENGLISH)
+    assert scorer.chunk_ids == plain.chunk_ids and scorer.term_index == plain.term_index
+    assert (scorer.matrix != plain.matrix).nnz == 0
+    assert pc.count(encoded.postings.column("chunk_id")).as_py() == plain.matrix.nnz
+
+
+def test_a_posting_of_an_unknown_chunk_is_an_error():
+    tables = build_bm25_tables(TOY_IDS, TOY_TEXTS, Analyzer.PLAIN)
+    # Planted flaw: the chunk list lost its first chunk, whose postings remain.
+    broken = Bm25Tables(tables.terms, tables.chunks.slice(1), tables.postings, tables.params)
+    missing = tables.postings.column("chunk_id").to_pylist().count(TOY_IDS[0])
+    with pytest.raises(ValueError,
+                       match=rf"^{missing} BM25 postings name a chunk missing from the statistics$"):
+        Bm25Scorer.from_tables(broken, Analyzer.PLAIN)

@@ -80,3 +80,29 @@ def test_top_k_of_nothing():
     assert top_k(np.array([0.3, 0.1]), 0).tolist() == []
     assert top_k(np.array([0.3, 0.1]), -2).tolist() == []
     assert top_k(np.zeros(0, np.float32), 3).tolist() == []
+
+
+class _ThreadsSeen:
+    """A stand-in matrix that records numpy's BLAS pool size while the product runs."""
+
+    shape = (1, 2)
+
+    def __init__(self) -> None:
+        self.threads: list[int] = []
+
+    def __matmul__(self, query: np.ndarray) -> np.ndarray:
+        from threadpoolctl import threadpool_info
+
+        self.threads += [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+        return np.array([0.25], dtype=np.float32)
+
+
+def test_the_scan_runs_on_one_blas_thread_and_restores_the_pool():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        matrix = _ThreadsSeen()
+        assert cosine_distances(matrix, np.array([1.0, 0.0], dtype=np.float32)).tolist() == [0.75]
+        after = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    assert matrix.threads and set(matrix.threads) == {1}
+    assert set(after) == {2}

@@ -118,6 +118,18 @@ def test_bm25_ranking_drops_zero_scores_and_breaks_ties_by_row():
     scores = np.array([0.0, 2.0, 1.0, 2.0, -0.5, 1.0])
     assert bm25_ranking(scores, 10).tolist() == [1, 3, 2, 5]
     assert bm25_ranking(scores, 3).tolist() == [1, 3, 2]
+    # The cut falls inside a tie: the lower row of the tied pair is kept.
+    assert bm25_ranking(scores, 4).tolist() == [1, 3, 2, 5]
+    assert bm25_ranking(np.array([1.0, 3.0, 1.0, 1.0]), 2).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("depth", [1, 7, 100, 5000])
+def test_bm25_top_k_selection_equals_a_full_sort(depth: int):
+    rng = np.random.default_rng(3)
+    # Scores rounded to one decimal: many ties, and about a third of the rows do not match.
+    scores = np.round(rng.uniform(-1.0, 2.0, 3000), 1).clip(min=0.0)
+    positive = [r for r in range(len(scores)) if scores[r] > 0]
+    assert bm25_ranking(scores, depth).tolist() == sorted(positive, key=lambda r: (-scores[r], r))[:depth]
 
 
 @pytest.mark.parametrize("question", QUESTIONS)

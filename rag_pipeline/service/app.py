@@ -1,0 +1,187 @@
+"""The HTTP face of the query service (FastAPI on uvicorn).
+
+``POST /ask`` and ``GET /ask?q=`` answer with the JSON of ``rag-pipeline ask --json`` plus the
+generation that answered; ``GET /health``, ``GET /status``, ``GET /openapi.json``; ``GET /``
+serves the page for people and ``GET /documents/{id}`` shows a cited document with the quoted
+slice marked. Every error is a 4xx (or, for a bug, a 500) with a one-line JSON body
+``{"error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from importlib.resources import files
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ask import MAX_QUESTION_CHARS
+from rag_pipeline.core.retrieval import Retriever
+from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+"""A question is at most 2,000 characters: a larger body is refused before it is read whole."""
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> str:
+    """The first problem as ``field: message`` (pydantic's "Value error, " prefix dropped)."""
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
+    where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query"))
+    message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuses request bodies over ``limit`` bytes with a 413, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
+
+
+def _page(name: str) -> str:
+    return files("rag_pipeline.service").joinpath(name).read_text(encoding="utf-8")
+
+
+def document_view(title: str, document_id: str, text: str, start: int, end: int) -> str:
+    """The document's canonical text, escaped, with ``text[start:end]`` marked as ``#quote``."""
+    before, quote, after = (html.escape(p) for p in (text[:start], text[start:end], text[end:]))
+    return _page("document.html").format(
+        title=html.escape(title), document_id=html.escape(document_id), start=start, end=end,
+        before=before, quote=quote, after=after)
+
+
+def create_app(service: QueryService) -> FastAPI:
+    """The ASGI application over a started :class:`QueryService`."""
+    app = FastAPI(
+        title="rag-pipeline query service",
+        summary="Cited answers from a versioned hybrid index, or an honest refusal.",
+        version="1",
+    )
+    page = _page("page.html")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        service.count_error()
+        return _error(422, _validation_message(list(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail).lower())
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error answering %s %s", request.method, request.url.path)
+        return _error(500, f"internal error: {type(exc).__name__}")
+
+    def _answer(payload: dict[str, Any]) -> JSONResponse:
+        try:
+            request = AskRequest.model_validate(payload)
+            return JSONResponse(service.answer(request))
+        except ValidationError as exc:
+            service.count_error()
+            return _error(422, _validation_message(list(exc.errors())))
+        except RequestError as exc:
+            service.count_error()
+            return _error(422, str(exc))
+
+    @app.post("/ask", summary="Answer a question with citations, or refuse")
+    def ask_post(request: AskRequest) -> JSONResponse:
+        try:
+            return JSONResponse(service.answer(request))
+        except RequestError as exc:
+            service.count_error()
+            return _error(422, str(exc))
+
+    @app.get("/ask", summary="Answer a question given in the query string")
+    def ask_get(
+        q: Annotated[str, Query(description=f"The question (1 to {MAX_QUESTION_CHARS} characters).")],
+        chunker: str | None = None, model: str | None = None, retriever: Retriever | None = None,
+        analyzer: Analyzer | None = None, k: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
+        cut: float | None = None,
+    ) -> JSONResponse:
+        payload = {"question": q, "chunker": chunker, "model": model, "retriever": retriever,
+                   "analyzer": analyzer, "k": k, "cut": cut}
+        return _answer({key: value for key, value in payload.items() if value is not None})
+
+    @app.get("/health", summary="Liveness: the model and one generation are loaded")
+    def health() -> dict[str, Any]:
+        return service.health()
+
+    @app.get("/status", summary="The served generation, model, counts and age")
+    def status() -> dict[str, Any]:
+        return service.status()
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index_page() -> HTMLResponse:
+        return HTMLResponse(page)
+
+    @app.get("/documents/{document_id:path}", response_class=HTMLResponse,
+             summary="A cited document with the quoted slice marked")
+    def document(document_id: str,
+                 start: Annotated[int, Query(alias="from", ge=0)] = 0,
+                 end: Annotated[int | None, Query(alias="to", ge=0)] = None) -> HTMLResponse:
+        served = service.follower.current
+        info = served.index.documents.get(document_id)
+        text = served.canonical.get(document_id)
+        if info is None or text is None:
+            return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
+        end = len(text) if end is None else end
+        if not start <= end <= len(text):
+            return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
+        return HTMLResponse(document_view(info.title, document_id, text, start, end))
+
+    app.add_middleware(BodyLimit)
+    return app

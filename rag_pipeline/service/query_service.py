@@ -1,0 +1,164 @@
+"""The query service's state: one model, one followed partition, requests answered from both.
+
+A request takes a worker slot (at most ``workers`` questions are embedded at once, so the cores
+are not oversubscribed), reads the served generation once and answers wholly from it. Nothing a
+request carries reaches the index: it only selects among the settings listed in
+:class:`AskRequest`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.answer_json import answer_json
+from rag_pipeline.core.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
+from rag_pipeline.core.embedder import Embedder
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_CUT, MAX_SOURCES, check_cut
+from rag_pipeline.core.index_follower import IndexFollower
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+
+MAX_K = 20
+
+
+class RequestError(ValueError):
+    """A well-formed request the service cannot answer (a partition it does not serve)."""
+
+
+class AskRequest(BaseModel):
+    """A question and the per-request settings; omitted settings take the service's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description=f"The question (1 to {MAX_QUESTION_CHARS} characters).",
+                          examples=["what happens to the loop variable when a for loop is broken"])
+    chunker: str | None = Field(None, description="Must name the served chunker when given.")
+    model: str | None = Field(None, description="Must name the served model key when given.")
+    retriever: Retriever | None = None
+    analyzer: Analyzer | None = Field(None, description="BM25 analyzer.")
+    k: int | None = Field(None, ge=1, le=MAX_K, description="At most this many sources.")
+    cut: float | None = Field(None, description=f"Cosine-distance cut in [0, {MAX_CUT:g}].")
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        return check_question(value)
+
+    @field_validator("cut")
+    @classmethod
+    def _cut(cls, value: float | None) -> float | None:
+        return None if value is None else check_cut(value)
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What ``rag-pipeline serve`` was started with; per-request settings default to these."""
+
+    chunker: str
+    model_key: str
+    retriever: Retriever = Retriever.HYBRID
+    analyzer: Analyzer = DEFAULT_ANALYZER
+    cut: float = DEFAULT_CUT
+    max_sources: int = MAX_SOURCES
+    base_url: str | None = None
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        check_cut(self.cut)
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+class QueryService:
+    """Answers requests from the followed partition with the loaded model."""
+
+    def __init__(self, follower: IndexFollower, embedder: Embedder, settings: ServeSettings) -> None:
+        if embedder.spec.key != settings.model_key:
+            raise ValueError(f"the embedder is {embedder.spec.key}, the service serves {settings.model_key}")
+        self.follower = follower
+        self.embedder = embedder
+        self.settings = settings
+        self.started_at = time.time()
+        self._slots = threading.BoundedSemaphore(settings.workers)
+        self._counts_lock = threading.Lock()
+        self._by_generation: Counter[str] = Counter()
+        self._outcomes: Counter[str] = Counter()
+
+    def ask_settings(self, request: AskRequest) -> AskSettings:
+        s = self.settings
+        if request.chunker is not None and request.chunker != s.chunker:
+            raise RequestError(f"chunker {request.chunker!r} is not served here; this service serves "
+                               f"{s.chunker!r}")
+        if request.model is not None and request.model != s.model_key:
+            raise RequestError(f"model {request.model!r} is not served here; this service serves "
+                               f"{s.model_key!r}")
+        return AskSettings(
+            retrieval=RetrievalSettings(retriever=request.retriever or s.retriever,
+                                        analyzer=request.analyzer or s.analyzer),
+            cut=s.cut if request.cut is None else request.cut,
+            max_sources=request.k or s.max_sources, base_url=s.base_url)
+
+    def answer(self, request: AskRequest) -> dict[str, Any]:
+        """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
+        adds ``queue`` (waiting for a worker slot), ``cpu`` (this thread's CPU time inside
+        ``ask``: below ``total`` when the cores are shared) and ``request`` (validation to a
+        JSON-ready dict)."""
+        started = time.perf_counter()
+        settings = self.ask_settings(request)
+        with self._slots:
+            queued = time.perf_counter() - started
+            served = self.follower.current
+            cpu = time.thread_time()
+            answer = ask(request.question, served.index, self.embedder, settings)
+            cpu = time.thread_time() - cpu
+        body = answer_json(answer)
+        body["timings_ms"]["queue"] = round(queued * 1000, 3)
+        body["timings_ms"]["cpu"] = round(cpu * 1000, 3)
+        body["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000, 3)
+        with self._counts_lock:
+            self._by_generation[served.generation] += 1
+            self._outcomes["answered" if answer.answered else "refused"] += 1
+        return body
+
+    def count_error(self) -> None:
+        with self._counts_lock:
+            self._outcomes["rejected"] += 1
+
+    def health(self) -> dict[str, Any]:
+        return {"status": "ok", "generation": self.follower.current.generation}
+
+    def status(self) -> dict[str, Any]:
+        served = self.follower.current
+        index, spec, now = served.index, self.embedder.spec, time.time()
+        with self._counts_lock:
+            by_generation, outcomes = dict(self._by_generation), dict(self._outcomes)
+        settings = asdict(self.settings)
+        settings.update(retriever=self.settings.retriever.value, analyzer=self.settings.analyzer.value)
+        return {
+            "generation": served.generation, "partition": f"{index.chunker}|{index.model_key}",
+            "chunker": index.chunker,
+            "model": {"key": index.model_key, "name": index.model_name,
+                      "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
+            "chunks": len(index), "vectors": int(index.vectors.shape[0]),
+            "documents": len(index.documents),
+            "published_at": index.published_at,
+            "index_age_seconds": round(served.age_seconds(now), 3),
+            "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),
+            "swaps": self.follower.swaps, "last_error": self.follower.last_error,
+            "requests": {"answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
+                         "rejected": outcomes.get("rejected", 0)},
+            "answered_by_generation": by_generation,
+            "settings": settings,
+            "started_at": _iso(self.started_at), "uptime_seconds": round(now - self.started_at, 3),
+        }

@@ -1,0 +1,60 @@
+"""Starting the service: threads pinned, model and partition loaded once, then uvicorn."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rag_pipeline.core.ask import ask
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.index_follower import IndexFollower
+from rag_pipeline.service.query_service import QueryService, ServeSettings
+
+WARM_UP_QUESTION = "warm up"
+
+
+def pin_threads() -> None:
+    """One BLAS thread for the whole process and one torch thread per request: requests run
+    side by side on the cores instead of each spreading over all of them and colliding."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def start_service(data_dir: Path, spec: ModelSpec, settings: ServeSettings,
+                  poll_seconds: float = 1.0) -> QueryService:
+    """Loads the served generation (first: a missing index fails fast) and the model, answers
+    one question to warm up, and follows the partition."""
+    pin_threads()
+    follower = IndexFollower(data_dir, settings.chunker, settings.model_key, poll_seconds)
+    served = follower.start()
+    try:
+        embedder = load_embedder(spec)
+        ask(WARM_UP_QUESTION, served.index, embedder)
+        return QueryService(follower, embedder, settings)
+    except BaseException:
+        follower.stop()
+        raise
+
+
+def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
+                  poll_seconds: float, access_log: bool, echo: Callable[[str], None]) -> None:
+    import uvicorn
+
+    from rag_pipeline.service.app import create_app
+
+    started = time.perf_counter()
+    service = start_service(data_dir, spec, settings, poll_seconds)
+    served = service.follower.current
+    echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
+         f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
+         f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
+    echo(f"page http://{host}:{port}/   API http://{host}:{port}/docs   (Ctrl-C stops)")
+    try:
+        uvicorn.run(create_app(service), host=host, port=port, access_log=access_log,
+                    log_level="info" if access_log else "warning")
+    finally:
+        service.follower.stop()

@@ -1,0 +1,155 @@
+"""The service's HTTP API over a tiny real index: the JSON of ``ask --json`` plus the generation,
+one-line 4xx errors for bad requests, status, health, OpenAPI and the document view."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_pipeline.core.answer_json import answer_json
+from rag_pipeline.core.ask import AskSettings, ask
+from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.service.app import MAX_BODY_BYTES, create_app
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import start_service
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+
+TIMEOUTS_QUESTION = "how long before a network call times out"
+OFF_TOPIC = "what is the capital of france"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("service"), minilm)
+
+
+@pytest.fixture(scope="module")
+def client(built: BuiltIndex, minilm: ModelSpec) -> Iterator[TestClient]:
+    service = start_service(built.data_dir, minilm, ServeSettings("header", minilm.key, workers=2),
+                            poll_seconds=3600)
+    try:
+        with TestClient(create_app(service)) as test_client:
+            yield test_client
+    finally:
+        service.follower.stop()
+
+
+def _without_service_fields(body: dict) -> dict:
+    body = dict(body)
+    body["timings_ms"] = sorted(body["timings_ms"])
+    return body
+
+
+def test_post_ask_returns_the_json_of_ask_json_with_service_timings(client: TestClient, built: BuiltIndex,
+                                                               minilm: ModelSpec):
+    response = client.post("/ask", json={"question": TIMEOUTS_QUESTION})
+    assert response.status_code == 200
+    body = response.json()
+    expected = answer_json(ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), AskSettings()))
+    expected["timings_ms"] = sorted([*expected["timings_ms"], "cpu", "queue", "request"])
+    assert _without_service_fields(body) == expected
+    assert body["generation"] == client.get("/status").json()["generation"]
+    (citation,) = body["citations"]
+    assert (citation["document_id"], citation["from"], citation["to"], citation["quote"]) == (
+        "guide/config.md", 113, 203, TIMEOUTS_PARAGRAPH)
+
+
+def test_get_ask_equals_post_ask(client: TestClient):
+    got = client.get("/ask", params={"q": TIMEOUTS_QUESTION, "k": 2, "cut": 1.1}).json()
+    posted = client.post("/ask", json={"question": TIMEOUTS_QUESTION, "k": 2, "cut": 1.1}).json()
+    assert _without_service_fields(got) == _without_service_fields(posted)
+    assert (got["threshold"], len(got["citations"])) == (1.1, 2)
+
+
+def test_an_off_topic_question_is_refused_with_the_closest_distance(client: TestClient):
+    body = client.get("/ask", params={"q": OFF_TOPIC}).json()
+    assert (body["answered"], body["citations"], body["prompt"]) == (False, [], None)
+    assert body["reason"] == (f'NO ANSWER: nothing under cosine distance 0.625 for "{OFF_TOPIC}" '
+                              f'(closest: {body["closest_distance"]:.3f})')
+
+
+@pytest.mark.parametrize(("method", "payload", "status", "error"), [
+    ("post", {"question": ""}, 422, "question: the question is empty"),
+    ("post", {"question": "  \n "}, 422, "question: the question is empty"),
+    ("post", {"question": "x" * 2001}, 422,
+     "question: the question has 2001 characters; at most 2000 are accepted"),
+    ("post", {}, 422, "question: Field required"),
+    ("post", {"question": "q", "cut": -0.1}, 422,
+     "cut: the cut must be a finite cosine distance in [0, 2], got -0.1"),
+    ("post", {"question": "q", "cut": 7.5}, 422,
+     "cut: the cut must be a finite cosine distance in [0, 2], got 7.5"),
+    ("post", {"question": "q", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+    ("post", {"question": "q", "retriever": "magic"}, 422,
+     "retriever: Input should be 'dense', 'bm25' or 'hybrid'"),
+    ("post", {"question": "q", "chunker": "blind"}, 422,
+     "chunker 'blind' is not served here; this service serves 'header'"),
+    ("post", {"question": "q", "model": "other@0000"}, 422,
+     "model 'other@0000' is not served here; this service serves 'all-MiniLM-L6-v2@53aa5117'"),
+    ("post", {"question": "q", "drop": "table"}, 422, "drop: Extra inputs are not permitted"),
+    ("get", {"q": ""}, 422, "question: the question is empty"),
+    ("get", {"q": "q", "cut": "nan"}, 422,
+     "cut: the cut must be a finite cosine distance in [0, 2], got nan"),
+    ("get", {}, 422, "q: Field required"),
+])
+def test_bad_requests_get_a_one_line_json_error(client: TestClient, method: str, payload: dict,
+                                                status: int, error: str):
+    response = (client.post("/ask", json=payload) if method == "post"
+                else client.get("/ask", params=payload))
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    assert "\n" not in response.text
+
+
+def test_malformed_and_oversized_bodies_are_refused(client: TestClient):
+    response = client.post("/ask", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (
+        422, {"error": "the body is not JSON: Expecting property name enclosed in double quotes"})
+    big = json.dumps({"question": "x" * MAX_BODY_BYTES}).encode()
+    response = client.post("/ask", content=big, headers={"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (
+        413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
+    response = client.get("/nowhere")
+    assert (response.status_code, response.json()) == (404, {"error": "not found"})
+    # The service still answers.
+    assert client.get("/health").json()["status"] == "ok"
+
+
+def test_status_names_the_generation_model_counts_and_requests(client: TestClient, minilm: ModelSpec):
+    status = client.get("/status").json()
+    assert (status["partition"], status["chunker"], status["chunks"], status["vectors"],
+            status["documents"]) == (f"header|{minilm.key}", "header", 6, 6, 4)
+    assert status["model"] == {"key": minilm.key, "name": "all-MiniLM-L6-v2", "fingerprint": "53aa5117",
+                               "dimension": 384}
+    assert (status["swaps"], status["last_error"]) == (0, None)
+    assert status["settings"]["cut"] == 0.625 and status["settings"]["retriever"] == "hybrid"
+    assert status["index_age_seconds"] >= 0
+    assert sum(status["answered_by_generation"].values()) == (
+        status["requests"]["answered"] + status["requests"]["refused"])
+    assert client.get("/health").json() == {"status": "ok", "generation": status["generation"]}
+
+
+def test_openapi_describes_the_endpoints(client: TestClient):
+    spec = client.get("/openapi.json").json()
+    assert {"/ask", "/health", "/status", "/documents/{document_id}"} <= set(spec["paths"])
+    assert set(spec["paths"]["/ask"]) == {"get", "post"}
+    assert "AskRequest" in spec["components"]["schemas"]
+
+
+def test_the_document_view_marks_the_quoted_slice(client: TestClient, built: BuiltIndex):
+    response = client.get("/documents/guide/config.md", params={"from": 113, "to": 203})
+    assert response.status_code == 200
+    assert f'<mark id="quote">{TIMEOUTS_PARAGRAPH}</mark>' in response.text
+    assert client.get("/documents/guide/config.md", params={"from": 10, "to": 5}).json() == {
+        "error": f"from/to must satisfy 0 <= from <= to <= {len(built.canonical['guide/config.md'])}"}
+    assert client.get("/documents/../etc/passwd").status_code == 404
+    assert client.get("/documents/broken.md").status_code == 404
+
+
+def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
+    files = sorted((p, p.stat().st_mtime_ns) for p in Path(built.data_dir).rglob("*") if p.is_file())
+    for payload in ({"question": "'; drop table chunks; --"}, {"question": "\x00" * 10}):
+        assert client.post("/ask", json=payload).status_code == 200
+    assert sorted((p, p.stat().st_mtime_ns) for p in Path(built.data_dir).rglob("*") if p.is_file()) == files

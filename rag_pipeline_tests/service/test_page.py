@@ -1,0 +1,79 @@
+"""The page at ``/`` in a real headless Chromium: it answers with sources, section labels,
+quotes and links to the exact place, and refuses clearly with the closest distance."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.service.app import create_app
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import start_service
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.service.browser import CHROMIUM, chromium_page, serve_in_thread
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.is_file(),
+    reason=f"no Chromium at {CHROMIUM}: install the Debian package (`bash .ci/setup` runs "
+           "`apt-get install -y chromium`)")
+
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> Iterator[str]:
+    built: BuiltIndex = build_index(tmp_path_factory.mktemp("page"), minilm)
+    service = start_service(built.data_dir, minilm, ServeSettings("header", minilm.key), poll_seconds=3600)
+    try:
+        with serve_in_thread(create_app(service)) as url:
+            yield url
+    finally:
+        service.follower.stop()
+
+
+def test_the_page_answers_with_sources_and_links_to_the_quoted_place(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+        assert page.inner_text("#served").startswith("6 passages from 4 documents · header|")
+        page.fill("#question", "how long before a network call times out")
+        page.click("#ask-button")
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        sources = page.locator("article.source")
+        assert sources.count() == 1
+        assert sources.locator("h2").inner_text() == "[1] Configuring Frobnicator > Timeouts"
+        assert sources.locator("blockquote").inner_text() == TIMEOUTS_PARAGRAPH
+        assert "Also at guide/faq.md#char=49,139" in sources.inner_text()
+        assert re.match(r"^1 source under cosine distance 0\.625 "
+                        r"\(generation \d{8}T\d{6}Z-[0-9a-f]{8}, [0-9.]+ ms\)$", page.inner_text("#summary"))
+        assert page.url == base_url + "/?q=how%20long%20before%20a%20network%20call%20times%20out"
+        sources.locator("a.open").click()
+        page.wait_for_selector("mark#quote", timeout=TIMEOUT_MS)
+        assert page.url == base_url + "/documents/guide/config.md?from=113&to=203#quote"
+        assert page.inner_text("mark#quote") == TIMEOUTS_PARAGRAPH
+        assert page.locator("mark#quote").is_visible()
+
+
+def test_the_page_refuses_with_the_closest_distance(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/?q=what%20is%20the%20capital%20of%20france")
+        page.wait_for_selector("#refusal", timeout=TIMEOUT_MS)
+        assert page.locator("article.source").count() == 0
+        assert page.inner_text("#refusal h2") == "No answer"
+        assert re.search(r"Nothing in the index is close enough to answer: the closest passage is at "
+                         r"cosine distance 0\.9\d\d, and the cut is 0\.625\.", page.inner_text("#refusal"))
+
+
+def test_the_page_shows_a_request_error_in_one_line(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.fill("#question", "x" * 2000)
+        page.evaluate("document.getElementById('question').value += 'y'")
+        page.click("#ask-button")
+        page.wait_for_selector("#error", timeout=TIMEOUT_MS)
+        assert page.inner_text("#error") == (
+            "question: the question has 2001 characters; at most 2000 are accepted")
