@@ -28,9 +28,7 @@ def _fail(*args: str) -> tuple[int, str]:
     (["--threshold", "inf"], "--threshold must be a finite cosine distance in [0, 2], got inf"),
     (["--threshold", "-1"], "--threshold must be a finite cosine distance in [0, 2], got -1.0"),
     (["--threshold", "5"], "--threshold must be a finite cosine distance in [0, 2], got 5.0"),
-    (["--chunker", "../x"], "Invalid value for '--chunker': '../x' is not one of 'blind', "
-                            "'blind_overlap', 'boundaries', 'boundaries_overlap', 'header', "
-                            "'header_overlap'."),
+    (["--chunker", "../x"], f"unknown chunker '../x'; declared: {CHUNKERS}"),
     (["--base-url", "javascript:alert(1)"],
      "--base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),
     (["--base-url", "http://"], "--base-url must name a host, got 'http://'"),
@@ -127,7 +125,8 @@ def test_printed_answers_never_carry_control_characters(capsys: pytest.CaptureFi
 def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.CaptureFixture[str]):
     import json
 
-    from rag_pipeline.cli import _echo, answer_json
+    from rag_pipeline.cli import _echo
+    from rag_pipeline.core.answer_json import answer_json
 
     answer = _hostile_answer()
     _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
