@@ -72,7 +72,7 @@ def extractor_for(fmt: DocumentFormat) -> Extractor:
     if fmt is DocumentFormat.TEXT:
         return Extractor("plain-text", "1")
     if fmt is DocumentFormat.HTML:
-        return Extractor("html-beautifulsoup", f"1+bs4-{_library_version('beautifulsoup4')}")
+        return Extractor("html-beautifulsoup", f"2+bs4-{_library_version('beautifulsoup4')}")
     return Extractor("pdf-pypdf", f"1+pypdf-{_library_version('pypdf')}")
 
 
@@ -171,16 +171,52 @@ def _outer_blocks(soup: BeautifulSoup) -> list[Tag]:
             and not (element.name == "div" and id(element) in holds_block)]
 
 
+def _reading_order(soup: BeautifulSoup, blocks: list[Tag]) -> list[Tag | str]:
+    """``blocks`` in document order, with the loose text between them (text in no block, such
+    as ``<body>Text</body>`` or ``<div>Intro <p>Para</p></div>``; ``<head>`` excluded) as runs
+    of white-space-collapsed strings. One pass, like :func:`_outer_blocks`."""
+    from bs4 import NavigableString
+    from bs4 import Tag as BsTag
+
+    block_ids = {id(block) for block in blocks}
+    covered: dict[int, bool] = {id(soup): False}
+    out: list[Tag | str] = []
+    loose: list[str] = []
+
+    def flush() -> None:
+        text = " ".join(" ".join(loose).split())
+        if text:
+            out.append(text)
+        loose.clear()
+
+    for node in soup.descendants:
+        parent = node.parent
+        inside = covered[id(parent)] or id(parent) in block_ids
+        if isinstance(node, BsTag):
+            covered[id(node)] = inside or node.name == "head"
+            if id(node) in block_ids and not inside:
+                flush()
+                out.append(node)
+        elif type(node) is NavigableString and not inside:
+            loose.append(str(node))
+    flush()
+    return out
+
+
 def extract_html(data: bytes, stem: str) -> Extracted:
-    """HTML blocks (and ``<div>`` elements holding no block) as paragraphs; ``<h1>`` becomes
-    ``# ``, deeper headings ``## `` sections."""
+    """HTML blocks (and ``<div>`` elements holding no block) as paragraphs, and the loose text
+    between them as paragraphs of its own; ``<h1>`` becomes ``# ``, deeper headings ``## ``
+    sections."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(data, "lxml")
     for tag in soup(["script", "style", "noscript", "template", "nav"]):
         tag.decompose()
     blocks: list[str] = []
-    for element in _outer_blocks(soup):
+    for element in _reading_order(soup, _outer_blocks(soup)):
+        if isinstance(element, str):
+            blocks.append(element)
+            continue
         if element.name == "pre":
             text = element.get_text().strip("\n")
         else:
@@ -329,7 +365,8 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
     if info.st_size > max_bytes:
         raise ExtractionError(f"too large: {info.st_size} bytes, over the limit of {max_bytes} "
                               "bytes per document (max_document_bytes)")
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
         fd = os.open(resolved, flags)
     except OSError as exc:

@@ -350,31 +350,45 @@ _BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "
            "th", "figcaption")
 
 
-def _former_canonical_html(data: bytes) -> str:
-    """The former extractor, quadratic on deep nesting, kept as the oracle: each candidate
-    searched its ancestors for a block and each <div> its descendants."""
-    from bs4 import BeautifulSoup
+def _canonical_html_by_search(data: bytes) -> str:
+    """The oracle: the same rules by direct searches, quadratic on deep nesting (the former
+    extractor's block choice, plus loose text found by searching each string's ancestors)."""
+    from bs4 import BeautifulSoup, NavigableString
 
     soup = BeautifulSoup(data, "lxml")
     for tag in soup(["script", "style", "noscript", "template", "nav"]):
         tag.decompose()
-    blocks = []
-    for element in soup.find_all((*_BLOCKS, "div")):
-        if element.find_parent(_BLOCKS):
-            continue
-        if element.name == "div" and element.find((*_BLOCKS, "div")) is not None:
-            continue
-        if element.name == "pre":
-            text = element.get_text().strip("\n")
-        else:
-            text = " ".join(element.get_text(" ").split())
-        if not text.strip():
-            continue
-        if element.name == "h1":
-            text = "# " + text
-        elif element.name in ("h2", "h3", "h4", "h5", "h6"):
-            text = "## " + text
-        blocks.append(text)
+    kept = [e for e in soup.find_all((*_BLOCKS, "div"))
+            if not e.find_parent(_BLOCKS)
+            and not (e.name == "div" and e.find((*_BLOCKS, "div")) is not None)]
+    kept_ids = {id(e) for e in kept}
+    blocks, loose = [], []
+
+    def flush():
+        text = " ".join(" ".join(loose).split())
+        if text:
+            blocks.append(text)
+        loose.clear()
+
+    for node in soup.descendants:
+        if id(node) in kept_ids:
+            flush()
+            element = node
+            if element.name == "pre":
+                text = element.get_text().strip("\n")
+            else:
+                text = " ".join(element.get_text(" ").split())
+            if not text.strip():
+                continue
+            if element.name == "h1":
+                text = "# " + text
+            elif element.name in ("h2", "h3", "h4", "h5", "h6"):
+                text = "## " + text
+            blocks.append(text)
+        elif (type(node) is NavigableString
+              and not any(id(p) in kept_ids or p.name == "head" for p in node.parents)):
+            loose.append(str(node))
+    flush()
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
@@ -387,8 +401,17 @@ def _random_html(rng: random.Random, depth: int) -> str:
     return f"<{tag}>{rng.choice(['', 'word '])}{children}</{tag}>"
 
 
-def test_html_blocks_match_the_former_search_on_random_trees():
+def test_html_text_matches_the_search_oracle_on_random_trees():
     rng = random.Random(11)
     for _ in range(120):
         data = f"<html><body>{_random_html(rng, 6)}</body></html>".encode()
-        assert extract_html(data, "page").canonical_text == _former_canonical_html(data)
+        assert extract_html(data, "page").canonical_text == _canonical_html_by_search(data)
+
+
+def test_loose_html_text_is_kept_as_paragraphs_of_its_own():
+    # Planted: text straight in <body>, and text beside a <p> inside a <div>; version 1 of the
+    # extractor dropped both (the first file failed with "no text").
+    body_only = extract_html(b"<html><head><title>T</title></head><body>Just text</body></html>", "s")
+    assert (body_only.title, body_only.canonical_text) == ("T", "Just text\n")
+    mixed = extract_html(b"<div>Intro <b>bold</b><p>Para</p>tail</div>", "s")
+    assert mixed.canonical_text == "Intro bold\n\nPara\n\ntail\n"
