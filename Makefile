@@ -1,12 +1,13 @@
 # Two entry points for a fresh machine: `make index` (install + build the index on the bundled
-# corpus) and `make test`. Everything lands in .venv; nothing reaches for a model hub.
+# corpus) and `make test` (`make test-fast`: the tests not marked slow). Everything lands in
+# .venv; nothing reaches for a model hub.
 VENV := .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: install index test dev lint
+.PHONY: install index test test-fast dev lint
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -22,8 +23,13 @@ install: $(VENV)/.installed
 index: install
 	$(VENV)/bin/rag-pipeline index
 
+# Everything, the real model included (what CI runs).
 test: install
 	$(VENV)/bin/pytest; status=$$?; echo $$status > .pytest-exit; exit $$status
+
+# The fast tier: every test not marked slow (no torch, no model load, no Dagster subprocess).
+test-fast: install
+	$(VENV)/bin/pytest -m "not slow"
 
 dev: install
 	$(VENV)/bin/dagster dev -w workspace.yaml

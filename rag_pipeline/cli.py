@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
+    from rag_pipeline.core.beir import BeirReport
+    from rag_pipeline.core.embedder import ModelSpec
+    from rag_pipeline.core.evaluation import EvalReport
+    from rag_pipeline.core.rerank import Reranker
 
 
 def _prepare_environment() -> None:
@@ -24,57 +34,150 @@ def _prepare_environment() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
+def _echo(message: str = "", err: bool = False) -> None:
+    """Print one line; control characters from documents or endpoints are escaped first."""
+    click.echo(escape_controls(message), err=err)
 
 
-@click.group()
+def _fail(message: str, code: int = 2) -> None:
+    """Exit with ``error: <message>`` on stderr, as one line."""
+    _echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+class _OneLineErrors(click.Group):
+    """Every failure ends in one line on stderr that names its cause: a usage error without the
+    usage block, and an unexpected exception as its type and message, never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.exceptions.NoArgsIsHelpError):
+            raise
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code)
+        except Exception as exc:  # the last resort: the cause in one line, not a traceback
+            _fail(f"{type(exc).__name__}: {exc}", 1)
+
+
+@click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
 @click.pass_context
 def main(ctx: click.Context, data_dir: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or DEFAULT_DATA_DIR
+    ctx.obj = data_dir or Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR)
+
+
+class _Progress:
+    """One line per embedding run: done/total, a bar, the rate and the time left. On a terminal
+    the line is redrawn in place; otherwise a line is printed at every quarter."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stdout.isatty()
+        self.seen: dict[str, tuple[float, int, int]] = {}
+
+    def __call__(self, line: str) -> None:
+        label, counts = line.rsplit(" ", 1)
+        done, total = (int(x) for x in counts.split("/"))
+        now = time.monotonic()
+        first_time, first_done, last_quarter = self.seen.get(label, (now, done, -1))
+        rate = (done - first_done) / (now - first_time) if now > first_time else 0.0
+        left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
+        width = 24
+        bar = "#" * (width * done // max(total, 1))
+        text = f"  {label} {done}/{total} [{bar:<{width}}] {rate:.1f}/s {left}"
+        quarter = 4 * done // max(total, 1)
+        self.seen[label] = (first_time, first_done, quarter)
+        if self.tty:
+            click.echo("\r" + text.ljust(100), nl=done >= total)
+        elif quarter > last_quarter:
+            click.echo(text)
 
 
 @main.command()
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of documents to index instead of the bundled Python reference.")
+              help="Folder of documents to index instead of the bundled Python reference "
+                   "(also what the nightly schedule reads: set RAG_PIPELINE_CORPUS for the UI).")
+@click.option("--refresh-corpus", is_flag=True,
+              help="Export the bundled Python reference again (it is otherwise exported once and "
+                   "then left alone).")
+@click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
+@click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
+                                              "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None) -> None:
-    """Build or update the whole index through Dagster (runs appear in the UI)."""
+def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bool,
+          verbose: bool) -> None:
+    """Build or update the whole index through Dagster: runs are launched through the code
+    location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.index_runs import IndexRunFailed, run_index
+    from rag_pipeline.index_launch import (
+        daemon_running,
+        fail_dead_runs,
+        follow_runs,
+        index_is_current,
+        launch_run,
+        project_daemon,
+    )
+    from rag_pipeline.index_runs import IndexRunFailed
+    from rag_pipeline.project_paths import CORPUS_VARIABLE, DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
 
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    with dg.DagsterInstance.get() as instance:
-        try:
-            timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
-                                echo=click.echo)
-        except IndexRunFailed as exc:
-            _fail(str(exc))
-    click.echo("\nstage timings:")
-    for t in timings:
-        extra = ""
-        if "embeddings.embedded" in t.metadata:
-            extra = (f"  embedded {t.metadata['embeddings.embedded']}, reused "
-                     f"{t.metadata['embeddings.reused']}, "
-                     f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
-        click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
-    click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
+    home = Path(os.environ["DAGSTER_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, DATA_DIR_VARIABLE: str(data_dir.absolute())}
+    if corpus is not None:
+        env[CORPUS_VARIABLE] = str(corpus.absolute())
+    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus)
+    chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
+    models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
     warehouse = Warehouse(data_dir)
-    click.echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
+    started = time.time()
+    try:
+        with dg.DagsterInstance.get() as instance:
+            fail_dead_runs(instance, click.echo)
+            # A running daemon serves the code location as its own environment configured it;
+            # this shell's environment is the best evidence of that configuration.
+            location_data = Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR).absolute()
+            location_corpus = os.environ.get(CORPUS_VARIABLE)
+            differs = data_dir.absolute() != location_data or (
+                corpus is not None and str(corpus.absolute()) != location_corpus)
+            if differs and daemon_running(instance):
+                _fail("a Dagster daemon is running with its own code location: for --data-dir / "
+                      "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
+                      "the same folders (or stop it), then run index with the same variables")
+            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo):
+                run_config = {"resources": {"corpus": {"config": {
+                    "refresh_python_reference": True}}}} if refresh_corpus else None
+                run_id = launch_run("documents_job", env, run_config)
+                click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
+                           "index_automation sensor launches")
+                reports = follow_runs(
+                    instance, started, lambda: index_is_current(warehouse, chunkers, models,
+                                                                evaluate=not no_eval),
+                    click.echo, None if verbose else _Progress(), click.echo if verbose else None)
+    except IndexRunFailed as exc:
+        _fail(str(exc))
+    _echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+    _echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
-            click.echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+            _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
 
 
 @main.command()
@@ -88,19 +191,22 @@ def status(data_dir: Path) -> None:
         report = index_status(Warehouse(data_dir))
     except IndexNotBuiltError as exc:
         _fail(str(exc))
-    click.echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
+    _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
-        click.echo(f"  failed  {document_id}: {reason}")
+        _echo(f"  failed  {document_id}: {reason}")
     for document_id in report.stale_documents:
-        click.echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
-    click.echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
-               f"served generation (age)")
+        _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
+    for document_id, chunkers in report.without_chunks:
+        _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
+              f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
+          f"served generation (age)")
     for p in report.partitions:
-        click.echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-                   f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
+        _echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
+              f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
-        click.echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+        _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 
 
 def _age(seconds: float) -> str:
@@ -114,43 +220,56 @@ def _age(seconds: float) -> str:
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    click.echo(f"partition: {answer.partition}   cut: {answer.threshold}   {rerank_note}")
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
     if not answer.answered:
-        click.echo(answer.reason)
+        _echo(answer.reason)
     else:
-        click.echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
+        _echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
         for c in answer.citations:
-            click.echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
+            _echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
                        f"{c.fragment:22s} {c.cosine_distance:.3f}")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
-            click.echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+            _echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
         if answer.rendered_answer:
-            click.echo("\n" + answer.rendered_answer)
+            _echo("\n" + answer.rendered_answer)
         if show_prompt and answer.prompt:
-            click.echo("\n--- prompt ---\n" + answer.prompt)
+            _echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:
-        click.echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
+        _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
+
+
+def _load_reranker(folder: Path) -> Reranker:
+    """The cross-encoder in ``folder``, or a one-line failure naming the folder and the cause."""
+    from rag_pipeline.core.rerank import Reranker, RerankSettings
+
+    try:
+        return Reranker(RerankSettings(folder))
+    except (OSError, ValueError) as exc:
+        _fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
 
 
 @main.command()
 @click.argument("question")
-@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
-              show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
-              help="BM25 analyzer (default: the project default).")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
-              help="At most this many sources are kept.")
-@click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
-@click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
+@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+              default=Retriever.HYBRID.value, show_default=True)
+@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+              show_default=True, help="At most this many sources are kept.")
+@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+              help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold is "
+                   "the same).")
+@click.option("--rerank", "rerank_model", default=None,
+              help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
-@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--base-url", default=None,
+              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--generate-url", default=None,
               help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
 @click.option("--generate-model", default="default", show_default=True)
@@ -159,37 +278,53 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
 @click.pass_obj
 def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
-        analyzer: str | None, max_sources: int, threshold: float | None, rerank_model: str | None,
+        analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
         show_prompt: bool, show_timings: bool) -> None:
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
-    from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.answer_json import answer_json
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
-    from rag_pipeline.core.gate import DEFAULT_CUT
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
-    from rag_pipeline.core.rerank import Reranker, RerankSettings
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+    from rag_pipeline.core.retrieval import RetrievalSettings
+    from rag_pipeline.core.validation import (
+        InvalidArgumentError,
+        check_base_url,
+        check_chunker,
+        check_endpoint_url,
+        check_model_folder,
+        check_threshold,
+    )
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
+    try:
+        check_chunker(chunker)
+        check_threshold(cut, "--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+        if generate_url is not None:
+            check_endpoint_url(generate_url, "--generate-url")
+        if rerank_model is not None:
+            check_model_folder(Path(rerank_model), "--rerank")
+    except InvalidArgumentError as exc:
+        _fail(str(exc))
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         index = load_partition(data_dir, chunker, spec.key)
         embedder = load_embedder(spec)
-        reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
+        reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
-                                        analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
+                                        analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            cut=cut, max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
@@ -198,7 +333,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             GenerationError, FileNotFoundError) as exc:
         _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
     rerank_note = ("rerank: on" if reranker else
                    "rerank: off (no cross-encoder configured; pass --rerank DIR)")
@@ -208,18 +343,20 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
-              show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
-              help="BM25 analyzer (default: the project default).")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
-              help="At most this many sources are kept.")
-@click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
-@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+              default=Retriever.HYBRID.value, show_default=True)
+@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+              show_default=True, help="At most this many sources are kept.")
+@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+              help="Cosine-distance cut in [0, 2] (--threshold is the same).")
+@click.option("--base-url", default=None,
+              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Questions answered at once (default: the number of CPUs).")
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
@@ -227,30 +364,33 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--access-log", is_flag=True, help="Log every request.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
-          analyzer: str | None, max_sources: int, threshold: float | None, base_url: str | None,
+          analyzer: str, max_sources: int, cut: float, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
-    from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
-    from rag_pipeline.core.gate import DEFAULT_CUT, CutOutOfRangeError
     from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
+    from rag_pipeline.core.validation import InvalidArgumentError, check_base_url, check_threshold
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
 
+    try:
+        check_threshold(cut, "--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+    except InvalidArgumentError as exc:
+        _fail(str(exc))
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
-            analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
-            base_url=base_url, workers=workers or os.cpu_count() or 1)
+            analyzer=Analyzer(analyzer), cut=cut, max_sources=max_sources, base_url=base_url,
+            workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
-                      access_log=access_log, echo=click.echo)
-    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, CutOutOfRangeError,
-            FileNotFoundError, OSError) as exc:
+                      access_log=access_log, echo=_echo)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
+            OSError) as exc:
         _fail(str(exc))
 
 
@@ -273,55 +413,79 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                      model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
                      as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    import json
-
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     models = declared_models()
     try:
+        for name in chunkers:
+            check_chunker(name)
         spec = find_model(model_key, models) if model_key else models[0]
-    except ModelMismatchError as exc:
+    except (InvalidArgumentError, ModelMismatchError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
-        from rag_pipeline.core.beir import load_beir, run_beir
-
-        try:
-            dataset = load_beir(beir_dir)
-        except FileNotFoundError as exc:
-            _fail(str(exc))
-
-        def progress(done: int, total: int) -> None:
-            if not as_json and (done == total or done % 1024 == 0):
-                click.echo(f"  embedded {done}/{total} documents", err=True)
-
-        from rag_pipeline.core.bm25 import K1
-
-        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
-                          tuple(k1_values) or (K1,))
-        if as_json:
-            click.echo(json.dumps({
-                "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
-                "model": spec.key,
-                "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
-                          "ndcg@10": r.ndcg_at_10,
-                          "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
-                "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
-            return
-        click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
-                   f"model {spec.key}")
-        click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
-                   f"{'MRR@10':>8s}")
-        for r in report.rows:
-            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
-                       f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
-        click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
         return
 
     from rag_pipeline.core.eval_run import run_eval
+
+    try:
+        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
+        _fail(str(exc))
+    _print_eval(report, spec, as_json)
+
+
+def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],
+              quiet: bool) -> BeirReport:
+    """Loads the BEIR folder and scores it; progress goes to stderr unless ``quiet``."""
+    from rag_pipeline.core.beir import load_beir, run_beir
+    from rag_pipeline.core.bm25 import K1
+    from rag_pipeline.core.embedder import load_embedder
+
+    try:
+        dataset = load_beir(beir_dir)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+
+    def progress(done: int, total: int) -> None:
+        if not quiet and (done == total or done % 1024 == 0):
+            click.echo(f"  embedded {done}/{total} documents", err=True)
+
+    return run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+                    tuple(k1_values) or (K1,))
+
+
+def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        click.echo(json.dumps({
+            "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
+            "model": spec.key,
+            "rows": [{"retriever": r.retriever, "analyzer": r.analyzer, "k1": r.k1,
+                      "ndcg@10": r.ndcg_at_10,
+                      "recall@100": r.recall_at_100, "mrr@10": r.mrr_at_10} for r in report.rows],
+            "timings_s": {k: round(v, 3) for k, v in report.timings.items()}}, indent=2))
+        return
+    click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
+               f"model {spec.key}")
+    click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+               f"{'MRR@10':>8s}")
+    for r in report.rows:
+        click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
+                   f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
+    click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
+
+
+def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
+    import json
+
     from rag_pipeline.core.eval_tables import (
         paired_markdown,
         report_json,
@@ -329,24 +493,19 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
         sweep_markdown,
     )
 
-    try:
-        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
-    except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
-        _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(report_json(report), indent=2))
+        _echo(json.dumps(report_json(report), indent=2))
         return
-    click.echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
+    _echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
                f"{len(report.gold_errors)} gold-set errors, model {spec.key}")
     for error in report.gold_errors:
-        click.echo(f"  gold-set error {error.line_id}: {error.reason}")
-    click.echo("\n" + summary_markdown(report))
+        _echo(f"  gold-set error {error.line_id}: {error.reason}")
+    _echo("\n" + summary_markdown(report))
     for chunker, ids in report.destroyed.items():
         if ids:
-            click.echo(f"destroyed by {chunker}: {', '.join(ids)}")
-    click.echo("\n" + paired_markdown(report))
+            _echo(f"destroyed by {chunker}: {', '.join(ids)}")
+    _echo("\n" + paired_markdown(report))
     if report.sweep:
-        click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
-        click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
-    click.echo(f"\neval wall time: {report.timings['total']:.1f} s")
+        _echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
+        _echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    _echo(f"\neval wall time: {report.timings['total']:.1f} s")

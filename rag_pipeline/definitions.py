@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +16,14 @@ from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
 from rag_pipeline.core.embedder import ModelSpec, declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
-from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
+from rag_pipeline.project_paths import (
+    CORPUS_VARIABLE,
+    DATA_DIR_VARIABLE,
+    DEFAULT_CORPUS_DIR,
+    DEFAULT_DATA_DIR,
+    DEFAULT_EVAL_DIR,
+    EVAL_DIR_VARIABLE,
+)
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage
 
 
@@ -41,4 +49,19 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     )
 
 
-defs = build_definitions()
+def settings_from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Path]:
+    """The code location's process edge: ``RAG_PIPELINE_DATA_DIR``, ``RAG_PIPELINE_CORPUS`` (a
+    folder of documents) and ``RAG_PIPELINE_EVAL_DIR`` (gold.jsonl, ood.jsonl) override the
+    defaults, so the UI, the daemon, the nightly schedule and ``rag-pipeline index
+    --data-dir/--corpus`` all build the same index."""
+    settings = {}
+    if environ.get(DATA_DIR_VARIABLE):
+        settings["data_dir"] = Path(environ[DATA_DIR_VARIABLE]).absolute()
+    if environ.get(CORPUS_VARIABLE):
+        settings["corpus_dir"] = Path(environ[CORPUS_VARIABLE]).absolute()
+    if environ.get(EVAL_DIR_VARIABLE):
+        settings["eval_dir"] = Path(environ[EVAL_DIR_VARIABLE]).absolute()
+    return settings
+
+
+defs = build_definitions(**settings_from_environment())

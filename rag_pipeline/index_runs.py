@@ -1,6 +1,7 @@
-"""Runs the whole index through Dagster: documents, then every chunker, then every embedding
-partition, then the evaluation per model, each a run of the project's jobs on the given
-instance (so it shows in the UI)."""
+"""Runs the whole index in this process: documents, then every chunker, then every embedding
+partition, then the evaluation per model, each an in-process run of the project's jobs on the
+given instance. The tests use it; ``rag-pipeline index`` launches runs through the code location
+instead (:mod:`rag_pipeline.index_launch`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ def _materialization_metadata(result: dg.ExecuteInProcessResult) -> dict[str, ob
     return out
 
 
+def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The first failed step and the error its own code raised (not Dagster's wrapper around
+    it), in one line; the run's failure message when no step failed."""
+    records = instance.get_records_for_run(
+        run_id, of_type={dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE}).records
+    events = [record.event_log_entry.dagster_event for record in records]
+    for event in events:
+        error = getattr(event.event_specific_data, "error", None)
+        if event.is_step_failure and error is not None:
+            while error.cls_name and error.cls_name.startswith("Dagster") and error.cause:
+                error = error.cause
+            return f"step {event.step_key}: {' '.join(error.message.split())}"
+    failures = [event.message for event in events if event.message]
+    return failures[-1] if failures else "see the run in the Dagster UI"
+
+
 def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Path | None = None,
               echo: Callable[[str], None] = print, evaluate: bool = True) -> list[StageTiming]:
     """Materialises the whole index; stops at the first failed run (a failed *document* is
@@ -55,9 +72,8 @@ def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Pat
                                         run_config=run_config, raise_on_error=False)
         seconds = time.perf_counter() - started
         if not result.success:
-            failures = [e.message for e in result.all_events if e.is_failure]
-            raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id}): "
-                                 f"{failures[-1] if failures else 'see the Dagster UI'}")
+            raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id[:8]}): "
+                                 f"{first_error(instance, result.run_id)}")
         timings.append(StageTiming(job_name, label, seconds, result.run_id,
                                    _materialization_metadata(result)))
         echo(f"  done in {seconds:.1f} s (run {result.run_id[:8]})")

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.corpus_export import export_python_reference
+from rag_pipeline.core.documents import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.warehouse import Warehouse
 
 
@@ -21,15 +22,23 @@ class IndexStorage(dg.ConfigurableResource):
 
 class CorpusSource(dg.ConfigurableResource):
     """The folder of documents to index. With ``python_reference`` set, the Python Language
-    Reference that ships with CPython is exported into it first (the bundled default corpus)."""
+    Reference that ships with CPython is exported into it once (the bundled default corpus);
+    after that the folder is the user's and is never rewritten. A file over
+    ``max_document_bytes`` fails with its size as the reason, unread."""
 
     path: str
     python_reference: bool = False
+    refresh_python_reference: bool = False
+    """Rewrite the exported topics from CPython's copy (the export otherwise happens once)."""
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+
+    def extraction_settings(self) -> ExtractionSettings:
+        return ExtractionSettings(max_document_bytes=self.max_document_bytes)
 
     def prepare(self) -> Path:
         root = Path(self.path)
         if self.python_reference:
-            export_python_reference(root)
+            export_python_reference(root, refresh=self.refresh_python_reference)
         if not root.is_dir():
             raise FileNotFoundError(f"corpus folder not found: {root}")
         return root

@@ -71,3 +71,27 @@ def tiny_corpus(tmp_path: Path) -> Path:
     # Planted flaw: invalid UTF-8. Must end `failed` with its reason while the rest index.
     (root / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not text\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def hashed_embedder():
+    """The fast deterministic stand-in for the model (see ``fake_embedder``)."""
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    return HashedEmbedder()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Keeps the fast tier fast: a run of ``-m "not slow"`` that imported torch (the real model,
+    or any model built with torch) fails, naming the cause, so such a test gets the slow marker
+    or the hashed stand-in instead of quietly adding seconds to every fast run."""
+    import sys
+
+    if session.config.getoption("markexpr") == "not slow" and "torch" in sys.modules \
+            and exitstatus == 0:
+        session.exitstatus = 1
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line("FAILED fast tier: a test not marked slow imported torch; mark it "
+                                "@pytest.mark.slow or use the hashed_embedder fixture", red=True)

@@ -7,6 +7,7 @@ Reference through the Dagster jobs, so the real model embeds the real corpus onc
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import dagster as dg
@@ -93,6 +94,26 @@ def test_ask_errors_are_one_clear_line(data_dir: Path, args: list[str], message:
     assert (code, output.strip()) == (2, message)
 
 
+def test_a_bad_rerank_folder_and_an_unreachable_endpoint_are_one_line(data_dir: Path, tmp_path: Path):
+    # Planted: a folder that passes the file checks but holds no loadable model.
+    folder = tmp_path / "ce"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"garbage")
+    code, output = _run("--data-dir", str(data_dir), "ask", ON_TOPIC, "--rerank", str(folder))
+    assert (code, output) == (2, f"error: --rerank '{folder}' could not be loaded: ValueError: "
+                                 f"Unrecognized model in {folder}. Should have a `model_type` key "
+                                 "in its config.json.\n")
+    # Planted: a port nothing listens on (bound, then closed).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    code, output = _run("--data-dir", str(data_dir), "ask", ON_TOPIC, "--generate-url", url)
+    assert (code, output) == (
+        2, f"error: connection to {url}/chat/completions refused: is the server running?\n")
+
+
 def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
     for args in (["ask", "anything"], ["status"]):
         code, output = _run("--data-dir", str(tmp_path), *args)
@@ -100,8 +121,10 @@ def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["serve", "--port", "0"], "error: no index published yet: run `rag-pipeline index` first"),
-    (["serve", "--threshold", "5"], "error: the cut must be a number greater than 0 and at most 2, got 5.0"),
+    (["serve", "--port", "0"], "error: no index built yet: run `rag-pipeline index` first"),
+    (["serve", "--threshold", "5"], "error: --threshold must be a finite cosine distance in [0, 2], got 5.0"),
+    (["serve", "--base-url", "javascript:alert(1)"],
+     "error: --base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),
 ])
 def test_serve_errors_are_one_clear_line(tmp_path: Path, args: list[str], message: str):
     code, output = _run("--data-dir", str(tmp_path), *args)

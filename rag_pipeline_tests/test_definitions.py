@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from rag_pipeline.definitions import defs
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -18,18 +19,28 @@ CHUNKERS = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "heade
 
 def test_asset_keys_partitions_and_checks():
     graph = defs.resolve_asset_graph()
+    # One asset per table: these are exactly the DuckDB views an index holds.
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
-        "documents", "chunks", "bm25_stats", "embeddings", "eval_ranks", "eval_summary",
-        "eval_paired", "eval_sweep"}
+        "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
+        "embeddings", "eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
+        "eval_gold_errors"}
     assert graph.get(dg.AssetKey("documents")).partitions_def is None
     assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
-    assert graph.get(dg.AssetKey("bm25_stats")).partitions_def.get_partition_keys() == CHUNKERS
+    for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params"):
+        assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == CHUNKERS
+        assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey("chunks")}
+    assert graph.get(dg.AssetKey("embeddings")).parent_keys == {dg.AssetKey(k) for k in (
+        "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
     embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
     assert sorted(str(k) for k in embedding_keys) == sorted([
         f"{c}|all-MiniLM-L6-v2@53aa5117" for c in CHUNKERS])
-    for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep"):
+    for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == [
             "all-MiniLM-L6-v2@53aa5117"]
+        # The evaluation reads published generations (documents included), so it depends on
+        # the tables that publish them, not on documents directly.
+        assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey(k) for k in (
+            "embeddings", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
@@ -40,11 +51,21 @@ def test_jobs_schedule_and_sensor():
     repo = defs.get_repository_def()
     assert sorted(j.name for j in repo.get_all_jobs() if not j.name.startswith("__")) == [
         "chunks_job", "documents_job", "embeddings_job", "eval_job"]
+    selected = {name: sorted(k.to_user_string() for k in defs.resolve_job_def(name).asset_layer
+                             .executable_asset_keys)
+                for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}
+    assert selected == {
+        "documents_job": ["documents"],
+        "chunks_job": ["bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms", "chunks"],
+        "embeddings_job": ["embeddings"],
+        "eval_job": ["eval_gold_errors", "eval_paired", "eval_ranks", "eval_summary",
+                     "eval_sweep"]}
     schedule = defs.resolve_schedule_def("nightly_index")
     assert (schedule.cron_schedule, schedule.job_name) == ("0 2 * * *", "documents_job")
     assert defs.resolve_sensor_def("index_automation").name == "index_automation"
 
 
+@pytest.mark.slow
 def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(

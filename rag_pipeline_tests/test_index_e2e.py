@@ -85,6 +85,10 @@ def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: 
     assert _query(db, "select count(*), min(queries), min(\"recall@20\"), max(destroyed) "
                       "from eval_summary") == [(21, 2, 1.0, 0)]
     assert _query(db, "select count(*) from eval_sweep") == [(13,)]
+    # One asset per table: the DuckDB views are exactly the asset keys.
+    assert {name for (name,) in _query(db, "select view_name from duckdb_views() "
+                                           "where not internal")} == {
+        k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     checks = _check_results(instance)
     assert set(checks) == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                            ("chunks", "covers_every_character"),

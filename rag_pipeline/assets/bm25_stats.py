@@ -1,47 +1,63 @@
-"""``bm25_stats``: per-term df and idf, chunk lengths and parameters, per analyzer.
+"""The BM25 statistics of a chunker: four tables, one asset each.
 
-Writes four tables a person can query: ``bm25_terms``, ``bm25_chunks``, ``bm25_postings`` and
-``bm25_params``, each partitioned by chunker and carrying an ``analyzer`` column.
+``bm25_terms`` (df and idf per term), ``bm25_chunks`` (length per chunk), ``bm25_postings``
+(tf per chunk and term) and ``bm25_params`` (k1, b, chunk count, average length, tokenizer),
+each partitioned by chunker and carrying an ``analyzer`` column. One step computes all four
+(they come from one pass over the chunks), so they are one multi-asset. Each table's data
+version is its content digest.
 """
 
-import hashlib
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
 from dagster import AssetExecutionContext
 
+from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, B
 from rag_pipeline.core.index_tables import bm25_stats_tables
-from rag_pipeline.core.table_names import CHUNKS
+from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
 from rag_pipeline.resources import IndexStorage
 
+DESCRIPTIONS = {
+    "bm25_terms": "Per analyzer and term: document frequency and Lucene idf over chunk `text`.",
+    "bm25_chunks": "Per analyzer and chunk: length in analyzed tokens.",
+    "bm25_postings": "Per analyzer, chunk and term: term frequency.",
+    "bm25_params": "Per analyzer: k1 = 1.2, b = 0.75, chunk count, average length, tokenizer.",
+}
 
-@dg.asset(
+
+def _rows_per_analyzer(table: pa.Table) -> dict[str, int]:
+    return {f"{a.value}_rows": pc.sum(pc.equal(table.column("analyzer"), a.value)).as_py() or 0
+            for a in Analyzer}
+
+
+@dg.multi_asset(
+    specs=[dg.AssetSpec(name, deps=["chunks"], partitions_def=chunker_partitions,
+                        description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"},
+                        automation_condition=inputs_changed())
+           for name in BM25_TABLES],
     partitions_def=chunker_partitions,
-    deps=["chunks"],
-    automation_condition=dg.AutomationCondition.eager(),
-    description="BM25 statistics (k1 = 1.2, b = 0.75) over chunk `text`, for the plain and the "
-                "English analyzers: tables bm25_terms, bm25_chunks, bm25_postings, bm25_params.",
-    kinds={"parquet", "duckdb"},
+    can_subset=False,
 )
-def bm25_stats(context: AssetExecutionContext, storage: IndexStorage) -> dg.MaterializeResult:
+def bm25_stats(context: AssetExecutionContext, storage: IndexStorage):
     warehouse = storage.warehouse()
     partition = {CHUNKER: context.partition_key}
     chunks_version = warehouse.require_version(CHUNKS, partition)
     chunks = warehouse.read_file(chunks_version.file, columns=["chunk_id", "text"])
     tables = bm25_stats_tables(chunks)
-    versions = [warehouse.write(name, table, partition, inputs={CHUNKS: chunks_version.file})
-                for name, table in tables.items()]
-    params = tables["bm25_params"].to_pylist()
-    metadata = {"k1": K1, "b": B, "chunks": chunks.num_rows, "built_from": chunks_version.file,
-                **{f"{v.table}_rows": v.rows for v in versions}}
-    for row in params:
-        analyzer = Analyzer(row["analyzer"])
-        terms = sum(1 for a in tables["bm25_terms"].column("analyzer").to_pylist()
-                    if a == analyzer.value)
-        metadata[f"{analyzer.value}_terms"] = terms
-        metadata[f"{analyzer.value}_avg_length"] = round(row["avg_length"], 2)
-        metadata[f"{analyzer.value}_tokenizer"] = row["tokenizer"]
-    digest = hashlib.sha256("".join(v.digest for v in versions).encode()).hexdigest()[:16]
-    return dg.MaterializeResult(data_version=dg.DataVersion(digest), metadata=metadata)
+    for name, table in tables.items():
+        version = warehouse.write(name, table, partition, inputs={CHUNKS: chunks_version.file})
+        metadata: dict[str, object] = {**table_metadata(version, table.schema),
+                                       **_rows_per_analyzer(table),
+                                       "built_from": chunks_version.file}
+        if name == "bm25_params":
+            metadata |= {"k1": K1, "b": B, "chunks": chunks.num_rows}
+            for row in table.to_pylist():
+                metadata[f"{row['analyzer']}_avg_length"] = round(row["avg_length"], 2)
+                metadata[f"{row['analyzer']}_tokenizer"] = row["tokenizer"]
+        yield dg.MaterializeResult(asset_key=name, data_version=dg.DataVersion(version.digest),
+                                   metadata=metadata)

@@ -8,11 +8,13 @@ import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records
 from rag_pipeline.core.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
 from rag_pipeline.resources import IndexStorage
@@ -27,7 +29,7 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
         partitions_def=chunker_partitions,
         deps=["documents"],
         check_specs=[dg.AssetCheckSpec(name, asset="chunks") for name in CHECKS],
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=inputs_changed(),
         description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
                     "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
         kinds={"parquet", "duckdb"},
@@ -48,6 +50,10 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
         new_ids = set(table.column("chunk_id").to_pylist())
         context.log.info(f"{strategy.value}: {stats.chunks} chunks, {stats.truncated} over the "
                          f"{tokenizer_model.max_tokens} word-piece window")
+        if stats.without_chunks:
+            context.log.warning(escape_controls(
+                f"{strategy.value}: {len(stats.without_chunks)} ok document(s) yield no chunk: "
+                f"{', '.join(stats.without_chunks)}"))
         yield dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
             **table_metadata(version, table.schema),
             "chunks": stats.chunks,
@@ -57,6 +63,8 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
             "header_token_share": round(stats.header_share, 4),
             "chunks_added": len(new_ids - old_ids),
             "chunks_removed": len(old_ids - new_ids),
+            "documents_without_chunks": len(stats.without_chunks),
+            "documents_without_chunks_ids": ", ".join(stats.without_chunks) or "none",
         })
         yield from chunk_checks(documents, stored)
 

@@ -10,6 +10,7 @@ from rag_pipeline.core.index_tables import DOCUMENTS_SCHEMA, document_records, d
 from rag_pipeline.core.markdown_table import markdown_table
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import DOCUMENTS
+from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.resources import CorpusSource, IndexStorage
 
 
@@ -26,11 +27,11 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     root = corpus.prepare()
     previous = warehouse.version(DOCUMENTS)
     result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
-                            if previous is not None else ())
+                            if previous is not None else (), corpus.extraction_settings())
     version = warehouse.write(DOCUMENTS, documents_table(result.records))
     publish_query_db(warehouse)
     for record in result.failed:
-        context.log.warning(f"document {record.document_id} failed: {record.error}")
+        context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     ok = len(result.records) - len(result.failed)
     changed = previous is None or previous.digest != version.digest
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed "

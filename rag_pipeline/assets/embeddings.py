@@ -12,6 +12,7 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.generations import collect_garbage, publish
 from rag_pipeline.core.index_tables import embeddings_table
@@ -33,10 +34,9 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
 
     @dg.asset(
         partitions_def=embedding_partitions(models),
-        deps=[dg.AssetDep("chunks", partition_mapping=by_chunker),
-              dg.AssetDep("bm25_stats", partition_mapping=by_chunker)],
+        deps=[dg.AssetDep(name, partition_mapping=by_chunker) for name in (CHUNKS, *BM25_TABLES)],
         check_specs=[dg.AssetCheckSpec(name, asset="embeddings") for name in CHECKS],
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=inputs_changed(),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "
                     "fingerprint, dimension and pipeline version. Unchanged texts reuse vectors. "
                     "Publishes the partition's index generation when done.",

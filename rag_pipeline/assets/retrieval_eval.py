@@ -1,5 +1,5 @@
-"""The retrieval evaluation as assets, per model: ``eval_ranks``, ``eval_summary``,
-``eval_paired`` and ``eval_sweep`` (plus the ``eval_gold_errors`` table)."""
+"""The retrieval evaluation as assets, per model, one per table: ``eval_ranks``,
+``eval_summary``, ``eval_paired``, ``eval_sweep`` and ``eval_gold_errors``."""
 
 import base64
 from collections.abc import Sequence
@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from rag_pipeline.automation_conditions import inputs_changed_and_all_current
 from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
@@ -22,18 +23,18 @@ from rag_pipeline.core.eval_tables import (
     sweep_table,
 )
 from rag_pipeline.core.query_db import publish_query_db
+from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.resources import EvalSets, IndexStorage
 
-EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep")
+EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors")
 
 
 def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
     by_key = {m.key: m for m in models}
     partitions = model_partitions(models)
     deps = [dg.AssetDep("embeddings", partition_mapping=one_dimension_of(MODEL)),
-            dg.AssetDep("bm25_stats", partition_mapping=dg.AllPartitionMapping()),
-            dg.AssetDep("documents")]
+            *(dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping()) for name in BM25_TABLES)]
     descriptions = {
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
                       "retriever (null: not in the top 100).",
@@ -43,12 +44,14 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
                        "sign test on the discordant pairs.",
         "eval_sweep": "Refusal sweep over cosine-distance cuts 0.45-0.75: in-domain correct / "
                       "wrong / refused, out-of-domain bluffs; recommended cut and its rule.",
+        "eval_gold_errors": "Gold lines never scored, with the reason (needle not found exactly "
+                            "once, or found only in a heading).",
     }
 
     @dg.multi_asset(
         specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
                             description=descriptions[name], kinds={"parquet", "duckdb"},
-                            automation_condition=dg.AutomationCondition.eager())
+                            automation_condition=inputs_changed_and_all_current())
                for name in EVAL_TABLES],
         partitions_def=partitions,
         can_subset=False,
@@ -59,12 +62,11 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
                           Path(eval_sets.ood_path))
         partition = {MODEL: spec.key}
-        for name, table in (("eval_ranks", ranks_table(report)),
-                            ("eval_summary", summary_table(report)),
-                            ("eval_paired", paired_table(report)),
-                            ("eval_sweep", sweep_table(report)),
-                            ("eval_gold_errors", gold_errors_table(report))):
-            warehouse.write(name, table, partition, inputs=report.generations)
+        tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
+                  "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
+                  "eval_gold_errors": gold_errors_table(report)}
+        for name in EVAL_TABLES:
+            warehouse.write(name, tables[name], partition, inputs=report.generations)
         publish_query_db(warehouse)
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
@@ -91,5 +93,7 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
             "sweep": dg.MetadataValue.md(sweep_markdown(report)),
             "chart": dg.MetadataValue.md(f"![refusal sweep](data:image/png;base64,{image})"),
             "chart_path": dg.MetadataValue.path(str(chart_path))})
+        yield dg.MaterializeResult(asset_key="eval_gold_errors", metadata={
+            **common, "rows": len(report.gold_errors)})
 
     return retrieval_eval

@@ -12,6 +12,7 @@ import statistics
 import time
 
 from rag_pipeline.core.ask import AskSettings, ask
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY
 from rag_pipeline.core.embedder import declared_models, load_embedder
 from rag_pipeline.core.gold import load_gold, load_ood
 from rag_pipeline.core.index_store import load_partition
@@ -24,7 +25,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     spec = declared_models()[0]
     started = time.perf_counter()
-    index = load_partition(DEFAULT_DATA_DIR, "header", spec.key)
+    index = load_partition(DEFAULT_DATA_DIR, DEFAULT_STRATEGY.value, spec.key)
     index_seconds = time.perf_counter() - started
     started = time.perf_counter()
     embedder = load_embedder(spec)
@@ -40,7 +41,8 @@ def main() -> None:
         answered += answer.answered
         for stage in STAGES:
             samples[stage].append(answer.timings[stage] * 1000)
-    print(f"partition header|{spec.key}: {len(index)} chunks; index load {index_seconds * 1000:.0f} ms, "
+    print(f"partition {DEFAULT_STRATEGY.value}|{spec.key}: {len(index)} chunks; "
+          f"index load {index_seconds * 1000:.0f} ms, "
           f"model load {model_seconds * 1000:.0f} ms (once per process)")
     print(f"{len(questions)} questions ({answered} answered, {len(questions) - answered} refused)")
     print(f"{'stage':16s} {'median ms':>10s} {'p90 ms':>10s} {'max ms':>10s}")

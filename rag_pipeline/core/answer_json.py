@@ -11,7 +11,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
     """The answer as a JSON-ready dict; ``timings_ms`` holds milliseconds per stage."""
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
-        "threshold": answer.threshold, "partition": answer.partition,
+        "threshold": answer.cut, "partition": answer.partition,
         "generation": answer.generation,
         "closest_distance": answer.closest_distance, "reranked": answer.reranked,
         "citations": [{

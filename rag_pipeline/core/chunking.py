@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+
+from rag_pipeline.core.markdown import heading_spans
 
 
 class ChunkingStrategy(StrEnum):
@@ -44,16 +47,38 @@ DEFAULT_STRATEGY = ChunkingStrategy.HEADER
 
 @dataclass(frozen=True)
 class ChunkingSettings:
-    """Sizes in characters: the target every chunk stays under, and the overlap tail length."""
+    """Sizes in characters.
+
+    Attributes:
+        target_chars: The size chunks are packed up to; only a single word longer than it makes
+            a longer chunk.
+        overlap_chars: The length of the previous chunk's tail that the overlap strategies prepend.
+        max_chars: The hard maximum of a chunk's ``content``, whatever the text: a word longer
+            than it (a line without any white space) is cut every ``max_chars`` characters.
+            ``None`` means twice ``target_chars``.
+
+    Raises:
+        ValueError: If ``target_chars`` is not positive, ``overlap_chars`` is not in
+            ``[0, target_chars)`` or ``max_chars`` is below ``target_chars``.
+    """
 
     target_chars: int = 512
     overlap_chars: int = 64
+    max_chars: int | None = None
 
     def __post_init__(self) -> None:
         if self.target_chars < 1:
             raise ValueError(f"target_chars must be positive, got {self.target_chars}")
         if not 0 <= self.overlap_chars < self.target_chars:
             raise ValueError(f"overlap_chars must be in [0, target_chars), got {self.overlap_chars}")
+        if self.max_chars is not None and self.max_chars < self.target_chars:
+            raise ValueError(f"max_chars must be >= target_chars ({self.target_chars}), "
+                             f"got {self.max_chars}")
+
+    @property
+    def hard_max_chars(self) -> int:
+        """No chunk's ``content`` is longer than this."""
+        return self.max_chars if self.max_chars is not None else 2 * self.target_chars
 
 
 @dataclass(frozen=True)
@@ -94,21 +119,12 @@ def content_fingerprint(content: str) -> str:
     return hashlib.sha256(" ".join(content.split()).encode("utf-8")).hexdigest()
 
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
 _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
+# A match starts only where a run of [.!?] starts and never backtracks into it: a line of a
+# million dots is one linear scan, not a million.
+_SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
-
-
-def heading_spans(canonical: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline.
-    Lines inside fenced code blocks (``` or ~~~) are code, never headings."""
-    fences = [(m.start(), m.end()) for m in _FENCE.finditer(canonical)]
-    return [(m.start(), m.end(), len(m.group(1)), m.group(2).strip())
-            for m in _HEADING.finditer(canonical)
-            if not any(f_start <= m.start() < f_end for f_start, f_end in fences)]
 
 
 def split_sections(canonical: str, document_title: str) -> list[Section]:
@@ -155,15 +171,20 @@ def _split_at(canonical: str, start: int, end: int, boundary: re.Pattern[str]) -
     return pieces
 
 
-def _units(canonical: str, start: int, end: int, target: int,
+def _units(canonical: str, start: int, end: int, target: int, hard_max: int,
            levels: Sequence[re.Pattern[str]]) -> Iterator[tuple[int, int]]:
     """Pieces of ``[start, end)`` no longer than ``target``: split at the first boundary kind,
-    and a piece still too long at the next (sentence, then line, then word)."""
-    if end - start <= target or not levels:
+    and a piece still too long at the next (sentence, then line, then word). A single word
+    over ``target`` stays whole up to ``hard_max``, and is cut every ``hard_max`` characters
+    beyond it."""
+    if end - start <= target:
         yield start, end
-        return
-    for s, e in _split_at(canonical, start, end, levels[0]):
-        yield from _units(canonical, s, e, target, levels[1:])
+    elif levels:
+        for s, e in _split_at(canonical, start, end, levels[0]):
+            yield from _units(canonical, s, e, target, hard_max, levels[1:])
+    else:
+        for s in range(start, end, hard_max):
+            yield s, min(s + hard_max, end)
 
 
 def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, int]]:
@@ -181,9 +202,12 @@ def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, 
         yield current
 
 
-def boundary_spans(canonical: str, section: Section, target: int) -> list[tuple[int, int]]:
+def boundary_spans(canonical: str, section: Section, target: int,
+                   hard_max: int | None = None) -> list[tuple[int, int]]:
     """Whole paragraphs packed up to ``target``; a paragraph over ``target`` is cut at sentence
-    ends (then line ends, then word ends) and its pieces packed on their own."""
+    ends (then line ends, then word ends, then every ``hard_max`` characters, by default twice
+    ``target``) and its pieces packed on their own."""
+    hard_max = hard_max if hard_max is not None else 2 * target
     spans: list[tuple[int, int]] = []
     small: list[tuple[int, int]] = []
     for p_start, p_end in paragraph_spans(canonical, section.start, section.end):
@@ -192,7 +216,8 @@ def boundary_spans(canonical: str, section: Section, target: int) -> list[tuple[
             continue
         spans.extend(_pack(small, target))
         small = []
-        pieces = _units(canonical, p_start, p_end, target, (_SENTENCE_END, _LINE_END, _WORD_END))
+        pieces = _units(canonical, p_start, p_end, target, hard_max,
+                        (_SENTENCE_END, _LINE_END, _WORD_END))
         spans.extend(_pack(pieces, target))
     spans.extend(_pack(small, target))
     return spans
@@ -235,12 +260,14 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
     sections = split_sections(canonical, document_title)
     if strategy.blind:
         located = []
+        section_starts = [sec.start for sec in sections]
         for s, e in blind_spans(canonical, settings.target_chars):
-            owner = next((sec for sec in reversed(sections) if sec.start <= s), None)
-            located.append((owner.title if owner else document_title, s, e))
+            owner = bisect_right(section_starts, s) - 1
+            located.append((sections[owner].title if owner >= 0 else document_title, s, e))
     else:
         located = [(section.title, s, e) for section in split_at_pages(sections, page_starts)
-                   for s, e in boundary_spans(canonical, section, settings.target_chars)]
+                   for s, e in boundary_spans(canonical, section, settings.target_chars,
+                                              settings.hard_max_chars)]
     chunks: list[Chunk] = []
     previous_content = ""
     for ordinal, (section_title, start, end) in enumerate(located):

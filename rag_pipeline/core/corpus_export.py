@@ -39,21 +39,30 @@ def topic_to_markdown(raw: str) -> str:
     return "\n".join(out).strip("\n") + "\n"
 
 
-def export_python_reference(dest: Path) -> list[Path]:
-    """Writes one Markdown file per topic into ``dest``; files already identical are left alone.
+EXPORTED_MARKER = ".exported"
+"""Written into the folder after a complete export; its presence means: never export again."""
 
-    Returns the paths written or kept, sorted.
+
+def export_python_reference(dest: Path, *, refresh: bool = False) -> list[Path]:
+    """Writes one Markdown file per topic into ``dest``, once. A folder that holds a complete
+    export (its marker file) is a corpus the user owns: it is left exactly as it is, edits and
+    deletions included, unless ``refresh`` asks to rewrite every topic from CPython's copy.
+
+    Returns the topic paths, sorted by topic name (whether or not they were written now).
     """
     from pydoc_data.topics import topics
 
+    paths = [dest / f"{name}.md" for name in sorted(topics)]
+    marker = dest / EXPORTED_MARKER
+    if marker.is_file() and not refresh:
+        return paths
     dest.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name in sorted(topics):
-        path = dest / f"{name}.md"
+    for name, path in zip(sorted(topics), paths, strict=True):
         text = topic_to_markdown(topics[name])
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             tmp = path.with_suffix(".md.tmp")
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(path)
-        paths.append(path)
+    marker.write_text("exported from pydoc_data.topics; delete this file or pass refresh to "
+                      "export again\n", encoding="utf-8")
     return paths

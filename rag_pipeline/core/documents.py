@@ -8,15 +8,22 @@ reason, never an exception that stops the run.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rag_pipeline.core.chunking import heading_spans
+from rag_pipeline.core.markdown import first_title
 from rag_pipeline.core.versions import PIPELINE_VERSION
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
 
 
 class DocumentFormat(StrEnum):
@@ -101,11 +108,6 @@ class DocumentRecord:
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
 
 
-def first_title(text: str) -> str | None:
-    """The first level-1 ATX heading outside fenced code, if any."""
-    return next((title for _, _, level, title in heading_spans(text) if level == 1 and title), None)
-
-
 def _decode_utf8(data: bytes) -> str:
     try:
         text = data.decode("utf-8-sig")
@@ -138,6 +140,37 @@ _HTML_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquot
                 "td", "th", "figcaption")
 
 
+def _outer_blocks(soup: BeautifulSoup) -> list[Tag]:
+    """In document order: the block elements inside no other block, and the ``<div>`` elements
+    inside no block that hold no block or ``<div>`` themselves.
+
+    One pass over the tree, so the time is linear in the document however deep it nests: a
+    block's "inside a block" flag comes from its parent, and each element is marked as holding
+    a block at most once (the walk up from a block stops at the first ancestor already marked,
+    whose own ancestors are all marked).
+    """
+    from bs4 import Tag as BsTag
+
+    inside_block: dict[int, bool] = {id(soup): False}
+    holds_block: set[int] = set()
+    candidates: list[Tag] = []
+    for element in soup.descendants:
+        if not isinstance(element, BsTag):
+            continue
+        parent = element.parent
+        inside_block[id(element)] = inside_block[id(parent)] or parent.name in _HTML_BLOCKS
+        if element.name not in _HTML_BLOCKS and element.name != "div":
+            continue
+        candidates.append(element)
+        ancestor = parent
+        while ancestor is not None and id(ancestor) not in holds_block:
+            holds_block.add(id(ancestor))
+            ancestor = ancestor.parent
+    return [element for element in candidates
+            if not inside_block[id(element)]
+            and not (element.name == "div" and id(element) in holds_block)]
+
+
 def extract_html(data: bytes, stem: str) -> Extracted:
     """HTML blocks (and ``<div>`` elements holding no block) as paragraphs; ``<h1>`` becomes
     ``# ``, deeper headings ``## `` sections."""
@@ -147,11 +180,7 @@ def extract_html(data: bytes, stem: str) -> Extracted:
     for tag in soup(["script", "style", "noscript", "template", "nav"]):
         tag.decompose()
     blocks: list[str] = []
-    for element in soup.find_all((*_HTML_BLOCKS, "div")):
-        if element.find_parent(_HTML_BLOCKS):
-            continue
-        if element.name == "div" and element.find((*_HTML_BLOCKS, "div")) is not None:
-            continue
+    for element in _outer_blocks(soup):
         if element.name == "pre":
             text = element.get_text().strip("\n")
         else:
@@ -209,14 +238,41 @@ _EXTRACTORS = {
 }
 
 
+DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+"""20 MiB: about four hours of embedding on two CPU cores; a larger file is most likely a dump."""
+
+
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """Limits that apply to every document.
+
+    Attributes:
+        max_document_bytes: A file larger than this fails with its size as the reason, unread.
+
+    Raises:
+        ValueError: If ``max_document_bytes`` is not positive.
+    """
+
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_document_bytes < 1:
+            raise ValueError(f"max_document_bytes must be positive, got {self.max_document_bytes}")
+
+
 def discover(corpus_root: Path) -> list[Path]:
-    """Files under the root with a supported suffix, hidden ones skipped, sorted by path."""
+    """Entries under the root with a supported suffix, hidden ones skipped, sorted by path.
+
+    Everything but a real directory is listed, symlinks and special files included, so that
+    each one is answered (``failed`` with its reason) rather than silently left out. Symlinked
+    directories are not walked into.
+    """
     found = []
     for path in sorted(corpus_root.rglob("*")):
         rel = path.relative_to(corpus_root)
         if any(part.startswith(".") for part in rel.parts):
             continue
-        if path.suffix.lower() in SUFFIX_FORMATS and (path.is_file() or path.is_symlink()):
+        if path.suffix.lower() in SUFFIX_FORMATS and (path.is_symlink() or not path.is_dir()):
             found.append(path)
     return found
 
@@ -226,8 +282,74 @@ def document_id_for(path: Path, corpus_root: Path) -> str:
     return path.relative_to(corpus_root).as_posix()
 
 
-def extract_document(path: Path, corpus_root: Path) -> DocumentRecord:
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind_of(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file inside the root, checked before anything is opened.
+
+    The checks run on the file's metadata (``stat``), in this order: a symlink loop, a target
+    outside the root, a missing target, a special file (directory, named pipe, device, socket),
+    and the size. Only a regular file is opened, non-blocking and without following a link
+    swapped in after the checks, and it must still be the file that was checked.
+
+    Raises:
+        ExtractionError: With the reason the file cannot be a document.
+    """
+    info: os.stat_result | None = None
+    missing: OSError | None = None
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ExtractionError("symlink loop: following the link never reaches a file") from exc
+        missing = exc
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # Python 3.11 raises RuntimeError on a loop
+        raise ExtractionError("symlink loop: following the link never reaches a file") from exc
+    if not resolved.is_relative_to(corpus_root.resolve()):
+        raise ExtractionError(f"outside the corpus root: resolves to {resolved}")
+    if missing is not None or info is None:
+        if path.is_symlink():
+            raise ExtractionError(f"broken symlink: {resolved} does not exist") from missing
+        raise ExtractionError(f"unreadable: {missing.strerror or missing}") from missing
+    if not stat.S_ISREG(info.st_mode):
+        raise ExtractionError(f"not a regular file: {_kind_of(info.st_mode)}, never opened")
+    if info.st_size > max_bytes:
+        raise ExtractionError(f"too large: {info.st_size} bytes, over the limit of {max_bytes} "
+                              "bytes per document (max_document_bytes)")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(resolved, flags)
+    except OSError as exc:
+        raise ExtractionError(f"unreadable: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(handle.fileno())
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise ExtractionError("changed while being read: the file was replaced after its "
+                                  "checks")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ExtractionError(f"too large: over the limit of {max_bytes} bytes per document "
+                              "(max_document_bytes); the file grew while being read")
+    return data
+
+
+def extract_document(path: Path, corpus_root: Path,
+                     settings: ExtractionSettings | None = None) -> DocumentRecord:
     """Reads one file; any failure is returned as a ``failed`` record with its reason."""
+    settings = settings or ExtractionSettings()
     fmt = SUFFIX_FORMATS[path.suffix.lower()]
     extractor = extractor_for(fmt)
     document_id = document_id_for(path, corpus_root)
@@ -237,13 +359,10 @@ def extract_document(path: Path, corpus_root: Path) -> DocumentRecord:
                               extractor.name, extractor.version, DocumentStatus.FAILED.value,
                               reason)
 
-    resolved = path.resolve()
-    if not resolved.is_relative_to(corpus_root.resolve()):
-        return failed(f"outside the corpus root: resolves to {resolved}")
     try:
-        data = resolved.read_bytes()
-    except OSError as exc:
-        return failed(f"unreadable: {exc.strerror or exc}")
+        data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
+    except ExtractionError as exc:
+        return failed(str(exc))
     digest = hashlib.sha256(data).hexdigest()
     try:
         extracted = _EXTRACTORS[fmt](data, path.stem)
@@ -267,12 +386,13 @@ class ExtractionResult:
         return [r for r in self.records if not r.ok]
 
 
-def extract_corpus(corpus_root: Path,
-                   previous: Iterable[DocumentRecord] = ()) -> ExtractionResult:
+def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
+                   settings: ExtractionSettings | None = None) -> ExtractionResult:
     """Extracts every document, reusing a previous ``ok`` record whose bytes and stamps match.
 
     Failed documents are always tried again, so fixing a file (or a bug) needs no manual reset.
     """
+    settings = settings or ExtractionSettings()
     if not corpus_root.is_dir():
         raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
     reusable = {r.document_id: r for r in previous if r.ok}
@@ -280,11 +400,12 @@ def extract_corpus(corpus_root: Path,
     for path in discover(corpus_root):
         document_id = document_id_for(path, corpus_root)
         old = reusable.get(document_id)
-        if old is not None and path.resolve().is_relative_to(corpus_root.resolve()):
+        if old is not None:
             try:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError:
-                digest = ""
+                digest = hashlib.sha256(read_document_bytes(
+                    path, corpus_root, settings.max_document_bytes)).hexdigest()
+            except ExtractionError:
+                digest = ""  # not reusable: extract_document below records the same reason
             fmt = SUFFIX_FORMATS[path.suffix.lower()]
             if (digest == old.content_sha256
                     and old.extractor_version == extractor_for(fmt).version
@@ -292,6 +413,6 @@ def extract_corpus(corpus_root: Path,
                 records.append(old)
                 reused += 1
                 continue
-        records.append(extract_document(path, corpus_root))
+        records.append(extract_document(path, corpus_root, settings))
         extracted += 1
     return ExtractionResult(records, extracted, reused)

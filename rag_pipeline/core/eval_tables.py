@@ -2,63 +2,68 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 
-from rag_pipeline.core.evaluation import RECALL_KS, EvalReport
+from rag_pipeline.core.evaluation import RECALL_KS, EvalReport, RankRow, SummaryRow
+from rag_pipeline.core.gold import GoldError
 from rag_pipeline.core.markdown_table import markdown_table
+from rag_pipeline.core.row_tables import rows_table
+
+RANKS_SCHEMA = pa.schema([
+    ("chunker", pa.string()), ("retriever", pa.string()), ("query_id", pa.string()),
+    ("gold_id", pa.string()), ("style", pa.string()), ("rank", pa.int32()),
+])
+SUMMARY_SCHEMA = pa.schema(
+    [("chunker", pa.string()), ("retriever", pa.string()), ("queries", pa.int64())]
+    + [(f"recall@{k}{suffix}", pa.float64()) for k in RECALL_KS for suffix in ("", "_low", "_high")]
+    + [("mrr", pa.float64()), ("destroyed", pa.int64())])
+PAIRED_SCHEMA = pa.schema([
+    ("a", pa.string()), ("b", pa.string()), ("k", pa.int32()), ("wins", pa.int64()),
+    ("losses", pa.int64()), ("p", pa.float64()),
+])
+SWEEP_SCHEMA = pa.schema([
+    ("cut", pa.float64()), ("in_correct", pa.int64()), ("in_wrong", pa.int64()),
+    ("in_refused", pa.int64()), ("ood_bluffs", pa.int64()), ("ood_bluffs_near", pa.int64()),
+    ("ood_bluffs_off", pa.int64()), ("recommended", pa.bool_()),
+])
+GOLD_ERRORS_SCHEMA = pa.schema([("gold_id", pa.string()), ("reason", pa.string())])
+
+
+def _line_id(row: RankRow | GoldError) -> str:
+    return row.line_id
+
+
+def _recall_columns() -> dict[str, Callable[[SummaryRow], float]]:
+    """``recall@k``, ``recall@k_low`` and ``recall@k_high`` from a row's two mappings."""
+    columns: dict[str, Callable[[SummaryRow], float]] = {}
+    for k in RECALL_KS:
+        columns[f"recall@{k}"] = lambda row, k=k: row.recall[k]
+        columns[f"recall@{k}_low"] = lambda row, k=k: row.ci95[k][0]
+        columns[f"recall@{k}_high"] = lambda row, k=k: row.ci95[k][1]
+    return columns
 
 
 def ranks_table(report: EvalReport) -> pa.Table:
-    rows = report.ranks
-    return pa.table({
-        "chunker": [r.chunker for r in rows], "retriever": [r.retriever for r in rows],
-        "query_id": [r.query_id for r in rows], "gold_id": [r.line_id for r in rows],
-        "style": [r.style for r in rows], "rank": pa.array([r.rank for r in rows], pa.int32()),
-    })
+    return rows_table(report.ranks, RANKS_SCHEMA, computed={"gold_id": _line_id})
 
 
 def summary_table(report: EvalReport) -> pa.Table:
-    columns: dict[str, list] = {"chunker": [], "retriever": [], "queries": []}
-    for k in RECALL_KS:
-        columns |= {f"recall@{k}": [], f"recall@{k}_low": [], f"recall@{k}_high": []}
-    columns |= {"mrr": [], "destroyed": []}
-    for row in report.summary:
-        columns["chunker"].append(row.chunker)
-        columns["retriever"].append(row.retriever)
-        columns["queries"].append(row.queries)
-        for k in RECALL_KS:
-            columns[f"recall@{k}"].append(row.recall[k])
-            columns[f"recall@{k}_low"].append(row.ci95[k][0])
-            columns[f"recall@{k}_high"].append(row.ci95[k][1])
-        columns["mrr"].append(row.mrr)
-        columns["destroyed"].append(row.destroyed)
-    return pa.table(columns)
+    return rows_table(report.summary, SUMMARY_SCHEMA, computed=_recall_columns())
 
 
 def paired_table(report: EvalReport) -> pa.Table:
-    rows = report.paired
-    return pa.table({"a": [r.a for r in rows], "b": [r.b for r in rows],
-                     "k": pa.array([r.k for r in rows], pa.int32()),
-                     "wins": [r.wins for r in rows], "losses": [r.losses for r in rows],
-                     "p": [r.p for r in rows]})
+    return rows_table(report.paired, PAIRED_SCHEMA)
 
 
 def sweep_table(report: EvalReport) -> pa.Table:
-    rows = report.sweep
-    return pa.table({
-        "cut": [r.cut for r in rows], "in_correct": [r.in_correct for r in rows],
-        "in_wrong": [r.in_wrong for r in rows], "in_refused": [r.in_refused for r in rows],
-        "ood_bluffs": [r.ood_bluffs for r in rows],
-        "ood_bluffs_near": [r.ood_bluffs_near for r in rows],
-        "ood_bluffs_off": [r.ood_bluffs_off for r in rows],
-        "recommended": [r.cut == report.recommended_cut for r in rows],
-    })
+    return rows_table(report.sweep, SWEEP_SCHEMA, computed={
+        "recommended": lambda row: row.cut == report.recommended_cut})
 
 
 def gold_errors_table(report: EvalReport) -> pa.Table:
-    return pa.table({"gold_id": [e.line_id for e in report.gold_errors],
-                     "reason": [e.reason for e in report.gold_errors]}, schema=pa.schema(
-        [("gold_id", pa.string()), ("reason", pa.string())]))
+    return rows_table(report.gold_errors, GOLD_ERRORS_SCHEMA, computed={"gold_id": _line_id})
 
 
 def _interval(row, k: int) -> str:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import MAX_SOURCES, apply_gate
-from rag_pipeline.core.gold import GoldError, GoldQuery, OodLine, collapse
+from rag_pipeline.core.gold import GoldError, GoldQuery, OodKind, OodLine, collapse
 from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.metrics import (
     mean_reciprocal_rank,
@@ -36,7 +38,7 @@ from rag_pipeline.core.retrieval import (
 RECALL_KS = (1, 4, 8, 20)
 PAIRED_KS = (4, 8, 20)
 SWEEP_CUTS = tuple(round(0.45 + 0.025 * i, 3) for i in range(13))
-PRODUCTION_CHUNKER = "header"
+PRODUCTION_CHUNKER = DEFAULT_STRATEGY.value
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,17 @@ def default_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
     """The comparisons that matter, where both sides were run."""
     h = Retriever.HYBRID
     other = _other_analyzer()
+    header, blind = ChunkingStrategy.HEADER.value, ChunkingStrategy.BLIND.value
     wanted = [
-        (RunKey("header", h), RunKey("blind", h)),
-        (RunKey("header", h), RunKey("boundaries", h)),
-        (RunKey("blind_overlap", h), RunKey("blind", h)),
-        (RunKey("header_overlap", h), RunKey("header", h)),
-        (RunKey("header", h), RunKey("header", Retriever.DENSE)),
-        (RunKey("header", h), RunKey("header", Retriever.BM25)),
-        (RunKey("header", h), RunKey("header", h, collapse=False)),
-        (RunKey("header", Retriever.BM25, other), RunKey("header", Retriever.BM25)),
-        (RunKey("header", h, other), RunKey("header", h)),
+        (RunKey(header, h), RunKey(blind, h)),
+        (RunKey(header, h), RunKey(ChunkingStrategy.BOUNDARIES.value, h)),
+        (RunKey(ChunkingStrategy.BLIND_OVERLAP.value, h), RunKey(blind, h)),
+        (RunKey(ChunkingStrategy.HEADER_OVERLAP.value, h), RunKey(header, h)),
+        (RunKey(header, h), RunKey(header, Retriever.DENSE)),
+        (RunKey(header, h), RunKey(header, Retriever.BM25)),
+        (RunKey(header, h), RunKey(header, h, collapse=False)),
+        (RunKey(header, Retriever.BM25, other), RunKey(header, Retriever.BM25)),
+        (RunKey(header, h, other), RunKey(header, h)),
     ]
     present = set(runs)
     return [(a, b) for a, b in wanted if a in present and b in present]
@@ -177,11 +180,6 @@ def rows_holding(index: PartitionIndex, needles: Sequence[str]) -> dict[str, fro
             for needle in needles}
 
 
-def needle_rows(index: PartitionIndex, needle: str) -> frozenset[int]:
-    """Rows whose content holds the whole needle (white space collapsed)."""
-    return rows_holding(index, [needle])[needle]
-
-
 def first_hit_rank(hits: Sequence[Hit], rows: frozenset[int]) -> int | None:
     for rank, hit in enumerate(hits, start=1):
         if hit.row in rows:
@@ -189,13 +187,25 @@ def first_hit_rank(hits: Sequence[Hit], rows: frozenset[int]) -> int | None:
     return None
 
 
+class GateOutcome(StrEnum):
+    """What the gate did with an in-domain query."""
+
+    CORRECT = "correct"
+    """Answered, and a kept chunk holds the needle."""
+    WRONG = "wrong"
+    """Answered from chunks none of which holds the needle."""
+    REFUSED = "refused"
+
+
 def gate_outcome(hits: Sequence[Hit], rows: frozenset[int], cut: float,
-                 max_sources: int = MAX_SOURCES) -> str:
-    """``refused``, ``correct`` (a kept chunk holds the needle) or ``wrong``."""
+                 max_sources: int = MAX_SOURCES) -> GateOutcome:
+    """Refused, correct (a kept chunk holds the needle) or wrong."""
     decision = apply_gate([h.cosine_distance for h in hits], cut, max_sources)
     if not decision.answered:
-        return "refused"
-    return "correct" if any(hits[i].row in rows for i in decision.kept) else "wrong"
+        return GateOutcome.REFUSED
+    if any(hits[i].row in rows for i in decision.kept):
+        return GateOutcome.CORRECT
+    return GateOutcome.WRONG
 
 
 def refusal_sweep(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
@@ -206,10 +216,10 @@ def refusal_sweep(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
         outcomes = [gate_outcome(hits, needle, cut) for hits, needle in in_domain]
         bluffs = [line for hits, line in ood
                   if apply_gate([h.cosine_distance for h in hits], cut).answered]
-        rows.append(SweepRow(cut, outcomes.count("correct"), outcomes.count("wrong"),
-                             outcomes.count("refused"), len(bluffs),
-                             sum(1 for b in bluffs if b.kind.value == "near"),
-                             sum(1 for b in bluffs if b.kind.value == "off"), len(ood)))
+        rows.append(SweepRow(cut, outcomes.count(GateOutcome.CORRECT),
+                             outcomes.count(GateOutcome.WRONG), outcomes.count(GateOutcome.REFUSED),
+                             len(bluffs), sum(1 for b in bluffs if b.kind is OodKind.NEAR),
+                             sum(1 for b in bluffs if b.kind is OodKind.OFF), len(ood)))
     return rows
 
 
@@ -218,6 +228,34 @@ def recommend_cut(sweep: Sequence[SweepRow]) -> float | None:
         return None
     best = max(row.right_outcomes for row in sweep)
     return min(row.cut for row in sweep if row.right_outcomes == best)
+
+
+def summary_rows(runs: Sequence[RunKey], ranks_by_run: Mapping[RunKey, Sequence[int | None]],
+                 destroyed: Mapping[str, Sequence[str]]) -> list[SummaryRow]:
+    """Recall@k with Wilson intervals, MRR and destroyed answers, per run that ranked queries."""
+    summary = []
+    for run in runs:
+        ranks = ranks_by_run[run]
+        if not ranks:
+            continue
+        recall, ci = {}, {}
+        for k in RECALL_KS:
+            s = summarise_recall(ranks, k)
+            recall[k], ci[k] = s.recall, (s.low, s.high)
+        summary.append(SummaryRow(run.chunker, run.retriever_label, len(ranks), recall, ci,
+                                  mean_reciprocal_rank(ranks), len(destroyed[run.chunker])))
+    return summary
+
+
+def paired_rows(runs: Sequence[RunKey],
+                ranks_by_run: Mapping[RunKey, Sequence[int | None]]) -> list[PairedRow]:
+    """Wins, losses and the exact sign test at each of ``PAIRED_KS`` for the default pairs."""
+    paired = []
+    for a, b in default_pairs(runs):
+        for k in PAIRED_KS:
+            wins, losses = paired_wins_losses(ranks_by_run[a], ranks_by_run[b], k)
+            paired.append(PairedRow(a.label, b.label, k, wins, losses, sign_test_p(wins, losses)))
+    return paired
 
 
 def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
@@ -257,22 +295,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
         ranks_by_run[run] = ranks
     timings["retrieve"] = time.perf_counter() - t
 
-    summary = []
-    for run in runs:
-        ranks = ranks_by_run[run]
-        if not ranks:
-            continue
-        recall, ci = {}, {}
-        for k in RECALL_KS:
-            s = summarise_recall(ranks, k)
-            recall[k], ci[k] = s.recall, (s.low, s.high)
-        summary.append(SummaryRow(run.chunker, run.retriever_label, len(ranks), recall, ci,
-                                  mean_reciprocal_rank(ranks), len(destroyed[run.chunker])))
-    paired = []
-    for a, b in default_pairs(runs):
-        for k in PAIRED_KS:
-            wins, losses = paired_wins_losses(ranks_by_run[a], ranks_by_run[b], k)
-            paired.append(PairedRow(a.label, b.label, k, wins, losses, sign_test_p(wins, losses)))
+    summary = summary_rows(runs, ranks_by_run, destroyed)
+    paired = paired_rows(runs, ranks_by_run)
 
     sweep: list[SweepRow] = []
     if production_hits:

@@ -21,17 +21,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_pipeline.core.citations import Citation
+from rag_pipeline.core.validation import check_endpoint_url
 
 ERROR_BODY_CHARS = 500
 
 _MARKER = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 _MARKER_LABEL = re.compile(r"\d+(?:\s*,\s*\d+)*")
-_BARE_URL = (r"(?<![\w@.])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.)"
+SCHEMES_WITHOUT_SLASHES = (
+    "about", "blob", "callto", "data", "file", "ftp", "gopher", "intent", "irc", "javascript",
+    "magnet", "mailto", "news", "nntp", "sftp", "sms", "ssh", "tel", "telnet", "urn",
+    "vbscript", "view-source", "ws", "wss",
+)
+"""Schemes removed even where no ``//`` follows (``javascript:``, ``data:``, ``mailto:``...);
+any other scheme is removed when ``://`` follows it or it is written as ``<scheme:...>``."""
+_HTML_LINKING_TAGS = ("a", "area", "audio", "base", "embed", "form", "iframe", "img", "link",
+                      "meta", "object", "script", "source", "track", "video")
+_BARE_URL = (r"(?<![\w@.+\-])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.|(?i:"
+             + "|".join(re.escape(scheme) for scheme in SCHEMES_WITHOUT_SLASHES) + r"):)"
              r"(?:[^\s<>\[\]()\"'`]|\([^\s()<>]*\))+")
 _LINK_OR_URL = re.compile(
-    r"!?\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>[^\s()<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)"
+    r"!?\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<target>(?:[^\s()<>]|\([^\s()<>]*\))+)>?(?:\s+\"[^\"\n]*\")?\s*\)"
+    r"|<(?P<autolink>[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>"
+    r"|(?P<tag></?(?i:" + "|".join(_HTML_LINKING_TAGS) + r")\b[^<>]*>)"
     r"|<?(?P<url>" + _BARE_URL + r")>?"
 )
+_TAG_URL = re.compile(
+    r"(?i:\b(?:href|src|srcset|action|formaction|poster|data|content|background|cite))"
+    r"\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))")
 _URL_IN_LABEL = re.compile(_BARE_URL)
 _TRAILING_PUNCTUATION = ".,;:!?"
 
@@ -51,10 +67,12 @@ class GeneratorSettings:
         timeout_s: Seconds to wait for the connection and for each read of the reply.
         temperature: Sampling temperature; ``0.0`` asks for the most likely answer.
         max_tokens: Upper bound on the tokens generated.
+        max_reply_bytes: A reply body longer than this is refused unread past the limit.
 
     Raises:
-        ValueError: If ``base_url`` is not http(s), ``model`` is empty, ``timeout_s`` or
-            ``max_tokens`` is not positive, or ``temperature`` is negative.
+        ValueError: If ``base_url`` is not an http(s) URL with a host and a valid port,
+            ``model`` is empty, ``timeout_s``, ``max_tokens`` or ``max_reply_bytes`` is not
+            positive, or ``temperature`` is negative.
     """
 
     base_url: str
@@ -63,10 +81,10 @@ class GeneratorSettings:
     timeout_s: float = 60.0
     temperature: float = 0.0
     max_tokens: int = 512
+    max_reply_bytes: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        check_endpoint_url(self.base_url, "base_url")
         if not self.model:
             raise ValueError("model must name the model the endpoint serves")
         if self.timeout_s <= 0:
@@ -75,6 +93,8 @@ class GeneratorSettings:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {self.max_reply_bytes}")
 
     @property
     def endpoint(self) -> str:
@@ -96,7 +116,8 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
 
     Raises:
         GenerationError: On an HTTP error status, a refused or failed connection, a timeout, a reply
-            that is not JSON, or JSON without a text ``choices[0].message.content``.
+            over ``settings.max_reply_bytes``, a reply that is not JSON, or JSON without a text
+            ``choices[0].message.content``.
     """
     url = settings.endpoint
     body = {
@@ -113,7 +134,7 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=settings.timeout_s) as response:
-            raw = response.read()
+            raw = response.read(settings.max_reply_bytes + 1)
     except urllib.error.HTTPError as exc:
         detail = exc.read(ERROR_BODY_CHARS).decode("utf-8", errors="replace").strip()
         raise GenerationError(
@@ -128,6 +149,9 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
         raise GenerationError(f"no answer from {url} within {settings.timeout_s} s") from exc
     except OSError as exc:
         raise GenerationError(f"connection to {url} failed: {exc}") from exc
+    if len(raw) > settings.max_reply_bytes:
+        raise GenerationError(f"{url} answered more than {settings.max_reply_bytes} bytes "
+                              "(max_reply_bytes): refused")
     return _reply_text(raw, url)
 
 
@@ -171,13 +195,17 @@ def check_answer(raw: str, n_sources: int) -> CheckedAnswer:
     """Strip the model's own links and sort its citation markers against ``n_sources`` sources.
 
     Markers are ``[n]``, ``[n, m, ...]`` and runs such as ``[n][m]``, read after the links are
-    removed. Removed links are any ``scheme://...`` (http, https, file, ...) and any ``www....``,
-    optionally in ``<...>``, each ending at whitespace, a quote, an angle or square bracket or an
-    unbalanced parenthesis (so a marker written right after a URL survives), and
-    Markdown links or images ``[label](target)``, which keep ``label`` (as ``[label]`` when the
-    label is itself a marker such as ``[1](https://...)``). Sentence punctuation right after a URL
-    stays; the spaces around a removed link collapse to one, or to none at either end of a line
-    (a line's indentation stays).
+    removed. Removed links are any ``scheme://...`` (http, https, file, ftp, ...), any
+    ``www....`` and any URL of a scheme in :data:`SCHEMES_WITHOUT_SLASHES` (``javascript:...``,
+    ``data:...``, ``mailto:...``), optionally in ``<...>``, each ending at whitespace, a quote, an
+    angle or square bracket or an unbalanced parenthesis (so a marker written right after a URL
+    survives); Markdown autolinks ``<scheme:...>`` of any scheme; HTML tags that link or embed
+    (``<a>``, ``</a>``, ``<img>``, ``<iframe>``, ``<script>``, ...), whose text between the tags
+    stays and whose ``href``/``src``-like attribute values count as removed URLs; and Markdown
+    links or images ``[label](target)``, which keep ``label`` (as ``[label]`` when the label is
+    itself a marker such as ``[1](https://...)``). Sentence punctuation right after a URL stays;
+    the spaces around a removed link collapse to one, or to none at either end of a line (a
+    line's indentation stays).
 
     Args:
         raw: The model's answer.
@@ -213,6 +241,13 @@ def _strip_links(raw: str) -> tuple[str, list[str]]:
             url = match["url"].rstrip(_TRAILING_PUNCTUATION)
             removed.append(url)
             replacement = match["url"][len(url):]
+        elif match["autolink"] is not None:
+            removed.append(match["autolink"])
+            replacement = ""
+        elif match["tag"] is not None:
+            removed += [next(v for v in value if v) for value in _TAG_URL.findall(match["tag"])
+                        if any(value)]
+            replacement = ""
         else:
             label = match["label"]
             for inner in _URL_IN_LABEL.finditer(label):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.chunking import heading_spans
+from rag_pipeline.core.markdown import without_headings
 
 
 class QueryStyle(StrEnum):
@@ -103,29 +103,18 @@ def load_ood(path: Path) -> list[OodLine]:
     return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]
 
 
-
-
-def _without_headings(text: str) -> str:
-    """The text with its heading lines blanked (the chunker's headings: fenced code excluded)."""
-    parts, last = [], 0
-    for start, end, _, _ in heading_spans(text):
-        parts += [text[last:start], " "]
-        last = end
-    return "".join(parts) + text[last:]
-
-
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
     in the corpus (white space collapsed) and outside heading lines."""
     collapsed = {doc_id: collapse(text) for doc_id, text in canonical_texts.items()}
-    without_headings = {doc_id: collapse(_without_headings(text))
-                        for doc_id, text in canonical_texts.items()}
+    body_only = {doc_id: collapse(without_headings(text))
+                 for doc_id, text in canonical_texts.items()}
     queries, errors = [], []
     for line in lines:
         needle = collapse(line.needle)
         found = sum(text.count(needle) for text in collapsed.values())
-        in_body = sum(text.count(needle) for text in without_headings.values())
+        in_body = sum(text.count(needle) for text in body_only.values())
         if found == 0:
             errors.append(GoldError(line.id, "needle not found in the corpus"))
         elif found > 1:

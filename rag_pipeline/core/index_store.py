@@ -95,7 +95,7 @@ def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Gen
         return generation
     published = current_generations(warehouse)
     if not published:
-        raise IndexNotBuiltError("no index published yet: run `rag-pipeline index` first")
+        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
     chunkers = sorted({g.chunker for g in published})
     if chunker not in chunkers:
         raise UnknownPartitionError(f"no published index for chunker {chunker!r}; published: "
@@ -130,9 +130,12 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     embeddings = warehouse.read_file(files[EMBEDDINGS])
     chunker, model_key = generation.chunker, generation.model
     chunk_ids = chunks.column("chunk_id").to_pylist()
-    if embeddings.column("chunk_id").to_pylist() != chunk_ids:
-        raise IndexNotBuiltError(f"generation {generation.id} of {chunker} x {model_key}: "
-                                 "vectors are not aligned with its chunks")
+    row_of = {c: i for i, c in enumerate(embeddings.column("chunk_id").to_pylist())}
+    missing = [c for c in chunk_ids if c not in row_of]
+    if missing:
+        raise IndexNotBuiltError(f"{len(missing)} chunks of {chunker} have no vector in "
+                                 f"{model_key} (generation {generation.id}): re-run "
+                                 "`rag-pipeline index`")
     stamps = {(n, f) for n, f in zip(embeddings.column("model_name").to_pylist(),
                                      embeddings.column("model_fingerprint").to_pylist(), strict=True)}
     if len(stamps) > 1:
@@ -158,7 +161,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         texts=chunks.column("text").to_pylist(),
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
-        vectors=np.ascontiguousarray(vector_matrix(embeddings)),
+        vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
         bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
                            chunker, chunk_ids),
         documents=documents,

@@ -24,6 +24,7 @@ from rag_pipeline.core.chunking import (
 from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.row_tables import rows_table, table_rows
 from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.wordpieces import WordpieceCounter
@@ -38,28 +39,12 @@ DOCUMENTS_SCHEMA = pa.schema([
 
 
 def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
-    return pa.table({
-        "document_id": [r.document_id for r in records], "path": [r.path for r in records],
-        "title": [r.title for r in records],
-        "canonical_text": [r.canonical_text for r in records],
-        "n_chars": [len(r.canonical_text) for r in records],
-        "content_sha256": [r.content_sha256 for r in records],
-        "format": [r.format for r in records], "extractor": [r.extractor for r in records],
-        "extractor_version": [r.extractor_version for r in records],
-        "status": [r.status for r in records], "error": [r.error for r in records],
-        "page_starts": [list(r.page_starts) for r in records],
-        "pipeline_version": [r.pipeline_version for r in records],
-    }, schema=DOCUMENTS_SCHEMA)
+    return rows_table(records, DOCUMENTS_SCHEMA,
+                      computed={"n_chars": lambda r: len(r.canonical_text)})
 
 
 def document_records(table: pa.Table) -> list[DocumentRecord]:
-    return [DocumentRecord(
-        document_id=row["document_id"], path=row["path"], title=row["title"],
-        canonical_text=row["canonical_text"], content_sha256=row["content_sha256"],
-        format=row["format"], extractor=row["extractor"],
-        extractor_version=row["extractor_version"], status=row["status"], error=row["error"],
-        page_starts=tuple(row["page_starts"] or ()), pipeline_version=row["pipeline_version"],
-    ) for row in table.to_pylist()]
+    return table_rows(table, DocumentRecord)
 
 
 class OffsetError(Exception):
@@ -72,6 +57,8 @@ class ChunkStats:
     truncated: int
     embedded_wordpieces: int
     header_wordpieces: int
+    without_chunks: tuple[str, ...] = ()
+    """Ids of ``ok`` documents that yield no chunk (for example only headings)."""
 
     @property
     def header_share(self) -> float:
@@ -83,11 +70,14 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
     """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded)."""
     chunks = []
+    without_chunks = []
     for doc in documents:
         if not doc.ok:
             continue
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
                                     settings, doc.page_starts)
+        if not doc_chunks:
+            without_chunks.append(doc.document_id)
         bad = offset_errors(doc.canonical_text, doc_chunks)
         if bad:
             raise OffsetError(f"{len(bad)} chunk(s) of {doc.document_id} do not slice exactly: "
@@ -114,7 +104,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
         "pipeline_version": [PIPELINE_VERSION] * len(chunks),
     })
     stats = ChunkStats(len(chunks), sum(counter.truncated(n) for n in wordpieces),
-                       sum(wordpieces), sum(headers))
+                       sum(wordpieces), sum(headers), tuple(without_chunks))
     return table, stats
 
 

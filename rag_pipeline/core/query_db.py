@@ -127,6 +127,24 @@ def _generations_table(warehouse: Warehouse) -> pa.Table:
                                                    pa.int64()))
 
 
+def _remove_dead_writers_files(db_path: Path) -> None:
+    """Temporary copies left by a publisher that was killed (its pid is gone)."""
+    for stray in db_path.parent.glob(f".{db_path.name}.*.tmp*"):
+        pid = stray.name[len(db_path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            stray.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _replace_table(con, name: str, data: pa.Table) -> None:
     con.register("_incoming", data)
     try:
@@ -141,6 +159,7 @@ def publish_query_db(warehouse: Warehouse) -> PublishStats:
 
     db_path = warehouse.db_path
     with _publish_lock(db_path):
+        _remove_dead_writers_files(db_path)
         wanted = published_sources(warehouse)
         existing = _existing_sources(db_path)
         scratch = existing is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_pipeline.core.documents import DocumentFormat, extractor_for
 from rag_pipeline.core.generations import generation_age_seconds
@@ -32,6 +32,9 @@ class IndexStatus:
     stale_documents: list[str]
     partitions: list[PartitionStatus]
     bm25_terms: dict[tuple[str, str], int]
+    without_chunks: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    """``(document_id, chunkers)`` of ``ok`` documents that yield no chunk under those chunkers
+    (for example a file of headings only): they are in the index but can never be found."""
 
 
 def _tables(con) -> set[str]:
@@ -82,6 +85,12 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
                 generation, published_at = served.get((chunker, model), ("", ""))
                 partitions.append(PartitionStatus(chunker, model, chunk_counts.get(chunker, 0),
                                                   vectors, stale, generation, published_at))
+        without_chunks = [(d, tuple(chunkers)) for d, chunkers in con.execute(
+            "select d.document_id, list(p.chunker order by p.chunker) "
+            "from documents d, (select distinct chunker from chunks) p "
+            "where d.status = 'ok' and not exists (select 1 from chunks c "
+            "where c.chunker = p.chunker and c.document_id = d.document_id) "
+            "group by all order by all").fetchall()] if "chunks" in views else []
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
@@ -90,4 +99,4 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
         documents_failed=[(d[0], d[2]) for d in docs if d[1] != "ok"],
         stale_documents=[d[0] for d in docs
                          if d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3])],
-        partitions=partitions, bm25_terms=terms)
+        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks)

@@ -1,9 +1,9 @@
 """Builds a tiny real index straight from the core (no Dagster), for retrieval-level tests.
 
 The same steps the assets take, in the same order: ``documents``, then ``chunks`` of one
-chunker, its ``embeddings`` with the real model, its BM25 tables, each written to its partition
-of a :class:`Warehouse`, published as one generation; then the partition is loaded as a
-:class:`PartitionIndex`.
+chunker, its ``embeddings`` (real model or hashed stand-in), its BM25 tables, each written to
+its partition of a :class:`Warehouse`, published as one generation; then the partition is loaded
+as a :class:`PartitionIndex`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
-from rag_pipeline.core.generations import publish
+from rag_pipeline.core.embedder import Embedder
+from rag_pipeline.core.generations import GENERATION_TABLES, Generation, publish
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import (
     bm25_stats_tables,
@@ -23,10 +25,12 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "
                       "otherwise.")
@@ -61,11 +65,14 @@ class BuiltIndex:
     """``document_id -> canonical_text`` of every ok document."""
 
 
-def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATED_DOCS,
+def build_index(root: Path, embedder: Embedder | HashedEmbedder,
+                docs: Mapping[str, str] = DUPLICATED_DOCS,
                 strategy: ChunkingStrategy = ChunkingStrategy.HEADER,
                 settings: ChunkingSettings | None = None) -> BuiltIndex:
-    """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` and loads the
-    ``strategy x spec`` partition."""
+    """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` with ``embedder``
+    (the real model, or the hashed stand-in where the model is not the point) and loads the
+    ``strategy x embedder.spec`` partition."""
+    spec = embedder.spec
     corpus_dir = write_corpus(root / "corpus", dict(docs))
     data_dir = root / "data"
     warehouse = Warehouse(data_dir)
@@ -76,7 +83,7 @@ def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATE
     versions = {DOCUMENTS: documents,
                 CHUNKS: warehouse.write(CHUNKS, chunks, chunker, inputs={DOCUMENTS: documents.file})}
     built_from = {CHUNKS: versions[CHUNKS].file}
-    embeddings, _ = embeddings_table(chunks, None, load_embedder(spec))
+    embeddings, _ = embeddings_table(chunks, None, embedder)
     versions[EMBEDDINGS] = warehouse.write(EMBEDDINGS, embeddings, {**chunker, "model": spec.key},
                                            inputs=built_from)
     for name, table in bm25_stats_tables(chunks).items():
@@ -84,3 +91,25 @@ def build_index(root: Path, spec: ModelSpec, docs: Mapping[str, str] = DUPLICATE
     publish(warehouse, strategy.value, spec.key, versions)
     return BuiltIndex(data_dir, corpus_dir, load_partition(data_dir, strategy.value, spec.key),
                       {r.document_id: r.canonical_text for r in records if r.ok})
+
+
+def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Generation:
+    """Publishes ``tables`` (flawed copies) in place of the served generation's, as a buggy
+    writer would have, each claiming the inputs of the table it replaces; refreshes the DuckDB
+    file. Guards downstream of publishing must still catch the flaw."""
+    warehouse = Warehouse(built.data_dir)
+    chunker, model = built.index.chunker, built.index.model_key
+    partitions = {DOCUMENTS: {}, EMBEDDINGS: {"chunker": chunker, "model": model}}
+    versions = {}
+    for table in GENERATION_TABLES:
+        partition = partitions.get(table, {"chunker": chunker})
+        version = warehouse.require_version(table, partition)
+        if table in tables:
+            version = warehouse.write(table, tables[table], partition, inputs=version.inputs)
+        elif table == CHUNKS and DOCUMENTS in tables:
+            version = warehouse.write(table, warehouse.read_file(version.file), partition,
+                                      inputs={DOCUMENTS: versions[DOCUMENTS].file})
+        versions[table] = version
+    generation, _ = publish(warehouse, chunker, model, versions)
+    publish_query_db(warehouse)
+    return generation

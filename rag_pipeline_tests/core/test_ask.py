@@ -9,12 +9,12 @@ import pytest
 
 from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, QuestionTooLongError, ask, check_question
 from rag_pipeline.core.citations import build_prompt
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.generation import GenerationError, GeneratorSettings
 from rag_pipeline.core.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 OFF_TOPIC = "what is the capital of france"
 TIMEOUTS_QUESTION = "how long before a network call times out"
@@ -23,13 +23,13 @@ CLOSED_PORT = GeneratorSettings(base_url="http://127.0.0.1:9/v1", model="never-c
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("ask"), minilm)
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("ask"), hashed_embedder)
 
 
 def test_off_topic_question_is_refused_without_calling_the_generator(built: BuiltIndex,
-                                                                     minilm: ModelSpec):
-    embedder = load_embedder(minilm)
+                                                                     hashed_embedder: HashedEmbedder):
+    embedder = hashed_embedder
     answer = ask(OFF_TOPIC, built.index, embedder, AskSettings(generator=CLOSED_PORT))
     hits = retrieve(built.index, embed_question(embedder, OFF_TOPIC), OFF_TOPIC).hits
     closest = min(h.cosine_distance for h in hits)
@@ -37,28 +37,30 @@ def test_off_topic_question_is_refused_without_calling_the_generator(built: Buil
     assert (answer.question, answer.answered, answer.citations, answer.prompt) == (
         OFF_TOPIC, False, [], None)
     assert (answer.generated, answer.rendered_answer) == (None, None)
-    assert answer.threshold == 0.625
+    assert answer.cut == 0.625
     assert answer.closest_distance == closest
-    assert answer.partition == f"header|{minilm.key}"
+    assert answer.partition == f"header|{hashed_embedder.spec.key}"
     assert answer.reason == (
         f'NO ANSWER: nothing under cosine distance 0.625 for "{OFF_TOPIC}" (closest: {closest:.3f})')
-    # The closest chunk is install.md's first paragraph at about 0.943.
-    assert answer.reason.endswith("(closest: 0.943)")
+    # With the hashed stand-in the closest chunk is install.md's Upgrading paragraph at about
+    # 0.675 (the real model's refusal of this question is checked through the CLI, slow tier).
+    assert answer.reason.endswith("(closest: 0.675)")
     assert "generate" not in answer.timings
 
 
-def test_the_closed_port_generator_really_raises_when_reached(built: BuiltIndex, minilm: ModelSpec):
+def test_the_closed_port_generator_really_raises_when_reached(built: BuiltIndex,
+                                                              hashed_embedder: HashedEmbedder):
     # Guards the test above: with the same settings, an answered question does call the
     # generator, and that call fails loudly.
     with pytest.raises(GenerationError, match=r"^connection to http://127\.0\.0\.1:9/v1/chat/completions "
                                               r"refused: is the server running\?$"):
-        ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), AskSettings(generator=CLOSED_PORT))
+        ask(TIMEOUTS_QUESTION, built.index, hashed_embedder, AskSettings(generator=CLOSED_PORT))
 
 
 @pytest.mark.parametrize("question", ["", "   ", " \t\n "])
-def test_empty_question_is_an_error(built: BuiltIndex, minilm: ModelSpec, question: str):
+def test_empty_question_is_an_error(built: BuiltIndex, hashed_embedder: HashedEmbedder, question: str):
     with pytest.raises(EmptyQuestionError, match=r"^the question is empty$"):
-        ask(question, built.index, load_embedder(minilm))
+        ask(question, built.index, hashed_embedder)
 
 
 def test_a_question_of_2000_characters_is_accepted_and_one_more_is_an_error():
@@ -69,8 +71,8 @@ def test_a_question_of_2000_characters_is_accepted_and_one_more_is_an_error():
 
 
 @pytest.mark.parametrize(("cut", "max_sources", "message"), [
-    (0.0, 4, r"^the cut must be a number greater than 0 and at most 2, got 0\.0$"),
-    (2.5, 4, r"^the cut must be a number greater than 0 and at most 2, got 2\.5$"),
+    (-0.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got -0\.5$"),
+    (2.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got 2\.5$"),
     (0.625, 0, r"^max_sources must be at least 1, got 0$"),
 ])
 def test_ask_settings_refuse_a_cut_out_of_range_and_no_sources(cut: float, max_sources: int, message: str):
@@ -78,11 +80,11 @@ def test_ask_settings_refuse_a_cut_out_of_range_and_no_sources(cut: float, max_s
         AskSettings(cut=cut, max_sources=max_sources)
 
 
-def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, minilm: ModelSpec):
-    answer = ask(f"  {TIMEOUTS_QUESTION}\n", built.index, load_embedder(minilm))
+def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, hashed_embedder: HashedEmbedder):
+    answer = ask(f"  {TIMEOUTS_QUESTION}\n", built.index, hashed_embedder)
     assert (answer.question, answer.answered, answer.reason) == (TIMEOUTS_QUESTION, True, None)
-    # Only the Timeouts paragraph is under 0.625 (about 0.35; the next is about 0.98), and its
-    # faq.md copy is collapsed into it.
+    # Only the Timeouts paragraph is under 0.625 (about 0.54 with the hashed stand-in; the next
+    # distinct passage is about 0.74), and its faq.md copy is collapsed into it.
     assert len(answer.citations) == 1
     (c,) = answer.citations
     assert (c.index, c.document_id, c.locator_label, c.start, c.end, c.quote) == (
@@ -100,10 +102,10 @@ def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, mini
 
 
 def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: BuiltIndex,
-                                                                    minilm: ModelSpec):
-    embedder = load_embedder(minilm)
+                                                                    hashed_embedder: HashedEmbedder):
+    embedder = hashed_embedder
     hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
-    # All five collapsed hits are under 1.1 (the farthest is about 1.065): the cap keeps four.
+    # All five collapsed hits are under 1.1 (the farthest is about 0.98): the cap keeps four.
     assert len(hits) == 5 and max(h.cosine_distance for h in hits) < 1.1
     answer = ask(TIMEOUTS_QUESTION, built.index, embedder,
                  AskSettings(cut=1.1, base_url="https://docs.example.org/frob"))
@@ -116,17 +118,17 @@ def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: Built
         assert f"[{c.locator_label}]" not in c.quote
         assert c.url == f"https://docs.example.org/frob/{c.document_id}#char={c.start},{c.end}"
         assert f"[{c.index}] {c.document_name} - " in answer.prompt
-    assert answer.threshold == 1.1
+    assert answer.cut == 1.1
 
 
 def test_the_generator_gets_the_prompt_and_its_answer_is_post_checked(
-        built: BuiltIndex, minilm: ModelSpec, chat_server: FakeChatServer):
+        built: BuiltIndex, hashed_embedder: HashedEmbedder, chat_server: FakeChatServer):
     # The model cites a source that does not exist and writes a link of its own.
     chat_server.reply = chat_reply(
         "A call gives up after seventeen seconds [1], see https://evil.example/timeouts [3].")
     settings = AskSettings(generator=GeneratorSettings(base_url=chat_server.base_url,
                                                        model="tiny-chat", timeout_s=TIMEOUT_S))
-    answer = ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), settings)
+    answer = ask(TIMEOUTS_QUESTION, built.index, hashed_embedder, settings)
     (request,) = chat_server.received
     assert json.loads(request.body)["messages"] == [{"role": "user", "content": answer.prompt}]
     assert (answer.generated.cited, answer.generated.unknown_citations,
@@ -138,10 +140,11 @@ def test_the_generator_gets_the_prompt_and_its_answer_is_post_checked(
     assert "generate" in answer.timings
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_the_reranker_reorders_the_hybrid_shortlist_before_the_gate(
-        built: BuiltIndex, minilm: ModelSpec, tiny_cross_encoder):
+        built: BuiltIndex, hashed_embedder: HashedEmbedder, tiny_cross_encoder):
     # Random weights: this checks the plumbing (order taken from the cross-encoder, gate after).
-    embedder = load_embedder(minilm)
+    embedder = hashed_embedder
     reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
     hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
     order = reranker.rerank(TIMEOUTS_QUESTION, [(str(i), built.index.texts[h.row])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.beir import load_beir, run_beir
-from rag_pipeline.core.embedder import load_embedder
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 DOCS = [
     {"_id": "d1", "title": "Volcanoes", "text": "Basalt lava flows from shield volcanoes.", "metadata": {}},
@@ -52,8 +52,8 @@ def test_load_beir_names_the_missing_file(tmp_path: Path):
         load_beir(tmp_path)
 
 
-def test_run_beir_scores_every_retriever(toy: Path, minilm):
-    report = run_beir(load_beir(toy), load_embedder(minilm), cache_dir=None, k1_values=(1.2, 1.5))
+def test_run_beir_scores_every_retriever(toy: Path, hashed_embedder: HashedEmbedder):
+    report = run_beir(load_beir(toy), hashed_embedder, cache_dir=None, k1_values=(1.2, 1.5))
     assert (report.queries, report.documents) == (2, 4)
     assert [(r.retriever, r.analyzer, r.k1) for r in report.rows] == [
         ("dense", None, None),

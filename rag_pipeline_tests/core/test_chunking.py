@@ -4,21 +4,24 @@ offset/coverage invariants on a hand-written document and on the real default co
 from __future__ import annotations
 
 import dataclasses
+import random
+import re
 
 import pytest
 
 from rag_pipeline.core.chunking import (
+    _SENTENCE_END,
     ChunkingSettings,
     ChunkingStrategy,
     Section,
     chunk_document,
-    heading_spans,
     offset_errors,
     split_sections,
     uncovered_characters,
 )
 from rag_pipeline.core.corpus_export import export_python_reference
 from rag_pipeline.core.documents import extract_corpus
+from rag_pipeline.core.markdown import heading_spans
 
 SMALL = ChunkingSettings(target_chars=40, overlap_chars=8)
 
@@ -144,6 +147,37 @@ def test_a_word_longer_than_the_target_stays_whole():
     assert spans(chunks) == [(0, 3), (5, 55), (57, 61)]
     assert contents(chunks) == ["Hi.", word, "Bye."]
     assert len(chunks[1].content) == 50
+
+
+def test_a_word_longer_than_the_hard_maximum_is_cut_every_max_chars():
+    # SMALL: target 40, hard maximum 2 x 40 = 80. The 200-character word sits at [5, 205).
+    word = "y" * 200
+    canonical = f"Hi.\n\n{word}\n\nBye.\n"  # "Bye." [207, 211)
+    for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER_OVERLAP):
+        chunks = chunk_document("d", "t", canonical, strategy, SMALL)
+        assert spans(chunks) == [(0, 3), (5, 85), (85, 165), (165, 205), (207, 211)]
+        assert offset_errors(canonical, chunks) == []
+
+
+def test_max_chars_sets_the_hard_maximum():
+    settings = ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=60)
+    chunks = chunk_document("d", "t", "z" * 130, ChunkingStrategy.BOUNDARIES, settings)
+    assert spans(chunks) == [(0, 60), (60, 120), (120, 130)]
+    with pytest.raises(ValueError, match=r"max_chars must be >= target_chars \(40\), got 39"):
+        ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=39)
+
+
+@pytest.mark.parametrize("strategy", list(ChunkingStrategy))
+def test_a_one_megabyte_line_without_any_break_becomes_many_exact_chunks(strategy):
+    # 1,000,000 characters, no white space, no sentence end: the default hard maximum is
+    # 2 x 512 = 1024 for the boundary strategies; blind windows are 512.
+    canonical = "ab" * 500_000
+    chunks = chunk_document("big.txt", "big", canonical, strategy)
+    size = 512 if strategy.blind else 1024
+    assert len(chunks) == -(-1_000_000 // size)
+    assert max(len(c.content) for c in chunks) == size
+    assert offset_errors(canonical, chunks) == []
+    assert uncovered_characters(canonical, spans(chunks)) == []
 
 
 # --- sections and headings ------------------------------------------------------------------
@@ -360,10 +394,6 @@ def test_a_comment_inside_a_fenced_code_block_is_not_a_heading():
     assert any("# install the package" in c.content for c in chunks)
 
 
-def test_a_trailing_hash_that_is_part_of_the_title_is_kept():
-    assert heading_spans("## C#\n") == [(0, 5, 2, "C#")]
-
-
 def test_boundary_chunks_never_straddle_a_pdf_page():
     # Two short pages joined as the PDF extractor joins them; page 2 starts at 46.
     canonical = "Page one says the sprocket has twelve teeth.\n\nPage two says it weighs forty grams.\n"
@@ -373,3 +403,23 @@ def test_boundary_chunks_never_straddle_a_pdf_page():
     # Without a page map the two paragraphs pack into one chunk.
     packed = chunk_document("c.pdf", "Sprockets", canonical, ChunkingStrategy.BOUNDARIES)
     assert [(c.start, c.end) for c in packed] == [(0, 82)]
+
+
+# The former sentence-end pattern, kept as the oracle: it restarted inside every run of
+# [.!?], so a line of dots took quadratic time (22 s for 20,000 dots).
+_FORMER_SENTENCE_END = re.compile(r"[.!?]+[\"')\]’”]*(?=\s)")
+
+
+def test_sentence_ends_match_the_former_pattern_on_random_text():
+    rng = random.Random(3)
+    pieces = [".", "!", "?", ")", '"', "’", " ", "\n", "a", "bc"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        assert ([m.span() for m in _SENTENCE_END.finditer(text)]
+                == [m.span() for m in _FORMER_SENTENCE_END.finditer(text)]), repr(text)
+
+
+def test_a_million_dots_are_cut_in_linear_time():
+    canonical = "." * 1_000_000
+    chunks = chunk_document("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
+    assert (len(chunks), offset_errors(canonical, chunks)) == (977, [])

@@ -16,9 +16,9 @@ from rag_pipeline.core.citations import (
     locator_label,
     page_of,
 )
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 PAGE_STARTS = (0, 35, 80)  # page 1 is [0, 35), page 2 [35, 80), page 3 from 80 on
 INSTRUCTION = ("Answer the question using only the sources above. Cite every claim with the number "
@@ -28,8 +28,8 @@ TIMEOUTS_QUESTION = "how long before a network call times out"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("citations"), minilm)
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("citations"), hashed_embedder)
 
 
 def citation(index: int, document_name: str, section: str, quote: str) -> Citation:
@@ -121,9 +121,9 @@ def test_prompt_section_when_the_title_itself_holds_an_angle_bracket():
 # --- citations over the real index ----------------------------------------------------------------
 
 
-def test_citations_quote_the_canonical_text_exactly(built: BuiltIndex, minilm: ModelSpec):
+def test_citations_quote_the_canonical_text_exactly(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     index = built.index
-    hits = retrieve(index, embed_question(load_embedder(minilm), TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    hits = retrieve(index, embed_question(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
     citations = citations_for(index, hits, None)
     assert [c.index for c in citations] == [1, 2, 3, 4, 5]
     for c, hit in zip(citations, hits, strict=True):
@@ -138,9 +138,9 @@ def test_citations_quote_the_canonical_text_exactly(built: BuiltIndex, minilm: M
         assert c.cosine_distance == round(hit.cosine_distance, 6)
 
 
-def test_first_citation_of_the_timeouts_question(built: BuiltIndex, minilm: ModelSpec):
+def test_first_citation_of_the_timeouts_question(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     index = built.index
-    hits = retrieve(index, embed_question(load_embedder(minilm), TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    hits = retrieve(index, embed_question(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
     first = citations_for(index, hits, "https://docs.example.org/frob/")[0]
     assert first == Citation(
         index=1, document_id="guide/config.md", document_name="Configuring Frobnicator",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from rag_pipeline.core.corpus_export import export_python_reference, topic_to_markdown
+from rag_pipeline.core.corpus_export import EXPORTED_MARKER, export_python_reference, topic_to_markdown
 
 RAW_TOPIC = (
     "\n"
@@ -94,7 +94,8 @@ def test_export_writes_one_markdown_file_per_topic(tmp_path):
     # Sorted by topic name, which is not path order: "typesseq" < "typesseq-mutable", but
     # "typesseq.md" > "typesseq-mutable.md" because "." sorts after "-".
     assert [p.stem for p in paths] == sorted(p.stem for p in paths)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [p.name for p in paths] + [EXPORTED_MARKER])
     assert "assert.md" in [p.name for p in paths]
     lines = [line for p in paths for line in p.read_text(encoding="utf-8").splitlines()]
     assert sum(line.startswith("## ") for line in lines) == EXPECTED_SECTION_HEADINGS
@@ -106,15 +107,31 @@ def test_export_writes_one_markdown_file_per_topic(tmp_path):
         "assertions\ninto a program:\n\n   assert_stmt ::= \"assert\" expression [\",\" expression]\n")
 
 
-def test_a_second_export_leaves_identical_files_alone(tmp_path):
+def test_a_second_export_leaves_the_user_s_corpus_alone(tmp_path):
     first = export_python_reference(tmp_path)
     stamp = 1_000_000_000
     for p in first:
         os.utime(p, ns=(stamp, stamp))
-    # Planted: one exported file edited by hand must be rewritten, the rest left alone.
+    # Planted: the user edits one topic and deletes another: the corpus is theirs now, and a
+    # later run (the nightly documents run exports first) must not undo either change.
+    (tmp_path / "assert.md").write_text("edited\n", encoding="utf-8")
+    os.utime(tmp_path / "assert.md", ns=(stamp, stamp))
+    (tmp_path / "break.md").unlink()
+    second = export_python_reference(tmp_path)
+    assert second == first
+    assert [p.name for p in second if p.exists() and p.stat().st_mtime_ns != stamp] == []
+    assert (tmp_path / "assert.md").read_text(encoding="utf-8") == "edited\n"
+    assert not (tmp_path / "break.md").exists()
+
+
+def test_refresh_rewrites_what_differs_from_cpython_s_copy(tmp_path):
+    first = export_python_reference(tmp_path)
+    stamp = 1_000_000_000
+    for p in first:
+        os.utime(p, ns=(stamp, stamp))
     (tmp_path / "assert.md").write_text("stale\n", encoding="utf-8")
     os.utime(tmp_path / "assert.md", ns=(stamp, stamp))
-    second = export_python_reference(tmp_path)
+    second = export_python_reference(tmp_path, refresh=True)
     assert second == first
     rewritten = [p.name for p in second if p.stat().st_mtime_ns != stamp]
     assert rewritten == ["assert.md"]

@@ -6,7 +6,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import os
 import random
+import socket
+import stat
 from pathlib import Path
 
 import pypdf
@@ -17,6 +20,7 @@ from pypdf import PdfWriter
 
 from rag_pipeline.core.documents import (
     DocumentStatus,
+    ExtractionSettings,
     discover,
     extract_corpus,
     extract_document,
@@ -255,3 +259,136 @@ def test_a_pdf_with_an_unknown_stream_filter_is_a_failed_record(tmp_path):
     record = extract_document(tmp_path / "bad_filter.pdf", tmp_path)
     assert record.status == "failed"
     assert record.error.startswith("unreadable PDF: ")
+
+
+# --- files that are not documents, checked before anything is opened -----------------------
+
+
+def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_path, monkeypatch):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "good.md").write_bytes(b"# Good\n\nBody.\n")
+    # Flaw: a link to itself -> "symlink loop" (Python 3.11's resolve() raised RuntimeError).
+    (root / "self.md").symlink_to(root / "self.md")
+    # Flaw: two links to each other -> "symlink loop" for both.
+    (root / "a.md").symlink_to(root / "b.md")
+    (root / "b.md").symlink_to(root / "a.md")
+    # Flaw: a named pipe with no writer -> reading it would block forever.
+    os.mkfifo(root / "pipe.md")
+    # Flaw: a link (with a supported suffix) to a pipe without one -> still a pipe.
+    os.mkfifo(root / "raw_pipe")
+    (root / "to_pipe.txt").symlink_to(root / "raw_pipe")
+    # Flaw: a unix socket.
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(root / "sock.md"))
+    # Flaw: a link to a target that does not exist.
+    (root / "dangling.md").symlink_to(root / "nowhere.md")
+    # Flaw: a link to a directory with a supported suffix.
+    (root / "folder").mkdir()
+    (root / "dir_link.md").symlink_to(root / "folder")
+    # Not a flaw: a link back to the root is never walked into (no endless walk).
+    (root / "again").symlink_to(root)
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording_open(path, *args, **kwargs):
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", recording_open)
+    try:
+        result = extract_corpus(root)
+    finally:
+        listener.close()
+    assert {r.document_id: r.error for r in result.records} == {
+        "a.md": "symlink loop: following the link never reaches a file",
+        "b.md": "symlink loop: following the link never reaches a file",
+        "dangling.md": f"broken symlink: {(root / 'nowhere.md').resolve()} does not exist",
+        "dir_link.md": "not a regular file: a directory, never opened",
+        "good.md": None,
+        "pipe.md": "not a regular file: a named pipe, never opened",
+        "self.md": "symlink loop: following the link never reaches a file",
+        "sock.md": "not a regular file: a socket, never opened",
+        "to_pipe.txt": "not a regular file: a named pipe, never opened",
+    }
+    assert opened == [str((root / "good.md").resolve())]
+
+
+def test_a_device_file_fails_unopened(tmp_path):
+    try:
+        os.mknod(tmp_path / "null.md", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device file needs CAP_MKNOD")
+    record = extract_document(tmp_path / "null.md", tmp_path)
+    assert (record.status, record.error) == ("failed", "not a regular file: a character device, never opened")
+
+
+def test_a_file_over_the_size_limit_fails_unread_and_one_at_it_passes(tmp_path):
+    (tmp_path / "big.txt").write_bytes(b"x" * 101)
+    (tmp_path / "edge.txt").write_bytes(b"y" * 100)
+    result = extract_corpus(tmp_path, settings=ExtractionSettings(max_document_bytes=100))
+    records = by_id(result.records)
+    assert (records["big.txt"].error, records["big.txt"].content_sha256) == (
+        "too large: 101 bytes, over the limit of 100 bytes per document (max_document_bytes)", "")
+    assert (records["edge.txt"].status, records["edge.txt"].canonical_text) == ("ok", "y" * 100)
+    # Reuse never bypasses the limit: an ok record of big.txt from a larger limit is not reused.
+    first = extract_corpus(tmp_path)
+    assert [r.status for r in first.records] == ["ok", "ok"]
+    again = extract_corpus(tmp_path, first.records, ExtractionSettings(max_document_bytes=100))
+    assert ([r.status for r in again.records], again.reused) == (["failed", "ok"], 1)
+
+
+def test_extraction_settings_reject_a_non_positive_limit():
+    with pytest.raises(ValueError, match="max_document_bytes must be positive, got 0"):
+        ExtractionSettings(max_document_bytes=0)
+    assert ExtractionSettings().max_document_bytes == 20 * 1024 * 1024
+
+
+# --- HTML: blocks chosen in one pass ---------------------------------------------------------
+
+_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "dt", "dd", "td",
+           "th", "figcaption")
+
+
+def _former_canonical_html(data: bytes) -> str:
+    """The former extractor, quadratic on deep nesting, kept as the oracle: each candidate
+    searched its ancestors for a block and each <div> its descendants."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "lxml")
+    for tag in soup(["script", "style", "noscript", "template", "nav"]):
+        tag.decompose()
+    blocks = []
+    for element in soup.find_all((*_BLOCKS, "div")):
+        if element.find_parent(_BLOCKS):
+            continue
+        if element.name == "div" and element.find((*_BLOCKS, "div")) is not None:
+            continue
+        if element.name == "pre":
+            text = element.get_text().strip("\n")
+        else:
+            text = " ".join(element.get_text(" ").split())
+        if not text.strip():
+            continue
+        if element.name == "h1":
+            text = "# " + text
+        elif element.name in ("h2", "h3", "h4", "h5", "h6"):
+            text = "## " + text
+        blocks.append(text)
+    return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+def _random_html(rng: random.Random, depth: int) -> str:
+    tags = ["div", "p", "span", "li", "blockquote", "section", "td", "pre", "h2", "em"]
+    if depth == 0:
+        return rng.choice(["alpha", "beta gamma", "", "delta."])
+    children = "".join(_random_html(rng, depth - 1) for _ in range(rng.randint(0, 3)))
+    tag = rng.choice(tags)
+    return f"<{tag}>{rng.choice(['', 'word '])}{children}</{tag}>"
+
+
+def test_html_blocks_match_the_former_search_on_random_trees():
+    rng = random.Random(11)
+    for _ in range(120):
+        data = f"<html><body>{_random_html(rng, 6)}</body></html>".encode()
+        assert extract_html(data, "page").canonical_text == _former_canonical_html(data)

@@ -23,13 +23,14 @@ from rag_pipeline.core.evaluation import (
     evaluate,
     first_hit_rank,
     gate_outcome,
-    needle_rows,
     recommend_cut,
     refusal_sweep,
+    rows_holding,
 )
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 
 def hits(*pairs: tuple[int, float]) -> list[Hit]:
@@ -172,23 +173,27 @@ OOD = [
 
 
 @pytest.fixture(scope="module")
-def small_chunks(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("evaluation"), minilm,
+def small_chunks(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation"), hashed_embedder,
                        settings=ChunkingSettings(target_chars=60, overlap_chars=0))
 
 
-def test_needle_rows_on_60_character_chunks(small_chunks: BuiltIndex):
+def test_rows_holding_on_60_character_chunks(small_chunks: BuiltIndex):
     index = small_chunks.index
     assert index.contents[11] == "Release notes.\n\nVersion 2 removed the legacy XML exporter."
-    assert needle_rows(index, NOTES_NEEDLE) == frozenset({11})
-    # White space is collapsed on the content side too.
-    assert needle_rows(index, "Release notes. Version 2") == frozenset({11})
     # The upgrade sentence is cut at a word end into two chunks; neither holds all of it.
     assert (index.contents[8], index.contents[9]) == (
         "Run the upgrade command twice when the lock file is older", "than a week.")
-    assert needle_rows(index, UPGRADE_NEEDLE) == frozenset()
-    # Both copies of the Timeouts paragraph's first half.
-    assert needle_rows(index, "Every network call gives up after seventeen seconds") == frozenset({2, 4})
+    timeouts_half = "Every network call gives up after seventeen seconds"
+    assert rows_holding(index, [NOTES_NEEDLE, "Release notes. Version 2", UPGRADE_NEEDLE,
+                                timeouts_half]) == {
+        NOTES_NEEDLE: frozenset({11}),
+        # White space is collapsed on the content side too.
+        "Release notes. Version 2": frozenset({11}),
+        UPGRADE_NEEDLE: frozenset(),
+        # Both copies of the Timeouts paragraph's first half.
+        timeouts_half: frozenset({2, 4}),
+    }
 
 
 def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -198,7 +203,16 @@ def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tupl
     return centre - half, centre + half
 
 
-def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
+@pytest.fixture(scope="module")
+def small_chunks_real(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation-real"), load_embedder(minilm),
+                       settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+@pytest.mark.slow
+def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSpec):
+    # The real model's distances decide the sweep below.
+    small_chunks = small_chunks_real
     queries, errors = validate_gold(GOLD, small_chunks.canonical)
     assert errors == [GoldError("q3", "needle found 2 times in the corpus, not once")]
     assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question", "q2/ticket"]
@@ -235,9 +249,10 @@ def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
     assert report.cut_rule == CUT_RULE
 
 
-def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex, minilm: ModelSpec):
+def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex,
+                                                          hashed_embedder: HashedEmbedder):
     queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
-    report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors,
+    report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
                       [RunKey("header", Retriever.BM25)])
     assert (report.sweep, report.recommended_cut, report.paired) == ([], None, [])
     assert [(s.retriever, s.recall[20], s.destroyed) for s in report.summary] == [("bm25", 0.5, 1)]

@@ -130,8 +130,20 @@ def test_reply_that_is_not_a_chat_answer_raises_generation_error(
         generate("q", settings)
 
 
+def test_a_reply_over_max_reply_bytes_is_refused(chat_server: FakeChatServer) -> None:
+    chat_server.reply = chat_reply("x" * 200)
+    settings = GeneratorSettings(base_url=chat_server.base_url, model="tiny-chat",
+                                 timeout_s=TIMEOUT_S, max_reply_bytes=100)
+    with pytest.raises(GenerationError) as caught:
+        generate("q", settings)
+    assert str(caught.value) == (f"{chat_server.base_url}/chat/completions answered more than "
+                                 "100 bytes (max_reply_bytes): refused")
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"base_url": "127.0.0.1:8000/v1"}, "base_url"),
+    ({"base_url": "http://h:99999/v1"}, "base_url has an invalid port"),
+    ({"max_reply_bytes": 0}, "max_reply_bytes"),
     ({"model": ""}, "model"),
     ({"timeout_s": 0.0}, "timeout_s"),
     ({"temperature": -0.1}, "temperature"),
@@ -169,6 +181,25 @@ def test_settings_endpoint_strips_trailing_slashes() -> None:
     # Images keep their alt text; a marker glued to a URL survives as a marker.
     ('![diagram](https://img.example/d.png "title") shows it https://u.example/p[1]', 1,
      CheckedAnswer("diagram shows it [1]", (1,), (), ("https://img.example/d.png", "https://u.example/p"))),
+    # HTML links keep their text; the href is the removed URL.
+    ('See <a href="https://evil.example/x">the docs</a> now [1].', 1,
+     CheckedAnswer("See the docs now [1].", (1,), (), ("https://evil.example/x",))),
+    # Schemes without "//": javascript: (any case), data:, mailto:, file:, and ftp://.
+    ("Click javascript:alert(1) or JavaScript:void(0) [1]", 1,
+     CheckedAnswer("Click or [1]", (1,), (), ("javascript:alert(1)", "JavaScript:void(0)"))),
+    ("Data: see data:text/html;base64,PHNjcmlwdD4= and ftp://f.example/a", 0,
+     CheckedAnswer("Data: see and", (), (), ("data:text/html;base64,PHNjcmlwdD4=", "ftp://f.example/a"))),
+    ("Mail mailto:a@b.example, file:/etc/passwd and <foo:bar> also <ssh://h>.", 0,
+     CheckedAnswer("Mail, and also .", (), (), ("mailto:a@b.example", "file:/etc/passwd", "foo:bar", "ssh://h"))),
+    # Prose colons are not schemes; "metadata:" is a word, not the data: scheme.
+    ("Ratio 3:4, Note: fine, metadata:x, C:\\path at 12:30.", 0,
+     CheckedAnswer("Ratio 3:4, Note: fine, metadata:x, C:\\path at 12:30.", (), (), ())),
+    # Embedding tags go whole, with their closing tags; harmless tags stay.
+    ('<img src=x onerror=alert(1)> pic <iframe src="//evil"></iframe> <b>end</b>', 0,
+     CheckedAnswer("pic <b>end</b>", (), (), ("x", "//evil"))),
+    # A Markdown link whose target has parentheses goes whole.
+    ("[x](javascript:alert(1)) and [1](data:x)", 1,
+     CheckedAnswer("x and [1]", (1,), (), ("javascript:alert(1)", "data:x"))),
 ])
 def test_check_answer(raw: str, n_sources: int, expected: CheckedAnswer) -> None:
     assert check_answer(raw, n_sources) == expected

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import subprocess
-import sys
 from math import comb, log2, sqrt
 
 import pytest
@@ -332,11 +330,3 @@ def test_mrr_at_k_qrels_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="duplicate"):
         mrr_at_k_qrels(["d1", "d1"], {"d1": 1}, 2)
 
-
-# purity
-
-
-def test_metrics_module_does_not_import_dagster() -> None:
-    code = "import sys, rag_pipeline.core.metrics; print('dagster' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"

@@ -24,6 +24,7 @@ def direct_scores(folder: Path, pairs: list[tuple[str, str]], max_length: int) -
     return [float(score) for score in model.predict(pairs, show_progress_bar=False)]
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_orders_by_the_cross_encoder_scores(tiny_cross_encoder: Path) -> None:
     reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
     scores = direct_scores(tiny_cross_encoder, [(QUESTION, text) for _, text in CANDIDATES], 512)
@@ -37,6 +38,7 @@ def test_rerank_orders_by_the_cross_encoder_scores(tiny_cross_encoder: Path) -> 
     assert [cid for cid, _ in ranked] != [cid for cid, _ in CANDIDATES]
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_scores_only_the_shortlist(tiny_cross_encoder: Path) -> None:
     reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder, shortlist=3))
     head = CANDIDATES[:3]
@@ -49,6 +51,7 @@ def test_rerank_scores_only_the_shortlist(tiny_cross_encoder: Path) -> None:
     assert ranked == [*expected_head, ("c4", -math.inf), ("c5", -math.inf)]
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_keeps_given_order_on_tied_scores(tiny_cross_encoder: Path) -> None:
     reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
     same = "Run the upgrade command twice."
@@ -61,6 +64,7 @@ def test_rerank_keeps_given_order_on_tied_scores(tiny_cross_encoder: Path) -> No
     assert len({score for cid, score in ranked if cid != "other"}) == 1
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_truncates_pairs_to_max_length(tiny_cross_encoder: Path) -> None:
     long_text = CANDIDATES[0][1] + " " + " ".join(["lock file stale cache"] * 40)
     candidates = [("long", long_text), ("short", CANDIDATES[1][1])]
@@ -75,10 +79,12 @@ def test_rerank_truncates_pairs_to_max_length(tiny_cross_encoder: Path) -> None:
     assert ranked == {"long": truncated[0], "short": truncated[1]}
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_of_no_candidates_is_empty(tiny_cross_encoder: Path) -> None:
     assert Reranker(RerankSettings(model_path=tiny_cross_encoder)).rerank(QUESTION, []) == []
 
 
+@pytest.mark.slow  # builds a cross-encoder with torch
 def test_rerank_refuses_repeated_ids(tiny_cross_encoder: Path) -> None:
     reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
     with pytest.raises(ValueError, match=r"repeated: \['c1'\]"):

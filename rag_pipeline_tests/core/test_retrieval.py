@@ -1,5 +1,7 @@
-"""Tests for ``rag_pipeline.core.retrieval`` over a tiny real index (real model, no Dagster):
-each retriever against a brute-force oracle, the model-key guard, and duplicate collapse."""
+"""Tests for ``rag_pipeline.core.retrieval`` over a tiny real index (no Dagster): each retriever
+against a brute-force oracle, the model-key guard, and duplicate collapse. The oracles hold for
+any embedder, so the index is built with the hashed stand-in; what only the real model can show
+(which chunk is closest) is in the tests marked slow at the end."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import numpy as np
 import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.embedder import ModelMismatchError, ModelSpec, load_embedder
+from rag_pipeline.core.embedder import Embedder, ModelMismatchError, ModelSpec, load_embedder
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
 from rag_pipeline.core.retrieval import (
     QueryVector,
@@ -18,6 +20,7 @@ from rag_pipeline.core.retrieval import (
     retrieve,
 )
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 QUESTIONS = [
     "how long before a network call times out",
@@ -29,12 +32,12 @@ CONFIG_TIMEOUTS, FAQ_TIMEOUTS = 1, 2  # rows of the planted duplicate paragraph
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("retrieval"), minilm)
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("retrieval"), hashed_embedder)
 
 
-def question_vector(spec: ModelSpec, question: str) -> QueryVector:
-    return embed_question(load_embedder(spec), question)
+def question_vector(embedder: Embedder | HashedEmbedder, question: str) -> QueryVector:
+    return embed_question(embedder, question)
 
 
 def no_collapse(retriever: Retriever, **kwargs) -> RetrievalSettings:
@@ -48,12 +51,12 @@ def brute_force_distances(vectors: np.ndarray, query: np.ndarray) -> list[float]
             for v in vectors]
 
 
-def test_the_tiny_index_has_the_documented_rows(built: BuiltIndex, minilm: ModelSpec):
+def test_the_tiny_index_has_the_documented_rows(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     index = built.index
     assert index.chunk_ids == [
         "guide/config.md:27-98", "guide/config.md:113-203", "guide/faq.md:49-139",
         "guide/install.md:26-98", "guide/install.md:114-242", "notes.txt:0-58"]
-    assert (index.chunker, index.model_key) == ("header", minilm.key)
+    assert (index.chunker, index.model_key) == ("header", hashed_embedder.spec.key)
     assert index.vectors.shape == (6, 384)
     # The planted duplicate: same content hash, different embedded text.
     assert index.contents[CONFIG_TIMEOUTS] == index.contents[FAQ_TIMEOUTS] == TIMEOUTS_PARAGRAPH
@@ -63,10 +66,10 @@ def test_the_tiny_index_has_the_documented_rows(built: BuiltIndex, minilm: Model
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
-def test_dense_ranking_is_the_brute_force_sort_of_distances(built: BuiltIndex, minilm: ModelSpec,
-                                                            question: str):
+def test_dense_ranking_is_the_brute_force_sort_of_distances(built: BuiltIndex,
+                                                            hashed_embedder: HashedEmbedder, question: str):
     index = built.index
-    query = question_vector(minilm, question)
+    query = question_vector(hashed_embedder, question)
     ranking = retrieve(index, query, question, no_collapse(Retriever.DENSE))
     brute = brute_force_distances(index.vectors, query.vector)
     expected = sorted(range(len(index)), key=lambda r: (brute[r], r))
@@ -83,12 +86,12 @@ def test_dense_ranking_is_the_brute_force_sort_of_distances(built: BuiltIndex, m
 
 @pytest.mark.parametrize("analyzer", list(Analyzer))
 @pytest.mark.parametrize("question", QUESTIONS)
-def test_bm25_ranking_is_the_sort_of_bm25_scores(built: BuiltIndex, minilm: ModelSpec, question: str,
-                                                  analyzer: Analyzer):
+def test_bm25_ranking_is_the_sort_of_bm25_scores(built: BuiltIndex, hashed_embedder: HashedEmbedder,
+                                                  question: str, analyzer: Analyzer):
     index = built.index
     scores = index.bm25[analyzer].scores(question)
     expected = sorted((r for r in range(len(index)) if scores[r] > 0), key=lambda r: (-scores[r], r))
-    ranking = retrieve(index, question_vector(minilm, question), question,
+    ranking = retrieve(index, question_vector(hashed_embedder, question), question,
                        no_collapse(Retriever.BM25, analyzer=analyzer))
     assert [h.row for h in ranking.hits] == expected
     assert [h.score for h in ranking.hits] == [float(scores[r]) for r in expected]
@@ -99,14 +102,14 @@ def test_bm25_ranking_is_the_sort_of_bm25_scores(built: BuiltIndex, minilm: Mode
 
 
 @pytest.mark.parametrize("analyzer", list(Analyzer))
-def test_bm25_ranking_by_hand(built: BuiltIndex, minilm: ModelSpec, analyzer: Analyzer):
+def test_bm25_ranking_by_hand(built: BuiltIndex, hashed_embedder: HashedEmbedder, analyzer: Analyzer):
     # Terms of the question: which, exporter, did, version, 2, remove (plain); which, export,
     # did, version, remov (english: "2" is too short, Snowball stems). BM25 indexes the embedded
     # text, header included: notes.txt (row 5) holds version, 2 and exporter (plain) or version,
     # remov and export (english stems "removed" too); faq.md (row 2) holds only "did", in its header
     # "[Frobnicator FAQ > Why did my download stop?]". No other row holds any of them.
     question = QUESTIONS[2]
-    ranking = retrieve(built.index, question_vector(minilm, question), question,
+    ranking = retrieve(built.index, question_vector(hashed_embedder, question), question,
                        no_collapse(Retriever.BM25, analyzer=analyzer))
     assert [h.row for h in ranking.hits] == [5, 2]
 
@@ -130,9 +133,10 @@ def test_bm25_top_k_selection_equals_a_full_sort(depth: int):
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
-def test_hybrid_ranking_is_rrf_of_dense_and_bm25(built: BuiltIndex, minilm: ModelSpec, question: str):
+def test_hybrid_ranking_is_rrf_of_dense_and_bm25(built: BuiltIndex, hashed_embedder: HashedEmbedder,
+                                                 question: str):
     index = built.index
-    query = question_vector(minilm, question)
+    query = question_vector(hashed_embedder, question)
     dense = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.DENSE)).hits]
     bm25 = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.BM25)).hits]
     ranking = retrieve(index, query, question, no_collapse(Retriever.HYBRID))
@@ -140,51 +144,53 @@ def test_hybrid_ranking_is_rrf_of_dense_and_bm25(built: BuiltIndex, minilm: Mode
     assert set(ranking.timings) == {"dense_scan", "bm25", "fusion"}
 
 
-def test_hybrid_scores_by_hand(built: BuiltIndex, minilm: ModelSpec):
-    # Dense order 5, 4, 0, 2, 3, 1 (distances about 0.33, 0.80, 0.82, 0.87, 0.91, 1.04); BM25
-    # order 5, 2 (test_bm25_ranking_by_hand). Each score is dense term first, then BM25.
+def test_hybrid_scores_by_hand(built: BuiltIndex, hashed_embedder: HashedEmbedder):
+    # Dense order (hashed stand-in) 5, 2, 0, 3, 4, 1 (distances about 0.52, 0.89, 0.95, 0.97,
+    # 0.97, 1.00); BM25 order 5, 2 (test_bm25_ranking_by_hand). Each score is dense term first,
+    # then BM25.
     question = QUESTIONS[2]
     index = built.index
-    query = question_vector(minilm, question)
+    query = question_vector(hashed_embedder, question)
     dense = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.DENSE)).hits]
-    assert dense == [5, 4, 0, 2, 3, 1]
+    assert dense == [5, 2, 0, 3, 4, 1]
     hits = retrieve(index, query, question, no_collapse(Retriever.HYBRID, analyzer=Analyzer.PLAIN)).hits
     assert [(h.row, h.score) for h in hits] == [
         (5, 1 / (60 + 1) + 1 / (60 + 1)),
-        (2, 1 / (60 + 4) + 1 / (60 + 2)),
-        (4, 1 / (60 + 2)),
+        (2, 1 / (60 + 2) + 1 / (60 + 2)),
         (0, 1 / (60 + 3)),
-        (3, 1 / (60 + 5)),
+        (3, 1 / (60 + 4)),
+        (4, 1 / (60 + 5)),
         (1, 1 / (60 + 6)),
     ]
 
 
-def test_hybrid_respects_rrf_k(built: BuiltIndex, minilm: ModelSpec):
+def test_hybrid_respects_rrf_k(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     question = QUESTIONS[2]
-    hits = retrieve(built.index, question_vector(minilm, question), question,
+    hits = retrieve(built.index, question_vector(hashed_embedder, question), question,
                     no_collapse(Retriever.HYBRID, rrf_k=0)).hits
     assert (hits[0].row, hits[0].score) == (5, 1 / 1 + 1 / 1)
 
 
-def test_query_vector_of_another_model_is_refused(built: BuiltIndex, minilm: ModelSpec):
+def test_query_vector_of_another_model_is_refused(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     index = built.index
-    real = question_vector(minilm, TIMEOUTS_QUESTION)
+    real = question_vector(hashed_embedder, TIMEOUTS_QUESTION)
     # Planted flaw: the very same numbers, stamped with another weights fingerprint. The stamp,
     # not the vector, must trip the model-key check.
-    stamped = QueryVector(f"{minilm.name}@00000000", real.vector)
+    stamped = QueryVector(f"{hashed_embedder.spec.name}@00000000", real.vector)
+    spec = hashed_embedder.spec
     for retriever in Retriever:
         with pytest.raises(ModelMismatchError) as raised:
             retrieve(index, stamped, TIMEOUTS_QUESTION, RetrievalSettings(retriever=retriever))
         assert str(raised.value) == (
-            f"the question was embedded by {minilm.name}@00000000, but partition header x "
-            f"{minilm.key} holds vectors of another model: refusing to score across vector spaces")
+            f"the question was embedded by {spec.name}@00000000, but partition header x "
+            f"{spec.key} holds vectors of another model: refusing to score across vector spaces")
 
 
 @pytest.mark.parametrize("retriever", list(Retriever))
-def test_duplicate_collapse_keeps_one_hit_naming_both_rows(built: BuiltIndex, minilm: ModelSpec,
+def test_duplicate_collapse_keeps_one_hit_naming_both_rows(built: BuiltIndex, hashed_embedder: HashedEmbedder,
                                                            retriever: Retriever):
     index = built.index
-    query = question_vector(minilm, TIMEOUTS_QUESTION)
+    query = question_vector(hashed_embedder, TIMEOUTS_QUESTION)
     full = retrieve(index, query, TIMEOUTS_QUESTION, no_collapse(retriever)).hits
     collapsed = retrieve(index, query, TIMEOUTS_QUESTION, RetrievalSettings(retriever=retriever)).hits
 
@@ -202,9 +208,22 @@ def test_duplicate_collapse_keeps_one_hit_naming_both_rows(built: BuiltIndex, mi
     assert all(h.locations == (h.row,) for h in collapsed if h.row != first)
 
 
-def test_duplicate_collapse_on_the_timeouts_question(built: BuiltIndex, minilm: ModelSpec):
+def test_duplicate_collapse_on_the_timeouts_question(built: BuiltIndex, hashed_embedder: HashedEmbedder):
     # The config.md copy carries the matching "Timeouts" header and is the closer one.
-    hits = retrieve(built.index, question_vector(minilm, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    hits = retrieve(built.index, question_vector(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
     assert (hits[0].row, hits[0].locations) == (CONFIG_TIMEOUTS, (CONFIG_TIMEOUTS, FAQ_TIMEOUTS))
     assert len(hits) == 5
     assert FAQ_TIMEOUTS not in [h.row for h in hits]
+
+
+@pytest.mark.slow
+def test_the_real_model_on_the_tiny_index(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec):
+    # The real model's own order (distances about 0.33, 0.80, 0.82, 0.87, 0.91, 1.04), and the
+    # config.md copy of the Timeouts paragraph (matching "Timeouts" header) as the closer twin.
+    embedder = load_embedder(minilm)
+    index = build_index(tmp_path_factory.mktemp("retrieval-real"), embedder).index
+    question = QUESTIONS[2]
+    dense = retrieve(index, question_vector(embedder, question), question, no_collapse(Retriever.DENSE))
+    assert [h.row for h in dense.hits] == [5, 4, 0, 2, 3, 1]
+    hits = retrieve(index, question_vector(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    assert (hits[0].row, hits[0].locations) == (CONFIG_TIMEOUTS, (CONFIG_TIMEOUTS, FAQ_TIMEOUTS))

@@ -1,0 +1,36 @@
+"""When the index_automation sensor materialises a partition: on a change of its inputs' data
+versions (each asset's data version is the digest of the table it wrote), never on a mere re-run
+that produced the same table."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+
+def inputs_changed() -> dg.AutomationCondition:
+    """Like ``eager()``, but a dependency counts as updated only when its data version changed:
+    re-running a step that produced the same table triggers nothing downstream."""
+    dep_changed = dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.data_version_changed()).with_label("any_dep_data_version_changed")
+    return (
+        (dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
+        & ~dg.AutomationCondition.any_deps_missing()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label("inputs_changed")
+
+
+def stale() -> dg.AutomationCondition:
+    """True for a partition whose own inputs changed since it last materialised."""
+    return dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.data_version_changed()
+    ).since(dg.AutomationCondition.newly_updated()).with_label("stale")
+
+
+def inputs_changed_and_all_current() -> dg.AutomationCondition:
+    """``inputs_changed()`` that also waits while any dependency partition is running, about to
+    run, or stale: the evaluation of a model runs once, after all of its embeddings are current."""
+    not_ready = dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.in_progress() | dg.AutomationCondition.will_be_requested()
+        | stale()).with_label("a_dep_not_current")
+    return (inputs_changed() & ~not_ready).with_label("inputs_changed_and_all_current")

@@ -1,0 +1,256 @@
+"""``rag-pipeline index`` the way the UI does it: runs launched through the project's code
+location on the project's instance, carried down the index by the ``index_automation`` sensor.
+
+The command launches one ``documents_job`` run (``dagster job launch -w workspace.yaml``), then
+follows the runs the sensor launches until the index is current: every declared chunker x model
+serves a generation built from the latest documents, and every model's evaluation scored those
+generations. With a Dagster daemon already running (``make dev``), it uses that daemon and its
+run queue, so it never races the sensor into duplicate runs; without one, it starts a daemon for
+its own duration. Runs therefore show on the job pages and the timeline like any UI run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.automation import EMBEDDINGS_JOB, SENSOR_INTERVAL_SECONDS
+from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.index_runs import IndexRunFailed, first_error
+from rag_pipeline.project_paths import PROJECT_ROOT
+
+WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+REQUEST_TAG = "rag_pipeline/index_request"
+HEARTBEAT_MAX_AGE_SECONDS = 45.0
+DAEMON_START_TIMEOUT_SECONDS = 240.0
+STALL_SECONDS = 6 * SENSOR_INTERVAL_SECONDS + 30
+ACTIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
+          dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+          dg.DagsterRunStatus.CANCELING}
+_PROGRESS = re.compile(r"embedded (\d+)/(\d+) texts")
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def daemon_running(instance: dg.DagsterInstance) -> bool:
+    """A daemon wrote a heartbeat to this instance in the last ``HEARTBEAT_MAX_AGE_SECONDS``."""
+    now = time.time()
+    return any(now - beat.timestamp < HEARTBEAT_MAX_AGE_SECONDS
+               for beat in instance.get_daemon_heartbeats().values())
+
+
+@contextmanager
+def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
+                   echo: Callable[[str], None]) -> Iterator[bool]:
+    """Uses the running daemon, or runs ``dagster-daemon`` for the duration. Yields whether it
+    started one."""
+    if daemon_running(instance):
+        echo("using the running Dagster daemon")
+        yield False
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([_bin("dagster-daemon"), "run", "-w", str(WORKSPACE)],
+                                   cwd=PROJECT_ROOT, env=dict(env), stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    echo(f"started a Dagster daemon for this run (log: {log_path})")
+    try:
+        deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
+        while not daemon_running(instance):
+            if process.poll() is not None:
+                raise IndexRunFailed(f"the Dagster daemon exited with code {process.returncode}: "
+                                     f"see {log_path}")
+            if time.monotonic() > deadline:
+                raise IndexRunFailed(f"the Dagster daemon did not start in "
+                                     f"{DAEMON_START_TIMEOUT_SECONDS:.0f} s: see {log_path}")
+            time.sleep(0.5)
+        yield True
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
+    """The pid a run's worker reported ("Started process for run (pid: N)"), if any."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        metadata = getattr(event.event_specific_data, "metadata", None) or {}
+        pid = metadata.get("pid")
+        if pid is not None:
+            return int(getattr(pid, "value", pid))
+    return None
+
+
+def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> list[str]:
+    """Marks failed every started run whose worker process on this machine is gone (killed)."""
+    failed = []
+    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    for run in started:
+        pid = run_worker_pid(instance, run.run_id)
+        if pid is not None and not _pid_alive(pid):
+            instance.report_run_failed(run, f"the run's process (pid {pid}) is gone: it was "
+                                            "killed or crashed; marked failed by rag-pipeline index")
+            echo(f"marked killed run {run.run_id[:8]} ({run.job_name}) as failed")
+            failed.append(run.run_id)
+    return failed
+
+
+def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = None,
+               tags: Mapping[str, str] | None = None) -> str:
+    """Launches one run through the code location (``dagster job launch``); returns its id."""
+    request = uuid.uuid4().hex
+    command = [_bin("dagster"), "job", "launch", "-w", str(WORKSPACE), "-j", job,
+               "--tags", json.dumps({**(tags or {}), REQUEST_TAG: request})]
+    if run_config:
+        command += ["--config-json", json.dumps(run_config)]
+    result = subprocess.run(command, cwd=PROJECT_ROOT, env=dict(env), capture_output=True,
+                            text=True, timeout=600)
+    if result.returncode != 0:
+        lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+        raise IndexRunFailed(f"could not launch {job}: {lines[-1] if lines else 'no output'}")
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={REQUEST_TAG: request}))
+    if not runs:
+        raise IndexRunFailed(f"{job} was launched but no run carries request {request}")
+    return runs[0].run_id
+
+
+def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
+                     evaluate: bool = True) -> bool:
+    """Every chunker x model serves the latest chunks, BM25 statistics and vectors, the chunks
+    were cut from the latest documents, and each model's evaluation scored those generations."""
+    documents = warehouse.version(DOCUMENTS)
+    if documents is None:
+        return False
+    served: dict[str, dict[str, str]] = {}
+    for chunker in chunkers:
+        chunks = warehouse.version(CHUNKS, {"chunker": chunker})
+        if chunks is None or chunks.inputs.get(DOCUMENTS) != documents.file:
+            return False
+        for model in models:
+            generation = current_generation(warehouse, chunker, model)
+            embeddings = warehouse.version(EMBEDDINGS, {"chunker": chunker, "model": model})
+            if generation is None or embeddings is None:
+                return False
+            latest = {CHUNKS: chunks.file, EMBEDDINGS: embeddings.file}
+            for name in BM25_TABLES:
+                version = warehouse.version(name, {"chunker": chunker})
+                latest[name] = version.file if version else ""
+            if any(generation.files[t] != f for t, f in latest.items()):
+                return False
+            served.setdefault(model, {})[chunker] = generation.id
+    if evaluate:
+        for model in models:
+            summary = warehouse.version("eval_summary", {"model": model})
+            if summary is None or summary.inputs != served.get(model, {}):
+                return False
+    return True
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    job: str
+    partition: str
+    status: str
+    seconds: float | None
+    error: str | None = None
+
+
+def _label(run: dg.DagsterRun) -> str:
+    return f"{run.job_name} [{run.tags.get('dagster/partition', '-')}]"
+
+
+def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable[[], bool],
+                echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
+                log: Callable[[str], None] | None = None,
+                stall_seconds: float = STALL_SECONDS) -> list[RunReport]:
+    """Prints each run created since ``since`` as it starts and ends, with embedding progress
+    (and, with ``log``, every line the runs log), until nothing is queued or running and the
+    index is current. Raises on a failed run."""
+    reported: dict[str, dg.DagsterRunStatus] = {}
+    cursors: dict[str, str | None] = {}
+    reports: dict[str, RunReport] = {}
+    idle_since: float | None = None
+    created_after = datetime.fromtimestamp(since, UTC)
+    while True:
+        records = sorted(instance.get_run_records(
+            filters=dg.RunsFilter(created_after=created_after)), key=lambda r: r.create_timestamp)
+        for record in records:
+            run = record.dagster_run
+            if reported.get(run.run_id) != run.status:
+                reported[run.run_id] = run.status
+                seconds = (record.end_time - record.start_time) \
+                    if record.end_time and record.start_time else None
+                report = RunReport(run.run_id, run.job_name,
+                                   run.tags.get("dagster/partition", "-"), run.status.value,
+                                   seconds)
+                reports[run.run_id] = report
+                if run.status == dg.DagsterRunStatus.STARTED:
+                    echo(f"  started  {_label(run)}")
+                elif run.status == dg.DagsterRunStatus.SUCCESS:
+                    echo(f"  done     {_label(run)} in {seconds or 0:.1f} s")
+                elif run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+                    report.error = first_error(instance, run.run_id)
+                    echo(f"  FAILED   {_label(run)}: {report.error}")
+            wanted = log is not None or (progress is not None and run.job_name == EMBEDDINGS_JOB)
+            if wanted and (run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors):
+                connection = instance.get_records_for_run(run.run_id, cursor=cursors.get(run.run_id))
+                cursors[run.run_id] = connection.cursor
+                for entry in (r.event_log_entry for r in connection.records):
+                    if log is not None:
+                        log(f"    {run.run_id[:8]} {entry.user_message or ''}".rstrip())
+                    match = _PROGRESS.search(entry.user_message or "")
+                    if progress is not None and entry.dagster_event is None and match:
+                        progress(f"{_label(run)} {match.group(1)}/{match.group(2)}")
+        active = [r for r in records if r.dagster_run.status in ACTIVE]
+        failed = [reports[r.dagster_run.run_id] for r in records
+                  if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+        if not active:
+            if failed:
+                first = failed[0]
+                raise IndexRunFailed(f"{first.job} [{first.partition}] failed (run "
+                                     f"{first.run_id[:8]}): {first.error}")
+            if is_current():
+                return list(reports.values())
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > stall_seconds:
+                raise IndexRunFailed(
+                    "nothing is running, but the index is not current: is the index_automation "
+                    "sensor stopped? Start it in the Dagster UI (Automation) and run again")
+        else:
+            idle_since = None
+        time.sleep(1.0)

@@ -1,0 +1,67 @@
+"""The build-side refusals of ``index_tables``, each shown on a planted flaw: a chunker whose
+offsets do not slice exactly, and stored vectors of another model."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core import index_tables
+from rag_pipeline.core.chunking import ChunkingStrategy
+from rag_pipeline.core.documents import extract_corpus
+from rag_pipeline.core.embedder import ModelMismatchError
+from rag_pipeline.core.index_tables import OffsetError, chunks_table, embeddings_table
+from rag_pipeline.core.wordpieces import wordpiece_counter
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+@pytest.fixture
+def records(tmp_path: Path):
+    return extract_corpus(write_corpus(tmp_path / "corpus", TINY_DOCS)).records
+
+
+def test_a_chunker_with_a_shifted_offset_is_refused(records, hashed_embedder: HashedEmbedder,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    original = index_tables.chunk_document
+
+    def shifted(*args, **kwargs):
+        # Planted flaw (trips OffsetError): the first chunk of each document claims to start
+        # one character later than its content does.
+        chunks = original(*args, **kwargs)
+        first = dataclasses.replace(chunks[0], start=chunks[0].start + 1, end=chunks[0].end + 1)
+        return [first, *chunks[1:]]
+
+    monkeypatch.setattr(index_tables, "chunk_document", shifted)
+    with pytest.raises(OffsetError, match=r"^1 chunk\(s\) of guide/config\.md do not slice exactly: "
+                                          r"\['guide/config\.md:27-98'\]$"):
+        chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(hashed_embedder.spec))
+
+
+def _embedded(records, embedder: HashedEmbedder) -> tuple[pa.Table, pa.Table]:
+    chunks, _ = chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(embedder.spec))
+    table, _ = embeddings_table(chunks, None, embedder)
+    return chunks, table
+
+
+def test_stored_vectors_are_reused_for_the_same_model(records, hashed_embedder: HashedEmbedder):
+    chunks, previous = _embedded(records, hashed_embedder)
+    table, stats = embeddings_table(chunks, previous, hashed_embedder)
+    assert (stats.embedded, stats.reused, stats.removed) == (0, 5, 0)
+    assert table.equals(previous)
+
+
+@pytest.mark.parametrize("restamped", [1, 5])
+def test_stored_vectors_of_another_model_are_refused(records, hashed_embedder: HashedEmbedder,
+                                                     restamped: int):
+    chunks, previous = _embedded(records, hashed_embedder)
+    # Planted flaw (trips the mixed-model refusal): the stored partition holds rows of other
+    # weights (one row, or all of them), which must never be reused or mixed with new ones.
+    stamps = ["00000000"] * restamped + previous.column("model_fingerprint").to_pylist()[restamped:]
+    previous = previous.set_column(previous.schema.get_field_index("model_fingerprint"),
+                                   "model_fingerprint", pa.array(stamps, pa.string()))
+    with pytest.raises(ModelMismatchError, match=r"vector spaces are never mixed$"):
+        embeddings_table(chunks, previous, hashed_embedder)

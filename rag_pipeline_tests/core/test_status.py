@@ -1,0 +1,68 @@
+"""``status`` reports staleness: shown on a clean index (nothing stale) and on planted flaws
+(rows written by an older pipeline or extractor)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.query_db import publish_query_db
+from rag_pipeline.core.status import PartitionStatus, index_status
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+@pytest.fixture
+def built(tmp_path: Path, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    built = build_index(tmp_path, hashed_embedder)
+    publish_query_db(Warehouse(built.data_dir))
+    return built
+
+
+def _counts(p: PartitionStatus) -> tuple:
+    return (p.chunker, p.model, p.chunks, p.vectors, p.stale_rows, p.generation)
+
+
+def _replace_column(table: pa.Table, name: str, values: list) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, pa.array(values, pa.string()))
+
+
+def test_a_fresh_index_has_nothing_stale(built: BuiltIndex):
+    status = index_status(Warehouse(built.data_dir))
+    assert (status.documents_ok, status.documents_failed, status.stale_documents) == (4, [], [])
+    assert [_counts(p) for p in status.partitions] == [
+        ("header", built.index.model_key, 6, 6, 0, built.index.generation)]
+    assert 0 <= status.partitions[0].age_seconds() < 600
+    assert status.bm25_terms[("header", "plain")] > 0
+
+
+def test_rows_of_an_older_pipeline_or_extractor_are_stale(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    documents = warehouse.read("documents")
+    ids = documents.column("document_id").to_pylist()
+    assert ids == ["guide/config.md", "guide/faq.md", "guide/install.md", "notes.txt"]
+    # Planted flaws (trip stale_documents): config.md extracted by an older pipeline, notes.txt
+    # by an older version of its extractor.
+    pipeline = documents.column("pipeline_version").to_pylist()
+    pipeline[0] = "0"
+    extractor = documents.column("extractor_version").to_pylist()
+    extractor[3] = "0.0"
+    documents = _replace_column(_replace_column(documents, "pipeline_version", pipeline),
+                                "extractor_version", extractor)
+    # Planted flaw (trips stale_rows): two vectors written by an older pipeline.
+    partition = {"chunker": "header", "model": built.index.model_key}
+    embeddings = warehouse.read("embeddings", partition)
+    stamps = ["0", "0"] + embeddings.column("pipeline_version").to_pylist()[2:]
+    plant_published(built, {"documents": documents, "embeddings": _replace_column(
+        embeddings, "pipeline_version", stamps)})
+
+    status = index_status(warehouse)
+    assert status.stale_documents == ["guide/config.md", "notes.txt"]
+    served = current_generation(warehouse, "header", built.index.model_key).id
+    assert served != built.index.generation
+    assert [_counts(p) for p in status.partitions] == [
+        ("header", built.index.model_key, 6, 6, 2, served)]

@@ -1,0 +1,116 @@
+"""The nightly life of the pipeline with a real ``dagster-daemon`` on a temporary instance:
+``rag-pipeline index`` with the daemon up launches no duplicate runs, a documents run with no
+change launches nothing downstream, and a one-document change re-runs exactly the partitions
+whose inputs changed, all succeeding."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
+from rag_pipeline.index_launch import daemon_running
+from rag_pipeline.project_paths import (
+    CORPUS_VARIABLE,
+    DAGSTER_HOME,
+    DATA_DIR_VARIABLE,
+    EVAL_DIR_VARIABLE,
+    PROJECT_ROOT,
+)
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+
+pytestmark = pytest.mark.slow
+
+CHUNKERS = ("blind", "blind_overlap", "boundaries", "boundaries_overlap", "header",
+            "header_overlap")
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def _partitions(instance: dg.DagsterInstance, after: float) -> Counter:
+    """(job or asset job, partition) of every run created after ``after``, with its status."""
+    runs = instance.get_runs(filters=dg.RunsFilter(created_after=datetime.fromtimestamp(after, UTC)))
+    return Counter((run.tags.get("dagster/partition", "-"), run.status.value) for run in runs)
+
+
+def _index(env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([_bin("rag-pipeline"), "index"], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture
+def instance_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    (evals / "gold.jsonl").write_text(
+        '{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
+        '"question": "How long does a network call wait before giving up?", '
+        '"ticket": "my download just stops after a while, what is the limit"}\n', encoding="utf-8")
+    (evals / "ood.jsonl").write_text(
+        '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n', encoding="utf-8")
+    env = {**os.environ, "DAGSTER_HOME": str(home), DATA_DIR_VARIABLE: str(tmp_path / "data"),
+           CORPUS_VARIABLE: str(corpus), EVAL_DIR_VARIABLE: str(evals), "HF_HUB_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return env, corpus
+
+
+def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_env):
+    env, corpus = instance_env
+    daemon = subprocess.Popen([_bin("dagster-daemon"), "run", "-w", "workspace.yaml"],
+                              cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with dg.DagsterInstance.get() as instance:
+            deadline = time.monotonic() + 240
+            while not daemon_running(instance):
+                assert daemon.poll() is None and time.monotonic() < deadline
+                time.sleep(0.5)
+
+            # 1. index with the daemon up: every partition built exactly once, no duplicates.
+            started = time.time()
+            first = _index(env)
+            assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+            assert "using the running Dagster daemon" in first.stdout
+            runs = _partitions(instance, started)
+            expected = Counter({("-", "SUCCESS"): 1, ("all-MiniLM-L6-v2@53aa5117", "SUCCESS"): 1})
+            expected.update({(c, "SUCCESS"): 1 for c in CHUNKERS})
+            expected.update({(f"{c}|all-MiniLM-L6-v2@53aa5117", "SUCCESS"): 1 for c in CHUNKERS})
+            assert runs == expected
+
+            # 2. a quiet night: the documents run changes nothing, so nothing runs after it
+            # (waited for three sensor intervals).
+            started = time.time()
+            quiet = _index(env)
+            assert quiet.returncode == 0, quiet.stdout[-3000:] + quiet.stderr[-3000:]
+            time.sleep(3 * SENSOR_INTERVAL_SECONDS)
+            assert _partitions(instance, started) == Counter({("-", "SUCCESS"): 1})
+
+            # 3. one document changes: every chunker's chunks of it change, so every chunks,
+            # embeddings and eval partition runs once, and all succeed.
+            (corpus / "notes.txt").write_text("Release notes.\n\nVersion 3 removed the YAML "
+                                              "exporter.\n", encoding="utf-8")
+            started = time.time()
+            changed = _index(env)
+            assert changed.returncode == 0, changed.stdout[-3000:] + changed.stderr[-3000:]
+            time.sleep(SENSOR_INTERVAL_SECONDS)
+            assert _partitions(instance, started) == expected
+    finally:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        daemon.wait(timeout=60)
