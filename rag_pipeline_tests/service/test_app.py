@@ -153,3 +153,24 @@ def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
     for payload in ({"question": "'; drop table chunks; --"}, {"question": "\x00" * 10}):
         assert client.post("/ask", json=payload).status_code == 200
     assert sorted((p, p.stat().st_mtime_ns) for p in Path(built.data_dir).rglob("*") if p.is_file()) == files
+
+
+@pytest.mark.slow
+def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, minilm):
+    from rag_pipeline.core.embedder import load_embedder
+
+    embedder = load_embedder(minilm)
+    built = build_index(tmp_path, embedder)
+    service = start_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
+                            poll_seconds=3600)
+    try:
+        with TestClient(create_app(service)) as test_client:
+            answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
+            refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
+    finally:
+        service.follower.stop()
+    assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
+    assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
+        ("guide/config.md", 113, 203)]
+    # With the real model the closest chunk to the off-topic question is at about 0.943.
+    assert (refusal["answered"], round(refusal["closest_distance"], 3)) == (False, 0.943)
