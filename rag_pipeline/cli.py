@@ -343,18 +343,20 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
-@click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
               help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
-              show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
-              help="BM25 analyzer (default: the project default).")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
-              help="At most this many sources are kept.")
-@click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
-@click.option("--base-url", default=None, help="Cite URLs under this base instead of file URIs.")
+@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+              default=Retriever.HYBRID.value, show_default=True)
+@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
+@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+              show_default=True, help="At most this many sources are kept.")
+@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+              help="Cosine-distance cut in [0, 2] (--threshold is the same).")
+@click.option("--base-url", default=None,
+              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Questions answered at once (default: the number of CPUs).")
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
@@ -362,30 +364,33 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--access-log", is_flag=True, help="Log every request.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
-          analyzer: str | None, max_sources: int, threshold: float | None, base_url: str | None,
+          analyzer: str, max_sources: int, cut: float, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
-    from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
-    from rag_pipeline.core.gate import DEFAULT_CUT, CutOutOfRangeError
     from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
+    from rag_pipeline.core.validation import InvalidArgumentError, check_base_url, check_threshold
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
 
+    try:
+        check_threshold(cut, "--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+    except InvalidArgumentError as exc:
+        _fail(str(exc))
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
-            analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
-            base_url=base_url, workers=workers or os.cpu_count() or 1)
+            analyzer=Analyzer(analyzer), cut=cut, max_sources=max_sources, base_url=base_url,
+            workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
-                      access_log=access_log, echo=click.echo)
-    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, CutOutOfRangeError,
-            FileNotFoundError, OSError) as exc:
+                      access_log=access_log, echo=_echo)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
+            OSError) as exc:
         _fail(str(exc))
 
 

@@ -17,7 +17,7 @@ from rag_pipeline.core.citations import (
     locator_label,
 )
 from rag_pipeline.core.embedder import Embedder
-from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, check_cut, refusal_line
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
 from rag_pipeline.core.generation import (
     CheckedAnswer,
     GeneratorSettings,
@@ -28,6 +28,7 @@ from rag_pipeline.core.generation import (
 from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
+from rag_pipeline.core.validation import check_threshold
 
 MAX_QUESTION_CHARS = 2000
 """Longer questions are refused: the model reads 256 word-pieces, about 1,000 characters."""
@@ -61,7 +62,7 @@ class AskSettings:
     generator: GeneratorSettings | None = None
 
     def __post_init__(self) -> None:
-        check_cut(self.cut)
+        check_threshold(self.cut, "cut")
         if self.max_sources < 1:
             raise ValueError(f"max_sources must be at least 1, got {self.max_sources}")
 

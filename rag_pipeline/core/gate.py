@@ -7,7 +7,6 @@ called.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,25 +16,7 @@ outcomes, in-domain answered with a correct chunk plus out-of-domain refused (51
 0.625, against 50 + 21 at the design's provisional 0.675). Re-run the sweep for another corpus."""
 MAX_SOURCES = 4
 
-MAX_CUT = 2.0
-"""Cosine distance between unit vectors lies in [0, 2]: a cut above 2 keeps everything."""
-
-__all__ = ["DEFAULT_CUT", "MAX_CUT", "MAX_SOURCES", "CutOutOfRangeError", "GateDecision", "apply_gate",
-           "check_cut", "refusal_line"]
-
-
-class CutOutOfRangeError(ValueError):
-    """A cosine-distance cut that is not a finite number in (0, 2]."""
-
-
-def check_cut(cut: float) -> float:
-    """The cut itself when it is a finite cosine distance in [0, 2] (the range of the distance;
-    the same range the CLI's ``--threshold`` check uses)."""
-    if not isinstance(cut, int | float) or isinstance(cut, bool) or not math.isfinite(cut) \
-            or not 0.0 <= cut <= MAX_CUT:
-        raise CutOutOfRangeError(f"the cut must be a finite cosine distance in [0, {MAX_CUT:g}], "
-                                 f"got {cut!r}")
-    return float(cut)
+__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "refusal_line"]
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
         return f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
     where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query"))
     message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
+    return f"{where}: {message}" if where and not message.startswith(f"{where} ") else message
 
 
 class BodyTooLarge(Exception):

@@ -21,9 +21,10 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
 from rag_pipeline.core.embedder import Embedder
-from rag_pipeline.core.gate import DEFAULT_CUT, MAX_CUT, MAX_SOURCES, check_cut
+from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+from rag_pipeline.core.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 
 MAX_K = 20
 
@@ -44,7 +45,8 @@ class AskRequest(BaseModel):
     retriever: Retriever | None = None
     analyzer: Analyzer | None = Field(None, description="BM25 analyzer.")
     k: int | None = Field(None, ge=1, le=MAX_K, description="At most this many sources.")
-    cut: float | None = Field(None, description=f"Cosine-distance cut in [0, {MAX_CUT:g}].")
+    cut: float | None = Field(None, description="Cosine-distance cut in [{:g}, {:g}].".format(
+        *COSINE_DISTANCE_RANGE))
 
     @field_validator("question")
     @classmethod
@@ -54,7 +56,12 @@ class AskRequest(BaseModel):
     @field_validator("cut")
     @classmethod
     def _cut(cls, value: float | None) -> float | None:
-        return None if value is None else check_cut(value)
+        return None if value is None else check_threshold(value, "cut")
+
+    @field_validator("chunker")
+    @classmethod
+    def _chunker(cls, value: str | None) -> str | None:
+        return None if value is None else check_chunker(value).value
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,7 @@ class ServeSettings:
     workers: int = 2
 
     def __post_init__(self) -> None:
-        check_cut(self.cut)
+        check_threshold(self.cut, "cut")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_pipeline.core.ask import ask
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import Embedder, ModelSpec, load_embedder
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
@@ -24,15 +24,14 @@ def pin_threads() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def start_service(data_dir: Path, spec: ModelSpec, settings: ServeSettings,
+def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[[], Embedder],
                   poll_seconds: float = 1.0) -> QueryService:
-    """Loads the served generation (first: a missing index fails fast) and the model, answers
-    one question to warm up, and follows the partition."""
-    pin_threads()
+    """Loads the served generation (first: a missing index fails fast), then the model from
+    ``load_model``, answers one question to warm up, and follows the partition."""
     follower = IndexFollower(data_dir, settings.chunker, settings.model_key, poll_seconds)
     served = follower.start()
     try:
-        embedder = load_embedder(spec)
+        embedder = load_model()
         ask(WARM_UP_QUESTION, served.index, embedder)
         return QueryService(follower, embedder, settings)
     except BaseException:
@@ -47,7 +46,8 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     from rag_pipeline.service.app import create_app
 
     started = time.perf_counter()
-    service = start_service(data_dir, spec, settings, poll_seconds)
+    pin_threads()
+    service = start_service(data_dir, settings, lambda: load_embedder(spec), poll_seconds)
     served = service.follower.current
     echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
          f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "

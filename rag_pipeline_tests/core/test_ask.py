@@ -71,8 +71,8 @@ def test_a_question_of_2000_characters_is_accepted_and_one_more_is_an_error():
 
 
 @pytest.mark.parametrize(("cut", "max_sources", "message"), [
-    (-0.5, 4, r"^the cut must be a finite cosine distance in \[0, 2\], got -0\.5$"),
-    (2.5, 4, r"^the cut must be a finite cosine distance in \[0, 2\], got 2\.5$"),
+    (-0.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got -0\.5$"),
+    (2.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got 2\.5$"),
     (0.625, 0, r"^max_sources must be at least 1, got 0$"),
 ])
 def test_ask_settings_refuse_a_cut_out_of_range_and_no_sources(cut: float, max_sources: int, message: str):

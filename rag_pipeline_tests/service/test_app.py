@@ -12,28 +12,25 @@ from fastapi.testclient import TestClient
 
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.service.app import MAX_BODY_BYTES, create_app
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import start_service
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 TIMEOUTS_QUESTION = "how long before a network call times out"
 OFF_TOPIC = "what is the capital of france"
 
 
-pytestmark = pytest.mark.slow  # the service loads the real model
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("service"), hashed_embedder)
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
-    return build_index(tmp_path_factory.mktemp("service"), load_embedder(minilm))
-
-
-@pytest.fixture(scope="module")
-def client(built: BuiltIndex, minilm: ModelSpec) -> Iterator[TestClient]:
-    service = start_service(built.data_dir, minilm, ServeSettings("header", minilm.key, workers=2),
-                            poll_seconds=3600)
+def client(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[TestClient]:
+    service = start_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key, workers=2),
+                            lambda: hashed_embedder, poll_seconds=3600)
     try:
         with TestClient(create_app(service)) as test_client:
             yield test_client
@@ -48,11 +45,11 @@ def _without_service_fields(body: dict) -> dict:
 
 
 def test_post_ask_returns_the_json_of_ask_json_with_service_timings(client: TestClient, built: BuiltIndex,
-                                                               minilm: ModelSpec):
+                                                                   hashed_embedder: HashedEmbedder):
     response = client.post("/ask", json={"question": TIMEOUTS_QUESTION})
     assert response.status_code == 200
     body = response.json()
-    expected = answer_json(ask(TIMEOUTS_QUESTION, built.index, load_embedder(minilm), AskSettings()))
+    expected = answer_json(ask(TIMEOUTS_QUESTION, built.index, hashed_embedder, AskSettings()))
     expected["timings_ms"] = sorted([*expected["timings_ms"], "cpu", "queue", "request"])
     assert _without_service_fields(body) == expected
     assert body["generation"] == client.get("/status").json()["generation"]
@@ -81,21 +78,21 @@ def test_an_off_topic_question_is_refused_with_the_closest_distance(client: Test
     ("post", {"question": "x" * 2001}, 422,
      "question: the question has 2001 characters; at most 2000 are accepted"),
     ("post", {}, 422, "question: Field required"),
-    ("post", {"question": "q", "cut": -0.1}, 422,
-     "cut: the cut must be a finite cosine distance in [0, 2], got -0.1"),
-    ("post", {"question": "q", "cut": 7.5}, 422,
-     "cut: the cut must be a finite cosine distance in [0, 2], got 7.5"),
+    ("post", {"question": "q", "cut": -0.25}, 422,
+     "cut must be a finite cosine distance in [0, 2], got -0.25"),
+    ("post", {"question": "q", "cut": 7.5}, 422, "cut must be a finite cosine distance in [0, 2], got 7.5"),
     ("post", {"question": "q", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
     ("post", {"question": "q", "retriever": "magic"}, 422,
      "retriever: Input should be 'dense', 'bm25' or 'hybrid'"),
     ("post", {"question": "q", "chunker": "blind"}, 422,
      "chunker 'blind' is not served here; this service serves 'header'"),
+    ("post", {"question": "q", "chunker": "../x"}, 422, "chunker: unknown chunker '../x'; declared: blind, "
+     "blind_overlap, boundaries, boundaries_overlap, header, header_overlap"),
     ("post", {"question": "q", "model": "other@0000"}, 422,
-     "model 'other@0000' is not served here; this service serves 'all-MiniLM-L6-v2@53aa5117'"),
+     "model 'other@0000' is not served here; this service serves 'hashed-wordpieces@0000feed'"),
     ("post", {"question": "q", "drop": "table"}, 422, "drop: Extra inputs are not permitted"),
     ("get", {"q": ""}, 422, "question: the question is empty"),
-    ("get", {"q": "q", "cut": "nan"}, 422,
-     "cut: the cut must be a finite cosine distance in [0, 2], got nan"),
+    ("get", {"q": "q", "cut": "nan"}, 422, "cut must be a finite cosine distance in [0, 2], got nan"),
     ("get", {}, 422, "q: Field required"),
 ])
 def test_bad_requests_get_a_one_line_json_error(client: TestClient, method: str, payload: dict,
@@ -120,12 +117,12 @@ def test_malformed_and_oversized_bodies_are_refused(client: TestClient):
     assert client.get("/health").json()["status"] == "ok"
 
 
-def test_status_names_the_generation_model_counts_and_requests(client: TestClient, minilm: ModelSpec):
+def test_status_names_the_generation_model_counts_and_requests(client: TestClient):
     status = client.get("/status").json()
     assert (status["partition"], status["chunker"], status["chunks"], status["vectors"],
-            status["documents"]) == (f"header|{minilm.key}", "header", 6, 6, 4)
-    assert status["model"] == {"key": minilm.key, "name": "all-MiniLM-L6-v2", "fingerprint": "53aa5117",
-                               "dimension": 384}
+            status["documents"]) == ("header|hashed-wordpieces@0000feed", "header", 6, 6, 4)
+    assert status["model"] == {"key": "hashed-wordpieces@0000feed", "name": "hashed-wordpieces",
+                               "fingerprint": "0000feed", "dimension": 384}
     assert (status["swaps"], status["last_error"]) == (0, None)
     assert status["settings"]["cut"] == 0.625 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0
@@ -156,3 +153,24 @@ def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
     for payload in ({"question": "'; drop table chunks; --"}, {"question": "\x00" * 10}):
         assert client.post("/ask", json=payload).status_code == 200
     assert sorted((p, p.stat().st_mtime_ns) for p in Path(built.data_dir).rglob("*") if p.is_file()) == files
+
+
+@pytest.mark.slow
+def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, minilm):
+    from rag_pipeline.core.embedder import load_embedder
+
+    embedder = load_embedder(minilm)
+    built = build_index(tmp_path, embedder)
+    service = start_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
+                            poll_seconds=3600)
+    try:
+        with TestClient(create_app(service)) as test_client:
+            answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
+            refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
+    finally:
+        service.follower.stop()
+    assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
+    assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
+        ("guide/config.md", 113, 203)]
+    # With the real model the closest chunk to the off-topic question is at about 0.943.
+    assert (refusal["answered"], round(refusal["closest_distance"], 3)) == (False, 0.943)
