@@ -12,6 +12,9 @@ from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
 WARM_UP_QUESTION = "warm up"
+MAX_CONNECTIONS = 256
+"""Beyond this many open connections and tasks uvicorn answers 503 instead of queueing more."""
+KEEP_ALIVE_SECONDS = 5
 
 
 def pin_threads() -> None:
@@ -55,6 +58,7 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     echo(f"page http://{host}:{port}/   API http://{host}:{port}/docs   (Ctrl-C stops)")
     try:
         uvicorn.run(create_app(service), host=host, port=port, access_log=access_log,
-                    log_level="info" if access_log else "warning")
+                    log_level="info" if access_log else "warning",
+                    limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_SECONDS)
     finally:
         service.follower.stop()

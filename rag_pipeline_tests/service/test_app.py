@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.service.app import MAX_BODY_BYTES, create_app
+from rag_pipeline.service.app import MAX_BODY_BYTES, create_app, document_view
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import start_service
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
@@ -146,6 +146,13 @@ def test_the_document_view_marks_the_quoted_slice(client: TestClient, built: Bui
         "error": f"from/to must satisfy 0 <= from <= to <= {len(built.canonical['guide/config.md'])}"}
     assert client.get("/documents/../etc/passwd").status_code == 404
     assert client.get("/documents/broken.md").status_code == 404
+
+
+def test_the_document_view_escapes_the_text_it_shows():
+    page = document_view('<b>"T"</b>', "a/<x>.md", "<script>alert(1)</script> & more", 0, 8)
+    assert '<mark id="quote">&lt;script&gt;</mark>alert(1)&lt;/script&gt; &amp; more</pre>' in page
+    assert "<title>&lt;b&gt;&quot;T&quot;&lt;/b&gt;</title>" in page and "a/&lt;x&gt;.md" in page
+    assert "<script>" not in page
 
 
 def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
