@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: install index test test-fast dev lint
+.PHONY: install system-packages index test test-fast dev lint
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,8 +23,13 @@ install: $(VENV)/.installed
 index: install
 	$(VENV)/bin/rag-pipeline index
 
+# Machine packages some tests drive (Debian Chromium for the page test); as root only,
+# idempotent; without them those tests skip with their reason.
+system-packages:
+	bash .ci/setup
+
 # Everything, the real model included (what CI runs).
-test: install
+test: install system-packages
 	$(VENV)/bin/pytest; status=$$?; echo $$status > .pytest-exit; exit $$status
 
 # The fast tier: every test not marked slow (no torch, no model load, no Dagster subprocess).

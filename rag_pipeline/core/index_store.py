@@ -122,7 +122,7 @@ def load_partition(data_dir: Path, chunker: str, model_key: str,
     raise AssertionError("unreachable")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
     warehouse = Warehouse(Path(data_dir), location)
     files = generation.files
