@@ -31,7 +31,7 @@ from rag_pipeline.automation import EMBEDDINGS_JOB, SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
-from rag_pipeline.index_runs import IndexRunFailed, first_error
+from rag_pipeline.index_runs import PID_TAG, IndexRunFailed, first_error
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
@@ -115,11 +115,14 @@ def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
 
 
 def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> list[str]:
-    """Marks failed every started run whose worker process on this machine is gone (killed)."""
+    """Marks failed every started run whose process on this machine is gone (killed): the run
+    worker's reported pid, or the pid an in-process run was tagged with."""
     failed = []
     started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     for run in started:
         pid = run_worker_pid(instance, run.run_id)
+        if pid is None and run.tags.get(PID_TAG, "").isdigit():
+            pid = int(run.tags[PID_TAG])
         if pid is not None and not _pid_alive(pid):
             instance.report_run_failed(run, f"the run's process (pid {pid}) is gone: it was "
                                             "killed or crashed; marked failed by rag-pipeline index")

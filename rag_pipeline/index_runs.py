@@ -5,6 +5,7 @@ instead (:mod:`rag_pipeline.index_launch`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +14,9 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, EVAL_JOB
+
+PID_TAG = "rag_pipeline/pid"
+"""The process that executes an in-process run, so a killed one can be recognised later."""
 
 
 class IndexRunFailed(Exception):
@@ -69,7 +73,8 @@ def run_index(defs: dg.Definitions, instance: dg.DagsterInstance, *, corpus: Pat
         echo(f"running {job_name} [{label}] ...")
         started = time.perf_counter()
         result = job.execute_in_process(instance=instance, partition_key=partition_key,
-                                        run_config=run_config, raise_on_error=False)
+                                        run_config=run_config, raise_on_error=False,
+                                        tags={PID_TAG: str(os.getpid())})
         seconds = time.perf_counter() - started
         if not result.success:
             raise IndexRunFailed(f"{job_name} [{label}] failed (run {result.run_id[:8]}): "
