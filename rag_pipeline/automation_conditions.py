@@ -10,8 +10,12 @@ import dagster as dg
 def inputs_changed() -> dg.AutomationCondition:
     """Like ``eager()``, but a dependency counts as updated only when its data version changed:
     re-running a step that produced the same table triggers nothing downstream."""
+    # A dependency updated by a run that also updated this asset (chunks and the BM25 tables of
+    # one chunks_job run) was already consumed by that run.
     dep_changed = dg.AutomationCondition.any_deps_match(
-        dg.AutomationCondition.data_version_changed()).with_label("any_dep_data_version_changed")
+        dg.AutomationCondition.data_version_changed()
+        & ~dg.AutomationCondition.executed_with_root_target()
+    ).with_label("any_dep_data_version_changed")
     return (
         (dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
         & ~dg.AutomationCondition.any_deps_missing()
