@@ -3,6 +3,7 @@
 
 import base64
 from collections.abc import Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,7 @@ from dagster import AssetExecutionContext
 
 from rag_pipeline.automation_conditions import inputs_changed_and_all_current
 from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
     gold_errors_table,
@@ -74,6 +76,9 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         chart_path = Path(storage.data_dir) / "eval" / "runs" / spec.key / "refusal_sweep.png"
         chart_path.parent.mkdir(parents=True, exist_ok=True)
         chart_path.write_bytes(png)
+        report_path = chart_path.parent / "report.html"
+        report_path.write_text(report_html(report, spec.key, png), encoding="utf-8")
+        headline = headline_rows(report)
         common = {"queries": report.queries, "ood_queries": report.ood_queries,
                   "gold_errors": len(report.gold_errors),
                   "generations": dg.MetadataValue.json(report.generations),
@@ -81,7 +86,16 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         yield dg.MaterializeResult(asset_key="eval_ranks", metadata={
             **common, "rows": len(report.ranks)})
         yield dg.MaterializeResult(asset_key="eval_summary", metadata={
-            **common, "summary": dg.MetadataValue.md(summary_markdown(report)),
+            **common,
+            "headline": dg.MetadataValue.table(
+                records=[dg.TableRecord(asdict(row)) for row in headline],
+                schema=dg.TableSchema(columns=[
+                    dg.TableColumn(f.name, "float" if f.name == "mrr" else
+                                   "int" if f.type in ("int", int) else "string")
+                    for f in fields(HeadlineRow)])),
+            "report": dg.MetadataValue.path(str(report_path)),
+            "report_url": dg.MetadataValue.url(report_path.resolve().as_uri()),
+            "summary": dg.MetadataValue.md(summary_markdown(report)),
             "destroyed": dg.MetadataValue.json(report.destroyed),
             "gold_error_ids": dg.MetadataValue.json(
                 {e.line_id: e.reason for e in report.gold_errors})})
