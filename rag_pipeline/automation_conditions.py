@@ -7,15 +7,20 @@ from __future__ import annotations
 import dagster as dg
 
 
-def inputs_changed() -> dg.AutomationCondition:
+def inputs_changed(*, with_deps_requested_now: bool = False) -> dg.AutomationCondition:
     """Like ``eager()``, but a dependency counts as updated only when its data version changed:
-    re-running a step that produced the same table triggers nothing downstream."""
-    # A dependency updated by a run that also updated this asset (chunks and the BM25 tables of
-    # one chunks_job run) was already consumed by that run.
-    dep_changed = dg.AutomationCondition.any_deps_match(
-        dg.AutomationCondition.data_version_changed()
-        & ~dg.AutomationCondition.executed_with_root_target()
-    ).with_label("any_dep_data_version_changed")
+    re-running a step that produced the same table triggers nothing downstream.
+
+    ``with_deps_requested_now`` also counts a dependency requested on the same tick, for assets
+    that share its partitions (the BM25 tables with their chunks): both then go in one run. It is
+    off for the others, so a run never starts before the run that makes its inputs."""
+    updated = (dg.AutomationCondition.data_version_changed()
+               # A dependency updated by a run that also updated this asset was consumed by it.
+               & ~dg.AutomationCondition.executed_with_root_target())
+    if with_deps_requested_now:
+        updated = updated | dg.AutomationCondition.will_be_requested()
+    dep_changed = dg.AutomationCondition.any_deps_match(updated).with_label(
+        "any_dep_data_version_changed")
     return (
         (dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
         & ~dg.AutomationCondition.any_deps_missing()

@@ -38,7 +38,7 @@ def _rows_per_analyzer(table: pa.Table) -> dict[str, int]:
 @dg.multi_asset(
     specs=[dg.AssetSpec(name, deps=["chunks"], partitions_def=chunker_partitions,
                         description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"},
-                        automation_condition=inputs_changed())
+                        automation_condition=inputs_changed(with_deps_requested_now=True))
            for name in BM25_TABLES],
     partitions_def=chunker_partitions,
     can_subset=False,
