@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.project_paths import DAGSTER_HOME
+from rag_pipeline.project_paths import DAGSTER_HOME, ENV_DATA_DIR, ENV_WAREHOUSE
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
@@ -29,11 +29,22 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _location() -> str | None:
+    """The ``--warehouse`` given to the command group (None: ``<data-dir>/warehouse``)."""
+    return click.get_current_context().find_root().params.get("warehouse")
+
+
 @click.group()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
+              envvar=ENV_DATA_DIR,
+              help="Folder of rag.duckdb and, unless --warehouse is given, of the Parquet tables "
+                   f"(default: the project's data/; env {ENV_DATA_DIR}).")
+@click.option("--warehouse", default=None, envvar=ENV_WAREHOUSE,
+              help="Where the Parquet tables live: a folder or an object-store URI such as "
+                   "s3://bucket/prefix (credentials from the AWS environment variables; "
+                   f"env {ENV_WAREHOUSE}).")
 @click.pass_context
-def main(ctx: click.Context, data_dir: Path | None) -> None:
+def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
@@ -57,7 +68,8 @@ def index(data_dir: Path, corpus: Path | None) -> None:
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     with dg.DagsterInstance.get() as instance:
         try:
-            timings = run_index(build_definitions(data_dir=data_dir), instance, corpus=corpus,
+            timings = run_index(build_definitions(data_dir=data_dir, location=_location()),
+                                instance, corpus=corpus,
                                 echo=click.echo)
         except IndexRunFailed as exc:
             _fail(str(exc))
@@ -70,7 +82,7 @@ def index(data_dir: Path, corpus: Path | None) -> None:
                      f"{t.metadata['embeddings.chunks_per_second']} chunks/s")
         click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
     click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
-    warehouse = Warehouse(data_dir)
+    warehouse = Warehouse(data_dir, _location())
     click.echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
@@ -81,11 +93,16 @@ def index(data_dir: Path, corpus: Path | None) -> None:
 @click.pass_obj
 def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
+    from rag_pipeline.core.query_db import publish_query_db
     from rag_pipeline.core.status import index_status
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
+    warehouse = Warehouse(data_dir, _location())
     try:
-        report = index_status(Warehouse(data_dir))
+        if _location() is not None:
+            # Another machine may have published since: refresh the local DuckDB snapshot.
+            publish_query_db(warehouse)
+        report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
     click.echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
@@ -198,7 +215,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
-        index = load_partition(data_dir, chunker, spec.key)
+        index = load_partition(data_dir, chunker, spec.key, _location())
         embedder = load_embedder(spec)
         reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
         settings = AskSettings(
@@ -298,7 +315,8 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
+                          location=_location())
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     if as_json:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -15,15 +16,26 @@ from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
 from rag_pipeline.core.embedder import ModelSpec, declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
-from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
-from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage
+from rag_pipeline.project_paths import (
+    DEFAULT_CORPUS_DIR,
+    DEFAULT_DATA_DIR,
+    DEFAULT_EVAL_DIR,
+    ENV_CORPUS,
+    ENV_DATA_DIR,
+    ENV_TORCH_THREADS,
+    ENV_WAREHOUSE,
+)
+from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, RunCompute
 
 
 def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
                       models: Sequence[ModelSpec] | None = None,
-                      eval_dir: Path = DEFAULT_EVAL_DIR) -> dg.Definitions:
+                      eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
+                      torch_threads: int | None = None) -> dg.Definitions:
     """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
-    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use."""
+    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
+    ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
+    ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""
     models = tuple(models) if models else declared_models()
     return dg.Definitions(
         assets=[documents, build_chunks_asset(models[0]), bm25_stats,
@@ -32,7 +44,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         schedules=[nightly_index],
         sensors=[index_automation],
         resources={
-            "storage": IndexStorage(data_dir=str(data_dir)),
+            "storage": IndexStorage(data_dir=str(data_dir), location=location),
+            "compute": RunCompute(torch_threads=torch_threads),
             "corpus": CorpusSource(path=str(corpus_dir or DEFAULT_CORPUS_DIR),
                                    python_reference=corpus_dir is None),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),
@@ -41,4 +54,17 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     )
 
 
-defs = build_definitions()
+def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
+    """The definitions a code server or a run worker loads: data folder, warehouse location,
+    corpus and torch threads from ``RAG_PIPELINE_*`` variables (unset: the project defaults)."""
+    threads = environ.get(ENV_TORCH_THREADS)
+    if threads is not None and not threads.strip().isdigit():
+        raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
+    corpus = environ.get(ENV_CORPUS)
+    return build_definitions(data_dir=Path(environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR),
+                             corpus_dir=Path(corpus) if corpus else None,
+                             location=environ.get(ENV_WAREHOUSE) or None,
+                             torch_threads=int(threads) if threads else None)
+
+
+defs = definitions_from_environment(os.environ)
