@@ -43,6 +43,9 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         jobs=build_index_jobs(embedding_partitions(models), model_partitions(models)),
         schedules=[nightly_index],
         sensors=[index_automation],
+        # Every job is one chain of steps: a run is one process (no process per step to start,
+        # and a run killed with its process leaves no orphaned step behind).
+        executor=dg.in_process_executor,
         resources={
             "storage": IndexStorage(data_dir=str(data_dir), location=location),
             "compute": RunCompute(torch_threads=torch_threads),
