@@ -282,7 +282,8 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
                  f"{r.dagster_run.status.value} {r.start_time:.1f}-{r.end_time:.1f}"
                  for r in [documents_run, *chunk_runs, *embedding_runs]]:
         print(line)
-    print(f"chunks runs overlapped {_overlap(*chunk_runs):.1f} s; retry {meta}")
+    print(f"chunks runs overlapped {_overlap(*chunk_runs):.1f} s; retry of {killed[:8]}: " + ", ".join(
+        f"{k} {meta[k]}" for k in ("rows", "reused", "shared", "embedded", "chunks_per_second")))
     instance.dispose()
 
     # The objects are in the bucket; the worker's data folder holds no table.
