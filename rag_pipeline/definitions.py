@@ -60,7 +60,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
 def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     """The definitions a code server or a run worker loads: data folder, warehouse location,
     corpus and torch threads from ``RAG_PIPELINE_*`` variables (unset: the project defaults)."""
-    threads = environ.get(ENV_TORCH_THREADS)
+    threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
     corpus = environ.get(ENV_CORPUS)
