@@ -15,7 +15,7 @@ from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.terminal import escape_controls
-from rag_pipeline.project_paths import DAGSTER_HOME
+from rag_pipeline.project_paths import DAGSTER_HOME, ENV_DATA_DIR, ENV_WAREHOUSE
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
@@ -37,6 +37,13 @@ def _prepare_environment() -> None:
 def _echo(message: str = "", err: bool = False) -> None:
     """Print one line; control characters from documents or endpoints are escaped first."""
     click.echo(escape_controls(message), err=err)
+
+
+def _location() -> str | None:
+    """The ``--warehouse`` given to the command group (None: ``<data-dir>/warehouse``)."""
+    return click.get_current_context().find_root().params.get("warehouse")
+
+
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -71,14 +78,20 @@ class _OneLineErrors(click.Group):
 
 @click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
+              envvar=ENV_DATA_DIR,
+              help="Folder of rag.duckdb and, unless --warehouse is given, of the Parquet tables "
+                   f"(default: the project's data/; env {ENV_DATA_DIR}).")
+@click.option("--warehouse", default=None, envvar=ENV_WAREHOUSE,
+              help="Where the Parquet tables live: a folder or an object-store URI such as "
+                   "s3://bucket/prefix (credentials from the AWS environment variables; "
+                   f"env {ENV_WAREHOUSE}).")
 @click.pass_context
-def main(ctx: click.Context, data_dir: Path | None) -> None:
+def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR)
+    ctx.obj = data_dir or Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR)
 
 
 class _Progress:
@@ -136,25 +149,27 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
         project_daemon,
     )
     from rag_pipeline.index_runs import IndexRunFailed
-    from rag_pipeline.project_paths import CORPUS_VARIABLE, DATA_DIR_VARIABLE, DEFAULT_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR
 
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, DATA_DIR_VARIABLE: str(data_dir.absolute())}
+    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute())}
+    if _location() is not None:
+        env[ENV_WAREHOUSE] = _location()
     if corpus is not None:
-        env[CORPUS_VARIABLE] = str(corpus.absolute())
-    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus)
+        env[ENV_CORPUS] = str(corpus.absolute())
+    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus, location=_location())
     chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
     models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
-    warehouse = Warehouse(data_dir)
+    warehouse = Warehouse(data_dir, _location())
     started = time.time()
     try:
         with dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
             # A running daemon serves the code location as its own environment configured it;
             # this shell's environment is the best evidence of that configuration.
-            location_data = Path(os.environ.get(DATA_DIR_VARIABLE) or DEFAULT_DATA_DIR).absolute()
-            location_corpus = os.environ.get(CORPUS_VARIABLE)
+            location_data = Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute()
+            location_corpus = os.environ.get(ENV_CORPUS)
             differs = data_dir.absolute() != location_data or (
                 corpus is not None and str(corpus.absolute()) != location_corpus)
             if differs and daemon_running(instance):
@@ -184,11 +199,16 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
 @click.pass_obj
 def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
+    from rag_pipeline.core.query_db import publish_query_db
     from rag_pipeline.core.status import index_status
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
+    warehouse = Warehouse(data_dir, _location())
     try:
-        report = index_status(Warehouse(data_dir))
+        if _location() is not None:
+            # Another machine may have published since: refresh the local DuckDB snapshot.
+            publish_query_db(warehouse)
+        report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
@@ -317,7 +337,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     models = declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
-        index = load_partition(data_dir, chunker, spec.key)
+        index = load_partition(data_dir, chunker, spec.key, _location())
         embedder = load_embedder(spec)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
@@ -435,7 +455,8 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
+                          location=_location())
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     _print_eval(report, spec, as_json)

@@ -17,21 +17,26 @@ from rag_pipeline.automation import build_index_jobs, index_automation, nightly_
 from rag_pipeline.core.embedder import ModelSpec, declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import (
-    CORPUS_VARIABLE,
-    DATA_DIR_VARIABLE,
     DEFAULT_CORPUS_DIR,
     DEFAULT_DATA_DIR,
     DEFAULT_EVAL_DIR,
-    EVAL_DIR_VARIABLE,
+    ENV_CORPUS,
+    ENV_DATA_DIR,
+    ENV_EVAL_DIR,
+    ENV_TORCH_THREADS,
+    ENV_WAREHOUSE,
 )
-from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage
+from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, RunCompute
 
 
 def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
                       models: Sequence[ModelSpec] | None = None,
-                      eval_dir: Path = DEFAULT_EVAL_DIR) -> dg.Definitions:
+                      eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
+                      torch_threads: int | None = None) -> dg.Definitions:
     """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
-    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use."""
+    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
+    ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
+    ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""
     models = tuple(models) if models else declared_models()
     return dg.Definitions(
         assets=[documents, build_chunks_asset(models[0]), bm25_stats,
@@ -39,8 +44,12 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         jobs=build_index_jobs(embedding_partitions(models), model_partitions(models)),
         schedules=[nightly_index],
         sensors=[index_automation],
+        # Every job is one chain of steps: a run is one process (no process per step to start,
+        # and a run killed with its process leaves no orphaned step behind).
+        executor=dg.in_process_executor,
         resources={
-            "storage": IndexStorage(data_dir=str(data_dir)),
+            "storage": IndexStorage(data_dir=str(data_dir), location=location),
+            "compute": RunCompute(torch_threads=torch_threads),
             "corpus": CorpusSource(path=str(corpus_dir or DEFAULT_CORPUS_DIR),
                                    python_reference=corpus_dir is None),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),
@@ -49,19 +58,20 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     )
 
 
-def settings_from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Path]:
-    """The code location's process edge: ``RAG_PIPELINE_DATA_DIR``, ``RAG_PIPELINE_CORPUS`` (a
-    folder of documents) and ``RAG_PIPELINE_EVAL_DIR`` (gold.jsonl, ood.jsonl) override the
-    defaults, so the UI, the daemon, the nightly schedule and ``rag-pipeline index
-    --data-dir/--corpus`` all build the same index."""
-    settings = {}
-    if environ.get(DATA_DIR_VARIABLE):
-        settings["data_dir"] = Path(environ[DATA_DIR_VARIABLE]).absolute()
-    if environ.get(CORPUS_VARIABLE):
-        settings["corpus_dir"] = Path(environ[CORPUS_VARIABLE]).absolute()
-    if environ.get(EVAL_DIR_VARIABLE):
-        settings["eval_dir"] = Path(environ[EVAL_DIR_VARIABLE]).absolute()
-    return settings
+def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
+    """The definitions a code server or a run worker loads: data folder, warehouse location,
+    corpus, gold sets and torch threads from ``RAG_PIPELINE_*`` variables (unset: the project
+    defaults), so the UI, the daemon, the nightly schedule and ``rag-pipeline index`` all build
+    the same index."""
+    threads = environ.get(ENV_TORCH_THREADS) or None
+    if threads is not None and not threads.strip().isdigit():
+        raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
+    corpus = environ.get(ENV_CORPUS)
+    return build_definitions(data_dir=Path(environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute(),
+                             corpus_dir=Path(corpus).absolute() if corpus else None,
+                             eval_dir=Path(environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR),
+                             location=environ.get(ENV_WAREHOUSE) or None,
+                             torch_threads=int(threads) if threads else None)
 
 
-defs = build_definitions(**settings_from_environment())
+defs = definitions_from_environment(os.environ)

@@ -10,7 +10,9 @@ DEFAULT_CORPUS_DIR = DEFAULT_DATA_DIR / "corpus" / "python-reference"
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
 
-DATA_DIR_VARIABLE = "RAG_PIPELINE_DATA_DIR"
-CORPUS_VARIABLE = "RAG_PIPELINE_CORPUS"
-EVAL_DIR_VARIABLE = "RAG_PIPELINE_EVAL_DIR"
-"""Environment variables read at the process edges (the CLI and the code location) only."""
+# Read only at the process edge (the CLI and ``definitions.defs``), never in the core.
+ENV_DATA_DIR = "RAG_PIPELINE_DATA_DIR"
+ENV_WAREHOUSE = "RAG_PIPELINE_WAREHOUSE"
+ENV_CORPUS = "RAG_PIPELINE_CORPUS"
+ENV_EVAL_DIR = "RAG_PIPELINE_EVAL_DIR"
+ENV_TORCH_THREADS = "RAG_PIPELINE_TORCH_THREADS"

@@ -1,7 +1,9 @@
-"""External things the assets use: where the tables live and where the documents come from."""
+"""External things the assets use: where the tables live, where the documents come from, and
+how many cores a run may use."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -12,12 +14,42 @@ from rag_pipeline.core.warehouse import Warehouse
 
 
 class IndexStorage(dg.ConfigurableResource):
-    """The data folder: Parquet tables in ``<data_dir>/warehouse``, views in ``rag.duckdb``."""
+    """Where the index lives. ``data_dir`` is a local folder (the DuckDB snapshot ``rag.duckdb``
+    and the evaluation charts); ``location`` is where the Parquet tables live: ``None`` for
+    ``<data_dir>/warehouse``, or a folder or object-store URI (``s3://bucket/prefix``; S3
+    credentials come from the standard AWS environment variables)."""
 
     data_dir: str
+    location: str | None = None
 
     def warehouse(self) -> Warehouse:
-        return Warehouse(Path(self.data_dir))
+        return Warehouse(Path(self.data_dir), self.location)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which container limits set)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class RunCompute(dg.ConfigurableResource):
+    """The cores one run's model may use. ``torch_threads`` unset means every core the run's
+    process is given, so a run launched on a 4-core pod uses 4 and two runs sharing a machine
+    can each be given half; set at the start of the run, never deep in the core."""
+
+    torch_threads: int | None = None
+
+    def threads(self) -> int:
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ValueError(f"torch_threads must be at least 1, not {self.torch_threads}")
+        return self.torch_threads or available_cores()
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        import torch
+
+        threads = self.threads()
+        torch.set_num_threads(threads)
+        if context.log is not None:
+            context.log.info(f"torch uses {threads} threads")
 
 
 class CorpusSource(dg.ConfigurableResource):

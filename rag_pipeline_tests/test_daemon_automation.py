@@ -21,10 +21,10 @@ import pytest
 from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.index_launch import daemon_running
 from rag_pipeline.project_paths import (
-    CORPUS_VARIABLE,
     DAGSTER_HOME,
-    DATA_DIR_VARIABLE,
-    EVAL_DIR_VARIABLE,
+    ENV_CORPUS,
+    ENV_DATA_DIR,
+    ENV_EVAL_DIR,
     PROJECT_ROOT,
 )
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -64,8 +64,8 @@ def instance_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         '"ticket": "my download just stops after a while, what is the limit"}\n', encoding="utf-8")
     (evals / "ood.jsonl").write_text(
         '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n', encoding="utf-8")
-    env = {**os.environ, "DAGSTER_HOME": str(home), DATA_DIR_VARIABLE: str(tmp_path / "data"),
-           CORPUS_VARIABLE: str(corpus), EVAL_DIR_VARIABLE: str(evals), "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(tmp_path / "data"),
+           ENV_CORPUS: str(corpus), ENV_EVAL_DIR: str(evals), "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     return env, corpus

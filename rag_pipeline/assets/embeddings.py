@@ -22,7 +22,7 @@ from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDD
 from rag_pipeline.core.vector_cache import VectorCache
 from rag_pipeline.core.warehouse import TableVersion
 from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
-from rag_pipeline.resources import IndexStorage
+from rag_pipeline.resources import IndexStorage, RunCompute
 
 CHECKS = ("vectors_unit_length", "one_model_per_partition")
 
@@ -42,7 +42,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
                     "Publishes the partition's index generation when done.",
         kinds={"parquet", "duckdb", "pytorch"},
     )
-    def embeddings(context: AssetExecutionContext, storage: IndexStorage):
+    def embeddings(context: AssetExecutionContext, storage: IndexStorage, compute: RunCompute):
         keys = context.partition_key.keys_by_dimension
         spec = by_key[keys[MODEL]]
         chunker = keys[CHUNKER]
@@ -54,6 +54,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         previous = warehouse.read_or_none(EMBEDDINGS, partition)
         cache = VectorCache(warehouse, spec)
         embedder = load_embedder(spec)
+        context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 
         def progress(done: int, total: int) -> None:

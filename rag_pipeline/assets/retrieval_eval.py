@@ -62,7 +62,7 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         spec = by_key[context.partition_key]
         warehouse = storage.warehouse()
         report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
-                          Path(eval_sets.ood_path))
+                          Path(eval_sets.ood_path), location=storage.location)
         partition = {MODEL: spec.key}
         tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),

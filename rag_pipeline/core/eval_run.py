@@ -16,15 +16,16 @@ from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 
 def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
-             chunkers: Sequence[str] | None = None) -> EvalReport:
-    """Evaluates every built chunker (or the given ones) of ``model``'s partitions."""
-    warehouse = Warehouse(data_dir)
+             chunkers: Sequence[str] | None = None, location: str | None = None) -> EvalReport:
+    """Evaluates every built chunker (or the given ones) of ``model``'s partitions, reading the
+    tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`)."""
+    warehouse = Warehouse(data_dir, location)
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
         raise IndexNotBuiltError(f"no published index for model {model.key}: run "
                                  "`rag-pipeline index` first")
     selected = list(chunkers) if chunkers else published
-    indexes = {c: load_partition(data_dir, c, model.key) for c in selected}
+    indexes = {c: load_partition(data_dir, c, model.key, location) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
     documents = warehouse.read_file(documents_file,
