@@ -28,7 +28,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, INDEX_SENSOR
-from rag_pipeline.cli import answer_json
+from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
 from rag_pipeline.core.corpus_export import export_python_reference
 from rag_pipeline.core.embedder import declared_models, load_embedder
