@@ -29,6 +29,31 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _declared_models():
+    """The declared models, or a one-line failure naming what is wrong with the config file."""
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import declared_models
+
+    try:
+        return declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+
+
+def _load_embedder(spec, data_dir: Path):
+    """The loaded model; an int8 model not exported yet calibrates on the built chunks."""
+    from rag_pipeline.core.embedder import calibration_sample, load_embedder
+    from rag_pipeline.core.warehouse import Warehouse
+
+    def calibration() -> list[str]:
+        chunks = Warehouse(data_dir).read("chunks", {"chunker": spec.calibration.chunker},
+                                          columns=["chunk_id", "text"])
+        return calibration_sample(chunks.column("chunk_id").to_pylist(),
+                                  chunks.column("text").to_pylist(), spec.calibration.samples)
+
+    return load_embedder(spec, calibration if spec.calibration else None)
+
+
 @click.group()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the Parquet tables and rag.duckdb (default: the project's data/).")
@@ -49,11 +74,22 @@ def index(data_dir: Path, corpus: Path | None) -> None:
     """Build or update the whole index through Dagster (runs appear in the UI)."""
     import dagster as dg
 
+    from rag_pipeline.core.model_inventory import inventory
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import load_config, load_lock, write_lock
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_runs import IndexRunFailed, run_index
 
+    try:
+        config = load_config()
+        unlocked = [d.name for d in config.models if d.name not in load_lock(config.lock_path)]
+        specs = write_lock(config) if unlocked and config.path else _declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if unlocked and config.path:
+        click.echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     with dg.DagsterInstance.get() as instance:
         try:
@@ -71,10 +107,70 @@ def index(data_dir: Path, corpus: Path | None) -> None:
         click.echo(f"  {t.job:15s} {t.partition:45s} {t.seconds:7.1f} s{extra}")
     click.echo(f"  total {sum(t.seconds for t in timings):.1f} s")
     warehouse = Warehouse(data_dir)
+    for entry in inventory(specs, warehouse):
+        if not entry.declared:
+            click.echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
+                       f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
+                       f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
     click.echo(f"\nbuilt (DuckDB views in {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             click.echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+
+
+@main.command()
+@click.option("--lock", "lock", is_flag=True,
+              help="Pin every declared model's current files in rag_pipeline.lock.json.")
+@click.option("--drop", "drop_key", default=None,
+              help="Delete every stored partition of this undeclared model key.")
+@click.pass_obj
+def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
+    """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
+    from rag_pipeline.core.model_inventory import drop_model_partitions, file_status, inventory
+    from rag_pipeline.core.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.project_config import load_config, model_specs, write_lock
+    from rag_pipeline.core.warehouse import Warehouse
+
+    try:
+        config = load_config()
+        specs = write_lock(config) if lock else model_specs(config)
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    warehouse = Warehouse(data_dir)
+    if drop_key is not None:
+        try:
+            dropped = drop_model_partitions(warehouse, drop_key, specs)
+        except ModelMismatchError as exc:
+            _fail(str(exc))
+        click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
+    click.echo(f"config: {config.path or 'built-in default (no rag_pipeline.toml)'}"
+               f"{'  (lock written)' if lock else ''}")
+    click.echo(f"chunkers: {', '.join(c.value for c in config.chunkers)}")
+    declarations = {d.name: d for d in config.models}
+    click.echo(f"{'key':34s} {'backend':8s} {'precision':9s} {'window':>6s} {'batch':>5s} "
+               f"{'cut':>6s}  source")
+    for spec in specs:
+        declaration = declarations[spec.name]
+        cut = f"{spec.cut:.3f}" if spec.cut is not None else "-"
+        click.echo(f"{spec.key:34s} {spec.backend.value:8s} {spec.precision.value:9s} "
+                   f"{spec.max_tokens:6d} {spec.batch_size:5d} {cut:>6s}  "
+                   f"{declaration.source.describe()}{'  (default)' if spec is specs[0] else ''}")
+        state = file_status(spec)
+        if state != "ok":
+            click.echo(f"  files: {state}")
+    click.echo("\nstored partitions:")
+    built = set(config.chunkers)
+    for entry in inventory(specs, warehouse):
+        chunkers = ", ".join(entry.embedding_chunkers) or "none"
+        if entry.declared:
+            missing = sorted(c.value for c in built if c.value not in entry.embedding_chunkers)
+            todo = f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
+            click.echo(f"  {entry.key:34s} embeddings: {chunkers}{todo}")
+        else:
+            click.echo(f"  {entry.key:34s} NOT DECLARED (no longer built or served): embeddings: "
+                       f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
+                       f"(declare the model again), or delete them: rag-pipeline models --drop "
+                       f"'{entry.key}'")
 
 
 @main.command()
@@ -143,7 +239,7 @@ def answer_json(answer: Answer) -> dict:
 @click.argument("question")
 @click.option("--chunker", default="header", show_default=True, help="Chunking partition.")
 @click.option("--model", "model_key", default=None,
-              help="Model partition key (default: the first declared model).")
+              help="Model partition key (default: the default model of rag_pipeline.toml).")
 @click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
               show_default=True)
 @click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
@@ -151,7 +247,7 @@ def answer_json(answer: Answer) -> dict:
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
               help="At most this many sources are kept.")
 @click.option("--threshold", type=float, default=None,
-              help="Cosine-distance cut (default: the project default).")
+              help="Cosine-distance cut (default: the model's `cut` in rag_pipeline.toml).")
 @click.option("--rerank", "rerank_model", type=click.Path(exists=True, file_okay=False),
               default=None, help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
@@ -174,32 +270,34 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.analyzers import Analyzer
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.gate import DEFAULT_CUT
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.rerank import Reranker, RerankSettings
     from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
-    models = declared_models()
+    models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         index = load_partition(data_dir, chunker, spec.key)
-        embedder = load_embedder(spec)
+        embedder = _load_embedder(spec, data_dir)
         reranker = Reranker(RerankSettings(Path(rerank_model))) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer) if analyzer else DEFAULT_ANALYZER,
                                         collapse_duplicates=not no_collapse),
-            cut=DEFAULT_CUT if threshold is None else threshold, max_sources=max_sources,
+            cut=threshold if threshold is not None else spec.cut if spec.cut is not None
+            else DEFAULT_CUT, max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
         answer = run_ask(question, index, embedder, settings, reranker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
-            GenerationError, FileNotFoundError) as exc:
+            GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         _fail(str(exc))
     if as_json:
         click.echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
@@ -230,16 +328,18 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     import json
 
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
-    models = declared_models()
+    models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
-    except ModelMismatchError as exc:
+        embedder = _load_embedder(spec, data_dir)
+    except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
         from rag_pipeline.core.beir import load_beir, run_beir
@@ -255,7 +355,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
         from rag_pipeline.core.bm25 import K1
 
-        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+        report = run_beir(dataset, embedder, data_dir / "beir", progress,
                           tuple(k1_values) or (K1,))
         if as_json:
             click.echo(json.dumps({

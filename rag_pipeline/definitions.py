@@ -13,7 +13,8 @@ from rag_pipeline.assets.documents import documents
 from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
-from rag_pipeline.core.embedder import ModelSpec, declared_models
+from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage
@@ -22,7 +23,8 @@ from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage
 def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR) -> dg.Definitions:
-    """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
+    """The project's definitions, models and chunkers as declared in ``rag_pipeline.toml``
+    unless ``models`` is given. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use."""
     models = tuple(models) if models else declared_models()
     return dg.Definitions(

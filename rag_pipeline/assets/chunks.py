@@ -8,9 +8,9 @@ import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records
 from rag_pipeline.core.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
 from rag_pipeline.resources import IndexStorage

@@ -6,10 +6,17 @@ from collections.abc import Sequence
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import calibration_sample, load_embedder
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
-from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
+from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.partitions import (
+    CHUNKER,
+    MODEL,
+    chunker_partitions,
+    embedding_partitions,
+    one_dimension_of,
+)
 from rag_pipeline.resources import IndexStorage
 
 CHECKS = ("vectors_unit_length", "one_model_per_partition")
@@ -34,9 +41,19 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         partition = {CHUNKER: keys[CHUNKER], MODEL: spec.key}
         warehouse = storage.warehouse()
         chunks = warehouse.read("chunks", {CHUNKER: keys[CHUNKER]},
-                                columns=["chunk_id", "text", "text_sha256"])
+                                columns=["chunk_id", "text", "text_sha256", "wordpieces"])
         previous = warehouse.read_or_none("embeddings", partition)
-        embedder = load_embedder(spec)
+        shared = [t for c in chunker_partitions.get_partition_keys() if c != keys[CHUNKER]
+                  if (t := warehouse.read_or_none("embeddings", {CHUNKER: c, MODEL: spec.key})
+                      ) is not None]
+
+        def calibration() -> list[str]:
+            source = warehouse.read("chunks", {CHUNKER: spec.calibration.chunker},
+                                    columns=["chunk_id", "text"])
+            return calibration_sample(source.column("chunk_id").to_pylist(),
+                                      source.column("text").to_pylist(), spec.calibration.samples)
+
+        embedder = load_embedder(spec, calibration if spec.calibration else None)
         last_logged = [0]
 
         def progress(done: int, total: int) -> None:
@@ -44,15 +61,18 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
                 last_logged[0] = done
                 context.log.info(f"embedded {done}/{total} texts with {spec.key}")
 
-        table, stats = embeddings_table(chunks, previous, embedder, progress)
+        table, stats = embeddings_table(chunks, previous, embedder, progress, shared)
         warehouse.write("embeddings", table, partition)
         warehouse.refresh_views()
         stored = warehouse.read("embeddings", partition)
         context.log.info(f"{partition}: embedded {stats.embedded}, reused {stats.reused}, "
-                         f"removed {stats.removed} in {stats.seconds:.1f} s")
+                         f"shared {stats.shared}, removed {stats.removed} in "
+                         f"{stats.seconds:.1f} s")
         yield dg.MaterializeResult(metadata={
             "model": spec.key, "dimension": spec.dimension, "rows": table.num_rows,
             "embedded": stats.embedded, "reused": stats.reused, "removed": stats.removed,
+            "shared_from_other_chunkers": stats.shared, "backend": spec.backend.value,
+            "precision": spec.precision.value,
             "embed_seconds": round(stats.seconds, 2),
             "chunks_per_second": round(stats.chunks_per_second, 1),
         })

@@ -8,7 +8,6 @@ from pathlib import Path
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
     gold_errors_table,
@@ -21,6 +20,7 @@ from rag_pipeline.core.eval_tables import (
     sweep_markdown,
     sweep_table,
 )
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.resources import EvalSets, IndexStorage
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import MAX_SOURCES, apply_gate
 from rag_pipeline.core.gold import GoldError, GoldQuery, OodLine, collapse
 from rag_pipeline.core.index_store import PartitionIndex
@@ -24,6 +23,7 @@ from rag_pipeline.core.metrics import (
     sign_test_p,
     summarise_recall,
 )
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.retrieval import (
     DEFAULT_ANALYZER,
     Hit,
@@ -218,7 +218,7 @@ def recommend_cut(sweep: Sequence[SweepRow]) -> float | None:
     return min(row.cut for row in sweep if row.right_outcomes == best)
 
 
-def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
+def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
              queries: Sequence[GoldQuery], ood: Sequence[OodLine], gold_errors: Sequence[GoldError],
              runs: Sequence[RunKey] | None = None) -> EvalReport:
     """Runs every retrieval configuration over the gold queries and the sweep over the

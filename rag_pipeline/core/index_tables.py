@@ -22,8 +22,8 @@ from rag_pipeline.core.chunking import (
     offset_errors,
 )
 from rag_pipeline.core.documents import DocumentRecord
-from rag_pipeline.core.embedder import Embedder, ModelMismatchError
 from rag_pipeline.core.invariants import vector_matrix
+from rag_pipeline.core.models import ModelMismatchError, TextEmbedder
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.wordpieces import WordpieceCounter
 
@@ -119,39 +119,59 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
 
 @dataclass(frozen=True)
 class EmbeddingStats:
+    """``reused``: vectors taken from the partition's previous version; ``shared``: from another
+    chunker's partition of the same model (the same text, embedded once per model)."""
+
     embedded: int
     reused: int
     removed: int
     seconds: float
+    shared: int = 0
 
     @property
     def chunks_per_second(self) -> float:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embedder,
+def _stored_vectors(table: pa.Table, key: str, name: str, fingerprint: str) -> dict[str, np.ndarray]:
+    """``text_sha256 -> vector`` of a stored partition, refused unless every row is stamped
+    with the model that is embedding now."""
+    if not table.num_rows:
+        return {}
+    fingerprints = set(table.column("model_fingerprint").to_pylist())
+    names = set(table.column("model_name").to_pylist())
+    if fingerprints != {fingerprint} or names != {name}:
+        raise ModelMismatchError(
+            f"the stored partition holds vectors of {sorted(names)}@{sorted(fingerprints)}, "
+            f"not {key}: vector spaces are never mixed")
+    return dict(zip(table.column("text_sha256").to_pylist(), vector_matrix(table), strict=True))
+
+
+def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: TextEmbedder,
                      progress: Callable[[int, int], None] | None = None,
+                     shared: Sequence[pa.Table] = (),
                      ) -> tuple[pa.Table, EmbeddingStats]:
     """One unit vector per chunk. A chunk whose embedded text (by sha256) already has a vector
-    in ``previous`` reuses it; only new texts go through the model."""
+    in ``previous``, or in ``shared`` (the same model's partitions of other chunkers), reuses
+    it; only new texts go through the model, batched by their ``wordpieces`` when the chunks
+    carry that column."""
     spec = embedder.spec
     reusable: dict[str, np.ndarray] = {}
-    if previous is not None and previous.num_rows:
-        fingerprints = set(previous.column("model_fingerprint").to_pylist())
-        names = set(previous.column("model_name").to_pylist())
-        if fingerprints != {spec.fingerprint} or names != {spec.name}:
-            raise ModelMismatchError(
-                f"the stored partition holds vectors of {sorted(names)}@{sorted(fingerprints)}, "
-                f"not {spec.key}: vector spaces are never mixed")
-        for sha, vector in zip(previous.column("text_sha256").to_pylist(), vector_matrix(previous),
-                               strict=True):
-            reusable[sha] = vector
+    if previous is not None:
+        reusable.update(_stored_vectors(previous, spec.key, spec.name, spec.fingerprint))
+    own = set(reusable)
+    for table in shared:
+        for sha, vector in _stored_vectors(table, spec.key, spec.name, spec.fingerprint).items():
+            reusable.setdefault(sha, vector)
     texts = chunks.column("text").to_pylist()
     shas = chunks.column("text_sha256").to_pylist()
+    wordpieces = (chunks.column("wordpieces").to_pylist() if "wordpieces" in chunks.column_names
+                  else None)
     missing = sorted({sha: i for i, sha in enumerate(shas) if sha not in reusable}.items())
     started = time.perf_counter()
     if missing:
-        fresh = embedder.embed([texts[i] for _, i in missing], progress=progress)
+        options = {"wordpieces": [wordpieces[i] for _, i in missing]} if wordpieces else {}
+        fresh = embedder.embed([texts[i] for _, i in missing], progress=progress, **options)
         reusable.update({sha: vector for (sha, _), vector in zip(missing, fresh, strict=True)})
     seconds = time.perf_counter() - started
     vectors = np.stack([reusable[sha] for sha in shas]).astype(np.float32) if shas else \
@@ -170,8 +190,9 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embe
     fresh_shas = {sha for sha, _ in missing}
     previous_shas = set(previous.column("text_sha256").to_pylist()) if previous is not None else set()
     stats = EmbeddingStats(embedded=len(missing),
-                           reused=sum(1 for sha in shas if sha not in fresh_shas),
-                           removed=len(previous_shas - set(shas)), seconds=seconds)
+                           reused=sum(1 for sha in shas if sha not in fresh_shas and sha in own),
+                           removed=len(previous_shas - set(shas)), seconds=seconds,
+                           shared=sum(1 for sha in shas if sha not in fresh_shas and sha not in own))
     return table, stats
 
 

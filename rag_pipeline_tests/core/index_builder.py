@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import (
     bm25_stats_tables,
@@ -21,6 +21,7 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus

@@ -9,8 +9,9 @@ import pytest
 
 from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, ask
 from rag_pipeline.core.citations import build_prompt
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply

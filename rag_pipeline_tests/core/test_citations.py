@@ -16,7 +16,8 @@ from rag_pipeline.core.citations import (
     locator_label,
     page_of,
 )
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 

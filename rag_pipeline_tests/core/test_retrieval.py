@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.embedder import ModelMismatchError, ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
+from rag_pipeline.core.models import ModelMismatchError, ModelSpec
 from rag_pipeline.core.retrieval import (
     QueryVector,
     RetrievalSettings,
