@@ -315,6 +315,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--chunker", "chunkers", multiple=True,
               help="Chunker partition(s) to evaluate (default: every built one).")
 @click.option("--model", "model_key", default=None, help="Model partition key.")
+@click.option("--versus", "versus_key", default=None,
+              help="Another model key: evaluate it too and compare the two models on the same "
+                   "chunkers and queries (paired sign tests).")
 @click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
                                  "queries.jsonl, qrels/test.tsv).")
@@ -323,8 +326,8 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
-                     model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
-                     as_json: bool) -> None:
+                     model_key: str | None, versus_key: str | None, beir_dir: Path | None,
+                     k1_values: tuple[float, ...], as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     import json
 
@@ -405,3 +408,38 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
         click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
         click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
     click.echo(f"\neval wall time: {report.timings['total']:.1f} s")
+    if versus_key is not None:
+        _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
+                        "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
+
+
+def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Path,
+                    ood_path: Path, chunkers: tuple[str, ...]) -> None:
+    """Evaluates the second model on the same chunkers and prints the paired comparison."""
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.eval_run import run_eval
+    from rag_pipeline.core.eval_tables import summary_markdown
+    from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.markdown_table import markdown_table
+    from rag_pipeline.core.model_comparison import compare_models
+    from rag_pipeline.core.models import ModelMismatchError, find_model
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
+    try:
+        other = find_model(versus_key, _declared_models())
+        _load_embedder(other, data_dir)
+        selected = list(chunkers) or sorted({r.chunker for r in report.ranks})
+        second = run_eval(data_dir, other, gold_path, ood_path, selected)
+    except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError,
+            UnknownPartitionError) as exc:
+        _fail(str(exc))
+    click.echo(f"\n--- {other.key} on the same chunkers ---\n" + summary_markdown(second))
+    if second.sweep:
+        click.echo(f"recommended cut for {other.key}: {second.recommended_cut} "
+                   f"({second.cut_rule}); for {spec.key}: {report.recommended_cut}")
+    rows = compare_models(report, second, spec.key, other.key)
+    click.echo(f"\npaired, {spec.key} (a) vs {other.key} (b), same queries:\n" + markdown_table(
+        ["a", "b", "k", "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.a, r.b, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in rows]))
+    significant = [r for r in rows if r.p < 0.05]
+    click.echo(f"significant differences (p < 0.05): {len(significant)} of {len(rows)}")
