@@ -34,7 +34,8 @@ def test_asset_keys_partitions_and_checks():
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
-                      ("embeddings", "one_model_per_partition")}
+                      ("embeddings", "one_model_per_partition"),
+                      ("embeddings", "vectors_match_model")}
 
 
 def test_jobs_schedule_and_sensor():

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from rag_pipeline.core.drift import drift_check
 from rag_pipeline.core.embedder import calibration_sample, load_embedder
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
@@ -19,7 +20,7 @@ from rag_pipeline.partitions import (
 )
 from rag_pipeline.resources import IndexStorage
 
-CHECKS = ("vectors_unit_length", "one_model_per_partition")
+CHECKS = ("vectors_unit_length", "one_model_per_partition", "vectors_match_model")
 
 
 def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
@@ -85,5 +86,10 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         yield dg.AssetCheckResult(check_name="one_model_per_partition",
                                   passed=models_seen in ([spec.key], []),
                                   metadata={"models": str(models_seen)})
+        drift = drift_check(stored, chunks, embedder)
+        yield dg.AssetCheckResult(check_name="vectors_match_model", passed=drift.passed,
+                                  metadata={"re_embedded": drift.checked,
+                                            "min_cosine": round(drift.min_cosine, 6),
+                                            "worst_chunk_id": str(drift.worst_chunk_id)})
 
     return embeddings
