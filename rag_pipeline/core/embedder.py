@@ -26,14 +26,27 @@ from pathlib import Path
 import numpy as np
 
 from rag_pipeline.core.models import (
+    FINGERPRINT_CHARS,
     Backend,
     ModelMismatchError,
     ModelSpec,
     Precision,
     file_sha256,
+    find_model,
     l2_normalise,
     verify_model_files,
+    weights_sha256,
 )
+from rag_pipeline.core.project_config import declared_models, default_model_spec
+
+__all__ = [
+    "EXPORT_MANIFEST", "OPENVINO_CONFIG", "Embedder", "ModelNotExportedError", "calibration_sample",
+    "export_openvino", "load_embedder", "wordpiece_batches",
+    # Moved to core.models / core.project_config; re-exported for branches written before the
+    # split. New code imports them from there.
+    "FINGERPRINT_CHARS", "ModelMismatchError", "ModelSpec", "declared_models",
+    "default_model_spec", "find_model", "weights_sha256",
+]
 
 EXPORT_MANIFEST = "export.json"
 OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
