@@ -31,3 +31,21 @@ def test_wordpiece_batching_gives_the_vectors_of_plain_encode(minilm: ModelSpec)
     batched = embedder.embed(texts, batch_size=8)
     assert np.abs(batched - plain).max() < 1e-6
     assert embedder.wordpieces(["word word", "x " * 400]) == [4, 256]
+
+
+def test_a_changed_pooling_config_is_refused_under_the_old_key(minilm: ModelSpec, tmp_path):
+    import dataclasses
+    import shutil
+
+    from rag_pipeline.core.embedder import Embedder
+    from rag_pipeline.core.models import ModelMismatchError
+
+    folder = tmp_path / "model"
+    shutil.copytree(minilm.path, folder)
+    # Planted flaw: CLS pooling instead of mean pooling, weights untouched (issue 7's case).
+    pooling = folder / "1_Pooling" / "config.json"
+    pooling.write_text(pooling.read_text().replace('"pooling_mode_cls_token": false',
+                                                   '"pooling_mode_cls_token": true'))
+    with pytest.raises(ModelMismatchError, match=r"^all-MiniLM-L6-v2@53aa5117 refuses to load: "
+                                                 r"in .*, 1_Pooling/config\.json changed "):
+        Embedder(dataclasses.replace(minilm, path=folder))
