@@ -12,7 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_pipeline.core.models import ModelSpec, spec_for_folder  # noqa: E402
-from rag_pipeline.core.project_config import default_model_spec  # noqa: E402
+from rag_pipeline.core.project_config import declared_models  # noqa: E402
 
 TINY_DOCS = {
     "guide/install.md": (
@@ -33,7 +33,8 @@ TINY_DOCS = {
 
 @pytest.fixture(scope="session")
 def minilm() -> ModelSpec:
-    return default_model_spec()
+    """The reference model: all-MiniLM-L6-v2, torch fp32, as declared in rag_pipeline.toml."""
+    return next(s for s in declared_models() if s.name == "all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="session")
