@@ -20,8 +20,8 @@ from rag_pipeline.project_paths import DAGSTER_HOME, ENV_DATA_DIR, ENV_WAREHOUSE
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
     from rag_pipeline.core.beir import BeirReport
-    from rag_pipeline.core.embedder import ModelSpec
     from rag_pipeline.core.evaluation import EvalReport
+    from rag_pipeline.core.models import ModelSpec
     from rag_pipeline.core.rerank import Reranker
 
 
@@ -37,6 +37,31 @@ def _prepare_environment() -> None:
 def _echo(message: str = "", err: bool = False) -> None:
     """Print one line; control characters from documents or endpoints are escaped first."""
     click.echo(escape_controls(message), err=err)
+
+
+def _declared_models():
+    """The declared models, or a one-line failure naming what is wrong with the config file."""
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import declared_models
+
+    try:
+        return declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+
+
+def _load_embedder(spec, data_dir: Path):
+    """The loaded model; an int8 model not exported yet calibrates on the built chunks."""
+    from rag_pipeline.core.embedder import calibration_sample, load_embedder
+    from rag_pipeline.core.warehouse import Warehouse
+
+    def calibration() -> list[str]:
+        chunks = Warehouse(data_dir).read("chunks", {"chunker": spec.calibration.chunker},
+                                          columns=["chunk_id", "text"])
+        return calibration_sample(chunks.column("chunk_id").to_pylist(),
+                                  chunks.column("text").to_pylist(), spec.calibration.samples)
+
+    return load_embedder(spec, calibration if spec.calibration else None)
 
 
 def _location() -> str | None:
@@ -137,6 +162,9 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
+    from rag_pipeline.core.model_inventory import inventory
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import load_config, load_lock, write_lock
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
     from rag_pipeline.definitions import build_definitions
@@ -151,6 +179,14 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
     from rag_pipeline.index_runs import IndexRunFailed
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR
 
+    try:
+        config = load_config()
+        unlocked = [d.name for d in config.models if d.name not in load_lock(config.lock_path)]
+        specs = write_lock(config) if unlocked and config.path else _declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if unlocked and config.path:
+        _echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute())}
@@ -189,10 +225,70 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
     except IndexRunFailed as exc:
         _fail(str(exc))
     _echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+    for entry in inventory(specs, warehouse):
+        if not entry.declared:
+            _echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
+                  f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
+                  f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
     _echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+
+
+@main.command()
+@click.option("--lock", "lock", is_flag=True,
+              help="Pin every declared model's current files in rag_pipeline.lock.json.")
+@click.option("--drop", "drop_key", default=None,
+              help="Delete every stored partition of this undeclared model key.")
+@click.pass_obj
+def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
+    """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
+    from rag_pipeline.core.model_inventory import drop_model_partitions, file_status, inventory
+    from rag_pipeline.core.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.project_config import load_config, model_specs, write_lock
+    from rag_pipeline.core.warehouse import Warehouse
+
+    try:
+        config = load_config()
+        specs = write_lock(config) if lock else model_specs(config)
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    warehouse = Warehouse(data_dir)
+    if drop_key is not None:
+        try:
+            dropped = drop_model_partitions(warehouse, drop_key, specs)
+        except ModelMismatchError as exc:
+            _fail(str(exc))
+        click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
+    click.echo(f"config: {config.path or 'built-in default (no rag_pipeline.toml)'}"
+               f"{'  (lock written)' if lock else ''}")
+    click.echo(f"chunkers: {', '.join(c.value for c in config.chunkers)}")
+    declarations = {d.name: d for d in config.models}
+    click.echo(f"{'key':34s} {'backend':8s} {'precision':9s} {'window':>6s} {'batch':>5s} "
+               f"{'cut':>6s}  source")
+    for spec in specs:
+        declaration = declarations[spec.name]
+        cut = f"{spec.cut:.3f}" if spec.cut is not None else "-"
+        click.echo(f"{spec.key:34s} {spec.backend.value:8s} {spec.precision.value:9s} "
+                   f"{spec.max_tokens:6d} {spec.batch_size:5d} {cut:>6s}  "
+                   f"{declaration.source.describe()}{'  (default)' if spec is specs[0] else ''}")
+        state = file_status(spec)
+        if state != "ok":
+            click.echo(f"  files: {state}")
+    click.echo("\nstored partitions:")
+    built = set(config.chunkers)
+    for entry in inventory(specs, warehouse):
+        chunkers = ", ".join(entry.embedding_chunkers) or "none"
+        if entry.declared:
+            missing = sorted(c.value for c in built if c.value not in entry.embedding_chunkers)
+            todo = f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
+            click.echo(f"  {entry.key:34s} embeddings: {chunkers}{todo}")
+        else:
+            click.echo(f"  {entry.key:34s} NOT DECLARED (no longer built or served): embeddings: "
+                       f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
+                       f"(declare the model again), or delete them: rag-pipeline models --drop "
+                       f"'{entry.key}'")
 
 
 @main.command()
@@ -275,16 +371,17 @@ def _load_reranker(folder: Path) -> Reranker:
 @click.option("--chunker", default=DEFAULT_STRATEGY.value, show_default=True,
               help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
 @click.option("--model", "model_key", default=None,
-              help="Model partition key (default: the first declared model).")
+              help="Model partition key (default: the default model of rag_pipeline.toml).")
 @click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
               default=Retriever.HYBRID.value, show_default=True)
 @click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
               default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
               show_default=True, help="At most this many sources are kept.")
-@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
+@click.option("--cut", "--threshold", "cut", type=float, default=None,
               help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold is "
-                   "the same).")
+                   "the same; default: the model's `cut` in rag_pipeline.toml, else "
+                   f"{DEFAULT_CUT}).")
 @click.option("--rerank", "rerank_model", default=None,
               help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
@@ -308,9 +405,10 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.answer_json import answer_json
     from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model, load_embedder
+    from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
@@ -325,7 +423,8 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         _fail("the question is empty")
     try:
         check_chunker(chunker)
-        check_threshold(cut, "--threshold")
+        if cut is not None:
+            check_threshold(cut, "--threshold")
         if base_url is not None:
             check_base_url(base_url, "--base-url")
         if generate_url is not None:
@@ -334,23 +433,24 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             check_model_folder(Path(rerank_model), "--rerank")
     except InvalidArgumentError as exc:
         _fail(str(exc))
-    models = declared_models()
+    models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         index = load_partition(data_dir, chunker, spec.key, _location())
-        embedder = load_embedder(spec)
+        embedder = _load_embedder(spec, data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=cut, max_sources=max_sources,
+            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
         answer = run_ask(question, index, embedder, settings, reranker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
-            GenerationError, FileNotFoundError) as exc:
+            GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         _fail(str(exc))
     if as_json:
         _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
@@ -373,8 +473,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
               default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
               show_default=True, help="At most this many sources are kept.")
-@click.option("--cut", "--threshold", "cut", type=float, default=DEFAULT_CUT, show_default=True,
-              help="Cosine-distance cut in [0, 2] (--threshold is the same).")
+@click.option("--cut", "--threshold", "cut", type=float, default=None,
+              help="Cosine-distance cut in [0, 2] (--threshold is the same; default: the model's "
+                   f"`cut` in rag_pipeline.toml, else {DEFAULT_CUT}).")
 @click.option("--base-url", default=None,
               help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
@@ -384,28 +485,31 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--access-log", is_flag=True, help="Log every request.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
-          analyzer: str, max_sources: int, cut: float, base_url: str | None,
+          analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.validation import InvalidArgumentError, check_base_url, check_threshold
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
 
     try:
-        check_threshold(cut, "--threshold")
+        if cut is not None:
+            check_threshold(cut, "--threshold")
         if base_url is not None:
             check_base_url(base_url, "--base-url")
     except InvalidArgumentError as exc:
         _fail(str(exc))
-    models = declared_models()
+    models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
-            analyzer=Analyzer(analyzer), cut=cut, max_sources=max_sources, base_url=base_url,
+            analyzer=Analyzer(analyzer),
+            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            max_sources=max_sources, base_url=base_url,
             workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=_echo)
@@ -422,6 +526,9 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
 @click.option("--chunker", "chunkers", multiple=True,
               help="Chunker partition(s) to evaluate (default: every built one).")
 @click.option("--model", "model_key", default=None, help="Model partition key.")
+@click.option("--versus", "versus_key", default=None,
+              help="Another model key: evaluate it too and compare the two models on the same "
+                   "chunkers and queries (paired sign tests).")
 @click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
                                  "queries.jsonl, qrels/test.tsv).")
@@ -430,22 +537,23 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
-                     model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
-                     as_json: bool) -> None:
+                     model_key: str | None, versus_key: str | None, beir_dir: Path | None,
+                     k1_values: tuple[float, ...], as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    from rag_pipeline.core.embedder import ModelMismatchError, declared_models, find_model
+    from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.gold import GoldFormatError
     from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
-    models = declared_models()
+    models = _declared_models()
     try:
         for name in chunkers:
             check_chunker(name)
         spec = find_model(model_key, models) if model_key else models[0]
-    except (InvalidArgumentError, ModelMismatchError) as exc:
+    except (InvalidArgumentError, ModelMismatchError, ModelNotExportedError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
         _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
@@ -460,6 +568,9 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     _print_eval(report, spec, as_json)
+    if versus_key is not None:
+        _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
+                        "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
 
 
 def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],
@@ -467,7 +578,6 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
     """Loads the BEIR folder and scores it; progress goes to stderr unless ``quiet``."""
     from rag_pipeline.core.beir import load_beir, run_beir
     from rag_pipeline.core.bm25 import K1
-    from rag_pipeline.core.embedder import load_embedder
 
     try:
         dataset = load_beir(beir_dir)
@@ -478,7 +588,7 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
         if not quiet and (done == total or done % 1024 == 0):
             click.echo(f"  embedded {done}/{total} documents", err=True)
 
-    return run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+    return run_beir(dataset, _load_embedder(spec, data_dir), data_dir / "beir", progress,
                     tuple(k1_values) or (K1,))
 
 
@@ -530,3 +640,35 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
         _echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
         _echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
     _echo(f"\neval wall time: {report.timings['total']:.1f} s")
+
+
+def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Path,
+                    ood_path: Path, chunkers: tuple[str, ...]) -> None:
+    """Evaluates the second model on the same chunkers and prints the paired comparison."""
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.eval_run import run_eval
+    from rag_pipeline.core.eval_tables import summary_markdown
+    from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.markdown_table import markdown_table
+    from rag_pipeline.core.model_comparison import compare_models
+    from rag_pipeline.core.models import ModelMismatchError, find_model
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
+    try:
+        other = find_model(versus_key, _declared_models())
+        _load_embedder(other, data_dir)
+        selected = list(chunkers) or sorted({r.chunker for r in report.ranks})
+        second = run_eval(data_dir, other, gold_path, ood_path, selected)
+    except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError,
+            UnknownPartitionError) as exc:
+        _fail(str(exc))
+    _echo(f"\n--- {other.key} on the same chunkers ---\n" + summary_markdown(second))
+    if second.sweep:
+        _echo(f"recommended cut for {other.key}: {second.recommended_cut} "
+                   f"({second.cut_rule}); for {spec.key}: {report.recommended_cut}")
+    rows = compare_models(report, second, spec.key, other.key)
+    _echo(f"\npaired, {spec.key} (a) vs {other.key} (b), same queries:\n" + markdown_table(
+        ["a", "b", "k", "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.a, r.b, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in rows]))
+    significant = [r for r in rows if r.p < 0.05]
+    _echo(f"significant differences (p < 0.05): {len(significant)} of {len(rows)}")

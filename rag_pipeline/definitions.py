@@ -14,7 +14,8 @@ from rag_pipeline.assets.documents import documents
 from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
-from rag_pipeline.core.embedder import ModelSpec, declared_models
+from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import (
     DEFAULT_CORPUS_DIR,
@@ -33,7 +34,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None) -> dg.Definitions:
-    """The project's definitions. ``models[0]`` is the default model (and the chunk tokenizer);
+    """The project's definitions, models and chunkers as declared in ``rag_pipeline.toml``
+    unless ``models`` is given. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""

@@ -1,4 +1,4 @@
-"""The partitions of the index, declared from the strategy enum and the declared models."""
+"""The partitions of the index, declared in ``rag_pipeline.toml``: its chunkers and its models."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.core.project_config import declared_chunkers
 
 CHUNKER = "chunker"
 MODEL = "model"
 
-chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in ChunkingStrategy])
+chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in declared_chunkers()])
 
 
 def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefinition:

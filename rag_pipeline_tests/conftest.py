@@ -11,12 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_pipeline.core.embedder import (  # noqa: E402
-    FINGERPRINT_CHARS,
-    ModelSpec,
-    default_model_spec,
-    weights_sha256,
-)
+from rag_pipeline.core.models import ModelSpec, spec_for_folder  # noqa: E402
+from rag_pipeline.core.project_config import declared_models  # noqa: E402
 
 TINY_DOCS = {
     "guide/install.md": (
@@ -37,12 +33,14 @@ TINY_DOCS = {
 
 @pytest.fixture(scope="session")
 def minilm() -> ModelSpec:
-    return default_model_spec()
+    """The reference model: all-MiniLM-L6-v2, torch fp32, as declared in rag_pipeline.toml."""
+    return next(s for s in declared_models() if s.name == "all-MiniLM-L6-v2")
 
 
 @pytest.fixture(scope="session")
 def other_minilm(minilm: ModelSpec, tmp_path_factory: pytest.TempPathFactory) -> ModelSpec:
-    """all-MiniLM-L6-v2 with one weight nudged: same name, other weights, other fingerprint."""
+    """all-MiniLM-L6-v2 with one weight nudged: same name, other weights, other fingerprint
+    (the fingerprint of its manifest, as for any model that is not locked)."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -52,9 +50,7 @@ def other_minilm(minilm: ModelSpec, tmp_path_factory: pytest.TempPathFactory) ->
     name = sorted(weights)[0]
     weights[name] = weights[name] + torch.full_like(weights[name], 1e-3)
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    fingerprint = weights_sha256(folder)[:FINGERPRINT_CHARS]
-    return ModelSpec(name=minilm.name, path=folder, fingerprint=fingerprint,
-                     dimension=minilm.dimension, max_tokens=minilm.max_tokens)
+    return spec_for_folder(minilm.name, folder, minilm.dimension, minilm.max_tokens)
 
 
 def write_corpus(root: Path, docs: dict[str, str]) -> Path:

@@ -18,7 +18,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from rag_pipeline.core.embedder import ModelSpec, default_model_spec, l2_normalise
+from rag_pipeline.core.models import ModelSpec, l2_normalise
+from rag_pipeline.core.project_config import default_model_spec
 
 DIMENSION = 384
 _WORD = re.compile(r"\w+")

@@ -15,6 +15,8 @@ from rag_pipeline.project_paths import PROJECT_ROOT
 
 CHUNKERS = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "header",
             "header_overlap"]
+MODELS = ["all-MiniLM-L6-v2@53aa5117", "all-MiniLM-L6-v2-int8@56ea7bc8"]
+"""As declared in rag_pipeline.toml and pinned by rag_pipeline.lock.json."""
 
 
 def test_asset_keys_partitions_and_checks():
@@ -33,10 +35,9 @@ def test_asset_keys_partitions_and_checks():
         "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
     embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
     assert sorted(str(k) for k in embedding_keys) == sorted([
-        f"{c}|all-MiniLM-L6-v2@53aa5117" for c in CHUNKERS])
+        f"{c}|{m}" for c in CHUNKERS for m in MODELS])
     for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors"):
-        assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == [
-            "all-MiniLM-L6-v2@53aa5117"]
+        assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == MODELS
         # The evaluation reads published generations (documents included), so it depends on
         # the tables that publish them, not on documents directly.
         assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey(k) for k in (
@@ -44,7 +45,8 @@ def test_asset_keys_partitions_and_checks():
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
-                      ("embeddings", "one_model_per_partition")}
+                      ("embeddings", "one_model_per_partition"),
+                      ("embeddings", "vectors_match_model")}
 
 
 def test_jobs_schedule_and_sensor():

@@ -31,8 +31,9 @@ from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, I
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.embedder import declared_models, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions

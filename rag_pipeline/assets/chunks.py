@@ -10,9 +10,9 @@ from dagster import AssetExecutionContext
 from rag_pipeline.asset_metadata import table_metadata
 from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.index_tables import chunks_table, document_records
 from rag_pipeline.core.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.core.wordpieces import wordpiece_counter

@@ -13,10 +13,12 @@ from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
 from rag_pipeline.automation_conditions import inputs_changed
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.drift import drift_check
+from rag_pipeline.core.embedder import calibration_sample, load_embedder
 from rag_pipeline.core.generations import collect_garbage, publish
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.vector_cache import VectorCache
@@ -24,7 +26,7 @@ from rag_pipeline.core.warehouse import TableVersion
 from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.resources import IndexStorage, RunCompute
 
-CHECKS = ("vectors_unit_length", "one_model_per_partition")
+CHECKS = ("vectors_unit_length", "one_model_per_partition", "vectors_match_model")
 
 
 def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
@@ -50,10 +52,17 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         warehouse = storage.warehouse()
         chunks_version = warehouse.require_version(CHUNKS, {CHUNKER: chunker})
         chunks = warehouse.read_file(chunks_version.file,
-                                     columns=["chunk_id", "text", "text_sha256"])
+                                     columns=["chunk_id", "text", "text_sha256", "wordpieces"])
         previous = warehouse.read_or_none(EMBEDDINGS, partition)
         cache = VectorCache(warehouse, spec)
-        embedder = load_embedder(spec)
+
+        def calibration() -> list[str]:
+            source = warehouse.read(CHUNKS, {CHUNKER: spec.calibration.chunker},
+                                    columns=["chunk_id", "text"])
+            return calibration_sample(source.column("chunk_id").to_pylist(),
+                                      source.column("text").to_pylist(), spec.calibration.samples)
+
+        embedder = load_embedder(spec, calibration if spec.calibration else None)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 
@@ -93,6 +102,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
             "duplicates": stats.duplicates, "removed": stats.removed,
             "rows_explained": "rows = reused (this partition) + shared (same model, another "
                               "chunker or an unfinished run) + embedded + duplicates",
+            "backend": spec.backend.value, "precision": spec.precision.value,
             "embed_seconds": round(stats.seconds, 2),
             "chunks_per_second": round(stats.chunks_per_second, 1),
             "generation": generation.id, "generation_published": is_new,
@@ -107,5 +117,10 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         yield dg.AssetCheckResult(check_name="one_model_per_partition",
                                   passed=models_seen in ([spec.key], []),
                                   metadata={"models": str(models_seen)})
+        drift = drift_check(stored, chunks, embedder)
+        yield dg.AssetCheckResult(check_name="vectors_match_model", passed=drift.passed,
+                                  metadata={"re_embedded": drift.checked,
+                                            "min_cosine": round(drift.min_cosine, 6),
+                                            "worst_chunk_id": str(drift.worst_chunk_id)})
 
     return embeddings

@@ -10,7 +10,6 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.automation_conditions import inputs_changed_and_all_current
-from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
@@ -24,6 +23,7 @@ from rag_pipeline.core.eval_tables import (
     sweep_markdown,
     sweep_table,
 )
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of

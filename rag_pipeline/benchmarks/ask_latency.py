@@ -13,9 +13,10 @@ import time
 
 from rag_pipeline.core.ask import AskSettings, ask
 from rag_pipeline.core.chunking import DEFAULT_STRATEGY
-from rag_pipeline.core.embedder import declared_models, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.gold import load_gold, load_ood
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "total")

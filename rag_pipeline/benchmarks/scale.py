@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from rag_pipeline.core.embedder import declared_models
+    from rag_pipeline.core.project_config import declared_models
 
     model_key = args.model or declared_models()[0].key
     if args.measure is not None:

@@ -199,7 +199,7 @@ def index_partition(data: Path, corpus: Path, chunker: str) -> None:
     import dagster as dg
 
     from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
-    from rag_pipeline.core.embedder import declared_models
+    from rag_pipeline.core.project_config import declared_models
     from rag_pipeline.definitions import build_definitions
 
     spec = declared_models()[0]

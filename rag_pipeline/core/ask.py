@@ -16,7 +16,6 @@ from rag_pipeline.core.citations import (
     fragment_for,
     locator_label,
 )
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
 from rag_pipeline.core.generation import (
     CheckedAnswer,
@@ -26,6 +25,7 @@ from rag_pipeline.core.generation import (
     render_answer,
 )
 from rag_pipeline.core.index_store import PartitionIndex
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
 from rag_pipeline.core.validation import check_threshold
@@ -108,7 +108,7 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
     return citations
 
 
-def ask(question: str, index: PartitionIndex, embedder: Embedder,
+def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         settings: AskSettings | None = None, reranker: Reranker | None = None) -> Answer:
     """Answers from the partition or refuses; ``timings`` holds seconds per stage."""
     settings = settings or AskSettings()

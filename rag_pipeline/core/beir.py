@@ -21,9 +21,9 @@ import numpy as np
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, Bm25Scorer, build_bm25_tables
 from rag_pipeline.core.dense import cosine_distances, top_k
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
 from rag_pipeline.core.metrics import mrr_at_k_qrels, ndcg_at_k, recall_at_k_qrels
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.retrieval import bm25_ranking
 
 DEPTH = 1000
@@ -95,7 +95,7 @@ def _score(dataset: BeirDataset, runs: list[list[str]]) -> tuple[float, float, f
     return ndcg / n, rec / n, mrr / n
 
 
-def corpus_vectors(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | None,
+def corpus_vectors(dataset: BeirDataset, embedder: TextEmbedder, cache_dir: Path | None,
                    progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Document vectors, cached on disk under a name holding the model key and a digest of
     the texts, so a cache can never be read for another model or corpus."""
@@ -112,7 +112,7 @@ def corpus_vectors(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | N
     return vectors
 
 
-def run_beir(dataset: BeirDataset, embedder: Embedder, cache_dir: Path | None = None,
+def run_beir(dataset: BeirDataset, embedder: TextEmbedder, cache_dir: Path | None = None,
              progress: Callable[[int, int], None] | None = None,
              k1_values: tuple[float, ...] = (K1,)) -> BeirReport:
     """Dense once; BM25 and hybrid for each analyzer and each ``k1`` (b = 0.75)."""

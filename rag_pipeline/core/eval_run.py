@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import EvalReport, evaluate
 from rag_pipeline.core.generations import current_generation, current_generations
 from rag_pipeline.core.gold import load_gold, load_ood, validate_gold
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.table_names import DOCUMENTS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 

@@ -16,7 +16,6 @@ from enum import StrEnum
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import MAX_SOURCES, apply_gate
 from rag_pipeline.core.gold import GoldError, GoldQuery, OodKind, OodLine, collapse
 from rag_pipeline.core.index_store import PartitionIndex
@@ -26,6 +25,7 @@ from rag_pipeline.core.metrics import (
     sign_test_p,
     summarise_recall,
 )
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.retrieval import (
     DEFAULT_ANALYZER,
     Hit,
@@ -258,7 +258,7 @@ def paired_rows(runs: Sequence[RunKey],
     return paired
 
 
-def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
+def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
              queries: Sequence[GoldQuery], ood: Sequence[OodLine], gold_errors: Sequence[GoldError],
              runs: Sequence[RunKey] | None = None) -> EvalReport:
     """Runs every retrieval configuration over the gold queries and the sweep over the

@@ -22,8 +22,8 @@ from rag_pipeline.core.chunking import (
     offset_errors,
 )
 from rag_pipeline.core.documents import DocumentRecord
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.row_tables import rows_table, table_rows
 from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.core.versions import PIPELINE_VERSION
@@ -130,15 +130,16 @@ class EmbeddingStats:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embedder,
+def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: TextEmbedder,
                      progress: Callable[[int, int], None] | None = None,
                      known: Mapping[str, np.ndarray] | None = None,
                      checkpoint: Callable[[list[str], np.ndarray], None] | None = None,
                      checkpoint_every: int = 256) -> tuple[pa.Table, EmbeddingStats]:
     """One unit vector per chunk. A chunk whose embedded text (by sha256) already has a vector
     in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
-    other distinct text goes through the model once. Fresh vectors are handed to ``checkpoint``
-    every ``checkpoint_every`` texts, so a killed run's work can be reused by the next."""
+    other distinct text goes through the model once, batched by its ``wordpieces`` when the
+    chunks carry that column. Fresh vectors are handed to ``checkpoint`` every
+    ``checkpoint_every`` texts, so a killed run's work can be reused by the next."""
     spec = embedder.spec
     own: dict[str, np.ndarray] = {}
     if previous is not None:
@@ -148,6 +149,8 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embe
     known = known or {}
     texts = chunks.column("text").to_pylist()
     shas = chunks.column("text_sha256").to_pylist()
+    wordpieces = (chunks.column("wordpieces").to_pylist() if "wordpieces" in chunks.column_names
+                  else None)
     missing = sorted({sha: i for i, sha in enumerate(shas)
                       if sha not in own and sha not in known}.items())
     fresh: dict[str, np.ndarray] = {}
@@ -159,7 +162,8 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Embe
             if progress is not None:
                 progress(begin + done, len(missing))
 
-        vectors = embedder.embed([texts[i] for _, i in batch], progress=batch_progress)
+        options = {"wordpieces": [wordpieces[i] for _, i in batch]} if wordpieces else {}
+        vectors = embedder.embed([texts[i] for _, i in batch], progress=batch_progress, **options)
         fresh.update({sha: vector for (sha, _), vector in zip(batch, vectors, strict=True)})
         if checkpoint is not None:
             checkpoint([sha for sha, _ in batch], vectors)

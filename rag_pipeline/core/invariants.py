@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import uncovered_characters
-from rag_pipeline.core.embedder import ModelMismatchError, ModelSpec
+from rag_pipeline.core.models import ModelMismatchError, ModelSpec
 
 
 def offset_mismatches(documents: pa.Table, chunks: pa.Table) -> list[str]:

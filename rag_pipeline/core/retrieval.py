@@ -15,9 +15,9 @@ import numpy as np
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.dense import cosine_distances, top_k
-from rag_pipeline.core.embedder import Embedder, ModelMismatchError
 from rag_pipeline.core.fusion import RRF_K, reciprocal_rank_fusion
 from rag_pipeline.core.index_store import PartitionIndex
+from rag_pipeline.core.models import ModelMismatchError, TextEmbedder
 
 
 class Retriever(StrEnum):
@@ -51,7 +51,7 @@ class QueryVector:
     vector: np.ndarray
 
 
-def embed_question(embedder: Embedder, question: str) -> QueryVector:
+def embed_question(embedder: TextEmbedder, question: str) -> QueryVector:
     return QueryVector(embedder.spec.key, embedder.embed_query(question))
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rag_pipeline.core.embedder import ModelSpec
 from rag_pipeline.core.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.table_names import EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.models import ModelSpec
 
 
 class WordpieceCounter:

@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.index_follower import IndexFollower
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
 from rag_pipeline.core.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 
@@ -90,7 +90,7 @@ def _iso(epoch: float | None) -> str | None:
 class QueryService:
     """Answers requests from the followed partition with the loaded model."""
 
-    def __init__(self, follower: IndexFollower, embedder: Embedder, settings: ServeSettings) -> None:
+    def __init__(self, follower: IndexFollower, embedder: TextEmbedder, settings: ServeSettings) -> None:
         if embedder.spec.key != settings.model_key:
             raise ValueError(f"the embedder is {embedder.spec.key}, the service serves {settings.model_key}")
         self.follower = follower

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_pipeline.core.ask import ask
-from rag_pipeline.core.embedder import Embedder, ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.index_follower import IndexFollower
+from rag_pipeline.core.models import ModelSpec, TextEmbedder
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
 WARM_UP_QUESTION = "warm up"
@@ -27,7 +28,7 @@ def pin_threads() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[[], Embedder],
+def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[[], TextEmbedder],
                   poll_seconds: float = 1.0) -> QueryService:
     """Loads the served generation (first: a missing index fails fast), then the model from
     ``load_model``, answers one question to warm up, and follows the partition."""

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.automation import DOCUMENTS_JOB
-from rag_pipeline.core.embedder import ModelSpec
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec

@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.embedder import Embedder
 from rag_pipeline.core.generations import GENERATION_TABLES, Generation, publish
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import (
@@ -25,12 +24,12 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
-from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "
                       "otherwise.")
@@ -65,7 +64,7 @@ class BuiltIndex:
     """``document_id -> canonical_text`` of every ok document."""
 
 
-def build_index(root: Path, embedder: Embedder | HashedEmbedder,
+def build_index(root: Path, embedder: TextEmbedder,
                 docs: Mapping[str, str] = DUPLICATED_DOCS,
                 strategy: ChunkingStrategy = ChunkingStrategy.HEADER,
                 settings: ChunkingSettings | None = None) -> BuiltIndex:

@@ -1,12 +1,57 @@
-"""The model's stamp is checked when it loads: weights that are not the declared ones refuse."""
+"""The model's stamp is checked when it loads (weights and every vector-shaping file), word-piece
+batching, the calibration sample, and vectors equal to plain ``encode``."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
-from rag_pipeline.core.embedder import Embedder, ModelMismatchError, ModelSpec, find_model
+from rag_pipeline.core.embedder import Embedder, calibration_sample, load_embedder, wordpiece_batches
+from rag_pipeline.core.models import ModelMismatchError, ModelSpec, find_model
+
+
+def test_batches_are_longest_first_ties_by_position():
+    assert wordpiece_batches([5, 9, 5, 2, 9], 2) == [[1, 4], [0, 2], [3]]
+    assert wordpiece_batches([], 4) == []
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        wordpiece_batches([1], 0)
+
+
+def test_calibration_sample_is_spread_over_chunk_ids():
+    ids = [f"c{i:02d}" for i in range(10)][::-1]
+    texts = [f"t{i}" for i in range(10)][::-1]
+    assert calibration_sample(ids, texts, 4) == ["t0", "t2", "t5", "t7"]
+    assert calibration_sample(ids[:3], texts[:3], 4) == ["t7", "t8", "t9"]
+
+
+@pytest.mark.slow
+def test_wordpiece_batching_gives_the_vectors_of_plain_encode(minilm: ModelSpec):
+    embedder = load_embedder(minilm)
+    texts = [("word " * (7 * i % 60 + 1)).strip() for i in range(40)]
+    plain = embedder.model.encode(texts, batch_size=32, normalize_embeddings=True)
+    batched = embedder.embed(texts, batch_size=8)
+    assert np.abs(batched - plain).max() < 1e-6
+    assert embedder.wordpieces(["word word", "x " * 400]) == [4, 256]
+
+
+def test_a_changed_pooling_config_is_refused_under_the_old_key(minilm: ModelSpec, tmp_path):
+    import dataclasses
+    import shutil
+
+    from rag_pipeline.core.embedder import Embedder
+    from rag_pipeline.core.models import ModelMismatchError
+
+    folder = tmp_path / "model"
+    shutil.copytree(minilm.path, folder)
+    # Planted flaw: CLS pooling instead of mean pooling, weights untouched (issue 7's case).
+    pooling = folder / "1_Pooling" / "config.json"
+    pooling.write_text(pooling.read_text().replace('"pooling_mode_cls_token": false',
+                                                   '"pooling_mode_cls_token": true'))
+    with pytest.raises(ModelMismatchError, match=r"^all-MiniLM-L6-v2@53aa5117 refuses to load: "
+                                                 r"in .*, 1_Pooling/config\.json changed "):
+        Embedder(dataclasses.replace(minilm, path=folder))
 
 
 @pytest.mark.slow  # imports sentence-transformers (torch) before the check

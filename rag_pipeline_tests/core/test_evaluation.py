@@ -10,7 +10,7 @@ import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.chunking import ChunkingSettings
-from rag_pipeline.core.embedder import ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     CUT_RULE,
     SWEEP_CUTS,
@@ -28,6 +28,7 @@ from rag_pipeline.core.evaluation import (
     rows_holding,
 )
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
+from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder

@@ -12,8 +12,8 @@ import pytest
 from rag_pipeline.core import index_tables
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.embedder import ModelMismatchError
 from rag_pipeline.core.index_tables import OffsetError, chunks_table, embeddings_table
+from rag_pipeline.core.models import ModelMismatchError
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder

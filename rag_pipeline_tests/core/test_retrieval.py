@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.embedder import Embedder, ModelMismatchError, ModelSpec, load_embedder
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
+from rag_pipeline.core.models import ModelMismatchError, ModelSpec, TextEmbedder
 from rag_pipeline.core.retrieval import (
     QueryVector,
     RetrievalSettings,
@@ -36,7 +37,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
     return build_index(tmp_path_factory.mktemp("retrieval"), hashed_embedder)
 
 
-def question_vector(embedder: Embedder | HashedEmbedder, question: str) -> QueryVector:
+def question_vector(embedder: TextEmbedder, question: str) -> QueryVector:
     return embed_question(embedder, question)
 
 

@@ -1,0 +1,225 @@
+"""Embedding speed of every declared model against plain ``SentenceTransformer.encode``, and
+against this machine's floor, measured in one run.
+
+Run after ``rag-pipeline index``: ``.venv/bin/python -m rag_pipeline.benchmarks.embedding``
+(``--chunker``, ``--limit``, ``--rounds``, ``--all-chunkers``).
+
+Every contender embeds the same texts (one chunker's chunk texts), interleaved round by round so
+a noisy neighbour slows them all alike; the figure per contender is its median over rounds and
+the ratio is taken against plain ``encode`` (batch 32, its own length sort) of the same round.
+The floor is the time the encoder's matrix products need at the machine's measured rate: the
+FLOPs of the word-pieces actually processed (no padding; per layer ``2 n (4 d^2 + 2 d f) +
+4 n^2 d`` for ``n`` word-pieces, width ``d``, feed-forward width ``f``), divided by the rate of
+a large fp32 matrix product (numpy) or of an int8 one (an OpenVINO MatMul between two
+FakeQuantize nodes, the pattern NNCF writes). Prints chunks/s, the ratio and % of the floor,
+plus the cosine between each model's vectors and the reference fp32 vectors, and between two
+batchings of the same model (batch independence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rag_pipeline.core.embedder import Embedder, calibration_sample, load_embedder
+from rag_pipeline.core.models import ModelSpec, Precision
+from rag_pipeline.core.project_config import declared_chunkers, declared_models
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+
+
+def encoder_flops(wordpieces: Sequence[int], config: dict) -> float:
+    """Multiply-add FLOPs (2 per MAC) of a BERT encoder over texts of these lengths, no padding."""
+    d, f, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    n = np.asarray(wordpieces, dtype=np.float64)
+    return float(layers * np.sum(2 * n * (4 * d * d + 2 * d * f) + 4 * n * n * d))
+
+
+def fp32_matmul_rate(size: int = 1024, repeats: int = 5) -> float:
+    """FLOP/s of a square fp32 matrix product (numpy's BLAS, every core), best of ``repeats``."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - started)
+    return 2 * size ** 3 / best
+
+
+def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
+    """OP/s of an int8 matrix product as OpenVINO runs a quantised MatMul (FakeQuantize on both
+    inputs, f32 hint), best of ``repeats``; None when OpenVINO is not installed."""
+    try:
+        import openvino as ov
+        import openvino.opset13 as ops
+    except ImportError:
+        return None
+    rng = np.random.default_rng(0)
+
+    def quantised(node, low: float, high: float):
+        lo, hi = ops.constant(np.float32(low)), ops.constant(np.float32(high))
+        return ops.fake_quantize(node, lo, hi, lo, hi, 256)
+
+    x = ops.parameter([size, size], ov.Type.f32, name="x")
+    w = ops.constant(rng.standard_normal((size, size)).astype(np.float32))
+    product = ops.matmul(quantised(x, -4.0, 4.0), quantised(w, -4.0, 4.0), False, False)
+    model = ov.Model([product], [x], "int8_matmul")
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    data = rng.standard_normal((size, size)).astype(np.float32)
+    compiled(data)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        compiled(data)
+        best = min(best, time.perf_counter() - started)
+    return 2 * size ** 3 / best
+
+
+@dataclass
+class Contender:
+    label: str
+    run: Callable[[], np.ndarray]
+    precision: Precision
+    seconds: list[float]
+    vectors: np.ndarray | None = None
+
+
+def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], list[int]]:
+    chunks = Warehouse(data_dir).read("chunks", {"chunker": chunker},
+                                      columns=["chunk_id", "text", "wordpieces"])
+    texts, counts = chunks.column("text").to_pylist(), chunks.column("wordpieces").to_pylist()
+    if limit:
+        texts, counts = texts[:limit], counts[:limit]
+    return texts, counts
+
+
+def _loaded(spec: ModelSpec, data_dir: Path) -> Embedder:
+    def calibration() -> list[str]:
+        chunks = Warehouse(data_dir).read("chunks", {"chunker": spec.calibration.chunker},
+                                          columns=["chunk_id", "text"])
+        return calibration_sample(chunks.column("chunk_id").to_pylist(),
+                                  chunks.column("text").to_pylist(), spec.calibration.samples)
+
+    return load_embedder(spec, calibration if spec.calibration else None)
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    c = np.sum(a * b, axis=1)
+    return float(c.min()), float(c.mean())
+
+
+def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
+    models = declared_models()
+    embedders = [_loaded(spec, data_dir) for spec in models]
+    reference = embedders[0].model
+    texts, counts = _texts(data_dir, chunker, limit)
+    window = models[0].max_tokens
+    processed = [min(n, window) for n in counts]
+    config = json.loads((models[0].path / "config.json").read_text(encoding="utf-8"))
+    contenders = [Contender("plain encode (batch 32)", lambda: reference.encode(
+        texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False),
+        Precision.FP32, [])]
+    for embedder in embedders:
+        spec = embedder.spec
+        contenders.append(Contender(
+            f"{spec.key} ({spec.backend.value} {spec.precision.value}, batch {spec.batch_size})",
+            lambda e=embedder: e.embed(texts, wordpieces=counts), spec.precision, []))
+    for contender in contenders:  # warm-up, not counted
+        contender.vectors = contender.run()
+    for _ in range(rounds):
+        for contender in contenders:
+            started = time.perf_counter()
+            contender.run()
+            contender.seconds.append(time.perf_counter() - started)
+    flops = encoder_flops(processed, config)
+    rates = {Precision.FP32: fp32_matmul_rate(), Precision.INT8: int8_matmul_rate()}
+    base = contenders[0]
+    rows = []
+    for contender in contenders:
+        ratios = [b / s for b, s in zip(base.seconds, contender.seconds, strict=True)]
+        seconds = statistics.median(contender.seconds)
+        rate = rates[contender.precision]
+        floor = flops / rate if rate else None
+        rows.append({
+            "contender": contender.label, "median_s": seconds,
+            "chunks_per_s": len(texts) / seconds, "ratio_to_encode": statistics.median(ratios),
+            "floor_pct": 100 * floor / seconds if floor else None,
+            "cosine_to_fp32": _cosines(contender.vectors, base.vectors)})
+    batchings = {}
+    for embedder in embedders:
+        other = embedder.embed(texts, wordpieces=counts, batch_size=max(1, embedder.spec.batch_size // 2 + 1))
+        batchings[embedder.spec.key] = _cosines(other, embedder.embed(texts, wordpieces=counts))[0]
+    return {"chunker": chunker, "texts": len(texts), "wordpieces": sum(processed),
+            "tflop": flops / 1e12, "fp32_gflops": rates[Precision.FP32] / 1e9,
+            "int8_gops": rates[Precision.INT8] / 1e9 if rates[Precision.INT8] else None,
+            "floor_fp32_chunks_s": len(texts) * rates[Precision.FP32] / flops,
+            "floor_int8_chunks_s": (len(texts) * rates[Precision.INT8] / flops
+                                    if rates[Precision.INT8] else None),
+            "rounds": rounds, "rows": rows, "batch_independence": batchings}
+
+
+def all_chunkers(data_dir: Path) -> dict:
+    """Plain ``encode`` against the fastest declared model over every declared chunker's
+    texts, chunker by chunker (interleaved), once each."""
+    models = declared_models()
+    embedders = [_loaded(spec, data_dir) for spec in models]
+    fastest = next((e for e in embedders if e.spec.precision is Precision.INT8), embedders[0])
+    reference = embedders[0].model
+    totals = {"plain encode": 0.0, fastest.spec.key: 0.0}
+    for chunker in declared_chunkers():
+        texts, counts = _texts(data_dir, chunker.value, None)
+        started = time.perf_counter()
+        reference.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+        totals["plain encode"] += time.perf_counter() - started
+        started = time.perf_counter()
+        fastest.embed(texts, wordpieces=counts)
+        totals[fastest.spec.key] += time.perf_counter() - started
+    return totals
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--chunker", default="header")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N chunk texts.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--all-chunkers", action="store_true",
+                        help="Also time plain encode vs the fastest model over every chunker.")
+    args = parser.parse_args(argv)
+    report = run(args.data_dir, args.chunker, args.limit, args.rounds)
+    int8 = (f", int8 {report['int8_gops']:.0f} GOP/s -> {report['floor_int8_chunks_s']:.0f} chunks/s"
+            if report["int8_gops"] else "")
+    print(f"{report['texts']} {report['chunker']} chunk texts, {report['wordpieces']:,} word-pieces, "
+          f"{report['tflop']:.2f} TFLOP; matmul fp32 {report['fp32_gflops']:.0f} GFLOP/s -> "
+          f"floor {report['floor_fp32_chunks_s']:.0f} chunks/s{int8}; median of "
+          f"{report['rounds']} interleaved rounds")
+    print(f"| {'contender':58s} | chunks/s | x encode | % floor | min cos fp32 | mean cos |")
+    print(f"|{'-' * 60}|---------:|---------:|--------:|-------------:|---------:|")
+    for r in report["rows"]:
+        floor = f"{r['floor_pct']:.0f} %" if r["floor_pct"] is not None else "-"
+        lo, mean = r["cosine_to_fp32"]
+        print(f"| {r['contender']:58s} | {r['chunks_per_s']:8.1f} | {r['ratio_to_encode']:7.2f}x | "
+              f"{floor:>7s} | {lo:12.5f} | {mean:8.5f} |")
+    for key, cosine in report["batch_independence"].items():
+        print(f"batch independence {key}: min cosine between two batchings {cosine:.6f}")
+    if args.all_chunkers:
+        totals = all_chunkers(args.data_dir)
+        (plain, plain_s), (fast, fast_s) = totals.items()
+        print(f"all chunkers: {plain} {plain_s:.1f} s, {fast} {fast_s:.1f} s "
+              f"({fast_s / plain_s:.2f} of the time, {plain_s / fast_s:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

