@@ -42,10 +42,11 @@ def _echo(message: str = "", err: bool = False) -> None:
 def _declared_models():
     """The declared models, or a one-line failure naming what is wrong with the config file."""
     from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import declared_models
+    from rag_pipeline.core.project_config import declared_models, load_config
+    from rag_pipeline.project_paths import config_path
 
     try:
-        return declared_models()
+        return declared_models(load_config(config_path()))
     except (ModelConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
 
@@ -177,10 +178,10 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
         project_daemon,
     )
     from rag_pipeline.index_runs import IndexRunFailed
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
     try:
-        config = load_config()
+        config = load_config(config_path())
         unlocked = [d.name for d in config.models if d.name not in load_lock(config.lock_path)]
         specs = write_lock(config) if unlocked and config.path else _declared_models()
     except (ModelConfigError, FileNotFoundError) as exc:
@@ -248,9 +249,10 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     from rag_pipeline.core.models import ModelConfigError, ModelMismatchError
     from rag_pipeline.core.project_config import load_config, model_specs, write_lock
     from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.project_paths import config_path
 
     try:
-        config = load_config()
+        config = load_config(config_path())
         specs = write_lock(config) if lock else model_specs(config)
     except (ModelConfigError, FileNotFoundError) as exc:
         _fail(str(exc))

@@ -15,7 +15,7 @@ from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_models
+from rag_pipeline.core.project_config import declared_models, load_config
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import (
     DEFAULT_CORPUS_DIR,
@@ -26,6 +26,7 @@ from rag_pipeline.project_paths import (
     ENV_EVAL_DIR,
     ENV_TORCH_THREADS,
     ENV_WAREHOUSE,
+    config_path,
 )
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, RunCompute
 
@@ -39,7 +40,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""
-    models = tuple(models) if models else declared_models()
+    models = tuple(models) if models else declared_models(load_config(config_path()))
     return dg.Definitions(
         assets=[documents, build_chunks_asset(models[0]), bm25_stats,
                 build_embeddings_asset(models), build_retrieval_eval_asset(models)],

@@ -8,12 +8,14 @@ from collections.abc import Sequence
 import dagster as dg
 
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_chunkers
+from rag_pipeline.core.project_config import declared_chunkers, load_config
+from rag_pipeline.project_paths import config_path
 
 CHUNKER = "chunker"
 MODEL = "model"
 
-chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in declared_chunkers()])
+chunker_partitions = dg.StaticPartitionsDefinition(
+    [s.value for s in declared_chunkers(load_config(config_path()))])
 
 
 def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefinition:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -16,3 +17,9 @@ ENV_WAREHOUSE = "RAG_PIPELINE_WAREHOUSE"
 ENV_CORPUS = "RAG_PIPELINE_CORPUS"
 ENV_EVAL_DIR = "RAG_PIPELINE_EVAL_DIR"
 ENV_TORCH_THREADS = "RAG_PIPELINE_TORCH_THREADS"
+ENV_CONFIG = "RAG_PIPELINE_CONFIG"
+
+
+def config_path() -> Path:
+    """The models-and-chunkers file: ``RAG_PIPELINE_CONFIG``, else ``rag_pipeline.toml`` here."""
+    return Path(os.environ.get(ENV_CONFIG) or PROJECT_ROOT / "rag_pipeline.toml")

@@ -49,7 +49,8 @@ class HashedEmbedder:
         self.spec = spec or hashed_spec()
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 32,
-              progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+              progress: Callable[[int, int], None] | None = None,
+              wordpieces: Sequence[int] | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.spec.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature in _features(text):

@@ -27,7 +27,8 @@ def test_ask_choices_and_defaults_are_the_cores():
     assert _choices("ask", "analyzer") == ["plain", "english"]
     params = _ask_params()
     assert (params["chunker"], params["retriever"], params["analyzer"], params["max_sources"],
-            params["cut"]) == ("header", "hybrid", "english", 4, 0.625)
+            params["cut"]) == ("header", "hybrid", "english", 4, None)
+    # No --cut: ask uses the cut declared for its model in rag_pipeline.toml.
 
 
 def test_threshold_is_the_documented_spelling_of_cut():

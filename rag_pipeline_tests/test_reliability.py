@@ -130,7 +130,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     data = tmp_path / "data"
     try:
         with hang_guard(120), pytest.MonkeyPatch.context() as patch:
-            patch.setattr("rag_pipeline.assets.embeddings.load_embedder", HashedEmbedder)
+            patch.setattr("rag_pipeline.assets.embeddings.load_embedder",
+                      lambda spec, *_: HashedEmbedder(spec))
             metadata, checks = _run_jobs(data, root)
     finally:
         listener.close()
@@ -191,7 +192,7 @@ def test_a_corpus_of_bad_inputs_is_answered_file_by_file(built: Built):
     # Offsets slice exactly and every character is covered, by the assets' own checks.
     assert built.checks == {f"{s.value}/{name}": True for s in CHUNKERS for name in (
         "offsets_slice_exactly", "chunk_ids_unique", "covers_every_character",
-        "vectors_unit_length", "one_model_per_partition")}
+        "vectors_unit_length", "one_model_per_partition", "vectors_match_model")}
 
 
 @pytest.mark.parametrize(("question", "document"), [

@@ -3,11 +3,13 @@ to a model that is no longer declared (``rag-pipeline models``)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.core.generations import current_generations, generation_dir
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec, verify_model_files
+from rag_pipeline.core.query_db import publish_query_db
+from rag_pipeline.core.vector_cache import CACHE
 from rag_pipeline.core.warehouse import Warehouse
 
 MODEL = "model"
@@ -66,8 +68,12 @@ def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelS
     dropped = 0
     for table, partitions in stored_by_model(warehouse).get(key, {}).items():
         for partition in partitions:
-            shutil.rmtree(warehouse.partition_dir(table, partition))
+            warehouse.delete_prefix(warehouse.partition_dir(table, partition))
             dropped += 1
+    for generation in current_generations(warehouse):
+        if generation.model == key:
+            warehouse.delete_prefix(generation_dir(generation.chunker, key))
+    warehouse.delete_prefix(f"{CACHE}/model={key}")
     if dropped:
-        warehouse.refresh_views()
+        publish_query_db(warehouse)
     return dropped

@@ -48,6 +48,8 @@ from rag_pipeline.core.models import (
     model_files,
 )
 
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+"""The project root (the folder of ``pyproject.toml``), where ``rag_pipeline.toml`` lives."""
 CONFIG_NAME = "rag_pipeline.toml"
 LOCK_NAME = "rag_pipeline.lock.json"
 LOCK_VERSION = 1
@@ -274,8 +276,6 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
 def load_config(path: Path | None = None) -> ProjectConfig:
     """Reads ``rag_pipeline.toml`` (the project root's by default; the built-in default
     declaration when the project has none)."""
-    from rag_pipeline.project_paths import PROJECT_ROOT
-
     path = Path(path) if path is not None else PROJECT_ROOT / CONFIG_NAME
     if not path.is_file():
         return parse_config(DEFAULT_CONFIG, path.parent, None)

@@ -140,6 +140,15 @@ class Warehouse:
         except FileNotFoundError:
             pass
 
+    def delete_prefix(self, prefix: str) -> int:
+        """Deletes every file under ``prefix`` (a partition or generation folder); returns how
+        many. The pointer goes first, so a reader never follows it to a deleted file."""
+        files = sorted((info for info in self.list_files(prefix)),
+                       key=lambda info: info.base_name != POINTER_FILE)
+        for info in files:
+            self.delete(self.relative(info.path))
+        return len(files)
+
     def list_files(self, prefix: str = "") -> list[pafs.FileInfo]:
         """Every file under ``prefix`` (relative), recursively; empty when the folder is absent."""
         base = self.full_path(prefix).rstrip("/") if prefix else self.root

@@ -13,7 +13,8 @@ from rag_pipeline.automation import CHUNKS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline_tests.assets.conftest import TinyProject, check_outcomes, corrupting
 
-ALL_PASS = {"vectors_unit_length": True, "one_model_per_partition": True}
+ALL_PASS = {"vectors_unit_length": True, "one_model_per_partition": True,
+            "vectors_match_model": True}
 
 
 def _materialise_header(project: TinyProject) -> dict[str, bool]:
