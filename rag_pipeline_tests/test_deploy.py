@@ -105,12 +105,12 @@ class Deployment:
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout + result.stderr
 
-    def launch_partitions(self, job: str, tags: list[dict[str, str]]) -> None:
-        """``dagster job launch`` once per partition, all at once."""
+    def launch(self, runs: list[tuple[str, dict[str, str]]]) -> None:
+        """``dagster job launch`` once per (job, partition tags), all at once."""
         launches = [subprocess.Popen([str(BIN / "dagster"), "job", "launch", "-j", job, "--tags",
-                                      json.dumps(t), "-w", "workspace.yaml"], cwd=PROJECT_ROOT,
+                                      json.dumps(tags), "-w", "workspace.yaml"], cwd=PROJECT_ROOT,
                                      env=self.env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True) for t in tags]
+                                     stderr=subprocess.STDOUT, text=True) for job, tags in runs]
         for launch in launches:
             out, _ = launch.communicate(timeout=TIMEOUT)
             assert launch.returncode == 0, out
@@ -137,6 +137,12 @@ class Deployment:
         except ProcessLookupError:
             pass
         self.daemon.wait(timeout=30)
+
+
+def _embedding_tags(chunker: str, model: str) -> dict[str, str]:
+    """The tags Dagster gives a run of one chunker x model partition."""
+    return {"dagster/partition": f"{chunker}|{model}", "dagster/partition/chunker": chunker,
+            "dagster/partition/model": model}
 
 
 def _records(instance: dg.DagsterInstance, job: str) -> list[dg.RunRecord]:
@@ -230,16 +236,15 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
 
         deployment.cli("job", "launch", "-j", DOCUMENTS_JOB)
         (documents_run,) = _wait_finished(instance, DOCUMENTS_JOB, 1)
-        deployment.cli("job", "backfill", "-j", CHUNKS_JOB, "--partitions",
-                       ",".join(CHUNKERS), "--noprompt")
-        chunk_runs = _wait_finished(instance, CHUNKS_JOB, 2)
-
         model = declared_models()[0].key
-        # One launch per partition (a CLI job backfill is complete once it has submitted its
-        # runs, and Dagster does not retry runs of a finished backfill).
-        deployment.launch_partitions(EMBEDDINGS_JOB, [
-            {"dagster/partition": f"{c}|{model}", "dagster/partition/chunker": c,
-             "dagster/partition/model": model} for c in CHUNKERS])
+        first, second = CHUNKERS
+        deployment.cli("job", "backfill", "-j", CHUNKS_JOB, "--partitions", first, "--noprompt")
+        _wait_finished(instance, CHUNKS_JOB, 1)
+        # The first chunker embeds while the second one chunks: two runs at once. One launch
+        # per partition (a CLI job backfill is complete once it has submitted its runs, and
+        # Dagster does not retry runs of a finished backfill).
+        deployment.launch([(EMBEDDINGS_JOB, _embedding_tags(first, model)),
+                           (CHUNKS_JOB, {"dagster/partition": second})])
         # Kill the run that has checkpointed vectors, as soon as its first shard is stored.
         warehouse = Warehouse(tmp_path / "reader", location)
         deadline = time.monotonic() + TIMEOUT
@@ -253,6 +258,8 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
                 os.kill(_worker_pid(instance, killed), signal.SIGKILL)
             time.sleep(0.2)
         assert killed is not None, "no embedding run was seen with a checkpoint"
+        chunk_runs = _wait_finished(instance, CHUNKS_JOB, 2)
+        deployment.launch([(EMBEDDINGS_JOB, _embedding_tags(second, model))])
         embedding_runs = _wait_finished(instance, EMBEDDINGS_JOB, 3)
         build_seconds = time.monotonic() - started
     finally:
@@ -270,8 +277,13 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
     for record in [documents_run, *chunk_runs, *embedding_runs]:
         if record.dagster_run.run_id != killed:
             assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS, record.dagster_run
-    # The two chunks runs ran at the same time; the embedding runs of the one model never did.
-    assert _overlap(*chunk_runs) > 0
+    # The second chunker's chunks run ran while the first chunker embedded (the run that was
+    # killed); the embedding runs of the one model never ran at the same time.
+    assert by_id[killed].dagster_run.tags["dagster/partition/chunker"] == CHUNKERS[0]
+    (second_chunks,) = [r for r in chunk_runs
+                        if r.dagster_run.tags["dagster/partition"] == CHUNKERS[1]]
+    overlap = _overlap(second_chunks, by_id[killed])
+    assert overlap > 0
     assert {r.dagster_run.tags["dagster/partition/model"] for r in embedding_runs} == {model}
     starts = sorted((r.start_time, r.end_time) for r in embedding_runs)
     assert all(later[0] >= earlier[1] - 0.5 for earlier, later in pairwise(starts))
@@ -283,8 +295,10 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
                  f"{r.dagster_run.status.value} {r.start_time:.1f}-{r.end_time:.1f}"
                  for r in [documents_run, *chunk_runs, *embedding_runs]]:
         print(line)
-    print(f"chunks runs overlapped {_overlap(*chunk_runs):.1f} s; retry of {killed[:8]}: " + ", ".join(
-        f"{k} {meta[k]}" for k in ("rows", "reused", "shared", "embedded", "chunks_per_second")))
+    print(f"chunks {CHUNKERS[1]} and embeddings {CHUNKERS[0]} overlapped {overlap:.1f} s; "
+          f"retry of {killed[:8]}: " + ", ".join(
+              f"{k} {meta[k]}" for k in ("rows", "reused", "shared", "embedded",
+                                         "chunks_per_second")))
     instance.dispose()
 
     # The objects are in the bucket; the worker's data folder holds no table.
