@@ -222,11 +222,17 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
                                  "queries.jsonl, qrels/test.tsv).")
 @click.option("--k1", "k1_values", type=float, multiple=True,
               help="BM25 k1 for --beir (repeatable; default the design's 1.2).")
+@click.option("--candidates", is_flag=True,
+              help="Also measure every candidate retrieval setting against the default (paired "
+                   "sign tests per query style; embeds the header partition's sentences once).")
+@click.option("--sentences", "sentence_vectors", is_flag=True,
+              help="Embed the header partition's sentences (cached) for the best-sentence "
+                   "refusal signal.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
                      model_key: str | None, beir_dir: Path | None, k1_values: tuple[float, ...],
-                     as_json: bool) -> None:
+                     candidates: bool, sentence_vectors: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     import json
 
@@ -278,6 +284,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
     from rag_pipeline.core.eval_run import run_eval
     from rag_pipeline.core.eval_tables import (
+        gate_cv_markdown,
         paired_markdown,
         report_json,
         summary_markdown,
@@ -286,7 +293,8 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None)
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
+                          candidates=candidates, sentence_vectors=sentence_vectors)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     if as_json:
@@ -304,4 +312,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if report.sweep:
         click.echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
         click.echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    if report.gate_cv:
+        click.echo("\ngate, 2-fold cross-validated (held-out counts; folds by gold line id):\n"
+                   + gate_cv_markdown(report))
     click.echo(f"\neval wall time: {report.timings['total']:.1f} s")

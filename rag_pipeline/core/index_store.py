@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables
+from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.index_tables import BM25_TABLES
 from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
@@ -58,15 +58,19 @@ class PartitionIndex:
         return len(self.chunk_ids)
 
 
-def _bm25_scorers(warehouse: Warehouse, chunker: str,
-                  chunk_order: list[str]) -> dict[Analyzer, Bm25Scorer]:
-    """One scorer per analyzer, from the chunker's BM25 tables (each file read once)."""
+def _bm25_scorers(warehouse: Warehouse, chunker: str, chunk_order: list[str],
+                  texts: list[str]) -> dict[Analyzer, Bm25Scorer]:
+    """One scorer per analyzer, from the chunker's BM25 tables (each file read once); an
+    analyzer an older index has no statistics for is built in memory from the chunk texts."""
     tables = [warehouse.read(name, {"chunker": chunker}) for name in BM25_TABLES]
     scorers = {}
     for analyzer in Analyzer:
         parts = [t.filter(pc.equal(t.column("analyzer"), analyzer.value)).drop_columns(["analyzer"])
                  for t in tables]
-        scorer = Bm25Scorer.from_tables(Bm25Tables(*parts), analyzer)
+        stored = Bm25Tables(*parts)
+        if stored.params.num_rows == 0:
+            stored = build_bm25_tables(chunk_order, texts, analyzer)
+        scorer = Bm25Scorer.from_tables(stored, analyzer)
         if scorer.chunk_ids != chunk_order:
             raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its "
                                      "chunks: re-run `rag-pipeline index`")
@@ -135,7 +139,7 @@ def _load(data_dir: str, chunker: str, model_key: str, signature: tuple) -> Part
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=chunks.column("content_sha256").to_pylist(),
         vectors=np.ascontiguousarray(vectors),
-        bm25=_bm25_scorers(warehouse, chunker, chunk_ids),
+        bm25=_bm25_scorers(warehouse, chunker, chunk_ids, chunks.column("text").to_pylist()),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
     )

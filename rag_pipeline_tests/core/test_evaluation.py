@@ -13,7 +13,10 @@ from rag_pipeline.core.chunking import ChunkingSettings
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.evaluation import (
     CUT_RULE,
+    RULE_BUDGET,
+    RULE_RIGHT_OUTCOMES,
     SWEEP_CUTS,
+    GateCvRow,
     PairedRow,
     RankRow,
     RunKey,
@@ -214,14 +217,20 @@ def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
         for query_id, rank in (("q1/question", 1), ("q1/ticket", 1), ("q2/question", None),
                                ("q2/ticket", None))]
 
-    low, high = wilson_by_hand(2, 4)
-    assert [(s.chunker, s.retriever, s.queries, s.mrr, s.destroyed) for s in report.summary] == [
-        ("header", "hybrid", 4, 0.5, 1), ("header", "dense", 4, 0.5, 1)]
+    # Every run is summarised over all queries, then per style: each style has one found
+    # query (q1) and one destroyed (q2), so every row has recall 1/2 and the same MRR.
+    assert [(s.chunker, s.retriever, s.style, s.queries, s.mrr, s.destroyed)
+            for s in report.summary] == [
+        ("header", retriever, style, n, 0.5, 1) for retriever in ("hybrid", "dense")
+        for style, n in (("all", 4), ("question", 2), ("ticket", 2))]
     for row in report.summary:
-        assert row.recall == {1: 2 / 4, 4: 2 / 4, 8: 2 / 4, 20: 2 / 4}
+        n = row.queries
+        low, high = wilson_by_hand(n // 2, n)
+        assert row.recall == {1: 1 / 2, 4: 1 / 2, 8: 1 / 2, 20: 1 / 2}
         for k in (1, 4, 8, 20):
             assert row.ci95[k] == pytest.approx((low, high), abs=1e-9)
-    assert report.paired == [PairedRow("header/hybrid", "header/dense", k, 0, 0, 1.0) for k in (4, 8, 20)]
+    assert report.paired == [PairedRow("header/hybrid", "header/dense", style, k, 0, 0, 1.0)
+                             for style in ("all", "question", "ticket") for k in (4, 8, 20)]
 
     # Every in-domain query's closest hit is under 0.45: q1 answers from its needle's chunk
     # (correct), q2 from some other chunk (wrong: its needle was destroyed). Out of domain, o1
@@ -234,10 +243,23 @@ def test_evaluate_on_a_tiny_index(small_chunks: BuiltIndex, minilm: ModelSpec):
     assert report.recommended_cut == 0.45
     assert report.cut_rule == CUT_RULE
 
+    # Folds by line id (q1: 0, q2: 1) and by OOD id (o1: 0, o2: 1, o3: 0). Chosen on fold 1
+    # (q2 is wrong at any cut, o2 bluffs from 0.7): right outcomes peak from 0.45, the lowest
+    # cut, which answers q1 twice (correct) and refuses o1 (0.641) on fold 0. Chosen on fold 0
+    # (q1 correct, o1 bluffs from 0.65): 0.45 again; fold 1 answers q2 twice (wrong), refuses o2.
+    today = report.gate_cv[0]
+    assert today == GateCvRow("top_distance", RULE_RIGHT_OUTCOMES, 0.45, 0.45, 4, 0, 2, 3, 0)
+    # Then every signal under the refusal-budget rule (no best_sentence: no sentence vectors).
+    assert [(r.signal, r.rule, r.in_total, r.ood_total) for r in report.gate_cv[1:]] == [
+        (s, RULE_BUDGET, 4, 3) for s in ("top_distance", "gap", "standout", "agreement",
+                                         "vocabulary")]
+
 
 def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex, minilm: ModelSpec):
     queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
     report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors,
                       [RunKey("header", Retriever.BM25)])
-    assert (report.sweep, report.recommended_cut, report.paired) == ([], None, [])
-    assert [(s.retriever, s.recall[20], s.destroyed) for s in report.summary] == [("bm25", 0.5, 1)]
+    assert (report.sweep, report.recommended_cut, report.paired, report.gate_cv) == (
+        [], None, [], [])
+    assert [(s.retriever, s.style, s.recall[20], s.destroyed) for s in report.summary] == [
+        ("bm25", "all", 0.5, 1), ("bm25", "question", 0.5, 1), ("bm25", "ticket", 0.5, 1)]
