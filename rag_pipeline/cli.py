@@ -261,8 +261,15 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
         from rag_pipeline.core.bm25 import K1
 
-        report = run_beir(dataset, load_embedder(spec), data_dir / "beir", progress,
+        embedder = load_embedder(spec)
+        report = run_beir(dataset, embedder, data_dir / "beir", progress,
                           tuple(k1_values) or (K1,))
+        if candidates:
+            from rag_pipeline.core.beir import run_beir_candidates
+            from rag_pipeline.core.evaluation import beir_candidates
+
+            report.rows.extend(run_beir_candidates(dataset, embedder, beir_candidates(),
+                                                   data_dir / "beir", progress))
         if as_json:
             click.echo(json.dumps({
                 "dataset": report.dataset, "queries": report.queries, "documents": report.documents,
@@ -274,10 +281,10 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
             return
         click.echo(f"{report.dataset}: {report.queries} queries, {report.documents} documents, "
                    f"model {spec.key}")
-        click.echo(f"{'retriever':10s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
+        click.echo(f"{'retriever':22s} {'analyzer':9s} {'k1':>4s} {'nDCG@10':>8s} {'R@100':>8s} "
                    f"{'MRR@10':>8s}")
         for r in report.rows:
-            click.echo(f"{r.retriever:10s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
+            click.echo(f"{r.retriever:22s} {r.analyzer or '-':9s} {r.k1 or '-':>4} {r.ndcg_at_10:8.5f} "
                        f"{r.recall_at_100:8.5f} {r.mrr_at_10:8.5f}")
         click.echo("timings (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report.timings.items()))
         return

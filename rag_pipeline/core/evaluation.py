@@ -96,6 +96,13 @@ class RunKey:
                                  collapse_duplicates=self.collapse)
 
 
+def beir_candidates() -> dict[str, RetrievalSettings]:
+    """The default setting and every candidate a BEIR corpus can run (one document per unit,
+    so no sentence vectors)."""
+    return {"default": RetrievalSettings(),
+            **{name: s for name, s in CANDIDATES.items() if s.dense_unit is DenseUnit.CHUNK}}
+
+
 def candidate_run(chunker: str, name: str) -> RunKey:
     """The run of candidate ``name`` (a key of ``CANDIDATES``) on ``chunker``."""
     settings = CANDIDATES[name]

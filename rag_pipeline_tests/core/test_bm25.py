@@ -158,3 +158,15 @@ def test_ranking_agrees_with_rank_bm25(query):
     theirs = okapi.get_scores(analyze(query, Analyzer.PLAIN))
     assert ours.max() > 0
     assert np.argsort(-ours, kind="stable").tolist() == np.argsort(-theirs, kind="stable").tolist()
+
+
+def test_term_scores_match_scores_for_the_same_terms():
+    texts = ["alpha beta beta", "beta gamma", "gamma delta alpha"]
+    scorer = Bm25Scorer.from_tables(build_bm25_tables(["a", "b", "c"], texts, Analyzer.PLAIN),
+                                    Analyzer.PLAIN)
+    # A query asking beta twice is a bag {alpha: 1, beta: 2}; unknown terms are ignored.
+    assert scorer.term_scores({"alpha": 1.0, "beta": 2.0, "zzz": 5.0}).tolist() == (
+        scorer.scores("alpha beta beta").tolist())
+    halves = scorer.term_scores({"alpha": 0.5}).tolist()
+    assert halves == [s / 2 for s in scorer.scores("alpha").tolist()]
+    assert scorer.term_scores({"zzz": 1.0}).tolist() == [0.0, 0.0, 0.0]

@@ -8,8 +8,9 @@ import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.embedder import ModelMismatchError, ModelSpec, load_embedder
-from rag_pipeline.core.fusion import reciprocal_rank_fusion
+from rag_pipeline.core.fusion import Fusion, min_max_fusion, reciprocal_rank_fusion
 from rag_pipeline.core.retrieval import (
+    DenseUnit,
     QueryVector,
     RetrievalSettings,
     Retriever,
@@ -17,6 +18,7 @@ from rag_pipeline.core.retrieval import (
     embed_question,
     retrieve,
 )
+from rag_pipeline.core.sentences import best_sentence_distances, partition_sentences
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 
 QUESTIONS = [
@@ -196,3 +198,61 @@ def test_duplicate_collapse_on_the_timeouts_question(built: BuiltIndex, minilm: 
     assert (hits[0].row, hits[0].locations) == (CONFIG_TIMEOUTS, (CONFIG_TIMEOUTS, FAQ_TIMEOUTS))
     assert len(hits) == 5
     assert FAQ_TIMEOUTS not in [h.row for h in hits]
+
+
+# --- candidate settings --------------------------------------------------------------------------
+
+
+def test_weighted_rrf_and_min_max_fusion_through_retrieve(built: BuiltIndex, minilm: ModelSpec):
+    question = QUESTIONS[2]
+    index = built.index
+    query = question_vector(minilm, question)
+    dense_ranking = retrieve(index, query, question, no_collapse(Retriever.DENSE))
+    bm25_ranking_ = retrieve(index, query, question, no_collapse(Retriever.BM25))
+    dense = [h.row for h in dense_ranking.hits]
+    bm25 = [h.row for h in bm25_ranking_.hits]
+    weighted = retrieve(index, query, question, no_collapse(Retriever.HYBRID, dense_weight=2.0))
+    assert [(h.row, h.score) for h in weighted.hits] == reciprocal_rank_fusion(
+        [dense, bm25], k=60, weights=[2.0, 1.0])
+    minmax = retrieve(index, query, question, no_collapse(Retriever.HYBRID, fusion=Fusion.MIN_MAX))
+    assert [(h.row, h.score) for h in minmax.hits] == min_max_fusion(
+        [[(h.row, h.score) for h in dense_ranking.hits], [(h.row, h.score) for h in bm25_ranking_.hits]])
+    # The gate's distances stay the question's own, whatever the fusion.
+    assert [h.cosine_distance for h in minmax.hits] == [
+        float(dense_ranking.distances[h.row]) for h in minmax.hits]
+
+
+def test_feedback_runs_a_second_pass(built: BuiltIndex, minilm: ModelSpec):
+    question = QUESTIONS[2]
+    index = built.index
+    query = question_vector(minilm, question)
+    plain = retrieve(index, query, question, no_collapse(Retriever.HYBRID))
+    # Rocchio with beta 0 moves nothing; RM3 with lambda 1 keeps the original query: the
+    # second pass must give back the first pass exactly.
+    same = retrieve(index, query, question, no_collapse(
+        Retriever.HYBRID, rocchio_docs=3, rocchio_beta=0.0, rm3_docs=3, rm3_weight=1.0))
+    assert [(h.row, h.score) for h in same.hits] == [(h.row, h.score) for h in plain.hits]
+    assert "feedback" in same.timings
+    moved = retrieve(index, query, question, no_collapse(Retriever.HYBRID, rocchio_docs=2,
+                                                         rocchio_beta=1.0, rm3_docs=2))
+    assert np.array_equal(moved.distances, plain.distances)
+    assert sorted(h.row for h in moved.hits) == sorted(h.row for h in plain.hits)
+
+
+def test_sentence_scoring_needs_a_sentence_index(built: BuiltIndex, minilm: ModelSpec):
+    index = built.index
+    question = QUESTIONS[0]
+    query = question_vector(minilm, question)
+    settings = no_collapse(Retriever.DENSE, dense_unit=DenseUnit.SENTENCE)
+    with pytest.raises(ValueError, match="needs this partition's sentence vectors"):
+        retrieve(index, query, question, settings)
+    embedder = load_embedder(minilm)
+    sentences = partition_sentences(index.model_key, index.texts, index.contents, embedder.embed)
+    ranking = retrieve(index, query, question, settings, sentences)
+    best = best_sentence_distances(sentences, query.vector)
+    assert [h.row for h in ranking.hits] == np.lexsort((np.arange(len(best)), best)).tolist()
+    either = retrieve(index, query, question, no_collapse(
+        Retriever.DENSE, dense_unit=DenseUnit.CHUNK_OR_SENTENCE), sentences)
+    assert [h.score for h in either.hits] == pytest.approx(
+        sorted((1.0 - float(min(b, d)) for b, d in zip(best, ranking.distances, strict=True)),
+               reverse=True), abs=1e-6)
