@@ -103,25 +103,25 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
     code, output = _run("--data-dir", str(data_dir), "eval", "--json")
     assert code == 0, output
     report = json.loads(output)
-    assert (report["queries"], report["ood_queries"], report["gold_errors"]) == (64, 30, [])
+    assert (report["queries"], report["ood_queries"], report["gold_errors"]) == (244, 60, [])
     retrievers = ["dense", "bm25", "hybrid", "bm25[plain]", "hybrid[plain]", "hybrid[no-collapse]"]
     assert [(r["chunker"], r["retriever"], r["style"]) for r in report["summary"]] == [
         ("header", retriever, style) for retriever in retrievers
         for style in ("all", "question", "ticket")]
-    assert [r["queries"] for r in report["summary"][:3]] == [64, 32, 32]
+    assert [r["queries"] for r in report["summary"][:3]] == [244, 122, 122]
     hybrid = report["summary"][6]
     assert set(hybrid) == {"chunker", "retriever", "style", "queries", "recall@1", "recall@4",
                            "recall@8", "recall@20", "mrr", "destroyed", "ci95"}
     assert hybrid["destroyed"] == 0
-    assert hybrid["ci95"]["recall@4"] == list(wilson_interval(round(hybrid["recall@4"] * 64), 64))
+    assert hybrid["ci95"]["recall@4"] == list(wilson_interval(round(hybrid["recall@4"] * 244), 244))
     # The overall hits are the sum of the two styles' hits.
     by_style = {r["style"]: r for r in report["summary"][6:9]}
-    assert round(by_style["all"]["recall@4"] * 64) == (round(by_style["question"]["recall@4"] * 32)
-                                                        + round(by_style["ticket"]["recall@4"] * 32))
+    assert round(by_style["all"]["recall@4"] * 244) == (
+        round(by_style["question"]["recall@4"] * 122) + round(by_style["ticket"]["recall@4"] * 122))
     assert [r["cut"] for r in report["sweep"]] == [0.45, 0.475, 0.5, 0.525, 0.55, 0.575, 0.6,
                                                    0.625, 0.65, 0.675, 0.7, 0.725, 0.75]
     for row in report["sweep"]:
-        assert row["in_correct"] + row["in_wrong"] + row["in_refused"] == 64
+        assert row["in_correct"] + row["in_wrong"] + row["in_refused"] == 244
     assert {(p["a"], p["b"], p["style"]) for p in report["paired"]} == {
         (a, b, style) for a, b in (
             ("header/hybrid", "header/dense"), ("header/hybrid", "header/bm25"),
@@ -129,6 +129,6 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
             ("header/hybrid[plain]", "header/hybrid"))
         for style in ("all", "question", "ticket")}
     assert [(g["signal"], g["rule"], g["in_total"], g["ood_total"]) for g in report["gate_cv"]] == [
-        ("top_distance", "right-outcomes", 64, 30),
-        *((s, "refusal-budget", 64, 30)
+        ("top_distance", "right-outcomes", 244, 60),
+        *((s, "refusal-budget", 244, 60)
           for s in ("top_distance", "gap", "standout", "agreement", "vocabulary"))]

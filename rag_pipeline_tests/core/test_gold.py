@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.corpus_export import export_python_reference
+from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.gold import (
     GoldError,
     GoldFormatError,
@@ -190,11 +192,23 @@ def test_collapse():
 
 # --- the project's gold files -----------------------------------------------------------------------
 
+GOLD_LINES = 122
+GOLD_TOPICS = 57
+OOD_NEAR, OOD_OFF = 40, 20
+
+
+@pytest.fixture(scope="module")
+def bundled_canonical_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The canonical text of every document of the bundled corpus, as the pipeline extracts it."""
+    corpus = tmp_path_factory.mktemp("python-reference")
+    export_python_reference(corpus)
+    return {r.document_id: r.canonical_text for r in extract_corpus(corpus).records}
+
 
 def test_real_gold_file_loads():
     lines = load_gold(DEFAULT_EVAL_DIR / "gold.jsonl")
-    assert len(lines) == 32
-    assert len({g.id for g in lines}) == 32
+    assert [g.id for g in lines] == [f"q{n:02d}" for n in range(1, GOLD_LINES + 1)]
+    assert len({g.needle for g in lines}) == GOLD_LINES
     assert lines[0] == GoldLine(
         "q01",
         "The current code generator emits no code for an assert statement when optimization is "
@@ -205,8 +219,20 @@ def test_real_gold_file_loads():
 
 def test_real_ood_file_loads():
     lines = load_ood(DEFAULT_EVAL_DIR / "ood.jsonl")
-    assert len(lines) == 30
-    assert len({o.id for o in lines}) == 30
-    assert sum(o.kind is OodKind.NEAR for o in lines) == 21
-    assert sum(o.kind is OodKind.OFF for o in lines) == 9
+    assert [o.id for o in lines] == [f"o{n:02d}" for n in range(1, OOD_NEAR + OOD_OFF + 1)]
+    assert len({o.query for o in lines}) == OOD_NEAR + OOD_OFF
+    assert sum(o.kind is OodKind.NEAR for o in lines) == OOD_NEAR
+    assert sum(o.kind is OodKind.OFF for o in lines) == OOD_OFF
     assert lines[2] == OodLine("o03", "What is the capital of France?", OodKind.OFF)
+
+
+def test_real_gold_file_has_no_errors_over_the_bundled_corpus(bundled_canonical_texts):
+    queries, errors = validate_gold(load_gold(DEFAULT_EVAL_DIR / "gold.jsonl"),
+                                    bundled_canonical_texts)
+    assert errors == []
+    assert len(queries) == 2 * GOLD_LINES
+    assert sum(q.style is QueryStyle.QUESTION for q in queries) == GOLD_LINES
+    assert sum(q.style is QueryStyle.TICKET for q in queries) == GOLD_LINES
+    collapsed = [collapse(text) for text in bundled_canonical_texts.values()]
+    topics = {i for q in queries for i, text in enumerate(collapsed) if q.needle in text}
+    assert (len(bundled_canonical_texts), len(topics)) == (79, GOLD_TOPICS)
