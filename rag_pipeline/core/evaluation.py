@@ -58,9 +58,16 @@ CANDIDATES: dict[str, RetrievalSettings] = {
     "rm3+rocchio": RetrievalSettings(_H, rm3_docs=10, rocchio_docs=5),
     "sentence": RetrievalSettings(_H, dense_unit=DenseUnit.SENTENCE),
     "chunk|sentence": RetrievalSettings(_H, dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
+    "code+rrf-dense2": RetrievalSettings(_H, Analyzer.CODE, dense_weight=2.0),
+    "code+minmax-dense2": RetrievalSettings(_H, Analyzer.CODE, fusion=Fusion.MIN_MAX,
+                                            dense_weight=2.0),
+    "code+minmax-dense2+chunk|sentence": RetrievalSettings(
+        _H, Analyzer.CODE, fusion=Fusion.MIN_MAX, dense_weight=2.0,
+        dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
 }
 """Switchable retrieval settings measured against the default (``rag-pipeline eval
---candidates``); each differs from ``RetrievalSettings()`` in one idea (``rm3+rocchio``: two)."""
+--candidates``); each differs from ``RetrievalSettings()`` in one idea, except the ``+``
+combinations of ideas that won on their own."""
 
 
 @dataclass(frozen=True)
