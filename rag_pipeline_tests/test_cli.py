@@ -128,7 +128,10 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
             ("header/hybrid", "header/hybrid[no-collapse]"), ("header/bm25[plain]", "header/bm25"),
             ("header/hybrid[plain]", "header/hybrid"))
         for style in ("all", "question", "ticket")}
-    assert [(g["signal"], g["rule"], g["in_total"], g["ood_total"]) for g in report["gate_cv"]] == [
+    assert [(g["signal"].split(" (w ")[0], g["rule"], g["in_total"], g["ood_total"])
+            for g in report["gate_cv"]] == [
         ("top_distance", "right-outcomes", 244, 60),
         *((s, "refusal-budget", 244, 60)
-          for s in ("top_distance", "gap", "standout", "agreement", "vocabulary"))]
+          for s in ("top_distance", "gap", "standout", "agreement", "vocabulary")),
+        *((f"top_distance+w*{s}", "refusal-budget", 244, 60)
+          for s in ("gap", "standout", "agreement", "vocabulary"))]

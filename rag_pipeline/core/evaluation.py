@@ -25,7 +25,14 @@ from rag_pipeline.core.metrics import (
     sign_test_p,
     summarise_recall,
 )
-from rag_pipeline.core.refusal import RefusalSignal, cases, cross_validate, fold_of, refusal_signals
+from rag_pipeline.core.refusal import (
+    RefusalSignal,
+    cases,
+    cross_validate,
+    cross_validate_combination,
+    fold_of,
+    refusal_signals,
+)
 from rag_pipeline.core.retrieval import (
     DEFAULT_ANALYZER,
     DenseUnit,
@@ -348,6 +355,14 @@ def gate_cross_validation(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int
                             cases(ood_signals, folds_ood, signal))
         rows.append(GateCvRow(signal.value, RULE_BUDGET, cv.cuts[0], cv.cuts[1], cv.in_total,
                               cv.in_refused, cv.in_correct, cv.ood_total, cv.ood_bluffs))
+    for second in RefusalSignal:
+        if second is RefusalSignal.TOP_DISTANCE or not signals or second not in signals[0]:
+            continue
+        cv, (w0, w1) = cross_validate_combination(signals, folds, answerable, ood_signals,
+                                                  folds_ood, RefusalSignal.TOP_DISTANCE, second)
+        rows.append(GateCvRow(f"top_distance+w*{second.value} (w {w0:g} / {w1:g})", RULE_BUDGET,
+                              cv.cuts[0], cv.cuts[1], cv.in_total, cv.in_refused, cv.in_correct,
+                              cv.ood_total, cv.ood_bluffs))
     return rows
 
 

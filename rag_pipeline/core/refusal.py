@@ -38,9 +38,11 @@ __all__ = [
     "CrossValidated",
     "GateCase",
     "RefusalSignal",
+    "COMBINATION_WEIGHTS",
     "budget_cut",
     "cases",
     "cross_validate",
+    "cross_validate_combination",
     "fold_of",
     "refusal_signals",
 ]
@@ -179,3 +181,51 @@ def cases(signals: Sequence[Mapping[RefusalSignal, float]], folds: Sequence[int]
     correct = correct if correct is not None else [False] * len(signals)
     return [GateCase(fold, values[signal], ok)
             for values, fold, ok in zip(signals, folds, correct, strict=True)]
+
+
+COMBINATION_WEIGHTS = tuple(round(0.05 * i, 2) for i in range(21))
+"""The weights ``w`` tried for a two-signal gate ``first + w * second`` (0 to 1, step 0.05)."""
+
+
+def cross_validate_combination(
+        in_signals: Sequence[Mapping[RefusalSignal, float]], in_folds: Sequence[int],
+        in_correct: Sequence[bool], ood_signals: Sequence[Mapping[RefusalSignal, float]],
+        ood_folds: Sequence[int], first: RefusalSignal, second: RefusalSignal,
+        weights: Sequence[float] = COMBINATION_WEIGHTS, refusal_budget: float = REFUSAL_BUDGET,
+) -> tuple[CrossValidated, tuple[float, float]]:
+    """The gate on ``first + w * second``, with ``w`` and the cut both chosen on the training
+    fold (the fewest training bluffs under the refusal budget; ties to the smaller ``w``), so
+    the held-out counts stay honest.
+
+    Returns:
+        The held-out counts and the weight chosen for fold 0 and for fold 1.
+    """
+    if not weights:
+        raise ValueError("no weight to try")
+
+    def values(signals, w):
+        return [s[first] + w * s[second] for s in signals]
+
+    chosen: list[float] = []
+    cuts: list[float] = []
+    refused = correct = bluffs = 0
+    for held_out in (0, 1):
+        train_in = [s for s, f in zip(in_signals, in_folds, strict=True) if f != held_out]
+        train_ood = [s for s, f in zip(ood_signals, ood_folds, strict=True) if f != held_out]
+        tried = []
+        for w in weights:
+            cut = budget_cut(values(train_in, w), values(train_ood, w), refusal_budget)
+            tried.append((sum(1 for v in values(train_ood, w) if v < cut), w, cut))
+        _, w, cut = min(tried, key=lambda t: (t[0], t[1]))
+        chosen.append(w)
+        cuts.append(cut)
+        for s, f, ok in zip(in_signals, in_folds, in_correct, strict=True):
+            if f == held_out:
+                if s[first] + w * s[second] < cut:
+                    correct += ok
+                else:
+                    refused += 1
+        bluffs += sum(1 for s, f in zip(ood_signals, ood_folds, strict=True)
+                      if f == held_out and s[first] + w * s[second] < cut)
+    return (CrossValidated((cuts[0], cuts[1]), len(in_signals), refused, correct, len(ood_signals),
+                           bluffs), (chosen[0], chosen[1]))

@@ -14,6 +14,7 @@ from rag_pipeline.core.refusal import (
     RefusalSignal,
     budget_cut,
     cross_validate,
+    cross_validate_combination,
     fold_of,
     refusal_signals,
 )
@@ -74,3 +75,20 @@ def test_cross_validation_counts_only_held_out_queries():
     # Fold 0 at 0.7: both answered (1 correct), the OOD 0.25 bluffs. Fold 1 at 0.3: 0.2
     # answered (correct), 0.5 refused; OOD 0.4 and 0.9 refused.
     assert result == CrossValidated(result.cuts, 4, 1, 2, 3, 1)
+
+
+def test_combination_weight_and_cut_come_from_the_training_fold():
+    top, vocab = RefusalSignal.TOP_DISTANCE, RefusalSignal.VOCABULARY
+    # On each fold the OOD question is as close as the in-domain ones, but shares fewer words:
+    # w = 0 cannot refuse it under a zero budget; w = 1 can, so w = 1 is chosen on both folds.
+    in_signals = [{top: 0.5, vocab: -1.0}, {top: 0.5, vocab: -1.0}]
+    ood_signals = [{top: 0.4, vocab: 0.0}, {top: 0.4, vocab: 0.0}]
+    result, weights = cross_validate_combination(
+        in_signals, [0, 1], [True, True], ood_signals, [0, 1], top, vocab, weights=(0.0, 1.0),
+        refusal_budget=0.0)
+    assert weights == (1.0, 1.0)
+    # Signals: in-domain 0.5 - 1 = -0.5, OOD 0.4: the cut lies half-way, at -0.05.
+    assert result == CrossValidated((pytest.approx(-0.05), pytest.approx(-0.05)), 2, 0, 2, 2, 0)
+    with pytest.raises(ValueError, match="no weight"):
+        cross_validate_combination(in_signals, [0, 1], [True, True], ood_signals, [0, 1], top,
+                                   vocab, weights=())
