@@ -322,4 +322,6 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if report.gate_cv:
         click.echo("\ngate, 2-fold cross-validated (held-out counts; folds by gold line id):\n"
                    + gate_cv_markdown(report))
+        click.echo(f"top-distance cut under the refusal budget, over every query: "
+                   f"{report.budget_cut:.4f}")
     click.echo(f"\neval wall time: {report.timings['total']:.1f} s")

@@ -134,6 +134,7 @@ def report_json(report: EvalReport) -> dict:
                   for r in report.sweep],
         "recommended_cut": report.recommended_cut,
         "cut_rule": report.cut_rule,
+        "budget_cut": report.budget_cut,
         "gate_cv": [{"signal": r.signal, "rule": r.rule, "cuts": [r.cut_fold0, r.cut_fold1],
                      "in_total": r.in_total, "in_refused": r.in_refused,
                      "in_correct": r.in_correct, "ood_total": r.ood_total,

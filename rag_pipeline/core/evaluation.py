@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.embedder import Embedder
@@ -27,6 +27,7 @@ from rag_pipeline.core.metrics import (
 )
 from rag_pipeline.core.refusal import (
     RefusalSignal,
+    budget_cut,
     cases,
     cross_validate,
     cross_validate_combination,
@@ -54,27 +55,30 @@ ALL_STYLES = "all"
 REPORT_STYLES = (ALL_STYLES, *(style.value for style in QueryStyle))
 
 _H = Retriever.HYBRID
+BEFORE = RetrievalSettings(_H, Analyzer.ENGLISH, fusion=Fusion.RRF, dense_weight=1.0)
+"""The default before issue 11: English BM25 and plain RRF (k = 60) of dense and BM25."""
 CANDIDATES: dict[str, RetrievalSettings] = {
-    "code": RetrievalSettings(_H, Analyzer.CODE),
-    "rrf-dense2": RetrievalSettings(_H, dense_weight=2.0),
-    "rrf-dense3": RetrievalSettings(_H, dense_weight=3.0),
-    "minmax": RetrievalSettings(_H, fusion=Fusion.MIN_MAX),
-    "minmax-dense2": RetrievalSettings(_H, fusion=Fusion.MIN_MAX, dense_weight=2.0),
-    "rm3": RetrievalSettings(_H, rm3_docs=10),
-    "rocchio": RetrievalSettings(_H, rocchio_docs=5),
-    "rm3+rocchio": RetrievalSettings(_H, rm3_docs=10, rocchio_docs=5),
-    "sentence": RetrievalSettings(_H, dense_unit=DenseUnit.SENTENCE),
-    "chunk|sentence": RetrievalSettings(_H, dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
-    "code+rrf-dense2": RetrievalSettings(_H, Analyzer.CODE, dense_weight=2.0),
-    "code+minmax-dense2": RetrievalSettings(_H, Analyzer.CODE, fusion=Fusion.MIN_MAX,
-                                            dense_weight=2.0),
-    "code+minmax-dense2+chunk|sentence": RetrievalSettings(
-        _H, Analyzer.CODE, fusion=Fusion.MIN_MAX, dense_weight=2.0,
+    "before": BEFORE,
+    "code": replace(BEFORE, analyzer=Analyzer.CODE),
+    "rrf-dense2": replace(BEFORE, dense_weight=2.0),
+    "rrf-dense3": replace(BEFORE, dense_weight=3.0),
+    "minmax": replace(BEFORE, fusion=Fusion.MIN_MAX),
+    "minmax-dense2": replace(BEFORE, fusion=Fusion.MIN_MAX, dense_weight=2.0),
+    "rm3": replace(BEFORE, rm3_docs=10),
+    "rocchio": replace(BEFORE, rocchio_docs=5),
+    "rm3+rocchio": replace(BEFORE, rm3_docs=10, rocchio_docs=5),
+    "sentence": replace(BEFORE, dense_unit=DenseUnit.SENTENCE),
+    "chunk|sentence": replace(BEFORE, dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
+    "code+rrf-dense2": replace(BEFORE, analyzer=Analyzer.CODE, dense_weight=2.0),
+    "code+minmax-dense2": replace(BEFORE, analyzer=Analyzer.CODE, fusion=Fusion.MIN_MAX,
+                                  dense_weight=2.0),
+    "code+minmax-dense2+chunk|sentence": replace(
+        BEFORE, analyzer=Analyzer.CODE, fusion=Fusion.MIN_MAX, dense_weight=2.0,
         dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
 }
-"""Switchable retrieval settings measured against the default (``rag-pipeline eval
---candidates``); each differs from ``RetrievalSettings()`` in one idea, except the ``+``
-combinations of ideas that won on their own."""
+"""Switchable retrieval settings (``rag-pipeline eval --candidates``), each measured against
+``before`` (the default before issue 11) by paired sign tests per query style. Each differs
+from ``before`` in one idea, except the ``+`` combinations of ideas that won on their own."""
 
 
 @dataclass(frozen=True)
@@ -129,10 +133,16 @@ def candidate_runs(chunker: str = PRODUCTION_CHUNKER) -> list[RunKey]:
 
 
 def candidate_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
-    """Every candidate run against the default hybrid run of its chunker."""
+    """The default hybrid run, then every other candidate, against ``before`` on its chunker."""
     present = set(runs)
-    return [(run, RunKey(run.chunker, Retriever.HYBRID)) for run in runs
-            if run.candidate is not None and RunKey(run.chunker, Retriever.HYBRID) in present]
+    pairs = []
+    for run in runs:
+        before = candidate_run(run.chunker, "before")
+        if before not in present or run == before:
+            continue
+        if run.candidate is not None or run == RunKey(run.chunker, Retriever.HYBRID):
+            pairs.append((run, before))
+    return pairs
 
 
 def _other_analyzer() -> Analyzer:
@@ -236,6 +246,9 @@ class EvalReport:
     cut_rule: str
     timings: dict[str, float] = field(default_factory=dict)
     gate_cv: list[GateCvRow] = field(default_factory=list)
+    budget_cut: float | None = None
+    """The refusal-budget rule's cut on the top distance, chosen over every query: what the
+    cross-validation says to trust, fitted on all the data for production."""
 
 
 CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "
@@ -450,6 +463,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
 
     sweep: list[SweepRow] = []
     gate_cv: list[GateCvRow] = []
+    production_cut = None
     if production_rankings:
         t = time.perf_counter()
         index = indexes[PRODUCTION_CHUNKER]
@@ -475,7 +489,10 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: Embedder,
                        zip(ood_rankings, ood_vectors, ood, strict=True)]
         if len({q.line_id for q in queries}) >= 2 and len(ood) >= 2:
             gate_cv = gate_cross_validation(in_domain, ood_hits, queries, in_signals, ood_signals)
+        top = RefusalSignal.TOP_DISTANCE
+        production_cut = budget_cut([s[top] for s in in_signals], [s[top] for s in ood_signals])
         timings["gate_cv"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
     return EvalReport(len(queries), len(ood), list(gold_errors), destroyed, rank_rows, summary,
-                      paired, sweep, recommend_cut(sweep), CUT_RULE, timings, gate_cv)
+                      paired, sweep, recommend_cut(sweep), CUT_RULE, timings, gate_cv,
+                      production_cut)
