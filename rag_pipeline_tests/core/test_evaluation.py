@@ -12,6 +12,7 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.chunking import ChunkingSettings
 from rag_pipeline.core.embedder import ModelSpec, load_embedder
 from rag_pipeline.core.evaluation import (
+    CANDIDATES,
     CUT_RULE,
     RULE_BUDGET,
     RULE_RIGHT_OUTCOMES,
@@ -21,6 +22,9 @@ from rag_pipeline.core.evaluation import (
     RankRow,
     RunKey,
     SweepRow,
+    candidate_pairs,
+    candidate_run,
+    candidate_runs,
     default_pairs,
     default_runs,
     evaluate,
@@ -30,8 +34,9 @@ from rag_pipeline.core.evaluation import (
     recommend_cut,
     refusal_sweep,
 )
+from rag_pipeline.core.fusion import Fusion
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, RetrievalSettings, Retriever
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 
 
@@ -127,8 +132,8 @@ def test_sweep_cuts():
 
 
 def test_default_runs_and_their_labels():
-    # The default analyzer (english) goes unnamed; the other one (plain) is named in the label.
-    assert DEFAULT_ANALYZER is Analyzer.ENGLISH
+    # The default analyzer (code) goes unnamed; the first other one (plain) is named in the label.
+    assert DEFAULT_ANALYZER is Analyzer.CODE
     runs = default_runs(["blind", "header"])
     assert [r.label for r in runs] == [
         "blind/dense", "blind/bm25", "blind/hybrid",
@@ -138,6 +143,21 @@ def test_default_runs_and_their_labels():
     settings = RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH, collapse=False).settings()
     assert (settings.retriever, settings.analyzer, settings.collapse_duplicates) == (
         Retriever.HYBRID, Analyzer.ENGLISH, False)
+    assert RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH).label == "header/hybrid[english]"
+
+
+def test_candidates_are_measured_against_before():
+    assert CANDIDATES["before"] == RetrievalSettings(Retriever.HYBRID, Analyzer.ENGLISH,
+                                                     fusion=Fusion.RRF, dense_weight=1.0)
+    # The adopted default is the candidate code+minmax-dense2 (collapse and depth unchanged).
+    assert CANDIDATES["code+minmax-dense2"] == RetrievalSettings()
+    runs = [RunKey("header", Retriever.HYBRID), *candidate_runs("header")]
+    assert runs[1] == candidate_run("header", "before")
+    assert runs[1].label == "header/hybrid[before]"
+    pairs = candidate_pairs(runs)
+    assert [(a.label, b.label) for a, b in pairs[:2]] == [
+        ("header/hybrid", "header/hybrid[before]"), ("header/hybrid[code]", "header/hybrid[before]")]
+    assert len(pairs) == len(CANDIDATES)  # the default, and every candidate but before itself
 
 
 def test_default_pairs_only_where_both_sides_ran():

@@ -43,6 +43,11 @@ def no_collapse(retriever: Retriever, **kwargs) -> RetrievalSettings:
     return RetrievalSettings(retriever=retriever, collapse_duplicates=False, **kwargs)
 
 
+def rrf(**kwargs) -> RetrievalSettings:
+    """Hybrid by plain RRF (k = 60, unit weights), no collapse."""
+    return no_collapse(Retriever.HYBRID, fusion=Fusion.RRF, dense_weight=1.0, **kwargs)
+
+
 def brute_force_distances(vectors: np.ndarray, query: np.ndarray) -> list[float]:
     """1 - cosine, row by row, in float64 with explicit norms."""
     q = query.astype(np.float64)
@@ -125,7 +130,7 @@ def test_hybrid_ranking_is_rrf_of_dense_and_bm25(built: BuiltIndex, minilm: Mode
     query = question_vector(minilm, question)
     dense = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.DENSE)).hits]
     bm25 = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.BM25)).hits]
-    ranking = retrieve(index, query, question, no_collapse(Retriever.HYBRID))
+    ranking = retrieve(index, query, question, rrf())
     assert [(h.row, h.score) for h in ranking.hits] == reciprocal_rank_fusion([dense, bm25], k=60)
     assert set(ranking.timings) == {"dense_scan", "bm25", "fusion"}
 
@@ -138,7 +143,7 @@ def test_hybrid_scores_by_hand(built: BuiltIndex, minilm: ModelSpec):
     query = question_vector(minilm, question)
     dense = [h.row for h in retrieve(index, query, question, no_collapse(Retriever.DENSE)).hits]
     assert dense == [5, 4, 0, 2, 3, 1]
-    hits = retrieve(index, query, question, no_collapse(Retriever.HYBRID, analyzer=Analyzer.PLAIN)).hits
+    hits = retrieve(index, query, question, rrf(analyzer=Analyzer.PLAIN)).hits
     assert [(h.row, h.score) for h in hits] == [
         (5, 1 / (60 + 1) + 1 / (60 + 1)),
         (2, 1 / (60 + 4) + 1 / (60 + 2)),
@@ -152,7 +157,7 @@ def test_hybrid_scores_by_hand(built: BuiltIndex, minilm: ModelSpec):
 def test_hybrid_respects_rrf_k(built: BuiltIndex, minilm: ModelSpec):
     question = QUESTIONS[2]
     hits = retrieve(built.index, question_vector(minilm, question), question,
-                    no_collapse(Retriever.HYBRID, rrf_k=0)).hits
+                    rrf(rrf_k=0)).hits
     assert (hits[0].row, hits[0].score) == (5, 1 / 1 + 1 / 1)
 
 
@@ -211,12 +216,21 @@ def test_weighted_rrf_and_min_max_fusion_through_retrieve(built: BuiltIndex, min
     bm25_ranking_ = retrieve(index, query, question, no_collapse(Retriever.BM25))
     dense = [h.row for h in dense_ranking.hits]
     bm25 = [h.row for h in bm25_ranking_.hits]
-    weighted = retrieve(index, query, question, no_collapse(Retriever.HYBRID, dense_weight=2.0))
+    weighted = retrieve(index, query, question, no_collapse(Retriever.HYBRID, fusion=Fusion.RRF,
+                                                            dense_weight=2.0))
     assert [(h.row, h.score) for h in weighted.hits] == reciprocal_rank_fusion(
         [dense, bm25], k=60, weights=[2.0, 1.0])
-    minmax = retrieve(index, query, question, no_collapse(Retriever.HYBRID, fusion=Fusion.MIN_MAX))
+    minmax = retrieve(index, query, question, no_collapse(Retriever.HYBRID, fusion=Fusion.MIN_MAX,
+                                                          dense_weight=1.0))
     assert [(h.row, h.score) for h in minmax.hits] == min_max_fusion(
         [[(h.row, h.score) for h in dense_ranking.hits], [(h.row, h.score) for h in bm25_ranking_.hits]])
+    # The default: min-max fusion, the dense list weighted 2, the code analyzer.
+    default = retrieve(index, query, question, no_collapse(Retriever.HYBRID))
+    code_bm25 = retrieve(index, query, question, no_collapse(Retriever.BM25))
+    assert code_bm25.hits == bm25_ranking_.hits  # default analyzer on both sides
+    assert [(h.row, h.score) for h in default.hits] == min_max_fusion(
+        [[(h.row, h.score) for h in dense_ranking.hits], [(h.row, h.score) for h in code_bm25.hits]],
+        weights=[2.0, 1.0])
     # The gate's distances stay the question's own, whatever the fusion.
     assert [h.cosine_distance for h in minmax.hits] == [
         float(dense_ranking.distances[h.row]) for h in minmax.hits]
@@ -231,7 +245,9 @@ def test_feedback_runs_a_second_pass(built: BuiltIndex, minilm: ModelSpec):
     # second pass must give back the first pass exactly.
     same = retrieve(index, query, question, no_collapse(
         Retriever.HYBRID, rocchio_docs=3, rocchio_beta=0.0, rm3_docs=3, rm3_weight=1.0))
-    assert [(h.row, h.score) for h in same.hits] == [(h.row, h.score) for h in plain.hits]
+    # (Rocchio renormalises the float32 query: scores agree to float32 precision.)
+    assert [h.row for h in same.hits] == [h.row for h in plain.hits]
+    assert [h.score for h in same.hits] == pytest.approx([h.score for h in plain.hits], abs=1e-6)
     assert "feedback" in same.timings
     moved = retrieve(index, query, question, no_collapse(Retriever.HYBRID, rocchio_docs=2,
                                                          rocchio_beta=1.0, rm3_docs=2))
