@@ -359,8 +359,8 @@ def gate_cross_validation(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int
                                     bluffs + row.ood_bluffs)
     rows.append(GateCvRow(RefusalSignal.TOP_DISTANCE.value, RULE_RIGHT_OUTCOMES, cuts[0], cuts[1],
                           len(in_domain), refused, correct, len(ood), bluffs))
-    answerable = [first_hit_rank(hits, needle) is not None
-                  and first_hit_rank(hits, needle) <= MAX_SOURCES for hits, needle in in_domain]
+    ranks = [first_hit_rank(hits, needle) for hits, needle in in_domain]
+    answerable = [rank is not None and rank <= MAX_SOURCES for rank in ranks]
     for signal in RefusalSignal:
         if not signals or signal not in signals[0]:
             continue

@@ -60,7 +60,7 @@ class SentenceIndex:
 
     @classmethod
     def build(cls, model_key: str, headers: Sequence[str], contents: Sequence[str],
-              embed) -> SentenceIndex:
+              embed: Callable[[list[str]], np.ndarray]) -> SentenceIndex:
         """Splits every content, embeds ``header + sentence`` with ``embed(list[str])``."""
         rows, texts = [], []
         for row, (header, content) in enumerate(zip(headers, contents, strict=True)):
