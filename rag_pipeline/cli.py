@@ -146,7 +146,7 @@ def answer_json(answer: Answer) -> dict:
               help="Model partition key (default: the first declared model).")
 @click.option("--retriever", type=click.Choice(["dense", "bm25", "hybrid"]), default="hybrid",
               show_default=True)
-@click.option("--analyzer", type=click.Choice(["plain", "english"]), default=None,
+@click.option("--analyzer", type=click.Choice(["plain", "english", "code"]), default=None,
               help="BM25 analyzer (default: the project default).")
 @click.option("--k", "max_sources", type=click.IntRange(1, 20), default=4, show_default=True,
               help="At most this many sources are kept.")
