@@ -536,11 +536,18 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
                                  "queries.jsonl, qrels/test.tsv).")
 @click.option("--k1", "k1_values", type=float, multiple=True,
               help="BM25 k1 for --beir (repeatable; default the design's 1.2).")
+@click.option("--candidates", is_flag=True,
+              help="Also measure every candidate retrieval setting against the default (paired "
+                   "sign tests per query style; embeds the header partition's sentences once).")
+@click.option("--sentences", "sentence_vectors", is_flag=True,
+              help="Embed the header partition's sentences (cached) for the best-sentence "
+                   "refusal signal.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
                      model_key: str | None, versus_key: str | None, beir_dir: Path | None,
-                     k1_values: tuple[float, ...], as_json: bool) -> None:
+                     k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
+                     as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.gold import GoldFormatError
@@ -558,7 +565,8 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     except (InvalidArgumentError, ModelMismatchError, ModelNotExportedError) as exc:
         _fail(str(exc))
     if beir_dir is not None:
-        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json), spec, as_json)
+        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json, candidates), spec,
+                    as_json)
         return
 
     from rag_pipeline.core.eval_run import run_eval
@@ -566,7 +574,8 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
-                          location=_location())
+                          location=_location(), candidates=candidates,
+                          sentence_vectors=sentence_vectors)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
     _print_eval(report, spec, as_json)
@@ -576,8 +585,9 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 
 
 def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],
-              quiet: bool) -> BeirReport:
-    """Loads the BEIR folder and scores it; progress goes to stderr unless ``quiet``."""
+              quiet: bool, candidates: bool = False) -> BeirReport:
+    """Loads the BEIR folder and scores it (with every candidate retrieval setting too when
+    ``candidates``); progress goes to stderr unless ``quiet``."""
     from rag_pipeline.core.beir import load_beir, run_beir
     from rag_pipeline.core.bm25 import K1
 
@@ -590,8 +600,15 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
         if not quiet and (done == total or done % 1024 == 0):
             click.echo(f"  embedded {done}/{total} documents", err=True)
 
-    return run_beir(dataset, _load_embedder(spec, data_dir), data_dir / "beir", progress,
-                    tuple(k1_values) or (K1,))
+    embedder = _load_embedder(spec, data_dir)
+    report = run_beir(dataset, embedder, data_dir / "beir", progress, tuple(k1_values) or (K1,))
+    if candidates:
+        from rag_pipeline.core.beir import run_beir_candidates
+        from rag_pipeline.core.evaluation import beir_candidates
+
+        report.rows.extend(run_beir_candidates(dataset, embedder, beir_candidates(),
+                                               data_dir / "beir", progress))
+    return report
 
 
 def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
@@ -620,6 +637,7 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     import json
 
     from rag_pipeline.core.eval_tables import (
+        gate_cv_markdown,
         paired_markdown,
         report_json,
         summary_markdown,
@@ -641,6 +659,11 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     if report.sweep:
         _echo("\nrefusal sweep (header x hybrid):\n" + sweep_markdown(report))
         _echo(f"recommended cut: {report.recommended_cut} ({report.cut_rule})")
+    if report.gate_cv:
+        _echo("\ngate, 2-fold cross-validated (held-out counts; folds by gold line id):\n"
+              + gate_cv_markdown(report))
+        _echo(f"top-distance cut under the refusal budget, over every query: "
+              f"{report.budget_cut:.4f}")
     _echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 

@@ -83,8 +83,13 @@ def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: 
     # gold-set error (never scored); t1 yields two queries, and 5 chunks mean R@20 is 1.0.
     assert _query(db, "select gold_id, reason from eval_gold_errors") == [
         ("t2", "needle found 3 times in the corpus, not once")]
+    # 21 runs, each over all queries and per style (one query each).
     assert _query(db, "select count(*), min(queries), min(\"recall@20\"), max(destroyed) "
-                      "from eval_summary") == [(21, 2, 1.0, 0)]
+                      "from eval_summary") == [(63, 1, 1.0, 0)]
+    assert _query(db, "select style, count(*), max(queries) from eval_summary group by all "
+                      "order by all") == [("all", 21, 2), ("question", 21, 1), ("ticket", 21, 1)]
+    # One gold line is one fold: the gate cannot be cross-validated, and says so by no rows.
+    assert _query(db, "select count(*) from eval_gate_cv") == [(0,)]
     assert _query(db, "select count(*) from eval_sweep") == [(13,)]
     # One asset per table: the DuckDB views are exactly the asset keys.
     assert {name for (name,) in _query(db, "select view_name from duckdb_views() "

@@ -13,6 +13,8 @@ from rag_pipeline.automation_conditions import inputs_changed_and_all_current
 from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
+    gate_cv_markdown,
+    gate_cv_table,
     gold_errors_table,
     paired_markdown,
     paired_table,
@@ -29,7 +31,8 @@ from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.resources import EvalSets, IndexStorage
 
-EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors")
+EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
+               "eval_gate_cv")
 
 
 def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
@@ -41,13 +44,17 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
                       "retriever (null: not in the top 100).",
         "eval_summary": "Recall@1/4/8/20 with Wilson 95 % intervals, MRR and answers destroyed "
-                        "by chunking, per chunker x retriever.",
+                        "by chunking, per chunker x retriever x query style (all, question, "
+                        "ticket).",
         "eval_paired": "Wins and losses on the same queries at R@4/8/20 with a two-sided exact "
-                       "sign test on the discordant pairs.",
+                       "sign test on the discordant pairs, over all queries and per style.",
         "eval_sweep": "Refusal sweep over cosine-distance cuts 0.45-0.75: in-domain correct / "
-                      "wrong / refused, out-of-domain bluffs; recommended cut and its rule.",
+                      "wrong / refused, out-of-domain bluffs; recommended cut and its rule "
+                      "(the gate's 2-fold cross-validated figures: table eval_gate_cv).",
         "eval_gold_errors": "Gold lines never scored, with the reason (needle not found exactly "
                             "once, or found only in a heading).",
+        "eval_gate_cv": "The refusal gate by 2-fold cross-validation (folds by gold line): "
+                        "held-out in-domain refusals and out-of-domain bluffs per refusal signal.",
     }
 
     @dg.multi_asset(
@@ -66,7 +73,8 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         partition = {MODEL: spec.key}
         tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
-                  "eval_gold_errors": gold_errors_table(report)}
+                  "eval_gold_errors": gold_errors_table(report),
+                  "eval_gate_cv": gate_cv_table(report)}
         for name in EVAL_TABLES:
             warehouse.write(name, tables[name], partition, inputs=report.generations)
         publish_query_db(warehouse)
@@ -105,9 +113,14 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         yield dg.MaterializeResult(asset_key="eval_sweep", metadata={
             **common, "recommended_cut": report.recommended_cut, "cut_rule": report.cut_rule,
             "sweep": dg.MetadataValue.md(sweep_markdown(report)),
+            "gate_cross_validated": dg.MetadataValue.md(gate_cv_markdown(report)),
             "chart": dg.MetadataValue.md(f"![refusal sweep](data:image/png;base64,{image})"),
             "chart_path": dg.MetadataValue.path(str(chart_path))})
         yield dg.MaterializeResult(asset_key="eval_gold_errors", metadata={
             **common, "rows": len(report.gold_errors)})
+        yield dg.MaterializeResult(asset_key="eval_gate_cv", metadata={
+            **common, "rows": len(report.gate_cv),
+            "gate_cv": dg.MetadataValue.md(gate_cv_markdown(report)) if report.gate_cv else
+            "not measured"})
 
     return retrieval_eval

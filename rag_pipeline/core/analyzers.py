@@ -28,11 +28,16 @@ class Analyzer(StrEnum):
 
     PLAIN = "plain"
     ENGLISH = "english"
+    CODE = "code"
 
     @property
     def description(self) -> str:
         if self is Analyzer.PLAIN:
             return "lowercase; tokens [a-z0-9]+; no stop words; no stemming"
+        if self is Analyzer.CODE:
+            return ("the english analyzer's terms, then every white-space-separated code token "
+                    "(one holding a character that is neither a letter, a digit nor white "
+                    "space, prose punctuation stripped from its ends) kept whole, lowercased")
         return ("lowercase; tokens (?u)\\b\\w\\w+\\b; Lucene English stop words (33); "
                 "Snowball English stemmer (PyStemmer)")
 
@@ -44,10 +49,41 @@ def _english_stemmer():
     return Stemmer.Stemmer("english")
 
 
+def code_tokens(text: str) -> list[str]:
+    """White-space-separated pieces that look like code, in order: after stripping prose
+    punctuation (quotes, commas, colons, a final full stop, unbalanced brackets) from the ends,
+    a piece is kept whole, lowercased, when it holds a character that is not a letter, digit
+    or white space and is not only an underscore-joined word (``__iadd__`` is a word already).
+
+    ``"[0] * -5 gives []."`` -> ``["[0]", "*", "-5", "[]"]``.
+    """
+    tokens = []
+    for piece in text.split():
+        piece = piece.strip(_PROSE_ENDS).rstrip("?!").removesuffix(".").removesuffix(",")
+        while piece and piece[0] in _OPENERS and _OPENERS[piece[0]] not in piece[1:]:
+            piece = piece[1:]
+        while piece and piece[-1] in _CLOSERS and _CLOSERS[piece[-1]] not in piece[:-1]:
+            piece = piece[:-1]
+        piece = piece.strip(_PROSE_ENDS).rstrip("?!")
+        if piece and _CODE_CHAR.search(piece):
+            tokens.append(piece.lower())
+    return tokens
+
+
+_PROSE_ENDS = "\"'`,;:\u2018\u2019\u201c\u201d"
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+_CODE_CHAR = re.compile(r"[^\w\s]")
+
+
 def analyze(text: str, analyzer: Analyzer) -> list[str]:
-    """The terms of ``text`` in order, repeats kept."""
+    """The terms of ``text`` in order, repeats kept (for ``code``: the english terms, then the
+    code tokens)."""
     lowered = text.lower()
     if analyzer is Analyzer.PLAIN:
         return PLAIN_PATTERN.findall(lowered)
     words = [w for w in WORD_PATTERN.findall(lowered) if w not in ENGLISH_STOPWORDS]
-    return _english_stemmer().stemWords(words)
+    stems = _english_stemmer().stemWords(words)
+    if analyzer is Analyzer.CODE:
+        return stems + code_tokens(text)
+    return stems

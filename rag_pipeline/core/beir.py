@@ -12,8 +12,8 @@ import csv
 import hashlib
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +22,10 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, Bm25Scorer, build_bm25_tables
 from rag_pipeline.core.dense import cosine_distances, top_k
 from rag_pipeline.core.fusion import reciprocal_rank_fusion
+from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.metrics import mrr_at_k_qrels, ndcg_at_k, recall_at_k_qrels
 from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.retrieval import bm25_ranking
+from rag_pipeline.core.retrieval import QueryVector, RetrievalSettings, bm25_ranking, retrieve
 
 DEPTH = 1000
 
@@ -146,3 +147,42 @@ def run_beir(dataset: BeirDataset, embedder: TextEmbedder, cache_dir: Path | Non
             timings[f"fusion_{name}"] = time.perf_counter() - t
             rows.append(BeirRow("hybrid", analyzer.value, k1, *_score(dataset, fused)))
     return BeirReport(dataset.name, len(dataset.query_ids), len(ids), rows, timings)
+
+
+def beir_partition(dataset: BeirDataset, vectors: np.ndarray, model_key: str,
+                   k1: float = K1) -> PartitionIndex:
+    """The dataset as an in-memory partition (one document, one chunk), so candidate retrieval
+    settings run through the same ``retrieve`` as the bundled corpus."""
+    n = len(dataset.doc_ids)
+    scorers = {a: Bm25Scorer.from_tables(build_bm25_tables(dataset.doc_ids, dataset.doc_texts, a,
+                                                           k1=k1), a) for a in Analyzer}
+    hashes = list(dataset.doc_ids)
+    return PartitionIndex(
+        chunker="beir", model_key=model_key, model_name=model_key.split("@")[0],
+        model_fingerprint=model_key.split("@")[-1], chunk_ids=list(dataset.doc_ids),
+        document_ids=list(dataset.doc_ids), sections=[""] * n, contents=list(dataset.doc_texts),
+        texts=list(dataset.doc_texts), starts=np.zeros(n, np.int64),
+        ends=np.array([len(t) for t in dataset.doc_texts], np.int64), content_hashes=hashes,
+        vectors=np.ascontiguousarray(vectors, np.float32), bm25=scorers, documents={},
+        rows_by_content={h: (i,) for i, h in enumerate(hashes)})
+
+
+def run_beir_candidates(dataset: BeirDataset, embedder: TextEmbedder,
+                        candidates: Mapping[str, RetrievalSettings], cache_dir: Path | None = None,
+                        progress: Callable[[int, int], None] | None = None,
+                        k1: float = K1) -> list[BeirRow]:
+    """nDCG@10, Recall@100 and MRR@10 of each named retrieval setting (depth 1000, no duplicate
+    collapse), through ``retrieve``; a row's retriever is ``<retriever>[<name>]``."""
+    vectors = corpus_vectors(dataset, embedder, cache_dir, progress)
+    index = beir_partition(dataset, vectors, embedder.spec.key, k1)
+    queries = [QueryVector(embedder.spec.key, v) for v in embedder.embed(dataset.query_texts)]
+    rows = []
+    for name, settings in candidates.items():
+        settings = replace(settings, depth=DEPTH, collapse_duplicates=False)
+        runs = [[dataset.doc_ids[h.row] for h in retrieve(index, q, text, settings).hits]
+                for q, text in zip(queries, dataset.query_texts, strict=True)]
+        uses_bm25 = settings.retriever.value != "dense"
+        rows.append(BeirRow(f"{settings.retriever.value}[{name}]",
+                            settings.analyzer.value if uses_bm25 else None,
+                            k1 if uses_bm25 else None, *_score(dataset, runs)))
+    return rows

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +118,15 @@ class Bm25Scorer:
             _positions(tables.postings.column("chunk_id"), tables.chunks.column("chunk_id"), "chunk"),
             _positions(tables.postings.column("term"), tables.terms.column("term"), "term"),
             tables.postings.column("tf").to_numpy(), analyzer, params["k1"], params["b"])
+
+    def term_scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """BM25 score of every chunk for a weighted bag of already analysed terms (RM3's
+        expanded query); terms the index does not hold are ignored."""
+        known = {t: w for t, w in weights.items() if t in self.term_index}
+        if not known:
+            return np.zeros(len(self.chunk_ids))
+        cols = np.array([self.term_index[t] for t in known], np.int64)
+        return np.asarray(self.matrix[:, cols] @ np.array(list(known.values()), np.float64)).ravel()
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk (0 where no query term occurs), in chunk order."""

@@ -7,19 +7,35 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.evaluation import EvalReport, evaluate
+from rag_pipeline.core.evaluation import (
+    PRODUCTION_CHUNKER,
+    EvalReport,
+    candidate_runs,
+    default_runs,
+    evaluate,
+)
 from rag_pipeline.core.generations import current_generation, current_generations
 from rag_pipeline.core.gold import load_gold, load_ood, validate_gold
 from rag_pipeline.core.index_store import load_partition
 from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.core.sentences import partition_sentences
 from rag_pipeline.core.table_names import DOCUMENTS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 
 def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
-             chunkers: Sequence[str] | None = None, location: str | None = None) -> EvalReport:
-    """Evaluates every built chunker (or the given ones) of ``model``'s partitions, reading the
-    tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`)."""
+             chunkers: Sequence[str] | None = None, location: str | None = None,
+             candidates: bool = False, sentence_vectors: bool = False) -> EvalReport:
+    """Evaluates every published chunker (or the given ones) of ``model``'s partitions, reading
+    the tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`).
+
+    Args:
+        candidates: Also run every candidate retrieval setting on the production chunker,
+            each compared with the default by paired sign tests.
+        sentence_vectors: Embed the production partition's sentences (cached under
+            ``data/eval/sentences``), for the sentence candidates and the ``best_sentence``
+            refusal signal; implied by ``candidates``.
+    """
     warehouse = Warehouse(data_dir, location)
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
@@ -35,5 +51,15 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
                  if row["status"] == "ok"}
     queries, errors = validate_gold(load_gold(gold_path), canonical)
     ood = load_ood(ood_path)
-    report = evaluate(indexes, load_embedder(model), queries, ood, errors)
+    embedder = load_embedder(model)
+    runs = default_runs(sorted(indexes))
+    sentences = {}
+    if PRODUCTION_CHUNKER in indexes and (candidates or sentence_vectors):
+        index = indexes[PRODUCTION_CHUNKER]
+        sentences[PRODUCTION_CHUNKER] = partition_sentences(
+            model.key, index.texts, index.contents, embedder.embed,
+            Path(data_dir) / "eval" / "sentences")
+        if candidates:
+            runs += candidate_runs(PRODUCTION_CHUNKER)
+    report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences)
     return replace(report, generations={c: index.generation for c, index in indexes.items()})

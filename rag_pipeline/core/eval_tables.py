@@ -50,16 +50,51 @@ def ranks_table(report: EvalReport) -> pa.Table:
 
 
 def summary_table(report: EvalReport) -> pa.Table:
-    return rows_table(report.summary, SUMMARY_SCHEMA, computed=_recall_columns())
+    columns: dict[str, list] = {"chunker": [], "retriever": [], "style": [], "queries": []}
+    for k in RECALL_KS:
+        columns |= {f"recall@{k}": [], f"recall@{k}_low": [], f"recall@{k}_high": []}
+    columns |= {"mrr": [], "destroyed": []}
+    for row in report.summary:
+        columns["chunker"].append(row.chunker)
+        columns["retriever"].append(row.retriever)
+        columns["style"].append(row.style)
+        columns["queries"].append(row.queries)
+        for k in RECALL_KS:
+            columns[f"recall@{k}"].append(row.recall[k])
+            columns[f"recall@{k}_low"].append(row.ci95[k][0])
+            columns[f"recall@{k}_high"].append(row.ci95[k][1])
+        columns["mrr"].append(row.mrr)
+        columns["destroyed"].append(row.destroyed)
+    return pa.table(columns)
 
 
 def paired_table(report: EvalReport) -> pa.Table:
-    return rows_table(report.paired, PAIRED_SCHEMA)
+    rows = report.paired
+    return pa.table({"a": [r.a for r in rows], "b": [r.b for r in rows],
+                     "style": pa.array([r.style for r in rows], pa.string()),
+                     "k": pa.array([r.k for r in rows], pa.int32()),
+                     "wins": [r.wins for r in rows], "losses": [r.losses for r in rows],
+                     "p": [r.p for r in rows]})
 
 
 def sweep_table(report: EvalReport) -> pa.Table:
     return rows_table(report.sweep, SWEEP_SCHEMA, computed={
         "recommended": lambda row: row.cut == report.recommended_cut})
+
+
+def gate_cv_table(report: EvalReport) -> pa.Table:
+    rows = report.gate_cv
+    return pa.table({
+        "signal": pa.array([r.signal for r in rows], pa.string()),
+        "rule": pa.array([r.rule for r in rows], pa.string()),
+        "cut_fold0": pa.array([r.cut_fold0 for r in rows], pa.float64()),
+        "cut_fold1": pa.array([r.cut_fold1 for r in rows], pa.float64()),
+        "in_total": pa.array([r.in_total for r in rows], pa.int64()),
+        "in_refused": pa.array([r.in_refused for r in rows], pa.int64()),
+        "in_correct": pa.array([r.in_correct for r in rows], pa.int64()),
+        "ood_total": pa.array([r.ood_total for r in rows], pa.int64()),
+        "ood_bluffs": pa.array([r.ood_bluffs for r in rows], pa.int64()),
+    })
 
 
 def gold_errors_table(report: EvalReport) -> pa.Table:
@@ -73,16 +108,25 @@ def _interval(row, k: int) -> str:
 
 def summary_markdown(report: EvalReport) -> str:
     return markdown_table(
-        ["chunker", "retriever", "n", "R@1", "R@4 [95% CI]", "R@8", "R@20 [95% CI]", "MRR",
-         "destroyed"],
-        [[r.chunker, r.retriever, r.queries, f"{r.recall[1]:.3f}", _interval(r, 4),
+        ["chunker", "retriever", "style", "n", "R@1", "R@4 [95% CI]", "R@8", "R@20 [95% CI]",
+         "MRR", "destroyed"],
+        [[r.chunker, r.retriever, r.style, r.queries, f"{r.recall[1]:.3f}", _interval(r, 4),
           f"{r.recall[8]:.3f}", _interval(r, 20), f"{r.mrr:.3f}", r.destroyed]
          for r in report.summary])
 
 
 def paired_markdown(report: EvalReport) -> str:
-    return markdown_table(["a", "b", "k", "wins (a only)", "losses (b only)", "sign test p"],
-                          [[r.a, r.b, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in report.paired])
+    return markdown_table(
+        ["a", "b", "style", "k", "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.a, r.b, r.style, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in report.paired])
+
+
+def gate_cv_markdown(report: EvalReport) -> str:
+    return markdown_table(
+        ["signal", "rule", "cut (fold 0 / 1)", "in: refused", "in: correct", "ood: bluffs"],
+        [[r.signal, r.rule, f"{r.cut_fold0:.4f} / {r.cut_fold1:.4f}",
+          f"{r.in_refused} / {r.in_total}", f"{r.in_correct} / {r.in_total}",
+          f"{r.ood_bluffs} / {r.ood_total}"] for r in report.gate_cv])
 
 
 def sweep_markdown(report: EvalReport) -> str:
@@ -100,18 +144,24 @@ def report_json(report: EvalReport) -> dict:
         "gold_errors": [{"id": e.line_id, "reason": e.reason} for e in report.gold_errors],
         "destroyed": report.destroyed,
         "summary": [{
-            "chunker": r.chunker, "retriever": r.retriever, "queries": r.queries,
+            "chunker": r.chunker, "retriever": r.retriever, "style": r.style,
+            "queries": r.queries,
             **{f"recall@{k}": r.recall[k] for k in RECALL_KS}, "mrr": r.mrr,
             "destroyed": r.destroyed,
             "ci95": {f"recall@{k}": list(r.ci95[k]) for k in RECALL_KS}} for r in report.summary],
-        "paired": [{"a": r.a, "b": r.b, "k": r.k, "wins": r.wins, "losses": r.losses, "p": r.p}
-                   for r in report.paired],
+        "paired": [{"a": r.a, "b": r.b, "style": r.style, "k": r.k, "wins": r.wins,
+                    "losses": r.losses, "p": r.p} for r in report.paired],
         "sweep": [{"cut": r.cut, "in_correct": r.in_correct, "in_wrong": r.in_wrong,
                    "in_refused": r.in_refused, "ood_bluffs": r.ood_bluffs,
                    "ood_bluffs_near": r.ood_bluffs_near, "ood_bluffs_off": r.ood_bluffs_off}
                   for r in report.sweep],
         "recommended_cut": report.recommended_cut,
         "cut_rule": report.cut_rule,
+        "budget_cut": report.budget_cut,
+        "gate_cv": [{"signal": r.signal, "rule": r.rule, "cuts": [r.cut_fold0, r.cut_fold1],
+                     "in_total": r.in_total, "in_refused": r.in_refused,
+                     "in_correct": r.in_correct, "ood_total": r.ood_total,
+                     "ood_bluffs": r.ood_bluffs} for r in report.gate_cv],
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
     }
 

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables
+from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
 from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
@@ -73,14 +73,18 @@ def _read_dictionary_encoded(warehouse: Warehouse, file: str) -> pa.Table:
                          read_dictionary=[f.name for f in schema if pa.types.is_string(f.type)])
 
 
-def _bm25_scorers(bm25_tables: list[pa.Table], chunker: str,
-                  chunk_order: list[str]) -> dict[Analyzer, Bm25Scorer]:
-    """One scorer per analyzer, from the generation's four BM25 tables."""
+def _bm25_scorers(bm25_tables: list[pa.Table], chunker: str, chunk_order: list[str],
+                  texts: list[str]) -> dict[Analyzer, Bm25Scorer]:
+    """One scorer per analyzer, from the generation's four BM25 tables; an analyzer an older
+    index has no statistics for is built in memory from the chunk texts."""
     scorers = {}
     for analyzer in Analyzer:
         parts = [t.filter(pc.equal(t.column("analyzer"), analyzer.value)).drop_columns(["analyzer"])
                  for t in bm25_tables]
-        scorer = Bm25Scorer.from_tables(Bm25Tables(*parts), analyzer)
+        stored = Bm25Tables(*parts)
+        if stored.params.num_rows == 0:
+            stored = build_bm25_tables(chunk_order, texts, analyzer)
+        scorer = Bm25Scorer.from_tables(stored, analyzer)
         if scorer.chunk_ids != chunk_order:
             raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its "
                                      "chunks: re-run `rag-pipeline index`")
@@ -163,7 +167,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         content_hashes=content_hashes,
         vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
         bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
-                           chunker, chunk_ids),
+                           chunker, chunk_ids, chunks.column("text").to_pylist()),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
     )

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.beir import load_beir, run_beir
+from rag_pipeline.core.beir import load_beir, run_beir, run_beir_candidates
+from rag_pipeline.core.embedder import load_embedder
+from rag_pipeline.core.evaluation import CANDIDATES
+from rag_pipeline.core.retrieval import RetrievalSettings
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 DOCS = [
@@ -59,11 +62,27 @@ def test_run_beir_scores_every_retriever(toy: Path, hashed_embedder: HashedEmbed
         ("dense", None, None),
         ("bm25", "plain", 1.2), ("hybrid", "plain", 1.2),
         ("bm25", "english", 1.2), ("hybrid", "english", 1.2),
+        ("bm25", "code", 1.2), ("hybrid", "code", 1.2),
         ("bm25", "plain", 1.5), ("hybrid", "plain", 1.5),
-        ("bm25", "english", 1.5), ("hybrid", "english", 1.5)]
+        ("bm25", "english", 1.5), ("hybrid", "english", 1.5),
+        ("bm25", "code", 1.5), ("hybrid", "code", 1.5)]
     # Each query's words occur in its relevant document only ("tides", "penguins"): BM25 ranks
     # it first, so nDCG@10, Recall@100 and MRR@10 are all exactly 1.
     for row in report.rows:
         if row.retriever == "bm25":
             assert (row.ndcg_at_10, row.recall_at_100, row.mrr_at_10) == (1.0, 1.0, 1.0)
         assert row.recall_at_100 == 1.0  # four documents: every list holds them all
+
+
+def test_candidates_run_through_retrieve_and_before_reproduces_the_rrf_row(toy: Path, minilm):
+    dataset = load_beir(toy)
+    embedder = load_embedder(minilm)
+    report = run_beir(dataset, embedder, cache_dir=None)
+    rows = run_beir_candidates(dataset, embedder, {"before": CANDIDATES["before"],
+                                                   "default": RetrievalSettings()})
+    assert [(r.retriever, r.analyzer, r.k1) for r in rows] == [
+        ("hybrid[before]", "english", 1.2), ("hybrid[default]", "code", 1.2)]
+    (rrf_english,) = [r for r in report.rows if (r.retriever, r.analyzer) == ("hybrid", "english")]
+    # The same fusion through retrieve() (no collapse, depth 1000) gives the same scores.
+    assert (rows[0].ndcg_at_10, rows[0].recall_at_100, rows[0].mrr_at_10) == (
+        rrf_english.ndcg_at_10, rrf_english.recall_at_100, rrf_english.mrr_at_10)

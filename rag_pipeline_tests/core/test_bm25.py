@@ -185,3 +185,13 @@ def test_a_posting_of_an_unknown_chunk_is_an_error():
     with pytest.raises(ValueError,
                        match=rf"^{missing} BM25 postings name a chunk missing from the statistics$"):
         Bm25Scorer.from_tables(broken, Analyzer.PLAIN)
+def test_term_scores_match_scores_for_the_same_terms():
+    texts = ["alpha beta beta", "beta gamma", "gamma delta alpha"]
+    scorer = Bm25Scorer.from_tables(build_bm25_tables(["a", "b", "c"], texts, Analyzer.PLAIN),
+                                    Analyzer.PLAIN)
+    # A query asking beta twice is a bag {alpha: 1, beta: 2}; unknown terms are ignored.
+    assert scorer.term_scores({"alpha": 1.0, "beta": 2.0, "zzz": 5.0}).tolist() == (
+        scorer.scores("alpha beta beta").tolist())
+    halves = scorer.term_scores({"alpha": 0.5}).tolist()
+    assert halves == [s / 2 for s in scorer.scores("alpha").tolist()]
+    assert scorer.term_scores({"zzz": 1.0}).tolist() == [0.0, 0.0, 0.0]

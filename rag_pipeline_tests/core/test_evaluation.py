@@ -12,12 +12,19 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.chunking import ChunkingSettings
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
+    CANDIDATES,
     CUT_RULE,
+    RULE_BUDGET,
+    RULE_RIGHT_OUTCOMES,
     SWEEP_CUTS,
+    GateCvRow,
     PairedRow,
     RankRow,
     RunKey,
     SweepRow,
+    candidate_pairs,
+    candidate_run,
+    candidate_runs,
     default_pairs,
     default_runs,
     evaluate,
@@ -27,9 +34,10 @@ from rag_pipeline.core.evaluation import (
     refusal_sweep,
     rows_holding,
 )
+from rag_pipeline.core.fusion import Fusion
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, Retriever
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, RetrievalSettings, Retriever
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
@@ -126,8 +134,8 @@ def test_sweep_cuts():
 
 
 def test_default_runs_and_their_labels():
-    # The default analyzer (english) goes unnamed; the other one (plain) is named in the label.
-    assert DEFAULT_ANALYZER is Analyzer.ENGLISH
+    # The default analyzer (code) goes unnamed; the first other one (plain) is named in the label.
+    assert DEFAULT_ANALYZER is Analyzer.CODE
     runs = default_runs(["blind", "header"])
     assert [r.label for r in runs] == [
         "blind/dense", "blind/bm25", "blind/hybrid",
@@ -137,6 +145,21 @@ def test_default_runs_and_their_labels():
     settings = RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH, collapse=False).settings()
     assert (settings.retriever, settings.analyzer, settings.collapse_duplicates) == (
         Retriever.HYBRID, Analyzer.ENGLISH, False)
+    assert RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH).label == "header/hybrid[english]"
+
+
+def test_candidates_are_measured_against_before():
+    assert CANDIDATES["before"] == RetrievalSettings(Retriever.HYBRID, Analyzer.ENGLISH,
+                                                     fusion=Fusion.RRF, dense_weight=1.0)
+    # The adopted default is the candidate code+minmax-dense2 (collapse and depth unchanged).
+    assert CANDIDATES["code+minmax-dense2"] == RetrievalSettings()
+    runs = [RunKey("header", Retriever.HYBRID), *candidate_runs("header")]
+    assert runs[1] == candidate_run("header", "before")
+    assert runs[1].label == "header/hybrid[before]"
+    pairs = candidate_pairs(runs)
+    assert [(a.label, b.label) for a, b in pairs[:2]] == [
+        ("header/hybrid", "header/hybrid[before]"), ("header/hybrid[code]", "header/hybrid[before]")]
+    assert len(pairs) == len(CANDIDATES)  # the default, and every candidate but before itself
 
 
 def test_default_pairs_only_where_both_sides_ran():
@@ -229,14 +252,20 @@ def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSp
         for query_id, rank in (("q1/question", 1), ("q1/ticket", 1), ("q2/question", None),
                                ("q2/ticket", None))]
 
-    low, high = wilson_by_hand(2, 4)
-    assert [(s.chunker, s.retriever, s.queries, s.mrr, s.destroyed) for s in report.summary] == [
-        ("header", "hybrid", 4, 0.5, 1), ("header", "dense", 4, 0.5, 1)]
+    # Every run is summarised over all queries, then per style: each style has one found
+    # query (q1) and one destroyed (q2), so every row has recall 1/2 and the same MRR.
+    assert [(s.chunker, s.retriever, s.style, s.queries, s.mrr, s.destroyed)
+            for s in report.summary] == [
+        ("header", retriever, style, n, 0.5, 1) for retriever in ("hybrid", "dense")
+        for style, n in (("all", 4), ("question", 2), ("ticket", 2))]
     for row in report.summary:
-        assert row.recall == {1: 2 / 4, 4: 2 / 4, 8: 2 / 4, 20: 2 / 4}
+        n = row.queries
+        low, high = wilson_by_hand(n // 2, n)
+        assert row.recall == {1: 1 / 2, 4: 1 / 2, 8: 1 / 2, 20: 1 / 2}
         for k in (1, 4, 8, 20):
             assert row.ci95[k] == pytest.approx((low, high), abs=1e-9)
-    assert report.paired == [PairedRow("header/hybrid", "header/dense", k, 0, 0, 1.0) for k in (4, 8, 20)]
+    assert report.paired == [PairedRow("header/hybrid", "header/dense", style, k, 0, 0, 1.0)
+                             for style in ("all", "question", "ticket") for k in (4, 8, 20)]
 
     # Every in-domain query's closest hit is under 0.45: q1 answers from its needle's chunk
     # (correct), q2 from some other chunk (wrong: its needle was destroyed). Out of domain, o1
@@ -249,11 +278,27 @@ def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSp
     assert report.recommended_cut == 0.45
     assert report.cut_rule == CUT_RULE
 
+    # Folds by line id (q1: 0, q2: 1) and by OOD id (o1: 0, o2: 1, o3: 0). Chosen on fold 1
+    # (q2 is wrong at any cut, o2 bluffs from 0.7): right outcomes peak from 0.45, the lowest
+    # cut, which answers q1 twice (correct) and refuses o1 (0.641) on fold 0. Chosen on fold 0
+    # (q1 correct, o1 bluffs from 0.65): 0.45 again; fold 1 answers q2 twice (wrong), refuses o2.
+    today = report.gate_cv[0]
+    assert today == GateCvRow("top_distance", RULE_RIGHT_OUTCOMES, 0.45, 0.45, 4, 0, 2, 3, 0)
+    # Then every signal under the refusal-budget rule (no best_sentence: no sentence vectors).
+    signals = ("gap", "standout", "agreement", "vocabulary")
+    assert [(r.signal, r.rule, r.in_total, r.ood_total) for r in report.gate_cv[1:6]] == [
+        (s, RULE_BUDGET, 4, 3) for s in ("top_distance", *signals)]
+    # Then top_distance + w * each other signal, w chosen per fold.
+    assert [r.signal.split(" (w ")[0] for r in report.gate_cv[6:]] == [
+        f"top_distance+w*{s}" for s in signals]
+
 
 def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex,
                                                           hashed_embedder: HashedEmbedder):
     queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
     report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
                       [RunKey("header", Retriever.BM25)])
-    assert (report.sweep, report.recommended_cut, report.paired) == ([], None, [])
-    assert [(s.retriever, s.recall[20], s.destroyed) for s in report.summary] == [("bm25", 0.5, 1)]
+    assert (report.sweep, report.recommended_cut, report.paired, report.gate_cv) == (
+        [], None, [], [])
+    assert [(s.retriever, s.style, s.recall[20], s.destroyed) for s in report.summary] == [
+        ("bm25", "all", 0.5, 1), ("bm25", "question", 0.5, 1), ("bm25", "ticket", 0.5, 1)]

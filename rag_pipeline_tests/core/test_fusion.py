@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_pipeline.core.fusion import RRF_K, reciprocal_rank_fusion
+from rag_pipeline.core.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
 
 
 def test_default_k_is_60():
@@ -68,3 +68,44 @@ def test_negative_k_is_an_error():
 def test_no_rankings_fuse_to_nothing():
     assert reciprocal_rank_fusion([]) == []
     assert reciprocal_rank_fusion([[], []]) == []
+
+
+def test_weighted_rrf_by_hand():
+    # Dense list weighted 2, BM25 list 1: a list's every term is multiplied by its weight.
+    fused = reciprocal_rank_fusion([["a", "b"], ["b", "c"]], weights=[2.0, 1.0])
+    assert fused == [
+        ("b", 2 / (60 + 2) + 1 / (60 + 1)),
+        ("a", 2 / (60 + 1)),
+        ("c", 1 / (60 + 2)),
+    ]
+
+
+def test_unit_weights_are_plain_rrf():
+    lists = [["a", "b", "c"], ["a", "d", "b"]]
+    assert reciprocal_rank_fusion(lists, weights=[1.0, 1.0]) == reciprocal_rank_fusion(lists)
+
+
+def test_weights_must_match_the_lists_and_be_non_negative():
+    with pytest.raises(ValueError, match="2 weights for 1 lists"):
+        reciprocal_rank_fusion([["a"]], weights=[1.0, 1.0])
+    with pytest.raises(ValueError, match="non-negative"):
+        min_max_fusion([[("a", 1.0)]], weights=[-1.0])
+
+
+def test_min_max_fusion_by_hand():
+    # Dense scores 0.75, 0.5, 0.25 -> 1, 0.5, 0 (exact in binary); BM25 scores 8, 2 -> 1, 0.
+    dense = [("a", 0.75), ("b", 0.5), ("c", 0.25)]
+    bm25 = [("c", 8.0), ("d", 2.0)]
+    # a and c tie at 1.0; a appeared first.
+    assert min_max_fusion([dense, bm25]) == [("a", 1.0), ("c", 0.0 + 1.0), ("b", 0.5), ("d", 0.0)]
+    weighted = dict(min_max_fusion([dense, bm25], weights=[2.0, 1.0]))
+    assert weighted == {"a": 2.0, "b": 1.0, "c": 1.0, "d": 0.0}
+
+
+def test_min_max_fusion_of_a_flat_or_empty_list():
+    # All scores equal: each item normalises to 1; an empty list adds nothing.
+    assert min_max_fusion([[("x", 3.0), ("y", 3.0)], []]) == [("x", 1.0), ("y", 1.0)]
+
+
+def test_fusion_names():
+    assert [f.value for f in Fusion] == ["rrf", "minmax"]
