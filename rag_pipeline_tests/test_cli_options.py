@@ -24,10 +24,10 @@ def _choices(command: str, name: str) -> list[str]:
 def test_ask_choices_and_defaults_are_the_cores():
     # The chunker is free text checked against the declared chunkers (one-line error).
     assert _choices("ask", "retriever") == ["dense", "bm25", "hybrid"]
-    assert _choices("ask", "analyzer") == ["plain", "english"]
+    assert _choices("ask", "analyzer") == ["plain", "english", "code"]
     params = _ask_params()
     assert (params["chunker"], params["retriever"], params["analyzer"], params["max_sources"],
-            params["cut"]) == ("header", "hybrid", "english", 4, None)
+            params["cut"]) == ("header", "hybrid", "code", 4, None)
     # No --cut: ask uses the cut declared for its model in rag_pipeline.toml.
 
 

@@ -25,7 +25,7 @@ def test_asset_keys_partitions_and_checks():
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
         "embeddings", "eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
-        "eval_gold_errors"}
+        "eval_gold_errors", "eval_gate_cv"}
     assert graph.get(dg.AssetKey("documents")).partitions_def is None
     assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
     for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params"):
@@ -36,7 +36,8 @@ def test_asset_keys_partitions_and_checks():
     embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
     assert sorted(str(k) for k in embedding_keys) == sorted([
         f"{c}|{m}" for c in CHUNKERS for m in MODELS])
-    for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors"):
+    for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
+                 "eval_gate_cv"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == MODELS
         # The evaluation reads published generations (documents included), so it depends on
         # the tables that publish them, not on documents directly.
@@ -60,8 +61,8 @@ def test_jobs_schedule_and_sensor():
         "documents_job": ["documents"],
         "chunks_job": ["bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms", "chunks"],
         "embeddings_job": ["embeddings"],
-        "eval_job": ["eval_gold_errors", "eval_paired", "eval_ranks", "eval_summary",
-                     "eval_sweep"]}
+        "eval_job": ["eval_gate_cv", "eval_gold_errors", "eval_paired", "eval_ranks",
+                     "eval_summary", "eval_sweep"]}
     schedule = defs.resolve_schedule_def("nightly_index")
     assert (schedule.cron_schedule, schedule.job_name) == ("0 2 * * *", "documents_job")
     assert defs.resolve_sensor_def("index_automation").name == "index_automation"

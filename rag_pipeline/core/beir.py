@@ -159,7 +159,8 @@ def beir_partition(dataset: BeirDataset, vectors: np.ndarray, model_key: str,
     hashes = list(dataset.doc_ids)
     return PartitionIndex(
         chunker="beir", model_key=model_key, model_name=model_key.split("@")[0],
-        model_fingerprint=model_key.split("@")[-1], chunk_ids=list(dataset.doc_ids),
+        model_fingerprint=model_key.split("@")[-1], generation="in-memory", published_at="",
+        chunk_ids=list(dataset.doc_ids),
         document_ids=list(dataset.doc_ids), sections=[""] * n, contents=list(dataset.doc_texts),
         texts=list(dataset.doc_texts), starts=np.zeros(n, np.int64),
         ends=np.array([len(t) for t in dataset.doc_texts], np.int64), content_hashes=hashes,

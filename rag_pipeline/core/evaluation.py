@@ -506,5 +506,5 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         timings["gate_cv"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
     return EvalReport(len(queries), len(ood), list(gold_errors), destroyed, rank_rows, summary,
-                      paired, sweep, recommend_cut(sweep), CUT_RULE, timings, gate_cv,
-                      production_cut)
+                      paired, sweep, recommend_cut(sweep), CUT_RULE, timings,
+                      gate_cv=gate_cv, budget_cut=production_cut)

@@ -27,6 +27,6 @@ def compare_models(a: EvalReport, b: EvalReport, key_a: str, key_b: str,
         for k in ks:
             wins, losses = paired_wins_losses(first, second, k)
             rows.append(PairedRow(f"{key_a} {chunker} {retriever}",
-                                  f"{key_b} {chunker} {retriever}", k, wins, losses,
+                                  f"{key_b} {chunker} {retriever}", "all", k, wins, losses,
                                   sign_test_p(wins, losses)))
     return rows

@@ -17,5 +17,5 @@ def test_wins_losses_and_sign_test_per_k():
     rows = compare_models(a, b, "fp32", "int8", ks=(4, 20))
     # k = 4: a only on q0, q1, q5; b only on q3, q4 -> 3 / 2, p = 1.0.
     # k = 20: a only on q0, q1, q5 (b's 30 misses); b only on q4 -> 3 / 1, p = 0.625.
-    assert rows == [PairedRow("fp32 header hybrid", "int8 header hybrid", 4, 3, 2, 1.0),
-                    PairedRow("fp32 header hybrid", "int8 header hybrid", 20, 3, 1, 0.625)]
+    assert rows == [PairedRow("fp32 header hybrid", "int8 header hybrid", "all", 4, 3, 2, 1.0),
+                    PairedRow("fp32 header hybrid", "int8 header hybrid", "all", 20, 3, 1, 0.625)]

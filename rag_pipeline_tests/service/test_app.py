@@ -68,7 +68,7 @@ def test_get_ask_equals_post_ask(client: TestClient):
 def test_an_off_topic_question_is_refused_with_the_closest_distance(client: TestClient):
     body = client.get("/ask", params={"q": OFF_TOPIC}).json()
     assert (body["answered"], body["citations"], body["prompt"]) == (False, [], None)
-    assert body["reason"] == (f'NO ANSWER: nothing under cosine distance 0.625 for "{OFF_TOPIC}" '
+    assert body["reason"] == (f'NO ANSWER: nothing under cosine distance 0.6 for "{OFF_TOPIC}" '
                               f'(closest: {body["closest_distance"]:.3f})')
 
 
@@ -124,7 +124,7 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
     assert status["model"] == {"key": "hashed-wordpieces@0000feed", "name": "hashed-wordpieces",
                                "fingerprint": "0000feed", "dimension": 384}
     assert (status["swaps"], status["last_error"]) == (0, None)
-    assert status["settings"]["cut"] == 0.625 and status["settings"]["retriever"] == "hybrid"
+    assert status["settings"]["cut"] == 0.6 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0
     assert sum(status["answered_by_generation"].values()) == (
         status["requests"]["answered"] + status["requests"]["refused"])
