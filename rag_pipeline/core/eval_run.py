@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from rag_pipeline.core.documents import DocumentStatus
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     PRODUCTION_CHUNKER,
@@ -48,7 +49,7 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
     documents = warehouse.read_file(documents_file,
                                     columns=["document_id", "canonical_text", "status"])
     canonical = {row["document_id"]: row["canonical_text"] for row in documents.to_pylist()
-                 if row["status"] == "ok"}
+                 if row["status"] == DocumentStatus.OK}
     queries, errors = validate_gold(load_gold(gold_path), canonical)
     ood = load_ood(ood_path)
     embedder = load_embedder(model)

@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import uncovered_characters
+from rag_pipeline.core.documents import DocumentStatus
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec
 
 
@@ -41,7 +42,7 @@ def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, in
         spans.setdefault(document_id, []).append((start, end))
     missing = {}
     for row in documents.to_pylist():
-        if row["status"] != "ok":
+        if row["status"] != DocumentStatus.OK:
             continue
         count = len(uncovered_characters(row["canonical_text"], spans.get(row["document_id"], [])))
         if count:

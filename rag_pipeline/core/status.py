@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag_pipeline.core.documents import DocumentFormat, extractor_for
+from rag_pipeline.core.documents import DocumentFormat, DocumentStatus, extractor_for
 from rag_pipeline.core.generations import generation_age_seconds
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
@@ -95,8 +95,8 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
     return IndexStatus(
-        documents_ok=sum(1 for d in docs if d[1] == "ok"),
-        documents_failed=[(d[0], d[2]) for d in docs if d[1] != "ok"],
+        documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
+        documents_failed=[(d[0], d[2]) for d in docs if d[1] != DocumentStatus.OK],
         stale_documents=[d[0] for d in docs
                          if d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3])],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks)
