@@ -85,7 +85,8 @@ def test_ask_refuses_off_topic_questions_and_names_the_cut(data_dir: Path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["ask", "   "], "error: the question is empty"),
-    (["ask", "x", "--chunker", "blind"], "error: no chunks for chunker 'blind'; built: ['header']"),
+    (["ask", "x", "--chunker", "blind"],
+     "error: no published index for chunker 'blind'; published: ['header']"),
     (["ask", "x", "--model", "other@00000000"],
      "error: model 'other@00000000' is not declared; declared: ['all-MiniLM-L6-v2@53aa5117', "
      "'all-MiniLM-L6-v2-int8@56ea7bc8']"),

@@ -229,6 +229,13 @@ def verify_model_files(spec: ModelSpec) -> None:
                 f"{spec.key} refuses to load: in {spec.path}, {'; '.join(changes)}. These files "
                 "shape the vectors, so this is another model version: run `rag-pipeline models "
                 "--lock` to give it a key (and partitions) of its own")
+        # The key must be the one minted for these files: their manifest's fingerprint, or (for
+        # a model locked before manifests) its weights' sha256 prefix.
+        weights = actual.files.get(weights_file(spec.path).name, "")[:FINGERPRINT_CHARS]
+        if spec.fingerprint not in (actual.fingerprint(), weights):
+            raise ModelMismatchError(
+                f"weights in {spec.path} have fingerprint {weights}, but the model is declared "
+                f"as {spec.key}: declare the new weights as a model of their own")
         return
     if actual.fingerprint() != spec.fingerprint:
         raise ModelMismatchError(
