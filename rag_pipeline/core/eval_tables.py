@@ -16,11 +16,13 @@ RANKS_SCHEMA = pa.schema([
     ("gold_id", pa.string()), ("style", pa.string()), ("rank", pa.int32()),
 ])
 SUMMARY_SCHEMA = pa.schema(
-    [("chunker", pa.string()), ("retriever", pa.string()), ("queries", pa.int64())]
+    [("chunker", pa.string()), ("retriever", pa.string()), ("style", pa.string()),
+     ("queries", pa.int64())]
     + [(f"recall@{k}{suffix}", pa.float64()) for k in RECALL_KS for suffix in ("", "_low", "_high")]
     + [("mrr", pa.float64()), ("destroyed", pa.int64())])
 PAIRED_SCHEMA = pa.schema([
-    ("a", pa.string()), ("b", pa.string()), ("k", pa.int32()), ("wins", pa.int64()),
+    ("a", pa.string()), ("b", pa.string()), ("style", pa.string()), ("k", pa.int32()),
+    ("wins", pa.int64()),
     ("losses", pa.int64()), ("p", pa.float64()),
 ])
 SWEEP_SCHEMA = pa.schema([
@@ -50,31 +52,11 @@ def ranks_table(report: EvalReport) -> pa.Table:
 
 
 def summary_table(report: EvalReport) -> pa.Table:
-    columns: dict[str, list] = {"chunker": [], "retriever": [], "style": [], "queries": []}
-    for k in RECALL_KS:
-        columns |= {f"recall@{k}": [], f"recall@{k}_low": [], f"recall@{k}_high": []}
-    columns |= {"mrr": [], "destroyed": []}
-    for row in report.summary:
-        columns["chunker"].append(row.chunker)
-        columns["retriever"].append(row.retriever)
-        columns["style"].append(row.style)
-        columns["queries"].append(row.queries)
-        for k in RECALL_KS:
-            columns[f"recall@{k}"].append(row.recall[k])
-            columns[f"recall@{k}_low"].append(row.ci95[k][0])
-            columns[f"recall@{k}_high"].append(row.ci95[k][1])
-        columns["mrr"].append(row.mrr)
-        columns["destroyed"].append(row.destroyed)
-    return pa.table(columns)
+    return rows_table(report.summary, SUMMARY_SCHEMA, computed=_recall_columns())
 
 
 def paired_table(report: EvalReport) -> pa.Table:
-    rows = report.paired
-    return pa.table({"a": [r.a for r in rows], "b": [r.b for r in rows],
-                     "style": pa.array([r.style for r in rows], pa.string()),
-                     "k": pa.array([r.k for r in rows], pa.int32()),
-                     "wins": [r.wins for r in rows], "losses": [r.losses for r in rows],
-                     "p": [r.p for r in rows]})
+    return rows_table(report.paired, PAIRED_SCHEMA)
 
 
 def sweep_table(report: EvalReport) -> pa.Table:

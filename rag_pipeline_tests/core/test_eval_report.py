@@ -52,3 +52,21 @@ def test_the_report_is_one_self_contained_page():
     assert page.cells[page.cells.index("0.750 [0.632, 0.840]") - 3:][:4] == [
         "header", "all", "64", "0.750 [0.632, 0.840]"]
     assert "Recommended cut: 0.625 (most right outcomes)" in page.cells
+
+
+def test_summary_and_paired_tables_carry_the_style_column():
+    from dataclasses import replace
+
+    from rag_pipeline.core.eval_tables import paired_table, summary_table
+    from rag_pipeline.core.evaluation import RECALL_KS
+
+    row = SummaryRow(chunker="header", retriever="hybrid", style="ticket", queries=64,
+                     recall={k: 0.5 for k in RECALL_KS}, ci95={k: (0.25, 0.75) for k in RECALL_KS},
+                     mrr=0.5, destroyed=1)
+    table = summary_table(replace(REPORT, summary=[row]))
+    expected = {"chunker": "header", "retriever": "hybrid", "style": "ticket", "queries": 64}
+    for k in RECALL_KS:
+        expected |= {f"recall@{k}": 0.5, f"recall@{k}_low": 0.25, f"recall@{k}_high": 0.75}
+    assert table.to_pylist() == [expected | {"mrr": 0.5, "destroyed": 1}]
+    assert paired_table(REPORT).to_pylist() == [
+        {"a": "header", "b": "blind", "style": "all", "k": 4, "wins": 15, "losses": 1, "p": 0.0005}]
