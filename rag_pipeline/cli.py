@@ -53,16 +53,10 @@ def _declared_models():
 
 def _load_embedder(spec, data_dir: Path):
     """The loaded model; an int8 model not exported yet calibrates on the built chunks."""
-    from rag_pipeline.core.embedder import calibration_sample, load_embedder
+    from rag_pipeline.core.embedder import load_embedder_for
     from rag_pipeline.core.warehouse import Warehouse
 
-    def calibration() -> list[str]:
-        chunks = Warehouse(data_dir).read("chunks", {"chunker": spec.calibration.chunker},
-                                          columns=["chunk_id", "text"])
-        return calibration_sample(chunks.column("chunk_id").to_pylist(),
-                                  chunks.column("text").to_pylist(), spec.calibration.samples)
-
-    return load_embedder(spec, calibration if spec.calibration else None)
+    return load_embedder_for(spec, Warehouse(data_dir, _location()))
 
 
 def _location() -> str | None:

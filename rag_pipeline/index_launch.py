@@ -29,6 +29,7 @@ import dagster as dg
 
 from rag_pipeline.automation import EMBEDDINGS_JOB, SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.processes import pid_alive
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.index_runs import PID_TAG, IndexRunFailed, first_error
@@ -92,16 +93,6 @@ def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_pat
                 process.wait()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
     """The pid a run's worker reported ("Started process for run (pid: N)"), if any."""
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
@@ -123,7 +114,7 @@ def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) ->
         pid = run_worker_pid(instance, run.run_id)
         if pid is None and run.tags.get(PID_TAG, "").isdigit():
             pid = int(run.tags[PID_TAG])
-        if pid is not None and not _pid_alive(pid):
+        if pid is not None and not pid_alive(pid):
             instance.report_run_failed(run, f"the run's process (pid {pid}) is gone: it was "
                                             "killed or crashed; marked failed by rag-pipeline index")
             echo(f"marked killed run {run.run_id[:8]} ({run.job_name}) as failed")

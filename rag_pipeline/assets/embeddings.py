@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext
 from rag_pipeline.asset_metadata import table_metadata
 from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.drift import drift_check
-from rag_pipeline.core.embedder import calibration_sample, load_embedder
+from rag_pipeline.core.embedder import load_embedder_for
 from rag_pipeline.core.generations import collect_garbage, publish
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
@@ -56,13 +56,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         previous = warehouse.read_or_none(EMBEDDINGS, partition)
         cache = VectorCache(warehouse, spec)
 
-        def calibration() -> list[str]:
-            source = warehouse.read(CHUNKS, {CHUNKER: spec.calibration.chunker},
-                                    columns=["chunk_id", "text"])
-            return calibration_sample(source.column("chunk_id").to_pylist(),
-                                      source.column("text").to_pylist(), spec.calibration.samples)
-
-        embedder = load_embedder(spec, calibration if spec.calibration else None)
+        embedder = load_embedder_for(spec, warehouse)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 

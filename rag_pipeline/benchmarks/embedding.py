@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.embedder import Embedder, calibration_sample, load_embedder
+from rag_pipeline.core.embedder import Embedder, load_embedder_for
 from rag_pipeline.core.models import ModelSpec, Precision
 from rag_pipeline.core.project_config import declared_chunkers, declared_models
 from rag_pipeline.core.warehouse import Warehouse
@@ -104,13 +104,7 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
 
 
 def _loaded(spec: ModelSpec, data_dir: Path) -> Embedder:
-    def calibration() -> list[str]:
-        chunks = Warehouse(data_dir).read("chunks", {"chunker": spec.calibration.chunker},
-                                          columns=["chunk_id", "text"])
-        return calibration_sample(chunks.column("chunk_id").to_pylist(),
-                                  chunks.column("text").to_pylist(), spec.calibration.samples)
-
-    return load_embedder(spec, calibration if spec.calibration else None)
+    return load_embedder_for(spec, Warehouse(data_dir))
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:

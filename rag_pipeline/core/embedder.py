@@ -38,6 +38,7 @@ from rag_pipeline.core.models import (
     weights_sha256,
 )
 from rag_pipeline.core.project_config import declared_models, default_model_spec
+from rag_pipeline.core.warehouse import Warehouse
 
 __all__ = [
     "EXPORT_MANIFEST", "OPENVINO_CONFIG", "Embedder", "ModelNotExportedError", "calibration_sample",
@@ -76,6 +77,19 @@ def calibration_sample(chunk_ids: Sequence[str], texts: Sequence[str], samples: 
         return ordered
     step = len(ordered) / samples
     return [ordered[int(i * step)] for i in range(samples)]
+
+
+def load_embedder_for(spec: ModelSpec, warehouse: Warehouse) -> Embedder:
+    """The loaded model; a calibrated (int8) model not exported yet calibrates on a sample of the
+    warehouse's chunk texts of its calibration chunker."""
+
+    def calibration() -> list[str]:
+        chunks = warehouse.read("chunks", {"chunker": spec.calibration.chunker},
+                                columns=["chunk_id", "text"])
+        return calibration_sample(chunks.column("chunk_id").to_pylist(),
+                                  chunks.column("text").to_pylist(), spec.calibration.samples)
+
+    return load_embedder(spec, calibration if spec.calibration else None)
 
 
 def _transformer(model) -> object:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.core.generations import GENERATION_TABLES, current_generations
+from rag_pipeline.core.processes import pid_alive
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 
@@ -131,18 +132,8 @@ def _remove_dead_writers_files(db_path: Path) -> None:
     """Temporary copies left by a publisher that was killed (its pid is gone)."""
     for stray in db_path.parent.glob(f".{db_path.name}.*.tmp*"):
         pid = stray.name[len(db_path.name) + 2:].split(".", 1)[0]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             stray.unlink(missing_ok=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _replace_table(con, name: str, data: pa.Table) -> None:
