@@ -27,7 +27,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.automation import EMBEDDINGS_JOB, SENSOR_INTERVAL_SECONDS
+from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.processes import pid_alive
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
@@ -43,6 +43,7 @@ STALL_SECONDS = 6 * SENSOR_INTERVAL_SECONDS + 30
 ACTIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
           dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
           dg.DagsterRunStatus.CANCELING}
+MODEL_PARTITION_TAG = "dagster/partition/model"
 _PROGRESS = re.compile(r"embedded (\d+)/(\d+) texts")
 
 
@@ -220,10 +221,16 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
                 elif run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
                     report.error = first_error(instance, run.run_id)
                     echo(f"  FAILED   {_label(run)}: {report.error}")
-            wanted = log is not None or (progress is not None and run.job_name == EMBEDDINGS_JOB)
+            # Embedding runs are the sensor's asset-job runs too: known by their model partition.
+            embeds = MODEL_PARTITION_TAG in run.tags
+            wanted = log is not None or (progress is not None and embeds)
             if wanted and (run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors):
                 connection = instance.get_records_for_run(run.run_id, cursor=cursors.get(run.run_id))
-                cursors[run.run_id] = connection.cursor
+                # A finished run is read one last time, then no more.
+                if run.status in ACTIVE:
+                    cursors[run.run_id] = connection.cursor
+                else:
+                    cursors.pop(run.run_id, None)
                 for entry in (r.event_log_entry for r in connection.records):
                     if log is not None:
                         log(f"    {run.run_id[:8]} {entry.user_message or ''}".rstrip())
