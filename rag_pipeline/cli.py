@@ -479,10 +479,15 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
               show_default=True, help="Seconds between checks for a new index generation.")
 @click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--query-backend", type=click.Choice(["openvino", "model"]), default="openvino",
+              show_default=True,
+              help="openvino: questions run through the model's weights converted to OpenVINO fp32 "
+                   "(checked at start to give the model's own vectors); model: the model's own "
+                   "backend.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
-          workers: int | None, poll_seconds: float, access_log: bool) -> None:
+          workers: int | None, poll_seconds: float, access_log: bool, query_backend: str) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.models import ModelMismatchError, find_model
@@ -508,7 +513,8 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
             max_sources=max_sources, base_url=base_url,
             workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
-                      access_log=access_log, echo=_echo)
+                      access_log=access_log, echo=_echo,
+                      fast_queries=query_backend == "openvino")
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         _fail(str(exc))

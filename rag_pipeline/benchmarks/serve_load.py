@@ -9,10 +9,13 @@ It starts ``rag-pipeline serve`` on 127.0.0.1 (a free port) over a copy of the d
 the project's own index is never written, waits for ``/health``, then for each client count
 sends ``--requests`` questions (the bundled gold and out-of-domain questions, in turn) over
 keep-alive connections and prints p50/p95/p99 latency, throughput, errors and the generations
-that answered. Beside them it prints the floor: the server's own ``ask`` time (``timings_ms``
-``total``, median), the CPU time of that work (``cpu``: on a shared machine the wall times
-include waiting for a core) and an HTTP round trip that does no work (``/health``). It also
-prints the machine's load average, which says how shared the cores were. With ``--reindex`` a last
+that answered. Each ``--query-backends`` entry starts its own server (``serve --query-backend``:
+OpenVINO fp32 questions, or the model's own backend), so both are measured in one run. Beside
+them it prints the floor: the server's own ``ask`` time (``timings_ms`` ``total``, median), the
+question embedding inside it (``embed_question``), the CPU time of that work (``cpu``: on a
+shared machine the wall times include waiting for a core) and an HTTP round trip that does no
+work (``/health``). It also prints the machine's load average, which says how shared the cores
+were. With ``--reindex`` a last
 round of 4 clients runs while the served partition is re-indexed from a changed copy of the
 corpus (one document edited, one added) into the served folder by the jobs ``rag-pipeline
 index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
@@ -50,6 +53,7 @@ class Round:
     clients: int
     latencies_ms: list[float] = field(default_factory=list)
     server_ms: list[float] = field(default_factory=list)
+    embed_ms: list[float] = field(default_factory=list)
     cpu_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     generations: Counter[str] = field(default_factory=Counter)
@@ -137,6 +141,7 @@ def run_round(port: int, clients: int, requests: int, max_seconds: float, pool: 
                     answer = json.loads(payload)
                     result.latencies_ms.append(elapsed)
                     result.server_ms.append(answer["timings_ms"]["total"])
+                    result.embed_ms.append(answer["timings_ms"]["embed_question"])
                     result.cpu_ms.append(answer["timings_ms"]["cpu"])
                     result.generations[answer["generation"]] += 1
         finally:
@@ -175,7 +180,8 @@ def print_round(r: Round, label: str) -> None:
         return
     print(f"{label:22s} {n:6d} {errors:6d} {percentile(r.latencies_ms, 50):8.2f} "
           f"{percentile(r.latencies_ms, 95):8.2f} {percentile(r.latencies_ms, 99):8.2f} "
-          f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.cpu_ms):9.2f}  "
+          f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.embed_ms):9.2f} "
+          f"{statistics.median(r.cpu_ms):9.2f}  "
           + ", ".join(f"{g}: {c}" for g, c in r.generations.items())
           + (f"  errors: {dict(r.errors)}" if errors else ""))
 
@@ -226,6 +232,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="Bound of the re-index round.")
     parser.add_argument("--chunker", default="header", help="The served (and re-indexed) chunker.")
     parser.add_argument("--workers", type=int, default=None, help="Passed to serve --workers.")
+    parser.add_argument("--query-backends", nargs="+", choices=["openvino", "model"],
+                        default=["openvino", "model"],
+                        help="Passed to serve --query-backend, one server each, in this order.")
     parser.add_argument("--index-partition", nargs=3, metavar=("DATA", "CORPUS", "CHUNKER"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -240,50 +249,63 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         data = Path(tmp) / "data"
         shutil.copytree(args.data_dir / "warehouse", data / "warehouse")
-        port = free_port()
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                "DAGSTER_HOME": str(Path(tmp) / "dagster_home")}
         Path(env["DAGSTER_HOME"]).mkdir()
-        command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()",
-                   "--data-dir", str(data), "serve", "--host", HOST, "--port", str(port),
-                   "--chunker", args.chunker, "--poll", "0.5"]
-        if args.workers:
-            command += ["--workers", str(args.workers)]
-        server_log = (Path(tmp) / "serve.log").open("w")
-        server = subprocess.Popen(command, env=env, stdout=server_log, stderr=subprocess.STDOUT)
+        print(f"questions: {len(pool)} (gold + out-of-domain), {args.requests} requests per round, "
+              f"loopback {HOST}; {os.cpu_count()} CPUs, load average "
+              + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+        print(f"{'round':22s} {'ok':>6s} {'errors':>6s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} "
+              f"{'req/s':>9s} {'ask ms':>9s} {'embed ms':>9s} {'cpu ms':>9s}  generations")
+        for number, backend in enumerate(args.query_backends):
+            serve_rounds(data, env, Path(tmp), args, pool, backend,
+                         reindex_after=args.reindex and number == len(args.query_backends) - 1)
+
+
+def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Namespace,
+                 pool: list[str], query_backend: str, reindex_after: bool) -> None:
+    """One server with ``--query-backend query_backend``: the client rounds, then (if asked)
+    the re-index round."""
+    port = free_port()
+    command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()",
+               "--data-dir", str(data), "serve", "--host", HOST, "--port", str(port),
+               "--chunker", args.chunker, "--poll", "0.5", "--query-backend", query_backend]
+    if args.workers:
+        command += ["--workers", str(args.workers)]
+    log_path = tmp / f"serve-{query_backend}.log"
+    server_log = log_path.open("w")
+    server = subprocess.Popen(command, env=env, stdout=server_log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(port, server)
+        path = json.loads(_get(port, "/status")[1])["query_path"]
+        warm = run_round(port, 1, 20, args.max_seconds, pool)
+        if warm.errors:
+            raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
+        print(f"--query-backend {query_backend}: questions embedded by {path['backend']} "
+              f"({path['streams']} stream(s), min cosine to the model's own {path['min_cosine']:.7f}); "
+              f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
+        rounds = []
+        for clients in args.clients:
+            r = run_round(port, clients, args.requests, args.max_seconds, pool)
+            rounds.append(r)
+            print_round(r, f"{query_backend}, {clients} client{'s' if clients > 1 else ''}")
+        if len(rounds) >= 2 and rounds[0].latencies_ms and rounds[-1].latencies_ms:
+            ratio = (len(rounds[-1].latencies_ms) / rounds[-1].seconds) / (
+                len(rounds[0].latencies_ms) / rounds[0].seconds)
+            print(f"throughput {rounds[-1].clients} clients / {rounds[0].clients}: {ratio:.2f}x")
+        if reindex_after:
+            reindex(port, data, env, tmp, args, pool)
+    finally:
+        server.terminate()
         try:
-            wait_ready(port, server)
-            print(f"questions: {len(pool)} (gold + out-of-domain), {args.requests} requests per round, "
-                  f"loopback {HOST}:{port}; {os.cpu_count()} CPUs, load average "
-                  + " ".join(f"{x:.1f}" for x in os.getloadavg()))
-            warm = run_round(port, 1, 20, args.max_seconds, pool)
-            if warm.errors:
-                raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
-            print(f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
-            print(f"{'round':22s} {'ok':>6s} {'errors':>6s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} "
-                  f"{'req/s':>9s} {'ask ms':>9s} {'cpu ms':>9s}  generations")
-            rounds = []
-            for clients in args.clients:
-                r = run_round(port, clients, args.requests, args.max_seconds, pool)
-                rounds.append(r)
-                print_round(r, f"{clients} client{'s' if clients > 1 else ''}")
-            if len(rounds) >= 2 and rounds[0].latencies_ms and rounds[-1].latencies_ms:
-                ratio = (len(rounds[-1].latencies_ms) / rounds[-1].seconds) / (
-                    len(rounds[0].latencies_ms) / rounds[0].seconds)
-                print(f"throughput {rounds[-1].clients} clients / {rounds[0].clients}: {ratio:.2f}x")
-            if args.reindex:
-                reindex(port, data, env, Path(tmp), args, pool)
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-            server_log.close()
-            log_text = (Path(tmp) / "serve.log").read_text()
-            if "Traceback" in log_text:
-                print("server log:\n" + log_text[-3000:])
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server_log.close()
+        log_text = log_path.read_text()
+        if "Traceback" in log_text:
+            print("server log:\n" + log_text[-3000:])
 
 
 def reindex(port: int, data: Path, env: dict[str, str], tmp: Path, args: argparse.Namespace,

@@ -87,6 +87,14 @@ def _iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
 
 
+def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
+    """How questions are embedded (a loaded model says; a test double runs the spec's backend)."""
+    path = getattr(embedder, "query_path", None)
+    if path is None:
+        return {"backend": embedder.spec.backend.value, "streams": 1, "min_cosine": 1.0}
+    return asdict(path)
+
+
 class QueryService:
     """Answers requests from the followed partition with the loaded model."""
 
@@ -157,6 +165,7 @@ class QueryService:
             "chunker": index.chunker,
             "model": {"key": index.model_key, "name": index.model_name,
                       "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
+            "query_path": _query_path(self.embedder),
             "chunks": len(index), "vectors": int(index.vectors.shape[0]),
             "documents": len(index.documents),
             "published_at": index.published_at,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_pipeline.core.ask import ask
-from rag_pipeline.core.embedder import load_embedder
+from rag_pipeline.core.embedder import QueryPathMismatchError, load_embedder
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.models import ModelSpec, TextEmbedder
 from rag_pipeline.service.query_service import QueryService, ServeSettings
@@ -43,15 +43,35 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
         raise
 
 
+def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
+                       echo: Callable[[str], None]) -> TextEmbedder:
+    """The model, with questions on the OpenVINO fp32 path (``workers`` streams of one thread)
+    when ``fast_queries`` and the path reproduces the model's vectors; otherwise on the model's
+    own backend, which the echo says."""
+    embedder = load_embedder(spec)
+    if fast_queries:
+        try:
+            path = embedder.fast_queries(workers)
+        except QueryPathMismatchError as exc:
+            echo(f"warning: {exc}")
+        else:
+            echo(f"questions embedded by {path.backend} ({path.streams} stream(s)); min cosine to "
+                 f"{spec.backend.value} over the probe questions {path.min_cosine:.7f}")
+    return embedder
+
+
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
-                  poll_seconds: float, access_log: bool, echo: Callable[[str], None]) -> None:
+                  poll_seconds: float, access_log: bool, echo: Callable[[str], None],
+                  fast_queries: bool = True) -> None:
     import uvicorn
 
     from rag_pipeline.service.app import create_app
 
     started = time.perf_counter()
     pin_threads()
-    service = start_service(data_dir, settings, lambda: load_embedder(spec), poll_seconds)
+    service = start_service(
+        data_dir, settings, lambda: load_service_model(spec, settings.workers, fast_queries, echo),
+        poll_seconds)
     served = service.follower.current
     echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
          f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "

@@ -80,3 +80,48 @@ def test_an_undeclared_model_key_is_refused(minilm: ModelSpec):
     with pytest.raises(ModelMismatchError, match=r"^model 'all-MiniLM-L6-v2@0badf00d' is not declared; "
                                                  r"declared: \['all-MiniLM-L6-v2@53aa5117'\]$"):
         find_model("all-MiniLM-L6-v2@0badf00d", (minilm,))
+
+
+@pytest.mark.slow
+def test_fast_questions_give_the_models_own_vectors(minilm: ModelSpec):
+    embedder = Embedder(minilm)
+    question = "why does [0] * -5 quietly give me []?"
+    own = embedder.embed_query(question)
+    path = embedder.fast_queries(streams=2)
+    assert (path.backend, path.streams) == ("openvino-fp32", 2)
+    assert path.min_cosine >= 0.99999
+    fast = embedder.embed_query(question)
+    assert fast.dtype == np.float32 and abs(float(np.linalg.norm(fast)) - 1.0) < 1e-6
+    assert float(own @ fast) >= 0.99999
+    assert np.abs(own - fast).max() < 1e-4
+    # Documents still go through the model's own backend.
+    assert np.array_equal(embedder.embed([question])[0], own)
+
+
+@pytest.mark.slow
+def test_a_fast_question_path_with_other_vectors_is_refused(minilm: ModelSpec, monkeypatch):
+    import copy
+
+    import torch
+
+    from rag_pipeline.core import embedder as embedder_module
+
+    embedder = Embedder(minilm)
+    convert = embedder_module._convert_to_openvino
+
+    def convert_a_nudged_copy(model):
+        # Planted flaw: the converted transformer has one weight matrix scaled by 1.1, so its
+        # vectors are another model's; fast_queries must refuse it and keep the torch path.
+        nudged = copy.deepcopy(model)
+        layer = embedder_module._transformer(nudged).encoder.layer[0].attention.output.dense
+        with torch.no_grad():
+            layer.weight.mul_(1.1)
+        return convert(nudged)
+
+    monkeypatch.setattr(embedder_module, "_convert_to_openvino", convert_a_nudged_copy)
+    with pytest.raises(embedder_module.QueryPathMismatchError,
+                       match=r"differ from the model.s own vectors \(min cosine 0\.9\d+ < 0\.99999\)"):
+        embedder.fast_queries()
+    assert embedder.query_path.backend == "torch"
+    question = "what does break do to the loop variable of a for loop"
+    assert np.array_equal(embedder.embed_query(question), embedder.embed([question])[0])

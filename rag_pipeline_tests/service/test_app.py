@@ -123,6 +123,8 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
             status["documents"]) == ("header|hashed-wordpieces@0000feed", "header", 6, 6, 4)
     assert status["model"] == {"key": "hashed-wordpieces@0000feed", "name": "hashed-wordpieces",
                                "fingerprint": "0000feed", "dimension": 384}
+    # A stand-in for the model has no fast question path: questions run on the spec's backend.
+    assert status["query_path"] == {"backend": "torch", "streams": 1, "min_cosine": 1.0}
     assert (status["swaps"], status["last_error"]) == (0, None)
     assert status["settings"]["cut"] == 0.6 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0
@@ -164,18 +166,22 @@ def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
 
 @pytest.mark.slow
 def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, minilm):
-    from rag_pipeline.core.embedder import load_embedder
+    from rag_pipeline.core.embedder import Embedder
 
-    embedder = load_embedder(minilm)
+    embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)
+    embedder.fast_queries(streams=2)  # what `serve` does: questions on OpenVINO fp32
     service = start_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
                             poll_seconds=3600)
     try:
         with TestClient(create_app(service)) as test_client:
             answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
             refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
+            query_path = test_client.get("/status").json()["query_path"]
     finally:
         service.follower.stop()
+    assert (query_path["backend"], query_path["streams"]) == ("openvino-fp32", 2)
+    assert query_path["min_cosine"] >= 0.99999
     assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
     assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
         ("guide/config.md", 113, 203)]
