@@ -10,8 +10,9 @@ the ratio is taken against plain ``encode`` (batch 32, its own length sort) of t
 The floor is the time the encoder's matrix products need at the machine's measured rate: the
 FLOPs of the word-pieces actually processed (no padding; per layer ``2 n (4 d^2 + 2 d f) +
 4 n^2 d`` for ``n`` word-pieces, width ``d``, feed-forward width ``f``), divided by the rate of
-a large fp32 matrix product (numpy) or of an int8 one (an OpenVINO MatMul between two
-FakeQuantize nodes, the pattern NNCF writes). Prints chunks/s, the ratio and % of the floor,
+a large fp32 matrix product (numpy or torch, the faster, measured before and after the
+contenders) or of an int8 one (an OpenVINO MatMul between two FakeQuantize nodes, the pattern
+NNCF writes). Prints chunks/s, the ratio and % of the floor,
 plus the cosine between each model's vectors and the reference fp32 vectors, and between two
 batchings of the same model (batch independence).
 """
@@ -44,16 +45,34 @@ def encoder_flops(wordpieces: Sequence[int], config: dict) -> float:
 
 
 def fp32_matmul_rate(size: int = 1024, repeats: int = 5) -> float:
-    """FLOP/s of a square fp32 matrix product (numpy's BLAS, every core), best of ``repeats``."""
+    """FLOP/s of a square fp32 matrix product on every core, best of ``repeats`` and of numpy's
+    BLAS and torch (whichever thread pool is warm: after torch has run, its spinning threads
+    slow numpy's, which once made the floor read half the machine's rate)."""
+    import torch
+
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - started)
+    for product in (lambda: a @ b, lambda: torch.mm(ta, tb)):
+        product()
+        for _ in range(repeats):
+            started = time.perf_counter()
+            product()
+            best = min(best, time.perf_counter() - started)
     return 2 * size ** 3 / best
+
+
+def cpu_int8_support() -> str:
+    """The CPU's int8 dot-product instructions, as ``/proc/cpuinfo`` lists them (int8 GEMM is
+    fast with VNNI or AMX; with AVX2 alone it runs through 16-bit products and gains little)."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8").split())
+    except OSError:
+        return "unknown"
+    found = [f for f in ("avx512_vnni", "avx_vnni", "amx_int8", "avx512f", "avx2") if f in flags]
+    return ", ".join(found) or "none of avx2/avx512/vnni/amx"
 
 
 def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
@@ -113,6 +132,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 
 def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
+    fp32_rate_before, int8_rate_before = fp32_matmul_rate(), int8_matmul_rate()
     models = declared_models()
     embedders = [_loaded(spec, data_dir) for spec in models]
     reference = embedders[0].model
@@ -136,7 +156,8 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
             contender.run()
             contender.seconds.append(time.perf_counter() - started)
     flops = encoder_flops(processed, config)
-    rates = {Precision.FP32: fp32_matmul_rate(), Precision.INT8: int8_matmul_rate()}
+    rates = {Precision.FP32: max(fp32_rate_before, fp32_matmul_rate()),
+             Precision.INT8: max(int8_rate_before or 0.0, int8_matmul_rate() or 0.0) or None}
     base = contenders[0]
     rows = []
     for contender in contenders:
@@ -159,25 +180,31 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
             "floor_fp32_chunks_s": len(texts) * rates[Precision.FP32] / flops,
             "floor_int8_chunks_s": (len(texts) * rates[Precision.INT8] / flops
                                     if rates[Precision.INT8] else None),
-            "rounds": rounds, "rows": rows, "batch_independence": batchings}
+            "rounds": rounds, "rows": rows, "batch_independence": batchings,
+            "cpu_int8": cpu_int8_support()}
 
 
-def all_chunkers(data_dir: Path) -> dict:
-    """Plain ``encode`` against the fastest declared model over every declared chunker's
-    texts, chunker by chunker (interleaved), once each."""
-    models = declared_models()
-    embedders = [_loaded(spec, data_dir) for spec in models]
-    fastest = next((e for e in embedders if e.spec.precision is Precision.INT8), embedders[0])
+def all_chunkers(data_dir: Path) -> dict[str, float]:
+    """Seconds to embed every declared chunker's texts: plain ``encode`` of each chunker's texts
+    (the old way), against each declared model as the index embeds them (the distinct texts of
+    all chunkers, each once per model, batched by word-piece count), interleaved chunker by
+    chunker."""
+    embedders = [_loaded(spec, data_dir) for spec in declared_models()]
     reference = embedders[0].model
-    totals = {"plain encode": 0.0, fastest.spec.key: 0.0}
+    totals = {"plain encode, every chunker's texts": 0.0}
+    totals.update({e.spec.key: 0.0 for e in embedders})
+    seen: set[str] = set()
     for chunker in declared_chunkers():
         texts, counts = _texts(data_dir, chunker.value, None)
         started = time.perf_counter()
         reference.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
-        totals["plain encode"] += time.perf_counter() - started
-        started = time.perf_counter()
-        fastest.embed(texts, wordpieces=counts)
-        totals[fastest.spec.key] += time.perf_counter() - started
+        totals["plain encode, every chunker's texts"] += time.perf_counter() - started
+        new = {t: n for t, n in zip(texts, counts, strict=True) if t not in seen}
+        seen.update(new)
+        for embedder in embedders:
+            started = time.perf_counter()
+            embedder.embed(list(new), wordpieces=list(new.values()))
+            totals[embedder.spec.key] += time.perf_counter() - started
     return totals
 
 
@@ -190,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="Only the first N chunk texts.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--all-chunkers", action="store_true",
-                        help="Also time plain encode vs the fastest model over every chunker.")
+                        help="Also time plain encode vs every declared model over every chunker.")
     args = parser.parse_args(argv)
     report = run(args.data_dir, args.chunker, args.limit, args.rounds)
     int8 = (f", int8 {report['int8_gops']:.0f} GOP/s -> {report['floor_int8_chunks_s']:.0f} chunks/s"
@@ -198,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{report['texts']} {report['chunker']} chunk texts, {report['wordpieces']:,} word-pieces, "
           f"{report['tflop']:.2f} TFLOP; matmul fp32 {report['fp32_gflops']:.0f} GFLOP/s -> "
           f"floor {report['floor_fp32_chunks_s']:.0f} chunks/s{int8}; median of "
-          f"{report['rounds']} interleaved rounds")
+          f"{report['rounds']} interleaved rounds; CPU int8 instructions: {report['cpu_int8']}")
     print(f"| {'contender':58s} | chunks/s | x encode | % floor | min cos fp32 | mean cos |")
     print(f"|{'-' * 60}|---------:|---------:|--------:|-------------:|---------:|")
     for r in report["rows"]:
@@ -210,9 +237,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"batch independence {key}: min cosine between two batchings {cosine:.6f}")
     if args.all_chunkers:
         totals = all_chunkers(args.data_dir)
-        (plain, plain_s), (fast, fast_s) = totals.items()
-        print(f"all chunkers: {plain} {plain_s:.1f} s, {fast} {fast_s:.1f} s "
-              f"({fast_s / plain_s:.2f} of the time, {plain_s / fast_s:.2f}x)")
+        plain, plain_s = next(iter(totals.items()))
+        print(f"all {len(declared_chunkers())} chunkers: {plain} {plain_s:.1f} s")
+        for key, seconds in list(totals.items())[1:]:
+            print(f"all {len(declared_chunkers())} chunkers: {key}, distinct texts once: "
+                  f"{seconds:.1f} s ({seconds / plain_s:.2f} of the time, {plain_s / seconds:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import os
 import shutil
 import socket
@@ -61,9 +62,10 @@ class Round:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in [0, 100])."""
+    """Nearest-rank percentile (``q`` in [0, 100]): the smallest value with at least ``q`` %
+    of the values at or below it."""
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered) - 1e-9)))
     return ordered[rank - 1]
 
 

@@ -1,0 +1,20 @@
+"""The embedding benchmark's floor arithmetic."""
+
+from __future__ import annotations
+
+from rag_pipeline.benchmarks.embedding import encoder_flops
+
+
+def test_encoder_flops_count_every_matrix_product_of_each_layer():
+    config = {"hidden_size": 2, "intermediate_size": 4, "num_hidden_layers": 3}
+    # Per layer and text of n word-pieces: 2 n (4 d^2 + 2 d f) + 4 n^2 d.
+    ten = 2 * 10 * (4 * 4 + 2 * 2 * 4) + 4 * 10 * 10 * 2
+    one = 2 * 1 * (4 * 4 + 2 * 2 * 4) + 4 * 1 * 1 * 2
+    assert (ten, one) == (1440, 72)
+    assert encoder_flops([10, 1], config) == 3 * (1440 + 72)
+    assert encoder_flops([], config) == 0.0
+
+
+def test_all_minilm_reads_a_twenty_piece_question_in_0_428_gflop():
+    config = {"hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 6}
+    assert round(encoder_flops([20], config) / 1e9, 3) == 0.428
