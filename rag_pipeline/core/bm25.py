@@ -99,6 +99,7 @@ class Bm25Scorer:
         self.analyzer = analyzer
         self.k1, self.b = k1, b
         self.term_index = {t: i for i, t in enumerate(terms)}
+        self.idf = np.asarray(idf, dtype=np.float64)
         avg = float(lengths.mean()) if len(lengths) else 0.0
         norm = k1 * (1.0 - b + b * lengths / avg) if avg else np.full(len(lengths), k1)
         tf = post_tf.astype(np.float64)

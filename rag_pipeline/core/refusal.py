@@ -10,7 +10,10 @@ distance. The alternatives measured here are the ones a retriever gives for free
   ``(d_1 - mean(d)) / std(d)`` (distance to the corpus at large, not only to its best chunk);
 - ``agreement``: minus the share of the dense top 10 that is also in the BM25 top 10;
 - ``vocabulary``: minus the share of the question's analysed terms the index holds;
-- ``best_sentence``: the closest single sentence's cosine distance (``core/sentences.py``).
+- ``best_sentence``: the closest single sentence's cosine distance (``core/sentences.py``);
+- ``coverage``: minus the idf-weighted share of the question's analysed terms that occur in the
+  dense top 4 (the chunks the gate would keep); a term the index lacks weighs the largest idf
+  (a near out-of-domain question names things the closest passages do not).
 
 The cut is chosen by 2-fold cross-validation: queries are split into two folds by their gold
 line id (both phrasings of a needle fall in the same fold; out-of-domain questions by their id,
@@ -33,6 +36,7 @@ from rag_pipeline.core.dense import top_k
 
 __all__ = [
     "AGREEMENT_DEPTH",
+    "COVERAGE_DEPTH",
     "GAP_RANK",
     "REFUSAL_BUDGET",
     "CrossValidated",
@@ -45,10 +49,12 @@ __all__ = [
     "cross_validate_combination",
     "fold_of",
     "refusal_signals",
+    "term_coverage",
 ]
 
 GAP_RANK = 10
 AGREEMENT_DEPTH = 10
+COVERAGE_DEPTH = 4
 REFUSAL_BUDGET = 2 / 64
 """The in-domain refusal share the budget rule may spend (issue 11's target: 2 of 64)."""
 
@@ -60,6 +66,26 @@ class RefusalSignal(StrEnum):
     AGREEMENT = "agreement"
     VOCABULARY = "vocabulary"
     BEST_SENTENCE = "best_sentence"
+    COVERAGE = "coverage"
+
+
+def term_coverage(question: str, scorer: Bm25Scorer, rows: Sequence[int]) -> float:
+    """The idf-weighted share of the question's distinct analysed terms that occur in any of
+    ``rows``; a term the index does not hold weighs the index's largest idf. 1.0 for a question
+    with no terms (nothing to miss)."""
+    terms = set(analyze(question, scorer.analyzer))
+    if not terms:
+        return 1.0
+    largest = float(scorer.idf.max()) if len(scorer.idf) else 1.0
+    present = scorer.matrix[np.asarray(rows, dtype=np.int64), :].tocsc()
+    total = covered = 0.0
+    for term in sorted(terms):
+        column = scorer.term_index.get(term)
+        weight = largest if column is None else float(scorer.idf[column])
+        total += weight
+        if column is not None and present[:, column].nnz:
+            covered += weight
+    return covered / total if total > 0 else 1.0
 
 
 def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
@@ -85,12 +111,14 @@ def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
     bm25_top = set(positive[np.lexsort((positive, -bm25[positive]))][:AGREEMENT_DEPTH].tolist())
     terms = analyze(question, scorer.analyzer)
     known = sum(1 for t in terms if t in scorer.term_index)
+    closest = top_k(distances, COVERAGE_DEPTH)
     signals = {
         RefusalSignal.TOP_DISTANCE: d1,
         RefusalSignal.GAP: -(dk - d1),
         RefusalSignal.STANDOUT: (d1 - float(distances.mean())) / std if std > 0 else 0.0,
         RefusalSignal.AGREEMENT: -len(dense_top & bm25_top) / AGREEMENT_DEPTH,
         RefusalSignal.VOCABULARY: -(known / len(terms)) if terms else 0.0,
+        RefusalSignal.COVERAGE: -term_coverage(question, scorer, closest),
     }
     if sentence_distances is not None:
         signals[RefusalSignal.BEST_SENTENCE] = float(sentence_distances.min())

@@ -17,6 +17,7 @@ from rag_pipeline.core.refusal import (
     cross_validate_combination,
     fold_of,
     refusal_signals,
+    term_coverage,
 )
 
 TEXTS = ["alpha beta", "beta gamma", "gamma delta", "delta epsilon", "epsilon zeta",
@@ -43,6 +44,20 @@ def test_signals_by_hand(scorer: Bm25Scorer):
     assert signals[RefusalSignal.VOCABULARY] == pytest.approx(-2 / 3)
     assert signals[RefusalSignal.BEST_SENTENCE] == pytest.approx(0.15, abs=1e-6)
     assert RefusalSignal.BEST_SENTENCE not in refusal_signals(distances, "alpha", scorer)
+    # The dense top 4 (rows 0-3) hold alpha (df 1, idf ln 8) and beta (df 2, idf ln 4.8);
+    # "unknownword" weighs the largest idf, ln 8.
+    assert signals[RefusalSignal.COVERAGE] == pytest.approx(
+        -(np.log(8) + np.log(4.8)) / (2 * np.log(8) + np.log(4.8)), abs=1e-9)
+
+
+def test_term_coverage_by_hand(scorer: Bm25Scorer):
+    # "kappa" (df 2, idf ln 4.8) is in rows 8 and 9, "zeta" (df 2) in rows 4 and 5.
+    assert term_coverage("kappa zeta", scorer, [8]) == pytest.approx(0.5)
+    assert term_coverage("kappa zeta", scorer, [8, 4]) == 1.0
+    assert term_coverage("kappa zeta", scorer, [0, 1, 2]) == 0.0
+    assert term_coverage("kappa kappa alpha", scorer, [9]) == pytest.approx(
+        np.log(4.8) / (np.log(4.8) + np.log(8)))
+    assert term_coverage("the of", scorer, [0]) == 1.0  # only stop words: nothing to miss
 
 
 def test_folds_alternate_in_sorted_order():
