@@ -148,10 +148,15 @@ def summary_markdown(stats: Mapping[int, ChunkStats], summary: Sequence[SummaryR
                            "R@4 [95% CI]", "R@20 [95% CI]", "MRR"], rows)
 
 
+def p_value(p: float) -> str:
+    """Four decimals, or two significant digits below 0.0001 (where four decimals read 0)."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
 def paired_markdown(rows: Sequence[PairedRow]) -> str:
     """One row per comparison; wins are queries only ``a`` finds within k, losses only ``b``."""
     return markdown_table(["a", "b", "style", "k", "wins", "losses", "sign test p"],
-                          [[r.a, r.b, r.style, r.k, r.wins, r.losses, f"{r.p:.4f}"]
+                          [[r.a, r.b, r.style, r.k, r.wins, r.losses, p_value(r.p)]
                            for r in rows])
 
 

@@ -9,6 +9,7 @@ import pytest
 from rag_pipeline.benchmarks.chunk_targets import (
     BASELINE_TARGET,
     measure,
+    p_value,
     paired_against_baseline,
     paired_markdown,
     ranks_of,
@@ -66,6 +67,11 @@ def test_paired_against_baseline_at_4_and_20_per_style():
     ]
     # The baseline is never compared with itself.
     assert paired_against_baseline(report, [512], 512, STYLES) == []
+
+
+def test_p_value_keeps_small_p_values_readable():
+    assert [p_value(p) for p in (1.0, 0.0414, 0.0001, 0.0000998, 5.2e-06)] == [
+        "1.0000", "0.0414", "0.0001", "1.0e-04", "5.2e-06"]
 
 
 def test_summary_and_paired_markdown():
