@@ -5,7 +5,7 @@ Run: ``.venv/bin/python -m rag_pipeline.benchmarks.chunk_targets [--targets 256 
 
 For each target the bundled corpus is chunked with the ``header`` strategy at that
 ``target_chars`` (every other chunking setting unchanged), embedded by the first declared model
-(batched by word-piece counts, as the index does), given BM25 statistics of both analyzers and
+(batched by word-piece counts, as the index does), given BM25 statistics of every analyzer and
 published as a generation into a temporary warehouse, then loaded as a partition: the same core
 functions ``rag-pipeline index`` runs. The gold set is scored with ``RetrievalSettings()`` through
 :func:`~rag_pipeline.core.evaluation.evaluate`. Printed per target: chunks, chunks over the
@@ -222,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, nargs="+", default=list(DEFAULT_TARGETS),
-                        help="Chunk target sizes in characters.")
+                        help="Chunk target sizes in characters, each above the overlap setting "
+                             "(64), which ChunkingSettings checks though header does not use it.")
     parser.add_argument("--baseline", type=int, default=BASELINE_TARGET,
                         help="The target the others are compared with (today's default).")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS_DIR,
