@@ -229,7 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=300, help="Requests per round.")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="Bound of each round.")
     parser.add_argument("--reindex", action="store_true",
-                        help="Re-index a changed corpus during a last round (4 clients).")
+                        help="Re-index a changed corpus during a last round (4 clients) of the "
+                             "first query backend.")
     parser.add_argument("--reindex-seconds", type=float, default=900.0,
                         help="Bound of the re-index round.")
     parser.add_argument("--chunker", default="header", help="The served (and re-indexed) chunker.")
@@ -261,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{'req/s':>9s} {'ask ms':>9s} {'embed ms':>9s} {'cpu ms':>9s}  generations")
         for number, backend in enumerate(args.query_backends):
             serve_rounds(data, env, Path(tmp), args, pool, backend,
-                         reindex_after=args.reindex and number == len(args.query_backends) - 1)
+                         reindex_after=args.reindex and number == 0)
 
 
 def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Namespace,
@@ -284,7 +285,8 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         if warm.errors:
             raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
         print(f"--query-backend {query_backend}: questions embedded by {path['backend']} "
-              f"({path['streams']} stream(s), min cosine to the model's own {path['min_cosine']:.7f}); "
+              f"({path['streams']} stream(s), {path['requests']} in flight, min cosine to the model's "
+              f"own {path['min_cosine']:.7f}); "
               f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
         rounds = []
         for clients in args.clients:

@@ -67,7 +67,7 @@ QUERY_PROBES = (
     "to the newline at the end of each line? Is it kept, stripped, or translated on Windows?",
     "__iadd__ *args **kwargs -O -m pip",
     "Überschrift, naïve café: non-ASCII text still embeds",
-    "x" * 600,
+    "the window ends here " * 80,
 )
 """Questions on which a fast query path must give the vectors of the model's own path."""
 QUERY_MIN_COSINE = 0.99999
@@ -85,12 +85,14 @@ class QueryPathMismatchError(ModelMismatchError):
 
 @dataclass(frozen=True)
 class QueryPath:
-    """How questions are embedded: ``backend`` runs the transformer; ``min_cosine`` is the
-    smallest cosine between its vectors and the model's own path over :data:`QUERY_PROBES`
-    (1.0 when it is the model's own path)."""
+    """How questions are embedded: ``backend`` runs the transformer in ``streams`` parallel
+    streams, ``requests`` questions at most in flight; ``min_cosine`` is the smallest cosine
+    between its vectors and the model's own path over :data:`QUERY_PROBES` (1.0 when it is the
+    model's own path)."""
 
     backend: str
     streams: int
+    requests: int
     min_cosine: float
 
 
@@ -252,7 +254,7 @@ class Embedder:
                                      f"{spec.dimension}")
         self._transformer: _InferPool | None = None
         self._query_transformer: _InferPool | None = None
-        self.query_path = QueryPath(spec.backend.value, 1, 1.0)
+        self.query_path = QueryPath(spec.backend.value, 1, 1, 1.0)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino(calibration)
 
@@ -266,17 +268,24 @@ class Embedder:
         compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", OPENVINO_CONFIG)
         return _InferPool(compiled, 2)
 
-    def fast_queries(self, streams: int = 1) -> QueryPath:
-        """Questions embedded by OpenVINO at fp32 from the same weights, ``streams`` at once
-        (one thread each when ``streams`` > 1): a service's single short question takes a third
-        of torch's time. Used only after :data:`QUERY_PROBES` give the model's own vectors
-        (cosine >= :data:`QUERY_MIN_COSINE`); an OpenVINO model already is its own fast path.
+    def fast_queries(self, streams: int = 1, requests: int | None = None) -> QueryPath:
+        """Questions embedded by OpenVINO at fp32 from the same weights: a short question takes
+        about 7 ms instead of torch's 16 to 19 on two cores. Used only after
+        :data:`QUERY_PROBES` give the model's own vectors (cosine >= :data:`QUERY_MIN_COSINE`);
+        an OpenVINO model already is its own fast path.
+
+        Args:
+            streams: 1 runs each question on every core (the lowest latency); more run that
+                many questions side by side, a core's share each.
+            requests: Questions in flight at most (default ``streams``); beyond ``streams`` they
+                wait for a stream.
 
         Raises:
             QueryPathMismatchError: the converted model does not reproduce the model's vectors.
         """
         if streams < 1:
             raise ValueError(f"streams must be at least 1, got {streams}")
+        requests = max(streams, requests or streams)
         if self.spec.backend is Backend.OPENVINO:
             return self.query_path
         import openvino as ov
@@ -284,10 +293,9 @@ class Embedder:
         config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": streams,
                   "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT"}
         compiled = ov.Core().compile_model(_convert_to_openvino(self.model), "CPU", config)
-        fast = _InferPool(compiled, streams)
+        fast = _InferPool(compiled, requests)
         own = np.stack([self.embed([probe])[0] for probe in QUERY_PROBES])
-        candidate = np.stack([l2_normalise(self._forward([probe], fast))[0]
-                              for probe in QUERY_PROBES])
+        candidate = np.stack([self._question_vector(probe, fast) for probe in QUERY_PROBES])
         min_cosine = float(np.min(np.sum(own * candidate, axis=1)))
         if min_cosine < QUERY_MIN_COSINE:
             raise QueryPathMismatchError(
@@ -295,8 +303,27 @@ class Embedder:
                 f"(min cosine {min_cosine:.7f} < {QUERY_MIN_COSINE}); questions stay on "
                 f"{self.spec.backend.value}")
         self._query_transformer = fast
-        self.query_path = QueryPath("openvino-fp32", streams, min_cosine)
+        self.query_path = QueryPath("openvino-fp32", streams, requests, min_cosine)
         return self.query_path
+
+    def _mean_pooled_and_normalised(self) -> bool:
+        """Whether the model's modules after the transformer are exactly mean pooling and
+        normalisation (then a question is pooled in numpy, without a pass through torch)."""
+        modules = list(self.model)[1:]
+        return ([type(m).__name__ for m in modules] == ["Pooling", "Normalize"]
+                and getattr(modules[0], "pooling_mode", None) == "mean")
+
+    def _question_vector(self, question: str, transformer: _InferPool) -> np.ndarray:
+        if not self._mean_pooled_and_normalised():
+            return l2_normalise(self._forward([question], transformer))[0]
+        features = self.model.tokenizer([question], padding=True, truncation=True,
+                                        max_length=self.spec.max_tokens, return_tensors="np")
+        inputs = {name: features[name].astype(np.int64)
+                  for name in ("input_ids", "attention_mask", "token_type_ids")}
+        hidden = transformer(inputs)[0]
+        mask = inputs["attention_mask"][0].astype(np.float32)[:, None]
+        pooled = (hidden * mask).sum(axis=0) / max(float(mask.sum()), 1e-9)
+        return l2_normalise(pooled[None])[0]
 
     def wordpieces(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces the encoder reads per text: special tokens included, at most the window."""
@@ -352,7 +379,7 @@ class Embedder:
         """The question's unit vector, on the fast query path when :meth:`fast_queries` set one."""
         if self._query_transformer is None:
             return self.embed([question])[0]
-        return l2_normalise(self._forward([question], self._query_transformer))[0]
+        return self._question_vector(question, self._query_transformer)
 
 
 _LOADED: dict[ModelSpec, Embedder] = {}

@@ -91,7 +91,7 @@ def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
     """How questions are embedded (a loaded model says; a test double runs the spec's backend)."""
     path = getattr(embedder, "query_path", None)
     if path is None:
-        return {"backend": embedder.spec.backend.value, "streams": 1, "min_cosine": 1.0}
+        return {"backend": embedder.spec.backend.value, "streams": 1, "requests": 1, "min_cosine": 1.0}
     return asdict(path)
 
 

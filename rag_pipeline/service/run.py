@@ -45,17 +45,18 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
 
 def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
                        echo: Callable[[str], None]) -> TextEmbedder:
-    """The model, with questions on the OpenVINO fp32 path (``workers`` streams of one thread)
-    when ``fast_queries`` and the path reproduces the model's vectors; otherwise on the model's
-    own backend, which the echo says."""
+    """The model, with questions on the OpenVINO fp32 path (one stream on every core, up to
+    ``workers`` questions in flight) when ``fast_queries`` and the path reproduces the model's
+    vectors; otherwise on the model's own backend, which the echo says."""
     embedder = load_embedder(spec)
     if fast_queries:
         try:
-            path = embedder.fast_queries(workers)
+            path = embedder.fast_queries(streams=1, requests=workers)
         except QueryPathMismatchError as exc:
             echo(f"warning: {exc}")
         else:
-            echo(f"questions embedded by {path.backend} ({path.streams} stream(s)); min cosine to "
+            echo(f"questions embedded by {path.backend} ({path.streams} stream(s), {path.requests} in "
+                 f"flight); min cosine to "
                  f"{spec.backend.value} over the probe questions {path.min_cosine:.7f}")
     return embedder
 

@@ -87,8 +87,8 @@ def test_fast_questions_give_the_models_own_vectors(minilm: ModelSpec):
     embedder = Embedder(minilm)
     question = "why does [0] * -5 quietly give me []?"
     own = embedder.embed_query(question)
-    path = embedder.fast_queries(streams=2)
-    assert (path.backend, path.streams) == ("openvino-fp32", 2)
+    path = embedder.fast_queries(streams=2, requests=3)
+    assert (path.backend, path.streams, path.requests) == ("openvino-fp32", 2, 3)
     assert path.min_cosine >= 0.99999
     fast = embedder.embed_query(question)
     assert fast.dtype == np.float32 and abs(float(np.linalg.norm(fast)) - 1.0) < 1e-6

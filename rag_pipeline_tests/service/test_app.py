@@ -124,7 +124,7 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
     assert status["model"] == {"key": "hashed-wordpieces@0000feed", "name": "hashed-wordpieces",
                                "fingerprint": "0000feed", "dimension": 384}
     # A stand-in for the model has no fast question path: questions run on the spec's backend.
-    assert status["query_path"] == {"backend": "torch", "streams": 1, "min_cosine": 1.0}
+    assert status["query_path"] == {"backend": "torch", "streams": 1, "requests": 1, "min_cosine": 1.0}
     assert (status["swaps"], status["last_error"]) == (0, None)
     assert status["settings"]["cut"] == 0.6 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0
@@ -170,7 +170,7 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
 
     embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)
-    embedder.fast_queries(streams=2)  # what `serve` does: questions on OpenVINO fp32
+    embedder.fast_queries(streams=1, requests=2)  # what `serve` does: questions on OpenVINO fp32
     service = start_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
                             poll_seconds=3600)
     try:
@@ -180,7 +180,8 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
             query_path = test_client.get("/status").json()["query_path"]
     finally:
         service.follower.stop()
-    assert (query_path["backend"], query_path["streams"]) == ("openvino-fp32", 2)
+    assert (query_path["backend"], query_path["streams"], query_path["requests"]) == (
+        "openvino-fp32", 1, 2)
     assert query_path["min_cosine"] >= 0.99999
     assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
     assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
