@@ -484,10 +484,15 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
               help="openvino: questions run through the model's weights converted to OpenVINO fp32 "
                    "(checked at start to give the model's own vectors); model: the model's own "
                    "backend.")
+@click.option("--query-streams", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="OpenVINO question streams: 1 gives each question every core (lowest latency "
+                   "for one client); more answer that many side by side (more throughput under "
+                   "load).")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
-          workers: int | None, poll_seconds: float, access_log: bool, query_backend: str) -> None:
+          workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
+          query_streams: int) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.models import ModelMismatchError, find_model
@@ -514,7 +519,7 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
             workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=_echo,
-                      fast_queries=query_backend == "openvino")
+                      fast_queries=query_backend == "openvino", query_streams=query_streams)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         _fail(str(exc))

@@ -30,6 +30,7 @@ import http.client
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -235,9 +236,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="Bound of the re-index round.")
     parser.add_argument("--chunker", default="header", help="The served (and re-indexed) chunker.")
     parser.add_argument("--workers", type=int, default=None, help="Passed to serve --workers.")
-    parser.add_argument("--query-backends", nargs="+", choices=["openvino", "model"],
-                        default=["openvino", "model"],
-                        help="Passed to serve --query-backend, one server each, in this order.")
+    parser.add_argument("--query-backends", nargs="+", default=["openvino", "model"],
+                        help="One server each, in this order: 'openvino' or 'model' (serve "
+                             "--query-backend), or 'openvino:N' (with --query-streams N).")
     parser.add_argument("--index-partition", nargs=3, metavar=("DATA", "CORPUS", "CHUNKER"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -245,6 +246,9 @@ def main(argv: list[str] | None = None) -> None:
         data, corpus, chunker = args.index_partition
         index_partition(Path(data), Path(corpus), chunker)
         return
+    for entry in args.query_backends:
+        if not re.fullmatch(r"model|openvino(:[1-9][0-9]?)?", entry):
+            parser.error(f"--query-backends: {entry!r} is not 'model', 'openvino' or 'openvino:N'")
     if not (args.data_dir / "warehouse").is_dir():
         raise SystemExit(f"no index in {args.data_dir}: run `make index` first")
 
@@ -270,12 +274,15 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
     """One server with ``--query-backend query_backend``: the client rounds, then (if asked)
     the re-index round."""
     port = free_port()
+    backend, _, streams = query_backend.partition(":")
     command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()",
                "--data-dir", str(data), "serve", "--host", HOST, "--port", str(port),
-               "--chunker", args.chunker, "--poll", "0.5", "--query-backend", query_backend]
+               "--chunker", args.chunker, "--poll", "0.5", "--query-backend", backend]
+    if streams:
+        command += ["--query-streams", streams]
     if args.workers:
         command += ["--workers", str(args.workers)]
-    log_path = tmp / f"serve-{query_backend}.log"
+    log_path = tmp / f"serve-{backend}-{streams or 1}.log"
     server_log = log_path.open("w")
     server = subprocess.Popen(command, env=env, stdout=server_log, stderr=subprocess.STDOUT)
     try:

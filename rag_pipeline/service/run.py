@@ -44,14 +44,14 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
 
 
 def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
-                       echo: Callable[[str], None]) -> TextEmbedder:
-    """The model, with questions on the OpenVINO fp32 path (one stream on every core, up to
+                       echo: Callable[[str], None], query_streams: int = 1) -> TextEmbedder:
+    """The model, with questions on the OpenVINO fp32 path (``query_streams`` streams, up to
     ``workers`` questions in flight) when ``fast_queries`` and the path reproduces the model's
     vectors; otherwise on the model's own backend, which the echo says."""
     embedder = load_embedder(spec)
     if fast_queries:
         try:
-            path = embedder.fast_queries(streams=1, requests=workers)
+            path = embedder.fast_queries(streams=query_streams, requests=workers)
         except QueryPathMismatchError as exc:
             echo(f"warning: {exc}")
         else:
@@ -63,7 +63,7 @@ def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
 
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
-                  fast_queries: bool = True) -> None:
+                  fast_queries: bool = True, query_streams: int = 1) -> None:
     import uvicorn
 
     from rag_pipeline.service.app import create_app
@@ -71,7 +71,8 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     started = time.perf_counter()
     pin_threads()
     service = start_service(
-        data_dir, settings, lambda: load_service_model(spec, settings.workers, fast_queries, echo),
+        data_dir, settings,
+        lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
         poll_seconds)
     served = service.follower.current
     echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
