@@ -166,6 +166,6 @@ def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
             for g in report["gate_cv"]] == [
         ("top_distance", "right-outcomes", 244, 60),
         *((s, "refusal-budget", 244, 60)
-          for s in ("top_distance", "gap", "standout", "agreement", "vocabulary")),
+          for s in ("top_distance", "gap", "standout", "agreement", "vocabulary", "coverage")),
         *((f"top_distance+w*{s}", "refusal-budget", 244, 60)
-          for s in ("gap", "standout", "agreement", "vocabulary"))]
+          for s in ("gap", "standout", "agreement", "vocabulary", "coverage"))]

@@ -285,11 +285,11 @@ def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSp
     today = report.gate_cv[0]
     assert today == GateCvRow("top_distance", RULE_RIGHT_OUTCOMES, 0.45, 0.45, 4, 0, 2, 3, 0)
     # Then every signal under the refusal-budget rule (no best_sentence: no sentence vectors).
-    signals = ("gap", "standout", "agreement", "vocabulary")
-    assert [(r.signal, r.rule, r.in_total, r.ood_total) for r in report.gate_cv[1:6]] == [
+    signals = ("gap", "standout", "agreement", "vocabulary", "coverage")
+    assert [(r.signal, r.rule, r.in_total, r.ood_total) for r in report.gate_cv[1:7]] == [
         (s, RULE_BUDGET, 4, 3) for s in ("top_distance", *signals)]
     # Then top_distance + w * each other signal, w chosen per fold.
-    assert [r.signal.split(" (w ")[0] for r in report.gate_cv[6:]] == [
+    assert [r.signal.split(" (w ")[0] for r in report.gate_cv[7:]] == [
         f"top_distance+w*{s}" for s in signals]
 
 
