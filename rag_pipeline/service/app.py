@@ -47,8 +47,10 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return f"{where}: {message}" if where and not message.startswith(f"{where} ") else message
 
 
-class BodyTooLarge(Exception):
-    pass
+class BodyTooLarge(BaseException):  # noqa: N818
+    """Raised while a streamed body is read past the limit. A BaseException on purpose: FastAPI
+    turns any Exception raised while it parses a body into a 400, and this must reach
+    :class:`BodyLimit` to become the 413."""
 
 
 class BodyLimit:

@@ -111,6 +111,14 @@ def test_malformed_and_oversized_bodies_are_refused(client: TestClient):
     response = client.post("/ask", content=big, headers={"Content-Type": "application/json"})
     assert (response.status_code, response.json()) == (
         413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
+
+    def chunks():  # no Content-Length: the body streams in, and the limit must still hold
+        for start in range(0, len(big), 8192):
+            yield big[start:start + 8192]
+
+    response = client.post("/ask", content=chunks(), headers={"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (
+        413, {"error": f"request body over {MAX_BODY_BYTES} bytes"})
     response = client.get("/nowhere")
     assert (response.status_code, response.json()) == (404, {"error": "not found"})
     # The service still answers.
