@@ -12,9 +12,10 @@ keep-alive connections and prints p50/p95/p99 latency, throughput, errors and th
 that answered. Each ``--query-backends`` entry starts its own server (``serve --query-backend``:
 OpenVINO fp32 questions, or the model's own backend), so both are measured in one run. Beside
 them it prints the floor: the server's own ``ask`` time (``timings_ms`` ``total``, median), the
-question embedding inside it (``embed_question``), the CPU time of that work (``cpu``: on a
-shared machine the wall times include waiting for a core) and an HTTP round trip that does no
-work (``/health``). It also prints the machine's load average, which says how shared the cores
+question embedding inside it (``embed_question``), the request thread's CPU time of that work
+(``cpu``: on a shared machine the wall times include waiting for a core; OpenVINO's own
+threads, which embed the question on the fast path, are not counted) and an HTTP round trip
+that does no work (``/health``). It also prints the machine's load average, which says how shared the cores
 were. With ``--reindex`` a last
 round of 4 clients runs while the served partition is re-indexed from a changed copy of the
 corpus (one document edited, one added) into the served folder by the jobs ``rag-pipeline
@@ -291,9 +292,9 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         warm = run_round(port, 1, 20, args.max_seconds, pool)
         if warm.errors:
             raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
-        print(f"--query-backend {query_backend}: questions embedded by {path['backend']} "
-              f"({path['streams']} stream(s), {path['requests']} in flight, min cosine to the model's "
-              f"own {path['min_cosine']:.7f}); "
+        how = ("the model's own backend" if path["min_cosine"] is None else
+               f"{path['streams']} stream(s), min cosine to the model's own {path['min_cosine']:.7f}")
+        print(f"--query-backend {query_backend}: questions embedded by {path['backend']} ({how}); "
               f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
         rounds = []
         for clients in args.clients:

@@ -86,15 +86,19 @@ class QueryPathMismatchError(ModelMismatchError):
 
 @dataclass(frozen=True)
 class QueryPath:
-    """How questions are embedded: ``backend`` runs the transformer in ``streams`` parallel
-    streams, ``requests`` questions at most in flight; ``min_cosine`` is the smallest cosine
-    between its vectors and the model's own path over :data:`QUERY_PROBES` (1.0 when it is the
-    model's own path)."""
+    """How questions are embedded. ``backend`` runs the transformer; on the fast path,
+    ``streams`` is the number of parallel streams OpenVINO really compiled (it may give fewer
+    than asked: no more than the cores) and ``min_cosine`` the smallest cosine between its
+    vectors and the model's own over :data:`QUERY_PROBES`. On the model's own path both are
+    None: there is nothing to compare."""
 
     backend: str
-    streams: int
-    requests: int
-    min_cosine: float
+    streams: int | None = None
+    min_cosine: float | None = None
+
+    @property
+    def is_models_own(self) -> bool:
+        return self.min_cosine is None
 
 
 class _InferPool:
@@ -260,7 +264,7 @@ class Embedder:
                                      f"{spec.dimension}")
         self._transformer: _InferPool | None = None
         self._query_transformer: _InferPool | None = None
-        self.query_path = QueryPath(spec.backend.value, 1, 1, 1.0)
+        self.query_path = QueryPath(spec.backend.value)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino(calibration)
 
@@ -277,21 +281,21 @@ class Embedder:
     def fast_queries(self, streams: int = 1, requests: int | None = None) -> QueryPath:
         """Questions embedded by OpenVINO at fp32 from the same weights: a short question takes
         about 7 ms instead of torch's 16 to 19 on two cores. Used only after
-        :data:`QUERY_PROBES` give the model's own vectors (cosine >= :data:`QUERY_MIN_COSINE`);
-        an OpenVINO model already is its own fast path.
+        :data:`QUERY_PROBES` give the model's own vectors (cosine >= :data:`QUERY_MIN_COSINE`).
+        A model on the OpenVINO backend keeps its own path (returned unchanged).
 
         Args:
-            streams: 1 runs each question on every core (the lowest latency); more run that
-                many questions side by side, a core's share each.
-            requests: Questions in flight at most (default ``streams``); beyond ``streams`` they
-                wait for a stream.
+            streams: 1 runs each question on every core (the lowest latency); more ask
+                OpenVINO for that many side by side, a core's share each (it gives at most one
+                per core; the returned path says how many it gave).
+            requests: How many questions may wait for or use a stream at once (default: the
+                streams given); a caller's own concurrency limit (``--workers``) still applies.
 
         Raises:
             QueryPathMismatchError: the converted model does not reproduce the model's vectors.
         """
         if streams < 1:
             raise ValueError(f"streams must be at least 1, got {streams}")
-        requests = max(streams, requests or streams)
         if self.spec.backend is Backend.OPENVINO:
             return self.query_path
         import openvino as ov
@@ -299,7 +303,8 @@ class Embedder:
         config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": streams,
                   "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT"}
         compiled = ov.Core().compile_model(_convert_to_openvino(self.model), "CPU", config)
-        fast = _InferPool(compiled, requests)
+        given = int(compiled.get_property("NUM_STREAMS"))
+        fast = _InferPool(compiled, max(given, requests or given))
         own = np.stack([self.embed([probe])[0] for probe in QUERY_PROBES])
         candidate = np.stack([self._question_vector(probe, fast) for probe in QUERY_PROBES])
         min_cosine = float(np.min(np.sum(own * candidate, axis=1)))
@@ -309,7 +314,7 @@ class Embedder:
                 f"(min cosine {min_cosine:.7f} < {QUERY_MIN_COSINE}); questions stay on "
                 f"{self.spec.backend.value}")
         self._query_transformer = fast
-        self.query_path = QueryPath("openvino-fp32", streams, requests, min_cosine)
+        self.query_path = QueryPath("openvino-fp32", given, min_cosine)
         return self.query_path
 
     def _mean_pooled_and_normalised(self) -> bool:

@@ -280,4 +280,6 @@ def find_model(key: str, models: Sequence[ModelSpec]) -> ModelSpec:
     for spec in models:
         if spec.key == key:
             return spec
-    raise ModelMismatchError(f"model {key!r} is not declared; declared: {[m.key for m in models]}")
+    names = [m.key for m in models if m.name == key]
+    hint = f" (a model is named by its key: {names[0]})" if names else ""
+    raise ModelMismatchError(f"model {key!r} is not declared{hint}; declared: {[m.key for m in models]}")

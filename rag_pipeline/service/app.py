@@ -149,6 +149,7 @@ def create_app(service: QueryService) -> FastAPI:
 
     @app.get("/ask", summary="Answer a question given in the query string")
     def ask_get(
+        http_request: Request,
         q: Annotated[str, Query(description=f"The question (1 to {MAX_QUESTION_CHARS} characters).")],
         chunker: str | None = None, model: str | None = None, retriever: Retriever | None = None,
         analyzer: Analyzer | None = None, k: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
@@ -156,6 +157,11 @@ def create_app(service: QueryService) -> FastAPI:
     ) -> JSONResponse:
         payload = {"question": q, "chunker": chunker, "model": model, "retriever": retriever,
                    "analyzer": analyzer, "k": k, "cut": cut}
+        unknown = sorted(set(http_request.query_params) - {"q", *payload})
+        if unknown:  # as POST refuses unknown fields
+            service.count_error()
+            return _error(422, f"{unknown[0]}: unknown query parameter (known: q, "
+                               "chunker, model, retriever, analyzer, k, cut)")
         return _answer({key: value for key, value in payload.items() if value is not None})
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")

@@ -88,10 +88,11 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
-    """How questions are embedded (a loaded model says; a test double runs the spec's backend)."""
+    """How questions are embedded (a loaded model says; a test double runs its spec's backend).
+    ``streams`` and ``min_cosine`` are null on the model's own path."""
     path = getattr(embedder, "query_path", None)
     if path is None:
-        return {"backend": embedder.spec.backend.value, "streams": 1, "requests": 1, "min_cosine": 1.0}
+        return {"backend": embedder.spec.backend.value, "streams": None, "min_cosine": None}
     return asdict(path)
 
 
@@ -126,9 +127,10 @@ class QueryService:
 
     def answer(self, request: AskRequest) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
-        adds ``queue`` (waiting for a worker slot), ``cpu`` (this thread's CPU time inside
-        ``ask``: below ``total`` when the cores are shared) and ``request`` (validation to a
-        JSON-ready dict)."""
+        adds ``queue`` (waiting for a worker slot), ``cpu`` (the request thread's CPU time inside
+        ``ask``: below ``total`` when the cores are shared; it does not count OpenVINO's own
+        threads, which run the fast question path) and ``request`` (validation to a JSON-ready
+        dict)."""
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:

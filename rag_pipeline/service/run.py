@@ -45,19 +45,31 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
 
 def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
                        echo: Callable[[str], None], query_streams: int = 1) -> TextEmbedder:
-    """The model, with questions on the OpenVINO fp32 path (``query_streams`` streams, up to
-    ``workers`` questions in flight) when ``fast_queries`` and the path reproduces the model's
-    vectors; otherwise on the model's own backend, which the echo says."""
+    """The model, with questions on the OpenVINO fp32 path (``query_streams`` streams asked,
+    at most ``workers`` questions at once) when ``fast_queries``, the model is not already on
+    OpenVINO and the path reproduces the model's vectors; otherwise on the model's own
+    backend. The echo says which, and when ``query_streams`` has no effect."""
     embedder = load_embedder(spec)
+    path = embedder.query_path
     if fast_queries:
         try:
             path = embedder.fast_queries(streams=query_streams, requests=workers)
         except QueryPathMismatchError as exc:
             echo(f"warning: {exc}")
-        else:
-            echo(f"questions embedded by {path.backend} ({path.streams} stream(s), {path.requests} in "
-                 f"flight); min cosine to "
-                 f"{spec.backend.value} over the probe questions {path.min_cosine:.7f}")
+    if path.is_models_own:
+        echo(f"questions embedded by the model's own backend ({path.backend})")
+        if query_streams != 1:
+            echo("note: --query-streams applies only to the OpenVINO question path of a model "
+                 "on another backend; ignored")
+        return embedder
+    echo(f"questions embedded by {path.backend}, {path.streams} stream(s); min cosine to "
+         f"{spec.backend.value} over the probe questions {path.min_cosine:.7f}")
+    if path.streams < query_streams:
+        echo(f"note: OpenVINO gave {path.streams} of the {query_streams} streams asked (at most "
+             "one per core)")
+    if path.streams > workers:
+        echo(f"note: --workers {workers} lets only {workers} question(s) run at once; "
+             f"{path.streams - workers} stream(s) stay idle")
     return embedder
 
 
