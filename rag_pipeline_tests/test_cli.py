@@ -133,6 +133,17 @@ def test_serve_errors_are_one_clear_line(tmp_path: Path, args: list[str], messag
     assert (code, output.strip()) == (2, message)
 
 
+def test_serve_on_a_busy_port_fails_before_loading_anything(tmp_path: Path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        # No index either: the port is checked first, so the answer comes at once.
+        code, output = _run("--data-dir", str(tmp_path), "serve", "--port", str(port))
+    assert (code, output.strip()) == (
+        2, f"error: cannot listen on 127.0.0.1:{port}: Address already in use")
+
+
 def test_eval_json_over_the_bundled_gold_sets(data_dir: Path):
     code, output = _run("--data-dir", str(data_dir), "eval", "--json")
     assert code == 0, output

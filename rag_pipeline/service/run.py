@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +74,25 @@ def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
     return embedder
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one), taken before the model loads so a
+    busy port fails at once instead of after a ready message.
+
+    Raises:
+        OSError: The address cannot be bound; the message names it.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
                   fast_queries: bool = True, query_streams: int = 1) -> None:
@@ -81,19 +101,28 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     from rag_pipeline.service.app import create_app
 
     started = time.perf_counter()
-    pin_threads()
-    service = start_service(
-        data_dir, settings,
-        lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
-        poll_seconds)
+    sock = listening_socket(host, port)
+    try:
+        pin_threads()
+        service = start_service(
+            data_dir, settings,
+            lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
+            poll_seconds)
+    except BaseException:
+        sock.close()
+        raise
     served = service.follower.current
+    port = sock.getsockname()[1]
+    where = f"[{host}]" if ":" in host else host
     echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
          f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
          f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
-    echo(f"page http://{host}:{port}/   API http://{host}:{port}/docs   (Ctrl-C stops)")
+    echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
+    config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
+                            log_level="info" if access_log else "warning",
+                            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_SECONDS)
     try:
-        uvicorn.run(create_app(service), host=host, port=port, access_log=access_log,
-                    log_level="info" if access_log else "warning",
-                    limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_SECONDS)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         service.follower.stop()
