@@ -240,8 +240,9 @@ def _convert_to_openvino(model):
             input=[(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in example])
 
 
-def _inputs(features: dict) -> dict[str, np.ndarray]:
-    return {name: features[name].numpy().astype(np.int64)
+def _inputs(features) -> dict[str, np.ndarray]:
+    """The transformer's three inputs as int64 arrays, from torch tensors or numpy arrays."""
+    return {name: np.asarray(features[name], dtype=np.int64)
             for name in ("input_ids", "attention_mask", "token_type_ids")}
 
 
@@ -264,6 +265,7 @@ class Embedder:
                                      f"{spec.dimension}")
         self._transformer: _InferPool | None = None
         self._query_transformer: _InferPool | None = None
+        self._pooled_in_numpy = self._mean_pooled_and_normalised()
         self.query_path = QueryPath(spec.backend.value)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino(calibration)
@@ -325,12 +327,10 @@ class Embedder:
                 and getattr(modules[0], "pooling_mode", None) == "mean")
 
     def _question_vector(self, question: str, transformer: _InferPool) -> np.ndarray:
-        if not self._mean_pooled_and_normalised():
+        if not self._pooled_in_numpy:
             return l2_normalise(self._forward([question], transformer))[0]
-        features = self.model.tokenizer([question], padding=True, truncation=True,
-                                        max_length=self.spec.max_tokens, return_tensors="np")
-        inputs = {name: features[name].astype(np.int64)
-                  for name in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = _inputs(self.model.tokenizer([question], padding=True, truncation=True,
+                                              max_length=self.spec.max_tokens, return_tensors="np"))
         hidden = transformer(inputs)[0]
         mask = inputs["attention_mask"][0].astype(np.float32)[:, None]
         pooled = (hidden * mask).sum(axis=0) / max(float(mask.sum()), 1e-9)

@@ -105,20 +105,20 @@ def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
     d1 = float(ordered[0])
     dk = float(ordered[min(GAP_RANK, len(ordered)) - 1])
     std = float(distances.std())
-    dense_top = set(top_k(distances, AGREEMENT_DEPTH).tolist())
+    dense_ranked = top_k(distances, max(AGREEMENT_DEPTH, COVERAGE_DEPTH))
+    dense_top = set(dense_ranked[:AGREEMENT_DEPTH].tolist())
     bm25 = scorer.scores(question)
     positive = np.flatnonzero(bm25 > 0)
     bm25_top = set(positive[np.lexsort((positive, -bm25[positive]))][:AGREEMENT_DEPTH].tolist())
     terms = analyze(question, scorer.analyzer)
     known = sum(1 for t in terms if t in scorer.term_index)
-    closest = top_k(distances, COVERAGE_DEPTH)
     signals = {
         RefusalSignal.TOP_DISTANCE: d1,
         RefusalSignal.GAP: -(dk - d1),
         RefusalSignal.STANDOUT: (d1 - float(distances.mean())) / std if std > 0 else 0.0,
         RefusalSignal.AGREEMENT: -len(dense_top & bm25_top) / AGREEMENT_DEPTH,
         RefusalSignal.VOCABULARY: -(known / len(terms)) if terms else 0.0,
-        RefusalSignal.COVERAGE: -term_coverage(question, scorer, closest),
+        RefusalSignal.COVERAGE: -term_coverage(question, scorer, dense_ranked[:COVERAGE_DEPTH]),
     }
     if sentence_distances is not None:
         signals[RefusalSignal.BEST_SENTENCE] = float(sentence_distances.min())
