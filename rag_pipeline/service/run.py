@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from rag_pipeline.core.ask import ask
@@ -42,6 +43,18 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
     except BaseException:
         follower.stop()
         raise
+
+
+@contextmanager
+def running_service(data_dir: Path, settings: ServeSettings,
+                    load_model: Callable[[], TextEmbedder],
+                    poll_seconds: float = 1.0) -> Iterator[QueryService]:
+    """:func:`start_service`, with the index follower stopped on the way out."""
+    service = start_service(data_dir, settings, load_model, poll_seconds)
+    try:
+        yield service
+    finally:
+        service.follower.stop()
 
 
 def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
@@ -101,28 +114,21 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     from rag_pipeline.service.app import create_app
 
     started = time.perf_counter()
-    sock = listening_socket(host, port)
-    try:
+    with closing(listening_socket(host, port)) as sock:
         pin_threads()
-        service = start_service(
-            data_dir, settings,
-            lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
-            poll_seconds)
-    except BaseException:
-        sock.close()
-        raise
-    served = service.follower.current
-    port = sock.getsockname()[1]
-    where = f"[{host}]" if ":" in host else host
-    echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
-         f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
-         f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
-    echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
-    config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
-                            log_level="info" if access_log else "warning",
-                            limit_concurrency=MAX_CONNECTIONS, timeout_keep_alive=KEEP_ALIVE_SECONDS)
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
-        service.follower.stop()
+        with running_service(
+                data_dir, settings,
+                lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
+                poll_seconds) as service:
+            served = service.follower.current
+            port = sock.getsockname()[1]
+            where = f"[{host}]" if ":" in host else host
+            echo(f"serving {settings.chunker}|{settings.model_key} generation {served.generation}: "
+                 f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
+                 f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
+            echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
+            config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
+                                    log_level="info" if access_log else "warning",
+                                    limit_concurrency=MAX_CONNECTIONS,
+                                    timeout_keep_alive=KEEP_ALIVE_SECONDS)
+            uvicorn.Server(config).run(sockets=[sock])

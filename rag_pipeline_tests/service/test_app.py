@@ -14,7 +14,7 @@ from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
 from rag_pipeline.service.app import MAX_BODY_BYTES, create_app, document_view
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline.service.run import start_service
+from rag_pipeline.service.run import running_service
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
@@ -29,13 +29,10 @@ def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
 
 @pytest.fixture(scope="module")
 def client(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[TestClient]:
-    service = start_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key, workers=2),
-                            lambda: hashed_embedder, poll_seconds=3600)
-    try:
-        with TestClient(create_app(service)) as test_client:
-            yield test_client
-    finally:
-        service.follower.stop()
+    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key, workers=2),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          TestClient(create_app(service)) as test_client):
+        yield test_client
 
 
 def _without_service_fields(body: dict) -> dict:
@@ -187,15 +184,12 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
     embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)
     embedder.fast_queries(streams=1, requests=2)  # what `serve` does: questions on OpenVINO fp32
-    service = start_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
-                            poll_seconds=3600)
-    try:
-        with TestClient(create_app(service)) as test_client:
-            answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
-            refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
-            query_path = test_client.get("/status").json()["query_path"]
-    finally:
-        service.follower.stop()
+    with (running_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
+                          poll_seconds=3600) as service,
+          TestClient(create_app(service)) as test_client):
+        answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
+        refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
+        query_path = test_client.get("/status").json()["query_path"]
     assert (query_path["backend"], query_path["streams"]) == ("openvino-fp32", 1)
     assert query_path["min_cosine"] >= 0.99999
     assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")

@@ -11,7 +11,7 @@ import pytest
 
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline.service.run import start_service
+from rag_pipeline.service.run import running_service
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 from rag_pipeline_tests.service.browser import CHROMIUM, chromium_page, serve_in_thread
@@ -27,13 +27,10 @@ TIMEOUT_MS = 30_000
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> Iterator[str]:
     built: BuiltIndex = build_index(tmp_path_factory.mktemp("page"), hashed_embedder)
-    service = start_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key),
-                            lambda: hashed_embedder, poll_seconds=3600)
-    try:
-        with serve_in_thread(create_app(service)) as url:
-            yield url
-    finally:
-        service.follower.stop()
+    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          serve_in_thread(create_app(service)) as url):
+        yield url
 
 
 def test_the_page_answers_with_sources_and_links_to_the_quoted_place(base_url: str, tmp_path: Path):
