@@ -362,27 +362,40 @@ def _load_reranker(folder: Path) -> Reranker:
         _fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
 
 
+QUESTION_OPTIONS = (
+    click.option("--model", "model_key", default=None,
+                 help="Model partition key (default: the default model of rag_pipeline.toml)."),
+    click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+                 default=Retriever.HYBRID.value, show_default=True),
+    click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+                 default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer."),
+    click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+                 show_default=True, help="At most this many sources are kept."),
+    click.option("--cut", "--threshold", "cut", type=float, default=None,
+                 help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold "
+                      "is the same; default: the model's `cut` in rag_pipeline.toml, else "
+                      f"{DEFAULT_CUT})."),
+    click.option("--base-url", default=None,
+                 help="Cite URLs under this http(s) or file URL instead of file URIs."),
+)
+"""The options `ask` and `serve` share: same names, defaults and help."""
+
+
+def question_options(command):
+    """Adds :data:`QUESTION_OPTIONS` to a command, in that order."""
+    for option in reversed(QUESTION_OPTIONS):
+        command = option(command)
+    return command
+
+
 @main.command()
 @click.argument("question")
 @click.option("--chunker", default=DEFAULT_STRATEGY.value, show_default=True,
               help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
-@click.option("--model", "model_key", default=None,
-              help="Model partition key (default: the default model of rag_pipeline.toml).")
-@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
-              default=Retriever.HYBRID.value, show_default=True)
-@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
-              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
-              show_default=True, help="At most this many sources are kept.")
-@click.option("--cut", "--threshold", "cut", type=float, default=None,
-              help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold is "
-                   "the same; default: the model's `cut` in rag_pipeline.toml, else "
-                   f"{DEFAULT_CUT}).")
+@question_options
 @click.option("--rerank", "rerank_model", default=None,
               help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
-@click.option("--base-url", default=None,
-              help="Cite URLs under this http(s) or file URL instead of file URIs.")
 @click.option("--generate-url", default=None,
               help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
 @click.option("--generate-model", default="default", show_default=True)
@@ -461,19 +474,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
               default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
-@click.option("--model", "model_key", default=None,
-              help="Model partition key (default: the first declared model).")
-@click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
-              default=Retriever.HYBRID.value, show_default=True)
-@click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
-              default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer.")
-@click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
-              show_default=True, help="At most this many sources are kept.")
-@click.option("--cut", "--threshold", "cut", type=float, default=None,
-              help="Cosine-distance cut in [0, 2] (--threshold is the same; default: the model's "
-                   f"`cut` in rag_pipeline.toml, else {DEFAULT_CUT}).")
-@click.option("--base-url", default=None,
-              help="Cite URLs under this http(s) or file URL instead of file URIs.")
+@question_options
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Questions answered at once (default: the number of CPUs).")
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
