@@ -203,6 +203,23 @@ def _reading_order(soup: BeautifulSoup, blocks: list[Tag]) -> list[Tag | str]:
     return out
 
 
+def html_block_text(element: Tag) -> str:
+    """A chosen HTML block as its paragraph: ``<pre>`` keeps its lines, anything else has its
+    white space collapsed; ``<h1>`` gets ``# ``, deeper headings ``## ``; "" when it holds no
+    text."""
+    if element.name == "pre":
+        text = element.get_text().strip("\n")
+    else:
+        text = " ".join(element.get_text(" ").split())
+    if not text.strip():
+        return ""
+    if element.name == "h1":
+        return "# " + text
+    if element.name in ("h2", "h3", "h4", "h5", "h6"):
+        return "## " + text
+    return text
+
+
 def extract_html(data: bytes, stem: str) -> Extracted:
     """HTML blocks (and ``<div>`` elements holding no block) as paragraphs, and the loose text
     between them as paragraphs of its own; ``<h1>`` becomes ``# ``, deeper headings ``## ``
@@ -214,20 +231,9 @@ def extract_html(data: bytes, stem: str) -> Extracted:
         tag.decompose()
     blocks: list[str] = []
     for element in _reading_order(soup, _outer_blocks(soup)):
-        if isinstance(element, str):
-            blocks.append(element)
-            continue
-        if element.name == "pre":
-            text = element.get_text().strip("\n")
-        else:
-            text = " ".join(element.get_text(" ").split())
-        if not text.strip():
-            continue
-        if element.name == "h1":
-            text = "# " + text
-        elif element.name in ("h2", "h3", "h4", "h5", "h6"):
-            text = "## " + text
-        blocks.append(text)
+        text = element if isinstance(element, str) else html_block_text(element)
+        if text:
+            blocks.append(text)
     canonical = "\n\n".join(blocks) + ("\n" if blocks else "")
     title_tag = soup.find("title")
     if title_tag and title_tag.get_text().strip():

@@ -26,6 +26,7 @@ from rag_pipeline.core.documents import (
     extract_document,
     extract_html,
     extract_markdown,
+    html_block_text,
 )
 
 PYPDF_EXTRACTOR_VERSION = f"1+pypdf-{pypdf.__version__}"
@@ -352,7 +353,8 @@ _BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "
 
 def _canonical_html_by_search(data: bytes) -> str:
     """The oracle: the same rules by direct searches, quadratic on deep nesting (the former
-    extractor's block choice, plus loose text found by searching each string's ancestors)."""
+    extractor's block choice, plus loose text found by searching each string's ancestors);
+    a chosen block reads as :func:`html_block_text` says, tested on its own below."""
     from bs4 import BeautifulSoup, NavigableString
 
     soup = BeautifulSoup(data, "lxml")
@@ -373,23 +375,23 @@ def _canonical_html_by_search(data: bytes) -> str:
     for node in soup.descendants:
         if id(node) in kept_ids:
             flush()
-            element = node
-            if element.name == "pre":
-                text = element.get_text().strip("\n")
-            else:
-                text = " ".join(element.get_text(" ").split())
-            if not text.strip():
-                continue
-            if element.name == "h1":
-                text = "# " + text
-            elif element.name in ("h2", "h3", "h4", "h5", "h6"):
-                text = "## " + text
-            blocks.append(text)
+            text = html_block_text(node)  # how a block reads is shared; which blocks is not
+            if text:
+                blocks.append(text)
         elif (type(node) is NavigableString
               and not any(id(p) in kept_ids or p.name == "head" for p in node.parents)):
             loose.append(str(node))
     flush()
     return "\n\n".join(blocks) + ("\n" if blocks else "")
+
+
+def test_a_block_reads_as_its_paragraph():
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup("<h1> A  title </h1><h3>Sub\n head</h3><pre>\n  x = 1\n  y\n</pre>"
+                         "<p>one\n two <b>three</b></p><p> </p>", "lxml")
+    assert [html_block_text(e) for e in soup.find_all(["h1", "h3", "pre", "p"])] == [
+        "# A title", "## Sub head", "  x = 1\n  y", "one two three", ""]
 
 
 def _random_html(rng: random.Random, depth: int) -> str:
