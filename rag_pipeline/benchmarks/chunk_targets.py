@@ -39,23 +39,15 @@ from rag_pipeline.core.evaluation import (
     compare,
     evaluate,
 )
-from rag_pipeline.core.generations import publish
 from rag_pipeline.core.gold import GoldError, GoldQuery, load_gold, validate_gold
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
-from rag_pipeline.core.index_tables import (
-    ChunkStats,
-    bm25_stats_tables,
-    chunks_table,
-    documents_table,
-    embeddings_table,
-)
+from rag_pipeline.core.index_tables import ChunkStats
 from rag_pipeline.core.markdown_table import markdown_table
 from rag_pipeline.core.models import TextEmbedder
+from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.core.retrieval import Retriever
-from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
-from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_EVAL_DIR
 
 DEFAULT_TARGETS = (256, 384, 512)
@@ -91,30 +83,16 @@ def build_target(records: Sequence[DocumentRecord], target: int, embedder: TextE
                  root: Path) -> TargetIndex:
     """Chunks, embeds and indexes ``records`` at ``target`` characters into a warehouse under
     ``root``, publishes it and loads the partition back."""
-    spec = embedder.spec
-    warehouse = Warehouse(root)
-    documents = warehouse.write(DOCUMENTS, documents_table(records))
-    partition = {"chunker": STRATEGY.value}
-    chunks, stats = chunks_table(records, STRATEGY, wordpiece_counter(spec),
-                                 ChunkingSettings(target_chars=target))
-    versions = {DOCUMENTS: documents,
-                CHUNKS: warehouse.write(CHUNKS, chunks, partition,
-                                        inputs={DOCUMENTS: documents.file})}
-    built_from = {CHUNKS: versions[CHUNKS].file}
 
     def progress(done: int, total: int) -> None:
         if done == total or done % 256 == 0:
             print(f"  {target_label(target)}: embedded {done}/{total}", file=sys.stderr,
                   flush=True)
 
-    embeddings, embedded = embeddings_table(chunks, None, embedder, progress=progress)
-    versions[EMBEDDINGS] = warehouse.write(EMBEDDINGS, embeddings, {**partition, "model": spec.key},
-                                           inputs=built_from)
-    for name, table in bm25_stats_tables(chunks).items():
-        versions[name] = warehouse.write(name, table, partition, inputs=built_from)
-    publish(warehouse, STRATEGY.value, spec.key, versions)
-    return TargetIndex(target, load_partition(root, STRATEGY.value, spec.key), stats,
-                       embedded.seconds)
+    built = build_partition(Warehouse(root), records, STRATEGY, embedder,
+                            ChunkingSettings(target_chars=target), progress)
+    return TargetIndex(target, load_partition(root, STRATEGY.value, embedder.spec.key),
+                       built.chunks, built.embedding.seconds)
 
 
 def paired_against_baseline(report: EvalReport, targets: Sequence[int], baseline: int,

@@ -18,17 +18,11 @@ from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.generations import GENERATION_TABLES, Generation, publish
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
-from rag_pipeline.core.index_tables import (
-    bm25_stats_tables,
-    chunks_table,
-    documents_table,
-    embeddings_table,
-)
 from rag_pipeline.core.models import TextEmbedder
+from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
-from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 
 TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "
@@ -71,24 +65,12 @@ def build_index(root: Path, embedder: TextEmbedder,
     """Writes ``docs`` under ``root/corpus``, indexes them into ``root/data`` with ``embedder``
     (the real model, or the hashed stand-in where the model is not the point) and loads the
     ``strategy x embedder.spec`` partition."""
-    spec = embedder.spec
     corpus_dir = write_corpus(root / "corpus", dict(docs))
     data_dir = root / "data"
-    warehouse = Warehouse(data_dir)
     records = extract_corpus(corpus_dir).records
-    documents = warehouse.write(DOCUMENTS, documents_table(records))
-    chunker = {"chunker": strategy.value}
-    chunks, _ = chunks_table(records, strategy, wordpiece_counter(spec), settings)
-    versions = {DOCUMENTS: documents,
-                CHUNKS: warehouse.write(CHUNKS, chunks, chunker, inputs={DOCUMENTS: documents.file})}
-    built_from = {CHUNKS: versions[CHUNKS].file}
-    embeddings, _ = embeddings_table(chunks, None, embedder)
-    versions[EMBEDDINGS] = warehouse.write(EMBEDDINGS, embeddings, {**chunker, "model": spec.key},
-                                           inputs=built_from)
-    for name, table in bm25_stats_tables(chunks).items():
-        versions[name] = warehouse.write(name, table, chunker, inputs=built_from)
-    publish(warehouse, strategy.value, spec.key, versions)
-    return BuiltIndex(data_dir, corpus_dir, load_partition(data_dir, strategy.value, spec.key),
+    build_partition(Warehouse(data_dir), records, strategy, embedder, settings)
+    index = load_partition(data_dir, strategy.value, embedder.spec.key)
+    return BuiltIndex(data_dir, corpus_dir, index,
                       {r.document_id: r.canonical_text for r in records if r.ok})
 
 
