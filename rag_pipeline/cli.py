@@ -433,7 +433,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     try:
         check_chunker(chunker)
         if cut is not None:
-            check_threshold(cut, "--threshold")
+            check_threshold(cut, "--cut/--threshold")
         if base_url is not None:
             check_base_url(base_url, "--base-url")
         if generate_url is not None:
@@ -504,7 +504,7 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
 
     try:
         if cut is not None:
-            check_threshold(cut, "--threshold")
+            check_threshold(cut, "--cut/--threshold")
         if base_url is not None:
             check_base_url(base_url, "--base-url")
     except InvalidArgumentError as exc:

@@ -24,10 +24,10 @@ def _fail(*args: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--threshold", "nan"], "--threshold must be a finite cosine distance in [0, 2], got nan"),
-    (["--threshold", "inf"], "--threshold must be a finite cosine distance in [0, 2], got inf"),
-    (["--threshold", "-1"], "--threshold must be a finite cosine distance in [0, 2], got -1.0"),
-    (["--threshold", "5"], "--threshold must be a finite cosine distance in [0, 2], got 5.0"),
+    (["--threshold", "nan"], "--cut/--threshold must be a finite cosine distance in [0, 2], got nan"),
+    (["--threshold", "inf"], "--cut/--threshold must be a finite cosine distance in [0, 2], got inf"),
+    (["--threshold", "-1"], "--cut/--threshold must be a finite cosine distance in [0, 2], got -1.0"),
+    (["--threshold", "5"], "--cut/--threshold must be a finite cosine distance in [0, 2], got 5.0"),
     (["--chunker", "../x"], f"unknown chunker '../x'; declared: {CHUNKERS}"),
     (["--base-url", "javascript:alert(1)"],
      "--base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),

@@ -44,8 +44,9 @@ class AskRequest(BaseModel):
     model: str | None = Field(None, description="Must name the served model key when given.")
     retriever: Retriever | None = None
     analyzer: Analyzer | None = Field(None, description="BM25 analyzer.")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="At most this many sources.")
-    cut: float | None = Field(None, description="Cosine-distance cut in [{:g}, {:g}].".format(
+    # Strict: a JSON string ("0.5") is refused rather than coerced, as a wrong type should be.
+    k: int | None = Field(None, ge=1, le=MAX_K, strict=True, description="At most this many sources.")
+    cut: float | None = Field(None, strict=True, description="Cosine-distance cut in [{:g}, {:g}].".format(
         *COSINE_DISTANCE_RANGE))
 
     @field_validator("question")

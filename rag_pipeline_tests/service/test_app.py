@@ -62,6 +62,11 @@ def test_get_ask_equals_post_ask(client: TestClient):
     assert (got["threshold"], len(got["citations"])) == (1.1, 2)
 
 
+def test_a_whole_number_cut_is_a_number(client: TestClient):
+    body = client.post("/ask", json={"question": TIMEOUTS_QUESTION, "cut": 1}).json()
+    assert body["threshold"] == 1.0
+
+
 def test_an_off_topic_question_is_refused_with_the_closest_distance(client: TestClient):
     body = client.get("/ask", params={"q": OFF_TOPIC}).json()
     assert (body["answered"], body["citations"], body["prompt"]) == (False, [], None)
@@ -79,6 +84,8 @@ def test_an_off_topic_question_is_refused_with_the_closest_distance(client: Test
      "cut must be a finite cosine distance in [0, 2], got -0.25"),
     ("post", {"question": "q", "cut": 7.5}, 422, "cut must be a finite cosine distance in [0, 2], got 7.5"),
     ("post", {"question": "q", "k": 0}, 422, "k: Input should be greater than or equal to 1"),
+    ("post", {"question": "q", "k": "2"}, 422, "k: Input should be a valid integer"),
+    ("post", {"question": "q", "cut": "0.5"}, 422, "cut: Input should be a valid number"),
     ("post", {"question": "q", "retriever": "magic"}, 422,
      "retriever: Input should be 'dense', 'bm25' or 'hybrid'"),
     ("post", {"question": "q", "chunker": "blind"}, 422,
