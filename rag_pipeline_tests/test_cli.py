@@ -124,7 +124,8 @@ def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["serve", "--port", "0"], "error: no index built yet: run `rag-pipeline index` first"),
-    (["serve", "--threshold", "5"], "error: --cut/--threshold must be a finite cosine distance in [0, 2], got 5.0"),
+    (["serve", "--threshold", "5"],
+     "error: --cut/--threshold must be a finite cosine distance in [0, 2], got 5.0"),
     (["serve", "--base-url", "javascript:alert(1)"],
      "error: --base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),
 ])
