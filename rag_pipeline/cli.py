@@ -480,20 +480,25 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
               show_default=True, help="Seconds between checks for a new index generation.")
 @click.option("--access-log", is_flag=True, help="Log every request.")
-@click.option("--query-backend", type=click.Choice(["openvino", "model"]), default="openvino",
-              show_default=True,
-              help="openvino: questions run through the model's weights converted to OpenVINO fp32 "
-                   "(checked at start to give the model's own vectors); model: the model's own "
-                   "backend.")
+@click.option("--query-backend", type=click.Choice(["onnxruntime", "openvino", "model"]),
+              default="onnxruntime", show_default=True,
+              help="onnxruntime or openvino: questions run through the model's weights converted "
+                   "to that runtime at fp32 (checked at start to give the model's own vectors); "
+                   "model: the model's own backend. onnxruntime gives a question alone every "
+                   "core and questions side by side one core each.")
 @click.option("--query-streams", type=click.IntRange(1, 64), default=1, show_default=True,
               help="OpenVINO question streams: 1 gives each question every core (lowest latency "
                    "for one client); more answer that many side by side (more throughput under "
                    "load).")
+@click.option("--query-threads", type=click.IntRange(1, 64), default=None,
+              help="ONNX Runtime: threads for a question embedded while no other is (default: "
+                   "every core); questions side by side always get one each. 1 puts every "
+                   "question on one core: slower alone, the same under load.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
-          query_streams: int) -> None:
+          query_streams: int, query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.index_store import UnknownPartitionError
     from rag_pipeline.core.models import ModelMismatchError, find_model
@@ -520,7 +525,8 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
             workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=_echo,
-                      fast_queries=query_backend == "openvino", query_streams=query_streams)
+                      query_runtime=None if query_backend == "model" else query_backend,
+                      query_streams=query_streams, query_threads=query_threads)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         _fail(str(exc))

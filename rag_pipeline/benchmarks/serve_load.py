@@ -10,13 +10,14 @@ the project's own index is never written, waits for ``/health``, then for each c
 sends ``--requests`` questions (the bundled gold and out-of-domain questions, in turn) over
 keep-alive connections and prints p50/p95/p99 latency, throughput, errors and the generations
 that answered. Each ``--query-backends`` entry starts its own server (``serve --query-backend``:
-OpenVINO fp32 questions, or the model's own backend), so both are measured in one run. Beside
-them it prints the floor: the server's own ``ask`` time (``timings_ms`` ``total``, median), the
-question embedding inside it (``embed_question``), the request thread's CPU time of that work
-(``cpu``: on a shared machine the wall times include waiting for a core; OpenVINO's own
-threads, which embed the question on the fast path, are not counted) and an HTTP round trip
-that does no work (``/health``). It also prints the machine's load average, which says how shared the cores
-were. With ``--reindex`` a last
+ONNX Runtime or OpenVINO fp32 questions, or the model's own backend), so all are measured in one
+run. Beside them it prints the floor: the server's own ``ask`` time (``timings_ms`` ``total``,
+median), the question embedding inside it (``embed_question``), the request thread's CPU time
+of that work (``cpu``: on a shared machine the wall times include waiting for a core; a
+runtime's own threads, which embed part of the question on the fast path, are not counted), an
+HTTP round trip that does no work (``/health``), and the CPU time of server and clients per
+request (``core ms``): with it, the most the cores allow 4 clients against 1. It also prints the
+machine's load average, which says how shared the cores were. With ``--reindex`` a last
 round of 4 clients runs while the served partition is re-indexed from a changed copy of the
 corpus (one document edited, one added) into the served folder by the jobs ``rag-pipeline
 index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
@@ -61,6 +62,19 @@ class Round:
     errors: Counter[str] = field(default_factory=Counter)
     generations: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return len(self.latencies_ms) / self.seconds if self.seconds else 0.0
+
+    @property
+    def core_ms_per_request(self) -> float:
+        """CPU time of the server and of the clients (all their threads) per answered request:
+        what a request costs the machine's cores, whoever runs it."""
+        n = len(self.latencies_ms)
+        return (self.server_cpu_s + self.client_cpu_s) * 1000 / n if n else math.nan
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -106,10 +120,17 @@ def wait_ready(port: int, server: subprocess.Popen) -> None:
     raise SystemExit(f"the server was not ready after {READY_TIMEOUT_S:.0f} s")
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, all its threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_round(port: int, clients: int, requests: int, max_seconds: float, pool: list[str],
-              keep_going: threading.Event | None = None) -> Round:
+              keep_going: threading.Event | None = None, server_pid: int | None = None) -> Round:
     """``clients`` threads share ``requests`` questions; with ``keep_going`` set they go on
-    (past ``requests``) until it is cleared. Either way nothing runs past ``max_seconds``."""
+    (past ``requests``) until it is cleared. Either way nothing runs past ``max_seconds``.
+    With ``server_pid`` the round also records the server's and the clients' CPU time."""
     result = Round(clients)
     lock = threading.Lock()
     counter = iter(range(10**9))
@@ -152,12 +173,17 @@ def run_round(port: int, clients: int, requests: int, max_seconds: float, pool: 
             conn.close()
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
+    server_cpu = process_cpu_seconds(server_pid) if server_pid else 0.0
+    client_cpu = time.process_time()
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     result.seconds = time.perf_counter() - started
+    result.client_cpu_s = time.process_time() - client_cpu
+    if server_pid:
+        result.server_cpu_s = process_cpu_seconds(server_pid) - server_cpu
     return result
 
 
@@ -185,9 +211,21 @@ def print_round(r: Round, label: str) -> None:
     print(f"{label:22s} {n:6d} {errors:6d} {percentile(r.latencies_ms, 50):8.2f} "
           f"{percentile(r.latencies_ms, 95):8.2f} {percentile(r.latencies_ms, 99):8.2f} "
           f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.embed_ms):9.2f} "
-          f"{statistics.median(r.cpu_ms):9.2f}  "
+          f"{statistics.median(r.cpu_ms):9.2f} {r.core_ms_per_request:9.2f}  "
           + ", ".join(f"{g}: {c}" for g, c in r.generations.items())
           + (f"  errors: {dict(r.errors)}" if errors else ""))
+
+
+def scaling_line(one: Round, many: Round, cores: int) -> str:
+    """The throughput ratio of two rounds beside the most the cores allow: ``cores`` seconds of
+    CPU per second, spent at ``many``'s measured cost per request (server and clients), is at
+    most ``cores / cost`` requests per second, whatever the scheduling."""
+    ratio = many.throughput / one.throughput
+    ceiling = cores * 1000 / many.core_ms_per_request
+    return (f"throughput {many.clients} clients / {one.clients}: {ratio:.2f}x; the cores allow at "
+            f"most {ceiling / one.throughput:.2f}x ({cores} cores / {many.core_ms_per_request:.2f} "
+            f"core-ms per request = {ceiling:.0f} req/s against {one.throughput:.1f} for "
+            f"{one.clients})")
 
 
 def changed_corpus(source: Path, target: Path) -> Path:
@@ -237,9 +275,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="Bound of the re-index round.")
     parser.add_argument("--chunker", default="header", help="The served (and re-indexed) chunker.")
     parser.add_argument("--workers", type=int, default=None, help="Passed to serve --workers.")
-    parser.add_argument("--query-backends", nargs="+", default=["openvino", "model"],
-                        help="One server each, in this order: 'openvino' or 'model' (serve "
-                             "--query-backend), or 'openvino:N' (with --query-streams N).")
+    parser.add_argument("--query-backends", nargs="+", default=["onnxruntime", "openvino", "model"],
+                        help="One server each, in this order: 'onnxruntime', 'openvino' or "
+                             "'model' (serve --query-backend), 'onnxruntime:N' (with "
+                             "--query-threads N) or 'openvino:N' (with --query-streams N).")
     parser.add_argument("--index-partition", nargs=3, metavar=("DATA", "CORPUS", "CHUNKER"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -248,8 +287,9 @@ def main(argv: list[str] | None = None) -> None:
         index_partition(Path(data), Path(corpus), chunker)
         return
     for entry in args.query_backends:
-        if not re.fullmatch(r"model|openvino(:[1-9][0-9]?)?", entry):
-            parser.error(f"--query-backends: {entry!r} is not 'model', 'openvino' or 'openvino:N'")
+        if not re.fullmatch(r"model|(onnxruntime|openvino)(:[1-9][0-9]?)?", entry):
+            parser.error(f"--query-backends: {entry!r} is not 'model', 'onnxruntime[:N]' or "
+                         "'openvino[:N]'")
     if not (args.data_dir / "warehouse").is_dir():
         raise SystemExit(f"no index in {args.data_dir}: run `make index` first")
 
@@ -264,7 +304,8 @@ def main(argv: list[str] | None = None) -> None:
               f"loopback {HOST}; {os.cpu_count()} CPUs, load average "
               + " ".join(f"{x:.1f}" for x in os.getloadavg()))
         print(f"{'round':22s} {'ok':>6s} {'errors':>6s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} "
-              f"{'req/s':>9s} {'ask ms':>9s} {'embed ms':>9s} {'cpu ms':>9s}  generations")
+              f"{'req/s':>9s} {'ask ms':>9s} {'embed ms':>9s} {'cpu ms':>9s} {'core ms':>9s}  "
+              "generations")
         for number, backend in enumerate(args.query_backends):
             serve_rounds(data, env, Path(tmp), args, pool, backend,
                          reindex_after=args.reindex and number == 0)
@@ -275,15 +316,15 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
     """One server with ``--query-backend query_backend``: the client rounds, then (if asked)
     the re-index round."""
     port = free_port()
-    backend, _, streams = query_backend.partition(":")
+    backend, _, count = query_backend.partition(":")
     command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()",
                "--data-dir", str(data), "serve", "--host", HOST, "--port", str(port),
                "--chunker", args.chunker, "--poll", "0.5", "--query-backend", backend]
-    if streams:
-        command += ["--query-streams", streams]
+    if count:
+        command += ["--query-threads" if backend == "onnxruntime" else "--query-streams", count]
     if args.workers:
         command += ["--workers", str(args.workers)]
-    log_path = tmp / f"serve-{backend}-{streams or 1}.log"
+    log_path = tmp / f"serve-{backend}-{count or 'default'}.log"
     server_log = log_path.open("w")
     server = subprocess.Popen(command, env=env, stdout=server_log, stderr=subprocess.STDOUT)
     try:
@@ -293,18 +334,18 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         if warm.errors:
             raise SystemExit(f"warm-up failed: {dict(warm.errors)}")
         how = ("the model's own backend" if path["min_cosine"] is None else
-               f"{path['streams']} stream(s), min cosine to the model's own {path['min_cosine']:.7f}")
+               (f"{path['alone_threads']} thread(s) alone, one each side by side"
+                if backend == "onnxruntime" else f"{path['streams']} stream(s)")
+               + f", min cosine to the model's own {path['min_cosine']:.7f}")
         print(f"--query-backend {query_backend}: questions embedded by {path['backend']} ({how}); "
               f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
         rounds = []
         for clients in args.clients:
-            r = run_round(port, clients, args.requests, args.max_seconds, pool)
+            r = run_round(port, clients, args.requests, args.max_seconds, pool, server_pid=server.pid)
             rounds.append(r)
             print_round(r, f"{query_backend}, {clients} client{'s' if clients > 1 else ''}")
         if len(rounds) >= 2 and rounds[0].latencies_ms and rounds[-1].latencies_ms:
-            ratio = (len(rounds[-1].latencies_ms) / rounds[-1].seconds) / (
-                len(rounds[0].latencies_ms) / rounds[0].seconds)
-            print(f"throughput {rounds[-1].clients} clients / {rounds[0].clients}: {ratio:.2f}x")
+            print(scaling_line(rounds[0], rounds[-1], os.cpu_count() or 1))
         if reindex_after:
             reindex(port, data, env, tmp, args, pool)
     finally:

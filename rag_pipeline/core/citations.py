@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,20 @@ def locator_label(document_title: str, section: str) -> str:
 
 def document_url(path: str, document_id: str, base_url: str | None, fragment: str) -> str:
     """The configured base URL plus the document id, or the file's URI; then the fragment."""
-    from pathlib import Path
     from urllib.parse import quote
 
     if base_url:
         return base_url.rstrip("/") + "/" + quote(document_id) + fragment
-    return Path(path).resolve().as_uri() + fragment
+    return _file_uri(path) + fragment
+
+
+@lru_cache(maxsize=4096)
+def _file_uri(path: str) -> str:
+    """The file's absolute URI (resolving walks the file system: a service answering many
+    questions about the same documents resolves each path once)."""
+    from pathlib import Path
+
+    return Path(path).resolve().as_uri()
 
 
 def build_prompt(question: str, citations: list[Citation]) -> str:

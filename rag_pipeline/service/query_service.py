@@ -90,10 +90,11 @@ def _iso(epoch: float | None) -> str | None:
 
 def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
     """How questions are embedded (a loaded model says; a test double runs its spec's backend).
-    ``streams`` and ``min_cosine`` are null on the model's own path."""
+    ``streams``, ``min_cosine`` and ``alone_threads`` are null on the model's own path."""
     path = getattr(embedder, "query_path", None)
     if path is None:
-        return {"backend": embedder.spec.backend.value, "streams": None, "min_cosine": None}
+        return {"backend": embedder.spec.backend.value, "streams": None, "min_cosine": None,
+                "alone_threads": None}
     return asdict(path)
 
 
@@ -129,8 +130,8 @@ class QueryService:
     def answer(self, request: AskRequest) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
         adds ``queue`` (waiting for a worker slot), ``cpu`` (the request thread's CPU time inside
-        ``ask``: below ``total`` when the cores are shared; it does not count OpenVINO's own
-        threads, which run the fast question path) and ``request`` (validation to a JSON-ready
+        ``ask``: below ``total`` when the cores are shared; it does not count a runtime's own
+        threads, which may run part of the fast question path) and ``request`` (validation to a JSON-ready
         dict)."""
         started = time.perf_counter()
         settings = self.ask_settings(request)

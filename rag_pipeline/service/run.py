@@ -57,33 +57,41 @@ def running_service(data_dir: Path, settings: ServeSettings,
         service.follower.stop()
 
 
-def load_service_model(spec: ModelSpec, workers: int, fast_queries: bool,
-                       echo: Callable[[str], None], query_streams: int = 1) -> TextEmbedder:
-    """The model, with questions on the OpenVINO fp32 path (``query_streams`` streams asked,
-    at most ``workers`` questions at once) when ``fast_queries``, the model is not already on
-    OpenVINO and the path reproduces the model's vectors; otherwise on the model's own
-    backend. The echo says which, and when ``query_streams`` has no effect."""
+def load_service_model(spec: ModelSpec, workers: int, query_runtime: str | None,
+                       echo: Callable[[str], None], query_streams: int = 1,
+                       query_threads: int | None = None) -> TextEmbedder:
+    """The model, with questions on ``query_runtime``'s fp32 path when it is given, the model
+    is not already on OpenVINO and the path reproduces the model's vectors (onnxruntime:
+    ``query_threads`` for a question alone; openvino: ``query_streams`` streams asked, at most
+    ``workers`` questions at once); otherwise on the model's own backend. The echo says which,
+    and when an option has no effect."""
     embedder = load_embedder(spec)
     path = embedder.query_path
-    if fast_queries:
+    if query_runtime is not None:
         try:
-            path = embedder.fast_queries(streams=query_streams, requests=workers)
+            path = embedder.fast_queries(query_runtime, streams=query_streams, requests=workers,
+                                         alone_threads=query_threads)
         except QueryPathMismatchError as exc:
             echo(f"warning: {exc}")
+    if query_streams != 1 and not path.backend.startswith("openvino-"):
+        echo("note: --query-streams applies only to the OpenVINO question path of a model "
+             "on another backend; ignored")
+    if query_threads is not None and not path.backend.startswith("onnxruntime-"):
+        echo("note: --query-threads applies only to the ONNX Runtime question path; ignored")
     if path.is_models_own:
         echo(f"questions embedded by the model's own backend ({path.backend})")
-        if query_streams != 1:
-            echo("note: --query-streams applies only to the OpenVINO question path of a model "
-                 "on another backend; ignored")
         return embedder
-    echo(f"questions embedded by {path.backend}, {path.streams} stream(s); min cosine to "
+    how = (f"{path.alone_threads} thread(s) for a question alone, one each side by side"
+           if path.backend.startswith("onnxruntime-") else f"{path.streams} stream(s)")
+    echo(f"questions embedded by {path.backend}, {how}; min cosine to "
          f"{spec.backend.value} over the probe questions {path.min_cosine:.7f}")
-    if path.streams < query_streams:
-        echo(f"note: OpenVINO gave {path.streams} of the {query_streams} streams asked (at most "
-             "one per core)")
-    if path.streams > workers:
-        echo(f"note: --workers {workers} lets only {workers} question(s) run at once; "
-             f"{path.streams - workers} stream(s) stay idle")
+    if path.backend.startswith("openvino-"):
+        if path.streams < query_streams:
+            echo(f"note: OpenVINO gave {path.streams} of the {query_streams} streams asked (at "
+                 "most one per core)")
+        if path.streams > workers:
+            echo(f"note: --workers {workers} lets only {workers} question(s) run at once; "
+                 f"{path.streams - workers} stream(s) stay idle")
     return embedder
 
 
@@ -108,7 +116,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
-                  fast_queries: bool = True, query_streams: int = 1) -> None:
+                  query_runtime: str | None = "onnxruntime", query_streams: int = 1,
+                  query_threads: int | None = None) -> None:
     import uvicorn
 
     from rag_pipeline.service.app import create_app
@@ -118,7 +127,8 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
         pin_threads()
         with running_service(
                 data_dir, settings,
-                lambda: load_service_model(spec, settings.workers, fast_queries, echo, query_streams),
+                lambda: load_service_model(spec, settings.workers, query_runtime, echo,
+                                           query_streams, query_threads),
                 poll_seconds) as service:
             served = service.follower.current
             port = sock.getsockname()[1]

@@ -89,15 +89,63 @@ def test_an_undeclared_model_key_is_refused(minilm: ModelSpec):
         find_model("all-MiniLM-L6-v2@0badf00d", (minilm,))
 
 
+def test_a_question_alone_runs_alone_and_questions_side_by_side_run_beside():
+    import threading
+
+    from rag_pipeline.core.embedder import _AloneOrSideBySide
+
+    calls: list[tuple[str, str]] = []
+    first_inside, release_first = threading.Event(), threading.Event()
+
+    def runner(name: str):
+        def run(inputs):
+            calls.append((name, inputs["q"]))
+            if inputs["q"] == "first":
+                first_inside.set()
+                assert release_first.wait(10)
+            return np.array([name])
+        return run
+
+    dispatch = _AloneOrSideBySide(runner("alone"), runner("beside"))
+    first = threading.Thread(target=dispatch, args=({"q": "first"},))
+    first.start()
+    assert first_inside.wait(10)
+    assert dispatch({"q": "second"}).tolist() == ["beside"]  # arrives while "first" runs
+    release_first.set()
+    first.join(10)
+    assert dispatch({"q": "third"}).tolist() == ["alone"]  # nothing else running any more
+    assert calls == [("alone", "first"), ("beside", "second"), ("alone", "third")]
+
+
+def test_a_failing_question_frees_its_place():
+    from rag_pipeline.core.embedder import _AloneOrSideBySide
+
+    def boom(inputs):
+        raise RuntimeError("planted")
+
+    dispatch = _AloneOrSideBySide(boom, lambda inputs: np.array(["beside"]))
+    with pytest.raises(RuntimeError, match="planted"):
+        dispatch({})
+    with pytest.raises(RuntimeError, match="planted"):
+        dispatch({})  # alone again: the failed call is not left counted as running
+
+
 @pytest.mark.slow
-def test_fast_questions_give_the_models_own_vectors(minilm: ModelSpec):
+@pytest.mark.parametrize(("runtime", "options", "expected"), [
+    # ONNX Runtime: every core for a question alone unless told otherwise, one each side by side.
+    ("onnxruntime", {}, QueryPath("onnxruntime-fp32", os.cpu_count(), None, os.cpu_count())),
+    ("onnxruntime", {"alone_threads": 1}, QueryPath("onnxruntime-fp32", os.cpu_count(), None, 1)),
+    # Asked for 8 streams, OpenVINO gives one per core at most: the path says what it gave.
+    ("openvino", {"streams": 8, "requests": 3},
+     QueryPath("openvino-fp32", min(8, os.cpu_count()), None, None)),
+])
+def test_fast_questions_give_the_models_own_vectors(minilm: ModelSpec, runtime, options, expected):
     embedder = Embedder(minilm)
     question = "why does [0] * -5 quietly give me []?"
     own = embedder.embed_query(question)
     assert embedder.query_path == QueryPath("torch", None, None)
-    # Asked for 8 streams, OpenVINO gives one per core at most: the path says what it gave.
-    path = embedder.fast_queries(streams=8, requests=3)
-    assert (path.backend, path.streams) == ("openvino-fp32", min(8, os.cpu_count()))
+    path = embedder.fast_queries(runtime, **options)
+    assert dataclasses.replace(path, min_cosine=None) == expected
     assert path.min_cosine >= 0.99999
     fast = embedder.embed_query(question)
     assert fast.dtype == np.float32 and abs(float(np.linalg.norm(fast)) - 1.0) < 1e-6
@@ -108,7 +156,10 @@ def test_fast_questions_give_the_models_own_vectors(minilm: ModelSpec):
 
 
 @pytest.mark.slow
-def test_a_fast_question_path_with_other_vectors_is_refused(minilm: ModelSpec, monkeypatch):
+@pytest.mark.parametrize(("runtime", "converter"), [("onnxruntime", "_convert_to_onnx"),
+                                                    ("openvino", "_convert_to_openvino")])
+def test_a_fast_question_path_with_other_vectors_is_refused(minilm: ModelSpec, monkeypatch,
+                                                            runtime, converter):
     import copy
 
     import torch
@@ -116,7 +167,7 @@ def test_a_fast_question_path_with_other_vectors_is_refused(minilm: ModelSpec, m
     from rag_pipeline.core import embedder as embedder_module
 
     embedder = Embedder(minilm)
-    convert = embedder_module._convert_to_openvino
+    convert = getattr(embedder_module, converter)
 
     def convert_a_nudged_copy(model):
         # Planted flaw: the converted transformer has one weight matrix scaled by 1.1, so its
@@ -127,10 +178,19 @@ def test_a_fast_question_path_with_other_vectors_is_refused(minilm: ModelSpec, m
             layer.weight.mul_(1.1)
         return convert(nudged)
 
-    monkeypatch.setattr(embedder_module, "_convert_to_openvino", convert_a_nudged_copy)
+    monkeypatch.setattr(embedder_module, converter, convert_a_nudged_copy)
     with pytest.raises(embedder_module.QueryPathMismatchError,
-                       match=r"differ from the model.s own vectors \(min cosine 0\.9\d+ < 0\.99999\)"):
-        embedder.fast_queries()
+                       match=rf"^all-MiniLM-L6-v2@53aa5117: {runtime} fp32 questions differ from the "
+                             r"model.s own vectors \(min cosine 0\.9\d+ < 0\.99999\)"):
+        embedder.fast_queries(runtime)
     assert embedder.query_path == QueryPath("torch", None, None)
     question = "what does break do to the loop variable of a for loop"
     assert np.array_equal(embedder.embed_query(question), embedder.embed([question])[0])
+
+
+def test_an_unknown_runtime_or_thread_count_is_refused():
+    embedder = Embedder.__new__(Embedder)  # the checks come before anything is loaded
+    with pytest.raises(ValueError, match="^runtime must be one of onnxruntime, openvino, got 'tvm'$"):
+        embedder.fast_queries("tvm")
+    with pytest.raises(ValueError, match="^alone_threads must be at least 1, got 0$"):
+        embedder.fast_queries("onnxruntime", alone_threads=0)

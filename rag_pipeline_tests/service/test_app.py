@@ -4,6 +4,7 @@ one-line 4xx errors for bad requests, status, health, OpenAPI and the document v
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,7 +145,8 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
     assert status["model"] == {"key": "hashed-wordpieces@0000feed", "name": "hashed-wordpieces",
                                "fingerprint": "0000feed", "dimension": 384}
     # A stand-in for the model has no fast question path: questions run on the spec's backend.
-    assert status["query_path"] == {"backend": "torch", "streams": None, "min_cosine": None}
+    assert status["query_path"] == {"backend": "torch", "streams": None, "min_cosine": None,
+                                    "alone_threads": None}
     assert (status["swaps"], status["last_error"]) == (0, None)
     assert status["settings"]["cut"] == 0.6 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0
@@ -190,14 +192,15 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
 
     embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)
-    embedder.fast_queries(streams=1, requests=2)  # what `serve` does: questions on OpenVINO fp32
+    embedder.fast_queries()  # what `serve` does: questions on ONNX Runtime fp32
     with (running_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
                           poll_seconds=3600) as service,
           TestClient(create_app(service)) as test_client):
         answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
         refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
         query_path = test_client.get("/status").json()["query_path"]
-    assert (query_path["backend"], query_path["streams"]) == ("openvino-fp32", 1)
+    assert (query_path["backend"], query_path["streams"], query_path["alone_threads"]) == (
+        "onnxruntime-fp32", os.cpu_count(), os.cpu_count())
     assert query_path["min_cosine"] >= 0.99999
     assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
     assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
