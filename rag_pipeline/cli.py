@@ -484,16 +484,15 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
               default="onnxruntime", show_default=True,
               help="onnxruntime or openvino: questions run through the model's weights converted "
                    "to that runtime at fp32 (checked at start to give the model's own vectors); "
-                   "model: the model's own backend. onnxruntime gives a question alone every "
-                   "core and questions side by side one core each.")
+                   "model: the model's own backend.")
 @click.option("--query-streams", type=click.IntRange(1, 64), default=1, show_default=True,
               help="OpenVINO question streams: 1 gives each question every core (lowest latency "
                    "for one client); more answer that many side by side (more throughput under "
                    "load).")
 @click.option("--query-threads", type=click.IntRange(1, 64), default=None,
-              help="ONNX Runtime: threads for a question embedded while no other is (default: "
-                   "every core); questions side by side always get one each. 1 puts every "
-                   "question on one core: slower alone, the same under load.")
+              help="ONNX Runtime: threads for a question embedded while no other is (default 1: "
+                   "every question on one core, the most throughput under load); questions "
+                   "side by side always get one each. More lower one client's latency a little.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,

@@ -103,7 +103,7 @@ class QueryPath:
     :data:`QUERY_PROBES`, and ``streams`` how many questions run side by side: for
     ``openvino-fp32`` the streams OpenVINO really compiled (it may give fewer than asked: no
     more than the cores), for ``onnxruntime-fp32`` the cores (questions side by side run on one
-    each, a question alone on ``alone_threads``). On the model's own path they are None: there
+    each, a question alone on ``alone_threads``, 1 unless asked). On the model's own path they are None: there
     is nothing to compare."""
 
     backend: str
@@ -138,10 +138,11 @@ Transformer = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 class _AloneOrSideBySide:
     """Runs a question on ``alone`` when no other question is being embedded, on ``beside``
-    when another one is. With ``alone`` on every core and ``beside`` on one, one client gets
-    the lowest latency and questions side by side share the cores instead of each spreading
-    over all of them and colliding (on two cores four clients then get about 1.3 times one
-    client's rate, where always using both cores gave 1.05 to 1.2)."""
+    when another one is. ``beside`` runs on one core, so questions side by side share the cores
+    instead of each spreading over all of them and colliding. ``alone`` on every core lowers
+    one client's latency a little (two cores: p50 9.6 against 10.8 ms over HTTP) but a
+    question that finds the other worker busy with its own Python work still collides with it:
+    four clients got 136 against 152 requests/s, and each request cost more CPU."""
 
     def __init__(self, alone: Transformer, beside: Transformer) -> None:
         self._alone = alone
@@ -392,7 +393,8 @@ class Embedder:
             requests: OpenVINO only: how many questions may wait for or use a stream at once
                 (default: the streams given); a caller's own limit (``--workers``) still applies.
             alone_threads: ONNX Runtime only: threads for a question embedded while no other is
-                (default: the cores this process may run on; 1: every question on one core).
+                (default 1: every question on one core, the most throughput under load; more
+                lower one client's latency a little).
 
         Raises:
             QueryPathMismatchError: the converted model does not reproduce the model's vectors.
@@ -407,7 +409,7 @@ class Embedder:
             return self.query_path
         if runtime == "onnxruntime":
             given = len(os.sched_getaffinity(0))
-            alone_threads = alone_threads or given
+            alone_threads = alone_threads or 1
             fast = _onnx_questions(_convert_to_onnx(self.model), alone_threads)
         else:
             import openvino as ov
