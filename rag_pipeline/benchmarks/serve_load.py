@@ -216,6 +216,12 @@ def print_round(r: Round, label: str) -> None:
           + (f"  errors: {dict(r.errors)}" if errors else ""))
 
 
+def spread(values: list[float], unit: str) -> str:
+    """``median`` then ``unit``, and ``(min to max)`` when there are several values."""
+    return (f"{statistics.median(values):.2f}{unit} ({min(values):.2f} to {max(values):.2f})"
+            if len(values) > 1 else f"{values[0]:.2f}{unit}")
+
+
 def scaling_line(one: Round, many: Round, cores: int) -> str:
     """The throughput ratio of two rounds beside the most the cores allow: ``cores`` seconds of
     CPU per second, spent at ``many``'s measured cost per request (server and clients), is at
@@ -268,6 +274,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--requests", type=int, default=300, help="Requests per round.")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="Bound of each round.")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="Client rounds per server (the machine is noisy: each is printed, "
+                             "then the median and range).")
     parser.add_argument("--reindex", action="store_true",
                         help="Re-index a changed corpus during a last round (4 clients) of the "
                              "first query backend.")
@@ -339,15 +348,28 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
                + f", min cosine to the model's own {path['min_cosine']:.7f}")
         print(f"--query-backend {query_backend}: questions embedded by {path['backend']} ({how}); "
               f"floor: HTTP round trip without work (GET /health) p50 {http_floor(port):.2f} ms")
-        rounds = []
-        for clients in args.clients:
-            r = run_round(port, clients, args.requests, args.max_seconds, pool, server_pid=server.pid)
-            rounds.append(r)
-            print_round(r, f"{query_backend}, {clients} client{'s' if clients > 1 else ''}")
-        if len(rounds) >= 2 and rounds[0].latencies_ms and rounds[-1].latencies_ms:
-            print(scaling_line(rounds[0], rounds[-1], os.cpu_count() or 1))
+        one_p50, one_p99, ratios = [], [], []
+        for repeat in range(args.repeat):
+            rounds = []
+            for clients in args.clients:
+                r = run_round(port, clients, args.requests, args.max_seconds, pool,
+                              server_pid=server.pid)
+                rounds.append(r)
+                print_round(r, f"{query_backend}, {clients} client{'s' if clients > 1 else ''}"
+                               + (f" #{repeat + 1}" if args.repeat > 1 else ""))
+            if rounds[0].latencies_ms:
+                one_p50.append(percentile(rounds[0].latencies_ms, 50))
+                one_p99.append(percentile(rounds[0].latencies_ms, 99))
+            if len(rounds) >= 2 and rounds[0].latencies_ms and rounds[-1].latencies_ms:
+                print(scaling_line(rounds[0], rounds[-1], os.cpu_count() or 1))
+                ratios.append(rounds[-1].throughput / rounds[0].throughput)
+        if args.repeat > 1 and one_p50:
+            print(f"{query_backend} over {args.repeat} repeats: {args.clients[0]} client p50 "
+                  f"{spread(one_p50, ' ms')}, p99 {spread(one_p99, ' ms')}"
+                  + (f"; throughput {args.clients[-1]} / {args.clients[0]} {spread(ratios, 'x')}"
+                     if ratios else ""))
         if reindex_after:
-            reindex(port, data, env, tmp, args, pool)
+            reindex(port, data, env, tmp, args, pool, server.pid)
     finally:
         server.terminate()
         try:
@@ -362,7 +384,7 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
 
 
 def reindex(port: int, data: Path, env: dict[str, str], tmp: Path, args: argparse.Namespace,
-            pool: list[str]) -> None:
+            pool: list[str], server_pid: int) -> None:
     corpus = changed_corpus(DEFAULT_CORPUS_DIR, tmp / "changed-corpus")
     keep_going = threading.Event()
     keep_going.set()
@@ -383,7 +405,7 @@ def reindex(port: int, data: Path, env: dict[str, str], tmp: Path, args: argpars
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        r = run_round(port, 4, args.requests, args.reindex_seconds, pool, keep_going)
+        r = run_round(port, 4, args.requests, args.reindex_seconds, pool, keep_going, server_pid)
     finally:
         if index.poll() is None:
             index.terminate()
