@@ -362,6 +362,7 @@ class Embedder:
         self._transformer: _InferPool | None = None
         self._query_transformer: Transformer | None = None
         self._pooled_in_numpy = self._mean_pooled_and_normalised()
+        self._direct_tokenizer = None
         self.query_path = QueryPath(spec.backend.value)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino(calibration)
@@ -420,6 +421,8 @@ class Embedder:
             given = int(compiled.get_property("NUM_STREAMS"))
             fast = _InferPool(compiled, max(given, requests or given))
             alone_threads = None
+        if self._pooled_in_numpy:
+            self._use_direct_tokenizer()
         own = np.stack([self.embed([probe])[0] for probe in QUERY_PROBES])
         candidate = np.stack([self._question_vector(probe, fast) for probe in QUERY_PROBES])
         min_cosine = float(np.min(np.sum(own * candidate, axis=1)))
@@ -439,12 +442,43 @@ class Embedder:
         return ([type(m).__name__ for m in modules] == ["Pooling", "Normalize"]
                 and getattr(modules[0], "pooling_mode", None) == "mean")
 
+    def _question_inputs(self, question: str) -> dict[str, np.ndarray]:
+        """The transformer's inputs for one question, by the model's own tokenizer call or, once
+        :meth:`_use_direct_tokenizer` has checked it gives the same inputs, by its Rust
+        tokenizer called directly (about 0.05 ms instead of 0.3 to 0.45 through the wrapper)."""
+        if self._direct_tokenizer is not None:
+            encoding = self._direct_tokenizer.encode(question)
+            return {"input_ids": np.array([encoding.ids], dtype=np.int64),
+                    "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+                    "token_type_ids": np.array([encoding.type_ids], dtype=np.int64)}
+        return _inputs(self.model.tokenizer([question], padding=True, truncation=True,
+                                            max_length=self.spec.max_tokens, return_tensors="np"))
+
+    def _use_direct_tokenizer(self) -> None:
+        """Questions are tokenized by a copy of the model's Rust tokenizer (truncated to the
+        window, no padding) if it gives exactly the wrapper's inputs on :data:`QUERY_PROBES`;
+        otherwise they stay on the wrapper."""
+        backend = getattr(self.model.tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            return
+        from tokenizers import Tokenizer
+
+        direct = Tokenizer.from_str(backend.to_str())
+        direct.no_padding()
+        direct.enable_truncation(self.spec.max_tokens)
+        wrapper, self._direct_tokenizer = self._direct_tokenizer, None
+        expected = [self._question_inputs(probe) for probe in QUERY_PROBES]
+        self._direct_tokenizer = direct
+        given = [self._question_inputs(probe) for probe in QUERY_PROBES]
+        same = all(a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+                   for a, b in zip(expected, given, strict=True))
+        self._direct_tokenizer = direct if same else wrapper
+
     def _question_vector(self, question: str, transformer: Transformer,
                          ) -> np.ndarray:
         if not self._pooled_in_numpy:
             return l2_normalise(self._forward([question], transformer))[0]
-        inputs = _inputs(self.model.tokenizer([question], padding=True, truncation=True,
-                                              max_length=self.spec.max_tokens, return_tensors="np"))
+        inputs = self._question_inputs(question)
         hidden = transformer(inputs)[0]
         mask = inputs["attention_mask"][0].astype(np.float32)[:, None]
         pooled = (hidden * mask).sum(axis=0) / max(float(mask.sum()), 1e-9)

@@ -194,3 +194,40 @@ def test_an_unknown_runtime_or_thread_count_is_refused():
         embedder.fast_queries("tvm")
     with pytest.raises(ValueError, match="^alone_threads must be at least 1, got 0$"):
         embedder.fast_queries("onnxruntime", alone_threads=0)
+
+
+@pytest.mark.slow
+def test_questions_are_tokenized_directly_only_when_that_gives_the_wrappers_inputs(
+        minilm: ModelSpec, monkeypatch):
+    import tokenizers
+
+    def wrapper_inputs(embedder, text):
+        encoded = embedder.model.tokenizer([text], padding=True, truncation=True,
+                                           max_length=minilm.max_tokens, return_tensors="np")
+        return {k: np.asarray(encoded[k], dtype=np.int64)
+                for k in ("input_ids", "attention_mask", "token_type_ids")}
+
+    embedder = Embedder(minilm)
+    embedder.fast_queries()
+    assert embedder._direct_tokenizer is not None
+    for text in ["Ünïcode café?", "x " * 400, "def f(*args, **kw): return 1", "a"]:
+        direct = embedder._question_inputs(text)
+        expected = wrapper_inputs(embedder, text)
+        assert {k: v.tolist() for k, v in direct.items()} == {k: v.tolist() for k, v in expected.items()}
+    assert embedder._question_inputs("x " * 400)["input_ids"].shape == (1, 256)
+
+    # Planted flaw: a direct tokenizer whose normaliser also turns "e" into "a" gives other
+    # word-pieces on the probes, so questions stay on the wrapper.
+    from_str = tokenizers.Tokenizer.from_str
+
+    def with_another_normaliser(text):
+        copy = from_str(text)
+        copy.normalizer = tokenizers.normalizers.Sequence(
+            [copy.normalizer, tokenizers.normalizers.Replace("e", "a")])
+        return copy
+
+    monkeypatch.setattr(tokenizers.Tokenizer, "from_str", with_another_normaliser)
+    other = Embedder(minilm)
+    other.fast_queries()
+    assert other._direct_tokenizer is None
+    assert other._question_inputs("x " * 400)["input_ids"].shape == (1, 256)
