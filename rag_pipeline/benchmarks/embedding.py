@@ -79,7 +79,9 @@ def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
     """OP/s of an int8 matrix product as OpenVINO runs a quantised MatMul (FakeQuantize on both
     inputs, f32 hint), best of ``repeats``; None when OpenVINO is not installed."""
     try:
-        import openvino as ov
+        from rag_pipeline.core.openvino_runtime import openvino
+
+        ov = openvino()
         import openvino.opset13 as ops
     except ImportError:
         return None

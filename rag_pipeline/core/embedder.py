@@ -49,6 +49,7 @@ from rag_pipeline.core.models import (
     verify_model_files,
     weights_sha256,
 )
+from rag_pipeline.core.openvino_runtime import openvino
 from rag_pipeline.core.project_config import declared_models, default_model_spec
 from rag_pipeline.core.warehouse import Warehouse
 
@@ -242,8 +243,7 @@ def export_openvino(spec: ModelSpec, model, calibration: Sequence[str] | None) -
     for int8 quantises it statically with NNCF on ``calibration``; writes atomically."""
     import hashlib
 
-    import openvino as ov
-
+    ov = openvino()
     folder = export_dir(spec)
     if spec.precision is Precision.INT8 and not calibration:
         raise ModelNotExportedError(
@@ -310,8 +310,7 @@ def _quiet_tracing() -> Iterator[None]:
 def _convert_to_openvino(model):
     """The model's transformer (token ids in, last hidden state out) as an fp32 OpenVINO model
     with dynamic batch and length."""
-    import openvino as ov
-
+    ov = openvino()
     encoder, example = _traceable_encoder(model)
     with _quiet_tracing():
         return ov.convert_model(
@@ -368,8 +367,7 @@ class Embedder:
             self._transformer = self._load_openvino(calibration)
 
     def _load_openvino(self, calibration: Callable[[], Sequence[str]] | None) -> _InferPool:
-        import openvino as ov
-
+        ov = openvino()
         folder = export_dir(self.spec)
         if not (folder / EXPORT_MANIFEST).is_file():
             export_openvino(self.spec, self.model, calibration() if calibration else None)
@@ -413,8 +411,7 @@ class Embedder:
             alone_threads = alone_threads or 1
             fast = _onnx_questions(_convert_to_onnx(self.model), alone_threads)
         else:
-            import openvino as ov
-
+            ov = openvino()
             config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": streams,
                       "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT"}
             compiled = ov.Core().compile_model(_convert_to_openvino(self.model), "CPU", config)

@@ -1,0 +1,40 @@
+"""OpenVINO, imported with its usage telemetry declined for this process.
+
+OpenVINO's model conversion (and NNCF's quantisation) send usage events to Google Analytics
+unless the user opted out with ``opt_in_out --opt_out``; with no consent file they count as
+consent. This project sends nothing anywhere. On a machine without a network the send also
+does harm: it runs ``urlopen`` in a forked child that can block in DNS resolution, and the
+parent then hangs at exit joining it (seen after a full test run here). The consent check is
+declined for this process only; the user's own choice (``~/intel/openvino_telemetry``) is
+neither read nor written.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+
+def openvino() -> ModuleType:
+    """The ``openvino`` module, after :func:`decline_telemetry`."""
+    decline_telemetry()
+    import openvino as ov
+
+    return ov
+
+
+@cache
+def decline_telemetry() -> bool:
+    """Makes every OpenVINO telemetry consent check of this process answer "declined", so no
+    event is sent and no client id is written. False when the telemetry package is absent
+    (then nothing is sent anyway)."""
+    try:
+        from openvino_telemetry.utils.opt_in_checker import ConsentCheckResult, OptInChecker
+    except ImportError:
+        return False
+
+    def declined(self, *args, **kwargs) -> ConsentCheckResult:
+        return ConsentCheckResult.DECLINED
+
+    OptInChecker.check = declined
+    return True
