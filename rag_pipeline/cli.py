@@ -490,9 +490,10 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
                    "for one client); more answer that many side by side (more throughput under "
                    "load).")
 @click.option("--query-threads", type=click.IntRange(1, 64), default=None,
-              help="ONNX Runtime: threads for a question embedded while no other is (default 1: "
-                   "every question on one core, the most throughput under load); questions "
-                   "side by side always get one each. More lower one client's latency a little.")
+              help="ONNX Runtime: threads for a question embedded while no other is (default: "
+                   "every core); questions side by side always get one each. 1 puts every "
+                   "question on one core: slower for one client, as fast or a little faster "
+                   "under load.")
 @click.pass_obj
 def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,

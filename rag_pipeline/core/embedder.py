@@ -104,8 +104,8 @@ class QueryPath:
     :data:`QUERY_PROBES`, and ``streams`` how many questions run side by side: for
     ``openvino-fp32`` the streams OpenVINO really compiled (it may give fewer than asked: no
     more than the cores), for ``onnxruntime-fp32`` the cores (questions side by side run on one
-    each, a question alone on ``alone_threads``, 1 unless asked). On the model's own path they are None: there
-    is nothing to compare."""
+    each, a question alone on ``alone_threads``, every core unless asked). On the model's own
+    path they are None: there is nothing to compare."""
 
     backend: str
     streams: int | None = None
@@ -140,10 +140,11 @@ Transformer = Callable[[dict[str, np.ndarray]], np.ndarray]
 class _AloneOrSideBySide:
     """Runs a question on ``alone`` when no other question is being embedded, on ``beside``
     when another one is. ``beside`` runs on one core, so questions side by side share the cores
-    instead of each spreading over all of them and colliding. ``alone`` on every core lowers
-    one client's latency a little (two cores: p50 9.6 against 10.8 ms over HTTP) but a
-    question that finds the other worker busy with its own Python work still collides with it:
-    four clients got 136 against 152 requests/s, and each request cost more CPU."""
+    instead of each spreading over all of them and colliding; ``alone`` on every core gives one
+    client the idle core too. On two cores, in one serve_load run: one client p50 11.2 ms
+    against 13.7 with one core for a question alone, four clients 109 to 136 against 113 to 124
+    requests/s over three rounds each (a question that finds the other request in its Python
+    work still shares a core with it, so under load neither setting wins clearly)."""
 
     def __init__(self, alone: Transformer, beside: Transformer) -> None:
         self._alone = alone
@@ -392,8 +393,7 @@ class Embedder:
             requests: OpenVINO only: how many questions may wait for or use a stream at once
                 (default: the streams given); a caller's own limit (``--workers``) still applies.
             alone_threads: ONNX Runtime only: threads for a question embedded while no other is
-                (default 1: every question on one core, the most throughput under load; more
-                lower one client's latency a little).
+                (default: the cores this process may run on; 1: every question on one core).
 
         Raises:
             QueryPathMismatchError: the converted model does not reproduce the model's vectors.
@@ -408,7 +408,7 @@ class Embedder:
             return self.query_path
         if runtime == "onnxruntime":
             given = len(os.sched_getaffinity(0))
-            alone_threads = alone_threads or 1
+            alone_threads = alone_threads or given
             fast = _onnx_questions(_convert_to_onnx(self.model), alone_threads)
         else:
             ov = openvino()

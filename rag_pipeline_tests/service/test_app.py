@@ -200,7 +200,7 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
         refusal = test_client.get("/ask", params={"q": OFF_TOPIC}).json()
         query_path = test_client.get("/status").json()["query_path"]
     assert (query_path["backend"], query_path["streams"], query_path["alone_threads"]) == (
-        "onnxruntime-fp32", os.cpu_count(), 1)
+        "onnxruntime-fp32", os.cpu_count(), os.cpu_count())
     assert query_path["min_cosine"] >= 0.99999
     assert (answer["answered"], answer["partition"]) == (True, f"header|{minilm.key}")
     assert [(c["document_id"], c["from"], c["to"]) for c in answer["citations"]] == [
