@@ -336,6 +336,14 @@ def _convert_to_onnx(model) -> bytes:
     return out.getvalue()
 
 
+def _direct_inputs(tokenizer, question: str) -> dict[str, np.ndarray]:
+    """The transformer's three inputs for one question from a ``tokenizers.Tokenizer``."""
+    encoding = tokenizer.encode(question)
+    return {"input_ids": np.array([encoding.ids], dtype=np.int64),
+            "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64)}
+
+
 def _inputs(features) -> dict[str, np.ndarray]:
     """The transformer's three inputs as int64 arrays, from torch tensors or numpy arrays."""
     return {name: np.asarray(features[name], dtype=np.int64)
@@ -440,14 +448,11 @@ class Embedder:
                 and getattr(modules[0], "pooling_mode", None) == "mean")
 
     def _question_inputs(self, question: str) -> dict[str, np.ndarray]:
-        """The transformer's inputs for one question, by the model's own tokenizer call or, once
-        :meth:`_use_direct_tokenizer` has checked it gives the same inputs, by its Rust
-        tokenizer called directly (about 0.05 ms instead of 0.3 to 0.45 through the wrapper)."""
+        """The transformer's inputs for one question: by the model's Rust tokenizer called
+        directly once :meth:`_use_direct_tokenizer` has checked it gives the wrapper's inputs
+        (about 0.05 ms instead of 0.3 to 0.45), otherwise by the wrapper."""
         if self._direct_tokenizer is not None:
-            encoding = self._direct_tokenizer.encode(question)
-            return {"input_ids": np.array([encoding.ids], dtype=np.int64),
-                    "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
-                    "token_type_ids": np.array([encoding.type_ids], dtype=np.int64)}
+            return _direct_inputs(self._direct_tokenizer, question)
         return _inputs(self.model.tokenizer([question], padding=True, truncation=True,
                                             max_length=self.spec.max_tokens, return_tensors="np"))
 
@@ -455,6 +460,7 @@ class Embedder:
         """Questions are tokenized by a copy of the model's Rust tokenizer (truncated to the
         window, no padding) if it gives exactly the wrapper's inputs on :data:`QUERY_PROBES`;
         otherwise they stay on the wrapper."""
+        self._direct_tokenizer = None
         backend = getattr(self.model.tokenizer, "backend_tokenizer", None)
         if backend is None:
             return
@@ -463,13 +469,12 @@ class Embedder:
         direct = Tokenizer.from_str(backend.to_str())
         direct.no_padding()
         direct.enable_truncation(self.spec.max_tokens)
-        wrapper, self._direct_tokenizer = self._direct_tokenizer, None
-        expected = [self._question_inputs(probe) for probe in QUERY_PROBES]
+        for probe in QUERY_PROBES:
+            expected, given = self._question_inputs(probe), _direct_inputs(direct, probe)
+            if expected.keys() != given.keys() or not all(
+                    np.array_equal(expected[k], given[k]) for k in expected):
+                return
         self._direct_tokenizer = direct
-        given = [self._question_inputs(probe) for probe in QUERY_PROBES]
-        same = all(a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
-                   for a, b in zip(expected, given, strict=True))
-        self._direct_tokenizer = direct if same else wrapper
 
     def _question_vector(self, question: str, transformer: Transformer,
                          ) -> np.ndarray:
