@@ -210,7 +210,7 @@ def print_round(r: Round, label: str) -> None:
         return
     print(f"{label:22s} {n:6d} {errors:6d} {percentile(r.latencies_ms, 50):8.2f} "
           f"{percentile(r.latencies_ms, 95):8.2f} {percentile(r.latencies_ms, 99):8.2f} "
-          f"{n / r.seconds:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.embed_ms):9.2f} "
+          f"{r.throughput:9.1f} {statistics.median(r.server_ms):9.2f} {statistics.median(r.embed_ms):9.2f} "
           f"{statistics.median(r.cpu_ms):9.2f} {r.core_ms_per_request:9.2f}  "
           + ", ".join(f"{g}: {c}" for g, c in r.generations.items())
           + (f"  errors: {dict(r.errors)}" if errors else ""))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
+from rag_pipeline.core.embedder import QueryPath
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.models import TextEmbedder
@@ -91,11 +92,7 @@ def _iso(epoch: float | None) -> str | None:
 def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
     """How questions are embedded (a loaded model says; a test double runs its spec's backend).
     ``streams``, ``min_cosine`` and ``alone_threads`` are null on the model's own path."""
-    path = getattr(embedder, "query_path", None)
-    if path is None:
-        return {"backend": embedder.spec.backend.value, "streams": None, "min_cosine": None,
-                "alone_threads": None}
-    return asdict(path)
+    return asdict(getattr(embedder, "query_path", None) or QueryPath(embedder.spec.backend.value))
 
 
 class QueryService:
