@@ -82,7 +82,7 @@ def corpus(tmp_path: Path) -> Path:
     (root / "guide.md").write_bytes(GUIDE_MD)
     # Good: plain text; CRLF line ends must come out as "\n".
     (root / "notes.txt").write_bytes(NOTES_TXT)
-    # Good: title from <title>; <h1> -> "# ", <h2> -> "## "; script, style and nav dropped.
+    # Good: title from <title>; headings as paragraphs; script, style and nav dropped.
     (root / "page.html").write_bytes(PAGE_HTML)
     # Good: two pages with a text layer; the page anchors must be exact.
     (root / "report.pdf").write_bytes(text_pdf(REPORT_PDF_PAGES, title="Quarterly Report"))
@@ -175,10 +175,11 @@ def test_html_blocks_become_paragraphs_and_headings(corpus):
     record = extract_document(corpus / "page.html", corpus)
     assert record.status == "ok"
     assert record.title == "Page Title"
-    assert record.canonical_text == "# Main\n\nFirst para wraps.\n\n## Sub\n\nOne\n\nTwo\n"
-    # "# Main" [0,6) and "## Sub" [27,33) are the heading blocks; the bodies run between them.
-    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 6, 27, 1),
-                               Section("Sub", 33, 44, 2))
+    assert record.canonical_text == "Main\n\nFirst para wraps.\n\nSub\n\nOne\n\nTwo\n"
+    # "Main" [0,4) and "Sub" [25,28) are the headings; the bodies run between them.
+    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 4, 25, 1),
+                               Section("Sub", 28, 39, 2))
+    assert record.notes == (("dropped_chrome_elements", "1"),)  # the <nav>
     for dropped in ("hidden", "dropped", "Home", "color"):
         assert dropped not in record.canonical_text
 
