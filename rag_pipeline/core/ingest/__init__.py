@@ -1,0 +1,1 @@
+"""The ingest stage (interface stub until the ingest branch lands)."""

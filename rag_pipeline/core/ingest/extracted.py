@@ -1,0 +1,70 @@
+"""What a format's extractor returns: the canonical text, its sections, its locator anchors.
+
+Every chunk offset in the project indexes a document's ``canonical_text``; sections and anchors
+are spans of that same text, so chunking, citations and the documents table all agree on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """The stamp on every document row; bumping ``version`` re-extracts that format's files."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled region of ``canonical_text``: ``canonical_text[start:end]`` is its body.
+
+    Chunks never cross a section. Text outside every section (a heading line, say) is
+    structure: it labels chunks but is in none of them.
+    """
+
+    title: str
+    start: int
+    end: int
+    level: int = 1
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A span of ``canonical_text`` and where it is in the original file.
+
+    ``locator`` is the format's own notation: ``"page=3"``, ``"t=12.500,15.000"``,
+    ``"sheet=Budget&range=A12:F30"``, ``"row=5-9"``. The format turns the anchors a chunk
+    overlaps into its citation fragment (:meth:`DocumentFormat.fragment`).
+    """
+
+    start: int
+    end: int
+    locator: str
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """One document as its format reads it.
+
+    Attributes:
+        title: The document's title.
+        canonical_text: The text every offset indexes.
+        sections: Titled regions, in order, never overlapping; empty means the whole text is
+            one section titled ``title``.
+        anchors: Locator spans, in order (pages, cues, rows, cell ranges).
+        notes: Per-document facts for ``status`` and the run's metadata, as ``(name, value)``
+            pairs, e.g. ``("dropped_lines", "14")``.
+    """
+
+    title: str
+    canonical_text: str
+    sections: tuple[Section, ...] = ()
+    anchors: tuple[Anchor, ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+class ExtractionError(Exception):
+    """A document could not be turned into text; the message is the reason shown to users."""

@@ -1,0 +1,1 @@
+"""Document formats (interface stub until the ingest branch lands)."""
