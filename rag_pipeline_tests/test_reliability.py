@@ -25,8 +25,8 @@ from click.testing import CliRunner
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.cli import main
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import extract_html
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec

@@ -5,8 +5,8 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.index_tables import DOCUMENTS_SCHEMA, document_records, documents_table
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.markdown_table import markdown_table
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.table_names import DOCUMENTS

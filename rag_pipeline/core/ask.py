@@ -13,7 +13,6 @@ from rag_pipeline.core.citations import (
     Citation,
     build_prompt,
     document_url,
-    fragment_for,
     locator_label,
 )
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
@@ -25,6 +24,7 @@ from rag_pipeline.core.generation import (
     render_answer,
 )
 from rag_pipeline.core.index_store import PartitionIndex
+from rag_pipeline.core.ingest import format_named
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
@@ -87,7 +87,8 @@ class Answer:
 
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:
     doc = index.documents[index.document_ids[row]]
-    return fragment_for(doc.format, doc.page_starts, int(index.starts[row]), int(index.ends[row]))
+    return format_named(doc.format).fragment(doc.anchors, int(index.starts[row]),
+                                             int(index.ends[row]))
 
 
 def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.markdown import heading_spans
+from rag_pipeline.core.ingest.formats.markdown import heading_spans
 
 
 class ChunkingStrategy(StrEnum):
@@ -240,22 +240,23 @@ def context_header(document_title: str, section_title: str) -> str:
     return f"[{document_title} > {section_title}]"
 
 
-def split_at_pages(sections: Sequence[Section], page_starts: Sequence[int]) -> list[Section]:
-    """Sections cut where a PDF page starts, so no boundary chunk straddles two pages and a
-    ``#page=N`` citation names the only page its quote is on."""
+def split_at(sections: Sequence[Section], cuts: Sequence[int]) -> list[Section]:
+    """Sections cut at each offset in ``cuts`` (where a PDF page starts, say), so no boundary
+    chunk straddles a cut and a ``#page=N`` citation names the only page its quote is on."""
     out = []
     for section in sections:
-        cuts = [p for p in page_starts if section.start < p < section.end]
-        for start, end in zip([section.start, *cuts], [*cuts, section.end], strict=True):
+        inside = [p for p in cuts if section.start < p < section.end]
+        for start, end in zip([section.start, *inside], [*inside, section.end], strict=True):
             out.append(Section(section.title, start, end))
     return out
 
 
 def chunk_document(document_id: str, document_title: str, canonical: str,
                    strategy: ChunkingStrategy, settings: ChunkingSettings | None = None,
-                   page_starts: Sequence[int] = ()) -> list[Chunk]:
-    """Cuts one document with one strategy; chunks come in reading order. With ``page_starts``
-    (PDFs), the boundary strategies never pack paragraphs of two pages into one chunk."""
+                   cuts: Sequence[int] = ()) -> list[Chunk]:
+    """Cuts one document with one strategy; chunks come in reading order. The boundary
+    strategies never pack text from both sides of an offset in ``cuts`` (the starts of a PDF's
+    pages) into one chunk."""
     settings = settings or ChunkingSettings()
     sections = split_sections(canonical, document_title)
     if strategy.blind:
@@ -265,7 +266,7 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
             owner = bisect_right(section_starts, s) - 1
             located.append((sections[owner].title if owner >= 0 else document_title, s, e))
     else:
-        located = [(section.title, s, e) for section in split_at_pages(sections, page_starts)
+        located = [(section.title, s, e) for section in split_at(sections, cuts)
                    for s, e in boundary_spans(canonical, section, settings.target_chars,
                                               settings.hard_max_chars)]
     chunks: list[Chunk] = []

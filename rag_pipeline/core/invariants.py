@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import uncovered_characters
-from rag_pipeline.core.documents import DocumentStatus
+from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag_pipeline.core.documents import DocumentFormat, DocumentStatus, extractor_for
 from rag_pipeline.core.generations import generation_age_seconds
+from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
@@ -63,7 +63,7 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
 
     if not warehouse.db_path.is_file():
         raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
-    current_extractors = {fmt.value: extractor_for(fmt).version for fmt in DocumentFormat}
+    current_extractors = {fmt.name: fmt.extractor().version for fmt in REGISTRY}
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
         views = _tables(con)
         if "documents" not in views:

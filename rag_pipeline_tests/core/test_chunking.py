@@ -20,8 +20,8 @@ from rag_pipeline.core.chunking import (
     uncovered_characters,
 )
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.markdown import heading_spans
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.formats.markdown import heading_spans
 
 SMALL = ChunkingSettings(target_chars=40, overlap_chars=8)
 
@@ -398,9 +398,9 @@ def test_boundary_chunks_never_straddle_a_pdf_page():
     # Two short pages joined as the PDF extractor joins them; page 2 starts at 46.
     canonical = "Page one says the sprocket has twelve teeth.\n\nPage two says it weighs forty grams.\n"
     for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER):
-        chunks = chunk_document("c.pdf", "Sprockets", canonical, strategy, page_starts=(0, 46))
+        chunks = chunk_document("c.pdf", "Sprockets", canonical, strategy, cuts=(0, 46))
         assert [(c.start, c.end) for c in chunks] == [(0, 44), (46, 82)]
-    # Without a page map the two paragraphs pack into one chunk.
+    # Without cuts the two paragraphs pack into one chunk.
     packed = chunk_document("c.pdf", "Sprockets", canonical, ChunkingStrategy.BOUNDARIES)
     assert [(c.start, c.end) for c in packed] == [(0, 82)]
 

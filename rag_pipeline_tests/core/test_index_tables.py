@@ -11,8 +11,14 @@ import pytest
 
 from rag_pipeline.core import index_tables
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.index_tables import OffsetError, chunks_table, embeddings_table
+from rag_pipeline.core.index_tables import (
+    OffsetError,
+    chunks_table,
+    document_records,
+    documents_table,
+    embeddings_table,
+)
+from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
 from rag_pipeline.core.models import ModelMismatchError
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -65,3 +71,27 @@ def test_stored_vectors_of_another_model_are_refused(records, hashed_embedder: H
                                    "model_fingerprint", pa.array(stamps, pa.string()))
     with pytest.raises(ModelMismatchError, match=r"vector spaces are never mixed$"):
         embeddings_table(chunks, previous, hashed_embedder)
+
+
+def test_document_structure_survives_parquet_and_duckdb(records, tmp_path: Path):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    structured = dataclasses.replace(
+        records[0], sections=(Section("Intro", 0, 10, 2),), anchors=(Anchor(0, 10, "page=1"),),
+        notes=(("dropped_lines", "14"),))
+    pq.write_table(documents_table([structured, records[1]]), tmp_path / "documents.parquet")
+    back = document_records(pq.read_table(tmp_path / "documents.parquet"))
+    assert back == [structured, records[1]]
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select s.title, s.level, a.locator, n.value from (select unnest(sections) s, "
+            "unnest(anchors) a, unnest(notes) n from read_parquet(?))",
+            [str(tmp_path / "documents.parquet")]).fetchall()
+    assert rows == [("Intro", 2, "page=1", "14")]
+
+
+def test_a_documents_table_without_structure_columns_reads_as_none(records):
+    # A table written before sections/anchors/notes existed: the columns are simply absent.
+    old = documents_table(records).drop_columns(["sections", "anchors", "notes"])
+    assert document_records(old) == list(records)

@@ -1,13 +1,17 @@
-"""Markdown structure: ATX heading lines outside fenced code, read by every stage that needs it.
+"""Markdown: the file as it is, minus YAML front matter; sections at ATX headings outside code.
 
-Extraction takes a document's title from it, chunking cuts sections at it and the gold-set check
-keeps needles out of it, so all three see the same headings.
+The heading lines found here are the only Markdown structure in the project: extraction takes
+a document's title and sections from them and the gold-set check keeps needles out of them.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.reading import decode_utf8
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+([^\n]*)$", re.MULTILINE)
 _FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
@@ -51,3 +55,31 @@ def without_headings(text: str) -> str:
         parts += [text[last:start], " "]
         last = end
     return "".join(parts) + text[last:]
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
+
+
+class MarkdownFormat(DocumentFormat):
+    """``.md`` and ``.markdown`` files."""
+
+    name = "markdown"
+    suffixes = (".md", ".markdown")
+
+    def extractor(self) -> Extractor:
+        return Extractor("markdown-frontmatter", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Markdown as it is, minus YAML front matter; title from the first ``# `` heading,
+        then the front matter's ``title:``, then the stem."""
+        text = decode_utf8(data)
+        front_title = None
+        match = _FRONT_MATTER.match(text)
+        if match:
+            for line in match.group(1).splitlines():
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "title" and value.strip():
+                    front_title = value.strip().strip("'\"")
+            text = text[match.end() :]
+        title = first_title(text) or front_title or stem
+        return Extracted(title=title, canonical_text=text)

@@ -1,4 +1,4 @@
-"""Tests for ``rag_pipeline.core.markdown``: heading lines, titles and heading-free text, with
+"""Tests for ``rag_pipeline.core.ingest.formats.markdown``: heading lines, titles and heading-free text, with
 fenced code that looks like headings."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import re
 
-from rag_pipeline.core.markdown import first_title, heading_spans, without_headings
+from rag_pipeline.core.ingest.formats.markdown import first_title, heading_spans, without_headings
 
 # "# Guide" [0,7) | "## Setup" [9,17) | fence [19,48) holding "# not a heading" | "## End" [50,56)
 FENCED = "# Guide\n\n## Setup\n\n```sh\n# not a heading\nrun\n```\n\n## End\n\nBye.\n"

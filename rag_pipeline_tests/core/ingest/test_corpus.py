@@ -1,5 +1,6 @@
-"""Tests for ``rag_pipeline.core.documents``: a corpus folder with planted flaws, read into exact
-records; unreadable files become ``failed`` records; unchanged ``ok`` records are reused."""
+"""Tests for ``rag_pipeline.core.ingest.corpus`` (with ``reading`` and every registered format): a
+corpus folder with planted flaws, read into exact records; unreadable files become ``failed``
+records; unchanged ``ok`` records are reused."""
 
 from __future__ import annotations
 
@@ -18,18 +19,18 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 from pypdf import PdfWriter
 
-from rag_pipeline.core.documents import (
+from rag_pipeline.core.ingest import (
+    Anchor,
     DocumentStatus,
     ExtractionSettings,
     discover,
     extract_corpus,
     extract_document,
-    extract_html,
-    extract_markdown,
-    html_block_text,
 )
+from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 
-PYPDF_EXTRACTOR_VERSION = f"1+pypdf-{pypdf.__version__}"
+PYPDF_EXTRACTOR_VERSION = f"2+pypdf-{pypdf.__version__}"
 
 
 def text_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
@@ -82,7 +83,7 @@ def corpus(tmp_path: Path) -> Path:
     (root / "notes.txt").write_bytes(NOTES_TXT)
     # Good: title from <title>; <h1> -> "# ", <h2> -> "## "; script, style and nav dropped.
     (root / "page.html").write_bytes(PAGE_HTML)
-    # Good: two pages with a text layer; page_starts must be exact.
+    # Good: two pages with a text layer; the page anchors must be exact.
     (root / "report.pdf").write_bytes(text_pdf(REPORT_PDF_PAGES, title="Quarterly Report"))
     # Good: nested folder, no heading -> title is the stem; id uses a forward slash.
     (root / "sub" / "nested.md").write_bytes(b"Nested body.\n")
@@ -152,11 +153,11 @@ def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
         "markdown", "markdown-frontmatter", "1")
-    assert record.page_starts == ()
+    assert (record.sections, record.anchors, record.notes) == ((), (), ())
 
 
 def test_front_matter_title_is_used_when_there_is_no_heading():
-    extracted = extract_markdown(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
+    extracted = MarkdownFormat().extract(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
     assert (extracted.title, extracted.canonical_text) == ("Front Title", "No heading here.\n")
 
 
@@ -181,13 +182,13 @@ def test_html_title_falls_back_to_the_h1_then_the_stem():
     assert extract_html(b"<p>x</p>", "stem").title == "stem"
 
 
-def test_pdf_pages_are_joined_with_exact_page_starts(corpus):
+def test_pdf_pages_are_joined_with_exact_page_anchors(corpus):
     record = extract_document(corpus / "report.pdf", corpus)
     assert record.status == "ok"
     assert record.title == "Quarterly Report"
     # Page 1 is "Alpha page one.\nSecond line here." (33 chars) + "\n\n" -> page 2 starts at 35.
     assert record.canonical_text == "Alpha page one.\nSecond line here.\n\nBeta page two.\n"
-    assert record.page_starts == (0, 35)
+    assert record.anchors == (Anchor(0, 33, "page=1"), Anchor(35, 49, "page=2"))
     assert record.canonical_text[35:].startswith("Beta page two.")
     assert (record.format, record.extractor, record.extractor_version) == (
         "pdf", "pdf-pypdf", PYPDF_EXTRACTOR_VERSION)
@@ -196,7 +197,8 @@ def test_pdf_pages_are_joined_with_exact_page_starts(corpus):
 def test_pdf_title_falls_back_to_the_first_line(tmp_path):
     (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
     record = extract_document(tmp_path / "untitled.pdf", tmp_path)
-    assert (record.title, record.page_starts) == ("First line.", (0,))
+    # The page is "  First line.  \nRest." (21 characters), kept as pypdf reads it.
+    assert (record.title, record.anchors) == ("First line.", (Anchor(0, 21, "page=1"),))
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
@@ -343,77 +345,3 @@ def test_extraction_settings_reject_a_non_positive_limit():
     with pytest.raises(ValueError, match="max_document_bytes must be positive, got 0"):
         ExtractionSettings(max_document_bytes=0)
     assert ExtractionSettings().max_document_bytes == 20 * 1024 * 1024
-
-
-# --- HTML: blocks chosen in one pass ---------------------------------------------------------
-
-_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "dt", "dd", "td",
-           "th", "figcaption")
-
-
-def _canonical_html_by_search(data: bytes) -> str:
-    """The oracle: the same rules by direct searches, quadratic on deep nesting (the former
-    extractor's block choice, plus loose text found by searching each string's ancestors);
-    a chosen block reads as :func:`html_block_text` says, tested on its own below."""
-    from bs4 import BeautifulSoup, NavigableString
-
-    soup = BeautifulSoup(data, "lxml")
-    for tag in soup(["script", "style", "noscript", "template", "nav"]):
-        tag.decompose()
-    kept = [e for e in soup.find_all((*_BLOCKS, "div"))
-            if not e.find_parent(_BLOCKS)
-            and not (e.name == "div" and e.find((*_BLOCKS, "div")) is not None)]
-    kept_ids = {id(e) for e in kept}
-    blocks, loose = [], []
-
-    def flush():
-        text = " ".join(" ".join(loose).split())
-        if text:
-            blocks.append(text)
-        loose.clear()
-
-    for node in soup.descendants:
-        if id(node) in kept_ids:
-            flush()
-            text = html_block_text(node)  # how a block reads is shared; which blocks is not
-            if text:
-                blocks.append(text)
-        elif (type(node) is NavigableString
-              and not any(id(p) in kept_ids or p.name == "head" for p in node.parents)):
-            loose.append(str(node))
-    flush()
-    return "\n\n".join(blocks) + ("\n" if blocks else "")
-
-
-def test_a_block_reads_as_its_paragraph():
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup("<h1> A  title </h1><h3>Sub\n head</h3><pre>\n  x = 1\n  y\n</pre>"
-                         "<p>one\n two <b>three</b></p><p> </p>", "lxml")
-    assert [html_block_text(e) for e in soup.find_all(["h1", "h3", "pre", "p"])] == [
-        "# A title", "## Sub head", "  x = 1\n  y", "one two three", ""]
-
-
-def _random_html(rng: random.Random, depth: int) -> str:
-    tags = ["div", "p", "span", "li", "blockquote", "section", "td", "pre", "h2", "em"]
-    if depth == 0:
-        return rng.choice(["alpha", "beta gamma", "", "delta."])
-    children = "".join(_random_html(rng, depth - 1) for _ in range(rng.randint(0, 3)))
-    tag = rng.choice(tags)
-    return f"<{tag}>{rng.choice(['', 'word '])}{children}</{tag}>"
-
-
-def test_html_text_matches_the_search_oracle_on_random_trees():
-    rng = random.Random(11)
-    for _ in range(120):
-        data = f"<html><body>{_random_html(rng, 6)}</body></html>".encode()
-        assert extract_html(data, "page").canonical_text == _canonical_html_by_search(data)
-
-
-def test_loose_html_text_is_kept_as_paragraphs_of_its_own():
-    # Planted: text straight in <body>, and text beside a <p> inside a <div>; version 1 of the
-    # extractor dropped both (the first file failed with "no text").
-    body_only = extract_html(b"<html><head><title>T</title></head><body>Just text</body></html>", "s")
-    assert (body_only.title, body_only.canonical_text) == ("T", "Just text\n")
-    mixed = extract_html(b"<div>Intro <b>bold</b><p>Para</p>tail</div>", "s")
-    assert mixed.canonical_text == "Intro bold\n\nPara\n\ntail\n"

@@ -1,0 +1,119 @@
+"""Reads a corpus folder into document records, one per file, reusing unchanged ones.
+
+A file that cannot be read becomes a ``failed`` record carrying its reason, never an exception
+that stops the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.formats import DocumentFormat, format_for
+from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
+from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
+from rag_pipeline.core.versions import PIPELINE_VERSION
+
+
+def discover(corpus_root: Path) -> list[Path]:
+    """Entries under the root that a format reads, hidden ones skipped, sorted by path.
+
+    Everything but a real directory is listed, symlinks and special files included, so that
+    each one is answered (``failed`` with its reason) rather than silently left out. Symlinked
+    directories are not walked into.
+    """
+    found = []
+    for path in sorted(corpus_root.rglob("*")):
+        rel = path.relative_to(corpus_root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if format_for(path) is not None and (path.is_symlink() or not path.is_dir()):
+            found.append(path)
+    return found
+
+
+def document_id_for(path: Path, corpus_root: Path) -> str:
+    """A stable id: the path relative to the corpus root, with forward slashes."""
+    return path.relative_to(corpus_root).as_posix()
+
+
+def _format_of(path: Path) -> DocumentFormat:
+    fmt = format_for(path)
+    if fmt is None:
+        raise ValueError(f"no format reads {path.name}")
+    return fmt
+
+
+def extract_document(path: Path, corpus_root: Path,
+                     settings: ExtractionSettings | None = None) -> DocumentRecord:
+    """Reads one file; any failure is returned as a ``failed`` record with its reason."""
+    settings = settings or ExtractionSettings()
+    fmt = _format_of(path)
+    extractor = fmt.extractor()
+    document_id = document_id_for(path, corpus_root)
+
+    def failed(reason: str, digest: str = "") -> DocumentRecord:
+        return DocumentRecord(document_id, str(path), path.stem, "", digest, fmt.name,
+                              extractor.name, extractor.version, DocumentStatus.FAILED.value,
+                              reason)
+
+    try:
+        data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
+    except ExtractionError as exc:
+        return failed(str(exc))
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        extracted = fmt.extract(data, path.stem)
+    except ExtractionError as exc:
+        return failed(str(exc), digest)
+    if not extracted.canonical_text.strip():
+        return failed("no text: the file is empty after extraction", digest)
+    return DocumentRecord(document_id, str(path), extracted.title, extracted.canonical_text,
+                          digest, fmt.name, extractor.name, extractor.version,
+                          DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,
+                          extracted.notes)
+
+
+@dataclass(frozen=True)
+class ExtractionResult:
+    records: list[DocumentRecord]
+    extracted: int
+    reused: int
+
+    @property
+    def failed(self) -> list[DocumentRecord]:
+        return [r for r in self.records if not r.ok]
+
+
+def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
+                   settings: ExtractionSettings | None = None) -> ExtractionResult:
+    """Extracts every document, reusing a previous ``ok`` record whose bytes and stamps match.
+
+    Failed documents are always tried again, so fixing a file (or a bug) needs no manual reset.
+    """
+    settings = settings or ExtractionSettings()
+    if not corpus_root.is_dir():
+        raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
+    reusable = {r.document_id: r for r in previous if r.ok}
+    records, extracted, reused = [], 0, 0
+    for path in discover(corpus_root):
+        document_id = document_id_for(path, corpus_root)
+        old = reusable.get(document_id)
+        if old is not None:
+            try:
+                digest = hashlib.sha256(read_document_bytes(
+                    path, corpus_root, settings.max_document_bytes)).hexdigest()
+            except ExtractionError:
+                digest = ""  # not reusable: extract_document below records the same reason
+            if (digest == old.content_sha256
+                    and old.extractor_version == _format_of(path).extractor().version
+                    and old.pipeline_version == PIPELINE_VERSION):
+                records.append(old)
+                reused += 1
+                continue
+        records.append(extract_document(path, corpus_root, settings))
+        extracted += 1
+    return ExtractionResult(records, extracted, reused)
