@@ -190,3 +190,16 @@ def test_docx_chunks_keep_character_fragments(warehouse: Path):
     assert _fragments(warehouse, "manual.docx") == [
         f"#char={start},{end}" for start, end, _ in _chunks(warehouse, "manual.docx")]
     assert "Item | Cost | Note\nTea | 2.50 | hot" in _canonical(warehouse, "manual.docx")
+
+
+def test_sheets_and_docx_headings_label_their_chunks(warehouse: Path):
+    def sections(document_id: str) -> list[str]:
+        return [s for (s,) in _query(warehouse, f"""select section from chunks where chunker = 'header'
+                                                  and document_id = '{document_id}' order by "from" """)]
+
+    assert sections("manual.docx") == ["Install", "Install", "Prices", "Support"]
+    assert set(sections("ledger.xlsx")) == {"Ledger 2026"}
+    assert set(sections("parts.csv")) == {"parts"} and set(sections("talk.vtt")) == {"talk"}
+    # the heading lines are structure: in the canonical text, in no chunk's content
+    assert _query(warehouse, """select count(*) from chunks where chunker = 'header'
+                                and document_id = 'manual.docx' and content like 'Prices%'""") == [(0,)]
