@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.ask import QUOTE_ONLY_MIN_WORDS
+from rag_pipeline.core.ingest import REGISTRY
+from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.text_fragment import encode_directive_text, text_fragment
 from rag_pipeline_tests.service.browser import CHROMIUM, chromium_page, serve_in_thread
 
@@ -30,14 +33,14 @@ def test_terms_grow_until_their_first_occurrence_is_the_quote():
         "#:~:text=The%20loop%20variable%20keeps%20its%20last,loops.")
 
 
-def test_block_markers_are_skipped_and_reserved_characters_encoded():
-    start = LOOPS.index("- items")
-    assert text_fragment(LOOPS, start, len(LOOPS)) == "#:~:text=items%20one%2C%20two,%26%20three"
+def test_block_markers_and_lone_punctuation_are_skipped_and_reserved_characters_encoded():
+    start = LOOPS.index("- items")  # "-" is the list marker, "&" a token with no word in it
+    assert text_fragment(LOOPS, start, len(LOOPS)) == "#:~:text=items%20one%2C%20two,three"
     assert encode_directive_text("else-clause, a&b") == "else%2Dclause%2C%20a%26b"
 
 
 def test_a_quote_over_several_blocks_takes_its_first_and_last_lines():
-    assert text_fragment(LOOPS, 0, len(LOOPS)) == "#:~:text=Loops,two%20%26%20three"
+    assert text_fragment(LOOPS, 0, len(LOOPS)) == "#:~:text=Loops,three"
 
 
 def test_a_quote_cut_inside_words_starts_and_ends_at_whole_words():
@@ -71,26 +74,41 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+def _scrolled_to_quote(page, url: str) -> tuple[float, float, float]:
+    """Opens ``url`` in a fresh navigation; ``(scrollY, the quoted paragraph's top, viewport
+    height)`` once the page has scrolled (or after 10 s)."""
+    page.goto("about:blank")
+    page.goto(url)
+    deadline = time.monotonic() + 10
+    while page.evaluate("window.scrollY") == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return (page.evaluate("window.scrollY"),
+            page.evaluate("document.getElementById('quoted').getBoundingClientRect().top"),
+            page.evaluate("window.innerHeight"))
+
+
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"no Chromium at {CHROMIUM}: install the Debian "
                     "package (`bash .ci/setup` runs `apt-get install -y chromium`)")
 def test_chromium_scrolls_to_the_quote_not_to_its_earlier_look_alike(site: str, tmp_path: Path):
+    canonical = HtmlFormat().extract(PAGE.encode(), "loops").canonical_text  # as the index has it
+    start = canonical.index("The loop variable keeps its last")
+    end = canonical.index("skipped.") + len("skipped.")
+    fragment = text_fragment(canonical, start, end)
+    assert fragment == "#:~:text=The%20loop%20variable%20keeps%20its%20last,else%2Dclause%20is%20skipped."
+    quote_only = text_fragment(canonical[start:end], 0, end - start, min_words=QUOTE_ONLY_MIN_WORDS)
+    # The extractor's "break ," (a space before the comma the page does not have) ends textEnd.
+    assert quote_only == ("#:~:text=The%20loop%20variable%20keeps%20its%20last,"
+                          "and%20the%20else%2Dclause%20is%20skipped.")
     with chromium_page(tmp_path / "profile") as page:
         page.goto(site + "/loops.html")
-        canonical = page.evaluate("document.body.innerText")  # the text as the browser shows it
         assert page.evaluate("window.scrollY") == 0
-        start = canonical.index("The loop variable keeps its last")
-        fragment = text_fragment(canonical, start, canonical.index("skipped.") + len("skipped."))
-        assert fragment == "#:~:text=The%20loop%20variable%20keeps%20its%20last,else%2Dclause%20is%20skipped."
-        page.goto("about:blank")
-        page.goto(site + "/loops.html" + fragment)
-        deadline = time.monotonic() + 10
-        while page.evaluate("window.scrollY") == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        top = page.evaluate("document.getElementById('quoted').getBoundingClientRect().top")
-        assert page.evaluate("window.scrollY") > 1000
-        assert 0 <= top < page.evaluate("window.innerHeight")
+        for link in (fragment, quote_only):
+            scroll_y, top, height = _scrolled_to_quote(page, site + "/loops.html" + link)
+            assert scroll_y > 1000  # the look-alike sentence is at the top of the page
+            assert 0 <= top < height
         # Planted miss: a fragment whose words are not on the page leaves the page at the top.
-        page.goto("about:blank")
-        page.goto(site + "/loops.html#:~:text=words%20that%20are%20nowhere")
-        time.sleep(1.0)
-        assert page.evaluate("window.scrollY") == 0
+        assert _scrolled_to_quote(page, site + "/loops.html#:~:text=words%20that%20are%20nowhere")[0] == 0
+
+
+def test_only_pages_shown_as_text_link_by_text():
+    assert [fmt.name for fmt in REGISTRY if fmt.links_by_text] == ["markdown", "text", "html"]

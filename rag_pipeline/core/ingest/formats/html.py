@@ -148,6 +148,7 @@ class HtmlFormat(DocumentFormat):
 
     name = "html"
     suffixes = (".html", ".htm")
+    links_by_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("html-beautifulsoup", f"3+bs4-{library_version('beautifulsoup4')}")

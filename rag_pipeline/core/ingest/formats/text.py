@@ -12,6 +12,7 @@ class TextFormat(DocumentFormat):
 
     name = "text"
     suffixes = (".txt", ".text")
+    links_by_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("plain-text", "1")
