@@ -166,6 +166,13 @@ def _blocks(document: Document) -> list[_Block]:
 
     numbering = _Numbering(document)
     blocks: list[_Block] = []
+    styles: dict[str | None, object] = {}  # python-docx scans every style per lookup: once per id
+
+    def style_of(element: _Element, paragraph: Paragraph) -> object:
+        style_id = element.style  # CT_P.style: the w:pStyle id, None for the default style
+        if style_id not in styles:
+            styles[style_id] = paragraph.style
+        return styles[style_id]
 
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
@@ -174,7 +181,7 @@ def _blocks(document: Document) -> list[_Block]:
                 text = paragraph.text.strip()
                 if not text:
                     continue
-                style = paragraph.style
+                style = style_of(child, paragraph)
                 level = _heading_level(style.name if style is not None else "")
                 num_pr = None if level else _num_pr(child, style)
                 if num_pr is not None:

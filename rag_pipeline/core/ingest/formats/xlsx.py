@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -58,33 +59,43 @@ class _Sheet:
     rows: tuple[tuple[int, tuple[str, ...]], ...]
 
 
-def _read_sheets(data: bytes) -> tuple[list[_Sheet], int, int]:
-    """Every worksheet's rows of cached values, the number of formula cells and how many of
-    them have no cached value."""
+def _formula_counts(data: bytes) -> tuple[int, int]:
+    """How many formula cells the worksheets hold and how many of them have no cached value,
+    read straight from the sheets' XML (lxml, one streaming pass: openpyxl's ``data_only``
+    reading cannot tell an uncalculated formula from an empty cell)."""
+    from lxml import etree
+
+    formulas = uncached = 0
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for name in archive.namelist():
+                if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                    continue
+                with archive.open(name) as stream:
+                    for _, cell in etree.iterparse(stream, tag="{*}c"):
+                        if cell.find("{*}f") is not None:
+                            formulas += 1
+                            value = cell.find("{*}v")
+                            uncached += value is None or not (value.text or "")
+                        cell.clear()
+    except (zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
+        raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
+                              "workbook or an old binary .xls is not an XLSX file)") from exc
+    return formulas, uncached
+
+
+def _read_sheets(data: bytes) -> list[_Sheet]:
+    """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``)."""
     from openpyxl import load_workbook
 
-    def load(data_only: bool):  # openpyxl's Workbook, imported lazily
-        try:
-            return load_workbook(io.BytesIO(data), read_only=True, data_only=data_only)
-        except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
-            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
-                                  "workbook or an old binary .xls is not an XLSX file)") from exc
-
-    formulas: set[tuple[int, int, int]] = set()
-    workbook = load(data_only=False)
     try:
-        for index, sheet in enumerate(workbook.worksheets):
-            sheet.reset_dimensions()
-            for row in sheet.iter_rows():
-                formulas.update((index, cell.row, cell.column) for cell in row
-                                if getattr(cell, "data_type", None) == "f")
-    finally:
-        workbook.close()
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
+        raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
+                              "workbook or an old binary .xls is not an XLSX file)") from exc
     sheets: list[_Sheet] = []
-    uncached = 0
-    workbook = load(data_only=True)
     try:
-        for index, sheet in enumerate(workbook.worksheets):
+        for sheet in workbook.worksheets:
             sheet.reset_dimensions()
             rows: list[tuple[int, tuple[str, ...]]] = []
             for row in sheet.iter_rows():
@@ -94,13 +105,11 @@ def _read_sheets(data: bytes) -> tuple[list[_Sheet], int, int]:
                 cells = [""] * max(cell.column for cell in stored)
                 for cell in stored:
                     cells[cell.column - 1] = cell_value_text(cell.value)
-                    if cell.value is None and (index, cell.row, cell.column) in formulas:
-                        uncached += 1
                 rows.append((stored[0].row, tuple(cells)))
             sheets.append(_Sheet(sheet.title, tuple(rows)))
     finally:
         workbook.close()
-    return sheets, len(formulas), uncached
+    return sheets
 
 
 class XlsxFormat(DocumentFormat):
@@ -119,7 +128,8 @@ class XlsxFormat(DocumentFormat):
             ExtractionError: Not a readable XLSX file, or formulas none of which has a cached
                 value.
         """
-        sheets, formula_count, uncached = _read_sheets(data)
+        sheets = _read_sheets(data)
+        formula_count, uncached = _formula_counts(data)
         if formula_count and uncached == formula_count:
             raise ExtractionError(
                 f"no cached values: none of its {formula_count} formula cell(s) was ever "

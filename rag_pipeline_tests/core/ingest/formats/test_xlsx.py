@@ -121,3 +121,26 @@ def test_a_file_that_is_not_a_workbook_fails_with_the_reason():
 ])
 def test_cached_values_as_text(value: object, text: str):
     assert cell_value_text(value) == text
+
+
+def test_a_wrong_declared_dimension_does_not_hide_cells():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.append(["a", "b"])
+    sheet.append([1, 2])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                # Planted flaw: the file claims its cells end at A1, as some exporters write;
+                # read-only openpyxl trusting it would drop column B and row 2.
+                assert b'<dimension ref="A1:B2"/>' in content
+                content = content.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:A1"/>')
+            target.writestr(name, content)
+    assert XLSX.extract(out.getvalue(), "dim").canonical_text == "a | b\na: 1 | b: 2\n"
