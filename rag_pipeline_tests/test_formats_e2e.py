@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -61,8 +62,15 @@ def _film_srt() -> bytes:
     return ("\n\n".join(cues) + "\n").encode()
 
 
+@dataclass(frozen=True)
+class Materialised:
+    db: Path
+    second_run: dict[str, int]
+    """The second documents run's ``extracted`` and ``reused`` counts."""
+
+
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def materialised(tmp_path_factory: pytest.TempPathFactory) -> Materialised:
     root = tmp_path_factory.mktemp("formats-e2e")
     corpus = root / "corpus"
     corpus.mkdir()
@@ -82,7 +90,21 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for job, partition in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, "header"), (EMBEDDINGS_JOB, embeddings)):
             assert defs.resolve_job_def(job).execute_in_process(
                 instance=instance, partition_key=partition, raise_on_error=False).success
-    return root / "data" / "rag.duckdb"
+        again = defs.resolve_job_def(DOCUMENTS_JOB).execute_in_process(instance=instance,
+                                                                       raise_on_error=False)
+    metadata = again.asset_materializations_for_node("documents")[0].metadata
+    return Materialised(root / "data" / "rag.duckdb",
+                        {name: metadata[name].value for name in ("extracted", "reused")})
+
+
+@pytest.fixture(scope="module")
+def warehouse(materialised: Materialised) -> Path:
+    return materialised.db
+
+
+def test_a_second_run_extracts_only_the_failed_file_again(materialised: Materialised):
+    # Unchanged files under unchanged extractor stamps are reused; the failed one is retried.
+    assert materialised.second_run == {"extracted": 1, "reused": 5}
 
 
 def _query(db: Path, sql: str) -> list[tuple]:

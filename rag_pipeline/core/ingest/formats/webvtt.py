@@ -41,7 +41,7 @@ def parse_webvtt(text: str) -> list[Cue]:
     except MalformedFileError as exc:
         raise ExtractionError(f"not a WebVTT file ({exc}): it must start with the line WEBVTT") from exc
     except MalformedCaptionError as exc:
-        raise ExtractionError(f"malformed WebVTT cue: {exc}") from exc
+        raise ExtractionError(f"malformed WebVTT block: {exc}") from exc
     cues = [Cue(caption.start_time.in_milliseconds(), caption.end_time.in_milliseconds(),
                 cue_turns(caption.raw_text)) for caption in captions]
     check_times(cues)

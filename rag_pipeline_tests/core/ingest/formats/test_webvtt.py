@@ -76,7 +76,7 @@ def test_crlf_and_a_bom_read_the_same():
     (b"00:01.000 --> 00:02.000\nno signature\n", "not a WebVTT file (Invalid format): it must start with "
                                                  "the line WEBVTT"),
     (b"WEBVTT\n\n00:01.000 --> 00:02.000\nfine\n\nbroken --> x\ntext\n",
-     "malformed WebVTT cue: Invalid cue block ['broken --> x', 'text']"),  # not silently dropped
+     "malformed WebVTT block: Invalid cue block ['broken --> x', 'text']"),  # not silently dropped
     (b"WEBVTT\n\n00:05.000 --> 00:02.000\nbackwards\n", "cue 1 ends before it starts: 5.000 --> 2.000 s"),
     (b"WEBVTT\n\n00:01.000 --> 00:02.000\n\xff\n", "not UTF-8: byte 0xff at offset 32 (invalid start byte); "
                                                   "WebVTT files are UTF-8"),
@@ -85,3 +85,14 @@ def test_a_broken_file_fails_with_its_reason(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as raised:
         WEBVTT.extract(data, "bad")
     assert str(raised.value) == reason
+
+
+def test_header_metadata_regions_and_karaoke_timestamps_are_not_text():
+    # The shape YouTube and many captioning tools write: metadata lines under the signature,
+    # a REGION block, cue settings and inline timestamps with class spans.
+    data = (b"WEBVTT\nKind: captions\nLanguage: en\n\nREGION\nid:fred width:40%\n\n"
+            b"00:00:01.000 --> 00:00:02.000 align:start position:0%\nhello<00:00:01.500><c> world</c>\n\n"
+            b"00:00:03.000 --> 00:00:04.000 region:fred\nagain\n")
+    extracted = WEBVTT.extract(data, "captions")
+    assert extracted.canonical_text == "hello world again\n"
+    assert extracted.anchors == (Anchor(0, 11, "t=1.000,2.000"), Anchor(12, 17, "t=3.000,4.000"))
