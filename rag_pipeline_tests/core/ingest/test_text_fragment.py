@@ -49,6 +49,14 @@ def test_a_quote_cut_inside_words_starts_and_ends_at_whole_words():
         "#:~:text=variable%20keeps%20its%20last,break%2C%20and%20the")
 
 
+def test_punctuation_spaced_out_by_an_extractor_ends_a_term():
+    # An extractor that puts a space before a comma ("break ,") makes text the page does not
+    # have: a term holding the lone "," would match nothing, so the run stops before it.
+    text = "It keeps its last value after break , and the else-clause is skipped.\n"
+    assert text_fragment(text, 0, len(text) - 1, min_words=6) == (
+        "#:~:text=It%20keeps%20its%20last%20value%20after,and%20the%20else%2Dclause%20is%20skipped.")
+
+
 def test_a_short_quote_is_one_term_and_a_quote_without_words_none():
     start = LOOPS.index("Nothing")
     assert text_fragment(LOOPS, start, start + len("Nothing else")) == "#:~:text=Nothing%20else"
@@ -96,9 +104,8 @@ def test_chromium_scrolls_to_the_quote_not_to_its_earlier_look_alike(site: str, 
     fragment = text_fragment(canonical, start, end)
     assert fragment == "#:~:text=The%20loop%20variable%20keeps%20its%20last,else%2Dclause%20is%20skipped."
     quote_only = text_fragment(canonical[start:end], 0, end - start, min_words=QUOTE_ONLY_MIN_WORDS)
-    # The extractor's "break ," (a space before the comma the page does not have) ends textEnd.
     assert quote_only == ("#:~:text=The%20loop%20variable%20keeps%20its%20last,"
-                          "and%20the%20else%2Dclause%20is%20skipped.")
+                          "break%2C%20and%20the%20else%2Dclause%20is%20skipped.")
     with chromium_page(tmp_path / "profile") as page:
         page.goto(site + "/loops.html")
         assert page.evaluate("window.scrollY") == 0
