@@ -140,20 +140,52 @@ def _heading_level(style_name: str) -> int:
     return 0
 
 
-def _cell_text(cell: _Element, parent: object) -> str:
-    from docx.oxml.ns import qn
-    from docx.text.paragraph import Paragraph
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 
-    texts = (Paragraph(p, parent).text for p in cell.iter(qn("w:p")))
+
+def paragraph_text(paragraph: _Element) -> str:
+    """A ``w:p`` element's text: every ``w:t`` in it, ``w:tab`` as a tab, ``w:br``/``w:cr`` as
+    a line break, in document order.
+
+    python-docx's ``Paragraph.text`` reads only the paragraph's direct runs and hyperlinks, so
+    text inside tracked insertions (``w:ins``), inline content controls, smart tags and simple
+    fields would be lost; reading the text nodes wherever they are keeps it. Deleted text is
+    ``w:delText`` and stays out; tab stops in the properties (``w:pPr``) are no text; of a
+    drawing's alternate content (``mc:AlternateContent``) only the chosen one is read, so a
+    text box is not read twice.
+    """
+    from docx.oxml.ns import qn
+
+    text, tab, skip = qn("w:t"), qn("w:tab"), {qn("w:pPr"), qn("w:rPr"), _MC_FALLBACK}
+    parts = []
+    for node in paragraph.iter(text, tab, qn("w:br"), qn("w:cr")):
+        if any(ancestor.tag in skip for ancestor in node.iterancestors()):
+            continue
+        parts.append((node.text or "") if node.tag == text else "\t" if node.tag == tab else "\n")
+    return "".join(parts)
+
+
+def _cell_text(cell: _Element) -> str:
+    from docx.oxml.ns import qn
+
+    def outermost(paragraph: _Element) -> bool:  # a text box's paragraphs are read with theirs
+        for ancestor in paragraph.iterancestors():
+            if ancestor is cell:
+                return True
+            if ancestor.tag == qn("w:p"):
+                return False
+        return True
+
+    texts = (paragraph_text(p) for p in cell.iter(qn("w:p")) if outermost(p))
     return " ".join(" ".join(text.split()) for text in texts if text.strip())
 
 
-def _table_block(table: _Element, parent: object) -> _Block | None:
+def _table_block(table: _Element) -> _Block | None:
     from docx.oxml.ns import qn
 
     lines = []
     for row in table.iterchildren(qn("w:tr")):
-        cells = [_cell_text(cell, parent) for cell in row.iterchildren(qn("w:tc"))]
+        cells = [_cell_text(cell) for cell in row.iterchildren(qn("w:tc"))]
         if any(cells):
             lines.append(" | ".join(cells))
     return _Block("\n".join(lines)) if lines else None
@@ -178,7 +210,7 @@ def _blocks(document: Document) -> list[_Block]:
         for child in container.iterchildren():
             if child.tag == qn("w:p"):
                 paragraph = Paragraph(child, document)
-                text = paragraph.text.strip()
+                text = paragraph_text(child).strip()
                 if not text:
                     continue
                 style = style_of(child, paragraph)
@@ -190,7 +222,7 @@ def _blocks(document: Document) -> list[_Block]:
                 else:
                     blocks.append(_Block(text, heading_level=level))
             elif child.tag == qn("w:tbl"):
-                block = _table_block(child, document)
+                block = _table_block(child)
                 if block is not None:
                     blocks.append(block)
             elif child.tag == qn("w:sdt"):

@@ -140,3 +140,26 @@ def test_list_markers(number_format: str, number: int, marker: str):
 def test_a_file_that_is_not_a_docx_fails_with_the_reason():
     with pytest.raises(ExtractionError, match=r"^unreadable DOCX: "):
         DOCX.extract(b"not a zip", "bad")
+
+
+def test_text_in_tracked_insertions_content_controls_and_links_is_read_deleted_text_is_not():
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    # python-docx's Paragraph.text reads direct runs and hyperlinks only: "inserted ", "inline "
+    # and "smart" would be lost. The tab stop in w:pPr is no text; w:delText is deleted text.
+    document.element.body.insert(0, parse_xml(
+        f'<w:p {nsdecls("w", "r")}><w:pPr><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
+        "<w:r><w:t xml:space=\"preserve\">Kept </w:t></w:r>"
+        "<w:ins w:id=\"1\" w:author=\"a\"><w:r><w:t xml:space=\"preserve\">inserted </w:t></w:r></w:ins>"
+        "<w:del w:id=\"2\" w:author=\"a\"><w:r><w:delText>deleted </w:delText></w:r></w:del>"
+        "<w:sdt><w:sdtContent><w:r><w:t xml:space=\"preserve\">inline </w:t></w:r></w:sdtContent></w:sdt>"
+        "<w:hyperlink r:id=\"rId99\"><w:r><w:t>link</w:t></w:r></w:hyperlink>"
+        "<w:r><w:tab/><w:t>tabbed</w:t><w:br/><w:t>next line</w:t></w:r>"
+        "<w:smartTag w:uri=\"u\" w:element=\"e\">"
+        "<w:r><w:t xml:space=\"preserve\"> smart</w:t></w:r></w:smartTag>"
+        "</w:p>"))
+    extracted = DOCX.extract(saved(document), "tracked")
+    assert extracted.canonical_text == "Kept inserted inline link\ttabbed\nnext line smart\n"
