@@ -38,7 +38,8 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     ok = len(result.records) - len(result.failed) - len(result.skipped)
     changed = previous is None or previous.digest != version.digest
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed, {len(result.skipped)} "
-                     f"skipped ({result.extracted} extracted, {result.reused} unchanged) from "
+                     f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
+                     f"moved) from "
                      f"{root}; {'changed' if changed else 'no change'}")
     return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
         **table_metadata(version, DOCUMENTS_SCHEMA),
@@ -49,6 +50,7 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
         "documents_skipped": len(result.skipped),
         "extracted": result.extracted,
         "reused": result.reused,
+        "moved": result.moved,
         "characters": sum(len(r.canonical_text) for r in result.records),
         "failed": dg.MetadataValue.md(markdown_table(
             ["document", "reason"], [[r.document_id, r.error] for r in result.failed])

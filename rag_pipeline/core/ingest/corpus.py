@@ -8,6 +8,7 @@ editor swap files) are not part of the corpus and get no record.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -88,9 +89,20 @@ def extract_document(path: Path, corpus_root: Path,
 
 @dataclass(frozen=True)
 class ExtractionResult:
+    """The corpus's records, in path order.
+
+    Attributes:
+        records: One per discovered file.
+        extracted: Files read this time (``ok`` or ``failed``).
+        reused: Previous ``ok`` records kept because the file's bytes and stamps match.
+        moved: Of the reused records, those whose file now lives at another path (the corpus
+            folder moved): their ``path`` is updated, nothing is re-extracted.
+    """
+
     records: list[DocumentRecord]
     extracted: int
     reused: int
+    moved: int = 0
 
     @property
     def failed(self) -> list[DocumentRecord]:
@@ -106,14 +118,15 @@ def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
     """Extracts every document, reusing a previous ``ok`` record whose bytes and stamps match.
 
     Failed documents are always tried again, so fixing a file (or a bug) needs no manual reset.
-    ``extracted`` counts the files read (``ok`` or ``failed``), ``reused`` the records kept;
-    skipped files are in neither.
+    A record is matched by its document id (the path relative to the root), so a corpus whose
+    folder moved reuses every unchanged record, with its ``path`` set to where the file is now
+    (citation URLs follow). Skipped files are counted in neither ``extracted`` nor ``reused``.
     """
     settings = settings or ExtractionSettings()
     if not corpus_root.is_dir():
         raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
     reusable = {r.document_id: r for r in previous if r.ok}
-    records, extracted, reused = [], 0, 0
+    records, extracted, reused, moved = [], 0, 0, 0
     for path in discover(corpus_root):
         document_id = document_id_for(path, corpus_root)
         fmt = format_for(path)
@@ -130,9 +143,12 @@ def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
             if (digest == old.content_sha256
                     and old.extractor_version == fmt.extractor().version
                     and old.pipeline_version == PIPELINE_VERSION):
+                if old.path != str(path):
+                    old = dataclasses.replace(old, path=str(path))
+                    moved += 1
                 records.append(old)
                 reused += 1
                 continue
         records.append(extract_document(path, corpus_root, settings))
         extracted += 1
-    return ExtractionResult(records, extracted, reused)
+    return ExtractionResult(records, extracted, reused, moved)
