@@ -13,7 +13,10 @@ import duckdb
 import pytest
 
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.core.ask import citations_for
+from rag_pipeline.core.index_store import load_partition
 from rag_pipeline.core.ingest import Anchor, format_named
+from rag_pipeline.core.retrieval import Hit
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.core.ingest.formats.test_docx import manual
 from rag_pipeline_tests.core.ingest.formats.test_xlsx import cache_values
@@ -65,6 +68,8 @@ def _film_srt() -> bytes:
 @dataclass(frozen=True)
 class Materialised:
     db: Path
+    data_dir: Path
+    model_key: str
     second_run: dict[str, int]
     """The second documents run's ``extracted`` and ``reused`` counts."""
 
@@ -93,7 +98,7 @@ def materialised(tmp_path_factory: pytest.TempPathFactory) -> Materialised:
         again = defs.resolve_job_def(DOCUMENTS_JOB).execute_in_process(instance=instance,
                                                                        raise_on_error=False)
     metadata = again.asset_materializations_for_node("documents")[0].metadata
-    return Materialised(root / "data" / "rag.duckdb",
+    return Materialised(root / "data" / "rag.duckdb", root / "data", spec.key,
                         {name: metadata[name].value for name in ("extracted", "reused")})
 
 
@@ -225,3 +230,23 @@ def test_sheets_and_docx_headings_label_their_chunks(warehouse: Path):
     # the heading lines are structure: in the canonical text, in no chunk's content
     assert _query(warehouse, """select count(*) from chunks where chunker = 'header'
                                 and document_id = 'manual.docx' and content like 'Prices%'""") == [(0,)]
+
+
+def test_served_citations_carry_the_same_fragments_in_their_urls(materialised: Materialised):
+    # The serving path: the published generation loaded as the query service loads it, each
+    # chunk cited as an answer would cite it, under a base URL.
+    index = load_partition(materialised.data_dir, "header", materialised.model_key)
+    rows = range(len(index.document_ids))
+    citations = citations_for(index, [Hit(row, 0.0, 0.0, (row,)) for row in rows],
+                              "https://docs.example.org/c")
+    by_document: dict[str, list[tuple[int, str, str]]] = {}
+    for citation in citations:
+        by_document.setdefault(citation.document_id, []).append(
+            (citation.start, citation.fragment, citation.url))
+    for document_id, cited in by_document.items():
+        cited.sort()
+        assert [fragment for _, fragment, _ in cited] == _fragments(materialised.db, document_id)
+        # none of these formats is a page shown as text: the URL carries the format's fragment
+        assert [url for _, _, url in cited] == [
+            f"https://docs.example.org/c/{document_id}{fragment}" for _, fragment, _ in cited]
+    assert sorted(by_document) == ["film.srt", "ledger.xlsx", "manual.docx", "parts.csv", "talk.vtt"]
