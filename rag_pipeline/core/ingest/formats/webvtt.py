@@ -42,6 +42,8 @@ def parse_webvtt(text: str) -> list[Cue]:
         raise ExtractionError(f"not a WebVTT file ({exc}): it must start with the line WEBVTT") from exc
     except MalformedCaptionError as exc:
         raise ExtractionError(f"malformed WebVTT block: {exc}") from exc
+    except Exception as exc:  # any other webvtt-py error is this file's reason, not a crash
+        raise ExtractionError(f"unreadable WebVTT: {type(exc).__name__}: {exc}") from exc
     cues = [Cue(caption.start_time.in_milliseconds(), caption.end_time.in_milliseconds(),
                 cue_turns(caption.raw_text)) for caption in captions]
     check_times(cues)

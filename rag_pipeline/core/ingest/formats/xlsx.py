@@ -66,21 +66,17 @@ def _formula_counts(data: bytes) -> tuple[int, int]:
     from lxml import etree
 
     formulas = uncached = 0
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for name in archive.namelist():
-                if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
-                    continue
-                with archive.open(name) as stream:
-                    for _, cell in etree.iterparse(stream, tag="{*}c"):
-                        if cell.find("{*}f") is not None:
-                            formulas += 1
-                            value = cell.find("{*}v")
-                            uncached += value is None or not (value.text or "")
-                        cell.clear()
-    except (zipfile.BadZipFile, etree.XMLSyntaxError) as exc:
-        raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
-                              "workbook or an old binary .xls is not an XLSX file)") from exc
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                continue
+            with archive.open(name) as stream:
+                for _, cell in etree.iterparse(stream, tag="{*}c"):
+                    if cell.find("{*}f") is not None:
+                        formulas += 1
+                        value = cell.find("{*}v")
+                        uncached += value is None or not (value.text or "")
+                    cell.clear()
     return formulas, uncached
 
 
@@ -88,11 +84,7 @@ def _read_sheets(data: bytes) -> list[_Sheet]:
     """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``)."""
     from openpyxl import load_workbook
 
-    try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
-        raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
-                              "workbook or an old binary .xls is not an XLSX file)") from exc
+    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     sheets: list[_Sheet] = []
     try:
         for sheet in workbook.worksheets:
@@ -125,11 +117,16 @@ class XlsxFormat(DocumentFormat):
         """One section per non-empty sheet (its name the title), one line and anchor per row.
 
         Raises:
-            ExtractionError: Not a readable XLSX file, or formulas none of which has a cached
+            ExtractionError: Not a readable XLSX file (any error of the zip, XML or openpyxl
+                layer, with its type and message), or formulas none of which has a cached
                 value.
         """
-        sheets = _read_sheets(data)
-        formula_count, uncached = _formula_counts(data)
+        try:
+            formula_count, uncached = _formula_counts(data)
+            sheets = _read_sheets(data)
+        except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
+            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
+                                  "workbook or an old binary .xls is not an XLSX file)") from exc
         if formula_count and uncached == formula_count:
             raise ExtractionError(
                 f"no cached values: none of its {formula_count} formula cell(s) was ever "

@@ -163,3 +163,17 @@ def test_text_in_tracked_insertions_content_controls_and_links_is_read_deleted_t
         "</w:p>"))
     extracted = DOCX.extract(saved(document), "tracked")
     assert extracted.canonical_text == "Kept inserted inline link\ttabbed\nnext line smart\n"
+
+
+def test_a_docx_with_damaged_xml_fails_with_the_reason():
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(manual()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            # Planted flaw: the body's XML cut in half.
+            target.writestr(name, content[:len(content) // 2] if name == "word/document.xml" else content)
+    with pytest.raises(ExtractionError, match=r"^unreadable DOCX: XMLSyntaxError: "):
+        DOCX.extract(out.getvalue(), "cut")

@@ -144,3 +144,23 @@ def test_a_wrong_declared_dimension_does_not_hide_cells():
                 content = content.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:A1"/>')
             target.writestr(name, content)
     assert XLSX.extract(out.getvalue(), "dim").canonical_text == "a | b\na: 1 | b: 2\n"
+
+
+def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.active.append(["a", "b"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            # Planted flaw: the sheet's XML cut in half. openpyxl raised xml.etree's ParseError
+            # here, which the corpus does not catch: one file would have stopped the run.
+            cut = name == "xl/worksheets/sheet1.xml"
+            target.writestr(name, content[:len(content) // 2] if cut else content)
+    with pytest.raises(ExtractionError, match=r"^unreadable XLSX: XMLSyntaxError: "):
+        XLSX.extract(out.getvalue(), "cut")
