@@ -135,7 +135,7 @@ def _heading_level(style_name: str) -> int:
     if style_name == "Title":
         return 1
     prefix, _, number = style_name.partition(" ")
-    if prefix == "Heading" and number.isdigit() and 1 <= int(number) <= 9:
+    if prefix == "Heading" and number in ("1", "2", "3", "4", "5", "6", "7", "8", "9"):
         return int(number)
     return 0
 

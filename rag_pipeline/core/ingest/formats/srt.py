@@ -26,6 +26,7 @@ from rag_pipeline.core.ingest.formats.base import DocumentFormat
 
 _TIME = r"(\d+):([0-5]\d):([0-5]\d)[,.](\d{1,3})"
 _TIMING = re.compile(rf"[ \t]*{_TIME}[ \t]*-->[ \t]*{_TIME}(?:[ \t].*)?")
+_NUMBER = re.compile(r"[ \t]*[0-9]+[ \t]*")
 
 
 def _milliseconds(hours: str, minutes: str, secs: str, fraction: str) -> int:
@@ -46,19 +47,19 @@ def parse_srt(text: str) -> list[Cue]:
     for number, line in enumerate(lines, start=1):
         timing = _TIMING.fullmatch(line)
         if timing:
-            if texts and texts[-1] and texts[-1][-1].strip().isdigit():
+            if texts and texts[-1] and _NUMBER.fullmatch(texts[-1][-1]):
                 texts[-1].pop()  # the cue number line just read belongs to this cue
             groups = timing.groups()
             timings.append((_milliseconds(*groups[:4]), _milliseconds(*groups[4:])))
             texts.append([])
         elif not timings:
-            if line.strip() and not line.strip().isdigit():
+            if line.strip() and not _NUMBER.fullmatch(line):
                 raise ExtractionError(f"not an SRT file: line {number} is {line.strip()[:60]!r}, "
                                       "expected a cue number or a timing line like "
                                       "00:00:01,000 --> 00:00:02,000")
         else:
             following = lines[number] if number < len(lines) else ""
-            if (after_blank and line.strip().isdigit() and int(line) == len(timings) + 1
+            if (after_blank and _NUMBER.fullmatch(line) and int(line) == len(timings) + 1
                     and following.strip() and not _TIMING.fullmatch(following)):
                 raise ExtractionError(f"cue {int(line)} (line {number + 1}): expected a timing line "
                                       f"like 00:00:01,000 --> 00:00:02,000, got {following.strip()[:60]!r}")

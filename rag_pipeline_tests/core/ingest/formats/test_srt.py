@@ -62,3 +62,9 @@ def test_a_broken_file_fails_with_its_reason(text: str, reason: str):
     with pytest.raises(ExtractionError) as raised:
         SRT.extract(text.encode(), "bad")
     assert str(raised.value) == reason
+
+
+def test_a_line_of_non_ascii_digits_is_text():
+    # "²".isdigit() is True but int("²") raises: such a line is cue text, not a cue number.
+    cues = parse_srt("1\n00:00:01,000 --> 00:00:02,000\nx\n\n\u00b2\n")
+    assert cues[0].turns == ((None, "x \u00b2"),)
