@@ -3,8 +3,8 @@
 The corpus catches only :class:`ExtractionError`, so any other exception out of a format would
 stop a whole run for one bad file. Seeded random damage (bytes overwritten, cut out, inserted)
 to a valid file of each format must give either a document whose spans lie inside its text or
-an :class:`ExtractionError`. (An XLSX whose sheet XML is cut in half made openpyxl raise
-``xml.etree.ElementTree.ParseError`` before ``XlsxFormat`` guarded its whole read.)
+an :class:`ExtractionError`. (Damage inside a zip member mostly trips its CRC; the XLSX and
+DOCX tests plant damaged XML inside a valid archive.)
 """
 
 from __future__ import annotations
