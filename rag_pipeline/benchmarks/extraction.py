@@ -219,13 +219,21 @@ def pipeline(reading: PdfReading) -> ChunkedText:
 
 
 def running_heads(pages: Sequence[str]) -> set[str]:
-    """First and last lines of pages (with a page number in them) whose digit-normalised form
-    repeats on 3 or more pages."""
+    """First and last lines of pages whose digit-normalised form repeats on 3 or more pages
+    and that carry a page number (a line with letters and digits, or a line of letters with a
+    bare number on the line next to it, as ``pdftotext`` prints "Bash Reference Manual" and
+    "16" on two lines)."""
     ends: list[str] = []
     for page in pages:
         lines = [collapse(line) for line in page.splitlines() if line.strip()]
-        if lines:
-            ends.extend({lines[0], lines[-1]})
+        if not lines:
+            continue
+        found = {lines[0], lines[-1]}
+        if len(lines) >= 2 and lines[1].isdigit():
+            found.add(f"{lines[0]} {lines[1]}")
+        if len(lines) >= 2 and lines[-2].isdigit():
+            found.add(f"{lines[-2]} {lines[-1]}")
+        ends.extend(found)
     shapes = Counter(re.sub(r"\d+", "#", line) for line in ends)
     return {line for line in ends
             if shapes[re.sub(r"\d+", "#", line)] >= 3 and re.search(r"\d", line)
