@@ -92,7 +92,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
             continue
         cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
-                                    settings, cuts)
+                                    settings, doc.sections, cuts)
         if not doc_chunks:
             without_chunks.append(doc.document_id)
         bad = offset_errors(doc.canonical_text, doc_chunks)

@@ -23,6 +23,7 @@ from rag_pipeline.core.ingest import (
     Anchor,
     DocumentStatus,
     ExtractionSettings,
+    Section,
     discover,
     extract_corpus,
     extract_document,
@@ -157,8 +158,10 @@ def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
     assert record.canonical_text == "# Real Title\n\nBody text.\n"
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "1")
-    assert (record.sections, record.anchors, record.notes) == ((), (), ())
+        "markdown", "markdown-frontmatter", "2")
+    # The text before "# Real Title" (none) and the heading's body, both titled by the document.
+    assert record.sections == (Section("Real Title", 0, 0, 1), Section("Real Title", 12, 25, 1))
+    assert (record.anchors, record.notes) == ((), ())
 
 
 def test_front_matter_title_is_used_when_there_is_no_heading():
@@ -178,6 +181,9 @@ def test_html_blocks_become_paragraphs_and_headings(corpus):
     assert record.status == "ok"
     assert record.title == "Page Title"
     assert record.canonical_text == "# Main\n\nFirst para wraps.\n\n## Sub\n\nOne\n\nTwo\n"
+    # "# Main" [0,6) and "## Sub" [27,33) are the heading blocks; the bodies run between them.
+    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 6, 27, 1),
+                               Section("Sub", 33, 44, 2))
     for dropped in ("hidden", "dropped", "Home", "color"):
         assert dropped not in record.canonical_text
 
@@ -238,7 +244,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "1"
+    assert records["guide.md"].extractor_version == "2"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.formats.markdown import first_title
 from rag_pipeline.core.ingest.library import library_version
 
 if TYPE_CHECKING:
@@ -99,25 +98,49 @@ def html_block_text(element: Tag) -> str:
 
 def extract_html(data: bytes, stem: str) -> Extracted:
     """HTML blocks (and ``<div>`` elements holding no block) as paragraphs, and the loose text
-    between them as paragraphs of its own; ``<h1>`` becomes ``# ``, deeper headings ``## ``
-    sections."""
+    between them as paragraphs of its own; ``<h1>`` becomes ``# ``, deeper headings ``## ``,
+    and the body after each heading is a section titled by it."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(data, "lxml")
     for tag in soup(["script", "style", "noscript", "template", "nav"]):
         tag.decompose()
     blocks: list[str] = []
+    headings: list[tuple[int, int, int, str]] = []
+    offset = 0
     for element in _reading_order(soup, _outer_blocks(soup)):
         text = element if isinstance(element, str) else html_block_text(element)
-        if text:
-            blocks.append(text)
+        if not text:
+            continue
+        if not isinstance(element, str) and element.name in _HEADINGS:
+            headings.append((offset, offset + len(text), int(element.name[1]),
+                             text.split(" ", 1)[1]))
+        blocks.append(text)
+        offset += len(text) + 2
     canonical = "\n\n".join(blocks) + ("\n" if blocks else "")
     title_tag = soup.find("title")
     if title_tag and title_tag.get_text().strip():
         title = " ".join(title_tag.get_text().split())
     else:
-        title = first_title(canonical) or stem
-    return Extracted(title=title, canonical_text=canonical)
+        title = next((t for _, _, level, t in headings if level == 1), None) or stem
+    return Extracted(title=title, canonical_text=canonical,
+                     sections=_sections(headings, len(canonical), title))
+
+
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _sections(headings: list[tuple[int, int, int, str]], length: int,
+              document_title: str) -> tuple[Section, ...]:
+    """The body after each heading block up to the next, titled by the heading (an ``<h1>``'s
+    body by the document); the text before the first heading is titled by the document."""
+    sections: list[Section] = []
+    title, level, start = document_title, 1, 0
+    for h_start, h_end, h_level, h_title in headings:
+        sections.append(Section(title, start, h_start, level))
+        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
+    sections.append(Section(title, start, length, level))
+    return tuple(sections)
 
 
 class HtmlFormat(DocumentFormat):
@@ -127,7 +150,7 @@ class HtmlFormat(DocumentFormat):
     suffixes = (".html", ".htm")
 
     def extractor(self) -> Extractor:
-        return Extractor("html-beautifulsoup", f"2+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-beautifulsoup", f"3+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -7,29 +7,60 @@ a document's title and sections from them and the gold-set check keeps needles o
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 
-from rag_pipeline.core.ingest.extracted import Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.reading import decode_utf8
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+([^\n]*)$", re.MULTILINE)
-_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?(?:^\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_HEADING = re.compile(r"(#{1,6})[ \t]+([^\n]*)")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
+_LINE = re.compile(r"[^\n]*\n?")
 
 
 def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line, end excluding the newline.
-    Lines inside fenced code blocks (``` or ~~~) are code, never headings."""
-    fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
-    fence_starts = [start for start, _ in fences]
+    """``(start, end, level, title)`` of each ATX heading line (``#`` at column 0), end
+    excluding the newline.
+
+    Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
+    with three or more backticks or tildes indented by at most three spaces (a backtick fence's
+    info string holds no backtick) and closes at a line of at least as many of the same
+    character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
+    spaces, so no line of it starts with ``#`` at column 0. One pass over the lines.
+    """
     spans = []
-    for m in _HEADING.finditer(text):
-        # Fences never overlap, so only the last fence starting at or before the heading can hold it.
-        i = bisect_right(fence_starts, m.start()) - 1
-        if i >= 0 and m.start() < fences[i][1]:
+    fence: str | None = None
+    for match in _LINE.finditer(text):
+        start, line = match.start(), match.group().rstrip("\n")
+        if not line and match.end() == start:
+            break
+        if fence is not None:
+            stripped = line.lstrip(" ")
+            if (len(line) - len(stripped) <= 3 and stripped.startswith(fence)
+                    and not stripped.strip(fence[0] + " \t")):
+                fence = None
             continue
-        spans.append((m.start(), m.end(), len(m.group(1)), _heading_title(m.group(2))))
+        opened = _FENCE_OPEN.fullmatch(line)
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            continue
+        heading = _HEADING.fullmatch(line)
+        if heading:
+            spans.append((start, start + len(line), len(heading.group(1)),
+                          _heading_title(heading.group(2))))
     return spans
+
+
+def markdown_sections(text: str, document_title: str) -> tuple[Section, ...]:
+    """The body between one heading line and the next, titled by its heading; the text before
+    the first heading and the bodies of ``# `` headings are titled by the document (the
+    ``# `` heading is the document's title). Blank bodies are kept: they are still structure."""
+    sections: list[Section] = []
+    title, level, start = document_title, 1, 0
+    for h_start, h_end, h_level, h_title in heading_spans(text):
+        sections.append(Section(title, start, h_start, level))
+        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
+    sections.append(Section(title, start, len(text), level))
+    return tuple(sections)
 
 
 def _heading_title(rest: str) -> str:
@@ -67,11 +98,12 @@ class MarkdownFormat(DocumentFormat):
     suffixes = (".md", ".markdown")
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "1")
+        return Extractor("markdown-frontmatter", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is, minus YAML front matter; title from the first ``# `` heading,
-        then the front matter's ``title:``, then the stem."""
+        then the front matter's ``title:``, then the stem; sections by
+        :func:`markdown_sections`."""
         text = decode_utf8(data)
         front_title = None
         match = _FRONT_MATTER.match(text)
@@ -82,4 +114,4 @@ class MarkdownFormat(DocumentFormat):
                     front_title = value.strip().strip("'\"")
             text = text[match.end() :]
         title = first_title(text) or front_title or stem
-        return Extracted(title=title, canonical_text=text)
+        return Extracted(title=title, canonical_text=text, sections=markdown_sections(text, title))
