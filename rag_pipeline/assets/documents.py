@@ -5,18 +5,25 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.core.index_tables import DOCUMENTS_SCHEMA, document_records, documents_table
+from rag_pipeline.core.index_tables import (
+    DOCUMENTS_SCHEMA,
+    document_pages_table,
+    document_records,
+    documents_table,
+)
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.markdown_table import markdown_table
 from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.table_names import DOCUMENTS
+from rag_pipeline.core.table_names import DOCUMENT_PAGES, DOCUMENTS
 from rag_pipeline.core.terminal import escape_controls
 from rag_pipeline.resources import CorpusSource, IndexStorage
 
 
 @dg.asset(
     description="One row per source file: canonical text, sha256, extractor stamp, status and "
-                "the reason a failed file failed. Failed files are retried on every run. Its "
+                "the reason a failed file failed; beside it ``document_pages``, one row per "
+                "PDF page (text layer or OCR, its confidence, flagged under the floor). "
+                "Failed files are retried on every run. Its "
                 "data version is the table's content digest, so an unchanged corpus changes "
                 "nothing downstream.",
     kinds={"parquet", "duckdb"},
@@ -29,7 +36,10 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
                             if previous is not None else (), corpus.extraction_settings())
     version = warehouse.write(DOCUMENTS, documents_table(result.records))
+    pages = document_pages_table(result.records)
+    warehouse.write(DOCUMENT_PAGES, pages)
     publish_query_db(warehouse)
+    flagged = [row for row in pages.to_pylist() if row["flagged"]]
     for record in result.failed:
         context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     ok = len(result.records) - len(result.failed)
@@ -49,4 +59,9 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
         "failed": dg.MetadataValue.md(markdown_table(
             ["document", "reason"], [[r.document_id, r.error] for r in result.failed])
             if result.failed else "no failed documents"),
+        "ocr_pages": sum(1 for source in pages.column("source").to_pylist() if source == "ocr"),
+        "low_confidence_pages": dg.MetadataValue.md(markdown_table(
+            ["document", "page", "OCR confidence"],
+            [[row["document_id"], row["page"], row["ocr_confidence"]] for row in flagged])
+            if flagged else "no OCR page under its confidence floor"),
     })

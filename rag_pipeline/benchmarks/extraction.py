@@ -13,7 +13,8 @@ For each twin:
 - Three readers of the same PDF side by side: this pipeline (PDFium layout, sections from the
   outline), poppler's ``pdftotext`` and plain ``pypdf`` (the project's extractor before this
   one: pages joined by blank lines). Each text is cut by the ``header`` chunker
-  (:func:`rag_pipeline.core.chunking.boundary_spans`, 512 characters) within its sections.
+  (:func:`rag_pipeline.core.chunking.chunk_document`, 512 characters) within its sections:
+  the layout's, or one per page for the two anchors, so that no chunk spans two pages.
 - Printed per reader: chunks; needles quoted whole by one chunk (white space collapsed) and
   held anywhere in the whole text; chunks holding a running head (a first or last line of a
   ``pdftotext`` page, with its page number, whose digit-normalised form repeats on 3 or more
@@ -41,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.chunking import boundary_spans
+from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy, chunk_document
 from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak
@@ -170,14 +171,10 @@ def html_text_and_needles(files: Sequence[Path]) -> tuple[str, list[str]]:
 
 
 def chunk_sections(text: str, sections: Sequence[Section], title: str) -> tuple[tuple[str, str], ...]:
-    """The ``header`` chunker's spans within each section, as (section title, content)."""
-    if not sections:
-        sections = (Section(title, 0, len(text)),)
-    out = []
-    for section in sections:
-        for start, end in boundary_spans(text, section, TARGET_CHARS):
-            out.append((section.title, text[start:end]))
-    return tuple(out)
+    """The project's ``header`` chunker over the text's sections, as (section title, content)."""
+    chunks = chunk_document("twin", title, text, ChunkingStrategy.HEADER,
+                            ChunkingSettings(target_chars=TARGET_CHARS), sections=sections)
+    return tuple((chunk.section, chunk.content) for chunk in chunks)
 
 
 def pages_as_text(pages: Sequence[str]) -> tuple[str, tuple[Section, ...]]:

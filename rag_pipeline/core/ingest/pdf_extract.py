@@ -11,27 +11,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.extracted import DocumentPage, ExtractionError
 from rag_pipeline.core.ingest.pdf_layout import Layout, lay_out
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, OcrSettings, ocr_page, tesseract_version
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageSource, PageText, outline, page_runs
-
-
-@dataclass(frozen=True)
-class PageRecord:
-    """What one page contributed: a row of the ``document_pages`` table.
-
-    Attributes:
-        page: 1-based page number.
-        source: ``text`` or ``ocr``.
-        ocr_confidence: Tesseract's mean word confidence for an OCR page, else ``None``.
-        chars: Characters of canonical text from this page.
-    """
-
-    page: int
-    source: str
-    ocr_confidence: float | None
-    chars: int
 
 
 @dataclass(frozen=True)
@@ -40,18 +23,18 @@ class PdfReading:
 
     Attributes:
         layout: The canonical text, sections and anchors.
-        pages: One record per page, in order.
+        pages: One row per page, in order (``flagged``: OCR confidence under the floor).
         low_confidence_pages: 1-based OCR pages whose mean confidence is under the floor.
         confidence_floor: The floor they were judged by.
     """
 
     layout: Layout
-    pages: tuple[PageRecord, ...]
+    pages: tuple[DocumentPage, ...]
     low_confidence_pages: tuple[int, ...]
     confidence_floor: float
 
     @property
-    def ocr_pages(self) -> tuple[PageRecord, ...]:
+    def ocr_pages(self) -> tuple[DocumentPage, ...]:
         return tuple(page for page in self.pages if page.source == PageSource.OCR.value)
 
     @property
@@ -107,9 +90,11 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None) -> Pdf
     chars = {page.index + 1: 0 for page in pages}
     for anchor in layout.anchors:
         number = int(anchor.locator.removeprefix("page="))
-        chars[number] += len(layout.canonical_text[anchor.start:anchor.end].strip())
-    records = tuple(PageRecord(page.index + 1, page.source.value, page.ocr_confidence,
-                               chars[page.index + 1]) for page in pages)
-    low = tuple(record.page for record in records
-                if record.ocr_confidence is not None and record.ocr_confidence < settings.confidence_floor)
+        chars[number] += anchor.end - anchor.start
+    records = tuple(DocumentPage(page.index + 1, page.source.value, page.ocr_confidence,
+                                 chars[page.index + 1],
+                                 page.ocr_confidence is not None
+                                 and page.ocr_confidence < settings.confidence_floor)
+                    for page in pages)
+    low = tuple(record.page for record in records if record.flagged)
     return PdfReading(layout, records, low, settings.confidence_floor)

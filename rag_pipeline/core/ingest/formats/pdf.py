@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
@@ -30,14 +30,16 @@ def page_of(anchors: Sequence[Anchor], offset: int) -> int:
 def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
     """The per-document facts shown in ``status`` and the run's metadata.
 
-    ``dropped_lines`` (running heads, feet, page numbers), ``toc_pages`` (contents and index
-    pages dropped, and ``toc_page_numbers`` which), ``footnotes`` moved, ``sections_from``
-    (``outline``, ``font`` or ``none``); with OCR, ``ocr_pages``, ``ocr_mean_confidence``,
-    ``ocr_page_confidence`` (``page=confidence`` pairs) and, when any page is under the floor,
-    ``low_confidence_pages`` with ``ocr_confidence_floor``.
+    ``pages`` (the page count), ``dropped_lines`` (running heads, feet, page numbers),
+    ``toc_pages`` (contents and index pages dropped, and ``toc_page_numbers`` which),
+    ``footnotes`` moved, ``sections_from`` (``outline``, ``font`` or ``none``); with OCR,
+    ``ocr_pages``, ``ocr_mean_confidence``, ``ocr_page_confidence`` (``page=confidence``
+    pairs) and, when any page is under the floor, ``low_confidence_pages`` with
+    ``ocr_confidence_floor``.
     """
     layout = reading.layout
-    notes = [("dropped_lines", str(layout.dropped_lines)), ("toc_pages", str(len(layout.toc_pages)))]
+    notes = [("pages", str(len(reading.pages))), ("dropped_lines", str(layout.dropped_lines)),
+             ("toc_pages", str(len(layout.toc_pages)))]
     if layout.toc_pages:
         notes.append(("toc_page_numbers", ",".join(map(str, layout.toc_pages))))
     notes += [("footnotes", str(layout.footnotes)), ("sections_from", layout.sections_from)]
@@ -79,3 +81,19 @@ class PdfFormat(DocumentFormat):
         if not anchors:
             return super().fragment(anchors, start, end)
         return f"#page={page_of(anchors, start)}"
+
+    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
+        """Every page from the notes :func:`reading_notes` wrote: OCR pages with their
+        confidence (flagged when listed under the floor), characters from the page anchors."""
+        facts = dict(notes)
+        if "pages" not in facts:
+            return ()
+        confidence = {int(page): float(value) for page, value in
+                      (pair.split("=") for pair in facts.get("ocr_page_confidence", "").split())}
+        flagged = {int(page) for page in facts.get("low_confidence_pages", "").split(",") if page}
+        chars = dict.fromkeys(range(1, int(facts["pages"]) + 1), 0)
+        for anchor in anchors:
+            number = int(anchor.locator.removeprefix("page="))
+            chars[number] = chars.get(number, 0) + anchor.end - anchor.start
+        return tuple(DocumentPage(page, "ocr" if page in confidence else "text", confidence.get(page),
+                                  count, page in flagged) for page, count in sorted(chars.items()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag_pipeline.core.ingest import Anchor, ExtractionError, format_named, pdf_extract
+from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat, page_of
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
@@ -79,8 +80,8 @@ def test_a_manual_becomes_its_canonical_text_sections_anchors_and_notes():
                                  Anchor(291, 320, "page=2"), Anchor(320, 399, "page=3"),
                                  Anchor(399, 567, "page=4"))
     assert text[262:291] == "at the top of the next one.\n\n"
-    assert dict(extracted.notes) == {"dropped_lines": "8", "toc_pages": "1", "toc_page_numbers": "1",
-                                     "footnotes": "1", "sections_from": "outline"}
+    assert dict(extracted.notes) == {"pages": "4", "dropped_lines": "8", "toc_pages": "1",
+                                     "toc_page_numbers": "1", "footnotes": "1", "sections_from": "outline"}
 
 
 def test_the_chunk_over_the_page_break_cites_the_page_it_starts_on():
@@ -98,6 +99,31 @@ def test_without_an_outline_sections_come_from_type_size():
     assert [(s.title, s.level) for s in extracted.sections] == [
         ("1 Introduction", 1), ("2.1 Tables", 2), ("2.2 Columns", 2)]
     assert dict(extracted.notes)["sections_from"] == "font"
+
+
+def test_pages_come_back_from_the_anchors_and_notes():
+    pdf = format_named("pdf")
+    extracted = pdf.extract(manual_pdf(), "manual")
+    # Page 1 is the dropped contents page; page 2 has two spans (262 + 29 characters).
+    assert pdf.pages(extracted.anchors, extracted.notes) == (
+        DocumentPage(1, "text", None, 0), DocumentPage(2, "text", None, 291),
+        DocumentPage(3, "text", None, 108), DocumentPage(4, "text", None, 168))
+    # The same rows read_pdf made while reading.
+    assert pdf.pages(extracted.anchors, extracted.notes) == pdf_extract.read_pdf(manual_pdf(), "m").pages
+
+
+def test_ocr_pages_and_flags_come_back_from_the_notes():
+    notes = (("pages", "3"), ("ocr_pages", "2"), ("ocr_mean_confidence", "70.0"),
+             ("ocr_page_confidence", "2=91.5 3=48.5"), ("low_confidence_pages", "3"),
+             ("ocr_confidence_floor", "60"))
+    anchors = (Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2"), Anchor(25, 27, "page=3"))
+    assert format_named("pdf").pages(anchors, notes) == (
+        DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 91.5, 15),
+        DocumentPage(3, "ocr", 48.5, 2, flagged=True))
+
+
+def test_a_format_without_pages_has_none():
+    assert format_named("markdown").pages((Anchor(0, 3, "page=1"),), (("pages", "1"),)) == ()
 
 
 def test_the_stamp_names_pdfium_and_tesseract():
