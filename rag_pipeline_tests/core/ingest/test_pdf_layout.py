@@ -68,3 +68,16 @@ def test_outline_sections_start_after_their_heading():
     assert text == "1 Intro\n\nIntro text.\n\n2 Next\n\nNext text.\n"
     assert layout.sections == (Section("Intro", 7, 22, 1), Section("Next", 28, 41, 1))
     assert [text[s.start:s.end].strip() for s in layout.sections] == ["Intro text.", "Next text."]
+
+
+def test_capitals_and_compounds_and_underscores_at_line_ends():
+    lines = [("TO THE EXTENT PER", True), ("MITTED BY LAW; the most-", False),
+             ("recently-killed text of exec_", False), ("prefix.", False)]
+    pages = [page(0, *[run(0, text, 50, 100 + 12 * i, hyphen=h) for i, (text, h) in enumerate(lines)])]
+    layout = lay_out(pages, (), "", "doc")
+    # Capitals join like lower case; a compound keeps its hyphen; an identifier broken after
+    # its underscore is one word.
+    assert layout.canonical_text == ("TO THE EXTENT PERMITTED BY LAW; the most-recently-killed text "
+                                     "of exec_prefix.\n")
+    assert layout.hyphen_breaks == (HyphenBreak("PERMITTED", "PER-MITTED", False),
+                                    HyphenBreak("mostrecently-killed", "most-recently-killed", True))
