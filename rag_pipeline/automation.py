@@ -34,6 +34,12 @@ from rag_pipeline.partitions import CHUNKER, MODEL
 from rag_pipeline.resources import IndexStorage
 from rag_pipeline.run_tags import CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
 
+STAGE_TAG = "rag_pipeline/stage"
+COMPUTE_TAG = "rag_pipeline/compute"
+"""``model`` on the runs that load the embedding model with every core the run is given
+(embeddings and eval): the run queue lets cores // torch threads of them run at once
+(``dagster_home/dagster.yaml``)."""
+
 DOCUMENTS_JOB = "documents_job"
 CHUNKS_JOB = "chunks_job"
 EMBEDDINGS_JOB = "embeddings_job"
@@ -54,17 +60,19 @@ ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
 
 def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
     return (
-        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={"stage": "ingest"},
+        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "ingest"},
                             description="Extract every document of the corpus (stage 1 of 4)."),
-        dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES], tags={"stage": "ingest"},
+        dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES],
+                            tags={STAGE_TAG: "ingest"},
                             description="Chunk and count BM25 statistics, one chunker per run "
                                         "(stage 2 of 4)."),
         dg.define_asset_job(EMBEDDINGS_JOB, selection=[EMBEDDINGS, INDEX_GENERATION],
-                            tags={"stage": "index"},
+                            tags={STAGE_TAG: "index", COMPUTE_TAG: "model"},
                             description="Embed the chunks, check the vectors (blocking) and "
                                         "publish the generation, one chunker x model per run "
                                         "(stage 3 of 4)."),
-        dg.define_asset_job(EVAL_JOB, selection=list(EVAL_TABLES), tags={"stage": "evaluation"},
+        dg.define_asset_job(EVAL_JOB, selection=list(EVAL_TABLES),
+                            tags={STAGE_TAG: "evaluation", COMPUTE_TAG: "model"},
                             description="Evaluate retrieval on the gold sets, one model per run "
                                         "(stage 4 of 4)."),
     )

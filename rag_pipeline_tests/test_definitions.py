@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from datetime import timedelta
@@ -108,3 +109,20 @@ def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Validation successful for code location rag_pipeline" in (
         result.stdout + result.stderr)
+
+
+def test_the_run_queue_lets_as_many_model_runs_as_the_cores_allow(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    # 2 cores, torch threads = every core per run: one model-loading run at a time, and a
+    # chunking run beside it.
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        queue = instance.get_concurrency_config().run_queue_config
+    assert queue.max_concurrent_runs == 2
+    assert queue.tag_concurrency_limits == [{"key": "rag_pipeline/compute", "value": "model",
+                                             "limit": 1}]
+    tagged = {name: defs.resolve_job_def(name).tags.get("rag_pipeline/compute")
+              for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}
+    assert tagged == {"documents_job": None, "chunks_job": None, "embeddings_job": "model",
+                      "eval_job": "model"}
