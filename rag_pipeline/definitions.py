@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +16,7 @@ from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.index_generation import build_index_generation_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_automation, build_index_jobs, nightly_index
-from rag_pipeline.catalog import catalogued
+from rag_pipeline.catalog import CORPUS_FRESHNESS, catalogued
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.project_config import declared_models, load_config
 from rag_pipeline.partitions import chunker_partitions
@@ -38,19 +39,21 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None,
-                      report_url: str = ReportSite().base_url) -> dg.Definitions:
+                      report_url: str = ReportSite().base_url,
+                      corpus_freshness: timedelta = CORPUS_FRESHNESS) -> dg.Definitions:
     """The project's definitions, models and chunkers as declared in ``rag_pipeline.toml``
     unless ``models`` is given. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given;
-    ``report_url`` is where ``rag-pipeline serve`` answers (the evaluation links its report)."""
+    ``report_url`` is where ``rag-pipeline serve`` answers (the evaluation links its report);
+    ``corpus_freshness`` is how old ``documents`` may get before it fails its freshness policy."""
     models = tuple(models) if models else declared_models(load_config(config_path()))
     jobs = build_index_jobs()
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(models[0]), bm25_stats,
                            build_embeddings_asset(models), build_index_generation_asset(models),
-                           build_retrieval_eval_asset(models)]),
+                           build_retrieval_eval_asset(models)], corpus_freshness=corpus_freshness),
         jobs=jobs,
         schedules=[nightly_index],
         sensors=[build_index_automation(chunker_partitions.get_partition_keys(), models, jobs)],
