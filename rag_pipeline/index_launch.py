@@ -29,8 +29,8 @@ import dagster as dg
 
 from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.index import InconsistentBuildError, latest_tables, stale_tables
 from rag_pipeline.core.processes import pid_alive
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.index_runs import PID_TAG, IndexRunFailed, first_error
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -145,26 +145,20 @@ def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = No
 
 def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
                      evaluate: bool = True) -> bool:
-    """Every chunker x model serves the latest chunks, BM25 statistics and vectors, the chunks
-    were cut from the latest documents, and each model's evaluation scored those generations."""
-    documents = warehouse.version(DOCUMENTS)
-    if documents is None:
-        return False
+    """Every chunker x model serves the latest version of each of its generation's tables
+    (:data:`rag_pipeline.core.index.GENERATION_TABLES`), none built from an input that has
+    moved on, and each model's evaluation scored those generations."""
     served: dict[str, dict[str, str]] = {}
     for chunker in chunkers:
-        chunks = warehouse.version(CHUNKS, {"chunker": chunker})
-        if chunks is None or chunks.inputs.get(DOCUMENTS) != documents.file:
-            return False
         for model in models:
             generation = current_generation(warehouse, chunker, model)
-            embeddings = warehouse.version(EMBEDDINGS, {"chunker": chunker, "model": model})
-            if generation is None or embeddings is None:
+            if generation is None or stale_tables(warehouse, chunker, model):
                 return False
-            latest = {CHUNKS: chunks.file, EMBEDDINGS: embeddings.file}
-            for name in BM25_TABLES:
-                version = warehouse.version(name, {"chunker": chunker})
-                latest[name] = version.file if version else ""
-            if any(generation.files[t] != f for t, f in latest.items()):
+            try:
+                latest = latest_tables(warehouse, chunker, model)
+            except InconsistentBuildError:
+                return False
+            if any(generation.files.get(name) != table.file for name, table in latest.items()):
                 return False
             served.setdefault(model, {})[chunker] = generation.id
     if evaluate:

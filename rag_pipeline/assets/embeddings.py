@@ -16,13 +16,13 @@ from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.drift import drift_check
 from rag_pipeline.core.embedder import load_embedder_for
 from rag_pipeline.core.generations import collect_garbage, publish
+from rag_pipeline.core.index import latest_tables
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.vector_cache import VectorCache
-from rag_pipeline.core.warehouse import TableVersion
 from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.resources import IndexStorage, RunCompute
 
@@ -73,16 +73,8 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         cache.drop_covered(set(table.column("text_sha256").to_pylist()))
         stored = warehouse.read_file(version.file)
 
-        documents_file = chunks_version.inputs[DOCUMENTS]
-        versions: dict[str, TableVersion] = {
-            DOCUMENTS: TableVersion(table=DOCUMENTS, partition={}, file=documents_file,
-                                    digest="", rows=warehouse.read_file(
-                                        documents_file, columns=["document_id"]).num_rows,
-                                    written_at=""),
-            CHUNKS: chunks_version, EMBEDDINGS: version}
-        versions.update({name: warehouse.require_version(name, {CHUNKER: chunker})
-                         for name in BM25_TABLES})
-        generation, is_new = publish(warehouse, chunker, spec.key, versions)
+        generation, is_new = publish(warehouse, chunker, spec.key,
+                                     latest_tables(warehouse, chunker, spec.key))
         garbage = collect_garbage(warehouse)
         publish_query_db(warehouse)
         context.log.info(f"{partition}: embedded {stats.embedded}, reused {stats.reused}, "
