@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
 from rag_pipeline.core.ingest import Anchor
@@ -60,6 +61,8 @@ class PartitionIndex:
     documents: dict[str, DocumentInfo]
     rows_by_content: dict[str, tuple[int, ...]]
     """Every row holding a content (by ``content_sha256``), in partition order."""
+    ann: AnnIndex | None = None
+    """The generation's ANN index over ``vectors`` (checked against them), if it has one."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
