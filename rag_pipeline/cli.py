@@ -15,7 +15,13 @@ from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.terminal import escape_controls
-from rag_pipeline.project_paths import DAGSTER_HOME, ENV_DATA_DIR, ENV_WAREHOUSE
+from rag_pipeline.project_paths import (
+    DAGSTER_HOME,
+    ENV_CONFIG,
+    ENV_DATA_DIR,
+    ENV_PROFILE,
+    ENV_WAREHOUSE,
+)
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
@@ -52,11 +58,11 @@ def _declared_models():
 
 
 def _load_embedder(spec, data_dir: Path):
-    """The loaded model; an int8 model not exported yet calibrates on the built chunks."""
-    from rag_pipeline.core.embedder import load_embedder_for
-    from rag_pipeline.core.warehouse import Warehouse
+    """The loaded model (an int8 model not exported yet is exported, calibrated on its fixed
+    texts, into the model cache)."""
+    from rag_pipeline.core.embedder import load_embedder
 
-    return load_embedder_for(spec, Warehouse(data_dir, _location()))
+    return load_embedder(spec)
 
 
 def _location() -> str | None:
@@ -99,19 +105,41 @@ class _OneLineErrors(click.Group):
 @click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar=ENV_DATA_DIR,
-              help="Folder of rag.duckdb and, unless --warehouse is given, of the Parquet tables "
-                   f"(default: the project's data/; env {ENV_DATA_DIR}).")
+              help="Folder of rag.duckdb, the Parquet tables (unless --warehouse is given), the "
+                   "bundled corpus's export and the evaluation's files (default: the config's "
+                   f"[index] data_dir, else the project's data/; env {ENV_DATA_DIR}).")
 @click.option("--warehouse", default=None, envvar=ENV_WAREHOUSE,
               help="Where the Parquet tables live: a folder or an object-store URI such as "
                    "s3://bucket/prefix (credentials from the AWS environment variables; "
                    f"env {ENV_WAREHOUSE}).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, envvar=ENV_CONFIG,
+              help="The configuration file (default: the project's rag_pipeline.toml; "
+                   f"`rag-pipeline init DIR` writes one for a folder; env {ENV_CONFIG}).")
 @click.pass_context
-def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None) -> None:
+def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
+         config_file: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR)
+    if config_file is not None:
+        if not config_file.is_file():
+            _fail(f"--config {str(config_file)!r}: no such file (`rag-pipeline init DIR` writes one)")
+        os.environ[ENV_CONFIG] = str(config_file.absolute())
+    ctx.obj = data_dir or _config().data_dir or DEFAULT_DATA_DIR
+
+
+def _config():
+    """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.project_paths import config_path
+
+    try:
+        return load_config(config_path())
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
 
 
 class _Progress:
@@ -147,21 +175,53 @@ class _Progress:
 @click.option("--refresh-corpus", is_flag=True,
               help="Export the bundled Python reference again (it is otherwise exported once and "
                    "then left alone).")
+@click.option("--profile", "profile_name", default=None, envvar=ENV_PROFILE,
+              help="What to build: production (the header chunker and the default model) or "
+                   "evaluation (every chunker x every model), or a profile of the config "
+                   "(default: [index] profile, else production for --corpus and evaluation for "
+                   f"the bundled corpus; env {ENV_PROFILE}).")
 @click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bool,
-          verbose: bool) -> None:
+def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
+          no_eval: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
     from rag_pipeline.core.model_inventory import inventory
     from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import load_config, load_lock, write_lock
+    from rag_pipeline.core.project_config import (
+        choose_profile,
+        effective_lock,
+        load_config,
+        write_lock,
+    )
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
+
+    try:
+        config = load_config(config_path())
+        if corpus is None and config.corpus is not None:
+            if not config.corpus.is_dir():
+                _fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
+            corpus = config.corpus
+        profile = choose_profile(config, profile_name, corpus is not None or bool(
+            os.environ.get(ENV_CORPUS)))
+        lock = effective_lock(config)
+        unlocked = [d.name for d in config.models if d.name not in lock]
+        specs = write_lock(config) if unlocked and config.path else _declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if unlocked and config.path:
+        _echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
+    _use_profile(profile)
+    keys = [s.key for s in specs if s.name in profile.models]
+    _echo(f"profile {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
+          f"{', '.join(keys)} ({len(profile.chunkers) * len(keys)} partition(s); `--profile` or "
+          "[index] profile chooses another)")
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_launch import (
         daemon_running,
@@ -172,19 +232,10 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
         project_daemon,
     )
     from rag_pipeline.index_runs import IndexRunFailed
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
-    try:
-        config = load_config(config_path())
-        unlocked = [d.name for d in config.models if d.name not in load_lock(config.lock_path)]
-        specs = write_lock(config) if unlocked and config.path else _declared_models()
-    except (ModelConfigError, FileNotFoundError) as exc:
-        _fail(str(exc))
-    if unlocked and config.path:
-        _echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute())}
+    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute()), ENV_PROFILE: profile.name}
     if _location() is not None:
         env[ENV_WAREHOUSE] = _location()
     if corpus is not None:
@@ -231,6 +282,47 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
 
 
+def _use_profile(profile) -> None:
+    """Makes ``profile`` the one this process's definitions build (the chunker partitions are
+    declared when :mod:`rag_pipeline.partitions` is first imported)."""
+    os.environ[ENV_PROFILE] = profile.name
+    partitions = sys.modules.get("rag_pipeline.partitions")
+    if partitions is not None and partitions.chunker_partitions.get_partition_keys() != [
+            c.value for c in profile.chunkers]:
+        _fail(f"this process already declared the chunkers "
+              f"{partitions.chunker_partitions.get_partition_keys()}, not profile "
+              f"{profile.name!r}'s: run the command in a fresh process")
+
+
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the configuration (default: <FOLDER>.rag_pipeline.toml next "
+                   "to the folder).")
+@click.option("--force", is_flag=True, help="Overwrite an existing configuration file.")
+@click.pass_context
+def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> None:
+    """Write a commented configuration for FOLDER (its corpus, its data folder, the production
+    profile) next to it, so the project's own rag_pipeline.toml stays as it is."""
+    from rag_pipeline.core.project_config import folder_config_text, parse_config
+
+    folder = folder.resolve()
+    output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()
+    given = ctx.find_root().params.get("data_dir")
+    data_dir = (given or folder.with_name(folder.name + ".rag-data")).absolute()
+    if output.exists() and not force:
+        _fail(f"{output} exists: edit it, or pass --force to write it again")
+    if output.resolve().is_relative_to(folder) or data_dir.resolve().is_relative_to(folder):
+        _fail(f"the configuration and the data folder must be outside {folder} (its files are "
+              "indexed)")
+    text = folder_config_text(folder, data_dir, output, _config())
+    parse_config(text, output.parent, output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    _echo(f"wrote {output}: corpus {folder}, data folder {data_dir}, profile production")
+    _echo(f"next: rag-pipeline --config {output} index")
+
+
 @main.command()
 @click.option("--lock", "lock", is_flag=True,
               help="Pin every declared model's current files in rag_pipeline.lock.json.")
@@ -272,8 +364,9 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
         state = file_status(spec)
         if state != "ok":
             click.echo(f"  files: {state}")
+    _print_profiles(config)
     click.echo("\nstored partitions:")
-    built = set(config.chunkers)
+    built = set(_index_profile(config).chunkers)
     for entry in inventory(specs, warehouse):
         chunkers = ", ".join(entry.embedding_chunkers) or "none"
         if entry.declared:
@@ -285,6 +378,32 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
                        f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
                        f"(declare the model again), or delete them: rag-pipeline models --drop "
                        f"'{entry.key}'")
+
+
+def _index_profile(config):
+    """The profile `index` builds without --profile, by the environment and the config."""
+    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
+                          config.corpus is not None or bool(os.environ.get(ENV_CORPUS)))
+
+
+def _print_profiles(config) -> None:
+    """The profiles, and which one `index` builds without --profile."""
+    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    requested = os.environ.get(ENV_PROFILE) or None
+    if config.corpus is not None or os.environ.get(ENV_CORPUS):
+        default = f"{choose_profile(config, requested, True).name} (the configured corpus)"
+    else:
+        default = (f"{choose_profile(config, requested, False).name} for the bundled corpus, "
+                   f"{choose_profile(config, requested, True).name} for --corpus DIR")
+    click.echo(f"\nprofiles (`index --profile NAME`; without it: {default}):")
+    for profile in config.profiles:
+        click.echo(f"  {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
+                   f"{', '.join(profile.models)}")
 
 
 @main.command()

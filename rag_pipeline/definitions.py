@@ -15,7 +15,7 @@ from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_jobs, index_automation, nightly_index
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_models, load_config
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import (
     DEFAULT_CORPUS_DIR,
@@ -26,7 +26,7 @@ from rag_pipeline.project_paths import (
     ENV_EVAL_DIR,
     ENV_TORCH_THREADS,
     ENV_WAREHOUSE,
-    config_path,
+    active_config,
 )
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, RunCompute
 
@@ -35,12 +35,13 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None) -> dg.Definitions:
-    """The project's definitions, models and chunkers as declared in ``rag_pipeline.toml``
-    unless ``models`` is given. ``models[0]`` is the default model (and the chunk tokenizer);
+    """The project's definitions, models and chunkers of the active profile of
+    ``rag_pipeline.toml`` (:func:`~rag_pipeline.project_paths.active_config`) unless ``models``
+    is given. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""
-    models = tuple(models) if models else declared_models(load_config(config_path()))
+    models = tuple(models) if models else declared_models(active_config())
     return dg.Definitions(
         assets=[documents, build_chunks_asset(models[0]), bm25_stats,
                 build_embeddings_asset(models), build_retrieval_eval_asset(models)],
@@ -63,14 +64,16 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
 
 def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     """The definitions a code server or a run worker loads: data folder, warehouse location,
-    corpus, gold sets and torch threads from ``RAG_PIPELINE_*`` variables (unset: the project
-    defaults), so the UI, the daemon, the nightly schedule and ``rag-pipeline index`` all build
-    the same index."""
+    corpus, gold sets, profile and torch threads from ``RAG_PIPELINE_*`` variables (unset: the
+    configuration file's ``[index] corpus`` / ``data_dir``, else the project defaults), so the
+    UI, the daemon, the nightly schedule and ``rag-pipeline index`` all build the same index."""
     threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
-    corpus = environ.get(ENV_CORPUS)
-    return build_definitions(data_dir=Path(environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute(),
+    config = active_config(environ)
+    corpus = environ.get(ENV_CORPUS) or config.corpus
+    data_dir = environ.get(ENV_DATA_DIR) or config.data_dir or DEFAULT_DATA_DIR
+    return build_definitions(data_dir=Path(data_dir).absolute(),
                              corpus_dir=Path(corpus).absolute() if corpus else None,
                              eval_dir=Path(environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR),
                              location=environ.get(ENV_WAREHOUSE) or None,

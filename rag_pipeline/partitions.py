@@ -8,14 +8,13 @@ from collections.abc import Sequence
 import dagster as dg
 
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_chunkers, load_config
-from rag_pipeline.project_paths import config_path
+from rag_pipeline.project_paths import active_config
 
 CHUNKER = "chunker"
 MODEL = "model"
 
-chunker_partitions = dg.StaticPartitionsDefinition(
-    [s.value for s in declared_chunkers(load_config(config_path()))])
+chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in active_config().chunkers])
+"""The chunkers of the profile this process builds (see :func:`active_config`)."""
 
 
 def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefinition:

@@ -89,7 +89,7 @@ def test_ask_refuses_off_topic_questions_and_names_the_cut(data_dir: Path):
      "error: no published index for chunker 'blind'; published: ['header']"),
     (["ask", "x", "--model", "other@00000000"],
      "error: model 'other@00000000' is not declared; declared: ['all-MiniLM-L6-v2@53aa5117', "
-     "'all-MiniLM-L6-v2-int8@56ea7bc8']"),
+     "'all-MiniLM-L6-v2-int8@b4e41131']"),
 ])
 def test_ask_errors_are_one_clear_line(data_dir: Path, args: list[str], message: str):
     code, output = _run("--data-dir", str(data_dir), *args)

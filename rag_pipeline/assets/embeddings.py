@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext
 from rag_pipeline.asset_metadata import table_metadata
 from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.drift import drift_check
-from rag_pipeline.core.embedder import load_embedder_for
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.generations import collect_garbage, publish
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
@@ -56,7 +56,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         previous = warehouse.read_or_none(EMBEDDINGS, partition)
         cache = VectorCache(warehouse, spec)
 
-        embedder = load_embedder_for(spec, warehouse)
+        embedder = load_embedder(spec)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 
