@@ -254,6 +254,8 @@ class EvalReport:
     budget_cut: float | None = None
     """The refusal-budget rule's cut on the top distance, chosen over every query: what the
     cross-validation says to trust, fitted on all the data for production."""
+    skipped: str = ""
+    """Why nothing was scored (no gold set for the evaluated corpus); empty when scored."""
 
 
 CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "
