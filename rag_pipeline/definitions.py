@@ -18,7 +18,6 @@ from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.partitions import embedding_partitions, model_partitions
 from rag_pipeline.project_paths import (
-    DEFAULT_CORPUS_DIR,
     DEFAULT_DATA_DIR,
     DEFAULT_EVAL_DIR,
     ENV_CORPUS,
@@ -27,6 +26,7 @@ from rag_pipeline.project_paths import (
     ENV_TORCH_THREADS,
     ENV_WAREHOUSE,
     active_config,
+    corpus_export_dir,
 )
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, RunCompute
 
@@ -38,7 +38,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     """The project's definitions, models and chunkers of the active profile of
     ``rag_pipeline.toml`` (:func:`~rag_pipeline.project_paths.active_config`) unless ``models``
     is given. ``models[0]`` is the default model (and the chunk tokenizer);
-    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
+    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use into
+    ``<data_dir>/corpus/python-reference``;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given."""
     models = tuple(models) if models else declared_models(active_config())
@@ -54,7 +55,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         resources={
             "storage": IndexStorage(data_dir=str(data_dir), location=location),
             "compute": RunCompute(torch_threads=torch_threads),
-            "corpus": CorpusSource(path=str(corpus_dir or DEFAULT_CORPUS_DIR),
+            "corpus": CorpusSource(path=str(corpus_dir or corpus_export_dir(data_dir)),
                                    python_reference=corpus_dir is None),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),
                                   ood_path=str(eval_dir / "ood.jsonl")),

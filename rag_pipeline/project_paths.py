@@ -12,7 +12,14 @@ if TYPE_CHECKING:
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
-DEFAULT_CORPUS_DIR = DEFAULT_DATA_DIR / "corpus" / "python-reference"
+
+
+def corpus_export_dir(data_dir: Path) -> Path:
+    """Where the bundled corpus (the Python reference) is exported for a data folder."""
+    return Path(data_dir) / "corpus" / "python-reference"
+
+
+DEFAULT_CORPUS_DIR = corpus_export_dir(DEFAULT_DATA_DIR)
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
 
