@@ -450,8 +450,27 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
+def _ask_serve(data_dir: Path, question: str, chunker: str, model_key: str,
+               base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
+    """The answer of a `serve` running on this data folder for this chunker, model and base URL
+    (with where it runs), or None: then `ask` loads the index and the model itself."""
+    from rag_pipeline.core.answer_json import answer_from_json
+    from rag_pipeline.core.serve_record import ask_running, read_serve_record
+
+    record = read_serve_record(data_dir)
+    if record is None or (record.chunker, record.model_key, record.base_url) != (
+            chunker, model_key, base_url):
+        return None
+    data = ask_running(record, {"q": question, **params})
+    if data is None:
+        return None
+    return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+
+
+def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str,
+                  answered_by: str = "") -> None:
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}"
+          + (f"   {rerank_note}" if rerank_note else ""))
     if not answer.answered:
         _echo(answer.reason)
     else:
@@ -469,6 +488,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
     if show_timings:
         _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
+        if answered_by:
+            _echo(answered_by)
 
 
 def _load_reranker(folder: Path) -> Reranker:
@@ -564,6 +585,23 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
+    if not (rerank_model or generate_url or show_prompt or no_collapse):
+        served = _ask_serve(data_dir, question, chunker, spec.key, base_url,
+                            {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
+                             "cut": repr(the_cut)})
+        if served is not None:
+            answer, where = served
+            if as_json:
+                _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+                return
+            _print_answer(answer, show_prompt, show_timings, "",
+                          f"answered by: the running serve at {where}")
+            return
+    started = time.perf_counter()
+    try:
         index = load_partition(data_dir, chunker, spec.key, _location())
         embedder = _load_embedder(spec, data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
@@ -571,11 +609,12 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            cut=the_cut,
             max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
+        loaded = time.perf_counter() - started
         answer = run_ask(question, index, embedder, settings, reranker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
@@ -583,9 +622,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     if as_json:
         _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
-    rerank_note = ("rerank: on" if reranker else
-                   "rerank: off (no cross-encoder configured; pass --rerank DIR)")
-    _print_answer(answer, show_prompt, show_timings, rerank_note)
+    _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
+                  f"answered by: this process (index and model loaded in {loaded:.1f} s; a "
+                  "running `serve` on this data folder answers in milliseconds)")
 
 
 @main.command()
