@@ -552,13 +552,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     import json
 
     from rag_pipeline.core.answer_json import answer_json
-    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
-    from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
-    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
     from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
         check_base_url,
@@ -567,7 +561,6 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         check_model_folder,
         check_threshold,
     )
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
     try:
@@ -600,6 +593,15 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             _print_answer(answer, show_prompt, show_timings, "",
                           f"answered by: the running serve at {where}")
             return
+    # Only now the modules that load an index and a model (a served answer needs none of them).
+    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.ask import ask as run_ask
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.retrieval import RetrievalSettings
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
     started = time.perf_counter()
     try:
         index = load_partition(data_dir, chunker, spec.key, _location())
