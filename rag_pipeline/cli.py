@@ -280,6 +280,23 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+    if not no_eval:
+        _echo_unscored(warehouse)
+
+
+def _echo_unscored(warehouse) -> None:
+    """The evaluation's one line when the gold set the runs used is not of this corpus."""
+    from rag_pipeline.core.documents import DocumentStatus
+    from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.table_names import DOCUMENTS
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+
+    gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
+    documents = warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
+    try:
+        check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
+    except NoGoldSetError as exc:
+        _echo(f"\nevaluation: {exc}")
 
 
 def _use_profile(profile) -> None:
