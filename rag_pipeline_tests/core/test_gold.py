@@ -312,3 +312,11 @@ def test_draft_proposes_body_sentences_found_once_round_robin_over_documents(tmp
     gold = load_gold_set(write_lines(tmp_path / "filled.jsonl", filled))
     queries, errors = validate_gold(gold.lines, texts)
     assert (len(queries), errors) == (6, [])
+
+
+def test_draft_skips_code_comments_and_tables():
+    texts = {"a.md": "/* Acts like puts with the file given at time of enclosure. */\n\n"
+                     "| col | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 |.\n\n"
+                     "The closure example writes every message to the file it was given.\n"}
+    assert [n.needle for n in draft_needles(texts, 5)] == [
+        "The closure example writes every message to the file it was given."]
