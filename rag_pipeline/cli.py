@@ -286,8 +286,8 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
 
 def _echo_unscored(warehouse) -> None:
     """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.documents import DocumentStatus
     from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.table_names import DOCUMENTS
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
 
@@ -828,11 +828,11 @@ def _corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], 
     """The canonical text of every ok document (of the folder, else of the built index), and
     the corpus's name."""
     if corpus is not None:
-        from rag_pipeline.core.documents import discover, extract_document
+        from rag_pipeline.core.ingest import discover, extract_document
 
         records = [extract_document(path, corpus) for path in discover(corpus)]
         return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
-    from rag_pipeline.core.documents import DocumentStatus
+    from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.table_names import DOCUMENTS
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 

@@ -68,7 +68,7 @@ def materialise(defs: dg.Definitions, instance: dg.DagsterInstance, corpus: Path
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("rag_pipeline.assets.embeddings.load_embedder_for",
+    monkeypatch.setattr("rag_pipeline.assets.embeddings.load_embedder",
                         lambda spec, *_: HashedEmbedder(spec))
     spec = hashed_spec()
     corpus = write_corpus(tmp_path / "corpus")
