@@ -16,26 +16,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.rows import table_lines
 
 SNIFF_CHARS = 64 * 1024
 _DELIMITERS = ",;\t|"
-
-
-def decode_csv(data: bytes) -> str:
-    """The file as text: UTF-8, with or without a byte-order mark.
-
-    Raises:
-        ExtractionError: The bytes are not UTF-8, with the offset and the byte found there.
-    """
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExtractionError(
-            f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason}); CSV "
-            "files are read as UTF-8 (with or without a BOM): save it as UTF-8") from exc
 
 
 def sniff_delimiter(text: str) -> str:
@@ -90,7 +77,7 @@ class CsvFormat(DocumentFormat):
             ExtractionError: Not UTF-8, or a record the :mod:`csv` reader rejects (a NUL
                 byte, a field over its size limit), with its line number.
         """
-        text = decode_csv(data)
+        text = decode_text(data, "CSV")
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text),
                             strict=True)
         records: list[tuple[int, list[str]]] = []
@@ -108,7 +95,7 @@ class CsvFormat(DocumentFormat):
             anchors.append(Anchor(offset, offset + len(line.text), row_locator(line.number)))
             offset += len(line.text) + 1
         canonical = "\n".join(parts) + ("\n" if parts else "")
-        rows = sum(1 for line in lines if not line.header)
+        rows = sum(1 for line in lines if not (line.header or line.preamble))
         return Extracted(title=stem, canonical_text=canonical, anchors=tuple(anchors),
                          notes=(("rows", str(rows)),))
 
