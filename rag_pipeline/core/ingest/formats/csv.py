@@ -2,10 +2,11 @@
 
 Read with the standard library's :mod:`csv` (RFC 4180 quoting, strict: a stray quote is an
 error); the delimiter (``,`` ``;`` tab or ``|``) is found in the first 64 KiB
-(:func:`sniff_delimiter`), falling back to RFC 4180's comma. The first
-non-blank record is the header; see :mod:`rag_pipeline.core.ingest.rows` for the lines. Rows
-are numbered as RFC 7111 numbers them: records (a quoted field may span lines), the header
-being row 1, blank records counted but not shown.
+(:func:`sniff_delimiter`), falling back to RFC 4180's comma. UTF-8, or UTF-16/UTF-32 under a
+byte-order mark (:mod:`rag_pipeline.core.ingest.bom_text`). The header and the lines are
+those of :mod:`rag_pipeline.core.ingest.rows`. Rows are numbered as RFC 7111 numbers them:
+records (a quoted field may span lines), the file's first record being row 1, blank records
+counted but not shown.
 """
 
 from __future__ import annotations
