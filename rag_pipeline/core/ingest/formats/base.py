@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
 
 
 class DocumentFormat(ABC):
@@ -47,6 +47,10 @@ class DocumentFormat(ABC):
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
         return f"#char={start},{end}"
+
+    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
+        """The document's pages for the ``document_pages`` table; none for a format without pages."""
+        return ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
