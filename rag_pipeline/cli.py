@@ -315,6 +315,9 @@ def status(data_dir: Path) -> None:
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
     _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
           f"served generation (age)")
     for p in report.partitions:

@@ -53,6 +53,27 @@ def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
     })
 
 
+DOCUMENT_PAGES_SCHEMA = pa.schema([
+    ("document_id", pa.string()), ("page", pa.int32()), ("source", pa.string()),
+    ("ocr_confidence", pa.float64()), ("chars", pa.int64()), ("flagged", pa.bool_()),
+])
+
+
+def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    """One row per page of every ``ok`` paged document (PDF), as its format reports it: text
+    layer or OCR, the OCR confidence, characters, flagged under the confidence floor."""
+    rows = [(r.document_id, page) for r in records if r.ok
+            for page in format_named(r.format).pages(r.anchors, r.notes)]
+    return pa.table({
+        "document_id": [document_id for document_id, _ in rows],
+        "page": [page.page for _, page in rows],
+        "source": [page.source for _, page in rows],
+        "ocr_confidence": [page.ocr_confidence for _, page in rows],
+        "chars": [page.chars for _, page in rows],
+        "flagged": [page.flagged for _, page in rows],
+    }, schema=DOCUMENT_PAGES_SCHEMA)
+
+
 def document_records(table: pa.Table) -> list[DocumentRecord]:
     """The table's rows as records; a table written before a structure column existed reads
     as having none."""

@@ -37,6 +37,9 @@ class IndexStatus:
     (for example a file of headings only): they are in the index but can never be found."""
     documents_skipped: list[tuple[str, str]] = field(default_factory=list)
     """``(document_id, reason)`` of files no format reads."""
+    low_confidence_pages: list[tuple[str, int, float]] = field(default_factory=list)
+    """``(document_id, page, confidence)`` of OCR pages under their format's confidence floor
+    (the ``document_pages`` table's ``flagged`` rows)."""
 
 
 def _tables(con) -> set[str]:
@@ -96,10 +99,14 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
+        low_confidence = [(d, p, c) for d, p, c in con.execute(
+            "select document_id, page, ocr_confidence from document_pages where flagged "
+            "order by all").fetchall()] if "document_pages" in views else []
     return IndexStatus(
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
         documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
         documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
         stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
-        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks)
+        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
+        low_confidence_pages=low_confidence)

@@ -66,5 +66,24 @@ class Extracted:
     notes: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a paged document: a row of the ``document_pages`` table, less its id.
+
+    Attributes:
+        page: 1-based page number.
+        source: ``text`` (the file's own text layer) or ``ocr``.
+        ocr_confidence: The OCR engine's mean word confidence (0-100) for an OCR page.
+        chars: Characters of canonical text in the page's anchors (0 for a dropped contents page).
+        flagged: The page's OCR confidence is under the format's confidence floor.
+    """
+
+    page: int
+    source: str
+    ocr_confidence: float | None
+    chars: int
+    flagged: bool = False
+
+
 class ExtractionError(Exception):
     """A document could not be turned into text; the message is the reason shown to users."""

@@ -13,7 +13,7 @@ import socket
 import stat
 from pathlib import Path
 
-import pypdf
+import pypdfium2
 import pytest
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
@@ -30,8 +30,13 @@ from rag_pipeline.core.ingest import (
 )
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
+from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 
-PYPDF_EXTRACTOR_VERSION = f"2+pypdf-{pypdf.__version__}"
+PDF_EXTRACTOR_VERSION = (f"3+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+                         f"+tesseract-{tesseract_version() or 'absent'}")
+# A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
+NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()
+                  else f"1 of 1 {MISSING_TESSERACT}")
 
 
 def text_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
@@ -148,7 +153,7 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
         "latin1.md": "not valid UTF-8 at byte 5: invalid continuation byte",
         "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
         "locked.pdf": "encrypted PDF: no password is configured",
-        "scan.pdf": "no text layer in 1 page(s) (scanned PDF?)",
+        "scan.pdf": NO_TEXT_1_PAGE,
     }
     for r in result.failed:
         assert (r.status, r.canonical_text, r.title) == (DocumentStatus.FAILED.value, "", Path(r.path).stem)
@@ -204,19 +209,20 @@ def test_pdf_pages_are_joined_with_exact_page_anchors(corpus):
     record = extract_document(corpus / "report.pdf", corpus)
     assert record.status == "ok"
     assert record.title == "Quarterly Report"
-    # Page 1 is "Alpha page one.\nSecond line here." (33 chars) + "\n\n" -> page 2 starts at 35.
-    assert record.canonical_text == "Alpha page one.\nSecond line here.\n\nBeta page two.\n"
-    assert record.anchors == (Anchor(0, 33, "page=1"), Anchor(35, 49, "page=2"))
+    # Page 1's two lines are one paragraph (33 chars); page 2 starts a new one after "\n\n" at
+    # 35, because page 1 ends a sentence. Page anchors tile the text: the gap goes to page 1.
+    assert record.canonical_text == "Alpha page one. Second line here.\n\nBeta page two.\n"
+    assert record.anchors == (Anchor(0, 35, "page=1"), Anchor(35, 50, "page=2"))
     assert record.canonical_text[35:].startswith("Beta page two.")
     assert (record.format, record.extractor, record.extractor_version) == (
-        "pdf", "pdf-pypdf", PYPDF_EXTRACTOR_VERSION)
+        "pdf", "pdf-pdfium+tesseract", PDF_EXTRACTOR_VERSION)
 
 
 def test_pdf_title_falls_back_to_the_first_line(tmp_path):
     (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
     record = extract_document(tmp_path / "untitled.pdf", tmp_path)
-    # The page is "  First line.  \nRest." (21 characters), kept as pypdf reads it.
-    assert (record.title, record.anchors) == ("First line.", (Anchor(0, 21, "page=1"),))
+    # The page is one paragraph "First line. Rest." (17 characters and the final new line).
+    assert (record.title, record.anchors) == ("First line.", (Anchor(0, 18, "page=1"),))
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
@@ -265,23 +271,24 @@ def test_extract_corpus_on_a_missing_folder_raises(tmp_path):
 # --- regressions: bugs these tests found, fixed -------------------------------------------
 
 
-def test_a_pdf_with_a_broken_info_dictionary_is_a_failed_record(tmp_path):
+def test_a_pdf_with_a_broken_info_dictionary_is_read_without_its_metadata(tmp_path):
     good = text_pdf([["Alpha page one."]])
     assert good.count(b"/Info 7 0 R") == 1
-    # Planted: the trailer's /Info points at a number instead of a dictionary.
+    # Planted: the trailer's /Info points at a number instead of a dictionary (pypdf raised;
+    # PDFium reads the pages and ignores the broken metadata).
     (tmp_path / "bad_info.pdf").write_bytes(good.replace(b"/Info 7 0 R", b"/Info 42"))
     record = extract_document(tmp_path / "bad_info.pdf", tmp_path)
-    assert record.status == "failed"
-    assert record.error.startswith("unreadable PDF: ")
+    assert (record.status, record.title, record.canonical_text) == ("ok", "Alpha page one.",
+                                                                    "Alpha page one.\n")
 
 
 def test_a_pdf_with_an_unknown_stream_filter_is_a_failed_record(tmp_path):
     good = text_pdf([["Alpha page one."]])
-    # Planted: the page's content stream names a filter pypdf does not know.
+    # Planted: the page's content stream names a filter no reader knows: the page draws
+    # nothing, so it has no text, not even by OCR.
     (tmp_path / "bad_filter.pdf").write_bytes(good.replace(b"/FlateDecode", b"/FlateDecodX"))
     record = extract_document(tmp_path / "bad_filter.pdf", tmp_path)
-    assert record.status == "failed"
-    assert record.error.startswith("unreadable PDF: ")
+    assert (record.status, record.error) == ("failed", NO_TEXT_1_PAGE)
 
 
 # --- files that are not documents, checked before anything is opened -----------------------
