@@ -14,7 +14,9 @@ import duckdb
 import pytest
 
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.core.index.plan import Stage, index_plan
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
@@ -140,21 +142,19 @@ def test_a_moved_corpus_updates_paths_without_extracting_or_embedding(project):
 
 
 def test_under_automation_a_moved_corpus_reaches_the_embeddings(project):
-    # The documents change (new paths) while every chunk stays as it was: the chunks' data
-    # version must still change, or the index_automation sensor never re-runs the embeddings
-    # step that publishes a generation with the new paths (it requested nothing before the fix).
+    # The documents change (new paths) while every chunk stays as it was: the served
+    # generation still names the old documents file, so the index plan (what the
+    # index_automation sensor launches) must hold an embeddings step that publishes a
+    # generation with the new paths (it requested nothing before the fix).
     defs, instance, corpus, spec, data = project
     materialise(defs, instance, corpus, spec.key)
-    settled = dg.evaluate_automation_conditions(defs=defs, instance=instance)
-    assert settled.total_requested == 0
+    warehouse = Warehouse(data)
+    assert index_plan(warehouse, ["header"], [spec.key], evaluate=False) == ()
     moved = corpus.parent / "moved"
     shutil.move(corpus, moved)
     config = {"resources": {"corpus": {"config": {"path": str(moved), "python_reference": False}}}}
     for job, key in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, "header")):
         assert defs.resolve_job_def(job).execute_in_process(
             instance=instance, partition_key=key, run_config=config).success
-    requested = dg.evaluate_automation_conditions(defs=defs, instance=instance,
-                                                  cursor=settled.cursor)
-    embeddings = [r for r in requested.results if r.key == dg.AssetKey("embeddings")]
-    assert [sorted(r.true_subset.expensively_compute_partition_keys()) for r in embeddings] == [
-        [dg.MultiPartitionKey({"chunker": "header", "model": spec.key})]]
+    steps = index_plan(warehouse, ["header"], [spec.key], evaluate=False)
+    assert [(s.stage, s.chunker, s.model) for s in steps] == [(Stage.EMBEDDINGS, "header", spec.key)]
