@@ -17,9 +17,9 @@ For each twin:
   the layout's, or one per page for the two anchors, so that no chunk spans two pages.
 - Printed per reader: chunks; needles quoted whole by one chunk (white space collapsed) and
   held anywhere in the whole text; chunks holding a running head (a first or last line of a
-  ``pdftotext`` page, with its page number, whose digit-normalised form repeats on 3 or more
-  pages); chunks labelled with a section title other than the document's; OCR pages and
-  their mean confidence.
+  ``pdftotext`` page carrying that page's number, whose digit-normalised form repeats on 3 or
+  more pages: :func:`running_heads`); chunks labelled with a section title other than the
+  document's; OCR pages and their mean confidence.
 - The line-end hyphen rule against the HTML: of the breaks where the HTML writes exactly one
   of the two forms (``factor`` or ``non-numeric``), how many the rule, always joining and
   always keeping the hyphen get right.
@@ -216,12 +216,13 @@ def pipeline(reading: PdfReading) -> ChunkedText:
 
 
 def running_heads(pages: Sequence[str]) -> set[str]:
-    """First and last lines of pages whose digit-normalised form repeats on 3 or more pages
-    and that carry a page number (a line with letters and digits, or a line of letters with a
-    bare number on the line next to it, as ``pdftotext`` prints "Bash Reference Manual" and
-    "16" on two lines)."""
-    ends: list[str] = []
-    for page in pages:
+    """The running heads and feet ``pdftotext`` prints: a page's first or last line (or the
+    line of letters next to a line holding only a number, as it prints "Bash Reference
+    Manual" and "16") whose digit-normalised form repeats on 3 or more pages and which
+    carries the page's own number (its number minus the page's index is the offset most such
+    lines share: a cross-reference ending a page, "page 492.", is not a head)."""
+    candidates: list[tuple[int, str]] = []
+    for index, page in enumerate(pages):
         lines = [collapse(line) for line in page.splitlines() if line.strip()]
         if not lines:
             continue
@@ -230,17 +231,24 @@ def running_heads(pages: Sequence[str]) -> set[str]:
             found.add(f"{lines[0]} {lines[1]}")
         if len(lines) >= 2 and lines[-2].isdigit():
             found.add(f"{lines[-2]} {lines[-1]}")
-        ends.extend(found)
-    shapes = Counter(re.sub(r"\d+", "#", line) for line in ends)
-    return {line for line in ends
-            if shapes[re.sub(r"\d+", "#", line)] >= 3 and re.search(r"\d", line)
-            and re.search(r"[A-Za-z]{3}", line)}
+        candidates.extend((index, line) for line in found
+                          if re.search(r"\d", line) and re.search(r"[A-Za-z]{3}", line))
+    shapes = Counter(re.sub(r"\d+", "#", line) for _, line in candidates)
+    offsets = Counter(int(number) - index for index, line in candidates
+                      for number in re.findall(r"\d+", line))
+    if not offsets:
+        return set()
+    offset = offsets.most_common(1)[0][0]
+    return {line for index, line in candidates
+            if shapes[re.sub(r"\d+", "#", line)] >= 3 and str(index + offset) in re.findall(r"\d+", line)}
 
 
 def score(chunked: ChunkedText, needles: Sequence[str], heads: set[str]) -> Row:
     contents = [collapse(content) for _, content in chunked.chunks]
     whole = collapse(chunked.text)
-    quoted = sum(1 for needle in needles if any(needle in content for content in contents))
+    # A needle (no NUL in it) found in the NUL-joined contents lies inside one chunk.
+    joined = "\0".join(contents)
+    quoted = sum(1 for needle in needles if needle in joined)
     in_text = sum(1 for needle in needles if needle in whole)
     with_heads = sum(1 for content in contents if any(head in content for head in heads))
     labelled = sum(1 for label, _ in chunked.chunks if label and label != chunked.title)

@@ -151,5 +151,4 @@ def ocr_page(pdf: pypdfium2.PdfDocument, index: int, settings: OcrSettings) -> P
     image.save(buffer, format="PNG")
     tsv = _tesseract_tsv(buffer.getvalue(), settings, index + 1)
     runs, confidence = runs_from_tsv(tsv, index, 72 / settings.dpi)
-    return PageText(index, float(width), float(height), runs, PageSource.OCR,
-                    confidence if confidence is not None else 0.0)
+    return PageText(index, float(width), float(height), runs, PageSource.OCR, confidence)
