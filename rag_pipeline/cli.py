@@ -303,10 +303,13 @@ def status(data_dir: Path) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
-               f"{len(report.stale_documents)} stale")
+               f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
         _echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        _echo(f"  skipped {document_id}: {reason}")
     for document_id in report.stale_documents:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:

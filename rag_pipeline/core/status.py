@@ -35,6 +35,8 @@ class IndexStatus:
     without_chunks: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     """``(document_id, chunkers)`` of ``ok`` documents that yield no chunk under those chunkers
     (for example a file of headings only): they are in the index but can never be found."""
+    documents_skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(document_id, reason)`` of files no format reads."""
     low_confidence_pages: list[tuple[str, int, float]] = field(default_factory=list)
     """``(document_id, page, confidence)`` of OCR pages under their format's confidence floor
     (the ``document_pages`` table's ``flagged`` rows)."""
@@ -102,8 +104,9 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
             "order by all").fetchall()] if "document_pages" in views else []
     return IndexStatus(
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
-        documents_failed=[(d[0], d[2]) for d in docs if d[1] != DocumentStatus.OK],
-        stale_documents=[d[0] for d in docs
-                         if d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3])],
+        documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
+        documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
+        stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
+                         and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
         low_confidence_pages=low_confidence)

@@ -10,8 +10,12 @@ from rag_pipeline.core.versions import PIPELINE_VERSION
 
 
 class DocumentStatus(StrEnum):
+    """``ok``: read; ``failed``: a format should read it and could not (``error`` says why);
+    ``skipped``: no format reads files of its kind (``error`` says which kind)."""
+
     OK = "ok"
     FAILED = "failed"
+    SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
@@ -42,3 +46,11 @@ class DocumentRecord:
     @property
     def ok(self) -> bool:
         return self.status == DocumentStatus.OK.value
+
+    @property
+    def failed(self) -> bool:
+        return self.status == DocumentStatus.FAILED.value
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == DocumentStatus.SKIPPED.value

@@ -87,7 +87,7 @@ def corpus(tmp_path: Path) -> Path:
     (root / "guide.md").write_bytes(GUIDE_MD)
     # Good: plain text; CRLF line ends must come out as "\n".
     (root / "notes.txt").write_bytes(NOTES_TXT)
-    # Good: title from <title>; <h1> -> "# ", <h2> -> "## "; script, style and nav dropped.
+    # Good: title from <title>; headings as paragraphs; script, style and nav dropped.
     (root / "page.html").write_bytes(PAGE_HTML)
     # Good: two pages with a text layer; the page anchors must be exact.
     (root / "report.pdf").write_bytes(text_pdf(REPORT_PDF_PAGES, title="Quarterly Report"))
@@ -108,24 +108,31 @@ def corpus(tmp_path: Path) -> Path:
     outside.mkdir()
     (outside / "secret.md").write_bytes(b"# Secret\n\nNot part of the corpus.\n")
     (root / "link.md").symlink_to(outside / "secret.md")
-    # Skipped by discover: hidden file, hidden folder, unsupported suffix.
+    # Left out by discover: a hidden file and a file in a hidden folder.
     (root / ".draft.md").write_bytes(b"# Draft\n")
     (root / ".cache").mkdir()
     (root / ".cache" / "cached.md").write_bytes(b"# Cached\n")
+    # Skipped with its reason: a suffix no format reads, a suffix-less name no format claims.
     (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    (root / "Makefile").write_bytes(b"all:\n\ttrue\n")
+    # Good: a suffix-less README is text.
+    (root / "README").write_bytes(b"Read me first.\n")
     return root
 
 
-EXPECTED_IDS = ["corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md", "locked.pdf",
-                "notes.txt", "page.html", "report.pdf", "scan.pdf", "sub/nested.md"]
-OK_IDS = ["guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+EXPECTED_IDS = ["Makefile", "README", "corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md",
+                "locked.pdf", "notes.txt", "page.html", "picture.png", "report.pdf", "scan.pdf",
+                "sub/nested.md"]
+OK_IDS = ["README", "guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+SKIPPED = {"Makefile": "no reader for files named Makefile (without a suffix)",
+           "picture.png": "no reader for .png files"}
 
 
 def by_id(records):
     return {r.document_id: r for r in records}
 
 
-def test_discover_skips_hidden_and_unsupported_files(corpus):
+def test_discover_leaves_out_hidden_files_only(corpus):
     assert [p.relative_to(corpus).as_posix() for p in discover(corpus)] == EXPECTED_IDS
 
 
@@ -133,8 +140,12 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     result = extract_corpus(corpus)
     records = by_id(result.records)
     assert [r.document_id for r in result.records] == EXPECTED_IDS
-    assert (result.extracted, result.reused) == (11, 0)
+    assert (result.extracted, result.reused) == (12, 0)
     assert sorted(r.document_id for r in result.records if r.ok) == OK_IDS
+    assert {r.document_id: r.error for r in result.skipped} == SKIPPED
+    for r in result.skipped:
+        assert (r.status, r.format, r.canonical_text, r.content_sha256) == ("skipped", "", "", "")
+    assert (records["README"].format, records["README"].canonical_text) == ("text", "Read me first.\n")
     errors = {r.document_id: r.error for r in result.failed}
     assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
     assert errors == {
@@ -180,10 +191,11 @@ def test_html_blocks_become_paragraphs_and_headings(corpus):
     record = extract_document(corpus / "page.html", corpus)
     assert record.status == "ok"
     assert record.title == "Page Title"
-    assert record.canonical_text == "# Main\n\nFirst para wraps.\n\n## Sub\n\nOne\n\nTwo\n"
-    # "# Main" [0,6) and "## Sub" [27,33) are the heading blocks; the bodies run between them.
-    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 6, 27, 1),
-                               Section("Sub", 33, 44, 2))
+    assert record.canonical_text == "Main\n\nFirst para wraps.\n\nSub\n\nOne\n\nTwo\n"
+    # "Main" [0,4) and "Sub" [25,28) are the headings; the bodies run between them.
+    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 4, 25, 1),
+                               Section("Sub", 28, 39, 2))
+    assert record.notes == (("dropped_chrome_elements", "1"),)  # the <nav>
     for dropped in ("hidden", "dropped", "Home", "color"):
         assert dropped not in record.canonical_text
 
@@ -216,11 +228,13 @@ def test_pdf_title_falls_back_to_the_first_line(tmp_path):
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     first = extract_corpus(corpus)
     second = extract_corpus(corpus, previous=first.records)
-    # 5 ok records reused as they are; the 6 failed ones are always tried again.
-    assert (second.extracted, second.reused) == (6, 5)
+    # 6 ok records reused as they are; the 6 failed ones are always tried again; the 2 skipped
+    # ones are neither.
+    assert (second.extracted, second.reused) == (6, 6)
     old, new = by_id(first.records), by_id(second.records)
     assert all(new[i] is old[i] for i in OK_IDS)
-    assert sorted(r.document_id for r in second.failed) == sorted(set(EXPECTED_IDS) - set(OK_IDS))
+    assert sorted(r.document_id for r in second.failed) == sorted(
+        set(EXPECTED_IDS) - set(OK_IDS) - set(SKIPPED))
 
     # Planted: notes.txt edited -> its digest changes -> re-extracted.
     (corpus / "notes.txt").write_bytes(b"Edited notes.\n")
@@ -239,8 +253,8 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
 
     third = extract_corpus(corpus, previous=previous)
     assert [r.document_id for r in third.records] == EXPECTED_IDS
-    # Reused: page.html, report.pdf, sub/nested.md.
-    assert (third.extracted, third.reused) == (8, 3)
+    # Reused: README, page.html, report.pdf, sub/nested.md.
+    assert (third.extracted, third.reused) == (8, 4)
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
@@ -326,6 +340,9 @@ def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_pa
         "self.md": "symlink loop: following the link never reaches a file",
         "sock.md": "not a regular file: a socket, never opened",
         "to_pipe.txt": "not a regular file: a named pipe, never opened",
+        # Skipped, never opened: a pipe without a suffix, and the link back to the root.
+        "raw_pipe": "no reader for files named raw_pipe (without a suffix)",
+        "again": "a symlink to a directory: not walked into",
     }
     assert opened == [str((root / "good.md").resolve())]
 

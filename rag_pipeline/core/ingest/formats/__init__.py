@@ -17,16 +17,16 @@ from rag_pipeline.core.ingest.formats.text import TextFormat
 REGISTRY: tuple[DocumentFormat, ...] = (MarkdownFormat(), TextFormat(), HtmlFormat(), PdfFormat())
 
 _BY_SUFFIX = {suffix: fmt for fmt in REGISTRY for suffix in fmt.suffixes}
-_BY_FILE_NAME = {file_name: fmt for fmt in REGISTRY for file_name in fmt.file_names}
+_BY_FILE_NAME = {file_name.upper(): fmt for fmt in REGISTRY for file_name in fmt.file_names}
 _BY_NAME = {fmt.name: fmt for fmt in REGISTRY}
 
 
 def format_for(path: Path) -> DocumentFormat | None:
-    """The format that reads ``path``: by its lower-case suffix, or for a suffix-less file by
-    its exact name; ``None`` when no format reads it."""
+    """The format that reads ``path``: by its suffix, or for a suffix-less file by its name,
+    both regardless of case; ``None`` when no format reads it."""
     if path.suffix:
         return _BY_SUFFIX.get(path.suffix.lower())
-    return _BY_FILE_NAME.get(path.name)
+    return _BY_FILE_NAME.get(path.name.upper())
 
 
 def format_named(name: str) -> DocumentFormat:

@@ -8,10 +8,11 @@ from rag_pipeline.core.ingest.reading import decode_utf8
 
 
 class TextFormat(DocumentFormat):
-    """``.txt`` and ``.text`` files."""
+    """``.txt`` and ``.text`` files, and the suffix-less files every project ships."""
 
     name = "text"
     suffixes = (".txt", ".text")
+    file_names = ("README", "LICENSE", "CHANGELOG", "NEWS", "INSTALL", "COPYING")
 
     def extractor(self) -> Extractor:
         return Extractor("plain-text", "1")

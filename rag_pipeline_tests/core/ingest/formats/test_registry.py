@@ -26,8 +26,16 @@ def test_format_for_reads_the_lower_case_suffix(name: str, fmt: str):
     assert found is not None and found.name == fmt
 
 
-def test_format_for_an_unread_suffix_is_none():
+def test_format_for_an_unread_suffix_or_name_is_none():
     assert format_for(Path("picture.png")) is None
+    assert format_for(Path("Makefile")) is None
+
+
+@pytest.mark.parametrize("name", ["README", "LICENSE", "CHANGELOG", "NEWS", "INSTALL", "COPYING",
+                                  "readme", "License"])
+def test_the_suffix_less_files_every_project_ships_are_text(name: str):
+    found = format_for(Path("corpus") / name)
+    assert found is not None and found.name == "text"
 
 
 def test_format_named_finds_each_registered_format_and_refuses_others():
