@@ -15,7 +15,7 @@ def row(level: int, line: int, word: int, left: int, top: int, width: int, heigh
     return f"{level}\t1\t1\t1\t{line}\t{word}\t{left}\t{top}\t{width}\t{height}\t{conf}\t{text}"
 
 
-# Two body lines 40 and 44 pixels high (within 15 % of each other: one size) and a heading line
+# Two body lines 40 and 44 pixels high (within 25 % of each other: one size) and a heading line
 # 80 pixels high; a level-5 row with conf -1 and empty text (Tesseract's block marker) is skipped.
 TSV = "\n".join([
     HEADER,
@@ -36,7 +36,7 @@ def test_tsv_lines_become_runs_in_points_with_the_mean_word_confidence():
     assert runs == (
         TextRun(4, "Heading", round(100 * scale, 2), round(400 * scale, 2), round(100 * scale, 2),
                 round(180 * scale, 2), round(80 * scale, 1)),
-        # The median line height is 44 px; 40 px is within 15 % of it, so both body lines are 44.
+        # The median line height is 44 px; 40 px is within 25 % of it, so both body lines are 44.
         TextRun(4, "Body words", round(100 * scale, 2), round(620 * scale, 2), round(300 * scale, 2),
                 round(338 * scale, 2), round(44 * scale, 1)),
         TextRun(4, "again.", round(100 * scale, 2), round(600 * scale, 2), round(400 * scale, 2),
