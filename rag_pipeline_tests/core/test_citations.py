@@ -114,7 +114,9 @@ def test_first_citation_of_the_timeouts_question(built: BuiltIndex, hashed_embed
         index=1, document_id="guide/config.md", document_name="Configuring Frobnicator",
         locator_label="Configuring Frobnicator > Timeouts", fragment="#char=113,203", start=113,
         end=203, quote=TIMEOUTS_PARAGRAPH, cosine_distance=round(hits[0].cosine_distance, 6),
-        url="https://docs.example.org/frob/guide/config.md#char=113,203",
+        # Under a base URL a Markdown page opens at a W3C text fragment of the quote.
+        url="https://docs.example.org/frob/guide/config.md#:~:text=Every%20network%20call%20gives"
+            "%20up%20after,unless%20the%20timeout%20key%20says%20otherwise.",
         # The planted duplicate in faq.md is named as a second location of the same quote.
         locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"),
         section="Timeouts")

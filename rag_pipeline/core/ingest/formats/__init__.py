@@ -9,12 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.csv import CsvFormat
+from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
+from rag_pipeline.core.ingest.formats.srt import SrtFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
+from rag_pipeline.core.ingest.formats.webvtt import WebVttFormat
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
 
-REGISTRY: tuple[DocumentFormat, ...] = (MarkdownFormat(), TextFormat(), HtmlFormat(), PdfFormat())
+REGISTRY: tuple[DocumentFormat, ...] = (
+    MarkdownFormat(),
+    TextFormat(),
+    HtmlFormat(),
+    PdfFormat(),
+    DocxFormat(),
+    CsvFormat(),
+    XlsxFormat(),
+    WebVttFormat(),
+    SrtFormat(),
+)
 
 _BY_SUFFIX = {suffix: fmt for fmt in REGISTRY for suffix in fmt.suffixes}
 _BY_FILE_NAME = {file_name.upper(): fmt for fmt in REGISTRY for file_name in fmt.file_names}

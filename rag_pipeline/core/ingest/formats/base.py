@@ -20,12 +20,17 @@ class DocumentFormat(ABC):
         file_names: Suffix-less file names it claims (``README`` for text).
         cut_at_anchors: Chunking never packs text of two anchors into one chunk (a PDF page
             today); otherwise chunks may span anchors and cite all of them.
+        links_by_text: A link into a published copy of the document (``--base-url``) opens at
+            the quote with a W3C text fragment (:mod:`rag_pipeline.core.ingest.text_fragment`)
+            rather than :meth:`fragment`: pages a browser shows as text (HTML, Markdown, plain
+            text), where ``#char=`` opens nothing.
     """
 
     name: ClassVar[str]
     suffixes: ClassVar[tuple[str, ...]]
     file_names: ClassVar[tuple[str, ...]] = ()
     cut_at_anchors: ClassVar[bool] = False
+    links_by_text: ClassVar[bool] = False
 
     @abstractmethod
     def extractor(self) -> Extractor:

@@ -230,6 +230,7 @@ class HtmlFormat(DocumentFormat):
 
     name = "html"
     suffixes = (".html", ".htm")
+    links_by_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("html-rendered", f"4+bs4-{library_version('beautifulsoup4')}")

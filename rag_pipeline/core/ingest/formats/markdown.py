@@ -96,6 +96,7 @@ class MarkdownFormat(DocumentFormat):
 
     name = "markdown"
     suffixes = (".md", ".markdown")
+    links_by_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("markdown-frontmatter", "2")
