@@ -2,7 +2,8 @@
 
 Run: ``nice -n 10 .venv/bin/python -m rag_pipeline.benchmarks.extraction [--cache DIR]``.
 
-The packages (``bash-doc``, ``octave-doc``) are fetched with ``apt-get download`` and unpacked
+The packages (``bash-doc``: the Bash reference manual; ``octave-doc``: the Octave manual
+and its C++ library's) are fetched with ``apt-get download`` and unpacked
 with ``dpkg -x`` into ``--cache`` (default ``/tmp/rag_pipeline_twins``) when they are not there.
 For each twin:
 
@@ -74,6 +75,7 @@ TWINS = (
     Twin("bashref", "bash-doc", "usr/share/doc/bash/bashref.pdf", "usr/share/doc/bash/bashref.html"),
     Twin("liboctave", "octave-doc", "usr/share/doc/octave/liboctave.pdf",
          "usr/share/doc/octave/liboctave.html"),
+    Twin("octave", "octave-doc", "usr/share/doc/octave/octave.pdf", "usr/share/doc/octave/octave.html"),
 )
 
 
@@ -208,9 +210,9 @@ def pypdf_pages(pdf: Path) -> list[str]:
     return [(page.extract_text() or "").replace("\r\n", "\n") for page in PdfReader(pdf).pages]
 
 
-def pipeline(reading: PdfReading) -> ChunkedText:
+def pipeline(reading: PdfReading, reader: str = "pipeline (pdfium layout)") -> ChunkedText:
     layout = reading.layout
-    return ChunkedText("pipeline (pdfium layout)", layout.title, layout.canonical_text,
+    return ChunkedText(reader, layout.title, layout.canonical_text,
                        chunk_sections(layout.canonical_text, layout.sections, layout.title),
                        len(reading.ocr_pages), reading.mean_ocr_confidence)
 
@@ -352,9 +354,9 @@ def compare_scanned(twin: Twin, root: Path, first: int, count: int, settings: Oc
     seconds = time.perf_counter() - started
     print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} rasterised at 200 dpi "
           f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s\n")
-    text_row = score(pipeline(text_reading), pdf_needles, heads)
-    scan_row = score(pipeline(scan_reading), pdf_needles, heads)
-    print(rows_table([text_row, scan_row]).replace("pipeline (pdfium layout)", "pipeline", 1))
+    text_row = score(pipeline(text_reading, "pipeline, text PDF"), pdf_needles, heads)
+    scan_row = score(pipeline(scan_reading, "pipeline, scanned PDF (OCR)"), pdf_needles, heads)
+    print(rows_table([text_row, scan_row]))
     ratio = scan_row.quoted / text_row.quoted if text_row.quoted else 0.0
     print(f"\nscanned / text needles quoted whole: {ratio:.3f}; pages under the confidence floor "
           f"({settings.confidence_floor:g}): {list(scan_reading.low_confidence_pages) or 'none'}\n")
