@@ -2,7 +2,8 @@
 
 Run: ``nice -n 10 .venv/bin/python -m rag_pipeline.benchmarks.extraction [--cache DIR]``.
 
-The packages (``bash-doc``, ``octave-doc``) are fetched with ``apt-get download`` and unpacked
+The packages (``bash-doc``: the Bash reference manual; ``octave-doc``: the Octave manual
+and its C++ library's) are fetched with ``apt-get download`` and unpacked
 with ``dpkg -x`` into ``--cache`` (default ``/tmp/rag_pipeline_twins``) when they are not there.
 For each twin:
 
@@ -17,9 +18,9 @@ For each twin:
   the layout's, or one per page for the two anchors, so that no chunk spans two pages.
 - Printed per reader: chunks; needles quoted whole by one chunk (white space collapsed) and
   held anywhere in the whole text; chunks holding a running head (a first or last line of a
-  ``pdftotext`` page, with its page number, whose digit-normalised form repeats on 3 or more
-  pages); chunks labelled with a section title other than the document's; OCR pages and
-  their mean confidence.
+  ``pdftotext`` page carrying that page's number, whose digit-normalised form repeats on 3 or
+  more pages: :func:`running_heads`); chunks labelled with a section title other than the
+  document's; OCR pages and their mean confidence.
 - The line-end hyphen rule against the HTML: of the breaks where the HTML writes exactly one
   of the two forms (``factor`` or ``non-numeric``), how many the rule, always joining and
   always keeping the hyphen get right.
@@ -74,6 +75,7 @@ TWINS = (
     Twin("bashref", "bash-doc", "usr/share/doc/bash/bashref.pdf", "usr/share/doc/bash/bashref.html"),
     Twin("liboctave", "octave-doc", "usr/share/doc/octave/liboctave.pdf",
          "usr/share/doc/octave/liboctave.html"),
+    Twin("octave", "octave-doc", "usr/share/doc/octave/octave.pdf", "usr/share/doc/octave/octave.html"),
 )
 
 
@@ -208,20 +210,21 @@ def pypdf_pages(pdf: Path) -> list[str]:
     return [(page.extract_text() or "").replace("\r\n", "\n") for page in PdfReader(pdf).pages]
 
 
-def pipeline(reading: PdfReading) -> ChunkedText:
+def pipeline(reading: PdfReading, reader: str = "pipeline (pdfium layout)") -> ChunkedText:
     layout = reading.layout
-    return ChunkedText("pipeline (pdfium layout)", layout.title, layout.canonical_text,
+    return ChunkedText(reader, layout.title, layout.canonical_text,
                        chunk_sections(layout.canonical_text, layout.sections, layout.title),
                        len(reading.ocr_pages), reading.mean_ocr_confidence)
 
 
 def running_heads(pages: Sequence[str]) -> set[str]:
-    """First and last lines of pages whose digit-normalised form repeats on 3 or more pages
-    and that carry a page number (a line with letters and digits, or a line of letters with a
-    bare number on the line next to it, as ``pdftotext`` prints "Bash Reference Manual" and
-    "16" on two lines)."""
-    ends: list[str] = []
-    for page in pages:
+    """The running heads and feet ``pdftotext`` prints: a page's first or last line (or the
+    line of letters next to a line holding only a number, as it prints "Bash Reference
+    Manual" and "16") whose digit-normalised form repeats on 3 or more pages and which
+    carries the page's own number (its number minus the page's index is the offset most such
+    lines share: a cross-reference ending a page, "page 492.", is not a head)."""
+    candidates: list[tuple[int, str]] = []
+    for index, page in enumerate(pages):
         lines = [collapse(line) for line in page.splitlines() if line.strip()]
         if not lines:
             continue
@@ -230,17 +233,24 @@ def running_heads(pages: Sequence[str]) -> set[str]:
             found.add(f"{lines[0]} {lines[1]}")
         if len(lines) >= 2 and lines[-2].isdigit():
             found.add(f"{lines[-2]} {lines[-1]}")
-        ends.extend(found)
-    shapes = Counter(re.sub(r"\d+", "#", line) for line in ends)
-    return {line for line in ends
-            if shapes[re.sub(r"\d+", "#", line)] >= 3 and re.search(r"\d", line)
-            and re.search(r"[A-Za-z]{3}", line)}
+        candidates.extend((index, line) for line in found
+                          if re.search(r"\d", line) and re.search(r"[A-Za-z]{3}", line))
+    shapes = Counter(re.sub(r"\d+", "#", line) for _, line in candidates)
+    offsets = Counter(int(number) - index for index, line in candidates
+                      for number in re.findall(r"\d+", line))
+    if not offsets:
+        return set()
+    offset = offsets.most_common(1)[0][0]
+    return {line for index, line in candidates
+            if shapes[re.sub(r"\d+", "#", line)] >= 3 and str(index + offset) in re.findall(r"\d+", line)}
 
 
 def score(chunked: ChunkedText, needles: Sequence[str], heads: set[str]) -> Row:
     contents = [collapse(content) for _, content in chunked.chunks]
     whole = collapse(chunked.text)
-    quoted = sum(1 for needle in needles if any(needle in content for content in contents))
+    # A needle (no NUL in it) found in the NUL-joined contents lies inside one chunk.
+    joined = "\0".join(contents)
+    quoted = sum(1 for needle in needles if needle in joined)
     in_text = sum(1 for needle in needles if needle in whole)
     with_heads = sum(1 for content in contents if any(head in content for head in heads))
     labelled = sum(1 for label, _ in chunked.chunks if label and label != chunked.title)
@@ -344,9 +354,9 @@ def compare_scanned(twin: Twin, root: Path, first: int, count: int, settings: Oc
     seconds = time.perf_counter() - started
     print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} rasterised at 200 dpi "
           f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s\n")
-    text_row = score(pipeline(text_reading), pdf_needles, heads)
-    scan_row = score(pipeline(scan_reading), pdf_needles, heads)
-    print(rows_table([text_row, scan_row]).replace("pipeline (pdfium layout)", "pipeline", 1))
+    text_row = score(pipeline(text_reading, "pipeline, text PDF"), pdf_needles, heads)
+    scan_row = score(pipeline(scan_reading, "pipeline, scanned PDF (OCR)"), pdf_needles, heads)
+    print(rows_table([text_row, scan_row]))
     ratio = scan_row.quoted / text_row.quoted if text_row.quoted else 0.0
     print(f"\nscanned / text needles quoted whole: {ratio:.3f}; pages under the confidence floor "
           f"({settings.confidence_floor:g}): {list(scan_reading.low_confidence_pages) or 'none'}\n")

@@ -80,3 +80,21 @@ def test_skipped_files_are_listed_apart_from_failed_ones_and_never_stale(built: 
     status = index_status(warehouse)
     assert (status.documents_ok, status.documents_failed, status.stale_documents) == (4, [], [])
     assert status.documents_skipped == [("logo.png", "no reader for .png files")]
+
+
+def test_ocr_pages_under_the_confidence_floor_are_listed(built: BuiltIndex):
+    from rag_pipeline.core.index_tables import DOCUMENT_PAGES_SCHEMA
+    from rag_pipeline.core.table_names import DOCUMENT_PAGES
+
+    warehouse = Warehouse(built.data_dir)
+    # Planted: a scanned document whose page 2 read at 41.5, under its floor (flagged).
+    warehouse.write(DOCUMENT_PAGES, pa.table({
+        "document_id": ["scan.pdf", "scan.pdf"], "page": [1, 2], "source": ["ocr", "ocr"],
+        "ocr_confidence": [93.0, 41.5], "chars": [120, 80], "flagged": [False, True]},
+        schema=DOCUMENT_PAGES_SCHEMA))
+    publish_query_db(warehouse)
+    assert index_status(warehouse).low_confidence_pages == [("scan.pdf", 2, 41.5)]
+
+
+def test_an_index_without_a_page_table_lists_no_low_confidence_page(built: BuiltIndex):
+    assert index_status(Warehouse(built.data_dir)).low_confidence_pages == []

@@ -69,7 +69,8 @@ class PageText:
         height: Page height in points.
         runs: The page's text runs.
         source: ``text`` for the PDF's own text layer, ``ocr`` for text recognised from pixels.
-        ocr_confidence: Tesseract's mean word confidence (0-100) for an OCR page, else ``None``.
+        ocr_confidence: Tesseract's mean word confidence (0-100) for an OCR page, ``None`` for a
+            text page or an OCR page where Tesseract found no word (a figure, a blank page).
     """
 
     index: int

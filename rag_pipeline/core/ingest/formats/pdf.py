@@ -34,8 +34,8 @@ def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
     ``toc_pages`` (contents and index pages dropped, and ``toc_page_numbers`` which),
     ``footnotes`` moved, ``sections_from`` (``outline``, ``font`` or ``none``); with OCR,
     ``ocr_pages``, ``ocr_mean_confidence``, ``ocr_page_confidence`` (``page=confidence``
-    pairs) and, when any page is under the floor, ``low_confidence_pages`` with
-    ``ocr_confidence_floor``.
+    pairs, ``-`` where Tesseract found no word) and, when any page is under the floor,
+    ``low_confidence_pages`` with ``ocr_confidence_floor``.
     """
     layout = reading.layout
     notes = [("pages", str(len(reading.pages))), ("dropped_lines", str(layout.dropped_lines)),
@@ -45,9 +45,12 @@ def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
     notes += [("footnotes", str(layout.footnotes)), ("sections_from", layout.sections_from)]
     ocr = reading.ocr_pages
     if ocr:
+        mean = reading.mean_ocr_confidence
         notes += [("ocr_pages", str(len(ocr))),
-                  ("ocr_mean_confidence", f"{reading.mean_ocr_confidence:.1f}"),
-                  ("ocr_page_confidence", " ".join(f"{p.page}={p.ocr_confidence:.1f}" for p in ocr))]
+                  ("ocr_mean_confidence", "-" if mean is None else f"{mean:.1f}"),
+                  ("ocr_page_confidence", " ".join(
+                      f"{p.page}={'-' if p.ocr_confidence is None else f'{p.ocr_confidence:.1f}'}"
+                      for p in ocr))]
     if reading.low_confidence_pages:
         notes += [("low_confidence_pages", ",".join(map(str, reading.low_confidence_pages))),
                   ("ocr_confidence_floor", f"{reading.confidence_floor:g}")]
@@ -88,7 +91,7 @@ class PdfFormat(DocumentFormat):
         facts = dict(notes)
         if "pages" not in facts:
             return ()
-        confidence = {int(page): float(value) for page, value in
+        confidence = {int(page): None if value == "-" else float(value) for page, value in
                       (pair.split("=") for pair in facts.get("ocr_page_confidence", "").split())}
         flagged = {int(page) for page in facts.get("low_confidence_pages", "").split(",") if page}
         chars = dict.fromkeys(range(1, int(facts["pages"]) + 1), 0)

@@ -113,13 +113,14 @@ def test_pages_come_back_from_the_anchors_and_notes():
 
 
 def test_ocr_pages_and_flags_come_back_from_the_notes():
-    notes = (("pages", "3"), ("ocr_pages", "2"), ("ocr_mean_confidence", "70.0"),
-             ("ocr_page_confidence", "2=91.5 3=48.5"), ("low_confidence_pages", "3"),
+    # Page 4 was OCR'd but Tesseract found no word on it (a figure): no confidence.
+    notes = (("pages", "4"), ("ocr_pages", "3"), ("ocr_mean_confidence", "70.0"),
+             ("ocr_page_confidence", "2=91.5 3=48.5 4=-"), ("low_confidence_pages", "3"),
              ("ocr_confidence_floor", "60"))
     anchors = (Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2"), Anchor(25, 27, "page=3"))
     assert format_named("pdf").pages(anchors, notes) == (
         DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 91.5, 15),
-        DocumentPage(3, "ocr", 48.5, 2, flagged=True))
+        DocumentPage(3, "ocr", 48.5, 2, flagged=True), DocumentPage(4, "ocr", None, 0))
 
 
 def test_a_format_without_pages_has_none():
