@@ -134,7 +134,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     data = tmp_path / "data"
     try:
         with hang_guard(120), pytest.MonkeyPatch.context() as patch:
-            patch.setattr("rag_pipeline.assets.embeddings.load_embedder_for",
+            patch.setattr("rag_pipeline.assets.embeddings.load_embedder",
                       lambda spec, *_: HashedEmbedder(spec))
             metadata, checks = _run_jobs(data, root)
     finally:

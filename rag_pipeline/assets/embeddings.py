@@ -15,7 +15,7 @@ from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.core.drift import MIN_COSINE, drift_check
-from rag_pipeline.core.embedder import load_embedder_for
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
@@ -90,7 +90,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
                                      columns=["chunk_id", "text", "text_sha256", "wordpieces"])
         cache = VectorCache(warehouse, spec)
 
-        embedder = load_embedder_for(spec, warehouse)
+        embedder = load_embedder(spec)
         previous = reusable_vectors(warehouse, partition, chunks, embedder)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rag_pipeline.core.citations import (
     Citation,
@@ -23,13 +24,15 @@ from rag_pipeline.core.generation import (
     generate,
     render_answer,
 )
-from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.ingest import format_named
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
 from rag_pipeline.core.validation import check_threshold
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.index_store import PartitionIndex
 
 MAX_QUESTION_CHARS = 2000
 """Longer questions are refused: the model reads 256 word-pieces, about 1,000 characters."""
