@@ -2,14 +2,15 @@
 
 Its checks are blocking: a failed ``vectors_unit_length``, ``one_model_per_partition`` or
 ``vectors_match_model`` fails the step, so the ``index_generation`` step after it in the run
-does not publish, and readers keep the generation they have. The vectors a run reuses come
-from the served (checked) generation, never from a table whose checks failed.
+does not publish, and readers keep the generation they have. The vectors a run reuses pass
+those checks (:func:`reusable_vectors`), so a failed table is never carried forward.
 """
 
 
 from collections.abc import Sequence
 
 import dagster as dg
+import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import blocking_checks, table_metadata
@@ -18,9 +19,10 @@ from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
-from rag_pipeline.core.models import ModelSpec
+from rag_pipeline.core.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.table_names import CHUNKS, EMBEDDINGS
 from rag_pipeline.core.vector_cache import VectorCache
+from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.resources import IndexStorage, RunCompute
 from rag_pipeline.run_tags import CHUNKER_TAG, MODEL_TAG, tag_run
@@ -37,6 +39,31 @@ CHECKS = {
 }
 
 
+def _passes(table: pa.Table, chunks: pa.Table, embedder: TextEmbedder) -> bool:
+    """The reader-protecting checks on a table's rows whose chunk text is still current."""
+    current = set(zip(chunks.column("chunk_id").to_pylist(),
+                      chunks.column("text_sha256").to_pylist(), strict=True))
+    mask = [pair in current for pair in zip(table.column("chunk_id").to_pylist(),
+                                            table.column("text_sha256").to_pylist(), strict=True)]
+    kept = table.filter(pa.array(mask, pa.bool_()))
+    stamps = {f"{n}@{f}" for n, f in zip(kept.column("model_name").to_pylist(),
+                                         kept.column("model_fingerprint").to_pylist(), strict=True)}
+    return (not vector_norm_errors(kept, embedder.spec.dimension)
+            and stamps <= {embedder.spec.key} and drift_check(kept, chunks, embedder).passed)
+
+
+def reusable_vectors(warehouse: Warehouse, partition: dict[str, str], chunks: pa.Table,
+                     embedder: TextEmbedder) -> pa.Table | None:
+    """The vectors a run may reuse: the partition's latest table if it passes the blocking
+    checks now (a run killed before publishing left good ones), else the served generation's,
+    so vectors that failed a check are never carried into a new table."""
+    latest = warehouse.read_or_none(EMBEDDINGS, partition)
+    if latest is not None and _passes(latest, chunks, embedder):
+        return latest
+    served = current_generation(warehouse, partition[CHUNKER], partition[MODEL])
+    return warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
+
+
 def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
     """``embeddings`` over the declared models; each model key is a vector space of its own."""
     by_key = {m.key: m for m in models}
@@ -47,8 +74,8 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         deps=[dg.AssetDep(CHUNKS, partition_mapping=one_dimension_of(CHUNKER))],
         check_specs=blocking_checks(EMBEDDINGS, CHECKS, partitions),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "
-                    "fingerprint, dimension and pipeline version. Unchanged texts reuse the "
-                    "served generation's vectors. Its blocking checks gate `index_generation`.",
+                    "fingerprint, dimension and pipeline version. Unchanged texts reuse vectors "
+                    "that pass the checks. Its blocking checks gate `index_generation`.",
         kinds={"parquet", "duckdb", "pytorch"},
     )
     def embeddings(context: AssetExecutionContext, storage: IndexStorage, compute: RunCompute):
@@ -61,11 +88,10 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         chunks_version = warehouse.require_version(CHUNKS, {CHUNKER: chunker})
         chunks = warehouse.read_file(chunks_version.file,
                                      columns=["chunk_id", "text", "text_sha256", "wordpieces"])
-        served = current_generation(warehouse, chunker, spec.key)
-        previous = warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
         cache = VectorCache(warehouse, spec)
 
         embedder = load_embedder(spec)
+        previous = reusable_vectors(warehouse, partition, chunks, embedder)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 
