@@ -286,8 +286,8 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
 
 def _echo_unscored(warehouse) -> None:
     """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.documents import DocumentStatus
     from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.table_names import DOCUMENTS
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
 
@@ -439,15 +439,21 @@ def status(data_dir: Path) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
-               f"{len(report.stale_documents)} stale")
+               f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
         _echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        _echo(f"  skipped {document_id}: {reason}")
     for document_id in report.stale_documents:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
     _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
           f"served generation (age)")
     for p in report.partitions:
@@ -822,11 +828,11 @@ def _corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], 
     """The canonical text of every ok document (of the folder, else of the built index), and
     the corpus's name."""
     if corpus is not None:
-        from rag_pipeline.core.documents import discover, extract_document
+        from rag_pipeline.core.ingest import discover, extract_document
 
         records = [extract_document(path, corpus) for path in discover(corpus)]
         return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
-    from rag_pipeline.core.documents import DocumentStatus
+    from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.table_names import DOCUMENTS
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 

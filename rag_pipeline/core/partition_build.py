@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index_tables import (
     ChunkStats,
@@ -22,6 +21,7 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
