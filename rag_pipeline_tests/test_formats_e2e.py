@@ -87,7 +87,7 @@ def materialised(tmp_path_factory: pytest.TempPathFactory) -> Materialised:
     (corpus / "broken.xlsx").write_bytes(b"not a workbook")  # planted: fails alone, with its reason
     spec = hashed_spec()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rag_pipeline.assets.embeddings.load_embedder_for", lambda s, *_: HashedEmbedder(s))
+        patch.setattr("rag_pipeline.assets.embeddings.load_embedder", lambda s, *_: HashedEmbedder(s))
         defs = build_definitions(data_dir=root / "data", corpus_dir=corpus, models=[spec])
         instance = dg.DagsterInstance.ephemeral()
         # The chunks reach DuckDB when their generation is published, after the embeddings.
