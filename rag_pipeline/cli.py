@@ -926,6 +926,10 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
               + gate_cv_markdown(report))
         _echo(f"top-distance cut under the refusal budget, over every query: "
               f"{report.budget_cut:.4f}")
+    for a in report.ann:
+        _echo(f"ANN path of {a.chunker} against the exact one, {a.queries} queries: dense "
+              f"recall@{a.k} {a.dense_recall:.4f} (worst {a.worst_recall:.2f}), same sources "
+              f"{a.same_sources} / {a.queries}")
     _echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 

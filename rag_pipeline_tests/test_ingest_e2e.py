@@ -14,7 +14,9 @@ import duckdb
 import pytest
 
 from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.core.index.plan import Stage, index_plan
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
@@ -137,3 +139,22 @@ def test_a_moved_corpus_updates_paths_without_extracting_or_embedding(project):
     # The served generation carries the new paths, so citation URLs follow the move.
     assert after.generation != before.generation
     assert after.documents["guide.md"].path == str(moved / "guide.md")
+
+
+def test_under_automation_a_moved_corpus_reaches_the_embeddings(project):
+    # The documents change (new paths) while every chunk stays as it was: the served
+    # generation still names the old documents file, so the index plan (what the
+    # index_automation sensor launches) must hold an embeddings step that publishes a
+    # generation with the new paths (it requested nothing before the fix).
+    defs, instance, corpus, spec, data = project
+    materialise(defs, instance, corpus, spec.key)
+    warehouse = Warehouse(data)
+    assert index_plan(warehouse, ["header"], [spec.key], evaluate=False) == ()
+    moved = corpus.parent / "moved"
+    shutil.move(corpus, moved)
+    config = {"resources": {"corpus": {"config": {"path": str(moved), "python_reference": False}}}}
+    for job, key in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, "header")):
+        assert defs.resolve_job_def(job).execute_in_process(
+            instance=instance, partition_key=key, run_config=config).success
+    steps = index_plan(warehouse, ["header"], [spec.key], evaluate=False)
+    assert [(s.stage, s.chunker, s.model) for s in steps] == [(Stage.EMBEDDINGS, "header", spec.key)]

@@ -116,21 +116,6 @@ def time_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str | None
     return f"#t={first},{last}"
 
 
-def decode_transcript(data: bytes, kind: str) -> str:
-    """The file as text (UTF-8, with or without a byte-order mark; ``\\r\\n`` and ``\\r`` line
-    ends as ``\\n``).
-
-    Raises:
-        ExtractionError: The bytes are not UTF-8, with the offset of the first bad byte.
-    """
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExtractionError(f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-                              f"({exc.reason}); {kind} files are UTF-8") from exc
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def check_times(cues: Sequence[Cue]) -> None:
     """Raises :class:`ExtractionError` for the first cue that ends before it starts."""
     for number, cue in enumerate(cues, start=1):

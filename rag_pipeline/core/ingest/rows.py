@@ -1,10 +1,13 @@
 """Rows of a table under their header row, as lines of text: what CSV and XLSX share.
 
-A table's first non-blank row is its header. The header becomes one line, its cells joined by
-``" | "``; every later non-blank row becomes one line of ``Header: value`` pairs joined by
-``" | "`` (blank cells left out, so a sparse row stays short), which keeps each value next to
-the name of its column wherever a chunk boundary falls. Blank rows are left out but keep their
-number, so a row's number is always its place in the file.
+A table's header is its first row filling at least half as many cells as the widest of its
+first :data:`HEADER_SEARCH_ROWS` non-blank rows, so a title or a comment line above the table
+("Budget 2026", "# Data source: ...") is not taken for the header: such preamble rows are
+lines of their own, cells joined by ``" | "``. The header becomes one line the same way;
+every later non-blank row becomes one line of ``Header: value`` pairs joined by ``" | "``
+(blank cells left out, so a sparse row stays short), which keeps each value next to the name
+of its column wherever a chunk boundary falls. Blank rows are left out but keep their number,
+so a row's number is always its place in the file.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 CELL_SEPARATOR = " | "
+HEADER_SEARCH_ROWS = 20
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,7 @@ class TableLine:
         last_column: 1-based column of its last non-blank cell.
         text: The line, without its newline.
         header: Whether this is the table's header row.
+        preamble: Whether this row comes before the header (a title, a comment).
     """
 
     number: int
@@ -32,6 +37,7 @@ class TableLine:
     last_column: int
     text: str
     header: bool = False
+    preamble: bool = False
 
 
 def cell_text(value: str) -> str:
@@ -41,7 +47,7 @@ def cell_text(value: str) -> str:
 
 def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
                 column_label: Callable[[int], str]) -> list[TableLine]:
-    """The non-blank rows of a table as lines, the first one as the header.
+    """The non-blank rows of a table as lines: preamble, header, then the data rows.
 
     Args:
         rows: ``(row number, cells)`` in file order; ``cells[0]`` is column 1. Cell texts are
@@ -52,24 +58,33 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
     Returns:
         One :class:`TableLine` per row holding any non-blank cell, in order.
     """
-    lines: list[TableLine] = []
-    labels: list[str] = []
+    table = []
     for number, raw in rows:
         cells = [cell_text(value) for value in raw]
         filled = [column for column, value in enumerate(cells, start=1) if value]
-        if not filled:
-            continue
+        if filled:
+            table.append((number, cells, filled))
+    if not table:
+        return []
+    widest = max(len(filled) for _, _, filled in table[:HEADER_SEARCH_ROWS])
+    header = next(i for i, (_, _, filled) in enumerate(table) if 2 * len(filled) >= widest)
+    lines: list[TableLine] = []
+    labels: list[str] = []
+    for index, (number, cells, filled) in enumerate(table):
         first, last = filled[0], filled[-1]
-        if not lines:
+        if index < header:
+            lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(cells[first - 1:last]),
+                                   preamble=True))
+        elif index == header:
             labels = [value or column_label(column) for column, value in enumerate(cells, start=1)]
-            text = CELL_SEPARATOR.join(labels[first - 1:last])
-            lines.append(TableLine(number, first, last, text, header=True))
-            continue
-        names = [labels[column - 1] if column <= len(labels) else column_label(column) for column in filled]
-        pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
-        lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
+            lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(labels[first - 1:last]),
+                                   header=True))
+        else:
+            names = [labels[column - 1] if column <= len(labels) else column_label(column)
+                     for column in filled]
+            pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
+            lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
-
 
 def column_letters(column: int) -> str:
     """A spreadsheet column's letters: 1 is ``A``, 26 is ``Z``, 27 is ``AA``."""

@@ -2,10 +2,11 @@
 
 Read with the standard library's :mod:`csv` (RFC 4180 quoting, strict: a stray quote is an
 error); the delimiter (``,`` ``;`` tab or ``|``) is found in the first 64 KiB
-(:func:`sniff_delimiter`), falling back to RFC 4180's comma. The first
-non-blank record is the header; see :mod:`rag_pipeline.core.ingest.rows` for the lines. Rows
-are numbered as RFC 7111 numbers them: records (a quoted field may span lines), the header
-being row 1, blank records counted but not shown.
+(:func:`sniff_delimiter`), falling back to RFC 4180's comma. UTF-8, or UTF-16/UTF-32 under a
+byte-order mark (:mod:`rag_pipeline.core.ingest.bom_text`). The header and the lines are
+those of :mod:`rag_pipeline.core.ingest.rows`. Rows are numbered as RFC 7111 numbers them:
+records (a quoted field may span lines), the file's first record being row 1, blank records
+counted but not shown.
 """
 
 from __future__ import annotations
@@ -16,26 +17,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.rows import table_lines
 
 SNIFF_CHARS = 64 * 1024
 _DELIMITERS = ",;\t|"
-
-
-def decode_csv(data: bytes) -> str:
-    """The file as text: UTF-8, with or without a byte-order mark.
-
-    Raises:
-        ExtractionError: The bytes are not UTF-8, with the offset and the byte found there.
-    """
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExtractionError(
-            f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason}); CSV "
-            "files are read as UTF-8 (with or without a BOM): save it as UTF-8") from exc
 
 
 def sniff_delimiter(text: str) -> str:
@@ -90,7 +78,7 @@ class CsvFormat(DocumentFormat):
             ExtractionError: Not UTF-8, or a record the :mod:`csv` reader rejects (a NUL
                 byte, a field over its size limit), with its line number.
         """
-        text = decode_csv(data)
+        text = decode_text(data, "CSV")
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text),
                             strict=True)
         records: list[tuple[int, list[str]]] = []
@@ -108,7 +96,7 @@ class CsvFormat(DocumentFormat):
             anchors.append(Anchor(offset, offset + len(line.text), row_locator(line.number)))
             offset += len(line.text) + 1
         canonical = "\n".join(parts) + ("\n" if parts else "")
-        rows = sum(1 for line in lines if not line.header)
+        rows = sum(1 for line in lines if not (line.header or line.preamble))
         return Extracted(title=stem, canonical_text=canonical, anchors=tuple(anchors),
                          notes=(("rows", str(rows)),))
 

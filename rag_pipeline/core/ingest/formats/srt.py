@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.cues import (
     Cue,
     check_times,
     cue_text,
     cue_turns,
-    decode_transcript,
     time_fragment,
 )
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
@@ -88,7 +88,7 @@ class SrtFormat(DocumentFormat):
         Raises:
             ExtractionError: Not UTF-8, not SRT, a malformed cue or one ending before it starts.
         """
-        cues = parse_srt(decode_transcript(data, "SRT"))
+        cues = parse_srt(decode_text(data, "SRT"))
         canonical, anchors = cue_text(cues)
         return Extracted(title=stem, canonical_text=canonical, anchors=anchors,
                          notes=(("cues", str(len(anchors))),))

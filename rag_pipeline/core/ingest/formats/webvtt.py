@@ -14,12 +14,12 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.cues import (
     Cue,
     check_times,
     cue_text,
     cue_turns,
-    decode_transcript,
     time_fragment,
 )
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
@@ -66,7 +66,7 @@ class WebVttFormat(DocumentFormat):
             ExtractionError: Not UTF-8, not WebVTT, a malformed cue or one ending before it
                 starts.
         """
-        cues = parse_webvtt(decode_transcript(data, "WebVTT"))
+        cues = parse_webvtt(decode_text(data, "WebVTT"))
         canonical, anchors = cue_text(cues)
         return Extracted(title=stem, canonical_text=canonical, anchors=anchors,
                          notes=(("cues", str(len(anchors))),))

@@ -151,7 +151,7 @@ class XlsxFormat(DocumentFormat):
                 anchors.append(Anchor(offset, offset + len(line.text), range_locator(
                     sheet.name, line.first_column, line.number, line.last_column, line.number)))
                 offset += len(line.text) + 1
-                rows += not line.header
+                rows += not (line.header or line.preamble)
             sections.append(Section(sheet.name, section_start, offset - 1))
         notes = [("sheets", str(len(sections))), ("rows", str(rows))]
         if empty_sheets:

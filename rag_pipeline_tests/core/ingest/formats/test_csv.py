@@ -62,10 +62,16 @@ def test_a_header_only_file_is_its_header_line():
 
 
 def test_a_file_that_is_not_utf8_fails_with_the_offset_and_the_byte():
-    with pytest.raises(ExtractionError, match=r"^not UTF-8: byte 0xe9 at offset 7 \(invalid continuation "
-                                              r"byte\); CSV files are read as UTF-8 \(with or without a "
-                                              r"BOM\): save it as UTF-8$"):
+    with pytest.raises(ExtractionError) as raised:
         CSV.extract("a,b\nCaf\u00e9,1\n".encode("latin-1"), "latin")
+    assert str(raised.value) == ("not UTF-8: byte 0xe9 at offset 7 (invalid continuation byte); CSV files "
+                                 "are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark")
+
+
+def test_utf16_with_a_byte_order_mark_is_read():
+    # Excel's "Unicode text" export: UTF-16 LE with a byte-order mark, tab-separated, CRLF.
+    data = "\ufeffname\tcity\r\nZo\u00eb\tK\u00f6ln\r\n".encode("utf-16-le")
+    assert CSV.extract(data, "u").canonical_text == "name | city\nname: Zo\u00eb | city: K\u00f6ln\n"
 
 
 @pytest.mark.parametrize(("data", "reason"), [
@@ -76,3 +82,14 @@ def test_malformed_quoting_fails_with_its_line(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as raised:
         CSV.extract(data, "bad")
     assert str(raised.value) == reason
+
+
+def test_a_comment_line_above_the_table_is_preamble_not_the_header():
+    # The shape of matplotlib's sample Stocks.csv: one comment field, then the real header.
+    data = b"# Data source: example.org\nDate,IBM,AAPL\n1990-01-01,10.5,0.8\n"
+    extracted = CSV.extract(data, "stocks")
+    assert extracted.canonical_text == ("# Data source: example.org\n"
+                                        "Date | IBM | AAPL\n"
+                                        "Date: 1990-01-01 | IBM: 10.5 | AAPL: 0.8\n")
+    assert [a.locator for a in extracted.anchors] == ["row=1", "row=2", "row=3"]
+    assert extracted.notes == (("rows", "1"),)

@@ -68,3 +68,16 @@ def test_a_line_of_non_ascii_digits_is_text():
     # "²".isdigit() is True but int("²") raises: such a line is cue text, not a cue number.
     cues = parse_srt("1\n00:00:01,000 --> 00:00:02,000\nx\n\n\u00b2\n")
     assert cues[0].turns == ((None, "x \u00b2"),)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-be", "utf-32"])
+def test_a_byte_order_mark_declares_the_encoding(encoding: str):
+    data = FILM.encode(encoding)
+    if encoding == "utf-16-be":
+        data = b"\xfe\xff" + data  # Python's utf-16-be codec writes no mark
+    assert SRT.extract(data, "film").canonical_text == FILM_TEXT
+
+
+def test_a_utf16_mark_over_bytes_that_are_not_utf16_fails_with_the_offset():
+    with pytest.raises(ExtractionError, match=r"^not UTF-16: byte 0x0a at offset 4 \(truncated data\)"):
+        SRT.extract(b"\xff\xfe1\x00\n", "odd")

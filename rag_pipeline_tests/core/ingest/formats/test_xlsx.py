@@ -164,3 +164,24 @@ def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
             target.writestr(name, content[:len(content) // 2] if cut else content)
     with pytest.raises(ExtractionError, match=r"^unreadable XLSX: XMLSyntaxError: "):
         XLSX.extract(out.getvalue(), "cut")
+
+
+def test_a_title_row_above_the_header_is_its_own_line():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Budget"
+    sheet["A1"] = "Budget 2026"  # a title, then a blank row, then the table
+    sheet.append([])
+    sheet.append(["Item", "Cost", "Owner"])
+    sheet.append(["Tea", 2.5, "Ann"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(buffer.getvalue(), "budget")
+    assert extracted.canonical_text == ("Budget 2026\n"
+                                        "Item | Cost | Owner\n"
+                                        "Item: Tea | Cost: 2.5 | Owner: Ann\n")
+    assert [a.locator for a in extracted.anchors] == [
+        "sheet=Budget&range=A1:A1", "sheet=Budget&range=A3:C3", "sheet=Budget&range=A4:C4"]
+    assert ("rows", "1") in extracted.notes
