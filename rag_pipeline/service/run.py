@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -116,6 +117,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
                   query_runtime: str | None = "onnxruntime", query_streams: int = 1,
@@ -146,7 +151,11 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(data_dir, ServeRecord(host, port, os.getpid(), settings.chunker,
                                                      settings.model_key, settings.base_url))
+            # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
+            # default handler's silent kill) it lets the record be removed.
+            previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
             try:
                 uvicorn.Server(config).run(sockets=[sock])
             finally:
                 remove_serve_record(data_dir, os.getpid())
+                signal.signal(signal.SIGTERM, previous)
