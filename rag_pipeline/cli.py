@@ -358,9 +358,11 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     for spec in specs:
         declaration = declarations[spec.name]
         cut = f"{spec.cut:.3f}" if spec.cut is not None else "-"
+        source = (declaration.source.describe() if declaration.source is not None
+                  else f"adapted from {declaration.adapt.base}")
         click.echo(f"{spec.key:34s} {spec.backend.value:8s} {spec.precision.value:9s} "
                    f"{spec.max_tokens:6d} {spec.batch_size:5d} {cut:>6s}  "
-                   f"{declaration.source.describe()}{'  (default)' if spec is specs[0] else ''}")
+                   f"{source}{'  (default)' if spec is specs[0] else ''}")
         state = file_status(spec)
         if state != "ok":
             click.echo(f"  files: {state}")
@@ -723,6 +725,55 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if versus_key is not None:
         _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
                         "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
+
+
+@main.command()
+@click.option("--model", "model_key", default=None,
+              help="The adapted model's key (default: every declared adapted model).")
+@click.option("--force", is_flag=True, help="Train again even when the folder is trained.")
+def adapt(model_key: str | None, force: bool) -> None:
+    """Train the declared adapted model(s) on pairs made from the corpus (see README
+    "An adapted model"); a trained folder whose key and files match is kept."""
+    from rag_pipeline.core.adaptation import (
+        ModelNotTrainedError,
+        adapt_model,
+        corpus_documents,
+        trained_result,
+    )
+    from rag_pipeline.core.models import ModelMismatchError, find_model
+    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.project_paths import config_path
+
+    models = _declared_models()
+    adapted = [m for m in models if m.adaptation is not None]
+    try:
+        chosen = [find_model(model_key, models)] if model_key else adapted
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    if not chosen or any(m.adaptation is None for m in chosen):
+        _fail(f"no adapted model {'named ' + model_key if model_key else 'is declared'} "
+              f"(declared adapted: {[m.key for m in adapted]})")
+    corpus = load_config(config_path()).corpus
+    for spec in chosen:
+        if not force:
+            try:
+                result = trained_result(spec)
+            except ModelNotTrainedError:
+                result = None
+            except ModelMismatchError as exc:
+                _echo(f"{exc}; training again", err=True)
+                result = None
+            if result is not None:
+                _echo(f"{spec.key}: trained ({result.pairs} pairs, {result.steps} steps, loss "
+                      f"{result.first_loss:.4f} -> {result.last_loss:.4f}) in {spec.path}")
+                continue
+        try:
+            result = adapt_model(spec, corpus_documents(corpus), lambda line: _echo(line, err=True))
+        except (ModelMismatchError, ValueError, FileNotFoundError) as exc:
+            _fail(str(exc))
+        _echo(f"{spec.key}: trained {result.pairs} pairs, {result.steps} steps, loss "
+              f"{result.first_loss:.4f} -> {result.last_loss:.4f}, {result.seconds / 60:.1f} min, "
+              f"weights sha256 {result.weights_sha256[:12]}…, in {spec.path}")
 
 
 @main.group()
