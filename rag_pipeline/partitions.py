@@ -7,11 +7,12 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from rag_pipeline.core.index import CHUNKER, MODEL, Scope
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.project_paths import active_config
 
-CHUNKER = "chunker"
-MODEL = "model"
+__all__ = ["CHUNKER", "MODEL", "chunker_partitions", "embedding_partitions", "model_partitions",
+           "one_dimension_of", "scope_mapping"]
 
 chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in active_config().chunkers])
 """The chunkers of the profile this process builds (see :func:`active_config`)."""
@@ -36,3 +37,13 @@ def one_dimension_of(dimension: str) -> dg.PartitionMapping:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=dimension)
+
+
+def scope_mapping(scope: Scope) -> dg.PartitionMapping | None:
+    """How a chunker x model partition maps to a generation table of ``scope``: the whole
+    unpartitioned table, the chunker's partition, or the same partition (``None``: identity)."""
+    if scope == Scope.CORPUS:
+        return None
+    if scope == Scope.CHUNKER:
+        return one_dimension_of(CHUNKER)
+    return None

@@ -129,6 +129,11 @@ def load_partition(data_dir: Path, chunker: str, model_key: str,
 @lru_cache(maxsize=4)
 def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
     warehouse = Warehouse(Path(data_dir), location)
+    missing = generation.missing_tables()
+    if missing:
+        raise IndexNotBuiltError(f"generation {generation.id} of {generation.chunker} x "
+                                 f"{generation.model} has no {', '.join(missing)}: re-run "
+                                 "`rag-pipeline index`")
     files = generation.files
     chunks = warehouse.read_file(files[CHUNKS])
     embeddings = warehouse.read_file(files[EMBEDDINGS])
