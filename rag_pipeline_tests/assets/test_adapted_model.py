@@ -43,8 +43,7 @@ def test_the_job_trains_once_with_metadata_and_keeps_a_trained_folder(tmp_path: 
     weights = trained_result(specs[1]).weights_sha256
     assert metadata["weights_sha256"].value == weights
     second = job.execute_in_process(instance=instance, partition_key=specs[1].key)
-    logs = [e.message for e in second.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
-            or "kept" in (e.message or "")]
-    assert any("is trained and its files match: kept" in (m or "") for m in logs)
+    logs = [entry.user_message for entry in instance.all_logs(second.run_id)]
+    assert f"{specs[1].key} is trained and its files match: kept" in logs
     assert second.asset_materializations_for_node("adapted_model")[0].metadata[
         "weights_sha256"].value == weights
