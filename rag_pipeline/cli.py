@@ -211,7 +211,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
         profile = choose_profile(config, profile_name, corpus is not None or bool(
             os.environ.get(ENV_CORPUS)))
         lock = effective_lock(config)
-        unlocked = [d.name for d in config.models if d.name not in lock]
+        unlocked = [d.name for d in config.models if d.name not in lock and d.adapt is None]
         specs = write_lock(config) if unlocked and config.path else _declared_models()
     except (ModelConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
