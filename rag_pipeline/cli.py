@@ -280,6 +280,23 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+    if not no_eval:
+        _echo_unscored(warehouse)
+
+
+def _echo_unscored(warehouse) -> None:
+    """The evaluation's one line when the gold set the runs used is not of this corpus."""
+    from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.ingest import DocumentStatus
+    from rag_pipeline.core.table_names import DOCUMENTS
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+
+    gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
+    documents = warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
+    try:
+        check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
+    except NoGoldSetError as exc:
+        _echo(f"\nevaluation: {exc}")
 
 
 def _use_profile(profile) -> None:
@@ -424,15 +441,21 @@ def status(data_dir: Path) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
-               f"{len(report.stale_documents)} stale")
+               f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
         _echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        _echo(f"  skipped {document_id}: {reason}")
     for document_id in report.stale_documents:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
     _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
           f"served generation (age)")
     for p in report.partitions:
@@ -452,8 +475,27 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
+def _ask_serve(data_dir: Path, question: str, chunker: str, model_key: str,
+               base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
+    """The answer of a `serve` running on this data folder for this chunker, model and base URL
+    (with where it runs), or None: then `ask` loads the index and the model itself."""
+    from rag_pipeline.core.answer_json import answer_from_json
+    from rag_pipeline.core.serve_record import ask_running, read_serve_record
+
+    record = read_serve_record(data_dir)
+    if record is None or (record.chunker, record.model_key, record.base_url) != (
+            chunker, model_key, base_url):
+        return None
+    data = ask_running(record, {"q": question, **params})
+    if data is None:
+        return None
+    return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+
+
+def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str,
+                  answered_by: str = "") -> None:
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}"
+          + (f"   {rerank_note}" if rerank_note else ""))
     if not answer.answered:
         _echo(answer.reason)
     else:
@@ -471,6 +513,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
     if show_timings:
         _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
+        if answered_by:
+            _echo(answered_by)
 
 
 def _load_reranker(folder: Path) -> Reranker:
@@ -533,13 +577,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     import json
 
     from rag_pipeline.core.answer_json import answer_json
-    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
-    from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
-    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
     from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
         check_base_url,
@@ -548,7 +586,6 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         check_model_folder,
         check_threshold,
     )
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
     try:
@@ -566,6 +603,32 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
+    if not (rerank_model or generate_url or show_prompt or no_collapse):
+        served = _ask_serve(data_dir, question, chunker, spec.key, base_url,
+                            {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
+                             "cut": repr(the_cut)})
+        if served is not None:
+            answer, where = served
+            if as_json:
+                _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+                return
+            _print_answer(answer, show_prompt, show_timings, "",
+                          f"answered by: the running serve at {where}")
+            return
+    # Only now the modules that load an index and a model (a served answer needs none of them).
+    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.ask import ask as run_ask
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.retrieval import RetrievalSettings
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
+    started = time.perf_counter()
+    try:
         index = load_partition(data_dir, chunker, spec.key, _location())
         embedder = _load_embedder(spec, data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
@@ -573,11 +636,12 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            cut=the_cut,
             max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
+        loaded = time.perf_counter() - started
         answer = run_ask(question, index, embedder, settings, reranker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
@@ -585,9 +649,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     if as_json:
         _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
-    rerank_note = ("rerank: on" if reranker else
-                   "rerank: off (no cross-encoder configured; pass --rerank DIR)")
-    _print_answer(answer, show_prompt, show_timings, rerank_note)
+    _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
+                  f"answered by: this process (index and model loaded in {loaded:.1f} s; a "
+                  "running `serve` on this data folder answers in milliseconds)")
 
 
 @main.command()
@@ -888,11 +952,11 @@ def _corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], 
     """The canonical text of every ok document (of the folder, else of the built index), and
     the corpus's name."""
     if corpus is not None:
-        from rag_pipeline.core.documents import discover, extract_document
+        from rag_pipeline.core.ingest import discover, extract_document
 
         records = [extract_document(path, corpus) for path in discover(corpus)]
         return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
-    from rag_pipeline.core.documents import DocumentStatus
+    from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.table_names import DOCUMENTS
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
@@ -986,6 +1050,10 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
               + gate_cv_markdown(report))
         _echo(f"top-distance cut under the refusal budget, over every query: "
               f"{report.budget_cut:.4f}")
+    for a in report.ann:
+        _echo(f"ANN path of {a.chunker} against the exact one, {a.queries} queries: dense "
+              f"recall@{a.k} {a.dense_recall:.4f} (worst {a.worst_recall:.2f}), same sources "
+              f"{a.same_sources} / {a.queries}")
     _echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 

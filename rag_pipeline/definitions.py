@@ -92,10 +92,10 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
 
 def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     """The definitions a code server or a run worker loads: data folder, warehouse location,
-    corpus, gold sets, profile, torch threads and the serve URL from ``RAG_PIPELINE_*``
-    variables (unset: the configuration file's ``[index] corpus`` / ``data_dir``, else the
-    project defaults), so the UI, the daemon, the nightly schedule and ``rag-pipeline index``
-    all build the same index."""
+    corpus, gold sets, profile, torch threads and the serve URL from ``RAG_PIPELINE_*`` variables
+    (unset: the configuration file's ``[index] corpus`` / ``data_dir``, else the project
+    defaults), so the UI, the daemon, the nightly schedule and ``rag-pipeline index`` all build
+    the same index."""
     threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")

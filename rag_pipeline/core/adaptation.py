@@ -348,14 +348,15 @@ def corpus_documents(corpus: Path | None) -> list[CorpusDocument]:
         from pydoc_data.topics import topics
 
         from rag_pipeline.core.corpus_export import topic_to_markdown
-        from rag_pipeline.core.documents import extract_markdown
+        from rag_pipeline.core.ingest import format_named
 
+        markdown = format_named("markdown")
         out = []
         for name in sorted(topics):
-            extracted = extract_markdown(topic_to_markdown(topics[name]).encode("utf-8"), name)
+            extracted = markdown.extract(topic_to_markdown(topics[name]).encode("utf-8"), name)
             out.append(CorpusDocument(f"{name}.md", extracted.title, extracted.canonical_text))
         return out
-    from rag_pipeline.core.documents import discover, extract_document
+    from rag_pipeline.core.ingest import discover, extract_document
 
     corpus = Path(corpus)
     if not corpus.is_dir():

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.documents import DocumentStatus
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     PRODUCTION_CHUNKER,
@@ -24,6 +23,7 @@ from rag_pipeline.core.gold import (
     validate_gold,
 )
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.sentences import partition_sentences
 from rag_pipeline.core.table_names import DOCUMENTS

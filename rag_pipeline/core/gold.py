@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.markdown import without_headings
+from rag_pipeline.core.ingest.formats.markdown import without_headings
 
 
 class QueryStyle(StrEnum):
@@ -173,7 +173,7 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
 def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8,
                   max_words: int = 40) -> list[DraftNeedle]:
     """Up to ``n`` candidate needles for a new gold set: sentences of ``min_words`` to
-    ``max_words`` words, outside headings and within one paragraph, that :func:`validate_gold`
+    ``max_words`` words of prose, outside headings and within one paragraph, that :func:`validate_gold`
     accepts (found exactly once in the corpus), taken round-robin over the documents by id and
     spread evenly through each, so every document contributes before any gives a second."""
     from rag_pipeline.core.sentences import split_sentences
@@ -182,7 +182,8 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
     for document_id in sorted(canonical_texts):
         paragraphs = re.split(r"\n\s*\n", without_headings(canonical_texts[document_id]))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
-                     if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"]
+                     if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
+                     and _is_prose(s)]
         per_document[document_id] = _spread(sentences)
     order = [(d, s) for depth in range(max((len(v) for v in per_document.values()), default=0))
              for d, v in per_document.items() if depth < len(v) for s in (v[depth],)]
@@ -200,6 +201,12 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
         if len(chosen) >= n:
             break
     return chosen
+
+
+def _is_prose(sentence: str) -> bool:
+    """Starts with a letter and is mostly letters and spaces (not a code comment or a table)."""
+    letters = sum(ch.isalpha() or ch.isspace() for ch in sentence)
+    return sentence[0].isalpha() and letters >= 0.85 * len(sentence)
 
 
 def _spread(items: list[str]) -> list[str]:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index import generation_table
 from rag_pipeline.core.index_tables import (
@@ -25,6 +24,7 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import TableVersion, Warehouse

@@ -15,10 +15,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.generations import Generation, publish
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.query_db import publish_query_db
@@ -95,3 +95,19 @@ def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Genera
     generation, _ = publish(warehouse, chunker, model, versions)
     publish_query_db(warehouse)
     return generation
+
+
+TOPICS = ["timeouts", "retries", "proxies", "certificates", "logging", "caching", "upgrades",
+          "plugins", "exporters", "schedules"]
+
+
+def topic_docs() -> dict[str, str]:
+    """40 documents of 6 sections each, every section naming its topic and document."""
+    docs = {}
+    for d in range(40):
+        sections = "".join(
+            f"## {TOPICS[(d + s) % len(TOPICS)].title()} {s}\n\nThe {TOPICS[(d + s) % len(TOPICS)]} "
+            f"setting of module {d} section {s} controls how the {TOPICS[s % len(TOPICS)]} behave "
+            f"for network call number {d * 7 + s}.\n\n" for s in range(6))
+        docs[f"guide/doc{d:02d}.md"] = f"# Guide {d}\n\n{sections}"
+    return docs

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.gold import (
     DraftNeedle,
     GoldCorpus,
@@ -30,6 +29,7 @@ from rag_pipeline.core.gold import (
     load_ood,
     validate_gold,
 )
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
 
@@ -312,3 +312,11 @@ def test_draft_proposes_body_sentences_found_once_round_robin_over_documents(tmp
     gold = load_gold_set(write_lines(tmp_path / "filled.jsonl", filled))
     queries, errors = validate_gold(gold.lines, texts)
     assert (len(queries), errors) == (6, [])
+
+
+def test_draft_skips_code_comments_and_tables():
+    texts = {"a.md": "/* Acts like puts with the file given at time of enclosure. */\n\n"
+                     "| col | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 |.\n\n"
+                     "The closure example writes every message to the file it was given.\n"}
+    assert [n.needle for n in draft_needles(texts, 5)] == [
+        "The closure example writes every message to the file it was given."]
