@@ -2,10 +2,11 @@
 
 One table of who-is-where, applied to the assets as they enter the ``Definitions`` (the asset
 modules stay about computing their table). The groups are the stages of the pipeline:
-``ingest`` (documents and chunks), ``index`` (BM25 statistics, embeddings and the published
-generation) and ``evaluation`` (the ``eval_*`` tables). Automation is the ``index_automation``
-sensor's (:mod:`rag_pipeline.automation`), so no asset carries an automation condition: one
-would make Dagster start its own default automation sensor, whose runs belong to no job.
+``models`` (an adapted model's training), ``ingest`` (documents and chunks), ``index`` (BM25
+statistics, embeddings and the published generation) and ``evaluation`` (the ``eval_*``
+tables). Automation is the ``index_automation`` sensor's (:mod:`rag_pipeline.automation`), so
+no asset carries an automation condition: one would make Dagster start its own default
+automation sensor, whose runs belong to no job.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ CORPUS_FRESHNESS = timedelta(hours=25)
 day and an hour means a night was missed, and the served index may be behind its corpus."""
 
 GROUPS = {
+    "models": ("adapted_model",),
     "ingest": ("documents", "chunks"),
     "index": ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
               "index_generation"),

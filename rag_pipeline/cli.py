@@ -211,7 +211,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
         profile = choose_profile(config, profile_name, corpus is not None or bool(
             os.environ.get(ENV_CORPUS)))
         lock = effective_lock(config)
-        unlocked = [d.name for d in config.models if d.name not in lock]
+        unlocked = [d.name for d in config.models if d.name not in lock and d.adapt is None]
         specs = write_lock(config) if unlocked and config.path else _declared_models()
     except (ModelConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
@@ -375,9 +375,11 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     for spec in specs:
         declaration = declarations[spec.name]
         cut = f"{spec.cut:.3f}" if spec.cut is not None else "-"
+        source = (declaration.source.describe() if declaration.source is not None
+                  else f"adapted from {declaration.adapt.base}")
         click.echo(f"{spec.key:34s} {spec.backend.value:8s} {spec.precision.value:9s} "
                    f"{spec.max_tokens:6d} {spec.batch_size:5d} {cut:>6s}  "
-                   f"{declaration.source.describe()}{'  (default)' if spec is specs[0] else ''}")
+                   f"{source}{'  (default)' if spec is specs[0] else ''}")
         state = file_status(spec)
         if state != "ok":
             click.echo(f"  files: {state}")
@@ -737,12 +739,15 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
 @click.option("--sentences", "sentence_vectors", is_flag=True,
               help="Embed the header partition's sentences (cached) for the best-sentence "
                    "refusal signal.")
+@click.option("--held-out", "held_out", is_flag=True,
+              help="With --model ADAPTED --versus BASE: score only the gold lines of the documents "
+                   "the adapted model never trained on, per style, and apply the adoption rule.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
 def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
                      model_key: str | None, versus_key: str | None, beir_dir: Path | None,
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
-                     as_json: bool) -> None:
+                     held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.embedder import ModelNotExportedError
     from rag_pipeline.core.gold import GoldFormatError
@@ -762,6 +767,12 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if beir_dir is not None:
         _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json, candidates), spec,
                     as_json)
+        return
+    if held_out:
+        if versus_key is None:
+            _fail("--held-out compares two models: give --model ADAPTED --versus BASE")
+        _compare_held_out(data_dir, spec, versus_key, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"])
         return
 
     from rag_pipeline.core.eval_run import run_eval
@@ -787,6 +798,119 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if versus_key is not None:
         _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
                         "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
+
+
+@main.command()
+@click.option("--model", "model_key", default=None,
+              help="The adapted model's key (default: every declared adapted model).")
+@click.option("--force", is_flag=True, help="Train again even when the folder is trained.")
+def adapt(model_key: str | None, force: bool) -> None:
+    """Train the declared adapted model(s) on pairs made from the corpus (see README
+    "An adapted model"); a trained folder whose key and files match is kept."""
+    from rag_pipeline.core.adaptation import (
+        ModelNotTrainedError,
+        adapt_model,
+        corpus_documents,
+        trained_result,
+    )
+    from rag_pipeline.core.models import ModelMismatchError, find_model
+    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.project_paths import config_path
+
+    models = _declared_models()
+    adapted = [m for m in models if m.adaptation is not None]
+    try:
+        chosen = [find_model(model_key, models)] if model_key else adapted
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    if not chosen or any(m.adaptation is None for m in chosen):
+        _fail(f"no adapted model {'named ' + model_key if model_key else 'is declared'} "
+              f"(declared adapted: {[m.key for m in adapted]})")
+    corpus = load_config(config_path()).corpus
+    for spec in chosen:
+        if not force:
+            try:
+                result = trained_result(spec)
+            except ModelNotTrainedError:
+                result = None
+            except ModelMismatchError as exc:
+                _echo(f"{exc}; training again", err=True)
+                result = None
+            if result is not None:
+                _echo(f"{spec.key}: trained ({result.pairs} pairs, {result.steps} steps, loss "
+                      f"{result.first_loss:.4f} -> {result.last_loss:.4f}) in {spec.path}")
+                continue
+        try:
+            result = adapt_model(spec, corpus_documents(corpus), lambda line: _echo(line, err=True))
+        except (ModelMismatchError, ValueError, FileNotFoundError) as exc:
+            _fail(str(exc))
+        _echo(f"{spec.key}: trained {result.pairs} pairs, {result.steps} steps, loss "
+              f"{result.first_loss:.4f} -> {result.last_loss:.4f}, {result.seconds / 60:.1f} min, "
+              f"weights sha256 {result.weights_sha256[:12]}…, in {spec.path}")
+
+
+def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, ood_path: Path,
+                      chunkers: list[str]) -> None:
+    """The adapted model against its base on the held-out half of the gold set only: per style
+    and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
+    import tempfile
+
+    from rag_pipeline.core.adoption import (
+        adoption,
+        compare_by_style,
+        held_out_lines,
+        write_gold,
+    )
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.eval_run import run_eval
+    from rag_pipeline.core.gold import GoldFormatError, load_gold_set
+    from rag_pipeline.core.index_store import UnknownPartitionError
+    from rag_pipeline.core.markdown_table import markdown_table
+    from rag_pipeline.core.models import ModelMismatchError, find_model
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
+    try:
+        other = find_model(versus_key, _declared_models())
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    if spec.adaptation is None:
+        _fail(f"--held-out needs --model to be an adapted model; {spec.key} is not")
+    try:
+        gold = load_gold_set(gold_path)
+    except GoldFormatError as exc:
+        _fail(str(exc))
+    canonical, _ = _corpus_texts(data_dir, None)
+    held = spec.adaptation.recipe.held_out
+    lines = held_out_lines(gold, canonical, held)
+    if not lines:
+        _fail(f"no line of {gold_path} has its needle in the {len(held)} held-out documents")
+    documents = sorted(set(held) & set(canonical))
+    with tempfile.TemporaryDirectory() as tmp:
+        subset = write_gold(Path(tmp) / "held_out.jsonl", gold, lines, documents)
+        try:
+            adapted = run_eval(data_dir, spec, subset, ood_path, chunkers, location=_location())
+            base = run_eval(data_dir, other, subset, ood_path, chunkers, location=_location())
+        except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError, ModelMismatchError,
+                ModelNotExportedError) as exc:
+            _fail(str(exc))
+    rows = compare_by_style(adapted, base)
+    _echo(f"held-out half: {len(lines)} of {len(gold.lines)} gold lines, in {len(documents)} "
+          f"documents no training pair came from; a = {spec.key}, b = {other.key}")
+    _echo(markdown_table(
+        ["chunker", "retriever", "style", "k", "n", "a recall [95% CI]", "b recall [95% CI]",
+         "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.chunker, r.retriever, r.style, r.k, r.queries,
+          f"{r.recall_a:.3f} [{r.interval_a[0]:.3f}, {r.interval_a[1]:.3f}]",
+          f"{r.recall_b:.3f} [{r.interval_b[0]:.3f}, {r.interval_b[1]:.3f}]",
+          r.wins, r.losses, f"{r.p:.4f}"] for r in rows]))
+    for label, report in ((spec.key, adapted), (other.key, base)):
+        if report.sweep:
+            _echo(f"refusal sweep cut for {label} (held-out gold + out-of-domain): "
+                  f"{report.recommended_cut} ({report.cut_rule})")
+    chunker = "header" if "header" in chunkers else chunkers[0]
+    decision = adoption(rows, chunker, "hybrid")
+    verdict = "ADOPT" if decision.adopt else "keep the base as the default"
+    _echo(f"adoption ({chunker} x hybrid): {verdict}: {decision.reason}")
 
 
 @main.group()

@@ -9,13 +9,20 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.assets.bm25_stats import bm25_stats
 from rag_pipeline.assets.chunks import build_chunks_asset
 from rag_pipeline.assets.documents import documents
 from rag_pipeline.assets.embeddings import build_embeddings_asset
 from rag_pipeline.assets.index_generation import build_index_generation_asset
 from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
-from rag_pipeline.automation import build_index_automation, build_index_jobs, nightly_index
+from rag_pipeline.automation import (
+    COMPUTE_TAG,
+    STAGE_TAG,
+    build_index_automation,
+    build_index_jobs,
+    nightly_index,
+)
 from rag_pipeline.catalog import CORPUS_FRESHNESS, catalogued
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.project_config import declared_models
@@ -33,6 +40,9 @@ from rag_pipeline.project_paths import (
     corpus_export_dir,
 )
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
+
+ADAPT_JOB = "adapt_job"
+"""Trains the adapted model(s) (declared when the profile has one): a model-loading run."""
 
 
 def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
@@ -52,11 +62,17 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     ``corpus_freshness`` is how old ``documents`` may get before it fails its freshness policy."""
     models = tuple(models) if models else declared_models(active_config())
     jobs = build_index_jobs()
+    adapted = build_adapted_model_asset(models)
+    adapt_jobs = [] if adapted is None else [dg.define_asset_job(
+        ADAPT_JOB, selection=["adapted_model"], tags={COMPUTE_TAG: "model", STAGE_TAG: "models"},
+        description="Train the adapted model(s) on pairs made from the corpus.")]
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(models[0]), bm25_stats,
                            build_embeddings_asset(models), build_index_generation_asset(models),
-                           build_retrieval_eval_asset(models)], corpus_freshness=corpus_freshness),
-        jobs=jobs,
+                           build_retrieval_eval_asset(models)]
+                          + ([adapted] if adapted is not None else []),
+                          corpus_freshness=corpus_freshness),
+        jobs=[*jobs, *adapt_jobs],
         schedules=[nightly_index],
         sensors=[build_index_automation(chunker_partitions.get_partition_keys(), models, jobs)],
         # Every job is one chain of steps: a run is one process (no process per step to start,

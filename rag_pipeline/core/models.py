@@ -22,9 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.adaptation import Adaptation
 
 FINGERPRINT_CHARS = 8
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -148,6 +151,9 @@ class ModelSpec:
         cut: The gate's cosine-distance cut calibrated for this model (None: the default).
         calibration: The int8 recipe (None for fp32 models).
         cache_dir: Where exported runtime models are cached (int8 / OpenVINO).
+        adaptation: For a model fine-tuned on the corpus, its recipe, base and pairs (see
+            :mod:`rag_pipeline.core.adaptation`); its folder is checked against the
+            ``adaptation.json`` it was trained with.
     """
 
     name: str
@@ -162,6 +168,7 @@ class ModelSpec:
     cut: float | None = None
     calibration: Calibration | None = None
     cache_dir: Path | None = field(default=None, compare=False)
+    adaptation: Adaptation | None = None
 
     @property
     def key(self) -> str:
@@ -278,6 +285,11 @@ def verify_model_files(spec: ModelSpec) -> None:
     Raises:
         ModelMismatchError: a file, the backend, the precision or the window changed.
     """
+    if spec.adaptation is not None:
+        from rag_pipeline.core.adaptation import verify_adapted
+
+        verify_adapted(spec)
+        return
     actual = Manifest(model_files(spec.path), spec.backend, spec.precision, spec.max_tokens,
                       spec.calibration.recipe() if spec.calibration else "")
     if spec.files:

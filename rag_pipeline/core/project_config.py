@@ -44,6 +44,15 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+from rag_pipeline.core.adaptation import (
+    Adaptation,
+    AdaptRecipe,
+    adapted_fingerprint,
+    corpus_documents,
+    held_out_half,
+    pairs_sha256,
+    training_pairs,
+)
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.models import (
     CALIBRATION_TEXTS,
@@ -65,7 +74,10 @@ CONFIG_NAME = "rag_pipeline.toml"
 LOCK_NAME = "rag_pipeline.lock.json"
 LOCK_VERSION = 1
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
-                        "window", "batch_size", "default", "cut", "dimension", "calibration"})
+                        "window", "batch_size", "default", "cut", "dimension", "calibration",
+                        "adapt"})
+ADAPT_KEYS = frozenset({"base", "chunker", "epochs", "batch_size", "seed", "max_seq_length",
+                        "max_pairs", "learning_rate", "held_out"})
 INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir"})
 PROFILE_KEYS = frozenset({"chunkers", "models"})
 PRODUCTION = "production"
@@ -111,10 +123,11 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class ModelDeclaration:
-    """One ``[[models]]`` table of the configuration file."""
+    """One ``[[models]]`` table of the configuration file. An adapted model (``adapt``) has
+    no source of its own: its folder is trained from its base into the model cache."""
 
     name: str
-    source: ModelSource
+    source: ModelSource | None
     backend: Backend = Backend.TORCH
     precision: Precision = Precision.FP32
     window: int = 256
@@ -123,6 +136,7 @@ class ModelDeclaration:
     cut: float | None = None
     dimension: int | None = None
     calibration: Calibration | None = None
+    adapt: AdaptRecipe | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +245,8 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if not isinstance(name, str) or not name or "@" in name or "/" in name or name != name.strip():
         raise ModelConfigError(f"{where}: `name` must be a non-empty string without '@' or '/'")
     sources = [k for k in ("path", "package", "hub") if k in table]
+    if "adapt" in table:
+        return _adapted_model(table, name, where, sources, root)
     if len(sources) != 1:
         raise ModelConfigError(f"{where}: give exactly one of `path`, `package` or `hub`, "
                                f"got {sources or 'none'}")
@@ -279,6 +295,66 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
         cut=float(cut) if cut is not None else None, dimension=dimension, calibration=calibration)
 
 
+def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
+                   root: Path) -> ModelDeclaration:
+    raw = table["adapt"]
+    if sources:
+        raise ModelConfigError(f"{where}: an adapted model is trained from its `adapt.base`; "
+                               f"remove {sources}")
+    for key in ("backend", "precision", "calibration", "dimension"):
+        if key in table:
+            raise ModelConfigError(f"{where}: `{key}` is the base model's; an adapted model is "
+                                   "torch fp32 with the base's dimension")
+    if not isinstance(raw, Mapping) or set(raw) - ADAPT_KEYS:
+        raise ModelConfigError(f"{where}: `adapt` must be a table of {sorted(ADAPT_KEYS)}")
+    base = raw.get("base")
+    if not isinstance(base, str) or not base:
+        raise ModelConfigError(f"{where}: `adapt.base` must name a declared model")
+    chunker = raw.get("chunker", ChunkingStrategy.HEADER.value)
+    if chunker not in {s.value for s in ChunkingStrategy}:
+        raise ModelConfigError(f"{where}: `adapt.chunker` must be one of "
+                               f"{[s.value for s in ChunkingStrategy]}, got {chunker!r}")
+    rate = raw.get("learning_rate", 2e-5)
+    if (isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate)
+            or not 0 < rate < 1):
+        raise ModelConfigError(f"{where}: `adapt.learning_rate` must be in (0, 1), got {rate!r}")
+    seed = _int(raw, "seed", 0, f"{where} adapt", 0, 2**31 - 1)
+    held_out: tuple[str, ...] = ()
+    gold_file = raw.get("held_out")
+    if gold_file is not None:
+        from rag_pipeline.core.gold import GoldFormatError, load_gold_set
+
+        if not isinstance(gold_file, str) or not gold_file:
+            raise ModelConfigError(f"{where}: `adapt.held_out` must be a gold set file")
+        gold_path = (root / Path(gold_file).expanduser()).resolve()
+        try:
+            gold = load_gold_set(gold_path)
+        except (GoldFormatError, OSError) as exc:
+            raise ModelConfigError(f"{where}: `adapt.held_out`: {exc}") from None
+        if gold.corpus is None:
+            raise ModelConfigError(f"{where}: `adapt.held_out` {gold_path} has no corpus line "
+                                   "naming its documents")
+        held_out = held_out_half(gold.corpus.documents, seed)
+    recipe = AdaptRecipe(
+        base=base, chunker=ChunkingStrategy(chunker),
+        epochs=_int(raw, "epochs", 1, f"{where} adapt", 1, 100),
+        batch_size=_int(raw, "batch_size", 32, f"{where} adapt", 2, 1024), seed=seed,
+        max_seq_length=_int(raw, "max_seq_length", 128, f"{where} adapt", 8, 512),
+        max_pairs=_int(raw, "max_pairs", 4000, f"{where} adapt", 2, 1_000_000),
+        learning_rate=float(rate), held_out=held_out)
+    cut = table.get("cut")
+    if cut is not None and (isinstance(cut, bool) or not isinstance(cut, int | float)
+                            or not math.isfinite(cut) or not 0.0 < cut <= 2.0):
+        raise ModelConfigError(f"{where}: `cut` must be a cosine distance in (0, 2], got {cut!r}")
+    default = table.get("default", False)
+    if not isinstance(default, bool):
+        raise ModelConfigError(f"{where}: `default` must be true or false")
+    return ModelDeclaration(
+        name=name, source=None, window=_int(table, "window", 256, where, 8, 1 << 16),
+        batch_size=_int(table, "batch_size", 16, where, 1, 4096), default=default,
+        cut=float(cut) if cut is not None else None, adapt=recipe)
+
+
 def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConfig:
     """Parses the configuration file's text; relative paths resolve against ``root``.
 
@@ -310,6 +386,13 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
         raise ModelConfigError(f"{label}: two [[models]] share a name: {seen}")
+    for model in models:
+        if model.adapt is not None:
+            base = next((m for m in models if m.name == model.adapt.base), None)
+            if base is None or base.adapt is not None or base.backend is not Backend.TORCH:
+                raise ModelConfigError(f"{label}: {model.name!r}: `adapt.base` must name a "
+                                       f"declared torch model that is not adapted itself, got "
+                                       f"{model.adapt.base!r}")
     defaults = [m.name for m in models if m.default]
     if len(defaults) > 1:
         raise ModelConfigError(f"{label}: only one model can be the default, got {defaults}")
@@ -424,6 +507,8 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
                entry: LockEntry | None) -> ModelSpec:
     """The spec of a declaration: the locked key when the lock matches its settings (files are
     verified at load), otherwise the fingerprint of the files as they are now."""
+    if declaration.source is None:
+        raise ModelConfigError(f"{declaration.name!r} is an adapted model: see adapted_spec")
     path = declaration.source.resolve(config.root)
     dimension = declaration.dimension or folder_dimension(path)
     common = dict(name=declaration.name, path=path, dimension=dimension,
@@ -440,6 +525,24 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
                      files=tuple(sorted(manifest.files.items())), **common)
 
 
+def adapted_spec(declaration: ModelDeclaration, config: ProjectConfig, base: ModelSpec) -> ModelSpec:
+    """The spec of an adapted model: the pairs its recipe makes from the configuration's corpus
+    (``[index] corpus``, else the bundled reference) give the digest in its key, and its folder
+    is ``<model cache>/<key>``, trained or not yet (see :mod:`rag_pipeline.core.adaptation`)."""
+    recipe = declaration.adapt
+    if recipe is None:
+        raise ModelConfigError(f"{declaration.name!r} is not an adapted model")
+    pairs, available = training_pairs(corpus_documents(config.corpus), recipe)
+    digest = pairs_sha256(pairs)
+    fingerprint = adapted_fingerprint(base.key, recipe, digest, declaration.window)
+    return ModelSpec(name=declaration.name,
+                     path=config.model_cache / f"{declaration.name}@{fingerprint}",
+                     fingerprint=fingerprint, dimension=base.dimension,
+                     max_tokens=declaration.window, batch_size=declaration.batch_size,
+                     cut=declaration.cut, cache_dir=config.model_cache,
+                     adaptation=Adaptation(recipe, base, digest, len(pairs), available))
+
+
 def effective_lock(config: ProjectConfig) -> dict[str, LockEntry]:
     """The lock entries a configuration's models take their keys from: the project's own lock
     (``rag_pipeline.lock.json`` beside the project's ``rag_pipeline.toml``), overlaid by the
@@ -454,9 +557,23 @@ def effective_lock(config: ProjectConfig) -> dict[str, LockEntry]:
 
 
 def model_specs(config: ProjectConfig) -> tuple[ModelSpec, ...]:
-    """Every declared model as a spec, the default first."""
+    """Every declared model as a spec, the default first (an adapted model's base is built
+    even when the selected profile leaves it out)."""
     lock = effective_lock(config)
-    return tuple(build_spec(d, config, lock.get(d.name)) for d in config.models)
+    specs = {d.name: build_spec(d, config, lock.get(d.name))
+             for d in config.models if d.adapt is None}
+    out = []
+    for declaration in config.models:
+        if declaration.adapt is None:
+            out.append(specs[declaration.name])
+            continue
+        base = specs.get(declaration.adapt.base)
+        if base is None:
+            full = load_config(config.path) if config.path else config
+            base_declaration = next(m for m in full.models if m.name == declaration.adapt.base)
+            base = build_spec(base_declaration, config, lock.get(base_declaration.name))
+        out.append(adapted_spec(declaration, config, base))
+    return tuple(out)
 
 
 def lock_json(specs: Sequence[ModelSpec], previous: Mapping[str, LockEntry]) -> str:
@@ -479,7 +596,7 @@ def write_lock(config: ProjectConfig) -> tuple[ModelSpec, ...]:
     """Locks every declared model's current files (temp file + rename); returns the specs as
     they are under the new lock."""
     previous = effective_lock(config)
-    fresh = tuple(build_spec(d, config, None) for d in config.models)
+    fresh = tuple(build_spec(d, config, None) for d in config.models if d.adapt is None)
     tmp = config.lock_path.with_suffix(".tmp")
     tmp.write_text(lock_json(fresh, previous), encoding="utf-8")
     tmp.replace(config.lock_path)
@@ -512,8 +629,11 @@ def _toml_value(value: object) -> str:
 
 
 def declaration_toml(declaration: ModelDeclaration) -> str:
-    """One ``[[models]]`` table that parses back to ``declaration``."""
+    """One ``[[models]]`` table that parses back to ``declaration`` (not an adapted one: its
+    held-out documents come from a gold set of the project's corpus)."""
     source = declaration.source
+    if source is None:
+        raise ModelConfigError(f"{declaration.name!r} is an adapted model: it is not copied")
     lines = ["[[models]]", f"name = {_toml_value(declaration.name)}",
              f"{source.kind.value} = {_toml_value(source.value)}"]
     if source.revision is not None:
@@ -548,7 +668,8 @@ def folder_config_text(corpus: Path, data_dir: Path, at: Path, project: ProjectC
     A model declared by ``path`` is written with that path resolved, so the copy finds it."""
     root = at.parent
     models = [replace(m, source=ModelSource(m.source.kind, str(m.source.resolve(project.root))))
-              if m.source.kind is SourceKind.PATH else m for m in project.models]
+              if m.source.kind is SourceKind.PATH else m
+              for m in project.models if m.source is not None]
     chunkers = ", ".join(json.dumps(c.value) for c in project.chunkers)
     return f"""# rag_pipeline configuration for the documents in {corpus}
 # (written by `rag-pipeline init`; edit freely). Use it with

@@ -153,7 +153,8 @@ def test_a_changed_setting_gives_a_new_key_not_the_locked_one(project: Path):
 def test_the_projects_own_file_declares_both_models_and_six_chunkers():
     config = load_config(PROJECT_ROOT / "rag_pipeline.toml")
     assert [s.key for s in model_specs(config)] == ["all-MiniLM-L6-v2@53aa5117",
-                                                    "all-MiniLM-L6-v2-int8@b4e41131"]
+                                                    "all-MiniLM-L6-v2-int8@b4e41131",
+                                                    "all-MiniLM-L6-v2-adapted@fc948889"]
     assert config.chunkers == tuple(ChunkingStrategy)
 
 
@@ -229,6 +230,11 @@ def test_a_copied_or_init_written_configuration_keeps_every_key(tmp_path: Path):
     copy = tmp_path / "elsewhere" / "rag_pipeline.toml"
     copy.parent.mkdir()
     copy.write_text((PROJECT_ROOT / "rag_pipeline.toml").read_text())
+    # The adapted model's held-out gold set is a path relative to the file: copied with it, the
+    # same corpus and the same held-out documents give the same adapted key.
+    gold = copy.parent / "data" / "eval" / "python-reference" / "gold.jsonl"
+    gold.parent.mkdir(parents=True)
+    gold.write_text((PROJECT_ROOT / "data/eval/python-reference/gold.jsonl").read_text())
     # No lock beside the copy: the project's lock travels with the unchanged declarations.
     assert not (copy.parent / "rag_pipeline.lock.json").exists()
     assert [s.key for s in model_specs(load_config(copy))] == keys
@@ -236,7 +242,9 @@ def test_a_copied_or_init_written_configuration_keeps_every_key(tmp_path: Path):
     corpus.mkdir()
     written = tmp_path / "docs.rag_pipeline.toml"
     written.write_text(folder_config_text(corpus, tmp_path / "data", written, project))
-    assert [s.key for s in model_specs(load_config(written))] == keys
+    # `init` copies the declarations but not the adapted model (it is trained per corpus).
+    assert [s.key for s in model_specs(load_config(written))] == [
+        s.key for s in model_specs(project) if s.adaptation is None]
     # Locking the copy writes the same keys beside it (a minted key never moves).
     assert [s.key for s in write_lock(load_config(copy))] == keys
     assert json.loads((copy.parent / "rag_pipeline.lock.json").read_text())["models"][
