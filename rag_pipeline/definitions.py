@@ -9,6 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.assets.ann_index import build_ann_index_asset
 from rag_pipeline.assets.bm25_stats import bm25_stats
 from rag_pipeline.assets.chunks import build_chunks_asset
 from rag_pipeline.assets.documents import documents
@@ -52,7 +53,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     jobs = build_index_jobs()
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(models[0]), bm25_stats,
-                           build_embeddings_asset(models), build_index_generation_asset(models),
+                           build_embeddings_asset(models), build_ann_index_asset(models),
+                           build_index_generation_asset(models),
                            build_retrieval_eval_asset(models)], corpus_freshness=corpus_freshness),
         jobs=jobs,
         schedules=[nightly_index],

@@ -32,6 +32,7 @@ INDEX_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     import dagster as dg
     import rag_pipeline.assets.embeddings as embeddings_asset
+    import rag_pipeline.assets.index_generation as generation_asset
     from rag_pipeline.core.vector_cache import VectorCache
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_runs import run_index
@@ -50,7 +51,7 @@ INDEX_SCRIPT = textwrap.dedent("""
             die()
         VectorCache.checkpoint = checkpoint_then_die
     elif moment == "before_publish":
-        embeddings_asset.publish = die
+        generation_asset.publish = die
     defs = build_definitions(data_dir=data, corpus_dir=corpus)
     run_index(defs, dg.DagsterInstance.ephemeral(), echo=lambda _: None, evaluate=False)
 """)

@@ -21,8 +21,9 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
+from rag_pipeline.core.index.ann_index import open_ann_index
 from rag_pipeline.core.invariants import vector_matrix
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 
@@ -161,6 +162,8 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         for row in warehouse.read_file(files[DOCUMENTS], columns=[
             "document_id", "title", "path", "format", "page_starts", "status"]).to_pylist()
         if row["status"] == "ok"}
+    vectors = np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]])
+    ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
     content_hashes = chunks.column("content_sha256").to_pylist()
     rows_by_content: dict[str, list[int]] = {}
     for row, content_hash in enumerate(content_hashes):
@@ -173,9 +176,10 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         texts=chunks.column("text").to_pylist(),
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
-        vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
+        vectors=vectors,
         bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
                            chunker, chunk_ids, chunks.column("text").to_pylist()),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
+        ann=ann,
     )
