@@ -162,8 +162,12 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         for row in warehouse.read_file(files[DOCUMENTS], columns=[
             "document_id", "title", "path", "format", "page_starts", "status"]).to_pylist()
         if row["status"] == "ok"}
-    vectors = np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]])
+    order = np.fromiter((row_of[c] for c in chunk_ids), np.int64, len(chunk_ids))
+    matrix = vector_matrix(embeddings)
+    # Stored in chunk order (every build writes them so): no reordered copy of the matrix.
+    vectors = matrix if np.array_equal(order, np.arange(len(order))) else np.ascontiguousarray(matrix[order])
     ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
+    texts = chunks.column("text").to_pylist()
     content_hashes = chunks.column("content_sha256").to_pylist()
     rows_by_content: dict[str, list[int]] = {}
     for row, content_hash in enumerate(content_hashes):
@@ -173,12 +177,12 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         generation=generation.id, published_at=generation.published_at,
         chunk_ids=chunk_ids, document_ids=chunks.column("document_id").to_pylist(),
         sections=chunks.column("section").to_pylist(), contents=chunks.column("content").to_pylist(),
-        texts=chunks.column("text").to_pylist(),
+        texts=texts,
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
         vectors=vectors,
         bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
-                           chunker, chunk_ids, chunks.column("text").to_pylist()),
+                           chunker, chunk_ids, texts),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
         ann=ann,
