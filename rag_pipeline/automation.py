@@ -49,9 +49,9 @@ INDEX_SENSOR = "index_automation"
 JOB_OF_STAGE = {Stage.CHUNKS: CHUNKS_JOB, Stage.EMBEDDINGS: EMBEDDINGS_JOB, Stage.EVAL: EVAL_JOB}
 
 SENSOR_INTERVAL_SECONDS = 5
-"""Between two evaluations of the plan (a few pointer reads): a finished run's successor starts
-at most this long after it, and a one-document edit reaches the served index in well under a
-minute (README, "Timing")."""
+"""Between two evaluations of the plan (a few pointer reads): a finished run's successor is
+requested at most this long after it, so the three stages after the documents wait at most
+15 s in all; the rest of a one-document edit's time is the runs' own (README, "Timing")."""
 
 ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
                    dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,

@@ -15,7 +15,13 @@ from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.terminal import escape_controls
-from rag_pipeline.project_paths import DAGSTER_HOME, ENV_DATA_DIR, ENV_WAREHOUSE
+from rag_pipeline.project_paths import (
+    DAGSTER_HOME,
+    ENV_CONFIG,
+    ENV_DATA_DIR,
+    ENV_PROFILE,
+    ENV_WAREHOUSE,
+)
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ask import Answer
@@ -52,11 +58,11 @@ def _declared_models():
 
 
 def _load_embedder(spec, data_dir: Path):
-    """The loaded model; an int8 model not exported yet calibrates on the built chunks."""
-    from rag_pipeline.core.embedder import load_embedder_for
-    from rag_pipeline.core.warehouse import Warehouse
+    """The loaded model (an int8 model not exported yet is exported, calibrated on its fixed
+    texts, into the model cache)."""
+    from rag_pipeline.core.embedder import load_embedder
 
-    return load_embedder_for(spec, Warehouse(data_dir, _location()))
+    return load_embedder(spec)
 
 
 def _location() -> str | None:
@@ -99,19 +105,41 @@ class _OneLineErrors(click.Group):
 @click.group(cls=_OneLineErrors)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar=ENV_DATA_DIR,
-              help="Folder of rag.duckdb and, unless --warehouse is given, of the Parquet tables "
-                   f"(default: the project's data/; env {ENV_DATA_DIR}).")
+              help="Folder of rag.duckdb, the Parquet tables (unless --warehouse is given), the "
+                   "bundled corpus's export and the evaluation's files (default: the config's "
+                   f"[index] data_dir, else the project's data/; env {ENV_DATA_DIR}).")
 @click.option("--warehouse", default=None, envvar=ENV_WAREHOUSE,
               help="Where the Parquet tables live: a folder or an object-store URI such as "
                    "s3://bucket/prefix (credentials from the AWS environment variables; "
                    f"env {ENV_WAREHOUSE}).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, envvar=ENV_CONFIG,
+              help="The configuration file (default: the project's rag_pipeline.toml; "
+                   f"`rag-pipeline init DIR` writes one for a folder; env {ENV_CONFIG}).")
 @click.pass_context
-def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None) -> None:
+def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
+         config_file: Path | None) -> None:
     """A versioned hybrid search index that cites exact places and refuses when it must."""
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_DATA_DIR
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
     _prepare_environment()
-    ctx.obj = data_dir or Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR)
+    if config_file is not None:
+        if not config_file.is_file():
+            _fail(f"--config {str(config_file)!r}: no such file (`rag-pipeline init DIR` writes one)")
+        os.environ[ENV_CONFIG] = str(config_file.absolute())
+    ctx.obj = data_dir or _config().data_dir or DEFAULT_DATA_DIR
+
+
+def _config():
+    """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
+    from rag_pipeline.core.models import ModelConfigError
+    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.project_paths import config_path
+
+    try:
+        return load_config(config_path())
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
 
 
 class _Progress:
@@ -147,21 +175,53 @@ class _Progress:
 @click.option("--refresh-corpus", is_flag=True,
               help="Export the bundled Python reference again (it is otherwise exported once and "
                    "then left alone).")
+@click.option("--profile", "profile_name", default=None, envvar=ENV_PROFILE,
+              help="What to build: production (the header chunker and the default model) or "
+                   "evaluation (every chunker x every model), or a profile of the config "
+                   "(default: [index] profile, else production for --corpus and evaluation for "
+                   f"the bundled corpus; env {ENV_PROFILE}).")
 @click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bool,
-          verbose: bool) -> None:
+def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
+          no_eval: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
     from rag_pipeline.core.model_inventory import inventory
     from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import load_config, load_lock, write_lock
+    from rag_pipeline.core.project_config import (
+        choose_profile,
+        effective_lock,
+        load_config,
+        write_lock,
+    )
     from rag_pipeline.core.status import row_counts
     from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
+
+    try:
+        config = load_config(config_path())
+        if corpus is None and config.corpus is not None:
+            if not config.corpus.is_dir():
+                _fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
+            corpus = config.corpus
+        profile = choose_profile(config, profile_name, corpus is not None or bool(
+            os.environ.get(ENV_CORPUS)))
+        lock = effective_lock(config)
+        unlocked = [d.name for d in config.models if d.name not in lock]
+        specs = write_lock(config) if unlocked and config.path else _declared_models()
+    except (ModelConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+    if unlocked and config.path:
+        _echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
+    _use_profile(profile)
+    keys = [s.key for s in specs if s.name in profile.models]
+    _echo(f"profile {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
+          f"{', '.join(keys)} ({len(profile.chunkers) * len(keys)} partition(s); `--profile` or "
+          "[index] profile chooses another)")
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.index_launch import (
         daemon_running,
@@ -172,19 +232,10 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
         project_daemon,
     )
     from rag_pipeline.index_runs import IndexRunFailed
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
-    try:
-        config = load_config(config_path())
-        unlocked = [d.name for d in config.models if d.name not in load_lock(config.lock_path)]
-        specs = write_lock(config) if unlocked and config.path else _declared_models()
-    except (ModelConfigError, FileNotFoundError) as exc:
-        _fail(str(exc))
-    if unlocked and config.path:
-        _echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute())}
+    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute()), ENV_PROFILE: profile.name}
     if _location() is not None:
         env[ENV_WAREHOUSE] = _location()
     if corpus is not None:
@@ -229,6 +280,64 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, no_eval: bo
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             _echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+    if not no_eval:
+        _echo_unscored(warehouse)
+
+
+def _echo_unscored(warehouse) -> None:
+    """The evaluation's one line when the gold set the runs used is not of this corpus."""
+    from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.ingest import DocumentStatus
+    from rag_pipeline.core.table_names import DOCUMENTS
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+
+    gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
+    documents = warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
+    try:
+        check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
+    except NoGoldSetError as exc:
+        _echo(f"\nevaluation: {exc}")
+
+
+def _use_profile(profile) -> None:
+    """Makes ``profile`` the one this process's definitions build (the chunker partitions are
+    declared when :mod:`rag_pipeline.partitions` is first imported)."""
+    os.environ[ENV_PROFILE] = profile.name
+    partitions = sys.modules.get("rag_pipeline.partitions")
+    if partitions is not None and partitions.chunker_partitions.get_partition_keys() != [
+            c.value for c in profile.chunkers]:
+        _fail(f"this process already declared the chunkers "
+              f"{partitions.chunker_partitions.get_partition_keys()}, not profile "
+              f"{profile.name!r}'s: run the command in a fresh process")
+
+
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the configuration (default: <FOLDER>.rag_pipeline.toml next "
+                   "to the folder).")
+@click.option("--force", is_flag=True, help="Overwrite an existing configuration file.")
+@click.pass_context
+def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> None:
+    """Write a commented configuration for FOLDER (its corpus, its data folder, the production
+    profile) next to it, so the project's own rag_pipeline.toml stays as it is."""
+    from rag_pipeline.core.project_config import folder_config_text, parse_config
+
+    folder = folder.resolve()
+    output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()
+    given = ctx.find_root().params.get("data_dir")
+    data_dir = (given or folder.with_name(folder.name + ".rag-data")).absolute()
+    if output.exists() and not force:
+        _fail(f"{output} exists: edit it, or pass --force to write it again")
+    if output.resolve().is_relative_to(folder) or data_dir.resolve().is_relative_to(folder):
+        _fail(f"the configuration and the data folder must be outside {folder} (its files are "
+              "indexed)")
+    text = folder_config_text(folder, data_dir, output, _config())
+    parse_config(text, output.parent, output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    _echo(f"wrote {output}: corpus {folder}, data folder {data_dir}, profile production")
+    _echo(f"next: rag-pipeline --config {output} index")
 
 
 @main.command()
@@ -272,8 +381,9 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
         state = file_status(spec)
         if state != "ok":
             click.echo(f"  files: {state}")
+    _print_profiles(config)
     click.echo("\nstored partitions:")
-    built = set(config.chunkers)
+    built = set(_index_profile(config).chunkers)
     for entry in inventory(specs, warehouse):
         chunkers = ", ".join(entry.embedding_chunkers) or "none"
         if entry.declared:
@@ -285,6 +395,32 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
                        f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
                        f"(declare the model again), or delete them: rag-pipeline models --drop "
                        f"'{entry.key}'")
+
+
+def _index_profile(config):
+    """The profile `index` builds without --profile, by the environment and the config."""
+    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
+                          config.corpus is not None or bool(os.environ.get(ENV_CORPUS)))
+
+
+def _print_profiles(config) -> None:
+    """The profiles, and which one `index` builds without --profile."""
+    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    requested = os.environ.get(ENV_PROFILE) or None
+    if config.corpus is not None or os.environ.get(ENV_CORPUS):
+        default = f"{choose_profile(config, requested, True).name} (the configured corpus)"
+    else:
+        default = (f"{choose_profile(config, requested, False).name} for the bundled corpus, "
+                   f"{choose_profile(config, requested, True).name} for --corpus DIR")
+    click.echo(f"\nprofiles (`index --profile NAME`; without it: {default}):")
+    for profile in config.profiles:
+        click.echo(f"  {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
+                   f"{', '.join(profile.models)}")
 
 
 @main.command()
@@ -303,15 +439,21 @@ def status(data_dir: Path) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
-               f"{len(report.stale_documents)} stale")
+               f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
         _echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        _echo(f"  skipped {document_id}: {reason}")
     for document_id in report.stale_documents:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
     _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
     for p in report.partitions:
@@ -331,8 +473,27 @@ def _age(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str) -> None:
-    _echo(f"partition: {answer.partition}   cut: {answer.cut}   {rerank_note}")
+def _ask_serve(data_dir: Path, question: str, chunker: str, model_key: str,
+               base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
+    """The answer of a `serve` running on this data folder for this chunker, model and base URL
+    (with where it runs), or None: then `ask` loads the index and the model itself."""
+    from rag_pipeline.core.answer_json import answer_from_json
+    from rag_pipeline.core.serve_record import ask_running, read_serve_record
+
+    record = read_serve_record(data_dir)
+    if record is None or (record.chunker, record.model_key, record.base_url) != (
+            chunker, model_key, base_url):
+        return None
+    data = ask_running(record, {"q": question, **params})
+    if data is None:
+        return None
+    return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+
+
+def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str,
+                  answered_by: str = "") -> None:
+    _echo(f"partition: {answer.partition}   cut: {answer.cut}"
+          + (f"   {rerank_note}" if rerank_note else ""))
     if not answer.answered:
         _echo(answer.reason)
     else:
@@ -350,6 +511,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
     if show_timings:
         _echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
                                                  for k, v in answer.timings.items()))
+        if answered_by:
+            _echo(answered_by)
 
 
 def _load_reranker(folder: Path) -> Reranker:
@@ -412,13 +575,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     import json
 
     from rag_pipeline.core.answer_json import answer_json
-    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
-    from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
-    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
     from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.retrieval import RetrievalSettings
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
         check_base_url,
@@ -427,7 +584,6 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         check_model_folder,
         check_threshold,
     )
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
     if not question.strip():
         _fail("the question is empty")
     try:
@@ -445,6 +601,32 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     models = _declared_models()
     try:
         spec = find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        _fail(str(exc))
+    the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
+    if not (rerank_model or generate_url or show_prompt or no_collapse):
+        served = _ask_serve(data_dir, question, chunker, spec.key, base_url,
+                            {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
+                             "cut": repr(the_cut)})
+        if served is not None:
+            answer, where = served
+            if as_json:
+                _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+                return
+            _print_answer(answer, show_prompt, show_timings, "",
+                          f"answered by: the running serve at {where}")
+            return
+    # Only now the modules that load an index and a model (a served answer needs none of them).
+    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.ask import ask as run_ask
+    from rag_pipeline.core.embedder import ModelNotExportedError
+    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.retrieval import RetrievalSettings
+    from rag_pipeline.core.warehouse import IndexNotBuiltError
+
+    started = time.perf_counter()
+    try:
         index = load_partition(data_dir, chunker, spec.key, _location())
         embedder = _load_embedder(spec, data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
@@ -452,11 +634,12 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                         analyzer=Analyzer(analyzer),
                                         collapse_duplicates=not no_collapse),
-            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            cut=the_cut,
             max_sources=max_sources,
             base_url=base_url,
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
+        loaded = time.perf_counter() - started
         answer = run_ask(question, index, embedder, settings, reranker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
@@ -464,9 +647,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     if as_json:
         _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
-    rerank_note = ("rerank: on" if reranker else
-                   "rerank: off (no cross-encoder configured; pass --rerank DIR)")
-    _print_answer(answer, show_prompt, show_timings, rerank_note)
+    _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
+                  f"answered by: this process (index and model loaded in {loaded:.1f} s; a "
+                  "running `serve` on this data folder answers in milliseconds)")
 
 
 @main.command()
@@ -590,10 +773,77 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                           sentence_vectors=sentence_vectors)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         _fail(str(exc))
+    if report.skipped:
+        if gold_path is not None:
+            _fail(report.skipped)
+        if as_json:
+            import json
+
+            _echo(json.dumps({"skipped": report.skipped}))
+        else:
+            _echo(report.skipped)
+        return
     _print_eval(report, spec, as_json)
     if versus_key is not None:
         _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
                         "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
+
+
+@main.group()
+def gold() -> None:
+    """Gold sets for your own corpus: `gold draft` proposes the needles."""
+
+
+@gold.command()
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Folder of documents (default: the indexed corpus, as the index's "
+                                 "documents table holds it).")
+@click.option("--n", "count", type=click.IntRange(1, 10_000), default=40, show_default=True,
+              help="How many candidate needles.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the draft here (default: stdout).")
+@click.pass_obj
+def draft(data_dir: Path, corpus: Path | None, count: int, output: Path | None) -> None:
+    """Propose candidate needles: sentences found exactly once in the corpus, outside headings,
+    as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do)."""
+    from rag_pipeline.core.gold import draft_jsonl, draft_needles
+
+    texts, name = _corpus_texts(data_dir, corpus)
+    needles = draft_needles(texts, count)
+    if not needles:
+        _fail(f"no sentence of 8 to 40 words occurs exactly once in the {len(texts)} documents")
+    text = draft_jsonl(name, needles)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if output.exists():
+        _fail(f"{output} exists: a draft never overwrites a gold set; choose another --output")
+    output.write_text(text, encoding="utf-8")
+    _echo(f"wrote {len(needles)} candidate needles from {len({n.document for n in needles})} of "
+          f"{len(texts)} documents to {output}: write each line's question and ticket, delete "
+          f"the lines you do not want, then `rag-pipeline eval --gold {output}`", err=True)
+
+
+def _corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], str]:
+    """The canonical text of every ok document (of the folder, else of the built index), and
+    the corpus's name."""
+    if corpus is not None:
+        from rag_pipeline.core.ingest import discover, extract_document
+
+        records = [extract_document(path, corpus) for path in discover(corpus)]
+        return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
+    from rag_pipeline.core.ingest import DocumentStatus
+    from rag_pipeline.core.table_names import DOCUMENTS
+    from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+
+    try:
+        rows = Warehouse(data_dir, _location()).read(
+            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path"]).to_pylist()
+    except IndexNotBuiltError as exc:
+        _fail(f"{exc} (or pass --corpus DIR)")
+    ok = [r for r in rows if r["status"] == DocumentStatus.OK]
+    name = Path(os.path.commonpath([str(Path(r["path"]).parent) for r in ok])).name if ok else ""
+    return {r["document_id"]: r["canonical_text"] for r in ok}, name or "corpus"
 
 
 def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[float, ...],

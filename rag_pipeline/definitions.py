@@ -19,10 +19,9 @@ from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.automation import build_index_automation, build_index_jobs, nightly_index
 from rag_pipeline.catalog import CORPUS_FRESHNESS, catalogued
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_models, load_config
+from rag_pipeline.core.project_config import declared_models
 from rag_pipeline.partitions import chunker_partitions
 from rag_pipeline.project_paths import (
-    DEFAULT_CORPUS_DIR,
     DEFAULT_DATA_DIR,
     DEFAULT_EVAL_DIR,
     ENV_CORPUS,
@@ -31,7 +30,8 @@ from rag_pipeline.project_paths import (
     ENV_REPORT_URL,
     ENV_TORCH_THREADS,
     ENV_WAREHOUSE,
-    config_path,
+    active_config,
+    corpus_export_dir,
 )
 from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 
@@ -42,14 +42,16 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       torch_threads: int | None = None,
                       report_url: str = ReportSite().base_url,
                       corpus_freshness: timedelta = CORPUS_FRESHNESS) -> dg.Definitions:
-    """The project's definitions, models and chunkers as declared in ``rag_pipeline.toml``
-    unless ``models`` is given. ``models[0]`` is the default model (and the chunk tokenizer);
-    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use;
+    """The project's definitions, models and chunkers of the active profile of
+    ``rag_pipeline.toml`` (:func:`~rag_pipeline.project_paths.active_config`) unless ``models``
+    is given. ``models[0]`` is the default model (and the chunk tokenizer);
+    ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use into
+    ``<data_dir>/corpus/python-reference``;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given;
     ``report_url`` is where ``rag-pipeline serve`` answers (the evaluation links its report);
     ``corpus_freshness`` is how old ``documents`` may get before it fails its freshness policy."""
-    models = tuple(models) if models else declared_models(load_config(config_path()))
+    models = tuple(models) if models else declared_models(active_config())
     jobs = build_index_jobs()
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(models[0]), bm25_stats,
@@ -65,7 +67,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         resources={
             "storage": IndexStorage(data_dir=str(data_dir), location=location),
             "compute": RunCompute(torch_threads=torch_threads),
-            "corpus": CorpusSource(path=str(corpus_dir or DEFAULT_CORPUS_DIR),
+            "corpus": CorpusSource(path=str(corpus_dir or corpus_export_dir(data_dir)),
                                    python_reference=corpus_dir is None),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),
                                   ood_path=str(eval_dir / "ood.jsonl")),
@@ -76,14 +78,17 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
 
 def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     """The definitions a code server or a run worker loads: data folder, warehouse location,
-    corpus, gold sets, torch threads and the serve URL from ``RAG_PIPELINE_*`` variables (unset: the project
+    corpus, gold sets, profile, torch threads and the serve URL from ``RAG_PIPELINE_*`` variables
+    (unset: the configuration file's ``[index] corpus`` / ``data_dir``, else the project
     defaults), so the UI, the daemon, the nightly schedule and ``rag-pipeline index`` all build
     the same index."""
     threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
-    corpus = environ.get(ENV_CORPUS)
-    return build_definitions(data_dir=Path(environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute(),
+    config = active_config(environ)
+    corpus = environ.get(ENV_CORPUS) or config.corpus
+    data_dir = environ.get(ENV_DATA_DIR) or config.data_dir or DEFAULT_DATA_DIR
+    return build_definitions(data_dir=Path(data_dir).absolute(),
                              corpus_dir=Path(corpus).absolute() if corpus else None,
                              eval_dir=Path(environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR),
                              location=environ.get(ENV_WAREHOUSE) or None,

@@ -9,14 +9,13 @@ import dagster as dg
 
 from rag_pipeline.core.index import CHUNKER, MODEL, Scope
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_chunkers, load_config
-from rag_pipeline.project_paths import config_path
+from rag_pipeline.project_paths import active_config
 
 __all__ = ["CHUNKER", "MODEL", "chunker_partitions", "embedding_partitions", "model_partitions",
            "one_dimension_of", "scope_mapping"]
 
-chunker_partitions = dg.StaticPartitionsDefinition(
-    [s.value for s in declared_chunkers(load_config(config_path()))])
+chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in active_config().chunkers])
+"""The chunkers of the profile this process builds (see :func:`active_config`)."""
 
 
 def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefinition:

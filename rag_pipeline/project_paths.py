@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.project_config import ProjectConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
-DEFAULT_CORPUS_DIR = DEFAULT_DATA_DIR / "corpus" / "python-reference"
+
+
+def corpus_export_dir(data_dir: Path) -> Path:
+    """Where the bundled corpus (the Python reference) is exported for a data folder."""
+    return Path(data_dir) / "corpus" / "python-reference"
+
+
+DEFAULT_CORPUS_DIR = corpus_export_dir(DEFAULT_DATA_DIR)
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
 
@@ -19,8 +31,23 @@ ENV_EVAL_DIR = "RAG_PIPELINE_EVAL_DIR"
 ENV_TORCH_THREADS = "RAG_PIPELINE_TORCH_THREADS"
 ENV_CONFIG = "RAG_PIPELINE_CONFIG"
 ENV_REPORT_URL = "RAG_PIPELINE_REPORT_URL"
+ENV_PROFILE = "RAG_PIPELINE_PROFILE"
 
 
-def config_path() -> Path:
+def config_path(environ: Mapping[str, str] = os.environ) -> Path:
     """The models-and-chunkers file: ``RAG_PIPELINE_CONFIG``, else ``rag_pipeline.toml`` here."""
-    return Path(os.environ.get(ENV_CONFIG) or PROJECT_ROOT / "rag_pipeline.toml")
+    return Path(environ.get(ENV_CONFIG) or PROJECT_ROOT / "rag_pipeline.toml")
+
+
+def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:
+    """The configuration restricted to the profile this process builds: ``RAG_PIPELINE_PROFILE``,
+    else the file's ``[index] profile``, else ``production`` when a user's corpus is set
+    (``RAG_PIPELINE_CORPUS`` or ``[index] corpus``) and ``evaluation`` for the bundled one.
+    The code location (the UI, the daemon, the runs) and ``rag-pipeline index`` agree through
+    these variables."""
+    from rag_pipeline.core.project_config import choose_profile, load_config, select_profile
+
+    config = load_config(config_path(environ))
+    user_corpus = bool(environ.get(ENV_CORPUS)) or config.corpus is not None
+    return select_profile(config, choose_profile(config, environ.get(ENV_PROFILE) or None,
+                                                 user_corpus))

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
+from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.warehouse import Warehouse
 
 

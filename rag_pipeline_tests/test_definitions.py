@@ -17,7 +17,7 @@ from rag_pipeline.project_paths import PROJECT_ROOT
 
 CHUNKERS = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "header",
             "header_overlap"]
-MODELS = ["all-MiniLM-L6-v2@53aa5117", "all-MiniLM-L6-v2-int8@56ea7bc8"]
+MODELS = ["all-MiniLM-L6-v2@53aa5117", "all-MiniLM-L6-v2-int8@b4e41131"]
 """As declared in rag_pipeline.toml and pinned by rag_pipeline.lock.json."""
 
 

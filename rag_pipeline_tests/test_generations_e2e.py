@@ -43,7 +43,7 @@ INDEX_SCRIPT = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     if moment == "before_embedding":
-        embeddings_asset.load_embedder_for = die
+        embeddings_asset.load_embedder = die
     elif moment == "mid_embedding":
         original = VectorCache.checkpoint
         def checkpoint_then_die(self, shas, vectors):

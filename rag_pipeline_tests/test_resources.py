@@ -54,3 +54,10 @@ def test_run_compute_sets_torch_threads():
             RunCompute(torch_threads=0).threads()
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_bundled_corpus_is_exported_into_the_data_folder(tmp_path: Path):
+    defs = definitions_from_environment({"RAG_PIPELINE_DATA_DIR": str(tmp_path / "data")})
+    corpus = defs.resources["corpus"]
+    assert (corpus.path, corpus.python_reference) == (
+        str(tmp_path / "data" / "corpus" / "python-reference"), True)

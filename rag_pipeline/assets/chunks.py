@@ -58,7 +58,11 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
             context.log.warning(escape_controls(
                 f"{strategy.value}: {len(stats.without_chunks)} ok document(s) yield no chunk: "
                 f"{', '.join(stats.without_chunks)}"))
-        yield dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+        # The documents' digest is part of the data version: a change to the documents that
+        # leaves every chunk as it was (a moved corpus: new paths) still reaches the embeddings
+        # step, which reuses every vector and publishes a generation with the new documents.
+        data_version = dg.DataVersion(f"{version.digest}+{documents_version.digest}")
+        yield dg.MaterializeResult(data_version=data_version, metadata={
             **table_metadata(version, table.schema),
             "chunks": stats.chunks,
             "truncated": stats.truncated,

@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.core.drift import MIN_COSINE, drift_check
-from rag_pipeline.core.embedder import load_embedder_for
+from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_tables import embeddings_table
 from rag_pipeline.core.invariants import vector_norm_errors
@@ -65,7 +65,7 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         previous = warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
         cache = VectorCache(warehouse, spec)
 
-        embedder = load_embedder_for(spec, warehouse)
+        embedder = load_embedder(spec)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 

@@ -80,6 +80,14 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
         written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
                    for name in EVAL_TABLES}
         publish_query_db(warehouse)
+        if report.skipped:
+            # Empty tables over the evaluated generations: the index is current, nothing scored.
+            context.log.info(report.skipped)
+            for name in EVAL_TABLES:
+                yield dg.MaterializeResult(asset_key=name, metadata={
+                    "skipped": report.skipped, "queries": 0,
+                    "generations": dg.MetadataValue.json(report.generations)})
+            return
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.embedder import Embedder, load_embedder_for
+from rag_pipeline.core.embedder import Embedder, load_embedder
 from rag_pipeline.core.models import ModelSpec, Precision
 from rag_pipeline.core.project_config import declared_chunkers, declared_models
 from rag_pipeline.core.warehouse import Warehouse
@@ -125,7 +125,7 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
 
 
 def _loaded(spec: ModelSpec, data_dir: Path) -> Embedder:
-    return load_embedder_for(spec, Warehouse(data_dir))
+    return load_embedder(spec)
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:

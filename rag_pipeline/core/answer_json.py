@@ -18,8 +18,27 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
             "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
             "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
-            "locations": list(c.locations)} for c in answer.citations],
+            "locations": list(c.locations), "section": c.section} for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
         "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
     }
+
+
+def answer_from_json(data: dict[str, Any]) -> Answer:
+    """The answer :func:`answer_json` wrote (``prompt`` and the generated answer as text;
+    timings back in seconds): how ``ask`` prints an answer a running ``serve`` gave."""
+    from rag_pipeline.core.citations import Citation
+
+    citations = [Citation(index=c["index"], document_id=c["document_id"],
+                          document_name=c["document_name"], locator_label=c["locator_label"],
+                          fragment=c["fragment"], start=c["from"], end=c["to"], quote=c["quote"],
+                          cosine_distance=c["cosine_distance"], url=c["url"],
+                          locations=tuple(c["locations"]), section=c.get("section", ""))
+                 for c in data["citations"]]
+    return Answer(question=data["question"], answered=data["answered"], reason=data["reason"],
+                  cut=data["threshold"], partition=data["partition"], citations=citations,
+                  prompt=data["prompt"], closest_distance=data["closest_distance"],
+                  reranked=data["reranked"], rendered_answer=data["answer"],
+                  timings={k: v / 1000 for k, v in data["timings_ms"].items()},
+                  generation=data.get("generation", ""))

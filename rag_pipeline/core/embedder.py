@@ -46,16 +46,16 @@ from rag_pipeline.core.models import (
     file_sha256,
     find_model,
     l2_normalise,
+    texts_sha256,
     verify_model_files,
     weights_sha256,
 )
 from rag_pipeline.core.openvino_runtime import openvino
 from rag_pipeline.core.project_config import declared_models, default_model_spec
-from rag_pipeline.core.warehouse import Warehouse
 
 __all__ = [
     "EXPORT_MANIFEST", "OPENVINO_CONFIG", "QUERY_PROBES", "QUERY_RUNTIMES", "Embedder",
-    "ModelNotExportedError", "QueryPath", "calibration_sample", "export_openvino", "load_embedder",
+    "ModelNotExportedError", "QueryPath", "export_openvino", "load_embedder",
     "wordpiece_batches",
     # Moved to core.models / core.project_config; re-exported for branches written before the
     # split. New code imports them from there.
@@ -90,7 +90,7 @@ QUERY_MIN_COSINE = 0.99999
 
 
 class ModelNotExportedError(Exception):
-    """An OpenVINO model has not been exported yet and no calibration texts were given."""
+    """An OpenVINO model cannot be exported (an int8 model without calibration texts)."""
 
 
 class QueryPathMismatchError(ModelMismatchError):
@@ -191,29 +191,6 @@ def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def calibration_sample(chunk_ids: Sequence[str], texts: Sequence[str], samples: int) -> list[str]:
-    """``samples`` texts spread evenly over the chunks ordered by chunk id (reproducible: the
-    same chunks give the same sample)."""
-    ordered = [t for _, t in sorted(zip(chunk_ids, texts, strict=True))]
-    if len(ordered) <= samples:
-        return ordered
-    step = len(ordered) / samples
-    return [ordered[int(i * step)] for i in range(samples)]
-
-
-def load_embedder_for(spec: ModelSpec, warehouse: Warehouse) -> Embedder:
-    """The loaded model; a calibrated (int8) model not exported yet calibrates on a sample of the
-    warehouse's chunk texts of its calibration chunker."""
-
-    def calibration() -> list[str]:
-        chunks = warehouse.read("chunks", {"chunker": spec.calibration.chunker},
-                                columns=["chunk_id", "text"])
-        return calibration_sample(chunks.column("chunk_id").to_pylist(),
-                                  chunks.column("text").to_pylist(), spec.calibration.samples)
-
-    return load_embedder(spec, calibration if spec.calibration else None)
-
-
 def _transformer(model) -> object:
     first = model[0]
     return first.auto_model if hasattr(first, "auto_model") else first.model
@@ -231,6 +208,12 @@ def verify_export(spec: ModelSpec, folder: Path) -> None:
     manifest = json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))
     if manifest["key"] != spec.key:
         raise ModelMismatchError(f"{folder} holds an export of {manifest['key']}, not {spec.key}")
+    calibrated = spec.calibration.sha256 if spec.calibration else ""
+    if manifest.get("calibration_sha256", "") != calibrated:
+        raise ModelMismatchError(
+            f"{spec.key} refuses to load: {folder} was quantised on calibration texts with sha256 "
+            f"{manifest.get('calibration_sha256', '')[:12] or 'none'}…, the key names "
+            f"{calibrated[:12] or 'none'}…: delete {folder} to export it again")
     for name, sha in manifest["files"].items():
         path = folder / name
         if not path.is_file() or file_sha256(path) != sha:
@@ -239,18 +222,15 @@ def verify_export(spec: ModelSpec, folder: Path) -> None:
                 f"delete {folder} to export it again")
 
 
-def export_openvino(spec: ModelSpec, model, calibration: Sequence[str] | None) -> Path:
+def export_openvino(spec: ModelSpec, model) -> Path:
     """Converts the transformer to OpenVINO IR (fp32 weights kept, no fp16 compression), and
-    for int8 quantises it statically with NNCF on ``calibration``; writes atomically."""
-    import hashlib
-
+    for int8 quantises it statically with NNCF on the spec's fixed calibration texts (so the
+    same key gives the same weights on any corpus); writes atomically."""
     ov = openvino()
     folder = export_dir(spec)
+    calibration = spec.calibration.texts() if spec.calibration else None
     if spec.precision is Precision.INT8 and not calibration:
-        raise ModelNotExportedError(
-            f"{spec.key} is exported on first use and calibrates on the corpus's "
-            f"{spec.calibration.chunker if spec.calibration else 'header'} chunks: run "
-            "`rag-pipeline index` first")
+        raise ModelNotExportedError(f"{spec.key} is int8 but declares no calibration texts")
     ov_model = _convert_to_openvino(model)
     calibration_sha = ""
     if spec.precision is Precision.INT8:
@@ -259,7 +239,7 @@ def export_openvino(spec: ModelSpec, model, calibration: Sequence[str] | None) -
         items = [_inputs(model.preprocess([text])) for text in calibration]
         ov_model = nncf.quantize(ov_model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
                                  subset_size=len(items))
-        calibration_sha = hashlib.sha256("\x00".join(calibration).encode("utf-8")).hexdigest()
+        calibration_sha = texts_sha256(calibration)
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -353,12 +333,11 @@ def _inputs(features) -> dict[str, np.ndarray]:
 class Embedder:
     """A loaded model whose files match its declaration, on its declared backend."""
 
-    def __init__(self, spec: ModelSpec, *, verify: bool = True,
-                 calibration: Callable[[], Sequence[str]] | None = None) -> None:
-        from sentence_transformers import SentenceTransformer
-
+    def __init__(self, spec: ModelSpec, *, verify: bool = True) -> None:
         if verify:
             verify_model_files(spec)
+        from sentence_transformers import SentenceTransformer
+
         self.spec = spec
         self.model = SentenceTransformer(str(spec.path), device="cpu", local_files_only=True)
         self.model.max_seq_length = spec.max_tokens
@@ -373,13 +352,13 @@ class Embedder:
         self._direct_tokenizer = None
         self.query_path = QueryPath(spec.backend.value)
         if spec.backend is Backend.OPENVINO:
-            self._transformer = self._load_openvino(calibration)
+            self._transformer = self._load_openvino()
 
-    def _load_openvino(self, calibration: Callable[[], Sequence[str]] | None) -> _InferPool:
+    def _load_openvino(self) -> _InferPool:
         ov = openvino()
         folder = export_dir(self.spec)
         if not (folder / EXPORT_MANIFEST).is_file():
-            export_openvino(self.spec, self.model, calibration() if calibration else None)
+            export_openvino(self.spec, self.model)
         verify_export(self.spec, folder)
         compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", OPENVINO_CONFIG)
         return _InferPool(compiled, 2)
@@ -547,10 +526,8 @@ class Embedder:
 _LOADED: dict[ModelSpec, Embedder] = {}
 
 
-def load_embedder(spec: ModelSpec, calibration: Callable[[], Sequence[str]] | None = None,
-                  ) -> Embedder:
-    """One loaded model per spec per process. ``calibration`` supplies the int8 calibration
-    texts if the OpenVINO export does not exist yet (it is not called otherwise)."""
+def load_embedder(spec: ModelSpec) -> Embedder:
+    """One loaded model per spec per process (an OpenVINO model is exported on first use)."""
     if spec not in _LOADED:
-        _LOADED[spec] = Embedder(spec, calibration=calibration)
+        _LOADED[spec] = Embedder(spec)
     return _LOADED[spec]

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.documents import DocumentStatus
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     PRODUCTION_CHUNKER,
@@ -16,8 +15,15 @@ from rag_pipeline.core.evaluation import (
     evaluate,
 )
 from rag_pipeline.core.generations import current_generation, current_generations
-from rag_pipeline.core.gold import load_gold, load_ood, validate_gold
+from rag_pipeline.core.gold import (
+    NoGoldSetError,
+    check_corpus,
+    load_gold_set,
+    load_ood,
+    validate_gold,
+)
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.sentences import partition_sentences
 from rag_pipeline.core.table_names import DOCUMENTS
@@ -28,7 +34,9 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
              chunkers: Sequence[str] | None = None, location: str | None = None,
              candidates: bool = False, sentence_vectors: bool = False) -> EvalReport:
     """Evaluates every published chunker (or the given ones) of ``model``'s partitions, reading
-    the tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`).
+    the tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`). A
+    gold set written for another corpus scores nothing: the report is empty, with the reason
+    in ``skipped`` (and the model is not loaded).
 
     Args:
         candidates: Also run every candidate retrieval setting on the production chunker,
@@ -50,7 +58,14 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
                                     columns=["document_id", "canonical_text", "status"])
     canonical = {row["document_id"]: row["canonical_text"] for row in documents.to_pylist()
                  if row["status"] == DocumentStatus.OK}
-    queries, errors = validate_gold(load_gold(gold_path), canonical)
+    generations = {c: index.generation for c, index in indexes.items()}
+    gold = load_gold_set(gold_path)
+    try:
+        check_corpus(gold, canonical)
+    except NoGoldSetError as exc:
+        return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
+                          skipped=str(exc))
+    queries, errors = validate_gold(gold.lines, canonical)
     ood = load_ood(ood_path)
     embedder = load_embedder(model)
     runs = default_runs(sorted(indexes))
@@ -63,4 +78,4 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
         if candidates:
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences)
-    return replace(report, generations={c: index.generation for c, index in indexes.items()})
+    return replace(report, generations=generations)

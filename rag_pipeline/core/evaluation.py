@@ -265,6 +265,8 @@ class EvalReport:
     cross-validation says to trust, fitted on all the data for production."""
     ann: list[AnnCheck] = field(default_factory=list)
     """Per chunker with an ANN index: its path against the exact one on the same queries."""
+    skipped: str = ""
+    """Why nothing was scored (no gold set for the evaluated corpus); empty when scored."""
 
 
 ANN_CHECK_K = 10

@@ -22,6 +22,7 @@ from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
 from rag_pipeline.core.index.ann_index import open_ann_index
+from rag_pipeline.core.ingest import Anchor
 from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
@@ -37,7 +38,7 @@ class DocumentInfo:
     title: str
     path: str
     format: str
-    page_starts: tuple[int, ...]
+    anchors: tuple[Anchor, ...]
 
 
 @dataclass(frozen=True)
@@ -158,9 +159,10 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
-                                         row["format"], tuple(row["page_starts"] or ()))
+                                         row["format"],
+                                         tuple(Anchor(**a) for a in row["anchors"] or ()))
         for row in warehouse.read_file(files[DOCUMENTS], columns=[
-            "document_id", "title", "path", "format", "page_starts", "status"]).to_pylist()
+            "document_id", "title", "path", "format", "anchors", "status"]).to_pylist()
         if row["status"] == "ok"}
     order = np.fromiter((row_of[c] for c in chunk_ids), np.int64, len(chunk_ids))
     matrix = vector_matrix(embeddings)

@@ -59,17 +59,75 @@ SUPPORTED = frozenset({(Backend.TORCH, Precision.FP32), (Backend.OPENVINO, Preci
                        (Backend.OPENVINO, Precision.INT8)})
 
 
+CALIBRATION_TEXTS = Path(__file__).with_name("calibration_texts.jsonl")
+"""The shipped calibration set: 300 ``header`` chunk texts of the Python Language Reference
+(CPython 3.11's ``pydoc_data`` topics, spread evenly by chunk id), one ``{"text": ...}`` per line."""
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """Static int8 calibration: ``samples`` chunk texts of the ``chunker`` partition of the
-    corpus being indexed (every n-th text by chunk id, so the choice is reproducible)."""
+    """Static int8 calibration on a fixed text set, the same whatever corpus is indexed: the
+    quantised weights depend on the model and these texts only, so the key (whose recipe holds
+    the texts' digest) names one set of weights. Build one with :func:`calibration_set`.
 
-    chunker: str = "header"
-    samples: int = 300
+    Attributes:
+        path: The JSONL file of texts (default: :data:`CALIBRATION_TEXTS`).
+        sha256: sha256 of the texts joined by NUL, as the export records it.
+        count: How many texts.
+    """
+
+    path: Path = field(compare=False)
+    sha256: str
+    count: int
 
     def recipe(self) -> str:
         return json.dumps({"method": "nncf.quantize", "model_type": "transformer",
-                           "chunker": self.chunker, "samples": self.samples}, sort_keys=True)
+                           "texts": self.count, "texts_sha256": self.sha256}, sort_keys=True)
+
+    def texts(self) -> list[str]:
+        """The texts, refused if the file no longer has the digest the key was minted for.
+
+        Raises:
+            ModelMismatchError: the file changed.
+        """
+        texts = _read_calibration(self.path)
+        if texts_sha256(texts) != self.sha256:
+            raise ModelMismatchError(f"the calibration texts {self.path} changed (sha256 "
+                                     f"{texts_sha256(texts)[:12]}…, declared {self.sha256[:12]}…)")
+        return texts
+
+
+def texts_sha256(texts: Sequence[str]) -> str:
+    """sha256 of the texts joined by NUL (the digest a calibration and its export record)."""
+    return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
+
+
+def _read_calibration(path: Path) -> list[str]:
+    if not path.is_file():
+        raise ModelConfigError(f"calibration texts not found: {path}")
+    texts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or not row["text"]:
+            raise ModelConfigError(f"{path}:{number}: a calibration line must be "
+                                   '{"text": "<a non-empty text>"}')
+        texts.append(row["text"])
+    if len(texts) < 10:
+        raise ModelConfigError(f"{path}: {len(texts)} calibration texts; at least 10 are needed")
+    return texts
+
+
+def calibration_set(path: Path = CALIBRATION_TEXTS) -> Calibration:
+    """The calibration on the texts of ``path``, with their digest and count.
+
+    Raises:
+        ModelConfigError: the file is missing, malformed, or holds fewer than 10 texts.
+    """
+    texts = _read_calibration(Path(path))
+    return Calibration(Path(path), texts_sha256(texts), len(texts))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index import generation_table
 from rag_pipeline.core.index.ann_index import build_ann_index
@@ -26,6 +25,7 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import TableVersion, Warehouse

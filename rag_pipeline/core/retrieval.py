@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +25,11 @@ from rag_pipeline.core.ann import CROSSOVER_ROWS, DensePath, choose_path
 from rag_pipeline.core.dense import cosine_distances, top_k
 from rag_pipeline.core.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
-from rag_pipeline.core.index_store import PartitionIndex
 from rag_pipeline.core.models import ModelMismatchError, TextEmbedder
 from rag_pipeline.core.sentences import SentenceIndex, best_sentence_distances
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.index_store import PartitionIndex
 
 
 class Retriever(StrEnum):

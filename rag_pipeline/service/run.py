@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from rag_pipeline.core.ask import ask
 from rag_pipeline.core.embedder import QueryPathMismatchError, load_embedder
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.serve_record import ServeRecord, remove_serve_record, write_serve_record
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
 WARM_UP_QUESTION = "warm up"
@@ -141,4 +143,10 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
                                     log_level="info" if access_log else "warning",
                                     limit_concurrency=MAX_CONNECTIONS,
                                     timeout_keep_alive=KEEP_ALIVE_SECONDS)
-            uvicorn.Server(config).run(sockets=[sock])
+            # `ask` finds this service through the data folder while it runs.
+            write_serve_record(data_dir, ServeRecord(host, port, os.getpid(), settings.chunker,
+                                                     settings.model_key, settings.base_url))
+            try:
+                uvicorn.Server(config).run(sockets=[sock])
+            finally:
+                remove_serve_record(data_dir, os.getpid())

@@ -44,7 +44,7 @@ def tiny_project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TinyProje
     root = tmp_path_factory.mktemp("tiny-project")
     spec = hashed_spec()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rag_pipeline.assets.embeddings.load_embedder_for", lambda s, *_: HashedEmbedder(s))
+        patch.setattr("rag_pipeline.assets.embeddings.load_embedder", lambda s, *_: HashedEmbedder(s))
         defs = build_definitions(data_dir=root / "data",
                                  corpus_dir=write_corpus(root / "corpus", TINY_DOCS), models=[spec])
         project = TinyProject(defs, dg.DagsterInstance.ephemeral(), root / "data", spec)

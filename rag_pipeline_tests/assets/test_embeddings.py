@@ -93,7 +93,7 @@ def test_a_failed_blocking_check_leaves_the_served_generation(
     before = _served(tiny_project)
     assert before[0] == published
     if plant == "drift":
-        monkeypatch.setattr(embeddings_asset, "load_embedder_for", lambda s, *_: DriftedEmbedder(s))
+        monkeypatch.setattr(embeddings_asset, "load_embedder", lambda s, *_: DriftedEmbedder(s))
     else:
         corrupt = {"stretch": _stretch_first_vector, "restamp": _restamp_first_row}[plant]
         monkeypatch.setattr(embeddings_asset, "embeddings_table",
@@ -125,7 +125,7 @@ def test_a_failed_blocking_check_leaves_the_served_generation(
 
     # The clean model again: the checks pass and the partition serves the same content again.
     monkeypatch.undo()
-    monkeypatch.setattr(embeddings_asset, "load_embedder_for", lambda s, *_: HashedEmbedder(s))
+    monkeypatch.setattr(embeddings_asset, "load_embedder", lambda s, *_: HashedEmbedder(s))
     again = tiny_project.run(EMBEDDINGS_JOB, tiny_project.embeddings_key())
     assert again.success and check_outcomes(again) == ALL_PASS
     assert _served(tiny_project) == before

@@ -15,10 +15,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.generations import Generation, publish
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.query_db import publish_query_db

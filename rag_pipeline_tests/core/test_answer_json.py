@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_pipeline.core.answer_json import answer_json
+from rag_pipeline.core.answer_json import answer_from_json, answer_json
 from rag_pipeline.core.ask import Answer
 from rag_pipeline.core.citations import Citation
 
@@ -27,10 +27,17 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "locator_label": "Configuring Frobnicator > Timeouts", "fragment": "#char=113,203",
             "from": 113, "to": 203, "quote": "Every network call gives up after seventeen seconds.",
             "cosine_distance": 0.3125, "url": "https://docs.example/guide/config.md#char=113,203",
-            "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"]}],
+            "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
+            "section": "Timeouts"}],
         "prompt": "Sources: ...", "answer": None,
         "timings_ms": {"embed_question": 8.123, "total": 12.5},
     }
+    # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
+    back = answer_from_json(answer_json(answer))
+    assert back == Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
+                          "Sources: ...", 0.3125, False,
+                          timings={"embed_question": 0.008123, "total": 0.0125},
+                          generation="20261130T112142Z-0a1b2c3d")
 
 
 def test_a_refusal_has_no_citations_and_no_prompt():

@@ -1,5 +1,6 @@
 """The model's stamp is checked when it loads (weights and every vector-shaping file), word-piece
-batching, the calibration sample, and vectors equal to plain ``encode``."""
+batching, an export quantised on other calibration texts is refused, and vectors equal to plain
+``encode``."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from rag_pipeline.core.embedder import (
     Embedder,
     QueryPath,
-    calibration_sample,
+    export_dir,
     load_embedder,
+    verify_export,
     wordpiece_batches,
 )
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec, find_model
@@ -26,11 +28,27 @@ def test_batches_are_longest_first_ties_by_position():
         wordpiece_batches([1], 0)
 
 
-def test_calibration_sample_is_spread_over_chunk_ids():
-    ids = [f"c{i:02d}" for i in range(10)][::-1]
-    texts = [f"t{i}" for i in range(10)][::-1]
-    assert calibration_sample(ids, texts, 4) == ["t0", "t2", "t5", "t7"]
-    assert calibration_sample(ids[:3], texts[:3], 4) == ["t7", "t8", "t9"]
+def test_an_export_quantised_on_other_texts_is_refused(tmp_path):
+    import json
+
+    from rag_pipeline.core.models import Backend, Calibration, Precision
+
+    calibration = Calibration(tmp_path / "texts.jsonl", "a" * 64, 300)
+    spec = ModelSpec("m", tmp_path, "0000aaaa", 8, backend=Backend.OPENVINO,
+                     precision=Precision.INT8, calibration=calibration, cache_dir=tmp_path / "cache")
+    folder = export_dir(spec)
+    folder.mkdir(parents=True)
+    (folder / "export.json").write_text(json.dumps(
+        {"key": spec.key, "calibration_sha256": "a" * 64, "files": {}}))
+    verify_export(spec, folder)
+    # Planted flaw: the export was quantised on other texts under the same key; must trip
+    # verify_export's calibration check (equal keys mean equal weights).
+    (folder / "export.json").write_text(json.dumps(
+        {"key": spec.key, "calibration_sha256": "b" * 64, "files": {}}))
+    with pytest.raises(ModelMismatchError, match=r"m@0000aaaa refuses to load: .* quantised on "
+                                                  r"calibration texts with sha256 bbbbbbbbbbbb…, "
+                                                  r"the key names aaaaaaaaaaaa…"):
+        verify_export(spec, folder)
 
 
 @pytest.mark.slow

@@ -9,20 +9,27 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.gold import (
+    DraftNeedle,
+    GoldCorpus,
     GoldError,
     GoldFormatError,
     GoldLine,
     GoldQuery,
+    NoGoldSetError,
     OodKind,
     OodLine,
     QueryStyle,
+    check_corpus,
     collapse,
+    draft_jsonl,
+    draft_needles,
     load_gold,
+    load_gold_set,
     load_ood,
     validate_gold,
 )
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
 
@@ -236,3 +243,80 @@ def test_real_gold_file_has_no_errors_over_the_bundled_corpus(bundled_canonical_
     collapsed = [collapse(text) for text in bundled_canonical_texts.values()]
     topics = {i for q in queries for i, text in enumerate(collapsed) if q.needle in text}
     assert (len(bundled_canonical_texts), len(topics)) == (79, GOLD_TOPICS)
+
+
+# --- the corpus a gold set was written for ----------------------------------------------------
+
+def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(tmp_path: Path):
+    header = json.dumps({"corpus": "team", "documents": ["b.md", "a.md", "a.md"]})
+    path = write_lines(tmp_path / "gold.jsonl", [header, gold_row("q1")])
+    gold = load_gold_set(path)
+    assert (gold.corpus, gold.lines) == (GoldCorpus("team", ("a.md", "b.md")),
+                                         (GoldLine("q1", "a needle", "a question?", "a ticket"),))
+    check_corpus(gold, ["a.md", "b.md", "c.md"])
+    with pytest.raises(NoGoldSetError) as info:
+        check_corpus(gold, ["a.md", "c.md"])
+    assert str(info.value) == (
+        f"no gold set for this corpus: {path} was written for corpus 'team', and 1 of its 2 "
+        "documents (first: 'b.md') are not in the index; nothing to score. Write one with "
+        "`rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+    # A set without a corpus line is checked against any corpus, as before.
+    check_corpus(load_gold_set(write_lines(tmp_path / "old.jsonl", [gold_row("q1")])), [])
+
+
+@pytest.mark.parametrize("header", [{"corpus": "", "documents": ["a"]},
+                                    {"corpus": "x", "documents": []},
+                                    {"corpus": "x", "documents": "a.md"}])
+def test_a_malformed_corpus_line_is_one_error(tmp_path: Path, header: dict):
+    path = write_lines(tmp_path / "gold.jsonl", [json.dumps(header), gold_row("q1")])
+    with pytest.raises(GoldFormatError, match=r"gold\.jsonl:1: the corpus line must be "):
+        load_gold_set(path)
+
+
+def test_the_bundled_gold_set_names_57_documents_of_the_python_reference():
+    gold = load_gold_set(DEFAULT_EVAL_DIR / "gold.jsonl")
+    assert (gold.corpus.name, len(gold.corpus.documents), len(gold.lines)) == (
+        "python-reference", 57, 122)
+    assert gold.corpus.documents[:3] == ("assert.md", "assignment.md", "atom-identifiers.md")
+
+
+def test_draft_proposes_body_sentences_found_once_round_robin_over_documents(tmp_path: Path):
+    texts = {
+        "b.md": "# A heading that is long enough to be a sentence of eight words.\n\n"
+                "Shared words appear in both documents and so are never a needle here.\n\n"
+                "The second document explains the unique widget setting in detail today.\n",
+        "a.md": "Shared words appear in both documents and so are never a needle here.\n\n"
+                "Too short here.\n\n"
+                "The first document says the timeout is seventeen seconds unless configured.\n\n"
+                "A second sentence of the first document is also unique and long enough.\n",
+    }
+    needles = draft_needles(texts, 5)
+    # Not the heading, not the shared sentence (twice), not the short one; a.md first, then b.md.
+    assert needles == [
+        DraftNeedle("d001", "a.md", "The first document says the timeout is seventeen seconds "
+                                    "unless configured."),
+        DraftNeedle("d002", "b.md", "The second document explains the unique widget setting in "
+                                    "detail today."),
+        DraftNeedle("d003", "a.md", "A second sentence of the first document is also unique and "
+                                    "long enough.")]
+    assert draft_needles(texts, 1) == needles[:1]
+    draft = write_lines(tmp_path / "draft.jsonl", draft_jsonl("team", needles).splitlines())
+    assert json.loads(draft.read_text().splitlines()[0]) == {"corpus": "team",
+                                                             "documents": ["a.md", "b.md"]}
+    # The draft is refused until the user writes the questions (the check eval applies).
+    with pytest.raises(GoldFormatError, match=r"draft\.jsonl:2: missing or empty "
+                                              r"\['question', 'ticket'\]"):
+        load_gold_set(draft)
+    filled = [line.replace('"question": ""', '"question": "q?"').replace('"ticket": ""', '"ticket": "t"')
+              for line in draft.read_text().splitlines()]
+    gold = load_gold_set(write_lines(tmp_path / "filled.jsonl", filled))
+    queries, errors = validate_gold(gold.lines, texts)
+    assert (len(queries), errors) == (6, [])
+
+
+def test_draft_skips_code_comments_and_tables():
+    texts = {"a.md": "/* Acts like puts with the file given at time of enclosure. */\n\n"
+                     "| col | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 |.\n\n"
+                     "The closure example writes every message to the file it was given.\n"}
+    assert [n.needle for n in draft_needles(texts, 5)] == [
+        "The closure example writes every message to the file it was given."]

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
 from rag_pipeline.core.models import (
+    CALIBRATION_TEXTS,
     Backend,
     Calibration,
     Manifest,
+    ModelConfigError,
     ModelMismatchError,
     ModelSpec,
     Precision,
+    calibration_set,
     find_model,
     folder_dimension,
     manifest_changes,
@@ -66,10 +70,55 @@ def test_every_setting_changes_the_fingerprint(folder: Path):
             spec_for_folder("m", folder, 8, max_tokens=128).key,
             spec_for_folder("m", folder, 8, backend=Backend.OPENVINO).key,
             spec_for_folder("m", folder, 8, backend=Backend.OPENVINO,
-                            precision=Precision.INT8, calibration=Calibration()).key,
+                            precision=Precision.INT8, calibration=calibration_set()).key,
             spec_for_folder("m", folder, 8, backend=Backend.OPENVINO,
-                            precision=Precision.INT8, calibration=Calibration(samples=50)).key}
+                            precision=Precision.INT8, calibration=_texts(folder, 50)).key}
     assert len(keys) == 5
+
+
+def _texts(folder: Path, n: int, name: str = "texts.jsonl", word: str = "text") -> Calibration:
+    path = folder.parent / name
+    path.write_text("".join(json.dumps({"text": f"{word} {i}"}) + "\n" for i in range(n)))
+    return calibration_set(path)
+
+
+def test_int8_keys_follow_the_calibration_texts_not_where_they_live(folder: Path, tmp_path: Path):
+    def key(calibration: Calibration) -> str:
+        return spec_for_folder("m", folder, 8, backend=Backend.OPENVINO, precision=Precision.INT8,
+                               calibration=calibration).key
+
+    first = _texts(folder, 20)
+    copy = tmp_path / "elsewhere" / "same.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(first.path.read_bytes())
+    # The same texts in another folder: the same weights, so the same key.
+    assert key(calibration_set(copy)) == key(first)
+    # Other texts (another corpus's): other weights, so another key.
+    assert key(_texts(folder, 20, "other.jsonl", "words")) != key(first)
+    assert first.sha256 == hashlib.sha256("\x00".join(f"text {i}" for i in range(20))
+                                          .encode()).hexdigest()
+    assert (first.count, first.texts()[:2]) == (20, ["text 0", "text 1"])
+    # Planted flaw: the file changes after its digest was taken; must trip Calibration.texts.
+    first.path.write_text(json.dumps({"text": "changed"}) + "\n" + first.path.read_text())
+    with pytest.raises(ModelMismatchError, match=r"the calibration texts .*texts\.jsonl changed"):
+        first.texts()
+
+
+def test_the_shipped_calibration_set_is_300_texts_with_a_pinned_digest():
+    shipped = calibration_set(CALIBRATION_TEXTS)
+    assert (shipped.count, shipped.sha256[:16]) == (300, "affce4dc99ea4eea")
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (['{"text": ""}'] * 12, r":1: a calibration line must be"),
+    (["not json"] * 12, r":1: a calibration line must be"),
+    (['{"text": "a"}'] * 3, r"3 calibration texts; at least 10 are needed"),
+])
+def test_malformed_calibration_files_fail_with_one_line(tmp_path: Path, lines, message):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ModelConfigError, match=message):
+        calibration_set(path)
 
 
 def test_changed_pooling_config_is_refused_naming_the_file(folder: Path):

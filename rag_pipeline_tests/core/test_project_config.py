@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.models import Backend, ModelConfigError, ModelMismatchError, Precision
+from rag_pipeline.core.models import (
+    CALIBRATION_TEXTS,
+    Backend,
+    ModelConfigError,
+    ModelMismatchError,
+    Precision,
+    calibration_set,
+)
 from rag_pipeline.core.project_config import (
+    Profile,
+    choose_profile,
+    folder_config_text,
     load_config,
     load_lock,
     model_specs,
     parse_config,
+    select_profile,
     write_lock,
 )
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -27,7 +39,6 @@ name = "fast"
 path = "model"
 backend = "openvino"
 precision = "int8"
-calibration = { chunker = "header", samples = 20 }
 
 [[models]]
 name = "ref"
@@ -55,8 +66,9 @@ def test_parse_orders_the_default_first_and_reads_every_field(project: Path):
     ref, fast = config.models
     assert (ref.backend, ref.precision, ref.window, ref.batch_size, ref.cut) == (
         Backend.TORCH, Precision.FP32, 256, 16, 0.6)
-    assert (fast.backend, fast.precision, fast.calibration.samples) == (
-        Backend.OPENVINO, Precision.INT8, 20)
+    assert (fast.backend, fast.precision, fast.calibration) == (
+        Backend.OPENVINO, Precision.INT8, calibration_set(CALIBRATION_TEXTS))
+    assert fast.calibration.count == 300
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -83,9 +95,12 @@ def test_parse_orders_the_default_first_and_reads_every_field(project: Path):
      "rag_pipeline.toml: two [[models]] share a name: ['a', 'a']"),
     ("[[models]]\nname = 'a'\npath = 'm'\ndefault = true\n[[models]]\nname = 'b'\npath = 'n'\n"
      "default = true\n", "rag_pipeline.toml: only one model can be the default, got ['a', 'b']"),
-    ("[index]\nchunkers = ['blind']\n[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\n"
-     "precision = 'int8'\n", "rag_pipeline.toml: 'a' calibrates on the 'header' chunks, which "
-                             "[index] chunkers does not build"),
+    ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\nprecision = 'int8'\n"
+     "calibration = { chunker = 'header' }\n", "[[models]] #1 ('a'): `calibration` takes only "
+                                             "`texts`"),
+    ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\nprecision = 'int8'\n"
+     "calibration = { texts = 'none.jsonl' }\n", "[[models]] #1 ('a'): calibration texts not "
+                                                "found: "),
     ("models = 3", "rag_pipeline.toml: declare at least one [[models]] table"),
     ("[[models]\n", "rag_pipeline.toml: not valid TOML: "),
 ])
@@ -138,5 +153,91 @@ def test_a_changed_setting_gives_a_new_key_not_the_locked_one(project: Path):
 def test_the_projects_own_file_declares_both_models_and_six_chunkers():
     config = load_config(PROJECT_ROOT / "rag_pipeline.toml")
     assert [s.key for s in model_specs(config)] == ["all-MiniLM-L6-v2@53aa5117",
-                                                    "all-MiniLM-L6-v2-int8@56ea7bc8"]
+                                                    "all-MiniLM-L6-v2-int8@b4e41131"]
     assert config.chunkers == tuple(ChunkingStrategy)
+
+
+def test_builtin_profiles_are_header_x_default_and_every_chunker_x_every_model(project: Path):
+    config = load_config(project / "rag_pipeline.toml")
+    assert config.profiles == (Profile("production", (ChunkingStrategy.HEADER,), ("ref",)),
+                               Profile("evaluation", (ChunkingStrategy.HEADER,), ("ref", "fast")))
+    assert choose_profile(config, None, user_corpus=True).name == "production"
+    assert choose_profile(config, None, user_corpus=False).name == "evaluation"
+    assert choose_profile(config, "evaluation", user_corpus=True).name == "evaluation"
+    production = select_profile(config, choose_profile(config, None, True))
+    assert ([m.name for m in production.models], production.chunkers, production.selected) == (
+        ["ref"], (ChunkingStrategy.HEADER,), "production")
+    with pytest.raises(ModelConfigError, match=r"profile 'fast' is not declared; declared: "
+                                               r"\['evaluation', 'production'\]"):
+        choose_profile(config, "fast", True)
+
+
+def test_declared_profiles_and_index_profile_choose_what_index_builds(tmp_path: Path):
+    text = ("[index]\nchunkers = ['blind', 'header']\nprofile = 'evaluation'\n"
+            "[profiles.production]\nchunkers = ['blind']\n"
+            "[profiles.small]\nmodels = ['b', 'a']\n"
+            "[[models]]\nname = 'a'\npath = 'm'\ndefault = true\n[[models]]\nname = 'b'\npath = 'm'\n")
+    config = parse_config(text, tmp_path)
+    by_name = {p.name: p for p in config.profiles}
+    assert by_name["production"] == Profile("production", (ChunkingStrategy.BLIND,), ("a",))
+    assert by_name["evaluation"].chunkers == (ChunkingStrategy.BLIND, ChunkingStrategy.HEADER)
+    # A table without chunkers takes production's built-in `header`; models in declared order.
+    assert by_name["small"] == Profile("small", (ChunkingStrategy.HEADER,), ("a", "b"))
+    # `[index] profile` beats the corpus rule; the command line beats `[index] profile`.
+    assert choose_profile(config, None, user_corpus=True).name == "evaluation"
+    assert choose_profile(config, "small", user_corpus=True).name == "small"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[profiles.p]\nmodels = ['zz']\n", "rag_pipeline.toml: [profiles.p] models must be a "
+                                        "non-empty list of distinct declared model names from "
+                                        "['a'], got ['zz']"),
+    ("[profiles.p]\nchunkers = []\n", "rag_pipeline.toml: [profiles.p] chunkers must be a "
+                                      "non-empty list"),
+    ("[profiles.p]\nsize = 1\n", "rag_pipeline.toml: [profiles.p] takes only ['chunkers', "
+                                 "'models']"),
+    ("[index]\nprofile = 'nope'\n", "rag_pipeline.toml: [index] profile 'nope' is not one of "
+                                    "['production', 'evaluation']"),
+])
+def test_bad_profiles_fail_with_one_line(text: str, message: str, tmp_path: Path):
+    with pytest.raises(ModelConfigError) as info:
+        parse_config(text + "[[models]]\nname = 'a'\npath = 'm'\n", tmp_path)
+    assert str(info.value).startswith(message)
+
+
+def test_the_folder_config_parses_to_its_corpus_data_folder_and_the_production_profile(
+        project: Path, tmp_path: Path):
+    corpus = tmp_path / "team" / "docs"
+    corpus.mkdir(parents=True)
+    at = tmp_path / "team" / "docs.rag_pipeline.toml"
+    base = load_config(project / "rag_pipeline.toml")
+    text = folder_config_text(corpus, tmp_path / "team" / "docs.rag-data", at, base)
+    config = parse_config(text, at.parent, at)
+    assert (config.corpus, config.data_dir, config.model_cache, config.profile) == (
+        corpus, tmp_path / "team" / "docs.rag-data", tmp_path / "team" / "docs.rag-data" / "models",
+        "production")
+    # The declarations are the project's (a `path` model resolved so the copy finds it).
+    assert [replace(m, source=base.models[0].source) for m in config.models] == [
+        replace(m, source=base.models[0].source) for m in base.models]
+    assert config.models[0].source.resolve(config.root) == project / "model"
+    assert '\ncorpus = "docs"\n' in text and '\ndata_dir = "docs.rag-data"\n' in text
+
+
+def test_a_copied_or_init_written_configuration_keeps_every_key(tmp_path: Path):
+    project = load_config(PROJECT_ROOT / "rag_pipeline.toml")
+    keys = [s.key for s in model_specs(project)]
+    copy = tmp_path / "elsewhere" / "rag_pipeline.toml"
+    copy.parent.mkdir()
+    copy.write_text((PROJECT_ROOT / "rag_pipeline.toml").read_text())
+    # No lock beside the copy: the project's lock travels with the unchanged declarations.
+    assert not (copy.parent / "rag_pipeline.lock.json").exists()
+    assert [s.key for s in model_specs(load_config(copy))] == keys
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    written = tmp_path / "docs.rag_pipeline.toml"
+    written.write_text(folder_config_text(corpus, tmp_path / "data", written, project))
+    assert [s.key for s in model_specs(load_config(written))] == keys
+    # Locking the copy writes the same keys beside it (a minted key never moves).
+    assert [s.key for s in write_lock(load_config(copy))] == keys
+    assert json.loads((copy.parent / "rag_pipeline.lock.json").read_text())["models"][
+        "all-MiniLM-L6-v2"]["fingerprint"] == "53aa5117"

@@ -76,3 +76,33 @@ def test_the_page_shows_a_request_error_in_one_line(base_url: str, tmp_path: Pat
         page.wait_for_selector("#error", timeout=TIMEOUT_MS)
         assert page.inner_text("#error") == (
             "question: the question has 2001 characters; at most 2000 are accepted")
+
+
+def test_the_document_view_never_covers_the_quote_with_its_sticky_header(tmp_path: Path):
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from rag_pipeline.service.app import document_view
+
+    # A long document whose title wraps over three lines (a tall header) and a quote deep inside.
+    title = "The Frobnicator operations manual: installing, configuring, upgrading and " \
+            "troubleshooting every part of a deployment across many machines"
+    text = "".join(f"Paragraph {i}: nothing of interest here, just filler text.\n\n"
+                   for i in range(400))
+    start = text.index("Paragraph 250:")
+    end = start + len("Paragraph 250: nothing of interest here, just filler text.")
+    app = FastAPI()
+    app.get("/doc", response_class=HTMLResponse)(
+        lambda width=0: document_view(title, "manual.md", text, start, end))
+    with serve_in_thread(app) as url, chromium_page(tmp_path / "profile") as page:
+        for width in (1100, 420):
+            page.set_viewport_size({"width": width, "height": 700})
+            page.goto(url + f"/doc?width={width}#quote")
+            page.wait_for_selector("mark#quote", timeout=TIMEOUT_MS)
+            page.wait_for_function("document.readyState === 'complete'", timeout=TIMEOUT_MS)
+            page.wait_for_timeout(200)
+            header = page.locator("header").bounding_box()
+            mark = page.locator("mark#quote").bounding_box()
+            assert header["height"] > 100  # the title wraps: a tall header
+            # The quote starts below the header's bottom edge and inside the window.
+            assert header["y"] + header["height"] <= mark["y"] < 700, (width, header, mark)

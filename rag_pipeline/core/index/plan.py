@@ -45,7 +45,8 @@ class Stage(Enum):
 
 
 STAGE_SCOPES = {Stage.CHUNKS: Scope.CHUNKER, Stage.EMBEDDINGS: Scope.CHUNKER_MODEL}
-"""Which generation tables each build stage writes (by scope)."""
+"""Which generation tables each build stage writes (by scope): a new chunker x model table
+(an ANN index) is built by the embeddings stage, so its asset goes into ``embeddings_job``."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[s
     steps: list[Step] = []
     for chunker in chunkers:
         stale = set(stale_tables(warehouse, chunker, models[0]))
-        chunk_tables = {t.name for t in GENERATION_TABLES if t.scope == Scope.CHUNKER}
+        chunk_tables = {t.name for t in GENERATION_TABLES if t.scope == STAGE_SCOPES[Stage.CHUNKS]}
         if stale & chunk_tables:
             steps.append(Step(Stage.CHUNKS, chunker, None,
                               _pointer_files(warehouse, chunker, models[0], [Scope.CORPUS])))

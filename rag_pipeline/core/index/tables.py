@@ -16,7 +16,9 @@ Adding a table to a generation (an approximate-neighbour index file, say):
 
 1. add one ``GenerationTable(name, scope, built_from)`` entry below;
 2. write it with ``warehouse.write(name, table, partition, inputs={built_from: <file>})`` in its
-   own asset (the ``index_generation`` asset then depends on it and publishes it) and in
+   own asset, selected by the job of its scope's stage (a chunker x model table: in
+   ``embeddings_job``, :mod:`rag_pipeline.automation`; the ``index_generation`` asset then
+   depends on it and publishes it), and in
    :func:`rag_pipeline.core.partition_build.build_partition`;
 3. read ``generation.files[name]`` where the served partition is loaded
    (:func:`rag_pipeline.core.index_store.load_partition`).
