@@ -29,7 +29,7 @@ from rag_pipeline.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.assets.retrieval_eval import EVAL_TABLES
 from rag_pipeline.core.index.plan import Stage, Step, index_plan
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.partitions import CHUNKER, MODEL
 from rag_pipeline.resources import IndexStorage
 from rag_pipeline.run_tags import CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
@@ -66,11 +66,11 @@ def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
                             tags={STAGE_TAG: "ingest"},
                             description="Chunk and count BM25 statistics, one chunker per run "
                                         "(stage 2 of 4)."),
-        dg.define_asset_job(EMBEDDINGS_JOB, selection=[EMBEDDINGS, INDEX_GENERATION],
+        dg.define_asset_job(EMBEDDINGS_JOB, selection=[EMBEDDINGS, ANN_INDEX, INDEX_GENERATION],
                             tags={STAGE_TAG: "index", COMPUTE_TAG: "model"},
-                            description="Embed the chunks, check the vectors (blocking) and "
-                                        "publish the generation, one chunker x model per run "
-                                        "(stage 3 of 4)."),
+                            description="Embed the chunks, check the vectors (blocking), build "
+                                        "their ANN index and publish the generation, one "
+                                        "chunker x model per run (stage 3 of 4)."),
         dg.define_asset_job(EVAL_JOB, selection=list(EVAL_TABLES),
                             tags={STAGE_TAG: "evaluation", COMPUTE_TAG: "model"},
                             description="Evaluate retrieval on the gold sets, one model per run "

@@ -456,11 +456,11 @@ def status(data_dir: Path) -> None:
     for document_id, page, confidence in report.low_confidence_pages:
         _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
               f"under the floor")
-    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
+    _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
     for p in report.partitions:
         _echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-              f"{p.stale_rows:6d}  {p.generation} ({_age(p.age_seconds())})")
+              f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.assets.adapted_model import build_adapted_model_asset
+from rag_pipeline.assets.ann_index import build_ann_index_asset
 from rag_pipeline.assets.bm25_stats import bm25_stats
 from rag_pipeline.assets.chunks import build_chunks_asset
 from rag_pipeline.assets.documents import documents
@@ -68,7 +69,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         description="Train the adapted model(s) on pairs made from the corpus.")]
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(models[0]), bm25_stats,
-                           build_embeddings_asset(models), build_index_generation_asset(models),
+                           build_embeddings_asset(models), build_ann_index_asset(models),
+                           build_index_generation_asset(models),
                            build_retrieval_eval_asset(models)]
                           + ([adapted] if adapted is not None else []),
                           corpus_freshness=corpus_freshness),

@@ -26,7 +26,8 @@ def test_asset_keys_partitions_and_checks():
     # One asset per table: these are exactly the DuckDB views an index holds.
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-        "embeddings", "index_generation", "eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
+        "embeddings", "ann_index", "index_generation", "eval_ranks", "eval_summary", "eval_paired",
+        "eval_sweep",
         "eval_gold_errors", "eval_gate_cv"}
     assert graph.get(dg.AssetKey("documents")).partitions_def is None
     assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
@@ -37,8 +38,10 @@ def test_asset_keys_partitions_and_checks():
     # Publication depends on every table of the generation (core.index.GENERATION_TABLES).
     assert graph.get(dg.AssetKey("index_generation")).parent_keys == {dg.AssetKey(k) for k in (
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-        "embeddings")}
-    for name in ("embeddings", "index_generation"):
+        "embeddings", "ann_index")}
+    # The ANN index: one graph per embeddings partition, built from its vectors.
+    assert graph.get(dg.AssetKey("ann_index")).parent_keys == {dg.AssetKey("embeddings")}
+    for name in ("embeddings", "ann_index", "index_generation"):
         keys = graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys()
         assert sorted(str(k) for k in keys) == sorted([f"{c}|{m}" for c in CHUNKERS for m in MODELS])
     for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
@@ -72,7 +75,7 @@ def test_groups_owners_tags_and_freshness():
     assert groups == {
         "ingest": {"documents", "chunks"},
         "index": {"bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
-                  "index_generation"},
+                  "ann_index", "index_generation"},
         "evaluation": {"eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
                        "eval_gold_errors", "eval_gate_cv"}}
     policy = graph.get(dg.AssetKey("documents")).freshness_policy
@@ -89,7 +92,7 @@ def test_jobs_schedule_and_sensor():
     assert selected == {
         "documents_job": ["documents"],
         "chunks_job": ["bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms", "chunks"],
-        "embeddings_job": ["embeddings", "index_generation"],
+        "embeddings_job": ["ann_index", "embeddings", "index_generation"],
         "eval_job": ["eval_gate_cv", "eval_gold_errors", "eval_paired", "eval_ranks",
                      "eval_summary", "eval_sweep"]}
     schedule = defs.resolve_schedule_def("nightly_index")

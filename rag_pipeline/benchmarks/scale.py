@@ -1,26 +1,37 @@
-"""Partition load and BM25 ranking at 1x, 10x and 100x the corpus (synthetic copies).
+"""The served partition at 1x, 10x, 100x and 1000x the corpus (synthetic copies): build, disk,
+load, memory, question latency exact vs ANN, recall, BM25 ranking.
 
-Run after ``make index``: ``.venv/bin/python -m rag_pipeline.benchmarks.scale``.
+Run after ``make index``: ``.venv/bin/python -m rag_pipeline.benchmarks.scale --factors 1 10 100 1000``.
 
 Each factor ``f`` writes, into a temporary folder, the served partition's tables repeated ``f``
 times: copy ``i`` prefixes document and chunk ids with ``copy<i>/``, gives each chunk its own
 content hash (so copies are not collapsed as duplicates), nudges the vectors (seeded noise,
 renormalised) and scales the BM25 statistics (``df * f``, ``N * f``, idf recomputed); the
-copies are published as a generation. Then it times, in a fresh process per factor,
-``load_partition`` (wall and CPU seconds: on a shared machine the CPU time is the steadier
-figure) and, over the bundled questions, the BM25 scores and the ranking of the matching rows:
-a full sort of every matching row against the top-k selection the service uses.
+copies' ANN index is built (``core/index/ann_index.py``, timed) and everything is published as
+a generation. Then, in a fresh process per factor, it times ``load_partition`` (wall and CPU
+seconds: on a shared machine the CPU time is the steadier figure) and records the process's
+memory (resident set after the load and its peak), then, over the bundled questions embedded
+once by the model, ranks each on the exact path and on the ANN path (``retrieve`` with the
+production settings, ``dense_path`` forced) for their p50/p99 and the ANN dense top 10's recall
+against the exact one, and times the BM25 scores and the ranking of the matching rows (a full
+sort of every matching row against the top-k selection the service uses). Last, it starts
+``rag-pipeline serve`` on the copies (127.0.0.1) and asks every question over HTTP, one client
+(``--requests``, after a warm-up): p50/p99 of the round trips, the path ``/status`` names and
+the server's resident memory. The last line summarises the largest factor.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.generations import publish
+from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.table_names import (
+    ANN_INDEX,
     BM25_CHUNKS,
     BM25_PARAMS,
     BM25_POSTINGS,
@@ -64,9 +77,24 @@ def _repeat(table: pa.Table, factor: int, id_columns: tuple[str, ...], extra=Non
     return pa.concat_tables(parts).combine_chunks()
 
 
-def write_copies(source: Path, target: Path, chunker: str, model_key: str, factor: int) -> None:
+@dataclass(frozen=True)
+class CopiesBuild:
+    """What writing one factor's copies cost: table writes, the ANN build, bytes on disk."""
+
+    write_s: float
+    ann_s: float
+    disk_bytes: int
+    graph_bytes: int
+
+
+def _disk_bytes(target: Path) -> int:
+    return sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+
+
+def write_copies(source: Path, target: Path, chunker: str, model_key: str, factor: int) -> CopiesBuild:
     """The partition's tables (and the documents) repeated ``factor`` times under ``target``,
-    published there as a generation."""
+    with their ANN index, published there as a generation."""
+    started = time.perf_counter()
     src, dst = Warehouse(source), Warehouse(target)
     by_chunker = {"chunker": chunker}
     versions = {DOCUMENTS: dst.write(DOCUMENTS, _repeat(src.read(DOCUMENTS), factor, ("document_id",)))}
@@ -114,7 +142,11 @@ def write_copies(source: Path, target: Path, chunker: str, model_key: str, facto
     for name in (BM25_CHUNKS, BM25_POSTINGS):
         versions[name] = dst.write(name, _repeat(tables[name], factor, ("chunk_id",)), by_chunker,
                                    inputs=built_from)
+    write_s = time.perf_counter() - started
+    ann = build_ann_index(dst, chunker, model_key, versions[EMBEDDINGS])
+    versions[ANN_INDEX] = ann.version
     publish(dst, chunker, model_key, versions)
+    return CopiesBuild(write_s, ann.seconds, _disk_bytes(target), ann.graph_bytes)
 
 
 def full_sort_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
@@ -123,18 +155,64 @@ def full_sort_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
     return positive[np.lexsort((positive, -scores[positive]))][:depth]
 
 
+def _memory_mb() -> tuple[float, float]:
+    """This process's resident set and its peak (``VmRSS``, ``VmHWM``), in MB."""
+    return _status_mb(os.getpid())
+
+
+def _status_mb(pid: int) -> tuple[float, float]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def _p(values: list[float], q: float) -> float:
+    from rag_pipeline.benchmarks.serve_load import percentile
+
+    return percentile(values, q)
+
+
 def measure(data_dir: Path, chunker: str, model_key: str, depth: int) -> dict:
-    """Runs in a fresh process: load time, then BM25 timings over the bundled questions."""
+    """Runs in a fresh process: load time and memory, exact vs ANN over the bundled questions,
+    then BM25 timings."""
     from rag_pipeline.benchmarks.serve_load import questions
+    from rag_pipeline.core.ann import DensePath, recall_at_k
+    from rag_pipeline.core.embedder import load_embedder
     from rag_pipeline.core.index_store import load_partition
-    from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, bm25_ranking
+    from rag_pipeline.core.project_config import declared_models
+    from rag_pipeline.core.retrieval import (
+        DEFAULT_ANALYZER,
+        QueryVector,
+        RetrievalSettings,
+        Retriever,
+        bm25_ranking,
+        retrieve,
+    )
 
     started, cpu = time.perf_counter(), time.process_time()
     index = load_partition(data_dir, chunker, model_key)
     load_s, load_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    loaded_mb, load_peak_mb = _memory_mb()
+    pool = questions()
+    spec = next(m for m in declared_models() if m.key == model_key)
+    vectors = load_embedder(spec).embed(pool)
+    settings = RetrievalSettings(depth=depth)
+    paths: dict[DensePath, list[float]] = {DensePath.EXACT: [], DensePath.ANN: []}
+    recalls = []
+    for question, vector in zip(pool, vectors, strict=True):
+        query = QueryVector(model_key, vector)
+        for path, times in paths.items():
+            t = time.perf_counter()
+            retrieve(index, query, question, replace(settings, dense_path=path))
+            times.append((time.perf_counter() - t) * 1000)
+        dense = RetrievalSettings(retriever=Retriever.DENSE, depth=10, collapse_duplicates=False)
+        exact = retrieve(index, query, question, replace(dense, dense_path=DensePath.EXACT))
+        ann = retrieve(index, query, question, replace(dense, dense_path=DensePath.ANN))
+        recalls.append(recall_at_k(np.array([h.row for h in ann.hits]),
+                                   np.array([h.row for h in exact.hits])))
     scorer = index.bm25[DEFAULT_ANALYZER]
     score_ms, sort_ms, topk_ms, matching = [], [], [], []
-    for question in questions():
+    for question in pool:
         t = time.perf_counter()
         scores = scorer.scores(question)
         score_ms.append((time.perf_counter() - t) * 1000)
@@ -147,10 +225,63 @@ def measure(data_dir: Path, chunker: str, model_key: str, depth: int) -> dict:
         topk_ms.append((time.perf_counter() - t) * 1000)
         if not np.array_equal(got, expected):
             raise AssertionError(f"top-k ranking differs from the full sort for {question!r}")
+    rss_mb, peak_mb = _memory_mb()
     return {"chunks": len(index), "load_s": load_s, "load_cpu_s": load_cpu_s,
+            "loaded_mb": loaded_mb, "load_peak_mb": load_peak_mb, "rss_mb": rss_mb, "peak_mb": peak_mb,
+            "exact_p50": _p(paths[DensePath.EXACT], 50), "exact_p99": _p(paths[DensePath.EXACT], 99),
+            "ann_p50": _p(paths[DensePath.ANN], 50), "ann_p99": _p(paths[DensePath.ANN], 99),
+            "recall": float(np.mean(recalls)), "worst_recall": float(min(recalls)),
             "score_ms": statistics.median(score_ms),
             "sort_ms": statistics.median(sort_ms), "topk_ms": statistics.median(topk_ms),
             "matching": statistics.median(matching)}
+
+
+@dataclass(frozen=True)
+class HttpRound:
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    errors: int
+    dense_path: str
+    rss_mb: float
+    ready_s: float
+
+
+def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
+              query_backend: str) -> HttpRound:
+    """``rag-pipeline serve --query-backend query_backend`` on ``data_dir``: one client asks
+    ``requests`` questions."""
+    from rag_pipeline.benchmarks import serve_load
+
+    port = serve_load.free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir",
+               str(data_dir), "serve", "--host", serve_load.HOST, "--port", str(port), "--chunker",
+               chunker, "--poll", "5", "--query-backend", query_backend]
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+        try:
+            started = time.perf_counter()
+            serve_load.READY_TIMEOUT_S = ready_timeout
+            serve_load.wait_ready(port, server)
+            ready_s = time.perf_counter() - started
+            status = json.loads(serve_load._get(port, "/status")[1])
+            pool = serve_load.questions()
+            serve_load.run_round(port, 1, 20, 120.0, pool)
+            r = serve_load.run_round(port, 1, requests, 600.0, pool)
+            rss_mb, _ = _status_mb(server.pid)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    if not r.latencies_ms:
+        raise SystemExit(f"no answer over HTTP: {dict(r.errors)}")
+    return HttpRound(_p(r.latencies_ms, 50), _p(r.latencies_ms, 99), len(r.latencies_ms),
+                     sum(r.errors.values()), status["dense_path"], rss_mb, ready_s)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -158,8 +289,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--chunker", default="header")
     parser.add_argument("--model", default=None, help="Model key (default: the first declared).")
-    parser.add_argument("--factors", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument("--factors", type=int, nargs="+", default=[1, 10, 100, 1000])
     parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--requests", type=int, default=300, help="HTTP questions per factor.")
+    parser.add_argument("--ready-timeout", type=float, default=900.0,
+                        help="Seconds a server may take to load before it counts as failed.")
+    parser.add_argument("--query-backend", default="onnxruntime",
+                        choices=["onnxruntime", "openvino", "model"],
+                        help="How the server embeds questions (serve --query-backend).")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     from rag_pipeline.core.project_config import declared_models
@@ -168,23 +305,46 @@ def main(argv: list[str] | None = None) -> None:
     if args.measure is not None:
         print(json.dumps(measure(args.measure, args.chunker, model_key, args.depth)))
         return
-    print(f"{'factor':>6s} {'chunks':>8s} {'write s':>8s} {'load s':>8s} {'load cpu s':>10s} "
-          f"{'cpu us/chunk':>12s} "
-          f"{'matching':>9s} {'scores ms':>9s} {'sort ms':>8s} {'top-k ms':>8s}")
+    print(f"{'factor':>6s} {'chunks':>8s} {'write s':>8s} {'ann s':>7s} {'disk GB':>7s} "
+          f"{'graph GB':>8s} {'load s':>7s} {'load cpu':>8s} {'rss GB':>6s} {'peak GB':>7s} "
+          f"{'exact p50/p99':>14s} {'ann p50/p99':>12s} {'R@10':>6s} {'bm25 ms':>7s} "
+          f"{'top-k ms':>8s} {'http p50/p99':>13s} {'path':>5s} {'serve GB':>8s}", flush=True)
+    last = None
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         for factor in args.factors:
             target = Path(tmp) / f"x{factor}"
-            started = time.perf_counter()
-            write_copies(args.data_dir, target, args.chunker, model_key, factor)
-            write_s = time.perf_counter() - started
+            built = write_copies(args.data_dir, target, args.chunker, model_key, factor)
             out = subprocess.run(
                 [sys.executable, "-m", "rag_pipeline.benchmarks.scale", "--chunker", args.chunker,
                  "--model", model_key, "--depth", str(args.depth), "--measure", str(target)],
                 check=True, capture_output=True, text=True).stdout
             m = json.loads(out.strip().splitlines()[-1])
-            print(f"{factor:6d} {m['chunks']:8d} {write_s:8.1f} {m['load_s']:8.2f} {m['load_cpu_s']:10.2f} "
-                  f"{m['load_cpu_s'] / m['chunks'] * 1e6:12.1f} {m['matching']:9.0f} {m['score_ms']:9.2f} "
-                  f"{m['sort_ms']:8.2f} {m['topk_ms']:8.2f}")
+            http = over_http(target, args.chunker, args.requests, args.ready_timeout,
+                             args.query_backend)
+            gb = 1024 ** 3
+            print(f"{factor:5d}x {m['chunks']:8d} {built.write_s:8.1f} {built.ann_s:7.1f} "
+                  f"{built.disk_bytes / gb:7.2f} {built.graph_bytes / gb:8.3f} {m['load_s']:7.2f} "
+                  f"{m['load_cpu_s']:8.2f} {m['rss_mb'] / 1024:6.2f} {m['peak_mb'] / 1024:7.2f} "
+                  f"{m['exact_p50']:6.2f}/{m['exact_p99']:7.2f} {m['ann_p50']:5.2f}/{m['ann_p99']:6.2f} "
+                  f"{m['recall']:6.4f} {m['score_ms']:7.2f} {m['topk_ms']:8.2f} "
+                  f"{http.p50_ms:6.2f}/{http.p99_ms:6.2f} {http.dense_path:>5s} "
+                  f"{http.rss_mb / 1024:8.2f}", flush=True)
+            last = (factor, m, built, http)
+            shutil.rmtree(target)
+    if last is None:
+        return
+    factor, m, built, http = last
+    per_million = 1e6 / m["chunks"]
+    disk, memory = built.disk_bytes / 1024 ** 3 * per_million, http.rss_mb / 1024 * per_million
+    build_min = (built.write_s + built.ann_s) / 60 * per_million
+    print(f"per million chunks (measured at {factor}x): disk {disk:.2f} GB, serving memory "
+          f"{memory:.2f} GB, build (tables + ANN) {build_min:.1f} min; ANN graph build alone "
+          f"{built.ann_s / 60 * per_million:.1f} min")
+    for millions in (10, 100):
+        print(f"on paper, {millions} M chunks: disk {disk * millions:.0f} GB, serving memory "
+              f"{memory * millions:.0f} GB, build {build_min * millions / 60:.1f} h on this machine")
+    print(f"{factor}x: {m['chunks']} chunks, ann recall@10 {m['recall']:.3f}, p50 {http.p50_ms:.1f} ms, "
+          f"p99 {http.p99_ms:.1f} ms, memory {http.rss_mb / 1024:.1f} GB")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from usearch.index import Index
 __all__ = [
     "CONNECTIVITY",
     "CROSSOVER_ROWS",
+    "EXACT_RANKS",
     "EXPANSION_ADD",
     "EXPANSION_SEARCH",
     "SHORTLIST_FACTOR",
@@ -50,7 +51,13 @@ EXPANSION_ADD = 128
 EXPANSION_SEARCH = 128
 """Candidate list while searching (ef); at least the shortlist."""
 SHORTLIST_FACTOR = 10
-"""Rows fetched from the graph per row asked for, then rescored exactly."""
+"""Rows fetched from the graph per row that must be right, then rescored exactly."""
+EXACT_RANKS = 10
+"""The ranks the shortlist is sized for: ``SHORTLIST_FACTOR x min(k, EXACT_RANKS)`` rows (at least
+``k``). The gate, the citations and every refusal signal read the top 10 at most; a deeper dense
+list (fusion's depth of 100) takes its lower ranks from the same shortlist instead of walking the
+graph ten times as far (measured at 1,275 chunks: a shortlist of 1,000 costs 17 ms, of 100
+about 1 ms)."""
 CROSSOVER_ROWS = 30_000
 """Below this many chunks the exact scan serves: it is as fast as the graph walk there and has
 nothing to miss (measured on this machine, README, "Approximate search")."""
@@ -205,11 +212,12 @@ class AnnIndex:
 
     def search(self, vectors: np.ndarray, query: np.ndarray, k: int,
                shortlist_factor: int = SHORTLIST_FACTOR) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` rows closest to ``query`` among the graph's shortlist, closest first (ties
-        by row), with their exact cosine distances from the float32 ``vectors``."""
+        """The ``k`` rows closest to ``query`` among the graph's shortlist (``shortlist_factor x
+        min(k, EXACT_RANKS)`` rows, at least ``k``), closest first (ties by row), with their exact
+        cosine distances from the float32 ``vectors``."""
         if k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        wanted = min(self.rows, max(k * shortlist_factor, k))
+        wanted = min(self.rows, max(min(k, EXACT_RANKS) * shortlist_factor, k))
         codes, _ = quantise(query[None, :], self.scale)
         found = self.graph.search(codes[0], wanted, threads=1)
         rows = np.asarray(found.keys, dtype=np.int64)

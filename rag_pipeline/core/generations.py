@@ -26,6 +26,7 @@ from rag_pipeline.core.index import (
     InconsistentBuildError,
     check_consistent,
 )
+from rag_pipeline.core.index.ann_index import GRAPH_SUFFIX, ann_graph_files
 from rag_pipeline.core.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation", "InconsistentBuildError",
@@ -56,7 +57,7 @@ class Generation:
 
     def missing_tables(self) -> list[str]:
         """Declared tables this generation has no file for (published before they joined)."""
-        return [t.name for t in GENERATION_TABLES if t.name not in self.files]
+        return [t.name for t in GENERATION_TABLES if t.name not in self.files and not t.optional]
 
     def age_seconds(self, now: float | None = None) -> float:
         return generation_age_seconds(self.published_at, now)
@@ -100,8 +101,9 @@ def publish(warehouse: Warehouse, chunker: str, model: str,
     the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
     one already holds exactly these files. Returns the served generation and whether it is new."""
     check_consistent(tables)
-    files = {t.name: tables[t.name].file for t in GENERATION_TABLES}
-    rows = {t.name: tables[t.name].rows for t in GENERATION_TABLES}
+    offered = [t.name for t in GENERATION_TABLES if t.name in tables]
+    files = {name: tables[name].file for name in offered}
+    rows = {name: tables[name].rows for name in offered}
     content = hashlib.sha256("\n".join(f"{t}={f}" for t, f in sorted(files.items())).encode())
     content_id = content.hexdigest()[:8]
     current = current_generation(warehouse, chunker, model)
@@ -126,8 +128,9 @@ class GarbageStats:
 
 def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
                     grace_seconds: float = 600.0) -> GarbageStats:
-    """Deletes table files that no pointer and none of the last ``keep`` generations of any
-    partition name, and temporary files a killed writer left, once older than ``grace_seconds``
+    """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
+    generations of any partition name (a graph is named by its ``ann_index`` file), and
+    temporary files a killed writer left, once older than ``grace_seconds``
     (so a writer between its file and its pointer is never robbed)."""
     referenced: set[str] = set()
     manifests_deleted = 0
@@ -150,13 +153,14 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
             warehouse.delete(rel)
             manifests_deleted += 1
     referenced.update(v.file for v in warehouse.versions())
+    referenced.update(ann_graph_files(warehouse, referenced))
     now = time.time()
     deleted = deleted_bytes = 0
     for info in warehouse.list_files():
         rel = warehouse.relative(info.path)
         if rel.startswith(GENERATIONS) or info.base_name == POINTER_FILE:
             continue
-        is_part = info.base_name.startswith("part-") and info.base_name.endswith(".parquet")
+        is_part = info.base_name.startswith("part-") and info.base_name.endswith((".parquet", GRAPH_SUFFIX))
         is_tmp = info.base_name.startswith(".") and info.base_name.endswith(".tmp")
         if not (is_part or is_tmp) or rel in referenced:
             continue

@@ -21,9 +21,10 @@ from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
+from rag_pipeline.core.index.ann_index import open_ann_index
 from rag_pipeline.core.ingest import Anchor
 from rag_pipeline.core.invariants import vector_matrix
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 
@@ -163,6 +164,12 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         for row in warehouse.read_file(files[DOCUMENTS], columns=[
             "document_id", "title", "path", "format", "anchors", "status"]).to_pylist()
         if row["status"] == "ok"}
+    order = np.fromiter((row_of[c] for c in chunk_ids), np.int64, len(chunk_ids))
+    matrix = vector_matrix(embeddings)
+    # Stored in chunk order (every build writes them so): no reordered copy of the matrix.
+    vectors = matrix if np.array_equal(order, np.arange(len(order))) else np.ascontiguousarray(matrix[order])
+    ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
+    texts = chunks.column("text").to_pylist()
     content_hashes = chunks.column("content_sha256").to_pylist()
     rows_by_content: dict[str, list[int]] = {}
     for row, content_hash in enumerate(content_hashes):
@@ -172,12 +179,13 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         generation=generation.id, published_at=generation.published_at,
         chunk_ids=chunk_ids, document_ids=chunks.column("document_id").to_pylist(),
         sections=chunks.column("section").to_pylist(), contents=chunks.column("content").to_pylist(),
-        texts=chunks.column("text").to_pylist(),
+        texts=texts,
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,
-        vectors=np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]]),
+        vectors=vectors,
         bm25=_bm25_scorers([_read_dictionary_encoded(warehouse, files[name]) for name in BM25_TABLES],
-                           chunker, chunk_ids, chunks.column("text").to_pylist()),
+                           chunker, chunk_ids, texts),
         documents=documents,
         rows_by_content={h: tuple(rows) for h, rows in rows_by_content.items()},
+        ann=ann,
     )

@@ -16,6 +16,7 @@ import pyarrow as pa
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index import generation_table
+from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index_tables import (
     ChunkStats,
     EmbeddingStats,
@@ -26,7 +27,7 @@ from rag_pipeline.core.index_tables import (
 )
 from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import TableVersion, Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 
@@ -47,7 +48,8 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
                     progress: Callable[[int, int], None] | None = None) -> PartitionBuild:
     """Writes every table of the ``strategy x embedder.spec`` generation
     (:data:`rag_pipeline.core.index.GENERATION_TABLES`: the documents, ``strategy``'s chunks
-    with ``settings``, their vectors by ``embedder`` and the BM25 tables) into ``warehouse``,
+    with ``settings``, their vectors by ``embedder``, the BM25 tables and the ANN index over the
+    vectors) into ``warehouse``,
     each in its declared partition and recording the input it was built from, then publishes
     the generation.
 
@@ -75,5 +77,6 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
     versions[EMBEDDINGS] = write(EMBEDDINGS, embeddings, versions[CHUNKS])
     for name, table in bm25_stats_tables(chunks).items():
         versions[name] = write(name, table, versions[CHUNKS])
+    versions[ANN_INDEX] = build_ann_index(warehouse, strategy.value, model, versions[EMBEDDINGS]).version
     publish(warehouse, strategy.value, model, versions)
     return PartitionBuild(chunk_stats, embedding_stats)

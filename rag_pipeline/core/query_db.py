@@ -29,7 +29,7 @@ import pyarrow as pa
 from rag_pipeline.core.generations import current_generations
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.processes import pid_alive
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 
 SOURCES_TABLE = "published_files"
@@ -57,9 +57,11 @@ def published_sources(warehouse: Warehouse) -> dict[str, list[Source]]:
     newest_by_chunker = {}
     for generation in sorted(generations, key=lambda g: g.published_at):
         newest_by_chunker[generation.chunker] = generation
-        sources.setdefault(EMBEDDINGS, []).append(
-            (_partition_json({"chunker": generation.chunker, "model": generation.model}),
-             generation.files[EMBEDDINGS]))
+        for table in (EMBEDDINGS, ANN_INDEX):
+            if table in generation.files:
+                sources.setdefault(table, []).append(
+                    (_partition_json({"chunker": generation.chunker, "model": generation.model}),
+                     generation.files[table]))
     for chunker, generation in newest_by_chunker.items():
         for table in (CHUNKS, *BM25_TABLES):
             sources.setdefault(table, []).append((_partition_json({"chunker": chunker}),

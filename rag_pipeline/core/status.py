@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rag_pipeline.core.ann import CROSSOVER_ROWS, DensePath, choose_path
 from rag_pipeline.core.generations import generation_age_seconds
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.versions import PIPELINE_VERSION
@@ -20,6 +21,9 @@ class PartitionStatus:
     generation: str
     """The served generation (see :mod:`rag_pipeline.core.generations`)."""
     published_at: str
+    dense_path: DensePath = DensePath.EXACT
+    """How questions' dense side is served: the exact scan, or the ANN index the generation
+    publishes (from ``CROSSOVER_ROWS`` chunks on, :func:`rag_pipeline.core.ann.choose_path`)."""
 
     def age_seconds(self, now: float | None = None) -> float:
         return generation_age_seconds(self.published_at, now)
@@ -63,7 +67,9 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
                 if name in present}
 
 
-def index_status(warehouse: Warehouse) -> IndexStatus:
+def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> IndexStatus:
+    """What the published DuckDB file says; ``crossover`` is the size from which a partition
+    with an ANN index is served by it."""
     import duckdb
 
     if not warehouse.db_path.is_file():
@@ -81,6 +87,8 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
         chunk_counts = dict(con.execute(
             "select chunker, count(*) from chunks group by chunker").fetchall()) \
             if "chunks" in views else {}
+        with_ann = {(c, m) for c, m in con.execute(
+            "select chunker, model from ann_index").fetchall()} if "ann_index" in views else set()
         partitions = []
         if "embeddings" in views:
             for chunker, model, vectors, stale in con.execute(
@@ -88,8 +96,10 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
                     "<> ?) from embeddings group by all order by all",
                     [PIPELINE_VERSION]).fetchall():
                 generation, published_at = served.get((chunker, model), ("", ""))
-                partitions.append(PartitionStatus(chunker, model, chunk_counts.get(chunker, 0),
-                                                  vectors, stale, generation, published_at))
+                chunks = chunk_counts.get(chunker, 0)
+                partitions.append(PartitionStatus(
+                    chunker, model, chunks, vectors, stale, generation, published_at,
+                    choose_path(chunks, (chunker, model) in with_ann, crossover)))
         without_chunks = [(d, tuple(chunkers)) for d, chunkers in con.execute(
             "select d.document_id, list(p.chunker order by p.chunker) "
             "from documents d, (select distinct chunker from chunks) p "

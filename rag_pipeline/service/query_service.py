@@ -24,7 +24,7 @@ from rag_pipeline.core.embedder import QueryPath
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 
 MAX_K = 20
@@ -167,6 +167,10 @@ class QueryService:
             "model": {"key": index.model_key, "name": index.model_name,
                       "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
             "query_path": _query_path(self.embedder),
+            "dense_path": dense_path(index, RetrievalSettings()).value,
+            "ann_index": None if index.ann is None else {
+                "rows": index.ann.rows, "fingerprint": index.ann.fingerprint,
+                "crossover": RetrievalSettings().crossover},
             "chunks": len(index), "vectors": int(index.vectors.shape[0]),
             "documents": len(index.documents),
             "published_at": index.published_at,

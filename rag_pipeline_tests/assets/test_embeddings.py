@@ -74,7 +74,7 @@ def published(tiny_project: TinyProject) -> str:
     assert result.success
     assert check_outcomes(result) == ALL_PASS
     materialised = [e.asset_key.to_user_string() for e in result.get_asset_materialization_events()]
-    assert materialised == ["embeddings", "index_generation"]
+    assert materialised == ["embeddings", "ann_index", "index_generation"]
     generation = current_generation(Warehouse(tiny_project.data_dir), "header", tiny_project.spec.key)
     run = tiny_project.instance.get_run_by_id(result.run_id)
     assert {k: run.tags[k] for k in (CHUNKER_TAG, MODEL_TAG, GENERATION_TAG)} == {
@@ -107,7 +107,7 @@ def test_a_failed_blocking_check_leaves_the_served_generation(
         name: name not in failing for name in ALL_PASS}
     assert {(e.blocking, e.partition) for e in evaluations} == {
         (True, str(tiny_project.embeddings_key()))}
-    # ... so index_generation never runs, and a query before and after gets the same answer
+    # ... so neither ann_index nor index_generation runs, and a query before and after gets the same answer
     # from the same generation.
     materialised = [e.asset_key.to_user_string() for e in result.get_asset_materialization_events()]
     assert materialised == ["embeddings"]

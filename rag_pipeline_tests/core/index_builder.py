@@ -78,7 +78,8 @@ def build_index(root: Path, embedder: TextEmbedder,
 def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Generation:
     """Publishes ``tables`` (flawed copies) in place of the served generation's, as a buggy
     writer would have, each claiming the inputs of the table it replaces; refreshes the DuckDB
-    file. Guards downstream of publishing must still catch the flaw."""
+    file. Guards downstream of publishing must still catch the flaw. An optional table built
+    from a replaced one (the ANN index of replaced vectors) is left out."""
     warehouse = Warehouse(built.data_dir)
     chunker, model = built.index.chunker, built.index.model_key
     versions = {}
@@ -91,6 +92,9 @@ def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Genera
         elif table == CHUNKS and DOCUMENTS in tables:
             version = warehouse.write(table, warehouse.read_file(version.file), partition,
                                       inputs={DOCUMENTS: versions[DOCUMENTS].file})
+        elif declared.optional and version.inputs.get(declared.built_from) != \
+                versions[declared.built_from].file:
+            continue  # the ANN index of replaced vectors: the planted generation has none
         versions[table] = version
     generation, _ = publish(warehouse, chunker, model, versions)
     publish_query_db(warehouse)

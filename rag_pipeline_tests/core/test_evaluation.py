@@ -307,20 +307,22 @@ def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltInd
         [], None, [], [])
     assert [(s.retriever, s.style, s.recall[20], s.destroyed) for s in report.summary] == [
         ("bm25", "all", 0.5, 1), ("bm25", "question", 0.5, 1), ("bm25", "ticket", 0.5, 1)]
-    assert report.ann == []  # no ANN index: nothing to compare
 
 
 def test_evaluate_reports_the_ann_path_against_the_exact_one(small_chunks: BuiltIndex,
                                                              hashed_embedder: HashedEmbedder):
     queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
-    index = replace(small_chunks.index, ann=AnnIndex.build(small_chunks.index.vectors, threads=1))
-    report = evaluate({"header": index}, hashed_embedder, queries, OOD, errors,
+    assert small_chunks.index.ann is not None  # every built partition has its graph
+    report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
                       [RunKey("header", Retriever.BM25)])
     # Every query, gold and out-of-domain, on both paths; on a partition this small the
     # shortlist holds every row, so the paths agree exactly.
     assert report.ann == [AnnCheck("header", len(queries) + len(OOD), 10, 1.0, 1.0,
                                    len(queries) + len(OOD))]
     assert "ann_check" in report.timings
+    without = evaluate({"header": replace(small_chunks.index, ann=None)}, hashed_embedder, queries,
+                       OOD, errors, [RunKey("header", Retriever.BM25)])
+    assert without.ann == [] and "ann_check" not in without.timings
 
 
 @pytest.fixture(scope="module")

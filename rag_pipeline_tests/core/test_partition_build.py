@@ -10,7 +10,7 @@ from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_store import load_partition
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.partition_build import build_partition
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -27,10 +27,15 @@ def test_a_partition_is_built_published_and_loads(tmp_path: Path, hashed_embedde
     index = load_partition(tmp_path / "data", "header", key)
     chunks = warehouse.read(CHUNKS, {"chunker": "header"})
     assert generation is not None
-    assert sorted(generation.files) == sorted([DOCUMENTS, CHUNKS, EMBEDDINGS, *BM25_TABLES])
+    assert sorted(generation.files) == sorted([DOCUMENTS, CHUNKS, EMBEDDINGS, *BM25_TABLES, ANN_INDEX])
     assert len(index) == chunks.num_rows == built.chunks.chunks
     assert progress[-1] == (built.embedding.embedded, built.embedding.embedded)
     # The embeddings and BM25 tables record the chunks file they were built from.
     chunks_file = warehouse.require_version(CHUNKS, {"chunker": "header"}).file
     assert warehouse.require_version(EMBEDDINGS, {"chunker": "header", "model": key}).inputs == {
         CHUNKS: chunks_file}
+    # The ANN index records the embeddings file it was built from, and loads with the partition.
+    embeddings_file = warehouse.require_version(EMBEDDINGS, {"chunker": "header", "model": key}).file
+    assert warehouse.require_version(ANN_INDEX, {"chunker": "header", "model": key}).inputs == {
+        EMBEDDINGS: embeddings_file}
+    assert index.ann is not None and index.ann.rows == len(index)

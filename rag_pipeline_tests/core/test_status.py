@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from rag_pipeline.core.ann import DensePath
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_tables import document_records, documents_table
 from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
@@ -40,6 +41,13 @@ def test_a_fresh_index_has_nothing_stale(built: BuiltIndex):
         ("header", built.index.model_key, 6, 6, 0, built.index.generation)]
     assert 0 <= status.partitions[0].age_seconds() < 600
     assert status.bm25_terms[("header", "plain")] > 0
+    # Six chunks and a graph: under the crossover, so the exact scan serves.
+    assert status.partitions[0].dense_path is DensePath.EXACT
+
+
+def test_a_partition_from_the_crossover_on_is_served_by_its_ann_index(built: BuiltIndex):
+    assert index_status(Warehouse(built.data_dir), crossover=6).partitions[0].dense_path is DensePath.ANN
+    assert index_status(Warehouse(built.data_dir), crossover=7).partitions[0].dense_path is DensePath.EXACT
 
 
 def test_rows_of_an_older_pipeline_or_extractor_are_stale(built: BuiltIndex):

@@ -24,6 +24,10 @@ Adding a table to a generation (an approximate-neighbour index file, say):
    (:func:`rag_pipeline.core.index_store.load_partition`).
 
 Nothing else changes: publication, consistency, currency and the DuckDB views follow.
+
+An ``optional`` table (the ANN index) is published when its latest file was built from the
+input being published and left out otherwise; a generation without it still serves (the
+loader falls back to what the table adds: the exact dense scan).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 
 CHUNKER = "chunker"
@@ -55,11 +59,12 @@ class Scope(Enum):
 @dataclass(frozen=True)
 class GenerationTable:
     """One table of a generation: its name, partition scope and the table it is built from
-    (``None``: built from the corpus itself)."""
+    (``None``: built from the corpus itself); an ``optional`` one may be absent."""
 
     name: str
     scope: Scope
     built_from: str | None
+    optional: bool = False
 
 
 GENERATION_TABLES: tuple[GenerationTable, ...] = (
@@ -67,6 +72,7 @@ GENERATION_TABLES: tuple[GenerationTable, ...] = (
     GenerationTable(CHUNKS, Scope.CHUNKER, DOCUMENTS),
     *(GenerationTable(name, Scope.CHUNKER, CHUNKS) for name in BM25_TABLES),
     GenerationTable(EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS),
+    GenerationTable(ANN_INDEX, Scope.CHUNKER_MODEL, EMBEDDINGS, optional=True),
 )
 
 
@@ -108,11 +114,11 @@ def generation_table(name: str) -> GenerationTable:
 def check_consistent(tables: Mapping[str, BuiltTable]) -> None:
     """Every declared table is offered, and each was built from the file of its input that is
     offered with it; anything else would mix corpus states in one generation."""
-    missing = [t.name for t in GENERATION_TABLES if t.name not in tables]
+    missing = [t.name for t in GENERATION_TABLES if t.name not in tables and not t.optional]
     if missing:
         raise InconsistentBuildError(f"cannot publish without {missing}")
     for table in GENERATION_TABLES:
-        if table.built_from is None:
+        if table.built_from is None or table.name not in tables:
             continue
         built_from = tables[table.name].inputs.get(table.built_from)
         file = tables[table.built_from].file
@@ -124,13 +130,15 @@ def check_consistent(tables: Mapping[str, BuiltTable]) -> None:
 
 
 def stale_tables(warehouse: Warehouse, chunker: str, model: str) -> list[str]:
-    """The declared tables of ``chunker x model`` that are missing, or were built from an input
-    file that is no longer that input's latest version, in declaration order."""
+    """The declared tables of ``chunker x model`` that are missing (an optional one only counts
+    once written), or were built from an input file that is no longer that input's latest
+    version, in declaration order."""
     stale = []
     for table in GENERATION_TABLES:
         version = warehouse.version(table.name, table.scope.partition(chunker, model))
         if version is None:
-            stale.append(table.name)
+            if not table.optional:
+                stale.append(table.name)
             continue
         if table.built_from is not None:
             source = generation_table(table.built_from)
@@ -150,8 +158,12 @@ def latest_tables(warehouse: Warehouse, chunker: str, model: str) -> dict[str, B
     for table in reversed(GENERATION_TABLES):
         partition = table.scope.partition(chunker, model)
         latest = warehouse.version(table.name, partition)
+        if table.optional:
+            if latest is not None:
+                found[table.name] = latest
+            continue
         wanted = {found[t.name].inputs.get(table.name) for t in GENERATION_TABLES
-                  if t.built_from == table.name}
+                  if t.built_from == table.name and t.name in found and not t.optional}
         if len(wanted) > 1:
             raise InconsistentBuildError(f"the tables built from {table.name} were built from "
                                          f"different files: {sorted(map(str, wanted))}")
@@ -164,4 +176,10 @@ def latest_tables(warehouse: Warehouse, chunker: str, model: str) -> dict[str, B
         else:
             rows = warehouse.read_file(file, columns=[]).num_rows
             found[table.name] = TableFile(file=file, rows=rows)
-    return {t.name: found[t.name] for t in GENERATION_TABLES}
+    for table in GENERATION_TABLES:
+        # An optional table built from another file of its input than the one published waits
+        # for its rebuild; it never holds the rest back.
+        if table.optional and table.name in found and \
+                found[table.name].inputs.get(table.built_from) != found[table.built_from].file:
+            del found[table.name]
+    return {t.name: found[t.name] for t in GENERATION_TABLES if t.name in found}

@@ -16,7 +16,7 @@ from rag_pipeline.core.index import (
     latest_tables,
     stale_tables,
 )
-from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline_tests.core.generation_fixtures import write_partition
 
@@ -24,11 +24,11 @@ MODEL = "m@0000abcd"
 
 
 def test_the_declaration_lists_every_table_with_its_scope_and_input():
-    assert [(t.name, t.scope, t.built_from) for t in GENERATION_TABLES] == [
-        (DOCUMENTS, Scope.CORPUS, None), (CHUNKS, Scope.CHUNKER, DOCUMENTS),
-        ("bm25_terms", Scope.CHUNKER, CHUNKS), ("bm25_chunks", Scope.CHUNKER, CHUNKS),
-        ("bm25_postings", Scope.CHUNKER, CHUNKS), ("bm25_params", Scope.CHUNKER, CHUNKS),
-        (EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS)]
+    assert [(t.name, t.scope, t.built_from, t.optional) for t in GENERATION_TABLES] == [
+        (DOCUMENTS, Scope.CORPUS, None, False), (CHUNKS, Scope.CHUNKER, DOCUMENTS, False),
+        ("bm25_terms", Scope.CHUNKER, CHUNKS, False), ("bm25_chunks", Scope.CHUNKER, CHUNKS, False),
+        ("bm25_postings", Scope.CHUNKER, CHUNKS, False), ("bm25_params", Scope.CHUNKER, CHUNKS, False),
+        (EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS, False), (ANN_INDEX, Scope.CHUNKER_MODEL, EMBEDDINGS, True)]
     assert Scope.CHUNKER_MODEL.partition("header", MODEL) == {"chunker": "header", "model": MODEL}
     assert Scope.CHUNKER.partition("header", MODEL) == {"chunker": "header"}
     assert Scope.CORPUS.partition("header", MODEL) == {}
@@ -59,7 +59,8 @@ def test_newer_documents_leave_the_chunks_documents_in_the_generation(tmp_path):
 
 def test_a_missing_or_mixed_table_is_stale_and_cannot_be_published(tmp_path):
     warehouse = Warehouse(tmp_path)
-    assert stale_tables(warehouse, "header", MODEL) == [t.name for t in GENERATION_TABLES]
+    assert stale_tables(warehouse, "header", MODEL) == [t.name for t in GENERATION_TABLES
+                                                        if not t.optional]
     write_partition(warehouse, "header", MODEL, 3)
     # Planted flaw: new chunks and BM25 tables, the embeddings still of the old chunks.
     new = write_partition(warehouse, "header", "other@00000000", 4, tag="b")
@@ -68,3 +69,30 @@ def test_a_missing_or_mixed_table_is_stale_and_cannot_be_published(tmp_path):
     with pytest.raises(InconsistentBuildError, match="the tables built from chunks were built "
                                                      "from different files"):
         latest_tables(warehouse, "header", MODEL)
+
+
+def _ann(warehouse: Warehouse, embeddings_file: str) -> None:
+    warehouse.write(ANN_INDEX, pa.table({"graph": ["g"]}), {"chunker": "header", "model": MODEL},
+                    inputs={EMBEDDINGS: embeddings_file})
+
+
+def test_the_optional_ann_index_joins_only_beside_the_embeddings_it_was_built_from(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    versions = write_partition(warehouse, "header", MODEL, 3)
+    # Never built: the generation publishes without it, and nothing is stale.
+    assert ANN_INDEX not in latest_tables(warehouse, "header", MODEL)
+    assert stale_tables(warehouse, "header", MODEL) == []
+    _ann(warehouse, versions[EMBEDDINGS].file)
+    latest = latest_tables(warehouse, "header", MODEL)
+    assert latest[ANN_INDEX].inputs == {EMBEDDINGS: versions[EMBEDDINGS].file}
+    generation, _ = publish(warehouse, "header", MODEL, latest)
+    assert ANN_INDEX in generation.files and generation.missing_tables() == []
+    # Planted flaw: new embeddings, the graph still of the old ones. It is stale, left out of
+    # the next generation (which serves by the exact scan), and never holds the rest back.
+    warehouse.write(EMBEDDINGS, pa.table({"chunk_id": ["x"]}), {"chunker": "header", "model": MODEL},
+                    inputs={CHUNKS: versions[CHUNKS].file})
+    assert stale_tables(warehouse, "header", MODEL) == [ANN_INDEX]
+    assert ANN_INDEX not in latest_tables(warehouse, "header", MODEL)
+    offered = {**latest_tables(warehouse, "header", MODEL), ANN_INDEX: latest[ANN_INDEX]}
+    with pytest.raises(InconsistentBuildError, match="ann_index was built from embeddings"):
+        publish(warehouse, "header", MODEL, offered)

@@ -1,0 +1,152 @@
+"""The ``ann_index`` table of a chunker x model partition: its HNSW graph file and what the graph
+was built from.
+
+One row per partition: the graph file (``part-<sha256>.usearch``, content-named beside the
+table's Parquet file, immutable), the row count, the vectors' fingerprint, the int8 scale, the
+graph's parameters and the vectors' moments (:class:`rag_pipeline.core.ann.DistanceMoments`),
+written with ``inputs={embeddings: <file>}``, so a generation publishes it only beside the
+embeddings file it was built from (``core/index/tables.py``); a model change is another
+partition and builds another graph. The graph's keys are rows in chunk order, the order the
+served partition's vectors are in (:func:`vectors_in_chunk_order`). On load the graph is opened
+memory-mapped (on an object store it is copied once into a local cache folder first) and checked
+against the generation's vectors: count and fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from rag_pipeline.core.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
+from rag_pipeline.core.invariants import vector_matrix
+from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
+from rag_pipeline.core.warehouse import IndexNotBuiltError, TableVersion, Warehouse
+
+__all__ = ["GRAPH_SUFFIX", "AnnBuild", "ann_graph_files", "build_ann_index", "open_ann_index",
+           "vectors_in_chunk_order"]
+
+GRAPH_SUFFIX = ".usearch"
+CACHE_DIR = "ann_cache"
+"""Under the data folder: graphs copied from an object store, by content name."""
+
+
+def vectors_in_chunk_order(chunk_ids: list[str], embeddings: pa.Table) -> np.ndarray:
+    """The embeddings' vectors as one float32 matrix whose row ``i`` is chunk ``chunk_ids[i]``'s;
+    a chunk without a vector is an error."""
+    row_of = {c: i for i, c in enumerate(embeddings.column("chunk_id").to_pylist())}
+    missing = [c for c in chunk_ids if c not in row_of]
+    if missing:
+        raise IndexNotBuiltError(f"{len(missing)} chunks have no vector (first: {missing[0]}): re-run "
+                                 "`rag-pipeline index`")
+    return np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]])
+
+
+@dataclass(frozen=True)
+class AnnBuild:
+    """What building a partition's graph wrote and measured."""
+
+    version: TableVersion
+    rows: int
+    graph_bytes: int
+    seconds: float
+    reused: bool = False
+    """The partition's graph was already built from these embeddings: nothing was rebuilt (a
+    graph built on several threads is not byte-identical, so rebuilding would publish anew)."""
+
+
+def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> pa.Table:
+    return pa.table({
+        "graph": [graph_file], "rows": pa.array([index.rows], pa.int64()),
+        "fingerprint": [index.fingerprint], "scale": pa.array([index.scale], pa.float64()),
+        "dimension": pa.array([dimension], pa.int32()),
+        "connectivity": pa.array([CONNECTIVITY], pa.int32()),
+        "expansion_add": pa.array([EXPANSION_ADD], pa.int32()),
+        "centroid": pa.array([index.moments.centroid.tolist()], pa.list_(pa.float64())),
+        "gram": pa.array([index.moments.gram.ravel().tolist()], pa.list_(pa.float64())),
+        "build_seconds": pa.array([seconds], pa.float64()),
+    })
+
+
+def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
+                    embeddings: TableVersion, threads: int = 0) -> AnnBuild:
+    """Builds the partition's graph from the embeddings file (rows in the order of the chunks it
+    was built from), writes the graph file and then the ``ann_index`` table; when the latest
+    table was built from this very embeddings file and its graph is there, reuses it.
+
+    Args:
+        warehouse: Where the tables are.
+        chunker: The partition's chunker.
+        model: The partition's model key.
+        embeddings: The embeddings version to index (its ``inputs`` name the chunks file).
+        threads: Build threads (0: every core).
+    """
+    partition = {"chunker": chunker, "model": model}
+    previous = warehouse.version(ANN_INDEX, partition)
+    if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
+        row = warehouse.read_file(previous.file, columns=["graph", "rows"]).to_pylist()[0]
+        size = warehouse.get_file_size(row["graph"])
+        if size is not None:
+            return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
+    chunks_file = embeddings.inputs.get(CHUNKS)
+    if chunks_file is None:
+        raise IndexNotBuiltError(f"embeddings {embeddings.file} do not name the chunks they were "
+                                 "built from: re-run `rag-pipeline index`")
+    chunk_ids = warehouse.read_file(chunks_file, columns=["chunk_id"]).column("chunk_id").to_pylist()
+    vectors = vectors_in_chunk_order(chunk_ids, warehouse.read_file(embeddings.file,
+                                                                     columns=["chunk_id", "vector"]))
+    started = time.perf_counter()
+    index = AnnIndex.build(vectors, threads=threads)
+    seconds = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(prefix="ann-") as tmp:
+        path = Path(tmp) / f"graph{GRAPH_SUFFIX}"
+        index.save(path)
+        raw = path.read_bytes()
+    graph_file = (f"{warehouse.partition_dir(ANN_INDEX, partition)}/part-"
+                  f"{hashlib.sha256(raw).hexdigest()[:16]}{GRAPH_SUFFIX}")
+    if warehouse.get_file_size(graph_file) != len(raw):
+        warehouse.put_bytes(graph_file, raw)
+    version = warehouse.write(ANN_INDEX, _table(graph_file, index, vectors.shape[1], seconds), partition,
+                              inputs={EMBEDDINGS: embeddings.file})
+    return AnnBuild(version, index.rows, len(raw), seconds)
+
+
+def _local_graph(warehouse: Warehouse, graph_file: str) -> Path:
+    """A local path of the graph: the file itself, or its copy in the cache folder."""
+    if warehouse.local:
+        return Path(warehouse.full_path(graph_file))
+    cached = warehouse.data_dir / CACHE_DIR / Path(graph_file).name
+    if not cached.is_file():
+        raw = warehouse.get_bytes(graph_file)
+        if raw is None:
+            raise FileNotFoundError(graph_file)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f".{cached.name}.tmp")
+        tmp.write_bytes(raw)
+        tmp.replace(cached)
+    return cached
+
+
+def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -> AnnIndex:
+    """The generation's graph, memory-mapped and checked against the partition's ``vectors``
+    (:class:`rag_pipeline.core.ann.AnnMismatchError` when it was built from others)."""
+    row = warehouse.read_file(table_file).to_pylist()[0]
+    width = int(row["dimension"])
+    moments = DistanceMoments(np.asarray(row["centroid"], np.float64),
+                              np.asarray(row["gram"], np.float64).reshape(width, width))
+    index = AnnIndex.open(_local_graph(warehouse, row["graph"]), scale=float(row["scale"]),
+                          rows=int(row["rows"]), fingerprint=row["fingerprint"], moments=moments)
+    index.check_serves(vectors)
+    return index
+
+
+def ann_graph_files(warehouse: Warehouse, table_files: set[str]) -> set[str]:
+    """The graph files named by those of ``table_files`` that are ``ann_index`` files (what
+    garbage collection must keep beside them)."""
+    return {warehouse.read_file(f, columns=["graph"]).column("graph")[0].as_py()
+            for f in table_files if f.startswith(f"{ANN_INDEX}/")}

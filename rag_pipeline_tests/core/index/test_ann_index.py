@@ -1,0 +1,118 @@
+"""Tests for ``rag_pipeline.core.index.ann_index``: the graph file and its table, built from a
+partition's embeddings in chunk order, checked against the served vectors on load, and kept or
+collected with the generations that name it."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.ann import AnnMismatchError
+from rag_pipeline.core.generations import collect_garbage, current_generation, publish
+from rag_pipeline.core.index import latest_tables
+from rag_pipeline.core.index.ann_index import build_ann_index, open_ann_index, vectors_in_chunk_order
+from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
+from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, topic_docs
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> BuiltIndex:
+    return build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+
+
+def _partition(built: BuiltIndex) -> dict[str, str]:
+    return {"chunker": built.index.chunker, "model": built.index.model_key}
+
+
+def test_the_table_names_its_graph_and_the_vectors(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    version = warehouse.require_version(ANN_INDEX, _partition(built))
+    row = warehouse.read_file(version.file).to_pylist()[0]
+    assert row["graph"].startswith(f"ann_index/chunker=header/model={built.index.model_key}/part-")
+    assert row["graph"].endswith(".usearch")
+    assert Path(warehouse.full_path(row["graph"])).is_file()
+    assert (row["rows"], row["dimension"], row["connectivity"], row["expansion_add"]) == (240, 384, 16, 128)
+    assert row["fingerprint"] == built.index.ann.fingerprint
+    assert len(row["centroid"]) == 384 and len(row["gram"]) == 384 * 384
+    assert version.inputs == {EMBEDDINGS: warehouse.require_version(EMBEDDINGS, _partition(built)).file}
+
+
+def test_the_graphs_rows_are_the_served_partitions_rows(built: BuiltIndex):
+    index = built.index
+    for row in (0, 17, 239):
+        rows, distances = index.ann.search(index.vectors, index.vectors[row], 1)
+        assert rows.tolist() == [row]
+        assert distances[0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_vectors_follow_the_chunk_order_not_the_table_order():
+    embeddings = pa.table({"chunk_id": ["b", "a"], "vector": pa.FixedSizeListArray.from_arrays(
+        pa.array([0.0, 1.0, 1.0, 0.0], pa.float32()), 2)})
+    np.testing.assert_array_equal(vectors_in_chunk_order(["a", "b"], embeddings), [[1, 0], [0, 1]])
+    with pytest.raises(IndexNotBuiltError, match="1 chunks have no vector"):
+        vectors_in_chunk_order(["a", "c"], embeddings)
+
+
+def test_a_graph_of_other_vectors_is_refused_on_load(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    file = warehouse.require_version(ANN_INDEX, _partition(built)).file
+    # Planted flaw: the served vectors in another row order (same count): the fingerprint differs.
+    with pytest.raises(AnnMismatchError, match="rebuild the index"):
+        open_ann_index(warehouse, file, built.index.vectors[::-1])
+    with pytest.raises(AnnMismatchError, match="holds 240 vectors, the partition 239"):
+        open_ann_index(warehouse, file, built.index.vectors[:-1])
+
+
+def test_a_generation_without_the_graph_serves_by_the_scan(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    tables = latest_tables(warehouse, "header", built.index.model_key)
+    del tables[ANN_INDEX]
+    generation, is_new = publish(warehouse, "header", built.index.model_key, tables)
+    assert is_new and ANN_INDEX not in generation.files
+    assert load_partition(built.data_dir, "header", built.index.model_key).ann is None
+
+
+def test_garbage_collection_keeps_served_graphs_and_deletes_orphans(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    generation = current_generation(warehouse, "header", built.index.model_key)
+    served = warehouse.read_file(generation.files[ANN_INDEX]).column("graph")[0].as_py()
+    # Planted flaw: a graph no table names (a writer killed between graph and table).
+    orphan = f"{ANN_INDEX}/chunker=header/model={built.index.model_key}/part-0000000000000000.usearch"
+    warehouse.put_bytes(orphan, b"not a graph")
+    old = time.time() - 3600
+    for rel in (orphan, served):
+        os.utime(warehouse.full_path(rel), (old, old))
+    stats = collect_garbage(warehouse)
+    assert stats.files_deleted == 1
+    assert warehouse.get_file_size(orphan) is None
+    assert warehouse.get_file_size(served) is not None
+
+
+def test_building_needs_the_chunks_the_embeddings_name(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    embeddings = warehouse.require_version(EMBEDDINGS, _partition(built))
+    # Planted flaw: a pointer (of vectors not indexed yet) that does not say which chunks they
+    # were built from.
+    unnamed = replace(embeddings, file=embeddings.file.replace("part-", "part-0"), inputs={})
+    with pytest.raises(IndexNotBuiltError, match="do not name the chunks"):
+        build_ann_index(warehouse, "header", built.index.model_key, unnamed)
+    assert embeddings.inputs[CHUNKS] == warehouse.require_version(CHUNKS, {"chunker": "header"}).file
+
+
+def test_a_graph_built_from_the_same_embeddings_is_reused(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    embeddings = warehouse.require_version(EMBEDDINGS, _partition(built))
+    before = warehouse.require_version(ANN_INDEX, _partition(built))
+    again = build_ann_index(warehouse, "header", built.index.model_key, embeddings)
+    assert again.reused and again.version == before and again.rows == 240
+    assert again.graph_bytes == warehouse.get_file_size(
+        warehouse.read_file(before.file).column("graph")[0].as_py())
