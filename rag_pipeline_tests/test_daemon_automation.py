@@ -37,6 +37,7 @@ MODEL = "all-MiniLM-L6-v2@53aa5117"
 CONFIG = f"""
 [index]
 chunkers = {list(CHUNKERS)!r}
+profile = "evaluation"
 
 [[models]]
 name = "all-MiniLM-L6-v2"

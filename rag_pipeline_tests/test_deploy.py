@@ -220,7 +220,10 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
     env = {**os.environ, **services, "DAGSTER_HOME": str(home),
            "DAGSTER_MAX_CONCURRENT_RUNS": "3", "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "RAG_PIPELINE_DATA_DIR": str(tmp_path / "worker"),
-           "RAG_PIPELINE_CORPUS": str(corpus)}
+           "RAG_PIPELINE_CORPUS": str(corpus),
+           # A user's corpus builds the production profile (header only); this test compares
+           # two chunkers of the project's evaluation profile.
+           "RAG_PIPELINE_PROFILE": "evaluation"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     location = services["RAG_PIPELINE_WAREHOUSE"]
