@@ -24,6 +24,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["ClientLimits", "guarded_protocol"]
 
+LINGER_SECONDS = 1.0
+"""How long a refused connection is drained after its reply before it is closed."""
+
 
 @dataclass(frozen=True)
 class ClientLimits:
@@ -61,6 +64,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._address = self.client[0] if self.client else ""
+            self._refused = False
             self._in_head = True
             self._head_bytes = 0
             self._deadline: asyncio.TimerHandle | None = None
@@ -87,11 +91,25 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self._refuse(b"408 Request Timeout",
                              f"request head not received within {limits.head_seconds:g} s")
 
-        def _refuse(self, status: bytes, message: str) -> None:
+        def _refuse(self, status: bytes, message: str, drain: bool = True) -> None:
+            """Answers ``status`` and ends the connection: the reply, then a half-close (FIN),
+            then for ``LINGER_SECONDS`` whatever the client still sends is read and dropped
+            (``drain``; closing with unread bytes sends a reset that can destroy the reply) or
+            not read at all (a client sending a huge head: it is blocked at once), then the
+            socket closes. The connection no longer counts against ``limit_concurrency``."""
             self._in_head = False
+            self._refused = True
             self._disarm()
-            if not self.transport.is_closing():
-                self.transport.write(_response(status, message))
+            self.connections.discard(self)
+            if self.transport.is_closing():
+                return
+            if not drain:
+                self.transport.pause_reading()
+            self.transport.write(_response(status, message))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self._deadline = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            else:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -104,14 +122,14 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self.transport.is_closing():
+            if self._refused or self.transport.is_closing():
                 return
             if self._in_head:
                 self._head_bytes += len(data)
             super().data_received(data)
             if self._in_head and self._head_bytes > limits.max_head_bytes:
                 self._refuse(b"431 Request Header Fields Too Large",
-                             f"request head over {limits.max_head_bytes} bytes")
+                             f"request head over {limits.max_head_bytes} bytes", drain=False)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
