@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import dagster as dg
 
+RETRY_CRON = "*/5 * * * *"
+"""The sensor's back-off for a partition whose last run failed: at most one retry per five
+minutes (``rag-pipeline index`` retries at once)."""
+
+
+def retry_failed(cron: str = RETRY_CRON) -> dg.AutomationCondition:
+    """True for a partition whose last run failed (or was killed and marked failed, or was
+    canceled), once per tick of ``cron``: the back-off between two attempts."""
+    return (dg.AutomationCondition.execution_failed()
+            & dg.AutomationCondition.cron_tick_passed(cron)).with_label("retry_failed")
+
 
 def inputs_changed(*, with_deps_requested_now: bool = False) -> dg.AutomationCondition:
     """Like ``eager()``, but a dependency counts as updated only when its data version changed:
-    re-running a step that produced the same table triggers nothing downstream.
+    re-running a step that produced the same table triggers nothing downstream. A partition whose
+    last run failed is requested again after the :func:`retry_failed` back-off.
 
     ``with_deps_requested_now`` also counts a dependency requested on the same tick, for assets
     that share its partitions (the BM25 tables with their chunks): both then go in one run. It is
@@ -22,7 +34,8 @@ def inputs_changed(*, with_deps_requested_now: bool = False) -> dg.AutomationCon
     dep_changed = dg.AutomationCondition.any_deps_match(updated).with_label(
         "any_dep_data_version_changed")
     return (
-        (dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
+        ((dg.AutomationCondition.newly_missing() | dep_changed).since_last_handled()
+         | retry_failed())
         & ~dg.AutomationCondition.any_deps_missing()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
