@@ -1,6 +1,9 @@
-"""Materialisation metadata in Dagster's standard keys, so asset pages show rows and columns."""
+"""Materialisation metadata in Dagster's standard keys, so asset pages show rows and columns,
+and the asset checks that guard a reader."""
 
 from __future__ import annotations
+
+import warnings
 
 import dagster as dg
 import pyarrow as pa
@@ -19,3 +22,15 @@ def table_metadata(version: TableVersion, schema: pa.Schema) -> dict[str, object
         "dagster/column_schema": column_schema(schema),
         "file": version.file,
     }
+
+
+def blocking_checks(asset: str, descriptions: dict[str, str],
+                    partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec]:
+    """Blocking checks of ``asset`` (a failure fails the step, so nothing downstream in the run
+    executes), each with one history per partition (``partitions_def`` on a check spec is
+    marked preview; its warning is silenced here)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return [dg.AssetCheckSpec(name, asset=asset, description=description, blocking=True,
+                                  partitions_def=partitions)
+                for name, description in descriptions.items()]

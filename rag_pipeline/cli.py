@@ -383,15 +383,21 @@ def status(data_dir: Path) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     _echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
-               f"{len(report.stale_documents)} stale")
+               f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
         _echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        _echo(f"  skipped {document_id}: {reason}")
     for document_id in report.stale_documents:
         _echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
         _echo(f"  no chunk {document_id}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        _echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
     _echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6}  "
           f"served generation (age)")
     for p in report.partitions:
@@ -768,6 +774,10 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
               + gate_cv_markdown(report))
         _echo(f"top-distance cut under the refusal budget, over every query: "
               f"{report.budget_cut:.4f}")
+    for a in report.ann:
+        _echo(f"ANN path of {a.chunker} against the exact one, {a.queries} queries: dense "
+              f"recall@{a.k} {a.dense_recall:.4f} (worst {a.worst_recall:.2f}), same sources "
+              f"{a.same_sources} / {a.queries}")
     _echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 

@@ -28,9 +28,9 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.automation import CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB, SENSOR_INTERVAL_SECONDS
-from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.index.plan import index_plan
 from rag_pipeline.core.processes import daemon_pids, pid_alive
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import DOCUMENTS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.index_runs import PID_TAG, IndexRunFailed, first_error
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -237,34 +237,11 @@ def retry_failed(instance: dg.DagsterInstance, defs: dg.Definitions, env: Mappin
 
 def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
                      evaluate: bool = True) -> bool:
-    """Every chunker x model serves the latest chunks, BM25 statistics and vectors, the chunks
-    were cut from the latest documents, and each model's evaluation scored those generations."""
-    documents = warehouse.version(DOCUMENTS)
-    if documents is None:
-        return False
-    served: dict[str, dict[str, str]] = {}
-    for chunker in chunkers:
-        chunks = warehouse.version(CHUNKS, {"chunker": chunker})
-        if chunks is None or chunks.inputs.get(DOCUMENTS) != documents.file:
-            return False
-        for model in models:
-            generation = current_generation(warehouse, chunker, model)
-            embeddings = warehouse.version(EMBEDDINGS, {"chunker": chunker, "model": model})
-            if generation is None or embeddings is None:
-                return False
-            latest = {CHUNKS: chunks.file, EMBEDDINGS: embeddings.file}
-            for name in BM25_TABLES:
-                version = warehouse.version(name, {"chunker": chunker})
-                latest[name] = version.file if version else ""
-            if any(generation.files[t] != f for t, f in latest.items()):
-                return False
-            served.setdefault(model, {})[chunker] = generation.id
-    if evaluate:
-        for model in models:
-            summary = warehouse.version("eval_summary", {"model": model})
-            if summary is None or summary.inputs != served.get(model, {}):
-                return False
-    return True
+    """The documents are written and nothing is due (:func:`rag_pipeline.core.index.plan.index_plan`):
+    every chunker x model serves the latest version of each of its generation's tables, none
+    built from an input that has moved on, and each model's evaluation scored those generations."""
+    return warehouse.version(DOCUMENTS) is not None and not index_plan(
+        warehouse, chunkers, models, evaluate)
 
 
 @dataclass

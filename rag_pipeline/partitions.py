@@ -7,12 +7,13 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from rag_pipeline.core.index import CHUNKER, MODEL, Scope
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.project_config import declared_chunkers, load_config
 from rag_pipeline.project_paths import config_path
 
-CHUNKER = "chunker"
-MODEL = "model"
+__all__ = ["CHUNKER", "MODEL", "chunker_partitions", "embedding_partitions", "model_partitions",
+           "one_dimension_of", "scope_mapping"]
 
 chunker_partitions = dg.StaticPartitionsDefinition(
     [s.value for s in declared_chunkers(load_config(config_path()))])
@@ -37,3 +38,13 @@ def one_dimension_of(dimension: str) -> dg.PartitionMapping:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name=dimension)
+
+
+def scope_mapping(scope: Scope) -> dg.PartitionMapping | None:
+    """How a chunker x model partition maps to a generation table of ``scope``: the whole
+    unpartitioned table, the chunker's partition, or the same partition (``None``: identity)."""
+    if scope == Scope.CORPUS:
+        return None
+    if scope == Scope.CHUNKER:
+        return one_dimension_of(CHUNKER)
+    return None

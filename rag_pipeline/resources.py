@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
+from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.warehouse import Warehouse
 
 
@@ -81,3 +81,14 @@ class EvalSets(dg.ConfigurableResource):
 
     gold_path: str
     ood_path: str
+
+
+class ReportSite(dg.ConfigurableResource):
+    """Where ``rag-pipeline serve`` is reachable for people using the Dagster UI: the
+    evaluation's ``report_url`` links to ``<base_url>/reports/<model key>``, which serve
+    answers with the report the evaluation wrote."""
+
+    base_url: str = "http://127.0.0.1:8000"
+
+    def report_url(self, model_key: str) -> str:
+        return f"{self.base_url.rstrip('/')}/reports/{model_key}"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -24,30 +26,57 @@ def test_asset_keys_partitions_and_checks():
     # One asset per table: these are exactly the DuckDB views an index holds.
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-        "embeddings", "eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
+        "embeddings", "index_generation", "eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
         "eval_gold_errors", "eval_gate_cv"}
     assert graph.get(dg.AssetKey("documents")).partitions_def is None
     assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
     for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == CHUNKERS
         assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey("chunks")}
-    assert graph.get(dg.AssetKey("embeddings")).parent_keys == {dg.AssetKey(k) for k in (
-        "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
-    embedding_keys = graph.get(dg.AssetKey("embeddings")).partitions_def.get_partition_keys()
-    assert sorted(str(k) for k in embedding_keys) == sorted([
-        f"{c}|{m}" for c in CHUNKERS for m in MODELS])
+    assert graph.get(dg.AssetKey("embeddings")).parent_keys == {dg.AssetKey("chunks")}
+    # Publication depends on every table of the generation (core.index.GENERATION_TABLES).
+    assert graph.get(dg.AssetKey("index_generation")).parent_keys == {dg.AssetKey(k) for k in (
+        "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
+        "embeddings")}
+    for name in ("embeddings", "index_generation"):
+        keys = graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys()
+        assert sorted(str(k) for k in keys) == sorted([f"{c}|{m}" for c in CHUNKERS for m in MODELS])
     for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                  "eval_gate_cv"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == MODELS
-        # The evaluation reads published generations (documents included), so it depends on
-        # the tables that publish them, not on documents directly.
-        assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey(k) for k in (
-            "embeddings", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params")}
+        # The evaluation reads published generations, so it depends on their publication.
+        assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey("index_generation")}
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
                       ("embeddings", "one_model_per_partition"),
                       ("embeddings", "vectors_match_model")}
+    # Every check protects a reader: blocking, described, with a history per partition.
+    for key in graph.asset_check_keys:
+        spec = graph.get_check_spec(key)
+        assert spec.blocking and spec.description
+        assert spec.partitions_def == graph.get(key.asset_key).partitions_def
+
+
+def test_groups_owners_tags_and_freshness():
+    graph = defs.resolve_asset_graph()
+    groups: dict[str, set[str]] = {}
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        groups.setdefault(node.group_name, set()).add(key.to_user_string())
+        assert node.owners == ["team:rag-pipeline"]
+        assert node.tags["stage"] == node.group_name
+        # No automation condition: Dagster would start its default sensor, whose runs
+        # belong to no job.
+        assert node.automation_condition is None
+    assert groups == {
+        "ingest": {"documents", "chunks"},
+        "index": {"bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
+                  "index_generation"},
+        "evaluation": {"eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
+                       "eval_gold_errors", "eval_gate_cv"}}
+    policy = graph.get(dg.AssetKey("documents")).freshness_policy
+    assert policy == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=25))
 
 
 def test_jobs_schedule_and_sensor():
@@ -60,12 +89,15 @@ def test_jobs_schedule_and_sensor():
     assert selected == {
         "documents_job": ["documents"],
         "chunks_job": ["bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms", "chunks"],
-        "embeddings_job": ["embeddings"],
+        "embeddings_job": ["embeddings", "index_generation"],
         "eval_job": ["eval_gate_cv", "eval_gold_errors", "eval_paired", "eval_ranks",
                      "eval_summary", "eval_sweep"]}
     schedule = defs.resolve_schedule_def("nightly_index")
     assert (schedule.cron_schedule, schedule.job_name) == ("0 2 * * *", "documents_job")
-    assert defs.resolve_sensor_def("index_automation").name == "index_automation"
+    sensor = defs.resolve_sensor_def("index_automation")
+    assert sorted(t.job_name for t in sensor.targets) == [
+        "chunks_job", "documents_job", "embeddings_job", "eval_job"]
+    assert sensor.minimum_interval_seconds == 5
 
 
 @pytest.mark.slow
@@ -75,5 +107,22 @@ def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
         [str(Path(sys.executable).parent / "dagster"), "definitions", "validate", "-w",
          "workspace.yaml"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Validation successful for code location rag_pipeline.definitions" in (
+    assert "Validation successful for code location rag_pipeline" in (
         result.stdout + result.stderr)
+
+
+def test_the_run_queue_lets_as_many_model_runs_as_the_cores_allow(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    # 2 cores, torch threads = every core per run: one model-loading run at a time, and a
+    # chunking run beside it.
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        queue = instance.get_concurrency_config().run_queue_config
+    assert queue.max_concurrent_runs == 2
+    assert queue.tag_concurrency_limits == [{"key": "rag_pipeline/compute", "value": "model",
+                                             "limit": 1}]
+    tagged = {name: defs.resolve_job_def(name).tags.get("rag_pipeline/compute")
+              for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}
+    assert tagged == {"documents_job": None, "chunks_job": None, "embeddings_job": "model",
+                      "eval_job": "model"}

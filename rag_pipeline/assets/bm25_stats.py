@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 from dagster import AssetExecutionContext
 
 from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.automation_conditions import inputs_changed
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.bm25 import K1, B
 from rag_pipeline.core.index_tables import bm25_stats_tables
@@ -37,8 +36,7 @@ def _rows_per_analyzer(table: pa.Table) -> dict[str, int]:
 
 @dg.multi_asset(
     specs=[dg.AssetSpec(name, deps=["chunks"], partitions_def=chunker_partitions,
-                        description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"},
-                        automation_condition=inputs_changed(with_deps_requested_now=True))
+                        description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"})
            for name in BM25_TABLES],
     partitions_def=chunker_partitions,
     can_subset=False,

@@ -7,8 +7,7 @@ import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
-from rag_pipeline.asset_metadata import table_metadata
-from rag_pipeline.automation_conditions import inputs_changed
+from rag_pipeline.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.index_tables import chunks_table, document_records
 from rag_pipeline.core.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
@@ -19,7 +18,13 @@ from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline.partitions import CHUNKER, chunker_partitions
 from rag_pipeline.resources import IndexStorage
 
-CHECKS = ("offsets_slice_exactly", "chunk_ids_unique", "covers_every_character")
+CHECKS = {
+    "offsets_slice_exactly": "Every chunk's `content` is exactly canonical_text[from:to] of its "
+                             "document: citations quote the source. Blocking.",
+    "chunk_ids_unique": "No two chunks share a chunk_id. Blocking.",
+    "covers_every_character": "Every non-blank character of every ok document outside its "
+                              "heading lines is in some chunk: nothing is dropped. Blocking.",
+}
 
 
 def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
@@ -28,8 +33,7 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
     @dg.asset(
         partitions_def=chunker_partitions,
         deps=["documents"],
-        check_specs=[dg.AssetCheckSpec(name, asset="chunks") for name in CHECKS],
-        automation_condition=inputs_changed(),
+        check_specs=blocking_checks(CHUNKS, CHECKS, chunker_partitions),
         description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
                     "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
         kinds={"parquet", "duckdb"},
@@ -54,7 +58,11 @@ def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
             context.log.warning(escape_controls(
                 f"{strategy.value}: {len(stats.without_chunks)} ok document(s) yield no chunk: "
                 f"{', '.join(stats.without_chunks)}"))
-        yield dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+        # The documents' digest is part of the data version: a change to the documents that
+        # leaves every chunk as it was (a moved corpus: new paths) still reaches the embeddings
+        # step, which reuses every vector and publishes a generation with the new documents.
+        data_version = dg.DataVersion(f"{version.digest}+{documents_version.digest}")
+        yield dg.MaterializeResult(data_version=data_version, metadata={
             **table_metadata(version, table.schema),
             "chunks": stats.chunks,
             "truncated": stats.truncated,

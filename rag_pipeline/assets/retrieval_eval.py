@@ -9,8 +9,9 @@ from pathlib import Path
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.automation_conditions import inputs_changed_and_all_current
-from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html
+from rag_pipeline.asset_metadata import table_metadata
+from rag_pipeline.assets.index_generation import INDEX_GENERATION
+from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html, report_path
 from rag_pipeline.core.eval_run import run_eval
 from rag_pipeline.core.eval_tables import (
     gate_cv_markdown,
@@ -27,9 +28,9 @@ from rag_pipeline.core.eval_tables import (
 )
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.table_names import BM25_TABLES
 from rag_pipeline.partitions import MODEL, model_partitions, one_dimension_of
-from rag_pipeline.resources import EvalSets, IndexStorage
+from rag_pipeline.resources import EvalSets, IndexStorage, ReportSite
+from rag_pipeline.run_tags import GENERATION_TAG, MODEL_TAG, tag_run
 
 EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                "eval_gate_cv")
@@ -38,8 +39,7 @@ EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_
 def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
     by_key = {m.key: m for m in models}
     partitions = model_partitions(models)
-    deps = [dg.AssetDep("embeddings", partition_mapping=one_dimension_of(MODEL)),
-            *(dg.AssetDep(name, partition_mapping=dg.AllPartitionMapping()) for name in BM25_TABLES)]
+    deps = [dg.AssetDep(INDEX_GENERATION, partition_mapping=one_dimension_of(MODEL))]
     descriptions = {
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
                       "retriever (null: not in the top 100).",
@@ -59,13 +59,13 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
 
     @dg.multi_asset(
         specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
-                            description=descriptions[name], kinds={"parquet", "duckdb"},
-                            automation_condition=inputs_changed_and_all_current())
+                            description=descriptions[name], kinds={"parquet", "duckdb"})
                for name in EVAL_TABLES],
         partitions_def=partitions,
         can_subset=False,
     )
-    def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets):
+    def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets,
+                       report_site: ReportSite):
         spec = by_key[context.partition_key]
         warehouse = storage.warehouse()
         report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
@@ -75,51 +75,60 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
                   "eval_gold_errors": gold_errors_table(report),
                   "eval_gate_cv": gate_cv_table(report)}
-        for name in EVAL_TABLES:
-            warehouse.write(name, tables[name], partition, inputs=report.generations)
+        tag_run(context, {MODEL_TAG: spec.key, GENERATION_TAG: ",".join(
+            f"{chunker}={generation}" for chunker, generation in sorted(report.generations.items()))})
+        written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
+                   for name in EVAL_TABLES}
         publish_query_db(warehouse)
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
-        chart_path = Path(storage.data_dir) / "eval" / "runs" / spec.key / "refusal_sweep.png"
+        report_file = report_path(Path(storage.data_dir), spec.key)
+        chart_path = report_file.parent / "refusal_sweep.png"
         chart_path.parent.mkdir(parents=True, exist_ok=True)
         chart_path.write_bytes(png)
-        report_path = chart_path.parent / "report.html"
-        report_path.write_text(report_html(report, spec.key, png), encoding="utf-8")
+        report_file.write_text(report_html(report, spec.key, png), encoding="utf-8")
         headline = headline_rows(report)
-        common = {"queries": report.queries, "ood_queries": report.ood_queries,
+        image = base64.b64encode(png).decode("ascii")
+        chart_md = f"![refusal sweep](data:image/png;base64,{image})"
+
+        def common(name: str) -> dict[str, object]:
+            return {**table_metadata(written[name], tables[name].schema), **shared}
+
+        shared = {"queries": report.queries, "ood_queries": report.ood_queries,
                   "gold_errors": len(report.gold_errors),
                   "generations": dg.MetadataValue.json(report.generations),
                   "eval_seconds": round(report.timings["total"], 2)}
         yield dg.MaterializeResult(asset_key="eval_ranks", metadata={
-            **common, "rows": len(report.ranks)})
+            **common("eval_ranks")})
         yield dg.MaterializeResult(asset_key="eval_summary", metadata={
-            **common,
+            **common("eval_summary"),
             "headline": dg.MetadataValue.table(
                 records=[dg.TableRecord(asdict(row)) for row in headline],
                 schema=dg.TableSchema(columns=[
                     dg.TableColumn(f.name, "float" if f.name == "mrr" else
                                    "int" if f.type in ("int", int) else "string")
                     for f in fields(HeadlineRow)])),
-            "report": dg.MetadataValue.path(str(report_path)),
-            "report_url": dg.MetadataValue.url(report_path.resolve().as_uri()),
-            "summary": dg.MetadataValue.md(summary_markdown(report)),
+            "report": dg.MetadataValue.md(
+                f"{summary_markdown(report)}\n\n**Refusal sweep** (recommended cut "
+                f"{report.recommended_cut}: {report.cut_rule})\n\n{chart_md}"),
+            "report_url": dg.MetadataValue.url(report_site.report_url(spec.key)),
+            "report_file": dg.MetadataValue.path(str(report_file)),
             "destroyed": dg.MetadataValue.json(report.destroyed),
             "gold_error_ids": dg.MetadataValue.json(
                 {e.line_id: e.reason for e in report.gold_errors})})
         yield dg.MaterializeResult(asset_key="eval_paired", metadata={
-            **common, "paired": dg.MetadataValue.md(paired_markdown(report))})
-        image = base64.b64encode(png).decode("ascii")
+            **common("eval_paired"), "paired": dg.MetadataValue.md(paired_markdown(report))})
         yield dg.MaterializeResult(asset_key="eval_sweep", metadata={
-            **common, "recommended_cut": report.recommended_cut, "cut_rule": report.cut_rule,
+            **common("eval_sweep"), "recommended_cut": report.recommended_cut, "cut_rule": report.cut_rule,
             "sweep": dg.MetadataValue.md(sweep_markdown(report)),
             "gate_cross_validated": dg.MetadataValue.md(gate_cv_markdown(report)),
-            "chart": dg.MetadataValue.md(f"![refusal sweep](data:image/png;base64,{image})"),
+            "chart": dg.MetadataValue.md(chart_md),
             "chart_path": dg.MetadataValue.path(str(chart_path))})
         yield dg.MaterializeResult(asset_key="eval_gold_errors", metadata={
-            **common, "rows": len(report.gold_errors)})
+            **common("eval_gold_errors")})
         yield dg.MaterializeResult(asset_key="eval_gate_cv", metadata={
-            **common, "rows": len(report.gate_cv),
+            **common("eval_gate_cv"),
             "gate_cv": dg.MetadataValue.md(gate_cv_markdown(report)) if report.gate_cv else
             "not measured"})
 

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import DocumentRecord, extract_corpus
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     REPORT_STYLES,
@@ -42,6 +41,7 @@ from rag_pipeline.core.evaluation import (
 from rag_pipeline.core.gold import GoldError, GoldQuery, load_gold, validate_gold
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
 from rag_pipeline.core.index_tables import ChunkStats
+from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
 from rag_pipeline.core.markdown_table import markdown_table
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.partition_build import build_partition

@@ -44,8 +44,8 @@ def write_corpus(root: Path) -> None:
 
 def build(data: Path, corpus: Path) -> None:
     from rag_pipeline.core.chunking import ChunkingStrategy
-    from rag_pipeline.core.documents import extract_corpus
     from rag_pipeline.core.embedder import load_embedder
+    from rag_pipeline.core.ingest import extract_corpus
     from rag_pipeline.core.partition_build import build_partition
     from rag_pipeline.core.project_config import declared_models, load_config
     from rag_pipeline.core.warehouse import Warehouse

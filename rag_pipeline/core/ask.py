@@ -13,7 +13,6 @@ from rag_pipeline.core.citations import (
     Citation,
     build_prompt,
     document_url,
-    fragment_for,
     locator_label,
 )
 from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
@@ -25,6 +24,8 @@ from rag_pipeline.core.generation import (
     render_answer,
 )
 from rag_pipeline.core.index_store import PartitionIndex
+from rag_pipeline.core.ingest import format_named
+from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.rerank import Reranker
 from rag_pipeline.core.retrieval import Hit, RetrievalSettings, embed_question, retrieve
@@ -103,11 +104,29 @@ class Answer:
 
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:
     doc = index.documents[index.document_ids[row]]
-    return fragment_for(doc.format, doc.page_starts, int(index.starts[row]), int(index.ends[row]))
+    return format_named(doc.format).fragment(doc.anchors, int(index.starts[row]),
+                                             int(index.ends[row]))
+
+
+QUOTE_ONLY_MIN_WORDS = 6
+"""A text fragment built from the quote alone (the index holds chunks, not whole documents)
+starts with this many words, so that it is less likely to match an earlier sentence."""
+
+
+def _url_fragment(index: PartitionIndex, row: int, base_url: str | None, fragment: str) -> str:
+    """What the citation URL ends with: a text fragment (``#:~:text=``) for a page under
+    ``base_url`` that a browser shows as text, else the format's own fragment."""
+    doc = index.documents[index.document_ids[row]]
+    if not base_url or not format_named(doc.format).links_by_text:
+        return fragment
+    quote = index.contents[row]
+    return text_fragment(quote, 0, len(quote), min_words=QUOTE_ONLY_MIN_WORDS) or fragment
 
 
 def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:
-    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs."""
+    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs.
+    ``fragment`` is the format's locator; with a ``base_url``, the URL of an HTML, Markdown or
+    text page carries a W3C text fragment instead, which browsers open at the quote."""
     citations = []
     for number, hit in enumerate(hits, start=1):
         doc = index.documents[index.document_ids[hit.row]]
@@ -117,7 +136,8 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
             locator_label=locator_label(doc.title, index.sections[hit.row]), fragment=fragment,
             start=int(index.starts[hit.row]), end=int(index.ends[hit.row]),
             quote=index.contents[hit.row], cosine_distance=round(hit.cosine_distance, 6),
-            url=document_url(doc.path, doc.document_id, base_url, fragment),
+            url=document_url(doc.path, doc.document_id, base_url,
+                             _url_fragment(index, hit.row, base_url, fragment)),
             locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
             section=index.sections[hit.row]))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.markdown import heading_spans
+from rag_pipeline.core.ingest.extracted import Section
 
 
 class ChunkingStrategy(StrEnum):
@@ -82,15 +82,6 @@ class ChunkingSettings:
 
 
 @dataclass(frozen=True)
-class Section:
-    """A run of body text between headings; ``title`` is the heading above it."""
-
-    title: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class Chunk:
     """One row of the ``chunks`` table (less the tokenizer columns added later)."""
 
@@ -127,16 +118,13 @@ _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
 
 
-def split_sections(canonical: str, document_title: str) -> list[Section]:
-    """Body spans between heading lines. Text before the first ``## `` heading (the title
-    heading's body, or text with no heading at all) is a section titled by the document."""
-    sections: list[Section] = []
-    title, start = document_title, 0
-    for h_start, h_end, level, h_title in heading_spans(canonical):
-        sections.append(Section(title, start, h_start))
-        title = document_title if level == 1 else h_title
-        start = h_end
-    sections.append(Section(title, start, len(canonical)))
+def body_sections(canonical: str, document_title: str,
+                  sections: Sequence[Section] = ()) -> list[Section]:
+    """The sections chunks are cut from: the extractor's ``sections`` whose body holds a
+    non-blank character, or with no sections the whole text as one section titled by the
+    document. Text outside every section (a heading line) is in no chunk."""
+    if not sections:
+        sections = (Section(document_title, 0, len(canonical)),)
     return [s for s in sections if canonical[s.start:s.end].strip()]
 
 
@@ -240,24 +228,29 @@ def context_header(document_title: str, section_title: str) -> str:
     return f"[{document_title} > {section_title}]"
 
 
-def split_at_pages(sections: Sequence[Section], page_starts: Sequence[int]) -> list[Section]:
-    """Sections cut where a PDF page starts, so no boundary chunk straddles two pages and a
-    ``#page=N`` citation names the only page its quote is on."""
+def split_at(sections: Sequence[Section], cuts: Sequence[int]) -> list[Section]:
+    """Sections cut at each offset in ``cuts`` (where a PDF page starts, say), so no boundary
+    chunk straddles a cut and a ``#page=N`` citation names the only page its quote is on."""
     out = []
     for section in sections:
-        cuts = [p for p in page_starts if section.start < p < section.end]
-        for start, end in zip([section.start, *cuts], [*cuts, section.end], strict=True):
+        inside = [p for p in cuts if section.start < p < section.end]
+        for start, end in zip([section.start, *inside], [*inside, section.end], strict=True):
             out.append(Section(section.title, start, end))
     return out
 
 
 def chunk_document(document_id: str, document_title: str, canonical: str,
                    strategy: ChunkingStrategy, settings: ChunkingSettings | None = None,
-                   page_starts: Sequence[int] = ()) -> list[Chunk]:
-    """Cuts one document with one strategy; chunks come in reading order. With ``page_starts``
-    (PDFs), the boundary strategies never pack paragraphs of two pages into one chunk."""
+                   sections: Sequence[Section] = (), cuts: Sequence[int] = ()) -> list[Chunk]:
+    """Cuts one document with one strategy; chunks come in reading order.
+
+    The boundary strategies cut each of the extractor's ``sections`` (see
+    :func:`body_sections`) on its own, labelled by its title, and never pack text from both
+    sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk. The blind
+    strategies cut the whole text, each window labelled by the section it starts in.
+    """
     settings = settings or ChunkingSettings()
-    sections = split_sections(canonical, document_title)
+    sections = body_sections(canonical, document_title, sections)
     if strategy.blind:
         located = []
         section_starts = [sec.start for sec in sections]
@@ -265,7 +258,7 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
             owner = bisect_right(section_starts, s) - 1
             located.append((sections[owner].title if owner >= 0 else document_title, s, e))
     else:
-        located = [(section.title, s, e) for section in split_at_pages(sections, page_starts)
+        located = [(section.title, s, e) for section in split_at(sections, cuts)
                    for s, e in boundary_spans(canonical, section, settings.target_chars,
                                               settings.hard_max_chars)]
     chunks: list[Chunk] = []
@@ -288,11 +281,13 @@ def offset_errors(canonical: str, chunks: Iterable[Chunk]) -> list[str]:
     return [c.chunk_id for c in chunks if canonical[c.start:c.end] != c.content]
 
 
-def uncovered_characters(canonical: str, spans: Iterable[tuple[int, int]]) -> list[int]:
-    """Positions of non-blank characters outside heading lines that no span covers."""
-    covered = bytearray(len(canonical))
-    for h_start, h_end, _, _ in heading_spans(canonical):
-        covered[h_start:h_end] = b"\x01" * (h_end - h_start)
+def uncovered_characters(canonical: str, spans: Iterable[tuple[int, int]],
+                         sections: Sequence[Section] = ()) -> list[int]:
+    """Positions of non-blank characters inside a section's body (the whole text when there are
+    no sections) that no span covers."""
+    covered = bytearray(b"\x01" * len(canonical)) if sections else bytearray(len(canonical))
+    for section in sections:
+        covered[section.start:section.end] = bytes(section.end - section.start)
     for s, e in spans:
         covered[s:e] = b"\x01" * (e - s)
     return [i for i, ch in enumerate(canonical) if not covered[i] and not ch.isspace()]

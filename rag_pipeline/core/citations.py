@@ -11,7 +11,8 @@ class Citation:
     """Source ``[index]`` of an answer: where the quote is, exactly, and how to open it.
 
     ``quote`` is the chunk's ``content`` and equals ``canonical_text[start:end]`` of the document;
-    ``fragment`` is ``#char=start,end`` (or ``#page=N`` for a PDF page); ``url`` is the document's
+    ``fragment`` is what the document's format makes of the span (``#char=start,end``, or
+    ``#page=N`` for a PDF page: :meth:`DocumentFormat.fragment`); ``url`` is the document's
     location plus the fragment.
     """
 
@@ -27,20 +28,6 @@ class Citation:
     url: str
     locations: tuple[str, ...] = ()
     section: str = ""
-
-
-def page_of(page_starts: tuple[int, ...], offset: int) -> int:
-    """1-based PDF page holding character ``offset`` of the canonical text."""
-    from bisect import bisect_right
-
-    return max(1, bisect_right(page_starts, offset))
-
-
-def fragment_for(document_format: str, page_starts: tuple[int, ...], start: int, end: int) -> str:
-    """``#page=N`` (RFC 8118) for a PDF page, else ``#char=start,end`` (RFC 5147)."""
-    if document_format == "pdf" and page_starts:
-        return f"#page={page_of(page_starts, start)}"
-    return f"#char={start},{end}"
 
 
 def locator_label(document_title: str, section: str) -> str:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.documents import DocumentStatus
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     PRODUCTION_CHUNKER,
@@ -18,6 +17,7 @@ from rag_pipeline.core.evaluation import (
 from rag_pipeline.core.generations import current_generation, current_generations
 from rag_pipeline.core.gold import load_gold, load_ood, validate_gold
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.models import ModelSpec
 from rag_pipeline.core.sentences import partition_sentences
 from rag_pipeline.core.table_names import DOCUMENTS

@@ -144,6 +144,9 @@ def report_json(report: EvalReport) -> dict:
                      "in_total": r.in_total, "in_refused": r.in_refused,
                      "in_correct": r.in_correct, "ood_total": r.ood_total,
                      "ood_bluffs": r.ood_bluffs} for r in report.gate_cv],
+        "ann": [{"chunker": a.chunker, "queries": a.queries, "k": a.k,
+                 f"dense_recall@{a.k}": a.dense_recall, f"worst_recall@{a.k}": a.worst_recall,
+                 "same_sources": a.same_sources} for a in report.ann],
         "timings_s": {k: round(v, 3) for k, v in report.timings.items()},
     }
 

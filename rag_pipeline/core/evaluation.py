@@ -5,6 +5,11 @@ needle, Recall@1/4/8/20 with Wilson 95 % intervals, MRR, and the needles no chun
 ("answers destroyed" by chunking). Paired comparisons count wins and losses on the same queries
 and test the discordant pairs with an exact sign test. The refusal sweep runs the gate over a
 range of cuts, in-domain and out-of-domain.
+
+Every ranking is scored on the exact dense path (the figures, refusal signals included, are the
+exact ones whatever the partition's size); when a partition has an ANN index, the same queries
+are also ranked on the ANN path and its recall against the exact path is reported
+(:class:`AnnCheck`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+import numpy as np
+
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ann import DensePath, recall_at_k
 from rag_pipeline.core.chunking import ChunkingStrategy
 from rag_pipeline.core.fusion import Fusion
 from rag_pipeline.core.gate import MAX_SOURCES, apply_gate
@@ -110,10 +118,11 @@ class RunKey:
         return f"{self.chunker}/{self.retriever_label}"
 
     def settings(self) -> RetrievalSettings:
+        """The run's settings, always on the exact dense path."""
         if self.candidate is not None:
-            return CANDIDATES[self.candidate]
+            return replace(CANDIDATES[self.candidate], dense_path=DensePath.EXACT)
         return RetrievalSettings(retriever=self.retriever, analyzer=self.analyzer,
-                                 collapse_duplicates=self.collapse)
+                                 collapse_duplicates=self.collapse, dense_path=DensePath.EXACT)
 
 
 def beir_candidates() -> dict[str, RetrievalSettings]:
@@ -254,6 +263,43 @@ class EvalReport:
     budget_cut: float | None = None
     """The refusal-budget rule's cut on the top distance, chosen over every query: what the
     cross-validation says to trust, fitted on all the data for production."""
+    ann: list[AnnCheck] = field(default_factory=list)
+    """Per chunker with an ANN index: its path against the exact one on the same queries."""
+
+
+ANN_CHECK_K = 10
+
+
+@dataclass(frozen=True)
+class AnnCheck:
+    """The ANN path against the exact path of one partition, on the same queries (gold and
+    out-of-domain): the dense top ``k`` rows' recall, and how often the production ranking's
+    kept sources (its first ``MAX_SOURCES`` hits) are the same rows in the same order."""
+
+    chunker: str
+    queries: int
+    k: int
+    dense_recall: float
+    worst_recall: float
+    same_sources: int
+
+
+def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector],
+              texts: Sequence[str], settings: RetrievalSettings, k: int = ANN_CHECK_K) -> AnnCheck:
+    """Ranks every query on both paths (``index`` must have an ANN index)."""
+    recalls, same = [], 0
+    dense = replace(settings, retriever=Retriever.DENSE, depth=k, collapse_duplicates=False)
+    for vector, text in zip(vectors, texts, strict=True):
+        exact = retrieve(index, vector, text, replace(dense, dense_path=DensePath.EXACT))
+        approximate = retrieve(index, vector, text, replace(dense, dense_path=DensePath.ANN))
+        recalls.append(recall_at_k(np.array([h.row for h in approximate.hits], np.int64),
+                                   np.array([h.row for h in exact.hits], np.int64)))
+        full_exact = retrieve(index, vector, text, replace(settings, dense_path=DensePath.EXACT))
+        full_ann = retrieve(index, vector, text, replace(settings, dense_path=DensePath.ANN))
+        same += ([h.row for h in full_exact.hits[:MAX_SOURCES]]
+                 == [h.row for h in full_ann.hits[:MAX_SOURCES]])
+    return AnnCheck(chunker, len(recalls), k, float(np.mean(recalls)) if recalls else 1.0,
+                    min(recalls, default=1.0), same)
 
 
 CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "
@@ -504,7 +550,12 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         top = RefusalSignal.TOP_DISTANCE
         production_cut = budget_cut([s[top] for s in in_signals], [s[top] for s in ood_signals])
         timings["gate_cv"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ann = [ann_check(chunker, index, [*query_vectors, *ood_vectors], texts, production.settings())
+           for chunker, index in sorted(indexes.items()) if index.ann is not None]
+    if ann:
+        timings["ann_check"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started
     return EvalReport(len(queries), len(ood), list(gold_errors), destroyed, rank_rows, summary,
                       paired, sweep, recommend_cut(sweep), CUT_RULE, timings,
-                      gate_cv=gate_cv, budget_cut=production_cut)
+                      gate_cv=gate_cv, budget_cut=production_cut, ann=ann)

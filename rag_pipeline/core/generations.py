@@ -1,6 +1,7 @@
 """Published index generations: what readers of a chunker x model partition see.
 
-A generation names the exact files a query needs (documents, chunks, the four BM25 tables and
+A generation names the exact files a query needs, one per table declared in
+:data:`rag_pipeline.core.index.GENERATION_TABLES` (documents, chunks, the four BM25 tables and
 the embeddings), all built from the same corpus state. It is published by one atomic step at
 the end of a build, like a database commit point: the manifest ``<id>.json`` is written first,
 then ``CURRENT.json`` is replaced by a copy of it (locally temp file + rename, on an object store
@@ -19,16 +20,20 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import POINTER_FILE, TableVersion, Warehouse, utc_now
+from rag_pipeline.core.index import (
+    GENERATION_TABLES,
+    BuiltTable,
+    InconsistentBuildError,
+    check_consistent,
+)
+from rag_pipeline.core.warehouse import POINTER_FILE, Warehouse, utc_now
+
+__all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation", "InconsistentBuildError",
+           "collect_garbage", "current_generation", "current_generations",
+           "generation_age_seconds", "generation_dir", "publish"]
 
 GENERATIONS = "_generations"
 CURRENT = "CURRENT.json"
-GENERATION_TABLES = (DOCUMENTS, CHUNKS, *BM25_TABLES, EMBEDDINGS)
-
-
-class InconsistentBuildError(Exception):
-    """The tables offered for a generation were not built from the same inputs."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class Generation:
     @property
     def content_id(self) -> str:
         return self.id.rsplit("-", 1)[-1]
+
+    def missing_tables(self) -> list[str]:
+        """Declared tables this generation has no file for (published before they joined)."""
+        return [t.name for t in GENERATION_TABLES if t.name not in self.files]
 
     def age_seconds(self, now: float | None = None) -> float:
         return generation_age_seconds(self.published_at, now)
@@ -84,29 +93,14 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
     return sorted(found, key=lambda g: (g.chunker, g.model))
 
 
-def check_consistent(versions: Mapping[str, TableVersion]) -> None:
-    """Chunks must be built from the offered documents, BM25 and embeddings from the offered
-    chunks; anything else would mix corpus states in one generation."""
-    missing = [t for t in GENERATION_TABLES if t not in versions]
-    if missing:
-        raise InconsistentBuildError(f"cannot publish without {missing}")
-    expected = {CHUNKS: (DOCUMENTS, versions[DOCUMENTS].file)}
-    expected.update({t: (CHUNKS, versions[CHUNKS].file) for t in (*BM25_TABLES, EMBEDDINGS)})
-    for table, (source, file) in expected.items():
-        built_from = versions[table].inputs.get(source)
-        if built_from != file:
-            raise InconsistentBuildError(
-                f"{table} was built from {source} {built_from or 'unknown'}, not from the "
-                f"{source} being published ({file}): run `rag-pipeline index` to rebuild it")
-
-
 def publish(warehouse: Warehouse, chunker: str, model: str,
-            versions: Mapping[str, TableVersion]) -> tuple[Generation, bool]:
-    """Publishes a generation of these table versions, unless the current one already holds
-    exactly these files. Returns the served generation and whether it is new."""
-    check_consistent(versions)
-    files = {t: versions[t].file for t in GENERATION_TABLES}
-    rows = {t: versions[t].rows for t in GENERATION_TABLES}
+            tables: Mapping[str, BuiltTable]) -> tuple[Generation, bool]:
+    """Publishes a generation of these table files (one per declared table, each built from
+    the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
+    one already holds exactly these files. Returns the served generation and whether it is new."""
+    check_consistent(tables)
+    files = {t.name: tables[t.name].file for t in GENERATION_TABLES}
+    rows = {t.name: tables[t.name].rows for t in GENERATION_TABLES}
     content = hashlib.sha256("\n".join(f"{t}={f}" for t, f in sorted(files.items())).encode())
     content_id = content.hexdigest()[:8]
     current = current_generation(warehouse, chunker, model)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.markdown import without_headings
+from rag_pipeline.core.ingest.formats.markdown import without_headings
 
 
 class QueryStyle(StrEnum):

@@ -18,8 +18,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables
 from rag_pipeline.core.generations import Generation, current_generation, current_generations
+from rag_pipeline.core.ingest import Anchor
 from rag_pipeline.core.invariants import vector_matrix
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
@@ -35,7 +37,7 @@ class DocumentInfo:
     title: str
     path: str
     format: str
-    page_starts: tuple[int, ...]
+    anchors: tuple[Anchor, ...]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class PartitionIndex:
     documents: dict[str, DocumentInfo]
     rows_by_content: dict[str, tuple[int, ...]]
     """Every row holding a content (by ``content_sha256``), in partition order."""
+    ann: AnnIndex | None = None
+    """The generation's ANN index over ``vectors`` (checked against them), if it has one."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -129,6 +133,11 @@ def load_partition(data_dir: Path, chunker: str, model_key: str,
 @lru_cache(maxsize=4)
 def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
     warehouse = Warehouse(Path(data_dir), location)
+    missing = generation.missing_tables()
+    if missing:
+        raise IndexNotBuiltError(f"generation {generation.id} of {generation.chunker} x "
+                                 f"{generation.model} has no {', '.join(missing)}: re-run "
+                                 "`rag-pipeline index`")
     files = generation.files
     chunks = warehouse.read_file(files[CHUNKS])
     embeddings = warehouse.read_file(files[EMBEDDINGS])
@@ -149,9 +158,10 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
-                                         row["format"], tuple(row["page_starts"] or ()))
+                                         row["format"],
+                                         tuple(Anchor(**a) for a in row["anchors"] or ()))
         for row in warehouse.read_file(files[DOCUMENTS], columns=[
-            "document_id", "title", "path", "format", "page_starts", "status"]).to_pylist()
+            "document_id", "title", "path", "format", "anchors", "status"]).to_pylist()
         if row["status"] == "ok"}
     content_hashes = chunks.column("content_sha256").to_pylist()
     rows_by_content: dict[str, list[int]] = {}

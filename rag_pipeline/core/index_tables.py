@@ -6,6 +6,7 @@ reports. Nothing here knows where tables are stored or who calls it.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from rag_pipeline.core.chunking import (
     chunk_document,
     offset_errors,
 )
-from rag_pipeline.core.documents import DocumentRecord
+from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, format_named
 from rag_pipeline.core.invariants import check_stamps, vector_matrix
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.row_tables import rows_table, table_rows
@@ -34,17 +35,53 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("canonical_text", pa.large_string()), ("n_chars", pa.int64()),
     ("content_sha256", pa.string()), ("format", pa.string()), ("extractor", pa.string()),
     ("extractor_version", pa.string()), ("status", pa.string()), ("error", pa.string()),
-    ("page_starts", pa.list_(pa.int64())), ("pipeline_version", pa.string()),
+    ("sections", pa.list_(pa.struct([("title", pa.string()), ("start", pa.int64()),
+                                     ("end", pa.int64()), ("level", pa.int32())]))),
+    ("anchors", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
+                                    ("locator", pa.string())]))),
+    ("notes", pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))),
+    ("pipeline_version", pa.string()),
 ])
 
 
 def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
-    return rows_table(records, DOCUMENTS_SCHEMA,
-                      computed={"n_chars": lambda r: len(r.canonical_text)})
+    return rows_table(records, DOCUMENTS_SCHEMA, computed={
+        "n_chars": lambda r: len(r.canonical_text),
+        "sections": lambda r: [dataclasses.asdict(s) for s in r.sections],
+        "anchors": lambda r: [dataclasses.asdict(a) for a in r.anchors],
+        "notes": lambda r: [{"name": name, "value": value} for name, value in r.notes],
+    })
+
+
+DOCUMENT_PAGES_SCHEMA = pa.schema([
+    ("document_id", pa.string()), ("page", pa.int32()), ("source", pa.string()),
+    ("ocr_confidence", pa.float64()), ("chars", pa.int64()), ("flagged", pa.bool_()),
+])
+
+
+def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    """One row per page of every ``ok`` paged document (PDF), as its format reports it: text
+    layer or OCR, the OCR confidence, characters, flagged under the confidence floor."""
+    rows = [(r.document_id, page) for r in records if r.ok
+            for page in format_named(r.format).pages(r.anchors, r.notes)]
+    return pa.table({
+        "document_id": [document_id for document_id, _ in rows],
+        "page": [page.page for _, page in rows],
+        "source": [page.source for _, page in rows],
+        "ocr_confidence": [page.ocr_confidence for _, page in rows],
+        "chars": [page.chars for _, page in rows],
+        "flagged": [page.flagged for _, page in rows],
+    }, schema=DOCUMENT_PAGES_SCHEMA)
 
 
 def document_records(table: pa.Table) -> list[DocumentRecord]:
-    return table_rows(table, DocumentRecord)
+    """The table's rows as records; a table written before a structure column existed reads
+    as having none."""
+    return [dataclasses.replace(
+        r, sections=tuple(Section(**s) for s in r.sections),
+        anchors=tuple(Anchor(**a) for a in r.anchors),
+        notes=tuple((n["name"], n["value"]) for n in r.notes))
+        for r in table_rows(table, DocumentRecord)]
 
 
 class OffsetError(Exception):
@@ -74,8 +111,9 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
     for doc in documents:
         if not doc.ok:
             continue
+        cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
-                                    settings, doc.page_starts)
+                                    settings, doc.sections, cuts)
         if not doc_chunks:
             without_chunks.append(doc.document_id)
         bad = offset_errors(doc.canonical_text, doc_chunks)

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import uncovered_characters
-from rag_pipeline.core.documents import DocumentStatus
+from rag_pipeline.core.ingest import DocumentStatus, Section
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec
 
 
@@ -35,7 +35,8 @@ def duplicate_ids(chunks: pa.Table) -> list[str]:
 
 
 def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, int]:
-    """Per ``ok`` document, non-blank characters outside heading lines that no chunk covers."""
+    """Per ``ok`` document, non-blank characters inside its sections' bodies (outside heading
+    lines) that no chunk covers."""
     spans: dict[str, list[tuple[int, int]]] = {}
     for document_id, start, end in zip(*(chunks.column(c).to_pylist()
                                          for c in ("document_id", "from", "to")), strict=True):
@@ -44,7 +45,9 @@ def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, in
     for row in documents.to_pylist():
         if row["status"] != DocumentStatus.OK:
             continue
-        count = len(uncovered_characters(row["canonical_text"], spans.get(row["document_id"], [])))
+        sections = [Section(**s) for s in row.get("sections") or ()]
+        count = len(uncovered_characters(row["canonical_text"], spans.get(row["document_id"], []),
+                                         sections))
         if count:
             missing[row["document_id"]] = count
     return missing

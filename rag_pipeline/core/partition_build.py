@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import DocumentRecord
 from rag_pipeline.core.generations import publish
+from rag_pipeline.core.index import generation_table
 from rag_pipeline.core.index_tables import (
     ChunkStats,
     EmbeddingStats,
@@ -22,9 +24,10 @@ from rag_pipeline.core.index_tables import (
     documents_table,
     embeddings_table,
 )
+from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.warehouse import TableVersion, Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter
 
 __all__ = ["PartitionBuild", "build_partition"]
@@ -42,9 +45,11 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
                     strategy: ChunkingStrategy, embedder: TextEmbedder,
                     settings: ChunkingSettings | None = None,
                     progress: Callable[[int, int], None] | None = None) -> PartitionBuild:
-    """Writes the documents, ``strategy``'s chunks (with ``settings``), their vectors by
-    ``embedder`` and the BM25 tables into ``warehouse``, then publishes the
-    ``strategy x embedder.spec`` generation.
+    """Writes every table of the ``strategy x embedder.spec`` generation
+    (:data:`rag_pipeline.core.index.GENERATION_TABLES`: the documents, ``strategy``'s chunks
+    with ``settings``, their vectors by ``embedder`` and the BM25 tables) into ``warehouse``,
+    each in its declared partition and recording the input it was built from, then publishes
+    the generation.
 
     Args:
         warehouse: Where the tables go.
@@ -55,17 +60,20 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
         progress: Called as ``progress(done, total)`` while texts are embedded.
     """
     spec = embedder.spec
-    documents = warehouse.write(DOCUMENTS, documents_table(records))
-    partition = {"chunker": strategy.value}
+    model = spec.key
+
+    def write(name: str, table: pa.Table, built_from: TableVersion | None) -> TableVersion:
+        declared = generation_table(name)
+        inputs = {declared.built_from: built_from.file} if built_from is not None else None
+        return warehouse.write(name, table, declared.scope.partition(strategy.value, model),
+                               inputs=inputs)
+
+    documents = write(DOCUMENTS, documents_table(records), None)
     chunks, chunk_stats = chunks_table(records, strategy, wordpiece_counter(spec), settings)
-    versions = {DOCUMENTS: documents,
-                CHUNKS: warehouse.write(CHUNKS, chunks, partition,
-                                        inputs={DOCUMENTS: documents.file})}
-    built_from = {CHUNKS: versions[CHUNKS].file}
+    versions = {DOCUMENTS: documents, CHUNKS: write(CHUNKS, chunks, documents)}
     embeddings, embedding_stats = embeddings_table(chunks, None, embedder, progress=progress)
-    versions[EMBEDDINGS] = warehouse.write(EMBEDDINGS, embeddings, {**partition, "model": spec.key},
-                                           inputs=built_from)
+    versions[EMBEDDINGS] = write(EMBEDDINGS, embeddings, versions[CHUNKS])
     for name, table in bm25_stats_tables(chunks).items():
-        versions[name] = warehouse.write(name, table, partition, inputs=built_from)
-    publish(warehouse, strategy.value, spec.key, versions)
+        versions[name] = write(name, table, versions[CHUNKS])
+    publish(warehouse, strategy.value, model, versions)
     return PartitionBuild(chunk_stats, embedding_stats)

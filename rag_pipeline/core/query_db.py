@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rag_pipeline.core.generations import GENERATION_TABLES, current_generations
+from rag_pipeline.core.generations import current_generations
+from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.processes import pid_alive
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
@@ -64,7 +65,7 @@ def published_sources(warehouse: Warehouse) -> dict[str, list[Source]]:
             sources.setdefault(table, []).append((_partition_json({"chunker": chunker}),
                                                   generation.files[table]))
     for version in warehouse.versions():
-        if version.table in GENERATION_TABLES and version.table != DOCUMENTS:
+        if version.table in {t.name for t in GENERATION_TABLES} and version.table != DOCUMENTS:
             continue
         sources.setdefault(version.table, []).append((_partition_json(version.partition),
                                                       version.file))

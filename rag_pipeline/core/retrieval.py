@@ -2,6 +2,12 @@
 
 The question must be embedded by the model that built the partition (same name and weights
 fingerprint); a vector from any other model is refused, never scored.
+
+The dense side finds its rows by one of two paths (:class:`~rag_pipeline.core.ann.DensePath`):
+the exact scan of every vector, or, when the partition has an ANN index and at least
+``crossover`` chunks, the index's shortlist rescored with the float32 vectors
+(:mod:`rag_pipeline.core.ann`). Either way every distance a hit carries is exact; the ranking
+says which path served (``Ranking.path``, and the timing ``dense_scan`` or ``dense_ann``).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from enum import StrEnum
 import numpy as np
 
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ann import CROSSOVER_ROWS, DensePath, choose_path
 from rag_pipeline.core.dense import cosine_distances, top_k
 from rag_pipeline.core.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
@@ -65,6 +72,8 @@ class RetrievalSettings:
         rocchio_docs: Feedback chunks for Rocchio on the dense side (0: off), from the first pass.
         rocchio_beta: The feedback centroid's weight in Rocchio.
         dense_unit: Chunk vector, best sentence, or the closer of the two.
+        dense_path: Force the exact scan or the ANN index (None: automatic, by ``crossover``).
+        crossover: The partition size from which the ANN index serves, when it has one.
     """
 
     retriever: Retriever = Retriever.HYBRID
@@ -81,6 +90,8 @@ class RetrievalSettings:
     rocchio_docs: int = 0
     rocchio_beta: float = 0.5
     dense_unit: DenseUnit = DenseUnit.CHUNK
+    dense_path: DensePath | None = None
+    crossover: int = CROSSOVER_ROWS
 
     @property
     def feedback(self) -> bool:
@@ -112,9 +123,50 @@ class Hit:
 
 @dataclass
 class Ranking:
+    """The hits, and how the dense side found them.
+
+    Attributes:
+        hits: Best first.
+        distances: The exact path's distance to every chunk; None on the ANN path, which
+            measures only its shortlist (and each hit's own distance).
+        timings: Seconds per stage; the dense stage is ``dense_scan`` or ``dense_ann``.
+        path: Which dense path served.
+    """
+
     hits: list[Hit]
-    distances: np.ndarray
+    distances: np.ndarray | None
     timings: dict[str, float] = field(default_factory=dict)
+    path: DensePath = DensePath.EXACT
+
+
+@dataclass(frozen=True)
+class DenseList:
+    """The dense side's rows, best first, with the distances they are ranked by."""
+
+    rows: np.ndarray
+    distances: np.ndarray
+
+    @classmethod
+    def of_scan(cls, distances: np.ndarray, depth: int) -> DenseList:
+        rows = top_k(distances, depth)
+        return cls(rows, distances[rows])
+
+    def pairs(self) -> list[tuple[int, float]]:
+        return list(zip(self.rows.tolist(), self.distances.tolist(), strict=True))
+
+
+def dense_path(index: PartitionIndex, settings: RetrievalSettings) -> DensePath:
+    """The path that serves ``settings`` on this partition: forced, or automatic by size; the
+    ANN index only ranks chunk vectors, so a sentence-level ``dense_unit`` always scans."""
+    has_ann = index.ann is not None and settings.dense_unit is DenseUnit.CHUNK
+    if settings.dense_path is DensePath.ANN:
+        if not has_ann:
+            raise ValueError(f"partition {index.chunker} x {index.model_key} has no ANN index for "
+                             f"dense_unit {settings.dense_unit.value}: use the exact path")
+        return DensePath.ANN
+    if settings.dense_path is DensePath.EXACT:
+        return DensePath.EXACT
+    return choose_path(len(index), has_ann, settings.crossover)
 
 
 def _timed(timings: dict[str, float], name: str, fn: Callable):
@@ -161,36 +213,35 @@ def _dense_rank_distances(index: PartitionIndex, vector: np.ndarray, distances: 
     return np.minimum(best, distances)
 
 
-def _fuse(dense_rows: list[int], dense_distances: np.ndarray, bm25_rows: list[int],
-          bm25_scores: np.ndarray, settings: RetrievalSettings) -> list[tuple[int, float]]:
+def _fuse(dense: DenseList, bm25_rows: list[int], bm25_scores: np.ndarray,
+          settings: RetrievalSettings) -> list[tuple[int, float]]:
     weights = (settings.dense_weight, settings.bm25_weight)
     if settings.fusion is Fusion.MIN_MAX:
-        return min_max_fusion([[(r, 1.0 - float(dense_distances[r])) for r in dense_rows],
+        return min_max_fusion([[(r, 1.0 - d) for r, d in dense.pairs()],
                                [(r, float(bm25_scores[r])) for r in bm25_rows]], weights)
-    return reciprocal_rank_fusion([dense_rows, bm25_rows], settings.rrf_k, weights)
+    return reciprocal_rank_fusion([dense.rows.tolist(), bm25_rows], settings.rrf_k, weights)
 
 
-def _one_pass(index: PartitionIndex, dense_distances: np.ndarray, bm25_scores: np.ndarray | None,
+def _one_pass(dense: DenseList | None, bm25_scores: np.ndarray | None,
               settings: RetrievalSettings, timings: dict[str, float]) -> list[tuple[int, float]]:
     """``(row, score)`` best first, at most ``depth``."""
     if settings.retriever is Retriever.DENSE:
-        rows = top_k(dense_distances, settings.depth).tolist()
-        return [(r, 1.0 - float(dense_distances[r])) for r in rows]
+        return [(r, 1.0 - d) for r, d in dense.pairs()]
     bm25_rows = bm25_ranking(bm25_scores, settings.depth).tolist()
     if settings.retriever is Retriever.BM25:
         return [(r, float(bm25_scores[r])) for r in bm25_rows]
-    dense_rows = top_k(dense_distances, settings.depth).tolist()
-    fused = _timed(timings, "fusion", lambda: _fuse(dense_rows, dense_distances, bm25_rows,
-                                                     bm25_scores, settings))
+    fused = _timed(timings, "fusion", lambda: _fuse(dense, bm25_rows, bm25_scores, settings))
     return fused[:settings.depth]
 
 
 def retrieve(index: PartitionIndex, query: QueryVector, question: str,
              settings: RetrievalSettings | None = None,
              sentences: SentenceIndex | None = None) -> Ranking:
-    """Ranks the partition's chunks for the question; distances cover every chunk and are the
-    question's own cosine distances to each chunk vector (what the gate reads), whatever the
-    ranking used. ``sentences`` is needed only for a ``dense_unit`` other than ``chunk``."""
+    """Ranks the partition's chunks for the question. On the exact path ``distances`` covers
+    every chunk and holds the question's own cosine distances to each chunk vector (what the
+    refusal signals read), whatever the ranking used; on the ANN path only the shortlist is
+    measured. A hit's ``cosine_distance`` is exact on both. ``sentences`` is needed only for a
+    ``dense_unit`` other than ``chunk``."""
     settings = settings or RetrievalSettings()
     if query.model_key != index.model_key:
         raise ModelMismatchError(
@@ -198,14 +249,28 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
             f"{index.chunker} x {index.model_key} holds vectors of another model: refusing to "
             "score across vector spaces")
     timings: dict[str, float] = {}
-    distances = _timed(timings, "dense_scan", lambda: cosine_distances(index.vectors, query.vector))
+    path = dense_path(index, settings)
     uses_dense = settings.retriever in (Retriever.DENSE, Retriever.HYBRID)
     uses_bm25 = settings.retriever in (Retriever.BM25, Retriever.HYBRID)
-    dense_distances = (_dense_rank_distances(index, query.vector, distances, settings, sentences)
-                       if uses_dense else distances)
+
+    def dense_list(vector: np.ndarray) -> tuple[DenseList | None, np.ndarray | None]:
+        """The dense ranking for ``vector`` and, on the exact path, every chunk's distance."""
+        if path is DensePath.ANN:
+            if not uses_dense:
+                return None, None
+            rows, ranked = index.ann.search(index.vectors, vector, settings.depth)
+            return DenseList(rows, ranked), None
+        scanned = cosine_distances(index.vectors, vector)
+        if not uses_dense:
+            return None, scanned
+        ranked_by = _dense_rank_distances(index, vector, scanned, settings, sentences)
+        return DenseList.of_scan(ranked_by, settings.depth), scanned
+
+    dense, distances = _timed(timings, f"dense_{'ann' if path is DensePath.ANN else 'scan'}",
+                              lambda: dense_list(query.vector))
     scorer = index.bm25[settings.analyzer]
     scores = _timed(timings, "bm25", lambda: scorer.scores(question)) if uses_bm25 else None
-    ranked = _one_pass(index, dense_distances, scores, settings, timings)
+    ranked = _one_pass(dense, scores, settings, timings)
     if settings.feedback and ranked:
         started = time.perf_counter()
         if uses_bm25 and settings.rm3_docs > 0:
@@ -217,9 +282,8 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
         if uses_dense and settings.rocchio_docs > 0:
             top_rows = [r for r, _ in ranked[:settings.rocchio_docs]]
             moved = rocchio_vector(query.vector, index.vectors[top_rows], settings.rocchio_beta)
-            dense_distances = _dense_rank_distances(
-                index, moved, cosine_distances(index.vectors, moved), settings, sentences)
-        ranked = _one_pass(index, dense_distances, scores, settings, timings)
+            dense, _ = dense_list(moved)
+        ranked = _one_pass(dense, scores, settings, timings)
         timings["feedback"] = time.perf_counter() - started
     rows = [row for row, _ in ranked]
     row_scores = [score for _, score in ranked]
@@ -227,5 +291,10 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
         collapsed = collapse_duplicates(rows, row_scores, index)
     else:
         collapsed = [(r, s, (r,)) for r, s in zip(rows, row_scores, strict=True)]
-    hits = [Hit(row, score, float(distances[row]), locations) for row, score, locations in collapsed]
-    return Ranking(hits, distances, timings)
+    if distances is not None:
+        own = [float(distances[row]) for row, _, _ in collapsed]
+    else:
+        hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
+        own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
+    hits = [Hit(row, score, d, locations) for (row, score, locations), d in zip(collapsed, own, strict=True)]
+    return Ranking(hits, distances, timings, path)

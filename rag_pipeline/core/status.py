@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag_pipeline.core.documents import DocumentFormat, DocumentStatus, extractor_for
 from rag_pipeline.core.generations import GENERATIONS, Generation, generation_age_seconds
+from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.versions import PIPELINE_VERSION
 from rag_pipeline.core.warehouse import (
     POINTER_FILE,
@@ -41,6 +41,11 @@ class IndexStatus:
     without_chunks: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     """``(document_id, chunkers)`` of ``ok`` documents that yield no chunk under those chunkers
     (for example a file of headings only): they are in the index but can never be found."""
+    documents_skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(document_id, reason)`` of files no format reads."""
+    low_confidence_pages: list[tuple[str, int, float]] = field(default_factory=list)
+    """``(document_id, page, confidence)`` of OCR pages under their format's confidence floor
+    (the ``document_pages`` table's ``flagged`` rows)."""
 
 
 def _tables(con) -> set[str]:
@@ -69,7 +74,7 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
 
     if not warehouse.db_path.is_file():
         raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
-    current_extractors = {fmt.value: extractor_for(fmt).version for fmt in DocumentFormat}
+    current_extractors = {fmt.name: fmt.extractor().version for fmt in REGISTRY}
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
         views = _tables(con)
         if "documents" not in views:
@@ -100,12 +105,17 @@ def index_status(warehouse: Warehouse) -> IndexStatus:
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
+        low_confidence = [(d, p, c) for d, p, c in con.execute(
+            "select document_id, page, ocr_confidence from document_pages where flagged "
+            "order by all").fetchall()] if "document_pages" in views else []
     return IndexStatus(
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
-        documents_failed=[(d[0], d[2]) for d in docs if d[1] != DocumentStatus.OK],
-        stale_documents=[d[0] for d in docs
-                         if d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3])],
-        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks)
+        documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
+        documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
+        stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
+                         and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
+        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
+        low_confidence_pages=low_confidence)
 
 
 @dataclass(frozen=True)

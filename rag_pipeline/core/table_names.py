@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 DOCUMENTS = "documents"
+DOCUMENT_PAGES = "document_pages"
 CHUNKS = "chunks"
 EMBEDDINGS = "embeddings"
 BM25_TERMS = "bm25_terms"

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_pipeline.core.analyzers import Analyzer
 from rag_pipeline.core.ask import MAX_QUESTION_CHARS
+from rag_pipeline.core.eval_report import report_path
 from rag_pipeline.core.retrieval import Retriever
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
@@ -240,6 +241,17 @@ def create_app(service: QueryService) -> FastAPI:
         if not start <= end <= len(text):
             return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         return HTMLResponse(document_view(info.title, document_id, text, start, end))
+
+    @app.get("/reports/{model_key}", response_class=HTMLResponse,
+             summary="The evaluation report of a model (the Dagster UI links here)")
+    def report(model_key: str) -> HTMLResponse:
+        try:
+            path = report_path(service.follower.data_dir, model_key)
+        except ValueError as exc:
+            return _error(404, str(exc))
+        if not path.is_file():
+            return _error(404, f"no evaluation report for {model_key}: run `rag-pipeline eval`")
+        return HTMLResponse(path.read_text(encoding="utf-8"))
 
     app.add_middleware(BodyLimit)
     return app

@@ -21,8 +21,12 @@ ALL_PASS = {"offsets_slice_exactly": True, "chunk_ids_unique": True, "covers_eve
 
 def _materialise_header(project: TinyProject) -> dict[str, bool]:
     result = project.run(CHUNKS_JOB, "header")
-    # A failed check is reported, not raised: the run itself succeeds and the table is written.
-    assert result.success
+    # The checks are blocking: a failed one fails the chunks step, so the BM25 tables of the
+    # flawed chunks are never computed and nothing downstream runs.
+    assert not result.success
+    materialised = {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+    assert materialised == {"chunks"}
+    assert all(e.blocking for e in result.get_asset_check_evaluations())
     return check_outcomes(result)
 
 

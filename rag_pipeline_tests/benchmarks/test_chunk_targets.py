@@ -17,10 +17,11 @@ from rag_pipeline.benchmarks.chunk_targets import (
     target_label,
     target_run,
 )
-from rag_pipeline.core.documents import extract_corpus
+from rag_pipeline.core.ann import DensePath
 from rag_pipeline.core.evaluation import EvalReport, PairedRow, RankRow, SummaryRow
 from rag_pipeline.core.gold import GoldLine, validate_gold
 from rag_pipeline.core.index_tables import ChunkStats
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.retrieval import RetrievalSettings
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -30,7 +31,8 @@ def test_targets_are_scored_with_the_default_retriever_against_512():
     assert BASELINE_TARGET == 512
     assert target_label(384) == "header@384"
     assert target_run(256).label == "header@256/hybrid"
-    assert target_run(256).settings() == RetrievalSettings()
+    # The default retriever, scored on the exact dense path as every evaluation run is.
+    assert target_run(256).settings() == RetrievalSettings(dense_path=DensePath.EXACT)
 
 
 def _rank(chunker: str, query: str, style: str, rank: int | None) -> RankRow:

@@ -15,13 +15,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.generations import GENERATION_TABLES, Generation, publish
+from rag_pipeline.core.generations import Generation, publish
+from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.index_store import PartitionIndex, load_partition
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.models import TextEmbedder
 from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 
@@ -80,10 +81,10 @@ def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Genera
     file. Guards downstream of publishing must still catch the flaw."""
     warehouse = Warehouse(built.data_dir)
     chunker, model = built.index.chunker, built.index.model_key
-    partitions = {DOCUMENTS: {}, EMBEDDINGS: {"chunker": chunker, "model": model}}
     versions = {}
-    for table in GENERATION_TABLES:
-        partition = partitions.get(table, {"chunker": chunker})
+    for declared in GENERATION_TABLES:
+        table = declared.name
+        partition = declared.scope.partition(chunker, model)
         version = warehouse.require_version(table, partition)
         if table in tables:
             version = warehouse.write(table, tables[table], partition, inputs=version.inputs)
@@ -94,3 +95,19 @@ def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Genera
     generation, _ = publish(warehouse, chunker, model, versions)
     publish_query_db(warehouse)
     return generation
+
+
+TOPICS = ["timeouts", "retries", "proxies", "certificates", "logging", "caching", "upgrades",
+          "plugins", "exporters", "schedules"]
+
+
+def topic_docs() -> dict[str, str]:
+    """40 documents of 6 sections each, every section naming its topic and document."""
+    docs = {}
+    for d in range(40):
+        sections = "".join(
+            f"## {TOPICS[(d + s) % len(TOPICS)].title()} {s}\n\nThe {TOPICS[(d + s) % len(TOPICS)]} "
+            f"setting of module {d} section {s} controls how the {TOPICS[s % len(TOPICS)]} behave "
+            f"for network call number {d * 7 + s}.\n\n" for s in range(6))
+        docs[f"guide/doc{d:02d}.md"] = f"# Guide {d}\n\n{sections}"
+    return docs

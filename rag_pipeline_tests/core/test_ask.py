@@ -7,9 +7,17 @@ import json
 
 import pytest
 
-from rag_pipeline.core.ask import AskSettings, EmptyQuestionError, QuestionTooLongError, ask, check_question
+from rag_pipeline.core.ask import (
+    QUOTE_ONLY_MIN_WORDS,
+    AskSettings,
+    EmptyQuestionError,
+    QuestionTooLongError,
+    ask,
+    check_question,
+)
 from rag_pipeline.core.citations import build_prompt
 from rag_pipeline.core.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
@@ -116,8 +124,15 @@ def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: Built
     for c in answer.citations:
         assert c.quote == built.canonical[c.document_id][c.start:c.end]
         assert f"[{c.locator_label}]" not in c.quote
-        assert c.url == f"https://docs.example.org/frob/{c.document_id}#char={c.start},{c.end}"
+        # Markdown and text pages open at a W3C text fragment of the quote, not at #char=
+        # (which no browser honours); the citation's fragment stays the character locator.
+        assert c.fragment == f"#char={c.start},{c.end}"
+        assert c.url == f"https://docs.example.org/frob/{c.document_id}" + text_fragment(
+            c.quote, 0, len(c.quote), min_words=QUOTE_ONLY_MIN_WORDS)
         assert f"[{c.index}] {c.document_name} - " in answer.prompt
+    timeouts = [c for c in answer.citations if c.quote == TIMEOUTS_PARAGRAPH]
+    assert [c.url.partition("#")[2] for c in timeouts] == [
+        ":~:text=Every%20network%20call%20gives%20up%20after,unless%20the%20timeout%20key%20says%20otherwise."]
     assert answer.cut == 1.1
 
 

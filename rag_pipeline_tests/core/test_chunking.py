@@ -13,17 +13,22 @@ from rag_pipeline.core.chunking import (
     _SENTENCE_END,
     ChunkingSettings,
     ChunkingStrategy,
-    Section,
+    body_sections,
     chunk_document,
     offset_errors,
-    split_sections,
     uncovered_characters,
 )
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.markdown import heading_spans
+from rag_pipeline.core.ingest import Section, extract_corpus
+from rag_pipeline.core.ingest.formats.markdown import heading_spans, markdown_sections
 
 SMALL = ChunkingSettings(target_chars=40, overlap_chars=8)
+
+
+def chunk_markdown(document_id, title, canonical, strategy, settings=None):
+    """Chunks of a hand-written Markdown document, cut at the sections its format finds."""
+    return chunk_document(document_id, title, canonical, strategy, settings,
+                          markdown_sections(canonical, title))
 
 
 def spans(chunks):
@@ -89,7 +94,7 @@ def test_strategy_flags():
 def test_paragraphs_are_packed_greedily_up_to_the_target():
     # "Cats sleep a lot." [0,17) | "Cats eat fish." [19,33) | "Dogs bark loudly at night." [35,61)
     canonical = "Cats sleep a lot.\n\nCats eat fish.\n\nDogs bark loudly at night.\n"
-    chunks = chunk_document("d", "cats", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "cats", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # 0..33 = 33 <= 40 joins the first two paragraphs; 0..61 = 61 > 40 starts a new chunk.
     assert spans(chunks) == [(0, 33), (35, 61)]
     assert contents(chunks) == ["Cats sleep a lot.\n\nCats eat fish.", "Dogs bark loudly at night."]
@@ -101,7 +106,7 @@ def test_paragraphs_are_packed_greedily_up_to_the_target():
 def test_a_long_paragraph_is_cut_at_sentence_ends():
     # "One two three." [0,14) | "Four five six seven." [15,35) | "Eight nine ten eleven twelve." [36,65)
     canonical = "One two three. Four five six seven. Eight nine ten eleven twelve.\n"
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # The paragraph (65 chars) is over 40: sentences, then packed: 0..35 fits, 0..65 does not.
     assert spans(chunks) == [(0, 35), (36, 65)]
     assert contents(chunks) == ["One two three. Four five six seven.", "Eight nine ten eleven twelve."]
@@ -110,7 +115,7 @@ def test_a_long_paragraph_is_cut_at_sentence_ends():
 def test_a_long_paragraph_without_sentence_ends_is_cut_at_line_ends():
     # "alpha beta gamma delta" [0,22) | "epsilon zeta eta theta" [23,45) | "iota kappa lambda mu" [46,66)
     canonical = "alpha beta gamma delta\nepsilon zeta eta theta\niota kappa lambda mu\n"
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # 0..45 = 45 > 40 and 23..66 = 43 > 40, so no two lines pack together.
     assert spans(chunks) == [(0, 22), (23, 45), (46, 66)]
     assert contents(chunks) == ["alpha beta gamma delta", "epsilon zeta eta theta", "iota kappa lambda mu"]
@@ -119,7 +124,7 @@ def test_a_long_paragraph_without_sentence_ends_is_cut_at_line_ends():
 def test_a_long_line_without_sentence_or_line_ends_is_cut_at_word_ends():
     # Nine 4-letter words; word k sits at [5k, 5k + 4); the line is 44 characters.
     canonical = "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii\n"
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # Words 0..7 end at 39 <= 40; word 8 would end at 44.
     assert spans(chunks) == [(0, 39), (40, 44)]
     assert contents(chunks) == ["aaaa bbbb cccc dddd eeee ffff gggg hhhh", "iiii"]
@@ -131,7 +136,7 @@ def test_the_fall_backs_cascade_inside_one_paragraph():
     canonical = ("Short one. Then a line\n"          # "Then a line" [11,22)
                  "word word word word word word word word word\n"  # [23,67)
                  )
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # Sentence pieces: (0,10) and (11,67) (over 40) -> lines (11,22) and (23,67) (over 40)
     # -> words: "word" k at [23+5k, 27+5k), k = 0..8. Packed: 0..22 = 22 fits; 0..27 = 27 fits;
     # ... 0..37 fits, 0..42 = 42 does not: (0,37); then words k = 3..8 run 38..67 = 29, one chunk.
@@ -143,7 +148,7 @@ def test_the_fall_backs_cascade_inside_one_paragraph():
 def test_a_word_longer_than_the_target_stays_whole():
     word = "x" * 50
     canonical = f"Hi.\n\n{word}\n\nBye.\n"  # "Hi." [0,3) | word [5,55) | "Bye." [57,61)
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     assert spans(chunks) == [(0, 3), (5, 55), (57, 61)]
     assert contents(chunks) == ["Hi.", word, "Bye."]
     assert len(chunks[1].content) == 50
@@ -154,14 +159,14 @@ def test_a_word_longer_than_the_hard_maximum_is_cut_every_max_chars():
     word = "y" * 200
     canonical = f"Hi.\n\n{word}\n\nBye.\n"  # "Bye." [207, 211)
     for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER_OVERLAP):
-        chunks = chunk_document("d", "t", canonical, strategy, SMALL)
+        chunks = chunk_markdown("d", "t", canonical, strategy, SMALL)
         assert spans(chunks) == [(0, 3), (5, 85), (85, 165), (165, 205), (207, 211)]
         assert offset_errors(canonical, chunks) == []
 
 
 def test_max_chars_sets_the_hard_maximum():
     settings = ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=60)
-    chunks = chunk_document("d", "t", "z" * 130, ChunkingStrategy.BOUNDARIES, settings)
+    chunks = chunk_markdown("d", "t", "z" * 130, ChunkingStrategy.BOUNDARIES, settings)
     assert spans(chunks) == [(0, 60), (60, 120), (120, 130)]
     with pytest.raises(ValueError, match=r"max_chars must be >= target_chars \(40\), got 39"):
         ChunkingSettings(target_chars=40, overlap_chars=8, max_chars=39)
@@ -185,21 +190,31 @@ def test_a_one_megabyte_line_without_any_break_becomes_many_exact_chunks(strateg
 
 def test_text_before_the_first_section_heading_is_a_section_titled_by_the_document():
     assert heading_spans(GUIDE) == [(0, 7, 1, "Guide"), (23, 31, 2, "Setup"), (46, 52, 2, "Use")]
-    assert split_sections(GUIDE, "Guide") == [
-        Section("Guide", 7, 23), Section("Setup", 31, 46), Section("Use", 52, 62)]
+    assert markdown_sections(GUIDE, "Guide") == (
+        Section("Guide", 0, 0, 1), Section("Guide", 7, 23, 1), Section("Setup", 31, 46, 2),
+        Section("Use", 52, 62, 2))
     # With no "# " heading at all, the leading text still belongs to the document's title.
     loose = "Loose text.\n\n## Part\n\nMore.\n"  # "## Part" at [13,20)
-    assert split_sections(loose, "notes") == [Section("notes", 0, 13), Section("Part", 20, 28)]
+    assert markdown_sections(loose, "notes") == (Section("notes", 0, 13, 1), Section("Part", 20, 28, 2))
 
 
 def test_empty_sections_are_dropped():
     canonical = "# Title\n\n## Empty\n\n## Full\n\nBody.\n"  # "## Full" [19,26)
-    assert split_sections(canonical, "Title") == [Section("Full", 26, 34)]
+    assert body_sections(canonical, "Title", markdown_sections(canonical, "Title")) == [
+        Section("Full", 26, 34, 2)]
+
+
+def test_without_sections_the_whole_text_is_one_section_titled_by_the_document():
+    # Plain text: a "# " line is no heading, so it stays in the chunk.
+    canonical = "# not a heading\nbody\n"
+    assert body_sections(canonical, "notes") == [Section("notes", 0, 21)]
+    chunks = chunk_document("n.txt", "notes", canonical, ChunkingStrategy.HEADER)
+    assert (spans(chunks), [c.section for c in chunks]) == ([(0, 20)], ["notes"])
 
 
 @pytest.mark.parametrize("strategy", [s for s in ChunkingStrategy if not s.blind])
 def test_heading_lines_never_appear_in_boundary_or_header_content(strategy):
-    chunks = chunk_document("guide.md", "Guide", GUIDE, strategy, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, strategy, SMALL)
     assert spans(chunks) == [(9, 21), (33, 44), (54, 61)]
     assert contents(chunks) == ["Intro words.", "Install it.", "Run it."]
     assert [c.section for c in chunks] == ["Guide", "Setup", "Use"]
@@ -210,7 +225,7 @@ def test_heading_lines_never_appear_in_boundary_or_header_content(strategy):
 
 
 def test_header_text_is_the_bracketed_path_then_the_content():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER, SMALL)
     assert [c.header for c in chunks] == ["[Guide]", "[Guide > Setup]", "[Guide > Use]"]
     assert [c.text for c in chunks] == [
         "[Guide]\nIntro words.",
@@ -224,14 +239,14 @@ def test_header_text_is_the_bracketed_path_then_the_content():
 
 def test_strategies_without_header_leave_header_empty():
     for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.BLIND):
-        assert {c.header for c in chunk_document("g", "Guide", GUIDE, strategy, SMALL)} == {""}
+        assert {c.header for c in chunk_markdown("g", "Guide", GUIDE, strategy, SMALL)} == {""}
 
 
 # --- overlap --------------------------------------------------------------------------------
 
 
 def test_header_overlap_puts_the_previous_contents_tail_between_header_and_content():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER_OVERLAP, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER_OVERLAP, SMALL)
     # "Intro words."[-8:] == "o words.", "Install it."[-8:] == "tall it."
     assert [c.text for c in chunks] == [
         "[Guide]\nIntro words.",
@@ -244,21 +259,21 @@ def test_header_overlap_puts_the_previous_contents_tail_between_header_and_conte
 
 
 def test_boundaries_overlap_text_is_tail_space_content():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP, SMALL)
     assert [c.text for c in chunks] == ["Intro words.", "o words. Install it.", "tall it. Run it."]
-    plain = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES, SMALL)
+    plain = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES, SMALL)
     assert spans(chunks) == spans(plain)
     assert contents(chunks) == contents(plain)
 
 
 def test_an_overlap_longer_than_the_previous_content_takes_all_of_it():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP,
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP,
                             ChunkingSettings(target_chars=40, overlap_chars=30))
     assert [c.text for c in chunks] == ["Intro words.", "Intro words. Install it.", "Install it. Run it."]
 
 
 def test_zero_overlap_adds_no_tail():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP,
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BOUNDARIES_OVERLAP,
                             ChunkingSettings(target_chars=40, overlap_chars=0))
     assert [c.text for c in chunks] == ["Intro words.", "Install it.", "Run it."]
 
@@ -268,13 +283,13 @@ def test_zero_overlap_adds_no_tail():
 
 def test_blind_cuts_every_target_characters_wherever_that_falls():
     canonical = "abcdefghij" * 10  # 100 characters, no white space
-    chunks = chunk_document("d", "t", canonical, ChunkingStrategy.BLIND, SMALL)
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BLIND, SMALL)
     assert spans(chunks) == [(0, 40), (40, 80), (80, 100)]
     assert contents(chunks) == ["abcdefghij" * 4, "abcdefghij" * 4, "abcdefghij" * 2]
 
 
 def test_blind_windows_are_trimmed_and_keep_headings_and_owner_section():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BLIND, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BLIND, SMALL)
     # Window [0,40) ends inside "Install" (index 39 is its last "l"); window [40,62) starts on
     # the space before "it." (trimmed to 41) and ends on the final newline (trimmed to 61).
     assert spans(chunks) == [(0, 40), (41, 61)]
@@ -286,7 +301,7 @@ def test_blind_windows_are_trimmed_and_keep_headings_and_owner_section():
 
 
 def test_blind_overlap_prepends_the_raw_tail():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.BLIND_OVERLAP, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.BLIND_OVERLAP, SMALL)
     # GUIDE[32:40] == "\nInstall"
     assert [c.text for c in chunks] == ["# Guide\n\nIntro words.\n\n## Setup\n\nInstall",
                                         "\nInstall it.\n\n## Use\n\nRun it."]
@@ -299,19 +314,20 @@ def test_blind_overlap_prepends_the_raw_tail():
 
 @pytest.mark.parametrize("strategy", list(ChunkingStrategy))
 def test_every_strategy_quotes_exact_spans_and_covers_every_character(strategy):
-    chunks = chunk_document("assign.md", "Assignment", GRAMMAR_DOC, strategy, SMALL)
+    chunks = chunk_markdown("assign.md", "Assignment", GRAMMAR_DOC, strategy, SMALL)
     for c in chunks:
         assert GRAMMAR_DOC[c.start:c.end] == c.content
         assert c.chunk_id == f"assign.md:{c.start}-{c.end}"
         assert len(c.content) <= 40 or len(c.content.split()) == 1
     assert offset_errors(GRAMMAR_DOC, chunks) == []
-    assert uncovered_characters(GRAMMAR_DOC, spans(chunks)) == []
+    assert uncovered_characters(GRAMMAR_DOC, spans(chunks),
+                                markdown_sections(GRAMMAR_DOC, "Assignment")) == []
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
     assert spans(chunks) == sorted(spans(chunks))
 
 
 def test_the_grammar_block_and_the_table_fall_back_to_line_and_word_ends():
-    chunks = chunk_document("assign.md", "Assignment", GRAMMAR_DOC, ChunkingStrategy.BOUNDARIES, SMALL)
+    chunks = chunk_markdown("assign.md", "Assignment", GRAMMAR_DOC, ChunkingStrategy.BOUNDARIES, SMALL)
     assert contents(chunks) == [
         # The 82-character prose paragraph: sentence 1 (33 chars), then sentence 2 (48 chars,
         # over 40) cut at word ends; packing adds "It can" to sentence 1 to reach exactly 40.
@@ -338,7 +354,7 @@ def test_the_grammar_block_and_the_table_fall_back_to_line_and_word_ends():
 
 
 def test_offset_errors_flags_a_chunk_whose_span_does_not_quote_its_content():
-    chunks = chunk_document("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER, SMALL)
+    chunks = chunk_markdown("guide.md", "Guide", GUIDE, ChunkingStrategy.HEADER, SMALL)
     assert offset_errors(GUIDE, chunks) == []
     # Planted flaw: the middle chunk's span shifted by one; content "Install it." no longer
     # equals GUIDE[34:45] == "nstall it.\n" -> offset_errors must list its id.
@@ -349,7 +365,10 @@ def test_offset_errors_flags_a_chunk_whose_span_does_not_quote_its_content():
 def test_uncovered_characters_reports_positions_outside_every_span():
     # Planted flaw: the span of "Install it." is missing -> its 10 non-blank characters
     # (33..43 minus the space at 40) must be reported; heading lines are never reported.
-    assert uncovered_characters(GUIDE, [(9, 21), (54, 61)]) == [33, 34, 35, 36, 37, 38, 39, 41, 42, 43]
+    assert uncovered_characters(GUIDE, [(9, 21), (54, 61)], markdown_sections(GUIDE, "Guide")) == [
+        33, 34, 35, 36, 37, 38, 39, 41, 42, 43]
+    # Without sections every character counts: the heading lines too.
+    assert uncovered_characters("# A\nb\n", [(4, 5)]) == [0, 2]
 
 
 # --- the real default corpus ----------------------------------------------------------------
@@ -373,10 +392,12 @@ def test_every_strategy_on_the_python_reference_corpus(tmp_path):
     for strategy in ChunkingStrategy:
         total, errors, uncovered, oversized = 0, 0, 0, []
         for record in result.records:
-            chunks = chunk_document(record.document_id, record.title, record.canonical_text, strategy)
+            chunks = chunk_document(record.document_id, record.title, record.canonical_text,
+                                    strategy, sections=record.sections)
             total += len(chunks)
             errors += len(offset_errors(record.canonical_text, chunks))
-            uncovered += len(uncovered_characters(record.canonical_text, spans(chunks)))
+            uncovered += len(uncovered_characters(record.canonical_text, spans(chunks),
+                                                  record.sections))
             oversized += [c.chunk_id for c in chunks
                           if len(c.content) > 512 and len(c.content.split()) > 1]
         assert (errors, uncovered, oversized) == (0, 0, []), strategy
@@ -389,7 +410,7 @@ def test_every_strategy_on_the_python_reference_corpus(tmp_path):
 
 def test_a_comment_inside_a_fenced_code_block_is_not_a_heading():
     canonical = "# Setup\n\nRun this:\n\n```sh\n# install the package\npip install x\n```\n\nDone.\n"
-    chunks = chunk_document("setup.md", "Setup", canonical, ChunkingStrategy.HEADER)
+    chunks = chunk_markdown("setup.md", "Setup", canonical, ChunkingStrategy.HEADER)
     assert heading_spans(canonical) == [(0, 7, 1, "Setup")]
     assert any("# install the package" in c.content for c in chunks)
 
@@ -398,9 +419,9 @@ def test_boundary_chunks_never_straddle_a_pdf_page():
     # Two short pages joined as the PDF extractor joins them; page 2 starts at 46.
     canonical = "Page one says the sprocket has twelve teeth.\n\nPage two says it weighs forty grams.\n"
     for strategy in (ChunkingStrategy.BOUNDARIES, ChunkingStrategy.HEADER):
-        chunks = chunk_document("c.pdf", "Sprockets", canonical, strategy, page_starts=(0, 46))
+        chunks = chunk_document("c.pdf", "Sprockets", canonical, strategy, cuts=(0, 46))
         assert [(c.start, c.end) for c in chunks] == [(0, 44), (46, 82)]
-    # Without a page map the two paragraphs pack into one chunk.
+    # Without cuts the two paragraphs pack into one chunk.
     packed = chunk_document("c.pdf", "Sprockets", canonical, ChunkingStrategy.BOUNDARIES)
     assert [(c.start, c.end) for c in packed] == [(0, 82)]
 
@@ -421,5 +442,5 @@ def test_sentence_ends_match_the_former_pattern_on_random_text():
 
 def test_a_million_dots_are_cut_in_linear_time():
     canonical = "." * 1_000_000
-    chunks = chunk_document("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
+    chunks = chunk_markdown("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
     assert (len(chunks), offset_errors(canonical, chunks)) == (977, [])

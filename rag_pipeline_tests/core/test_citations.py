@@ -12,15 +12,12 @@ from rag_pipeline.core.citations import (
     Citation,
     build_prompt,
     document_url,
-    fragment_for,
     locator_label,
-    page_of,
 )
 from rag_pipeline.core.retrieval import embed_question, retrieve
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
-PAGE_STARTS = (0, 35, 80)  # page 1 is [0, 35), page 2 [35, 80), page 3 from 80 on
 INSTRUCTION = ("Answer the question using only the sources above. Cite every claim with the number "
                "of its source in square brackets, like [1]. Do not write links. If the sources do "
                "not contain the answer, say so and stop.")
@@ -37,35 +34,6 @@ def citation(index: int, document_name: str, section: str, quote: str) -> Citati
                     locator_label=locator_label(document_name, section), fragment="#char=0,1",
                     start=0, end=1, quote=quote, cosine_distance=0.5,
                     url="https://example.org/x#char=0,1", section=section)
-
-
-# --- pages and fragments ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("offset", "page"), [
-    (0, 1), (34, 1), (35, 2), (36, 2), (79, 2), (80, 3), (10_000, 3)])
-def test_page_of(offset: int, page: int):
-    assert page_of(PAGE_STARTS, offset) == page
-
-
-def test_page_of_without_page_map_is_page_1():
-    assert page_of((), 42) == 1
-
-
-def test_pdf_fragment_names_the_page_of_the_start():
-    assert fragment_for("pdf", PAGE_STARTS, 0, 20) == "#page=1"
-    assert fragment_for("pdf", PAGE_STARTS, 35, 60) == "#page=2"
-    # A chunk running from page 2 into page 3 points at the page it starts on.
-    assert fragment_for("pdf", PAGE_STARTS, 70, 95) == "#page=2"
-    assert fragment_for("pdf", PAGE_STARTS, 80, 95) == "#page=3"
-
-
-def test_char_fragment_for_everything_else():
-    assert fragment_for("markdown", (), 113, 203) == "#char=113,203"
-    assert fragment_for("html", (), 0, 7) == "#char=0,7"
-    # A PDF without a page map, and a page map on a non-PDF, both fall back to characters.
-    assert fragment_for("pdf", (), 3, 9) == "#char=3,9"
-    assert fragment_for("markdown", PAGE_STARTS, 3, 9) == "#char=3,9"
 
 
 def test_locator_label():
@@ -146,7 +114,9 @@ def test_first_citation_of_the_timeouts_question(built: BuiltIndex, hashed_embed
         index=1, document_id="guide/config.md", document_name="Configuring Frobnicator",
         locator_label="Configuring Frobnicator > Timeouts", fragment="#char=113,203", start=113,
         end=203, quote=TIMEOUTS_PARAGRAPH, cosine_distance=round(hits[0].cosine_distance, 6),
-        url="https://docs.example.org/frob/guide/config.md#char=113,203",
+        # Under a base URL a Markdown page opens at a W3C text fragment of the quote.
+        url="https://docs.example.org/frob/guide/config.md#:~:text=Every%20network%20call%20gives"
+            "%20up%20after,unless%20the%20timeout%20key%20says%20otherwise.",
         # The planted duplicate in faq.md is named as a second location of the same quote.
         locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"),
         section="Timeouts")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from html.parser import HTMLParser
+from pathlib import Path
 
-from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html
+import pytest
+
+from rag_pipeline.core.eval_report import HeadlineRow, headline_rows, report_html, report_path
 from rag_pipeline.core.evaluation import EvalReport, PairedRow, SummaryRow
 
 
@@ -70,3 +73,11 @@ def test_summary_and_paired_tables_carry_the_style_column():
     assert table.to_pylist() == [expected | {"mrr": 0.5, "destroyed": 1}]
     assert paired_table(REPORT).to_pylist() == [
         {"a": "header", "b": "blind", "style": "all", "k": 4, "wins": 15, "losses": 1, "p": 0.0005}]
+
+
+def test_the_report_path_is_inside_the_data_folder_for_a_model_key_only(tmp_path: Path):
+    assert report_path(tmp_path, "all-MiniLM-L6-v2@53aa5117") == (
+        tmp_path / "eval" / "runs" / "all-MiniLM-L6-v2@53aa5117" / "report.html")
+    for bad in ("../gold", "m", "m@x/../..", ".hidden@1234"):
+        with pytest.raises(ValueError, match="not a model key"):
+            report_path(tmp_path, bad)

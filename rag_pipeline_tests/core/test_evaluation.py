@@ -5,11 +5,14 @@ destroy one planted needle."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from rag_pipeline.core.analyzers import Analyzer
+from rag_pipeline.core.ann import AnnIndex
 from rag_pipeline.core.chunking import ChunkingSettings
+from rag_pipeline.core.dense import cosine_distances, top_k
 from rag_pipeline.core.embedder import load_embedder
 from rag_pipeline.core.evaluation import (
     CANDIDATES,
@@ -17,11 +20,13 @@ from rag_pipeline.core.evaluation import (
     RULE_BUDGET,
     RULE_RIGHT_OUTCOMES,
     SWEEP_CUTS,
+    AnnCheck,
     GateCvRow,
     PairedRow,
     RankRow,
     RunKey,
     SweepRow,
+    ann_check,
     candidate_pairs,
     candidate_run,
     candidate_runs,
@@ -37,8 +42,8 @@ from rag_pipeline.core.evaluation import (
 from rag_pipeline.core.fusion import Fusion
 from rag_pipeline.core.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
 from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, RetrievalSettings, Retriever
-from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Hit, QueryVector, RetrievalSettings, Retriever
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index, topic_docs
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 
@@ -302,3 +307,39 @@ def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltInd
         [], None, [], [])
     assert [(s.retriever, s.style, s.recall[20], s.destroyed) for s in report.summary] == [
         ("bm25", "all", 0.5, 1), ("bm25", "question", 0.5, 1), ("bm25", "ticket", 0.5, 1)]
+    assert report.ann == []  # no ANN index: nothing to compare
+
+
+def test_evaluate_reports_the_ann_path_against_the_exact_one(small_chunks: BuiltIndex,
+                                                             hashed_embedder: HashedEmbedder):
+    queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
+    index = replace(small_chunks.index, ann=AnnIndex.build(small_chunks.index.vectors, threads=1))
+    report = evaluate({"header": index}, hashed_embedder, queries, OOD, errors,
+                      [RunKey("header", Retriever.BM25)])
+    # Every query, gold and out-of-domain, on both paths; on a partition this small the
+    # shortlist holds every row, so the paths agree exactly.
+    assert report.ann == [AnnCheck("header", len(queries) + len(OOD), 10, 1.0, 1.0,
+                                   len(queries) + len(OOD))]
+    assert "ann_check" in report.timings
+
+
+@pytest.fixture(scope="module")
+def topics(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    """240 chunks: more than the shortlist of 10 x 10 rows."""
+    return build_index(tmp_path_factory.mktemp("evaluation_ann"), hashed_embedder, docs=topic_docs())
+
+
+def test_ann_check_counts_a_missed_row(topics: BuiltIndex, hashed_embedder: HashedEmbedder):
+    index = topics.index
+    question = "how long before a network call times out"
+    vector = QueryVector(hashed_embedder.spec.key, hashed_embedder.embed_query(question))
+    exact_top = top_k(cosine_distances(index.vectors, vector.vector), 10)
+    # Planted flaw: the graph is built with the exact top row's vector replaced by its opposite,
+    # so the walk never shortlists that row: recall@10 must drop to 0.9 and the kept sources differ.
+    flawed = index.vectors.copy()
+    flawed[exact_top[0]] = -flawed[exact_top[0]]
+    graph = AnnIndex.build(flawed, threads=1)
+    check = ann_check("header", replace(index, ann=graph), [vector], [question],
+                      RetrievalSettings(retriever=Retriever.DENSE, depth=10))
+    assert (check.queries, check.k, check.dense_recall, check.worst_recall, check.same_sources) == (
+        1, 10, 0.9, 0.9, 0)

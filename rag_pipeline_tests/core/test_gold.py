@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.gold import (
     GoldError,
     GoldFormatError,
@@ -23,6 +22,7 @@ from rag_pipeline.core.gold import (
     load_ood,
     validate_gold,
 )
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.generations import CURRENT, current_generation, generation_dir
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.index_tables import chunks_table
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.table_names import CHUNKS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.core.wordpieces import wordpiece_counter

@@ -11,8 +11,15 @@ import pytest
 
 from rag_pipeline.core import index_tables
 from rag_pipeline.core.chunking import ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
-from rag_pipeline.core.index_tables import OffsetError, chunks_table, embeddings_table
+from rag_pipeline.core.index_tables import (
+    OffsetError,
+    chunks_table,
+    document_pages_table,
+    document_records,
+    documents_table,
+    embeddings_table,
+)
+from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
 from rag_pipeline.core.models import ModelMismatchError
 from rag_pipeline.core.wordpieces import wordpiece_counter
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -65,3 +72,51 @@ def test_stored_vectors_of_another_model_are_refused(records, hashed_embedder: H
                                    "model_fingerprint", pa.array(stamps, pa.string()))
     with pytest.raises(ModelMismatchError, match=r"vector spaces are never mixed$"):
         embeddings_table(chunks, previous, hashed_embedder)
+
+
+def test_document_structure_survives_parquet_and_duckdb(records, tmp_path: Path):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    structured = dataclasses.replace(
+        records[0], sections=(Section("Intro", 0, 10, 2),), anchors=(Anchor(0, 10, "page=1"),),
+        notes=(("dropped_lines", "14"),))
+    pq.write_table(documents_table([structured, records[1]]), tmp_path / "documents.parquet")
+    back = document_records(pq.read_table(tmp_path / "documents.parquet"))
+    assert back == [structured, records[1]]
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select s.title, s.level, a.locator, n.value from (select unnest(sections) s, "
+            "unnest(anchors) a, unnest(notes) n from read_parquet(?) where document_id = ?)",
+            [str(tmp_path / "documents.parquet"), structured.document_id]).fetchall()
+    assert rows == [("Intro", 2, "page=1", "14")]
+
+
+def test_a_documents_table_without_structure_columns_reads_as_none(records):
+    # A table written before sections/anchors/notes existed: the columns are simply absent.
+    old = documents_table(records).drop_columns(["sections", "anchors", "notes"])
+    assert document_records(old) == [dataclasses.replace(r, sections=()) for r in records]
+
+
+def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(records, tmp_path: Path):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    scanned = dataclasses.replace(
+        records[0], document_id="scan.pdf", format="pdf",
+        anchors=(Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2")),
+        notes=(("pages", "2"), ("ocr_pages", "1"), ("ocr_mean_confidence", "41.0"),
+               ("ocr_page_confidence", "2=41.0"), ("low_confidence_pages", "2"),
+               ("ocr_confidence_floor", "60")))
+    failed = dataclasses.replace(scanned, document_id="broken.pdf", status="failed")
+    table = document_pages_table([records[0], scanned, failed])
+    # The Markdown record has no pages; the failed PDF none either.
+    assert table.to_pylist() == [
+        {"document_id": "scan.pdf", "page": 1, "source": "text", "ocr_confidence": None, "chars": 10,
+         "flagged": False},
+        {"document_id": "scan.pdf", "page": 2, "source": "ocr", "ocr_confidence": 41.0, "chars": 15,
+         "flagged": True}]
+    pq.write_table(table, tmp_path / "document_pages.parquet")
+    with duckdb.connect() as con:
+        assert con.execute("select document_id, page from read_parquet(?) where flagged",
+                           [str(tmp_path / "document_pages.parquet")]).fetchall() == [("scan.pdf", 2)]

@@ -18,8 +18,10 @@ from rag_pipeline.core.invariants import (
 
 CANONICAL = "# Title\n\nAlpha beta.\n\nGamma delta.\n"
 #            0123456789012345678901234567890123
+# The extractor's one section: the body after the "# Title" line, so the heading needs no chunk.
 DOCUMENTS = pa.table({"document_id": ["d", "failed"], "canonical_text": [CANONICAL, "lost text"],
-                      "status": ["ok", "failed"]})
+                      "status": ["ok", "failed"],
+                      "sections": [[{"title": "Title", "start": 7, "end": 34, "level": 1}], []]})
 
 
 def chunks(rows: list[tuple[str, int, int]], document_id: str = "d") -> pa.Table:

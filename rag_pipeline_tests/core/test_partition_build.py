@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.documents import extract_corpus
 from rag_pipeline.core.generations import current_generation
 from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.partition_build import build_partition
 from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.warehouse import Warehouse

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 
 from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.index_tables import document_records, documents_table
+from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
 from rag_pipeline.core.query_db import publish_query_db
 from rag_pipeline.core.status import PartitionStatus, index_status
 from rag_pipeline.core.warehouse import Warehouse
@@ -66,6 +68,18 @@ def test_rows_of_an_older_pipeline_or_extractor_are_stale(built: BuiltIndex):
     assert served != built.index.generation
     assert [_counts(p) for p in status.partitions] == [
         ("header", built.index.model_key, 6, 6, 2, served)]
+
+
+def test_skipped_files_are_listed_apart_from_failed_ones_and_never_stale(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    # A file no format reads: no format, no extractor stamp; it must not count as failed or stale.
+    skipped = DocumentRecord("logo.png", "/corpus/logo.png", "logo", "", "", "", "", "",
+                             DocumentStatus.SKIPPED.value, "no reader for .png files")
+    plant_published(built, {"documents": documents_table([*records, skipped])})
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.documents_failed, status.stale_documents) == (4, [], [])
+    assert status.documents_skipped == [("logo.png", "no reader for .png files")]
 
 
 def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltIndex):

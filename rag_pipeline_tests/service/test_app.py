@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from rag_pipeline.core.answer_json import answer_json
 from rag_pipeline.core.ask import AskSettings, ask
+from rag_pipeline.core.eval_report import report_path
 from rag_pipeline.service.app import MAX_BODY_BYTES, create_app, document_view
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
@@ -170,6 +171,20 @@ def test_the_document_view_marks_the_quoted_slice(client: TestClient, built: Bui
         "error": f"from/to must satisfy 0 <= from <= to <= {len(built.canonical['guide/config.md'])}"}
     assert client.get("/documents/../etc/passwd").status_code == 404
     assert client.get("/documents/broken.md").status_code == 404
+
+
+def test_the_evaluation_report_is_served_where_the_dagster_ui_links(client: TestClient,
+                                                                      built: BuiltIndex):
+    path = report_path(built.data_dir, "m@1234abcd")
+    path.parent.mkdir(parents=True)
+    path.write_text("<!doctype html><h1>Retrieval evaluation: m@1234abcd</h1>", encoding="utf-8")
+    response = client.get("/reports/m@1234abcd")
+    assert (response.status_code, response.headers["content-type"], response.text) == (
+        200, "text/html; charset=utf-8", "<!doctype html><h1>Retrieval evaluation: m@1234abcd</h1>")
+    assert (client.get("/reports/m@99999999").json()
+            == {"error": "no evaluation report for m@99999999: run `rag-pipeline eval`"})
+    # Not a model key: no other file can be named.
+    assert client.get("/reports/..%2Fgold.jsonl").status_code == 404
 
 
 def test_the_document_view_escapes_the_text_it_shows():

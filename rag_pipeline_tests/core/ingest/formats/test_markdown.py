@@ -1,4 +1,4 @@
-"""Tests for ``rag_pipeline.core.markdown``: heading lines, titles and heading-free text, with
+"""Tests for ``rag_pipeline.core.ingest.formats.markdown``: heading lines, titles and heading-free text, with
 fenced code that looks like headings."""
 
 from __future__ import annotations
@@ -6,7 +6,14 @@ from __future__ import annotations
 import random
 import re
 
-from rag_pipeline.core.markdown import first_title, heading_spans, without_headings
+from rag_pipeline.core.ingest import Section
+from rag_pipeline.core.ingest.formats.markdown import (
+    MarkdownFormat,
+    first_title,
+    heading_spans,
+    markdown_sections,
+    without_headings,
+)
 
 # "# Guide" [0,7) | "## Setup" [9,17) | fence [19,48) holding "# not a heading" | "## End" [50,56)
 FENCED = "# Guide\n\n## Setup\n\n```sh\n# not a heading\nrun\n```\n\n## End\n\nBye.\n"
@@ -68,3 +75,40 @@ def test_a_heading_line_with_a_long_run_of_spaces_and_tabs_stays_linear():
     # 20,000 of them; string trimming takes a single pass.
     text = "# a" + " \t" * 100_000 + "x ##\n"
     assert heading_spans(text) == [(0, len(text) - 1, 1, "a" + " \t" * 100_000 + "x")]
+
+
+def test_a_fence_indented_up_to_three_spaces_hides_its_comment_lines():
+    # Planted: a fence inside a list item, indented by two spaces; "# pip comment" at column 0
+    # inside it is code (the former pattern only saw fences at column 0 and took it as a heading).
+    text = "# Setup\n\n- step:\n  ```sh\n# pip comment\n  ```\n\n## After\n"
+    assert [title for _, _, _, title in heading_spans(text)] == ["Setup", "After"]
+
+
+def test_a_fence_closes_only_at_as_many_of_the_same_character():
+    # "~~~" cannot close a backtick fence, "``" is too short; "````" (longer) closes it.
+    text = "```\n~~~\n# a\n``\n# b\n````\n# c\n"
+    assert [title for _, _, _, title in heading_spans(text)] == ["c"]
+
+
+def test_four_spaces_make_an_indented_line_code_not_a_fence():
+    # Four spaces: indented code, so the "```" opens nothing and "# Real" is a heading.
+    text = "Intro.\n\n    ```\n# Real\n"
+    assert heading_spans(text) == [(16, 22, 1, "Real")]
+
+
+def test_a_backtick_fence_with_a_backtick_in_its_info_string_is_no_fence():
+    # CommonMark 4.5: "``` a`b" is inline code, so "# Heading" after it is a heading.
+    assert [t for _, _, _, t in heading_spans("``` a`b\n# Heading\n")] == ["Heading"]
+
+
+def test_sections_run_between_headings_and_leave_the_heading_lines_out():
+    text = "Preface.\n# Title\n\nBody.\n### Deep\nMore.\n"
+    # "Preface." [0,9) | "# Title" [9,16) | body [16,24) | "### Deep" [24,32) | body [32,39)
+    assert markdown_sections(text, "Doc") == (
+        Section("Doc", 0, 9, 1), Section("Doc", 16, 24, 1), Section("Deep", 32, 39, 3))
+
+
+def test_the_format_extracts_its_sections_with_the_title_it_chose():
+    extracted = MarkdownFormat().extract(b"---\ntitle: Front\n---\nText.\n## Part\nMore.\n", "s")
+    assert (extracted.title, extracted.canonical_text) == ("Front", "Text.\n## Part\nMore.\n")
+    assert extracted.sections == (Section("Front", 0, 6, 1), Section("Part", 13, 20, 2))

@@ -1,5 +1,6 @@
-"""Tests for ``rag_pipeline.core.documents``: a corpus folder with planted flaws, read into exact
-records; unreadable files become ``failed`` records; unchanged ``ok`` records are reused."""
+"""Tests for ``rag_pipeline.core.ingest.corpus`` (with ``reading`` and every registered format): a
+corpus folder with planted flaws, read into exact records; unreadable files become ``failed``
+records; unchanged ``ok`` records are reused."""
 
 from __future__ import annotations
 
@@ -12,24 +13,30 @@ import socket
 import stat
 from pathlib import Path
 
-import pypdf
+import pypdfium2
 import pytest
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 from pypdf import PdfWriter
 
-from rag_pipeline.core.documents import (
+from rag_pipeline.core.ingest import (
+    Anchor,
     DocumentStatus,
     ExtractionSettings,
+    Section,
     discover,
     extract_corpus,
     extract_document,
-    extract_html,
-    extract_markdown,
-    html_block_text,
 )
+from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
+from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 
-PYPDF_EXTRACTOR_VERSION = f"1+pypdf-{pypdf.__version__}"
+PDF_EXTRACTOR_VERSION = (f"3+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+                         f"+tesseract-{tesseract_version() or 'absent'}")
+# A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
+NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()
+                  else f"1 of 1 {MISSING_TESSERACT}")
 
 
 def text_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
@@ -80,9 +87,9 @@ def corpus(tmp_path: Path) -> Path:
     (root / "guide.md").write_bytes(GUIDE_MD)
     # Good: plain text; CRLF line ends must come out as "\n".
     (root / "notes.txt").write_bytes(NOTES_TXT)
-    # Good: title from <title>; <h1> -> "# ", <h2> -> "## "; script, style and nav dropped.
+    # Good: title from <title>; headings as paragraphs; script, style and nav dropped.
     (root / "page.html").write_bytes(PAGE_HTML)
-    # Good: two pages with a text layer; page_starts must be exact.
+    # Good: two pages with a text layer; the page anchors must be exact.
     (root / "report.pdf").write_bytes(text_pdf(REPORT_PDF_PAGES, title="Quarterly Report"))
     # Good: nested folder, no heading -> title is the stem; id uses a forward slash.
     (root / "sub" / "nested.md").write_bytes(b"Nested body.\n")
@@ -101,24 +108,31 @@ def corpus(tmp_path: Path) -> Path:
     outside.mkdir()
     (outside / "secret.md").write_bytes(b"# Secret\n\nNot part of the corpus.\n")
     (root / "link.md").symlink_to(outside / "secret.md")
-    # Skipped by discover: hidden file, hidden folder, unsupported suffix.
+    # Left out by discover: a hidden file and a file in a hidden folder.
     (root / ".draft.md").write_bytes(b"# Draft\n")
     (root / ".cache").mkdir()
     (root / ".cache" / "cached.md").write_bytes(b"# Cached\n")
+    # Skipped with its reason: a suffix no format reads, a suffix-less name no format claims.
     (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    (root / "Makefile").write_bytes(b"all:\n\ttrue\n")
+    # Good: a suffix-less README is text.
+    (root / "README").write_bytes(b"Read me first.\n")
     return root
 
 
-EXPECTED_IDS = ["corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md", "locked.pdf",
-                "notes.txt", "page.html", "report.pdf", "scan.pdf", "sub/nested.md"]
-OK_IDS = ["guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+EXPECTED_IDS = ["Makefile", "README", "corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md",
+                "locked.pdf", "notes.txt", "page.html", "picture.png", "report.pdf", "scan.pdf",
+                "sub/nested.md"]
+OK_IDS = ["README", "guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+SKIPPED = {"Makefile": "no reader for files named Makefile (without a suffix)",
+           "picture.png": "no reader for .png files"}
 
 
 def by_id(records):
     return {r.document_id: r for r in records}
 
 
-def test_discover_skips_hidden_and_unsupported_files(corpus):
+def test_discover_leaves_out_hidden_files_only(corpus):
     assert [p.relative_to(corpus).as_posix() for p in discover(corpus)] == EXPECTED_IDS
 
 
@@ -126,8 +140,12 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     result = extract_corpus(corpus)
     records = by_id(result.records)
     assert [r.document_id for r in result.records] == EXPECTED_IDS
-    assert (result.extracted, result.reused) == (11, 0)
+    assert (result.extracted, result.reused) == (12, 0)
     assert sorted(r.document_id for r in result.records if r.ok) == OK_IDS
+    assert {r.document_id: r.error for r in result.skipped} == SKIPPED
+    for r in result.skipped:
+        assert (r.status, r.format, r.canonical_text, r.content_sha256) == ("skipped", "", "", "")
+    assert (records["README"].format, records["README"].canonical_text) == ("text", "Read me first.\n")
     errors = {r.document_id: r.error for r in result.failed}
     assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
     assert errors == {
@@ -135,7 +153,7 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
         "latin1.md": "not valid UTF-8 at byte 5: invalid continuation byte",
         "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
         "locked.pdf": "encrypted PDF: no password is configured",
-        "scan.pdf": "no text layer in 1 page(s) (scanned PDF?)",
+        "scan.pdf": NO_TEXT_1_PAGE,
     }
     for r in result.failed:
         assert (r.status, r.canonical_text, r.title) == (DocumentStatus.FAILED.value, "", Path(r.path).stem)
@@ -151,12 +169,14 @@ def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
     assert record.canonical_text == "# Real Title\n\nBody text.\n"
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "1")
-    assert record.page_starts == ()
+        "markdown", "markdown-frontmatter", "2")
+    # The text before "# Real Title" (none) and the heading's body, both titled by the document.
+    assert record.sections == (Section("Real Title", 0, 0, 1), Section("Real Title", 12, 25, 1))
+    assert (record.anchors, record.notes) == ((), ())
 
 
 def test_front_matter_title_is_used_when_there_is_no_heading():
-    extracted = extract_markdown(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
+    extracted = MarkdownFormat().extract(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
     assert (extracted.title, extracted.canonical_text) == ("Front Title", "No heading here.\n")
 
 
@@ -171,7 +191,11 @@ def test_html_blocks_become_paragraphs_and_headings(corpus):
     record = extract_document(corpus / "page.html", corpus)
     assert record.status == "ok"
     assert record.title == "Page Title"
-    assert record.canonical_text == "# Main\n\nFirst para wraps.\n\n## Sub\n\nOne\n\nTwo\n"
+    assert record.canonical_text == "Main\n\nFirst para wraps.\n\nSub\n\nOne\n\nTwo\n"
+    # "Main" [0,4) and "Sub" [25,28) are the headings; the bodies run between them.
+    assert record.sections == (Section("Page Title", 0, 0, 1), Section("Page Title", 4, 25, 1),
+                               Section("Sub", 28, 39, 2))
+    assert record.notes == (("dropped_chrome_elements", "1"),)  # the <nav>
     for dropped in ("hidden", "dropped", "Home", "color"):
         assert dropped not in record.canonical_text
 
@@ -181,32 +205,36 @@ def test_html_title_falls_back_to_the_h1_then_the_stem():
     assert extract_html(b"<p>x</p>", "stem").title == "stem"
 
 
-def test_pdf_pages_are_joined_with_exact_page_starts(corpus):
+def test_pdf_pages_are_joined_with_exact_page_anchors(corpus):
     record = extract_document(corpus / "report.pdf", corpus)
     assert record.status == "ok"
     assert record.title == "Quarterly Report"
-    # Page 1 is "Alpha page one.\nSecond line here." (33 chars) + "\n\n" -> page 2 starts at 35.
-    assert record.canonical_text == "Alpha page one.\nSecond line here.\n\nBeta page two.\n"
-    assert record.page_starts == (0, 35)
+    # Page 1's two lines are one paragraph (33 chars); page 2 starts a new one after "\n\n" at
+    # 35, because page 1 ends a sentence. Page anchors tile the text: the gap goes to page 1.
+    assert record.canonical_text == "Alpha page one. Second line here.\n\nBeta page two.\n"
+    assert record.anchors == (Anchor(0, 35, "page=1"), Anchor(35, 50, "page=2"))
     assert record.canonical_text[35:].startswith("Beta page two.")
     assert (record.format, record.extractor, record.extractor_version) == (
-        "pdf", "pdf-pypdf", PYPDF_EXTRACTOR_VERSION)
+        "pdf", "pdf-pdfium+tesseract", PDF_EXTRACTOR_VERSION)
 
 
 def test_pdf_title_falls_back_to_the_first_line(tmp_path):
     (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
     record = extract_document(tmp_path / "untitled.pdf", tmp_path)
-    assert (record.title, record.page_starts) == ("First line.", (0,))
+    # The page is one paragraph "First line. Rest." (17 characters and the final new line).
+    assert (record.title, record.anchors) == ("First line.", (Anchor(0, 18, "page=1"),))
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     first = extract_corpus(corpus)
     second = extract_corpus(corpus, previous=first.records)
-    # 5 ok records reused as they are; the 6 failed ones are always tried again.
-    assert (second.extracted, second.reused) == (6, 5)
+    # 6 ok records reused as they are; the 6 failed ones are always tried again; the 2 skipped
+    # ones are neither.
+    assert (second.extracted, second.reused) == (6, 6)
     old, new = by_id(first.records), by_id(second.records)
     assert all(new[i] is old[i] for i in OK_IDS)
-    assert sorted(r.document_id for r in second.failed) == sorted(set(EXPECTED_IDS) - set(OK_IDS))
+    assert sorted(r.document_id for r in second.failed) == sorted(
+        set(EXPECTED_IDS) - set(OK_IDS) - set(SKIPPED))
 
     # Planted: notes.txt edited -> its digest changes -> re-extracted.
     (corpus / "notes.txt").write_bytes(b"Edited notes.\n")
@@ -225,12 +253,12 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
 
     third = extract_corpus(corpus, previous=previous)
     assert [r.document_id for r in third.records] == EXPECTED_IDS
-    # Reused: page.html, report.pdf, sub/nested.md.
-    assert (third.extracted, third.reused) == (8, 3)
+    # Reused: README, page.html, report.pdf, sub/nested.md.
+    assert (third.extracted, third.reused) == (8, 4)
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "1"
+    assert records["guide.md"].extractor_version == "2"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 
@@ -243,23 +271,24 @@ def test_extract_corpus_on_a_missing_folder_raises(tmp_path):
 # --- regressions: bugs these tests found, fixed -------------------------------------------
 
 
-def test_a_pdf_with_a_broken_info_dictionary_is_a_failed_record(tmp_path):
+def test_a_pdf_with_a_broken_info_dictionary_is_read_without_its_metadata(tmp_path):
     good = text_pdf([["Alpha page one."]])
     assert good.count(b"/Info 7 0 R") == 1
-    # Planted: the trailer's /Info points at a number instead of a dictionary.
+    # Planted: the trailer's /Info points at a number instead of a dictionary (pypdf raised;
+    # PDFium reads the pages and ignores the broken metadata).
     (tmp_path / "bad_info.pdf").write_bytes(good.replace(b"/Info 7 0 R", b"/Info 42"))
     record = extract_document(tmp_path / "bad_info.pdf", tmp_path)
-    assert record.status == "failed"
-    assert record.error.startswith("unreadable PDF: ")
+    assert (record.status, record.title, record.canonical_text) == ("ok", "Alpha page one.",
+                                                                    "Alpha page one.\n")
 
 
 def test_a_pdf_with_an_unknown_stream_filter_is_a_failed_record(tmp_path):
     good = text_pdf([["Alpha page one."]])
-    # Planted: the page's content stream names a filter pypdf does not know.
+    # Planted: the page's content stream names a filter no reader knows: the page draws
+    # nothing, so it has no text, not even by OCR.
     (tmp_path / "bad_filter.pdf").write_bytes(good.replace(b"/FlateDecode", b"/FlateDecodX"))
     record = extract_document(tmp_path / "bad_filter.pdf", tmp_path)
-    assert record.status == "failed"
-    assert record.error.startswith("unreadable PDF: ")
+    assert (record.status, record.error) == ("failed", NO_TEXT_1_PAGE)
 
 
 # --- files that are not documents, checked before anything is opened -----------------------
@@ -311,6 +340,9 @@ def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_pa
         "self.md": "symlink loop: following the link never reaches a file",
         "sock.md": "not a regular file: a socket, never opened",
         "to_pipe.txt": "not a regular file: a named pipe, never opened",
+        # Skipped, never opened: a pipe without a suffix, and the link back to the root.
+        "raw_pipe": "no reader for files named raw_pipe (without a suffix)",
+        "again": "a symlink to a directory: not walked into",
     }
     assert opened == [str((root / "good.md").resolve())]
 
@@ -343,77 +375,3 @@ def test_extraction_settings_reject_a_non_positive_limit():
     with pytest.raises(ValueError, match="max_document_bytes must be positive, got 0"):
         ExtractionSettings(max_document_bytes=0)
     assert ExtractionSettings().max_document_bytes == 20 * 1024 * 1024
-
-
-# --- HTML: blocks chosen in one pass ---------------------------------------------------------
-
-_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "blockquote", "dt", "dd", "td",
-           "th", "figcaption")
-
-
-def _canonical_html_by_search(data: bytes) -> str:
-    """The oracle: the same rules by direct searches, quadratic on deep nesting (the former
-    extractor's block choice, plus loose text found by searching each string's ancestors);
-    a chosen block reads as :func:`html_block_text` says, tested on its own below."""
-    from bs4 import BeautifulSoup, NavigableString
-
-    soup = BeautifulSoup(data, "lxml")
-    for tag in soup(["script", "style", "noscript", "template", "nav"]):
-        tag.decompose()
-    kept = [e for e in soup.find_all((*_BLOCKS, "div"))
-            if not e.find_parent(_BLOCKS)
-            and not (e.name == "div" and e.find((*_BLOCKS, "div")) is not None)]
-    kept_ids = {id(e) for e in kept}
-    blocks, loose = [], []
-
-    def flush():
-        text = " ".join(" ".join(loose).split())
-        if text:
-            blocks.append(text)
-        loose.clear()
-
-    for node in soup.descendants:
-        if id(node) in kept_ids:
-            flush()
-            text = html_block_text(node)  # how a block reads is shared; which blocks is not
-            if text:
-                blocks.append(text)
-        elif (type(node) is NavigableString
-              and not any(id(p) in kept_ids or p.name == "head" for p in node.parents)):
-            loose.append(str(node))
-    flush()
-    return "\n\n".join(blocks) + ("\n" if blocks else "")
-
-
-def test_a_block_reads_as_its_paragraph():
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup("<h1> A  title </h1><h3>Sub\n head</h3><pre>\n  x = 1\n  y\n</pre>"
-                         "<p>one\n two <b>three</b></p><p> </p>", "lxml")
-    assert [html_block_text(e) for e in soup.find_all(["h1", "h3", "pre", "p"])] == [
-        "# A title", "## Sub head", "  x = 1\n  y", "one two three", ""]
-
-
-def _random_html(rng: random.Random, depth: int) -> str:
-    tags = ["div", "p", "span", "li", "blockquote", "section", "td", "pre", "h2", "em"]
-    if depth == 0:
-        return rng.choice(["alpha", "beta gamma", "", "delta."])
-    children = "".join(_random_html(rng, depth - 1) for _ in range(rng.randint(0, 3)))
-    tag = rng.choice(tags)
-    return f"<{tag}>{rng.choice(['', 'word '])}{children}</{tag}>"
-
-
-def test_html_text_matches_the_search_oracle_on_random_trees():
-    rng = random.Random(11)
-    for _ in range(120):
-        data = f"<html><body>{_random_html(rng, 6)}</body></html>".encode()
-        assert extract_html(data, "page").canonical_text == _canonical_html_by_search(data)
-
-
-def test_loose_html_text_is_kept_as_paragraphs_of_its_own():
-    # Planted: text straight in <body>, and text beside a <p> inside a <div>; version 1 of the
-    # extractor dropped both (the first file failed with "no text").
-    body_only = extract_html(b"<html><head><title>T</title></head><body>Just text</body></html>", "s")
-    assert (body_only.title, body_only.canonical_text) == ("T", "Just text\n")
-    mixed = extract_html(b"<div>Intro <b>bold</b><p>Para</p>tail</div>", "s")
-    assert mixed.canonical_text == "Intro bold\n\nPara\n\ntail\n"

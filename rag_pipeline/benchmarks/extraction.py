@@ -1,0 +1,394 @@
+"""PDF extraction on twin corpora: manuals Debian ships both as PDF and as HTML (issue 18).
+
+Run: ``nice -n 10 .venv/bin/python -m rag_pipeline.benchmarks.extraction [--cache DIR]``.
+
+The packages (``bash-doc``, ``octave-doc``) are fetched with ``apt-get download`` and unpacked
+with ``dpkg -x`` into ``--cache`` (default ``/tmp/rag_pipeline_twins``) when they are not there.
+For each twin:
+
+- **Needles** are sentences of the HTML twin's paragraphs (6 to 60 words, ending a sentence)
+  that occur exactly once in its whole text; a needle counts for a PDF reader only where the
+  PDF says the same words (its letters and digits, case folded, are in poppler's
+  ``pdftotext`` text of the PDF with everything else removed).
+- Three readers of the same PDF side by side: this pipeline (PDFium layout, sections from the
+  outline), poppler's ``pdftotext`` and plain ``pypdf`` (the project's extractor before this
+  one: pages joined by blank lines). Each text is cut by the ``header`` chunker
+  (:func:`rag_pipeline.core.chunking.chunk_document`, 512 characters) within its sections:
+  the layout's, or one per page for the two anchors, so that no chunk spans two pages.
+- Printed per reader: chunks; needles quoted whole by one chunk (white space collapsed) and
+  held anywhere in the whole text; chunks holding a running head (a first or last line of a
+  ``pdftotext`` page, with its page number, whose digit-normalised form repeats on 3 or more
+  pages); chunks labelled with a section title other than the document's; OCR pages and
+  their mean confidence.
+- The line-end hyphen rule against the HTML: of the breaks where the HTML writes exactly one
+  of the two forms (``factor`` or ``non-numeric``), how many the rule, always joining and
+  always keeping the hyphen get right.
+- A **scanned twin**: pages of ``bashref.pdf`` rasterised by ``pdftoppm`` into an image-only
+  PDF, read through OCR, against the same pages of the text PDF, with each page's confidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy, chunk_document
+from rag_pipeline.core.ingest.extracted import Section
+from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
+from rag_pipeline.core.ingest.pdf_layout import HyphenBreak
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings
+from rag_pipeline.core.markdown_table import markdown_table
+
+DEFAULT_CACHE = Path("/tmp/rag_pipeline_twins")
+TARGET_CHARS = 512
+
+
+@dataclass(frozen=True)
+class Twin:
+    """A manual shipped as PDF and HTML by one Debian package.
+
+    Attributes:
+        name: The twin's label.
+        package: The Debian package holding both.
+        pdf: The PDF's path inside the package.
+        html: The HTML file's path, or a folder whose ``*.html`` files together are the manual.
+    """
+
+    name: str
+    package: str
+    pdf: str
+    html: str
+
+
+TWINS = (
+    Twin("bashref", "bash-doc", "usr/share/doc/bash/bashref.pdf", "usr/share/doc/bash/bashref.html"),
+    Twin("liboctave", "octave-doc", "usr/share/doc/octave/liboctave.pdf",
+         "usr/share/doc/octave/liboctave.html"),
+)
+
+
+@dataclass(frozen=True)
+class ChunkedText:
+    """One reader's text of a PDF cut into chunks: (label, content) pairs."""
+
+    reader: str
+    title: str
+    text: str
+    chunks: tuple[tuple[str, str], ...]
+    ocr_pages: int = 0
+    ocr_confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    reader: str
+    chunks: int
+    needles: int
+    quoted: int
+    in_text: int
+    with_heads: int
+    labelled: int
+    ocr_pages: int
+    ocr_confidence: float | None
+
+
+def package_root(cache: Path, package: str) -> Path:
+    """The unpacked package folder, downloaded and unpacked first when missing.
+
+    Raises:
+        SystemExit: ``apt-get`` or ``dpkg`` is missing or fails.
+    """
+    root = cache / package
+    if (root / "usr").is_dir():
+        return root
+    debs = cache / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    for tool in ("apt-get", "dpkg"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"error: {tool} is not installed; it is needed to fetch {package}")
+    found = sorted(debs.glob(f"{package}_*.deb"))
+    if not found:
+        done = subprocess.run(["apt-get", "download", package], cwd=debs, capture_output=True, text=True,
+                              timeout=600, check=False)
+        found = sorted(debs.glob(f"{package}_*.deb"))
+        if done.returncode != 0 or not found:
+            raise SystemExit(f"error: apt-get download {package} failed: {done.stderr.strip()[-300:]}")
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg", "-x", str(found[-1]), str(root)], check=True, timeout=600)
+    return root
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def squash(text: str) -> str:
+    """Letters and digits only, case folded: the words, whatever the spacing and hyphens."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z‘“(])")
+
+
+def html_files(root: Path, html: str) -> list[Path]:
+    path = root / html
+    return sorted(path.glob("*.html")) if path.is_dir() else [path]
+
+
+def html_text_and_needles(files: Sequence[Path]) -> tuple[str, list[str]]:
+    """The HTML twin's whole text and its needles (sentences of ``<p>``, ``<dd>`` and ``<li>``
+    blocks holding no other block, 6 to 60 words, occurring once in the whole text)."""
+    from bs4 import BeautifulSoup
+
+    whole: list[str] = []
+    sentences: list[str] = []
+    for file in files:
+        soup = BeautifulSoup(file.read_bytes(), "lxml")
+        for tag in soup(["script", "style", "head"]):
+            tag.decompose()
+        whole.append(collapse(soup.get_text()))
+        for block in soup.find_all(["p", "dd", "li"]):
+            if block.find(["p", "dd", "li", "pre", "table", "dl", "ul", "ol"]):
+                continue
+            for sentence in _SENTENCE_SPLIT.split(collapse(block.get_text())):
+                words = sentence.split()
+                if 6 <= len(words) <= 60 and sentence[-1] in ".!?":
+                    sentences.append(sentence)
+    text = "\n".join(whole)
+    counts = Counter(sentences)
+    needles = [s for s, n in counts.items() if n == 1 and text.count(s) == 1]
+    return text, needles
+
+
+def chunk_sections(text: str, sections: Sequence[Section], title: str) -> tuple[tuple[str, str], ...]:
+    """The project's ``header`` chunker over the text's sections, as (section title, content)."""
+    chunks = chunk_document("twin", title, text, ChunkingStrategy.HEADER,
+                            ChunkingSettings(target_chars=TARGET_CHARS), sections=sections)
+    return tuple((chunk.section, chunk.content) for chunk in chunks)
+
+
+def pages_as_text(pages: Sequence[str]) -> tuple[str, tuple[Section, ...]]:
+    """Pages joined by blank lines (the pre-layout extractor), one section per page so that
+    no chunk spans two pages, all titled by the document."""
+    parts, sections, offset = [], [], 0
+    for page in pages:
+        body = page.strip("\n")
+        sections.append(Section("", offset, offset + len(body)))
+        parts.append(body)
+        offset += len(body) + 2
+    return "\n\n".join(parts) + "\n", tuple(sections)
+
+
+def pdftotext_pages(pdf: Path) -> list[str]:
+    done = subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf), "-"], capture_output=True, check=True,
+                          timeout=600)
+    pages = done.stdout.decode("utf-8", "replace").split("\f")
+    return pages[:-1] if pages and not pages[-1].strip() else pages
+
+
+def baseline(reader: str, pages: Sequence[str], title: str) -> ChunkedText:
+    text, sections = pages_as_text(pages)
+    chunks = chunk_sections(text, [Section(title, s.start, s.end) for s in sections], title)
+    return ChunkedText(reader, title, text, chunks)
+
+
+def pypdf_pages(pdf: Path) -> list[str]:
+    from pypdf import PdfReader
+
+    return [(page.extract_text() or "").replace("\r\n", "\n") for page in PdfReader(pdf).pages]
+
+
+def pipeline(reading: PdfReading) -> ChunkedText:
+    layout = reading.layout
+    return ChunkedText("pipeline (pdfium layout)", layout.title, layout.canonical_text,
+                       chunk_sections(layout.canonical_text, layout.sections, layout.title),
+                       len(reading.ocr_pages), reading.mean_ocr_confidence)
+
+
+def running_heads(pages: Sequence[str]) -> set[str]:
+    """First and last lines of pages whose digit-normalised form repeats on 3 or more pages
+    and that carry a page number (a line with letters and digits, or a line of letters with a
+    bare number on the line next to it, as ``pdftotext`` prints "Bash Reference Manual" and
+    "16" on two lines)."""
+    ends: list[str] = []
+    for page in pages:
+        lines = [collapse(line) for line in page.splitlines() if line.strip()]
+        if not lines:
+            continue
+        found = {lines[0], lines[-1]}
+        if len(lines) >= 2 and lines[1].isdigit():
+            found.add(f"{lines[0]} {lines[1]}")
+        if len(lines) >= 2 and lines[-2].isdigit():
+            found.add(f"{lines[-2]} {lines[-1]}")
+        ends.extend(found)
+    shapes = Counter(re.sub(r"\d+", "#", line) for line in ends)
+    return {line for line in ends
+            if shapes[re.sub(r"\d+", "#", line)] >= 3 and re.search(r"\d", line)
+            and re.search(r"[A-Za-z]{3}", line)}
+
+
+def score(chunked: ChunkedText, needles: Sequence[str], heads: set[str]) -> Row:
+    contents = [collapse(content) for _, content in chunked.chunks]
+    whole = collapse(chunked.text)
+    quoted = sum(1 for needle in needles if any(needle in content for content in contents))
+    in_text = sum(1 for needle in needles if needle in whole)
+    with_heads = sum(1 for content in contents if any(head in content for head in heads))
+    labelled = sum(1 for label, _ in chunked.chunks if label and label != chunked.title)
+    return Row(chunked.reader, len(contents), len(needles), quoted, in_text, with_heads, labelled,
+               chunked.ocr_pages, chunked.ocr_confidence)
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part / whole:.3f} ({part}/{whole})" if whole else "-"
+
+
+def rows_table(rows: Sequence[Row]) -> str:
+    return markdown_table(
+        ["reader", "chunks", "needles quoted whole by one chunk", "needles in whole text",
+         "chunks with running heads", "chunks labelled with a section", "OCR pages", "mean OCR conf."],
+        [[r.reader, r.chunks, share(r.quoted, r.needles), share(r.in_text, r.needles),
+          share(r.with_heads, r.chunks), share(r.labelled, r.chunks), r.ocr_pages,
+          "-" if r.ocr_confidence is None else f"{r.ocr_confidence:.1f}"] for r in rows])
+
+
+def hyphen_table(breaks: Sequence[HyphenBreak], html_text: str) -> str:
+    words = Counter(w.casefold() for w in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)*", html_text))
+    decided = rule = join = keep = 0
+    for brk in breaks:
+        joined_in = words[brk.joined.casefold()] > 0
+        hyphen_in = words[brk.hyphenated.casefold()] > 0
+        if joined_in == hyphen_in:
+            continue
+        decided += 1
+        rule += brk.kept == hyphen_in
+        join += joined_in
+        keep += hyphen_in
+    return markdown_table(["line-end hyphen breaks", "HTML writes one form", "rule right",
+                           "always join right", "always keep right"],
+                          [[len(breaks), decided, share(rule, decided), share(join, decided),
+                            share(keep, decided)]])
+
+
+def eligible(needles: Sequence[str], pages: Sequence[str]) -> list[str]:
+    reference = squash("".join(pages))
+    return [needle for needle in needles if squash(needle) in reference]
+
+
+def compare_twin(twin: Twin, root: Path, settings: OcrSettings) -> None:
+    pdf = root / twin.pdf
+    html_text, needles = html_text_and_needles(html_files(root, twin.html))
+    poppler = pdftotext_pages(pdf)
+    pdf_needles = eligible(needles, poppler)
+    heads = running_heads(poppler)
+    started = time.perf_counter()
+    reading = read_pdf(pdf.read_bytes(), pdf.stem, settings)
+    seconds = time.perf_counter() - started
+    layout = reading.layout
+    print(f"\n## {twin.name}: {pdf.name} ({len(reading.pages)} pages, read in {seconds:.1f} s) "
+          f"against {len(html_files(root, twin.html))} HTML file(s)\n")
+    print(f"HTML needles {len(needles)}, of which the PDF says the same words: {len(pdf_needles)}; "
+          f"running heads found by pdftotext: {len(heads)}; layout dropped {layout.dropped_lines} "
+          f"lines, {len(layout.toc_pages)} contents/index pages, {layout.footnotes} footnotes; "
+          f"sections from the {layout.sections_from}: {len(layout.sections)}\n")
+    title = layout.title
+    rows = [score(pipeline(reading), pdf_needles, heads),
+            score(baseline("pdftotext (poppler)", poppler, title), pdf_needles, heads),
+            score(baseline("pypdf", pypdf_pages(pdf), title), pdf_needles, heads)]
+    print(rows_table(rows))
+    print()
+    print(hyphen_table(layout.hyphen_breaks, html_text))
+
+
+def image_only_pdf(pdf: Path, first: int, count: int, dpi: int, work: Path) -> tuple[bytes, bytes]:
+    """(image-only PDF of pages ``first..first+count-1`` rasterised by ``pdftoppm``, the same
+    pages of the text PDF)."""
+    import pypdfium2
+    from PIL import Image
+
+    subprocess.run(["pdftoppm", "-r", str(dpi), "-gray", "-png", "-f", str(first), "-l",
+                    str(first + count - 1), str(pdf), str(work / "page")], check=True, timeout=1200)
+    images = [Image.open(path) for path in sorted(work.glob("page-*.png"))]
+    scanned = io.BytesIO()
+    images[0].save(scanned, format="PDF", save_all=True, append_images=images[1:], resolution=float(dpi))
+    source = pypdfium2.PdfDocument(pdf)
+    cut = pypdfium2.PdfDocument.new()
+    cut.import_pages(source, list(range(first - 1, first - 1 + count)))
+    text = io.BytesIO()
+    cut.save(text)
+    return scanned.getvalue(), text.getvalue()
+
+
+def compare_scanned(twin: Twin, root: Path, first: int, count: int, settings: OcrSettings) -> None:
+    pdf = root / twin.pdf
+    _, needles = html_text_and_needles(html_files(root, twin.html))
+    with tempfile.TemporaryDirectory() as tmp:
+        scanned, text_pdf = image_only_pdf(pdf, first, count, 200, Path(tmp))
+        cut_path = Path(tmp) / "cut.pdf"
+        cut_path.write_bytes(text_pdf)
+        poppler = pdftotext_pages(cut_path)
+    pdf_needles = eligible(needles, poppler)
+    heads = running_heads(poppler)
+    text_reading = read_pdf(text_pdf, pdf.stem, settings)
+    started = time.perf_counter()
+    scan_reading = read_pdf(scanned, pdf.stem, settings)
+    seconds = time.perf_counter() - started
+    print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} rasterised at 200 dpi "
+          f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s\n")
+    text_row = score(pipeline(text_reading), pdf_needles, heads)
+    scan_row = score(pipeline(scan_reading), pdf_needles, heads)
+    print(rows_table([text_row, scan_row]).replace("pipeline (pdfium layout)", "pipeline", 1))
+    ratio = scan_row.quoted / text_row.quoted if text_row.quoted else 0.0
+    print(f"\nscanned / text needles quoted whole: {ratio:.3f}; pages under the confidence floor "
+          f"({settings.confidence_floor:g}): {list(scan_reading.low_confidence_pages) or 'none'}\n")
+    print(markdown_table(["page", "source", "OCR confidence", "chars"],
+                         [[p.page, p.source, "-" if p.ocr_confidence is None else f"{p.ocr_confidence:.1f}",
+                           p.chars] for p in scan_reading.pages]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag_pipeline.benchmarks.extraction",
+                                     description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help=f"where the Debian packages are unpacked (default {DEFAULT_CACHE})")
+    parser.add_argument("--scan-first", type=int, default=7, help="first page of the scanned twin (1-based)")
+    parser.add_argument("--scan-pages", type=int, default=30,
+                        help="pages in the scanned twin, the OCR bound (default 30; 0 skips it)")
+    parser.add_argument("--twins", nargs="*", default=[t.name for t in TWINS],
+                        help="twins to run (default all)")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.twins) - {t.name for t in TWINS})
+    if unknown:
+        print(f"error: unknown twin(s) {', '.join(unknown)}; known: {', '.join(t.name for t in TWINS)}",
+              file=sys.stderr)
+        return 2
+    if args.scan_pages < 0 or args.scan_first < 1:
+        print("error: --scan-pages must be >= 0 and --scan-first >= 1", file=sys.stderr)
+        return 2
+    for tool in ("pdftotext", "pdftoppm"):
+        if shutil.which(tool) is None:
+            print(f"error: {tool} is not installed (apt-get install poppler-utils)", file=sys.stderr)
+            return 2
+    settings = OcrSettings(max_pages=max(args.scan_pages, 1))
+    print("# PDF extraction on twin corpora (HTML needles)")
+    for twin in TWINS:
+        if twin.name in args.twins:
+            compare_twin(twin, package_root(args.cache, twin.package), settings)
+    if args.scan_pages:
+        twin = TWINS[0]
+        compare_scanned(twin, package_root(args.cache, twin.package), args.scan_first, args.scan_pages,
+                        settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

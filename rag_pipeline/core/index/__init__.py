@@ -1,0 +1,27 @@
+"""The index stage: what a published generation contains (:mod:`.tables`).
+
+``GENERATION_TABLES`` is the one declaration of a generation's tables and the input each is
+built from; publication (:mod:`rag_pipeline.core.generations`), the single-process build
+(:mod:`rag_pipeline.core.partition_build`), the loader (:mod:`rag_pipeline.core.index_store`),
+``rag-pipeline index``'s "is the index current" and the Dagster ``index_generation`` asset all
+read it.
+"""
+
+from rag_pipeline.core.index.tables import (
+    CHUNKER,
+    GENERATION_TABLES,
+    MODEL,
+    BuiltTable,
+    GenerationTable,
+    InconsistentBuildError,
+    Scope,
+    TableFile,
+    check_consistent,
+    generation_table,
+    latest_tables,
+    stale_tables,
+)
+
+__all__ = ["CHUNKER", "GENERATION_TABLES", "MODEL", "BuiltTable", "GenerationTable",
+           "InconsistentBuildError", "Scope", "TableFile", "check_consistent", "generation_table",
+           "latest_tables", "stale_tables"]

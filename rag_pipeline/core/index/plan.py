@@ -1,0 +1,125 @@
+"""What the index still has to build: one step per stale partition, from the table pointers.
+
+The index is built in three partitioned stages after the documents: ``chunks`` (per chunker:
+the chunks and the BM25 tables), ``embeddings`` (per chunker x model: the vectors, their
+checks and the publication of the generation) and ``eval`` (per model, once every generation
+of the model is current). A stage's partition is due when a table of
+:data:`rag_pipeline.core.index.GENERATION_TABLES` it writes is missing or was built from an
+input file that has moved on, or, for ``embeddings``, when the served generation is not the
+latest tables; ``eval`` is due when the model's last evaluation scored other generations.
+
+Each step names the input files it builds from; its ``key`` is their digest, so the same stale
+state is one step however often it is planned (the sensor's run key: a run whose blocking check
+failed is not repeated until an input changes). An empty plan with documents written is what
+"the index is current" means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.index.tables import (
+    GENERATION_TABLES,
+    InconsistentBuildError,
+    Scope,
+    latest_tables,
+    stale_tables,
+)
+from rag_pipeline.core.table_names import DOCUMENTS
+from rag_pipeline.core.warehouse import Warehouse
+
+EVAL_SUMMARY = "eval_summary"
+"""The evaluation table whose recorded inputs are the generations it scored."""
+
+
+class Stage(Enum):
+    """A partitioned stage of the index build, named after the job that runs it."""
+
+    CHUNKS = "chunks"
+    EMBEDDINGS = "embeddings"
+    EVAL = "eval"
+
+
+STAGE_SCOPES = {Stage.CHUNKS: Scope.CHUNKER, Stage.EMBEDDINGS: Scope.CHUNKER_MODEL}
+"""Which generation tables each build stage writes (by scope): a new chunker x model table
+(an ANN index) is built by the embeddings stage, so its asset goes into ``embeddings_job``."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One partition of one stage to run, and the input files (or generations) it builds from."""
+
+    stage: Stage
+    chunker: str | None
+    model: str | None
+    inputs: tuple[tuple[str, str], ...]
+
+    @property
+    def key(self) -> str:
+        """Digest of the stage, partition and inputs: the same stale state, the same key."""
+        text = "\n".join([self.stage.value, self.chunker or "", self.model or "",
+                          *(f"{name}={value}" for name, value in self.inputs)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _pointer_files(warehouse: Warehouse, chunker: str, model: str,
+                   scopes: Sequence[Scope]) -> tuple[tuple[str, str], ...]:
+    files = []
+    for table in GENERATION_TABLES:
+        if table.scope in scopes:
+            version = warehouse.version(table.name, table.scope.partition(chunker, model))
+            files.append((table.name, version.file if version else ""))
+    return tuple(files)
+
+
+def _served_is_latest(warehouse: Warehouse, chunker: str, model: str) -> bool:
+    generation = current_generation(warehouse, chunker, model)
+    if generation is None:
+        return False
+    try:
+        latest = latest_tables(warehouse, chunker, model)
+    except InconsistentBuildError:
+        return False
+    return all(generation.files.get(name) == table.file for name, table in latest.items())
+
+
+def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
+               evaluate: bool = True) -> tuple[Step, ...]:
+    """The steps that bring every ``chunker x model`` generation (and, with ``evaluate``, every
+    model's evaluation) up to the latest documents; empty when nothing is due or no documents
+    are written yet. A stage waits for the stages it reads: no embeddings step for a chunker
+    whose chunks are due, no eval step for a model with a generation due."""
+    if warehouse.version(DOCUMENTS) is None or not models:
+        return ()
+    steps: list[Step] = []
+    for chunker in chunkers:
+        stale = set(stale_tables(warehouse, chunker, models[0]))
+        chunk_tables = {t.name for t in GENERATION_TABLES if t.scope == STAGE_SCOPES[Stage.CHUNKS]}
+        if stale & chunk_tables:
+            steps.append(Step(Stage.CHUNKS, chunker, None,
+                              _pointer_files(warehouse, chunker, models[0], [Scope.CORPUS])))
+            continue
+        for model in models:
+            if stale_tables(warehouse, chunker, model) or not _served_is_latest(
+                    warehouse, chunker, model):
+                steps.append(Step(Stage.EMBEDDINGS, chunker, model, _pointer_files(
+                    warehouse, chunker, model, [Scope.CORPUS, Scope.CHUNKER])))
+    if evaluate:
+        due = {step.model for step in steps if step.stage == Stage.EMBEDDINGS}
+        chunking = any(step.stage == Stage.CHUNKS for step in steps)
+        for model in models:
+            if chunking or model in due:
+                continue
+            served = {}
+            for chunker in chunkers:
+                generation = current_generation(warehouse, chunker, model)
+                if generation is not None:
+                    served[chunker] = generation.id
+            summary = warehouse.version(EVAL_SUMMARY, {"model": model})
+            if len(served) == len(chunkers) and (summary is None or summary.inputs != served):
+                steps.append(Step(Stage.EVAL, None, model, tuple(sorted(served.items()))))
+    return tuple(steps)

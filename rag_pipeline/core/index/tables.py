@@ -1,0 +1,167 @@
+"""What a generation of a chunker x model partition contains: one entry per table.
+
+A generation names one file per table in ``GENERATION_TABLES``; each entry says which
+partition dimensions the table has (``Scope``) and the table it is built from (its writer
+records that input's file in the table's pointer, ``Warehouse.write(..., inputs=...)``). From
+this one declaration follow:
+
+- what :func:`rag_pipeline.core.generations.publish` requires and how it checks that every
+  table was built from the files being published with it (:func:`check_consistent`);
+- which files a new generation of a partition would publish now (:func:`latest_tables`) and
+  which tables are missing or were built from an input that has moved on (:func:`stale_tables`),
+  which is what "the index is current" means to ``rag-pipeline index`` and to the sensor;
+- the inputs of the Dagster ``index_generation`` asset (one dependency per entry).
+
+Adding a table to a generation (an approximate-neighbour index file, say):
+
+1. add one ``GenerationTable(name, scope, built_from)`` entry below;
+2. write it with ``warehouse.write(name, table, partition, inputs={built_from: <file>})`` in its
+   own asset, selected by the job of its scope's stage (a chunker x model table: in
+   ``embeddings_job``, :mod:`rag_pipeline.automation`; the ``index_generation`` asset then
+   depends on it and publishes it), and in
+   :func:`rag_pipeline.core.partition_build.build_partition`;
+3. read ``generation.files[name]`` where the served partition is loaded
+   (:func:`rag_pipeline.core.index_store.load_partition`).
+
+Nothing else changes: publication, consistency, currency and the DuckDB views follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.warehouse import Warehouse
+
+CHUNKER = "chunker"
+MODEL = "model"
+
+
+class Scope(Enum):
+    """The partition dimensions of a generation table."""
+
+    CORPUS = ()
+    CHUNKER = ("chunker",)
+    CHUNKER_MODEL = ("chunker", "model")
+
+    def partition(self, chunker: str, model: str) -> dict[str, str]:
+        """The table's partition within the ``chunker x model`` generation."""
+        return {dimension: {CHUNKER: chunker, MODEL: model}[dimension] for dimension in self.value}
+
+
+@dataclass(frozen=True)
+class GenerationTable:
+    """One table of a generation: its name, partition scope and the table it is built from
+    (``None``: built from the corpus itself)."""
+
+    name: str
+    scope: Scope
+    built_from: str | None
+
+
+GENERATION_TABLES: tuple[GenerationTable, ...] = (
+    GenerationTable(DOCUMENTS, Scope.CORPUS, None),
+    GenerationTable(CHUNKS, Scope.CHUNKER, DOCUMENTS),
+    *(GenerationTable(name, Scope.CHUNKER, CHUNKS) for name in BM25_TABLES),
+    GenerationTable(EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS),
+)
+
+
+class InconsistentBuildError(Exception):
+    """The tables offered for a generation were not built from the same inputs."""
+
+
+class BuiltTable(Protocol):
+    """A written table file as publication sees it (a ``TableVersion`` is one)."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def rows(self) -> int: ...
+
+    @property
+    def inputs(self) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A table file that is not (or no longer) its partition's latest version: the documents
+    file the chunks were cut from while a newer documents file is already written."""
+
+    file: str
+    rows: int
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+def generation_table(name: str) -> GenerationTable:
+    """The declared entry of ``name``."""
+    for table in GENERATION_TABLES:
+        if table.name == name:
+            return table
+    raise KeyError(f"{name!r} is not a generation table: {[t.name for t in GENERATION_TABLES]}")
+
+
+def check_consistent(tables: Mapping[str, BuiltTable]) -> None:
+    """Every declared table is offered, and each was built from the file of its input that is
+    offered with it; anything else would mix corpus states in one generation."""
+    missing = [t.name for t in GENERATION_TABLES if t.name not in tables]
+    if missing:
+        raise InconsistentBuildError(f"cannot publish without {missing}")
+    for table in GENERATION_TABLES:
+        if table.built_from is None:
+            continue
+        built_from = tables[table.name].inputs.get(table.built_from)
+        file = tables[table.built_from].file
+        if built_from != file:
+            raise InconsistentBuildError(
+                f"{table.name} was built from {table.built_from} {built_from or 'unknown'}, not "
+                f"from the {table.built_from} being published ({file}): run `rag-pipeline index` "
+                "to rebuild it")
+
+
+def stale_tables(warehouse: Warehouse, chunker: str, model: str) -> list[str]:
+    """The declared tables of ``chunker x model`` that are missing, or were built from an input
+    file that is no longer that input's latest version, in declaration order."""
+    stale = []
+    for table in GENERATION_TABLES:
+        version = warehouse.version(table.name, table.scope.partition(chunker, model))
+        if version is None:
+            stale.append(table.name)
+            continue
+        if table.built_from is not None:
+            source = generation_table(table.built_from)
+            latest = warehouse.version(source.name, source.scope.partition(chunker, model))
+            if latest is None or version.inputs.get(source.name) != latest.file:
+                stale.append(table.name)
+    return stale
+
+
+def latest_tables(warehouse: Warehouse, chunker: str, model: str) -> dict[str, BuiltTable]:
+    """The files a generation of ``chunker x model`` would publish now: each table nothing else
+    is built from at its latest version, and each input at the file its dependents were built
+    from (the documents the chunks were cut from, even when newer documents are written).
+    Raises ``InconsistentBuildError`` for a missing table or dependents built from different
+    files of one input."""
+    found: dict[str, BuiltTable] = {}
+    for table in reversed(GENERATION_TABLES):
+        partition = table.scope.partition(chunker, model)
+        latest = warehouse.version(table.name, partition)
+        wanted = {found[t.name].inputs.get(table.name) for t in GENERATION_TABLES
+                  if t.built_from == table.name}
+        if len(wanted) > 1:
+            raise InconsistentBuildError(f"the tables built from {table.name} were built from "
+                                         f"different files: {sorted(map(str, wanted))}")
+        file = next(iter(wanted)) if wanted else (latest.file if latest else None)
+        if file is None:
+            raise InconsistentBuildError(f"cannot publish without {[table.name]}: run "
+                                         "`rag-pipeline index` to build it")
+        if latest is not None and latest.file == file:
+            found[table.name] = latest
+        else:
+            rows = warehouse.read_file(file, columns=[]).num_rows
+            found[table.name] = TableFile(file=file, rows=rows)
+    return {t.name: found[t.name] for t in GENERATION_TABLES}

@@ -1,0 +1,89 @@
+"""What a format's extractor returns: the canonical text, its sections, its locator anchors.
+
+Every chunk offset in the project indexes a document's ``canonical_text``; sections and anchors
+are spans of that same text, so chunking, citations and the documents table all agree on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """The stamp on every document row; bumping ``version`` re-extracts that format's files."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled region of ``canonical_text``: ``canonical_text[start:end]`` is its body.
+
+    Chunks never cross a section. Text outside every section (a heading line, say) is
+    structure: it labels chunks but is in none of them.
+    """
+
+    title: str
+    start: int
+    end: int
+    level: int = 1
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A span of ``canonical_text`` and where it is in the original file.
+
+    ``locator`` is the format's own notation: ``"page=3"``, ``"t=12.500,15.000"``,
+    ``"sheet=Budget&range=A12:F30"``, ``"row=5-9"``. The format turns the anchors a chunk
+    overlaps into its citation fragment (:meth:`DocumentFormat.fragment`).
+    """
+
+    start: int
+    end: int
+    locator: str
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """One document as its format reads it.
+
+    Attributes:
+        title: The document's title.
+        canonical_text: The text every offset indexes.
+        sections: Titled regions, in order, never overlapping; empty means the whole text is
+            one section titled ``title``.
+        anchors: Locator spans, in order (pages, cues, rows, cell ranges).
+        notes: Per-document facts for ``status`` and the run's metadata, as ``(name, value)``
+            pairs, e.g. ``("dropped_lines", "14")``.
+    """
+
+    title: str
+    canonical_text: str
+    sections: tuple[Section, ...] = ()
+    anchors: tuple[Anchor, ...] = ()
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of a paged document: a row of the ``document_pages`` table, less its id.
+
+    Attributes:
+        page: 1-based page number.
+        source: ``text`` (the file's own text layer) or ``ocr``.
+        ocr_confidence: The OCR engine's mean word confidence (0-100) for an OCR page.
+        chars: Characters of canonical text in the page's anchors (0 for a dropped contents page).
+        flagged: The page's OCR confidence is under the format's confidence floor.
+    """
+
+    page: int
+    source: str
+    ocr_confidence: float | None
+    chars: int
+    flagged: bool = False
+
+
+class ExtractionError(Exception):
+    """A document could not be turned into text; the message is the reason shown to users."""

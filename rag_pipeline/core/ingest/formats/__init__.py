@@ -1,0 +1,60 @@
+"""The registry of document formats: one module per format, one instance each in ``REGISTRY``.
+
+A new format is one module here (a :class:`DocumentFormat` subclass), its entry below and its
+tests in ``rag_pipeline_tests/core/ingest/formats/test_<name>.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.csv import CsvFormat
+from rag_pipeline.core.ingest.formats.docx import DocxFormat
+from rag_pipeline.core.ingest.formats.html import HtmlFormat
+from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
+from rag_pipeline.core.ingest.formats.pdf import PdfFormat
+from rag_pipeline.core.ingest.formats.srt import SrtFormat
+from rag_pipeline.core.ingest.formats.text import TextFormat
+from rag_pipeline.core.ingest.formats.webvtt import WebVttFormat
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
+
+REGISTRY: tuple[DocumentFormat, ...] = (
+    MarkdownFormat(),
+    TextFormat(),
+    HtmlFormat(),
+    PdfFormat(),
+    DocxFormat(),
+    CsvFormat(),
+    XlsxFormat(),
+    WebVttFormat(),
+    SrtFormat(),
+)
+
+_BY_SUFFIX = {suffix: fmt for fmt in REGISTRY for suffix in fmt.suffixes}
+_BY_FILE_NAME = {file_name.upper(): fmt for fmt in REGISTRY for file_name in fmt.file_names}
+_BY_NAME = {fmt.name: fmt for fmt in REGISTRY}
+
+
+def format_for(path: Path) -> DocumentFormat | None:
+    """The format that reads ``path``: by its suffix, or for a suffix-less file by its name,
+    both regardless of case; ``None`` when no format reads it."""
+    if path.suffix:
+        return _BY_SUFFIX.get(path.suffix.lower())
+    return _BY_FILE_NAME.get(path.name.upper())
+
+
+def format_named(name: str) -> DocumentFormat:
+    """The format whose documents carry ``format == name``.
+
+    Raises:
+        KeyError: No format has that name.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no document format named {name!r}; known: "
+                       f"{', '.join(sorted(_BY_NAME))}") from None
+
+
+__all__ = ["REGISTRY", "DocumentFormat", "format_for", "format_named"]

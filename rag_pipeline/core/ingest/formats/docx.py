@@ -1,0 +1,291 @@
+"""DOCX: paragraphs in body order, sections at heading styles, tables as rows of cells, lists kept.
+
+Read with python-docx (MIT). The body is walked in order, content controls (``w:sdt``)
+included: a paragraph styled ``Title`` or ``Heading 1`` to ``Heading 9`` starts a section of
+that level (``Title`` is level 1) and is a line of the canonical text outside every section
+body, as a Markdown heading is; other paragraphs are paragraphs. A table is one block: one line
+per row, its cells (each cell's paragraphs, nested tables included, joined by spaces) separated
+by ``" | "``, the header row first as in the file; a merged cell appears once. List items
+(numbering on the paragraph or its style) are lines of one block, indented two spaces per
+level, with ``- `` for a bullet and their number (``1.``, ``a.``, ``iv.``) for a numbered list,
+counted as Word counts them per list and level. The title is the core properties' title, else
+the first heading, else the file name's stem. A DOCX file has no locator finer than the
+document, so citations keep ``#char=`` (the service's document view opens them).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+
+if TYPE_CHECKING:
+    from docx.document import Document
+    from lxml.etree import _Element
+
+_ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
+          (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
+
+
+def _roman(number: int) -> str:
+    out = ""
+    for value, letters in _ROMAN:
+        count, number = divmod(number, value)
+        out += letters * count
+    return out
+
+
+def _letters(number: int) -> str:
+    """Word's letter numbering: a..z, then aa..zz, then aaa..."""
+    return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1)
+
+
+def list_marker(number_format: str, number: int) -> str:
+    """The marker of list item ``number`` (1-based) in a ``w:numFmt`` format: ``-`` for a
+    bullet, ``3.``, ``c.``, ``C.``, ``iii.``, ``III.``; any other format counts in digits."""
+    if number_format == "bullet":
+        return "-"
+    if number_format == "lowerLetter":
+        return _letters(number) + "."
+    if number_format == "upperLetter":
+        return _letters(number).upper() + "."
+    if number_format == "lowerRoman":
+        return _roman(number) + "."
+    if number_format == "upperRoman":
+        return _roman(number).upper() + "."
+    return f"{number}."
+
+
+@dataclass(frozen=True)
+class _Block:
+    text: str
+    heading_level: int = 0  # 0: not a heading
+    list_item: bool = False
+
+
+class _Numbering:
+    """Word's list numbering: ``numId`` -> abstract definition -> per-level format and start,
+    with a counter per list and level (a deeper level restarts when a shallower one moves)."""
+
+    def __init__(self, document: Document) -> None:
+        from docx.oxml.ns import qn
+
+        self._formats: dict[tuple[str, int], tuple[str, int]] = {}
+        self._counters: dict[str, list[int]] = {}
+        try:
+            root = document.part.numbering_part.element
+        except (KeyError, NotImplementedError):
+            return
+        abstract = {}
+        for node in root.iterchildren(qn("w:abstractNum")):
+            levels = {}
+            for lvl in node.iterchildren(qn("w:lvl")):
+                fmt = lvl.find(qn("w:numFmt"))
+                start = lvl.find(qn("w:start"))
+                levels[int(lvl.get(qn("w:ilvl"), "0"))] = (
+                    fmt.get(qn("w:val"), "decimal") if fmt is not None else "decimal",
+                    int(start.get(qn("w:val"), "1")) if start is not None else 1)
+            abstract[node.get(qn("w:abstractNumId"))] = levels
+        for num in root.iterchildren(qn("w:num")):
+            ref = num.find(qn("w:abstractNumId"))
+            if ref is None:
+                continue
+            for level, spec in abstract.get(ref.get(qn("w:val")), {}).items():
+                self._formats[(num.get(qn("w:numId")), level)] = spec
+
+    def marker(self, num_id: str, level: int) -> str:
+        number_format, start = self._formats.get((num_id, level), ("bullet", 1))
+        counters = self._counters.setdefault(num_id, [])
+        while len(counters) <= level:
+            counters.append(0)
+        counters[level] += 1
+        del counters[level + 1:]
+        return list_marker(number_format, start + counters[level] - 1)
+
+
+def _num_pr(paragraph_element: _Element, style: object) -> tuple[str, int] | None:
+    """``(numId, ilvl)`` from the paragraph's own properties, else from its style chain;
+    ``None`` when it is no list item (``numId`` 0 switches numbering off)."""
+    from docx.oxml.ns import qn
+
+    candidates = [paragraph_element.find(qn("w:pPr"))]
+    while style is not None:
+        candidates.append(style.element.find(qn("w:pPr")))
+        style = style.base_style
+    num_id, level = None, None
+    for p_pr in candidates:
+        num_pr = p_pr.find(qn("w:numPr")) if p_pr is not None else None
+        if num_pr is None:
+            continue
+        id_node, level_node = num_pr.find(qn("w:numId")), num_pr.find(qn("w:ilvl"))
+        if num_id is None and id_node is not None:
+            num_id = id_node.get(qn("w:val"))
+        if level is None and level_node is not None:
+            level = int(level_node.get(qn("w:val"), "0"))
+    if num_id is None or num_id == "0":
+        return None
+    return num_id, level or 0
+
+
+def _heading_level(style_name: str) -> int:
+    if style_name == "Title":
+        return 1
+    prefix, _, number = style_name.partition(" ")
+    if prefix == "Heading" and number in ("1", "2", "3", "4", "5", "6", "7", "8", "9"):
+        return int(number)
+    return 0
+
+
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+
+
+def paragraph_text(paragraph: _Element) -> str:
+    """A ``w:p`` element's text: every ``w:t`` in it, ``w:tab`` as a tab, ``w:br``/``w:cr`` as
+    a line break, in document order.
+
+    python-docx's ``Paragraph.text`` reads only the paragraph's direct runs and hyperlinks, so
+    text inside tracked insertions (``w:ins``), inline content controls, smart tags and simple
+    fields would be lost; reading the text nodes wherever they are keeps it. Deleted text is
+    ``w:delText`` and stays out; tab stops in the properties (``w:pPr``) are no text; of a
+    drawing's alternate content (``mc:AlternateContent``) only the chosen one is read, so a
+    text box is not read twice.
+    """
+    from docx.oxml.ns import qn
+
+    text, tab, skip = qn("w:t"), qn("w:tab"), {qn("w:pPr"), qn("w:rPr"), _MC_FALLBACK}
+    parts = []
+    for node in paragraph.iter(text, tab, qn("w:br"), qn("w:cr")):
+        if any(ancestor.tag in skip for ancestor in node.iterancestors()):
+            continue
+        parts.append((node.text or "") if node.tag == text else "\t" if node.tag == tab else "\n")
+    return "".join(parts)
+
+
+def _cell_text(cell: _Element) -> str:
+    from docx.oxml.ns import qn
+
+    def outermost(paragraph: _Element) -> bool:  # a text box's paragraphs are read with theirs
+        for ancestor in paragraph.iterancestors():
+            if ancestor is cell:
+                return True
+            if ancestor.tag == qn("w:p"):
+                return False
+        return True
+
+    texts = (paragraph_text(p) for p in cell.iter(qn("w:p")) if outermost(p))
+    return " ".join(" ".join(text.split()) for text in texts if text.strip())
+
+
+def _table_block(table: _Element) -> _Block | None:
+    from docx.oxml.ns import qn
+
+    lines = []
+    for row in table.iterchildren(qn("w:tr")):
+        cells = [_cell_text(cell) for cell in row.iterchildren(qn("w:tc"))]
+        if any(cells):
+            lines.append(" | ".join(cells))
+    return _Block("\n".join(lines)) if lines else None
+
+
+def _blocks(document: Document) -> list[_Block]:
+    """The body's paragraphs and tables in order, content controls opened."""
+    from docx.oxml.ns import qn
+    from docx.text.paragraph import Paragraph
+
+    numbering = _Numbering(document)
+    blocks: list[_Block] = []
+    styles: dict[str | None, object] = {}  # python-docx scans every style per lookup: once per id
+
+    def style_of(element: _Element, paragraph: Paragraph) -> object:
+        style_id = element.style  # CT_P.style: the w:pStyle id, None for the default style
+        if style_id not in styles:
+            styles[style_id] = paragraph.style
+        return styles[style_id]
+
+    def walk(container: _Element) -> None:
+        for child in container.iterchildren():
+            if child.tag == qn("w:p"):
+                paragraph = Paragraph(child, document)
+                text = paragraph_text(child).strip()
+                if not text:
+                    continue
+                style = style_of(child, paragraph)
+                level = _heading_level(style.name if style is not None else "")
+                num_pr = None if level else _num_pr(child, style)
+                if num_pr is not None:
+                    indent = "  " * num_pr[1]
+                    blocks.append(_Block(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
+                else:
+                    blocks.append(_Block(text, heading_level=level))
+            elif child.tag == qn("w:tbl"):
+                block = _table_block(child)
+                if block is not None:
+                    blocks.append(block)
+            elif child.tag == qn("w:sdt"):
+                content = child.find(qn("w:sdtContent"))
+                if content is not None:
+                    walk(content)
+
+    walk(document.element.body)
+    return blocks
+
+
+class DocxFormat(DocumentFormat):
+    """``.docx`` files (Word 2007 and later, LibreOffice, Google Docs exports)."""
+
+    name = "docx"
+    suffixes = (".docx",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("docx-python-docx", f"1+python-docx-{library_version('python-docx')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Blocks joined by blank lines (list items of one run by single newlines), a section
+        per heading, the text before the first heading a section titled as the document.
+
+        Raises:
+            ExtractionError: Not a readable DOCX file.
+        """
+        import docx
+
+        try:
+            document = docx.Document(io.BytesIO(data))
+            blocks = _blocks(document)
+            core_title = (document.core_properties.title or "").strip()
+        except Exception as exc:  # zipfile, XML and python-docx errors: each is the reason
+            raise ExtractionError(f"unreadable DOCX: {type(exc).__name__}: {exc}") from exc
+        first_heading = next((b.text for b in blocks if b.heading_level), None)
+        title = core_title or first_heading or stem
+        parts: list[str] = []
+        sections: list[Section] = []
+        offset = 0
+        open_section: tuple[str, int, int] | None = None  # title, level, body start
+        body_end = 0
+        previous: _Block | None = None
+
+        def close() -> None:
+            if open_section is not None and body_end > open_section[2]:
+                sections.append(Section(open_section[0], open_section[2], body_end, open_section[1]))
+
+        for block in blocks:
+            if previous is not None:
+                separator = "\n" if block.list_item and previous.list_item else "\n\n"
+                parts.append(separator)
+                offset += len(separator)
+            if block.heading_level:
+                close()
+                open_section = (block.text, block.heading_level, offset + len(block.text) + 2)
+            else:
+                if open_section is None:
+                    open_section = (title, 1, offset)
+                body_end = offset + len(block.text)
+            parts.append(block.text)
+            offset += len(block.text)
+            previous = block
+        close()
+        canonical = "".join(parts) + ("\n" if parts else "")
+        return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))

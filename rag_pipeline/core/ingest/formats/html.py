@@ -1,0 +1,239 @@
+"""HTML: the text as a browser shows it, without the page's chrome, through BeautifulSoup + lxml.
+
+Rendering follows CSS's normal flow: text inside inline elements joins its neighbours exactly
+as written (``<var>statement</var>s`` is ``statements``, never ``statement s``), white space
+collapses to one space (CSS Text 3, ``white-space: normal``) and is dropped at the start and
+end of a line, ``<br>`` breaks a line, and each block element (``p``, ``div``, ``li``,
+``tr``, ...) is a paragraph of its own. ``<pre>`` keeps its lines. Headings are paragraphs
+outside every section: the body after a heading, up to the next, is a section titled by it.
+
+Chrome is removed before rendering, each rule a published convention rather than a guess:
+``script``/``style``-like elements; ``nav`` and ``aside``; a page-level ``header``/``footer``
+(not inside ``article``, ``main`` or ``role=main``: outside the content HTML-AAM maps them
+to ``banner`` and ``contentinfo``; themes wrap whole pages in ``section``, so that does not
+count as content); ``role=navigation|banner|contentinfo|search``; the navigation classes of
+Texinfo (``header``, ``nav-panel``, ``menu``, ``mini-toc``, ``section-toc``, ``contents`` and
+``shortcontents`` with their headings, ``copiable-anchor``/``copiable-link``, index tables
+``index-*``), Sphinx (``related``, ``sphinxsidebar``, ``footer``,
+``headerlink``) and DocBook (``navheader``, ``navfooter``, ``toc``); elements marked
+``hidden`` or ``display: none``. Then, per document, a link-dominated paragraph (at least half
+its characters are link text) that repeats verbatim is navigation too ("Next: ... Up: ..."
+bars without a class). The counts go into the document's notes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
+
+_INVISIBLE = ("script", "style", "noscript", "template", "head", "title", "meta", "link",
+              "iframe", "object", "svg", "canvas", "select", "button", "input", "textarea")
+_LANDMARKS = ("nav", "aside")
+_PAGE_LEVEL = ("header", "footer")
+_CONTENT = ("article", "main")
+_ROLES = {"navigation", "banner", "contentinfo", "search"}
+_CLASSES = {"header", "nav-panel", "navigation", "menu", "mini-toc", "section-toc", "contents",
+            "contents-heading", "shortcontents", "shortcontents-heading", "copiable-anchor",
+            "copiable-link", "related", "sphinxsidebar", "footer", "headerlink", "navheader",
+            "navfooter", "toc"}
+_BLOCKS = frozenset((
+    "address", "article", "blockquote", "body", "caption", "center", "dd", "details", "dialog",
+    "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "form", "hgroup", "hr", "html",
+    "legend", "li", "main", "menu", "ol", "p", "section", "summary", "table", "tbody", "tfoot",
+    "thead", "tr", "ul"))
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_CELLS = ("td", "th")
+_BREAK = "\x02"
+_CELL = "\x01"
+_SPACE = re.compile(r"[ \t\n\r\f]+")
+_MARKERS = re.compile("[\x01\x02]")
+_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Paragraph:
+    text: str
+    kind: str  # "text", "pre" or "h1".."h6"
+    link_chars: int = 0
+
+
+def _is_chrome(element: Tag) -> bool:
+    """Whether ``element`` is navigation, a banner, a footer or hidden (the rules above)."""
+    name = element.name
+    if name in _LANDMARKS:
+        return True
+    if name in _PAGE_LEVEL and not any(p.name in _CONTENT or p.get("role") == "main"
+                                       for p in element.parents):
+        return True
+    attrs = element.attrs
+    if attrs.get("role") in _ROLES or "hidden" in attrs:
+        return True
+    classes = attrs.get("class") or ()
+    if any(c in _CLASSES or (name == "table" and c.startswith("index-")) for c in classes):
+        return True
+    return bool(_DISPLAY_NONE.search(attrs.get("style") or ""))
+
+
+def _strip_chrome(soup: BeautifulSoup) -> int:
+    """Removes every chrome element; returns how many of them held visible text."""
+    from bs4 import Tag as BsTag
+
+    for tag in soup(_INVISIBLE):
+        tag.decompose()
+    chrome = [e for e in soup.descendants if isinstance(e, BsTag) and _is_chrome(e)]
+    dropped = 0
+    for element in chrome:
+        if element.decomposed:
+            continue
+        dropped += bool(element.get_text().strip())
+        element.decompose()
+    return dropped
+
+
+def _collapse(raw: str) -> str:
+    """Inline text as CSS lays it out: runs of white space are one space, none at a line's
+    start or end; ``_BREAK`` ends a line, ``_CELL`` separates table cells by a tab; a no-break
+    space never collapses and is written as a space."""
+    text = _SPACE.sub(" ", raw).replace(" " + _CELL, _CELL).replace(_CELL + " ", _CELL)
+    lines = []
+    for line in text.split(_BREAK):
+        line = re.sub(_CELL + "+", "\t", line).strip(" \t")
+        lines.append(line)
+    return "\n".join(lines).strip("\n").replace("\xa0", " ")
+
+
+class _Renderer:
+    """Walks the tree once, without recursion (documents nest thousands deep), collecting
+    paragraphs."""
+
+    def __init__(self) -> None:
+        self.paragraphs: list[_Paragraph] = []
+        self._inline: list[str] = []
+        self._link_chars = 0
+
+    def flush(self) -> None:
+        text = _collapse("".join(self._inline))
+        if text:
+            self.paragraphs.append(_Paragraph(text, "text", self._link_chars))
+        self._inline.clear()
+        self._link_chars = 0
+
+    def render(self, root: Tag) -> list[_Paragraph]:
+        from bs4 import NavigableString
+        from bs4 import Tag as BsTag
+
+        stack: list[tuple[object, bool, bool]] = [(root, True, False)]
+        while stack:
+            node, entering, in_link = stack.pop()
+            if isinstance(node, BsTag):
+                name = node.name
+                if not entering:
+                    if name in _BLOCKS:
+                        self.flush()
+                    elif name in _CELLS:
+                        self._inline.append(_CELL)
+                    continue
+                if name == "br":
+                    self._inline.append(_BREAK)
+                    continue
+                if name == "pre" or name in _HEADINGS:
+                    self.flush()
+                    raw = _MARKERS.sub("", node.get_text())
+                    if name == "pre":
+                        text = raw.strip("\n").rstrip()
+                    else:
+                        text = _collapse(raw.replace(_BREAK, " "))
+                    if text.strip():
+                        self.paragraphs.append(_Paragraph(text, name))
+                    continue
+                if name in _BLOCKS:
+                    self.flush()
+                elif name in _CELLS:
+                    self._inline.append(_CELL)
+                link = in_link or name == "a"
+                stack.append((node, False, in_link))
+                stack.extend((child, True, link) for child in reversed(node.contents))
+            elif type(node) is NavigableString:
+                text = _MARKERS.sub("", str(node))
+                self._inline.append(text)
+                if in_link:
+                    self._link_chars += len(text.strip())
+        self.flush()
+        return self.paragraphs
+
+
+def _without_repeated_navigation(paragraphs: list[_Paragraph]) -> tuple[list[_Paragraph], int]:
+    """Drops link-dominated text paragraphs that occur more than once, verbatim."""
+    counts = Counter(p.text for p in paragraphs if p.kind == "text")
+
+    def navigation(p: _Paragraph) -> bool:
+        return p.kind == "text" and counts[p.text] > 1 and 2 * p.link_chars >= len(p.text)
+
+    kept = [p for p in paragraphs if not navigation(p)]
+    return kept, len(paragraphs) - len(kept)
+
+
+def extract_html(data: bytes, stem: str) -> Extracted:
+    """The page's visible text without chrome (see the module docstring): paragraphs joined by
+    blank lines, headings as paragraphs outside the sections they title; the title from
+    ``<title>``, else the first ``<h1>``, else the stem."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "lxml")
+    title_tag = soup.find("title")
+    page_title = " ".join(title_tag.get_text().split()) if title_tag else ""
+    chrome = _strip_chrome(soup)
+    paragraphs, repeated = _without_repeated_navigation(_Renderer().render(soup))
+    parts: list[str] = []
+    headings: list[tuple[int, int, int, str]] = []
+    offset = 0
+    for paragraph in paragraphs:
+        if paragraph.kind in _HEADINGS:
+            headings.append((offset, offset + len(paragraph.text), int(paragraph.kind[1]),
+                             paragraph.text))
+        parts.append(paragraph.text)
+        offset += len(paragraph.text) + 2
+    canonical = "\n\n".join(parts) + ("\n" if parts else "")
+    title = (page_title
+             or next((t for _, _, level, t in headings if level == 1), None) or stem)
+    notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)))
+    return Extracted(title=title, canonical_text=canonical,
+                     sections=_sections(headings, len(canonical), title),
+                     notes=tuple(note for note in notes if note[1] != "0"))
+
+
+def _sections(headings: list[tuple[int, int, int, str]], length: int,
+              document_title: str) -> tuple[Section, ...]:
+    """The body after each heading up to the next, titled by the heading (an ``<h1>``'s body by
+    the document, as Markdown's ``# ``); the text before the first heading is titled by the
+    document."""
+    sections: list[Section] = []
+    title, level, start = document_title, 1, 0
+    for h_start, h_end, h_level, h_title in headings:
+        sections.append(Section(title, start, h_start, level))
+        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
+    sections.append(Section(title, start, length, level))
+    return tuple(sections)
+
+
+class HtmlFormat(DocumentFormat):
+    """``.html`` and ``.htm`` files."""
+
+    name = "html"
+    suffixes = (".html", ".htm")
+    links_by_text = True
+
+    def extractor(self) -> Extractor:
+        return Extractor("html-rendered", f"4+bs4-{library_version('beautifulsoup4')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        return extract_html(data, stem)

@@ -1,0 +1,118 @@
+"""Markdown: the file as it is, minus YAML front matter; sections at ATX headings outside code.
+
+The heading lines found here are the only Markdown structure in the project: extraction takes
+a document's title and sections from them and the gold-set check keeps needles out of them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.reading import decode_utf8
+
+_HEADING = re.compile(r"(#{1,6})[ \t]+([^\n]*)")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
+_LINE = re.compile(r"[^\n]*\n?")
+
+
+def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
+    """``(start, end, level, title)`` of each ATX heading line (``#`` at column 0), end
+    excluding the newline.
+
+    Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
+    with three or more backticks or tildes indented by at most three spaces (a backtick fence's
+    info string holds no backtick) and closes at a line of at least as many of the same
+    character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
+    spaces, so no line of it starts with ``#`` at column 0. One pass over the lines.
+    """
+    spans = []
+    fence: str | None = None
+    for match in _LINE.finditer(text):
+        start, line = match.start(), match.group().rstrip("\n")
+        if not line and match.end() == start:
+            break
+        if fence is not None:
+            stripped = line.lstrip(" ")
+            if (len(line) - len(stripped) <= 3 and stripped.startswith(fence)
+                    and not stripped.strip(fence[0] + " \t")):
+                fence = None
+            continue
+        opened = _FENCE_OPEN.fullmatch(line)
+        if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
+            fence = opened.group(1)
+            continue
+        heading = _HEADING.fullmatch(line)
+        if heading:
+            spans.append((start, start + len(line), len(heading.group(1)),
+                          _heading_title(heading.group(2))))
+    return spans
+
+
+def markdown_sections(text: str, document_title: str) -> tuple[Section, ...]:
+    """The body between one heading line and the next, titled by its heading; the text before
+    the first heading and the bodies of ``# `` headings are titled by the document (the
+    ``# `` heading is the document's title). Blank bodies are kept: they are still structure."""
+    sections: list[Section] = []
+    title, level, start = document_title, 1, 0
+    for h_start, h_end, h_level, h_title in heading_spans(text):
+        sections.append(Section(title, start, h_start, level))
+        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
+    sections.append(Section(title, start, len(text), level))
+    return tuple(sections)
+
+
+def _heading_title(rest: str) -> str:
+    """The text after the opening hashes, without an optional closing run of ``#`` (which
+    needs white space before it: ``## C#`` is titled ``C#``). Done with string operations: the
+    regex that did it backtracked quadratically on long runs of spaces and tabs."""
+    title = rest.rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed != title and unclosed[-1:] in (" ", "\t"):
+        title = unclosed
+    return title.strip()
+
+
+def first_title(text: str) -> str | None:
+    """The first level-1 ATX heading outside fenced code, if any."""
+    return next((title for _, _, level, title in heading_spans(text) if level == 1 and title), None)
+
+
+def without_headings(text: str) -> str:
+    """The text with each heading line replaced by one space (fenced code kept as it is)."""
+    parts, last = [], 0
+    for start, end, _, _ in heading_spans(text):
+        parts += [text[last:start], " "]
+        last = end
+    return "".join(parts) + text[last:]
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
+
+
+class MarkdownFormat(DocumentFormat):
+    """``.md`` and ``.markdown`` files."""
+
+    name = "markdown"
+    suffixes = (".md", ".markdown")
+    links_by_text = True
+
+    def extractor(self) -> Extractor:
+        return Extractor("markdown-frontmatter", "2")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Markdown as it is, minus YAML front matter; title from the first ``# `` heading,
+        then the front matter's ``title:``, then the stem; sections by
+        :func:`markdown_sections`."""
+        text = decode_utf8(data)
+        front_title = None
+        match = _FRONT_MATTER.match(text)
+        if match:
+            for line in match.group(1).splitlines():
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "title" and value.strip():
+                    front_title = value.strip().strip("'\"")
+            text = text[match.end() :]
+        title = first_title(text) or front_title or stem
+        return Extracted(title=title, canonical_text=text, sections=markdown_sections(text, title))

@@ -1,0 +1,99 @@
+"""PDF: laid out by PDFium (pypdfium2), scanned pages read by Tesseract; cited ``#page=N``.
+
+The layout (:mod:`rag_pipeline.core.ingest.pdf_layout`) drops running heads, feet, page
+numbers and contents pages, joins paragraphs across page breaks, resolves line-end hyphens
+and labels the text with the outline's sections (else headings found by type size). Pages
+without a text layer are OCR'd (:mod:`rag_pipeline.core.ingest.pdf_ocr`). Chunks may span a
+page break; a chunk cites the page it starts on.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
+
+
+def page_of(anchors: Sequence[Anchor], offset: int) -> int:
+    """1-based page holding character ``offset``: the last page anchor starting at or before it
+    (page 1 when there is none)."""
+    starts = [anchor.start for anchor in anchors]
+    index = bisect_right(starts, offset) - 1
+    return int(anchors[index].locator.removeprefix("page=")) if index >= 0 else 1
+
+
+def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
+    """The per-document facts shown in ``status`` and the run's metadata.
+
+    ``pages`` (the page count), ``dropped_lines`` (running heads, feet, page numbers),
+    ``toc_pages`` (contents and index pages dropped, and ``toc_page_numbers`` which),
+    ``footnotes`` moved, ``sections_from`` (``outline``, ``font`` or ``none``); with OCR,
+    ``ocr_pages``, ``ocr_mean_confidence``, ``ocr_page_confidence`` (``page=confidence``
+    pairs) and, when any page is under the floor, ``low_confidence_pages`` with
+    ``ocr_confidence_floor``.
+    """
+    layout = reading.layout
+    notes = [("pages", str(len(reading.pages))), ("dropped_lines", str(layout.dropped_lines)),
+             ("toc_pages", str(len(layout.toc_pages)))]
+    if layout.toc_pages:
+        notes.append(("toc_page_numbers", ",".join(map(str, layout.toc_pages))))
+    notes += [("footnotes", str(layout.footnotes)), ("sections_from", layout.sections_from)]
+    ocr = reading.ocr_pages
+    if ocr:
+        notes += [("ocr_pages", str(len(ocr))),
+                  ("ocr_mean_confidence", f"{reading.mean_ocr_confidence:.1f}"),
+                  ("ocr_page_confidence", " ".join(f"{p.page}={p.ocr_confidence:.1f}" for p in ocr))]
+    if reading.low_confidence_pages:
+        notes += [("low_confidence_pages", ",".join(map(str, reading.low_confidence_pages))),
+                  ("ocr_confidence_floor", f"{reading.confidence_floor:g}")]
+    return tuple(notes)
+
+
+class PdfFormat(DocumentFormat):
+    """``.pdf`` files; a chunk may run over a page break and cites the page it starts on."""
+
+    name = "pdf"
+    suffixes = (".pdf",)
+    cut_at_anchors = False
+
+    def __init__(self, ocr: OcrSettings | None = None) -> None:
+        self.ocr = ocr or OcrSettings()
+
+    def extractor(self) -> Extractor:
+        """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
+        tesseract = tesseract_version() or "absent"
+        return Extractor("pdf-pdfium+tesseract",
+                         f"3+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        reading = read_pdf(data, stem, self.ocr)
+        layout = reading.layout
+        return Extracted(title=layout.title, canonical_text=layout.canonical_text,
+                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#page=N`` (RFC 8118) for the page the span starts on; ``#char=`` without pages."""
+        if not anchors:
+            return super().fragment(anchors, start, end)
+        return f"#page={page_of(anchors, start)}"
+
+    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
+        """Every page from the notes :func:`reading_notes` wrote: OCR pages with their
+        confidence (flagged when listed under the floor), characters from the page anchors."""
+        facts = dict(notes)
+        if "pages" not in facts:
+            return ()
+        confidence = {int(page): float(value) for page, value in
+                      (pair.split("=") for pair in facts.get("ocr_page_confidence", "").split())}
+        flagged = {int(page) for page in facts.get("low_confidence_pages", "").split(",") if page}
+        chars = dict.fromkeys(range(1, int(facts["pages"]) + 1), 0)
+        for anchor in anchors:
+            number = int(anchor.locator.removeprefix("page="))
+            chars[number] = chars.get(number, 0) + anchor.end - anchor.start
+        return tuple(DocumentPage(page, "ocr" if page in confidence else "text", confidence.get(page),
+                                  count, page in flagged) for page, count in sorted(chars.items()))

@@ -1,0 +1,176 @@
+"""XLSX: one section per sheet, each row one line under the sheet's header row, cited by cell range.
+
+Read with openpyxl (MIT) in read-only mode with ``data_only``: a formula cell contributes the
+value the spreadsheet application cached when it last saved the file, never its formula. A
+program that writes workbooks without calculating them (openpyxl itself, many exporters)
+leaves no cached values: when no formula has one the workbook fails with that reason, and when
+only some lack one the document carries the count (note ``formulas_without_cached_value``).
+The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
+read. The lines are those of :mod:`rag_pipeline.core.ingest.rows`; a row's anchor is
+``sheet=<name>&range=A12:F12`` (the sheet name percent-encoded), from its first to its last
+non-blank cell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import re
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from rag_pipeline.core.ingest.anchor_spans import overlapping
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.rows import column_letters, column_number, table_lines
+
+_LOCATOR = re.compile(r"sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
+
+
+def cell_value_text(value: object) -> str:
+    """A cached cell value as text: numbers in their shortest form (``2.5``, ``3`` for
+    ``3.0``), booleans as ``TRUE``/``FALSE``, a date-time at midnight as its date (ISO 8601),
+    ``""`` for an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat() if value.time() == dt.time() else value.isoformat(sep=" ")
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    return str(value)
+
+
+def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:
+    """``sheet=<percent-encoded name>&range=A12:F30``."""
+    return (f"sheet={quote(sheet, safe='')}&range={column_letters(first_column)}{first_row}:"
+            f"{column_letters(last_column)}{last_row}")
+
+
+@dataclass(frozen=True)
+class _Sheet:
+    name: str
+    rows: tuple[tuple[int, tuple[str, ...]], ...]
+
+
+def _formula_counts(data: bytes) -> tuple[int, int]:
+    """How many formula cells the worksheets hold and how many of them have no cached value,
+    read straight from the sheets' XML (lxml, one streaming pass: openpyxl's ``data_only``
+    reading cannot tell an uncalculated formula from an empty cell)."""
+    from lxml import etree
+
+    formulas = uncached = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                continue
+            with archive.open(name) as stream:
+                for _, cell in etree.iterparse(stream, tag="{*}c"):
+                    if cell.find("{*}f") is not None:
+                        formulas += 1
+                        value = cell.find("{*}v")
+                        uncached += value is None or not (value.text or "")
+                    cell.clear()
+    return formulas, uncached
+
+
+def _read_sheets(data: bytes) -> list[_Sheet]:
+    """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``)."""
+    from openpyxl import load_workbook
+
+    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    sheets: list[_Sheet] = []
+    try:
+        for sheet in workbook.worksheets:
+            sheet.reset_dimensions()
+            rows: list[tuple[int, tuple[str, ...]]] = []
+            for row in sheet.iter_rows():
+                stored = [cell for cell in row if getattr(cell, "row", None) is not None]
+                if not stored:
+                    continue
+                cells = [""] * max(cell.column for cell in stored)
+                for cell in stored:
+                    cells[cell.column - 1] = cell_value_text(cell.value)
+                rows.append((stored[0].row, tuple(cells)))
+            sheets.append(_Sheet(sheet.title, tuple(rows)))
+    finally:
+        workbook.close()
+    return sheets
+
+
+class XlsxFormat(DocumentFormat):
+    """``.xlsx`` and ``.xlsm`` workbooks (macros are never run, only cached values read)."""
+
+    name = "xlsx"
+    suffixes = (".xlsx", ".xlsm")
+
+    def extractor(self) -> Extractor:
+        return Extractor("xlsx-openpyxl", f"1+openpyxl-{library_version('openpyxl')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """One section per non-empty sheet (its name the title), one line and anchor per row.
+
+        Raises:
+            ExtractionError: Not a readable XLSX file (any error of the zip, XML or openpyxl
+                layer, with its type and message), or formulas none of which has a cached
+                value.
+        """
+        try:
+            formula_count, uncached = _formula_counts(data)
+            sheets = _read_sheets(data)
+        except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
+            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
+                                  "workbook or an old binary .xls is not an XLSX file)") from exc
+        if formula_count and uncached == formula_count:
+            raise ExtractionError(
+                f"no cached values: none of its {formula_count} formula cell(s) was ever "
+                "calculated (written by a program that does not compute formulas); open and save "
+                "it in a spreadsheet application")
+        parts: list[str] = []
+        sections: list[Section] = []
+        anchors: list[Anchor] = []
+        offset = 0
+        rows = empty_sheets = 0
+        for sheet in sheets:
+            lines = table_lines(sheet.rows, lambda column: f"column {column_letters(column)}")
+            if not lines:
+                empty_sheets += 1
+                continue
+            if parts:
+                parts.append("\n")
+                offset += 1
+            section_start = offset
+            for line in lines:
+                parts.append(line.text + "\n")
+                anchors.append(Anchor(offset, offset + len(line.text), range_locator(
+                    sheet.name, line.first_column, line.number, line.last_column, line.number)))
+                offset += len(line.text) + 1
+                rows += not line.header
+            sections.append(Section(sheet.name, section_start, offset - 1))
+        notes = [("sheets", str(len(sections))), ("rows", str(rows))]
+        if empty_sheets:
+            notes.append(("empty_sheets", str(empty_sheets)))
+        if uncached:
+            notes.append(("formulas_without_cached_value", str(uncached)))
+        return Extracted(title=stem, canonical_text="".join(parts), sections=tuple(sections),
+                         anchors=tuple(anchors), notes=tuple(notes))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#sheet=Budget&range=A12:F30``: the sheet and the smallest range holding every row
+        of it the span overlaps (a span never crosses a sheet, which is a section; were it
+        to, the first sheet is cited); ``#char=`` when it overlaps no row."""
+        located = [_LOCATOR.fullmatch(anchor.locator) for anchor in overlapping(anchors, start, end)]
+        matches = [match for match in located if match]
+        if not matches:
+            return super().fragment(anchors, start, end)
+        sheet = [match for match in matches if match["sheet"] == matches[0]["sheet"]]
+        first_column = min(column_number(m["c1"]) for m in sheet)
+        last_column = max(column_number(m["c2"]) for m in sheet)
+        return (f"#sheet={sheet[0]['sheet']}&range={column_letters(first_column)}{sheet[0]['r1']}:"
+                f"{column_letters(last_column)}{sheet[-1]['r2']}")

@@ -1,0 +1,603 @@
+"""A PDF's positioned text runs as canonical text: the words a reader reads, in reading order.
+
+Pure: it takes the runs and outline that :mod:`rag_pipeline.core.ingest.pdf_pages` reads (or
+OCR recognises) and decides, page by page:
+
+- **Running heads, running feet and page numbers** are the first and last row of a page when
+  the same row (digits normalised) repeats at the same height on other pages, when it is a
+  page number alone, or when it carries a number at one end at a height where most pages
+  carry such a row ("Chapter 3: Basic Shell Features 15"). They are dropped and counted.
+- **Contents and index pages** (most runs end in dot leaders and a page number) are dropped
+  and counted.
+- **Two-column pages** are read column by column (a gutter that almost no run crosses, with
+  full lines on both sides); runs that cross it (a title over both columns) cut the page into
+  bands read in turn.
+- **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
+  cells joined by `` | ``, one row a line.
+- **Paragraphs** are consecutive lines without a vertical gap, a change of font size or a
+  heading between them; a paragraph that does not end a sentence at the foot of a page goes
+  on at the top of the next, and a footnote (small type at the foot of a page) comes after
+  that paragraph instead of in the middle of its sentence.
+- **Line-end hyphens**: ``non-`` + ``numeric`` stays ``non-numeric`` when the document
+  itself writes ``non-numeric`` more often than ``nonnumeric``; where it writes neither, a
+  part that is itself a compound (``active-region-`` + ``start-color``) keeps the hyphen,
+  and otherwise the hyphen was the typesetter's and the word is joined (``fac-`` +
+  ``tor`` is ``factor``). The rule is measured against the HTML twins in
+  ``rag_pipeline.benchmarks.extraction``.
+- **Sections** come from the outline (the heading a bookmark points at is structure, the
+  text after it the section's body), else from type size: a line larger than body text, or
+  bold where body text is not, is a heading.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rag_pipeline.core.ingest.extracted import Anchor, Section
+from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
+
+HEADING_SIZE_RATIO = 1.12
+"""A line whose type is this much larger than the body's is a heading."""
+
+FOOTNOTE_SIZE_RATIO = 0.9
+"""A block at the foot of a page in type at most this fraction of the body's is a footnote."""
+
+_NUMBER_TOKEN = re.compile(r"^(?:\d+|[ivxlcdm]+|[IVXLCDM]+)$")
+_DIGITS = re.compile(r"\d+")
+_DOT_LEADER = re.compile(r"(?:\.\s?){3,}\s*(?:\d+|[ivxlcdm]+)\s*$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?:;][\"')\]’”]*$")
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z'’-]*)-?$")
+_WORD_AFTER = re.compile(r"^([A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*)")
+_VOCABULARY_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,2}|[*†‡§¶])\s?\S")
+
+
+class BlockKind(StrEnum):
+    BODY = "body"
+    HEADING = "heading"
+    CODE = "code"
+    TABLE = "table"
+    FOOTNOTE = "footnote"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One row of a page as read: its runs joined (cells by `` | `` in a table)."""
+
+    page: int
+    text: str
+    x0: float
+    top: float
+    baseline: float
+    size: float
+    bold: bool
+    mono: bool
+    hyphen: bool
+    cells: int
+
+
+@dataclass(frozen=True)
+class HyphenBreak:
+    """A word broken at a line end, and what the layout made of it.
+
+    Attributes:
+        joined: The two parts without the hyphen (``factor``).
+        hyphenated: The two parts with it (``non-numeric``).
+        kept: The hyphen was kept.
+    """
+
+    joined: str
+    hyphenated: str
+    kept: bool
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Where a page's text is in the canonical text (a page may have several spans when a
+    footnote is moved after a paragraph that runs on to the next page)."""
+
+    page: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A PDF laid out as canonical text.
+
+    Attributes:
+        title: The document's title: the PDF's metadata, else the first line of the first
+            page's largest type.
+        canonical_text: Paragraphs separated by blank lines.
+        sections: Titled regions of ``canonical_text``; headings are outside them.
+        anchors: ``page=N`` (1-based) spans covering ``canonical_text`` in order.
+        dropped_lines: Running heads, feet and page numbers removed.
+        toc_pages: 1-based numbers of the contents and index pages dropped.
+        footnotes: Footnote blocks moved out of the running text.
+        hyphen_breaks: Every line-end hyphen decision, in reading order.
+        sections_from: ``outline``, ``font`` or ``none``.
+    """
+
+    title: str
+    canonical_text: str
+    sections: tuple[Section, ...]
+    anchors: tuple[Anchor, ...]
+    dropped_lines: int
+    toc_pages: tuple[int, ...]
+    footnotes: int
+    hyphen_breaks: tuple[HyphenBreak, ...]
+    sections_from: str
+
+
+@dataclass
+class _Block:
+    kind: BlockKind
+    lines: list[Line]
+    pieces: list[tuple[int, str]]
+    footnotes_after: list[_Block]
+
+
+def _body_size(pages: Sequence[PageText]) -> float:
+    """The font size most characters are set in."""
+    sizes: Counter[float] = Counter()
+    for page in pages:
+        for run in page.runs:
+            sizes[round(run.size)] += len(run.text)
+    return float(sizes.most_common(1)[0][0]) if sizes else 10.0
+
+
+def _rows(runs: Sequence[TextRun]) -> list[list[TextRun]]:
+    """Runs grouped by baseline (within a third of their size), top to bottom, left to right."""
+    rows: list[list[TextRun]] = []
+    for run in sorted(runs, key=lambda r: (r.baseline, r.x0)):
+        if rows and run.baseline - rows[-1][0].baseline <= max(run.size, 3.0) * 0.35:
+            rows[-1].append(run)
+        else:
+            rows.append([run])
+    return [sorted(row, key=lambda r: r.x0) for row in rows]
+
+
+def _row_text(row: Sequence[TextRun]) -> str:
+    return " ".join(run.text for run in row)
+
+
+def _normalised(text: str) -> str:
+    tokens = ["#" if _NUMBER_TOKEN.match(token) else _DIGITS.sub("#", token) for token in text.split()]
+    return " ".join(tokens).lower()
+
+
+def _has_end_number(text: str) -> bool:
+    tokens = text.split()
+    return bool(tokens) and (_NUMBER_TOKEN.match(tokens[0]) is not None
+                             or _NUMBER_TOKEN.match(tokens[-1]) is not None) and len(tokens) > 1
+
+
+def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, int]]:
+    """(page position, row index) of the running heads, feet and page numbers."""
+    repeat_floor = 2 if len(page_rows) < 6 else 3
+    candidates: list[tuple[int, int, str, str, int]] = []
+    for p, rows in enumerate(page_rows):
+        if not rows:
+            continue
+        ends = {0: "top", len(rows) - 1: "bottom"}
+        for r, band in ends.items():
+            text = _row_text(rows[r])
+            candidates.append((p, r, band, text, round(rows[r][0].baseline / 4)))
+    repeats = Counter((band, bucket, _normalised(text)) for _, _, band, text, bucket in candidates)
+    numbered = Counter((band, bucket) for _, _, band, text, bucket in candidates if _has_end_number(text))
+    numbered_floor = max(3, int(0.3 * len(page_rows)))
+    dropped: set[tuple[int, int]] = set()
+    for p, r, band, text, bucket in candidates:
+        norm = _normalised(text)
+        if (norm == "#" or repeats[(band, bucket, norm)] >= repeat_floor
+                or (_has_end_number(text) and numbered[(band, bucket)] >= numbered_floor)):
+            dropped.add((p, r))
+    return dropped
+
+
+def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
+    runs = [run for row in rows for run in row if len(run.text) >= 3]
+    leaders = sum(1 for run in runs if _DOT_LEADER.search(run.text))
+    return leaders >= 4 and leaders * 2 >= len(runs)
+
+
+def _gutter(rows: Sequence[list[TextRun]], width: float) -> float | None:
+    """The x of a two-column page's gutter, or ``None`` for a one-column page.
+
+    The gutter is the middle of the widest band of the page's middle (30 % to 70 % of its
+    width) that the fewest runs cross (at most 15 % of them); each side must hold a quarter of
+    the runs, and each column's typical line must fill 60 % of the column's width (text, not
+    the scattered cells of a table).
+    """
+    runs = [run for row in rows for run in row]
+    if len(runs) < 6:
+        return None
+    xs = [float(x) for x in range(int(width * 0.3), int(width * 0.7), 2)]
+    crossings = [sum(1 for run in runs if run.x0 < x - 1 and run.x1 > x + 1) for x in xs]
+    if not crossings or min(crossings) > 0.15 * len(runs):
+        return None
+    fewest = min(crossings)
+    best: tuple[int, int] = (0, -1)
+    start = None
+    for i, count in enumerate([*crossings, fewest + 1]):
+        if count == fewest and start is None:
+            start = i
+        elif count != fewest and start is not None:
+            if i - start > best[1] - best[0] + 1:
+                best = (start, i - 1)
+            start = None
+    x = (xs[best[0]] + xs[best[1]]) / 2
+    left = [run for run in runs if run.x1 <= x + 1]
+    right = [run for run in runs if run.x0 >= x - 1]
+    if len(left) < 0.25 * len(runs) or len(right) < 0.25 * len(runs):
+        return None
+    left_span = max(run.x1 for run in left) - min(run.x0 for run in left)
+    right_span = max(run.x1 for run in right) - min(run.x0 for run in right)
+    left_width = statistics.median(run.x1 - run.x0 for run in left)
+    right_width = statistics.median(run.x1 - run.x0 for run in right)
+    if left_width < 0.6 * left_span or right_width < 0.6 * right_span:
+        return None
+    return x
+
+
+def _reading_rows(rows: list[list[TextRun]], width: float) -> list[list[TextRun]]:
+    """Rows in reading order: as they are on a one-column page; on a two-column page, each
+    band between full-width rows read left column first, then right column."""
+    gutter = _gutter(rows, width)
+    if gutter is None:
+        return rows
+    out: list[list[TextRun]] = []
+    left: list[list[TextRun]] = []
+    right: list[list[TextRun]] = []
+
+    def flush() -> None:
+        out.extend(left)
+        out.extend(right)
+        left.clear()
+        right.clear()
+
+    for row in rows:
+        if any(run.x0 < gutter - 1 and run.x1 > gutter + 1 for run in row):
+            flush()
+            out.append(row)
+            continue
+        left_part = [run for run in row if run.x1 <= gutter + 1]
+        right_part = [run for run in row if run.x0 >= gutter - 1]
+        if left_part:
+            left.append(left_part)
+        if right_part:
+            right.append(right_part)
+    flush()
+    return out
+
+
+def _aligned(a: Sequence[TextRun], b: Sequence[TextRun]) -> bool:
+    """Two rows of cells line up: as many cells, each starting within 4 points of the other's,
+    or ending within 4 points (right-aligned numbers)."""
+    if len(a) != len(b):
+        return False
+    return sum(1 for x, y in zip(a, b, strict=True)
+               if abs(x.x0 - y.x0) <= 4 or abs(x.x1 - y.x1) <= 4) >= len(a) - 1
+
+
+def _lines(page: int, rows: list[list[TextRun]]) -> list[Line]:
+    table = [False] * len(rows)
+    for i in range(len(rows) - 1):
+        if len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1]):
+            table[i] = table[i + 1] = True
+    lines = []
+    for row, in_table in zip(rows, table, strict=True):
+        text = (" | " if in_table else " ").join(run.text for run in row)
+        chars = sum(len(run.text) for run in row)
+        size = max(row, key=lambda run: len(run.text)).size
+        lines.append(Line(page, text, row[0].x0, min(run.top for run in row), row[0].baseline,
+                          size, sum(len(r.text) for r in row if r.bold) * 2 > chars,
+                          all(run.mono for run in row), row[-1].hyphen,
+                          len(row) if in_table else 1))
+    return lines
+
+
+def _footnote_start(lines: Sequence[Line], body_size: float) -> int:
+    """Index of the first footnote line at the foot of a page (``len(lines)`` when none)."""
+    start = len(lines)
+    for i in range(len(lines) - 1, 0, -1):
+        if lines[i].size > body_size * FOOTNOTE_SIZE_RATIO or lines[i].cells > 1:
+            break
+        if _FOOTNOTE_START.match(lines[i].text):
+            start = i
+    return start
+
+
+def _vocabulary(pages: Sequence[PageText]) -> Counter[str]:
+    """How often the document writes each word (case folded), hyphenated compounds whole."""
+    words: Counter[str] = Counter()
+    for page in pages:
+        for run in page.runs:
+            words.update(word.casefold() for word in _VOCABULARY_WORD.findall(run.text))
+    return words
+
+
+def _is_heading(line: Line, body_size: float, body_bold: bool) -> bool:
+    if line.cells > 1 or len(line.text) > 120 or not any(ch.isalpha() for ch in line.text):
+        return False
+    if line.size >= body_size * HEADING_SIZE_RATIO:
+        return True
+    return line.bold and not body_bold and not line.mono and not _SENTENCE_END.search(line.text)
+
+
+def _kind(line: Line, body_size: float, body_bold: bool) -> BlockKind:
+    if line.cells > 1:
+        return BlockKind.TABLE
+    if _is_heading(line, body_size, body_bold):
+        return BlockKind.HEADING
+    if line.mono:
+        return BlockKind.CODE
+    return BlockKind.BODY
+
+
+class _Joiner:
+    """Joins a paragraph's lines, resolving line-end hyphens against the document's words."""
+
+    def __init__(self, vocabulary: Counter[str]) -> None:
+        self.vocabulary = vocabulary
+        self.breaks: list[HyphenBreak] = []
+
+    def join(self, previous: Line, text_so_far: str, line: Line, kind: BlockKind) -> tuple[str, str]:
+        """(what replaces the end of ``text_so_far``'s last piece, the separator) for appending
+        ``line``: the separator is a space, a new line (code, table rows) or nothing after a
+        joined hyphen."""
+        if kind in (BlockKind.CODE, BlockKind.TABLE):
+            return text_so_far, "\n"
+        explicit = text_so_far.endswith("-") and len(text_so_far) > 1 and text_so_far[-2].isalpha()
+        after = _WORD_AFTER.match(line.text)
+        if (previous.hyphen or explicit) and after:
+            stem = text_so_far[:-1] if explicit else text_so_far
+            before = _WORD_BEFORE.search(stem)
+            # A word goes on in lower case, or in capitals after a word set in capitals.
+            capitals = before is not None and before.group(1).isupper() and after.group(1).isupper()
+            if before and (line.text[:1].islower() or capitals):
+                left, right = before.group(1), after.group(1)
+                joined, hyphenated = left + right, f"{left}-{right}"
+                keep = self.keeps_hyphen(left, right, joined, hyphenated)
+                self.breaks.append(HyphenBreak(joined, hyphenated, keep))
+                return (stem + "-" if keep else stem), ""
+        if previous.hyphen:
+            return text_so_far + "-", ""
+        if text_so_far.endswith("_"):
+            return text_so_far, ""
+        return text_so_far, " "
+
+    def keeps_hyphen(self, left: str, right: str, joined: str, hyphenated: str) -> bool:
+        """The document writes the hyphenated form more often than the joined one; where it
+        writes neither, a part that is already a compound (``active-region-`` + ``start``,
+        ``most-`` + ``recently-killed``) keeps it. Measured on the twins, also keeping it
+        when both parts are words of the document (``lower-`` + ``case``) is worse: 297 of
+        305 breaks right instead of 304 in bashref, 31 of 37 instead of 37 in liboctave."""
+        with_hyphen = self.vocabulary[hyphenated.casefold()]
+        without = self.vocabulary[joined.casefold()]
+        if with_hyphen or without:
+            return with_hyphen > without
+        return "-" in left or "-" in right
+
+
+def _blocks(pages: Sequence[PageText], body_size: float,
+            joiner: _Joiner) -> tuple[list[_Block], int, list[int], int]:
+    """The document's blocks in reading order, with the count of dropped lines, the dropped
+    contents pages (1-based) and the count of footnotes."""
+    page_rows = [_rows(page.runs) for page in pages]
+    running = _running_rows(page_rows)
+    dropped = len(running)
+    toc_pages: list[int] = []
+    page_lines: list[list[Line]] = []
+    for p, (page, rows) in enumerate(zip(pages, page_rows, strict=True)):
+        kept = [row for r, row in enumerate(rows) if (p, r) not in running]
+        if _is_toc_page(kept):
+            toc_pages.append(page.index + 1)
+            page_lines.append([])
+            continue
+        page_lines.append(_lines(page.index, _reading_rows(kept, page.width)))
+    all_lines = [line for lines in page_lines for line in lines]
+    body_bold = sum(len(line.text) for line in all_lines if line.bold) * 2 > sum(
+        len(line.text) for line in all_lines)
+    pitches = [b.baseline - a.baseline for lines in page_lines for a, b in itertools.pairwise(lines)
+               if abs(a.size - body_size) < 0.6 and abs(b.size - body_size) < 0.6
+               and 0 < b.baseline - a.baseline < 3 * body_size]
+    pitch = statistics.median(pitches) if pitches else body_size * 1.2
+    blocks: list[_Block] = []
+    footnotes = 0
+    current: _Block | None = None
+    for lines in page_lines:
+        if not lines:
+            continue
+        cut = _footnote_start(lines, body_size)
+        for i, line in enumerate(lines[:cut]):
+            kind = _kind(line, body_size, body_bold)
+            if current is not None and _continues(current, line, kind, i == 0, pitch):
+                previous = current.lines[-1]
+                page_of_last, last_text = current.pieces[-1]
+                new_last, separator = joiner.join(previous, last_text, line, kind)
+                current.pieces[-1] = (page_of_last, new_last)
+                current.pieces.append((line.page, separator + line.text))
+                current.lines.append(line)
+            else:
+                if current is not None:
+                    blocks.append(current)
+                    blocks.extend(current.footnotes_after)
+                current = _Block(kind, [line], [(line.page, line.text)], [])
+        notes = _merge_footnotes(lines[cut:])
+        footnotes += len(notes)
+        if current is not None:
+            current.footnotes_after.extend(notes)
+        else:
+            blocks.extend(notes)
+    if current is not None:
+        blocks.append(current)
+        blocks.extend(current.footnotes_after)
+    return blocks, dropped, toc_pages, footnotes
+
+
+def _merge_footnotes(lines: Sequence[Line]) -> list[_Block]:
+    """Footnote lines grouped into one block per footnote (a line starting with its mark
+    starts one)."""
+    merged: list[_Block] = []
+    for line in lines:
+        if merged and not _FOOTNOTE_START.match(line.text):
+            merged[-1].lines.append(line)
+            merged[-1].pieces.append((line.page, " " + line.text))
+        else:
+            merged.append(_Block(BlockKind.FOOTNOTE, [line], [(line.page, line.text)], []))
+    return merged
+
+
+def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, pitch: float) -> bool:
+    """``line`` belongs to the paragraph ``block`` holds."""
+    if kind != block.kind or kind is BlockKind.FOOTNOTE:
+        return False
+    previous = block.lines[-1]
+    ends_sentence = _SENTENCE_END.search(previous.text) is not None and not previous.hyphen
+    if kind is BlockKind.HEADING:
+        return (not first_on_page and abs(line.size - previous.size) < 0.6
+                and line.baseline - previous.baseline <= 1.6 * line.size)
+    if first_on_page or line.page != previous.page:
+        return not ends_sentence and kind is not BlockKind.TABLE
+    gap = line.baseline - previous.baseline
+    if gap > 1.45 * pitch or gap < 0 or abs(line.size - previous.size) >= 0.6:
+        return False
+    if kind is BlockKind.TABLE:
+        return True
+    return not (ends_sentence and abs(line.x0 - previous.x0) > line.size)
+
+
+def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int, _Block]], list[PageSpan]]:
+    parts: list[str] = []
+    block_spans: list[tuple[int, int, _Block]] = []
+    page_spans: list[PageSpan] = []
+    offset = 0
+    for block in blocks:
+        if parts:
+            parts.append("\n\n")
+            offset += 2
+        start = offset
+        for page, piece in block.pieces:
+            if page_spans and page_spans[-1].page == page:
+                last = page_spans[-1]
+                page_spans[-1] = PageSpan(page, last.start, offset + len(piece))
+            else:
+                piece_start = offset + (len(piece) - len(piece.lstrip())) if page_spans else 0
+                if page_spans:
+                    last = page_spans[-1]
+                    page_spans[-1] = PageSpan(last.page, last.start, piece_start)
+                page_spans.append(PageSpan(page, piece_start, offset + len(piece)))
+            parts.append(piece)
+            offset += len(piece)
+        block_spans.append((start, offset, block))
+    text = "".join(parts) + ("\n" if parts else "")
+    if page_spans:
+        last = page_spans[-1]
+        page_spans[-1] = PageSpan(last.page, last.start, len(text))
+    return text, block_spans, page_spans
+
+
+def _squash(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def _outline_sections(entries: Sequence[OutlineEntry], block_spans: Sequence[tuple[int, int, _Block]],
+                      text_length: int, title: str) -> list[Section]:
+    """One section per bookmark: its body starts after the heading the bookmark points at (or,
+    where no heading there carries its title, at the first paragraph at or below its target)
+    and ends where the next bookmark's heading starts."""
+    marks: list[tuple[int, int, OutlineEntry]] = []
+    floor = 0
+    for entry in entries:
+        wanted = _squash(entry.title)
+        found: tuple[int, int] | None = None
+        fallback: tuple[int, int] | None = None
+        for start, end, block in block_spans:
+            first = block.lines[0]
+            if first.page < entry.page or start < floor:
+                continue
+            if first.page > entry.page:
+                if fallback is None:
+                    fallback = (start, start)
+                break
+            below = entry.top is None or first.baseline >= entry.top - 2
+            if not below:
+                continue
+            if fallback is None:
+                fallback = (start, start)
+            if block.kind is BlockKind.HEADING and wanted and wanted in _squash(block.pieces[0][1] + "".join(
+                    piece for _, piece in block.pieces[1:])):
+                found = (start, end)
+                break
+        spot = found or fallback or (text_length, text_length)
+        floor = spot[0]
+        marks.append((spot[0], spot[1], entry))
+    sections: list[Section] = []
+    first_heading = marks[0][0] if marks else text_length
+    sections.append(Section(title, 0, first_heading, 1))
+    for i, (_, body_start, entry) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else text_length
+        sections.append(Section(entry.title, min(body_start, end), end, entry.level))
+    return sections
+
+
+def _font_sections(block_spans: Sequence[tuple[int, int, _Block]], text_length: int,
+                   title: str) -> list[Section]:
+    headings = [(start, end, block) for start, end, block in block_spans if block.kind is BlockKind.HEADING]
+    sizes = sorted({round(block.lines[0].size) for _, _, block in headings}, reverse=True)
+    sections = [Section(title, 0, headings[0][0] if headings else text_length, 1)]
+    for i, (_, end, block) in enumerate(headings):
+        next_start = headings[i + 1][0] if i + 1 < len(headings) else text_length
+        heading = " ".join("".join(piece for _, piece in block.pieces).split())
+        sections.append(Section(heading, end, next_start, sizes.index(round(block.lines[0].size)) + 1))
+    return sections
+
+
+def _title(metadata_title: str, blocks: Sequence[_Block], stem: str) -> str:
+    if metadata_title.strip():
+        return " ".join(metadata_title.split())
+    first_page = [block for block in blocks if block.lines[0].page == blocks[0].lines[0].page]
+    if first_page:
+        largest = max(first_page, key=lambda block: block.lines[0].size)
+        text = " ".join(largest.lines[0].text.split())
+        if text and len(text) <= 200:
+            return text
+    return stem
+
+
+def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata_title: str,
+            stem: str) -> Layout:
+    """Lays out a PDF's pages as canonical text with sections and page anchors.
+
+    Args:
+        pages: Every page's runs, in page order.
+        entries: The outline's bookmarks (empty when the PDF has none).
+        metadata_title: The PDF's ``Title`` metadata ("" when absent).
+        stem: The file name's stem, the title of last resort.
+
+    Returns:
+        The layout; sections come from ``entries`` when there are any, else from type size.
+    """
+    body_size = _body_size(pages)
+    joiner = _Joiner(_vocabulary(pages))
+    blocks, dropped, toc_pages, footnotes = _blocks(pages, body_size, joiner)
+    text, block_spans, page_spans = _text_and_spans(blocks)
+    title = _title(metadata_title, blocks, stem)
+    if entries:
+        sections, sections_from = _outline_sections(entries, block_spans, len(text), title), "outline"
+    elif any(block.kind is BlockKind.HEADING for block in blocks):
+        sections, sections_from = _font_sections(block_spans, len(text), title), "font"
+    else:
+        sections, sections_from = [], "none"
+    anchors = tuple(Anchor(span.start, span.end, f"page={span.page + 1}") for span in page_spans
+                    if span.end > span.start)
+    nonblank = tuple(section for section in sections if text[section.start:section.end].strip())
+    return Layout(title, text, nonblank, anchors, dropped, tuple(toc_pages), footnotes,
+                  tuple(joiner.breaks), sections_from)

@@ -1,0 +1,114 @@
+"""Reading a corpus file's bytes safely, within the limits every document shares.
+
+A file is checked on its metadata before anything is opened: a link out of the corpus, a loop,
+a special file or an oversized file fails with its reason, never an exception that stops a run.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+
+DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+"""20 MiB: about four hours of embedding on two CPU cores; a larger file is most likely a dump."""
+
+
+@dataclass(frozen=True)
+class ExtractionSettings:
+    """Limits that apply to every document.
+
+    Attributes:
+        max_document_bytes: A file larger than this fails with its size as the reason, unread.
+
+    Raises:
+        ValueError: If ``max_document_bytes`` is not positive.
+    """
+
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_document_bytes < 1:
+            raise ValueError(f"max_document_bytes must be positive, got {self.max_document_bytes}")
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind_of(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file inside the root, checked before anything is opened.
+
+    The checks run on the file's metadata (``stat``), in this order: a symlink loop, a target
+    outside the root, a missing target, a special file (directory, named pipe, device, socket),
+    and the size. Only a regular file is opened, non-blocking and without following a link
+    swapped in after the checks, and it must still be the file that was checked.
+
+    Raises:
+        ExtractionError: With the reason the file cannot be a document.
+    """
+    info: os.stat_result | None = None
+    missing: OSError | None = None
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ExtractionError("symlink loop: following the link never reaches a file") from exc
+        missing = exc
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # Python 3.11 raises RuntimeError on a loop
+        raise ExtractionError("symlink loop: following the link never reaches a file") from exc
+    if not resolved.is_relative_to(corpus_root.resolve()):
+        raise ExtractionError(f"outside the corpus root: resolves to {resolved}")
+    if missing is not None or info is None:
+        if path.is_symlink():
+            raise ExtractionError(f"broken symlink: {resolved} does not exist") from missing
+        raise ExtractionError(f"unreadable: {missing.strerror or missing}") from missing
+    if not stat.S_ISREG(info.st_mode):
+        raise ExtractionError(f"not a regular file: {_kind_of(info.st_mode)}, never opened")
+    if info.st_size > max_bytes:
+        raise ExtractionError(f"too large: {info.st_size} bytes, over the limit of {max_bytes} "
+                              "bytes per document (max_document_bytes)")
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(resolved, flags)
+    except OSError as exc:
+        raise ExtractionError(f"unreadable: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(handle.fileno())
+        if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            raise ExtractionError("changed while being read: the file was replaced after its "
+                                  "checks")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ExtractionError(f"too large: over the limit of {max_bytes} bytes per document "
+                              "(max_document_bytes); the file grew while being read")
+    return data
+
+
+def decode_utf8(data: bytes) -> str:
+    """UTF-8 text (a byte-order mark dropped) with ``\n`` line ends.
+
+    Raises:
+        ExtractionError: At the first byte that is not UTF-8.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ExtractionError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}") from exc
+    return text.replace("\r\n", "\n").replace("\r", "\n")

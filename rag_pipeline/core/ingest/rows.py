@@ -1,0 +1,88 @@
+"""Rows of a table under their header row, as lines of text: what CSV and XLSX share.
+
+A table's first non-blank row is its header. The header becomes one line, its cells joined by
+``" | "``; every later non-blank row becomes one line of ``Header: value`` pairs joined by
+``" | "`` (blank cells left out, so a sparse row stays short), which keeps each value next to
+the name of its column wherever a chunk boundary falls. Blank rows are left out but keep their
+number, so a row's number is always its place in the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+CELL_SEPARATOR = " | "
+
+
+@dataclass(frozen=True)
+class TableLine:
+    """One non-blank row rendered as a line.
+
+    Attributes:
+        number: The row's 1-based number in its file or sheet (blank rows counted).
+        first_column: 1-based column of its first non-blank cell.
+        last_column: 1-based column of its last non-blank cell.
+        text: The line, without its newline.
+        header: Whether this is the table's header row.
+    """
+
+    number: int
+    first_column: int
+    last_column: int
+    text: str
+    header: bool = False
+
+
+def cell_text(value: str) -> str:
+    """A cell's text with its white space (line breaks included) collapsed to single spaces."""
+    return " ".join(value.split())
+
+
+def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
+                column_label: Callable[[int], str]) -> list[TableLine]:
+    """The non-blank rows of a table as lines, the first one as the header.
+
+    Args:
+        rows: ``(row number, cells)`` in file order; ``cells[0]`` is column 1. Cell texts are
+            collapsed by :func:`cell_text` here.
+        column_label: The name used for a column whose header cell is blank or missing, by
+            1-based column number (``"column C"`` for a sheet, ``"column 3"`` for a CSV file).
+
+    Returns:
+        One :class:`TableLine` per row holding any non-blank cell, in order.
+    """
+    lines: list[TableLine] = []
+    labels: list[str] = []
+    for number, raw in rows:
+        cells = [cell_text(value) for value in raw]
+        filled = [column for column, value in enumerate(cells, start=1) if value]
+        if not filled:
+            continue
+        first, last = filled[0], filled[-1]
+        if not lines:
+            labels = [value or column_label(column) for column, value in enumerate(cells, start=1)]
+            text = CELL_SEPARATOR.join(labels[first - 1:last])
+            lines.append(TableLine(number, first, last, text, header=True))
+            continue
+        names = [labels[column - 1] if column <= len(labels) else column_label(column) for column in filled]
+        pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
+        lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
+    return lines
+
+
+def column_letters(column: int) -> str:
+    """A spreadsheet column's letters: 1 is ``A``, 26 is ``Z``, 27 is ``AA``."""
+    letters = ""
+    while column > 0:
+        column, rest = divmod(column - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
+
+
+def column_number(letters: str) -> int:
+    """The inverse of :func:`column_letters`: ``A`` is 1, ``AA`` is 27."""
+    number = 0
+    for letter in letters:
+        number = number * 26 + ord(letter) - ord("A") + 1
+    return number

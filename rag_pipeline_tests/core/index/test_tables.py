@@ -1,0 +1,70 @@
+"""Tests for ``rag_pipeline.core.index.tables``: the one declaration of a generation's tables,
+and what follows from it (the files to publish, the tables that are stale)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.generations import publish
+from rag_pipeline.core.index import (
+    GENERATION_TABLES,
+    InconsistentBuildError,
+    Scope,
+    TableFile,
+    generation_table,
+    latest_tables,
+    stale_tables,
+)
+from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+MODEL = "m@0000abcd"
+
+
+def test_the_declaration_lists_every_table_with_its_scope_and_input():
+    assert [(t.name, t.scope, t.built_from) for t in GENERATION_TABLES] == [
+        (DOCUMENTS, Scope.CORPUS, None), (CHUNKS, Scope.CHUNKER, DOCUMENTS),
+        ("bm25_terms", Scope.CHUNKER, CHUNKS), ("bm25_chunks", Scope.CHUNKER, CHUNKS),
+        ("bm25_postings", Scope.CHUNKER, CHUNKS), ("bm25_params", Scope.CHUNKER, CHUNKS),
+        (EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS)]
+    assert Scope.CHUNKER_MODEL.partition("header", MODEL) == {"chunker": "header", "model": MODEL}
+    assert Scope.CHUNKER.partition("header", MODEL) == {"chunker": "header"}
+    assert Scope.CORPUS.partition("header", MODEL) == {}
+    with pytest.raises(KeyError, match="'ann' is not a generation table"):
+        generation_table("ann")
+
+
+def test_latest_tables_are_the_pointers_of_a_fresh_build(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    versions = write_partition(warehouse, "header", MODEL, 3)
+    assert latest_tables(warehouse, "header", MODEL) == versions
+    assert stale_tables(warehouse, "header", MODEL) == []
+
+
+def test_newer_documents_leave_the_chunks_documents_in_the_generation(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    versions = write_partition(warehouse, "header", MODEL, 3)
+    # A documents run after the chunks were cut: the chunks (and everything built from them)
+    # are stale, and a generation published now still names the documents they were cut from.
+    warehouse.write(DOCUMENTS, pa.table({"document_id": ["a.md", "b.md"], "status": ["ok", "ok"]}))
+    assert stale_tables(warehouse, "header", MODEL) == [CHUNKS]
+    latest = latest_tables(warehouse, "header", MODEL)
+    assert latest[DOCUMENTS] == TableFile(file=versions[DOCUMENTS].file, rows=1)
+    generation, _ = publish(warehouse, "header", MODEL, latest)
+    assert generation.files[DOCUMENTS] == versions[DOCUMENTS].file
+    assert generation.rows[DOCUMENTS] == 1
+
+
+def test_a_missing_or_mixed_table_is_stale_and_cannot_be_published(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    assert stale_tables(warehouse, "header", MODEL) == [t.name for t in GENERATION_TABLES]
+    write_partition(warehouse, "header", MODEL, 3)
+    # Planted flaw: new chunks and BM25 tables, the embeddings still of the old chunks.
+    new = write_partition(warehouse, "header", "other@00000000", 4, tag="b")
+    assert new[CHUNKS].file == warehouse.version(CHUNKS, {"chunker": "header"}).file
+    assert stale_tables(warehouse, "header", MODEL) == [EMBEDDINGS]
+    with pytest.raises(InconsistentBuildError, match="the tables built from chunks were built "
+                                                     "from different files"):
+        latest_tables(warehouse, "header", MODEL)

@@ -1,0 +1,78 @@
+"""CSV: records under the header row, one ``row=N`` anchor each, RFC 7111 ``#row=`` fragments."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
+from rag_pipeline.core.ingest.formats.csv import CsvFormat, sniff_delimiter
+
+CSV = CsvFormat()
+
+# A semicolon file with a BOM and CRLF line ends, a blank record (row 2), a quoted field with a
+# line break inside it (one record, row 3), an empty cell and a cell beyond the header (row 4).
+PARTS = ("\ufeffname;qty;note\r\n\r\nwidget;3;\"multi\r\nline\"\r\ngadget;;x;extra\r\nbolt;10;\r\n"
+         .encode("utf-8"))
+PARTS_TEXT = ("name | qty | note\n"
+              "name: widget | qty: 3 | note: multi line\n"
+              "name: gadget | note: x | column 4: extra\n"
+              "name: bolt | qty: 10\n")
+
+
+def test_rows_are_lines_under_the_header_with_one_anchor_each():
+    extracted = CSV.extract(PARTS, "parts")
+    assert extracted.title == "parts"
+    assert extracted.canonical_text == PARTS_TEXT
+    assert extracted.sections == ()
+    assert extracted.anchors == (Anchor(0, 17, "row=1"), Anchor(18, 58, "row=3"),
+                                 Anchor(59, 99, "row=4"), Anchor(100, 120, "row=5"))
+    for anchor, line in zip(extracted.anchors, PARTS_TEXT.splitlines(), strict=True):
+        assert PARTS_TEXT[anchor.start:anchor.end] == line
+    assert extracted.notes == (("rows", "3"),)
+
+
+def test_a_span_over_several_rows_cites_the_rfc_7111_row_range():
+    anchors = CSV.extract(PARTS, "parts").anchors
+    assert CSV.fragment(anchors, 18, 99) == "#row=3-4"
+    assert CSV.fragment(anchors, 20, 110) == "#row=3-5"  # starts and ends inside rows
+    assert CSV.fragment(anchors, 59, 99) == "#row=4"
+    assert CSV.fragment(anchors, 0, 120) == "#row=1-5"
+    assert CSV.fragment((), 3, 9) == "#char=3,9"
+
+
+@pytest.mark.parametrize(("sample", "delimiter"), [
+    ("a,b,c\n1,2,3\n", ","),
+    ("a;b\n\"x;y\";2\n", ";"),
+    ("a\tb\n1\t2\n", "\t"),
+    ("a|b|c\n1|2|3\n", "|"),
+    ("name;qty;note\n\nwidget;3;\"multi\nline\"\ngadget;;x;extra\n", ";"),  # csv.Sniffer fails here
+    ("one column\nsecond, with a comma\n", ","),  # no delimiter splits every record: the comma
+])
+def test_the_delimiter_is_the_one_giving_one_width_to_most_records(sample: str, delimiter: str):
+    assert sniff_delimiter(sample) == delimiter
+
+
+def test_a_one_column_file_is_its_lines():
+    assert CSV.extract(b"word\nalpha\nbeta\n", "w").canonical_text == "word\nword: alpha\nword: beta\n"
+
+
+def test_a_header_only_file_is_its_header_line():
+    extracted = CSV.extract(b"a,b\n", "h")
+    assert (extracted.canonical_text, extracted.anchors) == ("a | b\n", (Anchor(0, 5, "row=1"),))
+
+
+def test_a_file_that_is_not_utf8_fails_with_the_offset_and_the_byte():
+    with pytest.raises(ExtractionError, match=r"^not UTF-8: byte 0xe9 at offset 7 \(invalid continuation "
+                                              r"byte\); CSV files are read as UTF-8 \(with or without a "
+                                              r"BOM\): save it as UTF-8$"):
+        CSV.extract("a,b\nCaf\u00e9,1\n".encode("latin-1"), "latin")
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b'a,b\n"x"y,1\n', "malformed CSV at line 2: ',' expected after '\"'"),  # a stray quote
+    (b'a,b\n"open,1\n', "malformed CSV at line 2: unexpected end of data"),  # never closed
+])
+def test_malformed_quoting_fails_with_its_line(data: bytes, reason: str):
+    with pytest.raises(ExtractionError) as raised:
+        CSV.extract(data, "bad")
+    assert str(raised.value) == reason

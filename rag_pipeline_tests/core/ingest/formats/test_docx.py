@@ -1,0 +1,179 @@
+"""DOCX: body order, sections at heading styles, tables as rows of cells, lists kept, the title."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import ExtractionError, Section
+from rag_pipeline.core.ingest.formats.docx import DocxFormat, list_marker
+
+DOCX = DocxFormat()
+
+
+def saved(document) -> bytes:
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def manual(core_title: str = "") -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = core_title
+    document.add_paragraph("Read this first.")
+    document.add_heading("Install", level=1)
+    document.add_paragraph("Run the installer.")
+    document.add_paragraph("download it", style="List Number")
+    document.add_paragraph("run it", style="List Number")
+    document.add_paragraph("a side note", style="List Bullet")
+    document.add_paragraph("")  # an empty paragraph is no block
+    document.add_heading("Prices", level=2)
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Item", "Cost", "Note"], ["Tea", "2.50", "hot"], ["Cake", "4", ""]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(2, 1).merge(table.cell(2, 2))  # one cell spanning two columns: once, not twice
+    document.add_paragraph("After the table.")
+    document.add_heading("Empty section", level=2)
+    document.add_heading("Support", level=1)
+    document.add_paragraph("Write to us.")
+    return saved(document)
+
+
+MANUAL_TEXT = ("Read this first.\n\n"
+               "Install\n\n"
+               "Run the installer.\n\n"
+               "1. download it\n"
+               "2. run it\n"
+               "- a side note\n\n"
+               "Prices\n\n"
+               "Item | Cost | Note\n"
+               "Tea | 2.50 | hot\n"
+               "Cake | 4\n\n"
+               "After the table.\n\n"
+               "Empty section\n\n"
+               "Support\n\n"
+               "Write to us.\n")
+
+
+def test_blocks_in_body_order_with_sections_at_headings():
+    extracted = DOCX.extract(manual(), "manual")
+    assert extracted.canonical_text == MANUAL_TEXT
+    assert extracted.title == "Install"  # no core title: the first heading
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("Install", 1, "Read this first."),  # before any heading: titled as the document
+        ("Install", 1, "Run the installer.\n\n1. download it\n2. run it\n- a side note"),
+        ("Prices", 2, "Item | Cost | Note\nTea | 2.50 | hot\nCake | 4\n\nAfter the table."),
+        ("Support", 1, "Write to us."),  # "Empty section" has no body: no section
+    ]
+    assert extracted.sections[0] == Section("Install", 0, 16)
+    assert extracted.anchors == ()
+    assert DOCX.fragment(extracted.anchors, 3, 9) == "#char=3,9"
+
+
+def test_the_core_title_wins_then_the_stem():
+    import docx
+
+    assert DOCX.extract(manual(core_title="Frobnicator Manual"), "manual").title == "Frobnicator Manual"
+    document = docx.Document()
+    document.add_paragraph("Just text.")
+    assert DOCX.extract(saved(document), "notes").title == "notes"
+
+
+def test_title_style_and_deep_headings_are_sections_and_content_controls_are_read():
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    document.add_heading("The Guide", level=0)  # the Title style
+    document.add_heading("Deep", level=4)
+    document.add_paragraph("Deep text.")
+    # A block-level content control (w:sdt) holding a paragraph: python-docx's own
+    # iter_inner_content() skips it; its text must still be read.
+    document.element.body.insert(-1, parse_xml(
+        f'<w:sdt {nsdecls("w")}><w:sdtContent><w:p><w:r><w:t>Inside a control.</w:t></w:r></w:p>'
+        "</w:sdtContent></w:sdt>"))
+    extracted = DOCX.extract(saved(document), "g")
+    assert extracted.title == "The Guide"
+    assert extracted.canonical_text == "The Guide\n\nDeep\n\nDeep text.\n\nInside a control.\n"
+    assert extracted.sections == (Section("Deep", 17, 46, 4),)
+
+
+def test_nested_list_levels_are_indented_and_counted_per_level():
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    numbering = document.part.numbering_part.element
+    # A two-level list as Word writes one: decimal, then lower-case letters from "b" (start 2).
+    numbering.insert(0, parse_xml(
+        f'<w:abstractNum {nsdecls("w")} w:abstractNumId="90">'
+        '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="2"/><w:numFmt w:val="lowerLetter"/></w:lvl>'
+        "</w:abstractNum>"))
+    numbering.append(parse_xml(f'<w:num {nsdecls("w")} w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
+    for text, level in [("one", 0), ("one b", 1), ("one c", 1), ("two", 0), ("two b", 1)]:
+        paragraph = document.add_paragraph(text)
+        paragraph._p.get_or_add_pPr().append(parse_xml(
+            f'<w:numPr {nsdecls("w")}><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>'))
+    document.add_paragraph("Not a list.")
+    extracted = DOCX.extract(saved(document), "lists")
+    # the letters restart under "two": a deeper level restarts when a shallower one moves on
+    assert extracted.canonical_text == "1. one\n  b. one b\n  c. one c\n2. two\n  b. two b\n\nNot a list.\n"
+
+
+@pytest.mark.parametrize(("number_format", "number", "marker"), [
+    ("bullet", 3, "-"), ("decimal", 12, "12."), ("lowerLetter", 3, "c."), ("lowerLetter", 27, "aa."),
+    ("upperLetter", 2, "B."), ("lowerRoman", 4, "iv."), ("upperRoman", 1994, "MCMXCIV."),
+    ("decimalZero", 7, "7."),
+])
+def test_list_markers(number_format: str, number: int, marker: str):
+    assert list_marker(number_format, number) == marker
+
+
+def test_a_file_that_is_not_a_docx_fails_with_the_reason():
+    with pytest.raises(ExtractionError, match=r"^unreadable DOCX: "):
+        DOCX.extract(b"not a zip", "bad")
+
+
+def test_text_in_tracked_insertions_content_controls_and_links_is_read_deleted_text_is_not():
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    # python-docx's Paragraph.text reads direct runs and hyperlinks only: "inserted ", "inline "
+    # and "smart" would be lost. The tab stop in w:pPr is no text; w:delText is deleted text.
+    document.element.body.insert(0, parse_xml(
+        f'<w:p {nsdecls("w", "r")}><w:pPr><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
+        "<w:r><w:t xml:space=\"preserve\">Kept </w:t></w:r>"
+        "<w:ins w:id=\"1\" w:author=\"a\"><w:r><w:t xml:space=\"preserve\">inserted </w:t></w:r></w:ins>"
+        "<w:del w:id=\"2\" w:author=\"a\"><w:r><w:delText>deleted </w:delText></w:r></w:del>"
+        "<w:sdt><w:sdtContent><w:r><w:t xml:space=\"preserve\">inline </w:t></w:r></w:sdtContent></w:sdt>"
+        "<w:hyperlink r:id=\"rId99\"><w:r><w:t>link</w:t></w:r></w:hyperlink>"
+        "<w:r><w:tab/><w:t>tabbed</w:t><w:br/><w:t>next line</w:t></w:r>"
+        "<w:smartTag w:uri=\"u\" w:element=\"e\">"
+        "<w:r><w:t xml:space=\"preserve\"> smart</w:t></w:r></w:smartTag>"
+        "</w:p>"))
+    extracted = DOCX.extract(saved(document), "tracked")
+    assert extracted.canonical_text == "Kept inserted inline link\ttabbed\nnext line smart\n"
+
+
+def test_a_docx_with_damaged_xml_fails_with_the_reason():
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(manual()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            # Planted flaw: the body's XML cut in half.
+            target.writestr(name, content[:len(content) // 2] if name == "word/document.xml" else content)
+    with pytest.raises(ExtractionError, match=r"^unreadable DOCX: XMLSyntaxError: "):
+        DOCX.extract(out.getvalue(), "cut")

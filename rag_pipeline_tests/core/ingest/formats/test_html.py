@@ -1,0 +1,130 @@
+"""Tests for ``rag_pipeline.core.ingest.formats.html``: hand-written pages with exact expected
+canonical text (inline elements, blocks, white space, code, tables), chrome removed by each of
+its rules, sections at the headings."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_pipeline.core.ingest import Section, format_named
+from rag_pipeline.core.ingest.formats.html import extract_html
+
+
+def text_of(body: str) -> str:
+    return extract_html(f"<html><body>{body}</body></html>".encode(), "page").canonical_text
+
+
+# --- text as a browser shows it -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # The issue's examples: the former extractor wrote "statement s", "library ," and "x / y".
+    ("<p>Each <var>statement</var>s runs.</p>", "Each statements runs.\n"),
+    ("<p>Load the <code>library</code>, then call it.</p>", "Load the library, then call it.\n"),
+    ("<p>Divide <i>x</i>/<i>y</i>.</p>", "Divide x/y.\n"),
+    # White space in the source, inside or between inline elements, is one space.
+    ("<p>one\n   two <b> three </b>  four</p>", "one two three four\n"),
+    # None at the start or end of a block, or around a line break.
+    ("<p>  <em>lead</em> and trail  <br>  next line </p>", "lead and trail\nnext line\n"),
+    # A no-break space is a space that never collapses.
+    ("<p>a&nbsp;&nbsp;b</p>", "a  b\n"),
+])
+def test_inline_elements_join_their_neighbours_as_written(body: str, expected: str):
+    assert text_of(body) == expected
+
+
+def test_blocks_become_paragraphs_and_loose_text_its_own():
+    assert text_of("<div>Intro <b>bold</b><p>Para</p>tail</div><ul><li>One</li><li>Two</li></ul>"
+                   "Loose<hr>after") == "Intro bold\n\nPara\n\ntail\n\nOne\n\nTwo\n\nLoose\n\nafter\n"
+
+
+def test_pre_keeps_its_lines_and_a_comment_in_it_is_no_heading():
+    html = ("<h1>Guide</h1><p>Run:</p><pre>\n# install first\n  pip   install x\n\n"
+            "<span>#</span> then <b>run</b>\n</pre><p>Done.</p>")
+    extracted = extract_html(html.encode(), "guide")
+    assert extracted.canonical_text == (
+        "Guide\n\nRun:\n\n# install first\n  pip   install x\n\n# then run\n\nDone.\n")
+    # "Guide" [0,5) is the only heading: the body after it is one section, code included.
+    assert extracted.sections == (Section("Guide", 0, 0, 1), Section("Guide", 5, 66, 1))
+
+
+def test_table_rows_are_paragraphs_of_tab_separated_cells():
+    assert text_of("<table><tr><th>Key</th><th> Value </th></tr>"
+                   "<tr><td>a</td><td><code>1</code>, or <b>2</b></td></tr></table>") == (
+        "Key\tValue\n\na\t1, or 2\n")
+
+
+def test_headings_are_paragraphs_outside_the_sections_they_title():
+    html = b"<title>The Page</title><p>Before.</p><h2>First part</h2><p>One.</p><h3>Deeper</h3><p>Two.</p>"
+    extracted = extract_html(html, "page")
+    # "Before." [0,7) | "First part" [9,19) | "One." [21,25) | "Deeper" [27,33) | "Two." [35,39)
+    assert extracted.canonical_text == "Before.\n\nFirst part\n\nOne.\n\nDeeper\n\nTwo.\n"
+    assert extracted.sections == (Section("The Page", 0, 9, 1), Section("First part", 19, 27, 2),
+                                  Section("Deeper", 33, 40, 3))
+    assert extracted.title == "The Page"
+
+
+def test_title_falls_back_to_the_h1_then_the_stem():
+    assert extract_html(b"<h1>Heading</h1><p>x</p>", "stem").title == "Heading"
+    assert extract_html(b"<title> </title><p>x</p>", "stem").title == "stem"
+
+
+# --- chrome ---------------------------------------------------------------------------------
+
+TEXINFO_NODE = b"""<html><head><title>Shell Syntax (Bash Reference Manual)</title></head><body>
+<div class="section" id="Shell-Syntax">
+<div class="header"><p>Next: <a href="a.html">Shell Commands</a>, Previous: <a href="b.html">Intro</a>,
+Up: <a href="c.html">Basic Shell Features</a> &nbsp;
+[<a href="index.html#SEC_Contents">Contents</a>]</p></div>
+<hr>
+<h3 class="section">3.1 Shell Syntax<a class="copiable-anchor" href="#Shell-Syntax"> &para;</a></h3>
+<ul class="section-toc"><li><a href="d.html">Shell Operation</a></li></ul>
+<p>When the shell reads input, it proceeds through a sequence of operations.</p>
+<div class="nav-panel"><p>Next: <a href="a.html">Shell Commands</a></p></div>
+</div></body></html>"""
+
+
+def test_texinfo_panels_menus_and_anchors_are_dropped():
+    extracted = extract_html(TEXINFO_NODE, "node")
+    assert extracted.canonical_text == (
+        "3.1 Shell Syntax\n\nWhen the shell reads input, it proceeds through a sequence of "
+        "operations.\n")
+    # header panel, copiable anchor, section-toc menu, nav-panel: four elements with text.
+    assert extracted.notes == (("dropped_chrome_elements", "4"),)
+
+
+SPHINX_PAGE = b"""<html><body>
+<div class="related" role="navigation"><ul><li><a href="index.html">attrs docs</a> &raquo;</li></ul></div>
+<div class="sphinxsidebar"><p>Quick search</p></div>
+<header><p>Site banner</p></header>
+<main><article><header><h1>API<a class="headerlink" href="#api">\xc2\xb6</a></h1></header>
+<p>Kept text.</p><aside><p>A side note</p></aside>
+<footer><p>Article footer kept.</p></footer></article></main>
+<div hidden><p>hidden text</p></div><p style="display: none">also hidden</p>
+<nav><p>Site nav</p></nav><div role="contentinfo"><p>Copyright</p></div>
+<footer><p>Built with Sphinx.</p></footer>
+</body></html>"""
+
+
+def test_sphinx_and_html5_chrome_is_dropped_but_an_articles_own_header_and_footer_stay():
+    extracted = extract_html(SPHINX_PAGE, "api")
+    assert extracted.canonical_text == "API\n\nKept text.\n\nArticle footer kept.\n"
+    assert extracted.title == "API"
+
+
+def test_a_repeated_link_bar_without_a_class_is_dropped_and_counted():
+    bar = '<p><a href="a">Home</a> | <a href="b">Index</a></p>'
+    html = f"<html><body>{bar}<p>First text.</p>{bar}<p>Second text.</p>{bar}</body></html>"
+    extracted = extract_html(html.encode(), "p")
+    assert extracted.canonical_text == "First text.\n\nSecond text.\n"
+    assert extracted.notes == (("dropped_repeated_links", "3"),)
+
+
+def test_a_repeated_paragraph_of_text_stays():
+    # Planted: the same sentence twice, no links -> content, not navigation.
+    assert text_of("<p>See the note.</p><p>x</p><p>See the note.</p>") == (
+        "See the note.\n\nx\n\nSee the note.\n")
+
+
+def test_html_cites_characters():
+    assert format_named("html").fragment((), 5, 9) == "#char=5,9"

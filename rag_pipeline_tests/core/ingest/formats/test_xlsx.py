@@ -1,0 +1,166 @@
+"""XLSX: a section per sheet, rows under the header row, ``sheet=..&range=..`` anchors, cached values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import zipfile
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, cell_value_text
+
+XLSX = XlsxFormat()
+
+
+def cache_values(data: bytes, sheet: int, values: dict[str, str]) -> bytes:
+    """The workbook with cached values written into formula cells, as a spreadsheet
+    application does when it saves: openpyxl writes ``<f>..</f><v></v>`` (no value)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == f"xl/worksheets/sheet{sheet}.xml":
+                for formula, value in values.items():
+                    before = f"<f>{formula}</f><v></v>".encode()
+                    assert before in content
+                    content = content.replace(before, f"<f>{formula}</f><v>{value}</v>".encode())
+            target.writestr(name, content)
+    return out.getvalue()
+
+
+def budget_workbook(cached: bool = True) -> bytes:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    budget = workbook.active
+    budget.title = "Budget Q1"
+    budget["B2"], budget["C2"], budget["D2"] = "Item", "Cost", "Paid on"
+    budget["B4"], budget["C4"], budget["D4"] = "Tea", 2.5, dt.datetime(2026, 1, 2)  # row 3 blank
+    budget["B5"], budget["C5"] = "Cake", "=C4*2"
+    budget["B6"], budget["C6"], budget["E6"] = "Rent", 300.0, "late"  # E has no header
+    workbook.create_sheet("Empty")
+    notes = workbook.create_sheet("Notes")
+    notes.append(["Key", "Done"])
+    notes.append(["audit", True])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return cache_values(buffer.getvalue(), 1, {"C4*2": "5"}) if cached else buffer.getvalue()
+
+
+BUDGET_TEXT = ("Item | Cost | Paid on\n"
+               "Item: Tea | Cost: 2.5 | Paid on: 2026-01-02\n"
+               "Item: Cake | Cost: 5\n"
+               "Item: Rent | Cost: 300 | column E: late\n"
+               "\n"
+               "Key | Done\n"
+               "Key: audit | Done: TRUE\n")
+
+
+def test_each_sheet_is_a_section_of_rows_under_its_header():
+    extracted = XLSX.extract(budget_workbook(), "book")
+    assert extracted.title == "book"
+    assert extracted.canonical_text == BUDGET_TEXT
+    assert extracted.sections == (Section("Budget Q1", 0, 126), Section("Notes", 128, 162))
+    assert extracted.anchors == (
+        Anchor(0, 21, "sheet=Budget%20Q1&range=B2:D2"),
+        Anchor(22, 65, "sheet=Budget%20Q1&range=B4:D4"),
+        Anchor(66, 86, "sheet=Budget%20Q1&range=B5:C5"),
+        Anchor(87, 126, "sheet=Budget%20Q1&range=B6:E6"),
+        Anchor(128, 138, "sheet=Notes&range=A1:B1"),
+        Anchor(139, 162, "sheet=Notes&range=A2:B2"),
+    )
+    for anchor, line in zip(extracted.anchors, [line for line in BUDGET_TEXT.splitlines() if line],
+                            strict=True):
+        assert BUDGET_TEXT[anchor.start:anchor.end] == line
+    assert extracted.notes == (("sheets", "2"), ("rows", "4"), ("empty_sheets", "1"))
+
+
+def test_a_span_over_several_rows_cites_the_sheet_and_the_range_holding_them():
+    anchors = XLSX.extract(budget_workbook(), "book").anchors
+    assert XLSX.fragment(anchors, 22, 126) == "#sheet=Budget%20Q1&range=B4:E6"
+    assert XLSX.fragment(anchors, 30, 70) == "#sheet=Budget%20Q1&range=B4:D5"  # inside rows
+    assert XLSX.fragment(anchors, 139, 162) == "#sheet=Notes&range=A2:B2"
+    assert XLSX.fragment(anchors, 0, 162) == "#sheet=Budget%20Q1&range=B2:E6"  # first sheet only
+
+
+def test_a_workbook_never_calculated_fails_saying_it_has_no_cached_values():
+    # openpyxl writes formulas without values, as many exporters do: the text would lack them.
+    with pytest.raises(ExtractionError, match=r"^no cached values: none of its 1 formula cell\(s\) was "
+                                              r"ever calculated"):
+        XLSX.extract(budget_workbook(cached=False), "book")
+
+
+def test_formulas_partly_without_cached_values_are_counted():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.append(["n", "double"])
+    sheet.append([1, "=A2*2"])
+    sheet.append([2, "=A3*2"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(cache_values(buffer.getvalue(), 1, {"A2*2": "2"}), "partly")
+    assert extracted.canonical_text == "n | double\nn: 1 | double: 2\nn: 2\n"
+    assert ("formulas_without_cached_value", "1") in extracted.notes
+
+
+def test_a_file_that_is_not_a_workbook_fails_with_the_reason():
+    with pytest.raises(ExtractionError, match=r"^unreadable XLSX: BadZipFile: File is not a zip file"):
+        XLSX.extract(b"PK not really", "bad")
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (None, ""), (True, "TRUE"), (False, "FALSE"), (3, "3"), (3.0, "3"), (2.5, "2.5"),
+    (0.1 + 0.2, "0.30000000000000004"), (1e20, "1e+20"), (dt.datetime(2026, 1, 2), "2026-01-02"),
+    (dt.datetime(2026, 1, 2, 9, 30), "2026-01-02 09:30:00"), (dt.date(2026, 1, 2), "2026-01-02"),
+    (dt.time(9, 30), "09:30:00"), ("#DIV/0!", "#DIV/0!"),
+])
+def test_cached_values_as_text(value: object, text: str):
+    assert cell_value_text(value) == text
+
+
+def test_a_wrong_declared_dimension_does_not_hide_cells():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.append(["a", "b"])
+    sheet.append([1, 2])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                # Planted flaw: the file claims its cells end at A1, as some exporters write;
+                # read-only openpyxl trusting it would drop column B and row 2.
+                assert b'<dimension ref="A1:B2"/>' in content
+                content = content.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:A1"/>')
+            target.writestr(name, content)
+    assert XLSX.extract(out.getvalue(), "dim").canonical_text == "a | b\na: 1 | b: 2\n"
+
+
+def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.active.append(["a", "b"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            # Planted flaw: the sheet's XML cut in half. openpyxl raised xml.etree's ParseError
+            # here, which the corpus does not catch: one file would have stopped the run.
+            cut = name == "xl/worksheets/sheet1.xml"
+            target.writestr(name, content[:len(content) // 2] if cut else content)
+    with pytest.raises(ExtractionError, match=r"^unreadable XLSX: XMLSyntaxError: "):
+        XLSX.extract(out.getvalue(), "cut")

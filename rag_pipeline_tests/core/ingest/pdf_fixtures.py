@@ -1,0 +1,125 @@
+"""PDFs made in the tests with fpdf2: a small manual with every layout feature, and a scan."""
+
+from __future__ import annotations
+
+import io
+
+from fpdf import FPDF
+
+
+class _Manual(FPDF):
+    """Running head "Layout Test Manual" at the top of every page, the page number at the foot."""
+
+    def header(self) -> None:
+        self.set_font("Helvetica", size=9)
+        self.set_xy(10, 8)
+        self.cell(100, 5, "Layout Test Manual")
+
+    def footer(self) -> None:
+        self.set_font("Helvetica", size=9)
+        self.set_xy(100, 285)
+        self.cell(10, 5, str(self.page_no()))
+
+
+def _lines(pdf: FPDF, lines: list[str], x: float = 10, size: float = 11, font: str = "Helvetica") -> None:
+    pdf.set_font(font, size=size)
+    for line in lines:
+        pdf.set_x(x)
+        pdf.cell(0, 6, line, new_x="LMARGIN", new_y="NEXT")
+
+
+def _heading(pdf: FPDF, title: str, level: int, size: float) -> None:
+    pdf.ln(4)
+    pdf.start_section(title, level=level)
+    pdf.set_font("Helvetica", style="B", size=size)
+    pdf.cell(0, 9, title, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+
+
+def manual_pdf(outline: bool = True) -> bytes:
+    """Four pages, titled "Layout Test Manual" in the metadata. Page 1: contents (dot
+    leaders). Page 2: "Introduction" with a hyphenated line end to join (fac-tor), one to keep
+    (non-numeric, written whole later), a paragraph running over the page break and a
+    footnote under it. Page 3: the paragraph's end, "Usage" > "Tables" with a three-row
+    table. Page 4: "Columns", two columns of three lines."""
+    pdf = _Manual()
+    pdf.set_title("Layout Test Manual")
+    pdf.set_auto_page_break(False)
+    pdf.add_page()
+    pdf.set_font("Helvetica", style="B", size=16)
+    pdf.cell(0, 10, "Contents", new_x="LMARGIN", new_y="NEXT")
+    _lines(pdf, ["1 Introduction . . . . . . . . . . . . . . . . 2",
+                 "2 Usage . . . . . . . . . . . . . . . . . . . . 3",
+                 "2.1 Tables . . . . . . . . . . . . . . . . . . 3",
+                 "2.2 Columns . . . . . . . . . . . . . . . . . 3"])
+    pdf.add_page()
+    start = pdf.start_section if outline else (lambda *a, **k: None)
+    pdf.set_y(20)
+    pdf.ln(4)
+    start("Introduction", level=0)
+    pdf.set_font("Helvetica", style="B", size=16)
+    pdf.cell(0, 9, "1 Introduction", new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+    _lines(pdf, ["The layout reads a page the way a reader does. It joins a fac-",
+                 "tor split at a line end and keeps a non-",
+                 "numeric hyphen where the text writes non-numeric elsewhere."])
+    pdf.ln(5)
+    pdf.set_y(260)
+    _lines(pdf, ["This last paragraph of the page is not finished at the foot of the",
+                 "page and goes on"])
+    pdf.set_y(276)
+    _lines(pdf, ["1 A footnote in small type."], size=8)
+    pdf.add_page()
+    pdf.set_y(20)
+    _lines(pdf, ["at the top of the next one."])
+    pdf.ln(5)
+    for title, level, number in (("Usage", 0, "2 Usage"), ("Tables", 1, "2.1 Tables")):
+        pdf.ln(4)
+        start(title, level=level)
+        pdf.set_font("Helvetica", style="B", size=16 if level == 0 else 13)
+        pdf.cell(0, 9, number, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(2)
+    pdf.set_font("Helvetica", size=11)
+    for row in (("Name", "Size", "Kind"), ("alpha", "12", "letter"), ("beta", "7", "letter")):
+        for x, cell in zip((10, 60, 110), row, strict=True):
+            pdf.set_x(x)
+            pdf.cell(40, 6, cell)
+        pdf.ln(6)
+    pdf.add_page()
+    pdf.set_y(20)
+    pdf.ln(4)
+    start("Columns", level=1)
+    pdf.set_font("Helvetica", style="B", size=13)
+    pdf.cell(0, 9, "2.2 Columns", new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(2)
+    top = pdf.get_y()
+    left = ["The left column comes first", "and is read to its end before", "the right column begins."]
+    right = ["The right column is read", "after the left one, from its", "top to its foot."]
+    for x, lines in ((10, left), (110, right)):
+        pdf.set_y(top)
+        _lines(pdf, lines, x=x)
+    return bytes(pdf.output())
+
+
+def plain_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A PDF with a real text layer, one 12-point line per string."""
+    pdf = FPDF()
+    if title:
+        pdf.set_title(title)
+    pdf.set_font("Helvetica", size=12)
+    for lines in pages:
+        pdf.add_page()
+        for line in lines:
+            pdf.cell(text=line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def scanned_pdf(text_pdf: bytes, dpi: int = 200) -> bytes:
+    """``text_pdf``'s pages rasterised by PDFium into an image-only PDF (no text layer)."""
+    import pypdfium2
+
+    source = pypdfium2.PdfDocument(text_pdf)
+    images = [source[i].render(scale=dpi / 72, grayscale=True).to_pil() for i in range(len(source))]
+    out = io.BytesIO()
+    images[0].save(out, format="PDF", save_all=True, append_images=images[1:], resolution=float(dpi))
+    return out.getvalue()

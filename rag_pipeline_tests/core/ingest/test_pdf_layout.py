@@ -1,0 +1,83 @@
+"""Tests for ``rag_pipeline.core.ingest.pdf_layout`` on hand-placed runs (points, top-left origin)."""
+
+from __future__ import annotations
+
+from rag_pipeline.core.ingest import Anchor, Section
+from rag_pipeline.core.ingest.pdf_layout import HyphenBreak, lay_out
+from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
+
+
+def run(page: int, text: str, x0: float, baseline: float, size: float = 10, x1: float | None = None,
+        hyphen: bool = False, bold: bool = False) -> TextRun:
+    width = x1 if x1 is not None else x0 + 5 * len(text)
+    return TextRun(page, text, x0, width, baseline - size, baseline, size, bold=bold, hyphen=hyphen)
+
+
+def page(index: int, *runs: TextRun) -> PageText:
+    return PageText(index, 600, 800, runs)
+
+
+def test_running_heads_and_page_numbers_are_dropped_and_counted():
+    pages = [page(i, run(i, f"Chapter 1: Start {i + 3}", 50, 40), run(i, f"Body sentence {i}.", 50, 100),
+                  run(i, str(i + 3), 300, 760)) for i in range(3)]
+    layout = lay_out(pages, (), "", "doc")
+    # Three heads (same shape, a number at one end) and three bare page numbers.
+    assert layout.dropped_lines == 6
+    assert layout.canonical_text == "Body sentence 0.\n\nBody sentence 1.\n\nBody sentence 2.\n"
+    assert layout.anchors == (Anchor(0, 18, "page=1"), Anchor(18, 36, "page=2"), Anchor(36, 53, "page=3"))
+
+
+def test_a_contents_page_is_dropped():
+    contents = page(0, *[run(0, f"{n} Topic . . . . . . . . {n + 1}", 50, 100 + 14 * n) for n in range(5)])
+    layout = lay_out([contents, page(1, run(1, "Text.", 50, 100))], (), "", "doc")
+    assert (layout.toc_pages, layout.canonical_text) == ((1,), "Text.\n")
+
+
+def test_a_sentence_over_a_page_break_is_one_paragraph():
+    pages = [page(0, run(0, "The sentence starts", 50, 700)), page(1, run(1, "and ends here.", 50, 80))]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.canonical_text == "The sentence starts and ends here.\n"
+    assert layout.anchors == (Anchor(0, 20, "page=1"), Anchor(20, 35, "page=2"))
+
+
+def test_hyphens_follow_the_documents_own_words():
+    lines = [("A fac", True), ("tor and a non", True), ("numeric value; non-numeric again.", False)]
+    pages = [page(0, *[run(0, text, 50, 100 + 12 * i, hyphen=h) for i, (text, h) in enumerate(lines)])]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.canonical_text == "A factor and a non-numeric value; non-numeric again.\n"
+    assert layout.hyphen_breaks == (HyphenBreak("factor", "fac-tor", False),
+                                    HyphenBreak("nonnumeric", "non-numeric", True))
+
+
+def test_two_columns_are_read_left_then_right():
+    left = [run(0, text, 50, 100 + 12 * i, x1=280) for i, text in enumerate(["Left one", "left two."])]
+    right = [run(0, text, 320, 100 + 12 * i, x1=550) for i, text in enumerate(["Right one", "right two."])]
+    rows = [left[0], right[0], left[1], right[1], run(0, "Left three", 50, 124, x1=280),
+            run(0, "Right three", 320, 124, x1=550)]
+    layout = lay_out([page(0, *rows)], (), "", "doc")
+    # Each column is one paragraph (no gap, same indent), the left one first.
+    assert layout.canonical_text == "Left one left two. Left three\n\nRight one right two. Right three\n"
+
+
+def test_outline_sections_start_after_their_heading():
+    runs = [run(0, "1 Intro", 50, 80, size=16, bold=True), run(0, "Intro text.", 50, 110),
+            run(0, "2 Next", 50, 150, size=16, bold=True), run(0, "Next text.", 50, 180)]
+    entries = (OutlineEntry("Intro", 1, 0, 60.0), OutlineEntry("Next", 1, 0, 130.0))
+    layout = lay_out([page(0, *runs)], entries, "Manual", "doc")
+    text = layout.canonical_text
+    assert text == "1 Intro\n\nIntro text.\n\n2 Next\n\nNext text.\n"
+    assert layout.sections == (Section("Intro", 7, 22, 1), Section("Next", 28, 41, 1))
+    assert [text[s.start:s.end].strip() for s in layout.sections] == ["Intro text.", "Next text."]
+
+
+def test_capitals_and_compounds_and_underscores_at_line_ends():
+    lines = [("TO THE EXTENT PER", True), ("MITTED BY LAW; the most-", False),
+             ("recently-killed text of exec_", False), ("prefix.", False)]
+    pages = [page(0, *[run(0, text, 50, 100 + 12 * i, hyphen=h) for i, (text, h) in enumerate(lines)])]
+    layout = lay_out(pages, (), "", "doc")
+    # Capitals join like lower case; a compound keeps its hyphen; an identifier broken after
+    # its underscore is one word.
+    assert layout.canonical_text == ("TO THE EXTENT PERMITTED BY LAW; the most-recently-killed text "
+                                     "of exec_prefix.\n")
+    assert layout.hyphen_breaks == (HyphenBreak("PERMITTED", "PER-MITTED", False),
+                                    HyphenBreak("mostrecently-killed", "most-recently-killed", True))
