@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +82,17 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+class _FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN (which no range comparison catches)."""
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
 class _OneLineErrors(click.Group):
     """Every failure ends in one line on stderr that names its cause: a usage error without the
     usage block, and an unexpected exception as its type and message, never a traceback."""
@@ -98,6 +113,11 @@ class _OneLineErrors(click.Group):
             raise
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code)
+        except BrokenPipeError:
+            # The reader of the output has gone (`rag-pipeline status | head`): stop quietly,
+            # with what a process ended by SIGPIPE reports, and nothing left to flush.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(128 + signal.SIGPIPE)
         except Exception as exc:  # the last resort: the cause in one line, not a traceback
             _fail(f"{type(exc).__name__}: {exc}", 1)
 
@@ -168,6 +188,58 @@ class _Progress:
             click.echo(text)
 
 
+INDEX_LOCK = "rag-pipeline-index.lock"
+"""The file in DAGSTER_HOME that one ``index`` at a time holds."""
+
+
+@contextmanager
+def _index_lock(home: Path) -> Iterator[int]:
+    """One ``index`` per Dagster instance: the second refuses in one line naming the holder
+    (it waits up to a minute while a killed holder's daemon is being cleaned up)."""
+    from rag_pipeline.core.processes import LockHeldError, exclusive_lock
+
+    try:
+        with exclusive_lock(home / INDEX_LOCK, "rag-pipeline index", wait_seconds=60) as fd:
+            yield fd
+    except LockHeldError as exc:
+        holder = exc.holder.describe() if exc.holder else "holder unknown"
+        _fail(f"another `rag-pipeline index` is running on this Dagster instance ({holder}; "
+              f"lock {exc.path}): wait for it to finish or stop it")
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM reached ``index``."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turns the first SIGINT or SIGTERM into :class:`_Stopped` (later ones are ignored while
+    the clean-up runs), so the daemon's guard ends it with its code servers and runs, marking
+    them canceled, before ``index`` exits with 128 + the signal's number."""
+    handled = (signal.SIGINT, signal.SIGTERM)
+
+    def stop(signum: int, frame: object) -> None:
+        for s in handled:
+            signal.signal(s, signal.SIG_IGN)
+        raise _Stopped(signum)
+
+    previous = {s: signal.signal(s, stop) for s in handled}
+    try:
+        yield
+    except _Stopped as exc:
+        _echo(f"\nstopped by {exc}: the Dagster daemon, its code servers and the runs of this "
+              f"index are stopped and marked canceled; the published index is as it was",
+              err=True)
+        sys.exit(128 + exc.signum)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 @main.command()
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Folder of documents to index instead of the bundled Python reference "
@@ -230,6 +302,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
         index_is_current,
         launch_run,
         project_daemon,
+        retry_failed,
     )
     from rag_pipeline.index_runs import IndexRunFailed
 
@@ -246,7 +319,8 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     warehouse = Warehouse(data_dir, _location())
     started = time.time()
     try:
-        with dg.DagsterInstance.get() as instance:
+        with _index_lock(home) as lock_fd, _stop_on_signals(), \
+                dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
             # A running daemon serves the code location as its own environment configured it;
             # this shell's environment is the best evidence of that configuration.
@@ -254,11 +328,13 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
             location_corpus = os.environ.get(ENV_CORPUS)
             differs = data_dir.absolute() != location_data or (
                 corpus is not None and str(corpus.absolute()) != location_corpus)
-            if differs and daemon_running(instance):
+            if differs and daemon_running(instance, home):
                 _fail("a Dagster daemon is running with its own code location: for --data-dir / "
                       "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
                       "the same folders (or stop it), then run index with the same variables")
-            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo):
+            retry_failed(instance, defs, env, click.echo)
+            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
+                                started, lock_fd) as daemon:
                 run_config = {"resources": {"corpus": {"config": {
                     "refresh_python_reference": True}}}} if refresh_corpus else None
                 run_id = launch_run("documents_job", env, run_config)
@@ -267,7 +343,8 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
                 reports = follow_runs(
                     instance, started, lambda: index_is_current(warehouse, chunkers, models,
                                                                 evaluate=not no_eval),
-                    click.echo, None if verbose else _Progress(), click.echo if verbose else None)
+                    click.echo, None if verbose else _Progress(), click.echo if verbose else None,
+                    daemon_alive=daemon.alive)
     except IndexRunFailed as exc:
         _fail(str(exc))
     _echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
@@ -361,10 +438,12 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
         _fail(str(exc))
     warehouse = Warehouse(data_dir)
     if drop_key is not None:
+        from rag_pipeline.core.validation import InvalidArgumentError
+
         try:
             dropped = drop_model_partitions(warehouse, drop_key, specs)
-        except ModelMismatchError as exc:
-            _fail(str(exc))
+        except (ModelMismatchError, InvalidArgumentError) as exc:
+            _fail(f"--drop: {exc}")
         click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
     click.echo(f"config: {config.path or 'built-in default (no rag_pipeline.toml)'}"
                f"{'  (lock written)' if lock else ''}")
@@ -429,15 +508,16 @@ def _print_profiles(config) -> None:
 @click.pass_obj
 def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
-    from rag_pipeline.core.query_db import publish_query_db
-    from rag_pipeline.core.status import index_status
+    from rag_pipeline.core.query_db import refresh_query_db
+    from rag_pipeline.core.status import index_status, unhealthy_files
     from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
     warehouse = Warehouse(data_dir, _location())
     try:
         if _location() is not None:
-            # Another machine may have published since: refresh the local DuckDB snapshot.
-            publish_query_db(warehouse)
+            # Another machine may have published since: refresh the local DuckDB snapshot
+            # (never from a warehouse that has published nothing).
+            refresh_query_db(warehouse)
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         _fail(str(exc))
@@ -463,6 +543,11 @@ def status(data_dir: Path) -> None:
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         _echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+    unhealthy = unhealthy_files(warehouse)
+    for file in unhealthy:
+        _echo(f"UNHEALTHY {file.partition}: {file.reason}")
+    if unhealthy:
+        sys.exit(1)
 
 
 def _age(seconds: float) -> str:
@@ -563,7 +648,8 @@ def question_options(command):
 @click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
 @click.option("--generate-url", default=None,
               help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
-@click.option("--generate-model", default="default", show_default=True)
+@click.option("--generate-model", default=None,
+              help="The model name the --generate-url endpoint serves (required with it).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
@@ -571,12 +657,13 @@ def question_options(command):
 def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
         analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
-        base_url: str | None, generate_url: str | None, generate_model: str, as_json: bool,
+        base_url: str | None, generate_url: str | None, generate_model: str | None, as_json: bool,
         show_prompt: bool, show_timings: bool) -> None:
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
     from rag_pipeline.core.answer_json import answer_json
+    from rag_pipeline.core.ask import InvalidQuestionError, check_question
     from rag_pipeline.core.models import ModelMismatchError, find_model
     from rag_pipeline.core.validation import (
         InvalidArgumentError,
@@ -586,8 +673,13 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         check_model_folder,
         check_threshold,
     )
-    if not question.strip():
-        _fail("the question is empty")
+    try:
+        question = check_question(question)
+    except InvalidQuestionError as exc:
+        _fail(str(exc))
+    if (generate_url is None) != (generate_model is None):
+        _fail("--generate-url and --generate-model go together: give the endpoint and the model "
+              "name it serves, or neither")
     try:
         check_chunker(chunker)
         if cut is not None:
@@ -662,7 +754,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 @question_options
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Questions answered at once (default: the number of CPUs).")
-@click.option("--poll", "poll_seconds", type=click.FloatRange(0.05, 3600), default=1.0,
+@click.option("--poll", "poll_seconds", type=_FiniteFloatRange(0.05, 3600), default=1.0,
               show_default=True, help="Seconds between checks for a new index generation.")
 @click.option("--access-log", is_flag=True, help="Log every request.")
 @click.option("--query-backend", type=click.Choice(["onnxruntime", "openvino", "model"]),
@@ -731,8 +823,9 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
 @click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
                                  "queries.jsonl, qrels/test.tsv).")
-@click.option("--k1", "k1_values", type=float, multiple=True,
-              help="BM25 k1 for --beir (repeatable; default the design's 1.2).")
+@click.option("--k1", "k1_values", type=_FiniteFloatRange(0.0, None), multiple=True,
+              help="BM25 k1 for --beir, a finite number >= 0 (repeatable; default the design's "
+                   "1.2).")
 @click.option("--candidates", is_flag=True,
               help="Also measure every candidate retrieval setting against the default (paired "
                    "sign tests per query style; embeds the header partition's sentences once).")

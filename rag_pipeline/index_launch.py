@@ -27,9 +27,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
+from rag_pipeline.automation import CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB, SENSOR_INTERVAL_SECONDS
 from rag_pipeline.core.index.plan import index_plan
-from rag_pipeline.core.processes import pid_alive
+from rag_pipeline.core.processes import daemon_pids, pid_alive
 from rag_pipeline.core.table_names import DOCUMENTS
 from rag_pipeline.core.warehouse import Warehouse
 from rag_pipeline.index_runs import PID_TAG, IndexRunFailed, first_error
@@ -37,12 +37,18 @@ from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 REQUEST_TAG = "rag_pipeline/index_request"
+RETRY_TAG = "rag_pipeline/retry"
 HEARTBEAT_MAX_AGE_SECONDS = 45.0
 DAEMON_START_TIMEOUT_SECONDS = 240.0
+GUARD_STOP_SECONDS = 60.0
+REAP_SECONDS = 5.0
+QUEUED_WITHOUT_DAEMON_SECONDS = 3.0
 STALL_SECONDS = 6 * SENSOR_INTERVAL_SECONDS + 30
 ACTIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
           dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
           dg.DagsterRunStatus.CANCELING}
+WAITING = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
+"""A run in these states starts only when a daemon dequeues it."""
 MODEL_PARTITION_TAG = "dagster/partition/model"
 _PROGRESS = re.compile(r"embedded (\d+)/(\d+) texts")
 
@@ -51,47 +57,77 @@ def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def daemon_running(instance: dg.DagsterInstance) -> bool:
-    """A daemon wrote a heartbeat to this instance in the last ``HEARTBEAT_MAX_AGE_SECONDS``."""
+def daemon_running(instance: dg.DagsterInstance, home: Path | None = None) -> bool:
+    """A ``dagster-daemon`` of this machine runs on this instance (``DAGSTER_HOME`` = ``home``,
+    default the instance's folder) and wrote a heartbeat in the last
+    ``HEARTBEAT_MAX_AGE_SECONDS``. A heartbeat alone is never trusted: a stopped daemon's last
+    one stays fresh for a while."""
     now = time.time()
-    return any(now - beat.timestamp < HEARTBEAT_MAX_AGE_SECONDS
-               for beat in instance.get_daemon_heartbeats().values())
+    fresh = any(now - beat.timestamp < HEARTBEAT_MAX_AGE_SECONDS
+                for beat in instance.get_daemon_heartbeats().values())
+    return fresh and bool(daemon_pids(home or Path(instance.root_directory)))
+
+
+@dataclass(frozen=True)
+class ProjectDaemon:
+    """The daemon ``index`` follows: the one it started (``guard`` set) or one already running."""
+
+    home: Path
+    guard: subprocess.Popen | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.guard is not None
+
+    def alive(self) -> bool:
+        if self.guard is not None:
+            return self.guard.poll() is None
+        return bool(daemon_pids(self.home))
+
+
+def _stop_guard(guard: subprocess.Popen) -> None:
+    if guard.poll() is None:
+        guard.terminate()
+    try:
+        guard.wait(timeout=GUARD_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(guard.pid, signal.SIGKILL)
+        guard.wait()
 
 
 @contextmanager
 def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
-                   echo: Callable[[str], None]) -> Iterator[bool]:
-    """Uses the running daemon, or runs ``dagster-daemon`` for the duration. Yields whether it
-    started one."""
-    if daemon_running(instance):
+                   echo: Callable[[str], None], since: float,
+                   lock_fd: int | None = None) -> Iterator[ProjectDaemon]:
+    """Uses the running daemon, or runs ``dagster-daemon`` for the duration under
+    :mod:`rag_pipeline.index_guard`: in its own process group, ended with this process even by
+    ``kill -9``, its runs since ``since`` marked canceled when it is stopped. ``lock_fd`` (the
+    instance lock) is handed to the guard, so the lock is held until its clean-up is over."""
+    home = Path(instance.root_directory)
+    if daemon_running(instance, home):
         echo("using the running Dagster daemon")
-        yield False
+        yield ProjectDaemon(home)
         return
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "rag_pipeline.index_guard", "--parent", str(os.getpid()),
+               "--since", repr(since), "--", _bin("dagster-daemon"), "run", "-w", str(WORKSPACE)]
     with log_path.open("ab") as log:
-        process = subprocess.Popen([_bin("dagster-daemon"), "run", "-w", str(WORKSPACE)],
-                                   cwd=PROJECT_ROOT, env=dict(env), stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        guard = subprocess.Popen(command, cwd=PROJECT_ROOT, env=dict(env), stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True,
+                                 pass_fds=() if lock_fd is None else (lock_fd,))
     echo(f"started a Dagster daemon for this run (log: {log_path})")
     try:
         deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
-        while not daemon_running(instance):
-            if process.poll() is not None:
-                raise IndexRunFailed(f"the Dagster daemon exited with code {process.returncode}: "
-                                     f"see {log_path}")
+        while not daemon_running(instance, home):
+            if guard.poll() is not None:
+                raise IndexRunFailed(f"the Dagster daemon exited: see {log_path}")
             if time.monotonic() > deadline:
                 raise IndexRunFailed(f"the Dagster daemon did not start in "
                                      f"{DAEMON_START_TIMEOUT_SECONDS:.0f} s: see {log_path}")
             time.sleep(0.5)
-        yield True
+        yield ProjectDaemon(home, guard)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        _stop_guard(guard)
 
 
 def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
@@ -143,6 +179,62 @@ def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = No
     return runs[0].run_id
 
 
+@dataclass(frozen=True)
+class FailedPartition:
+    """A partition whose last run failed (or was killed or canceled) and has not succeeded
+    since: the job that builds it, its key and tags, and why the run failed."""
+
+    job: str
+    partition: str
+    tags: dict[str, str]
+    reason: str
+
+
+RETRY_JOBS = (CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB)
+"""The partitioned jobs, in the order the index runs them."""
+
+
+def failed_partitions(instance: dg.DagsterInstance,
+                      defs: dg.Definitions) -> list[FailedPartition]:
+    """Every partition of the index whose latest run (the sensor's or a job's) failed or was
+    canceled, in stage order. (Dagster's own partition status counts a canceled run as never
+    attempted, so the runs are read instead.)"""
+    found = []
+    for job_name in RETRY_JOBS:
+        partitions_def = defs.resolve_job_def(job_name).partitions_def
+        for key in map(str, partitions_def.get_partition_keys()):
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": key}),
+                                     limit=1)
+            if not runs or runs[0].status not in (dg.DagsterRunStatus.FAILURE,
+                                                  dg.DagsterRunStatus.CANCELED):
+                continue
+            run = runs[0]
+            reason = (f"{run.status.value.lower()} (run {run.run_id[:8]}): "
+                      f"{first_error(instance, run.run_id)}")
+            tags = {k: str(v) for k, v in partitions_def.get_tags_for_partition_key(key).items()}
+            found.append(FailedPartition(job_name, key, tags, reason))
+    return found
+
+
+def retry_failed(instance: dg.DagsterInstance, defs: dg.Definitions, env: Mapping[str, str],
+                 echo: Callable[[str], None]) -> list[str]:
+    """Launches each failed partition's job (the run reuses every checkpointed vector) unless a
+    run of that partition is already waiting or running; returns the launched run ids. Called
+    before the daemon starts, so the sensor's first tick finds them queued (in progress) and
+    does not request them a second time."""
+    launched = []
+    for failed in failed_partitions(instance, defs):
+        busy = instance.get_runs(filters=dg.RunsFilter(
+            tags={"dagster/partition": failed.partition}, statuses=list(ACTIVE)), limit=1)
+        if busy:
+            continue
+        run_id = launch_run(failed.job, env, tags={**failed.tags, RETRY_TAG: "true"})
+        echo(f"retrying {failed.job} [{failed.partition}] (run {run_id[:8]}), whose last run "
+             f"{failed.reason}")
+        launched.append(run_id)
+    return launched
+
+
 def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
                      evaluate: bool = True) -> bool:
     """The documents are written and nothing is due (:func:`rag_pipeline.core.index.plan.index_plan`):
@@ -169,16 +261,24 @@ def _label(run: dg.DagsterRun) -> str:
 def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable[[], bool],
                 echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
                 log: Callable[[str], None] | None = None,
-                stall_seconds: float = STALL_SECONDS) -> list[RunReport]:
+                stall_seconds: float = STALL_SECONDS,
+                daemon_alive: Callable[[], bool] | None = None) -> list[RunReport]:
     """Prints each run created since ``since`` as it starts and ends, with embedding progress
     (and, with ``log``, every line the runs log), until nothing is queued or running and the
-    index is current. Raises on a failed run."""
+    index is current. Every ``REAP_SECONDS`` a run whose worker process is gone is marked
+    failed. Raises on a failed run, and when a run is queued while ``daemon_alive``
+    says no daemon is there to start it."""
     reported: dict[str, dg.DagsterRunStatus] = {}
     cursors: dict[str, str | None] = {}
     reports: dict[str, RunReport] = {}
     idle_since: float | None = None
     created_after = datetime.fromtimestamp(since, UTC)
+    last_reap = time.monotonic()
     while True:
+        if time.monotonic() - last_reap > REAP_SECONDS:
+            # A run whose worker was killed never reports its own end.
+            fail_dead_runs(instance, echo)
+            last_reap = time.monotonic()
         records = sorted(instance.get_run_records(
             filters=dg.RunsFilter(created_after=created_after)), key=lambda r: r.create_timestamp)
         for record in records:
@@ -217,6 +317,14 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
         active = [r for r in records if r.dagster_run.status in ACTIVE]
         failed = [reports[r.dagster_run.run_id] for r in records
                   if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+        queued = [r for r in records if r.dagster_run.status in WAITING]
+        if queued and daemon_alive is not None and not daemon_alive():
+            time.sleep(QUEUED_WITHOUT_DAEMON_SECONDS)  # a daemon that just dequeued it
+            if not daemon_alive() and instance.get_run_by_id(
+                    queued[0].dagster_run.run_id).status in WAITING:
+                run = queued[0].dagster_run
+                raise IndexRunFailed(f"{_label(run)} (run {run.run_id[:8]}) is queued but no "
+                                     "Dagster daemon is running on this instance to start it")
         if not active:
             if failed:
                 first = failed[0]

@@ -34,9 +34,26 @@ ENV_REPORT_URL = "RAG_PIPELINE_REPORT_URL"
 ENV_PROFILE = "RAG_PIPELINE_PROFILE"
 
 
+class ConfigNotFoundError(FileNotFoundError):
+    """``RAG_PIPELINE_CONFIG`` names no file (a missing path or a folder)."""
+
+
 def config_path(environ: Mapping[str, str] = os.environ) -> Path:
-    """The models-and-chunkers file: ``RAG_PIPELINE_CONFIG``, else ``rag_pipeline.toml`` here."""
-    return Path(environ.get(ENV_CONFIG) or PROJECT_ROOT / "rag_pipeline.toml")
+    """The models-and-chunkers file: ``RAG_PIPELINE_CONFIG``, else ``rag_pipeline.toml`` here.
+
+    Raises:
+        ConfigNotFoundError: If ``RAG_PIPELINE_CONFIG`` is set but names no file: a typo must
+            never fall back to the built-in default (other chunkers, other model keys).
+    """
+    configured = environ.get(ENV_CONFIG)
+    if not configured:
+        return PROJECT_ROOT / "rag_pipeline.toml"
+    path = Path(configured)
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise ConfigNotFoundError(f"{ENV_CONFIG}={configured!r} {what}: it must name a "
+                                  "rag_pipeline.toml file (unset it for the project's own)")
+    return path
 
 
 def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:

@@ -32,10 +32,10 @@ def _fail(*args: str) -> tuple[int, str]:
     (["--base-url", "javascript:alert(1)"],
      "--base-url must be an http(s) or file URL, got 'javascript:alert(1)'"),
     (["--base-url", "http://"], "--base-url must name a host, got 'http://'"),
-    (["--generate-url", "ftp://x"], "--generate-url must be an http(s) URL, got 'ftp://x'"),
-    (["--generate-url", "http://[::1"],
+    (["--generate-url", "ftp://x", "--generate-model", "m"], "--generate-url must be an http(s) URL, got 'ftp://x'"),
+    (["--generate-url", "http://[::1", "--generate-model", "m"],
      "--generate-url is not a valid URL (Invalid IPv6 URL), got 'http://[::1'"),
-    (["--generate-url", "http://h:99999/v1"],
+    (["--generate-url", "http://h:99999/v1", "--generate-model", "m"],
      "--generate-url has an invalid port (Port out of range 0-65535), got 'http://h:99999/v1'"),
     (["--rerank", "/nonexistent/ce"], "--rerank '/nonexistent/ce' is not a folder"),
     (["--k", "0"], "Invalid value for '--k': 0 is not in the range 1<=x<=20."),
@@ -135,3 +135,61 @@ def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.Cap
     decoded = json.loads(out)
     assert (decoded["citations"][0]["quote"], decoded["citations"][0]["document_id"]) == (
         "red \x1b[31mtext\x1b]0;pwned\x07", "doc\u202e.md")
+
+
+@pytest.mark.parametrize("args", [["--generate-url", "http://127.0.0.1:1/v1"],
+                                  ["--generate-model", "tiny-chat"]])
+def test_generate_url_and_generate_model_go_together(tmp_path: Path, args):
+    # Planted: each half alone (the URL alone used to call the endpoint with model "default";
+    # the model alone was ignored).
+    assert _fail("--data-dir", str(tmp_path), "ask", "q", *args) == (
+        2, "error: --generate-url and --generate-model go together: give the endpoint and the "
+           "model name it serves, or neither")
+
+
+def test_a_question_that_is_not_text_or_too_long_is_refused_before_any_work(tmp_path: Path):
+    # No index exists: refusing with the question's fault proves it is checked first (a
+    # 2,001-character question used to be refused only after the model had loaded).
+    assert _fail("--data-dir", str(tmp_path), "ask", "x" * 2001) == (
+        2, "error: the question has 2001 characters; at most 2000 are accepted")
+    # Planted: a lone surrogate, as Python decodes a non-UTF-8 byte on the command line (it
+    # used to end in a TypeError line).
+    assert _fail("--data-dir", str(tmp_path), "ask", "timeout \udcff?") == (
+        2, "error: the question is not text: '\\udcff' at character 8 is a lone surrogate "
+           "(bytes that are not UTF-8?)")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--poll", "nan"], "Invalid value for '--poll': 'nan' is not a number."),
+    (["eval", "--beir", ".", "--k1", "nan"], "Invalid value for '--k1': 'nan' is not a number."),
+    (["eval", "--beir", ".", "--k1", "-5"],
+     "Invalid value for '--k1': -5.0 is not in the range x>=0.0."),
+])
+def test_nan_and_negative_numbers_are_refused(args, message):
+    assert _fail(*args) == (2, f"error: {message}")
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_a_config_variable_naming_no_file_is_an_error(tmp_path: Path, kind: str):
+    target = tmp_path / ("absent.toml" if kind == "missing" else "")
+    what = "does not exist" if kind == "missing" else "is a folder"
+    result = CliRunner(env={"RAG_PIPELINE_CONFIG": str(target)}).invoke(
+        main, ["--data-dir", str(tmp_path), "models"])
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: RAG_PIPELINE_CONFIG={str(target)!r} {what}: it must name a rag_pipeline.toml "
+           "file (unset it for the project's own)\n")
+
+
+def test_output_piped_into_a_reader_that_quits_ends_quietly():
+    import subprocess
+    import sys
+
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    # Planted: the reader closes the pipe at once, as `| head -0` does; every write then fails.
+    child = subprocess.Popen([sys.executable, "-c", "from rag_pipeline.cli import main; main()",
+                              "models"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert (child.wait(timeout=120), stderr) == (141, "")

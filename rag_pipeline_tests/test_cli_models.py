@@ -62,3 +62,37 @@ def test_init_writes_a_folder_config_that_models_reads_with_the_production_profi
     # Only the production profile's chunker is missing, not all six.
     assert any(line.startswith("  all-MiniLM-L6-v2@") and line.endswith(
         "embeddings: none; not built yet: header (run `rag-pipeline index`)") for line in lines)
+
+
+def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: Path):
+    Warehouse(tmp_path).write("embeddings", pa.table({"x": [1]}),
+                              {"chunker": "header", "model": "old@0000aaaa"})
+    unknown = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                        "never@0000bbbb"])
+    assert (unknown.exit_code, unknown.output) == (2, "error: --drop: no stored partition of "
+                                                      "model key 'never@0000bbbb'; stored keys: "
+                                                      "old@0000aaaa\n")
+    climbing = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                         "old@0000aaaa/../../x"])
+    assert climbing.exit_code == 2
+    assert climbing.output.startswith("error: --drop: model key must be <name>@<8 hex digits>")
+    assert Warehouse(tmp_path).partitions("embeddings") == [
+        {"chunker": "header", "model": "old@0000aaaa"}]
+
+
+def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_path: Path):
+    from rag_pipeline.core.generations import publish
+    from rag_pipeline.core.query_db import publish_query_db
+    from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", "m@0000abcd", write_partition(warehouse, "header", "m@0000abcd", 3))
+    publish_query_db(warehouse)
+    before = (tmp_path / "rag.duckdb").read_bytes()
+    wrong = tmp_path / "typo"
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "--warehouse", str(wrong),
+                                       "status"])
+    assert (result.exit_code, result.output) == (
+        2, f"error: the warehouse {wrong} holds no published generation (a wrong --warehouse?): "
+           f"{tmp_path / 'rag.duckdb'} was left as it was\n")
+    assert (tmp_path / "rag.duckdb").read_bytes() == before

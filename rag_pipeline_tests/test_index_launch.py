@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
+import pytest
 
 from rag_pipeline.core.generations import publish
 from rag_pipeline.core.warehouse import Warehouse
@@ -72,3 +73,26 @@ def test_the_index_is_current_only_when_every_partition_serves_the_latest_state(
     # New documents staged: not current until chunked, embedded and published again.
     write_partition(warehouse, "blind", model, 2, tag="b")
     assert not index_is_current(warehouse, ["header"], [model])
+
+
+def test_a_queued_run_with_no_live_daemon_is_an_error_within_seconds(tmp_path: Path):
+    import time
+
+    from rag_pipeline.index_launch import follow_runs
+    from rag_pipeline.index_runs import IndexRunFailed
+
+    home = tmp_path / "home"
+    home.mkdir()
+    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
+    started = time.time() - 1
+    # Planted: a run waiting for a daemon on an instance whose daemon is gone (QUEUED for 11
+    # minutes in the issue, with the stopped daemon's heartbeat still fresh).
+    run = instance.add_run(dg.DagsterRun(job_name="documents_job",
+                                         status=dg.DagsterRunStatus.NOT_STARTED))
+    began = time.monotonic()
+    with pytest.raises(IndexRunFailed) as failed:
+        follow_runs(instance, started, lambda: False, lambda _: None,
+                    daemon_alive=lambda: False)
+    assert time.monotonic() - began < 10
+    assert str(failed.value) == (f"documents_job [-] (run {run.run_id[:8]}) is queued but no "
+                                 "Dagster daemon is running on this instance to start it")

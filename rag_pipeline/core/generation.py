@@ -1,7 +1,7 @@
 """Optional answer generation through an OpenAI-compatible chat endpoint, and the checks its text passes.
 
 Off by default: nothing here runs unless a caller builds :class:`GeneratorSettings`. The client uses
-only the standard library (``urllib.request``, ``json``) and speaks the ``/chat/completions`` route
+only the standard library (``http.client``, ``json``) and speaks the ``/chat/completions`` route
 that OpenAI, vLLM, llama.cpp's server, Ollama and LM Studio share.
 
 The model is trusted with prose and ``[n]`` markers only. :func:`check_answer` lists the markers,
@@ -12,13 +12,15 @@ real locations itself in :func:`render_answer`.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
-import urllib.error
-import urllib.request
+import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from rag_pipeline.core.citations import Citation
 from rag_pipeline.core.validation import check_endpoint_url
@@ -64,7 +66,8 @@ class GeneratorSettings:
         base_url: The API root, e.g. ``http://127.0.0.1:8000/v1``; ``/chat/completions`` is appended.
         model: The model name the endpoint serves.
         api_key: Sent as ``Authorization: Bearer <api_key>`` when set.
-        timeout_s: Seconds to wait for the connection and for each read of the reply.
+        timeout_s: Seconds for the whole exchange: connection, request and every byte of
+            the reply (an endpoint that trickles its answer ends there too).
         temperature: Sampling temperature; ``0.0`` asks for the most likely answer.
         max_tokens: Upper bound on the tokens generated.
         max_reply_bytes: A reply body longer than this is refused unread past the limit.
@@ -105,7 +108,8 @@ class GeneratorSettings:
 def generate(prompt: str, settings: GeneratorSettings) -> str:
     """Ask the chat endpoint for one completion of a single user message.
 
-    Environment proxy variables are ignored: the request goes straight to ``settings.base_url``.
+    Environment proxy variables are ignored: the request goes straight to ``settings.base_url``,
+    and the whole exchange ends within ``settings.timeout_s``.
 
     Args:
         prompt: The whole prompt, sent as the one ``user`` message.
@@ -129,30 +133,61 @@ def generate(prompt: str, settings: GeneratorSettings) -> str:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if settings.api_key is not None:
         headers["Authorization"] = f"Bearer {settings.api_key}"
-    request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers,
-                                     method="POST")
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=settings.timeout_s) as response:
-            raw = response.read(settings.max_reply_bytes + 1)
-    except urllib.error.HTTPError as exc:
-        detail = exc.read(ERROR_BODY_CHARS).decode("utf-8", errors="replace").strip()
-        raise GenerationError(
-            f"{url} answered HTTP {exc.code} {exc.reason}" + (f": {detail}" if detail else "")) from exc
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, ConnectionRefusedError):
-            raise GenerationError(f"connection to {url} refused: is the server running?") from exc
-        if isinstance(exc.reason, TimeoutError):
-            raise GenerationError(f"no answer from {url} within {settings.timeout_s} s") from exc
-        raise GenerationError(f"cannot reach {url}: {exc.reason}") from exc
-    except TimeoutError as exc:
-        raise GenerationError(f"no answer from {url} within {settings.timeout_s} s") from exc
-    except OSError as exc:
-        raise GenerationError(f"connection to {url} failed: {exc}") from exc
+    status, reason, raw = _post(url, json.dumps(body).encode("utf-8"), headers, settings)
+    if status >= 400:
+        detail = raw[:ERROR_BODY_CHARS].decode("utf-8", errors="replace").strip()
+        raise GenerationError(f"{url} answered HTTP {status} {reason}"
+                              + (f": {detail}" if detail else ""))
     if len(raw) > settings.max_reply_bytes:
         raise GenerationError(f"{url} answered more than {settings.max_reply_bytes} bytes "
                               "(max_reply_bytes): refused")
     return _reply_text(raw, url)
+
+
+def _post(url: str, data: bytes, headers: dict[str, str],
+          settings: GeneratorSettings) -> tuple[int, str, bytes]:
+    """POSTs ``data`` and reads the reply, all within ``settings.timeout_s`` in total: at the
+    deadline a timer shuts the socket down, so an endpoint that trickles a byte at a time ends
+    there too. Returns the status, its reason and at most ``max_reply_bytes + 1`` bytes."""
+    parts = urlsplit(url)
+    connection_class = (http.client.HTTPSConnection if parts.scheme == "https"
+                        else http.client.HTTPConnection)
+    connection = connection_class(parts.hostname, parts.port, timeout=settings.timeout_s)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        if connection.sock is not None:
+            try:
+                connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(settings.timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    too_late = GenerationError(f"no answer from {url} within {settings.timeout_s} s")
+    try:
+        connection.request("POST", path, body=data, headers=headers)
+        response = connection.getresponse()
+        raw = response.read(settings.max_reply_bytes + 1)
+    except ConnectionRefusedError as exc:
+        raise GenerationError(f"connection to {url} refused: is the server running?") from exc
+    except TimeoutError as exc:
+        raise too_late from exc
+    except socket.gaierror as exc:
+        raise GenerationError(f"cannot reach {url}: {exc}") from exc
+    except (OSError, http.client.HTTPException) as exc:
+        if expired.is_set():
+            raise too_late from exc
+        raise GenerationError(f"connection to {url} failed: {exc}") from exc
+    finally:
+        timer.cancel()
+        connection.close()
+    if expired.is_set():  # the shutdown ended a read early: what was read is not the reply
+        raise too_late
+    return response.status, response.reason, raw
 
 
 def _reply_text(raw: bytes, url: str) -> str:

@@ -80,8 +80,7 @@ def generation_dir(chunker: str, model: str) -> str:
 
 
 def current_generation(warehouse: Warehouse, chunker: str, model: str) -> Generation | None:
-    data = warehouse.get_json(f"{generation_dir(chunker, model)}/{CURRENT}")
-    return None if data is None else Generation.from_json(data)
+    return warehouse.parse_json(f"{generation_dir(chunker, model)}/{CURRENT}", Generation.from_json)
 
 
 def current_generations(warehouse: Warehouse) -> list[Generation]:
@@ -89,9 +88,9 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
     found = []
     for info in warehouse.list_files(GENERATIONS):
         if info.base_name == CURRENT:
-            data = warehouse.get_json(warehouse.relative(info.path))
-            if data is not None:
-                found.append(Generation.from_json(data))
+            generation = warehouse.parse_json(warehouse.relative(info.path), Generation.from_json)
+            if generation is not None:
+                found.append(generation)
     return sorted(found, key=lambda g: (g.chunker, g.model))
 
 

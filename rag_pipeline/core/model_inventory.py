@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rag_pipeline.core.generations import current_generations, generation_dir
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec, verify_model_files
 from rag_pipeline.core.query_db import publish_query_db
+from rag_pipeline.core.validation import InvalidArgumentError, check_model_key
 from rag_pipeline.core.vector_cache import CACHE
 from rag_pipeline.core.warehouse import Warehouse
 
@@ -60,19 +61,27 @@ def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelS
     """Deletes every stored partition of an undeclared model key; returns how many.
 
     Raises:
+        InvalidArgumentError: the key is not ``<name>@<8 hex digits>``, or no partition of it
+            is stored.
         ModelMismatchError: the key is still declared (remove it from the file first).
     """
+    check_model_key(key)
     if key in {s.key for s in specs}:
         raise ModelMismatchError(f"{key} is still declared in rag_pipeline.toml: remove it "
                                  "there first, then drop its partitions")
+    stored = stored_by_model(warehouse)
+    cached = warehouse.list_files(f"{CACHE}/model={key}")
+    generations = [g for g in current_generations(warehouse) if g.model == key]
+    if key not in stored and not cached and not generations:
+        raise InvalidArgumentError(f"no stored partition of model key {key!r}; stored keys: "
+                                   f"{', '.join(sorted(stored)) or 'none'}")
     dropped = 0
-    for table, partitions in stored_by_model(warehouse).get(key, {}).items():
+    for table, partitions in stored.get(key, {}).items():
         for partition in partitions:
             warehouse.delete_prefix(warehouse.partition_dir(table, partition))
             dropped += 1
-    for generation in current_generations(warehouse):
-        if generation.model == key:
-            warehouse.delete_prefix(generation_dir(generation.chunker, key))
+    for generation in generations:
+        warehouse.delete_prefix(generation_dir(generation.chunker, key))
     warehouse.delete_prefix(f"{CACHE}/model={key}")
     if dropped:
         publish_query_db(warehouse)

@@ -1,16 +1,210 @@
-"""Whether a process of this machine is still alive (to recognise what a killed run left)."""
+"""Processes of this machine: whether one is alive, the members of a process group, a
+parent-death signal, a lock file that names its holder, and the Dagster daemons of one home.
+
+Linux only where it reads ``/proc`` or calls ``prctl`` (the project's deployment target).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import fcntl
+import json
 import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal this process gets when the thread that forked it ends."""
 
 
 def pid_alive(pid: int) -> bool:
-    """True while a process with this id exists (signal 0 probes without signalling)."""
+    """True while a process with this id exists and is not a zombie (signal 0 probes without
+    signalling; a zombie has ended and only waits to be reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _state(pid) not in ("Z", "X", None)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name (which may hold spaces and parentheses)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2:].split()
+
+
+def _state(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[0] if fields else None
+
+
+def _pids() -> Iterator[int]:
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            yield int(entry.name)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (zombies excluded), sorted."""
+    members = []
+    for pid in _pids():
+        fields = _stat_fields(pid)
+        # Fields after the name: state, ppid, pgrp, ...
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in "ZX":
+            members.append(pid)
+    return sorted(members)
+
+
+def set_parent_death_signal(signum: int = signal.SIGTERM) -> None:
+    """Asks the kernel to send ``signum`` to this process when its parent ends, even by
+    ``kill -9`` (``prctl(PR_SET_PDEATHSIG)``).
+
+    Raises:
+        OSError: If the kernel refuses.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def kill_group(pgid: int, spare: int | None = None, timeout: float = 10.0) -> int:
+    """SIGKILLs every member of process group ``pgid`` but ``spare`` (the caller, when it is a
+    member) until none is left or ``timeout`` passes; returns how many were signalled."""
+    signalled: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        members = [pid for pid in group_members(pgid) if pid != spare]
+        if not members:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                signalled.add(pid)
+            except ProcessLookupError:
+                pass
+        _reap_children()
+        time.sleep(0.05)
+    return len(signalled)
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a lock file: its process id, when it took the lock, and what it does."""
+
+    pid: int
+    started_at: str
+    command: str
+
+    def describe(self) -> str:
+        alive = "" if pid_alive(self.pid) else ", now gone: its clean-up is finishing"
+        return f"pid {self.pid}, started {self.started_at}{alive}"
+
+
+class LockHeldError(Exception):
+    """The lock is held by another process; the message names it."""
+
+    def __init__(self, path: Path, holder: LockHolder | None) -> None:
+        self.path = path
+        self.holder = holder
+        who = holder.describe() if holder else "holder unknown"
+        super().__init__(f"{holder.command if holder else 'another process'} holds {path} "
+                         f"({who})")
+
+
+def _read_holder(path: Path) -> LockHolder | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return LockHolder(int(data["pid"]), str(data["started_at"]), str(data["command"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@contextmanager
+def exclusive_lock(path: Path, command: str, wait_seconds: float = 0.0) -> Iterator[int]:
+    """Holds an exclusive ``flock`` on ``path`` for the block and writes the holder (this pid,
+    the time, ``command``) into it. The kernel releases the lock when every descriptor of it is
+    closed, so a killed holder never leaves it taken. Yields the descriptor (a child process
+    given it keeps the lock until it ends too).
+
+    Waits up to ``wait_seconds`` while the holder is gone (a child of it still finishes its
+    clean-up); a live holder is refused at once.
+
+    Raises:
+        LockHeldError: If another process holds the lock.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            holder = _read_holder(path)
+            if (holder is not None and pid_alive(holder.pid)) or time.monotonic() >= deadline:
+                raise LockHeldError(path, holder)
+            time.sleep(0.2)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "started_at": stamp,
+                                  "command": command}).encode(), 0)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _same_home(pid: int, home: Path) -> bool:
+    """Whether the process runs with ``DAGSTER_HOME`` naming ``home`` (relative to its cwd)."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return False
+    for entry in environ:
+        if entry.startswith(b"DAGSTER_HOME="):
+            value = Path(os.fsdecode(entry[len(b"DAGSTER_HOME="):]))
+            return (cwd / value).resolve() == home.resolve()
+    return False
+
+
+def daemon_pids(home: Path) -> list[int]:
+    """The live ``dagster-daemon run`` processes of this machine whose ``DAGSTER_HOME`` is
+    ``home``: a heartbeat in the instance is trusted only while one of them exists."""
+    found = []
+    for pid in _pids():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        names = [os.path.basename(os.fsdecode(a)) for a in argv if a]
+        # `dagster-daemon run`, or `python -m dagster._daemon run` as `dagster dev` starts it.
+        is_daemon = ("dagster-daemon" in names[:2] or "dagster._daemon" in names[:3]) \
+            and "run" in names
+        if is_daemon and pid_alive(pid) and _same_home(pid, home):
+            found.append(pid)
+    return sorted(found)

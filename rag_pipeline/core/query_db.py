@@ -30,7 +30,7 @@ from rag_pipeline.core.generations import current_generations
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.processes import pid_alive
 from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 
 SOURCES_TABLE = "published_files"
 GENERATIONS_TABLE = "generations"
@@ -147,15 +147,37 @@ def _replace_table(con, name: str, data: pa.Table) -> None:
         con.unregister("_incoming")
 
 
+def refresh_query_db(warehouse: Warehouse) -> PublishStats:
+    """What a *reader* (``status`` with ``--warehouse``) may do: bring ``rag.duckdb`` up to date
+    with a warehouse that holds a published generation. A warehouse with none (a wrong path, an
+    empty bucket) never replaces the snapshot.
+
+    Raises:
+        IndexNotBuiltError: If the warehouse has no published generation; the snapshot is left
+            as it was.
+    """
+    if not current_generations(warehouse):
+        raise IndexNotBuiltError(f"the warehouse {warehouse.location} holds no published "
+                                 f"generation (a wrong --warehouse?): {warehouse.db_path} was "
+                                 "left as it was")
+    return publish_query_db(warehouse)
+
+
 def publish_query_db(warehouse: Warehouse) -> PublishStats:
-    """Brings ``rag.duckdb`` up to date with what is published, replacing it atomically."""
+    """Brings ``rag.duckdb`` up to date with what is published, replacing it atomically.
+
+    A ``.wal`` beside the published file means a user's read-write session wrote to it: the
+    snapshot is then rebuilt from the warehouse (never copied with what the WAL would replay)
+    and the stale WAL is removed before the swap, so the new file never meets another file's
+    WAL."""
     import duckdb
 
     db_path = warehouse.db_path
+    wal = Path(f"{db_path}.wal")
     with _publish_lock(db_path):
         _remove_dead_writers_files(db_path)
         wanted = published_sources(warehouse)
-        existing = _existing_sources(db_path)
+        existing = None if wal.exists() else _existing_sources(db_path)
         scratch = existing is None
         existing = existing or {}
         changed = [t for t in wanted if existing.get(t) != wanted[t] or scratch]
@@ -182,6 +204,7 @@ def publish_query_db(warehouse: Warehouse) -> PublishStats:
                 con.execute("CHECKPOINT")
             with tmp.open("rb") as handle:
                 os.fsync(handle.fileno())
+            wal.unlink(missing_ok=True)
             tmp.replace(db_path)
         finally:
             tmp.unlink(missing_ok=True)

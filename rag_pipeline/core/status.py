@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_pipeline.core.ann import CROSSOVER_ROWS, DensePath, choose_path
-from rag_pipeline.core.generations import generation_age_seconds
+from rag_pipeline.core.generations import GENERATIONS, Generation, generation_age_seconds
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.versions import PIPELINE_VERSION
-from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+from rag_pipeline.core.warehouse import (
+    POINTER_FILE,
+    CorruptFileError,
+    IndexNotBuiltError,
+    TableVersion,
+    Warehouse,
+)
 
 
 @dataclass(frozen=True)
@@ -120,3 +126,31 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
         low_confidence_pages=low_confidence)
+
+
+@dataclass(frozen=True)
+class UnhealthyFile:
+    """A pointer or generation manifest that cannot be read: the partition it belongs to
+    (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``) and why."""
+
+    partition: str
+    reason: str
+
+
+def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
+    """Every ``_latest.json``, ``CURRENT.json`` and manifest of the warehouse that does not
+    parse as what it must hold, sorted by file."""
+    found = []
+    for info in sorted(warehouse.list_files(), key=lambda i: i.path):
+        relative = warehouse.relative(info.path)
+        if relative.startswith(f"{GENERATIONS}/") and info.base_name.endswith(".json"):
+            parse = Generation.from_json
+        elif info.base_name == POINTER_FILE:
+            parse = TableVersion.from_json
+        else:
+            continue
+        try:
+            warehouse.parse_json(relative, parse)
+        except CorruptFileError as exc:
+            found.append(UnhealthyFile(relative.rsplit("/", 1)[0], str(exc)))
+    return found

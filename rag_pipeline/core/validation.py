@@ -8,6 +8,7 @@ service call the same functions, so both refuse the same values with the same wo
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -22,8 +23,16 @@ __all__ = [
     "check_declared",
     "check_endpoint_url",
     "check_model_folder",
+    "check_model_key",
+    "check_partition_value",
     "check_threshold",
 ]
+
+MODEL_NAME = re.compile(r"[A-Za-z0-9._-]+")
+MODEL_KEY = re.compile(r"(?P<name>[A-Za-z0-9._-]+)@(?P<fingerprint>[0-9a-f]{8})")
+"""``<name>@<fingerprint>``: the name as declared, then 8 lower-case hex digits."""
+PARTITION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
+"""A chunker name or a model key: what a partition folder ``<key>=<value>`` may hold."""
 
 COSINE_DISTANCE_RANGE = (0.0, 2.0)
 """Cosine distance is ``1 - cos``: 0 for the same direction, 2 for opposite directions."""
@@ -105,6 +114,32 @@ def check_declared(value: str, declared: Iterable[str], what: str) -> str:
     names = list(declared)
     if value not in names:
         raise InvalidArgumentError(f"unknown {what} {value!r}; declared: {', '.join(names)}")
+    return value
+
+
+def check_model_key(key: str, name: str = "model key") -> str:
+    """A model key, ``<name>@<8 hex digits>`` (the name letters, digits, ``.``, ``_``, ``-``).
+
+    Raises:
+        InvalidArgumentError: If ``key`` does not match that grammar (so it can never name a
+            folder outside the data folder).
+    """
+    if MODEL_KEY.fullmatch(key) is None:
+        raise InvalidArgumentError(f"{name} must be <name>@<8 hex digits> (name of letters, "
+                                   f"digits, '.', '_', '-'), got {key!r}")
+    return key
+
+
+def check_partition_value(value: str, name: str = "partition value") -> str:
+    """A partition value that becomes a folder name: a chunker name or a model key.
+
+    Raises:
+        InvalidArgumentError: If ``value`` is empty, starts with anything but a letter or digit,
+            or holds a character other than letters, digits, ``.``, ``_``, ``@``, ``-``.
+    """
+    if PARTITION_VALUE.fullmatch(value) is None:
+        raise InvalidArgumentError(f"{name} {value!r} cannot name a folder: letters, digits, "
+                                   "'.', '_', '@', '-' only, starting with a letter or digit")
     return value
 
 

@@ -21,17 +21,44 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rag_pipeline.core.validation import check_partition_value
+
 POINTER_FILE = "_latest.json"
 DIGEST_CHARS = 16
+T = TypeVar("T")
+
+
+class UnsafePathError(ValueError):
+    """A path relative to the warehouse root that would name something outside it."""
+
+
+def check_relative(relative: str) -> str:
+    """``relative`` if it names a place under the root: ``/``-separated, no empty, ``.`` or
+    ``..`` segment, no leading ``/``, no backslash or NUL (the same rule for a local folder and
+    an object store, whose keys are not normalised for us).
+
+    Raises:
+        UnsafePathError: If it would leave the root.
+    """
+    parts = relative.removesuffix("/").split("/")
+    if not relative or relative.startswith("/") or "\\" in relative or "\0" in relative or \
+            any(part in ("", ".", "..") for part in parts):
+        raise UnsafePathError(f"{relative!r} would resolve outside the warehouse root")
+    return relative
+
+
+class CorruptFileError(ValueError):
+    """A pointer or manifest that cannot be read; the message names the file."""
 
 
 class IndexNotBuiltError(Exception):
@@ -90,13 +117,14 @@ class Warehouse:
         """The partition's folder relative to the root: ``chunks/chunker=header``."""
         parts = [table]
         for key, value in (partition or {}).items():
-            if "/" in value or "\\" in value or value in ("", ".", ".."):
-                raise ValueError(f"partition value {value!r} cannot name a folder")
+            check_partition_value(value, f"partition value of {key}")
             parts.append(f"{key}={value}")
         return "/".join(parts)
 
     def full_path(self, relative: str) -> str:
-        return f"{self.root}/{relative}"
+        """The root joined with ``relative``, which must stay under it (see
+        :func:`check_relative`)."""
+        return f"{self.root}/{check_relative(relative)}"
 
     # -- bytes -------------------------------------------------------------------------------
 
@@ -131,8 +159,37 @@ class Warehouse:
         self.put_bytes(relative, json.dumps(data, indent=1, sort_keys=True).encode())
 
     def get_json(self, relative: str) -> dict | None:
+        """The JSON object stored at ``relative``, or None when there is none.
+
+        Raises:
+            CorruptFileError: If the file is not a JSON object (the message names the file).
+        """
         raw = self.get_bytes(relative)
-        return None if raw is None else json.loads(raw)
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptFileError(f"{self.full_path(relative)} is not valid JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise CorruptFileError(f"{self.full_path(relative)} is not a JSON object")
+        return data
+
+    def parse_json(self, relative: str, parse: Callable[[Mapping], T]) -> T | None:
+        """``parse`` of the JSON object at ``relative`` (None when there is none).
+
+        Raises:
+            CorruptFileError: If the file is not JSON or ``parse`` finds a field missing or of
+                the wrong type (the message names the file and the field).
+        """
+        data = self.get_json(relative)
+        if data is None:
+            return None
+        try:
+            return parse(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptFileError(f"{self.full_path(relative)} is not a valid record: "
+                                   f"{type(exc).__name__}: {exc}") from exc
 
     def delete(self, relative: str) -> None:
         try:
@@ -185,8 +242,8 @@ class Warehouse:
 
     def version(self, table: str, partition: Mapping[str, str] | None = None) -> TableVersion | None:
         """The latest written version of a partition, or None."""
-        data = self.get_json(f"{self.partition_dir(table, partition)}/{POINTER_FILE}")
-        return None if data is None else TableVersion.from_json(data)
+        return self.parse_json(f"{self.partition_dir(table, partition)}/{POINTER_FILE}",
+                               TableVersion.from_json)
 
     def require_version(self, table: str,
                         partition: Mapping[str, str] | None = None) -> TableVersion:
@@ -222,9 +279,9 @@ class Warehouse:
                 rel = self.relative(info.path)
                 if rel.startswith("_"):
                     continue
-                data = self.get_json(rel)
-                if data is not None:
-                    found.append(TableVersion.from_json(data))
+                version = self.parse_json(rel, TableVersion.from_json)
+                if version is not None:
+                    found.append(version)
         return sorted(found, key=lambda v: (v.table, sorted(v.partition.items())))
 
     def partitions(self, table: str) -> list[dict[str, str]]:

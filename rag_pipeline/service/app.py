@@ -2,8 +2,10 @@
 
 ``POST /ask`` and ``GET /ask?q=`` answer with the JSON of ``rag-pipeline ask --json`` plus the
 generation that answered; ``GET /health``, ``GET /status``, ``GET /openapi.json``; ``GET /``
-serves the page for people and ``GET /documents/{id}`` shows a cited document with the quoted
-slice marked. Every error is a 4xx (or, for a bug, a 500) with a one-line JSON body
+serves the page for people, ``GET /docs`` a plain page of the API drawn from the OpenAPI schema
+(no script, nothing loaded from elsewhere: it works offline and no third party sees the user),
+and ``GET /documents/{id}`` shows a cited document with the quoted slice marked (any document
+id, a newline in it included). Every error is a 4xx (or, for a bug, a 500) with a one-line JSON body
 ``{"error": "..."}``.
 """
 
@@ -19,6 +21,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -94,6 +97,46 @@ class BodyLimit:
             await _error(413, f"request body over {self.limit} bytes")(scope, receive, send)
 
 
+class AnyPathConvertor(Convertor[str]):
+    """Starlette's ``path`` convertor matches ``.*``, which stops at a newline: a document whose
+    name holds one was cited but its page was a 404. This one matches every character."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anypath", AnyPathConvertor())
+
+
+def api_docs_page(schema: dict[str, Any]) -> str:
+    """The API as one self-contained HTML page: every route with its methods, summary and
+    parameters, and a link to the schema itself. Every text is escaped."""
+    rows = []
+    for path, methods in schema.get("paths", {}).items():
+        for method, operation in methods.items():
+            parameters = ", ".join(
+                f"{p['name']} ({p.get('in', '')}{', required' if p.get('required') else ''})"
+                for p in operation.get("parameters", []))
+            body = "JSON body" if "requestBody" in operation else ""
+            rows.append(f"<tr><td><code>{html.escape(method.upper())}</code></td>"
+                        f"<td><code>{html.escape(path)}</code></td>"
+                        f"<td>{html.escape(operation.get('summary', ''))}</td>"
+                        f"<td>{html.escape(', '.join(x for x in (parameters, body) if x))}</td></tr>")
+    info = schema.get("info", {})
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(info.get('title', 'API'))}</title></head><body>"
+            f"<h1>{html.escape(info.get('title', 'API'))}</h1>"
+            f"<p>{html.escape(info.get('summary', ''))}</p>"
+            "<p>Machine-readable: <a href=\"/openapi.json\">/openapi.json</a></p>"
+            "<table><thead><tr><th>method</th><th>path</th><th>what</th><th>parameters</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>")
+
+
 def _page(name: str) -> str:
     return files("rag_pipeline.service").joinpath(name).read_text(encoding="utf-8")
 
@@ -112,6 +155,9 @@ def create_app(service: QueryService) -> FastAPI:
         title="rag-pipeline query service",
         summary="Cited answers from a versioned hybrid index, or an honest refusal.",
         version="1",
+        # FastAPI's /docs and /redoc load their scripts from a public CDN: blank offline, and a
+        # third party sees every user. /docs is served from here instead.
+        docs_url=None, redoc_url=None,
     )
     page = _page("page.html")
 
@@ -173,11 +219,15 @@ def create_app(service: QueryService) -> FastAPI:
     def status() -> dict[str, Any]:
         return service.status()
 
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return HTMLResponse(api_docs_page(app.openapi()))
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index_page() -> HTMLResponse:
         return HTMLResponse(page)
 
-    @app.get("/documents/{document_id:path}", response_class=HTMLResponse,
+    @app.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
              summary="A cited document with the quoted slice marked")
     def document(document_id: str,
                  start: Annotated[int, Query(alias="from", ge=0)] = 0,

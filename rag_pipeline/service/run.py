@@ -15,12 +15,15 @@ from rag_pipeline.core.embedder import QueryPathMismatchError, load_embedder
 from rag_pipeline.core.index_follower import IndexFollower
 from rag_pipeline.core.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.serve_record import ServeRecord, remove_serve_record, write_serve_record
+from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
 WARM_UP_QUESTION = "warm up"
 MAX_CONNECTIONS = 256
 """Beyond this many open connections and tasks uvicorn answers 503 instead of queueing more."""
 KEEP_ALIVE_SECONDS = 5
+CLIENT_LIMITS = ClientLimits()
+"""A request head within 5 s and 16 KiB; at most 64 connections from one address."""
 
 
 def pin_threads() -> None:
@@ -147,7 +150,8 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
             config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
                                     log_level="info" if access_log else "warning",
                                     limit_concurrency=MAX_CONNECTIONS,
-                                    timeout_keep_alive=KEEP_ALIVE_SECONDS)
+                                    timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                                    http=guarded_protocol(CLIENT_LIMITS))
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(data_dir, ServeRecord(host, port, os.getpid(), settings.chunker,
                                                      settings.model_key, settings.base_url))

@@ -239,3 +239,44 @@ def test_render_answer_refuses_a_cited_index_no_citation_carries() -> None:
 
     with pytest.raises(ValueError, match=r"\[2\]"):
         render_answer(checked, [citation(1, "install.md", "Upgrading", 0, 10)])
+
+
+def test_an_endpoint_that_trickles_its_reply_ends_at_the_total_timeout() -> None:
+    # Planted: a server that sends a byte every 50 ms, forever (each read alone is quick, so a
+    # per-read timeout would never fire).
+    import threading
+    import time
+
+    stop = threading.Event()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 10_000:
+                if stop.is_set():
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.05)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    settings = GeneratorSettings(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+                                 model="tiny-chat", timeout_s=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(GenerationError, match=r"^no answer from http://127\.0\.0\.1:\d+/v1/chat/"
+                                                  r"completions within 0\.5 s$"):
+            generate("q", settings)
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+    assert 0.5 <= elapsed < 1.5

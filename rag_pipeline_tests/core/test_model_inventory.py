@@ -9,6 +9,7 @@ import pytest
 
 from rag_pipeline.core.model_inventory import ModelPartitions, drop_model_partitions, inventory
 from rag_pipeline.core.models import ModelMismatchError, ModelSpec
+from rag_pipeline.core.validation import InvalidArgumentError
 from rag_pipeline.core.warehouse import Warehouse
 
 KEPT = ModelSpec(name="kept", path=Path("."), fingerprint="11111111", dimension=4)
@@ -44,3 +45,23 @@ def test_drop_deletes_only_the_undeclared_keys_partitions(warehouse: Warehouse):
 def test_a_declared_key_is_never_dropped(warehouse: Warehouse):
     with pytest.raises(ModelMismatchError, match="kept@11111111 is still declared"):
         drop_model_partitions(warehouse, "kept@11111111", [KEPT])
+
+
+def test_a_key_that_climbs_out_of_the_data_folder_deletes_nothing(tmp_path: Path,
+                                                                  warehouse: Warehouse):
+    # Planted: the key of issue 20, which deleted a folder beside the data folder.
+    victim = tmp_path.parent / f"{tmp_path.name}-victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    key = f"all-MiniLM-L6-v2@53aa5117/../../../{victim.name}"
+    with pytest.raises(InvalidArgumentError, match="model key must be <name>@<8 hex digits>"):
+        drop_model_partitions(warehouse, key, [KEPT])
+    assert (victim / "keep.txt").read_text() == "mine"
+    assert len(warehouse.partitions("embeddings")) == 3
+
+
+def test_dropping_an_unknown_key_is_an_error(warehouse: Warehouse):
+    with pytest.raises(InvalidArgumentError, match=r"^no stored partition of model key "
+                       r"'never@33333333'; stored keys: gone@22222222, kept@11111111$"):
+        drop_model_partitions(warehouse, "never@33333333", [KEPT])
+    assert len(warehouse.partitions("embeddings")) == 3

@@ -4,13 +4,17 @@ is published, replaced atomically, readable anywhere it is copied."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pytest
 
 from rag_pipeline.core.generations import publish
-from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.query_db import publish_query_db, refresh_query_db
+from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline_tests.core.generation_fixtures import write_partition
 
 MODEL = "m@0000abcd"
@@ -85,3 +89,44 @@ def test_a_copied_data_folder_reads_its_own_rows(tmp_path):
     shutil.rmtree(tmp_path / "data" / "warehouse")
     assert query(tmp_path / "copy [1]" / "rag.duckdb", "select count(*) from chunks") == [(3,)]
     assert query(tmp_path / "data" / "rag.duckdb", "select count(*) from chunks") == [(6,)]
+
+
+def test_a_reader_never_rewrites_the_snapshot_from_a_warehouse_with_nothing_published(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    before = (tmp_path / "rag.duckdb").read_bytes()
+    # Planted: a wrong --warehouse (an empty folder) beside the same data folder.
+    wrong = Warehouse(tmp_path, str(tmp_path / "not-the-warehouse"))
+    with pytest.raises(IndexNotBuiltError, match="holds no published generation .* was left as "
+                                                 "it was"):
+        refresh_query_db(wrong)
+    assert (tmp_path / "rag.duckdb").read_bytes() == before
+    assert query(tmp_path / "rag.duckdb", "select count(*) from chunks") == [(3,)]
+    assert refresh_query_db(warehouse).tables_replaced == []
+
+
+USER_WRITES_AND_DIES = """
+import duckdb, os, sys
+con = duckdb.connect(sys.argv[1])
+con.execute("SET checkpoint_threshold = '1GB'")
+con.execute("CREATE TABLE mine AS SELECT 42 AS answer")
+os._exit(0)  # no checkpoint: the write stays in the WAL beside the published file
+"""
+
+
+def test_a_wal_left_by_a_user_who_wrote_never_poisons_the_next_swap(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    db = tmp_path / "rag.duckdb"
+    subprocess.run([sys.executable, "-c", USER_WRITES_AND_DIES, str(db)], check=True, timeout=120)
+    assert Path(f"{db}.wal").is_file()
+    publish(warehouse, "blind", MODEL, write_partition(warehouse, "blind", MODEL, 2, tag="b"))
+    stats = publish_query_db(warehouse)
+    assert stats.rebuilt_from_scratch
+    assert not Path(f"{db}.wal").exists()
+    assert query(db, "select chunker, count(*) from chunks group by 1 order by 1") == [
+        ("blind", 2), ("header", 3)]
+    assert query(db, "select count(*) from information_schema.tables where table_name = 'mine'") \
+        == [(0,)]

@@ -106,3 +106,31 @@ def test_ocr_pages_under_the_confidence_floor_are_listed(built: BuiltIndex):
 
 def test_an_index_without_a_page_table_lists_no_low_confidence_page(built: BuiltIndex):
     assert index_status(Warehouse(built.data_dir)).low_confidence_pages == []
+
+
+def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltIndex):
+    from rag_pipeline.core.status import UnhealthyFile, unhealthy_files
+    from rag_pipeline.core.warehouse import CorruptFileError
+
+    warehouse = Warehouse(built.data_dir)
+    assert unhealthy_files(warehouse) == []
+    model = built.index.model_key
+    current = f"_generations/chunker=header/model={model}/CURRENT.json"
+    latest = "chunks/chunker=header/_latest.json"
+    # Planted: CURRENT.json without its "chunker" field (was KeyError: 'chunker'), and a
+    # _latest.json cut short (was a JSONDecodeError naming no file).
+    data = warehouse.get_json(current)
+    del data["chunker"]
+    warehouse.put_json(current, data)
+    warehouse.put_bytes(latest, b'{"table": ')
+    root = warehouse.root
+    assert unhealthy_files(warehouse) == [
+        UnhealthyFile(f"_generations/chunker=header/model={model}",
+                      f"{root}/{current} is not a valid record: KeyError: 'chunker'"),
+        UnhealthyFile("chunks/chunker=header",
+                      f"{root}/{latest} is not valid JSON (Expecting value: line 1 column 11 "
+                      "(char 10))")]
+    with pytest.raises(CorruptFileError, match=f"^{root}/{current} is not a valid record"):
+        current_generation(warehouse, "header", model)
+    with pytest.raises(CorruptFileError, match=f"^{root}/{latest} is not valid JSON"):
+        warehouse.version("chunks", {"chunker": "header"})

@@ -3,6 +3,7 @@ refuses the rest with its exact message."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from rag_pipeline.core.validation import (
     check_declared,
     check_endpoint_url,
     check_model_folder,
+    check_model_key,
+    check_partition_value,
     check_threshold,
 )
 
@@ -104,3 +107,30 @@ def test_model_folder_needs_config_and_weights(tmp_path: Path):
                                  "(model.safetensors or pytorch_model.bin)")
     (folder / "model.safetensors").write_bytes(b"")
     assert check_model_folder(folder) == folder
+
+
+@pytest.mark.parametrize("key", ["all-MiniLM-L6-v2@53aa5117", "a.b_c-d@0123abcd", "..@00000000"])
+def test_model_key_accepts_name_at_eight_hex_digits(key):
+    assert check_model_key(key) == key
+
+
+@pytest.mark.parametrize("key", [
+    # Planted: the key that deleted files outside the data folder (issue 20).
+    "all-MiniLM-L6-v2@53aa5117/../../../../victim",
+    "m@53AA5117", "m@53aa511", "m@53aa51170", "@53aa5117", "m 1@53aa5117", "m@53aa5117\n", ""])
+def test_model_key_refuses_anything_else(key):
+    with pytest.raises(InvalidArgumentError, match=r"^model key must be <name>@<8 hex digits> "
+                       r"\(name of letters, digits, '\.', '_', '-'\), got "):
+        check_model_key(key)
+
+
+@pytest.mark.parametrize("value", ["header", "all-MiniLM-L6-v2-int8@56ea7bc8", "plain"])
+def test_partition_value_accepts_chunkers_and_model_keys(value):
+    assert check_partition_value(value) == value
+
+
+@pytest.mark.parametrize("value", ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "a\x00b", "-x"])
+def test_partition_value_refuses_what_could_leave_its_folder(value):
+    with pytest.raises(InvalidArgumentError, match=f"^partition value {re.escape(repr(value))} "
+                       "cannot name a folder"):
+        check_partition_value(value)

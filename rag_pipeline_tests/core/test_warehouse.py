@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.core.warehouse import POINTER_FILE, IndexNotBuiltError, Warehouse
+from rag_pipeline.core.warehouse import POINTER_FILE, IndexNotBuiltError, UnsafePathError, Warehouse
 
 
 def chunk_rows(prefix: str, n: int) -> pa.Table:
@@ -128,3 +128,29 @@ def test_any_characters_in_the_data_folder_path_are_safe(tmp_path, name):
     Warehouse(tmp_path / "dataX").write("chunks", chunk_rows("x", 5), {"chunker": "header"})
     assert warehouse.read("chunks", {"chunker": "header"}).num_rows == 2
     assert warehouse.partitions("chunks") == [{"chunker": "header"}]
+
+
+S3 = "s3://bucket/prefix?endpoint_override=127.0.0.1:1&scheme=http&region=us-east-1"
+"""An object-store warehouse that is never reached: the check comes before any request."""
+
+
+@pytest.mark.parametrize("location", [None, S3], ids=["local", "s3"])
+@pytest.mark.parametrize("relative", ["../victim", "_vector_cache/model=m@53aa5117/../../../x",
+                                      "/etc/passwd", "a//b", "./a", "a\\..\\b", "", "a/\x00"])
+def test_no_path_resolves_outside_the_root(tmp_path, location, relative):
+    warehouse = Warehouse(tmp_path / "data", location)
+    with pytest.raises(UnsafePathError, match="would resolve outside the warehouse root"):
+        warehouse.full_path(relative)
+
+
+def test_deleting_a_prefix_that_climbs_out_deletes_nothing(tmp_path):
+    warehouse = Warehouse(tmp_path / "data")
+    warehouse.write("chunks", chunk_rows("h", 1), {"chunker": "header"})
+    # Planted: a file beside the data folder that a `..` prefix would reach.
+    victim = tmp_path / "victim" / "keep.txt"
+    victim.parent.mkdir()
+    victim.write_text("mine")
+    with pytest.raises(UnsafePathError):
+        warehouse.delete_prefix("_vector_cache/model=x@00000000/../../../victim")
+    assert victim.read_text() == "mine"
+    assert warehouse.read("chunks", {"chunker": "header"}).num_rows == 1

@@ -227,3 +227,52 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
         ("guide/config.md", 113, 203)]
     # With the real model the closest chunk to the off-topic question is at about 0.943.
     assert (refusal["answered"], round(refusal["closest_distance"], 3)) == (False, 0.943)
+
+
+def test_a_question_with_a_lone_surrogate_is_a_422_not_a_500(client: TestClient):
+    # Planted: a JSON escape that decodes to a lone surrogate (it used to reach the tokenizer
+    # and end in a 500).
+    response = client.post("/ask", content=b'{"question": "timeout \\udcff?"}',
+                           headers={"content-type": "application/json"})
+    assert (response.status_code, response.json()) == (422, {
+        "error": "question: the question is not text: '\\udcff' at character 8 is a lone "
+                 "surrogate (bytes that are not UTF-8?)"})
+    assert client.get("/health").status_code == 200
+
+
+def test_the_api_docs_page_is_self_contained(client: TestClient):
+    response = client.get("/docs")
+    assert response.status_code == 200
+    # No script and nothing fetched from elsewhere (FastAPI's page loads swagger-ui from a CDN).
+    assert "<script" not in response.text and "cdn" not in response.text
+    assert "src=" not in response.text and "https://" not in response.text
+    for method, path in (("POST", "/ask"), ("GET", "/ask"), ("GET", "/health"),
+                         ("GET", "/documents/{document_id}")):
+        assert f"<td><code>{method}</code></td><td><code>{path}</code></td>" in response.text
+    assert client.get("/redoc").status_code == 404
+
+
+def test_a_document_whose_name_holds_a_newline_is_cited_and_shown(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    from urllib.parse import unquote, urlsplit
+
+    from rag_pipeline_tests.core.index_builder import DUPLICATED_DOCS
+
+    # Planted: a file name with a newline (it was cited, but /documents/... was a 404).
+    odd = "odd\nname.md"
+    built = build_index(tmp_path, hashed_embedder, docs={
+        **DUPLICATED_DOCS, odd: "# Odd\n\nThe frobnicator purrs at dawn in its basket.\n"})
+    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key,
+                                                        base_url="http://127.0.0.1:1/documents",
+                                                        workers=1),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          TestClient(create_app(service)) as test_client):
+        answer = test_client.get("/ask", params={"q": "frobnicator purrs at dawn basket",
+                                                 "cut": 2.0}).json()
+        citation = next(c for c in answer["citations"] if c["document_id"] == odd)
+        url = urlsplit(citation["url"])
+        assert unquote(url.path) == f"/documents/{odd}"
+        page = test_client.get(url.path, params=dict(p.split("=") for p in url.query.split("&"))
+                               if url.query else None)
+    assert page.status_code == 200, page.text
+    assert "The frobnicator purrs at dawn in its basket." in page.text

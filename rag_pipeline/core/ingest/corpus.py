@@ -53,6 +53,17 @@ def document_id_for(path: Path, corpus_root: Path) -> str:
     return path.relative_to(corpus_root).as_posix()
 
 
+def shown_file_name(name: str) -> str:
+    """``name`` as text every encoder accepts: Python decodes file-name bytes that are not
+    UTF-8 to lone surrogates (``os.fsdecode``), which no table, JSON or terminal can hold; they
+    are shown as ``\\xNN``. A valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 def extract_document(path: Path, corpus_root: Path,
                      settings: ExtractionSettings | None = None) -> DocumentRecord:
     """Reads one file; any failure is returned as a ``failed`` record with its reason, a file
@@ -60,6 +71,11 @@ def extract_document(path: Path, corpus_root: Path,
     settings = settings or ExtractionSettings()
     document_id = document_id_for(path, corpus_root)
     fmt = format_for(path)
+    shown = shown_file_name(document_id)
+    if shown != document_id:  # bytes that are not UTF-8 in its name: one failed record
+        return DocumentRecord(shown, shown_file_name(str(path)), shown_file_name(path.stem), "",
+                              "", fmt.name if fmt else "", "", "", DocumentStatus.FAILED.value,
+                              f"the file name is not valid UTF-8 ({shown}): rename the file")
     if fmt is None:
         return DocumentRecord(document_id, str(path), path.stem, "", "", "", "", "",
                               DocumentStatus.SKIPPED.value, skip_reason(path))

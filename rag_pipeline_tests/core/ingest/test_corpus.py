@@ -375,3 +375,20 @@ def test_extraction_settings_reject_a_non_positive_limit():
     with pytest.raises(ValueError, match="max_document_bytes must be positive, got 0"):
         ExtractionSettings(max_document_bytes=0)
     assert ExtractionSettings().max_document_bytes == 20 * 1024 * 1024
+
+
+def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
+    from rag_pipeline.core.index_tables import documents_table
+
+    (tmp_path / "good.md").write_text("# Good\n\nFine text.\n", encoding="utf-8")
+    # Planted: a name with the byte 0xff (not UTF-8); it used to fail the whole documents run
+    # with a UnicodeEncodeError when the table was written.
+    with open(os.path.join(os.fsencode(tmp_path), b"bad\xffbytes.md"), "wb") as handle:
+        handle.write(b"# Bad\n\nSome text.\n")
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.error) for r in records] == [
+        ("bad\\xffbytes.md", "failed",
+         "the file name is not valid UTF-8 (bad\\xffbytes.md): rename the file"),
+        ("good.md", "ok", None)]
+    table = documents_table(records)
+    assert table.column("document_id").to_pylist() == ["bad\\xffbytes.md", "good.md"]

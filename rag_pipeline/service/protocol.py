@@ -1,0 +1,151 @@
+"""uvicorn's HTTP protocol with the limits a hostile client meets before the application does.
+
+uvicorn (httptools) reads a request head for as long as the client takes, of any size, and
+counts every connection against one global ``limit_concurrency``: 300 connections that send a
+header line every 2 s get every other client a 503, and one 150 MiB header stalls the event
+loop. :func:`guarded_protocol` returns the same protocol with three limits:
+
+- a **deadline to read a request head** (``head_seconds``, from the connection or the end of
+  the previous response): a head not complete by then is answered 408 and the connection closed;
+- a **head size limit** (``max_head_bytes``): a larger head is answered 431 and closed, read no
+  further;
+- a **per-client connection limit** (``per_client``, by remote address): one more connection
+  from that address is answered 503 and closed at once, so one client cannot hold the slots
+  that ``limit_concurrency`` shares among all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["ClientLimits", "guarded_protocol"]
+
+LINGER_SECONDS = 1.0
+"""How long a refused connection is drained after its reply before it is closed."""
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """What one client may do before its request reaches the application.
+
+    Attributes:
+        head_seconds: Seconds to send a whole request head (request line and headers).
+        max_head_bytes: Bytes a request head may hold.
+        per_client: Connections open at once from one remote address.
+    """
+
+    head_seconds: float = 5.0
+    max_head_bytes: int = 16 * 1024
+    per_client: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.head_seconds > 0:
+            raise ValueError(f"head_seconds must be positive, got {self.head_seconds}")
+        if self.max_head_bytes < 1 or self.per_client < 1:
+            raise ValueError("max_head_bytes and per_client must be at least 1")
+
+
+def _response(status: bytes, message: str) -> bytes:
+    body = f'{{"error": "{message}"}}'.encode("ascii")
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n" + body)
+
+
+def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
+    """An ``HttpToolsProtocol`` class (for ``uvicorn.Config(http=...)``) that enforces
+    ``limits``; each class counts its own connections per client."""
+    open_by_client: Counter[str] = Counter()
+
+    class GuardedProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._address = self.client[0] if self.client else ""
+            self._refused = False
+            self._in_head = True
+            self._head_bytes = 0
+            self._deadline: asyncio.TimerHandle | None = None
+            if open_by_client[self._address] >= limits.per_client:
+                self._address = None
+                self._refuse(b"503 Service Unavailable",
+                             f"more than {limits.per_client} connections from one address")
+                return
+            open_by_client[self._address] += 1
+            self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(limits.head_seconds, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _too_slow(self) -> None:
+            self._deadline = None
+            if self._in_head and not self.transport.is_closing():
+                self._refuse(b"408 Request Timeout",
+                             f"request head not received within {limits.head_seconds:g} s")
+
+        def _refuse(self, status: bytes, message: str, drain: bool = True) -> None:
+            """Answers ``status`` and ends the connection: the reply, then a half-close (FIN),
+            then for ``LINGER_SECONDS`` whatever the client still sends is read and dropped
+            (``drain``; closing with unread bytes sends a reset that can destroy the reply) or
+            not read at all (a client sending a huge head: it is blocked at once), then the
+            socket closes. The connection no longer counts against ``limit_concurrency``."""
+            self._in_head = False
+            self._refused = True
+            self._disarm()
+            self.connections.discard(self)
+            if self.transport.is_closing():
+                return
+            if not drain:
+                self.transport.pause_reading()
+            self.transport.write(_response(status, message))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self._deadline = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            else:
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self._address is not None:
+                open_by_client[self._address] -= 1
+                if open_by_client[self._address] <= 0:
+                    del open_by_client[self._address]
+                self._address = None
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused or self.transport.is_closing():
+                return
+            if self._in_head:
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if self._in_head and self._head_bytes > limits.max_head_bytes:
+                self._refuse(b"431 Request Header Fields Too Large",
+                             f"request head over {limits.max_head_bytes} bytes", drain=False)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head = True
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            self._disarm()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            pipelined = bool(self.pipeline)  # the next request's head is already read
+            super().on_response_complete()
+            if not pipelined and not self.transport.is_closing():
+                self._in_head = True
+                self._head_bytes = 0
+                self._arm()
+
+    return GuardedProtocol

@@ -1,0 +1,227 @@
+"""The life cycle of ``rag-pipeline index`` with real processes and real signals, on one fresh
+Dagster home: two commands at once (one runs, one refuses naming the holder), a transient fault
+retried by the next command with no document changed, a run worker killed with ``kill -9``
+mid-embedding, ``kill -9`` of the command itself and SIGTERM to it (0 processes left, its runs
+canceled, the published index as it was), each followed by one ``index`` that brings the index
+current."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from rag_pipeline.core.processes import daemon_pids
+from rag_pipeline.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
+from rag_pipeline.project_paths import (
+    DAGSTER_HOME,
+    ENV_CONFIG,
+    ENV_CORPUS,
+    ENV_DATA_DIR,
+    ENV_EVAL_DIR,
+    PROJECT_ROOT,
+)
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.test_daemon_automation import CONFIG
+
+pytestmark = pytest.mark.slow
+
+MODEL = "all-MiniLM-L6-v2@53aa5117"
+LIFECYCLE_CONFIG = CONFIG.replace('chunkers = ["blind", "header"]', 'chunkers = ["header"]')
+GENERATION = "data/warehouse/_generations/chunker=header/model=" + MODEL + "/CURRENT.json"
+
+
+def _index_command() -> list[str]:
+    return [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "index",
+            "--no-eval"]
+
+
+def _wait(predicate, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _guard_groups(home: Path) -> list[int]:
+    """Every live process of this machine that runs on this Dagster home (the daemon, its code
+    servers, its run workers and the guard itself): their environment names the home."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"DAGSTER_HOME={home}\0".encode() in environ and \
+                Path(f"/proc/{entry.name}/stat").read_text().split(") ")[-1][0] not in "ZX":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory):
+    tmp_path = tmp_path_factory.mktemp("lifecycle")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    (evals / "gold.jsonl").write_text(
+        '{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
+        '"question": "How long does a network call wait before giving up?", '
+        '"ticket": "my download just stops after a while, what is the limit"}\n', encoding="utf-8")
+    (evals / "ood.jsonl").write_text(
+        '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n', encoding="utf-8")
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(LIFECYCLE_CONFIG, encoding="utf-8")
+    shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", tmp_path / "rag_pipeline.lock.json")
+    env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(tmp_path / "data"),
+           ENV_CONFIG: str(config), ENV_CORPUS: str(corpus), ENV_EVAL_DIR: str(evals),
+           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONPATH": str(PROJECT_ROOT)}
+    yield tmp_path, home, corpus, env
+    for pid in _guard_groups(home):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _run(env) -> subprocess.CompletedProcess:
+    return subprocess.run(_index_command(), cwd=PROJECT_ROOT, env=env, capture_output=True,
+                          text=True, timeout=1500)
+
+
+def _runs(home: Path, after: float) -> Counter:
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        runs = instance.get_runs(filters=dg.RunsFilter(
+            created_after=datetime.fromtimestamp(after, UTC)))
+        # The evaluation (partition: the model alone) is left out: --no-eval does not wait for it.
+        return Counter((run.tags.get("dagster/partition", "-"), run.status.value) for run in runs
+                       if run.tags.get("dagster/partition") != MODEL)
+
+
+def _active_runs(home: Path) -> int:
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        return len(instance.get_runs(filters=dg.RunsFilter(statuses=list(ACTIVE))))
+
+
+def _started_embedding_run(home: Path) -> tuple[str, int] | None:
+    """(run id, worker pid) of an embeddings run that has started its step, if any."""
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
+            if MODEL_PARTITION_TAG not in run.tags:
+                continue
+            steps = instance.get_records_for_run(
+                run.run_id, of_type=dg.DagsterEventType.STEP_START).records
+            pid = run_worker_pid(instance, run.run_id)
+            if steps and pid is not None:
+                return run.run_id, pid
+    return None
+
+
+def _wait_for_embedding_run(home: Path) -> tuple[str, int]:
+    deadline = time.monotonic() + 600
+    while (found := _started_embedding_run(home)) is None:
+        assert time.monotonic() < deadline, "timed out waiting for an embeddings run"
+        time.sleep(0.2)
+    return found
+
+
+def _edit(corpus: Path, version: int) -> None:
+    (corpus / "notes.txt").write_text(f"Release notes.\n\nVersion {version} removed the legacy "
+                                      "exporter.\n", encoding="utf-8")
+
+
+def test_two_at_once_a_retried_fault_kills_and_signals(project):
+    tmp_path, home, corpus, env = project
+    current = tmp_path / GENERATION
+
+    # 1. Two `index` at once on a fresh home, with a transient fault planted: a file where the
+    # model's checkpoint folder must go, so the embeddings run fails (its vectors cannot be
+    # checkpointed). One command runs (and fails at embeddings), the other refuses at once.
+    blocker = tmp_path / "data" / "warehouse" / "_vector_cache" / f"model={MODEL}"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("planted: not a folder\n")
+    started = time.time()
+    first = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    second = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    outs = {p.pid: p.communicate(timeout=1500) for p in (first, second)}
+    codes = sorted((p.returncode, (outs[p.pid][1].strip().splitlines() or [""])[-1])
+                   for p in (first, second))
+    assert [c for c, _ in codes] == [2, 2], outs
+    refused = [line for _, line in codes if "another `rag-pipeline index` is running" in line]
+    failed = [line for _, line in codes if "embeddings" in line and "failed" in line]
+    assert len(refused) == 1 and len(failed) == 1, codes
+    assert refused[0].startswith("error: another `rag-pipeline index` is running on this Dagster "
+                                 "instance (pid ")
+    assert _guard_groups(home) == [] and _active_runs(home) == 0
+    assert not current.exists()
+    assert _runs(home, started) == Counter({("-", "SUCCESS"): 1, ("header", "SUCCESS"): 1,
+                                            (f"header|{MODEL}", "FAILURE"): 1})
+
+    # 2. The fault goes away; the next `index` (1 s later, no document changed) retries the
+    # failed partition and the index is current. The storage the two commands shared is whole.
+    blocker.unlink()
+    time.sleep(1)
+    started = time.time()
+    healed = _run(env)
+    assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]
+    assert f"retrying embeddings_job [header|{MODEL}] (run " in healed.stdout
+    assert _runs(home, started) == Counter({("-", "SUCCESS"): 1,
+                                            (f"header|{MODEL}", "SUCCESS"): 1})
+    published = current.read_bytes()
+
+    # 3. kill -9 of an embeddings run's worker mid-embedding: the run is marked failed (by the
+    # command, or by Dagster's own run monitoring, whichever looks first) and the command stops;
+    # the next `index` retries it.
+    _edit(corpus, 3)
+    command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_id, worker = _wait_for_embedding_run(home)
+    os.kill(worker, signal.SIGKILL)
+    out, err = command.communicate(timeout=600)
+    assert command.returncode == 2, out + err
+    assert f"  FAILED   embeddings_job [header|{MODEL}]: " in out, out
+    with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
+    assert current.read_bytes() == published
+    assert _guard_groups(home) == [] and _active_runs(home) == 0
+    healed = _run(env)
+    assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]
+    assert f"retrying embeddings_job [header|{MODEL}] (run " in healed.stdout
+    published = current.read_bytes()
+
+    # 4. kill -9 of the command mid-embedding, then SIGTERM to it: nothing of it is left, its
+    # runs are canceled, the published index is as it was; the next `index` brings it current.
+    for version, signum in ((4, signal.SIGKILL), (5, signal.SIGTERM)):
+        _edit(corpus, version)
+        started = time.time()
+        command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _wait_for_embedding_run(home)
+        assert daemon_pids(home)
+        os.kill(command.pid, signum)
+        out, err = command.communicate(timeout=120)
+        assert command.returncode == (-9 if signum == signal.SIGKILL else 128 + signum), out + err
+        _wait(lambda: _guard_groups(home) == [], 90, "every process of the index to end")
+        assert _active_runs(home) == 0
+        runs = _runs(home, started)
+        assert runs[(f"header|{MODEL}", "CANCELED")] == 1, runs
+        assert current.read_bytes() == published
+        healed = _run(env)
+        assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]
+        assert json.loads(current.read_bytes())["id"] != json.loads(published)["id"]
+        published = current.read_bytes()
