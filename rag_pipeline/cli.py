@@ -132,8 +132,7 @@ class _OneLineErrors(click.Group):
               help="Where the Parquet tables live: a folder or an object-store URI such as "
                    "s3://bucket/prefix (credentials from the AWS environment variables; "
                    f"env {ENV_WAREHOUSE}).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, envvar=ENV_CONFIG,
+@click.option("--config", "config_file", type=click.Path(path_type=Path), default=None,
               help="The configuration file (default: the project's rag_pipeline.toml; "
                    f"`rag-pipeline init DIR` writes one for a folder; env {ENV_CONFIG}).")
 @click.pass_context
@@ -145,7 +144,9 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
     _prepare_environment()
     if config_file is not None:
         if not config_file.is_file():
-            _fail(f"--config {str(config_file)!r}: no such file (`rag-pipeline init DIR` writes one)")
+            what = "is a folder" if config_file.is_dir() else "does not exist"
+            _fail(f"--config {str(config_file)!r} {what}: it must name a rag_pipeline.toml file "
+                  "(`rag-pipeline init DIR` writes one)")
         os.environ[ENV_CONFIG] = str(config_file.absolute())
     ctx.obj = data_dir or _config().data_dir or DEFAULT_DATA_DIR
 
