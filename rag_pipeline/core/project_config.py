@@ -234,6 +234,18 @@ def _enum(enum: type[StrEnum], table: Mapping, key: str, default: StrEnum, where
                                f"{[e.value for e in enum]}, got {value!r}") from None
 
 
+def _cut_and_default(table: Mapping, where: str) -> tuple[float | int | None, bool]:
+    """A model table's ``cut`` (a cosine distance in (0, 2], or none) and ``default`` flag."""
+    cut = table.get("cut")
+    if cut is not None and (isinstance(cut, bool) or not isinstance(cut, int | float)
+                            or not math.isfinite(cut) or not 0.0 < cut <= 2.0):
+        raise ModelConfigError(f"{where}: `cut` must be a cosine distance in (0, 2], got {cut!r}")
+    default = table.get("default", False)
+    if not isinstance(default, bool):
+        raise ModelConfigError(f"{where}: `default` must be true or false")
+    return cut, default
+
+
 def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if not isinstance(table, Mapping):
         raise ModelConfigError(f"[[models]] #{index + 1} must be a table")
@@ -262,13 +274,7 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if (backend, precision) not in SUPPORTED:
         raise ModelConfigError(f"{where}: {precision.value} is not supported with the "
                                f"{backend.value} backend (int8 needs backend = \"openvino\")")
-    cut = table.get("cut")
-    if cut is not None and (isinstance(cut, bool) or not isinstance(cut, int | float)
-                            or not math.isfinite(cut) or not 0.0 < cut <= 2.0):
-        raise ModelConfigError(f"{where}: `cut` must be a cosine distance in (0, 2], got {cut!r}")
-    default = table.get("default", False)
-    if not isinstance(default, bool):
-        raise ModelConfigError(f"{where}: `default` must be true or false")
+    cut, default = _cut_and_default(table, where)
     calibration = None
     if precision is Precision.INT8:
         raw = table.get("calibration", {})
@@ -342,13 +348,7 @@ def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
         max_seq_length=_int(raw, "max_seq_length", 128, f"{where} adapt", 8, 512),
         max_pairs=_int(raw, "max_pairs", 4000, f"{where} adapt", 2, 1_000_000),
         learning_rate=float(rate), held_out=held_out)
-    cut = table.get("cut")
-    if cut is not None and (isinstance(cut, bool) or not isinstance(cut, int | float)
-                            or not math.isfinite(cut) or not 0.0 < cut <= 2.0):
-        raise ModelConfigError(f"{where}: `cut` must be a cosine distance in (0, 2], got {cut!r}")
-    default = table.get("default", False)
-    if not isinstance(default, bool):
-        raise ModelConfigError(f"{where}: `default` must be true or false")
+    cut, default = _cut_and_default(table, where)
     return ModelDeclaration(
         name=name, source=None, window=_int(table, "window", 256, where, 8, 1 << 16),
         batch_size=_int(table, "batch_size", 16, where, 1, 4096), default=default,
