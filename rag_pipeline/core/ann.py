@@ -20,7 +20,7 @@ vectors' first and second moments (:class:`DistanceMoments`): ``mean(d) = 1 - c 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -58,6 +58,11 @@ EXACT_RANKS = 10
 list (fusion's depth of 100) takes its lower ranks from the same shortlist instead of walking the
 graph ten times as far (measured at 1,275 chunks: a shortlist of 1,000 costs 17 ms, of 100
 about 1 ms)."""
+MIN_SELF_RECALL = 0.99
+"""An index serves automatically only when its own build measured at least this recall@10
+against the exact scan (:func:`self_recall`); below it the exact scan serves, whatever the size."""
+SELF_CHECK_QUERIES = 200
+"""Stored vectors asked of a freshly built graph (seeded choice) to measure its recall."""
 CROSSOVER_ROWS = 30_000
 """Below this many chunks the exact scan serves: it is as fast as the graph walk there and has
 nothing to miss (measured on this machine, README, "Approximate search")."""
@@ -76,7 +81,8 @@ class DensePath(StrEnum):
 
 
 def choose_path(rows: int, has_ann: bool, crossover: int = CROSSOVER_ROWS) -> DensePath:
-    """The exact scan below ``crossover`` rows or without an index, the graph from there on."""
+    """The exact scan below ``crossover`` rows or without a trusted index (one whose measured
+    recall reached :data:`MIN_SELF_RECALL`), the graph from there on."""
     return DensePath.ANN if has_ann and rows >= crossover else DensePath.EXACT
 
 
@@ -123,6 +129,25 @@ def recall_at_k(approximate: np.ndarray, exact: np.ndarray) -> float:
     return len(set(approximate[:len(exact)].tolist()) & set(exact.tolist())) / len(exact)
 
 
+def self_recall(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
+                k: int = EXACT_RANKS, seed: int = 0) -> float:
+    """Mean recall@``k`` of ``index`` against the exact scan, asked with ``queries`` of its own
+    stored vectors (a seeded choice of rows; every row when there are fewer)."""
+    matrix = np.asarray(vectors, np.float32)
+    rows = np.arange(len(matrix)) if len(matrix) <= queries else np.sort(
+        np.random.default_rng(seed).choice(len(matrix), queries, replace=False))
+    k = min(k, len(matrix))
+    recalls = []
+    for start in range(0, len(rows), 16):
+        block = matrix[rows[start:start + 16]]
+        scores = block @ matrix.T
+        for query, row_scores in zip(block, scores, strict=True):
+            exact = np.argpartition(-row_scores, k - 1)[:k]
+            found, _ = index.search(matrix, query, k)
+            recalls.append(recall_at_k(found, exact))
+    return float(np.mean(recalls))
+
+
 @dataclass(frozen=True)
 class DistanceMoments:
     """The first and second moments of a partition's unit vectors: the mean and standard
@@ -166,6 +191,14 @@ class AnnIndex:
     rows: int
     fingerprint: str
     moments: DistanceMoments
+    measured_recall: float | None = None
+    """Recall@10 against the exact scan measured when the graph was built (:func:`self_recall`);
+    none for a graph whose table does not record it, which then never serves automatically."""
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the graph may serve without being asked for by name."""
+        return self.measured_recall is not None and self.measured_recall >= MIN_SELF_RECALL
 
     @classmethod
     def build(cls, vectors: np.ndarray, *, connectivity: int = CONNECTIVITY,
@@ -180,7 +213,8 @@ class AnnIndex:
                       expansion_add=expansion_add, expansion_search=EXPANSION_SEARCH,
                       enable_key_lookups=False)
         graph.add(np.arange(len(matrix), dtype=np.uint64), codes, threads=threads)
-        return cls(graph, scale, len(matrix), vectors_fingerprint(matrix), DistanceMoments.of(matrix))
+        built = cls(graph, scale, len(matrix), vectors_fingerprint(matrix), DistanceMoments.of(matrix))
+        return replace(built, measured_recall=self_recall(built, matrix))
 
     def save(self, path: Path) -> None:
         """Writes the graph (codes included) to ``path``; scale, rows, fingerprint and moments
@@ -189,7 +223,7 @@ class AnnIndex:
 
     @classmethod
     def open(cls, path: Path, *, scale: float, rows: int, fingerprint: str,
-             moments: DistanceMoments) -> AnnIndex:
+             moments: DistanceMoments, measured_recall: float | None = None) -> AnnIndex:
         """Memory-maps a saved graph (pages are read as the walk touches them)."""
 
         graph = Index.restore(str(path), view=True)
@@ -198,7 +232,7 @@ class AnnIndex:
         if len(graph) != rows:
             raise AnnMismatchError(f"the ANN graph {path} holds {len(graph)} vectors, its table says {rows}")
         graph.expansion_search = EXPANSION_SEARCH
-        return cls(graph, scale, rows, fingerprint, moments)
+        return cls(graph, scale, rows, fingerprint, moments, measured_recall)
 
     def check_serves(self, vectors: np.ndarray, fingerprint: str | None = None) -> None:
         """Raises :class:`AnnMismatchError` unless the index was built from exactly ``vectors``

@@ -169,7 +169,7 @@ def dense_path(index: PartitionIndex, settings: RetrievalSettings) -> DensePath:
         return DensePath.ANN
     if settings.dense_path is DensePath.EXACT:
         return DensePath.EXACT
-    return choose_path(len(index), has_ann, settings.crossover)
+    return choose_path(len(index), has_ann and index.ann.trusted, settings.crossover)
 
 
 def _timed(timings: dict[str, float], name: str, fn: Callable):

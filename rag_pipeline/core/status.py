@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag_pipeline.core.ann import CROSSOVER_ROWS, DensePath, choose_path
+from rag_pipeline.core.ann import CROSSOVER_ROWS, MIN_SELF_RECALL, DensePath, choose_path
 from rag_pipeline.core.generations import GENERATIONS, Generation, generation_age_seconds
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.versions import PIPELINE_VERSION
@@ -94,7 +94,8 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
             "select chunker, count(*) from chunks group by chunker").fetchall()) \
             if "chunks" in views else {}
         with_ann = {(c, m) for c, m in con.execute(
-            "select chunker, model from ann_index").fetchall()} if "ann_index" in views else set()
+            "select chunker, model from ann_index where measured_recall >= ?",
+            [MIN_SELF_RECALL]).fetchall()} if "ann_index" in views else set()
         partitions = []
         if "embeddings" in views:
             for chunker, model, vectors, stale in con.execute(

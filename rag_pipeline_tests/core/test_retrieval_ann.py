@@ -87,6 +87,14 @@ def test_automatic_choice_by_size(built: BuiltIndex, crossover: int, expected: D
     assert dense_path(built.index, RetrievalSettings(crossover=crossover)) is expected
 
 
+def test_a_graph_whose_measured_recall_is_under_the_floor_never_serves_automatically(
+        built: BuiltIndex):
+    # Planted: the graph's build measured recall 0.42 (the 100x scale run's figure).
+    untrusted = replace(built.index, ann=replace(built.index.ann, measured_recall=0.42))
+    assert dense_path(untrusted, RetrievalSettings(crossover=1)) is DensePath.EXACT
+    assert dense_path(untrusted, RetrievalSettings(dense_path=DensePath.ANN)) is DensePath.ANN
+
+
 def test_sentence_unit_always_scans(built: BuiltIndex):
     assert dense_path(built.index, RetrievalSettings(
         crossover=1, dense_unit=DenseUnit.SENTENCE)) is DensePath.EXACT

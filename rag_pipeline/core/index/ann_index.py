@@ -70,6 +70,7 @@ def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> 
         "centroid": pa.array([index.moments.centroid.tolist()], pa.list_(pa.float64())),
         "gram": pa.array([index.moments.gram.ravel().tolist()], pa.list_(pa.float64())),
         "build_seconds": pa.array([seconds], pa.float64()),
+        "measured_recall": pa.array([index.measured_recall], pa.float64()),
     })
 
 
@@ -140,7 +141,8 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
     moments = DistanceMoments(np.asarray(row["centroid"], np.float64),
                               np.asarray(row["gram"], np.float64).reshape(width, width))
     index = AnnIndex.open(_local_graph(warehouse, row["graph"]), scale=float(row["scale"]),
-                          rows=int(row["rows"]), fingerprint=row["fingerprint"], moments=moments)
+                          rows=int(row["rows"]), fingerprint=row["fingerprint"], moments=moments,
+                          measured_recall=row.get("measured_recall"))
     index.check_serves(vectors)
     return index
 
