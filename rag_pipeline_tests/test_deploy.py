@@ -168,8 +168,11 @@ def _worker_pid(instance: dg.DagsterInstance, run_id: str) -> int:
     raise LookupError(f"run {run_id}: no run worker pid in its events")
 
 
-def _metadata(instance: dg.DagsterInstance, run_id: str) -> dict[str, object]:
-    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+def _metadata(instance: dg.DagsterInstance, run_id: str, asset: str) -> dict[str, object]:
+    """The metadata of the run's one materialisation of ``asset`` (an embeddings run also
+    materialises ann_index and index_generation)."""
+    events = [e for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+              if e.dagster_event.event_specific_data.materialization.asset_key == dg.AssetKey(asset)]
     assert len(events) == 1, run_id
     mat = events[0].dagster_event.event_specific_data.materialization
     return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
@@ -291,7 +294,7 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
     starts = sorted((r.start_time, r.end_time) for r in embedding_runs)
     assert all(later[0] >= earlier[1] - 0.5 for earlier, later in pairwise(starts))
     # The retry reused the killed run's checkpoint: at least one shard of 256 vectors.
-    meta = _metadata(instance, retry.dagster_run.run_id)
+    meta = _metadata(instance, retry.dagster_run.run_id, "embeddings")
     assert meta["shared"] >= 256
     assert meta["embedded"] == meta["rows"] - meta["reused"] - meta["shared"] - meta["duplicates"]
     for line in [f"{r.dagster_run.job_name} {r.dagster_run.tags.get('dagster/partition', '-')} "
