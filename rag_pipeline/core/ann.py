@@ -23,9 +23,17 @@ import hashlib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from usearch.index import Index
+
+if TYPE_CHECKING:
+    from usearch.index import Index
+
+# usearch is imported only where a graph is built or opened: imported before pyarrow's S3
+# filesystem first connects, it leaves every S3 request of the process failing with
+# NETWORK_CONNECTION (seen with `rag-pipeline --warehouse s3://... status`, whose CLI imports this
+# module through retrieval; the deployment test's CLI step covers it).
 
 __all__ = [
     "CONNECTIVITY",
@@ -208,6 +216,8 @@ class AnnIndex:
         matrix = np.ascontiguousarray(vectors, dtype=np.float32)
         if matrix.ndim != 2 or len(matrix) == 0:
             raise ValueError(f"an ANN index needs a non-empty matrix of vectors, got shape {matrix.shape}")
+        from usearch.index import Index  # imported late: see the note at the top
+
         codes, scale = quantise(matrix)
         graph = Index(ndim=matrix.shape[1], metric="cos", dtype="i8", connectivity=connectivity,
                       expansion_add=expansion_add, expansion_search=EXPANSION_SEARCH,
@@ -225,6 +235,8 @@ class AnnIndex:
     def open(cls, path: Path, *, scale: float, rows: int, fingerprint: str,
              moments: DistanceMoments, measured_recall: float | None = None) -> AnnIndex:
         """Memory-maps a saved graph (pages are read as the walk touches them)."""
+
+        from usearch.index import Index  # imported late: see the note at the top
 
         graph = Index.restore(str(path), view=True)
         if graph is None:
