@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.chunking import DEFAULT_STRATEGY, ChunkingStrategy
-from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, Retriever
-from rag_pipeline.core.terminal import escape_controls
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
+from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, Retriever
+from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
     ENV_CONFIG,
@@ -28,11 +28,11 @@ from rag_pipeline.project_paths import (
 )
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.ask import Answer
-    from rag_pipeline.core.beir import BeirReport
-    from rag_pipeline.core.evaluation import EvalReport
-    from rag_pipeline.core.models import ModelSpec
-    from rag_pipeline.core.rerank import Reranker
+    from rag_pipeline.core.answer.ask import Answer
+    from rag_pipeline.core.embedding.models import ModelSpec
+    from rag_pipeline.core.evaluation.beir import BeirReport
+    from rag_pipeline.core.evaluation.evaluate import EvalReport
+    from rag_pipeline.core.retrieval.rerank import Reranker
 
 
 def _prepare_environment() -> None:
@@ -51,8 +51,8 @@ def _echo(message: str = "", err: bool = False) -> None:
 
 def _declared_models():
     """The declared models, or a one-line failure naming what is wrong with the config file."""
-    from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import declared_models, load_config
+    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 
     try:
@@ -64,7 +64,7 @@ def _declared_models():
 def _load_embedder(spec, data_dir: Path):
     """The loaded model (an int8 model not exported yet is exported, calibrated on its fixed
     texts, into the model cache)."""
-    from rag_pipeline.core.embedder import load_embedder
+    from rag_pipeline.core.embedding.embedder import load_embedder
 
     return load_embedder(spec)
 
@@ -153,8 +153,8 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
 
 def _config():
     """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
-    from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 
     try:
@@ -197,7 +197,7 @@ INDEX_LOCK = "rag-pipeline-index.lock"
 def _index_lock(home: Path) -> Iterator[int]:
     """One ``index`` per Dagster instance: the second refuses in one line naming the holder
     (it waits up to a minute while a killed holder's daemon is being cleaned up)."""
-    from rag_pipeline.core.processes import LockHeldError, exclusive_lock
+    from rag_pipeline.core.runtime.processes import LockHeldError, exclusive_lock
 
     try:
         with exclusive_lock(home / INDEX_LOCK, "rag-pipeline index", wait_seconds=60) as fd:
@@ -263,16 +263,16 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
-    from rag_pipeline.core.model_inventory import inventory
-    from rag_pipeline.core.models import ModelConfigError
-    from rag_pipeline.core.project_config import (
+    from rag_pipeline.core.config.project_config import (
         choose_profile,
         effective_lock,
         load_config,
         write_lock,
     )
-    from rag_pipeline.core.status import row_counts
-    from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.core.embedding.model_inventory import inventory
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.index.status import row_counts
+    from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
     try:
@@ -296,7 +296,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
           f"{', '.join(keys)} ({len(profile.chunkers) * len(keys)} partition(s); `--profile` or "
           "[index] profile chooses another)")
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.index_launch import (
+    from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
         follow_runs,
@@ -305,7 +305,7 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
         project_daemon,
         retry_failed,
     )
-    from rag_pipeline.index_runs import IndexRunFailed
+    from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
@@ -364,9 +364,9 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
 
 def _echo_unscored(warehouse) -> None:
     """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, load_gold_set
     from rag_pipeline.core.ingest import DocumentStatus
-    from rag_pipeline.core.table_names import DOCUMENTS
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
 
     gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
@@ -379,9 +379,9 @@ def _echo_unscored(warehouse) -> None:
 
 def _use_profile(profile) -> None:
     """Makes ``profile`` the one this process's definitions build (the chunker partitions are
-    declared when :mod:`rag_pipeline.partitions` is first imported)."""
+    declared when :mod:`rag_pipeline.orchestration.partitions` is first imported)."""
     os.environ[ENV_PROFILE] = profile.name
-    partitions = sys.modules.get("rag_pipeline.partitions")
+    partitions = sys.modules.get("rag_pipeline.orchestration.partitions")
     if partitions is not None and partitions.chunker_partitions.get_partition_keys() != [
             c.value for c in profile.chunkers]:
         _fail(f"this process already declared the chunkers "
@@ -399,7 +399,7 @@ def _use_profile(profile) -> None:
 def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> None:
     """Write a commented configuration for FOLDER (its corpus, its data folder, the production
     profile) next to it, so the project's own rag_pipeline.toml stays as it is."""
-    from rag_pipeline.core.project_config import folder_config_text, parse_config
+    from rag_pipeline.core.config.project_config import folder_config_text, parse_config
 
     folder = folder.resolve()
     output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()
@@ -426,10 +426,10 @@ def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> 
 @click.pass_obj
 def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
-    from rag_pipeline.core.model_inventory import drop_model_partitions, file_status, inventory
-    from rag_pipeline.core.models import ModelConfigError, ModelMismatchError
-    from rag_pipeline.core.project_config import load_config, model_specs, write_lock
-    from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.core.config.project_config import load_config, model_specs, write_lock
+    from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
+    from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import config_path
 
     try:
@@ -439,7 +439,7 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
         _fail(str(exc))
     warehouse = Warehouse(data_dir)
     if drop_key is not None:
-        from rag_pipeline.core.validation import InvalidArgumentError
+        from rag_pipeline.core.config.validation import InvalidArgumentError
 
         try:
             dropped = drop_model_partitions(warehouse, drop_key, specs)
@@ -481,7 +481,7 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
 
 def _index_profile(config):
     """The profile `index` builds without --profile, by the environment and the config."""
-    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.core.config.project_config import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
@@ -490,7 +490,7 @@ def _index_profile(config):
 
 def _print_profiles(config) -> None:
     """The profiles, and which one `index` builds without --profile."""
-    from rag_pipeline.core.project_config import choose_profile
+    from rag_pipeline.core.config.project_config import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     requested = os.environ.get(ENV_PROFILE) or None
@@ -509,9 +509,9 @@ def _print_profiles(config) -> None:
 @click.pass_obj
 def status(data_dir: Path) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
-    from rag_pipeline.core.query_db import refresh_query_db
-    from rag_pipeline.core.status import index_status, unhealthy_files
-    from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+    from rag_pipeline.core.index.status import index_status, unhealthy_files
+    from rag_pipeline.core.storage.query_db import refresh_query_db
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
     warehouse = Warehouse(data_dir, _location())
     try:
@@ -565,8 +565,8 @@ def _ask_serve(data_dir: Path, question: str, chunker: str, model_key: str,
                base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
     """The answer of a `serve` running on this data folder for this chunker, model and base URL
     (with where it runs), or None: then `ask` loads the index and the model itself."""
-    from rag_pipeline.core.answer_json import answer_from_json
-    from rag_pipeline.core.serve_record import ask_running, read_serve_record
+    from rag_pipeline.core.answer.answer_json import answer_from_json
+    from rag_pipeline.core.runtime.serve_record import ask_running, read_serve_record
 
     record = read_serve_record(data_dir)
     if record is None or (record.chunker, record.model_key, record.base_url) != (
@@ -605,7 +605,7 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
 
 def _load_reranker(folder: Path) -> Reranker:
     """The cross-encoder in ``folder``, or a one-line failure naming the folder and the cause."""
-    from rag_pipeline.core.rerank import Reranker, RerankSettings
+    from rag_pipeline.core.retrieval.rerank import Reranker, RerankSettings
 
     try:
         return Reranker(RerankSettings(folder))
@@ -663,10 +663,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     """Answer QUESTION from the index with citations, or refuse."""
     import json
 
-    from rag_pipeline.core.answer_json import answer_json
-    from rag_pipeline.core.ask import InvalidQuestionError, check_question
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.validation import (
+    from rag_pipeline.core.answer.answer_json import answer_json
+    from rag_pipeline.core.answer.ask import InvalidQuestionError, check_question
+    from rag_pipeline.core.config.validation import (
         InvalidArgumentError,
         check_base_url,
         check_chunker,
@@ -674,6 +673,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         check_model_folder,
         check_threshold,
     )
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     try:
         question = check_question(question)
     except InvalidQuestionError as exc:
@@ -712,13 +712,13 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
                           f"answered by: the running serve at {where}")
             return
     # Only now the modules that load an index and a model (a served answer needs none of them).
-    from rag_pipeline.core.ask import AskSettings, EmptyQuestionError
-    from rag_pipeline.core.ask import ask as run_ask
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.generation import GenerationError, GeneratorSettings
-    from rag_pipeline.core.index_store import UnknownPartitionError, load_partition
-    from rag_pipeline.core.retrieval import RetrievalSettings
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.answer.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.answer.ask import ask as run_ask
+    from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.retrieval.retriever import RetrievalSettings
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     started = time.perf_counter()
     try:
@@ -778,10 +778,10 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
           workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
           query_streams: int, query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
-    from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.validation import InvalidArgumentError, check_base_url, check_threshold
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.config.validation import InvalidArgumentError, check_base_url, check_threshold
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
 
@@ -843,12 +843,12 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.gold import GoldFormatError
-    from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.validation import InvalidArgumentError, check_chunker
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
+    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.evaluation.gold import GoldFormatError
+    from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     models = _declared_models()
@@ -869,7 +869,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"])
         return
 
-    from rag_pipeline.core.eval_run import run_eval
+    from rag_pipeline.core.evaluation.run import run_eval
 
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
@@ -901,14 +901,14 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 def adapt(model_key: str | None, force: bool) -> None:
     """Train the declared adapted model(s) on pairs made from the corpus (see README
     "An adapted model"); a trained folder whose key and files match is kept."""
-    from rag_pipeline.core.adaptation import (
+    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,
         corpus_documents,
         trained_result,
     )
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.project_config import load_config
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.project_paths import config_path
 
     models = _declared_models()
@@ -949,19 +949,19 @@ def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, oo
     and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
     import tempfile
 
-    from rag_pipeline.core.adoption import (
+    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.evaluation.adoption import (
         adoption,
         compare_by_style,
         held_out_lines,
         write_gold,
     )
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.eval_run import run_eval
-    from rag_pipeline.core.gold import GoldFormatError, load_gold_set
-    from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.markdown_table import markdown_table
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.evaluation.gold import GoldFormatError, load_gold_set
+    from rag_pipeline.core.evaluation.run import run_eval
+    from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.text.markdown_table import markdown_table
 
     try:
         other = find_model(versus_key, _declared_models())
@@ -1024,7 +1024,7 @@ def gold() -> None:
 def draft(data_dir: Path, corpus: Path | None, count: int, output: Path | None) -> None:
     """Propose candidate needles: sentences found exactly once in the corpus, outside headings,
     as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do)."""
-    from rag_pipeline.core.gold import draft_jsonl, draft_needles
+    from rag_pipeline.core.evaluation.gold import draft_jsonl, draft_needles
 
     texts, name = _corpus_texts(data_dir, corpus)
     needles = draft_needles(texts, count)
@@ -1051,8 +1051,8 @@ def _corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], 
         records = [extract_document(path, corpus) for path in discover(corpus)]
         return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
     from rag_pipeline.core.ingest import DocumentStatus
-    from rag_pipeline.core.table_names import DOCUMENTS
-    from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
     try:
         rows = Warehouse(data_dir, _location()).read(
@@ -1068,8 +1068,8 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
               quiet: bool, candidates: bool = False) -> BeirReport:
     """Loads the BEIR folder and scores it (with every candidate retrieval setting too when
     ``candidates``); progress goes to stderr unless ``quiet``."""
-    from rag_pipeline.core.beir import load_beir, run_beir
-    from rag_pipeline.core.bm25 import K1
+    from rag_pipeline.core.evaluation.beir import load_beir, run_beir
+    from rag_pipeline.core.index.bm25 import K1
 
     try:
         dataset = load_beir(beir_dir)
@@ -1083,8 +1083,8 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
     embedder = _load_embedder(spec, data_dir)
     report = run_beir(dataset, embedder, data_dir / "beir", progress, tuple(k1_values) or (K1,))
     if candidates:
-        from rag_pipeline.core.beir import run_beir_candidates
-        from rag_pipeline.core.evaluation import beir_candidates
+        from rag_pipeline.core.evaluation.beir import run_beir_candidates
+        from rag_pipeline.core.evaluation.evaluate import beir_candidates
 
         report.rows.extend(run_beir_candidates(dataset, embedder, beir_candidates(),
                                                data_dir / "beir", progress))
@@ -1116,7 +1116,7 @@ def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
 def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     import json
 
-    from rag_pipeline.core.eval_tables import (
+    from rag_pipeline.core.evaluation.tables import (
         gate_cv_markdown,
         paired_markdown,
         report_json,
@@ -1154,14 +1154,14 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
 def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Path,
                     ood_path: Path, chunkers: tuple[str, ...]) -> None:
     """Evaluates the second model on the same chunkers and prints the paired comparison."""
-    from rag_pipeline.core.embedder import ModelNotExportedError
-    from rag_pipeline.core.eval_run import run_eval
-    from rag_pipeline.core.eval_tables import summary_markdown
-    from rag_pipeline.core.index_store import UnknownPartitionError
-    from rag_pipeline.core.markdown_table import markdown_table
-    from rag_pipeline.core.model_comparison import compare_models
-    from rag_pipeline.core.models import ModelMismatchError, find_model
-    from rag_pipeline.core.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.evaluation.model_comparison import compare_models
+    from rag_pipeline.core.evaluation.run import run_eval
+    from rag_pipeline.core.evaluation.tables import summary_markdown
+    from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.text.markdown_table import markdown_table
 
     try:
         other = find_model(versus_key, _declared_models())

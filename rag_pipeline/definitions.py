@@ -9,25 +9,26 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.assets.adapted_model import build_adapted_model_asset
-from rag_pipeline.assets.ann_index import build_ann_index_asset
-from rag_pipeline.assets.bm25_stats import bm25_stats
-from rag_pipeline.assets.chunks import build_chunks_asset
-from rag_pipeline.assets.documents import documents
-from rag_pipeline.assets.embeddings import build_embeddings_asset
-from rag_pipeline.assets.index_generation import build_index_generation_asset
-from rag_pipeline.assets.retrieval_eval import build_retrieval_eval_asset
-from rag_pipeline.automation import (
+from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
+from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset
+from rag_pipeline.orchestration.assets.bm25_stats import bm25_stats
+from rag_pipeline.orchestration.assets.chunks import build_chunks_asset
+from rag_pipeline.orchestration.assets.documents import documents
+from rag_pipeline.orchestration.assets.embeddings import build_embeddings_asset
+from rag_pipeline.orchestration.assets.index_generation import build_index_generation_asset
+from rag_pipeline.orchestration.assets.retrieval_eval import build_retrieval_eval_asset
+from rag_pipeline.orchestration.automation import (
     COMPUTE_TAG,
     STAGE_TAG,
     build_index_automation,
     build_index_jobs,
     nightly_index,
 )
-from rag_pipeline.catalog import CORPUS_FRESHNESS, catalogued
-from rag_pipeline.core.models import ModelSpec
-from rag_pipeline.core.project_config import declared_models
-from rag_pipeline.partitions import chunker_partitions
+from rag_pipeline.orchestration.catalog import CORPUS_FRESHNESS, catalogued
+from rag_pipeline.orchestration.partitions import chunker_partitions
+from rag_pipeline.orchestration.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 from rag_pipeline.project_paths import (
     DEFAULT_DATA_DIR,
     DEFAULT_EVAL_DIR,
@@ -40,7 +41,6 @@ from rag_pipeline.project_paths import (
     active_config,
     corpus_export_dir,
 )
-from rag_pipeline.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 
 ADAPT_JOB = "adapt_job"
 """Trains the adapted model(s) (declared when the profile has one): a model-loading run."""

@@ -1,6 +1,6 @@
 """A small deterministic embedder for tests where the real model is not the point.
 
-It has the interface of :class:`rag_pipeline.core.embedder.Embedder` (``spec``, ``embed``,
+It has the interface of :class:`rag_pipeline.core.embedding.embedder.Embedder` (``spec``, ``embed``,
 ``embed_query``) and loads in microseconds: a text is a hashed bag of its lower-cased words and
 their character trigrams (signed feature hashing, blake2b, so the same text gives the same vector
 in every process), L2-normalised, 384 dimensions. Texts that share words are close; texts that
@@ -18,8 +18,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from rag_pipeline.core.models import ModelSpec, l2_normalise
-from rag_pipeline.core.project_config import default_model_spec
+from rag_pipeline.core.config.project_config import default_model_spec
+from rag_pipeline.core.embedding.models import ModelSpec, l2_normalise
 
 DIMENSION = 384
 _WORD = re.compile(r"\w+")

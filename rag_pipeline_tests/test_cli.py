@@ -15,11 +15,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.cli import main
-from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.metrics import wilson_interval
+from rag_pipeline.core.evaluation.metrics import wilson_interval
+from rag_pipeline.core.ingest.corpus_export import export_python_reference
 from rag_pipeline.definitions import build_definitions
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 
 pytestmark = pytest.mark.slow
 

@@ -96,8 +96,8 @@ def test_control_characters_in_a_message_are_escaped(tmp_path: Path):
 
 
 def _hostile_answer():
-    from rag_pipeline.core.ask import Answer
-    from rag_pipeline.core.citations import Citation
+    from rag_pipeline.core.answer.ask import Answer
+    from rag_pipeline.core.answer.citations import Citation
 
     # Planted: a colour and a window title in the quote, a C1 CSI in the section, an RTL
     # override in the document id, and a screen clear in the generated answer.
@@ -126,7 +126,7 @@ def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.Cap
     import json
 
     from rag_pipeline.cli import _echo
-    from rag_pipeline.core.answer_json import answer_json
+    from rag_pipeline.core.answer.answer_json import answer_json
 
     answer = _hostile_answer()
     _echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))

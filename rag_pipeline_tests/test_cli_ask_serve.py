@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
-from rag_pipeline.core.answer_json import answer_json
-from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.core.serve_record import (
+from rag_pipeline.core.answer.answer_json import answer_json
+from rag_pipeline.core.answer.ask import AskSettings, ask
+from rag_pipeline.core.runtime.serve_record import (
     ServeRecord,
     read_serve_record,
     remove_serve_record,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.storage.warehouse import Warehouse
 
 
 def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
@@ -81,8 +81,8 @@ def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: P
 
 
 def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_path: Path):
-    from rag_pipeline.core.generations import publish
-    from rag_pipeline.core.query_db import publish_query_db
+    from rag_pipeline.core.index.generations import publish
+    from rag_pipeline.core.storage.query_db import publish_query_db
     from rag_pipeline_tests.core.generation_fixtures import write_partition
 
     warehouse = Warehouse(tmp_path)

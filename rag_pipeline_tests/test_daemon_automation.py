@@ -18,8 +18,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_pipeline.automation import SENSOR_INTERVAL_SECONDS
-from rag_pipeline.index_launch import daemon_running
+from rag_pipeline.orchestration.automation import SENSOR_INTERVAL_SECONDS
+from rag_pipeline.orchestration.index_launch import daemon_running
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
     ENV_CONFIG,

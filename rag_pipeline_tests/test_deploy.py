@@ -27,16 +27,16 @@ import numpy as np
 import pyarrow.fs as pafs
 import pytest
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, INDEX_SENSOR
-from rag_pipeline.core.answer_json import answer_json
-from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.project_config import declared_models
-from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.answer.answer_json import answer_json
+from rag_pipeline.core.answer.ask import AskSettings, ask
+from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, INDEX_SENSOR
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow]

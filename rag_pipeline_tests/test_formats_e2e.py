@@ -12,12 +12,12 @@ import dagster as dg
 import duckdb
 import pytest
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
-from rag_pipeline.core.ask import citations_for
-from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.answer.ask import citations_for
+from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import Anchor, format_named
-from rag_pipeline.core.retrieval import Hit
+from rag_pipeline.core.retrieval.retriever import Hit
 from rag_pipeline.definitions import build_definitions
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline_tests.core.ingest.formats.test_docx import manual
 from rag_pipeline_tests.core.ingest.formats.test_xlsx import cache_values
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
@@ -87,7 +87,8 @@ def materialised(tmp_path_factory: pytest.TempPathFactory) -> Materialised:
     (corpus / "broken.xlsx").write_bytes(b"not a workbook")  # planted: fails alone, with its reason
     spec = hashed_spec()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rag_pipeline.assets.embeddings.load_embedder", lambda s, *_: HashedEmbedder(s))
+        patch.setattr("rag_pipeline.orchestration.assets.embeddings.load_embedder",
+                      lambda s, *_: HashedEmbedder(s))
         defs = build_definitions(data_dir=root / "data", corpus_dir=corpus, models=[spec])
         instance = dg.DagsterInstance.ephemeral()
         # The chunks reach DuckDB when their generation is published, after the embeddings.

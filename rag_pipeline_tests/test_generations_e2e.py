@@ -14,14 +14,14 @@ import dagster as dg
 import duckdb
 import pytest
 
-from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.generations import current_generation
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.retrieval import embed_question, retrieve
-from rag_pipeline.core.vector_cache import VectorCache
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.embedding.vector_cache import VectorCache
+from rag_pipeline.core.index.generations import current_generation
+from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
-from rag_pipeline.index_runs import run_index
+from rag_pipeline.orchestration.index_runs import run_index
 
 pytestmark = pytest.mark.slow
 
@@ -31,11 +31,11 @@ INDEX_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     import dagster as dg
-    import rag_pipeline.assets.embeddings as embeddings_asset
-    import rag_pipeline.assets.index_generation as index_generation_asset
-    from rag_pipeline.core.vector_cache import VectorCache
+    import rag_pipeline.orchestration.assets.embeddings as embeddings_asset
+    import rag_pipeline.orchestration.assets.index_generation as index_generation_asset
+    from rag_pipeline.core.embedding.vector_cache import VectorCache
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.index_runs import run_index
+    from rag_pipeline.orchestration.index_runs import run_index
 
     data, corpus, moment = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 

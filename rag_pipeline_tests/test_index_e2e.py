@@ -9,13 +9,13 @@ import duckdb
 import numpy as np
 import pytest
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
-from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.models import ModelMismatchError
-from rag_pipeline.core.retrieval import embed_question, retrieve
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.embedding.models import ModelMismatchError
+from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
 from rag_pipeline.definitions import build_definitions
-from rag_pipeline.index_runs import run_index
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+from rag_pipeline.orchestration.index_runs import run_index
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_pipeline.core.processes import daemon_pids
-from rag_pipeline.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
+from rag_pipeline.core.runtime.processes import daemon_pids
+from rag_pipeline.orchestration.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
     ENV_CONFIG,

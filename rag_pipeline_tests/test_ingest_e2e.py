@@ -13,11 +13,11 @@ import dagster as dg
 import duckdb
 import pytest
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.core.index.plan import Stage, index_plan
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
 # "# Guide" [0,7) | "Install it:" [9,20) | fence [22,68) holding "# fetch the package" at
@@ -70,7 +70,7 @@ def materialise(defs: dg.Definitions, instance: dg.DagsterInstance, corpus: Path
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("rag_pipeline.assets.embeddings.load_embedder",
+    monkeypatch.setattr("rag_pipeline.orchestration.assets.embeddings.load_embedder",
                         lambda spec, *_: HashedEmbedder(spec))
     spec = hashed_spec()
     corpus = write_corpus(tmp_path / "corpus")

@@ -22,13 +22,13 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline.cli import main
-from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.index_store import load_partition
+from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest.formats.html import extract_html
-from rag_pipeline.core.retrieval import embed_question, retrieve
+from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
 from rag_pipeline.definitions import build_definitions
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
 LIMIT = 1_500_000
@@ -134,7 +134,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     data = tmp_path / "data"
     try:
         with hang_guard(120), pytest.MonkeyPatch.context() as patch:
-            patch.setattr("rag_pipeline.assets.embeddings.load_embedder",
+            patch.setattr("rag_pipeline.orchestration.assets.embeddings.load_embedder",
                       lambda spec, *_: HashedEmbedder(spec))
             metadata, checks = _run_jobs(data, root)
     finally:

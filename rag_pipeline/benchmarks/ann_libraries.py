@@ -7,7 +7,7 @@ The vectors are seeded and shaped like the index's: 384 dimensions, L2-normalise
 vectors near held-in ones (a question close to a passage). Each library builds an HNSW graph
 with the same degree (M = 16) and construction depth (128); every question asks for a
 shortlist of 100 (10 x k), which is then rescored with the float32 vectors, as
-:mod:`rag_pipeline.core.ann` does. Recall@10 is against the exact scan (``core/dense.py``);
+:mod:`rag_pipeline.core.index.ann` does. Recall@10 is against the exact scan (``core/retrieval/dense.py``);
 latency is per question on one thread, the build on two.
 
 Measured (README, "Approximate search"): usearch over int8 builds fastest and its rescored
@@ -63,7 +63,7 @@ class LibraryRun:
 
 
 def _recall(got: list[np.ndarray], exact: np.ndarray) -> float:
-    from rag_pipeline.core.ann import recall_at_k
+    from rag_pipeline.core.index.ann import recall_at_k
 
     return float(np.mean([recall_at_k(np.asarray(g), e) for g, e in zip(got, exact, strict=True)]))
 
@@ -99,7 +99,7 @@ def compare(size: int) -> list[LibraryRun]:
     import faiss
     from usearch.index import Index
 
-    from rag_pipeline.core.ann import quantise
+    from rag_pipeline.core.index.ann import quantise
 
     vectors = clustered_unit_vectors(size)
     questions = near_questions(vectors, QUESTIONS)

@@ -11,12 +11,12 @@ import os
 import statistics
 import time
 
-from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.core.chunking import DEFAULT_STRATEGY
-from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.gold import load_gold, load_ood
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.project_config import declared_models
+from rag_pipeline.core.answer.ask import AskSettings, ask
+from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY
+from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.evaluation.gold import load_gold, load_ood
+from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "total")

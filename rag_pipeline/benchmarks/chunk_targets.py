@@ -8,7 +8,7 @@ For each target the bundled corpus is chunked with the ``header`` strategy at th
 (batched by word-piece counts, as the index does), given BM25 statistics of every analyzer and
 published as a generation into a temporary warehouse, then loaded as a partition: the same core
 functions ``rag-pipeline index`` runs. The gold set is scored with ``RetrievalSettings()`` through
-:func:`~rag_pipeline.core.evaluation.evaluate`. Printed per target: chunks, chunks over the
+:func:`~rag_pipeline.core.evaluation.evaluate.evaluate`. Printed per target: chunks, chunks over the
 model's word-piece window, gold lines whose needle no chunk holds whole ("destroyed"), and per
 query style R@4 and R@20 with Wilson 95 % intervals and MRR; then each smaller target against the
 baseline by paired exact sign tests per style at k = 4 and k = 20.
@@ -25,10 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.corpus_export import export_python_reference
-from rag_pipeline.core.embedder import load_embedder
-from rag_pipeline.core.evaluation import (
+from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.evaluation.evaluate import (
     REPORT_STYLES,
     EvalReport,
     PairedRow,
@@ -38,16 +39,15 @@ from rag_pipeline.core.evaluation import (
     compare,
     evaluate,
 )
-from rag_pipeline.core.gold import GoldError, GoldQuery, load_gold, validate_gold
-from rag_pipeline.core.index_store import PartitionIndex, load_partition
-from rag_pipeline.core.index_tables import ChunkStats
+from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, load_gold, validate_gold
+from rag_pipeline.core.index.builders import ChunkStats
+from rag_pipeline.core.index.partition_build import build_partition
+from rag_pipeline.core.index.store import PartitionIndex, load_partition
 from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
-from rag_pipeline.core.markdown_table import markdown_table
-from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.partition_build import build_partition
-from rag_pipeline.core.project_config import declared_models
-from rag_pipeline.core.retrieval import Retriever
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.core.retrieval.retriever import Retriever
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_EVAL_DIR
 
 DEFAULT_TARGETS = (256, 384, 512)

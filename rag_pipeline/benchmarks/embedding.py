@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.embedder import Embedder, load_embedder
-from rag_pipeline.core.models import ModelSpec, Precision
-from rag_pipeline.core.project_config import declared_chunkers, declared_models
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.config.project_config import declared_chunkers, declared_models
+from rag_pipeline.core.embedding.embedder import Embedder, load_embedder
+from rag_pipeline.core.embedding.models import ModelSpec, Precision
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
 
@@ -79,7 +79,7 @@ def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
     """OP/s of an int8 matrix product as OpenVINO runs a quantised MatMul (FakeQuantize on both
     inputs, f32 hint), best of ``repeats``; None when OpenVINO is not installed."""
     try:
-        from rag_pipeline.core.openvino_runtime import openvino
+        from rag_pipeline.core.embedding.openvino_runtime import openvino
 
         ov = openvino()
         import openvino.opset13 as ops

@@ -14,7 +14,7 @@ For each twin:
 - Three readers of the same PDF side by side: this pipeline (PDFium layout, sections from the
   outline), poppler's ``pdftotext`` and plain ``pypdf`` (the project's extractor before this
   one: pages joined by blank lines). Each text is cut by the ``header`` chunker
-  (:func:`rag_pipeline.core.chunking.chunk_document`, 512 characters) within its sections:
+  (:func:`rag_pipeline.core.chunking.strategies.chunk_document`, 512 characters) within its sections:
   the layout's, or one per page for the two anchors, so that no chunk spans two pages.
 - Printed per reader: chunks; needles quoted whole by one chunk (white space collapsed) and
   held anywhere in the whole text; chunks holding a running head (a first or last line of a
@@ -43,12 +43,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy, chunk_document
+from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy, chunk_document
 from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak
 from rag_pipeline.core.ingest.pdf_ocr import OcrSettings
-from rag_pipeline.core.markdown_table import markdown_table
+from rag_pipeline.core.text.markdown_table import markdown_table
 
 DEFAULT_CACHE = Path("/tmp/rag_pipeline_twins")
 TARGET_CHARS = 512

@@ -43,12 +43,12 @@ def write_corpus(root: Path) -> None:
 
 
 def build(data: Path, corpus: Path) -> None:
-    from rag_pipeline.core.chunking import ChunkingStrategy
-    from rag_pipeline.core.embedder import load_embedder
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.embedding.embedder import load_embedder
+    from rag_pipeline.core.index.partition_build import build_partition
     from rag_pipeline.core.ingest import extract_corpus
-    from rag_pipeline.core.partition_build import build_partition
-    from rag_pipeline.core.project_config import declared_models, load_config
-    from rag_pipeline.core.warehouse import Warehouse
+    from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import config_path
 
     spec = declared_models(load_config(config_path()))[0]

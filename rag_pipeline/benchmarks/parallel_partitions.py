@@ -24,8 +24,8 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 import dagster as dg
-from rag_pipeline.automation import EMBEDDINGS_JOB
-from rag_pipeline.core.project_config import declared_models
+from rag_pipeline.orchestration.automation import EMBEDDINGS_JOB
+from rag_pipeline.core.config.project_config import declared_models
 from rag_pipeline.definitions import build_definitions
 data, corpus, chunker, threads = sys.argv[1:]
 defs = build_definitions(data_dir=Path(data), corpus_dir=Path(corpus), torch_threads=int(threads))
@@ -45,9 +45,9 @@ print(json.dumps({"chunker": chunker, "threads": int(threads), "ok": result.succ
 def _prepare(folder: Path, topics: int, chunkers: list[str]) -> tuple[Path, Path]:
     import dagster as dg
 
-    from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB
-    from rag_pipeline.core.corpus_export import export_python_reference
+    from rag_pipeline.core.ingest.corpus_export import export_python_reference
     from rag_pipeline.definitions import build_definitions
+    from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB
 
     every = folder / "reference"
     export_python_reference(every)

@@ -38,9 +38,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index.ann_index import build_ann_index
-from rag_pipeline.core.table_names import (
+from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.storage.table_names import (
     ANN_INDEX,
     BM25_CHUNKS,
     BM25_PARAMS,
@@ -51,7 +51,7 @@ from rag_pipeline.core.table_names import (
     DOCUMENTS,
     EMBEDDINGS,
 )
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
 NOISE = 0.01
@@ -176,11 +176,11 @@ def measure(data_dir: Path, chunker: str, model_key: str, depth: int) -> dict:
     """Runs in a fresh process: load time and memory, exact vs ANN over the bundled questions,
     then BM25 timings."""
     from rag_pipeline.benchmarks.serve_load import questions
-    from rag_pipeline.core.ann import DensePath, recall_at_k
-    from rag_pipeline.core.embedder import load_embedder
-    from rag_pipeline.core.index_store import load_partition
-    from rag_pipeline.core.project_config import declared_models
-    from rag_pipeline.core.retrieval import (
+    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.embedding.embedder import load_embedder
+    from rag_pipeline.core.index.ann import DensePath, recall_at_k
+    from rag_pipeline.core.index.store import load_partition
+    from rag_pipeline.core.retrieval.retriever import (
         DEFAULT_ANALYZER,
         QueryVector,
         RetrievalSettings,
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="How the server embeds questions (serve --query-backend).")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from rag_pipeline.core.project_config import declared_models
+    from rag_pipeline.core.config.project_config import declared_models
 
     model_key = args.model or declared_models()[0].key
     if args.measure is not None:

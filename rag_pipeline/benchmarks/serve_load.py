@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_pipeline.core.gold import load_gold, load_ood
+from rag_pipeline.core.evaluation.gold import load_gold, load_ood
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 HOST = "127.0.0.1"
@@ -252,9 +252,9 @@ def index_partition(data: Path, corpus: Path, chunker: str) -> None:
     generation)."""
     import dagster as dg
 
-    from rag_pipeline.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
-    from rag_pipeline.core.project_config import declared_models
+    from rag_pipeline.core.config.project_config import declared_models
     from rag_pipeline.definitions import build_definitions
+    from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 
     spec = declared_models()[0]
     defs = build_definitions(data_dir=data, corpus_dir=corpus, models=[spec])

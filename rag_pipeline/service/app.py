@@ -25,10 +25,10 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.ask import MAX_QUESTION_CHARS
-from rag_pipeline.core.eval_report import report_path
-from rag_pipeline.core.retrieval import Retriever
+from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS
+from rag_pipeline.core.evaluation.report import report_path
+from rag_pipeline.core.retrieval.retriever import Retriever
+from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
 log = logging.getLogger(__name__)

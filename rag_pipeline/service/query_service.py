@@ -17,15 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_pipeline.core.analyzers import Analyzer
-from rag_pipeline.core.answer_json import answer_json
-from rag_pipeline.core.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
-from rag_pipeline.core.embedder import QueryPath
-from rag_pipeline.core.gate import DEFAULT_CUT, MAX_SOURCES
-from rag_pipeline.core.index_follower import IndexFollower
-from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.retrieval import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
-from rag_pipeline.core.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
+from rag_pipeline.core.answer.answer_json import answer_json
+from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
+from rag_pipeline.core.embedding.embedder import QueryPath
+from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.index.follower import IndexFollower
+from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
+from rag_pipeline.core.text.analyzers import Analyzer
 
 MAX_K = 20
 

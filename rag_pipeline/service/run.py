@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from rag_pipeline.core.ask import ask
-from rag_pipeline.core.embedder import QueryPathMismatchError, load_embedder
-from rag_pipeline.core.index_follower import IndexFollower
-from rag_pipeline.core.models import ModelSpec, TextEmbedder
-from rag_pipeline.core.serve_record import ServeRecord, remove_serve_record, write_serve_record
+from rag_pipeline.core.answer.ask import ask
+from rag_pipeline.core.embedding.embedder import QueryPathMismatchError, load_embedder
+from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.index.follower import IndexFollower
+from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 

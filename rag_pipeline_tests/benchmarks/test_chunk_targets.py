@@ -17,12 +17,12 @@ from rag_pipeline.benchmarks.chunk_targets import (
     target_label,
     target_run,
 )
-from rag_pipeline.core.ann import DensePath
-from rag_pipeline.core.evaluation import EvalReport, PairedRow, RankRow, SummaryRow
-from rag_pipeline.core.gold import GoldLine, validate_gold
-from rag_pipeline.core.index_tables import ChunkStats
+from rag_pipeline.core.evaluation.evaluate import EvalReport, PairedRow, RankRow, SummaryRow
+from rag_pipeline.core.evaluation.gold import GoldLine, validate_gold
+from rag_pipeline.core.index.ann import DensePath
+from rag_pipeline.core.index.builders import ChunkStats
 from rag_pipeline.core.ingest import extract_corpus
-from rag_pipeline.core.retrieval import RetrievalSettings
+from rag_pipeline.core.retrieval.retriever import RetrievalSettings
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from rag_pipeline.core.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import TableVersion, Warehouse
+from rag_pipeline.core.storage.table_names import BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import TableVersion, Warehouse
 
 
 def write_partition(warehouse: Warehouse, chunker: str, model: str, n_chunks: int,

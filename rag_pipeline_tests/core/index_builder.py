@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rag_pipeline.core.chunking import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.generations import Generation, publish
+from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index import GENERATION_TABLES
-from rag_pipeline.core.index_store import PartitionIndex, load_partition
+from rag_pipeline.core.index.generations import Generation, publish
+from rag_pipeline.core.index.partition_build import build_partition
+from rag_pipeline.core.index.store import PartitionIndex, load_partition
 from rag_pipeline.core.ingest import extract_corpus
-from rag_pipeline.core.models import TextEmbedder
-from rag_pipeline.core.partition_build import build_partition
-from rag_pipeline.core.query_db import publish_query_db
-from rag_pipeline.core.table_names import CHUNKS, DOCUMENTS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 
 TIMEOUTS_PARAGRAPH = ("Every network call gives up after seventeen seconds unless the timeout key says "

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from rag_pipeline.core.answer_json import answer_json
-from rag_pipeline.core.ask import AskSettings, ask
-from rag_pipeline.core.eval_report import report_path
+from rag_pipeline.core.answer.answer_json import answer_json
+from rag_pipeline.core.answer.ask import AskSettings, ask
+from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.service.app import MAX_BODY_BYTES, create_app, document_view
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
@@ -208,7 +208,7 @@ def test_nothing_sent_changes_the_index(client: TestClient, built: BuiltIndex):
 
 @pytest.mark.slow
 def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, minilm):
-    from rag_pipeline.core.embedder import Embedder
+    from rag_pipeline.core.embedding.embedder import Embedder
 
     embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)

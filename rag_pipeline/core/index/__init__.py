@@ -1,8 +1,8 @@
 """The index stage: what a published generation contains (:mod:`.tables`).
 
 ``GENERATION_TABLES`` is the one declaration of a generation's tables and the input each is
-built from; publication (:mod:`rag_pipeline.core.generations`), the single-process build
-(:mod:`rag_pipeline.core.partition_build`), the loader (:mod:`rag_pipeline.core.index_store`),
+built from; publication (:mod:`rag_pipeline.core.index.generations`), the single-process build
+(:mod:`rag_pipeline.core.index.partition_build`), the loader (:mod:`rag_pipeline.core.index.store`),
 ``rag-pipeline index``'s "is the index current" and the Dagster ``index_generation`` asset all
 read it.
 """

@@ -3,7 +3,7 @@ was built from.
 
 One row per partition: the graph file (``part-<sha256>.usearch``, content-named beside the
 table's Parquet file, immutable), the row count, the vectors' fingerprint, the int8 scale, the
-graph's parameters and the vectors' moments (:class:`rag_pipeline.core.ann.DistanceMoments`),
+graph's parameters and the vectors' moments (:class:`rag_pipeline.core.index.ann.DistanceMoments`),
 written with ``inputs={embeddings: <file>}``, so a generation publishes it only beside the
 embeddings file it was built from (``core/index/tables.py``); a model change is another
 partition and builds another graph. The graph's keys are rows in chunk order, the order the
@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rag_pipeline.core.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
-from rag_pipeline.core.invariants import vector_matrix
-from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
-from rag_pipeline.core.warehouse import IndexNotBuiltError, TableVersion, Warehouse
+from rag_pipeline.core.index.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
+from rag_pipeline.core.index.invariants import vector_matrix
+from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
 
 __all__ = ["GRAPH_SUFFIX", "AnnBuild", "ann_graph_files", "build_ann_index", "open_ann_index",
            "vectors_in_chunk_order"]
@@ -135,7 +135,7 @@ def _local_graph(warehouse: Warehouse, graph_file: str) -> Path:
 
 def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -> AnnIndex:
     """The generation's graph, memory-mapped and checked against the partition's ``vectors``
-    (:class:`rag_pipeline.core.ann.AnnMismatchError` when it was built from others)."""
+    (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others)."""
     row = warehouse.read_file(table_file).to_pylist()[0]
     width = int(row["dimension"])
     moments = DistanceMoments(np.asarray(row["centroid"], np.float64),

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from rag_pipeline.core.generations import current_generation
+from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.tables import (
     GENERATION_TABLES,
     InconsistentBuildError,
@@ -29,8 +29,8 @@ from rag_pipeline.core.index.tables import (
     latest_tables,
     stale_tables,
 )
-from rag_pipeline.core.table_names import DOCUMENTS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
 
 EVAL_SUMMARY = "eval_summary"
 """The evaluation table whose recorded inputs are the generations it scored."""

@@ -5,7 +5,7 @@ partition dimensions the table has (``Scope``) and the table it is built from (i
 records that input's file in the table's pointer, ``Warehouse.write(..., inputs=...)``). From
 this one declaration follow:
 
-- what :func:`rag_pipeline.core.generations.publish` requires and how it checks that every
+- what :func:`rag_pipeline.core.index.generations.publish` requires and how it checks that every
   table was built from the files being published with it (:func:`check_consistent`);
 - which files a new generation of a partition would publish now (:func:`latest_tables`) and
   which tables are missing or were built from an input that has moved on (:func:`stale_tables`),
@@ -17,11 +17,11 @@ Adding a table to a generation (an approximate-neighbour index file, say):
 1. add one ``GenerationTable(name, scope, built_from)`` entry below;
 2. write it with ``warehouse.write(name, table, partition, inputs={built_from: <file>})`` in its
    own asset, selected by the job of its scope's stage (a chunker x model table: in
-   ``embeddings_job``, :mod:`rag_pipeline.automation`; the ``index_generation`` asset then
+   ``embeddings_job``, :mod:`rag_pipeline.orchestration.automation`; the ``index_generation`` asset then
    depends on it and publishes it), and in
-   :func:`rag_pipeline.core.partition_build.build_partition`;
+   :func:`rag_pipeline.core.index.partition_build.build_partition`;
 3. read ``generation.files[name]`` where the served partition is loaded
-   (:func:`rag_pipeline.core.index_store.load_partition`).
+   (:func:`rag_pipeline.core.index.store.load_partition`).
 
 Nothing else changes: publication, consistency, currency and the DuckDB views follow.
 
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from rag_pipeline.core.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import Warehouse
 
 CHUNKER = "chunker"
 MODEL = "model"

@@ -18,7 +18,7 @@ from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
-from rag_pipeline.core.versions import PIPELINE_VERSION
+from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
 def discover(corpus_root: Path) -> list[Path]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rag_pipeline.core.ingest.extracted import Anchor, Section
-from rag_pipeline.core.versions import PIPELINE_VERSION
+from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
 class DocumentStatus(StrEnum):

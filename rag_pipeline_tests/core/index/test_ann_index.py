@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag_pipeline.core.ann import AnnMismatchError
-from rag_pipeline.core.generations import collect_garbage, current_generation, publish
 from rag_pipeline.core.index import latest_tables
+from rag_pipeline.core.index.ann import AnnMismatchError
 from rag_pipeline.core.index.ann_index import build_ann_index, open_ann_index, vectors_in_chunk_order
-from rag_pipeline.core.index_store import load_partition
-from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
-from rag_pipeline.core.warehouse import IndexNotBuiltError, Warehouse
+from rag_pipeline.core.index.generations import collect_garbage, current_generation, publish
+from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, topic_docs
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from rag_pipeline.core.generations import publish
 from rag_pipeline.core.index import (
     GENERATION_TABLES,
     InconsistentBuildError,
@@ -16,8 +15,9 @@ from rag_pipeline.core.index import (
     latest_tables,
     stale_tables,
 )
-from rag_pipeline.core.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.warehouse import Warehouse
+from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.core.generation_fixtures import write_partition
 
 MODEL = "m@0000abcd"

@@ -378,7 +378,7 @@ def test_extraction_settings_reject_a_non_positive_limit():
 
 
 def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
-    from rag_pipeline.core.index_tables import documents_table
+    from rag_pipeline.core.index.builders import documents_table
 
     (tmp_path / "good.md").write_text("# Good\n\nFine text.\n", encoding="utf-8")
     # Planted: a name with the byte 0xff (not UTF-8); it used to fail the whole documents run

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.ask import QUOTE_ONLY_MIN_WORDS
+from rag_pipeline.core.answer.ask import QUOTE_ONLY_MIN_WORDS
 from rag_pipeline.core.ingest import REGISTRY
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.text_fragment import encode_directive_text, text_fragment

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_pipeline.core.chunking import ChunkingStrategy, chunk_document
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
 from rag_pipeline.core.ingest.formats.text import TextFormat
 
 # A shell session saved as text: "# " lines are comments, not headings.

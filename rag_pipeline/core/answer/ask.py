@@ -1,0 +1,186 @@
+"""Ask: retrieve, gate, cite, and only then (optionally) generate.
+
+The gate decides; the model, when one is configured, only writes prose with ``[n]`` markers.
+A refusal never calls a model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.answer.citations import (
+    Citation,
+    build_prompt,
+    document_url,
+    locator_label,
+)
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
+from rag_pipeline.core.answer.generation import (
+    CheckedAnswer,
+    GeneratorSettings,
+    check_answer,
+    generate,
+    render_answer,
+)
+from rag_pipeline.core.config.validation import check_threshold
+from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.ingest import format_named
+from rag_pipeline.core.ingest.text_fragment import text_fragment
+from rag_pipeline.core.retrieval.rerank import Reranker
+from rag_pipeline.core.retrieval.retriever import Hit, RetrievalSettings, embed_question, retrieve
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.index.store import PartitionIndex
+
+MAX_QUESTION_CHARS = 2000
+"""Longer questions are refused: the model reads 256 word-pieces, about 1,000 characters."""
+
+
+class InvalidQuestionError(ValueError):
+    """The question cannot be asked; the message says why."""
+
+
+class EmptyQuestionError(InvalidQuestionError):
+    """The question is empty or only white space."""
+
+
+class QuestionTooLongError(InvalidQuestionError):
+    """The question is longer than :data:`MAX_QUESTION_CHARS` characters."""
+
+
+class QuestionNotTextError(InvalidQuestionError):
+    """The question holds a lone surrogate: a string no text encoding can write (bytes that
+    were not UTF-8 on a command line, or a ``\\udXXX`` escape in JSON)."""
+
+
+def check_question(question: str) -> str:
+    """The question without surrounding white space; empty, overlong or non-text questions
+    are errors (checked before any model is loaded)."""
+    question = question.strip()
+    if not question:
+        raise EmptyQuestionError("the question is empty")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QuestionNotTextError(
+            f"the question is not text: {question[exc.start]!r} at character {exc.start} is a "
+            "lone surrogate (bytes that are not UTF-8?)") from exc
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionTooLongError(f"the question has {len(question)} characters; at most "
+                                   f"{MAX_QUESTION_CHARS} are accepted")
+    return question
+
+
+@dataclass(frozen=True)
+class AskSettings:
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    cut: float = DEFAULT_CUT
+    max_sources: int = MAX_SOURCES
+    base_url: str | None = None
+    generator: GeneratorSettings | None = None
+
+    def __post_init__(self) -> None:
+        check_threshold(self.cut, "cut")
+        if self.max_sources < 1:
+            raise ValueError(f"max_sources must be at least 1, got {self.max_sources}")
+
+
+@dataclass
+class Answer:
+    question: str
+    answered: bool
+    reason: str | None
+    cut: float
+    partition: str
+    citations: list[Citation]
+    prompt: str | None
+    closest_distance: float | None
+    reranked: bool
+    generated: CheckedAnswer | None = None
+    rendered_answer: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    generation: str = ""
+    """The published index generation that answered."""
+
+
+def _fragment_of_row(index: PartitionIndex, row: int) -> str:
+    doc = index.documents[index.document_ids[row]]
+    return format_named(doc.format).fragment(doc.anchors, int(index.starts[row]),
+                                             int(index.ends[row]))
+
+
+QUOTE_ONLY_MIN_WORDS = 6
+"""A text fragment built from the quote alone (the index holds chunks, not whole documents)
+starts with this many words, so that it is less likely to match an earlier sentence."""
+
+
+def _url_fragment(index: PartitionIndex, row: int, base_url: str | None, fragment: str) -> str:
+    """What the citation URL ends with: a text fragment (``#:~:text=``) for a page under
+    ``base_url`` that a browser shows as text, else the format's own fragment."""
+    doc = index.documents[index.document_ids[row]]
+    if not base_url or not format_named(doc.format).links_by_text:
+        return fragment
+    quote = index.contents[row]
+    return text_fragment(quote, 0, len(quote), min_words=QUOTE_ONLY_MIN_WORDS) or fragment
+
+
+def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:
+    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs.
+    ``fragment`` is the format's locator; with a ``base_url``, the URL of an HTML, Markdown or
+    text page carries a W3C text fragment instead, which browsers open at the quote."""
+    citations = []
+    for number, hit in enumerate(hits, start=1):
+        doc = index.documents[index.document_ids[hit.row]]
+        fragment = _fragment_of_row(index, hit.row)
+        citations.append(Citation(
+            index=number, document_id=doc.document_id, document_name=doc.title,
+            locator_label=locator_label(doc.title, index.sections[hit.row]), fragment=fragment,
+            start=int(index.starts[hit.row]), end=int(index.ends[hit.row]),
+            quote=index.contents[hit.row], cosine_distance=round(hit.cosine_distance, 6),
+            url=document_url(doc.path, doc.document_id, base_url,
+                             _url_fragment(index, hit.row, base_url, fragment)),
+            locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
+                            for r in hit.locations),
+            section=index.sections[hit.row]))
+    return citations
+
+
+def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
+        settings: AskSettings | None = None, reranker: Reranker | None = None) -> Answer:
+    """Answers from the partition or refuses; ``timings`` holds seconds per stage."""
+    settings = settings or AskSettings()
+    question = check_question(question)
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    query = embed_question(embedder, question)
+    timings["embed_question"] = time.perf_counter() - t
+    ranking = retrieve(index, query, question, settings.retrieval)
+    timings.update(ranking.timings)
+    hits = ranking.hits
+    if reranker is not None:
+        t = time.perf_counter()
+        order = reranker.rerank(question, [(str(i), index.texts[h.row]) for i, h in enumerate(hits)])
+        hits = [hits[int(i)] for i, _ in order]
+        timings["rerank"] = time.perf_counter() - t
+    decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources)
+    partition = f"{index.chunker}|{index.model_key}"
+    if not decision.answered:
+        timings["total"] = time.perf_counter() - started
+        return Answer(question, False, refusal_line(question, decision), settings.cut, partition,
+                      [], None, decision.closest_distance, reranker is not None, timings=timings,
+                      generation=index.generation)
+    citations = citations_for(index, [hits[i] for i in decision.kept], settings.base_url)
+    prompt = build_prompt(question, citations)
+    answer = Answer(question, True, None, settings.cut, partition, citations, prompt,
+                    decision.closest_distance, reranker is not None, timings=timings,
+                    generation=index.generation)
+    if settings.generator is not None:
+        t = time.perf_counter()
+        answer.generated = check_answer(generate(prompt, settings.generator), len(citations))
+        answer.rendered_answer = render_answer(answer.generated, citations)
+        timings["generate"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - started
+    return answer

@@ -1,0 +1,267 @@
+"""Gold sets: questions whose answer is a verbatim needle, and questions that have no answer.
+
+Gold JSONL: ``{"id", "needle", "question", "ticket"}``; each line yields two queries (the
+documents' vocabulary, and the confused-user ticket). A first line
+``{"corpus": NAME, "documents": [ids]}`` records the corpus the set was written for: the
+documents its needles come from. A gold set is scored only against a corpus holding every one
+of them (else there is no recall to report, and the evaluation says so in one line); a set
+without that line is checked against any corpus. Out-of-domain JSONL:
+``{"id", "query", "kind": "near" | "off"}``. Needles are compared with white space collapsed.
+Validation runs before any metric: a needle not found exactly once in the corpus, or found only
+in a heading, is a gold-set error reported with its id, never scored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from rag_pipeline.core.ingest.formats.markdown import without_headings
+
+
+class QueryStyle(StrEnum):
+    QUESTION = "question"
+    TICKET = "ticket"
+
+
+class OodKind(StrEnum):
+    NEAR = "near"
+    OFF = "off"
+
+
+@dataclass(frozen=True)
+class GoldLine:
+    id: str
+    needle: str
+    question: str
+    ticket: str
+
+
+@dataclass(frozen=True)
+class OodLine:
+    id: str
+    query: str
+    kind: OodKind
+
+
+@dataclass(frozen=True)
+class GoldQuery:
+    """One scored query: ``query_id`` is ``<line id>/<style>``."""
+
+    query_id: str
+    line_id: str
+    style: QueryStyle
+    text: str
+    needle: str
+
+
+@dataclass(frozen=True)
+class GoldCorpus:
+    """The corpus a gold set was written for: a name, and the documents its needles are in."""
+
+    name: str
+    documents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    path: Path
+    corpus: GoldCorpus | None
+    lines: tuple[GoldLine, ...]
+
+
+@dataclass(frozen=True)
+class DraftNeedle:
+    """A candidate needle for ``rag-pipeline gold draft``: a sentence found once, in a body."""
+
+    id: str
+    document: str
+    needle: str
+
+
+@dataclass(frozen=True)
+class GoldError:
+    line_id: str
+    reason: str
+
+
+class GoldFormatError(ValueError):
+    """A gold or out-of-domain file is not in the documented format."""
+
+
+class NoGoldSetError(Exception):
+    """No gold set was written for the indexed corpus: there is nothing to score."""
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None = None,
+                ) -> list[dict]:
+    """The rows of a JSONL file; with ``header``, a first row holding ``corpus`` and no ``id``
+    is appended to it instead of returned."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise GoldFormatError(f"{path}:{number}: not JSON: {exc.msg}") from exc
+        if not isinstance(row, dict):
+            raise GoldFormatError(f"{path}:{number}: a line must be a JSON object, not "
+                                  f"{type(row).__name__}")
+        if header is not None and not rows and not header and "corpus" in row and "id" not in row:
+            header.append(row)
+            continue
+        missing = [k for k in required if not isinstance(row.get(k), str) or not row[k].strip()]
+        if missing:
+            raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
+        rows.append(row)
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise GoldFormatError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})}")
+    return rows
+
+
+def load_gold_set(path: Path) -> GoldSet:
+    """The gold lines and, from the first line when it has one, the corpus they were written for.
+
+    Raises:
+        GoldFormatError: a line or the corpus line is not in the documented format.
+    """
+    header: list[dict] = []
+    rows = _read_jsonl(path, ("id", "needle", "question", "ticket"), header)
+    corpus = None
+    if header:
+        name, documents = header[0].get("corpus"), header[0].get("documents")
+        if (not isinstance(name, str) or not name.strip() or not isinstance(documents, list)
+                or not documents or not all(isinstance(d, str) and d for d in documents)):
+            raise GoldFormatError(f'{path}:1: the corpus line must be {{"corpus": "<name>", '
+                                  '"documents": ["<document id>", ...]}')
+        corpus = GoldCorpus(name, tuple(sorted(set(documents))))
+    return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"])
+                                       for r in rows))
+
+
+def load_gold(path: Path) -> list[GoldLine]:
+    return list(load_gold_set(path).lines)
+
+
+def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
+    """Refuses a gold set written for another corpus: one of its documents is not in the index.
+
+    Raises:
+        NoGoldSetError: one line naming the set, its corpus and how many documents are missing.
+    """
+    if gold.corpus is None:
+        return
+    missing = sorted(set(gold.corpus.documents) - set(document_ids))
+    if missing:
+        raise NoGoldSetError(
+            f"no gold set for this corpus: {gold.path} was written for corpus "
+            f"{gold.corpus.name!r}, and {len(missing)} of its {len(gold.corpus.documents)} "
+            f"documents (first: {missing[0]!r}) are not in the index; nothing to score. Write "
+            "one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+
+
+def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8,
+                  max_words: int = 40) -> list[DraftNeedle]:
+    """Up to ``n`` candidate needles for a new gold set: sentences of ``min_words`` to
+    ``max_words`` words of prose, outside headings and within one paragraph, that :func:`validate_gold`
+    accepts (found exactly once in the corpus), taken round-robin over the documents by id and
+    spread evenly through each, so every document contributes before any gives a second."""
+    from rag_pipeline.core.retrieval.sentences import split_sentences
+
+    per_document = {}
+    for document_id in sorted(canonical_texts):
+        paragraphs = re.split(r"\n\s*\n", without_headings(canonical_texts[document_id]))
+        sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
+                     if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
+                     and _is_prose(s)]
+        per_document[document_id] = _spread(sentences)
+    order = [(d, s) for depth in range(max((len(v) for v in per_document.values()), default=0))
+             for d, v in per_document.items() if depth < len(v) for s in (v[depth],)]
+    chosen: list[DraftNeedle] = []
+    batch = max(4 * n, 64)
+    for start in range(0, len(order), batch):
+        candidates = order[start:start + batch]
+        lines = [GoldLine(str(i), s, "-", "-") for i, (_, s) in enumerate(candidates)]
+        accepted = {q.line_id for q in validate_gold(lines, canonical_texts)[0]}
+        seen = {c.needle for c in chosen}
+        for i, (document_id, sentence) in enumerate(candidates):
+            if str(i) in accepted and sentence not in seen and len(chosen) < n:
+                chosen.append(DraftNeedle(f"d{len(chosen) + 1:03d}", document_id, sentence))
+                seen.add(sentence)
+        if len(chosen) >= n:
+            break
+    return chosen
+
+
+def _is_prose(sentence: str) -> bool:
+    """Starts with a letter and is mostly letters and spaces (not a code comment or a table)."""
+    letters = sum(ch.isalpha() or ch.isspace() for ch in sentence)
+    return sentence[0].isalpha() and letters >= 0.85 * len(sentence)
+
+
+def _spread(items: list[str]) -> list[str]:
+    """The items reordered so that any prefix is spread evenly over the list (bisection order:
+    the middle, then the quarters, ...)."""
+    out, seen, step = [], set(), len(items)
+    while step >= 1 and len(out) < len(items):
+        for i in range(step // 2, len(items), max(step, 1)):
+            if i not in seen:
+                seen.add(i)
+                out.append(items[i])
+        step //= 2
+    out += [item for i, item in enumerate(items) if i not in seen]
+    return out
+
+
+def draft_jsonl(name: str, needles: Iterable[DraftNeedle]) -> str:
+    """The draft gold file: the corpus line, then one line per needle with ``question`` and
+    ``ticket`` left empty for the user to write (the file is refused until they are)."""
+    needles = list(needles)
+    header = {"corpus": name, "documents": sorted({n.document for n in needles})}
+    lines = [json.dumps(header, ensure_ascii=False)]
+    lines += [json.dumps({"id": n.id, "document": n.document, "needle": n.needle,
+                          "question": "", "ticket": ""}, ensure_ascii=False) for n in needles]
+    return "\n".join(lines) + "\n"
+
+
+def load_ood(path: Path) -> list[OodLine]:
+    rows = _read_jsonl(path, ("id", "query", "kind"))
+    bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]
+    if bad:
+        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {bad}")
+    return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]
+
+
+def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
+                  ) -> tuple[list[GoldQuery], list[GoldError]]:
+    """Splits the gold lines into scored queries and errors. A needle must occur exactly once
+    in the corpus (white space collapsed) and outside heading lines."""
+    collapsed = {doc_id: collapse(text) for doc_id, text in canonical_texts.items()}
+    body_only = {doc_id: collapse(without_headings(text))
+                 for doc_id, text in canonical_texts.items()}
+    queries, errors = [], []
+    for line in lines:
+        needle = collapse(line.needle)
+        found = sum(text.count(needle) for text in collapsed.values())
+        in_body = sum(text.count(needle) for text in body_only.values())
+        if found == 0:
+            errors.append(GoldError(line.id, "needle not found in the corpus"))
+        elif found > 1:
+            errors.append(GoldError(line.id, f"needle found {found} times in the corpus, not once"))
+        elif in_body == 0:
+            errors.append(GoldError(line.id, "needle is a heading"))
+        else:
+            queries += [GoldQuery(f"{line.id}/{style.value}", line.id, style,
+                                  line.question if style is QueryStyle.QUESTION else line.ticket,
+                                  needle) for style in QueryStyle]
+    return queries, errors

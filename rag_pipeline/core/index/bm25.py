@@ -1,0 +1,139 @@
+"""BM25 statistics as tables, and a vectorised scorer built from them.
+
+Scoring follows Lucene's BM25 (Robertson & Zaragoza 2009, as compared by Kamphuis et al.,
+ECIR 2020): ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` and, per query term occurrence,
+``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))``, with ``k1 = 1.2`` and ``b = 0.75``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import sparse
+
+from rag_pipeline.core.text.analyzers import Analyzer, analyze
+
+K1 = 1.2
+B = 0.75
+
+
+def lucene_idf(df: int, n_docs: int) -> float:
+    """``ln(1 + (N - df + 0.5) / (df + 0.5))``: Lucene's BM25 idf, never negative."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Bm25Tables:
+    """The four tables of one chunker's BM25 statistics for one analyzer."""
+
+    terms: pa.Table  # term, df, idf
+    chunks: pa.Table  # chunk_id, length
+    postings: pa.Table  # chunk_id, term, tf
+    params: pa.Table  # k1, b, n_chunks, avg_length, tokenizer
+
+
+def build_bm25_tables(chunk_ids: Sequence[str], texts: Sequence[str], analyzer: Analyzer,
+                      k1: float = K1, b: float = B) -> Bm25Tables:
+    """Counts terms of every chunk text and derives df, idf and lengths."""
+    counts = [Counter(analyze(text, analyzer)) for text in texts]
+    lengths = [sum(c.values()) for c in counts]
+    df: Counter[str] = Counter()
+    for c in counts:
+        df.update(c.keys())
+    n = len(texts)
+    terms = sorted(df)
+    avg = (sum(lengths) / n) if n else 0.0
+    post_chunk, post_term, post_tf = [], [], []
+    for chunk_id, c in zip(chunk_ids, counts, strict=True):
+        for term in sorted(c):
+            post_chunk.append(chunk_id)
+            post_term.append(term)
+            post_tf.append(c[term])
+    return Bm25Tables(
+        terms=pa.table({"term": terms, "df": pa.array([df[t] for t in terms], pa.int64()),
+                        "idf": pa.array([lucene_idf(df[t], n) for t in terms], pa.float64())}),
+        chunks=pa.table({"chunk_id": list(chunk_ids), "length": pa.array(lengths, pa.int64())}),
+        postings=pa.table({"chunk_id": post_chunk, "term": post_term,
+                           "tf": pa.array(post_tf, pa.int64())}),
+        params=pa.table({"k1": [k1], "b": [b], "n_chunks": pa.array([n], pa.int64()),
+                         "avg_length": [avg], "tokenizer": [analyzer.description]}),
+    )
+
+
+def _plain(values: pa.ChunkedArray) -> pa.Array:
+    array = values.combine_chunks()
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def _positions(values: pa.ChunkedArray, keys: pa.ChunkedArray, what: str) -> np.ndarray:
+    """Position of each value among ``keys`` (dictionary-encoded values are looked up once per
+    distinct value); a value that is not a key is an error."""
+    array = values.combine_chunks()
+    if pa.types.is_dictionary(array.type):
+        found = pc.index_in(array.dictionary, value_set=_plain(keys)).take(array.indices)
+    else:
+        found = pc.index_in(array, value_set=_plain(keys))
+    if found.null_count:
+        raise ValueError(f"{found.null_count} BM25 postings name a {what} missing from the statistics")
+    return found.to_numpy().astype(np.int64)
+
+
+class Bm25Scorer:
+    """Scores every chunk for a query with one sparse matrix-vector product.
+
+    The matrix holds, for chunk ``d`` and term ``t``, the precomputed
+    ``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))``; a query is a vector of its term
+    counts (a term asked twice counts twice, as in Robertson's formula summed over the query).
+    """
+
+    def __init__(self, chunk_ids: Sequence[str], terms: Sequence[str], idf: np.ndarray,
+                 lengths: np.ndarray, post_chunk: np.ndarray, post_term: np.ndarray,
+                 post_tf: np.ndarray, analyzer: Analyzer, k1: float = K1, b: float = B) -> None:
+        self.chunk_ids = list(chunk_ids)
+        self.analyzer = analyzer
+        self.k1, self.b = k1, b
+        self.term_index = {t: i for i, t in enumerate(terms)}
+        self.idf = np.asarray(idf, dtype=np.float64)
+        avg = float(lengths.mean()) if len(lengths) else 0.0
+        norm = k1 * (1.0 - b + b * lengths / avg) if avg else np.full(len(lengths), k1)
+        tf = post_tf.astype(np.float64)
+        weights = idf[post_term] * tf / (tf + norm[post_chunk])
+        self.matrix = sparse.csc_matrix((weights, (post_chunk, post_term)),
+                                        shape=(len(self.chunk_ids), len(terms)))
+
+    @classmethod
+    def from_tables(cls, tables: Bm25Tables, analyzer: Analyzer) -> Bm25Scorer:
+        """The scorer of stored statistics; postings are mapped to rows and columns by Arrow's
+        hash lookup (linear in the postings, no Python object per posting)."""
+        params = tables.params.to_pylist()[0]
+        return cls(
+            tables.chunks.column("chunk_id").to_pylist(), tables.terms.column("term").to_pylist(),
+            tables.terms.column("idf").to_numpy(),
+            tables.chunks.column("length").to_numpy().astype(np.float64),
+            _positions(tables.postings.column("chunk_id"), tables.chunks.column("chunk_id"), "chunk"),
+            _positions(tables.postings.column("term"), tables.terms.column("term"), "term"),
+            tables.postings.column("tf").to_numpy(), analyzer, params["k1"], params["b"])
+
+    def term_scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """BM25 score of every chunk for a weighted bag of already analysed terms (RM3's
+        expanded query); terms the index does not hold are ignored."""
+        known = {t: w for t, w in weights.items() if t in self.term_index}
+        if not known:
+            return np.zeros(len(self.chunk_ids))
+        cols = np.array([self.term_index[t] for t in known], np.int64)
+        return np.asarray(self.matrix[:, cols] @ np.array(list(known.values()), np.float64)).ravel()
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk (0 where no query term occurs), in chunk order."""
+        counts = Counter(t for t in analyze(query, self.analyzer) if t in self.term_index)
+        if not counts:
+            return np.zeros(len(self.chunk_ids))
+        cols = np.array([self.term_index[t] for t in counts], np.int64)
+        weights = np.array(list(counts.values()), np.float64)
+        return np.asarray(self.matrix[:, cols] @ weights).ravel()

@@ -1,0 +1,248 @@
+"""Builds the index tables (documents, chunks, embeddings, BM25 statistics) as Arrow tables.
+
+Each function takes what its table is made from and returns the table plus the figures a run
+reports. Nothing here knows where tables are stored or who calls it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from rag_pipeline.core.chunking.strategies import (
+    ChunkingSettings,
+    ChunkingStrategy,
+    chunk_document,
+    offset_errors,
+)
+from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
+from rag_pipeline.core.index.bm25 import build_bm25_tables
+from rag_pipeline.core.index.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, format_named
+from rag_pipeline.core.storage.row_tables import rows_table, table_rows
+from rag_pipeline.core.storage.table_names import BM25_TABLES
+from rag_pipeline.core.storage.versions import PIPELINE_VERSION
+from rag_pipeline.core.text.analyzers import Analyzer
+
+DOCUMENTS_SCHEMA = pa.schema([
+    ("document_id", pa.string()), ("path", pa.string()), ("title", pa.string()),
+    ("canonical_text", pa.large_string()), ("n_chars", pa.int64()),
+    ("content_sha256", pa.string()), ("format", pa.string()), ("extractor", pa.string()),
+    ("extractor_version", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    ("sections", pa.list_(pa.struct([("title", pa.string()), ("start", pa.int64()),
+                                     ("end", pa.int64()), ("level", pa.int32())]))),
+    ("anchors", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
+                                    ("locator", pa.string())]))),
+    ("notes", pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))),
+    ("pipeline_version", pa.string()),
+])
+
+
+def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    return rows_table(records, DOCUMENTS_SCHEMA, computed={
+        "n_chars": lambda r: len(r.canonical_text),
+        "sections": lambda r: [dataclasses.asdict(s) for s in r.sections],
+        "anchors": lambda r: [dataclasses.asdict(a) for a in r.anchors],
+        "notes": lambda r: [{"name": name, "value": value} for name, value in r.notes],
+    })
+
+
+DOCUMENT_PAGES_SCHEMA = pa.schema([
+    ("document_id", pa.string()), ("page", pa.int32()), ("source", pa.string()),
+    ("ocr_confidence", pa.float64()), ("chars", pa.int64()), ("flagged", pa.bool_()),
+])
+
+
+def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    """One row per page of every ``ok`` paged document (PDF), as its format reports it: text
+    layer or OCR, the OCR confidence, characters, flagged under the confidence floor."""
+    rows = [(r.document_id, page) for r in records if r.ok
+            for page in format_named(r.format).pages(r.anchors, r.notes)]
+    return pa.table({
+        "document_id": [document_id for document_id, _ in rows],
+        "page": [page.page for _, page in rows],
+        "source": [page.source for _, page in rows],
+        "ocr_confidence": [page.ocr_confidence for _, page in rows],
+        "chars": [page.chars for _, page in rows],
+        "flagged": [page.flagged for _, page in rows],
+    }, schema=DOCUMENT_PAGES_SCHEMA)
+
+
+def document_records(table: pa.Table) -> list[DocumentRecord]:
+    """The table's rows as records; a table written before a structure column existed reads
+    as having none."""
+    return [dataclasses.replace(
+        r, sections=tuple(Section(**s) for s in r.sections),
+        anchors=tuple(Anchor(**a) for a in r.anchors),
+        notes=tuple((n["name"], n["value"]) for n in r.notes))
+        for r in table_rows(table, DocumentRecord)]
+
+
+class OffsetError(Exception):
+    """A chunk's content is not exactly ``canonical[from:to]``: a bug, never a data problem."""
+
+
+@dataclass(frozen=True)
+class ChunkStats:
+    chunks: int
+    truncated: int
+    embedded_wordpieces: int
+    header_wordpieces: int
+    without_chunks: tuple[str, ...] = ()
+    """Ids of ``ok`` documents that yield no chunk (for example only headings)."""
+
+    @property
+    def header_share(self) -> float:
+        return self.header_wordpieces / self.embedded_wordpieces if self.embedded_wordpieces else 0.0
+
+
+def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy,
+                 counter: WordpieceCounter,
+                 settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
+    """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded)."""
+    chunks = []
+    without_chunks = []
+    for doc in documents:
+        if not doc.ok:
+            continue
+        cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
+        doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
+                                    settings, doc.sections, cuts)
+        if not doc_chunks:
+            without_chunks.append(doc.document_id)
+        bad = offset_errors(doc.canonical_text, doc_chunks)
+        if bad:
+            raise OffsetError(f"{len(bad)} chunk(s) of {doc.document_id} do not slice exactly: "
+                              f"{bad[:3]}")
+        chunks.extend(doc_chunks)
+    wordpieces = counter.count([c.text for c in chunks])
+    headers = counter.count_plain([c.header for c in chunks]) if strategy.header else [0] * len(chunks)
+    table = pa.table({
+        "chunk_id": [c.chunk_id for c in chunks],
+        "document_id": [c.document_id for c in chunks],
+        "ordinal": pa.array([c.ordinal for c in chunks], pa.int32()),
+        "section": [c.section for c in chunks],
+        "header": [c.header for c in chunks],
+        "text": [c.text for c in chunks],
+        "content": [c.content for c in chunks],
+        "from": pa.array([c.start for c in chunks], pa.int64()),
+        "to": pa.array([c.end for c in chunks], pa.int64()),
+        "content_sha256": [c.content_sha256 for c in chunks],
+        "text_sha256": [c.text_sha256 for c in chunks],
+        "wordpieces": pa.array(wordpieces, pa.int32()),
+        "header_wordpieces": pa.array(headers, pa.int32()),
+        "truncated": [counter.truncated(n) for n in wordpieces],
+        "tokenizer": [counter.spec.key] * len(chunks),
+        "pipeline_version": [PIPELINE_VERSION] * len(chunks),
+    })
+    stats = ChunkStats(len(chunks), sum(counter.truncated(n) for n in wordpieces),
+                       sum(wordpieces), sum(headers), tuple(without_chunks))
+    return table, stats
+
+
+@dataclass(frozen=True)
+class EmbeddingStats:
+    """Where each row's vector came from: ``reused + shared + embedded + duplicates == rows``."""
+
+    rows: int
+    reused: int
+    """Rows whose text already had a vector in this partition."""
+    shared: int
+    """Rows whose text had a vector from another partition of the same model, or from an
+    unfinished run's checkpoint."""
+    embedded: int
+    """Distinct texts that went through the model."""
+    duplicates: int
+    """Rows whose text is another row's text in this run (embedded once)."""
+    removed: int
+    seconds: float
+
+    @property
+    def chunks_per_second(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: TextEmbedder,
+                     progress: Callable[[int, int], None] | None = None,
+                     known: Mapping[str, np.ndarray] | None = None,
+                     checkpoint: Callable[[list[str], np.ndarray], None] | None = None,
+                     checkpoint_every: int = 256) -> tuple[pa.Table, EmbeddingStats]:
+    """One unit vector per chunk. A chunk whose embedded text (by sha256) already has a vector
+    in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
+    other distinct text goes through the model once, batched by its ``wordpieces`` when the
+    chunks carry that column. Fresh vectors are handed to ``checkpoint`` every
+    ``checkpoint_every`` texts, so a killed run's work can be reused by the next."""
+    spec = embedder.spec
+    own: dict[str, np.ndarray] = {}
+    if previous is not None:
+        check_stamps(previous, spec, "the stored partition")
+        own = dict(zip(previous.column("text_sha256").to_pylist(), vector_matrix(previous),
+                       strict=True))
+    known = known or {}
+    texts = chunks.column("text").to_pylist()
+    shas = chunks.column("text_sha256").to_pylist()
+    wordpieces = (chunks.column("wordpieces").to_pylist() if "wordpieces" in chunks.column_names
+                  else None)
+    missing = sorted({sha: i for i, sha in enumerate(shas)
+                      if sha not in own and sha not in known}.items())
+    fresh: dict[str, np.ndarray] = {}
+    started = time.perf_counter()
+    for begin in range(0, len(missing), checkpoint_every):
+        batch = missing[begin:begin + checkpoint_every]
+
+        def batch_progress(done: int, _total: int, begin: int = begin) -> None:
+            if progress is not None:
+                progress(begin + done, len(missing))
+
+        options = {"wordpieces": [wordpieces[i] for _, i in batch]} if wordpieces else {}
+        vectors = embedder.embed([texts[i] for _, i in batch], progress=batch_progress, **options)
+        fresh.update({sha: vector for (sha, _), vector in zip(batch, vectors, strict=True)})
+        if checkpoint is not None:
+            checkpoint([sha for sha, _ in batch], vectors)
+    seconds = time.perf_counter() - started
+
+    def vector_of(sha: str) -> np.ndarray:
+        return own[sha] if sha in own else known[sha] if sha in known else fresh[sha]
+
+    vectors = np.stack([vector_of(sha) for sha in shas]).astype(np.float32) if shas else \
+        np.zeros((0, spec.dimension), np.float32)
+    n = len(shas)
+    table = pa.table({
+        "chunk_id": chunks.column("chunk_id"),
+        "text_sha256": chunks.column("text_sha256"),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()),
+                                                    spec.dimension),
+        "model_name": [spec.name] * n,
+        "model_fingerprint": [spec.fingerprint] * n,
+        "dimension": pa.array([spec.dimension] * n, pa.int32()),
+        "pipeline_version": [PIPELINE_VERSION] * n,
+    })
+    reused = sum(1 for sha in shas if sha in own)
+    shared = sum(1 for sha in shas if sha not in own and sha in known)
+    previous_shas = set(own)
+    stats = EmbeddingStats(rows=n, reused=reused, shared=shared, embedded=len(missing),
+                           duplicates=n - reused - shared - len(missing),
+                           removed=len(previous_shas - set(shas)), seconds=seconds)
+    return table, stats
+
+
+def bm25_stats_tables(chunks: pa.Table,
+                      analyzers: Sequence[Analyzer] = tuple(Analyzer)) -> dict[str, pa.Table]:
+    """The BM25 tables of a chunker, one block of rows per analyzer (column ``analyzer``).
+    BM25 indexes each chunk's ``text``, the same text the dense side embeds."""
+    ids = chunks.column("chunk_id").to_pylist()
+    texts = chunks.column("text").to_pylist()
+    parts: dict[str, list[pa.Table]] = {name: [] for name in BM25_TABLES}
+    for analyzer in analyzers:
+        built = build_bm25_tables(ids, texts, analyzer)
+        for name, table in zip(BM25_TABLES, (built.terms, built.chunks, built.postings,
+                                             built.params), strict=True):
+            parts[name].append(table.append_column(
+                "analyzer", pa.array([analyzer.value] * table.num_rows, pa.string())))
+    return {name: pa.concat_tables(tables) for name, tables in parts.items()}

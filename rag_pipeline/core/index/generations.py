@@ -1,0 +1,172 @@
+"""Published index generations: what readers of a chunker x model partition see.
+
+A generation names the exact files a query needs, one per table declared in
+:data:`rag_pipeline.core.index.GENERATION_TABLES` (documents, chunks, the four BM25 tables and
+the embeddings), all built from the same corpus state. It is published by one atomic step at
+the end of a build, like a database commit point: the manifest ``<id>.json`` is written first,
+then ``CURRENT.json`` is replaced by a copy of it (locally temp file + rename, on an object store
+one PUT). A reader reads ``CURRENT.json`` once and holds that generation for its whole life;
+files are immutable, and garbage collection keeps every file of the current and the previous
+generation of each partition, so a reader that has just read ``CURRENT.json`` can still load.
+
+Layout: ``<root>/_generations/chunker=<c>/model=<m>/{<id>.json, CURRENT.json}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from rag_pipeline.core.index import (
+    GENERATION_TABLES,
+    BuiltTable,
+    InconsistentBuildError,
+    check_consistent,
+)
+from rag_pipeline.core.index.ann_index import GRAPH_SUFFIX, ann_graph_files
+from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
+
+__all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation", "InconsistentBuildError",
+           "collect_garbage", "current_generation", "current_generations",
+           "generation_age_seconds", "generation_dir", "publish"]
+
+GENERATIONS = "_generations"
+CURRENT = "CURRENT.json"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One published, immutable state of a chunker x model partition."""
+
+    id: str
+    chunker: str
+    model: str
+    published_at: str
+    files: dict[str, str]
+    rows: dict[str, int]
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.chunker, self.model))
+
+    @property
+    def content_id(self) -> str:
+        return self.id.rsplit("-", 1)[-1]
+
+    def missing_tables(self) -> list[str]:
+        """Declared tables this generation has no file for (published before they joined)."""
+        return [t.name for t in GENERATION_TABLES if t.name not in self.files and not t.optional]
+
+    def age_seconds(self, now: float | None = None) -> float:
+        return generation_age_seconds(self.published_at, now)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Generation:
+        return cls(id=data["id"], chunker=data["chunker"], model=data["model"],
+                   published_at=data["published_at"], files=dict(data["files"]),
+                   rows={k: int(v) for k, v in data["rows"].items()})
+
+
+def generation_age_seconds(published_at: str, now: float | None = None) -> float:
+    """Seconds since a ``utc_now()`` stamp."""
+    published = datetime.strptime(published_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return (time.time() if now is None else now) - published.timestamp()
+
+
+def generation_dir(chunker: str, model: str) -> str:
+    return f"{GENERATIONS}/chunker={chunker}/model={model}"
+
+
+def current_generation(warehouse: Warehouse, chunker: str, model: str) -> Generation | None:
+    return warehouse.parse_json(f"{generation_dir(chunker, model)}/{CURRENT}", Generation.from_json)
+
+
+def current_generations(warehouse: Warehouse) -> list[Generation]:
+    """The served generation of every published partition, sorted by chunker and model."""
+    found = []
+    for info in warehouse.list_files(GENERATIONS):
+        if info.base_name == CURRENT:
+            generation = warehouse.parse_json(warehouse.relative(info.path), Generation.from_json)
+            if generation is not None:
+                found.append(generation)
+    return sorted(found, key=lambda g: (g.chunker, g.model))
+
+
+def publish(warehouse: Warehouse, chunker: str, model: str,
+            tables: Mapping[str, BuiltTable]) -> tuple[Generation, bool]:
+    """Publishes a generation of these table files (one per declared table, each built from
+    the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
+    one already holds exactly these files. Returns the served generation and whether it is new."""
+    check_consistent(tables)
+    offered = [t.name for t in GENERATION_TABLES if t.name in tables]
+    files = {name: tables[name].file for name in offered}
+    rows = {name: tables[name].rows for name in offered}
+    content = hashlib.sha256("\n".join(f"{t}={f}" for t, f in sorted(files.items())).encode())
+    content_id = content.hexdigest()[:8]
+    current = current_generation(warehouse, chunker, model)
+    if current is not None and current.content_id == content_id:
+        return current, False
+    published_at = utc_now()
+    stamp = published_at.replace("-", "").replace(":", "").split(".")[0] + "Z"
+    generation = Generation(id=f"{stamp}-{content_id}", chunker=chunker, model=model,
+                            published_at=published_at, files=files, rows=rows)
+    folder = generation_dir(chunker, model)
+    warehouse.put_json(f"{folder}/{generation.id}.json", asdict(generation))
+    warehouse.put_json(f"{folder}/{CURRENT}", asdict(generation))
+    return generation, True
+
+
+@dataclass(frozen=True)
+class GarbageStats:
+    files_deleted: int
+    bytes_deleted: int
+    manifests_deleted: int
+
+
+def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
+                    grace_seconds: float = 600.0) -> GarbageStats:
+    """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
+    generations of any partition name (a graph is named by its ``ann_index`` file), and
+    temporary files a killed writer left, once older than ``grace_seconds``
+    (so a writer between its file and its pointer is never robbed)."""
+    referenced: set[str] = set()
+    manifests_deleted = 0
+    by_partition: dict[str, list[str]] = {}
+    for info in warehouse.list_files(GENERATIONS):
+        rel = warehouse.relative(info.path)
+        if info.base_name.endswith(".json") and info.base_name != CURRENT:
+            by_partition.setdefault(rel.rsplit("/", 1)[0], []).append(rel)
+        elif info.base_name == CURRENT:
+            data = warehouse.get_json(rel)
+            if data is not None:
+                referenced.update(data["files"].values())
+    for manifests in by_partition.values():
+        manifests.sort()
+        for rel in manifests[-keep:]:
+            data = warehouse.get_json(rel)
+            if data is not None:
+                referenced.update(data["files"].values())
+        for rel in manifests[:-keep]:
+            warehouse.delete(rel)
+            manifests_deleted += 1
+    referenced.update(v.file for v in warehouse.versions())
+    referenced.update(ann_graph_files(warehouse, referenced))
+    now = time.time()
+    deleted = deleted_bytes = 0
+    for info in warehouse.list_files():
+        rel = warehouse.relative(info.path)
+        if rel.startswith(GENERATIONS) or info.base_name == POINTER_FILE:
+            continue
+        is_part = info.base_name.startswith("part-") and info.base_name.endswith((".parquet", GRAPH_SUFFIX))
+        is_tmp = info.base_name.startswith(".") and info.base_name.endswith(".tmp")
+        if not (is_part or is_tmp) or rel in referenced:
+            continue
+        mtime = info.mtime.timestamp() if info.mtime is not None else now
+        if now - mtime < grace_seconds:
+            continue
+        warehouse.delete(rel)
+        deleted += 1
+        deleted_bytes += info.size or 0
+    return GarbageStats(deleted, deleted_bytes, manifests_deleted)

@@ -1,0 +1,157 @@
+"""What the index holds, read from the published DuckDB file: counts per partition, failures, staleness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rag_pipeline.core.index.ann import CROSSOVER_ROWS, MIN_SELF_RECALL, DensePath, choose_path
+from rag_pipeline.core.index.generations import GENERATIONS, Generation, generation_age_seconds
+from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
+from rag_pipeline.core.storage.versions import PIPELINE_VERSION
+from rag_pipeline.core.storage.warehouse import (
+    POINTER_FILE,
+    CorruptFileError,
+    IndexNotBuiltError,
+    TableVersion,
+    Warehouse,
+)
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    chunker: str
+    model: str
+    chunks: int
+    vectors: int
+    stale_rows: int
+    generation: str
+    """The served generation (see :mod:`rag_pipeline.core.index.generations`)."""
+    published_at: str
+    dense_path: DensePath = DensePath.EXACT
+    """How questions' dense side is served: the exact scan, or the ANN index the generation
+    publishes (from ``CROSSOVER_ROWS`` chunks on, :func:`rag_pipeline.core.index.ann.choose_path`)."""
+
+    def age_seconds(self, now: float | None = None) -> float:
+        return generation_age_seconds(self.published_at, now)
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    documents_ok: int
+    documents_failed: list[tuple[str, str]]
+    stale_documents: list[str]
+    partitions: list[PartitionStatus]
+    bm25_terms: dict[tuple[str, str], int]
+    without_chunks: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    """``(document_id, chunkers)`` of ``ok`` documents that yield no chunk under those chunkers
+    (for example a file of headings only): they are in the index but can never be found."""
+    documents_skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(document_id, reason)`` of files no format reads."""
+    low_confidence_pages: list[tuple[str, int, float]] = field(default_factory=list)
+    """``(document_id, page, confidence)`` of OCR pages under their format's confidence floor
+    (the ``document_pages`` table's ``flagged`` rows)."""
+
+
+def _tables(con) -> set[str]:
+    return {r[0] for r in con.execute("select table_name from duckdb_tables()").fetchall()}
+
+
+def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
+    """The row counts a new user checks first, straight from the DuckDB views."""
+    import duckdb
+
+    queries = {
+        "documents": "select status, count(*) from documents group by all order by all",
+        "chunks": "select chunker, count(*) from chunks group by all order by all",
+        "embeddings": "select chunker, model, count(*) from embeddings group by all order by all",
+        "bm25_terms": "select chunker, analyzer, count(*) from bm25_terms group by all "
+                      "order by all",
+    }
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        present = _tables(con)
+        return {name: con.execute(sql).fetchall() for name, sql in queries.items()
+                if name in present}
+
+
+def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> IndexStatus:
+    """What the published DuckDB file says; ``crossover`` is the size from which a partition
+    with an ANN index is served by it."""
+    import duckdb
+
+    if not warehouse.db_path.is_file():
+        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+    current_extractors = {fmt.name: fmt.extractor().version for fmt in REGISTRY}
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        views = _tables(con)
+        if "documents" not in views:
+            raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+        served = {(c, m): (g, p) for c, m, g, p in con.execute(
+            "select chunker, model, generation, published_at from generations").fetchall()} \
+            if "generations" in views else {}
+        docs = con.execute("select document_id, status, error, format, extractor_version, "
+                           "pipeline_version from documents order by document_id").fetchall()
+        chunk_counts = dict(con.execute(
+            "select chunker, count(*) from chunks group by chunker").fetchall()) \
+            if "chunks" in views else {}
+        with_ann = {(c, m) for c, m in con.execute(
+            "select chunker, model from ann_index where measured_recall >= ?",
+            [MIN_SELF_RECALL]).fetchall()} if "ann_index" in views else set()
+        partitions = []
+        if "embeddings" in views:
+            for chunker, model, vectors, stale in con.execute(
+                    "select chunker, model, count(*), count(*) filter (where pipeline_version "
+                    "<> ?) from embeddings group by all order by all",
+                    [PIPELINE_VERSION]).fetchall():
+                generation, published_at = served.get((chunker, model), ("", ""))
+                chunks = chunk_counts.get(chunker, 0)
+                partitions.append(PartitionStatus(
+                    chunker, model, chunks, vectors, stale, generation, published_at,
+                    choose_path(chunks, (chunker, model) in with_ann, crossover)))
+        without_chunks = [(d, tuple(chunkers)) for d, chunkers in con.execute(
+            "select d.document_id, list(p.chunker order by p.chunker) "
+            "from documents d, (select distinct chunker from chunks) p "
+            "where d.status = 'ok' and not exists (select 1 from chunks c "
+            "where c.chunker = p.chunker and c.document_id = d.document_id) "
+            "group by all order by all").fetchall()] if "chunks" in views else []
+        terms = {(c, a): n for c, a, n in con.execute(
+            "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
+            if "bm25_terms" in views else {}
+        low_confidence = [(d, p, c) for d, p, c in con.execute(
+            "select document_id, page, ocr_confidence from document_pages where flagged "
+            "order by all").fetchall()] if "document_pages" in views else []
+    return IndexStatus(
+        documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
+        documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
+        documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
+        stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
+                         and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
+        partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
+        low_confidence_pages=low_confidence)
+
+
+@dataclass(frozen=True)
+class UnhealthyFile:
+    """A pointer or generation manifest that cannot be read: the partition it belongs to
+    (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``) and why."""
+
+    partition: str
+    reason: str
+
+
+def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
+    """Every ``_latest.json``, ``CURRENT.json`` and manifest of the warehouse that does not
+    parse as what it must hold, sorted by file."""
+    found = []
+    for info in sorted(warehouse.list_files(), key=lambda i: i.path):
+        relative = warehouse.relative(info.path)
+        if relative.startswith(f"{GENERATIONS}/") and info.base_name.endswith(".json"):
+            parse = Generation.from_json
+        elif info.base_name == POINTER_FILE:
+            parse = TableVersion.from_json
+        else:
+            continue
+        try:
+            warehouse.parse_json(relative, parse)
+        except CorruptFileError as exc:
+            found.append(UnhealthyFile(relative.rsplit("/", 1)[0], str(exc)))
+    return found

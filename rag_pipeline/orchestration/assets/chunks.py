@@ -1,0 +1,94 @@
+"""``chunks``: every ok document cut by one strategy, partitioned by strategy."""
+
+
+from collections.abc import Sequence
+
+import dagster as dg
+import pyarrow as pa
+from dagster import AssetExecutionContext
+
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
+from rag_pipeline.core.index.builders import chunks_table, document_records
+from rag_pipeline.core.index.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
+from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS
+from rag_pipeline.core.text.terminal import escape_controls
+from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
+from rag_pipeline.orchestration.partitions import CHUNKER, chunker_partitions
+from rag_pipeline.orchestration.resources import IndexStorage
+
+CHECKS = {
+    "offsets_slice_exactly": "Every chunk's `content` is exactly canonical_text[from:to] of its "
+                             "document: citations quote the source. Blocking.",
+    "chunk_ids_unique": "No two chunks share a chunk_id. Blocking.",
+    "covers_every_character": "Every non-blank character of every ok document outside its "
+                              "heading lines is in some chunk: nothing is dropped. Blocking.",
+}
+
+
+def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
+    """``chunks``, with word-pieces counted by ``tokenizer_model``'s tokenizer."""
+
+    @dg.asset(
+        partitions_def=chunker_partitions,
+        deps=["documents"],
+        check_specs=blocking_checks(CHUNKS, CHECKS, chunker_partitions),
+        description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
+                    "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
+        kinds={"parquet", "duckdb"},
+    )
+    def chunks(context: AssetExecutionContext, storage: IndexStorage):
+        strategy = ChunkingStrategy(context.partition_key)
+        warehouse = storage.warehouse()
+        documents_version = warehouse.require_version(DOCUMENTS)
+        documents = warehouse.read_file(documents_version.file)
+        partition = {CHUNKER: strategy.value}
+        previous = warehouse.read_or_none(CHUNKS, partition, columns=["chunk_id"])
+        table, stats = chunks_table(document_records(documents), strategy,
+                                    wordpiece_counter(tokenizer_model))
+        version = warehouse.write(CHUNKS, table, partition,
+                                  inputs={DOCUMENTS: documents_version.file})
+        stored = warehouse.read_file(version.file)
+        old_ids = set(previous.column("chunk_id").to_pylist()) if previous is not None else set()
+        new_ids = set(table.column("chunk_id").to_pylist())
+        context.log.info(f"{strategy.value}: {stats.chunks} chunks, {stats.truncated} over the "
+                         f"{tokenizer_model.max_tokens} word-piece window")
+        if stats.without_chunks:
+            context.log.warning(escape_controls(
+                f"{strategy.value}: {len(stats.without_chunks)} ok document(s) yield no chunk: "
+                f"{', '.join(stats.without_chunks)}"))
+        # The documents' digest is part of the data version: a change to the documents that
+        # leaves every chunk as it was (a moved corpus: new paths) still reaches the embeddings
+        # step, which reuses every vector and publishes a generation with the new documents.
+        data_version = dg.DataVersion(f"{version.digest}+{documents_version.digest}")
+        yield dg.MaterializeResult(data_version=data_version, metadata={
+            **table_metadata(version, table.schema),
+            "chunks": stats.chunks,
+            "truncated": stats.truncated,
+            "window_wordpieces": tokenizer_model.max_tokens,
+            "tokenizer": tokenizer_model.key,
+            "header_token_share": round(stats.header_share, 4),
+            "chunks_added": len(new_ids - old_ids),
+            "chunks_removed": len(old_ids - new_ids),
+            "documents_without_chunks": len(stats.without_chunks),
+            "documents_without_chunks_ids": ", ".join(stats.without_chunks) or "none",
+        })
+        yield from chunk_checks(documents, stored)
+
+    return chunks
+
+
+def chunk_checks(documents: pa.Table, stored: pa.Table) -> Sequence[dg.AssetCheckResult]:
+    bad = offset_mismatches(documents, stored)
+    dups = duplicate_ids(stored)
+    uncovered = uncovered_by_document(documents, stored)
+    return [
+        dg.AssetCheckResult(check_name="offsets_slice_exactly", passed=not bad,
+                            metadata={"mismatches": len(bad), "examples": str(bad[:5])}),
+        dg.AssetCheckResult(check_name="chunk_ids_unique", passed=not dups,
+                            metadata={"duplicates": len(dups)}),
+        dg.AssetCheckResult(check_name="covers_every_character", passed=not uncovered,
+                            metadata={"documents_with_gaps": len(uncovered),
+                                      "examples": str(sorted(uncovered.items())[:5])}),
+    ]

@@ -1,0 +1,76 @@
+"""``documents``: one row per source file, its canonical text, or why it failed."""
+
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from rag_pipeline.core.index.builders import (
+    DOCUMENTS_SCHEMA,
+    document_pages_table,
+    document_records,
+    documents_table,
+)
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS
+from rag_pipeline.core.text.markdown_table import markdown_table
+from rag_pipeline.core.text.terminal import escape_controls
+from rag_pipeline.orchestration.asset_metadata import table_metadata
+from rag_pipeline.orchestration.resources import CorpusSource, IndexStorage
+
+
+@dg.asset(
+    description="One row per source file: canonical text, sections, anchors, sha256, extractor "
+                "stamp, status (ok, failed, or skipped when no format reads it) and the reason; "
+                "beside it ``document_pages``, one row per PDF page (text layer or OCR, its "
+                "confidence, flagged under the floor). "
+                "Failed files are retried on every run. Its "
+                "data version is the table's content digest, so an unchanged corpus changes "
+                "nothing downstream.",
+    kinds={"parquet", "duckdb"},
+)
+def documents(context: AssetExecutionContext, storage: IndexStorage,
+              corpus: CorpusSource) -> dg.MaterializeResult:
+    warehouse = storage.warehouse()
+    root = corpus.prepare()
+    previous = warehouse.version(DOCUMENTS)
+    result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
+                            if previous is not None else (), corpus.extraction_settings())
+    version = warehouse.write(DOCUMENTS, documents_table(result.records))
+    pages = document_pages_table(result.records)
+    warehouse.write(DOCUMENT_PAGES, pages)
+    publish_query_db(warehouse)
+    flagged = [row for row in pages.to_pylist() if row["flagged"]]
+    for record in result.failed:
+        context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
+    for record in result.skipped:
+        context.log.info(escape_controls(f"document {record.document_id} skipped: {record.error}"))
+    ok = len(result.records) - len(result.failed) - len(result.skipped)
+    changed = previous is None or previous.digest != version.digest
+    context.log.info(f"documents: {ok} ok, {len(result.failed)} failed, {len(result.skipped)} "
+                     f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
+                     f"moved) from "
+                     f"{root}; {'changed' if changed else 'no change'}")
+    return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+        **table_metadata(version, DOCUMENTS_SCHEMA),
+        "corpus": str(root),
+        "changed": changed,
+        "documents_ok": ok,
+        "documents_failed": len(result.failed),
+        "documents_skipped": len(result.skipped),
+        "extracted": result.extracted,
+        "reused": result.reused,
+        "moved": result.moved,
+        "characters": sum(len(r.canonical_text) for r in result.records),
+        "failed": dg.MetadataValue.md(markdown_table(
+            ["document", "reason"], [[r.document_id, r.error] for r in result.failed])
+            if result.failed else "no failed documents"),
+        "skipped": dg.MetadataValue.md(markdown_table(
+            ["document", "reason"], [[r.document_id, r.error] for r in result.skipped])
+            if result.skipped else "no skipped files"),
+        "ocr_pages": sum(1 for source in pages.column("source").to_pylist() if source == "ocr"),
+        "low_confidence_pages": dg.MetadataValue.md(markdown_table(
+            ["document", "page", "OCR confidence"],
+            [[row["document_id"], row["page"], row["ocr_confidence"]] for row in flagged])
+            if flagged else "no OCR page under its confidence floor"),
+    })

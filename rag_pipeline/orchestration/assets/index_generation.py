@@ -1,0 +1,63 @@
+"""``index_generation``: the published generation of a chunker x model partition.
+
+The commit point of the index: it publishes the latest version of every table declared in
+:data:`rag_pipeline.core.index.GENERATION_TABLES` (documents, chunks, the BM25 tables and the
+embeddings, checked to be built from one another) as the partition's served generation, which
+is what ``ask``, ``serve``, ``eval``, ``status`` and DuckDB users read. It runs after the
+``embeddings`` step in ``embeddings_job``; that step's blocking checks failing stops it, so a
+failed check never reaches a reader. A table that joins the generation joins its inputs here
+by its declaration alone.
+"""
+
+from collections.abc import Sequence
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.index import GENERATION_TABLES, latest_tables
+from rag_pipeline.core.index.generations import collect_garbage, publish
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, scope_mapping
+from rag_pipeline.orchestration.resources import IndexStorage
+from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, GENERATION_TAG, MODEL_TAG, tag_run
+
+INDEX_GENERATION = "index_generation"
+
+
+def build_index_generation_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+    """``index_generation`` over the declared chunkers x models."""
+
+    @dg.asset(
+        name=INDEX_GENERATION,
+        partitions_def=embedding_partitions(models),
+        deps=[dg.AssetDep(t.name, partition_mapping=scope_mapping(t.scope))
+              for t in GENERATION_TABLES],
+        description="The served generation of a chunker x model: one immutable manifest naming "
+                    "the file of every generation table, published atomically (CURRENT.json) "
+                    "only after the embeddings' blocking checks passed. Its data version is "
+                    "the generation's content id.",
+        kinds={"json"},
+    )
+    def index_generation(context: AssetExecutionContext, storage: IndexStorage):
+        keys = context.partition_key.keys_by_dimension
+        chunker, model = keys[CHUNKER], keys[MODEL]
+        warehouse = storage.warehouse()
+        generation, is_new = publish(warehouse, chunker, model,
+                                     latest_tables(warehouse, chunker, model))
+        garbage = collect_garbage(warehouse)
+        publish_query_db(warehouse)
+        tag_run(context, {CHUNKER_TAG: chunker, MODEL_TAG: model, GENERATION_TAG: generation.id})
+        context.log.info(f"{chunker} x {model}: generation {generation.id}"
+                         f"{' published' if is_new else ' unchanged'}")
+        return dg.MaterializeResult(data_version=dg.DataVersion(generation.content_id), metadata={
+            "generation": generation.id,
+            "published": is_new,
+            "published_at": generation.published_at,
+            "files": dg.MetadataValue.json(generation.files),
+            "rows": dg.MetadataValue.json(generation.rows),
+            "garbage_files_deleted": garbage.files_deleted,
+            "garbage_bytes_deleted": garbage.bytes_deleted,
+        })
+
+    return index_generation

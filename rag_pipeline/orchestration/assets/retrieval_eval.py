@@ -1,0 +1,143 @@
+"""The retrieval evaluation as assets, per model, one per table: ``eval_ranks``,
+``eval_summary``, ``eval_paired``, ``eval_sweep`` and ``eval_gold_errors``."""
+
+import base64
+from collections.abc import Sequence
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.evaluation.report import HeadlineRow, headline_rows, report_html, report_path
+from rag_pipeline.core.evaluation.run import run_eval
+from rag_pipeline.core.evaluation.tables import (
+    gate_cv_markdown,
+    gate_cv_table,
+    gold_errors_table,
+    paired_markdown,
+    paired_table,
+    ranks_table,
+    summary_markdown,
+    summary_table,
+    sweep_chart_png,
+    sweep_markdown,
+    sweep_table,
+)
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.orchestration.asset_metadata import table_metadata
+from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
+from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of
+from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportSite
+from rag_pipeline.orchestration.run_tags import GENERATION_TAG, MODEL_TAG, tag_run
+
+EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
+               "eval_gate_cv")
+
+
+def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+    by_key = {m.key: m for m in models}
+    partitions = model_partitions(models)
+    deps = [dg.AssetDep(INDEX_GENERATION, partition_mapping=one_dimension_of(MODEL))]
+    descriptions = {
+        "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
+                      "retriever (null: not in the top 100).",
+        "eval_summary": "Recall@1/4/8/20 with Wilson 95 % intervals, MRR and answers destroyed "
+                        "by chunking, per chunker x retriever x query style (all, question, "
+                        "ticket).",
+        "eval_paired": "Wins and losses on the same queries at R@4/8/20 with a two-sided exact "
+                       "sign test on the discordant pairs, over all queries and per style.",
+        "eval_sweep": "Refusal sweep over cosine-distance cuts 0.45-0.75: in-domain correct / "
+                      "wrong / refused, out-of-domain bluffs; recommended cut and its rule "
+                      "(the gate's 2-fold cross-validated figures: table eval_gate_cv).",
+        "eval_gold_errors": "Gold lines never scored, with the reason (needle not found exactly "
+                            "once, or found only in a heading).",
+        "eval_gate_cv": "The refusal gate by 2-fold cross-validation (folds by gold line): "
+                        "held-out in-domain refusals and out-of-domain bluffs per refusal signal.",
+    }
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
+                            description=descriptions[name], kinds={"parquet", "duckdb"})
+               for name in EVAL_TABLES],
+        partitions_def=partitions,
+        can_subset=False,
+    )
+    def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets,
+                       report_site: ReportSite):
+        spec = by_key[context.partition_key]
+        warehouse = storage.warehouse()
+        report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
+                          Path(eval_sets.ood_path), location=storage.location)
+        partition = {MODEL: spec.key}
+        tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
+                  "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
+                  "eval_gold_errors": gold_errors_table(report),
+                  "eval_gate_cv": gate_cv_table(report)}
+        tag_run(context, {MODEL_TAG: spec.key, GENERATION_TAG: ",".join(
+            f"{chunker}={generation}" for chunker, generation in sorted(report.generations.items()))})
+        written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
+                   for name in EVAL_TABLES}
+        publish_query_db(warehouse)
+        if report.skipped:
+            # Empty tables over the evaluated generations: the index is current, nothing scored.
+            context.log.info(report.skipped)
+            for name in EVAL_TABLES:
+                yield dg.MaterializeResult(asset_key=name, metadata={
+                    "skipped": report.skipped, "queries": 0,
+                    "generations": dg.MetadataValue.json(report.generations)})
+            return
+        for error in report.gold_errors:
+            context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
+        png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
+        report_file = report_path(Path(storage.data_dir), spec.key)
+        chart_path = report_file.parent / "refusal_sweep.png"
+        chart_path.parent.mkdir(parents=True, exist_ok=True)
+        chart_path.write_bytes(png)
+        report_file.write_text(report_html(report, spec.key, png), encoding="utf-8")
+        headline = headline_rows(report)
+        image = base64.b64encode(png).decode("ascii")
+        chart_md = f"![refusal sweep](data:image/png;base64,{image})"
+
+        def common(name: str) -> dict[str, object]:
+            return {**table_metadata(written[name], tables[name].schema), **shared}
+
+        shared = {"queries": report.queries, "ood_queries": report.ood_queries,
+                  "gold_errors": len(report.gold_errors),
+                  "generations": dg.MetadataValue.json(report.generations),
+                  "eval_seconds": round(report.timings["total"], 2)}
+        yield dg.MaterializeResult(asset_key="eval_ranks", metadata={
+            **common("eval_ranks")})
+        yield dg.MaterializeResult(asset_key="eval_summary", metadata={
+            **common("eval_summary"),
+            "headline": dg.MetadataValue.table(
+                records=[dg.TableRecord(asdict(row)) for row in headline],
+                schema=dg.TableSchema(columns=[
+                    dg.TableColumn(f.name, "float" if f.name == "mrr" else
+                                   "int" if f.type in ("int", int) else "string")
+                    for f in fields(HeadlineRow)])),
+            "report": dg.MetadataValue.md(
+                f"{summary_markdown(report)}\n\n**Refusal sweep** (recommended cut "
+                f"{report.recommended_cut}: {report.cut_rule})\n\n{chart_md}"),
+            "report_url": dg.MetadataValue.url(report_site.report_url(spec.key)),
+            "report_file": dg.MetadataValue.path(str(report_file)),
+            "destroyed": dg.MetadataValue.json(report.destroyed),
+            "gold_error_ids": dg.MetadataValue.json(
+                {e.line_id: e.reason for e in report.gold_errors})})
+        yield dg.MaterializeResult(asset_key="eval_paired", metadata={
+            **common("eval_paired"), "paired": dg.MetadataValue.md(paired_markdown(report))})
+        yield dg.MaterializeResult(asset_key="eval_sweep", metadata={
+            **common("eval_sweep"), "recommended_cut": report.recommended_cut, "cut_rule": report.cut_rule,
+            "sweep": dg.MetadataValue.md(sweep_markdown(report)),
+            "gate_cross_validated": dg.MetadataValue.md(gate_cv_markdown(report)),
+            "chart": dg.MetadataValue.md(chart_md),
+            "chart_path": dg.MetadataValue.path(str(chart_path))})
+        yield dg.MaterializeResult(asset_key="eval_gold_errors", metadata={
+            **common("eval_gold_errors")})
+        yield dg.MaterializeResult(asset_key="eval_gate_cv", metadata={
+            **common("eval_gate_cv"),
+            "gate_cv": dg.MetadataValue.md(gate_cv_markdown(report)) if report.gate_cv else
+            "not measured"})
+
+    return retrieval_eval

@@ -1,0 +1,160 @@
+"""Jobs, the nightly schedule and the sensor that carries a documents change down the index.
+
+The index is four jobs, one per stage, so each job's page lists its runs: ``documents_job``
+(unpartitioned), ``chunks_job`` (per chunker: chunks and the four BM25 tables),
+``embeddings_job`` (per chunker x model: the vectors, their blocking checks, then
+``index_generation``, the publication) and ``eval_job`` (per model). The nightly schedule runs
+``documents_job``; the ``index_automation`` sensor then launches a run of the right job for each
+partition :func:`rag_pipeline.core.index.plan.index_plan` finds due (a table missing or built
+from an input that moved on; the evaluation of a model once all its generations are current),
+so a night with no change launches nothing.
+
+Why a sensor and not Dagster's declarative automation: an ``AutomationConditionSensorDefinition``
+launches its runs as the implicit ``__ASSET_JOB`` (the Jobs page then shows none of them), and
+job-level automation conditions are a preview that the default sensor alone evaluates. The
+sensor asks the same question ``rag-pipeline index`` asks ("is the index current?") of the
+same tables, so the two can never disagree. Each run request's ``run_key`` is the digest of the
+input files the step builds from: a run whose blocking check failed is not launched again for
+the same inputs (re-execute it from its run page once the cause is fixed), and a partition that
+has a run queued or in progress gets no second one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.index.plan import Stage, Step, index_plan
+from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
+from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
+from rag_pipeline.orchestration.partitions import CHUNKER, MODEL
+from rag_pipeline.orchestration.resources import IndexStorage
+from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
+
+STAGE_TAG = "rag_pipeline/stage"
+COMPUTE_TAG = "rag_pipeline/compute"
+"""``model`` on the runs that load the embedding model with every core the run is given
+(embeddings and eval): the run queue lets cores // torch threads of them run at once
+(``dagster_home/dagster.yaml``)."""
+
+DOCUMENTS_JOB = "documents_job"
+CHUNKS_JOB = "chunks_job"
+EMBEDDINGS_JOB = "embeddings_job"
+EVAL_JOB = "eval_job"
+NIGHTLY_SCHEDULE = "nightly_index"
+INDEX_SENSOR = "index_automation"
+JOB_OF_STAGE = {Stage.CHUNKS: CHUNKS_JOB, Stage.EMBEDDINGS: EMBEDDINGS_JOB, Stage.EVAL: EVAL_JOB}
+
+SENSOR_INTERVAL_SECONDS = 5
+"""Between two evaluations of the plan (a few pointer reads): a finished run's successor is
+requested at most this long after it, so the three stages after the documents wait at most
+15 s in all; the rest of a one-document edit's time is the runs' own (README, "Timing")."""
+
+ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
+                   dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                   dg.DagsterRunStatus.CANCELING]
+
+
+def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
+    return (
+        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "ingest"},
+                            description="Extract every document of the corpus (stage 1 of 4)."),
+        dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES],
+                            tags={STAGE_TAG: "ingest"},
+                            description="Chunk and count BM25 statistics, one chunker per run "
+                                        "(stage 2 of 4)."),
+        dg.define_asset_job(EMBEDDINGS_JOB, selection=[EMBEDDINGS, ANN_INDEX, INDEX_GENERATION],
+                            tags={STAGE_TAG: "index", COMPUTE_TAG: "model"},
+                            description="Embed the chunks, check the vectors (blocking), build "
+                                        "their ANN index and publish the generation, one "
+                                        "chunker x model per run (stage 3 of 4)."),
+        dg.define_asset_job(EVAL_JOB, selection=list(EVAL_TABLES),
+                            tags={STAGE_TAG: "evaluation", COMPUTE_TAG: "model"},
+                            description="Evaluate retrieval on the gold sets, one model per run "
+                                        "(stage 4 of 4)."),
+    )
+
+
+nightly_index = dg.ScheduleDefinition(
+    name=NIGHTLY_SCHEDULE, job_name=DOCUMENTS_JOB, cron_schedule="0 2 * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="02:00 every night: re-read the corpus; the index sensor does the rest.")
+
+
+def partition_key(step: Step) -> str:
+    """The partition of the step's job: a chunker, a chunker x model, or a model."""
+    if step.stage == Stage.EMBEDDINGS:
+        return dg.MultiPartitionKey({CHUNKER: step.chunker, MODEL: step.model})
+    return step.chunker if step.stage == Stage.CHUNKS else step.model
+
+
+def run_request(step: Step) -> dg.RunRequest:
+    tags = {INPUTS_TAG: step.key}
+    if step.chunker:
+        tags[CHUNKER_TAG] = step.chunker
+    if step.model:
+        tags[MODEL_TAG] = step.model
+    return dg.RunRequest(run_key=f"{JOB_OF_STAGE[step.stage]}:{step.key}",
+                         job_name=JOB_OF_STAGE[step.stage], partition_key=partition_key(step),
+                         tags=tags)
+
+
+def active_partitions(instance: dg.DagsterInstance) -> set[tuple[str, str]]:
+    """(job, partition) of every run queued or in progress."""
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE_STATUSES))
+    return {(run.job_name, run.tags.get("dagster/partition", "")) for run in runs}
+
+
+def blocked_models(instance: dg.DagsterInstance, chunkers: Sequence[str],
+                   models: Sequence[str]) -> set[str]:
+    """Models with a chunker whose latest ``embeddings_job`` run failed (a blocking check, or a
+    crash): their evaluation waits, even when the served generations are unchanged (a drifted
+    model fails ``vectors_match_model`` without writing new vectors)."""
+    blocked = set()
+    for model in models:
+        for chunker in chunkers:
+            key = str(dg.MultiPartitionKey({CHUNKER: chunker, MODEL: model}))
+            latest = instance.get_runs(filters=dg.RunsFilter(
+                job_name=EMBEDDINGS_JOB, tags={"dagster/partition": key}), limit=1)
+            if latest and latest[0].status == dg.DagsterRunStatus.FAILURE:
+                blocked.add(model)
+                break
+    return blocked
+
+
+def launchable(plan: Sequence[Step], instance: dg.DagsterInstance, chunkers: Sequence[str],
+               models: Sequence[str]) -> list[Step]:
+    """The steps of ``plan`` to launch now: none for a partition with a run queued or in
+    progress, and no evaluation of a blocked model (:func:`blocked_models`)."""
+    active = active_partitions(instance)
+    blocked = blocked_models(instance, chunkers, models) if any(
+        step.stage == Stage.EVAL for step in plan) else set()
+    return [step for step in plan
+            if (JOB_OF_STAGE[step.stage], str(partition_key(step))) not in active
+            and not (step.stage == Stage.EVAL and step.model in blocked)]
+
+
+def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
+                           jobs: Sequence[dg.UnresolvedAssetJobDefinition]) -> dg.SensorDefinition:
+    """``index_automation`` over the declared chunkers and models, launching ``jobs``."""
+    model_keys = [m.key for m in models]
+
+    @dg.sensor(name=INDEX_SENSOR, jobs=list(jobs),
+               minimum_interval_seconds=SENSOR_INTERVAL_SECONDS,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description="Launches chunks_job, embeddings_job and eval_job for each partition "
+                           "whose inputs changed (its tables are missing or built from moved-on "
+                           "files), so the nightly documents run rebuilds what it must and "
+                           "nothing else. One run per partition at a time.")
+    def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
+        plan = index_plan(storage.warehouse(), chunkers, model_keys)
+        steps = launchable(plan, context.instance, chunkers, model_keys)
+        if not steps:
+            return dg.SkipReason("the index is current" if not plan else
+                                 f"{len(plan)} due partition(s) have a run or wait for one")
+        return [run_request(step) for step in steps]
+
+    return index_automation

@@ -1,0 +1,347 @@
+"""``rag-pipeline index`` the way the UI does it: runs launched through the project's code
+location on the project's instance, carried down the index by the ``index_automation`` sensor.
+
+The command launches one ``documents_job`` run (``dagster job launch -w workspace.yaml``), then
+follows the runs the sensor launches until the index is current: every declared chunker x model
+serves a generation built from the latest documents, and every model's evaluation scored those
+generations. With a Dagster daemon already running (``make dev``), it uses that daemon and its
+run queue, so it never races the sensor into duplicate runs; without one, it starts a daemon for
+its own duration. Runs therefore show on the job pages and the timeline like any UI run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from rag_pipeline.core.index.plan import index_plan
+from rag_pipeline.core.runtime.processes import daemon_pids, pid_alive
+from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.orchestration.automation import (
+    CHUNKS_JOB,
+    EMBEDDINGS_JOB,
+    EVAL_JOB,
+    SENSOR_INTERVAL_SECONDS,
+)
+from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.project_paths import PROJECT_ROOT
+
+WORKSPACE = PROJECT_ROOT / "workspace.yaml"
+REQUEST_TAG = "rag_pipeline/index_request"
+RETRY_TAG = "rag_pipeline/retry"
+HEARTBEAT_MAX_AGE_SECONDS = 45.0
+DAEMON_START_TIMEOUT_SECONDS = 240.0
+GUARD_STOP_SECONDS = 60.0
+REAP_SECONDS = 5.0
+QUEUED_WITHOUT_DAEMON_SECONDS = 3.0
+STALL_SECONDS = 6 * SENSOR_INTERVAL_SECONDS + 30
+ACTIVE = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
+          dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+          dg.DagsterRunStatus.CANCELING}
+WAITING = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
+"""A run in these states starts only when a daemon dequeues it."""
+MODEL_PARTITION_TAG = "dagster/partition/model"
+_PROGRESS = re.compile(r"embedded (\d+)/(\d+) texts")
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def daemon_running(instance: dg.DagsterInstance, home: Path | None = None) -> bool:
+    """A ``dagster-daemon`` of this machine runs on this instance (``DAGSTER_HOME`` = ``home``,
+    default the instance's folder) and wrote a heartbeat in the last
+    ``HEARTBEAT_MAX_AGE_SECONDS``. A heartbeat alone is never trusted: a stopped daemon's last
+    one stays fresh for a while."""
+    now = time.time()
+    fresh = any(now - beat.timestamp < HEARTBEAT_MAX_AGE_SECONDS
+                for beat in instance.get_daemon_heartbeats().values())
+    return fresh and bool(daemon_pids(home or Path(instance.root_directory)))
+
+
+@dataclass(frozen=True)
+class ProjectDaemon:
+    """The daemon ``index`` follows: the one it started (``guard`` set) or one already running."""
+
+    home: Path
+    guard: subprocess.Popen | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.guard is not None
+
+    def alive(self) -> bool:
+        if self.guard is not None:
+            return self.guard.poll() is None
+        return bool(daemon_pids(self.home))
+
+
+def _stop_guard(guard: subprocess.Popen) -> None:
+    if guard.poll() is None:
+        guard.terminate()
+    try:
+        guard.wait(timeout=GUARD_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(guard.pid, signal.SIGKILL)
+        guard.wait()
+
+
+@contextmanager
+def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
+                   echo: Callable[[str], None], since: float,
+                   lock_fd: int | None = None) -> Iterator[ProjectDaemon]:
+    """Uses the running daemon, or runs ``dagster-daemon`` for the duration under
+    :mod:`rag_pipeline.orchestration.index_guard`: in its own process group, ended with this process even by
+    ``kill -9``, its runs since ``since`` marked canceled when it is stopped. ``lock_fd`` (the
+    instance lock) is handed to the guard, so the lock is held until its clean-up is over."""
+    home = Path(instance.root_directory)
+    if daemon_running(instance, home):
+        echo("using the running Dagster daemon")
+        yield ProjectDaemon(home)
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "rag_pipeline.orchestration.index_guard", "--parent", str(os.getpid()),
+               "--since", repr(since), "--", _bin("dagster-daemon"), "run", "-w", str(WORKSPACE)]
+    with log_path.open("ab") as log:
+        guard = subprocess.Popen(command, cwd=PROJECT_ROOT, env=dict(env), stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True,
+                                 pass_fds=() if lock_fd is None else (lock_fd,))
+    echo(f"started a Dagster daemon for this run (log: {log_path})")
+    try:
+        deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
+        while not daemon_running(instance, home):
+            if guard.poll() is not None:
+                raise IndexRunFailed(f"the Dagster daemon exited: see {log_path}")
+            if time.monotonic() > deadline:
+                raise IndexRunFailed(f"the Dagster daemon did not start in "
+                                     f"{DAEMON_START_TIMEOUT_SECONDS:.0f} s: see {log_path}")
+            time.sleep(0.5)
+        yield ProjectDaemon(home, guard)
+    finally:
+        _stop_guard(guard)
+
+
+def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
+    """The pid a run's worker reported ("Started process for run (pid: N)"), if any."""
+    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT).records
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        metadata = getattr(event.event_specific_data, "metadata", None) or {}
+        pid = metadata.get("pid")
+        if pid is not None:
+            return int(getattr(pid, "value", pid))
+    return None
+
+
+def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) -> list[str]:
+    """Marks failed every started run whose process on this machine is gone (killed): the run
+    worker's reported pid, or the pid an in-process run was tagged with."""
+    failed = []
+    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    for run in started:
+        pid = run_worker_pid(instance, run.run_id)
+        if pid is None and run.tags.get(PID_TAG, "").isdigit():
+            pid = int(run.tags[PID_TAG])
+        if pid is not None and not pid_alive(pid):
+            instance.report_run_failed(run, f"the run's process (pid {pid}) is gone: it was "
+                                            "killed or crashed; marked failed by rag-pipeline index")
+            echo(f"marked killed run {run.run_id[:8]} ({run.job_name}) as failed")
+            failed.append(run.run_id)
+    return failed
+
+
+def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = None,
+               tags: Mapping[str, str] | None = None) -> str:
+    """Launches one run through the code location (``dagster job launch``); returns its id."""
+    request = uuid.uuid4().hex
+    command = [_bin("dagster"), "job", "launch", "-w", str(WORKSPACE), "-j", job,
+               "--tags", json.dumps({**(tags or {}), REQUEST_TAG: request})]
+    if run_config:
+        command += ["--config-json", json.dumps(run_config)]
+    result = subprocess.run(command, cwd=PROJECT_ROOT, env=dict(env), capture_output=True,
+                            text=True, timeout=600)
+    if result.returncode != 0:
+        lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+        raise IndexRunFailed(f"could not launch {job}: {lines[-1] if lines else 'no output'}")
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs(filters=dg.RunsFilter(tags={REQUEST_TAG: request}))
+    if not runs:
+        raise IndexRunFailed(f"{job} was launched but no run carries request {request}")
+    return runs[0].run_id
+
+
+@dataclass(frozen=True)
+class FailedPartition:
+    """A partition whose last run failed (or was killed or canceled) and has not succeeded
+    since: the job that builds it, its key and tags, and why the run failed."""
+
+    job: str
+    partition: str
+    tags: dict[str, str]
+    reason: str
+
+
+RETRY_JOBS = (CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB)
+"""The partitioned jobs, in the order the index runs them."""
+
+
+def failed_partitions(instance: dg.DagsterInstance,
+                      defs: dg.Definitions) -> list[FailedPartition]:
+    """Every partition of the index whose latest run (the sensor's or a job's) failed or was
+    canceled, in stage order. (Dagster's own partition status counts a canceled run as never
+    attempted, so the runs are read instead.)"""
+    found = []
+    for job_name in RETRY_JOBS:
+        partitions_def = defs.resolve_job_def(job_name).partitions_def
+        for key in map(str, partitions_def.get_partition_keys()):
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": key}),
+                                     limit=1)
+            if not runs or runs[0].status not in (dg.DagsterRunStatus.FAILURE,
+                                                  dg.DagsterRunStatus.CANCELED):
+                continue
+            run = runs[0]
+            reason = (f"{run.status.value.lower()} (run {run.run_id[:8]}): "
+                      f"{first_error(instance, run.run_id)}")
+            tags = {k: str(v) for k, v in partitions_def.get_tags_for_partition_key(key).items()}
+            found.append(FailedPartition(job_name, key, tags, reason))
+    return found
+
+
+def retry_failed(instance: dg.DagsterInstance, defs: dg.Definitions, env: Mapping[str, str],
+                 echo: Callable[[str], None]) -> list[str]:
+    """Launches each failed partition's job (the run reuses every checkpointed vector) unless a
+    run of that partition is already waiting or running; returns the launched run ids. Called
+    before the daemon starts, so the sensor's first tick finds them queued (in progress) and
+    does not request them a second time."""
+    launched = []
+    for failed in failed_partitions(instance, defs):
+        busy = instance.get_runs(filters=dg.RunsFilter(
+            tags={"dagster/partition": failed.partition}, statuses=list(ACTIVE)), limit=1)
+        if busy:
+            continue
+        run_id = launch_run(failed.job, env, tags={**failed.tags, RETRY_TAG: "true"})
+        echo(f"retrying {failed.job} [{failed.partition}] (run {run_id[:8]}), whose last run "
+             f"{failed.reason}")
+        launched.append(run_id)
+    return launched
+
+
+def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
+                     evaluate: bool = True) -> bool:
+    """The documents are written and nothing is due (:func:`rag_pipeline.core.index.plan.index_plan`):
+    every chunker x model serves the latest version of each of its generation's tables, none
+    built from an input that has moved on, and each model's evaluation scored those generations."""
+    return warehouse.version(DOCUMENTS) is not None and not index_plan(
+        warehouse, chunkers, models, evaluate)
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    job: str
+    partition: str
+    status: str
+    seconds: float | None
+    error: str | None = None
+
+
+def _label(run: dg.DagsterRun) -> str:
+    return f"{run.job_name} [{run.tags.get('dagster/partition', '-')}]"
+
+
+def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable[[], bool],
+                echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
+                log: Callable[[str], None] | None = None,
+                stall_seconds: float = STALL_SECONDS,
+                daemon_alive: Callable[[], bool] | None = None) -> list[RunReport]:
+    """Prints each run created since ``since`` as it starts and ends, with embedding progress
+    (and, with ``log``, every line the runs log), until nothing is queued or running and the
+    index is current. Every ``REAP_SECONDS`` a run whose worker process is gone is marked
+    failed. Raises on a failed run, and when a run is queued while ``daemon_alive``
+    says no daemon is there to start it."""
+    reported: dict[str, dg.DagsterRunStatus] = {}
+    cursors: dict[str, str | None] = {}
+    reports: dict[str, RunReport] = {}
+    idle_since: float | None = None
+    created_after = datetime.fromtimestamp(since, UTC)
+    last_reap = time.monotonic()
+    while True:
+        if time.monotonic() - last_reap > REAP_SECONDS:
+            # A run whose worker was killed never reports its own end.
+            fail_dead_runs(instance, echo)
+            last_reap = time.monotonic()
+        records = sorted(instance.get_run_records(
+            filters=dg.RunsFilter(created_after=created_after)), key=lambda r: r.create_timestamp)
+        for record in records:
+            run = record.dagster_run
+            if reported.get(run.run_id) != run.status:
+                reported[run.run_id] = run.status
+                seconds = (record.end_time - record.start_time) \
+                    if record.end_time and record.start_time else None
+                report = RunReport(run.run_id, run.job_name,
+                                   run.tags.get("dagster/partition", "-"), run.status.value,
+                                   seconds)
+                reports[run.run_id] = report
+                if run.status == dg.DagsterRunStatus.STARTED:
+                    echo(f"  started  {_label(run)}")
+                elif run.status == dg.DagsterRunStatus.SUCCESS:
+                    echo(f"  done     {_label(run)} in {seconds or 0:.1f} s")
+                elif run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+                    report.error = first_error(instance, run.run_id)
+                    echo(f"  FAILED   {_label(run)}: {report.error}")
+            # Embedding runs are the sensor's asset-job runs too: known by their model partition.
+            embeds = MODEL_PARTITION_TAG in run.tags
+            wanted = log is not None or (progress is not None and embeds)
+            if wanted and (run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors):
+                connection = instance.get_records_for_run(run.run_id, cursor=cursors.get(run.run_id))
+                # A finished run is read one last time, then no more.
+                if run.status in ACTIVE:
+                    cursors[run.run_id] = connection.cursor
+                else:
+                    cursors.pop(run.run_id, None)
+                for entry in (r.event_log_entry for r in connection.records):
+                    if log is not None:
+                        log(f"    {run.run_id[:8]} {entry.user_message or ''}".rstrip())
+                    match = _PROGRESS.search(entry.user_message or "")
+                    if progress is not None and entry.dagster_event is None and match:
+                        progress(f"{_label(run)} {match.group(1)}/{match.group(2)}")
+        active = [r for r in records if r.dagster_run.status in ACTIVE]
+        failed = [reports[r.dagster_run.run_id] for r in records
+                  if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+        queued = [r for r in records if r.dagster_run.status in WAITING]
+        if queued and daemon_alive is not None and not daemon_alive():
+            time.sleep(QUEUED_WITHOUT_DAEMON_SECONDS)  # a daemon that just dequeued it
+            if not daemon_alive() and instance.get_run_by_id(
+                    queued[0].dagster_run.run_id).status in WAITING:
+                run = queued[0].dagster_run
+                raise IndexRunFailed(f"{_label(run)} (run {run.run_id[:8]}) is queued but no "
+                                     "Dagster daemon is running on this instance to start it")
+        if not active:
+            if failed:
+                first = failed[0]
+                raise IndexRunFailed(f"{first.job} [{first.partition}] failed (run "
+                                     f"{first.run_id[:8]}): {first.error}")
+            if is_current():
+                return list(reports.values())
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > stall_seconds:
+                raise IndexRunFailed(
+                    "nothing is running, but the index is not current: is the index_automation "
+                    "sensor stopped? Start it in the Dagster UI (Automation) and run again")
+        else:
+            idle_since = None
+        time.sleep(1.0)

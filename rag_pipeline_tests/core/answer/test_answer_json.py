@@ -1,0 +1,50 @@
+"""Tests for ``rag_pipeline.core.answer.answer_json``: every field of an answer and a refusal, written out."""
+
+from __future__ import annotations
+
+from rag_pipeline.core.answer.answer_json import answer_from_json, answer_json
+from rag_pipeline.core.answer.ask import Answer
+from rag_pipeline.core.answer.citations import Citation
+
+CITATION = Citation(
+    index=1, document_id="guide/config.md", document_name="Configuring Frobnicator",
+    locator_label="Configuring Frobnicator > Timeouts", fragment="#char=113,203", start=113, end=203,
+    quote="Every network call gives up after seventeen seconds.", cosine_distance=0.3125,
+    url="https://docs.example/guide/config.md#char=113,203",
+    locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"), section="Timeouts")
+
+
+def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
+    answer = Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
+                    "Sources: ...", 0.3125, False, timings={"embed_question": 0.0081234, "total": 0.0125},
+                    generation="20261130T112142Z-0a1b2c3d")
+    assert answer_json(answer) == {
+        "question": "how long before a timeout", "answered": True, "reason": None,
+        "threshold": 0.625, "partition": "header|m@1", "generation": "20261130T112142Z-0a1b2c3d",
+        "closest_distance": 0.3125, "reranked": False,
+        "citations": [{
+            "index": 1, "document_id": "guide/config.md", "document_name": "Configuring Frobnicator",
+            "locator_label": "Configuring Frobnicator > Timeouts", "fragment": "#char=113,203",
+            "from": 113, "to": 203, "quote": "Every network call gives up after seventeen seconds.",
+            "cosine_distance": 0.3125, "url": "https://docs.example/guide/config.md#char=113,203",
+            "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
+            "section": "Timeouts"}],
+        "prompt": "Sources: ...", "answer": None,
+        "timings_ms": {"embed_question": 8.123, "total": 12.5},
+    }
+    # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
+    back = answer_from_json(answer_json(answer))
+    assert back == Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
+                          "Sources: ...", 0.3125, False,
+                          timings={"embed_question": 0.008123, "total": 0.0125},
+                          generation="20261130T112142Z-0a1b2c3d")
+
+
+def test_a_refusal_has_no_citations_and_no_prompt():
+    reason = 'NO ANSWER: nothing under cosine distance 0.625 for "capital of france" (closest: 0.943)'
+    answer = Answer("capital of france", False, reason, 0.625, "header|m@1", [], None, 0.9431, False)
+    assert answer_json(answer) == {
+        "question": "capital of france", "answered": False, "reason": reason, "threshold": 0.625,
+        "partition": "header|m@1", "generation": "", "closest_distance": 0.9431, "reranked": False,
+        "citations": [],
+        "prompt": None, "answer": None, "timings_ms": {}}

@@ -1,0 +1,171 @@
+"""Tests for ``rag_pipeline.core.answer.ask`` over a tiny real index: a refusal never calls the
+generator, an answer's citations slice exactly, and the prompt is built from them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag_pipeline.core.answer.ask import (
+    QUOTE_ONLY_MIN_WORDS,
+    AskSettings,
+    EmptyQuestionError,
+    QuestionTooLongError,
+    ask,
+    check_question,
+)
+from rag_pipeline.core.answer.citations import build_prompt
+from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.ingest.text_fragment import text_fragment
+from rag_pipeline.core.retrieval.rerank import Reranker, RerankSettings
+from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
+from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+OFF_TOPIC = "what is the capital of france"
+TIMEOUTS_QUESTION = "how long before a network call times out"
+# Nothing listens on the discard port: reaching the generator raises GenerationError.
+CLOSED_PORT = GeneratorSettings(base_url="http://127.0.0.1:9/v1", model="never-called", timeout_s=5)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("ask"), hashed_embedder)
+
+
+def test_off_topic_question_is_refused_without_calling_the_generator(built: BuiltIndex,
+                                                                     hashed_embedder: HashedEmbedder):
+    embedder = hashed_embedder
+    answer = ask(OFF_TOPIC, built.index, embedder, AskSettings(generator=CLOSED_PORT))
+    hits = retrieve(built.index, embed_question(embedder, OFF_TOPIC), OFF_TOPIC).hits
+    closest = min(h.cosine_distance for h in hits)
+    assert closest >= 0.6
+    assert (answer.question, answer.answered, answer.citations, answer.prompt) == (
+        OFF_TOPIC, False, [], None)
+    assert (answer.generated, answer.rendered_answer) == (None, None)
+    assert answer.cut == 0.6
+    assert answer.closest_distance == closest
+    assert answer.partition == f"header|{hashed_embedder.spec.key}"
+    assert answer.reason == (
+        f'NO ANSWER: nothing under cosine distance 0.6 for "{OFF_TOPIC}" (closest: {closest:.3f})')
+    # With the hashed stand-in the closest chunk is install.md's Upgrading paragraph at about
+    # 0.675 (the real model's refusal of this question is checked through the CLI, slow tier).
+    assert answer.reason.endswith("(closest: 0.675)")
+    assert "generate" not in answer.timings
+
+
+def test_the_closed_port_generator_really_raises_when_reached(built: BuiltIndex,
+                                                              hashed_embedder: HashedEmbedder):
+    # Guards the test above: with the same settings, an answered question does call the
+    # generator, and that call fails loudly.
+    with pytest.raises(GenerationError, match=r"^connection to http://127\.0\.0\.1:9/v1/chat/completions "
+                                              r"refused: is the server running\?$"):
+        ask(TIMEOUTS_QUESTION, built.index, hashed_embedder, AskSettings(generator=CLOSED_PORT))
+
+
+@pytest.mark.parametrize("question", ["", "   ", " \t\n "])
+def test_empty_question_is_an_error(built: BuiltIndex, hashed_embedder: HashedEmbedder, question: str):
+    with pytest.raises(EmptyQuestionError, match=r"^the question is empty$"):
+        ask(question, built.index, hashed_embedder)
+
+
+def test_a_question_of_2000_characters_is_accepted_and_one_more_is_an_error():
+    assert check_question("  " + "x" * 2000 + "\n") == "x" * 2000
+    with pytest.raises(QuestionTooLongError, match=r"^the question has 2001 characters; at most 2000 "
+                                                   r"are accepted$"):
+        check_question("x" * 2001)
+
+
+@pytest.mark.parametrize(("cut", "max_sources", "message"), [
+    (-0.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got -0\.5$"),
+    (2.5, 4, r"^cut must be a finite cosine distance in \[0, 2\], got 2\.5$"),
+    (0.625, 0, r"^max_sources must be at least 1, got 0$"),
+])
+def test_ask_settings_refuse_a_cut_out_of_range_and_no_sources(cut: float, max_sources: int, message: str):
+    with pytest.raises(ValueError, match=message):
+        AskSettings(cut=cut, max_sources=max_sources)
+
+
+def test_on_topic_question_is_answered_with_exact_quotes(built: BuiltIndex, hashed_embedder: HashedEmbedder):
+    answer = ask(f"  {TIMEOUTS_QUESTION}\n", built.index, hashed_embedder)
+    assert (answer.question, answer.answered, answer.reason) == (TIMEOUTS_QUESTION, True, None)
+    # Only the Timeouts paragraph is under 0.6 (about 0.54 with the hashed stand-in; the next
+    # distinct passage is about 0.74), and its faq.md copy is collapsed into it.
+    assert len(answer.citations) == 1
+    (c,) = answer.citations
+    assert (c.index, c.document_id, c.locator_label, c.start, c.end, c.quote) == (
+        1, "guide/config.md", "Configuring Frobnicator > Timeouts", 113, 203, TIMEOUTS_PARAGRAPH)
+    assert c.quote == built.canonical["guide/config.md"][113:203]
+    assert c.locations == ("guide/config.md#char=113,203", "guide/faq.md#char=49,139")
+    assert c.cosine_distance < 0.6
+    assert answer.closest_distance == pytest.approx(c.cosine_distance, abs=1e-6)
+    assert answer.prompt == build_prompt(TIMEOUTS_QUESTION, answer.citations)
+    assert answer.prompt.startswith(
+        f"Sources:\n\n[1] Configuring Frobnicator - Timeouts\n{TIMEOUTS_PARAGRAPH}\n\n")
+    assert "Answer the question using only the sources above." in answer.prompt
+    assert answer.prompt.endswith(f"Question: {TIMEOUTS_QUESTION}\n")
+    assert (answer.generated, answer.rendered_answer) == (None, None)
+
+
+def test_a_looser_cut_keeps_at_most_four_sources_in_retrieval_order(built: BuiltIndex,
+                                                                    hashed_embedder: HashedEmbedder):
+    embedder = hashed_embedder
+    hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    # All five collapsed hits are under 1.1 (the farthest is about 0.98): the cap keeps four.
+    assert len(hits) == 5 and max(h.cosine_distance for h in hits) < 1.1
+    answer = ask(TIMEOUTS_QUESTION, built.index, embedder,
+                 AskSettings(cut=1.1, base_url="https://docs.example.org/frob"))
+    assert [c.index for c in answer.citations] == [1, 2, 3, 4]
+    assert [(c.document_id, c.start, c.end) for c in answer.citations] == [
+        (built.index.document_ids[h.row], int(built.index.starts[h.row]), int(built.index.ends[h.row]))
+        for h in hits[:4]]
+    for c in answer.citations:
+        assert c.quote == built.canonical[c.document_id][c.start:c.end]
+        assert f"[{c.locator_label}]" not in c.quote
+        # Markdown and text pages open at a W3C text fragment of the quote, not at #char=
+        # (which no browser honours); the citation's fragment stays the character locator.
+        assert c.fragment == f"#char={c.start},{c.end}"
+        assert c.url == f"https://docs.example.org/frob/{c.document_id}" + text_fragment(
+            c.quote, 0, len(c.quote), min_words=QUOTE_ONLY_MIN_WORDS)
+        assert f"[{c.index}] {c.document_name} - " in answer.prompt
+    timeouts = [c for c in answer.citations if c.quote == TIMEOUTS_PARAGRAPH]
+    assert [c.url.partition("#")[2] for c in timeouts] == [
+        ":~:text=Every%20network%20call%20gives%20up%20after,unless%20the%20timeout%20key%20says%20otherwise."]
+    assert answer.cut == 1.1
+
+
+def test_the_generator_gets_the_prompt_and_its_answer_is_post_checked(
+        built: BuiltIndex, hashed_embedder: HashedEmbedder, chat_server: FakeChatServer):
+    # The model cites a source that does not exist and writes a link of its own.
+    chat_server.reply = chat_reply(
+        "A call gives up after seventeen seconds [1], see https://evil.example/timeouts [3].")
+    settings = AskSettings(generator=GeneratorSettings(base_url=chat_server.base_url,
+                                                       model="tiny-chat", timeout_s=TIMEOUT_S))
+    answer = ask(TIMEOUTS_QUESTION, built.index, hashed_embedder, settings)
+    (request,) = chat_server.received
+    assert json.loads(request.body)["messages"] == [{"role": "user", "content": answer.prompt}]
+    assert (answer.generated.cited, answer.generated.unknown_citations,
+            answer.generated.removed_urls) == ((1,), (3,), ("https://evil.example/timeouts",))
+    (c,) = answer.citations
+    assert answer.rendered_answer.endswith(
+        f"Sources:\n[1] Configuring Frobnicator — Configuring Frobnicator > Timeouts — {c.url}")
+    assert "https://evil.example" not in answer.rendered_answer
+    assert "generate" in answer.timings
+
+
+@pytest.mark.slow  # builds a cross-encoder with torch
+def test_the_reranker_reorders_the_hybrid_shortlist_before_the_gate(
+        built: BuiltIndex, hashed_embedder: HashedEmbedder, tiny_cross_encoder):
+    # Random weights: this checks the plumbing (order taken from the cross-encoder, gate after).
+    embedder = hashed_embedder
+    reranker = Reranker(RerankSettings(model_path=tiny_cross_encoder))
+    hits = retrieve(built.index, embed_question(embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    order = reranker.rerank(TIMEOUTS_QUESTION, [(str(i), built.index.texts[h.row])
+                                                for i, h in enumerate(hits)])
+    expected = [hits[int(i)] for i, _ in order][:4]
+    answer = ask(TIMEOUTS_QUESTION, built.index, embedder, AskSettings(cut=1.1), reranker)
+    assert answer.reranked and "rerank" in answer.timings
+    assert [(c.document_id, c.start) for c in answer.citations] == [
+        (built.index.document_ids[h.row], int(built.index.starts[h.row])) for h in expected]

@@ -1,0 +1,90 @@
+"""Tests for ``rag_pipeline.core.answer.gate``: the refusal gate at its boundary, its cap and its line."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, GateDecision, apply_gate, refusal_line
+
+
+def test_defaults():
+    # 0.6 was chosen by the refusal sweep (cross-validated); the design's provisional cut was 0.675.
+    assert (DEFAULT_CUT, MAX_SOURCES) == (0.6, 4)
+
+
+def test_distance_equal_to_the_default_cut_is_not_kept():
+    decision = apply_gate([0.6])
+    assert decision == GateDecision(kept=(), cut=0.6, closest_distance=0.6)
+    assert not decision.answered
+
+
+def test_distance_just_under_the_default_cut_is_kept():
+    just_under = math.nextafter(0.6, 0.0)
+    decision = apply_gate([just_under])
+    assert decision == GateDecision(kept=(0,), cut=0.6, closest_distance=just_under)
+    assert decision.answered
+
+
+@pytest.mark.parametrize("cut", [0.675, 0.5, 1.0])
+def test_the_cut_itself_is_out_and_the_next_float_down_is_in(cut: float):
+    below = math.nextafter(cut, 0.0)
+    assert apply_gate([cut, below, cut], cut=cut).kept == (1,)
+
+
+def test_boundary_with_a_custom_cut():
+    assert apply_gate([0.5, 0.4999, 0.5001], cut=0.5).kept == (1,)
+
+
+def test_at_most_four_kept_the_first_four_in_retrieval_order():
+    # Six candidates all under the cut; positions 4 and 5 are the closest but come last.
+    decision = apply_gate([0.30, 0.20, 0.25, 0.10, 0.05, 0.01])
+    assert decision.kept == (0, 1, 2, 3)
+    assert decision.closest_distance == 0.01
+
+
+def test_max_sources_caps_the_kept_list():
+    assert apply_gate([0.1, 0.2, 0.3], max_sources=2).kept == (0, 1)
+    assert apply_gate([0.1, 0.2, 0.3], max_sources=1).kept == (0,)
+
+
+def test_kept_positions_keep_retrieval_order_not_distance_order():
+    # Retrieval order (e.g. fused) differs from distance order; the gate never re-sorts.
+    decision = apply_gate([0.70, 0.30, 0.90, 0.10, 0.50], cut=0.6)
+    assert decision.kept == (1, 3, 4)
+    assert decision.closest_distance == 0.10
+
+
+def test_refusal_when_none_pass_and_the_exact_line():
+    decision = apply_gate([0.80, 0.70, 0.9001], cut=0.675)
+    assert decision == GateDecision(kept=(), cut=0.675, closest_distance=0.70)
+    assert refusal_line("what is the capital of france", decision) == (
+        'NO ANSWER: nothing under cosine distance 0.675 for "what is the capital of france" '
+        "(closest: 0.700)")
+
+
+def test_refusal_line_at_the_default_cut():
+    decision = apply_gate([0.80, 0.70])
+    assert refusal_line("what is the capital of france", decision) == (
+        'NO ANSWER: nothing under cosine distance 0.6 for "what is the capital of france" '
+        "(closest: 0.700)")
+
+
+def test_refusal_line_rounds_closest_to_three_decimals():
+    decision = apply_gate([1.23456], cut=0.5)
+    assert refusal_line("q", decision) == (
+        'NO ANSWER: nothing under cosine distance 0.5 for "q" (closest: 1.235)')
+
+
+def test_refusal_with_no_candidates_has_no_closest():
+    decision = apply_gate([])
+    assert decision == GateDecision(kept=(), cut=0.6, closest_distance=None)
+    assert refusal_line("anything", decision) == (
+        'NO ANSWER: nothing under cosine distance 0.6 for "anything"')
+
+
+@pytest.mark.parametrize("max_sources", [0, -1])
+def test_max_sources_below_one_is_an_error(max_sources: int):
+    with pytest.raises(ValueError, match=rf"^max_sources must be at least 1, got {max_sources}$"):
+        apply_gate([0.1], max_sources=max_sources)

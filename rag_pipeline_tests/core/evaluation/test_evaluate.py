@@ -1,0 +1,353 @@
+"""Tests for ``rag_pipeline.core.evaluation.evaluate``: rank, gate outcome, refusal sweep and cut rule on
+hand-made hits, then one small ``evaluate`` over a tiny real index whose 60-character chunks
+destroy one planted needle."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from rag_pipeline.core.chunking.strategies import ChunkingSettings
+from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.evaluation.evaluate import (
+    CANDIDATES,
+    CUT_RULE,
+    RULE_BUDGET,
+    RULE_RIGHT_OUTCOMES,
+    SWEEP_CUTS,
+    AnnCheck,
+    GateCvRow,
+    PairedRow,
+    RankRow,
+    RunKey,
+    SweepRow,
+    ann_check,
+    candidate_pairs,
+    candidate_run,
+    candidate_runs,
+    default_pairs,
+    default_runs,
+    evaluate,
+    first_hit_rank,
+    gate_outcome,
+    recommend_cut,
+    refusal_sweep,
+    rows_holding,
+)
+from rag_pipeline.core.evaluation.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
+from rag_pipeline.core.index.ann import AnnIndex
+from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
+from rag_pipeline.core.retrieval.fusion import Fusion
+from rag_pipeline.core.retrieval.retriever import (
+    DEFAULT_ANALYZER,
+    Hit,
+    QueryVector,
+    RetrievalSettings,
+    Retriever,
+)
+from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index, topic_docs
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+def hits(*pairs: tuple[int, float]) -> list[Hit]:
+    """Hits in retrieval order from ``(row, cosine distance)`` pairs."""
+    return [Hit(row, 1.0 - distance, distance, (row,)) for row, distance in pairs]
+
+
+THREE = hits((10, 0.50), (11, 0.60), (12, 0.70))
+
+
+# --- ranks and outcomes on hand-made hits ---------------------------------------------------------
+
+
+def test_first_hit_rank():
+    assert first_hit_rank(THREE, frozenset({11, 99})) == 2
+    assert first_hit_rank(THREE, frozenset({12, 10})) == 1
+    assert first_hit_rank(THREE, frozenset({12})) == 3
+    assert first_hit_rank(THREE, frozenset({99})) is None
+    assert first_hit_rank(THREE, frozenset()) is None
+    assert first_hit_rank([], frozenset({10})) is None
+
+
+def test_gate_outcome_correct_wrong_refused():
+    assert gate_outcome(THREE, frozenset({11}), cut=0.65) == "correct"  # rows 10, 11 kept
+    assert gate_outcome(THREE, frozenset({12}), cut=0.65) == "wrong"  # 12 is at 0.70, not kept
+    assert gate_outcome(THREE, frozenset(), cut=0.65) == "wrong"  # a destroyed needle
+    assert gate_outcome(THREE, frozenset({10}), cut=0.50) == "refused"  # 0.50 is not under 0.50
+    assert gate_outcome([], frozenset({10}), cut=0.9) == "refused"
+
+
+def test_gate_outcome_honours_max_sources():
+    assert gate_outcome(THREE, frozenset({11}), cut=0.65, max_sources=1) == "wrong"
+    five = hits((1, 0.1), (2, 0.1), (3, 0.1), (4, 0.1), (5, 0.1))
+    assert gate_outcome(five, frozenset({5}), cut=0.5) == "wrong"  # fifth is past the cap of 4
+    assert gate_outcome(five, frozenset({4}), cut=0.5) == "correct"
+
+
+def test_refusal_sweep_by_hand():
+    in_domain = [
+        (hits((1, 0.50), (2, 0.58)), frozenset({2})),  # 0.55: keeps 1 -> wrong; 0.60: correct
+        (hits((3, 0.57)), frozenset({3})),  # 0.55: refused; 0.60: correct
+        (hits((4, 0.40)), frozenset({5})),  # wrong at both
+        (hits((6, 0.70)), frozenset({6})),  # refused at both
+    ]
+    ood = [
+        (hits((7, 0.52)), OodLine("o1", "near one", OodKind.NEAR)),  # bluffs at both
+        (hits((8, 0.90), (9, 0.59)), OodLine("o2", "off one", OodKind.OFF)),  # bluffs at 0.60
+        (hits((9, 0.80)), OodLine("o3", "off two", OodKind.OFF)),  # never bluffs
+    ]
+    sweep = refusal_sweep(in_domain, ood, cuts=(0.55, 0.60))
+    assert sweep == [
+        SweepRow(cut=0.55, in_correct=0, in_wrong=2, in_refused=2, ood_bluffs=1, ood_bluffs_near=1,
+                 ood_bluffs_off=0, ood_total=3),
+        SweepRow(cut=0.60, in_correct=2, in_wrong=1, in_refused=1, ood_bluffs=2, ood_bluffs_near=1,
+                 ood_bluffs_off=1, ood_total=3),
+    ]
+    # Right outcomes: correct answers + refused out-of-domain queries.
+    assert [row.right_outcomes for row in sweep] == [0 + (3 - 1), 2 + (3 - 2)]
+    assert recommend_cut(sweep) == 0.60
+
+
+def sweep_row(cut: float, in_correct: int, ood_bluffs: int, ood_total: int = 10) -> SweepRow:
+    return SweepRow(cut, in_correct, 0, 0, ood_bluffs, ood_bluffs, 0, ood_total)
+
+
+def test_recommend_cut_takes_the_most_right_outcomes():
+    sweep = [sweep_row(0.5, 3, 0), sweep_row(0.55, 6, 1), sweep_row(0.6, 8, 6)]
+    # Right outcomes 13, 15, 12.
+    assert [r.right_outcomes for r in sweep] == [13, 15, 12]
+    assert recommend_cut(sweep) == 0.55
+
+
+def test_recommend_cut_tie_goes_to_the_lower_cut():
+    sweep = [sweep_row(0.5, 3, 0), sweep_row(0.55, 5, 1), sweep_row(0.6, 6, 2), sweep_row(0.65, 6, 5)]
+    # Right outcomes 13, 14, 14, 11: 0.55 and 0.6 tie; the stricter cut wins, in any order.
+    assert [r.right_outcomes for r in sweep] == [13, 14, 14, 11]
+    assert recommend_cut(sweep) == 0.55
+    assert recommend_cut(list(reversed(sweep))) == 0.55
+    assert "ties go to the stricter (lower) cut" in CUT_RULE
+
+
+def test_recommend_cut_of_no_sweep():
+    assert recommend_cut([]) is None
+
+
+def test_sweep_cuts():
+    assert SWEEP_CUTS == (0.45, 0.475, 0.5, 0.525, 0.55, 0.575, 0.6, 0.625, 0.65, 0.675, 0.7, 0.725,
+                          0.75)
+
+
+# --- runs and pairs ------------------------------------------------------------------------------
+
+
+def test_default_runs_and_their_labels():
+    # The default analyzer (code) goes unnamed; the first other one (plain) is named in the label.
+    assert DEFAULT_ANALYZER is Analyzer.CODE
+    runs = default_runs(["blind", "header"])
+    assert [r.label for r in runs] == [
+        "blind/dense", "blind/bm25", "blind/hybrid",
+        "header/dense", "header/bm25", "header/hybrid",
+        "header/bm25[plain]", "header/hybrid[plain]", "header/hybrid[no-collapse]"]
+    assert RunKey("header", Retriever.DENSE, Analyzer.PLAIN).label == "header/dense"
+    settings = RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH, collapse=False).settings()
+    assert (settings.retriever, settings.analyzer, settings.collapse_duplicates) == (
+        Retriever.HYBRID, Analyzer.ENGLISH, False)
+    assert RunKey("header", Retriever.HYBRID, Analyzer.ENGLISH).label == "header/hybrid[english]"
+
+
+def test_candidates_are_measured_against_before():
+    assert CANDIDATES["before"] == RetrievalSettings(Retriever.HYBRID, Analyzer.ENGLISH,
+                                                     fusion=Fusion.RRF, dense_weight=1.0)
+    # The adopted default is the candidate code+minmax-dense2 (collapse and depth unchanged).
+    assert CANDIDATES["code+minmax-dense2"] == RetrievalSettings()
+    runs = [RunKey("header", Retriever.HYBRID), *candidate_runs("header")]
+    assert runs[1] == candidate_run("header", "before")
+    assert runs[1].label == "header/hybrid[before]"
+    pairs = candidate_pairs(runs)
+    assert [(a.label, b.label) for a, b in pairs[:2]] == [
+        ("header/hybrid", "header/hybrid[before]"), ("header/hybrid[code]", "header/hybrid[before]")]
+    assert len(pairs) == len(CANDIDATES)  # the default, and every candidate but before itself
+
+
+def test_default_pairs_only_where_both_sides_ran():
+    pairs = default_pairs(default_runs(["blind", "header"]))
+    assert [(a.label, b.label) for a, b in pairs] == [
+        ("header/hybrid", "blind/hybrid"),
+        ("header/hybrid", "header/dense"),
+        ("header/hybrid", "header/bm25"),
+        ("header/hybrid", "header/hybrid[no-collapse]"),
+        ("header/bm25[plain]", "header/bm25"),
+        ("header/hybrid[plain]", "header/hybrid"),
+    ]
+    assert default_pairs([RunKey("blind", Retriever.HYBRID)]) == []
+
+
+# --- evaluate over a tiny real index -------------------------------------------------------------
+
+NOTES_NEEDLE = "Version 2 removed the legacy XML exporter."  # 42 characters: fits a 60-char chunk
+UPGRADE_NEEDLE = "Run the upgrade command twice when the lock file is older than a week."  # 70 characters
+
+GOLD = [
+    GoldLine("q1", NOTES_NEEDLE, "which exporter did version 2 remove", "where did the xml export go in v2"),
+    # Planted flaw: 70 characters cannot sit whole in a chunk of at most 60, so the needle is in
+    # the corpus exactly once yet no chunk holds it: must be listed as destroyed, never found.
+    GoldLine("q2", UPGRADE_NEEDLE, "when should I run the upgrade command twice",
+             "upgrade fails when my lock file is old, what now"),
+    # Planted flaw: the Timeouts paragraph is in config.md and faq.md: must be a gold error.
+    GoldLine("q3", TIMEOUTS_PARAGRAPH, "how long before a network call times out", "downloads die"),
+]
+OOD = [
+    OodLine("o1", "what changed in version 3", OodKind.NEAR),  # closest chunk at about 0.641
+    OodLine("o2", "how do I configure a proxy for network calls", OodKind.NEAR),  # about 0.683
+    OodLine("o3", "what is the capital of france", OodKind.OFF),  # about 0.948
+]
+
+
+@pytest.fixture(scope="module")
+def small_chunks(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation"), hashed_embedder,
+                       settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+def test_rows_holding_on_60_character_chunks(small_chunks: BuiltIndex):
+    index = small_chunks.index
+    assert index.contents[11] == "Release notes.\n\nVersion 2 removed the legacy XML exporter."
+    # The upgrade sentence is cut at a word end into two chunks; neither holds all of it.
+    assert (index.contents[8], index.contents[9]) == (
+        "Run the upgrade command twice when the lock file is older", "than a week.")
+    timeouts_half = "Every network call gives up after seventeen seconds"
+    assert rows_holding(index, [NOTES_NEEDLE, "Release notes. Version 2", UPGRADE_NEEDLE,
+                                timeouts_half]) == {
+        NOTES_NEEDLE: frozenset({11}),
+        # White space is collapsed on the content side too.
+        "Release notes. Version 2": frozenset({11}),
+        UPGRADE_NEEDLE: frozenset(),
+        # Both copies of the Timeouts paragraph's first half.
+        timeouts_half: frozenset({2, 4}),
+    }
+
+
+def wilson_by_hand(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+@pytest.fixture(scope="module")
+def small_chunks_real(tmp_path_factory: pytest.TempPathFactory, minilm: ModelSpec) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("evaluation-real"), load_embedder(minilm),
+                       settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+@pytest.mark.slow
+def test_evaluate_on_a_tiny_index(small_chunks_real: BuiltIndex, minilm: ModelSpec):
+    # The real model's distances decide the sweep below.
+    small_chunks = small_chunks_real
+    queries, errors = validate_gold(GOLD, small_chunks.canonical)
+    assert errors == [GoldError("q3", "needle found 2 times in the corpus, not once")]
+    assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question", "q2/ticket"]
+    runs = [RunKey("header", Retriever.HYBRID), RunKey("header", Retriever.DENSE)]
+    report = evaluate({"header": small_chunks.index}, load_embedder(minilm), queries, OOD, errors, runs)
+
+    assert (report.queries, report.ood_queries, report.gold_errors) == (4, 3, errors)
+    assert report.destroyed == {"header": ["q2"]}
+    # q1's chunk ranks first for both phrasings (distances about 0.33 and 0.27); q2 has no chunk.
+    assert report.ranks == [
+        RankRow("header", retriever, query_id, query_id[:2], query_id[3:], rank)
+        for retriever in ("hybrid", "dense")
+        for query_id, rank in (("q1/question", 1), ("q1/ticket", 1), ("q2/question", None),
+                               ("q2/ticket", None))]
+
+    # Every run is summarised over all queries, then per style: each style has one found
+    # query (q1) and one destroyed (q2), so every row has recall 1/2 and the same MRR.
+    assert [(s.chunker, s.retriever, s.style, s.queries, s.mrr, s.destroyed)
+            for s in report.summary] == [
+        ("header", retriever, style, n, 0.5, 1) for retriever in ("hybrid", "dense")
+        for style, n in (("all", 4), ("question", 2), ("ticket", 2))]
+    for row in report.summary:
+        n = row.queries
+        low, high = wilson_by_hand(n // 2, n)
+        assert row.recall == {1: 1 / 2, 4: 1 / 2, 8: 1 / 2, 20: 1 / 2}
+        for k in (1, 4, 8, 20):
+            assert row.ci95[k] == pytest.approx((low, high), abs=1e-9)
+    assert report.paired == [PairedRow("header/hybrid", "header/dense", style, k, 0, 0, 1.0)
+                             for style in ("all", "question", "ticket") for k in (4, 8, 20)]
+
+    # Every in-domain query's closest hit is under 0.45: q1 answers from its needle's chunk
+    # (correct), q2 from some other chunk (wrong: its needle was destroyed). Out of domain, o1
+    # gets through from cut 0.65 and o2 from cut 0.7; o3 never does.
+    bluffs = {0.65: 1, 0.675: 1, 0.7: 2, 0.725: 2, 0.75: 2}
+    assert report.sweep == [
+        SweepRow(cut, 2, 2, 0, bluffs.get(cut, 0), bluffs.get(cut, 0), 0, ood_total=3)
+        for cut in SWEEP_CUTS]
+    # Right outcomes 5 for every cut up to 0.625: the tie goes to the lowest cut.
+    assert report.recommended_cut == 0.45
+    assert report.cut_rule == CUT_RULE
+
+    # Folds by line id (q1: 0, q2: 1) and by OOD id (o1: 0, o2: 1, o3: 0). Chosen on fold 1
+    # (q2 is wrong at any cut, o2 bluffs from 0.7): right outcomes peak from 0.45, the lowest
+    # cut, which answers q1 twice (correct) and refuses o1 (0.641) on fold 0. Chosen on fold 0
+    # (q1 correct, o1 bluffs from 0.65): 0.45 again; fold 1 answers q2 twice (wrong), refuses o2.
+    today = report.gate_cv[0]
+    assert today == GateCvRow("top_distance", RULE_RIGHT_OUTCOMES, 0.45, 0.45, 4, 0, 2, 3, 0)
+    # Then every signal under the refusal-budget rule (no best_sentence: no sentence vectors).
+    signals = ("gap", "standout", "agreement", "vocabulary", "coverage")
+    assert [(r.signal, r.rule, r.in_total, r.ood_total) for r in report.gate_cv[1:7]] == [
+        (s, RULE_BUDGET, 4, 3) for s in ("top_distance", *signals)]
+    # Then top_distance + w * each other signal, w chosen per fold.
+    assert [r.signal.split(" (w ")[0] for r in report.gate_cv[7:]] == [
+        f"top_distance+w*{s}" for s in signals]
+
+
+def test_evaluate_without_the_production_run_has_no_sweep(small_chunks: BuiltIndex,
+                                                          hashed_embedder: HashedEmbedder):
+    queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
+    report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
+                      [RunKey("header", Retriever.BM25)])
+    assert (report.sweep, report.recommended_cut, report.paired, report.gate_cv) == (
+        [], None, [], [])
+    assert [(s.retriever, s.style, s.recall[20], s.destroyed) for s in report.summary] == [
+        ("bm25", "all", 0.5, 1), ("bm25", "question", 0.5, 1), ("bm25", "ticket", 0.5, 1)]
+
+
+def test_evaluate_reports_the_ann_path_against_the_exact_one(small_chunks: BuiltIndex,
+                                                             hashed_embedder: HashedEmbedder):
+    queries, errors = validate_gold(GOLD[:2], small_chunks.canonical)
+    assert small_chunks.index.ann is not None  # every built partition has its graph
+    report = evaluate({"header": small_chunks.index}, hashed_embedder, queries, OOD, errors,
+                      [RunKey("header", Retriever.BM25)])
+    # Every query, gold and out-of-domain, on both paths; on a partition this small the
+    # shortlist holds every row, so the paths agree exactly.
+    assert report.ann == [AnnCheck("header", len(queries) + len(OOD), 10, 1.0, 1.0,
+                                   len(queries) + len(OOD))]
+    assert "ann_check" in report.timings
+    without = evaluate({"header": replace(small_chunks.index, ann=None)}, hashed_embedder, queries,
+                       OOD, errors, [RunKey("header", Retriever.BM25)])
+    assert without.ann == [] and "ann_check" not in without.timings
+
+
+@pytest.fixture(scope="module")
+def topics(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    """240 chunks: more than the shortlist of 10 x 10 rows."""
+    return build_index(tmp_path_factory.mktemp("evaluation_ann"), hashed_embedder, docs=topic_docs())
+
+
+def test_ann_check_counts_a_missed_row(topics: BuiltIndex, hashed_embedder: HashedEmbedder):
+    index = topics.index
+    question = "how long before a network call times out"
+    vector = QueryVector(hashed_embedder.spec.key, hashed_embedder.embed_query(question))
+    exact_top = top_k(cosine_distances(index.vectors, vector.vector), 10)
+    # Planted flaw: the graph is built with the exact top row's vector replaced by its opposite,
+    # so the walk never shortlists that row: recall@10 must drop to 0.9 and the kept sources differ.
+    flawed = index.vectors.copy()
+    flawed[exact_top[0]] = -flawed[exact_top[0]]
+    graph = AnnIndex.build(flawed, threads=1)
+    check = ann_check("header", replace(index, ann=graph), [vector], [question],
+                      RetrievalSettings(retriever=Retriever.DENSE, depth=10))
+    assert (check.queries, check.k, check.dense_recall, check.worst_recall, check.same_sources) == (
+        1, 10, 0.9, 0.9, 0)

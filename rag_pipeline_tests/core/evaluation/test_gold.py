@@ -1,0 +1,322 @@
+"""Tests for ``rag_pipeline.core.evaluation.gold``: file format errors with their exact messages, needle
+validation on planted cases, and the project's real gold and out-of-domain files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.evaluation.gold import (
+    DraftNeedle,
+    GoldCorpus,
+    GoldError,
+    GoldFormatError,
+    GoldLine,
+    GoldQuery,
+    NoGoldSetError,
+    OodKind,
+    OodLine,
+    QueryStyle,
+    check_corpus,
+    collapse,
+    draft_jsonl,
+    draft_needles,
+    load_gold,
+    load_gold_set,
+    load_ood,
+    validate_gold,
+)
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
+
+
+def gold_row(id_: str, needle: str = "a needle", question: str = "a question?",
+             ticket: str = "a ticket") -> str:
+    return json.dumps({"id": id_, "needle": needle, "question": question, "ticket": ticket})
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# --- file format ------------------------------------------------------------------------------
+
+
+def test_load_gold_reads_lines_and_skips_blank_ones(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1", "n1", "Q1?", "t1"), "", "   ",
+                                                 gold_row("q2", "n2", "Q2?", "t2")])
+    assert load_gold(path) == [GoldLine("q1", "n1", "Q1?", "t1"), GoldLine("q2", "n2", "Q2?", "t2")]
+
+
+def test_bad_json_names_file_and_line(tmp_path: Path):
+    # Line 2 is blank (still counted), line 3 is cut short.
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1"), "", '{"id": "q2", '])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:3: not JSON: Expecting property name enclosed in double quotes"
+
+
+def test_not_json_at_all(tmp_path: Path):
+    path = write_lines(tmp_path / "ood.jsonl", ["what is this"])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(path)
+    assert str(raised.value) == f"{path}:1: not JSON: Expecting value"
+
+
+def test_missing_field(tmp_path: Path):
+    row = json.dumps({"id": "q1", "needle": "n", "question": "q?"})
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q0"), row])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:2: missing or empty ['ticket']"
+
+
+def test_empty_and_non_string_fields_count_as_missing(tmp_path: Path):
+    row = json.dumps({"id": 7, "needle": "   ", "question": "q?", "ticket": "t"})
+    path = write_lines(tmp_path / "gold.jsonl", [row])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:1: missing or empty ['id', 'needle']"
+
+
+def test_duplicate_ids(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q2"), gold_row("q1"), gold_row("q2"),
+                                                 gold_row("q3"), gold_row("q1")])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}: duplicate ids ['q1', 'q2']"
+
+
+def test_load_ood_and_a_bad_kind(tmp_path: Path):
+    good = write_lines(tmp_path / "ood.jsonl", [
+        json.dumps({"id": "o1", "query": "how do I use pip", "kind": "near"}),
+        json.dumps({"id": "o2", "query": "capital of France", "kind": "off"})])
+    assert load_ood(good) == [OodLine("o1", "how do I use pip", OodKind.NEAR),
+                              OodLine("o2", "capital of France", OodKind.OFF)]
+    bad = write_lines(tmp_path / "bad.jsonl", [
+        json.dumps({"id": "o1", "query": "q", "kind": "near"}),
+        json.dumps({"id": "o2", "query": "q", "kind": "far"}),
+        json.dumps({"id": "o3", "query": "q", "kind": "OFF"})])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(bad)
+    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for ['o2', 'o3']"
+
+
+def test_ood_missing_kind(tmp_path: Path):
+    path = write_lines(tmp_path / "ood.jsonl", [json.dumps({"id": "o1", "query": "q"})])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(path)
+    assert str(raised.value) == f"{path}:1: missing or empty ['kind']"
+
+
+def test_json_line_that_is_not_an_object(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", ['["q1", "needle", "question", "ticket"]'])
+    with pytest.raises(GoldFormatError, match=r":1: "):
+        load_gold(path)
+
+
+# --- needle validation ----------------------------------------------------------------------------
+
+CORPUS = {
+    "a.md": (
+        "# Alpha\n\n"
+        "The cache is flushed every ten minutes.\n\n"
+        "## Retries\n\n"
+        "A request is retried three times\n"
+        "before it fails.\n"),
+    "b.md": (
+        "# Beta\n\n"
+        "See the log.\n\n"
+        "## Shared settings\n\n"
+        "Settings live in one file.\n"),
+    "c.txt": "Notes.\n\nSee the log.\n",
+}
+
+
+def line(id_: str, needle: str) -> GoldLine:
+    return GoldLine(id_, needle, f"question {id_}?", f"ticket {id_}")
+
+
+def test_needle_found_once_yields_two_queries():
+    queries, errors = validate_gold([line("q1", "The cache is flushed every ten minutes.")], CORPUS)
+    assert errors == []
+    assert queries == [
+        GoldQuery("q1/question", "q1", QueryStyle.QUESTION, "question q1?",
+                  "The cache is flushed every ten minutes."),
+        GoldQuery("q1/ticket", "q1", QueryStyle.TICKET, "ticket q1",
+                  "The cache is flushed every ten minutes."),
+    ]
+
+
+def test_planted_needles_each_trip_their_check():
+    lines = [
+        line("q1", "The cache is flushed every ten minutes."),  # once: scored
+        line("q2", "See the log."),  # in b.md and c.txt: must trip "found 2 times"
+        line("q3", "The cache is never flushed."),  # nowhere: must trip "not found"
+        line("q4", "Shared settings"),  # only the "## Shared settings" line: "is a heading"
+        # Across a line break, with its own stray white space: must match once collapsed.
+        line("q5", "A request is  retried three times before\tit fails."),
+    ]
+    queries, errors = validate_gold(lines, CORPUS)
+    assert errors == [
+        GoldError("q2", "needle found 2 times in the corpus, not once"),
+        GoldError("q3", "needle not found in the corpus"),
+        GoldError("q4", "needle is a heading"),
+    ]
+    assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q5/question", "q5/ticket"]
+    assert queries[2].needle == "A request is retried three times before it fails."
+
+
+def test_needle_repeated_inside_one_document_counts_every_time():
+    corpus = {"d.md": "Retry later. Retry later.\n\nRetry later.\n"}
+    _, errors = validate_gold([line("q1", "Retry later.")], corpus)
+    assert errors == [GoldError("q1", "needle found 3 times in the corpus, not once")]
+
+
+def test_needle_holding_heading_words_in_body_text_is_kept():
+    # "Retries" is the heading of r.md and also the first word of its body line.
+    corpus = {"r.md": "# Retries\n\nRetries happen twice.\n"}
+    queries, errors = validate_gold([line("q1", "Retries happen twice.")], corpus)
+    assert (errors, [q.query_id for q in queries]) == ([], ["q1/question", "q1/ticket"])
+
+
+def test_needle_that_is_a_comment_in_a_code_block_is_not_a_heading():
+    # The chunker's heading_spans skips fenced code: "# add up the prices" is a Python comment
+    # inside chunk content, so the needle is body text that a chunk holds whole.
+    corpus = {"code.md": ("# Loops\n\nAn example:\n\n"
+                          "```python\n# add up the prices\ntotal = sum(prices)\n```\n")}
+    queries, errors = validate_gold([line("q1", "# add up the prices")], corpus)
+    assert (errors, [q.query_id for q in queries]) == ([], ["q1/question", "q1/ticket"])
+
+
+def test_collapse():
+    assert collapse("  a\n\n b\t c  ") == "a b c"
+
+
+# --- the project's gold files -----------------------------------------------------------------------
+
+GOLD_LINES = 122
+GOLD_TOPICS = 57
+OOD_NEAR, OOD_OFF = 40, 20
+
+
+@pytest.fixture(scope="module")
+def bundled_canonical_texts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The canonical text of every document of the bundled corpus, as the pipeline extracts it."""
+    corpus = tmp_path_factory.mktemp("python-reference")
+    export_python_reference(corpus)
+    return {r.document_id: r.canonical_text for r in extract_corpus(corpus).records}
+
+
+def test_real_gold_file_loads():
+    lines = load_gold(DEFAULT_EVAL_DIR / "gold.jsonl")
+    assert [g.id for g in lines] == [f"q{n:02d}" for n in range(1, GOLD_LINES + 1)]
+    assert len({g.needle for g in lines}) == GOLD_LINES
+    assert lines[0] == GoldLine(
+        "q01",
+        "The current code generator emits no code for an assert statement when optimization is "
+        "requested at compile time.",
+        "What does the assert statement do when optimization is requested at compile time?",
+        "my asserts seem to vanish when i run python with -O, is that a bug??")
+
+
+def test_real_ood_file_loads():
+    lines = load_ood(DEFAULT_EVAL_DIR / "ood.jsonl")
+    assert [o.id for o in lines] == [f"o{n:02d}" for n in range(1, OOD_NEAR + OOD_OFF + 1)]
+    assert len({o.query for o in lines}) == OOD_NEAR + OOD_OFF
+    assert sum(o.kind is OodKind.NEAR for o in lines) == OOD_NEAR
+    assert sum(o.kind is OodKind.OFF for o in lines) == OOD_OFF
+    assert lines[2] == OodLine("o03", "What is the capital of France?", OodKind.OFF)
+
+
+def test_real_gold_file_has_no_errors_over_the_bundled_corpus(bundled_canonical_texts):
+    queries, errors = validate_gold(load_gold(DEFAULT_EVAL_DIR / "gold.jsonl"),
+                                    bundled_canonical_texts)
+    assert errors == []
+    assert len(queries) == 2 * GOLD_LINES
+    assert sum(q.style is QueryStyle.QUESTION for q in queries) == GOLD_LINES
+    assert sum(q.style is QueryStyle.TICKET for q in queries) == GOLD_LINES
+    collapsed = [collapse(text) for text in bundled_canonical_texts.values()]
+    topics = {i for q in queries for i, text in enumerate(collapsed) if q.needle in text}
+    assert (len(bundled_canonical_texts), len(topics)) == (79, GOLD_TOPICS)
+
+
+# --- the corpus a gold set was written for ----------------------------------------------------
+
+def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(tmp_path: Path):
+    header = json.dumps({"corpus": "team", "documents": ["b.md", "a.md", "a.md"]})
+    path = write_lines(tmp_path / "gold.jsonl", [header, gold_row("q1")])
+    gold = load_gold_set(path)
+    assert (gold.corpus, gold.lines) == (GoldCorpus("team", ("a.md", "b.md")),
+                                         (GoldLine("q1", "a needle", "a question?", "a ticket"),))
+    check_corpus(gold, ["a.md", "b.md", "c.md"])
+    with pytest.raises(NoGoldSetError) as info:
+        check_corpus(gold, ["a.md", "c.md"])
+    assert str(info.value) == (
+        f"no gold set for this corpus: {path} was written for corpus 'team', and 1 of its 2 "
+        "documents (first: 'b.md') are not in the index; nothing to score. Write one with "
+        "`rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+    # A set without a corpus line is checked against any corpus, as before.
+    check_corpus(load_gold_set(write_lines(tmp_path / "old.jsonl", [gold_row("q1")])), [])
+
+
+@pytest.mark.parametrize("header", [{"corpus": "", "documents": ["a"]},
+                                    {"corpus": "x", "documents": []},
+                                    {"corpus": "x", "documents": "a.md"}])
+def test_a_malformed_corpus_line_is_one_error(tmp_path: Path, header: dict):
+    path = write_lines(tmp_path / "gold.jsonl", [json.dumps(header), gold_row("q1")])
+    with pytest.raises(GoldFormatError, match=r"gold\.jsonl:1: the corpus line must be "):
+        load_gold_set(path)
+
+
+def test_the_bundled_gold_set_names_57_documents_of_the_python_reference():
+    gold = load_gold_set(DEFAULT_EVAL_DIR / "gold.jsonl")
+    assert (gold.corpus.name, len(gold.corpus.documents), len(gold.lines)) == (
+        "python-reference", 57, 122)
+    assert gold.corpus.documents[:3] == ("assert.md", "assignment.md", "atom-identifiers.md")
+
+
+def test_draft_proposes_body_sentences_found_once_round_robin_over_documents(tmp_path: Path):
+    texts = {
+        "b.md": "# A heading that is long enough to be a sentence of eight words.\n\n"
+                "Shared words appear in both documents and so are never a needle here.\n\n"
+                "The second document explains the unique widget setting in detail today.\n",
+        "a.md": "Shared words appear in both documents and so are never a needle here.\n\n"
+                "Too short here.\n\n"
+                "The first document says the timeout is seventeen seconds unless configured.\n\n"
+                "A second sentence of the first document is also unique and long enough.\n",
+    }
+    needles = draft_needles(texts, 5)
+    # Not the heading, not the shared sentence (twice), not the short one; a.md first, then b.md.
+    assert needles == [
+        DraftNeedle("d001", "a.md", "The first document says the timeout is seventeen seconds "
+                                    "unless configured."),
+        DraftNeedle("d002", "b.md", "The second document explains the unique widget setting in "
+                                    "detail today."),
+        DraftNeedle("d003", "a.md", "A second sentence of the first document is also unique and "
+                                    "long enough.")]
+    assert draft_needles(texts, 1) == needles[:1]
+    draft = write_lines(tmp_path / "draft.jsonl", draft_jsonl("team", needles).splitlines())
+    assert json.loads(draft.read_text().splitlines()[0]) == {"corpus": "team",
+                                                             "documents": ["a.md", "b.md"]}
+    # The draft is refused until the user writes the questions (the check eval applies).
+    with pytest.raises(GoldFormatError, match=r"draft\.jsonl:2: missing or empty "
+                                              r"\['question', 'ticket'\]"):
+        load_gold_set(draft)
+    filled = [line.replace('"question": ""', '"question": "q?"').replace('"ticket": ""', '"ticket": "t"')
+              for line in draft.read_text().splitlines()]
+    gold = load_gold_set(write_lines(tmp_path / "filled.jsonl", filled))
+    queries, errors = validate_gold(gold.lines, texts)
+    assert (len(queries), errors) == (6, [])
+
+
+def test_draft_skips_code_comments_and_tables():
+    texts = {"a.md": "/* Acts like puts with the file given at time of enclosure. */\n\n"
+                     "| col | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 |.\n\n"
+                     "The closure example writes every message to the file it was given.\n"}
+    assert [n.needle for n in draft_needles(texts, 5)] == [
+        "The closure example writes every message to the file it was given."]

@@ -1,0 +1,185 @@
+"""Tests for ``rag_pipeline.core.index.ann``: the rescored shortlist against the exact scan (oracle),
+exact distances, the int8 codes by hand, the moments against a full scan, and the guards that
+tie an index to its vectors."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rag_pipeline.benchmarks.ann_libraries import clustered_unit_vectors, near_questions
+from rag_pipeline.core.index.ann import (
+    MIN_SELF_RECALL,
+    AnnIndex,
+    AnnMismatchError,
+    DensePath,
+    DistanceMoments,
+    choose_path,
+    quantise,
+    recall_at_k,
+    self_recall,
+    vectors_fingerprint,
+)
+from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
+
+N = 6_000
+QUESTIONS = 100
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[np.ndarray, np.ndarray, AnnIndex]:
+    vectors = clustered_unit_vectors(N, seed=3)
+    return vectors, near_questions(vectors, QUESTIONS, seed=4), AnnIndex.build(vectors, threads=1)
+
+
+def test_rescored_shortlist_recalls_the_exact_top_10(corpus):
+    vectors, questions, index = corpus
+    recalls = []
+    for question in questions:
+        rows, _ = index.search(vectors, question, 10)
+        recalls.append(recall_at_k(rows, top_k(cosine_distances(vectors, question), 10)))
+    assert np.mean(recalls) >= 0.99
+    assert min(recalls) >= 0.8
+
+
+def test_distances_are_the_exact_ones_closest_first(corpus):
+    vectors, questions, index = corpus
+    question = questions[0]
+    rows, distances = index.search(vectors, question, 25)
+    exact = cosine_distances(vectors, question)
+    assert len(rows) == 25
+    np.testing.assert_array_equal(distances, exact[rows])
+    assert np.all(np.diff(distances) >= 0)
+
+
+def test_k_beyond_the_index_returns_every_row_once():
+    vectors = clustered_unit_vectors(30, seed=5)
+    index = AnnIndex.build(vectors, threads=1)
+    rows, distances = index.search(vectors, vectors[7], 50)
+    assert sorted(rows.tolist()) == list(range(30))
+    assert rows[0] == 7
+    assert distances[0] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_k_zero_returns_nothing(corpus):
+    vectors, questions, index = corpus
+    rows, distances = index.search(vectors, questions[0], 0)
+    assert rows.tolist() == [] and distances.tolist() == []
+
+
+def test_quantise_by_hand():
+    codes, scale = quantise(np.array([[0.5, -0.25], [0.1, 0.0]], np.float32))
+    # scale = 127 / 0.5 = 254: 0.5 -> 127, -0.25 -> -63.5 -> -64 (round half to even), 0.1 -> 25.4 -> 25.
+    assert scale == 254.0
+    assert codes.tolist() == [[127, -64], [25, 0]]
+    assert codes.dtype == np.int8
+
+
+def test_quantise_with_the_index_scale_clips_a_larger_question():
+    codes, scale = quantise(np.array([[1.0, -0.1]], np.float32), 254.0)
+    assert scale == 254.0
+    assert codes.tolist() == [[127, -25]]
+
+
+def test_moments_give_the_scans_mean_and_std(corpus):
+    vectors, questions, _ = corpus
+    moments = DistanceMoments.of(vectors, block=1_000)
+    for question in questions[:5]:
+        distances = cosine_distances(vectors, question).astype(np.float64)
+        mean, std = moments.mean_and_std(question)
+        assert mean == pytest.approx(distances.mean(), abs=1e-6)
+        assert std == pytest.approx(distances.std(), abs=1e-6)
+
+
+def test_saved_index_opens_memory_mapped_and_answers_the_same(corpus, tmp_path):
+    vectors, questions, index = corpus
+    path = tmp_path / "graph.usearch"
+    index.save(path)
+    opened = AnnIndex.open(path, scale=index.scale, rows=index.rows, fingerprint=index.fingerprint,
+                           moments=index.moments)
+    opened.check_serves(vectors)
+    for question in questions[:10]:
+        np.testing.assert_array_equal(opened.search(vectors, question, 10)[0],
+                                      index.search(vectors, question, 10)[0])
+
+
+def test_opening_a_graph_with_another_row_count_is_refused(corpus, tmp_path):
+    vectors, _, index = corpus
+    path = tmp_path / "graph.usearch"
+    index.save(path)
+    # Planted flaw: the table claims one row more than the graph holds.
+    with pytest.raises(AnnMismatchError, match=r"holds 6000 vectors, its table says 6001$"):
+        AnnIndex.open(path, scale=index.scale, rows=N + 1, fingerprint=index.fingerprint,
+                      moments=index.moments)
+
+
+def test_index_refuses_other_vectors(corpus):
+    vectors, _, index = corpus
+    # Planted flaws: one fingerprinted vector nudged (same count), and one row fewer.
+    nudged = vectors.copy()
+    nudged[0, 0] += 1e-3
+    with pytest.raises(AnnMismatchError, match="rebuild the index"):
+        index.check_serves(nudged)
+    with pytest.raises(AnnMismatchError, match=r"holds 6000 vectors, the partition 5999$"):
+        index.check_serves(vectors[:-1])
+    index.check_serves(vectors, fingerprint=vectors_fingerprint(vectors))
+
+
+def test_fingerprint_names_order_and_shape():
+    vectors = clustered_unit_vectors(10, seed=6)
+    assert vectors_fingerprint(vectors) == vectors_fingerprint(vectors.copy())
+    assert vectors_fingerprint(vectors) != vectors_fingerprint(vectors[::-1])
+    assert vectors_fingerprint(vectors) != vectors_fingerprint(vectors.reshape(20, -1))
+
+
+def test_fingerprint_samples_evenly_spaced_rows():
+    vectors = clustered_unit_vectors(100, seed=6)
+    # With 3 sampled rows it reads rows 0, 50 and 99: a change there shows, one elsewhere not.
+    changed, unsampled = vectors.copy(), vectors.copy()
+    changed[50, 3] += 1e-3
+    unsampled[51, 3] += 1e-3
+    assert vectors_fingerprint(changed, rows=3) != vectors_fingerprint(vectors, rows=3)
+    assert vectors_fingerprint(unsampled, rows=3) == vectors_fingerprint(vectors, rows=3)
+
+
+def test_empty_matrix_is_refused():
+    with pytest.raises(ValueError, match="non-empty matrix"):
+        AnnIndex.build(np.zeros((0, 4), np.float32))
+
+
+def test_recall_by_hand():
+    assert recall_at_k(np.array([1, 2, 3, 9]), np.array([3, 2, 1, 4])) == 0.75
+    assert recall_at_k(np.array([], np.int64), np.array([], np.int64)) == 1.0
+
+
+@pytest.mark.parametrize(("rows", "has_ann", "expected"), [
+    (1_275, True, DensePath.EXACT),     # the bundled corpus: exact, its figures unchanged
+    (29_999, True, DensePath.EXACT),
+    (30_000, True, DensePath.ANN),
+    (1_288_130, False, DensePath.EXACT),  # no index built: the scan, whatever the size
+])
+def test_choose_path(rows, has_ann, expected):
+    assert choose_path(rows, has_ann) is expected
+
+
+def test_a_built_graph_measures_its_own_recall_and_is_trusted(corpus):
+    vectors, _, index = corpus
+    # The stored vectors asked of the graph: the oracle test above reaches 0.99 on near questions.
+    assert index.measured_recall == self_recall(index, vectors)
+    assert index.measured_recall >= MIN_SELF_RECALL
+    assert index.trusted
+
+
+def test_a_graph_that_misses_neighbours_is_measured_and_not_trusted():
+    vectors = clustered_unit_vectors(2_000, seed=6)
+    index = AnnIndex.build(vectors, threads=1)
+    # Planted flaw: a graph whose keys name other rows (built from the same vectors in another
+    # order), so the rows its shortlist names are mostly not the exact neighbours.
+    shuffled = np.random.default_rng(0).permutation(len(vectors))
+    flawed = AnnIndex.build(vectors[shuffled], threads=1)
+    recall = self_recall(replace(flawed, fingerprint=index.fingerprint), vectors)
+    assert recall < 0.5
+    assert not replace(index, measured_recall=recall).trusted
+    assert not replace(index, measured_recall=None).trusted

@@ -1,0 +1,122 @@
+"""The build-side refusals of ``index_tables``, each shown on a planted flaw: a chunker whose
+offsets do not slice exactly, and stored vectors of another model."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.embedding.models import ModelMismatchError
+from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
+from rag_pipeline.core.index import builders as index_tables
+from rag_pipeline.core.index.builders import (
+    OffsetError,
+    chunks_table,
+    document_pages_table,
+    document_records,
+    documents_table,
+    embeddings_table,
+)
+from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+@pytest.fixture
+def records(tmp_path: Path):
+    return extract_corpus(write_corpus(tmp_path / "corpus", TINY_DOCS)).records
+
+
+def test_a_chunker_with_a_shifted_offset_is_refused(records, hashed_embedder: HashedEmbedder,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    original = index_tables.chunk_document
+
+    def shifted(*args, **kwargs):
+        # Planted flaw (trips OffsetError): the first chunk of each document claims to start
+        # one character later than its content does.
+        chunks = original(*args, **kwargs)
+        first = dataclasses.replace(chunks[0], start=chunks[0].start + 1, end=chunks[0].end + 1)
+        return [first, *chunks[1:]]
+
+    monkeypatch.setattr(index_tables, "chunk_document", shifted)
+    with pytest.raises(OffsetError, match=r"^1 chunk\(s\) of guide/config\.md do not slice exactly: "
+                                          r"\['guide/config\.md:27-98'\]$"):
+        chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(hashed_embedder.spec))
+
+
+def _embedded(records, embedder: HashedEmbedder) -> tuple[pa.Table, pa.Table]:
+    chunks, _ = chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(embedder.spec))
+    table, _ = embeddings_table(chunks, None, embedder)
+    return chunks, table
+
+
+def test_stored_vectors_are_reused_for_the_same_model(records, hashed_embedder: HashedEmbedder):
+    chunks, previous = _embedded(records, hashed_embedder)
+    table, stats = embeddings_table(chunks, previous, hashed_embedder)
+    assert (stats.embedded, stats.reused, stats.removed) == (0, 5, 0)
+    assert table.equals(previous)
+
+
+@pytest.mark.parametrize("restamped", [1, 5])
+def test_stored_vectors_of_another_model_are_refused(records, hashed_embedder: HashedEmbedder,
+                                                     restamped: int):
+    chunks, previous = _embedded(records, hashed_embedder)
+    # Planted flaw (trips the mixed-model refusal): the stored partition holds rows of other
+    # weights (one row, or all of them), which must never be reused or mixed with new ones.
+    stamps = ["00000000"] * restamped + previous.column("model_fingerprint").to_pylist()[restamped:]
+    previous = previous.set_column(previous.schema.get_field_index("model_fingerprint"),
+                                   "model_fingerprint", pa.array(stamps, pa.string()))
+    with pytest.raises(ModelMismatchError, match=r"vector spaces are never mixed$"):
+        embeddings_table(chunks, previous, hashed_embedder)
+
+
+def test_document_structure_survives_parquet_and_duckdb(records, tmp_path: Path):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    structured = dataclasses.replace(
+        records[0], sections=(Section("Intro", 0, 10, 2),), anchors=(Anchor(0, 10, "page=1"),),
+        notes=(("dropped_lines", "14"),))
+    pq.write_table(documents_table([structured, records[1]]), tmp_path / "documents.parquet")
+    back = document_records(pq.read_table(tmp_path / "documents.parquet"))
+    assert back == [structured, records[1]]
+    with duckdb.connect() as con:
+        rows = con.execute(
+            "select s.title, s.level, a.locator, n.value from (select unnest(sections) s, "
+            "unnest(anchors) a, unnest(notes) n from read_parquet(?) where document_id = ?)",
+            [str(tmp_path / "documents.parquet"), structured.document_id]).fetchall()
+    assert rows == [("Intro", 2, "page=1", "14")]
+
+
+def test_a_documents_table_without_structure_columns_reads_as_none(records):
+    # A table written before sections/anchors/notes existed: the columns are simply absent.
+    old = documents_table(records).drop_columns(["sections", "anchors", "notes"])
+    assert document_records(old) == [dataclasses.replace(r, sections=()) for r in records]
+
+
+def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(records, tmp_path: Path):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    scanned = dataclasses.replace(
+        records[0], document_id="scan.pdf", format="pdf",
+        anchors=(Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2")),
+        notes=(("pages", "2"), ("ocr_pages", "1"), ("ocr_mean_confidence", "41.0"),
+               ("ocr_page_confidence", "2=41.0"), ("low_confidence_pages", "2"),
+               ("ocr_confidence_floor", "60")))
+    failed = dataclasses.replace(scanned, document_id="broken.pdf", status="failed")
+    table = document_pages_table([records[0], scanned, failed])
+    # The Markdown record has no pages; the failed PDF none either.
+    assert table.to_pylist() == [
+        {"document_id": "scan.pdf", "page": 1, "source": "text", "ocr_confidence": None, "chars": 10,
+         "flagged": False},
+        {"document_id": "scan.pdf", "page": 2, "source": "ocr", "ocr_confidence": 41.0, "chars": 15,
+         "flagged": True}]
+    pq.write_table(table, tmp_path / "document_pages.parquet")
+    with duckdb.connect() as con:
+        assert con.execute("select document_id, page from read_parquet(?) where flagged",
+                           [str(tmp_path / "document_pages.parquet")]).fetchall() == [("scan.pdf", 2)]

@@ -1,0 +1,124 @@
+"""Tests for ``rag_pipeline.core.index.generations``: one atomic publish per partition, readers
+that hold a generation, and garbage collection that keeps what readers may still load."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+import pytest
+
+from rag_pipeline.core.index.generations import (
+    CURRENT,
+    InconsistentBuildError,
+    collect_garbage,
+    current_generation,
+    current_generations,
+    generation_age_seconds,
+    generation_dir,
+    publish,
+)
+from rag_pipeline.core.storage.table_names import BM25_TERMS, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+MODEL = "m@0000abcd"
+
+
+def test_publish_makes_one_current_generation_naming_every_file(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    versions = write_partition(warehouse, "header", MODEL, 3)
+    assert current_generation(warehouse, "header", MODEL) is None
+    generation, is_new = publish(warehouse, "header", MODEL, versions)
+    assert is_new
+    assert generation.files == {t: v.file for t, v in versions.items()}
+    assert generation.rows == {DOCUMENTS: 1, CHUNKS: 3, EMBEDDINGS: 3, "bm25_terms": 3,
+                               "bm25_chunks": 3, "bm25_postings": 3, "bm25_params": 3}
+    assert current_generation(warehouse, "header", MODEL) == generation
+    assert current_generations(warehouse) == [generation]
+    folder = tmp_path / "warehouse" / generation_dir("header", MODEL)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CURRENT, f"{generation.id}.json"])
+
+
+def test_publishing_the_same_files_again_changes_nothing(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    versions = write_partition(warehouse, "header", MODEL, 3)
+    first, _ = publish(warehouse, "header", MODEL, versions)
+    again, is_new = publish(warehouse, "header", MODEL, versions)
+    assert (again, is_new) == (first, False)
+
+
+def test_a_new_corpus_state_is_a_new_generation(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    first, _ = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    second, is_new = publish(warehouse, "header", MODEL,
+                             write_partition(warehouse, "header", MODEL, 4, tag="b"))
+    assert is_new and second.id != first.id and second.rows[CHUNKS] == 4
+    assert current_generation(warehouse, "header", MODEL) == second
+
+
+def test_tables_built_from_other_chunks_are_refused(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    old = write_partition(warehouse, "header", MODEL, 3)
+    new = write_partition(warehouse, "header", MODEL, 4, tag="b")
+    # Planted flaw: BM25 statistics of the old chunks offered with the new chunks. Publishing
+    # them together would mix two corpus states in one generation.
+    mixed = {**new, BM25_TERMS: old[BM25_TERMS]}
+    with pytest.raises(InconsistentBuildError, match=r"bm25_terms was built from chunks "
+                                                     r"chunks/chunker=header/part-"):
+        publish(warehouse, "header", MODEL, mixed)
+    # Planted flaw: chunks that were cut from another documents file.
+    with pytest.raises(InconsistentBuildError, match="chunks was built from documents"):
+        publish(warehouse, "header", MODEL, {**new, DOCUMENTS: old[DOCUMENTS]})
+    with pytest.raises(InconsistentBuildError, match=r"cannot publish without \['embeddings'\]"):
+        publish(warehouse, "header", MODEL, {k: v for k, v in new.items() if k != EMBEDDINGS})
+    assert current_generation(warehouse, "header", MODEL) is None
+
+
+def test_garbage_collection_keeps_the_current_and_previous_generations(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    root = tmp_path / "warehouse"
+    files = []
+    for n, tag in ((2, "a"), (3, "b"), (4, "c")):
+        versions = write_partition(warehouse, "header", MODEL, n, tag=tag)
+        generation, _ = publish(warehouse, "header", MODEL, versions)
+        files.append(generation.files)
+        time.sleep(0.002)
+    stray = root / "chunks" / "chunker=header" / ".part-dead.parquet.123.tmp"
+    stray.write_bytes(b"half")
+    past = time.time() - 3600
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, (past, past))
+    stats = collect_garbage(warehouse, keep=2, grace_seconds=600)
+    # Generation a: its documents, chunks, 4 BM25 and embeddings files go (7), and its
+    # manifest; the killed writer's temp file goes too.
+    assert (stats.files_deleted, stats.manifests_deleted) == (8, 1)
+    assert not stray.exists()
+    for table, file in files[0].items():
+        assert not (root / file).exists(), table
+    for kept in files[1:]:
+        for file in kept.values():
+            assert (root / file).is_file()
+
+
+def test_garbage_collection_spares_young_files(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    write_partition(warehouse, "header", MODEL, 2, tag="a")
+    write_partition(warehouse, "header", MODEL, 3, tag="b")
+    # The first partition's files are no longer pointed to, but were written just now: a
+    # writer may be between its file and its pointer, so nothing young is deleted.
+    assert collect_garbage(warehouse, grace_seconds=600).files_deleted == 0
+    assert collect_garbage(warehouse, grace_seconds=0).files_deleted == 7
+
+
+def test_age_of_a_generation():
+    assert generation_age_seconds("2026-11-30T10:00:00.000000Z",
+                                  now=1796032800.0 + 90) == pytest.approx(90.0)
+
+
+def test_a_generation_is_hashable_for_the_loader_cache(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    generation, _ = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 2))
+    assert hash(generation) == hash(replace(generation))

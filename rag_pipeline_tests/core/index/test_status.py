@@ -1,0 +1,136 @@
+"""``status`` reports staleness: shown on a clean index (nothing stale) and on planted flaws
+(rows written by an older pipeline or extractor)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.index.ann import DensePath
+from rag_pipeline.core.index.builders import document_records, documents_table
+from rag_pipeline.core.index.generations import current_generation
+from rag_pipeline.core.index.status import PartitionStatus, index_status
+from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
+from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+
+@pytest.fixture
+def built(tmp_path: Path, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    built = build_index(tmp_path, hashed_embedder)
+    publish_query_db(Warehouse(built.data_dir))
+    return built
+
+
+def _counts(p: PartitionStatus) -> tuple:
+    return (p.chunker, p.model, p.chunks, p.vectors, p.stale_rows, p.generation)
+
+
+def _replace_column(table: pa.Table, name: str, values: list) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, pa.array(values, pa.string()))
+
+
+def test_a_fresh_index_has_nothing_stale(built: BuiltIndex):
+    status = index_status(Warehouse(built.data_dir))
+    assert (status.documents_ok, status.documents_failed, status.stale_documents) == (4, [], [])
+    assert [_counts(p) for p in status.partitions] == [
+        ("header", built.index.model_key, 6, 6, 0, built.index.generation)]
+    assert 0 <= status.partitions[0].age_seconds() < 600
+    assert status.bm25_terms[("header", "plain")] > 0
+    # Six chunks and a graph: under the crossover, so the exact scan serves.
+    assert status.partitions[0].dense_path is DensePath.EXACT
+
+
+def test_a_partition_from_the_crossover_on_is_served_by_its_ann_index(built: BuiltIndex):
+    assert index_status(Warehouse(built.data_dir), crossover=6).partitions[0].dense_path is DensePath.ANN
+    assert index_status(Warehouse(built.data_dir), crossover=7).partitions[0].dense_path is DensePath.EXACT
+
+
+def test_rows_of_an_older_pipeline_or_extractor_are_stale(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    documents = warehouse.read("documents")
+    ids = documents.column("document_id").to_pylist()
+    assert ids == ["guide/config.md", "guide/faq.md", "guide/install.md", "notes.txt"]
+    # Planted flaws (trip stale_documents): config.md extracted by an older pipeline, notes.txt
+    # by an older version of its extractor.
+    pipeline = documents.column("pipeline_version").to_pylist()
+    pipeline[0] = "0"
+    extractor = documents.column("extractor_version").to_pylist()
+    extractor[3] = "0.0"
+    documents = _replace_column(_replace_column(documents, "pipeline_version", pipeline),
+                                "extractor_version", extractor)
+    # Planted flaw (trips stale_rows): two vectors written by an older pipeline.
+    partition = {"chunker": "header", "model": built.index.model_key}
+    embeddings = warehouse.read("embeddings", partition)
+    stamps = ["0", "0"] + embeddings.column("pipeline_version").to_pylist()[2:]
+    plant_published(built, {"documents": documents, "embeddings": _replace_column(
+        embeddings, "pipeline_version", stamps)})
+
+    status = index_status(warehouse)
+    assert status.stale_documents == ["guide/config.md", "notes.txt"]
+    served = current_generation(warehouse, "header", built.index.model_key).id
+    assert served != built.index.generation
+    assert [_counts(p) for p in status.partitions] == [
+        ("header", built.index.model_key, 6, 6, 2, served)]
+
+
+def test_skipped_files_are_listed_apart_from_failed_ones_and_never_stale(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    # A file no format reads: no format, no extractor stamp; it must not count as failed or stale.
+    skipped = DocumentRecord("logo.png", "/corpus/logo.png", "logo", "", "", "", "", "",
+                             DocumentStatus.SKIPPED.value, "no reader for .png files")
+    plant_published(built, {"documents": documents_table([*records, skipped])})
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.documents_failed, status.stale_documents) == (4, [], [])
+    assert status.documents_skipped == [("logo.png", "no reader for .png files")]
+
+
+def test_ocr_pages_under_the_confidence_floor_are_listed(built: BuiltIndex):
+    from rag_pipeline.core.index.builders import DOCUMENT_PAGES_SCHEMA
+    from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES
+
+    warehouse = Warehouse(built.data_dir)
+    # Planted: a scanned document whose page 2 read at 41.5, under its floor (flagged).
+    warehouse.write(DOCUMENT_PAGES, pa.table({
+        "document_id": ["scan.pdf", "scan.pdf"], "page": [1, 2], "source": ["ocr", "ocr"],
+        "ocr_confidence": [93.0, 41.5], "chars": [120, 80], "flagged": [False, True]},
+        schema=DOCUMENT_PAGES_SCHEMA))
+    publish_query_db(warehouse)
+    assert index_status(warehouse).low_confidence_pages == [("scan.pdf", 2, 41.5)]
+
+
+def test_an_index_without_a_page_table_lists_no_low_confidence_page(built: BuiltIndex):
+    assert index_status(Warehouse(built.data_dir)).low_confidence_pages == []
+
+
+def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltIndex):
+    from rag_pipeline.core.index.status import UnhealthyFile, unhealthy_files
+    from rag_pipeline.core.storage.warehouse import CorruptFileError
+
+    warehouse = Warehouse(built.data_dir)
+    assert unhealthy_files(warehouse) == []
+    model = built.index.model_key
+    current = f"_generations/chunker=header/model={model}/CURRENT.json"
+    latest = "chunks/chunker=header/_latest.json"
+    # Planted: CURRENT.json without its "chunker" field (was KeyError: 'chunker'), and a
+    # _latest.json cut short (was a JSONDecodeError naming no file).
+    data = warehouse.get_json(current)
+    del data["chunker"]
+    warehouse.put_json(current, data)
+    warehouse.put_bytes(latest, b'{"table": ')
+    root = warehouse.root
+    assert unhealthy_files(warehouse) == [
+        UnhealthyFile(f"_generations/chunker=header/model={model}",
+                      f"{root}/{current} is not a valid record: KeyError: 'chunker'"),
+        UnhealthyFile("chunks/chunker=header",
+                      f"{root}/{latest} is not valid JSON (Expecting value: line 1 column 11 "
+                      "(char 10))")]
+    with pytest.raises(CorruptFileError, match=f"^{root}/{current} is not a valid record"):
+        current_generation(warehouse, "header", model)
+    with pytest.raises(CorruptFileError, match=f"^{root}/{latest} is not valid JSON"):
+        warehouse.version("chunks", {"chunker": "header"})

@@ -1,0 +1,104 @@
+"""``core.processes`` with real processes: the instance lock names its holder and is freed by the
+kernel when the holder is killed; a heartbeat is trusted only beside a live daemon process of the
+same home; a process group is killed to the last member."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.runtime.processes import (
+    LockHeldError,
+    daemon_pids,
+    exclusive_lock,
+    group_members,
+    kill_group,
+    pid_alive,
+)
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from rag_pipeline.core.runtime.processes import exclusive_lock
+with exclusive_lock(Path(sys.argv[1]), "rag-pipeline index"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def _holder(lock: Path) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock)], stdout=subprocess.PIPE,
+                             text=True)
+    assert child.stdout.readline() == "held\n"
+    return child
+
+
+def test_the_lock_names_its_holder_and_a_killed_holder_frees_it(tmp_path: Path):
+    lock = tmp_path / "home" / "rag-pipeline-index.lock"
+    child = _holder(lock)
+    try:
+        with pytest.raises(LockHeldError) as refused, exclusive_lock(lock, "rag-pipeline index"):
+            pass
+        assert refused.value.holder.pid == child.pid
+        assert str(refused.value).startswith(f"rag-pipeline index holds {lock} (pid {child.pid}, "
+                                             "started 20")
+    finally:
+        child.kill()
+        child.wait()
+    # kill -9 leaves no stale lock: the kernel released it with the holder's descriptor.
+    with exclusive_lock(lock, "rag-pipeline index") as fd:
+        assert fd >= 0
+        assert f'"pid": {os.getpid()}' in lock.read_text()
+
+
+FAKE_DAEMON = "import time; time.sleep(600)"
+
+
+@pytest.mark.parametrize("same_home", [True, False])
+def test_a_daemon_counts_only_while_its_process_lives_on_this_home(tmp_path: Path, same_home):
+    home, other = tmp_path / "home", tmp_path / "other"
+    home.mkdir()
+    other.mkdir()
+    # A process that looks like `dagster-daemon run` to the process table, with its home.
+    script = tmp_path / "bin" / "dagster-daemon"
+    script.parent.mkdir()
+    script.write_text(FAKE_DAEMON)
+    daemon = subprocess.Popen([sys.executable, str(script), "run"],
+                              env={**os.environ, "DAGSTER_HOME": str(home if same_home else other)})
+    try:
+        deadline = time.monotonic() + 10
+        while same_home and not daemon_pids(home):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert daemon_pids(home) == ([daemon.pid] if same_home else [])
+    finally:
+        daemon.kill()
+        daemon.wait()
+    # Its last heartbeat may still be fresh; its process is gone, so it is not trusted.
+    assert daemon_pids(home) == []
+
+
+TREE = """
+import os, subprocess, sys, time
+for _ in range(3):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+def test_killing_a_group_leaves_no_member(tmp_path: Path):
+    leader = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    assert leader.stdout.readline() == "up\n"
+    members = group_members(leader.pid)
+    assert len(members) == 4 and leader.pid in members
+    assert kill_group(leader.pid) == 4
+    leader.wait(timeout=10)
+    assert group_members(leader.pid) == []
+    assert not any(pid_alive(pid) for pid in members)

@@ -1,0 +1,132 @@
+"""Tests for ``rag_pipeline.core.storage.query_db``: the DuckDB file users query is a snapshot of what
+is published, replaced atomically, readable anywhere it is copied."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.storage.query_db import publish_query_db, refresh_query_db
+from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
+from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+MODEL = "m@0000abcd"
+
+
+def query(db, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_tables_show_served_generations_with_partition_keys_as_columns(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    generation, _ = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish(warehouse, "blind", MODEL, write_partition(warehouse, "blind", MODEL, 2))
+    warehouse.write("eval_summary", pa.table({"r": [0.5]}), {"model": MODEL})
+    stats = publish_query_db(warehouse)
+    assert stats.rebuilt_from_scratch
+    db = tmp_path / "rag.duckdb"
+    assert query(db, "select chunker, count(*) from chunks group by 1 order by 1") == [
+        ("blind", 2), ("header", 3)]
+    assert query(db, "select chunker, model, count(*) from embeddings group by all order by 1") == [
+        ("blind", MODEL, 2), ("header", MODEL, 3)]
+    assert query(db, "select model, r from eval_summary") == [(MODEL, 0.5)]
+    assert query(db, "select chunker, generation, chunks from generations order by 1") == [
+        ("blind", query(db, "select generation from generations where chunker = 'blind'")[0][0], 2),
+        ("header", generation.id, 3)]
+    # Partition keys are strings (no type guessing), and the first columns.
+    assert query(db, "select column_name, data_type from information_schema.columns "
+                     "where table_name = 'embeddings' order by ordinal_position limit 2") == [
+        ("chunker", "VARCHAR"), ("model", "VARCHAR")]
+
+
+def test_a_staged_but_unpublished_build_is_not_visible(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    # A re-index has written new chunks (and everything else) but not published them yet.
+    write_partition(warehouse, "header", MODEL, 5, tag="b")
+    publish_query_db(warehouse)
+    assert query(tmp_path / "rag.duckdb", "select count(*) from chunks") == [(3,)]
+
+
+def test_only_changed_tables_are_replaced(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    assert publish_query_db(warehouse).tables_replaced == []
+    warehouse.write("eval_summary", pa.table({"r": [0.5]}), {"model": MODEL})
+    assert publish_query_db(warehouse).tables_replaced == ["eval_summary"]
+
+
+def test_a_reader_keeps_its_snapshot_and_never_blocks_the_writer(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    db = tmp_path / "rag.duckdb"
+    # A user holds the file open, even read-write (DuckDB's default), during a re-index.
+    with duckdb.connect(str(db)) as holder:
+        publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 4, tag="b"))
+        publish_query_db(warehouse)
+        assert holder.execute("select count(*) from chunks").fetchone() == (3,)
+    assert query(db, "select count(*) from chunks") == [(4,)]
+
+
+def test_a_copied_data_folder_reads_its_own_rows(tmp_path):
+    warehouse = Warehouse(tmp_path / "data")
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    shutil.copytree(tmp_path / "data", tmp_path / "copy [1]")
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 6, tag="b"))
+    publish_query_db(warehouse)
+    shutil.rmtree(tmp_path / "data" / "warehouse")
+    assert query(tmp_path / "copy [1]" / "rag.duckdb", "select count(*) from chunks") == [(3,)]
+    assert query(tmp_path / "data" / "rag.duckdb", "select count(*) from chunks") == [(6,)]
+
+
+def test_a_reader_never_rewrites_the_snapshot_from_a_warehouse_with_nothing_published(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    before = (tmp_path / "rag.duckdb").read_bytes()
+    # Planted: a wrong --warehouse (an empty folder) beside the same data folder.
+    wrong = Warehouse(tmp_path, str(tmp_path / "not-the-warehouse"))
+    with pytest.raises(IndexNotBuiltError, match="holds no published generation .* was left as "
+                                                 "it was"):
+        refresh_query_db(wrong)
+    assert (tmp_path / "rag.duckdb").read_bytes() == before
+    assert query(tmp_path / "rag.duckdb", "select count(*) from chunks") == [(3,)]
+    assert refresh_query_db(warehouse).tables_replaced == []
+
+
+USER_WRITES_AND_DIES = """
+import duckdb, os, sys
+con = duckdb.connect(sys.argv[1])
+con.execute("SET checkpoint_threshold = '1GB'")
+con.execute("CREATE TABLE mine AS SELECT 42 AS answer")
+os._exit(0)  # no checkpoint: the write stays in the WAL beside the published file
+"""
+
+
+def test_a_wal_left_by_a_user_who_wrote_never_poisons_the_next_swap(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    publish_query_db(warehouse)
+    db = tmp_path / "rag.duckdb"
+    subprocess.run([sys.executable, "-c", USER_WRITES_AND_DIES, str(db)], check=True, timeout=120)
+    assert Path(f"{db}.wal").is_file()
+    publish(warehouse, "blind", MODEL, write_partition(warehouse, "blind", MODEL, 2, tag="b"))
+    stats = publish_query_db(warehouse)
+    assert stats.rebuilt_from_scratch
+    assert not Path(f"{db}.wal").exists()
+    assert query(db, "select chunker, count(*) from chunks group by 1 order by 1") == [
+        ("blind", 2), ("header", 3)]
+    assert query(db, "select count(*) from information_schema.tables where table_name = 'mine'") \
+        == [(0,)]

@@ -1,0 +1,44 @@
+"""The ``index_automation`` sensor: run requests for the project's named jobs, one per due
+partition, tagged with what the run builds, and none for a partition that already has a run."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from rag_pipeline.core.index.plan import Stage, index_plan
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, INDEX_SENSOR
+from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, INPUTS_TAG
+from rag_pipeline_tests.orchestration.assets.conftest import TinyProject
+from rag_pipeline_tests.test_definitions import CHUNKERS
+
+
+def _tick(project: TinyProject) -> list[dg.RunRequest] | dg.SkipReason:
+    sensor = project.defs.resolve_sensor_def(INDEX_SENSOR)
+    with dg.build_sensor_context(instance=project.instance, definitions=project.defs,
+                                 resources={"storage": project.defs.resources["storage"]}) as context:
+        result = sensor(context)
+    return result
+
+
+def test_documents_written_ask_for_one_chunks_job_run_per_chunker(tiny_project: TinyProject):
+    requests = _tick(tiny_project)
+    plan = index_plan(Warehouse(tiny_project.data_dir), CHUNKERS, [tiny_project.spec.key])
+    assert [(s.stage, s.chunker) for s in plan] == [(Stage.CHUNKS, c) for c in CHUNKERS]
+    assert [(r.job_name, r.partition_key, r.tags[CHUNKER_TAG]) for r in requests] == [
+        (CHUNKS_JOB, c, c) for c in CHUNKERS]
+    # The run key is the job and the digest of the documents file the chunks will be cut from:
+    # the same state asks for the same runs, which the daemon launches once.
+    assert [r.run_key for r in requests] == [f"{CHUNKS_JOB}:{s.key}" for s in plan]
+    assert [r.tags[INPUTS_TAG] for r in requests] == [s.key for s in plan]
+    assert [r.run_key for r in _tick(tiny_project)] == [r.run_key for r in requests]
+
+
+def test_a_partition_with_a_run_in_progress_gets_no_second_one(tiny_project: TinyProject):
+    job = tiny_project.defs.resolve_job_def(CHUNKS_JOB)
+    run = tiny_project.instance.create_run_for_job(job, tags={"dagster/partition": "blind"},
+                                                   status=dg.DagsterRunStatus.STARTED)
+    try:
+        assert [r.partition_key for r in _tick(tiny_project)] == [c for c in CHUNKERS if c != "blind"]
+    finally:
+        tiny_project.instance.delete_run(run.run_id)

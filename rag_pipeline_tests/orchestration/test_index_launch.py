@@ -1,0 +1,98 @@
+"""Tests for ``rag_pipeline.orchestration.index_launch``: a killed run is marked failed the next time the
+project runs; the index counts as current only when every partition serves the latest state."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.orchestration.index_launch import fail_dead_runs, index_is_current
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+KILLED_RUN = textwrap.dedent("""
+    import os, signal, sys
+    from pathlib import Path
+    import dagster as dg
+    import rag_pipeline.orchestration.assets.documents as documents_asset
+    from rag_pipeline.definitions import build_definitions
+    from rag_pipeline.orchestration.index_runs import run_index
+
+    def die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    documents_asset.extract_corpus = die
+    instance = dg.DagsterInstance.local_temp(tempdir=sys.argv[1])
+    run_index(build_definitions(data_dir=Path(sys.argv[2]), corpus_dir=Path(sys.argv[3])),
+              instance, echo=lambda _: None, evaluate=False)
+""")
+
+
+def test_a_killed_run_is_marked_failed_the_next_time(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    result = subprocess.run([sys.executable, "-c", KILLED_RUN, str(home), str(tmp_path / "data"),
+                             str(corpus)], env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == -9, result.stderr[-2000:]
+    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
+    (run,) = instance.get_runs()
+    assert (run.job_name, run.status) == ("documents_job", dg.DagsterRunStatus.STARTED)
+    said: list[str] = []
+    assert fail_dead_runs(instance, said.append) == [run.run_id]
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
+    assert said == [f"marked killed run {run.run_id[:8]} (documents_job) as failed"]
+    # A second look finds nothing more to do.
+    assert fail_dead_runs(instance, said.append) == []
+
+
+def test_the_index_is_current_only_when_every_partition_serves_the_latest_state(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    model = "m@0000abcd"
+    assert not index_is_current(warehouse, ["header"], [model], evaluate=False)
+    versions = write_partition(warehouse, "header", model, 3)
+    # Staged but not published: not current.
+    assert not index_is_current(warehouse, ["header"], [model], evaluate=False)
+    generation, _ = publish(warehouse, "header", model, versions)
+    assert index_is_current(warehouse, ["header"], [model], evaluate=False)
+    # The evaluation must have scored exactly the served generations.
+    assert not index_is_current(warehouse, ["header"], [model])
+    warehouse.write("eval_summary", pa.table({"x": [1]}), {"model": model},
+                    inputs={"header": generation.id})
+    assert index_is_current(warehouse, ["header"], [model])
+    # New documents staged: not current until chunked, embedded and published again.
+    write_partition(warehouse, "blind", model, 2, tag="b")
+    assert not index_is_current(warehouse, ["header"], [model])
+
+
+def test_a_queued_run_with_no_live_daemon_is_an_error_within_seconds(tmp_path: Path):
+    import time
+
+    from rag_pipeline.orchestration.index_launch import follow_runs
+    from rag_pipeline.orchestration.index_runs import IndexRunFailed
+
+    home = tmp_path / "home"
+    home.mkdir()
+    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
+    started = time.time() - 1
+    # Planted: a run waiting for a daemon on an instance whose daemon is gone (QUEUED for 11
+    # minutes in the issue, with the stopped daemon's heartbeat still fresh).
+    run = instance.add_run(dg.DagsterRun(job_name="documents_job",
+                                         status=dg.DagsterRunStatus.NOT_STARTED))
+    began = time.monotonic()
+    with pytest.raises(IndexRunFailed) as failed:
+        follow_runs(instance, started, lambda: False, lambda _: None,
+                    daemon_alive=lambda: False)
+    assert time.monotonic() - began < 10
+    assert str(failed.value) == (f"documents_job [-] (run {run.run_id[:8]}) is queued but no "
+                                 "Dagster daemon is running on this instance to start it")
