@@ -715,7 +715,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
     from rag_pipeline.core.answer.ask import AskSettings, EmptyQuestionError
     from rag_pipeline.core.answer.ask import ask as run_ask
     from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
@@ -844,7 +844,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.gold import GoldFormatError
     from rag_pipeline.core.index.store import UnknownPartitionError
@@ -949,7 +949,7 @@ def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, oo
     and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
     import tempfile
 
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.adoption import (
         adoption,
@@ -1154,7 +1154,7 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
 def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Path,
                     ood_path: Path, chunkers: tuple[str, ...]) -> None:
     """Evaluates the second model on the same chunkers and prints the paired comparison."""
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.model_comparison import compare_models
     from rag_pipeline.core.evaluation.run import run_eval

@@ -21,8 +21,8 @@ from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
 from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
-from rag_pipeline.core.embedding.embedder import QueryPath
 from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.embedding.question import QueryPath
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
