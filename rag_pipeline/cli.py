@@ -1084,7 +1084,7 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
     report = run_beir(dataset, embedder, data_dir / "beir", progress, tuple(k1_values) or (K1,))
     if candidates:
         from rag_pipeline.core.evaluation.beir import run_beir_candidates
-        from rag_pipeline.core.evaluation.evaluate import beir_candidates
+        from rag_pipeline.core.evaluation.catalogue import beir_candidates
 
         report.rows.extend(run_beir_candidates(dataset, embedder, beir_candidates(),
                                                data_dir / "beir", progress))

@@ -29,12 +29,12 @@ from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStra
 from rag_pipeline.core.config.project_config import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.evaluation.catalogue import RunKey
 from rag_pipeline.core.evaluation.evaluate import (
     REPORT_STYLES,
     EvalReport,
     PairedRow,
     RankRow,
-    RunKey,
     SummaryRow,
     compare,
     evaluate,
