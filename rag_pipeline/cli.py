@@ -51,7 +51,8 @@ def _echo(message: str = "", err: bool = False) -> None:
 
 def _declared_models():
     """The declared models, or a one-line failure naming what is wrong with the config file."""
-    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 
@@ -153,7 +154,7 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
 
 def _config():
     """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
-    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 
@@ -263,12 +264,9 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
-    from rag_pipeline.core.config.project_config import (
-        choose_profile,
-        effective_lock,
-        load_config,
-        write_lock,
-    )
+    from rag_pipeline.core.config.keys import write_lock
+    from rag_pipeline.core.config.lock import effective_lock
+    from rag_pipeline.core.config.parse import choose_profile, load_config
     from rag_pipeline.core.embedding.model_inventory import inventory
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.core.index.status import row_counts
@@ -399,7 +397,8 @@ def _use_profile(profile) -> None:
 def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> None:
     """Write a commented configuration for FOLDER (its corpus, its data folder, the production
     profile) next to it, so the project's own rag_pipeline.toml stays as it is."""
-    from rag_pipeline.core.config.project_config import folder_config_text, parse_config
+    from rag_pipeline.core.config.init_file import folder_config_text
+    from rag_pipeline.core.config.parse import parse_config
 
     folder = folder.resolve()
     output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()
@@ -426,7 +425,8 @@ def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> 
 @click.pass_obj
 def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
-    from rag_pipeline.core.config.project_config import load_config, model_specs, write_lock
+    from rag_pipeline.core.config.keys import model_specs, write_lock
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
     from rag_pipeline.core.storage.warehouse import Warehouse
@@ -481,7 +481,7 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
 
 def _index_profile(config):
     """The profile `index` builds without --profile, by the environment and the config."""
-    from rag_pipeline.core.config.project_config import choose_profile
+    from rag_pipeline.core.config.parse import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
@@ -490,7 +490,7 @@ def _index_profile(config):
 
 def _print_profiles(config) -> None:
     """The profiles, and which one `index` builds without --profile."""
-    from rag_pipeline.core.config.project_config import choose_profile
+    from rag_pipeline.core.config.parse import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     requested = os.environ.get(ENV_PROFILE) or None
@@ -901,7 +901,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
 def adapt(model_key: str | None, force: bool) -> None:
     """Train the declared adapted model(s) on pairs made from the corpus (see README
     "An adapted model"); a trained folder whose key and files match is kept."""
-    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,

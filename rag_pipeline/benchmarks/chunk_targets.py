@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.evaluation.catalogue import RunKey
