@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -698,7 +698,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         spec = find_model(model_key, models) if model_key else models[0]
     except ModelMismatchError as exc:
         _fail(str(exc))
-    the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
+    the_cut = gate_cut(spec, cut)
     if not (rerank_model or generate_url or show_prompt or no_collapse):
         served = _ask_serve(data_dir, question, chunker, spec.key, base_url,
                             {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
@@ -798,7 +798,7 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
             analyzer=Analyzer(analyzer),
-            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            cut=cut,
             max_sources=max_sources, base_url=base_url,
             workers=workers or os.cpu_count() or 1)
         serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,

