@@ -92,6 +92,12 @@ class SummaryRow:
     destroyed: int
 
 
+def recall_with_interval(row: SummaryRow, k: int) -> str:
+    """Recall@k with its Wilson 95 % interval, three decimals: ``0.750 [0.592, 0.858]``."""
+    low, high = row.ci95[k]
+    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
+
+
 @dataclass(frozen=True)
 class PairedRow:
     a: str
