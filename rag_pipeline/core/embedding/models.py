@@ -313,18 +313,6 @@ def verify_model_files(spec: ModelSpec) -> None:
             f"declared as {spec.key}: declare the new files as a model of their own")
 
 
-def spec_for_folder(name: str, path: Path, dimension: int, max_tokens: int = 256,
-                    backend: Backend = Backend.TORCH, precision: Precision = Precision.FP32,
-                    **kwargs) -> ModelSpec:
-    """A spec whose fingerprint is computed from the folder now (an unlocked model)."""
-    calibration = kwargs.get("calibration")
-    manifest = Manifest(model_files(path), backend, precision, max_tokens,
-                        calibration.recipe() if calibration else "")
-    return ModelSpec(name=name, path=Path(path), fingerprint=manifest.fingerprint(),
-                     dimension=dimension, max_tokens=max_tokens, backend=backend,
-                     precision=precision, files=tuple(sorted(manifest.files.items())), **kwargs)
-
-
 def folder_dimension(model_path: Path) -> int:
     """The output dimension read from the folder: the pooling config's
     ``word_embedding_dimension``, else ``config.json``'s ``hidden_size``."""
