@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.config.root import PROJECT_ROOT
+
 if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
 
 

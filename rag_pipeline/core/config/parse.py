@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.root import PROJECT_ROOT
 from rag_pipeline.core.config.schema import (
     ADAPT_KEYS,
     CONFIG_NAME,
@@ -22,7 +23,6 @@ from rag_pipeline.core.config.schema import (
     MODEL_KEYS,
     PRODUCTION,
     PROFILE_KEYS,
-    PROJECT_ROOT,
     ModelDeclaration,
     ModelSource,
     Profile,

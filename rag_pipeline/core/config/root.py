@@ -1,0 +1,9 @@
+"""The project root: the folder of ``pyproject.toml``, where ``rag_pipeline.toml`` and its lock
+live. Its own module so that :mod:`rag_pipeline.project_paths` can name it without importing
+the configuration's dependencies (the chunkers, the model declarations)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
