@@ -267,8 +267,8 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     from rag_pipeline.core.config.keys import write_lock
     from rag_pipeline.core.config.lock import effective_lock
     from rag_pipeline.core.config.parse import choose_profile, load_config
-    from rag_pipeline.core.embedding.model_inventory import inventory
     from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
@@ -427,8 +427,8 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
     from rag_pipeline.core.config.keys import model_specs, write_lock
     from rag_pipeline.core.config.parse import load_config
-    from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.index.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import config_path
 
