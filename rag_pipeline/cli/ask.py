@@ -12,11 +12,11 @@ import click
 
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
+    Invocation,
     declared_models,
     echo,
     fail,
     load_model,
-    warehouse_location,
 )
 from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
@@ -28,16 +28,17 @@ if TYPE_CHECKING:
     from rag_pipeline.core.retrieval.rerank import Reranker
 
 
-def _ask_serve(data_dir: Path, question: str, chunker: str, model_key: str,
+def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: str,
                base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
-    """The answer of a `serve` running on this data folder for this chunker, model and base URL
-    (with where it runs), or None: then `ask` loads the index and the model itself."""
+    """The answer of a `serve` running on this data folder over the same tables for this
+    chunker, model and base URL (with where it runs), or None: then `ask` loads the index and
+    the model itself."""
     from rag_pipeline.core.answer.answer_json import answer_from_json
     from rag_pipeline.core.runtime.serve_record import ask_running, read_serve_record
 
-    record = read_serve_record(data_dir)
-    if record is None or (record.chunker, record.model_key, record.base_url) != (
-            chunker, model_key, base_url):
+    record = read_serve_record(invocation.data_dir)
+    if record is None or (record.location, record.chunker, record.model_key, record.base_url) != (
+            invocation.tables_at, chunker, model_key, base_url):
         return None
     data = ask_running(record, {"q": question, **params})
     if data is None:
@@ -122,7 +123,7 @@ def question_options(command):
 @click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
 @click.pass_obj
-def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retriever: str,
+def ask(invocation: Invocation, question: str, chunker: str, model_key: str | None, retriever: str,
         analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str | None, as_json: bool,
@@ -167,7 +168,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
         fail(str(exc))
     the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
     if not (rerank_model or generate_url or show_prompt or no_collapse):
-        served = _ask_serve(data_dir, question, chunker, spec.key, base_url,
+        served = _ask_serve(invocation, question, chunker, spec.key, base_url,
                             {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
                              "cut": repr(the_cut)})
         if served is not None:
@@ -189,8 +190,9 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
 
     started = time.perf_counter()
     try:
-        index = load_partition(data_dir, chunker, spec.key, warehouse_location())
-        embedder = load_model(spec, data_dir)
+        warehouse = invocation.warehouse
+        index = load_partition(warehouse.data_dir, chunker, spec.key, warehouse.location)
+        embedder = load_model(spec, invocation.data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
             retrieval=RetrievalSettings(retriever=Retriever(retriever),
@@ -241,7 +243,7 @@ def ask(data_dir: Path, question: str, chunker: str, model_key: str | None, retr
                    "question on one core: slower for one client, as fast or a little faster "
                    "under load.")
 @click.pass_obj
-def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
+def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
           query_streams: int, query_threads: int | None) -> None:
@@ -269,7 +271,7 @@ def serve(data_dir: Path, host: str, port: int, chunker: str, model_key: str | N
             cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
             max_sources=max_sources, base_url=base_url,
             workers=workers or os.cpu_count() or 1)
-        serve_forever(data_dir, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
+        serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=echo,
                       query_runtime=None if query_backend == "model" else query_backend,
                       query_streams=query_streams, query_threads=query_threads)

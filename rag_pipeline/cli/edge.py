@@ -2,7 +2,8 @@
 
 Every command module registers on :data:`main` (see :mod:`rag_pipeline.cli`); what they share
 lives here: one-line output (:func:`echo`, :func:`fail`), the parsed configuration, the
-declared models and the ``--warehouse`` of the invocation.
+declared models and the :class:`Invocation` every command is given (its data folder and its
+one warehouse handle).
 """
 
 from __future__ import annotations
@@ -11,12 +12,47 @@ import math
 import os
 import signal
 import sys
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.project_paths import DAGSTER_HOME, ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the group's options say for every command: the local data folder and where its
+    tables live. The :class:`Warehouse` is built once, here at the edge, on first use (a
+    command that never reads a table never loads pyarrow), and handed down to everything
+    that reads or writes a table.
+
+    Attributes:
+        data_dir: The local data folder (``rag.duckdb``, ``serve.json``, caches).
+        location: ``--warehouse`` as given (None: the data folder's own ``warehouse/``).
+    """
+
+    data_dir: Path
+    location: str | None = None
+
+    @cached_property
+    def warehouse(self) -> Warehouse:
+        """The one handle on the tables of this invocation."""
+        from rag_pipeline.core.storage.warehouse import Warehouse
+
+        return Warehouse(self.data_dir, self.location)
+
+    @property
+    def tables_at(self) -> str:
+        """Where the tables live (a folder or a URI), without building the handle."""
+        return warehouse_location(self.data_dir, self.location)
 
 
 def _prepare_environment() -> None:
@@ -52,11 +88,6 @@ def load_model(spec, data_dir: Path):
     from rag_pipeline.core.embedding.embedder import load_embedder
 
     return load_embedder(spec)
-
-
-def warehouse_location() -> str | None:
-    """The ``--warehouse`` given to the command group (None: ``<data-dir>/warehouse``)."""
-    return click.get_current_context().find_root().params.get("warehouse")
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -131,7 +162,7 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
             fail(f"--config {str(config_file)!r} {what}: it must name a rag_pipeline.toml file "
                  "(`rag-pipeline init DIR` writes one)")
         os.environ[ENV_CONFIG] = str(config_file.absolute())
-    ctx.obj = data_dir or read_config().data_dir or DEFAULT_DATA_DIR
+    ctx.obj = Invocation(data_dir or read_config().data_dir or DEFAULT_DATA_DIR, warehouse)
 
 
 def read_config():

@@ -10,11 +10,11 @@ import click
 
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
+    Invocation,
     declared_models,
     echo,
     fail,
     load_model,
-    warehouse_location,
 )
 from rag_pipeline.cli.gold import corpus_texts
 
@@ -52,8 +52,9 @@ if TYPE_CHECKING:
                    "the adapted model never trained on, per style, and apply the adoption rule.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_obj
-def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | None, chunkers: tuple[str, ...],
-                     model_key: str | None, versus_key: str | None, beir_dir: Path | None,
+def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: Path | None,
+                     chunkers: tuple[str, ...], model_key: str | None, versus_key: str | None,
+                     beir_dir: Path | None,
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
@@ -65,6 +66,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
+    data_dir = invocation.data_dir
     models = declared_models()
     try:
         for name in chunkers:
@@ -79,7 +81,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
-        _compare_held_out(data_dir, spec, versus_key, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+        _compare_held_out(invocation, spec, versus_key, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"])
         return
 
@@ -88,7 +90,7 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
     try:
         report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
-                          location=warehouse_location(), candidates=candidates,
+                          location=invocation.location, candidates=candidates,
                           sentence_vectors=sentence_vectors)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         fail(str(exc))
@@ -104,12 +106,12 @@ def evaluate_command(data_dir: Path, gold_path: Path | None, ood_path: Path | No
         return
     _print_eval(report, spec, as_json)
     if versus_key is not None:
-        _compare_models(data_dir, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
+        _compare_models(invocation, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
                         "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
 
 
 
-def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, ood_path: Path,
+def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: Path, ood_path: Path,
                       chunkers: list[str]) -> None:
     """The adapted model against its base on the held-out half of the gold set only: per style
     and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
@@ -139,7 +141,7 @@ def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, oo
         gold = load_gold_set(gold_path)
     except GoldFormatError as exc:
         fail(str(exc))
-    canonical, _ = corpus_texts(data_dir, None)
+    canonical, _ = corpus_texts(invocation, None)
     held = spec.adaptation.recipe.held_out
     lines = held_out_lines(gold, canonical, held)
     if not lines:
@@ -148,8 +150,10 @@ def _compare_held_out(data_dir: Path, spec, versus_key: str, gold_path: Path, oo
     with tempfile.TemporaryDirectory() as tmp:
         subset = write_gold(Path(tmp) / "held_out.jsonl", gold, lines, documents)
         try:
-            adapted = run_eval(data_dir, spec, subset, ood_path, chunkers, location=warehouse_location())
-            base = run_eval(data_dir, other, subset, ood_path, chunkers, location=warehouse_location())
+            adapted = run_eval(invocation.data_dir, spec, subset, ood_path, chunkers,
+                               location=invocation.location)
+            base = run_eval(invocation.data_dir, other, subset, ood_path, chunkers,
+                            location=invocation.location)
         except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError, ModelMismatchError,
                 ModelNotExportedError) as exc:
             fail(str(exc))
@@ -261,7 +265,7 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 
-def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Path,
+def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_path: Path,
                     ood_path: Path, chunkers: tuple[str, ...]) -> None:
     """Evaluates the second model on the same chunkers and prints the paired comparison."""
     from rag_pipeline.core.embedding.embedder import ModelNotExportedError
@@ -275,9 +279,10 @@ def _compare_models(data_dir: Path, spec, report, versus_key: str, gold_path: Pa
 
     try:
         other = find_model(versus_key, declared_models())
-        load_model(other, data_dir)
+        load_model(other, invocation.data_dir)
         selected = list(chunkers) or sorted({r.chunker for r in report.ranks})
-        second = run_eval(data_dir, other, gold_path, ood_path, selected)
+        second = run_eval(invocation.data_dir, other, gold_path, ood_path, selected,
+                          location=invocation.location)
     except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError,
             UnknownPartitionError) as exc:
         fail(str(exc))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rag_pipeline.cli.edge import echo, fail, warehouse_location
+from rag_pipeline.cli.edge import Invocation, echo, fail
 
 
 @click.group()
@@ -24,12 +24,12 @@ def gold() -> None:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the draft here (default: stdout).")
 @click.pass_obj
-def draft(data_dir: Path, corpus: Path | None, count: int, output: Path | None) -> None:
+def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path | None) -> None:
     """Propose candidate needles: sentences found exactly once in the corpus, outside headings,
     as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do)."""
     from rag_pipeline.core.evaluation.gold import draft_jsonl, draft_needles
 
-    texts, name = corpus_texts(data_dir, corpus)
+    texts, name = corpus_texts(invocation, corpus)
     needles = draft_needles(texts, count)
     if not needles:
         fail(f"no sentence of 8 to 40 words occurs exactly once in the {len(texts)} documents")
@@ -45,7 +45,7 @@ def draft(data_dir: Path, corpus: Path | None, count: int, output: Path | None) 
           f"the lines you do not want, then `rag-pipeline eval --gold {output}`", err=True)
 
 
-def corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], str]:
+def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:
     """The canonical text of every ok document (of the folder, else of the built index), and
     the corpus's name."""
     if corpus is not None:
@@ -55,10 +55,10 @@ def corpus_texts(data_dir: Path, corpus: Path | None) -> tuple[dict[str, str], s
         return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
     from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.storage.table_names import DOCUMENTS
-    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     try:
-        rows = Warehouse(data_dir, warehouse_location()).read(
+        rows = invocation.warehouse.read(
             DOCUMENTS, columns=["document_id", "canonical_text", "status", "path"]).to_pylist()
     except IndexNotBuiltError as exc:
         fail(f"{exc} (or pass --corpus DIR)")

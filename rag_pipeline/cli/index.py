@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from rag_pipeline.cli.edge import declared_models, echo, fail, warehouse_location
+from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
 from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE
 
 
@@ -111,7 +111,7 @@ def _stop_on_signals() -> Iterator[None]:
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
-def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
+def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
           no_eval: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
@@ -126,7 +126,6 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
     from rag_pipeline.core.embedding.model_inventory import inventory
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.core.index.status import row_counts
-    from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
     try:
@@ -163,15 +162,17 @@ def index(data_dir: Path, corpus: Path | None, refresh_corpus: bool, profile_nam
 
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
+    data_dir = invocation.data_dir
     env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute()), ENV_PROFILE: profile.name}
-    if warehouse_location() is not None:
-        env[ENV_WAREHOUSE] = warehouse_location()
+    if invocation.location is not None:
+        env[ENV_WAREHOUSE] = invocation.location
     if corpus is not None:
         env[ENV_CORPUS] = str(corpus.absolute())
-    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus, location=warehouse_location())
+    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus,
+                             location=invocation.location)
     chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
     models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
-    warehouse = Warehouse(data_dir, warehouse_location())
+    warehouse = invocation.warehouse
     started = time.time()
     try:
         with _index_lock(home) as lock_fd, _stop_on_signals(), \

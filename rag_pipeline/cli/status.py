@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import click
 
-from rag_pipeline.cli.edge import echo, fail, warehouse_location
+from rag_pipeline.cli.edge import Invocation, echo, fail
 from rag_pipeline.project_paths import ENV_PROFILE
 
 
 @click.command()
 @click.pass_obj
-def status(data_dir: Path) -> None:
+def status(invocation: Invocation) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
     from rag_pipeline.core.index.status import index_status, unhealthy_files
     from rag_pipeline.core.storage.query_db import refresh_query_db
-    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
-    warehouse = Warehouse(data_dir, warehouse_location())
+    warehouse = invocation.warehouse
     try:
-        if warehouse_location() is not None:
+        if invocation.location is not None:
             # Another machine may have published since: refresh the local DuckDB snapshot
             # (never from a warehouse that has published nothing).
             refresh_query_db(warehouse)
@@ -75,12 +74,11 @@ def _age(seconds: float) -> str:
 @click.option("--drop", "drop_key", default=None,
               help="Delete every stored partition of this undeclared model key.")
 @click.pass_obj
-def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
+def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
     from rag_pipeline.core.config.project_config import load_config, model_specs, write_lock
     from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
-    from rag_pipeline.core.storage.warehouse import Warehouse
     from rag_pipeline.project_paths import config_path
 
     try:
@@ -88,7 +86,7 @@ def models(data_dir: Path, lock: bool, drop_key: str | None) -> None:
         specs = write_lock(config) if lock else model_specs(config)
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
-    warehouse = Warehouse(data_dir)
+    warehouse = invocation.warehouse
     if drop_key is not None:
         from rag_pipeline.core.config.validation import InvalidArgumentError
 
