@@ -17,7 +17,6 @@ baseline by paired exact sign tests per style at k = 4 and k = 20.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
@@ -181,8 +181,7 @@ def run(corpus: Path, gold_path: Path, targets: Sequence[int], baseline: int) ->
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    go_offline()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, nargs="+", default=list(DEFAULT_TARGETS),
                         help="Chunk target sizes in characters, each above the overlap setting "

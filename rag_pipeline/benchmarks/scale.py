@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.generations import publish
 from rag_pipeline.core.storage.table_names import (
@@ -254,7 +255,7 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
     from rag_pipeline.benchmarks import serve_load
 
     port = serve_load.free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir",
                str(data_dir), "serve", "--host", serve_load.HOST, "--port", str(port), "--chunker",
                chunker, "--poll", "5", "--query-backend", query_backend]

@@ -45,6 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.evaluation.gold import load_gold, load_ood
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
@@ -306,8 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         data = Path(tmp) / "data"
         shutil.copytree(args.data_dir / "warehouse", data / "warehouse")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "DAGSTER_HOME": str(Path(tmp) / "dagster_home")}
+        env = offline_env(DAGSTER_HOME=str(Path(tmp) / "dagster_home"))
         Path(env["DAGSTER_HOME"]).mkdir()
         print(f"questions: {len(pool)} (gold + out-of-domain), {args.requests} requests per round, "
               f"loopback {HOST}; {os.cpu_count()} CPUs, load average "
