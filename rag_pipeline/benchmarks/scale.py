@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rag_pipeline.benchmarks import offline_env
+from rag_pipeline.benchmarks import offline_env, stop
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.generations import publish
 from rag_pipeline.core.storage.table_names import (
@@ -273,12 +273,7 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
             r = serve_load.run_round(port, 1, requests, 600.0, pool)
             rss_mb, _ = _status_mb(server.pid)
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server, 20)
     if not r.latencies_ms:
         raise SystemExit(f"no answer over HTTP: {dict(r.errors)}")
     return HttpRound(_p(r.latencies_ms, 50), _p(r.latencies_ms, 99), len(r.latencies_ms),
