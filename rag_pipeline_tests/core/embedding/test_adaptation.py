@@ -22,8 +22,10 @@ from rag_pipeline.core.embedding.adaptation import (
     adapt_model,
     adapted_fingerprint,
     corpus_documents,
+    corpus_inputs_sha256,
     held_out_half,
     make_pairs,
+    pairs_digest,
     pairs_sha256,
     sample_pairs,
     trained_result,
@@ -147,6 +149,77 @@ def test_a_different_corpus_gives_a_different_key(tmp_path: Path):
                                                        pairs_sha256(pairs), 256)
     assert tuned.path == tmp_path / "models" / tuned.key
     assert tuned.dimension == 384 and tuned.files == ()
+
+
+def test_the_pairs_digest_is_recorded_once_and_read_back_without_extracting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    pairs, available = training_pairs(corpus_documents(corpus), recipe)
+    first = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert (first.sha256, first.pairs, first.available, first.computed) == (
+        pairs_sha256(pairs), 8, available, True)
+    assert first.record == (tmp_path / "cache" / "pairs-digests"
+                            / f"{corpus_inputs_sha256(corpus, recipe)}.json")
+    assert json.loads(first.record.read_text(encoding="utf-8")) == {
+        "inputs": corpus_inputs_sha256(corpus, recipe), "pairs_sha256": first.sha256,
+        "pairs": 8, "available": available}
+
+    def no_extraction(_corpus):
+        raise AssertionError("the recorded digest must be read, not made again")
+
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", no_extraction)
+    again = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert (again.sha256, again.pairs, again.available, again.computed) == (
+        first.sha256, 8, available, False)
+    # Another recipe is another record: the digest is made again (here: refused by the patch).
+    with pytest.raises(AssertionError, match="must be read"):
+        pairs_digest(corpus, AdaptRecipe(base="m", max_pairs=9), tmp_path / "cache")
+
+
+def test_a_changed_corpus_file_is_another_record_and_another_digest(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    before = pairs_digest(corpus, recipe, tmp_path / "cache")
+    text = (corpus / "a.md").read_text(encoding="utf-8")
+    (corpus / "a.md").write_text(text.replace("apples", "pears"),
+                                 encoding="utf-8")
+    after = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert after.computed and after.record != before.record
+    assert after.sha256 != before.sha256
+    assert after.sha256 == pairs_sha256(training_pairs(corpus_documents(corpus), recipe)[0])
+    # A renamed file changes the inputs too (a document id is part of every pair).
+    named_a = corpus_inputs_sha256(corpus, recipe)
+    (corpus / "a.md").rename(corpus / "z.md")
+    assert corpus_inputs_sha256(corpus, recipe) != named_a
+
+
+def test_a_symlink_counts_by_its_target_and_a_bundled_corpus_by_its_module(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    (tmp_path / "x.md").write_text("# X\n", encoding="utf-8")
+    (tmp_path / "y.md").write_text("# Y\n", encoding="utf-8")
+    recipe = AdaptRecipe(base="m")
+    (corpus / "link.md").symlink_to(tmp_path / "x.md")
+    to_x = corpus_inputs_sha256(corpus, recipe)
+    (corpus / "link.md").unlink()
+    (corpus / "link.md").symlink_to(tmp_path / "y.md")
+    assert corpus_inputs_sha256(corpus, recipe) != to_x
+    bundled = corpus_inputs_sha256(None, recipe)
+    assert bundled == corpus_inputs_sha256(None, recipe) != corpus_inputs_sha256(corpus, recipe)
+    with pytest.raises(FileNotFoundError, match="corpus folder not found"):
+        corpus_inputs_sha256(tmp_path / "missing", recipe)
+
+
+def test_an_unreadable_record_is_made_again(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    first = pairs_digest(corpus, recipe, tmp_path / "cache")
+    first.record.write_text('{"inputs": "other"', encoding="utf-8")   # truncated JSON
+    again = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert again.computed and again.sha256 == first.sha256
+    assert json.loads(again.record.read_text(encoding="utf-8"))["pairs_sha256"] == first.sha256
+    assert pairs_digest(corpus, recipe, None) == type(first)(first.sha256, 8, first.available,
+                                                             None, True)
 
 
 def test_an_untrained_adapted_model_refuses_to_load(tmp_path: Path):
