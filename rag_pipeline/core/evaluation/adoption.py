@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.core.evaluation.beir import BeirReport
 from rag_pipeline.core.evaluation.evaluate import EvalReport
 from rag_pipeline.core.evaluation.gold import GoldLine, GoldSet, QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import paired_wins_losses, sign_test_p, wilson_interval
@@ -60,6 +61,24 @@ class GeneralRetrieval:
 
     dataset: str
     ndcg_at_10: Mapping[str, tuple[float, float]]
+
+
+def general_retrieval(adapted: BeirReport, base: BeirReport) -> GeneralRetrieval:
+    """Both models' nDCG@10 on one BEIR run each, per retriever that embeds (``dense``,
+    ``hybrid[<analyzer> k1=<k1>]``; BM25 alone is the same for both and left out).
+
+    Raises:
+        ValueError: the runs are of different datasets or hold different rows.
+    """
+    def rows(report: BeirReport) -> dict[str, float]:
+        return {r.retriever if r.analyzer is None else f"{r.retriever}[{r.analyzer} k1={r.k1}]":
+                r.ndcg_at_10 for r in report.rows if r.retriever != "bm25"}
+
+    a, b = rows(adapted), rows(base)
+    if adapted.dataset != base.dataset or a.keys() != b.keys():
+        raise ValueError(f"the two BEIR runs differ: {adapted.dataset} {sorted(a)} vs "
+                         f"{base.dataset} {sorted(b)}")
+    return GeneralRetrieval(adapted.dataset, {name: (a[name], b[name]) for name in sorted(a)})
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,12 @@ from rag_pipeline.core.evaluation.adoption import (
     StyleComparison,
     adoption,
     compare_by_style,
+    general_retrieval,
     held_out_lines,
     needle_documents,
     write_gold,
 )
+from rag_pipeline.core.evaluation.beir import BeirReport, BeirRow
 from rag_pipeline.core.evaluation.evaluate import EvalReport, RankRow
 from rag_pipeline.core.evaluation.gold import GoldCorpus, GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.evaluation.metrics import wilson_interval
@@ -112,3 +114,16 @@ def test_general_retrieval_must_be_measured_and_within_a_hundredth():
         False, "scifact nDCG@10 more than 0.01 below the base: dense 0.63490 vs 0.64500")
     with pytest.raises(ValueError, match="no nDCG@10 row for scifact"):
         adoption(good, "header", "hybrid", GeneralRetrieval("scifact", {}))
+
+
+def test_general_retrieval_pairs_the_rows_that_embed_and_refuses_other_runs():
+    def report(dense: float, hybrid: float, name: str = "scifact") -> BeirReport:
+        return BeirReport(name, 300, 5183, [
+            BeirRow("dense", None, None, dense, 0.9, 0.6),
+            BeirRow("bm25", "english", 1.2, 0.679, 0.9, 0.6),
+            BeirRow("hybrid", "english", 1.2, hybrid, 0.9, 0.6)])
+
+    assert general_retrieval(report(0.64, 0.71), report(0.645, 0.714)) == GeneralRetrieval(
+        "scifact", {"dense": (0.64, 0.645), "hybrid[english k1=1.2]": (0.71, 0.714)})
+    with pytest.raises(ValueError, match="the two BEIR runs differ: nfcorpus"):
+        general_retrieval(report(0.64, 0.71, "nfcorpus"), report(0.645, 0.714))
