@@ -223,6 +223,28 @@ def test_an_unreadable_record_is_made_again(tmp_path: Path):
                                                              None, True)
 
 
+def test_a_config_load_reads_the_recorded_digest_and_a_changed_corpus_moves_the_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    corpus = _corpus(tmp_path / "c", "apples")
+    first = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert first.adaptation.record is not None and first.adaptation.record.is_file()
+    extracted: list[Path | None] = []
+    real = corpus_documents
+
+    def counted(folder):
+        extracted.append(folder)
+        return real(folder)
+
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", counted)
+    again = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert (again.key, again.adaptation.pairs_sha256, extracted) == (
+        first.key, first.adaptation.pairs_sha256, [])
+    (corpus / "b.md").write_text((corpus / "b.md").read_text(encoding="utf-8").replace(
+        "apples", "pears"), encoding="utf-8")
+    moved = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert extracted == [corpus] and moved.key != first.key
+
+
 def test_an_untrained_adapted_model_refuses_to_load(tmp_path: Path):
     corpus = _corpus(tmp_path / "c", "apples")
     tuned = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
@@ -312,6 +334,9 @@ def test_training_is_seeded_the_same_pairs_and_recipe_give_the_same_weights(tmp_
     (spec.path / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelMismatchError, match=r"config.json changed since training"):
         verify_model_files(spec)
-    # Other documents make other pairs than the key was minted for: refused before training.
-    with pytest.raises(ModelMismatchError, match=r"the corpus changed"):
+    # Other documents make other pairs than the key was minted for: refused before training,
+    # and the model cache's record of the digest is dropped (the next load makes it again).
+    assert spec.adaptation.record.is_file()
+    with pytest.raises(ModelMismatchError, match=r"the corpus changed \(the recorded digest is "):
         adapt_model(spec, [CorpusDocument("z.md", "Z", "# Z\n\n" + " ".join(["w"] * 400))] * 1)
+    assert not spec.adaptation.record.exists()
