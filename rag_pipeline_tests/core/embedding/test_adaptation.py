@@ -28,6 +28,7 @@ from rag_pipeline.core.embedding.adaptation import (
     make_pairs,
     pairs_digest,
     pairs_sha256,
+    reader_versions,
     sample_pairs,
     trained_result,
     training_pairs,
@@ -209,6 +210,15 @@ def test_a_symlink_counts_by_its_target_and_a_bundled_corpus_by_its_module(tmp_p
     assert bundled == corpus_inputs_sha256(None, recipe) != corpus_inputs_sha256(corpus, recipe)
     with pytest.raises(FileNotFoundError, match="corpus folder not found"):
         corpus_inputs_sha256(tmp_path / "missing", recipe)
+
+
+def test_reader_versions_are_the_installed_distributions():
+    from importlib import metadata
+
+    assert reader_versions() == tuple(sorted(
+        f"{name.replace('-', '_').lower()}-{metadata.version(name)}"
+        for name in ("beautifulsoup4", "lxml", "openpyxl", "pypdfium2", "PyStemmer", "python-docx",
+                     "webvtt-py")))
 
 
 def test_an_unreadable_record_is_made_again(tmp_path: Path):
