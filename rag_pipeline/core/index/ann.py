@@ -94,21 +94,27 @@ def choose_path(rows: int, has_ann: bool, crossover: int = CROSSOVER_ROWS) -> De
     return DensePath.ANN if has_ann and rows >= crossover else DensePath.EXACT
 
 
-def quantise(vectors: np.ndarray, scale: float | None = None) -> tuple[np.ndarray, float]:
+def quantise(vectors: np.ndarray, scale: float | None = None,
+             block: int = 65_536) -> tuple[np.ndarray, float]:
     """int8 codes ``round(v * scale)`` clipped to [-127, 127], one scale for every dimension.
 
     Args:
-        vectors: A float matrix (one row per vector).
+        vectors: A float matrix (one row per vector; memory-mapped is fine: it is read in blocks).
         scale: The scale to use (a question uses its index's); default ``127 / max |v|``.
+        block: Rows converted at a time (bounds the float temporaries).
 
     Returns:
         The codes and the scale used.
     """
     if scale is None:
-        peak = float(np.abs(vectors).max()) if vectors.size else 0.0
+        peak = max((float(np.abs(vectors[s:s + block]).max()) for s in range(0, len(vectors), block)),
+                   default=0.0) if vectors.size else 0.0
         scale = INT8_MAX / peak if peak > 0 else 1.0
-    codes = np.clip(np.rint(np.asarray(vectors, np.float32) * scale), -INT8_MAX, INT8_MAX)
-    return codes.astype(np.int8), float(scale)
+    codes = np.empty(vectors.shape, np.int8)
+    for start in range(0, len(vectors), block):
+        part = np.asarray(vectors[start:start + block], np.float32) * np.float32(scale)
+        codes[start:start + block] = np.clip(np.rint(part), -INT8_MAX, INT8_MAX)
+    return codes, float(scale)
 
 
 FINGERPRINT_ROWS = 4_096
