@@ -26,7 +26,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.index.bm25 import Bm25Scorer, posting_weights
-from rag_pipeline.core.storage.table_names import BM25_CHUNKS, BM25_PARAMS, BM25_POSTINGS, BM25_TERMS
+from rag_pipeline.core.storage.table_names import (
+    BM25_CHUNKS,
+    BM25_PARAMS,
+    BM25_POSTINGS,
+    BM25_TABLES,
+    BM25_TERMS,
+)
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -228,6 +234,10 @@ def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: Strin
     terms = warehouse.read_file(files[BM25_TERMS])
     stats = mapped_table(warehouse, files[BM25_CHUNKS], ["analyzer", "chunk_id", "length"])
     present = [a for a in Analyzer if a.value in params]
+    # The weights depend on all four files (idf, lengths, k1 and b, the postings): the copy is
+    # named after every one of them.
+    made_from = hashlib.blake2b("\n".join(files[name] for name in BM25_TABLES).encode(),
+                                digest_size=6).hexdigest()
     per: dict[Analyzer, dict] = {}
     for analyzer in present:
         own = terms.filter(pc.equal(terms.column("analyzer"), analyzer.value))
@@ -240,7 +250,8 @@ def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: Strin
         per[analyzer] = {
             "terms": own.column("term").to_pylist(), "idf": own.column("idf").to_numpy(),
             "indptr": indptr, "lengths": mine.column("length").to_numpy().astype(np.float64),
-            "paths": {name: cache_path(warehouse, files[BM25_POSTINGS], f"{analyzer.value}.{name}.npy")
+            "paths": {name: cache_path(warehouse, files[BM25_POSTINGS],
+                                       f"{made_from}.{analyzer.value}.{name}.npy")
                       for name in ("indptr", "indices", "data")}}
     if any(not p.is_file() for a in per.values() for p in a["paths"].values()):
         _write_postings(warehouse, files[BM25_POSTINGS], chunk_ids, per, params)

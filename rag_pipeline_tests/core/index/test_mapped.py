@@ -126,3 +126,18 @@ def test_statistics_of_other_chunks_are_refused(tmp_path: Path):
     # Planted flaw (trips the chunk-order check): the partition's rows are in another order.
     with pytest.raises(IndexNotBuiltError, match=r"^BM25 statistics of header are out of date with its "):
         mapped_bm25(warehouse, files, StringColumn(pa.array(IDS[::-1])), "header")
+
+
+def test_other_statistics_over_the_same_postings_get_their_own_copy(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    chunks = pa.table({"chunk_id": IDS, "text": TEXTS})
+    tables = bm25_stats_tables(chunks)
+    ids = StringColumn(chunks.column("chunk_id"))
+    before = mapped_bm25(warehouse, _bm25_files(warehouse, tables), ids, "header")[Analyzer.PLAIN]
+    # The same postings file with other k1 (a params file of its own): the cached weights of the
+    # first k1 must not be served.
+    params = tables["bm25_params"]
+    tables["bm25_params"] = params.set_column(params.schema.get_field_index("k1"), "k1",
+                                              pa.array([2.0] * params.num_rows))
+    after = mapped_bm25(warehouse, _bm25_files(warehouse, tables), ids, "header")[Analyzer.PLAIN]
+    assert after.k1 == 2.0 and after.scores("cat").tolist() != before.scores("cat").tolist()
