@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.generations import publish
@@ -191,6 +193,85 @@ def write_copies(source: Path, target: Path, chunker: str, model_key: str, facto
     return CopiesBuild(write_s, ann.seconds, _disk_bytes(target), ann.graph_bytes, sigma, neighbour)
 
 
+def publish_section_edit(data_dir: Path, chunker: str, model_key: str) -> str:
+    """Publishes a new generation of the served partition: its chunks file rewritten (streamed)
+    with the first chunk's section heading edited, every other table the served one, re-pointed
+    at the new chunks (none of them reads a section: BM25 and the vectors use ``text``). A
+    serving process must map the whole new chunks file to swap. Returns the new generation's
+    id."""
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline.core.index.mapped import parquet_batches
+
+    warehouse = Warehouse(data_dir)
+    served = current_generation(warehouse, chunker, model_key)
+    old_chunks = warehouse.version(CHUNKS, {"chunker": chunker})
+    names = pq.read_schema(warehouse.full_path(served.files[CHUNKS])).names
+
+    def edited() -> Iterator[pa.Table]:
+        for n, batch in enumerate(parquet_batches(warehouse, served.files[CHUNKS], names)):
+            part = pa.Table.from_batches([batch])
+            if n == 0:
+                i = part.schema.get_field_index("section")
+                sections = part.column(i).to_pylist()
+                part = part.set_column(i, "section", pa.array([f"{sections[0]} (edited)"] + sections[1:],
+                                                              pa.string()))
+            yield part
+
+    schema = pq.read_schema(warehouse.full_path(served.files[CHUNKS]))
+    chunks = warehouse.write_parts(CHUNKS, schema, edited(), {"chunker": chunker}, old_chunks.inputs)
+    versions = {CHUNKS: chunks}
+    for name, file in served.files.items():
+        if name == CHUNKS:
+            continue
+        version = next(v for v in warehouse.versions(name) if v.file == file)
+        inputs = {k: (chunks.file if k == CHUNKS else f) for k, f in version.inputs.items()}
+        versions[name] = replace(version, inputs=inputs)
+    generation, _ = publish(warehouse, chunker, model_key, versions)
+    return generation.id
+
+
+@dataclass(frozen=True)
+class SwapRound:
+    requests: int
+    errors: int
+    generations: dict[str, int]
+    publish_s: float
+    swap_s: float
+    before: str
+    after: str
+
+
+def swap_under_load(data_dir: Path, chunker: str, model_key: str, port: int, clients: int,
+                    timeout_s: float) -> SwapRound:
+    """``clients`` keep asking while :func:`publish_section_edit` publishes a new generation;
+    they stop a few seconds after ``/status`` names it (or at ``timeout_s``)."""
+    from rag_pipeline.benchmarks import serve_load
+
+    before = json.loads(serve_load._get(port, "/status")[1])["generation"]
+    keep_going, rounds = threading.Event(), []
+    keep_going.set()
+    asking = threading.Thread(target=lambda: rounds.append(serve_load.run_round(
+        port, clients, 0, timeout_s, serve_load.questions(), keep_going)))
+    asking.start()
+    started = time.perf_counter()
+    try:
+        after = publish_section_edit(data_dir, chunker, model_key)
+        publish_s = time.perf_counter() - started
+        while time.perf_counter() - started < timeout_s:
+            if json.loads(serve_load._get(port, "/status", 30.0)[1])["generation"] == after:
+                break
+            time.sleep(0.5)
+        swap_s = time.perf_counter() - started
+        time.sleep(3.0)
+    finally:
+        keep_going.clear()
+        asking.join()
+    r = rounds[0]
+    served = json.loads(serve_load._get(port, "/status")[1])["generation"]
+    return SwapRound(len(r.latencies_ms), sum(r.errors.values()), dict(r.generations), publish_s,
+                     swap_s if served == after else math.inf, before, served)
+
+
 def full_sort_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
     """The former ranking: every matching row sorted, then cut to ``depth``."""
     positive = np.flatnonzero(scores > 0)
@@ -314,9 +395,10 @@ class HttpRound:
 
 
 def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
-              query_backend: str) -> HttpRound:
+              query_backend: str, swap: tuple[str, int] | None = None) -> tuple[HttpRound, SwapRound | None]:
     """``rag-pipeline serve --query-backend query_backend`` on ``data_dir``: one client asks
-    ``requests`` questions."""
+    ``requests`` questions; with ``swap`` (model key, clients), then a new generation is
+    published while that many clients ask (:func:`swap_under_load`)."""
     from rag_pipeline.benchmarks import serve_load
 
     port = serve_load.free_port()
@@ -337,6 +419,8 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
             serve_load.run_round(port, 1, 20, 120.0, pool)
             r = serve_load.run_round(port, 1, requests, 600.0, pool)
             memory = _status_fields(server.pid)
+            swapped = None if swap is None else swap_under_load(data_dir, chunker, swap[0], port, swap[1],
+                                                                ready_timeout)
         finally:
             server.terminate()
             try:
@@ -348,7 +432,7 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
         raise SystemExit(f"no answer over HTTP: {dict(r.errors)}")
     return HttpRound(_p(r.latencies_ms, 50), _p(r.latencies_ms, 99), len(r.latencies_ms),
                      sum(r.errors.values()), status["dense_path"], memory["VmRSS"], ready_s,
-                     memory["RssAnon"], memory["RssFile"] + memory.get("RssShmem", 0.0))
+                     memory["RssAnon"], memory["RssFile"] + memory.get("RssShmem", 0.0)), swapped
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -369,6 +453,10 @@ def main(argv: list[str] | None = None) -> None:
                              "the ones already built there (their build figures are kept beside).")
     parser.add_argument("--lock", type=Path,
                         help="Hold this file's lock (flock) while timing (loads, questions, HTTP).")
+    parser.add_argument("--swap", action="store_true",
+                        help="After the HTTP round, publish a new generation (a chunks file with one "
+                             "section edited) while clients ask, and count failed requests.")
+    parser.add_argument("--swap-clients", type=int, default=4)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     from rag_pipeline.core.config.project_config import declared_models
@@ -398,8 +486,9 @@ def main(argv: list[str] | None = None) -> None:
                      "--model", model_key, "--depth", str(args.depth), "--measure", str(target)],
                     check=True, capture_output=True, text=True).stdout
                 m = json.loads(out.strip().splitlines()[-1])
-                http = over_http(target, args.chunker, args.requests, args.ready_timeout,
-                                 args.query_backend)
+                http, swapped = over_http(target, args.chunker, args.requests, args.ready_timeout,
+                                          args.query_backend,
+                                          (model_key, args.swap_clients) if args.swap else None)
             maps = sum(f.stat().st_size for f in (target / MAP_CACHE_DIR).rglob("*") if f.is_file())
             gb = 1024 ** 3
             print(f"{factor:5d}x {m['chunks']:8d} {built.nudge_sigma:6.4f} {built.write_s:8.1f} "
@@ -411,6 +500,11 @@ def main(argv: list[str] | None = None) -> None:
                   f"{http.p50_ms:6.2f}/{http.p99_ms:6.2f} {http.dense_path:>5s} "
                   f"{http.rss_mb / 1024:8.2f} {http.anon_mb / 1024:4.2f}/{http.file_mb / 1024:4.2f}  "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
+            if swapped is not None:
+                print(f"       swap under load ({args.swap_clients} clients): {swapped.requests} answered, "
+                      f"{swapped.errors} failed; generation {swapped.before} -> {swapped.after}, "
+                      f"published in {swapped.publish_s:.1f} s, served {swapped.swap_s:.1f} s after the "
+                      f"publish began; answers by generation {swapped.generations}", flush=True)
             last = (factor, m, built, http, maps)
             if args.keep is None:
                 shutil.rmtree(target)
