@@ -196,7 +196,7 @@ def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIn
         if content_hash in seen:
             continue
         seen.add(content_hash)
-        twins = tuple([row] + [r for r in index.rows_by_content[content_hash] if r != row])
+        twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row) if r != row])
         out.append((row, score, twins))
     return out
 
