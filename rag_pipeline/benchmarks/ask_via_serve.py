@@ -40,12 +40,13 @@ READY_TIMEOUT_S = 600.0
 def _build(data_dir: Path) -> None:
     """The production partition of :data:`PAGES` of the Python reference, with the real model."""
     from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.project_config import declared_models, load_config
     from rag_pipeline.core.embedding.embedder import load_embedder
     from rag_pipeline.core.index.partition_build import build_partition
     from rag_pipeline.core.ingest import extract_corpus
     from rag_pipeline.core.ingest.corpus_export import export_python_reference
     from rag_pipeline.core.storage.warehouse import Warehouse
+    from rag_pipeline.project_paths import config_path
 
     every = data_dir.parent / "reference"
     export_python_reference(every)
@@ -54,7 +55,7 @@ def _build(data_dir: Path) -> None:
     for page in PAGES:
         shutil.copy(every / page, corpus / page)
     build_partition(Warehouse(data_dir), extract_corpus(corpus).records, DEFAULT_STRATEGY,
-                    load_embedder(declared_models()[0]))
+                    load_embedder(declared_models(load_config(config_path()))[0]))
 
 
 def _wait_for_record(data_dir: Path, server: subprocess.Popen) -> None:
