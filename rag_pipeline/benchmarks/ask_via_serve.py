@@ -11,7 +11,9 @@ default model) of five pages of the bundled Python reference with the real model
 ``rag-pipeline serve`` on 127.0.0.1 (a free port) over that folder, waits for the record
 ``ask`` finds it by, then runs ``ask QUESTION --timings`` ``--runs`` times, one process each,
 checking that every answer came from the running serve, and prints the median, p90 and maximum
-wall time beside the server's own answer time and the machine's load average.
+wall time beside the CPU time one ``ask`` process used (user + system: what the wall time comes
+down to on an idle machine, less the HTTP wait), the server's own answer time and the
+machine's load average.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -95,12 +98,16 @@ def main() -> None:
         try:
             _wait_for_record(data_dir, server)
             walls: list[float] = []
+            cpus: list[float] = []
             served_ms: list[float] = []
             for run in range(args.runs):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 started = time.perf_counter()
                 result = subprocess.run([*base, "ask", QUESTIONS[run % len(QUESTIONS)],
                                          "--timings"], capture_output=True, text=True, timeout=120)
                 walls.append(time.perf_counter() - started)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
                 lines = result.stdout.splitlines()
                 if result.returncode != 0 or not lines or not lines[-1].startswith(
                         "answered by: the running serve"):
@@ -114,7 +121,8 @@ def main() -> None:
             server.wait(timeout=60)
     load = os.getloadavg()
     print(f"ask via a running serve, {args.runs} processes: wall p50 {statistics.median(walls):.3f} s, "
-          f"p90 {_percentile(walls, 0.9):.3f} s, max {max(walls):.3f} s; the server's own answer "
+          f"p90 {_percentile(walls, 0.9):.3f} s, max {max(walls):.3f} s; CPU time of one `ask` "
+          f"process p50 {statistics.median(cpus):.3f} s; the server's own answer "
           f"p50 {statistics.median(served_ms):.1f} ms; load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f} on {os.cpu_count()} cores")
 
