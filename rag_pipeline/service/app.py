@@ -25,7 +25,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS
+from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS
 from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer

@@ -38,7 +38,6 @@ from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 
-CONFIG_NAME = "rag_pipeline.toml"
 LOCK_NAME = "rag_pipeline.lock.json"
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
                         "window", "batch_size", "default", "cut", "dimension", "calibration",

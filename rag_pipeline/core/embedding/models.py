@@ -24,9 +24,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
+
     from rag_pipeline.core.embedding.adaptation import Adaptation
 
 FINGERPRINT_CHARS = 8
@@ -327,6 +327,8 @@ def folder_dimension(model_path: Path) -> int:
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (float32), so cosine distance is ``1 - dot = L2^2 / 2``."""
+    import numpy as np  # here, not at the top: reading model declarations needs no numpy
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if np.any(norms == 0):
