@@ -69,7 +69,7 @@ ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
 
 def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
     return (
-        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "ingest"},
+        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "documents"},
                             description="Extract every document of the corpus (stage 1 of 4)."),
         dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES],
                             tags={STAGE_TAG: "ingest"},
