@@ -54,13 +54,18 @@ def corpus_fingerprint(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+UNRECORDED = "unrecorded"
+"""The fingerprint of a ``documents`` materialisation that took none (an older version's): it
+matches no folder, so the watch launches one run, which records one."""
+
+
 def recorded_fingerprint(instance: dg.DagsterInstance) -> str | None:
     """The fingerprint the latest ``documents`` materialisation took (``None``: none yet)."""
     event = instance.get_latest_materialization_event(dg.AssetKey(DOCUMENTS))
     if event is None or event.asset_materialization is None:
         return None
     value = event.asset_materialization.metadata.get(CORPUS_FINGERPRINT)
-    return None if value is None else str(getattr(value, "value", value))
+    return UNRECORDED if value is None else str(getattr(value, "value", value))
 
 
 def build_corpus_watch(documents_job: str, active_statuses: list[dg.DagsterRunStatus],

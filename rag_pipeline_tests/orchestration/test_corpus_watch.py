@@ -17,6 +17,7 @@ from rag_pipeline.orchestration.automation import DOCUMENTS_JOB
 from rag_pipeline.orchestration.corpus_watch import (
     CORPUS_WATCH,
     FINGERPRINT_TAG,
+    UNRECORDED,
     corpus_fingerprint,
     recorded_fingerprint,
 )
@@ -112,3 +113,13 @@ def test_no_request_while_a_run_is_busy_has_failed_or_index_holds_the_lock(watch
     lock.write_text(json.dumps({"pid": 2 ** 22 + 7, "started_at": "2026-12-01T00:00:00Z",
                                 "command": "rag-pipeline index"}), encoding="utf-8")
     assert isinstance(_tick(defs, instance), dg.RunRequest)
+
+
+def test_a_documents_run_that_recorded_no_fingerprint_is_run_once_more(watched):
+    defs, instance, corpus = watched
+    # An instance whose documents were materialised by a version without the fingerprint.
+    instance.report_runless_asset_event(dg.AssetMaterialization("documents"))
+    assert recorded_fingerprint(instance) == UNRECORDED
+    request = _tick(defs, instance)
+    assert isinstance(request, dg.RunRequest)
+    assert request.tags == {FINGERPRINT_TAG: corpus_fingerprint(corpus)}
