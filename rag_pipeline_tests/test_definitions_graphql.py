@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -79,6 +79,8 @@ class Ui:
     """Per job, the run ids it got, oldest first."""
     generation: str
     """The generation the good embeddings run published (the flawed one published none)."""
+    launched: dict[str, list[str]] = field(default_factory=dict)
+    """Per job, the runs the daemon launched through the code location, oldest first."""
 
     def query(self, text: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": text, "variables": variables or {}}).encode()
@@ -199,6 +201,21 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
                     [_bin("dagster-daemon"), "run", "-w", "workspace.yaml"], cwd=PROJECT_ROOT,
                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     start_new_session=True))
+                # One edit: corpus_watch (left running) launches documents_job through the
+                # code location, as automation does (a run with the code location's origin).
+                with (root / "corpus" / "notes.txt").open("a", encoding="utf-8") as handle:
+                    handle.write("\nVersion 4 adds a TOML exporter.\n")
+
+                def watched_run():
+                    runs = instance.get_runs(filters=dg.RunsFilter(
+                        job_name=DOCUMENTS_JOB, tags={"dagster/sensor_name": "corpus_watch"},
+                        statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE]))
+                    return runs[0] if runs else None
+
+                run = _wait(watched_run, 300, "corpus_watch's documents run")
+                assert run.status == dg.DagsterRunStatus.SUCCESS
+                ui.launched[DOCUMENTS_JOB] = [run.run_id]
+                ui.run_ids[DOCUMENTS_JOB].append(run.run_id)
                 yield ui
             finally:
                 for process in reversed(processes):
@@ -219,7 +236,7 @@ def test_each_job_lists_the_runs_the_sensor_requested(ui: Ui):
         # Newest first, as the job page lists them: exactly this job's runs.
         assert [r["runId"] for r in results] == ui.run_ids[job][::-1]
     assert seen == {
-        DOCUMENTS_JOB: [(DOCUMENTS_JOB, "SUCCESS", "-")],
+        DOCUMENTS_JOB: [(DOCUMENTS_JOB, "SUCCESS", "-"), (DOCUMENTS_JOB, "SUCCESS", "-")],
         CHUNKS_JOB: [(CHUNKS_JOB, "SUCCESS", "header")],
         EMBEDDINGS_JOB: [(EMBEDDINGS_JOB, "FAILURE", partition),
                          (EMBEDDINGS_JOB, "SUCCESS", partition)],
@@ -232,6 +249,15 @@ def test_each_job_lists_the_runs_the_sensor_requested(ui: Ui):
         "rag_pipeline/chunker": "header", "rag_pipeline/model": ui.model,
         "rag_pipeline/attempt": "1"}
     assert tags["rag_pipeline/generation"] == ui.generation
+    # The job page lists the runs of the job launched through this code location (its query:
+    # the job's runs with the code location's repository label): the daemon's. A run executed
+    # in another process's memory (the sensor's requests above) has no such origin.
+    for job in (DOCUMENTS_JOB, CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB):
+        page = ui.query("""query($s: PipelineSelector!) { pipelineOrError(params: $s) {
+            ... on Pipeline { runs { runId status } } } }""",
+                        {"s": {**LOCATION, "pipelineName": job}})["pipelineOrError"]["runs"]
+        assert [(r["runId"], r["status"]) for r in page] == [
+            (run_id, "SUCCESS") for run_id in ui.launched.get(job, [])[::-1]]
     # No run of the implicit asset job: nothing is "Jobless".
     assert ui.query(RUNS, {"job": "__ASSET_JOB"})["runsOrError"]["results"] == []
 

@@ -9,7 +9,8 @@ It copies the bundled corpus (or ``--corpus DIR``) into a temporary folder, star
 builds the index of one chunker x the default model with ``rag-pipeline index`` (which uses
 that daemon), then starts ``rag-pipeline serve`` on 127.0.0.1 over it. It then appends one
 paragraph holding a word no document has to one document and asks the server, every
-``--poll`` seconds, a question naming that word, until a citation quotes it. With ``--trigger
+``--poll`` seconds, a question naming that word, until a citation quotes it (``--keep`` leaves
+the folder, ``--reuse`` measures it again without building first). With ``--trigger
 sensor`` (the default) nothing else happens: the ``corpus_watch`` sensor notices the change;
 with ``--trigger index`` the edit is followed by ``rag-pipeline index``, the command a user
 runs. It prints, relative to the moment the file was written: each run's creation, start and
@@ -40,7 +41,6 @@ from pathlib import Path
 
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
-    DEFAULT_EVAL_DIR,
     ENV_CONFIG,
     ENV_CORPUS,
     ENV_DATA_DIR,
@@ -68,6 +68,10 @@ default = true
 cut = 0.6
 """
 """One chunker and the reference model, as the production profile serves."""
+EVAL_GOLD = ('{"corpus": "edit-latency", "documents": ["not-in-this-corpus.md"]}\n'
+             '{"id": "e1", "needle": "seventeen seconds", '
+             '"question": "How long does a call wait?", "ticket": "my call stops"}\n')
+EVAL_OOD = '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n'
 
 
 @dataclass(frozen=True)
@@ -202,9 +206,9 @@ def _wait_for(predicate, seconds: float, what: str, process: subprocess.Popen | 
 
 
 def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: float,
-            timeout: float, seed: Path | None = None, echo=print) -> list[Event]:
-    """Builds the index in ``work`` (from a copy of ``seed``'s tables, when given, so only
-    what differs is built), edits one document and returns the timeline."""
+            timeout: float, echo=print) -> list[Event]:
+    """Builds the index in ``work`` (a folder of an earlier, kept run is used as it is), edits
+    one document and returns the timeline."""
     import dagster as dg
 
     from rag_pipeline.core.config.project_config import declared_models, load_config
@@ -214,20 +218,26 @@ def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: f
     from rag_pipeline.orchestration.index_launch import daemon_running
 
     home, data, docs = work / "dagster_home", work / "data", work / "corpus"
-    home.mkdir()
-    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
-    if corpus is None:
-        export_python_reference(docs)
-    else:
-        shutil.copytree(corpus, docs)
-    if seed is not None:
-        shutil.copytree(seed / "warehouse", data / "warehouse")
-    config = work / "rag_pipeline.toml"
-    config.write_text(CONFIG.format(chunker=chunker), encoding="utf-8")
-    shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", work / "rag_pipeline.lock.json")
+    config, evals = work / "rag_pipeline.toml", work / "eval"
+    if not home.is_dir():  # else: a kept folder, measured again (its index is current)
+        home.mkdir()
+        if corpus is None:
+            export_python_reference(docs)
+        else:
+            shutil.copytree(corpus, docs)
+        config.write_text(CONFIG.format(chunker=chunker), encoding="utf-8")
+        shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", work / "rag_pipeline.lock.json")
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")  # the queue as it is now
+    if not evals.is_dir():
+        # A gold set of no document of this corpus: the evaluation after each publication is
+        # skipped in one line (it runs, in its own run, but loads no model and holds no core
+        # when the next edit comes).
+        evals.mkdir()
+        (evals / "gold.jsonl").write_text(EVAL_GOLD, encoding="utf-8")
+        (evals / "ood.jsonl").write_text(EVAL_OOD, encoding="utf-8")
     model = declared_models(load_config(config))[0].key
     env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(data), ENV_CONFIG: str(config),
-           ENV_CORPUS: str(docs), ENV_EVAL_DIR: str(DEFAULT_EVAL_DIR), "HF_HUB_OFFLINE": "1",
+           ENV_CORPUS: str(docs), ENV_EVAL_DIR: str(evals), "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     os.environ["DAGSTER_HOME"] = str(home)
     processes: list[subprocess.Popen] = []
@@ -320,21 +330,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll", type=float, default=0.5, help="Seconds between questions.")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="Seconds to wait for the edit to be served.")
-    parser.add_argument("--seed", type=Path, default=None,
-                        help="A data folder (e.g. a kept run's WORK/data) whose tables are copied "
-                             "in first: the build before the edit reuses its vectors.")
     parser.add_argument("--keep", action="store_true",
-                        help="Keep the temporary folder (printed), e.g. for --seed.")
+                        help="Keep the temporary folder (printed), for --reuse.")
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="A folder a --keep run left: measured again without building the "
+                             "index first (kept).")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="edit-latency-"))
+    work = args.reuse or Path(tempfile.mkdtemp(prefix="edit-latency-"))
+    keep = args.keep or args.reuse is not None
     try:
-        events = measure(work, args.corpus, args.chunker, args.trigger, args.poll, args.timeout,
-                         args.seed)
+        events = measure(work, args.corpus, args.chunker, args.trigger, args.poll, args.timeout)
     finally:
-        if not args.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"trigger {args.trigger}; load average {_load()} (1, 5, 15 min)"
-          + (f"; kept {work}" if args.keep else ""))
+          + (f"; kept {work}" if keep else ""))
     for event in events:
         print(f"{event.seconds:+8.1f} s  {event.what}")
     answered = [e for e in events if e.what.startswith("serve's answer")]
