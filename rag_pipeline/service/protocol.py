@@ -1,9 +1,11 @@
 """uvicorn's HTTP protocol with the limits a hostile client meets before the application does.
 
 uvicorn (httptools) reads a request head for as long as the client takes, of any size, and
-counts every connection against one global ``limit_concurrency``: 300 connections that send a
-header line every 2 s get every other client a 503, and one 150 MiB header stalls the event
-loop. :func:`guarded_protocol` returns the same protocol with three limits:
+counts every open connection, one still sending its head included, against the one
+``limit_concurrency`` that also bounds requests: 300 connections that send a header line every
+2 s get every other client a 503 (from one address or from 300), and one 150 MiB header stalls
+the event loop. :func:`guarded_protocol` returns the same protocol with five limits (run it
+with ``limit_concurrency=None``: these replace it):
 
 - a **deadline to read a request head** (``head_seconds``, from the connection or the end of
   the previous response): a head not complete by then is answered 408 and the connection closed;
@@ -11,7 +13,13 @@ loop. :func:`guarded_protocol` returns the same protocol with three limits:
   further;
 - a **per-client connection limit** (``per_client``, by remote address): one more connection
   from that address is answered 503 and closed at once, so one client cannot hold the slots
-  that ``limit_concurrency`` shares among all.
+  that the others share;
+- a **connection limit** (``max_connections``, all addresses): one more is answered 503 and
+  closed at once; connections already open keep being served;
+- a **request limit** (``max_requests``: requests whose head is complete and whose response is
+  not): one more is answered 503. A connection still sending its head holds no request slot, so
+  slow clients from many addresses cost other clients nothing but a socket each until the
+  deadline.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass
 
+from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["ClientLimits", "guarded_protocol"]
@@ -36,17 +45,23 @@ class ClientLimits:
         head_seconds: Seconds to send a whole request head (request line and headers).
         max_head_bytes: Bytes a request head may hold.
         per_client: Connections open at once from one remote address.
+        max_connections: Connections open at once from all addresses.
+        max_requests: Requests being answered at once (head read, response not complete).
     """
 
     head_seconds: float = 5.0
     max_head_bytes: int = 16 * 1024
     per_client: int = 64
+    max_connections: int = 1024
+    max_requests: int = 256
 
     def __post_init__(self) -> None:
         if not self.head_seconds > 0:
             raise ValueError(f"head_seconds must be positive, got {self.head_seconds}")
         if self.max_head_bytes < 1 or self.per_client < 1:
             raise ValueError("max_head_bytes and per_client must be at least 1")
+        if self.max_connections < 1 or self.max_requests < 1:
+            raise ValueError("max_connections and max_requests must be at least 1")
 
 
 def _response(status: bytes, message: str) -> bytes:
@@ -72,6 +87,11 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self._address = None
                 self._refuse(b"503 Service Unavailable",
                              f"more than {limits.per_client} connections from one address")
+                return
+            if len(self.connections) > limits.max_connections:  # this one included
+                self._address = None
+                self._refuse(b"503 Service Unavailable",
+                             f"more than {limits.max_connections} connections open")
                 return
             open_by_client[self._address] += 1
             self._arm()
@@ -138,7 +158,15 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
         def on_headers_complete(self) -> None:
             self._in_head = False
             self._disarm()
-            super().on_headers_complete()
+            if len(self.tasks) < limits.max_requests:
+                super().on_headers_complete()
+                return
+            self.logger.warning("more than %d requests at once: answered 503", limits.max_requests)
+            app, self.app = self.app, service_unavailable  # uvicorn's own 503 for this request
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
 
         def on_response_complete(self) -> None:
             pipelined = bool(self.pipeline)  # the next request's head is already read
