@@ -26,6 +26,7 @@ round keeps the honest client's p99 under ``--target-ms`` with no errors.
 from __future__ import annotations
 
 import argparse
+import gc
 import http.client
 import json
 import os
@@ -44,6 +45,8 @@ from rag_pipeline.benchmarks.serve_load import HOST, free_port, percentile, proc
 SLOW_ADDRESS = "127.0.0.2"
 TOPICS = ("timeouts", "caches", "exporters", "locks", "shells", "upgrades", "tokens", "queues")
 TARGET_MS = 50.0
+CLIENT_SIDE = ("health", "ask")
+"""What the honest client saw; the verdict is on these."""
 
 
 def write_corpus(root: Path) -> None:
@@ -91,9 +94,11 @@ class Measured:
 
 
 def measure(port: int, seconds: float) -> dict[str, Measured]:
-    """``GET /health`` and ``POST /ask`` in turn for ``seconds``; latencies (ms) and errors."""
-    out = {"health": Measured(), "ask": Measured()}
-    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30) for name in out}
+    """``GET /health`` and ``POST /ask`` in turn for ``seconds``: latencies (ms) and errors, and
+    the server's own time for each answer (``timings_ms.request``: validation to a JSON-ready
+    answer; the rest of an ask's latency is HTTP, the event loop and waiting for a core)."""
+    out = {"health": Measured(), "ask": Measured(), "ask in the server": Measured()}
+    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30) for name in ("health", "ask")}
     deadline = time.monotonic() + seconds
     number = 0
     while time.monotonic() < deadline:
@@ -108,11 +113,13 @@ def measure(port: int, seconds: float) -> dict[str, Measured]:
                                                              "checked"}),
                                  {"Content-Type": "application/json"})
                 response = conn.getresponse()
-                response.read()
+                body = response.read()
                 if response.status != 200:
                     out[name].errors[f"HTTP {response.status}"] += 1
                     continue
                 out[name].latencies_ms.append((time.perf_counter() - started) * 1000)
+                if name == "ask":
+                    out["ask in the server"].latencies_ms.append(json.loads(body)["timings_ms"]["request"])
             except (OSError, http.client.HTTPException) as exc:
                 out[name].errors[type(exc).__name__] += 1
                 conn.close()
@@ -249,7 +256,7 @@ def verdict(rounds: dict[str, dict[str, Measured]], target_ms: float) -> str:
     """One line: whether every attacked round kept the honest client's p99 under ``target_ms``
     with no errors, and which did not."""
     failed = [f"{label} {name}" for label, measured in rounds.items() if label != "alone"
-              for name, m in measured.items() if not m.holds(target_ms)]
+              for name, m in measured.items() if name in CLIENT_SIDE and not m.holds(target_ms)]
     if not failed:
         return f"verdict: PASS: under every attack the honest client's p99 < {target_ms:g} ms, 0 errors"
     return f"verdict: FAIL against p99 < {target_ms:g} ms with 0 errors: {', '.join(failed)}"
@@ -268,6 +275,10 @@ def main(argv: list[str] | None = None) -> None:
         data, corpus = Path(tmp) / "data", Path(tmp) / "corpus"
         write_corpus(corpus)
         build(data, corpus)
+        # The model just used stays loaded here: a full collection over its objects would pause
+        # the honest client (as it paused the server before serve froze its heap).
+        gc.collect()
+        gc.freeze()
         port = free_port()
         log = (Path(tmp) / "serve.log").open("w")
         server = subprocess.Popen(
@@ -299,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
                     got = "; attackers got " + ", ".join(
                         f"{k}: {v}" for k, v in sorted(json.loads(out.strip().splitlines()[-1]).items()))
                 for name, measured in rounds[label].items():
-                    print(f"{label:28s} {name:6s} {measured.line()}")
+                    print(f"{label:28s} {name:17s} {measured.line()}")
                 print(f"{'':28s} server CPU {cpu:.2f} s in {args.seconds:g} s, {load_average()}{got}",
                       flush=True)
             print(verdict(rounds, args.target_ms))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -43,6 +44,16 @@ def pin_threads() -> None:
 
     torch.set_num_threads(1)
     threadpool_limits(limits=1, user_api="blas")
+
+
+def freeze_heap() -> None:
+    """Collects, then moves every object alive now (the libraries, the model, the index: about
+    480,000 objects) out of the cyclic garbage collector's reach (``gc.freeze``). A full
+    collection walks all of them: it took 1.4 s at load average 29 and held the GIL, so every
+    request waited for it. Frozen objects are still freed by reference counting (a generation
+    swapped out goes); only a cycle among them would stay."""
+    gc.collect()
+    gc.freeze()
 
 
 def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[[], TextEmbedder],
@@ -163,6 +174,7 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
                                     limit_concurrency=None,
                                     timeout_keep_alive=KEEP_ALIVE_SECONDS,
                                     http=guarded_protocol(client_limits()))
+            freeze_heap()
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(data_dir, ServeRecord(host, port, os.getpid(), settings.chunker,
                                                      settings.model_key, settings.base_url))

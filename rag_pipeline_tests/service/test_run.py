@@ -1,14 +1,17 @@
-"""``serve``'s client limits follow the process's open-file limit."""
+"""``serve``'s client limits follow the process's open-file limit; its heap is frozen after
+start-up, with the garbage collected first."""
 
 from __future__ import annotations
 
+import gc
 import resource
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
 from rag_pipeline.service.protocol import ClientLimits
-from rag_pipeline.service.run import client_limits
+from rag_pipeline.service.run import client_limits, freeze_heap
 
 
 @pytest.fixture
@@ -34,3 +37,25 @@ def test_the_connection_limit_is_1024_with_room_for_files(file_limit):
         pytest.skip(f"the hard open-file limit is {file_limit[1]}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (4096, file_limit[1]))
     assert client_limits().max_connections == 1024
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def test_freeze_heap_collects_garbage_then_freezes_what_is_alive():
+    kept = Node()
+    # Planted: a garbage cycle; frozen instead of collected, it would never be freed.
+    cycle_a, cycle_b = Node(), Node()
+    cycle_a.other, cycle_b.other = cycle_b, cycle_a
+    garbage = weakref.ref(cycle_a)
+    del cycle_a, cycle_b
+    try:
+        freeze_heap()
+        assert garbage() is None
+        assert gc.get_freeze_count() > 0
+        assert not any(o is kept for o in gc.get_objects())  # out of every generation
+    finally:
+        gc.unfreeze()
+    assert any(o is kept for o in gc.get_objects())  # it was frozen, not lost
