@@ -1,14 +1,18 @@
 """uvicorn's HTTP protocol with the limits a hostile client meets before the application does.
 
-uvicorn (httptools) reads a request head for as long as the client takes, of any size, and
+uvicorn (httptools) reads a request head and body for as long as the client takes, of any size, and
 counts every open connection, one still sending its head included, against the one
 ``limit_concurrency`` that also bounds requests: 300 connections that send a header line every
 2 s get every other client a 503 (from one address or from 300), and one 150 MiB header stalls
-the event loop. :func:`guarded_protocol` returns the same protocol with five limits (run it
+the event loop. :func:`guarded_protocol` returns the same protocol with six limits (run it
 with ``limit_concurrency=None``: these replace it):
 
 - a **deadline to read a request head** (``head_seconds``, from the connection or the end of
   the previous response): a head not complete by then is answered 408 and the connection closed;
+- a **deadline to read a request body** (``body_seconds``, from the end of its head): a body not
+  complete by then is answered 408 (unless the application has begun its reply), the
+  application is told the client left, and the connection closed. A request slot is held only
+  for that long by a client that never sends its body;
 - a **head size limit** (``max_head_bytes``): a larger head is answered 431 and closed, read no
   further;
 - a **per-client connection limit** (``per_client``, by remote address): one more connection
@@ -43,6 +47,7 @@ class ClientLimits:
 
     Attributes:
         head_seconds: Seconds to send a whole request head (request line and headers).
+        body_seconds: Seconds to send a whole request body, from the end of its head.
         max_head_bytes: Bytes a request head may hold.
         per_client: Connections open at once from one remote address.
         max_connections: Connections open at once from all addresses.
@@ -50,14 +55,16 @@ class ClientLimits:
     """
 
     head_seconds: float = 5.0
+    body_seconds: float = 10.0
     max_head_bytes: int = 16 * 1024
     per_client: int = 64
     max_connections: int = 1024
     max_requests: int = 256
 
     def __post_init__(self) -> None:
-        if not self.head_seconds > 0:
-            raise ValueError(f"head_seconds must be positive, got {self.head_seconds}")
+        for name in ("head_seconds", "body_seconds"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.max_head_bytes < 1 or self.per_client < 1:
             raise ValueError("max_head_bytes and per_client must be at least 1")
         if self.max_connections < 1 or self.max_requests < 1:
@@ -81,6 +88,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             self._address = self.client[0] if self.client else ""
             self._refused = False
             self._in_head = True
+            self._in_body = False
             self._head_bytes = 0
             self._deadline: asyncio.TimerHandle | None = None
             if open_by_client[self._address] >= limits.per_client:
@@ -111,13 +119,29 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self._refuse(b"408 Request Timeout",
                              f"request head not received within {limits.head_seconds:g} s")
 
+        def _body_too_slow(self) -> None:
+            self._deadline = None
+            if not self._in_body or self.transport.is_closing():
+                return
+            self._in_body = False
+            cycle = self.cycle
+            started = cycle is not None and cycle.response_started
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # the application's next receive() is a disconnect
+                cycle.message_event.set()
+            if started:
+                self.transport.close()
+            else:
+                self._refuse(b"408 Request Timeout",
+                             f"request body not received within {limits.body_seconds:g} s")
+
         def _refuse(self, status: bytes, message: str, drain: bool = True) -> None:
             """Answers ``status`` and ends the connection: the reply, then a half-close (FIN),
             then for ``LINGER_SECONDS`` whatever the client still sends is read and dropped
             (``drain``; closing with unread bytes sends a reset that can destroy the reply) or
             not read at all (a client sending a huge head: it is blocked at once), then the
             socket closes. The connection no longer counts against ``limit_concurrency``."""
-            self._in_head = False
+            self._in_head = self._in_body = False
             self._refused = True
             self._disarm()
             self.connections.discard(self)
@@ -157,7 +181,9 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            self._in_body = True
             self._disarm()
+            self._deadline = self.loop.call_later(limits.body_seconds, self._body_too_slow)
             if len(self.tasks) < limits.max_requests:
                 super().on_headers_complete()
                 return
@@ -168,11 +194,17 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             finally:
                 self.app = app
 
+        def on_message_complete(self) -> None:
+            if self._in_body:  # else the body came after the response, under the head deadline
+                self._in_body = False
+                self._disarm()
+            super().on_message_complete()
+
         def on_response_complete(self) -> None:
             pipelined = bool(self.pipeline)  # the next request's head is already read
             super().on_response_complete()
             if not pipelined and not self.transport.is_closing():
-                self._in_head = True
+                self._in_head, self._in_body = True, False
                 self._head_bytes = 0
                 self._arm()
 

@@ -222,3 +222,60 @@ def test_limits_are_checked():
         ClientLimits(max_connections=0)
     with pytest.raises(ValueError, match="head_seconds must be positive, got nan"):
         ClientLimits(head_seconds=float("nan"))
+
+
+async def echo_body(scope, receive, send) -> None:
+    """Reads the whole body, then answers 200 with its length."""
+    assert scope["type"] == "http"
+    size, more = 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        size += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": str(size).encode()})
+
+
+def _post(port: int, body: bytes) -> int | None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        return _status(conn)
+
+
+def test_a_body_not_sent_in_time_is_cut_off_and_frees_its_request_slot():
+    limits = ClientLimits(head_seconds=5.0, body_seconds=1.0, per_client=16, max_connections=1024,
+                          max_requests=4)
+    with serving(echo_body, limits) as port:
+        # Planted: 4 clients from 4 addresses that send a whole head declaring a 100-byte body,
+        # then one byte of it: each held a request slot for as long as it kept the socket open.
+        slow = []
+        for address in spread(4):
+            conn = socket.socket()
+            conn.settimeout(10)
+            conn.bind((address, 0))
+            conn.connect(("127.0.0.1", port))
+            conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nx")
+            slow.append(conn)
+        time.sleep(0.3)
+        try:
+            while_held = _post(port, b"12345")  # every slot is taken
+            cut_off = [_status(conn) for conn in slow]  # 408 at the 1 s body deadline
+            after = _post(port, b"12345")
+        finally:
+            for conn in slow:
+                conn.close()
+    assert (while_held, cut_off, after) == (503, [408] * 4, 200)
+
+
+def test_a_keep_alive_connection_is_cut_off_when_idle_past_the_head_deadline(server: int):
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as conn:
+        conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        first = conn.recv(65536)
+        started = time.monotonic()
+        second = _status(conn)  # nothing more sent: the next head is late
+        waited = time.monotonic() - started
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert second == 408 and 0.9 < waited < 3.0
