@@ -12,13 +12,16 @@ temporary folder), starts ``rag-pipeline serve`` on 127.0.0.1, and measures one 
   ``--dribble`` seconds and never finish their request head;
 - **slow, many addresses**: the same number of connections, each from its own address in
   127.0.1.0/24 and 127.0.2.0/24 (a spread-out attacker the per-address limit does not stop);
+- **slow bodies, many addresses**: as many connections, each from its own address, that send a
+  whole ``POST /ask`` head declaring a 100-byte body and then one byte of it every
+  ``--dribble`` seconds (each takes a request slot once its head is read);
 - **big headers**: one connection after another sending a ``--big-header-mib`` MiB header.
 
 The attackers run in their own process (they never take the honest client's interpreter) and
 keep the attack up for the whole round: a slow connection the server cuts off or refuses is
 opened again at the next dribble, a big header that is cut off is sent again at once. Each round
 prints the honest client's p50 / p99 / max latency and errors, the server's CPU time, the load
-average, and what the attackers got (408: cut off at the head deadline; 431: head too large;
+average, and what the attackers got (408: cut off at the head or body deadline; 431: head too large;
 503: over a connection limit). The last line is the verdict against the target: every attacked
 round keeps the honest client's p99 under ``--target-ms`` with no errors.
 """
@@ -144,10 +147,18 @@ def _status(reply: bytes) -> str:
     return reply.split(b" ", 2)[1].decode() if reply.startswith(b"HTTP/1.1 ") else "closed, no reply"
 
 
-def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float) -> Counter[str]:
-    """Keeps one slow connection per address for ``seconds``: each sends a request line and
-    then one header line every ``dribble`` seconds, never ending its head; one the server
-    answers or closes is counted by its status and opened again at the next dribble."""
+SLOW_HEAD = (b"POST /ask HTTP/1.1\r\nhost: x\r\n", b"x-slow: 1\r\n")
+SLOW_BODY = (b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+             b"content-length: 100\r\n\r\n{", b" ")
+"""What a slow connection sends first, then once a dribble: a head never ended, or a whole head
+and a body never ended."""
+
+
+def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float,
+              sends: tuple[bytes, bytes] = SLOW_HEAD) -> Counter[str]:
+    """Keeps one slow connection per address for ``seconds``: each sends ``sends[0]`` and then
+    ``sends[1]`` every ``dribble`` seconds, never ending its request; one the server answers or
+    closes is counted by its status and opened again at the next dribble."""
     outcome: Counter[str] = Counter()
     selector = selectors.DefaultSelector()
     held: dict[int, str | None] = dict.fromkeys(range(len(addresses)))
@@ -160,7 +171,7 @@ def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float) -
         try:
             conn.bind((addresses[slot], 0))
             conn.connect((HOST, port))
-            conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\n")
+            conn.sendall(sends[0])
         except OSError:
             outcome["refused at connect"] += 1
             conn.close()
@@ -186,7 +197,7 @@ def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float) -
                     open_slot(slot)
                     continue
                 try:
-                    socks[slot].send(b"x-slow: 1\r\n")
+                    socks[slot].send(sends[1])
                 except OSError:
                     close_slot(slot, "closed, no reply")
             next_dribble = now + dribble
@@ -233,7 +244,7 @@ def send_big_headers(port: int, mib: int, seconds: float) -> Counter[str]:
 def attacker_main(argv: list[str] | None = None) -> None:
     """The attacker process: one attack for ``--seconds``, then its outcome as one JSON line."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("slow", "spread", "big"))
+    parser.add_argument("kind", choices=("slow", "spread", "body", "big"))
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--slow", type=int, default=300)
     parser.add_argument("--dribble", type=float, default=2.0)
@@ -243,8 +254,8 @@ def attacker_main(argv: list[str] | None = None) -> None:
     if args.kind == "big":
         outcome = send_big_headers(args.port, args.mib, args.seconds)
     else:
-        outcome = hold_slow(args.port, slow_addresses(args.slow, args.kind == "spread"), args.dribble,
-                            args.seconds)
+        outcome = hold_slow(args.port, slow_addresses(args.slow, args.kind != "slow"), args.dribble,
+                            args.seconds, SLOW_BODY if args.kind == "body" else SLOW_HEAD)
     print(json.dumps(dict(outcome)), flush=True)
 
 
@@ -287,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
             stdout=log, stderr=subprocess.STDOUT)
         attacks = {f"{args.slow} slow, one address": ["slow", "--slow", str(args.slow)],
                    f"{args.slow} slow, {args.slow} addresses": ["spread", "--slow", str(args.slow)],
+                   f"{args.slow} slow bodies, {args.slow} addr.": ["body", "--slow", str(args.slow)],
                    f"{args.big_header_mib} MiB headers": ["big", "--mib", str(args.big_header_mib)]}
         rounds: dict[str, dict[str, Measured]] = {}
         try:
