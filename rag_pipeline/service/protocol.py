@@ -1,7 +1,7 @@
 """uvicorn's HTTP protocol with the limits a hostile client meets before the application does.
 
-uvicorn (httptools) reads a request head and body for as long as the client takes, of any size, and
-counts every open connection, one still sending its head included, against the one
+uvicorn (httptools) reads a request head and body for as long as the client takes, of any
+size, and counts every open connection, one still sending its head included, against the one
 ``limit_concurrency`` that also bounds requests: 300 connections that send a header line every
 2 s get every other client a 503 (from one address or from 300), and one 150 MiB header stalls
 the event loop. :func:`guarded_protocol` returns the same protocol with six limits (run it
@@ -11,19 +11,18 @@ with ``limit_concurrency=None``: these replace it):
   the previous response): a head not complete by then is answered 408 and the connection closed;
 - a **deadline to read a request body** (``body_seconds``, from the end of its head): a body not
   complete by then is answered 408 (unless the application has begun its reply), the
-  application is told the client left, and the connection closed. A request slot is held only
-  for that long by a client that never sends its body;
+  application is told the client left, and the connection closed;
 - a **head size limit** (``max_head_bytes``): a larger head is answered 431 and closed, read no
   further;
 - a **per-client connection limit** (``per_client``, by remote address): one more connection
-  from that address is answered 503 and closed at once, so one client cannot hold the slots
-  that the others share;
+  from that address is answered 503 and closed at once, so one client cannot hold the
+  connections that the others share;
 - a **connection limit** (``max_connections``, all addresses): one more is answered 503 and
   closed at once; connections already open keep being served;
-- a **request limit** (``max_requests``: requests whose head is complete and whose response is
-  not): one more is answered 503. A connection still sending its head holds no request slot, so
-  slow clients from many addresses cost other clients nothing but a socket each until the
-  deadline.
+- a **request limit** (``max_requests``: requests read whole whose response is not complete):
+  one more is answered 503. A request still being read (its head or its body) holds no
+  request slot, so slow clients from many addresses cost the others nothing but a socket each
+  until their deadline.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ class ClientLimits:
         max_head_bytes: Bytes a request head may hold.
         per_client: Connections open at once from one remote address.
         max_connections: Connections open at once from all addresses.
-        max_requests: Requests being answered at once (head read, response not complete).
+        max_requests: Requests being answered at once (read whole, response not complete).
     """
 
     head_seconds: float = 5.0
@@ -79,8 +78,11 @@ def _response(status: bytes, message: str) -> bytes:
 
 def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
     """An ``HttpToolsProtocol`` class (for ``uvicorn.Config(http=...)``) that enforces
-    ``limits``; each class counts its own connections per client."""
+    ``limits``; each class counts its own connections per client and its own requests."""
     open_by_client: Counter[str] = Counter()
+    receiving = [0]
+    """Requests whose head is read and whose body is not: running ASGI tasks that wait for
+    the client, not counted against ``max_requests``."""
 
     class GuardedProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -102,18 +104,30 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                              f"more than {limits.max_connections} connections open")
                 return
             open_by_client[self._address] += 1
-            self._arm()
+            self._arm(limits.head_seconds, self._head_too_slow)
 
-        def _arm(self) -> None:
+        def _arm(self, seconds: float, callback) -> None:
             self._disarm()
-            self._deadline = self.loop.call_later(limits.head_seconds, self._too_slow)
+            self._deadline = self.loop.call_later(seconds, callback)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
 
-        def _too_slow(self) -> None:
+        def _start_body(self) -> None:
+            self._in_body = True
+            receiving[0] += 1
+            self._arm(limits.body_seconds, self._body_too_slow)
+
+        def _end_body(self) -> None:
+            """The body is read, or will not be: the request counts as being answered."""
+            if self._in_body:
+                self._in_body = False
+                receiving[0] -= 1
+                self._disarm()
+
+        def _head_too_slow(self) -> None:
             self._deadline = None
             if self._in_head and not self.transport.is_closing():
                 self._refuse(b"408 Request Timeout",
@@ -123,13 +137,12 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             self._deadline = None
             if not self._in_body or self.transport.is_closing():
                 return
-            self._in_body = False
+            self._end_body()
             cycle = self.cycle
-            started = cycle is not None and cycle.response_started
             if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True  # the application's next receive() is a disconnect
                 cycle.message_event.set()
-            if started:
+            if cycle is not None and cycle.response_started:
                 self.transport.close()
             else:
                 self._refuse(b"408 Request Timeout",
@@ -140,8 +153,9 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             then for ``LINGER_SECONDS`` whatever the client still sends is read and dropped
             (``drain``; closing with unread bytes sends a reset that can destroy the reply) or
             not read at all (a client sending a huge head: it is blocked at once), then the
-            socket closes. The connection no longer counts against ``limit_concurrency``."""
-            self._in_head = self._in_body = False
+            socket closes. The connection no longer counts against ``max_connections``."""
+            self._end_body()
+            self._in_head = False
             self._refused = True
             self._disarm()
             self.connections.discard(self)
@@ -157,6 +171,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            self._end_body()
             self._disarm()
             if self._address is not None:
                 open_by_client[self._address] -= 1
@@ -181,10 +196,10 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
 
         def on_headers_complete(self) -> None:
             self._in_head = False
-            self._in_body = True
             self._disarm()
-            self._deadline = self.loop.call_later(limits.body_seconds, self._body_too_slow)
-            if len(self.tasks) < limits.max_requests:
+            busy = len(self.tasks) - receiving[0] >= limits.max_requests
+            self._start_body()
+            if not busy:
                 super().on_headers_complete()
                 return
             self.logger.warning("more than %d requests at once: answered 503", limits.max_requests)
@@ -195,17 +210,16 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self.app = app
 
         def on_message_complete(self) -> None:
-            if self._in_body:  # else the body came after the response, under the head deadline
-                self._in_body = False
-                self._disarm()
+            self._end_body()  # a no-op when the response came first (it ended the body)
             super().on_message_complete()
 
         def on_response_complete(self) -> None:
             pipelined = bool(self.pipeline)  # the next request's head is already read
             super().on_response_complete()
             if not pipelined and not self.transport.is_closing():
-                self._in_head, self._in_body = True, False
+                self._end_body()  # answered before its body was read: the rest is not waited for
+                self._in_head = True
                 self._head_bytes = 0
-                self._arm()
+                self._arm(limits.head_seconds, self._head_too_slow)
 
     return GuardedProtocol
