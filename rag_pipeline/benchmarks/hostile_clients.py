@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--big-header-mib", type=int, default=150)
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each round.")
     parser.add_argument("--target-ms", type=float, default=TARGET_MS)
+    parser.add_argument("--query-threads", type=int, default=None,
+                        help="Passed to serve: ONNX Runtime threads for a question alone.")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hostile-clients-") as tmp:
         data, corpus = Path(tmp) / "data", Path(tmp) / "corpus"
@@ -294,7 +296,8 @@ def main(argv: list[str] | None = None) -> None:
         log = (Path(tmp) / "serve.log").open("w")
         server = subprocess.Popen(
             [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir",
-             str(data), "serve", "--host", HOST, "--port", str(port), "--workers", "2"],
+             str(data), "serve", "--host", HOST, "--port", str(port), "--workers", "2",
+             *([] if args.query_threads is None else ["--query-threads", str(args.query_threads)])],
             stdout=log, stderr=subprocess.STDOUT)
         attacks = {f"{args.slow} slow, one address": ["slow", "--slow", str(args.slow)],
                    f"{args.slow} slow, {args.slow} addresses": ["spread", "--slow", str(args.slow)],
