@@ -212,7 +212,7 @@ def create_app(service: QueryService) -> FastAPI:
         return _answer({key: value for key, value in payload.items() if value is not None})
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:  # on the event loop: no thread to wait for
         return service.health()
 
     @app.get("/status", summary="The served generation, model, counts and age")

@@ -1,6 +1,7 @@
 """The project root (the folder of ``pyproject.toml``, where ``rag_pipeline.toml`` and its lock
-live) and the configuration file's name. Its own module so that :mod:`rag_pipeline.project_paths` can name it without importing
-the configuration's dependencies (the chunkers, the model declarations)."""
+live) and the configuration file's name. Their own module so that
+:mod:`rag_pipeline.project_paths` can name them without importing the configuration's
+dependencies (the chunkers, the model declarations)."""
 
 from __future__ import annotations
 
