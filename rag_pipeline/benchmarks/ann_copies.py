@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ef", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
     args = parser.parse_args(argv)
     from rag_pipeline.benchmarks.serve_load import questions
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.keys import declared_models
     from rag_pipeline.core.embedding.embedder import load_embedder
     from rag_pipeline.core.index.ann import AnnIndex, recall_at_k
     from rag_pipeline.core.index.store import load_partition
