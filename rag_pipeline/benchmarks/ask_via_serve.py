@@ -43,7 +43,8 @@ READY_TIMEOUT_S = 600.0
 def _build(data_dir: Path) -> None:
     """The production partition of :data:`PAGES` of the Python reference, with the real model."""
     from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY
-    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.embedder import load_embedder
     from rag_pipeline.core.index.partition_build import build_partition
     from rag_pipeline.core.ingest import extract_corpus

@@ -18,7 +18,7 @@ from rag_pipeline.cli.edge import (
     fail,
     load_model,
 )
-from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -166,7 +166,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
         spec = find_model(model_key, models) if model_key else models[0]
     except ModelMismatchError as exc:
         fail(str(exc))
-    the_cut = cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT
+    the_cut = gate_cut(spec, cut)
     if not (rerank_model or generate_url or show_prompt or no_collapse):
         served = _ask_serve(invocation, question, chunker, spec.key, base_url,
                             {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
@@ -184,7 +184,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     from rag_pipeline.core.answer.ask import ask as run_ask
     from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.answer.question import EmptyQuestionError
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
@@ -269,7 +269,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
             analyzer=Analyzer(analyzer),
-            cut=cut if cut is not None else spec.cut if spec.cut is not None else DEFAULT_CUT,
+            cut=cut,
             max_sources=max_sources, base_url=base_url,
             workers=workers or os.cpu_count() or 1)
         serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,

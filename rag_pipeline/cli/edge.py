@@ -71,8 +71,8 @@ def echo(message: str = "", err: bool = False) -> None:
 
 def declared_models():
     """The declared models, or a one-line failure naming what is wrong with the config file."""
-    from rag_pipeline.core.config.project_config import declared_models as declared
-    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.config.keys import declared_models as declared
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 
@@ -167,7 +167,7 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
 
 def read_config():
     """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
-    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.project_paths import config_path
 

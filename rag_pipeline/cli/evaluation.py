@@ -59,7 +59,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.gold import GoldFormatError
     from rag_pipeline.core.index.store import UnknownPartitionError
@@ -117,7 +117,7 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
     import tempfile
 
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.adoption import (
         adoption,
@@ -198,7 +198,7 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
     report = run_beir(dataset, embedder, data_dir / "beir", progress, tuple(k1_values) or (K1,))
     if candidates:
         from rag_pipeline.core.evaluation.beir import run_beir_candidates
-        from rag_pipeline.core.evaluation.evaluate import beir_candidates
+        from rag_pipeline.core.evaluation.catalogue import beir_candidates
 
         report.rows.extend(run_beir_candidates(dataset, embedder, beir_candidates(),
                                                data_dir / "beir", progress))
@@ -268,7 +268,7 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
 def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_path: Path,
                     ood_path: Path, chunkers: tuple[str, ...]) -> None:
     """Evaluates the second model on the same chunkers and prints the paired comparison."""
-    from rag_pipeline.core.embedding.embedder import ModelNotExportedError
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.model_comparison import compare_models
     from rag_pipeline.core.evaluation.run import run_eval
@@ -305,7 +305,7 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
 def adapt(model_key: str | None, force: bool) -> None:
     """Train the declared adapted model(s) on pairs made from the corpus (see README
     "An adapted model"); a trained folder whose key and files match is kept."""
-    from rag_pipeline.core.config.project_config import load_config
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,

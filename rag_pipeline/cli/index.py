@@ -117,12 +117,9 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
 
-    from rag_pipeline.core.config.project_config import (
-        choose_profile,
-        effective_lock,
-        load_config,
-        write_lock,
-    )
+    from rag_pipeline.core.config.keys import write_lock
+    from rag_pipeline.core.config.lock import effective_lock
+    from rag_pipeline.core.config.parse import choose_profile, load_config
     from rag_pipeline.core.embedding.model_inventory import inventory
     from rag_pipeline.core.embedding.models import ModelConfigError
     from rag_pipeline.core.index.status import row_counts

@@ -19,7 +19,8 @@ from rag_pipeline.cli.edge import echo, fail, read_config
 def init(ctx: click.Context, folder: Path, output: Path | None, force: bool) -> None:
     """Write a commented configuration for FOLDER (its corpus, its data folder, the production
     profile) next to it, so the project's own rag_pipeline.toml stays as it is."""
-    from rag_pipeline.core.config.project_config import folder_config_text, parse_config
+    from rag_pipeline.core.config.init_file import folder_config_text
+    from rag_pipeline.core.config.parse import parse_config
 
     folder = folder.resolve()
     output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()

@@ -76,7 +76,8 @@ def _age(seconds: float) -> str:
 @click.pass_obj
 def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
-    from rag_pipeline.core.config.project_config import load_config, model_specs, write_lock
+    from rag_pipeline.core.config.keys import model_specs, write_lock
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
     from rag_pipeline.project_paths import config_path
@@ -130,7 +131,7 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
 
 def _index_profile(config):
     """The profile `index` builds without --profile, by the environment and the config."""
-    from rag_pipeline.core.config.project_config import choose_profile
+    from rag_pipeline.core.config.parse import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
@@ -139,7 +140,7 @@ def _index_profile(config):
 
 def _print_profiles(config) -> None:
     """The profiles, and which one `index` builds without --profile."""
-    from rag_pipeline.core.config.project_config import choose_profile
+    from rag_pipeline.core.config.parse import choose_profile
     from rag_pipeline.project_paths import ENV_CORPUS
 
     requested = os.environ.get(ENV_PROFILE) or None

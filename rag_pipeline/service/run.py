@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
 from rag_pipeline.core.answer.ask import ask
-from rag_pipeline.core.embedding.embedder import QueryPathMismatchError, load_embedder
+from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
 from rag_pipeline.core.storage.warehouse import Warehouse

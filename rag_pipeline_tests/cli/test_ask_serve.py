@@ -147,7 +147,7 @@ def test_ask_through_a_serve_imports_no_heavy_library(tmp_path: Path):
     import sys
     from dataclasses import replace
 
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.keys import declared_models
 
     # The stand-in's vectors under the declared default model's key, so the `ask` process (the
     # project's own configuration) finds the serve recorded for its default partition.
