@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.config.project_config import ProjectConfig
+    from rag_pipeline.core.config.schema import ProjectConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
@@ -62,7 +62,7 @@ def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:
     (``RAG_PIPELINE_CORPUS`` or ``[index] corpus``) and ``evaluation`` for the bundled one.
     The code location (the UI, the daemon, the runs) and ``rag-pipeline index`` agree through
     these variables."""
-    from rag_pipeline.core.config.project_config import choose_profile, load_config, select_profile
+    from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
 
     config = load_config(config_path(environ))
     user_corpus = bool(environ.get(ENV_CORPUS)) or config.corpus is not None
