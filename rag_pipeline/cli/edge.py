@@ -107,6 +107,20 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+def _misplaced_option(exc: click.NoSuchOption) -> str | None:
+    """Where an option of ``rag-pipeline`` itself belongs when it was written after a command
+    (``rag-pipeline index --config FILE``), or None for any other unknown option."""
+    if exc.ctx is None:
+        return None
+    root = exc.ctx.find_root()
+    if exc.option_name not in {opt for param in root.command.params for opt in param.opts}:
+        return None
+    command = exc.ctx.command_path.removeprefix(root.command_path).strip()
+    return (f"No such option {exc.option_name!r} for `{command}`: {exc.option_name} is an option "
+            f"of rag-pipeline itself and goes before the command: "
+            f"`rag-pipeline {exc.option_name} ... {command}`")
+
+
 class OneLineErrors(click.Group):
     """Every failure ends in one line on stderr that names its cause: a usage error without the
     usage block, and an unexpected exception as its type and message, never a traceback."""
@@ -125,6 +139,8 @@ class OneLineErrors(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, click.exceptions.NoArgsIsHelpError):
             raise
+        except click.NoSuchOption as exc:
+            fail(_misplaced_option(exc) or exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except BrokenPipeError:

@@ -78,8 +78,8 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
     from rag_pipeline.core.config.keys import model_specs, write_lock
     from rag_pipeline.core.config.parse import load_config
-    from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.index.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.project_paths import config_path
 
     try:
@@ -115,18 +115,29 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
             click.echo(f"  files: {state}")
     _print_profiles(config)
     click.echo("\nstored partitions:")
-    built = set(_index_profile(config).chunkers)
+    profile = _index_profile(config)
+    names = {spec.key: spec.name for spec in specs}
     for entry in inventory(specs, warehouse):
         chunkers = ", ".join(entry.embedding_chunkers) or "none"
         if entry.declared:
-            missing = sorted(c.value for c in built if c.value not in entry.embedding_chunkers)
-            todo = f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
+            todo = _todo(config, profile, names[entry.key], entry.embedding_chunkers)
             click.echo(f"  {entry.key:34s} embeddings: {chunkers}{todo}")
         else:
             click.echo(f"  {entry.key:34s} NOT DECLARED (no longer built or served): embeddings: "
                        f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
                        f"(declare the model again), or delete them: rag-pipeline models --drop "
                        f"'{entry.key}'")
+
+
+def _todo(config, profile, name: str, stored: tuple[str, ...]) -> str:
+    """What `index` would still build for one declared model: the profile's chunkers it lacks,
+    or, for a model the profile leaves out, that `index` never builds it and which profile does."""
+    if name not in profile.models:
+        others = [p.name for p in config.profiles if name in p.models]
+        return (f"; not in profile {profile.name}, which `index` builds"
+                + (f" (`rag-pipeline index --profile {others[0]}` builds it)" if others else ""))
+    missing = sorted(c.value for c in profile.chunkers if c.value not in stored)
+    return f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
 
 
 def _index_profile(config):

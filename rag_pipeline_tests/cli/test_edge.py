@@ -20,6 +20,24 @@ def test_usage_errors_are_one_line_without_the_usage_block():
     assert one_line_failure("ask") == (2, "error: Missing argument 'QUESTION'.")
 
 
+@pytest.mark.parametrize(("args", "command"), [
+    (["index", "--config", "team.toml"], "index"),
+    (["status", "--data-dir", "data"], "status"),
+    (["gold", "draft", "--warehouse", "s3://b/p"], "gold draft"),
+])
+def test_an_option_of_the_group_after_a_command_says_where_it_goes(args, command):
+    # What a new user types first (`rag-pipeline index --config FILE`): click alone says only
+    # "No such option", which sends them looking for an option `index` does not have.
+    option = args[-2]
+    assert one_line_failure(*args) == (2, (
+        f"error: No such option '{option}' for `{command}`: {option} is an option of "
+        f"rag-pipeline itself and goes before the command: `rag-pipeline {option} ... {command}`"))
+
+
+def test_an_unknown_option_of_a_command_keeps_clicks_message():
+    assert one_line_failure("status", "--nosuch") == (2, "error: No such option '--nosuch'.")
+
+
 def test_an_unexpected_error_is_one_line_with_its_type_not_a_traceback(tmp_path: Path):
     # Planted: a damaged DuckDB file beside a documents table folder; DuckDB's own error must
     # reach the user as one line (exit 1: not a usage error).

