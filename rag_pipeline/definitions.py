@@ -20,13 +20,16 @@ from rag_pipeline.orchestration.assets.embeddings import build_embeddings_asset
 from rag_pipeline.orchestration.assets.index_generation import build_index_generation_asset
 from rag_pipeline.orchestration.assets.retrieval_eval import build_retrieval_eval_asset
 from rag_pipeline.orchestration.automation import (
+    ACTIVE_STATUSES,
     COMPUTE_TAG,
+    DOCUMENTS_JOB,
     STAGE_TAG,
     build_index_automation,
     build_index_jobs,
     nightly_index,
 )
 from rag_pipeline.orchestration.catalog import CORPUS_FRESHNESS, catalogued
+from rag_pipeline.orchestration.corpus_watch import build_corpus_watch
 from rag_pipeline.orchestration.partitions import chunker_partitions
 from rag_pipeline.orchestration.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 from rag_pipeline.project_paths import (
@@ -76,7 +79,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                           corpus_freshness=corpus_freshness),
         jobs=[*jobs, *adapt_jobs],
         schedules=[nightly_index],
-        sensors=[build_index_automation(chunker_partitions.get_partition_keys(), models, jobs)],
+        sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES),
+                 build_index_automation(chunker_partitions.get_partition_keys(), models, jobs)],
         # Every job is one chain of steps: a run is one process (no process per step to start,
         # and a run killed with its process leaves no orphaned step behind).
         executor=dg.in_process_executor,

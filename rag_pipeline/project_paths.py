@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.config.root import CONFIG_NAME, PROJECT_ROOT
+
 if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
 
 
@@ -47,7 +48,7 @@ def config_path(environ: Mapping[str, str] = os.environ) -> Path:
     """
     configured = environ.get(ENV_CONFIG)
     if not configured:
-        return PROJECT_ROOT / "rag_pipeline.toml"
+        return PROJECT_ROOT / CONFIG_NAME
     path = Path(configured)
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "does not exist"

@@ -12,7 +12,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_pipeline.core.config.keys import declared_models  # noqa: E402
-from rag_pipeline.core.embedding.models import ModelSpec, spec_for_folder  # noqa: E402
+from rag_pipeline.core.embedding.models import ModelSpec  # noqa: E402
+from rag_pipeline_tests.model_specs import spec_for_folder  # noqa: E402
 
 TINY_DOCS = {
     "guide/install.md": (

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rag_pipeline.core.config.keys import default_model_spec
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.models import ModelSpec, l2_normalise
 
 DIMENSION = 384
@@ -27,7 +27,7 @@ _WORD = re.compile(r"\w+")
 
 def hashed_spec() -> ModelSpec:
     """The fake's declaration: the real tokenizer folder, its own name and fingerprint."""
-    return replace(default_model_spec(), name="hashed-wordpieces", fingerprint="0000feed",
+    return replace(declared_models()[0], name="hashed-wordpieces", fingerprint="0000feed",
                    dimension=DIMENSION)
 
 

@@ -94,6 +94,12 @@ def instance_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_env):
     env, corpus = instance_env
+    # This test follows `index` after an edit; the corpus watch would launch a documents run
+    # of its own for the edit (test_corpus_watch.py, benchmarks/edit_latency.py), so it is off.
+    stop = subprocess.run([_bin("dagster"), "sensor", "stop", "corpus_watch", "-w",
+                           "workspace.yaml"], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
     daemon = subprocess.Popen([_bin("dagster-daemon"), "run", "-w", "workspace.yaml"],
                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)

@@ -97,6 +97,10 @@ def test_jobs_schedule_and_sensor():
                      "eval_summary", "eval_sweep"]}
     schedule = defs.resolve_schedule_def("nightly_index")
     assert (schedule.cron_schedule, schedule.job_name) == ("0 2 * * *", "documents_job")
+    assert [s.name for s in defs.sensors] == ["corpus_watch", "index_automation"]
+    watch = defs.resolve_sensor_def("corpus_watch")
+    assert ([t.job_name for t in watch.targets], watch.minimum_interval_seconds) == (
+        ["documents_job"], 5)
     sensor = defs.resolve_sensor_def("index_automation")
     assert sorted(t.job_name for t in sensor.targets) == [
         "chunks_job", "documents_job", "embeddings_job", "eval_job"]
@@ -122,9 +126,14 @@ def test_the_run_queue_lets_as_many_model_runs_as_the_cores_allow(tmp_path: Path
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.get() as instance:
         queue = instance.get_concurrency_config().run_queue_config
+        dequeue_seconds = instance.run_coordinator.dequeue_interval_seconds
     assert queue.max_concurrent_runs == 2
-    assert queue.tag_concurrency_limits == [{"key": "rag_pipeline/compute", "value": "model",
-                                             "limit": 1}]
+    assert queue.tag_concurrency_limits == [
+        {"key": "rag_pipeline/compute", "value": "model", "limit": 1},
+        {"key": "rag_pipeline/stage", "value": "documents", "limit": 1}]
+    # Every second: each stage of an edit waits in the queue once.
+    assert dequeue_seconds == 1
+    assert defs.resolve_job_def("documents_job").tags["rag_pipeline/stage"] == "documents"
     tagged = {name: defs.resolve_job_def(name).tags.get("rag_pipeline/compute")
               for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}
     assert tagged == {"documents_job": None, "chunks_job": None, "embeddings_job": "model",

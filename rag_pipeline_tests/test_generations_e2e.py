@@ -21,7 +21,7 @@ from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
-from rag_pipeline.orchestration.index_runs import run_index
+from rag_pipeline_tests.index_runs import run_index
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ INDEX_SCRIPT = textwrap.dedent("""
     import rag_pipeline.orchestration.assets.index_generation as index_generation_asset
     from rag_pipeline.core.embedding.vector_cache import VectorCache
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.orchestration.index_runs import run_index
+    from rag_pipeline_tests.index_runs import run_index
 
     data, corpus, moment = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 

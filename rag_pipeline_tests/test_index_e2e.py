@@ -15,7 +15,7 @@ from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
-from rag_pipeline.orchestration.index_runs import run_index
+from rag_pipeline_tests.index_runs import run_index
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ per-question figures; the load time is printed separately.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
+from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY
 from rag_pipeline.core.config.keys import declared_models
@@ -23,7 +23,7 @@ STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "total")
 
 
 def main() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    go_offline()
     spec = declared_models()[0]
     started = time.perf_counter()
     index = load_partition(DEFAULT_DATA_DIR, DEFAULT_STRATEGY.value, spec.key)

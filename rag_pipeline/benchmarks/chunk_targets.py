@@ -17,7 +17,6 @@ baseline by paired exact sign tests per style at k = 4 and k = 20.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
@@ -38,8 +38,10 @@ from rag_pipeline.core.evaluation.evaluate import (
     SummaryRow,
     compare,
     evaluate,
+    recall_with_interval,
 )
 from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, load_gold, validate_gold
+from rag_pipeline.core.evaluation.tables import paired_rows_markdown
 from rag_pipeline.core.index.builders import ChunkStats
 from rag_pipeline.core.index.partition_build import build_partition
 from rag_pipeline.core.index.store import PartitionIndex, load_partition
@@ -107,11 +109,6 @@ def paired_against_baseline(report: EvalReport, targets: Sequence[int], baseline
             if row.k in REPORTED_KS]
 
 
-def _interval(row: SummaryRow, k: int) -> str:
-    low, high = row.ci95[k]
-    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def summary_markdown(stats: Mapping[int, ChunkStats], summary: Sequence[SummaryRow],
                      destroyed: Mapping[str, Sequence[str]], window: int) -> str:
     """One row per target and style: chunks, chunks over the window, gold lines destroyed,
@@ -120,22 +117,10 @@ def summary_markdown(stats: Mapping[int, ChunkStats], summary: Sequence[SummaryR
     for row in summary:
         target = int(row.chunker.rsplit("@", 1)[1])
         rows.append([target, stats[target].chunks, stats[target].truncated,
-                     len(destroyed[row.chunker]), row.style, row.queries, _interval(row, 4),
-                     _interval(row, 20), f"{row.mrr:.3f}"])
+                     len(destroyed[row.chunker]), row.style, row.queries, recall_with_interval(row, 4),
+                     recall_with_interval(row, 20), f"{row.mrr:.3f}"])
     return markdown_table(["target", "chunks", f"over {window} wp", "destroyed", "style", "n",
                            "R@4 [95% CI]", "R@20 [95% CI]", "MRR"], rows)
-
-
-def p_value(p: float) -> str:
-    """Four decimals, or two significant digits below 0.0001 (where four decimals read 0)."""
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
-
-
-def paired_markdown(rows: Sequence[PairedRow]) -> str:
-    """One row per comparison; wins are queries only ``a`` finds within k, losses only ``b``."""
-    return markdown_table(["a", "b", "style", "k", "wins", "losses", "sign test p"],
-                          [[r.a, r.b, r.style, r.k, r.wins, r.losses, p_value(r.p)]
-                           for r in rows])
 
 
 @dataclass(frozen=True)
@@ -191,13 +176,12 @@ def run(corpus: Path, gold_path: Path, targets: Sequence[int], baseline: int) ->
     if measured.paired:
         lines += ["", f"paired exact sign tests against {target_label(baseline)} "
                       "(wins: found within k only by a; losses: only by b)",
-                  paired_markdown(measured.paired)]
+                  paired_rows_markdown(measured.paired)]
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    go_offline()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, nargs="+", default=list(DEFAULT_TARGETS),
                         help="Chunk target sizes in characters, each above the overlap setting "

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.config.parse import declared_chunkers
 from rag_pipeline.core.embedding.embedder import Embedder, load_embedder
@@ -212,8 +212,7 @@ def all_chunkers(data_dir: Path) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    go_offline()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--chunker", default="header")

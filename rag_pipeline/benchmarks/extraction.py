@@ -21,6 +21,13 @@ For each twin:
   ``pdftotext`` page carrying that page's number, whose digit-normalised form repeats on 3 or
   more pages: :func:`running_heads`); chunks labelled with a section title other than the
   document's; OCR pages and their mean confidence.
+- The **HTML twin** read two ways, each file cut by the same chunker within its sections: this
+  pipeline's HTML format (:mod:`rag_pipeline.core.ingest.formats.html`) and, as the anchor,
+  BeautifulSoup's ``get_text(" ")`` of the whole page (a space at every element boundary,
+  navigation kept: the project's HTML reading before issue 18). Printed per reader: chunks,
+  needles quoted whole by one chunk, and chunks that are navigation (holding a Texinfo panel's
+  "Next:", "Previous:", "Up:", "[Contents]" or "[Index]": :data:`NAVIGATION`).
+- A **summary** table, one row per twin, with the figures the issue sets targets for.
 - The line-end hyphen rule against the HTML: of the breaks where the HTML writes exactly one
   of the two forms (``factor`` or ``non-numeric``), how many the rule, always joining and
   always keeping the hyphen get right.
@@ -89,6 +96,26 @@ class ChunkedText:
     chunks: tuple[tuple[str, str], ...]
     ocr_pages: int = 0
     ocr_confidence: float | None = None
+
+
+@dataclass(frozen=True)
+class HtmlRow:
+    reader: str
+    chunks: int
+    needles: int
+    quoted: int
+    navigation: int
+
+
+@dataclass(frozen=True)
+class TwinSummary:
+    """The figures of one twin that the issue sets targets for."""
+
+    twin: str
+    pages: int
+    html: HtmlRow
+    pdf_needles_excluded: int
+    pdf: tuple[Row, ...]
 
 
 @dataclass(frozen=True)
@@ -172,6 +199,11 @@ def html_text_and_needles(files: Sequence[Path]) -> tuple[str, list[str]]:
     return text, needles
 
 
+NAVIGATION = re.compile(r"\b(?:Next|Previous|Up): |\[(?:Contents|Index)\]")
+"""What a Texinfo navigation panel prints ("Next: Basic Usage, Previous: Overview, Up: Top
+[Contents][Index]"): a chunk holding any of it is navigation."""
+
+
 def chunk_sections(text: str, sections: Sequence[Section], title: str) -> tuple[tuple[str, str], ...]:
     """The project's ``header`` chunker over the text's sections, as (section title, content)."""
     chunks = chunk_document("twin", title, text, ChunkingStrategy.HEADER,
@@ -189,6 +221,41 @@ def pages_as_text(pages: Sequence[str]) -> tuple[str, tuple[Section, ...]]:
         parts.append(body)
         offset += len(body) + 2
     return "\n\n".join(parts) + "\n", tuple(sections)
+
+
+def html_chunked(files: Sequence[Path]) -> tuple[list[str], list[str]]:
+    """(the pipeline's chunks, the naive reading's chunks) of the HTML twin's files, as text."""
+    from bs4 import BeautifulSoup
+
+    from rag_pipeline.core.ingest.formats import format_named
+
+    html = format_named("html")
+    ours: list[str] = []
+    naive: list[str] = []
+    for file in files:
+        data = file.read_bytes()
+        extracted = html.extract(data, file.stem)
+        ours += [content for _, content in chunk_sections(extracted.canonical_text, extracted.sections,
+                                                           extracted.title)]
+        soup = BeautifulSoup(data, "lxml")
+        for tag in soup(["script", "style", "head"]):
+            tag.decompose()
+        text = "\n\n".join(line.strip() for line in soup.get_text(" ").split("\n") if line.strip())
+        naive += [content for _, content in chunk_sections(text, (), file.stem)]
+    return ours, naive
+
+
+def html_score(reader: str, contents: Sequence[str], needles: Sequence[str]) -> HtmlRow:
+    collapsed = [collapse(content) for content in contents]
+    joined = "\0".join(collapsed)
+    return HtmlRow(reader, len(collapsed), len(needles), sum(1 for needle in needles if needle in joined),
+                   sum(1 for content in collapsed if NAVIGATION.search(content)))
+
+
+def html_table(rows: Sequence[HtmlRow]) -> str:
+    return markdown_table(["reader", "chunks", "needles quoted whole by one chunk", "navigation chunks"],
+                          [[r.reader, r.chunks, share(r.quoted, r.needles), share(r.navigation, r.chunks)]
+                           for r in rows])
 
 
 def pdftotext_pages(pdf: Path) -> list[str]:
@@ -290,14 +357,44 @@ def hyphen_table(breaks: Sequence[HyphenBreak], html_text: str) -> str:
 
 
 def eligible(needles: Sequence[str], pages: Sequence[str]) -> list[str]:
-    reference = squash("".join(pages))
-    return [needle for needle in needles if squash(needle) in reference]
+    """The needles the PDF says in the same words: the needle's letters and digits (case
+    folded) occur in ``pdftotext``'s text with letters and digits only, starting at a word's
+    start, and the PDF ends the sentence there: the mark ending the needle (``.``, ``!``,
+    ``?``) comes before the PDF's next letter or digit. The squashed text alone would admit a
+    needle the PDF goes on from in other words: "see bar." inside "see [bar], page 321." (a
+    cross-reference the PDF prints with its page), "by ‘-|’." inside "by ‘ a ’." (a symbol
+    the PDF's text layer reads as a letter)."""
+    raw = "".join(pages)
+    letters: list[str] = []
+    where: list[int] = []  # where[k]: the index in ``raw`` of the squashed text's k-th character
+    for i, ch in enumerate(raw):
+        for folded in ch.casefold():
+            if folded.isalnum():
+                letters.append(folded)
+                where.append(i)
+    reference = "".join(letters)
+    kept = []
+    for needle in needles:
+        wanted = squash(needle)
+        found = reference.find(wanted) if wanted else -1
+        while found >= 0:
+            first, stop = where[found], found + len(wanted)
+            following = where[stop] if stop < len(where) else len(raw)
+            starts_word = first == 0 or not raw[first - 1].isalnum()
+            if starts_word and needle[-1] in raw[where[stop - 1] + 1:following]:
+                kept.append(needle)
+                break
+            found = reference.find(wanted, found + 1)
+    return kept
 
 
-def compare_twin(twin: Twin, root: Path, settings: OcrSettings) -> None:
+def compare_twin(twin: Twin, root: Path, settings: OcrSettings) -> TwinSummary:
     pdf = root / twin.pdf
-    html_text, needles = html_text_and_needles(html_files(root, twin.html))
+    files = html_files(root, twin.html)
+    html_text, needles = html_text_and_needles(files)
     poppler = pdftotext_pages(pdf)
+    reference = squash("".join(poppler))
+    squashed = [needle for needle in needles if squash(needle) in reference]
     pdf_needles = eligible(needles, poppler)
     heads = running_heads(poppler)
     started = time.perf_counter()
@@ -305,18 +402,26 @@ def compare_twin(twin: Twin, root: Path, settings: OcrSettings) -> None:
     seconds = time.perf_counter() - started
     layout = reading.layout
     print(f"\n## {twin.name}: {pdf.name} ({len(reading.pages)} pages, read in {seconds:.1f} s) "
-          f"against {len(html_files(root, twin.html))} HTML file(s)\n")
-    print(f"HTML needles {len(needles)}, of which the PDF says the same words: {len(pdf_needles)}; "
+          f"against {len(files)} HTML file(s)\n")
+    print(f"HTML needles {len(needles)}; their letters and digits are in the PDF's: {len(squashed)}, "
+          f"of which the PDF goes on in other words (excluded): {len(squashed) - len(pdf_needles)}; "
+          f"PDF needles: {len(pdf_needles)}; "
           f"running heads found by pdftotext: {len(heads)}; layout dropped {layout.dropped_lines} "
           f"lines, {len(layout.toc_pages)} contents/index pages, {layout.footnotes} footnotes; "
           f"sections from the {layout.sections_from}: {len(layout.sections)}\n")
     title = layout.title
-    rows = [score(pipeline(reading), pdf_needles, heads),
+    rows = (score(pipeline(reading), pdf_needles, heads),
             score(baseline("pdftotext (poppler)", poppler, title), pdf_needles, heads),
-            score(baseline("pypdf", pypdf_pages(pdf), title), pdf_needles, heads)]
+            score(baseline("pypdf", pypdf_pages(pdf), title), pdf_needles, heads))
     print(rows_table(rows))
     print()
     print(hyphen_table(layout.hyphen_breaks, html_text))
+    ours, naive = html_chunked(files)
+    html_rows = (html_score("pipeline (HTML format)", ours, needles),
+                 html_score('BeautifulSoup get_text(" ")', naive, needles))
+    print(f"\nHTML twin ({len(files)} file(s)), all {len(needles)} needles\n")
+    print(html_table(html_rows))
+    return TwinSummary(twin.name, len(reading.pages), html_rows[0], len(squashed) - len(pdf_needles), rows)
 
 
 def image_only_pdf(pdf: Path, first: int, count: int, dpi: int, work: Path) -> tuple[bytes, bytes]:
@@ -338,7 +443,24 @@ def image_only_pdf(pdf: Path, first: int, count: int, dpi: int, work: Path) -> t
     return scanned.getvalue(), text.getvalue()
 
 
-def compare_scanned(twin: Twin, root: Path, first: int, count: int, settings: OcrSettings) -> None:
+def summary_table(summaries: Sequence[TwinSummary]) -> str:
+    """One row per twin: HTML needles quoted and navigation share; PDF needles quoted for
+    pipeline / pdftotext / pypdf, running heads and labelled chunks of the pipeline."""
+    rows = []
+    for summary in summaries:
+        ours = summary.pdf[0]
+        pdf = " / ".join(f"{row.quoted / row.needles:.3f}" if row.needles else "-" for row in summary.pdf)
+        rows.append([summary.twin, summary.pages, share(summary.html.quoted, summary.html.needles),
+                     share(summary.html.navigation, summary.html.chunks),
+                     f"{pdf} (of {ours.needles}; {summary.pdf_needles_excluded} excluded)",
+                     share(ours.with_heads, ours.chunks), share(ours.labelled, ours.chunks)])
+    return markdown_table(["twin", "PDF pages", "HTML needles quoted whole", "HTML navigation chunks",
+                           "PDF needles quoted whole (pipeline / pdftotext / pypdf)",
+                           "PDF chunks with running heads", "PDF chunks labelled"], rows)
+
+
+def compare_scanned(twin: Twin, root: Path, first: int, count: int,
+                    settings: OcrSettings) -> tuple[float, float | None]:
     pdf = root / twin.pdf
     _, needles = html_text_and_needles(html_files(root, twin.html))
     with tempfile.TemporaryDirectory() as tmp:
@@ -363,6 +485,7 @@ def compare_scanned(twin: Twin, root: Path, first: int, count: int, settings: Oc
     print(markdown_table(["page", "source", "OCR confidence", "chars"],
                          [[p.page, p.source, "-" if p.ocr_confidence is None else f"{p.ocr_confidence:.1f}",
                            p.chars] for p in scan_reading.pages]))
+    return ratio, scan_reading.mean_ocr_confidence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -389,14 +512,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {tool} is not installed (apt-get install poppler-utils)", file=sys.stderr)
             return 2
     settings = OcrSettings(max_pages=max(args.scan_pages, 1))
-    print("# PDF extraction on twin corpora (HTML needles)")
-    for twin in TWINS:
-        if twin.name in args.twins:
-            compare_twin(twin, package_root(args.cache, twin.package), settings)
+    print("# PDF and HTML extraction on twin corpora (HTML needles)")
+    summaries = [compare_twin(twin, package_root(args.cache, twin.package), settings)
+                 for twin in TWINS if twin.name in args.twins]
+    scanned = None
     if args.scan_pages:
         twin = TWINS[0]
-        compare_scanned(twin, package_root(args.cache, twin.package), args.scan_first, args.scan_pages,
-                        settings)
+        scanned = compare_scanned(twin, package_root(args.cache, twin.package), args.scan_first,
+                                  args.scan_pages, settings)
+    print("\n## Summary\n")
+    print(summary_table(summaries))
+    if scanned is not None:
+        print(f"\nscanned twin ({TWINS[0].name}, {args.scan_pages} pages): needles quoted whole "
+              f"{scanned[0]:.3f} of the text PDF's, mean OCR confidence "
+              f"{'-' if scanned[1] is None else f'{scanned[1]:.1f}'}")
     return 0
 
 

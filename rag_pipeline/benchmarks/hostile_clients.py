@@ -4,31 +4,52 @@
 
 It indexes a small generated corpus with the default model (straight from the core, into a
 temporary folder), starts ``rag-pipeline serve`` on 127.0.0.1, and measures one honest client
-(``GET /health`` and ``POST /ask``, one keep-alive connection each, from 127.0.0.1) twice: alone,
-then while ``--slow`` connections from 127.0.0.2 send one header line every ``--dribble`` seconds
-and never finish their request head, and one more connection sends a ``--big-header-mib`` MiB
-header. It prints p50 / p99 / max latency and errors per round, and what each slow connection
-got (408: cut off at the head deadline; 503: over the per-address limit; none: still held).
+(``GET /health`` and ``POST /ask`` in turn, one keep-alive connection each, from 127.0.0.1) for
+``--seconds`` in each of four rounds:
+
+- **alone**: no other client;
+- **slow, one address**: ``--slow`` connections from 127.0.0.2 that send one header line every
+  ``--dribble`` seconds and never finish their request head;
+- **slow, many addresses**: the same number of connections, each from its own address in
+  127.0.1.0/24 and 127.0.2.0/24 (a spread-out attacker the per-address limit does not stop);
+- **slow bodies, many addresses**: as many connections, each from its own address, that send a
+  whole ``POST /ask`` head declaring a 100-byte body and then one byte of it every
+  ``--dribble`` seconds (each takes a request slot once its head is read);
+- **big headers**: one connection after another sending a ``--big-header-mib`` MiB header.
+
+The attackers run in their own process (they never take the honest client's interpreter) and
+keep the attack up for the whole round: a slow connection the server cuts off or refuses is
+opened again at the next dribble, a big header that is cut off is sent again at once. Each round
+prints the honest client's p50 / p99 / max latency and errors, the server's CPU time, the load
+average, and what the attackers got (408: cut off at the head or body deadline; 431: head too large;
+503: over a connection limit). The last line is the verdict against the target: every attacked
+round keeps the honest client's p99 under ``--target-ms`` with no errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import http.client
 import json
+import os
+import selectors
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_pipeline.benchmarks.serve_load import HOST, free_port, percentile, wait_ready
+from rag_pipeline.benchmarks.serve_load import HOST, free_port, percentile, process_cpu_seconds, wait_ready
 
 SLOW_ADDRESS = "127.0.0.2"
 TOPICS = ("timeouts", "caches", "exporters", "locks", "shells", "upgrades", "tokens", "queues")
+TARGET_MS = 50.0
+CLIENT_SIDE = ("health", "ask")
+"""What the honest client saw; the verdict is on these."""
 
 
 def write_corpus(root: Path) -> None:
@@ -57,11 +78,31 @@ def build(data: Path, corpus: Path) -> None:
                     load_embedder(spec))
 
 
-def measure(port: int, seconds: float) -> dict[str, tuple[list[float], Counter]]:
-    """``GET /health`` and ``POST /ask`` in turn for ``seconds``; latencies (ms) and errors."""
-    out: dict[str, tuple[list[float], Counter]] = {"health": ([], Counter()),
-                                                   "ask": ([], Counter())}
-    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30) for name in out}
+@dataclass
+class Measured:
+    """One endpoint's latencies (ms) and errors over a round."""
+
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def line(self) -> str:
+        errors = dict(self.errors) or 0
+        if not self.latencies_ms:
+            return f"    0 ok  errors {errors}"
+        return (f"{len(self.latencies_ms):5d} ok  p50 {percentile(self.latencies_ms, 50):7.2f} ms  p99 "
+                f"{percentile(self.latencies_ms, 99):7.2f} ms  max {max(self.latencies_ms):7.2f} ms  "
+                f"errors {errors}")
+
+    def holds(self, target_ms: float) -> bool:
+        return bool(self.latencies_ms) and not self.errors and percentile(self.latencies_ms, 99) < target_ms
+
+
+def measure(port: int, seconds: float) -> dict[str, Measured]:
+    """``GET /health`` and ``POST /ask`` in turn for ``seconds``: latencies (ms) and errors, and
+    the server's own time for each answer (``timings_ms.request``: validation to a JSON-ready
+    answer; the rest of an ask's latency is HTTP, the event loop and waiting for a core)."""
+    out = {"health": Measured(), "ask": Measured(), "ask in the server": Measured()}
+    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30) for name in ("health", "ask")}
     deadline = time.monotonic() + seconds
     number = 0
     while time.monotonic() < deadline:
@@ -76,13 +117,15 @@ def measure(port: int, seconds: float) -> dict[str, tuple[list[float], Counter]]
                                                              "checked"}),
                                  {"Content-Type": "application/json"})
                 response = conn.getresponse()
-                response.read()
+                body = response.read()
                 if response.status != 200:
-                    out[name][1][f"HTTP {response.status}"] += 1
+                    out[name].errors[f"HTTP {response.status}"] += 1
                     continue
-                out[name][0].append((time.perf_counter() - started) * 1000)
+                out[name].latencies_ms.append((time.perf_counter() - started) * 1000)
+                if name == "ask":
+                    out["ask in the server"].latencies_ms.append(json.loads(body)["timings_ms"]["request"])
             except (OSError, http.client.HTTPException) as exc:
-                out[name][1][type(exc).__name__] += 1
+                out[name].errors[type(exc).__name__] += 1
                 conn.close()
                 conns[name] = http.client.HTTPConnection(HOST, port, timeout=30)
         number += 1
@@ -91,62 +134,144 @@ def measure(port: int, seconds: float) -> dict[str, tuple[list[float], Counter]]
     return out
 
 
-def print_round(label: str, measured: dict[str, tuple[list[float], Counter]]) -> None:
-    for name, (latencies, errors) in measured.items():
-        if latencies:
-            print(f"{label:34s} {name:6s} {len(latencies):5d} ok  p50 "
-                  f"{percentile(latencies, 50):7.2f} ms  p99 {percentile(latencies, 99):7.2f} ms  "
-                  f"max {max(latencies):7.2f} ms  errors {dict(errors) or 0}")
-        else:
-            print(f"{label:34s} {name:6s}     0 ok  errors {dict(errors)}")
+def slow_addresses(slow: int, spread: bool) -> list[str]:
+    """The source address of each slow connection: all 127.0.0.2, or each its own from
+    127.0.1.1 on (at most 508 connections)."""
+    if not spread:
+        return [SLOW_ADDRESS] * slow
+    if slow > 508:
+        raise SystemExit("error: --slow over 508 cannot each have its own address")
+    return [f"127.0.{1 + n // 254}.{1 + n % 254}" for n in range(slow)]
 
 
-def attack(port: int, slow: int, dribble: float, big_mib: int, stop: threading.Event,
-           outcome: Counter) -> None:
-    """Holds ``slow`` dribbling connections and sends one big header until ``stop``; counts
-    the status each slow connection got."""
-    conns = []
-    for _ in range(slow):
+def _status(reply: bytes) -> str:
+    return reply.split(b" ", 2)[1].decode() if reply.startswith(b"HTTP/1.1 ") else "closed, no reply"
+
+
+SLOW_HEAD = (b"POST /ask HTTP/1.1\r\nhost: x\r\n", b"x-slow: 1\r\n")
+SLOW_BODY = (b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+             b"content-length: 100\r\n\r\n{", b" ")
+"""What a slow connection sends first, then once a dribble: a head never ended, or a whole head
+and a body never ended."""
+
+
+def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float,
+              sends: tuple[bytes, bytes] = SLOW_HEAD) -> Counter[str]:
+    """Keeps one slow connection per address for ``seconds``: each sends ``sends[0]`` and then
+    ``sends[1]`` every ``dribble`` seconds, never ending its request; one the server answers or
+    closes is counted by its status and opened again at the next dribble."""
+    outcome: Counter[str] = Counter()
+    selector = selectors.DefaultSelector()
+    held: dict[int, str | None] = dict.fromkeys(range(len(addresses)))
+    socks: dict[int, socket.socket] = {}
+
+    def open_slot(slot: int) -> None:
         conn = socket.socket()
-        conn.settimeout(0.5)
-        conn.bind((SLOW_ADDRESS, 0))
+        conn.setblocking(True)
+        conn.settimeout(1.0)
         try:
+            conn.bind((addresses[slot], 0))
             conn.connect((HOST, port))
-            conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\n")
+            conn.sendall(sends[0])
         except OSError:
             outcome["refused at connect"] += 1
             conn.close()
-            continue
-        conns.append(conn)
+            return
+        conn.setblocking(False)
+        socks[slot] = conn
+        selector.register(conn, selectors.EVENT_READ, slot)
+        outcome["opened"] += 1
 
-    def big_header() -> None:
-        with socket.create_connection((HOST, port), timeout=10) as conn:
-            sent = 0
-            try:
-                conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: ")
-                while sent < big_mib << 20:
-                    conn.sendall(b"a" * (1 << 20))
-                    sent += 1 << 20
-            except OSError:
-                pass
-            outcome[f"big header: cut off after {sent >> 20} MiB"] += 1
-
-    threading.Thread(target=big_header, daemon=True).start()
-    open_conns = list(conns)
-    while not stop.wait(dribble):
-        for conn in list(open_conns):
-            try:
-                conn.sendall(b"x-slow: 1\r\n")
-            except OSError:
-                open_conns.remove(conn)
-    for conn in conns:
-        try:
-            reply = conn.recv(200)
-        except OSError:
-            reply = b""
-        outcome[reply.split(b" ", 2)[1].decode() if reply.startswith(b"HTTP/1.1 ") else
-                "none (closed or held)"] += 1
+    def close_slot(slot: int, status: str) -> None:
+        conn = socks.pop(slot)
+        selector.unregister(conn)
         conn.close()
+        outcome[status] += 1
+
+    deadline = time.monotonic() + seconds
+    next_dribble = time.monotonic()
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if now >= next_dribble:
+            for slot in held:
+                if slot not in socks:
+                    open_slot(slot)
+                    continue
+                try:
+                    socks[slot].send(sends[1])
+                except OSError:
+                    close_slot(slot, "closed, no reply")
+            next_dribble = now + dribble
+        for key, _ in selector.select(timeout=max(0.0, min(next_dribble, deadline) - time.monotonic())):
+            slot = key.data
+            try:
+                reply = socks[slot].recv(200)
+            except OSError:
+                reply = b""
+            close_slot(slot, _status(reply))
+    outcome["held at the end"] = len(socks)
+    for slot in list(socks):
+        socks.pop(slot).close()
+    return outcome
+
+
+def send_big_headers(port: int, mib: int, seconds: float) -> Counter[str]:
+    """Sends ``mib`` MiB headers one connection after another for ``seconds``; counts how far
+    each got before the server cut it off."""
+    outcome: Counter[str] = Counter()
+    deadline = time.monotonic() + seconds
+    chunk = b"a" * (1 << 20)
+    while time.monotonic() < deadline:
+        sent = 0
+        try:
+            with socket.create_connection((HOST, port), timeout=5) as conn:
+                conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: ")
+                while sent < mib << 20 and time.monotonic() < deadline:
+                    conn.sendall(chunk)
+                    sent += len(chunk)
+                reply = b""
+                try:
+                    reply = conn.recv(200)
+                except OSError:
+                    pass
+                outcome[f"sent whole {mib} MiB, then {_status(reply)}"] += 1
+        except OSError:
+            outcome[f"cut off after {sent >> 20} MiB or less"] += 1
+        if sent >= mib << 20:
+            break
+    return outcome
+
+
+def attacker_main(argv: list[str] | None = None) -> None:
+    """The attacker process: one attack for ``--seconds``, then its outcome as one JSON line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=("slow", "spread", "body", "big"))
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--slow", type=int, default=300)
+    parser.add_argument("--dribble", type=float, default=2.0)
+    parser.add_argument("--mib", type=int, default=150)
+    parser.add_argument("--seconds", type=float, required=True)
+    args = parser.parse_args(argv)
+    if args.kind == "big":
+        outcome = send_big_headers(args.port, args.mib, args.seconds)
+    else:
+        outcome = hold_slow(args.port, slow_addresses(args.slow, args.kind != "slow"), args.dribble,
+                            args.seconds, SLOW_BODY if args.kind == "body" else SLOW_HEAD)
+    print(json.dumps(dict(outcome)), flush=True)
+
+
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def verdict(rounds: dict[str, dict[str, Measured]], target_ms: float) -> str:
+    """One line: whether every attacked round kept the honest client's p99 under ``target_ms``
+    with no errors, and which did not."""
+    failed = [f"{label} {name}" for label, measured in rounds.items() if label != "alone"
+              for name, m in measured.items() if name in CLIENT_SIDE and not m.holds(target_ms)]
+    if not failed:
+        return f"verdict: PASS: under every attack the honest client's p99 < {target_ms:g} ms, 0 errors"
+    return f"verdict: FAIL against p99 < {target_ms:g} ms with 0 errors: {', '.join(failed)}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -156,32 +281,55 @@ def main(argv: list[str] | None = None) -> None:
                         help="Seconds between two header lines of a slow connection.")
     parser.add_argument("--big-header-mib", type=int, default=150)
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each round.")
+    parser.add_argument("--target-ms", type=float, default=TARGET_MS)
+    parser.add_argument("--query-threads", type=int, default=None,
+                        help="Passed to serve: ONNX Runtime threads for a question alone.")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hostile-clients-") as tmp:
         data, corpus = Path(tmp) / "data", Path(tmp) / "corpus"
         write_corpus(corpus)
         build(data, corpus)
+        # The model just used stays loaded here: a full collection over its objects would pause
+        # the honest client (as it paused the server before serve froze its heap).
+        gc.collect()
+        gc.freeze()
         port = free_port()
         log = (Path(tmp) / "serve.log").open("w")
         server = subprocess.Popen(
             [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir",
-             str(data), "serve", "--host", HOST, "--port", str(port), "--workers", "2"],
+             str(data), "serve", "--host", HOST, "--port", str(port), "--workers", "2",
+             *([] if args.query_threads is None else ["--query-threads", str(args.query_threads)])],
             stdout=log, stderr=subprocess.STDOUT)
+        attacks = {f"{args.slow} slow, one address": ["slow", "--slow", str(args.slow)],
+                   f"{args.slow} slow, {args.slow} addresses": ["spread", "--slow", str(args.slow)],
+                   f"{args.slow} slow bodies, {args.slow} addr.": ["body", "--slow", str(args.slow)],
+                   f"{args.big_header_mib} MiB headers": ["big", "--mib", str(args.big_header_mib)]}
+        rounds: dict[str, dict[str, Measured]] = {}
         try:
             wait_ready(port, server)
             measure(port, 2.0)  # warm up
-            print_round("alone", measure(port, args.seconds))
-            stop, outcome = threading.Event(), Counter()
-            attacker = threading.Thread(target=attack, args=(port, args.slow, args.dribble,
-                                                             args.big_header_mib, stop, outcome))
-            attacker.start()
-            time.sleep(1.0)
-            print_round(f"with {args.slow} slow + {args.big_header_mib} MiB header",
-                        measure(port, args.seconds))
-            stop.set()
-            attacker.join(timeout=60)
-            print("slow connections got: " + ", ".join(f"{k}: {v}" for k, v in
-                                                       sorted(outcome.items())))
+            for label, attack in [("alone", None), *attacks.items()]:
+                attacker = None
+                if attack is not None:
+                    attacker = subprocess.Popen(
+                        [sys.executable, "-c", "from rag_pipeline.benchmarks.hostile_clients import "
+                         "attacker_main; attacker_main()", *attack, "--port", str(port), "--dribble",
+                         str(args.dribble), "--seconds", str(args.seconds + 2.0)],
+                        stdout=subprocess.PIPE, text=True)
+                    time.sleep(1.0)  # the attack is in place before the honest client starts
+                cpu = process_cpu_seconds(server.pid)
+                rounds[label] = measure(port, args.seconds)
+                cpu = process_cpu_seconds(server.pid) - cpu
+                got = ""
+                if attacker is not None:
+                    out, _ = attacker.communicate(timeout=args.seconds + 60)
+                    got = "; attackers got " + ", ".join(
+                        f"{k}: {v}" for k, v in sorted(json.loads(out.strip().splitlines()[-1]).items()))
+                for name, measured in rounds[label].items():
+                    print(f"{label:28s} {name:17s} {measured.line()}")
+                print(f"{'':28s} server CPU {cpu:.2f} s in {args.seconds:g} s, {load_average()}{got}",
+                      flush=True)
+            print(verdict(rounds, args.target_ms))
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rag_pipeline.benchmarks import offline_env
+
 CHILD = """
 import json, sys, time
 from pathlib import Path
@@ -69,7 +71,7 @@ def _start(folder: Path, data: Path, corpus: Path, chunker: str, threads: int,
            label: str) -> subprocess.Popen:
     copy = folder / f"{label}-{chunker}"
     shutil.copytree(data, copy)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     return subprocess.Popen([sys.executable, "-c", CHILD, str(copy), str(corpus), chunker,
                              str(threads)], env=env, stdout=subprocess.PIPE, text=True)
 

@@ -23,23 +23,31 @@ the server's resident memory. The last line summarises the largest factor.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import math
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from rag_pipeline.benchmarks import offline_env, stop
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.index.mapped import MAP_CACHE_DIR
 from rag_pipeline.core.storage.table_names import (
     ANN_INDEX,
     BM25_CHUNKS,
@@ -54,8 +62,12 @@ from rag_pipeline.core.storage.table_names import (
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
-NOISE = 0.01
 SEED = 0
+NEIGHBOUR_QUANTILE = 0.5
+"""Two copies of a chunk lie as far apart as this quantile of the source's nearest-neighbour
+distances (the median: 0.17 on the bundled corpus; a quarter of its chunks have a neighbour
+within 0.03, so the former fixed noise of 0.01 per dimension, copies 0.037 apart, made every
+chunk a cluster of near-duplicates the size of the factor)."""
 
 
 def _prefixed(column: pa.ChunkedArray, copy: int) -> pa.ChunkedArray:
@@ -64,8 +76,9 @@ def _prefixed(column: pa.ChunkedArray, copy: int) -> pa.ChunkedArray:
     return pc.binary_join_element_wise(pa.scalar(f"copy{copy:03d}/"), column, "")
 
 
-def _repeat(table: pa.Table, factor: int, id_columns: tuple[str, ...], extra=None) -> pa.Table:
-    parts = []
+def _copies(table: pa.Table, factor: int, id_columns: tuple[str, ...], extra=None) -> Iterator[pa.Table]:
+    """The table's ``factor`` copies one at a time (copy ``i``'s ids prefixed ``copy<i>/``), so
+    a 1000x table is streamed to its file, never held whole."""
     for copy in range(factor):
         part = table
         for name in id_columns:
@@ -73,8 +86,24 @@ def _repeat(table: pa.Table, factor: int, id_columns: tuple[str, ...], extra=Non
             part = part.set_column(index, name, _prefixed(part.column(name), copy))
         if extra is not None:
             part = extra(part, copy)
-        parts.append(part)
-    return pa.concat_tables(parts).combine_chunks()
+        yield part
+
+
+def nudge_sigma(distance: float, width: int) -> float:
+    """The per-dimension noise whose two nudged copies of a unit vector lie ``distance`` apart
+    (cosine distance): ``1 - 1 / (1 + width * sigma^2)`` for isotropic noise."""
+    return math.sqrt((1.0 / (1.0 - distance) - 1.0) / width)
+
+
+def nearest_other_distances(vectors: np.ndarray, block: int = 4_096) -> np.ndarray:
+    """Each vector's cosine distance to its nearest other vector (exact duplicates, distance
+    below 1e-4, left out)."""
+    out = np.empty(len(vectors), np.float64)
+    for start in range(0, len(vectors), block):
+        scores = vectors[start:start + block] @ vectors.T
+        scores[scores > 1 - 1e-4] = -2.0
+        out[start:start + block] = 1.0 - scores.max(axis=1)
+    return out
 
 
 @dataclass(frozen=True)
@@ -85,44 +114,59 @@ class CopiesBuild:
     ann_s: float
     disk_bytes: int
     graph_bytes: int
+    nudge_sigma: float
+    neighbour_distance: float
 
 
 def _disk_bytes(target: Path) -> int:
-    return sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+    return sum(f.stat().st_size for f in (target / "warehouse").rglob("*") if f.is_file())
 
 
 def write_copies(source: Path, target: Path, chunker: str, model_key: str, factor: int) -> CopiesBuild:
     """The partition's tables (and the documents) repeated ``factor`` times under ``target``,
-    with their ANN index, published there as a generation."""
+    with their ANN index, published there as a generation.
+
+    Every copy's vectors (the first included, from 2x on) are nudged by isotropic noise sized so
+    that two copies of a chunk lie as far apart as a real chunk lies from its nearest other
+    chunk in the source partition (the median of those distances): copies of one chunk are then
+    as close to each other as real neighbours are, and no stored vector is the common centre
+    of the others (:data:`NEIGHBOUR_QUANTILE`; README, "Approximate search")."""
     started = time.perf_counter()
     src, dst = Warehouse(source), Warehouse(target)
     by_chunker = {"chunker": chunker}
-    versions = {DOCUMENTS: dst.write(DOCUMENTS, _repeat(src.read(DOCUMENTS), factor, ("document_id",)))}
+    documents = src.read(DOCUMENTS)
+    versions = {DOCUMENTS: dst.write_parts(DOCUMENTS, documents.schema,
+                                           _copies(documents, factor, ("document_id",)))}
 
     def own_hash(part: pa.Table, copy: int) -> pa.Table:
         i = part.schema.get_field_index("content_sha256")
         return part.set_column(i, "content_sha256", _prefixed(part.column(i), copy))
 
-    versions[CHUNKS] = dst.write(
-        CHUNKS, _repeat(src.read(CHUNKS, by_chunker), factor, ("chunk_id", "document_id"), own_hash),
+    chunks = src.read(CHUNKS, by_chunker)
+    versions[CHUNKS] = dst.write_parts(
+        CHUNKS, chunks.schema, _copies(chunks, factor, ("chunk_id", "document_id"), own_hash),
         by_chunker, inputs={DOCUMENTS: versions[DOCUMENTS].file})
     built_from = {CHUNKS: versions[CHUNKS].file}
+    partition = {**by_chunker, "model": model_key}
+    embeddings = src.read(EMBEDDINGS, partition)
+    width = embeddings.column("vector").type.list_size
+    base = np.asarray(embeddings.column("vector").combine_chunks().flatten().to_numpy(),
+                      np.float32).reshape(-1, width)
+    neighbour = float(np.quantile(nearest_other_distances(base), NEIGHBOUR_QUANTILE))
+    sigma = nudge_sigma(neighbour, width) if factor > 1 else 0.0
     rng = np.random.default_rng(SEED)
 
     def nudged(part: pa.Table, copy: int) -> pa.Table:
-        if copy == 0:
+        if sigma == 0.0:
             return part
         i = part.schema.get_field_index("vector")
-        width = part.column(i).type.list_size
-        vectors = np.asarray(part.column(i).combine_chunks().flatten().to_numpy(), np.float32)
-        vectors = vectors.reshape(-1, width) + rng.normal(0, NOISE, (part.num_rows, width)).astype(np.float32)
+        vectors = base + rng.normal(0, sigma, base.shape).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), width)
         return part.set_column(i, part.schema.field(i), column)
 
-    partition = {**by_chunker, "model": model_key}
-    versions[EMBEDDINGS] = dst.write(
-        EMBEDDINGS, _repeat(src.read(EMBEDDINGS, partition), factor, ("chunk_id",), nudged), partition,
+    versions[EMBEDDINGS] = dst.write_parts(
+        EMBEDDINGS, embeddings.schema, _copies(embeddings, factor, ("chunk_id",), nudged), partition,
         inputs=built_from)
     tables = {name: src.read(name, by_chunker) for name in BM25_TABLES}
     params = tables[BM25_PARAMS]
@@ -140,13 +184,93 @@ def write_copies(source: Path, target: Path, chunker: str, model_key: str, facto
     versions[BM25_TERMS] = dst.write(BM25_TERMS, terms, by_chunker, inputs=built_from)
     versions[BM25_PARAMS] = dst.write(BM25_PARAMS, params, by_chunker, inputs=built_from)
     for name in (BM25_CHUNKS, BM25_POSTINGS):
-        versions[name] = dst.write(name, _repeat(tables[name], factor, ("chunk_id",)), by_chunker,
-                                   inputs=built_from)
+        versions[name] = dst.write_parts(name, tables[name].schema,
+                                         _copies(tables[name], factor, ("chunk_id",)), by_chunker,
+                                         inputs=built_from)
     write_s = time.perf_counter() - started
     ann = build_ann_index(dst, chunker, model_key, versions[EMBEDDINGS])
     versions[ANN_INDEX] = ann.version
     publish(dst, chunker, model_key, versions)
-    return CopiesBuild(write_s, ann.seconds, _disk_bytes(target), ann.graph_bytes)
+    return CopiesBuild(write_s, ann.seconds, _disk_bytes(target), ann.graph_bytes, sigma, neighbour)
+
+
+def publish_section_edit(data_dir: Path, chunker: str, model_key: str) -> str:
+    """Publishes a new generation of the served partition: its chunks file rewritten (streamed)
+    with the first chunk's section heading edited, every other table the served one, re-pointed
+    at the new chunks (none of them reads a section: BM25 and the vectors use ``text``). A
+    serving process must map the whole new chunks file to swap. Returns the new generation's
+    id."""
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline.core.index.mapped import parquet_batches
+
+    warehouse = Warehouse(data_dir)
+    served = current_generation(warehouse, chunker, model_key)
+    old_chunks = warehouse.version(CHUNKS, {"chunker": chunker})
+    names = pq.read_schema(warehouse.full_path(served.files[CHUNKS])).names
+
+    def edited() -> Iterator[pa.Table]:
+        for n, batch in enumerate(parquet_batches(warehouse, served.files[CHUNKS], names)):
+            part = pa.Table.from_batches([batch])
+            if n == 0:
+                i = part.schema.get_field_index("section")
+                sections = part.column(i).to_pylist()
+                part = part.set_column(i, "section", pa.array([f"{sections[0]} (edited)"] + sections[1:],
+                                                              pa.string()))
+            yield part
+
+    schema = pq.read_schema(warehouse.full_path(served.files[CHUNKS]))
+    chunks = warehouse.write_parts(CHUNKS, schema, edited(), {"chunker": chunker}, old_chunks.inputs)
+    versions = {CHUNKS: chunks}
+    for name, file in served.files.items():
+        if name == CHUNKS:
+            continue
+        version = next(v for v in warehouse.versions(name) if v.file == file)
+        inputs = {k: (chunks.file if k == CHUNKS else f) for k, f in version.inputs.items()}
+        versions[name] = replace(version, inputs=inputs)
+    generation, _ = publish(warehouse, chunker, model_key, versions)
+    return generation.id
+
+
+@dataclass(frozen=True)
+class SwapRound:
+    requests: int
+    errors: int
+    generations: dict[str, int]
+    publish_s: float
+    swap_s: float
+    before: str
+    after: str
+
+
+def swap_under_load(data_dir: Path, chunker: str, model_key: str, port: int, clients: int,
+                    timeout_s: float) -> SwapRound:
+    """``clients`` keep asking while :func:`publish_section_edit` publishes a new generation;
+    they stop a few seconds after ``/status`` names it (or at ``timeout_s``)."""
+    from rag_pipeline.benchmarks import serve_load
+
+    before = json.loads(serve_load._get(port, "/status")[1])["generation"]
+    keep_going, rounds = threading.Event(), []
+    keep_going.set()
+    asking = threading.Thread(target=lambda: rounds.append(serve_load.run_round(
+        port, clients, 0, timeout_s, serve_load.questions(), keep_going)))
+    asking.start()
+    started = time.perf_counter()
+    try:
+        after = publish_section_edit(data_dir, chunker, model_key)
+        publish_s = time.perf_counter() - started
+        while time.perf_counter() - started < timeout_s:
+            if json.loads(serve_load._get(port, "/status", 30.0)[1])["generation"] == after:
+                break
+            time.sleep(0.5)
+        swap_s = time.perf_counter() - started
+        time.sleep(3.0)
+    finally:
+        keep_going.clear()
+        asking.join()
+    r = rounds[0]
+    served = json.loads(serve_load._get(port, "/status")[1])["generation"]
+    return SwapRound(len(r.latencies_ms), sum(r.errors.values()), dict(r.generations), publish_s,
+                     swap_s if served == after else math.inf, before, served)
 
 
 def full_sort_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
@@ -160,10 +284,30 @@ def _memory_mb() -> tuple[float, float]:
     return _status_mb(os.getpid())
 
 
-def _status_mb(pid: int) -> tuple[float, float]:
+def _status_fields(pid: int) -> dict[str, float]:
+    """``/proc/<pid>/status`` sizes in MB (``VmRSS``, ``VmHWM``, ``RssAnon``, ``RssFile``...)."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                   if ":" in line)
-    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+    return {k: int(v.split()[0]) / 1024 for k, v in fields.items() if v.strip().endswith("kB")}
+
+
+def _status_mb(pid: int) -> tuple[float, float]:
+    fields = _status_fields(pid)
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+@contextmanager
+def _held(lock: Path | None) -> Iterator[None]:
+    """``flock`` on ``lock`` (none: nothing held), so timed runs of helpers never overlap."""
+    if lock is None:
+        yield
+        return
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _p(values: list[float], q: float) -> float:
@@ -245,16 +389,21 @@ class HttpRound:
     dense_path: str
     rss_mb: float
     ready_s: float
+    anon_mb: float
+    """Of the resident set, the process's own memory (heap, arrays)."""
+    file_mb: float
+    """Of the resident set, mapped file pages (shared, evictable: the maps and the graph)."""
 
 
 def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
-              query_backend: str) -> HttpRound:
+              query_backend: str, swap: tuple[str, int] | None = None) -> tuple[HttpRound, SwapRound | None]:
     """``rag-pipeline serve --query-backend query_backend`` on ``data_dir``: one client asks
-    ``requests`` questions."""
+    ``requests`` questions; with ``swap`` (model key, clients), then a new generation is
+    published while that many clients ask (:func:`swap_under_load`)."""
     from rag_pipeline.benchmarks import serve_load
 
     port = serve_load.free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     command = [sys.executable, "-c", "from rag_pipeline.cli import main; main()", "--data-dir",
                str(data_dir), "serve", "--host", serve_load.HOST, "--port", str(port), "--chunker",
                chunker, "--poll", "5", "--query-backend", query_backend]
@@ -270,18 +419,16 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
             pool = serve_load.questions()
             serve_load.run_round(port, 1, 20, 120.0, pool)
             r = serve_load.run_round(port, 1, requests, 600.0, pool)
-            rss_mb, _ = _status_mb(server.pid)
+            memory = _status_fields(server.pid)
+            swapped = None if swap is None else swap_under_load(data_dir, chunker, swap[0], port, swap[1],
+                                                                ready_timeout)
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server, 20)
     if not r.latencies_ms:
         raise SystemExit(f"no answer over HTTP: {dict(r.errors)}")
     return HttpRound(_p(r.latencies_ms, 50), _p(r.latencies_ms, 99), len(r.latencies_ms),
-                     sum(r.errors.values()), status["dense_path"], rss_mb, ready_s)
+                     sum(r.errors.values()), status["dense_path"], memory["VmRSS"], ready_s,
+                     memory["RssAnon"], memory["RssFile"] + memory.get("RssShmem", 0.0)), swapped
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -297,6 +444,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--query-backend", default="onnxruntime",
                         choices=["onnxruntime", "openvino", "model"],
                         help="How the server embeds questions (serve --query-backend).")
+    parser.add_argument("--keep", type=Path,
+                        help="Keep each factor's copies in this folder (x<factor>/) and reuse "
+                             "the ones already built there (their build figures are kept beside).")
+    parser.add_argument("--lock", type=Path,
+                        help="Hold this file's lock (flock) while timing (loads, questions, HTTP).")
+    parser.add_argument("--swap", action="store_true",
+                        help="After the HTTP round, publish a new generation (a chunks file with one "
+                             "section edited) while clients ask, and count failed requests.")
+    parser.add_argument("--swap-clients", type=int, default=4)
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     from rag_pipeline.core.config.keys import declared_models
@@ -305,39 +461,58 @@ def main(argv: list[str] | None = None) -> None:
     if args.measure is not None:
         print(json.dumps(measure(args.measure, args.chunker, model_key, args.depth)))
         return
-    print(f"{'factor':>6s} {'chunks':>8s} {'write s':>8s} {'ann s':>7s} {'disk GB':>7s} "
-          f"{'graph GB':>8s} {'load s':>7s} {'load cpu':>8s} {'rss GB':>6s} {'peak GB':>7s} "
-          f"{'exact p50/p99':>14s} {'ann p50/p99':>12s} {'R@10':>6s} {'bm25 ms':>7s} "
-          f"{'top-k ms':>8s} {'http p50/p99':>13s} {'path':>5s} {'serve GB':>8s}", flush=True)
+    print(f"{'factor':>6s} {'chunks':>8s} {'sigma':>6s} {'write s':>8s} {'ann s':>7s} {'disk GB':>7s} "
+          f"{'maps GB':>7s} {'graph GB':>8s} {'load s':>7s} {'load cpu':>8s} {'rss GB':>6s} "
+          f"{'peak GB':>7s} {'exact p50/p99':>14s} {'ann p50/p99':>12s} {'R@10':>6s} {'bm25 ms':>7s} "
+          f"{'top-k ms':>8s} {'http p50/p99':>13s} {'path':>5s} {'serve GB':>8s} {'anon/file':>9s}",
+          flush=True)
     last = None
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         for factor in args.factors:
-            target = Path(tmp) / f"x{factor}"
-            built = write_copies(args.data_dir, target, args.chunker, model_key, factor)
-            out = subprocess.run(
-                [sys.executable, "-m", "rag_pipeline.benchmarks.scale", "--chunker", args.chunker,
-                 "--model", model_key, "--depth", str(args.depth), "--measure", str(target)],
-                check=True, capture_output=True, text=True).stdout
-            m = json.loads(out.strip().splitlines()[-1])
-            http = over_http(target, args.chunker, args.requests, args.ready_timeout,
-                             args.query_backend)
+            target = (args.keep or Path(tmp)) / f"x{factor}"
+            record = target / "build.json"
+            if args.keep is not None and record.is_file():
+                built = CopiesBuild(**json.loads(record.read_text()))
+            else:
+                built = write_copies(args.data_dir, target, args.chunker, model_key, factor)
+                record.write_text(json.dumps(asdict(built)))
+            with _held(args.lock):
+                out = subprocess.run(
+                    [sys.executable, "-m", "rag_pipeline.benchmarks.scale", "--chunker", args.chunker,
+                     "--model", model_key, "--depth", str(args.depth), "--measure", str(target)],
+                    check=True, capture_output=True, text=True).stdout
+                m = json.loads(out.strip().splitlines()[-1])
+                http, swapped = over_http(target, args.chunker, args.requests, args.ready_timeout,
+                                          args.query_backend,
+                                          (model_key, args.swap_clients) if args.swap else None)
+            maps = sum(f.stat().st_size for f in (target / MAP_CACHE_DIR).rglob("*") if f.is_file())
             gb = 1024 ** 3
-            print(f"{factor:5d}x {m['chunks']:8d} {built.write_s:8.1f} {built.ann_s:7.1f} "
-                  f"{built.disk_bytes / gb:7.2f} {built.graph_bytes / gb:8.3f} {m['load_s']:7.2f} "
+            print(f"{factor:5d}x {m['chunks']:8d} {built.nudge_sigma:6.4f} {built.write_s:8.1f} "
+                  f"{built.ann_s:7.1f} {built.disk_bytes / gb:7.2f} {maps / gb:7.2f} "
+                  f"{built.graph_bytes / gb:8.3f} {m['load_s']:7.2f} "
                   f"{m['load_cpu_s']:8.2f} {m['rss_mb'] / 1024:6.2f} {m['peak_mb'] / 1024:7.2f} "
                   f"{m['exact_p50']:6.2f}/{m['exact_p99']:7.2f} {m['ann_p50']:5.2f}/{m['ann_p99']:6.2f} "
                   f"{m['recall']:6.4f} {m['score_ms']:7.2f} {m['topk_ms']:8.2f} "
                   f"{http.p50_ms:6.2f}/{http.p99_ms:6.2f} {http.dense_path:>5s} "
-                  f"{http.rss_mb / 1024:8.2f}", flush=True)
-            last = (factor, m, built, http)
-            shutil.rmtree(target)
+                  f"{http.rss_mb / 1024:8.2f} {http.anon_mb / 1024:4.2f}/{http.file_mb / 1024:4.2f}  "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+            if swapped is not None:
+                print(f"       swap under load ({args.swap_clients} clients): {swapped.requests} answered, "
+                      f"{swapped.errors} failed; generation {swapped.before} -> {swapped.after}, "
+                      f"published in {swapped.publish_s:.1f} s, served {swapped.swap_s:.1f} s after the "
+                      f"publish began; answers by generation {swapped.generations}", flush=True)
+            last = (factor, m, built, http, maps)
+            if args.keep is None:
+                shutil.rmtree(target)
     if last is None:
         return
-    factor, m, built, http = last
+    factor, m, built, http, maps = last
     per_million = 1e6 / m["chunks"]
-    disk, memory = built.disk_bytes / 1024 ** 3 * per_million, http.rss_mb / 1024 * per_million
+    disk = (built.disk_bytes + maps) / 1024 ** 3 * per_million
+    memory = http.rss_mb / 1024 * per_million
     build_min = (built.write_s + built.ann_s) / 60 * per_million
-    print(f"per million chunks (measured at {factor}x): disk {disk:.2f} GB, serving memory "
+    print(f"per million chunks (measured at {factor}x): disk {disk:.2f} GB (tables, graph and "
+          f"mapped copies), serving memory "
           f"{memory:.2f} GB, build (tables + ANN) {build_min:.1f} min; ANN graph build alone "
           f"{built.ann_s / 60 * per_million:.1f} min")
     for millions in (10, 100):

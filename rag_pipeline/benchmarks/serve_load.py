@@ -45,6 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rag_pipeline.benchmarks import offline_env, stop
 from rag_pipeline.core.evaluation.gold import load_gold, load_ood
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
@@ -306,8 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
         data = Path(tmp) / "data"
         shutil.copytree(args.data_dir / "warehouse", data / "warehouse")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "DAGSTER_HOME": str(Path(tmp) / "dagster_home")}
+        env = offline_env(DAGSTER_HOME=str(Path(tmp) / "dagster_home"))
         Path(env["DAGSTER_HOME"]).mkdir()
         print(f"questions: {len(pool)} (gold + out-of-domain), {args.requests} requests per round, "
               f"loopback {HOST}; {os.cpu_count()} CPUs, load average "
@@ -371,12 +371,7 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         if reindex_after:
             reindex(port, data, env, tmp, args, pool, server.pid)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server, 10)
         server_log.close()
         log_text = log_path.read_text()
         if "Traceback" in log_text:

@@ -20,11 +20,11 @@ from rag_pipeline.cli.edge import (
 )
 from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
-from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, Retriever
+from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.answer.ask import Answer
+    from rag_pipeline.core.answer.answer import Answer
     from rag_pipeline.core.retrieval.rerank import Reranker
 
 
@@ -132,7 +132,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     import json
 
     from rag_pipeline.core.answer.answer_json import answer_json
-    from rag_pipeline.core.answer.ask import InvalidQuestionError, check_question
+    from rag_pipeline.core.answer.question import InvalidQuestionError, check_question
     from rag_pipeline.core.config.validation import (
         InvalidArgumentError,
         check_base_url,
@@ -180,9 +180,10 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
                           f"answered by: the running serve at {where}")
             return
     # Only now the modules that load an index and a model (a served answer needs none of them).
-    from rag_pipeline.core.answer.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.answer.ask import AskSettings
     from rag_pipeline.core.answer.ask import ask as run_ask
     from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.answer.question import EmptyQuestionError
     from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings

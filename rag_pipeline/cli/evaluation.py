@@ -272,10 +272,9 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.model_comparison import compare_models
     from rag_pipeline.core.evaluation.run import run_eval
-    from rag_pipeline.core.evaluation.tables import summary_markdown
+    from rag_pipeline.core.evaluation.tables import paired_rows_markdown, summary_markdown
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
-    from rag_pipeline.core.text.markdown_table import markdown_table
 
     try:
         other = find_model(versus_key, declared_models())
@@ -291,9 +290,8 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
         echo(f"recommended cut for {other.key}: {second.recommended_cut} "
                    f"({second.cut_rule}); for {spec.key}: {report.recommended_cut}")
     rows = compare_models(report, second, spec.key, other.key)
-    echo(f"\npaired, {spec.key} (a) vs {other.key} (b), same queries:\n" + markdown_table(
-        ["a", "b", "k", "wins (a only)", "losses (b only)", "sign test p"],
-        [[r.a, r.b, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in rows]))
+    echo(f"\npaired, {spec.key} (a) vs {other.key} (b), same queries:\n"
+         + paired_rows_markdown(rows, styles=False))
     significant = [r for r in rows if r.p < 0.05]
     echo(f"significant differences (p < 0.05): {len(significant)} of {len(rows)}")
 

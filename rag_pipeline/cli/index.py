@@ -120,8 +120,8 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     from rag_pipeline.core.config.keys import write_lock
     from rag_pipeline.core.config.lock import effective_lock
     from rag_pipeline.core.config.parse import choose_profile, load_config
-    from rag_pipeline.core.embedding.model_inventory import inventory
     from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 

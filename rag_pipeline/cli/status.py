@@ -78,8 +78,8 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
     from rag_pipeline.core.config.keys import model_specs, write_lock
     from rag_pipeline.core.config.parse import load_config
-    from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.core.index.model_inventory import drop_model_partitions, file_status, inventory
     from rag_pipeline.project_paths import config_path
 
     try:

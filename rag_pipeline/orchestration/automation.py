@@ -13,15 +13,20 @@ Why a sensor and not Dagster's declarative automation: an ``AutomationConditionS
 launches its runs as the implicit ``__ASSET_JOB`` (the Jobs page then shows none of them), and
 job-level automation conditions are a preview that the default sensor alone evaluates. The
 sensor asks the same question ``rag-pipeline index`` asks ("is the index current?") of the
-same tables, so the two can never disagree. Each run request's ``run_key`` is the digest of the
-input files the step builds from: a run whose blocking check failed is not launched again for
-the same inputs (re-execute it from its run page once the cause is fixed), and a partition that
-has a run queued or in progress gets no second one.
+same tables, so the two can never disagree. A partition that has a run queued or in progress
+gets no second one. Each run request's ``run_key`` is the digest of the input files the step
+builds from, with the attempt: a run that failed (a transient fault, a kill, a blocking check)
+is requested again for the same inputs after a back-off (:mod:`rag_pipeline.orchestration.
+retry_policy`: 60 s, doubling, at most 15 min, 4 attempts), reusing every checkpointed vector;
+after the last attempt the partition waits for an input to change or for a person (re-execute
+it from its run page, or ``rag-pipeline index``). The tick's skip reason names each partition
+that waits, its attempts and when it is due.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
@@ -32,7 +37,8 @@ from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL
 from rag_pipeline.orchestration.resources import IndexStorage
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
+from rag_pipeline.orchestration.retry_policy import Outcome, PastRun, RetryPolicy, Verdict
+from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
 
 STAGE_TAG = "rag_pipeline/stage"
 COMPUTE_TAG = "rag_pipeline/compute"
@@ -53,6 +59,9 @@ SENSOR_INTERVAL_SECONDS = 5
 requested at most this long after it, so the three stages after the documents wait at most
 15 s in all; the rest of a one-document edit's time is the runs' own (README, "Timing")."""
 
+DEFAULT_RETRY = RetryPolicy()
+"""60 s after a failure, doubling, at most 15 min; 4 attempts per partition and inputs."""
+
 ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
                    dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
                    dg.DagsterRunStatus.CANCELING]
@@ -60,7 +69,7 @@ ACTIVE_STATUSES = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED,
 
 def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
     return (
-        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "ingest"},
+        dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "documents"},
                             description="Extract every document of the corpus (stage 1 of 4)."),
         dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES],
                             tags={STAGE_TAG: "ingest"},
@@ -91,15 +100,56 @@ def partition_key(step: Step) -> str:
     return step.chunker if step.stage == Stage.CHUNKS else step.model
 
 
-def run_request(step: Step) -> dg.RunRequest:
-    tags = {INPUTS_TAG: step.key}
+def run_request(step: Step, attempt: int = 1, runs_before: int = 0) -> dg.RunRequest:
+    """The request for ``step``; ``attempt`` (1 for the first run of these inputs) and the
+    number of runs these inputs had make the run key, so a retry is a new run."""
+    tags = {INPUTS_TAG: step.key, ATTEMPT_TAG: str(attempt)}
     if step.chunker:
         tags[CHUNKER_TAG] = step.chunker
     if step.model:
         tags[MODEL_TAG] = step.model
-    return dg.RunRequest(run_key=f"{JOB_OF_STAGE[step.stage]}:{step.key}",
+    run_key = f"{JOB_OF_STAGE[step.stage]}:{step.key}"
+    return dg.RunRequest(run_key=run_key if not runs_before else f"{run_key}:{runs_before + 1}",
                          job_name=JOB_OF_STAGE[step.stage], partition_key=partition_key(step),
                          tags=tags)
+
+
+_OUTCOMES = {dg.DagsterRunStatus.SUCCESS: Outcome.SUCCEEDED,
+             dg.DagsterRunStatus.FAILURE: Outcome.FAILED,
+             dg.DagsterRunStatus.CANCELED: Outcome.FAILED}
+
+
+def past_runs(instance: dg.DagsterInstance, step: Step) -> list[PastRun]:
+    """The runs of ``step``'s job and partition that built from the same inputs, newest first."""
+    records = instance.get_run_records(filters=dg.RunsFilter(
+        job_name=JOB_OF_STAGE[step.stage],
+        tags={"dagster/partition": str(partition_key(step)), INPUTS_TAG: step.key}))
+    return [PastRun(_OUTCOMES.get(r.dagster_run.status, Outcome.ACTIVE), r.end_time)
+            for r in records]
+
+
+def _label(step: Step) -> str:
+    return f"{JOB_OF_STAGE[step.stage]} [{partition_key(step)}]"
+
+
+def due_requests(steps: Sequence[Step], instance: dg.DagsterInstance, policy: RetryPolicy,
+                 now: float) -> tuple[list[dg.RunRequest], list[str]]:
+    """Run requests for the ``steps`` the retry policy lets run now, and one line for each
+    step that waits (backing off, or given up after its last attempt)."""
+    requests, waiting = [], []
+    for step in steps:
+        runs = past_runs(instance, step)
+        decision = policy.decide(runs, now)
+        if decision.verdict == Verdict.LAUNCH:
+            requests.append(run_request(step, decision.attempt, len(runs)))
+        elif decision.verdict == Verdict.WAIT:
+            waiting.append(f"{_label(step)}: attempt {decision.attempt + 1} of "
+                           f"{policy.max_attempts} in {decision.due_at - now:.0f} s (attempt "
+                           f"{decision.attempt} failed)")
+        elif decision.verdict == Verdict.GAVE_UP:
+            waiting.append(f"{_label(step)}: all {policy.max_attempts} attempts failed; waits "
+                           "for an input to change or a re-execution")
+    return requests, waiting
 
 
 def active_partitions(instance: dg.DagsterInstance) -> set[tuple[str, str]]:
@@ -138,8 +188,12 @@ def launchable(plan: Sequence[Step], instance: dg.DagsterInstance, chunkers: Seq
 
 
 def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
-                           jobs: Sequence[dg.UnresolvedAssetJobDefinition]) -> dg.SensorDefinition:
-    """``index_automation`` over the declared chunkers and models, launching ``jobs``."""
+                           jobs: Sequence[dg.UnresolvedAssetJobDefinition],
+                           retry: RetryPolicy = DEFAULT_RETRY,
+                           clock: Callable[[], float] = time.time) -> dg.SensorDefinition:
+    """``index_automation`` over the declared chunkers and models, launching ``jobs`` and
+    retrying failed partitions by ``retry``; ``clock`` is the time in seconds since the epoch
+    (the runs' end times are compared with it)."""
     model_keys = [m.key for m in models]
 
     @dg.sensor(name=INDEX_SENSOR, jobs=list(jobs),
@@ -148,13 +202,18 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                description="Launches chunks_job, embeddings_job and eval_job for each partition "
                            "whose inputs changed (its tables are missing or built from moved-on "
                            "files), so the nightly documents run rebuilds what it must and "
-                           "nothing else. One run per partition at a time.")
+                           "nothing else. One run per partition at a time; a failed partition "
+                           f"is requested again after {retry.first_delay_seconds:.0f} s, "
+                           f"doubling, at most {retry.max_attempts} attempts per inputs.")
     def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
         plan = index_plan(storage.warehouse(), chunkers, model_keys)
         steps = launchable(plan, context.instance, chunkers, model_keys)
-        if not steps:
-            return dg.SkipReason("the index is current" if not plan else
+        requests, waiting = due_requests(steps, context.instance, retry, clock())
+        if not requests:
+            return dg.SkipReason("the index is current" if not plan else "; ".join(waiting) or
                                  f"{len(plan)} due partition(s) have a run or wait for one")
-        return [run_request(step) for step in steps]
+        for line in waiting:
+            context.log.info(line)
+        return requests
 
     return index_automation

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.core.embedding.torch_threads import set_torch_threads
 from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -44,12 +45,12 @@ class RunCompute(dg.ConfigurableResource):
         return self.torch_threads or available_cores()
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        import torch
-
+        """Sets torch's threads without importing torch: a run that loads no model never
+        imports it (see :mod:`rag_pipeline.core.embedding.torch_threads`)."""
         threads = self.threads()
-        torch.set_num_threads(threads)
+        now = set_torch_threads(threads)
         if context.log is not None:
-            context.log.info(f"torch uses {threads} threads")
+            context.log.info(f"torch uses {threads} threads" + ("" if now else " once a model loads"))
 
 
 class CorpusSource(dg.ConfigurableResource):

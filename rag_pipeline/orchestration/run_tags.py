@@ -9,6 +9,8 @@ MODEL_TAG = "rag_pipeline/model"
 GENERATION_TAG = "rag_pipeline/generation"
 INPUTS_TAG = "rag_pipeline/inputs"
 """The digest of the input files a sensor-launched run builds from (its plan step's key)."""
+ATTEMPT_TAG = "rag_pipeline/attempt"
+"""Which attempt at those inputs a sensor-launched run is (1, then 2 after a failure, ...)."""
 
 
 def tag_run(context: dg.AssetExecutionContext, tags: dict[str, str]) -> None:

@@ -25,7 +25,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS
+from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS
 from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -212,7 +212,7 @@ def create_app(service: QueryService) -> FastAPI:
         return _answer({key: value for key, value in payload.items() if value is not None})
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:  # on the event loop: no thread to wait for
         return service.health()
 
     @app.get("/status", summary="The served generation, model, counts and age")

@@ -1,17 +1,28 @@
 """uvicorn's HTTP protocol with the limits a hostile client meets before the application does.
 
-uvicorn (httptools) reads a request head for as long as the client takes, of any size, and
-counts every connection against one global ``limit_concurrency``: 300 connections that send a
-header line every 2 s get every other client a 503, and one 150 MiB header stalls the event
-loop. :func:`guarded_protocol` returns the same protocol with three limits:
+uvicorn (httptools) reads a request head and body for as long as the client takes, of any
+size, and counts every open connection, one still sending its head included, against the one
+``limit_concurrency`` that also bounds requests: 300 connections that send a header line every
+2 s get every other client a 503 (from one address or from 300), and one 150 MiB header stalls
+the event loop. :func:`guarded_protocol` returns the same protocol with six limits (run it
+with ``limit_concurrency=None``: these replace it):
 
 - a **deadline to read a request head** (``head_seconds``, from the connection or the end of
   the previous response): a head not complete by then is answered 408 and the connection closed;
+- a **deadline to read a request body** (``body_seconds``, from the end of its head): a body not
+  complete by then is answered 408 (unless the application has begun its reply), the
+  application is told the client left, and the connection closed;
 - a **head size limit** (``max_head_bytes``): a larger head is answered 431 and closed, read no
   further;
 - a **per-client connection limit** (``per_client``, by remote address): one more connection
-  from that address is answered 503 and closed at once, so one client cannot hold the slots
-  that ``limit_concurrency`` shares among all.
+  from that address is answered 503 and closed at once, so one client cannot hold the
+  connections that the others share;
+- a **connection limit** (``max_connections``, all addresses): one more is answered 503 and
+  closed at once; connections already open keep being served;
+- a **request limit** (``max_requests``: requests read whole whose response is not complete):
+  one more is answered 503. A request still being read (its head or its body) holds no
+  request slot, so slow clients from many addresses cost the others nothing but a socket each
+  until their deadline.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass
 
+from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = ["ClientLimits", "guarded_protocol"]
@@ -34,19 +46,28 @@ class ClientLimits:
 
     Attributes:
         head_seconds: Seconds to send a whole request head (request line and headers).
+        body_seconds: Seconds to send a whole request body, from the end of its head.
         max_head_bytes: Bytes a request head may hold.
         per_client: Connections open at once from one remote address.
+        max_connections: Connections open at once from all addresses.
+        max_requests: Requests being answered at once (read whole, response not complete).
     """
 
     head_seconds: float = 5.0
+    body_seconds: float = 10.0
     max_head_bytes: int = 16 * 1024
     per_client: int = 64
+    max_connections: int = 1024
+    max_requests: int = 256
 
     def __post_init__(self) -> None:
-        if not self.head_seconds > 0:
-            raise ValueError(f"head_seconds must be positive, got {self.head_seconds}")
+        for name in ("head_seconds", "body_seconds"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.max_head_bytes < 1 or self.per_client < 1:
             raise ValueError("max_head_bytes and per_client must be at least 1")
+        if self.max_connections < 1 or self.max_requests < 1:
+            raise ValueError("max_connections and max_requests must be at least 1")
 
 
 def _response(status: bytes, message: str) -> bytes:
@@ -57,8 +78,11 @@ def _response(status: bytes, message: str) -> bytes:
 
 def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
     """An ``HttpToolsProtocol`` class (for ``uvicorn.Config(http=...)``) that enforces
-    ``limits``; each class counts its own connections per client."""
+    ``limits``; each class counts its own connections per client and its own requests."""
     open_by_client: Counter[str] = Counter()
+    receiving = [0]
+    """Requests whose head is read and whose body is not: running ASGI tasks that wait for
+    the client, not counted against ``max_requests``."""
 
     class GuardedProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -66,6 +90,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             self._address = self.client[0] if self.client else ""
             self._refused = False
             self._in_head = True
+            self._in_body = False
             self._head_bytes = 0
             self._deadline: asyncio.TimerHandle | None = None
             if open_by_client[self._address] >= limits.per_client:
@@ -73,30 +98,63 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self._refuse(b"503 Service Unavailable",
                              f"more than {limits.per_client} connections from one address")
                 return
+            if len(self.connections) > limits.max_connections:  # this one included
+                self._address = None
+                self._refuse(b"503 Service Unavailable",
+                             f"more than {limits.max_connections} connections open")
+                return
             open_by_client[self._address] += 1
-            self._arm()
+            self._arm(limits.head_seconds, self._head_too_slow)
 
-        def _arm(self) -> None:
+        def _arm(self, seconds: float, callback) -> None:
             self._disarm()
-            self._deadline = self.loop.call_later(limits.head_seconds, self._too_slow)
+            self._deadline = self.loop.call_later(seconds, callback)
 
         def _disarm(self) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
 
-        def _too_slow(self) -> None:
+        def _start_body(self) -> None:
+            self._in_body = True
+            receiving[0] += 1
+            self._arm(limits.body_seconds, self._body_too_slow)
+
+        def _end_body(self) -> None:
+            """The body is read, or will not be: the request counts as being answered."""
+            if self._in_body:
+                self._in_body = False
+                receiving[0] -= 1
+                self._disarm()
+
+        def _head_too_slow(self) -> None:
             self._deadline = None
             if self._in_head and not self.transport.is_closing():
                 self._refuse(b"408 Request Timeout",
                              f"request head not received within {limits.head_seconds:g} s")
+
+        def _body_too_slow(self) -> None:
+            self._deadline = None
+            if not self._in_body or self.transport.is_closing():
+                return
+            self._end_body()
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # the application's next receive() is a disconnect
+                cycle.message_event.set()
+            if cycle is not None and cycle.response_started:
+                self.transport.close()
+            else:
+                self._refuse(b"408 Request Timeout",
+                             f"request body not received within {limits.body_seconds:g} s")
 
         def _refuse(self, status: bytes, message: str, drain: bool = True) -> None:
             """Answers ``status`` and ends the connection: the reply, then a half-close (FIN),
             then for ``LINGER_SECONDS`` whatever the client still sends is read and dropped
             (``drain``; closing with unread bytes sends a reset that can destroy the reply) or
             not read at all (a client sending a huge head: it is blocked at once), then the
-            socket closes. The connection no longer counts against ``limit_concurrency``."""
+            socket closes. The connection no longer counts against ``max_connections``."""
+            self._end_body()
             self._in_head = False
             self._refused = True
             self._disarm()
@@ -113,6 +171,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            self._end_body()
             self._disarm()
             if self._address is not None:
                 open_by_client[self._address] -= 1
@@ -138,14 +197,29 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
         def on_headers_complete(self) -> None:
             self._in_head = False
             self._disarm()
-            super().on_headers_complete()
+            busy = len(self.tasks) - receiving[0] >= limits.max_requests
+            self._start_body()
+            if not busy:
+                super().on_headers_complete()
+                return
+            self.logger.warning("more than %d requests at once: answered 503", limits.max_requests)
+            app, self.app = self.app, service_unavailable  # uvicorn's own 503 for this request
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+
+        def on_message_complete(self) -> None:
+            self._end_body()  # a no-op when the response came first (it ended the body)
+            super().on_message_complete()
 
         def on_response_complete(self) -> None:
             pipelined = bool(self.pipeline)  # the next request's head is already read
             super().on_response_complete()
             if not pipelined and not self.transport.is_closing():
+                self._end_body()  # answered before its body was read: the rest is not waited for
                 self._in_head = True
                 self._head_bytes = 0
-                self._arm()
+                self._arm(limits.head_seconds, self._head_too_slow)
 
     return GuardedProtocol

@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_pipeline.core.answer.answer_json import answer_json
-from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
+from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.answer.gate import MAX_SOURCES, gate_cut
+from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS, check_question
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPath

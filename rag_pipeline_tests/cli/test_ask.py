@@ -166,7 +166,7 @@ def test_an_empty_question_and_a_missing_index_name_their_cause(tmp_path: Path):
 
 
 def _hostile_answer():
-    from rag_pipeline.core.answer.ask import Answer
+    from rag_pipeline.core.answer.answer import Answer
     from rag_pipeline.core.answer.citations import Citation
 
     # Planted: a colour and a window title in the quote, a C1 CSI in the section, an RTL

@@ -127,3 +127,49 @@ def test_a_record_of_a_dead_process_is_ignored(tmp_path: Path):
     assert read_serve_record(tmp_path) == live
     remove_serve_record(tmp_path, os.getpid())
     assert not (tmp_path / "serve.json").exists()
+
+
+HEAVY = ("torch", "dagster", "pyarrow", "duckdb", "numpy", "fastapi", "uvicorn", "scipy",
+         "sentence_transformers", "onnxruntime", "openvino", "usearch", "pypdfium2", "bs4")
+"""What `ask` must not import when a running serve answers (each costs start-up time)."""
+
+LOADED = """
+import atexit, sys
+atexit.register(lambda: print(sorted({m.split('.')[0] for m in sys.modules}), file=sys.stderr))
+from rag_pipeline.cli import main
+main()
+"""
+
+
+def test_ask_through_a_serve_imports_no_heavy_library(tmp_path: Path):
+    import ast
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from rag_pipeline.core.config.keys import declared_models
+
+    # The stand-in's vectors under the declared default model's key, so the `ask` process (the
+    # project's own configuration) finds the serve recorded for its default partition.
+    default = declared_models()[0]
+    stand_in = HashedEmbedder(replace(HashedEmbedder().spec, name=default.name,
+                                      fingerprint=default.fingerprint))
+    built = build_index(tmp_path, stand_in)
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", default.key),
+                          lambda: stand_in, poll_seconds=3600) as service,
+          serve_in_thread(create_app(service)) as url):
+        write_serve_record(built.data_dir, ServeRecord("127.0.0.1", int(url.rsplit(":", 1)[1]),
+                                                       os.getpid(), "header", default.key, None,
+                                                       Warehouse(built.data_dir).location))
+        try:
+            child = subprocess.run([sys.executable, "-c", LOADED, "--data-dir", str(built.data_dir),
+                                    "ask", QUESTION, "--timings"], capture_output=True, text=True,
+                                   timeout=120,
+                                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        finally:
+            remove_serve_record(built.data_dir, os.getpid())
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines()[-1].startswith("answered by: the running serve at ")
+    assert "Every network call gives up after seventeen seconds" in child.stdout
+    loaded = set(ast.literal_eval(child.stderr.strip().splitlines()[-1]))
+    assert sorted(loaded & set(HEAVY)) == []

@@ -1,6 +1,7 @@
 """The core is a library: no module of ``rag_pipeline.core`` or of its subpackages
 (``core.ingest``, ``core.ingest.formats``, ...) imports Dagster, directly, lazily inside a
-function, or through another package of the project."""
+function, or through another package of the project; and its stage packages import only
+downward, in the order of :data:`STAGES`, but for the few imports :data:`UPWARD` names."""
 
 from __future__ import annotations
 
@@ -65,3 +66,76 @@ def test_importing_every_core_module_never_loads_dagster():
     loaded = json.loads(result.stdout)
     assert sorted(loaded) == CORE_MODULES
     assert [name for name, dagster in loaded.items() if dagster] == []
+
+
+STAGES = ("text", "runtime", "storage", "ingest", "chunking", "embedding", "config", "index",
+          "retrieval", "answer", "evaluation")
+"""The core's stage packages, bottom to top, the order read from the code: a stage imports only
+the stages before it. ``config`` sits above ``embedding`` because a model declaration is made of
+the embedding stage's values (``ModelSpec``, ``AdaptRecipe``); ``runtime`` (processes) and
+``storage`` (the warehouse) are below everything that reads or writes a table."""
+
+UPWARD = {
+    ("rag_pipeline.core.storage.warehouse", "rag_pipeline.core.config.validation"):
+        "a partition value is checked before it names a folder; validation.py depends only on "
+        "chunking (check_chunker), so this is an edge between two leaves, not a cycle of stages",
+    ("rag_pipeline.core.storage.query_db", "rag_pipeline.core.index"):
+        "rag.duckdb holds a view per table of each published generation (GENERATION_TABLES)",
+    ("rag_pipeline.core.storage.query_db", "rag_pipeline.core.index.generations"):
+        "the same views follow the current generations",
+    ("rag_pipeline.core.embedding.vector_cache", "rag_pipeline.core.index.invariants"):
+        "reused vectors pass the index's own stamp and matrix checks",
+    ("rag_pipeline.core.embedding.drift", "rag_pipeline.core.index.invariants"):
+        "the drift check reads stored vectors with the index's matrix check",
+    ("rag_pipeline.core.config.parse", "rag_pipeline.core.evaluation.gold"):
+        "lazy: `adapt.held_out` names a gold set, read for its documents only when declared",
+}
+"""The imports that run up the stages, each with why. A new one fails the test below; so does
+one that is gone (remove it here, the layering got better)."""
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["rag_pipeline", "core"] else None
+
+
+def _core_imports() -> set[tuple[str, str]]:
+    """(importing module, imported module) for every import of a core module by another stage's
+    module, lazy imports inside functions included."""
+    pairs = set()
+    for path in sorted(CORE_DIR.rglob("*.py")):
+        relative = path.relative_to(CORE_DIR.parent.parent).with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        for name in _imported_names(path):
+            if _stage(name) is not None and _stage(name) != _stage(module):
+                pairs.add((module, name))
+    return pairs
+
+
+def test_every_stage_package_has_its_place():
+    packages = sorted(p.name for p in CORE_DIR.iterdir() if (p / "__init__.py").is_file())
+    assert packages == sorted(STAGES)
+    # No module sits in the core outside a stage.
+    assert sorted(p.name for p in CORE_DIR.glob("*.py")) == ["__init__.py"]
+
+
+def test_stages_import_only_downward_but_for_the_named_exceptions():
+    # Guard: an import of a later stage (chunking importing retrieval, say) fails here, naming
+    # the importing module and what it imports; add it to UPWARD only with the reason.
+    order = {stage: position for position, stage in enumerate(STAGES)}
+    upward = {(importer, imported) for importer, imported in _core_imports()
+              if order[_stage(imported)] > order[_stage(importer)]}
+    assert upward == set(UPWARD)
+
+
+def test_the_layering_check_sees_an_upward_import(tmp_path: Path):
+    # Planted flaw: a chunking module that imports the retrieval stage must be reported as
+    # upward by the same walk the test above runs.
+    module = tmp_path / "planted.py"
+    module.write_text("def f():\n    from rag_pipeline.core.retrieval.fusion import Fusion\n")
+    order = {stage: position for position, stage in enumerate(STAGES)}
+    imported = _imported_names(module)
+    assert imported == {"rag_pipeline.core.retrieval.fusion"}
+    assert [name for name in imported if order[_stage(name)] > order["chunking"]] == [
+        "rag_pipeline.core.retrieval.fusion"]
+

@@ -25,7 +25,7 @@ KILLED_RUN = textwrap.dedent("""
     import dagster as dg
     import rag_pipeline.orchestration.assets.documents as documents_asset
     from rag_pipeline.definitions import build_definitions
-    from rag_pipeline.orchestration.index_runs import run_index
+    from rag_pipeline_tests.index_runs import run_index
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -3,11 +3,12 @@ cores, and the RAG_PIPELINE_* variables are read at the process edge only."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
-import torch
 
 from rag_pipeline.definitions import definitions_from_environment
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute, available_cores
@@ -43,15 +44,37 @@ def test_definitions_refuse_a_bad_thread_count():
         definitions_from_environment({"RAG_PIPELINE_TORCH_THREADS": "two"})
 
 
-def test_run_compute_sets_torch_threads():
+RUN_COMPUTE_SETUP = """
+import sys
+import dagster as dg
+from rag_pipeline.core.embedding.torch_threads import pending_torch_threads
+from rag_pipeline.orchestration.resources import RunCompute
+with dg.build_init_resource_context() as context:
+    RunCompute(torch_threads=1).setup_for_execution(context)
+print("torch" in sys.modules, pending_torch_threads())
+"""
+
+
+def test_run_compute_keeps_torch_threads_without_importing_torch():
+    # A fresh process: the run's resource must not import torch itself (a run that loads no
+    # model never does); the count waits for the first model.
+    result = subprocess.run([sys.executable, "-c", RUN_COMPUTE_SETUP], capture_output=True,
+                            text=True, timeout=120, check=True)
+    assert result.stdout.split() == ["False", "1"]
+    assert RunCompute().threads() == available_cores()
+    with pytest.raises(ValueError, match="torch_threads must be at least 1, not 0"):
+        RunCompute(torch_threads=0).threads()
+
+
+@pytest.mark.slow  # imports torch
+def test_run_compute_sets_torch_threads_once_torch_is_loaded():
+    import torch
+
     before = torch.get_num_threads()
     try:
         with dg.build_init_resource_context() as context:
             RunCompute(torch_threads=1).setup_for_execution(context)
         assert torch.get_num_threads() == 1
-        assert RunCompute().threads() == available_cores()
-        with pytest.raises(ValueError, match="torch_threads must be at least 1, not 0"):
-            RunCompute(torch_threads=0).threads()
     finally:
         torch.set_num_threads(before)
 

@@ -3,6 +3,7 @@ quotes and links to the exact place, and refuses clearly with the closest distan
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,3 +108,30 @@ def test_the_document_view_never_covers_the_quote_with_its_sticky_header(tmp_pat
             assert header["height"] > 100  # the title wraps: a tall header
             # The quote starts below the header's bottom edge and inside the window.
             assert header["y"] + header["height"] <= mark["y"] < 700, (width, header, mark)
+
+
+def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Path):
+    requested: list[str] = []
+    with chromium_page(tmp_path / "profile") as page:
+        def only_loopback(route) -> None:
+            # Offline: anything not from this server fails, as it would without a network.
+            requested.append(route.request.url)
+            if route.request.url.startswith(base_url + "/"):
+                route.continue_()
+            else:
+                route.abort("internetdisconnected")
+
+        page.context.route("**/*", only_loopback)
+        page.goto(base_url + "/docs")
+        page.wait_for_selector("table tbody tr", timeout=TIMEOUT_MS)
+        rows = [page.locator("tbody tr").nth(i).inner_text().split("\t")[:2]
+                for i in range(page.locator("tbody tr").count())]
+        assert rows == [["POST", "/ask"], ["GET", "/ask"], ["GET", "/health"], ["GET", "/status"],
+                        ["GET", "/documents/{document_id}"], ["GET", "/reports/{model_key}"]]
+        assert page.inner_text("h1") == "rag-pipeline query service"
+        page.click("a[href='/openapi.json']")
+        page.wait_for_url(base_url + "/openapi.json", timeout=TIMEOUT_MS)
+        assert json.loads(page.inner_text("body"))["info"]["title"] == "rag-pipeline query service"
+    # The page fetched nothing but itself and the schema (no favicon request leaves either).
+    assert all(url.startswith(base_url + "/") for url in requested), requested
+    assert requested[:1] == [base_url + "/docs"]

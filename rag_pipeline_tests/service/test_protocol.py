@@ -1,23 +1,32 @@
 """``guarded_protocol`` on a real uvicorn server on 127.0.0.1: slow clients are cut off at the
-head deadline, one address cannot take every connection, a huge header is refused at once, and
-meanwhile another client gets its 200s."""
+head deadline, one address cannot take every connection, slow clients from many addresses take
+no request slot, a huge header is refused at once, the connection and request limits answer 503,
+and meanwhile another client gets its 200s."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import uvicorn
 
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 
-LIMITS = ClientLimits(head_seconds=1.0, max_head_bytes=16 * 1024, per_client=16)
+LIMITS = ClientLimits(head_seconds=1.0, max_head_bytes=16 * 1024, per_client=16, max_connections=1024,
+                      max_requests=256)
 SLOW = "127.0.0.2"
 """The slow clients' address (all of 127/8 is loopback), so the other client has its own."""
+
+
+def spread(n: int) -> list[str]:
+    """``n`` loopback addresses, one per slow client: 127.0.1.1, 127.0.1.2, ..."""
+    return [f"127.0.{1 + i // 254}.{1 + i % 254}" for i in range(n)]
 
 
 async def health(scope, receive, send) -> None:
@@ -27,10 +36,12 @@ async def health(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-@pytest.fixture
-def server() -> Iterator[int]:
-    config = uvicorn.Config(health, host="127.0.0.1", port=0, log_level="error",
-                            limit_concurrency=256, http=guarded_protocol(LIMITS), lifespan="off")
+@contextmanager
+def serving(app, limits: ClientLimits) -> Iterator[int]:
+    """``app`` on uvicorn with ``limits`` (and no ``limit_concurrency`` of uvicorn's own, as
+    ``serve`` runs it), on a free port of 127.0.0.1."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", limit_concurrency=None,
+                            http=guarded_protocol(limits), lifespan="off")
     instance = uvicorn.Server(config)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -46,6 +57,12 @@ def server() -> Iterator[int]:
         instance.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    with serving(health, LIMITS) as port:
+        yield port
 
 
 def _get_health(port: int) -> tuple[int, float]:
@@ -126,3 +143,139 @@ def test_a_huge_header_is_refused_without_stalling_other_clients(server: int):
     assert sent < 150 * (1 << 20)  # refused long before the whole header was sent
     code, seconds = _get_health(server)
     assert code == 200 and seconds < 1.0
+
+
+def _open_slow(port: int, addresses: list[str]) -> list[socket.socket]:
+    """One connection per address, each with a request line sent and its head left open."""
+    slow = []
+    for address in addresses:
+        conn = socket.socket()
+        conn.settimeout(10)
+        conn.bind((address, 0))
+        conn.connect(("127.0.0.1", port))
+        conn.sendall(b"GET /health HTTP/1.1\r\n")
+        slow.append(conn)
+    return slow
+
+
+def test_slow_clients_from_many_addresses_take_no_request_slot(server: int):
+    # Planted: 300 slow connections, each from its own address, so the per-address limit never
+    # trips. uvicorn's limit_concurrency (256) counted them as it counts requests, and every
+    # other client got a 503 until they were cut off.
+    slow = _open_slow(server, spread(300))
+    try:
+        answers = [_get_health(server) for _ in range(40)]
+        statuses = Counter(_status(conn) for conn in slow)
+    finally:
+        for conn in slow:
+            conn.close()
+    assert Counter(status for status, _ in answers) == Counter({200: 40})
+    assert statuses == Counter({408: 300})  # every one let in, and cut off at the deadline
+
+
+def test_connections_over_the_limit_are_refused_at_once_but_open_ones_are_served():
+    limits = ClientLimits(head_seconds=5.0, per_client=16, max_connections=32, max_requests=256)
+    with serving(health, limits) as port:
+        honest = socket.create_connection(("127.0.0.1", port), timeout=10)
+        # Planted: 40 more connections than the 32 allowed, from 40 addresses: the last 9 are
+        # over the limit (the honest one is the first of the 32).
+        slow = _open_slow(port, spread(40))
+        try:
+            refused = [_status(conn) for conn in slow[31:]]
+            honest.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            assert _status(honest) == 200  # a connection already open keeps being served
+        finally:
+            honest.close()
+            for conn in slow:
+                conn.close()
+    assert refused == [503] * 9
+
+
+def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
+    release = threading.Event()
+
+    async def blocking(scope, receive, send) -> None:
+        # Holds its request slot until the test lets go.
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
+        await health(scope, receive, send)
+
+    limits = ClientLimits(head_seconds=5.0, per_client=16, max_connections=1024, max_requests=2)
+    with serving(blocking, limits) as port:
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+        try:
+            for conn in conns[:2]:
+                conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            time.sleep(0.5)  # both requests are running
+            conns[2].sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            third = _status(conns[2])  # answered while the two still hold their slots
+            release.set()
+            first = [_status(conn) for conn in conns[:2]]
+        finally:
+            release.set()
+            for conn in conns:
+                conn.close()
+    assert (third, first) == (503, [200, 200])
+
+
+def test_limits_are_checked():
+    with pytest.raises(ValueError, match="max_connections and max_requests must be at least 1"):
+        ClientLimits(max_connections=0)
+    with pytest.raises(ValueError, match="head_seconds must be positive, got nan"):
+        ClientLimits(head_seconds=float("nan"))
+
+
+async def echo_body(scope, receive, send) -> None:
+    """Reads the whole body, then answers 200 with its length."""
+    assert scope["type"] == "http"
+    size, more = 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        size += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": str(size).encode()})
+
+
+def _post(port: int, body: bytes) -> int | None:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        return _status(conn)
+
+
+def test_slow_bodies_take_no_request_slot_and_are_cut_off_at_the_body_deadline():
+    limits = ClientLimits(head_seconds=5.0, body_seconds=1.0, per_client=16, max_connections=1024,
+                          max_requests=4)
+    with serving(echo_body, limits) as port:
+        # Planted: 8 clients (twice the 4 request slots) from 8 addresses that send a whole head
+        # declaring a 100-byte body, then one byte of it: each held a request slot for as long
+        # as it kept the socket open, and every other client got a 503.
+        slow = []
+        for address in spread(8):
+            conn = socket.socket()
+            conn.settimeout(10)
+            conn.bind((address, 0))
+            conn.connect(("127.0.0.1", port))
+            conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nx")
+            slow.append(conn)
+        time.sleep(0.3)
+        try:
+            while_held = [_post(port, b"12345") for _ in range(10)]
+            cut_off = [_status(conn) for conn in slow]  # 408 at the 1 s body deadline
+        finally:
+            for conn in slow:
+                conn.close()
+    assert (while_held, cut_off) == ([200] * 10, [408] * 8)
+
+
+def test_a_keep_alive_connection_is_cut_off_when_idle_past_the_head_deadline(server: int):
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as conn:
+        conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        first = conn.recv(65536)
+        started = time.monotonic()
+        second = _status(conn)  # nothing more sent: the next head is late
+        waited = time.monotonic() - started
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert second == 408 and 0.9 < waited < 3.0

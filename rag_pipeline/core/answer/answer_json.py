@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_pipeline.core.answer.ask import Answer
+from rag_pipeline.core.answer.answer import Answer
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.answer.answer import Answer
 from rag_pipeline.core.answer.citations import (
     Citation,
     build_prompt,
@@ -18,12 +19,12 @@ from rag_pipeline.core.answer.citations import (
 )
 from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
 from rag_pipeline.core.answer.generation import (
-    CheckedAnswer,
     GeneratorSettings,
     check_answer,
     generate,
     render_answer,
 )
+from rag_pipeline.core.answer.question import check_question
 from rag_pipeline.core.config.validation import check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.ingest import format_named
@@ -33,45 +34,6 @@ from rag_pipeline.core.retrieval.retriever import Hit, RetrievalSettings, embed_
 
 if TYPE_CHECKING:
     from rag_pipeline.core.index.store import PartitionIndex
-
-MAX_QUESTION_CHARS = 2000
-"""Longer questions are refused: the model reads 256 word-pieces, about 1,000 characters."""
-
-
-class InvalidQuestionError(ValueError):
-    """The question cannot be asked; the message says why."""
-
-
-class EmptyQuestionError(InvalidQuestionError):
-    """The question is empty or only white space."""
-
-
-class QuestionTooLongError(InvalidQuestionError):
-    """The question is longer than :data:`MAX_QUESTION_CHARS` characters."""
-
-
-class QuestionNotTextError(InvalidQuestionError):
-    """The question holds a lone surrogate: a string no text encoding can write (bytes that
-    were not UTF-8 on a command line, or a ``\\udXXX`` escape in JSON)."""
-
-
-def check_question(question: str) -> str:
-    """The question without surrounding white space; empty, overlong or non-text questions
-    are errors (checked before any model is loaded)."""
-    question = question.strip()
-    if not question:
-        raise EmptyQuestionError("the question is empty")
-    try:
-        question.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise QuestionNotTextError(
-            f"the question is not text: {question[exc.start]!r} at character {exc.start} is a "
-            "lone surrogate (bytes that are not UTF-8?)") from exc
-    if len(question) > MAX_QUESTION_CHARS:
-        raise QuestionTooLongError(f"the question has {len(question)} characters; at most "
-                                   f"{MAX_QUESTION_CHARS} are accepted")
-    return question
-
 
 @dataclass(frozen=True)
 class AskSettings:
@@ -85,24 +47,6 @@ class AskSettings:
         check_threshold(self.cut, "cut")
         if self.max_sources < 1:
             raise ValueError(f"max_sources must be at least 1, got {self.max_sources}")
-
-
-@dataclass
-class Answer:
-    question: str
-    answered: bool
-    reason: str | None
-    cut: float
-    partition: str
-    citations: list[Citation]
-    prompt: str | None
-    closest_distance: float | None
-    reranked: bool
-    generated: CheckedAnswer | None = None
-    rendered_answer: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    generation: str = ""
-    """The published index generation that answered."""
 
 
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:

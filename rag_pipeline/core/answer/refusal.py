@@ -77,13 +77,13 @@ def term_coverage(question: str, scorer: Bm25Scorer, rows: Sequence[int]) -> flo
     if not terms:
         return 1.0
     largest = float(scorer.idf.max()) if len(scorer.idf) else 1.0
-    present = scorer.matrix[np.asarray(rows, dtype=np.int64), :].tocsc()
+    rows = np.asarray(rows, dtype=np.int64)
     total = covered = 0.0
     for term in sorted(terms):
         column = scorer.term_index.get(term)
         weight = largest if column is None else float(scorer.idf[column])
         total += weight
-        if column is not None and present[:, column].nnz:
+        if column is not None and scorer.occurs_in(column, rows):
             covered += weight
     return covered / total if total > 0 else 1.0
 

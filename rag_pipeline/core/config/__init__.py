@@ -10,6 +10,7 @@ checks every input passes before any work.
   ``write_lock``).
 - :mod:`.init_file`: the configuration ``rag-pipeline init`` writes.
 - :mod:`.validation`: argument checks shared by the CLI, the service and the warehouse.
+- :mod:`.root`: ``PROJECT_ROOT``, the one definition (``project_paths`` imports it).
 
 Nothing is re-exported here: :mod:`.validation` is imported by the storage stage, below the
 model declarations, so importing this package must stay as light as that module.

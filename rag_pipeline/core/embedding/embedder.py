@@ -52,6 +52,7 @@ from rag_pipeline.core.embedding.question import (
     mean_pooled_and_normalised,
     wrapper_inputs,
 )
+from rag_pipeline.core.embedding.torch_threads import apply_torch_threads
 
 __all__ = ["Embedder", "load_embedder", "wordpiece_batches"]
 
@@ -73,6 +74,7 @@ class Embedder:
             verify_model_files(spec)
         from sentence_transformers import SentenceTransformer
 
+        apply_torch_threads()
         self.spec = spec
         self.model = SentenceTransformer(str(spec.path), device="cpu", local_files_only=True)
         self.model.max_seq_length = spec.max_tokens

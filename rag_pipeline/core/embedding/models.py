@@ -24,9 +24,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
 if TYPE_CHECKING:
+    import numpy as np
+
     from rag_pipeline.core.embedding.adaptation import Adaptation
 
 FINGERPRINT_CHARS = 8
@@ -313,18 +313,6 @@ def verify_model_files(spec: ModelSpec) -> None:
             f"declared as {spec.key}: declare the new files as a model of their own")
 
 
-def spec_for_folder(name: str, path: Path, dimension: int, max_tokens: int = 256,
-                    backend: Backend = Backend.TORCH, precision: Precision = Precision.FP32,
-                    **kwargs) -> ModelSpec:
-    """A spec whose fingerprint is computed from the folder now (an unlocked model)."""
-    calibration = kwargs.get("calibration")
-    manifest = Manifest(model_files(path), backend, precision, max_tokens,
-                        calibration.recipe() if calibration else "")
-    return ModelSpec(name=name, path=Path(path), fingerprint=manifest.fingerprint(),
-                     dimension=dimension, max_tokens=max_tokens, backend=backend,
-                     precision=precision, files=tuple(sorted(manifest.files.items())), **kwargs)
-
-
 def folder_dimension(model_path: Path) -> int:
     """The output dimension read from the folder: the pooling config's
     ``word_embedding_dimension``, else ``config.json``'s ``hidden_size``."""
@@ -339,6 +327,8 @@ def folder_dimension(model_path: Path) -> int:
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (float32), so cosine distance is ``1 - dot = L2^2 / 2``."""
+    import numpy as np  # here, not at the top: reading model declarations needs no numpy
+
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if np.any(norms == 0):

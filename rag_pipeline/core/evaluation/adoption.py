@@ -5,7 +5,9 @@ from, :func:`rag_pipeline.core.embedding.adaptation.held_out_half`) are the only
 style and ``k``, each model's recall with its Wilson interval (Wilson 1927) and the paired
 exact sign test (wins: queries only the adapted model finds within ``k``; losses: only the
 base). The rule (:func:`adoption`): the adapted model becomes the default only if ticket-style
-R@4 and R@20 both improve with p < 0.05 and no style at any ``k`` gets significantly worse.
+R@4 and R@20 both improve with p < 0.05, no style at any ``k`` gets significantly worse, and
+general retrieval does not break: on a public benchmark (BEIR SciFact) every measured nDCG@10 of
+the adapted model is at most 0.01 below the base's (:class:`GeneralRetrieval`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.core.evaluation.beir import BeirReport
 from rag_pipeline.core.evaluation.evaluate import EvalReport
 from rag_pipeline.core.evaluation.gold import GoldLine, GoldSet, QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import paired_wins_losses, sign_test_p, wilson_interval
 
 KS = (4, 20)
 ALPHA = 0.05
+GENERAL_TOLERANCE = 0.01
+"""How far below the base an adapted model's nDCG@10 on the public benchmark may fall."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,33 @@ class StyleComparison:
     @property
     def recall_b(self) -> float:
         return self.found_b / self.queries
+
+
+@dataclass(frozen=True)
+class GeneralRetrieval:
+    """Both models on a public benchmark: ``retriever -> (adapted, base)`` nDCG@10 (for BEIR
+    SciFact: the rows of :func:`rag_pipeline.core.evaluation.beir.run_beir`)."""
+
+    dataset: str
+    ndcg_at_10: Mapping[str, tuple[float, float]]
+
+
+def general_retrieval(adapted: BeirReport, base: BeirReport) -> GeneralRetrieval:
+    """Both models' nDCG@10 on one BEIR run each, per retriever that embeds (``dense``,
+    ``hybrid[<analyzer> k1=<k1>]``; BM25 alone is the same for both and left out).
+
+    Raises:
+        ValueError: the runs are of different datasets or hold different rows.
+    """
+    def rows(report: BeirReport) -> dict[str, float]:
+        return {r.retriever if r.analyzer is None else f"{r.retriever}[{r.analyzer} k1={r.k1}]":
+                r.ndcg_at_10 for r in report.rows if r.retriever != "bm25"}
+
+    a, b = rows(adapted), rows(base)
+    if adapted.dataset != base.dataset or a.keys() != b.keys():
+        raise ValueError(f"the two BEIR runs differ: {adapted.dataset} {sorted(a)} vs "
+                         f"{base.dataset} {sorted(b)}")
+    return GeneralRetrieval(adapted.dataset, {name: (a[name], b[name]) for name in sorted(a)})
 
 
 @dataclass(frozen=True)
@@ -116,19 +148,25 @@ def compare_by_style(adapted: EvalReport, base: EvalReport, ks: Sequence[int] = 
 
 
 def adoption(rows: Sequence[StyleComparison], chunker: str, retriever: str,
-             alpha: float = ALPHA) -> AdoptionDecision:
+             general: GeneralRetrieval | None = None, alpha: float = ALPHA,
+             tolerance: float = GENERAL_TOLERANCE) -> AdoptionDecision:
     """The rule on the production chunker x default retriever: adopt only if ticket-style R@4
-    and R@20 both improve (more wins than losses) with p < ``alpha`` and no style at any ``k``
-    is significantly worse (more losses than wins with p < ``alpha``).
+    and R@20 both improve (more wins than losses) with p < ``alpha``, no style at any ``k``
+    is significantly worse (more losses than wins with p < ``alpha``), and on the public
+    benchmark no nDCG@10 of the adapted model is more than ``tolerance`` below the base's.
+    Without a ``general`` measurement nothing is adopted.
 
     Raises:
-        ValueError: the rows hold no ticket-style R@4 or R@20 for that chunker x retriever.
+        ValueError: the rows hold no ticket-style R@4 or R@20 for that chunker x retriever, or
+            ``general`` holds no row.
     """
     picked = [r for r in rows if (r.chunker, r.retriever) == (chunker, retriever)]
     ticket = {r.k: r for r in picked if r.style == QueryStyle.TICKET.value}
     missing = [k for k in (4, 20) if k not in ticket]
     if missing:
         raise ValueError(f"no ticket-style R@{missing[0]} for {chunker} x {retriever}")
+    if general is not None and not general.ndcg_at_10:
+        raise ValueError(f"no nDCG@10 row for {general.dataset}")
     worse = [r for r in picked if r.losses > r.wins and r.p < alpha]
     if worse:
         return AdoptionDecision(False, "significantly worse: " + ", ".join(
@@ -137,7 +175,16 @@ def adoption(rows: Sequence[StyleComparison], chunker: str, retriever: str,
     if weak:
         return AdoptionDecision(False, "no significant ticket-style gain: " + ", ".join(
             f"R@{r.k} {r.wins} wins / {r.losses} losses, p = {r.p:.4f}" for r in weak))
+    if general is None:
+        return AdoptionDecision(False, "general retrieval not measured (the public benchmark's "
+                                       "nDCG@10 for both models)")
+    broken = [f"{name} {a:.5f} vs {b:.5f}" for name, (a, b) in sorted(general.ndcg_at_10.items())
+              if b - a > tolerance + 1e-12]   # 1e-12: 0.645 - 0.635 is 0.0100...09 in floats
+    if broken:
+        return AdoptionDecision(False, f"{general.dataset} nDCG@10 more than {tolerance} below the "
+                                       f"base: {', '.join(broken)}")
     return AdoptionDecision(True, f"ticket-style R@4 ({ticket[4].wins}/{ticket[4].losses}, "
                                   f"p = {ticket[4].p:.4f}) and R@20 ({ticket[20].wins}/"
                                   f"{ticket[20].losses}, p = {ticket[20].p:.4f}) improve; "
-                                  "nothing significantly worse")
+                                  f"nothing significantly worse; {general.dataset} nDCG@10 "
+                                  f"within {tolerance}")

@@ -21,6 +21,7 @@ import numpy as np
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.evaluation.metrics import mrr_at_k_qrels, ndcg_at_k, recall_at_k_qrels
 from rag_pipeline.core.index.bm25 import K1, Bm25Scorer, build_bm25_tables
+from rag_pipeline.core.index.mapped import ContentRows
 from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.fusion import reciprocal_rank_fusion
@@ -165,7 +166,7 @@ def beir_partition(dataset: BeirDataset, vectors: np.ndarray, model_key: str,
         texts=list(dataset.doc_texts), starts=np.zeros(n, np.int64),
         ends=np.array([len(t) for t in dataset.doc_texts], np.int64), content_hashes=hashes,
         vectors=np.ascontiguousarray(vectors, np.float32), bm25=scorers, documents={},
-        rows_by_content={h: (i,) for i, h in enumerate(hashes)})
+        rows_by_content=ContentRows.of(hashes))
 
 
 def run_beir_candidates(dataset: BeirDataset, embedder: TextEmbedder,

@@ -40,13 +40,13 @@ from rag_pipeline.core.evaluation.gate_sweep import (
     CUT_RULE,
     GateCvRow,
     SweepRow,
-    first_hit_rank,
     gate_cross_validation,
     recommend_cut,
     refusal_sweep,
 )
 from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, OodLine, QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import (
+    first_hit_rank,
     mean_reciprocal_rank,
     paired_wins_losses,
     sign_test_p,
@@ -90,6 +90,12 @@ class SummaryRow:
     ci95: dict[int, tuple[float, float]]
     mrr: float
     destroyed: int
+
+
+def recall_with_interval(row: SummaryRow, k: int) -> str:
+    """Recall@k with its Wilson 95 % interval, three decimals: ``0.750 [0.592, 0.858]``."""
+    low, high = row.ci95[k]
+    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
 
 
 @dataclass(frozen=True)
@@ -240,7 +246,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         ranks = []
         for query, vector in zip(queries, query_vectors, strict=True):
             ranking = retrieve(index, vector, query.text, run.settings(), sentences.get(run.chunker))
-            rank = first_hit_rank(ranking.hits, rows_by_chunker[run.chunker][query.needle])
+            rank = first_hit_rank([h.row for h in ranking.hits],
+                                  rows_by_chunker[run.chunker][query.needle].__contains__)
             ranks.append(rank)
             rank_rows.append(RankRow(run.chunker, run.retriever_label, query.query_id,
                                      query.line_id, query.style.value, rank))

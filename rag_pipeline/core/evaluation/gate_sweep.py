@@ -23,6 +23,7 @@ from rag_pipeline.core.answer.refusal import (
     fold_of,
 )
 from rag_pipeline.core.evaluation.gold import GoldQuery, OodKind, OodLine
+from rag_pipeline.core.evaluation.metrics import first_hit_rank
 from rag_pipeline.core.retrieval.retriever import Hit
 
 SWEEP_CUTS = tuple(round(0.45 + 0.025 * i, 3) for i in range(13))
@@ -48,13 +49,6 @@ class SweepRow:
 
 CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "
             "chunk + out-of-domain queries refused); ties go to the stricter (lower) cut")
-
-
-def first_hit_rank(hits: Sequence[Hit], rows: frozenset[int]) -> int | None:
-    for rank, hit in enumerate(hits, start=1):
-        if hit.row in rows:
-            return rank
-    return None
 
 
 class GateOutcome(StrEnum):
@@ -154,7 +148,7 @@ def gate_cross_validation(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int
                                     bluffs + row.ood_bluffs)
     rows.append(GateCvRow(RefusalSignal.TOP_DISTANCE.value, RULE_RIGHT_OUTCOMES, cuts[0], cuts[1],
                           len(in_domain), refused, correct, len(ood), bluffs))
-    ranks = [first_hit_rank(hits, needle) for hits, needle in in_domain]
+    ranks = [first_hit_rank([h.row for h in hits], needle.__contains__) for hits, needle in in_domain]
     answerable = [rank is not None and rank <= MAX_SOURCES for rank in ranks]
     for signal in RefusalSignal:
         if not signals or signal not in signals[0]:

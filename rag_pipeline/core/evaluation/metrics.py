@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from scipy.stats import binomtest
 
@@ -71,15 +72,18 @@ def _check_unique(ranked_ids: Sequence[str]) -> None:
         raise ValueError("ranked_ids contains duplicate ids; trec_eval rejects duplicate docs too")
 
 
+Id = TypeVar("Id")
+
+
 def _hits_at_k(ranks: Sequence[int | None], k: int) -> int:
     return sum(1 for rank in ranks if rank is not None and rank <= k)
 
 
-def first_hit_rank(ranked_ids: Sequence[str], is_hit: Callable[[str], bool]) -> int | None:
+def first_hit_rank(ranked_ids: Sequence[Id], is_hit: Callable[[Id], bool]) -> int | None:
     """Return the 1-based rank of the first id that ``is_hit`` accepts.
 
     Args:
-        ranked_ids: Retrieved ids, best first.
+        ranked_ids: Retrieved ids (document ids, or a partition's rows), best first.
         is_hit: Predicate telling whether an id answers the query.
 
     Returns:

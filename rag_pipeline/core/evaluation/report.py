@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.evaluation.evaluate import EvalReport
+from rag_pipeline.core.evaluation.evaluate import EvalReport, recall_with_interval
 
 HEADLINE_RETRIEVER = "hybrid"
 REPORT_FILE = "report.html"
@@ -40,16 +40,11 @@ class HeadlineRow:
     destroyed: int
 
 
-def _with_interval(row, k: int) -> str:
-    low, high = row.ci95[k]
-    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def headline_rows(report: EvalReport) -> list[HeadlineRow]:
     """The summary rows of the default retriever, every chunker and style, in report order."""
     return [HeadlineRow(chunker=row.chunker, style=getattr(row, "style", "all"),
-                        queries=row.queries, recall_at_4=_with_interval(row, 4),
-                        recall_at_20=_with_interval(row, 20), mrr=round(row.mrr, 3),
+                        queries=row.queries, recall_at_4=recall_with_interval(row, 4),
+                        recall_at_20=recall_with_interval(row, 20), mrr=round(row.mrr, 3),
                         destroyed=row.destroyed)
             for row in report.summary if row.retriever == HEADLINE_RETRIEVER]
 
@@ -65,7 +60,7 @@ def report_html(report: EvalReport, model_key: str, sweep_png: bytes) -> str:
     """One self-contained page: headline, every summary row, paired tests, the sweep chart."""
     headline = headline_rows(report)
     summary = [[r.chunker, getattr(r, "style", "all"), r.retriever, r.queries,
-                *(_with_interval(r, k) for k in sorted(r.recall)), f"{r.mrr:.3f}", r.destroyed]
+                *(recall_with_interval(r, k) for k in sorted(r.recall)), f"{r.mrr:.3f}", r.destroyed]
                for r in report.summary]
     ks = sorted(report.summary[0].recall) if report.summary else []
     paired = [[p.a, p.b, getattr(p, "style", "all"), p.k, p.wins, p.losses, f"{p.p:.4f}"]

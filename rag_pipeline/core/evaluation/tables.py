@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from rag_pipeline.core.evaluation.evaluate import RECALL_KS, EvalReport, RankRow, SummaryRow
+from rag_pipeline.core.evaluation.evaluate import (
+    RECALL_KS,
+    EvalReport,
+    PairedRow,
+    RankRow,
+    SummaryRow,
+    recall_with_interval,
+)
 from rag_pipeline.core.evaluation.gold import GoldError
 from rag_pipeline.core.storage.row_tables import rows_table
 from rag_pipeline.core.text.markdown_table import markdown_table
@@ -83,24 +90,33 @@ def gold_errors_table(report: EvalReport) -> pa.Table:
     return rows_table(report.gold_errors, GOLD_ERRORS_SCHEMA, computed={"gold_id": _line_id})
 
 
-def _interval(row, k: int) -> str:
-    low, high = row.ci95[k]
-    return f"{row.recall[k]:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def summary_markdown(report: EvalReport) -> str:
     return markdown_table(
         ["chunker", "retriever", "style", "n", "R@1", "R@4 [95% CI]", "R@8", "R@20 [95% CI]",
          "MRR", "destroyed"],
-        [[r.chunker, r.retriever, r.style, r.queries, f"{r.recall[1]:.3f}", _interval(r, 4),
-          f"{r.recall[8]:.3f}", _interval(r, 20), f"{r.mrr:.3f}", r.destroyed]
+        [[r.chunker, r.retriever, r.style, r.queries, f"{r.recall[1]:.3f}", recall_with_interval(r, 4),
+          f"{r.recall[8]:.3f}", recall_with_interval(r, 20), f"{r.mrr:.3f}", r.destroyed]
          for r in report.summary])
 
 
-def paired_markdown(report: EvalReport) -> str:
+def p_value(p: float) -> str:
+    """Four decimals, or two significant digits below 0.0001 (where four decimals read 0)."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def paired_rows_markdown(rows: Sequence[PairedRow], *, styles: bool = True) -> str:
+    """One row per comparison: wins are the queries only ``a`` finds within ``k``, losses the
+    ones only ``b`` finds, and the exact sign test's p (:func:`p_value`); ``styles=False``
+    leaves out the style column (rows over every query)."""
+    style = ["style"] if styles else []
     return markdown_table(
-        ["a", "b", "style", "k", "wins (a only)", "losses (b only)", "sign test p"],
-        [[r.a, r.b, r.style, r.k, r.wins, r.losses, f"{r.p:.4f}"] for r in report.paired])
+        ["a", "b", *style, "k", "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.a, r.b, *([r.style] if styles else []), r.k, r.wins, r.losses, p_value(r.p)]
+         for r in rows])
+
+
+def paired_markdown(report: EvalReport) -> str:
+    return paired_rows_markdown(report.paired)
 
 
 def gate_cv_markdown(report: EvalReport) -> str:

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_pipeline.core.index.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
 from rag_pipeline.core.index.invariants import vector_matrix
+from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
 
@@ -45,6 +47,21 @@ def vectors_in_chunk_order(chunk_ids: list[str], embeddings: pa.Table) -> np.nda
         raise IndexNotBuiltError(f"{len(missing)} chunks have no vector (first: {missing[0]}): re-run "
                                  "`rag-pipeline index`")
     return np.ascontiguousarray(vector_matrix(embeddings)[[row_of[c] for c in chunk_ids]])
+
+
+def mapped_in_chunk_order(warehouse: Warehouse, chunks_file: str, embeddings_file: str) -> np.ndarray:
+    """:func:`vectors_in_chunk_order` of two table files, memory-mapped
+    (:func:`rag_pipeline.core.index.mapped.mapped_vectors`): no copy of the matrix in memory."""
+    chunk_ids = mapped_table(warehouse, chunks_file, ["chunk_id"]).column("chunk_id").combine_chunks()
+    vector_ids = mapped_table(warehouse, embeddings_file, ["chunk_id"]).column("chunk_id").combine_chunks()
+    found = pc.index_in(chunk_ids, value_set=vector_ids)
+    if found.null_count:
+        first = chunk_ids.filter(found.is_null())[0].as_py()
+        raise IndexNotBuiltError(f"{found.null_count} chunks have no vector (first: {first}): re-run "
+                                 "`rag-pipeline index`")
+    order = found.to_numpy().astype(np.int64)
+    in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))
+    return mapped_vectors(warehouse, embeddings_file, None if in_order else order)
 
 
 @dataclass(frozen=True)
@@ -98,9 +115,7 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     if chunks_file is None:
         raise IndexNotBuiltError(f"embeddings {embeddings.file} do not name the chunks they were "
                                  "built from: re-run `rag-pipeline index`")
-    chunk_ids = warehouse.read_file(chunks_file, columns=["chunk_id"]).column("chunk_id").to_pylist()
-    vectors = vectors_in_chunk_order(chunk_ids, warehouse.read_file(embeddings.file,
-                                                                     columns=["chunk_id", "vector"]))
+    vectors = mapped_in_chunk_order(warehouse, chunks_file, embeddings.file)
     started = time.perf_counter()
     index = AnnIndex.build(vectors, threads=threads)
     seconds = time.perf_counter() - started

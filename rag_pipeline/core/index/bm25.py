@@ -85,34 +85,49 @@ def _positions(values: pa.ChunkedArray, keys: pa.ChunkedArray, what: str) -> np.
 
 
 class Bm25Scorer:
-    """Scores every chunk for a query with one sparse matrix-vector product.
+    """Scores every chunk for a query from one term-major sparse matrix (CSC arrays).
 
     The matrix holds, for chunk ``d`` and term ``t``, the precomputed
     ``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))``; a query is a vector of its term
     counts (a term asked twice counts twice, as in Robertson's formula summed over the query).
+    The three arrays (``indptr``, ``indices``, ``data``) may be memory-mapped
+    (:func:`rag_pipeline.core.index.mapped.mapped_bm25`): a query reads only its terms' posting
+    lists, so the serving process does not grow with the corpus.
     """
 
     def __init__(self, chunk_ids: Sequence[str], terms: Sequence[str], idf: np.ndarray,
-                 lengths: np.ndarray, post_chunk: np.ndarray, post_term: np.ndarray,
-                 post_tf: np.ndarray, analyzer: Analyzer, k1: float = K1, b: float = B) -> None:
-        self.chunk_ids = list(chunk_ids)
+                 indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, analyzer: Analyzer,
+                 k1: float = K1, b: float = B) -> None:
+        if len(indptr) != len(terms) + 1 or len(indices) != len(data) or indptr[-1] != len(data):
+            raise ValueError(f"BM25 matrix arrays disagree: {len(terms)} terms, {len(indptr)} column "
+                             f"starts, {len(indices)} rows, {len(data)} weights")
+        self.chunk_ids = chunk_ids
         self.analyzer = analyzer
         self.k1, self.b = k1, b
         self.term_index = {t: i for i, t in enumerate(terms)}
         self.idf = np.asarray(idf, dtype=np.float64)
-        avg = float(lengths.mean()) if len(lengths) else 0.0
-        norm = k1 * (1.0 - b + b * lengths / avg) if avg else np.full(len(lengths), k1)
-        tf = post_tf.astype(np.float64)
-        weights = idf[post_term] * tf / (tf + norm[post_chunk])
-        self.matrix = sparse.csc_matrix((weights, (post_chunk, post_term)),
-                                        shape=(len(self.chunk_ids), len(terms)))
+        self.indptr, self.indices, self.data = indptr, indices, data
+
+    @classmethod
+    def from_postings(cls, chunk_ids: Sequence[str], terms: Sequence[str], idf: np.ndarray,
+                      lengths: np.ndarray, post_chunk: np.ndarray, post_term: np.ndarray,
+                      post_tf: np.ndarray, analyzer: Analyzer, k1: float = K1,
+                      b: float = B) -> Bm25Scorer:
+        """The scorer of postings given as parallel arrays (row of the chunk, column of the
+        term, term frequency), in memory."""
+        weights = posting_weights(np.asarray(idf, np.float64), lengths, post_chunk, post_term,
+                                  post_tf, k1, b)
+        matrix = sparse.csc_matrix((weights, (post_chunk, post_term)),
+                                   shape=(len(chunk_ids), len(terms)))
+        matrix.sort_indices()
+        return cls(chunk_ids, terms, idf, matrix.indptr, matrix.indices, matrix.data, analyzer, k1, b)
 
     @classmethod
     def from_tables(cls, tables: Bm25Tables, analyzer: Analyzer) -> Bm25Scorer:
         """The scorer of stored statistics; postings are mapped to rows and columns by Arrow's
         hash lookup (linear in the postings, no Python object per posting)."""
         params = tables.params.to_pylist()[0]
-        return cls(
+        return cls.from_postings(
             tables.chunks.column("chunk_id").to_pylist(), tables.terms.column("term").to_pylist(),
             tables.terms.column("idf").to_numpy(),
             tables.chunks.column("length").to_numpy().astype(np.float64),
@@ -120,20 +135,55 @@ class Bm25Scorer:
             _positions(tables.postings.column("term"), tables.terms.column("term"), "term"),
             tables.postings.column("tf").to_numpy(), analyzer, params["k1"], params["b"])
 
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunk_ids)
+
+    @property
+    def matrix(self) -> sparse.csc_matrix:
+        """The weights as a (chunks x terms) sparse matrix over the same arrays (no copy)."""
+        return sparse.csc_matrix((self.data, self.indices, self.indptr),
+                                 shape=(self.n_chunks, len(self.term_index)), copy=False)
+
+    def postings(self, column: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding term ``column`` (ascending) and their weights."""
+        start, end = int(self.indptr[column]), int(self.indptr[column + 1])
+        return self.indices[start:end], self.data[start:end]
+
+    def occurs_in(self, column: int, rows: np.ndarray) -> bool:
+        """Whether term ``column`` occurs in any of ``rows`` (a binary search of its postings)."""
+        held, _ = self.postings(column)
+        if len(held) == 0 or len(rows) == 0:
+            return False
+        found = np.searchsorted(held, rows).clip(max=len(held) - 1)
+        return bool((held[found] == rows).any())
+
+    def _weighted(self, columns: list[int], weights: list[float]) -> np.ndarray:
+        scores = np.zeros(self.n_chunks)
+        for column, weight in zip(columns, weights, strict=True):
+            rows, values = self.postings(column)
+            scores[rows] += values * weight
+        return scores
+
     def term_scores(self, weights: Mapping[str, float]) -> np.ndarray:
         """BM25 score of every chunk for a weighted bag of already analysed terms (RM3's
         expanded query); terms the index does not hold are ignored."""
         known = {t: w for t, w in weights.items() if t in self.term_index}
-        if not known:
-            return np.zeros(len(self.chunk_ids))
-        cols = np.array([self.term_index[t] for t in known], np.int64)
-        return np.asarray(self.matrix[:, cols] @ np.array(list(known.values()), np.float64)).ravel()
+        return self._weighted([self.term_index[t] for t in known], [float(w) for w in known.values()])
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk (0 where no query term occurs), in chunk order."""
         counts = Counter(t for t in analyze(query, self.analyzer) if t in self.term_index)
-        if not counts:
-            return np.zeros(len(self.chunk_ids))
-        cols = np.array([self.term_index[t] for t in counts], np.int64)
-        weights = np.array(list(counts.values()), np.float64)
-        return np.asarray(self.matrix[:, cols] @ weights).ravel()
+        return self._weighted([self.term_index[t] for t in counts], [float(c) for c in counts.values()])
+
+
+def posting_weights(idf: np.ndarray, lengths: np.ndarray, post_chunk: np.ndarray,
+                    post_term: np.ndarray, post_tf: np.ndarray, k1: float = K1,
+                    b: float = B) -> np.ndarray:
+    """``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` of each posting (Robertson &
+    Zaragoza 2009); ``avgdl`` is the mean of every chunk's ``lengths``."""
+    lengths = np.asarray(lengths, np.float64)
+    avg = float(lengths.mean()) if len(lengths) else 0.0
+    norm = k1 * (1.0 - b + b * lengths / avg) if avg else np.full(len(lengths), k1)
+    tf = np.asarray(post_tf, np.float64)
+    return idf[post_term] * tf / (tf + norm[post_chunk])

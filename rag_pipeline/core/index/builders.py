@@ -105,8 +105,13 @@ class ChunkStats:
 def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy,
                  counter: WordpieceCounter,
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
-    """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded)."""
+    """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded).
+
+    ``page`` and ``last_page`` are the 1-based page a chunk starts on (the one its citation
+    names) and the last page it runs on to, as its format reports them
+    (:meth:`DocumentFormat.page_span`); null for a format without pages."""
     chunks = []
+    spans: list[tuple[int, int] | None] = []
     without_chunks = []
     for doc in documents:
         if not doc.ok:
@@ -121,6 +126,8 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
             raise OffsetError(f"{len(bad)} chunk(s) of {doc.document_id} do not slice exactly: "
                               f"{bad[:3]}")
         chunks.extend(doc_chunks)
+        doc_format = format_named(doc.format)
+        spans.extend(doc_format.page_span(doc.anchors, c.start, c.end) for c in doc_chunks)
     wordpieces = counter.count([c.text for c in chunks])
     headers = counter.count_plain([c.header for c in chunks]) if strategy.header else [0] * len(chunks)
     table = pa.table({
@@ -133,6 +140,8 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
         "content": [c.content for c in chunks],
         "from": pa.array([c.start for c in chunks], pa.int64()),
         "to": pa.array([c.end for c in chunks], pa.int64()),
+        "page": pa.array([span[0] if span else None for span in spans], pa.int32()),
+        "last_page": pa.array([span[1] if span else None for span in spans], pa.int32()),
         "content_sha256": [c.content_sha256 for c in chunks],
         "text_sha256": [c.text_sha256 for c in chunks],
         "wordpieces": pa.array(wordpieces, pa.int32()),

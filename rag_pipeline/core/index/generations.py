@@ -23,13 +23,12 @@ from datetime import UTC, datetime
 from rag_pipeline.core.index import (
     GENERATION_TABLES,
     BuiltTable,
-    InconsistentBuildError,
     check_consistent,
 )
 from rag_pipeline.core.index.ann_index import GRAPH_SUFFIX, ann_graph_files
 from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
-__all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation", "InconsistentBuildError",
+__all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation",
            "collect_garbage", "current_generation", "current_generations",
            "generation_age_seconds", "generation_dir", "publish"]
 

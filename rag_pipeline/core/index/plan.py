@@ -9,9 +9,9 @@ input file that has moved on, or, for ``embeddings``, when the served generation
 latest tables; ``eval`` is due when the model's last evaluation scored other generations.
 
 Each step names the input files it builds from; its ``key`` is their digest, so the same stale
-state is one step however often it is planned (the sensor's run key: a run whose blocking check
-failed is not repeated until an input changes). An empty plan with documents written is what
-"the index is current" means.
+state is one step however often it is planned (the sensor's run key, with the attempt: a failed
+run of the same inputs is retried after a back-off, a bounded number of times). An empty plan
+with documents written is what "the index is current" means.
 """
 
 from __future__ import annotations

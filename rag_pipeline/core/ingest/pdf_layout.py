@@ -24,6 +24,12 @@ OCR recognises) and decides, page by page:
   and otherwise the hyphen was the typesetter's and the word is joined (``fac-`` +
   ``tor`` is ``factor``). The rule is measured against the HTML twins in
   ``rag_pipeline.benchmarks.extraction``.
+- **URLs broken at a line end** after a ``/`` or a ``.`` (``https://bugs.`` + ``octave.org``)
+  are joined without a space: after a ``/`` always, after a ``.`` when the next line goes on
+  in lower case or a digit (a sentence ending in a URL starts the next in capitals).
+- **An ellipsis set as spaced dots** (``. . .``, TeX's ``\\dots`` outside typewriter type) is
+  ``…``, the character the text means; dots in a typewriter face (``...``, Octave's
+  continuation) and dot leaders (four or more) stay as they are.
 - **Sections** come from the outline (the heading a bookmark points at is structure, the
   text after it the section's body), else from type size: a line larger than body text, or
   bold where body text is not, is a heading.
@@ -56,6 +62,8 @@ _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z'’-]*)-?$")
 _WORD_AFTER = re.compile(r"^([A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*)")
 _VOCABULARY_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _FOOTNOTE_START = re.compile(r"^(?:\d{1,2}|[*†‡§¶])\s?\S")
+_URL_END = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://\S*[/.]$")
+_SPACED_ELLIPSIS = re.compile(r"(?<!\. )\. \. \.(?! \.)")
 
 
 class BlockKind(StrEnum):
@@ -293,7 +301,8 @@ def _lines(page: int, rows: list[list[TextRun]]) -> list[Line]:
             table[i] = table[i + 1] = True
     lines = []
     for row, in_table in zip(rows, table, strict=True):
-        text = (" | " if in_table else " ").join(run.text for run in row)
+        text = (" | " if in_table else " ").join(
+            run.text if run.mono else _SPACED_ELLIPSIS.sub("…", run.text) for run in row)
         chars = sum(len(run.text) for run in row)
         size = max(row, key=lambda run: len(run.text)).size
         lines.append(Line(page, text, row[0].x0, min(run.top for run in row), row[0].baseline,
@@ -370,6 +379,9 @@ class _Joiner:
         if previous.hyphen:
             return text_so_far + "-", ""
         if text_so_far.endswith("_"):
+            return text_so_far, ""
+        if _URL_END.search(text_so_far) and (text_so_far.endswith("/") or line.text[:1].islower()
+                                             or line.text[:1].isdigit() or line.text[:1] in ")]>"):
             return text_so_far, ""
         return text_so_far, " "
 

@@ -8,7 +8,9 @@ canonical text. PDFium marks a hyphen that it judges to break a word at a line e
 U+FFFE and joins the next line to it; the run is cut there and flagged ``hyphen`` so the
 layout decides what the word is. Characters are taken as a reader sees them: a small-caps
 face's letters in capitals (``POSIX``, not the ``posix`` the file stores), a typewriter face's
-quotes straight, a minus sign as ``-``.
+quotes straight, a minus sign as ``-``. TeX draws an underscore outside a typewriter face
+(``@var{t_out}`` in Texinfo) as a short rule on the baseline, not a character: a rule in the
+gap between two characters of a run is read as ``_`` (:func:`underscore_rules`).
 """
 
 from __future__ import annotations
@@ -147,17 +149,56 @@ class _RunBuilder:
                        mono=self.mono >= 0.95 * self.glyphs, hyphen=hyphen)
 
 
+UNDERSCORE_RULE_MAX_HEIGHT = 1.5
+"""Points: a drawn underscore is a rule at most this thick (TeX's ``\\_`` is 0.1 ex, about 0.5 pt)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A short horizontal rule drawn on a page, in points from the page's top left."""
+
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+
+
+def underscore_rules(page: pypdfium2.PdfPage, height: float) -> tuple[Rule, ...]:
+    """The page's own path objects that can be drawn underscores: at most
+    :data:`UNDERSCORE_RULE_MAX_HEIGHT` thick and 1 to 12 points long (a table's or a
+    fraction's rule is longer). Paths inside a form XObject (an embedded figure) are left
+    out: they are drawings, and their bounds are in the form's own coordinates."""
+    import pypdfium2.raw as raw
+
+    rules = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=0):
+        left, bottom, right, top = obj.get_bounds()
+        if top - bottom <= UNDERSCORE_RULE_MAX_HEIGHT and 1.0 <= right - left <= 12.0:
+            rules.append(Rule(left, right, height - top, height - bottom))
+    return tuple(rules)
+
+
+def _underscore_between(rules: Sequence[Rule], x0: float, x1: float, baseline: float, size: float) -> bool:
+    """A rule lies in the gap ``x0..x1`` on the line whose baseline is ``baseline`` (its middle
+    within a quarter of the font size of it)."""
+    return any(rule.x0 >= x0 - 1.0 and rule.x1 <= x1 + 1.0
+               and abs((rule.top + rule.bottom) / 2 - baseline) <= 0.25 * size for rule in rules)
+
+
 def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
     """The text runs of page ``index`` (0-based) from its text layer.
 
     A run ends at a line break PDFium reports, at a U+FFFE hyphen mark, where the baseline
     moves by more than half the font size, or where the gap to the next character is wider
-    than 1.5 times the font size (a table cell or the other column).
+    than 1.5 times the font size (a table cell or the other column). A drawn underscore in
+    the gap between two characters (:func:`underscore_rules`) replaces the space PDFium
+    reports there.
     """
     import pypdfium2.raw as raw
 
     page = pdf[index]
     width, height = page.get_size()
+    rules = underscore_rules(page, float(height))
     textpage = page.get_textpage()
     handle = textpage.raw
     count = raw.FPDFText_CountChars(handle)
@@ -212,6 +253,11 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
             gap = left.value - current.x1
             if moved or gap > 1.5 * max(size, 1.0) or gap < -max(size, 1.0) * 2:
                 close()
+        if current is not None and rules and left.value - current.x1 > 0.2 * size and _underscore_between(
+                rules, current.x1, left.value, baseline, size):
+            while current.chars and current.chars[-1] == " ":
+                current.chars.pop()
+            current.chars.append("_")
         if current is None:
             current = _RunBuilder(index, [], left.value, right.value, char_top, baseline, {})
         current.chars.append(char)

@@ -59,6 +59,9 @@ class Reranker:
                 "RerankSettings.model_path at a local model folder (nothing is downloaded)")
         from sentence_transformers import CrossEncoder
 
+        from rag_pipeline.core.embedding.torch_threads import apply_torch_threads
+
+        apply_torch_threads()
         self.settings = settings
         self._model = CrossEncoder(str(settings.model_path), device="cpu", local_files_only=True,
                                    max_length=settings.max_length)

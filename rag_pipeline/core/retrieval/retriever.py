@@ -22,6 +22,7 @@ import numpy as np
 
 from rag_pipeline.core.embedding.models import ModelMismatchError, TextEmbedder
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS, DensePath, choose_path
+from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
@@ -30,20 +31,6 @@ from rag_pipeline.core.text.analyzers import Analyzer
 
 if TYPE_CHECKING:
     from rag_pipeline.core.index.store import PartitionIndex
-
-
-class Retriever(StrEnum):
-    DENSE = "dense"
-    BM25 = "bm25"
-    HYBRID = "hybrid"
-
-
-DEFAULT_ANALYZER = Analyzer.CODE
-"""The evidence (README, "Evaluation"): the English analyzer (stemming + stop words) beats the
-plain one on BEIR SciFact (BM25 nDCG@10 0.679 vs 0.662); keeping code tokens beside its terms
-wins on the bundled set's ticket-style questions (hybrid R@4 7 wins / 0 losses, p = 0.016, no
-question-style change); alone it is 0.002 below English on SciFact (RRF hybrid 0.7117 vs
-0.7137), with the default min-max fusion the hybrid reaches 0.7212."""
 
 
 class DenseUnit(StrEnum):
@@ -196,7 +183,7 @@ def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIn
         if content_hash in seen:
             continue
         seen.add(content_hash)
-        twins = tuple([row] + [r for r in index.rows_by_content[content_hash] if r != row])
+        twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row) if r != row])
         out.append((row, score, twins))
     return out
 

@@ -133,6 +133,12 @@ class LockHeldError(Exception):
                          f"({who})")
 
 
+def lock_holder(path: Path) -> LockHolder | None:
+    """Who last took the lock file ``path`` (``None``: never taken, or unreadable); whether it
+    still holds it is :func:`pid_alive` of its pid."""
+    return _read_holder(path)
+
+
 def _read_holder(path: Path) -> LockHolder | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

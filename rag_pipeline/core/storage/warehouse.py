@@ -21,7 +21,8 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,6 +235,41 @@ class Warehouse:
         version = TableVersion(table=table, partition=dict(partition or {}), file=file,
                                digest=digest, rows=data.num_rows, written_at=utc_now(),
                                inputs=dict(inputs or {}))
+        self.put_json(f"{folder}/{POINTER_FILE}", asdict(version))
+        return version
+
+    def write_parts(self, table: str, schema: pa.Schema, parts: Iterable[pa.Table],
+                    partition: Mapping[str, str] | None = None,
+                    inputs: Mapping[str, str] | None = None) -> TableVersion:
+        """:meth:`write`, streamed: each part becomes row groups of a local temporary file (the
+        whole table is never in memory), which is then named by its content and moved (or
+        uploaded) into place; the pointer is written last, as by :meth:`write`."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".write-", dir=self.data_dir) as tmp:
+            path = Path(tmp) / "part.parquet"
+            rows = 0
+            with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+                for part in parts:
+                    writer.write_table(part.select(schema.names).cast(schema))
+                    rows += part.num_rows
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 24), b""):
+                    digest.update(block)
+            folder = self.partition_dir(table, partition)
+            file = f"{folder}/part-{digest.hexdigest()[:DIGEST_CHARS]}.parquet"
+            size = path.stat().st_size
+            if self.get_file_size(file) != size:
+                if self.local:
+                    target = Path(self.full_path(file))
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    path.replace(target)
+                else:
+                    pafs.copy_files(str(path), self.full_path(file),
+                                    destination_filesystem=self.fs)
+        version = TableVersion(table=table, partition=dict(partition or {}), file=file,
+                               digest=digest.hexdigest()[:DIGEST_CHARS], rows=rows,
+                               written_at=utc_now(), inputs=dict(inputs or {}))
         self.put_json(f"{folder}/{POINTER_FILE}", asdict(version))
         return version
 

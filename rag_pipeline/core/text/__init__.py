@@ -1,0 +1,3 @@
+"""The text stage, the bottom of the core: how text becomes BM25 terms (:mod:`.analyzers`:
+``Analyzer``, ``analyze``), Markdown tables for the UI and the CLI (:mod:`.markdown_table`), and
+text made safe to print (:mod:`.terminal`). Imports no other stage."""

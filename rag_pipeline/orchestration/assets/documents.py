@@ -16,6 +16,7 @@ from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import table_metadata
+from rag_pipeline.orchestration.corpus_watch import CORPUS_FINGERPRINT, corpus_fingerprint
 from rag_pipeline.orchestration.resources import CorpusSource, IndexStorage
 
 
@@ -33,6 +34,9 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
               corpus: CorpusSource) -> dg.MaterializeResult:
     warehouse = storage.warehouse()
     root = corpus.prepare()
+    # Before reading: a file written during the run changes the folder after this, so the
+    # corpus watch launches another run for it.
+    fingerprint = corpus_fingerprint(root)
     previous = warehouse.version(DOCUMENTS)
     result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
                             if previous is not None else (), corpus.extraction_settings())
@@ -54,6 +58,7 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
         **table_metadata(version, DOCUMENTS_SCHEMA),
         "corpus": str(root),
+        CORPUS_FINGERPRINT: fingerprint,
         "changed": changed,
         "documents_ok": ok,
         "documents_failed": len(result.failed),

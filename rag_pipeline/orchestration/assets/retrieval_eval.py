@@ -10,21 +10,6 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.embedding.models import ModelSpec
-from rag_pipeline.core.evaluation.report import HeadlineRow, headline_rows, report_html, report_path
-from rag_pipeline.core.evaluation.run import run_eval
-from rag_pipeline.core.evaluation.tables import (
-    gate_cv_markdown,
-    gate_cv_table,
-    gold_errors_table,
-    paired_markdown,
-    paired_table,
-    ranks_table,
-    summary_markdown,
-    summary_table,
-    sweep_chart_png,
-    sweep_markdown,
-    sweep_table,
-)
 from rag_pipeline.core.storage.query_db import publish_query_db
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
@@ -66,6 +51,29 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
     )
     def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets,
                        report_site: ReportSite):
+        # Imported here, not with the code location: the evaluation's imports (scipy.stats, the
+        # retrievers) would otherwise be paid by every run worker of every job at its start.
+        from rag_pipeline.core.evaluation.report import (
+            HeadlineRow,
+            headline_rows,
+            report_html,
+            report_path,
+        )
+        from rag_pipeline.core.evaluation.run import run_eval
+        from rag_pipeline.core.evaluation.tables import (
+            gate_cv_markdown,
+            gate_cv_table,
+            gold_errors_table,
+            paired_markdown,
+            paired_table,
+            ranks_table,
+            summary_markdown,
+            summary_table,
+            sweep_chart_png,
+            sweep_markdown,
+            sweep_table,
+        )
+
         spec = by_key[context.partition_key]
         warehouse = storage.warehouse()
         report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),

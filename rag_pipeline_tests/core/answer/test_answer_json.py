@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rag_pipeline.core.answer.answer import Answer
 from rag_pipeline.core.answer.answer_json import answer_from_json, answer_json
-from rag_pipeline.core.answer.ask import Answer
 from rag_pipeline.core.answer.citations import Citation
 
 CITATION = Citation(

@@ -10,13 +10,11 @@ import pytest
 from rag_pipeline.core.answer.ask import (
     QUOTE_ONLY_MIN_WORDS,
     AskSettings,
-    EmptyQuestionError,
-    QuestionTooLongError,
     ask,
-    check_question,
 )
 from rag_pipeline.core.answer.citations import build_prompt
 from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
+from rag_pipeline.core.answer.question import EmptyQuestionError, QuestionTooLongError, check_question
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval.retriever import embed_question, retrieve

@@ -15,7 +15,8 @@ from rag_pipeline.core.answer.gate import (
     refusal_line,
 )
 from rag_pipeline.core.config.parse import load_config, parse_config
-from rag_pipeline.core.config.schema import DEFAULT_CONFIG, PROJECT_ROOT
+from rag_pipeline.core.config.root import PROJECT_ROOT
+from rag_pipeline.core.config.schema import DEFAULT_CONFIG
 from rag_pipeline.core.embedding.models import ModelSpec
 
 

@@ -23,9 +23,12 @@ from rag_pipeline.core.embedding.adaptation import (
     adapt_model,
     adapted_fingerprint,
     corpus_documents,
+    corpus_inputs_sha256,
     held_out_half,
     make_pairs,
+    pairs_digest,
     pairs_sha256,
+    reader_versions,
     sample_pairs,
     trained_result,
     training_pairs,
@@ -150,6 +153,108 @@ def test_a_different_corpus_gives_a_different_key(tmp_path: Path):
     assert tuned.dimension == 384 and tuned.files == ()
 
 
+def test_the_pairs_digest_is_recorded_once_and_read_back_without_extracting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    pairs, available = training_pairs(corpus_documents(corpus), recipe)
+    first = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert (first.sha256, first.pairs, first.available, first.computed) == (
+        pairs_sha256(pairs), 8, available, True)
+    assert first.record == (tmp_path / "cache" / "pairs-digests"
+                            / f"{corpus_inputs_sha256(corpus, recipe)}.json")
+    assert json.loads(first.record.read_text(encoding="utf-8")) == {
+        "inputs": corpus_inputs_sha256(corpus, recipe), "pairs_sha256": first.sha256,
+        "pairs": 8, "available": available}
+
+    def no_extraction(_corpus):
+        raise AssertionError("the recorded digest must be read, not made again")
+
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", no_extraction)
+    again = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert (again.sha256, again.pairs, again.available, again.computed) == (
+        first.sha256, 8, available, False)
+    # Another recipe is another record: the digest is made again (here: refused by the patch).
+    with pytest.raises(AssertionError, match="must be read"):
+        pairs_digest(corpus, AdaptRecipe(base="m", max_pairs=9), tmp_path / "cache")
+
+
+def test_a_changed_corpus_file_is_another_record_and_another_digest(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    before = pairs_digest(corpus, recipe, tmp_path / "cache")
+    text = (corpus / "a.md").read_text(encoding="utf-8")
+    (corpus / "a.md").write_text(text.replace("apples", "pears"),
+                                 encoding="utf-8")
+    after = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert after.computed and after.record != before.record
+    assert after.sha256 != before.sha256
+    assert after.sha256 == pairs_sha256(training_pairs(corpus_documents(corpus), recipe)[0])
+    # A renamed file changes the inputs too (a document id is part of every pair).
+    named_a = corpus_inputs_sha256(corpus, recipe)
+    (corpus / "a.md").rename(corpus / "z.md")
+    assert corpus_inputs_sha256(corpus, recipe) != named_a
+
+
+def test_a_symlink_counts_by_its_target_and_a_bundled_corpus_by_its_module(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    (tmp_path / "x.md").write_text("# X\n", encoding="utf-8")
+    (tmp_path / "y.md").write_text("# Y\n", encoding="utf-8")
+    recipe = AdaptRecipe(base="m")
+    (corpus / "link.md").symlink_to(tmp_path / "x.md")
+    to_x = corpus_inputs_sha256(corpus, recipe)
+    (corpus / "link.md").unlink()
+    (corpus / "link.md").symlink_to(tmp_path / "y.md")
+    assert corpus_inputs_sha256(corpus, recipe) != to_x
+    bundled = corpus_inputs_sha256(None, recipe)
+    assert bundled == corpus_inputs_sha256(None, recipe) != corpus_inputs_sha256(corpus, recipe)
+    with pytest.raises(FileNotFoundError, match="corpus folder not found"):
+        corpus_inputs_sha256(tmp_path / "missing", recipe)
+
+
+def test_reader_versions_are_the_installed_distributions():
+    from importlib import metadata
+
+    assert reader_versions() == tuple(sorted(
+        f"{name.replace('-', '_').lower()}-{metadata.version(name)}"
+        for name in ("beautifulsoup4", "lxml", "openpyxl", "pypdfium2", "PyStemmer", "python-docx",
+                     "webvtt-py")))
+
+
+def test_an_unreadable_record_is_made_again(tmp_path: Path):
+    corpus = _corpus(tmp_path / "c", "apples")
+    recipe = AdaptRecipe(base="m", max_pairs=8)
+    first = pairs_digest(corpus, recipe, tmp_path / "cache")
+    first.record.write_text('{"inputs": "other"', encoding="utf-8")   # truncated JSON
+    again = pairs_digest(corpus, recipe, tmp_path / "cache")
+    assert again.computed and again.sha256 == first.sha256
+    assert json.loads(again.record.read_text(encoding="utf-8"))["pairs_sha256"] == first.sha256
+    assert pairs_digest(corpus, recipe, None) == type(first)(first.sha256, 8, first.available,
+                                                             None, True)
+
+
+def test_a_config_load_reads_the_recorded_digest_and_a_changed_corpus_moves_the_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    corpus = _corpus(tmp_path / "c", "apples")
+    first = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert first.adaptation.record is not None and first.adaptation.record.is_file()
+    extracted: list[Path | None] = []
+    real = corpus_documents
+
+    def counted(folder):
+        extracted.append(folder)
+        return real(folder)
+
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", counted)
+    again = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert (again.key, again.adaptation.pairs_sha256, extracted) == (
+        first.key, first.adaptation.pairs_sha256, [])
+    (corpus / "b.md").write_text((corpus / "b.md").read_text(encoding="utf-8").replace(
+        "apples", "pears"), encoding="utf-8")
+    moved = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
+    assert extracted == [corpus] and moved.key != first.key
+
+
 def test_an_untrained_adapted_model_refuses_to_load(tmp_path: Path):
     corpus = _corpus(tmp_path / "c", "apples")
     tuned = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
@@ -239,6 +344,9 @@ def test_training_is_seeded_the_same_pairs_and_recipe_give_the_same_weights(tmp_
     (spec.path / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelMismatchError, match=r"config.json changed since training"):
         verify_model_files(spec)
-    # Other documents make other pairs than the key was minted for: refused before training.
-    with pytest.raises(ModelMismatchError, match=r"the corpus changed"):
+    # Other documents make other pairs than the key was minted for: refused before training,
+    # and the model cache's record of the digest is dropped (the next load makes it again).
+    assert spec.adaptation.record.is_file()
+    with pytest.raises(ModelMismatchError, match=r"the corpus changed \(the recorded digest is "):
         adapt_model(spec, [CorpusDocument("z.md", "Z", "# Z\n\n" + " ".join(["w"] * 400))] * 1)
+    assert not spec.adaptation.record.exists()

@@ -22,9 +22,9 @@ from rag_pipeline.core.embedding.models import (
     folder_dimension,
     manifest_changes,
     model_files,
-    spec_for_folder,
     verify_model_files,
 )
+from rag_pipeline_tests.model_specs import spec_for_folder
 
 
 def _sha(data: bytes) -> str:

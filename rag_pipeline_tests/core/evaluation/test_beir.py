@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.evaluation.beir import load_beir, run_beir, run_beir_candidates
 from rag_pipeline.core.evaluation.catalogue import CANDIDATES
 from rag_pipeline.core.retrieval.retriever import RetrievalSettings
@@ -74,9 +73,10 @@ def test_run_beir_scores_every_retriever(toy: Path, hashed_embedder: HashedEmbed
         assert row.recall_at_100 == 1.0  # four documents: every list holds them all
 
 
-def test_candidates_run_through_retrieve_and_before_reproduces_the_rrf_row(toy: Path, minilm):
+def test_candidates_run_through_retrieve_and_before_reproduces_the_rrf_row(
+        toy: Path, hashed_embedder: HashedEmbedder):
     dataset = load_beir(toy)
-    embedder = load_embedder(minilm)
+    embedder = hashed_embedder
     report = run_beir(dataset, embedder, cache_dir=None)
     rows = run_beir_candidates(dataset, embedder, {"before": CANDIDATES["before"],
                                                    "default": RetrievalSettings()})

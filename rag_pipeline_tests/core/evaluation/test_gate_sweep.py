@@ -7,12 +7,12 @@ from rag_pipeline.core.evaluation.gate_sweep import (
     CUT_RULE,
     SWEEP_CUTS,
     SweepRow,
-    first_hit_rank,
     gate_outcome,
     recommend_cut,
     refusal_sweep,
 )
 from rag_pipeline.core.evaluation.gold import OodKind, OodLine
+from rag_pipeline.core.evaluation.metrics import first_hit_rank
 from rag_pipeline.core.retrieval.retriever import Hit
 
 
@@ -27,13 +27,18 @@ THREE = hits((10, 0.50), (11, 0.60), (12, 0.70))
 # --- ranks and outcomes on hand-made hits ---------------------------------------------------------
 
 
-def test_first_hit_rank():
-    assert first_hit_rank(THREE, frozenset({11, 99})) == 2
-    assert first_hit_rank(THREE, frozenset({12, 10})) == 1
-    assert first_hit_rank(THREE, frozenset({12})) == 3
-    assert first_hit_rank(THREE, frozenset({99})) is None
-    assert first_hit_rank(THREE, frozenset()) is None
-    assert first_hit_rank([], frozenset({10})) is None
+def test_first_hit_rank_over_a_rankings_rows():
+    # The form the evaluation and the gate's cross-validation use: a ranking's rows, and the
+    # rows holding the needle.
+    def rank(hits, rows):
+        return first_hit_rank([h.row for h in hits], frozenset(rows).__contains__)
+
+    assert rank(THREE, {11, 99}) == 2
+    assert rank(THREE, {12, 10}) == 1
+    assert rank(THREE, {12}) == 3
+    assert rank(THREE, {99}) is None
+    assert rank(THREE, set()) is None
+    assert rank([], {10}) is None
 
 
 def test_gate_outcome_correct_wrong_refused():

@@ -23,6 +23,7 @@ from rag_pipeline.core.index.builders import (
 )
 from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline_tests.core.ingest.pdf_fixtures import manual_pdf
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 
@@ -120,3 +121,26 @@ def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(record
     with duckdb.connect() as con:
         assert con.execute("select document_id, page from read_parquet(?) where flagged",
                            [str(tmp_path / "document_pages.parquet")]).fetchall() == [("scan.pdf", 2)]
+
+
+def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path,
+                                                                  hashed_embedder: HashedEmbedder):
+    import duckdb
+    import pyarrow.parquet as pq
+
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    (corpus / "manual.pdf").write_bytes(manual_pdf())
+    records = extract_corpus(corpus).records
+    table, _ = chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(hashed_embedder.spec))
+    pq.write_table(table, tmp_path / "chunks.parquet")
+    with duckdb.connect() as con:
+        pdf_rows = con.execute("select section, page, last_page from read_parquet(?) where document_id = "
+                               "'manual.pdf' order by ordinal", [str(tmp_path / "chunks.parquet")]).fetchall()
+        unpaged = con.execute("select count(*), count(page), count(last_page) from read_parquet(?) "
+                              "where document_id <> 'manual.pdf'",
+                              [str(tmp_path / "chunks.parquet")]).fetchone()
+    # The Introduction's chunk holds the paragraph that runs from page 2 on to page 3: it cites
+    # page 2 and records page 3 as its last.
+    assert pdf_rows == [("Introduction", 2, 3), ("Tables", 3, 3), ("Columns", 4, 4)]
+    # Markdown chunks have no pages.
+    assert unpaged == (5, 0, 0)

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
+from rag_pipeline.core.index import InconsistentBuildError
 from rag_pipeline.core.index.generations import (
     CURRENT,
-    InconsistentBuildError,
     collect_garbage,
     current_generation,
     current_generations,

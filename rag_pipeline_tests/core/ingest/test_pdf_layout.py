@@ -81,3 +81,23 @@ def test_capitals_and_compounds_and_underscores_at_line_ends():
                                      "of exec_prefix.\n")
     assert layout.hyphen_breaks == (HyphenBreak("PERMITTED", "PER-MITTED", False),
                                     HyphenBreak("mostrecently-killed", "most-recently-killed", True))
+
+
+def test_urls_broken_at_a_line_end_are_joined():
+    lines = ["Report it at https://bugs.", "octave.org and read https://www.gnu.org/software/",
+             "Texinfo first, or mail https://www.octave.org.", "The next sentence starts here."]
+    pages = [page(0, *[run(0, text, 50, 100 + 12 * i) for i, text in enumerate(lines)])]
+    # After "/" the URL goes on whatever follows; after "." only in lower case: the last URL
+    # ends its sentence, so "The" is a new word.
+    assert lay_out(pages, (), "", "doc").canonical_text == (
+        "Report it at https://bugs.octave.org and read https://www.gnu.org/software/Texinfo first, "
+        "or mail https://www.octave.org. The next sentence starts here.\n")
+
+
+def test_an_ellipsis_of_spaced_dots_is_one_character():
+    code = TextRun(0, "a = [1, 2, ...", 50, 120, 102, 112, 10, mono=True)
+    pages = [page(0, run(0, "The outputs s1, . . ., sN are set. . . . . . . 12", 50, 100), code)]
+    # TeX's spaced \dots is "…"; a typewriter "..." (Octave's continuation) and a dot leader
+    # of more than three dots stay.
+    assert lay_out(pages, (), "", "doc").canonical_text == (
+        "The outputs s1, …, sN are set. . . . . . . 12\n\na = [1, 2, ...\n")

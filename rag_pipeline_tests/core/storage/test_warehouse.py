@@ -154,3 +154,20 @@ def test_deleting_a_prefix_that_climbs_out_deletes_nothing(tmp_path):
         warehouse.delete_prefix("_vector_cache/model=x@00000000/../../../victim")
     assert victim.read_text() == "mine"
     assert warehouse.read("chunks", {"chunker": "header"}).num_rows == 1
+
+
+def test_written_in_parts_the_table_is_whole_content_named_and_leaves_no_temp(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    parts = [chunk_rows("a", 2), chunk_rows("b", 3)]
+    version = warehouse.write_parts("chunks", parts[0].schema, iter(parts), {"chunker": "header"},
+                                    inputs={"documents": "documents/part-x.parquet"})
+    path = tmp_path / "warehouse" / version.file
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    assert version.file == f"chunks/chunker=header/part-{digest}.parquet"
+    assert (version.rows, version.inputs) == (5, {"documents": "documents/part-x.parquet"})
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2
+    assert warehouse.read("chunks", {"chunker": "header"}).column("chunk_id").to_pylist() == [
+        "a:0", "a:1", "b:0", "b:1", "b:2"]
+    assert [p.name for p in tmp_path.iterdir()] == ["warehouse"]
+    again = warehouse.write_parts("chunks", parts[0].schema, iter(parts), {"chunker": "header"})
+    assert again.file == version.file

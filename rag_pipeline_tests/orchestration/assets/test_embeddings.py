@@ -114,8 +114,8 @@ def test_a_failed_blocking_check_leaves_the_served_generation(
     assert _served(tiny_project) == before
 
     # The evaluation of this model waits: the sensor launches no eval_job run. Flawed vectors
-    # leave the partition's embeddings due (for the same inputs, so the same run key, which
-    # the daemon does not launch twice); a drifted model wrote nothing new.
+    # leave the partition's embeddings due (for the same inputs: the sensor requests attempt 2
+    # only after its back-off, test_index_automation_retry.py); a drifted model wrote nothing new.
     warehouse = Warehouse(tiny_project.data_dir)
     steps = _launchable(tiny_project)
     assert [(s.stage, s.chunker) for s in steps] == (

@@ -48,6 +48,12 @@ class DocumentFormat(ABC):
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
         return f"#char={start},{end}"
 
+    def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
+        """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the
+        ``page`` and ``last_page`` columns of the chunks table; ``None`` for a format without
+        pages."""
+        return None
+
     def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
         """The document's pages for the ``document_pages`` table; none for a format without pages."""
         return ()

@@ -4,7 +4,8 @@ The layout (:mod:`rag_pipeline.core.ingest.pdf_layout`) drops running heads, fee
 numbers and contents pages, joins paragraphs across page breaks, resolves line-end hyphens
 and labels the text with the outline's sections (else headings found by type size). Pages
 without a text layer are OCR'd (:mod:`rag_pipeline.core.ingest.pdf_ocr`). Chunks may span a
-page break; a chunk cites the page it starts on.
+page break; a chunk cites the page it starts on, and the chunks table records both that
+page and its last one (:meth:`PdfFormat.page_span`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ def page_of(anchors: Sequence[Anchor], offset: int) -> int:
     starts = [anchor.start for anchor in anchors]
     index = bisect_right(starts, offset) - 1
     return int(anchors[index].locator.removeprefix("page=")) if index >= 0 else 1
+
+
+def last_page_of(anchors: Sequence[Anchor], start: int, end: int) -> int:
+    """1-based last page of ``canonical_text[start:end]``: the highest page among the anchors
+    it overlaps (a footnote moved after a paragraph that runs on to the next page has its own
+    page's anchor after that page's, so the last anchor is not always the last page); the page
+    of ``start`` when it overlaps none."""
+    overlapped = [int(anchor.locator.removeprefix("page=")) for anchor in anchors
+                  if anchor.start < max(end, start + 1) and anchor.end > start]
+    return max(overlapped, default=page_of(anchors, start))
 
 
 def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
@@ -71,7 +82,7 @@ class PdfFormat(DocumentFormat):
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
         tesseract = tesseract_version() or "absent"
         return Extractor("pdf-pdfium+tesseract",
-                         f"3+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+                         f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         reading = read_pdf(data, stem, self.ocr)
@@ -84,6 +95,14 @@ class PdfFormat(DocumentFormat):
         if not anchors:
             return super().fragment(anchors, start, end)
         return f"#page={page_of(anchors, start)}"
+
+    def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
+        """(the page the span starts on, the one it cites; its last page); ``None`` without
+        page anchors."""
+        if not anchors:
+            return None
+        first = page_of(anchors, start)
+        return first, max(first, last_page_of(anchors, start, end))
 
     def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
         """Every page from the notes :func:`reading_notes` wrote: OCR pages with their

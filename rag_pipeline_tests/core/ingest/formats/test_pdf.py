@@ -92,6 +92,35 @@ def test_the_chunk_over_the_page_break_cites_the_page_it_starts_on():
     assert pdf.fragment(extracted.anchors, start, end) == "#page=2"
 
 
+@pytest.mark.parametrize(("start", "end", "span"), [
+    (0, 20, (1, 1)), (70, 78, (2, 2)),
+    # Ending in the blank lines between pages 2 and 3 does not reach page 3.
+    (70, 79, (2, 2)), (70, 81, (2, 3)), (0, 120, (1, 3)),
+    # Empty span: the page of its start.
+    (80, 80, (3, 3))])
+def test_page_span_is_the_page_of_the_start_and_the_last_page_reached(start: int, end: int,
+                                                                      span: tuple[int, int]):
+    assert format_named("pdf").page_span(PAGES, start, end) == span
+
+
+def test_a_format_without_pages_has_no_page_span():
+    assert format_named("markdown").page_span((Anchor(0, 3, "page=1"),), 0, 3) is None
+    assert format_named("pdf").page_span((), 0, 3) is None
+
+
+def test_the_chunk_over_the_page_break_records_its_last_page():
+    pdf = format_named("pdf")
+    extracted = pdf.extract(manual_pdf(), "manual")
+    text = extracted.canonical_text
+    start = text.index("This last paragraph")
+    end = text.index("next one.") + len("next one.")
+    assert pdf.page_span(extracted.anchors, start, end) == (2, 3)
+    # With the page-2 footnote that comes after it, the last page is still 3, not the last
+    # anchor's page 2.
+    assert pdf.page_span(extracted.anchors, start, text.index("small type.") + 11) == (2, 3)
+    assert pdf.page_span(extracted.anchors, text.index("Name | Size"), text.index("beta")) == (3, 3)
+
+
 def test_without_an_outline_sections_come_from_type_size():
     extracted = format_named("pdf").extract(manual_pdf(outline=False), "manual")
     assert extracted.canonical_text == MANUAL_TEXT
@@ -131,7 +160,7 @@ def test_the_stamp_names_pdfium_and_tesseract():
     stamp = format_named("pdf").extractor()
     assert stamp.name == "pdf-pdfium+tesseract"
     tesseract = tesseract_version() or "absent"
-    assert stamp.version == f"3+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
+    assert stamp.version == f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
 
 
 def test_without_tesseract_a_scanned_pdf_fails_saying_so(monkeypatch):

@@ -123,13 +123,13 @@ def test_cached_values_as_text(value: object, text: str):
     assert cell_value_text(value) == text
 
 
-def test_a_wrong_declared_dimension_does_not_hide_cells():
+def _with_sheet_rewritten(rows: list[list[object]], rewrite) -> bytes:
+    """A one-sheet workbook of ``rows`` whose sheet XML is replaced by ``rewrite(xml)``."""
     from openpyxl import Workbook
 
     workbook = Workbook()
-    sheet = workbook.active
-    sheet.append(["a", "b"])
-    sheet.append([1, 2])
+    for row in rows:
+        workbook.active.append(row)
     buffer = io.BytesIO()
     workbook.save(buffer)
     source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
@@ -137,33 +137,27 @@ def test_a_wrong_declared_dimension_does_not_hide_cells():
     with zipfile.ZipFile(out, "w") as target:
         for name in source.namelist():
             content = source.read(name)
-            if name == "xl/worksheets/sheet1.xml":
-                # Planted flaw: the file claims its cells end at A1, as some exporters write;
-                # read-only openpyxl trusting it would drop column B and row 2.
-                assert b'<dimension ref="A1:B2"/>' in content
-                content = content.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:A1"/>')
-            target.writestr(name, content)
-    assert XLSX.extract(out.getvalue(), "dim").canonical_text == "a | b\na: 1 | b: 2\n"
+            target.writestr(name, rewrite(content) if name == "xl/worksheets/sheet1.xml" else content)
+    return out.getvalue()
+
+
+def test_a_wrong_declared_dimension_does_not_hide_cells():
+    def claim_a1_only(xml: bytes) -> bytes:
+        # Planted flaw: the file claims its cells end at A1, as some exporters write;
+        # read-only openpyxl trusting it would drop column B and row 2.
+        assert b'<dimension ref="A1:B2"/>' in xml
+        return xml.replace(b'<dimension ref="A1:B2"/>', b'<dimension ref="A1:A1"/>')
+
+    data = _with_sheet_rewritten([["a", "b"], [1, 2]], claim_a1_only)
+    assert XLSX.extract(data, "dim").canonical_text == "a | b\na: 1 | b: 2\n"
 
 
 def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
-    from openpyxl import Workbook
-
-    workbook = Workbook()
-    workbook.active.append(["a", "b"])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as target:
-        for name in source.namelist():
-            content = source.read(name)
-            # Planted flaw: the sheet's XML cut in half. openpyxl raised xml.etree's ParseError
-            # here, which the corpus does not catch: one file would have stopped the run.
-            cut = name == "xl/worksheets/sheet1.xml"
-            target.writestr(name, content[:len(content) // 2] if cut else content)
+    # Planted flaw: the sheet's XML cut in half. openpyxl raised xml.etree's ParseError
+    # here, which the corpus does not catch: one file would have stopped the run.
+    data = _with_sheet_rewritten([["a", "b"]], lambda xml: xml[:len(xml) // 2])
     with pytest.raises(ExtractionError, match=r"^unreadable XLSX: XMLSyntaxError: "):
-        XLSX.extract(out.getvalue(), "cut")
+        XLSX.extract(data, "cut")
 
 
 def test_a_title_row_above_the_header_is_its_own_line():

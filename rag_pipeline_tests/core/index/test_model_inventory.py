@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from rag_pipeline.core.config.validation import InvalidArgumentError
-from rag_pipeline.core.embedding.model_inventory import ModelPartitions, drop_model_partitions, inventory
 from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec
+from rag_pipeline.core.index.model_inventory import ModelPartitions, drop_model_partitions, inventory
 from rag_pipeline.core.storage.warehouse import Warehouse
 
 KEPT = ModelSpec(name="kept", path=Path("."), fingerprint="11111111", dimension=4)

@@ -1,0 +1,31 @@
+"""An answer: the question, the gate's decision with its cited sources, the prompt and the
+optional generated prose; what ``ask`` returns, the service sends as JSON and the CLI prints.
+
+Apart from :mod:`.ask` (which produces it) so that printing an answer a running service gave
+needs no retrieval code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rag_pipeline.core.answer.citations import Citation
+from rag_pipeline.core.answer.generation import CheckedAnswer
+
+
+@dataclass
+class Answer:
+    question: str
+    answered: bool
+    reason: str | None
+    cut: float
+    partition: str
+    citations: list[Citation]
+    prompt: str | None
+    closest_distance: float | None
+    reranked: bool
+    generated: CheckedAnswer | None = None
+    rendered_answer: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    generation: str = ""
+    """The published index generation that answered."""

@@ -1,0 +1,337 @@
+"""Memory-mapped copies of a generation's table files: what a serving process loads at scale.
+
+A Parquet file is compressed and encoded: reading it decodes every row into the process's own
+memory, so a partition of 1.3 M chunks would cost gigabytes of heap in every serving process
+(and again on every swap). The loader instead maps uncompressed copies of the columns it serves
+(Arrow IPC for the chunks' strings, ``.npy`` for the float32 vectors and the BM25 matrix): the
+operating system pages in only what a question touches (a hit's text, the shortlist's vectors,
+the posting lists of the question's terms) and shares the pages between processes.
+
+The copies are made once per table file, streamed batch by batch (never the whole file in
+memory), into ``map_cache/`` of the data folder, named after the file they copy: table files are
+content-named and immutable, so a copy is never stale. Each copy is written to a temporary name
+and renamed, so a crash or a second process never leaves half a copy under the real name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rag_pipeline.core.index.bm25 import Bm25Scorer, posting_weights
+from rag_pipeline.core.storage.table_names import (
+    BM25_CHUNKS,
+    BM25_PARAMS,
+    BM25_POSTINGS,
+    BM25_TABLES,
+    BM25_TERMS,
+)
+from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
+from rag_pipeline.core.text.analyzers import Analyzer
+
+__all__ = ["MAP_CACHE_DIR", "ContentRows", "StringColumn", "mapped_bm25", "mapped_table",
+           "mapped_vectors", "parquet_batches"]
+
+MAP_CACHE_DIR = "map_cache"
+"""Under the data folder: the memory-mappable copies, by table file."""
+BATCH_ROWS = 65_536
+"""Rows per batch while a copy is streamed (bounds the memory a copy costs)."""
+
+
+def cache_path(warehouse: Warehouse, file: str, tag: str) -> Path:
+    """Where the copy ``tag`` of table ``file`` lives (``tag`` names what was copied)."""
+    return warehouse.data_dir / MAP_CACHE_DIR / f"{file.replace('/', '+')}.{tag}"
+
+
+def write_once(path: Path, write: Callable[[Path], None]) -> Path:
+    """``path``, written by ``write`` (to a temporary name, then renamed) unless it exists."""
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def parquet_batches(warehouse: Warehouse, file: str, columns: list[str],
+                    dictionary: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+    """The file's ``columns`` batch by batch (``dictionary`` columns dictionary-encoded, as
+    Parquet stores them)."""
+    with warehouse.fs.open_input_file(warehouse.full_path(file)) as source:
+        reader = pq.ParquetFile(source, read_dictionary=list(dictionary))
+        yield from reader.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+
+
+def mapped_table(warehouse: Warehouse, file: str, columns: list[str]) -> pa.Table:
+    """The ``columns`` of a table file, from its uncompressed Arrow IPC copy mapped into memory
+    (the buffers are the mapped pages: no row is decoded into the process)."""
+    tag = hashlib.blake2b(",".join(columns).encode(), digest_size=6).hexdigest() + ".arrow"
+
+    def write(tmp: Path) -> None:
+        with warehouse.fs.open_input_file(warehouse.full_path(file)) as source:
+            schema = pq.ParquetFile(source).schema_arrow
+        selected = pa.schema([schema.field(name) for name in columns])
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, selected) as writer:
+            for batch in parquet_batches(warehouse, file, columns):
+                writer.write_batch(batch)
+
+    path = write_once(cache_path(warehouse, file, tag), write)
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+
+
+def mapped_vectors(warehouse: Warehouse, file: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """The ``vector`` column of an embeddings file as a read-only memory-mapped float32 matrix.
+
+    Args:
+        warehouse: Where the file is.
+        file: The embeddings file.
+        rows: For each output row, the file row it holds (the chunks' order); None keeps the
+            file's order.
+
+    Returns:
+        An ``(n, dimension)`` matrix mapped from its ``.npy`` copy.
+    """
+    order = None if rows is None else np.asarray(rows, np.int64)
+    tag = "vectors.npy" if order is None else (
+        f"vectors-{hashlib.blake2b(order.tobytes(), digest_size=8).hexdigest()}.npy")
+
+    def write(tmp: Path) -> None:
+        with warehouse.fs.open_input_file(warehouse.full_path(file)) as source:
+            meta = pq.ParquetFile(source)
+            n, width = meta.metadata.num_rows, meta.schema_arrow.field("vector").type.list_size
+        if order is not None and len(order) != n:
+            raise ValueError(f"{len(order)} rows asked of {file}, which holds {n}")
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, width))
+        destination = None if order is None else np.empty(n, np.int64)
+        if destination is not None:
+            destination[order] = np.arange(n)
+        start = 0
+        for batch in parquet_batches(warehouse, file, ["vector"]):
+            block = np.asarray(batch.column(0).flatten().to_numpy(), np.float32).reshape(-1, width)
+            if destination is None:
+                out[start:start + len(block)] = block
+            else:
+                out[destination[start:start + len(block)]] = block
+            start += len(block)
+        out.flush()
+        del out
+
+    return np.load(write_once(cache_path(warehouse, file, tag), write), mmap_mode="r")
+
+
+class StringColumn(Sequence[str]):
+    """A string column read one value at a time (``column[row]``) from Arrow buffers (mapped or
+    not), so 1.3 M chunks cost no Python object until a row is asked for."""
+
+    def __init__(self, values: pa.ChunkedArray | pa.Array) -> None:
+        self._values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return self._values[row].to_pylist()
+        return self._values[int(row)].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        for start in range(0, len(self._values), BATCH_ROWS):
+            yield from self._values.slice(start, BATCH_ROWS).to_pylist()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StringColumn):
+            return self._values.equals(other._values)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == len(self) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def arrow(self) -> pa.Array:
+        """The Arrow array behind the column."""
+        return self._values
+
+
+class ContentRows(Mapping[str, tuple[int, ...]]):
+    """Every row holding a content, by ``content_sha256`` (rows in partition order), kept as
+    three integer arrays (a group per row, the rows sorted by group, each group's start) instead
+    of a dictionary of tuples: about 16 bytes a row."""
+
+    def __init__(self, hashes: StringColumn) -> None:
+        encoded = pa.chunked_array([hashes.arrow()]).dictionary_encode().combine_chunks()
+        self._hashes = hashes
+        self._groups = encoded.dictionary
+        self.group_of_row = np.asarray(encoded.indices.to_numpy(), np.int32)
+        self._sorted = np.argsort(self.group_of_row, kind="stable").astype(np.int32)
+        self._starts = np.searchsorted(self.group_of_row[self._sorted],
+                                       np.arange(len(self._groups) + 1)).astype(np.int64)
+
+    @classmethod
+    def of(cls, hashes: Sequence[str]) -> ContentRows:
+        column = hashes if isinstance(hashes, StringColumn) else StringColumn(pa.array(hashes, pa.string()))
+        return cls(column)
+
+    def rows_of_row(self, row: int) -> tuple[int, ...]:
+        """Every row holding the content of ``row`` (itself included), in partition order."""
+        group = self.group_of_row[row]
+        return tuple(self._sorted[self._starts[group]:self._starts[group + 1]].tolist())
+
+    def __getitem__(self, content_hash: str) -> tuple[int, ...]:
+        found = self._groups.index(content_hash).as_py()
+        if found < 0:
+            raise KeyError(content_hash)
+        return tuple(self._sorted[self._starts[found]:self._starts[found + 1]].tolist())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups.to_pylist())
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+
+def _dictionary_codes(column: pa.Array, lookup: Callable[[list], np.ndarray]) -> np.ndarray:
+    """Per row of a dictionary-encoded (or plain) string column, ``lookup`` of its value: each
+    distinct value is looked up once."""
+    if pa.types.is_dictionary(column.type):
+        return lookup(column.dictionary.to_pylist())[np.asarray(column.indices.to_numpy(), np.int64)]
+    return lookup(column.to_pylist())
+
+
+def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: StringColumn,
+                chunker: str) -> dict[Analyzer, Bm25Scorer]:
+    """One memory-mapped scorer per analyzer the generation's BM25 tables hold.
+
+    The postings file is streamed once into three ``.npy`` arrays per analyzer (CSC: each term's
+    column start, then the rows and the weights of its postings, rows ascending), placed by the
+    terms' ``df`` (a term with more postings than its ``df`` is an error, as is a posting of a
+    chunk or term the statistics do not name).
+
+    Args:
+        warehouse: Where the tables are.
+        files: The generation's ``bm25_terms``, ``bm25_chunks``, ``bm25_postings`` and
+            ``bm25_params`` files, by table name.
+        chunk_ids: The partition's chunk ids in row order (the scorers' rows).
+        chunker: The partition's chunker (named in errors).
+
+    Returns:
+        A scorer per analyzer with statistics (an analyzer without is left out).
+
+    Raises:
+        IndexNotBuiltError: When the statistics are not those of these chunks.
+    """
+    params = {row["analyzer"]: row for row in warehouse.read_file(files[BM25_PARAMS]).to_pylist()}
+    terms = warehouse.read_file(files[BM25_TERMS])
+    stats = mapped_table(warehouse, files[BM25_CHUNKS], ["analyzer", "chunk_id", "length"])
+    present = [a for a in Analyzer if a.value in params]
+    # The weights depend on all four files (idf, lengths, k1 and b, the postings): the copy is
+    # named after every one of them.
+    made_from = hashlib.blake2b("\n".join(files[name] for name in BM25_TABLES).encode(),
+                                digest_size=6).hexdigest()
+    per: dict[Analyzer, dict] = {}
+    for analyzer in present:
+        own = terms.filter(pc.equal(terms.column("analyzer"), analyzer.value))
+        mine = stats.filter(pc.equal(stats.column("analyzer"), analyzer.value))
+        if not mine.column("chunk_id").combine_chunks().equals(chunk_ids.arrow()):
+            raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its chunks: "
+                                     "re-run `rag-pipeline index`")
+        df = own.column("df").to_numpy().astype(np.int64)
+        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        per[analyzer] = {
+            "terms": own.column("term").to_pylist(), "idf": own.column("idf").to_numpy(),
+            "indptr": indptr, "lengths": mine.column("length").to_numpy().astype(np.float64),
+            "paths": {name: cache_path(warehouse, files[BM25_POSTINGS],
+                                       f"{made_from}.{analyzer.value}.{name}.npy")
+                      for name in ("indptr", "indices", "data")}}
+    if any(not p.is_file() for a in per.values() for p in a["paths"].values()):
+        _write_postings(warehouse, files[BM25_POSTINGS], chunk_ids, per, params)
+    scorers = {}
+    for analyzer, a in per.items():
+        arrays = {name: np.load(path, mmap_mode="r") for name, path in a["paths"].items()}
+        scorers[analyzer] = Bm25Scorer(chunk_ids, a["terms"], a["idf"], arrays["indptr"],
+                                       arrays["indices"], arrays["data"], analyzer,
+                                       params[analyzer.value]["k1"], params[analyzer.value]["b"])
+    return scorers
+
+
+def _write_postings(warehouse: Warehouse, file: str, chunk_ids: StringColumn,
+                    per: dict[Analyzer, dict], params: Mapping[str, Mapping]) -> None:
+    row_of = {c: i for i, c in enumerate(chunk_ids)}
+    analyzer_code = {a.value: i for i, a in enumerate(Analyzer)}
+    outputs = {}
+    for analyzer, a in per.items():
+        total = int(a["indptr"][-1])
+        tmp = {name: path.with_name(f".{path.name}.{os.getpid()}.tmp") for name, path in a["paths"].items()}
+        tmp["indptr"].parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp["indptr"], "wb") as sink:
+            np.save(sink, a["indptr"])
+        outputs[analyzer] = {
+            "tmp": tmp, "fill": a["indptr"][:-1].copy(),
+            "column_of": {t: i for i, t in enumerate(a["terms"])},
+            "indices": np.lib.format.open_memmap(tmp["indices"], "w+", np.int32, (total,)),
+            "data": np.lib.format.open_memmap(tmp["data"], "w+", np.float64, (total,))}
+
+    def rows(values: list) -> np.ndarray:
+        return np.array([row_of.get(v, -1) for v in values], np.int64)
+
+    try:
+        for batch in parquet_batches(warehouse, file, ["analyzer", "chunk_id", "term", "tf"],
+                                     dictionary=["analyzer", "chunk_id", "term"]):
+            analyzers = _dictionary_codes(batch.column(0), lambda vs: np.array(
+                [analyzer_code.get(v, -1) for v in vs], np.int64))
+            chunk_rows = _dictionary_codes(batch.column(1), rows)
+            if (chunk_rows < 0).any():
+                raise IndexNotBuiltError(f"{int((chunk_rows < 0).sum())} BM25 postings name a chunk "
+                                         "missing from the statistics: re-run `rag-pipeline index`")
+            tf_all = batch.column(3).to_numpy()
+            for code, analyzer in enumerate(Analyzer):
+                if analyzer not in outputs:
+                    continue
+                out, a = outputs[analyzer], per[analyzer]
+                take = np.flatnonzero(analyzers == code)
+                if not len(take):
+                    continue
+                cols = _dictionary_codes(batch.column(2).take(pa.array(take)), lambda vs, o=out: np.array(
+                    [o["column_of"].get(v, -1) for v in vs], np.int64))
+                if (cols < 0).any():
+                    raise IndexNotBuiltError(f"{int((cols < 0).sum())} BM25 postings name a term missing "
+                                             "from the statistics: re-run `rag-pipeline index`")
+                chunk, tf = chunk_rows[take], tf_all[take]
+                weights = posting_weights(a["idf"], a["lengths"], chunk, cols, tf,
+                                          params[analyzer.value]["k1"], params[analyzer.value]["b"])
+                order = np.argsort(cols, kind="stable")
+                cols, chunk, weights = cols[order], chunk[order], weights[order]
+                first = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+                counts = np.diff(np.r_[first, len(cols)])
+                starts = out["fill"][cols[first]]
+                if (starts + counts > a["indptr"][cols[first] + 1]).any():
+                    raise IndexNotBuiltError("BM25 postings outnumber their terms' df: re-run "
+                                             "`rag-pipeline index`")
+                rank = np.arange(len(cols)) - np.repeat(first, counts)
+                places = np.repeat(starts, counts) + rank
+                out["indices"][places] = chunk
+                out["data"][places] = weights
+                out["fill"][cols[first]] += counts
+        for analyzer, out in outputs.items():
+            if not np.array_equal(out["fill"], per[analyzer]["indptr"][1:]):
+                raise IndexNotBuiltError(f"BM25 postings of {analyzer.value} fall short of their terms' "
+                                         "df: re-run `rag-pipeline index`")
+            out["indices"].flush()
+            out["data"].flush()
+            del out["indices"], out["data"]
+            for name, path in per[analyzer]["paths"].items():
+                out["tmp"][name].replace(path)
+    finally:
+        for out in outputs.values():
+            for path in out["tmp"].values():
+                path.unlink(missing_ok=True)

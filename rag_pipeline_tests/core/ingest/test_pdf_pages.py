@@ -1,0 +1,51 @@
+"""Tests for ``rag_pipeline.core.ingest.pdf_pages``: an underscore TeX draws as a rule on the
+baseline reads as ``_``; rules that are not underscores leave the text alone."""
+
+from __future__ import annotations
+
+import io
+
+import pypdfium2
+from fpdf import FPDF
+
+from rag_pipeline.core.ingest.pdf_pages import page_runs, underscore_rules
+
+BASELINE = 100.0
+
+
+def _page_with_rules(rules: list[tuple[float, float, float]]) -> bytes:
+    """One line "t out is at x" drawn word by word at 11 points (as TeX places them), with
+    filled rectangles (x, width, top) of 0.5 points' height."""
+    pdf = FPDF(unit="pt")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    for x, word in ((72.0, "t"), (81.0, "out"), (102.0, "is"), (113.0, "at"), (126.0, "x")):
+        pdf.text(x, BASELINE, word)
+    for x, width, top in rules:
+        pdf.rect(x, top, width, 0.5, style="F")
+    return bytes(pdf.output())
+
+
+def _text(data: bytes) -> list[str]:
+    with pypdfium2.PdfDocument(io.BytesIO(data)) as document:
+        return [run.text for run in page_runs(document, 0).runs]
+
+
+def test_a_rule_on_the_baseline_between_two_letters_is_an_underscore():
+    # "t" ends near x=75, "out" starts at 81: a 4-point rule in that gap, on the baseline.
+    assert _text(_page_with_rules([(76.0, 4.0, BASELINE - 0.2)])) == ["t_out is at x"]
+
+
+def test_rules_that_are_no_underscore_leave_the_text_alone():
+    # Planted flaws, each must not become "_": a rule above the line (an overline, 6 points
+    # over the baseline), a 40-point rule under the whole line (too long: a table's rule).
+    data = _page_with_rules([(76.0, 4.0, BASELINE - 6.0), (72.0, 40.0, BASELINE + 0.2)])
+    assert _text(data) == ["t out is at x"]
+
+
+def test_only_short_thin_rules_are_candidates():
+    data = _page_with_rules([(76.0, 4.0, BASELINE - 0.2), (72.0, 40.0, BASELINE + 3)])
+    with pypdfium2.PdfDocument(io.BytesIO(data)) as document:
+        page = document[0]
+        rules = underscore_rules(page, float(page.get_height()))
+    assert [(round(r.x0, 1), round(r.x1, 1)) for r in rules] == [(76.0, 80.0)]
