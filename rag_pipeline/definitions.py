@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset

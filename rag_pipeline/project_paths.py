@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.config.project_config import ProjectConfig
+    from rag_pipeline.core.config.schema import ProjectConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
@@ -22,6 +22,9 @@ def corpus_export_dir(data_dir: Path) -> Path:
 DEFAULT_CORPUS_DIR = corpus_export_dir(DEFAULT_DATA_DIR)
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
+INDEX_LOCK = "rag-pipeline-index.lock"
+"""The file in a Dagster home that one ``rag-pipeline index`` at a time holds (the corpus watch
+reads its holder: an ``index`` that holds it launches its own documents run)."""
 
 # Read only at the process edge (the CLI and ``definitions.defs``), never in the core.
 ENV_DATA_DIR = "RAG_PIPELINE_DATA_DIR"
@@ -62,7 +65,7 @@ def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:
     (``RAG_PIPELINE_CORPUS`` or ``[index] corpus``) and ``evaluation`` for the bundled one.
     The code location (the UI, the daemon, the runs) and ``rag-pipeline index`` agree through
     these variables."""
-    from rag_pipeline.core.config.project_config import choose_profile, load_config, select_profile
+    from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
 
     config = load_config(config_path(environ))
     user_corpus = bool(environ.get(ENV_CORPUS)) or config.corpus is not None

@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_pipeline.core.config.project_config import declared_models  # noqa: E402
+from rag_pipeline.core.config.keys import declared_models  # noqa: E402
 from rag_pipeline.core.embedding.models import ModelSpec, spec_for_folder  # noqa: E402
 
 TINY_DOCS = {

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from rag_pipeline.core.config.project_config import default_model_spec
+from rag_pipeline.core.config.keys import default_model_spec
 from rag_pipeline.core.embedding.models import ModelSpec, l2_normalise
 
 DIMENSION = 384

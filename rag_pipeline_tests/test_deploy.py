@@ -29,7 +29,7 @@ import pytest
 
 from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import AskSettings, ask
-from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest.corpus_export import export_python_reference

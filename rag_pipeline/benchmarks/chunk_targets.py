@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
-from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.evaluation.catalogue import RunKey
 from rag_pipeline.core.evaluation.evaluate import (
     REPORT_STYLES,
     EvalReport,
     PairedRow,
     RankRow,
-    RunKey,
     SummaryRow,
     compare,
     evaluate,

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.config.project_config import declared_chunkers, declared_models
+from rag_pipeline.core.config.keys import declared_models
+from rag_pipeline.core.config.parse import declared_chunkers
 from rag_pipeline.core.embedding.embedder import Embedder, load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, Precision
 from rag_pipeline.core.storage.warehouse import Warehouse

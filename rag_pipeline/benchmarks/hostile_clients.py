@@ -44,7 +44,8 @@ def write_corpus(root: Path) -> None:
 
 def build(data: Path, corpus: Path) -> None:
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy
-    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.embedder import load_embedder
     from rag_pipeline.core.index.partition_build import build_partition
     from rag_pipeline.core.ingest import extract_corpus

@@ -25,7 +25,7 @@ import json, sys, time
 from pathlib import Path
 import dagster as dg
 from rag_pipeline.orchestration.automation import EMBEDDINGS_JOB
-from rag_pipeline.core.config.project_config import declared_models
+from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.definitions import build_definitions
 data, corpus, chunker, threads = sys.argv[1:]
 defs = build_definitions(data_dir=Path(data), corpus_dir=Path(corpus), torch_threads=int(threads))

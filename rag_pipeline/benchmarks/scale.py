@@ -176,7 +176,7 @@ def measure(data_dir: Path, chunker: str, model_key: str, depth: int) -> dict:
     """Runs in a fresh process: load time and memory, exact vs ANN over the bundled questions,
     then BM25 timings."""
     from rag_pipeline.benchmarks.serve_load import questions
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.keys import declared_models
     from rag_pipeline.core.embedding.embedder import load_embedder
     from rag_pipeline.core.index.ann import DensePath, recall_at_k
     from rag_pipeline.core.index.store import load_partition
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="How the server embeds questions (serve --query-backend).")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.keys import declared_models
 
     model_key = args.model or declared_models()[0].key
     if args.measure is not None:

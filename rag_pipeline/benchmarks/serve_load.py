@@ -252,7 +252,7 @@ def index_partition(data: Path, corpus: Path, chunker: str) -> None:
     generation)."""
     import dagster as dg
 
-    from rag_pipeline.core.config.project_config import declared_models
+    from rag_pipeline.core.config.keys import declared_models
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 

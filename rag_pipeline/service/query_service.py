@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import MAX_QUESTION_CHARS, AskSettings, ask, check_question
-from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES
+from rag_pipeline.core.answer.gate import MAX_SOURCES, gate_cut
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
-from rag_pipeline.core.embedding.embedder import QueryPath
 from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.embedding.question import QueryPath
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -74,13 +74,16 @@ class ServeSettings:
     model_key: str
     retriever: Retriever = Retriever.HYBRID
     analyzer: Analyzer = DEFAULT_ANALYZER
-    cut: float = DEFAULT_CUT
+    cut: float | None = None
+    """None: the served model's cut (:func:`~rag_pipeline.core.answer.gate.gate_cut`); the
+    service holds the resolved value."""
     max_sources: int = MAX_SOURCES
     base_url: str | None = None
     workers: int = 2
 
     def __post_init__(self) -> None:
-        check_threshold(self.cut, "cut")
+        if self.cut is not None:
+            check_threshold(self.cut, "cut")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
 
@@ -103,7 +106,7 @@ class QueryService:
             raise ValueError(f"the embedder is {embedder.spec.key}, the service serves {settings.model_key}")
         self.follower = follower
         self.embedder = embedder
-        self.settings = settings
+        self.settings = replace(settings, cut=gate_cut(embedder.spec, settings.cut))
         self.started_at = time.time()
         self._slots = threading.BoundedSemaphore(settings.workers)
         self._counts_lock = threading.Lock()

@@ -8,13 +8,14 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from pathlib import Path
 
 from rag_pipeline.core.answer.ask import ask
-from rag_pipeline.core.embedding.embedder import QueryPathMismatchError, load_embedder
+from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
@@ -36,11 +37,11 @@ def pin_threads() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[[], TextEmbedder],
+def start_service(warehouse: Warehouse, settings: ServeSettings, load_model: Callable[[], TextEmbedder],
                   poll_seconds: float = 1.0) -> QueryService:
     """Loads the served generation (first: a missing index fails fast), then the model from
     ``load_model``, answers one question to warm up, and follows the partition."""
-    follower = IndexFollower(data_dir, settings.chunker, settings.model_key, poll_seconds)
+    follower = IndexFollower(warehouse, settings.chunker, settings.model_key, poll_seconds)
     served = follower.start()
     try:
         embedder = load_model()
@@ -52,11 +53,11 @@ def start_service(data_dir: Path, settings: ServeSettings, load_model: Callable[
 
 
 @contextmanager
-def running_service(data_dir: Path, settings: ServeSettings,
+def running_service(warehouse: Warehouse, settings: ServeSettings,
                     load_model: Callable[[], TextEmbedder],
                     poll_seconds: float = 1.0) -> Iterator[QueryService]:
     """:func:`start_service`, with the index follower stopped on the way out."""
-    service = start_service(data_dir, settings, load_model, poll_seconds)
+    service = start_service(warehouse, settings, load_model, poll_seconds)
     try:
         yield service
     finally:
@@ -124,7 +125,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
+def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
                   query_runtime: str | None = "onnxruntime", query_streams: int = 1,
                   query_threads: int | None = None) -> None:
@@ -136,7 +137,7 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
     with closing(listening_socket(host, port)) as sock:
         pin_threads()
         with running_service(
-                data_dir, settings,
+                warehouse, settings,
                 lambda: load_service_model(spec, settings.workers, query_runtime, echo,
                                            query_streams, query_threads),
                 poll_seconds) as service:
@@ -153,13 +154,14 @@ def serve_forever(data_dir: Path, spec: ModelSpec, settings: ServeSettings, *, h
                                     timeout_keep_alive=KEEP_ALIVE_SECONDS,
                                     http=guarded_protocol(CLIENT_LIMITS))
             # `ask` finds this service through the data folder while it runs.
-            write_serve_record(data_dir, ServeRecord(host, port, os.getpid(), settings.chunker,
-                                                     settings.model_key, settings.base_url))
+            write_serve_record(warehouse.data_dir, ServeRecord(
+                host, port, os.getpid(), settings.chunker, settings.model_key, settings.base_url,
+                warehouse.location))
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
             try:
                 uvicorn.Server(config).run(sockets=[sock])
             finally:
-                remove_serve_record(data_dir, os.getpid())
+                remove_serve_record(warehouse.data_dir, os.getpid())
                 signal.signal(signal.SIGTERM, previous)

@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.evaluation.report import report_path
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import MAX_BODY_BYTES, create_app, document_view
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
@@ -31,7 +32,8 @@ def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
 
 @pytest.fixture(scope="module")
 def client(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[TestClient]:
-    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key, workers=2),
+    with (running_service(Warehouse(built.data_dir),
+                          ServeSettings("header", hashed_embedder.spec.key, workers=2),
                           lambda: hashed_embedder, poll_seconds=3600) as service,
           TestClient(create_app(service)) as test_client):
         yield test_client
@@ -213,7 +215,7 @@ def test_the_real_model_answers_and_refuses_through_the_service(tmp_path: Path, 
     embedder = Embedder(minilm)
     built = build_index(tmp_path, embedder)
     embedder.fast_queries()  # what `serve` does: questions on ONNX Runtime fp32
-    with (running_service(built.data_dir, ServeSettings("header", minilm.key), lambda: embedder,
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", minilm.key), lambda: embedder,
                           poll_seconds=3600) as service,
           TestClient(create_app(service)) as test_client):
         answer = test_client.get("/ask", params={"q": TIMEOUTS_QUESTION}).json()
@@ -262,7 +264,7 @@ def test_a_document_whose_name_holds_a_newline_is_cited_and_shown(
     odd = "odd\nname.md"
     built = build_index(tmp_path, hashed_embedder, docs={
         **DUPLICATED_DOCS, odd: "# Odd\n\nThe frobnicator purrs at dawn in its basket.\n"})
-    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key,
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key,
                                                         base_url="http://127.0.0.1:1/documents",
                                                         workers=1),
                           lambda: hashed_embedder, poll_seconds=3600) as service,

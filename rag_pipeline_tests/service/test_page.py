@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
@@ -27,7 +28,7 @@ TIMEOUT_MS = 30_000
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> Iterator[str]:
     built: BuiltIndex = build_index(tmp_path_factory.mktemp("page"), hashed_embedder)
-    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key),
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
                           lambda: hashed_embedder, poll_seconds=3600) as service,
           serve_in_thread(create_app(service)) as url):
         yield url

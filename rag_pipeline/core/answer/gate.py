@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.embedding.models import ModelSpec
 
 DEFAULT_CUT = 0.6
 """Chosen by the refusal sweep on the bundled gold set (122 needles x 2 phrasings, 60
@@ -20,7 +24,7 @@ rule (at most 2 of 64 refused) lands at 0.586 / 0.596 with the same held-out cou
 refusal signal measured did better (README, "Evaluation"). Re-run the sweep for another corpus."""
 MAX_SOURCES = 4
 
-__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "refusal_line"]
+__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "gate_cut", "refusal_line"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,16 @@ class GateDecision:
     @property
     def answered(self) -> bool:
         return bool(self.kept)
+
+
+def gate_cut(spec: ModelSpec, cut: float | None = None) -> float:
+    """The cut questions to ``spec``'s model are gated at: ``cut`` when one is given (``--cut``,
+    ``serve --cut``), else the model's declared ``cut`` (``rag_pipeline.toml``), else
+    :data:`DEFAULT_CUT`. The one place the cut is resolved: ``ask``, ``serve`` and the service
+    all ask here."""
+    if cut is not None:
+        return cut
+    return spec.cut if spec.cut is not None else DEFAULT_CUT
 
 
 def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,

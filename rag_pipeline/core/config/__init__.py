@@ -1,0 +1,16 @@
+"""The configuration stage: ``rag_pipeline.toml`` and its lock, read into typed values, and the
+checks every input passes before any work.
+
+- :mod:`.schema`: the file's typed values (``ProjectConfig``, ``ModelDeclaration``,
+  ``Profile``) and the built-in default declaration.
+- :mod:`.parse`: ``load_config`` / ``parse_config`` (one-line errors), the profile ``index``
+  builds (``choose_profile``, ``select_profile``).
+- :mod:`.lock`: ``rag_pipeline.lock.json`` (``load_lock``, ``effective_lock``, ``lock_json``).
+- :mod:`.keys`: a declaration's spec and key (``model_specs``, ``declared_models``,
+  ``write_lock``).
+- :mod:`.init_file`: the configuration ``rag-pipeline init`` writes.
+- :mod:`.validation`: argument checks shared by the CLI, the service and the warehouse.
+
+Nothing is re-exported here: :mod:`.validation` is imported by the storage stage, below the
+model declarations, so importing this package must stay as light as that module.
+"""

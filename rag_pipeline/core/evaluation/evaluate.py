@@ -4,7 +4,9 @@ For every chunker x retriever: the rank of the first chunk whose ``content`` hol
 needle, Recall@1/4/8/20 with Wilson 95 % intervals, MRR, and the needles no chunk holds whole
 ("answers destroyed" by chunking). Paired comparisons count wins and losses on the same queries
 and test the discordant pairs with an exact sign test. The refusal sweep runs the gate over a
-range of cuts, in-domain and out-of-domain.
+range of cuts, in-domain and out-of-domain (:mod:`rag_pipeline.core.evaluation.gate_sweep`),
+over the runs of :mod:`rag_pipeline.core.evaluation.catalogue`. This module holds the report's
+rows and the driver, :func:`evaluate`.
 
 Every ranking is scored on the exact dense path (the figures, refusal signals included, are the
 exact ones whatever the partition's size); when a partition has an ANN index, the same queries
@@ -17,23 +19,33 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 import numpy as np
 
-from rag_pipeline.core.answer.gate import MAX_SOURCES, apply_gate
+from rag_pipeline.core.answer.gate import MAX_SOURCES
 from rag_pipeline.core.answer.refusal import (
     RefusalSignal,
     budget_cut,
-    cases,
-    cross_validate,
-    cross_validate_combination,
-    fold_of,
     refusal_signals,
 )
-from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.embedding.models import TextEmbedder
-from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, OodKind, OodLine, QueryStyle, collapse
+from rag_pipeline.core.evaluation.catalogue import (
+    PRODUCTION_CHUNKER,
+    RunKey,
+    candidate_pairs,
+    default_pairs,
+    default_runs,
+)
+from rag_pipeline.core.evaluation.gate_sweep import (
+    CUT_RULE,
+    GateCvRow,
+    SweepRow,
+    first_hit_rank,
+    gate_cross_validation,
+    recommend_cut,
+    refusal_sweep,
+)
+from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, OodLine, QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import (
     mean_reciprocal_rank,
     paired_wins_losses,
@@ -42,11 +54,7 @@ from rag_pipeline.core.evaluation.metrics import (
 )
 from rag_pipeline.core.index.ann import DensePath, recall_at_k
 from rag_pipeline.core.index.store import PartitionIndex
-from rag_pipeline.core.retrieval.fusion import Fusion
 from rag_pipeline.core.retrieval.retriever import (
-    DEFAULT_ANALYZER,
-    DenseUnit,
-    Hit,
     QueryVector,
     Ranking,
     RetrievalSettings,
@@ -54,143 +62,12 @@ from rag_pipeline.core.retrieval.retriever import (
     retrieve,
 )
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
-from rag_pipeline.core.text.analyzers import Analyzer
 
 RECALL_KS = (1, 4, 8, 20)
 PAIRED_KS = (4, 8, 20)
-SWEEP_CUTS = tuple(round(0.45 + 0.025 * i, 3) for i in range(13))
-PRODUCTION_CHUNKER = "header"
 ALL_STYLES = "all"
 """The ``style`` of a row over every query; the other rows name a ``QueryStyle``."""
 REPORT_STYLES = (ALL_STYLES, *(style.value for style in QueryStyle))
-
-_H = Retriever.HYBRID
-BEFORE = RetrievalSettings(_H, Analyzer.ENGLISH, fusion=Fusion.RRF, dense_weight=1.0)
-"""The default before issue 11: English BM25 and plain RRF (k = 60) of dense and BM25."""
-CANDIDATES: dict[str, RetrievalSettings] = {
-    "before": BEFORE,
-    "code": replace(BEFORE, analyzer=Analyzer.CODE),
-    "rrf-dense2": replace(BEFORE, dense_weight=2.0),
-    "rrf-dense3": replace(BEFORE, dense_weight=3.0),
-    "minmax": replace(BEFORE, fusion=Fusion.MIN_MAX),
-    "minmax-dense2": replace(BEFORE, fusion=Fusion.MIN_MAX, dense_weight=2.0),
-    "rm3": replace(BEFORE, rm3_docs=10),
-    "rocchio": replace(BEFORE, rocchio_docs=5),
-    "rm3+rocchio": replace(BEFORE, rm3_docs=10, rocchio_docs=5),
-    "sentence": replace(BEFORE, dense_unit=DenseUnit.SENTENCE),
-    "chunk|sentence": replace(BEFORE, dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
-    "code+rrf-dense2": replace(BEFORE, analyzer=Analyzer.CODE, dense_weight=2.0),
-    "code+minmax-dense2": replace(BEFORE, analyzer=Analyzer.CODE, fusion=Fusion.MIN_MAX,
-                                  dense_weight=2.0),
-    "code+minmax-dense2+chunk|sentence": replace(
-        BEFORE, analyzer=Analyzer.CODE, fusion=Fusion.MIN_MAX, dense_weight=2.0,
-        dense_unit=DenseUnit.CHUNK_OR_SENTENCE),
-}
-"""Switchable retrieval settings (``rag-pipeline eval --candidates``), each measured against
-``before`` (the default before issue 11) by paired sign tests per query style. Each differs
-from ``before`` in one idea, except the ``+`` combinations of ideas that won on their own."""
-
-
-@dataclass(frozen=True)
-class RunKey:
-    """One way of retrieving: chunker, retriever, BM25 analyzer, duplicate collapse."""
-
-    chunker: str
-    retriever: Retriever
-    analyzer: Analyzer = DEFAULT_ANALYZER
-    collapse: bool = True
-    candidate: str | None = None
-    """A name in ``CANDIDATES``: that candidate's settings replace the fields above."""
-
-    @property
-    def retriever_label(self) -> str:
-        if self.candidate is not None:
-            return f"{self.retriever.value}[{self.candidate}]"
-        label = self.retriever.value
-        if self.retriever is not Retriever.DENSE and self.analyzer is not DEFAULT_ANALYZER:
-            label += f"[{self.analyzer.value}]"
-        if not self.collapse:
-            label += "[no-collapse]"
-        return label
-
-    @property
-    def label(self) -> str:
-        return f"{self.chunker}/{self.retriever_label}"
-
-    def settings(self) -> RetrievalSettings:
-        """The run's settings, always on the exact dense path."""
-        if self.candidate is not None:
-            return replace(CANDIDATES[self.candidate], dense_path=DensePath.EXACT)
-        return RetrievalSettings(retriever=self.retriever, analyzer=self.analyzer,
-                                 collapse_duplicates=self.collapse, dense_path=DensePath.EXACT)
-
-
-def beir_candidates() -> dict[str, RetrievalSettings]:
-    """The default setting and every candidate a BEIR corpus can run (one document per unit,
-    so no sentence vectors)."""
-    return {"default": RetrievalSettings(),
-            **{name: s for name, s in CANDIDATES.items() if s.dense_unit is DenseUnit.CHUNK}}
-
-
-def candidate_run(chunker: str, name: str) -> RunKey:
-    """The run of candidate ``name`` (a key of ``CANDIDATES``) on ``chunker``."""
-    settings = CANDIDATES[name]
-    return RunKey(chunker, settings.retriever, settings.analyzer, settings.collapse_duplicates,
-                  candidate=name)
-
-
-def candidate_runs(chunker: str = PRODUCTION_CHUNKER) -> list[RunKey]:
-    return [candidate_run(chunker, name) for name in CANDIDATES]
-
-
-def candidate_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
-    """The default hybrid run, then every other candidate, against ``before`` on its chunker."""
-    present = set(runs)
-    pairs = []
-    for run in runs:
-        before = candidate_run(run.chunker, "before")
-        if before not in present or run == before:
-            continue
-        if run.candidate is not None or run == RunKey(run.chunker, Retriever.HYBRID):
-            pairs.append((run, before))
-    return pairs
-
-
-def _other_analyzer() -> Analyzer:
-    return next(a for a in Analyzer if a is not DEFAULT_ANALYZER)
-
-
-def default_runs(chunkers: Sequence[str]) -> list[RunKey]:
-    """Three retrievers for every chunker, plus, on the production chunker, the other BM25
-    analyzer (alone and fused) and hybrid with duplicate collapse off."""
-    runs = [RunKey(c, r) for c in chunkers for r in Retriever]
-    if PRODUCTION_CHUNKER in chunkers:
-        other = _other_analyzer()
-        runs += [RunKey(PRODUCTION_CHUNKER, Retriever.BM25, other),
-                 RunKey(PRODUCTION_CHUNKER, Retriever.HYBRID, other),
-                 RunKey(PRODUCTION_CHUNKER, Retriever.HYBRID, collapse=False)]
-    return runs
-
-
-def default_pairs(runs: Sequence[RunKey]) -> list[tuple[RunKey, RunKey]]:
-    """The comparisons that matter, where both sides were run."""
-    h = Retriever.HYBRID
-    other = _other_analyzer()
-    header, blind = ChunkingStrategy.HEADER.value, ChunkingStrategy.BLIND.value
-    wanted = [
-        (RunKey(header, h), RunKey(blind, h)),
-        (RunKey(header, h), RunKey(ChunkingStrategy.BOUNDARIES.value, h)),
-        (RunKey(ChunkingStrategy.BLIND_OVERLAP.value, h), RunKey(blind, h)),
-        (RunKey(ChunkingStrategy.HEADER_OVERLAP.value, h), RunKey(header, h)),
-        (RunKey(header, h), RunKey(header, Retriever.DENSE)),
-        (RunKey(header, h), RunKey(header, Retriever.BM25)),
-        (RunKey(header, h), RunKey(header, h, collapse=False)),
-        (RunKey(header, Retriever.BM25, other), RunKey(header, Retriever.BM25)),
-        (RunKey(header, h, other), RunKey(header, h)),
-    ]
-    present = set(runs)
-    return [(a, b) for a, b in wanted if a in present and b in present]
-
 
 @dataclass(frozen=True)
 class RankRow:
@@ -225,23 +102,6 @@ class PairedRow:
     wins: int
     losses: int
     p: float
-
-
-@dataclass(frozen=True)
-class SweepRow:
-    cut: float
-    in_correct: int
-    in_wrong: int
-    in_refused: int
-    ood_bluffs: int
-    ood_bluffs_near: int
-    ood_bluffs_off: int
-    ood_total: int
-
-    @property
-    def right_outcomes(self) -> int:
-        """In-domain answered with a correct chunk plus out-of-domain refused."""
-        return self.in_correct + (self.ood_total - self.ood_bluffs)
 
 
 @dataclass
@@ -304,139 +164,12 @@ def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector
                     min(recalls, default=1.0), same)
 
 
-CUT_RULE = ("the cut with the most right outcomes (in-domain queries answered with a correct "
-            "chunk + out-of-domain queries refused); ties go to the stricter (lower) cut")
-
 
 def rows_holding(index: PartitionIndex, needles: Sequence[str]) -> dict[str, frozenset[int]]:
     """Per needle, the rows whose content holds it whole (white space collapsed once per row)."""
     contents = [collapse(content) for content in index.contents]
     return {needle: frozenset(row for row, content in enumerate(contents) if needle in content)
             for needle in needles}
-
-
-def first_hit_rank(hits: Sequence[Hit], rows: frozenset[int]) -> int | None:
-    for rank, hit in enumerate(hits, start=1):
-        if hit.row in rows:
-            return rank
-    return None
-
-
-class GateOutcome(StrEnum):
-    """What the gate did with an in-domain query."""
-
-    CORRECT = "correct"
-    """Answered, and a kept chunk holds the needle."""
-    WRONG = "wrong"
-    """Answered from chunks none of which holds the needle."""
-    REFUSED = "refused"
-
-
-def gate_outcome(hits: Sequence[Hit], rows: frozenset[int], cut: float,
-                 max_sources: int = MAX_SOURCES) -> GateOutcome:
-    """Refused, correct (a kept chunk holds the needle) or wrong."""
-    decision = apply_gate([h.cosine_distance for h in hits], cut, max_sources)
-    if not decision.answered:
-        return GateOutcome.REFUSED
-    if any(hits[i].row in rows for i in decision.kept):
-        return GateOutcome.CORRECT
-    return GateOutcome.WRONG
-
-
-def refusal_sweep(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
-                  ood: Sequence[tuple[Sequence[Hit], OodLine]],
-                  cuts: Sequence[float] = SWEEP_CUTS) -> list[SweepRow]:
-    rows = []
-    for cut in cuts:
-        outcomes = [gate_outcome(hits, needle, cut) for hits, needle in in_domain]
-        bluffs = [line for hits, line in ood
-                  if apply_gate([h.cosine_distance for h in hits], cut).answered]
-        rows.append(SweepRow(cut, outcomes.count(GateOutcome.CORRECT),
-                             outcomes.count(GateOutcome.WRONG), outcomes.count(GateOutcome.REFUSED),
-                             len(bluffs), sum(1 for b in bluffs if b.kind is OodKind.NEAR),
-                             sum(1 for b in bluffs if b.kind is OodKind.OFF), len(ood)))
-    return rows
-
-
-def recommend_cut(sweep: Sequence[SweepRow]) -> float | None:
-    if not sweep:
-        return None
-    best = max(row.right_outcomes for row in sweep)
-    return min(row.cut for row in sweep if row.right_outcomes == best)
-
-
-@dataclass(frozen=True)
-class GateCvRow:
-    """A gate cross-validated on two folds: held-out refusals, correct answers and bluffs."""
-
-    signal: str
-    rule: str
-    cut_fold0: float
-    """The cut chosen on fold 1 and applied to fold 0."""
-    cut_fold1: float
-    in_total: int
-    in_refused: int
-    in_correct: int
-    ood_total: int
-    ood_bluffs: int
-
-
-RULE_RIGHT_OUTCOMES = "right-outcomes"
-RULE_BUDGET = "refusal-budget"
-
-
-def _sweep_cut(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
-               ood: Sequence[tuple[Sequence[Hit], OodLine]]) -> float:
-    cut = recommend_cut(refusal_sweep(in_domain, ood))
-    if cut is None:
-        raise ValueError("no sweep to choose a cut on")
-    return cut
-
-
-def gate_cross_validation(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
-                          ood: Sequence[tuple[Sequence[Hit], OodLine]],
-                          queries: Sequence[GoldQuery],
-                          signals: Sequence[Mapping[RefusalSignal, float]],
-                          ood_signals: Sequence[Mapping[RefusalSignal, float]]) -> list[GateCvRow]:
-    """Today's gate with today's rule (the sweep's most right outcomes, its own keep-under-cut
-    semantics), then every signal with the refusal-budget rule (answer iff signal < cut, keep
-    the first ``MAX_SOURCES`` hits), each by 2-fold cross-validation."""
-    in_fold = fold_of([q.line_id for q in queries])
-    ood_fold = fold_of([line.id for _, line in ood])
-    folds = [in_fold[q.line_id] for q in queries]
-    folds_ood = [ood_fold[line.id] for _, line in ood]
-    rows = []
-    cuts, refused, correct, bluffs = [], 0, 0, 0
-    for held_out in (0, 1):
-        train_in = [case for case, f in zip(in_domain, folds, strict=True) if f != held_out]
-        train_ood = [case for case, f in zip(ood, folds_ood, strict=True) if f != held_out]
-        cut = _sweep_cut(train_in, train_ood)
-        cuts.append(cut)
-        test_in = [case for case, f in zip(in_domain, folds, strict=True) if f == held_out]
-        test_ood = [case for case, f in zip(ood, folds_ood, strict=True) if f == held_out]
-        (row,) = refusal_sweep(test_in, test_ood, (cut,))
-        refused, correct, bluffs = (refused + row.in_refused, correct + row.in_correct,
-                                    bluffs + row.ood_bluffs)
-    rows.append(GateCvRow(RefusalSignal.TOP_DISTANCE.value, RULE_RIGHT_OUTCOMES, cuts[0], cuts[1],
-                          len(in_domain), refused, correct, len(ood), bluffs))
-    ranks = [first_hit_rank(hits, needle) for hits, needle in in_domain]
-    answerable = [rank is not None and rank <= MAX_SOURCES for rank in ranks]
-    for signal in RefusalSignal:
-        if not signals or signal not in signals[0]:
-            continue
-        cv = cross_validate(cases(signals, folds, signal, answerable),
-                            cases(ood_signals, folds_ood, signal))
-        rows.append(GateCvRow(signal.value, RULE_BUDGET, cv.cuts[0], cv.cuts[1], cv.in_total,
-                              cv.in_refused, cv.in_correct, cv.ood_total, cv.ood_bluffs))
-    for second in RefusalSignal:
-        if second is RefusalSignal.TOP_DISTANCE or not signals or second not in signals[0]:
-            continue
-        cv, (w0, w1) = cross_validate_combination(signals, folds, answerable, ood_signals,
-                                                  folds_ood, RefusalSignal.TOP_DISTANCE, second)
-        rows.append(GateCvRow(f"top_distance+w*{second.value} (w {w0:g} / {w1:g})", RULE_BUDGET,
-                              cv.cuts[0], cv.cuts[1], cv.in_total, cv.in_refused, cv.in_correct,
-                              cv.ood_total, cv.ood_bluffs))
-    return rows
 
 
 def summarise(run: RunKey, ranks: Sequence[int | None], styles: Sequence[str],

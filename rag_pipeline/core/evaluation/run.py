@@ -8,13 +8,8 @@ from pathlib import Path
 
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
-from rag_pipeline.core.evaluation.evaluate import (
-    PRODUCTION_CHUNKER,
-    EvalReport,
-    candidate_runs,
-    default_runs,
-    evaluate,
-)
+from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
+from rag_pipeline.core.evaluation.evaluate import EvalReport, evaluate
 from rag_pipeline.core.evaluation.gold import (
     NoGoldSetError,
     check_corpus,

@@ -57,14 +57,15 @@ class IndexFollower:
     """Keeps the newest complete generation of one partition loaded.
 
     Args:
-        data_dir: The project's data folder.
+        warehouse: The tables to serve (their local data folder and where they live).
         chunker: The partition's chunker.
         model_key: The partition's model key (``name@fingerprint``).
         poll_seconds: How often the background thread looks for a new generation.
     """
 
-    def __init__(self, data_dir: Path, chunker: str, model_key: str, poll_seconds: float = 1.0) -> None:
-        self.data_dir = Path(data_dir)
+    def __init__(self, warehouse: Warehouse, chunker: str, model_key: str,
+                 poll_seconds: float = 1.0) -> None:
+        self.warehouse = warehouse
         self.chunker = chunker
         self.model_key = model_key
         self.poll_seconds = poll_seconds
@@ -74,6 +75,11 @@ class IndexFollower:
         self._refresh_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        """The local data folder of the served tables."""
+        return self.warehouse.data_dir
 
     @property
     def current(self) -> ServedIndex:
@@ -87,13 +93,14 @@ class IndexFollower:
         """Loads and swaps in the published generation if it is not the served one; True when
         it swapped. Loading errors propagate; the served generation then stays in place."""
         with self._refresh_lock:
-            warehouse = Warehouse(self.data_dir)
+            warehouse = self.warehouse
             generation = served_generation(warehouse, self.chunker, self.model_key)
             if self._current is not None and self._current.generation == generation.id:
                 return False
             started = time.perf_counter()
             for _ in range(LOAD_ATTEMPTS):
-                index = load_partition(self.data_dir, self.chunker, self.model_key)
+                index = load_partition(warehouse.data_dir, self.chunker, self.model_key,
+                                       warehouse.location)
                 if index.generation == generation.id:
                     break
                 # Another generation was published between the two reads of CURRENT.json.

@@ -1,7 +1,7 @@
 """The address of a running ``serve``, recorded in its data folder so ``ask`` can use it.
 
 ``serve`` writes ``<data folder>/serve.json`` once it listens and removes it when it stops;
-``ask`` reads it and, when the service serves the partition asked for, sends the question
+``ask`` reads it and, when the service serves the partition asked for from the same tables, sends the question
 there (a few milliseconds) instead of loading the model (seconds). A record left by a killed
 service names a dead process and is ignored.
 """
@@ -27,6 +27,8 @@ class ServeRecord:
         chunker: The chunker partition it serves.
         model_key: The model key it serves.
         base_url: The ``--base-url`` its citations use (None: file URIs).
+        location: Where the tables it serves live (``Warehouse.location``: a folder or an
+            object-store URI); None in a record that names none, which matches no ``ask``.
     """
 
     host: str
@@ -35,6 +37,7 @@ class ServeRecord:
     chunker: str
     model_key: str
     base_url: str | None = None
+    location: str | None = None
 
     def url(self, path: str) -> str:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
@@ -57,7 +60,8 @@ def read_serve_record(data_dir: Path) -> ServeRecord | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         record = ServeRecord(str(data["host"]), int(data["port"]), int(data["pid"]),
-                             str(data["chunker"]), str(data["model_key"]), data.get("base_url"))
+                             str(data["chunker"]), str(data["model_key"]), data.get("base_url"),
+                             data.get("location"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:

@@ -32,6 +32,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.config.validation import check_partition_value
+from rag_pipeline.core.storage.location import warehouse_location
 
 POINTER_FILE = "_latest.json"
 DIGEST_CHARS = 16
@@ -100,7 +101,7 @@ class Warehouse:
 
     def __init__(self, data_dir: Path, location: str | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.location = location or str(self.data_dir / "warehouse")
+        self.location = warehouse_location(self.data_dir, location)
         if _is_uri(self.location):
             self.fs, root = pafs.FileSystem.from_uri(self.location)
             self.local = False

@@ -6,12 +6,41 @@ import math
 
 import pytest
 
-from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, GateDecision, apply_gate, refusal_line
+from rag_pipeline.core.answer.gate import (
+    DEFAULT_CUT,
+    MAX_SOURCES,
+    GateDecision,
+    apply_gate,
+    gate_cut,
+    refusal_line,
+)
+from rag_pipeline.core.config.parse import load_config, parse_config
+from rag_pipeline.core.config.schema import DEFAULT_CONFIG, PROJECT_ROOT
+from rag_pipeline.core.embedding.models import ModelSpec
 
 
 def test_defaults():
     # 0.6 was chosen by the refusal sweep (cross-validated); the design's provisional cut was 0.675.
     assert (DEFAULT_CUT, MAX_SOURCES) == (0.6, 4)
+
+
+def test_the_cut_is_the_given_one_else_the_models_else_the_default(tmp_path):
+    declared = ModelSpec("m", tmp_path, "0000aaaa", 8, cut=0.525)
+    undeclared = ModelSpec("m", tmp_path, "0000aaaa", 8)
+    assert gate_cut(declared, 0.7) == 0.7
+    assert gate_cut(undeclared, 0.7) == 0.7
+    assert gate_cut(declared) == gate_cut(declared, None) == 0.525
+    assert gate_cut(undeclared) == DEFAULT_CUT == 0.6
+
+
+def test_the_builtin_declaration_and_the_projects_file_gate_the_default_model_at_the_default_cut():
+    # The built-in declaration (used when there is no rag_pipeline.toml) once said 0.625, the
+    # int8 model's cut, for the fp32 model that rag_pipeline.toml and DEFAULT_CUT gate at 0.6.
+    builtin = parse_config(DEFAULT_CONFIG, PROJECT_ROOT, None).models[0]
+    project = load_config(PROJECT_ROOT / "rag_pipeline.toml").models[0]
+    assert (builtin.name, builtin.backend, builtin.precision) == (
+        project.name, project.backend, project.precision)
+    assert builtin.cut == project.cut == DEFAULT_CUT == 0.6
 
 
 def test_distance_equal_to_the_default_cut_is_not_kept():

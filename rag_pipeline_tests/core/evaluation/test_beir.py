@@ -9,7 +9,7 @@ import pytest
 
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.evaluation.beir import load_beir, run_beir, run_beir_candidates
-from rag_pipeline.core.evaluation.evaluate import CANDIDATES
+from rag_pipeline.core.evaluation.catalogue import CANDIDATES
 from rag_pipeline.core.retrieval.retriever import RetrievalSettings
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 

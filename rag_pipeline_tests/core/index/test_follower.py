@@ -28,7 +28,7 @@ ADDED = {**DUPLICATED_DOCS, "new.md": "# New page\n\nA page added after the firs
 def test_start_serves_the_published_generation_and_an_unchanged_one_is_not_reloaded(
         tmp_path: Path, hashed_embedder: HashedEmbedder):
     built = build_index(tmp_path, hashed_embedder)
-    follower = IndexFollower(built.data_dir, "header", hashed_embedder.spec.key, poll_seconds=3600)
+    follower = IndexFollower(Warehouse(built.data_dir), "header", hashed_embedder.spec.key, poll_seconds=3600)
     served = follower.start()
     try:
         published = current_generation(Warehouse(built.data_dir), "header", hashed_embedder.spec.key)
@@ -44,7 +44,8 @@ def test_start_serves_the_published_generation_and_an_unchanged_one_is_not_reloa
 
 def test_a_new_generation_is_swapped_in_whole(tmp_path: Path, hashed_embedder: HashedEmbedder):
     build_index(tmp_path, hashed_embedder)
-    follower = IndexFollower(tmp_path / "data", "header", hashed_embedder.spec.key, poll_seconds=3600)
+    follower = IndexFollower(Warehouse(tmp_path / "data"), "header", hashed_embedder.spec.key,
+                             poll_seconds=3600)
     first = follower.start()
     try:
         build_index(tmp_path, hashed_embedder, ADDED)
@@ -63,7 +64,7 @@ def test_the_background_thread_follows_and_keeps_the_served_generation_on_errors
         tmp_path: Path, hashed_embedder: HashedEmbedder):
     build_index(tmp_path, hashed_embedder)
     data_dir = tmp_path / "data"
-    follower = IndexFollower(data_dir, "header", hashed_embedder.spec.key, poll_seconds=0.05)
+    follower = IndexFollower(Warehouse(data_dir), "header", hashed_embedder.spec.key, poll_seconds=0.05)
     first = follower.start()
     try:
         # Tables of a changed corpus written but not published (an index run between its
@@ -94,7 +95,8 @@ def test_the_background_thread_follows_and_keeps_the_served_generation_on_errors
 @pytest.mark.parametrize("poll_seconds", [0.05])
 def test_stop_ends_the_thread(tmp_path: Path, hashed_embedder: HashedEmbedder, poll_seconds: float):
     build_index(tmp_path, hashed_embedder)
-    follower = IndexFollower(tmp_path / "data", "header", hashed_embedder.spec.key, poll_seconds=poll_seconds)
+    follower = IndexFollower(Warehouse(tmp_path / "data"), "header", hashed_embedder.spec.key,
+                             poll_seconds=poll_seconds)
     follower.start()
     follower.stop()
     assert not follower._thread.is_alive()

@@ -7,7 +7,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from rag_pipeline.core.config.project_config import model_specs, parse_config
+from rag_pipeline.core.config.keys import model_specs
+from rag_pipeline.core.config.parse import parse_config
 from rag_pipeline.core.embedding.adaptation import trained_result
 from rag_pipeline.definitions import ADAPT_JOB, build_definitions
 from rag_pipeline_tests.core.embedding.test_adaptation import _config, _corpus

@@ -1,11 +1,11 @@
-"""``rag-pipeline models``: declared models, keys and stored partitions, and undeclared keys."""
+"""``status`` and ``models``: declared models, keys and stored partitions, undeclared keys, and a
+wrong warehouse that leaves the DuckDB snapshot alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
@@ -36,32 +36,6 @@ def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
     assert dropped.output.splitlines()[0] == "dropped 1 stored partition(s) of old@0000aaaa"
     assert warehouse.partitions("embeddings") == [
         {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"}]
-
-
-def test_init_writes_a_folder_config_that_models_reads_with_the_production_profile(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # --config is exported to the process (for the daemon and the runs): restored after the test.
-    monkeypatch.setenv("RAG_PIPELINE_CONFIG", "")
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    written = CliRunner().invoke(main, ["init", str(docs)])
-    assert written.exit_code == 0, written.output
-    config = tmp_path / "docs.rag_pipeline.toml"
-    assert written.output.splitlines() == [
-        f"wrote {config}: corpus {docs}, data folder {tmp_path / 'docs.rag-data'}, profile "
-        "production", f"next: rag-pipeline --config {config} index"]
-    again = CliRunner().invoke(main, ["init", str(docs)])
-    assert (again.exit_code, again.output) == (2, f"error: {config} exists: edit it, or pass "
-                                                  "--force to write it again\n")
-    listed = CliRunner().invoke(main, ["--config", str(config), "models"])
-    assert listed.exit_code == 0, listed.output
-    lines = listed.output.splitlines()
-    assert lines[0] == f"config: {config}"
-    assert "profiles (`index --profile NAME`; without it: production (the configured corpus)):" in lines
-    assert "  production: header x all-MiniLM-L6-v2" in lines
-    # Only the production profile's chunker is missing, not all six.
-    assert any(line.startswith("  all-MiniLM-L6-v2@") and line.endswith(
-        "embeddings: none; not built yet: header (run `rag-pipeline index`)") for line in lines)
 
 
 def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: Path):

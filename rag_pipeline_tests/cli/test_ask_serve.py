@@ -20,6 +20,7 @@ from rag_pipeline.core.runtime.serve_record import (
     remove_serve_record,
     write_serve_record,
 )
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
@@ -37,7 +38,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
 
 @pytest.fixture
 def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[int]:
-    with (running_service(built.data_dir, ServeSettings("header", hashed_embedder.spec.key),
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
                           lambda: hashed_embedder, poll_seconds=3600) as service,
           serve_in_thread(create_app(service)) as url):
         yield int(url.rsplit(":", 1)[1])
@@ -47,13 +48,13 @@ def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[
 def cli(monkeypatch: pytest.MonkeyPatch, hashed_embedder: HashedEmbedder, built: BuiltIndex):
     """`ask` with the hashed stand-in declared; loading it in-process is counted."""
     loads: list[str] = []
-    monkeypatch.setattr("rag_pipeline.cli._declared_models", lambda: (hashed_embedder.spec,))
+    monkeypatch.setattr("rag_pipeline.cli.ask.declared_models", lambda: (hashed_embedder.spec,))
 
     def load(spec, data_dir):
         loads.append(spec.key)
         return hashed_embedder
 
-    monkeypatch.setattr("rag_pipeline.cli._load_embedder", load)
+    monkeypatch.setattr("rag_pipeline.cli.ask.load_model", load)
 
     def run(*args: str) -> tuple[int, str, list[str]]:
         result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "ask", QUESTION,
@@ -66,7 +67,8 @@ def cli(monkeypatch: pytest.MonkeyPatch, hashed_embedder: HashedEmbedder, built:
 def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: BuiltIndex,
                                                  hashed_embedder: HashedEmbedder):
     write_serve_record(built.data_dir, ServeRecord("127.0.0.1", served_port, os.getpid(), "header",
-                                                   hashed_embedder.spec.key))
+                                                   hashed_embedder.spec.key, None,
+                                                   Warehouse(built.data_dir).location))
     try:
         code, output, loads = cli("--timings")
         assert (code, loads) == (0, [])
@@ -99,7 +101,8 @@ def test_a_record_of_a_stopped_serve_falls_back_to_loading_the_model(cli, built:
         closed = s.getsockname()[1]
     # Planted flaw: a record whose port nobody listens on (must trip the connect, not hang).
     write_serve_record(built.data_dir, ServeRecord("127.0.0.1", closed, os.getpid(), "header",
-                                                   hashed_embedder.spec.key))
+                                                   hashed_embedder.spec.key, None,
+                                                   Warehouse(built.data_dir).location))
     try:
         code, output, loads = cli("--timings")
         assert (code, loads) == (0, [hashed_embedder.spec.key])

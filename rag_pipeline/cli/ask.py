@@ -1,0 +1,281 @@
+"""``rag-pipeline ask`` and ``rag-pipeline serve``: one question from a terminal (through a
+running ``serve`` when there is one), and the HTTP service; both share their question options."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from rag_pipeline.cli.edge import (
+    FiniteFloatRange,
+    Invocation,
+    declared_models,
+    echo,
+    fail,
+    load_model,
+)
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
+from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
+from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, Retriever
+from rag_pipeline.core.text.analyzers import Analyzer
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.answer.ask import Answer
+    from rag_pipeline.core.retrieval.rerank import Reranker
+
+
+def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: str,
+               base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
+    """The answer of a `serve` running on this data folder over the same tables for this
+    chunker, model and base URL (with where it runs), or None: then `ask` loads the index and
+    the model itself."""
+    from rag_pipeline.core.answer.answer_json import answer_from_json
+    from rag_pipeline.core.runtime.serve_record import ask_running, read_serve_record
+
+    record = read_serve_record(invocation.data_dir)
+    if record is None or (record.location, record.chunker, record.model_key, record.base_url) != (
+            invocation.tables_at, chunker, model_key, base_url):
+        return None
+    data = ask_running(record, {"q": question, **params})
+    if data is None:
+        return None
+    return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+
+
+def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str,
+                  answered_by: str = "") -> None:
+    echo(f"partition: {answer.partition}   cut: {answer.cut}"
+          + (f"   {rerank_note}" if rerank_note else ""))
+    if not answer.answered:
+        echo(answer.reason)
+    else:
+        echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
+        for c in answer.citations:
+            echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
+                       f"{c.fragment:22s} {c.cosine_distance:.3f}")
+        for c in answer.citations:
+            more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
+            echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+        if answer.rendered_answer:
+            echo("\n" + answer.rendered_answer)
+        if show_prompt and answer.prompt:
+            echo("\n--- prompt ---\n" + answer.prompt)
+    if show_timings:
+        echo("\ntimings (ms): " + ", ".join(f"{k} {v * 1000:.1f}"
+                                                 for k, v in answer.timings.items()))
+        if answered_by:
+            echo(answered_by)
+
+
+def _load_reranker(folder: Path) -> Reranker:
+    """The cross-encoder in ``folder``, or a one-line failure naming the folder and the cause."""
+    from rag_pipeline.core.retrieval.rerank import Reranker, RerankSettings
+
+    try:
+        return Reranker(RerankSettings(folder))
+    except (OSError, ValueError) as exc:
+        fail(f"--rerank {str(folder)!r} could not be loaded: {type(exc).__name__}: {exc}")
+
+
+QUESTION_OPTIONS = (
+    click.option("--model", "model_key", default=None,
+                 help="Model partition key (default: the default model of rag_pipeline.toml)."),
+    click.option("--retriever", type=click.Choice([r.value for r in Retriever]),
+                 default=Retriever.HYBRID.value, show_default=True),
+    click.option("--analyzer", type=click.Choice([a.value for a in Analyzer]),
+                 default=DEFAULT_ANALYZER.value, show_default=True, help="BM25 analyzer."),
+    click.option("--k", "max_sources", type=click.IntRange(1, 20), default=MAX_SOURCES,
+                 show_default=True, help="At most this many sources are kept."),
+    click.option("--cut", "--threshold", "cut", type=float, default=None,
+                 help="Cosine-distance cut in [0, 2]: only chunks under it are kept (--threshold "
+                      "is the same; default: the model's `cut` in rag_pipeline.toml, else "
+                      f"{DEFAULT_CUT})."),
+    click.option("--base-url", default=None,
+                 help="Cite URLs under this http(s) or file URL instead of file URIs."),
+)
+"""The options `ask` and `serve` share: same names, defaults and help."""
+
+
+def question_options(command):
+    """Adds :data:`QUESTION_OPTIONS` to a command, in that order."""
+    for option in reversed(QUESTION_OPTIONS):
+        command = option(command)
+    return command
+
+
+@click.command()
+@click.argument("question")
+@click.option("--chunker", default=DEFAULT_STRATEGY.value, show_default=True,
+              help="Chunking partition: " + ", ".join(s.value for s in ChunkingStrategy) + ".")
+@question_options
+@click.option("--rerank", "rerank_model", default=None,
+              help="Cross-encoder folder to rerank the hybrid top 25 (off by default).")
+@click.option("--no-collapse", is_flag=True, help="Keep identical passages as separate hits.")
+@click.option("--generate-url", default=None,
+              help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8080/v1); off by default.")
+@click.option("--generate-model", default=None,
+              help="The model name the --generate-url endpoint serves (required with it).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
+@click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
+@click.pass_obj
+def ask(invocation: Invocation, question: str, chunker: str, model_key: str | None, retriever: str,
+        analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
+        no_collapse: bool,
+        base_url: str | None, generate_url: str | None, generate_model: str | None, as_json: bool,
+        show_prompt: bool, show_timings: bool) -> None:
+    """Answer QUESTION from the index with citations, or refuse."""
+    import json
+
+    from rag_pipeline.core.answer.answer_json import answer_json
+    from rag_pipeline.core.answer.ask import InvalidQuestionError, check_question
+    from rag_pipeline.core.config.validation import (
+        InvalidArgumentError,
+        check_base_url,
+        check_chunker,
+        check_endpoint_url,
+        check_model_folder,
+        check_threshold,
+    )
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    try:
+        question = check_question(question)
+    except InvalidQuestionError as exc:
+        fail(str(exc))
+    if (generate_url is None) != (generate_model is None):
+        fail("--generate-url and --generate-model go together: give the endpoint and the model "
+              "name it serves, or neither")
+    try:
+        check_chunker(chunker)
+        if cut is not None:
+            check_threshold(cut, "--cut/--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+        if generate_url is not None:
+            check_endpoint_url(generate_url, "--generate-url")
+        if rerank_model is not None:
+            check_model_folder(Path(rerank_model), "--rerank")
+    except InvalidArgumentError as exc:
+        fail(str(exc))
+    models = declared_models()
+    try:
+        spec = find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        fail(str(exc))
+    the_cut = gate_cut(spec, cut)
+    if not (rerank_model or generate_url or show_prompt or no_collapse):
+        served = _ask_serve(invocation, question, chunker, spec.key, base_url,
+                            {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
+                             "cut": repr(the_cut)})
+        if served is not None:
+            answer, where = served
+            if as_json:
+                echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+                return
+            _print_answer(answer, show_prompt, show_timings, "",
+                          f"answered by: the running serve at {where}")
+            return
+    # Only now the modules that load an index and a model (a served answer needs none of them).
+    from rag_pipeline.core.answer.ask import AskSettings, EmptyQuestionError
+    from rag_pipeline.core.answer.ask import ask as run_ask
+    from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
+    from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
+    from rag_pipeline.core.retrieval.retriever import RetrievalSettings
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+
+    started = time.perf_counter()
+    try:
+        warehouse = invocation.warehouse
+        index = load_partition(warehouse.data_dir, chunker, spec.key, warehouse.location)
+        embedder = load_model(spec, invocation.data_dir)
+        reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
+        settings = AskSettings(
+            retrieval=RetrievalSettings(retriever=Retriever(retriever),
+                                        analyzer=Analyzer(analyzer),
+                                        collapse_duplicates=not no_collapse),
+            cut=the_cut,
+            max_sources=max_sources,
+            base_url=base_url,
+            generator=GeneratorSettings(base_url=generate_url, model=generate_model)
+            if generate_url else None)
+        loaded = time.perf_counter() - started
+        answer = run_ask(question, index, embedder, settings, reranker)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
+            GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
+        fail(str(exc))
+    if as_json:
+        echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        return
+    _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
+                  f"answered by: this process (index and model loaded in {loaded:.1f} s; a "
+                  "running `serve` on this data folder answers in milliseconds)")
+
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--chunker", type=click.Choice([s.value for s in ChunkingStrategy]),
+              default=DEFAULT_STRATEGY.value, show_default=True, help="Chunking partition.")
+@question_options
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Questions answered at once (default: the number of CPUs).")
+@click.option("--poll", "poll_seconds", type=FiniteFloatRange(0.05, 3600), default=1.0,
+              show_default=True, help="Seconds between checks for a new index generation.")
+@click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--query-backend", type=click.Choice(["onnxruntime", "openvino", "model"]),
+              default="onnxruntime", show_default=True,
+              help="onnxruntime or openvino: questions run through the model's weights converted "
+                   "to that runtime at fp32 (checked at start to give the model's own vectors); "
+                   "model: the model's own backend.")
+@click.option("--query-streams", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="OpenVINO question streams: 1 gives each question every core (lowest latency "
+                   "for one client); more answer that many side by side (more throughput under "
+                   "load).")
+@click.option("--query-threads", type=click.IntRange(1, 64), default=None,
+              help="ONNX Runtime: threads for a question embedded while no other is (default: "
+                   "every core); questions side by side always get one each. 1 puts every "
+                   "question on one core: slower for one client, as fast or a little faster "
+                   "under load.")
+@click.pass_obj
+def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
+          analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
+          workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
+          query_streams: int, query_threads: int | None) -> None:
+    """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
+    from rag_pipeline.core.config.validation import InvalidArgumentError, check_base_url, check_threshold
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+    from rag_pipeline.service.query_service import ServeSettings
+    from rag_pipeline.service.run import serve_forever
+
+    try:
+        if cut is not None:
+            check_threshold(cut, "--cut/--threshold")
+        if base_url is not None:
+            check_base_url(base_url, "--base-url")
+    except InvalidArgumentError as exc:
+        fail(str(exc))
+    models = declared_models()
+    try:
+        spec = find_model(model_key, models) if model_key else models[0]
+        settings = ServeSettings(
+            chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
+            analyzer=Analyzer(analyzer),
+            cut=cut,
+            max_sources=max_sources, base_url=base_url,
+            workers=workers or os.cpu_count() or 1)
+        serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
+                      access_log=access_log, echo=echo,
+                      query_runtime=None if query_backend == "model" else query_backend,
+                      query_streams=query_streams, query_threads=query_threads)
+    except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
+            OSError) as exc:
+        fail(str(exc))
+

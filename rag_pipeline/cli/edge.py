@@ -1,0 +1,178 @@
+"""The process edge of ``rag-pipeline``: the command group, its environment and its error policy.
+
+Every command module registers on :data:`main` (see :mod:`rag_pipeline.cli`); what they share
+lives here: one-line output (:func:`echo`, :func:`fail`), the parsed configuration, the
+declared models and the :class:`Invocation` every command is given (its data folder and its
+one warehouse handle).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from rag_pipeline.core.storage.location import warehouse_location
+from rag_pipeline.core.text.terminal import escape_controls
+from rag_pipeline.project_paths import DAGSTER_HOME, ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the group's options say for every command: the local data folder and where its
+    tables live. The :class:`Warehouse` is built once, here at the edge, on first use (a
+    command that never reads a table never loads pyarrow), and handed down to everything
+    that reads or writes a table.
+
+    Attributes:
+        data_dir: The local data folder (``rag.duckdb``, ``serve.json``, caches).
+        location: ``--warehouse`` as given (None: the data folder's own ``warehouse/``).
+    """
+
+    data_dir: Path
+    location: str | None = None
+
+    @cached_property
+    def warehouse(self) -> Warehouse:
+        """The one handle on the tables of this invocation."""
+        from rag_pipeline.core.storage.warehouse import Warehouse
+
+        return Warehouse(self.data_dir, self.location)
+
+    @property
+    def tables_at(self) -> str:
+        """Where the tables live (a folder or a URI), without building the handle."""
+        return warehouse_location(self.data_dir, self.location)
+
+
+def _prepare_environment() -> None:
+    """The CLI is the process edge: no model hub, and the project's own Dagster instance."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def echo(message: str = "", err: bool = False) -> None:
+    """Print one line; control characters from documents or endpoints are escaped first."""
+    click.echo(escape_controls(message), err=err)
+
+
+def declared_models():
+    """The declared models, or a one-line failure naming what is wrong with the config file."""
+    from rag_pipeline.core.config.keys import declared_models as declared
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.project_paths import config_path
+
+    try:
+        return declared(load_config(config_path()))
+    except (ModelConfigError, FileNotFoundError) as exc:
+        fail(str(exc))
+
+
+def load_model(spec, data_dir: Path):
+    """The loaded model (an int8 model not exported yet is exported, calibrated on its fixed
+    texts, into the model cache)."""
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    return load_embedder(spec)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Exit with ``error: <message>`` on stderr, as one line."""
+    echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses NaN (which no range comparison catches)."""
+
+    def convert(self, value: object, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return number
+
+
+class OneLineErrors(click.Group):
+    """Every failure ends in one line on stderr that names its cause: a usage error without the
+    usage block, and an unexpected exception as its type and message, never a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.exceptions.NoArgsIsHelpError):
+            raise
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except BrokenPipeError:
+            # The reader of the output has gone (`rag-pipeline status | head`): stop quietly,
+            # with what a process ended by SIGPIPE reports, and nothing left to flush.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(128 + signal.SIGPIPE)
+        except Exception as exc:  # the last resort: the cause in one line, not a traceback
+            fail(f"{type(exc).__name__}: {exc}", 1)
+
+
+@click.group(cls=OneLineErrors)
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              envvar=ENV_DATA_DIR,
+              help="Folder of rag.duckdb, the Parquet tables (unless --warehouse is given), the "
+                   "bundled corpus's export and the evaluation's files (default: the config's "
+                   f"[index] data_dir, else the project's data/; env {ENV_DATA_DIR}).")
+@click.option("--warehouse", default=None, envvar=ENV_WAREHOUSE,
+              help="Where the Parquet tables live: a folder or an object-store URI such as "
+                   "s3://bucket/prefix (credentials from the AWS environment variables; "
+                   f"env {ENV_WAREHOUSE}).")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), default=None,
+              help="The configuration file (default: the project's rag_pipeline.toml; "
+                   f"`rag-pipeline init DIR` writes one for a folder; env {ENV_CONFIG}).")
+@click.pass_context
+def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
+         config_file: Path | None) -> None:
+    """A versioned hybrid search index that cites exact places and refuses when it must."""
+    from rag_pipeline.project_paths import DEFAULT_DATA_DIR
+
+    _prepare_environment()
+    if config_file is not None:
+        if not config_file.is_file():
+            what = "is a folder" if config_file.is_dir() else "does not exist"
+            fail(f"--config {str(config_file)!r} {what}: it must name a rag_pipeline.toml file "
+                 "(`rag-pipeline init DIR` writes one)")
+        os.environ[ENV_CONFIG] = str(config_file.absolute())
+    ctx.obj = Invocation(data_dir or read_config().data_dir or DEFAULT_DATA_DIR, warehouse)
+
+
+def read_config():
+    """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.project_paths import config_path
+
+    try:
+        return load_config(config_path())
+    except (ModelConfigError, FileNotFoundError) as exc:
+        fail(str(exc))
+

@@ -1,0 +1,68 @@
+"""``rag-pipeline gold``: gold sets for a user's own corpus (``gold draft`` proposes the needles)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from rag_pipeline.cli.edge import Invocation, echo, fail
+
+
+@click.group()
+def gold() -> None:
+    """Gold sets for your own corpus: `gold draft` proposes the needles."""
+
+
+@gold.command()
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Folder of documents (default: the indexed corpus, as the index's "
+                                 "documents table holds it).")
+@click.option("--n", "count", type=click.IntRange(1, 10_000), default=40, show_default=True,
+              help="How many candidate needles.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the draft here (default: stdout).")
+@click.pass_obj
+def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path | None) -> None:
+    """Propose candidate needles: sentences found exactly once in the corpus, outside headings,
+    as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do)."""
+    from rag_pipeline.core.evaluation.gold import draft_jsonl, draft_needles
+
+    texts, name = corpus_texts(invocation, corpus)
+    needles = draft_needles(texts, count)
+    if not needles:
+        fail(f"no sentence of 8 to 40 words occurs exactly once in the {len(texts)} documents")
+    text = draft_jsonl(name, needles)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    if output.exists():
+        fail(f"{output} exists: a draft never overwrites a gold set; choose another --output")
+    output.write_text(text, encoding="utf-8")
+    echo(f"wrote {len(needles)} candidate needles from {len({n.document for n in needles})} of "
+          f"{len(texts)} documents to {output}: write each line's question and ticket, delete "
+          f"the lines you do not want, then `rag-pipeline eval --gold {output}`", err=True)
+
+
+def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:
+    """The canonical text of every ok document (of the folder, else of the built index), and
+    the corpus's name."""
+    if corpus is not None:
+        from rag_pipeline.core.ingest import discover, extract_document
+
+        records = [extract_document(path, corpus) for path in discover(corpus)]
+        return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
+    from rag_pipeline.core.ingest import DocumentStatus
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+
+    try:
+        rows = invocation.warehouse.read(
+            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path"]).to_pylist()
+    except IndexNotBuiltError as exc:
+        fail(f"{exc} (or pass --corpus DIR)")
+    ok = [r for r in rows if r["status"] == DocumentStatus.OK]
+    name = Path(os.path.commonpath([str(Path(r["path"]).parent) for r in ok])).name if ok else ""
+    return {r["document_id"]: r["canonical_text"] for r in ok}, name or "corpus"
+

@@ -1,0 +1,156 @@
+"""``rag-pipeline status`` and ``rag-pipeline models``: what is built and served, what is declared."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from rag_pipeline.cli.edge import Invocation, echo, fail
+from rag_pipeline.project_paths import ENV_PROFILE
+
+
+@click.command()
+@click.pass_obj
+def status(invocation: Invocation) -> None:
+    """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
+    from rag_pipeline.core.index.status import index_status, unhealthy_files
+    from rag_pipeline.core.storage.query_db import refresh_query_db
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+
+    warehouse = invocation.warehouse
+    try:
+        if invocation.location is not None:
+            # Another machine may have published since: refresh the local DuckDB snapshot
+            # (never from a warehouse that has published nothing).
+            refresh_query_db(warehouse)
+        report = index_status(warehouse)
+    except IndexNotBuiltError as exc:
+        fail(str(exc))
+    skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
+    echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
+               f"{skipped}{len(report.stale_documents)} stale")
+    for document_id, reason in report.documents_failed:
+        echo(f"  failed  {document_id}: {reason}")
+    for document_id, reason in report.documents_skipped:
+        echo(f"  skipped {document_id}: {reason}")
+    for document_id in report.stale_documents:
+        echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
+    for document_id, chunkers in report.without_chunks:
+        echo(f"  no chunk {document_id}: ok, but yields no chunk under "
+              f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    for document_id, page, confidence in report.low_confidence_pages:
+        echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
+              f"under the floor")
+    echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
+          f"served generation (age)")
+    for p in report.partitions:
+        echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
+              f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
+    for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
+        echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+    unhealthy = unhealthy_files(warehouse)
+    for file in unhealthy:
+        echo(f"UNHEALTHY {file.partition}: {file.reason}")
+    if unhealthy:
+        sys.exit(1)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+
+@click.command()
+@click.option("--lock", "lock", is_flag=True,
+              help="Pin every declared model's current files in rag_pipeline.lock.json.")
+@click.option("--drop", "drop_key", default=None,
+              help="Delete every stored partition of this undeclared model key.")
+@click.pass_obj
+def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
+    """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
+    from rag_pipeline.core.config.keys import model_specs, write_lock
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.core.embedding.model_inventory import drop_model_partitions, file_status, inventory
+    from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
+    from rag_pipeline.project_paths import config_path
+
+    try:
+        config = load_config(config_path())
+        specs = write_lock(config) if lock else model_specs(config)
+    except (ModelConfigError, FileNotFoundError) as exc:
+        fail(str(exc))
+    warehouse = invocation.warehouse
+    if drop_key is not None:
+        from rag_pipeline.core.config.validation import InvalidArgumentError
+
+        try:
+            dropped = drop_model_partitions(warehouse, drop_key, specs)
+        except (ModelMismatchError, InvalidArgumentError) as exc:
+            fail(f"--drop: {exc}")
+        click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
+    click.echo(f"config: {config.path or 'built-in default (no rag_pipeline.toml)'}"
+               f"{'  (lock written)' if lock else ''}")
+    click.echo(f"chunkers: {', '.join(c.value for c in config.chunkers)}")
+    declarations = {d.name: d for d in config.models}
+    click.echo(f"{'key':34s} {'backend':8s} {'precision':9s} {'window':>6s} {'batch':>5s} "
+               f"{'cut':>6s}  source")
+    for spec in specs:
+        declaration = declarations[spec.name]
+        cut = f"{spec.cut:.3f}" if spec.cut is not None else "-"
+        source = (declaration.source.describe() if declaration.source is not None
+                  else f"adapted from {declaration.adapt.base}")
+        click.echo(f"{spec.key:34s} {spec.backend.value:8s} {spec.precision.value:9s} "
+                   f"{spec.max_tokens:6d} {spec.batch_size:5d} {cut:>6s}  "
+                   f"{source}{'  (default)' if spec is specs[0] else ''}")
+        state = file_status(spec)
+        if state != "ok":
+            click.echo(f"  files: {state}")
+    _print_profiles(config)
+    click.echo("\nstored partitions:")
+    built = set(_index_profile(config).chunkers)
+    for entry in inventory(specs, warehouse):
+        chunkers = ", ".join(entry.embedding_chunkers) or "none"
+        if entry.declared:
+            missing = sorted(c.value for c in built if c.value not in entry.embedding_chunkers)
+            todo = f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
+            click.echo(f"  {entry.key:34s} embeddings: {chunkers}{todo}")
+        else:
+            click.echo(f"  {entry.key:34s} NOT DECLARED (no longer built or served): embeddings: "
+                       f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
+                       f"(declare the model again), or delete them: rag-pipeline models --drop "
+                       f"'{entry.key}'")
+
+
+def _index_profile(config):
+    """The profile `index` builds without --profile, by the environment and the config."""
+    from rag_pipeline.core.config.parse import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    return choose_profile(config, os.environ.get(ENV_PROFILE) or None,
+                          config.corpus is not None or bool(os.environ.get(ENV_CORPUS)))
+
+
+def _print_profiles(config) -> None:
+    """The profiles, and which one `index` builds without --profile."""
+    from rag_pipeline.core.config.parse import choose_profile
+    from rag_pipeline.project_paths import ENV_CORPUS
+
+    requested = os.environ.get(ENV_PROFILE) or None
+    if config.corpus is not None or os.environ.get(ENV_CORPUS):
+        default = f"{choose_profile(config, requested, True).name} (the configured corpus)"
+    else:
+        default = (f"{choose_profile(config, requested, False).name} for the bundled corpus, "
+                   f"{choose_profile(config, requested, True).name} for --corpus DIR")
+    click.echo(f"\nprofiles (`index --profile NAME`; without it: {default}):")
+    for profile in config.profiles:
+        click.echo(f"  {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
+                   f"{', '.join(profile.models)}")
+

@@ -1,0 +1,90 @@
+"""The configuration ``rag-pipeline init`` writes for a user's folder: its corpus, its data
+folder, the production profile and the project's model declarations, written back as TOML."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from rag_pipeline.core.config.schema import ModelDeclaration, ModelSource, ProjectConfig, SourceKind
+from rag_pipeline.core.embedding.models import CALIBRATION_TEXTS, ModelConfigError
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value))
+
+
+def declaration_toml(declaration: ModelDeclaration) -> str:
+    """One ``[[models]]`` table that parses back to ``declaration`` (not an adapted one: its
+    held-out documents come from a gold set of the project's corpus)."""
+    source = declaration.source
+    if source is None:
+        raise ModelConfigError(f"{declaration.name!r} is an adapted model: it is not copied")
+    lines = ["[[models]]", f"name = {_toml_value(declaration.name)}",
+             f"{source.kind.value} = {_toml_value(source.value)}"]
+    if source.revision is not None:
+        lines.append(f"revision = {_toml_value(source.revision)}")
+    lines += [f"backend = {_toml_value(declaration.backend.value)}",
+              f"precision = {_toml_value(declaration.precision.value)}",
+              f"window = {declaration.window}", f"batch_size = {declaration.batch_size}"]
+    if declaration.default:
+        lines.append("default = true")
+    if declaration.cut is not None:
+        lines.append(f"cut = {declaration.cut!r}")
+    if declaration.dimension is not None:
+        lines.append(f"dimension = {declaration.dimension}")
+    if declaration.calibration is not None and declaration.calibration.path != CALIBRATION_TEXTS:
+        lines.append(f"calibration = {{ texts = {_toml_value(declaration.calibration.path)} }}")
+    return "\n".join(lines) + "\n"
+
+
+def _relative(path: Path, start: Path) -> str:
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:
+        return str(path)
+
+
+def folder_config_text(corpus: Path, data_dir: Path, at: Path, project: ProjectConfig) -> str:
+    """The commented configuration ``rag-pipeline init`` writes at ``at`` for a user's folder:
+    its corpus, its data folder (which also caches the exported models), the production
+    profile, and the project's model declarations (so the keys are the project's: the lock of
+    a model travels with it, see
+    :func:`rag_pipeline.core.config.keys.model_specs`). Paths are relative to the file.
+
+    A model declared by ``path`` is written with that path resolved, so the copy finds it."""
+    root = at.parent
+    models = [replace(m, source=ModelSource(m.source.kind, str(m.source.resolve(project.root))))
+              if m.source.kind is SourceKind.PATH else m
+              for m in project.models if m.source is not None]
+    chunkers = ", ".join(json.dumps(c.value) for c in project.chunkers)
+    return f"""# rag_pipeline configuration for the documents in {corpus}
+# (written by `rag-pipeline init`; edit freely). Use it with
+#     rag-pipeline --config {at} index
+# or set RAG_PIPELINE_CONFIG={at} for every command and for the Dagster UI.
+# Relative paths are relative to this file.
+
+[index]
+# The folder of documents to index (`index --corpus DIR` overrides it).
+corpus = {json.dumps(_relative(corpus, root))}
+# Everything the index writes: the Parquet tables, rag.duckdb, the evaluation's files.
+data_dir = {json.dumps(_relative(data_dir, root))}
+# Exported runtime models (OpenVINO), one folder per model key.
+model_cache = {json.dumps(_relative(data_dir / "models", root))}
+# What `rag-pipeline index` builds: "production" is the `header` chunker and the default model
+# (one index, what `ask` and `serve` use); "evaluation" is every chunker below x every model,
+# for comparing the methods with a gold set of these documents (`rag-pipeline gold draft`).
+profile = "production"
+chunkers = [{chunkers}]
+
+# [profiles.production]
+# chunkers = ["header"]
+# models = [{json.dumps(project.models[0].name)}]
+
+""" + "\n".join(declaration_toml(m) for m in models)

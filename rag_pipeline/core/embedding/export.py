@@ -1,0 +1,200 @@
+"""A model's transformer converted for another runtime: OpenVINO IR on disk (fp32, or static
+int8 quantised by NNCF on fixed calibration texts) and ONNX in memory.
+
+The OpenVINO model is exported on first use from the source folder's weights into
+``<model_cache>/<key>/``, with a manifest of its own files (:data:`EXPORT_MANIFEST`) that is
+checked on every load (:func:`verify_export`). The OpenVINO precision hint is always set to f32
+(:data:`OPENVINO_CONFIG`), so the runtime never picks bf16 on a CPU that has it. The ONNX
+conversion serves the question path (:mod:`rag_pipeline.core.embedding.question`).
+
+torch and the converters are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import queue
+import shutil
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from rag_pipeline.core.embedding.models import (
+    ModelMismatchError,
+    ModelSpec,
+    Precision,
+    file_sha256,
+    texts_sha256,
+)
+from rag_pipeline.core.embedding.openvino_runtime import openvino
+
+__all__ = [
+    "EXPORT_MANIFEST", "OPENVINO_CONFIG", "InferPool", "ModelNotExportedError", "Transformer",
+    "convert_to_onnx", "convert_to_openvino", "export_dir", "export_openvino", "token_inputs",
+    "transformer_of", "verify_export",
+]
+
+EXPORT_MANIFEST = "export.json"
+OPENVINO_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
+"""f32 inference precision on purpose: OpenVINO's default on a CPU with AMX/AVX512-BF16 is bf16,
+slower here and not the declared precision. An int8 model keeps f32 for the layers left
+unquantised."""
+
+Transformer = Callable[[dict[str, np.ndarray]], np.ndarray]
+"""Token inputs in, the last hidden state out."""
+
+
+class ModelNotExportedError(Exception):
+    """An OpenVINO model cannot be exported (an int8 model without calibration texts)."""
+
+
+class InferPool:
+    """OpenVINO infer requests shared by threads: an infer request serves one call at a time."""
+
+    def __init__(self, compiled, size: int) -> None:
+        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(size):
+            self._free.put(compiled.create_infer_request())
+
+    def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        request = self._free.get()
+        try:
+            return np.array(request.infer(inputs)[0], copy=True)
+        finally:
+            self._free.put(request)
+
+
+def transformer_of(model) -> object:
+    """The transformer module of a loaded ``SentenceTransformer`` (its first module's model)."""
+    first = model[0]
+    return first.auto_model if hasattr(first, "auto_model") else first.model
+
+
+def token_inputs(features) -> dict[str, np.ndarray]:
+    """The transformer's three inputs as int64 arrays, from torch tensors or numpy arrays."""
+    return {name: np.asarray(features[name], dtype=np.int64)
+            for name in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+def export_dir(spec: ModelSpec) -> Path:
+    if spec.cache_dir is None:
+        raise ModelNotExportedError(f"{spec.key} runs on OpenVINO but no model cache folder "
+                                    "is configured ([index] model_cache)")
+    return spec.cache_dir / spec.key
+
+
+def verify_export(spec: ModelSpec, folder: Path) -> None:
+    """The exported files must be the ones recorded when they were exported for this key."""
+    manifest = json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))
+    if manifest["key"] != spec.key:
+        raise ModelMismatchError(f"{folder} holds an export of {manifest['key']}, not {spec.key}")
+    calibrated = spec.calibration.sha256 if spec.calibration else ""
+    if manifest.get("calibration_sha256", "") != calibrated:
+        raise ModelMismatchError(
+            f"{spec.key} refuses to load: {folder} was quantised on calibration texts with sha256 "
+            f"{manifest.get('calibration_sha256', '')[:12] or 'none'}…, the key names "
+            f"{calibrated[:12] or 'none'}…: delete {folder} to export it again")
+    for name, sha in manifest["files"].items():
+        path = folder / name
+        if not path.is_file() or file_sha256(path) != sha:
+            raise ModelMismatchError(
+                f"{spec.key} refuses to load: the exported {path} changed since it was exported; "
+                f"delete {folder} to export it again")
+
+
+def export_openvino(spec: ModelSpec, model) -> Path:
+    """Converts the transformer to OpenVINO IR (fp32 weights kept, no fp16 compression), and
+    for int8 quantises it statically with NNCF on the spec's fixed calibration texts (so the
+    same key gives the same weights on any corpus); writes atomically."""
+    ov = openvino()
+    folder = export_dir(spec)
+    calibration = spec.calibration.texts() if spec.calibration else None
+    if spec.precision is Precision.INT8 and not calibration:
+        raise ModelNotExportedError(f"{spec.key} is int8 but declares no calibration texts")
+    ov_model = convert_to_openvino(model)
+    calibration_sha = ""
+    if spec.precision is Precision.INT8:
+        import nncf
+
+        items = [token_inputs(model.preprocess([text])) for text in calibration]
+        ov_model = nncf.quantize(ov_model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
+                                 subset_size=len(items))
+        calibration_sha = texts_sha256(calibration)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
+    files = {name: file_sha256(tmp / name) for name in ("model.xml", "model.bin")}
+    (tmp / EXPORT_MANIFEST).write_text(json.dumps({
+        "key": spec.key, "backend": spec.backend.value, "precision": spec.precision.value,
+        "openvino": ov.__version__, "calibration_texts": len(calibration or ()),
+        "calibration_sha256": calibration_sha, "files": files}, indent=2), encoding="utf-8")
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder
+
+
+def _traceable_encoder(model):
+    """The model's transformer as a module of the three token inputs giving the last hidden
+    state, and an example input of two texts (so batch and length can vary)."""
+    import torch
+
+    transformer = transformer_of(model)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    example = token_inputs(model.preprocess(["an example sentence", "two"]))
+    return Encoder().eval(), {k: torch.from_numpy(v) for k, v in example.items()}
+
+
+@contextmanager
+def _quiet_tracing() -> Iterator[None]:
+    """Tracing warns about Python branches on shapes in transformers' attention code (they hold
+    for every batch shape: checked by the probes and the benchmark's cosines) and about
+    transformers' and torch's own deprecations; neither is the user's business."""
+    import torch
+
+    with torch.no_grad(), warnings.catch_warnings():
+        for category in (torch.jit.TracerWarning, FutureWarning, DeprecationWarning, UserWarning):
+            warnings.simplefilter("ignore", category)
+        yield
+
+
+def convert_to_openvino(model):
+    """The model's transformer (token ids in, last hidden state out) as an fp32 OpenVINO model
+    with dynamic batch and length."""
+    ov = openvino()
+    encoder, example = _traceable_encoder(model)
+    with _quiet_tracing():
+        return ov.convert_model(
+            encoder, example_input=example,
+            input=[(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in example])
+
+
+def convert_to_onnx(model) -> bytes:
+    """The model's transformer as an fp32 ONNX model (in memory) with dynamic batch and length.
+    torch's TorchScript exporter (``dynamo=False``, still shipped by the pinned torch 2.13): it
+    needs the ``onnx`` package only, the torch.export-based one onnxscript as well."""
+    import torch
+
+    encoder, example = _traceable_encoder(model)
+    names = list(example)
+    out = io.BytesIO()
+    with _quiet_tracing():
+        torch.onnx.export(
+            encoder, tuple(example[n] for n in names), out, input_names=names,
+            output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]})
+    return out.getvalue()

@@ -1,0 +1,78 @@
+"""The process edge: one-line errors (no usage block, no traceback), escaped messages, the
+configuration variable, finite numbers and a closed pipe.
+
+Fast: validation runs before an index or a model is opened, so no index is built here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline_tests.cli.invoke import one_line_failure
+
+
+def test_usage_errors_are_one_line_without_the_usage_block():
+    assert one_line_failure("nosuch") == (2, "error: No such command 'nosuch'.")
+    assert one_line_failure("ask") == (2, "error: Missing argument 'QUESTION'.")
+
+
+def test_an_unexpected_error_is_one_line_with_its_type_not_a_traceback(tmp_path: Path):
+    # Planted: a damaged DuckDB file beside a documents table folder; DuckDB's own error must
+    # reach the user as one line (exit 1: not a usage error).
+    (tmp_path / "warehouse" / "documents").mkdir(parents=True)
+    (tmp_path / "warehouse" / "documents" / "part-0.parquet").write_bytes(b"x")
+    (tmp_path / "rag.duckdb").write_bytes(b"garbage")
+    assert one_line_failure("--data-dir", str(tmp_path), "status") == (
+        1, f'error: IOException: IO Error: The file "{tmp_path / "rag.duckdb"}" exists, but it '
+           "is not a valid DuckDB database file!")
+
+
+def test_control_characters_in_a_message_are_escaped(tmp_path: Path):
+    # Planted: a data folder whose name clears the screen, in an error message that quotes it.
+    data = tmp_path / "d\x1b[2J"
+    (data / "warehouse" / "documents").mkdir(parents=True)
+    (data / "warehouse" / "documents" / "part-0.parquet").write_bytes(b"x")
+    (data / "rag.duckdb").write_bytes(b"garbage")
+    assert one_line_failure("--data-dir", str(data), "status") == (
+        1, f'error: IOException: IO Error: The file "{tmp_path}/d\\u001b[2J/rag.duckdb" exists, '
+           "but it is not a valid DuckDB database file!")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--poll", "nan"], "Invalid value for '--poll': 'nan' is not a number."),
+    (["eval", "--beir", ".", "--k1", "nan"], "Invalid value for '--k1': 'nan' is not a number."),
+    (["eval", "--beir", ".", "--k1", "-5"],
+     "Invalid value for '--k1': -5.0 is not in the range x>=0.0."),
+])
+def test_nan_and_negative_numbers_are_refused(args, message):
+    assert one_line_failure(*args) == (2, f"error: {message}")
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_a_config_variable_naming_no_file_is_an_error(tmp_path: Path, kind: str):
+    target = tmp_path / ("absent.toml" if kind == "missing" else "")
+    what = "does not exist" if kind == "missing" else "is a folder"
+    result = CliRunner(env={"RAG_PIPELINE_CONFIG": str(target)}).invoke(
+        main, ["--data-dir", str(tmp_path), "models"])
+    assert (result.exit_code, result.stderr) == (
+        2, f"error: RAG_PIPELINE_CONFIG={str(target)!r} {what}: it must name a rag_pipeline.toml "
+           "file (unset it for the project's own)\n")
+
+
+def test_output_piped_into_a_reader_that_quits_ends_quietly():
+    import subprocess
+    import sys
+
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    # Planted: the reader closes the pipe at once, as `| head -0` does; every write then fails.
+    child = subprocess.Popen([sys.executable, "-c", "from rag_pipeline.cli import main; main()",
+                              "models"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert (child.wait(timeout=120), stderr) == (141, "")
