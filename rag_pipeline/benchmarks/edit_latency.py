@@ -211,7 +211,8 @@ def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: f
     one document and returns the timeline."""
     import dagster as dg
 
-    from rag_pipeline.core.config.project_config import declared_models, load_config
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.index.generations import current_generation
     from rag_pipeline.core.ingest.corpus_export import export_python_reference
     from rag_pipeline.core.storage.warehouse import Warehouse
