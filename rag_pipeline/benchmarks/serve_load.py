@@ -45,8 +45,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_pipeline.benchmarks import offline_env, stop
+from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.evaluation.gold import load_gold, load_ood
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 HOST = "127.0.0.1"
@@ -371,7 +372,7 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         if reindex_after:
             reindex(port, data, env, tmp, args, pool, server.pid)
     finally:
-        stop(server, 10)
+        stop_process(server, 10)
         server_log.close()
         log_text = log_path.read_text()
         if "Traceback" in log_text:
