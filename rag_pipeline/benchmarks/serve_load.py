@@ -23,6 +23,10 @@ corpus (one document edited, one added) into the served folder by the jobs ``rag
 index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
 keeps asking until that run ends. Every round stops at ``--max-seconds`` (the re-index round
 at ``--reindex-seconds``).
+
+Some 420 lines in one module because it is one benchmark read top to bottom (start a server,
+its rounds, the floor, the re-index round); the pieces another benchmark needs (``percentile``,
+``questions``, ``free_port``, ``run_round``) are imported from here by ``scale``.
 """
 
 from __future__ import annotations
