@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.config.root import CONFIG_NAME, PROJECT_ROOT
+from rag_pipeline.core.config.root import ENV_CONFIG as ENV_CONFIG  # named here with every variable
+from rag_pipeline.core.config.root import PROJECT_ROOT, config_path
 
 if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
@@ -27,37 +28,15 @@ INDEX_LOCK = "rag-pipeline-index.lock"
 """The file in a Dagster home that one ``rag-pipeline index`` at a time holds (the corpus watch
 reads its holder: an ``index`` that holds it launches its own documents run)."""
 
-# Read only at the process edge (the CLI and ``definitions.defs``), never in the core.
+# Read only at the process edge (the CLI and ``definitions.defs``), never in the core; but for
+# ENV_CONFIG, read by ``config_path`` (core/config/root.py), which ``load_config()`` asks.
 ENV_DATA_DIR = "RAG_PIPELINE_DATA_DIR"
 ENV_WAREHOUSE = "RAG_PIPELINE_WAREHOUSE"
 ENV_CORPUS = "RAG_PIPELINE_CORPUS"
 ENV_EVAL_DIR = "RAG_PIPELINE_EVAL_DIR"
 ENV_TORCH_THREADS = "RAG_PIPELINE_TORCH_THREADS"
-ENV_CONFIG = "RAG_PIPELINE_CONFIG"
 ENV_REPORT_URL = "RAG_PIPELINE_REPORT_URL"
 ENV_PROFILE = "RAG_PIPELINE_PROFILE"
-
-
-class ConfigNotFoundError(FileNotFoundError):
-    """``RAG_PIPELINE_CONFIG`` names no file (a missing path or a folder)."""
-
-
-def config_path(environ: Mapping[str, str] = os.environ) -> Path:
-    """The models-and-chunkers file: ``RAG_PIPELINE_CONFIG``, else ``rag_pipeline.toml`` here.
-
-    Raises:
-        ConfigNotFoundError: If ``RAG_PIPELINE_CONFIG`` is set but names no file: a typo must
-            never fall back to the built-in default (other chunkers, other model keys).
-    """
-    configured = environ.get(ENV_CONFIG)
-    if not configured:
-        return PROJECT_ROOT / CONFIG_NAME
-    path = Path(configured)
-    if not path.is_file():
-        what = "is a folder" if path.is_dir() else "does not exist"
-        raise ConfigNotFoundError(f"{ENV_CONFIG}={configured!r} {what}: it must name a "
-                                  "rag_pipeline.toml file (unset it for the project's own)")
-    return path
 
 
 def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:

@@ -1,9 +1,13 @@
-"""Shared fixtures: the real model, a second model with other weights, and a tiny corpus."""
+"""Shared fixtures: the real model, a second model with other weights, a tiny corpus, and a
+project of its own (a fresh Dagster home) for a test that runs Dagster in real processes."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_pipeline.core.config.keys import declared_models  # noqa: E402
 from rag_pipeline.core.embedding.models import ModelSpec  # noqa: E402
+from rag_pipeline.project_paths import (  # noqa: E402
+    DAGSTER_HOME,
+    ENV_CONFIG,
+    ENV_CORPUS,
+    ENV_DATA_DIR,
+    ENV_EVAL_DIR,
+    PROJECT_ROOT,
+)
 from rag_pipeline_tests.model_specs import spec_for_folder  # noqa: E402
 
 TINY_DOCS = {
@@ -68,6 +80,79 @@ def tiny_corpus(tmp_path: Path) -> Path:
     # Planted flaw: invalid UTF-8. Must end `failed` with its reason while the rest index.
     (root / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not text\n")
     return root
+
+
+GOLD_LINE = ('{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
+             '"question": "How long does a network call wait before giving up?", '
+             '"ticket": "my download just stops after a while, what is the limit"}\n')
+"""One gold question whose needle is in :data:`TINY_DOCS` (guide/config.md)."""
+OOD_LINE = '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n'
+
+
+@dataclass(frozen=True)
+class DagsterProject:
+    """A project of its own: ``root`` holds ``dagster_home/`` (the project's ``dagster.yaml``),
+    ``corpus/`` (:data:`TINY_DOCS`), ``eval/`` (:data:`GOLD_LINE`, :data:`OOD_LINE`),
+    ``rag_pipeline.toml`` with the project's lock, and ``data/``; ``env`` points every command
+    (``rag-pipeline``, ``dagster``, ``dagster-daemon``) at them and imports this tree."""
+
+    root: Path
+    home: Path
+    corpus: Path
+    env: dict[str, str]
+
+
+def processes_on_home(home: Path) -> list[int]:
+    """Every live process of this machine whose environment names ``home`` as its Dagster
+    home (a daemon, its code servers and run workers, an index guard), this one excepted."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+            state = Path(f"/proc/{entry.name}/stat").read_text().split(") ")[-1][0]
+        except OSError:
+            continue
+        if f"DAGSTER_HOME={home}\0".encode() in environ and state not in "ZX":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def dagster_project(tmp_path_factory: pytest.TempPathFactory,
+                    ) -> Iterator[Callable[[str, str], DagsterProject]]:
+    """Makes a :class:`DagsterProject` from a name and a ``rag_pipeline.toml`` text; when the
+    test module ends, SIGKILLs whatever still runs on any home it made."""
+    made: list[DagsterProject] = []
+
+    def make(name: str, config: str) -> DagsterProject:
+        root = tmp_path_factory.mktemp(name)
+        home = root / "dagster_home"
+        home.mkdir()
+        shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
+        corpus = write_corpus(root / "corpus", TINY_DOCS)
+        evals = root / "eval"
+        evals.mkdir()
+        (evals / "gold.jsonl").write_text(GOLD_LINE, encoding="utf-8")
+        (evals / "ood.jsonl").write_text(OOD_LINE, encoding="utf-8")
+        (root / "rag_pipeline.toml").write_text(config, encoding="utf-8")
+        # The reference model's lock (its fingerprints), as the project pins it.
+        shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", root / "rag_pipeline.lock.json")
+        env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(root / "data"),
+               ENV_CONFIG: str(root / "rag_pipeline.toml"), ENV_CORPUS: str(corpus),
+               ENV_EVAL_DIR: str(evals), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+               "PYTHONPATH": str(PROJECT_ROOT)}
+        made.append(DagsterProject(root, home, corpus, env))
+        return made[-1]
+
+    yield make
+    for project in made:
+        for pid in processes_on_home(project.home):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture(scope="session")

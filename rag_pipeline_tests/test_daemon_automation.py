@@ -6,12 +6,12 @@ whose inputs changed, all succeeding."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,15 +20,8 @@ import pytest
 
 from rag_pipeline.orchestration.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.orchestration.index_launch import daemon_running
-from rag_pipeline.project_paths import (
-    DAGSTER_HOME,
-    ENV_CONFIG,
-    ENV_CORPUS,
-    ENV_DATA_DIR,
-    ENV_EVAL_DIR,
-    PROJECT_ROOT,
-)
-from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline.project_paths import PROJECT_ROOT
+from rag_pipeline_tests.conftest import DagsterProject
 
 pytestmark = pytest.mark.slow
 
@@ -67,29 +60,11 @@ def _index(env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def instance_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
-    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
-    evals = tmp_path / "eval"
-    evals.mkdir()
-    (evals / "gold.jsonl").write_text(
-        '{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
-        '"question": "How long does a network call wait before giving up?", '
-        '"ticket": "my download just stops after a while, what is the limit"}\n', encoding="utf-8")
-    (evals / "ood.jsonl").write_text(
-        '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n', encoding="utf-8")
-    config = tmp_path / "rag_pipeline.toml"
-    config.write_text(CONFIG, encoding="utf-8")
-    # The reference model's lock (its fingerprints), as the project pins it.
-    shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", tmp_path / "rag_pipeline.lock.json")
-    env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(tmp_path / "data"),
-           ENV_CONFIG: str(config),
-           ENV_CORPUS: str(corpus), ENV_EVAL_DIR: str(evals), "HF_HUB_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    return env, corpus
+def instance_env(dagster_project: Callable[[str, str], DagsterProject],
+                 monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, str], Path]:
+    project = dagster_project("daemon", CONFIG)
+    monkeypatch.setenv("DAGSTER_HOME", str(project.home))
+    return project.env, project.corpus
 
 
 def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_env):

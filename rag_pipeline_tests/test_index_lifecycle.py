@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,15 +23,8 @@ import pytest
 
 from rag_pipeline.core.runtime.processes import daemon_pids
 from rag_pipeline.orchestration.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
-from rag_pipeline.project_paths import (
-    DAGSTER_HOME,
-    ENV_CONFIG,
-    ENV_CORPUS,
-    ENV_DATA_DIR,
-    ENV_EVAL_DIR,
-    PROJECT_ROOT,
-)
-from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+from rag_pipeline.project_paths import PROJECT_ROOT
+from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
 from rag_pipeline_tests.test_daemon_automation import CONFIG
 
 pytestmark = pytest.mark.slow
@@ -53,48 +46,9 @@ def _wait(predicate, seconds: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def _guard_groups(home: Path) -> list[int]:
-    """Every live process of this machine that runs on this Dagster home (the daemon, its code
-    servers, its run workers and the guard itself): their environment names the home."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
-        except OSError:
-            continue
-        if f"DAGSTER_HOME={home}\0".encode() in environ and \
-                Path(f"/proc/{entry.name}/stat").read_text().split(") ")[-1][0] not in "ZX":
-            found.append(int(entry.name))
-    return found
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory):
-    tmp_path = tmp_path_factory.mktemp("lifecycle")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
-    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
-    evals = tmp_path / "eval"
-    evals.mkdir()
-    (evals / "gold.jsonl").write_text(
-        '{"id": "t1", "needle": "Every network call gives up after seventeen seconds", '
-        '"question": "How long does a network call wait before giving up?", '
-        '"ticket": "my download just stops after a while, what is the limit"}\n', encoding="utf-8")
-    (evals / "ood.jsonl").write_text(
-        '{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n', encoding="utf-8")
-    config = tmp_path / "rag_pipeline.toml"
-    config.write_text(LIFECYCLE_CONFIG, encoding="utf-8")
-    shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", tmp_path / "rag_pipeline.lock.json")
-    env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(tmp_path / "data"),
-           ENV_CONFIG: str(config), ENV_CORPUS: str(corpus), ENV_EVAL_DIR: str(evals),
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": str(PROJECT_ROOT)}
-    yield tmp_path, home, corpus, env
-    for pid in _guard_groups(home):
-        os.kill(pid, signal.SIGKILL)
+def project(dagster_project: Callable[[str, str], DagsterProject]) -> DagsterProject:
+    return dagster_project("lifecycle", LIFECYCLE_CONFIG)
 
 
 def _run(env) -> subprocess.CompletedProcess:
@@ -144,7 +98,7 @@ def _edit(corpus: Path, version: int) -> None:
 
 
 def test_two_at_once_a_retried_fault_kills_and_signals(project):
-    tmp_path, home, corpus, env = project
+    tmp_path, home, corpus, env = project.root, project.home, project.corpus, project.env
     current = tmp_path / GENERATION
 
     # 1. Two `index` at once on a fresh home, with a transient fault planted: a file where the
@@ -167,7 +121,7 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
     assert len(refused) == 1 and len(failed) == 1, codes
     assert refused[0].startswith("error: another `rag-pipeline index` is running on this Dagster "
                                  "instance (pid ")
-    assert _guard_groups(home) == [] and _active_runs(home) == 0
+    assert processes_on_home(home) == [] and _active_runs(home) == 0
     assert not current.exists()
     assert _runs(home, started) == Counter({("-", "SUCCESS"): 1, ("header", "SUCCESS"): 1,
                                             (f"header|{MODEL}", "FAILURE"): 1})
@@ -198,7 +152,7 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
     with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
     assert current.read_bytes() == published
-    assert _guard_groups(home) == [] and _active_runs(home) == 0
+    assert processes_on_home(home) == [] and _active_runs(home) == 0
     healed = _run(env)
     assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]
     assert f"retrying embeddings_job [header|{MODEL}] (run " in healed.stdout
@@ -216,7 +170,7 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
         os.kill(command.pid, signum)
         out, err = command.communicate(timeout=120)
         assert command.returncode == (-9 if signum == signal.SIGKILL else 128 + signum), out + err
-        _wait(lambda: _guard_groups(home) == [], 90, "every process of the index to end")
+        _wait(lambda: processes_on_home(home) == [], 90, "every process of the index to end")
         assert _active_runs(home) == 0
         runs = _runs(home, started)
         assert runs[(f"header|{MODEL}", "CANCELED")] == 1, runs

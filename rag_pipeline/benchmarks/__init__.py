@@ -2,13 +2,13 @@
 
 Every benchmark runs offline: :func:`go_offline` sets :data:`OFFLINE` for its own process (in
 ``main``, keeping what the caller set), :func:`offline_env` gives the environment of a child
-process it starts; :func:`stop` ends a server it started.
+process it starts. A server a benchmark started is ended with
+:func:`rag_pipeline.core.runtime.processes.stop_process`.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -25,13 +25,3 @@ def offline_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str
     """A child process's environment: ``base`` (this process's by default) with :data:`OFFLINE`
     and ``extra`` set."""
     return {**(os.environ if base is None else base), **OFFLINE, **extra}
-
-
-def stop(process: subprocess.Popen, timeout: float) -> None:
-    """Asks ``process`` to end (SIGTERM), waits ``timeout`` seconds, then kills it."""
-    process.terminate()
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()

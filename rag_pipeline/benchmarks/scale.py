@@ -48,10 +48,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rag_pipeline.benchmarks import offline_env, stop
+from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.generations import publish
 from rag_pipeline.core.index.mapped import MAP_CACHE_DIR
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.core.storage.table_names import (
     ANN_INDEX,
     BM25_CHUNKS,
@@ -427,7 +428,7 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
             swapped = None if swap is None else swap_under_load(data_dir, chunker, swap[0], port, swap[1],
                                                                 ready_timeout)
         finally:
-            stop(server, 20)
+            stop_process(server, 20)
     if not r.latencies_ms:
         raise SystemExit(f"no answer over HTTP: {dict(r.errors)}")
     return HttpRound(_p(r.latencies_ms, 50), _p(r.latencies_ms, 99), len(r.latencies_ms),

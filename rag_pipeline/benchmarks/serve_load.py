@@ -23,6 +23,10 @@ corpus (one document edited, one added) into the served folder by the jobs ``rag
 index`` runs for it (documents, chunks, embeddings, which publishes the new generation), and
 keeps asking until that run ends. Every round stops at ``--max-seconds`` (the re-index round
 at ``--reindex-seconds``).
+
+Some 420 lines in one module because it is one benchmark read top to bottom (start a server,
+its rounds, the floor, the re-index round); the pieces another benchmark needs (``percentile``,
+``questions``, ``free_port``, ``run_round``) are imported from here by ``scale``.
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_pipeline.benchmarks import offline_env, stop
+from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.evaluation.gold import load_gold, load_ood
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 HOST = "127.0.0.1"
@@ -371,7 +376,7 @@ def serve_rounds(data: Path, env: dict[str, str], tmp: Path, args: argparse.Name
         if reindex_after:
             reindex(port, data, env, tmp, args, pool, server.pid)
     finally:
-        stop(server, 10)
+        stop_process(server, 10)
         server_log.close()
         log_text = log_path.read_text()
         if "Traceback" in log_text:

@@ -22,7 +22,13 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from rag_pipeline.core.runtime.processes import group_members, kill_group, pid_alive, set_parent_death_signal
+from rag_pipeline.core.runtime.processes import (
+    group_members,
+    kill_group,
+    pid_alive,
+    set_parent_death_signal,
+    stop_process,
+)
 
 DAEMON_STOP_SECONDS = 10.0
 POLL_SECONDS = 0.2
@@ -54,13 +60,7 @@ def stop_group(daemon: subprocess.Popen) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    if daemon.poll() is None:
-        daemon.terminate()
-        try:
-            daemon.wait(timeout=DAEMON_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+    stop_process(daemon, DAEMON_STOP_SECONDS)
     kill_group(group, spare=me)
 
 

@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
-from rag_pipeline.core.config.root import CONFIG_NAME, PROJECT_ROOT
+from rag_pipeline.core.config.root import CONFIG_NAME, config_path
 from rag_pipeline.core.config.schema import (
     ADAPT_KEYS,
     DEFAULT_CONFIG,
@@ -295,9 +295,18 @@ def select_profile(config: ProjectConfig, profile: Profile) -> ProjectConfig:
 
 
 def load_config(path: Path | None = None) -> ProjectConfig:
-    """Reads ``rag_pipeline.toml`` (the project root's by default; the built-in default
-    declaration when the project has none)."""
-    path = Path(path) if path is not None else PROJECT_ROOT / CONFIG_NAME
+    """Reads a ``rag_pipeline.toml`` (the built-in default declaration when the project root
+    has none).
+
+    Args:
+        path: The file; by default :func:`~rag_pipeline.core.config.root.config_path`'s, the
+            one ``RAG_PIPELINE_CONFIG`` names, else the project root's.
+
+    Raises:
+        ConfigNotFoundError: ``path`` is not given and ``RAG_PIPELINE_CONFIG`` names no file.
+        ModelConfigError: The file is not a valid configuration (one line).
+    """
+    path = Path(path) if path is not None else config_path()
     if not path.is_file():
         return parse_config(DEFAULT_CONFIG, path.parent, None)
     return parse_config(path.read_text(encoding="utf-8"), path.parent, path)

@@ -24,6 +24,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -105,18 +107,16 @@ def texts_sha256(texts: Sequence[str]) -> str:
     return hashlib.sha256("\x00".join(texts).encode("utf-8")).hexdigest()
 
 
+CALIBRATION_LINE = 'a calibration line must be {"text": "<a non-empty text>"}'
+
+
 def _read_calibration(path: Path) -> list[str]:
     if not path.is_file():
         raise ModelConfigError(f"calibration texts not found: {path}")
     texts = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or not row["text"]:
-            raise ModelConfigError(f"{path}:{number}: a calibration line must be "
-                                   '{"text": "<a non-empty text>"}')
+    for number, row in jsonl_objects(path, ModelConfigError, CALIBRATION_LINE):
+        if missing_fields(row, ("text",)):
+            raise ModelConfigError(f"{path}:{number}: {CALIBRATION_LINE}")
         texts.append(row["text"])
     if len(texts) < 10:
         raise ModelConfigError(f"{path}: {len(texts)} calibration texts; at least 10 are needed")

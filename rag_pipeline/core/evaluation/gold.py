@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.ingest.formats.markdown import without_headings
+from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 
 class QueryStyle(StrEnum):
@@ -106,20 +107,11 @@ def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None
     """The rows of a JSONL file; with ``header``, a first row holding ``corpus`` and no ``id``
     is appended to it instead of returned."""
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldFormatError(f"{path}:{number}: not JSON: {exc.msg}") from exc
-        if not isinstance(row, dict):
-            raise GoldFormatError(f"{path}:{number}: a line must be a JSON object, not "
-                                  f"{type(row).__name__}")
+    for number, row in jsonl_objects(path, GoldFormatError):
         if header is not None and not rows and not header and "corpus" in row and "id" not in row:
             header.append(row)
             continue
-        missing = [k for k in required if not isinstance(row.get(k), str) or not row[k].strip()]
+        missing = missing_fields(row, required)
         if missing:
             raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
         rows.append(row)

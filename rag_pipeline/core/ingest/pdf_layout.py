@@ -33,6 +33,13 @@ OCR recognises) and decides, page by page:
 - **Sections** come from the outline (the heading a bookmark points at is structure, the
   text after it the section's body), else from type size: a line larger than body text, or
   bold where body text is not, is a heading.
+
+One module of some 600 lines, and not a package, because the rules above are one pass over one
+page model: each reads the rows, the body's type size and the page heights the others work on
+(a running head is found before the columns, a footnote is placed by the paragraph the column
+order ends), so a rule cannot be read or tested apart from the page it rewrites. What stands
+alone is already out: reading the PDF (``pdf_pages``), OCR (``pdf_ocr``), and choosing between
+them (``pdf_extract``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Processes of this machine: whether one is alive, the members of a process group, a
-parent-death signal, a lock file that names its holder, and the Dagster daemons of one home.
+parent-death signal, a child stopped politely then by force, a lock file that names its
+holder, and the Dagster daemons of one home.
 
 Linux only where it reads ``/proc`` or calls ``prctl`` (the project's deployment target).
 """
@@ -12,6 +13,7 @@ import fcntl
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,6 +99,19 @@ def kill_group(pgid: int, spare: int | None = None, timeout: float = 10.0) -> in
         _reap_children()
         time.sleep(0.05)
     return len(signalled)
+
+
+def stop_process(process: subprocess.Popen, timeout: float) -> None:
+    """Asks ``process`` to end (SIGTERM), waits ``timeout`` seconds, then kills it (SIGKILL)
+    and reaps it; a process that has already ended is only reaped."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _reap_children() -> None:

@@ -9,7 +9,14 @@ import pytest
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.keys import model_specs
-from rag_pipeline.core.config.parse import choose_profile, load_config, parse_config, select_profile
+from rag_pipeline.core.config.parse import (
+    choose_profile,
+    declared_chunkers,
+    load_config,
+    parse_config,
+    select_profile,
+)
+from rag_pipeline.core.config.root import ENV_CONFIG, ConfigNotFoundError
 from rag_pipeline.core.config.schema import Profile
 from rag_pipeline.core.embedding.models import (
     CALIBRATION_TEXTS,
@@ -80,6 +87,29 @@ def test_the_projects_own_file_declares_both_models_and_six_chunkers():
                                                     "all-MiniLM-L6-v2-int8@b4e41131",
                                                     "all-MiniLM-L6-v2-adapted@fc948889"]
     assert config.chunkers == tuple(ChunkingStrategy)
+
+
+def test_load_config_without_a_path_reads_the_file_rag_pipeline_config_names(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(ENV_CONFIG, str(project / "rag_pipeline.toml"))
+    config = load_config()
+    assert (config.path, [m.name for m in config.models]) == (project / "rag_pipeline.toml",
+                                                              ["ref", "fast"])
+    # What asks load_config() for the project's file sees the same one: one chunker, not six.
+    assert declared_chunkers() == (ChunkingStrategy.HEADER,)
+    monkeypatch.setenv(ENV_CONFIG, "")
+    assert load_config().path == PROJECT_ROOT / "rag_pipeline.toml"
+    assert declared_chunkers() == tuple(ChunkingStrategy)
+
+
+def test_load_config_never_falls_back_to_the_projects_file_for_a_typo(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    typo = project / "rag_pipline.toml"
+    monkeypatch.setenv(ENV_CONFIG, str(typo))
+    with pytest.raises(ConfigNotFoundError) as info:
+        load_config()
+    assert str(info.value) == (f"RAG_PIPELINE_CONFIG={str(typo)!r} does not exist: it must name a "
+                               "rag_pipeline.toml file (unset it for the project's own)")
 
 
 def test_builtin_profiles_are_header_x_default_and_every_chunker_x_every_model(project: Path):

@@ -19,6 +19,7 @@ from rag_pipeline.core.runtime.processes import (
     group_members,
     kill_group,
     pid_alive,
+    stop_process,
 )
 
 HOLD_LOCK = """
@@ -102,3 +103,19 @@ def test_killing_a_group_leaves_no_member(tmp_path: Path):
     leader.wait(timeout=10)
     assert group_members(leader.pid) == []
     assert not any(pid_alive(pid) for pid in members)
+
+
+def test_stop_process_kills_a_process_that_ignores_sigterm():
+    # Planted flaw: a child that ignores SIGTERM; stop_process must still end it (SIGKILL, -9).
+    child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
+                              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                              "print('ready', flush=True)\ntime.sleep(60)\n"],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ready\n"
+    started = time.monotonic()
+    stop_process(child, 0.5)
+    assert child.returncode == -9
+    assert time.monotonic() - started < 30
+    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    stop_process(polite, 30)
+    assert polite.returncode == -15

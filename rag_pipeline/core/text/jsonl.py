@@ -1,0 +1,45 @@
+"""JSON Lines read as numbered objects, each bad line one error naming the file and line: the
+one reader of the gold sets, the out-of-domain sets and the calibration texts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+
+def jsonl_objects(path: Path, error: type[Exception], expected: str | None = None,
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file with their line numbers (from 1); blank lines are
+    passed over.
+
+    Args:
+        path: The file.
+        error: The exception raised for a bad line, with a one-line message
+            ``<path>:<line>: <what is wrong>``.
+        expected: What every line must be (``a calibration line must be {"text": ...}``): when
+            given, it is the message for a line that is not JSON or not an object; else the
+            message says which of the two it is (``not JSON: <why>``, ``a line must be a JSON
+            object, not list``).
+
+    Raises:
+        error: A line is not JSON or not a JSON object.
+    """
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}:{number}: {expected or f'not JSON: {exc.msg}'}") from exc
+        if not isinstance(row, dict):
+            raise error(f"{path}:{number}: "
+                        f"{expected or f'a line must be a JSON object, not {type(row).__name__}'}")
+        yield number, row
+
+
+def missing_fields(row: dict[str, Any], required: Sequence[str]) -> list[str]:
+    """The fields of ``required`` that ``row`` lacks or holds as anything but a string with a
+    character other than white space, in ``required``'s order."""
+    return [k for k in required if not isinstance(row.get(k), str) or not row[k].strip()]
