@@ -24,6 +24,9 @@ def corpus_export_dir(data_dir: Path) -> Path:
 DEFAULT_CORPUS_DIR = corpus_export_dir(DEFAULT_DATA_DIR)
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
+INDEX_LOCK = "rag-pipeline-index.lock"
+"""The file in a Dagster home that one ``rag-pipeline index`` at a time holds (the corpus watch
+reads its holder: an ``index`` that holds it launches its own documents run)."""
 
 # Read only at the process edge (the CLI and ``definitions.defs``), never in the core; but for
 # ENV_CONFIG, read by ``config_path`` (core/config/root.py), which ``load_config()`` asks.

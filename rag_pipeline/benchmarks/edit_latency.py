@@ -290,7 +290,9 @@ def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: f
                 trigger_process = subprocess.Popen(_cli("--data-dir", str(data), "index"),
                                                    cwd=PROJECT_ROOT, env=env,
                                                    stdout=subprocess.DEVNULL,
-                                                   stderr=subprocess.DEVNULL)
+                                                   stderr=subprocess.DEVNULL,
+                                                   start_new_session=True)
+                processes.append(trigger_process)
             published_at = answered_at = None
             deadline = time.monotonic() + timeout
             while answered_at is None and time.monotonic() < deadline:
@@ -337,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="A folder a --keep run left: measured again without building the "
                              "index first (kept).")
     args = parser.parse_args(argv)
+    # SIGTERM (a `timeout`) unwinds like Ctrl-C, so the daemon, serve and index it started stop.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     work = args.reuse or Path(tempfile.mkdtemp(prefix="edit-latency-"))
     keep = args.keep or args.reuse is not None
     try:

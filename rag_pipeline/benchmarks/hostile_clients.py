@@ -266,12 +266,19 @@ def load_average() -> str:
 
 def verdict(rounds: dict[str, dict[str, Measured]], target_ms: float) -> str:
     """One line: whether every attacked round kept the honest client's p99 under ``target_ms``
-    with no errors, and which did not."""
+    with no errors, which did not, and which of those missed it with no attacker as well (the
+    ``alone`` round: then the machine, not the attack, is over the target)."""
     failed = [f"{label} {name}" for label, measured in rounds.items() if label != "alone"
               for name, m in measured.items() if name in CLIENT_SIDE and not m.holds(target_ms)]
     if not failed:
         return f"verdict: PASS: under every attack the honest client's p99 < {target_ms:g} ms, 0 errors"
-    return f"verdict: FAIL against p99 < {target_ms:g} ms with 0 errors: {', '.join(failed)}"
+    line = f"verdict: FAIL against p99 < {target_ms:g} ms with 0 errors: {', '.join(failed)}"
+    alone = rounds.get("alone", {})
+    over = [f"{name} p99 {percentile(alone[name].latencies_ms, 99):.1f} ms" for name in CLIENT_SIDE
+            if name in alone and alone[name].latencies_ms and not alone[name].holds(target_ms)]
+    if over:
+        line += f" (with no attacker too: {', '.join(over)})"
+    return line
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,21 +3,25 @@ load, memory, question latency exact vs ANN, recall, BM25 ranking.
 
 Run after ``make index``: ``.venv/bin/python -m rag_pipeline.benchmarks.scale --factors 1 10 100 1000``.
 
-Each factor ``f`` writes, into a temporary folder, the served partition's tables repeated ``f``
-times: copy ``i`` prefixes document and chunk ids with ``copy<i>/``, gives each chunk its own
-content hash (so copies are not collapsed as duplicates), nudges the vectors (seeded noise,
-renormalised) and scales the BM25 statistics (``df * f``, ``N * f``, idf recomputed); the
-copies' ANN index is built (``core/index/ann_index.py``, timed) and everything is published as
-a generation. Then, in a fresh process per factor, it times ``load_partition`` (wall and CPU
-seconds: on a shared machine the CPU time is the steadier figure) and records the process's
-memory (resident set after the load and its peak), then, over the bundled questions embedded
-once by the model, ranks each on the exact path and on the ANN path (``retrieve`` with the
-production settings, ``dense_path`` forced) for their p50/p99 and the ANN dense top 10's recall
-against the exact one, and times the BM25 scores and the ranking of the matching rows (a full
-sort of every matching row against the top-k selection the service uses). Last, it starts
-``rag-pipeline serve`` on the copies (127.0.0.1) and asks every question over HTTP, one client
-(``--requests``, after a warm-up): p50/p99 of the round trips, the path ``/status`` names and
-the server's resident memory. The last line summarises the largest factor.
+Each factor ``f`` writes, into a temporary folder (``--keep DIR``: ``DIR/x<f>``, reused when
+already built), the served partition's tables repeated ``f`` times, streamed copy by copy: copy
+``i`` prefixes document and chunk ids with ``copy<i>/``, gives each chunk its own content hash (so
+copies are not collapsed as duplicates), nudges every copy's vectors (seeded isotropic noise sized
+so two copies of a chunk lie the source's median nearest-neighbour distance apart, renormalised;
+:func:`write_copies`) and scales the BM25 statistics (``df * f``, ``N * f``, idf recomputed); the
+copies' ANN index is built (``core/index/ann_index.py``, timed) and everything is published as a
+generation. The timed part below runs holding ``--lock`` (``flock``). Then, in a fresh process per
+factor, it times ``load_partition`` (wall and CPU seconds: on a shared machine the CPU time is the
+steadier figure) and records the process's memory (resident set after the load and its peak),
+then, over the bundled questions embedded once by the model, ranks each on the exact path and on
+the ANN path (``retrieve`` with the production settings, ``dense_path`` forced) for their p50/p99
+and the ANN dense top 10's recall against the exact one, and times the BM25 scores and the ranking
+of the matching rows (a full sort of every matching row against the top-k selection the service
+uses). Last, it starts ``rag-pipeline serve`` on the copies (127.0.0.1) and asks every question
+over HTTP, one client (``--requests``, after a warm-up): p50/p99 of the round trips, the path
+``/status`` names and the server's resident memory (its own and its mapped pages); with ``--swap``
+a new generation is then published while 4 clients ask (:func:`swap_under_load`). The last line
+summarises the largest factor.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
                    "chunkers and queries (paired sign tests).")
 @click.option("--beir", "beir_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Evaluate on a BEIR dataset folder instead (corpus.jsonl, "
-                                 "queries.jsonl, qrels/test.tsv).")
+                                 "queries.jsonl, qrels/test.tsv); with --held-out, both models "
+                                 "on it too, for the adoption rule's general-retrieval check.")
 @click.option("--k1", "k1_values", type=FiniteFloatRange(0.0, None), multiple=True,
               help="BM25 k1 for --beir, a finite number >= 0 (repeatable; default the design's "
                    "1.2).")
@@ -74,15 +75,16 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         spec = find_model(model_key, models) if model_key else models[0]
     except (InvalidArgumentError, ModelMismatchError, ModelNotExportedError) as exc:
         fail(str(exc))
-    if beir_dir is not None:
-        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json, candidates), spec,
-                    as_json)
-        return
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
         _compare_held_out(invocation, spec, versus_key, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"])
+                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"],
+                          beir_dir)
+        return
+    if beir_dir is not None:
+        _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json, candidates), spec,
+                    as_json)
         return
 
     from rag_pipeline.core.evaluation.run import run_eval
@@ -112,9 +114,10 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
 
 
 def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: Path, ood_path: Path,
-                      chunkers: list[str]) -> None:
+                      chunkers: list[str], beir_dir: Path | None) -> None:
     """The adapted model against its base on the held-out half of the gold set only: per style
-    and k, recall with Wilson intervals, paired sign tests, and the adoption rule."""
+    and k, recall with Wilson intervals, paired sign tests, both models' nDCG@10 on the BEIR
+    folder when one is given (document vectors cached per model), and the adoption rule."""
     import tempfile
 
     from rag_pipeline.core.embedding.export import ModelNotExportedError
@@ -122,6 +125,7 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     from rag_pipeline.core.evaluation.adoption import (
         adoption,
         compare_by_style,
+        general_retrieval,
         held_out_lines,
         write_gold,
     )
@@ -171,8 +175,15 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
         if report.sweep:
             echo(f"refusal sweep cut for {label} (held-out gold + out-of-domain): "
                   f"{report.recommended_cut} ({report.cut_rule})")
+    general = None
+    if beir_dir is not None:
+        general = general_retrieval(_run_beir(invocation.data_dir, beir_dir, spec, (), True),
+                                    _run_beir(invocation.data_dir, beir_dir, other, (), True))
+        echo(markdown_table(["retriever", f"a nDCG@10 ({general.dataset})", "b nDCG@10"],
+                            [[name, f"{a:.5f}", f"{b:.5f}"]
+                             for name, (a, b) in general.ndcg_at_10.items()]))
     chunker = "header" if "header" in chunkers else chunkers[0]
-    decision = adoption(rows, chunker, "hybrid")
+    decision = adoption(rows, chunker, "hybrid", general)
     verdict = "ADOPT" if decision.adopt else "keep the base as the default"
     echo(f"adoption ({chunker} x hybrid): {verdict}: {decision.reason}")
 

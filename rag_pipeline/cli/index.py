@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
-from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE
+from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE, INDEX_LOCK
 
 
 class _Progress:
@@ -42,9 +42,6 @@ class _Progress:
         elif quarter > last_quarter:
             click.echo(text)
 
-
-INDEX_LOCK = "rag-pipeline-index.lock"
-"""The file in DAGSTER_HOME that one ``index`` at a time holds."""
 
 
 @contextmanager

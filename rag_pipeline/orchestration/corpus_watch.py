@@ -27,8 +27,8 @@ import dagster as dg
 from rag_pipeline.core.ingest.corpus import discover
 from rag_pipeline.core.runtime.processes import lock_holder, pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
-from rag_pipeline.orchestration.index_launch import INDEX_LOCK
 from rag_pipeline.orchestration.resources import CorpusSource
+from rag_pipeline.project_paths import INDEX_LOCK
 
 CORPUS_WATCH = "corpus_watch"
 CORPUS_FINGERPRINT = "corpus_fingerprint"

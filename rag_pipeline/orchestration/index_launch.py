@@ -41,8 +41,6 @@ from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
-INDEX_LOCK = "rag-pipeline-index.lock"
-"""The file in DAGSTER_HOME that one ``index`` at a time holds (the CLI takes it)."""
 REQUEST_TAG = "rag_pipeline/index_request"
 RETRY_TAG = "rag_pipeline/retry"
 HEARTBEAT_MAX_AGE_SECONDS = 45.0

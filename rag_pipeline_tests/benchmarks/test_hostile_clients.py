@@ -35,6 +35,9 @@ def test_the_verdict_judges_only_the_attacked_rounds_and_what_the_client_saw():
     assert verdict(rounds, 50.0) == ("verdict: PASS: under every attack the honest client's p99 < 50 ms, "
                                      "0 errors")
     rounds["body"] = {"health": refused, "ask": slow}
+    assert verdict(rounds, 50.0) == ("verdict: FAIL against p99 < 50 ms with 0 errors: body health, body ask "
+                                     "(with no attacker too: health p99 50.0 ms, ask p99 50.0 ms)")
+    rounds["alone"] = {"health": fast, "ask": fast}
     assert verdict(rounds, 50.0) == "verdict: FAIL against p99 < 50 ms with 0 errors: body health, body ask"
 
 

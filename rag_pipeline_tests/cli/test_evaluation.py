@@ -53,3 +53,13 @@ def test_eval_json_over_the_bundled_gold_sets(bundled_data_dir: Path):
 def test_eval_refuses_an_undeclared_chunker():
     assert one_line_failure("eval", "--chunker", "header", "--chunker", "../../etc") == (
         2, f"error: unknown chunker '../../etc'; declared: {CHUNKERS}")
+
+
+def test_held_out_with_a_beir_folder_still_needs_the_base_to_compare(tmp_path: Path):
+    # --beir with --held-out is the adoption rule's general-retrieval check, not a BEIR run of
+    # its own: without --versus it is refused before any model is loaded.
+    beir = tmp_path / "scifact"
+    beir.mkdir()
+    assert one_line_failure("eval", "--held-out", "--beir", str(beir), "--model",
+                            "all-MiniLM-L6-v2@53aa5117") == (
+        2, "error: --held-out compares two models: give --model ADAPTED --versus BASE")

@@ -21,7 +21,7 @@ from rag_pipeline.orchestration.corpus_watch import (
     corpus_fingerprint,
     recorded_fingerprint,
 )
-from rag_pipeline.orchestration.index_launch import INDEX_LOCK
+from rag_pipeline.project_paths import INDEX_LOCK
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import hashed_spec
 

@@ -135,7 +135,8 @@ class StringColumn(Sequence[str]):
     not), so 1.3 M chunks cost no Python object until a row is asked for."""
 
     def __init__(self, values: pa.ChunkedArray | pa.Array) -> None:
-        self._values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        # Never combined: combining the chunks of a mapped column copies it into the heap.
+        self._values = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
 
     def __len__(self) -> int:
         return len(self._values)
@@ -158,7 +159,7 @@ class StringColumn(Sequence[str]):
 
     __hash__ = None
 
-    def arrow(self) -> pa.Array:
+    def arrow(self) -> pa.ChunkedArray:
         """The Arrow array behind the column."""
         return self._values
 
@@ -169,7 +170,7 @@ class ContentRows(Mapping[str, tuple[int, ...]]):
     of a dictionary of tuples: about 16 bytes a row."""
 
     def __init__(self, hashes: StringColumn) -> None:
-        encoded = pa.chunked_array([hashes.arrow()]).dictionary_encode().combine_chunks()
+        encoded = hashes.arrow().dictionary_encode().combine_chunks()
         self._hashes = hashes
         self._groups = encoded.dictionary
         self.group_of_row = np.asarray(encoded.indices.to_numpy(), np.int32)
@@ -242,7 +243,7 @@ def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: Strin
     for analyzer in present:
         own = terms.filter(pc.equal(terms.column("analyzer"), analyzer.value))
         mine = stats.filter(pc.equal(stats.column("analyzer"), analyzer.value))
-        if not mine.column("chunk_id").combine_chunks().equals(chunk_ids.arrow()):
+        if not mine.column("chunk_id").equals(chunk_ids.arrow()):
             raise IndexNotBuiltError(f"BM25 statistics of {chunker} are out of date with its chunks: "
                                      "re-run `rag-pipeline index`")
         df = own.column("df").to_numpy().astype(np.int64)

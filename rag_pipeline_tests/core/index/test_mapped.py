@@ -141,3 +141,16 @@ def test_other_statistics_over_the_same_postings_get_their_own_copy(tmp_path: Pa
                                               pa.array([2.0] * params.num_rows))
     after = mapped_bm25(warehouse, _bm25_files(warehouse, tables), ids, "header")[Analyzer.PLAIN]
     assert after.k1 == 2.0 and after.scores("cat").tolist() != before.scores("cat").tolist()
+
+
+def test_a_mapped_column_of_several_batches_stays_mapped(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    texts = [f"text {i}" for i in range(BATCH_ROWS + 3)]
+    file = warehouse.write("chunks", pa.table({"text": texts})).file
+    column = StringColumn(mapped_table(warehouse, file, ["text"]).column("text"))
+    # Two streamed batches, two chunks: combining them would copy the column into the heap.
+    assert column.arrow().num_chunks == 2
+    assert (column[BATCH_ROWS - 1], column[BATCH_ROWS], column[-1]) == (
+        texts[BATCH_ROWS - 1], texts[BATCH_ROWS], texts[-1])
+    assert list(column) == texts
+    assert ContentRows(column).rows_of_row(BATCH_ROWS) == (BATCH_ROWS,)
