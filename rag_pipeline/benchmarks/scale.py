@@ -22,6 +22,9 @@ over HTTP, one client (``--requests``, after a warm-up): p50/p99 of the round tr
 ``/status`` names and the server's resident memory (its own and its mapped pages); with ``--swap``
 a new generation is then published while 4 clients ask (:func:`swap_under_load`). The last line
 summarises the largest factor.
+
+Some 530 lines in one module because it is one benchmark read top to bottom (the copies, the
+in-process timings, the HTTP round, the swap); the server pieces come from ``serve_load``.
 """
 
 from __future__ import annotations

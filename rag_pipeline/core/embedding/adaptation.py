@@ -25,6 +25,10 @@ count, the loss, and the sha256 of every file it holds; a folder whose files or 
 refuses to load.
 
 Torch and sentence-transformers are imported only by :func:`train_adapted`.
+
+Some 550 lines in one module because it is one concept from corpus to trained folder (the
+pairs, their digest and its record, the recipe, the training, the folder's manifest); each part
+only makes sense beside the key the others feed.
 """
 
 from __future__ import annotations
