@@ -31,9 +31,9 @@ from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
-from rag_pipeline.core.storage.query_db import publish_query_db
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, INDEX_SENSOR

@@ -15,8 +15,8 @@ from rag_pipeline.project_paths import ENV_PROFILE
 @click.pass_obj
 def status(invocation: Invocation) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
+    from rag_pipeline.core.index.query_db import refresh_query_db
     from rag_pipeline.core.index.status import index_status, unhealthy_files
-    from rag_pipeline.core.storage.query_db import refresh_query_db
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     warehouse = invocation.warehouse

@@ -56,7 +56,7 @@ def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: P
 
 def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_path: Path):
     from rag_pipeline.core.index.generations import publish
-    from rag_pipeline.core.storage.query_db import publish_query_db
+    from rag_pipeline.core.index.query_db import publish_query_db
     from rag_pipeline_tests.core.generation_fixtures import write_partition
 
     warehouse = Warehouse(tmp_path)

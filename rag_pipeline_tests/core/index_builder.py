@@ -19,9 +19,9 @@ from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.index.generations import Generation, publish
 from rag_pipeline.core.index.partition_build import build_partition
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.index.store import PartitionIndex, load_partition
 from rag_pipeline.core.ingest import extract_corpus
-from rag_pipeline.core.storage.query_db import publish_query_db
 from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus

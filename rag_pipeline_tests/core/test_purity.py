@@ -79,10 +79,6 @@ UPWARD = {
     ("rag_pipeline.core.storage.warehouse", "rag_pipeline.core.config.validation"):
         "a partition value is checked before it names a folder; validation.py depends only on "
         "chunking (check_chunker), so this is an edge between two leaves, not a cycle of stages",
-    ("rag_pipeline.core.storage.query_db", "rag_pipeline.core.index"):
-        "rag.duckdb holds a view per table of each published generation (GENERATION_TABLES)",
-    ("rag_pipeline.core.storage.query_db", "rag_pipeline.core.index.generations"):
-        "the same views follow the current generations",
     ("rag_pipeline.core.embedding.vector_cache", "rag_pipeline.core.index.invariants"):
         "reused vectors pass the index's own stamp and matrix checks",
     ("rag_pipeline.core.embedding.drift", "rag_pipeline.core.index.invariants"):

@@ -4,7 +4,8 @@
 built from; publication (:mod:`rag_pipeline.core.index.generations`), the single-process build
 (:mod:`rag_pipeline.core.index.partition_build`), the loader (:mod:`rag_pipeline.core.index.store`),
 ``rag-pipeline index``'s "is the index current" and the Dagster ``index_generation`` asset all
-read it.
+read it, and so does rag.duckdb, the snapshot of the published tables users query
+(:mod:`rag_pipeline.core.index.query_db`).
 """
 
 from rag_pipeline.core.index.tables import (

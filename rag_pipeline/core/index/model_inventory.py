@@ -10,7 +10,7 @@ from rag_pipeline.core.config.validation import InvalidArgumentError, check_mode
 from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, verify_model_files
 from rag_pipeline.core.embedding.vector_cache import CACHE
 from rag_pipeline.core.index.generations import current_generations, generation_dir
-from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.storage.warehouse import Warehouse
 
 MODEL = "model"

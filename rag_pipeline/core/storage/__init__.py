@@ -1,5 +1,4 @@
 """The storage stage: where every table lives. Parquet is the truth (:mod:`.warehouse`:
 ``Warehouse``, immutable table files and a pointer per partition written last, local or on an
-object store); rag.duckdb is a snapshot of the published tables for users to query
-(:mod:`.query_db`); the tables' names (:mod:`.table_names`), the version stamps on every row
+object store); the tables' names (:mod:`.table_names`), the version stamps on every row
 (:mod:`.versions`), and frozen dataclasses to Arrow tables and back (:mod:`.row_tables`)."""

@@ -10,8 +10,8 @@ from rag_pipeline.core.index.builders import (
     document_records,
     documents_table,
 )
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.ingest import extract_corpus
-from rag_pipeline.core.storage.query_db import publish_query_db
 from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls

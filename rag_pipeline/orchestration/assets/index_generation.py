@@ -17,7 +17,7 @@ from dagster import AssetExecutionContext
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.index import GENERATION_TABLES, latest_tables
 from rag_pipeline.core.index.generations import collect_garbage, publish
-from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, scope_mapping
 from rag_pipeline.orchestration.resources import IndexStorage
 from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, GENERATION_TAG, MODEL_TAG, tag_run

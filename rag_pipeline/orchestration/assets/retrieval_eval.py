@@ -10,7 +10,7 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.embedding.models import ModelSpec
-from rag_pipeline.core.storage.query_db import publish_query_db
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of

@@ -11,9 +11,9 @@ import pytest
 from rag_pipeline.core.index.ann import DensePath
 from rag_pipeline.core.index.builders import document_records, documents_table
 from rag_pipeline.core.index.generations import current_generation
+from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.index.status import PartitionStatus, index_status
 from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
-from rag_pipeline.core.storage.query_db import publish_query_db
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
 from rag_pipeline_tests.fake_embedder import HashedEmbedder

@@ -1,4 +1,4 @@
-"""Tests for ``rag_pipeline.core.storage.query_db``: the DuckDB file users query is a snapshot of what
+"""Tests for ``rag_pipeline.core.index.query_db``: the DuckDB file users query is a snapshot of what
 is published, replaced atomically, readable anywhere it is copied."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from rag_pipeline.core.index.generations import publish
-from rag_pipeline.core.storage.query_db import publish_query_db, refresh_query_db
+from rag_pipeline.core.index.query_db import publish_query_db, refresh_query_db
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline_tests.core.generation_fixtures import write_partition
 
