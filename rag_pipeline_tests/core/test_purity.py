@@ -79,10 +79,6 @@ UPWARD = {
     ("rag_pipeline.core.storage.warehouse", "rag_pipeline.core.config.validation"):
         "a partition value is checked before it names a folder; validation.py depends only on "
         "chunking (check_chunker), so this is an edge between two leaves, not a cycle of stages",
-    ("rag_pipeline.core.embedding.vector_cache", "rag_pipeline.core.index.invariants"):
-        "reused vectors pass the index's own stamp and matrix checks",
-    ("rag_pipeline.core.embedding.drift", "rag_pipeline.core.index.invariants"):
-        "the drift check reads stored vectors with the index's matrix check",
     ("rag_pipeline.core.config.parse", "rag_pipeline.core.evaluation.gold"):
         "lazy: `adapt.held_out` names a gold set, read for its documents only when declared",
 }

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.embedding.models import TextEmbedder
-from rag_pipeline.core.index.invariants import vector_matrix
+from rag_pipeline.core.embedding.vectors import vector_matrix
 
 MIN_COSINE = 0.9999
 """Stored and fresh vectors of one text under one model key must agree this closely: two

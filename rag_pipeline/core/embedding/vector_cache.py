@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.embedding.models import ModelSpec
-from rag_pipeline.core.index.invariants import check_stamps, vector_matrix
+from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.storage.table_names import EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import Warehouse
 

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag_pipeline.core.embedding.vectors import vector_matrix
 from rag_pipeline.core.index.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
-from rag_pipeline.core.index.invariants import vector_matrix
 from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse

@@ -21,9 +21,9 @@ from rag_pipeline.core.chunking.strategies import (
     offset_errors,
 )
 from rag_pipeline.core.embedding.models import TextEmbedder
+from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
 from rag_pipeline.core.index.bm25 import build_bm25_tables
-from rag_pipeline.core.index.invariants import check_stamps, vector_matrix
 from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, format_named
 from rag_pipeline.core.storage.row_tables import rows_table, table_rows
 from rag_pipeline.core.storage.table_names import BM25_TABLES

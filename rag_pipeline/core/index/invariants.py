@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.chunking.strategies import uncovered_characters
-from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec
+from rag_pipeline.core.embedding.vectors import vector_matrix
 from rag_pipeline.core.ingest import DocumentStatus, Section
 
 
@@ -53,13 +53,6 @@ def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, in
     return missing
 
 
-def vector_matrix(embeddings: pa.Table) -> np.ndarray:
-    """The ``vector`` column as an ``(n, dimension)`` float32 array."""
-    column = embeddings.column("vector").combine_chunks()
-    width = column.type.list_size
-    return np.asarray(column.flatten().to_numpy(), dtype=np.float32).reshape(-1, width)
-
-
 def vector_norm_errors(embeddings: pa.Table, dimension: int, tolerance: float = 1e-4) -> dict:
     """Rows whose vector is not of ``dimension`` or not unit length (within ``tolerance``)."""
     width = embeddings.column("vector").type.list_size
@@ -68,15 +61,3 @@ def vector_norm_errors(embeddings: pa.Table, dimension: int, tolerance: float = 
     norms = np.linalg.norm(vector_matrix(embeddings), axis=1)
     off = np.abs(norms - 1.0) > tolerance
     return {"not_unit_length": int(off.sum())} if off.any() else {}
-
-
-def check_stamps(stored: pa.Table, spec: ModelSpec, what: str) -> None:
-    """Refuses vectors stamped with another model: vector spaces are never mixed."""
-    if not stored.num_rows:
-        return
-    fingerprints = set(stored.column("model_fingerprint").to_pylist())
-    names = set(stored.column("model_name").to_pylist())
-    if fingerprints != {spec.fingerprint} or names != {spec.name}:
-        raise ModelMismatchError(
-            f"{what} holds vectors of {sorted(names)}@{sorted(fingerprints)}, not {spec.key}: "
-            "vector spaces are never mixed")

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from rag_pipeline.core.embedding.vectors import vector_matrix
 from rag_pipeline.core.index.generations import current_generation
-from rag_pipeline.core.index.invariants import vector_matrix
 from rag_pipeline.core.index.plan import Stage, Step, index_plan
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
