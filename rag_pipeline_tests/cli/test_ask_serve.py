@@ -130,7 +130,7 @@ def test_a_record_of_a_dead_process_is_ignored(tmp_path: Path):
 
 
 HEAVY = ("torch", "dagster", "pyarrow", "duckdb", "numpy", "fastapi", "uvicorn", "scipy",
-         "sentence_transformers", "onnxruntime", "openvino", "usearch", "pypdfium2", "bs4")
+         "sentence_transformers", "onnxruntime", "openvino", "faiss", "pypdfium2", "bs4")
 """What `ask` must not import when a running serve answers (each costs start-up time)."""
 
 LOADED = """

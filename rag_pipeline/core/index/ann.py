@@ -1,13 +1,21 @@
-"""Approximate dense search: an HNSW graph over int8 vectors, its shortlist rescored exactly.
+"""Approximate dense search: an inverted file over 8-bit codes, its shortlist rescored exactly.
 
-The graph (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search using
-Hierarchical Navigable Small World graphs", TPAMI 2020; built by usearch) holds one int8 code
-per chunk: the float32 unit vector times one global scale, rounded. Cosine distance is
-invariant to a common scale, so the codes differ from the vectors only by rounding. A question
-walks the graph for a shortlist of ``SHORTLIST_FACTOR x k`` rows; the shortlist is then rescored
-with the partition's own float32 vectors, so every distance a caller sees (the gate, the
-citations, fusion) is the exact ``1 - v . q`` of :mod:`rag_pipeline.core.retrieval.dense`; only which rows
-make the shortlist is approximate, and that is measured as recall against the exact scan.
+The index (IVF: Jégou, Douze & Schmid, "Product quantization for nearest neighbor search", TPAMI
+2011, section on the inverted file; built by faiss, MIT) splits the partition's unit vectors into
+``nlist`` cells by k-means and stores each vector in its cell as an 8-bit code (faiss's scalar
+quantiser: per-dimension ranges learnt from the vectors). A question ranks the cells' centroids,
+scans every code of its ``nprobe`` closest cells for a shortlist of ``SHORTLIST_FACTOR x k``
+rows, and the shortlist is then rescored with the partition's own float32 vectors, so every
+distance a caller sees (the gate, the citations, fusion) is the exact ``1 - v . q`` of
+:mod:`rag_pipeline.core.retrieval.dense`; only which rows make the shortlist is approximate, and
+that is measured as recall against the exact scan.
+
+``nprobe`` is chosen when the index is built (:func:`calibrate_nprobe`): the smallest of
+:data:`NPROBES` whose recall@10 against the exact scan reaches :data:`CALIBRATION_RECALL` on
+calibration questions (:func:`calibration_questions`: sums of a few stored vectors, whose
+neighbours lie in several cells, as a real question's often do). The same figure, measured on
+other seeded questions, is the index's ``measured_recall``; an index serves by itself only when
+it reaches :data:`MIN_SELF_RECALL`.
 
 Refusal signals and the shortlist (``core/answer/refusal.py``): ``top_distance`` (the gate's),
 ``gap`` (the 10th distance), ``agreement`` (dense top 10) and ``coverage`` (dense top 4) read
@@ -15,69 +23,77 @@ only ranks inside the shortlist, exactly rescored. ``standout`` reads the mean a
 deviation of the distances to *every* chunk; those are kept exact without a scan by the
 vectors' first and second moments (:class:`DistanceMoments`): ``mean(d) = 1 - c . q`` and
 ``var(d) = q^T G q - (c . q)^2`` with ``c`` the mean vector and ``G = V^T V / n``.
+
+Why an inverted file and not the HNSW graph this module held before (usearch, int8, M 16): on
+the scale benchmark's 1,275,000 chunks the graph's rescored recall@10 was 0.763 at ef 512 (16.6
+ms in process) where this index reaches 1.0 at nprobe 32 in about 2 ms (README, "Approximate
+search"); it also builds in less than half the time and maps as one file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from usearch.index import Index
+    pass
 
-# usearch is imported only where a graph is built or opened: imported before pyarrow's S3
-# filesystem first connects, it leaves every S3 request of the process failing with
-# NETWORK_CONNECTION (seen with `rag-pipeline --warehouse s3://... status`, whose CLI imports this
-# module through retrieval; the deployment test's CLI step covers it).
+# faiss is imported only where an index is built or opened: the CLI imports this module through
+# retrieval, and a native library loaded before pyarrow's S3 filesystem first connects has left
+# every S3 request failing with NETWORK_CONNECTION (seen with usearch, this module's former
+# library; the deployment test's CLI step covers it).
 
 __all__ = [
-    "CONNECTIVITY",
+    "CALIBRATION_RECALL",
     "CROSSOVER_ROWS",
     "EXACT_RANKS",
-    "EXPANSION_ADD",
-    "EXPANSION_SEARCH",
+    "MIN_SELF_RECALL",
+    "NPROBES",
     "SHORTLIST_FACTOR",
     "AnnIndex",
     "AnnMismatchError",
     "DensePath",
     "DistanceMoments",
+    "calibrate_nprobe",
+    "calibration_questions",
     "choose_path",
-    "quantise",
+    "list_count",
     "recall_at_k",
     "vectors_fingerprint",
 ]
 
-CONNECTIVITY = 16
-"""HNSW's M: edges per node (usearch's and faiss's default; README, "Approximate search")."""
-EXPANSION_ADD = 128
-"""Candidate list while building (efConstruction)."""
-EXPANSION_SEARCH = 512
-"""Candidate list while searching (ef); at least the shortlist. Measured on the 100x copies
-(README, "Approximate search"): recall@10 0.85 at 128, 0.91 at 256, 0.94 at 512, 0.95 at 1024
-and 0.98 at 2048, the walk and rescoring costing 2.7, 9.5, 15.2, 30.6 and 73.4 ms a question at
-a load average of 35-42; past 512 each doubling buys 0.01-0.03 for twice the time."""
+NPROBES = (8, 16, 32, 64, 128, 256, 512)
+"""The cell counts a build tries, smallest first, when it calibrates ``nprobe``."""
+CALIBRATION_RECALL = 0.995
+"""The recall@10 the calibration asks of the chosen ``nprobe``."""
+MIXED_ROWS = 4
+"""Stored rows summed into one calibration question (:func:`calibration_questions`)."""
+ROWS_PER_CENTROID = 39
+"""faiss's floor of training vectors per centroid: fewer cells than ``rows / 39`` are never asked for."""
+TRAINING_ROWS_PER_CENTROID = 64
+"""Vectors sampled per cell to train the k-means (seeded; all of them when there are fewer)."""
 SHORTLIST_FACTOR = 10
-"""Rows fetched from the graph per row that must be right, then rescored exactly."""
+"""Rows fetched from the index per row that must be right, then rescored exactly."""
 EXACT_RANKS = 10
 """The ranks the shortlist is sized for: ``SHORTLIST_FACTOR x min(k, EXACT_RANKS)`` rows (at least
 ``k``). The gate, the citations and every refusal signal read the top 10 at most; a deeper dense
-list (fusion's depth of 100) takes its lower ranks from the same shortlist instead of walking the
-graph ten times as far (measured at 1,275 chunks: a shortlist of 1,000 costs 17 ms, of 100
-about 1 ms)."""
+list (fusion's depth of 100) takes its lower ranks from the same shortlist."""
 MIN_SELF_RECALL = 0.99
-"""An index serves automatically only when its own build measured at least this recall@10
-against the exact scan (:func:`self_recall`); below it the exact scan serves, whatever the size."""
+"""An index serves automatically only when its build measured at least this recall@10 against
+the exact scan; below it the exact scan serves, whatever the size."""
 SELF_CHECK_QUERIES = 200
-"""Stored vectors asked of a freshly built graph (seeded choice) to measure its recall."""
+"""Calibration questions a build asks (seeded; another seed measures ``measured_recall``)."""
 CROSSOVER_ROWS = 30_000
-"""Below this many chunks the exact scan serves: it is as fast as the graph walk there and has
+"""Below this many chunks the exact scan serves: it is as fast as the index there and has
 nothing to miss (measured on this machine, README, "Approximate search")."""
-INT8_MAX = 127
 
 
 class AnnMismatchError(Exception):
@@ -85,7 +101,7 @@ class AnnMismatchError(Exception):
 
 
 class DensePath(StrEnum):
-    """How the dense side found its rows: a scan of every vector, or the graph's shortlist."""
+    """How the dense side found its rows: a scan of every vector, or the index's shortlist."""
 
     EXACT = "exact"
     ANN = "ann"
@@ -93,31 +109,34 @@ class DensePath(StrEnum):
 
 def choose_path(rows: int, has_ann: bool, crossover: int = CROSSOVER_ROWS) -> DensePath:
     """The exact scan below ``crossover`` rows or without a trusted index (one whose measured
-    recall reached :data:`MIN_SELF_RECALL`), the graph from there on."""
+    recall reached :data:`MIN_SELF_RECALL`), the index from there on."""
     return DensePath.ANN if has_ann and rows >= crossover else DensePath.EXACT
 
 
-def quantise(vectors: np.ndarray, scale: float | None = None,
-             block: int = 65_536) -> tuple[np.ndarray, float]:
-    """int8 codes ``round(v * scale)`` clipped to [-127, 127], one scale for every dimension.
+def list_count(rows: int) -> int:
+    """The number of cells for ``rows`` vectors: ``2 sqrt(rows)`` (faiss's guidance is 4 to 16
+    ``sqrt(rows)`` for its own flat scans; fewer, larger cells suit a scan of 8-bit codes that
+    costs little per row), at most ``rows / 39`` so every centroid trains on enough vectors, at
+    least 1. 1,275,000 rows: 2,258 cells of 565 rows on average."""
+    return max(1, min(round(2 * math.sqrt(rows)), rows // ROWS_PER_CENTROID))
 
-    Args:
-        vectors: A float matrix (one row per vector; memory-mapped is fine: it is read in blocks).
-        scale: The scale to use (a question uses its index's); default ``127 / max |v|``.
-        block: Rows converted at a time (bounds the float temporaries).
 
-    Returns:
-        The codes and the scale used.
+def calibration_questions(vectors: np.ndarray, count: int, seed: int, mix: int = MIXED_ROWS) -> np.ndarray:
+    """``count`` seeded questions without a model: each the renormalised sum of ``mix`` stored
+    rows drawn at random (with replacement).
+
+    A question that draws on several chunks at once is the hard case for cells: its neighbours
+    lie in several of them. Measured on the scale benchmark's 1,275,000 chunks, the recall of
+    mixes of 4 at nprobe 8, 16, 32, 64 (0.982, 0.9985, 0.9995, 0.9995) follows the bundled
+    questions' own (0.986, 0.996, 0.999, 1.0), where stored vectors moved by isotropic noise to
+    the questions' distance, or midpoints of two rows, reach 0.998 to 1.0 already at 8 and would
+    calibrate too few cells.
     """
-    if scale is None:
-        peak = max((float(np.abs(vectors[s:s + block]).max()) for s in range(0, len(vectors), block)),
-                   default=0.0) if vectors.size else 0.0
-        scale = INT8_MAX / peak if peak > 0 else 1.0
-    codes = np.empty(vectors.shape, np.int8)
-    for start in range(0, len(vectors), block):
-        part = np.asarray(vectors[start:start + block], np.float32) * np.float32(scale)
-        codes[start:start + block] = np.clip(np.rint(part), -INT8_MAX, INT8_MAX)
-    return codes, float(scale)
+    matrix = np.asarray(vectors, np.float32)
+    picked = np.random.default_rng(seed).integers(0, len(matrix), (count, mix))
+    mixed = matrix[picked.ravel()].reshape(count, mix, -1).sum(axis=1)
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    return mixed / np.where(norms > 0, norms, 1.0)
 
 
 FINGERPRINT_ROWS = 4_096
@@ -146,23 +165,55 @@ def recall_at_k(approximate: np.ndarray, exact: np.ndarray) -> float:
     return len(set(approximate[:len(exact)].tolist()) & set(exact.tolist())) / len(exact)
 
 
-def self_recall(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
-                k: int = EXACT_RANKS, seed: int = 0) -> float:
-    """Mean recall@``k`` of ``index`` against the exact scan, asked with ``queries`` of its own
-    stored vectors (a seeded choice of rows; every row when there are fewer)."""
+def exact_top_k(vectors: np.ndarray, questions: np.ndarray, k: int, block: int = 65_536) -> np.ndarray:
+    """Each question's exact top ``k`` rows, in no particular order: one scan of ``vectors`` in
+    blocks (the oracle recall is measured against)."""
     matrix = np.asarray(vectors, np.float32)
-    rows = np.arange(len(matrix)) if len(matrix) <= queries else np.sort(
-        np.random.default_rng(seed).choice(len(matrix), queries, replace=False))
+    queries = np.asarray(questions, np.float32)
     k = min(k, len(matrix))
-    recalls = []
-    for start in range(0, len(rows), 16):
-        block = matrix[rows[start:start + 16]]
-        scores = block @ matrix.T
-        for query, row_scores in zip(block, scores, strict=True):
-            exact = np.argpartition(-row_scores, k - 1)[:k]
-            found, _ = index.search(matrix, query, k)
-            recalls.append(recall_at_k(found, exact))
-    return float(np.mean(recalls))
+    rows, scores = [], []
+    for start in range(0, len(matrix), block):
+        part = queries @ matrix[start:start + block].T
+        keep = np.argpartition(-part, k - 1, axis=1)[:, :k] if part.shape[1] > k else \
+            np.broadcast_to(np.arange(part.shape[1]), part.shape)
+        rows.append(keep + start)
+        scores.append(np.take_along_axis(part, keep, axis=1))
+    candidates, candidate_scores = np.concatenate(rows, axis=1), np.concatenate(scores, axis=1)
+    best = np.argpartition(-candidate_scores, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(candidates, best, axis=1)
+
+
+def self_recall(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
+                k: int = EXACT_RANKS, seed: int = 1, nprobe: int | None = None) -> float:
+    """Mean recall@``k`` of ``index`` (at ``nprobe``, default its own) against the exact scan,
+    asked with ``queries`` calibration questions (:func:`calibration_questions`, ``seed``)."""
+    questions = calibration_questions(vectors, queries, seed)
+    exact = exact_top_k(vectors, questions, k)
+    probed = index if nprobe is None else replace(index, nprobe=nprobe)
+    return float(np.mean([recall_at_k(probed.search(vectors, q, k)[0], e)
+                          for q, e in zip(questions, exact, strict=True)]))
+
+
+def calibrate_nprobe(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
+                     target: float = CALIBRATION_RECALL, seed: int = 0) -> tuple[int, dict[int, float]]:
+    """The smallest of :data:`NPROBES` (at most the cell count) whose recall@10 on
+    ``queries`` calibration questions (``seed``) reaches ``target``; the largest tried when none
+    does (its index then measures below :data:`MIN_SELF_RECALL` and the scan serves).
+
+    Returns:
+        The chosen ``nprobe`` and the recall measured at each one tried.
+    """
+    questions = calibration_questions(vectors, queries, seed)
+    exact = exact_top_k(vectors, questions, EXACT_RANKS)
+    tried: dict[int, float] = {}
+    candidates = [p for p in NPROBES if p < index.nlist] + [min(index.nlist, NPROBES[-1])]
+    for nprobe in dict.fromkeys(candidates):
+        probed = replace(index, nprobe=nprobe)
+        tried[nprobe] = float(np.mean([recall_at_k(probed.search(vectors, q, EXACT_RANKS)[0], e)
+                                       for q, e in zip(questions, exact, strict=True)]))
+        if tried[nprobe] >= target:
+            return nprobe, tried
+    return max(tried), tried
 
 
 @dataclass(frozen=True)
@@ -197,63 +248,97 @@ class DistanceMoments:
         return 1.0 - mean_dot, float(np.sqrt(max(variance, 0.0)))
 
 
+@contextmanager
+def _omp_threads(threads: int) -> Iterator[None]:
+    """faiss's OpenMP threads for this thread's calls (``omp_set_num_threads`` is per thread),
+    restored after."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
 @dataclass(frozen=True)
 class AnnIndex:
-    """An HNSW graph over a partition's int8 codes, tied to the float32 vectors it was built
-    from (rows in the same order: a graph key is a row)."""
+    """An inverted file over a partition's 8-bit codes, tied to the float32 vectors it was built
+    from (rows in the same order: an id in the index is a row)."""
 
-    graph: Index
-    """The usearch graph (keys are rows)."""
-    scale: float
+    ivf: Any
+    """The faiss ``IndexIVFScalarQuantizer`` (inner product, 8-bit codes; ids are rows)."""
     rows: int
     fingerprint: str
     moments: DistanceMoments
+    nprobe: int
+    """Cells scanned per question (chosen by :func:`calibrate_nprobe` at build)."""
     measured_recall: float | None = None
-    """Recall@10 against the exact scan measured when the graph was built (:func:`self_recall`);
-    none for a graph whose table does not record it, which then never serves automatically."""
+    """Recall@10 against the exact scan measured when the index was built (:func:`self_recall`);
+    none for an index whose table does not record it, which then never serves automatically."""
+
+    @property
+    def nlist(self) -> int:
+        """The index's cell count."""
+        return int(self.ivf.nlist)
 
     @property
     def trusted(self) -> bool:
-        """Whether the graph may serve without being asked for by name."""
+        """Whether the index may serve without being asked for by name."""
         return self.measured_recall is not None and self.measured_recall >= MIN_SELF_RECALL
 
     @classmethod
-    def build(cls, vectors: np.ndarray, *, connectivity: int = CONNECTIVITY,
-              expansion_add: int = EXPANSION_ADD, threads: int = 0) -> AnnIndex:
-        """Quantises the unit vectors and links them into a graph (``threads`` 0: every core)."""
+    def build(cls, vectors: np.ndarray, *, threads: int = 0, seed: int = 0) -> AnnIndex:
+        """Trains the cells on a seeded sample of the unit vectors, adds every vector as its 8-bit
+        code, calibrates ``nprobe`` and measures the recall (``threads`` 0: every core)."""
+        import os
 
-        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+        import faiss
+
+        matrix = np.asarray(vectors, dtype=np.float32)
         if matrix.ndim != 2 or len(matrix) == 0:
             raise ValueError(f"an ANN index needs a non-empty matrix of vectors, got shape {matrix.shape}")
-        from usearch.index import Index  # imported late: see the note at the top
-
-        codes, scale = quantise(matrix)
-        graph = Index(ndim=matrix.shape[1], metric="cos", dtype="i8", connectivity=connectivity,
-                      expansion_add=expansion_add, expansion_search=EXPANSION_SEARCH,
-                      enable_key_lookups=False)
-        graph.add(np.arange(len(matrix), dtype=np.uint64), codes, threads=threads)
-        built = cls(graph, scale, len(matrix), vectors_fingerprint(matrix), DistanceMoments.of(matrix))
+        n, width = matrix.shape
+        nlist = list_count(n)
+        training = min(n, nlist * TRAINING_ROWS_PER_CENTROID)
+        sample = matrix if training == n else matrix[np.sort(
+            np.random.default_rng(seed).choice(n, training, replace=False))]
+        with _omp_threads(threads or os.cpu_count() or 1):
+            ivf = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(width), width, nlist,
+                                                faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+            ivf.cp.seed = seed
+            ivf.train(np.ascontiguousarray(sample))
+            for start in range(0, n, 65_536):
+                block = np.ascontiguousarray(matrix[start:start + 65_536])
+                ivf.add_with_ids(block, np.arange(start, start + len(block), dtype=np.int64))
+        built = cls(ivf, n, vectors_fingerprint(matrix), DistanceMoments.of(matrix), nprobe=1)
+        nprobe, _ = calibrate_nprobe(built, matrix)
+        built = replace(built, nprobe=nprobe)
         return replace(built, measured_recall=self_recall(built, matrix))
 
     def save(self, path: Path) -> None:
-        """Writes the graph (codes included) to ``path``; scale, rows, fingerprint and moments
-        are the caller's to store beside it (the ``ann_index`` table)."""
-        self.graph.save(str(path))
+        """Writes the index (codes, cells, centroids) to ``path``; rows, fingerprint, ``nprobe``
+        and moments are the caller's to store beside it (the ``ann_index`` table)."""
+        import faiss
+
+        faiss.write_index(self.ivf, str(path))
 
     @classmethod
-    def open(cls, path: Path, *, scale: float, rows: int, fingerprint: str,
-             moments: DistanceMoments, measured_recall: float | None = None) -> AnnIndex:
-        """Memory-maps a saved graph (pages are read as the walk touches them)."""
+    def open(cls, path: Path, *, rows: int, fingerprint: str, moments: DistanceMoments, nprobe: int,
+             measured_recall: float | None = None) -> AnnIndex:
+        """Memory-maps a saved index read-only (a cell's codes are read as a question scans it)."""
+        import faiss
 
-        from usearch.index import Index  # imported late: see the note at the top
-
-        graph = Index.restore(str(path), view=True)
-        if graph is None:
-            raise AnnMismatchError(f"{path} is not a usearch index")
-        if len(graph) != rows:
-            raise AnnMismatchError(f"the ANN graph {path} holds {len(graph)} vectors, its table says {rows}")
-        graph.expansion_search = EXPANSION_SEARCH
-        return cls(graph, scale, rows, fingerprint, moments, measured_recall)
+        try:
+            ivf = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        except RuntimeError as error:
+            raise AnnMismatchError(f"{path} is not a faiss index: {str(error).splitlines()[0]}") from None
+        if not isinstance(ivf, faiss.IndexIVFScalarQuantizer):
+            raise AnnMismatchError(f"{path} holds a {type(ivf).__name__}, not an IndexIVFScalarQuantizer")
+        if ivf.ntotal != rows:
+            raise AnnMismatchError(f"the ANN index {path} holds {ivf.ntotal} vectors, its table says {rows}")
+        return cls(ivf, rows, fingerprint, moments, nprobe, measured_recall)
 
     def check_serves(self, vectors: np.ndarray, fingerprint: str | None = None) -> None:
         """Raises :class:`AnnMismatchError` unless the index was built from exactly ``vectors``
@@ -267,16 +352,19 @@ class AnnIndex:
 
     def search(self, vectors: np.ndarray, query: np.ndarray, k: int,
                shortlist_factor: int = SHORTLIST_FACTOR) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` rows closest to ``query`` among the graph's shortlist (``shortlist_factor x
-        min(k, EXACT_RANKS)`` rows, at least ``k``), closest first (ties by row), with their exact
-        cosine distances from the float32 ``vectors``."""
+        """The ``k`` rows closest to ``query`` among the index's shortlist (``shortlist_factor x
+        min(k, EXACT_RANKS)`` rows, at least ``k``, from ``nprobe`` cells), closest first (ties by
+        row), with their exact cosine distances from the float32 ``vectors``."""
+        import faiss
+
         if k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         wanted = min(self.rows, max(min(k, EXACT_RANKS) * shortlist_factor, k))
-        codes, _ = quantise(query[None, :], self.scale)
-        found = self.graph.search(codes[0], wanted, threads=1)
-        rows = np.asarray(found.keys, dtype=np.int64)
-        rows = rows[(rows >= 0) & (rows < self.rows)]
-        distances = 1.0 - vectors[rows] @ np.asarray(query, np.float32)
+        question = np.ascontiguousarray(query, np.float32)[None, :]
+        with _omp_threads(1):
+            _, found = self.ivf.search(question, wanted, params=faiss.SearchParametersIVF(nprobe=self.nprobe))
+        rows = found[0][(found[0] >= 0) & (found[0] < self.rows)]
+        rows = np.sort(rows)  # rows in file order: the rescoring reads the mapped vectors forwards
+        distances = 1.0 - vectors[rows] @ question[0]
         order = np.lexsort((rows, distances))[:k]
         return rows[order], distances[order]

@@ -1,13 +1,14 @@
-"""The ``ann_index`` table of a chunker x model partition: its HNSW graph file and what the graph
-was built from.
+"""The ``ann_index`` table of a chunker x model partition: its inverted-file index and what it was
+built from.
 
-One row per partition: the graph file (``part-<sha256>.usearch``, content-named beside the
-table's Parquet file, immutable), the row count, the vectors' fingerprint, the int8 scale, the
-graph's parameters and the vectors' moments (:class:`rag_pipeline.core.index.ann.DistanceMoments`),
+One row per partition: the index file (``part-<sha256>.faiss``, content-named beside the table's
+Parquet file, immutable; called the graph file below, as the column is), the row count, the
+vectors' fingerprint, the cell count and calibrated ``nprobe``, the recall measured at build and
+the vectors' moments (:class:`rag_pipeline.core.index.ann.DistanceMoments`),
 written with ``inputs={embeddings: <file>}``, so a generation publishes it only beside the
 embeddings file it was built from (``core/index/tables.py``); a model change is another
 partition and builds another graph. The graph's keys are rows in chunk order, the order the
-served partition's vectors are in (:func:`vectors_in_chunk_order`). On load the graph is opened
+served partition's vectors are in (:func:`vectors_in_chunk_order`). On load the index is opened
 memory-mapped (on an object store it is copied once into a local cache folder first) and checked
 against the generation's vectors: count and fingerprint.
 """
@@ -25,15 +26,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.embedding.vectors import vector_matrix
-from rag_pipeline.core.index.ann import CONNECTIVITY, EXPANSION_ADD, AnnIndex, DistanceMoments
+from rag_pipeline.core.index.ann import AnnIndex, DistanceMoments
 from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
 
-__all__ = ["GRAPH_SUFFIX", "AnnBuild", "ann_graph_files", "build_ann_index", "open_ann_index",
-           "vectors_in_chunk_order"]
+__all__ = ["GRAPH_SUFFIX", "INDEX_SUFFIXES", "AnnBuild", "ann_graph_files", "build_ann_index",
+           "open_ann_index", "vectors_in_chunk_order"]
 
-GRAPH_SUFFIX = ".usearch"
+GRAPH_SUFFIX = ".faiss"
+INDEX_SUFFIXES = (GRAPH_SUFFIX, ".usearch")
+"""Index files garbage collection knows: this version's, and the HNSW graphs of earlier ones."""
 CACHE_DIR = "ann_cache"
 """Under the data folder: graphs copied from an object store, by content name."""
 
@@ -73,17 +76,17 @@ class AnnBuild:
     graph_bytes: int
     seconds: float
     reused: bool = False
-    """The partition's graph was already built from these embeddings: nothing was rebuilt (a
-    graph built on several threads is not byte-identical, so rebuilding would publish anew)."""
+    """The partition's index was already built from these embeddings: nothing was rebuilt (an
+    index trained on several threads need not be byte-identical, so rebuilding could publish anew)."""
 
 
 def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> pa.Table:
     return pa.table({
         "graph": [graph_file], "rows": pa.array([index.rows], pa.int64()),
-        "fingerprint": [index.fingerprint], "scale": pa.array([index.scale], pa.float64()),
+        "fingerprint": [index.fingerprint],
         "dimension": pa.array([dimension], pa.int32()),
-        "connectivity": pa.array([CONNECTIVITY], pa.int32()),
-        "expansion_add": pa.array([EXPANSION_ADD], pa.int32()),
+        "nlist": pa.array([index.nlist], pa.int32()),
+        "nprobe": pa.array([index.nprobe], pa.int32()),
         "centroid": pa.array([index.moments.centroid.tolist()], pa.list_(pa.float64())),
         "gram": pa.array([index.moments.gram.ravel().tolist()], pa.list_(pa.float64())),
         "build_seconds": pa.array([seconds], pa.float64()),
@@ -107,9 +110,9 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     partition = {"chunker": chunker, "model": model}
     previous = warehouse.version(ANN_INDEX, partition)
     if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
-        row = warehouse.read_file(previous.file, columns=["graph", "rows"]).to_pylist()[0]
+        row = warehouse.read_file(previous.file).to_pylist()[0]
         size = warehouse.get_file_size(row["graph"])
-        if size is not None:
+        if size is not None and "nprobe" in row:  # not an HNSW graph of an earlier version
             return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)
     if chunks_file is None:
@@ -148,15 +151,19 @@ def _local_graph(warehouse: Warehouse, graph_file: str) -> Path:
     return cached
 
 
-def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -> AnnIndex:
-    """The generation's graph, memory-mapped and checked against the partition's ``vectors``
-    (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others)."""
+def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -> AnnIndex | None:
+    """The generation's index, memory-mapped and checked against the partition's ``vectors``
+    (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others); none
+    when the table describes an HNSW graph of an earlier version of this project (the exact scan
+    then serves, and the next ``rag-pipeline index`` builds the inverted file)."""
     row = warehouse.read_file(table_file).to_pylist()[0]
     width = int(row["dimension"])
     moments = DistanceMoments(np.asarray(row["centroid"], np.float64),
                               np.asarray(row["gram"], np.float64).reshape(width, width))
-    index = AnnIndex.open(_local_graph(warehouse, row["graph"]), scale=float(row["scale"]),
-                          rows=int(row["rows"]), fingerprint=row["fingerprint"], moments=moments,
+    if "nprobe" not in row:
+        return None  # an HNSW graph of an earlier version: the scan serves until `index` rebuilds it
+    index = AnnIndex.open(_local_graph(warehouse, row["graph"]), rows=int(row["rows"]),
+                          fingerprint=row["fingerprint"], moments=moments, nprobe=int(row["nprobe"]),
                           measured_recall=row.get("measured_recall"))
     index.check_serves(vectors)
     return index

@@ -25,7 +25,7 @@ from rag_pipeline.core.index import (
     BuiltTable,
     check_consistent,
 )
-from rag_pipeline.core.index.ann_index import GRAPH_SUFFIX, ann_graph_files
+from rag_pipeline.core.index.ann_index import INDEX_SUFFIXES, ann_graph_files
 from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation",
@@ -158,7 +158,8 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
         rel = warehouse.relative(info.path)
         if rel.startswith(GENERATIONS) or info.base_name == POINTER_FILE:
             continue
-        is_part = info.base_name.startswith("part-") and info.base_name.endswith((".parquet", GRAPH_SUFFIX))
+        is_part = (info.base_name.startswith("part-")
+                   and info.base_name.endswith((".parquet", *INDEX_SUFFIXES)))
         is_tmp = info.base_name.startswith(".") and info.base_name.endswith(".tmp")
         if not (is_part or is_tmp) or rel in referenced:
             continue

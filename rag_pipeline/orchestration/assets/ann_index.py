@@ -1,9 +1,9 @@
-"""``ann_index``: an HNSW graph over one chunker x model partition's vectors (int8 codes).
+"""``ann_index``: an inverted file over one chunker x model partition's vectors (8-bit codes).
 
 Built from the partition's embeddings file in the same run as the embeddings (``embeddings_job``),
-after their blocking checks, and written as a graph file plus its one-row table naming the
+after their blocking checks, and written as an index file plus its one-row table naming the
 embeddings file it was built from; ``index_generation`` then publishes it with those vectors. A
-model change is another partition, so it always builds a fresh graph.
+model change is another partition, so it always builds a fresh index.
 """
 
 from collections.abc import Sequence
@@ -27,10 +27,10 @@ def build_ann_index_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         name=ANN_INDEX,
         partitions_def=embedding_partitions(models),
         deps=[EMBEDDINGS],
-        description="HNSW graph (usearch, M 16) over int8 codes of the partition's vectors, with "
-                    "the scale, fingerprint and vector moments that tie it to them. Questions on "
-                    f"a partition of at least {CROSSOVER_ROWS} chunks walk it for a shortlist "
-                    "and rescore that exactly.",
+        description="Inverted file (faiss IVF, 8-bit codes) over the partition's vectors, with "
+                    "the calibrated nprobe, measured recall, fingerprint and vector moments that "
+                    f"tie it to them. Questions on a partition of at least {CROSSOVER_ROWS} chunks "
+                    "scan its nearest cells for a shortlist and rescore that exactly.",
         kinds={"parquet", "duckdb"},
     )
     def ann_index(context: AssetExecutionContext, storage: IndexStorage, compute: RunCompute):
@@ -39,7 +39,7 @@ def build_ann_index_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         warehouse = storage.warehouse()
         embeddings = warehouse.require_version(EMBEDDINGS, {CHUNKER: chunker, MODEL: model})
         built = build_ann_index(warehouse, chunker, model, embeddings, threads=compute.threads())
-        context.log.info(f"{chunker} x {model}: graph of {built.rows} vectors, {built.graph_bytes} "
+        context.log.info(f"{chunker} x {model}: index of {built.rows} vectors, {built.graph_bytes} "
                          f"bytes, " + ("reused (built from the same embeddings)" if built.reused
                                        else f"built in {built.seconds:.1f} s"))
         return dg.MaterializeResult(data_version=dg.DataVersion(built.version.digest), metadata={

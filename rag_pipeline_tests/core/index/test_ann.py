@@ -1,6 +1,6 @@
 """Tests for ``rag_pipeline.core.index.ann``: the rescored shortlist against the exact scan (oracle),
-exact distances, the int8 codes by hand, the moments against a full scan, and the guards that
-tie an index to its vectors."""
+exact distances, the cell count and calibration questions by hand, the calibrated ``nprobe``, the
+moments against a full scan, and the guards that tie an index to its vectors."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ from rag_pipeline.core.index.ann import (
     AnnMismatchError,
     DensePath,
     DistanceMoments,
+    calibrate_nprobe,
+    calibration_questions,
     choose_path,
-    quantise,
+    exact_top_k,
+    list_count,
     recall_at_k,
     self_recall,
     vectors_fingerprint,
@@ -69,18 +72,45 @@ def test_k_zero_returns_nothing(corpus):
     assert rows.tolist() == [] and distances.tolist() == []
 
 
-def test_quantise_by_hand():
-    codes, scale = quantise(np.array([[0.5, -0.25], [0.1, 0.0]], np.float32))
-    # scale = 127 / 0.5 = 254: 0.5 -> 127, -0.25 -> -63.5 -> -64 (round half to even), 0.1 -> 25.4 -> 25.
-    assert scale == 254.0
-    assert codes.tolist() == [[127, -64], [25, 0]]
-    assert codes.dtype == np.int8
+def test_list_count_by_hand():
+    # 2 sqrt(n), at most n / 39 (faiss's training floor), at least 1.
+    assert list_count(1_275_000) == 2_258
+    assert list_count(127_500) == 714
+    assert list_count(30_000) == 346
+    assert list_count(6_000) == 153       # 2 sqrt(6000) = 154.9, 6000 // 39 = 153
+    assert list_count(240) == 6
+    assert list_count(30) == 1
 
 
-def test_quantise_with_the_index_scale_clips_a_larger_question():
-    codes, scale = quantise(np.array([[1.0, -0.1]], np.float32), 254.0)
-    assert scale == 254.0
-    assert codes.tolist() == [[127, -25]]
+def test_calibration_questions_are_sums_of_stored_rows_by_hand():
+    # With the identity as the stored vectors, a question is the count of each row drawn (four
+    # draws, seeded, with replacement), renormalised.
+    vectors = np.eye(8, dtype=np.float32)
+    questions = calibration_questions(vectors, 50, seed=2)
+    drawn = np.random.default_rng(2).integers(0, 8, (50, 4))
+    counts = np.stack([np.bincount(row, minlength=8) for row in drawn]).astype(np.float32)
+    np.testing.assert_allclose(questions, counts / np.linalg.norm(counts, axis=1, keepdims=True), atol=1e-6)
+    assert not np.array_equal(calibration_questions(vectors, 50, seed=3), questions)
+
+
+def test_exact_top_k_in_blocks_is_the_scan():
+    vectors = clustered_unit_vectors(1_000, seed=8)
+    questions = calibration_questions(vectors, 20, seed=3)
+    found = exact_top_k(vectors, questions, 10, block=128)
+    for question, rows in zip(questions, found, strict=True):
+        assert sorted(rows.tolist()) == sorted(top_k(cosine_distances(vectors, question), 10).tolist())
+
+
+def test_calibration_picks_the_smallest_nprobe_that_reaches_the_target(corpus):
+    vectors, _, index = corpus
+    nprobe, tried = calibrate_nprobe(index, vectors)
+    assert index.nprobe == nprobe
+    assert list(tried) == [p for p in (8, 16, 32, 64, 128) if p <= nprobe]
+    assert tried[nprobe] >= 0.995
+    assert all(recall < 0.995 for p, recall in tried.items() if p < nprobe)
+    # Every cell scanned: the shortlist is the exact one.
+    _, everything = calibrate_nprobe(replace(index, nprobe=index.nlist), vectors, target=1.01)
+    assert everything[max(everything)] == 1.0
 
 
 def test_moments_give_the_scans_mean_and_std(corpus):
@@ -95,24 +125,34 @@ def test_moments_give_the_scans_mean_and_std(corpus):
 
 def test_saved_index_opens_memory_mapped_and_answers_the_same(corpus, tmp_path):
     vectors, questions, index = corpus
-    path = tmp_path / "graph.usearch"
+    path = tmp_path / "index.faiss"
     index.save(path)
-    opened = AnnIndex.open(path, scale=index.scale, rows=index.rows, fingerprint=index.fingerprint,
-                           moments=index.moments)
+    opened = AnnIndex.open(path, rows=index.rows, fingerprint=index.fingerprint,
+                           moments=index.moments, nprobe=index.nprobe)
     opened.check_serves(vectors)
     for question in questions[:10]:
         np.testing.assert_array_equal(opened.search(vectors, question, 10)[0],
                                       index.search(vectors, question, 10)[0])
 
 
-def test_opening_a_graph_with_another_row_count_is_refused(corpus, tmp_path):
+def test_opening_an_index_with_another_row_count_is_refused(corpus, tmp_path):
     vectors, _, index = corpus
-    path = tmp_path / "graph.usearch"
+    path = tmp_path / "index.faiss"
     index.save(path)
-    # Planted flaw: the table claims one row more than the graph holds.
+    # Planted flaw: the table claims one row more than the index holds.
     with pytest.raises(AnnMismatchError, match=r"holds 6000 vectors, its table says 6001$"):
-        AnnIndex.open(path, scale=index.scale, rows=N + 1, fingerprint=index.fingerprint,
-                      moments=index.moments)
+        AnnIndex.open(path, rows=N + 1, fingerprint=index.fingerprint, moments=index.moments,
+                      nprobe=index.nprobe)
+
+
+def test_opening_a_file_that_is_no_index_is_refused(corpus, tmp_path):
+    _, _, index = corpus
+    path = tmp_path / "index.faiss"
+    # Planted flaw: a truncated file (a copy cut short).
+    index.save(path)
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(AnnMismatchError, match="is not a faiss index"):
+        AnnIndex.open(path, rows=N, fingerprint=index.fingerprint, moments=index.moments, nprobe=8)
 
 
 def test_index_refuses_other_vectors(corpus):
@@ -164,18 +204,18 @@ def test_choose_path(rows, has_ann, expected):
     assert choose_path(rows, has_ann) is expected
 
 
-def test_a_built_graph_measures_its_own_recall_and_is_trusted(corpus):
+def test_a_built_index_measures_its_own_recall_and_is_trusted(corpus):
     vectors, _, index = corpus
-    # The stored vectors asked of the graph: the oracle test above reaches 0.99 on near questions.
+    # Calibration questions of another seed than the calibration's own.
     assert index.measured_recall == self_recall(index, vectors)
     assert index.measured_recall >= MIN_SELF_RECALL
     assert index.trusted
 
 
-def test_a_graph_that_misses_neighbours_is_measured_and_not_trusted():
+def test_an_index_that_misses_neighbours_is_measured_and_not_trusted():
     vectors = clustered_unit_vectors(2_000, seed=6)
     index = AnnIndex.build(vectors, threads=1)
-    # Planted flaw: a graph whose keys name other rows (built from the same vectors in another
+    # Planted flaw: an index whose ids name other rows (built from the same vectors in another
     # order), so the rows its shortlist names are mostly not the exact neighbours.
     shuffled = np.random.default_rng(0).permutation(len(vectors))
     flawed = AnnIndex.build(vectors[shuffled], threads=1)

@@ -1,4 +1,4 @@
-"""Tests for ``rag_pipeline.core.index.ann_index``: the graph file and its table, built from a
+"""Tests for ``rag_pipeline.core.index.ann_index``: the index file and its table, built from a
 partition's embeddings in chunk order, checked against the served vectors on load, and kept or
 collected with the generations that name it."""
 
@@ -38,9 +38,11 @@ def test_the_table_names_its_graph_and_the_vectors(built: BuiltIndex):
     version = warehouse.require_version(ANN_INDEX, _partition(built))
     row = warehouse.read_file(version.file).to_pylist()[0]
     assert row["graph"].startswith(f"ann_index/chunker=header/model={built.index.model_key}/part-")
-    assert row["graph"].endswith(".usearch")
+    assert row["graph"].endswith(".faiss")
     assert Path(warehouse.full_path(row["graph"])).is_file()
-    assert (row["rows"], row["dimension"], row["connectivity"], row["expansion_add"]) == (240, 384, 16, 128)
+    # 240 rows: 6 cells (240 // 39), so the calibration scans all 6 and the shortlist is exact.
+    assert (row["rows"], row["dimension"], row["nlist"], row["nprobe"]) == (240, 384, 6, 6)
+    assert row["measured_recall"] == 1.0
     assert row["fingerprint"] == built.index.ann.fingerprint
     assert len(row["centroid"]) == 384 and len(row["gram"]) == 384 * 384
     assert version.inputs == {EMBEDDINGS: warehouse.require_version(EMBEDDINGS, _partition(built)).file}
@@ -86,7 +88,7 @@ def test_garbage_collection_keeps_served_graphs_and_deletes_orphans(built: Built
     generation = current_generation(warehouse, "header", built.index.model_key)
     served = warehouse.read_file(generation.files[ANN_INDEX]).column("graph")[0].as_py()
     # Planted flaw: a graph no table names (a writer killed between graph and table).
-    orphan = f"{ANN_INDEX}/chunker=header/model={built.index.model_key}/part-0000000000000000.usearch"
+    orphan = f"{ANN_INDEX}/chunker=header/model={built.index.model_key}/part-0000000000000000.faiss"
     warehouse.put_bytes(orphan, b"not a graph")
     old = time.time() - 3600
     for rel in (orphan, served):
