@@ -16,6 +16,7 @@ and renamed, so a crash or a second process never leaves half a copy under the r
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -87,7 +88,22 @@ def mapped_table(warehouse: Warehouse, file: str, columns: list[str]) -> pa.Tabl
                 writer.write_batch(batch)
 
     path = write_once(cache_path(warehouse, file, tag), write)
-    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+    return pa.ipc.open_file(pa.py_buffer(random_access_map(path))).read_all()
+
+
+def random_access_map(path: Path) -> mmap.mmap:
+    """A read-only map of ``path`` advised ``MADV_RANDOM``: a touched page is read alone.
+
+    The kernel's default read-around fetches pages beside every faulted one (measured at 1.3 M
+    chunks: hashing 4,096 evenly spaced rows of the 1.96 GB vectors map brought 1.9 GB into the
+    process's resident set); the rows a question reads (its shortlist, its hits) are scattered, so
+    their neighbours are never wanted.
+    """
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if hasattr(mmap, "MADV_RANDOM"):
+        mapped.madvise(mmap.MADV_RANDOM)
+    return mapped
 
 
 def mapped_vectors(warehouse: Warehouse, file: str, rows: np.ndarray | None = None) -> np.ndarray:
@@ -127,7 +143,10 @@ def mapped_vectors(warehouse: Warehouse, file: str, rows: np.ndarray | None = No
         out.flush()
         del out
 
-    return np.load(write_once(cache_path(warehouse, file, tag), write), mmap_mode="r")
+    path = write_once(cache_path(warehouse, file, tag), write)
+    header = np.load(path, mmap_mode="r")
+    mapped = random_access_map(path)
+    return np.ndarray(header.shape, np.float32, buffer=mapped, offset=header.offset, order="C")
 
 
 class StringColumn(Sequence[str]):
