@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.benchmarks import offline_env
 from rag_pipeline.core.index.ann_index import build_ann_index
-from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.index.generations import current_generation, publish
 from rag_pipeline.core.index.mapped import MAP_CACHE_DIR
 from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.core.storage.table_names import (
@@ -439,6 +439,17 @@ def over_http(data_dir: Path, chunker: str, requests: int, ready_timeout: float,
                      memory["RssAnon"], memory["RssFile"] + memory.get("RssShmem", 0.0)), swapped
 
 
+def check_kept_ann(target: Path, chunker: str, model_key: str) -> None:
+    """Stops with a clear error when kept copies were published without this version's ANN index
+    (none, or an HNSW graph of an earlier version): their figures would be the scan's."""
+    warehouse = Warehouse(target)
+    generation = current_generation(warehouse, chunker, model_key)
+    table = None if generation is None else generation.files.get(ANN_INDEX)
+    if table is None or "nprobe" not in warehouse.read_file(table).column_names:
+        raise SystemExit(f"error: the copies kept in {target} have no ANN index of this version: "
+                         f"remove {target} to rebuild them")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -480,6 +491,7 @@ def main(argv: list[str] | None = None) -> None:
             target = (args.keep or Path(tmp)) / f"x{factor}"
             record = target / "build.json"
             if args.keep is not None and record.is_file():
+                check_kept_ann(target, args.chunker, model_key)
                 built = CopiesBuild(**json.loads(record.read_text()))
             else:
                 built = write_copies(args.data_dir, target, args.chunker, model_key, factor)
