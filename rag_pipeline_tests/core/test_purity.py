@@ -76,9 +76,6 @@ the embedding stage's values (``ModelSpec``, ``AdaptRecipe``); ``runtime`` (proc
 ``storage`` (the warehouse) are below everything that reads or writes a table."""
 
 UPWARD = {
-    ("rag_pipeline.core.storage.warehouse", "rag_pipeline.core.config.validation"):
-        "a partition value is checked before it names a folder; validation.py depends only on "
-        "chunking (check_chunker), so this is an edge between two leaves, not a cycle of stages",
     ("rag_pipeline.core.config.parse", "rag_pipeline.core.evaluation.gold"):
         "lazy: `adapt.held_out` names a gold set, read for its documents only when declared",
 }

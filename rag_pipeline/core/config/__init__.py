@@ -9,9 +9,9 @@ checks every input passes before any work.
 - :mod:`.keys`: a declaration's spec and key (``model_specs``, ``declared_models``,
   ``write_lock``).
 - :mod:`.init_file`: the configuration ``rag-pipeline init`` writes.
-- :mod:`.validation`: argument checks shared by the CLI, the service and the warehouse.
+- :mod:`.validation`: argument checks shared by the CLI and the service.
 - :mod:`.root`: ``PROJECT_ROOT``, the one definition (``project_paths`` imports it).
 
-Nothing is re-exported here: :mod:`.validation` is imported by the storage stage, below the
-model declarations, so importing this package must stay as light as that module.
+Nothing is re-exported here: importing one module of this stage (:mod:`.validation`, say)
+must not load the others.
 """
