@@ -59,10 +59,10 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
+    from rag_pipeline.core.config.gold_file import GoldFormatError
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
-    from rag_pipeline.core.evaluation.gold import GoldFormatError
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
@@ -120,6 +120,7 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     folder when one is given (document vectors cached per model), and the adoption rule."""
     import tempfile
 
+    from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
     from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.adoption import (
@@ -129,7 +130,6 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
         held_out_lines,
         write_gold,
     )
-    from rag_pipeline.core.evaluation.gold import GoldFormatError, load_gold_set
     from rag_pipeline.core.evaluation.run import run_eval
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
