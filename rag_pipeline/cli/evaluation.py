@@ -11,6 +11,7 @@ import click
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
+    declared_model,
     declared_models,
     echo,
     fail,
@@ -61,20 +62,18 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.config.gold_file import GoldFormatError
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
-    from rag_pipeline.core.embedding.export import ModelNotExportedError
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     data_dir = invocation.data_dir
-    models = declared_models()
+    declared_models()  # a configuration error is reported before a bad --chunker
     try:
         for name in chunkers:
             check_chunker(name)
-        spec = find_model(model_key, models) if model_key else models[0]
-    except (InvalidArgumentError, ModelMismatchError, ModelNotExportedError) as exc:
+    except InvalidArgumentError as exc:
         fail(str(exc))
+    spec = declared_model(model_key)
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
