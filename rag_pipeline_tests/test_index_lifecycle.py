@@ -21,16 +21,16 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.runtime.processes import daemon_pids
 from rag_pipeline.orchestration.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
 from rag_pipeline.project_paths import PROJECT_ROOT
 from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
-from rag_pipeline_tests.test_daemon_automation import CONFIG
 
 pytestmark = pytest.mark.slow
 
 MODEL = "all-MiniLM-L6-v2@53aa5117"
-LIFECYCLE_CONFIG = CONFIG.replace('chunkers = ["blind", "header"]', 'chunkers = ["header"]')
+LIFECYCLE_CONFIG = reference_config(["header"])
 GENERATION = "data/warehouse/_generations/chunker=header/model=" + MODEL + "/CURRENT.json"
 
 

@@ -13,9 +13,9 @@ import time
 from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY
+from rag_pipeline.core.config.gold_file import load_gold, load_ood
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
-from rag_pipeline.core.evaluation.gold import load_gold, load_ood
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 

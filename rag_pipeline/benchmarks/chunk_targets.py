@@ -26,6 +26,7 @@ from pathlib import Path
 
 from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.config.gold_file import load_gold
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import TextEmbedder
@@ -40,7 +41,7 @@ from rag_pipeline.core.evaluation.evaluate import (
     evaluate,
     recall_with_interval,
 )
-from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, load_gold, validate_gold
+from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, validate_gold
 from rag_pipeline.core.evaluation.tables import paired_rows_markdown
 from rag_pipeline.core.index.builders import ChunkStats
 from rag_pipeline.core.index.partition_build import build_partition

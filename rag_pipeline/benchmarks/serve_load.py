@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_pipeline.benchmarks import offline_env
-from rag_pipeline.core.evaluation.gold import load_gold, load_ood
+from rag_pipeline.core.config.gold_file import load_gold, load_ood
 from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.project_paths import DEFAULT_CORPUS_DIR, DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 

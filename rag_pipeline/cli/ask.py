@@ -13,7 +13,7 @@ import click
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
-    declared_models,
+    declared_model,
     echo,
     fail,
     load_model,
@@ -141,7 +141,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
         check_model_folder,
         check_threshold,
     )
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.embedding.models import ModelMismatchError
     try:
         question = check_question(question)
     except InvalidQuestionError as exc:
@@ -161,11 +161,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
             check_model_folder(Path(rerank_model), "--rerank")
     except InvalidArgumentError as exc:
         fail(str(exc))
-    models = declared_models()
-    try:
-        spec = find_model(model_key, models) if model_key else models[0]
-    except ModelMismatchError as exc:
-        fail(str(exc))
+    spec = declared_model(model_key)
     the_cut = gate_cut(spec, cut)
     if not (rerank_model or generate_url or show_prompt or no_collapse):
         served = _ask_serve(invocation, question, chunker, spec.key, base_url,
@@ -249,9 +245,11 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
           workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
           query_streams: int, query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
+    from rag_pipeline.core.answer.ask import AskSettings
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_base_url, check_threshold
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.embedding.models import ModelMismatchError
     from rag_pipeline.core.index.store import UnknownPartitionError
+    from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
@@ -263,14 +261,13 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
             check_base_url(base_url, "--base-url")
     except InvalidArgumentError as exc:
         fail(str(exc))
-    models = declared_models()
+    spec = declared_model(model_key)
     try:
-        spec = find_model(model_key, models) if model_key else models[0]
         settings = ServeSettings(
-            chunker=chunker, model_key=spec.key, retriever=Retriever(retriever),
-            analyzer=Analyzer(analyzer),
-            cut=cut,
-            max_sources=max_sources, base_url=base_url,
+            chunker=chunker, model_key=spec.key,
+            ask=AskSettings(retrieval=RetrievalSettings(retriever=Retriever(retriever),
+                                                        analyzer=Analyzer(analyzer)),
+                            cut=gate_cut(spec, cut), max_sources=max_sources, base_url=base_url),
             workers=workers or os.cpu_count() or 1)
         serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=echo,

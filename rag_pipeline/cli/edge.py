@@ -82,6 +82,18 @@ def declared_models():
         fail(str(exc))
 
 
+def declared_model(model_key: str | None):
+    """The model a command uses: the declared model ``model_key`` names (``--model``), else
+    the default (declared first); a one-line failure when the key is not declared."""
+    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+
+    models = declared_models()
+    try:
+        return find_model(model_key, models) if model_key else models[0]
+    except ModelMismatchError as exc:
+        fail(str(exc))
+
+
 def load_model(spec, data_dir: Path):
     """The loaded model (an int8 model not exported yet is exported, calibrated on its fixed
     texts, into the model cache)."""

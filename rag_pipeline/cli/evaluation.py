@@ -11,6 +11,7 @@ import click
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
+    declared_model,
     declared_models,
     echo,
     fail,
@@ -59,22 +60,20 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
                      held_out: bool, as_json: bool) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
+    from rag_pipeline.core.config.gold_file import GoldFormatError
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
-    from rag_pipeline.core.embedding.export import ModelNotExportedError
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
-    from rag_pipeline.core.evaluation.gold import GoldFormatError
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 
     data_dir = invocation.data_dir
-    models = declared_models()
+    declared_models()  # a configuration error is reported before a bad --chunker
     try:
         for name in chunkers:
             check_chunker(name)
-        spec = find_model(model_key, models) if model_key else models[0]
-    except (InvalidArgumentError, ModelMismatchError, ModelNotExportedError) as exc:
+    except InvalidArgumentError as exc:
         fail(str(exc))
+    spec = declared_model(model_key)
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
@@ -120,6 +119,7 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     folder when one is given (document vectors cached per model), and the adoption rule."""
     import tempfile
 
+    from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
     from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
     from rag_pipeline.core.evaluation.adoption import (
@@ -129,7 +129,6 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
         held_out_lines,
         write_gold,
     )
-    from rag_pipeline.core.evaluation.gold import GoldFormatError, load_gold_set
     from rag_pipeline.core.evaluation.run import run_eval
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError

@@ -213,7 +213,8 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
 
 def _echo_unscored(warehouse) -> None:
     """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, load_gold_set
+    from rag_pipeline.core.config.gold_file import load_gold_set
+    from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus
     from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.storage.table_names import DOCUMENTS
     from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR

@@ -19,13 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import AskSettings, ask
-from rag_pipeline.core.answer.gate import MAX_SOURCES, gate_cut
+from rag_pipeline.core.answer.gate import gate_cut
 from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS, check_question
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPath
 from rag_pipeline.core.index.follower import IndexFollower
-from rag_pipeline.core.retrieval.retriever import DEFAULT_ANALYZER, RetrievalSettings, Retriever, dense_path
+from rag_pipeline.core.retrieval.retriever import RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
 
 MAX_K = 20
@@ -69,24 +69,34 @@ class AskRequest(BaseModel):
 
 @dataclass(frozen=True)
 class ServeSettings:
-    """What ``rag-pipeline serve`` was started with; per-request settings default to these."""
+    """What ``rag-pipeline serve`` was started with; per-request settings default to these.
+
+    Attributes:
+        chunker: The served chunker.
+        model_key: The served model's key.
+        ask: What a request without settings of its own is answered with (retriever, analyzer,
+            cut, ``max_sources``, ``base_url``). None: :class:`AskSettings`' defaults, gated at
+            the served model's cut (:func:`~rag_pipeline.core.answer.gate.gate_cut`); the
+            service holds the resolved settings.
+        workers: Questions embedded at once.
+    """
 
     chunker: str
     model_key: str
-    retriever: Retriever = Retriever.HYBRID
-    analyzer: Analyzer = DEFAULT_ANALYZER
-    cut: float | None = None
-    """None: the served model's cut (:func:`~rag_pipeline.core.answer.gate.gate_cut`); the
-    service holds the resolved value."""
-    max_sources: int = MAX_SOURCES
-    base_url: str | None = None
+    ask: AskSettings | None = None
     workers: int = 2
 
     def __post_init__(self) -> None:
-        if self.cut is not None:
-            check_threshold(self.cut, "cut")
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
+
+    def status_json(self) -> dict[str, Any]:
+        """``/status``'s ``settings``: the keys and order it has always had."""
+        ask = self.ask or AskSettings()
+        return {"chunker": self.chunker, "model_key": self.model_key,
+                "retriever": ask.retrieval.retriever.value, "analyzer": ask.retrieval.analyzer.value,
+                "cut": ask.cut, "max_sources": ask.max_sources, "base_url": ask.base_url,
+                "workers": self.workers}
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -107,7 +117,9 @@ class QueryService:
             raise ValueError(f"the embedder is {embedder.spec.key}, the service serves {settings.model_key}")
         self.follower = follower
         self.embedder = embedder
-        self.settings = replace(settings, cut=gate_cut(embedder.spec, settings.cut))
+        if settings.ask is None:
+            settings = replace(settings, ask=AskSettings(cut=gate_cut(embedder.spec)))
+        self.settings = settings
         self.started_at = time.time()
         self._slots = threading.BoundedSemaphore(settings.workers)
         self._counts_lock = threading.Lock()
@@ -115,18 +127,19 @@ class QueryService:
         self._outcomes: Counter[str] = Counter()
 
     def ask_settings(self, request: AskRequest) -> AskSettings:
-        s = self.settings
+        s, base = self.settings, self.settings.ask
         if request.chunker is not None and request.chunker != s.chunker:
             raise RequestError(f"chunker {request.chunker!r} is not served here; this service serves "
                                f"{s.chunker!r}")
         if request.model is not None and request.model != s.model_key:
             raise RequestError(f"model {request.model!r} is not served here; this service serves "
                                f"{s.model_key!r}")
-        return AskSettings(
-            retrieval=RetrievalSettings(retriever=request.retriever or s.retriever,
-                                        analyzer=request.analyzer or s.analyzer),
-            cut=s.cut if request.cut is None else request.cut,
-            max_sources=request.k or s.max_sources, base_url=s.base_url)
+        return replace(
+            base,
+            retrieval=replace(base.retrieval, retriever=request.retriever or base.retrieval.retriever,
+                              analyzer=request.analyzer or base.retrieval.analyzer),
+            cut=base.cut if request.cut is None else request.cut,
+            max_sources=request.k or base.max_sources)
 
     def answer(self, request: AskRequest) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
@@ -163,8 +176,6 @@ class QueryService:
         index, spec, now = served.index, self.embedder.spec, time.time()
         with self._counts_lock:
             by_generation, outcomes = dict(self._by_generation), dict(self._outcomes)
-        settings = asdict(self.settings)
-        settings.update(retriever=self.settings.retriever.value, analyzer=self.settings.analyzer.value)
         return {
             "generation": served.generation, "partition": f"{index.chunker}|{index.model_key}",
             "chunker": index.chunker,
@@ -184,6 +195,6 @@ class QueryService:
             "requests": {"answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
                          "rejected": outcomes.get("rejected", 0)},
             "answered_by_generation": by_generation,
-            "settings": settings,
+            "settings": self.settings.status_json(),
             "started_at": _iso(self.started_at), "uptime_seconds": round(now - self.started_at, 3),
         }

@@ -178,7 +178,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             freeze_heap()
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(warehouse.data_dir, ServeRecord(
-                host, port, os.getpid(), settings.chunker, settings.model_key, settings.base_url,
+                host, port, os.getpid(), settings.chunker, settings.model_key, service.settings.ask.base_url,
                 warehouse.location))
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.

@@ -15,8 +15,9 @@ from rag_pipeline.benchmarks.chunk_targets import (
     target_label,
     target_run,
 )
+from rag_pipeline.core.config.gold_file import GoldLine
 from rag_pipeline.core.evaluation.evaluate import EvalReport, PairedRow, RankRow, SummaryRow
-from rag_pipeline.core.evaluation.gold import GoldLine, validate_gold
+from rag_pipeline.core.evaluation.gold import validate_gold
 from rag_pipeline.core.index.ann import DensePath
 from rag_pipeline.core.index.builders import ChunkStats
 from rag_pipeline.core.ingest import extract_corpus

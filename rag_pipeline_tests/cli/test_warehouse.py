@@ -106,8 +106,9 @@ def declared(bucket: Bucket, monkeypatch: pytest.MonkeyPatch) -> Bucket:
         monkeypatch.setenv(name, value)
     models = (bucket.first.spec, bucket.second.spec)
     by_key = {bucket.first.spec.key: bucket.first, bucket.second.spec.key: bucket.second}
-    for module in ("ask", "evaluation"):
+    for module in ("edge", "evaluation"):
         monkeypatch.setattr(f"rag_pipeline.cli.{module}.declared_models", lambda: models)
+    for module in ("ask", "evaluation"):
         monkeypatch.setattr(f"rag_pipeline.cli.{module}.load_model",
                             lambda spec, data_dir: by_key[spec.key])
     monkeypatch.setattr("rag_pipeline.core.evaluation.run.load_embedder", lambda spec: by_key[spec.key])

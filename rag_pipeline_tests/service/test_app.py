@@ -162,6 +162,14 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
     assert client.get("/health").json() == {"status": "ok", "generation": status["generation"]}
 
 
+def test_status_settings_are_the_started_settings_in_their_fixed_order(client: TestClient):
+    # The bytes a monitoring script parses: the keys and their order are part of /status.
+    text = client.get("/status").text
+    assert ('"settings":{"chunker":"header","model_key":"hashed-wordpieces@0000feed",'
+            '"retriever":"hybrid","analyzer":"code","cut":0.6,"max_sources":4,"base_url":null,'
+            '"workers":2}') in text
+
+
 def test_openapi_describes_the_endpoints(client: TestClient):
     spec = client.get("/openapi.json").json()
     assert {"/ask", "/health", "/status", "/documents/{document_id}"} <= set(spec["paths"])
@@ -265,7 +273,7 @@ def test_a_document_whose_name_holds_a_newline_is_cited_and_shown(
     built = build_index(tmp_path, hashed_embedder, docs={
         **DUPLICATED_DOCS, odd: "# Odd\n\nThe frobnicator purrs at dawn in its basket.\n"})
     with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key,
-                                                        base_url="http://127.0.0.1:1/documents",
+                                                        AskSettings(base_url="http://127.0.0.1:1/documents"),
                                                         workers=1),
                           lambda: hashed_embedder, poll_seconds=3600) as service,
           TestClient(create_app(service)) as test_client):

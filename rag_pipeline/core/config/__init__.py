@@ -9,9 +9,11 @@ checks every input passes before any work.
 - :mod:`.keys`: a declaration's spec and key (``model_specs``, ``declared_models``,
   ``write_lock``).
 - :mod:`.init_file`: the configuration ``rag-pipeline init`` writes.
-- :mod:`.validation`: argument checks shared by the CLI, the service and the warehouse.
+- :mod:`.validation`: argument checks shared by the CLI and the service.
+- :mod:`.gold_file`: the gold-set and out-of-domain files (``load_gold_set``, ``load_ood``),
+  here because ``adapt.held_out`` names a gold set; the evaluation stage scores them.
 - :mod:`.root`: ``PROJECT_ROOT``, the one definition (``project_paths`` imports it).
 
-Nothing is re-exported here: :mod:`.validation` is imported by the storage stage, below the
-model declarations, so importing this package must stay as light as that module.
+Nothing is re-exported here: importing one module of this stage (:mod:`.validation`, say)
+must not load the others.
 """

@@ -1,14 +1,25 @@
 """The configuration ``rag-pipeline init`` writes for a user's folder: its corpus, its data
-folder, the production profile and the project's model declarations, written back as TOML."""
+folder, the production profile and the project's model declarations, written back as TOML; and
+the reference configuration (some chunkers and the built-in reference model) that the benchmarks
+and the end-to-end tests run."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.config.schema import ModelDeclaration, ModelSource, ProjectConfig, SourceKind
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.parse import parse_config
+from rag_pipeline.core.config.schema import (
+    DEFAULT_CONFIG,
+    ModelDeclaration,
+    ModelSource,
+    ProjectConfig,
+    SourceKind,
+)
 from rag_pipeline.core.embedding.models import CALIBRATION_TEXTS, ModelConfigError
 
 
@@ -88,3 +99,23 @@ chunkers = [{chunkers}]
 # models = [{json.dumps(project.models[0].name)}]
 
 """ + "\n".join(declaration_toml(m) for m in models)
+
+
+def reference_config(chunkers: Sequence[str], profile: str = "evaluation") -> str:
+    """A configuration of ``chunkers`` and the reference model: the first declaration of the
+    built-in default (:data:`~rag_pipeline.core.config.schema.DEFAULT_CONFIG`), written out by
+    :func:`declaration_toml` as ``rag-pipeline init`` writes a declaration (so its key is the
+    project's, and the project's lock serves it).
+
+    Args:
+        chunkers: The chunkers built, each a :class:`ChunkingStrategy` value.
+        profile: The profile ``rag-pipeline index`` builds (``"evaluation"``: every chunker
+            listed, with every declared model).
+
+    Raises:
+        ValueError: If a chunker is not a :class:`ChunkingStrategy` value.
+    """
+    names = [ChunkingStrategy(c).value for c in chunkers]
+    reference = parse_config(DEFAULT_CONFIG, Path(".")).models[0]
+    return (f"[index]\nchunkers = {json.dumps(names)}\nprofile = {json.dumps(profile)}\n\n"
+            + declaration_toml(reference))

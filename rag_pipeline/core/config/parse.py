@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
 from rag_pipeline.core.config.root import CONFIG_NAME, config_path
 from rag_pipeline.core.config.schema import (
     ADAPT_KEYS,
@@ -154,8 +155,6 @@ def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
     held_out: tuple[str, ...] = ()
     gold_file = raw.get("held_out")
     if gold_file is not None:
-        from rag_pipeline.core.evaluation.gold import GoldFormatError, load_gold_set
-
         if not isinstance(gold_file, str) or not gold_file:
             raise ModelConfigError(f"{where}: `adapt.held_out` must be a gold set file")
         gold_path = (root / Path(gold_file).expanduser()).resolve()

@@ -3,6 +3,9 @@
 Each check returns the value it accepted or raises :class:`InvalidArgumentError` whose message
 names the argument, what it must be and what was given, in one line. The CLI and the HTTP
 service call the same functions, so both refuse the same values with the same words.
+(:class:`InvalidArgumentError` itself lives in :mod:`rag_pipeline.core.text.arguments`, below
+every stage, and the partition-value check beside the folders it guards, in
+:mod:`rag_pipeline.core.storage.warehouse`.)
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.text.arguments import InvalidArgumentError
 
 __all__ = [
     "COSINE_DISTANCE_RANGE",
@@ -24,24 +28,17 @@ __all__ = [
     "check_endpoint_url",
     "check_model_folder",
     "check_model_key",
-    "check_partition_value",
     "check_threshold",
 ]
 
 MODEL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 MODEL_KEY = re.compile(r"(?P<name>[A-Za-z0-9._-]+)@(?P<fingerprint>[0-9a-f]{8})")
 """``<name>@<fingerprint>``: the name as declared, then 8 lower-case hex digits."""
-PARTITION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
-"""A chunker name or a model key: what a partition folder ``<key>=<value>`` may hold."""
 
 COSINE_DISTANCE_RANGE = (0.0, 2.0)
 """Cosine distance is ``1 - cos``: 0 for the same direction, 2 for opposite directions."""
 
 MODEL_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-
-
-class InvalidArgumentError(ValueError):
-    """A value a user gave is unusable; the message names the argument and the value."""
 
 
 def check_threshold(value: float, name: str = "threshold") -> float:
@@ -128,19 +125,6 @@ def check_model_key(key: str, name: str = "model key") -> str:
         raise InvalidArgumentError(f"{name} must be <name>@<8 hex digits> (name of letters, "
                                    f"digits, '.', '_', '-'), got {key!r}")
     return key
-
-
-def check_partition_value(value: str, name: str = "partition value") -> str:
-    """A partition value that becomes a folder name: a chunker name or a model key.
-
-    Raises:
-        InvalidArgumentError: If ``value`` is empty, starts with anything but a letter or digit,
-            or holds a character other than letters, digits, ``.``, ``_``, ``@``, ``-``.
-    """
-    if PARTITION_VALUE.fullmatch(value) is None:
-        raise InvalidArgumentError(f"{name} {value!r} cannot name a folder: letters, digits, "
-                                   "'.', '_', '@', '-' only, starting with a letter or digit")
-    return value
 
 
 def check_chunker(name: str) -> ChunkingStrategy:

@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.core.config.gold_file import GoldLine, GoldSet
 from rag_pipeline.core.evaluation.beir import BeirReport
 from rag_pipeline.core.evaluation.evaluate import EvalReport
-from rag_pipeline.core.evaluation.gold import GoldLine, GoldSet, QueryStyle, collapse
+from rag_pipeline.core.evaluation.gold import QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import paired_wins_losses, sign_test_p, wilson_interval
 
 KS = (4, 20)

@@ -28,6 +28,7 @@ from rag_pipeline.core.answer.refusal import (
     budget_cut,
     refusal_signals,
 )
+from rag_pipeline.core.config.gold_file import OodLine
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.evaluation.catalogue import (
     PRODUCTION_CHUNKER,
@@ -44,7 +45,7 @@ from rag_pipeline.core.evaluation.gate_sweep import (
     recommend_cut,
     refusal_sweep,
 )
-from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, OodLine, QueryStyle, collapse
+from rag_pipeline.core.evaluation.gold import GoldError, GoldQuery, QueryStyle, collapse
 from rag_pipeline.core.evaluation.metrics import (
     first_hit_rank,
     mean_reciprocal_rank,

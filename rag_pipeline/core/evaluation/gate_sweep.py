@@ -22,7 +22,8 @@ from rag_pipeline.core.answer.refusal import (
     cross_validate_combination,
     fold_of,
 )
-from rag_pipeline.core.evaluation.gold import GoldQuery, OodKind, OodLine
+from rag_pipeline.core.config.gold_file import OodKind, OodLine
+from rag_pipeline.core.evaluation.gold import GoldQuery
 from rag_pipeline.core.evaluation.metrics import first_hit_rank
 from rag_pipeline.core.retrieval.retriever import Hit
 

@@ -1,14 +1,14 @@
-"""Gold sets: questions whose answer is a verbatim needle, and questions that have no answer.
+"""Gold sets scored: needles validated against the corpus, the queries each line yields, the
+corpus check, and the drafting of a new set. The files themselves (gold JSONL, out-of-domain
+JSONL) are read by :mod:`rag_pipeline.core.config.gold_file`, below this stage, because a model
+declaration (``adapt.held_out``) names a gold set too.
 
-Gold JSONL: ``{"id", "needle", "question", "ticket"}``; each line yields two queries (the
-documents' vocabulary, and the confused-user ticket). A first line
-``{"corpus": NAME, "documents": [ids]}`` records the corpus the set was written for: the
-documents its needles come from. A gold set is scored only against a corpus holding every one
-of them (else there is no recall to report, and the evaluation says so in one line); a set
-without that line is checked against any corpus. Out-of-domain JSONL:
-``{"id", "query", "kind": "near" | "off"}``. Needles are compared with white space collapsed.
-Validation runs before any metric: a needle not found exactly once in the corpus, or found only
-in a heading, is a gold-set error reported with its id, never scored.
+Each gold line yields two queries (the documents' vocabulary, and the confused-user ticket). A
+gold set is scored only against a corpus holding every document of its corpus line (else there
+is no recall to report, and the evaluation says so in one line); a set without that line is
+checked against any corpus. Needles are compared with white space collapsed. Validation runs
+before any metric: a needle not found exactly once in the corpus, or found only in a heading, is
+a gold-set error reported with its id, never scored.
 """
 
 from __future__ import annotations
@@ -18,35 +18,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 
+from rag_pipeline.core.config.gold_file import GoldLine, GoldSet
 from rag_pipeline.core.ingest.formats.markdown import without_headings
-from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 
 class QueryStyle(StrEnum):
     QUESTION = "question"
     TICKET = "ticket"
-
-
-class OodKind(StrEnum):
-    NEAR = "near"
-    OFF = "off"
-
-
-@dataclass(frozen=True)
-class GoldLine:
-    id: str
-    needle: str
-    question: str
-    ticket: str
-
-
-@dataclass(frozen=True)
-class OodLine:
-    id: str
-    query: str
-    kind: OodKind
 
 
 @dataclass(frozen=True)
@@ -58,21 +37,6 @@ class GoldQuery:
     style: QueryStyle
     text: str
     needle: str
-
-
-@dataclass(frozen=True)
-class GoldCorpus:
-    """The corpus a gold set was written for: a name, and the documents its needles are in."""
-
-    name: str
-    documents: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class GoldSet:
-    path: Path
-    corpus: GoldCorpus | None
-    lines: tuple[GoldLine, ...]
 
 
 @dataclass(frozen=True)
@@ -90,59 +54,12 @@ class GoldError:
     reason: str
 
 
-class GoldFormatError(ValueError):
-    """A gold or out-of-domain file is not in the documented format."""
-
-
 class NoGoldSetError(Exception):
     """No gold set was written for the indexed corpus: there is nothing to score."""
 
 
 def collapse(text: str) -> str:
     return " ".join(text.split())
-
-
-def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None = None,
-                ) -> list[dict]:
-    """The rows of a JSONL file; with ``header``, a first row holding ``corpus`` and no ``id``
-    is appended to it instead of returned."""
-    rows = []
-    for number, row in jsonl_objects(path, GoldFormatError):
-        if header is not None and not rows and not header and "corpus" in row and "id" not in row:
-            header.append(row)
-            continue
-        missing = missing_fields(row, required)
-        if missing:
-            raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
-        rows.append(row)
-    ids = [r["id"] for r in rows]
-    if len(set(ids)) != len(ids):
-        raise GoldFormatError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})}")
-    return rows
-
-
-def load_gold_set(path: Path) -> GoldSet:
-    """The gold lines and, from the first line when it has one, the corpus they were written for.
-
-    Raises:
-        GoldFormatError: a line or the corpus line is not in the documented format.
-    """
-    header: list[dict] = []
-    rows = _read_jsonl(path, ("id", "needle", "question", "ticket"), header)
-    corpus = None
-    if header:
-        name, documents = header[0].get("corpus"), header[0].get("documents")
-        if (not isinstance(name, str) or not name.strip() or not isinstance(documents, list)
-                or not documents or not all(isinstance(d, str) and d for d in documents)):
-            raise GoldFormatError(f'{path}:1: the corpus line must be {{"corpus": "<name>", '
-                                  '"documents": ["<document id>", ...]}')
-        corpus = GoldCorpus(name, tuple(sorted(set(documents))))
-    return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"])
-                                       for r in rows))
-
-
-def load_gold(path: Path) -> list[GoldLine]:
-    return list(load_gold_set(path).lines)
 
 
 def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
@@ -224,14 +141,6 @@ def draft_jsonl(name: str, needles: Iterable[DraftNeedle]) -> str:
     lines += [json.dumps({"id": n.id, "document": n.document, "needle": n.needle,
                           "question": "", "ticket": ""}, ensure_ascii=False) for n in needles]
     return "\n".join(lines) + "\n"
-
-
-def load_ood(path: Path) -> list[OodLine]:
-    rows = _read_jsonl(path, ("id", "query", "kind"))
-    bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]
-    if bad:
-        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {bad}")
-    return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]
 
 
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],

@@ -6,17 +6,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from rag_pipeline.core.config.gold_file import load_gold_set, load_ood
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
 from rag_pipeline.core.evaluation.evaluate import EvalReport, evaluate
-from rag_pipeline.core.evaluation.gold import (
-    NoGoldSetError,
-    check_corpus,
-    load_gold_set,
-    load_ood,
-    validate_gold,
-)
+from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, validate_gold
 from rag_pipeline.core.index.generations import current_generation, current_generations
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import DocumentStatus

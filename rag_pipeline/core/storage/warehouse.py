@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -32,12 +33,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from rag_pipeline.core.config.validation import check_partition_value
 from rag_pipeline.core.storage.location import warehouse_location
+from rag_pipeline.core.text.arguments import InvalidArgumentError
 
 POINTER_FILE = "_latest.json"
 DIGEST_CHARS = 16
 T = TypeVar("T")
+PARTITION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
+"""A chunker name or a model key: what a partition folder ``<key>=<value>`` may hold."""
 
 
 class UnsafePathError(ValueError):
@@ -57,6 +60,19 @@ def check_relative(relative: str) -> str:
             any(part in ("", ".", "..") for part in parts):
         raise UnsafePathError(f"{relative!r} would resolve outside the warehouse root")
     return relative
+
+
+def check_partition_value(value: str, name: str = "partition value") -> str:
+    """A partition value that becomes a folder name: a chunker name or a model key.
+
+    Raises:
+        InvalidArgumentError: If ``value`` is empty, starts with anything but a letter or digit,
+            or holds a character other than letters, digits, ``.``, ``_``, ``@``, ``-``.
+    """
+    if PARTITION_VALUE.fullmatch(value) is None:
+        raise InvalidArgumentError(f"{name} {value!r} cannot name a folder: letters, digits, "
+                                   "'.', '_', '@', '-' only, starting with a letter or digit")
+    return value
 
 
 class CorruptFileError(ValueError):

@@ -3,7 +3,6 @@ refuses the rest with its exact message."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from rag_pipeline.core.config.validation import (
     check_endpoint_url,
     check_model_folder,
     check_model_key,
-    check_partition_value,
     check_threshold,
 )
 
@@ -122,15 +120,3 @@ def test_model_key_refuses_anything_else(key):
     with pytest.raises(InvalidArgumentError, match=r"^model key must be <name>@<8 hex digits> "
                        r"\(name of letters, digits, '\.', '_', '-'\), got "):
         check_model_key(key)
-
-
-@pytest.mark.parametrize("value", ["header", "all-MiniLM-L6-v2-int8@56ea7bc8", "plain"])
-def test_partition_value_accepts_chunkers_and_model_keys(value):
-    assert check_partition_value(value) == value
-
-
-@pytest.mark.parametrize("value", ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "a\x00b", "-x"])
-def test_partition_value_refuses_what_could_leave_its_folder(value):
-    with pytest.raises(InvalidArgumentError, match=f"^partition value {re.escape(repr(value))} "
-                       "cannot name a folder"):
-        check_partition_value(value)

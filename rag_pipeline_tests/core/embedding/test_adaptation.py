@@ -170,7 +170,7 @@ def test_the_pairs_digest_is_recorded_once_and_read_back_without_extracting(
     def no_extraction(_corpus):
         raise AssertionError("the recorded digest must be read, not made again")
 
-    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", no_extraction)
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.digest.corpus_documents", no_extraction)
     again = pairs_digest(corpus, recipe, tmp_path / "cache")
     assert (again.sha256, again.pairs, again.available, again.computed) == (
         first.sha256, 8, available, False)
@@ -245,7 +245,7 @@ def test_a_config_load_reads_the_recorded_digest_and_a_changed_corpus_moves_the_
         extracted.append(folder)
         return real(folder)
 
-    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.corpus_documents", counted)
+    monkeypatch.setattr("rag_pipeline.core.embedding.adaptation.digest.corpus_documents", counted)
     again = model_specs(parse_config(_config(corpus, tmp_path), tmp_path))[1]
     assert (again.key, again.adaptation.pairs_sha256, extracted) == (
         first.key, first.adaptation.pairs_sha256, [])

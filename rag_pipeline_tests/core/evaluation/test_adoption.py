@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.config.gold_file import GoldCorpus, GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.evaluation.adoption import (
     AdoptionDecision,
     GeneralRetrieval,
@@ -20,7 +21,6 @@ from rag_pipeline.core.evaluation.adoption import (
 )
 from rag_pipeline.core.evaluation.beir import BeirReport, BeirRow
 from rag_pipeline.core.evaluation.evaluate import EvalReport, RankRow
-from rag_pipeline.core.evaluation.gold import GoldCorpus, GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.evaluation.metrics import wilson_interval
 
 CANONICAL = {"a.md": "The loop   variable is\nassigned.", "b.md": "Targets are bound.",

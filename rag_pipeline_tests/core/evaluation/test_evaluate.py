@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings
+from rag_pipeline.core.config.gold_file import GoldLine, OodKind, OodLine
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import RunKey
@@ -29,7 +30,7 @@ from rag_pipeline.core.evaluation.gate_sweep import (
     GateCvRow,
     SweepRow,
 )
-from rag_pipeline.core.evaluation.gold import GoldError, GoldLine, OodKind, OodLine, validate_gold
+from rag_pipeline.core.evaluation.gold import GoldError, validate_gold
 from rag_pipeline.core.index.ann import AnnIndex
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.retriever import (

@@ -3,6 +3,7 @@ cut rule on hand-made hits."""
 
 from __future__ import annotations
 
+from rag_pipeline.core.config.gold_file import OodKind, OodLine
 from rag_pipeline.core.evaluation.gate_sweep import (
     CUT_RULE,
     SWEEP_CUTS,
@@ -11,7 +12,6 @@ from rag_pipeline.core.evaluation.gate_sweep import (
     recommend_cut,
     refusal_sweep,
 )
-from rag_pipeline.core.evaluation.gold import OodKind, OodLine
 from rag_pipeline.core.evaluation.metrics import first_hit_rank
 from rag_pipeline.core.retrieval.retriever import Hit
 

@@ -1,5 +1,6 @@
-"""Tests for ``rag_pipeline.core.evaluation.gold``: file format errors with their exact messages, needle
-validation on planted cases, and the project's real gold and out-of-domain files."""
+"""Tests for ``rag_pipeline.core.evaluation.gold``: needle validation on planted cases, the corpus
+check, drafting, and the project's real gold and out-of-domain files (the file format's errors
+are tested in ``core/config/test_gold_file.py``)."""
 
 from __future__ import annotations
 
@@ -8,116 +9,32 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.evaluation.gold import (
-    DraftNeedle,
+from rag_pipeline.core.config.gold_file import (
     GoldCorpus,
-    GoldError,
     GoldFormatError,
     GoldLine,
-    GoldQuery,
-    NoGoldSetError,
     OodKind,
     OodLine,
+    load_gold,
+    load_gold_set,
+    load_ood,
+)
+from rag_pipeline.core.evaluation.gold import (
+    DraftNeedle,
+    GoldError,
+    GoldQuery,
+    NoGoldSetError,
     QueryStyle,
     check_corpus,
     collapse,
     draft_jsonl,
     draft_needles,
-    load_gold,
-    load_gold_set,
-    load_ood,
     validate_gold,
 )
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
-
-
-def gold_row(id_: str, needle: str = "a needle", question: str = "a question?",
-             ticket: str = "a ticket") -> str:
-    return json.dumps({"id": id_, "needle": needle, "question": question, "ticket": ticket})
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-# --- file format ------------------------------------------------------------------------------
-
-
-def test_load_gold_reads_lines_and_skips_blank_ones(tmp_path: Path):
-    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1", "n1", "Q1?", "t1"), "", "   ",
-                                                 gold_row("q2", "n2", "Q2?", "t2")])
-    assert load_gold(path) == [GoldLine("q1", "n1", "Q1?", "t1"), GoldLine("q2", "n2", "Q2?", "t2")]
-
-
-def test_bad_json_names_file_and_line(tmp_path: Path):
-    # Line 2 is blank (still counted), line 3 is cut short.
-    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1"), "", '{"id": "q2", '])
-    with pytest.raises(GoldFormatError) as raised:
-        load_gold(path)
-    assert str(raised.value) == f"{path}:3: not JSON: Expecting property name enclosed in double quotes"
-
-
-def test_not_json_at_all(tmp_path: Path):
-    path = write_lines(tmp_path / "ood.jsonl", ["what is this"])
-    with pytest.raises(GoldFormatError) as raised:
-        load_ood(path)
-    assert str(raised.value) == f"{path}:1: not JSON: Expecting value"
-
-
-def test_missing_field(tmp_path: Path):
-    row = json.dumps({"id": "q1", "needle": "n", "question": "q?"})
-    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q0"), row])
-    with pytest.raises(GoldFormatError) as raised:
-        load_gold(path)
-    assert str(raised.value) == f"{path}:2: missing or empty ['ticket']"
-
-
-def test_empty_and_non_string_fields_count_as_missing(tmp_path: Path):
-    row = json.dumps({"id": 7, "needle": "   ", "question": "q?", "ticket": "t"})
-    path = write_lines(tmp_path / "gold.jsonl", [row])
-    with pytest.raises(GoldFormatError) as raised:
-        load_gold(path)
-    assert str(raised.value) == f"{path}:1: missing or empty ['id', 'needle']"
-
-
-def test_duplicate_ids(tmp_path: Path):
-    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q2"), gold_row("q1"), gold_row("q2"),
-                                                 gold_row("q3"), gold_row("q1")])
-    with pytest.raises(GoldFormatError) as raised:
-        load_gold(path)
-    assert str(raised.value) == f"{path}: duplicate ids ['q1', 'q2']"
-
-
-def test_load_ood_and_a_bad_kind(tmp_path: Path):
-    good = write_lines(tmp_path / "ood.jsonl", [
-        json.dumps({"id": "o1", "query": "how do I use pip", "kind": "near"}),
-        json.dumps({"id": "o2", "query": "capital of France", "kind": "off"})])
-    assert load_ood(good) == [OodLine("o1", "how do I use pip", OodKind.NEAR),
-                              OodLine("o2", "capital of France", OodKind.OFF)]
-    bad = write_lines(tmp_path / "bad.jsonl", [
-        json.dumps({"id": "o1", "query": "q", "kind": "near"}),
-        json.dumps({"id": "o2", "query": "q", "kind": "far"}),
-        json.dumps({"id": "o3", "query": "q", "kind": "OFF"})])
-    with pytest.raises(GoldFormatError) as raised:
-        load_ood(bad)
-    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for ['o2', 'o3']"
-
-
-def test_ood_missing_kind(tmp_path: Path):
-    path = write_lines(tmp_path / "ood.jsonl", [json.dumps({"id": "o1", "query": "q"})])
-    with pytest.raises(GoldFormatError) as raised:
-        load_ood(path)
-    assert str(raised.value) == f"{path}:1: missing or empty ['kind']"
-
-
-def test_json_line_that_is_not_an_object(tmp_path: Path):
-    path = write_lines(tmp_path / "gold.jsonl", ['["q1", "needle", "question", "ticket"]'])
-    with pytest.raises(GoldFormatError, match=r":1: "):
-        load_gold(path)
-
+from rag_pipeline_tests.core.config.test_gold_file import gold_row, write_lines
 
 # --- needle validation ----------------------------------------------------------------------------
 
@@ -262,15 +179,6 @@ def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(t
         "`rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
     # A set without a corpus line is checked against any corpus, as before.
     check_corpus(load_gold_set(write_lines(tmp_path / "old.jsonl", [gold_row("q1")])), [])
-
-
-@pytest.mark.parametrize("header", [{"corpus": "", "documents": ["a"]},
-                                    {"corpus": "x", "documents": []},
-                                    {"corpus": "x", "documents": "a.md"}])
-def test_a_malformed_corpus_line_is_one_error(tmp_path: Path, header: dict):
-    path = write_lines(tmp_path / "gold.jsonl", [json.dumps(header), gold_row("q1")])
-    with pytest.raises(GoldFormatError, match=r"gold\.jsonl:1: the corpus line must be "):
-        load_gold_set(path)
 
 
 def test_the_bundled_gold_set_names_57_documents_of_the_python_reference():

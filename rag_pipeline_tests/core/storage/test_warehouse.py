@@ -6,12 +6,20 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rag_pipeline.core.storage.warehouse import POINTER_FILE, IndexNotBuiltError, UnsafePathError, Warehouse
+from rag_pipeline.core.storage.warehouse import (
+    POINTER_FILE,
+    IndexNotBuiltError,
+    UnsafePathError,
+    Warehouse,
+    check_partition_value,
+)
+from rag_pipeline.core.text.arguments import InvalidArgumentError
 
 
 def chunk_rows(prefix: str, n: int) -> pa.Table:
@@ -101,6 +109,18 @@ def test_read_of_a_missing_partition_raises_index_not_built(tmp_path):
 def test_partition_values_that_cannot_name_a_folder_are_rejected(tmp_path, value):
     with pytest.raises(ValueError, match="cannot name a folder"):
         Warehouse(tmp_path).partition_dir("chunks", {"chunker": value})
+
+
+@pytest.mark.parametrize("value", ["header", "all-MiniLM-L6-v2-int8@56ea7bc8", "plain"])
+def test_partition_value_accepts_chunkers_and_model_keys(value):
+    assert check_partition_value(value) == value
+
+
+@pytest.mark.parametrize("value", ["", ".", "..", ".hidden", "a/b", "a\\b", "a b", "a\x00b", "-x"])
+def test_partition_value_refuses_what_could_leave_its_folder(value):
+    with pytest.raises(InvalidArgumentError, match=f"^partition value {re.escape(repr(value))} "
+                       "cannot name a folder"):
+        check_partition_value(value)
 
 
 def test_versions_list_every_partition_of_every_table(tmp_path):

@@ -1,0 +1,109 @@
+"""The gold-set and out-of-domain files, read into typed values with one-line errors.
+
+Gold JSONL: ``{"id", "needle", "question", "ticket"}``. A first line
+``{"corpus": NAME, "documents": [ids]}`` records the corpus the set was written for: the
+documents its needles come from. Out-of-domain JSONL: ``{"id", "query", "kind": "near" | "off"}``.
+
+The format sits in the configuration stage, below evaluation, because a model declaration names
+a gold set (``adapt.held_out``, read for its corpus line's documents); what a gold set means when
+scored (needle validation, the queries, the corpus check) is
+:mod:`rag_pipeline.core.evaluation.gold`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
+
+
+class OodKind(StrEnum):
+    NEAR = "near"
+    OFF = "off"
+
+
+@dataclass(frozen=True)
+class GoldLine:
+    id: str
+    needle: str
+    question: str
+    ticket: str
+
+
+@dataclass(frozen=True)
+class OodLine:
+    id: str
+    query: str
+    kind: OodKind
+
+
+@dataclass(frozen=True)
+class GoldCorpus:
+    """The corpus a gold set was written for: a name, and the documents its needles are in."""
+
+    name: str
+    documents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    path: Path
+    corpus: GoldCorpus | None
+    lines: tuple[GoldLine, ...]
+
+
+class GoldFormatError(ValueError):
+    """A gold or out-of-domain file is not in the documented format."""
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None = None,
+                ) -> list[dict]:
+    """The rows of a JSONL file; with ``header``, a first row holding ``corpus`` and no ``id``
+    is appended to it instead of returned."""
+    rows = []
+    for number, row in jsonl_objects(path, GoldFormatError):
+        if header is not None and not rows and not header and "corpus" in row and "id" not in row:
+            header.append(row)
+            continue
+        missing = missing_fields(row, required)
+        if missing:
+            raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
+        rows.append(row)
+    ids = [r["id"] for r in rows]
+    if len(set(ids)) != len(ids):
+        raise GoldFormatError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})}")
+    return rows
+
+
+def load_gold_set(path: Path) -> GoldSet:
+    """The gold lines and, from the first line when it has one, the corpus they were written for.
+
+    Raises:
+        GoldFormatError: a line or the corpus line is not in the documented format.
+    """
+    header: list[dict] = []
+    rows = _read_jsonl(path, ("id", "needle", "question", "ticket"), header)
+    corpus = None
+    if header:
+        name, documents = header[0].get("corpus"), header[0].get("documents")
+        if (not isinstance(name, str) or not name.strip() or not isinstance(documents, list)
+                or not documents or not all(isinstance(d, str) and d for d in documents)):
+            raise GoldFormatError(f'{path}:1: the corpus line must be {{"corpus": "<name>", '
+                                  '"documents": ["<document id>", ...]}')
+        corpus = GoldCorpus(name, tuple(sorted(set(documents))))
+    return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"])
+                                       for r in rows))
+
+
+def load_gold(path: Path) -> list[GoldLine]:
+    return list(load_gold_set(path).lines)
+
+
+def load_ood(path: Path) -> list[OodLine]:
+    rows = _read_jsonl(path, ("id", "query", "kind"))
+    bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]
+    if bad:
+        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {bad}")
+    return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]

@@ -1,0 +1,114 @@
+"""Tests for ``rag_pipeline.core.config.gold_file``: the gold and out-of-domain file formats, each
+error with its exact message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.config.gold_file import (
+    GoldFormatError,
+    GoldLine,
+    OodKind,
+    OodLine,
+    load_gold,
+    load_gold_set,
+    load_ood,
+)
+
+
+def gold_row(id_: str, needle: str = "a needle", question: str = "a question?",
+             ticket: str = "a ticket") -> str:
+    return json.dumps({"id": id_, "needle": needle, "question": question, "ticket": ticket})
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# --- file format ------------------------------------------------------------------------------
+
+
+def test_load_gold_reads_lines_and_skips_blank_ones(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1", "n1", "Q1?", "t1"), "", "   ",
+                                                 gold_row("q2", "n2", "Q2?", "t2")])
+    assert load_gold(path) == [GoldLine("q1", "n1", "Q1?", "t1"), GoldLine("q2", "n2", "Q2?", "t2")]
+
+
+def test_bad_json_names_file_and_line(tmp_path: Path):
+    # Line 2 is blank (still counted), line 3 is cut short.
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q1"), "", '{"id": "q2", '])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:3: not JSON: Expecting property name enclosed in double quotes"
+
+
+def test_not_json_at_all(tmp_path: Path):
+    path = write_lines(tmp_path / "ood.jsonl", ["what is this"])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(path)
+    assert str(raised.value) == f"{path}:1: not JSON: Expecting value"
+
+
+def test_missing_field(tmp_path: Path):
+    row = json.dumps({"id": "q1", "needle": "n", "question": "q?"})
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q0"), row])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:2: missing or empty ['ticket']"
+
+
+def test_empty_and_non_string_fields_count_as_missing(tmp_path: Path):
+    row = json.dumps({"id": 7, "needle": "   ", "question": "q?", "ticket": "t"})
+    path = write_lines(tmp_path / "gold.jsonl", [row])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:1: missing or empty ['id', 'needle']"
+
+
+def test_duplicate_ids(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("q2"), gold_row("q1"), gold_row("q2"),
+                                                 gold_row("q3"), gold_row("q1")])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}: duplicate ids ['q1', 'q2']"
+
+
+def test_load_ood_and_a_bad_kind(tmp_path: Path):
+    good = write_lines(tmp_path / "ood.jsonl", [
+        json.dumps({"id": "o1", "query": "how do I use pip", "kind": "near"}),
+        json.dumps({"id": "o2", "query": "capital of France", "kind": "off"})])
+    assert load_ood(good) == [OodLine("o1", "how do I use pip", OodKind.NEAR),
+                              OodLine("o2", "capital of France", OodKind.OFF)]
+    bad = write_lines(tmp_path / "bad.jsonl", [
+        json.dumps({"id": "o1", "query": "q", "kind": "near"}),
+        json.dumps({"id": "o2", "query": "q", "kind": "far"}),
+        json.dumps({"id": "o3", "query": "q", "kind": "OFF"})])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(bad)
+    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for ['o2', 'o3']"
+
+
+def test_ood_missing_kind(tmp_path: Path):
+    path = write_lines(tmp_path / "ood.jsonl", [json.dumps({"id": "o1", "query": "q"})])
+    with pytest.raises(GoldFormatError) as raised:
+        load_ood(path)
+    assert str(raised.value) == f"{path}:1: missing or empty ['kind']"
+
+
+def test_json_line_that_is_not_an_object(tmp_path: Path):
+    path = write_lines(tmp_path / "gold.jsonl", ['["q1", "needle", "question", "ticket"]'])
+    with pytest.raises(GoldFormatError, match=r":1: "):
+        load_gold(path)
+
+
+@pytest.mark.parametrize("header", [{"corpus": "", "documents": ["a"]},
+                                    {"corpus": "x", "documents": []},
+                                    {"corpus": "x", "documents": "a.md"}])
+def test_a_malformed_corpus_line_is_one_error(tmp_path: Path, header: dict):
+    path = write_lines(tmp_path / "gold.jsonl", [json.dumps(header), gold_row("q1")])
+    with pytest.raises(GoldFormatError, match=r"gold\.jsonl:1: the corpus line must be "):
+        load_gold_set(path)
