@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.index.generations import Generation, generation_age_seconds
+from rag_pipeline.core.index.mapped import KeyedStrings, StringColumn, mapped_table
 from rag_pipeline.core.index.store import PartitionIndex, load_partition, served_generation
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -30,8 +32,9 @@ class ServedIndex:
     """One loaded generation of a partition and the documents' canonical texts it cites."""
 
     index: PartitionIndex
-    canonical: dict[str, str]
-    """``document_id -> canonical_text`` of every ok document, for the document view."""
+    canonical: Mapping[str, str]
+    """``document_id -> canonical_text`` of every ok document, for the document view (mapped:
+    :class:`rag_pipeline.core.index.mapped.KeyedStrings`)."""
     loaded_at: float
     """Wall-clock time (epoch seconds) at which this generation was swapped in."""
     load_seconds: float
@@ -45,12 +48,14 @@ class ServedIndex:
         return generation_age_seconds(self.index.published_at, now)
 
 
-def _canonical_texts(warehouse: Warehouse, generation: Generation) -> dict[str, str]:
-    table = warehouse.read_file(generation.files[DOCUMENTS],
-                                columns=["document_id", "canonical_text", "status"])
-    return {d: t for d, t, s in zip(table.column("document_id").to_pylist(),
-                                    table.column("canonical_text").to_pylist(),
-                                    table.column("status").to_pylist(), strict=True) if s == "ok"}
+def _canonical_texts(warehouse: Warehouse, generation: Generation) -> KeyedStrings:
+    """``document_id -> canonical_text`` of every ok document, from the documents file's mapped
+    copy (a text becomes a Python string only when its document is viewed)."""
+    table = mapped_table(warehouse, generation.files[DOCUMENTS], ["document_id", "canonical_text", "status"])
+    rows = {document: row for row, (document, status) in enumerate(zip(
+        table.column("document_id").to_pylist(), table.column("status").to_pylist(), strict=True))
+        if status == "ok"}
+    return KeyedStrings(rows, StringColumn(table.column("canonical_text")))
 
 
 class IndexFollower:

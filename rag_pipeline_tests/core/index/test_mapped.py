@@ -16,6 +16,7 @@ from rag_pipeline.core.index.builders import bm25_stats_tables
 from rag_pipeline.core.index.mapped import (
     BATCH_ROWS,
     ContentRows,
+    KeyedStrings,
     StringColumn,
     cache_path,
     mapped_bm25,
@@ -156,3 +157,15 @@ def test_a_mapped_column_of_several_batches_stays_mapped(tmp_path: Path):
         texts[BATCH_ROWS - 1], texts[BATCH_ROWS], texts[-1])
     assert list(column) == texts
     assert ContentRows(column).rows_of_row(BATCH_ROWS) == (BATCH_ROWS,)
+
+
+def test_keyed_strings_read_the_mapped_column_by_key(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    file = warehouse.write("documents", pa.table({"document_id": ["a.md", "b.md", "c.md"],
+                                                  "canonical_text": ["Alpha.", "Beta.", "Gamma."]})).file
+    table = mapped_table(warehouse, file, ["document_id", "canonical_text"])
+    # Row 1 left out, as a failed document is.
+    texts = KeyedStrings({"a.md": 0, "c.md": 2}, StringColumn(table.column("canonical_text")))
+    assert (texts["c.md"], texts.get("b.md"), len(texts), list(texts)) == ("Gamma.", None, 2, ["a.md", "c.md"])
+    assert texts == {"a.md": "Alpha.", "c.md": "Gamma."}
+    assert texts != {"a.md": "Alpha."}
