@@ -84,6 +84,26 @@ def _positions(values: pa.ChunkedArray, keys: pa.ChunkedArray, what: str) -> np.
     return found.to_numpy().astype(np.int64)
 
 
+@dataclass(frozen=True)
+class Bm25List:
+    """A BM25 ranking: rows best first (ties by row), each with its score (all positive)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    pruned: bool = False
+    """Whether some terms were scored only on the candidates (max-score pruning left the rest out)."""
+
+
+def _ranked(scores: np.ndarray, depth: int) -> Bm25List:
+    """The positive entries of ``scores``, best first (ties by position), at most ``depth``."""
+    positive = np.flatnonzero(scores > 0)
+    if depth < len(positive):
+        kth = np.partition(-scores[positive], depth - 1)[depth - 1]
+        positive = positive[-scores[positive] <= kth]
+    order = np.lexsort((positive, -scores[positive]))[:depth]
+    return Bm25List(positive[order], scores[positive[order]])
+
+
 class Bm25Scorer:
     """Scores every chunk for a query from one term-major sparse matrix (CSC arrays).
 
@@ -107,6 +127,7 @@ class Bm25Scorer:
         self.term_index = {t: i for i, t in enumerate(terms)}
         self.idf = np.asarray(idf, dtype=np.float64)
         self.indptr, self.indices, self.data = indptr, indices, data
+        self._peaks: dict[int, float] = {}
 
     @classmethod
     def from_postings(cls, chunk_ids: Sequence[str], terms: Sequence[str], idf: np.ndarray,
@@ -173,8 +194,75 @@ class Bm25Scorer:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk (0 where no query term occurs), in chunk order."""
+        return self._weighted(*self._query_terms(query))
+
+    def _query_terms(self, query: str) -> tuple[list[int], list[float]]:
         counts = Counter(t for t in analyze(query, self.analyzer) if t in self.term_index)
-        return self._weighted([self.term_index[t] for t in counts], [float(c) for c in counts.values()])
+        return [self.term_index[t] for t in counts], [float(c) for c in counts.values()]
+
+    def top(self, query: str, depth: int) -> Bm25List:
+        """The ``depth`` best-scoring chunks with a positive score, best first (ties by row): the
+        same rows and the same scores, bit for bit, as ranking :meth:`scores` (checked against it
+        at 1.3 M chunks by the scale benchmark), without adding up every posting of the query's
+        common terms (:meth:`_top`)."""
+        return self._top(*self._query_terms(query), depth)
+
+    def top_terms(self, weights: Mapping[str, float], depth: int) -> Bm25List:
+        """:meth:`top` for a weighted bag of analysed terms (RM3's expanded query)."""
+        known = {t: w for t, w in weights.items() if t in self.term_index}
+        return self._top([self.term_index[t] for t in known], [float(w) for w in known.values()], depth)
+
+    def _peak(self, column: int) -> float:
+        """The largest weight in term ``column``'s postings (cached: a vocabulary's worth at most)."""
+        peak = self._peaks.get(column)
+        if peak is None:
+            _, values = self.postings(column)
+            peak = self._peaks[column] = float(values.max()) if len(values) else 0.0
+        return peak
+
+    def _top(self, columns: list[int], weights: list[float], depth: int) -> Bm25List:
+        """Top ``depth`` by max-score pruning (Turtle & Flood, "Query evaluation: strategies and
+        optimizations", IPM 1995).
+
+        Terms are added in decreasing order of their largest possible contribution (weight x
+        peak posting). After each, ``theta``, the ``depth``-th best partial score among one added
+        term's rows (distinct rows, so a lower bound of the final ``depth``-th score), is compared
+        with ``rest``, what the terms not yet added can still give a row: once ``rest < theta``
+        no row that none of the added terms holds can reach the top, and of the rows they hold
+        only those with ``partial + rest >= theta`` can. Those candidates are then scored exactly,
+        every term in the query's order, as :meth:`_weighted` adds them (so the floats are the
+        same), and ranked like :func:`rag_pipeline.core.retrieval.retriever.bm25_ranking`.
+        When no term can be left out, the full scores are ranked."""
+        empty = Bm25List(np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if depth <= 0 or not columns:
+            return empty
+        bounds = [w * self._peak(c) for c, w in zip(columns, weights, strict=True)]
+        if min(weights) <= 0:
+            return _ranked(self._weighted(columns, weights), depth)
+        order = sorted(range(len(columns)), key=lambda i: -bounds[i])
+        partial = np.zeros(self.n_chunks)
+        rest, theta, added = float(sum(bounds)), 0.0, []
+        for i in order[:-1]:
+            rows, values = self.postings(columns[i])
+            partial[rows] += values * weights[i]
+            added.append(rows)
+            rest -= bounds[i]
+            if len(rows) >= depth:
+                theta = max(theta, float(np.partition(partial[rows], len(rows) - depth)[len(rows) - depth]))
+            if rest < theta * (1 - 1e-9):
+                break
+        else:
+            return _ranked(self._weighted(columns, weights), depth)
+        touched = np.concatenate(added)
+        candidates = np.unique(touched[partial[touched] + rest >= theta * (1 - 1e-9)])
+        exact = np.zeros(len(candidates))
+        for column, weight in zip(columns, weights, strict=True):
+            rows, values = self.postings(column)
+            at = np.searchsorted(rows, candidates).clip(max=max(len(rows) - 1, 0))
+            held = rows[at] == candidates if len(rows) else np.zeros(len(candidates), bool)
+            exact[held] += values[at[held]] * weight
+        ranked = _ranked(exact, depth)
+        return Bm25List(candidates[ranked.rows], ranked.scores, pruned=True)
 
 
 def posting_weights(idf: np.ndarray, lengths: np.ndarray, post_chunk: np.ndarray,

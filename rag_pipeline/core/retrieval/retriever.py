@@ -22,6 +22,7 @@ import numpy as np
 
 from rag_pipeline.core.embedding.models import ModelMismatchError, TextEmbedder
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS, DensePath, choose_path
+from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
@@ -203,24 +204,23 @@ def _dense_rank_distances(index: PartitionIndex, vector: np.ndarray, distances: 
     return np.minimum(best, distances)
 
 
-def _fuse(dense: DenseList, bm25_rows: list[int], bm25_scores: np.ndarray,
+def _fuse(dense: DenseList, bm25: list[tuple[int, float]],
           settings: RetrievalSettings) -> list[tuple[int, float]]:
     weights = (settings.dense_weight, settings.bm25_weight)
     if settings.fusion is Fusion.MIN_MAX:
-        return min_max_fusion([[(r, 1.0 - d) for r, d in dense.pairs()],
-                               [(r, float(bm25_scores[r])) for r in bm25_rows]], weights)
-    return reciprocal_rank_fusion([dense.rows.tolist(), bm25_rows], settings.rrf_k, weights)
+        return min_max_fusion([[(r, 1.0 - d) for r, d in dense.pairs()], bm25], weights)
+    return reciprocal_rank_fusion([dense.rows.tolist(), [r for r, _ in bm25]], settings.rrf_k, weights)
 
 
-def _one_pass(dense: DenseList | None, bm25_scores: np.ndarray | None,
+def _one_pass(dense: DenseList | None, bm25: Bm25List | None,
               settings: RetrievalSettings, timings: dict[str, float]) -> list[tuple[int, float]]:
     """``(row, score)`` best first, at most ``depth``."""
     if settings.retriever is Retriever.DENSE:
         return [(r, 1.0 - d) for r, d in dense.pairs()]
-    bm25_rows = bm25_ranking(bm25_scores, settings.depth).tolist()
+    pairs = list(zip(bm25.rows.tolist(), bm25.scores.tolist(), strict=True))
     if settings.retriever is Retriever.BM25:
-        return [(r, float(bm25_scores[r])) for r in bm25_rows]
-    fused = _timed(timings, "fusion", lambda: _fuse(dense, bm25_rows, bm25_scores, settings))
+        return pairs
+    fused = _timed(timings, "fusion", lambda: _fuse(dense, pairs, settings))
     return fused[:settings.depth]
 
 
@@ -259,8 +259,8 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     dense, distances = _timed(timings, f"dense_{'ann' if path is DensePath.ANN else 'scan'}",
                               lambda: dense_list(query.vector))
     scorer = index.bm25[settings.analyzer]
-    scores = _timed(timings, "bm25", lambda: scorer.scores(question)) if uses_bm25 else None
-    ranked = _one_pass(dense, scores, settings, timings)
+    bm25 = _timed(timings, "bm25", lambda: scorer.top(question, settings.depth)) if uses_bm25 else None
+    ranked = _one_pass(dense, bm25, settings, timings)
     if settings.feedback and ranked:
         started = time.perf_counter()
         if uses_bm25 and settings.rm3_docs > 0:
@@ -268,12 +268,12 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
             terms = rm3_query(question, [index.texts[r] for r, _ in top],
                               [max(score, 0.0) for _, score in top], settings.analyzer,
                               settings.rm3_terms, settings.rm3_weight)
-            scores = scorer.term_scores(terms)
+            bm25 = scorer.top_terms(terms, settings.depth)
         if uses_dense and settings.rocchio_docs > 0:
             top_rows = [r for r, _ in ranked[:settings.rocchio_docs]]
             moved = rocchio_vector(query.vector, index.vectors[top_rows], settings.rocchio_beta)
             dense, _ = dense_list(moved)
-        ranked = _one_pass(dense, scores, settings, timings)
+        ranked = _one_pass(dense, bm25, settings, timings)
         timings["feedback"] = time.perf_counter() - started
     rows = [row for row, _ in ranked]
     row_scores = [score for _, score in ranked]

@@ -195,3 +195,51 @@ def test_term_scores_match_scores_for_the_same_terms():
     halves = scorer.term_scores({"alpha": 0.5}).tolist()
     assert halves == [s / 2 for s in scorer.scores("alpha").tolist()]
     assert scorer.term_scores({"zzz": 1.0}).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def zipf_scorer() -> Bm25Scorer:
+    # 6,000 chunks of 12 to 40 words drawn from a Zipfian vocabulary of 400 words: a few words
+    # occur in most chunks (long posting lists), most in few, as in real text.
+    rng = np.random.default_rng(11)
+    words = [f"w{i:03d}" for i in range(400)]
+    p = 1.0 / np.arange(1, 401) ** 1.1
+    texts = [" ".join(rng.choice(words, rng.integers(12, 41), p=p / p.sum())) for _ in range(6_000)]
+    ids = [f"c{i}" for i in range(6_000)]
+    return Bm25Scorer.from_tables(build_bm25_tables(ids, texts, Analyzer.PLAIN), Analyzer.PLAIN)
+
+
+def _full_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
+    positive = np.flatnonzero(scores > 0)
+    return positive[np.lexsort((positive, -scores[positive]))][:depth]
+
+
+def test_top_is_the_full_ranking_bit_for_bit_and_prunes_common_terms(zipf_scorer):
+    rng = np.random.default_rng(12)
+    pruned = 0
+    for _ in range(150):
+        # A rare word or two beside common ones (the case pruning is for), or common ones only.
+        query = " ".join([f"w{i:03d}" for i in rng.integers(100, 400, rng.integers(0, 3))]
+                         + [f"w{i:03d}" for i in rng.integers(0, 10, rng.integers(1, 4))])
+        scores = zipf_scorer.scores(query)
+        for depth in (1, 10, 100):
+            top = zipf_scorer.top(query, depth)
+            expected = _full_ranking(scores, depth)
+            np.testing.assert_array_equal(top.rows, expected)
+            np.testing.assert_array_equal(top.scores, scores[expected])  # the same floats, not close ones
+            pruned += top.pruned
+    # The pruned path ran for many of them, so the equality above checks it (not only the fallback).
+    assert pruned >= 150
+
+
+def test_top_of_unknown_terms_or_depth_zero_is_empty(zipf_scorer):
+    assert zipf_scorer.top("nothing known here", 10).rows.tolist() == []
+    assert zipf_scorer.top("w001 w300", 0).rows.tolist() == []
+
+
+def test_top_terms_is_the_ranking_of_term_scores(zipf_scorer):
+    weights = {"w000": 0.5, "w250": 1.5, "w003": 0.25, "absent": 3.0}
+    scores = zipf_scorer.term_scores(weights)
+    top = zipf_scorer.top_terms(weights, 20)
+    np.testing.assert_array_equal(top.rows, _full_ranking(scores, 20))
+    np.testing.assert_array_equal(top.scores, scores[top.rows])
