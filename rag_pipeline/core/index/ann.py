@@ -149,11 +149,12 @@ def vectors_fingerprint(vectors: np.ndarray, rows: int = FINGERPRINT_ROWS) -> st
     load). Which exact vectors an index was built from is the table's job: it records the
     embeddings and chunks files (content-named, immutable) and the generation must name the
     same ones."""
-    matrix = np.asarray(vectors, dtype=np.float32)
+    # Indexed on the matrix itself: a mapped FileRows reads these rows without mapping them.
+    matrix = vectors if isinstance(vectors, np.ndarray) else np.asarray(vectors, np.float32)
     picked = np.unique(np.linspace(0, len(matrix) - 1, min(len(matrix), rows)).round().astype(np.int64))
     digest = hashlib.blake2b(digest_size=16)
     digest.update(np.asarray(matrix.shape, np.int64).tobytes())
-    digest.update(np.ascontiguousarray(matrix[picked]).tobytes())
+    digest.update(np.ascontiguousarray(matrix[picked], np.float32).tobytes())
     return digest.hexdigest()
 
 

@@ -179,11 +179,12 @@ def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIn
     """Keeps the first (best) row of each distinct content; it carries every row of the
     partition that holds the same content, so four kept sources are four different passages."""
     seen, out = set(), []
+    group_of_row = index.rows_by_content.group_of_row  # integers: no content hash read per row
     for row, score in zip(rows, scores, strict=True):
-        content_hash = index.content_hashes[row]
-        if content_hash in seen:
+        group = int(group_of_row[row])
+        if group in seen:
             continue
-        seen.add(content_hash)
+        seen.add(group)
         twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row) if r != row])
         out.append((row, score, twins))
     return out

@@ -16,6 +16,7 @@ from rag_pipeline.core.index.builders import bm25_stats_tables
 from rag_pipeline.core.index.mapped import (
     BATCH_ROWS,
     ContentRows,
+    FileRows,
     KeyedStrings,
     StringColumn,
     cache_path,
@@ -170,3 +171,21 @@ def test_keyed_strings_read_the_mapped_column_by_key(tmp_path: Path):
     assert list(texts) == ["a.md", "c.md"]
     assert texts == {"a.md": "Alpha.", "c.md": "Gamma."}
     assert texts != {"a.md": "Alpha."}
+
+
+def test_file_rows_read_asked_rows_by_pread_and_scan_through_the_map(tmp_path: Path):
+    matrix = np.arange(5 * 3, dtype=np.float32).reshape(5, 3)
+    np.save(tmp_path / "m.npy", matrix)
+    mapped = FileRows.open(tmp_path / "m.npy")
+    got = mapped[np.array([4, 0, 4, -1])]
+    # Rows in the order asked, repeats and a negative row included, as a plain new array.
+    assert got.tolist() == [matrix[4].tolist(), matrix[0].tolist(), matrix[4].tolist(), matrix[4].tolist()]
+    assert type(got) is np.ndarray and got.flags.writeable
+    assert mapped[[1]].tolist() == [matrix[1].tolist()]
+    # A scan, a slice and a result read the map; what derives from the matrix reads no file.
+    assert (mapped @ np.ones(3, np.float32)).tolist() == (matrix @ np.ones(3, np.float32)).tolist()
+    part = mapped[1:3]
+    assert part._fd is None and part[np.array([1])].tolist() == [matrix[2].tolist()]
+    assert not mapped.flags.writeable
+    with pytest.raises(IndexError, match="rows out of range for a matrix of 5 rows"):
+        mapped[np.array([5])]
