@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.index.generations import Generation, generation_age_seconds
-from rag_pipeline.core.index.mapped import KeyedStrings, StringColumn, mapped_table
+from rag_pipeline.core.index.mapped import KeyedStrings, mapped_columns
 from rag_pipeline.core.index.store import PartitionIndex, load_partition, served_generation
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -51,11 +51,13 @@ class ServedIndex:
 def _canonical_texts(warehouse: Warehouse, generation: Generation) -> KeyedStrings:
     """``document_id -> canonical_text`` of every ok document, from the documents file's mapped
     copy (a text becomes a Python string only when its document is viewed)."""
-    table = mapped_table(warehouse, generation.files[DOCUMENTS], ["document_id", "canonical_text", "status"])
+    mapped = mapped_columns(warehouse, generation.files[DOCUMENTS],
+                            ["document_id", "canonical_text", "status"])
+    table = mapped.table
     rows = {document: row for row, (document, status) in enumerate(zip(
         table.column("document_id").to_pylist(), table.column("status").to_pylist(), strict=True))
         if status == "ok"}
-    return KeyedStrings(rows, StringColumn(table.column("canonical_text")))
+    return KeyedStrings(rows, mapped.strings("canonical_text"))
 
 
 class IndexFollower:

@@ -28,6 +28,7 @@ from rag_pipeline.core.index.mapped import (
     ContentRows,
     StringColumn,
     mapped_bm25,
+    mapped_columns,
     mapped_table,
     mapped_vectors,
 )
@@ -137,9 +138,10 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
                                  f"{generation.model} has no {', '.join(missing)}: re-run "
                                  "`rag-pipeline index`")
     files = generation.files
-    chunks = mapped_table(warehouse, files[CHUNKS], CHUNK_COLUMNS)
+    mapped = mapped_columns(warehouse, files[CHUNKS], CHUNK_COLUMNS)
+    chunks = mapped.table
     chunker, model_key = generation.chunker, generation.model
-    chunk_ids = StringColumn(chunks.column("chunk_id"))
+    chunk_ids = mapped.strings("chunk_id")
     vector_ids = mapped_table(warehouse, files[EMBEDDINGS], ["chunk_id"]).column("chunk_id").combine_chunks()
     found = pc.index_in(chunk_ids.arrow(), value_set=vector_ids)
     if found.null_count:
@@ -166,13 +168,13 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))
     vectors = mapped_vectors(warehouse, files[EMBEDDINGS], None if in_order else order)
     ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
-    texts = StringColumn(chunks.column("text"))
-    content_hashes = StringColumn(chunks.column("content_sha256"))
+    texts = mapped.strings("text")
+    content_hashes = mapped.strings("content_sha256")
     return PartitionIndex(
         chunker=chunker, model_key=model_key, model_name=model_name, model_fingerprint=fingerprint,
         generation=generation.id, published_at=generation.published_at,
-        chunk_ids=chunk_ids, document_ids=StringColumn(chunks.column("document_id")),
-        sections=StringColumn(chunks.column("section")), contents=StringColumn(chunks.column("content")),
+        chunk_ids=chunk_ids, document_ids=mapped.strings("document_id"),
+        sections=mapped.strings("section"), contents=mapped.strings("content"),
         texts=texts,
         starts=chunks.column("from").to_numpy(), ends=chunks.column("to").to_numpy(),
         content_hashes=content_hashes,

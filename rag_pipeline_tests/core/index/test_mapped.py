@@ -18,11 +18,14 @@ from rag_pipeline.core.index.mapped import (
     ContentRows,
     FileRows,
     KeyedStrings,
+    MappedFile,
     StringColumn,
     cache_path,
     mapped_bm25,
+    mapped_columns,
     mapped_table,
     mapped_vectors,
+    random_access_map,
 )
 from rag_pipeline.core.storage.table_names import BM25_POSTINGS, BM25_TABLES, BM25_TERMS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
@@ -189,3 +192,30 @@ def test_file_rows_read_asked_rows_by_pread_and_scan_through_the_map(tmp_path: P
     assert not mapped.flags.writeable
     with pytest.raises(IndexError, match="rows out of range for a matrix of 5 rows"):
         mapped[np.array([5])]
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string()])
+def test_string_column_reads_values_from_the_file_as_arrow_reads_them(tmp_path: Path, kind):
+    path = tmp_path / "t.arrow"
+    batches = [["", "Ünïcode ✓", "a"], ["second batch", "x" * 5000], [None, "after a null"]]
+    schema = pa.schema([("s", kind)])
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        for values in batches:
+            writer.write_batch(pa.record_batch([pa.array(values, kind)], schema=schema))
+    buffer = pa.py_buffer(random_access_map(path))
+    table = pa.ipc.open_file(buffer).read_all()
+    column = StringColumn(table.column("s"), MappedFile.open(path, buffer.address))
+    expected = [v for values in batches for v in values]
+    assert [column[i] for i in range(len(expected))] == expected
+    assert column[-1] == "after a null" and list(column) == expected
+    with pytest.raises(IndexError, match="row 7 of a column of 7"):
+        column[7]
+
+
+def test_mapped_columns_strings_read_by_file(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    file = warehouse.write("chunks", pa.table({"chunk_id": ["c0", "c1"], "n": [1, 2]})).file
+    mapped = mapped_columns(warehouse, file, ["chunk_id", "n"])
+    assert mapped.strings("chunk_id")[1] == "c1" and mapped.strings("chunk_id")._file is mapped.file
+    with pytest.raises(TypeError, match="must be of a string type, not int64"):
+        mapped.strings("n")
