@@ -110,10 +110,18 @@ class MappedColumns:
 
     table: pa.Table
     file: MappedFile
+    pages: mmap.mmap
+    """The map the table's buffers lie in."""
 
     def strings(self, name: str) -> StringColumn:
         """Column ``name`` (a string column), its values read from the file one at a time."""
         return StringColumn(self.table.column(name), self.file)
+
+    def release_pages(self) -> None:
+        """Unmaps from the process the pages reads have mapped so far (a load's scans of whole
+        columns); they stay in the page cache, and a later read maps them again."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self.pages.madvise(mmap.MADV_DONTNEED)
 
 
 def mapped_columns(warehouse: Warehouse, file: str, columns: list[str]) -> MappedColumns:
@@ -129,8 +137,9 @@ def mapped_columns(warehouse: Warehouse, file: str, columns: list[str]) -> Mappe
                 writer.write_batch(batch)
 
     path = write_once(cache_path(warehouse, file, tag), write)
-    buffer = pa.py_buffer(random_access_map(path))
-    return MappedColumns(pa.ipc.open_file(buffer).read_all(), MappedFile.open(path, buffer.address))
+    pages = random_access_map(path)
+    buffer = pa.py_buffer(pages)
+    return MappedColumns(pa.ipc.open_file(buffer).read_all(), MappedFile.open(path, buffer.address), pages)
 
 
 def random_access_map(path: Path) -> mmap.mmap:

@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.index.ann import AnnIndex
@@ -170,7 +171,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
     texts = mapped.strings("text")
     content_hashes = mapped.strings("content_sha256")
-    return PartitionIndex(
+    index = PartitionIndex(
         chunker=chunker, model_key=model_key, model_name=model_name, model_fingerprint=fingerprint,
         generation=generation.id, published_at=generation.published_at,
         chunk_ids=chunk_ids, document_ids=mapped.strings("document_id"),
@@ -184,3 +185,8 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         rows_by_content=ContentRows(content_hashes),
         ann=ann,
     )
+    # The load scanned whole columns (ids, hashes): unmap those pages and hand the decoding's
+    # freed buffers back to the system (at 1.3 M chunks: 0.16 GB mapped, 0.3 GB Arrow kept).
+    mapped.release_pages()
+    pa.default_memory_pool().release_unused()
+    return index

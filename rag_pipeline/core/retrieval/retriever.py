@@ -225,14 +225,21 @@ def _one_pass(dense: DenseList | None, bm25: Bm25List | None,
     return fused[:settings.depth]
 
 
+def bm25_top(index: PartitionIndex, question: str, settings: RetrievalSettings) -> Bm25List:
+    """The question's BM25 list as :func:`retrieve` ranks it (its analyzer, its depth): what a
+    caller may compute beside the question's embedding and hand over as ``bm25``."""
+    return index.bm25[settings.analyzer].top(question, settings.depth)
+
+
 def retrieve(index: PartitionIndex, query: QueryVector, question: str,
              settings: RetrievalSettings | None = None,
-             sentences: SentenceIndex | None = None) -> Ranking:
+             sentences: SentenceIndex | None = None, bm25: Bm25List | None = None) -> Ranking:
     """Ranks the partition's chunks for the question. On the exact path ``distances`` covers
     every chunk and holds the question's own cosine distances to each chunk vector (what the
     refusal signals read), whatever the ranking used; on the ANN path only the shortlist is
     measured. A hit's ``cosine_distance`` is exact on both. ``sentences`` is needed only for a
-    ``dense_unit`` other than ``chunk``."""
+    ``dense_unit`` other than ``chunk``; ``bm25``, when given, is :func:`bm25_top` of the same
+    question and settings, already computed (its time is then the caller's to report)."""
     settings = settings or RetrievalSettings()
     if query.model_key != index.model_key:
         raise ModelMismatchError(
@@ -260,7 +267,8 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     dense, distances = _timed(timings, f"dense_{'ann' if path is DensePath.ANN else 'scan'}",
                               lambda: dense_list(query.vector))
     scorer = index.bm25[settings.analyzer]
-    bm25 = _timed(timings, "bm25", lambda: scorer.top(question, settings.depth)) if uses_bm25 else None
+    if uses_bm25 and bm25 is None:
+        bm25 = _timed(timings, "bm25", lambda: bm25_top(index, question, settings))
     ranked = _one_pass(dense, bm25, settings, timings)
     if settings.feedback and ranked:
         started = time.perf_counter()
