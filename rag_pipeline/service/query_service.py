@@ -185,7 +185,9 @@ class QueryService:
             "dense_path": dense_path(index, RetrievalSettings()).value,
             "ann_index": None if index.ann is None else {
                 "rows": index.ann.rows, "fingerprint": index.ann.fingerprint,
-                "crossover": RetrievalSettings().crossover},
+                "crossover": RetrievalSettings().crossover, "kind": "faiss IVF-SQ8",
+                "nlist": index.ann.nlist, "nprobe": index.ann.nprobe,
+                "measured_recall": index.ann.measured_recall},
             "chunks": len(index), "vectors": int(index.vectors.shape[0]),
             "documents": len(index.documents),
             "published_at": index.published_at,

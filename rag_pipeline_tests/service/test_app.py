@@ -150,10 +150,12 @@ def test_status_names_the_generation_model_counts_and_requests(client: TestClien
     # A stand-in for the model has no fast question path: questions run on the spec's backend.
     assert status["query_path"] == {"backend": "torch", "streams": None, "min_cosine": None,
                                     "alone_threads": None}
-    # Six chunks: under the crossover, the exact scan serves though the generation has a graph.
+    # Six chunks: under the crossover, the exact scan serves though the generation has an index
+    # (one cell, since 6 // 39 is 0: every row is scanned, so its recall is 1.0).
     assert status["dense_path"] == "exact"
     assert status["ann_index"] == {"rows": 6, "fingerprint": status["ann_index"]["fingerprint"],
-                                   "crossover": 30_000}
+                                   "crossover": 30_000, "kind": "faiss IVF-SQ8", "nlist": 1,
+                                   "nprobe": 1, "measured_recall": 1.0}
     assert (status["swaps"], status["last_error"]) == (0, None)
     assert status["settings"]["cut"] == 0.6 and status["settings"]["retriever"] == "hybrid"
     assert status["index_age_seconds"] >= 0

@@ -93,9 +93,11 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
         chunk_counts = dict(con.execute(
             "select chunker, count(*) from chunks group by chunker").fetchall()) \
             if "chunks" in views else {}
+        # An index of this version (an HNSW graph of an earlier one has no nprobe and is not served).
         with_ann = {(c, m) for c, m in con.execute(
-            "select chunker, model from ann_index where measured_recall >= ?",
-            [MIN_SELF_RECALL]).fetchall()} if "ann_index" in views else set()
+            "select chunker, model from ann_index where measured_recall >= ? and nprobe is not null",
+            [MIN_SELF_RECALL]).fetchall()} if "ann_index" in views and "nprobe" in {
+            name for name, *_ in con.execute("describe ann_index").fetchall()} else set()
         partitions = []
         if "embeddings" in views:
             for chunker, model, vectors, stale in con.execute(

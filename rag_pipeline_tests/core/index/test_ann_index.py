@@ -118,3 +118,23 @@ def test_a_graph_built_from_the_same_embeddings_is_reused(built: BuiltIndex):
     assert again.reused and again.version == before and again.rows == 240
     assert again.graph_bytes == warehouse.get_file_size(
         warehouse.read_file(before.file).column("graph")[0].as_py())
+
+
+def test_an_hnsw_table_of_an_earlier_version_is_neither_served_nor_reused(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    partition = _partition(built)
+    embeddings = warehouse.require_version(EMBEDDINGS, partition)
+    # Planted: the table an earlier version wrote (a usearch graph: scale and connectivity, no
+    # nprobe), built from these very embeddings.
+    old_graph = f"{ANN_INDEX}/chunker=header/model={built.index.model_key}/part-00000000000000aa.usearch"
+    warehouse.put_bytes(old_graph, b"an HNSW graph")
+    old = warehouse.write(ANN_INDEX, pa.table({
+        "graph": [old_graph], "rows": pa.array([240], pa.int64()), "fingerprint": ["f"],
+        "scale": [254.0], "dimension": pa.array([384], pa.int32()),
+        "connectivity": pa.array([16], pa.int32()), "centroid": [[0.0] * 384],
+        "gram": [[0.0] * (384 * 384)], "measured_recall": [1.0]}), partition,
+        inputs={EMBEDDINGS: embeddings.file})
+    assert open_ann_index(warehouse, old.file, built.index.vectors) is None
+    rebuilt = build_ann_index(warehouse, "header", built.index.model_key, embeddings)
+    assert not rebuilt.reused and rebuilt.version.file != old.file
+    assert warehouse.read_file(rebuilt.version.file).column("graph")[0].as_py().endswith(".faiss")
