@@ -25,7 +25,8 @@ from rag_pipeline.core.index import (
     BuiltTable,
     check_consistent,
 )
-from rag_pipeline.core.index.ann_index import INDEX_SUFFIXES, ann_graph_files
+from rag_pipeline.core.index.ann_index import CACHE_DIR, INDEX_SUFFIXES, ann_graph_files
+from rag_pipeline.core.index.mapped import MAP_CACHE_DIR, collect_copies
 from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation",
@@ -122,6 +123,9 @@ class GarbageStats:
     files_deleted: int
     bytes_deleted: int
     manifests_deleted: int
+    copies_deleted: int = 0
+    """Local copies (``map_cache/``, ``ann_cache/``) of table files no longer named."""
+    copy_bytes_deleted: int = 0
 
 
 def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
@@ -129,7 +133,8 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
     """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
     generations of any partition name (a graph is named by its ``ann_index`` file), and
     temporary files a killed writer left, once older than ``grace_seconds``
-    (so a writer between its file and its pointer is never robbed)."""
+    (so a writer between its file and its pointer is never robbed); then the data folder's local
+    copies of the files it deleted (:func:`rag_pipeline.core.index.mapped.collect_copies`)."""
     referenced: set[str] = set()
     manifests_deleted = 0
     by_partition: dict[str, list[str]] = {}
@@ -169,4 +174,6 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
         warehouse.delete(rel)
         deleted += 1
         deleted_bytes += info.size or 0
-    return GarbageStats(deleted, deleted_bytes, manifests_deleted)
+    copies, copy_bytes = collect_copies(warehouse.data_dir, referenced, grace_seconds,
+                                        (MAP_CACHE_DIR, CACHE_DIR))
+    return GarbageStats(deleted, deleted_bytes, manifests_deleted, copies, copy_bytes)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ from rag_pipeline.core.storage.table_names import (
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
 
-__all__ = ["MAP_CACHE_DIR", "ContentRows", "FileRows", "KeyedStrings", "StringColumn", "mapped_bm25",
-           "mapped_table", "mapped_vectors", "parquet_batches"]
+__all__ = ["MAP_CACHE_DIR", "ContentRows", "FileRows", "KeyedStrings", "StringColumn", "collect_copies",
+           "mapped_bm25", "mapped_table", "mapped_vectors", "parquet_batches"]
 
 MAP_CACHE_DIR = "map_cache"
 """Under the data folder: the memory-mappable copies, by table file."""
@@ -51,6 +52,31 @@ BATCH_ROWS = 65_536
 def cache_path(warehouse: Warehouse, file: str, tag: str) -> Path:
     """Where the copy ``tag`` of table ``file`` lives (``tag`` names what was copied)."""
     return warehouse.data_dir / MAP_CACHE_DIR / f"{file.replace('/', '+')}.{tag}"
+
+
+def collect_copies(data_dir: Path, referenced: set[str], grace_seconds: float,
+                   folders: tuple[str, ...]) -> tuple[int, int]:
+    """Deletes the local copies in ``folders`` of the data folder (mapped copies, object-store
+    graphs) whose table file is not in ``referenced``, and their temporaries, once older than
+    ``grace_seconds``; returns how many files and bytes. A copy is named after its file
+    (:func:`cache_path`; a graph by its file's name), so every swap left one behind before."""
+    prefixes = tuple(f"{file.replace('/', '+')}." for file in referenced)
+    names = {Path(file).name for file in referenced}
+    now, deleted, size = time.time(), 0, 0
+    for folder in folders:
+        root = data_dir / folder
+        if not root.is_dir():
+            continue
+        for path in root.iterdir():
+            name = path.name.lstrip(".")
+            if not path.is_file() or name.startswith(prefixes) or name in names:
+                continue
+            stat = path.stat()
+            if now - stat.st_mtime < grace_seconds:
+                continue
+            path.unlink(missing_ok=True)
+            deleted, size = deleted + 1, size + stat.st_size
+    return deleted, size
 
 
 def write_once(path: Path, write: Callable[[Path], None]) -> Path:

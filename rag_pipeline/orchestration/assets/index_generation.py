@@ -58,6 +58,8 @@ def build_index_generation_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefini
             "rows": dg.MetadataValue.json(generation.rows),
             "garbage_files_deleted": garbage.files_deleted,
             "garbage_bytes_deleted": garbage.bytes_deleted,
+            "garbage_copies_deleted": garbage.copies_deleted,
+            "garbage_copy_bytes_deleted": garbage.copy_bytes_deleted,
         })
 
     return index_generation

@@ -19,6 +19,7 @@ from rag_pipeline.core.index.generations import (
     generation_dir,
     publish,
 )
+from rag_pipeline.core.index.mapped import MAP_CACHE_DIR
 from rag_pipeline.core.storage.table_names import BM25_TERMS, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.core.generation_fixtures import write_partition
@@ -122,3 +123,33 @@ def test_a_generation_is_hashable_for_the_loader_cache(tmp_path):
     warehouse = Warehouse(tmp_path)
     generation, _ = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 2))
     assert hash(generation) == hash(replace(generation))
+
+
+def test_garbage_collection_deletes_the_local_copies_of_collected_files(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    generations = []
+    for n, tag in ((2, "a"), (3, "b"), (4, "c")):
+        generations.append(publish(warehouse, "header", MODEL,
+                                   write_partition(warehouse, "header", MODEL, n, tag=tag))[0])
+        time.sleep(0.002)
+    maps = tmp_path / MAP_CACHE_DIR
+    maps.mkdir()
+    # A copy of every chunks file (as a load makes them), a killed copier's temporary of the
+    # oldest one, and an object-store graph copy no table names.
+    copies = {g.id: maps / f"{g.files[CHUNKS].replace('/', '+')}.70886885a32b.arrow" for g in generations}
+    for path in copies.values():
+        path.write_bytes(b"copy")
+    orphan_tmp = maps / f".{copies[generations[0].id].name}.4242.tmp"
+    orphan_tmp.write_bytes(b"half")
+    (tmp_path / "ann_cache").mkdir()
+    graph = tmp_path / "ann_cache" / "part-00000000000000aa.faiss"
+    graph.write_bytes(b"index")
+    past = time.time() - 3600
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            os.utime(path, (past, past))
+    stats = collect_garbage(warehouse, keep=2, grace_seconds=600)
+    # The oldest generation's copy and temporary and the unnamed graph go; the kept ones stay.
+    assert (stats.copies_deleted, stats.copy_bytes_deleted) == (3, 4 + 4 + 5)
+    assert [path.exists() for path in copies.values()] == [False, True, True]
+    assert not orphan_tmp.exists() and not graph.exists()
