@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{'peak GB':>7s} {'exact p50/p99':>14s} {'ann p50/p99':>12s} {'R@10':>6s} {'bm25 full':>9s} "
           f"{'bm25 top':>8s} {'http p50/p99':>13s} {'path':>5s} {'serve GB':>8s} {'anon/file':>9s}",
           flush=True)
-    last = None
+    first = last = None
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         for factor in args.factors:
             target = (args.keep or Path(tmp)) / f"x{factor}"
@@ -523,6 +523,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"published in {swapped.publish_s:.1f} s, served {swapped.swap_s:.1f} s after the "
                       f"publish began; answers by generation {swapped.generations}", flush=True)
             last = (factor, m, built, http, maps)
+            first = first or last
             if args.keep is None:
                 shutil.rmtree(target)
     if last is None:
@@ -532,10 +533,14 @@ def main(argv: list[str] | None = None) -> None:
     disk = (built.disk_bytes + maps) / 1024 ** 3 * per_million
     memory = http.rss_mb / 1024 * per_million
     build_min = (built.write_s + built.ann_s) / 60 * per_million
-    print(f"per million chunks (measured at {factor}x): disk {disk:.2f} GB (tables, graph and "
+    print(f"per million chunks (measured at {factor}x): disk {disk:.2f} GB (tables, index and "
           f"mapped copies), serving memory "
-          f"{memory:.2f} GB, build (tables + ANN) {build_min:.1f} min; ANN graph build alone "
+          f"{memory:.2f} GB, build (tables + ANN) {build_min:.1f} min; ANN index build alone "
           f"{built.ann_s / 60 * per_million:.1f} min")
+    if first[0] != factor:
+        slope = (http.rss_mb - first[3].rss_mb) / 1024 / (m["chunks"] - first[1]["chunks"]) * 1e6
+        print(f"serving memory above the {first[0]}x server ({first[3].rss_mb / 1024:.2f} GB: model, "
+              f"runtimes, libraries): {slope:.2f} GB per million chunks")
     for millions in (10, 100):
         print(f"on paper, {millions} M chunks: disk {disk * millions:.0f} GB, serving memory "
               f"{memory * millions:.0f} GB, build {build_min * millions / 60:.1f} h on this machine")
