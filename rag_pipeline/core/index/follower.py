@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.index.generations import Generation, generation_age_seconds
-from rag_pipeline.core.index.mapped import KeyedStrings, mapped_columns
+from rag_pipeline.core.index.mapped import mapped_columns
+from rag_pipeline.core.index.row_reads import KeyedStrings
 from rag_pipeline.core.index.store import PartitionIndex, load_partition, served_generation
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse

@@ -27,12 +27,12 @@ from rag_pipeline.core.index.bm25 import Bm25Scorer, build_bm25_tables
 from rag_pipeline.core.index.generations import Generation, current_generation, current_generations
 from rag_pipeline.core.index.mapped import (
     ContentRows,
-    StringColumn,
     mapped_bm25,
     mapped_columns,
     mapped_table,
     mapped_vectors,
 )
+from rag_pipeline.core.index.row_reads import StringColumn
 from rag_pipeline.core.ingest import Anchor
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
