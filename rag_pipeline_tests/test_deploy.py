@@ -178,11 +178,6 @@ def _metadata(instance: dg.DagsterInstance, run_id: str, asset: str) -> dict[str
     return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
 
 
-def _overlap(a: dg.RunRecord, b: dg.RunRecord) -> float:
-    """Seconds two runs were both in progress (negative: the gap between them)."""
-    return min(a.end_time, b.end_time) - max(a.start_time, b.start_time)
-
-
 def _build_local(data: Path, corpus: Path) -> None:
     """The same partitions in local mode: in-process runs, tables in ``data/warehouse``."""
     defs = build_definitions(data_dir=data, corpus_dir=corpus)
@@ -283,13 +278,15 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
     for record in [documents_run, *chunk_runs, *embedding_runs]:
         if record.dagster_run.run_id != killed:
             assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS, record.dagster_run
-    # The second chunker's chunks run ran while the first chunker embedded (the run that was
-    # killed); the embedding runs of the one model never ran at the same time.
+    # The queue did not hold the second chunker's chunks run behind the first chunker's
+    # embedding run (the one that was killed): both were launched together and the chunks run
+    # started before the embedding run ended. (Whether their worker processes overlapped is up to
+    # the machine: on a loaded one the short chunks run has ended 1.4 s before the embedding run's
+    # worker came up.) The embedding runs of the one model never ran at the same time.
     assert by_id[killed].dagster_run.tags["dagster/partition/chunker"] == CHUNKERS[0]
     (second_chunks,) = [r for r in chunk_runs
                         if r.dagster_run.tags["dagster/partition"] == CHUNKERS[1]]
-    overlap = _overlap(second_chunks, by_id[killed])
-    assert overlap > 0
+    assert second_chunks.start_time < by_id[killed].end_time
     assert {r.dagster_run.tags["dagster/partition/model"] for r in embedding_runs} == {model}
     starts = sorted((r.start_time, r.end_time) for r in embedding_runs)
     assert all(later[0] >= earlier[1] - 0.5 for earlier, later in pairwise(starts))
@@ -301,6 +298,8 @@ def test_queued_runs_on_postgres_and_s3_equal_local_mode(
                  f"{r.dagster_run.status.value} {r.start_time:.1f}-{r.end_time:.1f}"
                  for r in [documents_run, *chunk_runs, *embedding_runs]]:
         print(line)
+    overlap = (min(second_chunks.end_time, by_id[killed].end_time)
+               - max(second_chunks.start_time, by_id[killed].start_time))
     print(f"chunks {CHUNKERS[1]} and embeddings {CHUNKERS[0]} overlapped {overlap:.1f} s; "
           f"retry of {killed[:8]}: " + ", ".join(
               f"{k} {meta[k]}" for k in ("rows", "reused", "shared", "embedded",

@@ -116,6 +116,11 @@ def test_stop_process_kills_a_process_that_ignores_sigterm():
     stop_process(child, 0.5)
     assert child.returncode == -9
     assert time.monotonic() - started < 30
-    polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Asked once it is up (it says so, and what SIGTERM does in it: the default, so a failure
+    # below is stop_process's and not an inherited disposition).
+    polite = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
+                               "print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)\n"
+                               "time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    assert polite.stdout.readline() == "True\n"
     stop_process(polite, 30)
     assert polite.returncode == -15
