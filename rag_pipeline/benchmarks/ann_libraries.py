@@ -185,10 +185,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
     args = parser.parse_args(argv)
-    print(f"{'library':16s} {'build s':>8s} {'ef':>4s} {'raw R@10':>9s} {'rescored R@10':>13s} "
+    print(f"{'library':20s} {'build s':>8s} {'ef/nprobe':>9s} {'raw R@10':>9s} {'rescored R@10':>13s} "
           f"{'p50 ms':>7s} {'p99 ms':>7s}")
     for run in compare(args.size):
-        print(f"{run.name:16s} {run.build_s:8.1f} {run.ef:4d} {run.raw_recall:9.4f} "
+        print(f"{run.name:20s} {run.build_s:8.1f} {run.ef:9d} {run.raw_recall:9.4f} "
               f"{run.rescored_recall:13.4f} {run.p50_ms:7.2f} {run.p99_ms:7.2f}")
 
 
