@@ -17,6 +17,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_pipeline.core.config.keys import declared_models  # noqa: E402
 from rag_pipeline.core.embedding.models import ModelSpec  # noqa: E402
+from rag_pipeline.core.runtime.processes import restore_default_interrupts  # noqa: E402
 from rag_pipeline.project_paths import (  # noqa: E402
     DAGSTER_HOME,
     ENV_CONFIG,
@@ -26,6 +27,10 @@ from rag_pipeline.project_paths import (  # noqa: E402
     PROJECT_ROOT,
 )
 from rag_pipeline_tests.model_specs import spec_for_folder  # noqa: E402
+
+# CI may run the suite as a background job, which starts with SIGINT ignored; Dagster run in
+# process would then map SIGTERM to it and every child the tests stop would ignore SIGTERM.
+restore_default_interrupts()
 
 TINY_DOCS = {
     "guide/install.md": (

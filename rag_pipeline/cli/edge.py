@@ -56,7 +56,12 @@ class Invocation:
 
 
 def _prepare_environment() -> None:
-    """The CLI is the process edge: no model hub, and the project's own Dagster instance."""
+    """The CLI is the process edge: no model hub, the project's own Dagster instance, and
+    interrupts that work even when it was started as a background job (the Dagster processes it
+    starts then stop on SIGTERM: ``restore_default_interrupts``)."""
+    from rag_pipeline.core.runtime.processes import restore_default_interrupts
+
+    restore_default_interrupts()
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -101,6 +101,21 @@ def kill_group(pgid: int, spare: int | None = None, timeout: float = 10.0) -> in
     return len(signalled)
 
 
+def restore_default_interrupts() -> None:
+    """Gives SIGINT and SIGTERM their default handling when this process inherited them ignored.
+
+    A shell without job control starts a background job (``cmd &``, a CI runner's step) with
+    SIGINT ignored, and Dagster's daemon, code servers and run workers map SIGTERM to whatever
+    SIGINT does (``setup_interrupt_handlers``): started from such a process, every one of them
+    would ignore SIGTERM, so a request to stop them would wait out its grace period and end in
+    SIGKILL. Called at the process edges (the CLI, the test session), before any child starts.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def stop_process(process: subprocess.Popen, timeout: float) -> None:
     """Asks ``process`` to end (SIGTERM), waits ``timeout`` seconds, then kills it (SIGKILL)
     and reaps it; a process that has already ended is only reaped."""

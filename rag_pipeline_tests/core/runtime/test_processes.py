@@ -5,6 +5,7 @@ same home; a process group is killed to the last member."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -127,3 +128,28 @@ def test_stop_process_kills_a_process_that_ignores_sigterm():
     assert polite.stdout.readline() == "ready\n"
     stop_process(polite, 30)
     assert polite.returncode == -15
+
+
+BACKGROUND_JOB = """
+import signal
+from dagster._utils.interrupts import setup_interrupt_handlers
+{restore}
+setup_interrupt_handlers()  # what Dagster's daemon, code servers and run workers do first
+print(signal.getsignal(signal.SIGTERM) is signal.SIG_IGN, flush=True)
+"""
+
+
+@pytest.mark.parametrize(("restore", "ignored"), [
+    ("", "True"),  # the flaw a background job meets without the fix
+    ("from rag_pipeline.core.runtime.processes import restore_default_interrupts\n"
+     "restore_default_interrupts()", "False"),
+])
+def test_a_process_started_as_a_background_job_still_stops_on_sigterm(restore, ignored):
+    # Started as a shell without job control starts `cmd &`: SIGINT (and here SIGTERM) ignored.
+    def as_background_job() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    out = subprocess.run([sys.executable, "-c", BACKGROUND_JOB.format(restore=restore)],
+                         preexec_fn=as_background_job, capture_output=True, text=True, timeout=60)
+    assert out.stdout == f"{ignored}\n", out.stderr
