@@ -5,8 +5,6 @@ whose inputs changed, all succeeding."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.orchestration.automation import SENSOR_INTERVAL_SECONDS
 from rag_pipeline.orchestration.index_launch import daemon_running
 from rag_pipeline.project_paths import PROJECT_ROOT
@@ -102,5 +101,4 @@ def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_en
             time.sleep(SENSOR_INTERVAL_SECONDS)
             assert _partitions(instance, started) == expected
     finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        daemon.wait(timeout=60)
+        stop_process(daemon, 60, group=True)

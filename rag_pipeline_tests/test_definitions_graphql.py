@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.index.generations import current_generation
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
@@ -98,16 +98,6 @@ def _wait(predicate, seconds: float, what: str):
             return value
         time.sleep(1.0)
     raise AssertionError(f"{what} not within {seconds:.0f} s")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def run_the_sensors_requests(root: Path, instance: dg.DagsterInstance) -> dict[str, list[str]]:
@@ -204,7 +194,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ui]:
                 yield ui
             finally:
                 for process in reversed(processes):
-                    _stop(process)
+                    stop_process(process, 60, group=True)
 
 
 RUNS = """query($job: String!) { runsOrError(filter: {pipelineName: $job}) { ... on Runs {

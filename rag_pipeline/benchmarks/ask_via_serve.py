@@ -23,13 +23,14 @@ import os
 import re
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from rag_pipeline.core.runtime.processes import stop_process
 
 PAGES = ("compound.md", "for.md", "global.md", "calls.md", "break.md")
 QUESTIONS = ("what happens to the loop variable when a for loop is terminated by break",
@@ -118,8 +119,7 @@ def main() -> None:
                 if total:
                     served_ms.append(float(total.group(1)))
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=60)
+            stop_process(server, 60, group=True)
     load = os.getloadavg()
     print(f"ask via a running serve, {args.runs} processes: wall p50 {statistics.median(walls):.3f} s, "
           f"p90 {_percentile(walls, 0.9):.3f} s, max {max(walls):.3f} s; CPU time of one `ask` "

@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rag_pipeline.core.config.init_file import reference_config
+from rag_pipeline.core.runtime.processes import stop_process
 from rag_pipeline.project_paths import (
     DAGSTER_HOME,
     ENV_CONFIG,
@@ -120,16 +121,6 @@ def _free_port() -> int:
 
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def _get_json(url: str, timeout: float = 10.0) -> dict:
@@ -305,7 +296,7 @@ def measure(work: Path, corpus: Path | None, chunker: str, trigger: str, poll: f
                             steps)
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process, 60, group=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -116,16 +116,24 @@ def restore_default_interrupts() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def stop_process(process: subprocess.Popen, timeout: float) -> None:
+def stop_process(process: subprocess.Popen, timeout: float, group: bool = False) -> None:
     """Asks ``process`` to end (SIGTERM), waits ``timeout`` seconds, then kills it (SIGKILL)
-    and reaps it; a process that has already ended is only reaped."""
+    and reaps it; a process that has already ended is only reaped. With ``group`` both signals
+    go to its process group (a process started with ``start_new_session``: a server or daemon
+    and the workers it started)."""
     if process.poll() is not None:
         return
-    process.terminate()
+    if group:
+        os.killpg(process.pid, signal.SIGTERM)
+    else:
+        process.terminate()
     try:
         process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
+        if group:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
         process.wait()
 
 

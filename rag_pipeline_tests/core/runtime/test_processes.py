@@ -106,6 +106,20 @@ def test_killing_a_group_leaves_no_member(tmp_path: Path):
     assert not any(pid_alive(pid) for pid in members)
 
 
+def test_stopping_a_group_ends_the_leader_and_its_members():
+    leader = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    assert leader.stdout.readline() == "up\n"
+    members = group_members(leader.pid)
+    assert len(members) == 4
+    stop_process(leader, 30, group=True)
+    assert leader.returncode == -15  # the SIGTERM to the group, not the SIGKILL after it
+    deadline = time.monotonic() + 10
+    while any(pid_alive(pid) for pid in members) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(pid_alive(pid) for pid in members)
+
+
 def test_stop_process_kills_a_process_that_ignores_sigterm():
     # Planted flaw: a child that ignores SIGTERM; stop_process must still end it (SIGKILL, -9).
     child = subprocess.Popen([sys.executable, "-c", "import signal, sys, time\n"
