@@ -107,9 +107,7 @@ def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
     std = float(distances.std())
     dense_ranked = top_k(distances, max(AGREEMENT_DEPTH, COVERAGE_DEPTH))
     dense_top = set(dense_ranked[:AGREEMENT_DEPTH].tolist())
-    bm25 = scorer.scores(question)
-    positive = np.flatnonzero(bm25 > 0)
-    bm25_top = set(positive[np.lexsort((positive, -bm25[positive]))][:AGREEMENT_DEPTH].tolist())
+    bm25_top = set(scorer.top(question, AGREEMENT_DEPTH).rows.tolist())
     terms = analyze(question, scorer.analyzer)
     known = sum(1 for t in terms if t in scorer.term_index)
     signals = {

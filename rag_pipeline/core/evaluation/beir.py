@@ -25,7 +25,7 @@ from rag_pipeline.core.index.mapped import ContentRows
 from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.fusion import reciprocal_rank_fusion
-from rag_pipeline.core.retrieval.retriever import QueryVector, RetrievalSettings, bm25_ranking, retrieve
+from rag_pipeline.core.retrieval.retriever import QueryVector, RetrievalSettings, retrieve
 from rag_pipeline.core.text.analyzers import Analyzer
 
 DEPTH = 1000
@@ -138,7 +138,7 @@ def run_beir(dataset: BeirDataset, embedder: TextEmbedder, cache_dir: Path | Non
                 build_bm25_tables(ids, dataset.doc_texts, analyzer, k1=k1), analyzer)
             timings[f"bm25_index_{name}"] = time.perf_counter() - t
             t = time.perf_counter()
-            sparse = [bm25_ranking(scorer.scores(q), DEPTH).tolist() for q in dataset.query_texts]
+            sparse = [scorer.top(q, DEPTH).rows.tolist() for q in dataset.query_texts]
             timings[f"bm25_search_{name}"] = time.perf_counter() - t
             rows.append(BeirRow("bm25", analyzer.value, k1,
                                 *_score(dataset, [[ids[i] for i in r] for r in sparse])))

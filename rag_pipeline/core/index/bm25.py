@@ -92,7 +92,7 @@ class Bm25List:
     scores: np.ndarray
 
 
-def _ranked(scores: np.ndarray, depth: int, bound_rows: np.ndarray | None = None) -> Bm25List:
+def ranked(scores: np.ndarray, depth: int, bound_rows: np.ndarray | None = None) -> Bm25List:
     """The positive entries of ``scores``, best first (ties by position), at most ``depth``.
 
     With ``bound_rows`` (at least ``depth`` distinct rows, all scoring above zero), their
@@ -201,8 +201,11 @@ class Bm25Scorer:
     def term_scores(self, weights: Mapping[str, float]) -> np.ndarray:
         """BM25 score of every chunk for a weighted bag of already analysed terms (RM3's
         expanded query); terms the index does not hold are ignored."""
+        return self._weighted(*self._known_terms(weights))
+
+    def _known_terms(self, weights: Mapping[str, float]) -> tuple[list[int], list[float]]:
         known = {t: w for t, w in weights.items() if t in self.term_index}
-        return self._weighted([self.term_index[t] for t in known], [float(w) for w in known.values()])
+        return [self.term_index[t] for t in known], [float(w) for w in known.values()]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk (0 where no query term occurs), in chunk order."""
@@ -214,15 +217,15 @@ class Bm25Scorer:
 
     def top(self, query: str, depth: int) -> Bm25List:
         """The ``depth`` best-scoring chunks with a positive score, best first (ties by row): the
-        ranking of :meth:`scores` (:func:`_ranked`), found without sorting every matching row."""
-        columns, weights = self._query_terms(query)
-        return _ranked(self._weighted(columns, weights), depth, self._bound_rows(columns, weights, depth))
+        ranking of :meth:`scores` (:func:`ranked`), found without sorting every matching row."""
+        return self._top(*self._query_terms(query), depth)
 
     def top_terms(self, weights: Mapping[str, float], depth: int) -> Bm25List:
         """:meth:`top` for a weighted bag of analysed terms (RM3's expanded query)."""
-        known = {t: w for t, w in weights.items() if t in self.term_index}
-        columns, values = [self.term_index[t] for t in known], [float(w) for w in known.values()]
-        return _ranked(self._weighted(columns, values), depth, self._bound_rows(columns, values, depth))
+        return self._top(*self._known_terms(weights), depth)
+
+    def _top(self, columns: list[int], weights: list[float], depth: int) -> Bm25List:
+        return ranked(self._weighted(columns, weights), depth, self._bound_rows(columns, weights, depth))
 
     def _bound_rows(self, columns: list[int], weights: list[float], depth: int) -> np.ndarray | None:
         """Distinct rows that all score above zero and number at least ``depth``: the postings of

@@ -167,13 +167,6 @@ def _timed(timings: dict[str, float], name: str, fn: Callable):
     return value
 
 
-def bm25_ranking(scores: np.ndarray, depth: int) -> np.ndarray:
-    """Rows with a positive BM25 score, best first (ties by row), at most ``depth``: a top-k
-    selection over the matching rows, never a sort of all of them."""
-    positive = np.flatnonzero(scores > 0)
-    return positive[top_k(-scores[positive], depth)]
-
-
 def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIndex,
                         ) -> list[tuple[int, float, tuple[int, ...]]]:
     """Keeps the first (best) row of each distinct content; it carries every row of the

@@ -12,7 +12,7 @@ import pytest
 from bm25s.stopwords import STOPWORDS_EN
 from rank_bm25 import BM25Okapi
 
-from rag_pipeline.core.index.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables, lucene_idf
+from rag_pipeline.core.index.bm25 import Bm25Scorer, Bm25Tables, build_bm25_tables, lucene_idf, ranked
 from rag_pipeline.core.text.analyzers import ENGLISH_STOPWORDS, Analyzer, analyze
 
 # Plain terms: d0 [the cat sat on the mat] (6) | d1 [the dog sat] (3) | d2 [cats and dogs play] (4)
@@ -244,3 +244,9 @@ def test_top_terms_is_the_ranking_of_term_scores(zipf_scorer):
     top = zipf_scorer.top_terms(weights, 20)
     np.testing.assert_array_equal(top.rows, _full_ranking(scores, 20))
     np.testing.assert_array_equal(top.scores, scores[top.rows])
+
+
+def test_ranking_drops_zero_scores_and_breaks_ties_by_row():
+    scores = np.array([0.0, 2.0, 1.0, 2.0, -0.5, 1.0])
+    assert ranked(scores, 10).rows.tolist() == [1, 3, 2, 5]
+    assert ranked(scores, 3).rows.tolist() == [1, 3, 2]

@@ -14,7 +14,6 @@ from rag_pipeline.core.retrieval.retriever import (
     QueryVector,
     RetrievalSettings,
     Retriever,
-    bm25_ranking,
     embed_question,
     retrieve,
 )
@@ -120,12 +119,6 @@ def test_bm25_ranking_by_hand(built: BuiltIndex, minilm: ModelSpec, analyzer: An
     ranking = retrieve(built.index, question_vector(minilm, question), question,
                        no_collapse(Retriever.BM25, analyzer=analyzer))
     assert [h.row for h in ranking.hits] == [5, 2]
-
-
-def test_bm25_ranking_drops_zero_scores_and_breaks_ties_by_row():
-    scores = np.array([0.0, 2.0, 1.0, 2.0, -0.5, 1.0])
-    assert bm25_ranking(scores, 10).tolist() == [1, 3, 2, 5]
-    assert bm25_ranking(scores, 3).tolist() == [1, 3, 2]
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
