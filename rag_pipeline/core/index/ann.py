@@ -185,15 +185,19 @@ def exact_top_k(vectors: np.ndarray, questions: np.ndarray, k: int, block: int =
     return np.take_along_axis(candidates, best, axis=1)
 
 
-def self_recall(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
-                k: int = EXACT_RANKS, seed: int = 1, nprobe: int | None = None) -> float:
-    """Mean recall@``k`` of ``index`` (at ``nprobe``, default its own) against the exact scan,
-    asked with ``queries`` calibration questions (:func:`calibration_questions`, ``seed``)."""
-    questions = calibration_questions(vectors, queries, seed)
-    exact = exact_top_k(vectors, questions, k)
-    probed = index if nprobe is None else replace(index, nprobe=nprobe)
-    return float(np.mean([recall_at_k(probed.search(vectors, q, k)[0], e)
+def _mean_recall(index: AnnIndex, vectors: np.ndarray, questions: np.ndarray, exact: np.ndarray,
+                 k: int) -> float:
+    """Mean recall@``k`` of ``index``'s answers to ``questions`` against their ``exact`` top ``k``."""
+    return float(np.mean([recall_at_k(index.search(vectors, q, k)[0], e)
                           for q, e in zip(questions, exact, strict=True)]))
+
+
+def self_recall(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
+                k: int = EXACT_RANKS, seed: int = 1) -> float:
+    """Mean recall@``k`` of ``index`` against the exact scan, asked with ``queries`` calibration
+    questions (:func:`calibration_questions`, ``seed``)."""
+    questions = calibration_questions(vectors, queries, seed)
+    return _mean_recall(index, vectors, questions, exact_top_k(vectors, questions, k), k)
 
 
 def calibrate_nprobe(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_CHECK_QUERIES,
@@ -210,9 +214,7 @@ def calibrate_nprobe(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_C
     tried: dict[int, float] = {}
     candidates = [p for p in NPROBES if p < index.nlist] + [min(index.nlist, NPROBES[-1])]
     for nprobe in dict.fromkeys(candidates):
-        probed = replace(index, nprobe=nprobe)
-        tried[nprobe] = float(np.mean([recall_at_k(probed.search(vectors, q, EXACT_RANKS)[0], e)
-                                       for q, e in zip(questions, exact, strict=True)]))
+        tried[nprobe] = _mean_recall(replace(index, nprobe=nprobe), vectors, questions, exact, EXACT_RANKS)
         if tried[nprobe] >= target:
             return nprobe, tried
     return max(tried), tried
