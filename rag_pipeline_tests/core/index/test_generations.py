@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from rag_pipeline.core.index import InconsistentBuildError
 from rag_pipeline.core.index.generations import (
     CURRENT,
+    Generation,
     collect_garbage,
     current_generation,
     current_generations,
@@ -77,21 +79,31 @@ def test_tables_built_from_other_chunks_are_refused(tmp_path):
     assert current_generation(warehouse, "header", MODEL) is None
 
 
-def test_garbage_collection_keeps_the_current_and_previous_generations(tmp_path):
-    warehouse = Warehouse(tmp_path)
-    root = tmp_path / "warehouse"
-    files = []
+def _three_generations(warehouse: Warehouse) -> list[Generation]:
+    """Generations a, b and c of header x MODEL (2, 3 and 4 chunks), published in that order."""
+    generations = []
     for n, tag in ((2, "a"), (3, "b"), (4, "c")):
-        versions = write_partition(warehouse, "header", MODEL, n, tag=tag)
-        generation, _ = publish(warehouse, "header", MODEL, versions)
-        files.append(generation.files)
+        generations.append(publish(warehouse, "header", MODEL,
+                                   write_partition(warehouse, "header", MODEL, n, tag=tag))[0])
         time.sleep(0.002)
-    stray = root / "chunks" / "chunker=header" / ".part-dead.parquet.123.tmp"
-    stray.write_bytes(b"half")
+    return generations
+
+
+def _age(root: Path) -> None:
+    """Every file below ``root`` last modified an hour ago (past garbage collection's grace)."""
     past = time.time() - 3600
     for path in root.rglob("*"):
         if path.is_file():
             os.utime(path, (past, past))
+
+
+def test_garbage_collection_keeps_the_current_and_previous_generations(tmp_path):
+    warehouse = Warehouse(tmp_path)
+    root = tmp_path / "warehouse"
+    files = [g.files for g in _three_generations(warehouse)]
+    stray = root / "chunks" / "chunker=header" / ".part-dead.parquet.123.tmp"
+    stray.write_bytes(b"half")
+    _age(root)
     stats = collect_garbage(warehouse, keep=2, grace_seconds=600)
     # Generation a: its documents, chunks, 4 BM25 and embeddings files go (7), and its
     # manifest; the killed writer's temp file goes too.
@@ -127,11 +139,7 @@ def test_a_generation_is_hashable_for_the_loader_cache(tmp_path):
 
 def test_garbage_collection_deletes_the_local_copies_of_collected_files(tmp_path):
     warehouse = Warehouse(tmp_path)
-    generations = []
-    for n, tag in ((2, "a"), (3, "b"), (4, "c")):
-        generations.append(publish(warehouse, "header", MODEL,
-                                   write_partition(warehouse, "header", MODEL, n, tag=tag))[0])
-        time.sleep(0.002)
+    generations = _three_generations(warehouse)
     maps = tmp_path / MAP_CACHE_DIR
     maps.mkdir()
     # A copy of every chunks file (as a load makes them), a killed copier's temporary of the
@@ -144,10 +152,7 @@ def test_garbage_collection_deletes_the_local_copies_of_collected_files(tmp_path
     (tmp_path / "ann_cache").mkdir()
     graph = tmp_path / "ann_cache" / "part-00000000000000aa.faiss"
     graph.write_bytes(b"index")
-    past = time.time() - 3600
-    for path in tmp_path.rglob("*"):
-        if path.is_file():
-            os.utime(path, (past, past))
+    _age(tmp_path)
     stats = collect_garbage(warehouse, keep=2, grace_seconds=600)
     # The oldest generation's copy and temporary and the unnamed graph go; the kept ones stay.
     assert (stats.copies_deleted, stats.copy_bytes_deleted) == (3, 4 + 4 + 5)
