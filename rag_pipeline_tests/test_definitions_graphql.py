@@ -50,6 +50,7 @@ from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 from rag_pipeline_tests.orchestration.assets.conftest import corrupting
 from rag_pipeline_tests.orchestration.assets.test_embeddings import _stretch_first_vector
+from rag_pipeline_tests.test_definitions import ASSET_GROUPS
 
 pytestmark = pytest.mark.slow
 
@@ -249,12 +250,7 @@ def test_the_asset_groups_of_the_code_location(ui: Ui):
     for node in data["assetNodes"]:
         groups.setdefault(node["groupName"], set()).add(node["assetKey"]["path"][-1])
         assert node["owners"] == [{"team": "rag-pipeline"}]
-    assert groups == {
-        "ingest": {"documents", "chunks"},
-        "index": {"bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
-                  "ann_index", "index_generation"},
-        "evaluation": {"eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
-                       "eval_gold_errors", "eval_gate_cv"}}
+    assert groups == ASSET_GROUPS
 
 
 def test_the_failed_blocking_check_shows_failed(ui: Ui):
