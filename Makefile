@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: install system-packages index test test-fast dev lint
+.PHONY: install system-packages index test test-fast dev docs lint
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -38,6 +38,11 @@ test-fast: install
 
 dev: install
 	$(VENV)/bin/dagster dev -w workspace.yaml
+
+# The documentation site (mkdocs-material) into site/; `make test` builds it --strict too
+# (rag_pipeline_tests/test_docs.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint: install
 	$(VENV)/bin/ruff check rag_pipeline rag_pipeline_tests

@@ -1,0 +1,77 @@
+"""MkDocs hooks: the reference pages written from the code's own declarations.
+
+A page that holds one of the markers below gets it replaced at build time:
+
+- ``<!-- generated: configuration -->``: every key of ``rag_pipeline.toml``, from
+  :data:`rag_pipeline.core.config.reference.SETTINGS`;
+- ``<!-- generated: http-api -->``: every route of ``rag-pipeline serve``, from the service's
+  OpenAPI schema (the same one it serves at ``/openapi.json``).
+
+The command-line reference is drawn by the ``mkdocs-click`` extension from the click commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONFIGURATION = "<!-- generated: configuration -->"
+HTTP_API = "<!-- generated: http-api -->"
+
+
+def _configuration() -> str:
+    from rag_pipeline.core.config.reference import markdown_reference
+
+    return markdown_reference()
+
+
+def _schema_type(schema: dict[str, Any]) -> str:
+    if "anyOf" in schema:
+        return " or ".join(_schema_type(s) for s in schema["anyOf"])
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[-1]
+    return str(schema.get("type", "any"))
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _http_api() -> str:
+    from rag_pipeline.service.app import create_app
+
+    schema = create_app(None).openapi()  # type: ignore[arg-type]  # routes only, no service
+    lines = ["| request | what it does | parameters |", "|---|---|---|"]
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            params = [f"`{p['name']}` ({_schema_type(p.get('schema', {}))}"
+                      + (", required" if p.get("required") else "") + ")"
+                      for p in operation.get("parameters", [])]
+            if "requestBody" in operation:
+                body = operation["requestBody"]["content"].get("application/json", {})
+                params.append(f"JSON body: `{_schema_type(body.get('schema', {}))}`")
+            lines.append(f"| `{method.upper()} {path}` | {_cell(operation.get('summary', ''))} | "
+                         f"{_cell(', '.join(params)) or '-'} |")
+    bodies = []
+    for name, model in schema.get("components", {}).get("schemas", {}).items():
+        if name.startswith(("HTTPValidationError", "ValidationError")):
+            continue
+        bodies += ["", f"### `{name}`", "", _cell(model.get("description", "")).strip(), ""]
+        if "enum" in model:
+            bodies.append("One of " + ", ".join(f"`{value}`" for value in model["enum"]) + ".")
+            continue
+        bodies += ["| field | type | default |", "|---|---|---|"]
+        for field, spec in model.get("properties", {}).items():
+            if field in model.get("required", []):
+                default = "required"
+            else:
+                default = "the service's" if spec.get("default") is None else f"`{spec['default']}`"
+            bodies.append(f"| `{field}` | {_cell(_schema_type(spec))} | {_cell(default)} |")
+    return "\n".join(lines + bodies) + "\n"
+
+
+def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    if CONFIGURATION in markdown:
+        markdown = markdown.replace(CONFIGURATION, _configuration())
+    if HTTP_API in markdown:
+        markdown = markdown.replace(HTTP_API, _http_api())
+    return markdown
