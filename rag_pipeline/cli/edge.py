@@ -114,13 +114,16 @@ def fail(message: str, code: int = 2) -> None:
 
 
 class FiniteFloatRange(click.FloatRange):
-    """``click.FloatRange`` that also refuses NaN (which no range comparison catches)."""
+    """``click.FloatRange`` that also refuses NaN (which no range comparison catches) and the
+    infinities (which an open-ended range lets through)."""
 
     def convert(self, value: object, param: click.Parameter | None,
                 ctx: click.Context | None) -> float:
         number = super().convert(value, param, ctx)
         if math.isnan(number):
             self.fail(f"{value!r} is not a number.", param, ctx)
+        if math.isinf(number):
+            self.fail(f"{value!r} is not finite.", param, ctx)
         return number
 
 

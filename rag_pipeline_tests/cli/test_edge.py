@@ -65,8 +65,9 @@ def test_control_characters_in_a_message_are_escaped(tmp_path: Path):
     (["eval", "--beir", ".", "--k1", "nan"], "Invalid value for '--k1': 'nan' is not a number."),
     (["eval", "--beir", ".", "--k1", "-5"],
      "Invalid value for '--k1': -5.0 is not in the range x>=0.0."),
+    (["eval", "--beir", ".", "--k1", "inf"], "Invalid value for '--k1': 'inf' is not finite."),
 ])
-def test_nan_and_negative_numbers_are_refused(args, message):
+def test_nan_infinite_and_negative_numbers_are_refused(args, message):
     assert one_line_failure(*args) == (2, f"error: {message}")
 
 

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,6 +86,20 @@ def _publish_lock(db_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _build_location(tmp: Path) -> Iterator[Path]:
+    """Where DuckDB may write the new file: ``tmp`` itself, or a file in the system's temporary
+    folder when ``tmp``'s path holds a ``?``. DuckDB names its WAL by putting ``.wal`` before
+    the first ``?`` of a database path (the start of a URL's query string to it), so a ``?``
+    anywhere in the data folder's path sends the WAL into a folder that does not exist. The
+    file built elsewhere is then copied to ``tmp`` byte for byte."""
+    if "?" not in str(tmp):
+        yield tmp
+        return
+    with tempfile.TemporaryDirectory(prefix="rag-duckdb-") as folder:
+        yield Path(folder) / tmp.name
 
 
 def _existing_sources(db_path: Path) -> dict[str, list[Source]] | None:
@@ -186,22 +201,25 @@ def publish_query_db(warehouse: Warehouse) -> PublishStats:
             return PublishStats([], [], False)
         tmp = db_path.parent / f".{db_path.name}.{os.getpid()}.tmp"
         tmp.unlink(missing_ok=True)
-        if not scratch:
-            shutil.copyfile(db_path, tmp)
         try:
-            with duckdb.connect(str(tmp)) as con:
-                for table in dropped:
-                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
-                for table in changed:
-                    data = (_generations_table(warehouse) if table == GENERATIONS_TABLE
-                            else _table_with_partitions(warehouse, wanted[table]))
-                    _replace_table(con, table, data)
-                _replace_table(con, SOURCES_TABLE, pa.table({
-                    "table": [t for t, rows in wanted.items() for _ in rows],
-                    "partition": [p for rows in wanted.values() for p, _ in rows],
-                    "file": [f for rows in wanted.values() for _, f in rows],
-                }))
-                con.execute("CHECKPOINT")
+            with _build_location(tmp) as build:
+                if not scratch:
+                    shutil.copyfile(db_path, build)
+                with duckdb.connect(str(build)) as con:
+                    for table in dropped:
+                        con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                    for table in changed:
+                        data = (_generations_table(warehouse) if table == GENERATIONS_TABLE
+                                else _table_with_partitions(warehouse, wanted[table]))
+                        _replace_table(con, table, data)
+                    _replace_table(con, SOURCES_TABLE, pa.table({
+                        "table": [t for t, rows in wanted.items() for _ in rows],
+                        "partition": [p for rows in wanted.values() for p, _ in rows],
+                        "file": [f for rows in wanted.values() for _, f in rows],
+                    }))
+                    con.execute("CHECKPOINT")
+                if build != tmp:
+                    shutil.copyfile(build, tmp)
             with tmp.open("rb") as handle:
                 os.fsync(handle.fileno())
             wal.unlink(missing_ok=True)

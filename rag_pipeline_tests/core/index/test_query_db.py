@@ -130,3 +130,19 @@ def test_a_wal_left_by_a_user_who_wrote_never_poisons_the_next_swap(tmp_path):
         ("blind", 2), ("header", 3)]
     assert query(db, "select count(*) from information_schema.tables where table_name = 'mine'") \
         == [(0,)]
+
+
+@pytest.mark.parametrize("folder", ["g [1]*?#% x", "a?b", "new\nline", "?"])
+def test_a_data_folder_with_any_character_a_file_system_allows_publishes(tmp_path, folder):
+    # DuckDB puts ".wal" before the first "?" of a database path: a "?" in the folder made it
+    # write the WAL into a folder that does not exist and the publish failed.
+    warehouse = Warehouse(tmp_path / folder)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    assert publish_query_db(warehouse).rebuilt_from_scratch
+    write_partition(warehouse, "header", MODEL, 5, tag="b")
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 4, tag="c"))
+    assert publish_query_db(warehouse).tables_replaced != []
+    assert query(tmp_path / folder / "rag.duckdb", "select count(*) from chunks") == [(4,)]
+    assert sorted(p.name for p in (tmp_path / folder).iterdir()
+                  if p.name.startswith(".rag.duckdb.") and "lock" not in p.name) == []
+    assert [p.name for p in tmp_path.iterdir()] == [folder]
