@@ -19,8 +19,12 @@ CELL_SEPARATOR = " | "
 
 def row_line(cells: Sequence[str], separator: str = CELL_SEPARATOR) -> str:
     """A row as one line: each cell's white space collapsed, cells joined by ``separator``.
-    An empty cell stays an empty place (``"a |  | c"``), so later cells keep their column."""
-    return separator.join(" ".join(cell.split()) for cell in cells)
+    An empty cell stays an empty place (``"a |  | c"``), so later cells keep their column;
+    empty cells at the row's end are left out (they shift nothing)."""
+    texts = [" ".join(cell.split()) for cell in cells]
+    while texts and not texts[-1]:
+        texts.pop()
+    return separator.join(texts)
 
 
 def layout_table(rows: Sequence[Sequence[str]], offset: int, header_rows: int = 1,
