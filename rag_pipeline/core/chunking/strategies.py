@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Section
+from rag_pipeline.core.ingest.extracted import Section, TableSpan
+from rag_pipeline.core.ingest.tables import repeated_header
 
 
 class ChunkingStrategy(StrEnum):
@@ -191,14 +192,47 @@ def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, 
 
 
 def boundary_spans(canonical: str, section: Section, target: int,
-                   hard_max: int | None = None) -> list[tuple[int, int]]:
+                   hard_max: int | None = None,
+                   tables: Sequence[TableSpan] = ()) -> list[tuple[int, int]]:
     """Whole paragraphs packed up to ``target``; a paragraph over ``target`` is cut at sentence
     ends (then line ends, then word ends, then every ``hard_max`` characters, by default twice
-    ``target``) and its pieces packed on their own."""
+    ``target``) and its pieces packed on their own.
+
+    A table (of ``tables``) longer than ``target`` is cut only between its rows: its rows are
+    packed on their own, a row over ``target`` cut like a paragraph. A table that fits is a
+    paragraph like any other."""
     hard_max = hard_max if hard_max is not None else 2 * target
     spans: list[tuple[int, int]] = []
     small: list[tuple[int, int]] = []
-    for p_start, p_end in paragraph_spans(canonical, section.start, section.end):
+    levels = (_SENTENCE_END, _LINE_END, _WORD_END)
+    position = section.start
+    for table in tables:
+        t_start, t_end = max(table.start, section.start), min(table.end, section.end)
+        if t_end <= t_start or t_end - t_start <= target:
+            continue
+        small, position = _paragraphs(canonical, position, t_start, target, hard_max, spans,
+                                      small)
+        spans.extend(_pack(small, target))
+        small = []
+        cuts = [row for row in table.rows if t_start < row < t_end]
+        rows = []
+        for r_start, r_end in zip([t_start, *cuts], [*cuts, t_end], strict=True):
+            s, e = _trim(canonical, r_start, r_end)
+            if s < e:
+                rows.extend(_units(canonical, s, e, target, hard_max, levels))
+        spans.extend(_pack(rows, target))
+        position = t_end
+    small, _ = _paragraphs(canonical, position, section.end, target, hard_max, spans, small)
+    spans.extend(_pack(small, target))
+    return spans
+
+
+def _paragraphs(canonical: str, start: int, end: int, target: int, hard_max: int,
+                spans: list[tuple[int, int]],
+                small: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int]:
+    """Adds the paragraphs of ``[start, end)`` to ``spans`` (those over ``target`` cut into
+    pieces); returns the trailing run of small paragraphs still to be packed, and ``end``."""
+    for p_start, p_end in paragraph_spans(canonical, start, end):
         if p_end - p_start <= target:
             small.append((p_start, p_end))
             continue
@@ -207,8 +241,7 @@ def boundary_spans(canonical: str, section: Section, target: int,
         pieces = _units(canonical, p_start, p_end, target, hard_max,
                         (_SENTENCE_END, _LINE_END, _WORD_END))
         spans.extend(_pack(pieces, target))
-    spans.extend(_pack(small, target))
-    return spans
+    return small, end
 
 
 def blind_spans(canonical: str, target: int) -> list[tuple[int, int]]:
@@ -241,12 +274,16 @@ def split_at(sections: Sequence[Section], cuts: Sequence[int]) -> list[Section]:
 
 def chunk_document(document_id: str, document_title: str, canonical: str,
                    strategy: ChunkingStrategy, settings: ChunkingSettings | None = None,
-                   sections: Sequence[Section] = (), cuts: Sequence[int] = ()) -> list[Chunk]:
+                   sections: Sequence[Section] = (), cuts: Sequence[int] = (),
+                   tables: Sequence[TableSpan] = ()) -> list[Chunk]:
     """Cuts one document with one strategy; chunks come in reading order.
 
     The boundary strategies cut each of the extractor's ``sections`` (see
     :func:`body_sections`) on its own, labelled by its title, and never pack text from both
-    sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk. The blind
+    sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk; a long table
+    of ``tables`` is cut between rows only. The header strategies put the header row of the
+    table a chunk starts in after the ``[Title > Section]`` line of its ``text`` when the chunk
+    starts after that header row (its ``content`` stays the exact slice). The blind
     strategies cut the whole text, each window labelled by the section it starts in.
     """
     settings = settings or ChunkingSettings()
@@ -260,7 +297,7 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
     else:
         located = [(section.title, s, e) for section in split_at(sections, cuts)
                    for s, e in boundary_spans(canonical, section, settings.target_chars,
-                                              settings.hard_max_chars)]
+                                              settings.hard_max_chars, tables)]
     chunks: list[Chunk] = []
     previous_content = ""
     for ordinal, (section_title, start, end) in enumerate(located):
@@ -269,6 +306,9 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
         tail = (previous_content[max(0, len(previous_content) - settings.overlap_chars):]
                 if strategy.overlap else "")
         body = f"{tail} {content}" if tail else content
+        table_header = repeated_header(tables, start) if strategy.header else ""
+        if table_header:
+            body = f"{table_header}\n{body}"
         text = f"{header}\n{body}" if header else body
         chunks.append(Chunk(f"{document_id}:{start}-{end}", document_id, ordinal, section_title,
                             header, text, content, start, end))

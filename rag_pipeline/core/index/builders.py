@@ -24,7 +24,7 @@ from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
 from rag_pipeline.core.index.bm25 import build_bm25_tables
-from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, format_named
+from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, TableSpan, format_named
 from rag_pipeline.core.storage.row_tables import rows_table, table_rows
 from rag_pipeline.core.storage.table_names import BM25_TABLES
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -41,6 +41,9 @@ DOCUMENTS_SCHEMA = pa.schema([
                                     ("locator", pa.string())]))),
     ("notes", pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))),
     ("pipeline_version", pa.string()),
+    ("tables", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
+                                   ("header", pa.string()), ("header_end", pa.int64()),
+                                   ("rows", pa.list_(pa.int64()))]))),
 ])
 
 
@@ -49,6 +52,7 @@ def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
         "n_chars": lambda r: len(r.canonical_text),
         "sections": lambda r: [dataclasses.asdict(s) for s in r.sections],
         "anchors": lambda r: [dataclasses.asdict(a) for a in r.anchors],
+        "tables": lambda r: [dataclasses.asdict(t) for t in r.tables],
         "notes": lambda r: [{"name": name, "value": value} for name, value in r.notes],
     })
 
@@ -80,6 +84,7 @@ def document_records(table: pa.Table) -> list[DocumentRecord]:
     return [dataclasses.replace(
         r, sections=tuple(Section(**s) for s in r.sections),
         anchors=tuple(Anchor(**a) for a in r.anchors),
+        tables=tuple(TableSpan(**{**t, "rows": tuple(t["rows"])}) for t in r.tables),
         notes=tuple((n["name"], n["value"]) for n in r.notes))
         for r in table_rows(table, DocumentRecord)]
 
@@ -118,7 +123,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
             continue
         cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,
-                                    settings, doc.sections, cuts)
+                                    settings, doc.sections, cuts, doc.tables)
         if not doc_chunks:
             without_chunks.append(doc.document_id)
         bad = offset_errors(doc.canonical_text, doc_chunks)

@@ -21,7 +21,14 @@ if TYPE_CHECKING:
         extract_corpus,
         extract_document,
     )
-    from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+    from rag_pipeline.core.ingest.extracted import (
+        Anchor,
+        Extracted,
+        ExtractionError,
+        Extractor,
+        Section,
+        TableSpan,
+    )
     from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for, format_named
     from rag_pipeline.core.ingest.reading import (
         DEFAULT_MAX_DOCUMENT_BYTES,
@@ -33,7 +40,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "corpus": ("ExtractionResult", "discover", "document_id_for", "extract_corpus",
                "extract_document"),
-    "extracted": ("Anchor", "Extracted", "ExtractionError", "Extractor", "Section"),
+    "extracted": ("Anchor", "Extracted", "ExtractionError", "Extractor", "Section", "TableSpan"),
     "formats": ("REGISTRY", "DocumentFormat", "format_for", "format_named"),
     "reading": ("DEFAULT_MAX_DOCUMENT_BYTES", "ExtractionSettings", "read_document_bytes"),
     "records": ("DocumentRecord", "DocumentStatus"),
@@ -63,6 +70,7 @@ __all__ = [
     "ExtractionSettings",
     "Extractor",
     "Section",
+    "TableSpan",
     "discover",
     "document_id_for",
     "extract_corpus",

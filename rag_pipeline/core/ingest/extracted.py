@@ -6,6 +6,7 @@ are spans of that same text, so chunking, citations and the documents table all 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 
@@ -46,6 +47,44 @@ class Anchor:
 
 
 @dataclass(frozen=True)
+class TableSpan:
+    """A table in ``canonical_text``: ``canonical_text[start:end]`` is the whole table.
+
+    A format that reads tables declares each one, so chunking keeps its rows whole (a long
+    table is cut only between rows) and repeats ``header`` in the embedded ``text`` of every
+    chunk that holds rows but not the header row itself (the way ``[Doc > Section]`` is
+    prepended); a chunk's ``content`` stays the exact slice. Build one with
+    :func:`rag_pipeline.core.ingest.tables.layout_table` or by hand.
+
+    Attributes:
+        start: Where the table starts (its header row, when it has one).
+        end: Where its last row ends.
+        header: The header row's text as it is repeated (usually
+            ``canonical_text[start:header_end]``; for a table continued on a later PDF page,
+            the first page's header); ``""`` for a table without a header row.
+        header_end: Where the header row ends (``start`` when there is none).
+        rows: Where each data row starts, ascending, each in ``[header_end, end)``; row ``i``
+            (1-based, as a citation names it) runs from ``rows[i - 1]`` to the next row's
+            start (or ``end``).
+    """
+
+    start: int
+    end: int
+    header: str
+    header_end: int
+    rows: tuple[int, ...] = ()
+
+    def row_range(self, start: int, end: int) -> tuple[int, int] | None:
+        """The 1-based numbers of the first and last data rows ``[start, end)`` overlaps;
+        ``None`` when it overlaps none (it holds only the header, or lies outside)."""
+        if not self.rows or end <= self.rows[0] or start >= self.end or end <= start:
+            return None
+        first = max(1, bisect_right(self.rows, start))
+        last = bisect_left(self.rows, end)
+        return first, last
+
+
+@dataclass(frozen=True)
 class Extracted:
     """One document as its format reads it.
 
@@ -55,6 +94,7 @@ class Extracted:
         sections: Titled regions, in order, never overlapping; empty means the whole text is
             one section titled ``title``.
         anchors: Locator spans, in order (pages, cues, rows, cell ranges).
+        tables: The tables in the text, in order, never overlapping (:class:`TableSpan`).
         notes: Per-document facts for ``status`` and the run's metadata, as ``(name, value)``
             pairs, e.g. ``("dropped_lines", "14")``.
     """
@@ -64,6 +104,7 @@ class Extracted:
     sections: tuple[Section, ...] = ()
     anchors: tuple[Anchor, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    tables: tuple[TableSpan, ...] = ()
 
 
 @dataclass(frozen=True)

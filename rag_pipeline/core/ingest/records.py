@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Anchor, Section
+from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
@@ -23,7 +23,7 @@ class DocumentRecord:
     """One row of the ``documents`` table: a file's canonical text and structure, or why it
     failed.
 
-    ``sections`` and ``anchors`` are spans of ``canonical_text`` (see
+    ``sections``, ``anchors`` and ``tables`` are spans of ``canonical_text`` (see
     :class:`~rag_pipeline.core.ingest.extracted.Extracted`); ``notes`` are the extractor's
     per-document facts.
     """
@@ -42,6 +42,7 @@ class DocumentRecord:
     anchors: tuple[Anchor, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
     pipeline_version: str = PIPELINE_VERSION
+    tables: tuple[TableSpan, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -444,3 +444,42 @@ def test_a_million_dots_are_cut_in_linear_time():
     canonical = "." * 1_000_000
     chunks = chunk_markdown("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
     assert (len(chunks), offset_errors(canonical, chunks)) == (977, [])
+
+
+def test_a_long_table_is_cut_between_rows_and_its_header_repeated_in_text_only():
+    from rag_pipeline.core.ingest.tables import layout_table
+
+    intro = "Intro.\n\n"
+    table_text, table = layout_table(
+        [["Site", "Lead"]] + [[f"Row {r:02d} site", "Tomas Ruiz"] for r in range(1, 11)],
+        len(intro))
+    canonical = f"{intro}{table_text}\n\nAfter.\n"
+    settings = ChunkingSettings(target_chars=62, overlap_chars=8)
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, settings,
+                            tables=[table])
+    assert [c.content for c in chunks] == [
+        "Intro.",
+        "Site | Lead\nRow 01 site | Tomas Ruiz\nRow 02 site | Tomas Ruiz",
+        "Row 03 site | Tomas Ruiz\nRow 04 site | Tomas Ruiz",
+        "Row 05 site | Tomas Ruiz\nRow 06 site | Tomas Ruiz",
+        "Row 07 site | Tomas Ruiz\nRow 08 site | Tomas Ruiz",
+        "Row 09 site | Tomas Ruiz\nRow 10 site | Tomas Ruiz",
+        "After."]
+    assert chunks[1].text == "[Doc]\n" + chunks[1].content  # holds the header row itself
+    assert chunks[2].text == "[Doc]\nSite | Lead\n" + chunks[2].content
+    assert chunks[2].header == "[Doc]"
+    assert offset_errors(canonical, chunks) == []
+    plain = chunk_document("d", "Doc", canonical, ChunkingStrategy.BOUNDARIES, settings,
+                           tables=[table])
+    assert [c.content for c in plain] == [c.content for c in chunks]
+    assert plain[2].text == plain[2].content
+
+
+def test_a_table_that_fits_is_packed_like_a_paragraph():
+    from rag_pipeline.core.ingest.tables import layout_table
+
+    table_text, table = layout_table([["K", "V"], ["a", "1"]], 8)
+    canonical = f"Intro.\n\n{table_text}\n"
+    with_table = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    without = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER)
+    assert with_table == without

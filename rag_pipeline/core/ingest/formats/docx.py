@@ -5,7 +5,11 @@ included: a paragraph styled ``Title`` or ``Heading 1`` to ``Heading 9`` starts 
 that level (``Title`` is level 1) and is a line of the canonical text outside every section
 body, as a Markdown heading is; other paragraphs are paragraphs. A table is one block: one line
 per row, its cells (each cell's paragraphs, nested tables included, joined by spaces) separated
-by ``" | "``, the header row first as in the file; a merged cell appears once. List items
+by ``" | "``, the header row first as in the file; a cell merged across columns is followed by
+an empty cell per further column, so columns never shift. Each table is declared as a
+:class:`~rag_pipeline.core.ingest.extracted.TableSpan` (its header row repeated in the embedded
+text of each later chunk of it). The zip is checked against :class:`OfficeLimits` (expanded
+size, ratio, rows, cells, characters) before and while it is read. List items
 (numbering on the paragraph or its style) are lines of one block, indented two spaces per
 level, with ``- `` for a bullet and their number (``1.``, ``a.``, ``iv.``) for a numbered list,
 counted as Word counts them per list and level. The title is the core properties' title, else
@@ -19,9 +23,17 @@ import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
+from rag_pipeline.core.ingest.tables import layout_table, row_line
 
 if TYPE_CHECKING:
     from docx.document import Document
@@ -65,6 +77,8 @@ class _Block:
     text: str
     heading_level: int = 0  # 0: not a heading
     list_item: bool = False
+    rows: tuple[tuple[str, ...], ...] = ()  # a table's rows, header rows first
+    header_rows: int = 0
 
 
 class _Numbering:
@@ -180,18 +194,36 @@ def _cell_text(cell: _Element) -> str:
     return " ".join(" ".join(text.split()) for text in texts if text.strip())
 
 
-def _table_block(table: _Element) -> _Block | None:
+def _table_block(table: _Element, budget: ContentBudget) -> _Block | None:
+    """A table's rows of cell texts; a cell spanning columns (``w:gridSpan``) is its text
+    followed by an empty cell per further column, so later cells keep their column (a
+    vertically merged cell's continuation is already an empty cell). The header is the
+    rows marked to repeat as header rows (``w:tblHeader``), else the first row."""
     from docx.oxml.ns import qn
 
-    lines = []
+    rows: list[tuple[str, ...]] = []
+    marked = 0
     for row in table.iterchildren(qn("w:tr")):
-        cells = [_cell_text(cell) for cell in row.iterchildren(qn("w:tc"))]
+        cells: list[str] = []
+        for cell in row.iterchildren(qn("w:tc")):
+            cells.append(_cell_text(cell))
+            span = cell.find(f"{qn('w:tcPr')}/{qn('w:gridSpan')}")
+            if span is not None:
+                cells.extend([""] * max(0, min(int(span.get(qn("w:val"), "1") or 1), 1000) - 1))
+        budget.add(rows=1, cells=len(cells), chars=sum(len(c) for c in cells))
         if any(cells):
-            lines.append(" | ".join(cells))
-    return _Block("\n".join(lines)) if lines else None
+            header = row.find(f"{qn('w:trPr')}/{qn('w:tblHeader')}")
+            if header is not None and marked == len(rows):
+                marked += 1
+            rows.append(tuple(cells))
+    if not rows:
+        return None
+    header_rows = marked or 1
+    return _Block("\n".join(row_line(r) for r in rows), rows=tuple(rows),
+                  header_rows=min(header_rows, len(rows)))
 
 
-def _blocks(document: Document) -> list[_Block]:
+def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
     """The body's paragraphs and tables in order, content controls opened."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
@@ -213,6 +245,7 @@ def _blocks(document: Document) -> list[_Block]:
                 text = paragraph_text(child).strip()
                 if not text:
                     continue
+                budget.add(chars=len(text))
                 style = style_of(child, paragraph)
                 level = _heading_level(style.name if style is not None else "")
                 num_pr = None if level else _num_pr(child, style)
@@ -222,7 +255,7 @@ def _blocks(document: Document) -> list[_Block]:
                 else:
                     blocks.append(_Block(text, heading_level=level))
             elif child.tag == qn("w:tbl"):
-                block = _table_block(child)
+                block = _table_block(child, budget)
                 if block is not None:
                     blocks.append(block)
             elif child.tag == qn("w:sdt"):
@@ -240,28 +273,39 @@ class DocxFormat(DocumentFormat):
     name = "docx"
     suffixes = (".docx",)
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"1+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"2+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section
         per heading, the text before the first heading a section titled as the document.
 
         Raises:
-            ExtractionError: Not a readable DOCX file.
+            ExtractionError: Not a readable DOCX file, or over one of the format's
+                :class:`OfficeLimits` (checked on the zip before parsing, then while reading).
         """
         import docx
 
+        check_zip(data, "DOCX", self.limits)
+        budget = ContentBudget("DOCX", self.limits)
         try:
             document = docx.Document(io.BytesIO(data))
-            blocks = _blocks(document)
+            blocks = _blocks(document, budget)
             core_title = (document.core_properties.title or "").strip()
+        except ExtractionError:
+            raise
+        except MemoryError as exc:
+            raise ExtractionError("out of memory reading the DOCX: too large to read") from exc
         except Exception as exc:  # zipfile, XML and python-docx errors: each is the reason
             raise ExtractionError(f"unreadable DOCX: {type(exc).__name__}: {exc}") from exc
         first_heading = next((b.text for b in blocks if b.heading_level), None)
         title = core_title or first_heading or stem
         parts: list[str] = []
         sections: list[Section] = []
+        tables: list[TableSpan] = []
         offset = 0
         open_section: tuple[str, int, int] | None = None  # title, level, body start
         body_end = 0
@@ -283,9 +327,13 @@ class DocxFormat(DocumentFormat):
                 if open_section is None:
                     open_section = (title, 1, offset)
                 body_end = offset + len(block.text)
+            if block.rows:
+                _, span = layout_table(block.rows, offset, block.header_rows)
+                tables.append(span)
             parts.append(block.text)
             offset += len(block.text)
             previous = block
         close()
         canonical = "".join(parts) + ("\n" if parts else "")
-        return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))
+        return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
+                         tables=tuple(tables))

@@ -19,6 +19,12 @@ Texinfo (``header``, ``nav-panel``, ``menu``, ``mini-toc``, ``section-toc``, ``c
 ``hidden`` or ``display: none``. Then, per document, a link-dominated paragraph (at least half
 its characters are link text) that repeats verbatim is navigation too ("Next: ... Up: ..."
 bars without a class). The counts go into the document's notes.
+
+A table's rows are paragraphs of tab-separated cells; an empty cell keeps its place, and a
+cell spanning columns or rows (``colspan``, ``rowspan``) leaves empty places in the columns it
+covers, so no cell shifts. Each outermost table is declared as a
+:class:`~rag_pipeline.core.ingest.extracted.TableSpan`: its header is the leading rows of
+``<thead>`` or of ``<th>`` cells only, else its first row.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 
@@ -64,6 +70,47 @@ class _Paragraph:
     text: str
     kind: str  # "text", "pre" or "h1".."h6"
     link_chars: int = 0
+    table: int = -1  # the outermost table holding it, numbered in document order; -1: none
+    row: str = ""  # "header" or "data" when a row of that table starts with it
+
+
+class _Grid:
+    """One table's column bookkeeping while its rows are rendered: cells spanning rows
+    (``rowspan``) reserve their columns in the rows below, cells spanning columns
+    (``colspan``) the columns after them, so every cell lands in its own column."""
+
+    def __init__(self) -> None:
+        self.reserved: dict[int, int] = {}  # column -> rows still covered from above
+        self.column = 0
+        self.spans: dict[int, int] = {}
+
+    def start_row(self) -> None:
+        self.column = 0
+        self.spans = {}
+
+    def place(self, colspan: int, rowspan: int) -> int:
+        """How many columns the cell moves past (reserved ones, then its own start); records
+        the rows it covers below."""
+        first = self.column
+        while self.reserved.get(self.column, 0) > 0:
+            self.column += 1
+        start = self.column
+        for column in range(start, start + colspan):
+            if rowspan > 1:
+                self.spans[column] = rowspan - 1
+        self.column = start + colspan
+        return start - first
+
+    def end_row(self) -> None:
+        reserved = {c: n - 1 for c, n in self.reserved.items() if n > 1}
+        reserved.update(self.spans)
+        self.reserved = reserved
+
+
+def _span(value: object) -> int:
+    """A ``colspan``/``rowspan`` value as HTML parses it: digits, at least 1, at most 1000."""
+    digits = re.match(r"\s*(\d+)", str(value or ""))
+    return min(max(int(digits.group(1)), 1), 1000) if digits else 1
 
 
 def _is_chrome(element: Tag) -> bool:
@@ -101,12 +148,15 @@ def _strip_chrome(soup: BeautifulSoup) -> int:
 
 def _collapse(raw: str) -> str:
     """Inline text as CSS lays it out: runs of white space are one space, none at a line's
-    start or end; ``_BREAK`` ends a line, ``_CELL`` separates table cells by a tab; a no-break
-    space never collapses and is written as a space."""
+    start or end; ``_BREAK`` ends a line, each ``_CELL`` is a tab between two table cells (an
+    empty cell keeps its place, so later cells keep their column; tabs ending a line go); a
+    no-break space never collapses and is written as a space."""
     text = _SPACE.sub(" ", raw).replace(" " + _CELL, _CELL).replace(_CELL + " ", _CELL)
     lines = []
     for line in text.split(_BREAK):
-        line = re.sub(_CELL + "+", "\t", line).strip(" \t")
+        line = line.replace(_CELL, "\t").strip(" ").rstrip("\t")
+        if not line.strip("\t"):
+            line = ""
         lines.append(line)
     return "\n".join(lines).strip("\n").replace("\xa0", " ")
 
@@ -119,13 +169,52 @@ class _Renderer:
         self.paragraphs: list[_Paragraph] = []
         self._inline: list[str] = []
         self._link_chars = 0
+        self._grids: list[_Grid] = []  # the tables being rendered, outermost first
+        self._cells: list[int] = []  # per open row: the cells placed so far
+        self._tables = 0
+        self._row = ""  # the kind of the outermost table's row that has started, until it shows
+
+    def _add(self, text: str, kind: str, link_chars: int = 0) -> None:
+        table = self._tables - 1 if self._grids else -1
+        self.paragraphs.append(_Paragraph(text, kind, link_chars, table, self._row))
+        self._row = ""
 
     def flush(self) -> None:
         text = _collapse("".join(self._inline))
         if text:
-            self.paragraphs.append(_Paragraph(text, "text", self._link_chars))
+            self._add(text, "text", self._link_chars)
         self._inline.clear()
         self._link_chars = 0
+
+    def _enter_table_part(self, node: Tag) -> None:
+        name = node.name
+        if name == "table":
+            if not self._grids:
+                self._tables += 1
+            self._grids.append(_Grid())
+        elif name == "tr" and self._grids:
+            self._grids[-1].start_row()
+            self._cells.append(0)
+            if len(self._grids) == 1:
+                header = (node.parent is not None and node.parent.name == "thead") or (
+                    all(cell.name == "th" for cell in node.find_all(_CELLS, recursive=False))
+                    and node.find(_CELLS, recursive=False) is not None)
+                self._row = "header" if header else "data"
+        elif name in _CELLS and self._grids and self._cells:
+            skipped = self._grids[-1].place(_span(node.get("colspan")), _span(node.get("rowspan")))
+            placed = self._cells[-1]
+            self._inline.append(_CELL * (skipped + (placed > 0)))
+            self._cells[-1] = placed + _span(node.get("colspan"))
+
+    def _leave_table_part(self, node: Tag) -> None:
+        name = node.name
+        if name == "table" and self._grids:
+            self._grids.pop()
+        elif name == "tr" and self._grids and self._cells:
+            self._grids[-1].end_row()
+            self._cells.pop()
+        elif name in _CELLS and self._grids and self._cells:
+            self._inline.append(_CELL * (_span(node.get("colspan")) - 1))
 
     def render(self, root: Tag) -> list[_Paragraph]:
         from bs4 import NavigableString
@@ -139,8 +228,7 @@ class _Renderer:
                 if not entering:
                     if name in _BLOCKS:
                         self.flush()
-                    elif name in _CELLS:
-                        self._inline.append(_CELL)
+                    self._leave_table_part(node)
                     continue
                 if name == "br":
                     self._inline.append(_BREAK)
@@ -153,12 +241,11 @@ class _Renderer:
                     else:
                         text = _collapse(raw.replace(_BREAK, " "))
                     if text.strip():
-                        self.paragraphs.append(_Paragraph(text, name))
+                        self._add(text, name)
                     continue
                 if name in _BLOCKS:
                     self.flush()
-                elif name in _CELLS:
-                    self._inline.append(_CELL)
+                self._enter_table_part(node)
                 link = in_link or name == "a"
                 stack.append((node, False, in_link))
                 stack.extend((child, True, link) for child in reversed(node.contents))
@@ -195,20 +282,49 @@ def extract_html(data: bytes, stem: str) -> Extracted:
     paragraphs, repeated = _without_repeated_navigation(_Renderer().render(soup))
     parts: list[str] = []
     headings: list[tuple[int, int, int, str]] = []
+    placed: list[tuple[int, _Paragraph]] = []
     offset = 0
     for paragraph in paragraphs:
         if paragraph.kind in _HEADINGS:
             headings.append((offset, offset + len(paragraph.text), int(paragraph.kind[1]),
                              paragraph.text))
         parts.append(paragraph.text)
+        placed.append((offset, paragraph))
         offset += len(paragraph.text) + 2
     canonical = "\n\n".join(parts) + ("\n" if parts else "")
+    tables = _tables(canonical, placed)
     title = (page_title
              or next((t for _, _, level, t in headings if level == 1), None) or stem)
     notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)))
     return Extracted(title=title, canonical_text=canonical,
                      sections=_sections(headings, len(canonical), title),
-                     notes=tuple(note for note in notes if note[1] != "0"))
+                     notes=tuple(note for note in notes if note[1] != "0"), tables=tables)
+
+
+def _tables(canonical: str, placed: list[tuple[int, _Paragraph]]) -> tuple[TableSpan, ...]:
+    """Each outermost table's span, from its first row to its last paragraph: its header the
+    leading rows of ``<thead>`` or of ``<th>`` cells only, else its first row."""
+    by_table: dict[int, list[tuple[int, _Paragraph]]] = {}
+    for offset, paragraph in placed:
+        if paragraph.table >= 0:
+            by_table.setdefault(paragraph.table, []).append((offset, paragraph))
+    spans = []
+    for members in by_table.values():
+        rows = [(offset, p.row) for offset, p in members if p.row]
+        if not rows:
+            continue
+        start = rows[0][0]
+        last_offset, last = members[-1]
+        end = last_offset + len(last.text)
+        header_rows = 0
+        while header_rows < len(rows) and rows[header_rows][1] == "header":
+            header_rows += 1
+        header_rows = header_rows or 1
+        header_end = rows[header_rows][0] if header_rows < len(rows) else end
+        header = canonical[start:header_end].rstrip()
+        spans.append(TableSpan(start, end, header, start + len(header),
+                               tuple(offset for offset, _ in rows[header_rows:])))
+    return tuple(spans)
 
 
 def _sections(headings: list[tuple[int, int, int, str]], length: int,
@@ -233,7 +349,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"4+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"5+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -7,8 +7,9 @@ a document's title and sections from them and the gold-set check keeps needles o
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.reading import decode_utf8
 
@@ -17,17 +18,11 @@ _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
 _LINE = re.compile(r"[^\n]*\n?")
 
 
-def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line (``#`` at column 0), end
-    excluding the newline.
-
-    Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
-    with three or more backticks or tildes indented by at most three spaces (a backtick fence's
-    info string holds no backtick) and closes at a line of at least as many of the same
-    character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
-    spaces, so no line of it starts with ``#`` at column 0. One pass over the lines.
-    """
-    spans = []
+def _outside_code(text: str) -> Iterator[tuple[int, str]]:
+    """``(start, line)`` of each line outside fenced code blocks (CommonMark 4.5), without its
+    newline: a fence opens with three or more backticks or tildes indented by at most three
+    spaces (a backtick fence's info string holds no backtick) and closes at a line of at least
+    as many of the same character, or runs to the end of the text."""
     fence: str | None = None
     for match in _LINE.finditer(text):
         start, line = match.start(), match.group().rstrip("\n")
@@ -43,6 +38,64 @@ def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
+        yield start, line
+
+
+_DELIMITER_ROW = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+
+
+def _pipe_cells(line: str) -> int:
+    """How many cells a pipe-table row has: its ``|``-separated parts, a leading and a trailing
+    ``|`` opening and closing the row, an escaped ``\\|`` inside a cell."""
+    row = line.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return len(re.split(r"(?<!\\)\|", row))
+
+
+def pipe_tables(text: str) -> tuple[TableSpan, ...]:
+    """The GitHub Flavored Markdown tables (GFM 0.29, section 4.10) outside fenced code: a
+    header row, then a delimiter row (``| --- | :-: |``) of as many cells, then body rows up to
+    the first blank line or line without a ``|``. Each is declared with its header row (the
+    line above the delimiter row) to repeat, its body rows as rows."""
+    tables: list[TableSpan] = []
+    lines = list(_outside_code(text))
+    index = 1
+    while index < len(lines):
+        start, line = lines[index]
+        h_start, header = lines[index - 1]
+        if ("|" in line and "|" in header and _DELIMITER_ROW.fullmatch(line)
+                and h_start + len(header) + 1 == start
+                and _pipe_cells(header) == _pipe_cells(line)):
+            rows, end, following = [], start + len(line), index + 1
+            while following < len(lines):
+                r_start, row = lines[following]
+                if r_start != end + 1 or not row.strip() or "|" not in row:
+                    break
+                rows.append(r_start)
+                end = r_start + len(row)
+                following += 1
+            if rows:
+                tables.append(TableSpan(h_start, end, header.strip(), start + len(line),
+                                        tuple(rows)))
+            index = following + 1
+            continue
+        index += 1
+    return tuple(tables)
+
+
+def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
+    """``(start, end, level, title)`` of each ATX heading line (``#`` at column 0), end
+    excluding the newline.
+
+    Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
+    with three or more backticks or tildes indented by at most three spaces (a backtick fence's
+    info string holds no backtick) and closes at a line of at least as many of the same
+    character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
+    spaces, so no line of it starts with ``#`` at column 0. One pass over the lines.
+    """
+    spans = []
+    for start, line in _outside_code(text):
         heading = _HEADING.fullmatch(line)
         if heading:
             spans.append((start, start + len(line), len(heading.group(1)),
@@ -99,12 +152,12 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "2")
+        return Extractor("markdown-frontmatter", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is, minus YAML front matter; title from the first ``# `` heading,
         then the front matter's ``title:``, then the stem; sections by
-        :func:`markdown_sections`."""
+        :func:`markdown_sections`; pipe tables by :func:`pipe_tables`."""
         text = decode_utf8(data)
         front_title = None
         match = _FRONT_MATTER.match(text)
@@ -115,4 +168,5 @@ class MarkdownFormat(DocumentFormat):
                     front_title = value.strip().strip("'\"")
             text = text[match.end() :]
         title = first_title(text) or front_title or stem
-        return Extracted(title=title, canonical_text=text, sections=markdown_sections(text, title))
+        return Extracted(title=title, canonical_text=text, sections=markdown_sections(text, title),
+                         tables=pipe_tables(text))

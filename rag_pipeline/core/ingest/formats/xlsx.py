@@ -25,6 +25,7 @@ from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
 from rag_pipeline.core.ingest.rows import column_letters, column_number, table_lines
 
 _LOCATOR = re.compile(r"sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
@@ -80,8 +81,9 @@ def _formula_counts(data: bytes) -> tuple[int, int]:
     return formulas, uncached
 
 
-def _read_sheets(data: bytes) -> list[_Sheet]:
-    """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``)."""
+def _read_sheets(data: bytes, budget: ContentBudget) -> list[_Sheet]:
+    """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``), counted
+    against ``budget`` as they are read."""
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -94,9 +96,14 @@ def _read_sheets(data: bytes) -> list[_Sheet]:
                 stored = [cell for cell in row if getattr(cell, "row", None) is not None]
                 if not stored:
                     continue
-                cells = [""] * max(cell.column for cell in stored)
+                width = max(cell.column for cell in stored)
+                budget.add(rows=1, cells=len(stored))
+                if width > budget.limits.max_cells:
+                    budget.add(cells=width)
+                cells = [""] * width
                 for cell in stored:
                     cells[cell.column - 1] = cell_value_text(cell.value)
+                budget.add(chars=sum(len(value) for value in cells))
                 rows.append((stored[0].row, tuple(cells)))
             sheets.append(_Sheet(sheet.title, tuple(rows)))
     finally:
@@ -110,6 +117,9 @@ class XlsxFormat(DocumentFormat):
     name = "xlsx"
     suffixes = (".xlsx", ".xlsm")
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
         return Extractor("xlsx-openpyxl", f"1+openpyxl-{library_version('openpyxl')}")
 
@@ -119,11 +129,18 @@ class XlsxFormat(DocumentFormat):
         Raises:
             ExtractionError: Not a readable XLSX file (any error of the zip, XML or openpyxl
                 layer, with its type and message), or formulas none of which has a cached
-                value.
+                value, or over one of the format's :class:`OfficeLimits` (the zip's expanded
+                size and ratio checked before reading; rows, cells and characters while
+                reading).
         """
+        check_zip(data, "XLSX", self.limits)
         try:
             formula_count, uncached = _formula_counts(data)
-            sheets = _read_sheets(data)
+            sheets = _read_sheets(data, ContentBudget("XLSX", self.limits))
+        except ExtractionError:
+            raise
+        except MemoryError as exc:
+            raise ExtractionError("out of memory reading the XLSX: too large to read") from exc
         except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
             raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
                                   "workbook or an old binary .xls is not an XLSX file)") from exc

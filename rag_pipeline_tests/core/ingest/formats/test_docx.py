@@ -177,3 +177,74 @@ def test_a_docx_with_damaged_xml_fails_with_the_reason():
             target.writestr(name, content[:len(content) // 2] if name == "word/document.xml" else content)
     with pytest.raises(ExtractionError, match=r"^unreadable DOCX: XMLSyntaxError: "):
         DOCX.extract(out.getvalue(), "cut")
+
+
+HEADERS = ["Site", "Lead", "Duration"]
+
+
+def long_table_docx(rows: int = 60) -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Shifts", level=1)
+    document.add_paragraph("Who works where.")
+    table = document.add_table(rows=rows + 1, cols=3)
+    for c, name in enumerate(HEADERS):
+        table.cell(0, c).text = name
+    for r in range(1, rows + 1):
+        for c, value in enumerate((f"Delta flats {r}", "Tomas Ruiz", f"{r} hours")):
+            table.cell(r, c).text = value
+    return saved(document)
+
+
+def test_a_long_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    extracted = DOCX.extract(long_table_docx(), "shifts")
+    (table,) = extracted.tables
+    canonical = extracted.canonical_text
+    assert canonical[table.start:table.header_end] == table.header == "Site | Lead | Duration"
+    assert len(table.rows) == 60
+    assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
+    chunks = chunk_document("shifts.docx", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
+    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+
+
+def test_a_cell_merged_across_columns_does_not_shift_the_next():
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    for c, value in enumerate(["A", "B", "C"]):
+        table.cell(0, c).text = value
+    table.cell(1, 0).merge(table.cell(1, 1)).text = "wide"
+    table.cell(1, 2).text = "third"
+    extracted = DOCX.extract(saved(document), "t")
+    assert extracted.canonical_text == "A | B | C\nwide |  | third\n"
+
+
+def test_a_zip_bomb_fails_before_it_is_parsed():
+    import zipfile
+
+    source = zipfile.ZipFile(io.BytesIO(long_table_docx(1)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == "word/document.xml":  # 8 MiB of one paragraph's text, ~1000 times smaller
+                content = content.replace(b"Who works where.", b"w" * (8 * 1024 * 1024))
+            bomb.writestr(name, content)
+    with pytest.raises(ExtractionError, match="zip bomb guard: word/document.xml expands"):
+        DOCX.extract(out.getvalue(), "bomb")
+
+
+def test_characters_are_bounded_while_reading():
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    with pytest.raises(ExtractionError, match="more than 1,000 characters"):
+        DocxFormat(OfficeLimits(max_chars=1000)).extract(long_table_docx(), "big")

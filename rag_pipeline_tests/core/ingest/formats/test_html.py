@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_pipeline.core.ingest import Section, format_named
+from rag_pipeline.core.ingest import Section, TableSpan, format_named
 from rag_pipeline.core.ingest.formats.html import extract_html
 
 
@@ -128,3 +128,48 @@ def test_a_repeated_paragraph_of_text_stays():
 
 def test_html_cites_characters():
     assert format_named("html").fragment((), 5, 9) == "#char=5,9"
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def test_merged_cells_leave_empty_places_so_no_column_shifts():
+    extracted = extract_html(
+        b"<table><thead><tr><th>A</th><th>B</th><th>C</th></tr></thead>"
+        b"<tr><td rowspan=2>r</td><td colspan=2>wide</td></tr><tr><td>b2</td><td>c2</td></tr>"
+        b"<tr><td></td><td>b3</td><td>c3</td></tr></table><p>after</p>", "t")
+    assert extracted.canonical_text == "A\tB\tC\n\nr\twide\n\n\tb2\tc2\n\n\tb3\tc3\n\nafter\n"
+    assert extracted.tables == (TableSpan(0, 29, "A\tB\tC", 5, (7, 15, 23)),)
+
+
+def test_without_th_or_thead_the_first_row_is_the_header():
+    extracted = extract_html(b"<table><tr><td>K</td><td>V</td></tr><tr><td>a</td><td>1</td></tr>"
+                             b"</table>", "t")
+    assert extracted.tables == (TableSpan(0, 8, "K\tV", 3, (5,)),)
+
+
+def test_a_nested_table_belongs_to_the_cell_holding_it():
+    extracted = extract_html(b"<table><tr><th>K</th></tr><tr><td><table><tr><td>in</td></tr>"
+                             b"</table></td></tr></table>", "t")
+    assert extracted.canonical_text == "K\n\nin\n"
+    assert extracted.tables == (TableSpan(0, 5, "K", 1, (3,)),)
+
+
+def test_a_long_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    rows = "".join(f"<tr><td>Delta flats {r}</td><td>Tomas Ruiz</td><td>{r} hours</td></tr>"
+                   for r in range(1, 61))
+    extracted = extract_html(f"<h1>Shifts</h1><p>Who works where.</p><table><tr><th>Site</th>"
+                             f"<th>Lead</th><th>Duration</th></tr>{rows}</table>".encode(), "s")
+    (table,) = extracted.tables
+    assert len(table.rows) == 60 and table.header == "Site\tLead\tDuration"
+    canonical = extracted.canonical_text
+    chunks = chunk_document("s.html", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r}\t" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())
+    assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
+               for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1

@@ -6,12 +6,13 @@ from __future__ import annotations
 import random
 import re
 
-from rag_pipeline.core.ingest import Section
+from rag_pipeline.core.ingest import Section, TableSpan
 from rag_pipeline.core.ingest.formats.markdown import (
     MarkdownFormat,
     first_title,
     heading_spans,
     markdown_sections,
+    pipe_tables,
     without_headings,
 )
 
@@ -112,3 +113,36 @@ def test_the_format_extracts_its_sections_with_the_title_it_chose():
     extracted = MarkdownFormat().extract(b"---\ntitle: Front\n---\nText.\n## Part\nMore.\n", "s")
     assert (extracted.title, extracted.canonical_text) == ("Front", "Text.\n## Part\nMore.\n")
     assert extracted.sections == (Section("Front", 0, 6, 1), Section("Part", 13, 20, 2))
+
+
+def test_pipe_tables_are_declared_outside_code():
+    text = ("Intro\n| A | B |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |\n\nafter\n\n"
+            "```\n| x | y |\n|---|---|\n| 1 | 2 |\n```\n"
+            "A|B\n-|-\n1|2\n\n"
+            "| one | two |\n|---|\n| 1 | 2 |\n")  # a delimiter row of another width: no table
+    assert pipe_tables(text) == (TableSpan(6, 45, "| A | B |", 25, (26, 36)),
+                                 TableSpan(92, 103, "A|B", 99, (100,)))
+    assert text[6:45] == "| A | B |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |"
+
+
+def test_a_reST_grid_table_is_no_pipe_table():
+    assert pipe_tables("+-----+-----+\n| a   | b   |\n+=====+=====+\n| 1   | 2   |\n"
+                       "+-----+-----+\n") == ()
+
+
+def test_a_long_pipe_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    rows = "".join(f"| Delta flats {r} | Tomas Ruiz | {r} hours |\n" for r in range(1, 61))
+    data = f"# Shifts\n\nWho works where.\n\n| Site | Lead | Duration |\n|---|---|---|\n{rows}"
+    extracted = MarkdownFormat().extract(data.encode(), "shifts")
+    (table,) = extracted.tables
+    assert len(table.rows) == 60
+    chunks = chunk_document("s.md", extracted.title, extracted.canonical_text,
+                            ChunkingStrategy.HEADER, sections=extracted.sections,
+                            tables=extracted.tables)
+    assert offset_errors(extracted.canonical_text, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())
+    assert all("| Site | Lead | Duration |" in found[0].text for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1

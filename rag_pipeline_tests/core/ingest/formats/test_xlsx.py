@@ -179,3 +179,19 @@ def test_a_title_row_above_the_header_is_its_own_line():
     assert [a.locator for a in extracted.anchors] == [
         "sheet=Budget&range=A1:A1", "sheet=Budget&range=A3:C3", "sheet=Budget&range=A4:C4"]
     assert ("rows", "1") in extracted.notes
+
+
+def test_rows_are_bounded_while_reading():
+    from openpyxl import Workbook
+
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    workbook = Workbook()
+    for row in range(1, 102):
+        workbook.active.append([f"r{row}", row])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with pytest.raises(ExtractionError, match="the XLSX holds more than 100 rows"):
+        XlsxFormat(OfficeLimits(max_rows=100)).extract(buffer.getvalue(), "long")
+    within = XlsxFormat(OfficeLimits(max_rows=101)).extract(buffer.getvalue(), "long")
+    assert dict(within.notes)["rows"] == "100"

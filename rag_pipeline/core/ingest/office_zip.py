@@ -1,0 +1,111 @@
+"""Limits on what an Office file (a zip of XML parts: DOCX, XLSX, PPTX, ODF) may expand to.
+
+The document size limit counts the file's compressed bytes; a few megabytes of zip can hold
+gigabytes of XML (a zip bomb). Before any XML is parsed, the zip's central directory is read
+and each member's expanded size and compression ratio checked against :class:`OfficeLimits`;
+while reading, the rows, cells and characters a reader produces are counted against the same
+limits. Python's :mod:`zipfile` never expands a member past the size its directory entry
+declares (a lying entry ends in a CRC error), so the declared sizes are a sound bound.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from dataclasses import dataclass
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class OfficeLimits:
+    """What one Office document may hold; over any limit the document fails with the limit
+    named, and the run goes on.
+
+    Attributes:
+        max_expanded_bytes: The members' expanded sizes together (256 MiB).
+        max_ratio: Expanded over compressed size of one member expanding to more than
+            ``ratio_floor_bytes`` (XML compresses 5-20 times; 200 is a bomb).
+        ratio_floor_bytes: Members smaller than this expanded are never judged by their ratio.
+        max_members: Members of the zip.
+        max_chars: Characters of the canonical text (50 million: days of embedding).
+        max_rows: Table or sheet rows of the document (Excel's own limit is 1,048,576 a sheet).
+        max_cells: Table or sheet cells of the document.
+
+    Raises:
+        ValueError: A limit is not positive.
+    """
+
+    max_expanded_bytes: int = 256 * MIB
+    max_ratio: float = 200.0
+    ratio_floor_bytes: int = MIB
+    max_members: int = 10_000
+    max_chars: int = 50_000_000
+    max_rows: int = 1_048_576
+    max_cells: int = 5_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_expanded_bytes", "max_ratio", "ratio_floor_bytes", "max_members",
+                     "max_chars", "max_rows", "max_cells"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+
+def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
+    """Checks the zip's directory against the limits before anything is expanded.
+
+    Raises:
+        ExtractionError: Not a zip (``unreadable <kind>``), or over a limit, naming it.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
+    if len(members) > limits.max_members:
+        raise ExtractionError(f"zip bomb guard: {len(members):,} members in the {kind}, over "
+                              f"the limit of {limits.max_members:,}")
+    total = 0
+    for member in members:
+        total += member.file_size
+        if (member.file_size > limits.ratio_floor_bytes
+                and member.file_size > limits.max_ratio * max(member.compress_size, 1)):
+            ratio = member.file_size / max(member.compress_size, 1)
+            raise ExtractionError(
+                f"zip bomb guard: {member.filename} expands {ratio:,.0f} times "
+                f"({member.compress_size:,} to {member.file_size:,} bytes), over the limit of "
+                f"{limits.max_ratio:g}")
+    if total > limits.max_expanded_bytes:
+        raise ExtractionError(
+            f"zip bomb guard: the {kind} expands to {total:,} bytes, over the limit of "
+            f"{limits.max_expanded_bytes:,}")
+
+
+class ContentBudget:
+    """Counts rows, cells and characters as a reader produces them; raises at the first limit
+    passed, so a bomb stops while it is read rather than after."""
+
+    def __init__(self, kind: str, limits: OfficeLimits) -> None:
+        self.kind, self.limits = kind, limits
+        self.rows = self.cells = self.chars = 0
+
+    def add(self, rows: int = 0, cells: int = 0, chars: int = 0) -> None:
+        """Adds to the counts.
+
+        Raises:
+            ExtractionError: A count passed its limit, naming it.
+        """
+        self.rows += rows
+        self.cells += cells
+        self.chars += chars
+        for name, count, limit in (("rows", self.rows, self.limits.max_rows),
+                                   ("cells", self.cells, self.limits.max_cells),
+                                   ("characters", self.chars, self.limits.max_chars)):
+            if count > limit:
+                raise ExtractionError(f"too large: the {self.kind} holds more than {limit:,} "
+                                      f"{name}, over the limit")
+
+
+__all__ = ["ContentBudget", "OfficeLimits", "check_zip"]

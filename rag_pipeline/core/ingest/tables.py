@@ -1,0 +1,94 @@
+"""Tables in canonical text: laying rows out as lines, and which rows a span of text holds.
+
+Every format with tables declares them as :class:`~rag_pipeline.core.ingest.extracted.TableSpan`
+values in its :class:`~rag_pipeline.core.ingest.extracted.Extracted`; chunking keeps rows whole
+and repeats the header row in the embedded text of each later chunk of the table. A format
+that writes a table as one line per row, cells joined by ``" | "`` (DOCX, PPTX, ODF), builds
+both the text and the span with :func:`layout_table`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from rag_pipeline.core.ingest.extracted import TableSpan
+
+CELL_SEPARATOR = " | "
+
+
+def row_line(cells: Sequence[str], separator: str = CELL_SEPARATOR) -> str:
+    """A row as one line: each cell's white space collapsed, cells joined by ``separator``.
+    An empty cell stays an empty place (``"a |  | c"``), so later cells keep their column;
+    empty cells at the row's end are left out (they shift nothing)."""
+    texts = [" ".join(cell.split()) for cell in cells]
+    while texts and not texts[-1]:
+        texts.pop()
+    return separator.join(texts)
+
+
+def layout_table(rows: Sequence[Sequence[str]], offset: int, header_rows: int = 1,
+                 separator: str = CELL_SEPARATOR) -> tuple[str, TableSpan]:
+    """The table's text (one line per row, no final newline) and its span, placed at
+    ``offset`` of the canonical text.
+
+    Args:
+        rows: The rows' cells, header rows first; a merged cell should already be one value
+            followed by empty cells for the columns it spans, so columns line up.
+        offset: Where the text will start in the canonical text.
+        header_rows: How many leading rows are the header (0: none).
+        separator: Between cells.
+
+    Example:
+        >>> text, span = layout_table([["Name", "Hours"], ["Ada", "6"], ["Bo", "2"]], 100)
+        >>> text
+        'Name | Hours\\nAda | 6\\nBo | 2'
+        >>> span
+        TableSpan(start=100, end=127, header='Name | Hours', header_end=112, rows=(113, 121))
+    """
+    lines = [row_line(cells, separator) for cells in rows]
+    starts, position = [], offset
+    for line in lines:
+        starts.append(position)
+        position += len(line) + 1
+    end = position - 1 if lines else offset
+    header_rows = min(header_rows, len(lines))
+    header = "\n".join(lines[:header_rows])
+    header_end = offset + len(header)
+    return "\n".join(lines), TableSpan(offset, end, header, header_end, tuple(starts[header_rows:]))
+
+
+def table_at(tables: Sequence[TableSpan], position: int) -> TableSpan | None:
+    """The table holding ``position`` (``tables`` in text order, never overlapping)."""
+    index = bisect_right([t.start for t in tables], position) - 1
+    if index >= 0 and position < tables[index].end:
+        return tables[index]
+    return None
+
+
+def repeated_header(tables: Sequence[TableSpan], start: int) -> str:
+    """The header row to put before a chunk starting at ``start``: the header of the table the
+    chunk starts in after its header row; ``""`` otherwise (the chunk holds the header, or
+    starts outside every table)."""
+    table = table_at(tables, start)
+    if table is None or start < table.header_end:
+        return ""
+    return table.header
+
+
+def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
+    """``rows=3-17``: the data rows of the table ``[start, end)`` starts in (or the first table
+    it reaches into); ``""`` when it holds no data row."""
+    for table in tables:
+        if table.end <= start:
+            continue
+        if table.start >= end:
+            break
+        rows = table.row_range(start, end)
+        if rows is not None:
+            return f"rows={rows[0]}-{rows[1]}"
+    return ""
+
+
+__all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "rows_locator",
+           "table_at"]

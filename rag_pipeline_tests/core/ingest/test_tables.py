@@ -1,0 +1,39 @@
+"""Tables in canonical text: rows laid out as lines, the header a chunk repeats, rows cited."""
+
+from __future__ import annotations
+
+from rag_pipeline.core.ingest.extracted import TableSpan
+from rag_pipeline.core.ingest.tables import layout_table, repeated_header, row_line, rows_locator
+
+
+def test_layout_table_places_the_rows_at_the_offset():
+    text, span = layout_table([["Name", "Hours"], ["Ada", "6"], ["Bo", "2"]], 100)
+    assert text == "Name | Hours\nAda | 6\nBo | 2"
+    assert span == TableSpan(100, 127, "Name | Hours", 112, (113, 121))
+    canonical = "x" * 100 + text
+    assert canonical[span.start:span.header_end] == span.header
+    assert canonical[span.rows[1]:span.end] == "Bo | 2"
+
+
+def test_an_empty_cell_keeps_its_place_but_trailing_ones_go():
+    assert row_line(["a", "", "c", "", ""]) == "a |  | c"
+    assert row_line([" two\n words ", "x"]) == "two words | x"
+
+
+def test_row_range_names_the_rows_a_span_overlaps():
+    span = TableSpan(0, 40, "H", 1, (2, 10, 20, 30))
+    assert span.row_range(0, 1) is None  # the header only
+    assert span.row_range(0, 12) == (1, 2)
+    assert span.row_range(20, 30) == (3, 3)
+    assert span.row_range(25, 40) == (3, 4)
+    assert span.row_range(40, 50) is None
+
+
+def test_the_header_is_repeated_only_after_it():
+    tables = [TableSpan(10, 40, "H | I", 15, (16, 30)), TableSpan(50, 60, "", 50, (50,))]
+    assert repeated_header(tables, 10) == ""
+    assert repeated_header(tables, 16) == "H | I"
+    assert repeated_header(tables, 45) == ""
+    assert repeated_header(tables, 55) == ""  # a table without a header row
+    assert rows_locator(tables, 16, 35) == "rows=1-2"
+    assert rows_locator(tables, 0, 9) == ""
