@@ -17,11 +17,21 @@ from rag_pipeline.cli.edge import (
     echo,
     fail,
     load_model,
+    read_config,
 )
 from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
+
+ENV_TOKEN = "RAG_PIPELINE_TOKEN"
+"""The bearer token ``ask`` sends to a running ``serve`` (read here, at the edge, only)."""
+
+GROUPS_OPTION = click.option(
+    "--groups", default=None,
+    help="Answer in this process as these groups would be answered (a,b): only what [access] "
+         "lets them read. Without it, an in-process answer reads everything (whoever reads the "
+         "data folder reads every document).")
 
 if TYPE_CHECKING:
     from rag_pipeline.core.answer.answer import Answer
@@ -40,10 +50,35 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
     if record is None or (record.location, record.chunker, record.model_key, record.base_url) != (
             invocation.tables_at, chunker, model_key, base_url):
         return None
-    data = ask_running(record, {"q": question, **params})
+    from rag_pipeline.core.runtime.serve_record import ServeRefusedError
+
+    try:
+        data = ask_running(record, {"q": question, **params}, token=os.environ.get(ENV_TOKEN) or None)
+    except ServeRefusedError as exc:
+        fail(f"the running serve at {record.url('/')} refused ${ENV_TOKEN}: {exc}")
     if data is None:
         return None
     return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+
+
+def principal_groups(groups: str | None) -> frozenset[str] | None:
+    """``--groups a,b`` as the asker's groups (None: everything), or a one-line failure; a note
+    when no ``[access]`` is declared (the option then changes nothing)."""
+    if groups is None:
+        return None
+    from rag_pipeline.service.tokens import TokenError, check_groups
+
+    try:
+        wanted = frozenset(check_groups(groups))
+    except TokenError as exc:
+        fail(str(exc))
+    policy = read_config().access
+    if policy is None:
+        echo("note: rag_pipeline.toml declares no [access]: --groups changes nothing", err=True)
+    elif policy.groups and not wanted <= set(policy.groups):
+        fail(f"--groups: unknown group(s) {sorted(wanted - set(policy.groups))}; [access] groups "
+             f"declares {list(policy.groups)}")
+    return wanted
 
 
 def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_note: str,
@@ -122,13 +157,15 @@ def question_options(command):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--prompt", "show_prompt", is_flag=True, help="Print the prompt too.")
 @click.option("--timings", "show_timings", is_flag=True, help="Print the time per stage.")
+@GROUPS_OPTION
 @click.pass_obj
 def ask(invocation: Invocation, question: str, chunker: str, model_key: str | None, retriever: str,
         analyzer: str, max_sources: int, cut: float, rerank_model: str | None,
         no_collapse: bool,
         base_url: str | None, generate_url: str | None, generate_model: str | None, as_json: bool,
-        show_prompt: bool, show_timings: bool) -> None:
-    """Answer QUESTION from the index with citations, or refuse."""
+        show_prompt: bool, show_timings: bool, groups: str | None) -> None:
+    """Answer QUESTION from the index with citations, or refuse (through a running `serve`,
+    which is sent $RAG_PIPELINE_TOKEN, unless --groups or an in-process option is given)."""
     import json
 
     from rag_pipeline.core.answer.answer_json import answer_json
@@ -163,7 +200,8 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
         fail(str(exc))
     spec = declared_model(model_key)
     the_cut = gate_cut(spec, cut)
-    if not (rerank_model or generate_url or show_prompt or no_collapse):
+    asker = principal_groups(groups)
+    if not (rerank_model or generate_url or show_prompt or no_collapse or groups is not None):
         served = _ask_serve(invocation, question, chunker, spec.key, base_url,
                             {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
                              "cut": repr(the_cut)})
@@ -181,6 +219,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     from rag_pipeline.core.answer.generation import GenerationError, GeneratorSettings
     from rag_pipeline.core.answer.question import EmptyQuestionError
     from rag_pipeline.core.embedding.export import ModelNotExportedError
+    from rag_pipeline.core.index.access import labelled
     from rag_pipeline.core.index.store import UnknownPartitionError, load_partition
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
@@ -188,7 +227,8 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     started = time.perf_counter()
     try:
         warehouse = invocation.warehouse
-        index = load_partition(warehouse.data_dir, chunker, spec.key, warehouse.location)
+        index = labelled(load_partition(warehouse.data_dir, chunker, spec.key, warehouse.location),
+                         read_config().access)
         embedder = load_model(spec, invocation.data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
@@ -201,7 +241,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
             generator=GeneratorSettings(base_url=generate_url, model=generate_model)
             if generate_url else None)
         loaded = time.perf_counter() - started
-        answer = run_ask(question, index, embedder, settings, reranker)
+        answer = run_ask(question, index, embedder, settings, reranker, groups=asker)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         fail(str(exc))
@@ -225,6 +265,14 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
 @click.option("--poll", "poll_seconds", type=FiniteFloatRange(0.05, 3600), default=1.0,
               show_default=True, help="Seconds between checks for a new index generation.")
 @click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option("--open", "open_to_all", is_flag=True,
+              help="Without [access], listen on a non-loopback --host anyway: everyone who can "
+                   "reach the port reads every document.")
+@click.option("--trusted-proxy", default=None,
+              help="With [access]: the address of a single sign-on proxy whose groups header is "
+                   "believed (from it only; ignored and logged from any other address).")
+@click.option("--groups-header", default="X-Forwarded-Groups", show_default=True,
+              help="The header the --trusted-proxy sends the user's groups in (a,b).")
 @click.option("--query-backend", type=click.Choice(["onnxruntime", "openvino", "model"]),
               default="onnxruntime", show_default=True,
               help="onnxruntime or openvino: questions run through the model's weights converted "
@@ -242,7 +290,8 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
 @click.pass_obj
 def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
-          workers: int | None, poll_seconds: float, access_log: bool, query_backend: str,
+          workers: int | None, poll_seconds: float, access_log: bool, open_to_all: bool,
+          trusted_proxy: str | None, groups_header: str, query_backend: str,
           query_streams: int, query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.answer.ask import AskSettings
@@ -262,6 +311,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
     except InvalidArgumentError as exc:
         fail(str(exc))
     spec = declared_model(model_key)
+    access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds)
     try:
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key,
@@ -272,8 +322,58 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
         serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=echo,
                       query_runtime=None if query_backend == "model" else query_backend,
-                      query_streams=query_streams, query_threads=query_threads)
+                      query_streams=query_streams, query_threads=query_threads, access=access)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         fail(str(exc))
 
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_proxy: str | None,
+                 groups_header: str, poll_seconds: float):
+    """The service's access from ``[access]`` and the options, or a one-line failure: without
+    ``[access]`` a non-loopback ``--host`` needs ``--open``, and a proxy needs ``[access]``."""
+    import ipaddress
+
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.project_paths import config_path
+    from rag_pipeline.service.auth import AccessState
+    from rag_pipeline.service.tokens import TokenError, TokenStore
+
+    policy = read_config().access
+    if policy is None:
+        if trusted_proxy is not None:
+            fail("--trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "
+                 "request reads everything and no groups are asked")
+        if not _is_loopback(host) and not open_to_all:
+            fail(f"--host {host} is reachable from other machines and rag_pipeline.toml declares no "
+                 "[access], so anyone who reaches the port would read every document: declare "
+                 "[access] (docs/access.md) or pass --open to serve it anyway")
+        return AccessState(None)
+    if trusted_proxy is not None:
+        try:
+            trusted_proxy = str(ipaddress.ip_address(trusted_proxy))
+        except ValueError:
+            fail(f"--trusted-proxy must be an IP address (the proxy's, as this service sees it), "
+                 f"got {trusted_proxy!r}")
+    if not groups_header or any(c in groups_header for c in " :\r\n"):
+        fail(f"--groups-header must be a header name, got {groups_header!r}")
+    store = TokenStore(invocation.data_dir)
+    try:
+        store.records()
+    except TokenError as exc:
+        fail(str(exc))
+    return AccessState(policy, store, reload_policy=lambda: load_config(config_path()).access,
+                       trusted_proxy=trusted_proxy, groups_header=groups_header,
+                       poll_seconds=poll_seconds)

@@ -17,7 +17,7 @@ import logging
 from importlib.resources import files
 from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
@@ -29,6 +29,7 @@ from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS
 from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline.service.auth import Principal, install_access, principal
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,10 @@ def document_view(title: str, document_id: str, text: str, start: int, end: int)
         before=before, quote=quote, after=after)
 
 
+Asker = Annotated[Principal, Depends(principal)]
+"""Who asks: every data route takes it (:mod:`rag_pipeline.service.auth`)."""
+
+
 def create_app(service: QueryService) -> FastAPI:
     """The ASGI application over a started :class:`QueryService`."""
     app = FastAPI(
@@ -175,10 +180,10 @@ def create_app(service: QueryService) -> FastAPI:
         log.exception("unexpected error answering %s %s", request.method, request.url.path)
         return _error(500, f"internal error: {type(exc).__name__}")
 
-    def _answer(payload: dict[str, Any]) -> JSONResponse:
+    def _answer(payload: dict[str, Any], who: Principal) -> JSONResponse:
         try:
             request = AskRequest.model_validate(payload)
-            return JSONResponse(service.answer(request))
+            return JSONResponse(service.answer(request, who.groups))
         except ValidationError as exc:
             service.count_error()
             return _error(422, _validation_message(list(exc.errors())))
@@ -187,16 +192,16 @@ def create_app(service: QueryService) -> FastAPI:
             return _error(422, str(exc))
 
     @app.post("/ask", summary="Answer a question with citations, or refuse")
-    def ask_post(request: AskRequest) -> JSONResponse:
+    def ask_post(request: AskRequest, who: Asker) -> JSONResponse:
         try:
-            return JSONResponse(service.answer(request))
+            return JSONResponse(service.answer(request, who.groups))
         except RequestError as exc:
             service.count_error()
             return _error(422, str(exc))
 
     @app.get("/ask", summary="Answer a question given in the query string")
     def ask_get(
-        http_request: Request,
+        http_request: Request, who: Asker,
         q: Annotated[str, Query(description=f"The question (1 to {MAX_QUESTION_CHARS} characters).")],
         chunker: str | None = None, model: str | None = None, retriever: Retriever | None = None,
         analyzer: Analyzer | None = None, k: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
@@ -209,15 +214,15 @@ def create_app(service: QueryService) -> FastAPI:
             service.count_error()
             return _error(422, f"{unknown[0]}: unknown query parameter (known: q, "
                                "chunker, model, retriever, analyzer, k, cut)")
-        return _answer({key: value for key, value in payload.items() if value is not None})
+        return _answer({key: value for key, value in payload.items() if value is not None}, who)
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")
     async def health() -> dict[str, Any]:  # on the event loop: no thread to wait for
         return service.health()
 
     @app.get("/status", summary="The served generation, model, counts and age")
-    def status() -> dict[str, Any]:
-        return service.status()
+    def status(who: Asker) -> dict[str, Any]:
+        return service.status(who.groups)
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def api_docs() -> HTMLResponse:
@@ -229,13 +234,15 @@ def create_app(service: QueryService) -> FastAPI:
 
     @app.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
              summary="A cited document with the quoted slice marked")
-    def document(document_id: str,
+    def document(document_id: str, who: Asker,
                  start: Annotated[int, Query(alias="from", ge=0)] = 0,
                  end: Annotated[int | None, Query(alias="to", ge=0)] = None) -> HTMLResponse:
         served = service.follower.current
+        index = service.served_index()
         info = served.index.documents.get(document_id)
         text = served.canonical.get(document_id)
-        if info is None or text is None:
+        if info is None or text is None or (
+                index.access is not None and not index.access.may_read(document_id, who.groups)):
             return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
         end = len(text) if end is None else end
         if not start <= end <= len(text):
@@ -244,14 +251,19 @@ def create_app(service: QueryService) -> FastAPI:
 
     @app.get("/reports/{model_key}", response_class=HTMLResponse,
              summary="The evaluation report of a model (the Dagster UI links here)")
-    def report(model_key: str) -> HTMLResponse:
+    def report(model_key: str, who: Asker) -> HTMLResponse:
         try:
             path = report_path(service.follower.data_dir, model_key)
         except ValueError as exc:
             return _error(404, str(exc))
-        if not path.is_file():
+        index = service.served_index()
+        # A report quotes gold questions and documents of the whole corpus: only a principal who
+        # reads every document sees it; anyone else gets the answer a missing report gets.
+        if not path.is_file() or (index.access is not None and who.groups is not None and not all(
+                index.access.may_read(d, who.groups) for d in index.access.documents)):
             return _error(404, f"no evaluation report for {model_key}: run `rag-pipeline eval`")
         return HTMLResponse(path.read_text(encoding="utf-8"))
 
+    install_access(app, service.access)
     app.add_middleware(BodyLimit)
     return app

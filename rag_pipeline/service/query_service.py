@@ -24,9 +24,12 @@ from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS, check_question
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPath
+from rag_pipeline.core.index.access import labelled, readable_rows
 from rag_pipeline.core.index.follower import IndexFollower
+from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.retriever import RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline.service.auth import AccessState
 
 MAX_K = 20
 
@@ -112,11 +115,13 @@ def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
 class QueryService:
     """Answers requests from the followed partition with the loaded model."""
 
-    def __init__(self, follower: IndexFollower, embedder: TextEmbedder, settings: ServeSettings) -> None:
+    def __init__(self, follower: IndexFollower, embedder: TextEmbedder, settings: ServeSettings,
+                 access: AccessState | None = None) -> None:
         if embedder.spec.key != settings.model_key:
             raise ValueError(f"the embedder is {embedder.spec.key}, the service serves {settings.model_key}")
         self.follower = follower
         self.embedder = embedder
+        self.access = access or AccessState(None)
         if settings.ask is None:
             settings = replace(settings, ask=AskSettings(cut=gate_cut(embedder.spec)))
         self.settings = settings
@@ -141,19 +146,24 @@ class QueryService:
             cut=base.cut if request.cut is None else request.cut,
             max_sources=request.k or base.max_sources)
 
-    def answer(self, request: AskRequest) -> dict[str, Any]:
+    def served_index(self) -> PartitionIndex:
+        """The served generation, its rows labelled by the access rules in force."""
+        return labelled(self.follower.current.index, self.access.policy)
+
+    def answer(self, request: AskRequest, groups: frozenset[str] | None = None) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
         adds ``queue`` (waiting for a worker slot), ``cpu`` (the request thread's CPU time inside
         ``ask``: below ``total`` when the cores are shared; it does not count a runtime's own
         threads, which may run part of the fast question path) and ``request`` (validation to a JSON-ready
-        dict)."""
+        dict). ``groups``: the asker's (None: everything)."""
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:
             queued = time.perf_counter() - started
             served = self.follower.current
             cpu = time.thread_time()
-            answer = ask(request.question, served.index, self.embedder, settings)
+            index = labelled(served.index, self.access.policy)
+            answer = ask(request.question, index, self.embedder, settings, groups=groups)
             cpu = time.thread_time() - cpu
         body = answer_json(answer)
         body["timings_ms"]["queue"] = round(queued * 1000, 3)
@@ -171,9 +181,12 @@ class QueryService:
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "generation": self.follower.current.generation}
 
-    def status(self) -> dict[str, Any]:
+    def status(self, groups: frozenset[str] | None = None) -> dict[str, Any]:
+        """The served generation and its counts; for a principal of ``groups`` on a labelled
+        index, counts of what those groups read only (the ANN index's size is left out)."""
         served = self.follower.current
-        index, spec, now = served.index, self.embedder.spec, time.time()
+        index, spec, now = labelled(served.index, self.access.policy), self.embedder.spec, time.time()
+        readable = readable_rows(index, groups)
         with self._counts_lock:
             by_generation, outcomes = dict(self._by_generation), dict(self._outcomes)
         return {
@@ -183,17 +196,22 @@ class QueryService:
                       "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
             "query_path": _query_path(self.embedder),
             "dense_path": dense_path(index, RetrievalSettings()).value,
-            "ann_index": None if index.ann is None else {
+            "ann_index": None if index.ann is None or readable is not None else {
                 "rows": index.ann.rows, "fingerprint": index.ann.fingerprint,
                 "crossover": RetrievalSettings().crossover, "kind": "faiss IVF-SQ8",
                 "nlist": index.ann.nlist, "nprobe": index.ann.nprobe,
                 "measured_recall": index.ann.measured_recall},
-            "chunks": len(index), "vectors": int(index.vectors.shape[0]),
-            "documents": len(index.documents),
+            "chunks": len(index) if readable is None else len(readable),
+            "vectors": int(index.vectors.shape[0]) if readable is None else len(readable),
+            "documents": len(index.documents) if readable is None else sum(
+                index.access.may_read(d, groups) for d in index.documents),
+            "access": None if index.access is None else {"rules": index.access.digest},
             "published_at": index.published_at,
             "index_age_seconds": round(served.age_seconds(now), 3),
             "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),
-            "swaps": self.follower.swaps, "last_error": self.follower.last_error,
+            "swaps": self.follower.swaps,
+            "last_error": self.follower.last_error if readable is None or not self.follower.last_error
+            else "the service could not load a newer generation (its log says why)",
             "requests": {"answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
                          "rejected": outcomes.get("rejected", 0)},
             "answered_by_generation": by_generation,

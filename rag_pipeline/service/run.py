@@ -17,6 +17,7 @@ from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
 from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
@@ -58,15 +59,18 @@ def freeze_heap() -> None:
 
 
 def start_service(warehouse: Warehouse, settings: ServeSettings, load_model: Callable[[], TextEmbedder],
-                  poll_seconds: float = 1.0) -> QueryService:
+                  poll_seconds: float = 1.0, access: AccessState | None = None) -> QueryService:
     """Loads the served generation (first: a missing index fails fast), then the model from
-    ``load_model``, answers one question to warm up, and follows the partition."""
+    ``load_model``, answers one question to warm up, and follows the partition (and, with
+    ``access``, the tokens and rules)."""
     follower = IndexFollower(warehouse, settings.chunker, settings.model_key, poll_seconds)
     served = follower.start()
     try:
         embedder = load_model()
         ask(WARM_UP_QUESTION, served.index, embedder)
-        return QueryService(follower, embedder, settings)
+        service = QueryService(follower, embedder, settings, access)
+        service.access.start()
+        return service
     except BaseException:
         follower.stop()
         raise
@@ -75,12 +79,14 @@ def start_service(warehouse: Warehouse, settings: ServeSettings, load_model: Cal
 @contextmanager
 def running_service(warehouse: Warehouse, settings: ServeSettings,
                     load_model: Callable[[], TextEmbedder],
-                    poll_seconds: float = 1.0) -> Iterator[QueryService]:
+                    poll_seconds: float = 1.0,
+                    access: AccessState | None = None) -> Iterator[QueryService]:
     """:func:`start_service`, with the index follower stopped on the way out."""
-    service = start_service(warehouse, settings, load_model, poll_seconds)
+    service = start_service(warehouse, settings, load_model, poll_seconds, access)
     try:
         yield service
     finally:
+        service.access.stop()
         service.follower.stop()
 
 
@@ -141,6 +147,21 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def access_line(service: QueryService) -> str:
+    """What ``serve`` says of its access at start: the rules, the tokens, the proxy, and how
+    many documents no rule lets anyone read."""
+    from rag_pipeline.core.index.access import labelled
+
+    access = service.access
+    labels = labelled(service.follower.current.index, access.policy).access
+    proxy = (f"; groups from {access.groups_header_name} of {access.trusted_proxy} only"
+             if access.trusted_proxy else "")
+    return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
+            f"{len(access.store.records())} token(s){proxy}; every path but /health needs a "
+            f"principal; {len(labels.unreadable_documents())} document(s) no rule matches "
+            "(readable by nobody)")
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -148,7 +169,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
                   query_runtime: str | None = "onnxruntime", query_streams: int = 1,
-                  query_threads: int | None = None) -> None:
+                  query_threads: int | None = None, access: AccessState | None = None) -> None:
     import uvicorn
 
     from rag_pipeline.service.app import create_app
@@ -160,7 +181,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                 warehouse, settings,
                 lambda: load_service_model(spec, settings.workers, query_runtime, echo,
                                            query_streams, query_threads),
-                poll_seconds) as service:
+                poll_seconds, access) as service:
             served = service.follower.current
             port = sock.getsockname()[1]
             where = f"[{host}]" if ":" in host else host
@@ -168,6 +189,8 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                  f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
                  f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
+            if service.access.enabled:
+                echo(access_line(service))
             config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted

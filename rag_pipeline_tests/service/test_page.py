@@ -127,7 +127,8 @@ def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Pa
         rows = [page.locator("tbody tr").nth(i).inner_text().split("\t")[:2]
                 for i in range(page.locator("tbody tr").count())]
         assert rows == [["POST", "/ask"], ["GET", "/ask"], ["GET", "/health"], ["GET", "/status"],
-                        ["GET", "/documents/{document_id}"], ["GET", "/reports/{model_key}"]]
+                        ["GET", "/documents/{document_id}"], ["GET", "/reports/{model_key}"],
+                        ["POST", "/session"], ["DELETE", "/session"]]
         assert page.inner_text("h1") == "rag-pipeline query service"
         page.click("a[href='/openapi.json']")
         page.wait_for_url(base_url + "/openapi.json", timeout=TIMEOUT_MS)

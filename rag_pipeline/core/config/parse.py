@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.access import parse_access
 from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
 from rag_pipeline.core.config.root import CONFIG_NAME, config_path
 from rag_pipeline.core.config.schema import (
@@ -191,10 +192,11 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ModelConfigError(f"{label}: not valid TOML: {exc}") from None
-    unknown = sorted(set(data) - {"index", "models", "profiles"})
+    unknown = sorted(set(data) - {"index", "models", "profiles", "access"})
     if unknown:
         raise ModelConfigError(f"{label}: unknown table(s) {unknown}; known: "
-                               "['index', 'models', 'profiles']")
+                               "['access', 'index', 'models', 'profiles']")
+    access = parse_access(data["access"], label) if "access" in data else None
     index = data.get("index", {})
     if not isinstance(index, Mapping) or set(index) - INDEX_KEYS:
         raise ModelConfigError(f"{label}: [index] takes only {sorted(INDEX_KEYS)}")
@@ -236,7 +238,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         raise ModelConfigError(f"{label}: [index] profile {chosen!r} is not one of "
                                f"{[p.name for p in profiles]}")
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
-                         folders["corpus"], folders["data_dir"])
+                         folders["corpus"], folders["data_dir"], access=access)
 
 
 def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],

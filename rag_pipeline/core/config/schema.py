@@ -35,6 +35,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 
@@ -136,6 +137,8 @@ class ProjectConfig:
         data_dir: ``[index] data_dir``: the data folder when ``--data-dir`` is not given.
         selected: The profile :func:`~rag_pipeline.core.config.parse.select_profile`
             restricted this config to (None: all).
+        access: ``[access]``: who may read which document (None: not declared, everyone
+            reads everything).
     """
 
     models: tuple[ModelDeclaration, ...]
@@ -148,6 +151,7 @@ class ProjectConfig:
     corpus: Path | None = None
     data_dir: Path | None = None
     selected: str | None = None
+    access: AccessPolicy | None = None
 
     @property
     def lock_path(self) -> Path:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    pass
+    from rag_pipeline.core.index.access import Readable
 
 # faiss is imported only where an index is built or opened: the CLI imports this module through
 # retrieval, and a native library loaded before pyarrow's S3 filesystem first connects has left
@@ -95,6 +95,20 @@ SELF_CHECK_QUERIES = 200
 CROSSOVER_ROWS = 30_000
 """Below this many chunks the exact scan serves: it is as fast as the index there and has
 nothing to miss (measured on this machine, README, "Approximate search")."""
+
+
+FILTER_EXACT_SELECTIVITY = 0.05
+"""Below this share of readable rows a filtered search scans the readable rows exactly: the
+cells would have to be scanned nearly all to find enough readable codes, and the exact scan of
+so few rows costs less (measured by :mod:`rag_pipeline.benchmarks.access`)."""
+
+
+def _exact_within(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` of ``rows`` (ascending) closest to ``query``, exactly, closest first."""
+    distances = 1.0 - vectors[rows] @ query
+    order = np.lexsort((rows, distances))[:k]
+    return rows[order], distances[order]
 
 
 class AnnMismatchError(Exception):
@@ -355,19 +369,43 @@ class AnnIndex:
                                    f"partition holds {seen}: rebuild the index")
 
     def search(self, vectors: np.ndarray, query: np.ndarray, k: int,
-               shortlist_factor: int = SHORTLIST_FACTOR) -> tuple[np.ndarray, np.ndarray]:
+               shortlist_factor: int = SHORTLIST_FACTOR,
+               readable: Readable | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` rows closest to ``query`` among the index's shortlist (``shortlist_factor x
         min(k, EXACT_RANKS)`` rows, at least ``k``, from ``nprobe`` cells), closest first (ties by
-        row), with their exact cosine distances from the float32 ``vectors``."""
+        row), with their exact cosine distances from the float32 ``vectors``.
+
+        With ``readable``, the shortlist holds readable rows only: faiss scans the cells with an
+        ID selector over the readable rows' bitmap (an unreadable code is never a candidate), at
+        ``nprobe / selectivity`` cells (so about as many readable codes are scanned as without a
+        filter); below :data:`FILTER_EXACT_SELECTIVITY`, or when the cells hold fewer readable
+        rows than the shortlist wants, the readable rows are scanned exactly instead."""
         import faiss
 
         if k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         wanted = min(self.rows, max(min(k, EXACT_RANKS) * shortlist_factor, k))
         question = np.ascontiguousarray(query, np.float32)[None, :]
-        with _omp_threads(1):
-            _, found = self.ivf.search(question, wanted, params=faiss.SearchParametersIVF(nprobe=self.nprobe))
-        rows = found[0][(found[0] >= 0) & (found[0] < self.rows)]
+        if readable is not None:
+            if len(readable) == 0:
+                return np.zeros(0, np.int64), np.zeros(0, np.float32)
+            wanted = min(wanted, len(readable))
+            if readable.selectivity < FILTER_EXACT_SELECTIVITY:
+                return _exact_within(vectors, question[0], readable.rows, k)
+            nprobe = min(self.nlist, max(self.nprobe, math.ceil(self.nprobe / readable.selectivity)))
+            bitmap = readable.bitmap()
+            selector = faiss.IDSelectorBitmap(len(readable.mask), faiss.swig_ptr(bitmap))
+            with _omp_threads(1):
+                _, found = self.ivf.search(question, wanted, params=faiss.SearchParametersIVF(
+                    nprobe=nprobe, sel=selector))
+            rows = found[0][(found[0] >= 0) & (found[0] < self.rows)]
+            if len(rows) < wanted:
+                return _exact_within(vectors, question[0], readable.rows, k)
+        else:
+            with _omp_threads(1):
+                _, found = self.ivf.search(question, wanted,
+                                           params=faiss.SearchParametersIVF(nprobe=self.nprobe))
+            rows = found[0][(found[0] >= 0) & (found[0] < self.rows)]
         rows = np.sort(rows)  # rows in file order: the rescoring reads the mapped vectors forwards
         distances = 1.0 - vectors[rows] @ question[0]
         order = np.lexsort((rows, distances))[:k]

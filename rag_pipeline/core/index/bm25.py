@@ -189,12 +189,17 @@ class Bm25Scorer:
         found = np.searchsorted(held, rows).clip(max=len(held) - 1)
         return bool((held[found] == rows).any())
 
-    def _weighted(self, columns: list[int], weights: list[float]) -> np.ndarray:
+    def _weighted(self, columns: list[int], weights: list[float],
+                  readable: np.ndarray | None = None) -> np.ndarray:
         """``sum_t weight_t * column_t``: every posting added into one score array, term by term
-        in the given order (:func:`_add_postings`)."""
+        in the given order (:func:`_add_postings`); with a ``readable`` row mask, only the
+        postings of readable rows (every other row keeps a score of zero)."""
         scores = np.zeros(self.n_chunks)
         for column, weight in zip(columns, weights, strict=True):
             rows, values = self.postings(column)
+            if readable is not None:
+                keep = readable[rows]
+                rows, values = rows[keep], values[keep]
             _add_postings(scores, rows, values, weight)
         return scores
 
@@ -215,22 +220,30 @@ class Bm25Scorer:
         counts = Counter(t for t in analyze(query, self.analyzer) if t in self.term_index)
         return [self.term_index[t] for t in counts], [float(c) for c in counts.values()]
 
-    def top(self, query: str, depth: int) -> Bm25List:
+    def top(self, query: str, depth: int, readable: np.ndarray | None = None) -> Bm25List:
         """The ``depth`` best-scoring chunks with a positive score, best first (ties by row): the
-        ranking of :meth:`scores` (:func:`ranked`), found without sorting every matching row."""
-        return self._top(*self._query_terms(query), depth)
+        ranking of :meth:`scores` (:func:`ranked`), found without sorting every matching row.
+        With ``readable`` (a boolean mask over the rows) only readable rows are scored and
+        ranked: the postings of the others never enter the sum."""
+        return self._top(*self._query_terms(query), depth, readable)
 
-    def top_terms(self, weights: Mapping[str, float], depth: int) -> Bm25List:
+    def top_terms(self, weights: Mapping[str, float], depth: int,
+                  readable: np.ndarray | None = None) -> Bm25List:
         """:meth:`top` for a weighted bag of analysed terms (RM3's expanded query)."""
-        return self._top(*self._known_terms(weights), depth)
+        return self._top(*self._known_terms(weights), depth, readable)
 
-    def _top(self, columns: list[int], weights: list[float], depth: int) -> Bm25List:
-        return ranked(self._weighted(columns, weights), depth, self._bound_rows(columns, weights, depth))
+    def _top(self, columns: list[int], weights: list[float], depth: int,
+             readable: np.ndarray | None = None) -> Bm25List:
+        return ranked(self._weighted(columns, weights, readable), depth,
+                      self._bound_rows(columns, weights, depth, readable))
 
-    def _bound_rows(self, columns: list[int], weights: list[float], depth: int) -> np.ndarray | None:
+    def _bound_rows(self, columns: list[int], weights: list[float], depth: int,
+                    readable: np.ndarray | None = None) -> np.ndarray | None:
         """Distinct rows that all score above zero and number at least ``depth``: the postings of
-        one positively weighted term (the shortest such list), or none."""
+        one positively weighted term (the shortest such list; its readable rows only), or none."""
         lists = [self.postings(c)[0] for c, w in zip(columns, weights, strict=True) if w > 0]
+        if readable is not None:
+            lists = [rows[readable[rows]] for rows in lists]
         held = [rows for rows in lists if len(rows) >= depth]
         return min(held, key=len) if held and depth > 0 else None
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +39,9 @@ from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
 
+if TYPE_CHECKING:
+    from rag_pipeline.core.index.access import AccessLabels
+
 CHUNK_COLUMNS = ["chunk_id", "document_id", "section", "content", "text", "from", "to", "content_sha256"]
 """The chunks' columns a served partition maps."""
 
@@ -55,7 +59,7 @@ class DocumentInfo:
     anchors: tuple[Anchor, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PartitionIndex:
     chunker: str
     model_key: str
@@ -78,6 +82,9 @@ class PartitionIndex:
     """Every row holding a content (by ``content_sha256``), in partition order."""
     ann: AnnIndex | None = None
     """The generation's ANN index over ``vectors`` (checked against them), if it has one."""
+    access: AccessLabels | None = None
+    """The readers of every row under ``[access]`` (:func:`rag_pipeline.core.index.access.labelled`);
+    None: everyone reads everything."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)

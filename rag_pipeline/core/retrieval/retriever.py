@@ -8,6 +8,11 @@ the exact scan of every vector, or, when the partition has an ANN index and at l
 ``crossover`` chunks, the index's shortlist rescored with the float32 vectors
 (:mod:`rag_pipeline.core.index.ann`). Either way every distance a hit carries is exact; the ranking
 says which path served (``Ranking.path``, and the timing ``dense_scan`` or ``dense_ann``).
+
+With ``readable`` (:class:`~rag_pipeline.core.index.access.Readable`, the rows one principal may
+read), every list is ranked within those rows: BM25 sums only their postings, the exact scan
+measures only them, the ANN index's shortlist holds only them, and duplicates collapse over
+readable copies only; fusion, the gate and every distance then see readable chunks alone.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_d
 from rag_pipeline.core.text.analyzers import Analyzer
 
 if TYPE_CHECKING:
+    from rag_pipeline.core.index.access import Readable
     from rag_pipeline.core.index.store import PartitionIndex
 
 
@@ -138,9 +144,13 @@ class DenseList:
     distances: np.ndarray
 
     @classmethod
-    def of_scan(cls, distances: np.ndarray, depth: int) -> DenseList:
-        rows = top_k(distances, depth)
-        return cls(rows, distances[rows])
+    def of_scan(cls, distances: np.ndarray, depth: int, readable: Readable | None = None) -> DenseList:
+        if readable is None:
+            rows = top_k(distances, depth)
+            return cls(rows, distances[rows])
+        within = distances[readable.rows]
+        order = top_k(within, depth)
+        return cls(readable.rows[order], within[order])
 
     def pairs(self) -> list[tuple[int, float]]:
         return list(zip(self.rows.tolist(), self.distances.tolist(), strict=True))
@@ -168,9 +178,10 @@ def _timed(timings: dict[str, float], name: str, fn: Callable):
 
 
 def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIndex,
-                        ) -> list[tuple[int, float, tuple[int, ...]]]:
+                        readable: Readable | None = None) -> list[tuple[int, float, tuple[int, ...]]]:
     """Keeps the first (best) row of each distinct content; it carries every row of the
-    partition that holds the same content, so four kept sources are four different passages."""
+    partition that holds the same content (every readable one, with ``readable``), so four
+    kept sources are four different passages."""
     seen, out = set(), []
     group_of_row = index.rows_by_content.group_of_row  # integers: no content hash read per row
     for row, score in zip(rows, scores, strict=True):
@@ -178,8 +189,29 @@ def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIn
         if group in seen:
             continue
         seen.add(group)
-        twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row) if r != row])
+        twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row)
+                               if r != row and (readable is None or readable.mask[r])])
         out.append((row, score, twins))
+    return out
+
+
+GATHER_SELECTIVITY = 0.25
+"""Below this share of readable rows the exact scan gathers the readable vectors and measures
+only them; above it, one product over the whole matrix costs less than the gather."""
+
+
+def _scan(vectors: np.ndarray, vector: np.ndarray, readable: Readable | None) -> np.ndarray:
+    """Every row's cosine distance to ``vector``; with ``readable``, NaN for every other row."""
+    if readable is None:
+        return cosine_distances(vectors, vector)
+    out = np.full(len(readable.mask), np.nan, np.float32)
+    if len(readable) == 0:
+        return out
+    if readable.selectivity < GATHER_SELECTIVITY:
+        out[readable.rows] = cosine_distances(vectors[readable.rows], vector)
+    else:
+        scanned = cosine_distances(vectors, vector)
+        out[readable.rows] = scanned[readable.rows]
     return out
 
 
@@ -218,21 +250,27 @@ def _one_pass(dense: DenseList | None, bm25: Bm25List | None,
     return fused[:settings.depth]
 
 
-def bm25_top(index: PartitionIndex, question: str, settings: RetrievalSettings) -> Bm25List:
-    """The question's BM25 list as :func:`retrieve` ranks it (its analyzer, its depth): what a
-    caller may compute beside the question's embedding and hand over as ``bm25``."""
-    return index.bm25[settings.analyzer].top(question, settings.depth)
+def bm25_top(index: PartitionIndex, question: str, settings: RetrievalSettings,
+             readable: Readable | None = None) -> Bm25List:
+    """The question's BM25 list as :func:`retrieve` ranks it (its analyzer, its depth, within
+    ``readable``): what a caller may compute beside the question's embedding and hand over as
+    ``bm25``."""
+    return index.bm25[settings.analyzer].top(question, settings.depth,
+                                             None if readable is None else readable.mask)
 
 
 def retrieve(index: PartitionIndex, query: QueryVector, question: str,
              settings: RetrievalSettings | None = None,
-             sentences: SentenceIndex | None = None, bm25: Bm25List | None = None) -> Ranking:
+             sentences: SentenceIndex | None = None, bm25: Bm25List | None = None,
+             readable: Readable | None = None) -> Ranking:
     """Ranks the partition's chunks for the question. On the exact path ``distances`` covers
     every chunk and holds the question's own cosine distances to each chunk vector (what the
     refusal signals read), whatever the ranking used; on the ANN path only the shortlist is
     measured. A hit's ``cosine_distance`` is exact on both. ``sentences`` is needed only for a
     ``dense_unit`` other than ``chunk``; ``bm25``, when given, is :func:`bm25_top` of the same
-    question and settings, already computed (its time is then the caller's to report)."""
+    question and settings, already computed (its time is then the caller's to report), within
+    the same ``readable``. With ``readable``, ``distances`` holds NaN for every row the
+    principal may not read (nothing is measured over them)."""
     settings = settings or RetrievalSettings()
     if query.model_key != index.model_key:
         raise ModelMismatchError(
@@ -249,19 +287,19 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
         if path is DensePath.ANN:
             if not uses_dense:
                 return None, None
-            rows, ranked = index.ann.search(index.vectors, vector, settings.depth)
+            rows, ranked = index.ann.search(index.vectors, vector, settings.depth, readable=readable)
             return DenseList(rows, ranked), None
-        scanned = cosine_distances(index.vectors, vector)
+        scanned = _scan(index.vectors, vector, readable)
         if not uses_dense:
             return None, scanned
         ranked_by = _dense_rank_distances(index, vector, scanned, settings, sentences)
-        return DenseList.of_scan(ranked_by, settings.depth), scanned
+        return DenseList.of_scan(ranked_by, settings.depth, readable), scanned
 
     dense, distances = _timed(timings, f"dense_{'ann' if path is DensePath.ANN else 'scan'}",
                               lambda: dense_list(query.vector))
     scorer = index.bm25[settings.analyzer]
     if uses_bm25 and bm25 is None:
-        bm25 = _timed(timings, "bm25", lambda: bm25_top(index, question, settings))
+        bm25 = _timed(timings, "bm25", lambda: bm25_top(index, question, settings, readable))
     ranked = _one_pass(dense, bm25, settings, timings)
     if settings.feedback and ranked:
         started = time.perf_counter()
@@ -270,7 +308,7 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
             terms = rm3_query(question, [index.texts[r] for r, _ in top],
                               [max(score, 0.0) for _, score in top], settings.analyzer,
                               settings.rm3_terms, settings.rm3_weight)
-            bm25 = scorer.top_terms(terms, settings.depth)
+            bm25 = scorer.top_terms(terms, settings.depth, None if readable is None else readable.mask)
         if uses_dense and settings.rocchio_docs > 0:
             top_rows = [r for r, _ in ranked[:settings.rocchio_docs]]
             moved = rocchio_vector(query.vector, index.vectors[top_rows], settings.rocchio_beta)
@@ -280,7 +318,7 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     rows = [row for row, _ in ranked]
     row_scores = [score for _, score in ranked]
     if settings.collapse_duplicates:
-        collapsed = collapse_duplicates(rows, row_scores, index)
+        collapsed = collapse_duplicates(rows, row_scores, index, readable)
     else:
         collapsed = [(r, s, (r,)) for r, s in zip(rows, row_scores, strict=True)]
     if distances is not None:

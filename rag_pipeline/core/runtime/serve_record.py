@@ -87,10 +87,19 @@ CONNECT_TIMEOUT = 0.25
 """Seconds ``ask`` waits to connect to a recorded service before loading the model itself."""
 
 
+class ServeRefusedError(Exception):
+    """The running service refused the request's credentials (a 401): its one-line reason."""
+
+
 def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: float = CONNECT_TIMEOUT,
-                read_timeout: float = 60.0) -> dict | None:
-    """``GET /ask`` on the recorded service; the answer's JSON, or None when it cannot be
-    reached in ``connect_timeout`` or does not answer 200 (the caller then answers itself)."""
+                read_timeout: float = 60.0, token: str | None = None) -> dict | None:
+    """``GET /ask`` on the recorded service (with ``Authorization: Bearer token`` when a token is
+    given); the answer's JSON, or None when it cannot be reached in ``connect_timeout`` or does
+    not answer 200 (the caller then answers itself).
+
+    Raises:
+        ServeRefusedError: The service answered 401 to a request that carried a token.
+    """
     import http.client
     from urllib.parse import urlencode, urlsplit
 
@@ -99,9 +108,12 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
     try:
         connection.connect()
         connection.sock.settimeout(read_timeout)
-        connection.request("GET", f"{url.path}?{url.query}")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connection.request("GET", f"{url.path}?{url.query}", headers=headers)
         response = connection.getresponse()
         body = response.read()
+        if response.status == 401 and token:
+            raise ServeRefusedError(str(json.loads(body).get("error", "unauthorized")))
         return json.loads(body) if response.status == 200 else None
     except (OSError, ValueError, http.client.HTTPException):
         return None

