@@ -40,7 +40,7 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("anchors", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
                                     ("locator", pa.string())]))),
     ("notes", pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))),
-    ("pipeline_version", pa.string()),
+    ("pipeline_version", pa.string()), ("source_fingerprint", pa.string()),
 ])
 
 
