@@ -44,6 +44,7 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("tables", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
                                    ("header", pa.string()), ("header_end", pa.int64()),
                                    ("rows", pa.list_(pa.int64()))]))),
+    ("source_fingerprint", pa.string()),
 ])
 
 

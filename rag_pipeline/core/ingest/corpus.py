@@ -1,9 +1,15 @@
-"""Reads a corpus folder into document records, one per file, reusing unchanged ones.
+"""Reads a corpus source into document records, one per entry, reusing unchanged ones.
 
-A file that cannot be read becomes a ``failed`` record carrying its reason, never an exception
-that stops the run; a file no format reads becomes a ``skipped`` record saying so. Hidden
-files and everything under a hidden folder (a name starting with ``.``: ``.git``, ``.cache``,
-editor swap files) are not part of the corpus and get no record.
+A source (:mod:`rag_pipeline.core.ingest.sources`: a folder, an S3 prefix, a git commit) lists
+its entries with fingerprints; an entry whose fingerprint and stamps match its previous record
+is not opened at all. An entry that cannot be read becomes a ``failed`` record carrying its
+reason, never an exception that stops the run, and is not tried again until its fingerprint
+changes (or ``retry_failed`` asks); an entry no format reads becomes a ``skipped`` record
+saying so. Hidden names (a segment starting with ``.``) are not part of the corpus. The run's
+reconciliation report (:mod:`rag_pipeline.core.ingest.reconcile`) comes with the records.
+
+One entry's bytes become its records in :func:`records_from_bytes`: the single place where a
+file's bytes and name turn into documents.
 """
 
 from __future__ import annotations
@@ -12,37 +18,25 @@ import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.formats import format_for
-from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
+from rag_pipeline.core.ingest.formats import DocumentFormat, format_for
+from rag_pipeline.core.ingest.reading import ExtractionSettings
+from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, deleted_rows
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
+from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
+from rag_pipeline.core.ingest.sources.local import local_entry
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
-
-def discover(corpus_root: Path) -> list[Path]:
-    """Every entry under the root but hidden ones and real directories, sorted by path.
-
-    Files no format reads are listed too, and so are symlinks and special files, so that each
-    one is answered (``skipped`` or ``failed`` with its reason) rather than silently left out.
-    Symlinked directories are not walked into.
-    """
-    found = []
-    for path in sorted(corpus_root.rglob("*")):
-        rel = path.relative_to(corpus_root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if path.is_symlink() or not path.is_dir():
-            found.append(path)
-    return found
+__all__ = ["ExtractionResult", "discover", "document_id_for", "extract_corpus", "extract_document",
+           "extract_entry", "records_from_bytes", "shown_file_name", "skip_reason"]
 
 
-def skip_reason(path: Path) -> str:
-    """Why no format reads ``path``: ``no reader for .xyz files`` (or ``files named X``; a
-    symlinked directory says it is one)."""
-    if path.is_symlink() and path.is_dir():
-        return "a symlink to a directory: not walked into"
+def skip_reason(name: str | Path) -> str:
+    """Why no format reads the file ``name``: ``no reader for .xyz files`` (or ``files named
+    X``)."""
+    path = PurePosixPath(str(name))
     if path.suffix:
         return f"no reader for {path.suffix.lower()} files"
     return f"no reader for files named {path.name} (without a suffix)"
@@ -64,61 +58,109 @@ def shown_file_name(name: str) -> str:
     return name
 
 
-def extract_document(path: Path, corpus_root: Path,
-                     settings: ExtractionSettings | None = None) -> DocumentRecord:
-    """Reads one file; any failure is returned as a ``failed`` record with its reason, a file
-    no format reads as a ``skipped`` record (never opened)."""
-    settings = settings or ExtractionSettings()
-    document_id = document_id_for(path, corpus_root)
-    fmt = format_for(path)
-    shown = shown_file_name(document_id)
-    if shown != document_id:  # bytes that are not UTF-8 in its name: one failed record
-        return DocumentRecord(shown, shown_file_name(str(path)), shown_file_name(path.stem), "",
-                              "", fmt.name if fmt else "", "", "", DocumentStatus.FAILED.value,
-                              f"the file name is not valid UTF-8 ({shown}): rename the file")
-    if fmt is None:
-        return DocumentRecord(document_id, str(path), path.stem, "", "", "", "", "",
-                              DocumentStatus.SKIPPED.value, skip_reason(path))
-    extractor = fmt.extractor()
+def _format_of(document_id: str) -> DocumentFormat | None:
+    return format_for(PurePosixPath(document_id))  # type: ignore[arg-type]
 
-    def failed(reason: str, digest: str = "") -> DocumentRecord:
-        return DocumentRecord(document_id, str(path), path.stem, "", digest, fmt.name,
-                              extractor.name, extractor.version, DocumentStatus.FAILED.value,
-                              reason)
+
+def records_from_bytes(document_id: str, location: str, data: bytes, fmt: DocumentFormat,
+                       fingerprint: str = "") -> list[DocumentRecord]:
+    """The documents one entry's bytes hold (one today; a container would add its members as
+    ``<id>/<member path>``): ``ok`` with the canonical text, or ``failed`` with the reason."""
+    extractor = fmt.extractor()
+    digest = hashlib.sha256(data).hexdigest()
+    stem = PurePosixPath(document_id).stem
+
+    def failed(reason: str) -> list[DocumentRecord]:
+        return [DocumentRecord(document_id, location, stem, "", digest, fmt.name, extractor.name,
+                               extractor.version, DocumentStatus.FAILED.value, reason,
+                               source_fingerprint=fingerprint)]
 
     try:
-        data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
+        extracted = fmt.extract(data, stem)
     except ExtractionError as exc:
         return failed(str(exc))
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        extracted = fmt.extract(data, path.stem)
-    except ExtractionError as exc:
-        return failed(str(exc), digest)
     if not extracted.canonical_text.strip():
-        return failed("no text: the file is empty after extraction", digest)
-    return DocumentRecord(document_id, str(path), extracted.title, extracted.canonical_text,
-                          digest, fmt.name, extractor.name, extractor.version,
-                          DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,
-                          extracted.notes, tables=extracted.tables)
+        return failed("no text: the file is empty after extraction")
+    return [DocumentRecord(document_id, location, extracted.title, extracted.canonical_text,
+                           digest, fmt.name, extractor.name, extractor.version,
+                           DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,
+                           extracted.notes, tables=extracted.tables,
+                           source_fingerprint=fingerprint)]
+
+
+def _unread(source: Source, entry: Entry, fmt: DocumentFormat | None) -> DocumentRecord | None:
+    """The record of an entry that is never opened: an unusable name, a refusal, a skip."""
+    shown = shown_file_name(entry.document_id)
+    stem = PurePosixPath(shown).stem
+    if shown != entry.document_id:  # bytes that are not UTF-8 in its name: one failed record
+        return DocumentRecord(shown, shown_file_name(source.location(entry.document_id)), stem,
+                              "", "", fmt.name if fmt else "", "", "", DocumentStatus.FAILED.value,
+                              f"the file name is not valid UTF-8 ({shown}): rename the file",
+                              source_fingerprint=entry.fingerprint)
+    if entry.refused is not None:
+        return DocumentRecord(shown, source.location(shown), stem, "", "", fmt.name if fmt else "",
+                              "", "", DocumentStatus.FAILED.value, entry.refused,
+                              source_fingerprint=entry.fingerprint)
+    if entry.skipped is not None or fmt is None:
+        return DocumentRecord(shown, source.location(shown), stem, "", "", "", "", "",
+                              DocumentStatus.SKIPPED.value,
+                              entry.skipped or skip_reason(entry.document_id),
+                              source_fingerprint=entry.fingerprint)
+    return None
+
+
+def extract_entry(source: Source, entry: Entry,
+                  settings: ExtractionSettings | None = None) -> list[DocumentRecord]:
+    """Reads one entry; any failure is returned as a ``failed`` record with its reason, an
+    entry no format reads as a ``skipped`` record (never opened)."""
+    settings = settings or ExtractionSettings()
+    fmt = _format_of(entry.document_id)
+    unread = _unread(source, entry, fmt)
+    if unread is not None:
+        return [unread]
+    assert fmt is not None  # _unread answered every entry without a format
+    location = source.location(entry.document_id)
+    try:
+        data = source.read(entry, settings.max_document_bytes)
+    except ExtractionError as exc:
+        return [_unreadable(entry, location, fmt, str(exc))]
+    return records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint)
+
+
+def _unreadable(entry: Entry, location: str, fmt: DocumentFormat, reason: str) -> DocumentRecord:
+    extractor = fmt.extractor()
+    return DocumentRecord(entry.document_id, location, PurePosixPath(entry.document_id).stem, "",
+                          "", fmt.name, extractor.name, extractor.version,
+                          DocumentStatus.FAILED.value, reason, source_fingerprint=entry.fingerprint)
+
+
+def extract_document(path: Path, corpus_root: Path,
+                     settings: ExtractionSettings | None = None) -> DocumentRecord:
+    """Reads one file of a folder (see :func:`extract_entry`)."""
+    return extract_entry(LocalSource(corpus_root), local_entry(path, corpus_root), settings)[0]
 
 
 @dataclass(frozen=True)
 class ExtractionResult:
-    """The corpus's records, in path order.
+    """The corpus's records, in id order, and what changed.
 
     Attributes:
-        records: One per discovered file.
-        extracted: Files read this time (``ok`` or ``failed``).
-        reused: Previous ``ok`` records kept because the file's bytes and stamps match.
-        moved: Of the reused records, those whose file now lives at another path (the corpus
-            folder moved): their ``path`` is updated, nothing is re-extracted.
+        records: One per listed entry.
+        extracted: Entries read and extracted this time (``ok`` or ``failed``).
+        reused: Previous records kept because the entry's fingerprint (or bytes) and stamps
+            match: ``ok`` ones, and failed ones not retried because nothing changed.
+        moved: Of the reused records, those whose location changed (the corpus folder moved,
+            or a rename): their ``path`` is updated, nothing is re-extracted.
+        report: What this run added, changed, renamed, deleted, left and failed.
+        not_retried: Failed records kept as they were: the entry did not change since it failed.
     """
 
     records: list[DocumentRecord]
     extracted: int
     reused: int
     moved: int = 0
+    report: Reconciliation | None = None
+    not_retried: int = 0
 
     @property
     def failed(self) -> list[DocumentRecord]:
@@ -128,43 +170,128 @@ class ExtractionResult:
     def skipped(self) -> list[DocumentRecord]:
         return [r for r in self.records if r.skipped]
 
+    @property
+    def ok(self) -> list[DocumentRecord]:
+        return [r for r in self.records if r.ok]
 
-def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
+
+def _current_stamps(record: DocumentRecord, fmt: DocumentFormat) -> bool:
+    return (record.format == fmt.name and record.extractor_version == fmt.extractor().version
+            and record.pipeline_version == PIPELINE_VERSION)
+
+
+def _relocated(record: DocumentRecord, document_id: str, location: str,
+               fingerprint: str) -> DocumentRecord:
+    """``record`` under another id or location (a rename, a moved folder), its content kept; a
+    title that was only the file's stem follows the new name."""
+    title = record.title
+    if document_id != record.document_id and title == PurePosixPath(record.document_id).stem:
+        title = PurePosixPath(document_id).stem
+    return dataclasses.replace(record, document_id=document_id, path=location, title=title,
+                               source_fingerprint=fingerprint)
+
+
+def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),
                    settings: ExtractionSettings | None = None) -> ExtractionResult:
-    """Extracts every document, reusing a previous ``ok`` record whose bytes and stamps match.
+    """Extracts every entry of ``corpus`` (a folder or a source), reusing previous records.
 
-    Failed documents are always tried again, so fixing a file (or a bug) needs no manual reset.
-    A record is matched by its document id (the path relative to the root), so a corpus whose
-    folder moved reuses every unchanged record, with its ``path`` set to where the file is now
-    (citation URLs follow). Skipped files are counted in neither ``extracted`` nor ``reused``.
+    A previous record is reused without opening the entry when the entry's fingerprint and the
+    format's stamps match it; otherwise the entry is read, and a record whose bytes (sha256) are
+    the same is still reused. A failed record is reused too while its entry is unchanged (retries
+    back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
+    is checked again on every run: that costs one ``stat``, and the limit may have been raised). A new id whose content is
+    a vanished record's is a rename: the record moves (by fingerprint on a content-addressed
+    source, else by sha256). Records are matched by document id, so a corpus folder that moved
+    reuses every unchanged record with its ``path`` set to where the file is now.
+
+    Raises:
+        SourceError: If the source cannot be listed, or disappeared while it was read.
     """
     settings = settings or ExtractionSettings()
-    if not corpus_root.is_dir():
-        raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
-    reusable = {r.document_id: r for r in previous if r.ok}
-    records, extracted, reused, moved = [], 0, 0, 0
-    for path in discover(corpus_root):
-        document_id = document_id_for(path, corpus_root)
-        fmt = format_for(path)
-        if fmt is None:
-            records.append(extract_document(path, corpus_root, settings))
-            continue
-        old = reusable.get(document_id)
-        if old is not None and old.format == fmt.name:
-            try:
-                digest = hashlib.sha256(read_document_bytes(
-                    path, corpus_root, settings.max_document_bytes)).hexdigest()
-            except ExtractionError:
-                digest = ""  # not reusable: extract_document below records the same reason
-            if (digest == old.content_sha256
-                    and old.extractor_version == fmt.extractor().version
-                    and old.pipeline_version == PIPELINE_VERSION):
-                if old.path != str(path):
-                    old = dataclasses.replace(old, path=str(path))
-                    moved += 1
-                records.append(old)
-                reused += 1
+    source = LocalSource(corpus) if isinstance(corpus, Path) else corpus
+    prior = {r.document_id: r for r in previous}
+    try:
+        entries = source.entries()
+        listed = {e.document_id for e in entries}
+        vanished = [r for r in prior.values() if r.ok and r.document_id not in listed]
+        by_fingerprint = {r.source_fingerprint: r for r in vanished if r.source_fingerprint}
+        by_digest = {r.content_sha256: r for r in vanished if r.content_sha256}
+        taken: set[str] = set()
+        records: list[DocumentRecord] = []
+        rows: list[Reconciled] = []
+        extracted = reused = moved = not_retried = 0
+
+        def keep(record: DocumentRecord, change: Change, previous_id: str = "",
+                 detail: str = "") -> None:
+            records.append(record)
+            if not record.skipped:
+                rows.append(Reconciled((Change.FAILED if record.failed else change).value,
+                                       record.document_id, previous_id,
+                                       detail or (record.error or "") if record.failed else ""))
+
+        def rename_of(candidate: DocumentRecord | None, fmt: DocumentFormat) -> DocumentRecord | None:
+            if candidate is None or candidate.document_id in taken or not _current_stamps(candidate, fmt):
+                return None
+            taken.add(candidate.document_id)
+            return candidate
+
+        for entry in entries:
+            fmt = _format_of(entry.document_id)
+            old = prior.get(entry.document_id)
+            if fmt is None or _unread(source, entry, fmt) is not None:
+                record = extract_entry(source, entry, settings)[0]
+                keep(record, Change.UNCHANGED if old is not None and old.status == record.status
+                     and old.error == record.error else Change.CHANGED if old else Change.ADDED)
                 continue
-        records.append(extract_document(path, corpus_root, settings))
-        extracted += 1
-    return ExtractionResult(records, extracted, reused, moved)
+            location = source.location(entry.document_id)
+            within_limit = entry.size is None or entry.size <= settings.max_document_bytes
+            if old is not None and old.source_fingerprint == entry.fingerprint and within_limit \
+                    and _current_stamps(old, fmt) and (old.ok or (old.failed and not settings.retry_failed
+                                                 and not (old.error or "").startswith("too large"))):
+                if old.path != location:
+                    old = dataclasses.replace(old, path=location)
+                    moved += 1
+                reused += 1
+                not_retried += old.failed
+                keep(old, Change.UNCHANGED, detail=f"not retried: unchanged since it failed: "
+                                                   f"{old.error}" if old.failed else "")
+                continue
+            if old is None and source.content_addressed and within_limit:
+                twin = rename_of(by_fingerprint.get(entry.fingerprint), fmt)
+                if twin is not None:
+                    reused += 1
+                    moved += 1
+                    keep(_relocated(twin, entry.document_id, location, entry.fingerprint),
+                         Change.RENAMED, twin.document_id)
+                    continue
+            try:
+                data = source.read(entry, settings.max_document_bytes)
+            except ExtractionError as exc:
+                extracted += 1
+                keep(_unreadable(entry, location, fmt, str(exc)), Change.CHANGED if old else Change.ADDED)
+                continue
+            digest = hashlib.sha256(data).hexdigest()
+            if old is not None and old.ok and old.content_sha256 == digest and _current_stamps(old, fmt):
+                if old.path != location:
+                    moved += 1
+                reused += 1
+                keep(_relocated(old, entry.document_id, location, entry.fingerprint), Change.UNCHANGED)
+                continue
+            if old is None:
+                twin = rename_of(by_digest.get(digest), fmt)
+                if twin is not None:
+                    reused += 1
+                    moved += 1
+                    keep(_relocated(twin, entry.document_id, location, entry.fingerprint),
+                         Change.RENAMED, twin.document_id)
+                    continue
+            extracted += 1
+            for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint):
+                keep(record, Change.CHANGED if old else Change.ADDED)
+        source.still_there()
+    finally:
+        source.close()
+    rows.extend(deleted_rows(prior.values(), listed, taken))
+    report = Reconciliation(source.uri, source.revision(),
+                            tuple(sorted(rows, key=lambda r: (r.change, r.document_id))))
+    return ExtractionResult(records, extracted, reused, moved, report, not_retried)

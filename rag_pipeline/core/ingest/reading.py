@@ -24,12 +24,15 @@ class ExtractionSettings:
 
     Attributes:
         max_document_bytes: A file larger than this fails with its size as the reason, unread.
+        retry_failed: Extract failed documents again even when their file did not change
+            (otherwise a failed file is retried only once it changes).
 
     Raises:
         ValueError: If ``max_document_bytes`` is not positive.
     """
 
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    retry_failed: bool = False
 
     def __post_init__(self) -> None:
         if self.max_document_bytes < 1:

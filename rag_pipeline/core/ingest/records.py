@@ -25,7 +25,9 @@ class DocumentRecord:
 
     ``sections``, ``anchors`` and ``tables`` are spans of ``canonical_text`` (see
     :class:`~rag_pipeline.core.ingest.extracted.Extracted`); ``notes`` are the extractor's
-    per-document facts.
+    per-document facts; ``source_fingerprint`` is the source entry's fingerprint when it was
+    read (:class:`~rag_pipeline.core.ingest.sources.Entry`), so an unchanged entry is not opened
+    again.
     """
 
     document_id: str
@@ -43,6 +45,7 @@ class DocumentRecord:
     notes: tuple[tuple[str, str], ...] = ()
     pipeline_version: str = PIPELINE_VERSION
     tables: tuple[TableSpan, ...] = ()
+    source_fingerprint: str = ""
 
     @property
     def ok(self) -> bool:

@@ -29,6 +29,7 @@ from rag_pipeline.core.ingest import (
     extract_document,
 )
 from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 
@@ -228,11 +229,15 @@ def test_pdf_title_falls_back_to_the_first_line(tmp_path):
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     first = extract_corpus(corpus)
     second = extract_corpus(corpus, previous=first.records)
-    # 6 ok records reused as they are; the 6 failed ones are always tried again; the 2 skipped
-    # ones are neither.
-    assert (second.extracted, second.reused) == (6, 6)
+    # 6 ok records reused as they are, unopened; the 6 failed ones are not retried while their
+    # files are as they were when they failed; the 2 skipped ones are neither.
+    assert (second.extracted, second.reused, second.not_retried) == (0, 12, 6)
     old, new = by_id(first.records), by_id(second.records)
     assert all(new[i] is old[i] for i in OK_IDS)
+    # Asked for explicitly, the failed ones are retried (and fail again).
+    retried = extract_corpus(corpus, previous=first.records,
+                             settings=ExtractionSettings(retry_failed=True))
+    assert (retried.extracted, retried.reused, retried.not_retried) == (6, 6, 0)
     assert sorted(r.document_id for r in second.failed) == sorted(
         set(EXPECTED_IDS) - set(OK_IDS) - set(SKIPPED))
 
@@ -243,18 +248,21 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     previous = list(second.records)
     # Planted: guide.md's stored record stamped by an older extractor -> re-extracted.
     previous[EXPECTED_IDS.index("guide.md")] = dataclasses.replace(new["guide.md"], extractor_version="0")
-    # Planted: a forged ok record for the outside symlink, with the target's real digest -> must
-    # not be reused, since the file resolves outside the root.
+    # Planted: a forged ok record for the outside symlink, with the target's real digest (and no
+    # fingerprint, so the file is read) -> must not be reused, since the file resolves outside
+    # the root.
     secret = Path(new["link.md"].path).resolve().read_bytes()
     previous[EXPECTED_IDS.index("link.md")] = dataclasses.replace(
-        new["link.md"], status="ok", error=None, content_sha256=hashlib.sha256(secret).hexdigest())
+        new["link.md"], status="ok", error=None, content_sha256=hashlib.sha256(secret).hexdigest(),
+        source_fingerprint="")
     # A previous record for a file that no longer exists is ignored.
     previous.append(dataclasses.replace(new["guide.md"], document_id="gone.md"))
 
     third = extract_corpus(corpus, previous=previous)
     assert [r.document_id for r in third.records] == EXPECTED_IDS
-    # Reused: README, page.html, report.pdf, sub/nested.md.
-    assert (third.extracted, third.reused) == (8, 4)
+    # Extracted: notes.txt, empty.txt, guide.md, link.md. Reused: README, page.html, report.pdf,
+    # sub/nested.md and the 4 failed files that did not change.
+    assert (third.extracted, third.reused) == (4, 8)
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
@@ -264,7 +272,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
 
 
 def test_extract_corpus_on_a_missing_folder_raises(tmp_path):
-    with pytest.raises(FileNotFoundError, match="corpus folder not found"):
+    with pytest.raises(SourceError, match="corpus folder not found"):
         extract_corpus(tmp_path / "nope")
 
 

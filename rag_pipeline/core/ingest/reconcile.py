@@ -1,0 +1,108 @@
+"""What one run changed in the corpus: the reconciliation report.
+
+Every document of the new listing is ``added``, ``changed``, ``renamed`` (the same content under
+another id: its record, and so its vectors, are kept), ``unchanged`` or ``failed``; every
+document of the previous state that the listing no longer holds, and that no rename took, is
+``deleted``. Files no format reads (``skipped``) are no documents and are left out. The report
+is one table (``reconciliation``, one row per document), the run's metadata and ``status``'s
+last lines; the shrink guard (:func:`check_shrink`) reads the same counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from rag_pipeline.core.ingest.records import DocumentRecord
+
+DEFAULT_MAX_SHRINK = 0.5
+"""A run that would drop more than half the documents of the last one is refused unless
+``--allow-shrink`` is given: a corpus that vanished looks like that."""
+
+
+class Change(StrEnum):
+    ADDED = "added"
+    CHANGED = "changed"
+    RENAMED = "renamed"
+    DELETED = "deleted"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """One row of the report: a document and what this run did with it.
+
+    Attributes:
+        change: What happened to it.
+        document_id: Its id now (for ``deleted``, the id it had).
+        previous_id: For ``renamed``, the id it had; else ``""``.
+        detail: For ``failed``, the reason (and whether it was retried); else ``""``.
+    """
+
+    change: str
+    document_id: str
+    previous_id: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The report of one run over one source (``revision``: the git commit it read)."""
+
+    source: str
+    revision: str | None
+    rows: tuple[Reconciled, ...]
+
+    def ids(self, change: Change) -> list[str]:
+        return [r.document_id for r in self.rows if r.change == change.value]
+
+    def counts(self) -> dict[str, int]:
+        """Documents per change, every change named (``0`` when none)."""
+        return {c.value: sum(1 for r in self.rows if r.change == c.value) for c in Change}
+
+    @property
+    def changed_anything(self) -> bool:
+        counts = self.counts()
+        return any(counts[c.value] for c in (Change.ADDED, Change.CHANGED, Change.RENAMED,
+                                             Change.DELETED))
+
+    def summary(self) -> str:
+        """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0``."""
+        return ", ".join(f"{name} {count}" for name, count in self.counts().items())
+
+
+def deleted_rows(previous: Iterable[DocumentRecord], listed: set[str],
+                 renamed_from: set[str]) -> list[Reconciled]:
+    """``deleted`` rows: previous documents neither listed now nor renamed."""
+    return [Reconciled(Change.DELETED.value, r.document_id) for r in previous
+            if not r.skipped and r.document_id not in listed and r.document_id not in renamed_from]
+
+
+class CorpusShrankError(Exception):
+    """A run would publish far fewer documents than the last one: refused, nothing written."""
+
+
+def check_shrink(source: str, before: int, after: int, max_shrink: float = DEFAULT_MAX_SHRINK,
+                 allow_shrink: bool = False) -> None:
+    """Refuses a run whose readable documents fell from ``before`` to ``after`` by more than
+    the share ``max_shrink`` of ``before`` (or to none), unless ``allow_shrink``.
+
+    Raises:
+        ValueError: If ``max_shrink`` is not in [0, 1].
+        CorpusShrankError: With the counts and how to accept them.
+    """
+    if not 0.0 <= max_shrink <= 1.0:
+        raise ValueError(f"max_shrink must be a share in [0, 1], got {max_shrink}")
+    if allow_shrink or before == 0:
+        return
+    if after == 0:
+        raise CorpusShrankError(f"the corpus {source} holds no readable document now (the last "
+                                f"index had {before}): refused, the served index is as it was; "
+                                "if it is meant to be empty, index with --allow-shrink")
+    if before - after > max_shrink * before:
+        raise CorpusShrankError(
+            f"the corpus {source} shrank from {before} to {after} readable documents, more than "
+            f"{max_shrink:.0%} fewer: refused, the served index is as it was; if the documents "
+            "were removed on purpose, index with --allow-shrink")

@@ -1,0 +1,121 @@
+"""What every corpus source offers: a listing of entries with fingerprints, and their bytes.
+
+A source is a local folder, an S3 prefix or a git commit's tree (one module each). The corpus
+(:mod:`rag_pipeline.core.ingest.corpus`) lists a source once per run, compares each entry's
+fingerprint with the one recorded on its document, and opens only the entries whose fingerprint
+changed; reconciliation (:mod:`rag_pipeline.core.ingest.reconcile`) is computed from the same
+fingerprints.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+class SourceError(Exception):
+    """The source as a whole cannot be listed or read (a missing folder, bucket or ref, refused
+    credentials, an unreachable endpoint): the run fails with this one line and publishes
+    nothing."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One listed object of a source.
+
+    Attributes:
+        document_id: The posix path of the entry below the source's root (the folder, the
+            prefix, the commit's tree).
+        fingerprint: Changes whenever the bytes may have changed, prefixed by its kind
+            (``stat:``, ``etag:``, ``blob:``) so fingerprints of two kinds never match.
+        size: The size in bytes when the listing says it (checked against the limit before
+            anything is read), else ``None``.
+        refused: Why the entry can never be a document (a submodule, an unsafe object key):
+            it becomes a ``failed`` record with this reason, unread.
+        skipped: Why the entry is no document although it is listed (a symlinked folder): it
+            becomes a ``skipped`` record with this reason.
+    """
+
+    document_id: str
+    fingerprint: str
+    size: int | None = None
+    refused: str | None = None
+    skipped: str | None = None
+
+
+@runtime_checkable
+class Source(Protocol):
+    """A corpus the index reads: list it, then open the entries that changed."""
+
+    uri: str
+    """How the source is named in logs, reports and errors (a folder path or a URI)."""
+
+    content_addressed: bool
+    """Equal fingerprints mean equal bytes (an ETag with its size, a blob id): a rename is then
+    recognised without reading the entry."""
+
+    def entries(self) -> list[Entry]:
+        """Every entry of the corpus, sorted by document id (hidden names left out).
+
+        Raises:
+            SourceError: If the source cannot be listed.
+        """
+        ...
+
+    def read(self, entry: Entry, max_bytes: int) -> bytes:
+        """The entry's bytes, at most ``max_bytes``.
+
+        Raises:
+            ExtractionError: With the reason this entry cannot be read (the others still are).
+            SourceError: If the source itself went away while being read.
+        """
+        ...
+
+    def location(self, document_id: str) -> str:
+        """Where a document is, as its record's ``path`` (a file path or a URI)."""
+        ...
+
+    def revision(self) -> str | None:
+        """The version of the source the listing read (a git commit), else ``None``."""
+        ...
+
+    def watch_token(self) -> str:
+        """A cheap digest of the source's state for the corpus watch: it changes when any entry
+        was added, changed or removed (``missing`` when the source is not there)."""
+        ...
+
+    def still_there(self) -> None:
+        """Checks, after a run read the source, that it did not disappear meanwhile.
+
+        Raises:
+            SourceError: If it did.
+        """
+        ...
+
+    def close(self) -> None:
+        """Releases what reading held open (a ``git cat-file`` process)."""
+        ...
+
+
+def is_hidden(document_id: str) -> bool:
+    """A name starting with ``.`` (``.git``, ``.cache``, editor swap files) in any segment: not
+    part of the corpus."""
+    return any(part.startswith(".") for part in document_id.split("/"))
+
+
+def unsafe_key_reason(key: str) -> str | None:
+    """Why an object key or tree path cannot be a document id: an empty, ``.`` or ``..``
+    segment, a backslash, or a control character (``None`` when it is safe)."""
+    parts = key.split("/")
+    if any(part in ("", ".", "..") for part in parts) or key.startswith("/"):
+        return f"the key {_shown(key)} holds an empty, '.' or '..' segment: refused"
+    if "\\" in key:
+        return f"the key {_shown(key)} holds a backslash: refused"
+    if any(unicodedata.category(c) == "Cc" for c in key):
+        return f"the key {_shown(key)} holds a control character: refused"
+    return None
+
+
+def _shown(key: str) -> str:
+    return key.encode("unicode_escape").decode("ascii")

@@ -1,0 +1,216 @@
+"""A git repository's commit as a corpus: ``git+file:///path/to/repo[@ref]``, ``git+https://...``.
+
+The files of the commit's tree are the corpus, tracked files only (never the work tree); ``ref``
+is a branch, a tag or a commit, by default the repository's default branch (``HEAD``). The ref
+is resolved once per listing, so one run reads one commit, recorded as its revision. A
+document's id is its path in the tree and its fingerprint the blob id: an unchanged file is
+never read, and a renamed one keeps its record (and so its vectors). Submodules, symbolic links
+and Git LFS pointers are said, never indexed as pointer text. A repository that is not a local
+folder is mirrored into ``cache_dir`` and fetched before each listing.
+
+Everything goes through the ``git`` command line (``ls-tree -r -l -z --full-tree`` for the
+listing, one ``cat-file --batch`` process for the bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import IO
+from urllib.parse import unquote, urlsplit
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, is_hidden, unsafe_key_reason
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+GIT_TIMEOUT_SECONDS = 300
+"""A clone or fetch of a remote repository; local commands take milliseconds."""
+
+
+def parse_git_uri(uri: str) -> tuple[str, str | None]:
+    """``(repository, ref)`` of ``git+<url>[@ref]``: the ref is what follows the last ``@`` of
+    the URL's path (pip's rule), ``None`` for the default branch. A ``file`` URL's repository is
+    its local path.
+
+    Raises:
+        SourceError: If the URL names no repository.
+    """
+    url = uri.removeprefix("git+")
+    parts = urlsplit(url)
+    path, ref = parts.path, None
+    if "@" in path:
+        path, ref = path.rsplit("@", 1)
+        if not ref:
+            raise SourceError(f"{uri}: an empty ref after '@'")
+    if not path or path == "/":
+        raise SourceError(f"{uri}: no repository in the URL")
+    if parts.scheme == "file":
+        return unquote(path), ref
+    if parts.scheme not in ("http", "https", "ssh"):
+        raise SourceError(f"{uri}: git+file, git+https or git+ssh URLs only")
+    return parts._replace(path=path).geturl(), ref
+
+
+class GitSource:
+    """The tree of one commit of a repository."""
+
+    content_addressed = True
+
+    def __init__(self, uri: str, cache_dir: Path | None = None) -> None:
+        self.uri = uri
+        self.repository, self.ref = parse_git_uri(uri)
+        self.local = uri.startswith("git+file:")
+        if self.local:
+            self.git_dir = Path(self.repository)
+        else:
+            if cache_dir is None:
+                raise SourceError(f"{uri}: a remote repository needs a cache folder to mirror it")
+            name = hashlib.sha256(self.repository.encode()).hexdigest()[:16]
+            self.git_dir = Path(cache_dir) / f"{name}.git"
+        self.commit: str | None = None
+        self._batch: subprocess.Popen | None = None
+
+    def _git(self, *args: str, timeout: float = GIT_TIMEOUT_SECONDS,
+             where: Path | None = None) -> bytes:
+        command = ["git", "-C", str(where or self.git_dir), *args]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SourceError(f"{self.uri}: git {args[0]} failed: {exc}") from exc
+        if done.returncode != 0:
+            message = done.stderr.decode(errors="replace").strip().splitlines()
+            raise SourceError(f"{self.uri}: git {args[0]} failed: "
+                              f"{message[-1] if message else f'exit {done.returncode}'}")
+        return done.stdout
+
+    def _sync(self) -> None:
+        """A local repository must exist; a remote one is mirrored, then fetched."""
+        if self.local:
+            if not self.git_dir.is_dir():
+                raise SourceError(f"{self.uri}: no repository at {self.git_dir}")
+            try:
+                self._git("rev-parse", "--git-dir", timeout=30)
+            except SourceError as exc:
+                raise SourceError(f"{self.uri}: {self.git_dir} is not a git repository") from exc
+            return
+        if not self.git_dir.is_dir():
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            self._git("clone", "--mirror", "--quiet", "--", self.repository, str(self.git_dir),
+                      where=self.git_dir.parent)
+        else:
+            self._git("remote", "update", "--prune")
+
+    def resolve(self) -> str:
+        """The commit the ref names now.
+
+        Raises:
+            SourceError: If the ref does not exist (or the repository has no commit).
+        """
+        self._sync()
+        wanted = self.ref or "HEAD"
+        try:
+            out = self._git("rev-parse", "--verify", "--quiet", "--end-of-options",
+                            f"{wanted}^{{commit}}", timeout=30)
+        except SourceError:
+            if self.ref is None:
+                raise SourceError(f"{self.uri}: the default branch has no commit") from None
+            raise SourceError(f"{self.uri}: the ref {self.ref!r} does not exist (a branch, tag "
+                              "or commit of the repository)") from None
+        return out.decode().strip()
+
+    def entries(self) -> list[Entry]:
+        self.commit = self.resolve()
+        listing = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", self.commit)
+        out = []
+        for record in listing.split(b"\0"):
+            if not record:
+                continue
+            meta, _, raw_path = record.partition(b"\t")
+            mode, kind, oid, size = meta.decode().split()
+            path = raw_path.decode("utf-8", "surrogateescape")
+            refused = unsafe_key_reason(path)
+            if refused is not None:
+                out.append(Entry(path.encode("unicode_escape", "backslashreplace").decode("ascii"),
+                                 f"blob:{oid}", refused=refused))
+                continue
+            if is_hidden(path):
+                continue
+            if kind == "commit":
+                out.append(Entry(path, f"commit:{oid}", refused=(
+                    f"a git submodule (commit {oid[:12]} of another repository): its files are "
+                    "not indexed; index that repository as a corpus of its own")))
+            elif mode == "120000":
+                out.append(Entry(path, f"blob:{oid}", int(size),
+                                 skipped="a symbolic link in the commit's tree: not followed"))
+            elif kind == "blob":
+                out.append(Entry(path, f"blob:{oid}", int(size)))
+        return sorted(out, key=lambda e: e.document_id)
+
+    def _batch_process(self) -> subprocess.Popen:
+        if self._batch is None or self._batch.poll() is not None:
+            self._batch = subprocess.Popen(["git", "-C", str(self.git_dir), "cat-file", "--batch"],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL)
+        return self._batch
+
+    def read(self, entry: Entry, max_bytes: int) -> bytes:
+        if entry.size is not None and entry.size > max_bytes:
+            raise ExtractionError(f"too large: {entry.size} bytes, over the limit of {max_bytes} "
+                                  "bytes per document (max_document_bytes)")
+        oid = entry.fingerprint.split(":", 1)[1]
+        process = self._batch_process()
+        stdin: IO[bytes] = process.stdin  # type: ignore[assignment]
+        stdout: IO[bytes] = process.stdout  # type: ignore[assignment]
+        try:
+            stdin.write(f"{oid}\n".encode())
+            stdin.flush()
+            header = stdout.readline().split()
+            if len(header) != 3:
+                raise SourceError(f"{self.uri}: the blob {oid} of {entry.document_id} is missing "
+                                  "from the repository")
+            size = int(header[2])
+            data = stdout.read(size)
+            stdout.read(1)
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"{self.uri}: git cat-file failed: {exc}") from exc
+        if data.startswith(LFS_POINTER):
+            raise ExtractionError("a Git LFS pointer: the file's content is in LFS storage, not "
+                                  "in the repository, so it is not indexed (pointer text is no "
+                                  "document)")
+        return data
+
+    def location(self, document_id: str) -> str:
+        base = self.uri.rsplit("@", 1)[0] if self.ref is not None else self.uri
+        return f"{base}@{self.commit}:{document_id}" if self.commit else f"{base}:{document_id}"
+
+    def revision(self) -> str | None:
+        return self.commit
+
+    def watch_token(self) -> str:
+        """The commit the ref names (a remote is asked with ``git ls-remote``, nothing fetched).
+
+        Raises:
+            SourceError: If the repository or the ref cannot be read.
+        """
+        if self.local:
+            return self.resolve()
+        out = self._git("ls-remote", "--", self.repository, self.ref or "HEAD", timeout=60,
+                        where=Path("/"))
+        lines = out.decode().split()
+        return lines[0] if lines else f"ref:{self.ref}"
+
+    def still_there(self) -> None:
+        if self.local and not self.git_dir.is_dir():
+            raise SourceError(f"{self.uri}: the repository disappeared while it was being read: "
+                              "nothing is published, the served index is as it was")
+
+    def close(self) -> None:
+        if self._batch is not None:
+            if self._batch.stdin is not None:
+                self._batch.stdin.close()
+            self._batch.wait(timeout=30)
+            if self._batch.stdout is not None:
+                self._batch.stdout.close()
+            self._batch = None

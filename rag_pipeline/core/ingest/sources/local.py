@@ -1,0 +1,123 @@
+"""A folder on this machine as a corpus: every file under it but hidden ones.
+
+An entry's fingerprint is its ``lstat`` size, modification time and mode: an unchanged file is
+never opened, a touched one is read and its sha256 compared with its record's. The checks on
+each file before it is opened (links out of the root, special files, the size) are those of
+:func:`rag_pipeline.core.ingest.reading.read_document_bytes`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.core.ingest.reading import read_document_bytes
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError
+
+
+def discover(corpus_root: Path) -> list[Path]:
+    """Every entry under the root but hidden ones and real directories, sorted by path.
+
+    Files no format reads are listed too, and so are symlinks and special files, so that each
+    one is answered (``skipped`` or ``failed`` with its reason) rather than silently left out.
+    Symlinked directories are not walked into.
+    """
+    found = []
+    for path in sorted(corpus_root.rglob("*")):
+        rel = path.relative_to(corpus_root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if path.is_symlink() or not path.is_dir():
+            found.append(path)
+    return found
+
+
+def stat_fingerprint(path: Path) -> str:
+    """``stat:<size>:<mtime ns>:<mode>`` of the entry, and for a symlink also of its target
+    (so an edited or swapped target changes it), or ``stat:gone`` when it vanished since the
+    listing."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return "stat:gone"
+    own = f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_mode:o}"
+    if not stat.S_ISLNK(info.st_mode):
+        return own
+    try:
+        target = os.stat(path)
+    except OSError:
+        return f"{own}:->gone:{os.readlink(path)}"
+    return f"{own}:->{target.st_size}:{target.st_mtime_ns}:{target.st_mode:o}:{target.st_ino}"
+
+
+def local_entry(path: Path, root: Path) -> Entry:
+    """The entry of ``path`` under ``root``: its fingerprint and size (a link's target's), and
+    a symlinked folder that no format's name claims is skipped (one that a format's suffix
+    claims fails as "not a regular file" when read)."""
+    try:
+        size: int | None = path.stat().st_size if not path.is_dir() else None
+    except OSError:
+        size = None
+    skipped = None
+    if path.is_symlink() and path.is_dir() and format_for(path) is None:
+        skipped = "a symlink to a directory: not walked into"
+    return Entry(path.relative_to(root).as_posix(), stat_fingerprint(path), size, skipped=skipped)
+
+
+class LocalSource:
+    """The files under ``root``."""
+
+    content_addressed = False
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.uri = str(self.root)
+
+    def _missing(self) -> str | None:
+        if not self.root.is_dir():
+            return f"corpus folder not found: {self.root}"
+        return None
+
+    def entries(self) -> list[Entry]:
+        missing = self._missing()
+        if missing is not None:
+            raise SourceError(missing)
+        return [local_entry(path, self.root) for path in discover(self.root)]
+
+    def path_of(self, document_id: str) -> Path:
+        return self.root / document_id
+
+    def read(self, entry: Entry, max_bytes: int) -> bytes:
+        return read_document_bytes(self.path_of(entry.document_id), self.root, max_bytes)
+
+    def location(self, document_id: str) -> str:
+        return str(self.path_of(document_id))
+
+    def revision(self) -> str | None:
+        return None
+
+    def watch_token(self) -> str:
+        """Digest of every entry's relative path, size and modification time in nanoseconds
+        (``missing`` when the folder is not there): one ``lstat`` per file."""
+        if not self.root.is_dir():
+            return "missing"
+        digest = hashlib.sha256()
+        for path in discover(self.root):
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:  # removed between the listing and now: the next tick sees it
+                continue
+            digest.update(f"{path.relative_to(self.root)}\0{info.st_size}\0{info.st_mtime_ns}\n"
+                          .encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()[:16]
+
+    def still_there(self) -> None:
+        if not self.root.is_dir():
+            raise SourceError(f"the corpus folder {self.root} disappeared while it was being "
+                              "read: nothing is published, the served index is as it was")
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,207 @@
+"""An S3 prefix as a corpus (AWS, MinIO, moto): ``s3://bucket/prefix``.
+
+A document's id is its key below the prefix; its fingerprint is the ETag with the size, as the
+listing returns them, so an unchanged object is never downloaded. An object is read with
+``If-Match`` on the listed ETag: one replaced after the listing fails alone ("changed while
+being read") rather than mixing two versions into one run. Credentials and the endpoint are
+:class:`S3Settings`, which the edge fills from the standard AWS variables; nothing here reads
+the environment. The client is boto3's, with bounded retries and timeouts, so an unreachable
+endpoint fails the run in seconds with one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, is_hidden, unsafe_key_reason
+
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+"""S3's rule for a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens."""
+MAX_ATTEMPTS = 3
+CONNECT_TIMEOUT_SECONDS = 3
+READ_TIMEOUT_SECONDS = 30
+_REFUSED = {"InvalidAccessKeyId": "the access key is not known to the endpoint",
+            "SignatureDoesNotMatch": "the secret key does not match the access key",
+            "AccessDenied": "access denied", "ExpiredToken": "the session token expired",
+            "InvalidToken": "the session token is not valid"}
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach the object store: the standard AWS settings, read at the edge.
+
+    Attributes:
+        endpoint_url: Another endpoint than AWS's (``AWS_ENDPOINT_URL``: MinIO, moto).
+        region: ``AWS_REGION`` / ``AWS_DEFAULT_REGION``.
+        access_key_id: ``AWS_ACCESS_KEY_ID`` (``None``: boto3's own chain, e.g. a role).
+        secret_access_key: ``AWS_SECRET_ACCESS_KEY``.
+        session_token: ``AWS_SESSION_TOKEN``.
+    """
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Any) -> S3Settings:
+        """The settings the standard variables of ``environ`` (a mapping) name."""
+        return cls(endpoint_url=environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL"),
+                   region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION"),
+                   access_key_id=environ.get("AWS_ACCESS_KEY_ID"),
+                   secret_access_key=environ.get("AWS_SECRET_ACCESS_KEY"),
+                   session_token=environ.get("AWS_SESSION_TOKEN"))
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """``(bucket, prefix)`` of ``s3://bucket/prefix`` (the prefix ends with ``/`` unless it is
+    empty).
+
+    Raises:
+        SourceError: If the bucket name is not one S3 allows or the prefix is unsafe.
+    """
+    rest = uri.removeprefix("s3://")
+    bucket, _, prefix = rest.partition("/")
+    if BUCKET_NAME.fullmatch(bucket) is None:
+        raise SourceError(f"{uri}: {bucket!r} is not a bucket name (3 to 63 lower-case letters, "
+                          "digits, '.' and '-')")
+    prefix = prefix.strip("/")
+    if prefix and unsafe_key_reason(prefix) is not None:
+        raise SourceError(f"{uri}: the prefix {unsafe_key_reason(prefix)}")
+    return bucket, f"{prefix}/" if prefix else ""
+
+
+class S3Source:
+    """The objects below ``s3://bucket/prefix``."""
+
+    content_addressed = True
+
+    def __init__(self, uri: str, settings: S3Settings | None = None) -> None:
+        self.uri = uri.rstrip("/")
+        self.bucket, self.prefix = parse_s3_uri(uri)
+        self.settings = settings or S3Settings()
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            s = self.settings
+            self._client = boto3.session.Session().client(
+                "s3", endpoint_url=s.endpoint_url, region_name=s.region or "us-east-1",
+                aws_access_key_id=s.access_key_id, aws_secret_access_key=s.secret_access_key,
+                aws_session_token=s.session_token,
+                config=Config(retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+                              connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                              read_timeout=READ_TIMEOUT_SECONDS))
+        return self._client
+
+    def _where(self) -> str:
+        return f"{self.uri}" + (f" at {self.settings.endpoint_url}" if self.settings.endpoint_url else "")
+
+    def source_error(self, exc: Exception) -> SourceError:
+        """One line for a failure of the whole source: the bucket, the credentials, the
+        endpoint."""
+        from botocore.exceptions import ClientError, NoCredentialsError
+
+        if isinstance(exc, ClientError):
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code == "NoSuchBucket":
+                return SourceError(f"{self._where()}: the bucket {self.bucket!r} does not exist")
+            if code in _REFUSED:
+                return SourceError(f"{self._where()}: credentials refused ({_REFUSED[code]}; "
+                                   "set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)")
+            return SourceError(f"{self._where()}: {code or 'error'}: "
+                               f"{exc.response.get('Error', {}).get('Message', exc)}")
+        if isinstance(exc, NoCredentialsError):
+            return SourceError(f"{self._where()}: no credentials (set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY)")
+        return SourceError(f"{self._where()}: cannot reach the endpoint after {MAX_ATTEMPTS} "
+                           f"attempts ({type(exc).__name__}: {exc})")
+
+    def _listing(self) -> list[dict]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        objects = []
+        try:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=self.prefix)
+            for page in pages:
+                objects.extend(page.get("Contents", ()))
+        except (BotoCoreError, ClientError) as exc:
+            raise self.source_error(exc) from exc
+        return objects
+
+    def entries(self) -> list[Entry]:
+        out = []
+        for obj in self._listing():
+            key = obj["Key"][len(self.prefix):]
+            if not key or key.endswith("/"):  # the prefix itself, a folder marker
+                continue
+            fingerprint = f"etag:{obj['ETag'].strip(chr(34))}:{obj['Size']}"
+            refused = unsafe_key_reason(key)
+            if refused is not None:
+                out.append(Entry(key.encode("unicode_escape").decode("ascii"), fingerprint,
+                                 obj["Size"], refused=refused))
+            elif not is_hidden(key):
+                out.append(Entry(key, fingerprint, obj["Size"]))
+        return sorted(out, key=lambda e: e.document_id)
+
+    def read(self, entry: Entry, max_bytes: int) -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if entry.size is not None and entry.size > max_bytes:
+            raise ExtractionError(f"too large: {entry.size} bytes, over the limit of {max_bytes} "
+                                  "bytes per document (max_document_bytes)")
+        etag = entry.fingerprint.split(":")[1]
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.prefix + entry.document_id,
+                                              IfMatch=f'"{etag}"')
+            data = response["Body"].read(max_bytes + 1)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("NoSuchKey", "404"):
+                raise ExtractionError("deleted while being read: the object is gone") from exc
+            if code in ("PreconditionFailed", "412"):
+                raise ExtractionError("changed while being read: the object was replaced after "
+                                      "the listing") from exc
+            raise self.source_error(exc) from exc
+        except BotoCoreError as exc:
+            raise self.source_error(exc) from exc
+        if len(data) > max_bytes:
+            raise ExtractionError(f"too large: over the limit of {max_bytes} bytes per document "
+                                  "(max_document_bytes)")
+        return data
+
+    def location(self, document_id: str) -> str:
+        return f"s3://{self.bucket}/{self.prefix}{document_id}"
+
+    def revision(self) -> str | None:
+        return None
+
+    def watch_token(self) -> str:
+        """Digest of the listing's keys, ETags and sizes: one ``ListObjectsV2`` per 1,000
+        objects, nothing downloaded.
+
+        Raises:
+            SourceError: If the bucket cannot be listed.
+        """
+        digest = hashlib.sha256()
+        for obj in self._listing():
+            digest.update(f"{obj['Key']}\0{obj['ETag']}\0{obj['Size']}\n".encode())
+        return digest.hexdigest()[:16]
+
+    def still_there(self) -> None:
+        if not self._listing():
+            raise SourceError(f"{self._where()}: the prefix emptied while it was being read: "
+                              "nothing is published, the served index is as it was")
+
+    def close(self) -> None:
+        return None

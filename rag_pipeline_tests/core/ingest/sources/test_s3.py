@@ -1,0 +1,147 @@
+"""Tests for ``rag_pipeline.core.ingest.sources.s3`` against moto's S3 server on 127.0.0.1: keys
+below the prefix as ids, ETag and size as fingerprints (nothing unchanged downloaded), renames
+by ETag, unsafe keys refused, and a missing bucket, refused credentials and an unreachable
+endpoint each one line."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rag_pipeline.core.ingest import ExtractionSettings, extract_corpus
+from rag_pipeline.core.ingest.reconcile import Change
+from rag_pipeline.core.ingest.sources import S3Settings, S3Source, SourceError, parse_s3_uri
+from rag_pipeline_tests.core.ingest.sources.conftest import Bucket, free_port, start_moto, stop
+
+
+def test_the_uri_names_a_bucket_and_a_prefix():
+    assert parse_s3_uri("s3://team-docs/exports/2026") == ("team-docs", "exports/2026/")
+    assert parse_s3_uri("s3://team-docs") == ("team-docs", "")
+    assert parse_s3_uri("s3://team-docs/") == ("team-docs", "")
+    with pytest.raises(SourceError, match="'Team_Docs' is not a bucket name"):
+        parse_s3_uri("s3://Team_Docs/x")
+    with pytest.raises(SourceError, match="the prefix the key a/../b holds an empty, '.' or '..'"):
+        parse_s3_uri("s3://team-docs/a/../b")
+
+
+def test_settings_come_from_the_standard_variables():
+    assert S3Settings.from_environment({
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t"}) == \
+        S3Settings("http://127.0.0.1:9", "eu-west-1", "k", "s", "t")
+    assert S3Settings.from_environment({"AWS_ENDPOINT_URL": "http://a", "AWS_ENDPOINT_URL_S3": "http://b",
+                                        "AWS_REGION": "r", "AWS_DEFAULT_REGION": "d"}) == \
+        S3Settings("http://b", "r")
+
+
+def test_keys_below_the_prefix_only_are_listed_with_etag_and_size(bucket: Bucket, s3_settings):
+    bucket.put("docs/guide.md", "# Guide\n\nBody.\n")
+    bucket.put("docs/sub/notes.txt", "Notes.\n")
+    bucket.put("docs/", b"")  # a folder marker: no entry
+    bucket.put("docs/.hidden/x.md", "# Hidden\n")
+    # Planted: a key beside the prefix that shares its first letters -> never listed.
+    bucket.put("docs-old/stale.md", "# Stale\n")
+    bucket.put("outside.md", "# Outside\n")
+    source = S3Source(f"s3://{bucket.name}/docs", s3_settings)
+    etag = bucket.client.head_object(Bucket=bucket.name, Key="docs/guide.md")["ETag"].strip('"')
+    entries = source.entries()
+    assert [(e.document_id, e.size) for e in entries] == [("guide.md", 15), ("sub/notes.txt", 7)]
+    assert entries[0].fingerprint == f"etag:{etag}:15"
+    assert source.read(entries[0], 100) == b"# Guide\n\nBody.\n"
+    assert source.location("guide.md") == f"s3://{bucket.name}/docs/guide.md"
+    with pytest.raises(Exception, match="too large: 15 bytes, over the limit of 10 bytes"):
+        source.read(entries[0], 10)
+
+
+def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
+    bucket.put("docs/good.md", "# Good\n")
+    bucket.put("docs/a/../escape.md", "# Up\n")
+    bucket.put("docs/bell\x07.md", "# Bell\n")
+    result = extract_corpus(S3Source(f"s3://{bucket.name}/docs", s3_settings))
+    assert [(r.document_id, r.status, r.error) for r in result.records] == [
+        ("a/../escape.md", "failed", "the key a/../escape.md holds an empty, '.' or '..' segment: refused"),
+        ("bell\\x07.md", "failed", "the key bell\\x07.md holds a control character: refused"),
+        ("good.md", "ok", None)]
+
+
+def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings):
+    bucket.put("p/keep.md", "# Keep\n\nSame.\n")
+    bucket.put("p/edit.md", "# Edit\n\nBefore.\n")
+    bucket.put("p/gone.md", "# Gone\n\nBye.\n")
+    bucket.put("p/old.md", "# Moving\n\nSame words.\n")
+    bucket.put("p/broken.md", b"\xff\xfe not utf-8")
+    uri = f"s3://{bucket.name}/p"
+    first = extract_corpus(S3Source(uri, s3_settings))
+    assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
+                                     "unchanged": 0, "failed": 1}
+    bucket.put("p/edit.md", "# Edit\n\nAfter.\n")
+    bucket.delete("p/gone.md")
+    bucket.put("p/new.md", "# New\n\nHello.\n")
+    bucket.client.copy_object(Bucket=bucket.name, Key="p/moved/here.md",
+                              CopySource={"Bucket": bucket.name, "Key": "p/old.md"})
+    bucket.delete("p/old.md")
+    source = S3Source(uri, s3_settings)
+    opened: list[str] = []
+    real_read = source.read
+    source.read = lambda entry, limit: opened.append(entry.document_id) or real_read(entry, limit)
+    second = extract_corpus(source, first.records)
+    assert {c.value: second.report.ids(c) for c in Change} == {
+        "added": ["new.md"], "changed": ["edit.md"], "renamed": ["moved/here.md"],
+        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": ["broken.md"]}
+    # Nothing unchanged was downloaded, the rename neither (same ETag and size), and the failed
+    # file is not retried while its object is the same.
+    assert sorted(opened) == ["edit.md", "new.md"]
+    records = {r.document_id: r for r in second.records}
+    assert records["moved/here.md"].path == f"s3://{bucket.name}/p/moved/here.md"
+    assert records["edit.md"].canonical_text == "# Edit\n\nAfter.\n"
+    failed_row = [r for r in second.report.rows if r.change == "failed"][0]
+    assert failed_row.detail.startswith("not retried: unchanged since it failed: not valid UTF-8")
+    # An explicit retry reads it again.
+    opened.clear()
+    extract_corpus(source, second.records, ExtractionSettings(retry_failed=True))
+    assert opened == ["broken.md"]
+
+
+def test_a_missing_bucket_is_one_line(s3_settings):
+    with pytest.raises(SourceError) as caught:
+        S3Source("s3://no-such-bucket-here/p", s3_settings).entries()
+    assert str(caught.value) == (f"s3://no-such-bucket-here/p at {s3_settings.endpoint_url}: "
+                                 "the bucket 'no-such-bucket-here' does not exist")
+
+
+def test_an_unreachable_endpoint_fails_after_bounded_retries():
+    port = free_port()  # nothing listens there
+    source = S3Source("s3://docs/p", S3Settings(endpoint_url=f"http://127.0.0.1:{port}",
+                                               access_key_id="k", secret_access_key="s"))
+    started = time.monotonic()
+    with pytest.raises(SourceError) as caught:
+        source.entries()
+    assert str(caught.value).startswith(f"s3://docs/p at http://127.0.0.1:{port}: cannot reach "
+                                        "the endpoint after 3 attempts (EndpointConnectionError")
+    assert time.monotonic() - started < 30
+
+
+def test_refused_credentials_are_one_line(tmp_path):
+    # moto checks signatures once this many requests have passed unauthenticated (here: none).
+    server, endpoint = start_moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})
+    try:
+        source = S3Source("s3://docs/p", S3Settings(endpoint_url=endpoint, region="us-east-1",
+                                                   access_key_id="wrong", secret_access_key="wrong"))
+        with pytest.raises(SourceError) as caught:
+            source.entries()
+    finally:
+        stop(server)
+    assert str(caught.value) == (f"s3://docs/p at {endpoint}: credentials refused (the access key "
+                                 "is not known to the endpoint; set AWS_ACCESS_KEY_ID / "
+                                 "AWS_SECRET_ACCESS_KEY)")
+
+
+def test_the_watch_token_follows_the_listing_only(bucket: Bucket, s3_settings):
+    bucket.put("p/a.md", "# One\n")
+    source = S3Source(f"s3://{bucket.name}/p", s3_settings)
+    first = source.watch_token()
+    bucket.put("elsewhere.md", "# Outside the prefix\n")
+    assert source.watch_token() == first
+    bucket.put("p/a.md", "# Two\n")
+    assert source.watch_token() != first
