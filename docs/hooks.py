@@ -37,9 +37,14 @@ def _cell(text: object) -> str:
 
 
 def _http_api() -> str:
-    from rag_pipeline.service.app import create_app
+    from types import SimpleNamespace
 
-    schema = create_app(None).openapi()  # type: ignore[arg-type]  # routes only, no service
+    from rag_pipeline.service.app import create_app
+    from rag_pipeline.service.auth import AccessState
+
+    # The routes only: no index is loaded, and no request is ever answered.
+    service = SimpleNamespace(access=AccessState(None))
+    schema = create_app(service).openapi()  # type: ignore[arg-type]
     lines = ["| request | what it does | parameters |", "|---|---|---|"]
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():

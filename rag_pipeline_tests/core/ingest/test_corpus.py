@@ -170,7 +170,7 @@ def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
     assert record.canonical_text == "# Real Title\n\nBody text.\n"
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "2")
+        "markdown", "markdown-frontmatter", "3")
     # The text before "# Real Title" (none) and the heading's body, both titled by the document.
     assert record.sections == (Section("Real Title", 0, 0, 1), Section("Real Title", 12, 25, 1))
     assert (record.anchors, record.notes) == ((), ())
@@ -266,7 +266,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "2"
+    assert records["guide.md"].extractor_version == "3"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 
