@@ -7,15 +7,14 @@ those checks (:func:`reusable_vectors`), so a failed table is never carried forw
 """
 
 
-from collections.abc import Sequence
-
 import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.drift import MIN_COSINE, drift_check
 from rag_pipeline.core.embedding.embedder import load_embedder
-from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
 from rag_pipeline.core.index.builders import embeddings_table
 from rag_pipeline.core.index.generations import current_generation
@@ -64,10 +63,10 @@ def reusable_vectors(warehouse: Warehouse, partition: dict[str, str], chunks: pa
     return warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
 
 
-def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
     """``embeddings`` over the declared models; each model key is a vector space of its own."""
-    by_key = {m.key: m for m in models}
-    partitions = embedding_partitions(models)
+    by_key = {m.key: m for m in build.models}
+    partitions = embedding_partitions(build)
 
     @dg.asset(
         partitions_def=partitions,

@@ -2,14 +2,13 @@
 ``eval_summary``, ``eval_paired``, ``eval_sweep`` and ``eval_gold_errors``."""
 
 import base64
-from collections.abc import Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
@@ -21,9 +20,9 @@ EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_
                "eval_gate_cv")
 
 
-def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
-    by_key = {m.key: m for m in models}
-    partitions = model_partitions(models)
+def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
+    by_key = {m.key: m for m in build.models}
+    partitions = model_partitions(build.models)
     deps = [dg.AssetDep(INDEX_GENERATION, partition_mapping=one_dimension_of(MODEL))]
     descriptions = {
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
