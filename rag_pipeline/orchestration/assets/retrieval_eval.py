@@ -75,8 +75,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
 
         spec = by_key[context.partition_key]
         warehouse = storage.warehouse()
-        report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
-                          Path(eval_sets.ood_path), location=storage.location)
+        report = run_eval(warehouse, spec, Path(eval_sets.gold_path), Path(eval_sets.ood_path))
         partition = {MODEL: spec.key}
         tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
@@ -98,7 +97,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
-        report_file = report_path(Path(storage.data_dir), spec.key)
+        report_file = report_path(warehouse.data_dir, spec.key)
         chart_path = report_file.parent / "refusal_sweep.png"
         chart_path.parent.mkdir(parents=True, exist_ok=True)
         chart_path.write_bytes(png)
