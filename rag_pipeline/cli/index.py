@@ -118,6 +118,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     from rag_pipeline.core.config.lock import effective_lock
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
     from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.project_paths import (
@@ -180,8 +181,9 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")
                 reports = follow_runs(
-                    instance, started, lambda: index_is_current(warehouse, chunkers, models,
-                                                                evaluate=not no_eval),
+                    instance, started, lambda: index_is_current(
+                        warehouse, chunkers, models,
+                        evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
                     daemon_alive=daemon.alive)
     except IndexRunFailed as exc:
@@ -214,16 +216,10 @@ def _refuse_another_build(build, served) -> None:
 
 
 def _echo_unscored(build) -> None:
-    """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.config.gold_file import load_gold_set
-    from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus
-    from rag_pipeline.core.ingest import DocumentStatus
-    from rag_pipeline.core.storage.table_names import DOCUMENTS
+    """The evaluation's one line when there is no gold set for this corpus (it was skipped)."""
+    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 
-    gold = load_gold_set(build.gold_path)
-    documents = build.warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
-    try:
-        check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
-    except NoGoldSetError as exc:
-        echo(f"\nevaluation: {exc}")
+    reason = no_gold_set_reason(build.warehouse, build.gold_path)
+    if reason is not None:
+        echo(f"\nevaluation skipped: {reason}")
 
