@@ -41,7 +41,7 @@ from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL
 from rag_pipeline.orchestration.resources import IndexStorage
 from rag_pipeline.orchestration.retry_policy import Outcome, PastRun, RetryPolicy, Verdict
-from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
+from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
 
 STAGE_TAG = "rag_pipeline/stage"
 COMPUTE_TAG = "rag_pipeline/compute"
@@ -107,10 +107,6 @@ def run_request(step: Step, attempt: int = 1, runs_before: int = 0) -> dg.RunReq
     """The request for ``step``; ``attempt`` (1 for the first run of these inputs) and the
     number of runs these inputs had make the run key, so a retry is a new run."""
     tags = {INPUTS_TAG: step.key, ATTEMPT_TAG: str(attempt)}
-    if step.chunker:
-        tags[CHUNKER_TAG] = step.chunker
-    if step.model:
-        tags[MODEL_TAG] = step.model
     run_key = f"{JOB_OF_STAGE[step.stage]}:{step.key}"
     return dg.RunRequest(run_key=run_key if not runs_before else f"{run_key}:{runs_before + 1}",
                          job_name=JOB_OF_STAGE[step.stage], partition_key=partition_key(step),

@@ -24,7 +24,6 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, MODEL_TAG, tag_run
 
 CHECKS = {
     "vectors_unit_length": "Every vector has the model's dimension and unit L2 norm (within "
@@ -81,7 +80,6 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
         keys = context.partition_key.keys_by_dimension
         spec = by_key[keys[MODEL]]
         chunker = keys[CHUNKER]
-        tag_run(context, {CHUNKER_TAG: chunker, MODEL_TAG: spec.key})
         partition = {CHUNKER: chunker, MODEL: spec.key}
         warehouse = storage.warehouse()
         chunks_version = warehouse.require_version(CHUNKS, {CHUNKER: chunker})

@@ -18,7 +18,7 @@ from rag_pipeline.core.index.generations import collect_garbage, publish
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, scope_mapping
 from rag_pipeline.orchestration.resources import IndexStorage
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, GENERATION_TAG, MODEL_TAG, tag_run
+from rag_pipeline.orchestration.run_tags import GENERATION_TAG, tag_run
 
 INDEX_GENERATION = "index_generation"
 
@@ -45,7 +45,7 @@ def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
                                      latest_tables(warehouse, chunker, model))
         garbage = collect_garbage(warehouse)
         publish_query_db(warehouse)
-        tag_run(context, {CHUNKER_TAG: chunker, MODEL_TAG: model, GENERATION_TAG: generation.id})
+        tag_run(context, {GENERATION_TAG: generation.id})
         context.log.info(f"{chunker} x {model}: generation {generation.id}"
                          f"{' published' if is_new else ' unchanged'}")
         return dg.MaterializeResult(data_version=dg.DataVersion(generation.content_id), metadata={

@@ -14,7 +14,6 @@ from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportSite
-from rag_pipeline.orchestration.run_tags import GENERATION_TAG, MODEL_TAG, tag_run
 
 EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                "eval_gate_cv")
@@ -86,8 +85,6 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
                   "eval_gold_errors": gold_errors_table(report),
                   "eval_gate_cv": gate_cv_table(report)}
-        tag_run(context, {MODEL_TAG: spec.key, GENERATION_TAG: ",".join(
-            f"{chunker}={generation}" for chunker, generation in sorted(report.generations.items()))})
         written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
                    for name in EVAL_TABLES}
         publish_query_db(warehouse)
