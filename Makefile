@@ -5,7 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
-export DAGSTER_HOME := $(CURDIR)/dagster_home
+# A DAGSTER_HOME the user set is kept (`DAGSTER_HOME=~/dh make dev`); the project's otherwise.
+export DAGSTER_HOME ?= $(CURDIR)/dagster_home
 
 .PHONY: install system-packages index test test-fast dev docs lint
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +10,8 @@ from rag_pipeline.core.config.root import ENV_CONFIG as ENV_CONFIG  # named here
 from rag_pipeline.core.config.root import PROJECT_ROOT, config_path
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.config.schema import ProjectConfig
+    from rag_pipeline.core.config.build_context import BuildContext
+    from rag_pipeline.core.embedding.models import ModelSpec
 
 DEFAULT_DATA_DIR = PROJECT_ROOT / "data"
 
@@ -39,15 +39,74 @@ ENV_REPORT_URL = "RAG_PIPELINE_REPORT_URL"
 ENV_PROFILE = "RAG_PIPELINE_PROFILE"
 
 
-def active_config(environ: Mapping[str, str] = os.environ) -> ProjectConfig:
-    """The configuration restricted to the profile this process builds: ``RAG_PIPELINE_PROFILE``,
-    else the file's ``[index] profile``, else ``production`` when a user's corpus is set
-    (``RAG_PIPELINE_CORPUS`` or ``[index] corpus``) and ``evaluation`` for the bundled one.
-    The code location (the UI, the daemon, the runs) and ``rag-pipeline index`` agree through
-    these variables."""
-    from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
+def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = None,
+                    profile: str | None = None, data_dir: Path | None = None,
+                    location: str | None = None, corpus: Path | None = None,
+                    specs: Sequence[ModelSpec] | None = None,
+                    models: Sequence[ModelSpec] | None = None,
+                    cwd: Path | None = None) -> BuildContext:
+    """The one answer to "what does this process build": explicit arguments (the CLI's options)
+    first, then the ``RAG_PIPELINE_*`` variables of ``environ``, then the configuration file's
+    ``[index]`` (``corpus``, ``data_dir``, ``profile``), then the project's defaults. The code
+    location and ``rag-pipeline index`` both ask it, so they agree on the same inputs.
 
-    config = load_config(config_path(environ))
-    user_corpus = bool(environ.get(ENV_CORPUS)) or config.corpus is not None
-    return select_profile(config, choose_profile(config, environ.get(ENV_PROFILE) or None,
-                                                 user_corpus))
+    Args:
+        environ: The environment to read (a daemon's, for ``index`` to compare with).
+        config_file: The configuration file (default: ``RAG_PIPELINE_CONFIG``, else the
+            project's own).
+        profile: The profile to build (default: ``RAG_PIPELINE_PROFILE``, else the file's,
+            else by the corpus).
+        specs: The declared models' specs (default: made from the file and its lock); the
+            profile's are kept.
+        models: Exactly the models to build (tests, benchmarks), instead of the profile's.
+        cwd: What relative paths in ``environ`` are relative to (default: this process's).
+    """
+    from rag_pipeline.core.config.build_context import BuildContext
+    from rag_pipeline.core.config.keys import model_specs
+    from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    base = Path.cwd() if cwd is None else cwd
+
+    def absolute(path: str | Path) -> Path:
+        return base / Path(path) if not Path(path).is_absolute() else Path(path)
+
+    if config_file is None and environ.get(ENV_CONFIG):
+        config_file = absolute(environ[ENV_CONFIG])
+    config = load_config(config_file if config_file is not None else config_path(environ))
+    user_corpus = corpus or (absolute(environ[ENV_CORPUS]) if environ.get(ENV_CORPUS) else None) \
+        or config.corpus
+    data = data_dir or (environ.get(ENV_DATA_DIR) and absolute(environ[ENV_DATA_DIR])) \
+        or config.data_dir or DEFAULT_DATA_DIR
+    chosen = choose_profile(config, profile or environ.get(ENV_PROFILE) or None,
+                            user_corpus is not None)
+    if models is not None:
+        models = tuple(models)
+    elif specs is None:
+        models = model_specs(select_profile(config, chosen))
+    else:
+        models = tuple(s for s in specs if s.name in chosen.models)
+    eval_dir = absolute(environ[ENV_EVAL_DIR]) if environ.get(ENV_EVAL_DIR) else DEFAULT_EVAL_DIR
+    data = absolute(data).absolute()
+    return BuildContext(
+        profile=chosen.name, chunkers=chosen.chunkers, models=models,
+        warehouse=Warehouse(data, location or environ.get(ENV_WAREHOUSE) or None),
+        corpus=absolute(user_corpus).absolute() if user_corpus else corpus_export_dir(data),
+        python_reference=user_corpus is None, eval_dir=eval_dir)
+
+
+def context_environment(context: BuildContext, config_file: Path | None) -> dict[str, str]:
+    """The ``RAG_PIPELINE_*`` variables under which :func:`resolve_context` gives back
+    ``context``'s folders and profile (``config_file``: the file it was resolved from, None
+    for the project's own): what ``index`` hands the processes it starts."""
+    from rag_pipeline.core.storage.location import warehouse_location
+
+    env = {ENV_PROFILE: context.profile, ENV_DATA_DIR: str(context.data_dir.absolute()),
+           ENV_EVAL_DIR: str(context.eval_dir.absolute())}
+    if config_file is not None:
+        env[ENV_CONFIG] = str(Path(config_file).absolute())
+    if context.warehouse.location != warehouse_location(context.data_dir):
+        env[ENV_WAREHOUSE] = context.warehouse.location
+    if not context.python_reference:
+        env[ENV_CORPUS] = str(context.corpus)
+    return env

@@ -62,11 +62,14 @@ def test_asset_keys_partitions_and_checks():
     assert checks == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                       ("chunks", "covers_every_character"), ("embeddings", "vectors_unit_length"),
                       ("embeddings", "one_model_per_partition"),
-                      ("embeddings", "vectors_match_model")}
-    # Every check protects a reader: blocking, described, with a history per partition.
+                      ("embeddings", "vectors_match_model"),
+                      ("documents", "no_failed_documents")}
+    # Every check is described, with a history per partition; every check that protects a
+    # reader is blocking. A failed document only warns (the asset shows amber, the run goes on).
     for key in graph.asset_check_keys:
         spec = graph.get_check_spec(key)
-        assert spec.blocking and spec.description
+        assert spec.description
+        assert spec.blocking == (key.name != "no_failed_documents")
         assert spec.partitions_def == graph.get(key.asset_key).partitions_def
 
 

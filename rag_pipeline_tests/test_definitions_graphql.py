@@ -220,9 +220,9 @@ def test_each_job_lists_the_runs_the_sensor_requested(ui: Ui):
     # The sensor's runs carry what they build: chunker, model, inputs and attempt.
     tags = {t["key"]: t["value"] for t in
             ui.query(RUNS, {"job": EMBEDDINGS_JOB})["runsOrError"]["results"][1]["tags"]}
-    assert {k: tags[k] for k in ("rag_pipeline/chunker", "rag_pipeline/model",
+    assert {k: tags[k] for k in ("dagster/partition/chunker", "dagster/partition/model",
                                  "rag_pipeline/attempt")} == {
-        "rag_pipeline/chunker": "header", "rag_pipeline/model": ui.model,
+        "dagster/partition/chunker": "header", "dagster/partition/model": ui.model,
         "rag_pipeline/attempt": "1"}
     assert tags["rag_pipeline/generation"] == ui.generation
     # The job page lists the runs of the job launched through this code location (its query:

@@ -227,8 +227,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     started = time.perf_counter()
     try:
         warehouse = invocation.warehouse
-        index = labelled(load_partition(warehouse.data_dir, chunker, spec.key, warehouse.location),
-                         read_config().access)
+        index = labelled(load_partition(warehouse, chunker, spec.key), read_config().access)
         embedder = load_model(spec, invocation.data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(

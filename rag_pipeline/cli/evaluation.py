@@ -89,9 +89,9 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.evaluation.run import run_eval
 
     try:
-        report = run_eval(data_dir, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
+        report = run_eval(invocation.warehouse, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
-                          location=invocation.location, candidates=candidates,
+                          candidates=candidates,
                           sentence_vectors=sentence_vectors)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         fail(str(exc))
@@ -153,10 +153,8 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     with tempfile.TemporaryDirectory() as tmp:
         subset = write_gold(Path(tmp) / "held_out.jsonl", gold, lines, documents)
         try:
-            adapted = run_eval(invocation.data_dir, spec, subset, ood_path, chunkers,
-                               location=invocation.location)
-            base = run_eval(invocation.data_dir, other, subset, ood_path, chunkers,
-                            location=invocation.location)
+            adapted = run_eval(invocation.warehouse, spec, subset, ood_path, chunkers)
+            base = run_eval(invocation.warehouse, other, subset, ood_path, chunkers)
         except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError, ModelMismatchError,
                 ModelNotExportedError) as exc:
             fail(str(exc))
@@ -290,8 +288,7 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
         other = find_model(versus_key, declared_models())
         load_model(other, invocation.data_dir)
         selected = list(chunkers) or sorted({r.chunker for r in report.ranks})
-        second = run_eval(invocation.data_dir, other, gold_path, ood_path, selected,
-                          location=invocation.location)
+        second = run_eval(invocation.warehouse, other, gold_path, ood_path, selected)
     except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError,
             UnknownPartitionError) as exc:
         fail(str(exc))

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
-from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE, INDEX_LOCK
+from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
 
 
 class _Progress:
@@ -116,33 +116,37 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
 
     from rag_pipeline.core.config.keys import write_lock
     from rag_pipeline.core.config.lock import effective_lock
-    from rag_pipeline.core.config.parse import choose_profile, load_config
+    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
     from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
-    from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
+    from rag_pipeline.project_paths import (
+        ENV_CONFIG,
+        config_path,
+        context_environment,
+        resolve_context,
+    )
 
     try:
         config = load_config(config_path())
-        if corpus is None and config.corpus is not None:
-            if not config.corpus.is_dir():
-                fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
-            corpus = config.corpus
-        profile = choose_profile(config, profile_name, corpus is not None or bool(
-            os.environ.get(ENV_CORPUS)))
+        if corpus is None and config.corpus is not None and not config.corpus.is_dir():
+            fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
         lock = effective_lock(config)
         unlocked = [d.name for d in config.models if d.name not in lock and d.adapt is None]
         specs = write_lock(config) if unlocked and config.path else declared_models()
+        build = resolve_context(os.environ, config_file=config.path, profile=profile_name,
+                                data_dir=invocation.data_dir, location=invocation.location,
+                                corpus=corpus, specs=specs)
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
     if unlocked and config.path:
         echo(f"locked new model(s) {', '.join(unlocked)} in {config.lock_path.name}")
-    _use_profile(profile)
-    keys = [s.key for s in specs if s.name in profile.models]
-    echo(f"profile {profile.name}: {', '.join(c.value for c in profile.chunkers)} x "
-          f"{', '.join(keys)} ({len(profile.chunkers) * len(keys)} partition(s); `--profile` or "
-          "[index] profile chooses another)")
-    from rag_pipeline.definitions import build_definitions
+    echo(f"profile {build.profile}: {', '.join(build.chunker_keys)} x "
+          f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
+          "partition(s); `--profile` or [index] profile chooses another)")
+    from rag_pipeline.definitions import definitions_of
+    from rag_pipeline.orchestration.daemon_build import daemon_build
     from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
@@ -156,32 +160,18 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
 
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    data_dir = invocation.data_dir
-    env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute()), ENV_PROFILE: profile.name}
-    if invocation.location is not None:
-        env[ENV_WAREHOUSE] = invocation.location
-    if corpus is not None:
-        env[ENV_CORPUS] = str(corpus.absolute())
-    defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus,
-                             location=invocation.location)
-    chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
-    models = defs.resolve_job_def("eval_job").partitions_def.get_partition_keys()
-    warehouse = invocation.warehouse
+    config_file = Path(os.environ[ENV_CONFIG]) if os.environ.get(ENV_CONFIG) else None
+    env = {**os.environ, **context_environment(build, config_file)}
+    defs = definitions_of(build)
+    chunkers, models = list(build.chunker_keys), list(build.model_keys)
+    warehouse = build.warehouse
     started = time.time()
     try:
         with _index_lock(home) as lock_fd, _stop_on_signals(), \
                 dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
-            # A running daemon serves the code location as its own environment configured it;
-            # this shell's environment is the best evidence of that configuration.
-            location_data = Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute()
-            location_corpus = os.environ.get(ENV_CORPUS)
-            differs = data_dir.absolute() != location_data or (
-                corpus is not None and str(corpus.absolute()) != location_corpus)
-            if differs and daemon_running(instance, home):
-                fail("a Dagster daemon is running with its own code location: for --data-dir / "
-                      "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
-                      "the same folders (or stop it), then run index with the same variables")
+            if daemon_running(instance, home):
+                _refuse_another_build(build, daemon_build(home, os.environ))
             retry_failed(instance, defs, env, click.echo)
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
                                 started, lock_fd) as daemon:
@@ -191,8 +181,9 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")
                 reports = follow_runs(
-                    instance, started, lambda: index_is_current(warehouse, chunkers, models,
-                                                                evaluate=not no_eval),
+                    instance, started, lambda: index_is_current(
+                        warehouse, chunkers, models,
+                        evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
                     daemon_alive=daemon.alive)
     except IndexRunFailed as exc:
@@ -208,33 +199,27 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
     if not no_eval:
-        _echo_unscored(warehouse)
+        _echo_unscored(build)
 
 
-def _echo_unscored(warehouse) -> None:
-    """The evaluation's one line when the gold set the runs used is not of this corpus."""
-    from rag_pipeline.core.config.gold_file import load_gold_set
-    from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus
-    from rag_pipeline.core.ingest import DocumentStatus
-    from rag_pipeline.core.storage.table_names import DOCUMENTS
-    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+def _refuse_another_build(build, served) -> None:
+    """A one-line failure when the running daemon's code location builds something else than
+    this ``index`` was asked for (its runs would build that instead)."""
+    from rag_pipeline.orchestration.daemon_build import build_differences
 
-    gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
-    documents = warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
-    try:
-        check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
-    except NoGoldSetError as exc:
-        echo(f"\nevaluation: {exc}")
+    differences = build_differences(build, served)
+    if differences:
+        fail("a Dagster daemon is running on this instance for another build: "
+             f"{'; '.join(differences)}. Start it with the same configuration "
+             "(RAG_PIPELINE_CONFIG, RAG_PIPELINE_DATA_DIR, RAG_PIPELINE_CORPUS, "
+             "RAG_PIPELINE_PROFILE) or stop it")
 
 
-def _use_profile(profile) -> None:
-    """Makes ``profile`` the one this process's definitions build (the chunker partitions are
-    declared when :mod:`rag_pipeline.orchestration.partitions` is first imported)."""
-    os.environ[ENV_PROFILE] = profile.name
-    partitions = sys.modules.get("rag_pipeline.orchestration.partitions")
-    if partitions is not None and partitions.chunker_partitions.get_partition_keys() != [
-            c.value for c in profile.chunkers]:
-        fail(f"this process already declared the chunkers "
-              f"{partitions.chunker_partitions.get_partition_keys()}, not profile "
-              f"{profile.name!r}'s: run the command in a fresh process")
+def _echo_unscored(build) -> None:
+    """The evaluation's one line when there is no gold set for this corpus (it was skipped)."""
+    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
+
+    reason = no_gold_set_reason(build.warehouse, build.gold_path)
+    if reason is not None:
+        echo(f"\nevaluation skipped: {reason}")
 

@@ -27,18 +27,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import dagster as dg
 
 from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 from rag_pipeline.core.index.plan import Stage, Step, index_plan
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL
 from rag_pipeline.orchestration.resources import IndexStorage
 from rag_pipeline.orchestration.retry_policy import Outcome, PastRun, RetryPolicy, Verdict
-from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, CHUNKER_TAG, INPUTS_TAG, MODEL_TAG
+from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
 
 STAGE_TAG = "rag_pipeline/stage"
 COMPUTE_TAG = "rag_pipeline/compute"
@@ -104,10 +107,6 @@ def run_request(step: Step, attempt: int = 1, runs_before: int = 0) -> dg.RunReq
     """The request for ``step``; ``attempt`` (1 for the first run of these inputs) and the
     number of runs these inputs had make the run key, so a retry is a new run."""
     tags = {INPUTS_TAG: step.key, ATTEMPT_TAG: str(attempt)}
-    if step.chunker:
-        tags[CHUNKER_TAG] = step.chunker
-    if step.model:
-        tags[MODEL_TAG] = step.model
     run_key = f"{JOB_OF_STAGE[step.stage]}:{step.key}"
     return dg.RunRequest(run_key=run_key if not runs_before else f"{run_key}:{runs_before + 1}",
                          job_name=JOB_OF_STAGE[step.stage], partition_key=partition_key(step),
@@ -187,13 +186,23 @@ def launchable(plan: Sequence[Step], instance: dg.DagsterInstance, chunkers: Seq
             and not (step.stage == Stage.EVAL and step.model in blocked)]
 
 
+def unscored_reason(plan: Sequence[Step], warehouse: Warehouse, gold_path: Path) -> str | None:
+    """Why the evaluation steps of ``plan`` would score nothing (no gold set for this corpus),
+    or None (also when ``plan`` has no evaluation step: the gold file is then not read)."""
+    if not any(step.stage == Stage.EVAL for step in plan):
+        return None
+    return no_gold_set_reason(warehouse, gold_path)
+
+
 def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            jobs: Sequence[dg.UnresolvedAssetJobDefinition],
                            retry: RetryPolicy = DEFAULT_RETRY,
-                           clock: Callable[[], float] = time.time) -> dg.SensorDefinition:
+                           clock: Callable[[], float] = time.time,
+                           gold_path: Path | None = None) -> dg.SensorDefinition:
     """``index_automation`` over the declared chunkers and models, launching ``jobs`` and
     retrying failed partitions by ``retry``; ``clock`` is the time in seconds since the epoch
-    (the runs' end times are compared with it)."""
+    (the runs' end times are compared with it). While the gold set at ``gold_path`` is not this
+    corpus's, no evaluation run is requested (None: the gold set is not consulted)."""
     model_keys = [m.key for m in models]
 
     @dg.sensor(name=INDEX_SENSOR, jobs=list(jobs),
@@ -206,7 +215,13 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            f"is requested again after {retry.first_delay_seconds:.0f} s, "
                            f"doubling, at most {retry.max_attempts} attempts per inputs.")
     def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
-        plan = index_plan(storage.warehouse(), chunkers, model_keys)
+        warehouse = storage.warehouse()
+        plan = index_plan(warehouse, chunkers, model_keys)
+        unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
+        if unscored is not None:
+            plan = tuple(step for step in plan if step.stage != Stage.EVAL)
+            if not plan:
+                return dg.SkipReason(f"the index is current; evaluation skipped: {unscored}")
         steps = launchable(plan, context.instance, chunkers, model_keys)
         requests, waiting = due_requests(steps, context.instance, retry, clock())
         if not requests:

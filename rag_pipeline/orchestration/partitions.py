@@ -1,4 +1,6 @@
-"""The partitions of the index, declared in ``rag_pipeline.toml``: its chunkers and its models."""
+"""The partitions of the index: the chunkers and the models of one
+:class:`~rag_pipeline.core.config.build_context.BuildContext`, declared from it when the
+definitions are built (never from process state at import)."""
 
 from __future__ import annotations
 
@@ -7,15 +9,17 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.index import CHUNKER, MODEL, Scope
-from rag_pipeline.project_paths import active_config
 
 __all__ = ["CHUNKER", "MODEL", "chunker_partitions", "embedding_partitions", "model_partitions",
            "one_dimension_of", "scope_mapping"]
 
-chunker_partitions = dg.StaticPartitionsDefinition([s.value for s in active_config().chunkers])
-"""The chunkers of the profile this process builds (see :func:`active_config`)."""
+def chunker_partitions(chunkers: Sequence[ChunkingStrategy]) -> dg.StaticPartitionsDefinition:
+    """One partition per chunker, in declaration order."""
+    return dg.StaticPartitionsDefinition([c.value for c in chunkers])
 
 
 def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefinition:
@@ -25,10 +29,10 @@ def model_partitions(models: Sequence[ModelSpec]) -> dg.StaticPartitionsDefiniti
     return dg.StaticPartitionsDefinition(keys)
 
 
-def embedding_partitions(models: Sequence[ModelSpec]) -> dg.MultiPartitionsDefinition:
+def embedding_partitions(build: BuildContext) -> dg.MultiPartitionsDefinition:
     """chunker x model: each cell is one vector space over one chunking."""
-    return dg.MultiPartitionsDefinition({CHUNKER: chunker_partitions,
-                                         MODEL: model_partitions(models)})
+    return dg.MultiPartitionsDefinition({CHUNKER: chunker_partitions(build.chunkers),
+                                         MODEL: model_partitions(build.models)})
 
 
 def one_dimension_of(dimension: str) -> dg.PartitionMapping:

@@ -11,6 +11,7 @@ import dagster as dg
 from rag_pipeline.core.embedding.torch_threads import set_torch_threads
 from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.storage.warehouse import Warehouse
 
 
@@ -22,6 +23,14 @@ class IndexStorage(dg.ConfigurableResource):
 
     data_dir: str
     location: str | None = None
+
+    @classmethod
+    def of(cls, warehouse: Warehouse) -> IndexStorage:
+        """The resource naming ``warehouse``'s folders (``location`` unset for the data folder's
+        own tables)."""
+        location = warehouse.location
+        return cls(data_dir=str(warehouse.data_dir),
+                   location=None if location == warehouse_location(warehouse.data_dir) else location)
 
     def warehouse(self) -> Warehouse:
         return Warehouse(Path(self.data_dir), self.location)

@@ -1,11 +1,17 @@
-"""The tags every index run carries, so the Runs page can be filtered by what a run built."""
+"""The tags of the index's runs, few enough to read on the Runs page.
+
+A run shows its job's ``rag_pipeline/stage`` (and ``rag_pipeline/compute`` on the runs that
+load the model), Dagster's own partition tags (``dagster/partition``, and per dimension
+``dagster/partition/chunker`` and ``dagster/partition/model``: filter the runs by these), the
+``rag_pipeline/generation`` an ``embeddings_job`` run published, and on a sensor's request the
+digest of its inputs and its attempt. What a tag would repeat (the chunker or the model of a
+partition, the generations an evaluation scored: its metadata) is not a tag.
+"""
 
 from __future__ import annotations
 
 import dagster as dg
 
-CHUNKER_TAG = "rag_pipeline/chunker"
-MODEL_TAG = "rag_pipeline/model"
 GENERATION_TAG = "rag_pipeline/generation"
 INPUTS_TAG = "rag_pipeline/inputs"
 """The digest of the input files a sensor-launched run builds from (its plan step's key)."""

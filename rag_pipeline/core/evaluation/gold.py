@@ -18,9 +18,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
-from rag_pipeline.core.config.gold_file import GoldLine, GoldSet
+from rag_pipeline.core.config.gold_file import GoldLine, GoldSet, load_gold_set
+from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.ingest.formats.markdown import without_headings
+from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
 
 
 class QueryStyle(StrEnum):
@@ -77,6 +81,28 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
             f"{gold.corpus.name!r}, and {len(missing)} of its {len(gold.corpus.documents)} "
             f"documents (first: {missing[0]!r}) are not in the index; nothing to score. Write "
             "one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+
+
+def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
+    """Why the evaluation has nothing to score on the corpus the latest documents table holds
+    (None: the gold set at ``gold_path`` is this corpus's): the file is missing, or it was
+    written for another corpus (:func:`~rag_pipeline.core.evaluation.gold.check_corpus`). The
+    sensor launches no evaluation run and ``index`` waits for none while there is a reason.
+
+    Raises:
+        GoldFormatError: the gold file is not in the documented format.
+    """
+    if not Path(gold_path).is_file():
+        return (f"no gold set for this corpus: {gold_path} does not exist; nothing to score. "
+                "Write one with `rag-pipeline gold draft`")
+    documents = warehouse.read_or_none(DOCUMENTS, columns=["document_id", "status"])
+    ids = [] if documents is None else [
+        row["document_id"] for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
+    try:
+        check_corpus(load_gold_set(Path(gold_path)), ids)
+    except NoGoldSetError as exc:
+        return str(exc)
+    return None
 
 
 def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8,

@@ -20,13 +20,12 @@ from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
 
-def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
-             chunkers: Sequence[str] | None = None, location: str | None = None,
-             candidates: bool = False, sentence_vectors: bool = False) -> EvalReport:
-    """Evaluates every published chunker (or the given ones) of ``model``'s partitions, reading
-    the tables at ``location`` (default ``<data_dir>/warehouse``; see :class:`Warehouse`). A
-    gold set written for another corpus scores nothing: the report is empty, with the reason
-    in ``skipped`` (and the model is not loaded).
+def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: Path,
+             chunkers: Sequence[str] | None = None, candidates: bool = False,
+             sentence_vectors: bool = False) -> EvalReport:
+    """Evaluates every published chunker (or the given ones) of ``model``'s partitions in
+    ``warehouse``. A gold set written for another corpus scores nothing: the report is empty,
+    with the reason in ``skipped`` (and the model is not loaded).
 
     Args:
         candidates: Also run every candidate retrieval setting on the production chunker,
@@ -35,13 +34,12 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
             ``data/eval/sentences``), for the sentence candidates and the ``best_sentence``
             refusal signal; implied by ``candidates``.
     """
-    warehouse = Warehouse(data_dir, location)
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
         raise IndexNotBuiltError(f"no published index for model {model.key}: run "
                                  "`rag-pipeline index` first")
     selected = list(chunkers) if chunkers else published
-    indexes = {c: load_partition(data_dir, c, model.key, location) for c in selected}
+    indexes = {c: load_partition(warehouse, c, model.key) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
     documents = warehouse.read_file(documents_file,
@@ -64,7 +62,7 @@ def run_eval(data_dir: Path, model: ModelSpec, gold_path: Path, ood_path: Path,
         index = indexes[PRODUCTION_CHUNKER]
         sentences[PRODUCTION_CHUNKER] = partition_sentences(
             model.key, index.texts, index.contents, embedder.embed,
-            Path(data_dir) / "eval" / "sentences")
+            warehouse.data_dir / "eval" / "sentences")
         if candidates:
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences)

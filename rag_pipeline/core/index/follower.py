@@ -107,8 +107,7 @@ class IndexFollower:
                 return False
             started = time.perf_counter()
             for _ in range(LOAD_ATTEMPTS):
-                index = load_partition(warehouse.data_dir, self.chunker, self.model_key,
-                                       warehouse.location)
+                index = load_partition(warehouse, self.chunker, self.model_key)
                 if index.generation == generation.id:
                     break
                 # Another generation was published between the two reads of CURRENT.json.

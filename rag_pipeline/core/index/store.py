@@ -120,15 +120,21 @@ def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Gen
                                 f"models: {models}")
 
 
-def load_partition(data_dir: Path, chunker: str, model_key: str,
+def load_partition(warehouse: Warehouse | Path, chunker: str, model_key: str,
                    location: str | None = None) -> PartitionIndex:
     """The partition's served generation, from the process cache when it is already loaded.
-    Reading ``CURRENT.json`` is the only I/O when nothing was published since."""
-    warehouse = Warehouse(Path(data_dir), location)
+    Reading ``CURRENT.json`` is the only I/O when nothing was published since.
+
+    Args:
+        warehouse: The handle on the tables (a data folder is made into one, with
+            ``location``, for callers that hold none).
+    """
+    if not isinstance(warehouse, Warehouse):
+        warehouse = Warehouse(Path(warehouse), location)
     for attempt in range(3):
         generation = served_generation(warehouse, chunker, model_key)
         try:
-            return _load(str(Path(data_dir).resolve()), warehouse.location, generation)
+            return _load(str(warehouse.data_dir.resolve()), warehouse.location, generation)
         except FileNotFoundError:
             # A generation two publishes old may be collected between reading CURRENT.json
             # and its files; the newer CURRENT.json is then whole.

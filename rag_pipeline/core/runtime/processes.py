@@ -222,6 +222,22 @@ def exclusive_lock(path: Path, command: str, wait_seconds: float = 0.0) -> Itera
         os.close(fd)
 
 
+def process_environment(pid: int) -> tuple[dict[str, str], Path] | None:
+    """Another process's environment and working folder (Linux ``/proc``), or None when they
+    cannot be read (the process is gone, or not this user's)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+    environ = {}
+    for entry in raw:
+        name, sep, value = entry.partition(b"=")
+        if sep:
+            environ[os.fsdecode(name)] = os.fsdecode(value)
+    return environ, cwd
+
+
 def _same_home(pid: int, home: Path) -> bool:
     """Whether the process runs with ``DAGSTER_HOME`` naming ``home`` (relative to its cwd)."""
     try:

@@ -6,12 +6,10 @@ embeddings file it was built from; ``index_generation`` then publishes it with t
 model change is another partition, so it always builds a fresh index.
 """
 
-from collections.abc import Sequence
-
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.storage.table_names import ANN_INDEX, EMBEDDINGS
@@ -20,12 +18,12 @@ from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_part
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute
 
 
-def build_ann_index_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+def build_ann_index_asset(build: BuildContext) -> dg.AssetsDefinition:
     """``ann_index`` over the same chunker x model partitions as ``embeddings``."""
 
     @dg.asset(
         name=ANN_INDEX,
-        partitions_def=embedding_partitions(models),
+        partitions_def=embedding_partitions(build),
         deps=[EMBEDDINGS],
         description="Inverted file (faiss IVF, 8-bit codes) over the partition's vectors, with "
                     "the calibrated nprobe, measured recall, fingerprint and vector moments that "

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import AssetExecutionContext
 
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index.bm25 import K1, B
 from rag_pipeline.core.index.builders import bm25_stats_tables
 from rag_pipeline.core.storage.table_names import BM25_TABLES, CHUNKS
@@ -34,14 +35,24 @@ def _rows_per_analyzer(table: pa.Table) -> dict[str, int]:
             for a in Analyzer}
 
 
-@dg.multi_asset(
-    specs=[dg.AssetSpec(name, deps=["chunks"], partitions_def=chunker_partitions,
-                        description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"})
-           for name in BM25_TABLES],
-    partitions_def=chunker_partitions,
-    can_subset=False,
-)
-def bm25_stats(context: AssetExecutionContext, storage: IndexStorage):
+def build_bm25_stats_asset(build: BuildContext) -> dg.AssetsDefinition:
+    """The four BM25 tables over ``build``'s chunkers, one step."""
+    partitions = chunker_partitions(build.chunkers)
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec(name, deps=["chunks"], partitions_def=partitions,
+                            description=DESCRIPTIONS[name], kinds={"parquet", "duckdb"})
+               for name in BM25_TABLES],
+        partitions_def=partitions,
+        can_subset=False,
+    )
+    def bm25_stats(context: AssetExecutionContext, storage: IndexStorage):
+        yield from _bm25_stats(context, storage)
+
+    return bm25_stats
+
+
+def _bm25_stats(context: AssetExecutionContext, storage: IndexStorage):
     warehouse = storage.warehouse()
     partition = {CHUNKER: context.partition_key}
     chunks_version = warehouse.require_version(CHUNKS, partition)

@@ -8,7 +8,7 @@ import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
 from rag_pipeline.core.index.builders import chunks_table, document_records
 from rag_pipeline.core.index.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
@@ -27,13 +27,16 @@ CHECKS = {
 }
 
 
-def build_chunks_asset(tokenizer_model: ModelSpec) -> dg.AssetsDefinition:
-    """``chunks``, with word-pieces counted by ``tokenizer_model``'s tokenizer."""
+def build_chunks_asset(build: BuildContext) -> dg.AssetsDefinition:
+    """``chunks`` over ``build``'s chunkers, with word-pieces counted by its default model's
+    tokenizer."""
+    tokenizer_model = build.models[0]
+    partitions = chunker_partitions(build.chunkers)
 
     @dg.asset(
-        partitions_def=chunker_partitions,
+        partitions_def=partitions,
         deps=["documents"],
-        check_specs=blocking_checks(CHUNKS, CHECKS, chunker_partitions),
+        check_specs=blocking_checks(CHUNKS, CHECKS, partitions),
         description="Chunks of every ok document: `text` (embedded, with header/overlap) and "
                     "`content` (quoted, == canonical_text[from:to]), word-pieces and truncation.",
         kinds={"parquet", "duckdb"},

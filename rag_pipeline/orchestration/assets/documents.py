@@ -11,7 +11,7 @@ from rag_pipeline.core.index.builders import (
     documents_table,
 )
 from rag_pipeline.core.index.query_db import publish_query_db
-from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
 from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
@@ -19,8 +19,25 @@ from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.corpus_watch import CORPUS_FINGERPRINT, corpus_fingerprint
 from rag_pipeline.orchestration.resources import CorpusSource, IndexStorage
 
+NO_FAILED_DOCUMENTS = "no_failed_documents"
+
+
+def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
+    """Fails, as a warning, while any document failed to extract: the asset shows amber, the
+    run goes on (a failed file is retried on every run; the rest of the corpus is indexed)."""
+    return dg.AssetCheckResult(
+        check_name=NO_FAILED_DOCUMENTS, passed=not failed, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"documents_failed": len(failed),
+                  "failed": dg.MetadataValue.md(markdown_table(
+                      ["document", "reason"], [[r.document_id, r.error] for r in failed])
+                      if failed else "no failed documents")})
+
 
 @dg.asset(
+    check_specs=[dg.AssetCheckSpec(
+        NO_FAILED_DOCUMENTS, asset="documents", blocking=False,
+        description="No document failed to extract (warning: a failed one is named with its "
+                    "reason and retried on the next run; the others are indexed).")],
     description="One row per source file: canonical text, sections, anchors, sha256, extractor "
                 "stamp, status (ok, failed, or skipped when no format reads it) and the reason; "
                 "beside it ``document_pages``, one row per PDF page (text layer or OCR, its "
@@ -55,7 +72,9 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
                      f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
                      f"moved) from "
                      f"{root}; {'changed' if changed else 'no change'}")
-    return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
+    return dg.MaterializeResult(data_version=dg.DataVersion(version.digest),
+                                check_results=[failed_documents_check(list(result.failed))],
+                                metadata={
         **table_metadata(version, DOCUMENTS_SCHEMA),
         "corpus": str(root),
         CORPUS_FINGERPRINT: fingerprint,

@@ -7,15 +7,14 @@ those checks (:func:`reusable_vectors`), so a failed table is never carried forw
 """
 
 
-from collections.abc import Sequence
-
 import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.drift import MIN_COSINE, drift_check
 from rag_pipeline.core.embedding.embedder import load_embedder
-from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
 from rag_pipeline.core.index.builders import embeddings_table
 from rag_pipeline.core.index.generations import current_generation
@@ -25,7 +24,6 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, MODEL_TAG, tag_run
 
 CHECKS = {
     "vectors_unit_length": "Every vector has the model's dimension and unit L2 norm (within "
@@ -64,10 +62,10 @@ def reusable_vectors(warehouse: Warehouse, partition: dict[str, str], chunks: pa
     return warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
 
 
-def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
     """``embeddings`` over the declared models; each model key is a vector space of its own."""
-    by_key = {m.key: m for m in models}
-    partitions = embedding_partitions(models)
+    by_key = {m.key: m for m in build.models}
+    partitions = embedding_partitions(build)
 
     @dg.asset(
         partitions_def=partitions,
@@ -82,7 +80,6 @@ def build_embeddings_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
         keys = context.partition_key.keys_by_dimension
         spec = by_key[keys[MODEL]]
         chunker = keys[CHUNKER]
-        tag_run(context, {CHUNKER_TAG: chunker, MODEL_TAG: spec.key})
         partition = {CHUNKER: chunker, MODEL: spec.key}
         warehouse = storage.warehouse()
         chunks_version = warehouse.require_version(CHUNKS, {CHUNKER: chunker})

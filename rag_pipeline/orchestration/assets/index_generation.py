@@ -9,28 +9,26 @@ failed check never reaches a reader. A table that joins the generation joins its
 by its declaration alone.
 """
 
-from collections.abc import Sequence
-
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index import GENERATION_TABLES, latest_tables
 from rag_pipeline.core.index.generations import collect_garbage, publish
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, scope_mapping
 from rag_pipeline.orchestration.resources import IndexStorage
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, GENERATION_TAG, MODEL_TAG, tag_run
+from rag_pipeline.orchestration.run_tags import GENERATION_TAG, tag_run
 
 INDEX_GENERATION = "index_generation"
 
 
-def build_index_generation_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
+def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
     """``index_generation`` over the declared chunkers x models."""
 
     @dg.asset(
         name=INDEX_GENERATION,
-        partitions_def=embedding_partitions(models),
+        partitions_def=embedding_partitions(build),
         deps=[dg.AssetDep(t.name, partition_mapping=scope_mapping(t.scope))
               for t in GENERATION_TABLES],
         description="The served generation of a chunker x model: one immutable manifest naming "
@@ -47,7 +45,7 @@ def build_index_generation_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefini
                                      latest_tables(warehouse, chunker, model))
         garbage = collect_garbage(warehouse)
         publish_query_db(warehouse)
-        tag_run(context, {CHUNKER_TAG: chunker, MODEL_TAG: model, GENERATION_TAG: generation.id})
+        tag_run(context, {GENERATION_TAG: generation.id})
         context.log.info(f"{chunker} x {model}: generation {generation.id}"
                          f"{' published' if is_new else ' unchanged'}")
         return dg.MaterializeResult(data_version=dg.DataVersion(generation.content_id), metadata={

@@ -2,28 +2,26 @@
 ``eval_summary``, ``eval_paired``, ``eval_sweep`` and ``eval_gold_errors``."""
 
 import base64
-from collections.abc import Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
 
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportSite
-from rag_pipeline.orchestration.run_tags import GENERATION_TAG, MODEL_TAG, tag_run
 
 EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                "eval_gate_cv")
 
 
-def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinition:
-    by_key = {m.key: m for m in models}
-    partitions = model_partitions(models)
+def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
+    by_key = {m.key: m for m in build.models}
+    partitions = model_partitions(build.models)
     deps = [dg.AssetDep(INDEX_GENERATION, partition_mapping=one_dimension_of(MODEL))]
     descriptions = {
         "eval_ranks": "Rank of the first chunk holding the gold needle, per query, chunker and "
@@ -43,7 +41,9 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
     }
 
     @dg.multi_asset(
-        specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions,
+        # Skippable: with no gold set for the corpus nothing is materialised (the assets show
+        # skipped, not green), and the sensor launches no evaluation run for them.
+        specs=[dg.AssetSpec(name, deps=deps, partitions_def=partitions, skippable=True,
                             description=descriptions[name], kinds={"parquet", "duckdb"})
                for name in EVAL_TABLES],
         partitions_def=partitions,
@@ -76,30 +76,22 @@ def build_retrieval_eval_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefiniti
 
         spec = by_key[context.partition_key]
         warehouse = storage.warehouse()
-        report = run_eval(Path(storage.data_dir), spec, Path(eval_sets.gold_path),
-                          Path(eval_sets.ood_path), location=storage.location)
+        report = run_eval(warehouse, spec, Path(eval_sets.gold_path), Path(eval_sets.ood_path))
+        if report.skipped:
+            context.log.warning(f"evaluation skipped: {report.skipped}")
+            return
         partition = {MODEL: spec.key}
         tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
                   "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
                   "eval_gold_errors": gold_errors_table(report),
                   "eval_gate_cv": gate_cv_table(report)}
-        tag_run(context, {MODEL_TAG: spec.key, GENERATION_TAG: ",".join(
-            f"{chunker}={generation}" for chunker, generation in sorted(report.generations.items()))})
         written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
                    for name in EVAL_TABLES}
         publish_query_db(warehouse)
-        if report.skipped:
-            # Empty tables over the evaluated generations: the index is current, nothing scored.
-            context.log.info(report.skipped)
-            for name in EVAL_TABLES:
-                yield dg.MaterializeResult(asset_key=name, metadata={
-                    "skipped": report.skipped, "queries": 0,
-                    "generations": dg.MetadataValue.json(report.generations)})
-            return
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
-        report_file = report_path(Path(storage.data_dir), spec.key)
+        report_file = report_path(warehouse.data_dir, spec.key)
         chart_path = report_file.parent / "refusal_sweep.png"
         chart_path.parent.mkdir(parents=True, exist_ok=True)
         chart_path.write_bytes(png)

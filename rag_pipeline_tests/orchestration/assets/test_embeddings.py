@@ -18,7 +18,7 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, EMBEDDINGS_JOB, launchable
 from rag_pipeline.orchestration.index_launch import index_is_current
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, GENERATION_TAG, MODEL_TAG
+from rag_pipeline.orchestration.run_tags import GENERATION_TAG
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 from rag_pipeline_tests.orchestration.assets.conftest import TinyProject, check_outcomes, corrupting
 
@@ -77,8 +77,13 @@ def published(tiny_project: TinyProject) -> str:
     assert materialised == ["embeddings", "ann_index", "index_generation"]
     generation = current_generation(Warehouse(tiny_project.data_dir), "header", tiny_project.spec.key)
     run = tiny_project.instance.get_run_by_id(result.run_id)
-    assert {k: run.tags[k] for k in (CHUNKER_TAG, MODEL_TAG, GENERATION_TAG)} == {
-        CHUNKER_TAG: "header", MODEL_TAG: tiny_project.spec.key, GENERATION_TAG: generation.id}
+    # Every tag of the run a person reads: the stage, the partition, the generation published.
+    assert {k: v for k, v in run.tags.items() if not k.startswith(".")} == {
+        "rag_pipeline/stage": "index", "rag_pipeline/compute": "model",
+        "dagster/partition": f"header|{tiny_project.spec.key}",
+        "dagster/partition_set": "embeddings_job_partition_set",
+        "dagster/partition/chunker": "header", "dagster/partition/model": tiny_project.spec.key,
+        GENERATION_TAG: generation.id}
     return generation.id
 
 

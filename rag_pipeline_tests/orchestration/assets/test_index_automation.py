@@ -8,7 +8,7 @@ import dagster as dg
 from rag_pipeline.core.index.plan import Stage, index_plan
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, INDEX_SENSOR
-from rag_pipeline.orchestration.run_tags import CHUNKER_TAG, INPUTS_TAG
+from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
 from rag_pipeline_tests.orchestration.assets.conftest import TinyProject
 from rag_pipeline_tests.test_definitions import CHUNKERS
 
@@ -25,8 +25,9 @@ def test_documents_written_ask_for_one_chunks_job_run_per_chunker(tiny_project: 
     requests = _tick(tiny_project)
     plan = index_plan(Warehouse(tiny_project.data_dir), CHUNKERS, [tiny_project.spec.key])
     assert [(s.stage, s.chunker) for s in plan] == [(Stage.CHUNKS, c) for c in CHUNKERS]
-    assert [(r.job_name, r.partition_key, r.tags[CHUNKER_TAG]) for r in requests] == [
-        (CHUNKS_JOB, c, c) for c in CHUNKERS]
+    assert [(r.job_name, r.partition_key) for r in requests] == [(CHUNKS_JOB, c) for c in CHUNKERS]
+    # A request carries only its inputs and attempt (the partition is Dagster's own tag).
+    assert [sorted(r.tags) for r in requests] == [[ATTEMPT_TAG, INPUTS_TAG]] * len(CHUNKERS)
     # The run key is the job and the digest of the documents file the chunks will be cut from:
     # the same state asks for the same runs, which the daemon launches once.
     assert [r.run_key for r in requests] == [f"{CHUNKS_JOB}:{s.key}" for s in plan]

@@ -1,13 +1,24 @@
-"""The evaluation of a corpus without a gold set of its own: one line, no needle errors."""
+"""The evaluation of a corpus without a gold set of its own: skipped (nothing materialised, no
+run launched by the sensor), one line from the CLI, no needle errors."""
 
 from __future__ import annotations
 
+import dagster as dg
 import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
+from rag_pipeline.core.evaluation.gold import no_gold_set_reason
+from rag_pipeline.core.index.plan import Stage, index_plan
 from rag_pipeline.core.storage.warehouse import Warehouse
-from rag_pipeline.orchestration.automation import CHUNKS_JOB, EMBEDDINGS_JOB, EVAL_JOB
+from rag_pipeline.orchestration.automation import (
+    CHUNKS_JOB,
+    EMBEDDINGS_JOB,
+    EVAL_JOB,
+    build_index_automation,
+    build_index_jobs,
+    unscored_reason,
+)
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 from rag_pipeline_tests.orchestration.assets.conftest import TinyProject
 
@@ -17,24 +28,30 @@ SKIPPED = (f"no gold set for this corpus: {DEFAULT_EVAL_DIR / 'gold.jsonl'} was 
            "`rag-pipeline eval --gold FILE`")
 
 
-def test_eval_without_a_gold_set_for_the_corpus_says_so_in_one_line(
+def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_line(
         tiny_project: TinyProject, monkeypatch: pytest.MonkeyPatch):
     assert tiny_project.run(CHUNKS_JOB, "header").success
     assert tiny_project.run(EMBEDDINGS_JOB, tiny_project.embeddings_key()).success
+    warehouse = Warehouse(tiny_project.data_dir)
+    # The sensor launches no evaluation: its plan's eval step has no gold set to score.
+    plan = index_plan(warehouse, ["header"], [tiny_project.spec.key])
+    assert [step.stage for step in plan] == [Stage.EVAL]
+    assert unscored_reason(plan, warehouse, DEFAULT_EVAL_DIR / "gold.jsonl") == SKIPPED
+    sensor = build_index_automation(["header"], [tiny_project.spec], build_index_jobs(),
+                                    gold_path=DEFAULT_EVAL_DIR / "gold.jsonl")
+    with dg.build_sensor_context(instance=tiny_project.instance, definitions=tiny_project.defs,
+                                 resources={"storage": tiny_project.defs.resources["storage"]}) as context:
+        assert sensor(context) == dg.SkipReason(
+            f"the index is current; evaluation skipped: {SKIPPED}")
+    assert no_gold_set_reason(warehouse, tiny_project.data_dir / "none.jsonl") == (
+        f"no gold set for this corpus: {tiny_project.data_dir / 'none.jsonl'} does not exist; "
+        "nothing to score. Write one with `rag-pipeline gold draft`")
+    # Run by hand, the evaluation materialises nothing (skipped, not green) and writes no table.
     result = tiny_project.run(EVAL_JOB, tiny_project.spec.key)
     assert result.success
-    metadata = {e.asset_key.path[-1]: e.step_materialization_data.materialization.metadata
-                for e in result.get_asset_materialization_events()}
-    assert {name: m["skipped"].value for name, m in metadata.items()} == {
-        name: SKIPPED for name in ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep",
-                                   "eval_gold_errors", "eval_gate_cv")}
-    warehouse = Warehouse(tiny_project.data_dir)
-    # No "needle not found" rows stored; the empty summary is over the served generation, so
-    # `index` sees the evaluation as current.
-    assert warehouse.read("eval_gold_errors", {"model": tiny_project.spec.key}).num_rows == 0
-    summary = warehouse.version("eval_summary", {"model": tiny_project.spec.key})
-    assert list(summary.inputs) == ["header"]
-    assert warehouse.read("eval_summary", {"model": tiny_project.spec.key}).num_rows == 0
+    assert result.get_asset_materialization_events() == []
+    assert warehouse.version("eval_summary", {"model": tiny_project.spec.key}) is None
+    assert warehouse.version("eval_gold_errors", {"model": tiny_project.spec.key}) is None
 
     # The hashed stand-in is not declared in rag_pipeline.toml: the CLI is given it as declared.
     for module in ("edge", "evaluation"):

@@ -1,0 +1,100 @@
+"""What one index build is about, as one explicit value: the chosen profile's chunkers and model
+specs, the one :class:`~rag_pipeline.core.storage.warehouse.Warehouse`, and the folders the
+corpus and the gold sets are read from.
+
+Each edge builds it once (the CLI from its invocation, the code location from its environment:
+:func:`rag_pipeline.project_paths.resolve_context`) and hands it down: the Dagster partitions,
+the assets' resources, ``index``'s launch environment and its wait all come from it, so the CLI
+and the UI build the same thing without reading process state at import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.storage.warehouse import Warehouse
+
+__all__ = ["BuildContext", "Folders"]
+
+
+@dataclass(frozen=True)
+class Folders:
+    """Where a build reads and writes, as comparable values (two builds agree when these and
+    their partitions are equal).
+
+    Attributes:
+        data_dir: The local data folder (``rag.duckdb``, reports, caches), absolute.
+        tables_at: Where the Parquet tables live (a folder or a URI).
+        corpus: The folder of documents read.
+        eval_dir: The folder of ``gold.jsonl`` and ``ood.jsonl``.
+    """
+
+    data_dir: Path
+    tables_at: str
+    corpus: Path
+    eval_dir: Path
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """One build: these chunkers x these models, into this warehouse, from this corpus.
+
+    Attributes:
+        profile: The profile's name (``production``, ``evaluation`` or a declared one).
+        chunkers: The profile's chunkers, in declaration order (the chunker partitions).
+        models: The profile's model specs, the default first (the model partitions; the first
+            also counts the chunks' word-pieces).
+        warehouse: The one handle on the tables.
+        corpus: The folder of documents (for the bundled corpus, the folder it is exported to).
+        python_reference: ``corpus`` is the bundled Python reference's export (written on first
+            use), not a user's folder.
+        eval_dir: The folder of the gold set (``gold.jsonl``) and the out-of-domain set
+            (``ood.jsonl``).
+    """
+
+    profile: str
+    chunkers: tuple[ChunkingStrategy, ...]
+    models: tuple[ModelSpec, ...]
+    warehouse: Warehouse
+    corpus: Path
+    python_reference: bool
+    eval_dir: Path
+
+    def __post_init__(self) -> None:
+        if not self.chunkers:
+            raise ValueError(f"profile {self.profile!r} builds no chunker")
+        if not self.models:
+            raise ValueError(f"profile {self.profile!r} builds no model")
+        keys = self.model_keys
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"two declared models share a partition key: {list(keys)}")
+
+    @property
+    def data_dir(self) -> Path:
+        return self.warehouse.data_dir
+
+    @property
+    def chunker_keys(self) -> tuple[str, ...]:
+        """The chunker partitions' keys."""
+        return tuple(c.value for c in self.chunkers)
+
+    @property
+    def model_keys(self) -> tuple[str, ...]:
+        """The model partitions' keys (``name@fingerprint``)."""
+        return tuple(m.key for m in self.models)
+
+    @property
+    def gold_path(self) -> Path:
+        return self.eval_dir / "gold.jsonl"
+
+    @property
+    def ood_path(self) -> Path:
+        return self.eval_dir / "ood.jsonl"
+
+    @property
+    def folders(self) -> Folders:
+        return Folders(self.data_dir.absolute(), self.warehouse.location, self.corpus.absolute(),
+                       self.eval_dir.absolute())
