@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.core.ingest.containers import PreviousRecords, expands, extract_file
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
@@ -141,14 +142,18 @@ def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
     settings = settings or ExtractionSettings()
     if not corpus_root.is_dir():
         raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
+    previous = PreviousRecords(previous)
     reusable = {r.document_id: r for r in previous if r.ok}
     records, extracted, reused, moved = [], 0, 0, 0
     for path in discover(corpus_root):
+        if expands(path):  # containers, compressed files, files no format claims: several records
+            found = extract_file(path, corpus_root, previous, settings)
+            records += found.records
+            extracted, reused, moved = (extracted + found.extracted, reused + found.reused,
+                                        moved + found.moved)
+            continue
         document_id = document_id_for(path, corpus_root)
         fmt = format_for(path)
-        if fmt is None:
-            records.append(extract_document(path, corpus_root, settings))
-            continue
         old = reusable.get(document_id)
         if old is not None and old.format == fmt.name:
             try:
