@@ -14,6 +14,7 @@ from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
+from rag_pipeline.core.ingest.formats.pptx import PptxFormat
 from rag_pipeline.core.ingest.formats.srt import SrtFormat
 from rag_pipeline.core.ingest.formats.tar import TarFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
@@ -31,6 +32,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     XlsxFormat(),
     WebVttFormat(),
     SrtFormat(),
+    PptxFormat(),
     ZipFormat(),
     TarFormat(),
 )
