@@ -12,6 +12,7 @@ from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentForma
 from rag_pipeline.core.ingest.formats.csv import CsvFormat
 from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
+from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
 from rag_pipeline.core.ingest.formats.pptx import PptxFormat
@@ -33,6 +34,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     WebVttFormat(),
     SrtFormat(),
     PptxFormat(),
+    IpynbFormat(),
     ZipFormat(),
     TarFormat(),
 )
