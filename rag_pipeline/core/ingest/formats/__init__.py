@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rag_pipeline.core.ingest.formats.asciidoc import AsciiDocFormat
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.csv import CsvFormat
 from rag_pipeline.core.ingest.formats.docx import DocxFormat
@@ -16,6 +17,7 @@ from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
 from rag_pipeline.core.ingest.formats.pptx import PptxFormat
+from rag_pipeline.core.ingest.formats.rst import RstFormat
 from rag_pipeline.core.ingest.formats.srt import SrtFormat
 from rag_pipeline.core.ingest.formats.tar import TarFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
@@ -35,6 +37,8 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     SrtFormat(),
     PptxFormat(),
     IpynbFormat(),
+    RstFormat(),
+    AsciiDocFormat(),
     ZipFormat(),
     TarFormat(),
 )
