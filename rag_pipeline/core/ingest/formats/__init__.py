@@ -12,6 +12,7 @@ from rag_pipeline.core.ingest.formats.asciidoc import AsciiDocFormat
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.csv import CsvFormat
 from rag_pipeline.core.ingest.formats.docx import DocxFormat
+from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
@@ -39,6 +40,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     IpynbFormat(),
     RstFormat(),
     AsciiDocFormat(),
+    EpubFormat(),
     ZipFormat(),
     TarFormat(),
 )
