@@ -16,6 +16,7 @@ from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
+from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
 from rag_pipeline.core.ingest.formats.pptx import PptxFormat
 from rag_pipeline.core.ingest.formats.rst import RstFormat
@@ -41,6 +42,9 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     RstFormat(),
     AsciiDocFormat(),
     EpubFormat(),
+    OdtFormat(),
+    OdpFormat(),
+    OdsFormat(),
     ZipFormat(),
     TarFormat(),
 )
