@@ -15,6 +15,7 @@ from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
+from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
@@ -45,6 +46,8 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     OdtFormat(),
     OdpFormat(),
     OdsFormat(),
+    EmlFormat(),
+    MboxFormat(),
     ZipFormat(),
     TarFormat(),
 )
