@@ -14,6 +14,7 @@ from rag_pipeline.core.ingest.formats.csv import CsvFormat
 from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
+from rag_pipeline.core.ingest.formats.image import ImageFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
@@ -40,6 +41,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     SrtFormat(),
     PptxFormat(),
     IpynbFormat(),
+    ImageFormat(),
     RstFormat(),
     AsciiDocFormat(),
     EpubFormat(),

@@ -49,7 +49,6 @@ class AsciiDocFormat(DocumentFormat):
 
     name = "asciidoc"
     suffixes = (".adoc", ".asciidoc")
-    links_by_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("asciidoc-titles", "1")
