@@ -15,9 +15,11 @@ The corpus hands such a file here (:func:`expands`, :func:`extract_file`) and ge
   is text, ``notes.md.gz`` Markdown, under its own document id; its stamp is the inner
   format's with the compression named (``gzip+markdown-frontmatter``).
 - A file **no format claims** (``INSTALL``, ``README.Debian``, ``notes-2024``) is plain text
-  when its bytes are text (UTF-8, no NUL byte, at most :data:`MAX_CONTROL_SHARE` control
-  characters), and skipped with the reason otherwise; one that cannot even be read is skipped
-  with that reason too (it was never known to be a document).
+  unless its suffix says it is for machines (:data:`NOT_DOCUMENTS`: style sheets, scripts,
+  drawings, schemas, skipped unopened) and when its bytes are text (UTF-8, no NUL byte, at
+  most :data:`MAX_CONTROL_SHARE` control characters), and skipped with the reason otherwise;
+  one that cannot even be read is skipped with that reason too (it was never known to be a
+  document).
 """
 
 from __future__ import annotations
@@ -51,6 +53,14 @@ COMPRESSIONS: dict[str, tuple[str, Callable[[BinaryIO], BinaryIO]]] = {
     ".xz": ("xz", lambda raw: lzma.LZMAFile(raw)),
 }
 """Compressed single files by suffix: the compression's name and a decompressing reader."""
+
+NOT_DOCUMENTS = {
+    ".css": "a style sheet", ".js": "a script for a browser", ".mjs": "a script for a browser",
+    ".map": "a source map", ".svg": "a vector drawing", ".dtd": "an XML schema",
+    ".xsd": "an XML schema", ".xsl": "an XSLT style sheet", ".xslt": "an XSLT style sheet",
+}
+"""Suffixes no format claims whose text is for machines, not readers: skipped unopened rather
+than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
 
 MAX_CONTROL_SHARE = 0.01
 """Bytes that decode as UTF-8 are text unless more than 1 % of their characters are control
@@ -149,6 +159,12 @@ class _Reader:
             records[0] = dataclasses.replace(own, extractor=stamp.name, extractor_version=stamp.version)
             return records
         fmt = format_for(Path(name))
+        machine = NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower())
+        if fmt is None and machine is not None:
+            return [DocumentRecord(document_id, path, name, "", digest, "", "", "",
+                                   DocumentStatus.SKIPPED.value,
+                                   f"no reader for {PurePosixPath(name).suffix.lower()} files "
+                                   f"({machine}, not a document)")]
         if fmt is None:
             why = not_text_reason(data)
             if why is not None:
@@ -312,6 +328,11 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
         return FileRecords([extract_document(path, corpus_root, settings)], 0, 0)
     fmt_name, stamp = stamp_for(path.name)
     claimed = format_for(path) is not None or _compression(path.name) is not None
+    machine = NOT_DOCUMENTS.get(path.suffix.lower())
+    if not claimed and machine is not None:
+        return FileRecords([DocumentRecord(
+            document_id, str(path), _stem(path.name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
+            f"no reader for {path.suffix.lower()} files ({machine}, not a document)")], 0, 0)
     try:
         data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
     except ExtractionError as exc:
@@ -335,5 +356,5 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
     return FileRecords(records, sum(not r.skipped for r in records), 0)
 
 
-__all__ = ["COMPRESSIONS", "MAX_CONTROL_SHARE", "FileRecords", "PreviousRecords", "expands", "extract_file",
-           "not_text_reason", "stamp_for"]
+__all__ = ["COMPRESSIONS", "MAX_CONTROL_SHARE", "NOT_DOCUMENTS", "FileRecords", "PreviousRecords",
+           "expands", "extract_file", "not_text_reason", "stamp_for"]

@@ -294,6 +294,7 @@ def test_unclaimed_files_are_text_when_their_bytes_are(tmp_path: Path):
     (tmp_path / "README.source").write_bytes(b"Source layout.\n")
     (tmp_path / "notes-2024").write_bytes(b"Notes of 2024.\n")
     (tmp_path / "core").write_bytes(b"\x7fELF\x02\x01\x01\x00")  # Planted: binary -> skipped
+    (tmp_path / "site.css").write_bytes(b"body { color: red }\n")  # Planted: for machines -> skipped
     records = extract_corpus(tmp_path).records
     assert [(r.document_id, r.status, r.format, r.title, r.error) for r in records] == [
         ("INSTALL", "ok", "text", "INSTALL", None),
@@ -302,6 +303,7 @@ def test_unclaimed_files_are_text_when_their_bytes_are(tmp_path: Path):
         ("core", "skipped", "", "core", "no reader for files named core (without a suffix), and "
          "not plain text (binary: a NUL byte at offset 7)"),
         ("notes-2024", "ok", "text", "notes-2024", None),
+        ("site.css", "skipped", "", "site", "no reader for .css files (a style sheet, not a document)"),
     ]
 
 
