@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import posixpath
+import warnings
 import zipfile
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -93,6 +94,8 @@ class EpubFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an EPUB, a zip bomb, encrypted, or over :data:`MAX_CHAPTERS`.
         """
+        from bs4 import XMLParsedAsHTMLWarning
+
         check_zip_package(data, "EPUB")
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
@@ -109,7 +112,10 @@ class EpubFormat(DocumentFormat):
                 if chapter not in names:
                     missing += 1
                     continue
-                read = extract_html(archive.read(chapter), posixpath.splitext(posixpath.basename(chapter))[0])
+                with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
+                    warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+                    read = extract_html(archive.read(chapter),
+                                        posixpath.splitext(posixpath.basename(chapter))[0])
                 text = read.canonical_text.rstrip("\n")
                 if not text.strip():
                     continue
