@@ -214,7 +214,11 @@ class OdtFormat(DocumentFormat):
             ExtractionError: Not an ODT package, a zip bomb, or XML that is not well-formed.
         """
         root, meta_title = _package(data, "ODT")
-        blocks = list(_blocks(_body(root, "ODT", "text")))
+        body = _body(root, "ODT", "text")
+        try:
+            blocks = list(_blocks(body))
+        except RecursionError as exc:
+            raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
         title = meta_title or next((text for text, level in blocks if level), stem)
         return _text_document(blocks, title)
 

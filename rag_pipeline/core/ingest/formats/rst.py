@@ -179,10 +179,10 @@ class RstFormat(DocumentFormat):
         from docutils.core import publish_doctree
 
         source = decode_utf8(data)
+        writer = _Writer()
         try:
             tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})
-        except Exception as exc:  # docutils raises its own and Python errors on malformed input
+            writer.walk(tree)
+        except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting
             raise ExtractionError(f"unreadable reStructuredText: {type(exc).__name__}: {exc}") from exc
-        writer = _Writer()
-        writer.walk(tree)
         return blocks_to_extracted(writer.blocks, stem)

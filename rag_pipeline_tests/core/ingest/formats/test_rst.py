@@ -97,3 +97,13 @@ def test_a_file_without_titles_is_one_section_titled_by_the_stem():
     extracted = RST.extract(b"Just a paragraph\nover lines.\n", "notes")
     assert (extracted.title, extracted.canonical_text, extracted.sections) == (
         "notes", "Just a paragraph over lines.\n", (Section("notes", 0, 28, 1),))
+
+
+def test_absurd_nesting_fails_with_its_reason_instead_of_stopping_the_run():
+    import pytest
+
+    from rag_pipeline.core.ingest.extracted import ExtractionError
+
+    nested = "".join("  " * depth + "- item\n\n" for depth in range(400)).encode()  # Planted
+    with pytest.raises(ExtractionError, match="^unreadable reStructuredText: RecursionError: "):
+        RST.extract(nested, "deep")
