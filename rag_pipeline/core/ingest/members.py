@@ -39,7 +39,7 @@ class ContainerLimits:
         ValueError: If a limit is not positive.
     """
 
-    max_members: int = 1000
+    max_members: int = 10_000
     max_attachments: int = 100
     max_expanded_bytes: int = 256 * 1024 * 1024
     max_ratio: float = 100.0

@@ -15,6 +15,7 @@ from rag_pipeline.core.ingest.formats.docx import DocxFormat
 from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
 from rag_pipeline.core.ingest.formats.image import ImageFormat
+from rag_pipeline.core.ingest.formats.info import InfoFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
@@ -44,6 +45,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     ImageFormat(),
     RstFormat(),
     AsciiDocFormat(),
+    InfoFormat(),
     EpubFormat(),
     OdtFormat(),
     OdpFormat(),
