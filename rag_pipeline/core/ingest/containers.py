@@ -58,6 +58,7 @@ NOT_DOCUMENTS = {
     ".css": "a style sheet", ".js": "a script for a browser", ".mjs": "a script for a browser",
     ".map": "a source map", ".svg": "a vector drawing", ".dtd": "an XML schema",
     ".xsd": "an XML schema", ".xsl": "an XSLT style sheet", ".xslt": "an XSLT style sheet",
+    ".woff": "a font", ".woff2": "a font", ".ttf": "a font", ".otf": "a font", ".eot": "a font",
 }
 """Suffixes no format claims whose text is for machines, not readers: skipped unopened rather
 than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
