@@ -44,8 +44,8 @@ def write_corpus(root: Path) -> Path:
     (root / "notes.txt").write_text(NOTES, encoding="utf-8")
     (root / "page.html").write_bytes(PAGE)
     (root / "README").write_text("Read me.\n", encoding="utf-8")
-    (root / "logo.png").write_bytes(b"\x89PNG\r\n")
-    (root / "Makefile").write_text("all:\n\ttrue\n", encoding="utf-8")
+    (root / "logo.7z").write_bytes(b"7z\xbc\xaf\x27\x1c")
+    (root / "tool").write_bytes(b"\x7fELF\x02\x01\x01\x00")
     (root / ".hidden.md").write_text("# Hidden\n\nNever indexed.\n", encoding="utf-8")
     return root
 
@@ -94,12 +94,14 @@ def test_every_format_statuses_offsets_and_labels_in_duckdb(project):
         chunks = con.execute("select document_id, section, \"from\", \"to\", content from chunks "
                              "where chunker = 'header' order by document_id, \"from\"").fetchall()
     assert documents == [
-        ("Makefile", "skipped", "", "no reader for files named Makefile (without a suffix)"),
         ("README", "ok", "text", None),
         ("guide.md", "ok", "markdown", None),
-        ("logo.png", "skipped", "", "no reader for .png files"),
+        ("logo.7z", "skipped", "", "no reader for .7z files, and not plain text (not UTF-8: byte "
+                                   "0xbc at offset 2)"),
         ("notes.txt", "ok", "text", None),
         ("page.html", "ok", "html", None),
+        ("tool", "skipped", "", "no reader for files named tool (without a suffix), and not plain "
+                                "text (binary: a NUL byte at offset 7)"),
     ]
     # The nav and the Texinfo panel are gone; no space invented around <var> or <code>.
     assert page == (PAGE_TEXT, [{"name": "dropped_chrome_elements", "value": "2"}])

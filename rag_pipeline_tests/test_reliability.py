@@ -38,7 +38,8 @@ LOOP = "symlink loop: following the link never reaches a file"
 CHUNKERS = (ChunkingStrategy.BLIND, ChunkingStrategy.HEADER)
 GOOD = ("control.md", "deep.html", "good.html", "good.md", "good.txt", "oneline.txt")
 SKIPPED = {"again": "a symlink to a directory: not walked into",
-           "raw_pipe": "no reader for files named raw_pipe (without a suffix)"}
+           "raw_pipe": ("no reader for files named raw_pipe (without a suffix), and not read as "
+                        "text: not a regular file: a named pipe, never opened")}
 """Entries no format reads: listed ``skipped`` with their reason, never opened."""
 
 

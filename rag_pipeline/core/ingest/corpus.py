@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings
@@ -88,6 +89,31 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
                            source_fingerprint=fingerprint)]
 
 
+def _refused(source: Source, entry: Entry) -> DocumentRecord | None:
+    """The record of an entry that is never opened whatever its format: an unusable name, a
+    refusal, a skip the source decided."""
+    record = _unread(source, entry, None)
+    if record is not None and (entry.refused is not None or entry.skipped is not None
+                               or record.failed):
+        return record
+    return None
+
+
+def _expanded(source: Source, entry: Entry, previous: PreviousRecords,
+              settings: ExtractionSettings):
+    """The records of an entry that may be several documents or none as it is (a container, a
+    compressed file, a file no format claims: :mod:`rag_pipeline.core.ingest.containers`)."""
+    return extract_expanding_entry(entry.document_id, source.location(entry.document_id),
+                                   entry.fingerprint,
+                                   lambda: source.read(entry, settings.max_document_bytes),
+                                   previous, settings)
+
+
+def _member_of_listed(document_id: str, listed: set[str]) -> bool:
+    """Whether ``document_id`` is a member of a listed container (``a.zip/x.md``)."""
+    return any(document_id[:i] in listed for i, c in enumerate(document_id) if c == "/")
+
+
 def _unread(source: Source, entry: Entry, fmt: DocumentFormat | None) -> DocumentRecord | None:
     """The record of an entry that is never opened: an unusable name, a refusal, a skip."""
     shown = shown_file_name(entry.document_id)
@@ -114,6 +140,8 @@ def extract_entry(source: Source, entry: Entry,
     """Reads one entry; any failure is returned as a ``failed`` record with its reason, an
     entry no format reads as a ``skipped`` record (never opened)."""
     settings = settings or ExtractionSettings()
+    if expands_name(entry.document_id) and _refused(source, entry) is None:
+        return _expanded(source, entry, PreviousRecords(()), settings).records
     fmt = _format_of(entry.document_id)
     unread = _unread(source, entry, fmt)
     if unread is not None:
@@ -199,8 +227,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     format's stamps match it; otherwise the entry is read, and a record whose bytes (sha256) are
     the same is still reused. A failed record is reused too while its entry is unchanged (retries
     back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
-    is checked again on every run: that costs one ``stat``, and the limit may have been raised). A new id whose content is
-    a vanished record's is a rename: the record moves (by fingerprint on a content-addressed
+    is checked again on every run: that costs one ``stat``, and the limit may have been raised).
+    A new id whose content is a vanished record's is a rename: the record moves (by fingerprint on a content-addressed
     source, else by sha256). Records are matched by document id, so a corpus folder that moved
     reuses every unchanged record with its ``path`` set to where the file is now.
 
@@ -209,11 +237,13 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     """
     settings = settings or ExtractionSettings()
     source = LocalSource(corpus) if isinstance(corpus, Path) else corpus
+    previous = PreviousRecords(previous)
     prior = {r.document_id: r for r in previous}
     try:
         entries = source.entries()
         listed = {e.document_id for e in entries}
-        vanished = [r for r in prior.values() if r.ok and r.document_id not in listed]
+        vanished = [r for r in prior.values() if r.ok and r.document_id not in listed
+                    and not _member_of_listed(r.document_id, listed)]
         by_fingerprint = {r.source_fingerprint: r for r in vanished if r.source_fingerprint}
         by_digest = {r.content_sha256: r for r in vanished if r.content_sha256}
         taken: set[str] = set()
@@ -236,6 +266,15 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
             return candidate
 
         for entry in entries:
+            if expands_name(entry.document_id) and _refused(source, entry) is None:
+                found = _expanded(source, entry, previous, settings)
+                extracted, reused, moved = (extracted + found.extracted, reused + found.reused,
+                                            moved + found.moved)
+                for record in found.records:
+                    was = prior.get(record.document_id)
+                    keep(record, Change.ADDED if was is None else Change.UNCHANGED
+                         if found.extracted == 0 else Change.CHANGED)
+                continue
             fmt = _format_of(entry.document_id)
             old = prior.get(entry.document_id)
             if fmt is None or _unread(source, entry, fmt) is not None:
@@ -291,7 +330,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
         source.still_there()
     finally:
         source.close()
-    rows.extend(deleted_rows(prior.values(), listed, taken))
+    rows.extend(deleted_rows(prior.values(), listed | {r.document_id for r in records}, taken))
     report = Reconciliation(source.uri, source.revision(),
                             tuple(sorted(rows, key=lambda r: (r.change, r.document_id))))
     return ExtractionResult(records, extracted, reused, moved, report, not_retried)

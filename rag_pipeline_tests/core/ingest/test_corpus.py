@@ -113,8 +113,9 @@ def corpus(tmp_path: Path) -> Path:
     (root / ".draft.md").write_bytes(b"# Draft\n")
     (root / ".cache").mkdir()
     (root / ".cache" / "cached.md").write_bytes(b"# Cached\n")
-    # Skipped with its reason: a suffix no format reads, a suffix-less name no format claims.
-    (root / "picture.png").write_bytes(b"\x89PNG\r\n")
+    # Skipped with its reason: a suffix no format reads, bytes that are not text (a NUL at 7).
+    (root / "program.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00")
+    # Good: a suffix-less name no format claims, whose bytes are text, is plain text.
     (root / "Makefile").write_bytes(b"all:\n\ttrue\n")
     # Good: a suffix-less README is text.
     (root / "README").write_bytes(b"Read me first.\n")
@@ -122,11 +123,10 @@ def corpus(tmp_path: Path) -> Path:
 
 
 EXPECTED_IDS = ["Makefile", "README", "corrupt.pdf", "empty.txt", "guide.md", "latin1.md", "link.md",
-                "locked.pdf", "notes.txt", "page.html", "picture.png", "report.pdf", "scan.pdf",
+                "locked.pdf", "notes.txt", "page.html", "program.bin", "report.pdf", "scan.pdf",
                 "sub/nested.md"]
-OK_IDS = ["README", "guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
-SKIPPED = {"Makefile": "no reader for files named Makefile (without a suffix)",
-           "picture.png": "no reader for .png files"}
+OK_IDS = ["Makefile", "README", "guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
+SKIPPED = {"program.bin": "no reader for .bin files, and not plain text (binary: a NUL byte at offset 7)"}
 
 
 def by_id(records):
@@ -141,12 +141,14 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     result = extract_corpus(corpus)
     records = by_id(result.records)
     assert [r.document_id for r in result.records] == EXPECTED_IDS
-    assert (result.extracted, result.reused) == (12, 0)
+    assert (result.extracted, result.reused) == (13, 0)
     assert sorted(r.document_id for r in result.records if r.ok) == OK_IDS
     assert {r.document_id: r.error for r in result.skipped} == SKIPPED
-    for r in result.skipped:
-        assert (r.status, r.format, r.canonical_text, r.content_sha256) == ("skipped", "", "", "")
+    for r in result.skipped:  # read to see that it is not text: its digest is kept
+        assert (r.status, r.format, r.canonical_text, r.content_sha256) == (
+            "skipped", "", "", hashlib.sha256(Path(r.path).read_bytes()).hexdigest())
     assert (records["README"].format, records["README"].canonical_text) == ("text", "Read me first.\n")
+    assert (records["Makefile"].format, records["Makefile"].canonical_text) == ("text", "all:\n\ttrue\n")
     errors = {r.document_id: r.error for r in result.failed}
     assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
     assert errors == {
@@ -229,15 +231,15 @@ def test_pdf_title_falls_back_to_the_first_line(tmp_path):
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     first = extract_corpus(corpus)
     second = extract_corpus(corpus, previous=first.records)
-    # 6 ok records reused as they are, unopened; the 6 failed ones are not retried while their
-    # files are as they were when they failed; the 2 skipped ones are neither.
-    assert (second.extracted, second.reused, second.not_retried) == (0, 12, 6)
+    # 7 ok records reused as they are, unopened; the 6 failed ones are not retried while their
+    # files are as they were when they failed; the skipped one is neither.
+    assert (second.extracted, second.reused, second.not_retried) == (0, 13, 6)
     old, new = by_id(first.records), by_id(second.records)
     assert all(new[i] is old[i] for i in OK_IDS)
     # Asked for explicitly, the failed ones are retried (and fail again).
     retried = extract_corpus(corpus, previous=first.records,
                              settings=ExtractionSettings(retry_failed=True))
-    assert (retried.extracted, retried.reused, retried.not_retried) == (6, 6, 0)
+    assert (retried.extracted, retried.reused, retried.not_retried) == (6, 7, 0)
     assert sorted(r.document_id for r in second.failed) == sorted(
         set(EXPECTED_IDS) - set(OK_IDS) - set(SKIPPED))
 
@@ -260,9 +262,9 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
 
     third = extract_corpus(corpus, previous=previous)
     assert [r.document_id for r in third.records] == EXPECTED_IDS
-    # Extracted: notes.txt, empty.txt, guide.md, link.md. Reused: README, page.html, report.pdf,
-    # sub/nested.md and the 4 failed files that did not change.
-    assert (third.extracted, third.reused) == (4, 8)
+    # Extracted: notes.txt, empty.txt, guide.md, link.md. Reused: Makefile, README, page.html,
+    # report.pdf, sub/nested.md and the 4 failed files that did not change.
+    assert (third.extracted, third.reused) == (4, 9)
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
@@ -349,7 +351,8 @@ def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_pa
         "sock.md": "not a regular file: a socket, never opened",
         "to_pipe.txt": "not a regular file: a named pipe, never opened",
         # Skipped, never opened: a pipe without a suffix, and the link back to the root.
-        "raw_pipe": "no reader for files named raw_pipe (without a suffix)",
+        "raw_pipe": ("no reader for files named raw_pipe (without a suffix), and not read as text: "
+                     "not a regular file: a named pipe, never opened"),
         "again": "a symlink to a directory: not walked into",
     }
     assert opened == [str((root / "good.md").resolve())]
@@ -400,3 +403,41 @@ def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
         ("good.md", "ok", None)]
     table = documents_table(records)
     assert table.column("document_id").to_pylist() == ["bad\\xffbytes.md", "good.md"]
+
+
+def _zip_of(files: dict[str, bytes]) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_container_is_reconciled_with_its_members_and_reused_unopened(tmp_path, monkeypatch):
+    from rag_pipeline.core.ingest.reconcile import Change
+    from rag_pipeline.core.ingest.sources.local import LocalSource
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
+    (root / "b.md").write_bytes(b"# B\n\nThree.\n")
+    first = extract_corpus(root)
+    assert [r.document_id for r in first.records] == ["a.zip", "a.zip/x.md", "a.zip/y.md", "b.md"]
+    assert first.report.ids(Change.ADDED) == ["a.zip", "a.zip/x.md", "a.zip/y.md", "b.md"]
+    # Unchanged, the archive is not even opened: its records and its members' are kept.
+    reads = []
+    original = LocalSource.read
+    monkeypatch.setattr(LocalSource, "read", lambda self, entry, limit: reads.append(
+        entry.document_id) or original(self, entry, limit))
+    second = extract_corpus(root, previous=first.records)
+    assert (second.extracted, second.reused, reads) == (0, 4, [])
+    assert all(new is old for new, old in zip(second.records, first.records, strict=True))
+    assert second.report.counts()[Change.DELETED.value] == 0
+    assert second.report.counts()[Change.UNCHANGED.value] == 4
+    # Deleting the archive deletes its members too, each reported once.
+    (root / "a.zip").unlink()
+    third = extract_corpus(root, previous=second.records)
+    assert [r.document_id for r in third.records] == ["b.md"]
+    assert third.report.ids(Change.DELETED) == ["a.zip", "a.zip/x.md", "a.zip/y.md"]

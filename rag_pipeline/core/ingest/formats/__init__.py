@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.asciidoc import AsciiDocFormat
+from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.csv import CsvFormat
 from rag_pipeline.core.ingest.formats.docx import DocxFormat
+from rag_pipeline.core.ingest.formats.epub import EpubFormat
 from rag_pipeline.core.ingest.formats.html import HtmlFormat
+from rag_pipeline.core.ingest.formats.image import ImageFormat
+from rag_pipeline.core.ingest.formats.info import InfoFormat
+from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
+from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
+from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
+from rag_pipeline.core.ingest.formats.pptx import PptxFormat
+from rag_pipeline.core.ingest.formats.rst import RstFormat
 from rag_pipeline.core.ingest.formats.srt import SrtFormat
+from rag_pipeline.core.ingest.formats.tar import TarFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.formats.webvtt import WebVttFormat
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
+from rag_pipeline.core.ingest.formats.zip import ZipFormat
 
 REGISTRY: tuple[DocumentFormat, ...] = (
     MarkdownFormat(),
@@ -29,6 +40,20 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     XlsxFormat(),
     WebVttFormat(),
     SrtFormat(),
+    PptxFormat(),
+    IpynbFormat(),
+    ImageFormat(),
+    RstFormat(),
+    AsciiDocFormat(),
+    InfoFormat(),
+    EpubFormat(),
+    OdtFormat(),
+    OdpFormat(),
+    OdsFormat(),
+    EmlFormat(),
+    MboxFormat(),
+    ZipFormat(),
+    TarFormat(),
 )
 
 _BY_SUFFIX = {suffix: fmt for fmt in REGISTRY for suffix in fmt.suffixes}
@@ -37,10 +62,12 @@ _BY_NAME = {fmt.name: fmt for fmt in REGISTRY}
 
 
 def format_for(path: Path) -> DocumentFormat | None:
-    """The format that reads ``path``: by its suffix, or for a suffix-less file by its name,
-    both regardless of case; ``None`` when no format reads it."""
+    """The format that reads ``path``: by its last two suffixes (``.tar.gz``), else its last
+    one, or for a suffix-less file by its name, all regardless of case; ``None`` when no format
+    reads it."""
     if path.suffix:
-        return _BY_SUFFIX.get(path.suffix.lower())
+        double = "".join(path.suffixes[-2:]).lower()
+        return _BY_SUFFIX.get(double) or _BY_SUFFIX.get(path.suffix.lower())
     return _BY_FILE_NAME.get(path.name.upper())
 
 
@@ -57,4 +84,4 @@ def format_named(name: str) -> DocumentFormat:
                        f"{', '.join(sorted(_BY_NAME))}") from None
 
 
-__all__ = ["REGISTRY", "DocumentFormat", "format_for", "format_named"]
+__all__ = ["REGISTRY", "ContainerFormat", "DocumentFormat", "format_for", "format_named"]

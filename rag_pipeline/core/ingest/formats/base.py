@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.ingest.members import Expansion, Unpacking
 
 
 class DocumentFormat(ABC):
@@ -60,3 +63,34 @@ class DocumentFormat(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class ContainerFormat(DocumentFormat):
+    """A file that holds other files (an archive, a mail with attachments): each member becomes
+    a document of its own, read by its own format (:mod:`rag_pipeline.core.ingest.containers`).
+
+    The container's own record is its :attr:`Expansion.own` document, or, for an archive, the
+    list of its members with how each was read.
+    """
+
+    @abstractmethod
+    def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
+        """Reads the container's bytes into its own document and its members.
+
+        Raises:
+            ExtractionError: The container as a whole cannot be read, or breaks a limit (member
+                count, expanded size): then none of its members is a document.
+        """
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """The container's own document alone: :attr:`Expansion.own`, or the member names."""
+        from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
+
+        limits = ContainerLimits()
+        expansion = self.expand(data, stem, Unpacking(limits, Budget(limits.max_expanded_bytes),
+                                                      limits.max_expanded_bytes))
+        if expansion.own is not None:
+            return expansion.own
+        names = [member.name for member in expansion.members]
+        return Extracted(title=stem, canonical_text="".join(f"{name}\n" for name in names),
+                         notes=(("members", str(len(names))),))

@@ -27,7 +27,7 @@ def test_format_for_reads_the_lower_case_suffix(name: str, fmt: str):
 
 
 def test_format_for_an_unread_suffix_or_name_is_none():
-    assert format_for(Path("picture.png")) is None
+    assert format_for(Path("archive.7z")) is None
     assert format_for(Path("Makefile")) is None
 
 

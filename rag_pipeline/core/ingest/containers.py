@@ -1,0 +1,437 @@
+"""Files that are not one document as they are: containers, compressed files, unclaimed files.
+
+The corpus hands such a file here (:func:`expands`, :func:`extract_file`) and gets its records:
+
+- A **container** (a :class:`~rag_pipeline.core.ingest.formats.base.ContainerFormat`: an
+  archive, a mail, a mailbox) is a record of its own plus one per member, whose document id is
+  the container's, ``/`` and the member's path (``exports.zip/exports/one.md``,
+  ``mail.eml/report.pdf``), read by the member's own format; a member that is a container is
+  expanded in turn, up to ``max_depth``. A failed member fails alone; a container that breaks
+  a limit (:class:`~rag_pipeline.core.ingest.members.ContainerLimits`) fails as a whole, with
+  none of its members. The container's record notes how many members it has and how they went
+  (``members``, ``members_ok``, ``members_failed``, ``members_skipped``); an archive's own
+  text is the list of its members.
+- A **compressed** file (``.gz``, ``.bz2``, ``.xz``) is read as the file inside it: ``README.gz``
+  is text, ``notes.md.gz`` Markdown, under its own document id; its stamp is the inner
+  format's with the compression named (``gzip+markdown-frontmatter``).
+- A file **no format claims** (``INSTALL``, ``README.Debian``, ``notes-2024``) is plain text
+  unless its suffix says it is for machines (:data:`NOT_DOCUMENTS`: style sheets, scripts,
+  drawings, schemas, skipped unopened) and when its bytes are text (UTF-8, no NUL byte, at
+  most :data:`MAX_CONTROL_SHARE` control characters), and skipped with the reason otherwise;
+  one that cannot even be read is skipped with that reason too (it was never known to be a
+  document).
+"""
+
+from __future__ import annotations
+
+import bisect
+import bz2
+import dataclasses
+import gzip
+import hashlib
+import io
+import lzma
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
+from rag_pipeline.core.ingest.formats.text import TextFormat
+from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking, read_bounded
+from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
+from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
+from rag_pipeline.core.storage.versions import PIPELINE_VERSION
+
+COMPRESSIONS: dict[str, tuple[str, Callable[[BinaryIO], BinaryIO]]] = {
+    ".gz": ("gzip", lambda raw: gzip.GzipFile(fileobj=raw)),
+    ".bz2": ("bzip2", lambda raw: bz2.BZ2File(raw)),
+    ".xz": ("xz", lambda raw: lzma.LZMAFile(raw)),
+}
+"""Compressed single files by suffix: the compression's name and a decompressing reader."""
+
+NOT_DOCUMENTS = {
+    ".css": "a style sheet", ".js": "a script for a browser", ".mjs": "a script for a browser",
+    ".map": "a source map", ".svg": "a vector drawing", ".dtd": "an XML schema",
+    ".xsd": "an XML schema", ".xsl": "an XSLT style sheet", ".xslt": "an XSLT style sheet",
+    ".woff": "a font", ".woff2": "a font", ".ttf": "a font", ".otf": "a font", ".eot": "a font",
+}
+"""Suffixes no format claims whose text is for machines, not readers: skipped unopened rather
+than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
+
+MAX_CONTROL_SHARE = 0.01
+"""Bytes that decode as UTF-8 are text unless more than 1 % of their characters are control
+characters other than tab, line feed, carriage return and form feed (terminal escapes, binary
+records that happen to be valid UTF-8)."""
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
+_TEXT = TextFormat()
+
+
+def not_text_reason(data: bytes) -> str | None:
+    """Why ``data`` is not plain text, or ``None`` when it is (the rule above)."""
+    if not data.strip():
+        return "empty" if not data else "only white space"
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        return f"binary: a NUL byte at offset {nul}"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+    controls = len(_CONTROL.findall(text))
+    if controls > MAX_CONTROL_SHARE * len(text):
+        return f"binary: {controls} of its {len(text)} characters are control characters"
+    return None
+
+
+def _compression(name: str) -> tuple[str, str, Callable[[BinaryIO], BinaryIO]] | None:
+    """(the compression's name, the inner file's name, its reader) for a compressed file that
+    no format claims as a whole (a ``.tar.gz`` is a tar archive)."""
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in COMPRESSIONS or format_for(Path(name)) is not None:
+        return None
+    label, reader = COMPRESSIONS[suffix]
+    return label, name[: -len(suffix)], reader
+
+
+def expands(path: Path) -> bool:
+    """Whether the corpus reads ``path`` here: a container, a compressed file, or a file no
+    format claims."""
+    fmt = format_for(path)
+    return fmt is None or isinstance(fmt, ContainerFormat)
+
+
+def stamp_for(name: str) -> tuple[str, Extractor]:
+    """(the format name, the extractor stamp) a file called ``name`` is read with now."""
+    compressed = _compression(name)
+    if compressed is not None:
+        label, inner, _ = compressed
+        fmt_name, stamp = stamp_for(inner)
+        return fmt_name, Extractor(f"{label}+{stamp.name}", stamp.version)
+    fmt = format_for(Path(name)) or _TEXT
+    return fmt.name, fmt.extractor()
+
+
+def _skip_reason(name: str, why: str, unread: bool = False) -> str:
+    suffix = PurePosixPath(name).suffix
+    kind = f"{suffix.lower()} files" if suffix else f"files named {name} (without a suffix)"
+    if unread:
+        return f"no reader for {kind}, and not read as text: {why}"
+    return f"no reader for {kind}, and not plain text ({why})"
+
+
+@dataclass
+class _Reader:
+    """Reads one corpus file's bytes into its records, containers expanded."""
+
+    unpacking: Unpacking
+
+    def record(self, document_id: str, path: str, name: str, data: bytes, digest: str,
+               depth: int = 1) -> list[DocumentRecord]:
+        """The records of a file called ``name`` (its last path part) holding ``data``."""
+        stem = _stem(name)
+        compressed = _compression(name)
+        fmt_name, stamp = stamp_for(name)
+
+        def failed(reason: str) -> list[DocumentRecord]:
+            return [DocumentRecord(document_id, path, stem, "", digest, fmt_name, stamp.name,
+                                   stamp.version, DocumentStatus.FAILED.value, reason)]
+
+        if compressed is not None:
+            label, inner, reader = compressed
+            inner_fmt = format_for(Path(inner))
+            limit = (self.unpacking.budget.remaining if isinstance(inner_fmt, ContainerFormat)
+                     else self.unpacking.max_member_bytes)
+            try:
+                with reader(io.BytesIO(data)) as stream:
+                    inner_data = read_bounded(stream, limit, "max_expanded_bytes" if isinstance(
+                        inner_fmt, ContainerFormat) else "max_document_bytes")
+            except ExtractionError as exc:
+                return failed(f"{label}: {exc}")
+            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+                return failed(f"unreadable {label} file: {type(exc).__name__}: {exc}")
+            records = self.record(document_id, path, inner, inner_data, digest, depth)
+            own = records[0]
+            records[0] = dataclasses.replace(own, extractor=stamp.name, extractor_version=stamp.version)
+            return records
+        fmt = format_for(Path(name))
+        machine = NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower())
+        if fmt is None and machine is not None:
+            return [DocumentRecord(document_id, path, name, "", digest, "", "", "",
+                                   DocumentStatus.SKIPPED.value,
+                                   f"no reader for {PurePosixPath(name).suffix.lower()} files "
+                                   f"({machine}, not a document)")]
+        if fmt is None:
+            why = not_text_reason(data)
+            if why is not None:
+                return [DocumentRecord(document_id, path, name, "", digest, "", "", "",
+                                       DocumentStatus.SKIPPED.value, _skip_reason(name, why))]
+            fmt, stem = _TEXT, name  # README.Debian: the suffix is part of the name
+        if isinstance(fmt, ContainerFormat):
+            if depth > self.unpacking.limits.max_depth:
+                return failed(f"nested deeper than {self.unpacking.limits.max_depth} containers "
+                              "(max_depth)")
+            try:
+                return self._container(fmt, document_id, path, stem, data, digest, depth)
+            except ExtractionError as exc:
+                return failed(str(exc))
+        try:
+            extracted = fmt.extract(data, stem)
+        except ExtractionError as exc:
+            return failed(str(exc))
+        return [_ok(document_id, path, digest, fmt, stamp, extracted)]
+
+    def _container(self, fmt: ContainerFormat, document_id: str, path: str, stem: str,
+                   data: bytes, digest: str, depth: int) -> list[DocumentRecord]:
+        expansion = fmt.expand(data, stem, self.unpacking)
+        members: list[DocumentRecord] = []
+        direct: list[DocumentRecord] = []
+        for member in expansion.members:  # an ExtractionError here fails the whole container
+            member_id, member_path = f"{document_id}/{member.name}", f"{path}/{member.name}"
+            base = posixpath.basename(member.name)
+            member_digest = hashlib.sha256(member.data).hexdigest() if member.data else ""
+            if member.error is not None or member.skip is not None:
+                fmt_name, stamp = stamp_for(base)
+                failed = member.error is not None
+                read = [DocumentRecord(
+                    member_id, member_path, _stem(base), "", member_digest,
+                    fmt_name if failed else "", stamp.name if failed else "",
+                    stamp.version if failed else "",
+                    (DocumentStatus.FAILED if failed else DocumentStatus.SKIPPED).value,
+                    member.error if failed else member.skip)]
+            else:
+                read = self.record(member_id, member_path, base, member.data, member_digest, depth + 1)
+            direct.append(read[0])
+            members += read
+        counts = {status: sum(r.status == status.value for r in direct) for status in DocumentStatus}
+        notes = (("members", str(len(direct))), ("members_ok", str(counts[DocumentStatus.OK])),
+                 ("members_failed", str(counts[DocumentStatus.FAILED])),
+                 ("members_skipped", str(counts[DocumentStatus.SKIPPED])))
+        own = expansion.own
+        if own is None:
+            prefix = len(document_id) + 1
+            lines = [_listing_line(r.document_id[prefix:], r) for r in direct]
+            own = Extracted(title=stem, canonical_text="".join(line + "\n" for line in lines)
+                            or f"{stem}: no members\n")
+        own = dataclasses.replace(own, notes=own.notes + expansion.notes + notes)
+        return [_ok(document_id, path, digest, fmt, fmt.extractor(), own), *members]
+
+
+def _listing_line(name: str, record: DocumentRecord) -> str:
+    if record.ok:
+        return name
+    return f"{name} ({record.status}: {record.error})"
+
+
+def _stem(name: str) -> str:
+    return PurePosixPath(name).stem if PurePosixPath(name).stem else name
+
+
+def _ok(document_id: str, path: str, digest: str, fmt: DocumentFormat, stamp: Extractor,
+        extracted: Extracted) -> DocumentRecord:
+    if not extracted.canonical_text.strip():
+        return DocumentRecord(document_id, path, extracted.title, "", digest, fmt.name, stamp.name,
+                              stamp.version, DocumentStatus.FAILED.value,
+                              "no text: the file is empty after extraction")
+    return DocumentRecord(document_id, path, extracted.title, extracted.canonical_text, digest,
+                          fmt.name, stamp.name, stamp.version, DocumentStatus.OK.value, None,
+                          extracted.sections, extracted.anchors, extracted.notes,
+                          tables=extracted.tables)
+
+
+@dataclass(frozen=True)
+class FileRecords:
+    """One corpus file's records: its own first, then its members'.
+
+    Attributes:
+        records: The records, in order.
+        extracted: Records read this time.
+        reused: Records kept from the previous run (the file and every stamp unchanged).
+        moved: Of the reused records, those whose file now lives at another path.
+    """
+
+    records: list[DocumentRecord]
+    extracted: int
+    reused: int
+    moved: int = 0
+
+
+class PreviousRecords:
+    """The previous run's records, indexed once: by document id, and a file's members by the
+    id prefix they share (``exports.zip/``)."""
+
+    def __init__(self, records: Iterable[DocumentRecord]) -> None:
+        self._records = list(records)
+        self._by_id = {r.document_id: r for r in self._records}
+        self._position = {r.document_id: i for i, r in enumerate(self._records)}
+        self._ids = sorted(self._by_id)
+
+    def __iter__(self) -> Iterator[DocumentRecord]:
+        return iter(self._records)
+
+    def get(self, document_id: str) -> DocumentRecord | None:
+        return self._by_id.get(document_id)
+
+    def members(self, document_id: str) -> list[DocumentRecord]:
+        """Every record whose id starts with ``document_id/``, in their previous order."""
+        prefix = document_id + "/"
+        start = bisect.bisect_left(self._ids, prefix)
+        found = []
+        for member_id in self._ids[start:]:
+            if not member_id.startswith(prefix):
+                break
+            found.append(self._by_id[member_id])
+        return sorted(found, key=lambda r: self._position[r.document_id])
+
+
+def _reusable(document_id: str, name: str, digest: str,
+              previous: PreviousRecords) -> list[DocumentRecord] | None:
+    """The previous records of the file and its members when all of them are ``ok`` and read
+    by today's stamps from the same bytes; ``None`` otherwise."""
+    old = previous.get(document_id)
+    fmt_name, stamp = stamp_for(name)
+    if (old is None or not old.ok or old.content_sha256 != digest or old.format != fmt_name
+            or (old.extractor, old.extractor_version) != (stamp.name, stamp.version)
+            or old.pipeline_version != PIPELINE_VERSION):
+        return None
+    members = previous.members(document_id)
+    for member in members:
+        member_stamp = stamp_for(posixpath.basename(member.document_id))[1]
+        if not member.ok or member.pipeline_version != PIPELINE_VERSION or (
+                member.extractor, member.extractor_version) != (member_stamp.name, member_stamp.version):
+            return None
+    return [old, *members]
+
+
+def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None = None,
+                 settings: ExtractionSettings | None = None,
+                 limits: ContainerLimits | None = None) -> FileRecords:
+    """The records of one corpus file for which :func:`expands` holds.
+
+    Args:
+        path: The file.
+        corpus_root: The corpus folder (the document id is the path relative to it).
+        previous: The previous run's records (any status), indexed; the file's own and its
+            members' are reused when all are ``ok`` and the bytes and every stamp are unchanged.
+        settings: ``max_document_bytes`` bounds the file and each member.
+        limits: The container limits; the defaults when ``None``.
+    """
+    from rag_pipeline.core.ingest.corpus import document_id_for, extract_document, shown_file_name
+
+    settings = settings or ExtractionSettings()
+    limits = limits or ContainerLimits()
+    document_id = document_id_for(path, corpus_root)
+    if shown_file_name(document_id) != document_id or (path.is_symlink() and path.is_dir()):
+        return FileRecords([extract_document(path, corpus_root, settings)], 0, 0)
+    fmt_name, stamp = stamp_for(path.name)
+    claimed = format_for(path) is not None or _compression(path.name) is not None
+    machine = NOT_DOCUMENTS.get(path.suffix.lower())
+    if not claimed and machine is not None:
+        return FileRecords([DocumentRecord(
+            document_id, str(path), _stem(path.name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
+            f"no reader for {path.suffix.lower()} files ({machine}, not a document)")], 0, 0)
+    try:
+        data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
+    except ExtractionError as exc:
+        if not claimed:
+            return FileRecords([DocumentRecord(document_id, str(path), _stem(path.name), "", "", "",
+                                               "", "", DocumentStatus.SKIPPED.value,
+                                               _skip_reason(path.name, str(exc), unread=True))], 0, 0)
+        return FileRecords([DocumentRecord(document_id, str(path), _stem(path.name), "", "", fmt_name,
+                                           stamp.name, stamp.version, DocumentStatus.FAILED.value,
+                                           str(exc))], 1, 0)
+    digest = hashlib.sha256(data).hexdigest()
+    old = _reusable(document_id, path.name, digest, previous or PreviousRecords(()))
+    if old is not None:
+        if old[0].path == str(path):
+            return FileRecords(old, 0, len(old))
+        moved = [dataclasses.replace(r, path=str(path) + r.document_id[len(document_id):])
+                 for r in old]
+        return FileRecords(moved, 0, len(moved), len(moved))
+    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes))
+    records = reader.record(document_id, str(path), path.name, data, digest)
+    return FileRecords(records, sum(not r.skipped for r in records), 0)
+
+
+def expands_name(name: str) -> bool:
+    """:func:`expands` for an entry's name below its source (a key, a path in a tree)."""
+    return expands(Path(PurePosixPath(name).name))
+
+
+def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
+                            read: Callable[[], bytes], previous: PreviousRecords,
+                            settings: ExtractionSettings | None = None,
+                            limits: ContainerLimits | None = None) -> FileRecords:
+    """The records of one source entry for which :func:`expands_name` holds, the entry read
+    only when it changed: the previous records (the entry's own and its members') are kept
+    unread while the entry's ``fingerprint`` is the one they were read with and every stamp is
+    current, or, once read, while its bytes are the same. The entry's own record carries the
+    fingerprint.
+
+    Args:
+        document_id: The entry's id below the source.
+        location: Where it is (a path, a URI), the records' ``path``.
+        fingerprint: The source's fingerprint of the entry.
+        read: Reads its bytes (raising ``ExtractionError`` with the reason).
+        previous: The previous run's records, indexed.
+        settings: ``max_document_bytes`` bounds each member.
+        limits: The container limits; the defaults when ``None``.
+    """
+    settings = settings or ExtractionSettings()
+    limits = limits or ContainerLimits()
+    name = PurePosixPath(document_id).name
+    fmt_name, stamp = stamp_for(name)
+    claimed = format_for(Path(name)) is not None or _compression(name) is not None
+
+    def fingerprinted(records: list[DocumentRecord]) -> list[DocumentRecord]:
+        if records and records[0].source_fingerprint != fingerprint:
+            records[0] = dataclasses.replace(records[0], source_fingerprint=fingerprint)
+        return records
+
+    def relocated(records: list[DocumentRecord]) -> tuple[list[DocumentRecord], int]:
+        if records[0].path == location:
+            return records, 0
+        moved = [dataclasses.replace(r, path=location + r.document_id[len(document_id):])
+                 for r in records]
+        return moved, len(moved)
+
+    machine = NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower())
+    if not claimed and machine is not None:
+        return FileRecords([DocumentRecord(
+            document_id, location, _stem(name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
+            f"no reader for {PurePosixPath(name).suffix.lower()} files ({machine}, not a document)",
+            source_fingerprint=fingerprint)], 0, 0)
+    old = previous.get(document_id)
+    if old is not None and old.source_fingerprint == fingerprint and old.content_sha256:
+        kept = _reusable(document_id, name, old.content_sha256, previous)
+        if kept is not None:
+            kept, moved = relocated(kept)
+            return FileRecords(kept, 0, len(kept), moved)
+    try:
+        data = read()
+    except ExtractionError as exc:
+        if not claimed:
+            return FileRecords([DocumentRecord(
+                document_id, location, _stem(name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
+                _skip_reason(name, str(exc), unread=True), source_fingerprint=fingerprint)], 0, 0)
+        return FileRecords([DocumentRecord(
+            document_id, location, _stem(name), "", "", fmt_name, stamp.name, stamp.version,
+            DocumentStatus.FAILED.value, str(exc), source_fingerprint=fingerprint)], 1, 0)
+    digest = hashlib.sha256(data).hexdigest()
+    kept = _reusable(document_id, name, digest, previous)
+    if kept is not None:
+        kept, moved = relocated(fingerprinted(kept))
+        return FileRecords(kept, 0, len(kept), moved)
+    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes))
+    records = fingerprinted(reader.record(document_id, location, name, data, digest))
+    return FileRecords(records, sum(not r.skipped for r in records), 0)
+
+
+__all__ = ["COMPRESSIONS", "MAX_CONTROL_SHARE", "NOT_DOCUMENTS", "FileRecords", "PreviousRecords",
+           "expands", "expands_name", "extract_expanding_entry", "extract_file", "not_text_reason",
+           "stamp_for"]

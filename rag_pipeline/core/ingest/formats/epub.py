@@ -1,0 +1,148 @@
+"""EPUB: the spine's chapters in order, each read by the HTML reader; cited by chapter and characters.
+
+An EPUB is a zip (checked first: :func:`~rag_pipeline.core.ingest.members.check_zip_package`)
+whose ``META-INF/container.xml`` names the package document (OPF); its ``spine`` lists the
+chapters in reading order, its ``manifest`` their files. The XML is parsed by lxml with
+entities unresolved and the network off (no XXE). Each XHTML chapter is rendered by
+:func:`~rag_pipeline.core.ingest.formats.html.extract_html` (chrome rules included), its
+headings becoming sections (an ``<h1>``'s body titled by the chapter); chapters are joined by
+blank lines. Each chapter is one anchor ``chapter=<its path in the zip>``; a span cites
+``#chapter=OEBPS/ch1.xhtml&char=12,80``, the characters counted from the start of that
+chapter's text. A book whose files are encrypted (``META-INF/encryption.xml``, DRM) fails
+with that reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import posixpath
+import warnings
+import zipfile
+from bisect import bisect_right
+from collections.abc import Sequence
+from urllib.parse import quote, unquote
+
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.members import check_zip_package
+
+MAX_CHAPTERS = 2000
+"""A spine with more items fails unread."""
+
+_XHTML = ("application/xhtml+xml", "text/html")
+_NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
+       "dc": "http://purl.org/dc/elements/1.1/"}
+
+
+def safe_xml(data: bytes) -> object:
+    """XML parsed without resolving entities or touching the network (no XXE, no billion laughs).
+
+    Raises:
+        ExtractionError: Not well-formed XML.
+    """
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise ExtractionError(f"not well-formed XML: {exc}") from exc
+
+
+def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str]]:
+    """The book's title and its spine's XHTML files (paths in the zip), in reading order."""
+    try:
+        container = safe_xml(archive.read("META-INF/container.xml"))
+    except KeyError as exc:
+        raise ExtractionError("unreadable EPUB: no META-INF/container.xml") from exc
+    rootfile = container.find(".//c:rootfile", _NS)
+    if rootfile is None or not rootfile.get("full-path"):
+        raise ExtractionError("unreadable EPUB: container.xml names no package document")
+    opf_path = rootfile.get("full-path")
+    try:
+        package = safe_xml(archive.read(opf_path))
+    except KeyError as exc:
+        raise ExtractionError(f"unreadable EPUB: the package document {opf_path} is missing") from exc
+    base = posixpath.dirname(opf_path)
+    manifest = {item.get("id"): item for item in package.iterfind(".//opf:manifest/opf:item", _NS)}
+    chapters = []
+    for itemref in package.iterfind(".//opf:spine/opf:itemref", _NS):
+        item = manifest.get(itemref.get("idref"))
+        if item is None or item.get("media-type") not in _XHTML or not item.get("href"):
+            continue
+        chapters.append(posixpath.normpath(posixpath.join(base, unquote(item.get("href")))))
+    title_node = package.find(".//dc:title", _NS)
+    title = " ".join((title_node.text or "").split()) if title_node is not None else ""
+    return title, chapters
+
+
+class EpubFormat(DocumentFormat):
+    """``.epub`` books (EPUB 2 and 3)."""
+
+    name = "epub"
+    suffixes = (".epub",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("epub-spine+html", f"1+bs4-{library_version('beautifulsoup4')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """The chapters in spine order (the module docstring).
+
+        Raises:
+            ExtractionError: Not an EPUB, a zip bomb, encrypted, or over :data:`MAX_CHAPTERS`.
+        """
+        from bs4 import XMLParsedAsHTMLWarning
+
+        check_zip_package(data, "EPUB")
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+            if "META-INF/encryption.xml" in names:
+                raise ExtractionError("encrypted EPUB (DRM): its chapters cannot be read")
+            title, chapters = _spine(archive)
+            if len(chapters) > MAX_CHAPTERS:
+                raise ExtractionError(f"{len(chapters)} chapters: over the limit of {MAX_CHAPTERS}")
+            parts: list[str] = []
+            sections: list[Section] = []
+            anchors: list[Anchor] = []
+            offset = missing = 0
+            for chapter in chapters:
+                if chapter not in names:
+                    missing += 1
+                    continue
+                with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
+                    warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+                    read = extract_html(archive.read(chapter),
+                                        posixpath.splitext(posixpath.basename(chapter))[0])
+                text = read.canonical_text.rstrip("\n")
+                if not text.strip():
+                    continue
+                if parts:
+                    parts.append("\n\n")
+                    offset += 2
+                sections += [dataclasses.replace(s, start=s.start + offset,
+                                                 end=min(s.end, len(text)) + offset)
+                             for s in read.sections if min(s.end, len(text)) > s.start]
+                anchors.append(Anchor(offset, offset + len(text), f"chapter={quote(chapter)}"))
+                parts.append(text)
+                offset += len(text)
+        canonical = "".join(parts) + ("\n" if parts else "")
+        notes = [("chapters", str(len(anchors)))]
+        if missing:
+            notes.append(("missing_chapters", str(missing)))
+        first = sections[0].title if sections else None
+        return Extracted(title=title or first or stem, canonical_text=canonical,
+                         sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#chapter=<file>&char=a,b``: the chapter the span starts in and the span's
+        characters counted from that chapter's start (cut at its end); ``#char=`` without
+        chapters."""
+        if not anchors:
+            return super().fragment(anchors, start, end)
+        chapter = anchors[max(bisect_right([a.start for a in anchors], start) - 1, 0)]
+        first = max(start - chapter.start, 0)
+        last = max(min(end, chapter.end) - chapter.start, first)
+        return f"#{chapter.locator}&char={first},{last}"

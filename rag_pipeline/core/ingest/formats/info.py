@@ -1,0 +1,65 @@
+"""GNU Info manuals (``.info``, split parts ``.info-1``...; ``bash.info.gz`` through the
+compressed-file rule): one section per node, without the navigation Info readers draw.
+
+Read as text (UTF-8) in the layout ``makeinfo`` writes: nodes are separated by a ``\\x1f``
+line; each node's first line (``File: bash.info,  Node: Top,  Next: ...``) is navigation and
+is left out, the node's name titles its section. The preamble before the first node, the
+``Tag Table``, ``Indirect`` table and ``Local Variables`` blocks are file structure, not text.
+Index and image markers (``\\x00\\x08[index\\x00\\x08]``) are removed, with their line when
+they fill it. Cited ``#char=``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.reading import decode_utf8
+
+_MARKER = re.compile("\x00\x08\\[[^\x00]*\x00\x08\\]")
+_MARKER_LINE = re.compile(f"^(?:{_MARKER.pattern})+\n", re.MULTILINE)
+_NODE_LINE = re.compile(r"File: [^,]*,\s+Node: ([^,\n]+)")
+_STRUCTURE = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
+
+
+class InfoFormat(DocumentFormat):
+    """GNU Info files, as ``makeinfo`` writes them."""
+
+    name = "info"
+    suffixes = (".info", *(f".info-{part}" for part in range(1, 10)))
+
+    def extractor(self) -> Extractor:
+        return Extractor("info-nodes", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """The nodes' text, a section each (the module docstring).
+
+        Raises:
+            ExtractionError: Not UTF-8, or no node at all (not an Info file).
+        """
+        text = _MARKER.sub("", _MARKER_LINE.sub("", decode_utf8(data)))
+        parts: list[str] = []
+        sections: list[Section] = []
+        offset = 0
+        for chunk in text.split("\x1f")[1:]:
+            body = chunk.lstrip("\n")
+            header, _, rest = body.partition("\n")
+            node = _NODE_LINE.match(header)
+            if node is None or header.startswith(_STRUCTURE):
+                continue
+            rest = rest.strip("\n").replace("\x7f", "")
+            if not rest.strip():
+                continue
+            if parts:
+                parts.append("\n\n")
+                offset += 2
+            sections.append(Section(node.group(1).strip(), offset, offset + len(rest)))
+            parts.append(rest)
+            offset += len(rest)
+        if not sections:
+            raise ExtractionError("not an Info file: no node separated by a \\x1f line")
+        canonical = "".join(parts) + "\n"
+        title = next((line.strip() for line in parts[0].splitlines() if line.strip()), stem)
+        return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
+                         notes=(("nodes", str(len(sections))),))

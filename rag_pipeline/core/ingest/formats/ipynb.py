@@ -1,0 +1,144 @@
+"""Jupyter notebooks: Markdown cells as prose, code cells as fenced code, text outputs; ``#cell=N``.
+
+The notebook is read as the JSON it is (nbformat 4; the standard library's ``json``), so no
+kernel, widget or output is ever run or rendered. The canonical text is Markdown: a Markdown
+cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
+kept (inside the fence they are code, never headings); each of its outputs that is text as a
+fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``),
+an error's ``name: value``. Terminal colour codes are dropped, and one output keeps at most
+:data:`MAX_OUTPUT_CHARS` characters (the rest is cut at a line end and counted in the notes:
+a notebook with a 100 MB log in one cell is still a notebook, not 100 MB of log). Raw cells
+and images are left out. Sections come from the Markdown cells' headings, as in a Markdown
+file; each cell with text is one anchor ``cell=N`` (1-based, every cell counted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.markdown import first_title, markdown_sections
+
+MAX_OUTPUT_CHARS = 20_000
+"""An output's text beyond this many characters is cut (noted as ``outputs_cut``)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def _text(value: object) -> str:
+    """A notebook string field: a string or a list of lines."""
+    if isinstance(value, list):
+        return "".join(str(part) for part in value)
+    return value if isinstance(value, str) else ""
+
+
+def fenced(body: str, info: str) -> str:
+    """``body`` in a backtick fence longer than any backtick run inside it (CommonMark 4.5)."""
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def _output_text(output: dict) -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _text(output.get("text"))
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data") or {}
+        return _text(data.get("text/plain") or data.get("text/markdown"))
+    if kind == "error":
+        return f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+    return ""
+
+
+def _cut(text: str) -> tuple[str, bool]:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text, False
+    head = text[:MAX_OUTPUT_CHARS]
+    line_end = head.rfind("\n")
+    return (head[:line_end] if line_end > 0 else head), True
+
+
+def _cell_blocks(cell: dict, language: str) -> tuple[list[str], int]:
+    """The cell's blocks of canonical text and how many of its outputs were cut."""
+    kind = cell.get("cell_type")
+    source = _text(cell.get("source")).strip("\n")
+    if kind == "markdown":
+        return ([source] if source.strip() else []), 0
+    if kind != "code":
+        return [], 0
+    blocks = [fenced(source, language)] if source.strip() else []
+    cut = 0
+    for output in cell.get("outputs") or ():
+        if not isinstance(output, dict):
+            continue
+        text = _ANSI.sub("", _output_text(output)).strip("\n")
+        text, was_cut = _cut(text)
+        cut += was_cut
+        if text.strip():
+            blocks.append(fenced(text, "text"))
+    return blocks, cut
+
+
+class IpynbFormat(DocumentFormat):
+    """``.ipynb`` notebooks (nbformat 4)."""
+
+    name = "ipynb"
+    suffixes = (".ipynb",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("ipynb-json", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Cells in order, blocks joined by blank lines (the module docstring).
+
+        Raises:
+            ExtractionError: Not JSON, or not a notebook (no ``cells`` list).
+        """
+        try:
+            notebook = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ExtractionError(f"unreadable notebook: not JSON ({exc})") from exc
+        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+            raise ExtractionError("unreadable notebook: no list of cells (nbformat 4 is read; "
+                                  "an nbformat 3 notebook keeps its cells in worksheets)")
+        metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
+        language = str((metadata.get("kernelspec") or {}).get("language")
+                       or (metadata.get("language_info") or {}).get("name") or "")
+        parts: list[str] = []
+        anchors: list[Anchor] = []
+        offset = cut = 0
+        for number, cell in enumerate(notebook["cells"], start=1):
+            if not isinstance(cell, dict):
+                continue
+            blocks, cell_cut = _cell_blocks(cell, language)
+            cut += cell_cut
+            if not blocks:
+                continue
+            text = "\n\n".join(blocks)
+            if parts:
+                parts.append("\n\n")
+                offset += 2
+            anchors.append(Anchor(offset, offset + len(text), f"cell={number}"))
+            parts.append(text)
+            offset += len(text)
+        canonical = "".join(parts) + ("\n" if parts else "")
+        title = first_title(canonical) or str(metadata.get("title") or "") or stem
+        notes = [("cells", str(len(notebook["cells"])))]
+        if cut:
+            notes.append(("outputs_cut", str(cut)))
+        return Extracted(title=title, canonical_text=canonical,
+                         sections=markdown_sections(canonical, title), anchors=tuple(anchors),
+                         notes=tuple(notes))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#cell=N`` for the cell the span starts in; ``#char=`` without cells."""
+        if not anchors:
+            return super().fragment(anchors, start, end)
+        index = max(bisect_right([anchor.start for anchor in anchors], start) - 1, 0)
+        return f"#{anchors[index].locator}"

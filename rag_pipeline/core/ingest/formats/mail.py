@@ -1,0 +1,181 @@
+"""Mail: a message (``.eml``) titled by its subject, each attachment a document; mailboxes (``.mbox``).
+
+Parsed by the standard library's ``email`` with its default (RFC 5322, RFC 2047 headers)
+policy. A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and
+``Date`` as header lines, then its body: the ``text/plain`` part, else the ``text/html`` part
+rendered by :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard
+library's ``get_body``); the subject titles one section holding the rest. Its attachments
+(the parts ``iter_attachments`` gives: not the body, not its alternatives) are members
+``message.eml/<file name>``: the name is the attachment's own file name without any folder
+part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its type; an
+attached message is ``<name>.eml`` and is expanded in turn. A message with more than
+``max_attachments`` attachments fails as a whole; an attachment over ``max_document_bytes``
+fails alone.
+
+A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From `` line loses one
+``>``); its messages are members ``inbox.mbox/message-N.eml`` (1-based), at most
+``max_members`` of them.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+from collections.abc import Iterator
+
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import ContainerFormat
+from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, unique_name
+
+_HEADERS = ("From", "To", "Cc", "Date")
+_FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
+_QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
+
+
+def _header(message: object, name: str) -> str:
+    try:
+        value = message.get(name)
+    except Exception:  # a malformed header the policy cannot parse: shown as it is
+        value = message.get_all(name, failobj=[""])[0] if hasattr(message, "get_all") else ""
+    return " ".join(str(value or "").split())
+
+
+def _part_text(part: object) -> str:
+    try:
+        content = part.get_content()
+    except (LookupError, UnicodeError, ValueError):  # an unknown or wrong charset
+        payload = part.get_payload(decode=True) or b""
+        content = payload.decode("utf-8", "replace")
+    if isinstance(content, bytes):
+        content = content.decode("utf-8", "replace")
+    return str(content)
+
+
+def _body(message: object) -> str:
+    body = message.get_body(preferencelist=("plain", "html"))
+    if body is None:
+        return ""
+    if body.get_content_type() == "text/html":
+        return extract_html(_part_text(body).encode("utf-8"), "").canonical_text.strip()
+    return _part_text(body).replace("\r\n", "\n").strip()
+
+
+def _attachment_name(part: object, number: int) -> str:
+    name = part.get_filename() or ""
+    name = name.replace("\\", "/").rsplit("/", 1)[-1].strip().lstrip(".")
+    if part.get_content_type() == "message/rfc822":
+        return f"{name.removesuffix('.eml') or f'attachment-{number}'}.eml"
+    if name:
+        return name
+    extension = mimetypes.guess_extension(part.get_content_type()) or ".bin"
+    return f"attachment-{number}{extension}"
+
+
+def _attachment_data(part: object) -> bytes:
+    if part.get_content_type() == "message/rfc822":
+        inner = part.get_payload()
+        inner = inner[0] if isinstance(inner, list) and inner else inner
+        return inner.as_bytes() if hasattr(inner, "as_bytes") else b""
+    return part.get_payload(decode=True) or b""
+
+
+def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
+    """The message's own document and its attachment parts.
+
+    Raises:
+        ExtractionError: The bytes are no message (no header at all).
+    """
+    import email
+    import email.policy
+
+    message = email.message_from_bytes(data, policy=email.policy.default)
+    if not message.keys():
+        raise ExtractionError("unreadable mail: no header lines (not an RFC 5322 message)")
+    subject = _header(message, "Subject")
+    title = subject or stem
+    headers = "\n".join(f"{name}: {value}" for name in _HEADERS if (value := _header(message, name)))
+    try:
+        body = _body(message)
+        attachments = list(message.iter_attachments())
+    except Exception as exc:  # email's MIME layer raises many kinds on broken structure
+        raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
+    rest = "\n\n".join(part for part in (headers, body) if part)
+    canonical = f"{title}\n\n{rest}\n" if rest else f"{title}\n"
+    sections = (Section(title, len(title) + 2, len(canonical) - 1),) if rest else ()
+    return Extracted(title=title, canonical_text=canonical, sections=sections), attachments
+
+
+class EmlFormat(ContainerFormat):
+    """``.eml`` messages."""
+
+    name = "eml"
+    suffixes = (".eml",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("mail-email", "1")
+
+    def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
+        """The message and its attachments (the module docstring).
+
+        Raises:
+            ExtractionError: No message, broken MIME structure, or over ``max_attachments``.
+        """
+        own, attachments = read_message(data, stem)
+        limit = unpacking.limits.max_attachments
+        if len(attachments) > limit:
+            raise ExtractionError(f"{len(attachments)} attachments: over the limit of {limit} per "
+                                  "message (max_attachments)")
+
+        def members() -> Iterator[Member]:
+            taken: set[str] = set()
+            for number, part in enumerate(attachments, start=1):
+                name = unique_name(_attachment_name(part, number), taken)
+                payload = _attachment_data(part)
+                if len(payload) > unpacking.max_member_bytes:
+                    yield Member(name, error=f"too large: {len(payload)} bytes, over the limit of "
+                                             f"{unpacking.max_member_bytes} bytes per document "
+                                             "(max_document_bytes)")
+                    continue
+                unpacking.budget.take(len(payload))
+                yield Member(name, payload)
+
+        return Expansion(own, members(), (("attachments", str(len(attachments))),))
+
+
+def split_mbox(data: bytes) -> list[bytes]:
+    """The messages of an mbox file, ``From `` separator lines removed and ``>From `` lines
+    unquoted once."""
+    starts = [match for match in _FROM_LINE.finditer(data)]
+    if not starts or starts[0].start() != 0:
+        raise ExtractionError("unreadable mbox: it does not start with a 'From ' line")
+    messages = []
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(data)
+        messages.append(_QUOTED_FROM.sub(rb"\1", data[match.end():end]))
+    return messages
+
+
+class MboxFormat(ContainerFormat):
+    """``.mbox`` mailboxes."""
+
+    name = "mbox"
+    suffixes = (".mbox",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("mbox-split", "1")
+
+    def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
+        """The messages as members ``message-N.eml``.
+
+        Raises:
+            ExtractionError: Not an mbox file, or over ``max_members`` messages.
+        """
+        messages = split_mbox(data)
+        limit = unpacking.limits.max_members
+        if len(messages) > limit:
+            raise ExtractionError(f"{len(messages)} messages: over the limit of {limit} per "
+                                  "mailbox (max_members)")
+        members = (Member(f"message-{number}.eml", message)
+                   for number, message in enumerate(messages, start=1))
+        return Expansion(None, members, (("messages", str(len(messages))),))

@@ -1,0 +1,367 @@
+"""OpenDocument: text (``.odt``) by headings and paragraphs, presentations (``.odp``) by slide,
+spreadsheets (``.ods``) by sheet with cell ranges as for XLSX.
+
+The package is a zip (checked first:
+:func:`~rag_pipeline.core.ingest.members.check_zip_package`); its ``content.xml`` is read
+directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
+Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
+``text:line-break`` a line break, spans and links their text; notes (footnotes) and
+annotations are left out of the sentence they are anchored in.
+
+- **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
+  section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
+  items ``- item`` (nested ones indented two spaces a level); a table one line per row, cells
+  joined by ``" | "``, a covered (merged-away) cell an empty place so no column shifts.
+  Cited ``#char=``.
+- **ODP**: as PPTX (:mod:`rag_pipeline.core.ingest.formats.pptx`): a slide's title frame
+  titles its section, its other frames and tables are blocks, its notes a ``Notes: `` block;
+  one anchor ``slide=N`` per slide, cited ``#slide=N``.
+- **ODS**: as XLSX (:mod:`rag_pipeline.core.ingest.formats.xlsx`): a section per sheet, each
+  row one line under the header row (:func:`~rag_pipeline.core.ingest.rows.table_lines`), the
+  text a cell shows; one anchor ``sheet=<name>&range=A1:C1`` per row, cited by the smallest
+  range holding the span's rows. Repeated rows and columns (``number-rows-repeated``) count
+  in the numbering; empty repeats are never expanded, and a sheet past
+  :data:`MAX_SHEET_CELLS` filled cells fails the document.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator, Sequence
+
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.epub import safe_xml
+from rag_pipeline.core.ingest.formats.pptx import slide_of, table_text
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, range_locator
+from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.rows import column_letters, table_lines
+
+MAX_SHEET_CELLS = 5_000_000
+"""Filled cells of one spreadsheet document; past it the document fails."""
+MAX_REPEAT = 1000
+"""A filled cell or row repeated more times than this is expanded this many times."""
+
+_NS = {
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+    "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
+    "dc": "http://purl.org/dc/elements/1.1/",
+}
+
+
+def _q(prefix: str, name: str) -> str:
+    return f"{{{_NS[prefix]}}}{name}"
+
+
+_WHITE = re.compile(r"[ \t\r\n]+")
+_SPACES = re.compile(r" {2,}")
+_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end"),
+                _q("text", "bookmark-ref")}
+
+
+def inline_text(element: object) -> str:
+    """The text of a paragraph-like element by the ODF inline rules above: the XML's own white
+    space collapsed to single spaces, ``text:s``, ``text:tab`` and ``text:line-break`` kept."""
+    parts: list[str] = []
+
+    def walk(node: object) -> None:
+        if node.text:
+            parts.append(_WHITE.sub(" ", node.text))
+        for child in node:
+            tag = child.tag
+            if tag in _SKIP_INLINE:
+                pass
+            elif tag == _q("text", "s"):
+                parts.append("\x00" * int(child.get(_q("text", "c"), "1")))
+            elif tag == _q("text", "tab"):
+                parts.append("\t")
+            elif tag == _q("text", "line-break"):
+                parts.append("\n")
+            else:
+                walk(child)
+            if child.tail:
+                parts.append(_WHITE.sub(" ", child.tail))
+
+    walk(element)
+    lines = "".join(parts).split("\n")
+    return "\n".join(_SPACES.sub(" ", line).strip(" ").replace("\x00", " ") for line in lines).strip("\n")
+
+
+def _cell_text(cell: object) -> str:
+    return " ".join(" ".join(inline_text(p).split()) for p in cell.iter(_q("text", "p"), _q("text", "h")))
+
+
+def _table_rows(table: object) -> list[list[str]]:
+    rows = []
+    for row in table.iter(_q("table", "table-row")):
+        cells = []
+        for cell in row:
+            if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
+                continue
+            text = _cell_text(cell) if cell.tag == _q("table", "table-cell") else ""
+            repeat = min(int(cell.get(_q("table", "number-columns-repeated"), "1")), MAX_REPEAT)
+            cells += [text] * (repeat if text else min(repeat, 64))
+        rows.append(cells)
+    return rows
+
+
+def _list_lines(element: object, level: int) -> list[str]:
+    lines = []
+    for item in element:
+        if item.tag not in (_q("text", "list-item"), _q("text", "list-header")):
+            continue
+        for child in item:
+            if child.tag == _q("text", "list"):
+                lines += _list_lines(child, level + 1)
+            elif child.tag in (_q("text", "p"), _q("text", "h")):
+                text = " ".join(inline_text(child).split())
+                if text:
+                    lines.append(f"{'  ' * level}- {text}")
+    return lines
+
+
+def _blocks(container: object) -> Iterator[tuple[str, int]]:
+    """``(text, heading level or 0)`` of a text body's blocks in order."""
+    for child in container:
+        tag = child.tag
+        if tag == _q("text", "h"):
+            text = " ".join(inline_text(child).split())
+            if text:
+                yield text, int(child.get(_q("text", "outline-level"), "1"))
+        elif tag == _q("text", "p"):
+            text = inline_text(child)
+            if text:
+                yield text, 0
+        elif tag == _q("text", "list"):
+            lines = _list_lines(child, 0)
+            if lines:
+                yield "\n".join(lines), 0
+        elif tag == _q("table", "table"):
+            text = table_text(_table_rows(child))
+            if text:
+                yield text, 0
+        elif tag in (_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),
+                     _q("draw", "text-box")):
+            yield from _blocks(child)
+
+
+def _package(data: bytes, kind: str) -> tuple[object, str]:
+    """``content.xml``'s root and ``meta.xml``'s title."""
+    check_zip_package(data, kind)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        try:
+            content = archive.read("content.xml")
+        except KeyError as exc:
+            raise ExtractionError(f"unreadable {kind}: no content.xml (a flat XML ODF file is "
+                                  "not read)") from exc
+        meta = archive.read("meta.xml") if "meta.xml" in archive.namelist() else None
+    try:
+        root = safe_xml(content)
+        title_node = safe_xml(meta).find(".//dc:title", _NS) if meta else None
+    except ExtractionError as exc:
+        raise ExtractionError(f"unreadable {kind}: {exc}") from exc
+    title = " ".join((title_node.text or "").split()) if title_node is not None else ""
+    return root, title
+
+
+def _body(root: object, kind: str, name: str) -> object:
+    body = root.find(f"office:body/office:{name}", _NS)
+    if body is None:
+        raise ExtractionError(f"unreadable {kind}: content.xml has no office:{name} body (another "
+                              "OpenDocument kind under this suffix?)")
+    return body
+
+
+def _text_document(blocks: Sequence[tuple[str, int]], title: str) -> Extracted:
+    parts: list[str] = []
+    sections: list[Section] = []
+    offset = 0
+    current = (title, 1, 0)
+
+    def close(end: int) -> None:
+        if end > current[2]:
+            sections.append(Section(current[0], current[2], end, current[1]))
+
+    for text, level in blocks:
+        if level:
+            close(offset - 2)
+            current = (text, level, offset + len(text) + 2)
+        parts.append(text)
+        offset += len(text) + 2
+    canonical = "\n\n".join(parts) + ("\n" if parts else "")
+    close(len(canonical) - 1)
+    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))
+
+
+class OdtFormat(DocumentFormat):
+    """``.odt`` text documents (LibreOffice Writer, Google Docs exports)."""
+
+    name = "odt"
+    suffixes = (".odt",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("odt-content-xml", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Headings, paragraphs, lists and tables in body order (the module docstring).
+
+        Raises:
+            ExtractionError: Not an ODT package, a zip bomb, or XML that is not well-formed.
+        """
+        root, meta_title = _package(data, "ODT")
+        body = _body(root, "ODT", "text")
+        try:
+            blocks = list(_blocks(body))
+        except RecursionError as exc:
+            raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
+        title = meta_title or next((text for text, level in blocks if level), stem)
+        return _text_document(blocks, title)
+
+
+class OdpFormat(DocumentFormat):
+    """``.odp`` presentations (LibreOffice Impress)."""
+
+    name = "odp"
+    suffixes = (".odp",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("odp-content-xml", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """One section and one ``slide=N`` anchor per slide (the module docstring).
+
+        Raises:
+            ExtractionError: Not an ODP package, a zip bomb, or XML that is not well-formed.
+        """
+        from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES
+
+        root, meta_title = _package(data, "ODP")
+        pages = _body(root, "ODP", "presentation").findall("draw:page", _NS)
+        if len(pages) > MAX_SLIDES:
+            raise ExtractionError(f"{len(pages)} slides: over the limit of {MAX_SLIDES} per deck")
+        parts: list[str] = []
+        sections: list[Section] = []
+        anchors: list[Anchor] = []
+        offset = 0
+        first_title = None
+        for number, page in enumerate(pages, start=1):
+            title, blocks = "", []
+            for frame in page:
+                if frame.tag == _q("presentation", "notes"):
+                    notes = " ".join(text for text, _ in _blocks(frame))
+                    if notes.strip():
+                        blocks.append(f"Notes: {' '.join(notes.split())}")
+                    continue
+                found = [text for text, _ in _blocks([frame])]
+                if frame.get(_q("presentation", "class")) == "title" and found and not title:
+                    title = " ".join(" ".join(found).split())
+                else:
+                    blocks += found
+            first_title = first_title or title or None
+            title = title or f"Slide {number}"
+            if not blocks and title == f"Slide {number}":
+                continue
+            start = offset
+            body = "\n\n".join(blocks)
+            if body:
+                body_start = offset + len(title) + 2
+                sections.append(Section(title, body_start, body_start + len(body)))
+            text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
+            parts.append(text)
+            offset += len(text)
+            anchors.append(Anchor(start, offset - 2, f"slide={number}"))
+        canonical = "".join(parts)[:-1] if parts else ""
+        return Extracted(title=meta_title or first_title or stem, canonical_text=canonical,
+                         sections=tuple(sections), anchors=tuple(anchors),
+                         notes=(("slides", str(len(pages))),))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
+        slide = slide_of(anchors, start)
+        return super().fragment(anchors, start, end) if slide is None else f"#slide={slide}"
+
+
+def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, ...]]]:
+    rows: list[tuple[int, tuple[str, ...]]] = []
+    number = 0
+    for row in table.iter(_q("table", "table-row")):
+        repeat = int(row.get(_q("table", "number-rows-repeated"), "1"))
+        cells: list[str] = []
+        column_texts: list[tuple[int, str]] = []
+        column = 0
+        for cell in row:
+            if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
+                continue
+            span = int(cell.get(_q("table", "number-columns-repeated"), "1"))
+            text = _cell_text(cell) if cell.tag == _q("table", "table-cell") else ""
+            if text:
+                for offset in range(min(span, MAX_REPEAT)):
+                    column_texts.append((column + offset, text))
+            column += span
+        if column_texts:
+            cells = [""] * (column_texts[-1][0] + 1)
+            for index, text in column_texts:
+                cells[index] = text
+            for copy in range(min(repeat, MAX_REPEAT)):
+                budget[0] += len(column_texts)
+                if budget[0] > MAX_SHEET_CELLS:
+                    raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per "
+                                          "spreadsheet document")
+                rows.append((number + copy + 1, tuple(cells)))
+        number += repeat
+    return rows
+
+
+class OdsFormat(DocumentFormat):
+    """``.ods`` spreadsheets (LibreOffice Calc)."""
+
+    name = "ods"
+    suffixes = (".ods",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("ods-content-xml", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """One section per non-empty sheet, one line and anchor per row (the module docstring).
+
+        Raises:
+            ExtractionError: Not an ODS package, a zip bomb, XML that is not well-formed, or
+                over :data:`MAX_SHEET_CELLS` filled cells.
+        """
+        root, meta_title = _package(data, "ODS")
+        budget = [0]
+        parts: list[str] = []
+        sections: list[Section] = []
+        anchors: list[Anchor] = []
+        offset = rows = empty = 0
+        for table in _body(root, "ODS", "spreadsheet").findall("table:table", _NS):
+            name = table.get(_q("table", "name"), f"Sheet{len(sections) + empty + 1}")
+            lines = table_lines(_sheet_rows(table, budget), lambda c: f"column {column_letters(c)}")
+            if not lines:
+                empty += 1
+                continue
+            if parts:
+                parts.append("\n")
+                offset += 1
+            start = offset
+            for line in lines:
+                parts.append(line.text + "\n")
+                anchors.append(Anchor(offset, offset + len(line.text), range_locator(
+                    name, line.first_column, line.number, line.last_column, line.number)))
+                offset += len(line.text) + 1
+                rows += not (line.header or line.preamble)
+            sections.append(Section(name, start, offset - 1))
+        notes = [("sheets", str(len(sections))), ("rows", str(rows))]
+        if empty:
+            notes.append(("empty_sheets", str(empty)))
+        return Extracted(title=meta_title or stem, canonical_text="".join(parts),
+                         sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""
+        return XlsxFormat().fragment(anchors, start, end)

@@ -1,0 +1,158 @@
+"""PPTX: one section per slide titled by its title, its text frames, tables and notes; cited ``#slide=N``.
+
+Read with python-pptx (MIT). A slide is its title line (the title placeholder's text, else
+``Slide N``) outside every section, then its body: each shape's text frame (group shapes
+opened) as a block of lines, one per non-empty paragraph, indented two spaces per outline
+level; each table one line per row, cells joined by ``" | "``, the header row first; then the
+speaker notes, as a block starting ``Notes: ``. Blocks are separated by blank lines. Shapes
+are read in the slide's order (the order a screen reader follows). Each slide, title
+included, is one anchor ``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers
+them). Before anything is parsed the package is checked as a zip
+(:func:`~rag_pipeline.core.ingest.members.check_zip_package`) and its slide count against
+:data:`MAX_SLIDES`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.members import check_zip_package
+
+if TYPE_CHECKING:
+    from pptx.shapes.base import BaseShape
+
+MAX_SLIDES = 2000
+"""A deck with more slides fails unread: the longest real decks have a few hundred."""
+
+_SLIDE_ID = re.compile(rb"<p:sldId\b")
+
+
+def table_text(rows: Sequence[Sequence[str]]) -> str:
+    """A table as lines: each cell's white space collapsed, cells joined by ``" | "``, blank
+    cells at a row's end left out, blank rows left out."""
+    lines = []
+    for row in rows:
+        cells = [" ".join(cell.split()) for cell in row]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def _slide_count(data: bytes) -> int:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        try:
+            presentation = archive.read("ppt/presentation.xml")
+        except KeyError as exc:
+            raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
+    return len(_SLIDE_ID.findall(presentation))
+
+
+def _shapes(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _shapes(iter(shape.shapes))
+        else:
+            yield shape
+
+
+def _blocks(slide: object, title_shape: object) -> list[str]:
+    blocks = []
+    for shape in _shapes(iter(slide.shapes)):
+        if shape is title_shape or (title_shape is not None and shape.shape_id == title_shape.shape_id):
+            continue
+        if getattr(shape, "has_table", False) and shape.has_table:
+            text = table_text([[cell.text for cell in row.cells] for row in shape.table.rows])
+        elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+            lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
+                     for paragraph in shape.text_frame.paragraphs]
+            text = "\n".join(line for line in lines if line.strip())
+        else:
+            continue
+        if text.strip():
+            blocks.append(text)
+    if slide.has_notes_slide:
+        notes_frame = slide.notes_slide.notes_text_frame
+        notes = " ".join(notes_frame.text.split()) if notes_frame is not None else ""
+        if notes:
+            blocks.append(f"Notes: {notes}")
+    return blocks
+
+
+def slide_of(anchors: Sequence[Anchor], offset: int) -> int | None:
+    """The 1-based slide holding character ``offset``: the last slide anchor starting at or
+    before it; ``None`` without slide anchors."""
+    index = bisect_right([anchor.start for anchor in anchors], offset) - 1
+    if not anchors:
+        return None
+    return int(anchors[max(index, 0)].locator.removeprefix("slide="))
+
+
+class PptxFormat(DocumentFormat):
+    """``.pptx`` decks (PowerPoint 2007 and later, LibreOffice Impress, Google Slides exports)."""
+
+    name = "pptx"
+    suffixes = (".pptx",)
+
+    def extractor(self) -> Extractor:
+        return Extractor("pptx-python-pptx", f"1+python-pptx-{library_version('python-pptx')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """Slides in order, a section and an anchor each (the module docstring).
+
+        Raises:
+            ExtractionError: Not a readable PPTX file, a zip bomb, or over :data:`MAX_SLIDES`.
+        """
+        import pptx
+
+        check_zip_package(data, "PPTX")
+        count = _slide_count(data)
+        if count > MAX_SLIDES:
+            raise ExtractionError(f"{count} slides: over the limit of {MAX_SLIDES} per deck")
+        try:
+            deck = pptx.Presentation(io.BytesIO(data))
+            slides = []
+            for number, slide in enumerate(deck.slides, start=1):
+                title_shape = slide.shapes.title
+                title = " ".join(title_shape.text.split()) if title_shape is not None else ""
+                slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape)))
+            core_title = (deck.core_properties.title or "").strip()
+        except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
+            raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
+        parts: list[str] = []
+        sections: list[Section] = []
+        anchors: list[Anchor] = []
+        offset = 0
+        for number, title, blocks in slides:
+            if not blocks and title == f"Slide {number}":
+                continue
+            start = offset
+            body = "\n\n".join(blocks)
+            text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
+            if body:
+                body_start = offset + len(title) + 2
+                sections.append(Section(title, body_start, body_start + len(body)))
+            parts.append(text)
+            offset += len(text)
+            anchors.append(Anchor(start, offset - 2, f"slide={number}"))
+        canonical = "".join(parts)[:-1] if parts else ""
+        first_title = next((title for number, title, _ in slides if title != f"Slide {number}"), None)
+        return Extracted(title=core_title or first_title or stem, canonical_text=canonical,
+                         sections=tuple(sections), anchors=tuple(anchors),
+                         notes=(("slides", str(len(slides))),))
+
+    def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
+        """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
+        slide = slide_of(anchors, start)
+        return super().fragment(anchors, start, end) if slide is None else f"#slide={slide}"

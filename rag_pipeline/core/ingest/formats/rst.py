@@ -1,0 +1,188 @@
+"""reStructuredText: the document docutils parses, as text; sections at its titles, literal blocks verbatim.
+
+Parsed by docutils (public domain / BSD) with everything that reaches outside the file off:
+no ``include``, no ``raw``, no file or URL inserted by a directive (``file_insertion_enabled``
+and ``raw_enabled`` false), no report printed. The tree becomes paragraphs as a reader sees
+them: a section title is a line outside every section (its body, up to the next title, is a
+section titled by it, of its depth), a paragraph is one line with its wrapping collapsed, a
+literal block (``::``, ``code``, ``code-block``) and a doctest block keep their lines exactly,
+list items are lines ``- item`` or ``1. item`` (nested ones indented two spaces a level), a
+definition is its term, then the definition indented, a table one line per row with cells
+joined by ``" | "``, an admonition its kind (``Note: ...``). Roles docutils does not know
+(Sphinx's ``:func:`name```) keep their text (``name``); directives it does not know
+(``toctree``) and comments are left out. A document has no locator finer than itself
+(``#char=``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.reading import decode_utf8
+
+if TYPE_CHECKING:
+    from docutils import nodes
+
+SETTINGS = {
+    "file_insertion_enabled": False, "raw_enabled": False, "report_level": 5, "halt_level": 5,
+    "warning_stream": None, "doctitle_xform": False, "sectsubtitle_xform": False,
+    "syntax_highlight": "none", "input_encoding": "unicode", "_disable_config": True,
+}
+"""docutils settings: nothing from outside the file, nothing printed, nothing halts."""
+
+_UNKNOWN_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]*)`")
+_ROLE_TARGET = re.compile(r"^(.*?)\s*<[^<>]*>$")
+_SKIP = ("system_message", "comment", "substitution_definition", "target", "pending", "raw",
+         "footnote_reference", "citation_reference")
+_ADMONITIONS = ("attention", "caution", "danger", "error", "hint", "important", "note", "tip",
+                "warning", "seealso")
+
+
+def _role_text(match: re.Match[str]) -> str:
+    text = match.group(1)
+    target = _ROLE_TARGET.match(text)
+    return (target.group(1) if target else text).lstrip("~!")
+
+
+def inline_text(node: nodes.Node) -> str:
+    """A node's text on one line: wrapping collapsed, unknown roles reduced to their text."""
+    return " ".join(_UNKNOWN_ROLE.sub(_role_text, node.astext()).split())
+
+
+class _Writer:
+    """Collects blocks and heading positions while walking the tree."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[str, int]] = []  # (text, heading level or 0)
+
+    def add(self, text: str, level: int = 0) -> None:
+        if text.strip():
+            self.blocks.append((text, level))
+
+    def walk(self, node: nodes.Node, depth: int = 0) -> None:
+        from docutils import nodes as n
+
+        for child in node.children:
+            name = child.tagname
+            if name in _SKIP or isinstance(child, n.Invisible):
+                continue
+            if name == "section":
+                title = next((c for c in child.children if c.tagname == "title"), None)
+                if title is not None:
+                    self.add(inline_text(title), depth + 1)
+                self.walk(child, depth + 1)
+            elif name in ("title", "subtitle", "rubric"):
+                if node.tagname != "section":
+                    self.add(inline_text(child))
+            elif name in ("literal_block", "doctest_block"):
+                self.add(child.astext().rstrip())
+            elif name == "line_block":
+                self.add("\n".join(" ".join(line.astext().split()) for line in child.children))
+            elif name in ("bullet_list", "enumerated_list"):
+                self.add("\n".join(_list_lines(child, 0)))
+            elif name == "definition_list":
+                for item in child.children:
+                    term = " ".join(inline_text(c) for c in item.children if c.tagname != "definition")
+                    definition = next((c for c in item.children if c.tagname == "definition"), None)
+                    body = " ".join(inline_text(c) for c in definition.children) if definition else ""
+                    self.add(f"{term}\n  {body}" if body else term)
+            elif name == "field_list" or name == "docinfo":
+                self.add("\n".join(_field_line(field) for field in child.children))
+            elif name == "table":
+                self.add(_table_text(child))
+            elif name in _ADMONITIONS or name == "admonition":
+                label = name.capitalize() if name != "seealso" else "See also"
+                body = " ".join(inline_text(c) for c in child.children if c.tagname != "title")
+                title = next((inline_text(c) for c in child.children if c.tagname == "title"), label)
+                self.add(f"{title}: {body}")
+            elif name in ("paragraph", "attribution", "caption", "term", "label"):
+                self.add(inline_text(child))
+            elif isinstance(child, n.TextElement) or isinstance(child, n.Text):
+                self.add(inline_text(child))
+            else:
+                self.walk(child, depth)
+
+
+def _field_line(field: nodes.Node) -> str:
+    parts = [inline_text(c) for c in field.children] if field.children else [inline_text(field)]
+    return ": ".join(part for part in parts if part)
+
+
+def _list_lines(node: nodes.Node, level: int) -> list[str]:
+    lines = []
+    number = int(node.get("start", 1))
+    for item in node.children:
+        marker = "-" if node.tagname == "bullet_list" else f"{number}."
+        number += 1
+        own = [inline_text(c) for c in item.children
+               if c.tagname not in ("bullet_list", "enumerated_list")]
+        lines.append(f"{'  ' * level}{marker} {' '.join(text for text in own if text)}")
+        for nested in item.children:
+            if nested.tagname in ("bullet_list", "enumerated_list"):
+                lines += _list_lines(nested, level + 1)
+    return lines
+
+
+def _table_text(table: nodes.Node) -> str:
+    lines = []
+    for row in table.findall(lambda n: n.tagname == "row"):
+        cells = [inline_text(entry) for entry in row.children]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def blocks_to_extracted(blocks: list[tuple[str, int]], stem: str) -> Extracted:
+    """Blocks joined by blank lines; each heading's body up to the next heading a section of
+    its level titled by it (empty bodies are none), the text before the first heading titled
+    by the document: the first level-1 heading, else the stem."""
+    title = next((text for text, level in blocks if level == 1), stem)
+    canonical = "\n\n".join(text for text, _ in blocks) + ("\n" if blocks else "")
+    sections: list[Section] = []
+    current, offset = (title, 1, 0), 0  # title, level, body start
+
+    def close(end: int) -> None:
+        if end > current[2]:
+            sections.append(Section(current[0], current[2], end, current[1]))
+
+    for text, level in blocks:
+        if level:
+            close(offset - 2)
+            current = (text, level, offset + len(text) + 2)
+        offset += len(text) + 2
+    close(len(canonical) - 1)
+    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))
+
+
+class RstFormat(DocumentFormat):
+    """``.rst`` and ``.rest`` files."""
+
+    name = "rst"
+    suffixes = (".rst", ".rest")
+
+    def extractor(self) -> Extractor:
+        return Extractor("rst-docutils", f"1+docutils-{library_version('docutils')}")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """The parsed document as text (the module docstring).
+
+        Raises:
+            ExtractionError: Not UTF-8, or docutils cannot parse it.
+        """
+        from docutils.core import publish_doctree
+
+        source = decode_utf8(data)
+        writer = _Writer()
+        try:
+            tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})
+            writer.walk(tree)
+        except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting
+            raise ExtractionError(f"unreadable reStructuredText: {type(exc).__name__}: {exc}") from exc
+        return blocks_to_extracted(writer.blocks, stem)

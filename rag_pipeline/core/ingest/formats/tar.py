@@ -1,0 +1,100 @@
+"""Tar archives, plain or compressed (``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tbz2``,
+``.tar.xz``/``.txz``): every regular file inside is a document of its own.
+
+Read with the standard library's ``tarfile`` as a stream (``r|*``), so a compressed archive is
+never expanded whole in memory. A tar has no table of contents: the limits are checked as the
+members go by. A member whose size alone is over the budget of expanded bytes, the count
+passing ``max_members``, or the stream expanding more than ``max_ratio`` times the file, fails
+the whole archive (no member of it is a document). A member fails alone when its path points
+outside the archive or it is larger than ``max_document_bytes``; links, devices and FIFOs are
+skipped, never followed or opened; hidden members are no documents.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zlib
+from collections.abc import Iterator
+
+from rag_pipeline.core.ingest.extracted import ExtractionError, Extractor
+from rag_pipeline.core.ingest.formats.base import ContainerFormat
+from rag_pipeline.core.ingest.members import (
+    Expansion,
+    Member,
+    Unpacking,
+    check_ratio,
+    is_hidden,
+    safe_member_name,
+)
+
+
+def _kind(info: tarfile.TarInfo) -> str:
+    if info.issym() or info.islnk():
+        return "a link inside the archive: not followed"
+    return "a device or FIFO entry inside the archive: never read"
+
+
+class TarFormat(ContainerFormat):
+    """Tar archives, compressed or not."""
+
+    name = "tar"
+    suffixes = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+
+    def extractor(self) -> Extractor:
+        return Extractor("tar-members", "1")
+
+    def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
+        """The regular-file members in the archive's order, checked as they stream by.
+
+        Raises:
+            ExtractionError: Not a tar archive (raised while the members are read, as every
+                limit of the whole archive is).
+        """
+        limits, budget = unpacking.limits, unpacking.budget
+
+        def members() -> Iterator[Member]:
+            try:
+                archive = tarfile.open(fileobj=io.BytesIO(data), mode="r|*")
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
+            count = 0
+            seen: set[str] = set()
+            try:
+                with archive:
+                    for info in archive:
+                        if info.isdir():
+                            continue
+                        count += 1
+                        if count > limits.max_members:
+                            raise ExtractionError(f"over {limits.max_members} members: the limit "
+                                                  "per archive (max_members)")
+                        if info.size > budget.remaining:
+                            raise ExtractionError(
+                                f"member {info.name!r} declares {info.size} bytes: over the limit "
+                                f"of {budget.limit} bytes expanded (max_expanded_bytes), a tar bomb "
+                                "or an archive too large to index")
+                        budget.take(info.size)
+                        bomb = check_ratio(archive.offset + info.size, len(data), limits)
+                        if bomb:
+                            raise ExtractionError(bomb)
+                        name, unsafe = safe_member_name(info.name)
+                        if not name or name in seen or (unsafe is None and is_hidden(name)):
+                            continue
+                        seen.add(name)
+                        if unsafe:
+                            yield Member(name, error=unsafe)
+                        elif not info.isfile():
+                            yield Member(name, skip=_kind(info))
+                        elif info.size > unpacking.max_member_bytes:
+                            yield Member(name, error=(
+                                f"too large: {info.size} bytes, over the limit of "
+                                f"{unpacking.max_member_bytes} bytes per document (max_document_bytes)"))
+                        else:
+                            stream = archive.extractfile(info)
+                            yield Member(name, stream.read() if stream is not None else b"")
+            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
+
+        return Expansion(None, members())
+

@@ -1,0 +1,29 @@
+"""AsciiDoc: the file as it is, sections at ``=`` titles outside delimited blocks."""
+
+from __future__ import annotations
+
+from rag_pipeline.core.ingest.extracted import Section
+from rag_pipeline.core.ingest.formats.asciidoc import AsciiDocFormat
+
+ADOC = AsciiDocFormat()
+
+GUIDE = (b"= User Guide\n:toc:\n\nPreamble text.\n\n== Install\n\nRun it.\n\n"
+         b"----\n= not a title\n----\n\n=== Details ===\n\nFine print.\n")
+
+
+def test_titles_outside_blocks_make_sections():
+    extracted = ADOC.extract(GUIDE, "guide")
+    assert extracted.canonical_text == GUIDE.decode()
+    assert extracted.title == "User Guide"
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("User Guide", 1, "\n:toc:\n\nPreamble text.\n\n"),
+        # The "= not a title" line is inside a listing block: code, not a title.
+        ("Install", 1, "\n\nRun it.\n\n----\n= not a title\n----\n\n"),
+        ("Details", 2, "\n\nFine print.\n")]
+    assert extracted.sections[1] == Section("Install", 46, 82, 1)
+
+
+def test_without_a_document_title_the_stem_titles_it():
+    extracted = ADOC.extract(b"Plain words.\n", "notes")
+    assert (extracted.title, extracted.sections) == ("notes", (Section("notes", 0, 13, 1),))

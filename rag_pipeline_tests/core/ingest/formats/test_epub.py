@@ -1,0 +1,106 @@
+"""EPUB: chapters in spine order through the HTML reader, sections at their headings, cited by
+chapter file and character range; DRM, XXE and broken books fail or read safely."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
+from rag_pipeline.core.ingest.formats.epub import EpubFormat
+
+EPUB = EpubFormat()
+
+CONTAINER = b"""<?xml version="1.0"?>
+<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
+  <rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles>
+</container>"""
+
+
+def opf(title: bytes = b"<dc:title>Field  Notes</dc:title>", doctype: bytes = b"") -> bytes:
+    return doctype + b"""<package xmlns="http://www.idpf.org/2007/opf" version="3.0">
+  <metadata xmlns:dc="http://purl.org/dc/elements/1.1/">""" + title + b"""</metadata>
+  <manifest>
+    <item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>
+    <item id="c2" href="text/chapter%202.xhtml" media-type="application/xhtml+xml"/>
+    <item id="c1" href="text/ch1.xhtml" media-type="application/xhtml+xml"/>
+    <item id="css" href="style.css" media-type="text/css"/>
+  </manifest>
+  <spine><itemref idref="c1"/><itemref idref="css"/><itemref idref="c2"/></spine>
+</package>"""
+
+
+CH1 = b"""<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Arrival</title></head>
+<body><h1>Arrival</h1><p>We reached the <em>delta</em> at dawn.</p></body></html>"""
+CH2 = b"""<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Work</title></head>
+<body><h1>Work</h1><p>Gauges first.</p><h2>Gauges</h2><p>Twelve of them.</p></body></html>"""
+
+
+def book(files: dict[str, bytes] | None = None, package: bytes | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr("META-INF/container.xml", CONTAINER)
+        archive.writestr("OEBPS/content.opf", package or opf())
+        for name, data in (files if files is not None else {
+                "OEBPS/text/ch1.xhtml": CH1, "OEBPS/text/chapter 2.xhtml": CH2,
+                "OEBPS/nav.xhtml": b"<html><body><nav>Contents</nav></body></html>"}).items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+TEXT = ("Arrival\n\nWe reached the delta at dawn.\n\n"
+        "Work\n\nGauges first.\n\nGauges\n\nTwelve of them.\n")
+
+
+def test_chapters_in_spine_order_with_sections_and_chapter_anchors():
+    extracted = EPUB.extract(book(), "notes")
+    assert extracted.canonical_text == TEXT
+    assert extracted.title == "Field Notes"
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("Arrival", 1, "\n\nWe reached the delta at dawn."),
+        ("Work", 1, "\n\nGauges first.\n\n"),
+        ("Gauges", 2, "\n\nTwelve of them."),
+    ]
+    # The nav document and the stylesheet are not in the spine's text; a space in a file
+    # name is percent-encoded in the locator.
+    assert extracted.anchors == (Anchor(0, 38, "chapter=OEBPS/text/ch1.xhtml"),
+                                 Anchor(40, 84, "chapter=OEBPS/text/chapter%202.xhtml"))
+    assert extracted.notes == (("chapters", "2"),)
+
+
+def test_a_span_cites_its_chapter_and_the_characters_within_it():
+    anchors = EPUB.extract(book(), "notes").anchors
+    assert EPUB.fragment(anchors, 9, 38) == "#chapter=OEBPS/text/ch1.xhtml&char=9,38"
+    assert EPUB.fragment(anchors, 46, 61) == "#chapter=OEBPS/text/chapter%202.xhtml&char=6,21"
+    assert EPUB.fragment((), 1, 5) == "#char=1,5"
+
+
+def test_external_entities_are_never_resolved():
+    # Planted: the package's DTD declares an entity reading /etc/hostname; the title uses it.
+    doctype = b'<?xml version="1.0"?><!DOCTYPE package [<!ENTITY x SYSTEM "file:///etc/hostname">]>'
+    extracted = EPUB.extract(book(package=opf(b"<dc:title>&x;</dc:title>", doctype)), "notes")
+    assert extracted.title == "Arrival"  # no title from the entity: the first chapter's heading
+
+
+@pytest.mark.parametrize(("files", "reason"), [
+    ({"META-INF/encryption.xml": b"<encryption/>"}, "encrypted EPUB (DRM): its chapters cannot be read"),
+])
+def test_an_encrypted_book_fails_with_its_reason(files, reason):
+    with pytest.raises(ExtractionError, match=f"^{re.escape(reason)}$"):
+        EPUB.extract(book(files), "drm")
+
+
+def test_a_missing_chapter_is_counted_and_a_zip_without_a_container_fails():
+    extracted = EPUB.extract(book({"OEBPS/text/ch1.xhtml": CH1}), "notes")
+    assert (extracted.canonical_text, extracted.notes) == (
+        "Arrival\n\nWe reached the delta at dawn.\n", (("chapters", "1"), ("missing_chapters", "1")))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+    with pytest.raises(ExtractionError, match="^unreadable EPUB: no META-INF/container.xml$"):
+        EPUB.extract(buffer.getvalue(), "empty")

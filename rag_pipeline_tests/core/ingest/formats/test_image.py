@@ -1,0 +1,105 @@
+"""Images: OCR'd and laid out as scanned PDF pages, a frame a page with its confidence; an
+image too large to decode fails at once, before any pixel is decoded."""
+
+from __future__ import annotations
+
+import io
+import struct
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, ExtractionError
+from rag_pipeline.core.ingest.formats.image import MAX_PIXELS, ImageFormat
+from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
+
+IMAGE = ImageFormat()
+needs_tesseract = pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed")
+
+
+def whiteboard(lines: list[str], size: tuple[int, int] = (1400, 400)) -> Image.Image:
+    image = Image.new("L", size, 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=48)
+    for number, line in enumerate(lines):
+        draw.text((60, 60 + 100 * number), line, fill=0, font=font)
+    return image
+
+
+def encoded(image: Image.Image, kind: str, **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=kind, **options)
+    return buffer.getvalue()
+
+
+def huge_png(width: int, height: int) -> bytes:
+    """A valid 1-bit PNG of ``width`` x ``height`` white pixels, compressed row by row."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    compressor = zlib.compressobj(9)
+    row = b"\x00" + b"\xff" * ((width + 7) // 8)
+    pixels = b"".join(compressor.compress(row * 1000) for _ in range(height // 1000))
+    pixels += compressor.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0))
+            + chunk(b"IDAT", pixels) + chunk(b"IEND", b""))
+
+
+@needs_tesseract
+def test_a_photographed_whiteboard_is_read_with_its_confidence():
+    data = encoded(whiteboard(["Whiteboard: ship the gauges", "by Friday, then review costs."]),
+                   "PNG", dpi=(300, 300))
+    extracted = IMAGE.extract(data, "board")
+    assert extracted.canonical_text == "Whiteboard: ship the gauges by Friday, then review costs.\n"
+    assert (extracted.title, extracted.anchors) == ("board", (Anchor(0, 58, "page=1"),))
+    facts = dict(extracted.notes)
+    assert (facts["pages"], facts["ocr_pages"]) == ("1", "1")
+    confidence = float(facts["ocr_mean_confidence"])
+    assert facts["ocr_page_confidence"] == f"1={confidence:.1f}" and confidence > 80
+    assert IMAGE.pages(extracted.anchors, extracted.notes) == (
+        DocumentPage(1, "ocr", confidence, 58, False),)
+    assert IMAGE.fragment(extracted.anchors, 10, 20) == "#page=1"
+
+
+@needs_tesseract
+def test_each_tiff_frame_is_a_page_and_jpeg_reads_too():
+    first, second = whiteboard(["First page of notes"]), whiteboard(["Second page of notes"])
+    tiff = encoded(first, "TIFF", save_all=True, append_images=[second])
+    extracted = IMAGE.extract(tiff, "scan")
+    text = extracted.canonical_text
+    assert [(a.locator, text[a.start:a.end].strip()) for a in extracted.anchors] == [
+        ("page=1", "First page of notes"), ("page=2", "Second page of notes")]
+    assert IMAGE.fragment(extracted.anchors, text.index("Second"), len(text)) == "#page=2"
+    jpeg = IMAGE.extract(encoded(first, "JPEG", quality=90), "photo")
+    assert jpeg.canonical_text == "First page of notes\n"
+
+
+def test_a_20000_by_20000_image_fails_at_once_without_decoding(tmp_path: Path):
+    data = huge_png(20_000, 20_000)  # Planted: 400 million pixels in about 50 KB
+    (tmp_path / "poster.png").write_bytes(data)
+    (tmp_path / "note.md").write_bytes(b"# Note\n\nStill read.\n")
+    started = time.perf_counter()
+    records = extract_corpus(tmp_path).records
+    assert time.perf_counter() - started < 5  # the header is read, no pixel is
+    assert [(r.document_id, r.status, r.error) for r in records] == [
+        ("note.md", "ok", None),
+        ("poster.png", "failed", f"over the limit of {MAX_PIXELS} pixels per image, never decoded "
+                                 "(Image size (400000000 pixels) exceeds limit of 178956970 pixels, "
+                                 "could be decompression bomb DOS attack.)"),
+    ]
+
+
+def test_an_image_over_the_limit_but_under_pillows_fails_on_its_size():
+    data = huge_png(10_000, 8_000)  # Planted: 80 million pixels, under Pillow's own refusal
+    with pytest.raises(ExtractionError, match=f"^10000 x 8000 pixels: over the limit of {MAX_PIXELS} "
+                                              "pixels per image, never decoded$"):
+        IMAGE.extract(data, "wide")
+
+
+def test_bytes_that_are_no_image_fail_with_the_reason():
+    with pytest.raises(ExtractionError, match="^unreadable image: UnidentifiedImageError: "):
+        IMAGE.extract(b"\x89PNG\r\n not really", "broken")

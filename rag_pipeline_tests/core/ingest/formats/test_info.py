@@ -1,0 +1,33 @@
+"""GNU Info: one section per node, navigation lines, the tag table and index markers left out."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import ExtractionError, Section
+from rag_pipeline.core.ingest.formats.info import InfoFormat
+
+INFO = InfoFormat()
+
+MANUAL = (b"This is gauges.info, produced by makeinfo version 6.8 from gauges.texi.\n\n"
+          b"INFO-DIR-SECTION Science\nSTART-INFO-DIR-ENTRY\n* Gauges: (gauges).\nEND-INFO-DIR-ENTRY\n\n"
+          b"\x1f\nFile: gauges.info,  Node: Top,  Next: Reading,  Up: (dir)\n\n"
+          b"Gauges\n******\n\nHow to read the gauges.\n\n* Menu:\n\n* Reading::\n\n"
+          b"\x1f\nFile: gauges.info,  Node: Reading,  Prev: Top,  Up: Top\n\n"
+          b"1 Reading\n*********\n\n\x00\x08[index\x00\x08]\nRead them at nine.\n\n"
+          b"\x1f\nTag Table:\nNode: Top\x7f98\nNode: Reading\x7f240\n\x1f\nEnd Tag Table\n")
+
+
+def test_nodes_become_sections_without_their_navigation():
+    extracted = INFO.extract(MANUAL, "gauges")
+    assert extracted.canonical_text == ("Gauges\n******\n\nHow to read the gauges.\n\n* Menu:\n\n* Reading::"
+                                        "\n\n1 Reading\n*********\n\nRead them at nine.\n")
+    assert extracted.title == "Gauges"
+    assert extracted.sections == (Section("Top", 0, 60), Section("Reading", 62, 101))
+    assert extracted.canonical_text[62:101] == "1 Reading\n*********\n\nRead them at nine."
+    assert extracted.notes == (("nodes", "2"),)
+
+
+def test_a_file_without_nodes_is_no_info_file():
+    with pytest.raises(ExtractionError, match=r"^not an Info file: no node separated by a \\x1f line$"):
+        INFO.extract(b"just text\n", "plain")

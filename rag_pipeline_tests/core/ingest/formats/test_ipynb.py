@@ -1,0 +1,110 @@
+"""Jupyter notebooks: Markdown cells as prose, code cells fenced with their comments, text
+outputs, sections from the Markdown headings, ``#cell=N``, long outputs cut."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
+from rag_pipeline.core.ingest.formats.ipynb import MAX_OUTPUT_CHARS, IpynbFormat
+
+IPYNB = IpynbFormat()
+
+
+def notebook(*cells, **metadata) -> bytes:
+    book = nbformat.v4.new_notebook(cells=list(cells), metadata=metadata)
+    return nbformat.writes(book).encode("utf-8")
+
+
+def analysis() -> bytes:
+    v4 = nbformat.v4
+    return notebook(
+        v4.new_markdown_cell("# Flood analysis\n\nWe load the gauges."),
+        v4.new_code_cell("# read the gauges\nimport pandas as pd\ngauges = pd.read_csv('g.csv')",
+                         outputs=[v4.new_output("stream", name="stdout",
+                                                text="\x1b[32mloaded 12 rows\x1b[0m\n")]),
+        v4.new_raw_cell("raw text is left out"),
+        v4.new_markdown_cell("## Peaks"),
+        v4.new_code_cell("gauges.max()", outputs=[
+            v4.new_output("execute_result", data={"text/plain": "level    4.2", "image/png": "iVBOR"},
+                          execution_count=2),
+            v4.new_output("error", ename="KeyError", evalue="'flow'", traceback=["\x1b[31m..."])]),
+        v4.new_code_cell(""),  # an empty cell has no anchor
+        kernelspec={"name": "python3", "language": "python", "display_name": "Python 3"})
+
+
+TEXT = ("# Flood analysis\n\nWe load the gauges.\n\n"
+        "```python\n# read the gauges\nimport pandas as pd\ngauges = pd.read_csv('g.csv')\n```\n\n"
+        "```text\nloaded 12 rows\n```\n\n"
+        "## Peaks\n\n"
+        "```python\ngauges.max()\n```\n\n"
+        "```text\nlevel    4.2\n```\n\n"
+        "```text\nKeyError: 'flow'\n```\n")
+
+
+def test_cells_as_markdown_with_code_fenced_and_text_outputs():
+    extracted = IPYNB.extract(analysis(), "analysis")
+    assert extracted.canonical_text == TEXT
+    assert extracted.title == "Flood analysis"
+    text = extracted.canonical_text
+    # The code comment "# read the gauges" is no heading: it is inside a fence.
+    assert [(s.title, s.level, text[s.start:s.end].strip()[:20]) for s in extracted.sections] == [
+        ("Flood analysis", 1, ""), ("Flood analysis", 1, "We load the gauges.\n"),
+        ("Peaks", 2, "```python\ngauges.max")]
+    assert [(a.locator, text[a.start:a.end][:12]) for a in extracted.anchors] == [
+        ("cell=1", "# Flood anal"), ("cell=2", "```python\n# "), ("cell=4", "## Peaks"),
+        ("cell=5", "```python\nga")]
+    assert extracted.anchors[0] == Anchor(0, 37, "cell=1")
+    assert extracted.notes == (("cells", "6"),)
+
+
+def test_a_span_cites_the_cell_it_starts_in():
+    anchors = IPYNB.extract(analysis(), "analysis").anchors
+    assert IPYNB.fragment(anchors, 0, 50) == "#cell=1"
+    assert IPYNB.fragment(anchors, 40, 60) == "#cell=2"
+    assert IPYNB.fragment(anchors, len(TEXT) - 5, len(TEXT)) == "#cell=5"
+    assert IPYNB.fragment((), 1, 2) == "#char=1,2"
+
+
+def test_a_long_output_is_cut_at_a_line_end_and_counted():
+    line = "x" * 99 + "\n"
+    book = notebook(nbformat.v4.new_code_cell("print(log)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=line * 10_000)]))  # 1,000,000 chars
+    extracted = IPYNB.extract(book, "log")
+    # 20,000 characters are 200 whole lines; the cut drops the last line's new line. No
+    # language in the metadata: a bare fence.
+    assert MAX_OUTPUT_CHARS == 20_000
+    assert extracted.canonical_text == f"```\nprint(log)\n```\n\n```text\n{line * 199}{'x' * 99}\n```\n"
+    assert extracted.notes == (("cells", "1"), ("outputs_cut", "1"))
+
+
+def test_a_notebook_with_a_100_mb_output_fails_on_its_size_and_the_run_goes_on(tmp_path: Path):
+    # Planted: 100 MB of output in one cell: the file is over max_document_bytes, never parsed.
+    book = json.dumps({"cells": [{"cell_type": "code", "source": "x", "metadata": {},
+                                  "outputs": [{"output_type": "stream", "name": "stdout",
+                                               "text": "y" * 100_000_000}]}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    (tmp_path / "huge.ipynb").write_text(book, encoding="utf-8")
+    (tmp_path / "small.ipynb").write_bytes(analysis())
+    records = {r.document_id: r for r in extract_corpus(tmp_path).records}
+    assert (records["huge.ipynb"].status, records["huge.ipynb"].error) == (
+        "failed", f"too large: {len(book)} bytes, over the limit of {20 * 1024 * 1024} bytes per "
+        "document (max_document_bytes)")
+    assert records["small.ipynb"].status == "ok"
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b"{not json", "unreadable notebook: not JSON (Expecting property name enclosed in double "
+                   "quotes: line 1 column 2 (char 1))"),
+    (b'{"worksheets": []}', "unreadable notebook: no list of cells (nbformat 4 is read; an "
+                            "nbformat 3 notebook keeps its cells in worksheets)"),
+])
+def test_not_a_notebook_fails_with_its_reason(data: bytes, reason: str):
+    with pytest.raises(ExtractionError) as raised:
+        IPYNB.extract(data, "broken")
+    assert str(raised.value) == reason

@@ -1,0 +1,118 @@
+"""Mail: a message titled by its subject with its text (or HTML) body, each attachment a
+document read by its own format (``message.eml/report.md``); mailboxes split into messages;
+a mail with too many attachments fails as a whole."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.extracted import ExtractionError, Section
+from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat, split_mbox
+
+EML = EmlFormat()
+
+
+def message(subject: str = "Site report: =?utf-8?q?caf=C3=A9?=", html: bool = False) -> EmailMessage:
+    mail = EmailMessage()
+    mail["Subject"] = subject
+    mail["From"] = "Ana Li <ana@example.org>"
+    mail["To"] = "team@example.org"
+    mail["Date"] = "Tue, 01 Dec 2026 09:00:00 +0000"
+    if html:
+        mail.set_content("<html><body><nav>menu</nav><p>The <b>gauges</b> read high.</p></body></html>",
+                         subtype="html")
+    else:
+        mail.set_content("The gauges read high.\r\nSee the attachments.\r\n")
+        mail.add_alternative("<p>ignored: the plain part wins</p>", subtype="html")
+    return mail
+
+
+def with_attachments() -> bytes:
+    mail = message()
+    mail.add_attachment(b"# Readings\n\nTwelve gauges.\n", maintype="text", subtype="markdown",
+                        filename="../../readings.md")  # Planted: a folder part, dropped
+    mail.add_attachment(b"second copy\n", maintype="text", subtype="plain", filename="readings.md")
+    mail.add_attachment(b"no name given\n", maintype="text", subtype="plain")
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("exports/one.txt", "one export\n")
+    mail.add_attachment(archive.getvalue(), maintype="application", subtype="zip",
+                        filename="exports.zip")
+    forwarded = message("Earlier note")
+    mail.add_attachment(forwarded)
+    return mail.as_bytes()
+
+
+def test_the_message_is_its_subject_headers_and_plain_body():
+    own = EML.extract(message().as_bytes(), "mail")
+    assert own.title == "Site report: café"
+    assert own.canonical_text == ("Site report: café\n\n"
+                                  "From: Ana Li <ana@example.org>\n"
+                                  "To: team@example.org\n"
+                                  "Date: Tue, 01 Dec 2026 09:00:00 +0000\n\n"
+                                  "The gauges read high.\nSee the attachments.\n")
+    assert own.sections == (Section("Site report: café", 19, len(own.canonical_text) - 1),)
+
+
+def test_an_html_only_body_goes_through_the_html_reader():
+    own = EML.extract(message("HTML", html=True).as_bytes(), "mail")
+    assert own.canonical_text.endswith("+0000\n\nThe gauges read high.\n")  # the nav is chrome
+
+
+def test_attachments_become_documents_read_by_their_own_formats(tmp_path: Path):
+    (tmp_path / "report.eml").write_bytes(with_attachments())
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.format, r.title) for r in records] == [
+        ("report.eml", "ok", "eml", "Site report: café"),
+        ("report.eml/readings.md", "ok", "markdown", "Readings"),
+        ("report.eml/readings (2).md", "ok", "markdown", "readings (2)"),
+        ("report.eml/attachment-3.txt", "ok", "text", "attachment-3"),
+        ("report.eml/exports.zip", "ok", "zip", "exports"),
+        ("report.eml/exports.zip/exports/one.txt", "ok", "text", "one"),
+        ("report.eml/attachment-5.eml", "ok", "eml", "Earlier note"),
+    ]
+    assert records[0].notes == (("attachments", "5"), ("members", "5"), ("members_ok", "5"),
+                                ("members_failed", "0"), ("members_skipped", "0"))
+    assert records[2].canonical_text == "second copy\n"
+
+
+def test_a_mail_with_500_attachments_fails_as_a_whole_and_the_run_goes_on(tmp_path: Path):
+    mail = message()
+    for number in range(500):  # Planted: over the 100 attachments a message may hold
+        mail.add_attachment(b"x\n", maintype="text", subtype="plain", filename=f"a{number}.txt")
+    (tmp_path / "flood.eml").write_bytes(mail.as_bytes())
+    (tmp_path / "fine.eml").write_bytes(message().as_bytes())
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.error) for r in records] == [
+        ("fine.eml", "ok", None),
+        ("flood.eml", "failed", "500 attachments: over the limit of 100 per message (max_attachments)"),
+    ]
+
+
+def test_a_mailbox_is_split_into_messages(tmp_path: Path):
+    first = message("One").as_bytes()
+    second = message("Two").as_bytes().replace(b"See the attachments.", b"From here on, quoted.")
+    quoted = second.replace(b"From here on", b">From here on")
+    mbox = (b"From ana@example.org Tue Dec  1 09:00:00 2026\n" + first + b"\n"
+            b"From ana@example.org Tue Dec  1 10:00:00 2026\n" + quoted + b"\n")
+    assert split_mbox(mbox) == [first + b"\n", second + b"\n"]
+    (tmp_path / "inbox.mbox").write_bytes(mbox)
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.format, r.title) for r in records] == [
+        ("inbox.mbox", "mbox", "inbox"), ("inbox.mbox/message-1.eml", "eml", "One"),
+        ("inbox.mbox/message-2.eml", "eml", "Two")]
+    assert records[0].canonical_text == "message-1.eml\nmessage-2.eml\n"
+    with pytest.raises(ExtractionError, match="^unreadable mbox: it does not start with a 'From ' line$"):
+        MboxFormat().extract(b"Subject: no separator\n\nbody\n", "broken")
+
+
+def test_bytes_without_headers_are_no_mail():
+    reason = r"^unreadable mail: no header lines \(not an RFC 5322 message\)$"
+    with pytest.raises(ExtractionError, match=reason):
+        EML.extract(b"\n\njust a body\n", "broken")

@@ -1,0 +1,194 @@
+"""OpenDocument: ODT headings, paragraphs, lists and tables; ODP slides cited ``#slide=N``; ODS
+sheets cited by cell range as XLSX; files made here with odfpy."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from odf import draw, presentation, table, text
+from odf.namespaces import PRESENTATIONNS
+from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet, OpenDocumentText
+
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section
+from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
+
+ODT, ODP, ODS = OdtFormat(), OdpFormat(), OdsFormat()
+
+
+def saved(document) -> bytes:
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return buffer.getvalue()
+
+
+def cell(value: str, **attributes) -> table.TableCell:
+    made = table.TableCell(**attributes)
+    if value:
+        made.addElement(text.P(text=value))
+    return made
+
+
+def report() -> bytes:
+    document = OpenDocumentText()
+    body = document.text
+    body.addElement(text.P(text="Read this first."))
+    body.addElement(text.H(outlinelevel=1, text="Field work"))
+    paragraph = text.P(text="Gauges were")
+    paragraph.addElement(text.S(c=3))
+    paragraph.addText("read")
+    paragraph.addElement(text.Tab())
+    paragraph.addText("daily")
+    paragraph.addElement(text.LineBreak())
+    paragraph.addText("at nine.")
+    note = text.Note(noteclass="footnote")
+    note.addElement(text.NoteCitation(text="1"))
+    body_of_note = text.NoteBody()
+    body_of_note.addElement(text.P(text="A footnote."))
+    note.addElement(body_of_note)
+    paragraph.addElement(note)  # a note is left out of its sentence
+    body.addElement(paragraph)
+    items = text.List()
+    for value in ("first site", "second site"):
+        item = text.ListItem()
+        item.addElement(text.P(text=value))
+        items.addElement(item)
+    nested_item = text.ListItem()
+    nested = text.List()
+    inner = text.ListItem()
+    inner.addElement(text.P(text="a detail"))
+    nested.addElement(inner)
+    nested_item.addElement(nested)
+    items.addElement(nested_item)
+    body.addElement(items)
+    body.addElement(text.H(outlinelevel=2, text="Hours"))
+    grid = table.Table(name="Hours")
+    for values in (["Site", "Lead", "Hours"], ["Delta flats", "Tomas Ruiz", "6"]):
+        row = table.TableRow()
+        for value in values:
+            row.addElement(cell(value))
+        grid.addElement(row)
+    merged = table.TableRow()
+    merged.addElement(cell("North ridge and delta", numbercolumnsspanned=2))
+    merged.addElement(table.CoveredTableCell())
+    merged.addElement(cell("9"))
+    grid.addElement(merged)
+    body.addElement(grid)
+    return saved(document)
+
+
+ODT_TEXT = ("Read this first.\n\n"
+            "Field work\n\n"
+            "Gauges were   read\tdaily\nat nine.\n\n"
+            "- first site\n- second site\n  - a detail\n\n"
+            "Hours\n\n"
+            "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9\n")
+
+
+def test_odt_headings_paragraphs_lists_and_tables():
+    extracted = ODT.extract(report(), "report")
+    assert extracted.canonical_text == ODT_TEXT
+    assert extracted.title == "Field work"  # no meta title: the first heading
+    text_ = extracted.canonical_text
+    assert [(s.title, s.level, text_[s.start:s.end]) for s in extracted.sections] == [
+        ("Field work", 1, "Read this first."),
+        ("Field work", 1, "Gauges were   read\tdaily\nat nine.\n\n- first site\n- second site\n"
+                          "  - a detail"),
+        ("Hours", 2, "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9"),
+    ]
+    assert extracted.sections[0] == Section("Field work", 0, 16)
+    assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
+
+
+def frame_of(kind: str) -> draw.Frame:
+    frame = draw.Frame()
+    frame.setAttrNS(PRESENTATIONNS, "class", kind)
+    return frame
+
+
+def deck() -> bytes:
+    document = OpenDocumentPresentation()
+    for number, (title, body, notes) in enumerate([("Plan", "Three sites", "Say hello"),
+                                                   ("", "Questions?", "")], start=1):
+        page = draw.Page(name=f"page{number}", masterpagename="")
+        if title:
+            frame = frame_of("title")
+            box = draw.TextBox()
+            box.addElement(text.P(text=title))
+            frame.addElement(box)
+            page.addElement(frame)
+        frame = frame_of("outline")
+        box = draw.TextBox()
+        box.addElement(text.P(text=body))
+        frame.addElement(box)
+        page.addElement(frame)
+        if notes:
+            holder = presentation.Notes()
+            frame = frame_of("notes")
+            box = draw.TextBox()
+            box.addElement(text.P(text=notes))
+            frame.addElement(box)
+            holder.addElement(frame)
+            page.addElement(holder)
+        document.presentation.addElement(page)
+    return saved(document)
+
+
+def test_odp_slides_with_titles_notes_and_slide_anchors():
+    extracted = ODP.extract(deck(), "deck")
+    assert extracted.canonical_text == "Plan\n\nThree sites\n\nNotes: Say hello\n\nSlide 2\n\nQuestions?\n"
+    assert extracted.title == "Plan"
+    assert extracted.sections == (Section("Plan", 6, 35), Section("Slide 2", 46, 56))
+    assert extracted.anchors == (Anchor(0, 35, "slide=1"), Anchor(37, 56, "slide=2"))
+    assert [extracted.canonical_text[a.start:a.end] for a in extracted.anchors] == [
+        "Plan\n\nThree sites\n\nNotes: Say hello", "Slide 2\n\nQuestions?"]
+    assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
+
+
+def workbook() -> bytes:
+    document = OpenDocumentSpreadsheet()
+    sheet = table.Table(name="Hours 2024")
+    title = table.TableRow()
+    title.addElement(cell("Field hours"))
+    sheet.addElement(title)
+    sheet.addElement(table.TableRow(numberrowsrepeated=2))  # two blank rows: numbered, not read
+    for values in (["Site", "Lead", "Hours"], ["Delta flats", "", "6"]):
+        row = table.TableRow()
+        for value in values:
+            row.addElement(cell(value))
+        sheet.addElement(row)
+    repeated = table.TableRow(numberrowsrepeated=2)  # Planted: one row element, two rows
+    repeated.addElement(cell("", numbercolumnsrepeated=1))
+    repeated.addElement(cell("Ana Li"))
+    sheet.addElement(repeated)
+    sheet.addElement(table.TableRow(numberrowsrepeated=1_048_000))  # an empty tail: never expanded
+    document.spreadsheet.addElement(sheet)
+    document.spreadsheet.addElement(table.Table(name="Empty"))
+    return saved(document)
+
+
+def test_ods_sheets_rows_under_their_header_with_cell_ranges():
+    extracted = ODS.extract(workbook(), "hours")
+    assert extracted.canonical_text == ("Field hours\n"
+                                        "Site | Lead | Hours\n"
+                                        "Site: Delta flats | Hours: 6\n"
+                                        "Lead: Ana Li\n"
+                                        "Lead: Ana Li\n")
+    assert [a.locator for a in extracted.anchors] == [
+        "sheet=Hours%202024&range=A1:A1", "sheet=Hours%202024&range=A4:C4",
+        "sheet=Hours%202024&range=A5:C5", "sheet=Hours%202024&range=B6:B6",
+        "sheet=Hours%202024&range=B7:B7"]
+    assert extracted.sections == (Section("Hours 2024", 0, 86),)
+    assert extracted.notes == (("sheets", "1"), ("rows", "3"), ("empty_sheets", "1"))
+    assert ODS.fragment(extracted.anchors, 35, 86) == "#sheet=Hours%202024&range=A5:C7"
+
+
+@pytest.mark.parametrize(("fmt", "kind"), [(ODT, "ODT"), (ODP, "ODP"), (ODS, "ODS")])
+def test_a_broken_package_fails_with_its_reason(fmt, kind):
+    with pytest.raises(ExtractionError, match=f"^unreadable {kind}: BadZipFile: File is not a zip file$"):
+        fmt.extract(b"plain bytes", "broken")
+
+
+def test_another_kind_under_the_suffix_fails_with_its_reason():
+    with pytest.raises(ExtractionError, match="^unreadable ODS: content.xml has no office:spreadsheet body"):
+        ODS.extract(report(), "mislabelled")

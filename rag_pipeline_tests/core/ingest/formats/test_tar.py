@@ -1,0 +1,38 @@
+"""Tar: plain and compressed archives streamed, regular files as members (records, limits and
+bombs through the corpus: ``test_containers.py``)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.core.ingest.formats.tar import TarFormat
+
+TAR = TarFormat()
+
+
+@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
+def test_every_compression_streams_the_same_members(mode: str):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
+        archive.addfile(tarfile.TarInfo("docs"))  # an empty regular file: a member
+        for name, data in (("docs/a.md", b"# A\n"), ("docs/.hidden", b"x")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    assert TAR.extract(buffer.getvalue(), "docs").canonical_text == "docs\ndocs/a.md\n"
+
+
+@pytest.mark.parametrize("name", ["a.tar", "a.tar.gz", "a.TGZ", "a.tar.bz2", "a.tbz2", "a.tar.xz", "a.txz"])
+def test_the_double_suffix_names_a_tar_archive(name: str):
+    assert format_for(Path(name)) is TAR or format_for(Path(name)).name == "tar"
+
+
+def test_not_a_tar_fails_with_its_reason():
+    with pytest.raises(ExtractionError, match="^unreadable tar archive: ReadError: "):
+        TAR.extract(b"not a tar at all" * 100, "broken")

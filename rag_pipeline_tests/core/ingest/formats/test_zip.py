@@ -1,0 +1,43 @@
+"""ZIP: members in the archive's order, hidden ones and directories left out, each checked
+(records, limits and bombs through the corpus: ``test_containers.py``)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.formats.zip import ZipFormat
+
+ZIP = ZipFormat()
+
+
+def archive() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        zipped.writestr("docs/", b"")  # a directory entry: no member
+        zipped.writestr("docs/a.md", b"# A\n")
+        zipped.writestr("docs\\windows.txt", b"made on Windows\n")  # a backslash separates
+        zipped.writestr(".git/config", b"[core]\n")  # hidden: no member
+        zipped.writestr("./docs/a.md", b"# again\n")  # the same path once more: read once
+        info = zipfile.ZipInfo("docs/link")
+        info.external_attr = 0o120777 << 16  # a symlink entry
+        zipped.writestr(info, b"/etc/passwd")
+    return buffer.getvalue()
+
+
+def test_members_and_the_listing():
+    assert ZIP.extract(archive(), "docs").canonical_text == "docs/a.md\ndocs/windows.txt\ndocs/link\n"
+    from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
+
+    members = list(ZIP.expand(archive(), "docs", Unpacking(ContainerLimits(), Budget(10**6), 10**6)).members)
+    assert [(m.name, m.data, m.error, m.skip) for m in members] == [
+        ("docs/a.md", b"# A\n", None, None), ("docs/windows.txt", b"made on Windows\n", None, None),
+        ("docs/link", b"", None, "a symlink inside the archive: not followed")]
+
+
+def test_not_a_zip_fails_with_its_reason():
+    with pytest.raises(ExtractionError, match="^unreadable ZIP archive: BadZipFile: File is not a zip file$"):
+        ZIP.extract(b"PK not really", "broken")

@@ -1,0 +1,318 @@
+"""Tests for ``rag_pipeline.core.ingest.containers``: archives whose members become documents,
+compressed files read as the file inside, unclaimed files read as text when they are text, and
+hostile containers (bombs, paths outside, too many members) failing with their reason."""
+
+from __future__ import annotations
+
+import bz2
+import dataclasses
+import gzip
+import hashlib
+import io
+import lzma
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.containers import (
+    PreviousRecords,
+    extract_file,
+    not_text_reason,
+    stamp_for,
+)
+from rag_pipeline.core.ingest.extracted import Extractor
+from rag_pipeline.core.ingest.members import ContainerLimits
+
+
+def zipped(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def tarred(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def statuses(records) -> list[tuple[str, str, str, str | None]]:
+    return [(r.document_id, r.status, r.format, r.error) for r in records]
+
+
+EXPORTS = {
+    "exports/one.md": b"# One\n\nThe first export.\n",
+    "exports/two.txt": b"The second export.\n",
+    "exports/logs/app.log.gz": gzip.compress(b"started at nine\n"),
+    "__MACOSX/exports/._one.md": b"\x00\x05\x16\x07",  # a resource fork: hidden, no document
+    "exports/blob.bin": bytes(range(256)),  # not text: skipped
+}
+
+
+def test_zip_members_become_documents_read_by_their_own_format(tmp_path: Path):
+    (tmp_path / "exports.zip").write_bytes(zipped(EXPORTS))
+    result = extract_corpus(tmp_path)
+    assert statuses(result.records) == [
+        ("exports.zip", "ok", "zip", None),
+        ("exports.zip/exports/one.md", "ok", "markdown", None),
+        ("exports.zip/exports/two.txt", "ok", "text", None),
+        ("exports.zip/exports/logs/app.log.gz", "ok", "text", None),
+        ("exports.zip/exports/blob.bin", "skipped", "",
+         "no reader for .bin files, and not plain text (binary: a NUL byte at offset 0)"),
+    ]
+    own, one, two, log, _ = result.records
+    assert own.canonical_text == ("exports/one.md\nexports/two.txt\nexports/logs/app.log.gz\n"
+                                  "exports/blob.bin (skipped: no reader for .bin files, and not "
+                                  "plain text (binary: a NUL byte at offset 0))\n")
+    assert own.notes == (("members", "4"), ("members_ok", "3"), ("members_failed", "0"),
+                         ("members_skipped", "1"))
+    assert (own.title, own.path) == ("exports", str(tmp_path / "exports.zip"))
+    assert (one.title, one.canonical_text, one.path) == (
+        "One", "# One\n\nThe first export.\n", str(tmp_path / "exports.zip" / "exports" / "one.md"))
+    assert one.content_sha256 == hashlib.sha256(EXPORTS["exports/one.md"]).hexdigest()
+    assert (log.title, log.canonical_text, log.extractor) == ("app.log", "started at nine\n",
+                                                              "gzip+plain-text")
+    assert (result.extracted, result.reused) == (4, 0)
+
+
+def test_an_unchanged_archive_is_reused_whole_and_a_changed_one_read_again(tmp_path: Path):
+    members = {k: v for k, v in EXPORTS.items() if k != "exports/blob.bin"}
+    (tmp_path / "exports.zip").write_bytes(zipped(members))
+    first = extract_corpus(tmp_path)
+    second = extract_corpus(tmp_path, previous=first.records)
+    assert (second.extracted, second.reused) == (0, 4)
+    assert all(new is old for new, old in zip(second.records, first.records, strict=True))
+    # Planted: one member's stored stamp is older -> the whole archive is read again.
+    stale = [dataclasses.replace(r, extractor_version="0") if r.format == "markdown" else r
+             for r in first.records]
+    third = extract_corpus(tmp_path, previous=stale)
+    assert (third.extracted, third.reused) == (4, 0)
+    # The folder moved: every record is reused with its path under the new place.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (tmp_path / "exports.zip").rename(moved / "exports.zip")
+    fourth = extract_corpus(moved, previous=third.records)
+    assert (fourth.extracted, fourth.reused, fourth.moved) == (0, 4, 4)
+    assert fourth.records[1].path == str(moved / "exports.zip" / "exports" / "one.md")
+
+
+def test_members_with_paths_outside_the_archive_fail_alone(tmp_path: Path):
+    (tmp_path / "evil.zip").write_bytes(zipped({
+        "../escape.md": b"# Out\n",          # Planted: a '..' part -> fails alone
+        "/etc/passwd": b"root:x:0:0\n",      # Planted: absolute -> fails alone
+        "a/../../b.txt": b"nested escape\n",  # Planted: '..' in the middle -> fails alone
+        "C:/boot.ini": b"[boot]\n",          # Planted: a drive letter -> fails alone
+        "fine.txt": b"inside\n",
+    }))
+    records = extract_corpus(tmp_path).records
+    outside = "it points outside the archive, never extracted"
+    assert statuses(records) == [
+        ("evil.zip", "ok", "zip", None),
+        ("evil.zip/%2E%2E/escape.md", "failed", "markdown",
+         f"member path '../escape.md' has a '..' part: {outside}"),
+        ("evil.zip/%2Fetc/passwd", "failed", "text",
+         f"member path '/etc/passwd' has an absolute path: {outside}"),
+        ("evil.zip/a/%2E%2E/%2E%2E/b.txt", "failed", "text",
+         f"member path 'a/../../b.txt' has a '..' part: {outside}"),
+        ("evil.zip/%2FC%3A/boot.ini", "failed", "text",
+         f"member path 'C:/boot.ini' has an absolute path: {outside}"),
+        ("evil.zip/fine.txt", "ok", "text", None),
+    ]
+    assert records[0].notes[:3] == (("members", "5"), ("members_ok", "1"), ("members_failed", "4"))
+
+
+def test_tar_members_outside_and_links_fail_or_skip_alone(tmp_path: Path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name in ("docs/a.md", "../../etc/cron.d/job", "/abs.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 6
+            archive.addfile(info, io.BytesIO(b"# A.\n\n"))
+        link = tarfile.TarInfo("docs/link.md")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"  # Planted: never followed
+        archive.addfile(link)
+    (tmp_path / "docs.tar").write_bytes(buffer.getvalue())
+    records = extract_corpus(tmp_path).records
+    assert statuses(records) == [
+        ("docs.tar", "ok", "tar", None),
+        ("docs.tar/docs/a.md", "ok", "markdown", None),
+        ("docs.tar/%2E%2E/%2E%2E/etc/cron.d/job", "failed", "text",
+         "member path '../../etc/cron.d/job' has a '..' part: it points outside the archive, "
+         "never extracted"),
+        ("docs.tar/%2Fabs.txt", "failed", "text",
+         "member path '/abs.txt' has an absolute path: it points outside the archive, never extracted"),
+        ("docs.tar/docs/link.md", "skipped", "", "a link inside the archive: not followed"),
+    ]
+
+
+def test_a_zip_bomb_fails_as_a_whole_and_the_run_goes_on(tmp_path: Path):
+    # Planted: 300 MiB of zeros deflated to about 300 KB: over the 256 MiB budget.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("zeros.txt", "w", force_zip64=True) as member:
+            for _ in range(300):
+                member.write(bytes(1024 * 1024))
+    (tmp_path / "bomb.zip").write_bytes(buffer.getvalue())
+    (tmp_path / "after.md").write_bytes(b"# After\n\nStill read.\n")
+    records = extract_corpus(tmp_path).records
+    assert statuses(records) == [
+        ("after.md", "ok", "markdown", None),
+        ("bomb.zip", "failed", "zip",
+         f"declares {300 * 1024 * 1024} bytes expanded from {len(buffer.getvalue())}: over the limit "
+         f"of {256 * 1024 * 1024} bytes (max_expanded_bytes): a zip bomb or an archive too large to index"),
+    ]
+
+
+def test_a_member_over_the_ratio_fails_alone(tmp_path: Path):
+    # Planted: 2 MiB of zeros deflate about 1000-fold: over the ratio of 100.
+    data = zipped({"zeros.txt": bytes(2 * 1024 * 1024), "ok.txt": b"fine\n"})
+    (tmp_path / "ratio.zip").write_bytes(data)
+    records = extract_corpus(tmp_path).records
+    compressed = zipfile.ZipFile(io.BytesIO(data)).getinfo("zeros.txt").compress_size
+    assert statuses(records) == [
+        ("ratio.zip", "ok", "zip", None),
+        ("ratio.zip/zeros.txt", "failed", "text",
+         f"expands {2 * 1024 * 1024 / compressed:.0f} times its compressed size, over the limit of "
+         "100 (max_ratio): a zip bomb"),
+        ("ratio.zip/ok.txt", "ok", "text", None),
+    ]
+
+
+def test_a_nested_bomb_spends_the_budget_of_the_whole_tree(tmp_path: Path):
+    # Planted: each inner archive alone fits the 1 MiB budget, together they do not.
+    inner = zipped({"part.txt": b"x" * 600_000}, zipfile.ZIP_STORED)
+    (tmp_path / "outer.zip").write_bytes(zipped({"a.zip": inner, "b.zip": inner}, zipfile.ZIP_STORED))
+    limits = ContainerLimits(max_expanded_bytes=2 * 1024 * 1024)
+    found = extract_file(tmp_path / "outer.zip", tmp_path, limits=limits)
+    assert statuses(found.records) == [
+        ("outer.zip", "ok", "zip", None),
+        ("outer.zip/a.zip", "ok", "zip", None),
+        ("outer.zip/a.zip/part.txt", "ok", "text", None),
+        # a.zip, its part (600,000 bytes) and b.zip leave 2 MiB - 2 * 600,114 - 600,000 bytes.
+        ("outer.zip/b.zip", "failed", "zip", f"declares 600000 bytes expanded from {len(inner)}: over "
+         f"the limit of {2 * 1024 * 1024} bytes (max_expanded_bytes), of which "
+         f"{2 * 1024 * 1024 - 2 * len(inner) - 600_000} are left: a zip bomb or an archive too large "
+         "to index"),
+    ]
+
+
+def test_containers_nest_at_most_max_depth_deep(tmp_path: Path):
+    data = zipped({"deep.txt": b"deep\n"})
+    for depth in (1, 2, 3):
+        data = zipped({f"level{depth}.zip": data})
+    (tmp_path / "nest.zip").write_bytes(data)  # nest.zip > level3 > level2 > level1 > deep.txt
+    records = extract_file(tmp_path / "nest.zip", tmp_path).records
+    assert statuses(records) == [
+        ("nest.zip", "ok", "zip", None),
+        ("nest.zip/level3.zip", "ok", "zip", None),
+        ("nest.zip/level3.zip/level2.zip", "ok", "zip", None),
+        ("nest.zip/level3.zip/level2.zip/level1.zip", "failed", "zip",
+         "nested deeper than 3 containers (max_depth)"),
+    ]
+
+
+def test_too_many_members_fail_the_archive_unread(tmp_path: Path):
+    (tmp_path / "many.zip").write_bytes(zipped({f"m{i}.txt": b"x\n" for i in range(11)}))
+    (tmp_path / "many.tar").write_bytes(tarred({f"m{i}.txt": b"x\n" for i in range(11)}, "w"))
+    limits = ContainerLimits(max_members=10)
+    assert statuses(extract_file(tmp_path / "many.zip", tmp_path, limits=limits).records) == [
+        ("many.zip", "failed", "zip", "11 members: over the limit of 10 per archive (max_members)")]
+    assert statuses(extract_file(tmp_path / "many.tar", tmp_path, limits=limits).records) == [
+        ("many.tar", "failed", "tar", "over 10 members: the limit per archive (max_members)")]
+
+
+def test_a_tar_bomb_fails_as_a_whole(tmp_path: Path):
+    # Planted: a member declaring 2 MiB of zeros in a gzip stream of a few KB.
+    (tmp_path / "bomb.tar.gz").write_bytes(tarred({"zeros.txt": bytes(2 * 1024 * 1024)}))
+    (tmp_path / "wide.tgz").write_bytes(tarred({"zeros.txt": bytes(2 * 1024 * 1024)}))
+    limits = ContainerLimits(max_expanded_bytes=1024 * 1024)
+    assert statuses(extract_file(tmp_path / "bomb.tar.gz", tmp_path, limits=limits).records) == [
+        ("bomb.tar.gz", "failed", "tar", f"member 'zeros.txt' declares {2 * 1024 * 1024} bytes: over "
+         f"the limit of {1024 * 1024} bytes expanded (max_expanded_bytes), a tar bomb or an archive "
+         "too large to index")]
+    (record,) = extract_file(tmp_path / "wide.tgz", tmp_path).records  # the default budget: ratio
+    assert (record.status, record.error.endswith("over the limit of 100 (max_ratio): a zip bomb")) == (
+        "failed", True)
+
+
+@pytest.mark.parametrize(("name", "compress", "label"), [
+    ("README.gz", gzip.compress, "gzip"), ("README.bz2", bz2.compress, "bzip2"),
+    ("README.xz", lzma.compress, "xz")])
+def test_a_compressed_file_is_read_as_the_file_inside(tmp_path: Path, name, compress, label):
+    (tmp_path / name).write_bytes(compress(b"Read me.\n"))
+    (record,) = extract_corpus(tmp_path).records
+    assert (record.document_id, record.status, record.format, record.extractor, record.title,
+            record.canonical_text) == (name, "ok", "text", f"{label}+plain-text", "README", "Read me.\n")
+
+
+def test_compressed_markdown_keeps_its_sections_and_a_bomb_fails(tmp_path: Path):
+    (tmp_path / "notes.md.gz").write_bytes(gzip.compress(b"# Notes\n\n## Part\n\nBody.\n"))
+    # Planted: 21 MiB of zeros in a .txt.gz: over max_document_bytes once expanded.
+    (tmp_path / "huge.txt.gz").write_bytes(gzip.compress(bytes(21 * 1024 * 1024)))
+    (tmp_path / "broken.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")  # Planted: not gzip data
+    records = {r.document_id: r for r in extract_corpus(tmp_path).records}
+    notes = records["notes.md.gz"]
+    assert (notes.format, notes.title, [(s.title, s.start, s.end) for s in notes.sections]) == (
+        "markdown", "Notes", [("Notes", 0, 0), ("Notes", 7, 9), ("Part", 16, 24)])
+    assert (records["huge.txt.gz"].status, records["huge.txt.gz"].error) == (
+        "failed", f"gzip: expands to over {20 * 1024 * 1024} bytes (max_document_bytes)")
+    assert records["broken.gz"].status == "failed"
+    assert records["broken.gz"].error.startswith("unreadable gzip file: ")
+
+
+def test_stamps_name_the_compression_and_the_inner_format():
+    assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "3"))
+    assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "1"))
+    assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "1"))
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    (b"Install with make.\n", None),
+    (b"caf\xc3\xa9 \xe2\x80\x94 UTF-8 prose\n", None),
+    (b"", "empty"),
+    (b"  \n\n", "only white space"),
+    (b"text\x00more", "binary: a NUL byte at offset 4"),
+    (b"caf\xe9\n", "not UTF-8: byte 0xe9 at offset 3"),
+    (b"\x1b[31m" * 5 + b"red", "binary: 5 of its 28 characters are control characters"),
+])
+def test_not_text_reason(data: bytes, reason: str | None):
+    assert not_text_reason(data) == reason
+
+
+def test_unclaimed_files_are_text_when_their_bytes_are(tmp_path: Path):
+    (tmp_path / "INSTALL").write_bytes(b"Run make install.\n")
+    (tmp_path / "README.Debian").write_bytes(b"Debian specifics.\n")
+    (tmp_path / "README.source").write_bytes(b"Source layout.\n")
+    (tmp_path / "notes-2024").write_bytes(b"Notes of 2024.\n")
+    (tmp_path / "core").write_bytes(b"\x7fELF\x02\x01\x01\x00")  # Planted: binary -> skipped
+    (tmp_path / "site.css").write_bytes(b"body { color: red }\n")  # Planted: for machines -> skipped
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.format, r.title, r.error) for r in records] == [
+        ("INSTALL", "ok", "text", "INSTALL", None),
+        ("README.Debian", "ok", "text", "README.Debian", None),
+        ("README.source", "ok", "text", "README.source", None),
+        ("core", "skipped", "", "core", "no reader for files named core (without a suffix), and "
+         "not plain text (binary: a NUL byte at offset 7)"),
+        ("notes-2024", "ok", "text", "notes-2024", None),
+        ("site.css", "skipped", "", "site", "no reader for .css files (a style sheet, not a document)"),
+    ]
+
+
+def test_previous_records_find_members_by_prefix_only():
+    from rag_pipeline.core.ingest.records import DocumentRecord
+
+    def record(document_id: str) -> DocumentRecord:
+        return DocumentRecord(document_id, "", "", "", "", "text", "", "", "ok", None)
+
+    previous = PreviousRecords([record(i) for i in ("a.zip", "a.zip/x", "a.zip/y/z", "a.zip2", "a.zipper/q")])
+    assert [r.document_id for r in previous.members("a.zip")] == ["a.zip/x", "a.zip/y/z"]
+    assert previous.get("a.zip2").document_id == "a.zip2"
