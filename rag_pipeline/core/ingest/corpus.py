@@ -228,8 +228,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     the same is still reused. A failed record is reused too while its entry is unchanged (retries
     back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
     is checked again on every run: that costs one ``stat``, and the limit may have been raised).
-    A new id whose content is a vanished record's is a rename: the record moves (by fingerprint on a content-addressed
-    source, else by sha256). Records are matched by document id, so a corpus folder that moved
+    A new id whose content is a vanished record's is a rename: the record moves (by fingerprint
+    on a content-addressed source, else by sha256). Records are matched by document id, so a corpus folder that moved
     reuses every unchanged record with its ``path`` set to where the file is now.
 
     Raises:
