@@ -237,6 +237,8 @@ def page_router(service: Any) -> APIRouter:
             payload = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return _error(400, f"the body is not JSON ({exc}): nothing stored")
+        if not isinstance(payload, dict):
+            return _error(422, "the body must be a JSON object: nothing stored")
         try:
             verdict = FeedbackRequest.model_validate(payload)
         except ValidationError as exc:

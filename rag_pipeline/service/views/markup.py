@@ -34,9 +34,10 @@ def sanitised(markup: str) -> str:
                                  "th": {"colspan", "rowspan"}, "*": {"id"}})
 
 
-def mark_quote(markup: str, quote: str) -> tuple[str, bool]:
+def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
     """``markup`` with the text of ``quote`` wrapped in ``<mark>`` elements (the first
-    ``id="quote"``); True when the quote was found."""
+    ``id="quote"``), and the text of the heading the quote sits under (``""`` for none); None
+    in its place when the quote was not found."""
     from bs4 import BeautifulSoup, NavigableString
 
     soup = BeautifulSoup(markup, "html.parser")
@@ -49,9 +50,9 @@ def mark_quote(markup: str, quote: str) -> tuple[str, bool]:
         owners += [(number, i) for i in where]
     found = locate("".join(letters), normalised(quote)[0])
     if found is None:
-        return markup, False
+        return markup, None
     (first_string, first_char), (last_string, last_char) = owners[found[0]], owners[found[1]]
-    first_mark = True
+    first_mark = None
     for number in range(first_string, last_string + 1):
         string = strings[number]
         value = str(string)
@@ -66,17 +67,20 @@ def mark_quote(markup: str, quote: str) -> tuple[str, bool]:
             continue
         mark = soup.new_tag("mark")
         mark.string = value[a:b]
-        if first_mark:
+        if first_mark is None:
             mark["id"] = "quote"
-            first_mark = False
+            first_mark = mark
         string.replace_with(NavigableString(value[:a]), mark, NavigableString(value[b:]))
-    return str(soup), True
+    heading = first_mark.find_previous(["h1", "h2", "h3", "h4", "h5", "h6"]) if first_mark else None
+    return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
 
 
-def _marked_view(request: ViewRequest, markup: str, label: str) -> View:
-    body, found = mark_quote(sanitised(markup), request.quote)
-    note = "" if found else "The quoted passage could not be located in this rendering."
-    return View(label, f'<article class="markup">{body}</article>', "markup", note)
+def _marked_view(request: ViewRequest, markup: str) -> View:
+    """The sanitised markup with the quote marked, labelled by the heading above the quote."""
+    body, heading = mark_quote(sanitised(markup), request.quote)
+    note = "" if heading is not None else "The quoted passage could not be located in this rendering."
+    return View(heading or heading_label(request) or "the quoted passage",
+                f'<article class="markup">{body}</article>', "markup", note)
 
 
 def html_view(request: ViewRequest) -> View:
@@ -95,7 +99,7 @@ def html_view(request: ViewRequest) -> View:
         source = data.decode("latin-1")
     soup = BeautifulSoup(source, "html.parser")
     body = soup.body or soup
-    return _marked_view(request, body.decode_contents(), heading_label(request) or "the quoted passage")
+    return _marked_view(request, body.decode_contents())
 
 
 def markdown_view(request: ViewRequest) -> View:
@@ -103,7 +107,7 @@ def markdown_view(request: ViewRequest) -> View:
     from markdown_it import MarkdownIt
 
     rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(request.text)
-    return _marked_view(request, rendered, heading_label(request) or "the quoted passage")
+    return _marked_view(request, rendered)
 
 
 def _docx_html(data: bytes) -> str:
@@ -138,5 +142,4 @@ def docx_view(request: ViewRequest) -> View:
     path = request.original
     if path is None:
         return text_view(request)
-    return _marked_view(request, _docx_html(path.read_bytes()),
-                        heading_label(request) or "the quoted passage")
+    return _marked_view(request, _docx_html(path.read_bytes()))

@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.rows import column_letters, column_number
-from rag_pipeline.service.views.base import View, ViewError, ViewRequest
+from rag_pipeline.service.views.base import View, ViewError, ViewRequest, path_url
 from rag_pipeline.service.views.text import text_view
 
 MAX_ROWS = 200
@@ -26,6 +26,7 @@ MAX_COLUMNS = 40
 ROWS_ABOVE = 5
 """Rows shown above the cited range (its header usually)."""
 
+_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?")
 _FRAGMENT = re.compile(r"#sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
 
 
@@ -141,13 +142,19 @@ def sheet_view(request: ViewRequest) -> View:
         tds = []
         for column in range(1, width + 1):
             value = cells[column - 1] if column <= len(cells) else ""
+            classes = ["num"] if _NUMBER.fullmatch(value) else []
             attributes = ""
             if marked and marked.holds(column, number):
-                attributes = ' class="cited" id="quote"' if first_mark else ' class="cited"'
+                classes.append("cited")
+                attributes = ' id="quote"' if first_mark else ""
                 first_mark = False
+            if classes:
+                attributes = f' class="{" ".join(classes)}"' + attributes
             tds.append(f"<td{attributes}>{html.escape(value)}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
-    tabs = " ".join(f'<span class="tab{" current" if n == sheet else ""}">{html.escape(n)}</span>'
+    base = path_url("/documents/", request.info.document_id)
+    tabs = " ".join(f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
+                    f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
                     for n in names)
     more = grid.first_row + len(grid.rows) - 1 < grid.total_rows
     table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'
