@@ -44,7 +44,8 @@ def _view(html: str) -> str:
 
 
 def _where(html: str) -> str:
-    return html[html.index('id="where">') + len('id="where">'):html.index("</span>", html.index('id="where">'))]
+    start = html.index('id="where">') + len('id="where">')
+    return html[start:html.index("</span>", start)]
 
 
 def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_boxed(client: TestClient,

@@ -153,9 +153,10 @@ def sheet_view(request: ViewRequest) -> View:
             tds.append(f"<td{attributes}>{html.escape(value)}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
     base = path_url("/documents/", request.info.document_id)
-    tabs = " ".join(f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
-                    f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
-                    for n in names)
+    tabs = " ".join(
+        f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
+        f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
+        for n in names)
     more = grid.first_row + len(grid.rows) - 1 < grid.total_rows
     table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'
              f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
