@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -111,7 +112,9 @@ def main() -> None:
     counts = {name: {"contains": 0, "overlaps": 0, "contains_at_r4": 0} for name in VARIANTS}
     in_sources = answered = 0
     started = time.perf_counter()
-    for line, text in queries:
+    for done, (line, text) in enumerate(queries):
+        if done and done % 50 == 0:
+            print(f"{done}/{len(queries)} queries, {time.perf_counter() - started:.0f} s", file=sys.stderr)
         needle = collapse(line.needle)
         for number, (name, quote) in enumerate(VARIANTS.items()):
             answer = ask(text, index, embedder, AskSettings(quote=quote))

@@ -50,7 +50,8 @@ def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str
         assert page.locator("#quoted li q").all_inner_texts() == [COOLING_SENTENCE]
         assert page.locator("#quoted li a.cite").all_inner_texts() == ["[1]"]
         # Above the sources; no sign-in prompt without [access].
-        assert page.locator("#answer").bounding_box()["y"] < page.locator("article.source").bounding_box()["y"]
+        answer, source = page.locator("#answer"), page.locator("article.source")
+        assert answer.bounding_box()["y"] < source.bounding_box()["y"]
         assert page.locator("#login").is_hidden()
         page.click("#quoted a.cite")
         page.wait_for_selector("#page-image", timeout=TIMEOUT_MS)
