@@ -17,11 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_pipeline.core.answer.citations import Citation
 from rag_pipeline.core.text.analyzers import Analyzer, analyze
+
+if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
+    import numpy as np
 
 __all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences", "quoted_answer",
            "sentence_spans"]
@@ -187,6 +189,8 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         embed: Unit vectors of a list of texts (the model that embedded the index).
         settings: How sentences are chosen.
     """
+    import numpy as np
+
     settings = settings or QuoteSettings()
     candidates = _candidates(citations, headers)
     if not candidates:
