@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -60,9 +59,12 @@ class _Cached:
         self.embedder = embedder
         self.spec = embedder.spec
         self._vectors: dict[str, np.ndarray] = {}
+        self._questions: dict[str, np.ndarray] = {}
 
     def embed_query(self, question: str) -> np.ndarray:
-        return self.embedder.embed_query(question)
+        if question not in self._questions:
+            self._questions[question] = self.embedder.embed_query(question)
+        return self._questions[question]
 
     def embed(self, texts, **kwargs) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
@@ -115,8 +117,9 @@ def main() -> None:
     quote_ms: list[float] = []
     started = time.perf_counter()
     for done, (line, text) in enumerate(queries):
-        if done and done % 50 == 0:
-            print(f"{done}/{len(queries)} queries, {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        if done and done % 40 == 0:
+            _report(f"after {done} of {len(queries)} queries", done, answered, in_sources, quote_ms,
+                    counts, time.perf_counter() - started)
         needle = collapse(line.needle)
         for number, (name, quote) in enumerate(VARIANTS.items()):
             answer = ask(text, index, embedder, AskSettings(quote=quote))
@@ -132,18 +135,20 @@ def main() -> None:
             counts[name]["contains"] += contains
             counts[name]["overlaps"] += overlaps
             counts[name]["contains_at_r4"] += contains and hit
-    total = len(queries)
-    print(f"partition {chunker}|{spec.key}: {len(index)} chunks; gold {args.gold} "
-          f"({total} queries: questions and tickets), {answered} answered, "
-          f"{time.perf_counter() - started:.0f} s")
-    print(f"quoting adds {statistics.median(quote_ms):.1f} ms a question (median; embedding the "
-          "sources' sentences)")
+    _report(f"partition {chunker}|{spec.key}: {len(index)} chunks; gold {args.gold}", len(queries),
+            answered, in_sources, quote_ms, counts, time.perf_counter() - started)
+
+
+def _report(title: str, total: int, answered: int, in_sources: int, quote_ms: list[float],
+            counts: dict[str, dict[str, int]], seconds: float) -> None:
+    print(f"{title} ({total} queries: questions and tickets), {answered} answered, {seconds:.0f} s")
+    print(f"quoting adds {statistics.median(quote_ms or [0.0]):.1f} ms a question (median; embedding "
+          "the sources' sentences)")
     print(f"R@4 (the needle in the cited sources): {in_sources}/{total} = {in_sources / total:.3f}")
     print(f"{'choice':44s} {'contains':>9s} {'overlaps':>9s} {'contains | R@4':>15s}")
     for name, c in counts.items():
         print(f"{name:44s} {c['contains'] / total:9.3f} {c['overlaps'] / total:9.3f} "
-              f"{c['contains_at_r4'] / max(in_sources, 1):15.3f}")
-
+              f"{c['contains_at_r4'] / max(in_sources, 1):15.3f}", flush=True)
 
 if __name__ == "__main__":
     main()
