@@ -97,6 +97,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
             echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
         if answer.rendered_answer:
             echo("\n" + answer.rendered_answer)
+        elif answer.quoted:
+            echo("\nanswer, quoted from the sources:")
+            for sentence in answer.quoted:
+                echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]")
         if show_prompt and answer.prompt:
             echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:

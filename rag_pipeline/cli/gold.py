@@ -23,12 +23,20 @@ def gold() -> None:
               help="How many candidate needles.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the draft here (default: stdout).")
+@click.option("--from-feedback", "from_feedback", is_flag=True,
+              help="Propose one line per question the page's users judged not helpful (the "
+                   "feedback table), its needle and ticket left for you to write.")
 @click.pass_obj
-def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path | None) -> None:
+def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path | None,
+          from_feedback: bool) -> None:
     """Propose candidate needles: sentences found exactly once in the corpus, outside headings,
-    as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do)."""
+    as a gold JSONL whose `question` and `ticket` you write (eval refuses it until you do).
+    With --from-feedback: the questions whose answers were judged not helpful."""
     from rag_pipeline.core.evaluation.gold import draft_jsonl, draft_needles
 
+    if from_feedback:
+        _draft_from_feedback(invocation, output)
+        return
     texts, name = corpus_texts(invocation, corpus)
     needles = draft_needles(texts, count)
     if not needles:
@@ -43,6 +51,24 @@ def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path 
     echo(f"wrote {len(needles)} candidate needles from {len({n.document for n in needles})} of "
           f"{len(texts)} documents to {output}: write each line's question and ticket, delete "
           f"the lines you do not want, then `rag-pipeline eval --gold {output}`", err=True)
+
+
+def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
+    from rag_pipeline.core.evaluation.feedback import feedback_gold_lines, feedback_jsonl, read_feedback
+
+    rows = read_feedback(invocation.warehouse)
+    lines = feedback_gold_lines(rows)
+    if not lines:
+        fail(f"no answer was judged not helpful ({len(rows)} feedback rows): nothing to propose")
+    if output is None:
+        click.echo(feedback_jsonl(rows), nl=False)
+        return
+    if output.exists():
+        fail(f"{output} exists: a draft never overwrites a gold set; choose another --output")
+    output.write_text(feedback_jsonl(rows), encoding="utf-8")
+    echo(f"wrote {len(lines)} questions judged not helpful to {output}: write each line's needle "
+         "(the sentence that answers it) and ticket, then `rag-pipeline eval --gold "
+         f"{output}`", err=True)
 
 
 def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:

@@ -4,15 +4,15 @@
 generation that answered; ``GET /health``, ``GET /status``, ``GET /openapi.json``; ``GET /``
 serves the page for people, ``GET /docs`` a plain page of the API drawn from the OpenAPI schema
 (no script, nothing loaded from elsewhere: it works offline and no third party sees the user),
-and ``GET /documents/{id}`` shows a cited document with the quoted slice marked (any document
-id, a newline in it included). Every error is a 4xx (or, for a bug, a 500) with a one-line JSON body
-``{"error": "..."}``.
+and ``GET /documents/{id}`` shows a cited document as its format reads, the quoted place marked
+(any document id, a newline in it included; :mod:`rag_pipeline.service.page_routes` holds it,
+the page images, the originals, ``/status/documents`` and ``POST /feedback``). Every error is a
+4xx (or, for a bug, a 500) with a one-line JSON body ``{"error": "..."}``.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import logging
 from importlib.resources import files
 from typing import Annotated, Any
@@ -30,6 +30,7 @@ from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import Principal, install_access, principal
+from rag_pipeline.service.page_routes import page_router
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
 log = logging.getLogger(__name__)
@@ -143,11 +144,13 @@ def _page(name: str) -> str:
 
 
 def document_view(title: str, document_id: str, text: str, start: int, end: int) -> str:
-    """The document's canonical text, escaped, with ``text[start:end]`` marked as ``#quote``."""
-    before, quote, after = (html.escape(p) for p in (text[:start], text[start:end], text[end:]))
-    return _page("document.html").format(
-        title=html.escape(title), document_id=html.escape(document_id), start=start, end=end,
-        before=before, quote=quote, after=after)
+    """The document's canonical text, escaped, with ``text[start:end]`` marked as ``#quote``
+    (the view of a format without a view of its own)."""
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.service.views import ViewRequest, render_document
+
+    return render_document(ViewRequest(DocumentInfo(document_id, title, "", "text", ()), text, start, end),
+                           None)
 
 
 Asker = Annotated[Principal, Depends(principal)]
@@ -232,22 +235,7 @@ def create_app(service: QueryService) -> FastAPI:
     def index_page() -> HTMLResponse:
         return HTMLResponse(page)
 
-    @app.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
-             summary="A cited document with the quoted slice marked")
-    def document(document_id: str, who: Asker,
-                 start: Annotated[int, Query(alias="from", ge=0)] = 0,
-                 end: Annotated[int | None, Query(alias="to", ge=0)] = None) -> HTMLResponse:
-        served = service.follower.current
-        index = service.served_index()
-        info = served.index.documents.get(document_id)
-        text = served.canonical.get(document_id)
-        if info is None or text is None or (
-                index.access is not None and not index.access.may_read(document_id, who.groups)):
-            return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
-        end = len(text) if end is None else end
-        if not start <= end <= len(text):
-            return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
-        return HTMLResponse(document_view(info.title, document_id, text, start, end))
+    app.include_router(page_router(service))
 
     @app.get("/reports/{model_key}", response_class=HTMLResponse,
              summary="The evaluation report of a model (the Dagster UI links here)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,7 @@ from rag_pipeline.core.answer.answer_json import answer_json
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.answer.gate import gate_cut
 from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS, check_question
+from rag_pipeline.core.answer.quoted import check_quoted
 from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chunker, check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPath
@@ -130,6 +132,9 @@ class QueryService:
         self._counts_lock = threading.Lock()
         self._by_generation: Counter[str] = Counter()
         self._outcomes: Counter[str] = Counter()
+        self.on_answer: list[Callable[[dict[str, Any], frozenset[str] | None], None]] = []
+        """Called with every answer's body and the asker's groups."""
+        """Called with every answer's JSON (the page's feedback remembers what was shown)."""
 
     def ask_settings(self, request: AskRequest) -> AskSettings:
         s, base = self.settings, self.settings.ask
@@ -165,6 +170,7 @@ class QueryService:
             index = labelled(served.index, self.access.policy)
             answer = ask(request.question, index, self.embedder, settings, groups=groups)
             cpu = time.thread_time() - cpu
+        check_quoted(answer.quoted, answer.citations, served.canonical)
         body = answer_json(answer)
         body["timings_ms"]["queue"] = round(queued * 1000, 3)
         body["timings_ms"]["cpu"] = round(cpu * 1000, 3)
@@ -172,6 +178,8 @@ class QueryService:
         with self._counts_lock:
             self._by_generation[served.generation] += 1
             self._outcomes["answered" if answer.answered else "refused"] += 1
+        for hook in self.on_answer:
+            hook(body, groups)
         return body
 
     def count_error(self) -> None:

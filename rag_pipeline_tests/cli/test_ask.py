@@ -192,6 +192,20 @@ def test_printed_answers_never_carry_control_characters(capsys: pytest.CaptureFi
     assert " 1  doc\\u202e.md" in out
 
 
+def test_a_quoted_answer_is_printed_after_the_sources_without_control_characters(
+        capsys: pytest.CaptureFixture[str]):
+    from dataclasses import replace
+
+    from rag_pipeline.cli.ask import _print_answer
+    from rag_pipeline.core.answer.quoted import QuotedSentence
+
+    answer = replace(_hostile_answer(), rendered_answer=None,
+                     quoted=[QuotedSentence("red \x1b[31mtext\nnext line", 1, 0, 20)])
+    _print_answer(answer, show_prompt=False, show_timings=False, rerank_note="")
+    out = capsys.readouterr().out
+    assert out.endswith("\nanswer, quoted from the sources:\n  red \\u001b[31mtext next line [1]\n")
+
+
 def test_json_output_is_escaped_and_decodes_to_the_exact_text(capsys: pytest.CaptureFixture[str]):
     import json
 

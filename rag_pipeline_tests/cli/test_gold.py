@@ -33,3 +33,26 @@ def test_gold_draft_writes_needles_found_once_with_the_corpus_line(tmp_path: Pat
                                       str(output)])
     assert (again.exit_code, again.output) == (2, f"error: {output} exists: a draft never "
                                                   "overwrites a gold set; choose another --output\n")
+
+
+def test_gold_draft_from_feedback_proposes_the_questions_judged_not_helpful(tmp_path: Path):
+    from rag_pipeline.core.evaluation.feedback import Feedback, append_feedback
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    data = tmp_path / "data"
+    empty = CliRunner().invoke(main, ["--data-dir", str(data), "gold", "draft", "--from-feedback"])
+    assert (empty.exit_code, empty.output) == (
+        2, "error: no answer was judged not helpful (0 feedback rows): nothing to propose\n")
+    warehouse = Warehouse(data)
+    append_feedback(warehouse, Feedback("2026-12-01T22:00:00+00:00", "how long is the timeout", True,
+                                        None, "g1", ("guide/config.md#char=113,203",)))
+    append_feedback(warehouse, Feedback("2026-12-01T22:01:00+00:00", "how do I upgrade", False,
+                                        "wrong page", "g1", ("guide/faq.md#char=0,48",)))
+    output = tmp_path / "from-feedback.jsonl"
+    result = CliRunner().invoke(main, ["--data-dir", str(data), "gold", "draft", "--from-feedback",
+                                       "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in output.read_text().splitlines()] == [
+        {"id": "f001", "needle": "", "question": "how do I upgrade", "ticket": "",
+         "shown_sources": ["guide/faq.md#char=0,48"], "comments": ["wrong page"]}]
+    assert result.output.startswith(f"wrote 1 questions judged not helpful to {output}: ")

@@ -206,7 +206,7 @@ def test_the_evaluation_report_is_served_where_the_dagster_ui_links(client: Test
 def test_the_document_view_escapes_the_text_it_shows():
     page = document_view('<b>"T"</b>', "a/<x>.md", "<script>alert(1)</script> & more", 0, 8)
     assert '<mark id="quote">&lt;script&gt;</mark>alert(1)&lt;/script&gt; &amp; more</pre>' in page
-    assert "<title>&lt;b&gt;&quot;T&quot;&lt;/b&gt;</title>" in page and "a/&lt;x&gt;.md" in page
+    assert "<title>&lt;b&gt;&quot;T&quot;&lt;/b&gt; · line 1</title>" in page and "a/&lt;x&gt;.md" in page
     # The only script is the page's own (it keeps the quote below the sticky header), after the text.
     assert page.count("<script>") == 1 and page.index("<script>") > page.index("</pre>")
 

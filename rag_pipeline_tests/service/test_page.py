@@ -127,7 +127,9 @@ def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Pa
         rows = [page.locator("tbody tr").nth(i).inner_text().split("\t")[:2]
                 for i in range(page.locator("tbody tr").count())]
         assert rows == [["POST", "/ask"], ["GET", "/ask"], ["GET", "/health"], ["GET", "/status"],
-                        ["GET", "/documents/{document_id}"], ["GET", "/reports/{model_key}"],
+                        ["GET", "/documents/{document_id}"], ["GET", "/page-images/{document_id}"],
+                        ["GET", "/originals/{document_id}"], ["GET", "/status/documents"],
+                        ["POST", "/feedback"], ["GET", "/reports/{model_key}"],
                         ["POST", "/session"], ["DELETE", "/session"]]
         assert page.inner_text("h1") == "rag-pipeline query service"
         page.click("a[href='/openapi.json']")

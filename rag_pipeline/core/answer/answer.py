@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from rag_pipeline.core.answer.citations import Citation
 from rag_pipeline.core.answer.generation import CheckedAnswer
+from rag_pipeline.core.answer.quoted import QuotedSentence
 
 
 @dataclass
@@ -29,3 +30,6 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     generation: str = ""
     """The published index generation that answered."""
+    quoted: list[QuotedSentence] = field(default_factory=list)
+    """The sentences of the sources that best answer the question (:mod:`.quoted`); none for
+    a refusal."""

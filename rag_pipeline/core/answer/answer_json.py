@@ -21,6 +21,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "locations": list(c.locations), "section": c.section} for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
+        "quoted_answer": [q.to_json() for q in answer.quoted],
         "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
     }
 
@@ -29,6 +30,7 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
     """The answer :func:`answer_json` wrote (``prompt`` and the generated answer as text;
     timings back in seconds): how ``ask`` prints an answer a running ``serve`` gave."""
     from rag_pipeline.core.answer.citations import Citation
+    from rag_pipeline.core.answer.quoted import QuotedSentence
 
     citations = [Citation(index=c["index"], document_id=c["document_id"],
                           document_name=c["document_name"], locator_label=c["locator_label"],
@@ -41,4 +43,6 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                   prompt=data["prompt"], closest_distance=data["closest_distance"],
                   reranked=data["reranked"], rendered_answer=data["answer"],
                   timings={k: v / 1000 for k, v in data["timings_ms"].items()},
-                  generation=data.get("generation", ""))
+                  generation=data.get("generation", ""),
+                  quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"])
+                          for q in data.get("quoted_answer", [])])

@@ -28,6 +28,7 @@ from rag_pipeline.core.answer.generation import (
     render_answer,
 )
 from rag_pipeline.core.answer.question import check_question
+from rag_pipeline.core.answer.quoted import QuoteSettings, quoted_answer
 from rag_pipeline.core.config.validation import check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.access import Readable, readable_rows
@@ -43,6 +44,7 @@ from rag_pipeline.core.retrieval.retriever import (
     embed_question,
     retrieve,
 )
+from rag_pipeline.core.retrieval.sentences import chunk_headers
 
 if TYPE_CHECKING:
     from rag_pipeline.core.index.store import PartitionIndex
@@ -54,6 +56,8 @@ class AskSettings:
     max_sources: int = MAX_SOURCES
     base_url: str | None = None
     generator: GeneratorSettings | None = None
+    quote: QuoteSettings | None = field(default_factory=QuoteSettings)
+    """How the quoted answer is chosen; None quotes nothing (no sentence is embedded)."""
 
     def __post_init__(self) -> None:
         check_threshold(self.cut, "cut")
@@ -160,11 +164,18 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         return Answer(question, False, refusal_line(question, decision), settings.cut, partition,
                       [], None, decision.closest_distance, reranker is not None, timings=timings,
                       generation=index.generation)
-    citations = citations_for(index, [hits[i] for i in decision.kept], settings.base_url)
+    kept = [hits[i] for i in decision.kept]
+    citations = citations_for(index, kept, settings.base_url)
     prompt = build_prompt(question, citations)
     answer = Answer(question, True, None, settings.cut, partition, citations, prompt,
                     decision.closest_distance, reranker is not None, timings=timings,
                     generation=index.generation)
+    if settings.quote is not None:
+        t = time.perf_counter()
+        headers = chunk_headers([index.texts[h.row] for h in kept], [index.contents[h.row] for h in kept])
+        answer.quoted = quoted_answer(question, query.vector, citations, headers, embedder.embed,
+                                      settings.quote)
+        timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()
         answer.generated = check_answer(generate(prompt, settings.generator), len(citations))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rag_pipeline.core.answer.answer import Answer
 from rag_pipeline.core.answer.answer_json import answer_from_json, answer_json
 from rag_pipeline.core.answer.citations import Citation
+from rag_pipeline.core.answer.quoted import QuotedSentence
 
 CITATION = Citation(
     index=1, document_id="guide/config.md", document_name="Configuring Frobnicator",
@@ -14,10 +15,13 @@ CITATION = Citation(
     locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"), section="Timeouts")
 
 
+QUOTED = QuotedSentence("Every network call gives up after seventeen seconds.", 1, 113, 166, 0.71)
+
+
 def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
     answer = Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
                     "Sources: ...", 0.3125, False, timings={"embed_question": 0.0081234, "total": 0.0125},
-                    generation="20261130T112142Z-0a1b2c3d")
+                    generation="20261130T112142Z-0a1b2c3d", quoted=[QUOTED])
     assert answer_json(answer) == {
         "question": "how long before a timeout", "answered": True, "reason": None,
         "threshold": 0.625, "partition": "header|m@1", "generation": "20261130T112142Z-0a1b2c3d",
@@ -30,6 +34,8 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
             "section": "Timeouts"}],
         "prompt": "Sources: ...", "answer": None,
+        "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
+                           "citation": 1, "from": 113, "to": 166}],
         "timings_ms": {"embed_question": 8.123, "total": 12.5},
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
@@ -37,7 +43,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
     assert back == Answer("how long before a timeout", True, None, 0.625, "header|m@1", [CITATION],
                           "Sources: ...", 0.3125, False,
                           timings={"embed_question": 0.008123, "total": 0.0125},
-                          generation="20261130T112142Z-0a1b2c3d")
+                          generation="20261130T112142Z-0a1b2c3d", quoted=[QUOTED])
 
 
 def test_a_refusal_has_no_citations_and_no_prompt():
@@ -47,4 +53,4 @@ def test_a_refusal_has_no_citations_and_no_prompt():
         "question": "capital of france", "answered": False, "reason": reason, "threshold": 0.625,
         "partition": "header|m@1", "generation": "", "closest_distance": 0.9431, "reranked": False,
         "citations": [],
-        "prompt": None, "answer": None, "timings_ms": {}}
+        "prompt": None, "answer": None, "quoted_answer": [], "timings_ms": {}}

@@ -1,0 +1,223 @@
+"""An answer quoted exactly: the one to three sentences of the cited sources closest to the question.
+
+No chat model writes anything: every sentence is a slice of a cited chunk's ``content``, which is
+``canonical_text[from:to]`` of its document, so each quoted sentence is
+``canonical_text[start:end]`` of that document by construction (and :func:`check_quoted` proves
+it against the texts). Sentences are split at sentence ends and blank lines as the multi-vector
+scorer splits them (:mod:`rag_pipeline.core.retrieval.sentences`), but with their offsets kept;
+each is embedded with its chunk's context header in front (as the chunk itself was embedded)
+and scored by its cosine similarity to the question plus ``term_weight`` times the share of the
+question's terms it holds (the BM25 analyzer's terms; a term-overlap score in the spirit of
+Luhn's sentence significance, 1958). The best sentence is kept, and up to ``max_sentences - 1``
+more within ``margin`` of its score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rag_pipeline.core.answer.citations import Citation
+from rag_pipeline.core.text.analyzers import Analyzer, analyze
+
+if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
+    import numpy as np
+
+__all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences", "quoted_answer",
+           "sentence_spans"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]\u2019\u201d]*\s+|\n\s*\n")
+MIN_SENTENCE_CHARS = 20
+"""A shorter piece (a lone ``x = 1``, a list bullet) is joined to the next one."""
+MAX_SENTENCE_CHARS = 400
+"""A longer piece (table rows, a list without full stops) is cut at its line ends."""
+
+
+@dataclass(frozen=True)
+class QuotedSentence:
+    """One quoted sentence: ``text == canonical_text[start:end]`` of source ``citation``'s document.
+
+    Attributes:
+        text: The sentence, exactly as the document's canonical text holds it.
+        citation: The 1-based number of the source it is quoted from.
+        start: Its first character in the document's canonical text.
+        end: One past its last character.
+        score: What chose it (cosine similarity plus the term share, weighted).
+    """
+
+    text: str
+    citation: int
+    start: int
+    end: int
+    score: float = field(default=0.0, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {"text": self.text, "citation": self.citation, "from": self.start, "to": self.end}
+
+
+@dataclass(frozen=True)
+class QuoteSettings:
+    """How sentences are chosen.
+
+    Attributes:
+        max_sentences: At most this many sentences (1 to 3).
+        margin: A sentence after the best is kept only when its score is within this of the best's.
+        term_weight: Weight of the share of the question's terms a sentence holds, added to its
+            cosine similarity (0: the embedding alone).
+        analyzer: The analyzer whose terms are counted.
+    """
+
+    max_sentences: int = 3
+    margin: float = 0.03
+    term_weight: float = 0.25
+    analyzer: Analyzer = Analyzer.ENGLISH
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_sentences <= 3:
+            raise ValueError(f"max_sentences must be 1 to 3, got {self.max_sentences}")
+        if self.margin < 0 or self.term_weight < 0:
+            raise ValueError("margin and term_weight must not be negative")
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _line_cuts(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """``text[start:end]`` cut at line ends into pieces of whole lines, each at most
+    MAX_SENTENCE_CHARS long where its lines allow (a single longer line stays whole)."""
+    pieces: list[tuple[int, int]] = []
+    piece_start = start
+    line_start = start
+    while line_start < end:
+        newline = text.find("\n", line_start, end)
+        line_end = end if newline == -1 else newline
+        if line_end - piece_start > MAX_SENTENCE_CHARS and line_start > piece_start:
+            pieces.append((piece_start, line_start - 1))
+            piece_start = line_start
+        line_start = line_end + 1
+    pieces.append((piece_start, end))
+    return [span for span in (_stripped(text, s, e) for s, e in pieces) if span[0] < span[1]]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``, in order, white space trimmed from both
+    ends: split at sentence ends and blank lines, a piece under MIN_SENTENCE_CHARS joined to the
+    next (the last to the previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    raw: list[tuple[int, int]] = []
+    position = 0
+    for match in _SENTENCE_END.finditer(text):
+        raw.append((position, match.start()))
+        position = match.end()
+    raw.append((position, len(text)))
+    pieces = [span for span in (_stripped(text, s, e) for s, e in raw) if span[0] < span[1]]
+    joined: list[tuple[int, int]] = []
+    carry: int | None = None
+    for start, end in pieces:
+        start = start if carry is None else carry
+        if end - start < MIN_SENTENCE_CHARS:
+            carry = start
+            continue
+        joined.append((start, end))
+        carry = None
+    if carry is not None:
+        if joined:
+            joined[-1] = (joined[-1][0], pieces[-1][1])
+        else:
+            joined.append((carry, pieces[-1][1]))
+    return [cut for start, end in joined for cut in (
+        _line_cuts(text, start, end) if end - start > MAX_SENTENCE_CHARS else [(start, end)])]
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    citation: int
+    start: int
+    end: int
+    text: str
+    embedded: str
+
+
+def _candidates(citations: Sequence[Citation], headers: Sequence[str]) -> list[_Candidate]:
+    """Every sentence of every cited quote (a quote cited twice counted once)."""
+    seen: set[tuple[str, int, int]] = set()
+    out = []
+    for citation, header in zip(citations, headers, strict=True):
+        for start, end in sentence_spans(citation.quote):
+            key = (citation.document_id, citation.start + start, citation.start + end)
+            if key in seen:
+                continue
+            seen.add(key)
+            text = citation.quote[start:end]
+            out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}"))
+    return out
+
+
+def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> float:
+    """The share of the question's distinct terms that occur in ``sentence`` (0 without terms)."""
+    if not question_terms:
+        return 0.0
+    return len(question_terms & set(analyze(sentence, analyzer))) / len(question_terms)
+
+
+def choose_sentences(scores: Sequence[float], settings: QuoteSettings) -> list[int]:
+    """Indexes of the chosen sentences, best first: the best, then up to ``max_sentences - 1``
+    more whose score is at least the best's minus ``margin`` (ties keep the earlier sentence)."""
+    if not scores:
+        return []
+    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    best = scores[order[0]]
+    return [i for i in order[:settings.max_sentences] if scores[i] >= best - settings.margin]
+
+
+def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation],
+                  headers: Sequence[str], embed: Callable[[list[str]], np.ndarray],
+                  settings: QuoteSettings | None = None) -> list[QuotedSentence]:
+    """The sentences of the cited quotes that best answer ``question``, best first.
+
+    Args:
+        question: The question as asked.
+        query: The question's unit vector (as retrieval embedded it).
+        citations: The answer's sources; none (a refusal) quotes nothing.
+        headers: Per citation, what its chunk's embedded text puts before its content.
+        embed: Unit vectors of a list of texts (the model that embedded the index).
+        settings: How sentences are chosen.
+    """
+    import numpy as np
+
+    settings = settings or QuoteSettings()
+    candidates = _candidates(citations, headers)
+    if not candidates:
+        return []
+    vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)
+    similarity = vectors @ np.asarray(query, np.float32).reshape(-1)
+    terms = set(analyze(question, settings.analyzer))
+    scores = [float(similarity[i]) + settings.term_weight * term_share(terms, c.text, settings.analyzer)
+              for i, c in enumerate(candidates)]
+    return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
+                           candidates[i].end, round(scores[i], 6))
+            for i in choose_sentences(scores, settings)]
+
+
+def check_quoted(quoted: Sequence[QuotedSentence], citations: Sequence[Citation],
+                 canonical: Mapping[str, str]) -> None:
+    """Proves every quoted sentence is its document's ``canonical_text[start:end]``.
+
+    Raises:
+        ValueError: A sentence cites no source, or its text is not that slice.
+    """
+    by_number = {c.index: c for c in citations}
+    for sentence in quoted:
+        citation = by_number.get(sentence.citation)
+        if citation is None:
+            raise ValueError(f"quoted sentence cites [{sentence.citation}], which is no source")
+        text = canonical.get(citation.document_id)
+        if text is None or text[sentence.start:sentence.end] != sentence.text:
+            raise ValueError(f"quoted sentence [{sentence.citation}] {sentence.start}:{sentence.end} "
+                             f"is not the canonical text of {citation.document_id!r}")

@@ -1,0 +1,289 @@
+"""The routes the page needs beside ``/ask``: document views, page images, originals, document
+health and feedback.
+
+``GET /documents/{id}`` shows a cited document as its format reads (:mod:`.views`),
+``GET /page-images/{id}?page=N`` draws a PDF page, ``GET /originals/{id}`` is the file itself,
+``GET /status/documents`` names the documents that failed or were skipped with their reasons,
+and ``POST /feedback`` stores a verdict on an answer in the ``feedback`` table
+(:mod:`rag_pipeline.core.evaluation.feedback`). Every document route resolves its document
+through :func:`served_document`: a document of the served generation, or a 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mimetypes
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+
+from rag_pipeline.core.answer.question import check_question
+from rag_pipeline.core.evaluation.feedback import (
+    MAX_COMMENT_CHARS,
+    Feedback,
+    FeedbackFullError,
+    append_feedback,
+)
+from rag_pipeline.core.index.generations import current_generation
+from rag_pipeline.core.index.query_db import publish_query_db
+from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.auth import Principal, principal
+from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
+
+log = logging.getLogger(__name__)
+
+MAX_FEEDBACK_BYTES = 8 * 1024
+"""A feedback body at most: a question (2,000 characters), a comment (2,000) and the verdict."""
+RECENT_ANSWERS = 1024
+INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
+"""Originals a browser may show in the tab; any other (HTML above all: it would run as this
+site) is sent as a download, and every original carries a sandboxing CSP."""
+
+
+Asker = Annotated[Principal, Depends(principal)]
+"""Who asks (:mod:`rag_pipeline.service.auth`): a document another group reads is, to this
+asker, a document that does not exist."""
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+class RecentAnswers:
+    """The generation and sources of the last :data:`RECENT_ANSWERS` questions answered, per
+    asker's groups, so a verdict is stored with what that person saw (and never with sources
+    another group was shown)."""
+
+    def __init__(self, size: int = RECENT_ANSWERS) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[tuple[frozenset[str] | None, str], tuple[str, tuple[str, ...]]] \
+            = OrderedDict()
+
+    def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None) -> None:
+        sources = tuple(f"{c['document_id']}{c['fragment']}" for c in body["citations"])
+        key = (groups, body["question"])
+        with self._lock:
+            self._answers[key] = (body["generation"], sources)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+    def get(self, question: str, groups: frozenset[str] | None = None
+            ) -> tuple[str, tuple[str, ...]] | None:
+        with self._lock:
+            return self._answers.get((groups, question))
+
+
+class QueryDbRefresher:
+    """Brings ``rag.duckdb`` up to date after a feedback row, on one background thread at a
+    time (rows arriving meanwhile are picked up by one more pass, never by a thread each)."""
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        self.warehouse = warehouse
+        self._lock = threading.Lock()
+        self._running = False
+        self._again = False
+        self.passes = 0
+
+    def request(self) -> None:
+        with self._lock:
+            if self._running:
+                self._again = True
+                return
+            self._running = True
+        threading.Thread(target=self._run, name="feedback-publish", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                publish_query_db(self.warehouse)
+            except Exception as exc:  # noqa: BLE001 - the row is in Parquet; the next publish shows it
+                log.warning("feedback stored, rag.duckdb not refreshed: %s: %s", type(exc).__name__, exc)
+            with self._lock:
+                self.passes += 1
+                if not self._again:
+                    self._running = False
+                    return
+                self._again = False
+
+
+class FeedbackRequest(BaseModel):
+    """A verdict on the answer to ``question``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="The question as asked.")
+    helpful: StrictBool = Field(description="Whether the answer helped.")
+    comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS,
+                                description=f"At most {MAX_COMMENT_CHARS} characters.")
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        return check_question(value)
+
+
+@lru_cache(maxsize=8)
+def _document_rows(location: str, data_dir: str, file: str) -> tuple[dict[str, Any], ...]:
+    from pathlib import Path
+
+    table = Warehouse(Path(data_dir), location).read_file(file, columns=["document_id", "status", "error"])
+    return tuple(row for row in table.to_pylist() if row["status"] != "ok")
+
+
+def document_problems(warehouse: Warehouse, chunker: str, model_key: str,
+                      readable: Any = None) -> dict[str, Any]:
+    """The served generation's documents that failed (a format could not read them) or were
+    skipped (no format reads them), each with its reason, sorted by id; with ``readable`` (a
+    predicate on a document id), only those it admits."""
+    generation = current_generation(warehouse, chunker, model_key)
+    if generation is None:
+        return {"generation": None, "failed": [], "skipped": []}
+    rows = _document_rows(warehouse.location, str(warehouse.data_dir), generation.files[DOCUMENTS])
+    listed = {status: [{"document_id": r["document_id"], "reason": r["error"] or ""}
+                       for r in sorted(rows, key=lambda r: r["document_id"]) if r["status"] == status
+                       and (readable is None or readable(r["document_id"]))]
+              for status in ("failed", "skipped")}
+    return {"generation": generation.id, **listed}
+
+
+def page_router(service: Any) -> APIRouter:
+    """The routes above over a started :class:`~rag_pipeline.service.query_service.QueryService`."""
+    router = APIRouter()
+    refresher = QueryDbRefresher(service.follower.warehouse)
+    recent = RecentAnswers()
+    service.on_answer.append(recent.remember)
+
+    def may_read(document_id: str, groups: frozenset[str] | None) -> bool:
+        index = service.served_index()
+        return index.access is None or index.access.may_read(document_id, groups)
+
+    def served_document(document_id: str, who: Principal) -> tuple[DocumentInfo, str] | JSONResponse:
+        served = service.follower.current
+        info = served.index.documents.get(document_id)
+        text = served.canonical.get(document_id)
+        if info is None or text is None or not may_read(document_id, who.groups):
+            return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
+        return info, text
+
+    @router.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
+                summary="A cited document shown as its format reads, the quoted place marked")
+    def document(document_id: str, who: Asker,
+                 start: Annotated[int, Query(alias="from", ge=0)] = 0,
+                 end: Annotated[int | None, Query(alias="to", ge=0)] = None,
+                 page: Annotated[int | None, Query(description="A PDF's page (1-based).")] = None,
+                 sheet: Annotated[str | None, Query(description="A workbook's sheet.")] = None,
+                 ) -> Response:
+        found = served_document(document_id, who)
+        if isinstance(found, JSONResponse):
+            return found
+        info, text = found
+        end = len(text) if end is None else end
+        if not start <= end <= len(text):
+            return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
+        request = ViewRequest(info, text, start, end, page, sheet)
+        try:
+            return HTMLResponse(render_document(request, path_url("/originals/", document_id)))
+        except ViewError as exc:
+            return _error(exc.status, exc.message)
+
+    @router.get("/page-images/{document_id:anypath}", summary="A PDF page drawn as a PNG image",
+                response_class=Response)
+    def page_image(document_id: str, who: Asker,
+                   page: Annotated[int, Query(description="1-based page.")] = 1) -> Response:
+        found = served_document(document_id, who)
+        if isinstance(found, JSONResponse):
+            return found
+        info, text = found
+        original = ViewRequest(info, text, 0, 0).original
+        if info.format != "pdf":
+            return _error(404, f"{document_id} is not a PDF: it has no page images")
+        if original is None:
+            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+        try:
+            return Response(page_png(original, page), media_type="image/png",
+                            headers={"Cache-Control": "private, max-age=300"})
+        except ViewError as exc:
+            return _error(exc.status, exc.message)
+
+    @router.get("/originals/{document_id:anypath}", summary="The original file of a document",
+                response_class=Response)
+    def original(document_id: str, who: Asker) -> Response:
+        found = served_document(document_id, who)
+        if isinstance(found, JSONResponse):
+            return found
+        info, text = found
+        path = ViewRequest(info, text, 0, 0).original
+        if path is None:
+            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+        inline = path.suffix.lower() in INLINE_ORIGINALS
+        media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if path.suffix.lower() in {".md", ".vtt", ".srt", ".csv", ".txt"}:
+            media = "text/plain; charset=utf-8"
+        return FileResponse(path, media_type=media, filename=path.name,
+                            content_disposition_type="inline" if inline else "attachment",
+                            headers={"Content-Security-Policy": "sandbox",
+                                     "X-Content-Type-Options": "nosniff"})
+
+    @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
+    def status_documents(who: Asker) -> dict[str, Any]:
+        return document_problems(service.follower.warehouse, service.settings.chunker,
+                                 service.settings.model_key,
+                                 lambda document_id: may_read(document_id, who.groups))
+
+    @router.post("/feedback", summary="Store a verdict (helpful or not, a comment) on an answer",
+                 openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                     "schema": FeedbackRequest.model_json_schema()}}}})
+    async def feedback(request: Request, who: Asker) -> JSONResponse:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_FEEDBACK_BYTES:
+            return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")
+        raw = await request.body()
+        if len(raw) > MAX_FEEDBACK_BYTES:
+            return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")
+        try:
+            payload = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return _error(400, f"the body is not JSON ({exc}): nothing stored")
+        if not isinstance(payload, dict):
+            return _error(422, "the body must be a JSON object: nothing stored")
+        try:
+            verdict = FeedbackRequest.model_validate(payload)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            return _error(422, f"{where + ': ' if where else ''}{message}: nothing stored")
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(_store, verdict, who.groups)
+
+    def _store(verdict: FeedbackRequest, groups: frozenset[str] | None) -> JSONResponse:
+        seen = recent.get(verdict.question, groups)
+        if seen is None:  # asked before a restart, or long ago: what it answers now
+            from rag_pipeline.service.query_service import AskRequest
+
+            body = service.answer(AskRequest(question=verdict.question), groups)
+            seen = recent.get(verdict.question, groups) or (body["generation"], ())
+        generation, sources = seen
+        row = Feedback(datetime.now(UTC).isoformat(timespec="seconds"), verdict.question,
+                       verdict.helpful, verdict.comment or None, generation, sources)
+        try:
+            rows = append_feedback(service.follower.warehouse, row)
+        except FeedbackFullError as exc:
+            return _error(507, str(exc))
+        refresher.request()
+        return JSONResponse({"stored": True, "rows": rows, "generation": generation,
+                             "sources": list(sources), "at": row.at})
+
+    return router

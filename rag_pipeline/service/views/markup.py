@@ -1,0 +1,145 @@
+"""HTML, Markdown and DOCX as a reader sees them: sanitised HTML (nh3), the quote marked.
+
+An HTML file's ``<body>`` and a Markdown document's canonical text rendered by markdown-it-py
+(CommonMark) both go through nh3 (the Rust ``ammonia`` sanitiser: an allow-list of tags and
+attributes, no script, no event handler, no ``javascript:`` URL, no image fetched). A DOCX file
+is rendered from its paragraphs (a ``Heading N`` or ``Title`` style as a heading) and tables
+with python-docx, every text escaped. The quote is then found among the page's text by its
+letters and digits (:func:`rag_pipeline.service.views.base.locate`) and each piece of it
+wrapped in ``<mark>``, the first with ``id="quote"``.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
+from rag_pipeline.service.views.text import heading_label, text_view
+
+_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
+    "details", "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5",
+    "h6", "hr", "i", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span",
+    "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u",
+    "ul", "var"})
+
+
+def sanitised(markup: str) -> str:
+    """``markup`` through nh3 with the tags above, links to http(s) and mailto only."""
+    import nh3
+
+    return nh3.clean(markup, tags=set(_TAGS), url_schemes={"http", "https", "mailto"},
+                     attributes={"a": {"href", "title"}, "td": {"colspan", "rowspan"},
+                                 "th": {"colspan", "rowspan"}, "*": {"id"}})
+
+
+def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
+    """``markup`` with the text of ``quote`` wrapped in ``<mark>`` elements (the first
+    ``id="quote"``), and the text of the heading the quote sits under (``""`` for none); None
+    in its place when the quote was not found."""
+    from bs4 import BeautifulSoup, NavigableString
+
+    soup = BeautifulSoup(markup, "html.parser")
+    strings = [s for s in soup.find_all(string=True) if isinstance(s, NavigableString)]
+    letters: list[str] = []
+    owners: list[tuple[int, int]] = []
+    for number, string in enumerate(strings):
+        text, where = normalised(str(string))
+        letters.append(text)
+        owners += [(number, i) for i in where]
+    found = locate("".join(letters), normalised(quote)[0])
+    if found is None:
+        return markup, None
+    (first_string, first_char), (last_string, last_char) = owners[found[0]], owners[found[1]]
+    first_mark = None
+    for number in range(first_string, last_string + 1):
+        string = strings[number]
+        value = str(string)
+        a = first_char if number == first_string else 0
+        b = last_char + 1 if number == last_string else len(value)
+        # Punctuation touching the quote's first and last letters is the quote's too.
+        while a > 0 and not value[a - 1].isspace() and not value[a - 1].isalnum():
+            a -= 1
+        while b < len(value) and not value[b].isspace() and not value[b].isalnum():
+            b += 1
+        if not value[a:b].strip():
+            continue
+        mark = soup.new_tag("mark")
+        mark.string = value[a:b]
+        if first_mark is None:
+            mark["id"] = "quote"
+            first_mark = mark
+        string.replace_with(NavigableString(value[:a]), mark, NavigableString(value[b:]))
+    heading = first_mark.find_previous(["h1", "h2", "h3", "h4", "h5", "h6"]) if first_mark else None
+    return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
+
+
+def _marked_view(request: ViewRequest, markup: str) -> View:
+    """The sanitised markup with the quote marked, labelled by the heading above the quote."""
+    body, heading = mark_quote(sanitised(markup), request.quote)
+    note = "" if heading is not None else "The quoted passage could not be located in this rendering."
+    return View(heading or heading_label(request) or "the quoted passage",
+                f'<article class="markup">{body}</article>', "markup", note)
+
+
+def html_view(request: ViewRequest) -> View:
+    """The original HTML file's body, sanitised; the extracted text when the file is gone."""
+    from bs4 import BeautifulSoup
+
+    from rag_pipeline.core.ingest.reading import decode_utf8
+
+    path = request.original
+    if path is None:
+        return text_view(request)
+    data = path.read_bytes()
+    try:
+        source = decode_utf8(data)
+    except ValueError:
+        source = data.decode("latin-1")
+    soup = BeautifulSoup(source, "html.parser")
+    body = soup.body or soup
+    return _marked_view(request, body.decode_contents())
+
+
+def markdown_view(request: ViewRequest) -> View:
+    """The document's canonical text (the file minus its front matter) rendered as CommonMark."""
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(request.text)
+    return _marked_view(request, rendered)
+
+
+def _docx_html(data: bytes) -> str:
+    """Paragraphs and tables of a DOCX body in order; heading styles as ``h1``-``h6``."""
+    from docx import Document
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    document = Document(io.BytesIO(data))
+    parts: list[str] = []
+    for block in document.element.body.iterchildren():
+        tag = block.tag.rsplit("}", 1)[-1]
+        if tag == "p":
+            paragraph = Paragraph(block, document)
+            text = html.escape(paragraph.text)
+            if not text.strip():
+                continue
+            style = (paragraph.style.name if paragraph.style is not None else "") or ""
+            level = 1 if style == "Title" else (
+                int(style.removeprefix("Heading ")) if style.startswith("Heading ")
+                and style.removeprefix("Heading ").isdigit() else 0)
+            parts.append(f"<h{min(level, 6)}>{text}</h{min(level, 6)}>" if level else f"<p>{text}</p>")
+        elif tag == "tbl":
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell.text)}</td>" for cell in row.cells)
+                           + "</tr>" for row in Table(block, document).rows)
+            parts.append(f"<table>{rows}</table>")
+    return "".join(parts)
+
+
+def docx_view(request: ViewRequest) -> View:
+    """The original DOCX file with its headings; the extracted text when the file is gone."""
+    path = request.original
+    if path is None:
+        return text_view(request)
+    return _marked_view(request, _docx_html(path.read_bytes()))

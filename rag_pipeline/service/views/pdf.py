@@ -1,0 +1,167 @@
+"""A PDF citation as its page: the page drawn by PDFium (pypdfium2), the quote's boxes on it.
+
+The page image is a PNG served by ``/page-images/{id}?page=N``; the view places it with the
+quoted characters' boxes over it (PDFium's character boxes, one rectangle per line, in
+fractions of the page so they scale with the image), and links to the previous and next page.
+The quote is found on the page by its letters and digits, so the layout's repairs (joined
+hyphenations, dropped running heads, small capitals) do not hide it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rag_pipeline.core.ingest.formats.pdf import page_of
+from rag_pipeline.service.views.base import View, ViewError, ViewRequest, locate, normalised, path_url
+from rag_pipeline.service.views.text import text_view
+
+RENDER_SCALE = 2.0
+"""Pixels per point of the page image (144 dpi: sharp on a high-density screen)."""
+QUOTE_ID = ' id="quote"'
+MAX_PAGE_PIXELS = 4096
+"""The longer side of a page image at most, whatever the page's size."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """A highlighted rectangle in fractions of the page's width and height, from its top left."""
+
+    left: float
+    top: float
+    width: float
+    height: float
+
+
+def page_count(path: Path) -> int:
+    import pypdfium2
+
+    pdf = pypdfium2.PdfDocument(str(path))
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
+
+
+def check_page(page: int, pages: int, name: str) -> None:
+    if not 1 <= page <= pages:
+        raise ViewError(422, f"page {page} is out of range: {name} has {pages} "
+                             f"page{'s' if pages != 1 else ''} (1 to {pages})")
+
+
+@lru_cache(maxsize=32)
+def _render(path: str, mtime_ns: int, page: int) -> bytes:
+    import pypdfium2
+
+    pdf = pypdfium2.PdfDocument(path)
+    try:
+        handle = pdf[page - 1]
+        width, height = handle.get_size()
+        scale = min(RENDER_SCALE, MAX_PAGE_PIXELS / max(width, height, 1.0))
+        image = handle.render(scale=scale).to_pil()
+        out = io.BytesIO()
+        image.save(out, format="PNG", optimize=False)
+        return out.getvalue()
+    finally:
+        pdf.close()
+
+
+def page_png(path: Path, page: int) -> bytes:
+    """Page ``page`` (1-based) as a PNG (cached by file, modification time and page)."""
+    check_page(page, page_count(path), path.name)
+    return _render(str(path), path.stat().st_mtime_ns, page)
+
+
+def quote_boxes(path: Path, page: int, quote: str) -> list[Box]:
+    """One box per line of the page's characters that hold ``quote`` (none when it is not found)."""
+    import ctypes
+
+    import pypdfium2
+    import pypdfium2.raw as raw
+
+    pdf = pypdfium2.PdfDocument(str(path))
+    try:
+        handle = pdf[page - 1]
+        width, height = (float(v) for v in handle.get_size())
+        textpage = handle.get_textpage()
+        count = raw.FPDFText_CountChars(textpage.raw)
+        chars = "".join(chr(raw.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
+        letters, where = normalised(chars)
+        found = locate(letters, normalised(quote)[0])
+        if found is None:
+            return []
+        left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+        lines: list[list[float]] = []
+        for i in range(where[found[0]], where[found[1]] + 1):
+            if chars[i].isspace():
+                continue
+            raw.FPDFText_GetCharBox(textpage.raw, i, ctypes.byref(left), ctypes.byref(right),
+                                    ctypes.byref(bottom), ctypes.byref(top))
+            box = [left.value, height - top.value, right.value, height - bottom.value]
+            line = lines[-1] if lines else None
+            if line and abs((line[1] + line[3]) / 2 - (box[1] + box[3]) / 2) < 0.5 * max(
+                    line[3] - line[1], 1.0) and box[0] >= line[0] - 2:
+                line[0], line[1] = min(line[0], box[0]), min(line[1], box[1])
+                line[2], line[3] = max(line[2], box[2]), max(line[3], box[3])
+            else:
+                lines.append(box)
+        pad = 1.5
+        return [Box(round((x0 - pad) / width, 5), round((y0 - pad) / height, 5),
+                    round((x1 - x0 + 2 * pad) / width, 5), round((y1 - y0 + 2 * pad) / height, 5))
+                for x0, y0, x1, y1 in lines]
+    finally:
+        pdf.close()
+
+
+def _page_quote(request: ViewRequest, page: int) -> str:
+    """The part of the quote that lies on ``page`` (its page anchors), else ``""``."""
+    pieces = [request.text[max(a.start, request.start):min(a.end, request.end)]
+              for a in request.info.anchors if a.locator == f"page={page}"
+              and a.start < request.end and a.end > request.start]
+    return " ".join(pieces)
+
+
+def pdf_view(request: ViewRequest) -> View:
+    """The cited page (or ``page``) as an image with the quote's boxes and page links."""
+    path = request.original
+    if path is None:
+        return text_view(request)
+    pages = page_count(path)
+    cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
+    page = request.page if request.page is not None else cited
+    check_page(page, pages, request.info.title or path.name)
+    boxes = quote_boxes(path, page, _page_quote(request, page))
+    image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
+    marks = "".join(
+        f'<div class="box"{QUOTE_ID if i == 0 else ""} style="left:{b.left * 100:.3f}%;'
+        f'top:{b.top * 100:.3f}%;width:{b.width * 100:.3f}%;height:{b.height * 100:.3f}%"></div>'
+        for i, b in enumerate(boxes))
+    note = ""
+    if _page_quote(request, page) and not boxes:
+        note = "The quoted text could not be located on the page image."
+    body = (f'<figure class="page"><div class="sheet-of-paper"><img id="page-image" '
+            f'src="{html.escape(image)}" alt="page {page} of {html.escape(request.info.title)}">'
+            f"{marks}</div></figure>")
+    return View(f"page {page} of {pages}" if page == cited else f"page {page} of {pages} "
+                f"(the quote is on page {cited})", body, "pdf", note)
+
+
+def pdf_navigation(request: ViewRequest, view: View) -> str:
+    """Previous / next page links for a PDF view (the quoted span kept)."""
+    path = request.original
+    if path is None or view.kind != "pdf":
+        return ""
+    pages = page_count(path)
+    page = request.page or (page_of(request.info.anchors, request.start) if request.info.anchors else 1)
+    base = path_url("/documents/", request.info.document_id) + f"?from={request.start}&to={request.end}"
+    links = []
+    if page > 1:
+        links.append(f'<a rel="prev" id="prev-page" href="{html.escape(base)}&amp;page={page - 1}">'
+                     f"&larr; page {page - 1}</a>")
+    if page < pages:
+        links.append(f'<a rel="next" id="next-page" href="{html.escape(base)}&amp;page={page + 1}">'
+                     f"page {page + 1} &rarr;</a>")
+    return f'<nav class="pages">{" ".join(links)}</nav>'

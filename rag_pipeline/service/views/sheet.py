@@ -1,0 +1,166 @@
+"""A workbook citation as a grid of its sheet: the cells as the file holds them, the cited ones marked.
+
+Any sheet-with-cells format is one entry of :data:`SHEET_READERS`: a function from the file's
+path and a sheet name to a :class:`Grid` (and the sheets' names), so an ODS reader is one more
+entry. The cited range comes from the format's own fragment (``#sheet=Budget&range=A12:F30``);
+the label is the reader's ``Budget 2026!A12:F30``. A grid shows at most :data:`MAX_ROWS` rows
+and :data:`MAX_COLUMNS` columns, starting a little above the cited range.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from rag_pipeline.core.ingest.formats import format_named
+from rag_pipeline.core.ingest.rows import column_letters, column_number
+from rag_pipeline.service.views.base import View, ViewError, ViewRequest, path_url
+from rag_pipeline.service.views.text import text_view
+
+MAX_ROWS = 200
+MAX_COLUMNS = 40
+ROWS_ABOVE = 5
+"""Rows shown above the cited range (its header usually)."""
+
+_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?")
+_FRAGMENT = re.compile(r"#sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
+
+
+@dataclass(frozen=True)
+class CellRange:
+    first_column: int
+    first_row: int
+    last_column: int
+    last_row: int
+
+    def holds(self, column: int, row: int) -> bool:
+        return self.first_column <= column <= self.last_column and self.first_row <= row <= self.last_row
+
+    def __str__(self) -> str:
+        return (f"{column_letters(self.first_column)}{self.first_row}:"
+                f"{column_letters(self.last_column)}{self.last_row}")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The cells of one sheet from ``first_row`` on: ``rows[i][j]`` is the text of row
+    ``first_row + i``, column ``j + 1``."""
+
+    sheet: str
+    first_row: int
+    rows: tuple[tuple[str, ...], ...]
+    total_rows: int
+
+
+def xlsx_sheets(path: Path) -> list[str]:
+    from openpyxl import load_workbook
+
+    workbook = load_workbook(path, read_only=True, data_only=True)
+    try:
+        return list(workbook.sheetnames)
+    finally:
+        workbook.close()
+
+
+def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
+    """Cached values of ``rows`` rows of ``sheet`` from ``first_row``, ``columns`` columns wide."""
+    from openpyxl import load_workbook
+
+    from rag_pipeline.core.ingest.formats.xlsx import cell_value_text
+
+    workbook = load_workbook(path, read_only=True, data_only=True)
+    try:
+        worksheet = workbook[sheet]
+        worksheet.reset_dimensions()
+        found: dict[int, list[str]] = {}
+        last = 0
+        for row in worksheet.iter_rows():
+            stored = [cell for cell in row if getattr(cell, "row", None) is not None]
+            if not stored:
+                continue
+            number = stored[0].row
+            last = max(last, number)
+            if first_row <= number < first_row + rows:
+                cells = [""] * columns
+                for cell in stored:
+                    if cell.column <= columns:
+                        cells[cell.column - 1] = cell_value_text(cell.value)
+                found[number] = cells
+        height = max([n for n in found] or [first_row - 1]) - first_row + 1
+        return Grid(sheet, first_row, tuple(tuple(found.get(first_row + i, [""] * columns))
+                                            for i in range(height)), last)
+    finally:
+        workbook.close()
+
+
+@dataclass(frozen=True)
+class SheetReader:
+    sheets: Callable[[Path], list[str]]
+    grid: Callable[[Path, str, int, int, int], Grid]
+
+
+SHEET_READERS: dict[str, SheetReader] = {"xlsx": SheetReader(xlsx_sheets, xlsx_grid)}
+"""Format name -> how its sheets are read (the formats' own readers)."""
+
+
+def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
+    """The sheet and cell range the quoted span cites (the format's fragment), if any."""
+    fragment = format_named(request.info.format).fragment(request.info.anchors, request.start, request.end)
+    match = _FRAGMENT.fullmatch(fragment)
+    if match is None:
+        return None
+    return unquote(match["sheet"]), CellRange(column_number(match["c1"]), int(match["r1"]),
+                                              column_number(match["c2"]), int(match["r2"]))
+
+
+def sheet_view(request: ViewRequest) -> View:
+    """The cited sheet (or ``sheet``) as a grid, the cited cells marked."""
+    reader = SHEET_READERS[request.info.format]
+    path = request.original
+    if path is None:
+        return text_view(request)
+    names = reader.sheets(path)
+    cited = cited_range(request)
+    sheet = request.sheet if request.sheet is not None else (cited[0] if cited else names[0])
+    if sheet not in names:
+        raise ViewError(404, f"no sheet {sheet!r} in {request.info.title or path.name}; its sheets: "
+                             + ", ".join(repr(n) for n in names))
+    marked = cited[1] if cited and cited[0] == sheet else None
+    first_row = max(1, marked.first_row - ROWS_ABOVE) if marked else 1
+    grid = reader.grid(path, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
+    width = max([len(r) - next((i for i, v in enumerate(reversed(r)) if v), len(r)) for r in grid.rows]
+                + [marked.last_column if marked else 1])
+    head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))
+    body = []
+    first_mark = True
+    for offset, cells in enumerate(grid.rows):
+        number = grid.first_row + offset
+        tds = []
+        for column in range(1, width + 1):
+            value = cells[column - 1] if column <= len(cells) else ""
+            classes = ["num"] if _NUMBER.fullmatch(value) else []
+            attributes = ""
+            if marked and marked.holds(column, number):
+                classes.append("cited")
+                attributes = ' id="quote"' if first_mark else ""
+                first_mark = False
+            if classes:
+                attributes = f' class="{" ".join(classes)}"' + attributes
+            tds.append(f"<td{attributes}>{html.escape(value)}</td>")
+        body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
+    base = path_url("/documents/", request.info.document_id)
+    tabs = " ".join(
+        f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
+        f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
+        for n in names)
+    more = grid.first_row + len(grid.rows) - 1 < grid.total_rows
+    table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'
+             f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+             + (f'<p class="meta">Rows {grid.first_row} to {grid.first_row + len(grid.rows) - 1} of '
+                f"{grid.total_rows} shown.</p>" if more or grid.first_row > 1 else ""))
+    label = f"{sheet}!{marked}" if marked else sheet
+    return View(label, table, "sheet")

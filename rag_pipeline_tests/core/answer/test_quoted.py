@@ -1,0 +1,125 @@
+"""Tests for ``rag_pipeline.core.answer.quoted``: sentence spans, the choice, and the exact slices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_pipeline.core.answer.citations import Citation
+from rag_pipeline.core.answer.quoted import (
+    MAX_SENTENCE_CHARS,
+    QuotedSentence,
+    QuoteSettings,
+    check_quoted,
+    choose_sentences,
+    quoted_answer,
+    sentence_spans,
+    term_share,
+)
+from rag_pipeline.core.text.analyzers import Analyzer
+
+
+def test_sentences_keep_their_offsets_and_short_pieces_join_the_next():
+    text = "  First sentence is here. Second one follows! x = 1.\n\nA new paragraph starts here.\n"
+    spans = sentence_spans(text)
+    assert spans == [(2, 25), (26, 52), (54, 82)]
+    assert [text[a:b] for a, b in spans] == [
+        "First sentence is here.", "Second one follows! x = 1.", "A new paragraph starts here."]
+
+
+def test_a_short_last_piece_joins_the_previous_sentence():
+    text = "The loop variable keeps its value. Yes."
+    assert sentence_spans(text) == [(0, 39)]
+
+
+def test_a_long_piece_without_full_stops_is_cut_at_line_ends():
+    rows = "\n".join(f"row {i:02d}: alpha beta gamma delta epsilon zeta" for i in range(20))
+    spans = sentence_spans(rows)
+    # 43 characters a line: nine lines (9 * 44 - 1 = 395) fit under 400, ten (439) do not.
+    assert [(b - a) for a, b in spans] == [395, 395, 87]
+    assert all(b - a <= MAX_SENTENCE_CHARS for a, b in spans)
+    assert rows[spans[1][0]:spans[1][1]].startswith("row 09:")
+
+
+def test_the_best_sentence_and_those_within_the_margin_are_chosen():
+    settings = QuoteSettings(max_sentences=3, margin=0.05)
+    assert choose_sentences([0.50, 0.80, 0.77, 0.60, 0.76], settings) == [1, 2, 4]
+    assert choose_sentences([0.50, 0.80, 0.70], settings) == [1]
+    assert choose_sentences([0.8, 0.8], QuoteSettings(max_sentences=1)) == [0]
+    assert choose_sentences([], settings) == []
+
+
+def test_settings_outside_their_range_are_refused():
+    with pytest.raises(ValueError, match="max_sentences must be 1 to 3, got 4"):
+        QuoteSettings(max_sentences=4)
+    with pytest.raises(ValueError, match="must not be negative"):
+        QuoteSettings(margin=-0.1)
+
+
+def test_the_term_share_counts_distinct_question_terms():
+    terms = {"loop", "variabl", "break"}
+    assert term_share(terms, "The loop variable keeps its value.", Analyzer.ENGLISH) == 2 / 3
+    assert term_share(set(), "anything", Analyzer.ENGLISH) == 0.0
+
+
+# Two documents; the second citation's quote starts at offset 100 of its document.
+DOC_A = "Intro line that says nothing much. The loop variable keeps its last value after break."
+DOC_B = "x" * 100 + "Timeouts are seventeen seconds. Retries happen three times over."
+CITATIONS = [
+    Citation(1, "a.md", "A", "A", "#char=0,86", 0, 86, DOC_A, 0.3, "file:///a.md"),
+    Citation(2, "b.md", "B", "B", "#char=100,164", 100, 164, DOC_B[100:], 0.4, "file:///b.md"),
+]
+AXES = ("loop", "timeout", "retries", "intro")
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    """One axis per keyword, unit length: a sentence is close to the words it holds."""
+    rows = np.array([[1.0 if word in t.lower() else 0.0 for word in AXES] + [0.1] for t in texts],
+                    np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_the_quoted_answer_is_exact_slices_of_the_sources_best_first():
+    query = _embed(["loop"])[0]
+    quoted = quoted_answer("what happens to the loop variable", query, CITATIONS, ["", ""], _embed,
+                           QuoteSettings(term_weight=0.0, margin=0.0))
+    assert quoted == [QuotedSentence(
+        "The loop variable keeps its last value after break.", 1, 35, 86)]
+    assert DOC_A[35:86] == quoted[0].text
+    check_quoted(quoted, CITATIONS, {"a.md": DOC_A, "b.md": DOC_B})
+
+
+def test_offsets_are_those_of_the_document_not_of_the_quote():
+    query = _embed(["retries"])[0]
+    quoted = quoted_answer("how many retries", query, CITATIONS, ["", ""], _embed,
+                           QuoteSettings(term_weight=0.0, margin=0.0))
+    assert quoted == [QuotedSentence("Retries happen three times over.", 2, 132, 164)]
+    assert DOC_B[132:164] == quoted[0].text
+
+
+def test_the_header_is_embedded_in_front_of_each_sentence():
+    embedded: list[str] = []
+
+    def recording(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return _embed(texts)
+
+    quoted_answer("loop", _embed(["loop"])[0], CITATIONS[:1], ["Doc A > Loops\n"], recording)
+    assert embedded == ["Doc A > Loops\nIntro line that says nothing much.",
+                        "Doc A > Loops\nThe loop variable keeps its last value after break."]
+
+
+def test_a_refusal_quotes_nothing_and_embeds_nothing():
+    def never(texts: list[str]) -> np.ndarray:
+        raise AssertionError("nothing to embed")
+
+    assert quoted_answer("anything", np.ones(5, np.float32), [], [], never) == []
+
+
+def test_a_sentence_that_is_not_the_canonical_slice_is_caught():
+    wrong = [QuotedSentence("The loop variable keeps its last value after break.", 1, 34, 85)]
+    with pytest.raises(ValueError, match=r"quoted sentence \[1\] 34:85 is not the canonical text "
+                                         r"of 'a.md'"):
+        check_quoted(wrong, CITATIONS, {"a.md": DOC_A})
+    with pytest.raises(ValueError, match=r"cites \[3\], which is no source"):
+        check_quoted([QuotedSentence("x", 3, 0, 1)], CITATIONS, {"a.md": DOC_A})

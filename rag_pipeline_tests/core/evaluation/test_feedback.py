@@ -1,0 +1,61 @@
+"""Tests for ``rag_pipeline.core.evaluation.feedback``: rows appended whole, bounded, drafted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.evaluation.feedback import (
+    Feedback,
+    FeedbackFullError,
+    append_feedback,
+    feedback_gold_lines,
+    read_feedback,
+)
+from rag_pipeline.core.storage.table_names import FEEDBACK
+from rag_pipeline.core.storage.warehouse import Warehouse
+
+HELPFUL = Feedback("2026-12-01T22:00:00+00:00", "how long is the timeout", True, None,
+                   "20261201T220000Z-0a1b2c3d", ("guide/config.md#char=113,203",))
+UNHELPFUL = Feedback("2026-12-01T22:01:00+00:00", "How do I  upgrade?", False, "wrong page",
+                     "20261201T220000Z-0a1b2c3d", ("guide/faq.md#char=0,48", "guide/install.md#char=1,9"))
+
+
+def test_rows_are_appended_and_the_previous_file_is_deleted(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    assert read_feedback(warehouse) == []
+    assert append_feedback(warehouse, HELPFUL) == 1
+    first = warehouse.version(FEEDBACK).file
+    assert append_feedback(warehouse, UNHELPFUL) == 2
+    assert read_feedback(warehouse) == [HELPFUL, UNHELPFUL]
+    files = [warehouse.relative(i.path) for i in warehouse.list_files(FEEDBACK)]
+    assert sorted(files) == sorted([warehouse.version(FEEDBACK).file, f"{FEEDBACK}/_latest.json"])
+    assert first not in files
+
+
+def test_a_full_table_refuses_the_row_and_keeps_what_it_had(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    append_feedback(warehouse, HELPFUL, max_rows=1)
+    with pytest.raises(FeedbackFullError, match=r"the feedback table is full \(1 rows, at most 1\)"):
+        append_feedback(warehouse, UNHELPFUL, max_rows=1)
+    assert read_feedback(warehouse) == [HELPFUL]
+
+
+def test_a_comment_too_long_is_refused_before_anything_is_written(tmp_path: Path):
+    warehouse = Warehouse(tmp_path)
+    long = Feedback(HELPFUL.at, "q", False, "x" * 2001, "g", ())
+    with pytest.raises(ValueError, match="comment has 2001 characters; at most 2000"):
+        append_feedback(warehouse, long)
+    assert warehouse.version(FEEDBACK) is None
+
+
+def test_unhelpful_answers_become_one_gold_line_per_question():
+    again = Feedback("2026-12-01T22:05:00+00:00", "how do i upgrade?", False, "still wrong", "g2", ())
+    silent = Feedback("2026-12-01T22:06:00+00:00", "what is a frobnicator", False, None, "g2", ())
+    assert feedback_gold_lines([HELPFUL, UNHELPFUL, again, silent]) == [
+        {"id": "f001", "needle": "", "question": "How do I upgrade?", "ticket": "",
+         "shown_sources": ["guide/faq.md#char=0,48", "guide/install.md#char=1,9"],
+         "comments": ["wrong page", "still wrong"]},
+        {"id": "f002", "needle": "", "question": "what is a frobnicator", "ticket": "",
+         "shown_sources": [], "comments": []}]

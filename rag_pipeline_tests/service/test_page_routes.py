@@ -1,0 +1,252 @@
+"""Tests for ``rag_pipeline.service.page_routes``: every format's view, page images, originals,
+the failed documents and feedback, over a served index of a small team folder."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import duckdb
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_pipeline.core.evaluation.feedback import read_feedback
+from rag_pipeline.core.storage.table_names import FEEDBACK
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.app import create_app
+from rag_pipeline.service.query_service import QueryService, ServeSettings
+from rag_pipeline.service.run import running_service
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+from rag_pipeline_tests.service.views_corpus import COOLING_SENTENCE, ViewsIndex, build_views_index
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> ViewsIndex:
+    return build_views_index(tmp_path_factory.mktemp("views"), hashed_embedder)
+
+
+@pytest.fixture(scope="module")
+def served(built: ViewsIndex, hashed_embedder: HashedEmbedder) -> Iterator[tuple[TestClient, QueryService]]:
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          TestClient(create_app(service)) as client):
+        yield client, service
+
+
+@pytest.fixture(scope="module")
+def client(served: tuple[TestClient, QueryService]) -> TestClient:
+    return served[0]
+
+
+def _view(html: str) -> str:
+    return html[html.index('<main id="view">'):html.index("</main>")]
+
+
+def _where(html: str) -> str:
+    start = html.index('id="where">') + len('id="where">')
+    return html[start:html.index("</span>", start)]
+
+
+def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_boxed(client: TestClient,
+                                                                       built: ViewsIndex):
+    start = built.canonical["report.pdf"].index(COOLING_SENTENCE)
+    page = client.get("/documents/report.pdf", params={"from": start, "to": start + len(COOLING_SENTENCE)})
+    assert page.status_code == 200
+    assert _where(page.text) == "page 2 of 3"
+    assert '<img id="page-image" src="/page-images/report.pdf?page=2"' in page.text
+    # One line of text: one box, at the top left of the page (fpdf's 10 mm margin is 4.8 %, the
+    # box starts at the first glyph's edge less 1.5 pt).
+    assert _view(page.text).count('class="box"') == 1
+    assert ('<div class="box" id="quote" style="left:5.014%;top:7.811%;width:70.930%;height:1.692%">'
+            in page.text)
+    assert 'href="/documents/report.pdf?from=94&amp;to=173&amp;page=1">&larr; page 1</a>' in page.text
+    assert 'href="/documents/report.pdf?from=94&amp;to=173&amp;page=3">page 3 &rarr;</a>' in page.text
+    assert '<a class="original" href="/originals/report.pdf">' in page.text
+    other = client.get("/documents/report.pdf", params={"from": start, "to": start + 10, "page": 3})
+    assert _where(other.text) == "page 3 of 3 (the quote is on page 2)"
+    assert 'class="box"' not in _view(other.text) and "next-page" not in other.text
+
+
+def test_the_page_image_is_the_page_drawn_by_pdfium(client: TestClient):
+    from PIL import Image
+
+    response = client.get("/page-images/report.pdf", params={"page": 2})
+    assert (response.status_code, response.headers["content-type"]) == (200, "image/png")
+    image = Image.open(io.BytesIO(response.content))
+    # A4 (595.28 x 841.89 pt) at two pixels a point.
+    assert image.size == (1191, 1684)
+
+
+def test_a_page_out_of_range_is_one_clear_error(client: TestClient):
+    for url in ("/documents/report.pdf?page=9", "/page-images/report.pdf?page=0"):
+        response = client.get(url)
+        assert response.status_code == 422, url
+    assert client.get("/documents/report.pdf?page=9").json() == {
+        "error": "page 9 is out of range: Plant annual report has 3 pages (1 to 3)"}
+    assert client.get("/page-images/report.pdf?page=0").json() == {
+        "error": "page 0 is out of range: report.pdf has 3 pages (1 to 3)"}
+    assert client.get("/page-images/guide.md").json() == {
+        "error": "guide.md is not a PDF: it has no page images"}
+
+
+def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(client: TestClient,
+                                                                              built: ViewsIndex):
+    text = built.canonical["budget.xlsx"]
+    start = text.index("Item: Turbine maintenance")
+    page = client.get("/documents/budget.xlsx", params={"from": start, "to": text.index("\n", start)})
+    assert _where(page.text) == "Budget 2026!A4:D4"
+    view = _view(page.text)
+    assert ('<span class="tab current">Budget 2026</span> '
+            '<a class="tab" href="/documents/budget.xlsx?sheet=Notes">Notes</a>') in view
+    assert ('<tr><th scope="row">4</th><td class="cited" id="quote">Turbine maintenance</td>'
+            '<td class="num cited">430</td><td class="num cited">410</td><td class="num cited">445</td>'
+            "</tr>") in view
+    assert view.count("cited") == 4
+    assert '<tr><th scope="row">1</th><td>Item</td><td>Q1</td><td>Q2</td><td>Q3</td></tr>' in view
+    notes = client.get("/documents/budget.xlsx", params={"sheet": "Notes"})
+    assert _where(notes.text) == "Notes"
+    assert "Figures in thousands of euros" in _view(notes.text)
+
+
+def test_a_sheet_that_does_not_exist_is_one_clear_error(client: TestClient):
+    response = client.get("/documents/budget.xlsx", params={"sheet": "Budget 2025"})
+    assert (response.status_code, response.json()) == (404, {
+        "error": "no sheet 'Budget 2025' in budget; its sheets: 'Budget 2026', 'Notes'"})
+
+
+def test_html_is_sanitised_and_the_quote_marked_across_elements(client: TestClient, built: ViewsIndex):
+    text = built.canonical["visitors.html"]
+    start = text.index("Visitors wear")
+    page = client.get("/documents/visitors.html", params={"from": start,
+                                                         "to": text.index("hall.") + len("hall.")})
+    view = _view(page.text)
+    assert view == ('<main id="view"><article class="markup"><h1>Visitor rules</h1><p><mark id="quote">'
+                    "Visitors wear a yellow helmet </mark><em><mark>at all times</mark></em><mark> "
+                    "inside the turbine hall.</mark></p><p>Photography needs written permission "
+                    "from the site manager.</p></article>")
+    assert _where(page.text) == "Visitor rules"
+    # The file's scripts and handlers are gone; the only script is the view's own.
+    assert "alert" not in page.text and "steal" not in page.text and "owned" not in page.text
+
+
+def test_markdown_is_rendered_with_its_headings_and_the_quote_marked(client: TestClient,
+                                                                    built: ViewsIndex):
+    text = built.canonical["guide.md"]
+    start = text.index("A red alarm")
+    page = client.get("/documents/guide.md", params={"from": start, "to": start + 50})
+    assert _where(page.text) == "Alarms"
+    assert ('<h2>Alarms</h2>\n<p><mark id="quote">A red alarm stops the turbine within four '
+            "seconds.</mark></p>") in _view(page.text)
+
+
+def test_docx_is_shown_with_its_headings(client: TestClient, built: ViewsIndex):
+    text = built.canonical["manual.docx"]
+    start = text.index("The turbine oil")
+    page = client.get("/documents/manual.docx", params={"from": start, "to": start + 62})
+    assert _view(page.text) == (
+        '<main id="view"><article class="markup"><h1>Maintenance manual</h1><p>Read the whole '
+        "manual before the first shift.</p><h2>Oil changes</h2><p><mark id=\"quote\">The turbine "
+        "oil is changed every two thousand operating hours.</mark></p></article>")
+    assert _where(page.text) == "Oil changes"
+
+
+def test_a_transcript_shows_its_cues_with_their_times(client: TestClient, built: ViewsIndex):
+    text = built.canonical["briefing.vtt"]
+    start = text.index("The assembly")
+    page = client.get("/documents/briefing.vtt", params={"from": start, "to": start + 41})
+    assert _where(page.text) == "00:04.5 to 00:09"
+    assert ('<tr class="cited" id="quote"><td class="time">00:04.5 &ndash; 00:09</td><td>The assembly '
+            "point is the north car park.</td></tr>") in _view(page.text)
+    assert _view(page.text).count("<tr") == 3
+
+
+def test_the_original_is_served_and_html_never_runs_as_this_site(client: TestClient, built: ViewsIndex):
+    pdf = client.get("/originals/report.pdf")
+    assert (pdf.status_code, pdf.headers["content-type"]) == (200, "application/pdf")
+    assert pdf.content == (built.corpus_dir / "report.pdf").read_bytes()
+    assert pdf.headers["content-disposition"] == 'inline; filename="report.pdf"'
+    page = client.get("/originals/visitors.html")
+    assert page.headers["content-disposition"] == 'attachment; filename="visitors.html"'
+    assert page.headers["content-security-policy"] == "sandbox"
+    assert client.get("/originals/broken.pdf").json() == {
+        "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"}
+
+
+def test_failed_documents_are_named_with_their_reason(client: TestClient):
+    body = client.get("/status/documents").json()
+    assert body["failed"] == [{"document_id": "broken.pdf", "reason": "unreadable PDF: Failed to load "
+                               "document (PDFium: Data format error)."}]
+    assert body["skipped"] == []
+    assert body["generation"] == client.get("/status").json()["generation"]
+
+
+def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, built: ViewsIndex):
+    body = client.post("/ask", json={"question": "how often is the reactor cooling loop inspected"}).json()
+    assert body["answered"]
+    first = body["quoted_answer"][0]
+    cited = body["citations"][first["citation"] - 1]
+    assert first == {"text": COOLING_SENTENCE, "citation": first["citation"],
+                     "from": built.canonical["report.pdf"].index(COOLING_SENTENCE),
+                     "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE)}
+    assert cited["document_id"] == "report.pdf"
+    for sentence in body["quoted_answer"]:
+        document = body["citations"][sentence["citation"] - 1]["document_id"]
+        assert built.canonical[document][sentence["from"]:sentence["to"]] == sentence["text"]
+    refused = client.post("/ask", json={"question": "what is the capital of france"}).json()
+    assert (refused["answered"], refused["quoted_answer"]) == (False, [])
+
+
+def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestClient, QueryService],
+                                                           built: ViewsIndex):
+    client, service = served
+    question = "how often is the reactor cooling loop inspected"
+    answer = client.post("/ask", json={"question": question}).json()
+    stored = client.post("/feedback", json={"question": question, "helpful": False,
+                                            "comment": "I wanted the inspection rota"})
+    assert stored.status_code == 200
+    sources = [f"{c['document_id']}{c['fragment']}" for c in answer["citations"]]
+    assert stored.json()["sources"] == sources and stored.json()["generation"] == answer["generation"]
+    rows = read_feedback(Warehouse(built.data_dir))
+    assert [(r.question, r.helpful, r.comment, r.generation, r.sources) for r in rows][-1] == (
+        question, False, "I wanted the inspection rota", answer["generation"], tuple(sources))
+    # The DuckDB file shows the table once the background refresh ran (observed, bounded).
+    refresher_done = _wait_for(lambda: _duckdb_rows(built) == len(rows))
+    assert refresher_done, "rag.duckdb never showed the feedback row"
+
+
+def _duckdb_rows(built: ViewsIndex) -> int:
+    try:
+        with duckdb.connect(str(built.data_dir / "rag.duckdb"), read_only=True) as con:
+            return con.execute(f"select count(*) from {FEEDBACK}").fetchone()[0]
+    except duckdb.Error:
+        return -1
+
+
+def _wait_for(condition, attempts: int = 200) -> bool:
+    import time
+
+    for _ in range(attempts):
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize(("body", "status", "error"), [
+    (b"{not json", 400, "the body is not JSON (Expecting property name enclosed in double quotes: "
+                        "line 1 column 2 (char 1)): nothing stored"),
+    (json.dumps({"question": "q", "helpful": True, "comment": "y" * 9000}).encode(), 413,
+     "feedback body over 8192 bytes: nothing stored"),
+    (json.dumps({"question": "q", "helpful": "yes"}).encode(), 422,
+     "helpful: Input should be a valid boolean: nothing stored"),
+    (json.dumps({"question": "q", "helpful": True, "rating": 5}).encode(), 422,
+     "rating: Extra inputs are not permitted: nothing stored"),
+    (json.dumps(["q", True]).encode(), 422, "the body must be a JSON object: nothing stored"),
+])
+def test_bad_feedback_is_one_clear_error_and_nothing_is_stored(client: TestClient, built: ViewsIndex,
+                                                               body: bytes, status: int, error: str):
+    before = len(read_feedback(Warehouse(built.data_dir)))
+    response = client.post("/feedback", content=body, headers={"Content-Type": "application/json"})
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    assert len(read_feedback(Warehouse(built.data_dir))) == before

@@ -1,0 +1,144 @@
+"""The page and the document views in a real headless Chromium, over a team folder of every
+viewed format: the quoted answer, the PDF page image, the sheet grid, the failed documents, the
+feedback buttons and the sign-in prompt of the access contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.evaluation.feedback import read_feedback
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.app import create_app
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import running_service
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+from rag_pipeline_tests.service.browser import CHROMIUM, chromium_page, serve_in_thread
+from rag_pipeline_tests.service.views_corpus import COOLING_SENTENCE, ViewsIndex, build_views_index
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.is_file(),
+    reason=f"no Chromium at {CHROMIUM}: install the Debian package (`bash .ci/setup` runs "
+           "`apt-get install -y chromium`)")
+
+TIMEOUT_MS = 30_000
+QUESTION = "how often is the reactor cooling loop inspected"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> ViewsIndex:
+    return build_views_index(tmp_path_factory.mktemp("page-views"), hashed_embedder)
+
+
+@pytest.fixture(scope="module")
+def base_url(built: ViewsIndex, hashed_embedder: HashedEmbedder) -> Iterator[str]:
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          serve_in_thread(create_app(service)) as url):
+        yield url
+
+
+def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
+        assert page.inner_text("#answer-kind") == (
+            "· quoted word for word from the sources below (no model wrote it)")
+        assert page.locator("#quoted li q").all_inner_texts() == [COOLING_SENTENCE]
+        assert page.locator("#quoted li a.cite").all_inner_texts() == ["[1]"]
+        # Above the sources; no sign-in prompt without [access].
+        answer, source = page.locator("#answer"), page.locator("article.source")
+        assert answer.bounding_box()["y"] < source.bounding_box()["y"]
+        assert page.locator("#login").is_hidden()
+        page.click("#quoted a.cite")
+        page.wait_for_selector("#page-image", timeout=TIMEOUT_MS)
+        page.wait_for_function("document.getElementById('page-image').complete", timeout=TIMEOUT_MS)
+        assert page.evaluate("document.getElementById('page-image').naturalWidth") == 1191
+        assert page.inner_text("#where") == "page 2 of 3"
+        box = page.locator(".box#quote").bounding_box()
+        image = page.locator("#page-image").bounding_box()
+        header = page.locator("header").bounding_box()
+        # The box lies on the image, below the sticky header, inside the window.
+        assert image["x"] <= box["x"] and box["x"] + box["width"] <= image["x"] + image["width"]
+        assert header["y"] + header["height"] <= box["y"] < 900
+        page.click("#next-page")
+        page.wait_for_selector("#where:has-text('page 3 of 3')", timeout=TIMEOUT_MS)
+        assert page.locator(".box").count() == 0
+        assert page.locator("#next-page").count() == 0 and page.locator("#prev-page").count() == 1
+
+
+def test_the_sheet_grid_marks_the_cited_cells(base_url: str, built: ViewsIndex, tmp_path: Path):
+    text = built.canonical["budget.xlsx"]
+    start = text.index("Item: Turbine maintenance")
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(f"{base_url}/documents/budget.xlsx?from={start}&to={text.index(chr(10), start)}#quote")
+        page.wait_for_selector("td.cited", timeout=TIMEOUT_MS)
+        assert page.inner_text("#where") == "Budget 2026!A4:D4"
+        assert page.locator("td.cited").all_inner_texts() == ["Turbine maintenance", "430", "410", "445"]
+        assert page.locator("td#quote").is_visible()
+        page.click("a.tab")
+        page.wait_for_selector("#where:has-text('Notes')", timeout=TIMEOUT_MS)
+        assert page.locator("td.cited").count() == 0
+
+
+def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#health:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.inner_text("#health h2") == "1 document could not be read: not searchable until fixed"
+        assert page.locator("#problems li").all_inner_texts() == [
+            "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error)."]
+
+
+def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_path: Path):
+    before = len(read_feedback(Warehouse(built.data_dir)))
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("#feedback", timeout=TIMEOUT_MS)
+        page.fill("#feedback-comment", "I wanted the inspection rota")
+        page.click("#not-helpful")
+        page.wait_for_selector("#feedback-status:has-text('stored')", timeout=TIMEOUT_MS)
+        assert page.inner_text("#feedback-status") == "Thank you: your feedback is stored."
+    rows = read_feedback(Warehouse(built.data_dir))
+    assert len(rows) == before + 1
+    assert (rows[-1].question, rows[-1].helpful, rows[-1].comment, rows[-1].sources) == (
+        QUESTION, False, "I wanted the inspection rota", ("report.pdf#page=2",))
+
+
+def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(base_url: str,
+                                                                             tmp_path: Path):
+    """The access contract, played by the browser against stand-in answers: a 401 shows the
+    prompt; the token is kept in sessionStorage, sent to POST /session and then as the Bearer
+    header of the retried question."""
+    seen: list[tuple[str, str, str | None]] = []
+    with chromium_page(tmp_path / "profile") as page:
+        def guarded(route) -> None:
+            request = route.request
+            path = request.url.removeprefix(base_url)
+            seen.append((request.method, path.split("?")[0], request.headers.get("authorization")))
+            if path == "/session":
+                route.fulfill(status=204, body="")
+            elif path in ("/status", "/status/documents", "/ask") and \
+                    request.headers.get("authorization") != "Bearer s3cret":
+                route.fulfill(status=401, content_type="application/json",
+                              body=json.dumps({"error": "a token is needed"}))
+            else:
+                route.continue_()
+
+        page.route("**/*", guarded)
+        page.goto(base_url + "/")
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        page.fill("#question", QUESTION)
+        page.click("#ask-button")
+        page.wait_for_selector("#result:has-text('Sign in to ask.')", timeout=TIMEOUT_MS)
+        page.fill("#token", "s3cret")
+        page.click("#login-form button")
+        page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
+        assert page.locator("#login").is_hidden()
+        assert page.evaluate("sessionStorage.getItem('rag_token')") == "s3cret"
+    assert ("POST", "/session", "Bearer s3cret") in seen
+    asks = [auth for method, path, auth in seen if path == "/ask"]
+    assert asks == [None, "Bearer s3cret"]
