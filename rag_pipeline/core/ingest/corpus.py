@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.core.ingest.formats import REGISTRY, format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -95,6 +95,8 @@ def extract_document(path: Path, corpus_root: Path,
         extracted = fmt.extract(data, path.stem)
     except ExtractionError as exc:
         return failed(str(exc), digest)
+    except MemoryError:
+        return failed(f"out of memory reading this {fmt.name} file: too large to read", digest)
     if not extracted.canonical_text.strip():
         return failed("no text: the file is empty after extraction", digest)
     return DocumentRecord(document_id, str(path), extracted.title, extracted.canonical_text,
@@ -143,6 +145,8 @@ def extract_corpus(corpus_root: Path, previous: Iterable[DocumentRecord] = (),
         raise FileNotFoundError(f"corpus folder not found: {corpus_root}")
     reusable = {r.document_id: r for r in previous if r.ok}
     records, extracted, reused, moved = [], 0, 0, 0
+    for fmt in REGISTRY:
+        fmt.start_run()
     for path in discover(corpus_root):
         document_id = document_id_for(path, corpus_root)
         fmt = format_for(path)

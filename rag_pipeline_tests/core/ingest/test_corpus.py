@@ -169,7 +169,7 @@ def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
     assert record.canonical_text == "# Real Title\n\nBody text.\n"
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "2")
+        "markdown", "markdown-frontmatter", "3")
     # The text before "# Real Title" (none) and the heading's body, both titled by the document.
     assert record.sections == (Section("Real Title", 0, 0, 1), Section("Real Title", 12, 25, 1))
     assert (record.anchors, record.notes) == ((), ())
@@ -258,7 +258,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "2"
+    assert records["guide.md"].extractor_version == "3"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 
@@ -392,3 +392,19 @@ def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
         ("good.md", "ok", None)]
     table = documents_table(records)
     assert table.column("document_id").to_pylist() == ["bad\\xffbytes.md", "good.md"]
+
+
+def test_out_of_memory_fails_only_the_document_that_ran_out(tmp_path, monkeypatch):
+    from rag_pipeline.core.ingest.formats.text import TextFormat
+
+    (tmp_path / "bomb.txt").write_text("x\n", encoding="utf-8")
+    (tmp_path / "fine.md").write_text("# Fine\n\nStill read.\n", encoding="utf-8")
+
+    def exhausted(self, data, stem):
+        raise MemoryError
+
+    monkeypatch.setattr(TextFormat, "extract", exhausted)
+    records = by_id(extract_corpus(tmp_path).records)
+    assert (records["bomb.txt"].status, records["bomb.txt"].error) == (
+        "failed", "out of memory reading this text file: too large to read")
+    assert records["fine.md"].status == "ok"
