@@ -13,7 +13,9 @@ OCR recognises) and decides, page by page:
   full lines on both sides); runs that cross it (a title over both columns) cut the page into
   bands read in turn.
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
-  cells joined by `` | ``, one row a line.
+  cells joined by `` | ``, one row a line, declared as a table whose first row is its header
+  (:func:`table_spans`); a table going on at the top of the next page with as many cells is
+  the same table, its header repeated there or not.
 - **Paragraphs** are consecutive lines without a vertical gap, a change of font size or a
   heading between them; a paragraph that does not end a sentence at the foot of a page goes
   on at the top of the next, and a footnote (small type at the foot of a page) comes after
@@ -52,7 +54,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Anchor, Section
+from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
 
 HEADING_SIZE_RATIO = 1.12
@@ -137,6 +139,7 @@ class Layout:
         footnotes: Footnote blocks moved out of the running text.
         hyphen_breaks: Every line-end hyphen decision, in reading order.
         sections_from: ``outline``, ``font`` or ``none``.
+        tables: The tables, each row a line, a table continued over pages one table.
     """
 
     title: str
@@ -148,6 +151,7 @@ class Layout:
     footnotes: int
     hyphen_breaks: tuple[HyphenBreak, ...]
     sections_from: str
+    tables: tuple[TableSpan, ...] = ()
 
 
 @dataclass
@@ -523,6 +527,39 @@ def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int,
     return text, block_spans, page_spans
 
 
+def table_spans(block_spans: Sequence[tuple[int, int, _Block]]) -> tuple[TableSpan, ...]:
+    """The table blocks as tables: the first line the header, every other line a row. A table
+    block that starts a page right after a table block ending the previous one, its rows of
+    as many cells, continues that table (one span over both; a header line repeated on the
+    new page is kept in the text as the start of the row after it)."""
+    tables: list[TableSpan] = []
+    previous: _Block | None = None
+    for start, end, block in block_spans:
+        if block.kind is not BlockKind.TABLE:
+            previous = block
+            continue
+        line_starts, offset = [], start
+        for _, piece in block.pieces:
+            line_starts.append(offset + len(piece) - len(piece.lstrip("\n")))
+            offset += len(piece)
+        continues = (tables and previous is not None and previous.kind is BlockKind.TABLE
+                     and tables[-1].end == start - 2
+                     and previous.lines[-1].page < block.lines[0].page
+                     and previous.lines[-1].cells == block.lines[0].cells)
+        if continues:
+            last = tables[-1]
+            rows = line_starts
+            if block.lines[0].text == last.header and len(line_starts) > 1:
+                rows = [line_starts[0], *line_starts[2:]]  # the repeated header opens a row
+            tables[-1] = TableSpan(last.start, end, last.header, last.header_end,
+                                   (*last.rows, *rows))
+        elif len(block.lines) >= 2:
+            header = block.lines[0].text
+            tables.append(TableSpan(start, end, header, start + len(header), tuple(line_starts[1:])))
+        previous = block
+    return tuple(tables)
+
+
 def _squash(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
@@ -619,4 +656,4 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
                     if span.end > span.start)
     nonblank = tuple(section for section in sections if text[section.start:section.end].strip())
     return Layout(title, text, nonblank, anchors, dropped, tuple(toc_pages), footnotes,
-                  tuple(joiner.breaks), sections_from)
+                  tuple(joiner.breaks), sections_from, table_spans(block_spans))

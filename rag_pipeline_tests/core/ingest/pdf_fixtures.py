@@ -142,3 +142,29 @@ def empty_pages_pdf(pages: int, side: float) -> bytes:
     out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
             "%%EOF\n").encode()
     return out
+
+
+TABLE_HEADERS = ("Site", "Lead", "Duration")
+
+
+def long_table_pdf(rows: int = 60) -> bytes:
+    """A heading, a sentence, then a table of ``rows`` rows under ``TABLE_HEADERS`` that runs
+    over onto page 2 (fpdf2 repeats the header row there), then a closing sentence."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.start_section("Shifts")
+    pdf.set_font("Helvetica", style="B", size=16)
+    pdf.cell(0, 10, "Shifts", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "Who works where, and for how long, in the spring term.",
+                   new_x="LMARGIN", new_y="NEXT")
+    with pdf.table(first_row_as_headings=True) as table:
+        header = table.row()
+        for name in TABLE_HEADERS:
+            header.cell(name)
+        for number in range(1, rows + 1):
+            row = table.row()
+            for value in (f"Delta flats {number}", "Tomas Ruiz", f"{number} hours"):
+                row.cell(value)
+    pdf.multi_cell(0, 6, "After the table comes more text.", new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())

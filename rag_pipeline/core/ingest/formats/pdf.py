@@ -87,13 +87,14 @@ class PdfFormat(DocumentFormat):
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
         tesseract = tesseract_version() or "absent"
         return Extractor("pdf-pdfium+tesseract",
-                         f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+                         f"5+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         reading = read_pdf(data, stem, self.ocr, self.budget)
         layout = reading.layout
         return Extracted(title=layout.title, canonical_text=layout.canonical_text,
-                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading))
+                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading),
+                         tables=layout.tables)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#page=N`` (RFC 8118) for the page the span starts on; ``#char=`` without pages."""
