@@ -67,9 +67,11 @@ def test_a_manual_becomes_its_canonical_text_sections_anchors_and_notes():
     assert extracted.title == "Layout Test Manual"
     assert extracted.canonical_text == MANUAL_TEXT
     text = extracted.canonical_text
-    # Each outline entry labels the text after its heading; the heading is in no section.
+    # Each outline entry labels the text after its heading; the heading is in no section. The
+    # footnote is a section of its own, labelled as the footnote of its section.
     assert [(s.title, s.level, text[s.start:s.end].strip()[:24]) for s in extracted.sections] == [
         ("Introduction", 1, "The layout reads a page "),
+        ("Introduction (footnote)", 1, "1 A footnote in small ty"),
         ("Tables", 2, "Name | Size | Kind\nalpha"),
         ("Columns", 2, "The left column comes fi"),
     ]
@@ -126,7 +128,8 @@ def test_without_an_outline_sections_come_from_type_size():
     assert extracted.canonical_text == MANUAL_TEXT
     # 16-point headings are level 1, 13-point ones level 2; "2 Usage" has no body of its own.
     assert [(s.title, s.level) for s in extracted.sections] == [
-        ("1 Introduction", 1), ("2.1 Tables", 2), ("2.2 Columns", 2)]
+        ("1 Introduction", 1), ("1 Introduction (footnote)", 1), ("2.1 Tables", 2),
+        ("2.2 Columns", 2)]
     assert dict(extracted.notes)["sections_from"] == "font"
 
 
