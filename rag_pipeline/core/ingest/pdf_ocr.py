@@ -166,8 +166,12 @@ def tesseract_version() -> str | None:
     return first[1] if len(first) >= 2 else "unknown"
 
 
-def _tesseract_tsv(image: bytes, settings: OcrSettings, page_number: int, dpi: int,
-                   timeout_s: float) -> str:
+def _tesseract_tsv(image: bytes, settings: OcrSettings, page_number: int, dpi: int | None = None,
+                   timeout_s: float | None = None) -> str:
+    """Tesseract's TSV of one image (any format Leptonica reads: PGM, PNG, TIFF); ``dpi`` and
+    ``timeout_s`` default to the settings'."""
+    dpi = dpi if dpi is not None else settings.dpi
+    timeout_s = timeout_s if timeout_s is not None else settings.page_timeout_s
     binary = shutil.which("tesseract")
     if binary is None:
         raise ExtractionError(MISSING_TESSERACT)
