@@ -32,7 +32,11 @@ For each twin:
   of the two forms (``factor`` or ``non-numeric``), how many the rule, always joining and
   always keeping the hyphen get right.
 - A **scanned twin**: pages of ``bashref.pdf`` rasterised by ``pdftoppm`` into an image-only
-  PDF, read through OCR, against the same pages of the text PDF, with each page's confidence.
+  PDF, read through OCR, against the same pages of the text PDF, with each page's confidence,
+  the wall-clock seconds a page and the CPU seconds a page (rendering and Tesseract).
+- **Made-here corpora** first (:mod:`rag_pipeline.benchmarks.made_here`, no download): a long
+  table per format, scored by the share of rows whose chunk names every column header, and
+  needles per format; ``--made-here-only`` stops after them.
 
 Some 530 lines in one module because it is one benchmark whose tables share their needles,
 their chunker call and their scoring (:func:`score`, :func:`eligible`): split, each part would
@@ -45,6 +49,7 @@ from __future__ import annotations
 import argparse
 import io
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -55,11 +60,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.benchmarks.made_here import (
+    HEADERS,
+    LONG_TABLE_WRITERS,
+    NEEDLE_CORPORA,
+    needle_share,
+    table_header_share,
+)
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy, chunk_document
-from rag_pipeline.core.ingest.extracted import Section
+from rag_pipeline.core.ingest.extracted import Section, TableSpan
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak
-from rag_pipeline.core.ingest.pdf_ocr import OcrSettings
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, default_workers
 from rag_pipeline.core.text.markdown_table import markdown_table
 
 DEFAULT_CACHE = Path("/tmp/rag_pipeline_twins")
@@ -209,10 +221,13 @@ NAVIGATION = re.compile(r"\b(?:Next|Previous|Up): |\[(?:Contents|Index)\]")
 [Contents][Index]"): a chunk holding any of it is navigation."""
 
 
-def chunk_sections(text: str, sections: Sequence[Section], title: str) -> tuple[tuple[str, str], ...]:
-    """The project's ``header`` chunker over the text's sections, as (section title, content)."""
+def chunk_sections(text: str, sections: Sequence[Section], title: str,
+                   tables: Sequence[TableSpan] = ()) -> tuple[tuple[str, str], ...]:
+    """The project's ``header`` chunker over the text's sections (long ``tables`` cut between
+    rows), as (section title, content)."""
     chunks = chunk_document("twin", title, text, ChunkingStrategy.HEADER,
-                            ChunkingSettings(target_chars=TARGET_CHARS), sections=sections)
+                            ChunkingSettings(target_chars=TARGET_CHARS), sections=sections,
+                            tables=tables)
     return tuple((chunk.section, chunk.content) for chunk in chunks)
 
 
@@ -241,7 +256,7 @@ def html_chunked(files: Sequence[Path]) -> tuple[list[str], list[str]]:
         data = file.read_bytes()
         extracted = html.extract(data, file.stem)
         ours += [content for _, content in chunk_sections(extracted.canonical_text, extracted.sections,
-                                                           extracted.title)]
+                                                           extracted.title, extracted.tables)]
         soup = BeautifulSoup(data, "lxml")
         for tag in soup(["script", "style", "head"]):
             tag.decompose()
@@ -285,7 +300,8 @@ def pypdf_pages(pdf: Path) -> list[str]:
 def pipeline(reading: PdfReading, reader: str = "pipeline (pdfium layout)") -> ChunkedText:
     layout = reading.layout
     return ChunkedText(reader, layout.title, layout.canonical_text,
-                       chunk_sections(layout.canonical_text, layout.sections, layout.title),
+                       chunk_sections(layout.canonical_text, layout.sections, layout.title,
+                                      layout.tables),
                        len(reading.ocr_pages), reading.mean_ocr_confidence)
 
 
@@ -476,11 +492,13 @@ def compare_scanned(twin: Twin, root: Path, first: int, count: int,
     pdf_needles = eligible(needles, poppler)
     heads = running_heads(poppler)
     text_reading = read_pdf(text_pdf, pdf.stem, settings)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
     scan_reading = read_pdf(scanned, pdf.stem, settings)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
     print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} rasterised at 200 dpi "
-          f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s\n")
+          f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s "
+          f"({seconds / count:.1f} s a page wall clock, {settings.workers or default_workers()} "
+          f"page(s) at once; {cpu / count:.2f} CPU s a page, rendering and Tesseract)\n")
     text_row = score(pipeline(text_reading, "pipeline, text PDF"), pdf_needles, heads)
     scan_row = score(pipeline(scan_reading, "pipeline, scanned PDF (OCR)"), pdf_needles, heads)
     print(rows_table([text_row, scan_row]))
@@ -493,6 +511,29 @@ def compare_scanned(twin: Twin, root: Path, first: int, count: int,
     return ratio, scan_reading.mean_ocr_confidence
 
 
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (Tesseract)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def made_here_tables(rows: int) -> str:
+    """The made-here corpora: long tables per format (rows whose chunk names every column
+    header, with the format's table declarations and without) and needles per format."""
+    tables = [table_header_share(fmt, rows) for fmt in LONG_TABLE_WRITERS]
+    needles = [needle_share(fmt) for fmt in NEEDLE_CORPORA]
+    return "\n\n".join([
+        f"## Made here: a {rows}-row table per format ({', '.join(HEADERS)}), 512-character "
+        "header chunks",
+        markdown_table(["format", "tables declared", "chunks", "rows whose chunk names every header",
+                        "same, tables not declared to the chunker"],
+                       [[t.format, t.tables, t.chunks, share(t.named, t.rows),
+                         share(t.named_undeclared, t.rows)] for t in tables]),
+        "## Made here: needles per format",
+        markdown_table(["format", "needles quoted whole by one chunk"],
+                       [[n.format, share(n.quoted, n.needles)] for n in needles])])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_pipeline.benchmarks.extraction",
                                      description=__doc__.split("\n", 1)[0])
@@ -503,7 +544,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="pages in the scanned twin, the OCR bound (default 30; 0 skips it)")
     parser.add_argument("--twins", nargs="*", default=[t.name for t in TWINS],
                         help="twins to run (default all)")
+    parser.add_argument("--table-rows", type=int, default=60,
+                        help="rows of the made-here long tables (default 60)")
+    parser.add_argument("--made-here-only", action="store_true",
+                        help="only the made-here corpora (tables, needles per format): no downloads")
     args = parser.parse_args(argv)
+    print(made_here_tables(args.table_rows))
+    if args.made_here_only:
+        return 0
     unknown = sorted(set(args.twins) - {t.name for t in TWINS})
     if unknown:
         print(f"error: unknown twin(s) {', '.join(unknown)}; known: {', '.join(t.name for t in TWINS)}",

@@ -283,7 +283,8 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
     sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk; a long table
     of ``tables`` is cut between rows only. The header strategies put the header row of the
     table a chunk starts in after the ``[Title > Section]`` line of its ``text`` when the chunk
-    starts after that header row (its ``content`` stays the exact slice). The blind
+    starts after that header row and does not start with it again (a PDF page repeating it);
+    its ``content`` stays the exact slice. The blind
     strategies cut the whole text, each window labelled by the section it starts in.
     """
     settings = settings or ChunkingSettings()
@@ -307,7 +308,7 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
                 if strategy.overlap else "")
         body = f"{tail} {content}" if tail else content
         table_header = repeated_header(tables, start) if strategy.header else ""
-        if table_header:
+        if table_header and not content.startswith(table_header):
             body = f"{table_header}\n{body}"
         text = f"{header}\n{body}" if header else body
         chunks.append(Chunk(f"{document_id}:{start}-{end}", document_id, ordinal, section_title,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from rag_pipeline.core.index.ann import AnnIndex
 from rag_pipeline.core.index.ann_index import open_ann_index
@@ -34,7 +35,7 @@ from rag_pipeline.core.index.mapped import (
     mapped_vectors,
 )
 from rag_pipeline.core.index.row_reads import StringColumn
-from rag_pipeline.core.ingest import Anchor
+from rag_pipeline.core.ingest import Anchor, TableSpan
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -57,6 +58,7 @@ class DocumentInfo:
     path: str
     format: str
     anchors: tuple[Anchor, ...]
+    tables: tuple[TableSpan, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,12 +172,17 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     (model_name, fingerprint), = stamps or [tuple(model_key.split("@", 1))]
     if f"{model_name}@{fingerprint}" != model_key:
         raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
+    document_columns = ["document_id", "title", "path", "format", "anchors", "status"]
+    if "tables" in pq.read_schema(warehouse.full_path(files[DOCUMENTS]),
+                                  filesystem=warehouse.fs).names:
+        document_columns.append("tables")  # a documents file written before tables had none
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
                                          row["format"],
-                                         tuple(Anchor(**a) for a in row["anchors"] or ()))
-        for row in warehouse.read_file(files[DOCUMENTS], columns=[
-            "document_id", "title", "path", "format", "anchors", "status"]).to_pylist()
+                                         tuple(Anchor(**a) for a in row["anchors"] or ()),
+                                         tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
+                                               for t in row.get("tables") or ()))
+        for row in warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
         if row["status"] == "ok"}
     order = found.to_numpy().astype(np.int64)
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.

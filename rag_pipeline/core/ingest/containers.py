@@ -184,6 +184,8 @@ class _Reader:
             extracted = fmt.extract(data, stem)
         except ExtractionError as exc:
             return failed(str(exc))
+        except MemoryError:
+            return failed(f"out of memory reading this {fmt.name} file: too large to read")
         return [_ok(document_id, path, digest, fmt, stamp, extracted)]
 
     def _container(self, fmt: ContainerFormat, document_id: str, path: str, stem: str,

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.formats import DocumentFormat, format_for
+from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings
 from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, deleted_rows
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
@@ -80,6 +80,8 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
         extracted = fmt.extract(data, stem)
     except ExtractionError as exc:
         return failed(str(exc))
+    except MemoryError:
+        return failed(f"out of memory reading this {fmt.name} file: too large to read")
     if not extracted.canonical_text.strip():
         return failed("no text: the file is empty after extraction")
     return [DocumentRecord(document_id, location, extracted.title, extracted.canonical_text,
@@ -229,13 +231,16 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
     is checked again on every run: that costs one ``stat``, and the limit may have been raised).
     A new id whose content is a vanished record's is a rename: the record moves (by fingerprint
-    on a content-addressed source, else by sha256). Records are matched by document id, so a corpus folder that moved
-    reuses every unchanged record with its ``path`` set to where the file is now.
+    on a content-addressed source, else by sha256). Records are matched by document id, so a
+    corpus folder that moved reuses every unchanged record with its ``path`` set to where the
+    file is now.
 
     Raises:
         SourceError: If the source cannot be listed, or disappeared while it was read.
     """
     settings = settings or ExtractionSettings()
+    for fmt in REGISTRY:  # per-run budgets (OCR seconds) start again
+        fmt.start_run()
     source = LocalSource(corpus) if isinstance(corpus, Path) else corpus
     previous = PreviousRecords(previous)
     prior = {r.document_id: r for r in previous}

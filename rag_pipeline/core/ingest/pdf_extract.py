@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import DocumentPage, ExtractionError
 from rag_pipeline.core.ingest.pdf_layout import Layout, lay_out
-from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, OcrSettings, ocr_page, tesseract_version
+from rag_pipeline.core.ingest.pdf_ocr import (
+    MISSING_TESSERACT,
+    OcrBudget,
+    OcrSettings,
+    ocr_pages,
+    tesseract_version,
+)
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageSource, PageText, outline, page_runs
 
 
@@ -47,18 +53,20 @@ def _has_text(page: PageText) -> bool:
     return any(run.text.strip() for run in page.runs)
 
 
-def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None) -> PdfReading:
+def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
+             budget: OcrBudget | None = None) -> PdfReading:
     """Reads a PDF's bytes.
 
     Args:
         data: The file's bytes.
         stem: The fall-back title.
         settings: OCR settings; the defaults when ``None``.
+        budget: The run's OCR time left, shared by its documents; unbounded when ``None``.
 
     Raises:
         ExtractionError: Unreadable or encrypted file; pages without text and no Tesseract;
-            more pages without text than ``settings.max_pages``; an OCR failure or time-out;
-            no text at all.
+            more pages without text than ``settings.max_pages``; a page too large to render;
+            an OCR failure or time-out (per page, document or run); no memory; no text at all.
     """
     import pypdfium2
 
@@ -78,10 +86,12 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None) -> Pdf
         if len(blank) > settings.max_pages:
             raise ExtractionError(f"{len(blank)} pages without a text layer: over the OCR limit of "
                                   f"{settings.max_pages} pages per document")
-        for index in blank:
-            pages[index] = ocr_page(pdf, index, settings)
+        for index, page in ocr_pages(pdf, blank, settings, budget).items():
+            pages[index] = page
         entries: tuple[OutlineEntry, ...] = outline(pdf)
         metadata_title = pdf.get_metadata_value("Title") or ""
+    except MemoryError as exc:
+        raise ExtractionError("out of memory reading the PDF: too large to read") from exc
     finally:
         pdf.close()
     if not any(_has_text(page) for page in pages):

@@ -13,7 +13,9 @@ OCR recognises) and decides, page by page:
   full lines on both sides); runs that cross it (a title over both columns) cut the page into
   bands read in turn.
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
-  cells joined by `` | ``, one row a line.
+  cells joined by `` | ``, one row a line, declared as a table whose first row is its header
+  (:func:`table_spans`); a table going on at the top of the next page with as many cells is
+  the same table, its header repeated there or not.
 - **Paragraphs** are consecutive lines without a vertical gap, a change of font size or a
   heading between them; a paragraph that does not end a sentence at the foot of a page goes
   on at the top of the next, and a footnote (small type at the foot of a page) comes after
@@ -44,6 +46,7 @@ them (``pdf_extract``).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import statistics
@@ -52,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Anchor, Section
+from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
 
 HEADING_SIZE_RATIO = 1.12
@@ -137,6 +140,7 @@ class Layout:
         footnotes: Footnote blocks moved out of the running text.
         hyphen_breaks: Every line-end hyphen decision, in reading order.
         sections_from: ``outline``, ``font`` or ``none``.
+        tables: The tables, each row a line, a table continued over pages one table.
     """
 
     title: str
@@ -148,6 +152,7 @@ class Layout:
     footnotes: int
     hyphen_breaks: tuple[HyphenBreak, ...]
     sections_from: str
+    tables: tuple[TableSpan, ...] = ()
 
 
 @dataclass
@@ -167,15 +172,68 @@ def _body_size(pages: Sequence[PageText]) -> float:
     return float(sizes.most_common(1)[0][0]) if sizes else 10.0
 
 
+SUPERSCRIPT_SIZE_RATIO = 0.85
+"""A footnote mark is set in type at most this fraction of its line's size, raised above its
+baseline."""
+
+_MARK = re.compile(r"^(?:\d{1,3}|[*†‡§¶]{1,3})(?:,(?:\d{1,3}|[*†‡§¶]{1,3}))*$")
+
+
 def _rows(runs: Sequence[TextRun]) -> list[list[TextRun]]:
-    """Runs grouped by baseline (within a third of their size), top to bottom, left to right."""
+    """Runs grouped by baseline (within a third of their size), top to bottom, left to right;
+    a raised footnote mark is part of the line it is raised above (:func:`_superscripts`)."""
     rows: list[list[TextRun]] = []
     for run in sorted(runs, key=lambda r: (r.baseline, r.x0)):
         if rows and run.baseline - rows[-1][0].baseline <= max(run.size, 3.0) * 0.35:
             rows[-1].append(run)
         else:
             rows.append([run])
-    return [sorted(row, key=lambda r: r.x0) for row in rows]
+    return _superscripts([sorted(row, key=lambda r: r.x0) for row in rows])
+
+
+def _is_superscript(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is a footnote mark raised above ``line``: a number or a dagger in smaller type
+    whose baseline lies above the line's and below its top, touching a run of the line."""
+    size = max(run.size for run in line)
+    if not _MARK.match(mark.text) or mark.size > SUPERSCRIPT_SIZE_RATIO * size:
+        return False
+    baseline = line[0].baseline
+    if not baseline - size * 0.75 <= mark.baseline < baseline - 0.5:
+        return False
+    return any(-1.0 <= mark.x0 - run.x1 <= 0.3 * size for run in line)
+
+
+def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
+    """Rows whose runs are all footnote marks raised above the next row, put into that row:
+    each mark glued to the run it follows (``runs`` + ``1`` is ``runs1``, as the HTML of the
+    same manual writes ``runs<sup>1</sup>``), and that run joined to the one after the mark
+    when the mark alone kept them apart. A mark that became a row of its own split its
+    sentence into two paragraphs."""
+    out: list[list[TextRun]] = []
+    index = 0
+    while index < len(rows):
+        row = rows[index]
+        following = rows[index + 1] if index + 1 < len(rows) else None
+        if following is None or not all(_is_superscript(mark, following) for mark in row):
+            out.append(row)
+            index += 1
+            continue
+        line = list(following)
+        for mark in row:
+            left = max((i for i, run in enumerate(line) if run.x1 <= mark.x0 + 1.0),
+                       key=lambda i: line[i].x1)
+            run = line[left]
+            glued = dataclasses.replace(run, text=run.text + mark.text, x1=max(run.x1, mark.x1))
+            after = line[left + 1] if left + 1 < len(line) else None
+            if after is not None and after.x0 - mark.x1 <= 1.5 * max(after.size, 1.0):
+                gap = " " if after.x0 - mark.x1 > 0.15 * after.size else ""
+                glued = dataclasses.replace(glued, text=glued.text + gap + after.text, x1=after.x1,
+                                            hyphen=after.hyphen)
+                del line[left + 1]
+            line[left] = glued
+        out.append(line)
+        index += 2
+    return out
 
 
 def _row_text(row: Sequence[TextRun]) -> str:
@@ -523,6 +581,63 @@ def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int,
     return text, block_spans, page_spans
 
 
+def table_spans(block_spans: Sequence[tuple[int, int, _Block]]) -> tuple[TableSpan, ...]:
+    """The table blocks as tables: the first line the header, every other line a row. A table
+    block that starts a page right after a table block ending the previous one, its rows of
+    as many cells, continues that table (one span over both; a header line repeated on the
+    new page is kept in the text as the start of the row after it)."""
+    tables: list[TableSpan] = []
+    previous: _Block | None = None
+    for start, end, block in block_spans:
+        if block.kind is not BlockKind.TABLE:
+            previous = block
+            continue
+        line_starts, offset = [], start
+        for _, piece in block.pieces:
+            line_starts.append(offset + len(piece) - len(piece.lstrip("\n")))
+            offset += len(piece)
+        continues = (tables and previous is not None and previous.kind is BlockKind.TABLE
+                     and tables[-1].end == start - 2
+                     and previous.lines[-1].page < block.lines[0].page
+                     and previous.lines[-1].cells == block.lines[0].cells)
+        if continues:
+            last = tables[-1]
+            rows = line_starts
+            if block.lines[0].text == last.header and len(line_starts) > 1:
+                rows = [line_starts[0], *line_starts[2:]]  # the repeated header opens a row
+            tables[-1] = TableSpan(last.start, end, last.header, last.header_end,
+                                   (*last.rows, *rows))
+        elif len(block.lines) >= 2:
+            header = block.lines[0].text
+            tables.append(TableSpan(start, end, header, start + len(header), tuple(line_starts[1:])))
+        previous = block
+    return tuple(tables)
+
+
+def footnote_sections(sections: Sequence[Section], block_spans: Sequence[tuple[int, int, _Block]],
+                      text_length: int, title: str) -> list[Section]:
+    """The sections with each footnote its own section, titled ``<section> (footnote)``: the
+    section holding it is cut before and after it, so a chunk never mixes a footnote with the
+    running text and its ``[Doc > ...]`` line says what it is. Without footnotes, the sections
+    as they are."""
+    notes = [(start, end) for start, end, block in block_spans if block.kind is BlockKind.FOOTNOTE]
+    if not notes:
+        return list(sections)
+    out: list[Section] = []
+    for section in sections or [Section(title, 0, text_length)]:
+        position = section.start
+        for start, end in notes:
+            if start < section.start or end > section.end:
+                continue
+            if start > position:
+                out.append(Section(section.title, position, start, section.level))
+            out.append(Section(f"{section.title} (footnote)", start, end, section.level))
+            position = end
+        if position < section.end or position == section.start:
+            out.append(Section(section.title, position, section.end, section.level))
+    return out
+
+
 def _squash(text: str) -> str:
     return "".join(ch for ch in text.lower() if ch.isalnum())
 
@@ -617,6 +732,7 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
         sections, sections_from = [], "none"
     anchors = tuple(Anchor(span.start, span.end, f"page={span.page + 1}") for span in page_spans
                     if span.end > span.start)
+    sections = footnote_sections(sections, block_spans, len(text), title)
     nonblank = tuple(section for section in sections if text[section.start:section.end].strip())
     return Layout(title, text, nonblank, anchors, dropped, tuple(toc_pages), footnotes,
-                  tuple(joiner.breaks), sections_from)
+                  tuple(joiner.breaks), sections_from, table_spans(block_spans))

@@ -4,15 +4,26 @@ Tesseract (Debian ``tesseract-ocr`` and ``tesseract-ocr-eng``; ``.ci/setup`` ins
 runs as a subprocess with TSV output, so every recognised word comes with its box and its
 confidence (0-100). Each Tesseract line becomes one :class:`TextRun` in page points, so an
 OCR page goes through the same layout (running heads, paragraphs, hyphens) as a text page.
+
+Every page is bounded before it is rendered: a page larger than PDF's own limit
+(:data:`MAX_PAGE_POINTS` a side) fails its document; a page is first rendered as a small
+thumbnail, and a blank one is never OCR'd; a page whose pixels at ``dpi`` would pass
+``max_page_pixels`` is rendered at the lower resolution that fits. Tesseract runs one
+single-threaded process per page, as many at once as ``workers``, and the time OCR may take
+is bounded per page, per document and per run (:class:`OcrBudget`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+import os
 import shutil
 import statistics
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -44,6 +55,15 @@ class OcrSettings:
             pages without text fails with that reason instead of taking hours.
         confidence_floor: Pages whose mean word confidence is below it are flagged in the
             document's notes (``low_confidence_pages``).
+        max_page_pixels: A page is rendered at ``dpi`` only while that makes at most this
+            many pixels (60 million: an A1 sheet at 300 dpi); a larger page is rendered at the
+            resolution that fits.
+        document_timeout_s: All OCR of one document together; past it the document fails
+            with that reason.
+        run_timeout_s: All OCR of one corpus run together (:class:`OcrBudget`); past it
+            every further document needing OCR fails with that reason, and the run goes on.
+        workers: Pages OCR'd at once (one single-threaded Tesseract each); 0 means one per
+            CPU core this process may use.
 
     Raises:
         ValueError: If a number is out of range.
@@ -54,16 +74,81 @@ class OcrSettings:
     page_timeout_s: float = 120.0
     max_pages: int = 100
     confidence_floor: float = DEFAULT_CONFIDENCE_FLOOR
+    max_page_pixels: int = 60_000_000
+    document_timeout_s: float = 900.0
+    run_timeout_s: float = 3600.0
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if not 72 <= self.dpi <= 600:
             raise ValueError(f"dpi must be in [72, 600], got {self.dpi}")
-        if self.page_timeout_s <= 0:
-            raise ValueError(f"page_timeout_s must be positive, got {self.page_timeout_s}")
+        for name in ("page_timeout_s", "document_timeout_s", "run_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_page_pixels < 1_000_000:
+            raise ValueError(f"max_page_pixels must be at least 1,000,000, got {self.max_page_pixels}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0, got {self.workers}")
         if self.max_pages < 0:
             raise ValueError(f"max_pages must be >= 0, got {self.max_pages}")
         if not 0 <= self.confidence_floor <= 100:
             raise ValueError(f"confidence_floor must be in [0, 100], got {self.confidence_floor}")
+
+
+MAX_PAGE_POINTS = 14_400.0
+"""The largest page side PDF allows (ISO 32000-1, annex C.2: 14,400 units, 200 inches)."""
+
+THUMBNAIL_PIXELS = 250_000
+"""A page is first rendered at most this large to see whether anything is drawn on it."""
+
+BLANK_LEVEL = 250
+"""A thumbnail whose darkest pixel is this light (0 black, 255 white) is a blank page."""
+
+
+class OcrBudget:
+    """The OCR seconds one corpus run may still spend, shared by its documents (and threads).
+
+    Args:
+        seconds: The run's budget.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.spent = 0.0
+        self._lock = threading.Lock()
+
+    def left(self) -> float:
+        with self._lock:
+            return self.seconds - self.spent
+
+    def spend(self, seconds: float) -> None:
+        with self._lock:
+            self.spent += seconds
+
+
+def default_workers() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_page_size(width: float, height: float, page_number: int) -> None:
+    """Raises ExtractionError for a page larger than PDF allows (:data:`MAX_PAGE_POINTS`)."""
+    if not (0 < width <= MAX_PAGE_POINTS and 0 < height <= MAX_PAGE_POINTS):
+        raise ExtractionError(
+            f"page {page_number} declares {width:,.0f} x {height:,.0f} points, over the "
+            f"{MAX_PAGE_POINTS:,.0f} points a side that PDF allows: not rendered")
+
+
+def render_scale(width: float, height: float, settings: OcrSettings) -> float:
+    """Pixels per point: ``dpi / 72``, lowered so the page has at most ``max_page_pixels``."""
+    scale = settings.dpi / 72
+    pixels = width * height * scale * scale
+    if pixels > settings.max_page_pixels:
+        scale *= math.sqrt(settings.max_page_pixels / pixels)
+    return scale
 
 
 @cache
@@ -81,17 +166,25 @@ def tesseract_version() -> str | None:
     return first[1] if len(first) >= 2 else "unknown"
 
 
-def _tesseract_tsv(png: bytes, settings: OcrSettings, page_number: int) -> str:
+def _tesseract_tsv(image: bytes, settings: OcrSettings, page_number: int, dpi: int | None = None,
+                   timeout_s: float | None = None) -> str:
+    """Tesseract's TSV of one image (any format Leptonica reads: PGM, PNG, TIFF); ``dpi`` and
+    ``timeout_s`` default to the settings'."""
+    dpi = dpi if dpi is not None else settings.dpi
+    timeout_s = timeout_s if timeout_s is not None else settings.page_timeout_s
     binary = shutil.which("tesseract")
     if binary is None:
         raise ExtractionError(MISSING_TESSERACT)
+    # The child's environment is this process's, with Tesseract held to one thread: pages
+    # run side by side instead, which is faster on every core count.
+    environment = {**os.environ, "OMP_THREAD_LIMIT": "1"}
     try:
         done = subprocess.run([binary, "stdin", "stdout", "-l", settings.language, "--dpi",
-                               str(settings.dpi), "tsv"], input=png, capture_output=True,
-                              timeout=settings.page_timeout_s, check=False)
+                               str(dpi), "tsv"], input=image, capture_output=True,
+                              timeout=timeout_s, check=False, env=environment)
     except subprocess.TimeoutExpired as exc:
-        raise ExtractionError(f"OCR of page {page_number} took over {settings.page_timeout_s:g} s "
-                              "(the per-page limit)") from exc
+        raise ExtractionError(f"OCR of page {page_number} took over {timeout_s:g} s (the "
+                              "limit left for the page, its document or the run)") from exc
     if done.returncode != 0:
         reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ExtractionError(f"tesseract failed on page {page_number}: "
@@ -159,18 +252,108 @@ def runs_from_tsv(tsv: str, index: int, scale: float) -> tuple[tuple[TextRun, ..
     return tuple(runs), round(statistics.fmean(confidences), 2)
 
 
-def ocr_page(pdf: pypdfium2.PdfDocument, index: int, settings: OcrSettings) -> PageText:
-    """Page ``index`` rasterised at ``settings.dpi`` and read by Tesseract.
+@dataclass(frozen=True)
+class RenderedPage:
+    """A page ready for Tesseract: a greyscale PGM, or ``None`` for a blank page."""
+
+    index: int
+    width: float
+    height: float
+    image: bytes | None
+    scale: float
+
+
+def render_page(pdf: pypdfium2.PdfDocument, index: int, settings: OcrSettings) -> RenderedPage:
+    """Page ``index`` checked (:func:`check_page_size`), tried as a thumbnail (blank: no
+    image), then rendered at :func:`render_scale` as greyscale PGM (no compression to pay for).
 
     Raises:
-        ExtractionError: Tesseract is missing, failed, or ran over the per-page time limit.
+        ExtractionError: The page is larger than PDF allows, or there is no memory to render it.
     """
     page = pdf[index]
-    width, height = page.get_size()
-    image = page.render(scale=settings.dpi / 72, grayscale=True).to_pil()
-    page.close()
+    try:
+        width, height = (float(v) for v in page.get_size())
+        check_page_size(width, height, index + 1)
+        thumbnail = min(1.0, math.sqrt(THUMBNAIL_PIXELS / (width * height)))
+        preview = page.render(scale=thumbnail, grayscale=True).to_pil()
+        darkest, _ = preview.getextrema()
+        if darkest >= BLANK_LEVEL:
+            return RenderedPage(index, width, height, None, 0.0)
+        scale = render_scale(width, height, settings)
+        image = page.render(scale=scale, grayscale=True).to_pil()
+    except MemoryError as exc:
+        raise ExtractionError(f"page {index + 1}: out of memory rendering it for OCR") from exc
+    finally:
+        page.close()
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    tsv = _tesseract_tsv(buffer.getvalue(), settings, index + 1)
-    runs, confidence = runs_from_tsv(tsv, index, 72 / settings.dpi)
-    return PageText(index, float(width), float(height), runs, PageSource.OCR, confidence)
+    image.save(buffer, format="PPM")
+    return RenderedPage(index, width, height, buffer.getvalue(), scale)
+
+
+def read_rendered(rendered: RenderedPage, settings: OcrSettings, timeout_s: float) -> PageText:
+    """Tesseract's reading of a rendered page (nothing for a blank one).
+
+    Raises:
+        ExtractionError: Tesseract is missing, failed, or ran over ``timeout_s``.
+    """
+    if rendered.image is None:
+        return PageText(rendered.index, rendered.width, rendered.height, (), PageSource.OCR, None)
+    dpi = max(1, round(rendered.scale * 72))
+    tsv = _tesseract_tsv(rendered.image, settings, rendered.index + 1, dpi, timeout_s)
+    runs, confidence = runs_from_tsv(tsv, rendered.index, 1 / rendered.scale)
+    return PageText(rendered.index, rendered.width, rendered.height, runs, PageSource.OCR,
+                    confidence)
+
+
+def ocr_pages(pdf: pypdfium2.PdfDocument, indexes: list[int], settings: OcrSettings,
+              budget: OcrBudget | None = None) -> dict[int, PageText]:
+    """The pages read by OCR, ``workers`` at once: each page is rendered here (PDFium is not
+    thread-safe) while earlier pages are in Tesseract. Each page may take the least of
+    ``page_timeout_s``, what is left of ``document_timeout_s`` and what is left of the run's
+    ``budget``.
+
+    Raises:
+        ExtractionError: A page is too large or could not be read, or a time limit ran out
+            (the reason names which).
+    """
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    workers = settings.workers or default_workers()
+    started = time.monotonic()
+    results: dict[int, PageText] = {}
+
+    def timeout() -> float:
+        document_left = settings.document_timeout_s - (time.monotonic() - started)
+        run_left = budget.left() if budget is not None else math.inf
+        if document_left <= 0:
+            raise ExtractionError(f"OCR of this document took over {settings.document_timeout_s:g} "
+                                  "s (the per-document limit)")
+        if run_left <= 0:
+            raise ExtractionError(f"the run's OCR time of {budget.seconds:g} s is spent "  # type: ignore[union-attr]
+                                  "(the per-run limit); the document is read by the next run")
+        return min(settings.page_timeout_s, document_left, run_left)
+
+    def read(rendered: RenderedPage, limit: float) -> PageText:
+        began = time.monotonic()
+        try:
+            return read_rendered(rendered, settings, limit)
+        finally:
+            if budget is not None:
+                budget.spend(time.monotonic() - began)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: list[Future[PageText]] = []
+        try:
+            for index in indexes:
+                while len(pending) >= workers:
+                    page = pending.pop(0).result()
+                    results[page.index] = page
+                pending.append(pool.submit(read, render_page(pdf, index, settings), timeout()))
+            for future in pending:
+                page = future.result()
+                results[page.index] = page
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    return results

@@ -167,3 +167,26 @@ def test_the_reranker_reorders_the_hybrid_shortlist_before_the_gate(
     assert answer.reranked and "rerank" in answer.timings
     assert [(c.document_id, c.start) for c in answer.citations] == [
         (built.index.document_ids[h.row], int(built.index.starts[h.row])) for h in expected]
+
+
+def test_a_pdf_table_chunk_cites_its_page_and_rows(tmp_path, hashed_embedder: HashedEmbedder):
+    from rag_pipeline.core.answer.ask import _fragment_of_row
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.index.store import load_partition
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline.core.storage.warehouse import Warehouse
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import long_table_pdf
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "shifts.pdf").write_bytes(long_table_pdf())
+    build_partition(Warehouse(tmp_path / "data"), extract_corpus(corpus).records,
+                    ChunkingStrategy.HEADER, hashed_embedder)
+    index = load_partition(tmp_path / "data", "header", hashed_embedder.spec.key)
+    row = next(r for r in range(len(index.chunk_ids)) if "Delta flats 45 |" in index.contents[r])
+    fragment = _fragment_of_row(index, row)
+    first, last = (int(n) for n in fragment.split("&rows=")[1].split("-"))
+    assert fragment.startswith("#page=2&rows=") and first <= 45 <= last
+    intro = next(r for r in range(len(index.chunk_ids)) if "Who works where" in index.contents[r])
+    assert _fragment_of_row(index, intro) == "#page=1"

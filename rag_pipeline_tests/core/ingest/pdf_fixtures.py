@@ -123,3 +123,48 @@ def scanned_pdf(text_pdf: bytes, dpi: int = 200) -> bytes:
     out = io.BytesIO()
     images[0].save(out, format="PDF", save_all=True, append_images=images[1:], resolution=float(dpi))
     return out.getvalue()
+
+
+def empty_pages_pdf(pages: int, side: float) -> bytes:
+    """A hand-written PDF of ``pages`` empty pages of ``side`` x ``side`` points: 335 bytes for
+    one 100,000-point page (what a hostile file declares), 628 for four 7,800-point ones."""
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>",
+               f"<< /Type /Pages /Kids [{' '.join(f'{3 + i} 0 R' for i in range(pages))}] "
+               f"/Count {pages} >>"]
+    objects += [f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {side:g} {side:g}] >>"] * pages
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += (f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
+            "%%EOF\n").encode()
+    return out
+
+
+TABLE_HEADERS = ("Site", "Lead", "Duration")
+
+
+def long_table_pdf(rows: int = 60) -> bytes:
+    """A heading, a sentence, then a table of ``rows`` rows under ``TABLE_HEADERS`` that runs
+    over onto page 2 (fpdf2 repeats the header row there), then a closing sentence."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.start_section("Shifts")
+    pdf.set_font("Helvetica", style="B", size=16)
+    pdf.cell(0, 10, "Shifts", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "Who works where, and for how long, in the spring term.",
+                   new_x="LMARGIN", new_y="NEXT")
+    with pdf.table(first_row_as_headings=True) as table:
+        header = table.row()
+        for name in TABLE_HEADERS:
+            header.cell(name)
+        for number in range(1, rows + 1):
+            row = table.row()
+            for value in (f"Delta flats {number}", "Tomas Ruiz", f"{number} hours"):
+                row.cell(value)
+    pdf.multi_cell(0, 6, "After the table comes more text.", new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())

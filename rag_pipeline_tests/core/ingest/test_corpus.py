@@ -33,7 +33,7 @@ from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 from rag_pipeline.core.ingest.sources import SourceError
 
-PDF_EXTRACTOR_VERSION = (f"4+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+PDF_EXTRACTOR_VERSION = (f"5+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
 # A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
 NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()
@@ -441,3 +441,19 @@ def test_a_container_is_reconciled_with_its_members_and_reused_unopened(tmp_path
     third = extract_corpus(root, previous=second.records)
     assert [r.document_id for r in third.records] == ["b.md"]
     assert third.report.ids(Change.DELETED) == ["a.zip", "a.zip/x.md", "a.zip/y.md"]
+
+
+def test_out_of_memory_fails_only_the_document_that_ran_out(tmp_path, monkeypatch):
+    from rag_pipeline.core.ingest.formats.text import TextFormat
+
+    (tmp_path / "bomb.txt").write_text("x\n", encoding="utf-8")
+    (tmp_path / "fine.md").write_text("# Fine\n\nStill read.\n", encoding="utf-8")
+
+    def exhausted(self, data, stem):
+        raise MemoryError
+
+    monkeypatch.setattr(TextFormat, "extract", exhausted)
+    records = by_id(extract_corpus(tmp_path).records)
+    assert (records["bomb.txt"].status, records["bomb.txt"].error) == (
+        "failed", "out of memory reading this text file: too large to read")
+    assert records["fine.md"].status == "ok"

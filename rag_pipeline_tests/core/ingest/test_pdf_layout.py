@@ -101,3 +101,37 @@ def test_an_ellipsis_of_spaced_dots_is_one_character():
     # of more than three dots stay.
     assert lay_out(pages, (), "", "doc").canonical_text == (
         "The outputs s1, …, sN are set. . . . . . . 12\n\na = [1, 2, ...\n")
+
+
+def superscripted_page(mark_size: float = 7) -> PageText:
+    """Body lines 12 points apart; the second carries a footnote mark raised 4 points after
+    "runs"; a footnote in 8-point type at the foot."""
+    return page(0,
+                run(0, "The first line of a paragraph that", 50, 100, x1=300),
+                run(0, "goes on; a session runs", 50, 112, x1=170),
+                run(0, "1", 171, 108, size=mark_size, x1=174),
+                run(0, "and then it ends here.", 179, 112, x1=300),
+                run(0, "A second paragraph starts lower down.", 50, 160, x1=300),
+                run(0, "1 The footnote's own text.", 50, 760, size=8, x1=200))
+
+
+def test_a_raised_footnote_mark_stays_in_its_sentence():
+    layout = lay_out([superscripted_page()], (), "Doc", "doc")
+    # The mark is glued to the word it follows, as the manual's HTML writes runs<sup>1</sup>.
+    assert layout.canonical_text == (
+        "The first line of a paragraph that goes on; a session runs1 and then it ends here.\n\n"
+        "A second paragraph starts lower down.\n\n"
+        "1 The footnote's own text.\n")
+    assert layout.footnotes == 1
+
+
+def test_a_mark_as_large_as_its_line_is_not_a_superscript():
+    layout = lay_out([superscripted_page(mark_size=10)], (), "Doc", "doc")
+    assert "runs1" not in layout.canonical_text
+
+
+def test_a_footnote_is_a_section_labelled_as_a_footnote():
+    layout = lay_out([superscripted_page()], (), "Doc", "doc")
+    text = layout.canonical_text
+    note = text.index("1 The footnote")
+    assert layout.sections == (Section("Doc", 0, note), Section("Doc (footnote)", note, len(text) - 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, runs_from_tsv
 from rag_pipeline.core.ingest.pdf_pages import TextRun
 
@@ -54,3 +55,101 @@ def test_a_page_without_words_has_no_runs_and_no_confidence():
 def test_settings_out_of_range_are_refused(field: str, value: float):
     with pytest.raises(ValueError, match=f"^{field} must be"):
         OcrSettings(**{field: value})
+
+
+# --- bounds: page size, pixels, blank pages, time per document and per run ------------------
+
+
+def test_a_page_larger_than_pdf_allows_fails_its_document_unrendered():
+    from rag_pipeline.core.ingest.pdf_extract import read_pdf
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import empty_pages_pdf
+
+    hostile = empty_pages_pdf(1, 100_000)
+    assert len(hostile) == 335
+    with pytest.raises(ExtractionError, match=r"^page 1 declares 100,000 x 100,000 points, over "
+                                              r"the 14,400 points a side that PDF allows"):
+        read_pdf(hostile, "huge")
+
+
+def test_blank_pages_are_never_given_to_tesseract(monkeypatch):
+    from rag_pipeline.core.ingest import pdf_ocr
+    from rag_pipeline.core.ingest.pdf_extract import read_pdf
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import empty_pages_pdf
+
+    def no_tesseract(*args, **kwargs):
+        raise AssertionError("a blank page went to tesseract")
+
+    monkeypatch.setattr(pdf_ocr, "_tesseract_tsv", no_tesseract)
+    monkeypatch.setattr("rag_pipeline.core.ingest.pdf_extract.tesseract_version", lambda: "5")
+    with pytest.raises(ExtractionError, match=r"^no text in 4 page\(s\), not even by OCR$"):
+        read_pdf(empty_pages_pdf(4, 7_800), "blank")
+
+
+def test_a_page_too_large_for_the_pixel_limit_is_rendered_at_the_resolution_that_fits():
+    from rag_pipeline.core.ingest.pdf_ocr import render_scale
+
+    settings = OcrSettings(dpi=300, max_page_pixels=2_000_000)
+    assert render_scale(612, 792, OcrSettings()) == 300 / 72  # a letter page: 8.4 M pixels
+    scale = render_scale(612, 792, settings)
+    assert round(612 * scale * 792 * scale) == 2_000_000
+
+
+def _counting_clock(monkeypatch, pages_seen: list[int], step: float):
+    """A fake clock for pdf_ocr that moves ``step`` seconds each time a page is read."""
+    from rag_pipeline.core.ingest import pdf_ocr
+    from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText
+
+    clock = [0.0]
+    monkeypatch.setattr(pdf_ocr.time, "monotonic", lambda: clock[0])
+
+    def read(rendered, settings, timeout_s):
+        pages_seen.append(rendered.index)
+        clock[0] += step
+        return PageText(rendered.index, rendered.width, rendered.height, (), PageSource.OCR, None)
+
+    monkeypatch.setattr(pdf_ocr, "read_rendered", read)
+
+
+def _scan(pages: int) -> bytes:
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf, scanned_pdf
+
+    return scanned_pdf(plain_pdf([[f"Page {n} has words."] for n in range(1, pages + 1)]))
+
+
+def test_ocr_time_is_bounded_per_document(monkeypatch):
+    import pypdfium2
+
+    from rag_pipeline.core.ingest.pdf_ocr import ocr_pages
+
+    seen: list[int] = []
+    _counting_clock(monkeypatch, seen, step=10.0)
+    pdf = pypdfium2.PdfDocument(_scan(3))
+    with pytest.raises(ExtractionError, match=r"^OCR of this document took over 15 s \(the "
+                                              r"per-document limit\)$"):
+        ocr_pages(pdf, [0, 1, 2], OcrSettings(document_timeout_s=15, workers=1))
+    assert seen == [0, 1]  # the third page was never started
+
+
+def test_ocr_time_is_bounded_per_run_across_documents(monkeypatch):
+    import pypdfium2
+
+    from rag_pipeline.core.ingest.pdf_ocr import OcrBudget, ocr_pages
+
+    seen: list[int] = []
+    _counting_clock(monkeypatch, seen, step=10.0)
+    budget = OcrBudget(25)
+    budget.spend(20)  # an earlier document of the run spent 20 s
+    pdf = pypdfium2.PdfDocument(_scan(2))
+    with pytest.raises(ExtractionError, match=r"^the run's OCR time of 25 s is spent"):
+        ocr_pages(pdf, [0, 1], OcrSettings(workers=1), budget)
+    assert seen == [0]
+
+
+def test_a_new_run_starts_the_pdf_format_with_a_fresh_budget():
+    from rag_pipeline.core.ingest.formats.pdf import PdfFormat
+
+    pdf = PdfFormat(OcrSettings(run_timeout_s=60))
+    pdf.budget.spend(60)
+    assert pdf.budget.left() == 0
+    pdf.start_run()
+    assert pdf.budget.left() == 60

@@ -47,6 +47,11 @@ class DocumentFormat(ABC):
             ExtractionError: With the reason the file cannot be read.
         """
 
+    def start_run(self) -> None:
+        """Called once before a corpus run extracts its files: a format with limits per run
+        (PDF's OCR time) starts them afresh; the others have nothing to do."""
+        return
+
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
         return f"#char={start},{end}"

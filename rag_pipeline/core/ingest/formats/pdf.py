@@ -17,7 +17,7 @@ from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, 
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
-from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
+from rag_pipeline.core.ingest.pdf_ocr import OcrBudget, OcrSettings, tesseract_version
 
 
 def page_of(anchors: Sequence[Anchor], offset: int) -> int:
@@ -77,18 +77,24 @@ class PdfFormat(DocumentFormat):
 
     def __init__(self, ocr: OcrSettings | None = None) -> None:
         self.ocr = ocr or OcrSettings()
+        self.budget = OcrBudget(self.ocr.run_timeout_s)
+
+    def start_run(self) -> None:
+        """A new run may spend ``run_timeout_s`` seconds of OCR again."""
+        self.budget = OcrBudget(self.ocr.run_timeout_s)
 
     def extractor(self) -> Extractor:
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
         tesseract = tesseract_version() or "absent"
         return Extractor("pdf-pdfium+tesseract",
-                         f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+                         f"5+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
-        reading = read_pdf(data, stem, self.ocr)
+        reading = read_pdf(data, stem, self.ocr, self.budget)
         layout = reading.layout
         return Extracted(title=layout.title, canonical_text=layout.canonical_text,
-                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading))
+                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading),
+                         tables=layout.tables)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#page=N`` (RFC 8118) for the page the span starts on; ``#char=`` without pages."""

@@ -67,9 +67,11 @@ def test_a_manual_becomes_its_canonical_text_sections_anchors_and_notes():
     assert extracted.title == "Layout Test Manual"
     assert extracted.canonical_text == MANUAL_TEXT
     text = extracted.canonical_text
-    # Each outline entry labels the text after its heading; the heading is in no section.
+    # Each outline entry labels the text after its heading; the heading is in no section. The
+    # footnote is a section of its own, labelled as the footnote of its section.
     assert [(s.title, s.level, text[s.start:s.end].strip()[:24]) for s in extracted.sections] == [
         ("Introduction", 1, "The layout reads a page "),
+        ("Introduction (footnote)", 1, "1 A footnote in small ty"),
         ("Tables", 2, "Name | Size | Kind\nalpha"),
         ("Columns", 2, "The left column comes fi"),
     ]
@@ -126,7 +128,8 @@ def test_without_an_outline_sections_come_from_type_size():
     assert extracted.canonical_text == MANUAL_TEXT
     # 16-point headings are level 1, 13-point ones level 2; "2 Usage" has no body of its own.
     assert [(s.title, s.level) for s in extracted.sections] == [
-        ("1 Introduction", 1), ("2.1 Tables", 2), ("2.2 Columns", 2)]
+        ("1 Introduction", 1), ("1 Introduction (footnote)", 1), ("2.1 Tables", 2),
+        ("2.2 Columns", 2)]
     assert dict(extracted.notes)["sections_from"] == "font"
 
 
@@ -160,7 +163,7 @@ def test_the_stamp_names_pdfium_and_tesseract():
     stamp = format_named("pdf").extractor()
     assert stamp.name == "pdf-pdfium+tesseract"
     tesseract = tesseract_version() or "absent"
-    assert stamp.version == f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
+    assert stamp.version == f"5+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
 
 
 def test_without_tesseract_a_scanned_pdf_fails_saying_so(monkeypatch):
@@ -199,3 +202,26 @@ def test_pages_under_the_confidence_floor_are_flagged():
     notes = dict(PdfFormat(OcrSettings(confidence_floor=100)).extract(scan, "scan").notes)
     # No page reaches a mean confidence of 100: the floor flags it.
     assert (notes["low_confidence_pages"], notes["ocr_confidence_floor"]) == ("1", "100")
+
+
+def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import TABLE_HEADERS, long_table_pdf
+
+    extracted = PdfFormat().extract(long_table_pdf(), "shifts")
+    canonical = extracted.canonical_text
+    (table,) = extracted.tables
+    assert table.header == "Site | Lead | Duration"
+    assert len(table.rows) == 60
+    assert [a.locator for a in extracted.anchors] == ["page=1", "page=2"]
+    continued = next(i for i, row in enumerate(table.rows) if row >= extracted.anchors[1].start)
+    # The header fpdf2 repeats on page 2 opens the first row there; no row is lost or added.
+    assert canonical[table.rows[continued]:].startswith(
+        f"Site | Lead | Duration\nDelta flats {continued + 1} | Tomas Ruiz")
+    chunks = chunk_document("shifts.pdf", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())
+    assert all(all(h in found[0].text for h in TABLE_HEADERS) for found in holding.values())
+    assert not any("Site | Lead | Duration\nSite | Lead | Duration" in c.text for c in chunks)
