@@ -11,6 +11,7 @@ import dagster as dg
 
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.ingest.sources import is_corpus_uri
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset
 from rag_pipeline.orchestration.assets.bm25_stats import bm25_stats
@@ -29,7 +30,7 @@ from rag_pipeline.orchestration.automation import (
     nightly_index,
 )
 from rag_pipeline.orchestration.catalog import CORPUS_FRESHNESS, catalogued
-from rag_pipeline.orchestration.corpus_watch import build_corpus_watch
+from rag_pipeline.orchestration.corpus_watch import WATCH_INTERVAL_SECONDS, build_corpus_watch
 from rag_pipeline.orchestration.partitions import chunker_partitions
 from rag_pipeline.orchestration.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 from rag_pipeline.project_paths import (
@@ -41,6 +42,7 @@ from rag_pipeline.project_paths import (
     ENV_REPORT_URL,
     ENV_TORCH_THREADS,
     ENV_WAREHOUSE,
+    ENV_WATCH_INTERVAL,
     active_config,
     corpus_export_dir,
 )
@@ -49,17 +51,20 @@ ADAPT_JOB = "adapt_job"
 """Trains the adapted model(s) (declared when the profile has one): a model-loading run."""
 
 
-def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
+def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | str | None = None,
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None,
                       report_url: str = ReportSite().base_url,
-                      corpus_freshness: timedelta = CORPUS_FRESHNESS) -> dg.Definitions:
+                      corpus_freshness: timedelta = CORPUS_FRESHNESS,
+                      watch_interval: int = WATCH_INTERVAL_SECONDS) -> dg.Definitions:
     """The project's definitions, models and chunkers of the active profile of
     ``rag_pipeline.toml`` (:func:`~rag_pipeline.project_paths.active_config`) unless ``models``
     is given. ``models[0]`` is the default model (and the chunk tokenizer);
     ``corpus_dir`` defaults to the bundled Python Language Reference, exported on first use into
-    ``<data_dir>/corpus/python-reference``;
+    ``<data_dir>/corpus/python-reference``, and may be a source URI (``s3://bucket/prefix``,
+    ``git+file:///repo@ref``; :mod:`rag_pipeline.core.ingest.sources`), which the corpus watch
+    polls every ``watch_interval`` seconds;
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given;
     ``report_url`` is where ``rag-pipeline serve`` answers (the evaluation links its report);
@@ -79,7 +84,7 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                           corpus_freshness=corpus_freshness),
         jobs=[*jobs, *adapt_jobs],
         schedules=[nightly_index],
-        sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES),
+        sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES, watch_interval),
                  build_index_automation(chunker_partitions.get_partition_keys(), models, jobs)],
         # Every job is one chain of steps: a run is one process (no process per step to start,
         # and a run killed with its process leaves no orphaned step behind).
@@ -88,7 +93,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
             "storage": IndexStorage(data_dir=str(data_dir), location=location),
             "compute": RunCompute(torch_threads=torch_threads),
             "corpus": CorpusSource(path=str(corpus_dir or corpus_export_dir(data_dir)),
-                                   python_reference=corpus_dir is None),
+                                   python_reference=corpus_dir is None,
+                                   cache_dir=str(Path(data_dir) / "sources")),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),
                                   ood_path=str(eval_dir / "ood.jsonl")),
             "report_site": ReportSite(base_url=report_url),
@@ -108,8 +114,13 @@ def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     config = active_config(environ)
     corpus = environ.get(ENV_CORPUS) or config.corpus
     data_dir = environ.get(ENV_DATA_DIR) or config.data_dir or DEFAULT_DATA_DIR
+    interval = environ.get(ENV_WATCH_INTERVAL) or None
+    if interval is not None and not interval.strip().isdigit():
+        raise ValueError(f"{ENV_WATCH_INTERVAL} must be a whole number of seconds, not {interval!r}")
     return build_definitions(data_dir=Path(data_dir).absolute(),
-                             corpus_dir=Path(corpus).absolute() if corpus else None,
+                             corpus_dir=(corpus if is_corpus_uri(str(corpus)) else
+                                         Path(corpus).absolute()) if corpus else None,
+                             watch_interval=int(interval) if interval else WATCH_INTERVAL_SECONDS,
                              eval_dir=Path(environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR),
                              location=environ.get(ENV_WAREHOUSE) or None,
                              torch_threads=int(threads) if threads else None,

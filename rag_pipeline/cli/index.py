@@ -92,10 +92,41 @@ def _stop_on_signals() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+class CorpusParam(click.ParamType):
+    """A folder that exists, or a source URI that parses (``s3://``, ``git+...``)."""
+
+    name = "FOLDER|URI"
+
+    def convert(self, value, param, ctx):
+        from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
+
+        if isinstance(value, Path) or not is_corpus_uri(str(value)):
+            folder = Path(value)
+            if not folder.is_dir():
+                self.fail(f"{value!r}: not a folder (nor s3://bucket/prefix, git+file:///repo, "
+                          "git+https://...)", param, ctx)
+            return folder
+        try:
+            return check_corpus_uri(value)
+        except SourceError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def corpus_text(corpus: Path | str) -> str:
+    """The corpus as the environment carries it: a URI as it is, a folder absolute."""
+    return corpus if isinstance(corpus, str) else str(corpus.absolute())
+
+
 @click.command()
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of documents to index instead of the bundled Python reference "
+@click.option("--corpus", type=CorpusParam(),
+              help="Folder of documents to index instead of the bundled Python reference, or a "
+                   "source URI: s3://bucket/prefix, git+file:///repo[@ref], git+https://...[@ref] "
                    "(also what the nightly schedule reads: set RAG_PIPELINE_CORPUS for the UI).")
+@click.option("--allow-shrink", is_flag=True,
+              help="Publish even when the corpus lost more than half its documents (or all of "
+                   "them) since the last index; otherwise that run is refused.")
+@click.option("--retry-failed", is_flag=True,
+              help="Extract failed documents again although their files did not change.")
 @click.option("--refresh-corpus", is_flag=True,
               help="Export the bundled Python reference again (it is otherwise exported once and "
                    "then left alone).")
@@ -108,7 +139,8 @@ def _stop_on_signals() -> Iterator[None]:
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
-def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
+def index(invocation: Invocation, corpus: Path | str | None, refresh_corpus: bool,
+          allow_shrink: bool, retry_failed: bool, profile_name: str | None,
           no_eval: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
@@ -125,7 +157,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     try:
         config = load_config(config_path())
         if corpus is None and config.corpus is not None:
-            if not config.corpus.is_dir():
+            if isinstance(config.corpus, Path) and not config.corpus.is_dir():
                 fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
             corpus = config.corpus
         profile = choose_profile(config, profile_name, corpus is not None or bool(
@@ -161,7 +193,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     if invocation.location is not None:
         env[ENV_WAREHOUSE] = invocation.location
     if corpus is not None:
-        env[ENV_CORPUS] = str(corpus.absolute())
+        env[ENV_CORPUS] = corpus_text(corpus)
     defs = build_definitions(data_dir=data_dir.absolute(), corpus_dir=corpus,
                              location=invocation.location)
     chunkers = defs.resolve_job_def("chunks_job").partitions_def.get_partition_keys()
@@ -177,7 +209,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
             location_data = Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute()
             location_corpus = os.environ.get(ENV_CORPUS)
             differs = data_dir.absolute() != location_data or (
-                corpus is not None and str(corpus.absolute()) != location_corpus)
+                corpus is not None and corpus_text(corpus) != location_corpus)
             if differs and daemon_running(instance, home):
                 fail("a Dagster daemon is running with its own code location: for --data-dir / "
                       "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
@@ -185,8 +217,10 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
             retry_failed(instance, defs, env, click.echo)
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
                                 started, lock_fd) as daemon:
-                run_config = {"resources": {"corpus": {"config": {
-                    "refresh_python_reference": True}}}} if refresh_corpus else None
+                knobs = {name: True for name, given in (
+                    ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
+                    ("retry_failed", retry_failed)) if given}
+                run_config = {"resources": {"corpus": {"config": knobs}}} if knobs else None
                 run_id = launch_run("documents_job", env, run_config)
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")

@@ -197,11 +197,12 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     A previous record is reused without opening the entry when the entry's fingerprint and the
     format's stamps match it; otherwise the entry is read, and a record whose bytes (sha256) are
     the same is still reused. A failed record is reused too while its entry is unchanged (retries
-    back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
-    is checked again on every run: that costs one ``stat``, and the limit may have been raised). A new id whose content is
-    a vanished record's is a rename: the record moves (by fingerprint on a content-addressed
-    source, else by sha256). Records are matched by document id, so a corpus folder that moved
-    reuses every unchanged record with its ``path`` set to where the file is now.
+    back off until the file changes), unless ``settings.retry_failed`` (a file failed for its
+    size is checked again on every run: that costs one ``stat``, and the limit may have been
+    raised). A new id whose content is a vanished record's is a rename: the record moves (by
+    fingerprint on a content-addressed source, else by sha256). Records are matched by document
+    id, so a corpus folder that moved reuses every unchanged record with its ``path`` set to
+    where the file is now.
 
     Raises:
         SourceError: If the source cannot be listed, or disappeared while it was read.

@@ -29,9 +29,9 @@ from rag_pipeline.core.ingest import (
     extract_document,
 )
 from rag_pipeline.core.ingest.formats.html import extract_html
-from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
+from rag_pipeline.core.ingest.sources import SourceError
 
 PDF_EXTRACTOR_VERSION = (f"4+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
