@@ -220,7 +220,7 @@ def index(invocation: Invocation, corpus: Path | str | None, refresh_corpus: boo
                 knobs = {name: True for name, given in (
                     ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
                     ("retry_failed", retry_failed)) if given}
-                run_config = {"resources": {"corpus": {"config": knobs}}} if knobs else None
+                run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
                 run_id = launch_run("documents_job", env, run_config)
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")

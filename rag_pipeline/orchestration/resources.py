@@ -99,13 +99,11 @@ class CorpusSource(dg.ConfigurableResource):
                            SourceSettings(S3Settings.from_environment(os.environ),
                                           Path(self.cache_dir) if self.cache_dir else None))
 
-    def prepare(self) -> Path:
-        root = Path(self.path)
-        if self.python_reference:
-            export_python_reference(root, refresh=self.refresh_python_reference)
-        if not root.is_dir():
-            raise FileNotFoundError(f"corpus folder not found: {root}")
-        return root
+    def run_config(self, **knobs: object) -> dict:
+        """Run config for a run of this corpus with some fields changed (``allow_shrink=True``):
+        a resource's run config replaces its whole configuration, so every field is given."""
+        values = {k: v for k, v in {**self.model_dump(), **knobs}.items() if v is not None}
+        return {"resources": {"corpus": {"config": values}}}
 
 
 class EvalSets(dg.ConfigurableResource):

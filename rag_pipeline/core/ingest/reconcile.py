@@ -152,3 +152,33 @@ def reconciliation_markdown(report: Reconciliation, ids_per_change: int = 20) ->
         cell = (", ".join(shown) + more).replace("|", "\\|")
         lines.append(f"| {change.value} | {len(rows)} | {cell} |")
     return "\n".join(lines)
+
+
+def report_from_table(table) -> tuple[Reconciliation, str] | None:
+    """The report a ``reconciliation`` table holds and when its run wrote it (``None`` for an
+    empty table)."""
+    rows = table.to_pylist()
+    if not rows:
+        return None
+    report = Reconciliation(rows[0]["source"], rows[0]["revision"], tuple(
+        Reconciled(r["change"], r["document_id"], r["previous_id"] or "", r["detail"] or "")
+        for r in rows))
+    return report, rows[0]["run_at"]
+
+
+def report_lines(report: Reconciliation, run_at: str, ids_per_change: int = 10) -> list[str]:
+    """What ``status`` prints: the counts on one line, then the ids of every change but
+    ``unchanged`` (a rename as ``old -> new``, a failure with its reason)."""
+    at = f" at {report.revision}" if report.revision else ""
+    lines = [f"last reconciliation ({report.source}{at}, {run_at}): {report.summary()}"]
+    for change in Change:
+        if change is Change.UNCHANGED:
+            continue
+        rows = [r for r in report.rows if r.change == change.value]
+        for r in rows[:ids_per_change]:
+            shown = f"{r.previous_id} -> {r.document_id}" if r.previous_id else r.document_id
+            lines.append(f"  {change.value:9s} {shown}" + (f": {r.detail}" if r.detail else ""))
+        if len(rows) > ids_per_change:
+            lines.append(f"  {change.value:9s} ... and {len(rows) - ids_per_change} more "
+                         "(select * from reconciliation)")
+    return lines
