@@ -71,7 +71,8 @@ def test_a_corpus_that_vanished_emptied_or_shrank_is_refused_until_allowed(proje
     corpus.rename(moved)
     gone = _run(defs, instance)
     assert not gone.success
-    assert _error(gone) == f"rag_pipeline.core.ingest.sources.base.SourceError: corpus folder not found: {corpus}"
+    assert _error(gone) == ("rag_pipeline.core.ingest.sources.base.SourceError: corpus folder not "
+                            f"found: {corpus}")
     corpus.mkdir()
     empty = _run(defs, instance)
     assert _error(empty) == (
