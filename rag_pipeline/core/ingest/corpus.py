@@ -212,7 +212,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     prior = {r.document_id: r for r in previous}
     try:
         entries = source.entries()
-        listed = {e.document_id for e in entries}
+        listed = {shown_file_name(e.document_id) for e in entries}
         vanished = [r for r in prior.values() if r.ok and r.document_id not in listed]
         by_fingerprint = {r.source_fingerprint: r for r in vanished if r.source_fingerprint}
         by_digest = {r.content_sha256: r for r in vanished if r.content_sha256}
@@ -237,7 +237,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
 
         for entry in entries:
             fmt = _format_of(entry.document_id)
-            old = prior.get(entry.document_id)
+            old = prior.get(shown_file_name(entry.document_id))
             if fmt is None or _unread(source, entry, fmt) is not None:
                 record = extract_entry(source, entry, settings)[0]
                 keep(record, Change.UNCHANGED if old is not None and old.status == record.status
