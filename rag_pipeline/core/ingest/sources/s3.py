@@ -199,7 +199,14 @@ class S3Source:
         return digest.hexdigest()[:16]
 
     def still_there(self) -> None:
-        if not self._listing():
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            found = self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix,
+                                                MaxKeys=1).get("KeyCount", 0)
+        except (BotoCoreError, ClientError) as exc:
+            raise self.source_error(exc) from exc
+        if not found:
             raise SourceError(f"{self._where()}: the prefix emptied while it was being read: "
                               "nothing is published, the served index is as it was")
 
