@@ -21,7 +21,7 @@ def init(ctx: click.Context, folder: Path | str, output: Path | None, force: boo
     """Write a commented configuration for FOLDER (its corpus, its data folder, the production
     profile) next to it, so the project's own rag_pipeline.toml stays as it is. FOLDER may be a
     source URI instead (s3://bucket/prefix, git+file:///repo[@ref], git+https://...), with
-    --output naming the file (the data folder defaults to <output>.rag-data beside it)."""
+    --output naming the file (the data folder defaults to NAME.rag-data beside NAME.rag_pipeline.toml)."""
     from rag_pipeline.core.config.init_file import folder_config_text
     from rag_pipeline.core.config.parse import parse_config
 
@@ -30,7 +30,8 @@ def init(ctx: click.Context, folder: Path | str, output: Path | None, force: boo
             fail(f"{folder} is a source URI: --output FILE says where to write its configuration")
         output = output.absolute()
         given = ctx.find_root().params.get("data_dir")
-        data_dir = (given or output.with_name(output.stem + ".rag-data")).absolute()
+        stem = output.name.removesuffix(".toml").removesuffix(".rag_pipeline")
+        data_dir = (given or output.with_name(stem + ".rag-data")).absolute()
         if output.exists() and not force:
             fail(f"{output} exists: edit it, or pass --force to write it again")
         text = folder_config_text(folder, data_dir, output, read_config())
