@@ -15,7 +15,9 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from click.testing import CliRunner
 
+from rag_pipeline.cli import main
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
 from rag_pipeline_tests.core.ingest.sources.conftest import Bucket, Repo, start_moto, stop
@@ -161,3 +163,13 @@ def test_a_git_repository_reconciles_exactly(tmp_path: Path, stand_in):
         commit = repo.git("rev-parse", "HEAD")
         _check_the_new_state(index, before, index.run(), commit)
         assert index.query("select count(*) from documents where document_id = 'scratch.md'") == [(0,)]
+        status = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "status"])
+        assert status.exit_code == 0, status.output
+        lines = status.output.splitlines()
+        (first_line,) = [line for line in lines if line.startswith("last reconciliation")]
+        assert first_line.startswith(f"last reconciliation ({repo.uri} at {commit}, ")
+        assert first_line.endswith("): added 1, changed 1, renamed 1, deleted 1, unchanged 1, failed 0")
+        assert [line for line in lines if line.startswith("  ") and line.split()[0] in (
+            "added", "changed", "renamed", "deleted")] == [
+            "  added     new.md", "  changed   edit.md", "  renamed   old/name.md -> new/place.md",
+            "  deleted   gone.md"]
