@@ -43,7 +43,8 @@ def _http_api() -> str:
     from rag_pipeline.service.auth import AccessState
 
     # The routes only: no index is loaded, and no request is ever answered.
-    service = SimpleNamespace(access=AccessState(None))
+    service = SimpleNamespace(access=AccessState(None), on_answer=[],
+                              follower=SimpleNamespace(warehouse=None))
     schema = create_app(service).openapi()  # type: ignore[arg-type]
     lines = ["| request | what it does | parameters |", "|---|---|---|"]
     for path, operations in schema["paths"].items():

@@ -30,7 +30,7 @@ from rag_pipeline.orchestration.automation import (
     nightly_index,
 )
 from rag_pipeline.orchestration.catalog import CORPUS_FRESHNESS, catalogued
-from rag_pipeline.orchestration.corpus_watch import build_corpus_watch
+from rag_pipeline.orchestration.corpus_watch import WATCH_INTERVAL_SECONDS, build_corpus_watch
 from rag_pipeline.orchestration.resources import CorpusSource, EvalSets, IndexStorage, ReportSite, RunCompute
 from rag_pipeline.project_paths import (
     DEFAULT_DATA_DIR,
@@ -40,6 +40,7 @@ from rag_pipeline.project_paths import (
     ENV_PROFILE,
     ENV_REPORT_URL,
     ENV_TORCH_THREADS,
+    ENV_WATCH_INTERVAL,
     corpus_export_dir,
     resolve_context,
 )
@@ -50,7 +51,8 @@ ADAPT_JOB = "adapt_job"
 
 def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
                    report_url: str = ReportSite().base_url,
-                   corpus_freshness: timedelta = CORPUS_FRESHNESS) -> dg.Definitions:
+                   corpus_freshness: timedelta = CORPUS_FRESHNESS,
+                   watch_interval: int = WATCH_INTERVAL_SECONDS) -> dg.Definitions:
     """The project's definitions for one build: ``build``'s chunkers x models are the
     partitions, its warehouse, corpus and gold sets the resources.
 
@@ -60,6 +62,8 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
             given).
         report_url: Where ``rag-pipeline serve`` answers (the evaluation links its report).
         corpus_freshness: How old ``documents`` may get before it fails its freshness policy.
+        watch_interval: Seconds between the corpus watch's looks at the source (a folder's
+            listing, a bucket's ETags, a git ref's commit).
     """
     models = build.models
     jobs = build_index_jobs()
@@ -76,7 +80,7 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
                           corpus_freshness=corpus_freshness),
         jobs=[*jobs, *adapt_jobs],
         schedules=[nightly_index],
-        sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES),
+        sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES, watch_interval),
                  build_index_automation(list(build.chunker_keys), models, jobs,
                                         gold_path=build.gold_path)],
         # Every job is one chain of steps: a run is one process (no process per step to start,
@@ -85,33 +89,38 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
         resources={
             "storage": IndexStorage.of(build.warehouse),
             "compute": RunCompute(torch_threads=torch_threads),
-            "corpus": CorpusSource(path=str(build.corpus), python_reference=build.python_reference),
+            "corpus": CorpusSource(path=str(build.corpus), python_reference=build.python_reference,
+                                   cache_dir=str(build.data_dir / "sources")),
             "eval_sets": EvalSets(gold_path=str(build.gold_path), ood_path=str(build.ood_path)),
             "report_site": ReportSite(base_url=report_url),
         },
     )
 
 
-def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | None = None,
+def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | str | None = None,
                       models: Sequence[ModelSpec] | None = None,
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None,
                       report_url: str = ReportSite().base_url,
                       corpus_freshness: timedelta = CORPUS_FRESHNESS,
-                      environ: Mapping[str, str] = os.environ) -> dg.Definitions:
+                      environ: Mapping[str, str] = os.environ,
+                      watch_interval: int = WATCH_INTERVAL_SECONDS) -> dg.Definitions:
     """The definitions for these folders (tests and benchmarks): the chunkers and models of the
     profile the configuration ``environ`` names would build (``RAG_PIPELINE_CONFIG`` /
     ``RAG_PIPELINE_PROFILE``, read when called), or exactly ``models`` when given (``models[0]``
     is the default model and the chunk tokenizer); ``corpus_dir`` defaults to the bundled Python
-    Language Reference, exported on first use into ``<data_dir>/corpus/python-reference``;
+    Language Reference, exported on first use into ``<data_dir>/corpus/python-reference``, and
+    may be a source URI (``s3://bucket/prefix``, ``git+file:///repo@ref``);
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``)."""
     build = resolve_context({k: v for k, v in environ.items()
                              if k in (ENV_CONFIG, ENV_PROFILE, ENV_CORPUS)},
                             data_dir=Path(data_dir), location=location, models=models or None)
-    build = replace(build, corpus=Path(corpus_dir) if corpus_dir else corpus_export_dir(data_dir),
+    corpus = (corpus_dir if isinstance(corpus_dir, str) else Path(corpus_dir)) if corpus_dir \
+        else corpus_export_dir(data_dir)
+    build = replace(build, corpus=corpus,
                     python_reference=corpus_dir is None, eval_dir=Path(eval_dir))
     return definitions_of(build, torch_threads=torch_threads, report_url=report_url,
-                          corpus_freshness=corpus_freshness)
+                          corpus_freshness=corpus_freshness, watch_interval=watch_interval)
 
 
 def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
@@ -123,9 +132,13 @@ def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
     threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
+    interval = environ.get(ENV_WATCH_INTERVAL) or None
+    if interval is not None and not interval.strip().isdigit():
+        raise ValueError(f"{ENV_WATCH_INTERVAL} must be a whole number of seconds, not {interval!r}")
     return definitions_of(resolve_context(environ),
                           torch_threads=int(threads) if threads else None,
-                          report_url=environ.get(ENV_REPORT_URL) or ReportSite().base_url)
+                          report_url=environ.get(ENV_REPORT_URL) or ReportSite().base_url,
+                          watch_interval=int(interval) if interval else WATCH_INTERVAL_SECONDS)
 
 
 defs = definitions_from_environment(os.environ)

@@ -33,6 +33,8 @@ reads its holder: an ``index`` that holds it launches its own documents run)."""
 ENV_DATA_DIR = "RAG_PIPELINE_DATA_DIR"
 ENV_WAREHOUSE = "RAG_PIPELINE_WAREHOUSE"
 ENV_CORPUS = "RAG_PIPELINE_CORPUS"
+ENV_WATCH_INTERVAL = "RAG_PIPELINE_WATCH_INTERVAL"
+"""Seconds between the corpus watch's looks at the corpus (default 5)."""
 ENV_EVAL_DIR = "RAG_PIPELINE_EVAL_DIR"
 ENV_TORCH_THREADS = "RAG_PIPELINE_TORCH_THREADS"
 ENV_REPORT_URL = "RAG_PIPELINE_REPORT_URL"
@@ -41,7 +43,7 @@ ENV_PROFILE = "RAG_PIPELINE_PROFILE"
 
 def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = None,
                     profile: str | None = None, data_dir: Path | None = None,
-                    location: str | None = None, corpus: Path | None = None,
+                    location: str | None = None, corpus: Path | str | None = None,
                     specs: Sequence[ModelSpec] | None = None,
                     models: Sequence[ModelSpec] | None = None,
                     cwd: Path | None = None) -> BuildContext:
@@ -64,6 +66,7 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
     from rag_pipeline.core.config.build_context import BuildContext
     from rag_pipeline.core.config.keys import model_specs
     from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
+    from rag_pipeline.core.ingest.sources import is_corpus_uri
     from rag_pipeline.core.storage.warehouse import Warehouse
 
     base = Path.cwd() if cwd is None else cwd
@@ -71,11 +74,14 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
     def absolute(path: str | Path) -> Path:
         return base / Path(path) if not Path(path).is_absolute() else Path(path)
 
+    def corpus_of(value: str | Path) -> Path | str:
+        """A source URI as it is (``s3://...``, ``git+...``), a folder made absolute."""
+        return value if isinstance(value, str) and is_corpus_uri(value) else absolute(value).absolute()
+
     if config_file is None and environ.get(ENV_CONFIG):
         config_file = absolute(environ[ENV_CONFIG])
     config = load_config(config_file if config_file is not None else config_path(environ))
-    user_corpus = corpus or (absolute(environ[ENV_CORPUS]) if environ.get(ENV_CORPUS) else None) \
-        or config.corpus
+    user_corpus = corpus or environ.get(ENV_CORPUS) or config.corpus
     data = data_dir or (environ.get(ENV_DATA_DIR) and absolute(environ[ENV_DATA_DIR])) \
         or config.data_dir or DEFAULT_DATA_DIR
     chosen = choose_profile(config, profile or environ.get(ENV_PROFILE) or None,
@@ -91,7 +97,7 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
     return BuildContext(
         profile=chosen.name, chunkers=chosen.chunkers, models=models,
         warehouse=Warehouse(data, location or environ.get(ENV_WAREHOUSE) or None),
-        corpus=absolute(user_corpus).absolute() if user_corpus else corpus_export_dir(data),
+        corpus=corpus_of(user_corpus) if user_corpus else corpus_export_dir(data),
         python_reference=user_corpus is None, eval_dir=eval_dir)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from rag_pipeline.cli.corpus_param import CorpusParam
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
 from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
 
@@ -93,9 +94,15 @@ def _stop_on_signals() -> Iterator[None]:
 
 
 @click.command()
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder of documents to index instead of the bundled Python reference "
+@click.option("--corpus", type=CorpusParam(),
+              help="Folder of documents to index instead of the bundled Python reference, or a "
+                   "source URI: s3://bucket/prefix, git+file:///repo[@ref], git+https://...[@ref] "
                    "(also what the nightly schedule reads: set RAG_PIPELINE_CORPUS for the UI).")
+@click.option("--allow-shrink", is_flag=True,
+              help="Publish even when the corpus lost more than half its documents (or all of "
+                   "them) since the last index; otherwise that run is refused.")
+@click.option("--retry-failed", "retry_failed_documents", is_flag=True,
+              help="Extract failed documents again although their files did not change.")
 @click.option("--refresh-corpus", is_flag=True,
               help="Export the bundled Python reference again (it is otherwise exported once and "
                    "then left alone).")
@@ -108,7 +115,8 @@ def _stop_on_signals() -> Iterator[None]:
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
-def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, profile_name: str | None,
+def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
+          retry_failed_documents: bool, refresh_corpus: bool, profile_name: str | None,
           no_eval: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
@@ -130,7 +138,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
 
     try:
         config = load_config(config_path())
-        if corpus is None and config.corpus is not None and not config.corpus.is_dir():
+        if corpus is None and isinstance(config.corpus, Path) and not config.corpus.is_dir():
             fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
         lock = effective_lock(config)
         unlocked = [d.name for d in config.models if d.name not in lock and d.adapt is None]
@@ -175,8 +183,10 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
             retry_failed(instance, defs, env, click.echo)
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
                                 started, lock_fd) as daemon:
-                run_config = {"resources": {"corpus": {"config": {
-                    "refresh_python_reference": True}}}} if refresh_corpus else None
+                knobs = {name: True for name, given in (
+                    ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
+                    ("retry_failed", retry_failed_documents)) if given}
+                run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
                 run_id = launch_run("documents_job", env, run_config)
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")

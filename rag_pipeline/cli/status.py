@@ -43,6 +43,7 @@ def status(invocation: Invocation) -> None:
     for document_id, page, confidence in report.low_confidence_pages:
         echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
               f"under the floor")
+    _echo_reconciliation(warehouse)
     echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
     for p in report.partitions:
@@ -55,6 +56,18 @@ def status(invocation: Invocation) -> None:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
     if unhealthy:
         sys.exit(1)
+
+
+def _echo_reconciliation(warehouse) -> None:
+    """What the last documents run added, changed, renamed, deleted, left and failed."""
+    from rag_pipeline.core.ingest.reconcile import report_from_table, report_lines
+    from rag_pipeline.core.storage.table_names import RECONCILIATION
+
+    table = warehouse.read_or_none(RECONCILIATION)
+    found = report_from_table(table) if table is not None else None
+    if found is not None:
+        for line in report_lines(*found):
+            echo(line)
 
 
 def _age(seconds: float) -> str:

@@ -1,30 +1,32 @@
-"""``corpus_watch``: a sensor that launches ``documents_job`` when a file of the corpus changes,
-so an edit reaches the served index without waiting for the nightly run or a command.
+"""``corpus_watch``: a sensor that launches ``documents_job`` when the corpus changes, so an edit
+reaches the served index without waiting for the nightly run or a command.
 
-Each tick lists the corpus as the documents run reads it (:func:`rag_pipeline.core.ingest.corpus.
-discover`) with every entry's size and modification time, and compares their digest with the
-one the last ``documents`` materialisation recorded (``corpus_fingerprint``, taken before it
-read a file). A difference launches one ``documents_job`` run; ``index_automation`` carries it
-down the index from there (a change that leaves every document's text as it was ends there:
-the documents' data version is their content). So a run launched by ``rag-pipeline index`` or
-the nightly schedule is not repeated, nothing is launched while a ``rag-pipeline index`` holds
-the instance's lock (it launches its own documents run), and nothing before the first documents
-run (the index is built by ``rag-pipeline index``). While a documents run is queued or running the
-tick waits for it; when the latest documents run failed for the folder as it is now, it waits
-for the folder to change again (no run every tick). A tick costs one ``lstat`` per file (about
-0.3 s per 100,000 files).
+Each tick asks the corpus source for its watch token (:meth:`rag_pipeline.core.ingest.sources.
+Source.watch_token`): for a folder, the digest of every entry the documents run reads with its
+size and modification time (one ``lstat`` per file, about 0.3 s per 100,000 files); for an S3
+prefix, the digest of the listing's keys, ETags and sizes (nothing downloaded); for a git
+repository, the commit its ref names. It compares the token with the one the last ``documents``
+materialisation recorded (``corpus_fingerprint``, taken before it read a file). A difference
+launches one ``documents_job`` run; ``index_automation`` carries it down the index from there
+(a change that leaves every document's text as it was ends there: the documents' data version
+is their content). So a run launched by ``rag-pipeline index`` or the nightly schedule is not
+repeated, nothing is launched while a ``rag-pipeline index`` holds the instance's lock (it
+launches its own documents run), and nothing before the first documents run (the index is
+built by ``rag-pipeline index``). While a documents run is queued or running the tick waits for
+it; when the latest documents run failed for the corpus as it is now, it waits for the corpus
+to change again (no run every tick). The interval is ``RAG_PIPELINE_WATCH_INTERVAL`` seconds
+(default 5, as often as the daemon evaluates sensors; a bucket or a remote repository may want
+60).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import time
 from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.core.ingest.corpus import discover
+from rag_pipeline.core.ingest.sources import LocalSource, SourceError, is_corpus_uri
 from rag_pipeline.core.runtime.processes import lock_holder, pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.orchestration.resources import CorpusSource
@@ -39,19 +41,22 @@ WATCH_INTERVAL_SECONDS = 5
 
 
 def corpus_fingerprint(root: Path) -> str:
-    """Digest of every entry the documents run reads under ``root``: relative path, size and
-    modification time in nanoseconds (``missing`` when the folder is not there)."""
-    if not root.is_dir():
-        return "missing"
-    digest = hashlib.sha256()
-    for path in discover(root):
-        try:
-            stat = os.lstat(path)
-        except FileNotFoundError:  # removed between the listing and now: the next tick sees it
-            continue
-        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n"
-                      .encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:16]
+    """The watch token of a folder: digest of every entry the documents run reads under
+    ``root``, its relative path, size and modification time in nanoseconds (``missing`` when
+    the folder is not there)."""
+    return LocalSource(root).watch_token()
+
+
+def watch_token(corpus: CorpusSource) -> str:
+    """The corpus's watch token as the documents run records it (a folder that is not there is
+    ``missing``, never exported by a tick).
+
+    Raises:
+        SourceError: If a bucket or repository cannot be read.
+    """
+    if not is_corpus_uri(corpus.path):
+        return corpus_fingerprint(Path(corpus.path))
+    return corpus.source().watch_token()
 
 
 UNRECORDED = "unrecorded"
@@ -69,21 +74,27 @@ def recorded_fingerprint(instance: dg.DagsterInstance) -> str | None:
 
 
 def build_corpus_watch(documents_job: str, active_statuses: list[dg.DagsterRunStatus],
-                       ) -> dg.SensorDefinition:
-    """``corpus_watch``, launching ``documents_job`` unless one is in ``active_statuses``."""
+                       interval_seconds: int = WATCH_INTERVAL_SECONDS) -> dg.SensorDefinition:
+    """``corpus_watch``, launching ``documents_job`` unless one is in ``active_statuses``,
+    evaluated at most every ``interval_seconds``."""
+    if interval_seconds < 1:
+        raise ValueError(f"the corpus watch interval must be at least 1 s, not {interval_seconds}")
 
     @dg.sensor(name=CORPUS_WATCH, job_name=documents_job,
-               minimum_interval_seconds=WATCH_INTERVAL_SECONDS,
+               minimum_interval_seconds=interval_seconds,
                default_status=dg.DefaultSensorStatus.RUNNING,
-               description="Launches documents_job when a file of the corpus was added, changed "
-                           "or removed since the last documents run read it (sizes and "
-                           f"modification times, every {WATCH_INTERVAL_SECONDS} s); "
-                           "index_automation does the rest.")
+               description="Launches documents_job when the corpus changed since the last "
+                           "documents run read it (a folder's sizes and modification times, a "
+                           "bucket's ETags, a git ref's commit; every "
+                           f"{interval_seconds} s); index_automation does the rest.")
     def corpus_watch(context: dg.SensorEvaluationContext, corpus: CorpusSource):
         recorded = recorded_fingerprint(context.instance)
         if recorded is None:
             return dg.SkipReason("no documents run yet: `rag-pipeline index` builds the index")
-        fingerprint = corpus_fingerprint(Path(corpus.path))
+        try:
+            fingerprint = watch_token(corpus)
+        except SourceError as exc:
+            return dg.SkipReason(f"the corpus cannot be read: {exc}")
         if fingerprint == recorded:
             return dg.SkipReason("no file of the corpus changed since the last documents run")
         holder = lock_holder(Path(context.instance.root_directory) / INDEX_LOCK)

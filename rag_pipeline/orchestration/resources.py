@@ -11,6 +11,14 @@ import dagster as dg
 from rag_pipeline.core.embedding.torch_threads import set_torch_threads
 from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.core.ingest.reconcile import DEFAULT_MAX_SHRINK
+from rag_pipeline.core.ingest.sources import (
+    S3Settings,
+    Source,
+    SourceSettings,
+    is_corpus_uri,
+    open_source,
+)
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -63,27 +71,48 @@ class RunCompute(dg.ConfigurableResource):
 
 
 class CorpusSource(dg.ConfigurableResource):
-    """The folder of documents to index. With ``python_reference`` set, the Python Language
-    Reference that ships with CPython is exported into it once (the bundled default corpus);
-    after that the folder is the user's and is never rewritten. A file over
-    ``max_document_bytes`` fails with its size as the reason, unread."""
+    """Where the documents come from: a folder, ``s3://bucket/prefix`` or ``git+file:///repo``
+    / ``git+https://...`` with an optional ``@ref`` (:mod:`rag_pipeline.core.ingest.sources`).
+    With ``python_reference`` set, the Python Language Reference that ships with CPython is
+    exported into the folder once (the bundled default corpus); after that the folder is the
+    user's and is never rewritten. A file over ``max_document_bytes`` fails with its size as the
+    reason, unread. A run that would keep fewer than ``1 - max_shrink`` of the last run's
+    readable documents (or none) is refused unless ``allow_shrink``; a failed file is read again
+    only once it changes, or with ``retry_failed``. S3 credentials and the endpoint come from the
+    standard AWS variables (``AWS_ENDPOINT_URL`` for MinIO or moto), read here and nowhere
+    deeper; remote git repositories are mirrored into ``cache_dir``."""
 
     path: str
     python_reference: bool = False
     refresh_python_reference: bool = False
     """Rewrite the exported topics from CPython's copy (the export otherwise happens once)."""
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_shrink: float = DEFAULT_MAX_SHRINK
+    allow_shrink: bool = False
+    retry_failed: bool = False
+    cache_dir: str | None = None
 
     def extraction_settings(self) -> ExtractionSettings:
-        return ExtractionSettings(max_document_bytes=self.max_document_bytes)
+        return ExtractionSettings(max_document_bytes=self.max_document_bytes,
+                                  retry_failed=self.retry_failed)
 
-    def prepare(self) -> Path:
-        root = Path(self.path)
+    def source(self) -> Source:
+        """The source ``path`` names (the bundled corpus exported first when it is the one).
+
+        Raises:
+            SourceError: If a URI does not parse.
+        """
         if self.python_reference:
-            export_python_reference(root, refresh=self.refresh_python_reference)
-        if not root.is_dir():
-            raise FileNotFoundError(f"corpus folder not found: {root}")
-        return root
+            export_python_reference(Path(self.path), refresh=self.refresh_python_reference)
+        return open_source(self.path if is_corpus_uri(self.path) else Path(self.path),
+                           SourceSettings(S3Settings.from_environment(os.environ),
+                                          Path(self.cache_dir) if self.cache_dir else None))
+
+    def run_config(self, **knobs: object) -> dict:
+        """Run config for a run of this corpus with some fields changed (``allow_shrink=True``):
+        a resource's run config replaces its whole configuration, so every field is given."""
+        values = {k: v for k, v in {**self.model_dump(), **knobs}.items() if v is not None}
+        return {"resources": {"corpus": {"config": values}}}
 
 
 class EvalSets(dg.ConfigurableResource):

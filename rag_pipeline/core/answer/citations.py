@@ -35,7 +35,8 @@ def locator_label(document_title: str, section: str) -> str:
 
 
 def document_url(path: str, document_id: str, base_url: str | None, fragment: str) -> str:
-    """The configured base URL plus the document id, or the file's URI; then the fragment."""
+    """The configured base URL plus the document id, or the file's URI (a document of an S3 or
+    git source: its own ``s3://`` or ``git+...`` URI); then the fragment."""
     from urllib.parse import quote
 
     if base_url:
@@ -49,6 +50,8 @@ def _file_uri(path: str) -> str:
     questions about the same documents resolves each path once)."""
     from pathlib import Path
 
+    if path.startswith(("s3://", "git+")):
+        return path
     return Path(path).resolve().as_uri()
 
 

@@ -28,13 +28,13 @@ class Folders:
     Attributes:
         data_dir: The local data folder (``rag.duckdb``, reports, caches), absolute.
         tables_at: Where the Parquet tables live (a folder or a URI).
-        corpus: The folder of documents read.
+        corpus: The folder of documents read, or the source URI.
         eval_dir: The folder of ``gold.jsonl`` and ``ood.jsonl``.
     """
 
     data_dir: Path
     tables_at: str
-    corpus: Path
+    corpus: Path | str
     eval_dir: Path
 
 
@@ -48,7 +48,9 @@ class BuildContext:
         models: The profile's model specs, the default first (the model partitions; the first
             also counts the chunks' word-pieces).
         warehouse: The one handle on the tables.
-        corpus: The folder of documents (for the bundled corpus, the folder it is exported to).
+        corpus: The folder of documents (for the bundled corpus, the folder it is exported to),
+            or a source URI (``s3://bucket/prefix``, ``git+file:///repo@ref``:
+            :mod:`rag_pipeline.core.ingest.sources`).
         python_reference: ``corpus`` is the bundled Python reference's export (written on first
             use), not a user's folder.
         eval_dir: The folder of the gold set (``gold.jsonl``) and the out-of-domain set
@@ -59,7 +61,7 @@ class BuildContext:
     chunkers: tuple[ChunkingStrategy, ...]
     models: tuple[ModelSpec, ...]
     warehouse: Warehouse
-    corpus: Path
+    corpus: Path | str
     python_reference: bool
     eval_dir: Path
 
@@ -96,5 +98,6 @@ class BuildContext:
 
     @property
     def folders(self) -> Folders:
-        return Folders(self.data_dir.absolute(), self.warehouse.location, self.corpus.absolute(),
+        corpus = self.corpus if isinstance(self.corpus, str) else self.corpus.absolute()
+        return Folders(self.data_dir.absolute(), self.warehouse.location, corpus,
                        self.eval_dir.absolute())

@@ -62,9 +62,10 @@ def _relative(path: Path, start: Path) -> str:
         return str(path)
 
 
-def folder_config_text(corpus: Path, data_dir: Path, at: Path, project: ProjectConfig) -> str:
+def folder_config_text(corpus: Path | str, data_dir: Path, at: Path, project: ProjectConfig) -> str:
     """The commented configuration ``rag-pipeline init`` writes at ``at`` for a user's folder:
-    its corpus, its data folder (which also caches the exported models), the production
+    its corpus (a folder, or a source URI written as it is), its data folder (which also
+    caches the exported models), the production
     profile, and the project's model declarations (so the keys are the project's: the lock of
     a model travels with it, see
     :func:`rag_pipeline.core.config.keys.model_specs`). Paths are relative to the file.
@@ -82,8 +83,9 @@ def folder_config_text(corpus: Path, data_dir: Path, at: Path, project: ProjectC
 # Relative paths are relative to this file.
 
 [index]
-# The folder of documents to index (`index --corpus DIR` overrides it).
-corpus = {json.dumps(_relative(corpus, root))}
+# The documents to index: a folder, s3://bucket/prefix or git+file:///repo[@ref]
+# (`index --corpus` overrides it).
+corpus = {json.dumps(corpus if isinstance(corpus, str) else _relative(corpus, root))}
 # Everything the index writes: the Parquet tables, rag.duckdb, the evaluation's files.
 data_dir = {json.dumps(_relative(data_dir, root))}
 # Exported runtime models (OpenVINO), one folder per model key.

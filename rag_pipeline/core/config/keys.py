@@ -55,6 +55,9 @@ def adapted_spec(declaration: ModelDeclaration, config: ProjectConfig, base: Mod
     recipe = declaration.adapt
     if recipe is None:
         raise ModelConfigError(f"{declaration.name!r} is not an adapted model")
+    if isinstance(config.corpus, str):
+        raise ModelConfigError(f"{declaration.name!r}: an adapted model trains on a corpus folder, "
+                               f"not on {config.corpus}: sync it to a folder first")
     digest = pairs_digest(config.corpus, recipe, config.model_cache)
     fingerprint = adapted_fingerprint(base.key, recipe, digest.sha256, declaration.window)
     return ModelSpec(name=declaration.name,

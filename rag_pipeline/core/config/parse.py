@@ -39,6 +39,7 @@ from rag_pipeline.core.embedding.models import (
     Precision,
     calibration_set,
 )
+from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
 
 
 def _where(index: int, name: object) -> str:
@@ -231,6 +232,12 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         value = index.get(key, "data/models" if key == "model_cache" else None)
         if value is not None and (not isinstance(value, str) or not value):
             raise ModelConfigError(f"{label}: [index] {key} must be a folder path")
+        if key == "corpus" and value is not None and is_corpus_uri(value):
+            try:
+                folders[key] = check_corpus_uri(value)
+            except SourceError as exc:
+                raise ModelConfigError(f"{label}: [index] corpus: {exc}") from None
+            continue
         folders[key] = (root / Path(value).expanduser()).resolve() if value else None
     profiles = _profiles(data.get("profiles", {}), label, ordered, chunkers)
     chosen = index.get("profile")

@@ -133,7 +133,8 @@ class ProjectConfig:
         profiles: Every profile by name, ``production`` and ``evaluation`` always among them.
         profile: ``[index] profile``: what ``index`` builds when the command line names none
             (None: production for a user's corpus, evaluation for the bundled one).
-        corpus: ``[index] corpus``: the folder ``index`` reads when ``--corpus`` is not given.
+        corpus: ``[index] corpus``: what ``index`` reads when ``--corpus`` is not given: a
+            folder, or a source URI kept as text (``s3://bucket/prefix``, ``git+file:///repo``).
         data_dir: ``[index] data_dir``: the data folder when ``--data-dir`` is not given.
         selected: The profile :func:`~rag_pipeline.core.config.parse.select_profile`
             restricted this config to (None: all).
@@ -148,7 +149,7 @@ class ProjectConfig:
     path: Path | None = None
     profiles: tuple[Profile, ...] = ()
     profile: str | None = None
-    corpus: Path | None = None
+    corpus: Path | str | None = None
     data_dir: Path | None = None
     selected: str | None = None
     access: AccessPolicy | None = None

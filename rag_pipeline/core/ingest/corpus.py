@@ -228,12 +228,12 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     A previous record is reused without opening the entry when the entry's fingerprint and the
     format's stamps match it; otherwise the entry is read, and a record whose bytes (sha256) are
     the same is still reused. A failed record is reused too while its entry is unchanged (retries
-    back off until the file changes), unless ``settings.retry_failed`` (a file failed for its size
-    is checked again on every run: that costs one ``stat``, and the limit may have been raised).
-    A new id whose content is a vanished record's is a rename: the record moves (by fingerprint
-    on a content-addressed source, else by sha256). Records are matched by document id, so a
-    corpus folder that moved reuses every unchanged record with its ``path`` set to where the
-    file is now.
+    back off until the file changes), unless ``settings.retry_failed`` (a file failed for its
+    size is checked again on every run: that costs one ``stat``, and the limit may have been
+    raised). A new id whose content is a vanished record's is a rename: the record moves (by
+    fingerprint on a content-addressed source, else by sha256). Records are matched by document
+    id, so a corpus folder that moved reuses every unchanged record with its ``path`` set to
+    where the file is now.
 
     Raises:
         SourceError: If the source cannot be listed, or disappeared while it was read.
@@ -246,7 +246,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     prior = {r.document_id: r for r in previous}
     try:
         entries = source.entries()
-        listed = {e.document_id for e in entries}
+        listed = {shown_file_name(e.document_id) for e in entries}
         vanished = [r for r in prior.values() if r.ok and r.document_id not in listed
                     and not _member_of_listed(r.document_id, listed)]
         by_fingerprint = {r.source_fingerprint: r for r in vanished if r.source_fingerprint}
@@ -281,7 +281,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                          if found.extracted == 0 else Change.CHANGED)
                 continue
             fmt = _format_of(entry.document_id)
-            old = prior.get(entry.document_id)
+            old = prior.get(shown_file_name(entry.document_id))
             if fmt is None or _unread(source, entry, fmt) is not None:
                 record = extract_entry(source, entry, settings)[0]
                 keep(record, Change.UNCHANGED if old is not None and old.status == record.status

@@ -106,3 +106,79 @@ def check_shrink(source: str, before: int, after: int, max_shrink: float = DEFAU
             f"the corpus {source} shrank from {before} to {after} readable documents, more than "
             f"{max_shrink:.0%} fewer: refused, the served index is as it was; if the documents "
             "were removed on purpose, index with --allow-shrink")
+
+
+def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, listed: int,
+                      max_shrink: float = DEFAULT_MAX_SHRINK, allow_shrink: bool = False) -> None:
+    """The guard a documents run passes before it writes anything: a source that lists no
+    entry at all, or far fewer readable documents than the last run had.
+
+    Raises:
+        CorpusShrankError: With the counts and how to accept them.
+    """
+    if listed == 0 and not allow_shrink:
+        raise CorpusShrankError(f"the corpus {report.source} is empty: nothing is indexed, the "
+                                "served index is as it was; if it is meant to be empty, index "
+                                "with --allow-shrink")
+    check_shrink(report.source, before_ok, after_ok, max_shrink, allow_shrink)
+
+
+def reconciliation_table(report: Reconciliation, run_at: str):
+    """The report as the ``reconciliation`` table: one row per document with its change, its
+    previous id (renames), the detail (failures), the source and the revision it read."""
+    import pyarrow as pa
+
+    rows = report.rows
+    return pa.table({
+        "change": pa.array([r.change for r in rows], pa.string()),
+        "document_id": pa.array([r.document_id for r in rows], pa.string()),
+        "previous_id": pa.array([r.previous_id or None for r in rows], pa.string()),
+        "detail": pa.array([r.detail or None for r in rows], pa.string()),
+        "source": pa.array([report.source] * len(rows), pa.string()),
+        "revision": pa.array([report.revision] * len(rows), pa.string()),
+        "run_at": pa.array([run_at] * len(rows), pa.string()),
+    })
+
+
+def reconciliation_markdown(report: Reconciliation, ids_per_change: int = 20) -> str:
+    """The report as a Markdown table: each change, its count and (up to ``ids_per_change``)
+    its ids, a rename as ``old -> new``."""
+    lines = ["| change | documents | ids |", "| --- | ---: | --- |"]
+    for change in Change:
+        rows = [r for r in report.rows if r.change == change.value]
+        shown = [f"{r.previous_id} -> {r.document_id}" if r.previous_id else r.document_id
+                 for r in rows[:ids_per_change]]
+        more = f" and {len(rows) - ids_per_change} more" if len(rows) > ids_per_change else ""
+        cell = (", ".join(shown) + more).replace("|", "\\|")
+        lines.append(f"| {change.value} | {len(rows)} | {cell} |")
+    return "\n".join(lines)
+
+
+def report_from_table(table) -> tuple[Reconciliation, str] | None:
+    """The report a ``reconciliation`` table holds and when its run wrote it (``None`` for an
+    empty table)."""
+    rows = table.to_pylist()
+    if not rows:
+        return None
+    report = Reconciliation(rows[0]["source"], rows[0]["revision"], tuple(
+        Reconciled(r["change"], r["document_id"], r["previous_id"] or "", r["detail"] or "")
+        for r in rows))
+    return report, rows[0]["run_at"]
+
+
+def report_lines(report: Reconciliation, run_at: str, ids_per_change: int = 10) -> list[str]:
+    """What ``status`` prints: the counts on one line, then the ids of every change but
+    ``unchanged`` (a rename as ``old -> new``, a failure with its reason)."""
+    at = f" at {report.revision}" if report.revision else ""
+    lines = [f"last reconciliation ({report.source}{at}, {run_at}): {report.summary()}"]
+    for change in Change:
+        if change is Change.UNCHANGED:
+            continue
+        rows = [r for r in report.rows if r.change == change.value]
+        for r in rows[:ids_per_change]:
+            shown = f"{r.previous_id} -> {r.document_id}" if r.previous_id else r.document_id
+            lines.append(f"  {change.value:9s} {shown}" + (f": {r.detail}" if r.detail else ""))
+        if len(rows) > ids_per_change:
+            lines.append(f"  {change.value:9s} ... and {len(rows) - ids_per_change} more "
+                         "(select * from reconciliation)")
+    return lines

@@ -13,3 +13,5 @@ BM25_PARAMS = "bm25_params"
 BM25_TABLES = (BM25_TERMS, BM25_CHUNKS, BM25_POSTINGS, BM25_PARAMS)
 ANN_INDEX = "ann_index"
 FEEDBACK = "feedback"
+RECONCILIATION = "reconciliation"
+"""What the last documents run added, changed, renamed, deleted, left and failed."""

@@ -12,11 +12,16 @@ from rag_pipeline.core.index.builders import (
 )
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
-from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS
+from rag_pipeline.core.ingest.reconcile import (
+    check_corpus_kept,
+    reconciliation_markdown,
+    reconciliation_table,
+)
+from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS, RECONCILIATION
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import table_metadata
-from rag_pipeline.orchestration.corpus_watch import CORPUS_FINGERPRINT, corpus_fingerprint
+from rag_pipeline.orchestration.corpus_watch import CORPUS_FINGERPRINT, watch_token
 from rag_pipeline.orchestration.resources import CorpusSource, IndexStorage
 
 NO_FAILED_DOCUMENTS = "no_failed_documents"
@@ -42,7 +47,10 @@ def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
                 "stamp, status (ok, failed, or skipped when no format reads it) and the reason; "
                 "beside it ``document_pages``, one row per PDF page (text layer or OCR, its "
                 "confidence, flagged under the floor). "
-                "Failed files are retried on every run. Its "
+                "A failed file is retried once it changes (or with retry_failed). A run that "
+                "finds the corpus gone, empty or far smaller than the last one (max_shrink) "
+                "fails and writes nothing; beside the table, ``reconciliation`` says what the "
+                "run added, changed, renamed, deleted, left and failed. Its "
                 "data version is the table's content digest, so an unchanged corpus changes "
                 "nothing downstream.",
     kinds={"parquet", "duckdb"},
@@ -50,14 +58,19 @@ def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
 def documents(context: AssetExecutionContext, storage: IndexStorage,
               corpus: CorpusSource) -> dg.MaterializeResult:
     warehouse = storage.warehouse()
-    root = corpus.prepare()
-    # Before reading: a file written during the run changes the folder after this, so the
+    source = corpus.source()
+    # Before reading: a file written during the run changes the source after this, so the
     # corpus watch launches another run for it.
-    fingerprint = corpus_fingerprint(root)
+    fingerprint = watch_token(corpus)
     previous = warehouse.version(DOCUMENTS)
-    result = extract_corpus(root, document_records(warehouse.read_file(previous.file))
-                            if previous is not None else (), corpus.extraction_settings())
+    before = document_records(warehouse.read_file(previous.file)) if previous is not None else []
+    result = extract_corpus(source, before, corpus.extraction_settings())
+    report = result.report
+    # Nothing is written unless the corpus is still there and not suddenly far smaller.
+    check_corpus_kept(report, sum(r.ok for r in before), len(result.ok), len(result.records),
+                      corpus.max_shrink, corpus.allow_shrink)
     version = warehouse.write(DOCUMENTS, documents_table(result.records))
+    warehouse.write(RECONCILIATION, reconciliation_table(report, version.written_at))
     pages = document_pages_table(result.records)
     warehouse.write(DOCUMENT_PAGES, pages)
     publish_query_db(warehouse)
@@ -70,14 +83,19 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     changed = previous is None or previous.digest != version.digest
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed, {len(result.skipped)} "
                      f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
-                     f"moved) from "
-                     f"{root}; {'changed' if changed else 'no change'}")
+                     f"moved, {result.not_retried} failed not retried) from "
+                     f"{source.uri}" + (f" at {report.revision}" if report.revision else "")
+                     + f"; {'changed' if changed else 'no change'}; {report.summary()}")
     return dg.MaterializeResult(data_version=dg.DataVersion(version.digest),
                                 check_results=[failed_documents_check(list(result.failed))],
                                 metadata={
         **table_metadata(version, DOCUMENTS_SCHEMA),
-        "corpus": str(root),
+        "corpus": source.uri,
+        "source_revision": report.revision or "",
         CORPUS_FINGERPRINT: fingerprint,
+        **{f"reconciliation.{change}": count for change, count in report.counts().items()},
+        "reconciliation": dg.MetadataValue.md(reconciliation_markdown(report)),
+        "not_retried": result.not_retried,
         "changed": changed,
         "documents_ok": ok,
         "documents_failed": len(result.failed),

@@ -396,11 +396,16 @@ def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
     # with a UnicodeEncodeError when the table was written.
     with open(os.path.join(os.fsencode(tmp_path), b"bad\xffbytes.md"), "wb") as handle:
         handle.write(b"# Bad\n\nSome text.\n")
-    records = extract_corpus(tmp_path).records
+    first = extract_corpus(tmp_path)
+    records = first.records
     assert [(r.document_id, r.status, r.error) for r in records] == [
         ("bad\\xffbytes.md", "failed",
          "the file name is not valid UTF-8 (bad\\xffbytes.md): rename the file"),
         ("good.md", "ok", None)]
+    # The next run finds the same record under its shown id: unchanged, neither added nor deleted.
+    again = extract_corpus(tmp_path, records).report
+    assert [(r.change, r.document_id) for r in again.rows] == [
+        ("failed", "bad\\xffbytes.md"), ("unchanged", "good.md")]
     table = documents_table(records)
     assert table.column("document_id").to_pylist() == ["bad\\xffbytes.md", "good.md"]
 

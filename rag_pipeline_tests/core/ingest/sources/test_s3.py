@@ -145,3 +145,23 @@ def test_the_watch_token_follows_the_listing_only(bucket: Bucket, s3_settings):
     assert source.watch_token() == first
     bucket.put("p/a.md", "# Two\n")
     assert source.watch_token() != first
+
+
+def test_a_prefix_emptied_during_the_run_fails_it(bucket: Bucket, s3_settings):
+    for key in ("p/a.md", "p/b.md"):
+        bucket.put(key, "# Doc\n\nText.\n")
+    source = S3Source(f"s3://{bucket.name}/p", s3_settings)
+    real_read = source.read
+
+    def read_then_empty(entry, limit):
+        data = real_read(entry, limit)
+        for key in ("p/a.md", "p/b.md"):
+            bucket.delete(key)
+        return data
+
+    source.read = read_then_empty
+    with pytest.raises(SourceError) as caught:
+        extract_corpus(source)
+    assert str(caught.value) == (f"s3://{bucket.name}/p at {s3_settings.endpoint_url}: the prefix "
+                                 "emptied while it was being read: nothing is published, the "
+                                 "served index is as it was")
