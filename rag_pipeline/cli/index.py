@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from rag_pipeline.cli.access import relabel_access
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
 from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE, INDEX_LOCK
 
@@ -203,6 +204,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
             echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
                   f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
                   f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
+    relabel_access(warehouse)
     echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:

@@ -83,6 +83,13 @@ def _print_access(warehouse) -> None:
         echo(f"  unreadable {document_id}: no [access] rule matches it")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
+    from rag_pipeline.core.index.access_table import stale_access
+
+    stale = stale_access(warehouse, policy)
+    if stale:
+        echo(f"  the `access` table of {', '.join(stale)} labels other rules or chunks: "
+             "`rag-pipeline index` re-labels them (nothing is re-extracted or re-embedded; a "
+             "running serve already applies the rules in force)")
 
 
 def _age(seconds: float) -> str:

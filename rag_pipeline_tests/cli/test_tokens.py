@@ -107,5 +107,12 @@ def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path, 
     assert proxy.output.strip() == (
         "error: --trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "
         "request reads everything and no groups are asked")
+
+
+@pytest.mark.slow  # serve pins torch's threads before it finds there is no index
+def test_open_serves_a_public_host_without_access(tmp_path: Path, monkeypatch):
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
     opened = run(tmp_path, "serve", "--host", "0.0.0.0", "--open", "--port", "0")
     assert opened.output.strip() == "error: no index built yet: run `rag-pipeline index` first"

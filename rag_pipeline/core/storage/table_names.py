@@ -12,3 +12,5 @@ BM25_POSTINGS = "bm25_postings"
 BM25_PARAMS = "bm25_params"
 BM25_TABLES = (BM25_TERMS, BM25_CHUNKS, BM25_POSTINGS, BM25_PARAMS)
 ANN_INDEX = "ann_index"
+ACCESS = "access"
+"""The readers of every chunk under ``[access]`` (:mod:`rag_pipeline.core.index.access_table`)."""
