@@ -140,6 +140,12 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
         while _get(port, "/status", tokens["eng"])[0] == 200:
             assert time.monotonic() - started < REVOKE_S
             time.sleep(0.1)
+        status = _cli(config, data, "status").stdout.splitlines()
+        access = [line for line in status if "access" in line or "unreadable" in line]
+        assert access[0].startswith("access: rules ")
+        assert access[0].endswith(": 4 documents; readable by group: eng 2, hr 2, staff 1; 1 "
+                                  "readable by nobody (no rule matches)")
+        assert access[1] == f"  unreadable board/{CANARY['board']}-minutes.md: no [access] rule matches it"
         listed = _cli(config, data, "tokens", "list").stdout
         assert [line.split()[0] for line in listed.splitlines()[1:]] == ["hr-user", "staff-user"]
         assert "never" not in listed.splitlines()[1].split()[3]  # hr-user was used
