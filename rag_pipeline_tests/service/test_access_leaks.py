@@ -20,7 +20,7 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.auth import SESSION_COOKIE, AccessState
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline.service.run import running_service
+from rag_pipeline.service.run import access_line, running_service
 from rag_pipeline.service.tokens import TokenStore
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -60,6 +60,7 @@ class Setup:
     client: TestClient
     stranger: TestClient
     model_key: str
+    service: object
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
         app = create_app(service)
         with TestClient(app, client=(PROXY, 4000)) as client, \
                 TestClient(app, client=(STRANGER, 4000)) as stranger:
-            yield Setup(built, tokens, access, client, stranger, key)
+            yield Setup(built, tokens, access, client, stranger, key, service)
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -221,6 +222,13 @@ def test_status_counts_only_what_the_principal_reads(setup: Setup):
     assert {n: (s["documents"], s["chunks"]) for n, s in by.items()} == {
         "hr": (2, 4), "eng": (2, 3), "staff": (1, 2)}
     assert all(s["ann_index"] is None and s["vectors"] == s["chunks"] for s in by.values())
+
+
+def test_serve_says_what_its_access_is_at_start(setup: Setup):
+    assert access_line(setup.service) == (
+        f"access: 3 rule(s) ({POLICY.digest}), 3 token(s); groups from X-Forwarded-Groups of "
+        f"{PROXY} only; every path but /health needs a principal; 1 document(s) no rule matches "
+        "(readable by nobody)")
 
 
 def test_health_and_the_page_shell_need_no_token(setup: Setup):
