@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from rag_pipeline.cli.ask import principal_groups
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
@@ -16,6 +17,7 @@ from rag_pipeline.cli.edge import (
     echo,
     fail,
     load_model,
+    read_config,
 )
 from rag_pipeline.cli.gold import corpus_texts
 
@@ -53,12 +55,15 @@ if TYPE_CHECKING:
               help="With --model ADAPTED --versus BASE: score only the gold lines of the documents "
                    "the adapted model never trained on, per style, and apply the adoption rule.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--groups", default=None,
+              help="Score what these groups see (a,b): rankings within what [access] lets them "
+                   "read, and only the gold lines for them.")
 @click.pass_obj
 def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: Path | None,
                      chunkers: tuple[str, ...], model_key: str | None, versus_key: str | None,
                      beir_dir: Path | None,
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
-                     held_out: bool, as_json: bool) -> None:
+                     held_out: bool, as_json: bool, groups: str | None) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
     from rag_pipeline.core.config.gold_file import GoldFormatError
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
@@ -74,6 +79,10 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     except InvalidArgumentError as exc:
         fail(str(exc))
     spec = declared_model(model_key)
+    asker = principal_groups(groups)
+    if asker is not None and (held_out or beir_dir is not None or versus_key is not None):
+        fail("--groups scores one model on the gold set: it does not combine with --held-out, "
+             "--beir or --versus")
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
@@ -92,7 +101,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         report = run_eval(invocation.warehouse, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
                           ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
                           candidates=candidates,
-                          sentence_vectors=sentence_vectors)
+                          sentence_vectors=sentence_vectors, policy=read_config().access,
+                          groups=asker)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         fail(str(exc))
     if report.skipped:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from rag_pipeline.cli.access import relabel_access
 from rag_pipeline.cli.corpus_param import CorpusParam
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
 from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
@@ -204,6 +205,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
                   f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
                   f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
+    relabel_access(warehouse)
     echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:

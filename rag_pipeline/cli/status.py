@@ -51,6 +51,7 @@ def status(invocation: Invocation) -> None:
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+    _print_access(warehouse)
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
@@ -68,6 +69,40 @@ def _echo_reconciliation(warehouse) -> None:
     if found is not None:
         for line in report_lines(*found):
             echo(line)
+
+
+def _print_access(warehouse) -> None:
+    """With ``[access]``: documents per group, every document no rule matches (readable by
+    nobody), and each glob that matches no document (a warning)."""
+    from rag_pipeline.cli.edge import read_config
+    from rag_pipeline.core.config.access import access_report
+    from rag_pipeline.core.index.generations import current_generations
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+
+    policy = read_config().access
+    if policy is None:
+        echo("access: no [access] in rag_pipeline.toml: every document is readable by everyone "
+             "who reaches `serve`")
+        return
+    ids: set[str] = set()
+    for file in {g.files[DOCUMENTS] for g in current_generations(warehouse)}:
+        table = warehouse.read_file(file, columns=["document_id", "status"]).to_pylist()
+        ids.update(row["document_id"] for row in table if row["status"] == "ok")
+    report = access_report(policy, ids)
+    groups = ", ".join(f"{g} {n}" for g, n in report.by_group.items())
+    echo(f"access: rules {policy.digest}: {report.documents} documents; readable by group: "
+         f"{groups}; {len(report.unreadable)} readable by nobody (no rule matches)")
+    for document_id in report.unreadable:
+        echo(f"  unreadable {document_id}: no [access] rule matches it")
+    for glob in report.unmatched:
+        echo(f"  warning: [access] glob {glob!r} matches no document")
+    from rag_pipeline.core.index.access_table import stale_access
+
+    stale = stale_access(warehouse, policy)
+    if stale:
+        echo(f"  the `access` table of {', '.join(stale)} labels other rules or chunks: "
+             "`rag-pipeline index` re-labels them (nothing is re-extracted or re-embedded; a "
+             "running serve already applies the rules in force)")
 
 
 def _age(seconds: float) -> str:

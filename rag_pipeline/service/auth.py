@@ -145,6 +145,11 @@ class AccessState:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        if self.store is not None:
+            try:
+                self.store.flush_used(force=True)
+            except OSError as exc:
+                log.warning("when tokens were last used was not recorded: %s", exc)
 
     # -- principals ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ A running ``serve`` re-reads the file when its modification time changes (every 
 revoked token stops working within the poll interval; a verified secret is remembered in memory
 (by its SHA-256) for as long as its record is unchanged, so a request costs one scrypt per token
 per file version, not one per request. When each token was last used is kept beside it, in
-``tokens-used.json`` (also 0600), written by ``serve`` at most once per poll.
+``tokens-used.json`` (also 0600), written by ``serve`` at most every :data:`USED_FLUSH_SECONDS`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import re
 import secrets
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,8 @@ TOKEN = re.compile(r"rp_(?P<id>[0-9a-f]{8})_(?P<secret>[A-Za-z0-9_-]{43})")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+USED_FLUSH_SECONDS = 5.0
+"""How often, at most, a serving process records when its tokens were last used."""
 
 
 class TokenError(Exception):
@@ -129,6 +132,7 @@ class TokenStore:
         self._verified: dict[str, tuple[str, str]] = {}
         self._used: dict[str, str] = {}
         self._used_dirty = False
+        self._flushed_at = 0.0
 
     # -- the file ------------------------------------------------------------------------------
 
@@ -241,11 +245,13 @@ class TokenStore:
         with self._lock:
             return self._records.get(token_id)
 
-    def flush_used(self) -> None:
-        """Writes when each token was last used, if a request used one since the last flush."""
+    def flush_used(self, force: bool = False) -> None:
+        """Writes when each token was last used, if a request used one since the last flush
+        and (unless ``force``) :data:`USED_FLUSH_SECONDS` have passed since."""
+        now = time.monotonic()
         with self._lock:
-            if not self._used_dirty:
+            if not self._used_dirty or (not force and now - self._flushed_at < USED_FLUSH_SECONDS):
                 return
-            used, self._used_dirty = dict(self._used), False
+            used, self._used_dirty, self._flushed_at = dict(self._used), False, now
         merged = {**self.last_used(), **used}
         _write_private(self.used_path, {k: v for k, v in merged.items()})

@@ -30,6 +30,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from rag_pipeline.core.index.access import Readable
 from rag_pipeline.core.index.bm25 import Bm25Scorer
 from rag_pipeline.core.retrieval.dense import top_k
 from rag_pipeline.core.text.analyzers import analyze
@@ -90,7 +91,7 @@ def term_coverage(question: str, scorer: Bm25Scorer, rows: Sequence[int]) -> flo
 
 def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
                     sentence_distances: np.ndarray | None = None,
-                    ) -> dict[RefusalSignal, float]:
+                    readable: Readable | None = None) -> dict[RefusalSignal, float]:
     """Every signal for one question (``best_sentence`` only when sentence distances are given).
 
     Args:
@@ -98,7 +99,14 @@ def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
         question: The question text.
         scorer: The partition's BM25 scorer (its analyzer and vocabulary).
         sentence_distances: Per chunk, its closest sentence's distance, if measured.
+        readable: The rows the asker may read: every signal is then computed over them alone.
     """
+    rows = None
+    if readable is not None:
+        rows = readable.rows
+        distances = distances[rows]
+        if sentence_distances is not None:
+            sentence_distances = sentence_distances[rows]
     if len(distances) == 0:
         raise ValueError("no chunks: a refusal signal over an empty partition is undefined")
     ordered = np.sort(distances)
@@ -106,8 +114,11 @@ def refusal_signals(distances: np.ndarray, question: str, scorer: Bm25Scorer,
     dk = float(ordered[min(GAP_RANK, len(ordered)) - 1])
     std = float(distances.std())
     dense_ranked = top_k(distances, max(AGREEMENT_DEPTH, COVERAGE_DEPTH))
+    if rows is not None:
+        dense_ranked = rows[dense_ranked]
     dense_top = set(dense_ranked[:AGREEMENT_DEPTH].tolist())
-    bm25_top = set(scorer.top(question, AGREEMENT_DEPTH).rows.tolist())
+    bm25_top = set(scorer.top(question, AGREEMENT_DEPTH,
+                              None if readable is None else readable.mask).rows.tolist())
     terms = analyze(question, scorer.analyzer)
     known = sum(1 for t in terms if t in scorer.term_index)
     signals = {

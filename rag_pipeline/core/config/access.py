@@ -31,8 +31,8 @@ from functools import cached_property
 
 from rag_pipeline.core.embedding.models import ModelConfigError
 
-__all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessRule", "glob_regex",
-           "parse_access", "unmatched_globs"]
+__all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessReport", "AccessRule", "access_report",
+           "glob_regex", "parse_access", "unmatched_globs"]
 
 ACCESS_KEYS = frozenset({"rules", "groups"})
 RULE_KEYS = frozenset({"glob", "readers"})
@@ -176,3 +176,23 @@ def unmatched_globs(policy: AccessPolicy, document_ids: Iterable[str]) -> list[s
     not there yet)."""
     ids = list(document_ids)
     return [r.glob for r in policy.rules if not any(r.matches(d) for d in ids)]
+
+
+@dataclass(frozen=True)
+class AccessReport:
+    """What the rules make of a corpus: documents per group, the ones nobody may read, and
+    globs that match nothing."""
+
+    documents: int
+    by_group: dict[str, int]
+    unreadable: list[str]
+    unmatched: list[str]
+
+
+def access_report(policy: AccessPolicy, document_ids: Iterable[str]) -> AccessReport:
+    """The rules applied to ``document_ids`` (what ``status`` prints)."""
+    ids = sorted(document_ids)
+    readers = {d: policy.readers_of(d) for d in ids}
+    groups = sorted(policy.known_groups)
+    return AccessReport(len(ids), {g: sum(g in r for r in readers.values()) for g in groups},
+                        [d for d, r in readers.items() if not r], unmatched_globs(policy, ids))

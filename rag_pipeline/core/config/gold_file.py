@@ -1,6 +1,7 @@
 """The gold-set and out-of-domain files, read into typed values with one-line errors.
 
-Gold JSONL: ``{"id", "needle", "question", "ticket"}``. A first line
+Gold JSONL: ``{"id", "needle", "question", "ticket"}``, optionally ``"groups": [...]``: the
+groups the line is for (``eval --groups`` scores a line for those groups only). A first line
 ``{"corpus": NAME, "documents": [ids]}`` records the corpus the set was written for: the
 documents its needles come from. Out-of-domain JSONL: ``{"id", "query", "kind": "near" | "off"}``.
 
@@ -30,6 +31,7 @@ class GoldLine:
     needle: str
     question: str
     ticket: str
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,13 @@ def load_gold_set(path: Path) -> GoldSet:
             raise GoldFormatError(f'{path}:1: the corpus line must be {{"corpus": "<name>", '
                                   '"documents": ["<document id>", ...]}')
         corpus = GoldCorpus(name, tuple(sorted(set(documents))))
-    return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"])
+    for row in rows:
+        groups = row.get("groups", [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+            raise GoldFormatError(f"{path}: line {row['id']!r}: `groups` must be a list of group "
+                                  f"names, got {groups!r}")
+    return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"],
+                                                tuple(r.get("groups", ())))
                                        for r in rows))
 
 

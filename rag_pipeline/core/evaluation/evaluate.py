@@ -53,6 +53,7 @@ from rag_pipeline.core.evaluation.metrics import (
     sign_test_p,
     summarise_recall,
 )
+from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.ann import DensePath, recall_at_k
 from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.retriever import (
@@ -172,10 +173,13 @@ def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector
 
 
 
-def rows_holding(index: PartitionIndex, needles: Sequence[str]) -> dict[str, frozenset[int]]:
-    """Per needle, the rows whose content holds it whole (white space collapsed once per row)."""
+def rows_holding(index: PartitionIndex, needles: Sequence[str],
+                 readable: Readable | None = None) -> dict[str, frozenset[int]]:
+    """Per needle, the rows whose content holds it whole (white space collapsed once per row);
+    with ``readable``, only rows among those."""
     contents = [collapse(content) for content in index.contents]
-    return {needle: frozenset(row for row, content in enumerate(contents) if needle in content)
+    return {needle: frozenset(row for row, content in enumerate(contents) if needle in content
+                              and (readable is None or readable.mask[row]))
             for needle in needles}
 
 
@@ -216,11 +220,14 @@ def compare(a: RunKey, b: RunKey, ranks_a: Sequence[int | None], ranks_b: Sequen
 def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
              queries: Sequence[GoldQuery], ood: Sequence[OodLine], gold_errors: Sequence[GoldError],
              runs: Sequence[RunKey] | None = None,
-             sentences: Mapping[str, SentenceIndex] | None = None) -> EvalReport:
+             sentences: Mapping[str, SentenceIndex] | None = None,
+             groups: frozenset[str] | None = None) -> EvalReport:
     """Runs every retrieval configuration over the gold queries, reported over all queries and
     per style, and the sweep and the gate's cross-validation over the production configuration
     (header, hybrid) when it was built. ``sentences`` (per chunker) is needed by candidates that
-    score chunks by sentence, and adds the ``best_sentence`` refusal signal."""
+    score chunks by sentence, and adds the ``best_sentence`` refusal signal. ``groups``: score
+    what a principal of those groups sees (every ranking within the rows they may read, on
+    partitions labelled by ``[access]``)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     sentences = sentences or {}
@@ -235,7 +242,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
     t = time.perf_counter()
     styles = [q.style.value for q in queries]
     needles = sorted({q.needle for q in queries})
-    rows_by_chunker = {c: rows_holding(index, needles) for c, index in indexes.items()}
+    readable = {c: readable_rows(index, groups) for c, index in indexes.items()}
+    rows_by_chunker = {c: rows_holding(index, needles, readable[c]) for c, index in indexes.items()}
     destroyed = {c: sorted({q.line_id for q in queries if not rows_by_chunker[c][q.needle]})
                  for c in indexes}
     rank_rows: list[RankRow] = []
@@ -246,7 +254,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         index = indexes[run.chunker]
         ranks = []
         for query, vector in zip(queries, query_vectors, strict=True):
-            ranking = retrieve(index, vector, query.text, run.settings(), sentences.get(run.chunker))
+            ranking = retrieve(index, vector, query.text, run.settings(), sentences.get(run.chunker),
+                               readable=readable[run.chunker])
             rank = first_hit_rank([h.row for h in ranking.hits],
                                   rows_by_chunker[run.chunker][query.needle].__contains__)
             ranks.append(rank)
@@ -270,7 +279,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         index = indexes[PRODUCTION_CHUNKER]
         in_domain = [(ranking.hits, rows_by_chunker[PRODUCTION_CHUNKER][q.needle])
                      for ranking, q in zip(production_rankings, queries, strict=True)]
-        ood_rankings = [retrieve(index, v, o.query, production.settings())
+        ood_rankings = [retrieve(index, v, o.query, production.settings(),
+                                 readable=readable[PRODUCTION_CHUNKER])
                         for v, o in zip(ood_vectors, ood, strict=True)]
         ood_hits = [(r.hits, o) for r, o in zip(ood_rankings, ood, strict=True)]
         sweep = refusal_sweep(in_domain, ood_hits)
@@ -282,7 +292,8 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         def signals_of(ranking: Ranking, vector: QueryVector, text: str):
             best = (best_sentence_distances(sentence_index, vector.vector)
                     if sentence_index is not None else None)
-            return refusal_signals(ranking.distances, text, scorer, best)
+            return refusal_signals(ranking.distances, text, scorer, best,
+                                   readable[PRODUCTION_CHUNKER])
 
         in_signals = [signals_of(r, v, q.text) for r, v, q in
                       zip(production_rankings, query_vectors, queries, strict=True)]
@@ -295,7 +306,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         timings["gate_cv"] = time.perf_counter() - t
     t = time.perf_counter()
     ann = [ann_check(chunker, index, [*query_vectors, *ood_vectors], texts, production.settings())
-           for chunker, index in sorted(indexes.items()) if index.ann is not None]
+           for chunker, index in sorted(indexes.items()) if index.ann is not None and groups is None]
     if ann:
         timings["ann_check"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - started

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from rag_pipeline.core.config.gold_file import load_gold_set, load_ood
+from rag_pipeline.core.config.access import AccessPolicy
+from rag_pipeline.core.config.gold_file import GoldLine, load_gold_set, load_ood
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
 from rag_pipeline.core.evaluation.evaluate import EvalReport, evaluate
-from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, validate_gold
+from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, collapse, validate_gold
+from rag_pipeline.core.index.access import labelled
 from rag_pipeline.core.index.generations import current_generation, current_generations
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import DocumentStatus
@@ -20,12 +22,30 @@ from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
 
+def gold_lines_for(lines: Sequence[GoldLine], canonical: Mapping[str, str],
+                   policy: AccessPolicy | None, groups: frozenset[str] | None,
+                   ) -> tuple[tuple[GoldLine, ...], dict[str, str]]:
+    """The gold lines and documents a principal of ``groups`` is scored on: the documents they
+    may read; a line whose ``groups`` shares one of theirs, or a line without ``groups`` whose
+    needle is in one of those documents. Everything when ``groups`` or ``policy`` is None."""
+    if groups is None or policy is None:
+        return tuple(lines), dict(canonical)
+    readable = {d: t for d, t in canonical.items() if policy.may_read(d, groups)}
+    texts = [collapse(t) for t in readable.values()]
+    kept = tuple(line for line in lines if (
+        bool(set(line.groups) & groups) if line.groups
+        else any(collapse(line.needle) in t for t in texts)))
+    return kept, readable
+
+
 def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: Path,
              chunkers: Sequence[str] | None = None, candidates: bool = False,
-             sentence_vectors: bool = False) -> EvalReport:
+             sentence_vectors: bool = False, policy: AccessPolicy | None = None,
+             groups: frozenset[str] | None = None) -> EvalReport:
     """Evaluates every published chunker (or the given ones) of ``model``'s partitions in
-    ``warehouse``. A gold set written for another corpus scores nothing: the report is empty,
-    with the reason in ``skipped`` (and the model is not loaded).
+    ``warehouse``, as a principal of ``groups`` sees them under ``policy`` (None: everything).
+    A gold set written for another corpus scores nothing: the report is empty, with the reason
+    in ``skipped`` (and the model is not loaded).
 
     Args:
         candidates: Also run every candidate retrieval setting on the production chunker,
@@ -33,13 +53,17 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
         sentence_vectors: Embed the production partition's sentences (cached under
             ``data/eval/sentences``), for the sentence candidates and the ``best_sentence``
             refusal signal; implied by ``candidates``.
+        policy: The ``[access]`` rules the partitions are labelled by.
+        groups: Score what these groups see: rankings within the rows they may read, and only
+            the gold lines for them (a line's ``groups`` shares one, or a line without
+            ``groups`` whose needle is in a document they read).
     """
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
         raise IndexNotBuiltError(f"no published index for model {model.key}: run "
                                  "`rag-pipeline index` first")
     selected = list(chunkers) if chunkers else published
-    indexes = {c: load_partition(warehouse, c, model.key) for c in selected}
+    indexes = {c: labelled(load_partition(warehouse, c, model.key), policy) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
     documents = warehouse.read_file(documents_file,
@@ -53,7 +77,8 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     except NoGoldSetError as exc:
         return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
                           skipped=str(exc))
-    queries, errors = validate_gold(gold.lines, canonical)
+    lines, canonical = gold_lines_for(gold.lines, canonical, policy, groups)
+    queries, errors = validate_gold(lines, canonical)
     ood = load_ood(ood_path)
     embedder = load_embedder(model)
     runs = default_runs(sorted(indexes))
@@ -65,5 +90,5 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
             warehouse.data_dir / "eval" / "sentences")
         if candidates:
             runs += candidate_runs(PRODUCTION_CHUNKER)
-    report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences)
+    report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences, groups)
     return replace(report, generations=generations)

@@ -100,3 +100,11 @@ def test_a_malformed_access_table_is_one_line(table: str, message: str):
 def test_parse_access_keeps_declared_groups():
     parsed = parse_access({"groups": ["hr", "eng"], "rules": [{"glob": "x", "readers": ["hr"]}]}, "f")
     assert (parsed.groups, parsed.known_groups) == (("hr", "eng"), frozenset({"hr", "eng"}))
+
+
+def test_the_access_report_counts_groups_and_names_the_unreadable():
+    from rag_pipeline.core.config.access import access_report
+
+    report = access_report(policy(), ["hr/a.md", "public/b.md", "notes.txt", "x/y.md"])
+    assert report == type(report)(4, {"eng": 0, "hr": 1, "staff": 1}, ["notes.txt", "x/y.md"],
+                                  ["eng/*.md", "**/shared.md"])

