@@ -15,8 +15,14 @@ from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
-from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
+from rag_pipeline.core.runtime.serve_record import (
+    ServeRecord,
+    new_secret,
+    remove_serve_record,
+    write_serve_record,
+)
 from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.proof import ServeProof
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
@@ -168,7 +174,8 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                  f"{len(served.index)} chunks, {len(served.index.documents)} documents; ready in "
                  f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
-            config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
+            secret = new_secret()
+            config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port, access_log=access_log,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted
                                     # connections still sending their head as requests.
@@ -179,7 +186,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(warehouse.data_dir, ServeRecord(
                 host, port, os.getpid(), settings.chunker, settings.model_key, service.settings.ask.base_url,
-                warehouse.location))
+                warehouse.location, secret))
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
