@@ -13,7 +13,15 @@ from pathlib import Path
 
 import click
 
-from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
+from rag_pipeline.cli.edge import (
+    Invocation,
+    dagster_home,
+    declared_models,
+    echo,
+    eval_folder,
+    fail,
+)
+from rag_pipeline.core.runtime.processes import SignalLatch
 from rag_pipeline.project_paths import ENV_PROFILE, ENV_WAREHOUSE, INDEX_LOCK
 
 
@@ -59,37 +67,27 @@ def _index_lock(home: Path) -> Iterator[int]:
               f"lock {exc.path}): wait for it to finish or stop it")
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM reached ``index``."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
 @contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turns the first SIGINT or SIGTERM into :class:`_Stopped` (later ones are ignored while
-    the clean-up runs), so the daemon's guard ends it with its code servers and runs, marking
-    them canceled, before ``index`` exits with 128 + the signal's number."""
-    handled = (signal.SIGINT, signal.SIGTERM)
+def _stop_on_signals() -> Iterator[SignalLatch]:
+    """Records the first SIGINT or SIGTERM; the command stops at its next checkpoint (the block
+    passes ``latch.checkpoint`` down), the daemon's guard ends the daemon with its code servers
+    and runs, marking them canceled, and ``index`` exits with 128 + the signal's number. A
+    signal that lands while the block closes what it opened (the Dagster instance) or while it
+    fails for another reason still ends the command that way."""
+    from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
 
-    def stop(signum: int, frame: object) -> None:
-        for s in handled:
-            signal.signal(s, signal.SIG_IGN)
-        raise _Stopped(signum)
-
-    previous = {s: signal.signal(s, stop) for s in handled}
-    try:
-        yield
-    except _Stopped as exc:
-        echo(f"\nstopped by {exc}: the Dagster daemon, its code servers and the runs of this "
-              f"index are stopped and marked canceled; the published index is as it was",
-              err=True)
-        sys.exit(128 + exc.signum)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with recorded_signals() as latch:
+        try:
+            yield latch
+            latch.checkpoint()
+        except (Exception, SystemExit) as exc:
+            if latch.signum is None:
+                raise
+            stopped = exc if isinstance(exc, Stopped) else Stopped(latch.signum)
+            echo(f"\nstopped by {stopped}: the Dagster daemon, its code servers and the runs of "
+                 "this index are stopped and marked canceled; the published index is as it was",
+                 err=True)
+            sys.exit(stopped.exit_code)
 
 
 @click.command()
@@ -122,6 +120,8 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.project_paths import DEFAULT_DATA_DIR, ENV_CORPUS, ENV_DATA_DIR, config_path
 
+    home = dagster_home()
+    eval_dir = eval_folder()
     try:
         config = load_config(config_path())
         if corpus is None and config.corpus is not None:
@@ -154,7 +154,6 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     )
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
-    home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     data_dir = invocation.data_dir
     env = {**os.environ, ENV_DATA_DIR: str(data_dir.absolute()), ENV_PROFILE: profile.name}
@@ -169,9 +168,10 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     warehouse = invocation.warehouse
     started = time.time()
     try:
-        with _index_lock(home) as lock_fd, _stop_on_signals(), \
+        with _index_lock(home) as lock_fd, _stop_on_signals() as latch, \
                 dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
+            latch.checkpoint()
             # A running daemon serves the code location as its own environment configured it;
             # this shell's environment is the best evidence of that configuration.
             location_data = Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR).absolute()
@@ -183,18 +183,20 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
                       "--corpus start it with RAG_PIPELINE_DATA_DIR / RAG_PIPELINE_CORPUS set to "
                       "the same folders (or stop it), then run index with the same variables")
             retry_failed(instance, defs, env, click.echo)
+            latch.checkpoint()
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
-                                started, lock_fd) as daemon:
+                                started, lock_fd, latch.checkpoint) as daemon:
                 run_config = {"resources": {"corpus": {"config": {
                     "refresh_python_reference": True}}}} if refresh_corpus else None
                 run_id = launch_run("documents_job", env, run_config)
+                latch.checkpoint()
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")
                 reports = follow_runs(
                     instance, started, lambda: index_is_current(warehouse, chunkers, models,
                                                                 evaluate=not no_eval),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
-                    daemon_alive=daemon.alive)
+                    daemon_alive=daemon.alive, checkpoint=latch.checkpoint)
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
@@ -208,18 +210,17 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
     if not no_eval:
-        _echo_unscored(warehouse)
+        _echo_unscored(warehouse, eval_dir)
 
 
-def _echo_unscored(warehouse) -> None:
+def _echo_unscored(warehouse, eval_dir: Path) -> None:
     """The evaluation's one line when the gold set the runs used is not of this corpus."""
     from rag_pipeline.core.config.gold_file import load_gold_set
     from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus
     from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.storage.table_names import DOCUMENTS
-    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
 
-    gold = load_gold_set(Path(os.environ.get(ENV_EVAL_DIR) or DEFAULT_EVAL_DIR) / "gold.jsonl")
+    gold = load_gold_set(eval_dir / "gold.jsonl")
     documents = warehouse.read(DOCUMENTS, columns=["document_id", "status"]).to_pylist()
     try:
         check_corpus(gold, [d["document_id"] for d in documents if d["status"] == DocumentStatus.OK])
