@@ -142,7 +142,35 @@ class UnhealthyFile:
 
 def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     """Every ``_latest.json``, ``CURRENT.json`` and manifest of the warehouse that does not
-    parse as what it must hold, sorted by file."""
+    parse as what it must hold, sorted by file; then every derived file a served generation
+    uses that no longer matches the digest recorded when it was built (an ANN index file, a
+    copy in ``map_cache/``)."""
+    found = _unparsable_files(warehouse)
+    if not found:
+        found += _damaged_derived_files(warehouse)
+    return found
+
+
+def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
+    from rag_pipeline.core.index.ann_index import graph_damage
+    from rag_pipeline.core.index.generations import current_generations, generation_dir
+    from rag_pipeline.core.index.mapped import damaged_copies
+    from rag_pipeline.core.storage.table_names import ANN_INDEX
+
+    found = []
+    for generation in current_generations(warehouse):
+        folder = generation_dir(generation.chunker, generation.model)
+        if ANN_INDEX in generation.files:
+            graph = warehouse.read_file(generation.files[ANN_INDEX]).to_pylist()[0].get("graph")
+            damage = graph_damage(warehouse, graph) if graph else None
+            if damage is not None:
+                found.append(UnhealthyFile(folder, damage))
+        found += [UnhealthyFile(folder, reason)
+                  for reason in damaged_copies(warehouse, set(generation.files.values()))]
+    return found
+
+
+def _unparsable_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     found = []
     for info in sorted(warehouse.list_files(), key=lambda i: i.path):
         relative = warehouse.relative(info.path)
