@@ -115,6 +115,10 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
             "where d.status = 'ok' and not exists (select 1 from chunks c "
             "where c.chunker = p.chunker and c.document_id = d.document_id) "
             "group by all order by all").fetchall()] if "chunks" in views else []
+        built_from = _documents_built_from(warehouse, con, views)
+        without_chunks = [(d, kept) for d, chunkers in without_chunks
+                          if (kept := tuple(c for c in chunkers
+                                            if c not in built_from or d in built_from[c]))]
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
@@ -129,6 +133,25 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
         low_confidence_pages=low_confidence)
+
+
+def _documents_built_from(warehouse: Warehouse, con, views: set[str]) -> dict[str, set[str]]:
+    """For each chunker whose served generations were built from documents other than the
+    published ones (a build between the two, or one killed while it published), the ids its
+    generations were built from: a newer document without chunks there is not built yet, not
+    one that yields no chunk."""
+    if "generations" not in views or "published_files" not in views:
+        return {}
+    current = {file for (file,) in con.execute(
+        "select file from published_files where \"table\" = 'documents'").fetchall()}
+    rows = con.execute("select chunker, documents_file from generations").fetchall()
+    up_to_date = {chunker for chunker, file in rows if file in current}
+    found: dict[str, set[str]] = {}
+    for chunker, file in rows:
+        if chunker not in up_to_date:
+            ids = warehouse.read_file(file, columns=["document_id"]).column("document_id")
+            found.setdefault(chunker, set()).update(ids.to_pylist())
+    return found
 
 
 @dataclass(frozen=True)

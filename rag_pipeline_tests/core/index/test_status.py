@@ -134,3 +134,17 @@ def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltI
         current_generation(warehouse, "header", model)
     with pytest.raises(CorruptFileError, match=f"^{root}/{latest} is not valid JSON"):
         warehouse.version("chunks", {"chunker": "header"})
+
+
+def test_documents_newer_than_the_served_generation_are_not_called_chunkless(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    # Planted: `index` killed while it published: the documents table already holds a new
+    # document (its chunks are not built yet), the served generation the documents before it.
+    # Every such document was reported "yields no chunk ... can never be found".
+    fresh = DocumentRecord("guide/new.md", "/corpus/guide/new.md", "New", "md", "1", "1", "x",
+                           "", DocumentStatus.OK.value, "")
+    warehouse.write("documents", documents_table([*records, fresh]))
+    publish_query_db(warehouse)
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.without_chunks) == (5, [])
