@@ -129,7 +129,10 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
         documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
         documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
+        # A document refused before any extractor read it (a file name that is not UTF-8)
+        # carries no extractor stamp: it is failed, not stale.
         stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
+                         and not (d[1] == DocumentStatus.FAILED and not d[4])
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
         low_confidence_pages=low_confidence)

@@ -148,3 +148,24 @@ def test_documents_newer_than_the_served_generation_are_not_called_chunkless(bui
     publish_query_db(warehouse)
     status = index_status(warehouse)
     assert (status.documents_ok, status.without_chunks) == (5, [])
+
+
+def test_a_file_name_that_is_not_utf8_is_failed_not_stale(built: BuiltIndex, tmp_path: Path):
+    import os
+
+    from rag_pipeline.core.ingest.corpus import extract_document
+
+    corpus = tmp_path / "odd-corpus"
+    corpus.mkdir()
+    name = os.fsdecode(b"caf\xe9.md")
+    (corpus / name).write_text("# Cafe\n\nText.\n", encoding="utf-8")
+    # Planted: a name in Latin-1 bytes; its record names the format but no extractor, and the
+    # extractor stamp compared unequal: status listed it stale on every run.
+    record = extract_document(corpus / name, corpus)
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    plant_published(built, {"documents": documents_table([*records, record])})
+    status = index_status(warehouse)
+    assert status.stale_documents == []
+    assert status.documents_failed == [("caf\\xe9.md", "the file name is not valid UTF-8 "
+                                                       "(caf\\xe9.md): rename the file")]
