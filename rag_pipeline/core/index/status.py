@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS, MIN_SELF_RECALL, DensePath, choose_path
-from rag_pipeline.core.index.generations import GENERATIONS, Generation, generation_age_seconds
+from rag_pipeline.core.index.generations import (
+    CURRENT,
+    GENERATIONS,
+    Generation,
+    generation_age_seconds,
+)
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 from rag_pipeline.core.storage.warehouse import (
@@ -159,11 +164,13 @@ def _documents_built_from(warehouse: Warehouse, con, views: set[str]) -> dict[st
 
 @dataclass(frozen=True)
 class UnhealthyFile:
-    """A pointer or generation manifest that cannot be read: the partition it belongs to
-    (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``) and why."""
+    """A pointer, generation manifest or derived file that cannot be used: the partition it
+    belongs to (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``), why, and
+    what repairs it."""
 
     partition: str
     reason: str
+    fix: str = "run `rag-pipeline index`: it rebuilds the file"
 
 
 def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
@@ -191,7 +198,8 @@ def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
             damage = graph_damage(warehouse, graph) if graph else None
             if damage is not None:
                 found.append(UnhealthyFile(folder, damage))
-        found += [UnhealthyFile(folder, reason)
+        found += [UnhealthyFile(folder, reason, "nothing: the next load (`ask`, `serve`) makes "
+                                                "the copy again; or delete it")
                   for reason in damaged_copies(warehouse, set(generation.files.values()))]
     return found
 
@@ -209,5 +217,28 @@ def _unparsable_files(warehouse: Warehouse) -> list[UnhealthyFile]:
         try:
             warehouse.parse_json(relative, parse)
         except CorruptFileError as exc:
-            found.append(UnhealthyFile(relative.rsplit("/", 1)[0], str(exc)))
+            folder = relative.rsplit("/", 1)[0]
+            found.append(UnhealthyFile(folder, str(exc), _pointer_fix(warehouse, folder,
+                                                                      info.base_name)))
     return found
+
+
+def _pointer_fix(warehouse: Warehouse, folder: str, name: str) -> str:
+    """What repairs the unreadable ``name`` in ``folder``."""
+    if name == POINTER_FILE:
+        return (f"delete {warehouse.full_path(f'{folder}/{name}')} and run `rag-pipeline "
+                "index`: the table is built again (its unchanged files are reused)")
+    if name != CURRENT:
+        return (f"delete {warehouse.full_path(f'{folder}/{name}')}: the record of an earlier "
+                "generation, which nothing serves")
+    manifests = sorted(info.base_name for info in warehouse.list_files(folder)
+                       if info.base_name.endswith(".json") and info.base_name != CURRENT)
+    for manifest in reversed(manifests):
+        try:
+            if warehouse.parse_json(f"{folder}/{manifest}", Generation.from_json) is not None:
+                return (f"copy {warehouse.full_path(f'{folder}/{manifest}')} (the newest whole "
+                        f"generation) over {warehouse.full_path(f'{folder}/{name}')}")
+        except CorruptFileError:
+            continue
+    return (f"delete {warehouse.full_path(f'{folder}/{name}')} and run `rag-pipeline index`: "
+            "the partition is built and published again")

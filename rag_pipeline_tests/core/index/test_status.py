@@ -124,16 +124,27 @@ def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltI
     warehouse.put_json(current, data)
     warehouse.put_bytes(latest, b'{"table": ')
     root = warehouse.root
+    manifest = f"_generations/chunker=header/model={model}/{built.index.generation}.json"
+    # Each named with what repairs it (it was named alone, and no command repaired it).
     assert unhealthy_files(warehouse) == [
         UnhealthyFile(f"_generations/chunker=header/model={model}",
-                      f"{root}/{current} is not a valid record: KeyError: 'chunker'"),
+                      f"{root}/{current} is not a valid record: KeyError: 'chunker'",
+                      f"copy {root}/{manifest} (the newest whole generation) over "
+                      f"{root}/{current}"),
         UnhealthyFile("chunks/chunker=header",
                       f"{root}/{latest} is not valid JSON (Expecting value: line 1 column 11 "
-                      "(char 10))")]
+                      "(char 10))",
+                      f"delete {root}/{latest} and run `rag-pipeline index`: the table is "
+                      "built again (its unchanged files are reused)")]
     with pytest.raises(CorruptFileError, match=f"^{root}/{current} is not a valid record"):
         current_generation(warehouse, "header", model)
     with pytest.raises(CorruptFileError, match=f"^{root}/{latest} is not valid JSON"):
         warehouse.version("chunks", {"chunker": "header"})
+    # The fixes repair: the manifest copied over CURRENT.json serves its generation again.
+    Path(root, current).write_bytes(Path(root, manifest).read_bytes())
+    Path(root, latest).unlink()
+    assert unhealthy_files(warehouse) == []
+    assert current_generation(warehouse, "header", model).id == built.index.generation
 
 
 def test_documents_newer_than_the_served_generation_are_not_called_chunkless(built: BuiltIndex):
