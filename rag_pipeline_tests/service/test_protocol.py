@@ -194,9 +194,11 @@ def test_connections_over_the_limit_are_refused_at_once_but_open_ones_are_served
 
 def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
     release = threading.Event()
+    running = threading.Semaphore(0)
 
     async def blocking(scope, receive, send) -> None:
-        # Holds its request slot until the test lets go.
+        # Says it runs, then holds its request slot until the test lets go.
+        running.release()
         await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
         await health(scope, receive, send)
 
@@ -206,7 +208,8 @@ def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
         try:
             for conn in conns[:2]:
                 conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-            time.sleep(0.5)  # both requests are running
+            for _ in range(2):  # both requests are running (observed, not slept for)
+                assert running.acquire(timeout=10)
             conns[2].sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
             third = _status(conns[2])  # answered while the two still hold their slots
             release.set()
@@ -249,7 +252,13 @@ def _post(port: int, body: bytes) -> int | None:
 def test_slow_bodies_take_no_request_slot_and_are_cut_off_at_the_body_deadline():
     limits = ClientLimits(head_seconds=5.0, body_seconds=1.0, per_client=16, max_connections=1024,
                           max_requests=4)
-    with serving(echo_body, limits) as port:
+    started = threading.Semaphore(0)
+
+    async def counted(scope, receive, send) -> None:
+        started.release()  # its head is read: the request has reached the application
+        await echo_body(scope, receive, send)
+
+    with serving(counted, limits) as port:
         # Planted: 8 clients (twice the 4 request slots) from 8 addresses that send a whole head
         # declaring a 100-byte body, then one byte of it: each held a request slot for as long
         # as it kept the socket open, and every other client got a 503.
@@ -261,7 +270,8 @@ def test_slow_bodies_take_no_request_slot_and_are_cut_off_at_the_body_deadline()
             conn.connect(("127.0.0.1", port))
             conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nx")
             slow.append(conn)
-        time.sleep(0.3)
+        for _ in slow:  # every slow request is being read (observed, not slept for)
+            assert started.acquire(timeout=10)
         try:
             while_held = [_post(port, b"12345") for _ in range(10)]
             cut_off = [_status(conn) for conn in slow]  # 408 at the 1 s body deadline
