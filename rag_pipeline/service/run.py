@@ -175,7 +175,8 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                  f"{time.perf_counter() - started:.1f} s (index load {served.load_seconds:.2f} s)")
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
             secret = new_secret()
-            config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port, access_log=access_log,
+            config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port,
+                                    access_log=access_log,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted
                                     # connections still sending their head as requests.
