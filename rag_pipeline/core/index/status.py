@@ -196,6 +196,9 @@ def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
         if ANN_INDEX in generation.files:
             graph = warehouse.read_file(generation.files[ANN_INDEX]).to_pylist()[0].get("graph")
             damage = graph_damage(warehouse, graph) if graph else None
+            if graph and warehouse.get_file_size(graph) is None:
+                damage = (f"the ANN index file {warehouse.full_path(graph)} is missing: the "
+                          "exact scan serves until the next `rag-pipeline index` rebuilds it")
             if damage is not None:
                 found.append(UnhealthyFile(folder, damage))
         found += [UnhealthyFile(folder, reason, "nothing: the next load (`ask`, `serve`) makes "

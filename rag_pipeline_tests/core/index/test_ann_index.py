@@ -167,3 +167,25 @@ def test_a_damaged_graph_is_unhealthy_not_loaded_and_rebuilt_by_the_next_build(b
     assert unhealthy_files(warehouse) == []
     store._load.cache_clear()
     assert load_partition(built.data_dir, built.index.chunker, built.index.model_key).ann is not None
+
+
+def test_a_missing_graph_of_the_served_generation_is_unhealthy_and_not_needed(built: BuiltIndex):
+    from rag_pipeline.core.index import store
+    from rag_pipeline.core.index.status import unhealthy_files
+
+    warehouse = Warehouse(built.data_dir)
+    row = warehouse.read_file(warehouse.require_version(ANN_INDEX, _partition(built)).file
+                              ).to_pylist()[0]
+    graph = Path(warehouse.full_path(row["graph"]))
+    # Planted: the graph file deleted; every load (BM25 alone too) failed naming it.
+    graph.unlink()
+    assert [f.reason for f in unhealthy_files(warehouse)] == [
+        f"the ANN index file {graph} is missing: the exact scan serves until the next "
+        "`rag-pipeline index` rebuilds it"]
+    store._load.cache_clear()
+    index = load_partition(built.data_dir, built.index.chunker, built.index.model_key)
+    assert index.ann is None and len(index) == 240
+    embeddings = warehouse.require_version(EMBEDDINGS, _partition(built))
+    assert not build_ann_index(warehouse, built.index.chunker, built.index.model_key,
+                               embeddings).reused
+    assert unhealthy_files(warehouse) == [] and graph.is_file()
