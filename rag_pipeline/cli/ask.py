@@ -44,7 +44,11 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
     chunker, model and base URL (with where it runs), or None: then `ask` loads the index and
     the model itself."""
     from rag_pipeline.core.answer.answer_json import answer_from_json
-    from rag_pipeline.core.runtime.serve_record import ask_running, read_serve_record
+    from rag_pipeline.core.runtime.serve_record import (
+        UnprovenServeError,
+        ask_running,
+        read_serve_record,
+    )
 
     record = read_serve_record(invocation.data_dir)
     if record is None or (record.location, record.chunker, record.model_key, record.base_url) != (
@@ -56,6 +60,11 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
         data = ask_running(record, {"q": question, **params}, token=os.environ.get(ENV_TOKEN) or None)
     except ServeRefusedError as exc:
         fail(f"the running serve at {record.url('/')} refused ${ENV_TOKEN}: {exc}")
+    except UnprovenServeError as exc:
+        echo(f"note: the process at {record.url('/')} (pid {record.pid}) that serve.json names "
+             f"did not prove it is this data folder's serve ({exc}): its answer was not used; "
+             "answering here", err=True)
+        return None
     if data is None:
         return None
     return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"

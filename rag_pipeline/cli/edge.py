@@ -163,6 +163,9 @@ class OneLineErrors(click.Group):
             fail(_misplaced_option(exc) or exc.format_message(), exc.exit_code)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
+        except KeyboardInterrupt:
+            # Ctrl-C where no command records it: end as a shell reports SIGINT, quietly.
+            sys.exit(128 + signal.SIGINT)
         except BrokenPipeError:
             # The reader of the output has gone (`rag-pipeline status | head`): stop quietly,
             # with what a process ended by SIGPIPE reports, and nothing left to flush.
@@ -199,6 +202,32 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
                  "(`rag-pipeline init DIR` writes one)")
         os.environ[ENV_CONFIG] = str(config_file.absolute())
     ctx.obj = Invocation(data_dir or read_config().data_dir or DEFAULT_DATA_DIR, warehouse)
+
+
+def eval_folder() -> Path:
+    """The folder of the evaluation's ``gold.jsonl`` and ``ood.jsonl``: ``RAG_PIPELINE_EVAL_DIR``
+    when set, else the bundled corpus's; a one-line failure when the variable names no folder."""
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+
+    value = os.environ.get(ENV_EVAL_DIR)
+    if not value:
+        return DEFAULT_EVAL_DIR
+    folder = Path(value)
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        fail(f"{ENV_EVAL_DIR}={value!r} {what}: it must name the folder of gold.jsonl and "
+             "ood.jsonl (unset it for the bundled corpus's)")
+    return folder
+
+
+def dagster_home() -> Path:
+    """``DAGSTER_HOME`` (the project's own unless set); a one-line failure when it names
+    something that is not a folder."""
+    home = Path(os.environ.get("DAGSTER_HOME") or DAGSTER_HOME)
+    if home.exists() and not home.is_dir():
+        fail(f"DAGSTER_HOME={str(home)!r} is not a folder: it must name the Dagster home folder "
+             "(unset it for the project's own)")
+    return home
 
 
 def read_config():

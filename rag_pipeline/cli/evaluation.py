@@ -15,6 +15,7 @@ from rag_pipeline.cli.edge import (
     declared_model,
     declared_models,
     echo,
+    eval_folder,
     fail,
     load_model,
     read_config,
@@ -69,9 +70,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
-    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
-
     data_dir = invocation.data_dir
+    eval_dir = eval_folder()
     declared_models()  # a configuration error is reported before a bad --chunker
     try:
         for name in chunkers:
@@ -86,8 +86,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
-        _compare_held_out(invocation, spec, versus_key, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or ["header"],
+        _compare_held_out(invocation, spec, versus_key, gold_path or eval_dir / "gold.jsonl",
+                          ood_path or eval_dir / "ood.jsonl", list(chunkers) or ["header"],
                           beir_dir)
         return
     if beir_dir is not None:
@@ -98,8 +98,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.evaluation.run import run_eval
 
     try:
-        report = run_eval(invocation.warehouse, spec, gold_path or DEFAULT_EVAL_DIR / "gold.jsonl",
-                          ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", list(chunkers) or None,
+        report = run_eval(invocation.warehouse, spec, gold_path or eval_dir / "gold.jsonl",
+                          ood_path or eval_dir / "ood.jsonl", list(chunkers) or None,
                           candidates=candidates,
                           sentence_vectors=sentence_vectors, policy=read_config().access,
                           groups=asker)
@@ -117,8 +117,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         return
     _print_eval(report, spec, as_json)
     if versus_key is not None:
-        _compare_models(invocation, spec, report, versus_key, gold_path or DEFAULT_EVAL_DIR /
-                        "gold.jsonl", ood_path or DEFAULT_EVAL_DIR / "ood.jsonl", chunkers)
+        _compare_models(invocation, spec, report, versus_key, gold_path or eval_dir /
+                        "gold.jsonl", ood_path or eval_dir / "ood.jsonl", chunkers)
 
 
 

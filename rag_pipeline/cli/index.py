@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -15,7 +14,15 @@ import click
 
 from rag_pipeline.cli.access import relabel_access
 from rag_pipeline.cli.corpus_param import CorpusParam
-from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail
+from rag_pipeline.cli.edge import (
+    Invocation,
+    dagster_home,
+    declared_models,
+    echo,
+    eval_folder,
+    fail,
+)
+from rag_pipeline.core.runtime.processes import SignalLatch
 from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
 
 
@@ -61,37 +68,27 @@ def _index_lock(home: Path) -> Iterator[int]:
               f"lock {exc.path}): wait for it to finish or stop it")
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM reached ``index``."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
 @contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turns the first SIGINT or SIGTERM into :class:`_Stopped` (later ones are ignored while
-    the clean-up runs), so the daemon's guard ends it with its code servers and runs, marking
-    them canceled, before ``index`` exits with 128 + the signal's number."""
-    handled = (signal.SIGINT, signal.SIGTERM)
+def _stop_on_signals() -> Iterator[SignalLatch]:
+    """Records the first SIGINT or SIGTERM; the command stops at its next checkpoint (the block
+    passes ``latch.checkpoint`` down), the daemon's guard ends the daemon with its code servers
+    and runs, marking them canceled, and ``index`` exits with 128 + the signal's number. A
+    signal that lands while the block closes what it opened (the Dagster instance) or while it
+    fails for another reason still ends the command that way."""
+    from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
 
-    def stop(signum: int, frame: object) -> None:
-        for s in handled:
-            signal.signal(s, signal.SIG_IGN)
-        raise _Stopped(signum)
-
-    previous = {s: signal.signal(s, stop) for s in handled}
-    try:
-        yield
-    except _Stopped as exc:
-        echo(f"\nstopped by {exc}: the Dagster daemon, its code servers and the runs of this "
-              f"index are stopped and marked canceled; the published index is as it was",
-              err=True)
-        sys.exit(128 + exc.signum)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with recorded_signals() as latch:
+        try:
+            yield latch
+            latch.checkpoint()
+        except (Exception, SystemExit) as exc:
+            if latch.signum is None:
+                raise
+            stopped = exc if isinstance(exc, Stopped) else Stopped(latch.signum)
+            echo(f"\nstopped by {stopped}: the Dagster daemon, its code servers and the runs of "
+                 "this index are stopped and marked canceled; the published index is as it was",
+                 err=True)
+            sys.exit(stopped.exit_code)
 
 
 @click.command()
@@ -137,6 +134,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         resolve_context,
     )
 
+    home = dagster_home()
+    eval_folder()  # a RAG_PIPELINE_EVAL_DIR that names no folder fails here, before any work
     try:
         config = load_config(config_path())
         if corpus is None and isinstance(config.corpus, Path) and not config.corpus.is_dir():
@@ -167,7 +166,6 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     )
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
-    home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     config_file = Path(os.environ[ENV_CONFIG]) if os.environ.get(ENV_CONFIG) else None
     env = {**os.environ, **context_environment(build, config_file)}
@@ -176,19 +174,22 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     warehouse = build.warehouse
     started = time.time()
     try:
-        with _index_lock(home) as lock_fd, _stop_on_signals(), \
+        with _index_lock(home) as lock_fd, _stop_on_signals() as latch, \
                 dg.DagsterInstance.get() as instance:
             fail_dead_runs(instance, click.echo)
+            latch.checkpoint()
             if daemon_running(instance, home):
                 _refuse_another_build(build, daemon_build(home, os.environ))
             retry_failed(instance, defs, env, click.echo)
+            latch.checkpoint()
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
-                                started, lock_fd) as daemon:
+                                started, lock_fd, latch.checkpoint) as daemon:
                 knobs = {name: True for name, given in (
                     ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
                     ("retry_failed", retry_failed_documents)) if given}
                 run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
                 run_id = launch_run("documents_job", env, run_config)
+                latch.checkpoint()
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")
                 reports = follow_runs(
@@ -196,7 +197,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                         warehouse, chunkers, models,
                         evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
-                    daemon_alive=daemon.alive)
+                    daemon_alive=daemon.alive, checkpoint=latch.checkpoint)
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")

@@ -55,6 +55,7 @@ def status(invocation: Invocation) -> None:
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
+        echo(f"  fix: {file.fix}")
     if unhealthy:
         sys.exit(1)
 

@@ -103,11 +103,13 @@ def _stop_guard(guard: subprocess.Popen) -> None:
 @contextmanager
 def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
                    echo: Callable[[str], None], since: float,
-                   lock_fd: int | None = None) -> Iterator[ProjectDaemon]:
+                   lock_fd: int | None = None,
+                   checkpoint: Callable[[], None] | None = None) -> Iterator[ProjectDaemon]:
     """Uses the running daemon, or runs ``dagster-daemon`` for the duration under
     :mod:`rag_pipeline.orchestration.index_guard`: in its own process group, ended with this process even by
     ``kill -9``, its runs since ``since`` marked canceled when it is stopped. ``lock_fd`` (the
-    instance lock) is handed to the guard, so the lock is held until its clean-up is over."""
+    instance lock) is handed to the guard, so the lock is held until its clean-up is over.
+    ``checkpoint`` is called while it waits for the daemon to start (it raises to stop)."""
     home = Path(instance.root_directory)
     if daemon_running(instance, home):
         echo("using the running Dagster daemon")
@@ -124,6 +126,8 @@ def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_pat
     try:
         deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
         while not daemon_running(instance, home):
+            if checkpoint is not None:
+                checkpoint()
             if guard.poll() is not None:
                 raise IndexRunFailed(f"the Dagster daemon exited: see {log_path}")
             if time.monotonic() > deadline:
@@ -267,12 +271,14 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
                 echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
                 log: Callable[[str], None] | None = None,
                 stall_seconds: float = STALL_SECONDS,
-                daemon_alive: Callable[[], bool] | None = None) -> list[RunReport]:
+                daemon_alive: Callable[[], bool] | None = None,
+                checkpoint: Callable[[], None] | None = None) -> list[RunReport]:
     """Prints each run created since ``since`` as it starts and ends, with embedding progress
     (and, with ``log``, every line the runs log), until nothing is queued or running and the
     index is current. Every ``REAP_SECONDS`` a run whose worker process is gone is marked
     failed. Raises on a failed run, and when a run is queued while ``daemon_alive``
-    says no daemon is there to start it."""
+    says no daemon is there to start it. ``checkpoint`` is called once a poll (it raises to
+    stop following)."""
     reported: dict[str, dg.DagsterRunStatus] = {}
     cursors: dict[str, str | None] = {}
     reports: dict[str, RunReport] = {}
@@ -280,6 +286,8 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
     created_after = datetime.fromtimestamp(since, UTC)
     last_reap = time.monotonic()
     while True:
+        if checkpoint is not None:
+            checkpoint()
         if time.monotonic() - last_reap > REAP_SECONDS:
             # A run whose worker was killed never reports its own end.
             fail_dead_runs(instance, echo)

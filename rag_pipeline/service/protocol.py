@@ -13,12 +13,17 @@ with ``limit_concurrency=None``: these replace it):
   complete by then is answered 408 (unless the application has begun its reply), the
   application is told the client left, and the connection closed;
 - a **head size limit** (``max_head_bytes``): a larger head is answered 431 and closed, read no
-  further;
+  further, whether it arrives byte by byte or in one write with the requests after it (counted
+  as it arrives and again header by header as it is parsed, before any request is dispatched);
 - a **per-client connection limit** (``per_client``, by remote address): one more connection
   from that address is answered 503 and closed at once, so one client cannot hold the
-  connections that the others share;
-- a **connection limit** (``max_connections``, all addresses): one more is answered 503 and
-  closed at once; connections already open keep being served;
+  connections that the others share. The addresses in ``shared_addresses`` (loopback: every
+  local client and a local reverse proxy come from it) have no such limit: they share the
+  connection limit with everyone, and the idle eviction below keeps it from starving them;
+- a **connection limit** (``max_connections``, all addresses): a new connection at the limit
+  closes the connection that has been idle longest (open, or kept alive after a response,
+  without a byte of its next head), so silent connections never lock out new clients; when none
+  is idle it is answered 503 and closed at once; connections already open keep being served;
 - a **request limit** (``max_requests``: requests read whole whose response is not complete):
   one more is answered 503. A request still being read (its head or its body) holds no
   request slot, so slow clients from many addresses cost the others nothing but a socket each
@@ -29,8 +34,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import httptools
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -51,6 +57,7 @@ class ClientLimits:
         per_client: Connections open at once from one remote address.
         max_connections: Connections open at once from all addresses.
         max_requests: Requests being answered at once (read whole, response not complete).
+        shared_addresses: Remote addresses without a per-client limit (loopback by default).
     """
 
     head_seconds: float = 5.0
@@ -59,6 +66,8 @@ class ClientLimits:
     per_client: int = 64
     max_connections: int = 1024
     max_requests: int = 256
+    shared_addresses: frozenset[str] = field(
+        default_factory=lambda: frozenset({"127.0.0.1", "::1", "::ffff:127.0.0.1"}))
 
     def __post_init__(self) -> None:
         for name in ("head_seconds", "body_seconds"):
@@ -76,6 +85,10 @@ def _response(status: bytes, message: str) -> bytes:
             + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n" + body)
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: the head being parsed is over ``max_head_bytes``."""
+
+
 def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
     """An ``HttpToolsProtocol`` class (for ``uvicorn.Config(http=...)``) that enforces
     ``limits``; each class counts its own connections per client and its own requests."""
@@ -83,6 +96,8 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
     receiving = [0]
     """Requests whose head is read and whose body is not: running ASGI tasks that wait for
     the client, not counted against ``max_requests``."""
+    idle: dict[GuardedProtocol, None] = {}
+    """Connections without a byte of their next head, longest idle first (insertion order)."""
 
     class GuardedProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -92,19 +107,40 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             self._in_head = True
             self._in_body = False
             self._head_bytes = 0
+            self._parsed_head = 0
+            self._over_after_response = False
             self._deadline: asyncio.TimerHandle | None = None
-            if open_by_client[self._address] >= limits.per_client:
+            if (self._address not in limits.shared_addresses
+                    and open_by_client[self._address] >= limits.per_client):
                 self._address = None
                 self._refuse(b"503 Service Unavailable",
                              f"more than {limits.per_client} connections from one address")
                 return
             if len(self.connections) > limits.max_connections:  # this one included
-                self._address = None
-                self._refuse(b"503 Service Unavailable",
-                             f"more than {limits.max_connections} connections open")
-                return
+                oldest = next(iter(idle), None)
+                if oldest is None:
+                    self._address = None
+                    self._refuse(b"503 Service Unavailable",
+                                 f"more than {limits.max_connections} connections open")
+                    return
+                oldest._evict()
             open_by_client[self._address] += 1
+            self._become_idle()
             self._arm(limits.head_seconds, self._head_too_slow)
+
+        def _become_idle(self) -> None:
+            idle.pop(self, None)
+            idle[self] = None
+
+        def _evict(self) -> None:
+            """Closes this idle connection to make room for a new one (a client may close an
+            idle keep-alive connection at any time, RFC 9112 section 9.6)."""
+            idle.pop(self, None)
+            self._in_head = False
+            self._refused = True
+            self._disarm()
+            self.connections.discard(self)
+            self.transport.close()
 
         def _arm(self, seconds: float, callback) -> None:
             self._disarm()
@@ -155,6 +191,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             not read at all (a client sending a huge head: it is blocked at once), then the
             socket closes. The connection no longer counts against ``max_connections``."""
             self._end_body()
+            idle.pop(self, None)
             self._in_head = False
             self._refused = True
             self._disarm()
@@ -171,6 +208,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            idle.pop(self, None)
             self._end_body()
             self._disarm()
             if self._address is not None:
@@ -183,16 +221,59 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
         def data_received(self, data: bytes) -> None:
             if self._refused or self.transport.is_closing():
                 return
+            idle.pop(self, None)
             if self._in_head:
                 self._head_bytes += len(data)
-            super().data_received(data)
-            if self._in_head and self._head_bytes > limits.max_head_bytes:
-                self._refuse(b"431 Request Header Fields Too Large",
-                             f"request head over {limits.max_head_bytes} bytes", drain=False)
+            if self._in_head and self._head_bytes > limits.max_head_bytes \
+                    and b"\r\n\r\n" not in data:
+                self._head_over()  # a head still growing: refused before it is parsed
+                return
+            # uvicorn's own data_received, with a head found too large by the parser's callbacks
+            # (which httptools raises as a callback error) answered 431 instead of 400.
+            self._unset_keepalive_if_required()
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserError as exc:
+                if isinstance(exc.__context__, _HeadTooLarge):
+                    self._head_over()
+                    return
+                msg = "Invalid HTTP request received."
+                self.logger.warning(msg)
+                self.send_400_response(msg)
+                return
+            except httptools.HttpParserUpgrade:
+                if self._should_upgrade():
+                    self.handle_websocket_upgrade()
+                else:
+                    self._unsupported_upgrade_warning()
+
+        def _head_over(self) -> None:
+            if self.cycle is not None and not self.cycle.response_complete:
+                # A pipelined head: the request before it is answered first, then this one.
+                self._over_after_response = True
+                self.transport.pause_reading()
+                return
+            self._refuse(b"431 Request Header Fields Too Large",
+                         f"request head over {limits.max_head_bytes} bytes", drain=False)
+
+        def _count_head(self, size: int) -> None:
+            self._parsed_head += size
+            if self._parsed_head > limits.max_head_bytes:
+                raise _HeadTooLarge
+
+        def on_url(self, url: bytes) -> None:
+            self._count_head(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count_head(len(name) + len(value) + 4)  # "name: value\r\n"
+            super().on_header(name, value)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._in_head = True
+            self._head_bytes = 0
+            self._parsed_head = 0
 
         def on_headers_complete(self) -> None:
             self._in_head = False
@@ -214,12 +295,18 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
             super().on_message_complete()
 
         def on_response_complete(self) -> None:
+            if self._over_after_response:
+                super().on_response_complete()
+                self._over_after_response = False
+                self._head_over()
+                return
             pipelined = bool(self.pipeline)  # the next request's head is already read
             super().on_response_complete()
             if not pipelined and not self.transport.is_closing():
                 self._end_body()  # answered before its body was read: the rest is not waited for
                 self._in_head = True
                 self._head_bytes = 0
+                self._become_idle()
                 self._arm(limits.head_seconds, self._head_too_slow)
 
     return GuardedProtocol

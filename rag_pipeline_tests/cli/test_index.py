@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -9,14 +10,40 @@ from collections.abc import Callable
 import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
-from rag_pipeline.project_paths import ENV_DATA_DIR, PROJECT_ROOT
-from rag_pipeline_tests.conftest import DagsterProject
-
-pytestmark = pytest.mark.slow
+from rag_pipeline.project_paths import ENV_DATA_DIR, ENV_EVAL_DIR, PROJECT_ROOT
+from rag_pipeline_tests.cli.invoke import one_line_failure
+from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
 
 CLI = [sys.executable, "-c", "from rag_pipeline.cli import main; main()"]
 
 
+def test_a_dagster_home_that_is_a_file_is_one_line_naming_it_before_any_work(
+        tmp_path, monkeypatch: pytest.MonkeyPatch):
+    # Planted: DAGSTER_HOME names a file (FileExistsError, naming nothing, after the lock and
+    # the definitions were written).
+    home = tmp_path / "dagster_home"
+    home.write_text("not a folder\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    assert one_line_failure("--data-dir", str(tmp_path / "data"), "index") == (
+        2, f"error: DAGSTER_HOME={str(home)!r} is not a folder: it must name the Dagster home "
+           "folder (unset it for the project's own)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dagster_home"]
+
+
+@pytest.mark.parametrize("command", [["index"], ["eval"]])
+def test_an_eval_folder_variable_naming_no_folder_fails_before_any_work(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, command: list[str]):
+    # Planted: RAG_PIPELINE_EVAL_DIR names a folder that does not exist: `index` failed after
+    # building everything, and `eval` read the bundled gold set instead.
+    missing = tmp_path / "no-such-eval"
+    monkeypatch.setenv(ENV_EVAL_DIR, str(missing))
+    assert one_line_failure("--data-dir", str(tmp_path / "data"), *command) == (
+        2, f"error: {ENV_EVAL_DIR}={str(missing)!r} does not exist: it must name the folder of "
+           "gold.jsonl and ood.jsonl (unset it for the bundled corpus's)")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
 def test_a_data_folder_whose_path_holds_glob_query_and_control_characters_indexes(
         dagster_project: Callable[[str, str], DagsterProject]):
     # "?" made DuckDB write rag.duckdb's WAL under ".../g [1]*.wal?#%..." (it reads "?" as the
@@ -35,3 +62,94 @@ def test_a_data_folder_whose_path_holds_glob_query_and_control_characters_indexe
     assert sorted(p.name for p in project.root.iterdir()) == [
         "corpus", "dagster_home", "eval", "g [1]*?#% x\nnext", "rag_pipeline.lock.json",
         "rag_pipeline.toml"]
+
+
+_SIGNAL_AT = r"""
+import os, signal, sys
+import dagster as dg
+from rag_pipeline.orchestration import index_launch
+
+phase, signum = sys.argv[1], int(sys.argv[2])
+followed = []
+
+def signal_self():
+    os.kill(os.getpid(), signum)
+
+if phase == "dead_runs":
+    original = index_launch.fail_dead_runs
+    def fail_dead_runs(*args, **kwargs):
+        signal_self()
+        return original(*args, **kwargs)
+    index_launch.fail_dead_runs = fail_dead_runs
+elif phase == "launched":
+    original = index_launch.launch_run
+    def launch_run(*args, **kwargs):
+        run_id = original(*args, **kwargs)
+        signal_self()
+        return run_id
+    index_launch.launch_run = launch_run
+elif phase == "connection_close":
+    # Inside sqlalchemy's close of a connection of the instance's storage (the command opens
+    # and closes them while it follows the runs), which logs and drops any Exception raised
+    # there: a handler that raised was lost there and the command ran on to exit 0.
+    from sqlalchemy.engine.default import DefaultDialect
+    original_launch = index_launch.launch_run
+    def launch_run(*args, **kwargs):
+        run_id = original_launch(*args, **kwargs)
+        followed.append(True)
+        return run_id
+    index_launch.launch_run = launch_run
+    original_close = DefaultDialect.do_close
+    def do_close(self, connection):
+        if followed:
+            followed.clear()
+            signal_self()
+        return original_close(self, connection)
+    DefaultDialect.do_close = do_close
+elif phase == "instance_close":
+    original_follow = index_launch.follow_runs
+    def follow_runs(*args, **kwargs):
+        reports = original_follow(*args, **kwargs)
+        followed.append(True)
+        return reports
+    index_launch.follow_runs = follow_runs
+    original_dispose = dg.DagsterInstance.dispose
+    def dispose(self):
+        if followed:
+            followed.clear()
+            signal_self()
+        return original_dispose(self)
+    dg.DagsterInstance.dispose = dispose
+from rag_pipeline.cli import main
+main(["index", "--no-eval"])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("phase", "signum"), [
+    ("dead_runs", signal.SIGTERM),
+    ("launched", signal.SIGINT),
+    ("connection_close", signal.SIGTERM),
+    ("instance_close", signal.SIGTERM),
+])
+def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceback(
+        dagster_project: Callable[[str, str], DagsterProject], phase: str, signum: int):
+    # The signal is sent by the command to itself at an observed point: while it marks dead runs
+    # (before anything started), just after the documents run was launched (a daemon runs),
+    # inside a storage connection's close while it follows the runs, and inside the Dagster
+    # instance's close after every run succeeded.
+    project = dagster_project(f"signal-{phase}", reference_config(["header"]))
+    result = subprocess.run([sys.executable, "-c", _SIGNAL_AT, phase, str(int(signum))],
+                            cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
+                            timeout=1200)
+    name = signal.Signals(signum).name
+    assert result.returncode == 128 + signum, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"stopped by {name}: the Dagster daemon, its code servers and the runs of this index "
+        "are stopped and marked canceled; the published index is as it was")
+    assert ("started a Dagster daemon" in result.stdout) == (phase != "dead_runs")
+    # The summary after the instance's close is never printed: the command stopped there.
+    assert "runs, all succeeded" not in result.stdout
+    assert ("  done     embeddings_job" in result.stdout) == (phase == "instance_close")
+    assert processes_on_home(project.home) == []

@@ -177,12 +177,13 @@ def test_connections_over_the_limit_are_refused_at_once_but_open_ones_are_served
     limits = ClientLimits(head_seconds=5.0, per_client=16, max_connections=32, max_requests=256)
     with serving(health, limits) as port:
         honest = socket.create_connection(("127.0.0.1", port), timeout=10)
-        # Planted: 40 more connections than the 32 allowed, from 40 addresses: the last 9 are
-        # over the limit (the honest one is the first of the 32).
+        honest.sendall(b"GET /health HTTP/1.1\r\n")  # begun: not idle, so never evicted
+        # Planted: 40 more connections than the 32 allowed, from 40 addresses, each with its
+        # head begun (none idle): the last 9 are over the limit (the honest one is the first).
         slow = _open_slow(port, spread(40))
         try:
             refused = [_status(conn) for conn in slow[31:]]
-            honest.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            honest.sendall(b"host: x\r\nconnection: close\r\n\r\n")
             assert _status(honest) == 200  # a connection already open keeps being served
         finally:
             honest.close()
@@ -193,9 +194,11 @@ def test_connections_over_the_limit_are_refused_at_once_but_open_ones_are_served
 
 def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
     release = threading.Event()
+    running = threading.Semaphore(0)
 
     async def blocking(scope, receive, send) -> None:
-        # Holds its request slot until the test lets go.
+        # Says it runs, then holds its request slot until the test lets go.
+        running.release()
         await asyncio.get_running_loop().run_in_executor(None, release.wait, 10)
         await health(scope, receive, send)
 
@@ -205,7 +208,8 @@ def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
         try:
             for conn in conns[:2]:
                 conn.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-            time.sleep(0.5)  # both requests are running
+            for _ in range(2):  # both requests are running (observed, not slept for)
+                assert running.acquire(timeout=10)
             conns[2].sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
             third = _status(conns[2])  # answered while the two still hold their slots
             release.set()
@@ -248,7 +252,13 @@ def _post(port: int, body: bytes) -> int | None:
 def test_slow_bodies_take_no_request_slot_and_are_cut_off_at_the_body_deadline():
     limits = ClientLimits(head_seconds=5.0, body_seconds=1.0, per_client=16, max_connections=1024,
                           max_requests=4)
-    with serving(echo_body, limits) as port:
+    started = threading.Semaphore(0)
+
+    async def counted(scope, receive, send) -> None:
+        started.release()  # its head is read: the request has reached the application
+        await echo_body(scope, receive, send)
+
+    with serving(counted, limits) as port:
         # Planted: 8 clients (twice the 4 request slots) from 8 addresses that send a whole head
         # declaring a 100-byte body, then one byte of it: each held a request slot for as long
         # as it kept the socket open, and every other client got a 503.
@@ -260,7 +270,8 @@ def test_slow_bodies_take_no_request_slot_and_are_cut_off_at_the_body_deadline()
             conn.connect(("127.0.0.1", port))
             conn.sendall(b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nx")
             slow.append(conn)
-        time.sleep(0.3)
+        for _ in slow:  # every slow request is being read (observed, not slept for)
+            assert started.acquire(timeout=10)
         try:
             while_held = [_post(port, b"12345") for _ in range(10)]
             cut_off = [_status(conn) for conn in slow]  # 408 at the 1 s body deadline
@@ -279,3 +290,89 @@ def test_a_keep_alive_connection_is_cut_off_when_idle_past_the_head_deadline(ser
         waited = time.monotonic() - started
     assert first.startswith(b"HTTP/1.1 200 ")
     assert second == 408 and 0.9 < waited < 3.0
+
+
+def _evicted(conns: list[socket.socket]) -> list[int]:
+    """The indexes of the connections the server has closed (readable, and at end of file)."""
+    import select
+
+    readable, _, _ = select.select(conns, [], [], 1.0)
+    return sorted(i for i, conn in enumerate(conns) if conn in readable and conn.recv(1) == b"")
+
+
+def test_idle_connections_are_evicted_oldest_first_before_the_limit_starves_new_clients():
+    # Planted: 80 idle connections (connected, nothing sent) from 5 addresses, each under the
+    # per-address limit, against a limit of 64: honest clients got 503 on 30 of 30. Each
+    # connection over the limit now closes the one idle longest instead.
+    limits = ClientLimits(head_seconds=60.0, per_client=16, max_connections=64, max_requests=256)
+    with serving(health, limits) as port:
+        flood = []
+        for address in [a for a in spread(5) for _ in range(16)]:
+            conn = socket.socket()
+            conn.settimeout(10)
+            conn.bind((address, 0))
+            conn.connect(("127.0.0.1", port))
+            flood.append(conn)
+        try:
+            deadline = time.monotonic() + 30
+            while len(evicted := _evicted(flood)) < 16:
+                assert time.monotonic() < deadline, evicted
+            assert evicted == list(range(16))
+            answers = [_get_health(port)[0] for _ in range(30)]
+            later = _evicted(flood[16:])
+        finally:
+            for conn in flood:
+                conn.close()
+    assert answers == [200] * 30
+    # The first honest client may have found 64 open and closed the next idle one (#16).
+    assert later in ([], [0])
+
+
+def test_loopback_has_no_per_address_limit():
+    # Planted: 40 connections from 127.0.0.1, the address every local client and a local proxy
+    # share, with heads begun, against a per-address limit of 16: the 41st client got a 503.
+    limits = ClientLimits(head_seconds=2.0, per_client=16, max_connections=1024, max_requests=256)
+    with serving(health, limits) as port:
+        slow = _open_slow(port, ["127.0.0.1"] * 40)
+        try:
+            answers = [_get_health(port)[0] for _ in range(10)]
+            statuses = Counter(_status(conn) for conn in slow)
+        finally:
+            for conn in slow:
+                conn.close()
+    assert answers == [200] * 10
+    assert statuses == Counter({408: 40})  # let in, and cut off at the head deadline
+
+
+def _one_write(port: int, data: bytes) -> list[int]:
+    """The statuses of the replies to ``data`` sent in one write."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(data)
+        reply = b""
+        try:
+            while chunk := conn.recv(65536):
+                reply += chunk
+        except OSError:
+            pass
+    return [int(part.split(b" ", 1)[0]) for part in reply.split(b"HTTP/1.1 ")[1:]]
+
+
+GET = b"GET /health HTTP/1.1\r\nhost: x\r\n"
+
+
+@pytest.mark.parametrize(("extra", "statuses"), [
+    (b"x-big: " + b"a" * (17 * 1024) + b"\r\n", [431]),
+    (b"x-big: " + b"a" * (60 * 1024) + b"\r\n", [431]),
+    (b"".join(b"x-h-%04d: v\r\n" % i for i in range(2000)), [431]),
+    (b"x-fits: " + b"a" * (15 * 1024) + b"\r\n", [200]),
+])
+def test_a_head_over_the_limit_sent_in_one_write_is_refused(server: int, extra: bytes,
+                                                            statuses: list[int]):
+    # Planted: the whole head in one write; the limit was only checked after httptools had
+    # parsed it and dispatched the request, so 17 KiB, 60 KiB and 2,000 headers got 200.
+    assert _one_write(server, GET + extra + b"connection: close\r\n\r\n") == statuses
+
+
+def test_a_pipelined_head_over_the_limit_is_refused_after_the_first_is_answered(server: int):
+    big = GET + b"x-big: " + b"a" * (20 * 1024) + b"\r\nconnection: close\r\n\r\n"
+    assert _one_write(server, GET + b"\r\n" + big) == [200, 431]

@@ -30,7 +30,12 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
     verified at load), otherwise the fingerprint of the files as they are now."""
     if declaration.source is None:
         raise ModelConfigError(f"{declaration.name!r} is an adapted model: see adapted_spec")
-    path = declaration.source.resolve(config.root)
+    try:
+        path = declaration.source.resolve(config.root)
+    except ModelConfigError as exc:
+        raise ModelConfigError(f"{config.path or 'the default configuration'}: [[models]] "
+                               f"{declaration.name!r} `{declaration.source.kind.value}`: "
+                               f"{exc}") from None
     dimension = declaration.dimension or folder_dimension(path)
     common = dict(name=declaration.name, path=path, dimension=dimension,
                   max_tokens=declaration.window, backend=declaration.backend,

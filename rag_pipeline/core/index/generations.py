@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -95,10 +95,17 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
 
 
 def publish(warehouse: Warehouse, chunker: str, model: str,
-            tables: Mapping[str, BuiltTable]) -> tuple[Generation, bool]:
+            tables: Mapping[str, BuiltTable],
+            before_pointer: Callable[[Generation], None] | None = None,
+            ) -> tuple[Generation, bool]:
     """Publishes a generation of these table files (one per declared table, each built from
     the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
-    one already holds exactly these files. Returns the served generation and whether it is new."""
+    one already holds exactly these files. Returns the served generation and whether it is new.
+
+    The pointer (``CURRENT.json``) is written last: after the generation's manifest and after
+    ``before_pointer`` (what must show the new generation first, such as ``rag.duckdb``). When
+    either fails (a full disk) the manifest is removed and the served generation is as it was.
+    """
     check_consistent(tables)
     offered = [t.name for t in GENERATION_TABLES if t.name in tables]
     files = {name: tables[name].file for name in offered}
@@ -113,7 +120,14 @@ def publish(warehouse: Warehouse, chunker: str, model: str,
     generation = Generation(id=f"{stamp}-{content_id}", chunker=chunker, model=model,
                             published_at=published_at, files=files, rows=rows)
     folder = generation_dir(chunker, model)
-    warehouse.put_json(f"{folder}/{generation.id}.json", asdict(generation))
+    manifest = f"{folder}/{generation.id}.json"
+    try:
+        warehouse.put_json(manifest, asdict(generation))
+        if before_pointer is not None:
+            before_pointer(generation)
+    except BaseException:
+        warehouse.delete(manifest)
+        raise
     warehouse.put_json(f"{folder}/{CURRENT}", asdict(generation))
     return generation, True
 

@@ -11,13 +11,23 @@ The copies are made once per table file, streamed batch by batch (never the whol
 memory), into ``map_cache/`` of the data folder, named after the file they copy: table files are
 content-named and immutable, so a copy is never stale. Each copy is written to a temporary name
 and renamed, so a crash or a second process never leaves half a copy under the real name.
+
+A copy's size and digest are recorded beside it when it is made (``.<name>.digest``) and
+checked before it is mapped: a copy truncated or altered since (a mapped page past the end of a
+truncated file kills the process with SIGBUS) is made again. When the data folder cannot be
+written (mounted read-only), the copies are made in the system's temporary folder instead, and
+a warning says so.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import json
+import logging
 import mmap
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,8 +50,9 @@ from rag_pipeline.core.storage.table_names import (
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
 
-__all__ = ["MAP_CACHE_DIR", "ContentRows", "MappedColumns", "collect_copies", "mapped_bm25", "mapped_columns",
-           "mapped_table", "mapped_vectors", "parquet_batches"]
+__all__ = ["MAP_CACHE_DIR", "ContentRows", "MappedColumns", "collect_copies", "copy_damage",
+           "damaged_copies", "mapped_bm25", "mapped_columns", "mapped_table", "mapped_vectors",
+           "parquet_batches"]
 
 MAP_CACHE_DIR = "map_cache"
 """Under the data folder: the memory-mappable copies, by table file."""
@@ -79,17 +90,97 @@ def collect_copies(data_dir: Path, referenced: set[str], grace_seconds: float,
     return deleted, size
 
 
+def _digest_record(path: Path) -> Path:
+    return path.with_name(f".{path.name}.digest")
+
+
+def _file_digest(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "blake2b").hexdigest()
+
+
+def copy_damage(path: Path) -> str | None:
+    """Why the copy at ``path`` is not the one that was made (its size or digest differs from
+    the record written beside it), or None: whole, or made without a record."""
+    try:
+        record = json.loads(_digest_record(path).read_text(encoding="utf-8"))
+        size, digest = int(record["size"]), str(record["blake2b"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        actual = path.stat().st_size
+    except OSError:
+        return None
+    if actual != size:
+        return f"the map cache copy {path} holds {actual} bytes, {size} when it was made"
+    if _file_digest(path) != digest:
+        return f"the map cache copy {path} differs from the copy that was made (its digest)"
+    return None
+
+
+def damaged_copies(warehouse: Warehouse, files: set[str]) -> list[str]:
+    """What :func:`copy_damage` says of each existing copy of one of ``files``."""
+    folder = warehouse.data_dir / MAP_CACHE_DIR
+    prefixes = tuple(f"{file.replace('/', '+')}." for file in files)
+    if not folder.is_dir():
+        return []
+    return [damage for path in sorted(folder.iterdir())
+            if path.name.startswith(prefixes) and (damage := copy_damage(path)) is not None]
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder`` (or, while it does not exist, in the nearest
+    folder above it that does)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
+def _elsewhere(path: Path) -> Path:
+    """Where the copy ``path`` is made when its data folder cannot be written."""
+    data_dir = path.parent.parent
+    tag = hashlib.blake2b(str(data_dir.resolve()).encode(), digest_size=6).hexdigest()
+    return Path(tempfile.gettempdir()) / f"rag-pipeline-{MAP_CACHE_DIR}-{tag}" / path.name
+
+
+_warned: set[Path] = set()
+
+
 def write_once(path: Path, write: Callable[[Path], None]) -> Path:
-    """``path``, written by ``write`` (to a temporary name, then renamed) unless it exists."""
-    if path.is_file():
+    """``path``, written by ``write`` (to a temporary name, then renamed, its size and digest
+    recorded) unless it exists whole; a damaged copy is made again. In a data folder that cannot
+    be written, the copy is made in the system's temporary folder (:func:`_elsewhere`)."""
+    if path.is_file() and copy_damage(path) is None:
         return path
+    if path.is_file():
+        logging.getLogger(__name__).warning("%s: made again", copy_damage(path))
+    if not _writable(path.parent):
+        fallback = _elsewhere(path)
+        if fallback.parent not in _warned:
+            _warned.add(fallback.parent)
+            logging.getLogger(__name__).warning(
+                "the data folder %s cannot be written: its map cache is made in %s instead",
+                path.parent.parent, fallback.parent)
+        path = fallback
+        if path.is_file() and copy_damage(path) is None:
+            return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    record_tmp = path.with_name(f".{path.name}.{os.getpid()}.digest.tmp")
     try:
         write(tmp)
+        record_tmp.write_text(json.dumps({"size": tmp.stat().st_size,
+                                          "blake2b": _file_digest(tmp)}), encoding="utf-8")
+        record_tmp.replace(_digest_record(path))
         tmp.replace(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise OSError(exc.errno, f"no space left to make the map cache copy {path}: free "
+                                     "space or move the data folder") from exc
+        raise
     finally:
         tmp.unlink(missing_ok=True)
+        record_tmp.unlink(missing_ok=True)
     return path
 
 
@@ -276,7 +367,11 @@ def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: Strin
             "paths": {name: cache_path(warehouse, files[BM25_POSTINGS],
                                        f"{made_from}.{analyzer.value}.{name}.npy")
                       for name in ("indptr", "indices", "data")}}
-    if any(not p.is_file() for a in per.values() for p in a["paths"].values()):
+    paths = [p for a in per.values() for p in a["paths"].values()]
+    if paths and not all(_whole_npy(p) for p in paths) and not _writable(paths[0].parent):
+        for a in per.values():
+            a["paths"] = {name: _elsewhere(path) for name, path in a["paths"].items()}
+    if not all(_whole_npy(p) for a in per.values() for p in a["paths"].values()):
         _write_postings(warehouse, files[BM25_POSTINGS], chunk_ids, per, params)
     scorers = {}
     for analyzer, a in per.items():
@@ -285,6 +380,16 @@ def mapped_bm25(warehouse: Warehouse, files: Mapping[str, str], chunk_ids: Strin
                                        arrays["indices"], arrays["data"], analyzer,
                                        params[analyzer.value]["k1"], params[analyzer.value]["b"])
     return scorers
+
+
+def _whole_npy(path: Path) -> bool:
+    """Whether ``path`` is an ``.npy`` file as long as its header says (a truncated copy is
+    made again rather than mapped past its end)."""
+    try:
+        np.load(path, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _write_postings(warehouse: Warehouse, file: str, chunk_ids: StringColumn,

@@ -28,7 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rag_pipeline.core.index import GENERATION_TABLES
-from rag_pipeline.core.index.generations import current_generations
+from rag_pipeline.core.index.generations import Generation, current_generations
 from rag_pipeline.core.runtime.processes import pid_alive
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
@@ -51,9 +51,20 @@ def _partition_json(partition: dict[str, str]) -> str:
     return json.dumps(partition, sort_keys=True)
 
 
-def published_sources(warehouse: Warehouse) -> dict[str, list[Source]]:
-    """For each table, the files a user should see, by partition."""
+def _served(warehouse: Warehouse, pending: Generation | None) -> list[Generation]:
+    """The current generation of every partition, ``pending`` (about to be pointed at) in
+    place of its partition's."""
     generations = current_generations(warehouse)
+    if pending is None:
+        return generations
+    others = [g for g in generations if (g.chunker, g.model) != (pending.chunker, pending.model)]
+    return sorted([*others, pending], key=lambda g: (g.chunker, g.model))
+
+
+def published_sources(warehouse: Warehouse,
+                      pending: Generation | None = None) -> dict[str, list[Source]]:
+    """For each table, the files a user should see, by partition (with ``pending`` served)."""
+    generations = _served(warehouse, pending)
     sources: dict[str, list[Source]] = {}
     newest_by_chunker = {}
     for generation in sorted(generations, key=lambda g: g.published_at):
@@ -129,8 +140,8 @@ def _table_with_partitions(warehouse: Warehouse, sources: list[Source]) -> pa.Ta
     return pa.concat_tables(parts, promote_options="default")
 
 
-def _generations_table(warehouse: Warehouse) -> pa.Table:
-    generations = current_generations(warehouse)
+def _generations_table(warehouse: Warehouse, pending: Generation | None) -> pa.Table:
+    generations = _served(warehouse, pending)
     strings = {
         "chunker": [g.chunker for g in generations], "model": [g.model for g in generations],
         "generation": [g.id for g in generations],
@@ -178,8 +189,11 @@ def refresh_query_db(warehouse: Warehouse) -> PublishStats:
     return publish_query_db(warehouse)
 
 
-def publish_query_db(warehouse: Warehouse) -> PublishStats:
-    """Brings ``rag.duckdb`` up to date with what is published, replacing it atomically.
+def publish_query_db(warehouse: Warehouse, pending: Generation | None = None) -> PublishStats:
+    """Brings ``rag.duckdb`` up to date with what is published (and ``pending``, the
+    generation about to be published: :func:`~rag_pipeline.core.index.generations.publish`
+    calls this before it writes the pointer), replacing it atomically; a failure (a full disk)
+    leaves the file as it was and no temporary file behind.
 
     A ``.wal`` beside the published file means a user's read-write session wrote to it: the
     snapshot is then rebuilt from the warehouse (never copied with what the WAL would replay)
@@ -191,7 +205,7 @@ def publish_query_db(warehouse: Warehouse) -> PublishStats:
     wal = Path(f"{db_path}.wal")
     with _publish_lock(db_path):
         _remove_dead_writers_files(db_path)
-        wanted = published_sources(warehouse)
+        wanted = published_sources(warehouse, pending)
         existing = None if wal.exists() else _existing_sources(db_path)
         scratch = existing is None
         existing = existing or {}
@@ -209,7 +223,7 @@ def publish_query_db(warehouse: Warehouse) -> PublishStats:
                     for table in dropped:
                         con.execute(f'DROP TABLE IF EXISTS "{table}"')
                     for table in changed:
-                        data = (_generations_table(warehouse) if table == GENERATIONS_TABLE
+                        data = (_generations_table(warehouse, pending) if table == GENERATIONS_TABLE
                                 else _table_with_partitions(warehouse, wanted[table]))
                         _replace_table(con, table, data)
                     _replace_table(con, SOURCES_TABLE, pa.table({

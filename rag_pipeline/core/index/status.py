@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS, MIN_SELF_RECALL, DensePath, choose_path
-from rag_pipeline.core.index.generations import GENERATIONS, Generation, generation_age_seconds
+from rag_pipeline.core.index.generations import (
+    CURRENT,
+    GENERATIONS,
+    Generation,
+    generation_age_seconds,
+)
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 from rag_pipeline.core.storage.warehouse import (
@@ -115,6 +120,10 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
             "where d.status = 'ok' and not exists (select 1 from chunks c "
             "where c.chunker = p.chunker and c.document_id = d.document_id) "
             "group by all order by all").fetchall()] if "chunks" in views else []
+        built_from = _documents_built_from(warehouse, con, views)
+        without_chunks = [(d, kept) for d, chunkers in without_chunks
+                          if (kept := tuple(c for c in chunkers
+                                            if c not in built_from or d in built_from[c]))]
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
@@ -125,24 +134,80 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
         documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
         documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
+        # A document refused before any extractor read it (a file name that is not UTF-8)
+        # carries no extractor stamp: it is failed, not stale.
         stale_documents=[d[0] for d in docs if d[1] != DocumentStatus.SKIPPED
+                         and not (d[1] == DocumentStatus.FAILED and not d[4])
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
         low_confidence_pages=low_confidence)
 
 
+def _documents_built_from(warehouse: Warehouse, con, views: set[str]) -> dict[str, set[str]]:
+    """For each chunker whose served generations were built from documents other than the
+    published ones (a build between the two, or one killed while it published), the ids its
+    generations were built from: a newer document without chunks there is not built yet, not
+    one that yields no chunk."""
+    if "generations" not in views or "published_files" not in views:
+        return {}
+    current = {file for (file,) in con.execute(
+        "select file from published_files where \"table\" = 'documents'").fetchall()}
+    rows = con.execute("select chunker, documents_file from generations").fetchall()
+    up_to_date = {chunker for chunker, file in rows if file in current}
+    found: dict[str, set[str]] = {}
+    for chunker, file in rows:
+        if chunker not in up_to_date:
+            ids = warehouse.read_file(file, columns=["document_id"]).column("document_id")
+            found.setdefault(chunker, set()).update(ids.to_pylist())
+    return found
+
+
 @dataclass(frozen=True)
 class UnhealthyFile:
-    """A pointer or generation manifest that cannot be read: the partition it belongs to
-    (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``) and why."""
+    """A pointer, generation manifest or derived file that cannot be used: the partition it
+    belongs to (its folder, e.g. ``_generations/chunker=header/model=m@0000abcd``), why, and
+    what repairs it."""
 
     partition: str
     reason: str
+    fix: str = "run `rag-pipeline index`: it rebuilds the file"
 
 
 def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     """Every ``_latest.json``, ``CURRENT.json`` and manifest of the warehouse that does not
-    parse as what it must hold, sorted by file."""
+    parse as what it must hold, sorted by file; then every derived file a served generation
+    uses that no longer matches the digest recorded when it was built (an ANN index file, a
+    copy in ``map_cache/``)."""
+    found = _unparsable_files(warehouse)
+    if not found:
+        found += _damaged_derived_files(warehouse)
+    return found
+
+
+def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
+    from rag_pipeline.core.index.ann_index import graph_damage
+    from rag_pipeline.core.index.generations import current_generations, generation_dir
+    from rag_pipeline.core.index.mapped import damaged_copies
+    from rag_pipeline.core.storage.table_names import ANN_INDEX
+
+    found = []
+    for generation in current_generations(warehouse):
+        folder = generation_dir(generation.chunker, generation.model)
+        if ANN_INDEX in generation.files:
+            graph = warehouse.read_file(generation.files[ANN_INDEX]).to_pylist()[0].get("graph")
+            damage = graph_damage(warehouse, graph) if graph else None
+            if graph and warehouse.get_file_size(graph) is None:
+                damage = (f"the ANN index file {warehouse.full_path(graph)} is missing: the "
+                          "exact scan serves until the next `rag-pipeline index` rebuilds it")
+            if damage is not None:
+                found.append(UnhealthyFile(folder, damage))
+        found += [UnhealthyFile(folder, reason, "nothing: the next load (`ask`, `serve`) makes "
+                                                "the copy again; or delete it")
+                  for reason in damaged_copies(warehouse, set(generation.files.values()))]
+    return found
+
+
+def _unparsable_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     found = []
     for info in sorted(warehouse.list_files(), key=lambda i: i.path):
         relative = warehouse.relative(info.path)
@@ -155,5 +220,28 @@ def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
         try:
             warehouse.parse_json(relative, parse)
         except CorruptFileError as exc:
-            found.append(UnhealthyFile(relative.rsplit("/", 1)[0], str(exc)))
+            folder = relative.rsplit("/", 1)[0]
+            found.append(UnhealthyFile(folder, str(exc), _pointer_fix(warehouse, folder,
+                                                                      info.base_name)))
     return found
+
+
+def _pointer_fix(warehouse: Warehouse, folder: str, name: str) -> str:
+    """What repairs the unreadable ``name`` in ``folder``."""
+    if name == POINTER_FILE:
+        return (f"delete {warehouse.full_path(f'{folder}/{name}')} and run `rag-pipeline "
+                "index`: the table is built again (its unchanged files are reused)")
+    if name != CURRENT:
+        return (f"delete {warehouse.full_path(f'{folder}/{name}')}: the record of an earlier "
+                "generation, which nothing serves")
+    manifests = sorted(info.base_name for info in warehouse.list_files(folder)
+                       if info.base_name.endswith(".json") and info.base_name != CURRENT)
+    for manifest in reversed(manifests):
+        try:
+            if warehouse.parse_json(f"{folder}/{manifest}", Generation.from_json) is not None:
+                return (f"copy {warehouse.full_path(f'{folder}/{manifest}')} (the newest whole "
+                        f"generation) over {warehouse.full_path(f'{folder}/{name}')}")
+        except CorruptFileError:
+            continue
+    return (f"delete {warehouse.full_path(f'{folder}/{name}')} and run `rag-pipeline index`: "
+            "the partition is built and published again")

@@ -12,6 +12,7 @@ loaded one never changes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rag_pipeline.core.index.ann import AnnIndex
+from rag_pipeline.core.index.ann import AnnIndex, AnnMismatchError
 from rag_pipeline.core.index.ann_index import open_ann_index
 from rag_pipeline.core.index.bm25 import Bm25Scorer, build_bm25_tables
 from rag_pipeline.core.index.generations import Generation, current_generation, current_generations
@@ -145,6 +146,27 @@ def load_partition(warehouse: Warehouse | Path, chunker: str, model_key: str,
     raise AssertionError("unreachable")
 
 
+def _ann_or_none(warehouse: Warehouse, generation: Generation, vectors) -> AnnIndex | None:
+    """The generation's ANN index, or None: when it has none, and when its file is damaged,
+    missing while the generation is still served, or does not fit the vectors (logged; the
+    exact scan serves every question, and the next ``rag-pipeline index`` rebuilds it). A file
+    missing because a newer generation was published meanwhile raises, so the load retries."""
+    if ANN_INDEX not in generation.files:
+        return None
+    try:
+        return open_ann_index(warehouse, generation.files[ANN_INDEX], vectors)
+    except AnnMismatchError as exc:
+        logging.getLogger(__name__).warning("%s", exc)
+    except FileNotFoundError as exc:
+        served = current_generation(warehouse, generation.chunker, generation.model)
+        if served is None or served.id != generation.id:
+            raise
+        logging.getLogger(__name__).warning(
+            "the ANN index file %s is missing: the exact scan serves until the next "
+            "`rag-pipeline index` rebuilds it", exc)
+    return None
+
+
 @lru_cache(maxsize=4)
 def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
     warehouse = Warehouse(Path(data_dir), location)
@@ -188,7 +210,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.
     in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))
     vectors = mapped_vectors(warehouse, files[EMBEDDINGS], None if in_order else order)
-    ann = open_ann_index(warehouse, files[ANN_INDEX], vectors) if ANN_INDEX in files else None
+    ann = _ann_or_none(warehouse, generation, vectors)
     texts = mapped.strings("text")
     content_hashes = mapped.strings("content_sha256")
     index = PartitionIndex(

@@ -268,3 +268,58 @@ def daemon_pids(home: Path) -> list[int]:
         if is_daemon and pid_alive(pid) and _same_home(pid, home):
             found.append(pid)
     return sorted(found)
+
+
+class Stopped(Exception):
+    """A recorded SIGINT or SIGTERM, raised by :meth:`SignalLatch.checkpoint` at a point the
+    command chose (never from inside the handler)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        """What a shell reports for a process ended by the signal: 128 + its number."""
+        return 128 + self.signum
+
+
+class SignalLatch:
+    """Records the first of the signals it handles and nothing else: a handler that raised
+    would raise inside whatever library frame runs when the signal lands (a database
+    connection's close, a ``subprocess`` wait), where the exception is caught, printed and lost.
+    The command calls :meth:`checkpoint` where it can stop cleanly.
+
+    Attributes:
+        signum: The first signal received, or None.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def checkpoint(self) -> None:
+        """Raises :class:`Stopped` once a signal was recorded.
+
+        Raises:
+            Stopped: If a signal was received.
+        """
+        if self.signum is not None:
+            raise Stopped(self.signum)
+
+
+@contextmanager
+def recorded_signals(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
+                     ) -> Iterator[SignalLatch]:
+    """Handles ``signums`` with one :class:`SignalLatch` for the block; the previous handlers
+    come back after it. A signal that arrives while the block unwinds is still recorded."""
+    latch = SignalLatch()
+    previous = {s: signal.signal(s, latch) for s in signums}
+    try:
+        yield latch
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -4,16 +4,43 @@
 ``ask`` reads it and, when the service serves the partition asked for from the same tables, sends the question
 there (a few milliseconds) instead of loading the model (seconds). A record left by a killed
 service names a dead process and is ignored.
+
+Any process may listen on a recorded port once the service is gone (or write a record of its
+own where the data folder is writable), so the record also holds a secret, readable by its
+owner alone (mode 0600): ``ask`` sends a fresh nonce with its question and takes the answer
+only with :func:`serve_proof` of that nonce under the secret.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 SERVE_RECORD = "serve.json"
+NONCE_HEADER = "x-rag-serve-nonce"
+PROOF_HEADER = "x-rag-serve-proof"
+MAX_NONCE_CHARS = 128
+
+
+def new_secret() -> str:
+    """A fresh secret for one ``serve`` (32 random bytes, hex)."""
+    return secrets.token_hex(32)
+
+
+def serve_proof(secret: str, nonce: str) -> str:
+    """HMAC-SHA256 of ``nonce`` under ``secret`` (RFC 2104), hex: what the service answers to
+    prove it holds the record's secret."""
+    return hmac.new(secret.encode("ascii"), nonce.encode("utf-8", "replace"),
+                    hashlib.sha256).hexdigest()
+
+
+class UnprovenServeError(Exception):
+    """The process at the recorded address did not prove it holds the record's secret."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +56,8 @@ class ServeRecord:
         base_url: The ``--base-url`` its citations use (None: file URIs).
         location: Where the tables it serves live (``Warehouse.location``: a folder or an
             object-store URI); None in a record that names none, which matches no ``ask``.
+        secret: What the service proves it holds (:func:`serve_proof`); None in a record that
+            holds none, which no ``ask`` trusts.
     """
 
     host: str
@@ -38,6 +67,7 @@ class ServeRecord:
     model_key: str
     base_url: str | None = None
     location: str | None = None
+    secret: str | None = None
 
     def url(self, path: str) -> str:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
@@ -45,11 +75,15 @@ class ServeRecord:
 
 
 def write_serve_record(data_dir: Path, record: ServeRecord) -> Path:
-    """Writes the record (temp file + rename); returns its path."""
+    """Writes the record, readable and writable by its owner alone (temp file + rename);
+    returns its path."""
     path = Path(data_dir) / SERVE_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(record)), encoding="utf-8")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(asdict(record)))
     tmp.replace(path)
     return path
 
@@ -61,7 +95,7 @@ def read_serve_record(data_dir: Path) -> ServeRecord | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         record = ServeRecord(str(data["host"]), int(data["port"]), int(data["pid"]),
                              str(data["chunker"]), str(data["model_key"]), data.get("base_url"),
-                             data.get("location"))
+                             data.get("location"), data.get("secret"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:
@@ -98,20 +132,31 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
     not answer 200 (the caller then answers itself).
 
     Raises:
-        ServeRefusedError: The service answered 401 to a request that carried a token.
+        UnprovenServeError: If the record holds no secret, or the process that answered did
+            not send :func:`serve_proof` of this request's nonce (its answer is dropped).
+        ServeRefusedError: The proven service answered 401 to a request that carried a token.
     """
     import http.client
     from urllib.parse import urlencode, urlsplit
 
+    if not record.secret:
+        raise UnprovenServeError(f"{SERVE_RECORD} holds no secret")
+    nonce = secrets.token_hex(16)
     url = urlsplit(record.url("/ask?" + urlencode(params)))
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=connect_timeout)
     try:
         connection.connect()
         connection.sock.settimeout(read_timeout)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {NONCE_HEADER: nonce}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         connection.request("GET", f"{url.path}?{url.query}", headers=headers)
         response = connection.getresponse()
         body = response.read()
+        proof = response.getheader(PROOF_HEADER) or ""
+        if not hmac.compare_digest(proof, serve_proof(record.secret, nonce)):
+            raise UnprovenServeError("its answer carries no proof of the secret in "
+                                     f"{SERVE_RECORD}")
         if response.status == 401 and token:
             raise ServeRefusedError(str(json.loads(body).get("error", "unauthorized")))
         return json.loads(body) if response.status == 200 else None

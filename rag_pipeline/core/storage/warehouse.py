@@ -156,11 +156,15 @@ class Warehouse:
         path = Path(target)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-        with tmp.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.replace(path)
+        try:
+            with tmp.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a full disk keeps no half-written copy
+            raise
 
     def get_bytes(self, relative: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""

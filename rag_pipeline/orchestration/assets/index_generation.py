@@ -42,7 +42,8 @@ def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
         chunker, model = keys[CHUNKER], keys[MODEL]
         warehouse = storage.warehouse()
         generation, is_new = publish(warehouse, chunker, model,
-                                     latest_tables(warehouse, chunker, model))
+                                     latest_tables(warehouse, chunker, model),
+                                     before_pointer=lambda g: publish_query_db(warehouse, g))
         garbage = collect_garbage(warehouse)
         publish_query_db(warehouse)
         tag_run(context, {GENERATION_TAG: generation.id})

@@ -12,7 +12,7 @@ from rag_pipeline.core.config.init_file import folder_config_text
 from rag_pipeline.core.config.keys import model_specs, write_lock
 from rag_pipeline.core.config.lock import load_lock
 from rag_pipeline.core.config.parse import load_config
-from rag_pipeline.core.embedding.models import ModelMismatchError
+from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
 from rag_pipeline.project_paths import PROJECT_ROOT
 from rag_pipeline_tests.core.config.conftest import TWO_MODELS
 
@@ -81,3 +81,21 @@ def test_a_copied_or_init_written_configuration_keeps_every_key(tmp_path: Path):
     assert [s.key for s in write_lock(load_config(copy))] == keys
     assert json.loads((copy.parent / "rag_pipeline.lock.json").read_text())["models"][
         "all-MiniLM-L6-v2"]["fingerprint"] == "53aa5117"
+
+
+@pytest.mark.parametrize(("package", "message"), [
+    ("os", "'os' is not a model package: it has no get_model_path() (use `path` for a model "
+           "folder)"),
+    ("no_such_model_package", "model package 'no_such_model_package' is not installed (pip "
+                              "install no-such-model-package)"),
+])
+def test_a_package_that_is_no_model_package_is_named_with_file_and_field(tmp_path: Path,
+                                                                         package: str,
+                                                                         message: str):
+    # Planted: `package = "os"`, a module without get_model_path(): an AttributeError named
+    # neither the file nor the field.
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(f'[[models]]\nname = "m"\npackage = "{package}"\n')
+    with pytest.raises(ModelConfigError) as caught:
+        model_specs(load_config(config))
+    assert str(caught.value) == f"{config}: [[models]] 'm' `package`: {message}"

@@ -138,3 +138,54 @@ def test_an_hnsw_table_of_an_earlier_version_is_neither_served_nor_reused(built:
     rebuilt = build_ann_index(warehouse, "header", built.index.model_key, embeddings)
     assert not rebuilt.reused and rebuilt.version.file != old.file
     assert warehouse.read_file(rebuilt.version.file).column("graph")[0].as_py().endswith(".faiss")
+
+
+def test_a_damaged_graph_is_unhealthy_not_loaded_and_rebuilt_by_the_next_build(built: BuiltIndex):
+    from rag_pipeline.core.index import store
+    from rag_pipeline.core.index.status import unhealthy_files
+
+    warehouse = Warehouse(built.data_dir)
+    partition = _partition(built)
+    row = warehouse.read_file(warehouse.require_version(ANN_INDEX, partition).file).to_pylist()[0]
+    graph = Path(warehouse.full_path(row["graph"]))
+    size = graph.stat().st_size
+    # Planted: the graph file cut short. Only its size was checked, so `index` reused it, and
+    # every load (even for BM25 alone) failed with AnnMismatchError while status said healthy.
+    with graph.open("r+b") as handle:
+        handle.truncate(size - 100)
+    reason = (f"the ANN index file {graph} is damaged ({size - 100} bytes whose digest does not "
+              "match its name): the exact scan serves until the next `rag-pipeline index` "
+              "rebuilds it")
+    assert [(f.partition, f.reason) for f in unhealthy_files(warehouse)] == [
+        (f"_generations/chunker=header/model={built.index.model_key}", reason)]
+    store._load.cache_clear()
+    index = load_partition(built.data_dir, built.index.chunker, built.index.model_key)
+    assert index.ann is None and len(index) == 240  # served: the exact scan, and BM25
+    embeddings = warehouse.require_version(EMBEDDINGS, partition)
+    rebuilt = build_ann_index(warehouse, built.index.chunker, built.index.model_key, embeddings)
+    assert not rebuilt.reused
+    assert unhealthy_files(warehouse) == []
+    store._load.cache_clear()
+    assert load_partition(built.data_dir, built.index.chunker, built.index.model_key).ann is not None
+
+
+def test_a_missing_graph_of_the_served_generation_is_unhealthy_and_not_needed(built: BuiltIndex):
+    from rag_pipeline.core.index import store
+    from rag_pipeline.core.index.status import unhealthy_files
+
+    warehouse = Warehouse(built.data_dir)
+    row = warehouse.read_file(warehouse.require_version(ANN_INDEX, _partition(built)).file
+                              ).to_pylist()[0]
+    graph = Path(warehouse.full_path(row["graph"]))
+    # Planted: the graph file deleted; every load (BM25 alone too) failed naming it.
+    graph.unlink()
+    assert [f.reason for f in unhealthy_files(warehouse)] == [
+        f"the ANN index file {graph} is missing: the exact scan serves until the next "
+        "`rag-pipeline index` rebuilds it"]
+    store._load.cache_clear()
+    index = load_partition(built.data_dir, built.index.chunker, built.index.model_key)
+    assert index.ann is None and len(index) == 240
+    embeddings = warehouse.require_version(EMBEDDINGS, _partition(built))
+    assert not build_ann_index(warehouse, built.index.chunker, built.index.model_key,
+                               embeddings).reused
+    assert unhealthy_files(warehouse) == [] and graph.is_file()

@@ -55,7 +55,9 @@ def test_a_copy_is_made_once(tmp_path: Path):
     warehouse = Warehouse(tmp_path)
     file = warehouse.write("chunks", pa.table({"chunk_id": IDS, "text": TEXTS})).file
     first = mapped_table(warehouse, file, ["text"])
-    copies = sorted((tmp_path / "map_cache").iterdir())
+    copies = sorted(p for p in (tmp_path / "map_cache").iterdir() if not p.name.startswith("."))
+    assert sorted(p.name for p in (tmp_path / "map_cache").iterdir() if p.name.startswith(".")) \
+        == [f".{copies[0].name}.digest"]  # its size and digest, recorded when it was made
     stamp = copies[0].stat().st_mtime_ns
     again = mapped_table(warehouse, file, ["text"])
     assert first.column("text").to_pylist() == again.column("text").to_pylist() == TEXTS
@@ -166,3 +168,48 @@ def test_mapped_columns_strings_read_by_file(tmp_path: Path):
     assert mapped.strings("chunk_id")[1] == "c1" and mapped.strings("chunk_id")._file is mapped.file
     with pytest.raises(TypeError, match="must be of a string type, not int64"):
         mapped.strings("n")
+
+
+def test_a_truncated_copy_is_named_and_made_again_before_it_is_mapped(tmp_path: Path):
+    from rag_pipeline.core.index.mapped import damaged_copies
+
+    warehouse = Warehouse(tmp_path)
+    file = warehouse.write("chunks", pa.table({"chunk_id": IDS, "text": TEXTS})).file
+    mapped_table(warehouse, file, ["text"])
+    copy, = (p for p in (tmp_path / "map_cache").iterdir() if not p.name.startswith("."))
+    size = copy.stat().st_size
+    # Planted: the copy cut to half (a serve mapping it died with SIGBUS, and a fresh load
+    # failed with "ValueError: EOF" naming no file).
+    with copy.open("r+b") as handle:
+        handle.truncate(size // 2)
+    assert damaged_copies(warehouse, {file}) == [
+        f"the map cache copy {copy} holds {size // 2} bytes, {size} when it was made"]
+    assert mapped_table(warehouse, file, ["text"]).column("text").to_pylist() == TEXTS
+    assert copy.stat().st_size == size and damaged_copies(warehouse, {file}) == []
+    # Same size, other bytes: the digest tells.
+    raw = bytearray(copy.read_bytes())
+    raw[-9] ^= 0xFF
+    copy.write_bytes(bytes(raw))
+    assert damaged_copies(warehouse, {file}) == [
+        f"the map cache copy {copy} differs from the copy that was made (its digest)"]
+    assert mapped_table(warehouse, file, ["text"]).column("text").to_pylist() == TEXTS
+    assert damaged_copies(warehouse, {file}) == []
+
+
+def test_a_data_folder_that_cannot_be_written_maps_copies_made_elsewhere_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    from rag_pipeline.core.index import mapped
+
+    warehouse = Warehouse(tmp_path / "data")
+    file = warehouse.write("chunks", pa.table({"chunk_id": IDS, "text": TEXTS})).file
+    monkeypatch.setattr(mapped.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    # Planted: a data folder mounted read-only (as root, a mode would not stop the writes, so
+    # the check of the folder is what is planted); `ask` failed when the copies were not made.
+    monkeypatch.setattr(mapped, "_writable", lambda folder: False)
+    with caplog.at_level("WARNING", logger=mapped.__name__):
+        assert mapped_table(warehouse, file, ["text"]).column("text").to_pylist() == TEXTS
+    elsewhere, = (tmp_path / "tmp").iterdir()
+    assert caplog.messages == [f"the data folder {tmp_path / 'data'} cannot be written: its map "
+                               f"cache is made in {elsewhere} instead"]
+    assert not (tmp_path / "data" / "map_cache").exists()
+    assert len([p for p in elsewhere.iterdir() if p.suffix == ".arrow"]) == 1

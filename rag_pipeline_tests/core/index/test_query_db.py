@@ -146,3 +146,39 @@ def test_a_data_folder_with_any_character_a_file_system_allows_publishes(tmp_pat
     assert sorted(p.name for p in (tmp_path / folder).iterdir()
                   if p.name.startswith(".rag.duckdb.") and "lock" not in p.name) == []
     assert [p.name for p in tmp_path.iterdir()] == [folder]
+
+
+def test_a_full_disk_while_publishing_switches_nothing_and_leaves_no_temporary_file(
+        tmp_path, monkeypatch: pytest.MonkeyPatch):
+    import errno
+
+    from rag_pipeline.core.index import query_db
+
+    warehouse = Warehouse(tmp_path)
+
+    def publish_with_db(tables):
+        return publish(warehouse, "header", MODEL, tables,
+                       before_pointer=lambda g: publish_query_db(warehouse, g))
+
+    first, _ = publish_with_db(write_partition(warehouse, "header", MODEL, 3))
+    pointer = tmp_path / "warehouse" / "_generations" / "chunker=header" / f"model={MODEL}"
+    served, db = (pointer / "CURRENT.json").read_bytes(), (tmp_path / "rag.duckdb").read_bytes()
+    tables = write_partition(warehouse, "header", MODEL, 5, tag="b")
+
+    # Planted: the disk fills while rag.duckdb is rebuilt. CURRENT.json was switched first and
+    # rag.duckdb left stale: the pointer now goes last, after the query file.
+    def full_disk(con, name, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(query_db, "_replace_table", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        publish_with_db(tables)
+    assert (pointer / "CURRENT.json").read_bytes() == served
+    assert (tmp_path / "rag.duckdb").read_bytes() == db
+    assert sorted(p.name for p in pointer.iterdir()) == sorted(["CURRENT.json", f"{first.id}.json"])
+    assert [p.name for p in tmp_path.rglob("*") if ".tmp" in p.name] == []
+    monkeypatch.undo()
+    second, is_new = publish_with_db(tables)
+    assert is_new and second.id != first.id
+    assert query(tmp_path / "rag.duckdb", "select count(*) from chunks") == [(5,)]
+    assert query(tmp_path / "rag.duckdb", "select generation from generations") == [(second.id,)]

@@ -124,13 +124,59 @@ def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltI
     warehouse.put_json(current, data)
     warehouse.put_bytes(latest, b'{"table": ')
     root = warehouse.root
+    manifest = f"_generations/chunker=header/model={model}/{built.index.generation}.json"
+    # Each named with what repairs it (it was named alone, and no command repaired it).
     assert unhealthy_files(warehouse) == [
         UnhealthyFile(f"_generations/chunker=header/model={model}",
-                      f"{root}/{current} is not a valid record: KeyError: 'chunker'"),
+                      f"{root}/{current} is not a valid record: KeyError: 'chunker'",
+                      f"copy {root}/{manifest} (the newest whole generation) over "
+                      f"{root}/{current}"),
         UnhealthyFile("chunks/chunker=header",
                       f"{root}/{latest} is not valid JSON (Expecting value: line 1 column 11 "
-                      "(char 10))")]
+                      "(char 10))",
+                      f"delete {root}/{latest} and run `rag-pipeline index`: the table is "
+                      "built again (its unchanged files are reused)")]
     with pytest.raises(CorruptFileError, match=f"^{root}/{current} is not a valid record"):
         current_generation(warehouse, "header", model)
     with pytest.raises(CorruptFileError, match=f"^{root}/{latest} is not valid JSON"):
         warehouse.version("chunks", {"chunker": "header"})
+    # The fixes repair: the manifest copied over CURRENT.json serves its generation again.
+    Path(root, current).write_bytes(Path(root, manifest).read_bytes())
+    Path(root, latest).unlink()
+    assert unhealthy_files(warehouse) == []
+    assert current_generation(warehouse, "header", model).id == built.index.generation
+
+
+def test_documents_newer_than_the_served_generation_are_not_called_chunkless(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    # Planted: `index` killed while it published: the documents table already holds a new
+    # document (its chunks are not built yet), the served generation the documents before it.
+    # Every such document was reported "yields no chunk ... can never be found".
+    fresh = DocumentRecord("guide/new.md", "/corpus/guide/new.md", "New", "md", "1", "1", "x",
+                           "", DocumentStatus.OK.value, "")
+    warehouse.write("documents", documents_table([*records, fresh]))
+    publish_query_db(warehouse)
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.without_chunks) == (5, [])
+
+
+def test_a_file_name_that_is_not_utf8_is_failed_not_stale(built: BuiltIndex, tmp_path: Path):
+    import os
+
+    from rag_pipeline.core.ingest.corpus import extract_document
+
+    corpus = tmp_path / "odd-corpus"
+    corpus.mkdir()
+    name = os.fsdecode(b"caf\xe9.md")
+    (corpus / name).write_text("# Cafe\n\nText.\n", encoding="utf-8")
+    # Planted: a name in Latin-1 bytes; its record names the format but no extractor, and the
+    # extractor stamp compared unequal: status listed it stale on every run.
+    record = extract_document(corpus / name, corpus)
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    plant_published(built, {"documents": documents_table([*records, record])})
+    status = index_status(warehouse)
+    assert status.stale_documents == []
+    assert status.documents_failed == [("caf\\xe9.md", "the file name is not valid UTF-8 "
+                                                       "(caf\\xe9.md): rename the file")]

@@ -167,3 +167,19 @@ def test_a_process_started_as_a_background_job_still_stops_on_sigterm(restore, i
     out = subprocess.run([sys.executable, "-c", BACKGROUND_JOB.format(restore=restore)],
                          preexec_fn=as_background_job, capture_output=True, text=True, timeout=60)
     assert out.stdout == f"{ignored}\n", out.stderr
+
+
+def test_a_recorded_signal_raises_only_at_a_checkpoint_and_the_handlers_come_back():
+    from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
+
+    before = signal.getsignal(signal.SIGTERM)
+    with recorded_signals() as latch:
+        latch.checkpoint()  # nothing recorded: no stop
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)  # a later signal: the first one is what ends it
+        # The handler ran (the kill is delivered before os.kill returns) and raised nothing.
+        assert latch.signum == signal.SIGTERM
+        with pytest.raises(Stopped) as stopped:
+            latch.checkpoint()
+    assert (str(stopped.value), stopped.value.exit_code) == ("SIGTERM", 143)
+    assert signal.getsignal(signal.SIGTERM) is before

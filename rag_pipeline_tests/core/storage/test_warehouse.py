@@ -191,3 +191,25 @@ def test_written_in_parts_the_table_is_whole_content_named_and_leaves_no_temp(tm
     assert [p.name for p in tmp_path.iterdir()] == ["warehouse"]
     again = warehouse.write_parts("chunks", parts[0].schema, iter(parts), {"chunker": "header"})
     assert again.file == version.file
+
+
+def test_a_write_that_fills_the_disk_leaves_the_old_object_and_no_temporary_file(
+        tmp_path, monkeypatch: pytest.MonkeyPatch):
+    import errno
+    import os
+
+    warehouse = Warehouse(tmp_path)
+    warehouse.put_json("_generations/x/CURRENT.json", {"id": "old"})
+
+    def full_disk(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # Planted: the disk is full when the new copy is flushed (it left a temporary file that
+    # kept the disk full).
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        warehouse.put_json("_generations/x/CURRENT.json", {"id": "new"})
+    monkeypatch.undo()
+    assert warehouse.get_json("_generations/x/CURRENT.json") == {"id": "old"}
+    assert sorted(p.name for p in (tmp_path / "warehouse" / "_generations" / "x").iterdir()) == [
+        "CURRENT.json"]
