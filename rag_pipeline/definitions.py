@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.config.keys import declared_models
+from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset
@@ -54,7 +55,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
                       eval_dir: Path = DEFAULT_EVAL_DIR, location: str | None = None,
                       torch_threads: int | None = None,
                       report_url: str = ReportSite().base_url,
-                      corpus_freshness: timedelta = CORPUS_FRESHNESS) -> dg.Definitions:
+                      corpus_freshness: timedelta = CORPUS_FRESHNESS,
+                      compute: ComputeSettings | None = None) -> dg.Definitions:
     """The project's definitions, models and chunkers of the active profile of
     ``rag_pipeline.toml`` (:func:`~rag_pipeline.project_paths.active_config`) unless ``models``
     is given. ``models[0]`` is the default model (and the chunk tokenizer);
@@ -63,8 +65,10 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
     ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``, or an
     ``s3://`` URI); ``torch_threads`` defaults to the cores each run's process is given;
     ``report_url`` is where ``rag-pipeline serve`` answers (the evaluation links its report);
-    ``corpus_freshness`` is how old ``documents`` may get before it fails its freshness policy."""
+    ``corpus_freshness`` is how old ``documents`` may get before it fails its freshness policy;
+    ``compute`` is where embeddings runs compute (default: the configuration's ``[compute]``)."""
     models = tuple(models) if models else declared_models(active_config())
+    compute = compute or active_config().compute
     jobs = build_index_jobs()
     adapted = build_adapted_model_asset(models)
     adapt_jobs = [] if adapted is None else [dg.define_asset_job(
@@ -86,7 +90,8 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | N
         executor=dg.in_process_executor,
         resources={
             "storage": IndexStorage(data_dir=str(data_dir), location=location),
-            "compute": RunCompute(torch_threads=torch_threads),
+            "compute": RunCompute(torch_threads=torch_threads, engine=compute.engine.value,
+                                  address=compute.address, shard_texts=compute.shard_texts),
             "corpus": CorpusSource(path=str(corpus_dir or corpus_export_dir(data_dir)),
                                    python_reference=corpus_dir is None),
             "eval_sets": EvalSets(gold_path=str(eval_dir / "gold.jsonl"),

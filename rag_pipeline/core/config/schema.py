@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
+from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 
 LOCK_NAME = "rag_pipeline.lock.json"
@@ -45,6 +46,7 @@ MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend",
 ADAPT_KEYS = frozenset({"base", "chunker", "epochs", "batch_size", "seed", "max_seq_length",
                         "max_pairs", "learning_rate", "held_out"})
 INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir"})
+COMPUTE_KEYS = frozenset({"engine", "address", "shard_texts"})
 PROFILE_KEYS = frozenset({"chunkers", "models"})
 PRODUCTION = "production"
 """The profile a user's folder gets: the ``header`` chunker and the default model."""
@@ -136,6 +138,7 @@ class ProjectConfig:
         data_dir: ``[index] data_dir``: the data folder when ``--data-dir`` is not given.
         selected: The profile :func:`~rag_pipeline.core.config.parse.select_profile`
             restricted this config to (None: all).
+        compute: ``[compute]``: where embeddings runs compute their vectors (default: in-process).
     """
 
     models: tuple[ModelDeclaration, ...]
@@ -148,6 +151,7 @@ class ProjectConfig:
     corpus: Path | None = None
     data_dir: Path | None = None
     selected: str | None = None
+    compute: ComputeSettings = ComputeSettings()
 
     @property
     def lock_path(self) -> Path:
