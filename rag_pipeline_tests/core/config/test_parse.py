@@ -169,6 +169,9 @@ def test_compute_is_in_process_without_the_table_and_ray_with_it(tmp_path: Path)
     assert parse_config(text, tmp_path).compute == ComputeSettings(Engine.RAY, "10.0.0.5:6379", 128)
     auto = "[compute]\nengine = 'ray'\naddress = 'auto'\n" + model
     assert parse_config(auto, tmp_path).compute == ComputeSettings(Engine.RAY, "auto", 64)
+    client = "[compute]\nengine = 'ray'\naddress = 'ray://head-svc:10001'\n" + model
+    assert parse_config(client, tmp_path).compute == ComputeSettings(Engine.RAY,
+                                                                     "ray://head-svc:10001", 64)
 
 
 @pytest.mark.parametrize(("table", "message"), [

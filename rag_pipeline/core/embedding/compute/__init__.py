@@ -37,8 +37,9 @@ class ComputeSettings:
 
     Attributes:
         engine: ``in_process`` (default) or ``ray``.
-        address: The Ray cluster: ``HOST:PORT`` of its head's GCS, or ``auto`` (the cluster
-            started on this machine). Required for ``ray``.
+        address: The Ray cluster: ``HOST:PORT`` of its head's GCS when this machine is a node
+            of the cluster, ``ray://HOST:PORT`` (Ray Client, port 10001) when it is not, or
+            ``auto`` (the cluster this machine belongs to). Required for ``ray``.
         shard_texts: Texts per shard (one Ray task each); a shard is chosen by content hash.
         connect_seconds: How long to wait for the head to answer before the run fails.
     """

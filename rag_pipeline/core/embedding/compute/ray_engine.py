@@ -46,7 +46,8 @@ def embed_shard(spec: ModelSpec, texts: list[str], wordpieces: list[int] | None,
 
 
 def _reachable(address: str, seconds: float) -> None:
-    host, _, port = address.rpartition(":")
+    """Raises unless ``HOST:PORT`` (or a Ray Client ``ray://HOST:PORT``) accepts a connection."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ComputeUnreachableError(f"[compute] address must be HOST:PORT or auto, got {address!r}")
     try:
