@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	# torch first and pinned: the CPU build lies on this machine's disk; unpinned, pip would
 	# pull a multi-GB CUDA build.
 	$(VENV)/bin/pip install --quiet torch==2.13.0
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet -e '.[dev,ray]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -33,36 +33,10 @@ from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.config.parse import declared_chunkers
 from rag_pipeline.core.embedding.embedder import Embedder, load_embedder
+from rag_pipeline.core.embedding.floor import encoder_flops, fp32_matmul_rate
 from rag_pipeline.core.embedding.models import ModelSpec, Precision
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
-
-
-def encoder_flops(wordpieces: Sequence[int], config: dict) -> float:
-    """Multiply-add FLOPs (2 per MAC) of a BERT encoder over texts of these lengths, no padding."""
-    d, f, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-    n = np.asarray(wordpieces, dtype=np.float64)
-    return float(layers * np.sum(2 * n * (4 * d * d + 2 * d * f) + 4 * n * n * d))
-
-
-def fp32_matmul_rate(size: int = 1024, repeats: int = 5) -> float:
-    """FLOP/s of a square fp32 matrix product on every core, best of ``repeats`` and of numpy's
-    BLAS and torch (whichever thread pool is warm: after torch has run, its spinning threads
-    slow numpy's, which once made the floor read half the machine's rate)."""
-    import torch
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((size, size), dtype=np.float32)
-    b = rng.standard_normal((size, size), dtype=np.float32)
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-    best = float("inf")
-    for product in (lambda: a @ b, lambda: torch.mm(ta, tb)):
-        product()
-        for _ in range(repeats):
-            started = time.perf_counter()
-            product()
-            best = min(best, time.perf_counter() - started)
-    return 2 * size ** 3 / best
 
 
 def cpu_int8_support() -> str:
@@ -125,8 +99,17 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
     return texts, counts
 
 
-def _loaded(spec: ModelSpec, data_dir: Path) -> Embedder:
-    return load_embedder(spec)
+def loaded_models(models: Sequence[ModelSpec]) -> list[Embedder]:
+    """The declared models that load; an adapted model not trained yet is skipped with one line."""
+    from rag_pipeline.core.embedding.adaptation.training import ModelNotTrainedError
+
+    embedders = []
+    for spec in models:
+        try:
+            embedders.append(load_embedder(spec))
+        except ModelNotTrainedError as exc:
+            print(f"skipped {spec.key}: {exc}")
+    return embedders
 
 
 def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -137,7 +120,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
     fp32_rate_before, int8_rate_before = fp32_matmul_rate(), int8_matmul_rate()
     models = declared_models()
-    embedders = [_loaded(spec, data_dir) for spec in models]
+    embedders = loaded_models(models)
     reference = embedders[0].model
     texts, counts = _texts(data_dir, chunker, limit)
     window = models[0].max_tokens
@@ -149,7 +132,7 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
     for embedder in embedders:
         spec = embedder.spec
         contenders.append(Contender(
-            f"{spec.key} ({spec.backend.value} {spec.precision.value}, batch {spec.batch_size})",
+            f"{spec.key} ({embedder.bulk_path.backend}, batch {spec.batch_size})",
             lambda e=embedder: e.embed(texts, wordpieces=counts), spec.precision, []))
     for contender in contenders:  # warm-up, not counted
         contender.vectors = contender.run()
@@ -192,7 +175,7 @@ def all_chunkers(data_dir: Path) -> dict[str, float]:
     (the old way), against each declared model as the index embeds them (the distinct texts of
     all chunkers, each once per model, batched by word-piece count), interleaved chunker by
     chunker."""
-    embedders = [_loaded(spec, data_dir) for spec in declared_models()]
+    embedders = loaded_models(declared_models())
     reference = embedders[0].model
     totals = {"plain encode, every chunker's texts": 0.0}
     totals.update({e.spec.key: 0.0 for e in embedders})

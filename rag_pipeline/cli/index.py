@@ -110,12 +110,15 @@ def _stop_on_signals() -> Iterator[SignalLatch]:
                    "(default: [index] profile, else production for --corpus and evaluation for "
                    f"the bundled corpus; env {ENV_PROFILE}).")
 @click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
+@click.option("--timings", is_flag=True, help="Print where the wall time went: extraction, "
+              "chunking, model load, encoding, writing, ANN build, publish, start-ups; and the "
+              "encoding rate against this machine's fp32 floor.")
 @click.option("--verbose", is_flag=True, help="Also print every line the runs log (Dagster's "
                                               "debug stream).")
 @click.pass_obj
 def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
           retry_failed_documents: bool, refresh_corpus: bool, profile_name: str | None,
-          no_eval: bool, verbose: bool) -> None:
+          no_eval: bool, timings: bool, verbose: bool) -> None:
     """Build or update the whole index through Dagster: runs are launched through the code
     location and carried down by the index_automation sensor, as in the UI."""
     import dagster as dg
@@ -198,6 +201,12 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                         evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
                     daemon_alive=daemon.alive, checkpoint=latch.checkpoint)
+            if timings:
+                from rag_pipeline.cli.index_timings import echo_timings
+                from rag_pipeline.orchestration.index_timings import index_timings
+
+                echo_timings(index_timings(instance, [r.run_id for r in reports],
+                                           time.time() - started), warehouse, specs[0])
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")

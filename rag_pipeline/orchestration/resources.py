@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
 from rag_pipeline.core.embedding.torch_threads import set_torch_threads
 from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
@@ -55,6 +56,14 @@ class RunCompute(dg.ConfigurableResource):
     can each be given half; set at the start of the run, never deep in the core."""
 
     torch_threads: int | None = None
+    engine: str = "in_process"
+    """``[compute] engine``: ``in_process``, or ``ray`` (the shards run on the cluster at
+    ``address``)."""
+    address: str | None = None
+    shard_texts: int = 64
+
+    def settings(self) -> ComputeSettings:
+        return ComputeSettings(Engine(self.engine), self.address, self.shard_texts)
 
     def threads(self) -> int:
         if self.torch_threads is not None and self.torch_threads < 1:

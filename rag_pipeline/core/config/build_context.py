@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -55,6 +56,8 @@ class BuildContext:
             use), not a user's folder.
         eval_dir: The folder of the gold set (``gold.jsonl``) and the out-of-domain set
             (``ood.jsonl``).
+        compute: Where embeddings runs compute their vectors (``[compute]``: in-process, or
+            a Ray cluster).
     """
 
     profile: str
@@ -64,6 +67,7 @@ class BuildContext:
     corpus: Path | str
     python_reference: bool
     eval_dir: Path
+    compute: ComputeSettings = ComputeSettings()
 
     def __post_init__(self) -> None:
         if not self.chunkers:

@@ -18,6 +18,7 @@ from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
 from rag_pipeline.core.config.root import CONFIG_NAME, config_path
 from rag_pipeline.core.config.schema import (
     ADAPT_KEYS,
+    COMPUTE_KEYS,
     DEFAULT_CONFIG,
     EVALUATION,
     INDEX_KEYS,
@@ -31,6 +32,7 @@ from rag_pipeline.core.config.schema import (
     SourceKind,
 )
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe, held_out_half
+from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
 from rag_pipeline.core.embedding.models import (
     CALIBRATION_TEXTS,
     SUPPORTED,
@@ -193,10 +195,10 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ModelConfigError(f"{label}: not valid TOML: {exc}") from None
-    unknown = sorted(set(data) - {"index", "models", "profiles", "access"})
+    unknown = sorted(set(data) - {"index", "models", "profiles", "access", "compute"})
     if unknown:
         raise ModelConfigError(f"{label}: unknown table(s) {unknown}; known: "
-                               "['access', 'index', 'models', 'profiles']")
+                               "['access', 'compute', 'index', 'models', 'profiles']")
     access = parse_access(data["access"], label) if "access" in data else None
     index = data.get("index", {})
     if not isinstance(index, Mapping) or set(index) - INDEX_KEYS:
@@ -245,7 +247,32 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         raise ModelConfigError(f"{label}: [index] profile {chosen!r} is not one of "
                                f"{[p.name for p in profiles]}")
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
-                         folders["corpus"], folders["data_dir"], access=access)
+                         folders["corpus"], folders["data_dir"], access=access,
+                         compute=_compute(data.get("compute", {}), label))
+
+
+def _compute(table: object, label: str) -> ComputeSettings:
+    """The ``[compute]`` table: ``engine`` (``in_process`` or ``ray``), ``address``
+    (``HOST:PORT`` or ``auto``, required for ``ray``), ``shard_texts`` (texts per shard)."""
+    engines = [e.value for e in Engine]
+    if not isinstance(table, Mapping) or set(table) - COMPUTE_KEYS:
+        raise ModelConfigError(f"{label}: [compute] takes only {sorted(COMPUTE_KEYS)}")
+    engine = table.get("engine", Engine.IN_PROCESS.value)
+    if engine not in engines:
+        raise ModelConfigError(f"{label}: [compute] engine must be one of {engines}, got {engine!r}")
+    address = table.get("address")
+    if address is not None and (not isinstance(address, str) or not (
+            address == "auto" or address.rpartition(":")[2].isdigit() and address.rpartition(":")[0])):
+        raise ModelConfigError(f'{label}: [compute] address must be "HOST:PORT" or "auto", got '
+                               f"{address!r}")
+    if engine == Engine.RAY and address is None:
+        raise ModelConfigError(f'{label}: [compute] engine = "ray" needs an address '
+                               '("HOST:PORT" or "auto")')
+    shard_texts = table.get("shard_texts", ComputeSettings.shard_texts)
+    if isinstance(shard_texts, bool) or not isinstance(shard_texts, int) or shard_texts < 1:
+        raise ModelConfigError(f"{label}: [compute] shard_texts must be a whole number >= 1, got "
+                               f"{shard_texts!r}")
+    return ComputeSettings(Engine(engine), address, shard_texts)
 
 
 def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],

@@ -37,6 +37,7 @@ from pathlib import Path
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
+from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 
 LOCK_NAME = "rag_pipeline.lock.json"
@@ -46,6 +47,7 @@ MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend",
 ADAPT_KEYS = frozenset({"base", "chunker", "epochs", "batch_size", "seed", "max_seq_length",
                         "max_pairs", "learning_rate", "held_out"})
 INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir"})
+COMPUTE_KEYS = frozenset({"engine", "address", "shard_texts"})
 PROFILE_KEYS = frozenset({"chunkers", "models"})
 PRODUCTION = "production"
 """The profile a user's folder gets: the ``header`` chunker and the default model."""
@@ -144,6 +146,7 @@ class ProjectConfig:
             restricted this config to (None: all).
         access: ``[access]``: who may read which document (None: not declared, everyone
             reads everything).
+        compute: ``[compute]``: where embeddings runs compute their vectors (default: in-process).
     """
 
     models: tuple[ModelDeclaration, ...]
@@ -157,6 +160,7 @@ class ProjectConfig:
     data_dir: Path | None = None
     selected: str | None = None
     access: AccessPolicy | None = None
+    compute: ComputeSettings = ComputeSettings()
 
     @property
     def lock_path(self) -> Path:

@@ -11,9 +11,12 @@ own length. The vectors are those of plain ``SentenceTransformer.encode``; only 
 (and the time spent on it) changes.
 
 Two backends run the transformer: torch (fp32), and OpenVINO (fp32, or static int8 quantised
-by NNCF on the corpus's own chunk texts), exported on first use. Pooling and normalisation
-always run through the model's own sentence-transformers modules (``1_Pooling``,
-``2_Normalize``), whatever the backend.
+by NNCF on the corpus's own chunk texts), exported on first use. A torch fp32 model's texts are
+embedded by ONNX Runtime fp32 from the same weights once :mod:`rag_pipeline.core.embedding.bulk`
+has checked that it gives torch's vectors (the same vector space and key; ``bulk_path`` says
+which path runs). Pooling and normalisation run through the model's own sentence-transformers
+modules (``1_Pooling``, ``2_Normalize``), or in numpy when those are exactly mean pooling and
+normalisation.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rag_pipeline.core.embedding.bulk import (
+    BULK_MIN_COSINE,
+    BulkPath,
+    checked_bulk_path,
+    onnx_bulk_transformer,
+)
 from rag_pipeline.core.embedding.export import (
     EXPORT_MANIFEST,
     OPENVINO_CONFIG,
@@ -29,6 +38,7 @@ from rag_pipeline.core.embedding.export import (
     Transformer,
     export_dir,
     export_openvino,
+    onnx_model,
     token_inputs,
     verify_export,
 )
@@ -67,9 +77,19 @@ def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]
 
 
 class Embedder:
-    """A loaded model whose files match its declaration, on its declared backend."""
+    """A loaded model whose files match its declaration, on its declared backend.
 
-    def __init__(self, spec: ModelSpec, *, verify: bool = True) -> None:
+    Args:
+        spec: The declared model.
+        verify: Check the model's files against the declaration first.
+        bulk: For a torch fp32 model, ``"onnxruntime"`` embeds texts by ONNX Runtime fp32 once
+            it gives torch's vectors on :data:`rag_pipeline.core.embedding.bulk.BULK_PROBES`
+            (otherwise torch stays, and ``bulk_path`` says so); ``"torch"`` keeps torch.
+    """
+
+    def __init__(self, spec: ModelSpec, *, verify: bool = True, bulk: str = "onnxruntime") -> None:
+        if bulk not in ("onnxruntime", "torch"):
+            raise ValueError(f"bulk must be onnxruntime or torch, got {bulk!r}")
         if verify:
             verify_model_files(spec)
         from sentence_transformers import SentenceTransformer
@@ -88,8 +108,25 @@ class Embedder:
         self._pooled_in_numpy = mean_pooled_and_normalised(self.model)
         self._direct_tokenizer = None
         self.query_path = QueryPath(spec.backend.value)
+        self.bulk_path = BulkPath(spec.backend.value)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino()
+        elif bulk == "onnxruntime":
+            self._use_onnx_bulk()
+
+    def _use_onnx_bulk(self) -> None:
+        """Texts go through ONNX Runtime fp32 on torch's thread count, if it gives torch's
+        vectors on the probes (min cosine >= :data:`BULK_MIN_COSINE`)."""
+        import torch
+
+        candidate, threads = onnx_bulk_transformer(onnx_model(self.spec, self.model),
+                                                   torch.get_num_threads())
+        min_cosine = checked_bulk_path(
+            lambda texts: l2_normalise(self._forward(texts)),
+            lambda texts: l2_normalise(self._forward(texts, candidate)))
+        if min_cosine >= BULK_MIN_COSINE:
+            self._transformer = candidate
+            self.bulk_path = BulkPath("onnxruntime-fp32", threads, min_cosine)
 
     def _load_openvino(self) -> InferPool:
         ov = openvino()
@@ -184,6 +221,13 @@ class Embedder:
         if transformer is None:
             return self.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False)
+        if self._pooled_in_numpy and self.spec.backend is Backend.TORCH:
+            inputs = token_inputs(self.model.tokenizer(
+                texts, padding=True, truncation=True, max_length=self.spec.max_tokens,
+                return_tensors="np"))
+            hidden = transformer(inputs)
+            mask = inputs["attention_mask"].astype(np.float32)[:, :, None]
+            return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         import torch
 
         features = self.model.preprocess(texts)

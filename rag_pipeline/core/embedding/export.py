@@ -34,7 +34,8 @@ from rag_pipeline.core.embedding.openvino_runtime import openvino
 
 __all__ = [
     "EXPORT_MANIFEST", "OPENVINO_CONFIG", "InferPool", "ModelNotExportedError", "Transformer",
-    "convert_to_onnx", "convert_to_openvino", "export_dir", "export_openvino", "token_inputs",
+    "convert_to_onnx", "convert_to_openvino", "export_dir", "export_onnx", "export_openvino",
+    "onnx_model", "token_inputs",
     "transformer_of", "verify_export",
 ]
 
@@ -137,6 +138,46 @@ def export_openvino(spec: ModelSpec, model) -> Path:
         shutil.rmtree(folder)
     tmp.replace(folder)
     return folder
+
+
+ONNX_FILE = "model.onnx"
+
+
+def onnx_dir(spec: ModelSpec) -> Path:
+    """``<model_cache>/<key>.onnx/``: beside, never inside, the key's own folder (an adapted
+    model's weights live there)."""
+    return export_dir(spec).with_name(f"{spec.key}.onnx")
+
+
+def export_onnx(spec: ModelSpec, model) -> Path:
+    """Writes the transformer as fp32 ONNX into :func:`onnx_dir` with its manifest
+    (temp folder, then rename), so the next load reads it instead of tracing again."""
+    folder = onnx_dir(spec)
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / ONNX_FILE).write_bytes(convert_to_onnx(model))
+    (tmp / EXPORT_MANIFEST).write_text(json.dumps({
+        "key": spec.key, "backend": "onnxruntime", "precision": spec.precision.value,
+        "calibration_sha256": "", "files": {ONNX_FILE: file_sha256(tmp / ONNX_FILE)}},
+        indent=2), encoding="utf-8")
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.replace(folder)
+    return folder
+
+
+def onnx_model(spec: ModelSpec, model) -> bytes:
+    """The transformer as fp32 ONNX: read from the model cache when it was exported for this
+    key and its files are unchanged (:func:`verify_export`), else converted (and cached when a
+    model cache is configured)."""
+    if spec.cache_dir is None:
+        return convert_to_onnx(model)
+    folder = onnx_dir(spec)
+    if not (folder / EXPORT_MANIFEST).is_file() or not (folder / ONNX_FILE).is_file():
+        export_onnx(spec, model)
+    verify_export(spec, folder)
+    return (folder / ONNX_FILE).read_bytes()
 
 
 def _traceable_encoder(model):

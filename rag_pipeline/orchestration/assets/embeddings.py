@@ -7,11 +7,14 @@ those checks (:func:`reusable_vectors`), so a failed table is never carried forw
 """
 
 
+import time
+
 import dagster as dg
 import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
+from rag_pipeline.core.embedding.compute import embedder_for, engine_metadata
 from rag_pipeline.core.embedding.drift import MIN_COSINE, drift_check
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import TextEmbedder
@@ -87,7 +90,9 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
                                      columns=["chunk_id", "text", "text_sha256", "wordpieces"])
         cache = VectorCache(warehouse, spec)
 
-        embedder = load_embedder(spec)
+        loading = time.perf_counter()
+        embedder = embedder_for(compute.settings(), spec, load_embedder)
+        load_seconds = time.perf_counter() - loading
         previous = reusable_vectors(warehouse, partition, chunks, embedder)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
@@ -100,13 +105,16 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
         table, stats = embeddings_table(chunks, previous, embedder, progress,
                                         known=cache.known(skip_chunker=chunker),
                                         checkpoint=cache.checkpoint)
+        writing = time.perf_counter()
         version = warehouse.write(EMBEDDINGS, table, partition,
                                   inputs={CHUNKS: chunks_version.file})
         cache.drop_covered(set(table.column("text_sha256").to_pylist()))
+        write_seconds = time.perf_counter() - writing
         stored = warehouse.read_file(version.file)
         context.log.info(f"{partition}: embedded {stats.embedded}, reused {stats.reused}, "
                          f"shared {stats.shared}, duplicates {stats.duplicates}, removed "
                          f"{stats.removed} in {stats.seconds:.1f} s")
+        bulk = getattr(embedder, "bulk_path", None)
         yield dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
             **table_metadata(version, table.schema),
             "model": spec.key, "dimension": spec.dimension, "rows": stats.rows,
@@ -116,7 +124,11 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
                               "chunker or an unfinished run) + embedded + duplicates",
             "backend": spec.backend.value, "precision": spec.precision.value,
             "embed_seconds": round(stats.seconds, 2),
+            "model_load_seconds": round(load_seconds, 2),
+            "write_seconds": round(write_seconds, 2),
             "chunks_per_second": round(stats.chunks_per_second, 1),
+            **engine_metadata(embedder),
+            "bulk_path": bulk.backend if bulk is not None else spec.backend.value,
         })
         errors = vector_norm_errors(stored, spec.dimension)
         yield dg.AssetCheckResult(check_name="vectors_unit_length", passed=not errors,

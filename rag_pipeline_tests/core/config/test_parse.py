@@ -158,3 +158,34 @@ def test_bad_profiles_fail_with_one_line(text: str, message: str, tmp_path: Path
     with pytest.raises(ModelConfigError) as info:
         parse_config(text + "[[models]]\nname = 'a'\npath = 'm'\n", tmp_path)
     assert str(info.value).startswith(message)
+
+
+def test_compute_is_in_process_without_the_table_and_ray_with_it(tmp_path: Path):
+    from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
+
+    model = "[[models]]\nname = 'a'\npath = 'm'\n"
+    assert parse_config(model, tmp_path).compute == ComputeSettings(Engine.IN_PROCESS, None, 64)
+    text = "[compute]\nengine = 'ray'\naddress = '10.0.0.5:6379'\nshard_texts = 128\n" + model
+    assert parse_config(text, tmp_path).compute == ComputeSettings(Engine.RAY, "10.0.0.5:6379", 128)
+    auto = "[compute]\nengine = 'ray'\naddress = 'auto'\n" + model
+    assert parse_config(auto, tmp_path).compute == ComputeSettings(Engine.RAY, "auto", 64)
+    client = "[compute]\nengine = 'ray'\naddress = 'ray://head-svc:10001'\n" + model
+    assert parse_config(client, tmp_path).compute == ComputeSettings(Engine.RAY,
+                                                                     "ray://head-svc:10001", 64)
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("engine = 'spark'", "rag_pipeline.toml: [compute] engine must be one of ['in_process', "
+                         "'ray'], got 'spark'"),
+    ("engine = 'ray'", 'rag_pipeline.toml: [compute] engine = "ray" needs an address '
+                       '("HOST:PORT" or "auto")'),
+    ("engine = 'ray'\naddress = 'head'", 'rag_pipeline.toml: [compute] address must be '
+                                         '"HOST:PORT" or "auto", got \'head\''),
+    ("shard_texts = 0", "rag_pipeline.toml: [compute] shard_texts must be a whole number >= 1, "
+                        "got 0"),
+    ("workers = 2", "rag_pipeline.toml: [compute] takes only ['address', 'engine', 'shard_texts']"),
+])
+def test_a_bad_compute_table_fails_with_one_line(table: str, message: str, tmp_path: Path):
+    with pytest.raises(ModelConfigError) as info:
+        parse_config(f"[compute]\n{table}\n[[models]]\nname = 'a'\npath = 'm'\n", tmp_path)
+    assert str(info.value) == message

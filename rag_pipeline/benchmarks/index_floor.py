@@ -1,0 +1,108 @@
+"""A first ``index`` of a fresh folder against the encoder alone and the fp32 floor, side by
+side in one run: the three ratios the indexing target is stated in.
+
+``.venv/bin/python -m rag_pipeline.benchmarks.index_floor --corpus DIR`` (default: the bundled
+Python reference exported into a fresh folder; ``--rounds``).
+
+1. ``rag-pipeline index --corpus <copy> --profile production`` in a fresh data folder and a
+   fresh Dagster home (a subprocess: its daemon, code location and runs are what a user starts);
+   its runs are read back (:func:`rag_pipeline.orchestration.index_timings.index_timings`).
+2. In this process, on the chunk texts that index wrote: the default model's encoder as the
+   index runs it (``Embedder.embed``, median of ``--rounds``) and the fp32 floor (the FLOPs of
+   the word-pieces processed at the matrix-product rate measured before and after).
+
+Prints: encoder / floor, the embeddings run's rate / encoder, pure encoding time / index wall
+time, and the load average with each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rag_pipeline.benchmarks import go_offline
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    go_offline()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="Keep the work folder.")
+    args = parser.parse_args(argv)
+    import dagster as dg
+
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.embedding.embedder import load_embedder
+    from rag_pipeline.core.embedding.floor import encoder_flops, fp32_matmul_rate
+    from rag_pipeline.core.ingest.corpus_export import export_python_reference
+    from rag_pipeline.core.storage.warehouse import Warehouse
+    from rag_pipeline.orchestration.index_timings import index_timings
+
+    work = Path(tempfile.mkdtemp(prefix="index-floor-"))
+    corpus = work / "corpus"
+    if args.corpus is None:
+        export_python_reference(corpus)
+    else:
+        shutil.copytree(args.corpus, corpus)
+    home = work / "dagster_home"
+    home.mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    started = time.time()
+    subprocess.run([sys.executable, "-m", "rag_pipeline.cli", "--data-dir", str(work / "data"),
+                    "index", "--corpus", str(corpus), "--profile", "production"],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.time() - started
+    load_index = os.getloadavg()[0]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run_ids = [r.dagster_run.run_id for r in instance.get_run_records()]
+        timings = index_timings(instance, run_ids, wall)
+    spec = declared_models()[0]
+    chunks = Warehouse(work / "data").read("chunks", {"chunker": "header"},
+                                           columns=["text", "text_sha256", "wordpieces"])
+    distinct = dict(zip(chunks.column("text_sha256").to_pylist(),
+                        zip(chunks.column("text").to_pylist(),
+                            chunks.column("wordpieces").to_pylist(), strict=True), strict=True))
+    texts = [t for t, _ in distinct.values()]
+    counts = [min(int(n), spec.max_tokens) for _, n in distinct.values()]
+    config = json.loads((spec.path / "config.json").read_text(encoding="utf-8"))
+    rate_before = fp32_matmul_rate()
+    embedder = load_embedder(spec)
+    embedder.embed(texts[:32], wordpieces=counts[:32])
+    seconds = []
+    for _ in range(args.rounds):
+        begun = time.perf_counter()
+        embedder.embed(texts, wordpieces=counts)
+        seconds.append(time.perf_counter() - begun)
+    encode = statistics.median(seconds)
+    rate = max(rate_before, fp32_matmul_rate())
+    floor = encoder_flops(counts, config) / rate
+    load_encode = os.getloadavg()[0]
+    run_rate = timings.embedded / timings.stages.get("encoding", float("nan"))
+    print(f"{len(texts)} distinct chunk texts, {sum(counts):,} word-pieces; index wall {wall:.1f} s "
+          f"({timings.runs} runs; load {load_index:.1f}); encoder {encode:.1f} s median of "
+          f"{args.rounds} on {embedder.bulk_path.backend} (load {load_encode:.1f}); floor "
+          f"{floor:.1f} s at {rate / 1e9:.0f} GFLOP/s")
+    for stage, spent in [*timings.stages.items(), ("outside any step", timings.outside_steps)]:
+        print(f"  {stage:32s} {spent:7.1f} s {spent / wall:6.1%}")
+    print(f"default model vs floor:        {floor / encode:.2f} (target >= 0.75)")
+    print(f"embeddings run vs encoder:     {run_rate / (len(texts) / encode):.2f} (target >= 0.9)")
+    print(f"pure encoding vs whole index:  {encode / wall:.2f} (target >= 0.8)")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"work folder kept: {work}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Shards of texts embedded as Ray tasks on a cluster's workers.
+
+Each shard (:func:`rag_pipeline.core.embedding.compute.shards.shards`, by content hash) is one
+task asking for one CPU; a worker process loads the model once (:func:`load_embedder` keeps it
+for the tasks after) and returns the shard's vectors, which the driver puts back at their
+texts' positions, so order and ids are those of the in-process path. A worker killed mid-shard
+is a system failure Ray retries (``max_retries``); a shard's result is placed once, by its
+positions, so a retried shard neither doubles nor loses a row. A cluster that does not answer,
+or goes away mid-run, fails the run with one line naming the address
+(:class:`~rag_pipeline.core.embedding.compute.ComputeUnreachableError`) before anything is
+written.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from rag_pipeline.core.embedding.compute import ComputeSettings, ComputeUnreachableError
+from rag_pipeline.core.embedding.compute.shards import shards
+from rag_pipeline.core.embedding.models import ModelSpec
+
+__all__ = ["RayEmbedder", "embed_shard"]
+
+SHARD_RETRIES = 3
+"""How often Ray runs a shard again after its worker died."""
+WAIT_SECONDS = 5.0
+"""How long the driver waits for a shard before checking that the cluster's head still answers
+(well inside the minute after which Ray ends a driver that lost its head)."""
+
+
+def embed_shard(spec: ModelSpec, texts: list[str], wordpieces: list[int] | None,
+                ) -> tuple[str, int, np.ndarray]:
+    """One shard on a worker: (node id, worker pid, vectors). The model loads on the worker's
+    first shard and stays loaded for the next."""
+    import ray
+
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    vectors = load_embedder(spec).embed(texts, wordpieces=wordpieces)
+    return ray.get_runtime_context().get_node_id(), os.getpid(), vectors
+
+
+def _reachable(address: str, seconds: float) -> None:
+    """Raises unless ``HOST:PORT`` (or a Ray Client ``ray://HOST:PORT``) accepts a connection."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ComputeUnreachableError(f"[compute] address must be HOST:PORT or auto, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=seconds).close()
+    except OSError as exc:
+        raise ComputeUnreachableError(
+            f"Ray cluster at {address} is unreachable ({exc.strerror or exc}); the served index "
+            "is untouched") from None
+
+
+class RayEmbedder:
+    """A :class:`~rag_pipeline.core.embedding.models.TextEmbedder` whose texts are embedded on
+    the Ray cluster at ``settings.address``, shard by shard.
+
+    Attributes:
+        nodes: Shards embedded per node id over this embedder's life.
+        workers: Worker pids that embedded shards (each loaded the model once).
+    """
+
+    def __init__(self, spec: ModelSpec, settings: ComputeSettings) -> None:
+        if not settings.address:
+            raise ComputeUnreachableError('[compute] engine = "ray" needs an address '
+                                          '("HOST:PORT" or "auto")')
+        import ray
+
+        self.spec = spec
+        self.settings = settings
+        self.address = settings.address
+        self.nodes: Counter[str] = Counter()
+        self.workers: set[int] = set()
+        if self.address != "auto":
+            _reachable(self.address, settings.connect_seconds)
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
+                         include_dashboard=False)
+            except (ConnectionError, RuntimeError) as exc:
+                raise ComputeUnreachableError(
+                    f"Ray cluster at {self.address} is unreachable ({str(exc).splitlines()[0]}); "
+                    "the served index is untouched") from None
+        self._task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES)(embed_shard)
+
+    def embed(self, texts: Sequence[str], *, batch_size: int | None = None,
+              progress: Callable[[int, int], None] | None = None,
+              wordpieces: Sequence[int] | None = None) -> np.ndarray:
+        """Unit-length float32 vectors in input order, computed shard by shard on the cluster.
+
+        Raises:
+            ComputeUnreachableError: the cluster went away before every shard came back.
+        """
+        import ray
+
+        texts = list(texts)
+        out = np.zeros((len(texts), self.spec.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        if wordpieces is not None and len(wordpieces) != len(texts):
+            raise ValueError(f"{len(wordpieces)} word-piece counts for {len(texts)} texts")
+        spec_ref = ray.put(self.spec)
+        pending = {}
+        for group in shards(texts, self.settings.shard_texts):
+            counts = [int(wordpieces[i]) for i in group] if wordpieces is not None else None
+            pending[self._task.remote(spec_ref, [texts[i] for i in group], counts)] = group
+        filled = np.zeros(len(texts), dtype=bool)
+        done = 0
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_SECONDS)
+                if not ready:
+                    self._check_alive()
+                    continue
+                for ref in ready:
+                    group = pending.pop(ref)
+                    node, pid, vectors = ray.get(ref)
+                    if filled[group].any():
+                        raise RuntimeError(f"a shard of {len(group)} texts came back twice")
+                    out[group] = vectors
+                    filled[group] = True
+                    self.nodes[node] += 1
+                    self.workers.add(pid)
+                    done += len(group)
+                    if progress is not None:
+                        progress(done, len(texts))
+        except (ray.exceptions.RaySystemError, ray.exceptions.WorkerCrashedError,
+                ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
+                ConnectionError) as exc:
+            raise ComputeUnreachableError(
+                f"Ray cluster at {self.address} went away mid-run ({type(exc).__name__}); "
+                "the served index is untouched") from None
+        if not filled.all():
+            raise RuntimeError(f"{int((~filled).sum())} texts came back without a vector")
+        return out
+
+    def _check_alive(self) -> None:
+        import ray
+
+        if self.address != "auto":
+            try:
+                _reachable(self.address, self.settings.connect_seconds)
+            except ComputeUnreachableError:
+                raise ComputeUnreachableError(
+                    f"Ray cluster at {self.address} went away mid-run (its head no longer "
+                    "answers); the served index is untouched") from None
+        try:
+            alive = [n for n in ray.nodes() if n.get("Alive")]
+        except Exception as exc:  # the GCS itself is gone: every call raises
+            raise ComputeUnreachableError(
+                f"Ray cluster at {self.address} went away mid-run ({type(exc).__name__}); the "
+                "served index is untouched") from None
+        if not alive:
+            raise ComputeUnreachableError(f"Ray cluster at {self.address} has no live node; the "
+                                          "served index is untouched")
+
+    def embed_query(self, question: str) -> np.ndarray:
+        return self.embed([question])[0]

@@ -1,0 +1,151 @@
+"""The Ray engine on a real two-node cluster on loopback: the vectors of the in-process path,
+chunk for chunk, shards on both nodes, a worker killed mid-shard retried without a row doubled
+or lost, and an unreachable cluster refused in one line naming its address."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_pipeline.core.embedding.compute import (
+    ComputeSettings,
+    ComputeUnreachableError,
+    Engine,
+    embedder_for,
+)
+from rag_pipeline.core.embedding.compute.local_cluster import LocalCluster, local_cluster
+from rag_pipeline.core.embedding.models import ModelSpec, calibration_set
+
+WORKTREE = Path(__file__).resolve().parents[4]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    """Two one-CPU nodes whose workers import this checkout's rag_pipeline."""
+    import ray
+
+    env = {**os.environ, "PYTHONPATH": str(WORKTREE), "HF_HUB_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    with local_cluster(2, env) as running:
+        yield running
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def texts(minilm: ModelSpec) -> list[str]:
+    return calibration_set().texts()[:48]
+
+
+@pytest.mark.slow
+def test_ray_gives_the_in_process_vectors_with_shards_on_both_nodes(cluster, minilm, texts):
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    local = load_embedder(minilm)
+    counts = local.wordpieces(texts)
+    expected = local.embed(texts, wordpieces=counts)
+    remote = embedder_for(ComputeSettings(Engine.RAY, cluster.address, shard_texts=8), minilm)
+    got = remote.embed(texts, wordpieces=counts)
+    assert got.shape == expected.shape == (48, 384)
+    assert float(np.abs(got - expected).max()) <= 1e-6
+    assert len(remote.nodes) == 2 and sum(remote.nodes.values()) == 6
+    # A worker loads the model once: 6 shards ran on at most 2 worker processes per node.
+    assert 2 <= len(remote.workers) <= 4
+
+
+def _running_shard_pid(cluster: LocalCluster) -> int | None:
+    import psutil
+
+    groups = {p.pid for p in cluster.processes}
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if cmdline and cmdline[0].startswith("ray::embed_shard"):
+            try:  # a worker leads a process group of its own; its raylet is in the node's
+                if any(os.getpgid(parent.pid) in groups for parent in process.parents()):
+                    return process.info["pid"]
+            except (ProcessLookupError, psutil.NoSuchProcess):
+                continue
+    return None
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_shard_is_retried_without_a_row_doubled_or_lost(cluster, minilm):
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    many = calibration_set().texts()[:160]  # 4 shards of about 40: seconds each, long to kill in
+    expected = load_embedder(minilm).embed(many)
+    remote = embedder_for(ComputeSettings(Engine.RAY, cluster.address, shard_texts=40), minilm)
+    result: dict[str, np.ndarray] = {}
+    worker = threading.Thread(target=lambda: result.update(vectors=remote.embed(many)))
+    worker.start()
+    killed = None
+    deadline = time.monotonic() + 300
+    while killed is None and worker.is_alive() and time.monotonic() < deadline:
+        killed = _running_shard_pid(cluster)  # observed: a worker titled ray::embed_shard
+        if killed is None:
+            time.sleep(0.05)
+    assert killed is not None, "no shard was seen running"
+    os.kill(killed, signal.SIGKILL)
+    worker.join(600)
+    assert not worker.is_alive()
+    assert result["vectors"].shape == (160, 384)
+    assert float(np.abs(result["vectors"] - expected).max()) <= 1e-6
+    assert sum(remote.nodes.values()) == 4  # each shard placed once, the killed one retried
+
+
+def test_an_unreachable_cluster_fails_in_one_line_naming_its_address(minilm):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    with pytest.raises(ComputeUnreachableError,
+                       match=rf"^Ray cluster at 127\.0\.0\.1:{port} is unreachable \(Connection "
+                             r"refused\); the served index is untouched$"):
+        embedder_for(ComputeSettings(Engine.RAY, f"127.0.0.1:{port}"), minilm)
+
+
+def _header_embeddings(root: Path, spec: ModelSpec, compute: ComputeSettings | None):
+    """The tiny corpus's documents, ``header`` chunks and their embeddings partition, built
+    through the project's jobs; returns the embeddings table and its materialisation metadata."""
+    import dagster as dg
+
+    from rag_pipeline.core.storage.warehouse import Warehouse
+    from rag_pipeline.definitions import build_definitions
+    from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
+    from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+
+    defs = build_definitions(data_dir=root / "data", corpus_dir=write_corpus(root / "corpus", TINY_DOCS),
+                             models=[spec], compute=compute)
+    instance = dg.DagsterInstance.ephemeral()
+    key = dg.MultiPartitionKey({"chunker": "header", "model": spec.key})
+    metadata = {}
+    for job, partition in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, "header"), (EMBEDDINGS_JOB, key)):
+        result = defs.resolve_job_def(job).execute_in_process(
+            instance=instance, partition_key=partition, raise_on_error=False)
+        assert result.success, job
+        for event in result.get_asset_materialization_events():
+            metadata.update({k: getattr(v, "value", v) for k, v in
+                             event.event_specific_data.materialization.metadata.items()})
+    table = Warehouse(root / "data").read("embeddings", {"chunker": "header", "model": spec.key})
+    return table, metadata
+
+
+@pytest.mark.slow
+def test_an_embeddings_run_on_ray_stores_the_in_process_rows(cluster, minilm, tmp_path):
+    local, local_meta = _header_embeddings(tmp_path / "local", minilm, None)
+    remote, remote_meta = _header_embeddings(
+        tmp_path / "ray", minilm, ComputeSettings(Engine.RAY, cluster.address, shard_texts=2))
+    assert (local_meta["engine"], remote_meta["engine"]) == ("in_process", "ray")
+    assert remote_meta["ray_nodes"] == 2  # shards embedded on both nodes
+    assert remote.column("chunk_id").to_pylist() == local.column("chunk_id").to_pylist()
+    assert remote.column("text_sha256").to_pylist() == local.column("text_sha256").to_pylist()
+    assert remote_meta["embedded"] == local_meta["embedded"] == local.num_rows
+    difference = np.abs(np.asarray(remote.column("vector").to_pylist(), np.float32)
+                        - np.asarray(local.column("vector").to_pylist(), np.float32)).max()
+    assert float(difference) <= 1e-6
