@@ -12,3 +12,6 @@ BM25_POSTINGS = "bm25_postings"
 BM25_PARAMS = "bm25_params"
 BM25_TABLES = (BM25_TERMS, BM25_CHUNKS, BM25_POSTINGS, BM25_PARAMS)
 ANN_INDEX = "ann_index"
+EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
+               "eval_gate_cv")
+"""The evaluation's tables, one model per partition."""
