@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.embedding.drift import DriftReport, drift_check
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
 from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
@@ -180,7 +181,7 @@ class EmbeddingChecks:
 
 def embedding_checks(table: pa.Table, chunks: pa.Table, embedder: TextEmbedder) -> EmbeddingChecks:
     spec = embedder.spec
-    models_seen = sorted({f"{n}@{f}" for n, f in zip(
+    models_seen = sorted({str(ModelKey(n, f)) for n, f in zip(
         table.column("model_name").to_pylist(), table.column("model_fingerprint").to_pylist(),
         strict=True)})
     return EmbeddingChecks(spec.key, spec.dimension, vector_norm_errors(table, spec.dimension),

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.index.ann import AnnIndex
 from rag_pipeline.core.index.ann_index import open_ann_index
 from rag_pipeline.core.index.bm25 import Bm25Scorer, build_bm25_tables
@@ -160,9 +161,11 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         ["model_name", "model_fingerprint"]).aggregate([]).to_pylist())
     if len(stamps) > 1:
         raise IndexNotBuiltError(f"partition {chunker} x {model_key} mixes models: {stamps}")
-    (model_name, fingerprint), = stamps or [tuple(model_key.split("@", 1))]
-    if f"{model_name}@{fingerprint}" != model_key:
-        raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
+    (model_name, fingerprint), = stamps or [(key.name, key.fingerprint)
+                                            for key in [ModelKey.parse(model_key)]]
+    if str(ModelKey(model_name, fingerprint)) != model_key:
+        raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped "
+                                 f"{ModelKey(model_name, fingerprint)}")
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
                                          row["format"],
