@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.locator import CharLocator
 
 
 class DocumentFormat(ABC):
@@ -46,7 +47,7 @@ class DocumentFormat(ABC):
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
-        return f"#char={start},{end}"
+        return CharLocator(start, end).fragment
 
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the
