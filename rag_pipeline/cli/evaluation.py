@@ -16,6 +16,7 @@ from rag_pipeline.cli.edge import (
     echo,
     fail,
     load_model,
+    read_config,
 )
 from rag_pipeline.cli.gold import corpus_texts
 
@@ -310,7 +311,6 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
 def adapt(model_key: str | None, force: bool) -> None:
     """Train the declared adapted model(s) on pairs made from the corpus (see README
     "An adapted model"); a trained folder whose key and files match is kept."""
-    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,
@@ -318,7 +318,6 @@ def adapt(model_key: str | None, force: bool) -> None:
         trained_result,
     )
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
-    from rag_pipeline.project_paths import config_path
 
     models = declared_models()
     adapted = [m for m in models if m.adaptation is not None]
@@ -329,7 +328,7 @@ def adapt(model_key: str | None, force: bool) -> None:
     if not chosen or any(m.adaptation is None for m in chosen):
         fail(f"no adapted model {'named ' + model_key if model_key else 'is declared'} "
               f"(declared adapted: {[m.key for m in adapted]})")
-    corpus = load_config(config_path()).corpus
+    corpus = read_config().corpus
     for spec in chosen:
         if not force:
             try:

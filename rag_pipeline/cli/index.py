@@ -121,15 +121,10 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     from rag_pipeline.core.evaluation.gold import no_gold_set_reason
     from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
-    from rag_pipeline.project_paths import (
-        ENV_CONFIG,
-        config_path,
-        context_environment,
-        resolve_context,
-    )
+    from rag_pipeline.project_paths import context_environment, dagster_home, resolve_context
 
     try:
-        config = load_config(config_path())
+        config = load_config(invocation.config_path)
         if corpus is None and config.corpus is not None and not config.corpus.is_dir():
             fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
         lock = effective_lock(config)
@@ -158,17 +153,17 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
     )
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
-    home = Path(os.environ["DAGSTER_HOME"])
+    home = dagster_home()
     home.mkdir(parents=True, exist_ok=True)
-    config_file = Path(os.environ[ENV_CONFIG]) if os.environ.get(ENV_CONFIG) else None
-    env = {**os.environ, **context_environment(build, config_file)}
+    env = {**os.environ, **context_environment(build, invocation.config_file),
+           "DAGSTER_HOME": str(home)}
     defs = definitions_of(build)
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
     started = time.time()
     try:
         with _index_lock(home) as lock_fd, _stop_on_signals(), \
-                dg.DagsterInstance.get() as instance:
+                dg.DagsterInstance.from_config(str(home)) as instance:
             fail_dead_runs(instance, click.echo)
             if daemon_running(instance, home):
                 _refuse_another_build(build, daemon_build(home, os.environ))
