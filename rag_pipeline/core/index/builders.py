@@ -25,6 +25,7 @@ from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
 from rag_pipeline.core.index.bm25 import build_bm25_tables
 from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, format_named
+from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline.core.storage.row_tables import rows_table, table_rows
 from rag_pipeline.core.storage.table_names import BM25_TABLES
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -41,6 +42,9 @@ DOCUMENTS_SCHEMA = pa.schema([
                                     ("locator", pa.string())]))),
     ("notes", pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))),
     ("pipeline_version", pa.string()),
+    ("pages", pa.list_(pa.struct([("page", pa.int32()), ("source", pa.string()),
+                                  ("ocr_confidence", pa.float64()), ("chars", pa.int64()),
+                                  ("flagged", pa.bool_())]))),
 ])
 
 
@@ -50,6 +54,7 @@ def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
         "sections": lambda r: [dataclasses.asdict(s) for s in r.sections],
         "anchors": lambda r: [dataclasses.asdict(a) for a in r.anchors],
         "notes": lambda r: [{"name": name, "value": value} for name, value in r.notes],
+        "pages": lambda r: [dataclasses.asdict(p) for p in r.pages],
     })
 
 
@@ -60,10 +65,10 @@ DOCUMENT_PAGES_SCHEMA = pa.schema([
 
 
 def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
-    """One row per page of every ``ok`` paged document (PDF), as its format reports it: text
-    layer or OCR, the OCR confidence, characters, flagged under the confidence floor."""
-    rows = [(r.document_id, page) for r in records if r.ok
-            for page in format_named(r.format).pages(r.anchors, r.notes)]
+    """One row per page of every ``ok`` paged document (PDF), its record's pages as the reader
+    saw them: text layer or OCR, the OCR confidence, characters, flagged under the confidence
+    floor."""
+    rows = [(r.document_id, page) for r in records if r.ok for page in r.pages]
     return pa.table({
         "document_id": [document_id for document_id, _ in rows],
         "page": [page.page for _, page in rows],
@@ -80,7 +85,8 @@ def document_records(table: pa.Table) -> list[DocumentRecord]:
     return [dataclasses.replace(
         r, sections=tuple(Section(**s) for s in r.sections),
         anchors=tuple(Anchor(**a) for a in r.anchors),
-        notes=tuple((n["name"], n["value"]) for n in r.notes))
+        notes=tuple((n["name"], n["value"]) for n in r.notes),
+        pages=tuple(DocumentPage(**p) for p in r.pages))
         for r in table_rows(table, DocumentRecord)]
 
 

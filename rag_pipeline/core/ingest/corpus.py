@@ -100,7 +100,7 @@ def extract_document(path: Path, corpus_root: Path,
     return DocumentRecord(document_id, str(path), extracted.title, extracted.canonical_text,
                           digest, fmt.name, extractor.name, extractor.version,
                           DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,
-                          extracted.notes)
+                          extracted.notes, pages=extracted.pages)
 
 
 @dataclass(frozen=True)

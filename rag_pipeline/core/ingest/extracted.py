@@ -55,6 +55,8 @@ class Extracted:
         sections: Titled regions, in order, never overlapping; empty means the whole text is
             one section titled ``title``.
         anchors: Locator spans, in order (pages, cues, rows, cell ranges).
+        pages: A paged document's pages, as the reader saw them (the ``document_pages``
+            rows): typed from the extractor to the table, never parsed back from ``notes``.
         notes: Per-document facts for ``status`` and the run's metadata, as ``(name, value)``
             pairs, e.g. ``("dropped_lines", "14")``.
     """
@@ -64,6 +66,7 @@ class Extracted:
     sections: tuple[Section, ...] = ()
     anchors: tuple[Anchor, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
+    pages: tuple[DocumentPage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Anchor, Section
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Section
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
@@ -25,7 +25,7 @@ class DocumentRecord:
 
     ``sections`` and ``anchors`` are spans of ``canonical_text`` (see
     :class:`~rag_pipeline.core.ingest.extracted.Extracted`); ``notes`` are the extractor's
-    per-document facts.
+    per-document facts; ``pages`` a paged document's page records.
     """
 
     document_id: str
@@ -42,6 +42,7 @@ class DocumentRecord:
     anchors: tuple[Anchor, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
     pipeline_version: str = PIPELINE_VERSION
+    pages: tuple[DocumentPage, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -22,6 +22,7 @@ from rag_pipeline.core.index.builders import (
     embeddings_table,
 )
 from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
+from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.core.ingest.pdf_fixtures import manual_pdf
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -106,9 +107,7 @@ def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(record
     scanned = dataclasses.replace(
         records[0], document_id="scan.pdf", format="pdf",
         anchors=(Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2")),
-        notes=(("pages", "2"), ("ocr_pages", "1"), ("ocr_mean_confidence", "41.0"),
-               ("ocr_page_confidence", "2=41.0"), ("low_confidence_pages", "2"),
-               ("ocr_confidence_floor", "60")))
+        pages=(DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 41.0, 15, flagged=True)))
     failed = dataclasses.replace(scanned, document_id="broken.pdf", status="failed")
     table = document_pages_table([records[0], scanned, failed])
     # The Markdown record has no pages; the failed PDF none either.

@@ -32,7 +32,7 @@ from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 
-PDF_EXTRACTOR_VERSION = (f"4+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+PDF_EXTRACTOR_VERSION = (f"5+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
 # A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
 NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
 from rag_pipeline.core.ingest.locator import CharLocator
 
 
@@ -54,10 +54,6 @@ class DocumentFormat(ABC):
         ``page`` and ``last_page`` columns of the chunks table; ``None`` for a format without
         pages."""
         return None
-
-    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
-        """The document's pages for the ``document_pages`` table; none for a format without pages."""
-        return ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

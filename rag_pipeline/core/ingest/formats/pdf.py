@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import PageLocator
@@ -83,13 +83,14 @@ class PdfFormat(DocumentFormat):
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
         tesseract = tesseract_version() or "absent"
         return Extractor("pdf-pdfium+tesseract",
-                         f"4+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+                         f"5+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         reading = read_pdf(data, stem, self.ocr)
         layout = reading.layout
         return Extracted(title=layout.title, canonical_text=layout.canonical_text,
-                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading))
+                         sections=layout.sections, anchors=layout.anchors,
+                         notes=reading_notes(reading), pages=reading.pages)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#page=N`` (RFC 8118) for the page the span starts on; ``#char=`` without pages."""
@@ -104,19 +105,3 @@ class PdfFormat(DocumentFormat):
             return None
         first = page_of(anchors, start)
         return first, max(first, last_page_of(anchors, start, end))
-
-    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
-        """Every page from the notes :func:`reading_notes` wrote: OCR pages with their
-        confidence (flagged when listed under the floor), characters from the page anchors."""
-        facts = dict(notes)
-        if "pages" not in facts:
-            return ()
-        confidence = {int(page): None if value == "-" else float(value) for page, value in
-                      (pair.split("=") for pair in facts.get("ocr_page_confidence", "").split())}
-        flagged = {int(page) for page in facts.get("low_confidence_pages", "").split(",") if page}
-        chars = dict.fromkeys(range(1, int(facts["pages"]) + 1), 0)
-        for anchor in anchors:
-            number = PageLocator.parse(anchor.locator).page
-            chars[number] = chars.get(number, 0) + anchor.end - anchor.start
-        return tuple(DocumentPage(page, "ocr" if page in confidence else "text", confidence.get(page),
-                                  count, page in flagged) for page, count in sorted(chars.items()))
