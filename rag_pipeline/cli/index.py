@@ -141,7 +141,6 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
     from rag_pipeline.definitions import definitions_of
-    from rag_pipeline.orchestration.daemon_build import daemon_build
     from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
@@ -166,7 +165,7 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
                 dg.DagsterInstance.from_config(str(home)) as instance:
             fail_dead_runs(instance, click.echo)
             if daemon_running(instance, home):
-                _refuse_another_build(build, daemon_build(home, os.environ))
+                _refuse_another_build(build, home)
             retry_failed(instance, defs, env, click.echo)
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
                                 started, lock_fd) as daemon:
@@ -197,11 +196,17 @@ def index(invocation: Invocation, corpus: Path | None, refresh_corpus: bool, pro
         _echo_unscored(build)
 
 
-def _refuse_another_build(build, served) -> None:
+def _refuse_another_build(build, home: Path) -> None:
     """A one-line failure when the running daemon's code location builds something else than
     this ``index`` was asked for (its runs would build that instead)."""
-    from rag_pipeline.orchestration.daemon_build import build_differences
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.orchestration.daemon_build import build_differences, daemon_build
 
+    try:
+        served = daemon_build(home, os.environ)
+    except (ModelConfigError, FileNotFoundError) as exc:
+        fail(f"a Dagster daemon is running on this instance with a configuration that does not "
+             f"resolve ({exc}): stop it, or start it with the configuration index is given")
     differences = build_differences(build, served)
     if differences:
         fail("a Dagster daemon is running on this instance for another build: "
