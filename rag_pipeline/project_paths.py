@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,14 @@ def corpus_export_dir(data_dir: Path) -> Path:
 DEFAULT_CORPUS_DIR = corpus_export_dir(DEFAULT_DATA_DIR)
 DEFAULT_EVAL_DIR = DEFAULT_DATA_DIR / "eval" / "python-reference"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
+
+
+def dagster_home(environ: Mapping[str, str] = os.environ) -> Path:
+    """The Dagster instance's folder: ``DAGSTER_HOME`` when the user set it, else the project's
+    ``dagster_home/``."""
+    return Path(environ.get("DAGSTER_HOME") or DAGSTER_HOME).absolute()
+
+
 INDEX_LOCK = "rag-pipeline-index.lock"
 """The file in a Dagster home that one ``rag-pipeline index`` at a time holds (the corpus watch
 reads its holder: an ``index`` that holds it launches its own documents run)."""

@@ -21,7 +21,7 @@ import click
 
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.text.terminal import escape_controls
-from rag_pipeline.project_paths import DAGSTER_HOME, ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
+from rag_pipeline.project_paths import ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
 
 if TYPE_CHECKING:
     from rag_pipeline.core.storage.warehouse import Warehouse
@@ -37,10 +37,21 @@ class Invocation:
     Attributes:
         data_dir: The local data folder (``rag.duckdb``, ``serve.json``, caches).
         location: ``--warehouse`` as given (None: the data folder's own ``warehouse/``).
+        config_file: ``--config`` as given, absolute (None: ``RAG_PIPELINE_CONFIG``, else the
+            project's own file). It reaches the processes a command starts through their
+            environment (``rag-pipeline index``), never through this process's.
     """
 
     data_dir: Path
     location: str | None = None
+    config_file: Path | None = None
+
+    @property
+    def config_path(self) -> Path:
+        """The configuration file this invocation reads."""
+        from rag_pipeline.project_paths import config_path
+
+        return self.config_file or config_path()
 
     @cached_property
     def warehouse(self) -> Warehouse:
@@ -56,14 +67,16 @@ class Invocation:
 
 
 def _prepare_environment() -> None:
-    """The CLI is the process edge: no model hub, the project's own Dagster instance, and
-    interrupts that work even when it was started as a background job (the Dagster processes it
-    starts then stop on SIGTERM: ``restore_default_interrupts``)."""
+    """The CLI is the process edge: the offline switch (no model hub; the libraries' own
+    switches, read only from the environment: tokenizers' threads, hub progress bars,
+    transformers' log level), and interrupts that work even when it was started as a background
+    job (the Dagster processes it starts then stop on SIGTERM: ``restore_default_interrupts``).
+    The Dagster home is not set here: ``index`` hands it to what it starts
+    (:func:`~rag_pipeline.project_paths.dagster_home`)."""
     from rag_pipeline.core.runtime.processes import restore_default_interrupts
 
     restore_default_interrupts()
     os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -74,15 +87,24 @@ def echo(message: str = "", err: bool = False) -> None:
     click.echo(escape_controls(message), err=err)
 
 
+def _config_path() -> Path:
+    """The configuration file of the running command's :class:`Invocation` (``--config``),
+    else ``RAG_PIPELINE_CONFIG``, else the project's own."""
+    from rag_pipeline.project_paths import config_path
+
+    ctx = click.get_current_context(silent=True)
+    invocation = ctx.find_object(Invocation) if ctx is not None else None
+    return invocation.config_path if invocation is not None else config_path()
+
+
 def declared_models():
     """The declared models, or a one-line failure naming what is wrong with the config file."""
     from rag_pipeline.core.config.keys import declared_models as declared
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
-    from rag_pipeline.project_paths import config_path
 
     try:
-        return declared(load_config(config_path()))
+        return declared(load_config(_config_path()))
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
 
@@ -200,8 +222,9 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
             what = "is a folder" if config_file.is_dir() else "does not exist"
             fail(f"--config {str(config_file)!r} {what}: it must name a rag_pipeline.toml file "
                  "(`rag-pipeline init DIR` writes one)")
-        os.environ[ENV_CONFIG] = str(config_file.absolute())
-    ctx.obj = Invocation(data_dir or read_config().data_dir or DEFAULT_DATA_DIR, warehouse)
+        config_file = config_file.absolute()
+    ctx.obj = Invocation(data_dir or read_config(config_file).data_dir or DEFAULT_DATA_DIR,
+                         warehouse, config_file)
 
 
 def eval_folder() -> Path:
@@ -223,21 +246,23 @@ def eval_folder() -> Path:
 def dagster_home() -> Path:
     """``DAGSTER_HOME`` (the project's own unless set); a one-line failure when it names
     something that is not a folder."""
-    home = Path(os.environ.get("DAGSTER_HOME") or DAGSTER_HOME)
+    from rag_pipeline.project_paths import dagster_home as resolved_home
+
+    home = resolved_home(os.environ)
     if home.exists() and not home.is_dir():
         fail(f"DAGSTER_HOME={str(home)!r} is not a folder: it must name the Dagster home folder "
              "(unset it for the project's own)")
     return home
 
 
-def read_config():
-    """The configuration file, parsed, or a one-line failure naming what is wrong with it."""
+def read_config(path: Path | None = None):
+    """The configuration file (``path``, else the invocation's), parsed, or a one-line failure
+    naming what is wrong with it."""
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
-    from rag_pipeline.project_paths import config_path
 
     try:
-        return load_config(config_path())
+        return load_config(path or _config_path())
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
 

@@ -320,7 +320,6 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
 def adapt(model_key: str | None, force: bool) -> None:
     """Train the declared adapted model(s) on pairs made from the corpus (see README
     "An adapted model"); a trained folder whose key and files match is kept."""
-    from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,
@@ -328,7 +327,6 @@ def adapt(model_key: str | None, force: bool) -> None:
         trained_result,
     )
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
-    from rag_pipeline.project_paths import config_path
 
     models = declared_models()
     adapted = [m for m in models if m.adaptation is not None]
@@ -339,7 +337,7 @@ def adapt(model_key: str | None, force: bool) -> None:
     if not chosen or any(m.adaptation is None for m in chosen):
         fail(f"no adapted model {'named ' + model_key if model_key else 'is declared'} "
               f"(declared adapted: {[m.key for m in adapted]})")
-    corpus = load_config(config_path()).corpus
+    corpus = read_config().corpus
     for spec in chosen:
         if not force:
             try:

@@ -130,17 +130,12 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     from rag_pipeline.core.evaluation.gold import no_gold_set_reason
     from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.status import row_counts
-    from rag_pipeline.project_paths import (
-        ENV_CONFIG,
-        config_path,
-        context_environment,
-        resolve_context,
-    )
+    from rag_pipeline.project_paths import context_environment, resolve_context
 
     home = dagster_home()
     eval_folder()  # a RAG_PIPELINE_EVAL_DIR that names no folder fails here, before any work
     try:
-        config = load_config(config_path())
+        config = load_config(invocation.config_path)
         if corpus is None and isinstance(config.corpus, Path) and not config.corpus.is_dir():
             fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
         lock = effective_lock(config)
@@ -157,7 +152,6 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
     from rag_pipeline.definitions import definitions_of
-    from rag_pipeline.orchestration.daemon_build import daemon_build
     from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
@@ -170,19 +164,19 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
     home.mkdir(parents=True, exist_ok=True)
-    config_file = Path(os.environ[ENV_CONFIG]) if os.environ.get(ENV_CONFIG) else None
-    env = {**os.environ, **context_environment(build, config_file)}
+    env = {**os.environ, **context_environment(build, invocation.config_file),
+           "DAGSTER_HOME": str(home)}
     defs = definitions_of(build)
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
     started = time.time()
     try:
         with _index_lock(home) as lock_fd, _stop_on_signals() as latch, \
-                dg.DagsterInstance.get() as instance:
+                dg.DagsterInstance.from_config(str(home)) as instance:
             fail_dead_runs(instance, click.echo)
             latch.checkpoint()
             if daemon_running(instance, home):
-                _refuse_another_build(build, daemon_build(home, os.environ))
+                _refuse_another_build(build, home)
             retry_failed(instance, defs, env, click.echo)
             latch.checkpoint()
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
@@ -224,11 +218,17 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         _echo_unscored(build)
 
 
-def _refuse_another_build(build, served) -> None:
+def _refuse_another_build(build, home: Path) -> None:
     """A one-line failure when the running daemon's code location builds something else than
     this ``index`` was asked for (its runs would build that instead)."""
-    from rag_pipeline.orchestration.daemon_build import build_differences
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.orchestration.daemon_build import build_differences, daemon_build
 
+    try:
+        served = daemon_build(home, os.environ)
+    except (ModelConfigError, FileNotFoundError) as exc:
+        fail(f"a Dagster daemon is running on this instance with a configuration that does not "
+             f"resolve ({exc}): stop it, or start it with the configuration index is given")
     differences = build_differences(build, served)
     if differences:
         fail("a Dagster daemon is running on this instance for another build: "

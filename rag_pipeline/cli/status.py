@@ -129,10 +129,9 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
     from rag_pipeline.core.index.model_inventory import drop_model_partitions, file_status, inventory
-    from rag_pipeline.project_paths import config_path
 
     try:
-        config = load_config(config_path())
+        config = load_config(invocation.config_path)
         specs = write_lock(config) if lock else model_specs(config)
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))

@@ -181,7 +181,8 @@ def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = No
     if result.returncode != 0:
         lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
         raise IndexRunFailed(f"could not launch {job}: {lines[-1] if lines else 'no output'}")
-    with dg.DagsterInstance.get() as instance:
+    home = env.get("DAGSTER_HOME")
+    with (dg.DagsterInstance.from_config(home) if home else dg.DagsterInstance.get()) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={REQUEST_TAG: request}))
     if not runs:
         raise IndexRunFailed(f"{job} was launched but no run carries request {request}")

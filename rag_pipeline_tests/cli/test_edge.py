@@ -95,3 +95,33 @@ def test_output_piped_into_a_reader_that_quits_ends_quietly():
     child.stdout.close()
     stderr = child.stderr.read().decode()
     assert (child.wait(timeout=120), stderr) == (141, "")
+
+
+ENV_SWITCHES = {"HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HUB_DISABLE_PROGRESS_BARS",
+                "TRANSFORMERS_VERBOSITY"}
+"""The offline switch and the libraries' own switches: the only variables the product sets."""
+
+
+def test_the_product_sets_no_environment_variable_but_the_offline_switches():
+    import ast
+
+    import rag_pipeline
+
+    root = Path(rag_pipeline.__file__).parent
+    assigned = {}
+    for path in sorted(root.rglob("*.py")):
+        if "benchmarks" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            target = None
+            if isinstance(node, ast.Assign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = next((t for t in targets if isinstance(t, ast.Subscript)
+                               and ast.unparse(t.value) == "os.environ"), None)
+                name = ast.unparse(target.slice) if target is not None else None
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) in {
+                    "os.environ.setdefault", "os.environ.update", "os.putenv"}:
+                target, name = node, ast.unparse(node.args[0]) if node.args else "?"
+            if target is not None:
+                assigned.setdefault(path.relative_to(root).as_posix(), set()).add(name.strip("'\""))
+    assert assigned == {"cli/edge.py": ENV_SWITCHES}

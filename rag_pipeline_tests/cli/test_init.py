@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ from rag_pipeline.cli import main
 
 def test_init_writes_a_folder_config_that_models_reads_with_the_production_profile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # --config is exported to the process (for the daemon and the runs): restored after the test.
-    monkeypatch.setenv("RAG_PIPELINE_CONFIG", "")
+    # --config is this invocation's, never written into the process's environment.
+    monkeypatch.delenv("RAG_PIPELINE_CONFIG", raising=False)
     docs = tmp_path / "docs"
     docs.mkdir()
     written = CliRunner().invoke(main, ["init", str(docs)])
@@ -27,6 +28,7 @@ def test_init_writes_a_folder_config_that_models_reads_with_the_production_profi
                                                   "--force to write it again\n")
     listed = CliRunner().invoke(main, ["--config", str(config), "models"])
     assert listed.exit_code == 0, listed.output
+    assert "RAG_PIPELINE_CONFIG" not in os.environ
     lines = listed.output.splitlines()
     assert lines[0] == f"config: {config}"
     assert "profiles (`index --profile NAME`; without it: production (the configured corpus)):" in lines

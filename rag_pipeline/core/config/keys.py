@@ -9,6 +9,7 @@ from rag_pipeline.core.config.lock import LockEntry, effective_lock, lock_json
 from rag_pipeline.core.config.parse import load_config
 from rag_pipeline.core.config.schema import ModelDeclaration, ProjectConfig
 from rag_pipeline.core.embedding.adaptation import Adaptation, adapted_fingerprint, pairs_digest
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.embedding.models import (
     Manifest,
     ModelConfigError,
@@ -66,7 +67,7 @@ def adapted_spec(declaration: ModelDeclaration, config: ProjectConfig, base: Mod
     digest = pairs_digest(config.corpus, recipe, config.model_cache)
     fingerprint = adapted_fingerprint(base.key, recipe, digest.sha256, declaration.window)
     return ModelSpec(name=declaration.name,
-                     path=config.model_cache / f"{declaration.name}@{fingerprint}",
+                     path=config.model_cache / str(ModelKey(declaration.name, fingerprint)),
                      fingerprint=fingerprint, dimension=base.dimension,
                      max_tokens=declaration.window, batch_size=declaration.batch_size,
                      cut=declaration.cut, cache_dir=config.model_cache,

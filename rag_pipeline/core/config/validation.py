@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.text.arguments import InvalidArgumentError
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 MODEL_NAME = re.compile(r"[A-Za-z0-9._-]+")
-MODEL_KEY = re.compile(r"(?P<name>[A-Za-z0-9._-]+)@(?P<fingerprint>[0-9a-f]{8})")
 """``<name>@<fingerprint>``: the name as declared, then 8 lower-case hex digits."""
 
 COSINE_DISTANCE_RANGE = (0.0, 2.0)
@@ -121,7 +121,7 @@ def check_model_key(key: str, name: str = "model key") -> str:
         InvalidArgumentError: If ``key`` does not match that grammar (so it can never name a
             folder outside the data folder).
     """
-    if MODEL_KEY.fullmatch(key) is None:
+    if not ModelKey.is_valid(key):
         raise InvalidArgumentError(f"{name} must be <name>@<8 hex digits> (name of letters, "
                                    f"digits, '.', '_', '-'), got {key!r}")
     return key

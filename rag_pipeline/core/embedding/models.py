@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from rag_pipeline.core.embedding.model_key import FINGERPRINT_CHARS, ModelKey
 from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
     from rag_pipeline.core.embedding.adaptation import Adaptation
 
-FINGERPRINT_CHARS = 8
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 MANIFEST_VERSION = "rag_pipeline model manifest v1"
 IGNORED_FILES = frozenset({".gitattributes", "README.md", "LICENSE", "data_config.json",
@@ -173,7 +173,7 @@ class ModelSpec:
     @property
     def key(self) -> str:
         """The partition key of this model's vector space: ``all-MiniLM-L6-v2@53aa5117``."""
-        return f"{self.name}@{self.fingerprint}"
+        return str(ModelKey(self.name, self.fingerprint))
 
     def manifest(self) -> Manifest:
         """The manifest as declared (locked files, backend, precision, window, recipe)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.evaluation.metrics import mrr_at_k_qrels, ndcg_at_k, recall_at_k_qrels
 from rag_pipeline.core.index.bm25 import K1, Bm25Scorer, build_bm25_tables
@@ -159,8 +160,8 @@ def beir_partition(dataset: BeirDataset, vectors: np.ndarray, model_key: str,
                                                            k1=k1), a) for a in Analyzer}
     hashes = list(dataset.doc_ids)
     return PartitionIndex(
-        chunker="beir", model_key=model_key, model_name=model_key.split("@")[0],
-        model_fingerprint=model_key.split("@")[-1], generation="in-memory", published_at="",
+        chunker="beir", model_key=model_key, model_name=ModelKey.parse(model_key).name,
+        model_fingerprint=ModelKey.parse(model_key).fingerprint, generation="in-memory", published_at="",
         chunk_ids=list(dataset.doc_ids),
         document_ids=list(dataset.doc_ids), sections=[""] * n, contents=list(dataset.doc_texts),
         texts=list(dataset.doc_texts), starts=np.zeros(n, np.int64),

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.evaluation.evaluate import EvalReport, recall_with_interval
 
 HEADLINE_RETRIEVER = "hybrid"
 REPORT_FILE = "report.html"
-_MODEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*@[0-9a-f]+")
 
 
 def report_path(data_dir: Path, model_key: str) -> Path:
     """Where the evaluation of ``model_key`` writes its HTML report (and ``serve`` reads it):
     ``<data_dir>/eval/runs/<model_key>/report.html``. Raises ``ValueError`` for a string that is
     not a model key (``name@fingerprint``), so no request can name another file."""
-    if not _MODEL_KEY.fullmatch(model_key):
-        raise ValueError(f"not a model key (name@fingerprint): {model_key!r}")
-    return Path(data_dir) / "eval" / "runs" / model_key / REPORT_FILE
+    return Path(data_dir) / "eval" / "runs" / str(ModelKey.parse(model_key)) / REPORT_FILE
 HEADLINE_KS = (4, 20)
 
 

@@ -16,6 +16,8 @@ from rag_pipeline.core.evaluation.evaluate import (
 )
 from rag_pipeline.core.evaluation.gold import GoldError
 from rag_pipeline.core.storage.row_tables import rows_table
+from rag_pipeline.core.storage.table_names import EVAL_TABLES
+from rag_pipeline.core.storage.warehouse import TableVersion, Warehouse
 from rag_pipeline.core.text.markdown_table import markdown_table
 
 RANKS_SCHEMA = pa.schema([
@@ -196,3 +198,20 @@ def sweep_chart_png(report: EvalReport, title: str) -> bytes:
     fig.savefig(buffer, format="png")
     plt.close(fig)
     return buffer.getvalue()
+
+
+def write_report_tables(warehouse: Warehouse, report: EvalReport,
+                        model_key: str) -> dict[str, tuple[TableVersion, pa.Table]]:
+    """Writes every table of ``report`` into ``model_key``'s partition, each recording the
+    generations it scored, and refreshes the DuckDB snapshot; returns each table's version and
+    rows."""
+    from rag_pipeline.core.index.query_db import publish_query_db
+
+    tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
+              "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
+              "eval_gold_errors": gold_errors_table(report), "eval_gate_cv": gate_cv_table(report)}
+    written = {name: (warehouse.write(name, tables[name], {"model": model_key},
+                                      inputs=report.generations), tables[name])
+               for name in EVAL_TABLES}
+    publish_query_db(warehouse)
+    return written

@@ -25,6 +25,7 @@ from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
 from rag_pipeline.core.index.bm25 import build_bm25_tables
 from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, TableSpan, format_named
+from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline.core.storage.row_tables import rows_table, table_rows
 from rag_pipeline.core.storage.table_names import BM25_TABLES
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -44,7 +45,9 @@ DOCUMENTS_SCHEMA = pa.schema([
     ("tables", pa.list_(pa.struct([("start", pa.int64()), ("end", pa.int64()),
                                    ("header", pa.string()), ("header_end", pa.int64()),
                                    ("rows", pa.list_(pa.int64()))]))),
-    ("source_fingerprint", pa.string()),
+    ("pages", pa.list_(pa.struct([("page", pa.int32()), ("source", pa.string()),
+                                  ("ocr_confidence", pa.float64()), ("chars", pa.int64()),
+                                  ("flagged", pa.bool_())]))),
 ])
 
 
@@ -55,6 +58,7 @@ def documents_table(records: Sequence[DocumentRecord]) -> pa.Table:
         "anchors": lambda r: [dataclasses.asdict(a) for a in r.anchors],
         "tables": lambda r: [dataclasses.asdict(t) for t in r.tables],
         "notes": lambda r: [{"name": name, "value": value} for name, value in r.notes],
+        "pages": lambda r: [dataclasses.asdict(p) for p in r.pages],
     })
 
 
@@ -65,10 +69,10 @@ DOCUMENT_PAGES_SCHEMA = pa.schema([
 
 
 def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
-    """One row per page of every ``ok`` paged document (PDF), as its format reports it: text
-    layer or OCR, the OCR confidence, characters, flagged under the confidence floor."""
-    rows = [(r.document_id, page) for r in records if r.ok
-            for page in format_named(r.format).pages(r.anchors, r.notes)]
+    """One row per page of every ``ok`` paged document (PDF), its record's pages as the reader
+    saw them: text layer or OCR, the OCR confidence, characters, flagged under the confidence
+    floor."""
+    rows = [(r.document_id, page) for r in records if r.ok for page in r.pages]
     return pa.table({
         "document_id": [document_id for document_id, _ in rows],
         "page": [page.page for _, page in rows],
@@ -79,14 +83,33 @@ def document_pages_table(records: Sequence[DocumentRecord]) -> pa.Table:
     }, schema=DOCUMENT_PAGES_SCHEMA)
 
 
-def document_records(table: pa.Table) -> list[DocumentRecord]:
-    """The table's rows as records; a table written before a structure column existed reads
-    as having none."""
+SOURCE_ENTRIES_SCHEMA = pa.schema([("document_id", pa.string()), ("source_fingerprint", pa.string())])
+
+
+def source_entries_table(records: Sequence[DocumentRecord]) -> pa.Table:
+    """Each record's source fingerprint (what says, without reading it, that an entry has not
+    changed: a file's stat, an object's ETag, a blob id). Kept out of ``documents`` so that a
+    touched but unchanged file leaves the documents table, and all built from it, as it was."""
+    kept = [r for r in records if r.source_fingerprint]
+    return pa.table({"document_id": [r.document_id for r in kept],
+                     "source_fingerprint": [r.source_fingerprint for r in kept]},
+                    schema=SOURCE_ENTRIES_SCHEMA)
+
+
+def document_records(table: pa.Table, source_entries: pa.Table | None = None) -> list[DocumentRecord]:
+    """The table's rows as records, each with its fingerprint from ``source_entries`` (see
+    :func:`source_entries_table`) when given; a table written before a structure column
+    existed reads as having none."""
+    fingerprints = dict(zip(source_entries.column("document_id").to_pylist(),
+                            source_entries.column("source_fingerprint").to_pylist(), strict=True)
+                        ) if source_entries is not None else {}
     return [dataclasses.replace(
-        r, sections=tuple(Section(**s) for s in r.sections),
+        r, source_fingerprint=fingerprints.get(r.document_id, ""),
+        sections=tuple(Section(**s) for s in r.sections),
         anchors=tuple(Anchor(**a) for a in r.anchors),
         tables=tuple(TableSpan(**{**t, "rows": tuple(t["rows"])}) for t in r.tables),
-        notes=tuple((n["name"], n["value"]) for n in r.notes))
+        notes=tuple((n["name"], n["value"]) for n in r.notes),
+        pages=tuple(DocumentPage(**p) for p in r.pages))
         for r in table_rows(table, DocumentRecord)]
 
 

@@ -1,9 +1,8 @@
 """One chunker x model partition built and published in a single process.
 
 ``rag-pipeline index`` builds a partition through Dagster, one asset at a time; benchmarks and
-tests that need a whole served partition without a daemon build it here, with the same table
-functions, the same warehouse writes (each table recording the inputs it was built from) and
-the same publication.
+tests that need a whole served partition without a daemon build it here, stage after stage
+through the same functions the assets call (:mod:`rag_pipeline.core.index.build`).
 """
 
 from __future__ import annotations
@@ -11,25 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.embedding.models import TextEmbedder
-from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
-from rag_pipeline.core.index import generation_table
 from rag_pipeline.core.index.ann_index import build_ann_index
-from rag_pipeline.core.index.builders import (
-    ChunkStats,
-    EmbeddingStats,
-    bm25_stats_tables,
-    chunks_table,
-    documents_table,
-    embeddings_table,
+from rag_pipeline.core.index.build import (
+    BlockingCheckError,
+    build_bm25,
+    build_chunks,
+    build_embeddings,
+    publish_partition,
+    write_documents,
 )
-from rag_pipeline.core.index.generations import publish
+from rag_pipeline.core.index.builders import ChunkStats, EmbeddingStats
 from rag_pipeline.core.ingest import DocumentRecord
-from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, DOCUMENTS, EMBEDDINGS
-from rag_pipeline.core.storage.warehouse import TableVersion, Warehouse
+from rag_pipeline.core.storage.warehouse import Warehouse
 
 __all__ = ["PartitionBuild", "build_partition"]
 
@@ -49,9 +43,9 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
     """Writes every table of the ``strategy x embedder.spec`` generation
     (:data:`rag_pipeline.core.index.GENERATION_TABLES`: the documents, ``strategy``'s chunks
     with ``settings``, their vectors by ``embedder``, the BM25 tables and the ANN index over the
-    vectors) into ``warehouse``,
-    each in its declared partition and recording the input it was built from, then publishes
-    the generation.
+    vectors) into ``warehouse`` through the build path the assets take
+    (:mod:`rag_pipeline.core.index.build`: the same reuse of vectors, the same blocking checks,
+    the same publication and snapshot), then publishes the generation.
 
     Args:
         warehouse: Where the tables go.
@@ -60,23 +54,21 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
         embedder: The model (or a stand-in) whose key names the partition.
         settings: Chunking settings (default: the chunker's defaults).
         progress: Called as ``progress(done, total)`` while texts are embedded.
+
+    Raises:
+        BlockingCheckError: a blocking check of the chunks or the vectors failed; nothing is
+            published.
     """
-    spec = embedder.spec
-    model = spec.key
-
-    def write(name: str, table: pa.Table, built_from: TableVersion | None) -> TableVersion:
-        declared = generation_table(name)
-        inputs = {declared.built_from: built_from.file} if built_from is not None else None
-        return warehouse.write(name, table, declared.scope.partition(strategy.value, model),
-                               inputs=inputs)
-
-    documents = write(DOCUMENTS, documents_table(records), None)
-    chunks, chunk_stats = chunks_table(records, strategy, wordpiece_counter(spec), settings)
-    versions = {DOCUMENTS: documents, CHUNKS: write(CHUNKS, chunks, documents)}
-    embeddings, embedding_stats = embeddings_table(chunks, None, embedder, progress=progress)
-    versions[EMBEDDINGS] = write(EMBEDDINGS, embeddings, versions[CHUNKS])
-    for name, table in bm25_stats_tables(chunks).items():
-        versions[name] = write(name, table, versions[CHUNKS])
-    versions[ANN_INDEX] = build_ann_index(warehouse, strategy.value, model, versions[EMBEDDINGS]).version
-    publish(warehouse, strategy.value, model, versions)
-    return PartitionBuild(chunk_stats, embedding_stats)
+    model = embedder.spec.key
+    write_documents(warehouse, records)
+    chunks = build_chunks(warehouse, strategy, embedder.spec, settings)
+    if chunks.checks.failed:
+        raise BlockingCheckError(f"{strategy.value}: chunks failed {', '.join(chunks.checks.failed)}")
+    build_bm25(warehouse, strategy.value)
+    embeddings = build_embeddings(warehouse, strategy.value, embedder, progress)
+    if embeddings.checks.failed:
+        raise BlockingCheckError(f"{strategy.value} x {model}: embeddings failed "
+                                 f"{', '.join(embeddings.checks.failed)}")
+    build_ann_index(warehouse, strategy.value, model, embeddings.version)
+    publish_partition(warehouse, strategy.value, model)
+    return PartitionBuild(chunks.stats, embeddings.stats)

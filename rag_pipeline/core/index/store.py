@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.index.ann import AnnIndex, AnnMismatchError
 from rag_pipeline.core.index.ann_index import open_ann_index
 from rag_pipeline.core.index.bm25 import Bm25Scorer, build_bm25_tables
@@ -191,9 +192,11 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         ["model_name", "model_fingerprint"]).aggregate([]).to_pylist())
     if len(stamps) > 1:
         raise IndexNotBuiltError(f"partition {chunker} x {model_key} mixes models: {stamps}")
-    (model_name, fingerprint), = stamps or [tuple(model_key.split("@", 1))]
-    if f"{model_name}@{fingerprint}" != model_key:
-        raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped {model_name}@{fingerprint}")
+    (model_name, fingerprint), = stamps or [(key.name, key.fingerprint)
+                                            for key in [ModelKey.parse(model_key)]]
+    if str(ModelKey(model_name, fingerprint)) != model_key:
+        raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped "
+                                 f"{ModelKey(model_name, fingerprint)}")
     document_columns = ["document_id", "title", "path", "format", "anchors", "status"]
     if "tables" in pq.read_schema(warehouse.full_path(files[DOCUMENTS]),
                                   filesystem=warehouse.fs).names:

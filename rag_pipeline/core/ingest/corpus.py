@@ -88,7 +88,7 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
                            digest, fmt.name, extractor.name, extractor.version,
                            DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,
                            extracted.notes, tables=extracted.tables,
-                           source_fingerprint=fingerprint)]
+                           pages=extracted.pages, source_fingerprint=fingerprint)]
 
 
 def _refused(source: Source, entry: Entry) -> DocumentRecord | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
+from rag_pipeline.core.ingest.locator import TimeLocator, seconds
 
 PARAGRAPH_GAP_MS = 2000
 """A pause of two seconds or more between cues starts a new paragraph."""
@@ -67,13 +68,8 @@ def cue_turns(raw_text: str) -> tuple[tuple[str | None, str], ...]:
     return tuple(out)
 
 
-def seconds(milliseconds: int) -> str:
-    """``12500`` as ``12.500``: exact, never through a float."""
-    return f"{milliseconds // 1000}.{milliseconds % 1000:03d}"
-
-
 def time_locator(start_ms: int, end_ms: int) -> str:
-    return f"t={seconds(start_ms)},{seconds(end_ms)}"
+    return str(TimeLocator(start_ms, end_ms))
 
 
 def cue_text(cues: Sequence[Cue]) -> tuple[str, tuple[Anchor, ...]]:
@@ -111,9 +107,8 @@ def time_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str | None
     cues = overlapping(anchors, start, end)
     if not cues:
         return None
-    first = cues[0].locator.removeprefix("t=").partition(",")[0]
-    last = cues[-1].locator.removeprefix("t=").partition(",")[2]
-    return f"#t={first},{last}"
+    first, last = TimeLocator.parse(cues[0].locator), TimeLocator.parse(cues[-1].locator)
+    return TimeLocator(first.start_ms, last.end_ms).fragment
 
 
 def check_times(cues: Sequence[Cue]) -> None:

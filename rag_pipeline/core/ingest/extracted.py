@@ -95,6 +95,8 @@ class Extracted:
             one section titled ``title``.
         anchors: Locator spans, in order (pages, cues, rows, cell ranges).
         tables: The tables in the text, in order, never overlapping (:class:`TableSpan`).
+        pages: A paged document's pages, as the reader saw them (the ``document_pages``
+            rows): typed from the extractor to the table, never parsed back from ``notes``.
         notes: Per-document facts for ``status`` and the run's metadata, as ``(name, value)``
             pairs, e.g. ``("dropped_lines", "14")``.
     """
@@ -105,6 +107,7 @@ class Extracted:
     anchors: tuple[Anchor, ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
     tables: tuple[TableSpan, ...] = ()
+    pages: tuple[DocumentPage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import DocumentPage, ExtractionError
+from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_layout import Layout, lay_out
 from rag_pipeline.core.ingest.pdf_ocr import (
     MISSING_TESSERACT,
@@ -99,7 +100,7 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
     layout = lay_out(pages, entries, metadata_title, stem)
     chars = {page.index + 1: 0 for page in pages}
     for anchor in layout.anchors:
-        number = int(anchor.locator.removeprefix("page="))
+        number = PageLocator.parse(anchor.locator).page
         chars[number] += anchor.end - anchor.start
     records = tuple(DocumentPage(page.index + 1, page.source.value, page.ocr_confidence,
                                  chars[page.index + 1],

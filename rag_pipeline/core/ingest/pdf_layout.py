@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
+from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
 
 HEADING_SIZE_RATIO = 1.12
@@ -730,7 +731,7 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
         sections, sections_from = _font_sections(block_spans, len(text), title), "font"
     else:
         sections, sections_from = [], "none"
-    anchors = tuple(Anchor(span.start, span.end, f"page={span.page + 1}") for span in page_spans
+    anchors = tuple(Anchor(span.start, span.end, str(PageLocator(span.page + 1))) for span in page_spans
                     if span.end > span.start)
     sections = footnote_sections(sections, block_spans, len(text), title)
     nonblank = tuple(section for section in sections if text[section.start:section.end].strip())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
+from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Section, TableSpan
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
@@ -27,7 +27,7 @@ class DocumentRecord:
     :class:`~rag_pipeline.core.ingest.extracted.Extracted`); ``notes`` are the extractor's
     per-document facts; ``source_fingerprint`` is the source entry's fingerprint when it was
     read (:class:`~rag_pipeline.core.ingest.sources.Entry`), so an unchanged entry is not opened
-    again.
+    again; ``pages`` a paged document's page records.
     """
 
     document_id: str
@@ -46,6 +46,7 @@ class DocumentRecord:
     pipeline_version: str = PIPELINE_VERSION
     tables: tuple[TableSpan, ...] = ()
     source_fingerprint: str = ""
+    pages: tuple[DocumentPage, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -15,11 +15,11 @@ from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.index.bm25 import K1, B
-from rag_pipeline.core.index.builders import bm25_stats_tables
-from rag_pipeline.core.storage.table_names import BM25_TABLES, CHUNKS
+from rag_pipeline.core.index.build import build_bm25
+from rag_pipeline.core.storage.table_names import BM25_TABLES
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.orchestration.asset_metadata import table_metadata
-from rag_pipeline.orchestration.partitions import CHUNKER, chunker_partitions
+from rag_pipeline.orchestration.partitions import chunker_partitions
 from rag_pipeline.orchestration.resources import IndexStorage
 
 DESCRIPTIONS = {
@@ -53,18 +53,13 @@ def build_bm25_stats_asset(build: BuildContext) -> dg.AssetsDefinition:
 
 
 def _bm25_stats(context: AssetExecutionContext, storage: IndexStorage):
-    warehouse = storage.warehouse()
-    partition = {CHUNKER: context.partition_key}
-    chunks_version = warehouse.require_version(CHUNKS, partition)
-    chunks = warehouse.read_file(chunks_version.file, columns=["chunk_id", "text"])
-    tables = bm25_stats_tables(chunks)
-    for name, table in tables.items():
-        version = warehouse.write(name, table, partition, inputs={CHUNKS: chunks_version.file})
+    chunks_version, written = build_bm25(storage.warehouse(), context.partition_key)
+    for name, (version, table) in written.items():
         metadata: dict[str, object] = {**table_metadata(version, table.schema),
                                        **_rows_per_analyzer(table),
                                        "built_from": chunks_version.file}
         if name == "bm25_params":
-            metadata |= {"k1": K1, "b": B, "chunks": chunks.num_rows}
+            metadata |= {"k1": K1, "b": B, "chunks": chunks_version.rows}
             for row in table.to_pylist():
                 metadata[f"{row['analyzer']}_avg_length"] = round(row["avg_length"], 2)
                 metadata[f"{row['analyzer']}_tokenizer"] = row["tokenizer"]

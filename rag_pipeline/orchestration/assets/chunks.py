@@ -4,18 +4,15 @@
 from collections.abc import Sequence
 
 import dagster as dg
-import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.build_context import BuildContext
-from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
-from rag_pipeline.core.index.builders import chunks_table, document_records
-from rag_pipeline.core.index.invariants import duplicate_ids, offset_mismatches, uncovered_by_document
-from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS
+from rag_pipeline.core.index.build import ChunkChecks, build_chunks
+from rag_pipeline.core.storage.table_names import CHUNKS
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
-from rag_pipeline.orchestration.partitions import CHUNKER, chunker_partitions
+from rag_pipeline.orchestration.partitions import chunker_partitions
 from rag_pipeline.orchestration.resources import IndexStorage
 
 CHECKS = {
@@ -43,18 +40,9 @@ def build_chunks_asset(build: BuildContext) -> dg.AssetsDefinition:
     )
     def chunks(context: AssetExecutionContext, storage: IndexStorage):
         strategy = ChunkingStrategy(context.partition_key)
-        warehouse = storage.warehouse()
-        documents_version = warehouse.require_version(DOCUMENTS)
-        documents = warehouse.read_file(documents_version.file)
-        partition = {CHUNKER: strategy.value}
-        previous = warehouse.read_or_none(CHUNKS, partition, columns=["chunk_id"])
-        table, stats = chunks_table(document_records(documents), strategy,
-                                    wordpiece_counter(tokenizer_model))
-        version = warehouse.write(CHUNKS, table, partition,
-                                  inputs={DOCUMENTS: documents_version.file})
-        stored = warehouse.read_file(version.file)
-        old_ids = set(previous.column("chunk_id").to_pylist()) if previous is not None else set()
-        new_ids = set(table.column("chunk_id").to_pylist())
+        built = build_chunks(storage.warehouse(), strategy, tokenizer_model)
+        version, documents_version, table, stats = (built.version, built.documents_version,
+                                                     built.table, built.stats)
         context.log.info(f"{strategy.value}: {stats.chunks} chunks, {stats.truncated} over the "
                          f"{tokenizer_model.max_tokens} word-piece window")
         if stats.without_chunks:
@@ -72,20 +60,20 @@ def build_chunks_asset(build: BuildContext) -> dg.AssetsDefinition:
             "window_wordpieces": tokenizer_model.max_tokens,
             "tokenizer": tokenizer_model.key,
             "header_token_share": round(stats.header_share, 4),
-            "chunks_added": len(new_ids - old_ids),
-            "chunks_removed": len(old_ids - new_ids),
+            "chunks_added": built.added,
+            "chunks_removed": built.removed,
             "documents_without_chunks": len(stats.without_chunks),
             "documents_without_chunks_ids": ", ".join(stats.without_chunks) or "none",
         })
-        yield from chunk_checks(documents, stored)
+        yield from chunk_check_results(built.checks)
 
     return chunks
 
 
-def chunk_checks(documents: pa.Table, stored: pa.Table) -> Sequence[dg.AssetCheckResult]:
-    bad = offset_mismatches(documents, stored)
-    dups = duplicate_ids(stored)
-    uncovered = uncovered_by_document(documents, stored)
+def chunk_check_results(checks: ChunkChecks) -> Sequence[dg.AssetCheckResult]:
+    """The chunks' blocking checks (:func:`rag_pipeline.core.index.build.chunk_checks`) as
+    Dagster check results."""
+    bad, dups, uncovered = checks.mismatches, checks.duplicates, checks.uncovered
     return [
         dg.AssetCheckResult(check_name="offsets_slice_exactly", passed=not bad,
                             metadata={"mismatches": len(bad), "examples": str(bad[:5])}),

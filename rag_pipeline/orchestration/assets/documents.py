@@ -4,20 +4,14 @@
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.index.builders import (
-    DOCUMENTS_SCHEMA,
-    document_pages_table,
-    document_records,
-    documents_table,
-)
-from rag_pipeline.core.index.query_db import publish_query_db
+from rag_pipeline.core.index.build import write_documents
+from rag_pipeline.core.index.builders import DOCUMENTS_SCHEMA, document_records
 from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
 from rag_pipeline.core.ingest.reconcile import (
     check_corpus_kept,
     reconciliation_markdown,
-    reconciliation_table,
 )
-from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES, DOCUMENTS, RECONCILIATION
+from rag_pipeline.core.storage.table_names import DOCUMENTS, SOURCE_ENTRIES
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import table_metadata
@@ -63,24 +57,22 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     # corpus watch launches another run for it.
     fingerprint = watch_token(corpus)
     previous = warehouse.version(DOCUMENTS)
-    before = document_records(warehouse.read_file(previous.file)) if previous is not None else []
+    before = document_records(warehouse.read_file(previous.file),
+                              warehouse.read_or_none(SOURCE_ENTRIES)) if previous is not None else []
     result = extract_corpus(source, before, corpus.extraction_settings())
     report = result.report
     # Nothing is written unless the corpus is still there and not suddenly far smaller.
     check_corpus_kept(report, sum(r.ok for r in before), len(result.ok), len(result.records),
                       corpus.max_shrink, corpus.allow_shrink)
-    version = warehouse.write(DOCUMENTS, documents_table(result.records))
-    warehouse.write(RECONCILIATION, reconciliation_table(report, version.written_at))
-    pages = document_pages_table(result.records)
-    warehouse.write(DOCUMENT_PAGES, pages)
-    publish_query_db(warehouse)
+    written = write_documents(warehouse, result.records, report)
+    version, pages = written.version, written.pages
     flagged = [row for row in pages.to_pylist() if row["flagged"]]
     for record in result.failed:
         context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     for record in result.skipped:
         context.log.info(escape_controls(f"document {record.document_id} skipped: {record.error}"))
     ok = len(result.records) - len(result.failed) - len(result.skipped)
-    changed = previous is None or previous.digest != version.digest
+    changed = written.changed
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed, {len(result.skipped)} "
                      f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
                      f"moved, {result.not_retried} failed not retried) from "

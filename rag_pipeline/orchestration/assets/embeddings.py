@@ -3,30 +3,29 @@
 Its checks are blocking: a failed ``vectors_unit_length``, ``one_model_per_partition`` or
 ``vectors_match_model`` fails the step, so the ``index_generation`` step after it in the run
 does not publish, and readers keep the generation they have. The vectors a run reuses pass
-those checks (:func:`reusable_vectors`), so a failed table is never carried forward.
+those checks (:func:`rag_pipeline.core.index.build.reusable_vectors`), so a failed table is
+never carried forward. The stage itself is :func:`rag_pipeline.core.index.build.build_embeddings`;
+this asset is its wiring, metadata and check results.
 """
 
 
 import time
 
 import dagster as dg
-import pyarrow as pa
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.compute import embedder_for, engine_metadata
-from rag_pipeline.core.embedding.drift import MIN_COSINE, drift_check
+from rag_pipeline.core.embedding.drift import MIN_COSINE
 from rag_pipeline.core.embedding.embedder import load_embedder
-from rag_pipeline.core.embedding.models import TextEmbedder
-from rag_pipeline.core.embedding.vector_cache import VectorCache
+from rag_pipeline.core.index.build import EmbeddingChecks, build_embeddings, reusable_vectors
 from rag_pipeline.core.index.builders import embeddings_table
-from rag_pipeline.core.index.generations import current_generation
-from rag_pipeline.core.index.invariants import vector_norm_errors
 from rag_pipeline.core.storage.table_names import CHUNKS, EMBEDDINGS
-from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute
+
+__all__ = ["CHECKS", "build_embeddings_asset", "embedding_check_results", "reusable_vectors"]
 
 CHECKS = {
     "vectors_unit_length": "Every vector has the model's dimension and unit L2 norm (within "
@@ -38,31 +37,6 @@ CHECKS = {
                            f"vectors (cosine >= {MIN_COSINE}): catches a model or runtime that "
                            "drifted since the vectors were written. Blocking.",
 }
-
-
-def _passes(table: pa.Table, chunks: pa.Table, embedder: TextEmbedder) -> bool:
-    """The reader-protecting checks on a table's rows whose chunk text is still current."""
-    current = set(zip(chunks.column("chunk_id").to_pylist(),
-                      chunks.column("text_sha256").to_pylist(), strict=True))
-    mask = [pair in current for pair in zip(table.column("chunk_id").to_pylist(),
-                                            table.column("text_sha256").to_pylist(), strict=True)]
-    kept = table.filter(pa.array(mask, pa.bool_()))
-    stamps = {f"{n}@{f}" for n, f in zip(kept.column("model_name").to_pylist(),
-                                         kept.column("model_fingerprint").to_pylist(), strict=True)}
-    return (not vector_norm_errors(kept, embedder.spec.dimension)
-            and stamps <= {embedder.spec.key} and drift_check(kept, chunks, embedder).passed)
-
-
-def reusable_vectors(warehouse: Warehouse, partition: dict[str, str], chunks: pa.Table,
-                     embedder: TextEmbedder) -> pa.Table | None:
-    """The vectors a run may reuse: the partition's latest table if it passes the blocking
-    checks now (a run killed before publishing left good ones), else the served generation's,
-    so vectors that failed a check are never carried into a new table."""
-    latest = warehouse.read_or_none(EMBEDDINGS, partition)
-    if latest is not None and _passes(latest, chunks, embedder):
-        return latest
-    served = current_generation(warehouse, partition[CHUNKER], partition[MODEL])
-    return warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
 
 
 def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
@@ -84,16 +58,9 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
         spec = by_key[keys[MODEL]]
         chunker = keys[CHUNKER]
         partition = {CHUNKER: chunker, MODEL: spec.key}
-        warehouse = storage.warehouse()
-        chunks_version = warehouse.require_version(CHUNKS, {CHUNKER: chunker})
-        chunks = warehouse.read_file(chunks_version.file,
-                                     columns=["chunk_id", "text", "text_sha256", "wordpieces"])
-        cache = VectorCache(warehouse, spec)
-
         loading = time.perf_counter()
         embedder = embedder_for(compute.settings(), spec, load_embedder)
         load_seconds = time.perf_counter() - loading
-        previous = reusable_vectors(warehouse, partition, chunks, embedder)
         context.log.info(f"embedding with {compute.threads()} torch threads")
         last_logged = [0]
 
@@ -102,15 +69,9 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
                 last_logged[0] = done
                 context.log.info(f"embedded {done}/{total} texts with {spec.key}")
 
-        table, stats = embeddings_table(chunks, previous, embedder, progress,
-                                        known=cache.known(skip_chunker=chunker),
-                                        checkpoint=cache.checkpoint)
-        writing = time.perf_counter()
-        version = warehouse.write(EMBEDDINGS, table, partition,
-                                  inputs={CHUNKS: chunks_version.file})
-        cache.drop_covered(set(table.column("text_sha256").to_pylist()))
-        write_seconds = time.perf_counter() - writing
-        stored = warehouse.read_file(version.file)
+        built = build_embeddings(storage.warehouse(), chunker, embedder, progress,
+                                 tabulate=embeddings_table)
+        version, table, stats, checks = built.version, built.table, built.stats, built.checks
         context.log.info(f"{partition}: embedded {stats.embedded}, reused {stats.reused}, "
                          f"shared {stats.shared}, duplicates {stats.duplicates}, removed "
                          f"{stats.removed} in {stats.seconds:.1f} s")
@@ -125,24 +86,31 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
             "backend": spec.backend.value, "precision": spec.precision.value,
             "embed_seconds": round(stats.seconds, 2),
             "model_load_seconds": round(load_seconds, 2),
-            "write_seconds": round(write_seconds, 2),
+            "write_seconds": round(built.write_seconds, 2),
             "chunks_per_second": round(stats.chunks_per_second, 1),
             **engine_metadata(embedder),
             "bulk_path": bulk.backend if bulk is not None else spec.backend.value,
         })
-        errors = vector_norm_errors(stored, spec.dimension)
-        yield dg.AssetCheckResult(check_name="vectors_unit_length", passed=not errors,
-                                  metadata={"dimension": spec.dimension, **errors})
-        models_seen = sorted({f"{n}@{f}" for n, f in zip(
-            stored.column("model_name").to_pylist(),
-            stored.column("model_fingerprint").to_pylist(), strict=True)})
-        yield dg.AssetCheckResult(check_name="one_model_per_partition",
-                                  passed=models_seen in ([spec.key], []),
-                                  metadata={"models": str(models_seen)})
-        drift = drift_check(stored, chunks, embedder)
-        yield dg.AssetCheckResult(check_name="vectors_match_model", passed=drift.passed,
-                                  metadata={"re_embedded": drift.checked,
-                                            "min_cosine": round(drift.min_cosine, 6),
-                                            "worst_chunk_id": str(drift.worst_chunk_id)})
+        yield from embedding_check_results(checks)
 
     return embeddings
+
+
+def embedding_check_results(checks: EmbeddingChecks) -> list[dg.AssetCheckResult]:
+    """The embeddings' blocking checks (:func:`rag_pipeline.core.index.build.embedding_checks`)
+    as Dagster check results."""
+    failed = set(checks.failed)
+    drift = checks.drift
+    return [
+        dg.AssetCheckResult(check_name="vectors_unit_length",
+                            passed="vectors_unit_length" not in failed,
+                            metadata={"dimension": checks.dimension, **checks.norm_errors}),
+        dg.AssetCheckResult(check_name="one_model_per_partition",
+                            passed="one_model_per_partition" not in failed,
+                            metadata={"models": str(checks.models_seen)}),
+        dg.AssetCheckResult(check_name="vectors_match_model",
+                            passed="vectors_match_model" not in failed,
+                            metadata={"re_embedded": drift.checked,
+                                      "min_cosine": round(drift.min_cosine, 6),
+                                      "worst_chunk_id": str(drift.worst_chunk_id)}),
+    ]

@@ -13,9 +13,8 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
-from rag_pipeline.core.index import GENERATION_TABLES, latest_tables
-from rag_pipeline.core.index.generations import collect_garbage, publish
-from rag_pipeline.core.index.query_db import publish_query_db
+from rag_pipeline.core.index import GENERATION_TABLES
+from rag_pipeline.core.index.build import publish_partition
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, scope_mapping
 from rag_pipeline.orchestration.resources import IndexStorage
 from rag_pipeline.orchestration.run_tags import GENERATION_TAG, tag_run
@@ -40,12 +39,8 @@ def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
     def index_generation(context: AssetExecutionContext, storage: IndexStorage):
         keys = context.partition_key.keys_by_dimension
         chunker, model = keys[CHUNKER], keys[MODEL]
-        warehouse = storage.warehouse()
-        generation, is_new = publish(warehouse, chunker, model,
-                                     latest_tables(warehouse, chunker, model),
-                                     before_pointer=lambda g: publish_query_db(warehouse, g))
-        garbage = collect_garbage(warehouse)
-        publish_query_db(warehouse)
+        published = publish_partition(storage.warehouse(), chunker, model)
+        generation, is_new, garbage = published.generation, published.is_new, published.garbage
         tag_run(context, {GENERATION_TAG: generation.id})
         context.log.info(f"{chunker} x {model}: generation {generation.id}"
                          f"{' published' if is_new else ' unchanged'}")

@@ -9,14 +9,13 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
-from rag_pipeline.core.index.query_db import publish_query_db
+from rag_pipeline.core.storage.table_names import EVAL_TABLES
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of
 from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportSite
 
-EVAL_TABLES = ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
-               "eval_gate_cv")
+__all__ = ["EVAL_TABLES", "build_retrieval_eval_asset"]
 
 
 def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
@@ -62,16 +61,11 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         from rag_pipeline.core.evaluation.run import run_eval
         from rag_pipeline.core.evaluation.tables import (
             gate_cv_markdown,
-            gate_cv_table,
-            gold_errors_table,
             paired_markdown,
-            paired_table,
-            ranks_table,
             summary_markdown,
-            summary_table,
             sweep_chart_png,
             sweep_markdown,
-            sweep_table,
+            write_report_tables,
         )
 
         spec = by_key[context.partition_key]
@@ -80,14 +74,9 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         if report.skipped:
             context.log.warning(f"evaluation skipped: {report.skipped}")
             return
-        partition = {MODEL: spec.key}
-        tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
-                  "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
-                  "eval_gold_errors": gold_errors_table(report),
-                  "eval_gate_cv": gate_cv_table(report)}
-        written = {name: warehouse.write(name, tables[name], partition, inputs=report.generations)
-                   for name in EVAL_TABLES}
-        publish_query_db(warehouse)
+        stored = write_report_tables(warehouse, report, spec.key)
+        written = {name: version for name, (version, _) in stored.items()}
+        tables = {name: table for name, (_, table) in stored.items()}
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
         png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")

@@ -20,8 +20,10 @@ from rag_pipeline.core.index.builders import (
     document_records,
     documents_table,
     embeddings_table,
+    source_entries_table,
 )
 from rag_pipeline.core.ingest import Anchor, Section, extract_corpus
+from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.core.ingest.pdf_fixtures import manual_pdf
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -83,8 +85,13 @@ def test_document_structure_survives_parquet_and_duckdb(records, tmp_path: Path)
         records[0], sections=(Section("Intro", 0, 10, 2),), anchors=(Anchor(0, 10, "page=1"),),
         notes=(("dropped_lines", "14"),))
     pq.write_table(documents_table([structured, records[1]]), tmp_path / "documents.parquet")
-    back = document_records(pq.read_table(tmp_path / "documents.parquet"))
+    back = document_records(pq.read_table(tmp_path / "documents.parquet"),
+                            source_entries_table([structured, records[1]]))
     assert back == [structured, records[1]]
+    # The source fingerprints live beside the table, not in it: a touched file changes no row.
+    assert "source_fingerprint" not in pq.read_schema(tmp_path / "documents.parquet").names
+    assert [r.source_fingerprint for r in document_records(
+        pq.read_table(tmp_path / "documents.parquet"))] == ["", ""]
     with duckdb.connect() as con:
         rows = con.execute(
             "select s.title, s.level, a.locator, n.value from (select unnest(sections) s, "
@@ -96,7 +103,8 @@ def test_document_structure_survives_parquet_and_duckdb(records, tmp_path: Path)
 def test_a_documents_table_without_structure_columns_reads_as_none(records):
     # A table written before sections/anchors/notes existed: the columns are simply absent.
     old = documents_table(records).drop_columns(["sections", "anchors", "notes"])
-    assert document_records(old) == [dataclasses.replace(r, sections=()) for r in records]
+    assert document_records(old, source_entries_table(records)) == [
+        dataclasses.replace(r, sections=()) for r in records]
 
 
 def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(records, tmp_path: Path):
@@ -106,9 +114,7 @@ def test_document_pages_has_a_row_per_pdf_page_and_none_for_other_formats(record
     scanned = dataclasses.replace(
         records[0], document_id="scan.pdf", format="pdf",
         anchors=(Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2")),
-        notes=(("pages", "2"), ("ocr_pages", "1"), ("ocr_mean_confidence", "41.0"),
-               ("ocr_page_confidence", "2=41.0"), ("low_confidence_pages", "2"),
-               ("ocr_confidence_floor", "60")))
+        pages=(DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 41.0, 15, flagged=True)))
     failed = dataclasses.replace(scanned, document_id="broken.pdf", status="failed")
     table = document_pages_table([records[0], scanned, failed])
     # The Markdown record has no pages; the failed PDF none either.
@@ -140,7 +146,9 @@ def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path
                               "where document_id <> 'manual.pdf'",
                               [str(tmp_path / "chunks.parquet")]).fetchone()
     # The Introduction's chunk holds the paragraph that runs from page 2 on to page 3: it cites
-    # page 2 and records page 3 as its last.
-    assert pdf_rows == [("Introduction", 2, 3), ("Tables", 3, 3), ("Columns", 4, 4)]
+    # page 2 and records page 3 as its last. The footnote at the foot of page 2 is a section of
+    # its own, labelled as the Introduction's footnote, on page 2 only.
+    assert pdf_rows == [("Introduction", 2, 3), ("Introduction (footnote)", 2, 2), ("Tables", 3, 3),
+                        ("Columns", 4, 4)]
     # Markdown chunks have no pages.
     assert unpaged == (5, 0, 0)

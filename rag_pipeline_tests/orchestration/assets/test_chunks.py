@@ -2,8 +2,9 @@
 
 The core chunker refuses to return a chunk whose offsets do not slice exactly (``OffsetError``),
 so to see the *stored-table* checks fail, the flaw is planted between the core and the write:
-``chunks_table`` is wrapped to corrupt the table it returns, and the asset then materialises the
-corrupted table and evaluates its checks against what it stored.
+``chunks_table`` is wrapped where the build stage calls it (:mod:`rag_pipeline.core.index.build`)
+to corrupt the table it returns, and the asset then materialises the corrupted table and
+evaluates its checks against what it stored.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from rag_pipeline.orchestration.assets import chunks as chunks_asset
+from rag_pipeline.core.index import build as index_build
 from rag_pipeline.orchestration.automation import CHUNKS_JOB
 from rag_pipeline_tests.orchestration.assets.conftest import TinyProject, check_outcomes, corrupting
 
@@ -60,5 +61,5 @@ def _drop_last_chunk(table: pa.Table) -> pa.Table:
 ])
 def test_a_corrupted_table_fails_its_check(tiny_project: TinyProject, monkeypatch: pytest.MonkeyPatch,
                                            corrupt, failing: set[str]):
-    monkeypatch.setattr(chunks_asset, "chunks_table", corrupting(chunks_asset.chunks_table, corrupt))
+    monkeypatch.setattr(index_build, "chunks_table", corrupting(index_build.chunks_table, corrupt))
     assert _materialise_header(tiny_project) == {name: name not in failing for name in ALL_PASS}

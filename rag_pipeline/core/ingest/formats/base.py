@@ -6,7 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
+from rag_pipeline.core.ingest.locator import CharLocator
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ingest.members import Expansion, Unpacking
@@ -54,17 +55,13 @@ class DocumentFormat(ABC):
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
-        return f"#char={start},{end}"
+        return CharLocator(start, end).fragment
 
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the
         ``page`` and ``last_page`` columns of the chunks table; ``None`` for a format without
         pages."""
         return None
-
-    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
-        """The document's pages for the ``document_pages`` table; none for a format without pages."""
-        return ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

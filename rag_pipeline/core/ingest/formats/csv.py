@@ -20,6 +20,7 @@ from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.locator import RowLocator
 from rag_pipeline.core.ingest.rows import table_lines
 
 SNIFF_CHARS = 64 * 1024
@@ -59,7 +60,7 @@ def sniff_delimiter(text: str) -> str:
 
 
 def row_locator(number: int) -> str:
-    return f"row={number}"
+    return str(RowLocator(number, number))
 
 
 class CsvFormat(DocumentFormat):
@@ -106,5 +107,5 @@ class CsvFormat(DocumentFormat):
         rows = overlapping(anchors, start, end)
         if not rows:
             return super().fragment(anchors, start, end)
-        first, last = rows[0].locator.removeprefix("row="), rows[-1].locator.removeprefix("row=")
-        return f"#row={first}" if first == last else f"#row={first}-{last}"
+        return RowLocator(RowLocator.parse(rows[0].locator).first,
+                          RowLocator.parse(rows[-1].locator).last).fragment

@@ -27,8 +27,9 @@ from rag_pipeline.core.ingest.extracted import (
     Extractor,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.formats.pdf import PdfFormat, last_page_of, page_of
+from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_ocr import (
     MISSING_TESSERACT,
     OcrSettings,
@@ -140,8 +141,14 @@ class ImageFormat(DocumentFormat):
                if page.ocr_confidence is not None and page.ocr_confidence < floor]
         if low:
             notes += [("low_confidence_pages", ",".join(low)), ("ocr_confidence_floor", f"{floor:g}")]
+        chars = {page.index + 1: 0 for page in pages}
+        for anchor in layout.anchors:
+            chars[PageLocator.parse(anchor.locator).page] += anchor.end - anchor.start
+        records = tuple(DocumentPage(page.index + 1, page.source.value, page.ocr_confidence,
+                                     chars[page.index + 1], page.ocr_confidence is not None
+                                     and page.ocr_confidence < floor) for page in pages)
         return Extracted(title=stem, canonical_text=layout.canonical_text, sections=layout.sections,
-                         anchors=layout.anchors, notes=tuple(notes))
+                         anchors=layout.anchors, notes=tuple(notes), pages=records)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#page=N`` of the frame the span starts on, as for PDF."""
@@ -155,7 +162,3 @@ class ImageFormat(DocumentFormat):
             return None
         first = page_of(anchors, start)
         return first, max(first, last_page_of(anchors, start, end))
-
-    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
-        """Every frame as an OCR page with its confidence (from the notes, as for PDF)."""
-        return PdfFormat.pages(self, anchors, notes)

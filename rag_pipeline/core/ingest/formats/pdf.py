@@ -13,9 +13,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_extract import PdfReading, read_pdf
 from rag_pipeline.core.ingest.pdf_ocr import OcrBudget, OcrSettings, tesseract_version
 
@@ -25,7 +26,7 @@ def page_of(anchors: Sequence[Anchor], offset: int) -> int:
     (page 1 when there is none)."""
     starts = [anchor.start for anchor in anchors]
     index = bisect_right(starts, offset) - 1
-    return int(anchors[index].locator.removeprefix("page=")) if index >= 0 else 1
+    return PageLocator.parse(anchors[index].locator).page if index >= 0 else 1
 
 
 def last_page_of(anchors: Sequence[Anchor], start: int, end: int) -> int:
@@ -33,7 +34,7 @@ def last_page_of(anchors: Sequence[Anchor], start: int, end: int) -> int:
     it overlaps (a footnote moved after a paragraph that runs on to the next page has its own
     page's anchor after that page's, so the last anchor is not always the last page); the page
     of ``start`` when it overlaps none."""
-    overlapped = [int(anchor.locator.removeprefix("page=")) for anchor in anchors
+    overlapped = [PageLocator.parse(anchor.locator).page for anchor in anchors
                   if anchor.start < max(end, start + 1) and anchor.end > start]
     return max(overlapped, default=page_of(anchors, start))
 
@@ -93,14 +94,14 @@ class PdfFormat(DocumentFormat):
         reading = read_pdf(data, stem, self.ocr, self.budget)
         layout = reading.layout
         return Extracted(title=layout.title, canonical_text=layout.canonical_text,
-                         sections=layout.sections, anchors=layout.anchors, notes=reading_notes(reading),
-                         tables=layout.tables)
+                         sections=layout.sections, anchors=layout.anchors,
+                         notes=reading_notes(reading), pages=reading.pages, tables=layout.tables)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#page=N`` (RFC 8118) for the page the span starts on; ``#char=`` without pages."""
         if not anchors:
             return super().fragment(anchors, start, end)
-        return f"#page={page_of(anchors, start)}"
+        return PageLocator(page_of(anchors, start)).fragment
 
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page the span starts on, the one it cites; its last page); ``None`` without
@@ -109,19 +110,3 @@ class PdfFormat(DocumentFormat):
             return None
         first = page_of(anchors, start)
         return first, max(first, last_page_of(anchors, start, end))
-
-    def pages(self, anchors: Sequence[Anchor], notes: Sequence[tuple[str, str]]) -> tuple[DocumentPage, ...]:
-        """Every page from the notes :func:`reading_notes` wrote: OCR pages with their
-        confidence (flagged when listed under the floor), characters from the page anchors."""
-        facts = dict(notes)
-        if "pages" not in facts:
-            return ()
-        confidence = {int(page): None if value == "-" else float(value) for page, value in
-                      (pair.split("=") for pair in facts.get("ocr_page_confidence", "").split())}
-        flagged = {int(page) for page in facts.get("low_confidence_pages", "").split(",") if page}
-        chars = dict.fromkeys(range(1, int(facts["pages"]) + 1), 0)
-        for anchor in anchors:
-            number = int(anchor.locator.removeprefix("page="))
-            chars[number] = chars.get(number, 0) + anchor.end - anchor.start
-        return tuple(DocumentPage(page, "ocr" if page in confidence else "text", confidence.get(page),
-                                  count, page in flagged) for page, count in sorted(chars.items()))

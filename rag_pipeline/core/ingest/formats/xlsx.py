@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
-from rag_pipeline.core.ingest.rows import column_letters, column_number, table_lines
-
-_LOCATOR = re.compile(r"sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
+from rag_pipeline.core.ingest.rows import column_letters, table_lines
 
 
 def cell_value_text(value: object) -> str:
@@ -50,8 +47,7 @@ def cell_value_text(value: object) -> str:
 
 def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:
     """``sheet=<percent-encoded name>&range=A12:F30``."""
-    return (f"sheet={quote(sheet, safe='')}&range={column_letters(first_column)}{first_row}:"
-            f"{column_letters(last_column)}{last_row}")
+    return str(RangeLocator(sheet, first_column, first_row, last_column, last_row))
 
 
 @dataclass(frozen=True)
@@ -182,12 +178,10 @@ class XlsxFormat(DocumentFormat):
         """``#sheet=Budget&range=A12:F30``: the sheet and the smallest range holding every row
         of it the span overlaps (a span never crosses a sheet, which is a section; were it
         to, the first sheet is cited); ``#char=`` when it overlaps no row."""
-        located = [_LOCATOR.fullmatch(anchor.locator) for anchor in overlapping(anchors, start, end)]
-        matches = [match for match in located if match]
-        if not matches:
+        ranges = [RangeLocator.parse(anchor.locator) for anchor in overlapping(anchors, start, end)
+                  if anchor.locator.startswith(f"{RangeLocator.key}=")]
+        if not ranges:
             return super().fragment(anchors, start, end)
-        sheet = [match for match in matches if match["sheet"] == matches[0]["sheet"]]
-        first_column = min(column_number(m["c1"]) for m in sheet)
-        last_column = max(column_number(m["c2"]) for m in sheet)
-        return (f"#sheet={sheet[0]['sheet']}&range={column_letters(first_column)}{sheet[0]['r1']}:"
-                f"{column_letters(last_column)}{sheet[-1]['r2']}")
+        sheet = [r for r in ranges if r.sheet == ranges[0].sheet]
+        return RangeLocator(sheet[0].sheet, min(r.first_column for r in sheet), sheet[0].first_row,
+                            max(r.last_column for r in sheet), sheet[-1].last_row).fragment

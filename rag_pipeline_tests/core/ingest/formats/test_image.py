@@ -13,7 +13,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from rag_pipeline.core.ingest import extract_corpus
-from rag_pipeline.core.ingest.extracted import Anchor, DocumentPage, ExtractionError
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
 from rag_pipeline.core.ingest.formats.image import MAX_PIXELS, ImageFormat
 from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
 
@@ -60,8 +60,9 @@ def test_a_photographed_whiteboard_is_read_with_its_confidence():
     assert (facts["pages"], facts["ocr_pages"]) == ("1", "1")
     confidence = float(facts["ocr_mean_confidence"])
     assert facts["ocr_page_confidence"] == f"1={confidence:.1f}" and confidence > 80
-    assert IMAGE.pages(extracted.anchors, extracted.notes) == (
-        DocumentPage(1, "ocr", confidence, 58, False),)
+    # The frame as a typed page record (its confidence unrounded; the note rounds it).
+    assert [(p.page, p.source, round(p.ocr_confidence, 1), p.chars, p.flagged)
+            for p in extracted.pages] == [(1, "ocr", confidence, 58, False)]
     assert IMAGE.fragment(extracted.anchors, 10, 20) == "#page=1"
 
 

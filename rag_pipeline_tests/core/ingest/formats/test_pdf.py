@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from rag_pipeline.core.index.builders import document_pages_table, document_records, documents_table
 from rag_pipeline.core.ingest import Anchor, ExtractionError, format_named, pdf_extract
 from rag_pipeline.core.ingest.extracted import DocumentPage
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat, page_of
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
+from rag_pipeline.core.ingest.records import DocumentRecord
 from rag_pipeline_tests.core.ingest.pdf_fixtures import manual_pdf, plain_pdf, scanned_pdf
 
 # What manual_pdf() reads as: running heads, page numbers and the contents page gone,
@@ -133,30 +135,32 @@ def test_without_an_outline_sections_come_from_type_size():
     assert dict(extracted.notes)["sections_from"] == "font"
 
 
-def test_pages_come_back_from_the_anchors_and_notes():
-    pdf = format_named("pdf")
-    extracted = pdf.extract(manual_pdf(), "manual")
+def test_the_extracted_pdf_carries_its_typed_pages():
+    extracted = format_named("pdf").extract(manual_pdf(), "manual")
     # Page 1 is the dropped contents page; page 2 has two spans (262 + 29 characters).
-    assert pdf.pages(extracted.anchors, extracted.notes) == (
+    assert extracted.pages == (
         DocumentPage(1, "text", None, 0), DocumentPage(2, "text", None, 291),
         DocumentPage(3, "text", None, 108), DocumentPage(4, "text", None, 168))
     # The same rows read_pdf made while reading.
-    assert pdf.pages(extracted.anchors, extracted.notes) == pdf_extract.read_pdf(manual_pdf(), "m").pages
+    assert extracted.pages == pdf_extract.read_pdf(manual_pdf(), "m").pages
 
 
-def test_ocr_pages_and_flags_come_back_from_the_notes():
+def test_ocr_pages_and_flags_survive_the_documents_table_as_records():
     # Page 4 was OCR'd but Tesseract found no word on it (a figure): no confidence.
-    notes = (("pages", "4"), ("ocr_pages", "3"), ("ocr_mean_confidence", "70.0"),
-             ("ocr_page_confidence", "2=91.5 3=48.5 4=-"), ("low_confidence_pages", "3"),
-             ("ocr_confidence_floor", "60"))
-    anchors = (Anchor(0, 10, "page=1"), Anchor(10, 25, "page=2"), Anchor(25, 27, "page=3"))
-    assert format_named("pdf").pages(anchors, notes) == (
-        DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 91.5, 15),
-        DocumentPage(3, "ocr", 48.5, 2, flagged=True), DocumentPage(4, "ocr", None, 0))
+    pages = (DocumentPage(1, "text", None, 10), DocumentPage(2, "ocr", 91.5, 15),
+             DocumentPage(3, "ocr", 48.5, 2, flagged=True), DocumentPage(4, "ocr", None, 0))
+    record = DocumentRecord("scan.pdf", "scan.pdf", "Scan", "x" * 27, "0" * 64, "pdf", "pdf",
+                            "5", "ok", None, anchors=(Anchor(0, 10, "page=1"),), pages=pages)
+    (again,) = document_records(documents_table([record]))
+    assert again.pages == pages
+    assert document_pages_table([again]).to_pylist() == [
+        {"document_id": "scan.pdf", "page": p.page, "source": p.source,
+         "ocr_confidence": p.ocr_confidence, "chars": p.chars, "flagged": p.flagged}
+        for p in pages]
 
 
 def test_a_format_without_pages_has_none():
-    assert format_named("markdown").pages((Anchor(0, 3, "page=1"),), (("pages", "1"),)) == ()
+    assert format_named("markdown").extract(b"# T\n\nText.\n", "t").pages == ()
 
 
 def test_the_stamp_names_pdfium_and_tesseract():
