@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
-from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, unique_name
+from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, printable_name, unique_name
 
 _HEADERS = ("From", "To", "Cc", "Date")
 _FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
@@ -62,8 +62,8 @@ def _body(message: object) -> str:
 
 
 def _attachment_name(part: object, number: int) -> str:
-    name = part.get_filename() or ""
-    name = name.replace("\\", "/").rsplit("/", 1)[-1].strip().lstrip(".")
+    name = (part.get_filename() or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = printable_name(name).strip().lstrip(".")
     if part.get_content_type() == "message/rfc822":
         return f"{name.removesuffix('.eml') or f'attachment-{number}'}.eml"
     if name:
