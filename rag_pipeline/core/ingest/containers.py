@@ -344,36 +344,18 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
         return FileRecords([DocumentRecord(document_id, str(path), _stem(path.name), "", "", fmt_name,
                                            stamp.name, stamp.version, DocumentStatus.FAILED.value,
                                            str(exc))], 1, 0)
-    return extract_bytes(document_id, str(path), data, previous, settings, limits)
-
-
-def extract_bytes(document_id: str, path: str, data: bytes, previous: PreviousRecords | None = None,
-                  settings: ExtractionSettings | None = None,
-                  limits: ContainerLimits | None = None) -> FileRecords:
-    """The records of one file's bytes, wherever they came from (a folder, object storage, a
-    git tree): what :func:`extract_file` does once it has read them.
-
-    Args:
-        document_id: The file's id; its last ``/`` part is its name, which picks its format.
-        path: Where the file is, for the records' ``path`` (members append their own path).
-        data: The file's bytes.
-        previous: As for :func:`extract_file`; a reused record whose path differs is moved.
-        settings: ``max_document_bytes`` bounds each member and decompressed file.
-        limits: The container limits; the defaults when ``None``.
-    """
-    settings = settings or ExtractionSettings()
-    limits = limits or ContainerLimits()
-    name = posixpath.basename(document_id)
     digest = hashlib.sha256(data).hexdigest()
-    old = _reusable(document_id, name, digest, previous or PreviousRecords(()))
+    old = _reusable(document_id, path.name, digest, previous or PreviousRecords(()))
     if old is not None:
-        if old[0].path == path:
+        if old[0].path == str(path):
             return FileRecords(old, 0, len(old))
-        moved = [dataclasses.replace(r, path=path + r.document_id[len(document_id):]) for r in old]
+        moved = [dataclasses.replace(r, path=str(path) + r.document_id[len(document_id):])
+                 for r in old]
         return FileRecords(moved, 0, len(moved), len(moved))
     reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes))
-    records = reader.record(document_id, path, name, data, digest)
+    records = reader.record(document_id, str(path), path.name, data, digest)
     return FileRecords(records, sum(not r.skipped for r in records), 0)
 
+
 __all__ = ["COMPRESSIONS", "MAX_CONTROL_SHARE", "NOT_DOCUMENTS", "FileRecords", "PreviousRecords",
-           "expands", "extract_bytes", "extract_file", "not_text_reason", "stamp_for"]
+           "expands", "extract_file", "not_text_reason", "stamp_for"]

@@ -329,16 +329,3 @@ def test_member_names_that_no_table_could_hold_are_made_printable(tmp_path: Path
     records = extract_corpus(tmp_path).records
     assert [(r.document_id, r.status) for r in records] == [
         ("names.tar", "ok"), ("names.tar/caf\\xe9.txt", "ok"), ("names.tar/line_break.txt", "ok")]
-
-
-def test_bytes_from_any_source_expand_the_same_way():
-    from rag_pipeline.core.ingest.containers import extract_bytes
-
-    data = zipped({"exports/one.md": b"# One\n\nText.\n"})
-    found = extract_bytes("team/exports.zip", "s3://bucket/team/exports.zip", data)
-    assert [(r.document_id, r.path, r.status) for r in found.records] == [
-        ("team/exports.zip", "s3://bucket/team/exports.zip", "ok"),
-        ("team/exports.zip/exports/one.md", "s3://bucket/team/exports.zip/exports/one.md", "ok")]
-    again = extract_bytes("team/exports.zip", "s3://bucket/team/exports.zip", data,
-                          PreviousRecords(found.records))
-    assert (again.extracted, again.reused, again.records) == (0, 2, found.records)
