@@ -216,7 +216,7 @@ def check_zip_package(data: bytes, kind: str, limits: ContainerLimits | None = N
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     if len(infos) > limits.max_members:
         raise ExtractionError(f"{len(infos)} parts in the {kind}: over the limit of "

@@ -73,10 +73,17 @@ def _attachment_name(part: object, number: int) -> str:
 
 
 def _attachment_data(part: object) -> bytes:
+    """An attachment's bytes; an attached message as the bytes of a message (a broken one
+    re-encoded as UTF-8, which its own reading then judges)."""
     if part.get_content_type() == "message/rfc822":
         inner = part.get_payload()
         inner = inner[0] if isinstance(inner, list) and inner else inner
-        return inner.as_bytes() if hasattr(inner, "as_bytes") else b""
+        if not hasattr(inner, "as_bytes"):
+            return b""
+        try:
+            return inner.as_bytes()
+        except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
+            return inner.as_string().encode("utf-8", "replace")
     return part.get_payload(decode=True) or b""
 
 
@@ -130,8 +137,13 @@ class EmlFormat(ContainerFormat):
         def members() -> Iterator[Member]:
             taken: set[str] = set()
             for number, part in enumerate(attachments, start=1):
-                name = unique_name(_attachment_name(part, number), taken)
-                payload = _attachment_data(part)
+                try:
+                    name = unique_name(_attachment_name(part, number), taken)
+                    payload = _attachment_data(part)
+                except Exception as exc:  # email's MIME layer on a broken part: that part fails
+                    yield Member(unique_name(f"attachment-{number}", taken),
+                                 error=f"unreadable attachment: {type(exc).__name__}: {exc}")
+                    continue
                 if len(payload) > unpacking.max_member_bytes:
                     yield Member(name, error=f"too large: {len(payload)} bytes, over the limit of "
                                              f"{unpacking.max_member_bytes} bytes per document "
