@@ -142,7 +142,8 @@ class EpubFormat(DocumentFormat):
         check_zip_package(data, "EPUB")
         try:
             return _read_book(data, stem)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
             raise ExtractionError(f"unreadable EPUB: {type(exc).__name__}: {exc}") from exc
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

@@ -34,10 +34,12 @@ _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
 def _header(message: object, name: str) -> str:
+    """A header's value decoded (RFC 2047), or as it is written when the policy cannot parse
+    it (a broken address list)."""
     try:
         value = message.get(name)
-    except Exception:  # a malformed header the policy cannot parse: shown as it is
-        value = message.get_all(name, failobj=[""])[0] if hasattr(message, "get_all") else ""
+    except Exception:  # email's header parser raises several kinds on malformed values
+        value = next((raw for key, raw in message.raw_items() if key.lower() == name.lower()), "")
     return " ".join(str(value or "").split())
 
 

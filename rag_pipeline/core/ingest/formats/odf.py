@@ -162,7 +162,8 @@ def _package(data: bytes, kind: str) -> tuple[object, str]:
                 raise ExtractionError(f"unreadable {kind}: no content.xml (a flat XML ODF file is "
                                       "not read)") from exc
             meta = archive.read("meta.xml") if "meta.xml" in archive.namelist() else None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     try:
         root = safe_xml(content)

@@ -55,7 +55,8 @@ def _slide_count(data: bytes) -> int:
             presentation = archive.read("ppt/presentation.xml")
     except KeyError as exc:
         raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
         raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
     return len(_SLIDE_ID.findall(presentation))
 
