@@ -33,6 +33,7 @@ import io
 import lzma
 import posixpath
 import re
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -153,7 +154,7 @@ class _Reader:
                         inner_fmt, ContainerFormat) else "max_document_bytes")
             except ExtractionError as exc:
                 return failed(f"{label}: {exc}")
-            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+            except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
                 return failed(f"unreadable {label} file: {type(exc).__name__}: {exc}")
             records = self.record(document_id, path, inner, inner_data, digest, depth)
             own = records[0]

@@ -93,6 +93,18 @@ class Member:
 
 
 _DRIVE = re.compile(r"[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def printable_name(raw: str) -> str:
+    """A name every table, URL and terminal can hold: bytes that were not UTF-8 (decoded to
+    lone surrogates) shown as ``\\xNN``, control characters (a line break in a name) as
+    ``_``."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = raw.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub("_", raw)
 
 
 def safe_member_name(raw: str) -> tuple[str, str | None]:
@@ -100,11 +112,12 @@ def safe_member_name(raw: str) -> tuple[str, str | None]:
 
     A path is unsafe when it is absolute (``/etc/passwd``, ``\\share``, ``C:...``) or has a
     ``..`` part: extracting it would write outside the archive. Backslashes count as
-    separators (archives made on Windows); ``.`` parts and empty parts are dropped. An unsafe
+    separators (archives made on Windows); ``.`` parts and empty parts are dropped; the name
+    is made printable first (:func:`printable_name`). An unsafe
     path's name keeps its parts with each ``..`` shown as ``%2E%2E`` and a leading ``/`` as
     ``%2F``, so it names that entry and no other document (nothing normalises it away).
     """
-    path = raw.replace("\\", "/")
+    path = printable_name(raw.replace("\\", "/"))
     absolute = path.startswith("/") or bool(_DRIVE.match(path))
     parts = [part for part in path.split("/") if part not in ("", ".")]
     escapes = ".." in parts
@@ -203,7 +216,7 @@ def check_zip_package(data: bytes, kind: str, limits: ContainerLimits | None = N
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     if len(infos) > limits.max_members:
         raise ExtractionError(f"{len(infos)} parts in the {kind}: over the limit of "

@@ -316,3 +316,16 @@ def test_previous_records_find_members_by_prefix_only():
     previous = PreviousRecords([record(i) for i in ("a.zip", "a.zip/x", "a.zip/y/z", "a.zip2", "a.zipper/q")])
     assert [r.document_id for r in previous.members("a.zip")] == ["a.zip/x", "a.zip/y/z"]
     assert previous.get("a.zip2").document_id == "a.zip2"
+
+
+def test_member_names_that_no_table_could_hold_are_made_printable(tmp_path: Path):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", encoding="utf-8", errors="surrogateescape") as archive:
+        for name in ("caf\udce9.txt", "line\nbreak.txt"):  # Planted: Latin-1 bytes; a line break
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            archive.addfile(info, io.BytesIO(b"ok\n"))
+    (tmp_path / "names.tar").write_bytes(buffer.getvalue())
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status) for r in records] == [
+        ("names.tar", "ok"), ("names.tar/caf\\xe9.txt", "ok"), ("names.tar/line_break.txt", "ok")]

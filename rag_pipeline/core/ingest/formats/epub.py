@@ -19,6 +19,7 @@ import io
 import posixpath
 import warnings
 import zipfile
+import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
@@ -79,6 +80,50 @@ def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str]]:
     return title, chapters
 
 
+def _read_book(data: bytes, stem: str) -> Extracted:
+    """The book's chapters in spine order (a zip error inside is the caller's to report)."""
+    from bs4 import XMLParsedAsHTMLWarning
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = set(archive.namelist())
+        if "META-INF/encryption.xml" in names:
+            raise ExtractionError("encrypted EPUB (DRM): its chapters cannot be read")
+        title, chapters = _spine(archive)
+        if len(chapters) > MAX_CHAPTERS:
+            raise ExtractionError(f"{len(chapters)} chapters: over the limit of {MAX_CHAPTERS}")
+        parts: list[str] = []
+        sections: list[Section] = []
+        anchors: list[Anchor] = []
+        offset = missing = 0
+        for chapter in chapters:
+            if chapter not in names:
+                missing += 1
+                continue
+            with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
+                warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+                read = extract_html(archive.read(chapter),
+                                    posixpath.splitext(posixpath.basename(chapter))[0])
+            text = read.canonical_text.rstrip("\n")
+            if not text.strip():
+                continue
+            if parts:
+                parts.append("\n\n")
+                offset += 2
+            sections += [dataclasses.replace(s, start=s.start + offset,
+                                             end=min(s.end, len(text)) + offset)
+                         for s in read.sections if min(s.end, len(text)) > s.start]
+            anchors.append(Anchor(offset, offset + len(text), f"chapter={quote(chapter)}"))
+            parts.append(text)
+            offset += len(text)
+    canonical = "".join(parts) + ("\n" if parts else "")
+    notes = [("chapters", str(len(anchors)))]
+    if missing:
+        notes.append(("missing_chapters", str(missing)))
+    first = sections[0].title if sections else None
+    return Extracted(title=title or first or stem, canonical_text=canonical,
+                     sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+
+
 class EpubFormat(DocumentFormat):
     """``.epub`` books (EPUB 2 and 3)."""
 
@@ -94,47 +139,12 @@ class EpubFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an EPUB, a zip bomb, encrypted, or over :data:`MAX_CHAPTERS`.
         """
-        from bs4 import XMLParsedAsHTMLWarning
-
         check_zip_package(data, "EPUB")
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = set(archive.namelist())
-            if "META-INF/encryption.xml" in names:
-                raise ExtractionError("encrypted EPUB (DRM): its chapters cannot be read")
-            title, chapters = _spine(archive)
-            if len(chapters) > MAX_CHAPTERS:
-                raise ExtractionError(f"{len(chapters)} chapters: over the limit of {MAX_CHAPTERS}")
-            parts: list[str] = []
-            sections: list[Section] = []
-            anchors: list[Anchor] = []
-            offset = missing = 0
-            for chapter in chapters:
-                if chapter not in names:
-                    missing += 1
-                    continue
-                with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
-                    warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-                    read = extract_html(archive.read(chapter),
-                                        posixpath.splitext(posixpath.basename(chapter))[0])
-                text = read.canonical_text.rstrip("\n")
-                if not text.strip():
-                    continue
-                if parts:
-                    parts.append("\n\n")
-                    offset += 2
-                sections += [dataclasses.replace(s, start=s.start + offset,
-                                                 end=min(s.end, len(text)) + offset)
-                             for s in read.sections if min(s.end, len(text)) > s.start]
-                anchors.append(Anchor(offset, offset + len(text), f"chapter={quote(chapter)}"))
-                parts.append(text)
-                offset += len(text)
-        canonical = "".join(parts) + ("\n" if parts else "")
-        notes = [("chapters", str(len(anchors)))]
-        if missing:
-            notes.append(("missing_chapters", str(missing)))
-        first = sections[0].title if sections else None
-        return Extracted(title=title or first or stem, canonical_text=canonical,
-                         sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+        try:
+            return _read_book(data, stem)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
+            raise ExtractionError(f"unreadable EPUB: {type(exc).__name__}: {exc}") from exc
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#chapter=<file>&char=a,b``: the chapter the span starts in and the span's

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
-from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, unique_name
+from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, printable_name, unique_name
 
 _HEADERS = ("From", "To", "Cc", "Date")
 _FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
@@ -34,10 +34,12 @@ _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
 def _header(message: object, name: str) -> str:
+    """A header's value decoded (RFC 2047), or as it is written when the policy cannot parse
+    it (a broken address list)."""
     try:
         value = message.get(name)
-    except Exception:  # a malformed header the policy cannot parse: shown as it is
-        value = message.get_all(name, failobj=[""])[0] if hasattr(message, "get_all") else ""
+    except Exception:  # email's header parser raises several kinds on malformed values
+        value = next((raw for key, raw in message.raw_items() if key.lower() == name.lower()), "")
     return " ".join(str(value or "").split())
 
 
@@ -62,8 +64,8 @@ def _body(message: object) -> str:
 
 
 def _attachment_name(part: object, number: int) -> str:
-    name = part.get_filename() or ""
-    name = name.replace("\\", "/").rsplit("/", 1)[-1].strip().lstrip(".")
+    name = (part.get_filename() or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = printable_name(name).strip().lstrip(".")
     if part.get_content_type() == "message/rfc822":
         return f"{name.removesuffix('.eml') or f'attachment-{number}'}.eml"
     if name:
@@ -73,10 +75,17 @@ def _attachment_name(part: object, number: int) -> str:
 
 
 def _attachment_data(part: object) -> bytes:
+    """An attachment's bytes; an attached message as the bytes of a message (a broken one
+    re-encoded as UTF-8, which its own reading then judges)."""
     if part.get_content_type() == "message/rfc822":
         inner = part.get_payload()
         inner = inner[0] if isinstance(inner, list) and inner else inner
-        return inner.as_bytes() if hasattr(inner, "as_bytes") else b""
+        if not hasattr(inner, "as_bytes"):
+            return b""
+        try:
+            return inner.as_bytes()
+        except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
+            return inner.as_string().encode("utf-8", "replace")
     return part.get_payload(decode=True) or b""
 
 
@@ -130,8 +139,13 @@ class EmlFormat(ContainerFormat):
         def members() -> Iterator[Member]:
             taken: set[str] = set()
             for number, part in enumerate(attachments, start=1):
-                name = unique_name(_attachment_name(part, number), taken)
-                payload = _attachment_data(part)
+                try:
+                    name = unique_name(_attachment_name(part, number), taken)
+                    payload = _attachment_data(part)
+                except Exception as exc:  # email's MIME layer on a broken part: that part fails
+                    yield Member(unique_name(f"attachment-{number}", taken),
+                                 error=f"unreadable attachment: {type(exc).__name__}: {exc}")
+                    continue
                 if len(payload) > unpacking.max_member_bytes:
                     yield Member(name, error=f"too large: {len(payload)} bytes, over the limit of "
                                              f"{unpacking.max_member_bytes} bytes per document "

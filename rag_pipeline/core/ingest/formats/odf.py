@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
@@ -153,13 +154,17 @@ def _blocks(container: object) -> Iterator[tuple[str, int]]:
 def _package(data: bytes, kind: str) -> tuple[object, str]:
     """``content.xml``'s root and ``meta.xml``'s title."""
     check_zip_package(data, kind)
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        try:
-            content = archive.read("content.xml")
-        except KeyError as exc:
-            raise ExtractionError(f"unreadable {kind}: no content.xml (a flat XML ODF file is "
-                                  "not read)") from exc
-        meta = archive.read("meta.xml") if "meta.xml" in archive.namelist() else None
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            try:
+                content = archive.read("content.xml")
+            except KeyError as exc:
+                raise ExtractionError(f"unreadable {kind}: no content.xml (a flat XML ODF file is "
+                                      "not read)") from exc
+            meta = archive.read("meta.xml") if "meta.xml" in archive.namelist() else None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
+        raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     try:
         root = safe_xml(content)
         title_node = safe_xml(meta).find(".//dc:title", _NS) if meta else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -49,11 +50,14 @@ def table_text(rows: Sequence[Sequence[str]]) -> str:
 
 
 def _slide_count(data: bytes) -> int:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        try:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             presentation = archive.read("ppt/presentation.xml")
-        except KeyError as exc:
-            raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
+    except KeyError as exc:
+        raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+            ValueError) as exc:
+        raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
     return len(_SLIDE_ID.findall(presentation))
 
 

@@ -56,7 +56,7 @@ class TarFormat(ContainerFormat):
         def members() -> Iterator[Member]:
             try:
                 archive = tarfile.open(fileobj=io.BytesIO(data), mode="r|*")
-            except (tarfile.TarError, OSError, EOFError) as exc:
+            except (tarfile.TarError, OSError, EOFError, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
             count = 0
             seen: set[str] = set()
@@ -93,7 +93,7 @@ class TarFormat(ContainerFormat):
                         else:
                             stream = archive.extractfile(info)
                             yield Member(name, stream.read() if stream is not None else b"")
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+            except (tarfile.TarError, OSError, EOFError, zlib.error, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
 
         return Expansion(None, members())

@@ -49,7 +49,7 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
             data = read_bounded(stream, info.file_size, "more than the size its header declares")
     except ExtractionError as exc:
         return Member(name, error=str(exc))
-    except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError, ValueError) as exc:
         return Member(name, error=f"unreadable member: {type(exc).__name__}: {exc}")
     unpacking.budget.take(len(data))
     return Member(name, data)
@@ -72,7 +72,7 @@ class ZipFormat(ContainerFormat):
         """
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
             raise ExtractionError(f"unreadable ZIP archive: {type(exc).__name__}: {exc}") from exc
         infos = [info for info in archive.infolist() if not info.is_dir()]
         limits = unpacking.limits

@@ -116,3 +116,27 @@ def test_bytes_without_headers_are_no_mail():
     reason = r"^unreadable mail: no header lines \(not an RFC 5322 message\)$"
     with pytest.raises(ExtractionError, match=reason):
         EML.extract(b"\n\njust a body\n", "broken")
+
+
+def test_a_pdf_attachment_is_read_as_a_pdf_and_cites_its_page(tmp_path: Path):
+    from rag_pipeline_tests.core.ingest.test_corpus import text_pdf
+
+    mail = message("Minutes")
+    mail.add_attachment(text_pdf([["Page one of the minutes."], ["Page two: the gauges."]]),
+                        maintype="application", subtype="pdf", filename="minutes.pdf")
+    (tmp_path / "minutes.eml").write_bytes(mail.as_bytes())
+    records = {r.document_id: r for r in extract_corpus(tmp_path).records}
+    pdf = records["minutes.eml/minutes.pdf"]
+    assert (pdf.status, pdf.format, [a.locator for a in pdf.anchors]) == ("ok", "pdf", ["page=1", "page=2"])
+    assert pdf.path == str(tmp_path / "minutes.eml" / "minutes.pdf")
+
+
+def test_a_mailbox_over_the_message_limit_fails_unread(tmp_path: Path):
+    from rag_pipeline.core.ingest.containers import extract_file
+    from rag_pipeline.core.ingest.members import ContainerLimits
+
+    one = b"From a@example.org Tue Dec  1 09:00:00 2026\n" + message("x").as_bytes() + b"\n"
+    (tmp_path / "big.mbox").write_bytes(one * 11)  # Planted: 11 messages, the limit 10
+    (record,) = extract_file(tmp_path / "big.mbox", tmp_path, limits=ContainerLimits(max_members=10)).records
+    assert (record.status, record.error) == ("failed", "11 messages: over the limit of 10 per mailbox "
+                                                       "(max_members)")

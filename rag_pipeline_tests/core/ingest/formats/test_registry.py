@@ -20,15 +20,22 @@ def test_every_format_has_a_unique_name_and_unique_suffixes():
 
 @pytest.mark.parametrize(("name", "fmt"), [
     ("guide.md", "markdown"), ("GUIDE.MARKDOWN", "markdown"), ("notes.txt", "text"),
-    ("notes.text", "text"), ("page.HTM", "html"), ("page.html", "html"), ("a.pdf", "pdf")])
+    ("notes.text", "text"), ("page.HTM", "html"), ("page.html", "html"), ("a.pdf", "pdf"),
+    ("deck.pptx", "pptx"), ("book.epub", "epub"), ("notes.ipynb", "ipynb"), ("scan.TIFF", "image"),
+    ("mail.eml", "eml"), ("inbox.mbox", "mbox"), ("guide.rst", "rst"), ("guide.adoc", "asciidoc"),
+    ("bash.info", "info"), ("a.odt", "odt"), ("a.odp", "odp"), ("a.ods", "ods"), ("a.zip", "zip"),
+    # The last two suffixes first: a compressed tar is a tar; a dotted version is not a suffix.
+    ("docs.tar.gz", "tar"), ("docs.TGZ", "tar"), ("release-v1.2.md", "markdown")])
 def test_format_for_reads_the_lower_case_suffix(name: str, fmt: str):
     found = format_for(Path("corpus") / name)
     assert found is not None and found.name == fmt
 
 
 def test_format_for_an_unread_suffix_or_name_is_none():
+    # The corpus reads these as the file inside (.gz) or as text when their bytes are text.
     assert format_for(Path("archive.7z")) is None
     assert format_for(Path("Makefile")) is None
+    assert format_for(Path("notes.md.gz")) is None
 
 
 @pytest.mark.parametrize("name", ["README", "LICENSE", "CHANGELOG", "NEWS", "INSTALL", "COPYING",
