@@ -88,9 +88,11 @@ def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path)
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/")
         page.wait_for_selector("#health:not([hidden])", timeout=TIMEOUT_MS)
-        assert page.inner_text("#health h2") == "1 document could not be read: not searchable until fixed"
+        assert page.inner_text("#health h2") == (
+            "1 document could not be read, 1 skipped: not searchable until fixed")
         assert page.locator("#problems li").all_inner_texts() == [
-            "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error)."]
+            "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error).",
+            "floor-plan.vsdx (skipped): no reader for .vsdx files"]
 
 
 def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_path: Path):
