@@ -42,6 +42,9 @@ VARIANTS = {
     "embedding + 0.25 terms, up to 3 (default)": QuoteSettings(),
     "embedding + 0.5 terms, up to 3": QuoteSettings(term_weight=0.5),
     "terms alone (x100), up to 3": QuoteSettings(term_weight=100.0),
+    "embedding + 0.25 terms, up to 3 within 0.1": QuoteSettings(margin=0.1),
+    "embedding + 0.5 terms, up to 3 within 0.1": QuoteSettings(term_weight=0.5, margin=0.1),
+    "embedding + 0.25 terms, always 3": QuoteSettings(margin=10.0),
 }
 
 
@@ -99,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--gold", type=Path, default=DEFAULT_EVAL_DIR / "gold.jsonl")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N queries.")
     args = parser.parse_args()
     go_offline()
     spec = declared_models()[0]
@@ -111,7 +115,7 @@ def main() -> None:
                          documents.column("canonical_text").to_pylist(), strict=True))
     embedder = _Cached(load_embedder(spec))
     queries = [(line, line.question if style is QueryStyle.QUESTION else line.ticket)
-               for line in load_gold(args.gold) for style in QueryStyle]
+               for line in load_gold(args.gold) for style in QueryStyle][:args.limit]
     counts = {name: {"contains": 0, "overlaps": 0, "contains_at_r4": 0} for name in VARIANTS}
     in_sources = answered = 0
     quote_ms: list[float] = []
