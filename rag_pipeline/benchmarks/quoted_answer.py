@@ -37,11 +37,14 @@ from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
 VARIANTS = {
     "embedding alone, 1 sentence": QuoteSettings(max_sentences=1, term_weight=0.0),
-    "embedding alone, up to 3": QuoteSettings(term_weight=0.0),
+    "embedding alone, up to 3 within 0.03": QuoteSettings(term_weight=0.0, margin=0.03),
     "embedding + 0.25 terms, 1 sentence": QuoteSettings(max_sentences=1, term_weight=0.25),
-    "embedding + 0.25 terms, up to 3 (default)": QuoteSettings(),
-    "embedding + 0.5 terms, up to 3": QuoteSettings(term_weight=0.5),
-    "terms alone (x100), up to 3": QuoteSettings(term_weight=100.0),
+    "embedding + 0.25 terms, up to 3 within 0.03": QuoteSettings(margin=0.03),
+    "embedding + 0.5 terms, up to 3 within 0.03": QuoteSettings(term_weight=0.5, margin=0.03),
+    "terms alone (x100), up to 3 within 0.03": QuoteSettings(term_weight=100.0, margin=0.03),
+    "embedding + 0.25 terms, up to 3 within 0.1 (default)": QuoteSettings(),
+    "embedding + 0.5 terms, up to 3 within 0.1": QuoteSettings(term_weight=0.5, margin=0.1),
+    "embedding + 0.25 terms, always 3": QuoteSettings(margin=10.0),
 }
 
 
@@ -99,6 +102,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--gold", type=Path, default=DEFAULT_EVAL_DIR / "gold.jsonl")
+    parser.add_argument("--start", type=int, default=0, help="Skip the first N queries.")
+    parser.add_argument("--limit", type=int, default=None, help="At most N queries.")
+    parser.add_argument("--only", default="", help="Only the choices whose name holds this text.")
     args = parser.parse_args()
     go_offline()
     spec = declared_models()[0]
@@ -112,7 +118,9 @@ def main() -> None:
     embedder = _Cached(load_embedder(spec))
     queries = [(line, line.question if style is QueryStyle.QUESTION else line.ticket)
                for line in load_gold(args.gold) for style in QueryStyle]
-    counts = {name: {"contains": 0, "overlaps": 0, "contains_at_r4": 0} for name in VARIANTS}
+    queries = queries[args.start:None if args.limit is None else args.start + args.limit]
+    variants = {name: quote for name, quote in VARIANTS.items() if args.only in name}
+    counts = {name: {"contains": 0, "overlaps": 0, "contains_at_r4": 0} for name in variants}
     in_sources = answered = 0
     quote_ms: list[float] = []
     started = time.perf_counter()
@@ -121,7 +129,7 @@ def main() -> None:
             _report(f"after {done} of {len(queries)} queries", done, answered, in_sources, quote_ms,
                     counts, time.perf_counter() - started)
         needle = collapse(line.needle)
-        for number, (name, quote) in enumerate(VARIANTS.items()):
+        for number, (name, quote) in enumerate(variants.items()):
             answer = ask(text, index, embedder, AskSettings(quote=quote))
             if not answer.answered:
                 break

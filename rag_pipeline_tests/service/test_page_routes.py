@@ -177,7 +177,7 @@ def test_failed_documents_are_named_with_their_reason(client: TestClient):
     body = client.get("/status/documents").json()
     assert body["failed"] == [{"document_id": "broken.pdf", "reason": "unreadable PDF: Failed to load "
                                "document (PDFium: Data format error)."}]
-    assert body["skipped"] == []
+    assert body["skipped"] == [{"document_id": "floor-plan.vsdx", "reason": "no reader for .vsdx files"}]
     assert body["generation"] == client.get("/status").json()["generation"]
 
 

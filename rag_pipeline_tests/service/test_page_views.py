@@ -88,9 +88,11 @@ def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path)
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/")
         page.wait_for_selector("#health:not([hidden])", timeout=TIMEOUT_MS)
-        assert page.inner_text("#health h2") == "1 document could not be read: not searchable until fixed"
+        assert page.inner_text("#health h2") == (
+            "1 document could not be read, 1 skipped: not searchable until fixed")
         assert page.locator("#problems li").all_inner_texts() == [
-            "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error)."]
+            "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error).",
+            "floor-plan.vsdx (skipped): no reader for .vsdx files"]
 
 
 def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_path: Path):
@@ -142,3 +144,23 @@ def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(ba
     assert ("POST", "/session", "Bearer s3cret") in seen
     asks = [auth for method, path, auth in seen if path == "/ask"]
     assert asks == [None, "Bearer s3cret"]
+
+
+def test_a_generated_answer_is_shown_instead_and_says_so(base_url: str, tmp_path: Path):
+    """With a generation endpoint the service's ``answer`` holds the model's text: the page shows
+    it in place of the quoted sentences and names it as written by the model."""
+    import urllib.request
+
+    body = json.loads(urllib.request.urlopen(urllib.request.Request(
+        base_url + "/ask", data=json.dumps({"question": QUESTION}).encode(),
+        headers={"Content-Type": "application/json"})).read())
+    body["answer"] = "Every nine days, by two engineers [1].\n\nSources:\n[1] Plant annual report"
+    with chromium_page(tmp_path / "profile") as page:
+        page.route("**/ask", lambda route: route.fulfill(status=200, content_type="application/json",
+                                                         body=json.dumps(body)))
+        page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
+        assert page.inner_text("#answer-kind") == (
+            "· written by the configured model; its [n] are checked against the sources below")
+        assert page.inner_text("#answer .generated") == "Every nine days, by two engineers [1]."
+        assert page.locator("#quoted").count() == 0

@@ -1,6 +1,6 @@
 """A small team folder of every viewed format, indexed with the hashed stand-in: Markdown, a
 three-page PDF, a two-sheet XLSX, HTML with a script to strip, DOCX with headings, a WebVTT
-talk, and a broken PDF the page must name."""
+talk, a broken PDF the page must name, and a drawing no format reads."""
 
 from __future__ import annotations
 
@@ -87,6 +87,8 @@ FILES: dict[str, bytes] = {
     "briefing.vtt": VTT.encode(),
     # Planted flaw: not a PDF at all; the page must name it with its reason.
     "broken.pdf": b"%PDF-1.7\nthis file was truncated in transit\n",
+    # No format reads it: skipped, and named as such.
+    "floor-plan.vsdx": b"PK\x03\x04 a Visio drawing",
 }
 
 

@@ -48,12 +48,12 @@ class CellRange:
 @dataclass(frozen=True)
 class Grid:
     """The cells of one sheet from ``first_row`` on: ``rows[i][j]`` is the text of row
-    ``first_row + i``, column ``j + 1``."""
+    ``first_row + i``, column ``j + 1``; ``more`` when the sheet has rows past them."""
 
     sheet: str
     first_row: int
     rows: tuple[tuple[str, ...], ...]
-    total_rows: int
+    more: bool
 
 
 def xlsx_sheets(path: Path) -> list[str]:
@@ -77,14 +77,16 @@ def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -
         worksheet = workbook[sheet]
         worksheet.reset_dimensions()
         found: dict[int, list[str]] = {}
-        last = 0
+        more = False
         for row in worksheet.iter_rows():
             stored = [cell for cell in row if getattr(cell, "row", None) is not None]
             if not stored:
                 continue
             number = stored[0].row
-            last = max(last, number)
-            if first_row <= number < first_row + rows:
+            if number >= first_row + rows:  # a long sheet is read no further than shown
+                more = True
+                break
+            if first_row <= number:
                 cells = [""] * columns
                 for cell in stored:
                     if cell.column <= columns:
@@ -92,7 +94,7 @@ def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -
                 found[number] = cells
         height = max([n for n in found] or [first_row - 1]) - first_row + 1
         return Grid(sheet, first_row, tuple(tuple(found.get(first_row + i, [""] * columns))
-                                            for i in range(height)), last)
+                                            for i in range(height)), more)
     finally:
         workbook.close()
 
@@ -157,10 +159,11 @@ def sheet_view(request: ViewRequest) -> View:
         f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
         f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
         for n in names)
-    more = grid.first_row + len(grid.rows) - 1 < grid.total_rows
+    last_row = grid.first_row + len(grid.rows) - 1
     table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'
              f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
-             + (f'<p class="meta">Rows {grid.first_row} to {grid.first_row + len(grid.rows) - 1} of '
-                f"{grid.total_rows} shown.</p>" if more or grid.first_row > 1 else ""))
+             + (f'<p class="meta">Rows {grid.first_row} to {last_row} shown; the sheet has '
+                f"{'more' if grid.more else 'no more'} below.</p>"
+                if grid.more or grid.first_row > 1 else ""))
     label = f"{sheet}!{marked}" if marked else sheet
     return View(label, table, "sheet")

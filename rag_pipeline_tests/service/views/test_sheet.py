@@ -1,0 +1,45 @@
+"""Tests for ``rag_pipeline.service.views.sheet``: a long sheet is shown around its cited range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.ingest import format_named
+from rag_pipeline.service.views.base import ViewRequest
+from rag_pipeline.service.views.sheet import MAX_ROWS, ROWS_ABOVE, sheet_view, xlsx_grid
+
+
+def _long_workbook(path: Path, rows: int) -> Path:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Log"
+    sheet.append(["day", "reading"])
+    for n in range(1, rows):
+        sheet.append([f"day {n}", n * 2])
+    workbook.save(path)
+    return path
+
+
+def test_a_long_sheet_is_read_no_further_than_the_window(tmp_path: Path):
+    path = _long_workbook(tmp_path / "log.xlsx", 1000)
+    grid = xlsx_grid(path, "Log", 245, MAX_ROWS, 4)
+    assert (grid.first_row, len(grid.rows), grid.more) == (245, 200, True)
+    assert grid.rows[0] == ("day 244", "488", "", "")
+    last = xlsx_grid(path, "Log", 900, MAX_ROWS, 2)
+    assert (len(last.rows), last.more, last.rows[-1]) == (101, False, ("day 999", "1998"))
+
+
+def test_the_view_starts_a_few_rows_above_the_cited_row(tmp_path: Path):
+    path = _long_workbook(tmp_path / "log.xlsx", 1000)
+    extracted = format_named("xlsx").extract(path.read_bytes(), "log")
+    anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A250:B250"))
+    info = DocumentInfo("log.xlsx", "log", str(path), "xlsx", extracted.anchors)
+    view = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end))
+    assert view.label == "Log!A250:B250"
+    assert f'<tr><th scope="row">{250 - ROWS_ABOVE}</th>' in view.body
+    assert ('<tr><th scope="row">250</th><td class="cited" id="quote">day 249</td>'
+            '<td class="num cited">498</td></tr>') in view.body
+    assert view.body.endswith('<p class="meta">Rows 245 to 444 shown; the sheet has more below.</p>')
