@@ -248,3 +248,20 @@ def test_characters_are_bounded_while_reading():
 
     with pytest.raises(ExtractionError, match="more than 1,000 characters"):
         DocxFormat(OfficeLimits(max_chars=1000)).extract(long_table_docx(), "big")
+
+
+def test_rows_marked_as_header_rows_are_the_header():
+    import docx
+    from docx.oxml import OxmlElement
+
+    document = docx.Document()
+    table = document.add_table(rows=4, cols=2)
+    for r, row in enumerate([["Shift plan", ""], ["Site", "Lead"], ["Delta", "Tomas"], ["Echo", "Ana"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    for marked in table.rows[:2]:  # "repeat as header row" on the first two rows
+        marked._tr.get_or_add_trPr().append(OxmlElement("w:tblHeader"))
+    extracted = DOCX.extract(saved(document), "t")
+    (span,) = extracted.tables
+    assert extracted.canonical_text == "Shift plan\nSite | Lead\nDelta | Tomas\nEcho | Ana\n"
+    assert (span.header, span.rows) == ("Shift plan\nSite | Lead", (23, 37))
