@@ -221,6 +221,22 @@ def _relocated(record: DocumentRecord, document_id: str, location: str,
                                source_fingerprint=fingerprint)
 
 
+def _within_limit(entry: Entry, settings: ExtractionSettings) -> bool:
+    return entry.size is None or entry.size <= settings.max_document_bytes
+
+
+def _reusable(old: DocumentRecord | None, entry: Entry, fmt: DocumentFormat,
+              settings: ExtractionSettings) -> bool:
+    """``old`` stands for the entry unopened: same fingerprint and stamps, within the size
+    limit, and ``ok`` or failed and not to be retried (a size failure is always checked again:
+    that costs one ``stat``, and the limit may have been raised)."""
+    if old is None or old.source_fingerprint != entry.fingerprint or not _within_limit(entry, settings) \
+            or not _current_stamps(old, fmt):
+        return False
+    return old.ok or (old.failed and not settings.retry_failed
+                      and not (old.error or "").startswith("too large"))
+
+
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),
                    settings: ExtractionSettings | None = None) -> ExtractionResult:
     """Extracts every entry of ``corpus`` (a folder or a source), reusing previous records.
@@ -270,8 +286,28 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
             taken.add(candidate.document_id)
             return candidate
 
-        for entry in entries:
+        plans = []
+        for entry in entries:  # first what each entry needs, so the reads can be announced
             if expands_name(entry.document_id) and _refused(source, entry) is None:
+                plans.append((entry, None, None, "expand", None))
+                continue
+            fmt = _format_of(entry.document_id)
+            old = prior.get(shown_file_name(entry.document_id))
+            twin = None
+            if fmt is None or _unread(source, entry, fmt) is not None:
+                action = "unread"
+            elif _reusable(old, entry, fmt, settings):
+                action = "reuse"
+            elif old is None and source.content_addressed and _within_limit(entry, settings) and (
+                    twin := rename_of(by_fingerprint.get(entry.fingerprint), fmt)) is not None:
+                action = "rename"
+            else:
+                action = "read"
+            plans.append((entry, fmt, old, action, twin))
+        source.prefetch([entry for entry, _, _, action, _ in plans if action == "read"],
+                        settings.max_document_bytes)
+        for entry, fmt, old, action, twin in plans:
+            if action == "expand":  # a container, a compressed or an unclaimed file
                 found = _expanded(source, entry, previous, settings)
                 extracted, reused, moved = (extracted + found.extracted, reused + found.reused,
                                             moved + found.moved)
@@ -280,18 +316,13 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED
                          if found.extracted == 0 else Change.CHANGED)
                 continue
-            fmt = _format_of(entry.document_id)
-            old = prior.get(shown_file_name(entry.document_id))
-            if fmt is None or _unread(source, entry, fmt) is not None:
+            if action == "unread":
                 record = extract_entry(source, entry, settings)[0]
                 keep(record, Change.UNCHANGED if old is not None and old.status == record.status
                      and old.error == record.error else Change.CHANGED if old else Change.ADDED)
                 continue
             location = source.location(entry.document_id)
-            within_limit = entry.size is None or entry.size <= settings.max_document_bytes
-            if old is not None and old.source_fingerprint == entry.fingerprint and within_limit \
-                    and _current_stamps(old, fmt) and (old.ok or (old.failed and not settings.retry_failed
-                                                 and not (old.error or "").startswith("too large"))):
+            if action == "reuse":
                 if old.path != location:
                     old = dataclasses.replace(old, path=location)
                     moved += 1
@@ -300,14 +331,12 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 keep(old, Change.UNCHANGED, detail=f"not retried: unchanged since it failed: "
                                                    f"{old.error}" if old.failed else "")
                 continue
-            if old is None and source.content_addressed and within_limit:
-                twin = rename_of(by_fingerprint.get(entry.fingerprint), fmt)
-                if twin is not None:
-                    reused += 1
-                    moved += 1
-                    keep(_relocated(twin, entry.document_id, location, entry.fingerprint),
-                         Change.RENAMED, twin.document_id)
-                    continue
+            if action == "rename":
+                reused += 1
+                moved += 1
+                keep(_relocated(twin, entry.document_id, location, entry.fingerprint),
+                     Change.RENAMED, twin.document_id)
+                continue
             try:
                 data = source.read(entry, settings.max_document_bytes)
             except ExtractionError as exc:

@@ -72,6 +72,11 @@ class Source(Protocol):
         """
         ...
 
+    def prefetch(self, entries: list[Entry], max_bytes: int) -> None:
+        """A hint: these entries will be read next, in this order (a source whose reads wait on
+        the network starts them ahead; the others ignore it). Nothing else is ever fetched."""
+        ...
+
     def location(self, document_id: str) -> str:
         """Where a document is, as its record's ``path`` (a file path or a URI)."""
         ...

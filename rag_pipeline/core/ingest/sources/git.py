@@ -181,6 +181,9 @@ class GitSource:
                                   "document)")
         return data
 
+    def prefetch(self, entries: list[Entry], max_bytes: int) -> None:
+        return None  # reads are local: nothing to start ahead
+
     def location(self, document_id: str) -> str:
         base = self.uri.rsplit("@", 1)[0] if self.ref is not None else self.uri
         return f"{base}@{self.commit}:{document_id}" if self.commit else f"{base}:{document_id}"

@@ -93,6 +93,9 @@ class LocalSource:
     def read(self, entry: Entry, max_bytes: int) -> bytes:
         return read_document_bytes(self.path_of(entry.document_id), self.root, max_bytes)
 
+    def prefetch(self, entries: list[Entry], max_bytes: int) -> None:
+        return None  # reads are local: nothing to start ahead
+
     def location(self, document_id: str) -> str:
         return str(self.path_of(document_id))
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,10 @@ BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 MAX_ATTEMPTS = 3
 CONNECT_TIMEOUT_SECONDS = 3
 READ_TIMEOUT_SECONDS = 30
+PREFETCH_THREADS = 8
+PREFETCH_WINDOW = 16
+"""Objects downloading or downloaded ahead of the reader: at most this many times the size
+limit in memory."""
 _REFUSED = {"InvalidAccessKeyId": "the access key is not known to the endpoint",
             "SignatureDoesNotMatch": "the secret key does not match the access key",
             "AccessDenied": "access denied", "ExpiredToken": "the session token expired",
@@ -86,6 +92,10 @@ class S3Source:
         self.bucket, self.prefix = parse_s3_uri(uri)
         self.settings = settings or S3Settings()
         self._client: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._ahead: deque[Entry] = deque()
+        self._ahead_limit = 0
+        self._fetching: dict[str, Future] = {}
 
     @property
     def client(self) -> Any:
@@ -160,7 +170,35 @@ class S3Source:
                 out.append(Entry(key, fingerprint, obj["Size"]))
         return sorted(out, key=lambda e: e.document_id)
 
+    def prefetch(self, entries: list[Entry], max_bytes: int) -> None:
+        """Downloads the entries about to be read on :data:`PREFETCH_THREADS` threads, at most
+        :data:`PREFETCH_WINDOW` ahead of the reader (so memory stays bounded); a first index of
+        many small objects waits on latency, not bandwidth."""
+        self._close_pool()
+        if not entries:
+            return
+        _ = self.client  # created once, before the threads share it (boto3 clients are thread-safe)
+        self._pool = ThreadPoolExecutor(PREFETCH_THREADS, thread_name_prefix="s3-prefetch")
+        self._ahead = deque(entries)
+        self._ahead_limit = max_bytes
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._pool is not None and self._ahead and len(self._fetching) < PREFETCH_WINDOW:
+            entry = self._ahead.popleft()
+            self._fetching[entry.document_id] = self._pool.submit(self._fetch, entry,
+                                                                  self._ahead_limit)
+
     def read(self, entry: Entry, max_bytes: int) -> bytes:
+        future = self._fetching.pop(entry.document_id, None)
+        if future is None or max_bytes != self._ahead_limit:
+            return self._fetch(entry, max_bytes)
+        try:
+            return future.result()
+        finally:
+            self._top_up()
+
+    def _fetch(self, entry: Entry, max_bytes: int) -> bytes:
         from botocore.exceptions import BotoCoreError, ClientError
 
         if entry.size is not None and entry.size > max_bytes:
@@ -216,5 +254,10 @@ class S3Source:
             raise SourceError(f"{self._where()}: the prefix emptied while it was being read: "
                               "nothing is published, the served index is as it was")
 
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool, self._ahead, self._fetching = None, deque(), {}
+
     def close(self) -> None:
-        return None
+        self._close_pool()

@@ -82,9 +82,9 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
                               CopySource={"Bucket": bucket.name, "Key": "p/old.md"})
     bucket.delete("p/old.md")
     source = S3Source(uri, s3_settings)
-    opened: list[str] = []
-    real_read = source.read
-    source.read = lambda entry, limit: opened.append(entry.document_id) or real_read(entry, limit)
+    opened: list[str] = []  # every download, ahead of the reader (prefetch) or not
+    real_fetch = source._fetch
+    source._fetch = lambda entry, limit: opened.append(entry.document_id) or real_fetch(entry, limit)
     second = extract_corpus(source, first.records)
     assert {c.value: second.report.ids(c) for c in Change} == {
         "added": ["new.md"], "changed": ["edit.md"], "renamed": ["moved/here.md"],
@@ -145,6 +145,21 @@ def test_the_watch_token_follows_the_listing_only(bucket: Bucket, s3_settings):
     assert source.watch_token() == first
     bucket.put("p/a.md", "# Two\n")
     assert source.watch_token() != first
+
+
+def test_a_first_index_downloads_ahead_and_reads_the_same_records(bucket: Bucket, s3_settings):
+    for i in range(40):
+        bucket.put(f"p/doc-{i:02d}.md", f"# Doc {i}\n\nText {i}.\n")
+    source = S3Source(f"s3://{bucket.name}/p", s3_settings)
+    fetched: list[str] = []
+    real_fetch = source._fetch
+    source._fetch = lambda entry, limit: fetched.append(entry.document_id) or real_fetch(entry, limit)
+    result = extract_corpus(source)
+    assert [r.canonical_text for r in result.records] == [f"# Doc {i}\n\nText {i}.\n" for i in range(40)]
+    # Each object downloaded exactly once (the reader takes what the prefetch threads fetched),
+    # and the pool is gone once the run closed the source.
+    assert sorted(fetched) == [f"doc-{i:02d}.md" for i in range(40)]
+    assert source._pool is None
 
 
 def test_a_prefix_emptied_during_the_run_fails_it(bucket: Bucket, s3_settings):
