@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,9 +47,39 @@ def _wait(predicate, seconds: float, what: str) -> None:
         time.sleep(0.2)
 
 
+HOLD = Path(__file__).parent / "planted_hold"
+"""The planted step that waits for a release (its ``sitecustomize``)."""
+
+
 @pytest.fixture(scope="module")
 def project(dagster_project: Callable[[str, str], DagsterProject]) -> DagsterProject:
-    return dagster_project("lifecycle", LIFECYCLE_CONFIG)
+    made = dagster_project("lifecycle", LIFECYCLE_CONFIG)
+    hold = made.root / "hold"
+    hold.mkdir()
+    made.env.update({"RAG_TEST_HOLD_DIR": str(hold),
+                     "PYTHONPATH": os.pathsep.join([str(HOLD), made.env["PYTHONPATH"]])})
+    return made
+
+
+@contextmanager
+def _held_embedding(project: DagsterProject) -> Iterator[Callable[[], tuple[str, int]]]:
+    """Arms the planted hold: the next embeddings step waits, once its vectors are computed and
+    before it checkpoints them, until the block ends (the release). Yields a wait for that
+    moment: (run id, worker pid) of the held run."""
+    hold = project.root / "hold"
+    for stale in hold.iterdir():
+        stale.unlink()
+    (hold / "armed").touch()
+
+    def held() -> tuple[str, int]:
+        _wait(lambda: any(hold.glob("held-*")), 900, "an embeddings step to reach the hold")
+        return _wait_for_embedding_run(project.home)
+
+    try:
+        yield held
+    finally:
+        (hold / "armed").unlink()
+        (hold / "release").touch()
 
 
 def _run(env) -> subprocess.CompletedProcess:
@@ -141,12 +172,15 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
     # 3. kill -9 of an embeddings run's worker mid-embedding: the run is marked failed (by the
     # command, or by Dagster's own run monitoring, whichever looks first) and the command stops;
     # the next `index` retries it.
+    # The step waits at the planted hold (its vectors computed, not yet written), so the kill
+    # lands mid-embedding however loaded the machine is.
     _edit(corpus, 3)
-    command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    run_id, worker = _wait_for_embedding_run(home)
-    os.kill(worker, signal.SIGKILL)
-    out, err = command.communicate(timeout=600)
+    with _held_embedding(project) as held:
+        command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        run_id, worker = held()
+        os.kill(worker, signal.SIGKILL)
+        out, err = command.communicate(timeout=600)
     assert command.returncode == 2, out + err
     assert f"  FAILED   embeddings_job [header|{MODEL}]: " in out, out
     with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
@@ -163,12 +197,15 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
     for version, signum in ((4, signal.SIGKILL), (5, signal.SIGTERM)):
         _edit(corpus, version)
         started = time.time()
-        command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        _wait_for_embedding_run(home)
-        assert daemon_pids(home)
-        os.kill(command.pid, signum)
-        out, err = command.communicate(timeout=120)
+        # Held at the planted step: the one-text embedding cannot finish before the signal.
+        with _held_embedding(project) as held:
+            command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            held()
+            assert daemon_pids(home)
+            os.kill(command.pid, signum)
+            out, err = command.communicate(timeout=120)
+            _wait(lambda: processes_on_home(home) == [], 90, "every process of the index to end")
         assert command.returncode == (-9 if signum == signal.SIGKILL else 128 + signum), out + err
         _wait(lambda: processes_on_home(home) == [], 90, "every process of the index to end")
         assert _active_runs(home) == 0
