@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -119,3 +120,5 @@ def local_cluster(nodes: int, env: Mapping[str, str] | None = None,
         if ray.is_initialized():
             ray.shutdown()
         _stop(processes)
+        if sys.exc_info()[0] is None:  # a failed start keeps its logs for the message
+            shutil.rmtree(temp_dir, ignore_errors=True)
