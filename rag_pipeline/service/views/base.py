@@ -39,9 +39,12 @@ class ViewRequest:
 
     @property
     def original(self) -> Path | None:
-        """The original file when it is still where it was indexed from."""
+        """The original file when it is still where it was indexed from; None for a member of
+        a container file (``mail.eml/report.pdf``: its path is the container's), which is
+        shown from its extracted text."""
         path = Path(self.info.path)
-        return path if path.is_file() else None
+        named = path.name == self.info.document_id.rsplit("/", 1)[-1]
+        return path if named and path.is_file() else None
 
     @property
     def quote(self) -> str:
