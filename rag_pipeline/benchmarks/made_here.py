@@ -149,6 +149,34 @@ def _ods_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[s
     return "shifts.ods", buffer.getvalue()
 
 
+def _rst_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    lines = ["Shifts", "======", "", "Who works where.", "", ".. list-table::",
+             "   :header-rows: 1", ""]
+    for row in [tuple(headers), *rows]:
+        lines += [f"   * - {row[0]}", *(f"     - {value}" for value in row[1:])]
+    return "shifts.rst", ("\n".join(lines) + "\n").encode()
+
+
+def _epub_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    import zipfile
+
+    _, chapter = _html_table(headers, rows)
+    package = ('<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
+               'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Shifts</dc:title></metadata>'
+               '<manifest><item id="c1" href="shifts.xhtml" media-type="application/xhtml+xml"/>'
+               '</manifest><spine><itemref idref="c1"/></spine></package>')
+    container = ('<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                 '<rootfiles><rootfile full-path="OEBPS/content.opf" '
+                 'media-type="application/oebps-package+xml"/></rootfiles></container>')
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr("META-INF/container.xml", container)
+        archive.writestr("OEBPS/content.opf", package)
+        archive.writestr("OEBPS/shifts.xhtml", chapter)
+    return "shifts.epub", buffer.getvalue()
+
+
 LONG_TABLE_WRITERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, bytes]]] = {
     "markdown": _markdown_table,
     "html": _html_table,
@@ -158,6 +186,8 @@ LONG_TABLE_WRITERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[str]]],
     "pptx": _pptx_table,
     "odt": _odt_table,
     "ods": _ods_table,
+    "rst": _rst_table,
+    "epub": _epub_table,
 }
 """One long-table writer per format; a new format's module adds its own entry here."""
 

@@ -5,11 +5,11 @@ whose ``META-INF/container.xml`` names the package document (OPF); its ``spine``
 chapters in reading order, its ``manifest`` their files. The XML is parsed by lxml with
 entities unresolved and the network off (no XXE). Each XHTML chapter is rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (chrome rules included), its
-headings becoming sections (an ``<h1>``'s body titled by the chapter); chapters are joined by
-blank lines. Each chapter is one anchor ``chapter=<its path in the zip>``; a span cites
-``#chapter=OEBPS/ch1.xhtml&char=12,80``, the characters counted from the start of that
-chapter's text. A book whose files are encrypted (``META-INF/encryption.xml``, DRM) fails
-with that reason.
+headings becoming sections (an ``<h1>``'s body titled by the chapter) and its tables declared
+as the HTML reader declares them; chapters are joined by blank lines. Each chapter is one
+anchor ``chapter=<its path in the zip>``; a span cites ``#chapter=OEBPS/ch1.xhtml&char=12,80``,
+the characters counted from the start of that chapter's text. A book whose files are
+encrypted (``META-INF/encryption.xml``, DRM) fails with that reason.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.library import library_version
@@ -94,6 +101,7 @@ def _read_book(data: bytes, stem: str) -> Extracted:
         parts: list[str] = []
         sections: list[Section] = []
         anchors: list[Anchor] = []
+        tables: list[TableSpan] = []
         offset = missing = 0
         for chapter in chapters:
             if chapter not in names:
@@ -112,6 +120,7 @@ def _read_book(data: bytes, stem: str) -> Extracted:
             sections += [dataclasses.replace(s, start=s.start + offset,
                                              end=min(s.end, len(text)) + offset)
                          for s in read.sections if min(s.end, len(text)) > s.start]
+            tables += [table.shifted(offset) for table in read.tables if table.end <= len(text)]
             anchors.append(Anchor(offset, offset + len(text), f"chapter={quote(chapter)}"))
             parts.append(text)
             offset += len(text)
@@ -121,7 +130,8 @@ def _read_book(data: bytes, stem: str) -> Extracted:
         notes.append(("missing_chapters", str(missing)))
     first = sections[0].title if sections else None
     return Extracted(title=title or first or stem, canonical_text=canonical,
-                     sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+                     sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes),
+                     tables=tuple(tables))
 
 
 class EpubFormat(DocumentFormat):
@@ -131,7 +141,7 @@ class EpubFormat(DocumentFormat):
     suffixes = (".epub",)
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"1+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"2+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

@@ -44,11 +44,11 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.epub import safe_xml
-from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of, table_rows
+from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, range_locator
 from rag_pipeline.core.ingest.members import check_zip_package
 from rag_pipeline.core.ingest.rows import column_letters, table_lines
-from rag_pipeline.core.ingest.tables import layout_table
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
 """Filled cells of one spreadsheet document; past it the document fails."""
@@ -153,7 +153,7 @@ def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | Non
             if lines:
                 yield "\n".join(lines), 0, None
         elif tag == _q("table", "table"):
-            rows = table_rows(_table_rows(child))
+            rows = without_blank_rows(_table_rows(child))
             if rows:
                 yield layout_table(rows, 0)[0], 0, rows
         elif tag in (_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),

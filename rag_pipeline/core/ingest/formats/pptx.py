@@ -36,7 +36,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.members import check_zip_package
-from rag_pipeline.core.ingest.tables import layout_table
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
     from pptx.shapes.base import BaseShape
@@ -48,11 +48,6 @@ _SLIDE_ID = re.compile(rb"<p:sldId\b")
 
 Block = tuple[str, list[list[str]] | None]
 """A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
-
-
-def table_rows(rows: Sequence[Sequence[str]]) -> list[list[str]]:
-    """A table's rows with the blank ones (every cell white space) left out."""
-    return [list(row) for row in rows if any(cell.strip() for cell in row)]
 
 
 def _slide_count(data: bytes) -> int:
@@ -86,8 +81,8 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
             continue
         rows = None
         if getattr(shape, "has_table", False) and shape.has_table:
-            rows = table_rows([["" if cell.is_spanned else cell.text for cell in row.cells]
-                               for row in shape.table.rows])
+            rows = without_blank_rows([["" if cell.is_spanned else cell.text for cell in row.cells]
+                                       for row in shape.table.rows])
             text = layout_table(rows, 0)[0]
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
