@@ -1,6 +1,6 @@
 """EPUB: the spine's chapters in order, each read by the HTML reader; cited by chapter and characters.
 
-An EPUB is a zip (checked first: :func:`~rag_pipeline.core.ingest.members.check_zip_package`)
+An EPUB is a zip (checked first: :func:`~rag_pipeline.core.ingest.office_zip.check_zip`)
 whose ``META-INF/container.xml`` names the package document (OPF); its ``spine`` lists the
 chapters in reading order, its ``manifest`` their files. The XML is parsed by lxml with
 entities unresolved and the network off (no XXE). Each XHTML chapter is rendered by
@@ -35,7 +35,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 
 MAX_CHAPTERS = 2000
 """A spine with more items fails unread."""
@@ -140,6 +140,9 @@ class EpubFormat(DocumentFormat):
     name = "epub"
     suffixes = (".epub",)
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
         return Extractor("epub-spine+html", f"2+bs4-{library_version('beautifulsoup4')}")
 
@@ -149,7 +152,7 @@ class EpubFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an EPUB, a zip bomb, encrypted, or over :data:`MAX_CHAPTERS`.
         """
-        check_zip_package(data, "EPUB")
+        check_zip(data, "EPUB", self.limits)
         try:
             return _read_book(data, stem)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,

@@ -2,7 +2,7 @@
 spreadsheets (``.ods``) by sheet with cell ranges as for XLSX.
 
 The package is a zip (checked first:
-:func:`~rag_pipeline.core.ingest.members.check_zip_package`); its ``content.xml`` is read
+:func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
 ``text:line-break`` a line break, spans and links their text; notes (footnotes) and
@@ -46,7 +46,7 @@ from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.epub import safe_xml
 from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, range_locator
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.rows import column_letters, table_lines
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
@@ -161,9 +161,9 @@ def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | Non
             yield from _blocks(child)
 
 
-def _package(data: bytes, kind: str) -> tuple[object, str]:
+def _package(data: bytes, kind: str, limits: OfficeLimits) -> tuple[object, str]:
     """``content.xml``'s root and ``meta.xml``'s title."""
-    check_zip_package(data, kind)
+    check_zip(data, kind, limits)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             try:
@@ -218,7 +218,14 @@ def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]],
                      tables=tuple(tables))
 
 
-class OdtFormat(DocumentFormat):
+class _OdfFormat(DocumentFormat):
+    """An OpenDocument package, checked against its zip limits before it is parsed."""
+
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
+
+class OdtFormat(_OdfFormat):
     """``.odt`` text documents (LibreOffice Writer, Google Docs exports)."""
 
     name = "odt"
@@ -233,7 +240,7 @@ class OdtFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an ODT package, a zip bomb, or XML that is not well-formed.
         """
-        root, meta_title = _package(data, "ODT")
+        root, meta_title = _package(data, "ODT", self.limits)
         body = _body(root, "ODT", "text")
         try:
             blocks = list(_blocks(body))
@@ -243,7 +250,7 @@ class OdtFormat(DocumentFormat):
         return _text_document(blocks, title)
 
 
-class OdpFormat(DocumentFormat):
+class OdpFormat(_OdfFormat):
     """``.odp`` presentations (LibreOffice Impress)."""
 
     name = "odp"
@@ -260,7 +267,7 @@ class OdpFormat(DocumentFormat):
         """
         from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES
 
-        root, meta_title = _package(data, "ODP")
+        root, meta_title = _package(data, "ODP", self.limits)
         pages = _body(root, "ODP", "presentation").findall("draw:page", _NS)
         if len(pages) > MAX_SLIDES:
             raise ExtractionError(f"{len(pages)} slides: over the limit of {MAX_SLIDES} per deck")
@@ -323,7 +330,7 @@ def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, 
     return rows
 
 
-class OdsFormat(DocumentFormat):
+class OdsFormat(_OdfFormat):
     """``.ods`` spreadsheets (LibreOffice Calc)."""
 
     name = "ods"
@@ -339,7 +346,7 @@ class OdsFormat(DocumentFormat):
             ExtractionError: Not an ODS package, a zip bomb, XML that is not well-formed, or
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
-        root, meta_title = _package(data, "ODS")
+        root, meta_title = _package(data, "ODS", self.limits)
         budget = [0]
         parts: list[str] = []
         sections: list[Section] = []

@@ -11,7 +11,8 @@ in every chunk's embedded text; then the speaker notes, as a block starting ``No
 Blocks are separated by blank lines. Shapes are read in the slide's order (the order a
 screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
 hidden slides counted, as PowerPoint numbers them). Before anything is parsed the package is
-checked as a zip (:func:`~rag_pipeline.core.ingest.members.check_zip_package`) and its slide
+checked as a zip against :class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
+(:func:`~rag_pipeline.core.ingest.office_zip.check_zip`, as DOCX and XLSX are) and its slide
 count against :data:`MAX_SLIDES`.
 """
 
@@ -35,7 +36,7 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
@@ -145,6 +146,9 @@ class PptxFormat(DocumentFormat):
     name = "pptx"
     suffixes = (".pptx",)
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
         return Extractor("pptx-python-pptx", f"2+python-pptx-{library_version('python-pptx')}")
 
@@ -156,7 +160,7 @@ class PptxFormat(DocumentFormat):
         """
         import pptx
 
-        check_zip_package(data, "PPTX")
+        check_zip(data, "PPTX", self.limits)
         count = _slide_count(data)
         if count > MAX_SLIDES:
             raise ExtractionError(f"{count} slides: over the limit of {MAX_SLIDES} per deck")
