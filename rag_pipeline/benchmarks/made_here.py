@@ -139,6 +139,28 @@ def _odt_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[s
     return "shifts.odt", buffer.getvalue()
 
 
+def _odp_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    from odf import draw, text
+    from odf.namespaces import PRESENTATIONNS
+    from odf.opendocument import OpenDocumentPresentation
+
+    document = OpenDocumentPresentation()
+    page = draw.Page(name="page1", masterpagename="")
+    title = draw.Frame()
+    title.setAttrNS(PRESENTATIONNS, "class", "title")
+    box = draw.TextBox()
+    box.addElement(text.P(text="Shifts"))
+    title.addElement(box)
+    page.addElement(title)
+    frame = draw.Frame()
+    frame.addElement(_odf_grid([tuple(headers), *rows]))
+    page.addElement(frame)
+    document.presentation.addElement(page)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return "shifts.odp", buffer.getvalue()
+
+
 def _ods_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
     from odf.opendocument import OpenDocumentSpreadsheet
 
@@ -185,6 +207,7 @@ LONG_TABLE_WRITERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[str]]],
     "xlsx": _xlsx_table,
     "pptx": _pptx_table,
     "odt": _odt_table,
+    "odp": _odp_table,
     "ods": _ods_table,
     "rst": _rst_table,
     "epub": _epub_table,
