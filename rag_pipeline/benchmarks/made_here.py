@@ -95,12 +95,122 @@ def _xlsx_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[
     return "shifts.xlsx", buffer.getvalue()
 
 
+def _pptx_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Shifts"
+    shape = slide.shapes.add_table(len(rows) + 1, len(headers), Inches(0.5), Inches(1.5),
+                                   Inches(9), Inches(5))
+    for r, row in enumerate([tuple(headers), *rows]):
+        for c, value in enumerate(row):
+            shape.table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return "shifts.pptx", buffer.getvalue()
+
+
+def _odf_grid(rows: Sequence[Sequence[str]]) -> object:
+    from odf import table, text
+
+    grid = table.Table(name="Shifts")
+    for values in rows:
+        row = table.TableRow()
+        for value in values:
+            cell = table.TableCell()
+            cell.addElement(text.P(text=value))
+            row.addElement(cell)
+        grid.addElement(row)
+    return grid
+
+
+def _odt_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    document.text.addElement(text.H(outlinelevel=1, text="Shifts"))
+    document.text.addElement(text.P(text="Who works where."))
+    document.text.addElement(_odf_grid([tuple(headers), *rows]))
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return "shifts.odt", buffer.getvalue()
+
+
+def _odp_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    from odf import draw, text
+    from odf.namespaces import PRESENTATIONNS
+    from odf.opendocument import OpenDocumentPresentation
+
+    document = OpenDocumentPresentation()
+    page = draw.Page(name="page1", masterpagename="")
+    title = draw.Frame()
+    title.setAttrNS(PRESENTATIONNS, "class", "title")
+    box = draw.TextBox()
+    box.addElement(text.P(text="Shifts"))
+    title.addElement(box)
+    page.addElement(title)
+    frame = draw.Frame()
+    frame.addElement(_odf_grid([tuple(headers), *rows]))
+    page.addElement(frame)
+    document.presentation.addElement(page)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return "shifts.odp", buffer.getvalue()
+
+
+def _ods_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    from odf.opendocument import OpenDocumentSpreadsheet
+
+    document = OpenDocumentSpreadsheet()
+    document.spreadsheet.addElement(_odf_grid([tuple(headers), *rows]))
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return "shifts.ods", buffer.getvalue()
+
+
+def _rst_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    lines = ["Shifts", "======", "", "Who works where.", "", ".. list-table::",
+             "   :header-rows: 1", ""]
+    for row in [tuple(headers), *rows]:
+        lines += [f"   * - {row[0]}", *(f"     - {value}" for value in row[1:])]
+    return "shifts.rst", ("\n".join(lines) + "\n").encode()
+
+
+def _epub_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[str, bytes]:
+    import zipfile
+
+    _, chapter = _html_table(headers, rows)
+    package = ('<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
+               'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Shifts</dc:title></metadata>'
+               '<manifest><item id="c1" href="shifts.xhtml" media-type="application/xhtml+xml"/>'
+               '</manifest><spine><itemref idref="c1"/></spine></package>')
+    container = ('<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                 '<rootfiles><rootfile full-path="OEBPS/content.opf" '
+                 'media-type="application/oebps-package+xml"/></rootfiles></container>')
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+        archive.writestr("META-INF/container.xml", container)
+        archive.writestr("OEBPS/content.opf", package)
+        archive.writestr("OEBPS/shifts.xhtml", chapter)
+    return "shifts.epub", buffer.getvalue()
+
+
 LONG_TABLE_WRITERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[str]]], tuple[str, bytes]]] = {
     "markdown": _markdown_table,
     "html": _html_table,
     "docx": _docx_table,
     "pdf": _pdf_table,
     "xlsx": _xlsx_table,
+    "pptx": _pptx_table,
+    "odt": _odt_table,
+    "odp": _odp_table,
+    "ods": _ods_table,
+    "rst": _rst_table,
+    "epub": _epub_table,
 }
 """One long-table writer per format; a new format's module adds its own entry here."""
 

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
+from rag_pipeline.core.ingest.pdf_ocr import RUN_SPENT
 from rag_pipeline.core.ingest.reading import ExtractionSettings
 from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, deleted_rows
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
@@ -229,12 +230,13 @@ def _reusable(old: DocumentRecord | None, entry: Entry, fmt: DocumentFormat,
               settings: ExtractionSettings) -> bool:
     """``old`` stands for the entry unopened: same fingerprint and stamps, within the size
     limit, and ``ok`` or failed and not to be retried (a size failure is always checked again:
-    that costs one ``stat``, and the limit may have been raised)."""
+    that costs one ``stat``, and the limit may have been raised; so is a document the run's
+    OCR budget stopped)."""
     if old is None or old.source_fingerprint != entry.fingerprint or not _within_limit(entry, settings) \
             or not _current_stamps(old, fmt):
         return False
     return old.ok or (old.failed and not settings.retry_failed
-                      and not (old.error or "").startswith("too large"))
+                      and not (old.error or "").startswith(("too large", RUN_SPENT)))
 
 
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),

@@ -83,6 +83,11 @@ class TableSpan:
         last = bisect_left(self.rows, end)
         return first, last
 
+    def shifted(self, by: int) -> TableSpan:
+        """The same table ``by`` characters later (a part's table placed in a whole)."""
+        return TableSpan(self.start + by, self.end + by, self.header, self.header_end + by,
+                         tuple(row + by for row in self.rows))
+
 
 @dataclass(frozen=True)
 class Extracted:

@@ -200,32 +200,3 @@ class Expansion:
     own: Extracted | None
     members: Iterable[Member]
     notes: tuple[tuple[str, str], ...] = ()
-
-
-def check_zip_package(data: bytes, kind: str, limits: ContainerLimits | None = None) -> None:
-    """A zip package (PPTX, ODF, EPUB) checked on its directory before any part is expanded:
-    its member count, declared expanded size and each part's ratio.
-
-    Raises:
-        ExtractionError: Not a zip (``unreadable <kind>``), or over a limit, naming it.
-    """
-    import io
-    import zipfile
-
-    limits = limits or ContainerLimits()
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            infos = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
-        raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
-    if len(infos) > limits.max_members:
-        raise ExtractionError(f"{len(infos)} parts in the {kind}: over the limit of "
-                              f"{limits.max_members} (max_members)")
-    declared = sum(info.file_size for info in infos)
-    if declared > limits.max_expanded_bytes:
-        raise ExtractionError(f"the {kind} expands to {declared} bytes: over the limit of "
-                              f"{limits.max_expanded_bytes} (max_expanded_bytes), a zip bomb")
-    for info in infos:
-        bomb = check_ratio(info.file_size, info.compress_size, limits)
-        if bomb:
-            raise ExtractionError(f"{info.filename} {bomb}")

@@ -1,4 +1,4 @@
-"""Limits on what an Office file (a zip of XML parts: DOCX, XLSX, PPTX, ODF) may expand to.
+"""Limits on what an Office file (a zip of XML parts: DOCX, XLSX, PPTX, ODF, EPUB) may expand to.
 
 The document size limit counts the file's compressed bytes; a few megabytes of zip can hold
 gigabytes of XML (a zip bomb). Before any XML is parsed, the zip's central directory is read
@@ -62,7 +62,7 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     if len(members) > limits.max_members:
         raise ExtractionError(f"zip bomb guard: {len(members):,} members in the {kind}, over "

@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -105,8 +106,14 @@ BLANK_LEVEL = 250
 """A thumbnail whose darkest pixel is this light (0 black, 255 white) is a blank page."""
 
 
+RUN_SPENT = "the run's OCR time of"
+"""How the reason of a document stopped by the run's OCR budget starts: such a document is
+extracted again by the next run even though its file did not change."""
+
+
 class OcrBudget:
-    """The OCR seconds one corpus run may still spend, shared by its documents (and threads).
+    """The OCR seconds one corpus run may still spend, shared by its documents (and threads)
+    and by every format that OCRs (PDF pages and images draw on one budget).
 
     Args:
         seconds: The run's budget.
@@ -124,6 +131,11 @@ class OcrBudget:
     def spend(self, seconds: float) -> None:
         with self._lock:
             self.spent += seconds
+
+    def restart(self) -> None:
+        """A new run: nothing spent yet."""
+        with self._lock:
+            self.spent = 0.0
 
 
 def default_workers() -> int:
@@ -307,10 +319,21 @@ def read_rendered(rendered: RenderedPage, settings: OcrSettings, timeout_s: floa
 
 def ocr_pages(pdf: pypdfium2.PdfDocument, indexes: list[int], settings: OcrSettings,
               budget: OcrBudget | None = None) -> dict[int, PageText]:
-    """The pages read by OCR, ``workers`` at once: each page is rendered here (PDFium is not
-    thread-safe) while earlier pages are in Tesseract. Each page may take the least of
-    ``page_timeout_s``, what is left of ``document_timeout_s`` and what is left of the run's
-    ``budget``.
+    """A PDF's pages read by OCR (:func:`ocr_rendered` of :func:`render_page`).
+
+    Raises:
+        ExtractionError: A page is too large or could not be read, or a time limit ran out
+            (the reason names which).
+    """
+    return ocr_rendered(lambda index: render_page(pdf, index, settings), indexes, settings, budget)
+
+
+def ocr_rendered(render: Callable[[int], RenderedPage], indexes: Sequence[int],
+                 settings: OcrSettings, budget: OcrBudget | None = None) -> dict[int, PageText]:
+    """The pages ``render`` makes read by OCR, ``workers`` at once: each page is rendered here,
+    in the calling thread (PDFium and Pillow are not thread-safe), while earlier pages are in
+    Tesseract. Each page may take the least of ``page_timeout_s``, what is left of
+    ``document_timeout_s`` and what is left of the run's ``budget``.
 
     Raises:
         ExtractionError: A page is too large or could not be read, or a time limit ran out
@@ -329,14 +352,21 @@ def ocr_pages(pdf: pypdfium2.PdfDocument, indexes: list[int], settings: OcrSetti
             raise ExtractionError(f"OCR of this document took over {settings.document_timeout_s:g} "
                                   "s (the per-document limit)")
         if run_left <= 0:
-            raise ExtractionError(f"the run's OCR time of {budget.seconds:g} s is spent "  # type: ignore[union-attr]
-                                  "(the per-run limit); the document is read by the next run")
+            raise run_spent()
         return min(settings.page_timeout_s, document_left, run_left)
+
+    def run_spent() -> ExtractionError:
+        return ExtractionError(f"{RUN_SPENT} {budget.seconds:g} s is spent "  # type: ignore[union-attr]
+                               "(the per-run limit); the document is read by the next run")
 
     def read(rendered: RenderedPage, limit: float) -> PageText:
         began = time.monotonic()
         try:
             return read_rendered(rendered, settings, limit)
+        except ExtractionError as exc:  # cut short by what was left of the run's budget
+            if budget is not None and budget.left() - (time.monotonic() - began) <= 0:
+                raise run_spent() from exc
+            raise
         finally:
             if budget is not None:
                 budget.spend(time.monotonic() - began)
@@ -348,7 +378,7 @@ def ocr_pages(pdf: pypdfium2.PdfDocument, indexes: list[int], settings: OcrSetti
                 while len(pending) >= workers:
                     page = pending.pop(0).result()
                     results[page.index] = page
-                pending.append(pool.submit(read, render_page(pdf, index, settings), timeout()))
+                pending.append(pool.submit(read, render(index), timeout()))
             for future in pending:
                 page = future.result()
                 results[page.index] = page

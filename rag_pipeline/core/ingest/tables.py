@@ -27,6 +27,12 @@ def row_line(cells: Sequence[str], separator: str = CELL_SEPARATOR) -> str:
     return separator.join(texts)
 
 
+def without_blank_rows(rows: Sequence[Sequence[str]]) -> list[list[str]]:
+    """The rows less the blank ones (every cell empty or white space), as :func:`layout_table`
+    wants them."""
+    return [list(row) for row in rows if any(cell.strip() for cell in row)]
+
+
 def layout_table(rows: Sequence[Sequence[str]], offset: int, header_rows: int = 1,
                  separator: str = CELL_SEPARATOR) -> tuple[str, TableSpan]:
     """The table's text (one line per row, no final newline) and its span, placed at
@@ -91,4 +97,4 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
 
 
 __all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "rows_locator",
-           "table_at"]
+           "table_at", "without_blank_rows"]

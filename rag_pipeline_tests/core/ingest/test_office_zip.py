@@ -60,3 +60,17 @@ def test_the_budget_stops_at_the_first_limit_passed():
 def test_a_limit_must_be_positive():
     with pytest.raises(ValueError, match="max_rows must be positive, got 0"):
         OfficeLimits(max_rows=0)
+
+
+@pytest.mark.parametrize("kind", ["PPTX", "ODT", "ODP", "ODS", "EPUB"])
+def test_every_zip_package_format_checks_its_zip_before_parsing(kind: str):
+    from rag_pipeline.core.ingest.formats import format_named
+
+    fmt = type(format_named(kind.lower()))(OfficeLimits())
+    bomb = zipped({"mimetype": b"x", "content.xml": b"a" * (4 * MIB)})  # Planted: ~1000 times
+    with pytest.raises(ExtractionError, match=r"^zip bomb guard: content.xml expands [\d,]+ times"):
+        fmt.extract(bomb, "bomb")
+    many = type(format_named(kind.lower()))(OfficeLimits(max_members=2))
+    with pytest.raises(ExtractionError, match=f"^zip bomb guard: 3 members in the {kind}, over "
+                                              "the limit of 2$"):
+        many.extract(zipped({"a": b"", "b": b"", "c": b""}), "many")

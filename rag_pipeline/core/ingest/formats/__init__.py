@@ -29,12 +29,17 @@ from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.formats.webvtt import WebVttFormat
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
 from rag_pipeline.core.ingest.formats.zip import ZipFormat
+from rag_pipeline.core.ingest.pdf_ocr import OcrBudget, OcrSettings
+
+_OCR = OcrSettings()
+_OCR_BUDGET = OcrBudget(_OCR.run_timeout_s)
+"""One run's OCR seconds, shared by the formats that OCR (scanned PDF pages and images)."""
 
 REGISTRY: tuple[DocumentFormat, ...] = (
     MarkdownFormat(),
     TextFormat(),
     HtmlFormat(),
-    PdfFormat(),
+    PdfFormat(_OCR, _OCR_BUDGET),
     DocxFormat(),
     CsvFormat(),
     XlsxFormat(),
@@ -42,7 +47,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     SrtFormat(),
     PptxFormat(),
     IpynbFormat(),
-    ImageFormat(),
+    ImageFormat(_OCR, _OCR_BUDGET),
     RstFormat(),
     AsciiDocFormat(),
     InfoFormat(),

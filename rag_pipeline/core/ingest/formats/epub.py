@@ -1,15 +1,15 @@
 """EPUB: the spine's chapters in order, each read by the HTML reader; cited by chapter and characters.
 
-An EPUB is a zip (checked first: :func:`~rag_pipeline.core.ingest.members.check_zip_package`)
+An EPUB is a zip (checked first: :func:`~rag_pipeline.core.ingest.office_zip.check_zip`)
 whose ``META-INF/container.xml`` names the package document (OPF); its ``spine`` lists the
 chapters in reading order, its ``manifest`` their files. The XML is parsed by lxml with
 entities unresolved and the network off (no XXE). Each XHTML chapter is rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (chrome rules included), its
-headings becoming sections (an ``<h1>``'s body titled by the chapter); chapters are joined by
-blank lines. Each chapter is one anchor ``chapter=<its path in the zip>``; a span cites
-``#chapter=OEBPS/ch1.xhtml&char=12,80``, the characters counted from the start of that
-chapter's text. A book whose files are encrypted (``META-INF/encryption.xml``, DRM) fails
-with that reason.
+headings becoming sections (an ``<h1>``'s body titled by the chapter) and its tables declared
+as the HTML reader declares them; chapters are joined by blank lines. Each chapter is one
+anchor ``chapter=<its path in the zip>``; a span cites ``#chapter=OEBPS/ch1.xhtml&char=12,80``,
+the characters counted from the start of that chapter's text. A book whose files are
+encrypted (``META-INF/encryption.xml``, DRM) fails with that reason.
 """
 
 from __future__ import annotations
@@ -24,11 +24,18 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 
 MAX_CHAPTERS = 2000
 """A spine with more items fails unread."""
@@ -94,6 +101,7 @@ def _read_book(data: bytes, stem: str) -> Extracted:
         parts: list[str] = []
         sections: list[Section] = []
         anchors: list[Anchor] = []
+        tables: list[TableSpan] = []
         offset = missing = 0
         for chapter in chapters:
             if chapter not in names:
@@ -112,6 +120,7 @@ def _read_book(data: bytes, stem: str) -> Extracted:
             sections += [dataclasses.replace(s, start=s.start + offset,
                                              end=min(s.end, len(text)) + offset)
                          for s in read.sections if min(s.end, len(text)) > s.start]
+            tables += [table.shifted(offset) for table in read.tables if table.end <= len(text)]
             anchors.append(Anchor(offset, offset + len(text), f"chapter={quote(chapter)}"))
             parts.append(text)
             offset += len(text)
@@ -121,7 +130,8 @@ def _read_book(data: bytes, stem: str) -> Extracted:
         notes.append(("missing_chapters", str(missing)))
     first = sections[0].title if sections else None
     return Extracted(title=title or first or stem, canonical_text=canonical,
-                     sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes))
+                     sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes),
+                     tables=tuple(tables))
 
 
 class EpubFormat(DocumentFormat):
@@ -130,8 +140,11 @@ class EpubFormat(DocumentFormat):
     name = "epub"
     suffixes = (".epub",)
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"1+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"2+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).
@@ -139,7 +152,7 @@ class EpubFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an EPUB, a zip bomb, encrypted, or over :data:`MAX_CHAPTERS`.
         """
-        check_zip_package(data, "EPUB")
+        check_zip(data, "EPUB", self.limits)
         try:
             return _read_book(data, stem)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,

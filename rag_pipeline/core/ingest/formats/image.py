@@ -4,10 +4,15 @@ Opened by Pillow (MIT-CMU), which reads only the header before anything is decod
 whose frame has more than :data:`MAX_PIXELS` pixels fails with its size at once (a 20,000 x
 20,000 image would need 400 MB as grey pixels before Tesseract even starts), and so does a
 multi-page TIFF with more frames than ``OcrSettings.max_pages``. Each frame is decoded as
-grey, handed to Tesseract as a PNG with its resolution (the file's own DPI when it declares a
-plausible one, else 300), and its lines laid out by
-:func:`~rag_pipeline.core.ingest.pdf_layout.lay_out`, exactly as
-:mod:`rag_pipeline.core.ingest.pdf_ocr` reads a page without a text layer. A frame is a page:
+grey (a blank one is never OCR'd) and becomes a
+:class:`~rag_pipeline.core.ingest.pdf_ocr.RenderedPage` at its resolution (the file's own DPI
+when it declares a plausible one, else 300); the frames go through
+:func:`~rag_pipeline.core.ingest.pdf_ocr.ocr_rendered`, the path a PDF's scanned pages take:
+the same Tesseract call, ``workers`` frames at once, each bounded per page, per document
+(``document_timeout_s``) and per run by the :class:`~rag_pipeline.core.ingest.pdf_ocr.OcrBudget`
+the image and PDF formats share, so a folder of many images stops OCR where the run's budget
+ends (each later image fails with that reason). The lines are laid out by
+:func:`~rag_pipeline.core.ingest.pdf_layout.lay_out`, exactly as for a PDF page. A frame is a page:
 anchors ``page=N``, cited ``#page=N``, the OCR confidence of each in the notes
 (``ocr_page_confidence``, ``ocr_mean_confidence``) and in the ``document_pages`` table, a
 frame under the confidence floor flagged.
@@ -31,13 +36,14 @@ from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_ocr import (
+    BLANK_LEVEL,
     MISSING_TESSERACT,
+    OcrBudget,
     OcrSettings,
-    _tesseract_tsv,
-    runs_from_tsv,
+    RenderedPage,
+    ocr_rendered,
     tesseract_version,
 )
-from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText
 
 MAX_PIXELS = 50_000_000
 """Pixels of one frame: a 300 dpi scan of an A3 page is 17.4 million, a 48-megapixel photo
@@ -55,20 +61,33 @@ def _dpi(image: object) -> int:
     return dpi if 72 <= dpi <= 1200 else _DEFAULT_DPI
 
 
-def _ocr_frame(frame: object, index: int, settings: OcrSettings) -> PageText:
-    """One decoded frame read by Tesseract as a page of ``frame.size`` at its resolution."""
-    dpi = _dpi(frame)
-    grey = frame.convert("L")
-    buffer = io.BytesIO()
-    grey.save(buffer, format="PNG", dpi=(dpi, dpi))
-    tsv = _tesseract_tsv(buffer.getvalue(), OcrSettings(
-        dpi=min(max(dpi, 72), 600), language=settings.language,
-        page_timeout_s=settings.page_timeout_s, max_pages=settings.max_pages,
-        confidence_floor=settings.confidence_floor), index + 1)
-    scale = 72 / dpi
-    runs, confidence = runs_from_tsv(tsv, index, scale)
-    width, height = frame.size
-    return PageText(index, width * scale, height * scale, runs, PageSource.OCR, confidence)
+def render_frame(image: object, index: int) -> RenderedPage:
+    """Frame ``index`` of an open image as a page for Tesseract: grey PGM at the frame's
+    resolution, its size in points at that resolution; no image for a blank frame.
+
+    Raises:
+        ExtractionError: The frame is over :data:`MAX_PIXELS`, or cannot be decoded.
+    """
+    from PIL import Image
+
+    try:
+        image.seek(index)
+        width, height = image.size
+        if width * height > MAX_PIXELS:
+            raise ExtractionError(f"frame {index + 1}: {width} x {height} pixels, over the limit "
+                                  f"of {MAX_PIXELS}, never decoded")
+        dpi = _dpi(image)
+        grey = image.convert("L")
+        scale = dpi / 72
+        darkest, _ = grey.getextrema()
+        if darkest >= BLANK_LEVEL:
+            return RenderedPage(index, width / scale, height / scale, None, scale)
+        buffer = io.BytesIO()
+        grey.save(buffer, format="PPM")
+    except (OSError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        raise ExtractionError(f"unreadable image: frame {index + 1}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    return RenderedPage(index, width / scale, height / scale, buffer.getvalue(), scale)
 
 
 class ImageFormat(DocumentFormat):
@@ -77,19 +96,25 @@ class ImageFormat(DocumentFormat):
     name = "image"
     suffixes = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 
-    def __init__(self, ocr: OcrSettings | None = None) -> None:
+    def __init__(self, ocr: OcrSettings | None = None, budget: OcrBudget | None = None) -> None:
         self.ocr = ocr or OcrSettings()
+        self.budget = budget or OcrBudget(self.ocr.run_timeout_s)
+
+    def start_run(self) -> None:
+        """A new run may spend its OCR seconds again (the budget may be shared with PDF)."""
+        self.budget.restart()
 
     def extractor(self) -> Extractor:
         tesseract = tesseract_version() or "absent"
-        return Extractor("image-tesseract", f"1+pillow-{library_version('pillow')}+tesseract-{tesseract}")
+        return Extractor("image-tesseract", f"2+pillow-{library_version('pillow')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Every frame OCR'd and laid out as a scanned PDF's pages (the module docstring).
 
         Raises:
             ExtractionError: Not an image Pillow reads, a frame over :data:`MAX_PIXELS`, more
-                frames than the OCR page limit, no Tesseract, an OCR failure, or no text.
+                frames than the OCR page limit, no Tesseract, an OCR failure, an OCR time
+                limit passed (per page, document or run), or no text.
         """
         from PIL import Image
 
@@ -115,17 +140,9 @@ class ImageFormat(DocumentFormat):
                                       "pages per document")
             if tesseract_version() is None:
                 raise ExtractionError(f"{frames} of {frames} {MISSING_TESSERACT}")
-            pages = []
-            for index in range(frames):
-                image.seek(index)
-                if image.size[0] * image.size[1] > MAX_PIXELS:
-                    raise ExtractionError(f"frame {index + 1}: {image.size[0]} x {image.size[1]} "
-                                          f"pixels, over the limit of {MAX_PIXELS}, never decoded")
-                try:
-                    pages.append(_ocr_frame(image, index, self.ocr))
-                except (OSError, ValueError, Image.DecompressionBombError) as exc:
-                    raise ExtractionError(f"unreadable image: frame {index + 1}: "
-                                          f"{type(exc).__name__}: {exc}") from exc
+            read = ocr_rendered(lambda index: render_frame(image, index), range(frames),
+                                self.ocr, self.budget)
+        pages = [read[index] for index in range(frames)]
         if not any(run.text.strip() for page in pages for run in page.runs):
             raise ExtractionError(f"no text found by OCR in {frames} frame(s)")
         layout = lay_out(pages, (), "", stem)

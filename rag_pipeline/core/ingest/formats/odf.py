@@ -2,7 +2,7 @@
 spreadsheets (``.ods``) by sheet with cell ranges as for XLSX.
 
 The package is a zip (checked first:
-:func:`~rag_pipeline.core.ingest.members.check_zip_package`); its ``content.xml`` is read
+:func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
 ``text:line-break`` a line break, spans and links their text; notes (footnotes) and
@@ -11,11 +11,13 @@ annotations are left out of the sentence they are anchored in.
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
   items ``- item`` (nested ones indented two spaces a level); a table one line per row, cells
-  joined by ``" | "``, a covered (merged-away) cell an empty place so no column shifts.
-  Cited ``#char=``.
+  joined by ``" | "``, a covered (merged-away) cell an empty place so no column shifts,
+  blank rows left out, declared as a :class:`~rag_pipeline.core.ingest.extracted.TableSpan`
+  (:func:`~rag_pipeline.core.ingest.tables.layout_table`, the first row its header) so a long
+  table keeps its header row in every chunk's embedded text. Cited ``#char=``.
 - **ODP**: as PPTX (:mod:`rag_pipeline.core.ingest.formats.pptx`): a slide's title frame
-  titles its section, its other frames and tables are blocks, its notes a ``Notes: `` block;
-  one anchor ``slide=N`` per slide, cited ``#slide=N``.
+  titles its section, its other frames and tables are blocks (tables declared as in ODT), its
+  notes a ``Notes: `` block; one anchor ``slide=N`` per slide, cited ``#slide=N``.
 - **ODS**: as XLSX (:mod:`rag_pipeline.core.ingest.formats.xlsx`): a section per sheet, each
   row one line under the header row (:func:`~rag_pipeline.core.ingest.rows.table_lines`), the
   text a cell shows; one anchor ``sheet=<name>&range=A1:C1`` per row, cited by the smallest
@@ -32,13 +34,21 @@ import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.epub import safe_xml
-from rag_pipeline.core.ingest.formats.pptx import slide_of, table_text
+from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, range_locator
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.rows import column_letters, table_lines
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
 """Filled cells of one spreadsheet document; past it the document fails."""
@@ -126,34 +136,34 @@ def _list_lines(element: object, level: int) -> list[str]:
     return lines
 
 
-def _blocks(container: object) -> Iterator[tuple[str, int]]:
-    """``(text, heading level or 0)`` of a text body's blocks in order."""
+def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
+    """``(text, heading level or 0, a table's rows or None)`` of a text body's blocks in order."""
     for child in container:
         tag = child.tag
         if tag == _q("text", "h"):
             text = " ".join(inline_text(child).split())
             if text:
-                yield text, int(child.get(_q("text", "outline-level"), "1"))
+                yield text, int(child.get(_q("text", "outline-level"), "1")), None
         elif tag == _q("text", "p"):
             text = inline_text(child)
             if text:
-                yield text, 0
+                yield text, 0, None
         elif tag == _q("text", "list"):
             lines = _list_lines(child, 0)
             if lines:
-                yield "\n".join(lines), 0
+                yield "\n".join(lines), 0, None
         elif tag == _q("table", "table"):
-            text = table_text(_table_rows(child))
-            if text:
-                yield text, 0
+            rows = without_blank_rows(_table_rows(child))
+            if rows:
+                yield layout_table(rows, 0)[0], 0, rows
         elif tag in (_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),
                      _q("draw", "text-box")):
             yield from _blocks(child)
 
 
-def _package(data: bytes, kind: str) -> tuple[object, str]:
+def _package(data: bytes, kind: str, limits: OfficeLimits) -> tuple[object, str]:
     """``content.xml``'s root and ``meta.xml``'s title."""
-    check_zip_package(data, kind)
+    check_zip(data, kind, limits)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             try:
@@ -182,9 +192,11 @@ def _body(root: object, kind: str, name: str) -> object:
     return body
 
 
-def _text_document(blocks: Sequence[tuple[str, int]], title: str) -> Extracted:
+def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]],
+                   title: str) -> Extracted:
     parts: list[str] = []
     sections: list[Section] = []
+    tables: list[TableSpan] = []
     offset = 0
     current = (title, 1, 0)
 
@@ -192,25 +204,35 @@ def _text_document(blocks: Sequence[tuple[str, int]], title: str) -> Extracted:
         if end > current[2]:
             sections.append(Section(current[0], current[2], end, current[1]))
 
-    for text, level in blocks:
+    for text, level, rows in blocks:
         if level:
             close(offset - 2)
             current = (text, level, offset + len(text) + 2)
+        elif rows:
+            tables.append(layout_table(rows, offset)[1])
         parts.append(text)
         offset += len(text) + 2
     canonical = "\n\n".join(parts) + ("\n" if parts else "")
     close(len(canonical) - 1)
-    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))
+    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
+                     tables=tuple(tables))
 
 
-class OdtFormat(DocumentFormat):
+class _OdfFormat(DocumentFormat):
+    """An OpenDocument package, checked against its zip limits before it is parsed."""
+
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
+
+class OdtFormat(_OdfFormat):
     """``.odt`` text documents (LibreOffice Writer, Google Docs exports)."""
 
     name = "odt"
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "1")
+        return Extractor("odt-content-xml", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -218,24 +240,24 @@ class OdtFormat(DocumentFormat):
         Raises:
             ExtractionError: Not an ODT package, a zip bomb, or XML that is not well-formed.
         """
-        root, meta_title = _package(data, "ODT")
+        root, meta_title = _package(data, "ODT", self.limits)
         body = _body(root, "ODT", "text")
         try:
             blocks = list(_blocks(body))
         except RecursionError as exc:
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
-        title = meta_title or next((text for text, level in blocks if level), stem)
+        title = meta_title or next((text for text, level, _ in blocks if level), stem)
         return _text_document(blocks, title)
 
 
-class OdpFormat(DocumentFormat):
+class OdpFormat(_OdfFormat):
     """``.odp`` presentations (LibreOffice Impress)."""
 
     name = "odp"
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "1")
+        return Extractor("odp-content-xml", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -245,44 +267,30 @@ class OdpFormat(DocumentFormat):
         """
         from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES
 
-        root, meta_title = _package(data, "ODP")
+        root, meta_title = _package(data, "ODP", self.limits)
         pages = _body(root, "ODP", "presentation").findall("draw:page", _NS)
         if len(pages) > MAX_SLIDES:
             raise ExtractionError(f"{len(pages)} slides: over the limit of {MAX_SLIDES} per deck")
-        parts: list[str] = []
-        sections: list[Section] = []
-        anchors: list[Anchor] = []
-        offset = 0
+        slides = []
         first_title = None
         for number, page in enumerate(pages, start=1):
             title, blocks = "", []
             for frame in page:
                 if frame.tag == _q("presentation", "notes"):
-                    notes = " ".join(text for text, _ in _blocks(frame))
+                    notes = " ".join(text for text, _, _ in _blocks(frame))
                     if notes.strip():
-                        blocks.append(f"Notes: {' '.join(notes.split())}")
+                        blocks.append((f"Notes: {' '.join(notes.split())}", None))
                     continue
-                found = [text for text, _ in _blocks([frame])]
+                found = [(text, rows) for text, _, rows in _blocks([frame])]
                 if frame.get(_q("presentation", "class")) == "title" and found and not title:
-                    title = " ".join(" ".join(found).split())
+                    title = " ".join(" ".join(text for text, _ in found).split())
                 else:
                     blocks += found
             first_title = first_title or title or None
-            title = title or f"Slide {number}"
-            if not blocks and title == f"Slide {number}":
-                continue
-            start = offset
-            body = "\n\n".join(blocks)
-            if body:
-                body_start = offset + len(title) + 2
-                sections.append(Section(title, body_start, body_start + len(body)))
-            text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
-            parts.append(text)
-            offset += len(text)
-            anchors.append(Anchor(start, offset - 2, f"slide={number}"))
-        canonical = "".join(parts)[:-1] if parts else ""
+            slides.append((number, title or f"Slide {number}", blocks))
+        canonical, sections, anchors, tables = lay_out_slides(slides)
         return Extracted(title=meta_title or first_title or stem, canonical_text=canonical,
-                         sections=tuple(sections), anchors=tuple(anchors),
+                         sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(pages))),))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
@@ -322,7 +330,7 @@ def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, 
     return rows
 
 
-class OdsFormat(DocumentFormat):
+class OdsFormat(_OdfFormat):
     """``.ods`` spreadsheets (LibreOffice Calc)."""
 
     name = "ods"
@@ -338,7 +346,7 @@ class OdsFormat(DocumentFormat):
             ExtractionError: Not an ODS package, a zip bomb, XML that is not well-formed, or
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
-        root, meta_title = _package(data, "ODS")
+        root, meta_title = _package(data, "ODS", self.limits)
         budget = [0]
         parts: list[str] = []
         sections: list[Section] = []

@@ -76,13 +76,13 @@ class PdfFormat(DocumentFormat):
     suffixes = (".pdf",)
     cut_at_anchors = False
 
-    def __init__(self, ocr: OcrSettings | None = None) -> None:
+    def __init__(self, ocr: OcrSettings | None = None, budget: OcrBudget | None = None) -> None:
         self.ocr = ocr or OcrSettings()
-        self.budget = OcrBudget(self.ocr.run_timeout_s)
+        self.budget = budget or OcrBudget(self.ocr.run_timeout_s)
 
     def start_run(self) -> None:
-        """A new run may spend ``run_timeout_s`` seconds of OCR again."""
-        self.budget = OcrBudget(self.ocr.run_timeout_s)
+        """A new run may spend its OCR seconds again (the budget may be shared with images)."""
+        self.budget.restart()
 
     def extractor(self) -> Extractor:
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""

@@ -3,13 +3,17 @@
 Read with python-pptx (MIT). A slide is its title line (the title placeholder's text, else
 ``Slide N``) outside every section, then its body: each shape's text frame (group shapes
 opened) as a block of lines, one per non-empty paragraph, indented two spaces per outline
-level; each table one line per row, cells joined by ``" | "``, the header row first; then the
-speaker notes, as a block starting ``Notes: ``. Blocks are separated by blank lines. Shapes
-are read in the slide's order (the order a screen reader follows). Each slide, title
-included, is one anchor ``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers
-them). Before anything is parsed the package is checked as a zip
-(:func:`~rag_pipeline.core.ingest.members.check_zip_package`) and its slide count against
-:data:`MAX_SLIDES`.
+level; each table one line per row, cells joined by ``" | "``, the header row first, a
+merged-away cell an empty place, blank rows left out
+(:func:`~rag_pipeline.core.ingest.tables.layout_table`), declared as a
+:class:`~rag_pipeline.core.ingest.extracted.TableSpan` so a long table keeps its header row
+in every chunk's embedded text; then the speaker notes, as a block starting ``Notes: ``.
+Blocks are separated by blank lines. Shapes are read in the slide's order (the order a
+screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
+hidden slides counted, as PowerPoint numbers them). Before anything is parsed the package is
+checked as a zip against :class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
+(:func:`~rag_pipeline.core.ingest.office_zip.check_zip`, as DOCX and XLSX are) and its slide
+count against :data:`MAX_SLIDES`.
 """
 
 from __future__ import annotations
@@ -22,10 +26,18 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.members import check_zip_package
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
     from pptx.shapes.base import BaseShape
@@ -35,18 +47,8 @@ MAX_SLIDES = 2000
 
 _SLIDE_ID = re.compile(rb"<p:sldId\b")
 
-
-def table_text(rows: Sequence[Sequence[str]]) -> str:
-    """A table as lines: each cell's white space collapsed, cells joined by ``" | "``, blank
-    cells at a row's end left out, blank rows left out."""
-    lines = []
-    for row in rows:
-        cells = [" ".join(cell.split()) for cell in row]
-        while cells and not cells[-1]:
-            cells.pop()
-        if cells:
-            lines.append(" | ".join(cells))
-    return "\n".join(lines)
+Block = tuple[str, list[list[str]] | None]
+"""A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
 
 
 def _slide_count(data: bytes) -> int:
@@ -71,13 +73,18 @@ def _shapes(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:
             yield shape
 
 
-def _blocks(slide: object, title_shape: object) -> list[str]:
-    blocks = []
+def _blocks(slide: object, title_shape: object) -> list[Block]:
+    """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
+    rows left out), ``None`` for a text frame or the notes."""
+    blocks: list[Block] = []
     for shape in _shapes(iter(slide.shapes)):
         if shape is title_shape or (title_shape is not None and shape.shape_id == title_shape.shape_id):
             continue
+        rows = None
         if getattr(shape, "has_table", False) and shape.has_table:
-            text = table_text([[cell.text for cell in row.cells] for row in shape.table.rows])
+            rows = without_blank_rows([["" if cell.is_spanned else cell.text for cell in row.cells]
+                                       for row in shape.table.rows])
+            text = layout_table(rows, 0)[0]
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
                      for paragraph in shape.text_frame.paragraphs]
@@ -85,13 +92,43 @@ def _blocks(slide: object, title_shape: object) -> list[str]:
         else:
             continue
         if text.strip():
-            blocks.append(text)
+            blocks.append((text, rows))
     if slide.has_notes_slide:
         notes_frame = slide.notes_slide.notes_text_frame
         notes = " ".join(notes_frame.text.split()) if notes_frame is not None else ""
         if notes:
-            blocks.append(f"Notes: {notes}")
+            blocks.append((f"Notes: {notes}", None))
     return blocks
+
+
+def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
+        str, tuple[Section, ...], tuple[Anchor, ...], tuple[TableSpan, ...]]:
+    """The canonical text of ``(number, title, blocks)`` slides, with a section per slide body,
+    an anchor ``slide=N`` per slide and a :class:`TableSpan` per table block. A slide without
+    blocks and without a title of its own is left out."""
+    parts: list[str] = []
+    sections: list[Section] = []
+    anchors: list[Anchor] = []
+    tables: list[TableSpan] = []
+    offset = 0
+    for number, title, blocks in slides:
+        if not blocks and title == f"Slide {number}":
+            continue
+        start = offset
+        body = "\n\n".join(text for text, _ in blocks)
+        text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
+        if body:
+            block_start = offset + len(title) + 2
+            sections.append(Section(title, block_start, block_start + len(body)))
+            for block_text, rows in blocks:
+                if rows:
+                    tables.append(layout_table(rows, block_start)[1])
+                block_start += len(block_text) + 2
+        parts.append(text)
+        offset += len(text)
+        anchors.append(Anchor(start, offset - 2, f"slide={number}"))
+    canonical = "".join(parts)[:-1] if parts else ""
+    return canonical, tuple(sections), tuple(anchors), tuple(tables)
 
 
 def slide_of(anchors: Sequence[Anchor], offset: int) -> int | None:
@@ -109,8 +146,11 @@ class PptxFormat(DocumentFormat):
     name = "pptx"
     suffixes = (".pptx",)
 
+    def __init__(self, limits: OfficeLimits | None = None) -> None:
+        self.limits = limits or OfficeLimits()
+
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"1+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"2+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -120,7 +160,7 @@ class PptxFormat(DocumentFormat):
         """
         import pptx
 
-        check_zip_package(data, "PPTX")
+        check_zip(data, "PPTX", self.limits)
         count = _slide_count(data)
         if count > MAX_SLIDES:
             raise ExtractionError(f"{count} slides: over the limit of {MAX_SLIDES} per deck")
@@ -134,26 +174,10 @@ class PptxFormat(DocumentFormat):
             core_title = (deck.core_properties.title or "").strip()
         except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
             raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
-        parts: list[str] = []
-        sections: list[Section] = []
-        anchors: list[Anchor] = []
-        offset = 0
-        for number, title, blocks in slides:
-            if not blocks and title == f"Slide {number}":
-                continue
-            start = offset
-            body = "\n\n".join(blocks)
-            text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
-            if body:
-                body_start = offset + len(title) + 2
-                sections.append(Section(title, body_start, body_start + len(body)))
-            parts.append(text)
-            offset += len(text)
-            anchors.append(Anchor(start, offset - 2, f"slide={number}"))
-        canonical = "".join(parts)[:-1] if parts else ""
+        canonical, sections, anchors, tables = lay_out_slides(slides)
         first_title = next((title for number, title, _ in slides if title != f"Slide {number}"), None)
         return Extracted(title=core_title or first_title or stem, canonical_text=canonical,
-                         sections=tuple(sections), anchors=tuple(anchors),
+                         sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(slides))),))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

@@ -7,8 +7,11 @@ them: a section title is a line outside every section (its body, up to the next 
 section titled by it, of its depth), a paragraph is one line with its wrapping collapsed, a
 literal block (``::``, ``code``, ``code-block``) and a doctest block keep their lines exactly,
 list items are lines ``- item`` or ``1. item`` (nested ones indented two spaces a level), a
-definition is its term, then the definition indented, a table one line per row with cells
-joined by ``" | "``, an admonition its kind (``Note: ...``). Roles docutils does not know
+definition is its term, then the definition indented, a table its title (if any) then one
+line per row with cells joined by ``" | "`` (a cell spanning columns or rows leaves an empty
+place in each column or row it covers, so no column shifts), declared as a
+:class:`~rag_pipeline.core.ingest.extracted.TableSpan` whose header is the table's header rows
+(none for a table without), an admonition its kind (``Note: ...``). Roles docutils does not know
 (Sphinx's ``:func:`name```) keep their text (``name``); directives it does not know
 (``toctree``) and comments are left out. A document has no locator finer than itself
 (``#char=``).
@@ -20,10 +23,17 @@ import io
 import re
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.reading import decode_utf8
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
     from docutils import nodes
@@ -54,15 +64,21 @@ def inline_text(node: nodes.Node) -> str:
     return " ".join(_UNKNOWN_ROLE.sub(_role_text, node.astext()).split())
 
 
+Table = tuple[list[list[str]], int]
+"""A table's rows (blank ones left out) and how many of them are its header."""
+Block = tuple[str, int, "Table | None"]
+"""A block's text, its heading level (0: not a heading) and, for a table, its rows."""
+
+
 class _Writer:
     """Collects blocks and heading positions while walking the tree."""
 
     def __init__(self) -> None:
-        self.blocks: list[tuple[str, int]] = []  # (text, heading level or 0)
+        self.blocks: list[Block] = []
 
-    def add(self, text: str, level: int = 0) -> None:
+    def add(self, text: str, level: int = 0, table: Table | None = None) -> None:
         if text.strip():
-            self.blocks.append((text, level))
+            self.blocks.append((text, level, table))
 
     def walk(self, node: nodes.Node, depth: int = 0) -> None:
         from docutils import nodes as n
@@ -94,7 +110,12 @@ class _Writer:
             elif name == "field_list" or name == "docinfo":
                 self.add("\n".join(_field_line(field) for field in child.children))
             elif name == "table":
-                self.add(_table_text(child))
+                title = next((c for c in child.children if c.tagname == "title"), None)
+                if title is not None:
+                    self.add(inline_text(title))
+                rows, header_rows = _table_rows(child)
+                if rows:
+                    self.add(layout_table(rows, 0, header_rows)[0], table=(rows, header_rows))
             elif name in _ADMONITIONS or name == "admonition":
                 label = name.capitalize() if name != "seealso" else "See also"
                 body = " ".join(inline_text(c) for c in child.children if c.tagname != "title")
@@ -128,37 +149,69 @@ def _list_lines(node: nodes.Node, level: int) -> list[str]:
     return lines
 
 
-def _table_text(table: nodes.Node) -> str:
-    lines = []
-    for row in table.findall(lambda n: n.tagname == "row"):
-        cells = [inline_text(entry) for entry in row.children]
-        while cells and not cells[-1]:
-            cells.pop()
-        if cells:
-            lines.append(" | ".join(cells))
-    return "\n".join(lines)
+def _table_rows(table: nodes.Node) -> Table:
+    """The rows of a table's groups, header rows first, and how many are the header. A cell
+    spanning columns (``morecols``) is its text, then an empty cell per further column; under
+    a cell spanning rows (``morerows``) each later row has an empty cell, so no column shifts."""
+    rows: list[list[str]] = []
+    header_rows = 0
+    for group in (c for c in table.children if c.tagname == "tgroup"):
+        width = int(group.get("cols", 0))
+        covered: dict[int, int] = {}  # column -> rows still covered by a cell above
+        for part in (c for c in group.children if c.tagname in ("thead", "tbody")):
+            for row in (c for c in part.children if c.tagname == "row"):
+                entries = iter(e for e in row.children if e.tagname == "entry")
+                cells: list[str] = []
+                column = 0
+                while True:
+                    if covered.get(column, 0):
+                        covered[column] -= 1
+                        cells.append("")
+                        column += 1
+                        continue
+                    entry = next(entries, None)
+                    if entry is None:
+                        break
+                    spans = 1 + int(entry.get("morecols", 0))
+                    below = int(entry.get("morerows", 0))
+                    for spanned in range(column, column + spans):
+                        if below:
+                            covered[spanned] = below
+                    cells += [inline_text(entry)] + [""] * (spans - 1)
+                    column += spans
+                for later in range(column, width):
+                    if covered.get(later, 0):
+                        covered[later] -= 1
+                if without_blank_rows([cells]):
+                    rows.append(cells)
+                    header_rows += part.tagname == "thead"
+    return rows, header_rows
 
 
-def blocks_to_extracted(blocks: list[tuple[str, int]], stem: str) -> Extracted:
+def blocks_to_extracted(blocks: list[Block], stem: str) -> Extracted:
     """Blocks joined by blank lines; each heading's body up to the next heading a section of
     its level titled by it (empty bodies are none), the text before the first heading titled
-    by the document: the first level-1 heading, else the stem."""
-    title = next((text for text, level in blocks if level == 1), stem)
-    canonical = "\n\n".join(text for text, _ in blocks) + ("\n" if blocks else "")
+    by the document: the first level-1 heading, else the stem; each table block declared."""
+    title = next((text for text, level, _ in blocks if level == 1), stem)
+    canonical = "\n\n".join(text for text, _, _ in blocks) + ("\n" if blocks else "")
     sections: list[Section] = []
+    tables: list[TableSpan] = []
     current, offset = (title, 1, 0), 0  # title, level, body start
 
     def close(end: int) -> None:
         if end > current[2]:
             sections.append(Section(current[0], current[2], end, current[1]))
 
-    for text, level in blocks:
+    for text, level, table in blocks:
         if level:
             close(offset - 2)
             current = (text, level, offset + len(text) + 2)
+        elif table is not None:
+            tables.append(layout_table(table[0], offset, table[1])[1])
         offset += len(text) + 2
     close(len(canonical) - 1)
-    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections))
+    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
+                     tables=tuple(tables))
 
 
 class RstFormat(DocumentFormat):
@@ -168,7 +221,7 @@ class RstFormat(DocumentFormat):
     suffixes = (".rst", ".rest")
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"1+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"2+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).

@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw, ImageFont
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
 from rag_pipeline.core.ingest.formats.image import MAX_PIXELS, ImageFormat
-from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
 
 IMAGE = ImageFormat()
 needs_tesseract = pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed")
@@ -104,3 +104,73 @@ def test_an_image_over_the_limit_but_under_pillows_fails_on_its_size():
 def test_bytes_that_are_no_image_fail_with_the_reason():
     with pytest.raises(ExtractionError, match="^unreadable image: UnidentifiedImageError: "):
         IMAGE.extract(b"\x89PNG\r\n not really", "broken")
+
+
+def _ocr_clock(monkeypatch, seen: list[str], step: float) -> None:
+    """A fake OCR engine on a fake clock: each page read costs ``step`` seconds, or the page's
+    time limit when that is less (then it fails as Tesseract killed at its limit does)."""
+    from rag_pipeline.core.ingest import pdf_ocr
+    from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText, TextRun
+
+    clock = [0.0]
+    monkeypatch.setattr(pdf_ocr.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr("rag_pipeline.core.ingest.formats.image.tesseract_version", lambda: "5")
+    monkeypatch.setattr("rag_pipeline.core.ingest.pdf_extract.tesseract_version", lambda: "5")
+
+    def read(rendered, settings, timeout_s):
+        seen.append(f"{rendered.index}:{timeout_s:g}")
+        if timeout_s < step:
+            clock[0] += timeout_s
+            raise ExtractionError(f"OCR of page {rendered.index + 1} took over {timeout_s:g} s")
+        clock[0] += step
+        run = TextRun(rendered.index, "Read by OCR.", 10, 80, 10, 20, 10)
+        return PageText(rendered.index, rendered.width, rendered.height, (run,), PageSource.OCR, 90.0)
+
+    monkeypatch.setattr(pdf_ocr, "read_rendered", read)
+
+
+def test_a_folder_of_images_and_scans_shares_one_ocr_budget_per_run(monkeypatch, tmp_path: Path):
+    from rag_pipeline.core.ingest.formats import format_named
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf, scanned_pdf
+
+    seen: list[str] = []
+    _ocr_clock(monkeypatch, seen, step=10.0)
+    budget = format_named("image").budget
+    assert format_named("pdf").budget is budget  # one budget for every format that OCRs
+    monkeypatch.setattr(budget, "seconds", 25.0)  # Planted: a tiny per-run budget
+    (tmp_path / "a-scan.pdf").write_bytes(scanned_pdf(plain_pdf([["A scanned page."]])))
+    board = encoded(whiteboard(["Whiteboard"]), "PNG", dpi=(300, 300))
+    for number in range(1, 5):
+        (tmp_path / f"board-{number}.png").write_bytes(board)
+    spent = ("failed", "the run's OCR time of 25 s is spent (the per-run limit); the document "
+                       "is read by the next run")
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.error) for r in records] == [
+        ("a-scan.pdf", "ok", None),
+        ("board-1.png", "ok", None),
+        ("board-2.png", *spent),  # its page was cut at the 5 s the run had left
+        ("board-3.png", *spent),
+        ("board-4.png", *spent),
+    ]
+    assert seen == ["0:25", "0:15", "0:5"]  # nothing started once the budget was spent
+    assert budget.spent == 25.0
+    # The next run reads on where this one stopped; the documents read stay read.
+    seen.clear()
+    again = extract_corpus(tmp_path, records).records
+    assert [(r.document_id, r.status, r.error) for r in again] == [
+        ("a-scan.pdf", "ok", None), ("board-1.png", "ok", None), ("board-2.png", "ok", None),
+        ("board-3.png", "ok", None), ("board-4.png", *spent)]
+    assert seen == ["0:25", "0:15", "0:5"] and budget.spent == 25.0
+    budget.restart()
+
+
+def test_an_images_frames_are_bounded_by_the_per_document_ocr_time(monkeypatch):
+    seen: list[str] = []
+    _ocr_clock(monkeypatch, seen, step=10.0)
+    frames = [whiteboard([f"Page {n}"]) for n in range(1, 4)]
+    tiff = encoded(frames[0], "TIFF", save_all=True, append_images=frames[1:])
+    reader = ImageFormat(OcrSettings(document_timeout_s=20, workers=1))
+    with pytest.raises(ExtractionError, match=r"^OCR of this document took over 20 s \(the "
+                                              r"per-document limit\)$"):
+        reader.extract(tiff, "scan")
+    assert seen == ["0:20", "1:10"]  # the third frame was never started

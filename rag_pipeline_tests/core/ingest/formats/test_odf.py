@@ -10,7 +10,7 @@ from odf import draw, presentation, table, text
 from odf.namespaces import PRESENTATIONNS
 from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet, OpenDocumentText
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
 from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 
 ODT, ODP, ODS = OdtFormat(), OdpFormat(), OdsFormat()
@@ -97,7 +97,56 @@ def test_odt_headings_paragraphs_lists_and_tables():
         ("Hours", 2, "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9"),
     ]
     assert extracted.sections[0] == Section("Field work", 0, 16)
+    assert extracted.tables == (TableSpan(113, 190, "Site | Lead | Hours", 132, (133, 162)),)
+    assert text_[162:190] == "North ridge and delta |  | 9"
     assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
+
+
+HEADERS = ["Site", "Lead", "Duration"]
+
+
+def grid_of(rows: list[list[str]]) -> table.Table:
+    grid = table.Table(name="Shifts")
+    for values in rows:
+        row = table.TableRow()
+        for value in values:
+            row.addElement(cell(value))
+        grid.addElement(row)
+    return grid
+
+
+def long_rows(count: int = 60) -> list[list[str]]:
+    return [HEADERS, *([f"Delta flats {r}", "Tomas Ruiz", f"{r} hours"] for r in range(1, count + 1))]
+
+
+def test_a_long_odt_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    document = OpenDocumentText()
+    document.text.addElement(text.H(outlinelevel=1, text="Shifts"))
+    document.text.addElement(text.P(text="Who works where."))
+    document.text.addElement(grid_of(long_rows()))
+    extracted = ODT.extract(saved(document), "shifts")
+    (span,) = extracted.tables
+    canonical = extracted.canonical_text
+    assert canonical[span.start:span.header_end] == span.header == "Site | Lead | Duration"
+    assert len(span.rows) == 60
+    assert canonical[span.rows[59]:span.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
+    chunks = chunk_document("shifts.odt", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
+    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+
+
+def test_an_odt_table_with_blank_rows_leaves_them_out_of_its_rows():
+    document = OpenDocumentText()
+    document.text.addElement(grid_of([["K", "V"], ["", ""], ["a", "1"]]))
+    extracted = ODT.extract(saved(document), "t")
+    assert extracted.canonical_text == "K | V\na | 1\n"
+    assert extracted.tables == (TableSpan(0, 11, "K | V", 5, (6,)),)
 
 
 def frame_of(kind: str) -> draw.Frame:
@@ -143,6 +192,24 @@ def test_odp_slides_with_titles_notes_and_slide_anchors():
     assert [extracted.canonical_text[a.start:a.end] for a in extracted.anchors] == [
         "Plan\n\nThree sites\n\nNotes: Say hello", "Slide 2\n\nQuestions?"]
     assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
+
+
+def test_an_odp_table_is_declared_on_its_slide():
+    document = OpenDocumentPresentation()
+    page = draw.Page(name="page1", masterpagename="")
+    title = frame_of("title")
+    box = draw.TextBox()
+    box.addElement(text.P(text="Hours"))
+    title.addElement(box)
+    page.addElement(title)
+    frame = draw.Frame()
+    frame.addElement(grid_of([["Site", "Hours"], ["Delta flats", "6"]]))
+    page.addElement(frame)
+    document.presentation.addElement(page)
+    extracted = ODP.extract(saved(document), "deck")
+    assert extracted.canonical_text == "Hours\n\nSite | Hours\nDelta flats | 6\n"
+    assert extracted.sections == (Section("Hours", 7, 35),)
+    assert extracted.tables == (TableSpan(7, 35, "Site | Hours", 19, (20,)),)
 
 
 def workbook() -> bytes:

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
 from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES, PptxFormat
 
 PPTX = PptxFormat()
@@ -78,6 +78,65 @@ def test_slides_become_sections_with_slide_anchors():
     assert [text[a.start:a.end].split("\n")[0] for a in extracted.anchors] == [
         "Quarterly review", "Sites", "Slide 4"]
     assert extracted.notes == (("slides", "4"),)
+    assert extracted.tables == (TableSpan(93, 162, "Site | Lead | Hours", 112, (113, 142)),)
+    assert text[93:112] == "Site | Lead | Hours" and text[142:162] == "North ridge | Ana Li"
+
+
+HEADERS = ["Site", "Lead", "Duration"]
+
+
+def long_table_deck(rows: int = 60) -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Shifts"
+    table = slide.shapes.add_table(rows + 1, 3, Inches(0.5), Inches(1.5), Inches(9),
+                                   Inches(5)).table
+    for c, name in enumerate(HEADERS):
+        table.cell(0, c).text = name
+    for r in range(1, rows + 1):
+        for c, value in enumerate((f"Delta flats {r}", "Tomas Ruiz", f"{r} hours")):
+            table.cell(r, c).text = value
+    return saved(presentation)
+
+
+def test_a_long_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    extracted = PPTX.extract(long_table_deck(), "shifts")
+    (table,) = extracted.tables
+    canonical = extracted.canonical_text
+    assert canonical[table.start:table.header_end] == table.header == "Site | Lead | Duration"
+    assert len(table.rows) == 60
+    assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
+    chunks = chunk_document("shifts.pptx", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
+    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+
+
+def test_a_merged_cell_does_not_shift_the_next_and_blank_rows_are_left_out():
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Grid"
+    table = slide.shapes.add_table(4, 3, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    for c, value in enumerate(["A", "B", "C"]):
+        table.cell(0, c).text = value
+    table.cell(1, 0).merge(table.cell(1, 1))
+    table.cell(1, 0).text = "wide"
+    table.cell(1, 2).text = "third"
+    table.cell(3, 0).text = "last"  # row 3 (index 2) stays blank: left out
+    extracted = PPTX.extract(saved(presentation), "grid")
+    assert extracted.canonical_text == "Grid\n\nA | B | C\nwide |  | third\nlast\n"
+    assert extracted.tables == (TableSpan(6, 36, "A | B | C", 15, (16, 32)),)
 
 
 def test_a_span_cites_the_slide_it_starts_on():

@@ -3,7 +3,7 @@ nothing read from outside the file (``include``, ``raw``)."""
 
 from __future__ import annotations
 
-from rag_pipeline.core.ingest.extracted import Section
+from rag_pipeline.core.ingest.extracted import Section, TableSpan
 from rag_pipeline.core.ingest.formats.rst import RstFormat
 
 RST = RstFormat()
@@ -91,6 +91,62 @@ def test_the_tree_as_text_with_sections_at_titles():
     assert "make install\n  indented" in text
     # include and raw are off: nothing of /etc/passwd or of the raw HTML.
     assert "root" not in text and "<b>" not in text
+
+
+def test_a_table_is_declared_with_its_header_rows():
+    extracted = RST.extract(GUIDE, "guide")
+    (table,) = extracted.tables
+    assert table == TableSpan(243, 254, "A | B", 248, (249,))
+    assert extracted.canonical_text[table.start:table.end] == "A | B\n1 | 2"
+
+
+SPANS = b"""+------+-----+-----+
+| Site | Lead| Hrs |
++======+=====+=====+
+| wide       | 3   |
++------+-----+-----+
+| tall | b   | 4   |
++      +-----+-----+
+|      | c   | 5   |
++------+-----+-----+
+
+.. table:: Hours
+
+   =====  =====
+   x      y
+   z      w
+   =====  =====
+"""
+
+
+def test_spanning_cells_do_not_shift_columns_and_a_table_without_header_has_none():
+    extracted = RST.extract(SPANS, "spans")
+    assert extracted.canonical_text == ("Site | Lead | Hrs\nwide |  | 3\ntall | b | 4\n | c | 5\n\n"
+                                        "Hours\n\nx | y\nz | w\n")
+    assert extracted.tables == (TableSpan(0, 51, "Site | Lead | Hrs", 17, (18, 30, 43)),
+                                TableSpan(60, 71, "", 60, (60, 66)))
+
+
+def test_a_long_list_table_keeps_its_header_in_every_chunk():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
+
+    rows = "".join(f"   * - Delta flats {r}\n     - Tomas Ruiz\n     - {r} hours\n"
+                   for r in range(1, 61))
+    source = (f"Shifts\n======\n\nWho works where.\n\n.. list-table::\n   :header-rows: 1\n\n"
+              f"   * - Site\n     - Lead\n     - Duration\n{rows}").encode()
+    extracted = RST.extract(source, "shifts")
+    (table,) = extracted.tables
+    canonical = extracted.canonical_text
+    assert table.header == "Site | Lead | Duration" and len(table.rows) == 60
+    assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
+    chunks = chunk_document("shifts.rst", extracted.title, canonical, ChunkingStrategy.HEADER,
+                            sections=extracted.sections, tables=extracted.tables)
+    assert offset_errors(canonical, chunks) == []
+    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
+    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
+    assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
+               for found in holding.values())
+    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
 
 
 def test_a_file_without_titles_is_one_section_titled_by_the_stem():
