@@ -19,7 +19,7 @@ from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR, DEFAULT_EVAL_DIR
 
-STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "total")
+STAGES = ("embed_question", "dense_scan", "bm25", "fusion", "quote", "total")
 
 
 def main() -> None:
