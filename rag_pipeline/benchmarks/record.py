@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import subprocess
 import sys
 
@@ -78,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"record: {module} exited {status}; nothing written", file=sys.stderr)
         return status
     title = args.title or _first_line_of_docstring(module) or args.benchmark
-    command = " ".join(["python -m rag_pipeline.benchmarks.record", args.benchmark,
-                        *args.arguments])
+    titled = ["--title", shlex.quote(args.title)] if args.title else []
+    command = " ".join(["python -m rag_pipeline.benchmarks.record", *titled, args.benchmark,
+                        *map(shlex.quote, args.arguments)])
     path = write_figures(args.benchmark, title, as_markdown("".join(captured)), command=command,
                          folder=MEASUREMENTS_DIR)
     print(f"record: wrote {path}")

@@ -371,7 +371,7 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
         if not _is_loopback(host) and not open_to_all:
             fail(f"--host {host} is reachable from other machines and rag_pipeline.toml declares no "
                  "[access], so anyone who reaches the port would read every document: declare "
-                 "[access] (docs/access.md) or pass --open to serve it anyway")
+                 "[access] (docs/operations/security.md) or pass --open to serve it anyway")
         return AccessState(None)
     if trusted_proxy is not None:
         try:

@@ -318,8 +318,8 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
               help="The adapted model's key (default: every declared adapted model).")
 @click.option("--force", is_flag=True, help="Train again even when the folder is trained.")
 def adapt(model_key: str | None, force: bool) -> None:
-    """Train the declared adapted model(s) on pairs made from the corpus (see README
-    "An adapted model"); a trained folder whose key and files match is kept."""
+    """Train the declared adapted model(s) on pairs made from the corpus (see "An adapted
+    model" in docs/user-guide/models.md); a trained folder whose key and files match is kept."""
     from rag_pipeline.core.embedding.adaptation import (
         ModelNotTrainedError,
         adapt_model,

@@ -102,7 +102,7 @@ def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path, 
     assert public.output.strip() == (
         "error: --host 0.0.0.0 is reachable from other machines and rag_pipeline.toml declares no "
         "[access], so anyone who reaches the port would read every document: declare [access] "
-        "(docs/access.md) or pass --open to serve it anyway")
+        "(docs/operations/security.md) or pass --open to serve it anyway")
     proxy = run(tmp_path, "serve", "--trusted-proxy", "10.0.0.1", "--port", "0")
     assert proxy.output.strip() == (
         "error: --trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "

@@ -36,6 +36,9 @@ INDEX = "[index]"
 MODELS = "[[models]]"
 ADAPT = "[[models]] adapt"
 PROFILES = "[profiles.NAME]"
+ACCESS = "[access]"
+ACCESS_RULES = "[access] rules"
+COMPUTE = "[compute]"
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(INDEX, "chunkers", "a list of chunker names: `blind`, `blind_overlap`, `boundaries`, "
@@ -47,7 +50,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(INDEX, "profile", "a profile name", "`production` for a corpus of yours, "
             "`evaluation` for the bundled one", "What `rag-pipeline index` builds when "
             "`--profile` and `RAG_PIPELINE_PROFILE` name none."),
-    Setting(INDEX, "corpus", "a folder, relative to the configuration file", "the bundled "
+    Setting(INDEX, "corpus", "a folder, relative to the configuration file, or a source URI: "
+            "`s3://bucket/prefix`, `git+file:///repo`, `git+https://host/repo`", "the bundled "
             "Python reference", "The documents `index` reads when `--corpus` is not given."),
     Setting(INDEX, "data_dir", "a folder, relative to the configuration file", "the project's "
             "`data/`", "Where the index is written: tables, `rag.duckdb`, reports, `serve.json`."),
@@ -95,6 +99,26 @@ SETTINGS: tuple[Setting, ...] = (
             "The chunkers this profile builds."),
     Setting(PROFILES, "models", "a list of declared model names", "the default model for "
             "`production`", "The models this profile builds, each chunker x each model."),
+    Setting(ACCESS, "rules", "a list of tables `{ glob = \"...\", readers = [\"...\"] }` (below)",
+            "-, required when `[access]` is declared", "Who reads which document; the first "
+            "rule whose glob matches a document id wins, and a document no rule matches is read "
+            "by no one. Declaring `[access]` makes every route but `/health` and `/` ask for a "
+            "token."),
+    Setting(ACCESS, "groups", "a list of group names (letters, digits, `.`, `_`, `@`, `-`)",
+            "any group a rule names", "The groups that exist; a rule naming another group is "
+            "refused, so a typo cannot hide a document."),
+    Setting(ACCESS_RULES, "glob", "a path pattern relative to the corpus root (`/` between "
+            "folders, no leading `/`)", "-", "The document ids the rule covers; a member of an "
+            "archive or a mail (`mail.eml/report.pdf`) is covered by its container's rule."),
+    Setting(ACCESS_RULES, "readers", "a non-empty list of group names", "-",
+            "The groups that may read the matching documents."),
+    Setting(COMPUTE, "engine", "`in_process` or `ray`", "`in_process`",
+            "Where documents are embedded: in the indexing process, or as tasks on a Ray "
+            "cluster. The vectors are the same either way."),
+    Setting(COMPUTE, "address", "`HOST:PORT` or `auto`", "-, required for `ray`",
+            "The Ray cluster's head to connect to."),
+    Setting(COMPUTE, "shard_texts", "a whole number >= 1", "`64`",
+            "Texts per shard, one Ray task each; a text's shard is chosen by its content hash."),
 )
 
 
@@ -117,4 +141,5 @@ def markdown_reference(settings: Iterable[Setting] = SETTINGS) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
-__all__ = ["SETTINGS", "Setting", "keys_of", "markdown_reference"]
+__all__ = ["ACCESS", "ACCESS_RULES", "ADAPT", "COMPUTE", "INDEX", "MODELS", "PROFILES", "SETTINGS",
+           "Setting", "keys_of", "markdown_reference"]

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+
+import pytest
+
 from rag_pipeline.core.config import reference
-from rag_pipeline.core.config.reference import ADAPT, INDEX, MODELS, PROFILES, Setting, keys_of
-from rag_pipeline.core.config.schema import ADAPT_KEYS, INDEX_KEYS, MODEL_KEYS, PROFILE_KEYS
+from rag_pipeline.core.config.access import ACCESS_KEYS, RULE_KEYS
+from rag_pipeline.core.config.parse import parse_config
+from rag_pipeline.core.config.reference import (ACCESS, ACCESS_RULES, ADAPT, COMPUTE, INDEX, MODELS,
+                                                PROFILES, Setting, keys_of)
+from rag_pipeline.core.config.schema import (ADAPT_KEYS, COMPUTE_KEYS, INDEX_KEYS, MODEL_KEYS,
+                                             PROFILE_KEYS)
+from rag_pipeline.core.embedding.models import ModelConfigError
 
 
 def test_every_parsed_key_is_declared_and_no_other():
@@ -14,6 +23,19 @@ def test_every_parsed_key_is_declared_and_no_other():
     assert keys_of(MODELS) == MODEL_KEYS
     assert keys_of(ADAPT) == ADAPT_KEYS
     assert keys_of(PROFILES) == PROFILE_KEYS
+    assert keys_of(ACCESS) == ACCESS_KEYS
+    assert keys_of(ACCESS_RULES) == RULE_KEYS
+    assert keys_of(COMPUTE) == COMPUTE_KEYS
+
+
+def test_every_table_the_parser_accepts_is_declared(tmp_path):
+    # The parser names its known tables when it refuses another; a new table there without a
+    # section here fails.
+    with pytest.raises(ModelConfigError) as refused:
+        parse_config("[nonsense]\n", tmp_path, None)
+    known = ast.literal_eval(str(refused.value).rsplit("known: ", 1)[1])
+    declared = {s.table.split()[0].strip("[]").split(".")[0] for s in reference.SETTINGS}
+    assert declared == set(known) == {"access", "compute", "index", "models", "profiles"}
 
 
 def test_each_key_is_declared_once_per_table():
