@@ -39,9 +39,12 @@ class ViewRequest:
 
     @property
     def original(self) -> Path | None:
-        """The original file when it is still where it was indexed from."""
+        """The original file when it is still where it was indexed from (a container member's,
+        read again from its container)."""
+        from rag_pipeline.service.views.members import member_file
+
         path = Path(self.info.path)
-        return path if path.is_file() else None
+        return path if path.is_file() else member_file(self.info.path)
 
     @property
     def quote(self) -> str:
