@@ -92,7 +92,8 @@ def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path)
             "1 document could not be read, 1 skipped: not searchable until fixed")
         assert page.locator("#problems li").all_inner_texts() == [
             "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error).",
-            "floor-plan.vsdx (skipped): no reader for .vsdx files"]
+            "floor-plan.vsdx (skipped): no reader for .vsdx files, and not plain text (binary: 2 of "
+            "its 20 characters are control characters)"]
 
 
 def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_path: Path):
