@@ -179,7 +179,9 @@ def test_failed_documents_are_named_with_their_reason(client: TestClient):
     body = client.get("/status/documents").json()
     assert body["failed"] == [{"document_id": "broken.pdf", "reason": "unreadable PDF: Failed to load "
                                "document (PDFium: Data format error)."}]
-    assert body["skipped"] == [{"document_id": "floor-plan.vsdx", "reason": "no reader for .vsdx files"}]
+    assert body["skipped"] == [{"document_id": "floor-plan.vsdx", "reason": (
+        "no reader for .vsdx files, and not plain text (binary: 2 of its 20 characters are control "
+        "characters)")}]
     assert body["generation"] == client.get("/status").json()["generation"]
 
 
