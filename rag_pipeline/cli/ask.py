@@ -359,7 +359,6 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     import ipaddress
 
     from rag_pipeline.core.config.parse import load_config
-    from rag_pipeline.project_paths import config_path
     from rag_pipeline.service.auth import AccessState
     from rag_pipeline.service.tokens import TokenError, TokenStore
 
@@ -393,6 +392,7 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
         relabel_access(invocation.warehouse)
     except IndexNotBuiltError as exc:
         fail(str(exc))
-    return AccessState(policy, store, reload_policy=lambda: load_config(config_path()).access,
+    config_file = invocation.config_path
+    return AccessState(policy, store, reload_policy=lambda: load_config(config_file).access,
                        trusted_proxy=trusted_proxy, groups_header=groups_header,
                        poll_seconds=poll_seconds)

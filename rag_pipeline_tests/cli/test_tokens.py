@@ -116,3 +116,27 @@ def test_open_serves_a_public_host_without_access(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
     opened = run(tmp_path, "serve", "--host", "0.0.0.0", "--open", "--port", "0")
     assert opened.output.strip() == "error: no index built yet: run `rag-pipeline index` first"
+
+
+def test_serve_follows_the_rules_of_its_own_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`--config F serve` re-reads [access] from F every poll, not from RAG_PIPELINE_CONFIG or the
+    project's rag_pipeline.toml (which declare other rules, or none)."""
+    import click
+
+    import rag_pipeline.cli.access
+    from rag_pipeline.cli.ask import serve_access
+    from rag_pipeline.cli.edge import Invocation
+
+    monkeypatch.setattr(rag_pipeline.cli.access, "relabel_access", lambda warehouse: None)
+    other = tmp_path / "other.toml"
+    other.write_text(CONFIG.replace('"hr/**"', '"elsewhere/**"'), encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(other))
+    config = tmp_path / "team.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    invocation = Invocation(tmp_path / "data", None, config)
+    with click.Context(main, obj=invocation):
+        access = serve_access(invocation, "127.0.0.1", False, None, "X-Forwarded-Groups", 1.0)
+    assert [rule.glob for rule in access.reload_policy().rules] == ["hr/**", "eng/**"]
+    config.write_text(CONFIG.replace('"eng/**"', '"eng/runbooks/**"'), encoding="utf-8")
+    access.poll_once()
+    assert [rule.glob for rule in access.policy.rules] == ["hr/**", "eng/runbooks/**"]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 
 import duckdb
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_pipeline.core.config.root import PROJECT_ROOT
 from rag_pipeline.core.evaluation.feedback import read_feedback
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -216,6 +218,13 @@ def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestCli
     # The DuckDB file shows the table once the background refresh ran (observed, bounded).
     refresher_done = _wait_for(lambda: _duckdb_rows(built) == len(rows))
     assert refresher_done, "rag.duckdb never showed the feedback row"
+    # The query docs/user-guide/page.md gives for reading the feedback runs as written.
+    page_doc = PROJECT_ROOT / "docs" / "user-guide" / "page.md"
+    (documented,) = re.findall(r"^```sql\n(.*?)^```$", page_doc.read_text(encoding="utf-8"),
+                               re.S | re.M)
+    with duckdb.connect(str(built.data_dir / "rag.duckdb"), read_only=True) as con:
+        newest = con.execute(documented).fetchone()
+    assert newest[1:] == (question, False, "I wanted the inspection rota", sources)
 
 
 def _duckdb_rows(built: ViewsIndex) -> int:

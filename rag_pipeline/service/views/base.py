@@ -39,12 +39,13 @@ class ViewRequest:
 
     @property
     def original(self) -> Path | None:
-        """The original file when it is still where it was indexed from; None for a member of
-        a container file (``mail.eml/report.pdf``: its path is the container's), which is
-        shown from its extracted text."""
+        """The original file when it is still where it was indexed from (a container member's,
+        read again from its container)."""
+        from rag_pipeline.service.views.members import member_file
+
         path = Path(self.info.path)
         named = path.name == self.info.document_id.rsplit("/", 1)[-1]
-        return path if named and path.is_file() else None
+        return path if named and path.is_file() else member_file(self.info.path)
 
     @property
     def quote(self) -> str:

@@ -1,0 +1,51 @@
+"""A container member's original (a PDF mailed as an attachment, a file in a zip) is read again
+from its container, so its page images and its original file are served like any other's."""
+
+from __future__ import annotations
+
+import email.message
+import io
+import stat
+import zipfile
+from pathlib import Path
+
+from fpdf import FPDF
+
+from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.service.views.base import ViewRequest
+from rag_pipeline.service.views.pdf import page_png
+
+
+def _pdf(text: str) -> bytes:
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, text)
+    return bytes(pdf.output())
+
+
+def test_a_mailed_pdf_has_its_original_and_page_images(tmp_path: Path):
+    attachment = _pdf("Offer letter: the starting salary is 58,000 EUR.")
+    mail = email.message.EmailMessage()
+    mail["Subject"] = "Offer"
+    mail.set_content("Attached.")
+    mail.add_attachment(attachment, maintype="application", subtype="pdf", filename="offer.pdf")
+    (tmp_path / "offer.eml").write_bytes(bytes(mail))
+    info = DocumentInfo("offer.eml/offer.pdf", "Offer letter", f"{tmp_path}/offer.eml/offer.pdf",
+                        "pdf", ())
+    original = ViewRequest(info, "", 0, 0).original
+    assert original is not None and original.read_bytes() == attachment
+    assert (original.name, stat.S_IMODE(original.stat().st_mode)) == ("offer.pdf", 0o600)
+    assert page_png(original, 1).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_a_zip_member_whose_archive_is_gone_has_no_original(tmp_path: Path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("exports/a.md", "# A\n")
+    (tmp_path / "exports.zip").write_bytes(buffer.getvalue())
+    info = DocumentInfo("exports.zip/exports/a.md", "A", f"{tmp_path}/exports.zip/exports/a.md",
+                        "markdown", ())
+    assert ViewRequest(info, "# A\n", 0, 0).original.read_bytes() == b"# A\n"
+    (tmp_path / "exports.zip").unlink()
+    assert ViewRequest(info, "# A\n", 0, 0).original is None
