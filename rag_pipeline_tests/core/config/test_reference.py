@@ -9,10 +9,18 @@ import pytest
 from rag_pipeline.core.config import reference
 from rag_pipeline.core.config.access import ACCESS_KEYS, RULE_KEYS
 from rag_pipeline.core.config.parse import parse_config
-from rag_pipeline.core.config.reference import (ACCESS, ACCESS_RULES, ADAPT, COMPUTE, INDEX, MODELS,
-                                                PROFILES, Setting, keys_of)
-from rag_pipeline.core.config.schema import (ADAPT_KEYS, COMPUTE_KEYS, INDEX_KEYS, MODEL_KEYS,
-                                             PROFILE_KEYS)
+from rag_pipeline.core.config.reference import (
+    ACCESS,
+    ACCESS_RULES,
+    ADAPT,
+    COMPUTE,
+    INDEX,
+    MODELS,
+    PROFILES,
+    Setting,
+    keys_of,
+)
+from rag_pipeline.core.config.schema import ADAPT_KEYS, COMPUTE_KEYS, INDEX_KEYS, MODEL_KEYS, PROFILE_KEYS
 from rag_pipeline.core.embedding.models import ModelConfigError
 
 
