@@ -220,9 +220,12 @@ class QueryService:
             "swaps": self.follower.swaps,
             "last_error": self.follower.last_error if readable is None or not self.follower.last_error
             else "the service could not load a newer generation (its log says why)",
-            "requests": {"answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
-                         "rejected": outcomes.get("rejected", 0)},
-            "answered_by_generation": by_generation,
+            # The service's traffic is everyone's: a principal restricted by [access] sees none
+            # of it (how often others ask says something of what they read).
+            "requests": None if readable is not None else {
+                "answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
+                "rejected": outcomes.get("rejected", 0)},
+            "answered_by_generation": None if readable is not None else by_generation,
             "settings": self.settings.status_json(),
             "started_at": _iso(self.started_at), "uptime_seconds": round(now - self.started_at, 3),
         }

@@ -222,6 +222,11 @@ def test_status_counts_only_what_the_principal_reads(setup: Setup):
     assert {n: (s["documents"], s["chunks"]) for n, s in by.items()} == {
         "hr": (2, 4), "eng": (2, 3), "staff": (1, 2)}
     assert all(s["ann_index"] is None and s["vectors"] == s["chunks"] for s in by.values())
+    # Nor how often the others ask: the service's traffic is shown to no restricted principal.
+    setup.client.get("/ask", params={"q": "what is the capital of france"},
+                     headers=bearer(setup.tokens["hr"]))
+    again = setup.client.get("/status", headers=bearer(setup.tokens["eng"])).json()
+    assert (again["requests"], again["answered_by_generation"]) == (None, None)
 
 
 def test_serve_says_what_its_access_is_at_start(setup: Setup):
