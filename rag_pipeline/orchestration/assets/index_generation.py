@@ -39,7 +39,7 @@ def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
     def index_generation(context: AssetExecutionContext, storage: IndexStorage):
         keys = context.partition_key.keys_by_dimension
         chunker, model = keys[CHUNKER], keys[MODEL]
-        published = publish_partition(storage.warehouse(), chunker, model)
+        published = publish_partition(storage.warehouse(), chunker, model, rules=build.rules)
         generation, is_new, garbage = published.generation, published.is_new, published.garbage
         tag_run(context, {GENERATION_TAG: generation.id})
         context.log.info(f"{chunker} x {model}: generation {generation.id}"
