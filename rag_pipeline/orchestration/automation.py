@@ -1,12 +1,14 @@
 """Jobs, the nightly schedule and the sensor that carries a documents change down the index.
 
 The index is four jobs, one per stage, so each job's page lists its runs: ``documents_job``
-(unpartitioned), ``chunks_job`` (per chunker: chunks and the four BM25 tables),
+(unpartitioned), ``chunks_job`` (per chunker: chunks, the four BM25 tables and, under ``[access]``, the
+chunks' readers),
 ``embeddings_job`` (per chunker x model: the vectors, their blocking checks, then
 ``index_generation``, the publication) and ``eval_job`` (per model). The nightly schedule runs
 ``documents_job``; the ``index_automation`` sensor then launches a run of the right job for each
-partition :func:`rag_pipeline.core.index.plan.index_plan` finds due (a table missing or built
-from an input that moved on; the evaluation of a model once all its generations are current),
+partition :func:`rag_pipeline.core.index.plan.index_plan` finds due (a table missing, built
+from an input that moved on, or labelled by other ``[access]`` rules than the configuration file
+holds at the tick; the evaluation of a model once all its generations are current),
 so a night with no change launches nothing.
 
 Why a sensor and not Dagster's declarative automation: an ``AutomationConditionSensorDefinition``
