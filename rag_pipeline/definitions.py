@@ -12,6 +12,7 @@ import dagster as dg
 
 from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.orchestration.assets.access import build_access_asset
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset
 from rag_pipeline.orchestration.assets.bm25_stats import build_bm25_stats_asset
@@ -73,6 +74,7 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
         description="Train the adapted model(s) on pairs made from the corpus.")]
     return dg.Definitions(
         assets=catalogued([documents, build_chunks_asset(build), build_bm25_stats_asset(build),
+                           build_access_asset(build),
                            build_embeddings_asset(build), build_ann_index_asset(build),
                            build_index_generation_asset(build),
                            build_retrieval_eval_asset(build)]
@@ -82,7 +84,8 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
         schedules=[nightly_index],
         sensors=[build_corpus_watch(DOCUMENTS_JOB, ACTIVE_STATUSES, watch_interval),
                  build_index_automation(list(build.chunker_keys), models, jobs,
-                                        gold_path=build.gold_path)],
+                                        gold_path=build.gold_path,
+                                        rules=build.rules_in_force)],
         # Every job is one chain of steps: a run is one process (no process per step to start,
         # and a run killed with its process leaves no orphaned step behind).
         executor=dg.in_process_executor,

@@ -107,7 +107,8 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
         profile=chosen.name, chunkers=chosen.chunkers, models=models,
         warehouse=Warehouse(data, location or environ.get(ENV_WAREHOUSE) or None),
         corpus=corpus_of(user_corpus) if user_corpus else corpus_export_dir(data),
-        python_reference=user_corpus is None, eval_dir=eval_dir, compute=config.compute)
+        python_reference=user_corpus is None, eval_dir=eval_dir, compute=config.compute,
+        access=config.access, config_file=config.path)
 
 
 def context_environment(context: BuildContext, config_file: Path | None) -> dict[str, str]:

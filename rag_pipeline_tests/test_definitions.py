@@ -24,7 +24,7 @@ MODELS = ["all-MiniLM-L6-v2@53aa5117", "all-MiniLM-L6-v2-int8@b4e41131"]
 ASSET_GROUPS = {
     "ingest": {"documents", "chunks"},
     "index": {"bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings", "ann_index",
-              "index_generation"},
+              "access", "index_generation"},
     "evaluation": {"eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                    "eval_gate_cv"}}
 """Every asset by its group, as the definitions declare them and the UI's GraphQL lists them."""
@@ -35,19 +35,19 @@ def test_asset_keys_partitions_and_checks():
     # One asset per table: these are exactly the DuckDB views an index holds.
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == {
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-        "embeddings", "ann_index", "index_generation", "eval_ranks", "eval_summary", "eval_paired",
-        "eval_sweep",
+        "embeddings", "ann_index", "access", "index_generation", "eval_ranks", "eval_summary",
+        "eval_paired", "eval_sweep",
         "eval_gold_errors", "eval_gate_cv"}
     assert graph.get(dg.AssetKey("documents")).partitions_def is None
     assert graph.get(dg.AssetKey("chunks")).partitions_def.get_partition_keys() == CHUNKERS
-    for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params"):
+    for name in ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "access"):
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == CHUNKERS
         assert graph.get(dg.AssetKey(name)).parent_keys == {dg.AssetKey("chunks")}
     assert graph.get(dg.AssetKey("embeddings")).parent_keys == {dg.AssetKey("chunks")}
     # Publication depends on every table of the generation (core.index.GENERATION_TABLES).
     assert graph.get(dg.AssetKey("index_generation")).parent_keys == {dg.AssetKey(k) for k in (
         "documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-        "embeddings", "ann_index")}
+        "embeddings", "ann_index", "access")}
     # The ANN index: one graph per embeddings partition, built from its vectors.
     assert graph.get(dg.AssetKey("ann_index")).parent_keys == {dg.AssetKey("embeddings")}
     for name in ("embeddings", "ann_index", "index_generation"):
@@ -98,7 +98,8 @@ def test_jobs_schedule_and_sensor():
                 for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}
     assert selected == {
         "documents_job": ["documents"],
-        "chunks_job": ["bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms", "chunks"],
+        "chunks_job": ["access", "bm25_chunks", "bm25_params", "bm25_postings", "bm25_terms",
+                       "chunks"],
         "embeddings_job": ["ann_index", "embeddings", "index_generation"],
         "eval_job": ["eval_gate_cv", "eval_gold_errors", "eval_paired", "eval_ranks",
                      "eval_summary", "eval_sweep"]}

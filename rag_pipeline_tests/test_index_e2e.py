@@ -94,10 +94,12 @@ def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: 
     # One asset per table: the DuckDB tables are exactly the asset keys, except the published
     # generation's manifest (index_generation), which DuckDB shows as the two tables that say
     # what is published (generations, published_files), plus the page table the documents
-    # asset writes beside its own (document_pages, and its run's reconciliation report).
+    # asset writes beside its own (document_pages, source_entries, and its run's reconciliation
+    # report). No [access] is declared, so the access asset wrote no table.
     assert {name for (name,) in _query(db, "select table_name from duckdb_tables()")} == {
         k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()} - {
-        "index_generation"} | {"generations", "published_files", "document_pages", "reconciliation"}
+        "index_generation", "access"} | {"generations", "published_files", "document_pages",
+                                         "source_entries", "reconciliation"}
     checks = _check_results(instance)
     assert set(checks) == {("chunks", "offsets_slice_exactly"), ("chunks", "chunk_ids_unique"),
                            ("chunks", "covers_every_character"),

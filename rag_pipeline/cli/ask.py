@@ -385,13 +385,6 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
         store.records()
     except TokenError as exc:
         fail(str(exc))
-    from rag_pipeline.cli.access import relabel_access
-    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
-
-    try:
-        relabel_access(invocation.warehouse)
-    except IndexNotBuiltError as exc:
-        fail(str(exc))
     config_file = invocation.config_path
     return AccessState(policy, store, reload_policy=lambda: load_config(config_file).access,
                        trusted_proxy=trusted_proxy, groups_header=groups_header,

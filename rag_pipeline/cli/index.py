@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from rag_pipeline.cli.access import relabel_access
 from rag_pipeline.cli.corpus_param import CorpusParam
 from rag_pipeline.cli.edge import (
     Invocation,
@@ -192,7 +191,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 reports = follow_runs(
                     instance, started, lambda: index_is_current(
                         warehouse, chunkers, models,
-                        evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None),
+                        evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None,
+                        rules=build.rules),
                     click.echo, None if verbose else _Progress(), click.echo if verbose else None,
                     daemon_alive=daemon.alive, checkpoint=latch.checkpoint)
             if timings:
@@ -209,7 +209,6 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
                   f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
                   f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
-    relabel_access(warehouse)
     echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:

@@ -97,13 +97,20 @@ def _print_access(warehouse) -> None:
         echo(f"  unreadable {document_id}: no [access] rule matches it")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
-    from rag_pipeline.core.index.access_table import stale_access
+    from rag_pipeline.core.index.tables import stale_tables
+    from rag_pipeline.core.storage.table_names import ACCESS
 
-    stale = stale_access(warehouse, policy)
+    stale = set()
+    for generation in current_generations(warehouse):
+        latest = warehouse.version(ACCESS, {"chunker": generation.chunker})
+        if ACCESS in stale_tables(warehouse, generation.chunker, generation.model, policy.digest) \
+                or generation.files.get(ACCESS) != latest.file:
+            stale.add(generation.chunker)
+    stale = sorted(stale)
     if stale:
-        echo(f"  the `access` table of {', '.join(stale)} labels other rules or chunks: "
-             "`rag-pipeline index` re-labels them (nothing is re-extracted or re-embedded; a "
-             "running serve already applies the rules in force)")
+        echo(f"  the served `access` table of {', '.join(stale)} labels other rules (or none): "
+             "`rag-pipeline index` re-labels them in a new generation (nothing is re-extracted "
+             "or re-embedded; a running serve already applies the rules in force)")
 
 
 def _age(seconds: float) -> str:

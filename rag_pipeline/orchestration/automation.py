@@ -1,12 +1,14 @@
 """Jobs, the nightly schedule and the sensor that carries a documents change down the index.
 
 The index is four jobs, one per stage, so each job's page lists its runs: ``documents_job``
-(unpartitioned), ``chunks_job`` (per chunker: chunks and the four BM25 tables),
+(unpartitioned), ``chunks_job`` (per chunker: chunks, the four BM25 tables and, under ``[access]``, the
+chunks' readers),
 ``embeddings_job`` (per chunker x model: the vectors, their blocking checks, then
 ``index_generation``, the publication) and ``eval_job`` (per model). The nightly schedule runs
 ``documents_job``; the ``index_automation`` sensor then launches a run of the right job for each
-partition :func:`rag_pipeline.core.index.plan.index_plan` finds due (a table missing or built
-from an input that moved on; the evaluation of a model once all its generations are current),
+partition :func:`rag_pipeline.core.index.plan.index_plan` finds due (a table missing, built
+from an input that moved on, or labelled by other ``[access]`` rules than the configuration file
+holds at the tick; the evaluation of a model once all its generations are current),
 so a night with no change launches nothing.
 
 Why a sensor and not Dagster's declarative automation: an ``AutomationConditionSensorDefinition``
@@ -34,7 +36,14 @@ import dagster as dg
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 from rag_pipeline.core.index.plan import Stage, Step, index_plan
-from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.table_names import (
+    ACCESS,
+    ANN_INDEX,
+    BM25_TABLES,
+    CHUNKS,
+    DOCUMENTS,
+    EMBEDDINGS,
+)
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
@@ -74,9 +83,10 @@ def build_index_jobs() -> Sequence[dg.UnresolvedAssetJobDefinition]:
     return (
         dg.define_asset_job(DOCUMENTS_JOB, selection=[DOCUMENTS], tags={STAGE_TAG: "documents"},
                             description="Extract every document of the corpus (stage 1 of 4)."),
-        dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES],
+        dg.define_asset_job(CHUNKS_JOB, selection=[CHUNKS, *BM25_TABLES, ACCESS],
                             tags={STAGE_TAG: "ingest"},
-                            description="Chunk and count BM25 statistics, one chunker per run "
+                            description="Chunk, count BM25 statistics and label the chunks' "
+                                        "readers under [access], one chunker per run "
                                         "(stage 2 of 4)."),
         dg.define_asset_job(EMBEDDINGS_JOB, selection=[EMBEDDINGS, ANN_INDEX, INDEX_GENERATION],
                             tags={STAGE_TAG: "index", COMPUTE_TAG: "model"},
@@ -198,11 +208,15 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            jobs: Sequence[dg.UnresolvedAssetJobDefinition],
                            retry: RetryPolicy = DEFAULT_RETRY,
                            clock: Callable[[], float] = time.time,
-                           gold_path: Path | None = None) -> dg.SensorDefinition:
+                           gold_path: Path | None = None,
+                           rules: Callable[[], str | None] = lambda: None,
+                           ) -> dg.SensorDefinition:
     """``index_automation`` over the declared chunkers and models, launching ``jobs`` and
     retrying failed partitions by ``retry``; ``clock`` is the time in seconds since the epoch
     (the runs' end times are compared with it). While the gold set at ``gold_path`` is not this
-    corpus's, no evaluation run is requested (None: the gold set is not consulted)."""
+    corpus's, no evaluation run is requested (None: the gold set is not consulted). ``rules``
+    gives, at each tick, the digest of the ``[access]`` rules in force (None: none declared),
+    so a rule edit re-labels without a reload of the code location."""
     model_keys = [m.key for m in models]
 
     @dg.sensor(name=INDEX_SENSOR, jobs=list(jobs),
@@ -216,7 +230,7 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            f"doubling, at most {retry.max_attempts} attempts per inputs.")
     def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
         warehouse = storage.warehouse()
-        plan = index_plan(warehouse, chunkers, model_keys)
+        plan = index_plan(warehouse, chunkers, model_keys, rules=rules())
         unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
         if unscored is not None:
             plan = tuple(step for step in plan if step.stage != Stage.EVAL)

@@ -27,12 +27,12 @@ GROUPS = {
     "models": ("adapted_model",),
     "ingest": ("documents", "chunks"),
     "index": ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
-              "ann_index", "index_generation"),
+              "ann_index", "access", "index_generation"),
     "evaluation": ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
                    "eval_gate_cv"),
 }
 SERVED = ("documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-          "embeddings", "ann_index", "index_generation")
+          "embeddings", "ann_index", "access", "index_generation")
 """What a reader of the index loads (the generation's tables and its manifest)."""
 
 

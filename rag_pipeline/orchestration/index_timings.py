@@ -12,7 +12,8 @@ import dagster as dg
 
 __all__ = ["IndexTimings", "index_timings"]
 
-STAGES = {"documents": "extraction", "chunks": "chunking", "bm25_stats": "BM25 tables",
+STAGES = {"documents": "extraction", "chunks": "chunking", "access": "access labels",
+          "bm25_stats": "BM25 tables",
           "ann_index": "ANN build", "index_generation": "publish",
           "retrieval_eval": "evaluation"}
 """Step (asset) name -> the stage it is reported as; ``embeddings`` is split by its metadata."""

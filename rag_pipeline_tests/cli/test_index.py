@@ -153,3 +153,44 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
     assert "runs, all succeeded" not in result.stdout
     assert ("  done     embeddings_job" in result.stdout) == (phase == "instance_close")
     assert processes_on_home(project.home) == []
+
+
+@pytest.mark.slow
+def test_a_rule_edit_relabels_in_a_new_generation_with_byte_identical_vectors(
+        dagster_project: Callable[[str, str], DagsterProject]):
+    import duckdb
+
+    from rag_pipeline.core.index.generations import current_generations
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    rules = '\n[access]\nrules = [\n  {{ glob = "guide/**", readers = ["eng"] }},\n{notes}]\n'
+    project = dagster_project("access-edit", reference_config(["header"]) + rules.format(notes=""))
+    config, warehouse = project.root / "rag_pipeline.toml", Warehouse(project.root / "data")
+
+    def index() -> None:
+        done = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                              capture_output=True, text=True, timeout=1200)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    def readers() -> dict[str, tuple[str, ...]]:
+        with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+            return {d: tuple(r) for d, r in con.execute(
+                "select distinct document_id, readers from access").fetchall()}
+
+    index()
+    (before,) = current_generations(warehouse)
+    vectors = open(warehouse.full_path(before.files["embeddings"]), "rb").read()
+    assert readers() == {"guide/config.md": ("eng",), "guide/install.md": ("eng",),
+                         "notes.txt": ()}
+    config.write_text(reference_config(["header"]) + rules.format(
+        notes='  { glob = "notes.txt", readers = ["staff"] },\n'), encoding="utf-8")
+    status = subprocess.run([*CLI, "status"], cwd=PROJECT_ROOT, env=project.env,
+                            capture_output=True, text=True, timeout=600).stdout
+    assert "  the served `access` table of header labels other rules (or none): " in status
+    index()
+    (after,) = current_generations(warehouse)
+    assert after.id != before.id
+    assert {t for t in after.files if after.files[t] != before.files[t]} == {"access"}
+    assert open(warehouse.full_path(after.files["embeddings"]), "rb").read() == vectors
+    assert readers() == {"guide/config.md": ("eng",), "guide/install.md": ("eng",),
+                         "notes.txt": ("staff",)}

@@ -123,11 +123,9 @@ def test_serve_follows_the_rules_of_its_own_config_file(tmp_path: Path, monkeypa
     project's rag_pipeline.toml (which declare other rules, or none)."""
     import click
 
-    import rag_pipeline.cli.access
     from rag_pipeline.cli.ask import serve_access
     from rag_pipeline.cli.edge import Invocation
 
-    monkeypatch.setattr(rag_pipeline.cli.access, "relabel_access", lambda warehouse: None)
     other = tmp_path / "other.toml"
     other.write_text(CONFIG.replace('"hr/**"', '"elsewhere/**"'), encoding="utf-8")
     monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(other))

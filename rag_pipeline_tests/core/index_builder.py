@@ -84,6 +84,8 @@ def plant_published(built: BuiltIndex, tables: Mapping[str, pa.Table]) -> Genera
     chunker, model = built.index.chunker, built.index.model_key
     versions = {}
     for declared in GENERATION_TABLES:
+        if not declared.required(None) and not declared.optional:
+            continue  # built without [access]: no access table
         table = declared.name
         partition = declared.scope.partition(chunker, model)
         version = warehouse.require_version(table, partition)

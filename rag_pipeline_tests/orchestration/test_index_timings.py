@@ -41,7 +41,8 @@ def test_the_runs_of_an_index_are_split_into_their_stages(tmp_path, monkeypatch:
     wall = time.time() - started
     timings = index_timings(instance, run_ids, wall)
     assert timings.runs == 3
-    assert list(timings.stages) == ["extraction", "chunking", "BM25 tables", "model load",
+    assert list(timings.stages) == ["extraction", "chunking", "access labels", "BM25 tables",
+                                    "model load",
                                     "encoding", "writing", "embeddings checks and reads", "ANN build",
                                     "publish"]
     assert timings.embedded == 5  # the tiny corpus's 5 header chunks

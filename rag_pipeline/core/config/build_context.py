@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -58,6 +59,11 @@ class BuildContext:
             (``ood.jsonl``).
         compute: Where embeddings runs compute their vectors (``[compute]``: in-process, or
             a Ray cluster).
+        access: The ``[access]`` rules when the context was resolved (None: none declared);
+            each generation carries an ``access`` table labelled by them.
+        config_file: The configuration file it was resolved from (None: the built-in
+            declaration), which a long-lived process (the sensor) reads the rules in force from
+            (:meth:`rules_in_force`).
     """
 
     profile: str
@@ -68,6 +74,8 @@ class BuildContext:
     python_reference: bool
     eval_dir: Path
     compute: ComputeSettings = ComputeSettings()
+    access: AccessPolicy | None = None
+    config_file: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.chunkers:
@@ -91,6 +99,21 @@ class BuildContext:
     def model_keys(self) -> tuple[str, ...]:
         """The model partitions' keys (``name@fingerprint``)."""
         return tuple(m.key for m in self.models)
+
+    @property
+    def rules(self) -> str | None:
+        """The digest of :attr:`access` (None without ``[access]``)."""
+        return self.access.digest if self.access is not None else None
+
+    def rules_in_force(self) -> str | None:
+        """The digest of the ``[access]`` rules the configuration file holds now (an edit made
+        after this context was resolved included); :attr:`rules` without a file."""
+        if self.config_file is None:
+            return self.rules
+        from rag_pipeline.core.config.parse import load_config
+
+        policy = load_config(self.config_file).access
+        return policy.digest if policy is not None else None
 
     @property
     def gold_path(self) -> Path:

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.drift import DriftReport, drift_check
 from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
 from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
+from rag_pipeline.core.index.access_table import access_table
 from rag_pipeline.core.index.builders import (
     ChunkStats,
     EmbeddingStats,
@@ -54,10 +56,11 @@ from rag_pipeline.core.index.invariants import (
     vector_norm_errors,
 )
 from rag_pipeline.core.index.query_db import publish_query_db
-from rag_pipeline.core.index.tables import CHUNKER, MODEL, latest_tables
+from rag_pipeline.core.index.tables import CHUNKER, MODEL, RULES_INPUT, latest_tables
 from rag_pipeline.core.ingest import DocumentRecord
 from rag_pipeline.core.ingest.reconcile import Reconciliation, reconciliation_table
 from rag_pipeline.core.storage.table_names import (
+    ACCESS,
     CHUNKS,
     DOCUMENT_PAGES,
     DOCUMENTS,
@@ -67,7 +70,7 @@ from rag_pipeline.core.storage.table_names import (
 )
 from rag_pipeline.core.storage.warehouse import TableVersion, Warehouse
 
-__all__ = ["BlockingCheckError", "ChunkChecks", "ChunksBuild", "DocumentsWrite",
+__all__ = ["BlockingCheckError", "build_access", "ChunkChecks", "ChunksBuild", "DocumentsWrite",
            "EmbeddingChecks", "EmbeddingsBuild", "Publication", "build_bm25", "build_chunks",
            "build_embeddings", "chunk_checks", "embedding_checks", "publish_partition",
            "reusable_vectors", "write_documents"]
@@ -172,6 +175,18 @@ def build_bm25(warehouse: Warehouse, chunker: str,
                       table)
                for name, table in bm25_stats_tables(chunks).items()}
     return chunks_version, written
+
+
+def build_access(warehouse: Warehouse, chunker: str, policy: AccessPolicy) -> TableVersion:
+    """Writes the chunker's ``access`` table: the readers of each of its latest chunks under
+    ``policy`` (:func:`~rag_pipeline.core.index.access_table.access_table`), recording the
+    chunks file and the rules' digest. Reads two columns of the chunks; nothing is extracted,
+    chunked or embedded."""
+    partition = {CHUNKER: chunker}
+    chunks_version = warehouse.require_version(CHUNKS, partition)
+    chunks = warehouse.read_file(chunks_version.file, columns=["chunk_id", "document_id"])
+    return warehouse.write(ACCESS, access_table(chunks, policy), partition,
+                           inputs={CHUNKS: chunks_version.file, RULES_INPUT: policy.digest})
 
 
 @dataclass(frozen=True)
@@ -279,15 +294,19 @@ class Publication:
 
 
 def publish_partition(warehouse: Warehouse, chunker: str, model: str,
-                      versions: Mapping[str, TableVersion] | None = None) -> Publication:
+                      versions: Mapping[str, TableVersion] | None = None,
+                      rules: str | None = None) -> Publication:
     """Publishes the partition's latest tables (or exactly ``versions``) as its served
-    generation, collects the files no kept generation names, and refreshes the snapshot."""
+    generation under ``rules`` (the ``[access]`` digest, None: none declared; see
+    :mod:`rag_pipeline.core.index.tables`), collects the files no kept generation names, and
+    refreshes the snapshot."""
     # The snapshot holding the new generation is in place before the pointer moves to it, so
     # a reader never sees a pointer whose tables the snapshot lacks.
     generation, is_new = publish(warehouse, chunker, model,
-                                 latest_tables(warehouse, chunker, model) if versions is None
+                                 latest_tables(warehouse, chunker, model, rules) if versions is None
                                  else versions,
-                                 before_pointer=lambda g: publish_query_db(warehouse, g))
+                                 before_pointer=lambda g: publish_query_db(warehouse, g),
+                                 rules=rules)
     garbage = collect_garbage(warehouse)
     publish_query_db(warehouse)
     return Publication(generation, is_new, garbage)

@@ -57,7 +57,7 @@ class Generation:
 
     def missing_tables(self) -> list[str]:
         """Declared tables this generation has no file for (published before they joined)."""
-        return [t.name for t in GENERATION_TABLES if t.name not in self.files and not t.optional]
+        return [t.name for t in GENERATION_TABLES if t.name not in self.files and t.required(None)]
 
     def age_seconds(self, now: float | None = None) -> float:
         return generation_age_seconds(self.published_at, now)
@@ -97,16 +97,18 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
 def publish(warehouse: Warehouse, chunker: str, model: str,
             tables: Mapping[str, BuiltTable],
             before_pointer: Callable[[Generation], None] | None = None,
-            ) -> tuple[Generation, bool]:
+            rules: str | None = None) -> tuple[Generation, bool]:
     """Publishes a generation of these table files (one per declared table, each built from
     the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
     one already holds exactly these files. Returns the served generation and whether it is new.
+    ``rules`` is the digest of the ``[access]`` rules in force (None: none declared), which the
+    offered ``access`` table must label.
 
     The pointer (``CURRENT.json``) is written last: after the generation's manifest and after
     ``before_pointer`` (what must show the new generation first, such as ``rag.duckdb``). When
     either fails (a full disk) the manifest is removed and the served generation is as it was.
     """
-    check_consistent(tables)
+    check_consistent(tables, rules)
     offered = [t.name for t in GENERATION_TABLES if t.name in tables]
     files = {name: tables[name].file for name in offered}
     rows = {name: tables[name].rows for name in offered}

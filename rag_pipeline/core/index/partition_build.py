@@ -11,10 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
+from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.ann_index import build_ann_index
 from rag_pipeline.core.index.build import (
     BlockingCheckError,
+    build_access,
     build_bm25,
     build_chunks,
     build_embeddings,
@@ -39,13 +41,15 @@ class PartitionBuild:
 def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
                     strategy: ChunkingStrategy, embedder: TextEmbedder,
                     settings: ChunkingSettings | None = None,
-                    progress: Callable[[int, int], None] | None = None) -> PartitionBuild:
+                    progress: Callable[[int, int], None] | None = None,
+                    access: AccessPolicy | None = None) -> PartitionBuild:
     """Writes every table of the ``strategy x embedder.spec`` generation
     (:data:`rag_pipeline.core.index.GENERATION_TABLES`: the documents, ``strategy``'s chunks
     with ``settings``, their vectors by ``embedder``, the BM25 tables and the ANN index over the
-    vectors) into ``warehouse`` through the build path the assets take
-    (:mod:`rag_pipeline.core.index.build`: the same reuse of vectors, the same blocking checks,
-    the same publication and snapshot), then publishes the generation.
+    vectors, and under ``access`` the readers of every chunk) into ``warehouse`` through the
+    build path the assets take (:mod:`rag_pipeline.core.index.build`: the same reuse of
+    vectors, the same blocking checks, the same publication and snapshot), then publishes the
+    generation.
 
     Args:
         warehouse: Where the tables go.
@@ -54,6 +58,7 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
         embedder: The model (or a stand-in) whose key names the partition.
         settings: Chunking settings (default: the chunker's defaults).
         progress: Called as ``progress(done, total)`` while texts are embedded.
+        access: The ``[access]`` rules (None: none declared, no ``access`` table).
 
     Raises:
         BlockingCheckError: a blocking check of the chunks or the vectors failed; nothing is
@@ -65,10 +70,13 @@ def build_partition(warehouse: Warehouse, records: Sequence[DocumentRecord],
     if chunks.checks.failed:
         raise BlockingCheckError(f"{strategy.value}: chunks failed {', '.join(chunks.checks.failed)}")
     build_bm25(warehouse, strategy.value)
+    if access is not None:
+        build_access(warehouse, strategy.value, access)
     embeddings = build_embeddings(warehouse, strategy.value, embedder, progress)
     if embeddings.checks.failed:
         raise BlockingCheckError(f"{strategy.value} x {model}: embeddings failed "
                                  f"{', '.join(embeddings.checks.failed)}")
     build_ann_index(warehouse, strategy.value, model, embeddings.version)
-    publish_partition(warehouse, strategy.value, model)
+    publish_partition(warehouse, strategy.value, model,
+                      rules=access.digest if access is not None else None)
     return PartitionBuild(chunks.stats, embeddings.stats)

@@ -24,6 +24,7 @@ from enum import Enum
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.tables import (
     GENERATION_TABLES,
+    RULES_INPUT,
     InconsistentBuildError,
     Scope,
     latest_tables,
@@ -66,48 +67,56 @@ class Step:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _rules_input(rules: str | None) -> tuple[tuple[str, str], ...]:
+    """The rules' digest as a step input (none without ``[access]``: the key is as before)."""
+    return () if rules is None else ((RULES_INPUT, rules),)
+
+
 def _pointer_files(warehouse: Warehouse, chunker: str, model: str,
-                   scopes: Sequence[Scope]) -> tuple[tuple[str, str], ...]:
+                   scopes: Sequence[Scope], rules: str | None = None) -> tuple[tuple[str, str], ...]:
     files = []
     for table in GENERATION_TABLES:
-        if table.scope in scopes:
+        if table.scope in scopes and table.declared(rules):
             version = warehouse.version(table.name, table.scope.partition(chunker, model))
             files.append((table.name, version.file if version else ""))
     return tuple(files)
 
 
-def _served_is_latest(warehouse: Warehouse, chunker: str, model: str) -> bool:
+def _served_is_latest(warehouse: Warehouse, chunker: str, model: str, rules: str | None) -> bool:
     generation = current_generation(warehouse, chunker, model)
     if generation is None:
         return False
     try:
-        latest = latest_tables(warehouse, chunker, model)
+        latest = latest_tables(warehouse, chunker, model, rules)
     except InconsistentBuildError:
         return False
     return all(generation.files.get(name) == table.file for name, table in latest.items())
 
 
 def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
-               evaluate: bool = True) -> tuple[Step, ...]:
+               evaluate: bool = True, rules: str | None = None) -> tuple[Step, ...]:
     """The steps that bring every ``chunker x model`` generation (and, with ``evaluate``, every
-    model's evaluation) up to the latest documents; empty when nothing is due or no documents
-    are written yet. A stage waits for the stages it reads: no embeddings step for a chunker
-    whose chunks are due, no eval step for a model with a generation due."""
+    model's evaluation) up to the latest documents and the ``[access]`` rules whose digest is
+    ``rules`` (None: none declared; a rule edit makes each chunker's ``access`` table stale, a
+    chunks step); empty when nothing is due or no documents are written yet. A stage waits for
+    the stages it reads: no embeddings step for a chunker whose chunks are due, no eval step for
+    a model with a generation due."""
     if warehouse.version(DOCUMENTS) is None or not models:
         return ()
     steps: list[Step] = []
     for chunker in chunkers:
-        stale = set(stale_tables(warehouse, chunker, models[0]))
+        stale = set(stale_tables(warehouse, chunker, models[0], rules))
         chunk_tables = {t.name for t in GENERATION_TABLES if t.scope == STAGE_SCOPES[Stage.CHUNKS]}
         if stale & chunk_tables:
             steps.append(Step(Stage.CHUNKS, chunker, None,
-                              _pointer_files(warehouse, chunker, models[0], [Scope.CORPUS])))
+                              (*_pointer_files(warehouse, chunker, models[0], [Scope.CORPUS]),
+                               *_rules_input(rules))))
             continue
         for model in models:
-            if stale_tables(warehouse, chunker, model) or not _served_is_latest(
-                    warehouse, chunker, model):
+            if stale_tables(warehouse, chunker, model, rules) or not _served_is_latest(
+                    warehouse, chunker, model, rules):
                 steps.append(Step(Stage.EMBEDDINGS, chunker, model, _pointer_files(
-                    warehouse, chunker, model, [Scope.CORPUS, Scope.CHUNKER])))
+                    warehouse, chunker, model, [Scope.CORPUS, Scope.CHUNKER], rules)))
     if evaluate:
         due = {step.model for step in steps if step.stage == Stage.EMBEDDINGS}
         chunking = any(step.stage == Stage.CHUNKS for step in steps)

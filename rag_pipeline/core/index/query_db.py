@@ -30,7 +30,14 @@ import pyarrow as pa
 from rag_pipeline.core.index import GENERATION_TABLES
 from rag_pipeline.core.index.generations import Generation, current_generations
 from rag_pipeline.core.runtime.processes import pid_alive
-from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.table_names import (
+    ACCESS,
+    ANN_INDEX,
+    BM25_TABLES,
+    CHUNKS,
+    DOCUMENTS,
+    EMBEDDINGS,
+)
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
 SOURCES_TABLE = "published_files"
@@ -75,9 +82,10 @@ def published_sources(warehouse: Warehouse,
                     (_partition_json({"chunker": generation.chunker, "model": generation.model}),
                      generation.files[table]))
     for chunker, generation in newest_by_chunker.items():
-        for table in (CHUNKS, *BM25_TABLES):
-            sources.setdefault(table, []).append((_partition_json({"chunker": chunker}),
-                                                  generation.files[table]))
+        for table in (CHUNKS, *BM25_TABLES, ACCESS):
+            if table in generation.files:
+                sources.setdefault(table, []).append((_partition_json({"chunker": chunker}),
+                                                      generation.files[table]))
     for version in warehouse.versions():
         if version.table in {t.name for t in GENERATION_TABLES} and version.table != DOCUMENTS:
             continue

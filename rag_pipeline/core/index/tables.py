@@ -28,6 +28,14 @@ Nothing else changes: publication, consistency, currency and the DuckDB views fo
 An ``optional`` table (the ANN index) is published when its latest file was built from the
 input being published and left out otherwise; a generation without it still serves (the
 loader falls back to what the table adds: the exact dense scan).
+
+A table ``labelled`` by the ``[access]`` rules (``access``: the readers of every chunk) is
+built from its input and from the rules: its pointer records their digest under
+:data:`RULES_INPUT`, and every function below takes ``rules``, the digest of the rules in force.
+With ``rules`` given the table is required and stale once it labels other rules, so a rule edit
+makes the index not current and a new generation publishes the same chunks and vectors with a
+new ``access`` file. With ``rules=None`` (no ``[access]``) the table is no part of the
+generation: never required, never stale, never published.
 """
 
 from __future__ import annotations
@@ -37,11 +45,20 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
+from rag_pipeline.core.storage.table_names import (
+    ACCESS,
+    ANN_INDEX,
+    BM25_TABLES,
+    CHUNKS,
+    DOCUMENTS,
+    EMBEDDINGS,
+)
 from rag_pipeline.core.storage.warehouse import Warehouse
 
 CHUNKER = "chunker"
 MODEL = "model"
+RULES_INPUT = "rules"
+"""The input under which a ``labelled`` table's pointer records the ``[access]`` rules' digest."""
 
 
 class Scope(Enum):
@@ -59,12 +76,23 @@ class Scope(Enum):
 @dataclass(frozen=True)
 class GenerationTable:
     """One table of a generation: its name, partition scope and the table it is built from
-    (``None``: built from the corpus itself); an ``optional`` one may be absent."""
+    (``None``: built from the corpus itself); an ``optional`` one may be absent; a ``labelled``
+    one is built from the ``[access]`` rules too, and is part of the generation only under
+    them."""
 
     name: str
     scope: Scope
     built_from: str | None
     optional: bool = False
+    labelled: bool = False
+
+    def declared(self, rules: str | None) -> bool:
+        """Part of the generation under ``rules`` (the digest of ``[access]``, or None)."""
+        return not self.labelled or rules is not None
+
+    def required(self, rules: str | None) -> bool:
+        """A generation under ``rules`` cannot be published without it."""
+        return not self.optional and self.declared(rules)
 
 
 GENERATION_TABLES: tuple[GenerationTable, ...] = (
@@ -73,6 +101,7 @@ GENERATION_TABLES: tuple[GenerationTable, ...] = (
     *(GenerationTable(name, Scope.CHUNKER, CHUNKS) for name in BM25_TABLES),
     GenerationTable(EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS),
     GenerationTable(ANN_INDEX, Scope.CHUNKER_MODEL, EMBEDDINGS, optional=True),
+    GenerationTable(ACCESS, Scope.CHUNKER, CHUNKS, labelled=True),
 )
 
 
@@ -111,13 +140,21 @@ def generation_table(name: str) -> GenerationTable:
     raise KeyError(f"{name!r} is not a generation table: {[t.name for t in GENERATION_TABLES]}")
 
 
-def check_consistent(tables: Mapping[str, BuiltTable]) -> None:
-    """Every declared table is offered, and each was built from the file of its input that is
-    offered with it; anything else would mix corpus states in one generation."""
-    missing = [t.name for t in GENERATION_TABLES if t.name not in tables and not t.optional]
+def check_consistent(tables: Mapping[str, BuiltTable], rules: str | None = None) -> None:
+    """Every table required under ``rules`` is offered, each was built from the file of its
+    input that is offered with it, and a ``labelled`` one under exactly ``rules``; anything
+    else would mix corpus states (or rules) in one generation."""
+    missing = [t.name for t in GENERATION_TABLES if t.name not in tables and t.required(rules)]
     if missing:
         raise InconsistentBuildError(f"cannot publish without {missing}")
     for table in GENERATION_TABLES:
+        if table.name in tables and table.labelled:
+            labelled_by = tables[table.name].inputs.get(RULES_INPUT)
+            if labelled_by != rules:
+                raise InconsistentBuildError(
+                    f"{table.name} labels the [access] rules {labelled_by or 'unknown'}, not the "
+                    f"rules in force ({rules or 'none declared'}): run `rag-pipeline index` to "
+                    "re-label")
         if table.built_from is None or table.name not in tables:
             continue
         built_from = tables[table.name].inputs.get(table.built_from)
@@ -129,16 +166,23 @@ def check_consistent(tables: Mapping[str, BuiltTable]) -> None:
                 "to rebuild it")
 
 
-def stale_tables(warehouse: Warehouse, chunker: str, model: str) -> list[str]:
-    """The declared tables of ``chunker x model`` that are missing (an optional one only counts
-    once written), or were built from an input file that is no longer that input's latest
-    version, in declaration order."""
+def stale_tables(warehouse: Warehouse, chunker: str, model: str,
+                 rules: str | None = None) -> list[str]:
+    """The tables of ``chunker x model`` under ``rules`` (the ``[access]`` digest, None: none
+    declared) that are missing (an optional one only counts once written), were built from an
+    input file that is no longer that input's latest version, or label other rules, in
+    declaration order."""
     stale = []
     for table in GENERATION_TABLES:
+        if not table.declared(rules):
+            continue
         version = warehouse.version(table.name, table.scope.partition(chunker, model))
         if version is None:
             if not table.optional:
                 stale.append(table.name)
+            continue
+        if table.labelled and version.inputs.get(RULES_INPUT) != rules:
+            stale.append(table.name)
             continue
         if table.built_from is not None:
             source = generation_table(table.built_from)
@@ -148,14 +192,18 @@ def stale_tables(warehouse: Warehouse, chunker: str, model: str) -> list[str]:
     return stale
 
 
-def latest_tables(warehouse: Warehouse, chunker: str, model: str) -> dict[str, BuiltTable]:
-    """The files a generation of ``chunker x model`` would publish now: each table nothing else
+def latest_tables(warehouse: Warehouse, chunker: str, model: str,
+                  rules: str | None = None) -> dict[str, BuiltTable]:
+    """The files a generation of ``chunker x model`` under ``rules`` (the ``[access]`` digest,
+    None: none declared) would publish now: each table nothing else
     is built from at its latest version, and each input at the file its dependents were built
     from (the documents the chunks were cut from, even when newer documents are written).
     Raises ``InconsistentBuildError`` for a missing table or dependents built from different
     files of one input."""
     found: dict[str, BuiltTable] = {}
     for table in reversed(GENERATION_TABLES):
+        if not table.declared(rules):
+            continue
         partition = table.scope.partition(chunker, model)
         latest = warehouse.version(table.name, partition)
         if table.optional:

@@ -1,8 +1,9 @@
 """``index_generation``: the published generation of a chunker x model partition.
 
 The commit point of the index: it publishes the latest version of every table declared in
-:data:`rag_pipeline.core.index.GENERATION_TABLES` (documents, chunks, the BM25 tables and the
-embeddings, checked to be built from one another) as the partition's served generation, which
+:data:`rag_pipeline.core.index.GENERATION_TABLES` (documents, chunks, the BM25 tables, the
+embeddings, the ANN index and, under ``[access]``, the readers labelled by the rules in force,
+checked to be built from one another) as the partition's served generation, which
 is what ``ask``, ``serve``, ``eval``, ``status`` and DuckDB users read. It runs after the
 ``embeddings`` step in ``embeddings_job``; that step's blocking checks failing stops it, so a
 failed check never reaches a reader. A table that joins the generation joins its inputs here
@@ -39,7 +40,7 @@ def build_index_generation_asset(build: BuildContext) -> dg.AssetsDefinition:
     def index_generation(context: AssetExecutionContext, storage: IndexStorage):
         keys = context.partition_key.keys_by_dimension
         chunker, model = keys[CHUNKER], keys[MODEL]
-        published = publish_partition(storage.warehouse(), chunker, model)
+        published = publish_partition(storage.warehouse(), chunker, model, rules=build.rules)
         generation, is_new, garbage = published.generation, published.is_new, published.garbage
         tag_run(context, {GENERATION_TAG: generation.id})
         context.log.info(f"{chunker} x {model}: generation {generation.id}"

@@ -24,11 +24,19 @@ MODEL = "m@0000abcd"
 
 
 def test_the_declaration_lists_every_table_with_its_scope_and_input():
-    assert [(t.name, t.scope, t.built_from, t.optional) for t in GENERATION_TABLES] == [
-        (DOCUMENTS, Scope.CORPUS, None, False), (CHUNKS, Scope.CHUNKER, DOCUMENTS, False),
-        ("bm25_terms", Scope.CHUNKER, CHUNKS, False), ("bm25_chunks", Scope.CHUNKER, CHUNKS, False),
-        ("bm25_postings", Scope.CHUNKER, CHUNKS, False), ("bm25_params", Scope.CHUNKER, CHUNKS, False),
-        (EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS, False), (ANN_INDEX, Scope.CHUNKER_MODEL, EMBEDDINGS, True)]
+    assert [(t.name, t.scope, t.built_from, t.optional, t.labelled)
+            for t in GENERATION_TABLES] == [
+        (DOCUMENTS, Scope.CORPUS, None, False, False), (CHUNKS, Scope.CHUNKER, DOCUMENTS, False, False),
+        ("bm25_terms", Scope.CHUNKER, CHUNKS, False, False),
+        ("bm25_chunks", Scope.CHUNKER, CHUNKS, False, False),
+        ("bm25_postings", Scope.CHUNKER, CHUNKS, False, False),
+        ("bm25_params", Scope.CHUNKER, CHUNKS, False, False),
+        (EMBEDDINGS, Scope.CHUNKER_MODEL, CHUNKS, False, False),
+        (ANN_INDEX, Scope.CHUNKER_MODEL, EMBEDDINGS, True, False),
+        ("access", Scope.CHUNKER, CHUNKS, False, True)]
+    assert [t.name for t in GENERATION_TABLES if t.required(None)] == [
+        DOCUMENTS, CHUNKS, "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", EMBEDDINGS]
+    assert [t.name for t in GENERATION_TABLES if t.required("0123abcd")][-1] == "access"
     assert Scope.CHUNKER_MODEL.partition("header", MODEL) == {"chunker": "header", "model": MODEL}
     assert Scope.CHUNKER.partition("header", MODEL) == {"chunker": "header"}
     assert Scope.CORPUS.partition("header", MODEL) == {}
@@ -60,7 +68,7 @@ def test_newer_documents_leave_the_chunks_documents_in_the_generation(tmp_path):
 def test_a_missing_or_mixed_table_is_stale_and_cannot_be_published(tmp_path):
     warehouse = Warehouse(tmp_path)
     assert stale_tables(warehouse, "header", MODEL) == [t.name for t in GENERATION_TABLES
-                                                        if not t.optional]
+                                                        if t.required(None)]
     write_partition(warehouse, "header", MODEL, 3)
     # Planted flaw: new chunks and BM25 tables, the embeddings still of the old chunks.
     new = write_partition(warehouse, "header", "other@00000000", 4, tag="b")
