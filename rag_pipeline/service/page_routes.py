@@ -14,14 +14,18 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from rag_pipeline.core.answer.question import check_question
@@ -38,6 +42,7 @@ from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
+from rag_pipeline.service.views.base import open_original
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +61,12 @@ asker, a document that does not exist."""
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+def _disposition(kind: str, filename: str) -> str:
+    """A ``Content-Disposition`` header naming ``filename`` (RFC 6266; as Starlette's files)."""
+    quoted = quote(filename)
+    return f"{kind}; filename*=utf-8''{quoted}" if quoted != filename else f'{kind}; filename="{filename}"'
 
 
 class RecentAnswers:
@@ -209,7 +220,8 @@ def page_router(service: Any) -> APIRouter:
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
         if original is None:
-            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+            return _error(410, f"the original file of {document_id} is gone or has changed since "
+                               "it was indexed")
         try:
             return Response(page_png(original, page), media_type="image/png",
                             headers={"Cache-Control": "private, max-age=300"})
@@ -222,18 +234,28 @@ def page_router(service: Any) -> APIRouter:
         found = served_document(document_id, who)
         if isinstance(found, JSONResponse):
             return found
-        info, text = found
-        path = ViewRequest(info, text, 0, 0).original
-        if path is None:
-            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+        info, _ = found
+        # The bytes sent are those of the handle checked: a file swapped since (for a link to
+        # another one above all) is no original of this document, now or mid-response.
+        handle = open_original(info.path, info.content_sha256)
+        if handle is None:
+            return _error(410, f"the original file of {document_id} is gone or has changed since "
+                               "it was indexed")
+        path = Path(info.path)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         if path.suffix.lower() in {".md", ".vtt", ".srt", ".csv", ".txt"}:
             media = "text/plain; charset=utf-8"
-        return FileResponse(path, media_type=media, filename=path.name,
-                            content_disposition_type="inline" if inline else "attachment",
-                            headers={"Content-Security-Policy": "sandbox",
-                                     "X-Content-Type-Options": "nosniff"})
+
+        def chunks() -> Iterator[bytes]:
+            with handle:
+                while block := handle.read(1 << 16):
+                    yield block
+
+        return StreamingResponse(chunks(), media_type=media, headers={
+            "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
+            "Content-Length": str(os.fstat(handle.fileno()).st_size),
+            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
     def status_documents(who: Asker) -> dict[str, Any]:
@@ -255,6 +277,8 @@ def page_router(service: Any) -> APIRouter:
             payload = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return _error(400, f"the body is not JSON ({exc}): nothing stored")
+        except RecursionError:  # [[[[... : json's decoder recurses once a level
+            return _error(400, "the body is not JSON a verdict can be (nested too deeply): nothing stored")
         if not isinstance(payload, dict):
             return _error(422, "the body must be a JSON object: nothing stored")
         try:

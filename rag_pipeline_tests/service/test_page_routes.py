@@ -6,17 +6,22 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import duckdb
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_pipeline.core.config.access import AccessPolicy, AccessRule
 from rag_pipeline.core.evaluation.feedback import read_feedback
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
+from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 from rag_pipeline.service.run import running_service
+from rag_pipeline.service.tokens import TokenStore
+from rag_pipeline_tests.core.index_builder import build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 from rag_pipeline_tests.service.views_corpus import COOLING_SENTENCE, ViewsIndex, build_views_index
 
@@ -173,6 +178,39 @@ def test_the_original_is_served_and_html_never_runs_as_this_site(client: TestCli
         "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"}
 
 
+def test_an_original_swapped_since_indexing_is_never_served(tmp_path: Path,
+                                                            hashed_embedder: HashedEmbedder):
+    """A public file replaced after indexing by a link to a file outside the corpus, or to a
+    document another group reads, is no original of the public document: 410, not its bytes."""
+    built = build_index(tmp_path, hashed_embedder, {
+        "hr/pay.md": "# Pay\n\nThe zanzibar pay band starts at ninety thousand.\n",
+        "public/faq.md": "# FAQ\n\nThe cafeteria opens at noon.\n"})
+    store = TokenStore(built.data_dir)
+    staff = {"Authorization": f"Bearer {store.add('staff-user', ('staff',))}"}
+    policy = AccessPolicy((AccessRule("hr/**", ("hr",)), AccessRule("public/**", ("staff",))))
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600,
+                          access=AccessState(policy, store, poll_seconds=3600)) as service,
+          TestClient(create_app(service)) as client):
+        served = client.get("/originals/public/faq.md", headers=staff)
+        assert (served.status_code, served.text) == (200, "# FAQ\n\nThe cafeteria opens at noon.\n")
+        assert served.headers["content-disposition"] == 'inline; filename="faq.md"'
+        faq, outside = built.corpus_dir / "public/faq.md", tmp_path / "outside.txt"
+        outside.write_text("the outside secret", encoding="utf-8")
+        gone = {"error": "the original file of public/faq.md is gone or has changed since it was indexed"}
+        for target in (outside, built.corpus_dir / "hr/pay.md"):
+            faq.unlink()
+            faq.symlink_to(target)
+            response = client.get("/originals/public/faq.md", headers=staff)
+            assert (response.status_code, response.json()) == (410, gone)
+            view = client.get("/documents/public/faq.md", headers=staff)
+            assert "secret" not in view.text and "zanzibar" not in view.text
+            assert "Open the original file" not in view.text
+        faq.unlink()
+        faq.write_text("# FAQ\n\nThe cafeteria opens at noon.\n", encoding="utf-8")  # as indexed
+        assert client.get("/originals/public/faq.md", headers=staff).status_code == 200
+
+
 def test_failed_documents_are_named_with_their_reason(client: TestClient):
     body = client.get("/status/documents").json()
     assert body["failed"] == [{"document_id": "broken.pdf", "reason": "unreadable PDF: Failed to load "
@@ -243,6 +281,7 @@ def _wait_for(condition, attempts: int = 200) -> bool:
     (json.dumps({"question": "q", "helpful": True, "rating": 5}).encode(), 422,
      "rating: Extra inputs are not permitted: nothing stored"),
     (json.dumps(["q", True]).encode(), 422, "the body must be a JSON object: nothing stored"),
+    (b"[" * 8000, 400, "the body is not JSON a verdict can be (nested too deeply): nothing stored"),
 ])
 def test_bad_feedback_is_one_clear_error_and_nothing_is_stored(client: TestClient, built: ViewsIndex,
                                                                body: bytes, status: int, error: str):
