@@ -24,7 +24,7 @@ import logging
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
@@ -174,14 +174,24 @@ class AccessState:
         except TokenError as exc:
             raise AuthError(str(exc)) from None
 
-    def authenticate(self, headers: dict[bytes, bytes], client: str | None) -> Principal:
-        """The principal of a request's headers (from ``client``'s address).
+    def authenticate(self, headers: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
+                     client: str | None) -> Principal:
+        """The principal of a request's headers (lower-case names, as ASGI gives them; from
+        ``client``'s address).
 
         Raises:
-            AuthError: No valid token, session or trusted groups header.
+            AuthError: No valid token, session or trusted groups header; the groups header or
+                ``Authorization`` given more than once (which one a proxy set is unknowable).
         """
         if not self.enabled:
             return EVERYONE
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+        for name, shown in ((self.groups_header, self.groups_header_name),
+                            (b"authorization", "Authorization")):
+            times = sum(1 for key, _ in pairs if key == name)
+            if times > 1:
+                raise AuthError(f"the {shown} header came {times} times: a request carries it once")
+        headers = dict(pairs)
         proxied = headers.get(self.groups_header)
         if proxied is not None and self.trusted_proxy is not None:
             if client == self.trusted_proxy:
@@ -253,7 +263,7 @@ class RequireAuth:
         else:
             client = scope.get("client")
             try:
-                found = self.access.authenticate(dict(scope["headers"]),
+                found = self.access.authenticate(scope["headers"],
                                                  client[0] if client else None)
             except AuthError as exc:
                 await _unauthorized(str(exc))(scope, receive, send)
