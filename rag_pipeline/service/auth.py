@@ -47,6 +47,9 @@ GROUPS_HEADER = "X-Forwarded-Groups"
 ANONYMOUS_PATHS = frozenset({"/health", "/session"})
 """Paths every caller reaches (``/session`` checks the token it is given itself)."""
 MAX_SESSIONS = 10_000
+MAX_SESSIONS_PER_TOKEN = 64
+"""Sessions one token holds at most (its tabs and browsers): more end its oldest, so that one
+holder signing in again and again cannot push everybody else's sessions out."""
 
 
 class AuthError(Exception):
@@ -159,6 +162,10 @@ class AccessState:
         session = secrets.token_urlsafe(32)
         with self._lock:
             self._sessions[session] = record.id
+            # One token's sign-ins end its own oldest sessions, never other people's.
+            own = [s for s, token_id in self._sessions.items() if token_id == record.id]
+            for oldest in own[:max(0, len(own) - MAX_SESSIONS_PER_TOKEN)]:
+                del self._sessions[oldest]
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
         return session, Principal(record.name, frozenset(record.groups))

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.config.access import AccessPolicy, AccessRule
-from rag_pipeline.service.auth import AccessState, AuthError, Principal
+from rag_pipeline.service.auth import (
+    MAX_SESSIONS,
+    MAX_SESSIONS_PER_TOKEN,
+    SESSION_COOKIE,
+    AccessState,
+    AuthError,
+    Principal,
+)
 from rag_pipeline.service.tokens import TokenStore
 
 PROXY = "10.0.0.5"
@@ -47,3 +54,16 @@ def test_two_authorization_headers_are_refused(access):
     assert str(refused.value) == "the Authorization header came 2 times: a request carries it once"
     assert state.authenticate({b"authorization": f"Bearer {tokens['hr']}".encode()},
                               "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+
+
+def test_one_token_signing_in_again_and_again_ends_only_its_own_sessions(access):
+    state, tokens = access
+    kept, _ = state.open_session(tokens["hr"])
+    staff_sessions = [state.open_session(tokens["staff"])[0] for _ in range(MAX_SESSIONS + 10)]
+    cookie = [(b"cookie", f"{SESSION_COOKIE}={kept}".encode())]
+    assert state.authenticate(cookie, "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+    assert len(state._sessions) == MAX_SESSIONS_PER_TOKEN + 1
+    newest = [(b"cookie", f"{SESSION_COOKIE}={staff_sessions[-1]}".encode())]
+    assert state.authenticate(newest, "127.0.0.1").name == "staff-user"
+    with pytest.raises(AuthError, match="the session has ended"):
+        state.authenticate([(b"cookie", f"{SESSION_COOKIE}={staff_sessions[0]}".encode())], "127.0.0.1")
