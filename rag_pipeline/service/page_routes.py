@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 MAX_FEEDBACK_BYTES = 8 * 1024
 """A feedback body at most: a question (2,000 characters), a comment (2,000) and the verdict."""
 RECENT_ANSWERS = 1024
+FEEDBACK_PER_MINUTE = 30
+"""Verdicts one principal may store a minute: each rewrites the whole table (its cost grows
+with the rows held), so one holder posting in a loop must not keep the service busy."""
 INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
 """Originals a browser may show in the tab; any other (HTML above all: it would run as this
 site) is sent as a download, and every original carries a sandboxing CSP."""
@@ -93,6 +96,30 @@ class RecentAnswers:
             ) -> tuple[str, tuple[str, ...]] | None:
         with self._lock:
             return self._answers.get((groups, question))
+
+
+class FeedbackRate:
+    """At most ``per_minute`` verdicts a principal in any sliding minute."""
+
+    def __init__(self, per_minute: int = FEEDBACK_PER_MINUTE, clock: Any = None) -> None:
+        import time
+
+        self.per_minute = per_minute
+        self.clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._recent: dict[str, list[float]] = {}
+
+    def admit(self, who: str) -> bool:
+        now = self.clock()
+        with self._lock:
+            times = [t for t in self._recent.get(who, []) if now - t < 60.0]
+            admitted = len(times) < self.per_minute
+            if admitted:
+                times.append(now)
+            self._recent[who] = times
+            if len(self._recent) > 10_000:  # principals that went quiet
+                self._recent = {k: v for k, v in self._recent.items() if v and now - v[-1] < 60.0}
+            return admitted
 
 
 class QueryDbRefresher:
@@ -173,6 +200,7 @@ def page_router(service: Any) -> APIRouter:
     router = APIRouter()
     refresher = QueryDbRefresher(service.follower.warehouse)
     recent = RecentAnswers()
+    rate = FeedbackRate()
     service.on_answer.append(recent.remember)
 
     def may_read(document_id: str, groups: frozenset[str] | None) -> bool:
@@ -267,6 +295,9 @@ def page_router(service: Any) -> APIRouter:
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": FeedbackRequest.model_json_schema()}}}})
     async def feedback(request: Request, who: Asker) -> JSONResponse:
+        if not rate.admit(f"{who.name}\0{sorted(who.groups or ())}"):
+            return _error(429, f"more than {rate.per_minute} verdicts a minute from {who.name}: "
+                               "nothing stored; try again in a minute")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_FEEDBACK_BYTES:
             return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")
