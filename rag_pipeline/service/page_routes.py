@@ -139,7 +139,9 @@ class QueryDbRefresher:
                 self._again = True
                 return
             self._running = True
-        threading.Thread(target=self._run, name="feedback-publish", daemon=True).start()
+        # Not a daemon: a process leaving while DuckDB writes aborted (SIGABRT, "terminate
+        # called"); interpreter exit waits for the pass instead (seconds at most).
+        threading.Thread(target=self._run, name="feedback-publish", daemon=False).start()
 
     def _run(self) -> None:
         while True:

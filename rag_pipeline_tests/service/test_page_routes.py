@@ -328,3 +328,33 @@ def test_the_feedback_rate_is_a_sliding_minute():
     assert rate.admit("a") is False
     clock[0] = 60.0
     assert [rate.admit("a"), rate.admit("a"), rate.admit("a")] == [True, True, False]
+
+
+def test_a_process_leaving_right_after_feedback_exits_cleanly(tmp_path: Path):
+    """The refresh of rag.duckdb after a verdict ran on a daemon thread: a process (a `serve`
+    stopped) leaving while it wrote aborted with SIGABRT ("terminate called ...")."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "from pathlib import Path\n"
+        "from fastapi.testclient import TestClient\n"
+        "from rag_pipeline.core.storage.warehouse import Warehouse\n"
+        "from rag_pipeline.service.app import create_app\n"
+        "from rag_pipeline.service.query_service import ServeSettings\n"
+        "from rag_pipeline.service.run import running_service\n"
+        "from rag_pipeline_tests.core.index_builder import build_index\n"
+        "from rag_pipeline_tests.fake_embedder import HashedEmbedder\n"
+        "embedder = HashedEmbedder()\n"
+        f"built = build_index(Path({str(tmp_path)!r}), embedder, {{'a.md': '# A\\n\\nnoon\\n'}})\n"
+        "with running_service(Warehouse(built.data_dir), ServeSettings('header', embedder.spec.key),"
+        " lambda: embedder, poll_seconds=3600) as service:\n"
+        "    with TestClient(create_app(service)) as client:\n"
+        "        for _ in range(5):\n"
+        "            assert client.post('/feedback', json={'question': 'noon', 'helpful': True})"
+        ".status_code == 200\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert (done.returncode, "terminate called" in done.stderr) == (0, False), done.stderr[-2000:]
