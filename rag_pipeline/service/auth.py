@@ -24,7 +24,7 @@ import logging
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any
@@ -47,6 +47,9 @@ GROUPS_HEADER = "X-Forwarded-Groups"
 ANONYMOUS_PATHS = frozenset({"/health", "/session"})
 """Paths every caller reaches (``/session`` checks the token it is given itself)."""
 MAX_SESSIONS = 10_000
+MAX_SESSIONS_PER_TOKEN = 64
+"""Sessions one token holds at most (its tabs and browsers): more end its oldest, so that one
+holder signing in again and again cannot push everybody else's sessions out."""
 
 
 class AuthError(Exception):
@@ -159,6 +162,10 @@ class AccessState:
         session = secrets.token_urlsafe(32)
         with self._lock:
             self._sessions[session] = record.id
+            # One token's sign-ins end its own oldest sessions, never other people's.
+            own = [s for s, token_id in self._sessions.items() if token_id == record.id]
+            for oldest in own[:max(0, len(own) - MAX_SESSIONS_PER_TOKEN)]:
+                del self._sessions[oldest]
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
         return session, Principal(record.name, frozenset(record.groups))
@@ -174,14 +181,24 @@ class AccessState:
         except TokenError as exc:
             raise AuthError(str(exc)) from None
 
-    def authenticate(self, headers: dict[bytes, bytes], client: str | None) -> Principal:
-        """The principal of a request's headers (from ``client``'s address).
+    def authenticate(self, headers: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
+                     client: str | None) -> Principal:
+        """The principal of a request's headers (lower-case names, as ASGI gives them; from
+        ``client``'s address).
 
         Raises:
-            AuthError: No valid token, session or trusted groups header.
+            AuthError: No valid token, session or trusted groups header; the groups header or
+                ``Authorization`` given more than once (which one a proxy set is unknowable).
         """
         if not self.enabled:
             return EVERYONE
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+        for name, shown in ((self.groups_header, self.groups_header_name),
+                            (b"authorization", "Authorization")):
+            times = sum(1 for key, _ in pairs if key == name)
+            if times > 1:
+                raise AuthError(f"the {shown} header came {times} times: a request carries it once")
+        headers = dict(pairs)
         proxied = headers.get(self.groups_header)
         if proxied is not None and self.trusted_proxy is not None:
             if client == self.trusted_proxy:
@@ -253,7 +270,7 @@ class RequireAuth:
         else:
             client = scope.get("client")
             try:
-                found = self.access.authenticate(dict(scope["headers"]),
+                found = self.access.authenticate(scope["headers"],
                                                  client[0] if client else None)
             except AuthError as exc:
                 await _unauthorized(str(exc))(scope, receive, send)

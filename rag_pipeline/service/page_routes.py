@@ -14,14 +14,18 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from rag_pipeline.core.answer.question import check_question
@@ -38,12 +42,16 @@ from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
+from rag_pipeline.service.views.base import open_indexed
 
 log = logging.getLogger(__name__)
 
 MAX_FEEDBACK_BYTES = 8 * 1024
 """A feedback body at most: a question (2,000 characters), a comment (2,000) and the verdict."""
 RECENT_ANSWERS = 1024
+FEEDBACK_PER_MINUTE = 30
+"""Verdicts one principal may store a minute: each rewrites the whole table (its cost grows
+with the rows held), so one holder posting in a loop must not keep the service busy."""
 INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
 """Originals a browser may show in the tab; any other (HTML above all: it would run as this
 site) is sent as a download, and every original carries a sandboxing CSP."""
@@ -56,6 +64,12 @@ asker, a document that does not exist."""
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+def _disposition(kind: str, filename: str) -> str:
+    """A ``Content-Disposition`` header naming ``filename`` (RFC 6266; as Starlette's files)."""
+    quoted = quote(filename)
+    return f"{kind}; filename*=utf-8''{quoted}" if quoted != filename else f'{kind}; filename="{filename}"'
 
 
 class RecentAnswers:
@@ -84,6 +98,30 @@ class RecentAnswers:
             return self._answers.get((groups, question))
 
 
+class FeedbackRate:
+    """At most ``per_minute`` verdicts a principal in any sliding minute."""
+
+    def __init__(self, per_minute: int = FEEDBACK_PER_MINUTE, clock: Any = None) -> None:
+        import time
+
+        self.per_minute = per_minute
+        self.clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._recent: dict[str, list[float]] = {}
+
+    def admit(self, who: str) -> bool:
+        now = self.clock()
+        with self._lock:
+            times = [t for t in self._recent.get(who, []) if now - t < 60.0]
+            admitted = len(times) < self.per_minute
+            if admitted:
+                times.append(now)
+            self._recent[who] = times
+            if len(self._recent) > 10_000:  # principals that went quiet
+                self._recent = {k: v for k, v in self._recent.items() if v and now - v[-1] < 60.0}
+            return admitted
+
+
 class QueryDbRefresher:
     """Brings ``rag.duckdb`` up to date after a feedback row, on one background thread at a
     time (rows arriving meanwhile are picked up by one more pass, never by a thread each)."""
@@ -101,7 +139,9 @@ class QueryDbRefresher:
                 self._again = True
                 return
             self._running = True
-        threading.Thread(target=self._run, name="feedback-publish", daemon=True).start()
+        # Not a daemon: a process leaving while DuckDB writes aborted (SIGABRT, "terminate
+        # called"); interpreter exit waits for the pass instead (seconds at most).
+        threading.Thread(target=self._run, name="feedback-publish", daemon=False).start()
 
     def _run(self) -> None:
         while True:
@@ -162,6 +202,7 @@ def page_router(service: Any) -> APIRouter:
     router = APIRouter()
     refresher = QueryDbRefresher(service.follower.warehouse)
     recent = RecentAnswers()
+    rate = FeedbackRate()
     service.on_answer.append(recent.remember)
 
     def may_read(document_id: str, groups: frozenset[str] | None) -> bool:
@@ -209,7 +250,8 @@ def page_router(service: Any) -> APIRouter:
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
         if original is None:
-            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+            return _error(410, f"the original file of {document_id} is gone or has changed since "
+                               "it was indexed")
         try:
             return Response(page_png(original, page), media_type="image/png",
                             headers={"Cache-Control": "private, max-age=300"})
@@ -222,18 +264,28 @@ def page_router(service: Any) -> APIRouter:
         found = served_document(document_id, who)
         if isinstance(found, JSONResponse):
             return found
-        info, text = found
-        path = ViewRequest(info, text, 0, 0).original
-        if path is None:
-            return _error(410, f"the original file of {document_id} is no longer where it was indexed from")
+        info, _ = found
+        # The bytes sent are those of the handle checked: a file swapped since (for a link to
+        # another one above all) is no original of this document, now or mid-response.
+        handle = open_indexed(info.path, info.document_id, info.content_sha256)
+        if handle is None:
+            return _error(410, f"the original file of {document_id} is gone or has changed since "
+                               "it was indexed")
+        path = Path(info.path)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         if path.suffix.lower() in {".md", ".vtt", ".srt", ".csv", ".txt"}:
             media = "text/plain; charset=utf-8"
-        return FileResponse(path, media_type=media, filename=path.name,
-                            content_disposition_type="inline" if inline else "attachment",
-                            headers={"Content-Security-Policy": "sandbox",
-                                     "X-Content-Type-Options": "nosniff"})
+
+        def chunks() -> Iterator[bytes]:
+            with handle:
+                while block := handle.read(1 << 16):
+                    yield block
+
+        return StreamingResponse(chunks(), media_type=media, headers={
+            "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
+            "Content-Length": str(os.fstat(handle.fileno()).st_size),
+            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
     def status_documents(who: Asker) -> dict[str, Any]:
@@ -245,6 +297,9 @@ def page_router(service: Any) -> APIRouter:
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": FeedbackRequest.model_json_schema()}}}})
     async def feedback(request: Request, who: Asker) -> JSONResponse:
+        if not rate.admit(f"{who.name}\0{sorted(who.groups or ())}"):
+            return _error(429, f"more than {rate.per_minute} verdicts a minute from {who.name}: "
+                               "nothing stored; try again in a minute")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_FEEDBACK_BYTES:
             return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")
@@ -255,6 +310,8 @@ def page_router(service: Any) -> APIRouter:
             payload = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return _error(400, f"the body is not JSON ({exc}): nothing stored")
+        except RecursionError:  # [[[[... : json's decoder recurses once a level
+            return _error(400, "the body is not JSON a verdict can be (nested too deeply): nothing stored")
         if not isinstance(payload, dict):
             return _error(422, "the body must be a JSON object: nothing stored")
         try:

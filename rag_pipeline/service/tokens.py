@@ -39,6 +39,9 @@ TOKEN = re.compile(r"rp_(?P<id>[0-9a-f]{8})_(?P<secret>[A-Za-z0-9_-]{43})")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+WRONG_SECRET_PAUSE = 1.0
+"""Seconds a token id hashes no new secret after a wrong one (the right one, once verified,
+is known without hashing and is never paused)."""
 USED_FLUSH_SECONDS = 5.0
 """How often, at most, a serving process records when its tokens were last used."""
 
@@ -130,6 +133,9 @@ class TokenStore:
         self._stamp: tuple[int, int] | None = None
         self._records: dict[str, TokenRecord] = {}
         self._verified: dict[str, tuple[str, str]] = {}
+        self._hashing_until: dict[str, float] = {}
+        """Per token id: when a secret not seen before may be hashed again (a wrong one, or one
+        being hashed, pauses the id's hashing)."""
         self._used: dict[str, str] = {}
         self._used_dirty = False
         self._flushed_at = 0.0
@@ -228,8 +234,22 @@ class TokenStore:
         if record is None:
             raise TokenError("unknown or revoked token")
         if known is None or known != (record.id, record.hash):
-            expected = _hash(match["secret"], bytes.fromhex(record.salt))
-            if not hmac.compare_digest(expected, record.hash):
+            # Each guess costs a scrypt (tens of ms, 16 MB): one at a time per id and none for
+            # WRONG_SECRET_PAUSE seconds after a wrong one, so whoever knows a token's id
+            # (every holder knows theirs) cannot keep the cores and memory busy with guesses.
+            with self._lock:
+                if time.monotonic() < self._hashing_until.get(record.id, 0.0):
+                    raise TokenError("unknown or revoked token")
+                self._hashing_until[record.id] = float("inf")
+            wrong = True
+            try:
+                wrong = not hmac.compare_digest(_hash(match["secret"], bytes.fromhex(record.salt)),
+                                                record.hash)
+            finally:
+                with self._lock:
+                    self._hashing_until[record.id] = (time.monotonic() + WRONG_SECRET_PAUSE
+                                                      if wrong else 0.0)
+            if wrong:
                 raise TokenError("unknown or revoked token")
             with self._lock:
                 self._verified[fast] = (record.id, record.hash)

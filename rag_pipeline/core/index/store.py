@@ -61,6 +61,9 @@ class DocumentInfo:
     format: str
     anchors: tuple[Anchor, ...]
     tables: tuple[TableSpan, ...] = ()
+    content_sha256: str = ""
+    """The sha256 of the bytes indexed: a viewer serves the original file only while it holds
+    them (``""``: unknown, so no original is served)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,7 +200,8 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     if str(ModelKey(model_name, fingerprint)) != model_key:
         raise IndexNotBuiltError(f"partition {model_key} holds vectors stamped "
                                  f"{ModelKey(model_name, fingerprint)}")
-    document_columns = ["document_id", "title", "path", "format", "anchors", "status"]
+    document_columns = ["document_id", "title", "path", "format", "anchors", "status",
+                        "content_sha256"]
     if "tables" in pq.read_schema(warehouse.full_path(files[DOCUMENTS]),
                                   filesystem=warehouse.fs).names:
         document_columns.append("tables")  # a documents file written before tables had none
@@ -206,7 +210,8 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
                                          row["format"],
                                          tuple(Anchor(**a) for a in row["anchors"] or ()),
                                          tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
-                                               for t in row.get("tables") or ()))
+                                               for t in row.get("tables") or ()),
+                                         row["content_sha256"] or "")
         for row in warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
         if row["status"] == "ok"}
     order = found.to_numpy().astype(np.int64)

@@ -194,6 +194,7 @@ class _Reader:
         expansion = fmt.expand(data, stem, self.unpacking)
         members: list[DocumentRecord] = []
         direct: list[DocumentRecord] = []
+        taken = {document_id}
         for member in expansion.members:  # an ExtractionError here fails the whole container
             member_id, member_path = f"{document_id}/{member.name}", f"{path}/{member.name}"
             base = posixpath.basename(member.name)
@@ -209,6 +210,15 @@ class _Reader:
                     member.error if failed else member.skip)]
             else:
                 read = self.record(member_id, member_path, base, member.data, member_digest, depth + 1)
+            # Ids are unique: a member named ``b.zip/c.md`` beside a member archive ``b.zip``
+            # holding ``c.md`` claims the same id (the first keeps it; the other is no document).
+            clash = next((r.document_id for r in read if r.document_id in taken), None)
+            if clash is not None:
+                direct.append(dataclasses.replace(
+                    read[0], status=DocumentStatus.FAILED.value, canonical_text="",
+                    error=f"another member of the archive is already the document {clash}"))
+                continue
+            taken.update(r.document_id for r in read)
             direct.append(read[0])
             members += read
         counts = {status: sum(r.status == status.value for r in direct) for status in DocumentStatus}

@@ -274,8 +274,17 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
         rows: list[Reconciled] = []
         extracted = reused = moved = not_retried = 0
 
+        kept: set[str] = set()
+
         def keep(record: DocumentRecord, change: Change, previous_id: str = "",
                  detail: str = "") -> None:
+            if record.document_id in kept:  # a key below a key that is an archive (S3): the
+                # object and the archive's member would be two documents of one id
+                rows.append(Reconciled(Change.FAILED.value, record.document_id, previous_id,
+                                       "another document already has this id (a member of the "
+                                       "container of that name): not indexed"))
+                return
+            kept.add(record.document_id)
             records.append(record)
             if not record.skipped:
                 rows.append(Reconciled((Change.FAILED if record.failed else change).value,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
+import os
+import stat
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
 from rag_pipeline.core.index.store import DocumentInfo
@@ -39,17 +45,86 @@ class ViewRequest:
 
     @property
     def original(self) -> Path | None:
-        """The original file when it is still where it was indexed from (a container member's,
-        read again from its container)."""
-        from rag_pipeline.service.views.members import member_file
-
-        path = Path(self.info.path)
-        named = path.name == self.info.document_id.rsplit("/", 1)[-1]
-        return path if named and path.is_file() else member_file(self.info.path)
+        """The original file when it is still the file that was indexed (see
+        :func:`open_indexed`): where it was indexed from (a container member's, read again from
+        its container), holding the bytes indexed."""
+        found = indexed_file(self.info.path, self.info.document_id)
+        handle = open_original(str(found), self.info.content_sha256) if found else None
+        if handle is None:
+            return None
+        handle.close()
+        return found
 
     @property
     def quote(self) -> str:
         return self.text[self.start:self.end]
+
+
+_VERIFIED: OrderedDict[tuple[int, ...], str] = OrderedDict()
+_VERIFIED_LOCK = threading.Lock()
+_VERIFIED_SIZE = 256
+_HASH_BLOCK = 1 << 20
+
+
+def indexed_file(path: str, document_id: str) -> Path | None:
+    """Where the bytes of the document indexed from ``path`` are now: the file itself, or for a
+    member of a container (``mail.eml/report.pdf``, whose path runs on past the container's
+    file) a copy read again from its container; None when neither exists."""
+    from rag_pipeline.service.views.members import member_file
+
+    file = Path(path)
+    if file.name == document_id.rsplit("/", 1)[-1] and file.is_file():
+        return file
+    return member_file(path)
+
+
+def open_indexed(path: str, document_id: str, content_sha256: str) -> BinaryIO | None:
+    """:func:`open_original` of where the document's bytes are now (:func:`indexed_file`)."""
+    found = indexed_file(path, document_id)
+    return open_original(str(found), content_sha256) if found is not None else None
+
+
+def open_original(path: str, content_sha256: str) -> BinaryIO | None:
+    """The indexed file at ``path``, open for reading, when it still holds the bytes whose
+    sha256 the index recorded; None otherwise.
+
+    A file changed, replaced, or swapped for a link to another file (outside the corpus, or a
+    document another group reads) since it was indexed is not this document's original, so it
+    is never served for it. The check runs on the open handle (``fstat``, then its bytes), so a
+    swap after the check serves nothing else; the digest is remembered per device, inode, size
+    and times, so a page of views hashes a file once.
+    """
+    if not content_sha256 or not path:
+        return None
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    except OSError:
+        return None
+    try:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            handle.close()
+            return None
+        key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        with _VERIFIED_LOCK:
+            digest = _VERIFIED.get(key)
+        if digest is None:
+            hasher = hashlib.sha256()
+            while block := handle.read(_HASH_BLOCK):
+                hasher.update(block)
+            digest = hasher.hexdigest()
+            handle.seek(0)
+            with _VERIFIED_LOCK:
+                _VERIFIED[key] = digest
+                while len(_VERIFIED) > _VERIFIED_SIZE:
+                    _VERIFIED.popitem(last=False)
+    except OSError:
+        handle.close()
+        return None
+    if digest != content_sha256:
+        handle.close()
+        return None
+    return handle
 
 
 @dataclass(frozen=True)

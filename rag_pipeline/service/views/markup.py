@@ -25,13 +25,24 @@ _TAGS = frozenset({
     "ul", "var"})
 
 
+SHELL_IDS = frozenset({"quote", "view", "where", "page-image", "prev-page", "next-page"})
+"""Element ids the page shell and its views give (the quote's mark above all): a document's own
+element of such an id would be where the page scrolls as "the quoted place"."""
+
+
+def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
+    return None if attribute == "id" and value.strip().lower() in SHELL_IDS else value
+
+
 def sanitised(markup: str) -> str:
-    """``markup`` through nh3 with the tags above, links to http(s) and mailto only."""
+    """``markup`` through nh3 with the tags above, links to http(s) and mailto only, and no
+    element taking an id of :data:`SHELL_IDS`."""
     import nh3
 
     return nh3.clean(markup, tags=set(_TAGS), url_schemes={"http", "https", "mailto"},
                      attributes={"a": {"href", "title"}, "td": {"colspan", "rowspan"},
-                                 "th": {"colspan", "rowspan"}, "*": {"id"}})
+                                 "th": {"colspan", "rowspan"}, "*": {"id"}},
+                     attribute_filter=_keep_attribute)
 
 
 def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:

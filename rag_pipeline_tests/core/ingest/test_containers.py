@@ -130,6 +130,26 @@ def test_members_with_paths_outside_the_archive_fail_alone(tmp_path: Path):
     assert records[0].notes[:3] == (("members", "5"), ("members_ok", "1"), ("members_failed", "4"))
 
 
+@pytest.mark.parametrize("impostor_first", [False, True])
+def test_a_member_claiming_a_nested_members_id_fails_alone(tmp_path: Path, impostor_first: bool):
+    """``b.zip/c.md`` beside a member archive ``b.zip`` holding ``c.md``: two records of one id
+    failed the chunks check of every build; the first keeps the id, the other fails alone."""
+    nested, impostor = ("b.zip", zipped({"c.md": b"# Inner\n\nThe nested text.\n"})), \
+        ("b.zip/c.md", b"# Impostor\n\nThe impostor text.\n")
+    order = [impostor, nested] if impostor_first else [nested, impostor]
+    (tmp_path / "a.zip").write_bytes(zipped(dict(order)))
+    records = extract_corpus(tmp_path).records
+    ids = [r.document_id for r in records]
+    assert len(ids) == len(set(ids))
+    kept = next(r for r in records if r.document_id == "a.zip/b.zip/c.md")
+    assert kept.canonical_text == ("# Impostor\n\nThe impostor text.\n" if impostor_first
+                                   else "# Inner\n\nThe nested text.\n")
+    loser = "b.zip" if impostor_first else "b.zip/c.md"
+    assert (f"{loser} (failed: another member of the archive is already the document "
+            "a.zip/b.zip/c.md)") in records[0].canonical_text.splitlines()
+    assert records[0].notes[:3] == (("members", "2"), ("members_ok", "1"), ("members_failed", "1"))
+
+
 def test_tar_members_outside_and_links_fail_or_skip_alone(tmp_path: Path):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:

@@ -11,6 +11,15 @@ def test_scripts_handlers_and_script_urls_are_removed():
     assert clean == '<h2>T</h2><p>a <a rel="noopener noreferrer">link</a></p>'
 
 
+def test_a_document_cannot_take_the_ids_of_the_page_shell():
+    """A planted ``id="quote"`` early in a file would be where the page scrolls as the quoted
+    place (the first element of an id wins); the shell's ids are dropped, others kept."""
+    clean = sanitised('<p id="quote">Planted.</p><p id=" Page-Image ">x</p><h2 id="rules">Rules</h2>')
+    assert clean == '<p>Planted.</p><p>x</p><h2 id="rules">Rules</h2>'
+    marked, _ = mark_quote(clean, "Rules")
+    assert marked.count('id="quote"') == 1 and '<mark id="quote">Rules</mark>' in marked
+
+
 def test_a_quote_across_elements_is_marked_piece_by_piece_with_its_heading():
     markup = "<h2>Rules</h2><p>Wear a <em>yellow</em> helmet.</p><p>Other text.</p>"
     marked, heading = mark_quote(markup, "Wear a yellow helmet.")

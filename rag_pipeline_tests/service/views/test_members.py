@@ -4,6 +4,7 @@ from its container, so its page images and its original file are served like any
 from __future__ import annotations
 
 import email.message
+import hashlib
 import io
 import stat
 import zipfile
@@ -32,7 +33,7 @@ def test_a_mailed_pdf_has_its_original_and_page_images(tmp_path: Path):
     mail.add_attachment(attachment, maintype="application", subtype="pdf", filename="offer.pdf")
     (tmp_path / "offer.eml").write_bytes(bytes(mail))
     info = DocumentInfo("offer.eml/offer.pdf", "Offer letter", f"{tmp_path}/offer.eml/offer.pdf",
-                        "pdf", ())
+                        "pdf", (), content_sha256=hashlib.sha256(attachment).hexdigest())
     original = ViewRequest(info, "", 0, 0).original
     assert original is not None and original.read_bytes() == attachment
     assert (original.name, stat.S_IMODE(original.stat().st_mode)) == ("offer.pdf", 0o600)
@@ -45,7 +46,18 @@ def test_a_zip_member_whose_archive_is_gone_has_no_original(tmp_path: Path):
         archive.writestr("exports/a.md", "# A\n")
     (tmp_path / "exports.zip").write_bytes(buffer.getvalue())
     info = DocumentInfo("exports.zip/exports/a.md", "A", f"{tmp_path}/exports.zip/exports/a.md",
-                        "markdown", ())
+                        "markdown", (), content_sha256=hashlib.sha256(b"# A\n").hexdigest())
     assert ViewRequest(info, "# A\n", 0, 0).original.read_bytes() == b"# A\n"
     (tmp_path / "exports.zip").unlink()
+    assert ViewRequest(info, "# A\n", 0, 0).original is None
+
+
+def test_a_member_whose_bytes_changed_since_indexing_has_no_original(tmp_path: Path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("exports/a.md", "# A, edited since\n")
+    (tmp_path / "exports.zip").write_bytes(buffer.getvalue())
+    # Indexed when the member held "# A\n": the container now holds other bytes under its name.
+    info = DocumentInfo("exports.zip/exports/a.md", "A", f"{tmp_path}/exports.zip/exports/a.md",
+                        "markdown", (), content_sha256=hashlib.sha256(b"# A\n").hexdigest())
     assert ViewRequest(info, "# A\n", 0, 0).original is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from rag_pipeline.core.index.store import DocumentInfo
@@ -36,7 +37,8 @@ def test_the_view_starts_a_few_rows_above_the_cited_row(tmp_path: Path):
     path = _long_workbook(tmp_path / "log.xlsx", 1000)
     extracted = format_named("xlsx").extract(path.read_bytes(), "log")
     anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A250:B250"))
-    info = DocumentInfo("log.xlsx", "log", str(path), "xlsx", extracted.anchors)
+    info = DocumentInfo("log.xlsx", "log", str(path), "xlsx", extracted.anchors,
+                        content_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
     view = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end))
     assert view.label == "Log!A250:B250"
     assert f'<tr><th scope="row">{250 - ROWS_ABOVE}</th>' in view.body

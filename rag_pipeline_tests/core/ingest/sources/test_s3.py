@@ -65,6 +65,28 @@ def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
         ("good.md", "ok", None)]
 
 
+def test_a_key_below_an_archive_key_is_no_second_document_of_its_id(bucket: Bucket, s3_settings):
+    """``a.zip`` holding ``x.md`` and the key ``a.zip/x.md``: two records of one id failed the
+    chunks check of every build. The archive's member keeps the id; the object fails, named."""
+    import io
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as written:
+        written.writestr("x.md", "# Member\n\nThe member's text.\n")
+    bucket.put("docs/a.zip", archive.getvalue())
+    bucket.put("docs/a.zip/x.md", "# Object\n\nThe object's text.\n")
+    bucket.put("docs/good.md", "# Good\n")
+    result = extract_corpus(S3Source(f"s3://{bucket.name}/docs", s3_settings))
+    assert [(r.document_id, r.status, r.canonical_text) for r in result.records] == [
+        ("a.zip", "ok", "x.md\n"), ("a.zip/x.md", "ok", "# Member\n\nThe member's text.\n"),
+        ("good.md", "ok", "# Good\n")]
+    assert [(r.change, r.detail) for r in result.report.rows if r.document_id == "a.zip/x.md"] == [
+        (Change.ADDED.value, ""),
+        (Change.FAILED.value, "another document already has this id (a member of the container of "
+                              "that name): not indexed")]
+
+
 def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings):
     bucket.put("p/keep.md", "# Keep\n\nSame.\n")
     bucket.put("p/edit.md", "# Edit\n\nBefore.\n")

@@ -1,0 +1,69 @@
+"""Tests for ``rag_pipeline.service.auth``: which headers a request's principal is believed from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.config.access import AccessPolicy, AccessRule
+from rag_pipeline.service.auth import (
+    MAX_SESSIONS,
+    MAX_SESSIONS_PER_TOKEN,
+    SESSION_COOKIE,
+    AccessState,
+    AuthError,
+    Principal,
+)
+from rag_pipeline.service.tokens import TokenStore
+
+PROXY = "10.0.0.5"
+
+
+@pytest.fixture
+def access(tmp_path: Path) -> tuple[AccessState, dict[str, str]]:
+    store = TokenStore(tmp_path)
+    tokens = {group: store.add(f"{group}-user", (group,)) for group in ("hr", "staff")}
+    policy = AccessPolicy((AccessRule("hr/**", ("hr",)), AccessRule("public/**", ("staff",))))
+    return AccessState(policy, store, trusted_proxy=PROXY, poll_seconds=3600), tokens
+
+
+def test_one_groups_header_from_the_proxy_gives_its_groups(access):
+    state, _ = access
+    assert state.authenticate([(b"x-forwarded-groups", b"staff, hr")], PROXY) == Principal(
+        "proxy", frozenset({"staff", "hr"}))
+
+
+@pytest.mark.parametrize("headers", [
+    # A proxy that adds its header without removing the caller's: which one it set is unknowable.
+    [(b"x-forwarded-groups", b"staff"), (b"x-forwarded-groups", b"hr")],
+    [(b"x-forwarded-groups", b"hr"), (b"x-forwarded-groups", b"staff")],
+])
+def test_the_groups_header_given_twice_is_refused(access, headers):
+    state, _ = access
+    with pytest.raises(AuthError) as refused:
+        state.authenticate(headers, PROXY)
+    assert str(refused.value) == "the X-Forwarded-Groups header came 2 times: a request carries it once"
+
+
+def test_two_authorization_headers_are_refused(access):
+    state, tokens = access
+    with pytest.raises(AuthError) as refused:
+        state.authenticate([(b"authorization", f"Bearer {tokens['staff']}".encode()),
+                            (b"authorization", f"Bearer {tokens['hr']}".encode())], "127.0.0.1")
+    assert str(refused.value) == "the Authorization header came 2 times: a request carries it once"
+    assert state.authenticate({b"authorization": f"Bearer {tokens['hr']}".encode()},
+                              "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+
+
+def test_one_token_signing_in_again_and_again_ends_only_its_own_sessions(access):
+    state, tokens = access
+    kept, _ = state.open_session(tokens["hr"])
+    staff_sessions = [state.open_session(tokens["staff"])[0] for _ in range(MAX_SESSIONS + 10)]
+    cookie = [(b"cookie", f"{SESSION_COOKIE}={kept}".encode())]
+    assert state.authenticate(cookie, "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+    assert len(state._sessions) == MAX_SESSIONS_PER_TOKEN + 1
+    newest = [(b"cookie", f"{SESSION_COOKIE}={staff_sessions[-1]}".encode())]
+    assert state.authenticate(newest, "127.0.0.1").name == "staff-user"
+    with pytest.raises(AuthError, match="the session has ended"):
+        state.authenticate([(b"cookie", f"{SESSION_COOKIE}={staff_sessions[0]}".encode())], "127.0.0.1")
