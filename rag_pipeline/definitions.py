@@ -11,6 +11,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.config.build_context import BuildContext
+from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.orchestration.assets.access import build_access_asset
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
@@ -109,20 +110,22 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | s
                       report_url: str = ReportSite().base_url,
                       corpus_freshness: timedelta = CORPUS_FRESHNESS,
                       environ: Mapping[str, str] = os.environ,
-                      watch_interval: int = WATCH_INTERVAL_SECONDS) -> dg.Definitions:
+                      watch_interval: int = WATCH_INTERVAL_SECONDS,
+                      compute: ComputeSettings | None = None) -> dg.Definitions:
     """The definitions for these folders (tests and benchmarks): the chunkers and models of the
     profile the configuration ``environ`` names would build (``RAG_PIPELINE_CONFIG`` /
     ``RAG_PIPELINE_PROFILE``, read when called), or exactly ``models`` when given (``models[0]``
     is the default model and the chunk tokenizer); ``corpus_dir`` defaults to the bundled Python
     Language Reference, exported on first use into ``<data_dir>/corpus/python-reference``, and
     may be a source URI (``s3://bucket/prefix``, ``git+file:///repo@ref``);
-    ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``)."""
+    ``location`` is where the Parquet tables live (default ``<data_dir>/warehouse``);
+    ``compute`` where embeddings runs compute (default: the configuration's ``[compute]``)."""
     build = resolve_context({k: v for k, v in environ.items()
                              if k in (ENV_CONFIG, ENV_PROFILE, ENV_CORPUS)},
                             data_dir=Path(data_dir), location=location, models=models or None)
     corpus = (corpus_dir if isinstance(corpus_dir, str) else Path(corpus_dir)) if corpus_dir \
         else corpus_export_dir(data_dir)
-    build = replace(build, corpus=corpus,
+    build = replace(build, corpus=corpus, compute=compute or build.compute,
                     python_reference=corpus_dir is None, eval_dir=Path(eval_dir))
     return definitions_of(build, torch_threads=torch_threads, report_url=report_url,
                           corpus_freshness=corpus_freshness, watch_interval=watch_interval)

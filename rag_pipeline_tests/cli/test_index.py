@@ -59,9 +59,12 @@ def test_a_data_folder_whose_path_holds_glob_query_and_control_characters_indexe
                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert ask.returncode == 0, ask.stdout[-3000:] + ask.stderr[-3000:]
     assert '"guide/config.md' in ask.stdout
+    # Everything the index wrote is in the odd folder, but the model cache, which lives with the
+    # configuration (`model_cache = "data/models"`): the fp32 model's ONNX export for indexing.
     assert sorted(p.name for p in project.root.iterdir()) == [
-        "corpus", "dagster_home", "eval", "g [1]*?#% x\nnext", "rag_pipeline.lock.json",
+        "corpus", "dagster_home", "data", "eval", "g [1]*?#% x\nnext", "rag_pipeline.lock.json",
         "rag_pipeline.toml"]
+    assert [p.name for p in (project.root / "data").iterdir()] == ["models"]
 
 
 _SIGNAL_AT = r"""
