@@ -32,7 +32,7 @@ INDEX_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     import dagster as dg
     import rag_pipeline.orchestration.assets.embeddings as embeddings_asset
-    import rag_pipeline.orchestration.assets.index_generation as index_generation_asset
+    import rag_pipeline.core.index.build as build
     from rag_pipeline.core.embedding.vector_cache import VectorCache
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline_tests.index_runs import run_index
@@ -50,8 +50,8 @@ INDEX_SCRIPT = textwrap.dedent("""
             original(self, shas, vectors)
             die()
         VectorCache.checkpoint = checkpoint_then_die
-    elif moment == "before_publish":
-        index_generation_asset.publish = die
+    elif moment == "before_publish":  # the one build path publishes (core/index/build.py)
+        build.publish = die
     defs = build_definitions(data_dir=data, corpus_dir=corpus)
     run_index(defs, dg.DagsterInstance.ephemeral(), echo=lambda _: None, evaluate=False)
 """)
