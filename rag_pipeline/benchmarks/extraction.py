@@ -1,4 +1,4 @@
-"""PDF extraction on twin corpora: manuals Debian ships both as PDF and as HTML (issue 18).
+"""PDF extraction on twin corpora: manuals Debian ships both as PDF and as HTML.
 
 Run: ``nice -n 10 .venv/bin/python -m rag_pipeline.benchmarks.extraction [--cache DIR]``.
 

@@ -149,6 +149,21 @@ class _RunBuilder:
                        mono=self.mono >= 0.95 * self.glyphs, hyphen=hyphen)
 
 
+WORD_GAP_EM = 0.15
+"""A gap between two characters' advance boxes wider than this share of the font size is a word
+space the file draws by positioning alone (groff justifies lines so, with no space character,
+and PDFium then generates none): the space is put back, as poppler's ``pdftotext`` does
+(its ``minWordBreakSpace`` is 0.1 of the font size)."""
+
+
+
+def is_word_gap(advance_right: float, left: float, size: float) -> bool:
+    """The gap from one character's advance box (its right edge ``advance_right``) to the next
+    one's (its left edge ``left``) is a word space at font size ``size``
+    (:data:`WORD_GAP_EM`)."""
+    return left - advance_right > WORD_GAP_EM * size
+
+
 UNDERSCORE_RULE_MAX_HEIGHT = 1.5
 """Points: a drawn underscore is a rule at most this thick (TeX's ``\\_`` is 0.1 ex, about 0.5 pt)."""
 
@@ -190,9 +205,10 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
 
     A run ends at a line break PDFium reports, at a U+FFFE hyphen mark, where the baseline
     moves by more than half the font size, or where the gap to the next character is wider
-    than 1.5 times the font size (a table cell or the other column). A drawn underscore in
-    the gap between two characters (:func:`underscore_rules`) replaces the space PDFium
-    reports there.
+    than 1.5 times the font size (a table cell or the other column). A narrower gap between
+    two characters' advance boxes of more than :data:`WORD_GAP_EM` of the font size is a word
+    space where PDFium reports none. A drawn underscore in the gap between two characters
+    (:func:`underscore_rules`) replaces the space there.
     """
     import pypdfium2.raw as raw
 
@@ -204,6 +220,8 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
     count = raw.FPDFText_CountChars(handle)
     left, right, bottom, top = (ctypes.c_double() for _ in range(4))
     origin_x, origin_y = ctypes.c_double(), ctypes.c_double()
+    loose = raw.FS_RECTF()
+    advance_right = 0.0
     name_buffer = ctypes.create_string_buffer(256)
     flags = ctypes.c_int()
     font_cache: dict[tuple[bytes, int], tuple[bool, bool, bool]] = {}
@@ -246,6 +264,7 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
             char = _MONO_GLYPHS.get(char, char)
         if char == _MINUS:
             char = "-"
+        raw.FPDFText_GetLooseCharBox(handle, i, ctypes.byref(loose))
         baseline = height - origin_y.value
         char_top = height - top.value
         if current is not None:
@@ -253,6 +272,8 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
             gap = left.value - current.x1
             if moved or gap > 1.5 * max(size, 1.0) or gap < -max(size, 1.0) * 2:
                 close()
+            elif current.chars[-1] != " " and is_word_gap(advance_right, loose.left, size):
+                current.chars.append(" ")
         if current is not None and rules and left.value - current.x1 > 0.2 * size and _underscore_between(
                 rules, current.x1, left.value, baseline, size):
             while current.chars and current.chars[-1] == " ":
@@ -261,6 +282,7 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
         if current is None:
             current = _RunBuilder(index, [], left.value, right.value, char_top, baseline, {})
         current.chars.append(char)
+        advance_right = loose.right
         current.x1 = max(current.x1, right.value)
         current.x0 = min(current.x0, left.value)
         current.top = min(current.top, char_top)

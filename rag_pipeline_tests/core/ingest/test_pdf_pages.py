@@ -8,7 +8,7 @@ import io
 import pypdfium2
 from fpdf import FPDF
 
-from rag_pipeline.core.ingest.pdf_pages import page_runs, underscore_rules
+from rag_pipeline.core.ingest.pdf_pages import is_word_gap, page_runs, underscore_rules
 
 BASELINE = 100.0
 
@@ -49,3 +49,30 @@ def test_only_short_thin_rules_are_candidates():
         page = document[0]
         rules = underscore_rules(page, float(page.get_height()))
     assert [(round(r.x0, 1), round(r.x1, 1)) for r in rules] == [(76.0, 80.0)]
+
+
+
+def test_a_word_gap_is_wider_than_three_twentieths_of_the_font_size():
+    # bash.pdf (groff through Ghostscript): "they" ends at 273.69, "are" starts at 276.19 at
+    # 10 points with no space character between them; letters of one word touch or overlap.
+    assert is_word_gap(273.69, 276.19, 10.0)
+    assert not is_word_gap(273.69, 275.19, 10.0)
+    assert not is_word_gap(268.84, 268.69, 10.0)
+
+
+def test_words_drawn_apart_read_with_one_space_between_them():
+    assert _text(_words_placed_apart(0.25)) == ["they are here"]
+    assert _text(_words_placed_apart(0.05)) == ["theyarehere"]
+
+
+def _words_placed_apart(gap_em: float) -> bytes:
+    """"they are here" drawn word by word in 10-point Times, each word ``gap_em`` of the font
+    size after the previous one's advance, no space character between them."""
+    pdf = FPDF(unit="pt")
+    pdf.add_page()
+    pdf.set_font("Times", size=10)
+    x = 72.0
+    for word in ("they", "are", "here"):
+        pdf.text(x, BASELINE, word)
+        x += pdf.get_string_width(word) + gap_em * 10
+    return bytes(pdf.output())
