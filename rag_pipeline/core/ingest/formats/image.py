@@ -127,7 +127,10 @@ class ImageFormat(DocumentFormat):
         except Image.DecompressionBombError as exc:  # Pillow's own refusal, past 179 million
             raise ExtractionError(f"over the limit of {MAX_PIXELS} pixels per image, never "
                                   f"decoded ({exc})") from exc
-        except (Image.UnidentifiedImageError, OSError, ValueError) as exc:
+        except Image.UnidentifiedImageError as exc:  # its text names the buffer's address
+            raise ExtractionError(f"unreadable image: not a picture format Pillow knows (it "
+                                  f"starts {data[:8]!r})") from exc
+        except (OSError, ValueError) as exc:
             raise ExtractionError(f"unreadable image: {type(exc).__name__}: {exc}") from exc
         with image:
             width, height = image.size
