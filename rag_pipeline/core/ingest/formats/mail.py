@@ -5,8 +5,8 @@ A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and 
 header lines, then its body: the ``text/plain`` part, else the ``text/html`` part rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard library's
 ``get_body``); the subject titles one section holding the rest. Its attachments (the parts
-``iter_attachments`` gives: not the body, not its alternatives) are members ``message.eml/<file
-name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
+``iter_attachments`` gives: not the body, not its alternatives) are members
+``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
 message it encloses as its one attachment): the name is the attachment's own file name without
 any folder part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its
 type; an attached message is ``<name>.eml`` and is expanded in turn. A message with more than
