@@ -5,7 +5,8 @@ The package is a zip (checked first:
 :func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
-``text:line-break`` a line break, spans and links their text; notes (footnotes) and
+``text:line-break`` a line break, spans, links and cross-references (``text:bookmark-ref``,
+``text:reference-ref``: the text they show) their text; notes (footnotes) and
 annotations are left out of the sentence they are anchored in.
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
@@ -71,8 +72,7 @@ def _q(prefix: str, name: str) -> str:
 
 _WHITE = re.compile(r"[ \t\r\n]+")
 _SPACES = re.compile(r" {2,}")
-_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end"),
-                _q("text", "bookmark-ref")}
+_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end")}
 
 
 def inline_text(element: object) -> str:

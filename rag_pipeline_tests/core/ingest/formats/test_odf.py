@@ -232,6 +232,20 @@ def test_odp_text_held_by_shapes_is_read():
     assert extracted.anchors == (Anchor(0, 46, "slide=1"),)
 
 
+def test_an_odt_cross_reference_keeps_the_text_it_shows():
+    # odfpy's own API manual lists elements as cross-references: "These elements contain
+    # text.SenderPosition: text.A, text.H." read as "... text.SenderPosition: , ." before.
+    document = OpenDocumentText()
+    paragraph = text.P(text="These elements contain text.SenderPosition: ")
+    paragraph.addElement(text.BookmarkRef(referenceformat="text", refname="text.A", text="text.A"))
+    paragraph.addText(", ")
+    paragraph.addElement(text.BookmarkRef(referenceformat="text", refname="text.H", text="text.H"))
+    paragraph.addText(".")
+    document.text.addElement(paragraph)
+    extracted = ODT.extract(saved(document), "api")
+    assert extracted.canonical_text == "These elements contain text.SenderPosition: text.A, text.H.\n"
+
+
 def test_an_odt_page_anchored_shape_is_read():
     document = OpenDocumentText()
     shape = draw.CustomShape(anchortype="page")
