@@ -15,7 +15,10 @@ ends (each later image fails with that reason). The lines are laid out by
 :func:`~rag_pipeline.core.ingest.pdf_layout.lay_out`, exactly as for a PDF page. A frame is a page:
 anchors ``page=N``, cited ``#page=N``, the OCR confidence of each in the notes
 (``ocr_page_confidence``, ``ocr_mean_confidence``) and in the ``document_pages`` table, a
-frame under the confidence floor flagged.
+frame under the confidence floor flagged. A screen image (:func:`is_screen_image`: a
+screenshot, a web diagram) is read again at twice its size and the reading with the larger
+confidence mass kept: small labels that read as noise at their own size read as words at
+twice it.
 """
 
 from __future__ import annotations
@@ -44,26 +47,57 @@ from rag_pipeline.core.ingest.pdf_ocr import (
     ocr_rendered,
     tesseract_version,
 )
+from rag_pipeline.core.ingest.pdf_pages import PageText
 
 MAX_PIXELS = 50_000_000
 """Pixels of one frame: a 300 dpi scan of an A3 page is 17.4 million, a 48-megapixel photo
 48 million; more is not a picture of text."""
 
 _DEFAULT_DPI = 300
+SCREEN_DPI = 150
+"""A frame declaring at most this resolution, or none, is a screen image (a screenshot, a
+diagram exported for a web page) when it is also under :data:`SCREEN_SIDE` pixels a side."""
+SCREEN_SIDE = 1600
+"""The longest side under which a screen image is enlarged for OCR (see :func:`upscale_of`)."""
+
+
+def _declared_dpi(image: object) -> int:
+    declared = image.info.get("dpi")
+    try:
+        return round(float(declared[0])) if declared else 0
+    except (TypeError, ValueError, IndexError):
+        return 0
 
 
 def _dpi(image: object) -> int:
-    declared = image.info.get("dpi")
-    try:
-        dpi = round(float(declared[0])) if declared else 0
-    except (TypeError, ValueError, IndexError):
-        dpi = 0
+    dpi = _declared_dpi(image)
     return dpi if 72 <= dpi <= 1200 else _DEFAULT_DPI
 
 
-def render_frame(image: object, index: int) -> RenderedPage:
+def is_screen_image(image: object) -> bool:
+    """No declared resolution or at most :data:`SCREEN_DPI`, and the longest side under
+    :data:`SCREEN_SIDE` pixels: a screenshot or a web diagram, whose text may be too small
+    for OCR at its own size.
+
+    Tesseract is trained on text about 20 pixels high (a 10-point line at 300 dpi); a web
+    diagram's 12-pixel labels read as noise at their own size ("preinst install" came out as
+    "(reins instan") or not at all, and as the words at twice it; a banner's 40-pixel letters
+    read at their own size and not at twice it. So a screen image is read at both sizes and
+    the reading with the larger confidence mass (mean word confidence times characters read)
+    is kept.
+    """
+    return _declared_dpi(image) <= SCREEN_DPI and max(image.size) < SCREEN_SIDE
+
+
+def _weight(page: PageText) -> float:
+    """A reading's confidence mass: its mean word confidence times the characters it read."""
+    return (page.ocr_confidence or 0.0) * sum(len(run.text.strip()) for run in page.runs)
+
+
+def render_frame(image: object, index: int, factor: int = 1) -> RenderedPage:
     """Frame ``index`` of an open image as a page for Tesseract: grey PGM at the frame's
-    resolution, its size in points at that resolution; no image for a blank frame.
+    resolution (enlarged ``factor`` times by Lanczos resampling), its size in points at that
+    resolution; no image for a blank frame.
 
     Raises:
         ExtractionError: The frame is over :data:`MAX_PIXELS`, or cannot be decoded.
@@ -78,16 +112,19 @@ def render_frame(image: object, index: int) -> RenderedPage:
                                   f"of {MAX_PIXELS}, never decoded")
         dpi = _dpi(image)
         grey = image.convert("L")
-        scale = dpi / 72
         darkest, _ = grey.getextrema()
         if darkest >= BLANK_LEVEL:
-            return RenderedPage(index, width / scale, height / scale, None, scale)
+            return RenderedPage(index, width / (dpi / 72), height / (dpi / 72), None, dpi / 72)
+        if factor > 1:
+            grey = grey.resize((width * factor, height * factor), Image.LANCZOS)
+        scale = dpi * factor / 72
         buffer = io.BytesIO()
         grey.save(buffer, format="PPM")
     except (OSError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         raise ExtractionError(f"unreadable image: frame {index + 1}: "
                               f"{type(exc).__name__}: {exc}") from exc
-    return RenderedPage(index, width / scale, height / scale, buffer.getvalue(), scale)
+    return RenderedPage(index, width * factor / scale, height * factor / scale, buffer.getvalue(),
+                        scale)
 
 
 class ImageFormat(DocumentFormat):
@@ -106,7 +143,7 @@ class ImageFormat(DocumentFormat):
 
     def extractor(self) -> Extractor:
         tesseract = tesseract_version() or "absent"
-        return Extractor("image-tesseract", f"2+pillow-{library_version('pillow')}+tesseract-{tesseract}")
+        return Extractor("image-tesseract", f"3+pillow-{library_version('pillow')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Every frame OCR'd and laid out as a scanned PDF's pages (the module docstring).
@@ -127,7 +164,10 @@ class ImageFormat(DocumentFormat):
         except Image.DecompressionBombError as exc:  # Pillow's own refusal, past 179 million
             raise ExtractionError(f"over the limit of {MAX_PIXELS} pixels per image, never "
                                   f"decoded ({exc})") from exc
-        except (Image.UnidentifiedImageError, OSError, ValueError) as exc:
+        except Image.UnidentifiedImageError as exc:  # its text names the buffer's address
+            raise ExtractionError(f"unreadable image: not a picture format Pillow knows (it "
+                                  f"starts {data[:8]!r})") from exc
+        except (OSError, ValueError) as exc:
             raise ExtractionError(f"unreadable image: {type(exc).__name__}: {exc}") from exc
         with image:
             width, height = image.size
@@ -142,6 +182,14 @@ class ImageFormat(DocumentFormat):
                 raise ExtractionError(f"{frames} of {frames} {MISSING_TESSERACT}")
             read = ocr_rendered(lambda index: render_frame(image, index), range(frames),
                                 self.ocr, self.budget)
+            if is_screen_image(image):
+                try:
+                    again = ocr_rendered(lambda index: render_frame(image, index, 2),
+                                         range(frames), self.ocr, self.budget)
+                except ExtractionError:  # out of OCR time: the first reading stands
+                    again = {}
+                read.update({index: page for index, page in again.items()
+                             if _weight(page) > _weight(read[index])})
         pages = [read[index] for index in range(frames)]
         if not any(run.text.strip() for page in pages for run in page.runs):
             raise ExtractionError(f"no text found by OCR in {frames} frame(s)")

@@ -1,7 +1,10 @@
 """Jupyter notebooks: Markdown cells as prose, code cells as fenced code, text outputs; ``#cell=N``.
 
 The notebook is read as the JSON it is (nbformat 4; the standard library's ``json``), so no
-kernel, widget or output is ever run or rendered. The canonical text is Markdown: a Markdown
+kernel, widget or output is ever run or rendered; an older one (nbformat 2 or 3, its cells in
+``worksheets``) is first upgraded to version 4 by ``nbformat``'s own converter (heading cells
+become Markdown headings, ``input`` becomes ``source``, ``pyout`` an ``execute_result``; the
+code cells' own ``language`` names the fences' language). The canonical text is Markdown: a Markdown
 cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
 kept (inside the fence they are code, never headings); each of its outputs that is text as a
 fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``),
@@ -56,6 +59,27 @@ def _output_text(output: dict) -> str:
     return ""
 
 
+def _upgraded(data: bytes, notebook: dict) -> dict:
+    """An nbformat 2 or 3 notebook as nbformat 4, by ``nbformat``'s converter.
+
+    Raises:
+        ExtractionError: The converter cannot read or upgrade it.
+    """
+    import nbformat
+
+    try:
+        upgraded = nbformat.reads(data.decode("utf-8-sig"), as_version=4)
+    except Exception as exc:  # nbformat raises its own, jsonschema's and KeyError on broken ones
+        raise ExtractionError(f"unreadable notebook: nbformat {notebook.get('nbformat')} that "
+                              f"nbformat cannot upgrade ({type(exc).__name__}: {exc})") from exc
+    languages = [cell.get("language") for sheet in notebook["worksheets"] if isinstance(sheet, dict)
+                 for cell in sheet.get("cells") or () if isinstance(cell, dict)]
+    language = next((name for name in languages if isinstance(name, str) and name), None)
+    if language and not upgraded.metadata.get("language_info"):
+        upgraded.metadata["language_info"] = {"name": language}
+    return upgraded
+
+
 def _cut(text: str) -> tuple[str, bool]:
     if len(text) <= MAX_OUTPUT_CHARS:
         return text, False
@@ -92,7 +116,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "1")
+        return Extractor("ipynb-json", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).
@@ -104,9 +128,12 @@ class IpynbFormat(DocumentFormat):
             notebook = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ExtractionError(f"unreadable notebook: not JSON ({exc})") from exc
+        if (isinstance(notebook, dict) and isinstance(notebook.get("worksheets"), list)
+                and notebook.get("nbformat") in (2, 3)):
+            notebook = _upgraded(data, notebook)
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-            raise ExtractionError("unreadable notebook: no list of cells (nbformat 4 is read; "
-                                  "an nbformat 3 notebook keeps its cells in worksheets)")
+            raise ExtractionError("unreadable notebook: no list of cells (nbformat 4, or 2 and 3 "
+                                  "with their cells in worksheets)")
         metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
         language = str((metadata.get("kernelspec") or {}).get("language")
                        or (metadata.get("language_info") or {}).get("name") or "")

@@ -1,14 +1,15 @@
 """Mail: a message (``.eml``) titled by its subject, each attachment a document; mailboxes (``.mbox``).
 
-Parsed by the standard library's ``email`` with its default (RFC 5322, RFC 2047 headers)
-policy. A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and
-``Date`` as header lines, then its body: the ``text/plain`` part, else the ``text/html`` part
-rendered by :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard
-library's ``get_body``); the subject titles one section holding the rest. Its attachments
-(the parts ``iter_attachments`` gives: not the body, not its alternatives) are members
-``message.eml/<file name>``: the name is the attachment's own file name without any folder
-part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its type; an
-attached message is ``<name>.eml`` and is expanded in turn. A message with more than
+Parsed by the standard library's ``email`` with its default (RFC 5322, RFC 2047 headers) policy.
+A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and ``Date`` as
+header lines, then its body: the ``text/plain`` part, else the ``text/html`` part rendered by
+:func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard library's
+``get_body``); the subject titles one section holding the rest. Its attachments (the parts
+``iter_attachments`` gives: not the body, not its alternatives) are members
+``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
+message it encloses as its one attachment): the name is the attachment's own file name without
+any folder part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its
+type; an attached message is ``<name>.eml`` and is expanded in turn. A message with more than
 ``max_attachments`` attachments fails as a whole; an attachment over ``max_document_bytes``
 fails alone.
 
@@ -106,7 +107,8 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
     headers = "\n".join(f"{name}: {value}" for name in _HEADERS if (value := _header(message, name)))
     try:
         body = _body(message)
-        attachments = list(message.iter_attachments())
+        attachments = ([message] if message.get_content_type() == "message/rfc822"
+                       else list(message.iter_attachments()))
     except Exception as exc:  # email's MIME layer raises many kinds on broken structure
         raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
     rest = "\n\n".join(part for part in (headers, body) if part)
@@ -122,7 +124,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "1")
+        return Extractor("mail-email", "2")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

@@ -5,7 +5,8 @@ The package is a zip (checked first:
 :func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
-``text:line-break`` a line break, spans and links their text; notes (footnotes) and
+``text:line-break`` a line break, spans, links and cross-references (``text:bookmark-ref``,
+``text:reference-ref``: the text they show) their text; notes (footnotes) and
 annotations are left out of the sentence they are anchored in.
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
@@ -71,8 +72,7 @@ def _q(prefix: str, name: str) -> str:
 
 _WHITE = re.compile(r"[ \t\r\n]+")
 _SPACES = re.compile(r" {2,}")
-_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end"),
-                _q("text", "bookmark-ref")}
+_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end")}
 
 
 def inline_text(element: object) -> str:
@@ -136,6 +136,17 @@ def _list_lines(element: object, level: int) -> list[str]:
     return lines
 
 
+_HOLDERS = {_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),
+            _q("draw", "text-box"), _q("draw", "g")} | {
+    _q("draw", shape) for shape in ("custom-shape", "rect", "ellipse", "circle", "polygon",
+                                    "regular-polygon", "polyline", "path", "line", "connector",
+                                    "caption", "measure")}
+"""Elements whose children are blocks: sections, frames and their text boxes, groups, and the
+drawing shapes that hold text directly (ODF 1.3 part 3, 10.3 and 10.4: LibreOffice Impress
+keeps a slide's text in a ``draw:custom-shape`` when it was drawn as a shape, and a page-anchored
+shape is a child of the ODT body)."""
+
+
 def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
     """``(text, heading level or 0, a table's rows or None)`` of a text body's blocks in order."""
     for child in container:
@@ -156,8 +167,7 @@ def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | Non
             rows = without_blank_rows(_table_rows(child))
             if rows:
                 yield layout_table(rows, 0)[0], 0, rows
-        elif tag in (_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),
-                     _q("draw", "text-box")):
+        elif tag in _HOLDERS:
             yield from _blocks(child)
 
 
@@ -232,7 +242,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "2")
+        return Extractor("odt-content-xml", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -257,7 +267,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "2")
+        return Extractor("odp-content-xml", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).

@@ -101,9 +101,45 @@ def test_an_image_over_the_limit_but_under_pillows_fails_on_its_size():
         IMAGE.extract(data, "wide")
 
 
-def test_bytes_that_are_no_image_fail_with_the_reason():
-    with pytest.raises(ExtractionError, match="^unreadable image: UnidentifiedImageError: "):
-        IMAGE.extract(b"\x89PNG\r\n not really", "broken")
+def web_diagram() -> bytes:
+    """A flowchart exported for a web page: 12-pixel labels in rounded boxes, no resolution
+    declared (Debian Policy's package-state diagrams are drawn so)."""
+    image = Image.new("L", (520, 300), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=12)
+    draw.text((120, 10), "Installation of foo", fill=0, font=font)
+    for (x, y), label in (((20, 40), "preinst install"), ((260, 40), "postrm abort-install"),
+                          ((20, 160), "postinst configure"), ((260, 220), "Exit with error message")):
+        draw.rounded_rectangle((x, y, x + 220, y + 34), radius=8, outline=0, width=1)
+        draw.text((x + 10, y + 9), label, fill=0, font=font)
+    return encoded(image, "PNG")
+
+
+@needs_tesseract
+def test_a_screen_image_with_small_labels_is_read_at_twice_its_size():
+    # Planted: at its own size Tesseract read "preinst install" as "{erent intt )".
+    extracted = IMAGE.extract(web_diagram(), "install")
+    assert extracted.canonical_text == ("Installation of foo\n\n[ preinst install ) [ postrm "
+                                        "abort-install\n\n[ postinst configure ) [ Exit with "
+                                        "error message\n")
+    assert extracted.anchors == (Anchor(0, 114, "page=1"),)
+
+
+@needs_tesseract
+def test_a_screen_image_with_large_letters_keeps_its_own_size_reading():
+    # Planted: 48-pixel letters and no declared resolution, a screen image read at both sizes.
+    data = encoded(whiteboard(["Whiteboard: ship the gauges", "by Friday, then review costs."]), "PNG")
+    extracted = IMAGE.extract(data, "board")
+    assert extracted.canonical_text == "Whiteboard: ship the gauges by Friday, then review costs.\n"
+
+
+def test_bytes_that_are_no_image_fail_with_the_same_reason_each_run():
+    # A mail's "image/png" attachment holding the words "PNG here": Pillow's message named the
+    # buffer's memory address, so the reason changed on every run.
+    with pytest.raises(ExtractionError) as raised:
+        IMAGE.extract(b"PNG here", "attachment-1")
+    assert str(raised.value) == ("unreadable image: not a picture format Pillow knows (it starts "
+                                 "b'PNG here')")
 
 
 def _ocr_clock(monkeypatch, seen: list[str], step: float) -> None:

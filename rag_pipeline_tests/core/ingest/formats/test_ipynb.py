@@ -101,10 +101,44 @@ def test_a_notebook_with_a_100_mb_output_fails_on_its_size_and_the_run_goes_on(t
 @pytest.mark.parametrize(("data", "reason"), [
     (b"{not json", "unreadable notebook: not JSON (Expecting property name enclosed in double "
                    "quotes: line 1 column 2 (char 1))"),
-    (b'{"worksheets": []}', "unreadable notebook: no list of cells (nbformat 4 is read; an "
-                            "nbformat 3 notebook keeps its cells in worksheets)"),
+    (b'{"worksheets": []}', "unreadable notebook: no list of cells (nbformat 4, or 2 and 3 with "
+                            "their cells in worksheets)"),
 ])
 def test_not_a_notebook_fails_with_its_reason(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as raised:
         IPYNB.extract(data, "broken")
     assert str(raised.value) == reason
+
+
+def nbformat3_notebook() -> bytes:
+    """An IPython 1.x notebook as it was saved (nbformat 3): cells in a worksheet, a heading
+    cell, code as ``input`` split into lines, a ``pyout`` and a ``pyerr``."""
+    cell = {"collapsed": False, "language": "python", "metadata": {}}
+    return json.dumps({"metadata": {"name": ""}, "nbformat": 3, "nbformat_minor": 0,
+                       "worksheets": [{"metadata": {}, "cells": [
+                           {"cell_type": "heading", "level": 1, "metadata": {},
+                            "source": ["Tide gauges"]},
+                           {"cell_type": "markdown", "metadata": {},
+                            "source": ["The gauges report every ten minutes.\n", "Peaks follow."]},
+                           {**cell, "cell_type": "code", "prompt_number": 1,
+                            "input": ["# the last reading\n", "levels[-1]"],
+                            "outputs": [{"output_type": "pyout", "prompt_number": 1,
+                                         "metadata": {}, "text": ["4.2"]}]},
+                           {**cell, "cell_type": "code", "prompt_number": 2,
+                            "input": ["levels['flow']"],
+                            "outputs": [{"output_type": "pyerr", "ename": "KeyError",
+                                         "evalue": "'flow'", "traceback": []}]},
+                       ]}]}).encode("utf-8")
+
+
+def test_an_nbformat_3_notebook_is_upgraded_and_read():
+    extracted = IPYNB.extract(nbformat3_notebook(), "tides")
+    assert extracted.canonical_text == (
+        "# Tide gauges\n\nThe gauges report every ten minutes.\nPeaks follow.\n\n"
+        "```python\n# the last reading\nlevels[-1]\n```\n\n```text\n4.2\n```\n\n"
+        "```python\nlevels['flow']\n```\n\n```text\nKeyError: 'flow'\n```\n")
+    assert extracted.title == "Tide gauges"
+    text = extracted.canonical_text
+    assert [(a.locator, text[a.start:a.end][:14]) for a in extracted.anchors] == [
+        ("cell=1", "# Tide gauges"), ("cell=2", "The gauges rep"), ("cell=3", "```python\n# th"),
+        ("cell=4", "```python\nleve")]

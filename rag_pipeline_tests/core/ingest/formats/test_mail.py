@@ -82,6 +82,20 @@ def test_attachments_become_documents_read_by_their_own_formats(tmp_path: Path):
     assert records[2].canonical_text == "second copy\n"
 
 
+def test_a_message_that_is_a_wrapped_message_has_it_as_its_attachment(tmp_path: Path):
+    # A forward sent as "Content-Type: message/rfc822" at the top (no multipart around it):
+    # iter_attachments gives nothing for it, so the enclosed message's text was lost.
+    (tmp_path / "forward.eml").write_bytes(
+        b"Content-Type: message/rfc822\nMIME-Version: 1.0\nSubject: The enclosing message\n\n"
+        b"Subject: An enclosed message\n\nHere is the body of the message.\n")
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.title, r.canonical_text) for r in records] == [
+        ("forward.eml", "ok", "The enclosing message", "The enclosing message\n"),
+        ("forward.eml/attachment-1.eml", "ok", "An enclosed message",
+         "An enclosed message\n\nHere is the body of the message.\n"),
+    ]
+
+
 def test_a_mail_with_500_attachments_fails_as_a_whole_and_the_run_goes_on(tmp_path: Path):
     mail = message()
     for number in range(500):  # Planted: over the 100 attachments a message may hold

@@ -212,6 +212,50 @@ def test_an_odp_table_is_declared_on_its_slide():
     assert extracted.tables == (TableSpan(7, 35, "Site | Hours", 19, (20,)),)
 
 
+def test_odp_text_held_by_shapes_is_read():
+    # Impress keeps a text drawn as a shape in draw:custom-shape (no frame, no text box), and a
+    # grouped rectangle inside draw:g: both were left out, and a deck of such slides was "empty".
+    document = OpenDocumentPresentation()
+    page = draw.Page(name="page1", masterpagename="")
+    shape = draw.CustomShape()
+    shape.addElement(text.P(text="11 Lorem ipsum dolor sit amet."))
+    shape.addElement(text.P(text=""))
+    page.addElement(shape)
+    group = draw.G()
+    rect = draw.Rect(width="5cm", height="2cm", x="1cm", y="4cm")
+    rect.addElement(text.P(text="Col 3"))
+    group.addElement(rect)
+    page.addElement(group)
+    document.presentation.addElement(page)
+    extracted = ODP.extract(saved(document), "cols")
+    assert extracted.canonical_text == "Slide 1\n\n11 Lorem ipsum dolor sit amet.\n\nCol 3\n"
+    assert extracted.anchors == (Anchor(0, 46, "slide=1"),)
+
+
+def test_an_odt_cross_reference_keeps_the_text_it_shows():
+    # odfpy's own API manual lists elements as cross-references: "These elements contain
+    # text.SenderPosition: text.A, text.H." read as "... text.SenderPosition: , ." before.
+    document = OpenDocumentText()
+    paragraph = text.P(text="These elements contain text.SenderPosition: ")
+    paragraph.addElement(text.BookmarkRef(referenceformat="text", refname="text.A", text="text.A"))
+    paragraph.addText(", ")
+    paragraph.addElement(text.BookmarkRef(referenceformat="text", refname="text.H", text="text.H"))
+    paragraph.addText(".")
+    document.text.addElement(paragraph)
+    extracted = ODT.extract(saved(document), "api")
+    assert extracted.canonical_text == "These elements contain text.SenderPosition: text.A, text.H.\n"
+
+
+def test_an_odt_page_anchored_shape_is_read():
+    document = OpenDocumentText()
+    shape = draw.CustomShape(anchortype="page")
+    shape.addElement(text.P(text="Draft for the board"))
+    document.text.addElement(shape)
+    document.text.addElement(text.P(text="Minutes of the meeting."))
+    extracted = ODT.extract(saved(document), "minutes")
+    assert extracted.canonical_text == "Draft for the board\n\nMinutes of the meeting.\n"
+
+
 def workbook() -> bytes:
     document = OpenDocumentSpreadsheet()
     sheet = table.Table(name="Hours 2024")
