@@ -135,3 +135,18 @@ def test_a_footnote_is_a_section_labelled_as_a_footnote():
     text = layout.canonical_text
     note = text.index("1 The footnote")
     assert layout.sections == (Section("Doc", 0, note), Section("Doc (footnote)", note, len(text) - 1))
+
+
+def test_the_body_size_is_read_outside_tables():
+    # Planted: a page that is mostly a table in 9-point type under an opening paragraph in
+    # 11-point type (more table characters than paragraph ones). Counted over every character,
+    # the body would be 9 points and the paragraph (11 >= 9 x 1.12) a heading.
+    rows = [run(0, "Site", 50, 140, size=9, x1=80), run(0, "Lead", 200, 140, size=9, x1=230)]
+    for n in range(1, 21):
+        rows += [run(0, f"Delta flats {n}", 50, 140 + 12 * n, size=9, x1=120),
+                 run(0, "Tomas Ruiz", 200, 140 + 12 * n, size=9, x1=250)]
+    layout = lay_out([page(0, run(0, "Who works where, and for how long.", 50, 100, size=11,
+                                   x1=300), *rows)], (), "Shifts", "shifts")
+    assert layout.sections_from == "none"
+    assert layout.canonical_text.startswith("Who works where, and for how long.\n\nSite | Lead\n")
+    assert len(layout.tables) == 1 and len(layout.tables[0].rows) == 20
