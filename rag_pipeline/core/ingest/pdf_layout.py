@@ -197,16 +197,28 @@ def _rows(runs: Sequence[TextRun]) -> list[list[TextRun]]:
     return _superscripts([sorted(row, key=lambda r: r.x0) for row in rows])
 
 
-def _is_superscript(mark: TextRun, line: Sequence[TextRun]) -> bool:
-    """``mark`` is a footnote mark raised above ``line``: a number or a dagger in smaller type
-    whose baseline lies above the line's and below its top, touching a run of the line."""
+def _is_raised_mark(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is a number or a dagger in smaller type than ``line`` whose baseline lies
+    above the line's and below its top."""
     size = max(run.size for run in line)
     if not _MARK.match(mark.text) or mark.size > SUPERSCRIPT_SIZE_RATIO * size:
         return False
     baseline = line[0].baseline
-    if not baseline - size * 0.75 <= mark.baseline < baseline - 0.5:
-        return False
-    return any(-1.0 <= mark.x0 - run.x1 <= 0.3 * size for run in line)
+    return baseline - size * 0.75 <= mark.baseline < baseline - 0.5
+
+
+def _is_superscript(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is a footnote mark raised above ``line``, touching a run of the line."""
+    size = max(run.size for run in line)
+    return _is_raised_mark(mark, line) and any(-1.0 <= mark.x0 - run.x1 <= 0.3 * size
+                                               for run in line)
+
+
+def _is_leading_mark(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is the raised mark a footnote's text starts with (TeX sets ``¹the text`` at
+    the foot of the page): raised above ``line`` and ending just before its first run."""
+    size = max(run.size for run in line)
+    return _is_raised_mark(mark, line) and -1.0 <= line[0].x0 - mark.x1 <= size
 
 
 def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
@@ -214,12 +226,20 @@ def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
     each mark glued to the run it follows (``runs`` + ``1`` is ``runs1``, as the HTML of the
     same manual writes ``runs<sup>1</sup>``), and that run joined to the one after the mark
     when the mark alone kept them apart. A mark that became a row of its own split its
-    sentence into two paragraphs."""
+    sentence into two paragraphs. A mark raised before the start of the next row (a
+    footnote's own mark at the foot of the page) starts that row, ``1 the text``, so the
+    footnote is one paragraph starting with its mark."""
     out: list[list[TextRun]] = []
     index = 0
     while index < len(rows):
         row = rows[index]
         following = rows[index + 1] if index + 1 < len(rows) else None
+        if following is not None and len(row) == 1 and _is_leading_mark(row[0], following):
+            first = following[0]
+            out.append([dataclasses.replace(first, text=f"{row[0].text} {first.text}",
+                                            x0=row[0].x0), *following[1:]])
+            index += 2
+            continue
         if following is None or not all(_is_superscript(mark, following) for mark in row):
             out.append(row)
             index += 1
