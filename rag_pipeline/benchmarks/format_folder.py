@@ -259,10 +259,6 @@ FILES: dict[str, tuple[Writer, dict[str, str]]] = {
 """File name -> (writer, {document id: needle}): each document the file becomes, with its needle."""
 
 
-def _words(text: str) -> list[str]:
-    return " ".join(text.split()).split(" ")
-
-
 def debian_needle(text: str) -> str | None:
     """A line of ``text`` of 6 to 14 words, with letters, that occurs once in it (white space
     collapsed), from its middle on; None when there is none."""
