@@ -14,7 +14,8 @@ import pytest
 
 from rag_pipeline.core.answer.ask import citations_for
 from rag_pipeline.core.index.store import load_partition
-from rag_pipeline.core.ingest import Anchor, format_named
+from rag_pipeline.core.ingest import Anchor, TableSpan, format_named
+from rag_pipeline.core.ingest.tables import with_rows
 from rag_pipeline.core.retrieval.retriever import Hit
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
@@ -125,11 +126,14 @@ def _chunks(db: Path, document_id: str) -> list[tuple[int, int, str]]:
 
 
 def _fragments(db: Path, document_id: str) -> list[str]:
-    """Each chunk's fragment as a citation makes it: the format asked, the anchors from DuckDB."""
-    ((fmt, anchors),) = _query(db, "select format, anchors from documents "
-                                   f"where document_id = '{document_id}'")
+    """Each chunk's fragment as a citation makes it: the format asked, the anchors from DuckDB,
+    the rows of a table it holds added."""
+    ((fmt, anchors, tables),) = _query(db, "select format, anchors, tables from documents "
+                                           f"where document_id = '{document_id}'")
     found = tuple(Anchor(a["start"], a["end"], a["locator"]) for a in anchors)
-    return [format_named(fmt).fragment(found, start, end) for start, end, _ in _chunks(db, document_id)]
+    spans = tuple(TableSpan(**{**t, "rows": tuple(t["rows"])}) for t in tables)
+    return [with_rows(format_named(fmt).fragment(found, start, end), spans, start, end)
+            for start, end, _ in _chunks(db, document_id)]
 
 
 def _canonical(db: Path, document_id: str) -> str:
@@ -215,9 +219,10 @@ def test_srt_chunks_cite_first_cue_start_to_last_cue_end(warehouse: Path):
     assert _fragments(warehouse, "film.srt") == expected
 
 
-def test_docx_chunks_keep_character_fragments(warehouse: Path):
+def test_docx_chunks_keep_character_fragments_and_cite_their_table_rows(warehouse: Path):
     assert _fragments(warehouse, "manual.docx") == [
-        f"#char={start},{end}" for start, end, _ in _chunks(warehouse, "manual.docx")]
+        f"#char={start},{end}" + ("&rows=1-2" if "Tea | 2.50" in content else "")
+        for start, end, content in _chunks(warehouse, "manual.docx")]
     assert "Item | Cost | Note\nTea | 2.50 | hot" in _canonical(warehouse, "manual.docx")
 
 

@@ -36,7 +36,8 @@ For each twin:
   the wall-clock seconds a page and the CPU seconds a page (rendering and Tesseract).
 - **Made-here corpora** first (:mod:`rag_pipeline.benchmarks.made_here`, no download): a long
   table per format, scored by the share of rows whose chunk names every column header, and
-  needles per format; ``--made-here-only`` stops after them.
+  needles per format, and a held-out folder of every format read as a run reads it
+  (:mod:`rag_pipeline.benchmarks.format_folder`); ``--made-here-only`` stops after them.
 
 Some 530 lines in one module because it is one benchmark whose tables share their needles,
 their chunker call and their scoring (:func:`score`, :func:`eligible`): split, each part would
@@ -60,6 +61,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_pipeline.benchmarks.format_folder import folder_tables
+from rag_pipeline.benchmarks.format_folder import measure as measure_folder
 from rag_pipeline.benchmarks.made_here import (
     HEADERS,
     LONG_TABLE_WRITERS,
@@ -531,7 +534,10 @@ def made_here_tables(rows: int) -> str:
                          share(t.named_undeclared, t.rows)] for t in tables]),
         "## Made here: needles per format",
         markdown_table(["format", "needles quoted whole by one chunk"],
-                       [[n.format, share(n.quoted, n.needles)] for n in needles])])
+                       [[n.format, share(n.quoted, n.needles)] for n in needles]),
+        "## Made here: a held-out folder of every format, one needle per document, read as a "
+        "run reads a folder (real Debian files from /usr/share/doc beside them)",
+        folder_tables(*measure_folder())])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -112,6 +112,28 @@ def _pptx_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[
     return "shifts.pptx", buffer.getvalue()
 
 
+def _pptx_slides_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                       per_slide: int = 20) -> tuple[str, bytes]:
+    """The rows over several slides, ``per_slide`` a slide, each slide's table under the
+    header row again (as a deck continues a long table)."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    for first in range(0, len(rows), per_slide):
+        part = rows[first:first + per_slide]
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = "Shifts" if first == 0 else "Shifts (continued)"
+        shape = slide.shapes.add_table(len(part) + 1, len(headers), Inches(0.5), Inches(1.5),
+                                       Inches(9), Inches(5))
+        for r, row in enumerate([tuple(headers), *part]):
+            for c, value in enumerate(row):
+                shape.table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return "shifts.pptx", buffer.getvalue()
+
+
 def _odf_grid(rows: Sequence[Sequence[str]]) -> object:
     from odf import table, text
 
@@ -206,6 +228,7 @@ LONG_TABLE_WRITERS: dict[str, Callable[[Sequence[str], Sequence[Sequence[str]]],
     "pdf": _pdf_table,
     "xlsx": _xlsx_table,
     "pptx": _pptx_table,
+    "pptx, over 3 slides": _pptx_slides_table,
     "odt": _odt_table,
     "odp": _odp_table,
     "ods": _ods_table,

@@ -34,7 +34,7 @@ from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.ingest import format_named
-from rag_pipeline.core.ingest.tables import rows_locator
+from rag_pipeline.core.ingest.tables import with_rows
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker
 from rag_pipeline.core.retrieval.retriever import (
@@ -67,13 +67,12 @@ class AskSettings:
 
 
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:
-    """The format's fragment of the chunk; a PDF chunk of table rows adds them
-    (``#page=3&rows=14-27``)."""
+    """The format's fragment of the chunk; a chunk of table rows adds them
+    (``#page=3&rows=14-27``, ``#char=120,610&rows=5-19``)."""
     doc = index.documents[index.document_ids[row]]
     start, end = int(index.starts[row]), int(index.ends[row])
-    fragment = format_named(doc.format).fragment(doc.anchors, start, end)
-    rows = rows_locator(doc.tables, start, end) if fragment.startswith("#page=") else ""
-    return f"{fragment}&{rows}" if rows else fragment
+    return with_rows(format_named(doc.format).fragment(doc.anchors, start, end), doc.tables,
+                     start, end)
 
 
 QUOTE_ONLY_MIN_WORDS = 6

@@ -7,6 +7,8 @@ and a citation's URL fragment is ``#`` + a locator:
 - ``char=10,250``: characters of the canonical text (RFC 5147);
 - ``t=12.500,15.000``: a time range in seconds with milliseconds (Media Fragments);
 - ``row=5`` / ``row=5-9``: rows of a CSV file (RFC 7111);
+- ``rows=3-17``: data rows of a table inside a document (1-based, the header row not
+  counted), added after the format's own locator (``page=2&rows=3-17``, ``char=0,90&rows=1-4``);
 - ``sheet=<percent-encoded name>&range=A12:F30``: a cell range of a spreadsheet sheet.
 
 Each kind is one class registered under its first key (:func:`locator_kind`), so a format that
@@ -25,7 +27,7 @@ from urllib.parse import quote, unquote
 from rag_pipeline.core.ingest.rows import column_letters, column_number
 
 __all__ = ["CharLocator", "InvalidLocator", "Locator", "PageLocator", "RangeLocator",
-           "RowLocator", "TimeLocator", "locator_kind", "parse_fragment", "parse_locator",
+           "RowLocator", "TableRowsLocator", "TimeLocator", "locator_kind", "parse_fragment", "parse_locator",
            "seconds"]
 
 
@@ -163,6 +165,26 @@ class RowLocator(Locator):
 
     def __str__(self) -> str:
         return f"row={self.first}" if self.first == self.last else f"row={self.first}-{self.last}"
+
+
+@locator_kind("rows")
+@dataclass(frozen=True)
+class TableRowsLocator(Locator):
+    """Data rows ``first`` to ``last`` of a table in a document, 1-based, the header row(s)
+    not counted; always a range (``rows=4-4`` for one row), so it never reads as CSV's
+    ``row=``."""
+
+    first: int
+    last: int
+    _PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"rows=(\d+)-(\d+)")
+
+    @classmethod
+    def parse(cls, text: str) -> TableRowsLocator:
+        match = _match(cls._PATTERN, text, "table rows")
+        return cls(int(match[1]), int(match[2]))
+
+    def __str__(self) -> str:
+        return f"rows={self.first}-{self.last}"
 
 
 @locator_kind("sheet")

@@ -164,13 +164,18 @@ class _Block:
     footnotes_after: list[_Block]
 
 
-def _body_size(pages: Sequence[PageText]) -> float:
-    """The font size most characters are set in."""
+def _body_size(pages: Sequence[PageText], in_tables: Counter[float]) -> float:
+    """The font size most characters outside tables are set in (``in_tables``: characters
+    per rounded size in table rows); of all characters when every one is in a table. A
+    document that is mostly a table in small type would otherwise take its paragraphs, set
+    larger than the cells, for headings."""
     sizes: Counter[float] = Counter()
     for page in pages:
         for run in page.runs:
             sizes[round(run.size)] += len(run.text)
-    return float(sizes.most_common(1)[0][0]) if sizes else 10.0
+    outside = +(sizes - in_tables)
+    counted = outside or sizes
+    return float(counted.most_common(1)[0][0]) if counted else 10.0
 
 
 SUPERSCRIPT_SIZE_RATIO = 0.85
@@ -192,16 +197,28 @@ def _rows(runs: Sequence[TextRun]) -> list[list[TextRun]]:
     return _superscripts([sorted(row, key=lambda r: r.x0) for row in rows])
 
 
-def _is_superscript(mark: TextRun, line: Sequence[TextRun]) -> bool:
-    """``mark`` is a footnote mark raised above ``line``: a number or a dagger in smaller type
-    whose baseline lies above the line's and below its top, touching a run of the line."""
+def _is_raised_mark(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is a number or a dagger in smaller type than ``line`` whose baseline lies
+    above the line's and below its top."""
     size = max(run.size for run in line)
     if not _MARK.match(mark.text) or mark.size > SUPERSCRIPT_SIZE_RATIO * size:
         return False
     baseline = line[0].baseline
-    if not baseline - size * 0.75 <= mark.baseline < baseline - 0.5:
-        return False
-    return any(-1.0 <= mark.x0 - run.x1 <= 0.3 * size for run in line)
+    return baseline - size * 0.75 <= mark.baseline < baseline - 0.5
+
+
+def _is_superscript(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is a footnote mark raised above ``line``, touching a run of the line."""
+    size = max(run.size for run in line)
+    return _is_raised_mark(mark, line) and any(-1.0 <= mark.x0 - run.x1 <= 0.3 * size
+                                               for run in line)
+
+
+def _is_leading_mark(mark: TextRun, line: Sequence[TextRun]) -> bool:
+    """``mark`` is the raised mark a footnote's text starts with (TeX sets ``¹the text`` at
+    the foot of the page): raised above ``line`` and ending just before its first run."""
+    size = max(run.size for run in line)
+    return _is_raised_mark(mark, line) and -1.0 <= line[0].x0 - mark.x1 <= size
 
 
 def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
@@ -209,12 +226,20 @@ def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
     each mark glued to the run it follows (``runs`` + ``1`` is ``runs1``, as the HTML of the
     same manual writes ``runs<sup>1</sup>``), and that run joined to the one after the mark
     when the mark alone kept them apart. A mark that became a row of its own split its
-    sentence into two paragraphs."""
+    sentence into two paragraphs. A mark raised before the start of the next row (a
+    footnote's own mark at the foot of the page) starts that row, ``1 the text``, so the
+    footnote is one paragraph starting with its mark."""
     out: list[list[TextRun]] = []
     index = 0
     while index < len(rows):
         row = rows[index]
         following = rows[index + 1] if index + 1 < len(rows) else None
+        if following is not None and len(row) == 1 and _is_leading_mark(row[0], following):
+            first = following[0]
+            out.append([dataclasses.replace(first, text=f"{row[0].text} {first.text}",
+                                            x0=row[0].x0), *following[1:]])
+            index += 2
+            continue
         if following is None or not all(_is_superscript(mark, following) for mark in row):
             out.append(row)
             index += 1
@@ -360,11 +385,16 @@ def _aligned(a: Sequence[TextRun], b: Sequence[TextRun]) -> bool:
                if abs(x.x0 - y.x0) <= 4 or abs(x.x1 - y.x1) <= 4) >= len(a) - 1
 
 
-def _lines(page: int, rows: list[list[TextRun]]) -> list[Line]:
+def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
+    """Which rows are table rows: two or more cells lined up with the row before or after."""
     table = [False] * len(rows)
     for i in range(len(rows) - 1):
         if len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1]):
             table[i] = table[i + 1] = True
+    return table
+
+
+def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[Line]:
     lines = []
     for row, in_table in zip(rows, table, strict=True):
         text = (" | " if in_table else " ").join(
@@ -464,22 +494,33 @@ class _Joiner:
         return "-" in left or "-" in right
 
 
-def _blocks(pages: Sequence[PageText], body_size: float,
-            joiner: _Joiner) -> tuple[list[_Block], int, list[int], int]:
-    """The document's blocks in reading order, with the count of dropped lines, the dropped
-    contents pages (1-based) and the count of footnotes."""
+def _page_lines(pages: Sequence[PageText]) -> tuple[list[list[Line]], int, list[int], Counter[float]]:
+    """Each page's lines in reading order (none for a contents page), with the count of
+    dropped lines, the dropped contents pages (1-based) and the characters per rounded type
+    size in table rows."""
     page_rows = [_rows(page.runs) for page in pages]
     running = _running_rows(page_rows)
-    dropped = len(running)
     toc_pages: list[int] = []
     page_lines: list[list[Line]] = []
+    in_tables: Counter[float] = Counter()
     for p, (page, rows) in enumerate(zip(pages, page_rows, strict=True)):
         kept = [row for r, row in enumerate(rows) if (p, r) not in running]
         if _is_toc_page(kept):
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        page_lines.append(_lines(page.index, _reading_rows(kept, page.width)))
+        reading = _reading_rows(kept, page.width)
+        table = _table_rows(reading)
+        for row in itertools.compress(reading, table):
+            for run in row:
+                in_tables[round(run.size)] += len(run.text)
+        page_lines.append(_lines(page.index, reading, table))
+    return page_lines, len(running), toc_pages, in_tables
+
+
+def _blocks(page_lines: Sequence[list[Line]], body_size: float,
+            joiner: _Joiner) -> tuple[list[_Block], int]:
+    """The document's blocks in reading order, with the count of footnotes."""
     all_lines = [line for lines in page_lines for line in lines]
     body_bold = sum(len(line.text) for line in all_lines if line.bold) * 2 > sum(
         len(line.text) for line in all_lines)
@@ -517,7 +558,7 @@ def _blocks(pages: Sequence[PageText], body_size: float,
     if current is not None:
         blocks.append(current)
         blocks.extend(current.footnotes_after)
-    return blocks, dropped, toc_pages, footnotes
+    return blocks, footnotes
 
 
 def _merge_footnotes(lines: Sequence[Line]) -> list[_Block]:
@@ -720,9 +761,10 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
     Returns:
         The layout; sections come from ``entries`` when there are any, else from type size.
     """
-    body_size = _body_size(pages)
+    page_lines, dropped, toc_pages, in_tables = _page_lines(pages)
+    body_size = _body_size(pages, in_tables)
     joiner = _Joiner(_vocabulary(pages))
-    blocks, dropped, toc_pages, footnotes = _blocks(pages, body_size, joiner)
+    blocks, footnotes = _blocks(page_lines, body_size, joiner)
     text, block_spans, page_spans = _text_and_spans(blocks)
     title = _title(metadata_title, blocks, stem)
     if entries:

@@ -13,6 +13,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from rag_pipeline.core.ingest.extracted import TableSpan
+from rag_pipeline.core.ingest.locator import TableRowsLocator
 
 CELL_SEPARATOR = " | "
 
@@ -83,8 +84,9 @@ def repeated_header(tables: Sequence[TableSpan], start: int) -> str:
 
 
 def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
-    """``rows=3-17``: the data rows of the table ``[start, end)`` starts in (or the first table
-    it reaches into); ``""`` when it holds no data row."""
+    """``rows=3-17`` (:class:`~rag_pipeline.core.ingest.locator.TableRowsLocator`): the data
+    rows of the table ``[start, end)`` starts in (or the first table it reaches into); ``""``
+    when it holds no data row."""
     for table in tables:
         if table.end <= start:
             continue
@@ -92,9 +94,17 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
             break
         rows = table.row_range(start, end)
         if rows is not None:
-            return f"rows={rows[0]}-{rows[1]}"
+            return str(TableRowsLocator(*rows))
     return ""
 
 
+def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int) -> str:
+    """A format's ``fragment`` for ``[start, end)`` with the table rows it holds added
+    (``#page=3&rows=14-27``, ``#slide=2&rows=1-30``, ``#char=120,610&rows=5-19``); unchanged
+    when it holds no data row or already names cells (a sheet's ``&range=``)."""
+    rows = "" if "&range=" in fragment else rows_locator(tables, start, end)
+    return f"{fragment}&{rows}" if rows else fragment
+
+
 __all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "rows_locator",
-           "table_at", "without_blank_rows"]
+           "table_at", "with_rows", "without_blank_rows"]

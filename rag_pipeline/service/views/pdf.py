@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from rag_pipeline.core.ingest.formats.pdf import page_of
+from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, locate, normalised, path_url
 from rag_pipeline.service.views.text import text_view
 
@@ -142,6 +142,10 @@ def pdf_view(request: ViewRequest) -> View:
     note = ""
     if _page_quote(request, page) and not boxes:
         note = "The quoted text could not be located on the page image."
+    last = last_page_of(request.info.anchors, request.start, request.end) if request.info.anchors else page
+    if boxes and last > page:
+        note = (f"The quote goes on to page {last}: the next page"
+                f"{'s box' if last > page + 1 else ' boxes'} the rest.")
     body = (f'<figure class="page"><div class="sheet-of-paper"><img id="page-image" '
             f'src="{html.escape(image)}" alt="page {page} of {html.escape(request.info.title)}">'
             f"{marks}</div></figure>")

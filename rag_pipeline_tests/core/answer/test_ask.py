@@ -4,6 +4,7 @@ generator, an answer's citations slice exactly, and the prompt is built from the
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -190,3 +191,35 @@ def test_a_pdf_table_chunk_cites_its_page_and_rows(tmp_path, hashed_embedder: Ha
     assert fragment.startswith("#page=2&rows=") and first <= 45 <= last
     intro = next(r for r in range(len(index.chunk_ids)) if "Who works where" in index.contents[r])
     assert _fragment_of_row(index, intro) == "#page=1"
+
+
+@pytest.mark.parametrize(("fmt", "cited"), [
+    ("docx", "#char="), ("html", "#char="), ("markdown", "#char="), ("pptx", "#slide=1"),
+    ("odt", "#char="), ("odp", "#slide=1")])
+def test_a_table_chunk_cites_its_rows_in_every_format(tmp_path, hashed_embedder: HashedEmbedder,
+                                                      fmt: str, cited: str):
+    from rag_pipeline.benchmarks.made_here import HEADERS, LONG_TABLE_WRITERS, table_rows
+    from rag_pipeline.core.answer.ask import _fragment_of_row
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.index.store import load_partition
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    name, data = LONG_TABLE_WRITERS[fmt](HEADERS, table_rows(60))
+    (corpus / name).write_bytes(data)
+    build_partition(Warehouse(tmp_path / "data"), extract_corpus(corpus).records,
+                    ChunkingStrategy.HEADER, hashed_embedder)
+    index = load_partition(tmp_path / "data", "header", hashed_embedder.spec.key)
+    cited_rows = []
+    for row in range(len(index.chunk_ids)):
+        fragment = _fragment_of_row(index, row)
+        assert fragment.startswith(cited)
+        if "&rows=" in fragment:
+            first, last = (int(n) for n in fragment.split("&rows=")[1].split("-"))
+            held = [n for n in range(1, 61) if re.search(rf"Delta flats {n}\b", index.contents[row])]
+            assert (first, last) == (held[0], held[-1])
+            cited_rows += range(first, last + 1)
+    assert cited_rows == list(range(1, 61))  # every row cited once, in order

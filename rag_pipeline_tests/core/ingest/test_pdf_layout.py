@@ -135,3 +135,34 @@ def test_a_footnote_is_a_section_labelled_as_a_footnote():
     text = layout.canonical_text
     note = text.index("1 The footnote")
     assert layout.sections == (Section("Doc", 0, note), Section("Doc (footnote)", note, len(text) - 1))
+
+
+def test_the_body_size_is_read_outside_tables():
+    # Planted: a page that is mostly a table in 9-point type under an opening paragraph in
+    # 11-point type (more table characters than paragraph ones). Counted over every character,
+    # the body would be 9 points and the paragraph (11 >= 9 x 1.12) a heading.
+    rows = [run(0, "Site", 50, 140, size=9, x1=80), run(0, "Lead", 200, 140, size=9, x1=230)]
+    for n in range(1, 21):
+        rows += [run(0, f"Delta flats {n}", 50, 140 + 12 * n, size=9, x1=120),
+                 run(0, "Tomas Ruiz", 200, 140 + 12 * n, size=9, x1=250)]
+    layout = lay_out([page(0, run(0, "Who works where, and for how long.", 50, 100, size=11,
+                                   x1=300), *rows)], (), "Shifts", "shifts")
+    assert layout.sections_from == "none"
+    assert layout.canonical_text.startswith("Who works where, and for how long.\n\nSite | Lead\n")
+    assert len(layout.tables) == 1 and len(layout.tables[0].rows) == 20
+
+
+def test_a_footnotes_own_raised_mark_starts_its_paragraph():
+    # Planted: TeX's foot of the page, the mark raised 3 points before the footnote's text
+    # ("¹the distinction is subtle", set 6 points apart as in R-data.pdf): a row of its own,
+    # which was a paragraph "1" before the note.
+    layout = lay_out([page(0,
+                           run(0, "A line of the body that ends its sentence.", 50, 100, x1=300),
+                           run(0, "1", 50, 757, size=6, x1=53),
+                           run(0, "the distinction is subtle, and rare.", 59, 760, size=8, x1=200))],
+                     (), "Doc", "doc")
+    assert layout.canonical_text == ("A line of the body that ends its sentence.\n\n"
+                                     "1 the distinction is subtle, and rare.\n")
+    assert layout.footnotes == 1
+    note = layout.canonical_text.index("1 the")
+    assert layout.sections[-1] == Section("Doc (footnote)", note, len(layout.canonical_text) - 1)

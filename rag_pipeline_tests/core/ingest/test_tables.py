@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from rag_pipeline.core.ingest.extracted import TableSpan
-from rag_pipeline.core.ingest.tables import layout_table, repeated_header, row_line, rows_locator
+from rag_pipeline.core.ingest.tables import (
+    layout_table,
+    repeated_header,
+    row_line,
+    rows_locator,
+    with_rows,
+)
 
 
 def test_layout_table_places_the_rows_at_the_offset():
@@ -37,3 +43,14 @@ def test_the_header_is_repeated_only_after_it():
     assert repeated_header(tables, 55) == ""  # a table without a header row
     assert rows_locator(tables, 16, 35) == "rows=1-2"
     assert rows_locator(tables, 0, 9) == ""
+
+
+def test_a_fragment_gains_the_rows_its_span_holds():
+    tables = [TableSpan(10, 40, "H | I", 15, (16, 30))]
+    assert with_rows("#page=2", tables, 16, 35) == "#page=2&rows=1-2"
+    assert with_rows("#char=12,40", tables, 12, 40) == "#char=12,40&rows=1-2"
+    assert with_rows("#slide=3", tables, 30, 40) == "#slide=3&rows=2-2"
+    assert with_rows("#char=0,12", tables, 0, 12) == "#char=0,12"  # the header only: no row
+    assert with_rows("#char=41,50", tables, 41, 50) == "#char=41,50"  # after the table
+    # A sheet's fragment names its cells already.
+    assert with_rows("#sheet=S&range=A2:C9", tables, 16, 35) == "#sheet=S&range=A2:C9"

@@ -228,6 +228,21 @@ def test_a_cell_merged_across_columns_does_not_shift_the_next():
     assert extracted.canonical_text == "A | B | C\nwide |  | third\n"
 
 
+def test_a_cell_merged_down_rows_leaves_an_empty_place_below_it():
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=3, cols=3)
+    for r, row in enumerate([["Site", "Lead", "Hours"], ["", "Ada", "6"], ["", "Bo", "2"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    table.cell(1, 0).merge(table.cell(2, 0)).text = "Delta"  # w:vMerge: one cell over two rows
+    extracted = DOCX.extract(saved(document), "t")
+    assert extracted.canonical_text == "Site | Lead | Hours\nDelta | Ada | 6\n | Bo | 2\n"
+    (span,) = extracted.tables
+    assert (span.header, span.rows) == ("Site | Lead | Hours", (20, 36))
+
+
 def test_a_zip_bomb_fails_before_it_is_parsed():
     import zipfile
 

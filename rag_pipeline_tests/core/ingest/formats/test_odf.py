@@ -102,6 +102,29 @@ def test_odt_headings_paragraphs_lists_and_tables():
     assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
 
 
+def test_an_odt_cell_spanning_rows_leaves_an_empty_place_below_it():
+    document = OpenDocumentText()
+    grid = table.Table(name="Rota")
+    header = table.TableRow()
+    for value in ("Site", "Lead", "Hours"):
+        header.addElement(cell(value))
+    grid.addElement(header)
+    first = table.TableRow()
+    first.addElement(cell("Delta", numberrowsspanned=2))  # one cell over two rows
+    first.addElement(cell("Ada"))
+    first.addElement(cell("6"))
+    grid.addElement(first)
+    second = table.TableRow()
+    second.addElement(table.CoveredTableCell())  # the place the cell above covers
+    second.addElement(cell("Bo"))
+    second.addElement(cell("2"))
+    grid.addElement(second)
+    document.text.addElement(grid)
+    extracted = ODT.extract(saved(document), "rota")
+    assert extracted.canonical_text == "Site | Lead | Hours\nDelta | Ada | 6\n | Bo | 2\n"
+    assert extracted.tables == (TableSpan(0, 45, "Site | Lead | Hours", 19, (20, 36)),)
+
+
 HEADERS = ["Site", "Lead", "Duration"]
 
 

@@ -147,9 +147,8 @@ def test_a_span_cites_the_slide_it_starts_on():
     assert PPTX.fragment((), 3, 9) == "#char=3,9"
 
 
-def test_a_deck_over_the_slide_limit_fails_unparsed():
-    # Planted: the deck's slide list names 10,000 slides (all the same part): over the limit,
-    # counted on presentation.xml before python-pptx parses a slide.
+def huge_deck() -> bytes:
+    """The deck's slide list naming 10,000 more slides (all the same part)."""
     source = zipfile.ZipFile(io.BytesIO(deck()))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
@@ -159,8 +158,24 @@ def test_a_deck_over_the_slide_limit_fails_unparsed():
                 match = re.search(rb"<p:sldId [^>]*/>", data)
                 data = data.replace(match.group(), match.group() * 10_000, 1)  # 4 + 9,999 more
             target.writestr(info, data)
+    return buffer.getvalue()
+
+
+def test_a_deck_over_the_slide_limit_fails_unparsed():
+    # Planted: 10,003 slides: over the limit, counted on presentation.xml before python-pptx
+    # parses a slide.
     with pytest.raises(ExtractionError, match=f"^10003 slides: over the limit of {MAX_SLIDES} per deck$"):
-        PPTX.extract(buffer.getvalue(), "huge")
+        PPTX.extract(huge_deck(), "huge")
+
+
+def test_a_10000_slide_deck_fails_alone_and_the_run_goes_on(tmp_path):
+    from rag_pipeline.core.ingest import extract_corpus
+
+    (tmp_path / "huge.pptx").write_bytes(huge_deck())  # Planted: over the slide limit
+    (tmp_path / "review.pptx").write_bytes(deck())
+    records = {r.document_id: (r.status, r.error) for r in extract_corpus(tmp_path).records}
+    assert records == {"huge.pptx": ("failed", f"10003 slides: over the limit of {MAX_SLIDES} per deck"),
+                       "review.pptx": ("ok", None)}
 
 
 def test_not_a_pptx_fails_with_its_reason():

@@ -1,0 +1,35 @@
+"""The PDF view: a quote running over a page break is boxed on each page, and the page it
+starts on says where it goes on."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from rag_pipeline.benchmarks.made_here import HEADERS, LONG_TABLE_WRITERS, table_rows
+from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.service.views.base import ViewRequest
+from rag_pipeline.service.views.pdf import pdf_view
+
+
+def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_path: Path):
+    name, data = LONG_TABLE_WRITERS["pdf"](HEADERS, table_rows(60))
+    (tmp_path / name).write_bytes(data)
+    extracted = format_for(Path(name)).extract(data, "shifts")
+    text = extracted.canonical_text
+    page_two = extracted.anchors[1].start
+    # The last three rows of page 1 and the first three of page 2.
+    last_on_one = max(n for n in range(1, 61) if text.index(f"Delta flats {n} |") < page_two)
+    start = text.index(f"Delta flats {last_on_one - 2} |")
+    end = text.index("\n", text.index(f"Delta flats {last_on_one + 3} |"))
+    assert last_on_one == 31
+    info = DocumentInfo(name, "Shifts", str(tmp_path / name), "pdf", extracted.anchors,
+                        extracted.tables, hashlib.sha256(data).hexdigest())
+    first = pdf_view(ViewRequest(info, text, start, end))
+    assert first.label == "page 1 of 2"
+    assert first.note == "The quote goes on to page 2: the next page boxes the rest."
+    second = pdf_view(ViewRequest(info, text, start, end, page=2))
+    assert second.label == "page 2 of 2 (the quote is on page 1)"
+    assert second.note == ""
+    assert first.body.count('class="box"') > 0 and second.body.count('class="box"') > 0
