@@ -4,8 +4,8 @@
 
 It indexes a small generated corpus with the default model (straight from the core, into a
 temporary folder), starts ``rag-pipeline serve`` on 127.0.0.1, and measures one honest client
-(``GET /health`` and ``POST /ask`` in turn, one keep-alive connection each, from 127.0.0.1) for
-``--seconds`` in each of four rounds:
+(``GET /health`` and ``POST /ask`` in turn, one keep-alive connection each, and ``GET /health``
+on a new connection each time, all from 127.0.0.1) for ``--seconds`` in each round:
 
 - **alone**: no other client;
 - **slow, one address**: ``--slow`` connections from 127.0.0.2 that send one header line every
@@ -15,15 +15,25 @@ temporary folder), starts ``rag-pipeline serve`` on 127.0.0.1, and measures one 
 - **slow bodies, many addresses**: as many connections, each from its own address, that send a
   whole ``POST /ask`` head declaring a 100-byte body and then one byte of it every
   ``--dribble`` seconds (each takes a request slot once its head is read);
+- **idle flood**: ``--idle`` connections that send nothing, spread over the 20 addresses
+  127.0.0.2 to 127.0.0.21 (55 each at 1,100: under the per-address limit), more than the
+  service's connection limit;
+- **slow, loopback**: ``--slow`` slow heads from 127.0.0.1 itself, the address every local
+  client and a local reverse proxy share;
 - **big headers**: one connection after another sending a ``--big-header-mib`` MiB header.
+
+Before the rounds it sends three heads over the 16 KiB limit, each in one write (a 17 KiB
+header, a 60 KiB header, 2,000 headers), and prints what each got (431: refused).
 
 The attackers run in their own process (they never take the honest client's interpreter) and
 keep the attack up for the whole round: a slow connection the server cuts off or refuses is
 opened again at the next dribble, a big header that is cut off is sent again at once. Each round
-prints the honest client's p50 / p99 / max latency and errors, the server's CPU time, the load
-average, and what the attackers got (408: cut off at the head or body deadline; 431: head too large;
-503: over a connection limit). The last line is the verdict against the target: every attacked
-round keeps the honest client's p99 under ``--target-ms`` with no errors.
+prints the honest client's share of requests answered 200, its p50 / p99 / max latency and
+errors, the server's CPU time, the load average, and what the attackers got (408: cut off at the
+head or body deadline; 431: head too large; 503: over a connection limit; closed, no reply: an
+idle connection closed to make room). The last line is the verdict against the target: every
+attacked round keeps the honest client's p99 under ``--target-ms`` with no errors, and every
+oversized head is refused with 431.
 """
 
 from __future__ import annotations
@@ -40,15 +50,20 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag_pipeline.benchmarks.serve_load import HOST, free_port, percentile, process_cpu_seconds, wait_ready
 
 SLOW_ADDRESS = "127.0.0.2"
+IDLE_ADDRESSES = tuple(f"127.0.0.{n}" for n in range(2, 22))
+"""The idle flood's 20 source addresses."""
 TOPICS = ("timeouts", "caches", "exporters", "locks", "shells", "upgrades", "tokens", "queues")
 TARGET_MS = 50.0
-CLIENT_SIDE = ("health", "ask")
+ATTACKS = ("slow", "spread", "body", "idle", "loopback", "big")
+"""The attacks, in the order their rounds run."""
+CLIENT_SIDE = ("health", "ask", "health, new conn.")
 """What the honest client saw; the verdict is on these."""
 
 
@@ -85,11 +100,17 @@ class Measured:
     latencies_ms: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
 
+    def success_rate(self) -> float:
+        """The share of requests answered 200 (0 when none was sent)."""
+        sent = len(self.latencies_ms) + sum(self.errors.values())
+        return len(self.latencies_ms) / sent if sent else 0.0
+
     def line(self) -> str:
         errors = dict(self.errors) or 0
         if not self.latencies_ms:
-            return f"    0 ok  errors {errors}"
-        return (f"{len(self.latencies_ms):5d} ok  p50 {percentile(self.latencies_ms, 50):7.2f} ms  p99 "
+            return f"    0 ok (  0.0 %)  errors {errors}"
+        return (f"{len(self.latencies_ms):5d} ok ({100 * self.success_rate():5.1f} %)  p50 "
+                f"{percentile(self.latencies_ms, 50):7.2f} ms  p99 "
                 f"{percentile(self.latencies_ms, 99):7.2f} ms  max {max(self.latencies_ms):7.2f} ms  "
                 f"errors {errors}")
 
@@ -101,15 +122,19 @@ def measure(port: int, seconds: float) -> dict[str, Measured]:
     """``GET /health`` and ``POST /ask`` in turn for ``seconds``: latencies (ms) and errors, and
     the server's own time for each answer (``timings_ms.request``: validation to a JSON-ready
     answer; the rest of an ask's latency is HTTP, the event loop and waiting for a core)."""
-    out = {"health": Measured(), "ask": Measured(), "ask in the server": Measured()}
-    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30) for name in ("health", "ask")}
+    out = {"health": Measured(), "ask": Measured(), "health, new conn.": Measured(),
+           "ask in the server": Measured()}
+    conns = {name: http.client.HTTPConnection(HOST, port, timeout=30)
+             for name in ("health", "ask", "health, new conn.")}
     deadline = time.monotonic() + seconds
     number = 0
     while time.monotonic() < deadline:
         for name, conn in conns.items():
+            if name == "health, new conn.":
+                conn.close()
             started = time.perf_counter()
             try:
-                if name == "health":
+                if name.startswith("health"):
                     conn.request("GET", "/health")
                 else:
                     topic = TOPICS[number % len(TOPICS)]
@@ -144,6 +169,11 @@ def slow_addresses(slow: int, spread: bool) -> list[str]:
     return [f"127.0.{1 + n // 254}.{1 + n % 254}" for n in range(slow)]
 
 
+def idle_addresses(count: int) -> list[str]:
+    """The source address of each idle connection: :data:`IDLE_ADDRESSES` in turn."""
+    return [IDLE_ADDRESSES[n % len(IDLE_ADDRESSES)] for n in range(count)]
+
+
 def _status(reply: bytes) -> str:
     return reply.split(b" ", 2)[1].decode() if reply.startswith(b"HTTP/1.1 ") else "closed, no reply"
 
@@ -151,15 +181,41 @@ def _status(reply: bytes) -> str:
 SLOW_HEAD = (b"POST /ask HTTP/1.1\r\nhost: x\r\n", b"x-slow: 1\r\n")
 SLOW_BODY = (b"POST /ask HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
              b"content-length: 100\r\n\r\n{", b" ")
-"""What a slow connection sends first, then once a dribble: a head never ended, or a whole head
-and a body never ended."""
+IDLE = (b"", b"")
+"""What a slow connection sends first, then once a dribble: a head never ended, a whole head
+and a body never ended, or nothing at all."""
+
+OVERSIZED_HEADS = {
+    "17 KiB header": b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (17 << 10) + b"\r\n\r\n",
+    "60 KiB header": b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (60 << 10) + b"\r\n\r\n",
+    "2,000 headers": b"GET /health HTTP/1.1\r\nhost: x\r\n"
+                     + b"".join(b"x-h%d: v\r\n" % n for n in range(2000)) + b"\r\n",
+}
+"""Whole request heads over the 16 KiB limit, each sent in one write."""
+
+
+def send_oversized_heads(port: int) -> dict[str, str]:
+    """What each of :data:`OVERSIZED_HEADS` got, sent in one write on its own connection: the
+    reply's status, or ``closed, no reply``."""
+    out = {}
+    for label, head in OVERSIZED_HEADS.items():
+        with socket.create_connection((HOST, port), timeout=10) as conn:
+            try:
+                conn.sendall(head)
+                reply = conn.recv(200)
+            except OSError:
+                reply = b""
+        out[label] = _status(reply)
+    return out
 
 
 def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float,
-              sends: tuple[bytes, bytes] = SLOW_HEAD) -> Counter[str]:
+              sends: tuple[bytes, bytes] = SLOW_HEAD,
+              on_ready: Callable[[], None] | None = None) -> Counter[str]:
     """Keeps one slow connection per address for ``seconds``: each sends ``sends[0]`` and then
     ``sends[1]`` every ``dribble`` seconds, never ending its request; one the server answers or
-    closes is counted by its status and opened again at the next dribble."""
+    closes is counted by its status and opened again at the next dribble. ``on_ready`` is called
+    once every connection was tried once."""
     outcome: Counter[str] = Counter()
     selector = selectors.DefaultSelector()
     held: dict[int, str | None] = dict.fromkeys(range(len(addresses)))
@@ -201,6 +257,9 @@ def hold_slow(port: int, addresses: list[str], dribble: float, seconds: float,
                     socks[slot].send(sends[1])
                 except OSError:
                     close_slot(slot, "closed, no reply")
+            if on_ready is not None:
+                on_ready()
+                on_ready = None
             next_dribble = now + dribble
         for key, _ in selector.select(timeout=max(0.0, min(next_dribble, deadline) - time.monotonic())):
             slot = key.data
@@ -243,20 +302,32 @@ def send_big_headers(port: int, mib: int, seconds: float) -> Counter[str]:
 
 
 def attacker_main(argv: list[str] | None = None) -> None:
-    """The attacker process: one attack for ``--seconds``, then its outcome as one JSON line."""
+    """The attacker process: ``ready`` once its connections are open, one attack for
+    ``--seconds``, then its outcome as one JSON line."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("slow", "spread", "body", "big"))
+    parser.add_argument("kind", choices=ATTACKS)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--slow", type=int, default=300)
     parser.add_argument("--dribble", type=float, default=2.0)
     parser.add_argument("--mib", type=int, default=150)
     parser.add_argument("--seconds", type=float, required=True)
     args = parser.parse_args(argv)
+
+    def ready() -> None:
+        print("ready", flush=True)
+
     if args.kind == "big":
+        ready()
         outcome = send_big_headers(args.port, args.mib, args.seconds)
+    elif args.kind == "idle":
+        outcome = hold_slow(args.port, idle_addresses(args.slow), args.dribble, args.seconds, IDLE,
+                            ready)
+    elif args.kind == "loopback":
+        outcome = hold_slow(args.port, [HOST] * args.slow, args.dribble, args.seconds, SLOW_HEAD,
+                            ready)
     else:
         outcome = hold_slow(args.port, slow_addresses(args.slow, args.kind != "slow"), args.dribble,
-                            args.seconds, SLOW_BODY if args.kind == "body" else SLOW_HEAD)
+                            args.seconds, SLOW_BODY if args.kind == "body" else SLOW_HEAD, ready)
     print(json.dumps(dict(outcome)), flush=True)
 
 
@@ -264,12 +335,15 @@ def load_average() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def verdict(rounds: dict[str, dict[str, Measured]], target_ms: float) -> str:
+def verdict(rounds: dict[str, dict[str, Measured]], target_ms: float,
+            heads: dict[str, str] | None = None) -> str:
     """One line: whether every attacked round kept the honest client's p99 under ``target_ms``
-    with no errors, which did not, and which of those missed it with no attacker as well (the
-    ``alone`` round: then the machine, not the attack, is over the target)."""
+    with no errors and every oversized head in ``heads`` got 431, which did not, and which of
+    those rounds missed it with no attacker as well (the ``alone`` round: then the machine, not
+    the attack, is over the target)."""
     failed = [f"{label} {name}" for label, measured in rounds.items() if label != "alone"
               for name, m in measured.items() if name in CLIENT_SIDE and not m.holds(target_ms)]
+    failed += [f"{label} got {status}" for label, status in (heads or {}).items() if status != "431"]
     if not failed:
         return f"verdict: PASS: under every attack the honest client's p99 < {target_ms:g} ms, 0 errors"
     line = f"verdict: FAIL against p99 < {target_ms:g} ms with 0 errors: {', '.join(failed)}"
@@ -286,12 +360,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slow", type=int, default=300, help="Slow connections.")
     parser.add_argument("--dribble", type=float, default=2.0,
                         help="Seconds between two header lines of a slow connection.")
+    parser.add_argument("--idle", type=int, default=1100,
+                        help="Idle connections of the idle flood (over 20 addresses).")
     parser.add_argument("--big-header-mib", type=int, default=150)
     parser.add_argument("--seconds", type=float, default=20.0, help="Length of each round.")
     parser.add_argument("--target-ms", type=float, default=TARGET_MS)
+    parser.add_argument("--rounds", default=",".join(ATTACKS),
+                        help=f"The attacked rounds to run, of {','.join(ATTACKS)}.")
     parser.add_argument("--query-threads", type=int, default=None,
                         help="Passed to serve: ONNX Runtime threads for a question alone.")
     args = parser.parse_args(argv)
+    chosen = args.rounds.split(",")
+    if set(chosen) - set(ATTACKS):
+        parser.error(f"--rounds: unknown {sorted(set(chosen) - set(ATTACKS))}")
     with tempfile.TemporaryDirectory(prefix="hostile-clients-") as tmp:
         data, corpus = Path(tmp) / "data", Path(tmp) / "corpus"
         write_corpus(corpus)
@@ -310,11 +391,17 @@ def main(argv: list[str] | None = None) -> None:
         attacks = {f"{args.slow} slow, one address": ["slow", "--slow", str(args.slow)],
                    f"{args.slow} slow, {args.slow} addresses": ["spread", "--slow", str(args.slow)],
                    f"{args.slow} slow bodies, {args.slow} addr.": ["body", "--slow", str(args.slow)],
+                   f"{args.idle} idle, 20 addresses": ["idle", "--slow", str(args.idle)],
+                   f"{args.slow} slow, 127.0.0.1": ["loopback", "--slow", str(args.slow)],
                    f"{args.big_header_mib} MiB headers": ["big", "--mib", str(args.big_header_mib)]}
+        attacks = {label: attack for label, attack in attacks.items() if attack[0] in chosen}
         rounds: dict[str, dict[str, Measured]] = {}
         try:
             wait_ready(port, server)
             measure(port, 2.0)  # warm up
+            heads = send_oversized_heads(port)
+            for label, status in heads.items():
+                print(f"{label + ' in one write':28s} got {status}")
             for label, attack in [("alone", None), *attacks.items()]:
                 attacker = None
                 if attack is not None:
@@ -323,7 +410,9 @@ def main(argv: list[str] | None = None) -> None:
                          "attacker_main; attacker_main()", *attack, "--port", str(port), "--dribble",
                          str(args.dribble), "--seconds", str(args.seconds + 2.0)],
                         stdout=subprocess.PIPE, text=True)
-                    time.sleep(1.0)  # the attack is in place before the honest client starts
+                    # The attack is in place before the honest client starts.
+                    if attacker.stdout.readline().strip() != "ready":
+                        raise SystemExit(f"the {label} attacker did not start")
                 cpu = process_cpu_seconds(server.pid)
                 rounds[label] = measure(port, args.seconds)
                 cpu = process_cpu_seconds(server.pid) - cpu
@@ -336,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"{label:28s} {name:17s} {measured.line()}")
                 print(f"{'':28s} server CPU {cpu:.2f} s in {args.seconds:g} s, {load_average()}{got}",
                       flush=True)
-            print(verdict(rounds, args.target_ms))
+            print(verdict(rounds, args.target_ms, heads))
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -168,6 +170,14 @@ def access_line(service: QueryService) -> str:
             "(readable by nobody)")
 
 
+def report_fatal_signals() -> None:
+    """A fatal signal (SIGBUS from a mapped page of a file cut short under the process, SIGSEGV,
+    SIGFPE, SIGABRT, SIGILL) writes ``Fatal Python error`` and every thread's Python traceback to
+    stderr, the service's log, before the process dies (:mod:`faulthandler`): without it the
+    process vanished with no line at all."""
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -181,6 +191,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
     from rag_pipeline.service.app import create_app
 
     started = time.perf_counter()
+    report_fatal_signals()
     with closing(listening_socket(host, port)) as sock:
         pin_threads()
         with running_service(

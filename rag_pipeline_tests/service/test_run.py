@@ -1,12 +1,16 @@
 """``serve``'s client limits follow the process's open-file limit; its heap is frozen after
-start-up, with the garbage collected first."""
+start-up, with the garbage collected first; a fatal signal leaves a line in its log."""
 
 from __future__ import annotations
 
 import gc
 import resource
+import signal
+import subprocess
+import sys
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +63,30 @@ def test_freeze_heap_collects_garbage_then_freezes_what_is_alive():
     finally:
         gc.unfreeze()
     assert any(o is kept for o in gc.get_objects())  # it was frozen, not lost
+
+
+MAP_THEN_TRUNCATE = """
+import mmap, sys
+from rag_pipeline.service.run import report_fatal_signals
+if sys.argv[2] == "reported":
+    report_fatal_signals()
+with open(sys.argv[1], "r+b") as handle:
+    mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    handle.truncate(0)
+    print(mapped[3 * mmap.PAGESIZE], flush=True)  # line 9
+"""
+
+
+def test_a_mapped_file_cut_short_writes_a_line_before_the_process_dies(tmp_path: Path):
+    copy = tmp_path / "copy.npy"
+    results = {}
+    for mode in ("silent", "reported"):
+        copy.write_bytes(b"x" * (8 * 4096))
+        # Planted: the mapped copy truncated under the process, as an operator's `: > file`
+        # does; reading a page past the new end is SIGBUS.
+        results[mode] = subprocess.run([sys.executable, "-c", MAP_THEN_TRUNCATE, str(copy), mode],
+                                       capture_output=True, text=True, timeout=120)
+    assert [r.returncode for r in results.values()] == [-signal.SIGBUS, -signal.SIGBUS]
+    assert results["silent"].stderr == ""
+    assert results["reported"].stderr.startswith("Fatal Python error: Bus error\n")
+    assert 'File "<string>", line 9 in <module>' in results["reported"].stderr

@@ -114,6 +114,14 @@ def graph_damage(warehouse: Warehouse, graph_file: str) -> str | None:
     return None
 
 
+def _readable_row(warehouse: Warehouse, table_file: str) -> dict | None:
+    """The one row of an ``ann_index`` table file, or None when the file cannot be read."""
+    try:
+        return warehouse.read_file(table_file).to_pylist()[0]
+    except (OSError, pa.ArrowException, IndexError):
+        return None
+
+
 def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
                     embeddings: TableVersion, threads: int = 0) -> AnnBuild:
     """Builds the partition's graph from the embeddings file (rows in the order of the chunks it
@@ -130,9 +138,10 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     partition = {"chunker": chunker, "model": model}
     previous = warehouse.version(ANN_INDEX, partition)
     if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
-        row = warehouse.read_file(previous.file).to_pylist()[0]
-        size = warehouse.get_file_size(row["graph"])
-        # Not an HNSW graph of an earlier version, and whole (a damaged one is rebuilt).
+        row = _readable_row(warehouse, previous.file)
+        size = None if row is None else warehouse.get_file_size(row["graph"])
+        # A readable table, not an HNSW graph of an earlier version, and a whole graph (a
+        # damaged table or graph is rebuilt).
         if size is not None and "nprobe" in row and graph_damage(warehouse, row["graph"]) is None:
             return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)

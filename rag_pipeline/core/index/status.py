@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from rag_pipeline.core.index.ann import CROSSOVER_ROWS, MIN_SELF_RECALL, DensePath, choose_path
 from rag_pipeline.core.index.generations import (
     CURRENT,
@@ -194,7 +196,15 @@ def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     for generation in current_generations(warehouse):
         folder = generation_dir(generation.chunker, generation.model)
         if ANN_INDEX in generation.files:
-            graph = warehouse.read_file(generation.files[ANN_INDEX]).to_pylist()[0].get("graph")
+            table = generation.files[ANN_INDEX]
+            try:
+                graph = warehouse.read_file(table, columns=["graph"]).column("graph")[0].as_py()
+            except (OSError, pa.ArrowException, KeyError, IndexError) as exc:
+                found.append(UnhealthyFile(folder, (
+                    f"the ANN index table {warehouse.full_path(table)} cannot be read "
+                    f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}): the exact "
+                    "scan serves until the next `rag-pipeline index` rebuilds it")))
+                graph = None
             damage = graph_damage(warehouse, graph) if graph else None
             if graph and warehouse.get_file_size(graph) is None:
                 damage = (f"the ANN index file {warehouse.full_path(graph)} is missing: the "

@@ -13,8 +13,9 @@ loaded one never changes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +67,34 @@ class DocumentInfo:
     them (``""``: unknown, so no original is served)."""
 
 
+class LazyAnn:
+    """A partition's ANN index, opened the first time a question (or a report) asks for it: a
+    partition the exact scan serves (under the crossover) never reads its index file, so a
+    damaged one cannot touch its questions. Shared by the copies ``dataclasses.replace`` makes
+    of a partition (labelled for access), so the file is opened once."""
+
+    def __init__(self, opener: Callable[[], AnnIndex | None]) -> None:
+        self._opener: Callable[[], AnnIndex | None] | None = opener
+        self._index: AnnIndex | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, index: AnnIndex | None) -> LazyAnn:
+        """An index already open (or none)."""
+        return cls(lambda: index)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the index was asked for (and opened, or found unusable) already."""
+        return self._opener is None
+
+    def get(self) -> AnnIndex | None:
+        with self._lock:
+            if self._opener is not None:
+                self._index, self._opener = self._opener(), None
+            return self._index
+
+
 @dataclass(frozen=True, eq=False)
 class PartitionIndex:
     chunker: str
@@ -87,14 +116,24 @@ class PartitionIndex:
     documents: dict[str, DocumentInfo]
     rows_by_content: ContentRows
     """Every row holding a content (by ``content_sha256``), in partition order."""
-    ann: AnnIndex | None = None
-    """The generation's ANN index over ``vectors`` (checked against them), if it has one."""
+    ann_source: LazyAnn | None = None
+    """Opens the generation's ANN index when :attr:`ann` is first read (None: it has none)."""
     access: AccessLabels | None = None
     """The readers of every row under ``[access]`` (:func:`rag_pipeline.core.index.access.labelled`);
     None: everyone reads everything."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
+
+    @property
+    def ann(self) -> AnnIndex | None:
+        """The generation's ANN index over ``vectors`` (checked against them), if it has one
+        that can serve: opened on first use (a damaged or missing file is logged and is None)."""
+        return None if self.ann_source is None else self.ann_source.get()
+
+    def with_ann(self, ann: AnnIndex | None) -> PartitionIndex:
+        """This partition served with ``ann`` as its ANN index (already open)."""
+        return replace(self, ann_source=LazyAnn.of(ann))
 
 
 def _bm25_scorers(warehouse: Warehouse, files: dict[str, str], chunker: str, chunk_ids: StringColumn,
@@ -151,10 +190,9 @@ def load_partition(warehouse: Warehouse | Path, chunker: str, model_key: str,
 
 
 def _ann_or_none(warehouse: Warehouse, generation: Generation, vectors) -> AnnIndex | None:
-    """The generation's ANN index, or None: when it has none, and when its file is damaged,
-    missing while the generation is still served, or does not fit the vectors (logged; the
-    exact scan serves every question, and the next ``rag-pipeline index`` rebuilds it). A file
-    missing because a newer generation was published meanwhile raises, so the load retries."""
+    """The generation's ANN index, or None: when it has none, and when its file or its table
+    is damaged or missing, or the index does not fit the vectors (logged; the exact scan
+    serves every question, and the next ``rag-pipeline index`` rebuilds it)."""
     if ANN_INDEX not in generation.files:
         return None
     try:
@@ -163,11 +201,16 @@ def _ann_or_none(warehouse: Warehouse, generation: Generation, vectors) -> AnnIn
         logging.getLogger(__name__).warning("%s", exc)
     except FileNotFoundError as exc:
         served = current_generation(warehouse, generation.chunker, generation.model)
-        if served is None or served.id != generation.id:
-            raise
+        why = ("is missing" if served is not None and served.id == generation.id
+               else "was collected: a newer generation is published")
         logging.getLogger(__name__).warning(
-            "the ANN index file %s is missing: the exact scan serves until the next "
-            "`rag-pipeline index` rebuilds it", exc)
+            "the ANN index file %s %s: the exact scan serves until the next `rag-pipeline index` "
+            "rebuilds it", exc, why)
+    except (OSError, pa.ArrowException, KeyError, IndexError, ValueError) as exc:
+        logging.getLogger(__name__).warning(
+            "the ANN index table %s cannot be read (%s): the exact scan serves until the next "
+            "`rag-pipeline index` rebuilds it", warehouse.full_path(generation.files[ANN_INDEX]),
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     return None
 
 
@@ -218,7 +261,6 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.
     in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))
     vectors = mapped_vectors(warehouse, files[EMBEDDINGS], None if in_order else order)
-    ann = _ann_or_none(warehouse, generation, vectors)
     texts = mapped.strings("text")
     content_hashes = mapped.strings("content_sha256")
     index = PartitionIndex(
@@ -233,7 +275,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         bm25=_bm25_scorers(warehouse, files, chunker, chunk_ids, texts),
         documents=documents,
         rows_by_content=ContentRows(content_hashes),
-        ann=ann,
+        ann_source=LazyAnn(lambda: _ann_or_none(warehouse, generation, vectors)),
     )
     # The load scanned whole columns (ids, hashes): unmap those pages and hand the decoding's
     # freed buffers back to the system (at 1.3 M chunks: 0.16 GB mapped, 0.3 GB Arrow kept).

@@ -158,16 +158,22 @@ class DenseList:
 
 def dense_path(index: PartitionIndex, settings: RetrievalSettings) -> DensePath:
     """The path that serves ``settings`` on this partition: forced, or automatic by size; the
-    ANN index only ranks chunk vectors, so a sentence-level ``dense_unit`` always scans."""
-    has_ann = index.ann is not None and settings.dense_unit is DenseUnit.CHUNK
+    ANN index only ranks chunk vectors, so a sentence-level ``dense_unit`` always scans. The
+    index is opened only when it may serve (asked for by name, or a partition of at least
+    ``crossover`` chunks)."""
+    if settings.dense_path is DensePath.EXACT or settings.dense_unit is not DenseUnit.CHUNK:
+        if settings.dense_path is DensePath.ANN:
+            raise ValueError(f"partition {index.chunker} x {index.model_key} has no ANN index for "
+                             f"dense_unit {settings.dense_unit.value}: use the exact path")
+        return DensePath.EXACT
     if settings.dense_path is DensePath.ANN:
-        if not has_ann:
+        if index.ann is None:
             raise ValueError(f"partition {index.chunker} x {index.model_key} has no ANN index for "
                              f"dense_unit {settings.dense_unit.value}: use the exact path")
         return DensePath.ANN
-    if settings.dense_path is DensePath.EXACT:
+    if len(index) < settings.crossover:
         return DensePath.EXACT
-    return choose_path(len(index), has_ann and index.ann.trusted, settings.crossover)
+    return choose_path(len(index), index.ann is not None and index.ann.trusted, settings.crossover)
 
 
 def _timed(timings: dict[str, float], name: str, fn: Callable):

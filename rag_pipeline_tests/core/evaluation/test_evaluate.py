@@ -5,7 +5,6 @@ exact one."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 
@@ -181,7 +180,7 @@ def test_evaluate_reports_the_ann_path_against_the_exact_one(small_chunks: Built
     assert report.ann == [AnnCheck("header", len(queries) + len(OOD), 10, 1.0, 1.0,
                                    len(queries) + len(OOD))]
     assert "ann_check" in report.timings
-    without = evaluate({"header": replace(small_chunks.index, ann=None)}, hashed_embedder, queries,
+    without = evaluate({"header": small_chunks.index.with_ann(None)}, hashed_embedder, queries,
                        OOD, errors, [RunKey("header", Retriever.BM25)])
     assert without.ann == [] and "ann_check" not in without.timings
 
@@ -202,7 +201,7 @@ def test_ann_check_counts_a_missed_row(topics: BuiltIndex, hashed_embedder: Hash
     flawed = index.vectors.copy()
     flawed[exact_top[0]] = -flawed[exact_top[0]]
     graph = AnnIndex.build(flawed, threads=1)
-    check = ann_check("header", replace(index, ann=graph), [vector], [question],
+    check = ann_check("header", index.with_ann(graph), [vector], [question],
                       RetrievalSettings(retriever=Retriever.DENSE, depth=10))
     assert (check.queries, check.k, check.dense_recall, check.worst_recall, check.same_sources) == (
         1, 10, 0.9, 0.9, 0)

@@ -189,3 +189,24 @@ def test_a_missing_graph_of_the_served_generation_is_unhealthy_and_not_needed(bu
     assert not build_ann_index(warehouse, built.index.chunker, built.index.model_key,
                                embeddings).reused
     assert unhealthy_files(warehouse) == [] and graph.is_file()
+
+
+def test_a_damaged_table_is_unhealthy_and_rebuilt_by_the_next_build(built: BuiltIndex):
+    from rag_pipeline.core.index.status import unhealthy_files
+
+    warehouse = Warehouse(built.data_dir)
+    partition = _partition(built)
+    table = Path(warehouse.full_path(warehouse.require_version(ANN_INDEX, partition).file))
+    # Planted: the index's one-row table cut in half. `status` failed reading it (no verdict)
+    # and `index` failed reusing it, so nothing repaired it.
+    raw = table.read_bytes()
+    table.write_bytes(raw[:len(raw) // 2])
+    [found] = unhealthy_files(warehouse)
+    assert found.partition == f"_generations/chunker=header/model={built.index.model_key}"
+    assert found.reason.startswith(f"the ANN index table {table} cannot be read (")
+    assert found.reason.endswith("): the exact scan serves until the next `rag-pipeline index` "
+                                 "rebuilds it")
+    embeddings = warehouse.require_version(EMBEDDINGS, partition)
+    rebuilt = build_ann_index(warehouse, built.index.chunker, built.index.model_key, embeddings)
+    assert not rebuilt.reused and rebuilt.rows == 240
+    assert warehouse.read_file(rebuilt.version.file).num_rows == 1

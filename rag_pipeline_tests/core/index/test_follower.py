@@ -73,7 +73,8 @@ def test_the_background_thread_follows_and_keeps_the_served_generation_on_errors
         chunks, _ = chunks_table(extract_corpus(corpus).records, ChunkingStrategy.HEADER,
                                  wordpiece_counter(hashed_embedder.spec))
         Warehouse(data_dir).write(CHUNKS, chunks, {"chunker": "header"})
-        time.sleep(0.3)
+        # A poll made now (what the following thread does every 0.05 s) finds nothing to swap.
+        assert follower.refresh() is False
         assert (follower.current, follower.swaps, follower.last_error) == (first, 0, None)
         # Planted flaw: a published generation naming an embeddings file that does not exist.
         # Loading fails on every poll; the error is reported and the old generation answers.

@@ -4,11 +4,13 @@ tables, not in the vectors' meaning)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.index.builders import bm25_stats_tables
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
@@ -80,3 +82,31 @@ def test_chunks_without_a_vector_are_refused(built: BuiltIndex):
     plant_published(built, {"embeddings": table.slice(0, table.num_rows - 1)})
     with pytest.raises(IndexNotBuiltError, match=r"^1 chunks of header have no vector in "):
         load_partition(built.data_dir, "header", built.index.model_key)
+
+
+def test_a_partition_under_the_crossover_never_opens_its_ann_index(
+        built: BuiltIndex, hashed_embedder: HashedEmbedder, caplog: pytest.LogCaptureFixture):
+    from rag_pipeline.core.index import store
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline.core.retrieval.choices import Retriever
+
+    warehouse = Warehouse(built.data_dir)
+    generation = current_generation(warehouse, "header", built.index.model_key)
+    table = Path(warehouse.full_path(generation.files["ann_index"]))
+    # Planted: the ANN index's one-row table cut in half. The index was opened on every load,
+    # so every question (BM25 alone too) failed reading it, on 6 chunks that never use it.
+    raw = table.read_bytes()
+    table.write_bytes(raw[:len(raw) // 2])
+    store._load.cache_clear()
+    index = load_partition(built.data_dir, "header", built.index.model_key)
+    for retriever in Retriever:
+        answer = ask("how are timeouts configured", index, hashed_embedder,
+                     replace(AskSettings(), retrieval=replace(AskSettings().retrieval,
+                                                              retriever=retriever)))
+        assert answer.generation == generation.id
+    assert index.ann_source is not None and not index.ann_source.opened
+    with caplog.at_level("WARNING", logger="rag_pipeline.core.index.store"):
+        assert index.ann is None  # asked for by name: unreadable, logged, the exact scan serves
+    assert index.ann_source.opened
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        f"the ANN index table {table} cannot be read"]

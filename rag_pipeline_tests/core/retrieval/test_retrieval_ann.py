@@ -29,7 +29,7 @@ QUESTIONS = ["how long before a network call times out", "which exporter writes 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltIndex:
     built = build_index(tmp_path_factory.mktemp("ann"), HashedEmbedder(), docs=topic_docs())
-    return replace(built, index=replace(built.index, ann=AnnIndex.build(built.index.vectors, threads=1)))
+    return replace(built, index=built.index.with_ann(AnnIndex.build(built.index.vectors, threads=1)))
 
 
 def test_the_partition_is_large_enough_for_a_shortlist(built: BuiltIndex):
@@ -90,7 +90,7 @@ def test_automatic_choice_by_size(built: BuiltIndex, crossover: int, expected: D
 def test_a_graph_whose_measured_recall_is_under_the_floor_never_serves_automatically(
         built: BuiltIndex):
     # Planted: the graph's build measured recall 0.42 (the 100x scale run's figure).
-    untrusted = replace(built.index, ann=replace(built.index.ann, measured_recall=0.42))
+    untrusted = built.index.with_ann(replace(built.index.ann, measured_recall=0.42))
     assert dense_path(untrusted, RetrievalSettings(crossover=1)) is DensePath.EXACT
     assert dense_path(untrusted, RetrievalSettings(dense_path=DensePath.ANN)) is DensePath.ANN
 
@@ -101,7 +101,7 @@ def test_sentence_unit_always_scans(built: BuiltIndex):
 
 
 def test_forcing_ann_without_an_index_is_an_error(built: BuiltIndex):
-    without = replace(built.index, ann=None)
+    without = built.index.with_ann(None)
     assert dense_path(without, RetrievalSettings(crossover=1)) is DensePath.EXACT
     with pytest.raises(ValueError, match="has no ANN index for dense_unit chunk"):
         dense_path(without, RetrievalSettings(dense_path=DensePath.ANN))
