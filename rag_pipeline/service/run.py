@@ -174,8 +174,12 @@ def report_fatal_signals() -> None:
     """A fatal signal (SIGBUS from a mapped page of a file cut short under the process, SIGSEGV,
     SIGFPE, SIGABRT, SIGILL) writes ``Fatal Python error`` and every thread's Python traceback to
     stderr, the service's log, before the process dies (:mod:`faulthandler`): without it the
-    process vanished with no line at all."""
-    faulthandler.enable(file=sys.stderr, all_threads=True)
+    process vanished with no line at all. A stderr with no file descriptor (a test's captured
+    stream) gets no handler: there is no log to write to."""
+    try:
+        faulthandler.enable(file=sys.stderr, all_threads=True)
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
+        pass
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
