@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,16 +27,22 @@ from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
 
 class _Progress:
     """One line per embedding run: done/total, a bar, the rate and the time left. On a terminal
-    the line is redrawn in place; otherwise a line is printed at every quarter."""
+    the line is redrawn in place; otherwise (a log file, a pipe) a line is printed at every
+    quarter and at least every :data:`LOG_EVERY_SECONDS` while the count moves, so a log shows
+    a long run advancing."""
 
-    def __init__(self) -> None:
-        self.tty = sys.stdout.isatty()
+    LOG_EVERY_SECONDS = 30.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, tty: bool | None = None) -> None:
+        self.tty = sys.stdout.isatty() if tty is None else tty
+        self.clock = clock
         self.seen: dict[str, tuple[float, int, int]] = {}
+        self.printed: dict[str, tuple[float, int]] = {}
 
     def __call__(self, line: str) -> None:
         label, counts = line.rsplit(" ", 1)
         done, total = (int(x) for x in counts.split("/"))
-        now = time.monotonic()
+        now = self.clock()
         first_time, first_done, last_quarter = self.seen.get(label, (now, done, -1))
         rate = (done - first_done) / (now - first_time) if now > first_time else 0.0
         left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
@@ -47,8 +53,12 @@ class _Progress:
         self.seen[label] = (first_time, first_done, quarter)
         if self.tty:
             click.echo("\r" + text.ljust(100), nl=done >= total)
-        elif quarter > last_quarter:
+            return
+        printed_at, printed_done = self.printed.get(label, (now, -1))
+        if quarter > last_quarter or (done > printed_done
+                                      and now - printed_at >= self.LOG_EVERY_SECONDS):
             click.echo(text)
+            self.printed[label] = (now, done)
 
 
 

@@ -197,3 +197,17 @@ def test_a_rule_edit_relabels_in_a_new_generation_with_byte_identical_vectors(
     assert open(warehouse.full_path(after.files["embeddings"]), "rb").read() == vectors
     assert readers() == {"guide/config.md": ("eng",), "guide/install.md": ("eng",),
                          "notes.txt": ("staff",)}
+
+
+def test_progress_in_a_log_prints_every_quarter_and_every_half_minute_while_it_moves(capsys):
+    from rag_pipeline.cli.index import _Progress
+
+    now = [0.0]
+    progress = _Progress(clock=lambda: now[0], tty=False)
+    for seconds, done in [(0, 256), (20, 512), (31, 768), (40, 768), (75, 768), (80, 2400),
+                          (90, 2500), (200, 9443)]:
+        now[0] = float(seconds)
+        progress(f"embeddings header|m {done}/9443")
+    lines = [line.split(" [")[0].strip() for line in capsys.readouterr().out.splitlines()]
+    assert lines == ["embeddings header|m 256/9443", "embeddings header|m 768/9443",
+                     "embeddings header|m 2400/9443", "embeddings header|m 9443/9443"]
