@@ -194,22 +194,32 @@ def _cell_text(cell: _Element) -> str:
     return " ".join(" ".join(text.split()) for text in texts if text.strip())
 
 
+def _grid_count(value: str | None) -> int:
+    """A ``w:val`` count of grid columns (``w:gridSpan``, ``w:gridBefore``); 0 when it is
+    missing or no number (a damaged file shifts nothing and fails nothing)."""
+    return int(value) if value is not None and value.isdigit() else 0
+
+
 def _table_block(table: _Element, budget: ContentBudget) -> _Block | None:
     """A table's rows of cell texts; a cell spanning columns (``w:gridSpan``) is its text
-    followed by an empty cell per further column, so later cells keep their column (a
-    vertically merged cell's continuation is already an empty cell). The header is the
-    rows marked to repeat as header rows (``w:tblHeader``), else the first row."""
+    followed by an empty cell per further column, and a row starting after the table's first
+    columns (``w:gridBefore``) starts with an empty cell per column skipped, so later cells
+    keep their column (a vertically merged cell's continuation is already an empty cell). The
+    header is the rows marked to repeat as header rows (``w:tblHeader``), else the first row."""
     from docx.oxml.ns import qn
 
     rows: list[tuple[str, ...]] = []
     marked = 0
     for row in table.iterchildren(qn("w:tr")):
         cells: list[str] = []
+        before = row.find(f"{qn('w:trPr')}/{qn('w:gridBefore')}")
+        if before is not None:
+            cells.extend([""] * max(0, min(_grid_count(before.get(qn("w:val"))), 1000)))
         for cell in row.iterchildren(qn("w:tc")):
             cells.append(_cell_text(cell))
             span = cell.find(f"{qn('w:tcPr')}/{qn('w:gridSpan')}")
             if span is not None:
-                cells.extend([""] * max(0, min(int(span.get(qn("w:val"), "1") or 1), 1000) - 1))
+                cells.extend([""] * max(0, min(_grid_count(span.get(qn("w:val"))), 1000) - 1))
         budget.add(rows=1, cells=len(cells), chars=sum(len(c) for c in cells))
         if any(cells):
             header = row.find(f"{qn('w:trPr')}/{qn('w:tblHeader')}")

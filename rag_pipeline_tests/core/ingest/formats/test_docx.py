@@ -243,6 +243,29 @@ def test_a_cell_merged_down_rows_leaves_an_empty_place_below_it():
     assert (span.header, span.rows) == ("Site | Lead | Hours", (20, 36))
 
 
+def test_a_row_starting_past_the_first_column_keeps_its_cells_under_their_headers():
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    for c, value in enumerate(["Site", "Lead", "Hours"]):
+        table.cell(0, c).text = value
+    row = table.rows[1]._tr
+    # Planted: Word's w:gridBefore, the row's first grid column left out (an irregular table):
+    # its two cells are Lead and Hours, not Site and Lead.
+    row.remove(row.tc_lst[0])
+    before = OxmlElement("w:gridBefore")
+    before.set(qn("w:val"), "1")
+    row.get_or_add_trPr().append(before)
+    for cell, value in zip(row.tc_lst, ["Ada", "6"], strict=True):
+        cell.clear_content()
+        cell.add_p().add_r().text = value
+    extracted = DOCX.extract(saved(document), "t")
+    assert extracted.canonical_text == "Site | Lead | Hours\n | Ada | 6\n"
+
+
 def test_a_zip_bomb_fails_before_it_is_parsed():
     import zipfile
 
