@@ -157,9 +157,10 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
     assert _runs(home, started) == Counter({("-", "SUCCESS"): 1, ("header", "SUCCESS"): 1,
                                             (f"header|{MODEL}", "FAILURE"): 1})
 
-    # 2. The fault goes away; the next `index` (no document changed) retries the failed
-    # partition and the index is current. The storage the two commands shared is whole.
+    # 2. The fault goes away; the next `index` (1 s later, no document changed) retries the
+    # failed partition and the index is current. The storage the two commands shared is whole.
     blocker.unlink()
+    time.sleep(1)
     started = time.time()
     healed = _run(env)
     assert healed.returncode == 0, healed.stdout[-3000:] + healed.stderr[-3000:]

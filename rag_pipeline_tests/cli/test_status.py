@@ -70,3 +70,29 @@ def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_
         2, f"error: the warehouse {wrong} holds no published generation (a wrong --warehouse?): "
            f"{tmp_path / 'rag.duckdb'} was left as it was\n")
     assert (tmp_path / "rag.duckdb").read_bytes() == before
+
+
+def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(tmp_path: Path):
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    built = build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+    warehouse = Warehouse(built.data_dir)
+    generation = current_generation(warehouse, "header", built.index.model_key)
+    graph = Path(warehouse.full_path(warehouse.read_file(generation.files["ann_index"]).column(
+        "graph")[0].as_py()))
+    healthy = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert healthy.exit_code == 0 and "UNHEALTHY" not in healthy.output, healthy.output
+    # Planted: the ANN index file cut short. `status` said healthy (exit 0) while every load
+    # failed on it.
+    size = graph.stat().st_size
+    with graph.open("r+b") as handle:
+        handle.truncate(size - 100)
+    result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-2:] == [
+        f"UNHEALTHY _generations/chunker=header/model={built.index.model_key}: the ANN index "
+        f"file {graph} is damaged ({size - 100} bytes whose digest does not match its name): "
+        "the exact scan serves until the next `rag-pipeline index` rebuilds it",
+        "  fix: run `rag-pipeline index`: it rebuilds the file"]
