@@ -89,10 +89,19 @@ def test_a_page_without_words_has_no_runs_and_no_confidence():
 
 
 @pytest.mark.parametrize(("field", "value"), [("dpi", 50), ("page_timeout_s", 0), ("max_pages", -1),
-                                              ("confidence_floor", 101)])
+                                              ("confidence_floor", 101), ("page_segmentation", 7)])
 def test_settings_out_of_range_are_refused(field: str, value: float):
     with pytest.raises(ValueError, match=f"^{field} must be"):
         OcrSettings(**{field: value})
+
+
+def test_tesseract_runs_the_lstm_engine_with_the_settings_segmentation_language_and_dpi():
+    from rag_pipeline.core.ingest.pdf_ocr import tesseract_command
+
+    settings = OcrSettings(language="eng+deu", page_segmentation=4)
+    assert tesseract_command("/usr/bin/tesseract", settings, 200) == [
+        "/usr/bin/tesseract", "stdin", "stdout", "--oem", "1", "--psm", "4", "-l", "eng+deu",
+        "--dpi", "200", "tsv"]
 
 
 # --- bounds: page size, pixels, blank pages, time per document and per run ------------------
