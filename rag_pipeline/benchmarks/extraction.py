@@ -575,6 +575,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scan-dpi", type=int, nargs="+", default=[300, 200],
                         help="resolution(s) the scanned twin's pages are scanned at (default 300 "
                              "200: a 300 dpi scan, as an office scanner makes, and a harsher 200)")
+    parser.add_argument("--ocr-dpi", type=int, default=OcrSettings.dpi,
+                        help=f"resolution scanned pages are rendered at for OCR (default {OcrSettings.dpi})")
+    parser.add_argument("--psm", type=int, default=OcrSettings.page_segmentation,
+                        help="Tesseract's page segmentation mode (default "
+                             f"{OcrSettings.page_segmentation})")
     parser.add_argument("--twins", nargs="*", default=[t.name for t in TWINS],
                         help="twins to run (default all)")
     parser.add_argument("--table-rows", type=int, default=60,
@@ -598,7 +603,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if shutil.which(tool) is None:
             print(f"error: {tool} is not installed (apt-get install poppler-utils)", file=sys.stderr)
             return 2
-    settings = OcrSettings(max_pages=max(args.scan_pages, 1))
+    try:
+        settings = OcrSettings(max_pages=max(args.scan_pages, 1), dpi=args.ocr_dpi,
+                               page_segmentation=args.psm)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print("# PDF and HTML extraction on twin corpora (HTML needles)")
     summaries = [compare_twin(twin, package_root(args.cache, twin.package), settings)
                  for twin in TWINS if twin.name in args.twins]
