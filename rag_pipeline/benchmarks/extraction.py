@@ -33,7 +33,9 @@ For each twin:
   always keeping the hyphen get right.
 - A **scanned twin**: pages of ``bashref.pdf`` rasterised by ``pdftoppm`` into an image-only
   PDF, read through OCR, against the same pages of the text PDF, with each page's confidence,
-  the wall-clock seconds a page and the CPU seconds a page (rendering and Tesseract).
+  the seconds a page a core (wall clock x workers / pages, with the load average) and the CPU
+  seconds a page (rendering and Tesseract); at each ``--scan-dpi`` (300, what an office
+  scanner makes of a page of text, and a harsher 200 by default).
 - **Made-here corpora** first (:mod:`rag_pipeline.benchmarks.made_here`, no download): a long
   table per format, scored by the share of rows whose chunk names every column header, and
   needles per format, and a held-out folder of every format read as a run reads it
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import resource
 import shutil
@@ -483,35 +486,62 @@ def summary_table(summaries: Sequence[TwinSummary]) -> str:
                            "PDF chunks with running heads", "PDF chunks labelled"], rows)
 
 
-def compare_scanned(twin: Twin, root: Path, first: int, count: int,
-                    settings: OcrSettings) -> tuple[float, float | None]:
+@dataclass(frozen=True)
+class ScannedRow:
+    """The scanned twin at one scan resolution."""
+
+    dpi: int
+    ratio: float
+    confidence: float | None
+    page_core_seconds: float
+    load: tuple[float, float]
+
+
+def compare_scanned(twin: Twin, root: Path, first: int, count: int, dpis: Sequence[int],
+                    settings: OcrSettings) -> list[ScannedRow]:
+    """The text PDF's pages against the same pages scanned at each of ``dpis`` (``pdftoppm``)."""
     pdf = root / twin.pdf
     _, needles = html_text_and_needles(html_files(root, twin.html))
-    with tempfile.TemporaryDirectory() as tmp:
-        scanned, text_pdf = image_only_pdf(pdf, first, count, 200, Path(tmp))
-        cut_path = Path(tmp) / "cut.pdf"
-        cut_path.write_bytes(text_pdf)
-        poppler = pdftotext_pages(cut_path)
-    pdf_needles = eligible(needles, poppler)
-    heads = running_heads(poppler)
-    text_reading = read_pdf(text_pdf, pdf.stem, settings)
-    started, cpu_started = time.perf_counter(), _cpu_seconds()
-    scan_reading = read_pdf(scanned, pdf.stem, settings)
-    seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
-    print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} rasterised at 200 dpi "
-          f"(image-only PDF), OCR'd at {settings.dpi} dpi in {seconds:.0f} s "
-          f"({seconds / count:.1f} s a page wall clock, {settings.workers or default_workers()} "
-          f"page(s) at once; {cpu / count:.2f} CPU s a page, rendering and Tesseract)\n")
-    text_row = score(pipeline(text_reading, "pipeline, text PDF"), pdf_needles, heads)
-    scan_row = score(pipeline(scan_reading, "pipeline, scanned PDF (OCR)"), pdf_needles, heads)
-    print(rows_table([text_row, scan_row]))
-    ratio = scan_row.quoted / text_row.quoted if text_row.quoted else 0.0
-    print(f"\nscanned / text needles quoted whole: {ratio:.3f}; pages under the confidence floor "
-          f"({settings.confidence_floor:g}): {list(scan_reading.low_confidence_pages) or 'none'}\n")
-    print(markdown_table(["page", "source", "OCR confidence", "chars"],
-                         [[p.page, p.source, "-" if p.ocr_confidence is None else f"{p.ocr_confidence:.1f}",
-                           p.chars] for p in scan_reading.pages]))
-    return ratio, scan_reading.mean_ocr_confidence
+    workers = settings.workers or default_workers()
+    rows: list[ScannedRow] = []
+    text_row = None
+    for dpi in dpis:
+        with tempfile.TemporaryDirectory() as tmp:
+            scanned, text_pdf = image_only_pdf(pdf, first, count, dpi, Path(tmp))
+            if text_row is None:
+                cut_path = Path(tmp) / "cut.pdf"
+                cut_path.write_bytes(text_pdf)
+                poppler = pdftotext_pages(cut_path)
+                pdf_needles = eligible(needles, poppler)
+                heads = running_heads(poppler)
+                text_reading = read_pdf(text_pdf, pdf.stem, settings)
+                text_row = score(pipeline(text_reading, "pipeline, text PDF"), pdf_needles, heads)
+        load_before = os.getloadavg()[0]
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
+        scan_reading = read_pdf(scanned, pdf.stem, settings)
+        seconds, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+        load = (load_before, os.getloadavg()[0])
+        per_core = seconds * workers / count
+        print(f"\n## scanned twin: {twin.name} pages {first}-{first + count - 1} scanned at {dpi} dpi "
+              f"(image-only PDF), OCR'd at {settings.dpi} dpi\n")
+        print(f"{seconds:.0f} s wall clock for {count} pages, {workers} page(s) at once: "
+              f"{per_core:.2f} s a page a core (wall seconds x {workers} workers / {count} pages), "
+              f"{cpu / count:.2f} CPU s a page (rendering and Tesseract); load average "
+              f"{load[0]:.1f} at the start, {load[1]:.1f} at the end on {os.cpu_count()} cores\n")
+        scan_row = score(pipeline(scan_reading, "pipeline, scanned PDF (OCR)"), pdf_needles, heads)
+        print(rows_table([text_row, scan_row]))
+        ratio = scan_row.quoted / text_row.quoted if text_row.quoted else 0.0
+        print(f"\nscanned / text needles quoted whole: {ratio:.3f}; pages under the confidence floor "
+              f"({settings.confidence_floor:g}): {list(scan_reading.low_confidence_pages) or 'none'}\n")
+        print(markdown_table(["page", "source", "OCR confidence", "chars"],
+                             [[p.page, p.source, _confidence(p.ocr_confidence), p.chars]
+                              for p in scan_reading.pages]))
+        rows.append(ScannedRow(dpi, ratio, scan_reading.mean_ocr_confidence, per_core, load))
+    return rows
+
+
+def _confidence(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _cpu_seconds() -> float:
@@ -548,6 +578,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scan-first", type=int, default=7, help="first page of the scanned twin (1-based)")
     parser.add_argument("--scan-pages", type=int, default=30,
                         help="pages in the scanned twin, the OCR bound (default 30; 0 skips it)")
+    parser.add_argument("--scan-dpi", type=int, nargs="+", default=[300, 200],
+                        help="resolution(s) the scanned twin's pages are scanned at (default 300 "
+                             "200: a 300 dpi scan, as an office scanner makes, and a harsher 200)")
+    parser.add_argument("--ocr-dpi", type=int, default=OcrSettings.dpi,
+                        help=f"resolution scanned pages are rendered at for OCR (default {OcrSettings.dpi})")
+    parser.add_argument("--psm", type=int, default=OcrSettings.page_segmentation,
+                        help="Tesseract's page segmentation mode (default "
+                             f"{OcrSettings.page_segmentation})")
     parser.add_argument("--twins", nargs="*", default=[t.name for t in TWINS],
                         help="twins to run (default all)")
     parser.add_argument("--table-rows", type=int, default=60,
@@ -563,14 +601,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: unknown twin(s) {', '.join(unknown)}; known: {', '.join(t.name for t in TWINS)}",
               file=sys.stderr)
         return 2
-    if args.scan_pages < 0 or args.scan_first < 1:
-        print("error: --scan-pages must be >= 0 and --scan-first >= 1", file=sys.stderr)
+    if args.scan_pages < 0 or args.scan_first < 1 or not all(50 <= d <= 1200 for d in args.scan_dpi):
+        print("error: --scan-pages must be >= 0, --scan-first >= 1, --scan-dpi in [50, 1200]",
+              file=sys.stderr)
         return 2
     for tool in ("pdftotext", "pdftoppm"):
         if shutil.which(tool) is None:
             print(f"error: {tool} is not installed (apt-get install poppler-utils)", file=sys.stderr)
             return 2
-    settings = OcrSettings(max_pages=max(args.scan_pages, 1))
+    try:
+        settings = OcrSettings(max_pages=max(args.scan_pages, 1), dpi=args.ocr_dpi,
+                               page_segmentation=args.psm)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print("# PDF and HTML extraction on twin corpora (HTML needles)")
     summaries = [compare_twin(twin, package_root(args.cache, twin.package), settings)
                  for twin in TWINS if twin.name in args.twins]
@@ -578,13 +622,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scan_pages:
         twin = TWINS[0]
         scanned = compare_scanned(twin, package_root(args.cache, twin.package), args.scan_first,
-                                  args.scan_pages, settings)
+                                  args.scan_pages, args.scan_dpi, settings)
     print("\n## Summary\n")
     print(summary_table(summaries))
-    if scanned is not None:
-        print(f"\nscanned twin ({TWINS[0].name}, {args.scan_pages} pages): needles quoted whole "
-              f"{scanned[0]:.3f} of the text PDF's, mean OCR confidence "
-              f"{'-' if scanned[1] is None else f'{scanned[1]:.1f}'}")
+    if scanned:
+        print(f"\nScanned twin ({TWINS[0].name}, {args.scan_pages} pages, OCR'd at {settings.dpi} dpi)\n")
+        print(markdown_table(
+            ["scanned at", "needles quoted whole, of the text PDF's", "mean OCR confidence",
+             "s a page a core", "load average (start, end)"],
+            [[f"{row.dpi} dpi", f"{row.ratio:.3f}", _confidence(row.confidence),
+              f"{row.page_core_seconds:.2f}", f"{row.load[0]:.1f}, {row.load[1]:.1f}"] for row in scanned]))
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, runs_from_tsv
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, runs_from_tsv, tesseract_version
 from rag_pipeline.core.ingest.pdf_pages import TextRun
 
 HEADER = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
@@ -46,15 +46,62 @@ def test_tsv_lines_become_runs_in_points_with_the_mean_word_confidence():
     assert confidence == round((96 + 90 + 80 + 70) / 4, 2)
 
 
+@pytest.mark.parametrize(("text", "share"), [("larger expres-", 1.0), ("Shell", 0.7),
+                                             ("queue", 0.65), ("sions.", 0.44)])
+def test_a_line_box_spans_at_least_the_share_of_its_type_its_letters_reach(text: str, share: float):
+    from rag_pipeline.core.ingest.pdf_ocr import _lowest_share
+
+    # "larger" rises (l) and falls (g); "Shell" only rises, "queue" only falls (q); "sions."
+    # does neither (the dot of an i is not counted: fonts put it at any height).
+    assert _lowest_share(text) == share
+
+
+def test_a_short_last_line_without_descenders_keeps_the_body_size():
+    # Measured on the scanned Bash manual at 300 dpi: "sions." (30 px) ending a paragraph of
+    # 41 px lines was more than 25 % smaller, so it became a paragraph of its own and
+    # "expres-" "sions." was never joined. A line of x-height letters keeps the body size down
+    # to 0.44 x 0.75 of the median (13.5 px here); under that it is not body type.
+    tsv = "\n".join([
+        HEADER,
+        row(4, 1, 0, 100, 100, 900, 41, -1),
+        row(5, 1, 1, 100, 100, 400, 41, 96.0, "larger"),
+        row(5, 1, 2, 520, 100, 300, 30, 92.0, "expres-"),
+        row(4, 2, 0, 100, 160, 200, 30, -1),
+        row(5, 2, 1, 100, 160, 200, 30, 96.0, "sions."),
+        row(4, 3, 0, 100, 220, 900, 41, -1),
+        row(5, 3, 1, 100, 220, 400, 41, 96.0, "Body"),
+        row(5, 3, 2, 520, 220, 300, 41, 96.0, "type,"),
+        row(4, 5, 0, 100, 340, 900, 41, -1),
+        row(5, 5, 1, 100, 340, 400, 41, 96.0, "here."),
+        row(4, 4, 0, 100, 280, 200, 13, -1),
+        row(5, 4, 1, 100, 280, 200, 13, 96.0, "ms"),
+    ])
+    runs, _ = runs_from_tsv(tsv, 0, 72 / 300)
+    body = round(41 * 72 / 300, 1)
+    assert [(run.text, run.size) for run in runs] == [("larger expres-", body), ("sions.", body),
+                                                      ("Body type,", body),
+                                                      ("ms", round(13 * 72 / 300, 1)),
+                                                      ("here.", body)]
+
+
 def test_a_page_without_words_has_no_runs_and_no_confidence():
     assert runs_from_tsv(HEADER + "\n" + row(4, 1, 0, 0, 0, 10, 10, -1), 0, 0.24) == ((), None)
 
 
 @pytest.mark.parametrize(("field", "value"), [("dpi", 50), ("page_timeout_s", 0), ("max_pages", -1),
-                                              ("confidence_floor", 101)])
+                                              ("confidence_floor", 101), ("page_segmentation", 7)])
 def test_settings_out_of_range_are_refused(field: str, value: float):
     with pytest.raises(ValueError, match=f"^{field} must be"):
         OcrSettings(**{field: value})
+
+
+def test_tesseract_runs_the_lstm_engine_with_the_settings_segmentation_language_and_dpi():
+    from rag_pipeline.core.ingest.pdf_ocr import tesseract_command
+
+    settings = OcrSettings(language="eng+deu", page_segmentation=4)
+    assert tesseract_command("/usr/bin/tesseract", settings, 200) == [
+        "/usr/bin/tesseract", "stdin", "stdout", "--oem", "1", "--psm", "4", "-l", "eng+deu",
+        "--dpi", "200", "tsv"]
 
 
 # --- bounds: page size, pixels, blank pages, time per document and per run ------------------
@@ -153,3 +200,20 @@ def test_a_new_run_starts_the_pdf_format_with_a_fresh_budget():
     assert pdf.budget.left() == 0
     pdf.start_run()
     assert pdf.budget.left() == 60
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed (.ci/setup installs it)")
+def test_a_word_broken_before_a_short_last_line_is_joined_on_a_real_scan():
+    from rag_pipeline.core.ingest.pdf_extract import read_pdf
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf, scanned_pdf
+
+    # The last line, "sions.", has no descender: its box is about 0.78 of a full line's.
+    scan = scanned_pdf(plain_pdf([["A macro processor is a program where text and symbols",
+                                   "are copied from input to output, and where names are",
+                                   "expanded to create larger and more elaborate expres-",
+                                   "sions."]]), dpi=300)
+    reading = read_pdf(scan, "scan")
+    assert reading.layout.canonical_text == (
+        "A macro processor is a program where text and symbols are copied from input to output, "
+        "and where names are expanded to create larger and more elaborate expressions.\n")
