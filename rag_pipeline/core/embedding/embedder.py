@@ -196,7 +196,7 @@ class Embedder:
         verify_export(self.spec, folder)
         from tokenizers import Tokenizer
 
-        self._bulk_tokenizer = Tokenizer.from_str(tokenizer_json)
+        self._bulk_tokenizer = Tokenizer.from_file(str(folder / BULK_TOKENIZER))
         self._transformer, threads = onnx_bulk_transformer((folder / ONNX_FILE).read_bytes(),
                                                            self._bulk_threads())
         self._pooled_in_numpy = True
