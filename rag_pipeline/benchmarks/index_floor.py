@@ -5,7 +5,8 @@ side in one run: the three ratios the indexing target is stated in.
 Python reference exported into a fresh folder; ``--rounds``).
 
 1. ``rag-pipeline index --corpus <copy> --profile production`` in a fresh data folder and a
-   fresh Dagster home (a subprocess: its daemon, code location and runs are what a user starts);
+   fresh Dagster home with the project's ``dagster_home/dagster.yaml`` (its run queue: a user's
+   instance) (a subprocess: its daemon, code location and runs are what a user starts);
    its runs are read back (:func:`rag_pipeline.orchestration.index_timings.index_timings`).
 2. In this process, on the chunk texts that index wrote: the default model's encoder as the
    index runs it (``Embedder.embed``, median of ``--rounds``) and the fp32 floor (the FLOPs of
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_pipeline.benchmarks import go_offline
+from rag_pipeline.project_paths import DAGSTER_HOME
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         shutil.copytree(args.corpus, corpus)
     home = work / "dagster_home"
     home.mkdir()
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
     env = {**os.environ, "DAGSTER_HOME": str(home), "HF_HUB_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false"}
     started = time.time()

@@ -188,13 +188,16 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 _refuse_another_build(build, home)
             retry_failed(instance, defs, env, click.echo)
             latch.checkpoint()
+            knobs = {name: True for name, given in (
+                ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
+                ("retry_failed", retry_failed_documents)) if given}
+            run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
+            launched: list[str] = []
             with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
-                                started, lock_fd, latch.checkpoint) as daemon:
-                knobs = {name: True for name, given in (
-                    ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
-                    ("retry_failed", retry_failed_documents)) if given}
-                run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
-                run_id = launch_run("documents_job", env, run_config)
+                                started, lock_fd, latch.checkpoint,
+                                starting=lambda: launched.append(
+                                    launch_run("documents_job", env, run_config))) as daemon:
+                run_id = launched[0]
                 latch.checkpoint()
                 click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
                            "index_automation sensor launches")

@@ -104,15 +104,21 @@ def _stop_guard(guard: subprocess.Popen) -> None:
 def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
                    echo: Callable[[str], None], since: float,
                    lock_fd: int | None = None,
-                   checkpoint: Callable[[], None] | None = None) -> Iterator[ProjectDaemon]:
+                   checkpoint: Callable[[], None] | None = None,
+                   starting: Callable[[], None] | None = None) -> Iterator[ProjectDaemon]:
     """Uses the running daemon, or runs ``dagster-daemon`` for the duration under
     :mod:`rag_pipeline.orchestration.index_guard`: in its own process group, ended with this process even by
     ``kill -9``, its runs since ``since`` marked canceled when it is stopped. ``lock_fd`` (the
     instance lock) is handed to the guard, so the lock is held until its clean-up is over.
-    ``checkpoint`` is called while it waits for the daemon to start (it raises to stop)."""
+    ``checkpoint`` is called while it waits for the daemon to start (it raises to stop).
+    ``starting`` is called once the daemon is there or on its way (after its process started,
+    before its first heartbeat), so a run launched there is queued while the daemon loads its
+    code location instead of after."""
     home = Path(instance.root_directory)
     if daemon_running(instance, home):
         echo("using the running Dagster daemon")
+        if starting is not None:
+            starting()
         yield ProjectDaemon(home)
         return
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +130,8 @@ def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_pat
                                  pass_fds=() if lock_fd is None else (lock_fd,))
     echo(f"started a Dagster daemon for this run (log: {log_path})")
     try:
+        if starting is not None:
+            starting()
         deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
         while not daemon_running(instance, home):
             if checkpoint is not None:

@@ -10,22 +10,35 @@ only after :data:`BULK_PROBES` give the model's own torch vectors within :data:`
 (:func:`checked_bulk_path`). A model whose conversion drifts keeps torch, said by
 :class:`BulkPath`.
 
+A check that passed is recorded beside the cached export (:data:`BULK_CHECK`, with the model's
+Rust tokenizer as :data:`BULK_TOKENIZER`), keyed by the model's key, the export's and the
+tokenizer's digests, the probes and the versions of the runtimes on both sides
+(:data:`CHECKED_RUNTIMES`): a later load that finds a record holding for all of them embeds
+through ONNX Runtime and that tokenizer without importing torch or sentence-transformers
+(about 1 s instead of 5 to 11 s of a run's model load); any change checks again.
+
 Batches are cut from texts sorted by word-piece count (longest first), each padded to its own
 longest text only (:func:`rag_pipeline.core.embedding.embedder.wordpiece_batches`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.embedding.export import Transformer
+from rag_pipeline.core.embedding.export import Transformer, token_inputs
 from rag_pipeline.core.embedding.question import QUERY_PROBES
 
-__all__ = ["BULK_MIN_COSINE", "BULK_PROBES", "BulkPath", "checked_bulk_path", "onnx_bulk_transformer"]
+__all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_TOKENIZER", "BulkPath",
+           "BulkRecord", "bulk_inputs", "checked_bulk_path", "checked_bulk_tokenizer",
+           "onnx_bulk_transformer", "probes_sha256", "read_bulk_record", "runtime_versions",
+           "write_bulk_record"]
 
 BULK_MIN_COSINE = 0.99999
 """The bulk path is used only when every probe's vector is this close to torch's (the bound
@@ -66,6 +79,39 @@ def onnx_bulk_transformer(onnx: bytes, threads: int | None = None) -> tuple[Tran
     return (lambda inputs: session.run(None, inputs)[0]), threads
 
 
+def bulk_inputs(tokenizer, texts: list[str]) -> dict[str, np.ndarray]:
+    """The transformer's three inputs for a batch from a ``tokenizers.Tokenizer`` that
+    truncates to the window and pads to the batch's longest text."""
+    encodings = tokenizer.encode_batch(texts)
+    return {name: np.array([getattr(e, field) for e in encodings], dtype=np.int64)
+            for name, field in (("input_ids", "ids"), ("attention_mask", "attention_mask"),
+                                ("token_type_ids", "type_ids"))}
+
+
+def checked_bulk_tokenizer(model, max_tokens: int):
+    """A copy of the model's Rust tokenizer, truncating to the window and padding to a batch's
+    longest text, if it gives exactly the wrapper's inputs on :data:`BULK_PROBES` as one batch
+    and one by one; None otherwise (texts stay on the wrapper)."""
+    wrapper = model.tokenizer
+    backend = getattr(wrapper, "backend_tokenizer", None)
+    if backend is None or wrapper.pad_token_id is None:
+        return None
+    from tokenizers import Tokenizer
+
+    direct = Tokenizer.from_str(backend.to_str())
+    direct.enable_truncation(max_tokens)
+    direct.enable_padding(pad_id=wrapper.pad_token_id, pad_token=wrapper.pad_token,
+                          pad_type_id=wrapper.pad_token_type_id)
+    for texts in [list(BULK_PROBES), *([p] for p in BULK_PROBES)]:
+        expected = token_inputs(wrapper(texts, padding=True, truncation=True,
+                                        max_length=max_tokens, return_tensors="np"))
+        given = bulk_inputs(direct, texts)
+        if expected.keys() != given.keys() or not all(
+                np.array_equal(expected[k], given[k]) for k in expected):
+            return None
+    return direct
+
+
 def checked_bulk_path(own: Callable[[list[str]], np.ndarray],
                       candidate: Callable[[list[str]], np.ndarray]) -> float:
     """The smallest cosine between ``candidate``'s and ``own``'s vectors of :data:`BULK_PROBES`,
@@ -76,3 +122,76 @@ def checked_bulk_path(own: Callable[[list[str]], np.ndarray],
     alone = np.stack([candidate([p])[0] for p in probes])
     return float(min(np.min(np.sum(reference * batched, axis=1)),
                      np.min(np.sum(reference * alone, axis=1))))
+
+
+BULK_CHECK = "bulk_check.json"
+"""Beside the cached ONNX export: the bulk check's result, so a later load of the same model
+files on the same runtimes reads it instead of importing torch to check again."""
+BULK_TOKENIZER = "tokenizer.json"
+"""Beside the cached ONNX export: the model's Rust tokenizer as its wrapper configures it."""
+CHECKED_RUNTIMES = ("onnxruntime", "tokenizers", "torch", "transformers", "sentence-transformers",
+                    "onnx")
+"""The packages whose versions a recorded bulk check holds for: the candidate's runtime and
+tokenizer, and the reference's (torch through sentence-transformers)."""
+
+
+def runtime_versions() -> dict[str, str]:
+    """The installed versions of :data:`CHECKED_RUNTIMES` (read from package metadata: no
+    import), ``-`` for one that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in CHECKED_RUNTIMES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "-"
+    return found
+
+
+@dataclass(frozen=True)
+class BulkRecord:
+    """A bulk check that passed: for model ``key``, the ONNX file ``onnx_sha256`` and the
+    tokenizer ``tokenizer_sha256`` (numpy mean pooling of ``dimension`` components) gave the
+    model's torch vectors of :data:`BULK_PROBES` within ``min_cosine``, on ``versions``."""
+
+    key: str
+    onnx_sha256: str
+    tokenizer_sha256: str
+    dimension: int
+    min_cosine: float
+    versions: dict[str, str]
+    probes_sha256: str
+    bound: float = BULK_MIN_COSINE
+
+    def holds_for(self, key: str, onnx_sha256: str, tokenizer_sha256: str, dimension: int,
+                  probes_sha256: str, versions: dict[str, str]) -> bool:
+        """The record is this check's: same model, files, probes, bound and runtimes."""
+        return (self.key, self.onnx_sha256, self.tokenizer_sha256, self.dimension,
+                self.probes_sha256, self.versions, self.bound) == (
+            key, onnx_sha256, tokenizer_sha256, dimension, probes_sha256, versions,
+            BULK_MIN_COSINE) and self.min_cosine >= BULK_MIN_COSINE
+
+
+def probes_sha256() -> str:
+    return hashlib.sha256("\x00".join(BULK_PROBES).encode("utf-8")).hexdigest()
+
+
+def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> None:
+    """Writes the tokenizer and the record beside the export (each to a temporary name, then
+    renamed; the record last, so a record never names a tokenizer not yet in place)."""
+    folder = Path(folder)
+    for name, text in ((BULK_TOKENIZER, tokenizer_json),
+                       (BULK_CHECK, json.dumps(asdict(record), indent=2))):
+        tmp = folder / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(folder / name)
+
+
+def read_bulk_record(folder: Path) -> BulkRecord | None:
+    """The record beside the export, or None (none written, or unreadable)."""
+    path = Path(folder) / BULK_CHECK
+    try:
+        return BulkRecord(**json.loads(path.read_text(encoding="utf-8")))
+    except (FileNotFoundError, ValueError, TypeError):
+        return None

@@ -21,23 +21,37 @@ normalisation.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from rag_pipeline.core.embedding.bulk import (
     BULK_MIN_COSINE,
+    BULK_TOKENIZER,
     BulkPath,
+    BulkRecord,
+    bulk_inputs,
     checked_bulk_path,
+    checked_bulk_tokenizer,
     onnx_bulk_transformer,
+    probes_sha256,
+    read_bulk_record,
+    runtime_versions,
+    write_bulk_record,
 )
 from rag_pipeline.core.embedding.export import (
     EXPORT_MANIFEST,
+    ONNX_FILE,
     OPENVINO_CONFIG,
     InferPool,
     Transformer,
     export_dir,
     export_openvino,
+    onnx_dir,
     onnx_model,
     token_inputs,
     verify_export,
@@ -62,7 +76,7 @@ from rag_pipeline.core.embedding.question import (
     mean_pooled_and_normalised,
     wrapper_inputs,
 )
-from rag_pipeline.core.embedding.torch_threads import apply_torch_threads
+from rag_pipeline.core.embedding.torch_threads import apply_torch_threads, pending_torch_threads
 
 __all__ = ["Embedder", "load_embedder", "wordpiece_batches"]
 
@@ -92,41 +106,102 @@ class Embedder:
             raise ValueError(f"bulk must be onnxruntime or torch, got {bulk!r}")
         if verify:
             verify_model_files(spec)
-        from sentence_transformers import SentenceTransformer
-
-        apply_torch_threads()
         self.spec = spec
-        self.model = SentenceTransformer(str(spec.path), device="cpu", local_files_only=True)
-        self.model.max_seq_length = spec.max_tokens
-        dimension = self.model.get_embedding_dimension() if hasattr(
-            self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension()
-        if dimension != spec.dimension:
-            raise ModelMismatchError(f"{spec.key} produces {dimension} dimensions, declared "
-                                     f"{spec.dimension}")
-        self._transformer: InferPool | None = None
+        self._model = None
+        self._transformer: InferPool | Transformer | None = None
         self._query_transformer: Transformer | None = None
-        self._pooled_in_numpy = mean_pooled_and_normalised(self.model)
+        self._bulk_tokenizer = None
         self._direct_tokenizer = None
         self.query_path = QueryPath(spec.backend.value)
         self.bulk_path = BulkPath(spec.backend.value)
+        if spec.backend is Backend.TORCH and bulk == "onnxruntime" and self._recorded_bulk():
+            return
+        self._pooled_in_numpy = mean_pooled_and_normalised(self.model)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino()
         elif bulk == "onnxruntime":
             self._use_onnx_bulk()
 
+    @property
+    def model(self):
+        """The model's ``SentenceTransformer`` (torch), loaded on first use: a torch fp32 model
+        whose bulk check is recorded embeds texts without it."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            apply_torch_threads()
+            model = SentenceTransformer(str(self.spec.path), device="cpu", local_files_only=True)
+            model.max_seq_length = self.spec.max_tokens
+            dimension = model.get_embedding_dimension() if hasattr(
+                model, "get_embedding_dimension") else model.get_sentence_embedding_dimension()
+            if dimension != self.spec.dimension:
+                raise ModelMismatchError(f"{self.spec.key} produces {dimension} dimensions, "
+                                         f"declared {self.spec.dimension}")
+            self._model = model
+        return self._model
+
+    def _bulk_threads(self) -> int:
+        """torch's thread count for this process (what it is given, else one per core),
+        read without importing torch when torch is not loaded."""
+        if "torch" in sys.modules:
+            import torch
+
+            apply_torch_threads()
+            return torch.get_num_threads()
+        return pending_torch_threads() or len(os.sched_getaffinity(0))
+
     def _use_onnx_bulk(self) -> None:
         """Texts go through ONNX Runtime fp32 on torch's thread count, if it gives torch's
-        vectors on the probes (min cosine >= :data:`BULK_MIN_COSINE`)."""
-        import torch
-
-        candidate, threads = onnx_bulk_transformer(onnx_model(self.spec, self.model),
-                                                   torch.get_num_threads())
+        vectors on the probes (min cosine >= :data:`BULK_MIN_COSINE`). With a model cache, a
+        check that passed with the direct tokenizer is recorded beside the export
+        (:func:`~rag_pipeline.core.embedding.bulk.write_bulk_record`)."""
+        onnx = onnx_model(self.spec, self.model)
+        candidate, threads = onnx_bulk_transformer(onnx, self._bulk_threads())
+        if self._pooled_in_numpy:
+            self._bulk_tokenizer = checked_bulk_tokenizer(self.model, self.spec.max_tokens)
         min_cosine = checked_bulk_path(
-            lambda texts: l2_normalise(self._forward(texts)),
+            lambda texts: l2_normalise(self._torch_forward(texts)),
             lambda texts: l2_normalise(self._forward(texts, candidate)))
-        if min_cosine >= BULK_MIN_COSINE:
-            self._transformer = candidate
-            self.bulk_path = BulkPath("onnxruntime-fp32", threads, min_cosine)
+        if min_cosine < BULK_MIN_COSINE:
+            self._bulk_tokenizer = None
+            return
+        self._transformer = candidate
+        self.bulk_path = BulkPath("onnxruntime-fp32", threads, min_cosine)
+        if self.spec.cache_dir is not None and self._bulk_tokenizer is not None:
+            folder = onnx_dir(self.spec)
+            tokenizer_json = self._bulk_tokenizer.to_str()
+            write_bulk_record(folder, BulkRecord(
+                self.spec.key, self._onnx_sha256(folder),
+                hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(), self.spec.dimension,
+                min_cosine, runtime_versions(), probes_sha256()), tokenizer_json)
+
+    @staticmethod
+    def _onnx_sha256(folder) -> str:
+        return json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))["files"][ONNX_FILE]
+
+    def _recorded_bulk(self) -> bool:
+        """Takes the bulk path a recorded check holds for (same model files, ONNX export,
+        tokenizer, probes and runtimes), without loading torch; False when there is none."""
+        if self.spec.cache_dir is None:
+            return False
+        folder = onnx_dir(self.spec)
+        record = read_bulk_record(folder)
+        if record is None or not (folder / ONNX_FILE).is_file():
+            return False
+        tokenizer_json = (folder / BULK_TOKENIZER).read_text(encoding="utf-8")
+        if not record.holds_for(self.spec.key, self._onnx_sha256(folder),
+                                hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
+                                self.spec.dimension, probes_sha256(), runtime_versions()):
+            return False
+        verify_export(self.spec, folder)
+        from tokenizers import Tokenizer
+
+        self._bulk_tokenizer = Tokenizer.from_file(str(folder / BULK_TOKENIZER))
+        self._transformer, threads = onnx_bulk_transformer((folder / ONNX_FILE).read_bytes(),
+                                                           self._bulk_threads())
+        self._pooled_in_numpy = True
+        self.bulk_path = BulkPath("onnxruntime-fp32", threads, record.min_cosine)
+        return True
 
     def _load_openvino(self) -> InferPool:
         ov = openvino()
@@ -210,21 +285,29 @@ class Embedder:
 
     def wordpieces(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces the encoder reads per text: special tokens included, at most the window."""
+        if self._bulk_tokenizer is not None:
+            return [sum(e.attention_mask) for e in self._bulk_tokenizer.encode_batch(list(texts))]
         encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=True,
                                        max_length=self.spec.max_tokens,
                                        return_attention_mask=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
+    def _torch_forward(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
+                                 normalize_embeddings=True, show_progress_bar=False)
+
     def _forward(self, texts: list[str], transformer: Transformer | None = None,
                  ) -> np.ndarray:
         transformer = transformer or self._transformer
         if transformer is None:
-            return self.model.encode(texts, batch_size=len(texts), convert_to_numpy=True,
-                                     normalize_embeddings=True, show_progress_bar=False)
+            return self._torch_forward(texts)
         if self._pooled_in_numpy and self.spec.backend is Backend.TORCH:
-            inputs = token_inputs(self.model.tokenizer(
-                texts, padding=True, truncation=True, max_length=self.spec.max_tokens,
-                return_tensors="np"))
+            if self._bulk_tokenizer is not None:
+                inputs = bulk_inputs(self._bulk_tokenizer, texts)
+            else:
+                inputs = token_inputs(self.model.tokenizer(
+                    texts, padding=True, truncation=True, max_length=self.spec.max_tokens,
+                    return_tensors="np"))
             hidden = transformer(inputs)
             mask = inputs["attention_mask"].astype(np.float32)[:, :, None]
             return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)

@@ -229,6 +229,11 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
                   else None)
     missing = sorted({sha: i for i, sha in enumerate(shas)
                       if sha not in own and sha not in known}.items())
+    if wordpieces:
+        # Longest first across all the texts to embed (ties by digest), so the checkpoint
+        # groups are cut from one length order and the embedder's batches inside them are
+        # those of one ``embed`` over every text: each pads to nearly its own length.
+        missing.sort(key=lambda item: -min(int(wordpieces[item[1]]), spec.max_tokens))
     fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
     for begin in range(0, len(missing), checkpoint_every):

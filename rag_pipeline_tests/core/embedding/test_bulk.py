@@ -72,7 +72,8 @@ def test_the_onnx_export_is_cached_and_a_changed_file_refuses(minilm: ModelSpec,
     spec = dataclasses.replace(minilm, cache_dir=tmp_path)
     Embedder(spec)
     folder = tmp_path / "all-MiniLM-L6-v2@53aa5117.onnx"
-    assert sorted(p.name for p in folder.iterdir()) == ["export.json", "model.onnx"]
+    assert sorted(p.name for p in folder.iterdir()) == ["bulk_check.json", "export.json",
+                                                        "model.onnx", "tokenizer.json"]
 
     def no_second_conversion(model):
         raise AssertionError("converted again although the export is cached")
@@ -88,3 +89,57 @@ def test_the_onnx_export_is_cached_and_a_changed_file_refuses(minilm: ModelSpec,
 def test_an_unknown_bulk_path_is_refused(minilm: ModelSpec):
     with pytest.raises(ValueError, match="^bulk must be onnxruntime or torch, got 'tvm'$"):
         Embedder(minilm, verify=False, bulk="tvm")
+
+
+_LOAD_RECORDED = """
+import dataclasses, sys
+from pathlib import Path
+import numpy as np
+from rag_pipeline.core.config.keys import declared_models
+from rag_pipeline.core.embedding.embedder import Embedder
+spec = next(s for s in declared_models() if s.name == "all-MiniLM-L6-v2")
+spec = dataclasses.replace(spec, cache_dir=Path(sys.argv[1]))
+embedder = Embedder(spec)
+vectors = embedder.embed(["short", "what does break do to the loop variable of a for loop"])
+np.save(sys.argv[2], vectors)
+print(embedder.bulk_path.backend, "torch" in sys.modules, "sentence_transformers" in sys.modules)
+"""
+
+
+@pytest.mark.slow
+def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
+        minilm: ModelSpec, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from rag_pipeline.core.embedding.bulk import BULK_CHECK, runtime_versions
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    spec = dataclasses.replace(minilm, cache_dir=tmp_path)
+    texts = ["short", "what does break do to the loop variable of a for loop"]
+    checked = Embedder(spec)
+    expected = checked.embed(texts)
+    record = json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())
+    assert record["key"] == spec.key and record["versions"] == runtime_versions()
+    assert record["min_cosine"] == checked.bulk_path.min_cosine >= BULK_MIN_COSINE
+
+    def load_in_a_fresh_process() -> tuple[str, np.ndarray]:
+        out = tmp_path / "vectors.npy"
+        done = subprocess.run([sys.executable, "-c", _LOAD_RECORDED, str(tmp_path), str(out)],
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout.strip().splitlines()[-1], np.load(out)
+
+    line, vectors = load_in_a_fresh_process()
+    assert line == "onnxruntime-fp32 False False"
+    assert np.array_equal(vectors, expected)
+    # Planted flaw: the record names another runtime version; it does not hold, so the load
+    # checks against torch again (and records the check anew).
+    record["versions"]["onnxruntime"] = "0.0.1"
+    (tmp_path / f"{spec.key}.onnx" / BULK_CHECK).write_text(json.dumps(record))
+    line, vectors = load_in_a_fresh_process()
+    assert line == "onnxruntime-fp32 True True"
+    assert np.array_equal(vectors, expected)
+    assert json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())[
+        "versions"] == runtime_versions()

@@ -152,3 +152,31 @@ def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path
                         ("Columns", 4, 4)]
     # Markdown chunks have no pages.
     assert unpaged == (5, 0, 0)
+
+
+def test_texts_are_embedded_and_checkpointed_longest_first_across_all_of_them(
+        hashed_embedder: HashedEmbedder):
+    # Five distinct texts of 3, 9, 1, 9 and 5 word-pieces, checkpointed two at a time: the
+    # groups come from one length order over all five (ties by digest), so the embedder's
+    # batches inside them are those of one pass over every text.
+    texts = ["c", "a", "e", "b", "d"]
+    counts = [3, 9, 1, 9, 5]
+    shas = [f"sha-{t}" for t in texts]
+    chunks = pa.table({"chunk_id": [f"id-{t}" for t in texts], "text": texts,
+                       "text_sha256": shas, "wordpieces": counts})
+    embedded: list[list[str]] = []
+    checkpointed: list[list[str]] = []
+
+    class Recording:
+        spec = hashed_embedder.spec
+
+        def embed(self, batch, **options):
+            embedded.append(list(batch))
+            return hashed_embedder.embed(batch, **options)
+
+    table, stats = embeddings_table(chunks, None, Recording(), checkpoint_every=2,
+                                    checkpoint=lambda s, _v: checkpointed.append(s))
+    assert embedded == [["a", "b"], ["d", "c"], ["e"]]
+    assert checkpointed == [["sha-a", "sha-b"], ["sha-d", "sha-c"], ["sha-e"]]
+    assert stats.embedded == 5
+    assert table.column("chunk_id").to_pylist() == ["id-c", "id-a", "id-e", "id-b", "id-d"]
