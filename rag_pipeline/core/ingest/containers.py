@@ -44,7 +44,7 @@ from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking, read_bounded
-from rag_pipeline.core.ingest.reading import ExtractionSettings, read_document_bytes
+from rag_pipeline.core.ingest.reading import ExtractionSettings, kept_failed, read_document_bytes
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
@@ -302,10 +302,26 @@ class PreviousRecords:
         return sorted(found, key=lambda r: self._position[r.document_id])
 
 
-def _reusable(document_id: str, name: str, digest: str,
-              previous: PreviousRecords) -> list[DocumentRecord] | None:
-    """The previous records of the file and its members when all of them are ``ok`` and read
-    by today's stamps from the same bytes; ``None`` otherwise."""
+def _member_current(member: DocumentRecord, settings: ExtractionSettings) -> bool:
+    """A member's previous record stands for it while its container's bytes are the same: read
+    ``ok`` by today's stamps, failed by them and kept (:func:`kept_failed`: retries back off
+    until the container changes), or skipped and still claimed by no format."""
+    name = posixpath.basename(member.document_id)
+    if member.pipeline_version != PIPELINE_VERSION:
+        return False
+    if member.skipped:
+        return format_for(Path(name)) is None and _compression(name) is None
+    stamp = stamp_for(name)[1]
+    if (member.extractor, member.extractor_version) != (stamp.name, stamp.version):
+        return False
+    return member.ok or (member.failed and kept_failed(member.error, settings))
+
+
+def _reusable(document_id: str, name: str, digest: str, previous: PreviousRecords,
+              settings: ExtractionSettings) -> list[DocumentRecord] | None:
+    """The previous records of the file and its members when the file was read ``ok`` by
+    today's stamps from the same bytes and every member's record still stands
+    (:func:`_member_current`); ``None`` otherwise."""
     old = previous.get(document_id)
     fmt_name, stamp = stamp_for(name)
     if (old is None or not old.ok or old.content_sha256 != digest or old.format != fmt_name
@@ -313,11 +329,8 @@ def _reusable(document_id: str, name: str, digest: str,
             or old.pipeline_version != PIPELINE_VERSION):
         return None
     members = previous.members(document_id)
-    for member in members:
-        member_stamp = stamp_for(posixpath.basename(member.document_id))[1]
-        if not member.ok or member.pipeline_version != PIPELINE_VERSION or (
-                member.extractor, member.extractor_version) != (member_stamp.name, member_stamp.version):
-            return None
+    if not all(_member_current(member, settings) for member in members):
+        return None
     return [old, *members]
 
 
@@ -330,7 +343,8 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
         path: The file.
         corpus_root: The corpus folder (the document id is the path relative to it).
         previous: The previous run's records (any status), indexed; the file's own and its
-            members' are reused when all are ``ok`` and the bytes and every stamp are unchanged.
+            members' are reused while the bytes and every stamp are unchanged and every
+            member's record still stands (``ok``, a failure kept, or still skipped).
         settings: ``max_document_bytes`` bounds the file and each member.
         limits: The container limits; the defaults when ``None``.
     """
@@ -359,7 +373,7 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
                                            stamp.name, stamp.version, DocumentStatus.FAILED.value,
                                            str(exc))], 1, 0)
     digest = hashlib.sha256(data).hexdigest()
-    old = _reusable(document_id, path.name, digest, previous or PreviousRecords(()))
+    old = _reusable(document_id, path.name, digest, previous or PreviousRecords(()), settings)
     if old is not None:
         if old[0].path == str(path):
             return FileRecords(old, 0, len(old))
@@ -420,8 +434,13 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
             f"no reader for {PurePosixPath(name).suffix.lower()} files ({machine}, not a document)",
             source_fingerprint=fingerprint)], 0, 0)
     old = previous.get(document_id)
+    if (old is not None and old.failed and old.source_fingerprint == fingerprint
+            and (old.format, old.extractor, old.extractor_version) == (fmt_name, stamp.name, stamp.version)
+            and old.pipeline_version == PIPELINE_VERSION and kept_failed(old.error, settings)):
+        kept, moved = relocated([old])  # a failure stands until the entry changes
+        return FileRecords(kept, 0, 1, moved)
     if old is not None and old.source_fingerprint == fingerprint and old.content_sha256:
-        kept = _reusable(document_id, name, old.content_sha256, previous)
+        kept = _reusable(document_id, name, old.content_sha256, previous, settings)
         if kept is not None:
             kept, moved = relocated(kept)
             return FileRecords(kept, 0, len(kept), moved)
@@ -436,7 +455,7 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
             document_id, location, _stem(name), "", "", fmt_name, stamp.name, stamp.version,
             DocumentStatus.FAILED.value, str(exc), source_fingerprint=fingerprint)], 1, 0)
     digest = hashlib.sha256(data).hexdigest()
-    kept = _reusable(document_id, name, digest, previous)
+    kept = _reusable(document_id, name, digest, previous, settings)
     if kept is not None:
         kept, moved = relocated(fingerprinted(kept))
         return FileRecords(kept, 0, len(kept), moved)

@@ -23,8 +23,7 @@ from pathlib import Path, PurePosixPath
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
-from rag_pipeline.core.ingest.pdf_ocr import RUN_SPENT
-from rag_pipeline.core.ingest.reading import ExtractionSettings
+from rag_pipeline.core.ingest.reading import ExtractionSettings, kept_failed
 from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, deleted_rows
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
@@ -235,8 +234,7 @@ def _reusable(old: DocumentRecord | None, entry: Entry, fmt: DocumentFormat,
     if old is None or old.source_fingerprint != entry.fingerprint or not _within_limit(entry, settings) \
             or not _current_stamps(old, fmt):
         return False
-    return old.ok or (old.failed and not settings.retry_failed
-                      and not (old.error or "").startswith(("too large", RUN_SPENT)))
+    return old.ok or (old.failed and kept_failed(old.error, settings))
 
 
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),

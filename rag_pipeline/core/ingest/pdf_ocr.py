@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText, TextRun
+from rag_pipeline.core.ingest.reading import RUN_SPENT
 
 if TYPE_CHECKING:
     import pypdfium2
@@ -119,9 +120,6 @@ BLANK_LEVEL = 250
 """A thumbnail whose darkest pixel is this light (0 black, 255 white) is a blank page."""
 
 
-RUN_SPENT = "the run's OCR time of"
-"""How the reason of a document stopped by the run's OCR budget starts: such a document is
-extracted again by the next run even though its file did not change."""
 
 
 class OcrBudget:

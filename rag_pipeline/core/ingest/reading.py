@@ -115,3 +115,18 @@ def decode_utf8(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         raise ExtractionError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}") from exc
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+RUN_SPENT = "the run's OCR time of"
+"""How the failure of a document the run's OCR budget stopped begins."""
+RETRIED_EACH_RUN = ("too large", RUN_SPENT)
+"""Failures a run checks again although the file did not change: a size refusal (the limit may
+have been raised, and checking costs a ``stat``) and a document the run's OCR budget stopped
+(the next run goes on where it stopped)."""
+
+
+def kept_failed(error: str | None, settings: ExtractionSettings) -> bool:
+    """A failure with this ``error`` stands while its file is unchanged: retries back off until
+    the file changes, unless ``settings.retry_failed`` or the failure is one
+    :data:`RETRIED_EACH_RUN`."""
+    return not settings.retry_failed and not (error or "").startswith(RETRIED_EACH_RUN)

@@ -25,6 +25,7 @@ from rag_pipeline.core.ingest.containers import (
 )
 from rag_pipeline.core.ingest.extracted import Extractor
 from rag_pipeline.core.ingest.members import ContainerLimits
+from rag_pipeline.core.ingest.reading import ExtractionSettings
 
 
 def zipped(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
@@ -103,6 +104,34 @@ def test_an_unchanged_archive_is_reused_whole_and_a_changed_one_read_again(tmp_p
     fourth = extract_corpus(moved, previous=third.records)
     assert (fourth.extracted, fourth.reused, fourth.moved) == (0, 4, 4)
     assert fourth.records[1].path == str(moved / "exports.zip" / "exports" / "one.md")
+
+
+def test_an_unchanged_archive_with_failed_and_skipped_members_is_not_read_again(tmp_path: Path):
+    # A failed member (a PDF that is none) and a skipped one (bytes that are not text) stand
+    # while the archive's bytes are the same, as a failed file does: only --retry-failed reads
+    # the archive again (a mail with a broken attachment was read on every run).
+    (tmp_path / "exports.zip").write_bytes(zipped({**EXPORTS, "exports/broken.pdf": b"not a pdf"}))
+    first = extract_corpus(tmp_path)
+    assert [(r.document_id, r.status) for r in first.records if not r.ok] == [
+        ("exports.zip/exports/blob.bin", "skipped"), ("exports.zip/exports/broken.pdf", "failed")]
+    second = extract_corpus(tmp_path, previous=first.records)
+    assert (second.extracted, second.reused) == (0, 6)
+    assert all(new is old for new, old in zip(second.records, first.records, strict=True))
+    retried = extract_corpus(tmp_path, previous=first.records, settings=ExtractionSettings(retry_failed=True))
+    assert (retried.extracted, retried.reused) == (5, 0)
+
+
+def test_a_failed_archive_stands_until_its_file_changes(tmp_path: Path):
+    (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 cut short")
+    first = extract_corpus(tmp_path)
+    assert [(r.document_id, r.status) for r in first.records] == [("broken.zip", "failed")]
+    second = extract_corpus(tmp_path, previous=first.records)
+    assert (second.extracted, second.reused) == (0, 1)
+    assert second.records[0] is first.records[0]
+    (tmp_path / "broken.zip").write_bytes(zipped({"one.md": b"# One\n\nRead now.\n"}))
+    third = extract_corpus(tmp_path, previous=second.records)
+    assert [(r.document_id, r.status) for r in third.records] == [
+        ("broken.zip", "ok"), ("broken.zip/one.md", "ok")]
 
 
 def test_members_with_paths_outside_the_archive_fail_alone(tmp_path: Path):
