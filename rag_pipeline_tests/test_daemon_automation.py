@@ -18,7 +18,7 @@ import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.runtime.processes import stop_process
-from rag_pipeline.orchestration.automation import SENSOR_INTERVAL_SECONDS
+from rag_pipeline.orchestration.automation import INDEX_SENSOR
 from rag_pipeline.orchestration.index_launch import daemon_running
 from rag_pipeline.project_paths import PROJECT_ROOT
 from rag_pipeline_tests.conftest import DagsterProject
@@ -39,6 +39,23 @@ def _partitions(instance: dg.DagsterInstance, after: float) -> Counter:
     """(job or asset job, partition) of every run created after ``after``, with its status."""
     runs = instance.get_runs(filters=dg.RunsFilter(created_after=datetime.fromtimestamp(after, UTC)))
     return Counter((run.tags.get("dagster/partition", "-"), run.status.value) for run in runs)
+
+
+def _wait_for_sensor_ticks(instance: dg.DagsterInstance, after: float, count: int) -> None:
+    """Waits until the daemon has finished ``count`` evaluations of the index sensor begun
+    after ``after``: any run the sensor would launch for the state at ``after`` is then
+    launched (however slow the machine is, where a fixed wait proved nothing)."""
+    deadline = time.monotonic() + 600
+    while True:
+        done = sum(1 for state in instance.all_instigator_state()
+                   if state.instigator_name == INDEX_SENSOR
+                   for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id,
+                                                  after=after)
+                   if tick.status.value != "STARTED")
+        if done >= count:
+            return
+        assert time.monotonic() < deadline, f"{done} of {count} sensor evaluations in 600 s"
+        time.sleep(0.5)
 
 
 def _index(env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -84,11 +101,11 @@ def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_en
             assert runs == expected
 
             # 2. a quiet night: the documents run changes nothing, so nothing runs after it
-            # (waited for three sensor intervals).
+            # (three sensor evaluations after the command ended launch nothing).
             started = time.time()
             quiet = _index(env)
             assert quiet.returncode == 0, quiet.stdout[-3000:] + quiet.stderr[-3000:]
-            time.sleep(3 * SENSOR_INTERVAL_SECONDS)
+            _wait_for_sensor_ticks(instance, time.time(), 3)
             assert _partitions(instance, started) == Counter({("-", "SUCCESS"): 1})
 
             # 3. one document changes: every chunker's chunks of it change, so every chunks,
@@ -98,7 +115,7 @@ def test_index_with_the_daemon_up_then_a_quiet_night_then_one_change(instance_en
             started = time.time()
             changed = _index(env)
             assert changed.returncode == 0, changed.stdout[-3000:] + changed.stderr[-3000:]
-            time.sleep(SENSOR_INTERVAL_SECONDS)
+            _wait_for_sensor_ticks(instance, time.time(), 1)
             assert _partitions(instance, started) == expected
     finally:
         stop_process(daemon, 60, group=True)
