@@ -1,5 +1,6 @@
-"""A first ``index`` of a fresh folder against the encoder alone and the fp32 floor, side by
-side in one run: the three ratios the indexing target is stated in.
+"""A first ``index`` of a fresh folder against the encoder alone and the fp32 floor.
+
+Side by side in one run: the three ratios the indexing target is stated in.
 
 ``.venv/bin/python -m rag_pipeline.benchmarks.index_floor --corpus DIR`` (default: the bundled
 Python reference exported into a fresh folder; ``--rounds``).
