@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 
+from rag_pipeline.benchmarks.made_here import odf_grid
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy, chunk_document
 from rag_pipeline.core.ingest.corpus import extract_corpus
 from rag_pipeline.core.ingest.records import DocumentRecord
@@ -67,7 +68,7 @@ def _pptx() -> bytes:
 
 
 def _odf(kind: str) -> bytes:
-    from odf import draw, table, text
+    from odf import draw, text
     from odf.opendocument import (
         OpenDocumentPresentation,
         OpenDocumentSpreadsheet,
@@ -89,15 +90,8 @@ def _odf(kind: str) -> bytes:
         document.presentation.addElement(page)
     else:
         document = OpenDocumentSpreadsheet()
-        grid = table.Table(name="Notes")
-        for values in (("Topic", "Note"), ("Sheet", _sentence("spreadsheet's note"))):
-            row = table.TableRow()
-            for value in values:
-                cell = table.TableCell()
-                cell.addElement(text.P(text=value))
-                row.addElement(cell)
-            grid.addElement(row)
-        document.spreadsheet.addElement(grid)
+        document.spreadsheet.addElement(odf_grid(
+            [("Topic", "Note"), ("Sheet", _sentence("spreadsheet's note"))], "Notes"))
     out = io.BytesIO()
     document.write(out)
     return out.getvalue()

@@ -134,10 +134,11 @@ def _pptx_slides_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
     return "shifts.pptx", buffer.getvalue()
 
 
-def _odf_grid(rows: Sequence[Sequence[str]]) -> object:
+def odf_grid(rows: Sequence[Sequence[str]], name: str = "Shifts") -> object:
+    """An OpenDocument table called ``name`` of these rows, one paragraph a cell."""
     from odf import table, text
 
-    grid = table.Table(name="Shifts")
+    grid = table.Table(name=name)
     for values in rows:
         row = table.TableRow()
         for value in values:
@@ -155,7 +156,7 @@ def _odt_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[s
     document = OpenDocumentText()
     document.text.addElement(text.H(outlinelevel=1, text="Shifts"))
     document.text.addElement(text.P(text="Who works where."))
-    document.text.addElement(_odf_grid([tuple(headers), *rows]))
+    document.text.addElement(odf_grid([tuple(headers), *rows]))
     buffer = io.BytesIO()
     document.write(buffer)
     return "shifts.odt", buffer.getvalue()
@@ -175,7 +176,7 @@ def _odp_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[s
     title.addElement(box)
     page.addElement(title)
     frame = draw.Frame()
-    frame.addElement(_odf_grid([tuple(headers), *rows]))
+    frame.addElement(odf_grid([tuple(headers), *rows]))
     page.addElement(frame)
     document.presentation.addElement(page)
     buffer = io.BytesIO()
@@ -187,7 +188,7 @@ def _ods_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> tuple[s
     from odf.opendocument import OpenDocumentSpreadsheet
 
     document = OpenDocumentSpreadsheet()
-    document.spreadsheet.addElement(_odf_grid([tuple(headers), *rows]))
+    document.spreadsheet.addElement(odf_grid([tuple(headers), *rows]))
     buffer = io.BytesIO()
     document.write(buffer)
     return "shifts.ods", buffer.getvalue()
