@@ -320,6 +320,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 found = _expanded(source, entry, previous, settings)
                 extracted, reused, moved = (extracted + found.extracted, reused + found.reused,
                                             moved + found.moved)
+                if found.extracted == 0:  # kept unread: its failures stand, as a file's do
+                    not_retried += sum(record.failed for record in found.records)
                 for record in found.records:
                     was = prior.get(record.document_id)
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED

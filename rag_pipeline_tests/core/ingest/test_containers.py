@@ -115,7 +115,7 @@ def test_an_unchanged_archive_with_failed_and_skipped_members_is_not_read_again(
     assert [(r.document_id, r.status) for r in first.records if not r.ok] == [
         ("exports.zip/exports/blob.bin", "skipped"), ("exports.zip/exports/broken.pdf", "failed")]
     second = extract_corpus(tmp_path, previous=first.records)
-    assert (second.extracted, second.reused) == (0, 6)
+    assert (second.extracted, second.reused, second.not_retried) == (0, 6, 1)
     assert all(new is old for new, old in zip(second.records, first.records, strict=True))
     retried = extract_corpus(tmp_path, previous=first.records, settings=ExtractionSettings(retry_failed=True))
     assert (retried.extracted, retried.reused) == (5, 0)
@@ -126,7 +126,7 @@ def test_a_failed_archive_stands_until_its_file_changes(tmp_path: Path):
     first = extract_corpus(tmp_path)
     assert [(r.document_id, r.status) for r in first.records] == [("broken.zip", "failed")]
     second = extract_corpus(tmp_path, previous=first.records)
-    assert (second.extracted, second.reused) == (0, 1)
+    assert (second.extracted, second.reused, second.not_retried) == (0, 1, 1)
     assert second.records[0] is first.records[0]
     (tmp_path / "broken.zip").write_bytes(zipped({"one.md": b"# One\n\nRead now.\n"}))
     third = extract_corpus(tmp_path, previous=second.records)
