@@ -131,19 +131,21 @@ def build_definitions(*, data_dir: Path = DEFAULT_DATA_DIR, corpus_dir: Path | s
                           corpus_freshness=corpus_freshness, watch_interval=watch_interval)
 
 
-def definitions_from_environment(environ: Mapping[str, str]) -> dg.Definitions:
+def definitions_from_environment(environ: Mapping[str, str],
+                                 build: BuildContext | None = None) -> dg.Definitions:
     """The definitions a code server or a run worker loads: the build
     :func:`~rag_pipeline.project_paths.resolve_context` reads from ``RAG_PIPELINE_*`` variables
     (unset: the configuration file's ``[index] corpus`` / ``data_dir``, else the project
     defaults), torch threads and the serve URL, so the UI, the daemon, the nightly schedule and
-    ``rag-pipeline index`` all build the same index."""
+    ``rag-pipeline index`` all build the same index. ``build``: that build, already resolved
+    from ``environ`` (``rag-pipeline index``, which runs the runs itself with no daemon)."""
     threads = environ.get(ENV_TORCH_THREADS) or None
     if threads is not None and not threads.strip().isdigit():
         raise ValueError(f"{ENV_TORCH_THREADS} must be a whole number, not {threads!r}")
     interval = environ.get(ENV_WATCH_INTERVAL) or None
     if interval is not None and not interval.strip().isdigit():
         raise ValueError(f"{ENV_WATCH_INTERVAL} must be a whole number of seconds, not {interval!r}")
-    return definitions_of(resolve_context(environ),
+    return definitions_of(build or resolve_context(environ),
                           torch_threads=int(threads) if threads else None,
                           report_url=environ.get(ENV_REPORT_URL) or ReportSite().base_url,
                           watch_interval=int(interval) if interval else WATCH_INTERVAL_SECONDS)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -77,13 +78,19 @@ def _index_lock(home: Path) -> Iterator[int]:
               f"lock {exc.path}): wait for it to finish or stop it")
 
 
+_LOCAL_STOP = ("the runs of this index are stopped and marked canceled; the published index is "
+               "as it was")
+_DAEMON_STOP = ("the runs already launched go on under the running Dagster daemon (the Dagster "
+                "UI shows them)")
+
+
 @contextmanager
-def _stop_on_signals() -> Iterator[SignalLatch]:
+def _stop_on_signals(note: list[str]) -> Iterator[SignalLatch]:
     """Records the first SIGINT or SIGTERM; the command stops at its next checkpoint (the block
-    passes ``latch.checkpoint`` down), the daemon's guard ends the daemon with its code servers
-    and runs, marking them canceled, and ``index`` exits with 128 + the signal's number. A
-    signal that lands while the block closes what it opened (the Dagster instance) or while it
-    fails for another reason still ends the command that way."""
+    passes ``latch.checkpoint`` down): a run it runs itself is killed and marked canceled, and
+    ``index`` exits with 128 + the signal's number, saying ``note[0]`` (what became of the
+    runs). A signal that lands while the block closes what it opened (the Dagster instance) or
+    while it fails for another reason still ends the command that way."""
     from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
 
     with recorded_signals() as latch:
@@ -94,9 +101,7 @@ def _stop_on_signals() -> Iterator[SignalLatch]:
             if latch.signum is None:
                 raise
             stopped = exc if isinstance(exc, Stopped) else Stopped(latch.signum)
-            echo(f"\nstopped by {stopped}: the Dagster daemon, its code servers and the runs of "
-                 "this index are stopped and marked canceled; the published index is as it was",
-                 err=True)
+            echo(f"\nstopped by {stopped}: {note[0]}", err=True)
             sys.exit(stopped.exit_code)
 
 
@@ -128,8 +133,10 @@ def _stop_on_signals() -> Iterator[SignalLatch]:
 def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
           retry_failed_documents: bool, refresh_corpus: bool, profile_name: str | None,
           no_eval: bool, timings: bool, verbose: bool) -> None:
-    """Build or update the whole index through Dagster: runs are launched through the code
-    location and carried down by the index_automation sensor, as in the UI."""
+    """Build or update the whole index through Dagster. With a Dagster daemon running (the UI's
+    `make dev`), runs are launched through the code location and carried down by the
+    index_automation sensor; with none, this command runs the same runs itself, one after the
+    other, recorded on the same instance (the UI shows them either way)."""
     import dagster as dg
 
     from rag_pipeline.core.config.keys import write_lock
@@ -160,54 +167,71 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     echo(f"profile {build.profile}: {', '.join(build.chunker_keys)} x "
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
-    from rag_pipeline.definitions import definitions_of
+    from rag_pipeline.core.index.plan import index_plan
+    from rag_pipeline.core.runtime.processes import daemon_pids
+    from rag_pipeline.definitions import definitions_from_environment
     from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
         follow_runs,
         index_is_current,
         launch_run,
-        project_daemon,
         retry_failed,
+    )
+    from rag_pipeline.orchestration.index_local import (
+        RUNS_LOG,
+        LocalRuns,
+        index_guard,
+        run_index_locally,
     )
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **context_environment(build, invocation.config_file),
            "DAGSTER_HOME": str(home)}
-    defs = definitions_of(build)
+    defs = definitions_from_environment(env, build)
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
+
+    @functools.cache
+    def evaluate() -> bool:
+        """Whether the evaluation is waited for (asked once the documents are written)."""
+        return not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None
+
+    stop_note = [_LOCAL_STOP]
     started = time.time()
     try:
-        with _index_lock(home) as lock_fd, _stop_on_signals() as latch, \
+        with _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
                 dg.DagsterInstance.from_config(str(home)) as instance:
             fail_dead_runs(instance, click.echo)
-            latch.checkpoint()
-            if daemon_running(instance, home):
-                _refuse_another_build(build, home)
-            retry_failed(instance, defs, env, click.echo)
             latch.checkpoint()
             knobs = {name: True for name, given in (
                 ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
                 ("retry_failed", retry_failed_documents)) if given}
             run_config = defs.resources["corpus"].run_config(**knobs) if knobs else None
-            launched: list[str] = []
-            with project_daemon(instance, env, home / "rag-pipeline-daemon.log", click.echo,
-                                started, lock_fd, latch.checkpoint,
-                                starting=lambda: launched.append(
-                                    launch_run("documents_job", env, run_config))) as daemon:
-                run_id = launched[0]
+            progress = None if verbose else _Progress()
+            log = click.echo if verbose else None
+            if daemon_running(instance, home):
+                stop_note[0] = _DAEMON_STOP
+                _refuse_another_build(build, home)
+                retry_failed(instance, defs, env, click.echo)
                 latch.checkpoint()
-                click.echo(f"launched documents_job (run {run_id[:8]}); following the runs the "
-                           "index_automation sensor launches")
+                run_id = launch_run("documents_job", env, run_config)
+                click.echo(f"using the running Dagster daemon: launched documents_job (run "
+                           f"{run_id[:8]}); following the runs the index_automation sensor "
+                           "launches")
                 reports = follow_runs(
                     instance, started, lambda: index_is_current(
-                        warehouse, chunkers, models,
-                        evaluate=not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None,
-                        rules=build.rules),
-                    click.echo, None if verbose else _Progress(), click.echo if verbose else None,
-                    daemon_alive=daemon.alive, checkpoint=latch.checkpoint)
+                        warehouse, chunkers, models, evaluate=evaluate(), rules=build.rules),
+                    click.echo, progress, log, daemon_alive=lambda: bool(daemon_pids(home)),
+                    checkpoint=latch.checkpoint)
+            else:
+                click.echo(f"no Dagster daemon runs on {home}: this command runs the index's "
+                           f"runs itself (what they print: {home / RUNS_LOG})")
+                runs = LocalRuns(instance, defs, click.echo, progress, log, latch.checkpoint)
+                with index_guard(home, started, lock_fd):
+                    reports = run_index_locally(runs, lambda: index_plan(
+                        warehouse, chunkers, models, evaluate(), build.rules), run_config)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings
                 from rag_pipeline.orchestration.index_timings import index_timings

@@ -1,26 +1,26 @@
-"""``rag-pipeline index`` the way the UI does it: runs launched through the project's code
-location on the project's instance, carried down the index by the ``index_automation`` sensor.
+"""``rag-pipeline index`` with a Dagster daemon running (``make dev``): runs launched through
+the project's code location on the project's instance, carried down the index by the
+``index_automation`` sensor, as the UI does it.
 
 The command launches one ``documents_job`` run (``dagster job launch -w workspace.yaml``), then
 follows the runs the sensor launches until the index is current: every declared chunker x model
 serves a generation built from the latest documents, and every model's evaluation scored those
-generations. With a Dagster daemon already running (``make dev``), it uses that daemon and its
-run queue, so it never races the sensor into duplicate runs; without one, it starts a daemon for
-its own duration. Runs therefore show on the job pages and the timeline like any UI run.
+generations. It uses the daemon's run queue, so it never races the sensor into duplicate runs.
+With no daemon running, the command runs the same runs itself
+(:mod:`rag_pipeline.orchestration.index_local`). Either way the runs show on the job pages and
+the timeline like any UI run. What both share lives here: the failed partitions to retry, a
+killed run marked failed, "is the index current", a run's events read for its progress.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,8 +44,6 @@ WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 REQUEST_TAG = "rag_pipeline/index_request"
 RETRY_TAG = "rag_pipeline/retry"
 HEARTBEAT_MAX_AGE_SECONDS = 45.0
-DAEMON_START_TIMEOUT_SECONDS = 240.0
-GUARD_STOP_SECONDS = 60.0
 REAP_SECONDS = 5.0
 QUEUED_WITHOUT_DAEMON_SECONDS = 3.0
 STALL_SECONDS = 6 * SENSOR_INTERVAL_SECONDS + 30
@@ -71,80 +69,6 @@ def daemon_running(instance: dg.DagsterInstance, home: Path | None = None) -> bo
     fresh = any(now - beat.timestamp < HEARTBEAT_MAX_AGE_SECONDS
                 for beat in instance.get_daemon_heartbeats().values())
     return fresh and bool(daemon_pids(home or Path(instance.root_directory)))
-
-
-@dataclass(frozen=True)
-class ProjectDaemon:
-    """The daemon ``index`` follows: the one it started (``guard`` set) or one already running."""
-
-    home: Path
-    guard: subprocess.Popen | None = None
-
-    @property
-    def started(self) -> bool:
-        return self.guard is not None
-
-    def alive(self) -> bool:
-        if self.guard is not None:
-            return self.guard.poll() is None
-        return bool(daemon_pids(self.home))
-
-
-def _stop_guard(guard: subprocess.Popen) -> None:
-    if guard.poll() is None:
-        guard.terminate()
-    try:
-        guard.wait(timeout=GUARD_STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(guard.pid, signal.SIGKILL)
-        guard.wait()
-
-
-@contextmanager
-def project_daemon(instance: dg.DagsterInstance, env: Mapping[str, str], log_path: Path,
-                   echo: Callable[[str], None], since: float,
-                   lock_fd: int | None = None,
-                   checkpoint: Callable[[], None] | None = None,
-                   starting: Callable[[], None] | None = None) -> Iterator[ProjectDaemon]:
-    """Uses the running daemon, or runs ``dagster-daemon`` for the duration under
-    :mod:`rag_pipeline.orchestration.index_guard`: in its own process group, ended with this process even by
-    ``kill -9``, its runs since ``since`` marked canceled when it is stopped. ``lock_fd`` (the
-    instance lock) is handed to the guard, so the lock is held until its clean-up is over.
-    ``checkpoint`` is called while it waits for the daemon to start (it raises to stop).
-    ``starting`` is called once the daemon is there or on its way (after its process started,
-    before its first heartbeat), so a run launched there is queued while the daemon loads its
-    code location instead of after."""
-    home = Path(instance.root_directory)
-    if daemon_running(instance, home):
-        echo("using the running Dagster daemon")
-        if starting is not None:
-            starting()
-        yield ProjectDaemon(home)
-        return
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "rag_pipeline.orchestration.index_guard", "--parent", str(os.getpid()),
-               "--since", repr(since), "--", _bin("dagster-daemon"), "run", "-w", str(WORKSPACE)]
-    with log_path.open("ab") as log:
-        guard = subprocess.Popen(command, cwd=PROJECT_ROOT, env=dict(env), stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                 pass_fds=() if lock_fd is None else (lock_fd,))
-    echo(f"started a Dagster daemon for this run (log: {log_path})")
-    try:
-        if starting is not None:
-            starting()
-        deadline = time.monotonic() + DAEMON_START_TIMEOUT_SECONDS
-        while not daemon_running(instance, home):
-            if checkpoint is not None:
-                checkpoint()
-            if guard.poll() is not None:
-                raise IndexRunFailed(f"the Dagster daemon exited: see {log_path}")
-            if time.monotonic() > deadline:
-                raise IndexRunFailed(f"the Dagster daemon did not start in "
-                                     f"{DAEMON_START_TIMEOUT_SECONDS:.0f} s: see {log_path}")
-            time.sleep(0.5)
-        yield ProjectDaemon(home, guard)
-    finally:
-        _stop_guard(guard)
 
 
 def run_worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
@@ -278,6 +202,25 @@ def _label(run: dg.DagsterRun) -> str:
     return f"{run.job_name} [{run.tags.get('dagster/partition', '-')}]"
 
 
+def read_run_events(instance: dg.DagsterInstance, run: dg.DagsterRun, cursor: str | None,
+                    progress: Callable[[str], None] | None = None,
+                    log: Callable[[str], None] | None = None) -> str | None:
+    """Passes on what ``run`` logged after ``cursor``: every line to ``log``, an embedding
+    run's progress ("<job> [<partition>] done/total") to ``progress``; returns the new cursor.
+    Reads nothing when neither wants it (only embedding runs have progress: the sensor's
+    asset-job runs too, known by their model partition)."""
+    if log is None and (progress is None or MODEL_PARTITION_TAG not in run.tags):
+        return cursor
+    connection = instance.get_records_for_run(run.run_id, cursor=cursor)
+    for entry in (r.event_log_entry for r in connection.records):
+        if log is not None:
+            log(f"    {run.run_id[:8]} {entry.user_message or ''}".rstrip())
+        match = _PROGRESS.search(entry.user_message or "")
+        if progress is not None and entry.dagster_event is None and match:
+            progress(f"{_label(run)} {match.group(1)}/{match.group(2)}")
+    return connection.cursor
+
+
 def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable[[], bool],
                 echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
                 log: Callable[[str], None] | None = None,
@@ -322,22 +265,13 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
                 elif run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
                     report.error = first_error(instance, run.run_id)
                     echo(f"  FAILED   {_label(run)}: {report.error}")
-            # Embedding runs are the sensor's asset-job runs too: known by their model partition.
-            embeds = MODEL_PARTITION_TAG in run.tags
-            wanted = log is not None or (progress is not None and embeds)
-            if wanted and (run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors):
-                connection = instance.get_records_for_run(run.run_id, cursor=cursors.get(run.run_id))
+            if run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors:
+                cursor = read_run_events(instance, run, cursors.get(run.run_id), progress, log)
                 # A finished run is read one last time, then no more.
                 if run.status in ACTIVE:
-                    cursors[run.run_id] = connection.cursor
+                    cursors[run.run_id] = cursor
                 else:
                     cursors.pop(run.run_id, None)
-                for entry in (r.event_log_entry for r in connection.records):
-                    if log is not None:
-                        log(f"    {run.run_id[:8]} {entry.user_message or ''}".rstrip())
-                    match = _PROGRESS.search(entry.user_message or "")
-                    if progress is not None and entry.dagster_event is None and match:
-                        progress(f"{_label(run)} {match.group(1)}/{match.group(2)}")
         active = [r for r in records if r.dagster_run.status in ACTIVE]
         failed = [reports[r.dagster_run.run_id] for r in records
                   if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
