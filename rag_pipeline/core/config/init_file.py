@@ -55,6 +55,13 @@ def declaration_toml(declaration: ModelDeclaration) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _within_or_absolute(path: Path, start: Path) -> str:
+    """``path`` relative to ``start`` when it lies below it, else absolute."""
+    absolute = path.absolute()
+    return str(absolute.relative_to(start.absolute())) if absolute.is_relative_to(
+        start.absolute()) else str(absolute)
+
+
 def _relative(path: Path, start: Path) -> str:
     try:
         return os.path.relpath(path, start)
@@ -64,11 +71,13 @@ def _relative(path: Path, start: Path) -> str:
 
 def folder_config_text(corpus: Path | str, data_dir: Path, at: Path, project: ProjectConfig) -> str:
     """The commented configuration ``rag-pipeline init`` writes at ``at`` for a user's folder:
-    its corpus (a folder, or a source URI written as it is), its data folder (which also
-    caches the exported models), the production
-    profile, and the project's model declarations (so the keys are the project's: the lock of
-    a model travels with it, see
-    :func:`rag_pipeline.core.config.keys.model_specs`). Paths are relative to the file.
+    its corpus (a folder, or a source URI written as it is), its data folder, the project's
+    model cache (an export is keyed by the model and checked on every load, so every folder
+    shares the one the project's ``make index`` made: a fresh folder's first index does not
+    export the model again), the production profile, and the project's model declarations (so
+    the keys are the project's: the lock of a model travels with it, see
+    :func:`rag_pipeline.core.config.keys.model_specs`). Paths are relative to the file, but a
+    model cache outside its folder, written whole.
 
     A model declared by ``path`` is written with that path resolved, so the copy finds it."""
     root = at.parent
@@ -88,8 +97,9 @@ def folder_config_text(corpus: Path | str, data_dir: Path, at: Path, project: Pr
 corpus = {json.dumps(corpus if isinstance(corpus, str) else _relative(corpus, root))}
 # Everything the index writes: the Parquet tables, rag.duckdb, the evaluation's files.
 data_dir = {json.dumps(_relative(data_dir, root))}
-# Exported runtime models (OpenVINO), one folder per model key.
-model_cache = {json.dumps(_relative(data_dir / "models", root))}
+# Exported runtime models (ONNX, OpenVINO), one folder per model key, checked on every load:
+# the project's own cache, shared by every folder (a model is exported once, not per folder).
+model_cache = {json.dumps(_within_or_absolute(project.model_cache, root))}
 # What `rag-pipeline index` builds: "production" is the `header` chunker and the default model
 # (one index, what `ask` and `serve` use); "evaluation" is every chunker below x every model,
 # for comparing the methods with a gold set of these documents (`rag-pipeline gold draft`).

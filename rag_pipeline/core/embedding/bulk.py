@@ -183,7 +183,7 @@ def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> 
     folder = Path(folder)
     for name, text in ((BULK_TOKENIZER, tokenizer_json),
                        (BULK_CHECK, json.dumps(asdict(record), indent=2))):
-        tmp = folder / f".{name}.tmp"
+        tmp = folder / f".{name}.tmp-{os.getpid()}"
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(folder / name)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import queue
 import shutil
 import warnings
@@ -81,6 +82,13 @@ def token_inputs(features) -> dict[str, np.ndarray]:
             for name in ("input_ids", "attention_mask", "token_type_ids")}
 
 
+def _staging(folder: Path) -> Path:
+    """A temporary folder beside ``folder``, this process's own: a model cache is shared by
+    every folder ``init`` configured, so two indexes may export the same key at once (the last
+    rename wins; both exports are the same model, checked on every load)."""
+    return folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+
+
 def export_dir(spec: ModelSpec) -> Path:
     if spec.cache_dir is None:
         raise ModelNotExportedError(f"{spec.key} runs on OpenVINO but no model cache folder "
@@ -125,7 +133,7 @@ def export_openvino(spec: ModelSpec, model) -> Path:
         ov_model = nncf.quantize(ov_model, nncf.Dataset(items), model_type=nncf.ModelType.TRANSFORMER,
                                  subset_size=len(items))
         calibration_sha = texts_sha256(calibration)
-    tmp = folder.with_name(folder.name + ".tmp")
+    tmp = _staging(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
@@ -160,7 +168,7 @@ def export_onnx(spec: ModelSpec, model) -> Path:
     """Writes the transformer as fp32 ONNX into :func:`onnx_dir` with its manifest
     (temp folder, then rename), so the next load reads it instead of tracing again."""
     folder = onnx_dir(spec)
-    tmp = folder.with_name(folder.name + ".tmp")
+    tmp = _staging(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     onnx, graph = fused_onnx(model)

@@ -21,9 +21,10 @@ def test_the_folder_config_parses_to_its_corpus_data_folder_and_the_production_p
     base = load_config(project / "rag_pipeline.toml")
     text = folder_config_text(corpus, tmp_path / "team" / "docs.rag-data", at, base)
     config = parse_config(text, at.parent, at)
+    # The model cache is the project's (every folder shares its exports), written whole.
     assert (config.corpus, config.data_dir, config.model_cache, config.profile) == (
-        corpus, tmp_path / "team" / "docs.rag-data", tmp_path / "team" / "docs.rag-data" / "models",
-        "production")
+        corpus, tmp_path / "team" / "docs.rag-data", project / "data" / "models", "production")
+    assert f'\nmodel_cache = "{project / "data" / "models"}"\n' in text
     # The declarations are the project's (a `path` model resolved so the copy finds it).
     assert [replace(m, source=base.models[0].source) for m in config.models] == [
         replace(m, source=base.models[0].source) for m in base.models]
