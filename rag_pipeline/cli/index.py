@@ -228,8 +228,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             else:
                 click.echo(f"no Dagster daemon runs on {home}: this command runs the index's "
                            f"runs itself (what they print: {home / RUNS_LOG})")
-                runs = LocalRuns(instance, defs, click.echo, progress, log, latch.checkpoint)
-                with index_guard(home, started, lock_fd):
+                with index_guard(home, started, lock_fd), LocalRuns(
+                        instance, defs, click.echo, progress, log, latch.checkpoint) as runs:
                     reports = run_index_locally(runs, lambda: index_plan(
                         warehouse, chunkers, models, evaluate(), build.rules), run_config)
             if timings:

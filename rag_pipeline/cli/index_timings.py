@@ -31,7 +31,7 @@ def echo_timings(timings, warehouse: Warehouse, spec: ModelSpec) -> None:
     """Prints an :class:`~rag_pipeline.orchestration.index_timings.IndexTimings`."""
     echo(f"\ntimings ({timings.runs} runs, {timings.wall:.1f} s wall):")
     for stage, seconds in [*timings.stages.items(),
-                           ("start-ups, daemon and waits (outside any step)", timings.outside_steps)]:
+                           ("start-ups and waits (outside any step)", timings.outside_steps)]:
         share = seconds / timings.wall if timings.wall > 0 else 0.0
         echo(f"  {stage:48s} {seconds:8.1f} s  {share:6.1%}")
     encoding = timings.stages.get("encoding", 0.0)

@@ -1,19 +1,20 @@
 """``rag-pipeline index`` with no Dagster daemon running: the command runs the index's runs
-itself, one after the other, each in a child process forked from the command.
+itself, one after the other, in one worker process forked from the command.
 
-The command has already imported Dagster and built the definitions, so a child starts its run
+The command has already imported Dagster and built the definitions, so the worker starts a run
 at once, where a daemon would first start, load its code location, wait for the sensor's tick
 and the run queue, and start a fresh run worker for each run (about 40 s of a first index of
-the bundled corpus). The runs are the same runs the ``index_automation`` sensor would request:
-the same jobs, partitions and tags (the plan step's inputs and attempt), recorded on the same
-instance, so the Dagster UI shows them on the job pages and the sensor of a daemon started
-later finds the index current and launches nothing.
+the bundled corpus). The worker keeps what a run loaded for the next: the model is loaded once
+for every partition and the evaluation. The runs are the runs the ``index_automation`` sensor
+would request: the same jobs, partitions and tags (the plan step's inputs and attempt),
+recorded on the same instance, so the Dagster UI shows them on the job pages and the sensor of
+a daemon started later finds the index current and launches nothing.
 
-A run's child is its worker: its pid is in the run's engine events and ``rag_pipeline/pid``
-tag, it dies with the command (``PR_SET_PDEATHSIG``), and when it is killed the run is marked
-failed and the command stops. A signal to the command kills the child and marks its run
-canceled; ``kill -9`` of the command is seen by :mod:`rag_pipeline.orchestration.index_guard`,
-which marks the runs canceled.
+The worker is the runs' process: its pid is in each run's engine events and
+``rag_pipeline/pid`` tag, and it dies with the command (``PR_SET_PDEATHSIG``). When it is
+killed, its run is marked failed and the command stops. A signal to the command kills the
+worker and marks its run canceled; ``kill -9`` of the command is seen by
+:mod:`rag_pipeline.orchestration.index_guard`, which marks the runs canceled.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import dagster as dg
@@ -73,35 +77,62 @@ def index_guard(home: Path, since: float, lock_fd: int | None = None) -> Iterato
         guard.wait()
 
 
-def _child(job: dg.JobDefinition, partition_key: str | dg.MultiPartitionKey | None,
-           run_config: Mapping | None, tags: Mapping[str, str], run_id: str,
+def _serve(requests: Connection, replies: Connection, defs: dg.Definitions,
            instance: dg.DagsterInstance, parent: int, log_path: Path) -> None:
-    """The forked child: runs one run and exits (never returns)."""
-    code = 1
+    """The forked worker: runs each run it is sent, in order, and replies with its success;
+    exits at the end of the requests or when the command ends (never returns)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    code = 0
     try:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
         set_parent_death_signal(signal.SIGKILL)
         if os.getppid() != parent:  # the command ended before the request reached the kernel
             os._exit(1)
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        result = job.execute_in_process(run_config=run_config, instance=instance,
-                                        partition_key=partition_key, raise_on_error=False,
-                                        run_id=run_id, tags={**tags, PID_TAG: str(os.getpid())})
-        code = 0 if result.success else 1
-    except BaseException:  # noqa: BLE001 - the child must exit, never return into the command
+        while True:
+            try:
+                order = requests.recv()
+            except EOFError:
+                break
+            if order is None:
+                break
+            job_name, partition_key, run_config, tags, run_id = order
+            try:
+                result = defs.resolve_job_def(job_name).execute_in_process(
+                    run_config=run_config, instance=instance, partition_key=partition_key,
+                    raise_on_error=False, run_id=run_id,
+                    tags={**tags, PID_TAG: str(os.getpid())})
+                success = result.success
+            except Exception:  # noqa: BLE001 - said in the log; the run is reported failed
+                traceback.print_exc()
+                success = False
+            sys.stdout.flush()
+            sys.stderr.flush()
+            replies.send(success)
+    except BaseException:  # noqa: BLE001 - the worker must exit, never return into the command
         traceback.print_exc()
+        code = 1
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
 
 
+@dataclass
+class _Worker:
+    pid: int
+    requests: Connection
+    replies: Connection
+
+
 class LocalRuns:
-    """Runs the index's runs in forked children of this process and prints them as
-    :func:`rag_pipeline.orchestration.index_launch.follow_runs` prints a daemon's runs."""
+    """Runs the index's runs in one worker forked from this process, one run after the other,
+    and prints them as :func:`rag_pipeline.orchestration.index_launch.follow_runs` prints a
+    daemon's runs. The worker keeps what a run loaded for the next (a model is loaded once for
+    every partition and the evaluation: :func:`~rag_pipeline.core.embedding.embedder.
+    load_embedder`). Use it as a context manager: the worker ends with the block."""
 
     def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions,
                  echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
@@ -115,6 +146,44 @@ class LocalRuns:
         self.checkpoint = checkpoint
         self.log_path = Path(instance.root_directory) / RUNS_LOG
         self.reports: list[RunReport] = []
+        self._worker: _Worker | None = None
+
+    def __enter__(self) -> LocalRuns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends the worker: told to, when it is idle; killed, when a run of it was stopped."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        try:
+            worker.requests.send(None)
+        except OSError:
+            pass
+        worker.requests.close()
+        worker.replies.close()
+        try:
+            os.waitpid(worker.pid, 0)
+        except ChildProcessError:
+            pass
+
+    def _start(self) -> _Worker:
+        """Forks the worker (once, at the first run)."""
+        requests_out, requests_in = Pipe(duplex=False)
+        replies_out, replies_in = Pipe(duplex=False)
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            requests_in.close()
+            replies_out.close()
+            _serve(requests_out, replies_in, self.defs, self.instance, parent, self.log_path)
+        requests_out.close()
+        replies_in.close()
+        self._worker = _Worker(pid, requests_in, replies_out)
+        return self._worker
 
     def run(self, job_name: str, partition_key: str | dg.MultiPartitionKey | None = None,
             tags: Mapping[str, str] | None = None, run_config: Mapping | None = None,
@@ -123,34 +192,33 @@ class LocalRuns:
         returns its report.
 
         Raises:
-            IndexRunFailed: If the run failed or its process died.
-            Stopped: If :attr:`checkpoint` raised (the run is then killed and marked canceled).
+            IndexRunFailed: If the run failed or the worker died.
+            Stopped: If :attr:`checkpoint` raised (the worker is then killed and the run marked
+                canceled).
         """
-        job = self.defs.resolve_job_def(job_name)
         label = f"{job_name} [{partition_key if partition_key is not None else '-'}]"
         run_id = run_id or new_run_id()
         self.checkpoint()
+        worker = self._worker or self._start()
         begun = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            _child(job, partition_key, run_config, tags or {}, run_id, self.instance,
-                   os.getppid(), self.log_path)
+        worker.requests.send((job_name, partition_key, run_config, dict(tags or {}), run_id))
         self.echo(f"  started  {label}")
-        status = None
+        ended: str | None = None
         try:
-            status = self._follow(pid, run_id)
+            ended = self._follow(worker, run_id)
         finally:
-            if status is None:
-                self._stop(pid, run_id)
+            if ended is None:
+                self._stop(worker, run_id)
         seconds = time.monotonic() - begun
         run = self.instance.get_run_by_id(run_id)
         if run is None:
-            raise IndexRunFailed(f"{label}: its process exited ({_exit_reason(status)}) before "
-                                 f"the run began: see {self.log_path}")
+            raise IndexRunFailed(f"{label}: the run never began (its process "
+                                 f"{'failed' if ended == 'replied' else ended}): see "
+                                 f"{self.log_path}")
         if run.status not in ENDED:
-            self.instance.report_run_failed(run, f"the run's process (pid {pid}) is gone "
-                                                 f"({_exit_reason(status)}): it was killed or "
-                                                 "crashed; marked failed by rag-pipeline index")
+            self.instance.report_run_failed(run, f"the run's process (pid {worker.pid}) "
+                                                 f"{ended} before the run ended: marked failed "
+                                                 "by rag-pipeline index")
             run = self.instance.get_run_by_id(run_id)
         report = RunReport(run_id, job_name, run.tags.get("dagster/partition", "-"),
                            run.status.value, seconds)
@@ -162,29 +230,46 @@ class LocalRuns:
         self.echo(f"  done     {label} in {seconds:.1f} s")
         return report
 
-    def _follow(self, pid: int, run_id: str) -> int:
-        """Waits for the child, passing the run's events on; returns its wait status."""
+    def _follow(self, worker: _Worker, run_id: str) -> str:
+        """Waits for the worker's reply, passing the run's events on; returns how the run's
+        process ended it ("replied", or how the worker died)."""
         cursor: str | None = None
         read_at = time.monotonic()
         while True:
             self.checkpoint()
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done or time.monotonic() - read_at >= EVENTS_EVERY_SECONDS:
+            ended = None
+            if worker.replies.poll(POLL_SECONDS):
+                try:
+                    worker.replies.recv()
+                    ended = "replied"
+                except EOFError:
+                    pass
+            if ended is None:
+                done, status = os.waitpid(worker.pid, os.WNOHANG)
+                if done:
+                    self._worker = None
+                    ended = _exit_reason(status)
+            if ended is not None or time.monotonic() - read_at >= EVENTS_EVERY_SECONDS:
                 run = self.instance.get_run_by_id(run_id)
                 if run is not None:
                     cursor = read_run_events(self.instance, run, cursor, self.progress, self.log)
                 read_at = time.monotonic()
-            if done:
-                return status
-            time.sleep(POLL_SECONDS)
+            if ended is not None:
+                return ended
 
-    def _stop(self, pid: int, run_id: str) -> None:
-        """Kills the child and marks its run canceled (the command was told to stop)."""
+    def _stop(self, worker: _Worker, run_id: str) -> None:
+        """Kills the worker and marks its run canceled (the command was told to stop)."""
+        self._worker = None
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(worker.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        os.waitpid(pid, 0)
+        try:
+            os.waitpid(worker.pid, 0)
+        except ChildProcessError:
+            pass
+        worker.requests.close()
+        worker.replies.close()
         run = self.instance.get_run_by_id(run_id)
         if run is not None and run.status not in ENDED:
             self.instance.report_run_canceled(run, f"rag-pipeline index (pid {os.getpid()}) "
@@ -195,12 +280,10 @@ def new_run_id() -> str:
     return str(uuid.uuid4())
 
 
-def _exit_reason(status: int | None) -> str:
-    if status is None:
-        return "stopped"
+def _exit_reason(status: int) -> str:
     if os.WIFSIGNALED(status):
-        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"exit code {os.waitstatus_to_exitcode(status)}"
+        return f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with code {os.waitstatus_to_exitcode(status)}"
 
 
 def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],

@@ -33,7 +33,7 @@ class IndexTimings:
 
     @property
     def outside_steps(self) -> float:
-        """Wall time no step accounts for: start-ups, the daemon, waits between runs."""
+        """Wall time no step accounts for: start-ups, waits between runs (and a daemon's)."""
         return max(self.wall - sum(self.stages.values()), 0.0)
 
     @property
