@@ -12,8 +12,9 @@ a daemon started later finds the index current and launches nothing.
 
 The worker is the runs' process: its pid is in each run's engine events and
 ``rag_pipeline/pid`` tag, and it dies with the command (``PR_SET_PDEATHSIG``). When it is
-killed, its run is marked failed and the command stops. A signal to the command kills the
-worker and marks its run canceled; ``kill -9`` of the command is seen by
+killed, its run is marked failed and the command stops. A signal to the command (or to its
+process group: the worker is in a group of its own) kills the worker and marks its run
+canceled; ``kill -9`` of the command is seen by
 :mod:`rag_pipeline.orchestration.index_guard`, which marks the runs canceled.
 """
 
@@ -37,7 +38,7 @@ import dagster as dg
 
 from rag_pipeline.core.index.plan import Step
 from rag_pipeline.core.runtime.processes import set_parent_death_signal
-from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, run_request
+from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, past_runs, run_request
 from rag_pipeline.orchestration.index_launch import (
     RETRY_TAG,
     RunReport,
@@ -45,6 +46,7 @@ from rag_pipeline.orchestration.index_launch import (
     read_run_events,
 )
 from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.orchestration.retry_policy import consecutive_failures
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 __all__ = ["RUNS_LOG", "index_guard", "run_index_locally"]
@@ -80,11 +82,15 @@ def index_guard(home: Path, since: float, lock_fd: int | None = None) -> Iterato
 def _serve(requests: Connection, replies: Connection, defs: dg.Definitions,
            instance: dg.DagsterInstance, parent: int, log_path: Path) -> None:
     """The forked worker: runs each run it is sent, in order, and replies with its success;
-    exits at the end of the requests or when the command ends (never returns)."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, signal.SIG_DFL)
+    exits at the end of the requests or when the command ends (never returns). It leaves the
+    command's process group first, so a terminal's Ctrl-C (sent to the whole foreground group)
+    reaches the command alone, which kills the worker and marks its run canceled: Dagster's own
+    interrupt handling in the worker would mark the run failed first, if it won the race."""
     code = 0
     try:
+        os.setpgid(0, 0)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
         set_parent_death_signal(signal.SIGKILL)
         if os.getppid() != parent:  # the command ended before the request reached the kernel
             os._exit(1)
@@ -291,7 +297,7 @@ def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
     """Runs ``documents_job`` (with ``run_config``: the corpus's knobs), then every step of
     ``plan`` (the stale partitions, as the sensor reads them), planning again after each round,
     until nothing is due. A partition whose last run failed is retried (its run tagged
-    ``rag_pipeline/retry``) with a line saying so.
+    ``rag_pipeline/retry``, and with its attempt at the same inputs) with a line saying so.
 
     Raises:
         IndexRunFailed: If a run failed, or a step is still due after its run succeeded.
@@ -301,7 +307,8 @@ def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
     succeeded: dict[str, RunReport] = {}
     while steps := plan():
         for step in steps:
-            request = run_request(step)
+            # The attempt at these inputs, as the sensor would tag it (2 after one failure).
+            request = run_request(step, consecutive_failures(past_runs(runs.instance, step)) + 1)
             partition = str(request.partition_key)
             if step.key in succeeded:
                 raise IndexRunFailed(
