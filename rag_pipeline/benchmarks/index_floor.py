@@ -6,9 +6,10 @@ Side by side in one run: the three ratios the indexing target is stated in.
 Python reference exported into a fresh folder; ``--rounds``).
 
 1. ``rag-pipeline index --corpus <copy> --profile production`` in a fresh data folder and a
-   fresh Dagster home with the project's ``dagster_home/dagster.yaml`` (its run queue: a user's
-   instance) (a subprocess: its daemon, code location and runs are what a user starts);
-   its runs are read back (:func:`rag_pipeline.orchestration.index_timings.index_timings`).
+   fresh Dagster home with the project's ``dagster_home/dagster.yaml`` (a user's instance, no
+   daemon running: the command runs its runs itself, as a user's ``index`` does) in a
+   subprocess; its runs are read back
+   (:func:`rag_pipeline.orchestration.index_timings.index_timings`).
 2. In this process, on the chunk texts that index wrote: the default model's encoder as the
    index runs it (``Embedder.embed``, median of ``--rounds``) and the fp32 floor (the FLOPs of
    the word-pieces processed at the matrix-product rate measured before and after).
