@@ -3,7 +3,9 @@
 Side by side in one run: the three ratios the indexing target is stated in.
 
 ``.venv/bin/python -m rag_pipeline.benchmarks.index_floor --corpus DIR`` (default: the bundled
-Python reference exported into a fresh folder; ``--rounds``).
+Python reference exported into a fresh folder; ``--rounds``). ``--beir-corpus FILE`` makes the
+folder from a BEIR ``corpus.jsonl`` instead, one Markdown file per document (``# title``, then
+its text): a corpus of thousands of documents with no gold set.
 
 1. ``rag-pipeline index --corpus <copy> --profile production`` in a fresh data folder and a
    fresh Dagster home with the project's ``dagster_home/dagster.yaml`` (a user's instance, no
@@ -40,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     go_offline()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=None)
+    parser.add_argument("--beir-corpus", type=Path, default=None,
+                        help="A BEIR corpus.jsonl: the folder is one Markdown file per document.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="Keep the work folder.")
     args = parser.parse_args(argv)
@@ -54,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="index-floor-"))
     corpus = work / "corpus"
-    if args.corpus is None:
+    if args.beir_corpus is not None:
+        write_beir_folder(args.beir_corpus, corpus)
+    elif args.corpus is None:
         export_python_reference(corpus)
     else:
         shutil.copytree(args.corpus, corpus)
@@ -107,6 +113,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         shutil.rmtree(work, ignore_errors=True)
     else:
         print(f"work folder kept: {work}")
+
+
+def write_beir_folder(corpus_jsonl: Path, folder: Path) -> int:
+    """One Markdown file per document of a BEIR ``corpus.jsonl`` (``<_id>.md``: ``# title``,
+    a blank line, the text); returns how many were written."""
+    folder.mkdir(parents=True)
+    written = 0
+    with corpus_jsonl.open(encoding="utf-8") as lines:
+        for line in lines:
+            document = json.loads(line)
+            title = " ".join(document.get("title", "").split()) or document["_id"]
+            (folder / f"{document['_id'].replace('/', '_')}.md").write_text(
+                f"# {title}\n\n{document['text'].strip()}\n", encoding="utf-8")
+            written += 1
+    return written
 
 
 if __name__ == "__main__":
