@@ -137,15 +137,10 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     `make dev`), runs are launched through the code location and carried down by the
     index_automation sensor; with none, this command runs the same runs itself, one after the
     other, recorded on the same instance (the UI shows them either way)."""
-    import dagster as dg
-
     from rag_pipeline.core.config.keys import write_lock
     from rag_pipeline.core.config.lock import effective_lock
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
-    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
-    from rag_pipeline.core.index.model_inventory import inventory
-    from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.project_paths import context_environment, resolve_context
 
     home = dagster_home()
@@ -167,7 +162,20 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     echo(f"profile {build.profile}: {', '.join(build.chunker_keys)} x "
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **context_environment(build, invocation.config_file),
+           "DAGSTER_HOME": str(home)}
+    from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker
+
+    # Started first: it loads the code location while this command loads its own and opens
+    # the instance (with a daemon running, it is never used and ends at once).
+    worker = IndexWorker(env, home / RUNS_LOG)
+    import dagster as dg
+
+    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
+    from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.plan import index_plan
+    from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.core.runtime.processes import daemon_pids
     from rag_pipeline.definitions import definitions_from_environment
     from rag_pipeline.orchestration.index_launch import (
@@ -178,17 +186,9 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         launch_run,
         retry_failed,
     )
-    from rag_pipeline.orchestration.index_local import (
-        RUNS_LOG,
-        LocalRuns,
-        index_guard,
-        run_index_locally,
-    )
+    from rag_pipeline.orchestration.index_local import LocalRuns, index_guard, run_index_locally
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
-    home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **context_environment(build, invocation.config_file),
-           "DAGSTER_HOME": str(home)}
     defs = definitions_from_environment(env, build)
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
@@ -201,7 +201,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     stop_note = [_LOCAL_STOP]
     started = time.time()
     try:
-        with _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
+        with worker, _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
                 dg.DagsterInstance.from_config(str(home)) as instance:
             fail_dead_runs(instance, click.echo)
             latch.checkpoint()
@@ -212,6 +212,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             progress = None if verbose else _Progress()
             log = click.echo if verbose else None
             if daemon_running(instance, home):
+                worker.close()
                 stop_note[0] = _DAEMON_STOP
                 _refuse_another_build(build, home)
                 retry_failed(instance, defs, env, click.echo)
@@ -228,8 +229,9 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             else:
                 click.echo(f"no Dagster daemon runs on {home}: this command runs the index's "
                            f"runs itself (what they print: {home / RUNS_LOG})")
-                with index_guard(home, started, lock_fd), LocalRuns(
-                        instance, defs, click.echo, progress, log, latch.checkpoint) as runs:
+                with index_guard(home, started, lock_fd):
+                    runs = LocalRuns(instance, defs, worker, click.echo, progress, log,
+                                     latch.checkpoint)
                     reports = run_index_locally(runs, lambda: index_plan(
                         warehouse, chunkers, models, evaluate(), build.rules), run_config)
             if timings:

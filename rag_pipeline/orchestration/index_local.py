@@ -1,19 +1,21 @@
 """``rag-pipeline index`` with no Dagster daemon running: the command runs the index's runs
-itself, one after the other, in one worker process forked from the command.
+itself, one after the other, in one worker process (:mod:`~rag_pipeline.orchestration.
+index_worker`).
 
-The command has already imported Dagster and built the definitions, so the worker starts a run
-at once, where a daemon would first start, load its code location, wait for the sensor's tick
-and the run queue, and start a fresh run worker for each run (about 40 s of a first index of
-the bundled corpus). The worker keeps what a run loaded for the next: the model is loaded once
-for every partition and the evaluation. The runs are the runs the ``index_automation`` sensor
-would request: the same jobs, partitions and tags (the plan step's inputs and attempt),
-recorded on the same instance, so the Dagster UI shows them on the job pages and the sensor of
-a daemon started later finds the index current and launches nothing.
+The worker is started as soon as the command knows its environment and loads the code
+location while the command takes its lock and opens the instance; then it starts each run at
+once, where a daemon would first start, load its code location, wait for the sensor's tick and
+the run queue, and start a fresh run worker for each run (about 40 s of a first index of the
+bundled corpus). The worker keeps what a run loaded for the next: the model is loaded once for
+every partition and the evaluation. The runs are the runs the ``index_automation`` sensor would
+request: the same jobs, partitions and tags (the plan step's inputs and attempt), recorded on
+the same instance, so the Dagster UI shows them on the job pages and the sensor of a daemon
+started later finds the index current and launches nothing.
 
 The worker is the runs' process: its pid is in each run's engine events and
 ``rag_pipeline/pid`` tag, and it dies with the command (``PR_SET_PDEATHSIG``). When it is
 killed, its run is marked failed and the command stops. A signal to the command (or to its
-process group: the worker is in a group of its own) kills the worker and marks its run
+process group: the worker is in a session of its own) kills the worker and marks its run
 canceled; ``kill -9`` of the command is seen by
 :mod:`rag_pipeline.orchestration.index_guard`, which marks the runs canceled.
 """
@@ -25,19 +27,14 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from multiprocessing import Pipe
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 import dagster as dg
 
 from rag_pipeline.core.index.plan import Step
-from rag_pipeline.core.runtime.processes import set_parent_death_signal
 from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, past_runs, run_request
 from rag_pipeline.orchestration.index_launch import (
     RETRY_TAG,
@@ -45,14 +42,13 @@ from rag_pipeline.orchestration.index_launch import (
     failed_partitions,
     read_run_events,
 )
-from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.orchestration.index_runs import IndexRunFailed, first_error
+from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker
 from rag_pipeline.orchestration.retry_policy import consecutive_failures
 from rag_pipeline.project_paths import PROJECT_ROOT
 
-__all__ = ["RUNS_LOG", "index_guard", "run_index_locally"]
+__all__ = ["LocalRuns", "index_guard", "run_index_locally"]
 
-RUNS_LOG = "rag-pipeline-runs.log"
-"""In the Dagster home: what the runs' processes print (Dagster's console log, a crash)."""
 POLL_SECONDS = 0.1
 EVENTS_EVERY_SECONDS = 1.0
 """How often a running run's new events are read (its progress lines)."""
@@ -79,117 +75,22 @@ def index_guard(home: Path, since: float, lock_fd: int | None = None) -> Iterato
         guard.wait()
 
 
-def _serve(requests: Connection, replies: Connection, defs: dg.Definitions,
-           instance: dg.DagsterInstance, parent: int, log_path: Path) -> None:
-    """The forked worker: runs each run it is sent, in order, and replies with its success;
-    exits at the end of the requests or when the command ends (never returns). It leaves the
-    command's process group first, so a terminal's Ctrl-C (sent to the whole foreground group)
-    reaches the command alone, which kills the worker and marks its run canceled: Dagster's own
-    interrupt handling in the worker would mark the run failed first, if it won the race."""
-    code = 0
-    try:
-        os.setpgid(0, 0)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
-        set_parent_death_signal(signal.SIGKILL)
-        if os.getppid() != parent:  # the command ended before the request reached the kernel
-            os._exit(1)
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        while True:
-            try:
-                order = requests.recv()
-            except EOFError:
-                break
-            if order is None:
-                break
-            job_name, partition_key, run_config, tags, run_id = order
-            try:
-                result = defs.resolve_job_def(job_name).execute_in_process(
-                    run_config=run_config, instance=instance, partition_key=partition_key,
-                    raise_on_error=False, run_id=run_id,
-                    tags={**tags, PID_TAG: str(os.getpid())})
-                success = result.success
-            except Exception:  # noqa: BLE001 - said in the log; the run is reported failed
-                traceback.print_exc()
-                success = False
-            sys.stdout.flush()
-            sys.stderr.flush()
-            replies.send(success)
-    except BaseException:  # noqa: BLE001 - the worker must exit, never return into the command
-        traceback.print_exc()
-        code = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-
-@dataclass
-class _Worker:
-    pid: int
-    requests: Connection
-    replies: Connection
-
-
 class LocalRuns:
-    """Runs the index's runs in one worker forked from this process, one run after the other,
-    and prints them as :func:`rag_pipeline.orchestration.index_launch.follow_runs` prints a
-    daemon's runs. The worker keeps what a run loaded for the next (a model is loaded once for
-    every partition and the evaluation: :func:`~rag_pipeline.core.embedding.embedder.
-    load_embedder`). Use it as a context manager: the worker ends with the block."""
+    """Runs the index's runs in an :class:`IndexWorker`, one after the other, and prints them
+    as :func:`rag_pipeline.orchestration.index_launch.follow_runs` prints a daemon's runs."""
 
-    def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions,
+    def __init__(self, instance: dg.DagsterInstance, defs: dg.Definitions, worker: IndexWorker,
                  echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
                  log: Callable[[str], None] | None = None,
                  checkpoint: Callable[[], None] = lambda: None) -> None:
         self.instance = instance
         self.defs = defs
+        self.worker = worker
         self.echo = echo
         self.progress = progress
         self.log = log
         self.checkpoint = checkpoint
-        self.log_path = Path(instance.root_directory) / RUNS_LOG
         self.reports: list[RunReport] = []
-        self._worker: _Worker | None = None
-
-    def __enter__(self) -> LocalRuns:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Ends the worker: told to, when it is idle; killed, when a run of it was stopped."""
-        worker, self._worker = self._worker, None
-        if worker is None:
-            return
-        try:
-            worker.requests.send(None)
-        except OSError:
-            pass
-        worker.requests.close()
-        worker.replies.close()
-        try:
-            os.waitpid(worker.pid, 0)
-        except ChildProcessError:
-            pass
-
-    def _start(self) -> _Worker:
-        """Forks the worker (once, at the first run)."""
-        requests_out, requests_in = Pipe(duplex=False)
-        replies_out, replies_in = Pipe(duplex=False)
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            requests_in.close()
-            replies_out.close()
-            _serve(requests_out, replies_in, self.defs, self.instance, parent, self.log_path)
-        requests_out.close()
-        replies_in.close()
-        self._worker = _Worker(pid, requests_in, replies_out)
-        return self._worker
 
     def run(self, job_name: str, partition_key: str | dg.MultiPartitionKey | None = None,
             tags: Mapping[str, str] | None = None, run_config: Mapping | None = None,
@@ -205,22 +106,25 @@ class LocalRuns:
         label = f"{job_name} [{partition_key if partition_key is not None else '-'}]"
         run_id = run_id or new_run_id()
         self.checkpoint()
-        worker = self._worker or self._start()
+        worker = self.worker
+        if worker.process.poll() is not None:
+            raise IndexRunFailed(f"{label}: the runs' worker (pid {worker.pid}) "
+                                 f"{_exit_reason(worker.process.returncode)} before it began")
         begun = time.monotonic()
-        worker.requests.send((job_name, partition_key, run_config, dict(tags or {}), run_id))
+        worker.send((job_name, partition_key, run_config, dict(tags or {}), run_id))
         self.echo(f"  started  {label}")
         ended: str | None = None
         try:
-            ended = self._follow(worker, run_id)
+            ended = self._follow(run_id)
         finally:
             if ended is None:
-                self._stop(worker, run_id)
+                self._stop(run_id)
         seconds = time.monotonic() - begun
         run = self.instance.get_run_by_id(run_id)
         if run is None:
             raise IndexRunFailed(f"{label}: the run never began (its process "
                                  f"{'failed' if ended == 'replied' else ended}): see "
-                                 f"{self.log_path}")
+                                 f"{Path(self.instance.root_directory) / RUNS_LOG}")
         if run.status not in ENDED:
             self.instance.report_run_failed(run, f"the run's process (pid {worker.pid}) "
                                                  f"{ended} before the run ended: marked failed "
@@ -236,25 +140,23 @@ class LocalRuns:
         self.echo(f"  done     {label} in {seconds:.1f} s")
         return report
 
-    def _follow(self, worker: _Worker, run_id: str) -> str:
+    def _follow(self, run_id: str) -> str:
         """Waits for the worker's reply, passing the run's events on; returns how the run's
         process ended it ("replied", or how the worker died)."""
         cursor: str | None = None
         read_at = time.monotonic()
+        replies, process = self.worker.replies, self.worker.process
         while True:
             self.checkpoint()
             ended = None
-            if worker.replies.poll(POLL_SECONDS):
+            if replies.poll(POLL_SECONDS):
                 try:
-                    worker.replies.recv()
+                    replies.recv()
                     ended = "replied"
                 except EOFError:
-                    pass
-            if ended is None:
-                done, status = os.waitpid(worker.pid, os.WNOHANG)
-                if done:
-                    self._worker = None
-                    ended = _exit_reason(status)
+                    process.wait()
+            if ended is None and process.poll() is not None:
+                ended = _exit_reason(process.returncode)
             if ended is not None or time.monotonic() - read_at >= EVENTS_EVERY_SECONDS:
                 run = self.instance.get_run_by_id(run_id)
                 if run is not None:
@@ -263,19 +165,9 @@ class LocalRuns:
             if ended is not None:
                 return ended
 
-    def _stop(self, worker: _Worker, run_id: str) -> None:
+    def _stop(self, run_id: str) -> None:
         """Kills the worker and marks its run canceled (the command was told to stop)."""
-        self._worker = None
-        try:
-            os.kill(worker.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            os.waitpid(worker.pid, 0)
-        except ChildProcessError:
-            pass
-        worker.requests.close()
-        worker.replies.close()
+        self.worker.kill()
         run = self.instance.get_run_by_id(run_id)
         if run is not None and run.status not in ENDED:
             self.instance.report_run_canceled(run, f"rag-pipeline index (pid {os.getpid()}) "
@@ -286,10 +178,10 @@ def new_run_id() -> str:
     return str(uuid.uuid4())
 
 
-def _exit_reason(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"exited with code {os.waitstatus_to_exitcode(status)}"
+def _exit_reason(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with code {returncode}"
 
 
 def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],

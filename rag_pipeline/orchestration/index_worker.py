@@ -1,0 +1,170 @@
+"""The worker of a ``rag-pipeline index`` that runs its runs itself: one process that runs them
+one after the other, as the command sends them; :class:`IndexWorker` is the command's handle
+on it (imported before Dagster: the worker starts first).
+
+``python -m rag_pipeline.orchestration.index_worker --parent PID --requests FD --replies FD``
+loads the code location the daemon would load (``--definitions``, default
+``rag_pipeline.definitions:defs``, built from the ``RAG_PIPELINE_*`` variables it is started
+with) while the command opens the instance, then reads ``(job, partition, run config, tags,
+run id)`` requests from the pipe ``--requests``, runs each on the instance of
+``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's tag ``rag_pipeline/pid``) and
+writes whether it succeeded to ``--replies``. What a run loaded stays for the next: the model
+is loaded once for every partition and the evaluation
+(:func:`~rag_pipeline.core.embedding.embedder.load_embedder`). It asks the kernel for SIGKILL
+when the command ends (``PR_SET_PDEATHSIG``) and ends at the end of the requests.
+
+A process of its own (started, not forked: the command's threads, a database connection or a
+lock held at the moment of a fork could hang it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import traceback
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from rag_pipeline.core.runtime.processes import set_parent_death_signal
+from rag_pipeline.project_paths import PROJECT_ROOT
+
+DEFAULT_DEFINITIONS = "rag_pipeline.definitions:defs"
+RUNS_LOG = "rag-pipeline-runs.log"
+"""In the Dagster home: what the worker prints (Dagster's console log of each run, a crash)."""
+WORKER_STOP_SECONDS = 60.0
+"""How long an idle worker told to end may take before it is killed."""
+
+
+class IndexWorker:
+    """The worker process of the runs (:mod:`rag_pipeline.orchestration.index_worker`), started
+    as soon as the command knows its environment, so it loads the code location while the
+    command takes its lock and opens the instance. In a session of its own, so a terminal's
+    Ctrl-C (sent to the whole foreground group) reaches the command alone, which kills the
+    worker and marks its run canceled (Dagster's own interrupt handling in the worker would
+    mark the run failed first, if it won the race). A context manager: the worker ends with
+    the block (killed, if it never ran a run: it holds nothing yet)."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path,
+                 definitions: str = DEFAULT_DEFINITIONS) -> None:
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "rag_pipeline.orchestration.index_worker",
+                 "--parent", str(os.getpid()), "--requests", str(requests_read),
+                 "--replies", str(replies_write), "--definitions", definitions],
+                cwd=PROJECT_ROOT, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(requests_read, replies_write))
+        os.close(requests_read)
+        os.close(replies_write)
+        self.requests = Connection(requests_write, readable=False)
+        self.replies = Connection(replies_read, writable=False)
+        self.ran = False
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def __enter__(self) -> IndexWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, order: tuple) -> None:
+        self.ran = True
+        self.requests.send(order)
+
+    def kill(self) -> None:
+        """Kills the worker (a run it was running is left to the caller to mark)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        """Tells an idle worker to end and waits for it; kills one that never ran a run."""
+        if self.process.poll() is None:
+            if not self.ran:
+                self.kill()
+            else:
+                try:
+                    self.requests.send(None)
+                except OSError:
+                    pass
+        for end in (self.requests, self.replies):
+            if not end.closed:
+                end.close()
+        try:
+            self.process.wait(timeout=WORKER_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def load_definitions(target: str):
+    """The ``Definitions`` named ``module:attribute``."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute or "defs")
+
+
+def serve(requests: Connection, replies: Connection, definitions: str) -> None:
+    """Runs each requested run in order and replies with its success, until the requests end
+    (``None``, or the command closed its end)."""
+    import dagster as dg
+
+    from rag_pipeline.orchestration.index_runs import PID_TAG
+
+    defs = load_definitions(definitions)
+    instance = None
+    try:
+        while True:
+            try:
+                order = requests.recv()
+            except EOFError:
+                return
+            if order is None:
+                return
+            job_name, partition_key, run_config, tags, run_id = order
+            instance = instance or dg.DagsterInstance.get()
+            try:
+                result = defs.resolve_job_def(job_name).execute_in_process(
+                    run_config=run_config, instance=instance, partition_key=partition_key,
+                    raise_on_error=False, run_id=run_id,
+                    tags={**tags, PID_TAG: str(os.getpid())})
+                success = result.success
+            except Exception:  # noqa: BLE001 - said in the log; the run is reported failed
+                traceback.print_exc()
+                success = False
+            sys.stdout.flush()
+            sys.stderr.flush()
+            replies.send(success)
+    finally:
+        if instance is not None:
+            instance.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag_pipeline.orchestration.index_worker")
+    parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--requests", type=int, required=True)
+    parser.add_argument("--replies", type=int, required=True)
+    parser.add_argument("--definitions", default=DEFAULT_DEFINITIONS)
+    args = parser.parse_args(argv)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+    set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != args.parent:  # the command ended before the request reached the kernel
+        return 1
+    serve(Connection(args.requests, writable=False), Connection(args.replies, readable=False),
+          args.definitions)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
