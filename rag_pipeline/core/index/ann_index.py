@@ -95,6 +95,19 @@ def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> 
     })
 
 
+def _empty_table(dimension: int) -> pa.Table:
+    """The table of a partition without vectors: no graph file (``graph`` empty), 0 rows."""
+    return pa.table({
+        "graph": [""], "rows": pa.array([0], pa.int64()), "fingerprint": [""],
+        "dimension": pa.array([dimension], pa.int32()), "nlist": pa.array([0], pa.int32()),
+        "nprobe": pa.array([0], pa.int32()),
+        "centroid": pa.array([[0.0] * dimension], pa.list_(pa.float64())),
+        "gram": pa.array([[0.0] * dimension * dimension], pa.list_(pa.float64())),
+        "build_seconds": pa.array([0.0], pa.float64()),
+        "measured_recall": pa.array([None], pa.float64()),
+    })
+
+
 def _graph_name(digest: str) -> str:
     return f"part-{digest[:16]}{GRAPH_SUFFIX}"
 
@@ -139,6 +152,8 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     previous = warehouse.version(ANN_INDEX, partition)
     if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
         row = _readable_row(warehouse, previous.file)
+        if row is not None and row["rows"] == 0 and not row["graph"]:
+            return AnnBuild(previous, 0, 0, 0.0, reused=True)
         size = None if row is None else warehouse.get_file_size(row["graph"])
         # A readable table, not an HNSW graph of an earlier version, and a whole graph (a
         # damaged table or graph is rebuilt).
@@ -149,6 +164,12 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
         raise IndexNotBuiltError(f"embeddings {embeddings.file} do not name the chunks they were "
                                  "built from: re-run `rag-pipeline index`")
     vectors = mapped_in_chunk_order(warehouse, chunks_file, embeddings.file)
+    if len(vectors) == 0:
+        # A partition without chunks (a corpus emptied, or whose every document failed): no
+        # graph to build; its table says so and the partition is published empty.
+        version = warehouse.write(ANN_INDEX, _empty_table(vectors.shape[1]), partition,
+                                  inputs={EMBEDDINGS: embeddings.file})
+        return AnnBuild(version, 0, 0, 0.0)
     started = time.perf_counter()
     index = AnnIndex.build(vectors, threads=threads)
     seconds = time.perf_counter() - started
@@ -186,13 +207,16 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
     (:class:`rag_pipeline.core.index.ann.AnnMismatchError` when it was built from others or its
     file is damaged, checked before it is mapped: :func:`graph_damage`); none
     when the table describes an HNSW graph of an earlier version of this project (the exact scan
-    then serves, and the next ``rag-pipeline index`` builds the inverted file)."""
+    then serves, and the next ``rag-pipeline index`` builds the inverted file), or a partition
+    without vectors."""
     row = warehouse.read_file(table_file).to_pylist()[0]
     width = int(row["dimension"])
     moments = DistanceMoments(np.asarray(row["centroid"], np.float64),
                               np.asarray(row["gram"], np.float64).reshape(width, width))
     if "nprobe" not in row:
         return None  # an HNSW graph of an earlier version: the scan serves until `index` rebuilds it
+    if not row["graph"]:
+        return None  # a partition without vectors: nothing to search
     if warehouse.get_file_size(row["graph"]) is None:
         raise FileNotFoundError(warehouse.full_path(row["graph"]))
     damage = graph_damage(warehouse, row["graph"])
@@ -208,5 +232,6 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
 def ann_graph_files(warehouse: Warehouse, table_files: set[str]) -> set[str]:
     """The graph files named by those of ``table_files`` that are ``ann_index`` files (what
     garbage collection must keep beside them)."""
-    return {warehouse.read_file(f, columns=["graph"]).column("graph")[0].as_py()
-            for f in table_files if f.startswith(f"{ANN_INDEX}/")}
+    graphs = {warehouse.read_file(f, columns=["graph"]).column("graph")[0].as_py()
+              for f in table_files if f.startswith(f"{ANN_INDEX}/")}
+    return {graph for graph in graphs if graph}

@@ -56,10 +56,14 @@ def build_bm25_tables(chunk_ids: Sequence[str], texts: Sequence[str], analyzer: 
             post_term.append(term)
             post_tf.append(c[term])
     return Bm25Tables(
-        terms=pa.table({"term": terms, "df": pa.array([df[t] for t in terms], pa.int64()),
+        # Strings typed as such: a chunker without chunks writes string columns, not nulls.
+        terms=pa.table({"term": pa.array(terms, pa.string()),
+                        "df": pa.array([df[t] for t in terms], pa.int64()),
                         "idf": pa.array([lucene_idf(df[t], n) for t in terms], pa.float64())}),
-        chunks=pa.table({"chunk_id": list(chunk_ids), "length": pa.array(lengths, pa.int64())}),
-        postings=pa.table({"chunk_id": post_chunk, "term": post_term,
+        chunks=pa.table({"chunk_id": pa.array(list(chunk_ids), pa.string()),
+                         "length": pa.array(lengths, pa.int64())}),
+        postings=pa.table({"chunk_id": pa.array(post_chunk, pa.string()),
+                           "term": pa.array(post_term, pa.string()),
                            "tf": pa.array(post_tf, pa.int64())}),
         params=pa.table({"k1": [k1], "b": [b], "n_chunks": pa.array([n], pa.int64()),
                          "avg_length": [avg], "tokenizer": [analyzer.description]}),

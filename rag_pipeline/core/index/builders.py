@@ -131,6 +131,29 @@ class ChunkStats:
         return self.header_wordpieces / self.embedded_wordpieces if self.embedded_wordpieces else 0.0
 
 
+CHUNKS_SCHEMA = pa.schema([
+    ("chunk_id", pa.string()), ("document_id", pa.string()), ("ordinal", pa.int32()),
+    ("section", pa.string()), ("header", pa.string()), ("text", pa.string()),
+    ("content", pa.string()), ("from", pa.int64()), ("to", pa.int64()), ("page", pa.int32()),
+    ("last_page", pa.int32()), ("content_sha256", pa.string()), ("text_sha256", pa.string()),
+    ("wordpieces", pa.int32()), ("header_wordpieces", pa.int32()), ("truncated", pa.bool_()),
+    ("tokenizer", pa.string()), ("pipeline_version", pa.string()),
+])
+"""The chunks table's columns: declared, so a chunker with no chunks (every document failed,
+or an emptied corpus) writes string columns, not Arrow's null type."""
+
+
+def embeddings_schema(dimension: int) -> pa.Schema:
+    """The embeddings table's columns for vectors of ``dimension`` (declared, as
+    :data:`CHUNKS_SCHEMA`, for a partition without rows)."""
+    return pa.schema([
+        ("chunk_id", pa.string()), ("text_sha256", pa.string()),
+        ("vector", pa.list_(pa.float32(), dimension)), ("model_name", pa.string()),
+        ("model_fingerprint", pa.string()), ("dimension", pa.int32()),
+        ("pipeline_version", pa.string()),
+    ])
+
+
 def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy,
                  counter: WordpieceCounter,
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
@@ -178,7 +201,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
         "truncated": [counter.truncated(n) for n in wordpieces],
         "tokenizer": [counter.spec.key] * len(chunks),
         "pipeline_version": [PIPELINE_VERSION] * len(chunks),
-    })
+    }, schema=CHUNKS_SCHEMA)
     stats = ChunkStats(len(chunks), sum(counter.truncated(n) for n in wordpieces),
                        sum(wordpieces), sum(headers), tuple(without_chunks))
     return table, stats
@@ -265,7 +288,7 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
         "model_fingerprint": [spec.fingerprint] * n,
         "dimension": pa.array([spec.dimension] * n, pa.int32()),
         "pipeline_version": [PIPELINE_VERSION] * n,
-    })
+    }, schema=embeddings_schema(spec.dimension))
     reused = sum(1 for sha in shas if sha in own)
     shared = sum(1 for sha in shas if sha not in own and sha in known)
     previous_shas = set(own)

@@ -210,3 +210,28 @@ def test_a_damaged_table_is_unhealthy_and_rebuilt_by_the_next_build(built: Built
     rebuilt = build_ann_index(warehouse, built.index.chunker, built.index.model_key, embeddings)
     assert not rebuilt.reused and rebuilt.rows == 240
     assert warehouse.read_file(rebuilt.version.file).num_rows == 1
+
+
+def test_a_partition_without_chunks_is_published_without_a_graph(tmp_path: Path):
+    # A heading alone makes no chunk: the chunker has no rows, and its partition must still
+    # publish (an emptied corpus, or one whose every document failed, serves nothing).
+    empty = build_index(tmp_path, HashedEmbedder(), docs={"only-heading.md": "# Only a heading\n"})
+    warehouse = Warehouse(empty.data_dir)
+    partition = _partition(empty)
+    version = warehouse.require_version(ANN_INDEX, partition)
+    row = warehouse.read_file(version.file).to_pylist()[0]
+    assert (row["graph"], row["rows"], row["fingerprint"], row["dimension"], row["nlist"],
+            row["nprobe"], row["measured_recall"]) == ("", 0, "", 384, 0, 0, None)
+    assert current_generation(warehouse, "header", partition["model"]).files[ANN_INDEX] == version.file
+    assert empty.index.ann is None and len(empty.index.vectors) == 0
+    # Built again from the same embeddings: the table is reused, and no graph is collected.
+    embeddings = warehouse.require_version(EMBEDDINGS, partition)
+    again = build_ann_index(warehouse, "header", partition["model"], embeddings)
+    assert (again.reused, again.rows, again.graph_bytes, again.version.file) == (True, 0, 0, version.file)
+    # Typed columns, not Arrow's null type, so the served partition's strings can be mapped.
+    for table in (CHUNKS, EMBEDDINGS, "bm25_chunks", "bm25_terms", "bm25_postings"):
+        scope = partition if table == EMBEDDINGS else {"chunker": "header"}
+        schema = warehouse.read_file(warehouse.require_version(table, scope).file).schema
+        assert warehouse.read_file(warehouse.require_version(table, scope).file).num_rows == 0
+        assert {schema.field(name).type for name in schema.names
+                if name in ("chunk_id", "text", "term", "model_name")} <= {pa.string()}, table
