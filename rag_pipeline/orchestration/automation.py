@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from itertools import takewhile
 from pathlib import Path
 
 import dagster as dg
@@ -129,12 +130,22 @@ _OUTCOMES = {dg.DagsterRunStatus.SUCCESS: Outcome.SUCCEEDED,
 
 
 def past_runs(instance: dg.DagsterInstance, step: Step) -> list[PastRun]:
-    """The runs of ``step``'s job and partition that built from the same inputs, newest first."""
+    """The runs of ``step``'s job and partition that built from the same inputs since the
+    partition last ran on other inputs, newest first: a partition that moved on and came back
+    (an edit reverted) is due again, however its earlier run of these inputs ended."""
     records = instance.get_run_records(filters=dg.RunsFilter(
-        job_name=JOB_OF_STAGE[step.stage],
-        tags={"dagster/partition": str(partition_key(step)), INPUTS_TAG: step.key}))
+        job_name=JOB_OF_STAGE[step.stage], tags={"dagster/partition": str(partition_key(step))}))
+    since = takewhile(lambda r: r.dagster_run.tags.get(INPUTS_TAG) == step.key, records)
     return [PastRun(_OUTCOMES.get(r.dagster_run.status, Outcome.ACTIVE), r.end_time)
-            for r in records]
+            for r in since]
+
+
+def runs_of_inputs(instance: dg.DagsterInstance, step: Step) -> int:
+    """How many runs ever built ``step``'s partition from its inputs: each had a run key of its
+    own, and the sensor never launches a run key twice."""
+    return len(instance.get_run_records(filters=dg.RunsFilter(
+        job_name=JOB_OF_STAGE[step.stage],
+        tags={"dagster/partition": str(partition_key(step)), INPUTS_TAG: step.key})))
 
 
 def _label(step: Step) -> str:
@@ -150,7 +161,7 @@ def due_requests(steps: Sequence[Step], instance: dg.DagsterInstance, policy: Re
         runs = past_runs(instance, step)
         decision = policy.decide(runs, now)
         if decision.verdict == Verdict.LAUNCH:
-            requests.append(run_request(step, decision.attempt, len(runs)))
+            requests.append(run_request(step, decision.attempt, runs_of_inputs(instance, step)))
         elif decision.verdict == Verdict.WAIT:
             waiting.append(f"{_label(step)}: attempt {decision.attempt + 1} of "
                            f"{policy.max_attempts} in {decision.due_at - now:.0f} s (attempt "

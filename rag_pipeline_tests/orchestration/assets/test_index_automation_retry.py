@@ -111,3 +111,29 @@ def test_a_transient_fault_is_retried_after_a_back_off(tiny_project: TinyProject
     # Published: the evaluation of the model is what is due next, and the partition is done.
     [evaluation] = _tick(tiny_project, sensor)
     assert (evaluation.job_name, evaluation.partition_key) == (EVAL_JOB, tiny_project.spec.key)
+
+
+def test_a_partition_that_moved_on_and_came_back_is_requested_again(tmp_path):
+    # An edit, then the edit reverted: the chunks step's inputs are those of a run that already
+    # succeeded, but the partition has been rebuilt from other inputs since. The sensor counted
+    # that old success as done and never requested it again (the old text stayed served).
+    from rag_pipeline.core.index.plan import Stage, Step
+    from rag_pipeline.orchestration.automation import due_requests
+
+    instance = dg.DagsterInstance.local_temp(tempdir=str(tmp_path))
+    original = Step(Stage.CHUNKS, "header", None, (("documents", "documents/part-a.parquet"),))
+    edited = Step(Stage.CHUNKS, "header", None, (("documents", "documents/part-b.parquet"),))
+
+    def ran(step: Step) -> None:
+        instance.add_run(dg.DagsterRun(job_name=CHUNKS_JOB, status=dg.DagsterRunStatus.SUCCESS,
+                                       tags={"dagster/partition": "header", INPUTS_TAG: step.key}))
+
+    ran(original)
+    # Its inputs' run succeeded and nothing ran since: done, not requested again.
+    assert due_requests([original], instance, RetryPolicy(), 0.0) == ([], [])
+    ran(edited)
+    requests, waiting = due_requests([original], instance, RetryPolicy(), 0.0)
+    # Attempt 1 of these inputs since the partition moved on, under a run key not used before.
+    assert [(r.run_key, r.tags[INPUTS_TAG], r.tags[ATTEMPT_TAG]) for r in requests] == [
+        (f"{CHUNKS_JOB}:{original.key}:2", original.key, "1")]
+    assert waiting == []
