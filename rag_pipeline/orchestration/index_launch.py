@@ -151,8 +151,8 @@ def failed_partitions(instance: dg.DagsterInstance,
                                                   dg.DagsterRunStatus.CANCELED):
                 continue
             run = runs[0]
-            reason = (f"{run.status.value.lower()} (run {run.run_id[:8]}): "
-                      f"{first_error(instance, run.run_id)}")
+            ended = "failed" if run.status == dg.DagsterRunStatus.FAILURE else "was canceled"
+            reason = f"{ended} (run {run.run_id[:8]}): {first_error(instance, run.run_id)}"
             tags = {k: str(v) for k, v in partitions_def.get_tags_for_partition_key(key).items()}
             found.append(FailedPartition(job_name, key, tags, reason))
     return found
