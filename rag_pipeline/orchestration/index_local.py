@@ -33,7 +33,7 @@ import dagster as dg
 
 from rag_pipeline.core.index.plan import Step
 from rag_pipeline.core.runtime.processes import set_parent_death_signal
-from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, run_request
+from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, past_runs, run_request
 from rag_pipeline.orchestration.index_launch import (
     RETRY_TAG,
     RunReport,
@@ -41,6 +41,7 @@ from rag_pipeline.orchestration.index_launch import (
     read_run_events,
 )
 from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.orchestration.retry_policy import consecutive_failures
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 __all__ = ["RUNS_LOG", "index_guard", "run_index_locally"]
@@ -208,7 +209,7 @@ def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
     """Runs ``documents_job`` (with ``run_config``: the corpus's knobs), then every step of
     ``plan`` (the stale partitions, as the sensor reads them), planning again after each round,
     until nothing is due. A partition whose last run failed is retried (its run tagged
-    ``rag_pipeline/retry``) with a line saying so.
+    ``rag_pipeline/retry``, and with its attempt at the same inputs) with a line saying so.
 
     Raises:
         IndexRunFailed: If a run failed, or a step is still due after its run succeeded.
@@ -218,7 +219,8 @@ def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
     succeeded: dict[str, RunReport] = {}
     while steps := plan():
         for step in steps:
-            request = run_request(step)
+            # The attempt at these inputs, as the sensor would tag it (2 after one failure).
+            request = run_request(step, consecutive_failures(past_runs(runs.instance, step)) + 1)
             partition = str(request.partition_key)
             if step.key in succeeded:
                 raise IndexRunFailed(

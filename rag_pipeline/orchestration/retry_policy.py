@@ -39,6 +39,17 @@ class PastRun:
     ended_at: float | None
 
 
+def consecutive_failures(runs: Sequence[PastRun]) -> int:
+    """How many of ``runs`` (newest first) failed since the last one that did not: a launch
+    now is attempt ``consecutive_failures(runs) + 1``."""
+    failures = 0
+    for run in runs:
+        if run.outcome != Outcome.FAILED:
+            break
+        failures += 1
+    return failures
+
+
 @dataclass(frozen=True)
 class RetryDecision:
     verdict: Verdict
@@ -73,11 +84,7 @@ class RetryPolicy:
             return RetryDecision(Verdict.LAUNCH, 1)
         if runs[0].outcome != Outcome.FAILED:
             return RetryDecision(Verdict.DONE, len(runs))
-        failures = 0
-        for run in runs:
-            if run.outcome != Outcome.FAILED:
-                break
-            failures += 1
+        failures = consecutive_failures(runs)
         if failures >= self.max_attempts:
             return RetryDecision(Verdict.GAVE_UP, failures)
         due_at = (runs[0].ended_at or now) + self.delay_after(failures)
