@@ -11,9 +11,9 @@ later finds the index current and launches nothing.
 
 A run's child is its worker: its pid is in the run's engine events and ``rag_pipeline/pid``
 tag, it dies with the command (``PR_SET_PDEATHSIG``), and when it is killed the run is marked
-failed and the command stops. A signal to the command kills the child and marks its run
-canceled; ``kill -9`` of the command is seen by :mod:`rag_pipeline.orchestration.index_guard`,
-which marks the runs canceled.
+failed and the command stops. A signal to the command (or to its process group: the child is
+in a group of its own) kills the child and marks its run canceled; ``kill -9`` of the command
+is seen by :mod:`rag_pipeline.orchestration.index_guard`, which marks the runs canceled.
 """
 
 from __future__ import annotations
@@ -77,9 +77,13 @@ def index_guard(home: Path, since: float, lock_fd: int | None = None) -> Iterato
 def _child(job: dg.JobDefinition, partition_key: str | dg.MultiPartitionKey | None,
            run_config: Mapping | None, tags: Mapping[str, str], run_id: str,
            instance: dg.DagsterInstance, parent: int, log_path: Path) -> None:
-    """The forked child: runs one run and exits (never returns)."""
+    """The forked child: runs one run and exits (never returns). It leaves the command's
+    process group first, so a terminal's Ctrl-C (sent to the whole foreground group) reaches
+    the command alone, which kills the child and marks its run canceled: Dagster's own
+    interrupt handling in the child would mark the run failed first, if it won the race."""
     code = 1
     try:
+        os.setpgid(0, 0)
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         set_parent_death_signal(signal.SIGKILL)
