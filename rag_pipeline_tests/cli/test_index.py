@@ -88,11 +88,15 @@ if phase == "dead_runs":
         signal_command()
         return original(*args, **kwargs)
     index_launch.fail_dead_runs = fail_dead_runs
-elif phase == "local_run":
+elif phase in ("local_run", "terminal"):
     # Inside the documents step, in the run's child forked from the command: the command is
-    # signalled while the run is in progress, and the child waits there until it is killed.
+    # signalled while the run is in progress (for "terminal", its whole process group, as a
+    # terminal's Ctrl-C is sent), and the child waits there until it is killed.
     def extract_corpus(*args, **kwargs):
-        signal_command()
+        if phase == "terminal":
+            os.killpg(command, signum)
+        else:
+            signal_command()
         while True:
             signal.pause()
     documents_asset.extract_corpus = extract_corpus
@@ -136,6 +140,7 @@ main(["index", "--no-eval"])
 @pytest.mark.parametrize(("phase", "signum"), [
     ("dead_runs", signal.SIGTERM),
     ("local_run", signal.SIGINT),
+    ("terminal", signal.SIGINT),
     ("connection_close", signal.SIGTERM),
     ("instance_close", signal.SIGTERM),
 ])
@@ -143,12 +148,15 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
         dagster_project: Callable[[str, str], DagsterProject], phase: str, signum: int):
     # The signal is sent to the command at an observed point: while it marks dead runs (before
     # anything started), by the documents run's child from inside its step (the command runs
-    # the runs itself: no daemon runs), inside a storage connection's close while the command
-    # follows a run, and inside the Dagster instance's close after every run succeeded.
+    # the runs itself: no daemon runs), to the command's process group from there (a Ctrl-C:
+    # the run's child must not take it as its own interrupt and fail the run), inside a storage
+    # connection's close while the command follows a run, and inside the Dagster instance's
+    # close after every run succeeded. The command leads a process group of its own, as a
+    # shell's foreground job does.
     project = dagster_project(f"signal-{phase}", reference_config(["header"]))
     result = subprocess.run([sys.executable, "-c", _SIGNAL_AT, phase, str(int(signum))],
                             cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
-                            timeout=1200)
+                            timeout=1200, start_new_session=True)
     name = signal.Signals(signum).name
     assert result.returncode == 128 + signum, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
@@ -164,7 +172,7 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
     with dg.DagsterInstance.local_temp(tempdir=str(project.home)) as instance:
         runs = instance.get_runs()
         assert [r for r in runs if r.status in ACTIVE] == []
-        if phase == "local_run":
+        if phase in ("local_run", "terminal"):
             # The run in progress was killed with its child and marked canceled.
             assert result.stdout.splitlines()[-1] == "  started  documents_job [-]"
             assert [(r.job_name, r.status) for r in runs] == [
