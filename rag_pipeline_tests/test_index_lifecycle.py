@@ -23,8 +23,9 @@ import dagster as dg
 import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
-from rag_pipeline.core.runtime.processes import daemon_pids
+from rag_pipeline.core.runtime.processes import group_members
 from rag_pipeline.orchestration.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
+from rag_pipeline.orchestration.index_runs import PID_TAG
 from rag_pipeline.project_paths import PROJECT_ROOT
 from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
 
@@ -73,7 +74,11 @@ def _held_embedding(project: DagsterProject) -> Iterator[Callable[[], tuple[str,
 
     def held() -> tuple[str, int]:
         _wait(lambda: any(hold.glob("held-*")), 900, "an embeddings step to reach the hold")
-        return _wait_for_embedding_run(project.home)
+        run_id, worker = _wait_for_embedding_run(project.home)
+        # The hold is in the run's process: the runs' worker, which imports the module with
+        # the planted hold first on its PYTHONPATH (inherited from the command).
+        assert [p.name for p in hold.glob("held-*")] == [f"held-{worker}"]
+        return run_id, worker
 
     try:
         yield held
@@ -123,6 +128,22 @@ def _wait_for_embedding_run(home: Path) -> tuple[str, int]:
     return found
 
 
+def _guard_of(command: int) -> list[int]:
+    """The pids of the index guards watching ``command`` (``index_guard --parent <command>``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"rag_pipeline.orchestration.index_guard" in argv and \
+                argv[argv.index(b"--parent") + 1:][:1] == [str(command).encode()]:
+            found.append(int(entry.name))
+    return found
+
+
 def _edit(corpus: Path, version: int) -> None:
     (corpus / "notes.txt").write_text(f"Release notes.\n\nVersion {version} removed the legacy "
                                       "exporter.\n", encoding="utf-8")
@@ -169,9 +190,8 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
                                             (f"header|{MODEL}", "SUCCESS"): 1})
     published = current.read_bytes()
 
-    # 3. kill -9 of an embeddings run's worker mid-embedding: the run is marked failed (by the
-    # command, or by Dagster's own run monitoring, whichever looks first) and the command stops;
-    # the next `index` retries it.
+    # 3. kill -9 of an embeddings run's worker (the process the command runs its runs in)
+    # mid-embedding: the command marks the run failed and stops; the next `index` retries it.
     # The step waits at the planted hold (its vectors computed, not yet written), so the kill
     # lands mid-embedding however loaded the machine is.
     _edit(corpus, 3)
@@ -179,6 +199,9 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
         command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         run_id, worker = held()
+        with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
+            assert instance.get_run_by_id(run_id).tags[PID_TAG] == str(worker)
+        assert worker != command.pid
         os.kill(worker, signal.SIGKILL)
         out, err = command.communicate(timeout=600)
     assert command.returncode == 2, out + err
@@ -201,8 +224,14 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
         with _held_embedding(project) as held:
             command = subprocess.Popen(_index_command(), cwd=PROJECT_ROOT, env=env, text=True,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            held()
-            assert daemon_pids(home)
+            _, worker = held()
+            # No daemon: on the home run the command, the guard that marks its runs canceled
+            # should it be killed, and the runs' worker, which leads a process group of its
+            # own with its helpers (Dagster's compute-log capture: `tail -F`, its watcher).
+            (guard,) = _guard_of(command.pid)
+            assert worker in group_members(worker)
+            assert sorted(processes_on_home(home)) == sorted(
+                [command.pid, guard, *group_members(worker)])
             os.kill(command.pid, signum)
             out, err = command.communicate(timeout=120)
             _wait(lambda: processes_on_home(home) == [], 90, "every process of the index to end")

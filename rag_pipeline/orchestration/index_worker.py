@@ -83,9 +83,12 @@ class IndexWorker:
         self.requests.send(order)
 
     def kill(self) -> None:
-        """Kills the worker (a run it was running is left to the caller to mark)."""
-        if self.process.poll() is None:
-            self.process.kill()
+        """Kills the worker and what it started (it leads its own process group: Dagster's
+        compute-log tails); a run it was running is left to the caller to mark."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait()
 
     def close(self) -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
+import dagster as dg
 import pytest
 
 from rag_pipeline.core.config.init_file import reference_config
+from rag_pipeline.orchestration.index_launch import ACTIVE
 from rag_pipeline.project_paths import ENV_DATA_DIR, ENV_EVAL_DIR, PROJECT_ROOT
 from rag_pipeline_tests.cli.invoke import one_line_failure
 from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
@@ -70,57 +74,50 @@ def test_a_data_folder_whose_path_holds_glob_query_and_control_characters_indexe
 _SIGNAL_AT = r"""
 import os, signal, sys
 import dagster as dg
-from rag_pipeline.orchestration import index_launch
+from rag_pipeline.orchestration import index_launch, index_local
 
 phase, signum = sys.argv[1], int(sys.argv[2])
+command = os.getpid()
 followed = []
 
-def signal_self():
-    os.kill(os.getpid(), signum)
+def signal_command():
+    os.kill(command, signum)
 
 if phase == "dead_runs":
     original = index_launch.fail_dead_runs
     def fail_dead_runs(*args, **kwargs):
-        signal_self()
+        signal_command()
         return original(*args, **kwargs)
     index_launch.fail_dead_runs = fail_dead_runs
-elif phase == "launched":
-    original = index_launch.launch_run
-    def launch_run(*args, **kwargs):
-        run_id = original(*args, **kwargs)
-        signal_self()
-        return run_id
-    index_launch.launch_run = launch_run
 elif phase == "connection_close":
     # Inside sqlalchemy's close of a connection of the instance's storage (the command opens
-    # and closes them while it follows the runs), which logs and drops any Exception raised
+    # and closes them while it follows its runs), which logs and drops any Exception raised
     # there: a handler that raised was lost there and the command ran on to exit 0.
     from sqlalchemy.engine.default import DefaultDialect
-    original_launch = index_launch.launch_run
-    def launch_run(*args, **kwargs):
-        run_id = original_launch(*args, **kwargs)
+    original_follow = index_local.LocalRuns._follow
+    def _follow(self, run_id):
         followed.append(True)
-        return run_id
-    index_launch.launch_run = launch_run
+        return original_follow(self, run_id)
+    index_local.LocalRuns._follow = _follow
     original_close = DefaultDialect.do_close
     def do_close(self, connection):
-        if followed:
+        if followed and os.getpid() == command:
             followed.clear()
-            signal_self()
+            signal_command()
         return original_close(self, connection)
     DefaultDialect.do_close = do_close
 elif phase == "instance_close":
-    original_follow = index_launch.follow_runs
-    def follow_runs(*args, **kwargs):
-        reports = original_follow(*args, **kwargs)
+    original_run = index_local.run_index_locally
+    def run_index_locally(*args, **kwargs):
+        reports = original_run(*args, **kwargs)
         followed.append(True)
         return reports
-    index_launch.follow_runs = follow_runs
+    index_local.run_index_locally = run_index_locally
     original_dispose = dg.DagsterInstance.dispose
     def dispose(self):
         if followed:
             followed.clear()
-            signal_self()
+            signal_command()
         return original_dispose(self)
     dg.DagsterInstance.dispose = dispose
 from rag_pipeline.cli import main
@@ -128,34 +125,75 @@ main(["index", "--no-eval"])
 """
 
 
+HOLD = PROJECT_ROOT / "rag_pipeline_tests" / "planted_hold"
+"""The planted step that waits for a release (its ``sitecustomize``): armed, the embeddings
+step of the runs' worker waits there, so a signal lands while a run is in progress."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("phase", "signum"), [
     ("dead_runs", signal.SIGTERM),
-    ("launched", signal.SIGINT),
+    ("local_run", signal.SIGINT),
+    ("terminal", signal.SIGINT),
     ("connection_close", signal.SIGTERM),
     ("instance_close", signal.SIGTERM),
 ])
 def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceback(
         dagster_project: Callable[[str, str], DagsterProject], phase: str, signum: int):
-    # The signal is sent by the command to itself at an observed point: while it marks dead runs
-    # (before anything started), just after the documents run was launched (a daemon runs),
-    # inside a storage connection's close while it follows the runs, and inside the Dagster
-    # instance's close after every run succeeded.
+    # The signal is sent to the command at an observed point: while it marks dead runs (before
+    # anything started), while the embeddings run waits at the planted hold in the runs' worker
+    # (the command runs the runs itself: no daemon runs), to the command's process group then
+    # (a Ctrl-C: the worker must not take it as its own interrupt and fail the run), inside a
+    # storage connection's close while the command follows a run, and inside the Dagster
+    # instance's close after every run succeeded. The command leads a process group of its
+    # own, as a shell's foreground job does.
     project = dagster_project(f"signal-{phase}", reference_config(["header"]))
-    result = subprocess.run([sys.executable, "-c", _SIGNAL_AT, phase, str(int(signum))],
-                            cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
-                            timeout=1200)
+    held = phase in ("local_run", "terminal")
+    env = project.env
+    if held:
+        hold = project.root / "hold"
+        hold.mkdir()
+        (hold / "armed").touch()
+        env = {**env, "RAG_TEST_HOLD_DIR": str(hold),
+               "PYTHONPATH": os.pathsep.join([str(HOLD), env["PYTHONPATH"]])}
+    command = subprocess.Popen([sys.executable, "-c", _SIGNAL_AT, phase, str(int(signum))],
+                               cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    if held:
+        deadline = time.monotonic() + 900
+        while not any(hold.glob("held-*")):
+            assert time.monotonic() < deadline and command.poll() is None, "never held"
+            time.sleep(0.2)
+        if phase == "terminal":
+            os.killpg(command.pid, signum)
+        else:
+            os.kill(command.pid, signum)
+    stdout, stderr = command.communicate(timeout=1200)
     name = signal.Signals(signum).name
-    assert result.returncode == 128 + signum, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "Traceback" not in result.stderr and "Exception" not in result.stderr, result.stderr
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"stopped by {name}: the Dagster daemon, its code servers and the runs of this index "
-        "are stopped and marked canceled; the published index is as it was")
-    assert ("started a Dagster daemon" in result.stdout) == (phase != "dead_runs")
+    assert command.returncode == 128 + signum, stdout[-3000:] + stderr[-3000:]
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"stopped by {name}: the runs of this index are stopped and marked canceled; the "
+        "published index is as it was")
+    local = (f"no Dagster daemon runs on {project.home}: this command runs the index's runs "
+             f"itself (what they print: {project.home / 'rag-pipeline-runs.log'})")
+    assert (local in stdout.splitlines()) == (phase != "dead_runs")
     # The summary after the instance's close is never printed: the command stopped there.
-    assert "runs, all succeeded" not in result.stdout
-    assert ("  done     embeddings_job" in result.stdout) == (phase == "instance_close")
-    assert processes_on_home(project.home) == []
+    assert "runs, all succeeded" not in stdout
+    assert ("  done     embeddings_job" in stdout) == (phase == "instance_close")
+    with dg.DagsterInstance.local_temp(tempdir=str(project.home)) as instance:
+        runs = list(reversed(instance.get_runs()))
+        assert [r for r in runs if r.status in ACTIVE] == []
+        if held:
+            # The run in progress was killed with the worker and marked canceled.
+            assert [(r.job_name, r.status) for r in runs] == [
+                ("documents_job", dg.DagsterRunStatus.SUCCESS),
+                ("chunks_job", dg.DagsterRunStatus.SUCCESS),
+                ("embeddings_job", dg.DagsterRunStatus.CANCELED)]
+    deadline = time.monotonic() + 90
+    while processes_on_home(project.home):
+        assert time.monotonic() < deadline, processes_on_home(project.home)
+        time.sleep(0.2)
 
 
 @pytest.mark.slow

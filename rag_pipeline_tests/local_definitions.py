@@ -1,0 +1,50 @@
+"""A code location for the tests of ``rag-pipeline index``'s own runs
+(``rag_pipeline_tests/orchestration/test_index_local.py``): the production build of the corpus
+and data folder named by ``RAG_PIPELINE_CORPUS`` and ``RAG_PIPELINE_DATA_DIR``, with the hashed
+stand-in model, loaded by the runs' worker (``--definitions
+rag_pipeline_tests.local_definitions:defs``). ``RAG_TEST_PLANT`` plants a fault in the
+documents step of the worker: ``kill`` (the step kills its own process, as ``kill -9`` of the
+worker does) or ``block:<file>`` (the step writes its pid to the file, then waits to be
+killed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+
+from rag_pipeline.core.config.build_context import BuildContext
+from rag_pipeline.definitions import definitions_of
+from rag_pipeline.orchestration.assets import documents as documents_asset
+from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
+from rag_pipeline.project_paths import resolve_context
+from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
+
+
+def _kill_self(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _block(reached: Path):
+    def extract_corpus(*args, **kwargs):
+        reached.write_text(str(os.getpid()), encoding="utf-8")
+        while True:
+            signal.pause()
+
+    return extract_corpus
+
+
+def build(environ: Mapping[str, str] = os.environ) -> BuildContext:
+    """The build the worker's definitions are made from (and the test's own, from the
+    environment it starts the worker with)."""
+    return resolve_context(environ, profile="production", models=[hashed_spec()])
+
+
+embeddings_asset.load_embedder = lambda spec, *_: HashedEmbedder(spec)
+_plant = os.environ.get("RAG_TEST_PLANT", "")
+if _plant == "kill":
+    documents_asset.extract_corpus = _kill_self
+elif _plant.startswith("block:"):
+    documents_asset.extract_corpus = _block(Path(_plant.removeprefix("block:")))
+defs = definitions_of(build())
