@@ -18,6 +18,7 @@ from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.compute import embedder_for, engine_metadata
 from rag_pipeline.core.embedding.drift import MIN_COSINE
 from rag_pipeline.core.embedding.embedder import load_embedder
+from rag_pipeline.core.embedding.models import Precision
 from rag_pipeline.core.index.build import EmbeddingChecks, build_embeddings, reusable_vectors
 from rag_pipeline.core.index.builders import embeddings_table
 from rag_pipeline.core.storage.table_names import CHUNKS, EMBEDDINGS
@@ -34,8 +35,10 @@ CHECKS = {
     "one_model_per_partition": "Every row is stamped with this partition's model name and "
                                "weights fingerprint: vector spaces are never mixed. Blocking.",
     "vectors_match_model": f"Eight stored texts, re-embedded now, agree with their stored "
-                           f"vectors (cosine >= {MIN_COSINE}): catches a model or runtime that "
-                           "drifted since the vectors were written. Blocking.",
+                           f"vectors (cosine >= {MIN_COSINE[Precision.FP32]} for an fp32 model, "
+                           f">= {MIN_COSINE[Precision.INT8]} for a static int8 one): catches a "
+                           "model or runtime that drifted since the vectors were written. "
+                           "Blocking.",
 }
 
 
@@ -112,5 +115,6 @@ def embedding_check_results(checks: EmbeddingChecks) -> list[dg.AssetCheckResult
                             passed="vectors_match_model" not in failed,
                             metadata={"re_embedded": drift.checked,
                                       "min_cosine": round(drift.min_cosine, 6),
+                                      "required_cosine": drift.required,
                                       "worst_chunk_id": str(drift.worst_chunk_id)}),
     ]

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.embedding.drift import drift_check
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.embedding.models import ModelSpec, Precision
 
 
 class FixedEmbedder:
@@ -40,3 +40,22 @@ def test_a_moved_vector_fails_and_is_named():
     report = drift_check(*_tables(vectors), FixedEmbedder(), samples=4)
     assert (report.checked, round(report.min_cosine, 6), report.worst_chunk_id, report.passed) == (
         4, 0.8, "c2", False)
+
+
+def test_a_static_int8_model_is_held_to_its_own_bound():
+    # Static int8 rounds every layer's activations: a text's vector moves by up to ~2e-4 with
+    # its batch (0.999835 measured on the bundled corpus). Such a model passes at 0.9995,
+    # where an fp32 model would fail.
+    class Int8Embedder(FixedEmbedder):
+        spec = ModelSpec(name="fixed-int8", path=None, fingerprint="00000000", dimension=4,
+                         precision=Precision.INT8)
+
+    vectors = np.eye(4, dtype=np.float32)
+    vectors[1] = np.array([0.0, 0.9995, np.sqrt(1 - 0.9995 ** 2), 0.0], dtype=np.float32)
+    fp32 = drift_check(*_tables(vectors), FixedEmbedder(), samples=4)
+    int8 = drift_check(*_tables(vectors), Int8Embedder(), samples=4)
+    assert (round(fp32.min_cosine, 4), fp32.required, fp32.passed) == (0.9995, 0.9999, False)
+    assert (round(int8.min_cosine, 4), int8.required, int8.passed) == (0.9995, 0.999, True)
+    # Far moved, it fails as well.
+    vectors[1] = np.array([0.0, 0.99, np.sqrt(1 - 0.99 ** 2), 0.0], dtype=np.float32)
+    assert drift_check(*_tables(vectors), Int8Embedder(), samples=4).passed is False
