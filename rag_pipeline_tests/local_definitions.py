@@ -41,10 +41,17 @@ def build(environ: Mapping[str, str] = os.environ) -> BuildContext:
     return resolve_context(environ, profile="production", models=[hashed_spec()])
 
 
-embeddings_asset.load_embedder = lambda spec, *_: HashedEmbedder(spec)
-_plant = os.environ.get("RAG_TEST_PLANT", "")
-if _plant == "kill":
-    documents_asset.extract_corpus = _kill_self
-elif _plant.startswith("block:"):
-    documents_asset.extract_corpus = _block(Path(_plant.removeprefix("block:")))
-defs = definitions_of(build())
+def __getattr__(name: str):
+    """``defs``, made when the worker asks for it: the stand-in model and the planted fault
+    are patched into the worker's process then, never into a process that only imports this
+    module (a test session that collects it would otherwise embed every later test's chunks
+    with the stand-in)."""
+    if name != "defs":
+        raise AttributeError(name)
+    embeddings_asset.load_embedder = lambda spec, *_: HashedEmbedder(spec)
+    plant = os.environ.get("RAG_TEST_PLANT", "")
+    if plant == "kill":
+        documents_asset.extract_corpus = _kill_self
+    elif plant.startswith("block:"):
+        documents_asset.extract_corpus = _block(Path(plant.removeprefix("block:")))
+    return definitions_of(build())

@@ -66,7 +66,7 @@ class _Progress:
 @contextmanager
 def _index_lock(home: Path) -> Iterator[int]:
     """One ``index`` per Dagster instance: the second refuses in one line naming the holder
-    (it waits up to a minute while a killed holder's daemon is being cleaned up)."""
+    (it waits up to a minute while a killed holder's guard marks its runs canceled)."""
     from rag_pipeline.core.runtime.processes import LockHeldError, exclusive_lock
 
     try:

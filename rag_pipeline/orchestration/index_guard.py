@@ -66,9 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ended = not pid_alive(args.parent) or os.getppid() != args.parent
     reason = f"rag-pipeline index (pid {args.parent}) ended" if ended or not stop \
-        else f"signal {stop[0]}"
-    canceled = cancel_runs_since(args.since, f"rag-pipeline index (pid {args.parent}) ended "
-                                             f"before its runs did: {reason}")
+        else f"the guard of rag-pipeline index (pid {args.parent}) got {stop[0]}"
+    canceled = cancel_runs_since(args.since, f"{reason} before its runs did")
     print(f"index guard: {reason}; marked {len(canceled)} run(s) canceled", flush=True)
     return 0
 
