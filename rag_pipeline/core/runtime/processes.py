@@ -81,26 +81,6 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> None:
         raise OSError(code, os.strerror(code))
 
 
-def kill_group(pgid: int, spare: int | None = None, timeout: float = 10.0) -> int:
-    """SIGKILLs every member of process group ``pgid`` but ``spare`` (the caller, when it is a
-    member) until none is left or ``timeout`` passes; returns how many were signalled."""
-    signalled: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        members = [pid for pid in group_members(pgid) if pid != spare]
-        if not members:
-            break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                signalled.add(pid)
-            except ProcessLookupError:
-                pass
-        _reap_children()
-        time.sleep(0.05)
-    return len(signalled)
-
-
 def restore_default_interrupts() -> None:
     """Gives SIGINT and SIGTERM their default handling when this process inherited them ignored.
 
@@ -135,16 +115,6 @@ def stop_process(process: subprocess.Popen, timeout: float, group: bool = False)
         else:
             process.kill()
         process.wait()
-
-
-def _reap_children() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 @dataclass(frozen=True)
