@@ -178,6 +178,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     from rag_pipeline.core.index.status import row_counts
     from rag_pipeline.core.runtime.processes import daemon_pids
     from rag_pipeline.definitions import definitions_from_environment
+    from rag_pipeline.orchestration.index_guard import guard
     from rag_pipeline.orchestration.index_launch import (
         daemon_running,
         fail_dead_runs,
@@ -186,7 +187,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         launch_run,
         retry_failed,
     )
-    from rag_pipeline.orchestration.index_local import LocalRuns, index_guard, run_index_locally
+    from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
     defs = definitions_from_environment(env, build)
@@ -229,7 +230,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             else:
                 click.echo(f"no Dagster daemon runs on {home}: this command runs the index's "
                            f"runs itself (what they print: {home / RUNS_LOG})")
-                with index_guard(home, started, lock_fd):
+                with guard(home, started, lock_fd):
                     runs = LocalRuns(instance, defs, worker, click.echo, progress, log,
                                      latch.checkpoint)
                     reports = run_index_locally(runs, lambda: index_plan(

@@ -8,7 +8,7 @@ for SIGKILL when the command ends); when the parent ends without releasing the g
 (SIGUSR1, sent at every end the command itself handles), the guard marks canceled every run
 created since ``T`` that had not ended, so no run of a dead command stays "started" in the
 Dagster UI. It inherits the command's instance lock, so the next ``index`` waits until this
-clean-up is over.
+clean-up is over. :func:`guard` is the command's side: it starts the guard and releases it.
 """
 
 from __future__ import annotations
@@ -16,13 +16,39 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 from rag_pipeline.core.runtime.processes import pid_alive, set_parent_death_signal
+from rag_pipeline.orchestration.index_worker import RUNS_LOG
+from rag_pipeline.project_paths import PROJECT_ROOT
 
 POLL_SECONDS = 0.2
+
+
+@contextmanager
+def guard(home: Path, since: float, lock_fd: int | None = None) -> Iterator[None]:
+    """Runs the guard of this process for the block, holding ``lock_fd`` (the instance lock)
+    until its clean-up is over; released at the block's end, however it ends, so only a
+    command that dies without unwinding leaves the guard work to do."""
+    command = [sys.executable, "-m", "rag_pipeline.orchestration.index_guard",
+               "--parent", str(os.getpid()), "--since", repr(since)]
+    with (home / RUNS_LOG).open("ab") as log:
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT,
+                                   env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   pass_fds=() if lock_fd is None else (lock_fd,))
+    try:
+        yield
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGUSR1)
+        process.wait()
 
 
 def cancel_runs_since(since: float, message: str) -> list[str]:

@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -45,34 +42,13 @@ from rag_pipeline.orchestration.index_launch import (
 from rag_pipeline.orchestration.index_runs import IndexRunFailed, first_error
 from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker
 from rag_pipeline.orchestration.retry_policy import consecutive_failures
-from rag_pipeline.project_paths import PROJECT_ROOT
 
-__all__ = ["LocalRuns", "index_guard", "run_index_locally"]
+__all__ = ["LocalRuns", "run_index_locally"]
 
 POLL_SECONDS = 0.1
 EVENTS_EVERY_SECONDS = 1.0
 """How often a running run's new events are read (its progress lines)."""
 ENDED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
-
-
-@contextmanager
-def index_guard(home: Path, since: float, lock_fd: int | None = None) -> Iterator[None]:
-    """Runs :mod:`rag_pipeline.orchestration.index_guard` for the block, holding ``lock_fd``
-    (the instance lock) until its clean-up is over; released at the block's end, however it
-    ends, so only a command that dies without unwinding leaves the guard work to do."""
-    command = [sys.executable, "-m", "rag_pipeline.orchestration.index_guard",
-               "--parent", str(os.getpid()), "--since", repr(since)]
-    with (home / RUNS_LOG).open("ab") as log:
-        guard = subprocess.Popen(command, cwd=PROJECT_ROOT,
-                                 env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True,
-                                 pass_fds=() if lock_fd is None else (lock_fd,))
-    try:
-        yield
-    finally:
-        if guard.poll() is None:
-            guard.send_signal(signal.SIGUSR1)
-        guard.wait()
 
 
 class LocalRuns:
