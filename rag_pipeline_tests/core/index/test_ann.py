@@ -135,6 +135,19 @@ def test_saved_index_opens_memory_mapped_and_answers_the_same(corpus, tmp_path):
                                       index.search(vectors, question, 10)[0])
 
 
+def test_a_mapped_index_starts_no_prefetch_threads_per_search(corpus, tmp_path):
+    import faiss
+
+    _, _, index = corpus
+    path = tmp_path / "index.faiss"
+    index.save(path)
+    opened = AnnIndex.open(path, rows=index.rows, fingerprint=index.fingerprint,
+                           moments=index.moments, nprobe=index.nprobe)
+    cells = faiss.downcast_InvertedLists(opened.ivf.invlists)
+    assert type(cells).__name__ == "OnDiskInvertedLists"
+    assert cells.prefetch_nthread == 0
+
+
 def test_opening_an_index_with_another_row_count_is_refused(corpus, tmp_path):
     vectors, _, index = corpus
     path = tmp_path / "index.faiss"
