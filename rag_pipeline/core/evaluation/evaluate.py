@@ -155,16 +155,21 @@ class AnnCheck:
 
 
 def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector],
-              texts: Sequence[str], settings: RetrievalSettings, k: int = ANN_CHECK_K) -> AnnCheck:
-    """Ranks every query on both paths (``index`` must have an ANN index)."""
+              texts: Sequence[str], settings: RetrievalSettings, k: int = ANN_CHECK_K,
+              ranked: Sequence[Ranking | None] | None = None) -> AnnCheck:
+    """Ranks every query on both paths (``index`` must have an ANN index). ``ranked``: per
+    query, its ranking under ``settings`` already made (None: not made); one made on the exact
+    path is used as that path's instead of ranking the query again."""
     recalls, same = [], 0
     dense = replace(settings, retriever=Retriever.DENSE, depth=k, collapse_duplicates=False)
-    for vector, text in zip(vectors, texts, strict=True):
+    for i, (vector, text) in enumerate(zip(vectors, texts, strict=True)):
         exact = retrieve(index, vector, text, replace(dense, dense_path=DensePath.EXACT))
         approximate = retrieve(index, vector, text, replace(dense, dense_path=DensePath.ANN))
         recalls.append(recall_at_k(np.array([h.row for h in approximate.hits], np.int64),
                                    np.array([h.row for h in exact.hits], np.int64)))
-        full_exact = retrieve(index, vector, text, replace(settings, dense_path=DensePath.EXACT))
+        made = ranked[i] if ranked is not None else None
+        full_exact = (made if made is not None and made.path is DensePath.EXACT else
+                      retrieve(index, vector, text, replace(settings, dense_path=DensePath.EXACT)))
         full_ann = retrieve(index, vector, text, replace(settings, dense_path=DensePath.ANN))
         same += ([h.row for h in full_exact.hits[:MAX_SOURCES]]
                  == [h.row for h in full_ann.hits[:MAX_SOURCES]])
@@ -305,7 +310,9 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         production_cut = budget_cut([s[top] for s in in_signals], [s[top] for s in ood_signals])
         timings["gate_cv"] = time.perf_counter() - t
     t = time.perf_counter()
-    ann = [ann_check(chunker, index, [*query_vectors, *ood_vectors], texts, production.settings())
+    made = {PRODUCTION_CHUNKER: [*production_rankings, *ood_rankings]} if production_rankings else {}
+    ann = [ann_check(chunker, index, [*query_vectors, *ood_vectors], texts, production.settings(),
+                     ranked=made.get(chunker))
            for chunker, index in sorted(indexes.items()) if index.ann is not None and groups is None]
     if ann:
         timings["ann_check"] = time.perf_counter() - t
