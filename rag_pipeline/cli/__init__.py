@@ -15,10 +15,10 @@ One module per command group, each registered on the group of :mod:`rag_pipeline
 from __future__ import annotations
 
 from rag_pipeline.cli import ask, evaluation, gold, index, init, status, tokens
-from rag_pipeline.cli.edge import main
+from rag_pipeline.cli.edge import main, run
 
 for command in (index.index, init.init, status.models, status.status, ask.ask, ask.serve,
                 evaluation.evaluate_command, evaluation.adapt, gold.gold, tokens.tokens):
     main.add_command(command)
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

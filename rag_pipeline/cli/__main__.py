@@ -1,5 +1,5 @@
 """``python -m rag_pipeline.cli``: the same as the ``rag-pipeline`` command."""
 
-from rag_pipeline.cli import main
+from rag_pipeline.cli import run
 
-main(prog_name="rag-pipeline")
+run(prog_name="rag-pipeline")

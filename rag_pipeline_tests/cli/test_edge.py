@@ -97,6 +97,50 @@ def test_output_piped_into_a_reader_that_quits_ends_quietly():
     assert (child.wait(timeout=120), stderr) == (141, "")
 
 
+@pytest.mark.parametrize("entry", ["main", "run"])
+def test_output_piped_into_a_reader_that_quits_ends_quietly_from_either_entry(entry: str):
+    import subprocess
+    import sys
+
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    # Planted: the reader closes the pipe at once, as `| head -0` does; every write then fails
+    # (run's last flush too).
+    child = subprocess.Popen([sys.executable, "-c", f"from rag_pipeline.cli import {entry}; "
+                              f"{entry}()", "models"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert (child.wait(timeout=120), stderr) == (141, "")
+
+
+def test_the_command_ends_without_the_interpreters_teardown_but_runs_its_exit_handlers(
+        tmp_path: Path):
+    import subprocess
+    import sys
+
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    # A module's teardown would print; an exit handler writes a file.
+    handler, teardown = tmp_path / "handler", tmp_path / "teardown"
+    script = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(lambda: pathlib.Path({str(handler)!r}).write_text('ran'))\n"
+        "class Teardown:\n"
+        f"    def __del__(self): pathlib.Path({str(teardown)!r}).write_text('ran')\n"
+        "sys.modules['teardown_witness'] = Teardown()\n"
+        "sys.argv[1:] = ['--config', 'no-such.toml', 'models']\n"
+        "from rag_pipeline.cli import run\n"
+        "run()\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", "error: --config 'no-such.toml' does not exist: it must name a rag_pipeline.toml "
+               "file (`rag-pipeline init DIR` writes one)\n")
+    assert handler.read_text() == "ran"
+    assert not teardown.exists()
+
+
 ENV_SWITCHES = {"HF_HUB_OFFLINE", "TOKENIZERS_PARALLELISM", "HF_HUB_DISABLE_PROGRESS_BARS",
                 "TRANSFORMERS_VERBOSITY"}
 """The offline switch and the libraries' own switches: the only variables the product sets."""
