@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rag_pipeline.core.config.build_context import BuildContext
+from rag_pipeline.core.embedding import embedder as embedder_module
 from rag_pipeline.definitions import definitions_of
 from rag_pipeline.orchestration.assets import documents as documents_asset
 from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
@@ -49,6 +50,7 @@ def __getattr__(name: str):
     if name != "defs":
         raise AttributeError(name)
     embeddings_asset.load_embedder = lambda spec, *_: HashedEmbedder(spec)
+    embedder_module.load_embedder = embeddings_asset.load_embedder
     plant = os.environ.get("RAG_TEST_PLANT", "")
     if plant == "kill":
         documents_asset.extract_corpus = _kill_self

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -34,9 +35,11 @@ class _Progress:
 
     LOG_EVERY_SECONDS = 30.0
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, tty: bool | None = None) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, tty: bool | None = None,
+                 columns: Callable[[], int] | None = None) -> None:
         self.tty = sys.stdout.isatty() if tty is None else tty
         self.clock = clock
+        self.columns = columns or (lambda: shutil.get_terminal_size((100, 24)).columns)
         self.seen: dict[str, tuple[float, int, int]] = {}
         self.printed: dict[str, tuple[float, int]] = {}
 
@@ -53,7 +56,10 @@ class _Progress:
         quarter = 4 * done // max(total, 1)
         self.seen[label] = (first_time, first_done, quarter)
         if self.tty:
-            click.echo("\r" + text.ljust(100), nl=done >= total)
+            # Narrower than the terminal, or a redraw wraps and leaves a line per update.
+            fitted = _fit(text, f"  {label} {done}/{total} {rate:.1f}/s {left}",
+                          self.columns() - 1)
+            click.echo("\r" + fitted.ljust(self.columns() - 1), nl=done >= total)
             return
         printed_at, printed_done = self.printed.get(label, (now, -1))
         if quarter > last_quarter or (done > printed_done
@@ -61,6 +67,15 @@ class _Progress:
             click.echo(text)
             self.printed[label] = (now, done)
 
+
+
+def _fit(line: str, without_bar: str, width: int) -> str:
+    """``line`` if it fits in ``width`` columns, else the line without its bar, else that cut
+    to ``width`` (the label's end elided)."""
+    for candidate in (line, without_bar.rstrip()):
+        if len(candidate) <= width:
+            return candidate
+    return without_bar[:max(width - 1, 0)] + "…"
 
 
 @contextmanager
@@ -165,13 +180,12 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **context_environment(build, invocation.config_file),
            "DAGSTER_HOME": str(home)}
-    from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker
+    from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, open_instance
 
-    # Started first: it loads the code location while this command loads its own and opens
-    # the instance (with a daemon running, it is never used and ends at once).
+    # Started first: it opens the instance and loads the code location while this command
+    # loads its own and opens the instance after it (with a daemon running, the worker is
+    # never used and ends at once).
     worker = IndexWorker(env, home / RUNS_LOG)
-    import dagster as dg
-
     from rag_pipeline.core.evaluation.gold import no_gold_set_reason
     from rag_pipeline.core.index.model_inventory import inventory
     from rag_pipeline.core.index.plan import index_plan
@@ -203,7 +217,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     started = time.time()
     try:
         with worker, _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
-                dg.DagsterInstance.from_config(str(home)) as instance:
+                open_instance(home) as instance:
             fail_dead_runs(instance, click.echo)
             latch.checkpoint()
             knobs = {name: True for name, given in (
@@ -234,7 +248,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     runs = LocalRuns(instance, defs, worker, click.echo, progress, log,
                                      latch.checkpoint)
                     reports = run_index_locally(runs, lambda: index_plan(
-                        warehouse, chunkers, models, evaluate(), build.rules), run_config)
+                        warehouse, chunkers, models, evaluate(), build.rules), run_config,
+                        build.models)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings
                 from rag_pipeline.orchestration.index_timings import index_timings

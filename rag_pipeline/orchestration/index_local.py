@@ -31,7 +31,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_pipeline.core.index.plan import Step
+from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.index.plan import Stage, Step
 from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, past_runs, run_request
 from rag_pipeline.orchestration.index_launch import (
     RETRY_TAG,
@@ -70,9 +71,10 @@ class LocalRuns:
 
     def run(self, job_name: str, partition_key: str | dg.MultiPartitionKey | None = None,
             tags: Mapping[str, str] | None = None, run_config: Mapping | None = None,
-            run_id: str | None = None) -> RunReport:
+            run_id: str | None = None, warm: Sequence[ModelSpec] = ()) -> RunReport:
         """Runs one run of ``job_name`` (with ``run_id``, default a new one) to its end;
-        returns its report.
+        returns its report. The worker loads the models ``warm`` beside the run, for the runs
+        after it.
 
         Raises:
             IndexRunFailed: If the run failed or the worker died.
@@ -87,7 +89,8 @@ class LocalRuns:
             raise IndexRunFailed(f"{label}: the runs' worker (pid {worker.pid}) "
                                  f"{_exit_reason(worker.process.returncode)} before it began")
         begun = time.monotonic()
-        worker.send((job_name, partition_key, run_config, dict(tags or {}), run_id))
+        worker.send((job_name, partition_key, run_config, dict(tags or {}), run_id,
+                     tuple(warm)))
         self.echo(f"  started  {label}")
         ended: str | None = None
         try:
@@ -161,11 +164,14 @@ def _exit_reason(returncode: int) -> str:
 
 
 def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
-                      run_config: Mapping | None = None) -> list[RunReport]:
+                      run_config: Mapping | None = None,
+                      models: Sequence[ModelSpec] = ()) -> list[RunReport]:
     """Runs ``documents_job`` (with ``run_config``: the corpus's knobs), then every step of
     ``plan`` (the stale partitions, as the sensor reads them), planning again after each round,
     until nothing is due. A partition whose last run failed is retried (its run tagged
     ``rag_pipeline/retry``, and with its attempt at the same inputs) with a line saying so.
+    While a chunks run runs, the worker loads ``models`` (the build's), which the embeddings
+    and evaluation runs after it embed with: the model load leaves their path.
 
     Raises:
         IndexRunFailed: If a run failed, or a step is still due after its run succeeded.
@@ -188,6 +194,7 @@ def run_index_locally(runs: LocalRuns, plan: Callable[[], Sequence[Step]],
                 tags[RETRY_TAG] = "true"
                 runs.echo(f"retrying {request.job_name} [{partition}] (run {run_id[:8]}), whose "
                           f"last run {retried.reason}")
+            warm = models if step.stage is Stage.CHUNKS else ()
             succeeded[step.key] = runs.run(request.job_name, request.partition_key, tags,
-                                           run_id=run_id)
+                                           run_id=run_id, warm=warm)
     return runs.reports

@@ -6,12 +6,13 @@ on it (imported before Dagster: the worker starts first).
 loads the code location the daemon would load (``--definitions``, default
 ``rag_pipeline.definitions:defs``, built from the ``RAG_PIPELINE_*`` variables it is started
 with) while the command opens the instance, then reads ``(job, partition, run config, tags,
-run id)`` requests from the pipe ``--requests``, runs each on the instance of
+run id, models to load)`` requests from the pipe ``--requests``, runs each on the instance of
 ``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's tag ``rag_pipeline/pid``) and
 writes whether it succeeded to ``--replies``. What a run loaded stays for the next: the model
 is loaded once for every partition and the evaluation
 (:func:`~rag_pipeline.core.embedding.embedder.load_embedder`). It asks the kernel for SIGKILL
-when the command ends (``PR_SET_PDEATHSIG``) and ends at the end of the requests.
+when the command ends (``PR_SET_PDEATHSIG``) and ends at the end of the requests, without the
+interpreter's teardown.
 
 A process of its own (started, not forked: the command's threads, a database connection or a
 lock held at the moment of a fork could hang it).
@@ -20,11 +21,14 @@ lock held at the moment of a fork could hang it).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib
 import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
@@ -36,6 +40,9 @@ from rag_pipeline.project_paths import PROJECT_ROOT
 DEFAULT_DEFINITIONS = "rag_pipeline.definitions:defs"
 RUNS_LOG = "rag-pipeline-runs.log"
 """In the Dagster home: what the worker prints (Dagster's console log of each run, a crash)."""
+RUNS_LOG_KEEP_BYTES = 16 * 2**20
+"""A runs log past this size is moved to ``rag-pipeline-runs.log.1`` (the one before it
+dropped) when the next worker starts."""
 WORKER_STOP_SECONDS = 60.0
 """How long an idle worker told to end may take before it is killed."""
 
@@ -54,6 +61,7 @@ class IndexWorker:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        rotate(log_path)
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "rag_pipeline.orchestration.index_worker",
@@ -110,22 +118,77 @@ class IndexWorker:
             self.kill()
 
 
+INSTANCE_OPEN_LOCK = ".rag-pipeline-instance-open.lock"
+"""In the Dagster home: held while the command or its worker opens the instance."""
+INSTANCE_OPEN_WAIT_SECONDS = 60.0
+
+
+def open_instance(home: Path, wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS):
+    """The Dagster instance of ``home``, opened while holding :data:`INSTANCE_OPEN_LOCK`: the
+    command and its worker open it at the same time, and Dagster creates a fresh home's SQLite
+    tables and stamps their schema version on first open, unguarded against a second process
+    doing the same at that moment. A holder that takes longer than ``wait_seconds`` is not
+    waited for further."""
+    import dagster as dg
+
+    fd = os.open(home / INSTANCE_OPEN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.02)
+        return dg.DagsterInstance.from_config(str(home))
+    finally:
+        os.close(fd)
+
+
+def rotate(log_path: Path, keep_bytes: int = RUNS_LOG_KEEP_BYTES) -> None:
+    """Moves a log grown past ``keep_bytes`` to ``<name>.1``, replacing the one there."""
+    try:
+        if log_path.stat().st_size > keep_bytes:
+            log_path.replace(log_path.with_name(log_path.name + ".1"))
+    except FileNotFoundError:
+        pass
+
+
 def load_definitions(target: str):
     """The ``Definitions`` named ``module:attribute``."""
     module, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module), attribute or "defs")
 
 
+def load_models(specs) -> None:
+    """Loads ``specs`` for the runs to come, a line each in the runs log; a model that fails to
+    load is left for the run that needs it to report."""
+    from rag_pipeline.core.embedding import embedder
+
+    for spec in specs:
+        began = time.monotonic()
+        try:
+            embedder.load_embedder(spec)
+        except Exception as exc:  # noqa: BLE001 - the run that embeds with it says why
+            print(f"rag-pipeline index: {spec.key} not loaded ahead ({type(exc).__name__}); "
+                  "the run that embeds with it loads it", flush=True)
+            continue
+        print(f"rag-pipeline index: loaded {spec.key} for the runs after this one in "
+              f"{time.monotonic() - began:.1f} s", flush=True)
+
+
 def serve(requests: Connection, replies: Connection, definitions: str) -> None:
     """Runs each requested run in order and replies with its success, until the requests end
     (``None``, or the command closed its end)."""
-    import dagster as dg
-
     from rag_pipeline.orchestration.index_runs import PID_TAG
 
-    defs = load_definitions(definitions)
-    instance = None
+    # The instance first, then the code location: the command waits for the instance (it
+    # opens its own after), not for the code location, which loads while the command opens.
+    instance = open_instance(Path(os.environ["DAGSTER_HOME"]))
     try:
+        defs = load_definitions(definitions)
         while True:
             try:
                 order = requests.recv()
@@ -133,8 +196,10 @@ def serve(requests: Connection, replies: Connection, definitions: str) -> None:
                 return
             if order is None:
                 return
-            job_name, partition_key, run_config, tags, run_id = order
-            instance = instance or dg.DagsterInstance.get()
+            job_name, partition_key, run_config, tags, run_id, warm = order
+            if warm:
+                threading.Thread(target=load_models, args=(warm,), daemon=True,
+                                 name="load-models").start()
             try:
                 result = defs.resolve_job_def(job_name).execute_in_process(
                     run_config=run_config, instance=instance, partition_key=partition_key,
@@ -148,8 +213,7 @@ def serve(requests: Connection, replies: Connection, definitions: str) -> None:
             sys.stderr.flush()
             replies.send(success)
     finally:
-        if instance is not None:
-            instance.dispose()
+        instance.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     serve(Connection(args.requests, writable=False), Connection(args.replies, readable=False),
           args.definitions)
-    return 0
+    # Every run's writes are committed and the instance disposed: the interpreter's own
+    # teardown (the model's runtime, thousands of modules) took 1.2 s the command waited for.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

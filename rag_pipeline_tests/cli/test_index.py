@@ -249,3 +249,24 @@ def test_progress_in_a_log_prints_every_quarter_and_every_half_minute_while_it_m
     lines = [line.split(" [")[0].strip() for line in capsys.readouterr().out.splitlines()]
     assert lines == ["embeddings header|m 256/9443", "embeddings header|m 768/9443",
                      "embeddings header|m 2400/9443", "embeddings header|m 9443/9443"]
+
+
+def test_progress_on_a_terminal_redraws_one_line_narrower_than_the_terminal(capsys):
+    from rag_pipeline.cli.index import _Progress
+
+    now = [0.0]
+    label = "embeddings_job [header|all-MiniLM-L6-v2@53aa5117]"
+    for columns, expected in [
+        (120, f"  {label} 512/1273 [#########               ] 25.6/s ~30 s left"),
+        (80, f"  {label} 512/1273 25.6/s ~30 s left"),
+        (40, f"  {label}"[:38] + "…"),
+    ]:
+        progress = _Progress(clock=lambda: now[0], tty=True, columns=lambda width=columns: width)
+        now[0] = 0.0
+        progress(f"{label} 0/1273")
+        now[0] = 20.0
+        progress(f"{label} 512/1273")
+        first, second = capsys.readouterr().out.split("\r")[1:]
+        assert second == expected.ljust(columns - 1)
+        assert len(first) == len(second) == columns - 1
+

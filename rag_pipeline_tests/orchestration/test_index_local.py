@@ -31,7 +31,7 @@ from rag_pipeline.orchestration.automation import DOCUMENTS_JOB
 from rag_pipeline.orchestration.index_launch import RETRY_TAG, run_worker_pid
 from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
 from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed
-from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker
+from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, rotate
 from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
 from rag_pipeline.project_paths import ENV_CORPUS, ENV_DATA_DIR, PROJECT_ROOT
 from rag_pipeline_tests import local_definitions
@@ -117,7 +117,7 @@ def test_an_index_runs_documents_then_each_due_step_in_one_worker_and_again_only
         return planned[-1]
 
     with project.runs() as runs:
-        reports = run_index_locally(runs, plan)
+        reports = run_index_locally(runs, plan, models=(hashed_spec(),))
     # documents, then one round per stage (chunks, then the embeddings they make due), then an
     # empty plan: the index is current.
     assert [[(s.stage.value, s.chunker, s.model) for s in steps] for steps in planned] == [
@@ -149,6 +149,12 @@ def test_an_index_runs_documents_then_each_due_step_in_one_worker_and_again_only
         f"  done     embeddings_job [{EMBEDDINGS}] in X s"]
     # The worker ended with the block, told to (exit code 0).
     assert worker.process.returncode == 0 and not pid_alive(worker.pid)
+    # It loaded the build's model beside the chunks run, once, for the embeddings run.
+    runs_log = Path(project.instance.root_directory) / RUNS_LOG
+    loaded = [line for line in runs_log.read_text().splitlines()
+              if line.startswith("rag-pipeline index: ")]
+    assert [_SECONDS.sub(" in X s", line) for line in loaded] == [
+        f"rag-pipeline index: loaded {MODEL} for the runs after this one in X s"]
     served = current_generation(project.warehouse, "header", MODEL)
     files = _table_files(project.warehouse)
 
@@ -160,6 +166,8 @@ def test_an_index_runs_documents_then_each_due_step_in_one_worker_and_again_only
     assert project.echoed == ["  started  documents_job [-]",
                               "  done     documents_job [-] in X s"]
     assert planned[3:] == [()]
+    assert [line for line in runs_log.read_text().splitlines()
+            if line.startswith("rag-pipeline index: ")] == loaded
     assert _table_files(project.warehouse) == files
     assert current_generation(project.warehouse, "header", MODEL) == served
 
@@ -351,3 +359,19 @@ def test_a_worker_that_never_ran_a_run_is_killed_at_once(project: LocalProject):
         pass
     (worker,) = project.workers
     assert worker.process.returncode == -signal.SIGKILL
+
+
+def test_a_runs_log_past_its_size_moves_aside_replacing_the_one_before(tmp_path: Path):
+    log = tmp_path / RUNS_LOG
+    log.write_text("0123456789")
+    rotate(log, keep_bytes=10)
+    assert (log.exists(), sorted(p.name for p in tmp_path.iterdir())) == (True, [RUNS_LOG])
+    log.write_text("first run\n" * 2)
+    rotate(log, keep_bytes=10)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{RUNS_LOG}.1"]
+    assert (tmp_path / f"{RUNS_LOG}.1").read_text() == "first run\n" * 2
+    log.write_text("second run\n" * 2)
+    rotate(log, keep_bytes=10)
+    assert (tmp_path / f"{RUNS_LOG}.1").read_text() == "second run\n" * 2
+    rotate(tmp_path / "absent.log", keep_bytes=10)
+

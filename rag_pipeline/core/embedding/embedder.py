@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -357,10 +358,13 @@ class Embedder:
 
 
 _LOADED: dict[ModelSpec, Embedder] = {}
+_LOADING = threading.RLock()
 
 
 def load_embedder(spec: ModelSpec) -> Embedder:
-    """One loaded model per spec per process (an OpenVINO model is exported on first use)."""
-    if spec not in _LOADED:
-        _LOADED[spec] = Embedder(spec)
-    return _LOADED[spec]
+    """One loaded model per spec per process (an OpenVINO model is exported on first use); a
+    thread asking while another loads it waits for that load."""
+    with _LOADING:
+        if spec not in _LOADED:
+            _LOADED[spec] = Embedder(spec)
+        return _LOADED[spec]
