@@ -81,10 +81,39 @@ class IndexWorker:
         return self.process.pid
 
     def __enter__(self) -> IndexWorker:
+        """For the block, a terminal's stop (Ctrl-Z: SIGTSTP, which reaches the command alone)
+        stops the worker too, and ``fg``/``bg`` (SIGCONT) continues it (handlers set in the
+        main thread only)."""
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {signal.SIGTSTP: signal.signal(signal.SIGTSTP, self._stop_too),
+                              signal.SIGCONT: signal.signal(signal.SIGCONT, self._continue_too)}
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            for signum, handler in self._previous.items():
+                signal.signal(signum, handler)
+
+    def _stop_too(self, signum: int, frame: object) -> None:
+        """Stops the worker's group, then this process as the terminal asked."""
+        self._signal_group(signal.SIGSTOP)
+        signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTSTP)  # delivered when this handler returns
+
+    def _continue_too(self, signum: int, frame: object) -> None:
+        """Continues the worker's group; the next Ctrl-Z stops it again."""
+        self._signal_group(signal.SIGCONT)
+        signal.signal(signal.SIGTSTP, self._stop_too)
+
+    def _signal_group(self, signum: int) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                pass
 
     def send(self, order: tuple) -> None:
         self.ran = True

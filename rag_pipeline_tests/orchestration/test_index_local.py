@@ -375,3 +375,52 @@ def test_a_runs_log_past_its_size_moves_aside_replacing_the_one_before(tmp_path:
     assert (tmp_path / f"{RUNS_LOG}.1").read_text() == "second run\n" * 2
     rotate(tmp_path / "absent.log", keep_bytes=10)
 
+
+def _state(pid: int) -> str:
+    """The process's state letter (``T``: stopped), from ``/proc``."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _wait_for_states(pids: list[int], state: str, seconds: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        states = [_state(pid) for pid in pids]
+        if all((s == "T") == (state == "T") for s in states) or time.monotonic() > deadline:
+            return states
+        time.sleep(0.05)
+
+
+def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
+        project: LocalProject):
+    # The command's side of the worker in a process of its own (a stop signal here would stop
+    # the test), signalled as a terminal's Ctrl-Z and `fg` signal it.
+    script = ("import os, sys\n"
+              "from pathlib import Path\n"
+              "from rag_pipeline.orchestration.index_worker import IndexWorker\n"
+              "with IndexWorker(dict(os.environ), Path(sys.argv[1]), "
+              f"definitions={TEST_DEFINITIONS!r}) as worker:\n"
+              "    print(worker.pid, flush=True)\n"
+              "    sys.stdin.readline()\n")
+    command = subprocess.Popen(
+        [sys.executable, "-c", script, str(Path(project.instance.root_directory) / RUNS_LOG)],
+        cwd=PROJECT_ROOT, env=project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True)
+    try:
+        worker = int(command.stdout.readline())
+        command.send_signal(signal.SIGTSTP)
+        assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
+        command.send_signal(signal.SIGCONT)
+        assert "T" not in _wait_for_states([command.pid, worker], "running")
+        # Stopped again by the next Ctrl-Z, continued again.
+        command.send_signal(signal.SIGTSTP)
+        assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
+        command.send_signal(signal.SIGCONT)
+        assert "T" not in _wait_for_states([command.pid, worker], "running")
+        command.stdin.write("end\n")
+        command.stdin.flush()
+        assert command.wait(timeout=60) == 0
+        assert not pid_alive(worker)
+    finally:
+        command.kill()
+        command.wait()
+
