@@ -49,6 +49,7 @@ def status(invocation: Invocation) -> None:
     for p in report.partitions:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
+    _echo_behind(warehouse)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
     _print_access(warehouse)
@@ -111,6 +112,22 @@ def _print_access(warehouse) -> None:
         echo(f"  the served `access` table of {', '.join(stale)} labels other rules (or none): "
              "`rag-pipeline index` re-labels them in a new generation (nothing is re-extracted "
              "or re-embedded; a running serve already applies the rules in force)")
+
+
+def _echo_behind(warehouse) -> None:
+    """A line per served generation built from documents older than the latest written (the
+    run that would have brought it up to them was stopped, failed or has not run yet)."""
+    from rag_pipeline.core.index.generations import current_generations
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+
+    latest = warehouse.version(DOCUMENTS)
+    if latest is None:
+        return
+    for generation in current_generations(warehouse):
+        if generation.files.get(DOCUMENTS) != latest.file:
+            echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older "
+                 f"than the latest written (its index run was stopped, failed or has not run "
+                 "yet): `rag-pipeline index` brings it up to date")
 
 
 def _age(seconds: float) -> str:

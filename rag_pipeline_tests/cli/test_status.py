@@ -96,3 +96,25 @@ def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(t
         f"file {graph} is damaged ({size - 100} bytes whose digest does not match its name): "
         "the exact scan serves until the next `rag-pipeline index` rebuilds it",
         "  fix: run `rag-pipeline index`: it rebuilds the file"]
+
+
+def test_status_says_which_served_generation_is_behind_the_latest_documents(tmp_path: Path):
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    built = build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+    warehouse = Warehouse(built.data_dir)
+    current = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert current.exit_code == 0 and "behind" not in current.output, current.output
+    # Planted: a documents run wrote a newer version (one document gone) and the runs after it
+    # were stopped, as a canceled `index` leaves it.
+    documents = warehouse.read_file(warehouse.version(DOCUMENTS).file)
+    warehouse.write(DOCUMENTS, documents.slice(1))
+    result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert result.exit_code == 0
+    assert [line for line in result.output.splitlines() if "behind" in line] == [
+        f"  behind  header x {built.index.model_key}: serves documents older than the latest "
+        "written (its index run was stopped, failed or has not run yet): `rag-pipeline index` "
+        "brings it up to date"]
+
