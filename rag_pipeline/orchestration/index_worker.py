@@ -30,12 +30,18 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_pipeline.core.runtime.processes import set_parent_death_signal
 from rag_pipeline.project_paths import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+    from rag_pipeline.core.embedding.models import ModelSpec
 
 DEFAULT_DEFINITIONS = "rag_pipeline.definitions:defs"
 RUNS_LOG = "rag-pipeline-runs.log"
@@ -152,7 +158,8 @@ INSTANCE_OPEN_LOCK = ".rag-pipeline-instance-open.lock"
 INSTANCE_OPEN_WAIT_SECONDS = 60.0
 
 
-def open_instance(home: Path, wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS):
+def open_instance(home: Path,
+                  wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS) -> dg.DagsterInstance:
     """The Dagster instance of ``home``, opened while holding :data:`INSTANCE_OPEN_LOCK`: the
     command and its worker open it at the same time, and Dagster creates a fresh home's SQLite
     tables and stamps their schema version on first open, unguarded against a second process
@@ -191,7 +198,7 @@ def load_definitions(target: str):
     return getattr(importlib.import_module(module), attribute or "defs")
 
 
-def load_models(specs) -> None:
+def load_models(specs: Sequence[ModelSpec]) -> None:
     """Loads ``specs`` for the runs to come, a line each in the runs log; a model that fails to
     load is left for the run that needs it to report."""
     from rag_pipeline.core.embedding import embedder
