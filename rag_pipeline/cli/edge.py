@@ -284,9 +284,11 @@ def run(prog_name: str = "rag-pipeline") -> None:
         sys.exit(code)
     atexit._run_exitfuncs()
     status = code if isinstance(code, int) else 0 if code is None else 1
-    if not isinstance(code, int | None):
+    if not isinstance(code, int | None) and sys.stderr is not None:
         print(code, file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started with it closed (`>&-`)
+            continue
         try:
             stream.flush()
         except BrokenPipeError:  # the reader has gone, as in OneLineErrors.invoke

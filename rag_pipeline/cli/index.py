@@ -37,7 +37,7 @@ class _Progress:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, tty: bool | None = None,
                  columns: Callable[[], int] | None = None) -> None:
-        self.tty = sys.stdout.isatty() if tty is None else tty
+        self.tty = (sys.stdout is not None and sys.stdout.isatty()) if tty is None else tty
         self.clock = clock
         self.columns = columns or (lambda: shutil.get_terminal_size((100, 24)).columns)
         self.seen: dict[str, tuple[float, int, int]] = {}
@@ -52,12 +52,13 @@ class _Progress:
         left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
         width = 24
         bar = "#" * (width * done // max(total, 1))
-        text = f"  {label} {done}/{total} [{bar:<{width}}] {rate:.1f}/s {left}"
+        speed = f"{rate:.1f}/s " if rate > 0 else ""  # none measured yet: not "0.0/s"
+        text = f"  {label} {done}/{total} [{bar:<{width}}] {speed}{left}"
         quarter = 4 * done // max(total, 1)
         self.seen[label] = (first_time, first_done, quarter)
         if self.tty:
             # Narrower than the terminal, or a redraw wraps and leaves a line per update.
-            fitted = _fit(text, f"  {label} {done}/{total} {rate:.1f}/s {left}",
+            fitted = _fit(text, f"  {label} {done}/{total} {speed}{left}",
                           self.columns() - 1)
             click.echo("\r" + fitted.ljust(self.columns() - 1), nl=done >= total)
             return
@@ -217,7 +218,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     started = time.time()
     try:
         with worker, _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
-                open_instance(home) as instance:
+                open_instance(home, waiting=echo) as instance:
             fail_dead_runs(instance, click.echo)
             latch.checkpoint()
             knobs = {name: True for name, given in (

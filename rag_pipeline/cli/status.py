@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rag_pipeline.cli.edge import Invocation, echo, fail
+from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail, read_config
 from rag_pipeline.project_paths import ENV_PROFILE
 
 
@@ -76,7 +76,6 @@ def _echo_reconciliation(warehouse) -> None:
 def _print_access(warehouse) -> None:
     """With ``[access]``: documents per group, every document no rule matches (readable by
     nobody), and each glob that matches no document (a warning)."""
-    from rag_pipeline.cli.edge import read_config
     from rag_pipeline.core.config.access import access_report
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
@@ -123,11 +122,28 @@ def _echo_behind(warehouse) -> None:
     latest = warehouse.version(DOCUMENTS)
     if latest is None:
         return
-    for generation in current_generations(warehouse):
-        if generation.files.get(DOCUMENTS) != latest.file:
-            echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older "
-                 f"than the latest written (its index run was stopped, failed or has not run "
-                 "yet): `rag-pipeline index` brings it up to date")
+    behind = [g for g in current_generations(warehouse) if g.files.get(DOCUMENTS) != latest.file]
+    if not behind:
+        return
+    config = read_config()
+    profile = _index_profile(config)
+    names = {spec.key: spec.name for spec in declared_models()}
+
+    def builds(profile, chunker: str, model: str) -> bool:
+        return (chunker in {c.value for c in profile.chunkers}
+                and names.get(model) in profile.models)
+
+    for generation in behind:
+        chunker, model = generation.chunker, generation.model
+        if builds(profile, chunker, model):
+            fix = "`rag-pipeline index` brings it up to date"
+        else:
+            others = [p.name for p in config.profiles if builds(p, chunker, model)]
+            fix = (f"not in profile {profile.name}, which `index` builds: "
+                   + (f"`rag-pipeline index --profile {others[0]}` brings it up to date"
+                      if others else "no profile builds it"))
+        echo(f"  behind  {chunker} x {model}: serves documents older than the latest written "
+             f"(its index run was stopped, failed or has not run yet); {fix}")
 
 
 def _age(seconds: float) -> str:

@@ -30,13 +30,13 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.runtime.processes import set_parent_death_signal
-from rag_pipeline.project_paths import PROJECT_ROOT
+from rag_pipeline.project_paths import INDEX_LOCK, PROJECT_ROOT
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -67,7 +67,7 @@ class IndexWorker:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        rotate(log_path)
+        rotate(log_path, busy=log_path.parent / INDEX_LOCK)
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "rag_pipeline.orchestration.index_worker",
@@ -104,20 +104,27 @@ class IndexWorker:
                 signal.signal(signum, handler)
 
     def _stop_too(self, signum: int, frame: object) -> None:
-        """Stops the worker's group, then this process as the terminal asked."""
-        self._signal_group(signal.SIGSTOP)
+        """Stops the worker, then this process as the terminal asked; continues the worker
+        when this process continues, or at once when the kernel does not stop it (a process
+        group with no shell to continue it, "orphaned", is not stopped by SIGTSTP). The
+        worker alone is stopped, not its group: the compute-log tails Dagster starts in it end
+        with the worker, and a stopped one left by a killed worker would stay stopped."""
+        self._signal_worker(signal.SIGSTOP)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTSTP)  # delivered when this handler returns
+        try:
+            os.kill(os.getpid(), signal.SIGTSTP)  # stops here, until SIGCONT
+        finally:
+            signal.signal(signal.SIGTSTP, self._stop_too)
+            self._signal_worker(signal.SIGCONT)
 
     def _continue_too(self, signum: int, frame: object) -> None:
-        """Continues the worker's group; the next Ctrl-Z stops it again."""
-        self._signal_group(signal.SIGCONT)
-        signal.signal(signal.SIGTSTP, self._stop_too)
+        """Continues the worker (a SIGSTOP then SIGCONT that the command got from elsewhere)."""
+        self._signal_worker(signal.SIGCONT)
 
-    def _signal_group(self, signum: int) -> None:
+    def _signal_worker(self, signum: int) -> None:
         if self.process.poll() is None:
             try:
-                os.killpg(self.process.pid, signum)
+                os.kill(self.process.pid, signum)
             except ProcessLookupError:
                 pass
 
@@ -156,35 +163,65 @@ class IndexWorker:
 INSTANCE_OPEN_LOCK = ".rag-pipeline-instance-open.lock"
 """In the Dagster home: held while the command or its worker opens the instance."""
 INSTANCE_OPEN_WAIT_SECONDS = 60.0
+INSTANCE_OPEN_SAY_SECONDS = 5.0
+"""An open takes about a second; a wait this long is said."""
 
 
-def open_instance(home: Path,
-                  wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS) -> dg.DagsterInstance:
+def open_instance(home: Path, wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS,
+                  waiting: Callable[[str], None] | None = None,
+                  say_after: float = INSTANCE_OPEN_SAY_SECONDS) -> dg.DagsterInstance:
     """The Dagster instance of ``home``, opened while holding :data:`INSTANCE_OPEN_LOCK`: the
     command and its worker open it at the same time, and Dagster creates a fresh home's SQLite
     tables and stamps their schema version on first open, unguarded against a second process
     doing the same at that moment. A holder that takes longer than ``wait_seconds`` is not
-    waited for further."""
+    waited for further; ``waiting`` is told in one line when the wait passes ``say_after``."""
     import dagster as dg
 
-    fd = os.open(home / INSTANCE_OPEN_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    lock = home / INSTANCE_OPEN_LOCK
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + wait_seconds
+        began = time.monotonic()
+        said = waiting is None
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() >= deadline:
+                waited = time.monotonic() - began
+                if waited >= wait_seconds:
                     break
+                if not said and waited >= say_after:
+                    waiting(f"waiting for another process opening the Dagster instance (it holds "
+                            f"{lock}; going ahead without it after {wait_seconds:.0f} s)")
+                    said = True
                 time.sleep(0.02)
         return dg.DagsterInstance.from_config(str(home))
     finally:
         os.close(fd)
 
 
-def rotate(log_path: Path, keep_bytes: int = RUNS_LOG_KEEP_BYTES) -> None:
-    """Moves a log grown past ``keep_bytes`` to ``<name>.1``, replacing the one there."""
+def _locked(path: Path) -> bool:
+    """Whether another process holds an exclusive ``flock`` on ``path``."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def rotate(log_path: Path, keep_bytes: int = RUNS_LOG_KEEP_BYTES,
+           busy: Path | None = None) -> None:
+    """Moves a log grown past ``keep_bytes`` to ``<name>.1``, replacing the one there; not
+    while another process holds a ``flock`` on ``busy`` (the index lock: another index writes
+    to the log now)."""
+    if busy is not None and _locked(busy):
+        return
     try:
         if log_path.stat().st_size > keep_bytes:
             log_path.replace(log_path.with_name(log_path.name + ".1"))
@@ -204,6 +241,8 @@ def load_models(specs: Sequence[ModelSpec]) -> None:
     from rag_pipeline.core.embedding import embedder
 
     for spec in specs:
+        if embedder.is_loaded(spec):
+            continue
         began = time.monotonic()
         try:
             embedder.load_embedder(spec)

@@ -114,6 +114,29 @@ def test_output_piped_into_a_reader_that_quits_ends_quietly_from_either_entry(en
     assert (child.wait(timeout=120), stderr) == (141, "")
 
 
+@pytest.mark.parametrize(("command", "closed", "code", "output"), [
+    ("--help", ">&-", 0, ""),
+    ("--config no-such.toml models", ">&-", 2,
+     "error: --config 'no-such.toml' does not exist: it must name a rag_pipeline.toml file "
+     "(`rag-pipeline init DIR` writes one)\n"),
+    ("nosuch", "2>&-", 2, ""),
+])
+def test_a_command_started_with_stdout_or_stderr_closed_ends_with_its_own_code(
+        command: str, closed: str, code: int, output: str):
+    import subprocess
+    import sys
+
+    from rag_pipeline.project_paths import PROJECT_ROOT
+
+    # Python starts with sys.stdout (or sys.stderr) None when its descriptor is closed; what is
+    # left open is read back (stderr for a closed stdout, stdout for a closed stderr).
+    left = "2>&1" if closed == ">&-" else ""
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m rag_pipeline.cli {command} "
+                                         f"{left} {closed}"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout + done.stderr) == (code, output)
+
+
 def test_the_command_ends_without_the_interpreters_teardown_but_runs_its_exit_handlers(
         tmp_path: Path):
     import subprocess

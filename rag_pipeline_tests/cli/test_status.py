@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
@@ -98,12 +99,18 @@ def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(t
         "  fix: run `rag-pipeline index`: it rebuilds the file"]
 
 
-def test_status_says_which_served_generation_is_behind_the_latest_documents(tmp_path: Path):
+@pytest.mark.parametrize("declared", [True, False])
+def test_status_says_which_served_generation_is_behind_the_latest_documents(
+        tmp_path: Path, declared: bool):
+    from rag_pipeline.core.config.keys import declared_models
     from rag_pipeline.core.storage.table_names import DOCUMENTS
     from rag_pipeline_tests.core.index_builder import build_index, topic_docs
     from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
-    built = build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+    # Vectors of the stand-in either way; the partition keyed by the declared default model
+    # (in the profile `index` builds for the bundled corpus) or by the stand-in's own key.
+    spec = declared_models()[0] if declared else None
+    built = build_index(tmp_path, HashedEmbedder(spec), docs=topic_docs())
     warehouse = Warehouse(built.data_dir)
     current = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
     assert current.exit_code == 0 and "behind" not in current.output, current.output
@@ -113,8 +120,8 @@ def test_status_says_which_served_generation_is_behind_the_latest_documents(tmp_
     warehouse.write(DOCUMENTS, documents.slice(1))
     result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
     assert result.exit_code == 0
+    fix = ("`rag-pipeline index` brings it up to date" if declared else
+           "not in profile evaluation, which `index` builds: no profile builds it")
     assert [line for line in result.output.splitlines() if "behind" in line] == [
         f"  behind  header x {built.index.model_key}: serves documents older than the latest "
-        "written (its index run was stopped, failed or has not run yet): `rag-pipeline index` "
-        "brings it up to date"]
-
+        f"written (its index run was stopped, failed or has not run yet); {fix}"]

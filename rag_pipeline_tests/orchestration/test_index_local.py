@@ -31,7 +31,13 @@ from rag_pipeline.orchestration.automation import DOCUMENTS_JOB
 from rag_pipeline.orchestration.index_launch import RETRY_TAG, run_worker_pid
 from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
 from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed
-from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, rotate
+from rag_pipeline.orchestration.index_worker import (
+    INSTANCE_OPEN_LOCK,
+    RUNS_LOG,
+    IndexWorker,
+    open_instance,
+    rotate,
+)
 from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
 from rag_pipeline.project_paths import ENV_CORPUS, ENV_DATA_DIR, PROJECT_ROOT
 from rag_pipeline_tests import local_definitions
@@ -376,6 +382,36 @@ def test_a_runs_log_past_its_size_moves_aside_replacing_the_one_before(tmp_path:
     rotate(tmp_path / "absent.log", keep_bytes=10)
 
 
+def test_a_runs_log_another_index_writes_to_stays_where_it_is(tmp_path: Path):
+    import fcntl
+
+    log, lock = tmp_path / RUNS_LOG, tmp_path / "rag-pipeline-index.lock"
+    log.write_text("the running index's lines\n")
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        rotate(log, keep_bytes=10, busy=lock)
+        assert sorted(p.name for p in tmp_path.iterdir()) == [lock.name, RUNS_LOG]
+    rotate(log, keep_bytes=10, busy=lock)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [lock.name, f"{RUNS_LOG}.1"]
+
+
+def test_an_instance_open_waits_for_the_lock_says_so_and_goes_ahead_after_its_bound(
+        tmp_path: Path):
+    import fcntl
+
+    said: list[str] = []
+    with (tmp_path / INSTANCE_OPEN_LOCK).open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        began = time.monotonic()
+        with open_instance(tmp_path, wait_seconds=1.0, waiting=said.append,
+                           say_after=0.2) as instance:
+            waited = time.monotonic() - began
+            assert instance.get_runs() == []
+    assert waited >= 1.0
+    assert said == [f"waiting for another process opening the Dagster instance (it holds "
+                    f"{tmp_path / INSTANCE_OPEN_LOCK}; going ahead without it after 1 s)"]
+
+
 def _state(pid: int) -> str:
     """The process's state letter (``T``: stopped), from ``/proc``."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -390,10 +426,9 @@ def _wait_for_states(pids: list[int], state: str, seconds: float = 30.0) -> list
         time.sleep(0.05)
 
 
-def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
-        project: LocalProject):
-    # The command's side of the worker in a process of its own (a stop signal here would stop
-    # the test), signalled as a terminal's Ctrl-Z and `fg` signal it.
+def _command_with_a_worker(project: LocalProject, **popen: object) -> subprocess.Popen:
+    """The command's side of the worker in a process of its own (a stop signal here would
+    stop the test); it prints the worker's pid and ends with it on a line of input."""
     script = ("import os, sys\n"
               "from pathlib import Path\n"
               "from rag_pipeline.orchestration.index_worker import IndexWorker\n"
@@ -401,26 +436,51 @@ def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
               f"definitions={TEST_DEFINITIONS!r}) as worker:\n"
               "    print(worker.pid, flush=True)\n"
               "    sys.stdin.readline()\n")
-    command = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", script, str(Path(project.instance.root_directory) / RUNS_LOG)],
         cwd=PROJECT_ROOT, env=project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True)
+        text=True, **popen)
+
+
+def _end(command: subprocess.Popen, worker: int) -> None:
+    command.stdin.write("end\n")
+    command.stdin.flush()
+    assert command.wait(timeout=60) == 0
+    assert not pid_alive(worker)
+
+
+def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
+        project: LocalProject):
+    # In a process group of its own in this session, as a shell runs a job: signalled as a
+    # terminal's Ctrl-Z and `fg` signal it.
+    command = _command_with_a_worker(project, process_group=0)
     try:
         worker = int(command.stdout.readline())
-        command.send_signal(signal.SIGTSTP)
-        assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
-        command.send_signal(signal.SIGCONT)
-        assert "T" not in _wait_for_states([command.pid, worker], "running")
-        # Stopped again by the next Ctrl-Z, continued again.
-        command.send_signal(signal.SIGTSTP)
-        assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
-        command.send_signal(signal.SIGCONT)
-        assert "T" not in _wait_for_states([command.pid, worker], "running")
-        command.stdin.write("end\n")
-        command.stdin.flush()
-        assert command.wait(timeout=60) == 0
-        assert not pid_alive(worker)
+        for _ in range(2):  # stopped again by the next Ctrl-Z, continued again
+            command.send_signal(signal.SIGTSTP)
+            assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
+            command.send_signal(signal.SIGCONT)
+            assert "T" not in _wait_for_states([command.pid, worker], "running")
+        _end(command, worker)
     finally:
         command.kill()
         command.wait()
 
+
+def test_a_stop_the_kernel_does_not_carry_out_leaves_the_worker_running_too(
+        project: LocalProject):
+    # In a session of its own, its process group has no shell to continue it ("orphaned"):
+    # the kernel discards SIGTSTP for it, so the command goes on, and so must its worker.
+    command = _command_with_a_worker(project, start_new_session=True)
+    try:
+        worker = int(command.stdout.readline())
+        command.send_signal(signal.SIGTSTP)
+        time.sleep(0.2)  # the handler's stop and continue of the worker are microseconds apart
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            assert "T" not in [_state(command.pid), _state(worker)]
+            time.sleep(0.05)
+        _end(command, worker)
+    finally:
+        command.kill()
+        command.wait()

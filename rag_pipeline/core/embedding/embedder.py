@@ -79,7 +79,7 @@ from rag_pipeline.core.embedding.question import (
 )
 from rag_pipeline.core.embedding.torch_threads import apply_torch_threads, pending_torch_threads
 
-__all__ = ["Embedder", "load_embedder", "wordpiece_batches"]
+__all__ = ["Embedder", "is_loaded", "load_embedder", "wordpiece_batches"]
 
 
 def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -359,6 +359,11 @@ class Embedder:
 
 _LOADED: dict[ModelSpec, Embedder] = {}
 _LOADING = threading.RLock()
+
+
+def is_loaded(spec: ModelSpec) -> bool:
+    """Whether this process has loaded ``spec`` (:func:`load_embedder` returns it at once)."""
+    return spec in _LOADED
 
 
 def load_embedder(spec: ModelSpec) -> Embedder:
