@@ -191,7 +191,8 @@ class OneLineErrors(click.Group):
         except BrokenPipeError:
             # The reader of the output has gone (`rag-pipeline status | head`): stop quietly,
             # with what a process ended by SIGPIPE reports, and nothing left to flush.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            if sys.stdout is not None:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(128 + signal.SIGPIPE)
         except Exception as exc:  # the last resort: the cause in one line, not a traceback
             fail(f"{type(exc).__name__}: {exc}", 1)
@@ -267,6 +268,17 @@ def read_config(path: Path | None = None):
         fail(str(exc))
 
 
+def hold_standard_descriptors() -> None:
+    """Opens ``/dev/null`` on each of descriptors 0, 1 and 2 the process started without
+    (``>&-``): the next pipe or file opened would otherwise take its number, and a child
+    started with its own stdout (the runs' worker) would lose that pipe to it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+
+
 def run(prog_name: str = "rag-pipeline") -> None:
     """The ``rag-pipeline`` process: :func:`main`, then the exit without the interpreter's
     teardown of its modules (0.4 to 0.8 s of every command with Dagster, DuckDB and the model's
@@ -275,6 +287,7 @@ def run(prog_name: str = "rag-pipeline") -> None:
     import atexit
     import threading
 
+    hold_standard_descriptors()
     try:
         main(prog_name=prog_name)
         code = 0

@@ -71,6 +71,21 @@ def test_a_data_folder_whose_path_holds_glob_query_and_control_characters_indexe
     assert [p.name for p in (project.root / "data").iterdir()] == ["models"]
 
 
+def test_an_index_started_with_its_stdout_closed_builds_and_ends_0(
+        dagster_project: Callable[[str, str], DagsterProject]):
+    # Planted: `>&-`. The worker's request pipe took descriptor 1, which the worker's own
+    # stdout (the runs log) then replaced in it: the first run's request met a broken pipe.
+    project = dagster_project("closed-stdout", reference_config(["header"]))
+    index = subprocess.run(["bash", "-c", f"{sys.executable} -m rag_pipeline.cli index "
+                                          "--no-eval >&-"],
+                           cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
+                           timeout=1200)
+    assert (index.returncode, index.stdout) == (0, ""), index.stderr[-3000:]
+    status = subprocess.run([*CLI, "status"], cwd=PROJECT_ROOT, env=project.env,
+                            capture_output=True, text=True, timeout=600)
+    assert status.returncode == 0 and "behind" not in status.stdout, status.stdout
+
+
 _SIGNAL_AT = r"""
 import os, signal, sys
 import dagster as dg
