@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.runtime.processes import set_parent_death_signal
+from rag_pipeline.core.runtime.processes import lock_held, set_parent_death_signal
 from rag_pipeline.project_paths import INDEX_LOCK, PROJECT_ROOT
 
 if TYPE_CHECKING:
@@ -200,27 +200,12 @@ def open_instance(home: Path, wait_seconds: float = INSTANCE_OPEN_WAIT_SECONDS,
         os.close(fd)
 
 
-def _locked(path: Path) -> bool:
-    """Whether another process holds an exclusive ``flock`` on ``path``."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def rotate(log_path: Path, keep_bytes: int = RUNS_LOG_KEEP_BYTES,
            busy: Path | None = None) -> None:
     """Moves a log grown past ``keep_bytes`` to ``<name>.1``, replacing the one there; not
-    while another process holds a ``flock`` on ``busy`` (the index lock: another index writes
-    to the log now)."""
-    if busy is not None and _locked(busy):
+    while a process holds the lock file ``busy`` (the index lock: another index writes to the
+    log now)."""
+    if busy is not None and lock_held(busy):
         return
     try:
         if log_path.stat().st_size > keep_bytes:

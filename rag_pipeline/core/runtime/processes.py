@@ -192,6 +192,22 @@ def exclusive_lock(path: Path, command: str, wait_seconds: float = 0.0) -> Itera
         os.close(fd)
 
 
+def lock_held(path: Path) -> bool:
+    """Whether a process holds the ``flock`` of the lock file ``path`` now (a lock of
+    :func:`exclusive_lock`; what :func:`lock_holder` reads is only who took it last)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
 def process_environment(pid: int) -> tuple[dict[str, str], Path] | None:
     """Another process's environment and working folder (Linux ``/proc``), or None when they
     cannot be read (the process is gone, or not this user's)."""

@@ -18,6 +18,8 @@ from rag_pipeline.core.runtime.processes import (
     daemon_pids,
     exclusive_lock,
     group_members,
+    lock_held,
+    lock_holder,
     pid_alive,
     stop_process,
 )
@@ -55,6 +57,16 @@ def test_the_lock_names_its_holder_and_a_killed_holder_frees_it(tmp_path: Path):
     with exclusive_lock(lock, "rag-pipeline index") as fd:
         assert fd >= 0
         assert f'"pid": {os.getpid()}' in lock.read_text()
+
+
+def test_a_lock_is_held_while_its_block_runs_and_not_after_nor_before_its_file(tmp_path: Path):
+    lock = tmp_path / "index.lock"
+    assert not lock_held(lock)
+    with exclusive_lock(lock, "rag-pipeline index"):
+        assert lock_held(lock)
+    assert not lock_held(lock)
+    # Free again: the probe took and dropped it, and the file still names its last holder.
+    assert lock_holder(lock).command == "rag-pipeline index"
 
 
 FAKE_DAEMON = "import time; time.sleep(600)"
