@@ -169,37 +169,6 @@ def report_json(report: EvalReport) -> dict:
     }
 
 
-def sweep_chart_png(report: EvalReport, title: str) -> bytes:
-    """The refusal sweep as a PNG line chart (matplotlib, no display needed)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    cuts = [r.cut for r in report.sweep]
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    ax.plot(cuts, [r.in_correct for r in report.sweep], marker="o", label="in-domain: correct")
-    ax.plot(cuts, [r.in_wrong for r in report.sweep], marker="o", label="in-domain: wrong")
-    ax.plot(cuts, [r.in_refused for r in report.sweep], marker="o", label="in-domain: refused")
-    ax.plot(cuts, [r.ood_bluffs for r in report.sweep], marker="o",
-            label="out-of-domain: bluffs")
-    if report.recommended_cut is not None:
-        ax.axvline(report.recommended_cut, color="grey", linestyle="--",
-                   label=f"recommended cut {report.recommended_cut}")
-    ax.set_xlabel("cosine-distance cut (keep at most 4 chunks under it)")
-    ax.set_ylabel("queries")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    buffer = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def write_report_tables(warehouse: Warehouse, report: EvalReport,
                         model_key: str) -> dict[str, tuple[TableVersion, pa.Table]]:
     """Writes every table of ``report`` into ``model_key``'s partition, each recording the

@@ -59,11 +59,11 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
             report_path,
         )
         from rag_pipeline.core.evaluation.run import run_eval
+        from rag_pipeline.core.evaluation.sweep_chart import sweep_chart_png
         from rag_pipeline.core.evaluation.tables import (
             gate_cv_markdown,
             paired_markdown,
             summary_markdown,
-            sweep_chart_png,
             sweep_markdown,
             write_report_tables,
         )
@@ -79,7 +79,8 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         tables = {name: table for name, (_, table) in stored.items()}
         for error in report.gold_errors:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
-        png = sweep_chart_png(report, f"Refusal sweep, header x hybrid, {spec.key}")
+        png = sweep_chart_png(report.sweep, report.recommended_cut,
+                              f"Refusal sweep, header x hybrid, {spec.key}")
         report_file = report_path(warehouse.data_dir, spec.key)
         chart_path = report_file.parent / "refusal_sweep.png"
         chart_path.parent.mkdir(parents=True, exist_ok=True)
