@@ -183,29 +183,13 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
            "DAGSTER_HOME": str(home)}
     from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, open_instance
 
-    # Started first: it opens the instance and loads the code location while this command
-    # loads its own and opens the instance after it (with a daemon running, the worker is
-    # never used and ends at once).
+    # Started first: it loads the code location while this command opens the instance (on a
+    # fresh Dagster home, creating its databases) and then loads its own; it opens the
+    # instance after this command (with a daemon running, the worker is never used and ends
+    # at once).
     worker = IndexWorker(env, home / RUNS_LOG)
-    from rag_pipeline.core.evaluation.gold import no_gold_set_reason
-    from rag_pipeline.core.index.model_inventory import inventory
-    from rag_pipeline.core.index.plan import index_plan
-    from rag_pipeline.core.index.status import row_counts
-    from rag_pipeline.core.runtime.processes import daemon_pids
-    from rag_pipeline.definitions import definitions_from_environment
-    from rag_pipeline.orchestration.index_guard import guard
-    from rag_pipeline.orchestration.index_launch import (
-        daemon_running,
-        fail_dead_runs,
-        follow_runs,
-        index_is_current,
-        launch_run,
-        retry_failed,
-    )
-    from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
     from rag_pipeline.orchestration.index_runs import IndexRunFailed
 
-    defs = definitions_from_environment(env, build)
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
 
@@ -219,6 +203,24 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     try:
         with worker, _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
                 open_instance(home, waiting=echo) as instance:
+            from rag_pipeline.core.evaluation.gold import no_gold_set_reason
+            from rag_pipeline.core.index.model_inventory import inventory
+            from rag_pipeline.core.index.plan import index_plan
+            from rag_pipeline.core.index.status import row_counts
+            from rag_pipeline.core.runtime.processes import daemon_pids
+            from rag_pipeline.definitions import definitions_from_environment
+            from rag_pipeline.orchestration.index_guard import guard
+            from rag_pipeline.orchestration.index_launch import (
+                daemon_running,
+                fail_dead_runs,
+                follow_runs,
+                index_is_current,
+                launch_run,
+                retry_failed,
+            )
+            from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
+
+            defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
             latch.checkpoint()
             knobs = {name: True for name, given in (

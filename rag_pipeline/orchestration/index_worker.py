@@ -5,11 +5,11 @@ on it (imported before Dagster: the worker starts first).
 ``python -m rag_pipeline.orchestration.index_worker --parent PID --requests FD --replies FD``
 loads the code location the daemon would load (``--definitions``, default
 ``rag_pipeline.definitions:defs``, built from the ``RAG_PIPELINE_*`` variables it is started
-with) while the command opens the instance, then reads ``(job, partition, run config, tags,
-run id, models to load)`` requests from the pipe ``--requests``, runs each on the instance of
-``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's tag ``rag_pipeline/pid``) and
-writes whether it succeeded to ``--replies``. What a run loaded stays for the next: the model
-is loaded once for every partition and the evaluation
+with) while the command opens the instance, opens the instance, then reads ``(job, partition,
+run config, tags, run id, models to load)`` requests from the pipe ``--requests``, runs each on
+the instance of ``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's tag
+``rag_pipeline/pid``) and writes whether it succeeded to ``--replies``. What a run loaded stays
+for the next: the model is loaded once for every partition and the evaluation
 (:func:`~rag_pipeline.core.embedding.embedder.load_embedder`). It asks the kernel for SIGKILL
 when the command ends (``PR_SET_PDEATHSIG``) and ends at the end of the requests, without the
 interpreter's teardown.
@@ -56,7 +56,7 @@ WORKER_STOP_SECONDS = 60.0
 class IndexWorker:
     """The worker process of the runs (:mod:`rag_pipeline.orchestration.index_worker`), started
     as soon as the command knows its environment, so it loads the code location while the
-    command takes its lock and opens the instance. In a session of its own, so a terminal's
+    command takes its lock, opens the instance and loads its own. In a session of its own, so a terminal's
     Ctrl-C (sent to the whole foreground group) reaches the command alone, which kills the
     worker and marks its run canceled (Dagster's own interrupt handling in the worker would
     mark the run failed first, if it won the race). A context manager: the worker ends with
@@ -244,11 +244,12 @@ def serve(requests: Connection, replies: Connection, definitions: str) -> None:
     (``None``, or the command closed its end)."""
     from rag_pipeline.orchestration.index_runs import PID_TAG
 
-    # The instance first, then the code location: the command waits for the instance (it
-    # opens its own after), not for the code location, which loads while the command opens.
+    # The code location first, then the instance: the command opens the instance (on a fresh
+    # Dagster home it creates the instance's databases, about a second) while this loads the
+    # code location, then loads its own; this opens the instance the command made.
+    defs = load_definitions(definitions)
     instance = open_instance(Path(os.environ["DAGSTER_HOME"]))
     try:
-        defs = load_definitions(definitions)
         while True:
             try:
                 order = requests.recv()
