@@ -50,8 +50,8 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
     )
     def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets,
                        report_site: ReportSite):
-        # Imported here, not with the code location: the evaluation's imports (scipy.stats, the
-        # retrievers) would otherwise be paid by every run worker of every job at its start.
+        # Imported here, not with the code location: the evaluation's imports (the retrievers,
+        # the report) would otherwise be paid by every run worker of every job at its start.
         from rag_pipeline.core.evaluation.report import (
             HeadlineRow,
             headline_rows,
