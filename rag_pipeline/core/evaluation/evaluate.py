@@ -55,12 +55,14 @@ from rag_pipeline.core.evaluation.metrics import (
 )
 from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.ann import DensePath, recall_at_k
+from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.retriever import (
     QueryVector,
     Ranking,
     RetrievalSettings,
     Retriever,
+    bm25_top,
     retrieve,
 )
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
@@ -154,12 +156,39 @@ class AnnCheck:
     same_sources: int
 
 
+class BM25Lists:
+    """Each question's BM25 list per chunker, analyzer and depth, made once: the evaluation's
+    runs, the refusal sweep and the ANN check rank the same questions under settings that
+    share them (:func:`~rag_pipeline.core.retrieval.retriever.bm25_top`, handed to
+    :func:`~rag_pipeline.core.retrieval.retriever.retrieve` as ``bm25``)."""
+
+    def __init__(self, indexes: Mapping[str, PartitionIndex],
+                 readable: Mapping[str, Readable | None]) -> None:
+        self.indexes = indexes
+        self.readable = readable
+        self._lists: dict[tuple[str, str, str, int], Bm25List] = {}
+
+    def of(self, chunker: str, question: str, settings: RetrievalSettings) -> Bm25List | None:
+        """The list ``retrieve`` would make for ``question`` under ``settings`` (None when the
+        settings rank by dense vectors alone)."""
+        if settings.retriever is Retriever.DENSE:
+            return None
+        key = (chunker, question, settings.analyzer.value, settings.depth)
+        if key not in self._lists:
+            self._lists[key] = bm25_top(self.indexes[chunker], question, settings,
+                                        self.readable[chunker])
+        return self._lists[key]
+
+
 def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector],
               texts: Sequence[str], settings: RetrievalSettings, k: int = ANN_CHECK_K,
-              ranked: Sequence[Ranking | None] | None = None) -> AnnCheck:
+              ranked: Sequence[Ranking | None] | None = None,
+              bm25: BM25Lists | None = None) -> AnnCheck:
     """Ranks every query on both paths (``index`` must have an ANN index). ``ranked``: per
     query, its ranking under ``settings`` already made (None: not made); one made on the exact
-    path is used as that path's instead of ranking the query again."""
+    path is used as that path's instead of ranking the query again. ``bm25``: the BM25 lists
+    already made for ``chunker``, which both paths share."""
+    bm25 = bm25 or BM25Lists({chunker: index}, {chunker: None})
     recalls, same = [], 0
     dense = replace(settings, retriever=Retriever.DENSE, depth=k, collapse_duplicates=False)
     for i, (vector, text) in enumerate(zip(vectors, texts, strict=True)):
@@ -168,9 +197,12 @@ def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector
         recalls.append(recall_at_k(np.array([h.row for h in approximate.hits], np.int64),
                                    np.array([h.row for h in exact.hits], np.int64)))
         made = ranked[i] if ranked is not None else None
+        listed = bm25.of(chunker, text, settings)
         full_exact = (made if made is not None and made.path is DensePath.EXACT else
-                      retrieve(index, vector, text, replace(settings, dense_path=DensePath.EXACT)))
-        full_ann = retrieve(index, vector, text, replace(settings, dense_path=DensePath.ANN))
+                      retrieve(index, vector, text, replace(settings, dense_path=DensePath.EXACT),
+                               bm25=listed))
+        full_ann = retrieve(index, vector, text, replace(settings, dense_path=DensePath.ANN),
+                            bm25=listed)
         same += ([h.row for h in full_exact.hits[:MAX_SOURCES]]
                  == [h.row for h in full_ann.hits[:MAX_SOURCES]])
     return AnnCheck(chunker, len(recalls), k, float(np.mean(recalls)) if recalls else 1.0,
@@ -251,6 +283,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
     rows_by_chunker = {c: rows_holding(index, needles, readable[c]) for c, index in indexes.items()}
     destroyed = {c: sorted({q.line_id for q in queries if not rows_by_chunker[c][q.needle]})
                  for c in indexes}
+    bm25 = BM25Lists(indexes, readable)
     rank_rows: list[RankRow] = []
     ranks_by_run: dict[RunKey, list[int | None]] = {}
     production = RunKey(PRODUCTION_CHUNKER, Retriever.HYBRID)
@@ -259,7 +292,9 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         index = indexes[run.chunker]
         ranks = []
         for query, vector in zip(queries, query_vectors, strict=True):
-            ranking = retrieve(index, vector, query.text, run.settings(), sentences.get(run.chunker),
+            settings = run.settings()
+            ranking = retrieve(index, vector, query.text, settings, sentences.get(run.chunker),
+                               bm25=bm25.of(run.chunker, query.text, settings),
                                readable=readable[run.chunker])
             rank = first_hit_rank([h.row for h in ranking.hits],
                                   rows_by_chunker[run.chunker][query.needle].__contains__)
@@ -285,6 +320,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         in_domain = [(ranking.hits, rows_by_chunker[PRODUCTION_CHUNKER][q.needle])
                      for ranking, q in zip(production_rankings, queries, strict=True)]
         ood_rankings = [retrieve(index, v, o.query, production.settings(),
+                                 bm25=bm25.of(PRODUCTION_CHUNKER, o.query, production.settings()),
                                  readable=readable[PRODUCTION_CHUNKER])
                         for v, o in zip(ood_vectors, ood, strict=True)]
         ood_hits = [(r.hits, o) for r, o in zip(ood_rankings, ood, strict=True)]
@@ -312,7 +348,7 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
     t = time.perf_counter()
     made = {PRODUCTION_CHUNKER: [*production_rankings, *ood_rankings]} if production_rankings else {}
     ann = [ann_check(chunker, index, [*query_vectors, *ood_vectors], texts, production.settings(),
-                     ranked=made.get(chunker))
+                     ranked=made.get(chunker), bm25=bm25)
            for chunker, index in sorted(indexes.items()) if index.ann is not None and groups is None]
     if ann:
         timings["ann_check"] = time.perf_counter() - t

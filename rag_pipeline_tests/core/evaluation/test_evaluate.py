@@ -15,6 +15,7 @@ from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import RunKey
 from rag_pipeline.core.evaluation.evaluate import (
     AnnCheck,
+    BM25Lists,
     PairedRow,
     RankRow,
     ann_check,
@@ -65,6 +66,29 @@ OOD = [
 def small_chunks(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> BuiltIndex:
     return build_index(tmp_path_factory.mktemp("evaluation"), hashed_embedder,
                        settings=ChunkingSettings(target_chars=60, overlap_chars=0))
+
+
+def test_bm25_lists_are_made_once_per_question_analyzer_and_depth(small_chunks: BuiltIndex):
+    from rag_pipeline.core.retrieval.retriever import RetrievalSettings, Retriever, bm25_top
+    from rag_pipeline.core.text.analyzers import Analyzer
+
+    lists = BM25Lists({"header": small_chunks.index}, {"header": None})
+    hybrid = RetrievalSettings()
+    made = lists.of("header", "upgrade lock file", hybrid)
+    expected = bm25_top(small_chunks.index, "upgrade lock file", hybrid)
+    assert (made.rows.tolist(), made.scores.tolist()) == (expected.rows.tolist(),
+                                                          expected.scores.tolist())
+    assert made.rows.size > 0
+    # The BM25 retriever and hybrid without duplicate collapse share hybrid's list.
+    assert lists.of("header", "upgrade lock file", RetrievalSettings(retriever=Retriever.BM25)) \
+        is made
+    assert lists.of("header", "upgrade lock file",
+                    RetrievalSettings(collapse_duplicates=False)) is made
+    other = next(a for a in Analyzer if a is not hybrid.analyzer)
+    assert lists.of("header", "upgrade lock file", RetrievalSettings(analyzer=other)) is not made
+    assert lists.of("header", "upgrade lock file", RetrievalSettings(depth=5)) is not made
+    assert lists.of("header", "upgrade lock file",
+                    RetrievalSettings(retriever=Retriever.DENSE)) is None
 
 
 def test_rows_holding_on_60_character_chunks(small_chunks: BuiltIndex):
