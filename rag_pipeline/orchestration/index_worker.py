@@ -5,11 +5,11 @@ on it (imported before Dagster: the worker starts first).
 ``python -m rag_pipeline.orchestration.index_worker --parent PID --requests FD --replies FD``
 loads the code location the daemon would load (``--definitions``, default
 ``rag_pipeline.definitions:defs``, built from the ``RAG_PIPELINE_*`` variables it is started
-with) while the command opens the instance, opens the instance, then reads ``(job, partition,
-run config, tags, run id, models to load)`` requests from the pipe ``--requests``, runs each on
-the instance of ``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's tag
-``rag_pipeline/pid``) and writes whether it succeeded to ``--replies``. What a run loaded stays
-for the next: the model is loaded once for every partition and the evaluation
+with) while the command opens the instance, then opens the instance itself and reads ``(job,
+partition, run config, tags, run id, models to load)`` requests from the pipe ``--requests``,
+runs each on the instance of ``DAGSTER_HOME`` (``execute_in_process``, its pid in the run's
+tag ``rag_pipeline/pid``) and writes whether it succeeded to ``--replies``. What a run loaded
+stays for the next: the model is loaded once for every partition and the evaluation
 (:func:`~rag_pipeline.core.embedding.embedder.load_embedder`). It asks the kernel for SIGKILL
 when the command ends (``PR_SET_PDEATHSIG``) and ends at the end of the requests, without the
 interpreter's teardown.
@@ -245,7 +245,7 @@ def serve(requests: Connection, replies: Connection, definitions: str) -> None:
     from rag_pipeline.orchestration.index_runs import PID_TAG
 
     # The code location first, then the instance: the command opens the instance (on a fresh
-    # Dagster home it creates the instance's databases, about a second) while this loads the
+    # Dagster home it creates the instance's databases, 1.5 to 2 s) while this loads the
     # code location, then loads its own; this opens the instance the command made.
     defs = load_definitions(definitions)
     instance = open_instance(Path(os.environ["DAGSTER_HOME"]))

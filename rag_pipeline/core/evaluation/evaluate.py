@@ -188,7 +188,9 @@ def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector
     query, its ranking under ``settings`` already made (None: not made); one made on the exact
     path is used as that path's instead of ranking the query again. ``bm25``: the BM25 lists
     already made for ``chunker``, which both paths share."""
-    bm25 = bm25 or BM25Lists({chunker: index}, {chunker: None})
+    if bm25 is None or bm25.readable.get(chunker) is not None:
+        # Both paths below rank over every row: lists made within an access mask do not fit.
+        bm25 = BM25Lists({chunker: index}, {chunker: None})
     recalls, same = [], 0
     dense = replace(settings, retriever=Retriever.DENSE, depth=k, collapse_duplicates=False)
     for i, (vector, text) in enumerate(zip(vectors, texts, strict=True)):

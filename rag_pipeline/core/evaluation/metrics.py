@@ -163,7 +163,10 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         raise ValueError(f"successes must lie in [0, n={n}], got {successes}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    upper = 0.5 + confidence / 2
+    if upper >= 1.0:
+        raise ValueError(f"confidence {confidence!r} is too close to 1 for a float quantile")
+    z = NormalDist().inv_cdf(upper)
     centre = (successes + z * z / 2) / (n + z * z)
     half = z / (n + z * z) * math.sqrt(successes * (n - successes) / n + z * z / 4)
     low = 0.0 if successes == 0 else max(centre - half, 0.0)
@@ -227,9 +230,15 @@ def sign_test_p(wins: int, losses: int) -> float:
         raise ValueError(f"wins and losses must be non-negative, got {wins} and {losses}")
     if wins + losses == 0:
         return 1.0
+    wins, losses = int(wins), int(losses)
+    if wins == losses:
+        return 1.0
     n = wins + losses
-    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
-    return float(min(Fraction(2 * tail, 2 ** n), Fraction(1)))
+    tail = term = 1  # C(n, 0)
+    for i in range(min(wins, losses)):
+        term = term * (n - i) // (i + 1)  # C(n, i + 1), exactly
+        tail += term
+    return float(Fraction(2 * tail, 2 ** n))
 
 
 def summarise_recall(ranks: Sequence[int | None], k: int) -> RecallSummary:
