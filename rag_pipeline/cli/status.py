@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail, read_config
 from rag_pipeline.project_paths import ENV_PROFILE
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.config.schema import ProjectConfig
 
 
 @click.command()
@@ -49,10 +55,11 @@ def status(invocation: Invocation) -> None:
     for p in report.partitions:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
-    _echo_behind(warehouse)
+    config = functools.cache(read_config)  # parsed once, when a line first needs it
+    _echo_behind(warehouse, config)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
-    _print_access(warehouse)
+    _print_access(warehouse, config)
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
@@ -73,14 +80,14 @@ def _echo_reconciliation(warehouse) -> None:
             echo(line)
 
 
-def _print_access(warehouse) -> None:
-    """With ``[access]``: documents per group, every document no rule matches (readable by
-    nobody), and each glob that matches no document (a warning)."""
+def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
+    """With ``[access]`` in ``config()``: documents per group, every document no rule matches
+    (readable by nobody), and each glob that matches no document (a warning)."""
     from rag_pipeline.core.config.access import access_report
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
 
-    policy = read_config().access
+    policy = config().access
     if policy is None:
         echo("access: no [access] in rag_pipeline.toml: every document is readable by everyone "
              "who reaches `serve`")
@@ -113,9 +120,10 @@ def _print_access(warehouse) -> None:
              "or re-embedded; a running serve already applies the rules in force)")
 
 
-def _echo_behind(warehouse) -> None:
+def _echo_behind(warehouse, config: Callable[[], ProjectConfig]) -> None:
     """A line per served generation built from documents older than the latest written (the
-    run that would have brought it up to them was stopped, failed or has not run yet)."""
+    run that would have brought it up to them was stopped, failed or has not run yet), with
+    the ``index`` that builds it by ``config()``."""
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
 
@@ -125,8 +133,8 @@ def _echo_behind(warehouse) -> None:
     behind = [g for g in current_generations(warehouse) if g.files.get(DOCUMENTS) != latest.file]
     if not behind:
         return
-    config = read_config()
-    profile = _index_profile(config)
+    parsed = config()
+    profile = _index_profile(parsed)
     names = {spec.key: spec.name for spec in declared_models()}
 
     def builds(profile, chunker: str, model: str) -> bool:
@@ -138,7 +146,7 @@ def _echo_behind(warehouse) -> None:
         if builds(profile, chunker, model):
             fix = "`rag-pipeline index` brings it up to date"
         else:
-            others = [p.name for p in config.profiles if builds(p, chunker, model)]
+            others = [p.name for p in parsed.profiles if builds(p, chunker, model)]
             fix = (f"not in profile {profile.name}, which `index` builds: "
                    + (f"`rag-pipeline index --profile {others[0]}` brings it up to date"
                       if others else "no profile builds it"))
