@@ -292,9 +292,9 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
     production_rankings: list[Ranking] = []
     for run in runs:
         index = indexes[run.chunker]
+        settings = run.settings()
         ranks = []
         for query, vector in zip(queries, query_vectors, strict=True):
-            settings = run.settings()
             ranking = retrieve(index, vector, query.text, settings, sentences.get(run.chunker),
                                bm25=bm25.of(run.chunker, query.text, settings),
                                readable=readable[run.chunker])
@@ -321,8 +321,9 @@ def evaluate(indexes: Mapping[str, PartitionIndex], embedder: TextEmbedder,
         index = indexes[PRODUCTION_CHUNKER]
         in_domain = [(ranking.hits, rows_by_chunker[PRODUCTION_CHUNKER][q.needle])
                      for ranking, q in zip(production_rankings, queries, strict=True)]
-        ood_rankings = [retrieve(index, v, o.query, production.settings(),
-                                 bm25=bm25.of(PRODUCTION_CHUNKER, o.query, production.settings()),
+        settings = production.settings()
+        ood_rankings = [retrieve(index, v, o.query, settings,
+                                 bm25=bm25.of(PRODUCTION_CHUNKER, o.query, settings),
                                  readable=readable[PRODUCTION_CHUNKER])
                         for v, o in zip(ood_vectors, ood, strict=True)]
         ood_hits = [(r.hits, o) for r, o in zip(ood_rankings, ood, strict=True)]

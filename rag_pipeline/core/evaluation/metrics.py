@@ -228,10 +228,8 @@ def sign_test_p(wins: int, losses: int) -> float:
     """
     if wins < 0 or losses < 0:
         raise ValueError(f"wins and losses must be non-negative, got {wins} and {losses}")
-    if wins + losses == 0:
-        return 1.0
     wins, losses = int(wins), int(losses)
-    if wins == losses:
+    if wins == losses:  # (0, 0) too: the two tails hold every outcome
         return 1.0
     n = wins + losses
     tail = term = 1  # C(n, 0)

@@ -89,28 +89,31 @@ def sweep_chart_png(sweep: Sequence[SweepRow], recommended_cut: float | None, ti
         if i % 2 == 0 or len(cuts) <= 7:
             draw.text((x, plot[3] + 6 * _SCALE), f"{cut:g}", fill="black", font=font, anchor="mt")
     draw.rectangle(plot, outline="black", width=_SCALE)
-    if recommended_cut is not None and low <= recommended_cut <= high:
+    show_cut = recommended_cut is not None and low <= recommended_cut <= high
+    if show_cut:
         x = x_at(recommended_cut)
         y = plot[1]
         while y < plot[3]:
             draw.line([(x, y), (x, min(y + 8 * _SCALE, plot[3]))], fill=CUT_COLOUR,
                       width=2 * _SCALE)
             y += 14 * _SCALE
+    lines = {field: [(x_at(row.cut), y_at(getattr(row, field))) for row in sweep]
+             for _, field, _ in SERIES}
     for _, field, colour in SERIES:
-        points = [(x_at(row.cut), y_at(getattr(row, field))) for row in sweep]
+        points = lines[field]
         if len(points) > 1:
             draw.line(points, fill=colour, width=2 * _SCALE, joint="curve")
         for x, y in points:
             r = 3 * _SCALE
             draw.ellipse((x - r, y - r, x + r, y + r), fill=colour)
     entries = [(label, colour) for label, _, colour in SERIES]
-    if recommended_cut is not None and low <= recommended_cut <= high:
+    if show_cut:
         entries.append((f"recommended cut {recommended_cut:g}", CUT_COLOUR))
     line_height = 15 * _SCALE
     box_width = max(draw.textlength(label, font=font) for label, _ in entries) + 34 * _SCALE
     box_height = 8 * _SCALE + line_height * len(entries)
     near = 12 * _SCALE  # a point this close to the box counts as hidden: its line runs under it
-    points = [(x_at(row.cut), y_at(getattr(row, field))) for row in sweep for _, field, _ in SERIES]
+    points = [point for line in lines.values() for point in line]
     box = min(_legend_places(plot, box_width, box_height, 8 * _SCALE),
               key=lambda place: sum(place[0] - near <= x <= place[2] + near
                                     and place[1] - near <= y <= place[3] + near
