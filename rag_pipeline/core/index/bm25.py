@@ -142,6 +142,9 @@ class Bm25Scorer:
         self.term_index = {t: i for i, t in enumerate(terms)}
         self.idf = np.asarray(idf, dtype=np.float64)
         self.indptr, self.indices, self.data = indptr, indices, data
+        # Plain views of the same memory for the per-term slices: a slice of a numpy.memmap is
+        # a memmap, and making one costs more than reading a short posting list.
+        self._starts, self._rows, self._weights = (np.asarray(a) for a in (indptr, indices, data))
 
     @classmethod
     def from_postings(cls, chunk_ids: Sequence[str], terms: Sequence[str], idf: np.ndarray,
@@ -182,8 +185,8 @@ class Bm25Scorer:
 
     def postings(self, column: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding term ``column`` (ascending) and their weights."""
-        start, end = int(self.indptr[column]), int(self.indptr[column + 1])
-        return self.indices[start:end], self.data[start:end]
+        start, end = int(self._starts[column]), int(self._starts[column + 1])
+        return self._rows[start:end], self._weights[start:end]
 
     def occurs_in(self, column: int, rows: np.ndarray) -> bool:
         """Whether term ``column`` occurs in any of ``rows`` (a binary search of its postings)."""

@@ -301,6 +301,10 @@ class ContentRows(Mapping[str, tuple[int, ...]]):
         group = self.group_of_row[row]
         return tuple(self._sorted[self._starts[group]:self._starts[group + 1]].tolist())
 
+    def shared(self, groups: np.ndarray) -> np.ndarray:
+        """Per group number, whether more than one row holds its content."""
+        return self._starts[groups + 1] - self._starts[groups] > 1
+
     def __getitem__(self, content_hash: str) -> tuple[int, ...]:
         found = self._groups.index(content_hash).as_py()
         if found < 0:

@@ -17,7 +17,9 @@ def cosine_distances(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     if matrix.shape[1] != query.shape[0]:
         raise ValueError(f"query has {query.shape[0]} dimensions, the index {matrix.shape[1]}")
     with _blas().limit(limits=1):
-        return 1.0 - matrix @ query.astype(np.float32)
+        # A plain array: the product over a memory-mapped matrix (a numpy.memmap subclass) is
+        # of the subclass too, and every later read of one element pays its indexing.
+        return 1.0 - np.asarray(matrix @ query.astype(np.float32))
 
 
 @cache

@@ -188,16 +188,21 @@ def collapse_duplicates(rows: list[int], scores: list[float], index: PartitionIn
     """Keeps the first (best) row of each distinct content; it carries every row of the
     partition that holds the same content (every readable one, with ``readable``), so four
     kept sources are four different passages."""
-    seen, out = set(), []
-    group_of_row = index.rows_by_content.group_of_row  # integers: no content hash read per row
-    for row, score in zip(rows, scores, strict=True):
-        group = int(group_of_row[row])
-        if group in seen:
-            continue
-        seen.add(group)
-        twins = tuple([row] + [r for r in index.rows_by_content.rows_of_row(row)
-                               if r != row and (readable is None or readable.mask[r])])
-        out.append((row, score, twins))
+    if not rows:
+        return []
+    contents = index.rows_by_content
+    groups = contents.group_of_row[np.asarray(rows, np.int64)]  # integers: no hash read per row
+    _, first = np.unique(groups, return_index=True)
+    kept = np.sort(first).tolist()
+    shared = contents.shared(groups[kept]).tolist()  # the other rows are read only for these
+    out = []
+    for at, twinned in zip(kept, shared, strict=True):
+        row = rows[at]
+        twins = (row,)
+        if twinned:
+            twins += tuple(r for r in contents.rows_of_row(row)
+                           if r != row and (readable is None or readable.mask[r]))
+        out.append((row, scores[at], twins))
     return out
 
 

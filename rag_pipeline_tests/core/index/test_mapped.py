@@ -76,6 +76,8 @@ def test_content_rows_by_hand():
     rows = ContentRows.of(["h1", "h2", "h1", "h3", "h1"])
     assert [rows.rows_of_row(r) for r in range(5)] == [(0, 2, 4), (1,), (0, 2, 4), (3,), (0, 2, 4)]
     assert (rows["h1"], rows["h3"], len(rows), sorted(rows)) == ((0, 2, 4), (3,), 3, ["h1", "h2", "h3"])
+    groups = rows.group_of_row[[0, 1, 3]]
+    assert rows.shared(groups).tolist() == [True, False, False]
     with pytest.raises(KeyError):
         rows["h9"]
 
