@@ -220,14 +220,23 @@ def load_definitions(target: str):
     return getattr(importlib.import_module(module), attribute or "defs")
 
 
+_LOADED_AHEAD: set[ModelSpec] = set()
+"""The models a :func:`load_models` thread of this process has loaded or is loading."""
+_LOADED_AHEAD_LOCK = threading.Lock()
+
+
 def load_models(specs: Sequence[ModelSpec]) -> None:
     """Loads ``specs`` for the runs to come, a line each in the runs log; a model that fails to
-    load is left for the run that needs it to report."""
+    load is left for the run that needs it to report. A model another thread loads (or tried)
+    ahead is skipped: a second chunks run's thread does not wait for that load and print it
+    twice."""
     from rag_pipeline.core.embedding import embedder
 
     for spec in specs:
-        if embedder.is_loaded(spec):
-            continue
+        with _LOADED_AHEAD_LOCK:
+            if spec in _LOADED_AHEAD or embedder.is_loaded(spec):
+                continue
+            _LOADED_AHEAD.add(spec)
         began = time.monotonic()
         try:
             embedder.load_embedder(spec)
