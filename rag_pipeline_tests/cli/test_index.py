@@ -285,3 +285,19 @@ def test_progress_on_a_terminal_redraws_one_line_narrower_than_the_terminal(caps
         assert second == expected.ljust(columns - 1)
         assert len(first) == len(second) == columns - 1
 
+
+
+def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_is_left(tmp_path):
+    from rag_pipeline.cli.index import _prepare_home
+    from rag_pipeline.project_paths import DAGSTER_HOME
+
+    missing, empty, own = tmp_path / "a" / "home", tmp_path / "empty", tmp_path / "own"
+    empty.mkdir()
+    own.mkdir()
+    (own / "history").mkdir()  # an instance on Dagster's defaults: not ours to configure
+    assert [_prepare_home(home) for home in (missing, empty, own)] == [True, True, False]
+    project_yaml = (DAGSTER_HOME / "dagster.yaml").read_bytes()
+    assert (missing / "dagster.yaml").read_bytes() == project_yaml
+    assert (empty / "dagster.yaml").read_bytes() == project_yaml
+    assert sorted(p.name for p in own.iterdir()) == ["history"]
+    assert _prepare_home(missing) is False  # written once: the second index finds it
