@@ -59,6 +59,14 @@ def shown_file_name(name: str) -> str:
     return name
 
 
+def _same_reading(was: DocumentRecord, record: DocumentRecord) -> bool:
+    """Whether ``record`` is what ``was`` read: the same bytes by the same extractor and
+    pipeline, with the same outcome (a member of an archive read again because another member
+    changed is unchanged)."""
+    return bool(record.content_sha256) and all(getattr(was, name) == getattr(record, name) for name in (
+        "content_sha256", "status", "error", "extractor", "extractor_version", "pipeline_version"))
+
+
 def _format_of(document_id: str) -> DocumentFormat | None:
     return format_for(PurePosixPath(document_id))  # type: ignore[arg-type]
 
@@ -325,7 +333,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 for record in found.records:
                     was = prior.get(record.document_id)
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED
-                         if found.extracted == 0 else Change.CHANGED)
+                         if found.extracted == 0 or _same_reading(was, record) else Change.CHANGED)
                 continue
             if action == "unread":
                 record = extract_entry(source, entry, settings)[0]

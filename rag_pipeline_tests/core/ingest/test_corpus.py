@@ -448,6 +448,23 @@ def test_a_container_is_reconciled_with_its_members_and_reused_unopened(tmp_path
     assert third.report.ids(Change.DELETED) == ["a.zip", "a.zip/x.md", "a.zip/y.md"]
 
 
+def test_an_archive_read_again_reports_only_what_changed_in_it(tmp_path):
+    # Found by a user: a member appended to an archive listed its other members as changed.
+    from rag_pipeline.core.ingest.reconcile import Change
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
+    first = extract_corpus(root)
+    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo, edited.\n",
+                                          "z.md": b"# Z\n\nThree.\n"}))
+    second = extract_corpus(root, previous=first.records)
+    assert second.extracted > 0
+    assert (second.report.ids(Change.CHANGED), second.report.ids(Change.ADDED),
+            second.report.ids(Change.UNCHANGED)) == (["a.zip", "a.zip/y.md"], ["a.zip/z.md"],
+                                                      ["a.zip/x.md"])
+
+
 def test_out_of_memory_fails_only_the_document_that_ran_out(tmp_path, monkeypatch):
     from rag_pipeline.core.ingest.formats.text import TextFormat
 
