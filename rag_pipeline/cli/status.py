@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail, read_config
+from rag_pipeline.core.text.terminal import one_line
 from rag_pipeline.project_paths import ENV_PROFILE
 
 if TYPE_CHECKING:
@@ -38,23 +39,26 @@ def status(invocation: Invocation) -> None:
     echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{skipped}{len(report.stale_documents)} stale")
     for document_id, reason in report.documents_failed:
-        echo(f"  failed  {document_id}: {reason}")
+        echo(f"  failed  {one_line(document_id)}: {one_line(reason)}")
     for document_id, reason in report.documents_skipped:
-        echo(f"  skipped {document_id}: {reason}")
+        echo(f"  skipped {one_line(document_id)}: {one_line(reason)}")
     for document_id in report.stale_documents:
-        echo(f"  stale   {document_id} (extracted by an older pipeline or extractor)")
+        echo(f"  stale   {one_line(document_id)} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
-        echo(f"  no chunk {document_id}: ok, but yields no chunk under "
+        echo(f"  no chunk {one_line(document_id)}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
     for document_id, page, confidence in report.low_confidence_pages:
-        echo(f"  low OCR {document_id} page {page}: mean word confidence {confidence:.1f}, "
-              f"under the floor")
+        echo(f"  low OCR {one_line(document_id)} page {page}: mean word confidence "
+             f"{confidence:.1f}, under the floor")
     _echo_reconciliation(warehouse)
     echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
     for p in report.partitions:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
+    if not report.partitions:
+        echo("(nothing served yet: no partition has published a generation; `rag-pipeline index` "
+             "builds them)")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
     _echo_behind(warehouse, config)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
@@ -77,7 +81,7 @@ def _echo_reconciliation(warehouse) -> None:
     found = report_from_table(table) if table is not None else None
     if found is not None:
         for line in report_lines(*found):
-            echo(line)
+            echo(one_line(line))
 
 
 def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:

@@ -301,3 +301,27 @@ def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_i
     assert (empty / "dagster.yaml").read_bytes() == project_yaml
     assert sorted(p.name for p in own.iterdir()) == ["history"]
     assert _prepare_home(missing) is False  # written once: the second index finds it
+
+
+@pytest.mark.slow
+def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_line(
+        dagster_project: Callable[[str, str], DagsterProject]):
+    # Found by a user: `index` printed "documents failed 3" and "skipped 1" with no names, and
+    # a line break in a file name broke `status`'s listing in two.
+    project = dagster_project("not-indexed", reference_config(["header"]))
+    (project.corpus / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
+    (project.corpus / "tool.exe").write_bytes(b"MZ\x90\x00")
+    (project.corpus / "two\nlines.md").write_text("# Two lines\n\nA name with a break.\n",
+                                                  encoding="utf-8")
+    index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                           capture_output=True, text=True, timeout=1200)
+    assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
+    tail = index.stdout[index.stdout.index("\nnot indexed"):].strip().splitlines()
+    assert tail[0] == ("not indexed (a failed document is read again when its file changes, or "
+                       "with --retry-failed; `rag-pipeline status` lists them all):")
+    assert [line.split(":")[0] for line in tail[1:]] == ["  failed  broken.pdf",
+                                                        "  skipped tool.exe"]
+    status = subprocess.run([*CLI, "status"], cwd=PROJECT_ROOT, env=project.env,
+                            capture_output=True, text=True, timeout=600)
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "  added     two\\u000alines.md" in status.stdout.splitlines()

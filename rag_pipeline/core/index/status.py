@@ -80,6 +80,20 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
                 if name in present}
 
 
+def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:
+    """``(status, document_id, reason)`` of every failed and skipped document of the published
+    DuckDB file, failed first, by id."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        if "documents" not in _tables(con):
+            return []
+        return con.execute(
+            "select status, document_id, coalesce(error, '') from documents where status in "
+            "(?, ?) order by status, document_id",
+            [DocumentStatus.FAILED.value, DocumentStatus.SKIPPED.value]).fetchall()
+
+
 def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> IndexStatus:
     """What the published DuckDB file says; ``crossover`` is the size from which a partition
     with an ANN index is served by it."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escape_controls"]
+__all__ = ["escape_controls", "one_line"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidirectional controls
 # (ALM, LRM, RLM, LRE..RLO, LRI..PDI) that reorder what a terminal shows.
@@ -30,3 +30,9 @@ def escape_controls(text: str) -> str:
         controls escaped.
     """
     return _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def one_line(text: str) -> str:
+    """``text`` escaped as :func:`escape_controls` escapes it, its line breaks too: a name or a
+    reason printed within a line of a listing (a file name may hold a newline)."""
+    return escape_controls(text).replace("\n", "\\u000a")
