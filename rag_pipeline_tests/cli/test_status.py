@@ -125,3 +125,21 @@ def test_status_says_which_served_generation_is_behind_the_latest_documents(
     assert [line for line in result.output.splitlines() if "behind" in line] == [
         f"  behind  header x {built.index.model_key}: serves documents older than the latest "
         f"written (its index run was stopped, failed or has not run yet); {fix}"]
+
+
+def test_status_after_documents_but_before_any_publication_says_nothing_is_served(tmp_path: Path):
+    # Found by a user: after a first index stopped during embedding, status listed the
+    # documents and an empty partition table, and exited 0 without a word about it.
+    from rag_pipeline.core.index.build import write_documents
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nOne paragraph.\n", encoding="utf-8")
+    write_documents(Warehouse(tmp_path / "data"), extract_corpus(corpus).records)
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "status"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "documents: 1 ok, 0 failed, 0 stale"
+    assert lines[2] == ("(nothing served yet: no partition has published a generation; "
+                        "`rag-pipeline index` builds them)")
