@@ -115,6 +115,14 @@ def test_the_format_extracts_its_sections_with_the_title_it_chose():
     assert extracted.sections == (Section("Front", 0, 6, 1), Section("Part", 13, 20, 2))
 
 
+def test_a_windows_file_drops_its_byte_order_mark_and_counts_each_crlf_once():
+    # What formats.md says #char= counts: the canonical text, a line end one character.
+    extracted = MarkdownFormat().extract(
+        b"\xef\xbb\xbf# Windows notes\r\n\r\nThe espresso machine is descaled.\r\n", "w")
+    assert extracted.canonical_text == "# Windows notes\n\nThe espresso machine is descaled.\n"
+    assert extracted.canonical_text.index("The espresso") == 17  # 20 bytes into the file
+
+
 def test_pipe_tables_are_declared_outside_code():
     text = ("Intro\n| A | B |\n|---|:-:|\n| 1 | 2 |\n| 3 | 4 |\n\nafter\n\n"
             "```\n| x | y |\n|---|---|\n| 1 | 2 |\n```\n"
