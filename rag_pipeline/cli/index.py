@@ -280,8 +280,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
 def _echo_not_indexed(warehouse, shown: int = 10) -> None:
     """The failed and skipped documents, with why (the first ``shown`` of each)."""
+    from rag_pipeline.cli.status import echo_not_indexed
     from rag_pipeline.core.index.status import documents_not_indexed
-    from rag_pipeline.core.text.terminal import one_line
 
     rows = documents_not_indexed(warehouse)
     if not rows:
@@ -289,11 +289,8 @@ def _echo_not_indexed(warehouse, shown: int = 10) -> None:
     echo("\nnot indexed (a failed document is read again when its file changes, or with "
          "--retry-failed; `rag-pipeline status` lists them all):")
     for status in ("failed", "skipped"):
-        of_status = [(document_id, reason) for s, document_id, reason in rows if s == status]
-        for document_id, reason in of_status[:shown]:
-            echo(f"  {status:8s}{one_line(document_id)}: {one_line(reason)}")
-        if len(of_status) > shown:
-            echo(f"  {status:8s}... and {len(of_status) - shown} more")
+        echo_not_indexed(status, [(document_id, reason) for s, document_id, reason in rows
+                                  if s == status], shown)
 
 
 def _prepare_home(home: Path) -> bool:

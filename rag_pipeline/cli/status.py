@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -38,10 +38,8 @@ def status(invocation: Invocation) -> None:
     skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{skipped}{len(report.stale_documents)} stale")
-    for document_id, reason in report.documents_failed:
-        echo(f"  failed  {one_line(document_id)}: {one_line(reason)}")
-    for document_id, reason in report.documents_skipped:
-        echo(f"  skipped {one_line(document_id)}: {one_line(reason)}")
+    echo_not_indexed("failed", report.documents_failed)
+    echo_not_indexed("skipped", report.documents_skipped)
     for document_id in report.stale_documents:
         echo(f"  stale   {one_line(document_id)} (extracted by an older pipeline or extractor)")
     for document_id, chunkers in report.without_chunks:
@@ -70,6 +68,16 @@ def status(invocation: Invocation) -> None:
         echo(f"  fix: {file.fix}")
     if unhealthy:
         sys.exit(1)
+
+
+def echo_not_indexed(status: str, documents: Sequence[tuple[str, str]],
+                     shown: int | None = None) -> None:
+    """A line per failed or skipped document (``status``) with why: every one, or the first
+    ``shown`` and how many more."""
+    for document_id, reason in documents[:shown]:
+        echo(f"  {status:8s}{one_line(document_id)}: {one_line(reason)}")
+    if shown is not None and len(documents) > shown:
+        echo(f"  {status:8s}... and {len(documents) - shown} more")
 
 
 def _echo_reconciliation(warehouse) -> None:
