@@ -88,7 +88,10 @@ class RayEmbedder:
                 raise ComputeUnreachableError(
                     f"Ray cluster at {self.address} is unreachable ({str(exc).splitlines()[0]}); "
                     "the served index is untouched") from None
-        self._task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES)(embed_shard)
+        # SPREAD: under the default strategy data locality comes first, and every shard reads
+        # ``spec_ref`` from the node holding the driver's objects (once, all shards ran there).
+        self._task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES,
+                                scheduling_strategy="SPREAD")(embed_shard)
 
     def embed(self, texts: Sequence[str], *, batch_size: int | None = None,
               progress: Callable[[int, int], None] | None = None,
