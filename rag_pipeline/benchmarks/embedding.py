@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,11 +119,11 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 
 def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
+    texts, counts = _texts(data_dir, chunker, limit)  # first: no index, nothing else is loaded
     fp32_rate_before, int8_rate_before = fp32_matmul_rate(), int8_matmul_rate()
     models = declared_models()
     embedders = loaded_models(models)
     reference = embedders[0].model
-    texts, counts = _texts(data_dir, chunker, limit)
     window = models[0].max_tokens
     processed = [min(n, window) for n in counts]
     config = json.loads((models[0].path / "config.json").read_text(encoding="utf-8"))
@@ -204,7 +205,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--all-chunkers", action="store_true",
                         help="Also time plain encode vs every declared model over every chunker.")
     args = parser.parse_args(argv)
-    report = run(args.data_dir, args.chunker, args.limit, args.rounds)
+    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+
+    try:
+        report = run(args.data_dir, args.chunker, args.limit, args.rounds)
+    except IndexNotBuiltError as exc:
+        sys.exit(f"embedding benchmark: no chunk texts to embed in {args.data_dir}: {exc}")
     int8 = (f", int8 {report['int8_gops']:.0f} GOP/s -> {report['floor_int8_chunks_s']:.0f} chunks/s"
             if report["int8_gops"] else "")
     print(f"{report['texts']} {report['chunker']} chunk texts, {report['wordpieces']:,} word-pieces, "

@@ -1,4 +1,4 @@
-"""The embedding benchmark's floor arithmetic."""
+"""The embedding benchmark's floor arithmetic, and what it says when it cannot run."""
 
 from __future__ import annotations
 
@@ -40,3 +40,15 @@ def test_an_adapted_model_not_trained_yet_is_skipped_with_one_line(monkeypatch, 
     assert [e.spec for e in loaded] == [trained]
     assert capsys.readouterr().out == ("skipped adapted@0000feed: adapted@0000feed is not trained "
                                        "yet: run `rag-pipeline adapt`\n")
+
+
+def test_a_data_folder_with_no_index_ends_the_benchmark_in_one_line(tmp_path):
+    import pytest
+
+    from rag_pipeline.benchmarks import embedding
+
+    with pytest.raises(SystemExit) as ended:
+        embedding.main(["--data-dir", str(tmp_path)])
+    assert str(ended.value) == (
+        f"embedding benchmark: no chunk texts to embed in {tmp_path}: table 'chunks' "
+        "(chunker=header) has not been built yet: run `rag-pipeline index` first")
