@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from rag_pipeline.core.embedding.bulk import BulkPath
 from rag_pipeline.core.embedding.compute import ComputeSettings, ComputeUnreachableError
 from rag_pipeline.core.embedding.compute.shards import shards
 from rag_pipeline.core.embedding.models import ModelSpec
@@ -34,15 +35,17 @@ WAIT_SECONDS = 5.0
 
 
 def embed_shard(spec: ModelSpec, texts: list[str], wordpieces: list[int] | None,
-                ) -> tuple[str, int, np.ndarray]:
-    """One shard on a worker: (node id, worker pid, vectors). The model loads on the worker's
-    first shard and stays loaded for the next."""
+                ) -> tuple[str, int, str, np.ndarray]:
+    """One shard on a worker: (node id, worker pid, the worker's bulk path, vectors). The model
+    loads on the worker's first shard and stays loaded for the next."""
     import ray
 
     from rag_pipeline.core.embedding.embedder import load_embedder
 
-    vectors = load_embedder(spec).embed(texts, wordpieces=wordpieces)
-    return ray.get_runtime_context().get_node_id(), os.getpid(), vectors
+    embedder = load_embedder(spec)
+    vectors = embedder.embed(texts, wordpieces=wordpieces)
+    return (ray.get_runtime_context().get_node_id(), os.getpid(), embedder.bulk_path.backend,
+            vectors)
 
 
 def _reachable(address: str, seconds: float) -> None:
@@ -65,6 +68,7 @@ class RayEmbedder:
     Attributes:
         nodes: Shards embedded per node id over this embedder's life.
         workers: Worker pids that embedded shards (each loaded the model once).
+        backends: The bulk paths the workers embedded with (:attr:`bulk_path`).
     """
 
     def __init__(self, spec: ModelSpec, settings: ComputeSettings) -> None:
@@ -78,6 +82,7 @@ class RayEmbedder:
         self.address = settings.address
         self.nodes: Counter[str] = Counter()
         self.workers: set[int] = set()
+        self.backends: set[str] = set()
         if self.address != "auto":
             _reachable(self.address, settings.connect_seconds)
         if not ray.is_initialized():
@@ -124,13 +129,14 @@ class RayEmbedder:
                     continue
                 for ref in ready:
                     group = pending.pop(ref)
-                    node, pid, vectors = ray.get(ref)
+                    node, pid, backend, vectors = ray.get(ref)
                     if filled[group].any():
                         raise RuntimeError(f"a shard of {len(group)} texts came back twice")
                     out[group] = vectors
                     filled[group] = True
                     self.nodes[node] += 1
                     self.workers.add(pid)
+                    self.backends.add(backend)
                     done += len(group)
                     if progress is not None:
                         progress(done, len(texts))
@@ -143,6 +149,13 @@ class RayEmbedder:
         if not filled.all():
             raise RuntimeError(f"{int((~filled).sum())} texts came back without a vector")
         return out
+
+    @property
+    def bulk_path(self) -> BulkPath | None:
+        """What the workers embedded with (as each worker's
+        :attr:`~rag_pipeline.core.embedding.embedder.Embedder.bulk_path` says; several joined by
+        ", "), None before a shard came back."""
+        return BulkPath(", ".join(sorted(self.backends))) if self.backends else None
 
     def _check_alive(self) -> None:
         import ray

@@ -143,6 +143,8 @@ def test_an_embeddings_run_on_ray_stores_the_in_process_rows(cluster, minilm, tm
         tmp_path / "ray", minilm, ComputeSettings(Engine.RAY, cluster.address, shard_texts=2))
     assert (local_meta["engine"], remote_meta["engine"]) == ("in_process", "ray")
     assert remote_meta["ray_nodes"] == 2  # shards embedded on both nodes
+    # What the workers embedded with, as the in-process run says it (not the declared backend).
+    assert remote_meta["bulk_path"] == local_meta["bulk_path"] == "onnxruntime-fp32"
     assert remote.column("chunk_id").to_pylist() == local.column("chunk_id").to_pylist()
     assert remote.column("text_sha256").to_pylist() == local.column("text_sha256").to_pylist()
     assert remote_meta["embedded"] == local_meta["embedded"] == local.num_rows
