@@ -99,10 +99,12 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
 
-    policy = config().access
+    parsed = config()
+    policy = parsed.access
     if policy is None:
-        echo("access: no [access] in rag_pipeline.toml: every document is readable by everyone "
-             "who reaches `serve`")
+        where = parsed.path if parsed.path is not None else "the configuration (no file)"
+        echo(f"access: no [access] in {where}: every document is readable by everyone who "
+             "reaches `serve`")
         return
     ids: set[str] = set()
     for file in {g.files[DOCUMENTS] for g in current_generations(warehouse)}:

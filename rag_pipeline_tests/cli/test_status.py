@@ -143,3 +143,22 @@ def test_status_after_documents_but_before_any_publication_says_nothing_is_serve
     assert lines[0] == "documents: 1 ok, 0 failed, 0 stale"
     assert lines[2] == ("(nothing served yet: no partition has published a generation; "
                         "`rag-pipeline index` builds them)")
+
+
+def test_status_names_the_configuration_file_that_declares_no_access(tmp_path: Path):
+    # Found by a reviewer: `status --config team.toml` said "no [access] in rag_pipeline.toml".
+    from rag_pipeline.core.index.build import write_documents
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nOne paragraph.\n", encoding="utf-8")
+    config = tmp_path / "team.toml"
+    made = CliRunner().invoke(main, ["init", str(corpus), "--output", str(config)])
+    assert made.exit_code == 0, made.output
+    write_documents(Warehouse(tmp_path / "corpus.rag-data"), extract_corpus(corpus).records)
+    result = CliRunner().invoke(main, ["--config", str(config), "status"])
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("access:")] == [
+        f"access: no [access] in {config}: every document is readable by everyone who reaches "
+        "`serve`"]
