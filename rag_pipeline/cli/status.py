@@ -92,6 +92,11 @@ def _echo_reconciliation(warehouse) -> None:
             echo(one_line(line))
 
 
+def config_source(config: ProjectConfig) -> str:
+    """The configuration file in use, or that none is (the built-in default)."""
+    return str(config.path) if config.path else "built-in default (no rag_pipeline.toml)"
+
+
 def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     """With ``[access]`` in ``config()``: documents per group, every document no rule matches
     (readable by nobody), and each glob that matches no document (a warning)."""
@@ -102,9 +107,8 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     parsed = config()
     policy = parsed.access
     if policy is None:
-        where = parsed.path if parsed.path is not None else "the configuration (no file)"
-        echo(f"access: no [access] in {where}: every document is readable by everyone who "
-             "reaches `serve`")
+        echo(f"access: no [access] in {config_source(parsed)}: every document is readable by "
+             "everyone who reaches `serve`")
         return
     ids: set[str] = set()
     for file in {g.files[DOCUMENTS] for g in current_generations(warehouse)}:
@@ -206,7 +210,7 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
         except (ModelMismatchError, InvalidArgumentError) as exc:
             fail(f"--drop: {exc}")
         click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
-    click.echo(f"config: {config.path or 'built-in default (no rag_pipeline.toml)'}"
+    click.echo(f"config: {config_source(config)}"
                f"{'  (lock written)' if lock else ''}")
     click.echo(f"chunkers: {', '.join(c.value for c in config.chunkers)}")
     declarations = {d.name: d for d in config.models}
