@@ -13,6 +13,7 @@ import click
 from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
+    config_source,
     declared_model,
     echo,
     fail,
@@ -81,9 +82,10 @@ def principal_groups(groups: str | None) -> frozenset[str] | None:
         wanted = frozenset(check_groups(groups))
     except TokenError as exc:
         fail(str(exc))
-    policy = read_config().access
+    config = read_config()
+    policy = config.access
     if policy is None:
-        echo("note: rag_pipeline.toml declares no [access]: --groups changes nothing", err=True)
+        echo(f"note: no [access] in {config_source(config)}: --groups changes nothing", err=True)
     elif policy.groups and not wanted <= set(policy.groups):
         fail(f"--groups: unknown group(s) {sorted(wanted - set(policy.groups))}; [access] groups "
              f"declares {list(policy.groups)}")
@@ -362,15 +364,18 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     from rag_pipeline.service.auth import AccessState
     from rag_pipeline.service.tokens import TokenError, TokenStore
 
-    policy = read_config().access
+    config = read_config()
+    policy = config.access
     if policy is None:
         if trusted_proxy is not None:
-            fail("--trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "
-                 "request reads everything and no groups are asked")
+            fail(f"--trusted-proxy needs an [access] table and there is none in "
+                 f"{config_source(config)}: without one every request reads everything and no "
+                 "groups are asked")
         if not _is_loopback(host) and not open_to_all:
-            fail(f"--host {host} is reachable from other machines and rag_pipeline.toml declares no "
-                 "[access], so anyone who reaches the port would read every document: declare "
-                 "[access] (docs/operations/security.md) or pass --open to serve it anyway")
+            fail(f"--host {host} is reachable from other machines and there is no [access] in "
+                 f"{config_source(config)}, so anyone who reaches the port would read every "
+                 "document: declare [access] (docs/operations/security.md) or pass --open to "
+                 "serve it anyway")
         return AccessState(None)
     if trusted_proxy is not None:
         try:

@@ -24,6 +24,7 @@ from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.project_paths import ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
 
 if TYPE_CHECKING:
+    from rag_pipeline.core.config.schema import ProjectConfig
     from rag_pipeline.core.storage.warehouse import Warehouse
 
 
@@ -266,6 +267,12 @@ def read_config(path: Path | None = None):
         return load_config(path or _config_path())
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
+
+
+def config_source(config: ProjectConfig) -> str:
+    """The configuration file ``config`` was read from, or that none was (the built-in
+    default): how a message names the file that declares, or lacks, what it reports."""
+    return str(config.path) if config.path else "the built-in default (no rag_pipeline.toml)"
 
 
 def hold_standard_descriptors() -> None:

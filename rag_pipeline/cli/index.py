@@ -17,6 +17,7 @@ import click
 from rag_pipeline.cli.corpus_param import CorpusParam
 from rag_pipeline.cli.edge import (
     Invocation,
+    config_source,
     dagster_home,
     declared_models,
     echo,
@@ -266,7 +267,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
     for entry in inventory(specs, warehouse):
         if not entry.declared:
-            echo(f"note: {entry.key} is no longer declared in rag_pipeline.toml; its "
+            echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
                   f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
                   f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
     echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.cli.edge import Invocation, declared_models, echo, fail, read_config
+from rag_pipeline.cli.edge import Invocation, config_source, declared_models, echo, fail, read_config
 from rag_pipeline.core.text.terminal import one_line
 from rag_pipeline.project_paths import ENV_PROFILE
 
@@ -90,11 +90,6 @@ def _echo_reconciliation(warehouse) -> None:
     if found is not None:
         for line in report_lines(*found):
             echo(one_line(line))
-
-
-def config_source(config: ProjectConfig) -> str:
-    """The configuration file in use, or that none is (the built-in default)."""
-    return str(config.path) if config.path else "built-in default (no rag_pipeline.toml)"
 
 
 def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from rag_pipeline.cli.edge import Invocation, echo, fail, read_config
+from rag_pipeline.cli.edge import Invocation, config_source, echo, fail, read_config
 
 
 def _store(invocation: Invocation):
@@ -31,7 +31,8 @@ def add(invocation: Invocation, name: str, groups: str, expires_days: float | No
 
     try:
         wanted = check_groups(groups)
-        policy = read_config().access
+        config = read_config()
+        policy = config.access
         if policy is not None and policy.groups:
             stray = sorted(set(wanted) - set(policy.groups))
             if stray:
@@ -40,7 +41,7 @@ def add(invocation: Invocation, name: str, groups: str, expires_days: float | No
     except TokenError as exc:
         fail(str(exc))
     if policy is None:
-        echo("note: rag_pipeline.toml declares no [access]: `serve` accepts every request "
+        echo(f"note: no [access] in {config_source(config)}: `serve` accepts every request "
              "without a token until it does", err=True)
     elif unknown := sorted(set(wanted) - policy.known_groups):
         echo(f"note: no [access] rule names {unknown} yet", err=True)

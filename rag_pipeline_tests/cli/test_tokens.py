@@ -94,19 +94,36 @@ def test_an_expired_token_is_refused_in_one_line(declared: Path):
         store.verify(token[:-1] + ("A" if token[-1] != "A" else "B"))
 
 
-def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path, monkeypatch):
-    config = tmp_path / "rag_pipeline.toml"
+def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path):
+    """The refusals name the configuration file in use (here --config team.toml)."""
+    config = tmp_path / "team.toml"
     config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
-    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
-    public = run(tmp_path, "serve", "--host", "0.0.0.0", "--port", "0")
+    public = run(tmp_path, "--config", str(config), "serve", "--host", "0.0.0.0", "--port", "0")
     assert public.output.strip() == (
-        "error: --host 0.0.0.0 is reachable from other machines and rag_pipeline.toml declares no "
-        "[access], so anyone who reaches the port would read every document: declare [access] "
+        f"error: --host 0.0.0.0 is reachable from other machines and there is no [access] in "
+        f"{config}, so anyone who reaches the port would read every document: declare [access] "
         "(docs/operations/security.md) or pass --open to serve it anyway")
-    proxy = run(tmp_path, "serve", "--trusted-proxy", "10.0.0.1", "--port", "0")
+    proxy = run(tmp_path, "--config", str(config), "serve", "--trusted-proxy", "10.0.0.1",
+                "--port", "0")
     assert proxy.output.strip() == (
-        "error: --trusted-proxy needs an [access] table in rag_pipeline.toml: without one every "
-        "request reads everything and no groups are asked")
+        f"error: --trusted-proxy needs an [access] table and there is none in {config}: without "
+        "one every request reads everything and no groups are asked")
+
+
+def test_without_access_tokens_and_groups_say_so_naming_the_file_in_use(tmp_path: Path):
+    config = tmp_path / "team.toml"
+    config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
+    added = CliRunner().invoke(main, [
+        "--data-dir", str(tmp_path / "data"), "--config", str(config),
+        "tokens", "add", "bob", "--groups", "eng"])
+    assert (added.exit_code, added.stderr) == (0, (
+        f"note: no [access] in {config}: `serve` accepts every request without a token until "
+        "it does\n"))
+    asked = CliRunner().invoke(main, [
+        "--data-dir", str(tmp_path / "data"), "--config", str(config),
+        "ask", "--groups", "eng", "hello"])
+    assert asked.stderr.splitlines()[0] == (
+        f"note: no [access] in {config}: --groups changes nothing")
 
 
 @pytest.mark.slow  # serve pins torch's threads before it finds there is no index
