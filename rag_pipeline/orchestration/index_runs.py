@@ -27,6 +27,15 @@ def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
         if event.is_step_failure and error is not None:
             while error.cls_name and error.cls_name.startswith("Dagster") and error.cause:
                 error = error.cause
-            return f"step {event.step_key}: {' '.join(error.message.split())}"
+            return f"step {event.step_key}: {' '.join(_without_module(error).split())}"
     failures = [event.message for event in events if event.message]
     return failures[-1] if failures else "see the run in the Dagster UI"
+
+
+def _without_module(error) -> str:
+    """An error's message with its class named as raised, not by its module path
+    (``ComputeUnreachableError: ...``, not ``rag_pipeline.core.embedding.compute.Compute...``)."""
+    head, sep, rest = error.message.partition(": ")
+    if sep and error.cls_name and head.rpartition(".")[2] == error.cls_name:
+        return f"{error.cls_name}: {rest}"
+    return error.message
