@@ -26,7 +26,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -342,13 +342,27 @@ class Embedder:
         elif len(wordpieces) != len(texts):
             raise ValueError(f"{len(wordpieces)} word-piece counts for {len(texts)} texts")
         counts = [min(int(n), self.spec.max_tokens) for n in wordpieces]
+        batches = wordpiece_batches(counts, batch_size or self.spec.batch_size)
         done = 0
-        for batch in wordpiece_batches(counts, batch_size or self.spec.batch_size):
-            out[batch] = self._forward([texts[i] for i in batch])
+        for batch, vectors in zip(batches, self._forwards(texts, batches), strict=True):
+            out[batch] = vectors
             done += len(batch)
             if progress is not None:
                 progress(done, len(texts))
         return l2_normalise(out)
+
+    def _forwards(self, texts: list[str], batches: list[list[int]]) -> Iterator[np.ndarray]:
+        """Each batch's vectors, in order: on a :class:`~.bulk.SessionPool`, as many batches at
+        once as it has sessions (a batch that fails stops the rest)."""
+        lanes = getattr(self._transformer, "lanes", 1)
+        if lanes == 1 or len(batches) == 1:
+            for batch in batches:
+                yield self._forward([texts[i] for i in batch])
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(lanes, thread_name_prefix="embed") as pool:
+            yield from pool.map(lambda batch: self._forward([texts[i] for i in batch]), batches)
 
     def embed_query(self, question: str) -> np.ndarray:
         """The question's unit vector, on the fast query path when :meth:`fast_queries` set one."""

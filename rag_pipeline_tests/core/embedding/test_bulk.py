@@ -143,3 +143,36 @@ def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
     assert np.array_equal(vectors, expected)
     assert json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())[
         "versions"] == runtime_versions()
+
+
+@pytest.mark.slow
+def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
+        minilm: ModelSpec, tmp_path):
+    import threading
+
+    from rag_pipeline.core.embedding.bulk import onnx_bulk_transformer
+    from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
+
+    spec = dataclasses.replace(minilm, cache_dir=tmp_path)
+    embedder = Embedder(spec)
+    onnx = (onnx_dir(spec) / ONNX_FILE).read_bytes()
+    texts = calibration_set().texts()
+    counts = embedder.wordpieces(texts)
+    embedder._transformer, threads = onnx_bulk_transformer(onnx, 1)
+    assert (embedder._transformer.lanes, threads) == (1, 1)
+    one_by_one = embedder.embed(texts, wordpieces=counts)
+
+    pool, threads = onnx_bulk_transformer(onnx, 2)
+    assert (pool.lanes, threads) == (2, 2)
+    ran_on: set[str] = set()
+
+    def recorded(inputs):
+        ran_on.add(threading.current_thread().name)
+        return pool(inputs)
+
+    recorded.lanes = pool.lanes
+    embedder._transformer = recorded
+    at_once = embedder.embed(texts, wordpieces=counts)
+    # 300 texts in 19 batches of 16, taken by two threads as each comes free.
+    assert ran_on == {"embed_0", "embed_1"}
+    assert np.array_equal(at_once, one_by_one)
