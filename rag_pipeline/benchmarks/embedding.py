@@ -12,7 +12,9 @@ FLOPs of the word-pieces actually processed (no padding; per layer ``2 n (4 d^2 
 4 n^2 d`` for ``n`` word-pieces, width ``d``, feed-forward width ``f``), divided by the rate of
 a large fp32 matrix product (numpy or torch, the faster, measured before and after the
 contenders) or of an int8 one (an OpenVINO MatMul between two FakeQuantize nodes, the pattern
-NNCF writes). Prints chunks/s, the ratio and % of the floor,
+NNCF writes). The default model's ONNX Runtime path (one single-thread session per core, a
+batch each) also runs as one session whose threads share every batch. Prints chunks/s, the
+ratio and % of the floor,
 plus the cosine between each model's vectors and the reference fp32 vectors, and between two
 batchings of the same model (batch independence).
 """
@@ -113,6 +115,20 @@ def loaded_models(models: Sequence[ModelSpec]) -> list[Embedder]:
     return embedders
 
 
+def shared_session_variant(embedder: Embedder) -> Embedder | None:
+    """The embedder on one ONNX Runtime session whose threads share every batch, when its bulk
+    path is ONNX Runtime on one single-thread session per thread: the set-up it replaced."""
+    from rag_pipeline.core.embedding.bulk import onnx_shared_session
+    from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
+
+    path = embedder.bulk_path
+    if path.backend != "onnxruntime-fp32" or not path.threads or path.threads < 2 \
+            or embedder.spec.cache_dir is None:
+        return None
+    onnx = (onnx_dir(embedder.spec) / ONNX_FILE).read_bytes()
+    return embedder.on_transformer(onnx_shared_session(onnx, path.threads))
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     c = np.sum(a * b, axis=1)
     return float(c.min()), float(c.mean())
@@ -135,6 +151,11 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
         contenders.append(Contender(
             f"{spec.key} ({embedder.bulk_path.backend}, batch {spec.batch_size})",
             lambda e=embedder: e.embed(texts, wordpieces=counts), spec.precision, []))
+        shared = shared_session_variant(embedder)
+        if shared is not None:
+            contenders.append(Contender(
+                f"  the same, one session of {embedder.bulk_path.threads} threads",
+                lambda e=shared: e.embed(texts, wordpieces=counts), spec.precision, []))
     for contender in contenders:  # warm-up, not counted
         contender.vectors = contender.run()
     for _ in range(rounds):

@@ -34,13 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_pipeline.core.embedding.export import token_inputs
+from rag_pipeline.core.embedding.export import Transformer, token_inputs
 from rag_pipeline.core.embedding.question import QUERY_PROBES
 
 __all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_TOKENIZER", "BulkPath",
-           "BulkRecord", "SessionPool", "bulk_inputs", "checked_bulk_path", "checked_bulk_tokenizer",
-           "onnx_bulk_transformer", "probes_sha256", "read_bulk_record", "runtime_versions",
-           "write_bulk_record"]
+           "BulkRecord", "SessionPool", "bulk_inputs", "checked_bulk_path",
+           "checked_bulk_tokenizer", "onnx_bulk_transformer", "onnx_shared_session",
+           "probes_sha256", "read_bulk_record", "runtime_versions", "write_bulk_record"]
 
 BULK_MIN_COSINE = 0.99999
 """The bulk path is used only when every probe's vector is this close to torch's (the bound
@@ -93,15 +93,25 @@ class SessionPool:
 def onnx_bulk_transformer(onnx: bytes, threads: int | None = None) -> tuple[SessionPool, int]:
     """An fp32 ONNX transformer as ``threads`` ONNX Runtime sessions of one intra-op thread
     each (default: one per core this process may run on), with the thread count."""
+    threads = threads or len(os.sched_getaffinity(0))
+    return SessionPool([_session(onnx, 1) for _ in range(threads)]), threads
+
+
+def onnx_shared_session(onnx: bytes, threads: int) -> Transformer:
+    """The same transformer as one session whose ``threads`` intra-op threads share every
+    batch: what the embedding benchmark sets :class:`SessionPool` against."""
+    session = _session(onnx, threads)
+    return lambda inputs: session.run(None, inputs)[0]
+
+
+def _session(onnx: bytes, threads: int):
     import onnxruntime as ort
 
-    threads = threads or len(os.sched_getaffinity(0))
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return SessionPool([ort.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
-                        for _ in range(threads)]), threads
+    return ort.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
 
 
 def bulk_inputs(tokenizer, texts: list[str]) -> dict[str, np.ndarray]:

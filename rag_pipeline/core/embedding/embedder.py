@@ -21,6 +21,7 @@ normalisation.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -363,6 +364,13 @@ class Embedder:
 
         with ThreadPoolExecutor(lanes, thread_name_prefix="embed") as pool:
             yield from pool.map(lambda batch: self._forward([texts[i] for i in batch]), batches)
+
+    def on_transformer(self, transformer: Transformer) -> Embedder:
+        """A copy of this embedder whose texts go through ``transformer`` (the same graph on
+        another runtime set-up, as a benchmark compares them); this one is unchanged."""
+        other = copy.copy(self)
+        other._transformer = transformer
+        return other
 
     def embed_query(self, question: str) -> np.ndarray:
         """The question's unit vector, on the fast query path when :meth:`fast_queries` set one."""

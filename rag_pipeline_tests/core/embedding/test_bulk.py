@@ -150,7 +150,7 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
         minilm: ModelSpec, tmp_path):
     import threading
 
-    from rag_pipeline.core.embedding.bulk import onnx_bulk_transformer
+    from rag_pipeline.core.embedding.bulk import onnx_bulk_transformer, onnx_shared_session
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 
     spec = dataclasses.replace(minilm, cache_dir=tmp_path)
@@ -158,9 +158,10 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
     onnx = (onnx_dir(spec) / ONNX_FILE).read_bytes()
     texts = calibration_set().texts()
     counts = embedder.wordpieces(texts)
-    embedder._transformer, threads = onnx_bulk_transformer(onnx, 1)
-    assert (embedder._transformer.lanes, threads) == (1, 1)
-    one_by_one = embedder.embed(texts, wordpieces=counts)
+    one, threads = onnx_bulk_transformer(onnx, 1)
+    assert (one.lanes, threads) == (1, 1)
+    one_by_one = embedder.on_transformer(one).embed(texts, wordpieces=counts)
+    shared = embedder.on_transformer(onnx_shared_session(onnx, 2)).embed(texts, wordpieces=counts)
 
     pool, threads = onnx_bulk_transformer(onnx, 2)
     assert (pool.lanes, threads) == (2, 2)
@@ -171,8 +172,8 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
         return pool(inputs)
 
     recorded.lanes = pool.lanes
-    embedder._transformer = recorded
-    at_once = embedder.embed(texts, wordpieces=counts)
+    at_once = embedder.on_transformer(recorded).embed(texts, wordpieces=counts)
     # 300 texts in 19 batches of 16, taken by two threads as each comes free.
     assert ran_on == {"embed_0", "embed_1"}
     assert np.array_equal(at_once, one_by_one)
+    assert np.array_equal(at_once, shared)
