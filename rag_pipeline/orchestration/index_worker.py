@@ -118,7 +118,11 @@ class IndexWorker:
             self._signal_worker(signal.SIGCONT)
 
     def _continue_too(self, signum: int, frame: object) -> None:
-        """Continues the worker (a SIGSTOP then SIGCONT that the command got from elsewhere)."""
+        """Continues the worker (a SIGSTOP then SIGCONT that the command got from elsewhere, or
+        the continuation of :meth:`_stop_too`'s own stop, whose handler may run before that
+        method's ``finally``): the stop handler is set again first, so a Ctrl-Z that comes as
+        soon as the worker runs stops the worker too, not the command alone."""
+        signal.signal(signal.SIGTSTP, self._stop_too)
         self._signal_worker(signal.SIGCONT)
 
     def _signal_worker(self, signum: int) -> None:

@@ -423,7 +423,7 @@ def _wait_for_states(pids: list[int], state: str, seconds: float = 30.0) -> list
         states = [_state(pid) for pid in pids]
         if all((s == "T") == (state == "T") for s in states) or time.monotonic() > deadline:
             return states
-        time.sleep(0.05)
+        time.sleep(0.001)
 
 
 def _command_with_a_worker(project: LocalProject, **popen: object) -> subprocess.Popen:
@@ -456,7 +456,9 @@ def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
     command = _command_with_a_worker(project, process_group=0)
     try:
         worker = int(command.stdout.readline())
-        for _ in range(2):  # stopped again by the next Ctrl-Z, continued again
+        # Stopped again by the next Ctrl-Z, continued again: many times, each Ctrl-Z sent as
+        # soon as both run (a Ctrl-Z in the moment after `fg` once stopped the command alone).
+        for _ in range(300):
             command.send_signal(signal.SIGTSTP)
             assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]
             command.send_signal(signal.SIGCONT)
