@@ -6,7 +6,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
+
+if TYPE_CHECKING:
+    from dagster._utils.error import SerializableErrorInfo
 
 PID_TAG = "rag_pipeline/pid"
 """The process that executes an in-process run, so a killed one can be recognised later."""
@@ -32,10 +37,11 @@ def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
     return failures[-1] if failures else "see the run in the Dagster UI"
 
 
-def _without_module(error) -> str:
+def _without_module(error: SerializableErrorInfo) -> str:
     """An error's message with its class named as raised, not by its module path
-    (``ComputeUnreachableError: ...``, not ``rag_pipeline.core.embedding.compute.Compute...``)."""
+    (``ComputeUnreachableError: ...``, not ``rag_pipeline.core.embedding.compute.Compute...``;
+    an error with no message: its class name alone)."""
     head, sep, rest = error.message.partition(": ")
-    if sep and error.cls_name and head.rpartition(".")[2] == error.cls_name:
-        return f"{error.cls_name}: {rest}"
+    if error.cls_name and head.strip().rpartition(".")[2] == error.cls_name:
+        return f"{error.cls_name}: {rest}" if sep else error.cls_name
     return error.message

@@ -100,7 +100,8 @@ class IndexWorker:
         try:
             self.close()
         finally:
-            for signum, handler in self._previous.items():
+            # SIGCONT's first: its handler sets SIGTSTP's again.
+            for signum, handler in reversed(self._previous.items()):
                 signal.signal(signum, handler)
 
     def _stop_too(self, signum: int, frame: object) -> None:

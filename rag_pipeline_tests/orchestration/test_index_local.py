@@ -457,7 +457,7 @@ def test_a_terminal_stop_of_the_command_stops_its_worker_and_fg_continues_both(
     try:
         worker = int(command.stdout.readline())
         # Stopped again by the next Ctrl-Z, continued again: many times, each Ctrl-Z sent as
-        # soon as both run (a Ctrl-Z in the moment after `fg` once stopped the command alone).
+        # soon as both run, in the moment the command's handlers are still at work.
         for _ in range(300):
             command.send_signal(signal.SIGTSTP)
             assert _wait_for_states([command.pid, worker], "T") == ["T", "T"]

@@ -35,6 +35,16 @@ def failing_project_job() -> None:
     embed()
 
 
+@dg.op
+def embed_silently() -> None:
+    raise ClusterGoneError()
+
+
+@dg.job
+def failing_silent_job() -> None:
+    embed_silently()
+
+
 def test_first_error_names_the_step_and_its_own_error_in_one_line():
     instance = dg.DagsterInstance.ephemeral()
     result = failing_job.execute_in_process(instance=instance, raise_on_error=False)
@@ -46,3 +56,9 @@ def test_first_error_names_a_project_error_by_its_class_not_its_module_path():
     result = failing_project_job.execute_in_process(instance=instance, raise_on_error=False)
     assert first_error(instance, result.run_id) == (
         "step embed: ClusterGoneError: Ray cluster at 127.0.0.1:1 cannot be reached")
+
+
+def test_first_error_names_a_project_error_without_a_message_by_its_class_alone():
+    instance = dg.DagsterInstance.ephemeral()
+    result = failing_silent_job.execute_in_process(instance=instance, raise_on_error=False)
+    assert first_error(instance, result.run_id) == "step embed_silently: ClusterGoneError"
