@@ -428,13 +428,18 @@ def _wait_for_states(pids: list[int], state: str, seconds: float = 30.0) -> list
 
 def _command_with_a_worker(project: LocalProject, **popen: object) -> subprocess.Popen:
     """The command's side of the worker in a process of its own (a stop signal here would
-    stop the test); it prints the worker's pid and ends with it on a line of input."""
-    script = ("import os, sys\n"
+    stop the test); it prints the worker's pid and ends with it on a line of input, waiting for
+    it as the command waits for its worker's replies: in polls of 0.1 s. (A signal that lands
+    just before a read with no timeout begins waits for that read to end: its Python handler
+    runs in the main thread, between two of its steps.)"""
+    script = ("import os, select, sys\n"
               "from pathlib import Path\n"
               "from rag_pipeline.orchestration.index_worker import IndexWorker\n"
               "with IndexWorker(dict(os.environ), Path(sys.argv[1]), "
               f"definitions={TEST_DEFINITIONS!r}) as worker:\n"
               "    print(worker.pid, flush=True)\n"
+              "    while not select.select([sys.stdin], [], [], 0.1)[0]:\n"
+              "        pass\n"
               "    sys.stdin.readline()\n")
     return subprocess.Popen(
         [sys.executable, "-c", script, str(Path(project.instance.root_directory) / RUNS_LOG)],
