@@ -117,7 +117,7 @@ def loaded_models(models: Sequence[ModelSpec]) -> list[Embedder]:
 
 def shared_session_variant(embedder: Embedder) -> Embedder | None:
     """The embedder on one ONNX Runtime session whose threads share every batch, when its bulk
-    path is ONNX Runtime on one single-thread session per thread: the set-up it replaced."""
+    path is ONNX Runtime on a session per core: the other way to use the same cores."""
     from rag_pipeline.core.embedding.bulk import onnx_shared_session
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 

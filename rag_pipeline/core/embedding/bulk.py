@@ -67,14 +67,20 @@ class BulkPath:
     min_cosine: float | None = None
 
 
+MAX_BULK_SESSIONS = 8
+"""At most this many sessions in a :class:`SessionPool`: each holds the model's weights (about
+90 MB more resident memory a session for all-MiniLM-L6-v2, measured), so past it the cores are
+shared out among the sessions as intra-op threads."""
+
+
 class SessionPool:
-    """ONNX Runtime sessions of one model, one intra-op thread each, shared by threads: a call
-    takes a free session (as :class:`~rag_pipeline.core.embedding.export.InferPool` does for
-    OpenVINO). :meth:`Embedder.embed <rag_pipeline.core.embedding.embedder.Embedder.embed>`
-    runs :attr:`lanes` batches at once, one per session: each batch keeps a core to itself,
-    without the synchronisation of one session's threads at every operator (measured on two
-    cores: 1.73 against 1.57 times plain encode in the embedding benchmark, the same outputs bit for
-    bit)."""
+    """ONNX Runtime sessions of one model, one a core (up to :data:`MAX_BULK_SESSIONS`), shared
+    by threads: a call takes a free session (as :class:`~rag_pipeline.core.embedding.export
+    .InferPool` does for OpenVINO). :meth:`Embedder.embed
+    <rag_pipeline.core.embedding.embedder.Embedder.embed>` runs :attr:`lanes` batches at once,
+    one per session: each batch keeps its cores to itself, without the synchronisation of one
+    session's threads at every operator (measured on two cores: 1.73 against 1.57 times plain
+    encode in the embedding benchmark, the same outputs bit for bit)."""
 
     def __init__(self, sessions: list) -> None:
         self._free: queue.SimpleQueue = queue.SimpleQueue()
@@ -91,10 +97,18 @@ class SessionPool:
 
 
 def onnx_bulk_transformer(onnx: bytes, threads: int | None = None) -> tuple[SessionPool, int]:
-    """An fp32 ONNX transformer as ``threads`` ONNX Runtime sessions of one intra-op thread
-    each (default: one per core this process may run on), with the thread count."""
+    """An fp32 ONNX transformer on ``threads`` cores (default: the cores this process may run
+    on) as the sessions of :func:`session_threads`, with the thread count."""
     threads = threads or len(os.sched_getaffinity(0))
-    return SessionPool([_session(onnx, 1) for _ in range(threads)]), threads
+    return SessionPool([_session(onnx, n) for n in session_threads(threads)]), threads
+
+
+def session_threads(threads: int, most: int = MAX_BULK_SESSIONS) -> list[int]:
+    """The intra-op threads of each session for ``threads`` cores: one session of one thread a
+    core, at most ``most`` sessions, the cores then shared out as evenly as they go."""
+    sessions = max(1, min(threads, most))
+    each, extra = divmod(max(threads, 1), sessions)
+    return [each + (i < extra) for i in range(sessions)]
 
 
 def onnx_shared_session(onnx: bytes, threads: int) -> Transformer:

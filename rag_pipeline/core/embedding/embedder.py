@@ -307,15 +307,17 @@ class Embedder:
             if self._bulk_tokenizer is not None:
                 inputs = bulk_inputs(self._bulk_tokenizer, texts)
             else:
-                inputs = token_inputs(self.model.tokenizer(
-                    texts, padding=True, truncation=True, max_length=self.spec.max_tokens,
-                    return_tensors="np"))
+                with _WRAPPER:
+                    inputs = token_inputs(self.model.tokenizer(
+                        texts, padding=True, truncation=True, max_length=self.spec.max_tokens,
+                        return_tensors="np"))
             hidden = transformer(inputs)
             mask = inputs["attention_mask"].astype(np.float32)[:, :, None]
             return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         import torch
 
-        features = self.model.preprocess(texts)
+        with _WRAPPER:
+            features = self.model.preprocess(texts)
         features["token_embeddings"] = torch.from_numpy(transformer(token_inputs(features)))
         with torch.no_grad():
             for module in list(self.model)[1:]:
@@ -380,6 +382,11 @@ class Embedder:
 
 
 _LOADED: dict[ModelSpec, Embedder] = {}
+_WRAPPER = threading.Lock()
+"""Held while a model's tokenizer wrapper tokenizes (it sets its truncation and padding on the
+Rust tokenizer at each call, so two batches tokenized at once by :meth:`Embedder._forwards`'s
+threads could each get the other's settings; the direct tokenizer, configured once, needs no
+lock)."""
 _LOADING = threading.RLock()
 
 

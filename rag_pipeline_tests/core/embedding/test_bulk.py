@@ -4,6 +4,8 @@ space (same key), a conversion that drifts is refused, and the ONNX export is ca
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import time
 
 import numpy as np
 import pytest
@@ -177,3 +179,46 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
     assert ran_on == {"embed_0", "embed_1"}
     assert np.array_equal(at_once, one_by_one)
     assert np.array_equal(at_once, shared)
+
+
+def test_sessions_take_a_core_each_up_to_the_cap_then_share_the_cores_out():
+    from rag_pipeline.core.embedding.bulk import MAX_BULK_SESSIONS, session_threads
+
+    assert MAX_BULK_SESSIONS == 8
+    assert session_threads(1) == [1]
+    assert session_threads(2) == [1, 1]
+    assert session_threads(8) == [1] * 8
+    assert session_threads(9) == [2, 1, 1, 1, 1, 1, 1, 1]
+    assert session_threads(64) == [8] * 8
+    assert session_threads(5, most=2) == [3, 2]
+
+
+@pytest.mark.slow
+def test_a_batch_that_fails_stops_the_batches_not_begun_and_every_session_comes_back(
+        minilm: ModelSpec, tmp_path):
+    from rag_pipeline.core.embedding.bulk import SessionPool
+
+    class Session:
+        def __init__(self, calls: list[int]) -> None:
+            self.calls = calls
+
+        def run(self, _outputs, inputs):
+            number = next(numbers)  # atomic: one number a call
+            self.calls.append(number)
+            time.sleep(0.2)  # a batch's time, in which the failure is seen
+            if number == 3:
+                raise RuntimeError("batch 3 failed")
+            batch, length = inputs["input_ids"].shape
+            return [np.ones((batch, length, minilm.dimension), np.float32)]
+
+    numbers, calls = itertools.count(1), []
+    pool = SessionPool([Session(calls), Session(calls)])
+    embedder = Embedder(dataclasses.replace(minilm, cache_dir=tmp_path)).on_transformer(pool)
+    texts = calibration_set().texts()  # 300 texts: 19 batches of 16
+    with pytest.raises(RuntimeError, match="batch 3 failed"):
+        embedder.embed(texts)
+    # Of 19 batches: the failed one and those the two sessions began before it was seen.
+    assert 3 <= len(calls) <= 5
+    time.sleep(0.5)
+    assert len(calls) <= 5
+    assert pool._free.qsize() == 2
