@@ -14,13 +14,13 @@ more within ``margin`` of its score.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.answer.citations import Citation
 from rag_pipeline.core.text.analyzers import Analyzer, analyze
+from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
 
 if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
     import numpy as np
@@ -28,9 +28,6 @@ if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer n
 __all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences", "quoted_answer",
            "sentence_spans"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]\u2019\u201d]*\s+|\n\s*\n")
-MIN_SENTENCE_CHARS = 20
-"""A shorter piece (a lone ``x = 1``, a list bullet) is joined to the next one."""
 MAX_SENTENCE_CHARS = 400
 """A longer piece (table rows, a list without full stops) is cut at its line ends."""
 
@@ -114,7 +111,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     next (the last to the previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
     raw: list[tuple[int, int]] = []
     position = 0
-    for match in _SENTENCE_END.finditer(text):
+    for match in SENTENCE_END.finditer(text):
         raw.append((position, match.start()))
         position = match.end()
     raw.append((position, len(text)))

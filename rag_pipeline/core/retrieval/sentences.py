@@ -10,7 +10,6 @@ lines; each is embedded with the chunk's context header in front.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,19 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from rag_pipeline.core.retrieval.dense import cosine_distances
+from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
 
 __all__ = ["SentenceIndex", "best_sentence_distances", "partition_sentences", "split_sentences"]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]\u2019\u201d]*\s+|\n\s*\n")
-MIN_SENTENCE_CHARS = 20
-"""Shorter pieces (a lone ``x = 1``, a list bullet) join the next sentence."""
 
 
 def split_sentences(content: str) -> list[str]:
     """The content's sentences, in order, white space collapsed; short pieces are joined to
     the next one (the last to the previous), so no sentence is under ``MIN_SENTENCE_CHARS``
     unless the whole content is."""
-    pieces = [" ".join(p.split()) for p in _SENTENCE_END.split(content)]
+    pieces = [" ".join(p.split()) for p in SENTENCE_END.split(content)]
     pieces = [p for p in pieces if p]
     out: list[str] = []
     carry = ""

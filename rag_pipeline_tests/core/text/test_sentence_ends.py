@@ -1,0 +1,23 @@
+"""Tests for ``rag_pipeline.core.text.sentence_ends``: where content splits into sentences."""
+
+from __future__ import annotations
+
+from rag_pipeline.core.answer.quoted import sentence_spans
+from rag_pipeline.core.retrieval.sentences import split_sentences
+from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
+
+
+def test_sentences_end_at_a_stop_with_its_closing_quotes_or_at_a_blank_line():
+    text = 'He said "stop." Then left (quietly.) Why?\nNo.\n\nNext part'
+    assert SENTENCE_END.split(text) == ['He said "stop.', "Then left (quietly.", "Why?",
+                                        "No.", "Next part"]
+    assert MIN_SENTENCE_CHARS == 20
+
+
+def test_the_scorer_and_the_quoted_answer_split_a_mail_the_same_way():
+    mail = ("The office moves to the third floor on Monday.\n\nDesks are numbered 1 to 40 "
+            "instead of 21.\n\nRegards,\nOps")
+    pieces = ["The office moves to the third floor on Monday.",
+              "Desks are numbered 1 to 40 instead of 21. Regards, Ops"]
+    assert split_sentences(mail) == pieces
+    assert [" ".join(mail[s:e].split()) for s, e in sentence_spans(mail)] == pieces
