@@ -40,35 +40,41 @@ if TYPE_CHECKING:
 
 
 def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: str,
-               base_url: str | None, params: dict[str, str]) -> tuple[Answer, str] | None:
+               base_url: str | None, params: dict[str, str]) -> tuple[Answer | None, str]:
     """The answer of a `serve` running on this data folder over the same tables for this
-    chunker, model and base URL (with where it runs), or None: then `ask` loads the index and
-    the model itself."""
+    chunker, model and base URL, with where it runs; or None, with why none answered: then
+    `ask` loads the index and the model itself."""
     from rag_pipeline.core.answer.answer_json import answer_from_json
     from rag_pipeline.core.runtime.serve_record import (
+        ServeRefusedError,
         UnprovenServeError,
         ask_running,
         read_serve_record,
     )
 
     record = read_serve_record(invocation.data_dir)
-    if record is None or (record.location, record.chunker, record.model_key, record.base_url) != (
-            invocation.tables_at, chunker, model_key, base_url):
-        return None
-    from rag_pipeline.core.runtime.serve_record import ServeRefusedError
-
+    if record is None:
+        return None, "a running `serve` on this data folder answers in milliseconds"
+    url = record.url("/")
+    served = {"chunker": record.chunker, "model": record.model_key,
+              "base URL": record.base_url or "none", "tables": record.location}
+    asked = {"chunker": chunker, "model": model_key, "base URL": base_url or "none",
+             "tables": invocation.tables_at}
+    differ = [f"{name} {served[name]}" for name in served if served[name] != asked[name]]
+    if differ:
+        return None, f"the running serve at {url} answers {', '.join(differ)}"
     try:
         data = ask_running(record, {"q": question, **params}, token=os.environ.get(ENV_TOKEN) or None)
     except ServeRefusedError as exc:
-        fail(f"the running serve at {record.url('/')} refused ${ENV_TOKEN}: {exc}")
+        fail(f"the running serve at {url} refused ${ENV_TOKEN}: {exc}")
     except UnprovenServeError as exc:
-        echo(f"note: the process at {record.url('/')} (pid {record.pid}) that serve.json names "
+        echo(f"note: the process at {url} (pid {record.pid}) that serve.json names "
              f"did not prove it is this data folder's serve ({exc}): its answer was not used; "
              "answering here", err=True)
-        return None
+        return None, f"the process at {url} did not prove it is this data folder's serve"
     if data is None:
-        return None
-    return answer_from_json(data), f"{record.url('/')} (pid {record.pid})"
+        return None, f"the serve that serve.json names at {url} did not answer"
+    return answer_from_json(data), f"{url} (pid {record.pid})"
 
 
 def principal_groups(groups: str | None) -> frozenset[str] | None:
@@ -216,18 +222,19 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     spec = declared_model(model_key)
     the_cut = gate_cut(spec, cut)
     asker = principal_groups(groups)
+    why_here = "--rerank, --generate-url, --prompt, --no-collapse and --groups are answered here"
     if not (rerank_model or generate_url or show_prompt or no_collapse or groups is not None):
-        served = _ask_serve(invocation, question, chunker, spec.key, base_url,
-                            {"retriever": retriever, "analyzer": analyzer, "k": str(max_sources),
-                             "cut": repr(the_cut)})
+        served, said = _ask_serve(invocation, question, chunker, spec.key, base_url,
+                                  {"retriever": retriever, "analyzer": analyzer,
+                                   "k": str(max_sources), "cut": repr(the_cut)})
         if served is not None:
-            answer, where = served
             if as_json:
-                echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+                echo(json.dumps(answer_json(served), ensure_ascii=False, indent=2))
                 return
-            _print_answer(answer, show_prompt, show_timings, "",
-                          f"answered by: the running serve at {where}")
+            _print_answer(served, show_prompt, show_timings, "",
+                          f"answered by: the running serve at {said}")
             return
+        why_here = said
     # Only now the modules that load an index and a model (a served answer needs none of them).
     from rag_pipeline.core.answer.ask import AskSettings
     from rag_pipeline.core.answer.ask import ask as run_ask
@@ -262,9 +269,12 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     if as_json:
         echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
         return
+    if asker is None and read_config().access is not None:
+        echo("note: answered in this process, which reads every document: [access] limits what "
+             "`serve` answers a token, and --groups what this command answers", err=True)
     _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
-                  f"answered by: this process (index and model loaded in {loaded:.1f} s; a "
-                  "running `serve` on this data folder answers in milliseconds)")
+                  f"answered by: this process (index and model loaded in {loaded:.1f} s; "
+                  f"{why_here})")
 
 
 

