@@ -107,8 +107,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
     else:
         echo(f"{'#':>2}  {'document':28s} {'section':34s} {'fragment':22s} distance")
         for c in answer.citations:
-            echo(f"{c.index:>2}  {c.document_id[:28]:28s} {c.section[:34]:34s} "
-                       f"{c.fragment:22s} {c.cosine_distance:.3f}")
+            echo(f"{c.index:>2}  {_tail(c.document_id, 28):28s} {c.section[:34]:34s} "
+                 f"{c.fragment:22s} {c.cosine_distance:.3f}")
+        echo("(ranked by the retriever, then the reranker when on; distance: the passage's "
+             "cosine distance to the question)")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
             echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
@@ -125,6 +127,12 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                                                  for k, v in answer.timings.items()))
         if answered_by:
             echo(answered_by)
+
+
+def _tail(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters from its start, ``...`` in front: the end of a
+    path (a file's name, an archive member's) tells documents apart."""
+    return text if len(text) <= width else "..." + text[len(text) - width + 3:]
 
 
 def _load_reranker(folder: Path) -> Reranker:

@@ -272,3 +272,13 @@ def test_ask_without_an_index_fails_plainly(tmp_path: Path):
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "ask", "what is a loop"])
     assert (result.exit_code, result.output) == (
         2, "error: no index built yet: run `rag-pipeline index` first\n")
+
+
+def test_a_long_document_id_keeps_its_end_in_the_sources_table():
+    from rag_pipeline.cli.ask import _tail
+
+    # Found by a new user: two members of one archive showed as the same cut-off prefix.
+    assert _tail("misc/git-relnotes.zip/relnotes-2.39.txt", 28) == "...tes.zip/relnotes-2.39.txt"
+    assert _tail("misc/git-relnotes.zip/relnotes-2.38.txt", 28) == "...tes.zip/relnotes-2.38.txt"
+    assert _tail("guide/install.md", 28) == "guide/install.md"
+    assert _tail("x" * 28, 28) == "x" * 28

@@ -78,6 +78,8 @@ def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: B
         lines = output.splitlines()
         # No rerank line unless --rerank is given.
         assert lines[0] == f"partition: header|{hashed_embedder.spec.key}   cut: 0.6"
+        assert ("(ranked by the retriever, then the reranker when on; distance: the passage's "
+                "cosine distance to the question)") in lines
         assert lines[-1] == (f"answered by: the running serve at http://127.0.0.1:{served_port}/ "
                              f"(pid {os.getpid()})")
         code, output, loads = cli("--json")
