@@ -245,6 +245,11 @@ def _reusable(old: DocumentRecord | None, entry: Entry, fmt: DocumentFormat,
     return old.ok or (old.failed and kept_failed(old.error, settings))
 
 
+_NOT_RETRIED = "not retried: unchanged since it failed: "
+"""How a reconciliation row begins for a failed document (a file, or a member of a container
+kept unread) whose bytes are as they were when it failed."""
+
+
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),
                    settings: ExtractionSettings | None = None) -> ExtractionResult:
     """Extracts every entry of ``corpus`` (a folder or a source), reusing previous records.
@@ -332,8 +337,11 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     not_retried += sum(record.failed for record in found.records)
                 for record in found.records:
                     was = prior.get(record.document_id)
+                    kept_unread = found.extracted == 0 and was is not None
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED
-                         if found.extracted == 0 or _same_reading(was, record) else Change.CHANGED)
+                         if found.extracted == 0 or _same_reading(was, record) else Change.CHANGED,
+                         detail=_NOT_RETRIED + (record.error or "")
+                         if kept_unread and record.failed else "")
                 continue
             if action == "unread":
                 record = extract_entry(source, entry, settings)[0]
@@ -347,8 +355,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     moved += 1
                 reused += 1
                 not_retried += old.failed
-                keep(old, Change.UNCHANGED, detail=f"not retried: unchanged since it failed: "
-                                                   f"{old.error}" if old.failed else "")
+                keep(old, Change.UNCHANGED, detail=_NOT_RETRIED + (old.error or "") if old.failed else "")
                 continue
             if action == "rename":
                 reused += 1

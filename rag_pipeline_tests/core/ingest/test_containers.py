@@ -117,6 +117,12 @@ def test_an_unchanged_archive_with_failed_and_skipped_members_is_not_read_again(
     second = extract_corpus(tmp_path, previous=first.records)
     assert (second.extracted, second.reused, second.not_retried) == (0, 6, 1)
     assert all(new is old for new, old in zip(second.records, first.records, strict=True))
+    # Its report row says so, as a failed file's does.
+    broken = first.records[-1].error
+    assert [(row.change, row.document_id, row.detail) for row in second.report.rows
+            if row.change == "failed"] == [
+        ("failed", "exports.zip/exports/broken.pdf",
+         f"not retried: unchanged since it failed: {broken}")]
     retried = extract_corpus(tmp_path, previous=first.records, settings=ExtractionSettings(retry_failed=True))
     assert (retried.extracted, retried.reused) == (5, 0)
 
@@ -128,6 +134,8 @@ def test_a_failed_archive_stands_until_its_file_changes(tmp_path: Path):
     second = extract_corpus(tmp_path, previous=first.records)
     assert (second.extracted, second.reused, second.not_retried) == (0, 1, 1)
     assert second.records[0] is first.records[0]
+    assert [(row.change, row.detail) for row in second.report.rows] == [
+        ("failed", f"not retried: unchanged since it failed: {first.records[0].error}")]
     (tmp_path / "broken.zip").write_bytes(zipped({"one.md": b"# One\n\nRead now.\n"}))
     third = extract_corpus(tmp_path, previous=second.records)
     assert [(r.document_id, r.status) for r in third.records] == [
