@@ -230,8 +230,11 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     spec = declared_model(model_key)
     the_cut = gate_cut(spec, cut)
     asker = principal_groups(groups)
-    why_here = "--rerank, --generate-url, --prompt, --no-collapse and --groups are answered here"
-    if not (rerank_model or generate_url or show_prompt or no_collapse or groups is not None):
+    here_only = [name for name, given in (("--rerank", rerank_model), ("--generate-url", generate_url),
+                                          ("--prompt", show_prompt), ("--no-collapse", no_collapse),
+                                          ("--groups", groups is not None)) if given]
+    why_here = f"{', '.join(here_only)}: answered here, never by a `serve`"
+    if not here_only:
         served, said = _ask_serve(invocation, question, chunker, spec.key, base_url,
                                   {"retriever": retriever, "analyzer": analyzer,
                                    "k": str(max_sources), "cut": repr(the_cut)})
@@ -274,12 +277,12 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         fail(str(exc))
-    if as_json:
-        echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
-        return
     if asker is None and read_config().access is not None:
         echo("note: answered in this process, which reads every document: [access] limits what "
              "`serve` answers a token, and --groups what this command answers", err=True)
+    if as_json:
+        echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
+        return
     _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
                   f"answered by: this process (index and model loaded in {loaded:.1f} s; "
                   f"{why_here})")

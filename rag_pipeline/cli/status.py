@@ -134,8 +134,8 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
              "is re-extracted or re-embedded; a running serve already applies the rules in force)")
     if older - other_rules:
         echo(f"  the served `access` table of {', '.join(sorted(older - other_rules))} is older "
-             "than the latest written (the documents or the rules changed since it was "
-             "published): `rag-pipeline index` publishes the latest")
+             "than the latest written (the documents changed since it was published): "
+             "`rag-pipeline index` brings it up to date")
 
 
 def _echo_behind(warehouse, config: Callable[[], ProjectConfig]) -> None:

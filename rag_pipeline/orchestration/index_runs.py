@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import dagster as dg
-
-if TYPE_CHECKING:
-    from dagster._utils.error import SerializableErrorInfo
 
 PID_TAG = "rag_pipeline/pid"
 """The process that executes an in-process run, so a killed one can be recognised later."""
@@ -37,7 +34,14 @@ def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
     return failures[-1] if failures else "see the run in the Dagster UI"
 
 
-def _without_module(error: SerializableErrorInfo) -> str:
+class _ErrorInfo(Protocol):
+    """What a step failure's error carries (Dagster's serialisable error info)."""
+
+    message: str
+    cls_name: str | None
+
+
+def _without_module(error: _ErrorInfo) -> str:
     """An error's message with its class named as raised, not by its module path
     (``ComputeUnreachableError: ...``, not ``rag_pipeline.core.embedding.compute.Compute...``;
     an error with no message: its class name alone)."""

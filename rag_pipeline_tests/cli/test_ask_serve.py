@@ -92,9 +92,8 @@ def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: B
         assert (code, loads) == (0, [hashed_embedder.spec.key])
         assert output.splitlines()[-1].startswith("answered by: this process (index and model "
                                                   "loaded in ")
-        assert output.splitlines()[-1].endswith(
-            " s; --rerank, --generate-url, --prompt, --no-collapse and --groups are answered "
-            "here)")
+        assert output.splitlines()[-1].endswith(" s; --no-collapse: answered here, never by a "
+                                                "`serve`)")
         # Another base URL than the serve's: answered here, saying what the serve answers.
         code, output, loads = cli("--timings", "--base-url", "https://docs.example/")
         assert code == 0
@@ -256,5 +255,7 @@ def test_an_answer_of_this_process_under_access_rules_says_it_read_every_documen
     assert code == 0, output
     assert ("note: answered in this process, which reads every document: [access] limits what "
             "`serve` answers a token, and --groups what this command answers") in output
+    code, output, _ = cli("--json")
+    assert (code, "which reads every document" in output) == (0, True)
     code, output, _ = cli("--groups", "eng")
     assert (code, "which reads every document" in output) == (0, False)

@@ -201,7 +201,7 @@ def test_an_access_table_written_after_the_served_one_under_the_same_rules_is_no
     build_access(warehouse, "header", policy)
     assert access_lines() == [
         "  the served `access` table of header is older than the latest written (the documents "
-        "or the rules changed since it was published): `rag-pipeline index` publishes the latest"]
+        "changed since it was published): `rag-pipeline index` brings it up to date"]
     config.write_text(config.read_text().replace('"staff"', '"eng"'), encoding="utf-8")
     assert [line.split(":")[0] for line in access_lines()] == [
         "  the served `access` table of header labels other rules (or none)"]

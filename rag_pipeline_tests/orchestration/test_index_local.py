@@ -428,23 +428,38 @@ def _wait_for_states(pids: list[int], state: str, seconds: float = 30.0) -> list
 
 def _command_with_a_worker(project: LocalProject, **popen: object) -> subprocess.Popen:
     """The command's side of the worker in a process of its own (a stop signal here would
-    stop the test); it prints the worker's pid and ends with it on a line of input, waiting for
-    it as the command waits for its worker's replies: in polls of 0.1 s. (A signal that lands
-    just before a read with no timeout begins waits for that read to end: its Python handler
-    runs in the main thread, between two of its steps.)"""
+    stop the test); it prints the worker's pid, answers each ``ping`` line with ``pong`` and
+    ends with its worker on any other line, waiting for input as the command waits for its
+    worker's replies: in polls of 0.1 s. (A signal that lands just before a read with no
+    timeout begins waits for that read to end: its Python handler runs in the main thread,
+    between two of its steps; so a ``pong`` after a signal says its handler has run.)"""
     script = ("import os, select, sys\n"
               "from pathlib import Path\n"
               "from rag_pipeline.orchestration.index_worker import IndexWorker\n"
               "with IndexWorker(dict(os.environ), Path(sys.argv[1]), "
               f"definitions={TEST_DEFINITIONS!r}) as worker:\n"
               "    print(worker.pid, flush=True)\n"
-              "    while not select.select([sys.stdin], [], [], 0.1)[0]:\n"
-              "        pass\n"
-              "    sys.stdin.readline()\n")
+              "    while True:\n"
+              "        while not select.select([sys.stdin], [], [], 0.1)[0]:\n"
+              "            pass\n"
+              "        if sys.stdin.readline().strip() != 'ping':\n"
+              "            break\n"
+              "        print('pong', flush=True)\n")
     return subprocess.Popen(
         [sys.executable, "-c", script, str(Path(project.instance.root_directory) / RUNS_LOG)],
         cwd=PROJECT_ROOT, env=project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         text=True, **popen)
+
+
+def _answer(command: subprocess.Popen, line: str, seconds: float = 30.0) -> str:
+    """What the stand-in command answers ``line`` (``""`` when it does not within ``seconds``)."""
+    import select
+
+    command.stdin.write(f"{line}\n")
+    command.stdin.flush()
+    if not select.select([command.stdout], [], [], seconds)[0]:
+        return ""
+    return command.stdout.readline().strip()
 
 
 def _end(command: subprocess.Popen, worker: int) -> None:
@@ -482,9 +497,7 @@ def test_a_stop_the_kernel_does_not_carry_out_leaves_the_worker_running_too(
     try:
         worker = int(command.stdout.readline())
         command.send_signal(signal.SIGTSTP)
-        # The handler's stop and continue of the worker are microseconds apart (longer only
-        # when the machine is too busy to run the command between them).
-        assert "T" not in _wait_for_states([command.pid, worker], "running", seconds=10.0)
+        assert _answer(command, "ping") == "pong"  # so the handler has stopped and continued
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             assert "T" not in [_state(command.pid), _state(worker)]

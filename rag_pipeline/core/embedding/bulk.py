@@ -3,7 +3,8 @@
 An index embeds thousands of texts in batches, where torch's eager kernels reach about 40 % of
 the machine's fp32 matrix-product rate on two cores. The same weights converted to ONNX (fp32,
 :func:`rag_pipeline.core.embedding.export.convert_to_onnx`) and run by ONNX Runtime, one
-session of one thread per core, each on its own batch (:class:`SessionPool`), come much
+session of one thread per core (at most :data:`MAX_BULK_SESSIONS`), each on its own batch
+(:class:`SessionPool`), come much
 closer to the rate of the products themselves. It is the same vector space,
 so the same key: fp32 against fp32 differs by the order of the sums only (measured: max abs
 difference 2e-7 per component, min cosine 0.9999999 on the bundled corpus), and the path is used
@@ -58,7 +59,7 @@ inside a batch is exercised) and one by one."""
 @dataclass(frozen=True)
 class BulkPath:
     """How chunk texts are embedded: ``backend`` runs the transformer on ``threads`` threads
-    (ONNX Runtime: as many sessions of one thread, a batch each); ``min_cosine`` is the
+    (ONNX Runtime: the sessions of :func:`session_threads`, a batch each); ``min_cosine`` is the
     smallest cosine to the model's own torch vectors over :data:`BULK_PROBES` (None on the
     model's own path)."""
 

@@ -267,7 +267,8 @@ class Embedder:
         (about 0.05 ms instead of 0.3 to 0.45), otherwise by the wrapper."""
         if self._direct_tokenizer is not None:
             return direct_inputs(self._direct_tokenizer, question)
-        return wrapper_inputs(self.model, question, self.spec.max_tokens)
+        with _WRAPPER:
+            return wrapper_inputs(self.model, question, self.spec.max_tokens)
 
     def _use_direct_tokenizer(self) -> None:
         """Questions are tokenized by a copy of the model's Rust tokenizer (truncated to the
@@ -289,9 +290,10 @@ class Embedder:
         """Word-pieces the encoder reads per text: special tokens included, at most the window."""
         if self._bulk_tokenizer is not None:
             return [sum(e.attention_mask) for e in self._bulk_tokenizer.encode_batch(list(texts))]
-        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=True,
-                                       max_length=self.spec.max_tokens,
-                                       return_attention_mask=False, verbose=False)
+        with _WRAPPER:
+            encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=True,
+                                           max_length=self.spec.max_tokens,
+                                           return_attention_mask=False, verbose=False)
         return [len(ids) for ids in encoded["input_ids"]]
 
     def _torch_forward(self, texts: list[str]) -> np.ndarray:
@@ -383,10 +385,10 @@ class Embedder:
 
 _LOADED: dict[ModelSpec, Embedder] = {}
 _WRAPPER = threading.Lock()
-"""Held while a model's tokenizer wrapper tokenizes (it sets its truncation and padding on the
-Rust tokenizer at each call, so two batches tokenized at once by :meth:`Embedder._forwards`'s
-threads could each get the other's settings; the direct tokenizer, configured once, needs no
-lock)."""
+"""Held while an :class:`Embedder` tokenizes through a model's tokenizer wrapper (it sets its
+truncation and padding on the Rust tokenizer at each call, so two batches tokenized at once by
+:meth:`Embedder._forwards`'s threads could each get the other's settings; the direct
+tokenizer, configured once, needs no lock)."""
 _LOADING = threading.RLock()
 
 
