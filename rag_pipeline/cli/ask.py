@@ -233,8 +233,9 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     here_only = [name for name, given in (("--rerank", rerank_model), ("--generate-url", generate_url),
                                           ("--prompt", show_prompt), ("--no-collapse", no_collapse),
                                           ("--groups", groups is not None)) if given]
-    why_here = f"{', '.join(here_only)}: answered here, never by a `serve`"
-    if not here_only:
+    if here_only:
+        why_here = f"{', '.join(here_only)}: answered here, never by a `serve`"
+    else:
         served, said = _ask_serve(invocation, question, chunker, spec.key, base_url,
                                   {"retriever": retriever, "analyzer": analyzer,
                                    "k": str(max_sources), "cut": repr(the_cut)})
@@ -257,10 +258,11 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
+    access = read_config().access
     started = time.perf_counter()
     try:
         warehouse = invocation.warehouse
-        index = labelled(load_partition(warehouse, chunker, spec.key), read_config().access)
+        index = labelled(load_partition(warehouse, chunker, spec.key), access)
         embedder = load_model(spec, invocation.data_dir)
         reranker = _load_reranker(Path(rerank_model)) if rerank_model else None
         settings = AskSettings(
@@ -277,7 +279,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, EmptyQuestionError,
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         fail(str(exc))
-    if asker is None and read_config().access is not None:
+    if asker is None and access is not None:
         echo("note: answered in this process, which reads every document: [access] limits what "
              "`serve` answers a token, and --groups what this command answers", err=True)
     if as_json:

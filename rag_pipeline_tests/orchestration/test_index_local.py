@@ -455,16 +455,19 @@ def _answer(command: subprocess.Popen, line: str, seconds: float = 30.0) -> str:
     """What the stand-in command answers ``line`` (``""`` when it does not within ``seconds``)."""
     import select
 
-    command.stdin.write(f"{line}\n")
-    command.stdin.flush()
+    _send(command, line)
     if not select.select([command.stdout], [], [], seconds)[0]:
         return ""
     return command.stdout.readline().strip()
 
 
-def _end(command: subprocess.Popen, worker: int) -> None:
-    command.stdin.write("end\n")
+def _send(command: subprocess.Popen, line: str) -> None:
+    command.stdin.write(f"{line}\n")
     command.stdin.flush()
+
+
+def _end(command: subprocess.Popen, worker: int) -> None:
+    _send(command, "end")
     assert command.wait(timeout=60) == 0
     assert not pid_alive(worker)
 

@@ -250,6 +250,12 @@ _NOT_RETRIED = "not retried: unchanged since it failed: "
 kept unread) whose bytes are as they were when it failed."""
 
 
+def _not_retried(record: DocumentRecord) -> str:
+    """The reconciliation row of ``record`` kept as it was: its failure, or nothing when it is
+    not failed."""
+    return _NOT_RETRIED + (record.error or "") if record.failed else ""
+
+
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),
                    settings: ExtractionSettings | None = None) -> ExtractionResult:
     """Extracts every entry of ``corpus`` (a folder or a source), reusing previous records.
@@ -340,8 +346,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     kept_unread = found.extracted == 0 and was is not None
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED
                          if found.extracted == 0 or _same_reading(was, record) else Change.CHANGED,
-                         detail=_NOT_RETRIED + (record.error or "")
-                         if kept_unread and record.failed else "")
+                         detail=_not_retried(record) if kept_unread else "")
                 continue
             if action == "unread":
                 record = extract_entry(source, entry, settings)[0]
@@ -355,7 +360,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     moved += 1
                 reused += 1
                 not_retried += old.failed
-                keep(old, Change.UNCHANGED, detail=_NOT_RETRIED + (old.error or "") if old.failed else "")
+                keep(old, Change.UNCHANGED, detail=_not_retried(old))
                 continue
             if action == "rename":
                 reused += 1
