@@ -123,6 +123,7 @@ class LocalRuns:
         """Waits for the worker's reply, passing the run's events on; returns how the run's
         process ended it ("replied", or how the worker died)."""
         cursor: str | None = None
+        run: dg.DagsterRun | None = None  # read until the worker has created it, then kept
         read_at = time.monotonic()
         replies, process = self.worker.replies, self.worker.process
         while True:
@@ -137,7 +138,7 @@ class LocalRuns:
             if ended is None and process.poll() is not None:
                 ended = _exit_reason(process.returncode)
             if ended is not None or time.monotonic() - read_at >= EVENTS_EVERY_SECONDS:
-                run = self.instance.get_run_by_id(run_id)
+                run = run or self.instance.get_run_by_id(run_id)
                 if run is not None:
                     cursor = read_run_events(self.instance, run, cursor, self.progress, self.log)
                 read_at = time.monotonic()

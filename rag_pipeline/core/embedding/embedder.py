@@ -356,10 +356,16 @@ class Embedder:
                 progress(done, len(texts))
         return l2_normalise(out)
 
+    @property
+    def lanes(self) -> int:
+        """How many batches run at once (the sessions of a :class:`~.bulk.SessionPool`; 1 for
+        a transformer that runs one batch at a time on every thread)."""
+        return getattr(self._transformer, "lanes", 1)
+
     def _forwards(self, texts: list[str], batches: list[list[int]]) -> Iterator[np.ndarray]:
         """Each batch's vectors, in order: on a :class:`~.bulk.SessionPool`, as many batches at
         once as it has sessions (a batch that fails stops the rest)."""
-        lanes = getattr(self._transformer, "lanes", 1)
+        lanes = self.lanes
         if lanes == 1 or len(batches) == 1:
             for batch in batches:
                 yield self._forward([texts[i] for i in batch])

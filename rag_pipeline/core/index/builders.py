@@ -7,8 +7,10 @@ reports. Nothing here knows where tables are stored or who calls it.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,7 +240,9 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
     in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
     other distinct text goes through the model once, batched by its ``wordpieces`` when the
     chunks carry that column. Fresh vectors are handed to ``checkpoint`` every
-    ``checkpoint_every`` texts, so a killed run's work can be reused by the next."""
+    ``checkpoint_every`` texts, so a killed run's work can be reused by the next: in order,
+    while an embedder with several lanes embeds the next group (``progress`` is then called
+    from its threads, one call at a time)."""
     spec = embedder.spec
     own: dict[str, np.ndarray] = {}
     if previous is not None:
@@ -259,18 +263,13 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
         missing.sort(key=lambda item: -min(int(wordpieces[item[1]]), spec.max_tokens))
     fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
-    for begin in range(0, len(missing), checkpoint_every):
-        batch = missing[begin:begin + checkpoint_every]
-
-        def batch_progress(done: int, _total: int, begin: int = begin) -> None:
-            if progress is not None:
-                progress(begin + done, len(missing))
-
-        options = {"wordpieces": [wordpieces[i] for _, i in batch]} if wordpieces else {}
-        vectors = embedder.embed([texts[i] for _, i in batch], progress=batch_progress, **options)
-        fresh.update({sha: vector for (sha, _), vector in zip(batch, vectors, strict=True)})
+    groups = [missing[begin:begin + checkpoint_every]
+              for begin in range(0, len(missing), checkpoint_every)]
+    for group, vectors in zip(groups, _embedded_groups(embedder, texts, wordpieces, groups,
+                                                       progress), strict=True):
+        fresh.update({sha: vector for (sha, _), vector in zip(group, vectors, strict=True)})
         if checkpoint is not None:
-            checkpoint([sha for sha, _ in batch], vectors)
+            checkpoint([sha for sha, _ in group], vectors)
     seconds = time.perf_counter() - started
 
     def vector_of(sha: str) -> np.ndarray:
@@ -296,6 +295,47 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
                            duplicates=n - reused - shared - len(missing),
                            removed=len(previous_shas - set(shas)), seconds=seconds)
     return table, stats
+
+
+def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[int] | None,
+                     groups: list[list[tuple[str, int]]],
+                     progress: Callable[[int, int], None] | None) -> Iterator[np.ndarray]:
+    """Each group's vectors, in order (a group is ``(sha, position in texts)`` pairs).
+
+    An embedder with several lanes (sessions that each run a batch) embeds two groups at once,
+    so the next group's batches take the lanes the current group's last batch leaves free and
+    run while the caller checkpoints the current group. A group that fails cancels the groups
+    not yet begun; the one under way ends its batches first. ``progress(done, total)`` counts
+    the texts of every group."""
+    total = sum(len(group) for group in groups)
+    done = 0
+    counting = threading.Lock()
+
+    def embed_group(group: list[tuple[str, int]]) -> np.ndarray:
+        counted = 0
+
+        def group_progress(finished: int, _total: int) -> None:
+            nonlocal counted, done
+            with counting:
+                done += finished - counted
+                counted = finished
+                if progress is not None:
+                    progress(done, total)
+
+        options = {"wordpieces": [wordpieces[i] for _, i in group]} if wordpieces else {}
+        return embedder.embed([texts[i] for _, i in group], progress=group_progress, **options)
+
+    if getattr(embedder, "lanes", 1) == 1 or len(groups) < 2:
+        yield from map(embed_group, groups)
+        return
+    with ThreadPoolExecutor(2, thread_name_prefix="embed-group") as ahead:
+        futures = [ahead.submit(embed_group, group) for group in groups]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 def bm25_stats_tables(chunks: pa.Table,

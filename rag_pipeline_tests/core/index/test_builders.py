@@ -4,6 +4,7 @@ offsets do not slice exactly, and stored vectors of another model."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -152,6 +153,66 @@ def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path
                         ("Columns", 4, 4)]
     # Markdown chunks have no pages.
     assert unpaged == (5, 0, 0)
+
+
+def _five_chunks() -> pa.Table:
+    """Five distinct texts of 3, 9, 1, 9 and 5 word-pieces: groups of two are a,b / d,c / e."""
+    texts = ["c", "a", "e", "b", "d"]
+    return pa.table({"chunk_id": [f"id-{t}" for t in texts], "text": texts,
+                     "text_sha256": [f"sha-{t}" for t in texts], "wordpieces": [3, 9, 1, 9, 5]})
+
+
+def test_an_embedder_with_two_lanes_embeds_the_next_group_while_a_group_ends(
+        hashed_embedder: HashedEmbedder):
+    # The first group ends only once the second has begun (bounded: without the overlap the
+    # wait times out and the test fails); checkpoints and vectors still come in group order,
+    # and the progress counts every group's texts.
+    second_began = threading.Event()
+    checkpointed: list[list[str]] = []
+    said: list[tuple[int, int]] = []
+
+    class TwoLanes:
+        spec = hashed_embedder.spec
+        lanes = 2
+
+        def embed(self, batch, progress=None, **options):
+            if batch == ["a", "b"]:
+                assert second_began.wait(10), "the second group did not begin"
+            else:
+                second_began.set()
+            vectors = hashed_embedder.embed(batch, **options)
+            progress(len(batch), len(batch))
+            return vectors
+
+    chunks = _five_chunks()
+    table, stats = embeddings_table(chunks, None, TwoLanes(), checkpoint_every=2,
+                                    progress=lambda done, total: said.append((done, total)),
+                                    checkpoint=lambda s, _v: checkpointed.append(s))
+    assert checkpointed == [["sha-a", "sha-b"], ["sha-d", "sha-c"], ["sha-e"]]
+    assert sorted(said) == said and said[-1] == (5, 5) and len(said) == 3
+    expected = hashed_embedder.embed(["c", "a", "e", "b", "d"])
+    assert table.column("vector").to_pylist() == expected.tolist()
+    assert stats.embedded == 5
+
+
+@pytest.mark.parametrize(("failing", "kept"), [("a", []), ("d", [["sha-a", "sha-b"]])])
+def test_a_failing_group_stops_the_checkpoints_at_it_and_raises(
+        hashed_embedder: HashedEmbedder, failing: str, kept: list[list[str]]):
+    checkpointed: list[list[str]] = []
+
+    class TwoLanes:
+        spec = hashed_embedder.spec
+        lanes = 2
+
+        def embed(self, batch, **options):
+            if batch[0] == failing:
+                raise RuntimeError(f"batch {batch} failed")
+            return hashed_embedder.embed(batch)
+
+    with pytest.raises(RuntimeError, match=f"batch \\['{failing}'"):
+        embeddings_table(_five_chunks(), None, TwoLanes(), checkpoint_every=2,
+                         checkpoint=lambda s, _v: checkpointed.append(s))
+    assert checkpointed == kept
 
 
 def test_texts_are_embedded_and_checkpointed_longest_first_across_all_of_them(
