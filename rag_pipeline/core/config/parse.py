@@ -318,7 +318,7 @@ def choose_profile(config: ProjectConfig, requested: str | None, user_corpus: bo
     by_name = {p.name: p for p in config.profiles}
     name = requested or config.profile or (PRODUCTION if user_corpus else EVALUATION)
     if name not in by_name:
-        raise ModelConfigError(f"profile {name!r} is not declared; declared: {sorted(by_name)}")
+        raise ModelConfigError(f"profile {name!r} is not declared; declared: {', '.join(sorted(by_name))}")
     return by_name[name]
 
 

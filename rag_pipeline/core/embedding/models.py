@@ -342,4 +342,5 @@ def find_model(key: str, models: Sequence[ModelSpec]) -> ModelSpec:
             return spec
     names = [m.key for m in models if m.name == key]
     hint = f" (a model is named by its key: {names[0]})" if names else ""
-    raise ModelMismatchError(f"model {key!r} is not declared{hint}; declared: {[m.key for m in models]}")
+    raise ModelMismatchError(f"model {key!r} is not declared{hint}; declared: "
+                             f"{', '.join(m.key for m in models)}")

@@ -160,10 +160,10 @@ def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Gen
     chunkers = sorted({g.chunker for g in published})
     if chunker not in chunkers:
         raise UnknownPartitionError(f"no published index for chunker {chunker!r}; published: "
-                                    f"{chunkers}")
+                                    f"{', '.join(chunkers)}")
     models = sorted(g.model for g in published if g.chunker == chunker)
     raise UnknownPartitionError(f"no published index for {chunker} x {model_key!r}; published "
-                                f"models: {models}")
+                                f"models: {', '.join(models)}")
 
 
 def load_partition(warehouse: Warehouse | Path, chunker: str, model_key: str,
