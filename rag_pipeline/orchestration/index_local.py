@@ -138,7 +138,8 @@ class LocalRuns:
             if ended is None and process.poll() is not None:
                 ended = _exit_reason(process.returncode)
             if ended is not None or time.monotonic() - read_at >= EVENTS_EVERY_SECONDS:
-                run = run or self.instance.get_run_by_id(run_id)
+                if run is None:
+                    run = self.instance.get_run_by_id(run_id)
                 if run is not None:
                     cursor = read_run_events(self.instance, run, cursor, self.progress, self.log)
                 read_at = time.monotonic()

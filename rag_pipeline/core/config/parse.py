@@ -245,7 +245,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     chosen = index.get("profile")
     if chosen is not None and chosen not in {p.name for p in profiles}:
         raise ModelConfigError(f"{label}: [index] profile {chosen!r} is not one of "
-                               f"{[p.name for p in profiles]}")
+                               f"{', '.join(p.name for p in profiles)}")
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
                          folders["corpus"], folders["data_dir"], access=access,
                          compute=_compute(data.get("compute", {}), label))

@@ -10,7 +10,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -302,40 +302,66 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
                      progress: Callable[[int, int], None] | None) -> Iterator[np.ndarray]:
     """Each group's vectors, in order (a group is ``(sha, position in texts)`` pairs).
 
-    An embedder with several lanes (sessions that each run a batch) embeds two groups at once,
-    so the next group's batches take the lanes the current group's last batch leaves free and
-    run while the caller checkpoints the current group. A group that fails cancels the groups
-    not yet begun; the one under way ends its batches first. ``progress(done, total)`` counts
-    the texts of every group."""
+    An embedder with several lanes (sessions that each run a batch) begins the next group once
+    a group has no more than one batch a lane left: the next group's batches take the lanes its
+    last batches leave free, and run while the caller checkpoints it; one group at most runs
+    ahead. A group that fails begins no further group, and one that has begun ahead stops
+    after the batches it is running (so does every group when the caller stops reading).
+    ``progress(done, total)`` counts the texts of every group."""
     total = sum(len(group) for group in groups)
     done = 0
     counting = threading.Lock()
+    stopping = threading.Event()
+    lanes = getattr(embedder, "lanes", 1)
 
-    def embed_group(group: list[tuple[str, int]]) -> np.ndarray:
+    def embed_group(group: list[tuple[str, int]], near_end: threading.Event) -> np.ndarray:
         counted = 0
+        last_batches = len(group) - lanes * embedder.spec.batch_size
 
         def group_progress(finished: int, _total: int) -> None:
             nonlocal counted, done
+            if stopping.is_set():
+                raise _GroupsStopped
             with counting:
                 done += finished - counted
                 counted = finished
                 if progress is not None:
                     progress(done, total)
+            if finished >= last_batches:
+                near_end.set()
 
         options = {"wordpieces": [wordpieces[i] for _, i in group]} if wordpieces else {}
         return embedder.embed([texts[i] for _, i in group], progress=group_progress, **options)
 
-    if getattr(embedder, "lanes", 1) == 1 or len(groups) < 2:
-        yield from map(embed_group, groups)
+    if lanes == 1 or len(groups) < 2:
+        for group in groups:
+            yield embed_group(group, threading.Event())
         return
     with ThreadPoolExecutor(2, thread_name_prefix="embed-group") as ahead:
-        futures = [ahead.submit(embed_group, group) for group in groups]
+
+        def begin(group: list[tuple[str, int]]) -> tuple[Future, threading.Event]:
+            near_end = threading.Event()
+            future = ahead.submit(embed_group, group, near_end)
+            future.add_done_callback(lambda _: near_end.set())
+            return future, near_end
+
         try:
-            for future in futures:
-                yield future.result()
+            running, near_end = begin(groups[0])
+            for following in groups[1:]:
+                near_end.wait()
+                if running.done() and running.exception() is not None:
+                    break
+                queued = begin(following)
+                yield running.result()
+                running, near_end = queued
+            yield running.result()
         finally:
-            for future in futures:
-                future.cancel()
+            stopping.set()
+
+
+class _GroupsStopped(Exception):
+    """Raised inside a group's progress to end its ``embed`` early: a group before it failed,
+    or the caller stopped reading the groups."""
 
 
 def bm25_stats_tables(chunks: pa.Table,

@@ -251,8 +251,8 @@ kept unread) whose bytes are as they were when it failed."""
 
 
 def _not_retried(record: DocumentRecord) -> str:
-    """The reconciliation row of ``record`` kept as it was: its failure, or nothing when it is
-    not failed."""
+    """The detail of ``record``'s reconciliation row when it is kept as it was: its failure
+    (empty when it is not failed)."""
     return _NOT_RETRIED + (record.error or "") if record.failed else ""
 
 

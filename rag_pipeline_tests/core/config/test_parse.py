@@ -152,7 +152,7 @@ def test_declared_profiles_and_index_profile_choose_what_index_builds(tmp_path: 
     ("[profiles.p]\nsize = 1\n", "rag_pipeline.toml: [profiles.p] takes only ['chunkers', "
                                  "'models']"),
     ("[index]\nprofile = 'nope'\n", "rag_pipeline.toml: [index] profile 'nope' is not one of "
-                                    "['production', 'evaluation']"),
+                                    "production, evaluation"),
 ])
 def test_bad_profiles_fail_with_one_line(text: str, message: str, tmp_path: Path):
     with pytest.raises(ModelConfigError) as info:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -155,64 +156,113 @@ def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path
     assert unpaged == (5, 0, 0)
 
 
-def _five_chunks() -> pa.Table:
-    """Five distinct texts of 3, 9, 1, 9 and 5 word-pieces: groups of two are a,b / d,c / e."""
-    texts = ["c", "a", "e", "b", "d"]
+def _eight_chunks() -> pa.Table:
+    """Eight distinct texts, h (longest) to a: in groups of four, h,g,f,e then d,c,b,a."""
+    texts = list("abcdefgh")
     return pa.table({"chunk_id": [f"id-{t}" for t in texts], "text": texts,
-                     "text_sha256": [f"sha-{t}" for t in texts], "wordpieces": [3, 9, 1, 9, 5]})
+                     "text_sha256": [f"sha-{t}" for t in texts],
+                     "wordpieces": list(range(1, 9))})
 
 
-def test_an_embedder_with_two_lanes_embeds_the_next_group_while_a_group_ends(
+class _TwoLanes:
+    """A stand-in embedder with two lanes and batches of one text, whose ``embed`` of a group
+    is ``behave(group, progress)`` (each group's first text names it)."""
+
+    lanes = 2
+
+    def __init__(self, hashed: HashedEmbedder, behave) -> None:
+        self.spec = dataclasses.replace(hashed.spec, batch_size=1)
+        self.hashed = hashed
+        self.behave = behave
+        self.begun: list[str] = []
+
+    def embed(self, group, progress, **options):
+        self.begun.append(group[0])
+        self.behave(list(group), progress)
+        return self.hashed.embed(group)
+
+
+def _one_by_one(group, progress):
+    for finished in range(1, len(group) + 1):
+        progress(finished, len(group))
+
+
+def test_the_next_group_begins_when_a_group_has_a_batch_a_lane_left(
         hashed_embedder: HashedEmbedder):
-    # The first group ends only once the second has begun (bounded: without the overlap the
-    # wait times out and the test fails); checkpoints and vectors still come in group order,
-    # and the progress counts every group's texts.
+    # Two lanes, batches of one: the second group begins once the first has two texts left,
+    # not before (bounded: the wait fails the test in 10 s); checkpoints, vectors and the
+    # progress count keep the groups' order.
     second_began = threading.Event()
+    seen: list[tuple[int, bool]] = []
+
+    def behave(group, progress):
+        if group[0] != "h":
+            second_began.set()
+            return _one_by_one(group, progress)
+        for finished in (1, 2):
+            seen.append((finished, second_began.is_set()))
+            progress(finished, 4)
+        assert second_began.wait(10), "the second group did not begin"
+        progress(3, 4)
+        progress(4, 4)
+
+    embedder = _TwoLanes(hashed_embedder, behave)
     checkpointed: list[list[str]] = []
     said: list[tuple[int, int]] = []
-
-    class TwoLanes:
-        spec = hashed_embedder.spec
-        lanes = 2
-
-        def embed(self, batch, progress=None, **options):
-            if batch == ["a", "b"]:
-                assert second_began.wait(10), "the second group did not begin"
-            else:
-                second_began.set()
-            vectors = hashed_embedder.embed(batch, **options)
-            progress(len(batch), len(batch))
-            return vectors
-
-    chunks = _five_chunks()
-    table, stats = embeddings_table(chunks, None, TwoLanes(), checkpoint_every=2,
+    table, stats = embeddings_table(_eight_chunks(), None, embedder, checkpoint_every=4,
                                     progress=lambda done, total: said.append((done, total)),
                                     checkpoint=lambda s, _v: checkpointed.append(s))
-    assert checkpointed == [["sha-a", "sha-b"], ["sha-d", "sha-c"], ["sha-e"]]
-    assert sorted(said) == said and said[-1] == (5, 5) and len(said) == 3
-    expected = hashed_embedder.embed(["c", "a", "e", "b", "d"])
-    assert table.column("vector").to_pylist() == expected.tolist()
-    assert stats.embedded == 5
+    assert seen == [(1, False), (2, False)]
+    assert embedder.begun == ["h", "d"]
+    assert checkpointed == [["sha-h", "sha-g", "sha-f", "sha-e"], ["sha-d", "sha-c", "sha-b", "sha-a"]]
+    assert sorted(said) == said and said[-1] == (8, 8) and len(said) == 8
+    assert table.column("vector").to_pylist() == hashed_embedder.embed(list("abcdefgh")).tolist()
+    assert stats.embedded == 8
 
 
-@pytest.mark.parametrize(("failing", "kept"), [("a", []), ("d", [["sha-a", "sha-b"]])])
-def test_a_failing_group_stops_the_checkpoints_at_it_and_raises(
-        hashed_embedder: HashedEmbedder, failing: str, kept: list[list[str]]):
+@pytest.mark.parametrize(("failing", "begun", "kept"), [
+    ("h", ["h"], []), ("d", ["h", "d"], [["sha-h", "sha-g", "sha-f", "sha-e"]])])
+def test_a_failing_group_begins_no_further_group_and_stops_the_checkpoints(
+        hashed_embedder: HashedEmbedder, failing: str, begun: list[str],
+        kept: list[list[str]]):
+    def behave(group, _progress):
+        if group[0] == failing:
+            raise RuntimeError(f"group of {group[0]} failed")
+
+    embedder = _TwoLanes(hashed_embedder, behave)
     checkpointed: list[list[str]] = []
-
-    class TwoLanes:
-        spec = hashed_embedder.spec
-        lanes = 2
-
-        def embed(self, batch, **options):
-            if batch[0] == failing:
-                raise RuntimeError(f"batch {batch} failed")
-            return hashed_embedder.embed(batch)
-
-    with pytest.raises(RuntimeError, match=f"batch \\['{failing}'"):
-        embeddings_table(_five_chunks(), None, TwoLanes(), checkpoint_every=2,
+    chunks = pa.concat_tables([_eight_chunks(), pa.table({
+        "chunk_id": ["id-0"], "text": ["0"], "text_sha256": ["sha-0"], "wordpieces": [0]})])
+    with pytest.raises(RuntimeError, match=f"group of {failing} failed"):
+        embeddings_table(chunks, None, embedder, checkpoint_every=4,
                          checkpoint=lambda s, _v: checkpointed.append(s))
-    assert checkpointed == kept
+    assert (embedder.begun, checkpointed) == (begun, kept)
+
+
+def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
+        hashed_embedder: HashedEmbedder):
+    second_began = threading.Event()
+    stopped: list[str] = []
+
+    def behave(group, progress):
+        if group[0] == "h":
+            progress(1, 4)
+            progress(2, 4)
+            assert second_began.wait(10), "the second group did not begin"
+            raise RuntimeError("group of h failed")
+        second_began.set()
+        for _ in range(1000):  # bounded: 10 s, then the test fails
+            try:
+                progress(0, 4)
+            except Exception as exc:  # noqa: BLE001 - the stop signal is private
+                stopped.append(type(exc).__name__)
+                raise
+            time.sleep(0.01)
+
+    with pytest.raises(RuntimeError, match="group of h failed"):
+        embeddings_table(_eight_chunks(), None, _TwoLanes(hashed_embedder, behave),
+                         checkpoint_every=4)
+    assert stopped == ["_GroupsStopped"]
 
 
 def test_texts_are_embedded_and_checkpointed_longest_first_across_all_of_them(
