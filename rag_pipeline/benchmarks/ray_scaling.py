@@ -27,11 +27,11 @@ from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
 from rag_pipeline.core.embedding.compute.local_cluster import LocalCluster, local_cluster
 from rag_pipeline.core.embedding.models import calibration_set
+from rag_pipeline.core.index.builders import GROUP_ROUNDS, checkpoint_group_texts
 from rag_pipeline.project_paths import PROJECT_ROOT
 
-PART_CHUNKS = 256
-"""Chunks per Parquet part: the vector cache's checkpoint part (``embeddings_table``'s
-``checkpoint_every``)."""
+SHARD_TEXTS = 64
+"""Texts per shard of the projection: ``[compute] shard_texts``' default."""
 
 
 def _texts(count: int) -> list[str]:
@@ -112,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = [measure(1, texts, args.shard_texts), measure(2, texts, args.shard_texts)]
     print(f"{len(texts)} texts, {args.shard_texts} per shard; load average (1 min) at the end of "
           "each measure")
-    print("| workers | nodes used | shards/s | chunks/s | per worker | worker RSS | part | load |")
+    print("| workers | nodes used | shards/s | chunks/s | per worker | worker RSS | a shard as Parquet "
+          "| load |")
     print("|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in rows:
         print(f"| {r['workers']} | {r['nodes']} | {r['shards_per_s']:.3f} | {r['chunks_per_s']:.1f} | "
@@ -123,13 +124,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     per_worker = one["chunks_per_s"]
     bytes_per_chunk = one["part_bytes"] / args.shard_texts
     print(f"two-worker efficiency {efficiency:.2f}; {bytes_per_chunk:.0f} bytes per chunk in a part")
-    print(f"| chunks | workers | hours | Parquet parts ({PART_CHUNKS} chunks each) | vectors on disk |")
+    print(f"Parquet parts: an embeddings run's checkpoint groups, {GROUP_ROUNDS} x workers x "
+          f"{SHARD_TEXTS} texts a shard")
+    print("| chunks | workers | hours | Parquet parts | vectors on disk |")
     print("|--:|--:|--:|--:|--:|")
     for chunks in (10_000_000, 100_000_000):
         for workers in (16, 64, 256):
             hours = projection(per_worker, min(efficiency, 1.0), chunks, workers)
-            print(f"| {chunks:,} | {workers} | {hours:.1f} | {chunks // PART_CHUNKS:,} x "
-                  f"{PART_CHUNKS * bytes_per_chunk / 2**20:.2f} MiB | "
+            part = checkpoint_group_texts(workers * SHARD_TEXTS)
+            print(f"| {chunks:,} | {workers} | {hours:.1f} | {-(-chunks // part):,} x "
+                  f"{part * bytes_per_chunk / 2**20:.1f} MiB | "
                   f"{chunks * bytes_per_chunk / 2**30:.1f} GiB |")
 
 

@@ -362,6 +362,11 @@ class Embedder:
         a transformer that runs one batch at a time on every thread)."""
         return getattr(self._transformer, "lanes", 1)
 
+    @property
+    def texts_at_once(self) -> int:
+        """How many texts are embedded at once: a batch a lane."""
+        return self.lanes * self.spec.batch_size
+
     def _forwards(self, texts: list[str], batches: list[list[int]]) -> Iterator[np.ndarray]:
         """Each batch's vectors, in order: on a :class:`~.bulk.SessionPool`, as many batches at
         once as it has sessions (a batch that fails stops the rest)."""

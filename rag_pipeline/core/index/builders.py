@@ -231,16 +231,30 @@ class EmbeddingStats:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
+CHECKPOINT_TEXTS = 256
+"""The fewest texts of a checkpoint group (a Parquet part of the vector cache)."""
+GROUP_ROUNDS = 8
+"""A checkpoint group holds at least this many times the texts its embedder works on at once
+(``texts_at_once``: a Ray cluster's CPUs x its shard size), so a wide engine has work for every
+worker and waits for its last shards only once a group."""
+
+
+def checkpoint_group_texts(texts_at_once: int, least: int = CHECKPOINT_TEXTS) -> int:
+    """Texts in a checkpoint group of an embedder that works on ``texts_at_once`` texts at once."""
+    return max(least, GROUP_ROUNDS * texts_at_once)
+
+
 def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: TextEmbedder,
                      progress: Callable[[int, int], None] | None = None,
                      known: Mapping[str, np.ndarray] | None = None,
                      checkpoint: Callable[[list[str], np.ndarray], None] | None = None,
-                     checkpoint_every: int = 256) -> tuple[pa.Table, EmbeddingStats]:
+                     checkpoint_every: int = CHECKPOINT_TEXTS) -> tuple[pa.Table, EmbeddingStats]:
     """One unit vector per chunk. A chunk whose embedded text (by sha256) already has a vector
     in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
     other distinct text goes through the model once, batched by its ``wordpieces`` when the
     chunks carry that column. Fresh vectors are handed to ``checkpoint`` every
-    ``checkpoint_every`` texts, so a killed run's work can be reused by the next: in order,
+    ``checkpoint_every`` texts (or :func:`checkpoint_group_texts` of the embedder's
+    ``texts_at_once``, when more), so a killed run's work can be reused by the next: in order,
     while an embedder with several lanes embeds the next group (``progress`` is then called
     from its threads, one call at a time)."""
     spec = embedder.spec
@@ -263,8 +277,8 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
         missing.sort(key=lambda item: -min(int(wordpieces[item[1]]), spec.max_tokens))
     fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
-    groups = [missing[begin:begin + checkpoint_every]
-              for begin in range(0, len(missing), checkpoint_every)]
+    size = checkpoint_group_texts(getattr(embedder, "texts_at_once", 0), checkpoint_every)
+    groups = [missing[begin:begin + size] for begin in range(0, len(missing), size)]
     for group, vectors in zip(groups, _embedded_groups(embedder, texts, wordpieces, groups,
                                                        progress), strict=True):
         fresh.update({sha: vector for (sha, _), vector in zip(group, vectors, strict=True)})
@@ -303,11 +317,11 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
     """Each group's vectors, in order (a group is ``(sha, position in texts)`` pairs).
 
     An embedder with several lanes (sessions that each run a batch) begins the next group once
-    a group has no more than one batch a lane left: the next group's batches take the lanes its
-    last batches leave free, and run while the caller checkpoints it; one group at most runs
-    ahead. A group that fails begins no further group, and one that has begun ahead stops
-    after the batches it is running (so does every group when the caller stops reading).
-    ``progress(done, total)`` counts the texts of every group."""
+    a group has no more than its ``texts_at_once`` left (a batch a lane): the next group's
+    batches take the lanes its last batches leave free, and run while the caller checkpoints
+    it; one group at most runs ahead. A group that fails begins no further group, and one that
+    has begun ahead stops after the batches it is running (so does every group when the caller
+    stops reading). ``progress(done, total)`` counts the texts of every group."""
     total = sum(len(group) for group in groups)
     done = 0
     counting = threading.Lock()
@@ -316,7 +330,7 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
 
     def embed_group(group: list[tuple[str, int]], near_end: threading.Event) -> np.ndarray:
         counted = 0
-        last_batches = len(group) - lanes * embedder.spec.batch_size
+        last_texts = len(group) - getattr(embedder, "texts_at_once", embedder.spec.batch_size)
 
         def group_progress(finished: int, _total: int) -> None:
             nonlocal counted, done
@@ -327,7 +341,7 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
                 counted = finished
                 if progress is not None:
                     progress(done, total)
-            if finished >= last_batches:
+            if finished >= last_texts:
                 near_end.set()
 
         options = {"wordpieces": [wordpieces[i] for _, i in group]} if wordpieces else {}

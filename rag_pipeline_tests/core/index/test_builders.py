@@ -16,7 +16,10 @@ from rag_pipeline.core.embedding.models import ModelMismatchError
 from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
 from rag_pipeline.core.index import builders as index_tables
 from rag_pipeline.core.index.builders import (
+    CHECKPOINT_TEXTS,
+    GROUP_ROUNDS,
     OffsetError,
+    checkpoint_group_texts,
     chunks_table,
     document_pages_table,
     document_records,
@@ -156,19 +159,20 @@ def test_chunks_record_the_page_they_start_on_and_their_last_page(tmp_path: Path
     assert unpaged == (5, 0, 0)
 
 
-def _eight_chunks() -> pa.Table:
-    """Eight distinct texts, h (longest) to a: in groups of four, h,g,f,e then d,c,b,a."""
-    texts = list("abcdefgh")
+def _chunks(count: int) -> pa.Table:
+    """``count`` distinct texts t00, t01, ... of decreasing word-piece counts (t00 longest)."""
+    texts = [f"t{i:02d}" for i in range(count)]
     return pa.table({"chunk_id": [f"id-{t}" for t in texts], "text": texts,
                      "text_sha256": [f"sha-{t}" for t in texts],
-                     "wordpieces": list(range(1, 9))})
+                     "wordpieces": list(range(count, 0, -1))})
 
 
 class _TwoLanes:
-    """A stand-in embedder with two lanes and batches of one text, whose ``embed`` of a group
-    is ``behave(group, progress)`` (each group's first text names it)."""
+    """A stand-in embedder of two lanes with batches of one text (two texts at once, so
+    checkpoint groups of 16), whose ``embed`` of a group is ``behave(group, progress)``."""
 
     lanes = 2
+    texts_at_once = 2
 
     def __init__(self, hashed: HashedEmbedder, behave) -> None:
         self.spec = dataclasses.replace(hashed.spec, batch_size=1)
@@ -187,56 +191,83 @@ def _one_by_one(group, progress):
         progress(finished, len(group))
 
 
+def test_a_checkpoint_group_holds_eight_times_what_its_embedder_embeds_at_once():
+    assert (GROUP_ROUNDS, CHECKPOINT_TEXTS) == (8, 256)
+    assert [checkpoint_group_texts(n) for n in (0, 32, 33, 100 * 64)] == [256, 256, 264, 51_200]
+    assert checkpoint_group_texts(3, least=4) == 24
+
+
+def test_an_embedder_that_embeds_many_texts_at_once_gets_groups_as_wide(
+        hashed_embedder: HashedEmbedder):
+    # A cluster of three CPUs with shards of one text: groups of 24, not of 4.
+    sizes: list[int] = []
+
+    class Wide:
+        spec = hashed_embedder.spec
+        texts_at_once = 3
+
+        def embed(self, batch, **options):
+            sizes.append(len(batch))
+            return hashed_embedder.embed(batch)
+
+    checkpointed: list[int] = []
+    table, _ = embeddings_table(_chunks(30), None, Wide(), checkpoint_every=4,
+                                checkpoint=lambda s, _v: checkpointed.append(len(s)))
+    assert (sizes, checkpointed, table.num_rows) == ([24, 6], [24, 6], 30)
+
+
 def test_the_next_group_begins_when_a_group_has_a_batch_a_lane_left(
         hashed_embedder: HashedEmbedder):
-    # Two lanes, batches of one: the second group begins once the first has two texts left,
-    # not before (bounded: the wait fails the test in 10 s); checkpoints, vectors and the
-    # progress count keep the groups' order.
+    # Two lanes, batches of one (groups of 16): the second group begins once the first has two
+    # texts left, not before (bounded: the wait fails the test in 10 s); checkpoints, vectors
+    # and the progress count keep the groups' order.
     second_began = threading.Event()
     seen: list[tuple[int, bool]] = []
 
     def behave(group, progress):
-        if group[0] != "h":
+        if group[0] != "t00":
             second_began.set()
             return _one_by_one(group, progress)
-        for finished in (1, 2):
+        for finished in range(1, 15):
             seen.append((finished, second_began.is_set()))
-            progress(finished, 4)
+            progress(finished, 16)
         assert second_began.wait(10), "the second group did not begin"
-        progress(3, 4)
-        progress(4, 4)
+        progress(15, 16)
+        progress(16, 16)
 
     embedder = _TwoLanes(hashed_embedder, behave)
     checkpointed: list[list[str]] = []
     said: list[tuple[int, int]] = []
-    table, stats = embeddings_table(_eight_chunks(), None, embedder, checkpoint_every=4,
+    chunks = _chunks(20)
+    table, stats = embeddings_table(chunks, None, embedder, checkpoint_every=4,
                                     progress=lambda done, total: said.append((done, total)),
                                     checkpoint=lambda s, _v: checkpointed.append(s))
-    assert seen == [(1, False), (2, False)]
-    assert embedder.begun == ["h", "d"]
-    assert checkpointed == [["sha-h", "sha-g", "sha-f", "sha-e"], ["sha-d", "sha-c", "sha-b", "sha-a"]]
-    assert sorted(said) == said and said[-1] == (8, 8) and len(said) == 8
-    assert table.column("vector").to_pylist() == hashed_embedder.embed(list("abcdefgh")).tolist()
-    assert stats.embedded == 8
+    assert seen == [(finished, False) for finished in range(1, 15)]
+    assert embedder.begun == ["t00", "t16"]
+    shas = chunks.column("text_sha256").to_pylist()
+    assert checkpointed == [shas[:16], shas[16:]]
+    assert sorted(said) == said and said[-1] == (20, 20) and len(said) == 20
+    assert table.column("vector").to_pylist() == hashed_embedder.embed(
+        chunks.column("text").to_pylist()).tolist()
+    assert stats.embedded == 20
 
 
 @pytest.mark.parametrize(("failing", "begun", "kept"), [
-    ("h", ["h"], []), ("d", ["h", "d"], [["sha-h", "sha-g", "sha-f", "sha-e"]])])
+    ("t00", ["t00"], 0), ("t16", ["t00", "t16"], 1)])
 def test_a_failing_group_begins_no_further_group_and_stops_the_checkpoints(
-        hashed_embedder: HashedEmbedder, failing: str, begun: list[str],
-        kept: list[list[str]]):
+        hashed_embedder: HashedEmbedder, failing: str, begun: list[str], kept: int):
     def behave(group, _progress):
         if group[0] == failing:
             raise RuntimeError(f"group of {group[0]} failed")
 
     embedder = _TwoLanes(hashed_embedder, behave)
     checkpointed: list[list[str]] = []
-    chunks = pa.concat_tables([_eight_chunks(), pa.table({
-        "chunk_id": ["id-0"], "text": ["0"], "text_sha256": ["sha-0"], "wordpieces": [0]})])
+    chunks = _chunks(36)  # groups of 16, 16 and 4
     with pytest.raises(RuntimeError, match=f"group of {failing} failed"):
         embeddings_table(chunks, None, embedder, checkpoint_every=4,
                          checkpoint=lambda s, _v: checkpointed.append(s))
-    assert (embedder.begun, checkpointed) == (begun, kept)
+    assert embedder.begun == begun
+    assert checkpointed == [chunks.column("text_sha256").to_pylist()[:16]] * kept
 
 
 def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
@@ -245,11 +276,10 @@ def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
     stopped: list[str] = []
 
     def behave(group, progress):
-        if group[0] == "h":
-            progress(1, 4)
-            progress(2, 4)
+        if group[0] == "t00":
+            progress(14, 16)
             assert second_began.wait(10), "the second group did not begin"
-            raise RuntimeError("group of h failed")
+            raise RuntimeError("group of t00 failed")
         second_began.set()
         for _ in range(1000):  # bounded: 10 s, then the test fails
             try:
@@ -259,9 +289,8 @@ def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
                 raise
             time.sleep(0.01)
 
-    with pytest.raises(RuntimeError, match="group of h failed"):
-        embeddings_table(_eight_chunks(), None, _TwoLanes(hashed_embedder, behave),
-                         checkpoint_every=4)
+    with pytest.raises(RuntimeError, match="group of t00 failed"):
+        embeddings_table(_chunks(20), None, _TwoLanes(hashed_embedder, behave), checkpoint_every=4)
     assert stopped == ["_GroupsStopped"]
 
 

@@ -151,6 +151,16 @@ class RayEmbedder:
         return out
 
     @property
+    def texts_at_once(self) -> int:
+        """How many texts the cluster embeds at once: a shard for each of its CPUs (read now, as
+        a cluster may grow or shrink). An embeddings run's checkpoint groups hold several times
+        this many (:func:`~rag_pipeline.core.index.builders.checkpoint_group_texts`), so every
+        worker has shards."""
+        import ray
+
+        return max(1, int(ray.cluster_resources().get("CPU", 1))) * self.settings.shard_texts
+
+    @property
     def bulk_path(self) -> BulkPath | None:
         """What the workers embedded with (as each worker's
         :attr:`~rag_pipeline.core.embedding.embedder.Embedder.bulk_path` says; several joined by
