@@ -30,7 +30,7 @@ from rag_pipeline.core.embedding.models import calibration_set
 from rag_pipeline.core.index.builders import GROUP_ROUNDS, checkpoint_group_texts
 from rag_pipeline.project_paths import PROJECT_ROOT
 
-SHARD_TEXTS = 64
+SHARD_TEXTS = ComputeSettings().shard_texts
 """Texts per shard of the projection: ``[compute] shard_texts``' default."""
 
 
@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     bytes_per_chunk = one["part_bytes"] / args.shard_texts
     print(f"two-worker efficiency {efficiency:.2f}; {bytes_per_chunk:.0f} bytes per chunk in a part")
     print(f"Parquet parts: an embeddings run's checkpoint groups, {GROUP_ROUNDS} x workers x "
-          f"{SHARD_TEXTS} texts a shard")
+          f"{SHARD_TEXTS} texts a shard (the default shard_texts)")
     print("| chunks | workers | hours | Parquet parts | vectors on disk |")
     print("|--:|--:|--:|--:|--:|")
     for chunks in (10_000_000, 100_000_000):

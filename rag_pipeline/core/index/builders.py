@@ -234,13 +234,15 @@ class EmbeddingStats:
 CHECKPOINT_TEXTS = 256
 """The fewest texts of a checkpoint group (a Parquet part of the vector cache)."""
 GROUP_ROUNDS = 8
-"""A checkpoint group holds at least this many times the texts its embedder works on at once
-(``texts_at_once``: a Ray cluster's CPUs x its shard size), so a wide engine has work for every
-worker and waits for its last shards only once a group."""
+"""A checkpoint group of an embedder of one lane holds at least this many times the texts it
+works on at once (``texts_at_once``: a Ray cluster's CPUs x its shard size), so a wide engine
+has work for every worker and waits for its last shards only once a group. (An embedder of
+several lanes begins the next group while one ends, and keeps groups of ``least``.)"""
 
 
 def checkpoint_group_texts(texts_at_once: int, least: int = CHECKPOINT_TEXTS) -> int:
-    """Texts in a checkpoint group of an embedder that works on ``texts_at_once`` texts at once."""
+    """Texts in a checkpoint group of an embedder of one lane that works on ``texts_at_once``
+    texts at once; never fewer than ``least``."""
     return max(least, GROUP_ROUNDS * texts_at_once)
 
 
@@ -253,7 +255,7 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
     in ``previous`` (this partition) or in ``known`` (same model, elsewhere) reuses it; each
     other distinct text goes through the model once, batched by its ``wordpieces`` when the
     chunks carry that column. Fresh vectors are handed to ``checkpoint`` every
-    ``checkpoint_every`` texts (or :func:`checkpoint_group_texts` of the embedder's
+    ``checkpoint_every`` texts (an embedder of one lane: :func:`checkpoint_group_texts` of its
     ``texts_at_once``, when more), so a killed run's work can be reused by the next: in order,
     while an embedder with several lanes embeds the next group (``progress`` is then called
     from its threads, one call at a time)."""
@@ -277,10 +279,13 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
         missing.sort(key=lambda item: -min(int(wordpieces[item[1]]), spec.max_tokens))
     fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
-    size = checkpoint_group_texts(getattr(embedder, "texts_at_once", 0), checkpoint_every)
+    lanes = getattr(embedder, "lanes", 1)
+    at_once = getattr(embedder, "texts_at_once", 0)
+    # Lanes overlap the groups; an embedder without them (a Ray cluster) gets wider groups.
+    size = checkpoint_every if lanes > 1 else checkpoint_group_texts(at_once, checkpoint_every)
     groups = [missing[begin:begin + size] for begin in range(0, len(missing), size)]
     for group, vectors in zip(groups, _embedded_groups(embedder, texts, wordpieces, groups,
-                                                       progress), strict=True):
+                                                       progress, lanes, at_once), strict=True):
         fresh.update({sha: vector for (sha, _), vector in zip(group, vectors, strict=True)})
         if checkpoint is not None:
             checkpoint([sha for sha, _ in group], vectors)
@@ -313,11 +318,12 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
 
 def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[int] | None,
                      groups: list[list[tuple[str, int]]],
-                     progress: Callable[[int, int], None] | None) -> Iterator[np.ndarray]:
+                     progress: Callable[[int, int], None] | None, lanes: int,
+                     at_once: int) -> Iterator[np.ndarray]:
     """Each group's vectors, in order (a group is ``(sha, position in texts)`` pairs).
 
-    An embedder with several lanes (sessions that each run a batch) begins the next group once
-    a group has no more than its ``texts_at_once`` left (a batch a lane): the next group's
+    An embedder with several ``lanes`` (sessions that each run a batch) begins the next group
+    once a group has no more than ``at_once`` texts left (a batch a lane): the next group's
     batches take the lanes its last batches leave free, and run while the caller checkpoints
     it; one group at most runs ahead. A group that fails begins no further group, and one that
     has begun ahead stops after the batches it is running (so does every group when the caller
@@ -326,11 +332,10 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
     done = 0
     counting = threading.Lock()
     stopping = threading.Event()
-    lanes = getattr(embedder, "lanes", 1)
 
     def embed_group(group: list[tuple[str, int]], near_end: threading.Event) -> np.ndarray:
         counted = 0
-        last_texts = len(group) - getattr(embedder, "texts_at_once", embedder.spec.batch_size)
+        last_texts = len(group) - at_once
 
         def group_progress(finished: int, _total: int) -> None:
             nonlocal counted, done

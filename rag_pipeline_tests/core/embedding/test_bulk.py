@@ -176,6 +176,7 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
     recorded.lanes = pool.lanes
     on_pool = embedder.on_transformer(recorded)
     assert (embedder.on_transformer(one).lanes, on_pool.lanes) == (1, 2)
+    assert (embedder.on_transformer(one).texts_at_once, on_pool.texts_at_once) == (16, 32)
     at_once = on_pool.embed(texts, wordpieces=counts)
     # 300 texts in 19 batches of 16, taken by two threads as each comes free.
     assert ran_on == {"embed_0", "embed_1"}

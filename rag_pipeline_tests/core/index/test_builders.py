@@ -168,8 +168,8 @@ def _chunks(count: int) -> pa.Table:
 
 
 class _TwoLanes:
-    """A stand-in embedder of two lanes with batches of one text (two texts at once, so
-    checkpoint groups of 16), whose ``embed`` of a group is ``behave(group, progress)``."""
+    """A stand-in embedder of two lanes with batches of one text (two texts at once), whose
+    ``embed`` of a group is ``behave(group, progress)``."""
 
     lanes = 2
     texts_at_once = 2
@@ -197,9 +197,10 @@ def test_a_checkpoint_group_holds_eight_times_what_its_embedder_embeds_at_once()
     assert checkpoint_group_texts(3, least=4) == 24
 
 
-def test_an_embedder_that_embeds_many_texts_at_once_gets_groups_as_wide(
+def test_an_embedder_of_one_lane_that_embeds_many_texts_at_once_gets_groups_as_wide(
         hashed_embedder: HashedEmbedder):
-    # A cluster of three CPUs with shards of one text: groups of 24, not of 4.
+    # A cluster of three CPUs with shards of one text: groups of 24, not of 4. An embedder of
+    # two lanes overlaps its groups instead, and keeps groups of 4.
     sizes: list[int] = []
 
     class Wide:
@@ -214,6 +215,9 @@ def test_an_embedder_that_embeds_many_texts_at_once_gets_groups_as_wide(
     table, _ = embeddings_table(_chunks(30), None, Wide(), checkpoint_every=4,
                                 checkpoint=lambda s, _v: checkpointed.append(len(s)))
     assert (sizes, checkpointed, table.num_rows) == ([24, 6], [24, 6], 30)
+    lanes = _TwoLanes(hashed_embedder, _one_by_one)
+    embeddings_table(_chunks(10), None, lanes, checkpoint_every=4)
+    assert lanes.begun == ["t00", "t04", "t08"]
 
 
 def test_the_next_group_begins_when_a_group_has_a_batch_a_lane_left(
@@ -228,9 +232,12 @@ def test_the_next_group_begins_when_a_group_has_a_batch_a_lane_left(
         if group[0] != "t00":
             second_began.set()
             return _one_by_one(group, progress)
-        for finished in range(1, 15):
+        for finished in range(1, 14):
             seen.append((finished, second_began.is_set()))
             progress(finished, 16)
+        # Three texts left: half a second in which the second group must not begin.
+        seen.append((13, second_began.wait(0.5)))
+        progress(14, 16)
         assert second_began.wait(10), "the second group did not begin"
         progress(15, 16)
         progress(16, 16)
@@ -239,10 +246,10 @@ def test_the_next_group_begins_when_a_group_has_a_batch_a_lane_left(
     checkpointed: list[list[str]] = []
     said: list[tuple[int, int]] = []
     chunks = _chunks(20)
-    table, stats = embeddings_table(chunks, None, embedder, checkpoint_every=4,
+    table, stats = embeddings_table(chunks, None, embedder, checkpoint_every=16,
                                     progress=lambda done, total: said.append((done, total)),
                                     checkpoint=lambda s, _v: checkpointed.append(s))
-    assert seen == [(finished, False) for finished in range(1, 15)]
+    assert seen == [(finished, False) for finished in [*range(1, 14), 13]]
     assert embedder.begun == ["t00", "t16"]
     shas = chunks.column("text_sha256").to_pylist()
     assert checkpointed == [shas[:16], shas[16:]]
@@ -264,10 +271,40 @@ def test_a_failing_group_begins_no_further_group_and_stops_the_checkpoints(
     checkpointed: list[list[str]] = []
     chunks = _chunks(36)  # groups of 16, 16 and 4
     with pytest.raises(RuntimeError, match=f"group of {failing} failed"):
-        embeddings_table(chunks, None, embedder, checkpoint_every=4,
+        embeddings_table(chunks, None, embedder, checkpoint_every=16,
                          checkpoint=lambda s, _v: checkpointed.append(s))
     assert embedder.begun == begun
     assert checkpointed == [chunks.column("text_sha256").to_pylist()[:16]] * kept
+
+
+def _poll_until_stopped(progress, stopped: list[str]) -> None:
+    for _ in range(1000):  # bounded: 10 s, then the test fails
+        try:
+            progress(0, 4)
+        except Exception as exc:  # noqa: BLE001 - the stop signal is private
+            stopped.append(type(exc).__name__)
+            raise
+        time.sleep(0.01)
+
+
+def test_a_group_begun_ahead_stops_when_the_caller_stops_reading(
+        hashed_embedder: HashedEmbedder):
+    # The first group's checkpoint fails while the second group runs ahead: the write's error
+    # is raised, and the group ahead stops.
+    stopped: list[str] = []
+
+    def behave(group, progress):
+        if group[0] == "t00":
+            return _one_by_one(group, progress)
+        _poll_until_stopped(progress, stopped)
+
+    def checkpoint(_shas, _vectors):
+        raise OSError("No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        embeddings_table(_chunks(20), None, _TwoLanes(hashed_embedder, behave),
+                         checkpoint_every=16, checkpoint=checkpoint)
+    assert stopped == ["_GroupsStopped"]
 
 
 def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
@@ -281,16 +318,11 @@ def test_a_group_begun_ahead_stops_when_the_group_before_it_fails(
             assert second_began.wait(10), "the second group did not begin"
             raise RuntimeError("group of t00 failed")
         second_began.set()
-        for _ in range(1000):  # bounded: 10 s, then the test fails
-            try:
-                progress(0, 4)
-            except Exception as exc:  # noqa: BLE001 - the stop signal is private
-                stopped.append(type(exc).__name__)
-                raise
-            time.sleep(0.01)
+        _poll_until_stopped(progress, stopped)
 
     with pytest.raises(RuntimeError, match="group of t00 failed"):
-        embeddings_table(_chunks(20), None, _TwoLanes(hashed_embedder, behave), checkpoint_every=4)
+        embeddings_table(_chunks(20), None, _TwoLanes(hashed_embedder, behave),
+                         checkpoint_every=16)
     assert stopped == ["_GroupsStopped"]
 
 

@@ -143,9 +143,7 @@ class RayEmbedder:
         except (ray.exceptions.RaySystemError, ray.exceptions.WorkerCrashedError,
                 ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
                 ConnectionError) as exc:
-            raise ComputeUnreachableError(
-                f"Ray cluster at {self.address} went away mid-run ({type(exc).__name__}); "
-                "the served index is untouched") from None
+            raise self._gone(exc) from None
         if not filled.all():
             raise RuntimeError(f"{int((~filled).sum())} texts came back without a vector")
         return out
@@ -158,7 +156,11 @@ class RayEmbedder:
         worker has shards."""
         import ray
 
-        return max(1, int(ray.cluster_resources().get("CPU", 1))) * self.settings.shard_texts
+        try:
+            cpus = ray.cluster_resources().get("CPU", 1)
+        except Exception as exc:  # the GCS itself is gone: every call raises
+            raise self._gone(exc) from None
+        return max(1, int(cpus)) * self.settings.shard_texts
 
     @property
     def bulk_path(self) -> BulkPath | None:
@@ -180,12 +182,16 @@ class RayEmbedder:
         try:
             alive = [n for n in ray.nodes() if n.get("Alive")]
         except Exception as exc:  # the GCS itself is gone: every call raises
-            raise ComputeUnreachableError(
-                f"Ray cluster at {self.address} went away mid-run ({type(exc).__name__}); the "
-                "served index is untouched") from None
+            raise self._gone(exc) from None
         if not alive:
             raise ComputeUnreachableError(f"Ray cluster at {self.address} has no live node; the "
                                           "served index is untouched")
+
+    def _gone(self, exc: BaseException) -> ComputeUnreachableError:
+        """The one line for a cluster whose calls raise ``exc`` mid-run."""
+        return ComputeUnreachableError(
+            f"Ray cluster at {self.address} went away mid-run ({type(exc).__name__}); the "
+            "served index is untouched")
 
     def embed_query(self, question: str) -> np.ndarray:
         return self.embed([question])[0]

@@ -56,7 +56,8 @@ def test_ray_gives_the_in_process_vectors_with_shards_on_both_nodes(cluster, min
     assert got.shape == expected.shape == (48, 384)
     assert float(np.abs(got - expected).max()) <= 1e-6
     assert len(remote.nodes) == 2 and sum(remote.nodes.values()) == 6
-    # Two one-CPU nodes, a shard each at once: an embeddings run's groups are 8 x 16 texts.
+    # Two one-CPU nodes, a shard of 8 each at once: an embeddings run's groups hold 8 x 16
+    # texts, raised to the least of 256.
     assert remote.texts_at_once == 16
     # A worker loads the model once: 6 shards ran on at most 2 worker processes per node.
     assert 2 <= len(remote.workers) <= 4
