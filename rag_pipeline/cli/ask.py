@@ -24,6 +24,7 @@ from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_cut
 from rag_pipeline.core.chunking.strategies import DEFAULT_STRATEGY, ChunkingStrategy
 from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline.core.text.arguments import listed
 
 ENV_TOKEN = "RAG_PIPELINE_TOKEN"
 """The bearer token ``ask`` sends to a running ``serve`` (read here, at the edge, only)."""
@@ -36,6 +37,7 @@ GROUPS_OPTION = click.option(
 
 if TYPE_CHECKING:
     from rag_pipeline.core.answer.answer import Answer
+    from rag_pipeline.core.config.schema import ProjectConfig
     from rag_pipeline.core.retrieval.rerank import Reranker
 
 
@@ -77,9 +79,9 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
     return answer_from_json(data), f"{url} (pid {record.pid})"
 
 
-def principal_groups(groups: str | None) -> frozenset[str] | None:
+def principal_groups(groups: str | None, config: ProjectConfig) -> frozenset[str] | None:
     """``--groups a,b`` as the asker's groups (None: everything), or a one-line failure; a note
-    when no ``[access]`` is declared (the option then changes nothing)."""
+    when ``config`` declares no ``[access]`` (the option then changes nothing)."""
     if groups is None:
         return None
     from rag_pipeline.service.tokens import TokenError, check_groups
@@ -88,13 +90,12 @@ def principal_groups(groups: str | None) -> frozenset[str] | None:
         wanted = frozenset(check_groups(groups))
     except TokenError as exc:
         fail(str(exc))
-    config = read_config()
     policy = config.access
     if policy is None:
         echo(f"note: no [access] in {config_source(config)}: --groups changes nothing", err=True)
     elif policy.groups and not wanted <= set(policy.groups):
-        fail(f"--groups: unknown group(s) {sorted(wanted - set(policy.groups))}; [access] groups "
-             f"declares {list(policy.groups)}")
+        fail(f"--groups: unknown group(s) {listed(sorted(wanted - set(policy.groups)))}; [access] "
+             f"groups declares {listed(policy.groups)}")
     return wanted
 
 
@@ -227,9 +228,10 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
             check_model_folder(Path(rerank_model), "--rerank")
     except InvalidArgumentError as exc:
         fail(str(exc))
-    spec = declared_model(model_key)
+    config = read_config()
+    spec = declared_model(model_key, config)
     the_cut = gate_cut(spec, cut)
-    asker = principal_groups(groups)
+    asker = principal_groups(groups, config)
     here_only = [name for name, given in (("--rerank", rerank_model), ("--generate-url", generate_url),
                                           ("--prompt", show_prompt), ("--no-collapse", no_collapse),
                                           ("--groups", groups is not None)) if given]
@@ -258,7 +260,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
-    access = read_config().access
+    access = config.access
     started = time.perf_counter()
     try:
         warehouse = invocation.warehouse

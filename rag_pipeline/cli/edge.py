@@ -98,24 +98,26 @@ def _config_path() -> Path:
     return invocation.config_path if invocation is not None else config_path()
 
 
-def declared_models():
-    """The declared models, or a one-line failure naming what is wrong with the config file."""
+def declared_models(config: ProjectConfig | None = None):
+    """The models ``config`` declares (default: the invocation's configuration file, read
+    now), or a one-line failure naming what is wrong with the config file."""
     from rag_pipeline.core.config.keys import declared_models as declared
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.core.embedding.models import ModelConfigError
 
     try:
-        return declared(load_config(_config_path()))
+        return declared(config if config is not None else load_config(_config_path()))
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
 
 
-def declared_model(model_key: str | None):
+def declared_model(model_key: str | None, config: ProjectConfig | None = None):
     """The model a command uses: the declared model ``model_key`` names (``--model``), else
-    the default (declared first); a one-line failure when the key is not declared."""
+    the default (declared first), of ``config`` (default: the invocation's configuration file);
+    a one-line failure when the key is not declared."""
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
 
-    models = declared_models()
+    models = declared_models(config)
     try:
         return find_model(model_key, models) if model_key else models[0]
     except ModelMismatchError as exc:

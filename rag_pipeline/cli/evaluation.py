@@ -72,14 +72,15 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     data_dir = invocation.data_dir
     eval_dir = eval_folder()
-    declared_models()  # a configuration error is reported before a bad --chunker
+    config = read_config()
+    declared_models(config)  # a configuration error is reported before a bad --chunker
     try:
         for name in chunkers:
             check_chunker(name)
     except InvalidArgumentError as exc:
         fail(str(exc))
-    spec = declared_model(model_key)
-    asker = principal_groups(groups)
+    spec = declared_model(model_key, config)
+    asker = principal_groups(groups, config)
     if asker is not None and (held_out or beir_dir is not None or versus_key is not None):
         fail("--groups scores one model on the gold set: it does not combine with --held-out, "
              "--beir or --versus")
@@ -101,7 +102,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         report = run_eval(invocation.warehouse, spec, gold_path or eval_dir / "gold.jsonl",
                           ood_path or eval_dir / "ood.jsonl", list(chunkers) or None,
                           candidates=candidates,
-                          sentence_vectors=sentence_vectors, policy=read_config().access,
+                          sentence_vectors=sentence_vectors, policy=config.access,
                           groups=asker)
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         fail(str(exc))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from rag_pipeline.cli.edge import Invocation, config_source, echo, fail, read_config
+from rag_pipeline.core.text.arguments import listed
 
 
 def _store(invocation: Invocation):
@@ -36,7 +37,8 @@ def add(invocation: Invocation, name: str, groups: str, expires_days: float | No
         if policy is not None and policy.groups:
             stray = sorted(set(wanted) - set(policy.groups))
             if stray:
-                fail(f"unknown group(s) {stray}: [access] groups declares {list(policy.groups)}")
+                fail(f"unknown group(s) {listed(stray)}: [access] groups declares "
+                     f"{listed(policy.groups)}")
         token = _store(invocation).add(name, wanted, expires_days)
     except TokenError as exc:
         fail(str(exc))

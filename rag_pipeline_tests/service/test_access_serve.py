@@ -78,8 +78,8 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
         assert added.returncode == 0, added.stderr
         tokens[group] = added.stdout.splitlines()[-1]
     refused = _cli(config, data, "tokens", "add", "x", "--groups", "finance")
-    assert refused.stderr.strip() == ("error: unknown group(s) ['finance']: [access] groups "
-                                      "declares ['hr', 'eng', 'staff']")
+    assert refused.stderr.strip() == ("error: unknown group(s) finance: [access] groups "
+                                      "declares hr, eng, staff")
     stored = (data / "access" / "tokens.json")
     assert stored.stat().st_mode & 0o777 == 0o600
     server = subprocess.Popen([*CLI, "--config", str(config), "--data-dir", str(data), "serve",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from rag_pipeline.core.embedding.models import ModelConfigError
+from rag_pipeline.core.text.arguments import listed
 
 __all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessReport", "AccessRule", "access_report",
            "glob_regex", "parse_access", "unmatched_globs"]
@@ -140,8 +141,8 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
         raise ModelConfigError(f"{label}: [access] must be a table")
     unknown = sorted(set(raw) - ACCESS_KEYS)
     if unknown:
-        raise ModelConfigError(f"{label}: [access]: unknown key(s) {unknown}; known: "
-                               f"{sorted(ACCESS_KEYS)}")
+        raise ModelConfigError(f"{label}: [access]: unknown key(s) {listed(unknown)}; known: "
+                               f"{listed(sorted(ACCESS_KEYS))}")
     groups = _group_list(raw["groups"], f"{label}: [access] groups") if "groups" in raw else ()
     rules_raw = raw.get("rules")
     if not isinstance(rules_raw, list):
@@ -155,7 +156,8 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
                                    f"[\"...\"] }}, got {table!r}")
         unknown = sorted(set(table) - RULE_KEYS)
         if unknown:
-            raise ModelConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
+            raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
+                                   f"{listed(sorted(RULE_KEYS))}")
         glob = table.get("glob")
         if not isinstance(glob, str) or not glob or glob.startswith("/") or "\\" in glob:
             raise ModelConfigError(f"{where}: `glob` must be a non-empty path pattern relative to "
@@ -165,8 +167,8 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
         if groups:
             stray = sorted(set(readers) - set(groups))
             if stray:
-                raise ModelConfigError(f"{where} ({glob!r}): unknown group(s) {stray}; "
-                                       f"[access] groups declares {list(groups)}")
+                raise ModelConfigError(f"{where} ({glob!r}): unknown group(s) {listed(stray)}; "
+                                       f"[access] groups declares {listed(groups)}")
         rules.append(AccessRule(glob, readers))
     return AccessPolicy(tuple(rules), groups)
 

@@ -42,6 +42,7 @@ from rag_pipeline.core.embedding.models import (
     calibration_set,
 )
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
+from rag_pipeline.core.text.arguments import listed
 
 
 def _where(index: int, name: object) -> str:
@@ -62,7 +63,7 @@ def _enum(enum: type[StrEnum], table: Mapping, key: str, default: StrEnum, where
         return enum(value)
     except ValueError:
         raise ModelConfigError(f"{where}: `{key}` must be one of "
-                               f"{[e.value for e in enum]}, got {value!r}") from None
+                               f"{listed(e.value for e in enum)}, got {value!r}") from None
 
 
 def _cut_and_default(table: Mapping, where: str) -> tuple[float | int | None, bool]:
@@ -84,7 +85,8 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     where = _where(index, name)
     unknown = sorted(set(table) - MODEL_KEYS)
     if unknown:
-        raise ModelConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(MODEL_KEYS)}")
+        raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
+                               f"{listed(sorted(MODEL_KEYS))}")
     if not isinstance(name, str) or not name or "@" in name or "/" in name or name != name.strip():
         raise ModelConfigError(f"{where}: `name` must be a non-empty string without '@' or '/'")
     sources = [k for k in ("path", "package", "hub") if k in table]
@@ -92,7 +94,7 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
         return _adapted_model(table, name, where, sources, root)
     if len(sources) != 1:
         raise ModelConfigError(f"{where}: give exactly one of `path`, `package` or `hub`, "
-                               f"got {sources or 'none'}")
+                               f"got {listed(sources) or 'none'}")
     kind = SourceKind(sources[0])
     value = table[kind.value]
     if not isinstance(value, str) or not value:
@@ -137,20 +139,20 @@ def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
     raw = table["adapt"]
     if sources:
         raise ModelConfigError(f"{where}: an adapted model is trained from its `adapt.base`; "
-                               f"remove {sources}")
+                               f"remove {listed(sources)}")
     for key in ("backend", "precision", "calibration", "dimension"):
         if key in table:
             raise ModelConfigError(f"{where}: `{key}` is the base model's; an adapted model is "
                                    "torch fp32 with the base's dimension")
     if not isinstance(raw, Mapping) or set(raw) - ADAPT_KEYS:
-        raise ModelConfigError(f"{where}: `adapt` must be a table of {sorted(ADAPT_KEYS)}")
+        raise ModelConfigError(f"{where}: `adapt` must be a table of {listed(sorted(ADAPT_KEYS))}")
     base = raw.get("base")
     if not isinstance(base, str) or not base:
         raise ModelConfigError(f"{where}: `adapt.base` must name a declared model")
     chunker = raw.get("chunker", ChunkingStrategy.HEADER.value)
     if chunker not in {s.value for s in ChunkingStrategy}:
         raise ModelConfigError(f"{where}: `adapt.chunker` must be one of "
-                               f"{[s.value for s in ChunkingStrategy]}, got {chunker!r}")
+                               f"{listed(s.value for s in ChunkingStrategy)}, got {chunker!r}")
     rate = raw.get("learning_rate", 2e-5)
     if (isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate)
             or not 0 < rate < 1):
@@ -197,18 +199,18 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         raise ModelConfigError(f"{label}: not valid TOML: {exc}") from None
     unknown = sorted(set(data) - {"index", "models", "profiles", "access", "compute"})
     if unknown:
-        raise ModelConfigError(f"{label}: unknown table(s) {unknown}; known: "
-                               "['access', 'compute', 'index', 'models', 'profiles']")
+        raise ModelConfigError(f"{label}: unknown table(s) {listed(unknown)}; known: "
+                               "access, compute, index, models, profiles")
     access = parse_access(data["access"], label) if "access" in data else None
     index = data.get("index", {})
     if not isinstance(index, Mapping) or set(index) - INDEX_KEYS:
-        raise ModelConfigError(f"{label}: [index] takes only {sorted(INDEX_KEYS)}")
+        raise ModelConfigError(f"{label}: [index] takes only {listed(sorted(INDEX_KEYS))}")
     names = index.get("chunkers", [s.value for s in ChunkingStrategy])
     known = [s.value for s in ChunkingStrategy]
     if (not isinstance(names, list) or not names or len(set(names)) != len(names)
             or any(n not in known for n in names)):
         raise ModelConfigError(f"{label}: [index] chunkers must be a non-empty list of distinct "
-                               f"names from {known}, got {names!r}")
+                               f"names from {listed(known)}, got {names!r}")
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise ModelConfigError(f"{label}: declare at least one [[models]] table")
@@ -225,7 +227,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
                                        f"{model.adapt.base!r}")
     defaults = [m.name for m in models if m.default]
     if len(defaults) > 1:
-        raise ModelConfigError(f"{label}: only one model can be the default, got {defaults}")
+        raise ModelConfigError(f"{label}: only one model can be the default, got {listed(defaults)}")
     default = defaults[0] if defaults else models[0].name
     ordered = tuple(sorted(models, key=lambda m: m.name != default))
     chunkers = tuple(ChunkingStrategy(n) for n in names)
@@ -256,10 +258,10 @@ def _compute(table: object, label: str) -> ComputeSettings:
     (``HOST:PORT`` or ``auto``, required for ``ray``), ``shard_texts`` (texts per shard)."""
     engines = [e.value for e in Engine]
     if not isinstance(table, Mapping) or set(table) - COMPUTE_KEYS:
-        raise ModelConfigError(f"{label}: [compute] takes only {sorted(COMPUTE_KEYS)}")
+        raise ModelConfigError(f"{label}: [compute] takes only {listed(sorted(COMPUTE_KEYS))}")
     engine = table.get("engine", Engine.IN_PROCESS.value)
     if engine not in engines:
-        raise ModelConfigError(f"{label}: [compute] engine must be one of {engines}, got {engine!r}")
+        raise ModelConfigError(f"{label}: [compute] engine must be one of {listed(engines)}, got {engine!r}")
     address = table.get("address")
     if address is not None and (not isinstance(address, str) or not (
             address == "auto" or address.rpartition(":")[2].isdigit() and address.rpartition(":")[0])):
@@ -290,18 +292,18 @@ def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],
     for name, table in raw.items():
         where = f"{label}: [profiles.{name}]"
         if not isinstance(table, Mapping) or set(table) - PROFILE_KEYS:
-            raise ModelConfigError(f"{where} takes only {sorted(PROFILE_KEYS)}")
+            raise ModelConfigError(f"{where} takes only {listed(sorted(PROFILE_KEYS))}")
         fallback = builtin.get(name, builtin[PRODUCTION])
         wanted = table.get("chunkers", [c.value for c in fallback.chunkers])
         if (not isinstance(wanted, list) or not wanted or len(set(wanted)) != len(wanted)
                 or any(c not in known for c in wanted)):
             raise ModelConfigError(f"{where} chunkers must be a non-empty list of distinct names "
-                                   f"from {known}, got {wanted!r}")
+                                   f"from {listed(known)}, got {wanted!r}")
         chosen = table.get("models", list(fallback.models))
         if (not isinstance(chosen, list) or not chosen or len(set(chosen)) != len(chosen)
                 or any(m not in names for m in chosen)):
             raise ModelConfigError(f"{where} models must be a non-empty list of distinct declared "
-                                   f"model names from {names}, got {chosen!r}")
+                                   f"model names from {listed(names)}, got {chosen!r}")
         declared[name] = Profile(name, tuple(ChunkingStrategy(c) for c in wanted),
                                  tuple(sorted(chosen, key=names.index)))
     return tuple(declared.values())

@@ -309,7 +309,7 @@ name = "tuned"
 path = "x"
 adapt = { base = "base" }
 """
-    with pytest.raises(ModelConfigError, match=r"remove \['path'\]"):
+    with pytest.raises(ModelConfigError, match=r"remove path$"):
         parse_config(text, tmp_path)
 
 
