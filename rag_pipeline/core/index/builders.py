@@ -279,13 +279,14 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
         missing.sort(key=lambda item: -min(int(wordpieces[item[1]]), spec.max_tokens))
     fresh: dict[str, np.ndarray] = {}
     started = time.perf_counter()
-    lanes = getattr(embedder, "lanes", 1)
+    overlapping = getattr(embedder, "lanes", 1) > 1
     at_once = getattr(embedder, "texts_at_once", 0)
     # Lanes overlap the groups; an embedder without them (a Ray cluster) gets wider groups.
-    size = checkpoint_every if lanes > 1 else checkpoint_group_texts(at_once, checkpoint_every)
+    size = checkpoint_every if overlapping else checkpoint_group_texts(at_once, checkpoint_every)
     groups = [missing[begin:begin + size] for begin in range(0, len(missing), size)]
     for group, vectors in zip(groups, _embedded_groups(embedder, texts, wordpieces, groups,
-                                                       progress, lanes, at_once), strict=True):
+                                                       progress, overlapping, at_once),
+                              strict=True):
         fresh.update({sha: vector for (sha, _), vector in zip(group, vectors, strict=True)})
         if checkpoint is not None:
             checkpoint([sha for sha, _ in group], vectors)
@@ -318,14 +319,14 @@ def embeddings_table(chunks: pa.Table, previous: pa.Table | None, embedder: Text
 
 def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[int] | None,
                      groups: list[list[tuple[str, int]]],
-                     progress: Callable[[int, int], None] | None, lanes: int,
+                     progress: Callable[[int, int], None] | None, overlapping: bool,
                      at_once: int) -> Iterator[np.ndarray]:
     """Each group's vectors, in order (a group is ``(sha, position in texts)`` pairs).
 
-    An embedder with several ``lanes`` (sessions that each run a batch) begins the next group
-    once a group has no more than ``at_once`` texts left (a batch a lane): the next group's
-    batches take the lanes its last batches leave free, and run while the caller checkpoints
-    it; one group at most runs ahead. A group that fails begins no further group, and one that
+    ``overlapping`` (an embedder of several lanes: sessions that each run a batch) begins the
+    next group once a group has no more than ``at_once`` texts left (a batch a lane): the next
+    group's batches take the lanes its last batches leave free, and run while the caller
+    checkpoints it; one group at most runs ahead. A group that fails begins no further group, and one that
     has begun ahead stops after the batches it is running (so does every group when the caller
     stops reading). ``progress(done, total)`` counts the texts of every group."""
     total = sum(len(group) for group in groups)
@@ -333,7 +334,8 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
     counting = threading.Lock()
     stopping = threading.Event()
 
-    def embed_group(group: list[tuple[str, int]], near_end: threading.Event) -> np.ndarray:
+    def embed_group(group: list[tuple[str, int]],
+                    near_end: threading.Event | None = None) -> np.ndarray:
         counted = 0
         last_texts = len(group) - at_once
 
@@ -346,15 +348,15 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
                 counted = finished
                 if progress is not None:
                     progress(done, total)
-            if finished >= last_texts:
+            if near_end is not None and finished >= last_texts:
                 near_end.set()
 
         options = {"wordpieces": [wordpieces[i] for _, i in group]} if wordpieces else {}
         return embedder.embed([texts[i] for _, i in group], progress=group_progress, **options)
 
-    if lanes == 1 or len(groups) < 2:
+    if not overlapping or len(groups) < 2:
         for group in groups:
-            yield embed_group(group, threading.Event())
+            yield embed_group(group)
         return
     with ThreadPoolExecutor(2, thread_name_prefix="embed-group") as ahead:
 
