@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.benchmarks import go_offline
+from rag_pipeline.cli.edge import every_passed
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.config.gold_file import load_gold
 from rag_pipeline.core.config.keys import declared_models
@@ -87,13 +88,11 @@ def build_target(records: Sequence[DocumentRecord], target: int, embedder: TextE
     """Chunks, embeds and indexes ``records`` at ``target`` characters into a warehouse under
     ``root``, publishes it and loads the partition back."""
 
-    def progress(done: int, total: int) -> None:
-        if done == total or done % 256 == 0:
-            print(f"  {target_label(target)}: embedded {done}/{total}", file=sys.stderr,
-                  flush=True)
-
     built = build_partition(Warehouse(root), records, STRATEGY, embedder,
-                            ChunkingSettings(target_chars=target), progress)
+                            ChunkingSettings(target_chars=target),
+                            every_passed(256, lambda done, total: print(
+                                f"  {target_label(target)}: embedded {done}/{total}",
+                                file=sys.stderr, flush=True)))
     return TargetIndex(target, load_partition(root, STRATEGY.value, embedder.spec.key),
                        built.chunks, built.embedding.seconds)
 

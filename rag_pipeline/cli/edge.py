@@ -12,6 +12,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -257,6 +258,21 @@ def dagster_home() -> Path:
         fail(f"DAGSTER_HOME={str(home)!r} is not a folder: it must name the Dagster home folder "
              "(unset it for the project's own)")
     return home
+
+
+def every_passed(every: int, show: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback that calls ``show(done, total)`` each time the count
+    passes a multiple of ``every`` (a count that moves by batches seldom lands on one), and at
+    the end."""
+    shown = 0
+
+    def progress(done: int, total: int) -> None:
+        nonlocal shown
+        if done == total or done // every > shown // every:
+            shown = done
+            show(done, total)
+
+    return progress
 
 
 def read_config(path: Path | None = None):

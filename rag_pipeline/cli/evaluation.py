@@ -16,6 +16,7 @@ from rag_pipeline.cli.edge import (
     declared_models,
     echo,
     eval_folder,
+    every_passed,
     fail,
     load_model,
     read_config,
@@ -209,10 +210,8 @@ def _run_beir(data_dir: Path, beir_dir: Path, spec: ModelSpec, k1_values: tuple[
     except FileNotFoundError as exc:
         fail(str(exc))
 
-    def progress(done: int, total: int) -> None:
-        if not quiet and (done == total or done % 1024 == 0):
-            click.echo(f"  embedded {done}/{total} documents", err=True)
-
+    progress = None if quiet else every_passed(1024, lambda done, total: click.echo(
+        f"  embedded {done}/{total} documents", err=True))
     embedder = load_model(spec, data_dir)
     report = run_beir(dataset, embedder, data_dir / "beir", progress, tuple(k1_values) or (K1,))
     if candidates:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
+from rag_pipeline.cli.edge import every_passed
 from rag_pipeline_tests.cli.invoke import one_line_failure
 
 
@@ -192,3 +193,11 @@ def test_the_product_sets_no_environment_variable_but_the_offline_switches():
             if target is not None:
                 assigned.setdefault(path.relative_to(root).as_posix(), set()).add(name.strip("'\""))
     assert assigned == {"cli/edge.py": ENV_SWITCHES}
+
+
+def test_progress_is_shown_each_time_the_count_passes_a_step_and_at_the_end():
+    shown = []
+    progress = every_passed(256, lambda done, total: shown.append((done, total)))
+    for done in (96, 192, 288, 384, 480, 576, 600):  # batches of 96 never land on 256 or 512
+        progress(done, 600)
+    assert shown == [(288, 600), (576, 600), (600, 600)]
