@@ -325,3 +325,27 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
                             capture_output=True, text=True, timeout=600)
     assert status.returncode == 0, status.stdout + status.stderr
     assert "  added     two\\u000alines.md" in status.stdout.splitlines()
+
+
+@pytest.mark.slow
+def test_a_model_no_longer_declared_in_the_file_given_by_config_is_named_with_that_file(
+        dagster_project: Callable[[str, str], DagsterProject]):
+    project = dagster_project("undeclared", reference_config(["header"]))
+    first = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                           capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "no longer declared" not in first.stdout
+    # The same weights under another name: another key, so the first key's partition is kept
+    # but no longer declared in the file --config gives (not the one the environment names).
+    renamed = project.root / "renamed.toml"
+    renamed.write_text(reference_config(["header"]).replace(
+        'name = "all-MiniLM-L6-v2"', 'name = "minilm"'), encoding="utf-8")
+    second = subprocess.run([*CLI, "--config", str(renamed), "index", "--no-eval"],
+                            cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
+                            timeout=1200)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    notes = [line for line in second.stdout.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        f"note: all-MiniLM-L6-v2@53aa5117 is no longer declared in {renamed}; its partitions "
+        "(header) are kept but neither built nor served: `rag-pipeline models --drop "
+        "'all-MiniLM-L6-v2@53aa5117'` deletes them"]
