@@ -168,7 +168,8 @@ def test_a_git_repository_reconciles_exactly(tmp_path: Path, stand_in):
         lines = status.output.splitlines()
         (first_line,) = [line for line in lines if line.startswith("last reconciliation")]
         assert first_line.startswith(f"last reconciliation ({repo.uri} at {commit}, ")
-        assert first_line.endswith("): added 1, changed 1, renamed 1, deleted 1, unchanged 1, failed 0")
+        assert first_line.endswith("): added 1, changed 1, renamed 1, deleted 1, unchanged 1, "
+                                  "failed 0, hidden 0")
         assert [line for line in lines if line.startswith("  ") and line.split()[0] in (
             "added", "changed", "renamed", "deleted")] == [
             "  added     new.md", "  changed   edit.md", "  renamed   old/name.md -> new/place.md",

@@ -275,6 +275,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
     _echo_not_indexed(warehouse)
+    _echo_hidden(warehouse)
     if not no_eval:
         _echo_unscored(build)
 
@@ -292,6 +293,21 @@ def _echo_not_indexed(warehouse, shown: int = 10) -> None:
     for status in ("failed", "skipped"):
         echo_not_indexed(status, [(document_id, reason) for s, document_id, reason in rows
                                   if s == status], shown)
+
+
+def _echo_hidden(warehouse, shown: int = 10) -> None:
+    """The hidden names the last listing left out (the first ``shown``), on one line."""
+    from rag_pipeline.core.ingest.reconcile import Change, report_from_table
+    from rag_pipeline.core.storage.table_names import RECONCILIATION
+    from rag_pipeline.core.text.terminal import one_line
+
+    table = warehouse.read_or_none(RECONCILIATION)
+    found = report_from_table(table) if table is not None else None
+    names = found[0].ids(Change.HIDDEN) if found is not None else []
+    if names:
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        echo(f"\nleft out, as names starting with '.' are (not part of the corpus): "
+             f"{', '.join(one_line(name) for name in names[:shown])}{more}")
 
 
 def _prepare_home(home: Path) -> bool:

@@ -313,14 +313,21 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
     (project.corpus / "tool.exe").write_bytes(b"MZ\x90\x00")
     (project.corpus / "two\nlines.md").write_text("# Two lines\n\nA name with a break.\n",
                                                   encoding="utf-8")
+    # Left out without a word before: hidden names (a folder once, not each file in it).
+    (project.corpus / ".git" / "objects").mkdir(parents=True)
+    (project.corpus / ".git" / "objects" / "ab").write_bytes(b"x")
+    (project.corpus / ".git" / "config").write_bytes(b"[core]\n")
+    (project.corpus / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
                            capture_output=True, text=True, timeout=1200)
     assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
     tail = index.stdout[index.stdout.index("\nnot indexed"):].strip().splitlines()
     assert tail[0] == ("not indexed (a failed document is read again when its file changes, or "
                        "with --retry-failed; `rag-pipeline status` lists them all):")
-    assert [line.split(":")[0] for line in tail[1:]] == ["  failed  broken.pdf",
-                                                        "  skipped tool.exe"]
+    assert [line.split(":")[0] for line in tail[1:3]] == ["  failed  broken.pdf",
+                                                         "  skipped tool.exe"]
+    assert tail[3:] == ["", "left out, as names starting with '.' are (not part of the corpus): "
+                            ".DS_Store, .git"]
     status = subprocess.run([*CLI, "status"], cwd=PROJECT_ROOT, env=project.env,
                             capture_output=True, text=True, timeout=600)
     assert status.returncode == 0, status.stdout + status.stderr

@@ -24,7 +24,13 @@ from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, e
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import ExtractionSettings, kept_failed
-from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, deleted_rows
+from rag_pipeline.core.ingest.reconcile import (
+    HIDDEN_DETAIL,
+    Change,
+    Reconciled,
+    Reconciliation,
+    deleted_rows,
+)
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
 from rag_pipeline.core.ingest.sources.local import local_entry
@@ -281,6 +287,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     prior = {r.document_id: r for r in previous}
     try:
         entries = source.entries()
+        rows: list[Reconciled] = [Reconciled(Change.HIDDEN.value, name, detail=HIDDEN_DETAIL)
+                                  for name in source.hidden]
         listed = {shown_file_name(e.document_id) for e in entries}
         vanished = [r for r in prior.values() if r.ok and r.document_id not in listed
                     and not _member_of_listed(r.document_id, listed)]
@@ -288,7 +296,6 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
         by_digest = {r.content_sha256: r for r in vanished if r.content_sha256}
         taken: set[str] = set()
         records: list[DocumentRecord] = []
-        rows: list[Reconciled] = []
         extracted = reused = moved = not_retried = 0
 
         kept: set[str] = set()

@@ -3,7 +3,9 @@
 Every document of the new listing is ``added``, ``changed``, ``renamed`` (the same content under
 another id: its record, and so its vectors, are kept), ``unchanged`` or ``failed``; every
 document of the previous state that the listing no longer holds, and that no rename took, is
-``deleted``. Files no format reads (``skipped``) are no documents and are left out. The report
+``deleted``. Files no format reads (``skipped``) are no documents and are left out. A hidden
+name the listing left out (a segment starting with ``.``; a hidden folder once, not its files)
+is ``hidden``: not part of the corpus, but never left out without a word. The report
 is one table (``reconciliation``, one row per document), the run's metadata and ``status``'s
 last lines; the shrink guard (:func:`check_shrink`) reads the same counts.
 """
@@ -28,6 +30,10 @@ class Change(StrEnum):
     DELETED = "deleted"
     UNCHANGED = "unchanged"
     FAILED = "failed"
+    HIDDEN = "hidden"
+
+
+HIDDEN_DETAIL = "a name starting with '.': not part of the corpus"
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,8 @@ class Reconciled:
         change: What happened to it.
         document_id: Its id now (for ``deleted``, the id it had).
         previous_id: For ``renamed``, the id it had; else ``""``.
-        detail: For ``failed``, the reason (and whether it was retried); else ``""``.
+        detail: For ``failed``, the reason (and whether it was retried); for ``hidden``,
+            :data:`HIDDEN_DETAIL`; else ``""``.
     """
 
     change: str
@@ -69,7 +76,7 @@ class Reconciliation:
                                              Change.DELETED))
 
     def summary(self) -> str:
-        """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0``."""
+        """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0, hidden 1``."""
         return ", ".join(f"{name} {count}" for name, count in self.counts().items())
 
 

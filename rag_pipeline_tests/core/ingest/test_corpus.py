@@ -137,6 +137,14 @@ def test_discover_leaves_out_hidden_files_only(corpus):
     assert [p.relative_to(corpus).as_posix() for p in discover(corpus)] == EXPECTED_IDS
 
 
+def test_the_report_names_each_hidden_name_once_at_its_top(corpus):
+    # A hidden folder is one row (not one per file in it), with the reason it was left out.
+    hidden = [(r.document_id, r.detail) for r in extract_corpus(corpus).report.rows
+              if r.change == "hidden"]
+    assert hidden == [(".cache", "a name starting with '.': not part of the corpus"),
+                      (".draft.md", "a name starting with '.': not part of the corpus")]
+
+
 def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     result = extract_corpus(corpus)
     records = by_id(result.records)

@@ -20,7 +20,8 @@ from rag_pipeline.core.ingest.reconcile import (
 REPORT = Reconciliation("s3://docs/p", None, (
     Reconciled("added", "new.md"), Reconciled("changed", "edit.md"),
     Reconciled("deleted", "gone.md"), Reconciled("failed", "bad.pdf", detail="no text"),
-    Reconciled("renamed", "b.md", "a.md"), Reconciled("unchanged", "keep.md")))
+    Reconciled("renamed", "b.md", "a.md"), Reconciled("unchanged", "keep.md"),
+    Reconciled("hidden", ".git", detail="a name starting with '.': not part of the corpus")))
 
 
 def test_the_shrink_guard_refuses_more_than_the_share_and_allows_it_when_asked():
@@ -49,8 +50,9 @@ def test_an_empty_listing_is_refused_unless_allowed():
 
 def test_the_report_counts_every_change_and_round_trips_through_its_table():
     assert REPORT.counts() == {"added": 1, "changed": 1, "renamed": 1, "deleted": 1,
-                               "unchanged": 1, "failed": 1}
-    assert REPORT.summary() == ("added 1, changed 1, renamed 1, deleted 1, unchanged 1, failed 1")
+                               "unchanged": 1, "failed": 1, "hidden": 1}
+    assert REPORT.summary() == ("added 1, changed 1, renamed 1, deleted 1, unchanged 1, failed 1, "
+                                "hidden 1")
     table = reconciliation_table(REPORT, "2026-12-01T22:00:00.000000Z")
     assert table.column_names == ["change", "document_id", "previous_id", "detail", "source",
                                   "revision", "run_at"]
@@ -61,14 +63,15 @@ def test_the_report_counts_every_change_and_round_trips_through_its_table():
 def test_status_lines_and_markdown_name_the_ids():
     assert report_lines(REPORT, "T") == [
         "last reconciliation (s3://docs/p, T): added 1, changed 1, renamed 1, deleted 1, "
-        "unchanged 1, failed 1",
+        "unchanged 1, failed 1, hidden 1",
         "  added     new.md", "  changed   edit.md", "  renamed   a.md -> b.md",
-        "  deleted   gone.md", "  failed    bad.pdf: no text"]
+        "  deleted   gone.md", "  failed    bad.pdf: no text",
+        "  hidden    .git: a name starting with '.': not part of the corpus"]
     assert reconciliation_markdown(REPORT).splitlines()[2:5] == [
         "| added | 1 | new.md |", "| changed | 1 | edit.md |", "| renamed | 1 | a.md -> b.md |"]
     many = Reconciliation("c", "abc", tuple(Reconciled("added", f"{i}.md") for i in range(12)))
     assert report_lines(many, "T", ids_per_change=2) == [
         "last reconciliation (c at abc, T): added 12, changed 0, renamed 0, deleted 0, "
-        "unchanged 0, failed 0",
+        "unchanged 0, failed 0, hidden 0",
         "  added     0.md", "  added     1.md",
         "  added     ... and 10 more (select * from reconciliation)"]

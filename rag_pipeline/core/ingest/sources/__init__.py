@@ -14,7 +14,7 @@ from rag_pipeline.core.ingest.sources.base import (
     Entry,
     Source,
     SourceError,
-    is_hidden,
+    hidden_top,
     unsafe_key_reason,
 )
 from rag_pipeline.core.ingest.sources.git import GitSource, parse_git_uri
@@ -22,7 +22,7 @@ from rag_pipeline.core.ingest.sources.local import LocalSource, discover, stat_f
 from rag_pipeline.core.ingest.sources.s3 import S3Settings, S3Source, parse_s3_uri
 
 __all__ = ["Entry", "GitSource", "LocalSource", "S3Settings", "S3Source", "Source", "SourceError",
-           "SourceSettings", "check_corpus_uri", "discover", "is_corpus_uri", "is_hidden",
+           "SourceSettings", "check_corpus_uri", "discover", "hidden_top", "is_corpus_uri",
            "open_source", "parse_git_uri", "parse_s3_uri", "stat_fingerprint", "unsafe_key_reason"]
 
 URI_SCHEMES = ("s3://", "git+")

@@ -55,8 +55,13 @@ class Source(Protocol):
     """Equal fingerprints mean equal bytes (an ETag with its size, a blob id): a rename is then
     recognised without reading the entry."""
 
+    hidden: tuple[str, ...]
+    """The hidden names (a segment starting with ``.``) the last :meth:`entries` left out, each
+    once at its top (``.git``, not its files), sorted: not part of the corpus, but reported."""
+
     def entries(self) -> list[Entry]:
-        """Every entry of the corpus, sorted by document id (hidden names left out).
+        """Every entry of the corpus, sorted by document id (hidden names left out, and kept in
+        :attr:`hidden`).
 
         Raises:
             SourceError: If the source cannot be listed.
@@ -103,10 +108,15 @@ class Source(Protocol):
         ...
 
 
-def is_hidden(document_id: str) -> bool:
-    """A name starting with ``.`` (``.git``, ``.cache``, editor swap files) in any segment: not
-    part of the corpus."""
-    return any(part.startswith(".") for part in document_id.split("/"))
+def hidden_top(document_id: str) -> str | None:
+    """The name up to its first segment that starts with ``.`` (``docs/.cache`` for
+    ``docs/.cache/x.md``), or ``None`` when no segment does. A hidden name (``.git``, ``.cache``,
+    editor swap files) is not part of the corpus; this is how it is reported."""
+    parts = document_id.split("/")
+    for depth, part in enumerate(parts):
+        if part.startswith("."):
+            return "/".join(parts[:depth + 1])
+    return None
 
 
 def unsafe_key_reason(key: str) -> str | None:

@@ -21,7 +21,7 @@ from typing import IO
 from urllib.parse import unquote, urlsplit
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError, is_hidden, unsafe_key_reason
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 GIT_TIMEOUT_SECONDS = 300
@@ -69,6 +69,7 @@ class GitSource:
             name = hashlib.sha256(self.repository.encode()).hexdigest()[:16]
             self.git_dir = Path(cache_dir) / f"{name}.git"
         self.commit: str | None = None
+        self.hidden: tuple[str, ...] = ()
         self._batch: subprocess.Popen | None = None
 
     def _git(self, *args: str, timeout: float = GIT_TIMEOUT_SECONDS,
@@ -124,6 +125,7 @@ class GitSource:
         self.commit = self.resolve()
         listing = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", self.commit)
         out = []
+        hidden = set()
         for record in listing.split(b"\0"):
             if not record:
                 continue
@@ -135,7 +137,9 @@ class GitSource:
                 out.append(Entry(path.encode("unicode_escape", "backslashreplace").decode("ascii"),
                                  f"blob:{oid}", refused=refused))
                 continue
-            if is_hidden(path):
+            top = hidden_top(path)
+            if top is not None:
+                hidden.add(top)
                 continue
             if kind == "commit":
                 out.append(Entry(path, f"commit:{oid}", refused=(
@@ -146,6 +150,7 @@ class GitSource:
                                  skipped="a symbolic link in the commit's tree: not followed"))
             elif kind == "blob":
                 out.append(Entry(path, f"blob:{oid}", int(size)))
+        self.hidden = tuple(sorted(hidden))
         return sorted(out, key=lambda e: e.document_id)
 
     def _batch_process(self) -> subprocess.Popen:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.reading import read_document_bytes
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top
 
 
 def discover(corpus_root: Path) -> list[Path]:
@@ -25,14 +25,21 @@ def discover(corpus_root: Path) -> list[Path]:
     one is answered (``skipped`` or ``failed`` with its reason) rather than silently left out.
     Symlinked directories are not walked into.
     """
+    return listing(corpus_root)[0]
+
+
+def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
+    """:func:`discover`'s entries, and the hidden names it left out, each once at its top (a
+    hidden folder, not its files), sorted."""
     found = []
+    hidden = set()
     for path in sorted(corpus_root.rglob("*")):
-        rel = path.relative_to(corpus_root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if path.is_symlink() or not path.is_dir():
+        top = hidden_top(path.relative_to(corpus_root).as_posix())
+        if top is not None:
+            hidden.add(top)
+        elif path.is_symlink() or not path.is_dir():
             found.append(path)
-    return found
+    return found, tuple(sorted(hidden))
 
 
 def stat_fingerprint(path: Path) -> str:
@@ -75,6 +82,7 @@ class LocalSource:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.uri = str(self.root)
+        self.hidden: tuple[str, ...] = ()
 
     def _missing(self) -> str | None:
         if not self.root.is_dir():
@@ -85,7 +93,8 @@ class LocalSource:
         missing = self._missing()
         if missing is not None:
             raise SourceError(missing)
-        return [local_entry(path, self.root) for path in discover(self.root)]
+        paths, self.hidden = listing(self.root)
+        return [local_entry(path, self.root) for path in paths]
 
     def path_of(self, document_id: str) -> Path:
         return self.root / document_id

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError, is_hidden, unsafe_key_reason
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
 
 BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 """S3's rule for a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens."""
@@ -96,6 +96,7 @@ class S3Source:
         self._ahead: deque[Entry] = deque()
         self._ahead_limit = 0
         self._fetching: dict[str, Future] = {}
+        self.hidden: tuple[str, ...] = ()
 
     @property
     def client(self) -> Any:
@@ -157,6 +158,7 @@ class S3Source:
 
     def entries(self) -> list[Entry]:
         out = []
+        hidden = set()
         for obj in self._listing():
             key = obj["Key"][len(self.prefix):]
             if not key or key.endswith("/"):  # the prefix itself, a folder marker
@@ -166,8 +168,11 @@ class S3Source:
             if refused is not None:
                 out.append(Entry(key.encode("unicode_escape").decode("ascii"), fingerprint,
                                  obj["Size"], refused=refused))
-            elif not is_hidden(key):
+            elif (top := hidden_top(key)) is not None:
+                hidden.add(top)
+            else:
                 out.append(Entry(key, fingerprint, obj["Size"]))
+        self.hidden = tuple(sorted(hidden))
         return sorted(out, key=lambda e: e.document_id)
 
     def prefetch(self, entries: list[Entry], max_bytes: int) -> None:

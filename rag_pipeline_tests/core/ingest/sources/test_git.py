@@ -47,6 +47,7 @@ def test_only_the_commits_tracked_files_are_listed_with_their_blob_ids(repo: Rep
     assert [(e.document_id, e.fingerprint, e.size) for e in entries] == [
         ("guide.md", f"blob:{_blob(repo, 'HEAD:guide.md')}", 18),
         ("sub/notes.txt", f"blob:{_blob(repo, 'HEAD:sub/notes.txt')}", 7)]
+    assert source.hidden == (".hidden",)
     assert source.revision() == commit
     assert source.read(entries[0], 1000) == b"# Guide\n\nTracked.\n"
     assert source.location("guide.md") == f"{repo.uri}@{commit}:guide.md"
@@ -133,7 +134,7 @@ def test_reconciliation_follows_the_commits_edit_delete_add_and_rename(repo: Rep
     repo.commit()
     first = extract_corpus(open_source(repo.uri))
     assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
-                                     "unchanged": 0, "failed": 0}
+                                     "unchanged": 0, "failed": 0, "hidden": 0}
     repo.write("edit.md", "# Edit\n\nAfter.\n")
     (repo.path / "gone.md").unlink()
     repo.write("new.md", "# New\n\nHello.\n")
@@ -149,7 +150,7 @@ def test_reconciliation_follows_the_commits_edit_delete_add_and_rename(repo: Rep
     assert report.revision == commit
     assert {c.value: report.ids(c) for c in Change} == {
         "added": ["new.md"], "changed": ["edit.md"], "renamed": ["new/place.md"],
-        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": []}
+        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": [], "hidden": []}
     assert [(r.document_id, r.previous_id) for r in report.rows if r.change == "renamed"] == [
         ("new/place.md", "old/name.md")]
     # Only the edited and the added file were read: the rename is recognised by its blob id.
