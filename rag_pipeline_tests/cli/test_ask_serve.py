@@ -51,7 +51,8 @@ def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[
 def cli(monkeypatch: pytest.MonkeyPatch, hashed_embedder: HashedEmbedder, built: BuiltIndex):
     """`ask` with the hashed stand-in declared; loading it in-process is counted."""
     loads: list[str] = []
-    monkeypatch.setattr("rag_pipeline.cli.edge.declared_models", lambda: (hashed_embedder.spec,))
+    monkeypatch.setattr("rag_pipeline.cli.edge.declared_models",
+                        lambda config=None: (hashed_embedder.spec,))
 
     def load(spec, data_dir):
         loads.append(spec.key)
