@@ -287,8 +287,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     prior = {r.document_id: r for r in previous}
     try:
         entries = source.entries()
-        rows: list[Reconciled] = [Reconciled(Change.HIDDEN.value, name, detail=HIDDEN_DETAIL)
-                                  for name in source.hidden]
+        rows: list[Reconciled] = [Reconciled(Change.HIDDEN.value, shown_file_name(name),
+                                             detail=HIDDEN_DETAIL) for name in source.hidden]
         listed = {shown_file_name(e.document_id) for e in entries}
         vanished = [r for r in prior.values() if r.ok and r.document_id not in listed
                     and not _member_of_listed(r.document_id, listed)]

@@ -312,6 +312,27 @@ def test_a_pdf_with_an_unknown_stream_filter_is_a_failed_record(tmp_path):
 # --- files that are not documents, checked before anything is opened -----------------------
 
 
+def test_a_symlink_to_a_file_inside_the_root_is_skipped_not_read_under_its_name(tmp_path):
+    # Found by a user: public/pay.md -> ../hr/pay.md was indexed as public/pay.md, so an
+    # [access] rule for public/** let staff read the HR file's words; a link into .git served
+    # a hidden file.
+    root = tmp_path / "corpus"
+    (root / "hr").mkdir(parents=True)
+    (root / "public").mkdir()
+    (root / ".git").mkdir()
+    (root / "hr" / "pay.md").write_bytes(b"# Pay\n\nPriya earns 91000 a year.\n")
+    (root / ".git" / "blob").write_bytes(b"a hidden secret\n")
+    (root / "public" / "pay.md").symlink_to("../hr/pay.md")
+    (root / "gitblob.txt").symlink_to(root / ".git" / "blob")
+    result = extract_corpus(root)
+    assert {r.document_id: (r.status, r.error) for r in result.records} == {
+        "gitblob.txt": ("skipped", "a symlink into .git, a hidden name: not followed, not part "
+                                   "of the corpus"),
+        "hr/pay.md": ("ok", None),
+        "public/pay.md": ("skipped", "a symlink to hr/pay.md: not followed (that file is a "
+                                     "document under its own name)")}
+
+
 def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_path, monkeypatch):
     root = tmp_path / "corpus"
     root.mkdir()

@@ -61,17 +61,40 @@ def stat_fingerprint(path: Path) -> str:
 
 
 def local_entry(path: Path, root: Path) -> Entry:
-    """The entry of ``path`` under ``root``: its fingerprint and size (a link's target's), and
-    a symlinked folder that no format's name claims is skipped (one that a format's suffix
-    claims fails as "not a regular file" when read)."""
+    """The entry of ``path`` under ``root``: its fingerprint and size (a link's target's).
+
+    Skipped: a symlinked folder that no format's name claims (one that a format's suffix claims
+    fails as "not a regular file" when read), and a symlink to a file inside the root. That
+    file is a document under its own name, or hidden; read under the link's name, its words
+    would take the link's ``[access]`` readers (a link in ``public/`` to ``hr/pay.md``) or
+    expose a hidden file. A link out of the root fails when read."""
     try:
         size: int | None = path.stat().st_size if not path.is_dir() else None
     except OSError:
         size = None
     skipped = None
-    if path.is_symlink() and path.is_dir() and format_for(path) is None:
-        skipped = "a symlink to a directory: not walked into"
+    if path.is_symlink():
+        if path.is_dir() and format_for(path) is None:
+            skipped = "a symlink to a directory: not walked into"
+        elif (target := _file_inside(path, root)) is not None:
+            top = hidden_top(target)
+            skipped = (f"a symlink to {target}: not followed (that file is a document under "
+                       "its own name)" if top is None else
+                       f"a symlink into {top}, a hidden name: not followed, not part of the "
+                       "corpus")
     return Entry(path.relative_to(root).as_posix(), stat_fingerprint(path), size, skipped=skipped)
+
+
+def _file_inside(link: Path, root: Path) -> str | None:
+    """The id (path under ``root``) of the regular file ``link`` resolves to, or ``None`` when
+    it resolves to no file inside the root (a loop, a missing target, a special file, a path
+    outside: reading it says which)."""
+    try:
+        target = link.resolve(strict=True)
+        inside = target.relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return inside.as_posix() if target.is_file() else None
 
 
 class LocalSource:
