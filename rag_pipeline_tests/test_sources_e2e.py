@@ -169,7 +169,7 @@ def test_a_git_repository_reconciles_exactly(tmp_path: Path, stand_in):
         (first_line,) = [line for line in lines if line.startswith("last reconciliation")]
         assert first_line.startswith(f"last reconciliation ({repo.uri} at {commit}, ")
         assert first_line.endswith("): added 1, changed 1, renamed 1, deleted 1, unchanged 1, "
-                                  "failed 0, hidden 0")
+                                  "failed 0, skipped 0, hidden 0")
         assert [line for line in lines if line.startswith("  ") and line.split()[0] in (
             "added", "changed", "renamed", "deleted")] == [
             "  added     new.md", "  changed   edit.md", "  renamed   old/name.md -> new/place.md",

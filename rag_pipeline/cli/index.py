@@ -306,7 +306,7 @@ def _echo_hidden(warehouse, shown: int = 10) -> None:
     names = found[0].ids(Change.HIDDEN) if found is not None else []
     if names:
         more = f" and {len(names) - shown} more" if len(names) > shown else ""
-        echo(f"\nleft out, as names starting with '.' are (not part of the corpus): "
+        echo(f"\nhidden (names starting with '.', not part of the corpus): "
              f"{', '.join(one_line(name) for name in names[:shown])}{more}")
 
 

@@ -326,7 +326,7 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
                        "with --retry-failed; `rag-pipeline status` lists them all):")
     assert [line.split(":")[0] for line in tail[1:3]] == ["  failed  broken.pdf",
                                                          "  skipped tool.exe"]
-    assert tail[3:] == ["", "left out, as names starting with '.' are (not part of the corpus): "
+    assert tail[3:] == ["", "hidden (names starting with '.', not part of the corpus): "
                             ".DS_Store, .git"]
     status = subprocess.run([*CLI, "status"], cwd=PROJECT_ROOT, env=project.env,
                             capture_output=True, text=True, timeout=600)

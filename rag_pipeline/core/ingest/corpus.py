@@ -310,7 +310,10 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 return
             kept.add(record.document_id)
             records.append(record)
-            if not record.skipped:
+            if record.skipped:
+                rows.append(Reconciled(Change.SKIPPED.value, record.document_id,
+                                       detail=record.error or ""))
+            else:
                 rows.append(Reconciled((Change.FAILED if record.failed else change).value,
                                        record.document_id, previous_id,
                                        detail or (record.error or "") if record.failed else ""))

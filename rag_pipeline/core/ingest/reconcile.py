@@ -3,9 +3,9 @@
 Every document of the new listing is ``added``, ``changed``, ``renamed`` (the same content under
 another id: its record, and so its vectors, are kept), ``unchanged`` or ``failed``; every
 document of the previous state that the listing no longer holds, and that no rename took, is
-``deleted``. Files no format reads (``skipped``) are no documents and are left out. A hidden
-name the listing left out (a segment starting with ``.``; a hidden folder once, not its files)
-is ``hidden``: not part of the corpus, but never left out without a word. The report
+``deleted``. An entry that is no document (no format reads it, a symlink) is ``skipped``,
+with why. A hidden name the listing left out (a segment starting with ``.``; a hidden folder
+once, not its files) is ``hidden``: not part of the corpus, but named. The report
 is one table (``reconciliation``, one row per document), the run's metadata and ``status``'s
 last lines; the shrink guard (:func:`check_shrink`) reads the same counts.
 """
@@ -30,6 +30,7 @@ class Change(StrEnum):
     DELETED = "deleted"
     UNCHANGED = "unchanged"
     FAILED = "failed"
+    SKIPPED = "skipped"
     HIDDEN = "hidden"
 
 
@@ -44,8 +45,8 @@ class Reconciled:
         change: What happened to it.
         document_id: Its id now (for ``deleted``, the id it had).
         previous_id: For ``renamed``, the id it had; else ``""``.
-        detail: For ``failed``, the reason (and whether it was retried); for ``hidden``,
-            :data:`HIDDEN_DETAIL`; else ``""``.
+        detail: For ``failed`` and ``skipped``, the reason (and whether a failure was
+            retried); for ``hidden``, :data:`HIDDEN_DETAIL`; else ``""``.
     """
 
     change: str
@@ -76,7 +77,8 @@ class Reconciliation:
                                              Change.DELETED))
 
     def summary(self) -> str:
-        """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0, hidden 1``."""
+        """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0, skipped 1,
+        hidden 1``."""
         return ", ".join(f"{name} {count}" for name, count in self.counts().items())
 
 
@@ -124,7 +126,11 @@ def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, lis
         CorpusShrankError: With the counts and how to accept them.
     """
     if listed == 0 and not allow_shrink:
-        raise CorpusShrankError(f"the corpus {report.source} is empty: nothing is indexed, the "
+        hidden = report.ids(Change.HIDDEN)
+        holds = (f"holds only hidden names ({', '.join(hidden[:5])}"
+                 f"{f' and {len(hidden) - 5} more' if len(hidden) > 5 else ''}: names starting "
+                 "with '.' are not part of a corpus)" if hidden else "is empty")
+        raise CorpusShrankError(f"the corpus {report.source} {holds}: nothing is indexed, the "
                                 "served index is as it was; if it is meant to be empty, index "
                                 "with --allow-shrink")
     check_shrink(report.source, before_ok, after_ok, max_shrink, allow_shrink)

@@ -44,7 +44,8 @@ def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
                 "A failed file is retried once it changes (or with retry_failed). A run that "
                 "finds the corpus gone, empty or far smaller than the last one (max_shrink) "
                 "fails and writes nothing; beside the table, ``reconciliation`` says what the "
-                "run added, changed, renamed, deleted, left and failed. Its "
+                "run added, changed, renamed, deleted, left, failed and skipped, and the hidden "
+                "names it left out. Its "
                 "data version is the table's content digest, so an unchanged corpus changes "
                 "nothing downstream.",
     kinds={"parquet", "duckdb"},

@@ -31,6 +31,7 @@ from rag_pipeline.core.ingest import (
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
+from rag_pipeline.core.ingest.reconcile import reconciliation_table
 from rag_pipeline.core.ingest.sources import SourceError
 
 PDF_EXTRACTOR_VERSION = (f"5+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
@@ -143,6 +144,22 @@ def test_the_report_names_each_hidden_name_once_at_its_top(corpus):
               if r.change == "hidden"]
     assert hidden == [(".cache", "a name starting with '.': not part of the corpus"),
                       (".draft.md", "a name starting with '.': not part of the corpus")]
+
+
+def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):
+    root = tmp_path / "corpus"
+    (root / "docs" / ".cache" / "deep").mkdir(parents=True)
+    (root / "docs" / "guide.md").write_bytes(b"# Guide\n\nBody.\n")
+    (root / "docs" / ".cache" / "deep" / "x.md").write_bytes(b"# X\n")
+    (root / os.fsdecode(b".caf\xe9")).write_bytes(b"not UTF-8 in its name\n")
+    (root / "tool.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00")
+    report = extract_corpus(root).report
+    assert [(r.change, r.document_id) for r in report.rows] == [
+        ("added", "docs/guide.md"), ("hidden", ".caf\\xe9"), ("hidden", "docs/.cache"),
+        ("skipped", "tool.bin")]
+    # Every name the report holds is one a table can store (a lone surrogate failed the write).
+    assert reconciliation_table(report, "T").column("document_id").to_pylist() == [
+        "docs/guide.md", ".caf\\xe9", "docs/.cache", "tool.bin"]
 
 
 def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):

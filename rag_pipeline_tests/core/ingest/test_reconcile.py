@@ -21,6 +21,7 @@ REPORT = Reconciliation("s3://docs/p", None, (
     Reconciled("added", "new.md"), Reconciled("changed", "edit.md"),
     Reconciled("deleted", "gone.md"), Reconciled("failed", "bad.pdf", detail="no text"),
     Reconciled("renamed", "b.md", "a.md"), Reconciled("unchanged", "keep.md"),
+    Reconciled("skipped", "tool.exe", detail="no reader for .exe files"),
     Reconciled("hidden", ".git", detail="a name starting with '.': not part of the corpus")))
 
 
@@ -48,11 +49,24 @@ def test_an_empty_listing_is_refused_unless_allowed():
     check_corpus_kept(empty, 0, 0, 0, allow_shrink=True)
 
 
+def test_a_listing_of_only_hidden_names_is_refused_naming_them():
+    # A folder renamed to .docs: "is empty" hid why.
+    only_hidden = Reconciliation("/srv/docs", None, tuple(
+        Reconciled("hidden", name, detail="a name starting with '.': not part of the corpus")
+        for name in (".docs", ".git", ".a", ".b", ".c", ".d")))
+    with pytest.raises(CorpusShrankError) as refused:
+        check_corpus_kept(only_hidden, 12, 0, 0)
+    assert str(refused.value) == (
+        "the corpus /srv/docs holds only hidden names (.docs, .git, .a, .b, .c and 1 more: names "
+        "starting with '.' are not part of a corpus): nothing is indexed, the served index is as "
+        "it was; if it is meant to be empty, index with --allow-shrink")
+
+
 def test_the_report_counts_every_change_and_round_trips_through_its_table():
     assert REPORT.counts() == {"added": 1, "changed": 1, "renamed": 1, "deleted": 1,
-                               "unchanged": 1, "failed": 1, "hidden": 1}
+                               "unchanged": 1, "failed": 1, "skipped": 1, "hidden": 1}
     assert REPORT.summary() == ("added 1, changed 1, renamed 1, deleted 1, unchanged 1, failed 1, "
-                                "hidden 1")
+                                "skipped 1, hidden 1")
     table = reconciliation_table(REPORT, "2026-12-01T22:00:00.000000Z")
     assert table.column_names == ["change", "document_id", "previous_id", "detail", "source",
                                   "revision", "run_at"]
@@ -63,15 +77,16 @@ def test_the_report_counts_every_change_and_round_trips_through_its_table():
 def test_status_lines_and_markdown_name_the_ids():
     assert report_lines(REPORT, "T") == [
         "last reconciliation (s3://docs/p, T): added 1, changed 1, renamed 1, deleted 1, "
-        "unchanged 1, failed 1, hidden 1",
+        "unchanged 1, failed 1, skipped 1, hidden 1",
         "  added     new.md", "  changed   edit.md", "  renamed   a.md -> b.md",
         "  deleted   gone.md", "  failed    bad.pdf: no text",
+        "  skipped   tool.exe: no reader for .exe files",
         "  hidden    .git: a name starting with '.': not part of the corpus"]
     assert reconciliation_markdown(REPORT).splitlines()[2:5] == [
         "| added | 1 | new.md |", "| changed | 1 | edit.md |", "| renamed | 1 | a.md -> b.md |"]
     many = Reconciliation("c", "abc", tuple(Reconciled("added", f"{i}.md") for i in range(12)))
     assert report_lines(many, "T", ids_per_change=2) == [
         "last reconciliation (c at abc, T): added 12, changed 0, renamed 0, deleted 0, "
-        "unchanged 0, failed 0, hidden 0",
+        "unchanged 0, failed 0, skipped 0, hidden 0",
         "  added     0.md", "  added     1.md",
         "  added     ... and 10 more (select * from reconciliation)"]

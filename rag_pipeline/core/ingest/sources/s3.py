@@ -162,6 +162,8 @@ class S3Source:
         for obj in self._listing():
             key = obj["Key"][len(self.prefix):]
             if not key or key.endswith("/"):  # the prefix itself, a folder marker
+                if (top := hidden_top(key.rstrip("/"))) is not None:
+                    hidden.add(top)
                 continue
             fingerprint = f"etag:{obj['ETag'].strip(chr(34))}:{obj['Size']}"
             refused = unsafe_key_reason(key)

@@ -134,7 +134,8 @@ def test_reconciliation_follows_the_commits_edit_delete_add_and_rename(repo: Rep
     repo.commit()
     first = extract_corpus(open_source(repo.uri))
     assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
-                                     "unchanged": 0, "failed": 0, "hidden": 0}
+                                     "unchanged": 0, "failed": 0, "skipped": 0,
+                                     "hidden": 0}
     repo.write("edit.md", "# Edit\n\nAfter.\n")
     (repo.path / "gone.md").unlink()
     repo.write("new.md", "# New\n\nHello.\n")
@@ -150,7 +151,8 @@ def test_reconciliation_follows_the_commits_edit_delete_add_and_rename(repo: Rep
     assert report.revision == commit
     assert {c.value: report.ids(c) for c in Change} == {
         "added": ["new.md"], "changed": ["edit.md"], "renamed": ["new/place.md"],
-        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": [], "hidden": []}
+        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": [], "skipped": [],
+        "hidden": []}
     assert [(r.document_id, r.previous_id) for r in report.rows if r.change == "renamed"] == [
         ("new/place.md", "old/name.md")]
     # Only the edited and the added file were read: the rename is recognised by its blob id.

@@ -40,6 +40,7 @@ def test_keys_below_the_prefix_only_are_listed_with_etag_and_size(bucket: Bucket
     bucket.put("docs/sub/notes.txt", "Notes.\n")
     bucket.put("docs/", b"")  # a folder marker: no entry
     bucket.put("docs/.hidden/x.md", "# Hidden\n")
+    bucket.put("docs/sub/.empty/", b"")  # a hidden folder's marker: named too
     # Planted: a key beside the prefix that shares its first letters -> never listed.
     bucket.put("docs-old/stale.md", "# Stale\n")
     bucket.put("outside.md", "# Outside\n")
@@ -47,7 +48,7 @@ def test_keys_below_the_prefix_only_are_listed_with_etag_and_size(bucket: Bucket
     etag = bucket.client.head_object(Bucket=bucket.name, Key="docs/guide.md")["ETag"].strip('"')
     entries = source.entries()
     assert [(e.document_id, e.size) for e in entries] == [("guide.md", 15), ("sub/notes.txt", 7)]
-    assert source.hidden == (".hidden",)
+    assert source.hidden == (".hidden", "sub/.empty")
     assert entries[0].fingerprint == f"etag:{etag}:15"
     assert source.read(entries[0], 100) == b"# Guide\n\nBody.\n"
     assert source.location("guide.md") == f"s3://{bucket.name}/docs/guide.md"
@@ -97,7 +98,8 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
     uri = f"s3://{bucket.name}/p"
     first = extract_corpus(S3Source(uri, s3_settings))
     assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
-                                     "unchanged": 0, "failed": 1, "hidden": 0}
+                                     "unchanged": 0, "failed": 1, "skipped": 0,
+                                     "hidden": 0}
     bucket.put("p/edit.md", "# Edit\n\nAfter.\n")
     bucket.delete("p/gone.md")
     bucket.put("p/new.md", "# New\n\nHello.\n")
@@ -113,7 +115,7 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
     second = extract_corpus(source, first.records)
     assert {c.value: second.report.ids(c) for c in Change} == {
         "added": ["new.md"], "changed": ["edit.md"], "renamed": ["moved/here.md"],
-        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": ["broken.md"],
+        "deleted": ["gone.md"], "unchanged": ["keep.md"], "failed": ["broken.md"], "skipped": [],
         "hidden": [".cache"]}
     # Nothing unchanged was downloaded, the rename neither (same ETag and size), and the failed
     # file is not retried while its object is the same.
