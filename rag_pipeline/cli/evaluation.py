@@ -22,6 +22,7 @@ from rag_pipeline.cli.edge import (
     read_config,
 )
 from rag_pipeline.cli.gold import corpus_texts
+from rag_pipeline.core.text.arguments import listed
 
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
@@ -88,9 +89,9 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     if held_out:
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
-        _compare_held_out(invocation, spec, versus_key, gold_path or eval_dir / "gold.jsonl",
-                          ood_path or eval_dir / "ood.jsonl", list(chunkers) or ["header"],
-                          beir_dir)
+        _compare_held_out(invocation, spec, declared_model(versus_key, config),
+                          gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl",
+                          list(chunkers) or ["header"], beir_dir)
         return
     if beir_dir is not None:
         _print_beir(_run_beir(data_dir, beir_dir, spec, k1_values, as_json, candidates), spec,
@@ -119,12 +120,13 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         return
     _print_eval(report, spec, as_json)
     if versus_key is not None:
-        _compare_models(invocation, spec, report, versus_key, gold_path or eval_dir /
-                        "gold.jsonl", ood_path or eval_dir / "ood.jsonl", chunkers)
+        _compare_models(invocation, spec, report, declared_model(versus_key, config),
+                        gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl",
+                        chunkers)
 
 
 
-def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: Path, ood_path: Path,
+def _compare_held_out(invocation: Invocation, spec, other, gold_path: Path, ood_path: Path,
                       chunkers: list[str], beir_dir: Path | None) -> None:
     """The adapted model against its base on the held-out half of the gold set only: per style
     and k, recall with Wilson intervals, paired sign tests, both models' nDCG@10 on the BEIR
@@ -133,7 +135,7 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
 
     from rag_pipeline.core.config.gold_file import GoldFormatError, load_gold_set
     from rag_pipeline.core.embedding.export import ModelNotExportedError
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.embedding.models import ModelMismatchError
     from rag_pipeline.core.evaluation.adoption import (
         adoption,
         compare_by_style,
@@ -146,10 +148,6 @@ def _compare_held_out(invocation: Invocation, spec, versus_key: str, gold_path: 
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     from rag_pipeline.core.text.markdown_table import markdown_table
 
-    try:
-        other = find_model(versus_key, declared_models())
-    except ModelMismatchError as exc:
-        fail(str(exc))
     if spec.adaptation is None:
         fail(f"--held-out needs --model to be an adapted model; {spec.key} is not")
     try:
@@ -283,11 +281,11 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 
-def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_path: Path,
+def _compare_models(invocation: Invocation, spec, report, other, gold_path: Path,
                     ood_path: Path, chunkers: tuple[str, ...]) -> None:
     """Evaluates the second model on the same chunkers and prints the paired comparison."""
     from rag_pipeline.core.embedding.export import ModelNotExportedError
-    from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
+    from rag_pipeline.core.embedding.models import ModelMismatchError
     from rag_pipeline.core.evaluation.model_comparison import compare_models
     from rag_pipeline.core.evaluation.run import run_eval
     from rag_pipeline.core.evaluation.tables import paired_rows_markdown, summary_markdown
@@ -295,7 +293,6 @@ def _compare_models(invocation: Invocation, spec, report, versus_key: str, gold_
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     try:
-        other = find_model(versus_key, declared_models())
         load_model(other, invocation.data_dir)
         selected = list(chunkers) or sorted({r.chunker for r in report.ranks})
         second = run_eval(invocation.warehouse, other, gold_path, ood_path, selected)
@@ -328,7 +325,8 @@ def adapt(model_key: str | None, force: bool) -> None:
     )
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
 
-    models = declared_models()
+    config = read_config()
+    models = declared_models(config)
     adapted = [m for m in models if m.adaptation is not None]
     try:
         chosen = [find_model(model_key, models)] if model_key else adapted
@@ -336,8 +334,8 @@ def adapt(model_key: str | None, force: bool) -> None:
         fail(str(exc))
     if not chosen or any(m.adaptation is None for m in chosen):
         fail(f"no adapted model {'named ' + model_key if model_key else 'is declared'} "
-              f"(declared adapted: {[m.key for m in adapted]})")
-    corpus = read_config().corpus
+              f"(declared adapted: {listed(m.key for m in adapted) or 'none'})")
+    corpus = config.corpus
     for spec in chosen:
         if not force:
             try:

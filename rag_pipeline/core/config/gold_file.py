@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from rag_pipeline.core.text.arguments import listed
 from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 
@@ -71,11 +72,12 @@ def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None
             continue
         missing = missing_fields(row, required)
         if missing:
-            raise GoldFormatError(f"{path}:{number}: missing or empty {missing}")
+            raise GoldFormatError(f"{path}:{number}: missing or empty {listed(missing)}")
         rows.append(row)
     ids = [r["id"] for r in rows]
     if len(set(ids)) != len(ids):
-        raise GoldFormatError(f"{path}: duplicate ids {sorted({i for i in ids if ids.count(i) > 1})}")
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        raise GoldFormatError(f"{path}: duplicate ids {listed(twice)}")
     return rows
 
 

@@ -63,7 +63,7 @@ def _enum(enum: type[StrEnum], table: Mapping, key: str, default: StrEnum, where
         return enum(value)
     except ValueError:
         raise ModelConfigError(f"{where}: `{key}` must be one of "
-                               f"{listed(e.value for e in enum)}, got {value!r}") from None
+                               f"{listed(e.value for e in enum)}; got {value!r}") from None
 
 
 def _cut_and_default(table: Mapping, where: str) -> tuple[float | int | None, bool]:
@@ -78,15 +78,26 @@ def _cut_and_default(table: Mapping, where: str) -> tuple[float | int | None, bo
     return cut, default
 
 
+def _check_table(table: object, known: frozenset[str] | set[str], where: str) -> None:
+    """Refuses ``table`` unless it is a table of ``known`` keys, naming the unknown ones.
+
+    Raises:
+        ModelConfigError: ``where``, then what is wrong and the keys it takes.
+    """
+    if not isinstance(table, Mapping):
+        raise ModelConfigError(f"{where} must be a table of {listed(sorted(known))}")
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
+                               f"{listed(sorted(known))}")
+
+
 def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if not isinstance(table, Mapping):
         raise ModelConfigError(f"[[models]] #{index + 1} must be a table")
     name = table.get("name")
     where = _where(index, name)
-    unknown = sorted(set(table) - MODEL_KEYS)
-    if unknown:
-        raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
-                               f"{listed(sorted(MODEL_KEYS))}")
+    _check_table(table, MODEL_KEYS, where)
     if not isinstance(name, str) or not name or "@" in name or "/" in name or name != name.strip():
         raise ModelConfigError(f"{where}: `name` must be a non-empty string without '@' or '/'")
     sources = [k for k in ("path", "package", "hub") if k in table]
@@ -144,15 +155,14 @@ def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
         if key in table:
             raise ModelConfigError(f"{where}: `{key}` is the base model's; an adapted model is "
                                    "torch fp32 with the base's dimension")
-    if not isinstance(raw, Mapping) or set(raw) - ADAPT_KEYS:
-        raise ModelConfigError(f"{where}: `adapt` must be a table of {listed(sorted(ADAPT_KEYS))}")
+    _check_table(raw, ADAPT_KEYS, f"{where}: `adapt`")
     base = raw.get("base")
     if not isinstance(base, str) or not base:
         raise ModelConfigError(f"{where}: `adapt.base` must name a declared model")
     chunker = raw.get("chunker", ChunkingStrategy.HEADER.value)
     if chunker not in {s.value for s in ChunkingStrategy}:
         raise ModelConfigError(f"{where}: `adapt.chunker` must be one of "
-                               f"{listed(s.value for s in ChunkingStrategy)}, got {chunker!r}")
+                               f"{listed(s.value for s in ChunkingStrategy)}; got {chunker!r}")
     rate = raw.get("learning_rate", 2e-5)
     if (isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate)
             or not 0 < rate < 1):
@@ -203,21 +213,24 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
                                "access, compute, index, models, profiles")
     access = parse_access(data["access"], label) if "access" in data else None
     index = data.get("index", {})
-    if not isinstance(index, Mapping) or set(index) - INDEX_KEYS:
-        raise ModelConfigError(f"{label}: [index] takes only {listed(sorted(INDEX_KEYS))}")
+    _check_table(index, INDEX_KEYS, f"{label}: [index]")
     names = index.get("chunkers", [s.value for s in ChunkingStrategy])
     known = [s.value for s in ChunkingStrategy]
     if (not isinstance(names, list) or not names or len(set(names)) != len(names)
             or any(n not in known for n in names)):
         raise ModelConfigError(f"{label}: [index] chunkers must be a non-empty list of distinct "
-                               f"names from {listed(known)}, got {names!r}")
+                               f"names ({listed(known)}); got {names!r}")
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise ModelConfigError(f"{label}: declare at least one [[models]] table")
-    models = [_model(i, t, root) for i, t in enumerate(raw_models)]
+    try:
+        models = [_model(i, t, root) for i, t in enumerate(raw_models)]
+    except ModelConfigError as exc:
+        raise ModelConfigError(f"{label}: {exc}") from None
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
-        raise ModelConfigError(f"{label}: two [[models]] share a name: {seen}")
+        twice = sorted({name for name in seen if seen.count(name) > 1})
+        raise ModelConfigError(f"{label}: two [[models]] share a name: {listed(twice)}")
     for model in models:
         if model.adapt is not None:
             base = next((m for m in models if m.name == model.adapt.base), None)
@@ -227,7 +240,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
                                        f"{model.adapt.base!r}")
     defaults = [m.name for m in models if m.default]
     if len(defaults) > 1:
-        raise ModelConfigError(f"{label}: only one model can be the default, got {listed(defaults)}")
+        raise ModelConfigError(f"{label}: only one model can be the default; got {listed(defaults)}")
     default = defaults[0] if defaults else models[0].name
     ordered = tuple(sorted(models, key=lambda m: m.name != default))
     chunkers = tuple(ChunkingStrategy(n) for n in names)
@@ -247,7 +260,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     chosen = index.get("profile")
     if chosen is not None and chosen not in {p.name for p in profiles}:
         raise ModelConfigError(f"{label}: [index] profile {chosen!r} is not one of "
-                               f"{', '.join(p.name for p in profiles)}")
+                               f"{listed(p.name for p in profiles)}")
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
                          folders["corpus"], folders["data_dir"], access=access,
                          compute=_compute(data.get("compute", {}), label))
@@ -257,11 +270,10 @@ def _compute(table: object, label: str) -> ComputeSettings:
     """The ``[compute]`` table: ``engine`` (``in_process`` or ``ray``), ``address``
     (``HOST:PORT`` or ``auto``, required for ``ray``), ``shard_texts`` (texts per shard)."""
     engines = [e.value for e in Engine]
-    if not isinstance(table, Mapping) or set(table) - COMPUTE_KEYS:
-        raise ModelConfigError(f"{label}: [compute] takes only {listed(sorted(COMPUTE_KEYS))}")
+    _check_table(table, COMPUTE_KEYS, f"{label}: [compute]")
     engine = table.get("engine", Engine.IN_PROCESS.value)
     if engine not in engines:
-        raise ModelConfigError(f"{label}: [compute] engine must be one of {listed(engines)}, got {engine!r}")
+        raise ModelConfigError(f"{label}: [compute] engine must be one of {listed(engines)}; got {engine!r}")
     address = table.get("address")
     if address is not None and (not isinstance(address, str) or not (
             address == "auto" or address.rpartition(":")[2].isdigit() and address.rpartition(":")[0])):
@@ -291,19 +303,18 @@ def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],
     known = [s.value for s in ChunkingStrategy]
     for name, table in raw.items():
         where = f"{label}: [profiles.{name}]"
-        if not isinstance(table, Mapping) or set(table) - PROFILE_KEYS:
-            raise ModelConfigError(f"{where} takes only {listed(sorted(PROFILE_KEYS))}")
+        _check_table(table, PROFILE_KEYS, where)
         fallback = builtin.get(name, builtin[PRODUCTION])
         wanted = table.get("chunkers", [c.value for c in fallback.chunkers])
         if (not isinstance(wanted, list) or not wanted or len(set(wanted)) != len(wanted)
                 or any(c not in known for c in wanted)):
             raise ModelConfigError(f"{where} chunkers must be a non-empty list of distinct names "
-                                   f"from {listed(known)}, got {wanted!r}")
+                                   f"({listed(known)}); got {wanted!r}")
         chosen = table.get("models", list(fallback.models))
         if (not isinstance(chosen, list) or not chosen or len(set(chosen)) != len(chosen)
                 or any(m not in names for m in chosen)):
             raise ModelConfigError(f"{where} models must be a non-empty list of distinct declared "
-                                   f"model names from {listed(names)}, got {chosen!r}")
+                                   f"model names ({listed(names)}); got {chosen!r}")
         declared[name] = Profile(name, tuple(ChunkingStrategy(c) for c in wanted),
                                  tuple(sorted(chosen, key=names.index)))
     return tuple(declared.values())
@@ -320,7 +331,7 @@ def choose_profile(config: ProjectConfig, requested: str | None, user_corpus: bo
     by_name = {p.name: p for p in config.profiles}
     name = requested or config.profile or (PRODUCTION if user_corpus else EVALUATION)
     if name not in by_name:
-        raise ModelConfigError(f"profile {name!r} is not declared; declared: {', '.join(sorted(by_name))}")
+        raise ModelConfigError(f"profile {name!r} is not declared; declared: {listed(sorted(by_name))}")
     return by_name[name]
 
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.embedding.model_key import ModelKey
-from rag_pipeline.core.text.arguments import InvalidArgumentError
+from rag_pipeline.core.text.arguments import InvalidArgumentError, listed
 
 __all__ = [
     "COSINE_DISTANCE_RANGE",
@@ -110,7 +110,7 @@ def check_declared(value: str, declared: Iterable[str], what: str) -> str:
     """
     names = list(declared)
     if value not in names:
-        raise InvalidArgumentError(f"unknown {what} {value!r}; declared: {', '.join(names)}")
+        raise InvalidArgumentError(f"unknown {what} {value!r}; declared: {listed(names)}")
     return value
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rag_pipeline.core.embedding.model_key import FINGERPRINT_CHARS, ModelKey
+from rag_pipeline.core.text.arguments import listed
 from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 if TYPE_CHECKING:
@@ -343,4 +344,4 @@ def find_model(key: str, models: Sequence[ModelSpec]) -> ModelSpec:
     names = [m.key for m in models if m.name == key]
     hint = f" (a model is named by its key: {names[0]})" if names else ""
     raise ModelMismatchError(f"model {key!r} is not declared{hint}; declared: "
-                             f"{', '.join(m.key for m in models)}")
+                             f"{listed(m.key for m in models)}")

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec
+from rag_pipeline.core.text.arguments import listed
 
 
 def vector_matrix(embeddings: pa.Table) -> np.ndarray:
@@ -21,9 +22,9 @@ def check_stamps(stored: pa.Table, spec: ModelSpec, what: str) -> None:
     """Refuses vectors stamped with another model: vector spaces are never mixed."""
     if not stored.num_rows:
         return
-    fingerprints = set(stored.column("model_fingerprint").to_pylist())
-    names = set(stored.column("model_name").to_pylist())
-    if fingerprints != {spec.fingerprint} or names != {spec.name}:
-        raise ModelMismatchError(
-            f"{what} holds vectors of {sorted(names)}@{sorted(fingerprints)}, not {spec.key}: "
-            "vector spaces are never mixed")
+    keys = {f"{name}@{fingerprint}" for name, fingerprint in zip(
+        stored.column("model_name").to_pylist(), stored.column("model_fingerprint").to_pylist(),
+        strict=True)}
+    if keys != {spec.key}:
+        raise ModelMismatchError(f"{what} holds vectors of {listed(sorted(keys))}, not "
+                                 f"{spec.key}: vector spaces are never mixed")

@@ -42,35 +42,36 @@ def test_parse_orders_the_default_first_and_reads_every_field(project: Path):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("[[models]]\nname = 'a'\n", "[[models]] #1 ('a'): give exactly one of `path`, `package` or "
-                                 "`hub`, got none"),
+    ("[[models]]\nname = 'a'\n",
+     "rag_pipeline.toml: [[models]] #1 ('a'): give exactly one of `path`, `package` or `hub`, "
+     "got none"),
     ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'tf'\n",
-     "[[models]] #1 ('a'): `backend` must be one of torch, openvino, got 'tf'"),
+     "rag_pipeline.toml: [[models]] #1 ('a'): `backend` must be one of torch, openvino; got 'tf'"),
     ("[[models]]\nname = 'a'\npath = 'm'\nprecision = 'int8'\n",
-     "[[models]] #1 ('a'): int8 is not supported with the torch backend (int8 needs backend = "
-     "\"openvino\")"),
+     "rag_pipeline.toml: [[models]] #1 ('a'): int8 is not supported with the torch backend "
+     "(int8 needs backend = \"openvino\")"),
     ("[[models]]\nname = 'a@1'\npath = 'm'\n",
-     "[[models]] #1 ('a@1'): `name` must be a non-empty string without '@' or '/'"),
+     "rag_pipeline.toml: [[models]] #1 ('a@1'): `name` must be a non-empty string without '@' or '/'"),
     ("[[models]]\nname = 'a'\npath = 'm'\nwindow = 0\n",
-     "[[models]] #1 ('a'): `window` must be an integer from 8 to 65536, got 0"),
+     "rag_pipeline.toml: [[models]] #1 ('a'): `window` must be an integer from 8 to 65536, got 0"),
     ("[[models]]\nname = 'a'\npath = 'm'\ncut = nan\n",
-     "[[models]] #1 ('a'): `cut` must be a cosine distance in (0, 2], got nan"),
+     "rag_pipeline.toml: [[models]] #1 ('a'): `cut` must be a cosine distance in (0, 2], got nan"),
     ("[[models]]\nname = 'a'\nhub = 'org/m'\n",
-     "[[models]] #1 ('a'): a hub model needs a pinned `revision` (a commit hash)"),
+     "rag_pipeline.toml: [[models]] #1 ('a'): a hub model needs a pinned `revision` (a commit hash)"),
     ("[[models]]\nname = 'a'\npath = 'm'\nbatch = 3\n",
-     "[[models]] #1 ('a'): unknown key(s) batch; known: "),
+     "rag_pipeline.toml: [[models]] #1 ('a'): unknown key(s) batch; known: "),
     ("[index]\nchunkers = ['header', 'nope']\n[[models]]\nname = 'a'\npath = 'm'\n",
      "rag_pipeline.toml: [index] chunkers must be a non-empty list of distinct names"),
     ("[[models]]\nname = 'a'\npath = 'm'\n[[models]]\nname = 'a'\npath = 'n'\n",
-     "rag_pipeline.toml: two [[models]] share a name: ['a', 'a']"),
+     "rag_pipeline.toml: two [[models]] share a name: a"),
     ("[[models]]\nname = 'a'\npath = 'm'\ndefault = true\n[[models]]\nname = 'b'\npath = 'n'\n"
-     "default = true\n", "rag_pipeline.toml: only one model can be the default, got a, b"),
+     "default = true\n", "rag_pipeline.toml: only one model can be the default; got a, b"),
     ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\nprecision = 'int8'\n"
-     "calibration = { chunker = 'header' }\n", "[[models]] #1 ('a'): `calibration` takes only "
-                                             "`texts`"),
+     "calibration = { chunker = 'header' }\n",
+     "rag_pipeline.toml: [[models]] #1 ('a'): `calibration` takes only `texts`"),
     ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\nprecision = 'int8'\n"
-     "calibration = { texts = 'none.jsonl' }\n", "[[models]] #1 ('a'): calibration texts not "
-                                                "found: "),
+     "calibration = { texts = 'none.jsonl' }\n",
+     "rag_pipeline.toml: [[models]] #1 ('a'): calibration texts not found: "),
     ("models = 3", "rag_pipeline.toml: declare at least one [[models]] table"),
     ("[[models]\n", "rag_pipeline.toml: not valid TOML: "),
 ])
@@ -145,12 +146,12 @@ def test_declared_profiles_and_index_profile_choose_what_index_builds(tmp_path: 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("[profiles.p]\nmodels = ['zz']\n", "rag_pipeline.toml: [profiles.p] models must be a "
-                                        "non-empty list of distinct declared model names from "
-                                        "a, got ['zz']"),
+                                        "non-empty list of distinct declared model names "
+                                        "(a); got ['zz']"),
     ("[profiles.p]\nchunkers = []\n", "rag_pipeline.toml: [profiles.p] chunkers must be a "
                                       "non-empty list"),
-    ("[profiles.p]\nsize = 1\n", "rag_pipeline.toml: [profiles.p] takes only chunkers, "
-                                 "models"),
+    ("[profiles.p]\nsize = 1\n", "rag_pipeline.toml: [profiles.p]: unknown key(s) size; "
+                                 "known: chunkers, models"),
     ("[index]\nprofile = 'nope'\n", "rag_pipeline.toml: [index] profile 'nope' is not one of "
                                     "production, evaluation"),
 ])
@@ -176,14 +177,15 @@ def test_compute_is_in_process_without_the_table_and_ray_with_it(tmp_path: Path)
 
 @pytest.mark.parametrize(("table", "message"), [
     ("engine = 'spark'", "rag_pipeline.toml: [compute] engine must be one of in_process, "
-                         "ray, got 'spark'"),
+                         "ray; got 'spark'"),
     ("engine = 'ray'", 'rag_pipeline.toml: [compute] engine = "ray" needs an address '
                        '("HOST:PORT" or "auto")'),
     ("engine = 'ray'\naddress = 'head'", 'rag_pipeline.toml: [compute] address must be '
                                          '"HOST:PORT" or "auto", got \'head\''),
     ("shard_texts = 0", "rag_pipeline.toml: [compute] shard_texts must be a whole number >= 1, "
                         "got 0"),
-    ("workers = 2", "rag_pipeline.toml: [compute] takes only address, engine, shard_texts"),
+    ("workers = 2", "rag_pipeline.toml: [compute]: unknown key(s) workers; known: address, engine, "
+                    "shard_texts"),
 ])
 def test_a_bad_compute_table_fails_with_one_line(table: str, message: str, tmp_path: Path):
     with pytest.raises(ModelConfigError) as info:

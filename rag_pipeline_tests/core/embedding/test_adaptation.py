@@ -281,7 +281,7 @@ def test_the_held_out_half_of_a_gold_set_is_excluded(tmp_path: Path):
     ('{ base = "nope" }', r"`adapt.base` must name a declared torch model .* 'nope'"),
     ('{ base = "base", epochs = 0 }', r"`epochs` must be an integer from 1 to 100, got 0"),
     ('{ base = "base", chunker = "x" }', r"`adapt.chunker` must be one of"),
-    ('{ base = "base", colour = 1 }', r"`adapt` must be a table of"),
+    ('{ base = "base", colour = 1 }', r"`adapt`: unknown key\(s\) colour; known: base, "),
     ('{ base = "base", held_out = "missing.jsonl" }', r"`adapt.held_out`: "),
 ])
 def test_bad_adapt_tables_fail_with_one_line(adapt: str, message: str, tmp_path: Path):

@@ -36,5 +36,5 @@ def test_one_vector_of_another_model_is_refused():
     with pytest.raises(ModelMismatchError) as refused:
         check_stamps(stamped([spec.name] * 2, [spec.fingerprint, "deadbeef"]), spec, "the cache")
     assert str(refused.value) == (
-        f"the cache holds vectors of ['{spec.name}']@['0000feed', 'deadbeef'], not {spec.key}: "
+        f"the cache holds vectors of {spec.name}@0000feed, {spec.name}@deadbeef, not {spec.key}: "
         "vector spaces are never mixed")
