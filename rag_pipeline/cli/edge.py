@@ -120,7 +120,7 @@ def declared_model(model_key: str | None, config: ProjectConfig | None = None):
 
     models = declared_models(config)
     try:
-        return find_model(model_key, models) if model_key else models[0]
+        return find_model(model_key, models) if model_key is not None else models[0]
     except ModelMismatchError as exc:
         fail(str(exc))
 

@@ -46,7 +46,7 @@ def add(invocation: Invocation, name: str, groups: str, expires_days: float | No
         echo(f"note: no [access] in {config_source(config)}: `serve` accepts every request "
              "without a token until it does", err=True)
     elif unknown := sorted(set(wanted) - policy.known_groups):
-        echo(f"note: no [access] rule names {unknown} yet", err=True)
+        echo(f"note: no [access] rule names {listed(unknown)} yet", err=True)
     echo(f"token {name!r} for groups {', '.join(wanted)}: shown once, keep it secret "
          f"(a running serve accepts it within its poll interval)")
     echo(token)

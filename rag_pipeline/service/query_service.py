@@ -187,6 +187,11 @@ class QueryService:
             self._outcomes["rejected"] += 1
 
     def health(self) -> dict[str, Any]:
+        """Liveness; the served generation too unless ``[access]`` is declared (``/health``
+        needs no token, and a new generation tells when any document changed, a document the
+        caller may not read included)."""
+        if self.access.policy is not None:
+            return {"status": "ok"}
         return {"status": "ok", "generation": self.follower.current.generation}
 
     def status(self, groups: frozenset[str] | None = None) -> dict[str, Any]:
@@ -213,7 +218,10 @@ class QueryService:
             "vectors": int(index.vectors.shape[0]) if readable is None else len(readable),
             "documents": len(index.documents) if readable is None else sum(
                 index.access.may_read(d, groups) for d in index.documents),
-            "access": None if index.access is None else {"rules": index.access.digest},
+            # The rules' digest only to a principal who reads everything: hashed from globs,
+            # file and group names, it would confirm a guessed rule about what others read.
+            "access": None if index.access is None else {"rules": index.access.digest}
+            if readable is None else {"groups": sorted(groups or ())},
             "published_at": index.published_at,
             "index_age_seconds": round(served.age_seconds(now), 3),
             "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),

@@ -227,6 +227,10 @@ def test_status_counts_only_what_the_principal_reads(setup: Setup):
                      headers=bearer(setup.tokens["hr"]))
     again = setup.client.get("/status", headers=bearer(setup.tokens["eng"])).json()
     assert (again["requests"], again["answered_by_generation"]) == (None, None)
+    # Nor the rules' digest: hashed from globs, file and group names, it confirmed a guessed
+    # rule about documents the principal does not read (found by an attack).
+    assert {n: s["access"] for n, s in by.items()} == {
+        "hr": {"groups": ["hr"]}, "eng": {"groups": ["eng"]}, "staff": {"groups": ["staff"]}}
 
 
 def test_serve_says_what_its_access_is_at_start(setup: Setup):
@@ -237,7 +241,9 @@ def test_serve_says_what_its_access_is_at_start(setup: Setup):
 
 
 def test_health_and_the_page_shell_need_no_token(setup: Setup):
-    assert setup.client.get("/health").status_code == 200
+    # Without the generation: a new one told anyone when a document changed, one they may not
+    # read included (found by an attack).
+    assert setup.client.get("/health").json() == {"status": "ok"}
     assert setup.client.get("/").status_code == 200
     assert setup.client.get("/status").json() == {
         "error": "this service needs a token: send `Authorization: Bearer TOKEN` (a token of "

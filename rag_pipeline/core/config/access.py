@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -76,17 +77,20 @@ def glob_regex(glob: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class AccessRule:
-    """One rule: documents whose id matches ``glob`` are readable by ``readers``."""
+    """One rule: documents whose id matches ``glob`` are readable by ``readers``. Both are
+    compared in Unicode NFC: a folder ``sécurité`` written decomposed (as macOS and some sync
+    tools write names) is matched by the glob typed composed, never passed over for a broader
+    rule after it."""
 
     glob: str
     readers: tuple[str, ...]
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        return glob_regex(self.glob)
+        return glob_regex(unicodedata.normalize("NFC", self.glob))
 
     def matches(self, document_id: str) -> bool:
-        return self.pattern.fullmatch(document_id) is not None
+        return self.pattern.fullmatch(unicodedata.normalize("NFC", document_id)) is not None
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ class BuildContext:
         keys = self.model_keys
         if len(set(keys)) != len(keys):
             twice = sorted({key for key in keys if keys.count(key) > 1})
-            raise ValueError(f"two declared models share a partition key: {listed(twice)}")
+            raise ValueError(f"partition keys of more than one declared model: {listed(twice)}")
 
     @property
     def data_dir(self) -> Path:

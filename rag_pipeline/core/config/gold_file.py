@@ -115,5 +115,5 @@ def load_ood(path: Path) -> list[OodLine]:
     rows = _read_jsonl(path, ("id", "query", "kind"))
     bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]
     if bad:
-        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {bad}")
+        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {listed(bad)}")
     return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]

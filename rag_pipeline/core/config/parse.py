@@ -230,7 +230,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
         twice = sorted({name for name in seen if seen.count(name) > 1})
-        raise ModelConfigError(f"{label}: two [[models]] share a name: {listed(twice)}")
+        raise ModelConfigError(f"{label}: [[models]] names used more than once: {listed(twice)}")
     for model in models:
         if model.adapt is not None:
             base = next((m for m in models if m.name == model.adapt.base), None)

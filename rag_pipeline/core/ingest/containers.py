@@ -348,12 +348,15 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
         settings: ``max_document_bytes`` bounds the file and each member.
         limits: The container limits; the defaults when ``None``.
     """
-    from rag_pipeline.core.ingest.corpus import document_id_for, extract_document, shown_file_name
+    from rag_pipeline.core.ingest.corpus import document_id_for, extract_document
+    from rag_pipeline.core.ingest.sources.base import shown_file_name
 
     settings = settings or ExtractionSettings()
     limits = limits or ContainerLimits()
     document_id = document_id_for(path, corpus_root)
-    if shown_file_name(document_id) != document_id or (path.is_symlink() and path.is_dir()):
+    # A link is never expanded: extract_document skips it (a folder, a file inside the root) or
+    # says why it fails (a target outside the root, a loop).
+    if shown_file_name(document_id) != document_id or path.is_symlink():
         return FileRecords([extract_document(path, corpus_root, settings)], 0, 0)
     fmt_name, stamp = stamp_for(path.name)
     claimed = format_for(path) is not None or _compression(path.name) is not None

@@ -33,11 +33,12 @@ from rag_pipeline.core.ingest.reconcile import (
 )
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
+from rag_pipeline.core.ingest.sources.base import shown_file_name
 from rag_pipeline.core.ingest.sources.local import local_entry
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 __all__ = ["ExtractionResult", "discover", "document_id_for", "extract_corpus", "extract_document",
-           "extract_entry", "records_from_bytes", "shown_file_name", "skip_reason"]
+           "extract_entry", "records_from_bytes", "skip_reason"]
 
 
 def skip_reason(name: str | Path) -> str:
@@ -52,17 +53,6 @@ def skip_reason(name: str | Path) -> str:
 def document_id_for(path: Path, corpus_root: Path) -> str:
     """A stable id: the path relative to the corpus root, with forward slashes."""
     return path.relative_to(corpus_root).as_posix()
-
-
-def shown_file_name(name: str) -> str:
-    """``name`` as text every encoder accepts: Python decodes file-name bytes that are not
-    UTF-8 to lone surrogates (``os.fsdecode``), which no table, JSON or terminal can hold; they
-    are shown as ``\\xNN``. A valid name is returned unchanged."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return name
 
 
 def _same_reading(was: DocumentRecord, record: DocumentRecord) -> bool:

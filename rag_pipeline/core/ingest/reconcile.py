@@ -5,9 +5,9 @@ another id: its record, and so its vectors, are kept), ``unchanged`` or ``failed
 document of the previous state that the listing no longer holds, and that no rename took, is
 ``deleted``. An entry that is no document (no format reads it, a symlink) is ``skipped``,
 with why. A hidden name the listing left out (a segment starting with ``.``; a hidden folder
-once, not its files) is ``hidden``: not part of the corpus, but named. The report
-is one table (``reconciliation``, one row per document), the run's metadata and ``status``'s
-last lines; the shrink guard (:func:`check_shrink`) reads the same counts.
+once, not its files) is ``hidden``: not part of the corpus, but named. The report is one
+table (``reconciliation``, one row per document and hidden name), the run's metadata and
+``status``'s last lines; the shrink guard (:func:`check_shrink`) reads the same counts.
 """
 
 from __future__ import annotations
@@ -137,8 +137,9 @@ def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, lis
 
 
 def reconciliation_table(report: Reconciliation, run_at: str):
-    """The report as the ``reconciliation`` table: one row per document with its change, its
-    previous id (renames), the detail (failures), the source and the revision it read."""
+    """The report as the ``reconciliation`` table: one row per document and hidden name with its
+    change, its previous id (renames), the detail (a failure, a skip, a hidden name), the source
+    and the revision it read."""
     import pyarrow as pa
 
     rows = report.rows
@@ -181,11 +182,12 @@ def report_from_table(table) -> tuple[Reconciliation, str] | None:
 
 def report_lines(report: Reconciliation, run_at: str, ids_per_change: int = 10) -> list[str]:
     """What ``status`` prints: the counts on one line, then the ids of every change but
-    ``unchanged`` (a rename as ``old -> new``, a failure with its reason)."""
+    ``unchanged`` and ``skipped`` (``status`` lists the skipped documents with the failed ones):
+    a rename as ``old -> new``, a failure with its reason."""
     at = f" at {report.revision}" if report.revision else ""
     lines = [f"last reconciliation ({report.source}{at}, {run_at}): {report.summary()}"]
     for change in Change:
-        if change is Change.UNCHANGED:
+        if change in (Change.UNCHANGED, Change.SKIPPED):
             continue
         rows = [r for r in report.rows if r.change == change.value]
         for r in rows[:ids_per_change]:

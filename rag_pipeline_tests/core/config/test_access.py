@@ -108,3 +108,14 @@ def test_the_access_report_counts_groups_and_names_the_unreadable():
     report = access_report(policy(), ["hr/a.md", "public/b.md", "notes.txt", "x/y.md"])
     assert report == type(report)(4, {"eng": 0, "hr": 1, "staff": 1}, ["notes.txt", "x/y.md"],
                                   ["eng/*.md", "**/shared.md"])
+
+
+def test_a_glob_matches_a_name_written_decomposed_or_composed():
+    # Found by an attack: eng/sécurité/ on disk in NFD was missed by the narrow rule typed in
+    # NFC, so the broader eng/** rule gave it to every eng reader.
+    policy = AccessPolicy((AccessRule("eng/s\u00e9curit\u00e9/**", ("security",)),
+                           AccessRule("eng/**", ("eng",))))
+    assert policy.readers_of("eng/se\u0301curite\u0301/keys.md") == ("security",)
+    assert policy.readers_of("eng/s\u00e9curit\u00e9/keys.md") == ("security",)
+    decomposed = AccessPolicy((AccessRule("eng/se\u0301curite\u0301/**", ("security",)),))
+    assert decomposed.readers_of("eng/s\u00e9curit\u00e9/keys.md") == ("security",)

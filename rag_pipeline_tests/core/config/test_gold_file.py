@@ -89,7 +89,7 @@ def test_load_ood_and_a_bad_kind(tmp_path: Path):
         json.dumps({"id": "o3", "query": "q", "kind": "OFF"})])
     with pytest.raises(GoldFormatError) as raised:
         load_ood(bad)
-    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for ['o2', 'o3']"
+    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for o2, o3"
 
 
 def test_ood_missing_kind(tmp_path: Path):

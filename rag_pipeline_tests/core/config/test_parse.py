@@ -63,7 +63,7 @@ def test_parse_orders_the_default_first_and_reads_every_field(project: Path):
     ("[index]\nchunkers = ['header', 'nope']\n[[models]]\nname = 'a'\npath = 'm'\n",
      "rag_pipeline.toml: [index] chunkers must be a non-empty list of distinct names"),
     ("[[models]]\nname = 'a'\npath = 'm'\n[[models]]\nname = 'a'\npath = 'n'\n",
-     "rag_pipeline.toml: two [[models]] share a name: a"),
+     "rag_pipeline.toml: [[models]] names used more than once: a"),
     ("[[models]]\nname = 'a'\npath = 'm'\ndefault = true\n[[models]]\nname = 'b'\npath = 'n'\n"
      "default = true\n", "rag_pipeline.toml: only one model can be the default; got a, b"),
     ("[[models]]\nname = 'a'\npath = 'm'\nbackend = 'openvino'\nprecision = 'int8'\n"

@@ -341,13 +341,21 @@ def test_a_symlink_to_a_file_inside_the_root_is_skipped_not_read_under_its_name(
     (root / ".git" / "blob").write_bytes(b"a hidden secret\n")
     (root / "public" / "pay.md").symlink_to("../hr/pay.md")
     (root / "gitblob.txt").symlink_to(root / ".git" / "blob")
+    (root / os.fsdecode(b"caf\xe9.md")).write_bytes(b"# Caf\n")  # a name that is not UTF-8
+    (root / "cafe.md").symlink_to(os.fsdecode(b"caf\xe9.md"))
     result = extract_corpus(root)
+    # Every reason is text a table can hold (the link's target is shown escaped).
+    reconciliation_table(result.report, "T")
     assert {r.document_id: (r.status, r.error) for r in result.records} == {
         "gitblob.txt": ("skipped", "a symlink into .git, a hidden name: not followed, not part "
                                    "of the corpus"),
         "hr/pay.md": ("ok", None),
-        "public/pay.md": ("skipped", "a symlink to hr/pay.md: not followed (that file is a "
-                                     "document under its own name)")}
+        "public/pay.md": ("skipped", "a symlink to hr/pay.md: not followed (that file is read "
+                                     "under its own name)"),
+        "cafe.md": ("skipped", "a symlink to caf\\xe9.md: not followed (that file is read under "
+                               "its own name)"),
+        "caf\\xe9.md": ("failed", "the file name is not valid UTF-8 (caf\\xe9.md): rename the "
+                                  "file")}
 
 
 def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_path, monkeypatch):

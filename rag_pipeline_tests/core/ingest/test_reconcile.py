@@ -80,7 +80,6 @@ def test_status_lines_and_markdown_name_the_ids():
         "unchanged 1, failed 1, skipped 1, hidden 1",
         "  added     new.md", "  changed   edit.md", "  renamed   a.md -> b.md",
         "  deleted   gone.md", "  failed    bad.pdf: no text",
-        "  skipped   tool.exe: no reader for .exe files",
         "  hidden    .git: a name starting with '.': not part of the corpus"]
     assert reconciliation_markdown(REPORT).splitlines()[2:5] == [
         "| added | 1 | new.md |", "| changed | 1 | edit.md |", "| renamed | 1 | a.md -> b.md |"]

@@ -108,6 +108,17 @@ class Source(Protocol):
         ...
 
 
+def shown_file_name(name: str) -> str:
+    """``name`` as text every encoder accepts: Python decodes file-name bytes that are not
+    UTF-8 to lone surrogates (``os.fsdecode``), which no table, JSON or terminal can hold; they
+    are shown as ``\\xNN``. A valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
 def hidden_top(document_id: str) -> str | None:
     """The name up to its first segment that starts with ``.`` (``docs/.cache`` for
     ``docs/.cache/x.md``), or ``None`` when no segment does. A hidden name (``.git``, ``.cache``,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.reading import read_document_bytes
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top
+from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, shown_file_name
 
 
 def discover(corpus_root: Path) -> list[Path]:
@@ -65,7 +65,7 @@ def local_entry(path: Path, root: Path) -> Entry:
 
     Skipped: a symlinked folder that no format's name claims (one that a format's suffix claims
     fails as "not a regular file" when read), and a symlink to a file inside the root. That
-    file is a document under its own name, or hidden; read under the link's name, its words
+    file is read under its own name, or is hidden; read under the link's name, its words
     would take the link's ``[access]`` readers (a link in ``public/`` to ``hr/pay.md``) or
     expose a hidden file. A link out of the root fails when read."""
     try:
@@ -78,10 +78,10 @@ def local_entry(path: Path, root: Path) -> Entry:
             skipped = "a symlink to a directory: not walked into"
         elif (target := _file_inside(path, root)) is not None:
             top = hidden_top(target)
-            skipped = (f"a symlink to {target}: not followed (that file is a document under "
-                       "its own name)" if top is None else
-                       f"a symlink into {top}, a hidden name: not followed, not part of the "
-                       "corpus")
+            skipped = (f"a symlink to {shown_file_name(target)}: not followed (that file is read "
+                       "under its own name)" if top is None else
+                       f"a symlink into {shown_file_name(top)}, a hidden name: not followed, not "
+                       "part of the corpus")
     return Entry(path.relative_to(root).as_posix(), stat_fingerprint(path), size, skipped=skipped)
 
 
