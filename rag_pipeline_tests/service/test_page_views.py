@@ -147,6 +147,67 @@ def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(ba
     assert asks == [None, "Bearer s3cret"]
 
 
+def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_path: Path):
+    """Found by a user: the page had no way to sign out; after a restart its links answered
+    "the session has ended" with nowhere to sign in again; a revoked token left its counts on
+    screen and the prompt said nothing. Stand-in answers: /status as with [access]."""
+    seen: list[tuple[str, str]] = []
+    revoked: list[bool] = [False]
+    status = {"chunks": 3, "documents": 2, "partition": "header|m", "generation": "g1",
+              "access": {"groups": ["hr"]}}
+    with chromium_page(tmp_path / "profile") as page:
+        def guarded(route) -> None:
+            request = route.request
+            path = request.url.removeprefix(base_url).split("?")[0]
+            seen.append((request.method, path))
+            token_ok = request.headers.get("authorization") == "Bearer s3cret" and not revoked[0]
+            if path == "/session":
+                route.fulfill(status=200 if request.method == "DELETE" or token_ok else 401,
+                              content_type="application/json", body=json.dumps(
+                                  {"signed_out": True} if request.method == "DELETE" else
+                                  {"name": "a", "groups": ["hr"]} if token_ok else
+                                  {"error": "the token was revoked"}))
+            elif path in ("/status", "/status/documents"):
+                if not token_ok:
+                    route.fulfill(status=401, content_type="application/json",
+                                  body=json.dumps({"error": "the token was revoked"}))
+                else:
+                    route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                        status if path == "/status" else {"failed": [], "skipped": []}))
+            else:
+                route.continue_()
+
+        page.route("**/*", guarded)
+        page.goto(base_url + "/")
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.inner_text("#served") == "Sign in to see what this index holds."
+        page.fill("#token", "s3cret")
+        page.click("#login-form button")
+        page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.evaluate("document.activeElement.id") == "question"
+        # A reload (the service may have restarted) opens a new session with the kept token.
+        seen.clear()
+        page.reload()
+        page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        assert seen[:3] == [("GET", "/"), ("POST", "/session"), ("GET", "/status")]
+        page.click("#sign-out")
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        assert ("DELETE", "/session") in seen
+        assert page.inner_text("#login-error") == "Signed out."
+        assert page.evaluate("sessionStorage.getItem('rag_token')") is None
+        assert page.locator("#sign-out").is_hidden()
+        # Signed in again, then the token is revoked: the next request signs out, saying why.
+        page.fill("#token", "s3cret")
+        page.click("#login-form button")
+        page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        revoked[0] = True
+        page.reload()
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.inner_text("#login-error") == "Signed out: the token was revoked"
+        assert page.inner_text("#served") == "Sign in to see what this index holds."
+        assert page.evaluate("sessionStorage.getItem('rag_token')") is None
+
+
 def test_a_generated_answer_is_shown_instead_and_says_so(base_url: str, tmp_path: Path):
     """With a generation endpoint the service's ``answer`` holds the model's text: the page shows
     it in place of the quoted sentences and names it as written by the model."""
