@@ -58,6 +58,7 @@ def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str
         page.wait_for_function("document.getElementById('page-image').complete", timeout=TIMEOUT_MS)
         assert page.evaluate("document.getElementById('page-image').naturalWidth") == 1191
         assert page.inner_text("#where") == "page 2 of 3"
+        assert page.evaluate("document.activeElement.id") == "quote"
         box = page.locator(".box#quote").bounding_box()
         image = page.locator("#page-image").bounding_box()
         header = page.locator("header").bounding_box()
