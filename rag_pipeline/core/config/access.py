@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from rag_pipeline.core.config.tables import check_table
 from rag_pipeline.core.embedding.models import ModelConfigError
 from rag_pipeline.core.text.arguments import listed
 
@@ -141,12 +142,7 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
         ModelConfigError: The table, a rule, a glob or a group name is malformed, or a rule
             names a group that ``groups`` does not declare.
     """
-    if not isinstance(raw, Mapping):
-        raise ModelConfigError(f"{label}: [access] must be a table")
-    unknown = sorted(set(raw) - ACCESS_KEYS)
-    if unknown:
-        raise ModelConfigError(f"{label}: [access]: unknown key(s) {listed(unknown)}; known: "
-                               f"{listed(sorted(ACCESS_KEYS))}")
+    check_table(raw, ACCESS_KEYS, f"{label}: [access]")
     groups = _group_list(raw["groups"], f"{label}: [access] groups") if "groups" in raw else ()
     rules_raw = raw.get("rules")
     if not isinstance(rules_raw, list):
@@ -158,10 +154,7 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
         if not isinstance(table, Mapping):
             raise ModelConfigError(f"{where} must be a table {{ glob = \"...\", readers = "
                                    f"[\"...\"] }}, got {table!r}")
-        unknown = sorted(set(table) - RULE_KEYS)
-        if unknown:
-            raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
-                                   f"{listed(sorted(RULE_KEYS))}")
+        check_table(table, RULE_KEYS, where)
         glob = table.get("glob")
         if not isinstance(glob, str) or not glob or glob.startswith("/") or "\\" in glob:
             raise ModelConfigError(f"{where}: `glob` must be a non-empty path pattern relative to "

@@ -31,6 +31,7 @@ from rag_pipeline.core.config.schema import (
     ProjectConfig,
     SourceKind,
 )
+from rag_pipeline.core.config.tables import check_table
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe, held_out_half
 from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
 from rag_pipeline.core.embedding.models import (
@@ -78,26 +79,12 @@ def _cut_and_default(table: Mapping, where: str) -> tuple[float | int | None, bo
     return cut, default
 
 
-def _check_table(table: object, known: frozenset[str] | set[str], where: str) -> None:
-    """Refuses ``table`` unless it is a table of ``known`` keys, naming the unknown ones.
-
-    Raises:
-        ModelConfigError: ``where``, then what is wrong and the keys it takes.
-    """
-    if not isinstance(table, Mapping):
-        raise ModelConfigError(f"{where} must be a table of {listed(sorted(known))}")
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ModelConfigError(f"{where}: unknown key(s) {listed(unknown)}; known: "
-                               f"{listed(sorted(known))}")
-
-
 def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     if not isinstance(table, Mapping):
         raise ModelConfigError(f"[[models]] #{index + 1} must be a table")
     name = table.get("name")
     where = _where(index, name)
-    _check_table(table, MODEL_KEYS, where)
+    check_table(table, MODEL_KEYS, where)
     if not isinstance(name, str) or not name or "@" in name or "/" in name or name != name.strip():
         raise ModelConfigError(f"{where}: `name` must be a non-empty string without '@' or '/'")
     sources = [k for k in ("path", "package", "hub") if k in table]
@@ -155,7 +142,7 @@ def _adapted_model(table: Mapping, name: str, where: str, sources: list[str],
         if key in table:
             raise ModelConfigError(f"{where}: `{key}` is the base model's; an adapted model is "
                                    "torch fp32 with the base's dimension")
-    _check_table(raw, ADAPT_KEYS, f"{where}: `adapt`")
+    check_table(raw, ADAPT_KEYS, f"{where}: `adapt`")
     base = raw.get("base")
     if not isinstance(base, str) or not base:
         raise ModelConfigError(f"{where}: `adapt.base` must name a declared model")
@@ -213,7 +200,7 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
                                "access, compute, index, models, profiles")
     access = parse_access(data["access"], label) if "access" in data else None
     index = data.get("index", {})
-    _check_table(index, INDEX_KEYS, f"{label}: [index]")
+    check_table(index, INDEX_KEYS, f"{label}: [index]")
     names = index.get("chunkers", [s.value for s in ChunkingStrategy])
     known = [s.value for s in ChunkingStrategy]
     if (not isinstance(names, list) or not names or len(set(names)) != len(names)
@@ -270,7 +257,7 @@ def _compute(table: object, label: str) -> ComputeSettings:
     """The ``[compute]`` table: ``engine`` (``in_process`` or ``ray``), ``address``
     (``HOST:PORT`` or ``auto``, required for ``ray``), ``shard_texts`` (texts per shard)."""
     engines = [e.value for e in Engine]
-    _check_table(table, COMPUTE_KEYS, f"{label}: [compute]")
+    check_table(table, COMPUTE_KEYS, f"{label}: [compute]")
     engine = table.get("engine", Engine.IN_PROCESS.value)
     if engine not in engines:
         raise ModelConfigError(f"{label}: [compute] engine must be one of {listed(engines)}; got {engine!r}")
@@ -303,7 +290,7 @@ def _profiles(raw: object, label: str, models: Sequence[ModelDeclaration],
     known = [s.value for s in ChunkingStrategy]
     for name, table in raw.items():
         where = f"{label}: [profiles.{name}]"
-        _check_table(table, PROFILE_KEYS, where)
+        check_table(table, PROFILE_KEYS, where)
         fallback = builtin.get(name, builtin[PRODUCTION])
         wanted = table.get("chunkers", [c.value for c in fallback.chunkers])
         if (not isinstance(wanted, list) or not wanted or len(set(wanted)) != len(wanted)

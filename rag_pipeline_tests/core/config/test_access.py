@@ -89,7 +89,7 @@ def test_unmatched_globs_are_named():
      "rag_pipeline.toml: [access]: unknown key(s) readers; known: groups, rules"),
     ('[access]\n', "rag_pipeline.toml: [access] rules must be a list of tables "
                    '{ glob = "...", readers = ["..."] }'),
-    ('access = 3', "rag_pipeline.toml: [access] must be a table"),
+    ('access = 3', "rag_pipeline.toml: [access] must be a table of groups, rules"),
 ])
 def test_a_malformed_access_table_is_one_line(table: str, message: str):
     with pytest.raises(ModelConfigError) as caught:
