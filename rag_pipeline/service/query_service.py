@@ -218,7 +218,7 @@ class QueryService:
             "vectors": int(index.vectors.shape[0]) if readable is None else len(readable),
             "documents": len(index.documents) if readable is None else sum(
                 index.access.may_read(d, groups) for d in index.documents),
-            # The rules' digest only to a principal who reads everything: hashed from globs,
+            # The rules' digest only to an in-process caller (groups None): hashed from globs,
             # file and group names, it would confirm a guessed rule about what others read.
             "access": None if index.access is None else {"rules": index.access.digest}
             if readable is None else {"groups": sorted(groups or ())},

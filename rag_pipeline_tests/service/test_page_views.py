@@ -182,6 +182,12 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
         page.goto(base_url + "/")
         page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
         assert page.inner_text("#served") == "Sign in to see what this index holds."
+        # A wrong token is said so and never kept.
+        page.fill("#token", "wrong")
+        page.click("#login-form button")
+        page.wait_for_selector("#login-error:has-text('not valid')", timeout=TIMEOUT_MS)
+        assert page.inner_text("#login-error") == "That token is not valid: the token was revoked"
+        assert page.evaluate("sessionStorage.getItem('rag_token')") is None
         page.fill("#token", "s3cret")
         page.click("#login-form button")
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
