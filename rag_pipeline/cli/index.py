@@ -297,17 +297,16 @@ def _echo_not_indexed(warehouse, shown: int = 10) -> None:
 
 def _echo_hidden(warehouse, shown: int = 10) -> None:
     """The hidden names the last listing left out (the first ``shown``), on one line."""
-    from rag_pipeline.core.ingest.reconcile import Change, report_from_table
-    from rag_pipeline.core.storage.table_names import RECONCILIATION
+    from rag_pipeline.core.index.status import last_reconciliation
+    from rag_pipeline.core.ingest.reconcile import Change
+    from rag_pipeline.core.text.arguments import listed
     from rag_pipeline.core.text.terminal import one_line
 
-    table = warehouse.read_or_none(RECONCILIATION)
-    found = report_from_table(table) if table is not None else None
+    found = last_reconciliation(warehouse)
     names = found[0].ids(Change.HIDDEN) if found is not None else []
     if names:
-        more = f" and {len(names) - shown} more" if len(names) > shown else ""
         echo(f"\nhidden (names starting with '.', not part of the corpus): "
-             f"{', '.join(one_line(name) for name in names[:shown])}{more}")
+             f"{listed((one_line(name) for name in names), shown)}")
 
 
 def _prepare_home(home: Path) -> bool:

@@ -82,11 +82,10 @@ def echo_not_indexed(status: str, documents: Sequence[tuple[str, str]],
 
 def _echo_reconciliation(warehouse) -> None:
     """What the last documents run added, changed, renamed, deleted, left and failed."""
-    from rag_pipeline.core.ingest.reconcile import report_from_table, report_lines
-    from rag_pipeline.core.storage.table_names import RECONCILIATION
+    from rag_pipeline.core.index.status import last_reconciliation
+    from rag_pipeline.core.ingest.reconcile import report_lines
 
-    table = warehouse.read_or_none(RECONCILIATION)
-    found = report_from_table(table) if table is not None else None
+    found = last_reconciliation(warehouse)
     if found is not None:
         for line in report_lines(*found):
             echo(one_line(line))

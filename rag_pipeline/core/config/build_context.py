@@ -18,7 +18,7 @@ from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.storage.warehouse import Warehouse
-from rag_pipeline.core.text.arguments import listed
+from rag_pipeline.core.text.arguments import listed, repeated
 
 __all__ = ["BuildContext", "Folders"]
 
@@ -85,8 +85,8 @@ class BuildContext:
             raise ValueError(f"profile {self.profile!r} builds no model")
         keys = self.model_keys
         if len(set(keys)) != len(keys):
-            twice = sorted({key for key in keys if keys.count(key) > 1})
-            raise ValueError(f"partition keys of more than one declared model: {listed(twice)}")
+            raise ValueError(f"partition keys of more than one declared model: "
+                             f"{listed(repeated(keys))}")
 
     @property
     def data_dir(self) -> Path:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.text.arguments import listed
+from rag_pipeline.core.text.arguments import listed, repeated
 from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
 
 
@@ -76,8 +76,7 @@ def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None
         rows.append(row)
     ids = [r["id"] for r in rows]
     if len(set(ids)) != len(ids):
-        twice = sorted({i for i in ids if ids.count(i) > 1})
-        raise GoldFormatError(f"{path}: duplicate ids {listed(twice)}")
+        raise GoldFormatError(f"{path}: duplicate ids {listed(repeated(ids))}")
     return rows
 
 

@@ -43,7 +43,7 @@ from rag_pipeline.core.embedding.models import (
     calibration_set,
 )
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
-from rag_pipeline.core.text.arguments import listed
+from rag_pipeline.core.text.arguments import listed, repeated
 
 
 def _where(index: int, name: object) -> str:
@@ -216,8 +216,8 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
         raise ModelConfigError(f"{label}: {exc}") from None
     seen = [m.name for m in models]
     if len(set(seen)) != len(seen):
-        twice = sorted({name for name in seen if seen.count(name) > 1})
-        raise ModelConfigError(f"{label}: [[models]] names used more than once: {listed(twice)}")
+        raise ModelConfigError(f"{label}: [[models]] names used more than once: "
+                               f"{listed(repeated(seen))}")
     for model in models:
         if model.adapt is not None:
             base = next((m for m in models if m.name == model.adapt.base), None)

@@ -326,9 +326,9 @@ def _embedded_groups(embedder: TextEmbedder, texts: list[str], wordpieces: list[
     ``overlapping`` (an embedder of several lanes: sessions that each run a batch) begins the
     next group once a group has no more than ``at_once`` texts left (a batch a lane): the next
     group's batches take the lanes its last batches leave free, and run while the caller
-    checkpoints it; one group at most runs ahead. A group that fails begins no further group, and one that
-    has begun ahead stops after the batches it is running (so does every group when the caller
-    stops reading). ``progress(done, total)`` counts the texts of every group."""
+    checkpoints it; one group at most runs ahead. A group that fails begins no further group,
+    and one that has begun ahead stops after the batches it is running (so does every group
+    when the caller stops reading). ``progress(done, total)`` counts the texts of every group."""
     total = sum(len(group) for group in groups)
     done = 0
     counting = threading.Lock()

@@ -14,6 +14,8 @@ from rag_pipeline.core.index.generations import (
     generation_age_seconds,
 )
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
+from rag_pipeline.core.ingest.reconcile import Reconciliation, report_from_table
+from rag_pipeline.core.storage.table_names import RECONCILIATION
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 from rag_pipeline.core.storage.warehouse import (
     POINTER_FILE,
@@ -78,6 +80,12 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
         present = _tables(con)
         return {name: con.execute(sql).fetchall() for name, sql in queries.items()
                 if name in present}
+
+
+def last_reconciliation(warehouse: Warehouse) -> tuple[Reconciliation, str] | None:
+    """The last documents run's report and when it ran (None before the first run)."""
+    table = warehouse.read_or_none(RECONCILIATION)
+    return report_from_table(table) if table is not None else None
 
 
 def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:

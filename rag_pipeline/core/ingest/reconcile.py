@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rag_pipeline.core.ingest.records import DocumentRecord
+from rag_pipeline.core.text.arguments import listed as listed_names  # `listed` is a count here
 
 DEFAULT_MAX_SHRINK = 0.5
 """A run that would drop more than half the documents of the last one is refused unless
@@ -127,9 +128,8 @@ def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, lis
     """
     if listed == 0 and not allow_shrink:
         hidden = report.ids(Change.HIDDEN)
-        holds = (f"holds only hidden names ({', '.join(hidden[:5])}"
-                 f"{f' and {len(hidden) - 5} more' if len(hidden) > 5 else ''}: names starting "
-                 "with '.' are not part of a corpus)" if hidden else "is empty")
+        holds = (f"holds only hidden names ({listed_names(hidden, 5)}: names starting with '.' are "
+                 "not part of a corpus)" if hidden else "is empty")
         raise CorpusShrankError(f"the corpus {report.source} {holds}: nothing is indexed, the "
                                 "served index is as it was; if it is meant to be empty, index "
                                 "with --allow-shrink")
