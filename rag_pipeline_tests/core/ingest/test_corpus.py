@@ -33,6 +33,7 @@ from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
 from rag_pipeline.core.ingest.reconcile import reconciliation_table
 from rag_pipeline.core.ingest.sources import SourceError
+from rag_pipeline.core.ingest.sources.local import listing
 
 PDF_EXTRACTOR_VERSION = (f"5+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
@@ -144,6 +145,26 @@ def test_the_report_names_each_hidden_name_once_at_its_top(corpus):
               if r.change == "hidden"]
     assert hidden == [(".cache", "a name starting with '.': not part of the corpus"),
                       (".draft.md", "a name starting with '.': not part of the corpus")]
+
+
+def test_a_hidden_folder_is_named_without_being_walked_into(tmp_path, monkeypatch):
+    root = tmp_path / "corpus"
+    (root / ".git" / "objects" / "ab").mkdir(parents=True)
+    (root / ".git" / "objects" / "ab" / "cdef").write_bytes(b"blob")
+    (root / "docs" / ".cache").mkdir(parents=True)
+    (root / "docs" / "guide.md").write_bytes(b"# Guide\n")
+    scanned: list[str] = []
+    real_scandir = os.scandir
+
+    def recording_scandir(path="."):
+        scanned.append(Path(path).relative_to(root).as_posix())
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", recording_scandir)
+    found, hidden = listing(root)
+    assert ([p.relative_to(root).as_posix() for p in found], hidden) == (
+        ["docs/guide.md"], (".git", "docs/.cache"))
+    assert sorted(scanned) == [".", "docs"]
 
 
 def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):

@@ -30,16 +30,22 @@ def discover(corpus_root: Path) -> list[Path]:
 
 def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
     """:func:`discover`'s entries, and the hidden names it left out, each once at its top (a
-    hidden folder, not its files), sorted."""
+    hidden folder, not its files), sorted. A hidden folder is not walked into (a large
+    ``.git`` costs one name, not a walk)."""
     found = []
-    hidden = set()
-    for path in sorted(corpus_root.rglob("*")):
-        top = hidden_top(path.relative_to(corpus_root).as_posix())
-        if top is not None:
-            hidden.add(top)
-        elif path.is_symlink() or not path.is_dir():
-            found.append(path)
-    return found, tuple(sorted(hidden))
+    hidden = []
+    for folder, folders, files in os.walk(corpus_root):
+        here = Path(folder)
+        for name in list(folders):
+            if name.startswith("."):
+                hidden.append(here / name)
+                folders.remove(name)
+            elif (here / name).is_symlink():
+                found.append(here / name)
+        for name in files:
+            (hidden if name.startswith(".") else found).append(here / name)
+    return sorted(found), tuple(sorted(path.relative_to(corpus_root).as_posix()
+                                       for path in hidden))
 
 
 def stat_fingerprint(path: Path) -> str:
