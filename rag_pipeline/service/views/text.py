@@ -1,11 +1,21 @@
 """The extracted text itself, the quote marked: for plain text, CSV and any format without a
-view of its own, and the fall-back when an original file is gone."""
+view of its own, and the fall-back when an original file is gone.
+
+The quote's place is named in its format's own units, as its citation names it (``slide 2``,
+``cell 3``, ``rows 1-6``; lines otherwise), and a format cited by slide, cell or chapter shows
+where each one starts.
+"""
 
 from __future__ import annotations
 
 import html
+from urllib.parse import unquote
 
+from rag_pipeline.core.ingest.locator import RowLocator
 from rag_pipeline.service.views.base import View, ViewRequest
+
+UNIT_KEYS = ("slide", "cell", "chapter")
+"""Locator keys whose anchors are a document's units: the text view marks where each starts."""
 
 
 def heading_label(request: ViewRequest) -> str:
@@ -24,12 +34,50 @@ def lines_label(text: str, start: int, end: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
+def unit_label(locator: str) -> str:
+    """``slide 2`` for ``slide=2``, ``cell 3``, ``chapter OEBPS/ch1.xhtml``, ``rows 1-6`` for
+    ``row=1-6``; ``""`` for a locator that names no unit (``char=``, ``page=``)."""
+    key, _, value = locator.partition("=")
+    if key == "row":
+        rows = RowLocator.parse(locator)
+        return f"row {rows.first}" if rows.first == rows.last else f"rows {rows.first}-{rows.last}"
+    if key in UNIT_KEYS:
+        return f"{key} {unquote(value.partition('&')[0])}"
+    return ""
+
+
+def place_label(request: ViewRequest) -> str:
+    """Where the quote is, in the units its citation names (:func:`unit_label` of the format's
+    fragment for the span), else its lines."""
+    from rag_pipeline.core.ingest.formats import format_named
+
+    try:
+        fragment = format_named(request.info.format).fragment(request.info.anchors, request.start,
+                                                              request.end)
+    except (KeyError, ValueError):
+        fragment = ""
+    return (unit_label(fragment.removeprefix("#"))
+            or lines_label(request.text, request.start, request.end))
+
+
 def text_view(request: ViewRequest, note: str = "") -> View:
-    """The canonical text, escaped, in a pre-formatted block, ``text[start:end]`` marked."""
+    """The canonical text, escaped, in a pre-formatted block, ``text[start:end]`` marked, and
+    a heading where each unit (:data:`UNIT_KEYS`) starts."""
     text, start, end = request.text, request.start, request.end
-    before, quote, after = (html.escape(p) for p in (text[:start], text[start:end], text[end:]))
+    units = {anchor.start: unit_label(anchor.locator) for anchor in request.info.anchors
+             if anchor.locator.partition("=")[0] in UNIT_KEYS and 0 <= anchor.start <= len(text)}
+    parts, done = ['<pre class="text">'], 0
+    for at in sorted({start, end, *units}):
+        parts.append(html.escape(text[done:at]))
+        done = at
+        if at == end and at != start:
+            parts.append("</mark>")
+        if at in units:
+            parts.append(f'<span class="unit">{html.escape(units[at][:1].upper() + units[at][1:])}</span>')
+        if at == start:
+            parts.append('<mark id="quote">' + ("</mark>" if start == end else ""))
+    parts.append(html.escape(text[done:]) + "</pre>")
     original_gone = request.original is None and request.info.format in ("pdf", "xlsx", "html", "docx")
     note = note or ("The original file is no longer where it was indexed from: showing the "
                     "extracted text." if original_gone else "")
-    return View(lines_label(text, start, end),
-                f'<pre class="text">{before}<mark id="quote">{quote}</mark>{after}</pre>', "text", note)
+    return View(place_label(request), "".join(parts), "text", note)
