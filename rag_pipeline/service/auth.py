@@ -58,12 +58,15 @@ class AuthError(Exception):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request is: a token's name (or ``proxy``) and the groups it reads for.
+    """Who a request is: a token's name (or ``proxy``), the groups it reads for, and how it
+    came: ``token`` (the Authorization header), ``session`` (the session cookie), ``proxy``
+    (the trusted proxy's groups header); ``""`` without ``[access]``.
 
     ``groups`` None: everything (the service runs without ``[access]``)."""
 
     name: str
     groups: frozenset[str] | None
+    via: str = ""
 
 
 EVERYONE = Principal("everyone", None)
@@ -168,7 +171,7 @@ class AccessState:
                 del self._sessions[oldest]
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
-        return session, Principal(record.name, frozenset(record.groups))
+        return session, Principal(record.name, frozenset(record.groups), "session")
 
     def close_session(self, session: str | None) -> None:
         if session:
@@ -203,7 +206,8 @@ class AccessState:
         if proxied is not None and self.trusted_proxy is not None:
             if client == self.trusted_proxy:
                 names = [g.strip() for g in proxied.decode("latin-1").split(",") if g.strip()]
-                return Principal("proxy", frozenset(g for g in names if GROUP_NAME.fullmatch(g)))
+                return Principal("proxy", frozenset(g for g in names if GROUP_NAME.fullmatch(g)),
+                                 "proxy")
             self._warn_once(client)
         authorization = headers.get(b"authorization")
         if authorization is not None:
@@ -211,7 +215,7 @@ class AccessState:
             if scheme.lower() != "bearer" or not token.strip():
                 raise AuthError("the Authorization header must be `Bearer TOKEN`")
             record = self._verify(token.strip())
-            return Principal(record.name, frozenset(record.groups))
+            return Principal(record.name, frozenset(record.groups), "token")
         session = _cookie(headers.get(b"cookie"), SESSION_COOKIE)
         if session is not None:
             with self._lock:
@@ -221,7 +225,7 @@ class AccessState:
                 self.close_session(session)
                 raise AuthError("the session has ended (its token was revoked or expired, or the "
                                 "service restarted): give the token again")
-            return Principal(record.name, frozenset(record.groups))
+            return Principal(record.name, frozenset(record.groups), "session")
         raise AuthError("this service needs a token: send `Authorization: Bearer TOKEN` (a token "
                         "of `rag-pipeline tokens add`)")
 

@@ -194,9 +194,11 @@ class QueryService:
             return {"status": "ok"}
         return {"status": "ok", "generation": self.follower.current.generation}
 
-    def status(self, groups: frozenset[str] | None = None) -> dict[str, Any]:
+    def status(self, groups: frozenset[str] | None = None, via: str = "") -> dict[str, Any]:
         """The served generation and its counts; for a principal of ``groups`` on a labelled
-        index, counts of what those groups read only (the ANN index's size is left out)."""
+        index, counts of what those groups read only (the ANN index's size is left out), and
+        how it came (``via``: ``token``, ``session``, ``proxy``; the page offers to sign out of
+        a session)."""
         served = self.follower.current
         index, spec, now = labelled(served.index, self.access.policy), self.embedder.spec, time.time()
         readable = readable_rows(index, groups)
@@ -221,7 +223,7 @@ class QueryService:
             # The rules' digest only to an in-process caller (groups None): hashed from globs,
             # file and group names, it would confirm a guessed rule about what others read.
             "access": None if index.access is None else {"rules": index.access.digest}
-            if readable is None else {"groups": sorted(groups or ())},
+            if readable is None else {"groups": sorted(groups or ()), "via": via},
             "published_at": index.published_at,
             "index_age_seconds": round(served.age_seconds(now), 3),
             "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),

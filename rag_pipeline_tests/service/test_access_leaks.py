@@ -230,7 +230,8 @@ def test_status_counts_only_what_the_principal_reads(setup: Setup):
     # Nor the rules' digest: hashed from globs, file and group names, it confirmed a guessed
     # rule about documents the principal does not read (found by an attack).
     assert {n: s["access"] for n, s in by.items()} == {
-        "hr": {"groups": ["hr"]}, "eng": {"groups": ["eng"]}, "staff": {"groups": ["staff"]}}
+        "hr": {"groups": ["hr"], "via": "token"}, "eng": {"groups": ["eng"], "via": "token"},
+        "staff": {"groups": ["staff"], "via": "token"}}
 
 
 def test_serve_says_what_its_access_is_at_start(setup: Setup):
@@ -259,7 +260,11 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     assert cookie.startswith(f"{SESSION_COOKIE}=") and "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower() and "Path=/" in cookie
     assert setup.tokens["eng"] not in cookie
-    assert client.get("/status").status_code == 200
+    # How the principal came: the page offers Sign out to a session (a tab opened from a
+    # signed-in one has the cookie alone), not to the trusted proxy's users.
+    assert client.get("/status").json()["access"] == {"groups": ["eng"], "via": "session"}
+    assert setup.client.get("/status", headers={"X-Forwarded-Groups": "staff"}).json()[
+        "access"] == {"groups": ["staff"], "via": "proxy"}
     assert client.delete("/session").status_code == 200
     assert client.get("/status").status_code == 401
 

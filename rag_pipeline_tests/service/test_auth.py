@@ -31,7 +31,7 @@ def access(tmp_path: Path) -> tuple[AccessState, dict[str, str]]:
 def test_one_groups_header_from_the_proxy_gives_its_groups(access):
     state, _ = access
     assert state.authenticate([(b"x-forwarded-groups", b"staff, hr")], PROXY) == Principal(
-        "proxy", frozenset({"staff", "hr"}))
+        "proxy", frozenset({"staff", "hr"}), "proxy")
 
 
 @pytest.mark.parametrize("headers", [
@@ -53,7 +53,7 @@ def test_two_authorization_headers_are_refused(access):
                             (b"authorization", f"Bearer {tokens['hr']}".encode())], "127.0.0.1")
     assert str(refused.value) == "the Authorization header came 2 times: a request carries it once"
     assert state.authenticate({b"authorization": f"Bearer {tokens['hr']}".encode()},
-                              "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+                              "127.0.0.1") == Principal("hr-user", frozenset({"hr"}), "token")
 
 
 def test_one_token_signing_in_again_and_again_ends_only_its_own_sessions(access):
@@ -61,7 +61,7 @@ def test_one_token_signing_in_again_and_again_ends_only_its_own_sessions(access)
     kept, _ = state.open_session(tokens["hr"])
     staff_sessions = [state.open_session(tokens["staff"])[0] for _ in range(MAX_SESSIONS + 10)]
     cookie = [(b"cookie", f"{SESSION_COOKIE}={kept}".encode())]
-    assert state.authenticate(cookie, "127.0.0.1") == Principal("hr-user", frozenset({"hr"}))
+    assert state.authenticate(cookie, "127.0.0.1") == Principal("hr-user", frozenset({"hr"}), "session")
     assert len(state._sessions) == MAX_SESSIONS_PER_TOKEN + 1
     newest = [(b"cookie", f"{SESSION_COOKIE}={staff_sessions[-1]}".encode())]
     assert state.authenticate(newest, "127.0.0.1").name == "staff-user"

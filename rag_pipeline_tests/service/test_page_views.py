@@ -215,6 +215,41 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
         assert page.evaluate("sessionStorage.getItem('rag_token')") is None
 
 
+@pytest.mark.parametrize("via", ["session", "proxy"])
+def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_cannot(
+        base_url: str, tmp_path: Path, via: str):
+    """Found by a review: a tab opened from a signed-in one (the session cookie, no kept token)
+    showed no Sign out. Stand-in answers: /status as with [access], without a token."""
+    seen: list[tuple[str, str]] = []
+    status = {"chunks": 3, "documents": 2, "partition": "header|m", "generation": "g1",
+              "access": {"groups": ["hr"], "via": via}}
+    with chromium_page(tmp_path / "profile") as page:
+        def stand_in(route) -> None:
+            request = route.request
+            path = request.url.removeprefix(base_url).split("?")[0]
+            seen.append((request.method, path))
+            if path == "/session":
+                route.fulfill(status=200, content_type="application/json",
+                              body=json.dumps({"signed_out": True}))
+            elif path in ("/status", "/status/documents"):
+                route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                    status if path == "/status" else {"failed": [], "skipped": []}))
+            else:
+                route.continue_()
+
+        page.route("**/*", stand_in)
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('3 passages')", timeout=TIMEOUT_MS)
+        if via == "proxy":
+            assert page.locator("#sign-out").is_hidden()
+            return
+        page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        page.click("#sign-out")
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        assert ("DELETE", "/session") in seen
+        assert page.inner_text("#login-error") == "Signed out."
+
+
 def test_a_generated_answer_is_shown_instead_and_says_so(base_url: str, tmp_path: Path):
     """With a generation endpoint the service's ``answer`` holds the model's text: the page shows
     it in place of the quoted sentences and names it as written by the model."""
