@@ -4,6 +4,7 @@ running ``serve`` when there is one), and the HTTP service; both share their que
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,7 +196,9 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
         base_url: str | None, generate_url: str | None, generate_model: str | None, as_json: bool,
         show_prompt: bool, show_timings: bool, groups: str | None) -> None:
     """Answer QUESTION from the index with citations, or refuse (through a running `serve`,
-    which is sent $RAG_PIPELINE_TOKEN, unless --groups or an in-process option is given)."""
+    which is sent $RAG_PIPELINE_TOKEN, unless --groups or an in-process option is given).
+
+    Exit status: 0 answered, 1 refused (NO ANSWER), 2 an error."""
     import json
 
     from rag_pipeline.core.answer.answer_json import answer_json
@@ -244,9 +247,10 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
         if served is not None:
             if as_json:
                 echo(json.dumps(answer_json(served), ensure_ascii=False, indent=2))
-                return
-            _print_answer(served, show_prompt, show_timings, "",
-                          f"answered by: the running serve at {said}")
+            else:
+                _print_answer(served, show_prompt, show_timings, "",
+                              f"answered by: the running serve at {said}")
+            _exit_if_refused(served)
             return
         why_here = said
     # Only now the modules that load an index and a model (a served answer needs none of them).
@@ -286,10 +290,20 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
              "`serve` answers a token, and --groups what this command answers", err=True)
     if as_json:
         echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
-        return
-    _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
-                  f"answered by: this process (index and model loaded in {loaded:.1f} s; "
-                  f"{why_here})")
+    else:
+        _print_answer(answer, show_prompt, show_timings, "rerank: on" if reranker else "",
+                      f"answered by: this process (index and model loaded in {loaded:.1f} s; "
+                      f"{why_here})")
+    _exit_if_refused(answer)
+
+
+REFUSED_EXIT = 1
+"""``ask``'s exit status for NO ANSWER (0: answered; 2: an error), so a script tells them apart."""
+
+
+def _exit_if_refused(answer: Answer) -> None:
+    if not answer.answered:
+        sys.exit(REFUSED_EXIT)
 
 
 
