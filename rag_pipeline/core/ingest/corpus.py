@@ -301,8 +301,10 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
             kept.add(record.document_id)
             records.append(record)
             if record.skipped:
+                before = prior.get(record.document_id)
+                left = "; it was indexed before and leaves the index" if before and before.ok else ""
                 rows.append(Reconciled(Change.SKIPPED.value, record.document_id,
-                                       detail=record.error or ""))
+                                       detail=(record.error or "") + left))
             else:
                 rows.append(Reconciled((Change.FAILED if record.failed else change).value,
                                        record.document_id, previous_id,

@@ -167,6 +167,22 @@ def test_a_hidden_folder_is_named_without_being_walked_into(tmp_path, monkeypatc
     assert sorted(scanned) == [".", "docs"]
 
 
+def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "notes").write_bytes(b"Plain notes.\n")
+    (root / "tool").write_bytes(b"Never indexed.\x00")
+    first = extract_corpus(root)
+    (root / "notes").write_bytes(b"\x7fELF\x02\x01\x01\x00")
+    again = extract_corpus(root, first.records)
+    assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
+        ("skipped", "notes", "no reader for files named notes (without a suffix), and not plain "
+                             "text (binary: a NUL byte at offset 7); it was indexed before and "
+                             "leaves the index"),
+        ("skipped", "tool", "no reader for files named tool (without a suffix), and not plain "
+                            "text (binary: a NUL byte at offset 14)")]
+
+
 def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):
     root = tmp_path / "corpus"
     (root / "docs" / ".cache" / "deep").mkdir(parents=True)
