@@ -215,6 +215,10 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             secret = new_secret()
             config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port,
                                     access_log=access_log,
+                                    # The client's address is the socket's: uvicorn's default
+                                    # took X-Forwarded-For from any loopback caller, so one
+                                    # named itself the trusted proxy and chose its groups.
+                                    proxy_headers=False,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted
                                     # connections still sending their head as requests.

@@ -55,10 +55,16 @@ def _cli(config: Path, data: Path, *args: str, env: dict | None = None) -> subpr
                           capture_output=True, text=True, timeout=300, env=env)
 
 
-def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
+PROXY = "127.0.0.2"
+"""The trusted proxy of the served test: an address no test request comes from."""
+
+
+def _get(port: int, path: str, token: str | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, str]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        connection.request("GET", path, headers={
+            **({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})})
         response = connection.getresponse()
         return response.status, response.read().decode("utf-8")
     finally:
@@ -84,7 +90,8 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
     assert stored.stat().st_mode & 0o777 == 0o600
     server = subprocess.Popen([*CLI, "--config", str(config), "--data-dir", str(data), "serve",
                                "--port", "0", "--poll", "0.2", "--query-backend", "model",
-                               "--workers", "1"], start_new_session=True, text=True,
+                               "--workers", "1", "--trusted-proxy", PROXY],
+                              start_new_session=True, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + READY_S
@@ -106,6 +113,11 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
             status, body = _get(port, path)
             assert (status, set(json.loads(body))) == (401, {"error"}), path
         assert _get(port, "/health")[0] == 200
+        # A caller naming the trusted proxy in X-Forwarded-For is still itself (found by an
+        # attack: uvicorn's default took the header from any loopback caller, groups and all).
+        spoofed = _get(port, "/ask?" + urlencode({"q": CANARY["hr"], "cut": 2.0}), headers={
+            "X-Forwarded-For": PROXY, "X-Forwarded-Groups": "hr"})
+        assert spoofed[0] == 401 and CANARY["hr"] not in spoofed[1].lower(), spoofed
         for group, token in tokens.items():
             allowed = {CANARY[group]} if group in CANARY else set()
             for question in [*CANARY.values(), "badges front desk lost badge"]:
