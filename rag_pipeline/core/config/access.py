@@ -14,8 +14,9 @@ A glob matches a document id (the posix path relative to the corpus root; a memb
 container appends its own path, so ``hr/mail.eml/a.pdf`` matches ``hr/**``): ``**`` matches
 any run of characters across folders, ``*`` any run within one folder, ``?`` one character
 other than ``/``, ``[abc]`` one of a set. The first rule whose glob matches gives a document
-its readers; a document no rule matches is readable by nobody (deny by default). Without an
-``[access]`` table every document is readable by everyone, as before.
+its readers; a document no rule matches is readable by nobody (deny by default). A member of a
+container is read only by groups that also read its container (every container, when nested).
+Without an ``[access]`` table every document is readable by everyone, as before.
 
 Pure: no Dagster, no I/O.
 """
@@ -94,6 +95,11 @@ class AccessRule:
         return self.pattern.fullmatch(unicodedata.normalize("NFC", document_id)) is not None
 
 
+RULES_SEMANTICS = "members-follow-containers"
+"""How rules are applied, in the digest: changed when the same rules give other readers (a
+container's members now also need the container's readers)."""
+
+
 @dataclass(frozen=True)
 class AccessPolicy:
     """The declared rules, in order (the first match wins), and the declared groups (empty:
@@ -103,10 +109,23 @@ class AccessPolicy:
     groups: tuple[str, ...] = ()
 
     def readers_of(self, document_id: str) -> tuple[str, ...]:
-        """The groups that may read ``document_id`` (sorted); empty when no rule matches."""
+        """The groups that may read ``document_id`` (sorted); empty when no rule matches.
+
+        A member of a container (an archive's file, a mail's attachment) is read only by
+        groups that read its container too: a rule naming ``public/board.eml`` keeps its
+        attachments from ``public/**``'s readers."""
+        from rag_pipeline.core.ingest.containers import containers_of
+
+        readers = set(self._rule_readers(document_id))
+        for container in containers_of(document_id):
+            readers &= set(self._rule_readers(container))
+        return tuple(sorted(readers))
+
+    def _rule_readers(self, document_id: str) -> tuple[str, ...]:
+        """The readers of the first rule matching ``document_id`` (empty: none matches)."""
         for rule in self.rules:
             if rule.matches(document_id):
-                return tuple(sorted(rule.readers))
+                return rule.readers
         return ()
 
     def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
@@ -115,9 +134,11 @@ class AccessPolicy:
 
     @cached_property
     def digest(self) -> str:
-        """A short digest of the rules (order included): a changed rule changes it."""
+        """A short digest of the rules (order included) and of how they are applied
+        (:data:`RULES_SEMANTICS`): a changed rule changes it, and so does a new reading of
+        the same rules, so every ``access`` table is labelled again."""
         text = json.dumps([[r.glob, list(r.readers)] for r in self.rules], separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{RULES_SEMANTICS}\n{text}".encode()).hexdigest()[:16]
 
     @property
     def known_groups(self) -> frozenset[str]:

@@ -45,6 +45,26 @@ def test_the_first_matching_glob_gives_the_readers(document_id: str, readers: tu
     assert policy().readers_of(document_id) == readers
 
 
+def test_a_member_is_read_only_by_those_who_read_its_container():
+    # Found by an attack: a rule naming a mail (or an archive, or their suffix) kept the file
+    # from public/**'s readers, but not its attachments, which public/** matched on their own.
+    rules = AccessPolicy((AccessRule("public/board.eml", ("board",)),
+                          AccessRule("**/*.zip", ("legal",)),
+                          AccessRule("public/**", ("board", "legal", "staff"))))
+    assert {d: rules.readers_of(d) for d in [
+        "public/board.eml", "public/board.eml/minutes.md", "public/faq.md",
+        "public/x.zip", "public/x.zip/plan.md", "public/x.zip/inner.tar.gz/deep.md",
+        "public/inbox.mbox/message-2.eml/offer.docx", "public/notes.md.gz/notes.md"]} == {
+        "public/board.eml": ("board",), "public/board.eml/minutes.md": ("board",),
+        "public/faq.md": ("board", "legal", "staff"),
+        "public/x.zip": ("legal",), "public/x.zip/plan.md": ("legal",),
+        "public/x.zip/inner.tar.gz/deep.md": ("legal",),
+        "public/inbox.mbox/message-2.eml/offer.docx": ("board", "legal", "staff"),
+        "public/notes.md.gz/notes.md": ("board", "legal", "staff")}
+    # A container no rule matches keeps its members from everybody (deny by default).
+    assert AccessPolicy((AccessRule("**/*.md", ("eng",)),)).readers_of("a.zip/b.md") == ()
+
+
 def test_without_access_the_config_has_no_policy():
     assert parse_config(MODELS, Path("/x")).access is None
 
