@@ -185,12 +185,17 @@ def document_problems(warehouse: Warehouse, chunker: str, model_key: str,
                       readable: Any = None) -> dict[str, Any]:
     """The served generation's documents that failed (a format could not read them) or were
     skipped (no format reads them), each with its reason, sorted by id; with ``readable`` (a
-    predicate on a document id), only those it admits."""
+    predicate on a document id), only those it admits, and no reason names where a symlink
+    points (:func:`~rag_pipeline.core.ingest.reading.without_link_target`): a link the reader
+    may read can point at a file they may not, or out of the corpus."""
+    from rag_pipeline.core.ingest.reading import without_link_target
+
     generation = current_generation(warehouse, chunker, model_key)
     if generation is None:
         return {"generation": None, "failed": [], "skipped": []}
     rows = _document_rows(warehouse.location, str(warehouse.data_dir), generation.files[DOCUMENTS])
-    listed = {status: [{"document_id": r["document_id"], "reason": r["error"] or ""}
+    shown = (lambda reason: reason) if readable is None else without_link_target
+    listed = {status: [{"document_id": r["document_id"], "reason": shown(r["error"] or "")}
                        for r in sorted(rows, key=lambda r: r["document_id"]) if r["status"] == status
                        and (readable is None or readable(r["document_id"]))]
               for status in ("failed", "skipped")}
@@ -291,6 +296,7 @@ def page_router(service: Any) -> APIRouter:
     def status_documents(who: Asker) -> dict[str, Any]:
         return document_problems(service.follower.warehouse, service.settings.chunker,
                                  service.settings.model_key,
+                                 None if who.groups is None else
                                  lambda document_id: may_read(document_id, who.groups))
 
     @router.post("/feedback", summary="Store a verdict (helpful or not, a comment) on an answer",

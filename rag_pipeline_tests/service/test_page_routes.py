@@ -13,14 +13,17 @@ import duckdb
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.access import AccessPolicy, AccessRule
 from rag_pipeline.core.config.root import PROJECT_ROOT
 from rag_pipeline.core.evaluation.feedback import read_feedback
+from rag_pipeline.core.index.partition_build import build_partition
+from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.auth import AccessState
-from rag_pipeline.service.page_routes import FEEDBACK_PER_MINUTE, FeedbackRate
+from rag_pipeline.service.page_routes import FEEDBACK_PER_MINUTE, FeedbackRate, document_problems
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 from rag_pipeline.service.run import running_service
 from rag_pipeline.service.tokens import TokenStore
@@ -223,6 +226,42 @@ def test_failed_documents_are_named_with_their_reason(client: TestClient):
         "no reader for .vsdx files, and not plain text (binary: 2 of its 20 characters are "
         "control characters)")}]
     assert body["generation"] == client.get("/status").json()["generation"]
+
+
+def test_a_reader_is_never_told_where_a_symlink_points(tmp_path: Path,
+                                                     hashed_embedder: HashedEmbedder):
+    """Found by an attack: a staff member's /status/documents named HR's files and the server's
+    paths, in the reasons of links in public/ they may read. The operator's view keeps them."""
+    built = build_index(tmp_path, hashed_embedder, {
+        "hr/pay.md": "# Pay\n\nThe zanzibar pay band starts at ninety thousand.\n",
+        "public/faq.md": "# FAQ\n\nThe cafeteria opens at noon.\n"})
+    outside = tmp_path / "outside-divorce-notes.md"
+    outside.write_text("# Notes\n", encoding="utf-8")
+    public = built.corpus_dir / "public"
+    (public / "link.md").symlink_to("../hr/pay.md")
+    (public / "broken.md").symlink_to("../hr/planned-layoffs.md")
+    (public / "out.md").symlink_to(outside)
+    build_partition(Warehouse(built.data_dir), extract_corpus(built.corpus_dir).records,
+                    ChunkingStrategy.HEADER, hashed_embedder)
+    store = TokenStore(built.data_dir)
+    staff = {"Authorization": f"Bearer {store.add('staff-user', ('staff',))}"}
+    policy = AccessPolicy((AccessRule("hr/**", ("hr",)), AccessRule("public/**", ("staff",))))
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600,
+                          access=AccessState(policy, store, poll_seconds=3600)) as service,
+          TestClient(create_app(service)) as client):
+        body = client.get("/status/documents", headers=staff).json()
+    assert (body["failed"], body["skipped"]) == (
+        [{"document_id": "public/broken.md", "reason": "broken symlink: its target does not exist"},
+         {"document_id": "public/out.md",
+          "reason": "outside the corpus root: a symlink to a file elsewhere"}],
+        [{"document_id": "public/link.md", "reason": "a symlink to another file of the corpus: not "
+                                                      "followed (that file is read under its own name)"}])
+    operator = document_problems(Warehouse(built.data_dir), "header", hashed_embedder.spec.key)
+    assert [p["reason"] for p in operator["failed"] + operator["skipped"]] == [
+        f"broken symlink: {built.corpus_dir.resolve() / 'hr/planned-layoffs.md'} does not exist",
+        f"outside the corpus root: resolves to {outside.resolve()}",
+        "a symlink to hr/pay.md: not followed (that file is read under its own name)"]
 
 
 def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, built: ViewsIndex):

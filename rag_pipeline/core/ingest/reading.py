@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,34 @@ _FILE_KINDS = (
 
 def _kind_of(mode: int) -> str:
     return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+LINK_TARGETS = (
+    (re.compile(r"outside the corpus root: resolves to .*", re.DOTALL),
+     "outside the corpus root: a symlink to a file elsewhere"),
+    (re.compile(r"broken symlink: .* does not exist", re.DOTALL),
+     "broken symlink: its target does not exist"),
+    (re.compile(r"a symlink to .*: not followed \(that file is read under its own name\)",
+                re.DOTALL),
+     "a symlink to another file of the corpus: not followed (that file is read under its own "
+     "name)"),
+    (re.compile(r"a symlink into .*, a hidden name: not followed, not part of the corpus",
+                re.DOTALL),
+     "a symlink into a hidden name: not followed, not part of the corpus"),
+)
+"""The reasons that name where a symlink points (:func:`read_document_bytes`'s, and
+:func:`~rag_pipeline.core.ingest.sources.local.local_entry`'s skips), each as it reads without
+the target."""
+
+
+def without_link_target(reason: str) -> str:
+    """``reason`` without the path a symlink points to (an absolute path, another document's
+    name): what a reader restricted by ``[access]`` is told about a link they may read, whose
+    target may be a file they may not."""
+    for pattern, shown in LINK_TARGETS:
+        if pattern.fullmatch(reason):
+            return shown
+    return reason
 
 
 def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:

@@ -31,6 +31,7 @@ from rag_pipeline.core.ingest import (
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_version
+from rag_pipeline.core.ingest.reading import without_link_target
 from rag_pipeline.core.ingest.reconcile import reconciliation_table
 from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.sources.local import listing
@@ -393,6 +394,12 @@ def test_a_symlink_to_a_file_inside_the_root_is_skipped_not_read_under_its_name(
                                "its own name)"),
         "caf\\xe9.md": ("failed", "the file name is not valid UTF-8 (caf\\xe9.md): rename the "
                                   "file")}
+    # What a reader restricted by [access] is told: not where the link points.
+    assert {r.document_id: without_link_target(r.error) for r in result.records
+            if r.document_id in ("gitblob.txt", "public/pay.md")} == {
+        "gitblob.txt": "a symlink into a hidden name: not followed, not part of the corpus",
+        "public/pay.md": "a symlink to another file of the corpus: not followed (that file is "
+                         "read under its own name)"}
 
 
 def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_path, monkeypatch):
