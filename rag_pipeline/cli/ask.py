@@ -326,6 +326,10 @@ def _exit_if_refused(answer: Answer) -> None:
                    "believed (from it only; ignored and logged from any other address).")
 @click.option("--groups-header", default="X-Forwarded-Groups", show_default=True,
               help="The header the --trusted-proxy sends the user's groups in (a,b).")
+@click.option("--allowed-host", "allowed_host_names", multiple=True, metavar="NAME",
+              help="A host name the service answers to besides its own (repeatable): the name a "
+                   "proxy forwards. On a loopback --host only localhost, 127.0.0.1 and ::1 are "
+                   "answered without it; elsewhere any name is, unless this names them.")
 @click.option("--query-backend", type=click.Choice(["onnxruntime", "openvino", "model"]),
               default="onnxruntime", show_default=True,
               help="onnxruntime or openvino: questions run through the model's weights converted "
@@ -344,8 +348,8 @@ def _exit_if_refused(answer: Answer) -> None:
 def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool, open_to_all: bool,
-          trusted_proxy: str | None, groups_header: str, query_backend: str,
-          query_streams: int, query_threads: int | None) -> None:
+          trusted_proxy: str | None, groups_header: str, allowed_host_names: tuple[str, ...],
+          query_backend: str, query_streams: int, query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.answer.ask import AskSettings
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_base_url, check_threshold
@@ -353,6 +357,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.retrieval.retriever import RetrievalSettings
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+    from rag_pipeline.service.hosts import allowed_hosts
     from rag_pipeline.service.query_service import ServeSettings
     from rag_pipeline.service.run import serve_forever
 
@@ -375,22 +380,12 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
         serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=echo,
                       query_runtime=None if query_backend == "model" else query_backend,
-                      query_streams=query_streams, query_threads=query_threads, access=access)
+                      query_streams=query_streams, query_threads=query_threads, access=access,
+                      allowed=allowed_hosts(host, allowed_host_names))
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         fail(str(exc))
 
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_proxy: str | None,
@@ -398,6 +393,8 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     """The service's access from ``[access]`` and the options, or a one-line failure: without
     ``[access]`` a non-loopback ``--host`` needs ``--open``, and a proxy needs ``[access]``."""
     import ipaddress
+
+    from rag_pipeline.service.hosts import is_loopback
 
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.service.auth import AccessState
@@ -410,7 +407,7 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
             fail(f"--trusted-proxy needs an [access] table and there is none in "
                  f"{config_source(config)}: without one every request reads everything and no "
                  "groups are asked")
-        if not _is_loopback(host) and not open_to_all:
+        if not is_loopback(host) and not open_to_all:
             fail(f"--host {host} is reachable from other machines and there is no [access] in "
                  f"{config_source(config)}, so anyone who reaches the port would read every "
                  "document: declare [access] (docs/operations/security.md) or pass --open to "

@@ -157,6 +157,32 @@ Asker = Annotated[Principal, Depends(principal)]
 """Who asks: every data route takes it (:mod:`rag_pipeline.service.auth`)."""
 
 
+class PrivateResponses:
+    """ASGI middleware: every response is kept by no cache (``Cache-Control: no-store``, unless
+    it says otherwise) and framed by no other page (``X-Frame-Options: DENY``): what a
+    principal read stays nowhere after sign-out, and no site overlays the page."""
+
+    HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"))
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_private(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {key.lower() for key, _ in headers}
+                headers += [(key, value) for key, value in self.HEADERS if key not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_private)
+
+
 def create_app(service: QueryService) -> FastAPI:
     """The ASGI application over a started :class:`QueryService`."""
     app = FastAPI(
@@ -168,6 +194,8 @@ def create_app(service: QueryService) -> FastAPI:
         docs_url=None, redoc_url=None,
     )
     page = _page("page.html")
+
+    app.add_middleware(PrivateResponses)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -258,8 +258,7 @@ def page_router(service: Any) -> APIRouter:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")
         try:
-            return Response(page_png(original, page), media_type="image/png",
-                            headers={"Cache-Control": "private, max-age=300"})
+            return Response(page_png(original, page), media_type="image/png")
         except ViewError as exc:
             return _error(exc.status, exc.message)
 
@@ -306,6 +305,10 @@ def page_router(service: Any) -> APIRouter:
         if not rate.admit(f"{who.name}\0{sorted(who.groups or ())}"):
             return _error(429, f"more than {rate.per_minute} verdicts a minute from {who.name}: "
                                "nothing stored; try again in a minute")
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            # A form on another site (a sibling port is same-site to the cookie) cannot send it.
+            return _error(415, "feedback must be sent as Content-Type: application/json: nothing "
+                               "stored")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_FEEDBACK_BYTES:
             return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")

@@ -189,10 +189,13 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings, *, host: str, port: int,
                   poll_seconds: float, access_log: bool, echo: Callable[[str], None],
                   query_runtime: str | None = "onnxruntime", query_streams: int = 1,
-                  query_threads: int | None = None, access: AccessState | None = None) -> None:
+                  query_threads: int | None = None, access: AccessState | None = None,
+                  allowed: frozenset[str] | None = None) -> None:
+    """Serves until stopped; ``allowed``: the host names answered (:mod:`.hosts`; None: any)."""
     import uvicorn
 
     from rag_pipeline.service.app import create_app
+    from rag_pipeline.service.hosts import HostCheck, hosts_line
 
     started = time.perf_counter()
     report_fatal_signals()
@@ -212,8 +215,10 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
             if service.access.enabled:
                 echo(access_line(service))
+            echo(hosts_line(allowed))
             secret = new_secret()
-            config = uvicorn.Config(ServeProof(create_app(service), secret), host=host, port=port,
+            config = uvicorn.Config(HostCheck(ServeProof(create_app(service), secret), allowed),
+                                    host=host, port=port,
                                     access_log=access_log,
                                     # The client's address is the socket's: uvicorn's default
                                     # took X-Forwarded-For from any loopback caller, so one

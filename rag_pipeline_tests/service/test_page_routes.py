@@ -343,6 +343,24 @@ def test_bad_feedback_is_one_clear_error_and_nothing_is_stored(client: TestClien
     assert len(read_feedback(Warehouse(built.data_dir))) == before
 
 
+def test_feedback_only_as_json_and_no_response_is_kept_or_framed(client: TestClient,
+                                                                 built: ViewsIndex):
+    """Found by an attack: a form on a sibling port (same-site to the cookie) stored feedback as
+    text/plain; answers, documents and page images carried no Cache-Control (page images were
+    kept five minutes, past a sign-out) and could be framed by any site."""
+    before = len(read_feedback(Warehouse(built.data_dir)))
+    forged = client.post("/feedback", content=json.dumps({"question": "q", "helpful": False}),
+                         headers={"Content-Type": "text/plain"})
+    assert (forged.status_code, forged.json()) == (415, {"error": (
+        "feedback must be sent as Content-Type: application/json: nothing stored")})
+    assert len(read_feedback(Warehouse(built.data_dir))) == before
+    for url in ("/", "/status", "/ask?q=cooling", "/documents/guide.md",
+                "/page-images/report.pdf?page=1", "/originals/guide.md", "/nowhere"):
+        response = client.get(url)
+        assert (response.headers["cache-control"], response.headers["x-frame-options"]) == (
+            "no-store", "DENY"), url
+
+
 def test_one_principal_stores_at_most_the_verdicts_of_a_minute(tmp_path: Path,
                                                              hashed_embedder: HashedEmbedder):
     """Each verdict rewrites the whole table (measured: 3,000 verdicts took 271 s, the last ones
