@@ -394,10 +394,9 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     ``[access]`` a non-loopback ``--host`` needs ``--open``, and a proxy needs ``[access]``."""
     import ipaddress
 
-    from rag_pipeline.service.hosts import is_loopback
-
     from rag_pipeline.core.config.parse import load_config
     from rag_pipeline.service.auth import AccessState
+    from rag_pipeline.service.hosts import is_loopback
     from rag_pipeline.service.tokens import TokenError, TokenStore
 
     config = read_config()
