@@ -114,10 +114,13 @@ def html_view(request: ViewRequest) -> View:
 
 
 def markdown_view(request: ViewRequest) -> View:
-    """The document's canonical text (the file minus its front matter) rendered as CommonMark."""
+    """The document's canonical text rendered as CommonMark, after its front matter."""
     from markdown_it import MarkdownIt
 
-    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(request.text)
+    from rag_pipeline.core.ingest.formats.markdown import front_matter_end
+
+    body = request.text[front_matter_end(request.text):]
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
     return _marked_view(request, rendered)
 
 

@@ -228,22 +228,30 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     assert records["link.md"].content_sha256 == ""
 
 
-def test_markdown_front_matter_is_stripped_and_the_heading_is_the_title(corpus):
+def test_markdown_front_matter_is_in_no_section_and_the_heading_is_the_title(corpus):
+    # Found by a user: with the front matter cut from the canonical text, every #char= of the
+    # file counted from after it, and pointed at other characters of the file.
     record = extract_document(corpus / "guide.md", corpus)
     assert (record.status, record.error) == ("ok", None)
     assert record.title == "Real Title"
-    assert record.canonical_text == "# Real Title\n\nBody text.\n"
+    assert record.canonical_text == GUIDE_MD.decode()
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "3")
-    # The text before "# Real Title" (none) and the heading's body, both titled by the document.
-    assert record.sections == (Section("Real Title", 0, 0, 1), Section("Real Title", 12, 25, 1))
+        "markdown", "markdown-frontmatter", "4")
+    # The text before "# Real Title" (none) and the heading's body, both titled by the document;
+    # the front matter (43 characters) is in neither, so in no chunk.
+    assert record.sections == (Section("Real Title", 43, 43, 1), Section("Real Title", 55, 68, 1))
+    assert record.canonical_text[55:68] == "\n\nBody text.\n"
     assert (record.anchors, record.notes) == ((), ())
 
 
 def test_front_matter_title_is_used_when_there_is_no_heading():
-    extracted = MarkdownFormat().extract(b'---\ntitle: "Front Title"\n---\nNo heading here.\n', "stem")
-    assert (extracted.title, extracted.canonical_text) == ("Front Title", "No heading here.\n")
+    data = b'---\ntitle: "Front Title"\n---\nNo heading here.\n| a | b |\n| - | - |\n| 1 | 2 |\n'
+    extracted = MarkdownFormat().extract(data, "stem")
+    assert (extracted.title, extracted.canonical_text) == ("Front Title", data.decode())
+    assert [(s.start, s.end) for s in extracted.sections] == [(29, len(data))]
+    (table,) = extracted.tables
+    assert data.decode()[table.start:table.end] == "| a | b |\n| - | - |\n| 1 | 2 |"
 
 
 def test_text_is_read_as_it_is_with_normalised_line_ends(corpus):
@@ -331,7 +339,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "3"
+    assert records["guide.md"].extractor_version == "4"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 

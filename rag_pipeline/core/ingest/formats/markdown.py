@@ -1,4 +1,4 @@
-"""Markdown: the file as it is, minus YAML front matter; sections at ATX headings outside code.
+"""Markdown: the file as it is; sections at ATX headings outside code, after a YAML front matter.
 
 The heading lines found here are the only Markdown structure in the project: extraction takes
 a document's title and sections from them and the gold-set check keeps needles out of them.
@@ -6,6 +6,7 @@ a document's title and sections from them and the gold-set check keeps needles o
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
@@ -144,6 +145,13 @@ def without_headings(text: str) -> str:
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
 
 
+def front_matter_end(text: str) -> int:
+    """Where the YAML front matter (``---`` lines at the very start) of ``text`` ends; 0
+    without one."""
+    match = _FRONT_MATTER.match(text)
+    return match.end() if match else 0
+
+
 class MarkdownFormat(DocumentFormat):
     """``.md`` and ``.markdown`` files."""
 
@@ -152,21 +160,26 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "3")
+        return Extractor("markdown-frontmatter", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
-        """Markdown as it is, minus YAML front matter; title from the first ``# `` heading,
-        then the front matter's ``title:``, then the stem; sections by
-        :func:`markdown_sections`; pipe tables by :func:`pipe_tables`."""
+        """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's
+        ``title:``, then the stem; sections by :func:`markdown_sections` and pipe tables by
+        :func:`pipe_tables`, both after the front matter. The front matter stays in the
+        canonical text, in no section (so in no chunk): offsets are the file's own."""
         text = decode_utf8(data)
         front_title = None
+        body_start = 0
         match = _FRONT_MATTER.match(text)
         if match:
             for line in match.group(1).splitlines():
                 key, _, value = line.partition(":")
                 if key.strip().lower() == "title" and value.strip():
                     front_title = value.strip().strip("'\"")
-            text = text[match.end() :]
-        title = first_title(text) or front_title or stem
-        return Extracted(title=title, canonical_text=text, sections=markdown_sections(text, title),
-                         tables=pipe_tables(text))
+            body_start = match.end()
+        body = text[body_start:]
+        title = first_title(body) or front_title or stem
+        sections = tuple(dataclasses.replace(s, start=s.start + body_start, end=s.end + body_start)
+                         for s in markdown_sections(body, title))
+        return Extracted(title=title, canonical_text=text, sections=sections,
+                         tables=tuple(t.shifted(body_start) for t in pipe_tables(body)))

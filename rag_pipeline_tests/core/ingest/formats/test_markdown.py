@@ -110,9 +110,11 @@ def test_sections_run_between_headings_and_leave_the_heading_lines_out():
 
 
 def test_the_format_extracts_its_sections_with_the_title_it_chose():
-    extracted = MarkdownFormat().extract(b"---\ntitle: Front\n---\nText.\n## Part\nMore.\n", "s")
-    assert (extracted.title, extracted.canonical_text) == ("Front", "Text.\n## Part\nMore.\n")
-    assert extracted.sections == (Section("Front", 0, 6, 1), Section("Part", 13, 20, 2))
+    data = b"---\ntitle: Front\n---\nText.\n## Part\nMore.\n"
+    extracted = MarkdownFormat().extract(data, "s")
+    assert (extracted.title, extracted.canonical_text) == ("Front", data.decode())
+    # After the front matter's 21 characters, which are in no section.
+    assert extracted.sections == (Section("Front", 21, 27, 1), Section("Part", 34, 41, 2))
 
 
 def test_a_windows_file_drops_its_byte_order_mark_and_counts_each_crlf_once():
