@@ -4,7 +4,8 @@ No chat model writes anything: every sentence is a slice of a cited chunk's ``co
 ``canonical_text[from:to]`` of its document, so each quoted sentence is
 ``canonical_text[start:end]`` of that document by construction (and :func:`check_quoted` proves
 it against the texts). Sentences are split at sentence ends and blank lines as the multi-vector
-scorer splits them (:mod:`rag_pipeline.core.retrieval.sentences`), but with their offsets kept;
+scorer splits them (:mod:`rag_pipeline.core.retrieval.sentences`), but with their offsets kept,
+a table row is a sentence of its own, and a heading (the title of the document or section) none;
 each is embedded with its chunk's context header in front (as the chunk itself was embedded)
 and scored by its cosine similarity to the question plus ``term_weight`` times the share of the
 question's terms it holds (the BM25 analyzer's terms; a term-overlap score in the spirit of
@@ -14,6 +15,7 @@ more within ``margin`` of its score.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -105,16 +107,41 @@ def _line_cuts(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [span for span in (_stripped(text, s, e) for s, e in pieces) if span[0] < span[1]]
 
 
+def is_table_row(line: str) -> bool:
+    """Whether a line of canonical text is a table row: its cells joined by `` | `` (how every
+    reader of tables writes them: CSV, sheets, DOCX, PPTX, Markdown pipe tables) or by tabs."""
+    return " | " in line or "\t" in line
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text``, in order, white space trimmed from both
-    ends: split at sentence ends and blank lines, a piece under MIN_SENTENCE_CHARS joined to the
-    next (the last to the previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    ends. A table row (:func:`is_table_row`) is one sentence of its own (a line of no letter or
+    digit, a Markdown delimiter row, none); the prose between rows is split at sentence ends
+    and blank lines, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the
+    previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    spans: list[tuple[int, int]] = []
+    prose_start = 0
+    for line in _LINE_SPAN.finditer(text):
+        if is_table_row(line.group()):
+            spans += _prose_spans(text, prose_start, line.start())
+            start, end = _stripped(text, line.start(), line.end())
+            if any(char.isalnum() for char in text[start:end]):
+                spans.append((start, end))
+            prose_start = line.end()
+    return spans + _prose_spans(text, prose_start, len(text))
+
+
+_LINE_SPAN = re.compile(r"[^\n]+")
+
+
+def _prose_spans(text: str, begin: int, finish: int) -> list[tuple[int, int]]:
+    """The sentences of ``text[begin:finish]`` (:func:`sentence_spans` without table rows)."""
     raw: list[tuple[int, int]] = []
-    position = 0
-    for match in SENTENCE_END.finditer(text):
+    position = begin
+    for match in SENTENCE_END.finditer(text, begin, finish):
         raw.append((position, match.start()))
         position = match.end()
-    raw.append((position, len(text)))
+    raw.append((position, finish))
     pieces = [span for span in (_stripped(text, s, e) for s, e in raw) if span[0] < span[1]]
     joined: list[tuple[int, int]] = []
     carry: int | None = None
@@ -144,16 +171,20 @@ class _Candidate:
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str]) -> list[_Candidate]:
-    """Every sentence of every cited quote (a quote cited twice counted once)."""
+    """Every sentence of every cited quote (a quote cited twice counted once), but a heading:
+    a line that is the document's title or the chunk's section title answers nothing."""
     seen: set[tuple[str, int, int]] = set()
     out = []
     for citation, header in zip(citations, headers, strict=True):
+        titles = {" ".join(t.split()) for t in (citation.document_name, citation.section) if t}
         for start, end in sentence_spans(citation.quote):
             key = (citation.document_id, citation.start + start, citation.start + end)
             if key in seen:
                 continue
             seen.add(key)
             text = citation.quote[start:end]
+            if " ".join(text.lstrip("#").split()) in titles:
+                continue
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}"))
     return out
 

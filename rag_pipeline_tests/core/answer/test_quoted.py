@@ -41,6 +41,34 @@ def test_a_long_piece_without_full_stops_is_cut_at_line_ends():
     assert rows[spans[1][0]:spans[1][1]].startswith("row 09:")
 
 
+def test_each_table_row_is_a_sentence_and_the_prose_around_them_is_split_as_before():
+    # Found by a user: the rows of a chunk were one piece cut at 400 characters, so the answer
+    # quoted two rows at a chunk's end, not the row that answers.
+    text = ("Headcount by team. Updated weekly.\n| Team | Headcount |\n| --- | --- |\n"
+            "| Dept 22 | 66 |\n| Dept 25 | 75 |\nDepartment: Dept 30 | Headcount: 90\nSee HR.")
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Headcount by team. Updated weekly.", "| Team | Headcount |", "| Dept 22 | 66 |",
+        "| Dept 25 | 75 |", "Department: Dept 30 | Headcount: 90", "See HR."]
+
+
+def test_the_row_that_holds_the_question_terms_is_quoted_and_a_heading_never_is():
+    rows = "Security audit report\n" + "".join(
+        f"Department: Dept {n} | Headcount: {n * 3}\n" for n in range(20, 32))
+    citation = Citation(1, "hc.xlsx", "Security audit report", "Security audit report",
+                        "#sheet=Q1", 0, len(rows), rows, 0.3, "file:///hc.xlsx")
+
+    def same(texts: list[str]) -> np.ndarray:  # every sentence as close: the terms decide
+        return np.ones((len(texts), 4), np.float32) / 2
+
+    quoted = quoted_answer("what is the headcount of dept 25", np.ones(4, np.float32) / 2,
+                           [citation], [""], same, QuoteSettings(max_sentences=1))
+    assert [(q.text, q.start) for q in quoted] == [("Department: Dept 25 | Headcount: 75", 202)]
+    assert rows[202:237] == quoted[0].text
+    title = quoted_answer("security audit report", np.ones(4, np.float32) / 2, [citation], [""],
+                          same, QuoteSettings(max_sentences=3, margin=1.0))
+    assert "Security audit report" not in [q.text for q in title]
+
+
 def test_the_best_sentence_and_those_within_the_margin_are_chosen():
     settings = QuoteSettings(max_sentences=3, margin=0.05)
     assert choose_sentences([0.50, 0.80, 0.77, 0.60, 0.76], settings) == [1, 2, 4]
