@@ -121,7 +121,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
         elif answer.quoted:
             echo("\nanswer, quoted from the sources:")
             for sentence in answer.quoted:
-                echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]")
+                # The sentence's own place when it is not where its source starts (a later page).
+                source = answer.citations[sentence.citation - 1].fragment
+                where = f" {sentence.fragment}" if sentence.fragment not in ("", source) else ""
+                echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]{where}")
         if show_prompt and answer.prompt:
             echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:

@@ -271,7 +271,8 @@ def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, bu
     cited = body["citations"][first["citation"] - 1]
     assert first == {"text": COOLING_SENTENCE, "citation": first["citation"],
                      "from": built.canonical["report.pdf"].index(COOLING_SENTENCE),
-                     "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE)}
+                     "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE),
+                     "fragment": "#page=2"}  # the sentence's own page
     assert cited["document_id"] == "report.pdf"
     for sentence in body["quoted_answer"]:
         document = body["citations"][sentence["citation"] - 1]["document_id"]

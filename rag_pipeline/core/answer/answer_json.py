@@ -44,5 +44,6 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                   reranked=data["reranked"], rendered_answer=data["answer"],
                   timings={k: v / 1000 for k, v in data["timings_ms"].items()},
                   generation=data.get("generation", ""),
-                  quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"])
+                  quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"],
+                                         fragment=q.get("fragment", ""))
                           for q in data.get("quoted_answer", [])])

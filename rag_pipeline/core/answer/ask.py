@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -48,7 +48,7 @@ from rag_pipeline.core.retrieval.retriever import (
 from rag_pipeline.core.retrieval.sentences import chunk_headers
 
 if TYPE_CHECKING:
-    from rag_pipeline.core.index.store import PartitionIndex
+    from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 
 @dataclass(frozen=True)
 class AskSettings:
@@ -69,8 +69,12 @@ class AskSettings:
 def _fragment_of_row(index: PartitionIndex, row: int) -> str:
     """The format's fragment of the chunk; a chunk of table rows adds them
     (``#page=3&rows=14-27``, ``#char=120,610&rows=5-19``)."""
-    doc = index.documents[index.document_ids[row]]
-    start, end = int(index.starts[row]), int(index.ends[row])
+    return _fragment_of_span(index.documents[index.document_ids[row]], int(index.starts[row]),
+                             int(index.ends[row]))
+
+
+def _fragment_of_span(doc: DocumentInfo, start: int, end: int) -> str:
+    """The format's fragment of ``canonical_text[start:end]`` of ``doc``, table rows added."""
     return with_rows(format_named(doc.format).fragment(doc.anchors, start, end), doc.tables,
                      start, end)
 
@@ -177,8 +181,11 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
     if settings.quote is not None:
         t = time.perf_counter()
         headers = chunk_headers([index.texts[h.row] for h in kept], [index.contents[h.row] for h in kept])
-        answer.quoted = quoted_answer(question, query.vector, citations, headers, embedder.embed,
-                                      settings.quote)
+        answer.quoted = [
+            replace(q, fragment=_fragment_of_span(
+                index.documents[citations[q.citation - 1].document_id], q.start, q.end))
+            for q in quoted_answer(question, query.vector, citations, headers, embedder.embed,
+                                   settings.quote)]
         timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()

@@ -44,6 +44,8 @@ class QuotedSentence:
         start: Its first character in the document's canonical text.
         end: One past its last character.
         score: What chose it (cosine similarity plus the term share, weighted).
+        fragment: Where the sentence itself is, in its format's notation (``#page=3`` of a
+            source that starts on page 1, a sheet row's cells); ``""`` when not located.
     """
 
     text: str
@@ -51,9 +53,11 @@ class QuotedSentence:
     start: int
     end: int
     score: float = field(default=0.0, compare=False)
+    fragment: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"text": self.text, "citation": self.citation, "from": self.start, "to": self.end}
+        return {"text": self.text, "citation": self.citation, "from": self.start, "to": self.end,
+                "fragment": self.fragment}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ CITATION = Citation(
     locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"), section="Timeouts")
 
 
-QUOTED = QuotedSentence("Every network call gives up after seventeen seconds.", 1, 113, 166, 0.71)
+QUOTED = QuotedSentence("Every network call gives up after seventeen seconds.", 1, 113, 166, 0.71,
+                        "#char=113,166")
 
 
 def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
@@ -35,7 +36,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "section": "Timeouts"}],
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
-                           "citation": 1, "from": 113, "to": 166}],
+                           "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166"}],
         "timings_ms": {"embed_question": 8.123, "total": 12.5},
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
