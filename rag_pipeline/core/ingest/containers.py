@@ -44,7 +44,12 @@ from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking, read_bounded
-from rag_pipeline.core.ingest.reading import ExtractionSettings, kept_failed, read_document_bytes
+from rag_pipeline.core.ingest.reading import (
+    EMPTY_FILE,
+    ExtractionSettings,
+    kept_failed,
+    read_document_bytes,
+)
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
@@ -181,6 +186,8 @@ class _Reader:
                 return self._container(fmt, document_id, path, stem, data, digest, depth)
             except ExtractionError as exc:
                 return failed(str(exc))
+        if not data:
+            return failed(EMPTY_FILE)
         try:
             extracted = fmt.extract(data, stem)
         except ExtractionError as exc:

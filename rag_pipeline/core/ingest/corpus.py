@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
-from rag_pipeline.core.ingest.reading import ExtractionSettings, kept_failed
+from rag_pipeline.core.ingest.reading import EMPTY_FILE, ExtractionSettings, kept_failed
 from rag_pipeline.core.ingest.reconcile import (
     HIDDEN_DETAIL,
     Change,
@@ -80,6 +80,8 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
                                extractor.version, DocumentStatus.FAILED.value, reason,
                                source_fingerprint=fingerprint)]
 
+    if not data:
+        return failed(EMPTY_FILE)
     try:
         extracted = fmt.extract(data, stem)
     except ExtractionError as exc:

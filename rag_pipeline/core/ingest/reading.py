@@ -53,6 +53,10 @@ def _kind_of(mode: int) -> str:
     return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
 
 
+EMPTY_FILE = "an empty file (0 bytes): nothing to read"
+"""The reason of a file (or a container's member) of no bytes, whatever its format would say
+of it (PDFium calls it a "data format error")."""
+
 LINK_TARGETS = (
     (re.compile(r"outside the corpus root: resolves to .*", re.DOTALL),
      "outside the corpus root: a symlink to a file elsewhere"),

@@ -168,6 +168,25 @@ def test_a_hidden_folder_is_named_without_being_walked_into(tmp_path, monkeypatc
     assert sorted(scanned) == [".", "docs"]
 
 
+def test_an_empty_file_of_any_format_or_member_says_it_is_empty(tmp_path):
+    # Found by a user: a 0-byte PDF failed as "Failed to load document (PDFium: Data format
+    # error)", which does not say the file is empty.
+    import zipfile
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    for name in ("report.pdf", "deck.pptx", "notes.md"):
+        (root / name).write_bytes(b"")
+    with zipfile.ZipFile(root / "bundle.zip", "w") as bundle:
+        bundle.writestr("empty.docx", b"")
+        bundle.writestr("kept.md", b"# Kept\n")
+    records = {r.document_id: (r.status, r.error) for r in extract_corpus(root).records}
+    empty = ("failed", "an empty file (0 bytes): nothing to read")
+    assert records == {"bundle.zip": ("ok", None), "bundle.zip/empty.docx": empty,
+                       "bundle.zip/kept.md": ("ok", None), "deck.pptx": empty,
+                       "notes.md": empty, "report.pdf": empty}
+
+
 def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_path):
     root = tmp_path / "corpus"
     root.mkdir()
@@ -215,7 +234,7 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     errors = {r.document_id: r.error for r in result.failed}
     assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
     assert errors == {
-        "empty.txt": "no text: the file is empty after extraction",
+        "empty.txt": "an empty file (0 bytes): nothing to read",
         "latin1.md": "not valid UTF-8 at byte 5: invalid continuation byte",
         "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
         "locked.pdf": "encrypted PDF: no password is configured",
