@@ -110,7 +110,8 @@ def _read_book(data: bytes, stem: str) -> Extracted:
             with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
                 warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
                 read = extract_html(archive.read(chapter),
-                                    posixpath.splitext(posixpath.basename(chapter))[0])
+                                    posixpath.splitext(posixpath.basename(chapter))[0],
+                                    heading_first=True)
             text = read.canonical_text.rstrip("\n")
             if not text.strip():
                 continue
@@ -144,7 +145,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"2+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"3+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

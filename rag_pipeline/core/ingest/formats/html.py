@@ -269,10 +269,11 @@ def _without_repeated_navigation(paragraphs: list[_Paragraph]) -> tuple[list[_Pa
     return kept, len(paragraphs) - len(kept)
 
 
-def extract_html(data: bytes, stem: str) -> Extracted:
+def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:
     """The page's visible text without chrome (see the module docstring): paragraphs joined by
     blank lines, headings as paragraphs outside the sections they title; the title from
-    ``<title>``, else the first ``<h1>``, else the stem."""
+    ``<title>``, else the first ``<h1>``, else the stem (``heading_first``: the first ``<h1>``
+    before ``<title>``, as a book's chapter is titled on its page)."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(data, "lxml")
@@ -293,8 +294,9 @@ def extract_html(data: bytes, stem: str) -> Extracted:
         offset += len(paragraph.text) + 2
     canonical = "\n\n".join(parts) + ("\n" if parts else "")
     tables = _tables(canonical, placed)
-    title = (page_title
-             or next((t for _, _, level, t in headings if level == 1), None) or stem)
+    first_heading = next((t for _, _, level, t in headings if level == 1), None)
+    title = ((first_heading or page_title) if heading_first else (page_title or first_heading)) \
+        or stem
     notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)))
     return Extracted(title=title, canonical_text=canonical,
                      sections=_sections(headings, len(canonical), title),

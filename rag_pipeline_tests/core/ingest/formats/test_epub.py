@@ -73,6 +73,16 @@ def test_chapters_in_spine_order_with_sections_and_chapter_anchors():
     assert extracted.notes == (("chapters", "2"),)
 
 
+def test_a_chapter_is_titled_by_its_heading_before_its_title_element():
+    # Found by a user: <title>Leave</title> and <h1>Leave policy</h1> titled the section "Leave"
+    # (an HTML page keeps <title> first; a book's chapter is titled on its page).
+    chapter = (b'<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Leave</title></head>'
+               b"<body><h1>Leave policy</h1><p>Staff take 25 days a year.</p></body></html>")
+    extracted = EPUB.extract(book({"OEBPS/text/ch1.xhtml": chapter}), "handbook")
+    assert [(s.title, extracted.canonical_text[s.start:s.end]) for s in extracted.sections] == [
+        ("Leave policy", "\n\nStaff take 25 days a year.")]
+
+
 def test_a_chapter_table_is_declared_where_it_lands_in_the_book_and_keeps_its_header():
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
 
