@@ -16,7 +16,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["HostCheck", "allowed_hosts", "host_of", "hosts_line"]
+__all__ = ["HostCheck", "allowed_hosts", "host_of", "hosts_line", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

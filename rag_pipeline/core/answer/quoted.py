@@ -31,7 +31,9 @@ __all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences"
            "sentence_spans"]
 
 MAX_SENTENCE_CHARS = 400
-"""A longer piece (table rows, a list without full stops) is cut at its line ends."""
+"""A longer piece (a list without full stops) is cut at its line ends."""
+
+_LINE_SPAN = re.compile(r"[^\n]+")
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,6 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
                 spans.append((start, end))
             prose_start = line.end()
     return spans + _prose_spans(text, prose_start, len(text))
-
-
-_LINE_SPAN = re.compile(r"[^\n]+")
 
 
 def _prose_spans(text: str, begin: int, finish: int) -> list[tuple[int, int]]:
