@@ -27,7 +27,7 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -96,8 +96,8 @@ class AccessRule:
 
 
 RULES_SEMANTICS = "members-follow-containers"
-"""How rules are applied, in the digest: changed when the same rules give other readers (a
-container's members now also need the container's readers)."""
+"""How rules are applied, named in the digest: a member of a container is read only by groups
+that read its container too (:meth:`AccessPolicy.readers_of`)."""
 
 
 @dataclass(frozen=True)
@@ -108,17 +108,20 @@ class AccessPolicy:
     rules: tuple[AccessRule, ...]
     groups: tuple[str, ...] = ()
 
-    def readers_of(self, document_id: str) -> tuple[str, ...]:
+    def readers_of(self, document_id: str, documents: Container[str] = frozenset()
+                   ) -> tuple[str, ...]:
         """The groups that may read ``document_id`` (sorted); empty when no rule matches.
 
-        A member of a container (an archive's file, a mail's attachment) is read only by
-        groups that read its container too: a rule naming ``public/board.eml`` keeps its
-        attachments from ``public/**``'s readers."""
-        from rag_pipeline.core.ingest.containers import containers_of
-
+        A member of a container (its id runs on past the id of another of ``documents``, the
+        corpus's document ids: an archive's file, a mail's attachment) is read only by groups
+        that read its container too: a rule naming ``public/board.eml`` keeps its attachments
+        from ``public/**``'s readers. A folder is no document, whatever its name."""
         readers = set(self._rule_readers(document_id))
-        for container in containers_of(document_id):
-            readers &= set(self._rule_readers(container))
+        parts = document_id.split("/")
+        for end in range(1, len(parts)):
+            container = "/".join(parts[:end])
+            if container in documents:
+                readers &= set(self._rule_readers(container))
         return tuple(sorted(readers))
 
     def _rule_readers(self, document_id: str) -> tuple[str, ...]:
@@ -128,15 +131,17 @@ class AccessPolicy:
                 return rule.readers
         return ()
 
-    def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
-        """Whether a principal of ``groups`` reads the document (None: everything)."""
-        return groups is None or not groups.isdisjoint(self.readers_of(document_id))
+    def may_read(self, document_id: str, groups: frozenset[str] | None,
+                 documents: Container[str] = frozenset()) -> bool:
+        """Whether a principal of ``groups`` reads the document (None: everything), a member
+        of one of ``documents`` as :meth:`readers_of` says."""
+        return groups is None or not groups.isdisjoint(self.readers_of(document_id, documents))
 
     @cached_property
     def digest(self) -> str:
         """A short digest of the rules (order included) and of how they are applied
-        (:data:`RULES_SEMANTICS`): a changed rule changes it, and so does a new reading of
-        the same rules, so every ``access`` table is labelled again."""
+        (:data:`RULES_SEMANTICS`): a changed rule changes it, and so does another reading of
+        the same rules, so that every ``access`` table is labelled again."""
         text = json.dumps([[r.glob, list(r.readers)] for r in self.rules], separators=(",", ":"))
         return hashlib.sha256(f"{RULES_SEMANTICS}\n{text}".encode()).hexdigest()[:16]
 
@@ -212,7 +217,8 @@ class AccessReport:
 def access_report(policy: AccessPolicy, document_ids: Iterable[str]) -> AccessReport:
     """The rules applied to ``document_ids`` (what ``status`` prints)."""
     ids = sorted(document_ids)
-    readers = {d: policy.readers_of(d) for d in ids}
+    every = frozenset(ids)
+    readers = {d: policy.readers_of(d, every) for d in ids}
     groups = sorted(policy.known_groups)
     return AccessReport(len(ids), {g: sum(g in r for r in readers.values()) for g in groups},
                         [d for d, r in readers.items() if not r], unmatched_globs(policy, ids))

@@ -92,7 +92,8 @@ class AccessLabels:
     def of(cls, document_ids: Sequence[str], policy: AccessPolicy) -> AccessLabels:
         """Labels rows by their document's readers (one glob match per distinct document)."""
         positions, ids = _document_codes(document_ids)
-        readers = [policy.readers_of(d) for d in ids]
+        every = frozenset(ids)
+        readers = [policy.readers_of(d, every) for d in ids]
         sets: dict[frozenset[str], int] = {}
         per_document = np.array([sets.setdefault(frozenset(r), len(sets)) for r in readers],
                                 np.int32)
@@ -125,7 +126,7 @@ class AccessLabels:
             return True
         readers = self.documents.get(document_id)
         if readers is None:
-            readers = self.policy.readers_of(document_id)
+            readers = self.policy.readers_of(document_id, self.documents)
         return not frozenset(groups).isdisjoint(readers)
 
     def unreadable_documents(self) -> list[str]:

@@ -25,7 +25,8 @@ __all__ = ["access_table"]
 def access_table(chunks: pa.Table, policy: AccessPolicy) -> pa.Table:
     """``chunk_id``, ``document_id``, ``readers``, ``rules`` of every chunk."""
     documents = chunks.column("document_id").to_pylist()
-    by_document = {d: list(policy.readers_of(d)) for d in set(documents)}
+    every = frozenset(documents)
+    by_document = {d: list(policy.readers_of(d, every)) for d in every}
     return pa.table({
         "chunk_id": chunks.column("chunk_id"),
         "document_id": chunks.column("document_id"),

@@ -395,21 +395,6 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
     return FileRecords(records, sum(not r.skipped for r in records), 0)
 
 
-def holds_members(name: str) -> bool:
-    """Whether an entry called ``name`` (its last segment counts) holds members whose ids run
-    on past its own: an archive, a mail or mailbox, a compressed file."""
-    last = PurePosixPath(name).name
-    return isinstance(format_for(Path(last)), ContainerFormat) or _compression(last) is not None
-
-
-def containers_of(document_id: str) -> list[str]:
-    """The ids of the containers ``document_id`` is a member of, outermost first
-    (``public/inbox.mbox``, ``public/inbox.mbox/message-2.eml`` for an attachment of that
-    message); empty for a document of its own."""
-    parts = document_id.split("/")
-    return ["/".join(parts[:end]) for end in range(1, len(parts)) if holds_members(parts[end - 1])]
-
-
 def expands_name(name: str) -> bool:
     """:func:`expands` for an entry's name below its source (a key, a path in a tree)."""
     return expands(Path(PurePosixPath(name).name))
