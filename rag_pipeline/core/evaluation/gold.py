@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rag_pipeline.core.config.gold_file import GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.ingest import DocumentStatus
-from rag_pipeline.core.ingest.formats.markdown import without_headings
+from rag_pipeline.core.ingest.formats.markdown import front_matter_end, without_headings
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -115,7 +115,8 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
 
     per_document = {}
     for document_id in sorted(canonical_texts):
-        paragraphs = re.split(r"\n\s*\n", without_headings(canonical_texts[document_id]))
+        text = canonical_texts[document_id]
+        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):]))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
                      if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
                      and _is_prose(s)]
@@ -172,10 +173,11 @@ def draft_jsonl(name: str, needles: Iterable[DraftNeedle]) -> str:
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
-    in the corpus (white space collapsed) and outside heading lines."""
-    collapsed = {doc_id: collapse(text) for doc_id, text in canonical_texts.items()}
-    body_only = {doc_id: collapse(without_headings(text))
-                 for doc_id, text in canonical_texts.items()}
+    in the corpus (white space collapsed, front matter left out: it is in no chunk) and
+    outside heading lines."""
+    bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
+    collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
+    body_only = {doc_id: collapse(without_headings(text)) for doc_id, text in bodies.items()}
     queries, errors = [], []
     for line in lines:
         needle = collapse(line.needle)

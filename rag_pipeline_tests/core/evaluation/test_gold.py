@@ -94,6 +94,17 @@ def test_needle_repeated_inside_one_document_counts_every_time():
     assert errors == [GoldError("q1", "needle found 3 times in the corpus, not once")]
 
 
+def test_the_front_matter_is_not_searched_for_needles():
+    # Found by a review: the front matter, kept in the canonical text for its offsets, made a
+    # needle its description: repeats occur twice, and a needle only there occur once.
+    corpus = {"k.md": "---\ndescription: Keys rotate every 90 days.\n---\n# Keys\n\n"
+                      "Keys rotate every 90 days.\n"}
+    queries, errors = validate_gold([line("q1", "Keys rotate every 90 days."),
+                                     line("q2", "description: Keys rotate")], corpus)
+    assert (errors, [q.query_id for q in queries]) == (
+        [GoldError("q2", "needle not found in the corpus")], ["q1/question", "q1/ticket"])
+
+
 def test_needle_holding_heading_words_in_body_text_is_kept():
     # "Retries" is the heading of r.md and also the first word of its body line.
     corpus = {"r.md": "# Retries\n\nRetries happen twice.\n"}

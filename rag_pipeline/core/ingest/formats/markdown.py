@@ -166,7 +166,9 @@ class MarkdownFormat(DocumentFormat):
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's
         ``title:``, then the stem; sections by :func:`markdown_sections` and pipe tables by
         :func:`pipe_tables`, both after the front matter. The front matter stays in the
-        canonical text, in no section (so in no chunk): offsets are the file's own."""
+        canonical text (so ``#char=`` counts the file's characters, line ends as one), in no
+        section: no chunk of the boundary strategies holds it (the blind baselines cut the
+        whole text)."""
         text = decode_utf8(data)
         front_title = None
         body_start = 0
