@@ -199,7 +199,7 @@ class OneLineErrors(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(128 + signal.SIGPIPE)
         except Exception as exc:  # the last resort: the cause in one line, not a traceback
-            fail(f"{type(exc).__name__}: {exc}", 1)
+            fail(f"{type(exc).__name__}: {exc}")
 
 
 @click.group(cls=OneLineErrors)

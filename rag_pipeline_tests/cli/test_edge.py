@@ -41,12 +41,12 @@ def test_an_unknown_option_of_a_command_keeps_clicks_message():
 
 def test_an_unexpected_error_is_one_line_with_its_type_not_a_traceback(tmp_path: Path):
     # Planted: a damaged DuckDB file beside a documents table folder; DuckDB's own error must
-    # reach the user as one line (exit 1: not a usage error).
+    # reach the user as one line (exit 2, as every error: `ask` exits 1 for a refusal).
     (tmp_path / "warehouse" / "documents").mkdir(parents=True)
     (tmp_path / "warehouse" / "documents" / "part-0.parquet").write_bytes(b"x")
     (tmp_path / "rag.duckdb").write_bytes(b"garbage")
     assert one_line_failure("--data-dir", str(tmp_path), "status") == (
-        1, f'error: IOException: IO Error: The file "{tmp_path / "rag.duckdb"}" exists, but it '
+        2, f'error: IOException: IO Error: The file "{tmp_path / "rag.duckdb"}" exists, but it '
            "is not a valid DuckDB database file!")
 
 
@@ -57,7 +57,7 @@ def test_control_characters_in_a_message_are_escaped(tmp_path: Path):
     (data / "warehouse" / "documents" / "part-0.parquet").write_bytes(b"x")
     (data / "rag.duckdb").write_bytes(b"garbage")
     assert one_line_failure("--data-dir", str(data), "status") == (
-        1, f'error: IOException: IO Error: The file "{tmp_path}/d\\u001b[2J/rag.duckdb" exists, '
+        2, f'error: IOException: IO Error: The file "{tmp_path}/d\\u001b[2J/rag.duckdb" exists, '
            "but it is not a valid DuckDB database file!")
 
 

@@ -178,7 +178,7 @@ def test_serve_loads_the_bucket(declared: Bucket, monkeypatch: pytest.MonkeyPatc
         # Instead of serving forever: the app the server was given answers one question.
         from fastapi.testclient import TestClient
 
-        with TestClient(server.config.app) as client:
+        with TestClient(server.config.app, base_url="http://127.0.0.1") as client:
             served.append(client.get("/ask", params={"q": QUESTION}).json()["citations"][0]["quote"])
 
     monkeypatch.setattr(uvicorn.Server, "run", answer_once)

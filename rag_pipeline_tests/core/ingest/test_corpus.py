@@ -203,6 +203,30 @@ def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_pa
                             "text (binary: a NUL byte at offset 14)")]
 
 
+def test_a_folder_that_cannot_be_listed_stops_the_listing(tmp_path, monkeypatch):
+    # Found by a review: a walk that passed over a folder it could not list (an I/O error, a
+    # network share gone stale) took its documents for deleted, and the run unpublished them.
+    import errno
+
+    root = tmp_path / "corpus"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "b.md").write_bytes(b"# B\n")
+    (root / "c.md").write_bytes(b"# C\n")
+    real_scandir = os.scandir
+
+    def failing(path="."):
+        if Path(path) == root / "a":
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", failing)
+    with pytest.raises(SourceError) as stopped:
+        extract_corpus(root)
+    assert str(stopped.value) == (
+        f"the corpus folder could not be listed: [Errno 5] Input/output error: '{root / 'a'}'; "
+        "nothing is published, the served index is as it was")
+
+
 def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):
     root = tmp_path / "corpus"
     (root / "docs" / ".cache" / "deep").mkdir(parents=True)

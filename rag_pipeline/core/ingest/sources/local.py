@@ -31,10 +31,19 @@ def discover(corpus_root: Path) -> list[Path]:
 def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
     """:func:`discover`'s entries, and the hidden names it left out, each once at its top (a
     hidden folder, not its files), sorted. A hidden folder is not walked into (a large
-    ``.git`` costs one name, not a walk)."""
+    ``.git`` costs one name, not a walk).
+
+    Raises:
+        SourceError: A folder could not be listed (unreadable, gone, an I/O error): the run
+            stops rather than take that folder's documents for deleted."""
     found = []
     hidden = []
-    for folder, folders, files in os.walk(corpus_root):
+
+    def unlisted(error: OSError) -> None:
+        raise SourceError(f"the corpus folder could not be listed: {error}; nothing is "
+                          "published, the served index is as it was") from error
+
+    for folder, folders, files in os.walk(corpus_root, onerror=unlisted):
         here = Path(folder)
         for name in list(folders):
             if name.startswith("."):
