@@ -121,9 +121,11 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
         elif answer.quoted:
             echo("\nanswer, quoted from the sources:")
             for sentence in answer.quoted:
-                # The sentence's own place when it is not where its source starts (a later page).
+                # The sentence's own place when its source's names another (a later page, a row's
+                # cells); a character range says nothing the quote does not.
                 source = answer.citations[sentence.citation - 1].fragment
-                where = f" {sentence.fragment}" if sentence.fragment not in ("", source) else ""
+                where = (f" {sentence.fragment}" if sentence.fragment not in ("", source)
+                         and not sentence.fragment.startswith("#char=") else "")
                 echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]{where}")
         if show_prompt and answer.prompt:
             echo("\n--- prompt ---\n" + answer.prompt)
@@ -374,6 +376,10 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
     spec = declared_model(model_key)
     access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds)
     try:
+        allowed = allowed_hosts(host, allowed_host_names)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
         settings = ServeSettings(
             chunker=chunker, model_key=spec.key,
             ask=AskSettings(retrieval=RetrievalSettings(retriever=Retriever(retriever),
@@ -384,7 +390,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
                       access_log=access_log, echo=echo,
                       query_runtime=None if query_backend == "model" else query_backend,
                       query_streams=query_streams, query_threads=query_threads, access=access,
-                      allowed=allowed_hosts(host, allowed_host_names))
+                      allowed=allowed)
     except (IndexNotBuiltError, UnknownPartitionError, ModelMismatchError, FileNotFoundError,
             OSError) as exc:
         fail(str(exc))

@@ -30,6 +30,7 @@ from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import Principal, install_access, principal
+from rag_pipeline.service.hosts import PRIVATE_HEADERS
 from rag_pipeline.service.page_routes import page_router
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
@@ -158,11 +159,9 @@ Asker = Annotated[Principal, Depends(principal)]
 
 
 class PrivateResponses:
-    """ASGI middleware: every response is kept by no cache (``Cache-Control: no-store``, unless
-    it says otherwise) and framed by no other page (``X-Frame-Options: DENY``): what a
-    principal read stays nowhere after sign-out, and no site overlays the page."""
-
-    HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"))
+    """ASGI middleware: every response carries :data:`~rag_pipeline.service.hosts.PRIVATE_HEADERS`
+    (unless it says otherwise); added last, so outermost, around the 401 of the access check
+    and the 413 of the body limit too."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -176,7 +175,7 @@ class PrivateResponses:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {key.lower() for key, _ in headers}
-                headers += [(key, value) for key, value in self.HEADERS if key not in present]
+                headers += [(key, value) for key, value in PRIVATE_HEADERS if key not in present]
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -194,8 +193,6 @@ def create_app(service: QueryService) -> FastAPI:
         docs_url=None, redoc_url=None,
     )
     page = _page("page.html")
-
-    app.add_middleware(PrivateResponses)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -282,4 +279,5 @@ def create_app(service: QueryService) -> FastAPI:
 
     install_access(app, service.access)
     app.add_middleware(BodyLimit)
+    app.add_middleware(PrivateResponses)
     return app

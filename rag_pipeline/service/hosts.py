@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["HostCheck", "allowed_hosts", "host_of", "hosts_line", "is_loopback"]
+__all__ = ["PRIVATE_HEADERS", "HostCheck", "allowed_hosts", "host_of", "hosts_line", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+PRIVATE_HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"))
+"""What every response of the service carries: kept by no cache (what a principal read stays
+nowhere after sign-out), framed by no other page."""
 
 
 def is_loopback(host: str) -> bool:
@@ -35,22 +40,53 @@ def is_loopback(host: str) -> bool:
 
 
 def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str] | None:
-    """The names the service bound to ``bound`` answers to (lower case, no port), or None for
-    every name (a non-loopback bind without ``extra``)."""
-    names = {name.strip().lower().strip("[]") for name in extra if name.strip()}
+    """The names the service bound to ``bound`` answers to (each as :func:`host_of` reads a
+    ``Host``: lower case, an IP address in its canonical form, no port), or None for every name
+    (a non-loopback bind without ``extra``)."""
+    names = {_allowed_name(name) for name in extra if name.strip()}
     if not names and not is_loopback(bound):
         return None
     # A page cannot make a browser send a loopback name or an address it did not type: the
     # rebinding page's own name is what its requests carry.
-    return frozenset({*LOOPBACK_NAMES, bound.lower().strip("[]"), *names})
+    return frozenset({*LOOPBACK_NAMES, _canonical(bound.strip("[]").lower()), *names})
+
+
+def _allowed_name(name: str) -> str:
+    """An ``--allowed-host`` as a ``Host`` of it reads (a name or an address, a port dropped).
+
+    Raises:
+        ValueError: It is no host name or address.
+    """
+    bare = name.strip().lower()
+    try:
+        return str(ipaddress.ip_address(bare.strip("[]")))  # an address, written any way
+    except ValueError:
+        pass
+    found = host_of(bare)
+    if not found:
+        raise ValueError(f"--allowed-host {name!r} is no host name or address (a name, an "
+                         "address, optionally :PORT)")
+    return found
+
+
+_HOST = re.compile(r"\[(?P<ipv6>[0-9a-f:.]+)\](?::\d{1,5})?|(?P<name>[^:\[\]@/\s]+)(?::\d{1,5})?")
 
 
 def host_of(header: str) -> str:
-    """The name of a ``Host`` header without its port, lower case (``[::1]:8000`` -> ``::1``)."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:].partition("]")[0]
-    return header.rpartition(":")[0] if header.count(":") == 1 else header
+    """The name of a ``Host`` header (RFC 9110: a name or an address, an optional port), lower
+    case and an IP address in its canonical form (``[::1]:8000`` -> ``::1``); ``""`` for a
+    value that is no host (``[::1]evil``, ``localhost:evil``)."""
+    match = _HOST.fullmatch(header.strip().lower())
+    if match is None:
+        return ""
+    return _canonical(match["ipv6"] or match["name"])
+
+
+def _canonical(host: str) -> str:
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
 
 
 def hosts_line(allowed: frozenset[str] | None) -> str:
@@ -79,11 +115,13 @@ class HostCheck:
         if len(given) == 1 and host_of(given[0]) in self.allowed:
             await self.app(scope, receive, send)
             return
-        named = json.dumps(given[0]) if len(given) == 1 else f"{len(given)} Host headers"
+        named = (json.dumps(given[0]) if len(given) == 1 else "a request without a Host header"
+                 if not given else f"{len(given)} Host headers")
         body = json.dumps({"error": f"this service does not answer to {named}: it answers to "
                                     f"{', '.join(sorted(self.allowed))} (`serve --allowed-host "
                                     "NAME` adds the name a proxy forwards)"}).encode("utf-8")
         await send({"type": "http.response.start", "status": 421,
                     "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode("ascii"))]})
+                                (b"content-length", str(len(body)).encode("ascii")),
+                                *PRIVATE_HEADERS]})
         await send({"type": "http.response.body", "body": body})

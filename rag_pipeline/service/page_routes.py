@@ -302,13 +302,14 @@ def page_router(service: Any) -> APIRouter:
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": FeedbackRequest.model_json_schema()}}}})
     async def feedback(request: Request, who: Asker) -> JSONResponse:
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            # A form on another site (a sibling port is same-site to the cookie) cannot send it,
+            # nor spend the principal's verdicts of the minute.
+            return _error(415, "feedback must be sent as Content-Type: application/json: nothing "
+                               "stored")
         if not rate.admit(f"{who.name}\0{sorted(who.groups or ())}"):
             return _error(429, f"more than {rate.per_minute} verdicts a minute from {who.name}: "
                                "nothing stored; try again in a minute")
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-            # A form on another site (a sibling port is same-site to the cookie) cannot send it.
-            return _error(415, "feedback must be sent as Content-Type: application/json: nothing "
-                               "stored")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > MAX_FEEDBACK_BYTES:
             return _error(413, f"feedback body over {MAX_FEEDBACK_BYTES} bytes: nothing stored")

@@ -220,9 +220,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             config = uvicorn.Config(HostCheck(ServeProof(create_app(service), secret), allowed),
                                     host=host, port=port,
                                     access_log=access_log,
-                                    # The client's address is the socket's: uvicorn's default
-                                    # took X-Forwarded-For from any loopback caller, so one
-                                    # named itself the trusted proxy and chose its groups.
+                                    # The client's address is the connection's, never an
+                                    # X-Forwarded-For any caller may write (and so name
+                                    # itself the trusted proxy, choosing its groups).
                                     proxy_headers=False,
                                     log_level="info" if access_log else "warning",
                                     # guarded_protocol's limits replace it: it counted

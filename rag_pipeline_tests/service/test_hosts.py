@@ -14,14 +14,24 @@ def test_the_names_a_bind_answers_to():
     assert allowed_hosts("127.0.0.1") == frozenset({"localhost", "127.0.0.1", "::1"})
     assert allowed_hosts("::1", ["RAG.example.org "]) == frozenset(
         {"localhost", "127.0.0.1", "::1", "rag.example.org"})
+    # A name given with its port, an address written long: as a Host header reads them.
+    assert allowed_hosts("0:0:0:0:0:0:0:1", ["rag.example.org:8443", "2001:DB8::0001"]) == \
+        frozenset({"localhost", "127.0.0.1", "::1", "rag.example.org", "2001:db8::1"})
     assert allowed_hosts("10.0.0.7") is None  # a team's names are not the service's to guess
+    with pytest.raises(ValueError) as refused:
+        allowed_hosts("127.0.0.1", ["rag example"])
+    assert str(refused.value) == ("--allowed-host 'rag example' is no host name or address (a "
+                                  "name, an address, optionally :PORT)")
     assert allowed_hosts("0.0.0.0", ["rag.example.org"]) == frozenset(
         {"localhost", "127.0.0.1", "::1", "0.0.0.0", "rag.example.org"})
 
 
 @pytest.mark.parametrize(("header", "name"), [
     ("localhost:8000", "localhost"), ("[::1]:8000", "::1"), ("[::1]", "::1"),
-    ("Rag.Example.org", "rag.example.org"), ("10.0.0.7:80", "10.0.0.7")])
+    ("Rag.Example.org", "rag.example.org"), ("10.0.0.7:80", "10.0.0.7"),
+    ("[0:0:0:0:0:0:0:1]", "::1"), ("[2001:DB8::0001]:443", "2001:db8::1"),
+    # Found by an attack: no host, though the lax reading took them for ::1 and localhost.
+    ("[::1]evil.com", ""), ("localhost:evil", ""), ("evil@localhost", ""), ("", "")])
 def test_the_name_of_a_host_header(header: str, name: str):
     assert host_of(header) == name
 
@@ -42,6 +52,8 @@ def test_a_rebinding_page_is_refused_and_the_service_own_names_answer():
     assert (refused.status_code, refused.json()) == (421, {"error": (
         'this service does not answer to "rebind.attacker.example:8000": it answers to 127.0.0.1, '
         "::1, localhost (`serve --allowed-host NAME` adds the name a proxy forwards)")})
+    assert (refused.headers["cache-control"], refused.headers["x-frame-options"]) == (
+        "no-store", "DENY")
     for host in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
         answered = client.get("/ask", headers={"Host": host})
         assert (answered.status_code, answered.json()) == (200, {"quote": "the secret"}), host

@@ -360,6 +360,11 @@ def test_feedback_only_as_json_and_no_response_is_kept_or_framed(client: TestCli
         response = client.get(url)
         assert (response.headers["cache-control"], response.headers["x-frame-options"]) == (
             "no-store", "DENY"), url
+    # The body limit's 413 too (found by an attack: it sat outside the headers' middleware).
+    over = client.post("/ask", content=b"{}", headers={"Content-Length": "99999999",
+                                                       "Content-Type": "application/json"})
+    assert (over.status_code, over.headers["cache-control"], over.headers["x-frame-options"]) == (
+        413, "no-store", "DENY")
 
 
 def test_one_principal_stores_at_most_the_verdicts_of_a_minute(tmp_path: Path,
@@ -377,6 +382,10 @@ def test_one_principal_stores_at_most_the_verdicts_of_a_minute(tmp_path: Path,
                           lambda: hashed_embedder, poll_seconds=3600,
                           access=AccessState(policy, store, poll_seconds=3600)) as service,
           TestClient(create_app(service)) as client):
+        # Forms of another site (text/plain) spend none of the verdicts (found by a review).
+        forged = [client.post("/feedback", content=json.dumps(verdict), headers={
+            **loud, "Content-Type": "text/plain"}).status_code for _ in range(FEEDBACK_PER_MINUTE)]
+        assert forged == [415] * FEEDBACK_PER_MINUTE
         statuses = [client.post("/feedback", json=verdict, headers=loud).status_code
                     for _ in range(FEEDBACK_PER_MINUTE + 5)]
         assert statuses == [200] * FEEDBACK_PER_MINUTE + [429] * 5
