@@ -249,6 +249,9 @@ def test_health_and_the_page_shell_need_no_token(setup: Setup):
     assert setup.client.get("/status").json() == {
         "error": "this service needs a token: send `Authorization: Bearer TOKEN` (a token of "
                  "`rag-pipeline tokens add`)"}
+    refused = setup.client.get("/status")
+    assert (refused.status_code, refused.headers["cache-control"],
+            refused.headers["x-frame-options"]) == (401, "no-store", "DENY")
 
 
 def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup, tmp_path: Path):
