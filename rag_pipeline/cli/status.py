@@ -94,7 +94,7 @@ def _echo_reconciliation(warehouse) -> None:
 def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     """With ``[access]`` in ``config()``: documents per group, every document no rule matches
     (readable by nobody), and each glob that matches no document (a warning)."""
-    from rag_pipeline.core.config.access import access_report
+    from rag_pipeline.core.config.access import access_report, unreadable_reason
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
 
@@ -111,9 +111,9 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     report = access_report(policy, ids)
     groups = ", ".join(f"{g} {n}" for g, n in report.by_group.items())
     echo(f"access: rules {policy.digest}: {report.documents} documents; readable by group: "
-         f"{groups}; {len(report.unreadable)} readable by nobody (no rule matches)")
+         f"{groups}; {len(report.unreadable)} readable by nobody")
     for document_id in report.unreadable:
-        echo(f"  unreadable {document_id}: no [access] rule matches it")
+        echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
     from rag_pipeline.core.index.tables import stale_tables

@@ -166,8 +166,7 @@ def access_line(service: QueryService) -> str:
              if access.trusted_proxy else "")
     return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
             f"{len(access.store.records())} token(s){proxy}; every path but /health needs a "
-            f"principal; {len(labels.unreadable_documents())} document(s) no rule matches "
-            "(readable by nobody)")
+            f"principal; {len(labels.unreadable_documents())} document(s) readable by nobody")
 
 
 def report_fatal_signals() -> None:

@@ -161,7 +161,7 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
         access = [line for line in status if "access" in line or "unreadable" in line]
         assert access[0].startswith("access: rules ")
         assert access[0].endswith(": 4 documents; readable by group: eng 2, hr 2, staff 1; 1 "
-                                  "readable by nobody (no rule matches)")
+                                  "readable by nobody")
         assert access[1] == f"  unreadable board/{CANARY['board']}-minutes.md: no [access] rule matches it"
         listed = _cli(config, data, "tokens", "list").stdout
         assert [line.split()[0] for line in listed.splitlines()[1:]] == ["hr-user", "staff-user"]

@@ -95,9 +95,10 @@ class AccessRule:
         return self.pattern.fullmatch(unicodedata.normalize("NFC", document_id)) is not None
 
 
-RULES_SEMANTICS = "members-follow-containers"
+RULES_SEMANTICS = "containers-and-members"
 """How rules are applied, named in the digest: a member of a container is read only by groups
-that read its container too (:meth:`AccessPolicy.readers_of`)."""
+that read its container too, and a container only by groups that read everything in it
+(:meth:`AccessPolicy.readers_by_document`)."""
 
 
 @dataclass(frozen=True)
@@ -108,34 +109,51 @@ class AccessPolicy:
     rules: tuple[AccessRule, ...]
     groups: tuple[str, ...] = ()
 
+    def readers_by_document(self, document_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """The groups that may read each of a corpus's documents (sorted; empty: nobody).
+
+        A document's own readers are its first matching rule's. A container and its members
+        share them both ways: a member (its id runs on past another document's id: an
+        archive's file, a mail's attachment) is read only by groups that read its container,
+        so a rule naming ``public/board.eml`` keeps its attachments from ``public/**``'s
+        readers; and a container only by groups that read everything in it, since its own text
+        lists its members' names and its original file holds them. A folder is no document,
+        whatever its name."""
+        ids = set(document_ids)
+        own = {d: frozenset(self.rule_readers(d)) for d in ids}
+        readers = {d: set(groups) for d, groups in own.items()}
+        for document_id in ids:
+            parts = document_id.split("/")
+            for end in range(1, len(parts)):
+                container = "/".join(parts[:end])
+                if container in ids:
+                    readers[document_id] &= own[container]
+                    readers[container] &= own[document_id]
+        return {d: tuple(sorted(groups)) for d, groups in readers.items()}
+
     def readers_of(self, document_id: str, documents: Container[str] = frozenset()
                    ) -> tuple[str, ...]:
-        """The groups that may read ``document_id`` (sorted); empty when no rule matches.
-
-        A member of a container (its id runs on past the id of another of ``documents``, the
-        corpus's document ids: an archive's file, a mail's attachment) is read only by groups
-        that read its container too: a rule naming ``public/board.eml`` keeps its attachments
-        from ``public/**``'s readers. A folder is no document, whatever its name."""
-        readers = set(self._rule_readers(document_id))
+        """:meth:`readers_by_document` of a document that holds none of ``documents`` (a
+        failed or skipped one): its rule's readers and its containers' among them."""
+        readers = set(self.rule_readers(document_id))
         parts = document_id.split("/")
         for end in range(1, len(parts)):
             container = "/".join(parts[:end])
             if container in documents:
-                readers &= set(self._rule_readers(container))
+                readers &= set(self.rule_readers(container))
         return tuple(sorted(readers))
 
-    def _rule_readers(self, document_id: str) -> tuple[str, ...]:
+    def rule_readers(self, document_id: str) -> tuple[str, ...]:
         """The readers of the first rule matching ``document_id`` (empty: none matches)."""
         for rule in self.rules:
             if rule.matches(document_id):
                 return rule.readers
         return ()
 
-    def may_read(self, document_id: str, groups: frozenset[str] | None,
-                 documents: Container[str] = frozenset()) -> bool:
-        """Whether a principal of ``groups`` reads the document (None: everything), a member
-        of one of ``documents`` as :meth:`readers_of` says."""
-        return groups is None or not groups.isdisjoint(self.readers_of(document_id, documents))
+    def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
+        """Whether a principal of ``groups`` reads the document by its own rule (None:
+        everything); a corpus's documents are read as :meth:`readers_by_document` says."""
+        return groups is None or not groups.isdisjoint(self.rule_readers(document_id))
 
     @cached_property
     def digest(self) -> str:
@@ -214,11 +232,18 @@ class AccessReport:
     unmatched: list[str]
 
 
+def unreadable_reason(policy: AccessPolicy, document_id: str) -> str:
+    """Why a document of the corpus that nobody reads is so (``status`` names each one)."""
+    if not policy.rule_readers(document_id):
+        return "no [access] rule matches it"
+    return ("its rule and those of its container or members share no group (a container and "
+            "its members are read by the groups that read both)")
+
+
 def access_report(policy: AccessPolicy, document_ids: Iterable[str]) -> AccessReport:
     """The rules applied to ``document_ids`` (what ``status`` prints)."""
     ids = sorted(document_ids)
-    every = frozenset(ids)
-    readers = {d: policy.readers_of(d, every) for d in ids}
+    readers = policy.readers_by_document(ids)
     groups = sorted(policy.known_groups)
     return AccessReport(len(ids), {g: sum(g in r for r in readers.values()) for g in groups},
-                        [d for d, r in readers.items() if not r], unmatched_globs(policy, ids))
+                        [d for d in ids if not readers[d]], unmatched_globs(policy, ids))

@@ -30,7 +30,8 @@ def gold_lines_for(lines: Sequence[GoldLine], canonical: Mapping[str, str],
     needle is in one of those documents. Everything when ``groups`` or ``policy`` is None."""
     if groups is None or policy is None:
         return tuple(lines), dict(canonical)
-    readable = {d: t for d, t in canonical.items() if policy.may_read(d, groups, canonical)}
+    readers = policy.readers_by_document(canonical)
+    readable = {d: t for d, t in canonical.items() if not groups.isdisjoint(readers[d])}
     texts = [collapse(t) for t in readable.values()]
     kept = tuple(line for line in lines if (
         bool(set(line.groups) & groups) if line.groups

@@ -92,8 +92,8 @@ class AccessLabels:
     def of(cls, document_ids: Sequence[str], policy: AccessPolicy) -> AccessLabels:
         """Labels rows by their document's readers (one glob match per distinct document)."""
         positions, ids = _document_codes(document_ids)
-        every = frozenset(ids)
-        readers = [policy.readers_of(d, every) for d in ids]
+        by_document = policy.readers_by_document(ids)
+        readers = [by_document[d] for d in ids]
         sets: dict[frozenset[str], int] = {}
         per_document = np.array([sets.setdefault(frozenset(r), len(sets)) for r in readers],
                                 np.int32)
@@ -121,7 +121,8 @@ class AccessLabels:
         return found
 
     def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
-        """Whether ``groups`` reads ``document_id`` (one with no chunk: by the policy)."""
+        """Whether ``groups`` reads ``document_id`` (one with no chunk, failed or skipped,
+        holds no member: by its rule and its containers')."""
         if groups is None:
             return True
         readers = self.documents.get(document_id)
@@ -130,7 +131,8 @@ class AccessLabels:
         return not frozenset(groups).isdisjoint(readers)
 
     def unreadable_documents(self) -> list[str]:
-        """Documents no rule matches: readable by nobody."""
+        """Documents readable by nobody (no rule matches, or a container's and a member's
+        rules share no group)."""
         return sorted(d for d, r in self.documents.items() if not r)
 
 

@@ -8,7 +8,7 @@ file and the rules' digest, so a rule edit makes it stale and the next build wri
 ``access`` file from the stored chunks alone
 (:func:`rag_pipeline.core.index.build.build_access`), publishing a generation with the same
 chunks and vector files. A document's readers come from one place,
-:meth:`~rag_pipeline.core.config.access.AccessPolicy.readers_of`, which the served index also
+:meth:`~rag_pipeline.core.config.access.AccessPolicy.readers_by_document`, which the served index also
 labels its rows with (:class:`rag_pipeline.core.index.access.AccessLabels`), so the table and the
 service agree.
 """
@@ -25,8 +25,7 @@ __all__ = ["access_table"]
 def access_table(chunks: pa.Table, policy: AccessPolicy) -> pa.Table:
     """``chunk_id``, ``document_id``, ``readers``, ``rules`` of every chunk."""
     documents = chunks.column("document_id").to_pylist()
-    every = frozenset(documents)
-    by_document = {d: list(policy.readers_of(d, every)) for d in every}
+    by_document = {d: list(r) for d, r in policy.readers_by_document(documents).items()}
     return pa.table({
         "chunk_id": chunks.column("chunk_id"),
         "document_id": chunks.column("document_id"),

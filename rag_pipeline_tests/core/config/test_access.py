@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_pipeline.core.config.access import AccessPolicy, AccessRule, parse_access, unmatched_globs
+from rag_pipeline.core.config.access import (
+    AccessPolicy,
+    AccessRule,
+    parse_access,
+    unmatched_globs,
+    unreadable_reason,
+)
 from rag_pipeline.core.config.parse import parse_config
 from rag_pipeline.core.embedding.models import ModelConfigError
 
@@ -45,33 +51,38 @@ def test_the_first_matching_glob_gives_the_readers(document_id: str, readers: tu
     assert policy().readers_of(document_id) == readers
 
 
-def test_a_member_is_read_only_by_those_who_read_its_container():
-    # Found by an attack: a rule naming a mail (or an archive, or their suffix) kept the file
-    # from public/**'s readers, but not its attachments, which public/** matched on their own.
+def test_a_container_and_its_members_are_read_by_the_groups_that_read_both():
+    # Found by attacks: a rule naming a mail (or an archive, or their suffix) kept the file
+    # from public/**'s readers, but not its attachments, which public/** matched on their own;
+    # then a container readable by staff gave them, as its original file and its own text (its
+    # members' names), a member a narrower rule kept for hr.
     rules = AccessPolicy((AccessRule("public/board.eml", ("board",)),
-                          AccessRule("**/*.zip", ("legal",)),
+                          AccessRule("public/outer.zip/inner.zip", ("hr",)),
+                          AccessRule("**/*.zip", ("legal", "hr")),
                           AccessRule("**/*.mbox", ("legal",)),
-                          AccessRule("public/**", ("board", "legal", "staff")),
+                          AccessRule("public/**", ("board", "hr", "legal", "staff")),
                           AccessRule("mail/**", ("staff",))))
-    documents = frozenset({
+    documents = [
         "public/board.eml", "public/board.eml/minutes.md", "public/faq.md",
-        "public/x.zip", "public/x.zip/plan.md", "public/x.zip/inner.tar.gz",
-        "public/x.zip/inner.tar.gz/deep.md", "public/inbox.mbox", "public/inbox.mbox/message-2.eml",
-        "public/inbox.mbox/message-2.eml/offer.docx", "mail/Inbox.mbox/mbox"})
-    assert {d: rules.readers_of(d, documents) for d in sorted(documents)} == {
+        "public/outer.zip", "public/outer.zip/readme.md", "public/outer.zip/inner.zip",
+        "public/outer.zip/inner.zip/deep.md", "public/inbox.mbox",
+        "public/inbox.mbox/message-2.eml", "public/inbox.mbox/message-2.eml/offer.docx",
+        "mail/Inbox.mbox/mbox"]
+    assert rules.readers_by_document(documents) == {
         "mail/Inbox.mbox/mbox": ("staff",),  # a folder named like a mailbox is no container
         "public/board.eml": ("board",), "public/board.eml/minutes.md": ("board",),
-        "public/faq.md": ("board", "legal", "staff"),
+        "public/faq.md": ("board", "hr", "legal", "staff"),
         "public/inbox.mbox": ("legal",), "public/inbox.mbox/message-2.eml": ("legal",),
         "public/inbox.mbox/message-2.eml/offer.docx": ("legal",),
-        "public/x.zip": ("legal",), "public/x.zip/inner.tar.gz": ("legal",),
-        "public/x.zip/inner.tar.gz/deep.md": ("legal",), "public/x.zip/plan.md": ("legal",)}
-    # Without the corpus's ids, each id by its own rule; a container no rule matches keeps its
-    # members from everybody (deny by default).
-    assert rules.readers_of("public/board.eml/minutes.md") == ("board", "legal", "staff")
-    assert AccessPolicy((AccessRule("**/*.md", ("eng",)),)).readers_of(
-        "a.zip/b.md", {"a.zip", "a.zip/b.md"}) == ()
-    assert rules.may_read("public/x.zip/plan.md", frozenset({"staff"}), documents) is False
+        # outer.zip is legal's and hr's, but holds inner.zip, hr's alone: hr reads it whole
+        "public/outer.zip": ("hr",), "public/outer.zip/readme.md": ("hr", "legal"),
+        "public/outer.zip/inner.zip": ("hr",), "public/outer.zip/inner.zip/deep.md": ("hr",)}
+    # A document that holds none (failed, skipped): its rule and its containers'.
+    assert rules.readers_of("public/outer.zip/broken.pdf", set(documents)) == ("hr", "legal")
+    assert rules.readers_of("public/board.eml/minutes.md") == ("board", "hr", "legal", "staff")
+    # A container no rule matches keeps its members from everybody (deny by default).
+    assert AccessPolicy((AccessRule("**/*.md", ("eng",)),)).readers_by_document(
+        ["a.zip", "a.zip/b.md"]) == {"a.zip": (), "a.zip/b.md": ()}
 
 
 def test_without_access_the_config_has_no_policy():
@@ -137,6 +148,14 @@ def test_the_access_report_counts_groups_and_names_the_unreadable():
     report = access_report(policy(), ["hr/a.md", "public/b.md", "notes.txt", "x/y.md"])
     assert report == type(report)(4, {"eng": 0, "hr": 1, "staff": 1}, ["notes.txt", "x/y.md"],
                                   ["eng/*.md", "**/shared.md"])
+    assert unreadable_reason(policy(), "notes.txt") == "no [access] rule matches it"
+    shared = AccessPolicy((AccessRule("public/x.zip/*.md", ("staff",)),
+                           AccessRule("**/*.zip", ("hr",))))
+    assert access_report(shared, ["public/x.zip", "public/x.zip/a.md"]).unreadable == [
+        "public/x.zip", "public/x.zip/a.md"]
+    assert unreadable_reason(shared, "public/x.zip/a.md") == (
+        "its rule and those of its container or members share no group (a container and its "
+        "members are read by the groups that read both)")
 
 
 def test_a_glob_matches_a_name_written_decomposed_or_composed():
