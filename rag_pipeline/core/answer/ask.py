@@ -34,7 +34,7 @@ from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.ingest import format_named
-from rag_pipeline.core.ingest.tables import with_rows
+from rag_pipeline.core.ingest.tables import row_spans, with_rows
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker
 from rag_pipeline.core.retrieval.retriever import (
@@ -181,11 +181,13 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
     if settings.quote is not None:
         t = time.perf_counter()
         headers = chunk_headers([index.texts[h.row] for h in kept], [index.contents[h.row] for h in kept])
+        documents = [index.documents[c.document_id] for c in citations]
+        rows = [[(s - c.start, e - c.start) for s, e in row_spans(d.tables, d.anchors, c.start, c.end)]
+                for c, d in zip(citations, documents, strict=True)]
         answer.quoted = [
-            replace(q, fragment=_fragment_of_span(
-                index.documents[citations[q.citation - 1].document_id], q.start, q.end))
+            replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end))
             for q in quoted_answer(question, query.vector, citations, headers, embedder.embed,
-                                   settings.quote)]
+                                   settings.quote, rows)]
         timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()

@@ -15,7 +15,6 @@ more within ``margin`` of its score.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,7 +32,6 @@ __all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences"
 MAX_SENTENCE_CHARS = 400
 """A longer piece (a list without full stops) is cut at its line ends."""
 
-_LINE_SPAN = re.compile(r"[^\n]+")
 
 
 @dataclass(frozen=True)
@@ -113,27 +111,21 @@ def _line_cuts(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [span for span in (_stripped(text, s, e) for s, e in pieces) if span[0] < span[1]]
 
 
-def is_table_row(line: str) -> bool:
-    """Whether a line of canonical text is a table row: its cells joined by `` | `` (how every
-    reader of tables writes them: CSV, sheets, DOCX, PPTX, Markdown pipe tables) or by tabs."""
-    return " | " in line or "\t" in line
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, rows: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text``, in order, white space trimmed from both
-    ends. A table row (:func:`is_table_row`) is one sentence of its own (a line of no letter or
-    digit, a Markdown delimiter row, none); the prose between rows is split at sentence ends
-    and blank lines, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the
-    previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    ends. Each of ``rows`` (spans of ``text`` that are table rows, in order: the document's
+    own, :func:`~rag_pipeline.core.ingest.tables.row_spans`) is one sentence (none when it
+    holds no letter or digit); the prose between them is split at sentence ends and blank
+    lines, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the previous), a
+    piece over MAX_SENTENCE_CHARS cut at its line ends."""
     spans: list[tuple[int, int]] = []
     prose_start = 0
-    for line in _LINE_SPAN.finditer(text):
-        if is_table_row(line.group()):
-            spans += _prose_spans(text, prose_start, line.start())
-            start, end = _stripped(text, line.start(), line.end())
-            if any(char.isalnum() for char in text[start:end]):
-                spans.append((start, end))
-            prose_start = line.end()
+    for row_start, row_end in rows:
+        spans += _prose_spans(text, prose_start, row_start)
+        start, end = _stripped(text, row_start, row_end)
+        if any(char.isalnum() for char in text[start:end]):
+            spans.append((start, end))
+        prose_start = max(prose_start, row_end)
     return spans + _prose_spans(text, prose_start, len(text))
 
 
@@ -173,14 +165,15 @@ class _Candidate:
     embedded: str
 
 
-def _candidates(citations: Sequence[Citation], headers: Sequence[str]) -> list[_Candidate]:
+def _candidates(citations: Sequence[Citation], headers: Sequence[str],
+                rows: Sequence[Sequence[tuple[int, int]]]) -> list[_Candidate]:
     """Every sentence of every cited quote (a quote cited twice counted once), but a heading:
     a line that is the document's title or the chunk's section title answers nothing."""
     seen: set[tuple[str, int, int]] = set()
     out = []
-    for citation, header in zip(citations, headers, strict=True):
+    for citation, header, table_rows in zip(citations, headers, rows, strict=True):
         titles = {" ".join(t.split()) for t in (citation.document_name, citation.section) if t}
-        for start, end in sentence_spans(citation.quote):
+        for start, end in sentence_spans(citation.quote, table_rows):
             key = (citation.document_id, citation.start + start, citation.start + end)
             if key in seen:
                 continue
@@ -211,7 +204,8 @@ def choose_sentences(scores: Sequence[float], settings: QuoteSettings) -> list[i
 
 def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation],
                   headers: Sequence[str], embed: Callable[[list[str]], np.ndarray],
-                  settings: QuoteSettings | None = None) -> list[QuotedSentence]:
+                  settings: QuoteSettings | None = None,
+                  rows: Sequence[Sequence[tuple[int, int]]] | None = None) -> list[QuotedSentence]:
     """The sentences of the cited quotes that best answer ``question``, best first.
 
     Args:
@@ -221,11 +215,13 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         headers: Per citation, what its chunk's embedded text puts before its content.
         embed: Unit vectors of a list of texts (the model that embedded the index).
         settings: How sentences are chosen.
+        rows: Per citation, the table rows of its quote (spans of the quote, in order): each
+            is a sentence of its own (none: no rows).
     """
     import numpy as np
 
     settings = settings or QuoteSettings()
-    candidates = _candidates(citations, headers)
+    candidates = _candidates(citations, headers, rows or [()] * len(citations))
     if not candidates:
         return []
     vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)

@@ -12,8 +12,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from rag_pipeline.core.ingest.extracted import TableSpan
-from rag_pipeline.core.ingest.locator import TableRowsLocator
+from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
+from rag_pipeline.core.ingest.locator import (
+    InvalidLocator,
+    Locator,
+    RangeLocator,
+    RowLocator,
+    TableRowsLocator,
+    parse_locator,
+)
 
 CELL_SEPARATOR = " | "
 
@@ -106,5 +113,31 @@ def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int) 
     return f"{fragment}&{rows}" if rows else fragment
 
 
-__all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "rows_locator",
-           "table_at", "with_rows", "without_blank_rows"]
+def row_spans(tables: Sequence[TableSpan], anchors: Sequence[Anchor], start: int,
+              end: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each table row ``[start, end)`` holds, clipped to it, in text
+    order: the data rows of ``tables`` (without their line end), and the anchors that locate one
+    row of a table file (a CSV's ``row=``, a sheet's ``&range=``)."""
+    found: list[tuple[int, int]] = []
+    for table in tables:
+        bounds = [*table.rows, table.end]
+        for row_start, next_start in zip(bounds, bounds[1:], strict=False):
+            row_end = next_start if next_start == table.end else next_start - 1
+            if row_start < end and row_end > start:
+                found.append((max(row_start, start), min(row_end, end)))
+    for anchor in anchors:
+        if anchor.start < end and anchor.end > start and isinstance(
+                _locator(anchor.locator), (RowLocator, RangeLocator)):
+            found.append((max(anchor.start, start), min(anchor.end, end)))
+    return sorted(found)
+
+
+def _locator(text: str) -> Locator | None:
+    try:
+        return parse_locator(text)
+    except InvalidLocator:
+        return None
+
+
+__all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "row_spans",
+           "rows_locator", "table_at", "with_rows", "without_blank_rows"]

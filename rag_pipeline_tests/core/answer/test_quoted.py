@@ -43,12 +43,17 @@ def test_a_long_piece_without_full_stops_is_cut_at_line_ends():
 
 def test_each_table_row_is_a_sentence_and_the_prose_around_them_is_split_as_before():
     # Found by a user: the rows of a chunk were one piece cut at 400 characters, so the answer
-    # quoted two rows at a chunk's end, not the row that answers.
+    # quoted two rows at a chunk's end, not the row that answers. Rows are the document's own
+    # (its tables, its row anchors), not lines that look like rows: prose piping `cat | wc` is
+    # prose (found by a review).
     text = ("Headcount by team. Updated weekly.\n| Team | Headcount |\n| --- | --- |\n"
-            "| Dept 22 | 66 |\n| Dept 25 | 75 |\nDepartment: Dept 30 | Headcount: 90\nSee HR.")
-    assert [text[a:b] for a, b in sentence_spans(text)] == [
-        "Headcount by team. Updated weekly.", "| Team | Headcount |", "| Dept 22 | 66 |",
-        "| Dept 25 | 75 |", "Department: Dept 30 | Headcount: 90", "See HR."]
+            "| Dept 22 | 66 |\n| Dept 25 | 75 |\nTo count them run cat\n*.log | wc -l in the "
+            "folder. See HR.")
+    rows = [(text.index(r), text.index(r) + len(r)) for r in ("| Dept 22 | 66 |", "| Dept 25 | 75 |")]
+    assert [text[a:b] for a, b in sentence_spans(text, rows)] == [
+        "Headcount by team. Updated weekly.", "| Team | Headcount |\n| --- | --- |",
+        "| Dept 22 | 66 |", "| Dept 25 | 75 |",
+        "To count them run cat\n*.log | wc -l in the folder. See HR."]
 
 
 def test_the_row_that_holds_the_question_terms_is_quoted_and_a_heading_never_is():
@@ -56,16 +61,17 @@ def test_the_row_that_holds_the_question_terms_is_quoted_and_a_heading_never_is(
         f"Department: Dept {n} | Headcount: {n * 3}\n" for n in range(20, 32))
     citation = Citation(1, "hc.xlsx", "Security audit report", "Security audit report",
                         "#sheet=Q1", 0, len(rows), rows, 0.3, "file:///hc.xlsx")
+    spans = [(22 + 36 * i, 22 + 36 * i + 35) for i in range(12)]
 
     def same(texts: list[str]) -> np.ndarray:  # every sentence as close: the terms decide
         return np.ones((len(texts), 4), np.float32) / 2
 
     quoted = quoted_answer("what is the headcount of dept 25", np.ones(4, np.float32) / 2,
-                           [citation], [""], same, QuoteSettings(max_sentences=1))
+                           [citation], [""], same, QuoteSettings(max_sentences=1), [spans])
     assert [(q.text, q.start) for q in quoted] == [("Department: Dept 25 | Headcount: 75", 202)]
     assert rows[202:237] == quoted[0].text
     title = quoted_answer("security audit report", np.ones(4, np.float32) / 2, [citation], [""],
-                          same, QuoteSettings(max_sentences=3, margin=1.0))
+                          same, QuoteSettings(max_sentences=3, margin=1.0), [spans])
     assert "Security audit report" not in [q.text for q in title]
 
 

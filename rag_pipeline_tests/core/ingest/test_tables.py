@@ -7,6 +7,7 @@ from rag_pipeline.core.ingest.tables import (
     layout_table,
     repeated_header,
     row_line,
+    row_spans,
     rows_locator,
     with_rows,
 )
@@ -54,3 +55,24 @@ def test_a_fragment_gains_the_rows_its_span_holds():
     assert with_rows("#char=41,50", tables, 41, 50) == "#char=41,50"  # after the table
     # A sheet's fragment names its cells already.
     assert with_rows("#sheet=S&range=A2:C9", tables, 16, 35) == "#sheet=S&range=A2:C9"
+
+
+def test_the_rows_a_span_holds_are_the_tables_rows_and_the_row_anchors():
+    from rag_pipeline.core.ingest import format_named
+
+    markdown = format_named("markdown").extract(
+        b"# T\n\n| a | b |\n| - | - |\n| 1 | 2 |\n| 3 | 4 |\n\nAfter.\n", "t")
+    text = markdown.canonical_text
+    assert [text[s:e] for s, e in row_spans(markdown.tables, markdown.anchors, 0, len(text))] == [
+        "| 1 | 2 |", "| 3 | 4 |"]
+    # Clipped to the span; a row it does not reach is not one of them.
+    first = text.index("| 1")
+    assert row_spans(markdown.tables, markdown.anchors, first + 2, first + 12) == [
+        (first + 2, first + 9), (first + 10, first + 12)]
+    csv = format_named("csv").extract(b"item,cost\ntravel,80\n", "c")
+    assert [csv.canonical_text[s:e] for s, e in row_spans(csv.tables, csv.anchors, 0, 99)] == [
+        "item | cost", "item: travel | cost: 80"]
+    ipynb = format_named("ipynb").extract(
+        b'{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "markdown", "metadata": {}, '
+        b'"source": "a | b"}]}', "n")
+    assert row_spans(ipynb.tables, ipynb.anchors, 0, 99) == []  # a cell is no row
