@@ -105,10 +105,12 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
              "everyone who reaches `serve`")
         return
     ids: set[str] = set()
+    corpus: set[str] = set()  # a container's failed member narrows its readers too
     for file in {g.files[DOCUMENTS] for g in current_generations(warehouse)}:
         table = warehouse.read_file(file, columns=["document_id", "status"]).to_pylist()
         ids.update(row["document_id"] for row in table if row["status"] == "ok")
-    report = access_report(policy, ids)
+        corpus.update(row["document_id"] for row in table)
+    report = access_report(policy, ids, corpus)
     groups = ", ".join(f"{g} {n}" for g, n in report.by_group.items())
     echo(f"access: rules {policy.digest}: {report.documents} documents; readable by group: "
          f"{groups}; {len(report.unreadable)} readable by nobody")

@@ -17,6 +17,7 @@ from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.access import AccessPolicy, AccessRule
 from rag_pipeline.core.config.root import PROJECT_ROOT
 from rag_pipeline.core.evaluation.feedback import read_feedback
+from rag_pipeline.core.index.build import build_access
 from rag_pipeline.core.index.partition_build import build_partition
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.storage.table_names import FEEDBACK
@@ -262,6 +263,47 @@ def test_a_reader_is_never_told_where_a_symlink_points(tmp_path: Path,
         f"broken symlink: {built.corpus_dir.resolve() / 'hr/planned-layoffs.md'} does not exist",
         f"outside the corpus root: resolves to {outside.resolve()}",
         "a symlink to hr/pay.md: not followed (that file is read under its own name)"]
+
+
+def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    """Found by attacks and a review: a zip that staff read gave them, as its original file and
+    its own text (its members' names), a member a narrower rule kept for hr, even one that
+    failed to extract (it has no chunk, but its bytes are in the zip)."""
+    import zipfile
+
+    built = build_index(tmp_path, hashed_embedder,
+                        {"public/faq.md": "# FAQ\n\nThe cafeteria opens at noon.\n"})
+    with zipfile.ZipFile(built.corpus_dir / "public" / "bundle.zip", "w") as bundle:
+        bundle.writestr("readme.md", "# Readme\n\nThe bundle holds the quarterly figures.\n")
+        bundle.writestr("secret-salaries.pdf", b"%PDF-1.7\ncut short")
+    warehouse = Warehouse(built.data_dir)
+    build_partition(warehouse, extract_corpus(built.corpus_dir).records, ChunkingStrategy.HEADER,
+                    hashed_embedder)
+    store = TokenStore(built.data_dir)
+    staff = {"Authorization": f"Bearer {store.add('staff-user', ('staff',))}"}
+    hr = {"Authorization": f"Bearer {store.add('hr-user', ('hr',))}"}
+    policy = AccessPolicy((AccessRule("public/bundle.zip/secret-*", ("hr",)),
+                           AccessRule("public/**", ("hr", "staff"))))
+    with (running_service(warehouse, ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600,
+                          access=AccessState(policy, store, poll_seconds=3600)) as service,
+          TestClient(create_app(service)) as client):
+        for path in ("/originals/public/bundle.zip", "/documents/public/bundle.zip"):
+            assert client.get(path, headers=staff).status_code == 404, path
+            assert client.get(path, headers=hr).status_code == 200, path
+        assert client.get("/documents/public/bundle.zip/readme.md", headers=staff).status_code == 200
+        labels = service.served_index().access
+    assert {d: labels.documents[d] for d in sorted(labels.documents)} == {
+        "public/bundle.zip": ("hr",), "public/bundle.zip/readme.md": ("hr", "staff"),
+        "public/bundle.zip/secret-salaries.pdf": ("hr",), "public/faq.md": ("hr", "staff")}
+    # The access table says the same.
+    build_access(warehouse, "header", policy)
+    table = warehouse.read("access", {"chunker": "header"}, columns=["document_id", "readers"])
+    assert sorted({(d, tuple(r)) for d, r in zip(table.column("document_id").to_pylist(),
+                                                 table.column("readers").to_pylist(), strict=True)}) == [
+        ("public/bundle.zip", ("hr",)), ("public/bundle.zip/readme.md", ("hr", "staff")),
+        ("public/faq.md", ("hr", "staff"))]
 
 
 def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, built: ViewsIndex):

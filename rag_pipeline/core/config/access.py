@@ -150,11 +150,6 @@ class AccessPolicy:
                 return rule.readers
         return ()
 
-    def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
-        """Whether a principal of ``groups`` reads the document by its own rule (None:
-        everything); a corpus's documents are read as :meth:`readers_by_document` says."""
-        return groups is None or not groups.isdisjoint(self.rule_readers(document_id))
-
     @cached_property
     def digest(self) -> str:
         """A short digest of the rules (order included) and of how they are applied
@@ -240,10 +235,12 @@ def unreadable_reason(policy: AccessPolicy, document_id: str) -> str:
             "its members are read by the groups that read both)")
 
 
-def access_report(policy: AccessPolicy, document_ids: Iterable[str]) -> AccessReport:
-    """The rules applied to ``document_ids`` (what ``status`` prints)."""
+def access_report(policy: AccessPolicy, document_ids: Iterable[str],
+                  corpus_ids: Iterable[str] = ()) -> AccessReport:
+    """The rules applied to ``document_ids`` (what ``status`` prints), read over
+    ``corpus_ids`` too (every document of the corpus, whatever its status)."""
     ids = sorted(document_ids)
-    readers = policy.readers_by_document(ids)
+    readers = policy.readers_by_document([*corpus_ids, *ids])
     groups = sorted(policy.known_groups)
     return AccessReport(len(ids), {g: sum(g in r for r in readers.values()) for g in groups},
                         [d for d in ids if not readers[d]], unmatched_globs(policy, ids))

@@ -24,13 +24,13 @@ from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
 def gold_lines_for(lines: Sequence[GoldLine], canonical: Mapping[str, str],
                    policy: AccessPolicy | None, groups: frozenset[str] | None,
-                   ) -> tuple[tuple[GoldLine, ...], dict[str, str]]:
+                   corpus_ids: Sequence[str] = ()) -> tuple[tuple[GoldLine, ...], dict[str, str]]:
     """The gold lines and documents a principal of ``groups`` is scored on: the documents they
     may read; a line whose ``groups`` shares one of theirs, or a line without ``groups`` whose
     needle is in one of those documents. Everything when ``groups`` or ``policy`` is None."""
     if groups is None or policy is None:
         return tuple(lines), dict(canonical)
-    readers = policy.readers_by_document(canonical)
+    readers = policy.readers_by_document([*corpus_ids, *canonical])
     readable = {d: t for d, t in canonical.items() if not groups.isdisjoint(readers[d])}
     texts = [collapse(t) for t in readable.values()]
     kept = tuple(line for line in lines if (
@@ -78,7 +78,8 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     except NoGoldSetError as exc:
         return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
                           skipped=str(exc))
-    lines, canonical = gold_lines_for(gold.lines, canonical, policy, groups)
+    lines, canonical = gold_lines_for(gold.lines, canonical, policy, groups,
+                                      documents.column("document_id").to_pylist())
     queries, errors = validate_gold(lines, canonical)
     ood = load_ood(ood_path)
     embedder = load_embedder(model)

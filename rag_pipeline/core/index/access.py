@@ -77,7 +77,7 @@ class AccessLabels:
         digest: The policy's digest (a changed rule is a new labelling).
         reader_sets: The distinct reader sets, in order of first row.
         codes: Each row's position in ``reader_sets``.
-        documents: ``document_id -> readers`` of every document with a chunk.
+        documents: ``document_id -> readers`` of every document of the generation.
     """
 
     digest: str
@@ -89,16 +89,19 @@ class AccessLabels:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def of(cls, document_ids: Sequence[str], policy: AccessPolicy) -> AccessLabels:
-        """Labels rows by their document's readers (one glob match per distinct document)."""
+    def of(cls, document_ids: Sequence[str], policy: AccessPolicy,
+           corpus_ids: Sequence[str] = ()) -> AccessLabels:
+        """Labels rows by their document's readers, read over ``corpus_ids`` (every document
+        of the generation, whatever its status: a container's failed member counts) and the
+        rows' own documents."""
         positions, ids = _document_codes(document_ids)
-        by_document = policy.readers_by_document(ids)
+        by_document = policy.readers_by_document([*corpus_ids, *ids])
         readers = [by_document[d] for d in ids]
         sets: dict[frozenset[str], int] = {}
         per_document = np.array([sets.setdefault(frozenset(r), len(sets)) for r in readers],
                                 np.int32)
         codes = per_document[positions] if len(positions) else np.zeros(0, np.int32)
-        return cls(policy.digest, tuple(sets), codes, dict(zip(ids, readers, strict=True)), policy)
+        return cls(policy.digest, tuple(sets), codes, by_document, policy)
 
     def readers_of_row(self, row: int) -> frozenset[str]:
         return self.reader_sets[int(self.codes[row])]
@@ -121,8 +124,8 @@ class AccessLabels:
         return found
 
     def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
-        """Whether ``groups`` reads ``document_id`` (one with no chunk, failed or skipped,
-        holds no member: by its rule and its containers')."""
+        """Whether ``groups`` reads ``document_id`` (one the generation does not hold: by its
+        rule and its containers')."""
         if groups is None:
             return True
         readers = self.documents.get(document_id)
@@ -152,7 +155,8 @@ def labelled(index: PartitionIndex, policy: AccessPolicy | None) -> PartitionInd
     with _LABELLED_LOCK:
         found = _LABELLED.get(key)
     if found is None:
-        found = replace(index, access=AccessLabels.of(index.document_ids, policy))
+        found = replace(index, access=AccessLabels.of(index.document_ids, policy,
+                                                       index.corpus_ids))
         with _LABELLED_LOCK:
             _LABELLED[key] = found
             while len(_LABELLED) > 4:

@@ -15,6 +15,8 @@ service agree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from rag_pipeline.core.config.access import AccessPolicy
@@ -22,10 +24,12 @@ from rag_pipeline.core.config.access import AccessPolicy
 __all__ = ["access_table"]
 
 
-def access_table(chunks: pa.Table, policy: AccessPolicy) -> pa.Table:
-    """``chunk_id``, ``document_id``, ``readers``, ``rules`` of every chunk."""
+def access_table(chunks: pa.Table, policy: AccessPolicy, corpus_ids: Sequence[str] = ()
+                 ) -> pa.Table:
+    """``chunk_id``, ``document_id``, ``readers``, ``rules`` of every chunk, the readers read
+    over ``corpus_ids`` (every document of the corpus, whatever its status) and the chunks'."""
     documents = chunks.column("document_id").to_pylist()
-    by_document = {d: list(r) for d, r in policy.readers_by_document(documents).items()}
+    by_document = {d: list(r) for d, r in policy.readers_by_document([*corpus_ids, *documents]).items()}
     return pa.table({
         "chunk_id": chunks.column("chunk_id"),
         "document_id": chunks.column("document_id"),

@@ -180,12 +180,18 @@ def build_bm25(warehouse: Warehouse, chunker: str,
 def build_access(warehouse: Warehouse, chunker: str, policy: AccessPolicy) -> TableVersion:
     """Writes the chunker's ``access`` table: the readers of each of its latest chunks under
     ``policy`` (:func:`~rag_pipeline.core.index.access_table.access_table`), recording the
-    chunks file and the rules' digest. Reads two columns of the chunks; nothing is extracted,
-    chunked or embedded."""
+    chunks file and the rules' digest. Reads two columns of the chunks and the ids of the
+    documents they were cut from; nothing is extracted, chunked or embedded."""
     partition = {CHUNKER: chunker}
     chunks_version = warehouse.require_version(CHUNKS, partition)
     chunks = warehouse.read_file(chunks_version.file, columns=["chunk_id", "document_id"])
-    return warehouse.write(ACCESS, access_table(chunks, policy), partition,
+    # Every document the chunks were cut from, whatever its status: a container's failed
+    # member still narrows the container's readers.
+    cut_from = chunks_version.inputs.get(DOCUMENTS)
+    corpus = [] if cut_from is None else warehouse.read_file(
+        cut_from, columns=["document_id"]).column("document_id").to_pylist()
+    table = access_table(chunks, policy, corpus)
+    return warehouse.write(ACCESS, table, partition,
                            inputs={CHUNKS: chunks_version.file, RULES_INPUT: policy.digest})
 
 

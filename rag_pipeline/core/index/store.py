@@ -121,6 +121,10 @@ class PartitionIndex:
     access: AccessLabels | None = None
     """The readers of every row under ``[access]`` (:func:`rag_pipeline.core.index.access.labelled`);
     None: everyone reads everything."""
+    corpus_ids: tuple[str, ...] = ()
+    """Every document id of the generation, whatever its status (a failed member of an archive
+    too): what a container holds, for its readers (:meth:`~rag_pipeline.core.config.access
+    .AccessPolicy.readers_by_document`)."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -248,6 +252,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     if "tables" in pq.read_schema(warehouse.full_path(files[DOCUMENTS]),
                                   filesystem=warehouse.fs).names:
         document_columns.append("tables")  # a documents file written before tables had none
+    rows = warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
                                          row["format"],
@@ -255,8 +260,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
                                          tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
                                                for t in row.get("tables") or ()),
                                          row["content_sha256"] or "")
-        for row in warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
-        if row["status"] == "ok"}
+        for row in rows if row["status"] == "ok"}
     order = found.to_numpy().astype(np.int64)
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.
     in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))
@@ -276,6 +280,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         documents=documents,
         rows_by_content=ContentRows(content_hashes),
         ann_source=LazyAnn(lambda: _ann_or_none(warehouse, generation, vectors)),
+        corpus_ids=tuple(row["document_id"] for row in rows),
     )
     # The load scanned whole columns (ids, hashes): unmap those pages and hand the decoding's
     # freed buffers back to the system (at 1.3 M chunks: 0.16 GB mapped, 0.3 GB Arrow kept).

@@ -89,14 +89,6 @@ def test_without_access_the_config_has_no_policy():
     assert parse_config(MODELS, Path("/x")).access is None
 
 
-def test_may_read_needs_one_shared_group_and_none_reads_everything():
-    rules = policy()
-    assert rules.may_read("hr/pay.md", frozenset({"hr", "eng"})) is True
-    assert rules.may_read("hr/pay.md", frozenset({"eng"})) is False
-    assert rules.may_read("notes.txt", frozenset({"hr", "eng", "staff"})) is False
-    assert rules.may_read("notes.txt", None) is True
-
-
 def test_the_digest_follows_the_rules_and_their_order():
     a = AccessPolicy((AccessRule("a/**", ("x",)), AccessRule("b/**", ("y",))))
     b = AccessPolicy((AccessRule("b/**", ("y",)), AccessRule("a/**", ("x",))))
