@@ -28,13 +28,13 @@ from rag_pipeline.core.answer.generation import (
     render_answer,
 )
 from rag_pipeline.core.answer.question import check_question
-from rag_pipeline.core.answer.quoted import QuoteSettings, quoted_answer
+from rag_pipeline.core.answer.quoted import QuoteSettings, QuoteTables, quoted_answer
 from rag_pipeline.core.config.validation import check_threshold
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.ingest import format_named
-from rag_pipeline.core.ingest.tables import row_spans, with_rows
+from rag_pipeline.core.ingest.tables import header_spans, row_spans, with_rows
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker
 from rag_pipeline.core.retrieval.retriever import (
@@ -182,12 +182,14 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         t = time.perf_counter()
         headers = chunk_headers([index.texts[h.row] for h in kept], [index.contents[h.row] for h in kept])
         documents = [index.documents[c.document_id] for c in citations]
-        rows = [[(s - c.start, e - c.start) for s, e in row_spans(d.tables, d.anchors, c.start, c.end)]
-                for c, d in zip(citations, documents, strict=True)]
+        tables = [QuoteTables(
+            [(s - c.start, e - c.start) for s, e in row_spans(d.tables, d.anchors, c.start, c.end)],
+            [(s - c.start, e - c.start) for s, e in header_spans(d.tables, c.start, c.end)])
+            for c, d in zip(citations, documents, strict=True)]
         answer.quoted = [
             replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end))
             for q in quoted_answer(question, query.vector, citations, headers, embedder.embed,
-                                   settings.quote, rows)]
+                                   settings.quote, tables)]
         timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()

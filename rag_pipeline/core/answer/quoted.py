@@ -15,7 +15,7 @@ more within ``margin`` of its score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,8 +26,8 @@ from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_EN
 if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
     import numpy as np
 
-__all__ = ["QuoteSettings", "QuotedSentence", "check_quoted", "choose_sentences", "quoted_answer",
-           "sentence_spans"]
+__all__ = ["QuoteSettings", "QuoteTables", "QuotedSentence", "check_quoted", "choose_sentences",
+           "quoted_answer", "sentence_spans"]
 
 MAX_SENTENCE_CHARS = 400
 """A longer piece (a list without full stops) is cut at its line ends."""
@@ -111,33 +111,50 @@ def _line_cuts(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [span for span in (_stripped(text, s, e) for s, e in pieces) if span[0] < span[1]]
 
 
-def sentence_spans(text: str, rows: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+def sentence_spans(text: str, rows: Sequence[tuple[int, int]] = (),
+                   skipped: Sequence[tuple[int, int]] = (),
+                   titles: Collection[str] = ()) -> list[tuple[int, int]]:
     """``(start, end)`` of each sentence of ``text``, in order, white space trimmed from both
-    ends. Each of ``rows`` (spans of ``text`` that are table rows, in order: the document's
-    own, :func:`~rag_pipeline.core.ingest.tables.row_spans`) is one sentence (none when it
-    holds no letter or digit); the prose between them is split at sentence ends and blank
-    lines, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the previous), a
+    ends.
+
+    Each of ``rows`` (spans of ``text`` that are table rows: the document's own,
+    :func:`~rag_pipeline.core.ingest.tables.row_spans`) is one sentence (none when it holds no
+    letter or digit; a row over MAX_SENTENCE_CHARS, a web page laid out in a table cell, split
+    as prose), and each of ``skipped`` (a table's header row) none. The prose between them is
+    split at sentence ends and blank lines, a piece that is one of ``titles`` (a heading line)
+    dropped, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the previous), a
     piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    marks = sorted([(s, e, True) for s, e in rows] + [(s, e, False) for s, e in skipped])
     spans: list[tuple[int, int]] = []
     prose_start = 0
-    for row_start, row_end in rows:
-        spans += _prose_spans(text, prose_start, row_start)
-        start, end = _stripped(text, row_start, row_end)
-        if any(char.isalnum() for char in text[start:end]):
+    for mark_start, mark_end, is_row in marks:
+        spans += _prose_spans(text, prose_start, mark_start, titles)
+        start, end = _stripped(text, max(mark_start, prose_start), mark_end)
+        if is_row and end - start > MAX_SENTENCE_CHARS:
+            spans += _prose_spans(text, start, end, titles)
+        elif is_row and any(char.isalnum() for char in text[start:end]):
             spans.append((start, end))
-        prose_start = max(prose_start, row_end)
-    return spans + _prose_spans(text, prose_start, len(text))
+        prose_start = max(prose_start, mark_end)
+    return spans + _prose_spans(text, prose_start, len(text), titles)
 
 
-def _prose_spans(text: str, begin: int, finish: int) -> list[tuple[int, int]]:
+def is_title(piece: str, titles: Collection[str]) -> bool:
+    """Whether ``piece`` is one of ``titles`` (white space collapsed; a Markdown heading's
+    ``#`` marks left out)."""
+    return " ".join(piece.lstrip("#").split()) in titles
+
+
+def _prose_spans(text: str, begin: int, finish: int,
+                 titles: Collection[str] = ()) -> list[tuple[int, int]]:
     """The sentences of ``text[begin:finish]`` (:func:`sentence_spans` without table rows)."""
     raw: list[tuple[int, int]] = []
     position = begin
-    for match in SENTENCE_END.finditer(text, begin, finish):
+    for match in SENTENCE_END.finditer(text, begin, max(begin, finish)):
         raw.append((position, match.start()))
         position = match.end()
-    raw.append((position, finish))
-    pieces = [span for span in (_stripped(text, s, e) for s, e in raw) if span[0] < span[1]]
+    raw.append((position, max(position, finish)))
+    pieces = [span for span in (_stripped(text, s, e) for s, e in raw)
+              if span[0] < span[1] and not is_title(text[span[0]:span[1]], titles)]
     joined: list[tuple[int, int]] = []
     carry: int | None = None
     for start, end in pieces:
@@ -157,6 +174,15 @@ def _prose_spans(text: str, begin: int, finish: int) -> list[tuple[int, int]]:
 
 
 @dataclass(frozen=True)
+class QuoteTables:
+    """The table rows and header rows of one cited quote, as spans of the quote, in order
+    (:func:`~rag_pipeline.core.ingest.tables.row_spans`, ``header_spans``)."""
+
+    rows: Sequence[tuple[int, int]] = ()
+    headers: Sequence[tuple[int, int]] = ()
+
+
+@dataclass(frozen=True)
 class _Candidate:
     citation: int
     start: int
@@ -166,20 +192,20 @@ class _Candidate:
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
-                rows: Sequence[Sequence[tuple[int, int]]]) -> list[_Candidate]:
+                tables: Sequence[QuoteTables]) -> list[_Candidate]:
     """Every sentence of every cited quote (a quote cited twice counted once), but a heading:
     a line that is the document's title or the chunk's section title answers nothing."""
     seen: set[tuple[str, int, int]] = set()
     out = []
-    for citation, header, table_rows in zip(citations, headers, rows, strict=True):
+    for citation, header, table in zip(citations, headers, tables, strict=True):
         titles = {" ".join(t.split()) for t in (citation.document_name, citation.section) if t}
-        for start, end in sentence_spans(citation.quote, table_rows):
+        for start, end in sentence_spans(citation.quote, table.rows, table.headers, titles):
             key = (citation.document_id, citation.start + start, citation.start + end)
             if key in seen:
                 continue
             seen.add(key)
             text = citation.quote[start:end]
-            if " ".join(text.lstrip("#").split()) in titles:
+            if is_title(text, titles):
                 continue
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}"))
     return out
@@ -205,7 +231,7 @@ def choose_sentences(scores: Sequence[float], settings: QuoteSettings) -> list[i
 def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation],
                   headers: Sequence[str], embed: Callable[[list[str]], np.ndarray],
                   settings: QuoteSettings | None = None,
-                  rows: Sequence[Sequence[tuple[int, int]]] | None = None) -> list[QuotedSentence]:
+                  tables: Sequence[QuoteTables] | None = None) -> list[QuotedSentence]:
     """The sentences of the cited quotes that best answer ``question``, best first.
 
     Args:
@@ -215,13 +241,13 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         headers: Per citation, what its chunk's embedded text puts before its content.
         embed: Unit vectors of a list of texts (the model that embedded the index).
         settings: How sentences are chosen.
-        rows: Per citation, the table rows of its quote (spans of the quote, in order): each
-            is a sentence of its own (none: no rows).
+        tables: Per citation, its quote's table rows (a sentence each) and header rows (none);
+            None: no tables.
     """
     import numpy as np
 
     settings = settings or QuoteSettings()
-    candidates = _candidates(citations, headers, rows or [()] * len(citations))
+    candidates = _candidates(citations, headers, tables or [QuoteTables()] * len(citations))
     if not candidates:
         return []
     vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)

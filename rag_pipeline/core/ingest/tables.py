@@ -132,6 +132,13 @@ def row_spans(tables: Sequence[TableSpan], anchors: Sequence[Anchor], start: int
     return sorted(found)
 
 
+def header_spans(tables: Sequence[TableSpan], start: int, end: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of the header row of each of ``tables`` that ``[start, end)`` holds
+    part of, clipped to it, in text order."""
+    return [(max(table.start, start), min(table.header_end, end)) for table in tables
+            if table.header_end > table.start and table.start < end and table.header_end > start]
+
+
 def _locator(text: str) -> Locator | None:
     try:
         return parse_locator(text)
@@ -139,5 +146,5 @@ def _locator(text: str) -> Locator | None:
         return None
 
 
-__all__ = ["CELL_SEPARATOR", "layout_table", "repeated_header", "row_line", "row_spans",
-           "rows_locator", "table_at", "with_rows", "without_blank_rows"]
+__all__ = ["CELL_SEPARATOR", "header_spans", "layout_table", "repeated_header", "row_line",
+           "row_spans", "rows_locator", "table_at", "with_rows", "without_blank_rows"]

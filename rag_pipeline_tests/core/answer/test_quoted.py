@@ -10,6 +10,7 @@ from rag_pipeline.core.answer.quoted import (
     MAX_SENTENCE_CHARS,
     QuotedSentence,
     QuoteSettings,
+    QuoteTables,
     check_quoted,
     choose_sentences,
     quoted_answer,
@@ -67,12 +68,30 @@ def test_the_row_that_holds_the_question_terms_is_quoted_and_a_heading_never_is(
         return np.ones((len(texts), 4), np.float32) / 2
 
     quoted = quoted_answer("what is the headcount of dept 25", np.ones(4, np.float32) / 2,
-                           [citation], [""], same, QuoteSettings(max_sentences=1), [spans])
+                           [citation], [""], same, QuoteSettings(max_sentences=1),
+                           [QuoteTables(spans)])
     assert [(q.text, q.start) for q in quoted] == [("Department: Dept 25 | Headcount: 75", 202)]
     assert rows[202:237] == quoted[0].text
     title = quoted_answer("security audit report", np.ones(4, np.float32) / 2, [citation], [""],
-                          same, QuoteSettings(max_sentences=3, margin=1.0), [spans])
+                          same, QuoteSettings(max_sentences=3, margin=1.0), [QuoteTables(spans)])
     assert "Security audit report" not in [q.text for q in title]
+
+
+def test_a_header_row_is_no_sentence_a_long_row_is_prose_and_a_title_joins_nothing():
+    # Found by users and a review: a slide's table header was quoted as an answer; a web page
+    # laid out in a table cell was one 1,130-character "row"; a short title line was glued to
+    # the sentence after it.
+    long_cell = " ".join(f"Sentence number {i} of the cell says something." for i in range(12))
+    text = ("# Rollback checklist\n\nIf the migration fails, restore the snapshot.\n"
+            "Engine | Site | Thrust\nZephyrus | Esrange | 977\n" + long_cell)
+    header = (text.index("Engine"), text.index("Engine") + len("Engine | Site | Thrust"))
+    row = (text.index("Zephyrus"), text.index("Zephyrus") + len("Zephyrus | Esrange | 977"))
+    long_row = (text.index("Sentence number 0"), len(text))
+    spans = sentence_spans(text, [row, long_row], [header], {"Rollback checklist"})
+    assert [text[a:b] for a, b in spans][:3] == [
+        "If the migration fails, restore the snapshot.", "Zephyrus | Esrange | 977",
+        "Sentence number 0 of the cell says something."]
+    assert len(spans) == 2 + 12 and all(b - a <= MAX_SENTENCE_CHARS for a, b in spans)
 
 
 def test_the_best_sentence_and_those_within_the_margin_are_chosen():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_pipeline.core.ingest.extracted import TableSpan
 from rag_pipeline.core.ingest.tables import (
+    header_spans,
     layout_table,
     repeated_header,
     row_line,
@@ -76,3 +77,11 @@ def test_the_rows_a_span_holds_are_the_tables_rows_and_the_row_anchors():
         b'{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "markdown", "metadata": {}, '
         b'"source": "a | b"}]}', "n")
     assert row_spans(ipynb.tables, ipynb.anchors, 0, 99) == []  # a cell is no row
+
+
+def test_the_header_rows_a_span_holds():
+    table = TableSpan(10, 60, "a | b", 15, (16, 30, 45))
+    assert header_spans([table], 0, 100) == [(10, 15)]
+    assert header_spans([table], 12, 100) == [(12, 15)]
+    assert header_spans([table], 16, 100) == []  # starts after the header
+    assert header_spans([TableSpan(0, 9, "", 0, (0,))], 0, 9) == []  # a table without one
