@@ -4,6 +4,7 @@ running ``serve`` when there is one), and the HTTP service; both share their que
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -121,11 +122,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
         elif answer.quoted:
             echo("\nanswer, quoted from the sources:")
             for sentence in answer.quoted:
-                # The sentence's own place when its source's names another (a later page, a row's
-                # cells); a character range says nothing the quote does not.
-                source = answer.citations[sentence.citation - 1].fragment
-                where = (f" {sentence.fragment}" if sentence.fragment not in ("", source)
-                         and not sentence.fragment.startswith("#char=") else "")
+                where = _own_place(sentence.fragment,
+                                   answer.citations[sentence.citation - 1].fragment)
                 echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]{where}")
         if show_prompt and answer.prompt:
             echo("\n--- prompt ---\n" + answer.prompt)
@@ -134,6 +132,17 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                                                  for k, v in answer.timings.items()))
         if answered_by:
             echo(answered_by)
+
+
+def _own_place(fragment: str, source: str) -> str:
+    """`` #page=3`` after a quoted sentence when its place is not its source's (a later page,
+    a row's cells, a table row); nothing for a bare character range (it says nothing the quote
+    does not) or a place its source's fragment already names."""
+    if not fragment or fragment == source or source.startswith(fragment + "&"):
+        return ""
+    if re.fullmatch(r"#char=\d+,\d+", fragment):
+        return ""
+    return f" {fragment}"
 
 
 def _tail(text: str, width: int) -> str:

@@ -193,7 +193,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
     """Serves until stopped; ``allowed``: the host names answered (:mod:`.hosts`; None: any)."""
     import uvicorn
 
-    from rag_pipeline.service.app import create_app
+    from rag_pipeline.service.app import PrivateResponses, create_app
     from rag_pipeline.service.hosts import HostCheck, hosts_line
 
     started = time.perf_counter()
@@ -216,7 +216,10 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                 echo(access_line(service))
             echo(hosts_line(allowed))
             secret = new_secret()
-            config = uvicorn.Config(HostCheck(ServeProof(create_app(service), secret), allowed),
+            # PrivateResponses again outside the app: Starlette answers a crash's 500 from
+            # outside every middleware of the app.
+            config = uvicorn.Config(HostCheck(PrivateResponses(ServeProof(create_app(service),
+                                                                          secret)), allowed),
                                     host=host, port=port,
                                     access_log=access_log,
                                     # The client's address is the connection's, never an

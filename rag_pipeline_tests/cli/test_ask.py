@@ -283,3 +283,17 @@ def test_a_long_document_id_keeps_its_end_in_the_sources_table():
     assert _tail("misc/git-relnotes.zip/relnotes-2.38.txt", 28) == "...tes.zip/relnotes-2.38.txt"
     assert _tail("guide/install.md", 28) == "guide/install.md"
     assert _tail("x" * 28, 28) == "x" * 28
+
+
+@pytest.mark.parametrize(("fragment", "source", "printed"), [
+    ("#page=3", "#page=1", " #page=3"),                      # a later page than its source's
+    ("#page=3", "#page=3&rows=2-9", ""),                     # the source names it already
+    ("#char=120,180", "#char=100,400", ""),                  # a character range says nothing new
+    ("#char=872,913&rows=18-18", "#char=800,990&rows=16-19", " #char=872,913&rows=18-18"),
+    ("#sheet=Q1&range=B30:D30", "#sheet=Q1&range=B29:D36", " #sheet=Q1&range=B30:D30"),
+    ("", "#page=1", ""), ("#slide=2", "#slide=2", "")])
+def test_a_quoted_sentence_names_its_own_place_only_when_it_adds_one(fragment: str, source: str,
+                                                                     printed: str):
+    from rag_pipeline.cli.ask import _own_place
+
+    assert _own_place(fragment, source) == printed

@@ -223,8 +223,9 @@ def test_a_folder_that_cannot_be_listed_stops_the_listing(tmp_path, monkeypatch)
     with pytest.raises(SourceError) as stopped:
         extract_corpus(root)
     assert str(stopped.value) == (
-        f"the corpus folder could not be listed: [Errno 5] Input/output error: '{root / 'a'}'; "
-        "nothing is published, the served index is as it was")
+        "the folder a of the corpus could not be listed (Input/output error): nothing is "
+        "published, the served index is as it was; make it readable by this user, or rename it "
+        "to start with '.' to leave it out of the corpus")
 
 
 def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):

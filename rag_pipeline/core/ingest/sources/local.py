@@ -40,8 +40,13 @@ def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
     hidden = []
 
     def unlisted(error: OSError) -> None:
-        raise SourceError(f"the corpus folder could not be listed: {error}; nothing is "
-                          "published, the served index is as it was") from error
+        folder = Path(error.filename or corpus_root)
+        where = (shown_file_name(folder.relative_to(corpus_root).as_posix())
+                 if folder != corpus_root and folder.is_relative_to(corpus_root) else str(folder))
+        raise SourceError(f"the folder {where} of the corpus could not be listed "
+                          f"({error.strerror or error}): nothing is published, the served index "
+                          "is as it was; make it readable by this user, or rename it to start "
+                          "with '.' to leave it out of the corpus") from error
 
     for folder, folders, files in os.walk(corpus_root, onerror=unlisted):
         here = Path(folder)
