@@ -67,3 +67,20 @@ def test_serve_says_which_names_it_answers_to():
     assert hosts_line(None) == (
         "host names: any (`--allowed-host NAME` limits them, so that a web page that rebinds its "
         "name to this address reads nothing)")
+
+
+def test_a_crash_answered_from_outside_the_app_is_kept_by_no_cache_either():
+    # Found by a review: Starlette answers an unexpected error from outside every middleware of
+    # the app, so `serve` wraps the app in PrivateResponses from outside too.
+    from rag_pipeline.service.app import PrivateResponses
+
+    app = FastAPI()
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    client = TestClient(PrivateResponses(app), raise_server_exceptions=False)
+    crashed = client.get("/boom")
+    assert (crashed.status_code, crashed.headers["cache-control"],
+            crashed.headers["x-frame-options"]) == (500, "no-store", "DENY")
