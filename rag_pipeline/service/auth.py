@@ -20,6 +20,8 @@ Without ``[access]`` every request is :data:`EVERYONE` (groups None: everything)
 
 from __future__ import annotations
 
+import html
+
 import logging
 import secrets
 import threading
@@ -30,7 +32,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -256,6 +258,26 @@ def _unauthorized(message: str) -> JSONResponse:
                         headers={"WWW-Authenticate": "Bearer"})
 
 
+def _navigated(scope: Scope, method: str) -> bool:
+    """Whether a browser opened the path itself (a document link in a new tab, a bookmark):
+    a GET that accepts HTML, not the page's own requests."""
+    accept = dict(scope["headers"]).get(b"accept", b"").decode("latin-1")
+    return method == "GET" and "text/html" in accept
+
+
+def _sign_in_first(message: str) -> HTMLResponse:
+    """The 401 a browser shows for a link opened without a session: the reason, and the way
+    to the page's sign-in (the link works again once signed in there)."""
+    reason = html.escape(" ".join(message.split()))
+    return HTMLResponse(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in first</title>'
+        '</head><body style="font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; '
+        'margin: 3rem auto"><h1>Sign in first</h1>'
+        f'<p>{reason}</p><p><a href="/">Open the question page</a>, sign in there, then open '
+        "this link again.</p></body></html>",
+        status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+
 class RequireAuth:
     """Puts the request's principal in ``scope["state"]["principal"]``, or answers 401."""
 
@@ -277,7 +299,9 @@ class RequireAuth:
                 found = self.access.authenticate(scope["headers"],
                                                  client[0] if client else None)
             except AuthError as exc:
-                await _unauthorized(str(exc))(scope, receive, send)
+                answer = (_sign_in_first(str(exc)) if _navigated(scope, method)
+                          else _unauthorized(str(exc)))
+                await answer(scope, receive, send)
                 return
         scope.setdefault("state", {})["principal"] = found
         await self.app(scope, receive, send)

@@ -251,6 +251,14 @@ def test_health_and_the_page_shell_need_no_token(setup: Setup):
     refused = setup.client.get("/status")
     assert (refused.status_code, refused.headers["cache-control"],
             refused.headers["x-frame-options"]) == (401, "no-store", "DENY")
+    # A link opened by the browser itself (a new tab, a bookmark) gets a page saying how to
+    # sign in, not a line of JSON (found by a user).
+    opened = setup.client.get("/documents/public/faq.md",
+                              headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    assert (opened.status_code, opened.headers["content-type"]) == (401, "text/html; charset=utf-8")
+    assert ('<p><a href="/">Open the question page</a>, sign in there, then open this link '
+            "again.</p>") in opened.text
+    assert "faq" not in opened.text.lower()
 
 
 def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup, tmp_path: Path):
