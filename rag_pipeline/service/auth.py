@@ -21,7 +21,6 @@ Without ``[access]`` every request is :data:`EVERYONE` (groups None: everything)
 from __future__ import annotations
 
 import html
-
 import logging
 import secrets
 import threading
