@@ -3,6 +3,7 @@ the failed documents and feedback, over a served index of a small team folder.""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -49,6 +50,17 @@ def served(built: ViewsIndex, hashed_embedder: HashedEmbedder) -> Iterator[tuple
 @pytest.fixture(scope="module")
 def client(served: tuple[TestClient, QueryService]) -> TestClient:
     return served[0]
+
+
+@contextlib.contextmanager
+def _served_with_access(data_dir: Path, embedder: HashedEmbedder, policy: AccessPolicy,
+                        store: TokenStore) -> Iterator[tuple[TestClient, QueryService]]:
+    """A served index of ``data_dir`` under ``policy`` and ``store``'s tokens."""
+    with (running_service(Warehouse(data_dir), ServeSettings("header", embedder.spec.key),
+                          lambda: embedder, poll_seconds=3600,
+                          access=AccessState(policy, store, poll_seconds=3600)) as service,
+          TestClient(create_app(service)) as client):
+        yield client, service
 
 
 def _view(html: str) -> str:
@@ -195,10 +207,7 @@ def test_an_original_swapped_since_indexing_is_never_served(tmp_path: Path,
     store = TokenStore(built.data_dir)
     staff = {"Authorization": f"Bearer {store.add('staff-user', ('staff',))}"}
     policy = AccessPolicy((AccessRule("hr/**", ("hr",)), AccessRule("public/**", ("staff",))))
-    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
-                          lambda: hashed_embedder, poll_seconds=3600,
-                          access=AccessState(policy, store, poll_seconds=3600)) as service,
-          TestClient(create_app(service)) as client):
+    with _served_with_access(built.data_dir, hashed_embedder, policy, store) as (client, service):
         served = client.get("/originals/public/faq.md", headers=staff)
         assert (served.status_code, served.text) == (200, "# FAQ\n\nThe cafeteria opens at noon.\n")
         assert served.headers["content-disposition"] == 'inline; filename="faq.md"'
@@ -247,10 +256,7 @@ def test_a_reader_is_never_told_where_a_symlink_points(tmp_path: Path,
     store = TokenStore(built.data_dir)
     staff = {"Authorization": f"Bearer {store.add('staff-user', ('staff',))}"}
     policy = AccessPolicy((AccessRule("hr/**", ("hr",)), AccessRule("public/**", ("staff",))))
-    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
-                          lambda: hashed_embedder, poll_seconds=3600,
-                          access=AccessState(policy, store, poll_seconds=3600)) as service,
-          TestClient(create_app(service)) as client):
+    with _served_with_access(built.data_dir, hashed_embedder, policy, store) as (client, service):
         body = client.get("/status/documents", headers=staff).json()
     assert (body["failed"], body["skipped"]) == (
         [{"document_id": "public/broken.md", "reason": "broken symlink: its target does not exist"},
@@ -285,10 +291,7 @@ def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
     hr = {"Authorization": f"Bearer {store.add('hr-user', ('hr',))}"}
     policy = AccessPolicy((AccessRule("public/bundle.zip/secret-*", ("hr",)),
                            AccessRule("public/**", ("hr", "staff"))))
-    with (running_service(warehouse, ServeSettings("header", hashed_embedder.spec.key),
-                          lambda: hashed_embedder, poll_seconds=3600,
-                          access=AccessState(policy, store, poll_seconds=3600)) as service,
-          TestClient(create_app(service)) as client):
+    with _served_with_access(built.data_dir, hashed_embedder, policy, store) as (client, service):
         for path in ("/originals/public/bundle.zip", "/documents/public/bundle.zip"):
             assert client.get(path, headers=staff).status_code == 404, path
             assert client.get(path, headers=hr).status_code == 200, path
@@ -420,10 +423,7 @@ def test_one_principal_stores_at_most_the_verdicts_of_a_minute(tmp_path: Path,
                    for name in ("loud", "quiet"))
     policy = AccessPolicy((AccessRule("public/**", ("staff",)),))
     verdict = {"question": "when does the cafeteria open", "helpful": True}
-    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
-                          lambda: hashed_embedder, poll_seconds=3600,
-                          access=AccessState(policy, store, poll_seconds=3600)) as service,
-          TestClient(create_app(service)) as client):
+    with _served_with_access(built.data_dir, hashed_embedder, policy, store) as (client, service):
         # Forms of another site (text/plain) spend none of the verdicts (found by a review).
         forged = [client.post("/feedback", content=json.dumps(verdict), headers={
             **loud, "Content-Type": "text/plain"}).status_code for _ in range(FEEDBACK_PER_MINUTE)]

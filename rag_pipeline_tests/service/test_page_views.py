@@ -28,6 +28,11 @@ TIMEOUT_MS = 30_000
 QUESTION = "how often is the reactor cooling loop inspected"
 
 
+def _fulfil_json(route, status: int, body: object) -> None:
+    """Answers a routed request with ``body`` as JSON (a stand-in answer of the service)."""
+    route.fulfill(status=status, content_type="application/json", body=json.dumps(body))
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> ViewsIndex:
     return build_views_index(tmp_path_factory.mktemp("page-views"), hashed_embedder)
@@ -127,8 +132,7 @@ def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(ba
                 route.fulfill(status=204, body="")
             elif path in ("/status", "/status/documents", "/ask") and \
                     request.headers.get("authorization") != "Bearer s3cret":
-                route.fulfill(status=401, content_type="application/json",
-                              body=json.dumps({"error": "a token is needed"}))
+                _fulfil_json(route, 401, {"error": "a token is needed"})
             else:
                 route.continue_()
 
@@ -163,17 +167,15 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
             seen.append((request.method, path))
             token_ok = request.headers.get("authorization") == "Bearer s3cret" and not revoked[0]
             if path == "/session":
-                route.fulfill(status=200 if request.method == "DELETE" or token_ok else 401,
-                              content_type="application/json", body=json.dumps(
+                _fulfil_json(route, 200 if request.method == "DELETE" or token_ok else 401, (
                                   {"signed_out": True} if request.method == "DELETE" else
                                   {"name": "a", "groups": ["hr"]} if token_ok else
                                   {"error": "the token was revoked"}))
             elif path in ("/status", "/status/documents"):
                 if not token_ok:
-                    route.fulfill(status=401, content_type="application/json",
-                                  body=json.dumps({"error": "the token was revoked"}))
+                    _fulfil_json(route, 401, {"error": "the token was revoked"})
                 else:
-                    route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                    _fulfil_json(route, 200, (
                         status if path == "/status" else {"failed": [], "skipped": []}))
             else:
                 route.continue_()
@@ -230,13 +232,11 @@ def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_canno
             path = request.url.removeprefix(base_url).split("?")[0]
             seen.append((request.method, path))
             if ended[0] and path != "/":
-                route.fulfill(status=401, content_type="application/json",
-                              body=json.dumps({"error": "the session has ended"}))
+                _fulfil_json(route, 401, {"error": "the session has ended"})
             elif path == "/session":
-                route.fulfill(status=200, content_type="application/json",
-                              body=json.dumps({"signed_out": True}))
+                _fulfil_json(route, 200, {"signed_out": True})
             elif path in ("/status", "/status/documents"):
-                route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                _fulfil_json(route, 200, (
                     status if path == "/status" else {"failed": [], "skipped": []}))
             else:
                 route.continue_()
@@ -273,8 +273,7 @@ def test_a_generated_answer_is_shown_instead_and_says_so(base_url: str, tmp_path
         headers={"Content-Type": "application/json"})).read())
     body["answer"] = "Every nine days, by two engineers [1].\n\nSources:\n[1] Plant annual report"
     with chromium_page(tmp_path / "profile") as page:
-        page.route("**/ask", lambda route: route.fulfill(status=200, content_type="application/json",
-                                                         body=json.dumps(body)))
+        page.route("**/ask", lambda route: _fulfil_json(route, 200, body))
         page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
         page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
         assert page.inner_text("#answer-kind") == (
