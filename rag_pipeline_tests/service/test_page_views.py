@@ -33,6 +33,11 @@ def _fulfil_json(route, status: int, body: object) -> None:
     route.fulfill(status=status, content_type="application/json", body=json.dumps(body))
 
 
+def _status_answer(path: str, status: dict) -> dict:
+    """The stand-in answer of ``/status`` (``status``) or of ``/status/documents`` (none)."""
+    return status if path == "/status" else {"failed": [], "skipped": []}
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, hashed_embedder: HashedEmbedder) -> ViewsIndex:
     return build_views_index(tmp_path_factory.mktemp("page-views"), hashed_embedder)
@@ -175,8 +180,7 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
                 if not token_ok:
                     _fulfil_json(route, 401, {"error": "the token was revoked"})
                 else:
-                    _fulfil_json(route, 200, (
-                        status if path == "/status" else {"failed": [], "skipped": []}))
+                    _fulfil_json(route, 200, _status_answer(path, status))
             else:
                 route.continue_()
 
@@ -236,8 +240,7 @@ def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_canno
             elif path == "/session":
                 _fulfil_json(route, 200, {"signed_out": True})
             elif path in ("/status", "/status/documents"):
-                _fulfil_json(route, 200, (
-                    status if path == "/status" else {"failed": [], "skipped": []}))
+                _fulfil_json(route, 200, _status_answer(path, status))
             else:
                 route.continue_()
 
