@@ -35,10 +35,10 @@ from rag_pipeline.core.evaluation.feedback import (
     FeedbackFullError,
     append_feedback,
 )
-from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.query_db import publish_query_db
-from rag_pipeline.core.index.store import DocumentInfo
-from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
+from rag_pipeline.core.ingest.formats import format_named
+from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
@@ -181,25 +181,23 @@ def _document_rows(location: str, data_dir: str, file: str) -> tuple[dict[str, A
     return tuple(row for row in table.to_pylist() if row["status"] != "ok")
 
 
-def document_problems(warehouse: Warehouse, chunker: str, model_key: str,
+def document_problems(warehouse: Warehouse, index: PartitionIndex,
                       readable: Any = None) -> dict[str, Any]:
-    """The served generation's documents that failed (a format could not read them) or were
-    skipped (no format reads them), each with its reason, sorted by id; with ``readable`` (a
-    predicate on a document id), only those it admits, and no reason names where a symlink
-    points (:func:`~rag_pipeline.core.ingest.reading.without_link_target`): a link the reader
-    may read can point at a file they may not, or out of the corpus."""
+    """The documents of ``index``'s generation (the served one, never a newer one that its
+    labels do not cover) that failed (a format could not read them) or were skipped (no
+    format reads them), each with its reason, sorted by id; with ``readable`` (a predicate on a
+    document id), only those it admits, and no reason names where a symlink points
+    (:func:`~rag_pipeline.core.ingest.reading.without_link_target`): a link the reader may read
+    can point at a file they may not, or out of the corpus."""
     from rag_pipeline.core.ingest.reading import without_link_target
 
-    generation = current_generation(warehouse, chunker, model_key)
-    if generation is None:
-        return {"generation": None, "failed": [], "skipped": []}
-    rows = _document_rows(warehouse.location, str(warehouse.data_dir), generation.files[DOCUMENTS])
+    rows = _document_rows(warehouse.location, str(warehouse.data_dir), index.documents_file)
     shown = (lambda reason: reason) if readable is None else without_link_target
     listed = {status: [{"document_id": r["document_id"], "reason": shown(r["error"] or "")}
                        for r in sorted(rows, key=lambda r: r["document_id"]) if r["status"] == status
                        and (readable is None or readable(r["document_id"]))]
               for status in ("failed", "skipped")}
-    return {"generation": generation.id, **listed}
+    return {"generation": index.generation, **listed}
 
 
 def page_router(service: Any) -> APIRouter:
@@ -213,6 +211,13 @@ def page_router(service: Any) -> APIRouter:
     def may_read(document_id: str, groups: frozenset[str] | None) -> bool:
         index = service.served_index()
         return index.access is None or index.access.may_read(document_id, groups)
+
+    def withheld(info: DocumentInfo, who: Principal) -> bool:
+        """Whether the original file of ``info`` is kept from ``who``: a container's (an
+        archive, a mail) to a principal restricted by ``[access]``, since it also holds what no
+        document records (members past the reader's limits, hidden or unsafe names), whose
+        readers no rule was read for."""
+        return who.groups is not None and isinstance(format_named(info.format), ContainerFormat)
 
     def served_document(document_id: str, who: Principal) -> tuple[DocumentInfo, str] | JSONResponse:
         served = service.follower.current
@@ -239,7 +244,8 @@ def page_router(service: Any) -> APIRouter:
             return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         request = ViewRequest(info, text, start, end, page, sheet)
         try:
-            return HTMLResponse(render_document(request, path_url("/originals/", document_id)))
+            return HTMLResponse(render_document(
+                request, None if withheld(info, who) else path_url("/originals/", document_id)))
         except ViewError as exc:
             return _error(exc.status, exc.message)
 
@@ -269,6 +275,10 @@ def page_router(service: Any) -> APIRouter:
         if isinstance(found, JSONResponse):
             return found
         info, _ = found
+        if withheld(info, who):
+            return _error(404, f"{document_id} holds other documents: under [access] its original "
+                               "file is not served (it may hold members no rule was read for); "
+                               "open each of its documents")
         # The bytes sent are those of the handle checked: a file swapped since (for a link to
         # another one above all) is no original of this document, now or mid-response.
         handle = open_indexed(info.path, info.document_id, info.content_sha256)
@@ -293,10 +303,11 @@ def page_router(service: Any) -> APIRouter:
 
     @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
     def status_documents(who: Asker) -> dict[str, Any]:
-        return document_problems(service.follower.warehouse, service.settings.chunker,
-                                 service.settings.model_key,
-                                 None if who.groups is None else
-                                 lambda document_id: may_read(document_id, who.groups))
+        index = service.served_index()
+        return document_problems(
+            service.follower.warehouse, index, None if who.groups is None else
+            lambda document_id: index.access is None or index.access.may_read(document_id,
+                                                                               who.groups))
 
     @router.post("/feedback", summary="Store a verdict (helpful or not, a comment) on an answer",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {

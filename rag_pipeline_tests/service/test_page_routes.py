@@ -20,6 +20,7 @@ from rag_pipeline.core.config.root import PROJECT_ROOT
 from rag_pipeline.core.evaluation.feedback import read_feedback
 from rag_pipeline.core.index.build import build_access
 from rag_pipeline.core.index.partition_build import build_partition
+from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -264,7 +265,8 @@ def test_a_reader_is_never_told_where_a_symlink_points(tmp_path: Path,
           "reason": "outside the corpus root: a symlink to a file elsewhere"}],
         [{"document_id": "public/link.md", "reason": "a symlink to another file of the corpus: not "
                                                       "followed (that file is read under its own name)"}])
-    operator = document_problems(Warehouse(built.data_dir), "header", hashed_embedder.spec.key)
+    operator = document_problems(Warehouse(built.data_dir),
+                                 load_partition(built.data_dir, "header", hashed_embedder.spec.key))
     assert [p["reason"] for p in operator["failed"] + operator["skipped"]] == [
         f"broken symlink: {built.corpus_dir.resolve() / 'hr/planned-layoffs.md'} does not exist",
         f"outside the corpus root: resolves to {outside.resolve()}",
@@ -294,9 +296,28 @@ def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
     with _served_with_access(built.data_dir, hashed_embedder, policy, store) as (client, service):
         for path in ("/originals/public/bundle.zip", "/documents/public/bundle.zip"):
             assert client.get(path, headers=staff).status_code == 404, path
-            assert client.get(path, headers=hr).status_code == 200, path
+        view = client.get("/documents/public/bundle.zip", headers=hr)
+        assert view.status_code == 200 and "secret-salaries.pdf" in view.text
+        # A container's original file holds what no document records (members past the
+        # reader's limits, hidden names; found by an attack): under [access] nobody is sent it.
+        assert "Open the original file" not in view.text
+        withheld = client.get("/originals/public/bundle.zip", headers=hr)
+        assert (withheld.status_code, withheld.json()) == (404, {"error": (
+            "public/bundle.zip holds other documents: under [access] its original file is not "
+            "served (it may hold members no rule was read for); open each of its documents")})
         assert client.get("/documents/public/bundle.zip/readme.md", headers=staff).status_code == 200
         labels = service.served_index().access
+        # A newer generation published while this one is served: its failed members are not
+        # listed before the swap (found by an attack: a newer generation's rows were filtered
+        # by the served generation's labels, which did not know their containers).
+        with zipfile.ZipFile(built.corpus_dir / "public" / "plans.zip", "w") as plans:
+            plans.writestr("secret-reorg.pdf", b"%PDF-1.4 broken")
+            plans.writestr("summary.md", "# Summary\n\nThe plans are in the zip.\n")
+        build_partition(warehouse, extract_corpus(built.corpus_dir).records,
+                        ChunkingStrategy.HEADER, hashed_embedder)
+        problems = client.get("/status/documents", headers=staff).json()
+        assert problems == {"generation": client.get("/status", headers=staff).json()["generation"],
+                            "failed": [], "skipped": []}
     assert {d: labels.documents[d] for d in sorted(labels.documents)} == {
         "public/bundle.zip": ("hr",), "public/bundle.zip/readme.md": ("hr", "staff"),
         "public/bundle.zip/secret-salaries.pdf": ("hr",), "public/faq.md": ("hr", "staff")}
@@ -306,7 +327,8 @@ def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
     assert sorted({(d, tuple(r)) for d, r in zip(table.column("document_id").to_pylist(),
                                                  table.column("readers").to_pylist(), strict=True)}) == [
         ("public/bundle.zip", ("hr",)), ("public/bundle.zip/readme.md", ("hr", "staff")),
-        ("public/faq.md", ("hr", "staff"))]
+        ("public/faq.md", ("hr", "staff")), ("public/plans.zip", ("hr", "staff")),
+        ("public/plans.zip/summary.md", ("hr", "staff"))]
 
 
 def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, built: ViewsIndex):

@@ -125,6 +125,9 @@ class PartitionIndex:
     """Every document id of the generation, whatever its status (a failed member of an archive
     too): what a container holds, for its readers (:meth:`~rag_pipeline.core.config.access
     .AccessPolicy.readers_by_document`)."""
+    documents_file: str = ""
+    """The generation's ``documents`` file: what the served index says of every document (its
+    failed and skipped ones too), read from the generation it serves, never a newer one."""
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
@@ -281,6 +284,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
         rows_by_content=ContentRows(content_hashes),
         ann_source=LazyAnn(lambda: _ann_or_none(warehouse, generation, vectors)),
         corpus_ids=tuple(row["document_id"] for row in rows),
+        documents_file=files[DOCUMENTS],
     )
     # The load scanned whole columns (ids, hashes): unmap those pages and hand the decoding's
     # freed buffers back to the system (at 1.3 M chunks: 0.16 GB mapped, 0.3 GB Arrow kept).
