@@ -62,7 +62,7 @@ def test_the_tiny_index_has_the_documented_rows(built: BuiltIndex, minilm: Model
     index = built.index
     assert index.chunk_ids == [
         "guide/config.md:27-98", "guide/config.md:113-203", "guide/faq.md:49-139",
-        "guide/install.md:26-98", "guide/install.md:114-242", "notes.txt:0-58"]
+        "guide/install.md:55-127", "guide/install.md:143-271", "notes.txt:0-58"]
     assert (index.chunker, index.model_key) == ("header", minilm.key)
     assert index.vectors.shape == (6, 384)
     # The planted duplicate: same content hash, different embedded text.
