@@ -31,12 +31,16 @@ nowhere after sign-out), framed by no other page."""
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a bind address or ``localhost``) is this machine only."""
-    if host.lower() == "localhost":
-        return True
+    address = _address(host)
+    return host.lower() == "localhost" or (address is not None and address.is_loopback)
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an IP address (written any way, in brackets or not), or None for a name."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
+        return None
 
 
 def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str] | None:
@@ -48,7 +52,7 @@ def allowed_hosts(bound: str, extra: Iterable[str] = ()) -> frozenset[str] | Non
         return None
     # A page cannot make a browser send a loopback name or an address it did not type: the
     # rebinding page's own name is what its requests carry.
-    return frozenset({*LOOPBACK_NAMES, _canonical(bound.strip("[]").lower()), *names})
+    return frozenset({*LOOPBACK_NAMES, _canonical(bound.lower()), *names})
 
 
 def _allowed_name(name: str) -> str:
@@ -58,10 +62,9 @@ def _allowed_name(name: str) -> str:
         ValueError: It is no host name or address.
     """
     bare = name.strip().lower()
-    try:
-        return str(ipaddress.ip_address(bare.strip("[]")))  # an address, written any way
-    except ValueError:
-        pass
+    address = _address(bare)
+    if address is not None:
+        return str(address)
     found = host_of(bare)
     if not found:
         raise ValueError(f"--allowed-host {name!r} is no host name or address (a name, an "
@@ -83,10 +86,8 @@ def host_of(header: str) -> str:
 
 
 def _canonical(host: str) -> str:
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return host
+    address = _address(host)
+    return host if address is None else str(address)
 
 
 def hosts_line(allowed: frozenset[str] | None) -> str:

@@ -200,6 +200,11 @@ def document_problems(warehouse: Warehouse, index: PartitionIndex,
     return {"generation": index.generation, **listed}
 
 
+def may_read(index: PartitionIndex, document_id: str, groups: frozenset[str] | None) -> bool:
+    """Whether ``groups`` (None: everything) read ``document_id`` in the labelled ``index``."""
+    return index.access is None or index.access.may_read(document_id, groups)
+
+
 def page_router(service: Any) -> APIRouter:
     """The routes above over a started :class:`~rag_pipeline.service.query_service.QueryService`."""
     router = APIRouter()
@@ -207,10 +212,6 @@ def page_router(service: Any) -> APIRouter:
     recent = RecentAnswers()
     rate = FeedbackRate()
     service.on_answer.append(recent.remember)
-
-    def may_read(document_id: str, groups: frozenset[str] | None) -> bool:
-        index = service.served_index()
-        return index.access is None or index.access.may_read(document_id, groups)
 
     def withheld(info: DocumentInfo, who: Principal) -> bool:
         """Whether the original file of ``info`` is kept from ``who``: a container's (an
@@ -223,7 +224,8 @@ def page_router(service: Any) -> APIRouter:
         served = service.follower.current
         info = served.index.documents.get(document_id)
         text = served.canonical.get(document_id)
-        if info is None or text is None or not may_read(document_id, who.groups):
+        if info is None or text is None or not may_read(service.served_index(served), document_id,
+                                                        who.groups):
             return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
         return info, text
 
@@ -306,8 +308,7 @@ def page_router(service: Any) -> APIRouter:
         index = service.served_index()
         return document_problems(
             service.follower.warehouse, index, None if who.groups is None else
-            lambda document_id: index.access is None or index.access.may_read(document_id,
-                                                                               who.groups))
+            lambda document_id: may_read(index, document_id, who.groups))
 
     @router.post("/feedback", summary="Store a verdict (helpful or not, a comment) on an answer",
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {

@@ -27,7 +27,7 @@ from rag_pipeline.core.config.validation import COSINE_DISTANCE_RANGE, check_chu
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPath
 from rag_pipeline.core.index.access import labelled, readable_rows
-from rag_pipeline.core.index.follower import IndexFollower
+from rag_pipeline.core.index.follower import IndexFollower, ServedIndex
 from rag_pipeline.core.index.store import PartitionIndex
 from rag_pipeline.core.retrieval.retriever import RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -151,9 +151,10 @@ class QueryService:
             cut=base.cut if request.cut is None else request.cut,
             max_sources=request.k or base.max_sources)
 
-    def served_index(self) -> PartitionIndex:
-        """The served generation, its rows labelled by the access rules in force."""
-        return labelled(self.follower.current.index, self.access.policy)
+    def served_index(self, served: ServedIndex | None = None) -> PartitionIndex:
+        """The served generation (or ``served``, one a request holds), its rows labelled by
+        the access rules in force."""
+        return labelled((served or self.follower.current).index, self.access.policy)
 
     def answer(self, request: AskRequest, groups: frozenset[str] | None = None) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``

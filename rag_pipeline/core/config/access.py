@@ -33,6 +33,7 @@ from functools import cached_property
 
 from rag_pipeline.core.config.tables import check_table
 from rag_pipeline.core.embedding.models import ModelConfigError
+from rag_pipeline.core.ingest.sources.base import enclosing_ids
 from rag_pipeline.core.text.arguments import listed
 
 __all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessReport", "AccessRule", "access_report",
@@ -123,9 +124,7 @@ class AccessPolicy:
         own = {d: frozenset(self.rule_readers(d)) for d in ids}
         readers = {d: set(groups) for d, groups in own.items()}
         for document_id in ids:
-            parts = document_id.split("/")
-            for end in range(1, len(parts)):
-                container = "/".join(parts[:end])
+            for container in enclosing_ids(document_id):
                 if container in ids:
                     readers[document_id] &= own[container]
                     readers[container] &= own[document_id]
@@ -135,13 +134,8 @@ class AccessPolicy:
                    ) -> tuple[str, ...]:
         """:meth:`readers_by_document` of a document that holds none of ``documents`` (a
         failed or skipped one): its rule's readers and its containers' among them."""
-        readers = set(self.rule_readers(document_id))
-        parts = document_id.split("/")
-        for end in range(1, len(parts)):
-            container = "/".join(parts[:end])
-            if container in documents:
-                readers &= set(self.rule_readers(container))
-        return tuple(sorted(readers))
+        return self.readers_by_document(
+            [document_id, *(c for c in enclosing_ids(document_id) if c in documents)])[document_id]
 
     def rule_readers(self, document_id: str) -> tuple[str, ...]:
         """The readers of the first rule matching ``document_id`` (empty: none matches)."""

@@ -33,7 +33,7 @@ from rag_pipeline.core.ingest.reconcile import (
 )
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
-from rag_pipeline.core.ingest.sources.base import shown_file_name
+from rag_pipeline.core.ingest.sources.base import enclosing_ids, shown_file_name
 from rag_pipeline.core.ingest.sources.local import local_entry
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
@@ -119,7 +119,7 @@ def _expanded(source: Source, entry: Entry, previous: PreviousRecords,
 
 def _member_of_listed(document_id: str, listed: set[str]) -> bool:
     """Whether ``document_id`` is a member of a listed container (``a.zip/x.md``)."""
-    return any(document_id[:i] in listed for i, c in enumerate(document_id) if c == "/")
+    return any(container in listed for container in enclosing_ids(document_id))
 
 
 def _unread(source: Source, entry: Entry, fmt: DocumentFormat | None) -> DocumentRecord | None:

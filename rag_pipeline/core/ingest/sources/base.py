@@ -119,6 +119,13 @@ def shown_file_name(name: str) -> str:
     return name
 
 
+def enclosing_ids(document_id: str) -> list[str]:
+    """The ids ``document_id`` runs on past, outermost first (``a.zip`` and ``a.zip/b`` for
+    ``a.zip/b/c.md``): the documents it is a member of, where a corpus holds them (a folder is
+    no document, whatever its name)."""
+    return [document_id[:i] for i, char in enumerate(document_id) if char == "/"]
+
+
 def hidden_top(document_id: str) -> str | None:
     """The name up to its first segment that starts with ``.`` (``docs/.cache`` for
     ``docs/.cache/x.md``), or ``None`` when no segment does. A hidden name (``.git``, ``.cache``,
