@@ -5,7 +5,7 @@ needs one of:
 
 - ``Authorization: Bearer TOKEN`` (a token of ``rag-pipeline tokens add``);
 - the ``rag_session`` cookie that ``POST /session`` with ``{"token": "..."}`` sets (HttpOnly,
-  SameSite=Strict, Path=/, a session cookie holding a random session id, never the token);
+  SameSite=Strict, Path=/, Secure when the page came over HTTPS, a session cookie holding a random session id, never the token);
   ``DELETE /session`` ends it. A revoked token ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the
@@ -329,7 +329,7 @@ def _session_router(access: AccessState) -> APIRouter:
     router = APIRouter()
 
     @router.post("/session", summary="Sign in with a token: sets the rag_session cookie")
-    def open_session(body: SessionRequest) -> JSONResponse:
+    def open_session(body: SessionRequest, request: Request) -> JSONResponse:
         if not access.enabled:
             return JSONResponse({"name": EVERYONE.name, "groups": None})
         try:
@@ -337,17 +337,27 @@ def _session_router(access: AccessState) -> APIRouter:
         except AuthError as exc:
             return _unauthorized(str(exc))
         response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})
-        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/",
+                            secure=_over_tls(request))
         return response
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
         access.close_session(request.cookies.get(SESSION_COOKIE))
         response = JSONResponse({"signed_out": True})
-        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
+                               secure=_over_tls(request))
         return response
 
     return router
+
+
+def _over_tls(request: Request) -> bool:
+    """Whether the browser reached the service over HTTPS: ``serve`` speaks plain HTTP, so
+    behind a TLS proxy only the page's ``Origin`` says so. The session cookie is then
+    ``Secure``, never sent over plain HTTP (marking it so can only withhold it)."""
+    origin = request.headers.get("origin", "").lower()
+    return request.url.scheme == "https" or origin.startswith("https://")
 
 
 def install_access(app: Any, access: AccessState) -> None:

@@ -269,6 +269,7 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     cookie = opened.headers["set-cookie"]
     assert cookie.startswith(f"{SESSION_COOKIE}=") and "HttpOnly" in cookie
     assert "samesite=strict" in cookie.lower() and "Path=/" in cookie
+    assert "secure" not in cookie.lower()  # plain HTTP: a Secure cookie would never come back
     assert setup.tokens["eng"] not in cookie
     # How the principal came: the page offers Sign out to a session (a tab opened from a
     # signed-in one has the cookie alone), not to the trusted proxy's users.
@@ -276,6 +277,12 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     assert setup.client.get("/status", headers={"X-Forwarded-Groups": "staff"}).json()[
         "access"] == {"groups": ["staff"], "via": "proxy"}
     assert client.delete("/session").status_code == 200
+    assert client.get("/status").status_code == 401
+    # Behind a TLS proxy the page's origin is https: the cookie never travels in clear (this
+    # client speaks plain HTTP, so it no longer sends it).
+    tls = client.post("/session", json={"token": setup.tokens["eng"]},
+                      headers={"Origin": "https://rag.example.org"})
+    assert "; secure" in tls.headers["set-cookie"].lower()
     assert client.get("/status").status_code == 401
 
 
