@@ -248,6 +248,10 @@ def create_app(service: QueryService) -> FastAPI:
     async def health() -> dict[str, Any]:  # on the event loop: no thread to wait for
         return service.health()
 
+    # HEAD where a monitor or a proxy's health check asks (FastAPI answers a GET route's HEAD
+    # 405); left out of the API's listing, which names each path once.
+    app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
+
     @app.get("/status", summary="The served generation, model, counts and age")
     def status(who: Asker) -> dict[str, Any]:
         return service.status(who.groups, who.via)
@@ -256,7 +260,8 @@ def create_app(service: QueryService) -> FastAPI:
     def api_docs() -> HTMLResponse:
         return HTMLResponse(api_docs_page(app.openapi()))
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse,
+                   include_in_schema=False)
     def index_page() -> HTMLResponse:
         return HTMLResponse(page)
 

@@ -5,7 +5,8 @@ needs one of:
 
 - ``Authorization: Bearer TOKEN`` (a token of ``rag-pipeline tokens add``);
 - the ``rag_session`` cookie that ``POST /session`` with ``{"token": "..."}`` sets (HttpOnly,
-  SameSite=Strict, Path=/, Secure when the page came over HTTPS, a session cookie holding a random session id, never the token);
+  SameSite=Strict, Path=/, Secure when the page came over HTTPS, a session cookie holding a
+  random session id, never the token);
   ``DELETE /session`` ends it. A revoked token ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the

@@ -245,6 +245,10 @@ def test_health_and_the_page_shell_need_no_token(setup: Setup):
     # read included (found by an attack).
     assert setup.client.get("/health").json() == {"status": "ok"}
     assert setup.client.get("/").status_code == 200
+    # A monitor's HEAD is answered as its GET, without a body.
+    for path in ("/", "/health"):
+        head = setup.client.head(path)
+        assert (head.status_code, head.content) == (200, b"")
     assert setup.client.get("/status").json() == {
         "error": "this service needs a token: send `Authorization: Bearer TOKEN` (a token of "
                  "`rag-pipeline tokens add`)"}
