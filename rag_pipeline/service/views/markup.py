@@ -98,17 +98,12 @@ def html_view(request: ViewRequest) -> View:
     """The original HTML file's body, sanitised; the extracted text when the file is gone."""
     from bs4 import BeautifulSoup
 
-    from rag_pipeline.core.ingest.reading import decode_utf8
-
     path = request.original
     if path is None:
         return text_view(request)
-    data = path.read_bytes()
-    try:
-        source = decode_utf8(data)
-    except ValueError:
-        source = data.decode("latin-1")
-    soup = BeautifulSoup(source, "html.parser")
+    # Bytes, decoded as the indexer's BeautifulSoup decodes them: by a byte-order mark, else
+    # the page's declared charset, else UTF-8 or windows-1252.
+    soup = BeautifulSoup(path.read_bytes(), "html.parser")
     body = soup.body or soup
     return _marked_view(request, body.decode_contents())
 

@@ -36,3 +36,34 @@ def test_white_space_and_hyphenation_do_not_hide_a_quote():
 
 def test_a_quote_that_is_not_there_is_reported():
     assert mark_quote("<p>something else</p>", "nowhere to be found") == ("<p>something else</p>", None)
+
+
+def test_an_html_file_in_a_declared_charset_or_utf16_is_shown_as_it_was_indexed(tmp_path):
+    import hashlib
+    from pathlib import Path
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.core.ingest.formats.html import extract_html
+    from rag_pipeline.service.views.base import ViewRequest
+    from rag_pipeline.service.views.markup import html_view
+
+    pages = {
+        "cp1252.html": b'<html><head><meta charset="windows-1252"></head><body><h1>R\xe9sum\xe9'
+                       b'</h1><p>The caf\xe9 opens at \x93nine\x94.</p></body></html>',
+        "latin1.html": b'<html><head><meta http-equiv="Content-Type" content="text/html; '
+                       b'charset=iso-8859-1"></head><body><h1>R\xe9sum\xe9</h1><p>The caf\xe9 '
+                       b'opens at nine.</p></body></html>',
+        "utf16.html": "<html><body><h1>Résumé</h1><p>The café opens at nine.</p></body></html>"
+                      .encode("utf-16"),
+    }
+    for name, data in pages.items():
+        path = Path(tmp_path, name)
+        path.write_bytes(data)
+        text = extract_html(data, path.stem).canonical_text
+        start = text.index("The caf")
+        end = text.index(".", start) + 1
+        info = DocumentInfo(name, "Résumé", str(path), "html", (),
+                            content_sha256=hashlib.sha256(data).hexdigest())
+        view = html_view(ViewRequest(info, text, start, end))
+        assert (view.label, view.note) == ("Résumé", ""), name
+        assert "caf\u00e9 opens at" in view.body, name
