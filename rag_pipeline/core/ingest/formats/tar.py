@@ -26,6 +26,7 @@ from rag_pipeline.core.ingest.members import (
     check_ratio,
     is_hidden,
     safe_member_name,
+    unique_name,
 )
 
 
@@ -42,7 +43,7 @@ class TarFormat(ContainerFormat):
     suffixes = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "1")
+        return Extractor("tar-members", "2")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -79,9 +80,11 @@ class TarFormat(ContainerFormat):
                         if bomb:
                             raise ExtractionError(bomb)
                         name, unsafe = safe_member_name(info.name)
-                        if not name or name in seen or (unsafe is None and is_hidden(name)):
+                        if not name or (unsafe is None and is_hidden(name)):
                             continue
-                        seen.add(name)
+                        # Two entries of one name (``tar -r`` appends an update; a name made
+                        # printable): both are read, the later as ``name (2)``.
+                        name = unique_name(name, seen)
                         if unsafe:
                             yield Member(name, error=unsafe)
                         elif not info.isfile():

@@ -28,6 +28,7 @@ from rag_pipeline.core.ingest.members import (
     is_hidden,
     read_bounded,
     safe_member_name,
+    unique_name,
 )
 
 
@@ -62,7 +63,7 @@ class ZipFormat(ContainerFormat):
     suffixes = (".zip",)
 
     def extractor(self) -> Extractor:
-        return Extractor("zip-members", "1")
+        return Extractor("zip-members", "2")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The members in the archive's order, checked as the module docstring says.
@@ -92,9 +93,11 @@ class ZipFormat(ContainerFormat):
             with archive:
                 for info in infos:
                     name, unsafe = safe_member_name(info.filename)
-                    if not name or name in seen or (unsafe is None and is_hidden(name)):
+                    if not name or (unsafe is None and is_hidden(name)):
                         continue
-                    seen.add(name)
+                    # Two entries of one name (an update appended, a name made printable):
+                    # both are read, the later as ``name (2)``.
+                    name = unique_name(name, seen)
                     yield Member(name, error=unsafe) if unsafe else _member(archive, info, name, unpacking)
 
         return Expansion(None, members())

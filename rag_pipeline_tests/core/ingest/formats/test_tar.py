@@ -28,6 +28,20 @@ def test_every_compression_streams_the_same_members(mode: str):
     assert TAR.extract(buffer.getvalue(), "docs").canonical_text == "docs\ndocs/a.md\n"
 
 
+def test_an_entry_appended_under_the_same_name_is_read_too():
+    from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in (("d/a.md", b"first\n"), ("d/a.md", b"updated\n")):  # `tar -r`
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    members = TAR.expand(buffer.getvalue(), "d", Unpacking(ContainerLimits(), Budget(10**6), 10**6))
+    assert [(m.name, m.data) for m in members.members] == [("d/a.md", b"first\n"),
+                                                           ("d/a (2).md", b"updated\n")]
+
+
 @pytest.mark.parametrize("name", ["a.tar", "a.tar.gz", "a.TGZ", "a.tar.bz2", "a.tbz2", "a.tar.xz", "a.txz"])
 def test_the_double_suffix_names_a_tar_archive(name: str):
     assert format_for(Path(name)) is TAR or format_for(Path(name)).name == "tar"

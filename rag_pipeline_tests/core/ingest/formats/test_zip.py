@@ -21,7 +21,9 @@ def archive() -> bytes:
         zipped.writestr("docs/a.md", b"# A\n")
         zipped.writestr("docs\\windows.txt", b"made on Windows\n")  # a backslash separates
         zipped.writestr(".git/config", b"[core]\n")  # hidden: no member
-        zipped.writestr("./docs/a.md", b"# again\n")  # the same path once more: read once
+        zipped.writestr("./docs/a.md", b"# again\n")  # the same path once more: read as a.md (2)
+        zipped.writestr("docs/w\nx.md", b"newline\n")  # shown as docs/w_x.md ...
+        zipped.writestr("docs/w_x.md", b"underscore\n")  # ... so this one is docs/w_x (2).md
         info = zipfile.ZipInfo("docs/link")
         info.external_attr = 0o120777 << 16  # a symlink entry
         zipped.writestr(info, b"/etc/passwd")
@@ -29,12 +31,15 @@ def archive() -> bytes:
 
 
 def test_members_and_the_listing():
-    assert ZIP.extract(archive(), "docs").canonical_text == "docs/a.md\ndocs/windows.txt\ndocs/link\n"
+    assert ZIP.extract(archive(), "docs").canonical_text == (
+        "docs/a.md\ndocs/windows.txt\ndocs/a (2).md\ndocs/w_x.md\ndocs/w_x (2).md\ndocs/link\n")
     from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
 
     members = list(ZIP.expand(archive(), "docs", Unpacking(ContainerLimits(), Budget(10**6), 10**6)).members)
     assert [(m.name, m.data, m.error, m.skip) for m in members] == [
         ("docs/a.md", b"# A\n", None, None), ("docs/windows.txt", b"made on Windows\n", None, None),
+        ("docs/a (2).md", b"# again\n", None, None), ("docs/w_x.md", b"newline\n", None, None),
+        ("docs/w_x (2).md", b"underscore\n", None, None),
         ("docs/link", b"", None, "a symlink inside the archive: not followed")]
 
 
