@@ -146,10 +146,25 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n", re.DOTALL)
 
 
 def front_matter_end(text: str) -> int:
-    """Where the YAML front matter (``---`` lines at the very start) of ``text`` ends; 0
-    without one."""
-    match = _FRONT_MATTER.match(text)
+    """Where the YAML front matter of ``text`` ends; 0 without one."""
+    match = _front_matter(text)
     return match.end() if match else 0
+
+
+def _front_matter(text: str) -> re.Match[str] | None:
+    """The front matter: ``---`` lines at the very start around a YAML mapping (or nothing).
+    A file that opens with a thematic break (``---``) and a paragraph is no front matter: its
+    paragraph would have been left out of every chunk."""
+    import yaml
+
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return None
+    try:
+        block = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return None
+    return match if block is None or isinstance(block, dict) else None
 
 
 class MarkdownFormat(DocumentFormat):
@@ -160,7 +175,7 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "4")
+        return Extractor("markdown-frontmatter", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's
@@ -172,7 +187,7 @@ class MarkdownFormat(DocumentFormat):
         text = decode_utf8(data)
         front_title = None
         body_start = 0
-        match = _FRONT_MATTER.match(text)
+        match = _front_matter(text)
         if match:
             for line in match.group(1).splitlines():
                 key, _, value = line.partition(":")

@@ -117,6 +117,18 @@ def test_the_format_extracts_its_sections_with_the_title_it_chose():
     assert extracted.sections == (Section("Front", 21, 27, 1), Section("Part", 34, 41, 2))
 
 
+def test_a_file_that_opens_with_a_thematic_break_has_no_front_matter():
+    from rag_pipeline.core.ingest.formats.markdown import front_matter_end
+
+    # A paragraph between two rules is prose: it had been taken for front matter and left out
+    # of every chunk (found by an attack).
+    ruled = "---\n\nIntro paragraph before a rule.\n\n---\n\nAfter the rule.\n"
+    assert front_matter_end(ruled) == 0
+    assert MarkdownFormat().extract(ruled.encode(), "r").sections == (Section("r", 0, 58, 1),)
+    assert front_matter_end("---\ntitle: A\ntags:\n  - x\n---\nBody\n") == 29
+    assert front_matter_end("---\ntitle: [unclosed\n---\nBody\n") == 0  # no YAML
+
+
 def test_a_windows_file_drops_its_byte_order_mark_and_counts_each_crlf_once():
     # What formats.md says #char= counts: the canonical text, a line end one character.
     extracted = MarkdownFormat().extract(
