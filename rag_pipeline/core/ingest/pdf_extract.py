@@ -78,6 +78,9 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
         message = str(exc)
         if "password" in message.lower():
             raise ExtractionError("encrypted PDF: no password is configured") from exc
+        if b"%PDF-" not in data[:1024]:  # where readers look for the header
+            raise ExtractionError(f"not a PDF: no %PDF- header in its first 1024 bytes (it "
+                                  f"begins {data[:8]!r}); rename it to its real type") from exc
         raise ExtractionError(f"unreadable PDF: {message}") from exc
     try:
         pages = [page_runs(pdf, i) for i in range(len(pdf))]

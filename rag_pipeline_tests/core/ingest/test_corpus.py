@@ -101,7 +101,7 @@ def corpus(tmp_path: Path) -> Path:
     (root / "locked.pdf").write_bytes(encrypted_pdf(text_pdf([["Secret page."]])))
     # Flaw: a page with only a drawn rectangle -> failed "no text layer".
     (root / "scan.pdf").write_bytes(drawing_only_pdf())
-    # Flaw: random bytes with a .pdf suffix -> failed "unreadable PDF".
+    # Flaw: random bytes with a .pdf suffix -> failed "not a PDF" (no %PDF- header).
     (root / "corrupt.pdf").write_bytes(random.Random(7).randbytes(2048))
     # Flaw: Latin-1 bytes in a .md ("é" is 0xE9 at byte 5) -> failed "not valid UTF-8".
     (root / "latin1.md").write_bytes(b"# Caf\xe9\n\nBody.\n")
@@ -257,7 +257,7 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     assert (records["README"].format, records["README"].canonical_text) == ("text", "Read me first.\n")
     assert (records["Makefile"].format, records["Makefile"].canonical_text) == ("text", "all:\n\ttrue\n")
     errors = {r.document_id: r.error for r in result.failed}
-    assert errors.pop("corrupt.pdf").startswith("unreadable PDF: ")
+    assert errors.pop("corrupt.pdf").startswith("not a PDF: no %PDF- header in its first 1024 bytes")
     assert errors == {
         "empty.txt": "an empty file (0 bytes): nothing to read",
         "latin1.md": "not valid UTF-8 at byte 5: invalid continuation byte",

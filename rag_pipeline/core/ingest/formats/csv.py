@@ -70,16 +70,19 @@ class CsvFormat(DocumentFormat):
     suffixes = (".csv", ".tsv")
 
     def extractor(self) -> Extractor:
-        return Extractor("csv-stdlib", "1")
+        return Extractor("csv-stdlib", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).
 
         Raises:
             ExtractionError: Not UTF-8, or a record the :mod:`csv` reader rejects (a NUL
-                byte, a field over its size limit), with its line number.
+                byte), with its line number.
         """
         text = decode_text(data, "CSV")
+        # A field may be as long as the file (max_document_bytes bounds it), not the module's
+        # 128 KiB default, which failed a whole file for one long cell.
+        csv.field_size_limit(max(csv.field_size_limit(), len(text)))
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text),
                             strict=True)
         records: list[tuple[int, list[str]]] = []

@@ -1,10 +1,11 @@
-"""Plain text: the file as it is (UTF-8, ``\n`` line ends); the title is the file name's stem."""
+"""Plain text: the file as it is (UTF-8, or the UTF-16/UTF-32 a byte-order mark declares; ``\n``
+line ends); the title is the file name's stem."""
 
 from __future__ import annotations
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.reading import decode_utf8
 
 
 class TextFormat(DocumentFormat):
@@ -16,7 +17,7 @@ class TextFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("plain-text", "1")
+        return Extractor("plain-text", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
-        return Extracted(title=stem, canonical_text=decode_utf8(data))
+        return Extracted(title=stem, canonical_text=decode_text(data, "text"))

@@ -74,6 +74,13 @@ def test_utf16_with_a_byte_order_mark_is_read():
     assert CSV.extract(data, "u").canonical_text == "name | city\nname: Zo\u00eb | city: K\u00f6ln\n"
 
 
+def test_a_field_longer_than_the_csv_modules_default_limit_is_read():
+    # 200,000 characters: over the csv module's 131,072, which failed the whole file.
+    long = "x" * 200_000
+    extracted = CSV.extract(f"note,id\n{long},1\nshort,2\n".encode(), "big")
+    assert extracted.canonical_text == f"note | id\nnote: {long} | id: 1\nnote: short | id: 2\n"
+
+
 @pytest.mark.parametrize(("data", "reason"), [
     (b'a,b\n"x"y,1\n', "malformed CSV at line 2: ',' expected after '\"'"),  # a stray quote
     (b'a,b\n"open,1\n', "malformed CSV at line 2: unexpected end of data"),  # never closed

@@ -229,3 +229,11 @@ def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers()
     assert all(len(found) == 1 for found in holding.values())
     assert all(all(h in found[0].text for h in TABLE_HEADERS) for found in holding.values())
     assert not any("Site | Lead | Duration\nSite | Lead | Duration" in c.text for c in chunks)
+
+
+def test_a_file_named_pdf_that_is_no_pdf_says_so():
+    with pytest.raises(ExtractionError) as raised:
+        PdfFormat().extract(b"Just some notes, saved as .pdf by mistake.\n", "notes")
+    assert str(raised.value) == ("not a PDF: no %PDF- header in its first 1024 bytes (it begins "
+                                 "b'Just som'); rename it to its real type")
+

@@ -23,3 +23,17 @@ def test_a_comment_line_in_text_stays_in_its_chunk():
     # One chunk from the first character to the last non-blank one; both comments inside it.
     assert [(c.start, c.end, c.section) for c in chunks] == [(0, 74, "setup")]
     assert "# install it first\npip install tool\n# then run" in chunks[0].content
+
+
+def test_utf16_with_a_byte_order_mark_is_read_and_other_bytes_fail_with_their_offset():
+    import pytest
+
+    from rag_pipeline.core.ingest.extracted import ExtractionError
+
+    notes = "Caf\u00e9 opens at nine.\r\n".encode("utf-16")  # a Windows "Unicode" save
+    assert TextFormat().extract(notes, "n").canonical_text == "Caf\u00e9 opens at nine.\n"
+    with pytest.raises(ExtractionError) as raised:
+        TextFormat().extract("Caf\u00e9\n".encode("latin-1"), "l")
+    assert str(raised.value) == ("not UTF-8: byte 0xe9 at offset 3 (invalid continuation byte); text "
+                                 "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark")
+
