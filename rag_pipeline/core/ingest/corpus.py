@@ -219,12 +219,16 @@ def _current_stamps(record: DocumentRecord, fmt: DocumentFormat) -> bool:
 def _relocated(record: DocumentRecord, document_id: str, location: str,
                fingerprint: str) -> DocumentRecord:
     """``record`` under another id or location (a rename, a moved folder), its content kept; a
-    title that was only the file's stem follows the new name."""
-    title = record.title
-    if document_id != record.document_id and title == PurePosixPath(record.document_id).stem:
+    title that was only the file's stem follows the new name, in the sections it titled too
+    (as a fresh read of the file titles them)."""
+    title, sections = record.title, record.sections
+    stem = PurePosixPath(record.document_id).stem
+    if document_id != record.document_id and title == stem:
         title = PurePosixPath(document_id).stem
+        sections = tuple(dataclasses.replace(s, title=title) if s.title == stem else s
+                         for s in sections)
     return dataclasses.replace(record, document_id=document_id, path=location, title=title,
-                               source_fingerprint=fingerprint)
+                               sections=sections, source_fingerprint=fingerprint)
 
 
 def _within_limit(entry: Entry, settings: ExtractionSettings) -> bool:

@@ -629,3 +629,24 @@ def test_out_of_memory_fails_only_the_document_that_ran_out(tmp_path, monkeypatc
     assert (records["bomb.txt"].status, records["bomb.txt"].error) == (
         "failed", "out of memory reading this text file: too large to read")
     assert records["fine.md"].status == "ok"
+
+
+def test_a_renamed_file_titled_by_its_name_is_titled_by_its_new_name_as_a_fresh_read_does(
+        tmp_path: Path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "db-note.md").write_text("The database is backed up at 03:00.\n", encoding="utf-8")
+    (root / "guide.md").write_text("# Guide\n\nRead the runbook.\n", encoding="utf-8")
+    first = extract_corpus(root)
+    (root / "db-note.md").rename(root / "database.md")
+    (root / "guide.md").rename(root / "handbook.md")
+    second = extract_corpus(root, previous=first.records)
+    assert [(r.change, r.document_id, r.previous_id) for r in second.report.rows
+            if r.change == "renamed"] == [("renamed", "database.md", "db-note.md"),
+                                          ("renamed", "handbook.md", "guide.md")]
+    fresh = by_id(extract_corpus(root).records)
+    for record in second.records:
+        assert (record.title, record.sections) == (fresh[record.document_id].title,
+                                                   fresh[record.document_id].sections)
+    assert by_id(second.records)["database.md"].sections == (Section("database", 0, 36, 1),)
+    assert by_id(second.records)["handbook.md"].title == "Guide"
