@@ -4,8 +4,12 @@ Parsed by the standard library's ``email`` with its default (RFC 5322, RFC 2047 
 A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and ``Date`` as
 header lines, then its body: the ``text/plain`` part, else the ``text/html`` part rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard library's
-``get_body``); the subject titles one section holding the rest. Its attachments (the parts
-``iter_attachments`` gives: not the body, not its alternatives) are members
+``get_body``), the HTML alternative when the plain one is a stub (a quarter of its text or
+less: "view this message in a browser"); the subject titles one section holding the rest. Text
+is decoded by its declared charset, else (undeclared 8-bit, a wrong or unknown charset) as UTF-8,
+else as windows-1252, and the notes say so (``charset_guessed``): never replaced by U+FFFD
+unsaid. Its attachments (every part but the body and its alternatives: an inline
+``text/html`` part after a plain body too) are members
 ``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
 message it encloses as its one attachment): the name is the attachment's own file name without
 any folder part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its
@@ -14,7 +18,9 @@ type; an attached message is ``<name>.eml`` and is expanded in turn. A message w
 fails alone.
 
 A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From `` line loses one
-``>``); its messages are members ``inbox.mbox/message-N.eml`` (1-based), at most
+``>``), those that read ``From SENDER WEEKDAY ...`` as mail programs write them when the file
+starts with one (so an unquoted body line "From here on..." splits nothing); its messages are
+members ``inbox.mbox/message-N.eml`` (1-based), at most
 ``max_members`` of them.
 """
 
@@ -31,37 +37,82 @@ from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, print
 
 _HEADERS = ("From", "To", "Cc", "Date")
 _FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
+_STRICT_FROM_LINE = re.compile(rb"^From \S+ +(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [^\n]*\n", re.MULTILINE)
+_FALLBACK_CHARSET = "windows-1252"
+_STUB_SHARE = 0.25
+"""A plain alternative with at most this share of the HTML one's text is a stub."""
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 
 
-def _header(message: object, name: str) -> str:
-    """A header's value decoded (RFC 2047), or as it is written when the policy cannot parse
-    it (a broken address list)."""
-    try:
-        value = message.get(name)
-    except Exception:  # email's header parser raises several kinds on malformed values
-        value = next((raw for key, raw in message.raw_items() if key.lower() == name.lower()), "")
+def _header(message: object, name: str, guessed: set[str]) -> str:
+    """A header's value decoded (RFC 2047; raw 8-bit bytes as :func:`_decoded`), or as it is
+    written when the policy cannot parse it (a broken address list)."""
+    raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
+    if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
+        value = _decoded(raw.encode("ascii", "surrogateescape"), None, guessed)
+    else:
+        try:
+            value = message.get(name)
+        except Exception:  # email's header parser raises several kinds on malformed values
+            value = raw or ""
     return " ".join(str(value or "").split())
 
 
-def _part_text(part: object) -> str:
-    try:
-        content = part.get_content()
-    except (LookupError, UnicodeError, ValueError):  # an unknown or wrong charset
-        payload = part.get_payload(decode=True) or b""
-        content = payload.decode("utf-8", "replace")
-    if isinstance(content, bytes):
-        content = content.decode("utf-8", "replace")
-    return str(content)
+_SURROGATE = re.compile("[\udc80-\udcff]")
 
 
-def _body(message: object) -> str:
+def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:
+    """``payload`` by ``charset``, else as UTF-8, else as windows-1252 (added to ``guessed``)."""
+    for candidate in (charset, "utf-8"):
+        if candidate:
+            try:
+                return payload.decode(candidate)
+            except (LookupError, UnicodeError):
+                continue
+    guessed.add(_FALLBACK_CHARSET)
+    return payload.decode(_FALLBACK_CHARSET, "replace")
+
+
+def _part_text(part: object, guessed: set[str]) -> str:
+    payload = part.get_payload(decode=True) or b""
+    return _decoded(payload, part.get_content_charset(), guessed)
+
+
+def _html_text(part: object, guessed: set[str]) -> str:
+    return extract_html(_part_text(part, guessed).encode("utf-8"), "").canonical_text.strip()
+
+
+def _body(message: object, guessed: set[str]) -> tuple[str, object | None]:
+    """The body's text and the part it was read from (the plain one's HTML alternative when
+    the plain one is a stub)."""
     body = message.get_body(preferencelist=("plain", "html"))
     if body is None:
-        return ""
+        return "", None
     if body.get_content_type() == "text/html":
-        return extract_html(_part_text(body).encode("utf-8"), "").canonical_text.strip()
-    return _part_text(body).replace("\r\n", "\n").strip()
+        return _html_text(body, guessed), body
+    plain = _part_text(body, guessed).replace("\r\n", "\n").strip()
+    html = message.get_body(preferencelist=("html",))
+    if html is not None and html is not body:
+        rich = _html_text(html, guessed)
+        if len(plain) <= _STUB_SHARE * len(rich):
+            return rich, html
+    return plain, body
+
+
+def _attachments(message: object, body: object | None) -> list[object]:
+    """Every part but the body and the alternatives around it: ``iter_attachments`` also
+    passes over the first inline ``text/html`` part as a body candidate when the body is
+    plain text, and its text was read nowhere."""
+    if message.get_content_type() == "message/rfc822":
+        return [message]
+    found = list(message.iter_attachments())
+    if not message.is_multipart() or message.get_content_type() != "multipart/mixed":
+        return found
+    listed = {id(part) for part in found}
+    holding_body = {id(part) for part in message.iter_parts()
+                    if body is not None and any(inner is body for inner in part.walk())}
+    return [part for part in message.iter_parts()
+            if id(part) in listed or id(part) not in holding_body]
 
 
 def _attachment_name(part: object, number: int) -> str:
@@ -102,19 +153,22 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
     message = email.message_from_bytes(data, policy=email.policy.default)
     if not message.keys():
         raise ExtractionError("unreadable mail: no header lines (not an RFC 5322 message)")
-    subject = _header(message, "Subject")
+    guessed: set[str] = set()
+    subject = _header(message, "Subject", guessed)
     title = subject or stem
-    headers = "\n".join(f"{name}: {value}" for name in _HEADERS if (value := _header(message, name)))
+    headers = "\n".join(f"{name}: {value}" for name in _HEADERS
+                        if (value := _header(message, name, guessed)))
     try:
-        body = _body(message)
-        attachments = ([message] if message.get_content_type() == "message/rfc822"
-                       else list(message.iter_attachments()))
+        body, body_part = _body(message, guessed)
+        attachments = _attachments(message, body_part)
     except Exception as exc:  # email's MIME layer raises many kinds on broken structure
         raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
     rest = "\n\n".join(part for part in (headers, body) if part)
     canonical = f"{title}\n\n{rest}\n" if rest else f"{title}\n"
     sections = (Section(title, len(title) + 2, len(canonical) - 1),) if rest else ()
-    return Extracted(title=title, canonical_text=canonical, sections=sections), attachments
+    notes = tuple(("charset_guessed", charset) for charset in sorted(guessed))
+    return Extracted(title=title, canonical_text=canonical, sections=sections,
+                     notes=notes), attachments
 
 
 class EmlFormat(ContainerFormat):
@@ -124,7 +178,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "2")
+        return Extractor("mail-email", "3")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).
@@ -162,7 +216,9 @@ class EmlFormat(ContainerFormat):
 def split_mbox(data: bytes) -> list[bytes]:
     """The messages of an mbox file, ``From `` separator lines removed and ``>From `` lines
     unquoted once."""
-    starts = [match for match in _FROM_LINE.finditer(data)]
+    starts = list(_STRICT_FROM_LINE.finditer(data))
+    if not starts or starts[0].start() != 0:
+        starts = list(_FROM_LINE.finditer(data))
     if not starts or starts[0].start() != 0:
         raise ExtractionError("unreadable mbox: it does not start with a 'From ' line")
     messages = []
@@ -179,7 +235,7 @@ class MboxFormat(ContainerFormat):
     suffixes = (".mbox",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mbox-split", "1")
+        return Extractor("mbox-split", "2")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The messages as members ``message-N.eml``.

@@ -154,3 +154,65 @@ def test_a_mailbox_over_the_message_limit_fails_unread(tmp_path: Path):
     (record,) = extract_file(tmp_path / "big.mbox", tmp_path, limits=ContainerLimits(max_members=10)).records
     assert (record.status, record.error) == ("failed", "11 messages: over the limit of 10 per mailbox "
                                                        "(max_members)")
+
+
+@pytest.mark.parametrize(("headers", "body"), [
+    (b"Subject: Caf\xe9 r\xe9union\n", b"Nous nous r\xe9unissons au caf\xe9.\n"),  # undeclared 8-bit
+    (b"Subject: Caf\xe9 r\xe9union\nContent-Type: text/plain; charset=utf-8\n",  # declared wrongly
+     b"Nous nous r\xe9unissons au caf\xe9.\n"),
+    (b"Subject: Caf\xe9 r\xe9union\nContent-Type: text/plain; charset=x-bogus\n",  # unknown
+     b"Nous nous r\xe9unissons au caf\xe9.\n"),
+])
+def test_text_in_no_charset_a_wrong_or_an_unknown_one_is_read_as_windows_1252_and_said(
+        headers: bytes, body: bytes):
+    extracted = EML.extract(b"From: ana@example.org\n" + headers + b"\n" + body, "m")
+    assert extracted.canonical_text == ("Caf\u00e9 r\u00e9union\n\nFrom: ana@example.org\n\n"
+                                        "Nous nous r\u00e9unissons au caf\u00e9.\n")
+    assert ("charset_guessed", "windows-1252") in extracted.notes
+
+
+def test_a_declared_charset_and_utf8_need_no_guess():
+    mail = EmailMessage()
+    mail["Subject"] = "Gr\u00fc\u00dfe"
+    mail.set_content("Sch\u00f6ne Gr\u00fc\u00dfe aus K\u00f6ln.\n", charset="iso-8859-1")
+    extracted = EML.extract(mail.as_bytes(), "m")
+    assert "Sch\u00f6ne Gr\u00fc\u00dfe aus K\u00f6ln." in extracted.canonical_text
+    assert not any(name == "charset_guessed" for name, _ in extracted.notes)
+
+
+def test_a_plain_stub_gives_way_to_its_html_alternative():
+    mail = EmailMessage()
+    mail["Subject"] = "Figures"
+    mail.set_content("View this message in a browser.\n")
+    mail.add_alternative("<p>The quarterly figures: revenue rose 12 percent in the north, held "
+                         "level in the south, and fell 3 percent in the west region.</p>",
+                         subtype="html")
+    text = EML.extract(mail.as_bytes(), "m").canonical_text
+    assert "revenue rose 12 percent" in text and "View this message" not in text
+
+
+def test_an_inline_html_part_after_a_plain_body_is_an_attachment(tmp_path: Path):
+    mail = message()
+    mail.make_mixed()
+    extra = EmailMessage()
+    extra.set_content("Second plain part.\n")
+    html = EmailMessage()
+    html.set_content("<p>Third part, in HTML.</p>", subtype="html")
+    mail.attach(extra)
+    mail.attach(html)
+    (tmp_path / "m.eml").write_bytes(mail.as_bytes())
+    texts = {r.document_id: r.canonical_text for r in extract_corpus(tmp_path).records}
+    assert sorted(texts) == ["m.eml", "m.eml/attachment-1.txt", "m.eml/attachment-2.html"]
+    assert texts["m.eml/attachment-2.html"] == "Third part, in HTML.\n"
+    assert "The gauges read high." in texts["m.eml"]
+
+
+def test_a_body_line_starting_with_from_splits_no_mailbox():
+    mbox = (b"From ana@example.org Tue Dec  1 09:00:00 2026\nSubject: one\n\nFirst line.\n"
+            b"From here on it is a sentence.\n\n"
+            b"From bo@example.org Wed Dec  2 10:00:00 2026\nSubject: two\n\nSecond.\n")
+    assert split_mbox(mbox) == [b"Subject: one\n\nFirst line.\nFrom here on it is a sentence.\n\n",
+                                b"Subject: two\n\nSecond.\n"]
+    # Separator lines without a weekday (a tool's own export) still split.
+    assert split_mbox(b"From x\nSubject: a\n\nA.\nFrom y\nSubject: b\n\nB.\n") == [
+        b"Subject: a\n\nA.\n", b"Subject: b\n\nB.\n"]
