@@ -67,9 +67,14 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
     differ = [f"{name} {served[name]}" for name in served if served[name] != asked[name]]
     if differ:
         return None, f"the running serve at {url} answers {', '.join(differ)}"
+    token = os.environ.get(ENV_TOKEN) or None
     try:
-        data = ask_running(record, {"q": question, **params}, token=os.environ.get(ENV_TOKEN) or None)
+        data = ask_running(record, {"q": question, **params}, token=token)
     except ServeRefusedError as exc:
+        if token is None:
+            return None, (f"the running serve at {url} answers only with a token (set "
+                          f"${ENV_TOKEN}); answered here from the data folder, every document "
+                          "readable")
         fail(f"the running serve at {url} refused ${ENV_TOKEN}: {exc}")
     except UnprovenServeError as exc:
         echo(f"note: the process at {url} (pid {record.pid}) that serve.json names "

@@ -151,6 +151,14 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
         assert f"hr/{CANARY['hr']}-salaries.md" in asked.stdout
         asked = _cli(config, data, "ask", CANARY["hr"], env={**os.environ, "RAG_PIPELINE_TOKEN": "rp_x"})
         assert asked.returncode == 2 and "refused $RAG_PIPELINE_TOKEN: malformed token" in asked.stderr
+        # Without a token the serve answers 401: `ask` says so (it had said the serve "did not
+        # answer"; found by a new user) and answers here, as documented.
+        untokened = {k: v for k, v in os.environ.items() if k != "RAG_PIPELINE_TOKEN"}
+        asked = _cli(config, data, "ask", CANARY["hr"], "--timings", env=untokened)
+        assert asked.returncode in (0, 1), asked.stderr
+        assert asked.stdout.splitlines()[-1].endswith(
+            f"the running serve at http://127.0.0.1:{port}/ answers only with a token (set "
+            "$RAG_PIPELINE_TOKEN); answered here from the data folder, every document readable)")
         revoked = _cli(config, data, "tokens", "revoke", "eng-user")
         assert revoked.returncode == 0
         started = time.monotonic()

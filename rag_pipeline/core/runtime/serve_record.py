@@ -134,7 +134,8 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
     Raises:
         UnprovenServeError: If the record holds no secret, or the process that answered did
             not send :func:`serve_proof` of this request's nonce (its answer is dropped).
-        ServeRefusedError: The proven service answered 401 to a request that carried a token.
+        ServeRefusedError: The proven service answered 401 (the request carried no token, or
+            one it refused).
     """
     import http.client
     from urllib.parse import urlencode, urlsplit
@@ -157,7 +158,7 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
         if not hmac.compare_digest(proof, serve_proof(record.secret, nonce)):
             raise UnprovenServeError("its answer carries no proof of the secret in "
                                      f"{SERVE_RECORD}")
-        if response.status == 401 and token:
+        if response.status == 401:
             raise ServeRefusedError(str(json.loads(body).get("error", "unauthorized")))
         return json.loads(body) if response.status == 200 else None
     except (OSError, ValueError, http.client.HTTPException):
