@@ -120,6 +120,10 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
         echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
+    from rag_pipeline.core.storage.warehouse import open_to_every_user
+
+    if (opened := open_to_every_user(warehouse.data_dir)) is not None:
+        echo(f"  warning: {opened}")
     from rag_pipeline.core.index.tables import stale_tables
     from rag_pipeline.core.storage.table_names import ACCESS
 

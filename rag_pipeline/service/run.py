@@ -23,7 +23,7 @@ from rag_pipeline.core.runtime.serve_record import (
     remove_serve_record,
     write_serve_record,
 )
-from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.core.storage.warehouse import Warehouse, open_to_every_user
 from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.proof import ServeProof
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
@@ -214,6 +214,8 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             echo(f"page http://{where}:{port}/   API http://{where}:{port}/docs   (Ctrl-C stops)")
             if service.access.enabled:
                 echo(access_line(service))
+                if (opened := open_to_every_user(warehouse.data_dir)) is not None:
+                    echo(f"warning: {opened}")
             echo(hosts_line(allowed))
             secret = new_secret()
             # PrivateResponses again outside the app: Starlette answers a crash's 500 from

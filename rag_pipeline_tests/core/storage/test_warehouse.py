@@ -213,3 +213,17 @@ def test_a_write_that_fills_the_disk_leaves_the_old_object_and_no_temporary_file
     assert warehouse.get_json("_generations/x/CURRENT.json") == {"id": "old"}
     assert sorted(p.name for p in (tmp_path / "warehouse" / "_generations" / "x").iterdir()) == [
         "CURRENT.json"]
+
+
+def test_a_data_folder_open_to_every_user_is_named_with_its_mode(tmp_path):
+    from rag_pipeline.core.storage.warehouse import open_to_every_user
+
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o755)
+    assert open_to_every_user(data) == (
+        f"the data folder {data} is open to every user of this machine (mode 755): its tables "
+        f"hold every document's text, whatever [access] says; `chmod o-rwx {data}` closes it")
+    data.chmod(0o750)
+    assert open_to_every_user(data) is None
+    assert open_to_every_user(tmp_path / "not-there") is None
