@@ -7,12 +7,15 @@ become Markdown headings, ``input`` becomes ``source``, ``pyout`` an ``execute_r
 code cells' own ``language`` names the fences' language). The canonical text is Markdown: a Markdown
 cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
 kept (inside the fence they are code, never headings); each of its outputs that is text as a
-fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``),
-an error's ``name: value``. Terminal colour codes are dropped, and one output keeps at most
-:data:`MAX_OUTPUT_CHARS` characters (the rest is cut at a line end and counted in the notes:
-a notebook with a 100 MB log in one cell is still a notebook, not 100 MB of log). Raw cells
-and images are left out. Sections come from the Markdown cells' headings, as in a Markdown
-file; each cell with text is one anchor ``cell=N`` (1-based, every cell counted).
+fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``, else
+its ``text/html`` read by the HTML reader), an error's ``name: value``. Terminal colour codes
+are dropped, and one output keeps at most :data:`MAX_OUTPUT_CHARS` characters (the rest is cut
+at a line end and counted in the notes: a notebook with a 100 MB log in one cell is still a
+notebook, not 100 MB of log). A raw cell is a fenced ``text`` block too. What has no text (an
+image output, a cell of an unknown type) is left out and counted in the notes
+(``outputs_without_text``, ``cells_left_out``). Sections come from the Markdown cells'
+headings, as in a Markdown file; each cell with text is one anchor ``cell=N`` (1-based, every
+cell counted).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
@@ -53,7 +57,12 @@ def _output_text(output: dict) -> str:
         return _text(output.get("text"))
     if kind in ("execute_result", "display_data"):
         data = output.get("data") or {}
-        return _text(data.get("text/plain") or data.get("text/markdown"))
+        text = _text(data.get("text/plain") or data.get("text/markdown"))
+        if not text.strip() and (html := _text(data.get("text/html"))).strip():
+            from rag_pipeline.core.ingest.formats.html import extract_html
+
+            text = extract_html(html.encode("utf-8"), "").canonical_text
+        return text
     if kind == "error":
         return f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
     return ""
@@ -88,25 +97,38 @@ def _cut(text: str) -> tuple[str, bool]:
     return (head[:line_end] if line_end > 0 else head), True
 
 
-def _cell_blocks(cell: dict, language: str) -> tuple[list[str], int]:
-    """The cell's blocks of canonical text and how many of its outputs were cut."""
+@dataclass
+class _Left:
+    """What the notebook's text leaves out, for its notes."""
+
+    outputs_cut: int = 0
+    outputs_without_text: int = 0
+    cells_left_out: int = 0
+
+
+def _cell_blocks(cell: dict, language: str, left: _Left) -> list[str]:
+    """The cell's blocks of canonical text; what it leaves out is counted in ``left``."""
     kind = cell.get("cell_type")
     source = _text(cell.get("source")).strip("\n")
     if kind == "markdown":
-        return ([source] if source.strip() else []), 0
+        return [source] if source.strip() else []
+    if kind == "raw":
+        return [fenced(source, "text")] if source.strip() else []
     if kind != "code":
-        return [], 0
+        left.cells_left_out += 1
+        return []
     blocks = [fenced(source, language)] if source.strip() else []
-    cut = 0
     for output in cell.get("outputs") or ():
         if not isinstance(output, dict):
             continue
         text = _ANSI.sub("", _output_text(output)).strip("\n")
         text, was_cut = _cut(text)
-        cut += was_cut
+        left.outputs_cut += was_cut
         if text.strip():
             blocks.append(fenced(text, "text"))
-    return blocks, cut
+        else:
+            left.outputs_without_text += 1
+    return blocks
 
 
 class IpynbFormat(DocumentFormat):
@@ -116,7 +138,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "2")
+        return Extractor("ipynb-json", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).
@@ -139,12 +161,13 @@ class IpynbFormat(DocumentFormat):
                        or (metadata.get("language_info") or {}).get("name") or "")
         parts: list[str] = []
         anchors: list[Anchor] = []
-        offset = cut = 0
+        offset = 0
+        left = _Left()
         for number, cell in enumerate(notebook["cells"], start=1):
             if not isinstance(cell, dict):
+                left.cells_left_out += 1
                 continue
-            blocks, cell_cut = _cell_blocks(cell, language)
-            cut += cell_cut
+            blocks = _cell_blocks(cell, language, left)
             if not blocks:
                 continue
             text = "\n\n".join(blocks)
@@ -156,9 +179,8 @@ class IpynbFormat(DocumentFormat):
             offset += len(text)
         canonical = "".join(parts) + ("\n" if parts else "")
         title = first_title(canonical) or str(metadata.get("title") or "") or stem
-        notes = [("cells", str(len(notebook["cells"])))]
-        if cut:
-            notes.append(("outputs_cut", str(cut)))
+        notes = [("cells", str(len(notebook["cells"]))),
+                 *((name, str(count)) for name, count in vars(left).items() if count)]
         return Extracted(title=title, canonical_text=canonical,
                          sections=markdown_sections(canonical, title), anchors=tuple(anchors),
                          notes=tuple(notes))

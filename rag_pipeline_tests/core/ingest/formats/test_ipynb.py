@@ -28,12 +28,14 @@ def analysis() -> bytes:
         v4.new_code_cell("# read the gauges\nimport pandas as pd\ngauges = pd.read_csv('g.csv')",
                          outputs=[v4.new_output("stream", name="stdout",
                                                 text="\x1b[32mloaded 12 rows\x1b[0m\n")]),
-        v4.new_raw_cell("raw text is left out"),
+        v4.new_raw_cell("raw text is read as text"),
         v4.new_markdown_cell("## Peaks"),
         v4.new_code_cell("gauges.max()", outputs=[
             v4.new_output("execute_result", data={"text/plain": "level    4.2", "image/png": "iVBOR"},
                           execution_count=2),
-            v4.new_output("error", ename="KeyError", evalue="'flow'", traceback=["\x1b[31m..."])]),
+            v4.new_output("error", ename="KeyError", evalue="'flow'", traceback=["\x1b[31m..."]),
+            v4.new_output("display_data", data={"text/html": "<b>Peak at 04:00</b>"}),
+            v4.new_output("display_data", data={"image/png": "iVBOR"})]),  # no text: counted
         v4.new_code_cell(""),  # an empty cell has no anchor
         kernelspec={"name": "python3", "language": "python", "display_name": "Python 3"})
 
@@ -41,10 +43,12 @@ def analysis() -> bytes:
 TEXT = ("# Flood analysis\n\nWe load the gauges.\n\n"
         "```python\n# read the gauges\nimport pandas as pd\ngauges = pd.read_csv('g.csv')\n```\n\n"
         "```text\nloaded 12 rows\n```\n\n"
+        "```text\nraw text is read as text\n```\n\n"
         "## Peaks\n\n"
         "```python\ngauges.max()\n```\n\n"
         "```text\nlevel    4.2\n```\n\n"
-        "```text\nKeyError: 'flow'\n```\n")
+        "```text\nKeyError: 'flow'\n```\n\n"
+        "```text\nPeak at 04:00\n```\n")
 
 
 def test_cells_as_markdown_with_code_fenced_and_text_outputs():
@@ -57,10 +61,10 @@ def test_cells_as_markdown_with_code_fenced_and_text_outputs():
         ("Flood analysis", 1, ""), ("Flood analysis", 1, "We load the gauges.\n"),
         ("Peaks", 2, "```python\ngauges.max")]
     assert [(a.locator, text[a.start:a.end][:12]) for a in extracted.anchors] == [
-        ("cell=1", "# Flood anal"), ("cell=2", "```python\n# "), ("cell=4", "## Peaks"),
-        ("cell=5", "```python\nga")]
+        ("cell=1", "# Flood anal"), ("cell=2", "```python\n# "), ("cell=3", "```text\nraw "),
+        ("cell=4", "## Peaks"), ("cell=5", "```python\nga")]
     assert extracted.anchors[0] == Anchor(0, 37, "cell=1")
-    assert extracted.notes == (("cells", "6"),)
+    assert extracted.notes == (("cells", "6"), ("outputs_without_text", "1"))
 
 
 def test_a_span_cites_the_cell_it_starts_in():
@@ -142,3 +146,12 @@ def test_an_nbformat_3_notebook_is_upgraded_and_read():
     assert [(a.locator, text[a.start:a.end][:14]) for a in extracted.anchors] == [
         ("cell=1", "# Tide gauges"), ("cell=2", "The gauges rep"), ("cell=3", "```python\n# th"),
         ("cell=4", "```python\nleve")]
+
+
+def test_a_cell_of_an_unknown_type_is_left_out_and_counted():
+    data = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "Kept."},
+        {"cell_type": "widget-state", "metadata": {}, "source": "not read"}, "not a cell"]})
+    extracted = IPYNB.extract(data.encode(), "n")
+    assert (extracted.canonical_text, extracted.notes) == (
+        "Kept.\n", (("cells", "3"), ("cells_left_out", "2")))
