@@ -446,7 +446,7 @@ def test_a_million_dots_are_cut_in_linear_time():
     assert (len(chunks), offset_errors(canonical, chunks)) == (977, [])
 
 
-def test_a_long_table_is_cut_between_rows_and_its_header_repeated_in_text_only():
+def test_a_table_is_one_row_a_chunk_and_its_header_repeated_in_text_only():
     from rag_pipeline.core.ingest.tables import layout_table
 
     intro = "Intro.\n\n"
@@ -458,13 +458,8 @@ def test_a_long_table_is_cut_between_rows_and_its_header_repeated_in_text_only()
     chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, settings,
                             tables=[table])
     assert [c.content for c in chunks] == [
-        "Intro.",
-        "Site | Lead\nRow 01 site | Tomas Ruiz\nRow 02 site | Tomas Ruiz",
-        "Row 03 site | Tomas Ruiz\nRow 04 site | Tomas Ruiz",
-        "Row 05 site | Tomas Ruiz\nRow 06 site | Tomas Ruiz",
-        "Row 07 site | Tomas Ruiz\nRow 08 site | Tomas Ruiz",
-        "Row 09 site | Tomas Ruiz\nRow 10 site | Tomas Ruiz",
-        "After."]
+        "Intro.", "Site | Lead\nRow 01 site | Tomas Ruiz",
+        *(f"Row {r:02d} site | Tomas Ruiz" for r in range(2, 11)), "After."]
     assert chunks[1].text == "[Doc]\n" + chunks[1].content  # holds the header row itself
     assert chunks[2].text == "[Doc]\nSite | Lead\n" + chunks[2].content
     assert chunks[2].header == "[Doc]"
@@ -475,11 +470,17 @@ def test_a_long_table_is_cut_between_rows_and_its_header_repeated_in_text_only()
     assert plain[2].text == plain[2].content
 
 
-def test_a_table_that_fits_is_packed_like_a_paragraph():
+def test_a_short_table_is_one_row_a_chunk_too():
     from rag_pipeline.core.ingest.tables import layout_table
 
-    table_text, table = layout_table([["K", "V"], ["a", "1"]], 8)
+    table_text, table = layout_table([["K", "V"], ["a", "1"], ["b", "2"]], 8)
     canonical = f"Intro.\n\n{table_text}\n"
-    with_table = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
-    without = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER)
-    assert with_table == without
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    assert [(c.content, c.text) for c in chunks] == [
+        ("Intro.", "[Doc]\nIntro."), ("K | V\na | 1", "[Doc]\nK | V\na | 1"),
+        ("b | 2", "[Doc]\nK | V\nb | 2")]
+    # Without declared tables, the same text is a paragraph like any other.
+    assert [c.content for c in chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER)] == [
+        "Intro.\n\nK | V\na | 1\nb | 2"]
+
+
