@@ -170,6 +170,10 @@ def draft_jsonl(name: str, needles: Iterable[DraftNeedle]) -> str:
     return "\n".join(lines) + "\n"
 
 
+NOT_FOUND = ("needle not found in the corpus; needles match the extracted text, as the chunks' "
+             "`content` holds it (a CSV or sheet row reads `column: value | column: value`)")
+
+
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
@@ -184,7 +188,7 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
         found = sum(text.count(needle) for text in collapsed.values())
         in_body = sum(text.count(needle) for text in body_only.values())
         if found == 0:
-            errors.append(GoldError(line.id, "needle not found in the corpus"))
+            errors.append(GoldError(line.id, NOT_FOUND))
         elif found > 1:
             errors.append(GoldError(line.id, f"needle found {found} times in the corpus, not once"))
         elif in_body == 0:

@@ -54,6 +54,11 @@ CORPUS = {
 }
 
 
+NOT_FOUND = ("needle not found in the corpus; needles match the extracted text, as the chunks' "
+             "`content` holds it (a CSV or sheet row reads `column: value | column: value`)")
+"""What a needle copied from a CSV file as it is written (``a,b,c``) is told."""
+
+
 def line(id_: str, needle: str) -> GoldLine:
     return GoldLine(id_, needle, f"question {id_}?", f"ticket {id_}")
 
@@ -81,7 +86,7 @@ def test_planted_needles_each_trip_their_check():
     queries, errors = validate_gold(lines, CORPUS)
     assert errors == [
         GoldError("q2", "needle found 2 times in the corpus, not once"),
-        GoldError("q3", "needle not found in the corpus"),
+        GoldError("q3", NOT_FOUND),
         GoldError("q4", "needle is a heading"),
     ]
     assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q5/question", "q5/ticket"]
@@ -102,7 +107,7 @@ def test_the_front_matter_is_not_searched_for_needles():
     queries, errors = validate_gold([line("q1", "Keys rotate every 90 days."),
                                      line("q2", "description: Keys rotate")], corpus)
     assert (errors, [q.query_id for q in queries]) == (
-        [GoldError("q2", "needle not found in the corpus")], ["q1/question", "q1/ticket"])
+        [GoldError("q2", NOT_FOUND)], ["q1/question", "q1/ticket"])
 
 
 def test_needle_holding_heading_words_in_body_text_is_kept():
