@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.core.ingest.extracted import TableSpan
+
 CELL_SEPARATOR = " | "
 HEADER_SEARCH_ROWS = 20
 
@@ -85,6 +87,20 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
+
+def line_table(lines: Sequence[TableLine], starts: Sequence[int]) -> TableSpan | None:
+    """The table that ``lines`` make, each line placed at its start in ``starts``: from the
+    header row to the last row (preamble lines left out), its data rows declared so the
+    chunker cuts the table one row a chunk; None without a data row."""
+    placed = list(zip(lines, starts, strict=True))
+    data = [start for line, start in placed if not (line.header or line.preamble)]
+    if not data:
+        return None
+    header = next(((line.text, start) for line, start in placed if line.header), ("", data[0]))
+    last_line, last_start = placed[-1]
+    return TableSpan(header[1], last_start + len(last_line.text), header[0],
+                     header[1] + len(header[0]), tuple(data))
+
 
 def column_letters(column: int) -> str:
     """A spreadsheet column's letters: 1 is ``A``, 26 is ``Z``, 27 is ``AA``."""

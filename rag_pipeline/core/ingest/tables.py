@@ -108,8 +108,10 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
 def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int) -> str:
     """A format's ``fragment`` for ``[start, end)`` with the table rows it holds added
     (``#page=3&rows=14-27``, ``#slide=2&rows=1-30``, ``#char=120,610&rows=5-19``); unchanged
-    when it holds no data row or already names cells (a sheet's ``&range=``)."""
-    rows = "" if "&range=" in fragment else rows_locator(tables, start, end)
+    when it holds no data row or already names its rows (a sheet's ``&range=``, a CSV file's
+    ``#row=``)."""
+    named = "&range=" in fragment or fragment.startswith("#row=")
+    rows = "" if named else rows_locator(tables, start, end)
     return f"{fragment}&{rows}" if rows else fragment
 
 
@@ -129,7 +131,7 @@ def row_spans(tables: Sequence[TableSpan], anchors: Sequence[Anchor], start: int
         if anchor.start < end and anchor.end > start and isinstance(
                 _locator(anchor.locator), (RowLocator, RangeLocator)):
             found.append((max(anchor.start, start), min(anchor.end, end)))
-    return sorted(found)
+    return sorted(set(found))  # a table file's row is a declared row and an anchor
 
 
 def header_spans(tables: Sequence[TableSpan], start: int, end: int) -> list[tuple[int, int]]:

@@ -21,7 +21,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.locator import RowLocator
-from rag_pipeline.core.ingest.rows import table_lines
+from rag_pipeline.core.ingest.rows import line_table, table_lines
 
 SNIFF_CHARS = 64 * 1024
 _DELIMITERS = ",;\t|"
@@ -70,7 +70,7 @@ class CsvFormat(DocumentFormat):
     suffixes = (".csv", ".tsv")
 
     def extractor(self) -> Extractor:
-        return Extractor("csv-stdlib", "2")
+        return Extractor("csv-stdlib", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).
@@ -94,15 +94,18 @@ class CsvFormat(DocumentFormat):
         lines = table_lines(records, lambda column: f"column {column}")
         parts: list[str] = []
         anchors: list[Anchor] = []
+        starts: list[int] = []
         offset = 0
         for line in lines:
             parts.append(line.text)
             anchors.append(Anchor(offset, offset + len(line.text), row_locator(line.number)))
+            starts.append(offset)
             offset += len(line.text) + 1
         canonical = "\n".join(parts) + ("\n" if parts else "")
         rows = sum(1 for line in lines if not (line.header or line.preamble))
+        table = line_table(lines, starts)
         return Extracted(title=stem, canonical_text=canonical, anchors=tuple(anchors),
-                         notes=(("rows", str(rows)),))
+                         tables=(table,) if table else (), notes=(("rows", str(rows)),))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#row=12`` for one row, ``#row=12-30`` for a span (RFC 7111); ``#char=`` when the

@@ -20,12 +20,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
-from rag_pipeline.core.ingest.rows import column_letters, table_lines
+from rag_pipeline.core.ingest.rows import column_letters, line_table, table_lines
 
 
 def cell_value_text(value: object) -> str:
@@ -117,7 +124,7 @@ class XlsxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("xlsx-openpyxl", f"1+openpyxl-{library_version('openpyxl')}")
+        return Extractor("xlsx-openpyxl", f"2+openpyxl-{library_version('openpyxl')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet (its name the title), one line and anchor per row.
@@ -148,6 +155,7 @@ class XlsxFormat(DocumentFormat):
         parts: list[str] = []
         sections: list[Section] = []
         anchors: list[Anchor] = []
+        tables: list[TableSpan] = []
         offset = 0
         rows = empty_sheets = 0
         for sheet in sheets:
@@ -159,20 +167,24 @@ class XlsxFormat(DocumentFormat):
                 parts.append("\n")
                 offset += 1
             section_start = offset
+            starts = []
             for line in lines:
+                starts.append(offset)
                 parts.append(line.text + "\n")
                 anchors.append(Anchor(offset, offset + len(line.text), range_locator(
                     sheet.name, line.first_column, line.number, line.last_column, line.number)))
                 offset += len(line.text) + 1
                 rows += not (line.header or line.preamble)
             sections.append(Section(sheet.name, section_start, offset - 1))
+            if (table := line_table(lines, starts)) is not None:
+                tables.append(table)
         notes = [("sheets", str(len(sections))), ("rows", str(rows))]
         if empty_sheets:
             notes.append(("empty_sheets", str(empty_sheets)))
         if uncached:
             notes.append(("formulas_without_cached_value", str(uncached)))
         return Extracted(title=stem, canonical_text="".join(parts), sections=tuple(sections),
-                         anchors=tuple(anchors), notes=tuple(notes))
+                         anchors=tuple(anchors), tables=tuple(tables), notes=tuple(notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Budget&range=A12:F30``: the sheet and the smallest range holding every row

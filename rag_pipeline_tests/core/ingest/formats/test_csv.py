@@ -100,3 +100,26 @@ def test_a_comment_line_above_the_table_is_preamble_not_the_header():
                                         "Date: 1990-01-01 | IBM: 10.5 | AAPL: 0.8\n")
     assert [a.locator for a in extracted.anchors] == ["row=1", "row=2", "row=3"]
     assert extracted.notes == (("rows", "1"),)
+
+
+def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_row():
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
+    from rag_pipeline.core.ingest.extracted import TableSpan
+    from rag_pipeline.core.ingest.tables import with_rows
+
+    extracted = CSV.extract(b"# staff list\nname,phone,room\nAna,1,A\nBo,2,B\n", "staff")
+    text = extracted.canonical_text
+    assert text == ("# staff list\nname | phone | room\nname: Ana | phone: 1 | room: A\n"
+                    "name: Bo | phone: 2 | room: B\n")
+    assert extracted.tables == (TableSpan(13, 93, "name | phone | room", 32, (33, 64)),)
+    chunks = chunk_document("staff.csv", "staff", text, ChunkingStrategy.HEADER,
+                            tables=extracted.tables)
+    assert [(c.content, c.text) for c in chunks] == [
+        ("# staff list", "[staff]\n# staff list"),
+        ("name | phone | room\nname: Ana | phone: 1 | room: A",
+         "[staff]\nname | phone | room\nname: Ana | phone: 1 | room: A"),
+        ("name: Bo | phone: 2 | room: B", "[staff]\nname | phone | room\nname: Bo | phone: 2 | room: B")]
+    last = chunks[-1]
+    fragment = CSV.fragment(extracted.anchors, last.start, last.end)
+    # The file's own row number (RFC 7111), never a second numbering beside it.
+    assert with_rows(fragment, extracted.tables, last.start, last.end) == "#row=4"

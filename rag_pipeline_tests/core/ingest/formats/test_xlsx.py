@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, cell_value_text
 
 XLSX = XlsxFormat()
@@ -76,6 +76,10 @@ def test_each_sheet_is_a_section_of_rows_under_its_header():
                             strict=True):
         assert BUDGET_TEXT[anchor.start:anchor.end] == line
     assert extracted.notes == (("sheets", "2"), ("rows", "4"), ("empty_sheets", "1"))
+    # Each sheet's rows are a table (from its header row), so the chunker cuts one row a chunk.
+    assert extracted.tables == (
+        TableSpan(0, 126, BUDGET_TEXT[0:21], 21, (22, 66, 87)),
+        TableSpan(128, 162, BUDGET_TEXT[128:138], 138, (139,)))
 
 
 def test_a_span_over_several_rows_cites_the_sheet_and_the_range_holding_them():
