@@ -175,7 +175,9 @@ def test_csv_chunks_cite_their_rfc_7111_rows(warehouse: Path):
         first, last = _line_range(canonical, start, end)  # line i is row i + 1: no blank rows
         expected.append(f"#row={first + 1}" if first == last else f"#row={first + 1}-{last + 1}")
     assert _fragments(warehouse, "parts.csv") == expected
-    assert expected[0].startswith("#row=1-") and expected[-1].endswith(f"-{CSV_ROWS + 1}")
+    # One row a chunk, the header row (row 1) with the first data row.
+    assert expected[0] == "#row=1-2" and expected[1] == "#row=3"
+    assert expected[-1] == f"#row={CSV_ROWS + 1}" and len(expected) == CSV_ROWS
 
 
 def test_xlsx_chunks_cite_their_sheet_and_cell_range(warehouse: Path):
