@@ -151,20 +151,20 @@ def front_matter_end(text: str) -> int:
     return match.end() if match else 0
 
 
-def _front_matter(text: str) -> re.Match[str] | None:
-    """The front matter: ``---`` lines at the very start around a YAML mapping (or nothing).
-    A file that opens with a thematic break (``---``) and a paragraph is no front matter: its
-    paragraph would have been left out of every chunk."""
-    import yaml
+_KEY_LINE = re.compile(r"[A-Za-z_][\w.-]*[ \t]*:(?:[ \t]|$)")
 
+
+def _front_matter(text: str) -> re.Match[str] | None:
+    """The front matter: ``---`` lines at the very start around lines whose first (not blank,
+    not a ``#`` comment) is a ``key:`` line, as YAML front matter opens (its values need not be
+    valid YAML: ``title: Kubernetes: the guide`` is what people write). A ``---`` rule above a
+    paragraph is no front matter."""
     match = _FRONT_MATTER.match(text)
     if match is None:
         return None
-    try:
-        block = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        return None
-    return match if block is None or isinstance(block, dict) else None
+    first = next((line for line in match.group(1).splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")), None)
+    return match if first is None or _KEY_LINE.match(first) else None
 
 
 class MarkdownFormat(DocumentFormat):
