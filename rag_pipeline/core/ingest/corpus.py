@@ -218,17 +218,15 @@ def _current_stamps(record: DocumentRecord, fmt: DocumentFormat) -> bool:
 
 def _relocated(record: DocumentRecord, document_id: str, location: str,
                fingerprint: str) -> DocumentRecord:
-    """``record`` under another id or location (a rename, a moved folder), its content kept; a
-    title that was only the file's stem follows the new name, in the sections it titled too
-    (as a fresh read of the file titles them)."""
-    title, sections = record.title, record.sections
-    stem = PurePosixPath(record.document_id).stem
-    if document_id != record.document_id and title == stem:
-        title = PurePosixPath(document_id).stem
-        sections = tuple(dataclasses.replace(s, title=title) if s.title == stem else s
-                         for s in sections)
-    return dataclasses.replace(record, document_id=document_id, path=location, title=title,
-                               sections=sections, source_fingerprint=fingerprint)
+    """``record`` under another id or location (a rename, a moved folder), its content kept."""
+    return dataclasses.replace(record, document_id=document_id, path=location,
+                               source_fingerprint=fingerprint)
+
+
+def _titled_by_name(record: DocumentRecord) -> bool:
+    """Whether ``record``'s title is its file name's stem (no heading or title of its own): a
+    rename changes what a fresh read titles it, and its sections, so it is read again."""
+    return record.title == PurePosixPath(record.document_id).stem
 
 
 def _within_limit(entry: Entry, settings: ExtractionSettings) -> bool:
@@ -336,7 +334,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 action = "reuse"
             elif old is None and source.content_addressed and _within_limit(entry, settings) and (
                     twin := rename_of(by_fingerprint.get(entry.fingerprint), fmt)) is not None:
-                action = "rename"
+                action = "read" if _titled_by_name(twin) else "rename"
             else:
                 action = "read"
             plans.append((entry, fmt, old, action, twin))
@@ -390,16 +388,18 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 keep(_relocated(old, entry.document_id, location, entry.fingerprint), Change.UNCHANGED)
                 continue
             if old is None:
-                twin = rename_of(by_digest.get(digest), fmt)
-                if twin is not None:
+                twin = twin or rename_of(by_digest.get(digest), fmt)
+                if twin is not None and not _titled_by_name(twin):
                     reused += 1
                     moved += 1
                     keep(_relocated(twin, entry.document_id, location, entry.fingerprint),
                          Change.RENAMED, twin.document_id)
                     continue
             extracted += 1
+            renamed_from = twin.document_id if old is None and twin is not None else ""
             for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint):
-                keep(record, Change.CHANGED if old else Change.ADDED)
+                keep(record, Change.RENAMED if renamed_from else Change.CHANGED if old else
+                     Change.ADDED, renamed_from)
         source.still_there()
     finally:
         source.close()

@@ -637,16 +637,28 @@ def test_a_renamed_file_titled_by_its_name_is_titled_by_its_new_name_as_a_fresh_
     root.mkdir()
     (root / "db-note.md").write_text("The database is backed up at 03:00.\n", encoding="utf-8")
     (root / "guide.md").write_text("# Guide\n\nRead the runbook.\n", encoding="utf-8")
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.title = "budget"  # a sheet named after its file, as Excel names a saved CSV
+    book.active.append(["Item", "Cost"])
+    book.active.append(["Tea", 2])
+    book.save(root / "budget.xlsx")
     first = extract_corpus(root)
     (root / "db-note.md").rename(root / "database.md")
     (root / "guide.md").rename(root / "handbook.md")
+    (root / "budget.xlsx").rename(root / "finance.xlsx")
     second = extract_corpus(root, previous=first.records)
-    assert [(r.change, r.document_id, r.previous_id) for r in second.report.rows
-            if r.change == "renamed"] == [("renamed", "database.md", "db-note.md"),
-                                          ("renamed", "handbook.md", "guide.md")]
+    assert sorted((r.change, r.document_id, r.previous_id) for r in second.report.rows
+                  if r.change == "renamed") == [("renamed", "database.md", "db-note.md"),
+                                                ("renamed", "finance.xlsx", "budget.xlsx"),
+                                                ("renamed", "handbook.md", "guide.md")]
+    # Those titled by their names are read again under the new one; the other is moved as it is.
+    assert (second.extracted, second.reused) == (2, 1)
     fresh = by_id(extract_corpus(root).records)
     for record in second.records:
         assert (record.title, record.sections) == (fresh[record.document_id].title,
                                                    fresh[record.document_id].sections)
     assert by_id(second.records)["database.md"].sections == (Section("database", 0, 36, 1),)
+    assert [s.title for s in by_id(second.records)["finance.xlsx"].sections] == ["budget"]
     assert by_id(second.records)["handbook.md"].title == "Guide"
