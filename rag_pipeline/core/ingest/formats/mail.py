@@ -18,14 +18,17 @@ type; an attached message is ``<name>.eml`` and is expanded in turn. A message w
 fails alone.
 
 A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From `` line loses one
-``>``), those that read ``From SENDER WEEKDAY ...`` as mail programs write them when the file
-starts with one (so an unquoted body line "From here on..." splits nothing); its messages are
+``>``), those that read ``From SENDER WEEKDAY ...`` as mail programs write them, or that a
+header line follows, when the file starts with one (so an unquoted body line "From here
+on..." splits nothing); its messages are
 members ``inbox.mbox/message-N.eml`` (1-based), at most
 ``max_members`` of them.
 """
 
 from __future__ import annotations
 
+import email.errors
+import email.header
 import mimetypes
 import re
 from collections.abc import Iterator
@@ -37,7 +40,10 @@ from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, print
 
 _HEADERS = ("From", "To", "Cc", "Date")
 _FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
-_STRICT_FROM_LINE = re.compile(rb"^From \S+ +(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [^\n]*\n", re.MULTILINE)
+_STRICT_FROM_LINE = re.compile(
+    rb"^From \S+ +(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b[^\n]*\n"  # as mail programs write it
+    rb"|^From [^\n]*\n(?=[!-9;-~]+:[ \t])",  # or any, followed by a header line
+    re.MULTILINE)
 _FALLBACK_CHARSET = "windows-1252"
 _STUB_SHARE = 0.25
 """A plain alternative with at most this share of the HTML one's text is a stub."""
@@ -49,7 +55,7 @@ def _header(message: object, name: str, guessed: set[str]) -> str:
     written when the policy cannot parse it (a broken address list)."""
     raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
     if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
-        value = _decoded(raw.encode("ascii", "surrogateescape"), None, guessed)
+        value = _encoded_words(_decoded(raw.encode("ascii", "surrogateescape"), None, guessed))
     else:
         try:
             value = message.get(name)
@@ -59,6 +65,15 @@ def _header(message: object, name: str, guessed: set[str]) -> str:
 
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def _encoded_words(value: str) -> str:
+    """``value`` with its RFC 2047 encoded words decoded (the text between them as it is)."""
+    try:
+        return "".join(chunk.decode(charset or "raw-unicode-escape") if isinstance(chunk, bytes)
+                       else chunk for chunk, charset in email.header.decode_header(value))
+    except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
+        return value
 
 
 def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:
@@ -100,19 +115,26 @@ def _body(message: object, guessed: set[str]) -> tuple[str, object | None]:
 
 
 def _attachments(message: object, body: object | None) -> list[object]:
-    """Every part but the body and the alternatives around it: ``iter_attachments`` also
-    passes over the first inline ``text/html`` part as a body candidate when the body is
-    plain text, and its text was read nowhere."""
+    """Every part but the body and the alternatives around it: besides what
+    ``iter_attachments`` gives, an inline part it passes over as a body candidate (an HTML
+    part after a plain body); a nested multipart part (an alternative forwarded inline) as its
+    own body and attachments, in turn."""
     if message.get_content_type() == "message/rfc822":
         return [message]
     found = list(message.iter_attachments())
-    if not message.is_multipart() or message.get_content_type() != "multipart/mixed":
-        return found
-    listed = {id(part) for part in found}
-    holding_body = {id(part) for part in message.iter_parts()
-                    if body is not None and any(inner is body for inner in part.walk())}
-    return [part for part in message.iter_parts()
-            if id(part) in listed or id(part) not in holding_body]
+    if message.get_content_type() == "multipart/mixed":
+        listed = {id(part) for part in found}
+        found = [part for part in message.iter_parts() if id(part) in listed
+                 or not (body is not None and any(inner is body for inner in part.walk()))]
+    parts: list[object] = []
+    for part in found:
+        if part.get_content_maintype() == "multipart":
+            inner = part.get_body(preferencelist=("plain", "html"))
+            parts.extend([inner] if inner is not None else [])
+            parts.extend(_attachments(part, inner))
+        else:
+            parts.append(part)
+    return parts
 
 
 def _attachment_name(part: object, number: int) -> str:

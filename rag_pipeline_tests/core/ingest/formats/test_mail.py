@@ -216,3 +216,24 @@ def test_a_body_line_starting_with_from_splits_no_mailbox():
     # Separator lines without a weekday (a tool's own export) still split.
     assert split_mbox(b"From x\nSubject: a\n\nA.\nFrom y\nSubject: b\n\nB.\n") == [
         b"Subject: a\n\nA.\n", b"Subject: b\n\nB.\n"]
+
+
+def test_a_separator_without_a_weekday_before_headers_still_splits_a_strict_mailbox():
+    mbox = (b"From ana@example.org Tue Dec  1 09:00:00 2026\nSubject: one\n\nFirst.\n"
+            b"From bo@example.org\nSubject: two\n\nSecond.\n")  # a mailbox appended by a tool
+    assert split_mbox(mbox) == [b"Subject: one\n\nFirst.\n", b"Subject: two\n\nSecond.\n"]
+
+
+def test_an_alternative_forwarded_inline_is_read_once_and_an_8bit_subject_keeps_its_encoded_words(
+        tmp_path: Path):
+    mail = message()
+    mail.make_mixed()
+    forwarded = EmailMessage()
+    forwarded.set_content("Forwarded plain text.\n")
+    forwarded.add_alternative("<p>Forwarded plain text.</p>", subtype="html")
+    mail.attach(forwarded)
+    (tmp_path / "m.eml").write_bytes(mail.as_bytes())
+    texts = {r.document_id: r.canonical_text for r in extract_corpus(tmp_path).records}
+    assert texts == {"m.eml": texts["m.eml"], "m.eml/attachment-1.txt": "Forwarded plain text.\n"}
+    raw = b"From: a@example.org\nSubject: =?utf-8?q?Caf=C3=A9?= \xe9t\xe9\n\nBody.\n"
+    assert EML.extract(raw, "m").title == "Caf\u00e9 \u00e9t\u00e9"
