@@ -191,11 +191,17 @@ def _age(seconds: float) -> str:
 
 
 def _prepare(specs: Sequence[ModelSpec]) -> None:
-    """Loads ``specs`` (the exports written and checked), a line for each."""
+    """Loads ``specs`` (the exports written and checked), a line for each; a model that does
+    not load fails the command in one line."""
     from rag_pipeline.core.embedding.embedder import load_declared
+    from rag_pipeline.core.embedding.export import ModelNotExportedError
+    from rag_pipeline.core.embedding.models import ModelConfigError, ModelMismatchError
 
     started = time.perf_counter()
-    loaded = load_declared(specs, click.echo)
+    try:
+        loaded = load_declared(specs, click.echo)
+    except (ModelMismatchError, ModelConfigError, ModelNotExportedError, OSError) as exc:
+        fail(f"--prepare: {exc}")
     for embedder in loaded:
         click.echo(f"prepared {embedder.spec.key}: texts by {embedder.bulk_path.backend}")
     click.echo(f"{len(loaded)} of {len(specs)} model(s) prepared in "

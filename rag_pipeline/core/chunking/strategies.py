@@ -200,8 +200,8 @@ def boundary_spans(canonical: str, section: Section, target: int,
 
     A table (of ``tables``) is cut between its rows, one row a chunk (the header row with the
     first, a row over ``target`` cut like a paragraph): a question about one row (a person's
-    phone, a server's rack) is near that row's vector, and was not near a table's, whose rows
-    blur into one (measured: 0.50 against 0.69 cosine distance)."""
+    phone, a server's rack) is near that row's vector, and far from a chunk of several rows,
+    whose vector blends them (docs/user-guide/tables-and-ocr.md has the figures)."""
     hard_max = hard_max if hard_max is not None else 2 * target
     spans: list[tuple[int, int]] = []
     small: list[tuple[int, int]] = []
@@ -287,8 +287,8 @@ def chunk_document(document_id: str, document_title: str, canonical: str,
 
     The boundary strategies cut each of the extractor's ``sections`` (see
     :func:`body_sections`) on its own, labelled by its title, and never pack text from both
-    sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk; a long table
-    of ``tables`` is cut between rows only. The header strategies put the header row of the
+    sides of an offset in ``cuts`` (the starts of a PDF's pages) into one chunk; a table of
+    ``tables`` is one row a chunk. The header strategies put the header row of the
     table a chunk starts in after the ``[Title > Section]`` line of its ``text`` when the chunk
     starts after that header row and does not start with it again (a PDF page repeating it);
     its ``content`` stays the exact slice. The blind

@@ -50,8 +50,8 @@ class Anchor:
 class TableSpan:
     """A table in ``canonical_text``: ``canonical_text[start:end]`` is the whole table.
 
-    A format that reads tables declares each one, so chunking keeps its rows whole (a long
-    table is cut only between rows) and repeats ``header`` in the embedded ``text`` of every
+    A format that reads tables declares each one, so chunking cuts it one row a chunk (the
+    header row with the first) and repeats ``header`` in the embedded ``text`` of every
     chunk that holds rows but not the header row itself (the way ``[Doc > Section]`` is
     prepended); a chunk's ``content`` stays the exact slice. Build one with
     :func:`rag_pipeline.core.ingest.tables.layout_table` or by hand.

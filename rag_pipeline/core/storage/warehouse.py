@@ -112,14 +112,15 @@ def _is_uri(location: str) -> bool:
 
 
 def open_to_every_user(data_dir: Path) -> str | None:
-    """A warning when every local user may read the data folder (its mode lets others list and
-    enter it, and the tables in it are written readable): its tables hold every document's
-    text, whatever ``[access]`` says; None when it is closed (or not there yet)."""
+    """A warning when every local user may read the data folder (its mode lets others enter
+    it, and the tables in it, at names anyone can guess, are written readable): its tables
+    hold every document's text, whatever ``[access]`` says; None when it is closed (or not
+    there yet)."""
     try:
         mode = data_dir.stat().st_mode & 0o777
     except OSError:
         return None
-    if mode & 0o005 != 0o005:
+    if not mode & 0o001:
         return None
     return (f"the data folder {data_dir} is open to every user of this machine (mode "
             f"{mode:o}): its tables hold every document's text, whatever [access] says; "

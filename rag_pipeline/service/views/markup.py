@@ -101,9 +101,9 @@ def html_view(request: ViewRequest) -> View:
     path = request.original
     if path is None:
         return text_view(request)
-    # Bytes, decoded as the indexer's BeautifulSoup decodes them: by a byte-order mark, else
-    # the page's declared charset, else UTF-8 or windows-1252.
-    soup = BeautifulSoup(path.read_bytes(), "html.parser")
+    # Bytes, decoded and parsed as the indexer's BeautifulSoup reads them (lxml): by a
+    # byte-order mark, else the page's declared charset, else UTF-8 or windows-1252.
+    soup = BeautifulSoup(path.read_bytes(), "lxml")
     body = soup.body or soup
     return _marked_view(request, body.decode_contents())
 

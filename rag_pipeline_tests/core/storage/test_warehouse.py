@@ -224,6 +224,9 @@ def test_a_data_folder_open_to_every_user_is_named_with_its_mode(tmp_path):
     assert open_to_every_user(data) == (
         f"the data folder {data} is open to every user of this machine (mode 755): its tables "
         f"hold every document's text, whatever [access] says; `chmod o-rwx {data}` closes it")
+    data.chmod(0o711)  # not listed, but rag.duckdb is a name anyone can guess
+    assert open_to_every_user(data).startswith(f"the data folder {data} is open to every user "
+                                               "of this machine (mode 711)")
     data.chmod(0o750)
     assert open_to_every_user(data) is None
     assert open_to_every_user(tmp_path / "not-there") is None

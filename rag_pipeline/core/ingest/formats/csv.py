@@ -80,8 +80,8 @@ class CsvFormat(DocumentFormat):
                 byte), with its line number.
         """
         text = decode_text(data, "CSV")
-        # A field may be as long as the file (max_document_bytes bounds it), not the module's
-        # 128 KiB default, which failed a whole file for one long cell.
+        # A field may be as long as the file (max_document_bytes bounds it), not only the
+        # module's default 128 KiB.
         csv.field_size_limit(max(csv.field_size_limit(), len(text)))
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text),
                             strict=True)
