@@ -115,6 +115,7 @@ _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
 # A match starts only where a run of [.!?] starts and never backtracks into it: a line of a
 # million dots is one linear scan, not a million.
 _SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
 
@@ -215,14 +216,32 @@ def boundary_spans(canonical: str, section: Section, target: int,
                                       small)
         spans.extend(_pack(small, target))
         small = []
-        for r_start, r_end in table_rows(table, t_start, t_end):
-            s, e = _trim(canonical, r_start, r_end)
-            if s < e:
-                spans.extend(_pack(_units(canonical, s, e, target, hard_max, levels), target))
+        rows = [_trim(canonical, r_start, r_end) for r_start, r_end in table_rows(table, t_start, t_end)]
+        rows = [(s, e) for s, e in rows if s < e]
         position = t_end
+        run_on = _running_on(canonical, t_end, section.end)
+        if rows and run_on is not None and run_on[1] - rows[-1][0] <= target:
+            # Text that goes on from the last row (a wrapped cell the reader left after the
+            # table) stays in that row's chunk.
+            rows[-1] = (rows[-1][0], run_on[1])
+            position = run_on[1]
+        for s, e in rows:
+            spans.extend(_pack(_units(canonical, s, e, target, hard_max, levels), target))
     small, _ = _paragraphs(canonical, position, section.end, target, hard_max, spans, small)
     spans.extend(_pack(small, target))
     return spans
+
+
+def _running_on(canonical: str, start: int, end: int) -> tuple[int, int] | None:
+    """The paragraph after ``start`` when it goes on from there: no blank line before it, or a
+    first letter in lower case (a sentence a page break or the layout cut); else None."""
+    spans = paragraph_spans(canonical, start, end)
+    if not spans:
+        return None
+    first = canonical[spans[0][0]]
+    if _BLANK_LINE.search(canonical, start, spans[0][0]) and not first.islower():
+        return None
+    return spans[0]
 
 
 def table_rows(table: TableSpan, start: int, end: int) -> list[tuple[int, int]]:

@@ -484,3 +484,24 @@ def test_a_short_table_is_one_row_a_chunk_too():
         "Intro.\n\nK | V\na | 1\nb | 2"]
 
 
+
+
+def test_text_going_on_from_a_tables_last_row_stays_in_its_chunk():
+    from rag_pipeline.core.ingest.tables import layout_table
+
+    # A PDF's definition list read as a table whose last cell wraps past the table (found on
+    # the Bash manual: "... the most recently executed foreground" then "pipeline.").
+    table_text, table = layout_table([["#", "Expands to the count."],
+                                      ["?", "Expands to the status of the last foreground"]], 0,
+                                     header_rows=0)
+    for gap in ("\n", "\n\n"):
+        canonical = f"{table_text}{gap}pipeline.\n\nNext paragraph.\n"
+        chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+        assert [c.content for c in chunks] == [
+            "# | Expands to the count.",
+            f"? | Expands to the status of the last foreground{gap}pipeline.",
+            "Next paragraph."]
+    # A new sentence after a blank line is a paragraph of its own.
+    canonical = f"{table_text}\n\nPipelines are described below.\n"
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    assert [c.content for c in chunks][-1] == "Pipelines are described below."
