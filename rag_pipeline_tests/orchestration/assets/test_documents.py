@@ -65,9 +65,10 @@ def test_pdfs_are_laid_out_ocrd_paged_and_chunked_by_their_outline(tmp_path: Pat
     warehouse = Warehouse(tmp_path / "data")
     table = warehouse.read_file(warehouse.version(CHUNKS, {"chunker": "header"}).file).to_pylist()
     chunks = [(row["section"], row["content"]) for row in table if row["document_id"] == "manual.pdf"]
-    # The footnote in small type is a section of its own, labelled as the footnote it is.
+    # The footnote in small type is a section of its own, labelled as the footnote it is; the
+    # table on page 3 is one row a chunk.
     assert [section for section, _ in chunks] == ["Introduction", "Introduction (footnote)",
-                                                  "Tables", "Columns"]
+                                                  "Tables", "Tables", "Columns"]
     assert all("Layout Test Manual" not in content for _, content in chunks)
     assert any("not finished at the foot of the page and goes on at the top of the next one."
                in content for _, content in chunks)

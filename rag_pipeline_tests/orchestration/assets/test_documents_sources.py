@@ -180,4 +180,7 @@ def test_a_git_corpus_is_read_at_its_commit_and_watched_by_it(tmp_path: Path):
         assert _query(db, "select change, document_id, previous_id, revision from reconciliation "
                           "where change <> 'unchanged'") == [
             ("renamed", "release-notes.txt", "notes.txt", second)]
-        assert _metadata(renamed)["extracted"] == 0
+        # A text file is titled by its name: it is read again under the new one.
+        assert _metadata(renamed)["extracted"] == 1
+        assert _query(db, "select title from documents where document_id = 'release-notes.txt'") == [
+            ("release-notes",)]
