@@ -15,7 +15,6 @@ import pytest
 from rag_pipeline.core.answer.ask import citations_for
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import Anchor, TableSpan, format_named
-from rag_pipeline.core.ingest.tables import with_rows
 from rag_pipeline.core.retrieval.retriever import Hit
 from rag_pipeline.definitions import build_definitions
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB
@@ -132,7 +131,7 @@ def _fragments(db: Path, document_id: str) -> list[str]:
                                            f"where document_id = '{document_id}'")
     found = tuple(Anchor(a["start"], a["end"], a["locator"]) for a in anchors)
     spans = tuple(TableSpan(**{**t, "rows": tuple(t["rows"])}) for t in tables)
-    return [with_rows(format_named(fmt).fragment(found, start, end), spans, start, end)
+    return [format_named(fmt).cited_fragment(found, spans, start, end)
             for start, end, _ in _chunks(db, document_id)]
 
 

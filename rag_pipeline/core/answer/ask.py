@@ -34,7 +34,7 @@ from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.index.access import Readable, readable_rows
 from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.ingest import format_named
-from rag_pipeline.core.ingest.tables import header_spans, row_spans, with_rows
+from rag_pipeline.core.ingest.tables import header_spans, row_spans
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker
 from rag_pipeline.core.retrieval.retriever import (
@@ -74,9 +74,9 @@ def _fragment_of_row(index: PartitionIndex, row: int) -> str:
 
 
 def _fragment_of_span(doc: DocumentInfo, start: int, end: int) -> str:
-    """The format's fragment of ``canonical_text[start:end]`` of ``doc``, table rows added."""
-    return with_rows(format_named(doc.format).fragment(doc.anchors, start, end), doc.tables,
-                     start, end)
+    """The format's fragment of ``canonical_text[start:end]`` of ``doc``, table rows added
+    unless the fragment names them itself."""
+    return format_named(doc.format).cited_fragment(doc.anchors, doc.tables, start, end)
 
 
 QUOTE_ONLY_MIN_WORDS = 6

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from rag_pipeline.core.ingest.extracted import TableSpan
+from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
 
 CELL_SEPARATOR = " | "
 HEADER_SEARCH_ROWS = 20
@@ -88,18 +88,43 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
 
-def line_table(lines: Sequence[TableLine], starts: Sequence[int]) -> TableSpan | None:
-    """The table that ``lines`` make, each line placed at its start in ``starts``: from the
-    header row to the last row (preamble lines left out), its data rows declared so the
-    chunker cuts the table one row a chunk; None without a data row."""
-    placed = list(zip(lines, starts, strict=True))
-    data = [start for line, start in placed if not (line.header or line.preamble)]
+@dataclass(frozen=True)
+class PlacedLines:
+    """Table lines placed in a document's text.
+
+    Attributes:
+        text: Each line followed by a line break.
+        anchors: One per line, ``[start, end)`` in the document (line break left out), its
+            locator the one the format gives the line.
+        table: The table the lines make, from the header row to the last row (preamble lines
+            left out), its data rows declared so the chunker cuts it one row a chunk; None
+            without a data row.
+        data_rows: How many of the lines are data rows.
+    """
+
+    text: str
+    anchors: tuple[Anchor, ...]
+    table: TableSpan | None
+    data_rows: int
+
+
+def place_lines(lines: Sequence[TableLine], offset: int,
+                locator: Callable[[TableLine], str]) -> PlacedLines:
+    """``lines`` laid out from ``offset`` of a document's text, one line each."""
+    anchors: list[Anchor] = []
+    position = offset
+    for line in lines:
+        anchors.append(Anchor(position, position + len(line.text), locator(line)))
+        position += len(line.text) + 1
+    text = "".join(line.text + "\n" for line in lines)
+    data = tuple(anchor.start for line, anchor in zip(lines, anchors, strict=True)
+                 if not (line.header or line.preamble))
     if not data:
-        return None
-    header = next(((line.text, start) for line, start in placed if line.header), ("", data[0]))
-    last_line, last_start = placed[-1]
-    return TableSpan(header[1], last_start + len(last_line.text), header[0],
-                     header[1] + len(header[0]), tuple(data))
+        return PlacedLines(text, tuple(anchors), None, 0)
+    header = next(((line.text, anchor.start) for line, anchor in zip(lines, anchors, strict=True)
+                   if line.header), ("", data[0]))
+    table = TableSpan(header[1], anchors[-1].end, header[0], header[1] + len(header[0]), data)
+    return PlacedLines(text, tuple(anchors), table, len(data))
 
 
 def column_letters(column: int) -> str:

@@ -108,10 +108,9 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
 def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int) -> str:
     """A format's ``fragment`` for ``[start, end)`` with the table rows it holds added
     (``#page=3&rows=14-27``, ``#slide=2&rows=1-30``, ``#char=120,610&rows=5-19``); unchanged
-    when it holds no data row or already names its rows (a sheet's ``&range=``, a CSV file's
-    ``#row=``)."""
-    named = "&range=" in fragment or fragment.startswith("#row=")
-    rows = "" if named else rows_locator(tables, start, end)
+    when it holds no data row (:meth:`~rag_pipeline.core.ingest.formats.base.DocumentFormat.cited_fragment`
+    calls it for a format whose fragment does not name its rows itself)."""
+    rows = rows_locator(tables, start, end)
     return f"{fragment}&{rows}" if rows else fragment
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_pipeline.core.ingest.extracted import TableSpan
+from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
 from rag_pipeline.core.ingest.tables import (
     header_spans,
     layout_table,
@@ -54,8 +54,19 @@ def test_a_fragment_gains_the_rows_its_span_holds():
     assert with_rows("#slide=3", tables, 30, 40) == "#slide=3&rows=2-2"
     assert with_rows("#char=0,12", tables, 0, 12) == "#char=0,12"  # the header only: no row
     assert with_rows("#char=41,50", tables, 41, 50) == "#char=41,50"  # after the table
-    # A sheet's fragment names its cells already.
-    assert with_rows("#sheet=S&range=A2:C9", tables, 16, 35) == "#sheet=S&range=A2:C9"
+
+
+def test_a_citation_adds_rows_unless_the_formats_fragment_names_them():
+    from rag_pipeline.core.ingest import format_named
+
+    tables = [TableSpan(10, 40, "H | I", 15, (16, 30))]
+    anchors = [Anchor(10, 15, "sheet=S&range=A1:B1"), Anchor(16, 29, "sheet=S&range=A2:B2"),
+               Anchor(30, 40, "sheet=S&range=A3:B3")]
+    assert format_named("xlsx").cited_fragment(anchors, tables, 16, 40) == "#sheet=S&range=A2:B3"
+    assert format_named("ods").cited_fragment(anchors, tables, 16, 40) == "#sheet=S&range=A2:B3"
+    rows = [Anchor(10, 15, "row=1"), Anchor(16, 29, "row=2"), Anchor(30, 40, "row=3")]
+    assert format_named("csv").cited_fragment(rows, tables, 30, 40) == "#row=3"
+    assert format_named("docx").cited_fragment((), tables, 16, 40) == "#char=16,40&rows=1-2"
 
 
 def test_the_rows_a_span_holds_are_the_tables_rows_and_the_row_anchors():

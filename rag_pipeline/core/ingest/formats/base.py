@@ -6,8 +6,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor
+from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor, TableSpan
 from rag_pipeline.core.ingest.locator import CharLocator
+from rag_pipeline.core.ingest.tables import with_rows
 
 if TYPE_CHECKING:
     from rag_pipeline.core.ingest.members import Expansion, Unpacking
@@ -28,6 +29,9 @@ class DocumentFormat(ABC):
             the quote with a W3C text fragment (:mod:`rag_pipeline.core.ingest.text_fragment`)
             rather than :meth:`fragment`: pages a browser shows as text (HTML, Markdown, plain
             text), where ``#char=`` opens nothing.
+        fragment_names_rows: :meth:`fragment` names the table rows a span holds itself (a
+            CSV file's ``#row=``, a sheet's ``&range=``), so a citation adds no ``rows=``
+            (:meth:`cited_fragment`).
     """
 
     name: ClassVar[str]
@@ -35,6 +39,7 @@ class DocumentFormat(ABC):
     file_names: ClassVar[tuple[str, ...]] = ()
     cut_at_anchors: ClassVar[bool] = False
     links_by_text: ClassVar[bool] = False
+    fragment_names_rows: ClassVar[bool] = False
 
     @abstractmethod
     def extractor(self) -> Extractor:
@@ -56,6 +61,14 @@ class DocumentFormat(ABC):
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """The URL fragment of ``canonical_text[start:end]``: ``#char=start,end`` (RFC 5147)."""
         return CharLocator(start, end).fragment
+
+    def cited_fragment(self, anchors: Sequence[Anchor], tables: Sequence[TableSpan], start: int,
+                       end: int) -> str:
+        """What a citation of ``canonical_text[start:end]`` ends with: :meth:`fragment`, the
+        table rows it holds added unless the fragment names them itself (``#page=3&rows=14-27``,
+        a CSV file's ``#row=4``)."""
+        fragment = self.fragment(anchors, start, end)
+        return fragment if self.fragment_names_rows else with_rows(fragment, tables, start, end)
 
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the

@@ -21,7 +21,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.locator import RowLocator
-from rag_pipeline.core.ingest.rows import line_table, table_lines
+from rag_pipeline.core.ingest.rows import place_lines, table_lines
 
 SNIFF_CHARS = 64 * 1024
 _DELIMITERS = ",;\t|"
@@ -68,6 +68,7 @@ class CsvFormat(DocumentFormat):
 
     name = "csv"
     suffixes = (".csv", ".tsv")
+    fragment_names_rows = True
 
     def extractor(self) -> Extractor:
         return Extractor("csv-stdlib", "3")
@@ -92,20 +93,10 @@ class CsvFormat(DocumentFormat):
         except csv.Error as exc:
             raise ExtractionError(f"malformed CSV at line {reader.line_num}: {exc}") from exc
         lines = table_lines(records, lambda column: f"column {column}")
-        parts: list[str] = []
-        anchors: list[Anchor] = []
-        starts: list[int] = []
-        offset = 0
-        for line in lines:
-            parts.append(line.text)
-            anchors.append(Anchor(offset, offset + len(line.text), row_locator(line.number)))
-            starts.append(offset)
-            offset += len(line.text) + 1
-        canonical = "\n".join(parts) + ("\n" if parts else "")
-        rows = sum(1 for line in lines if not (line.header or line.preamble))
-        table = line_table(lines, starts)
-        return Extracted(title=stem, canonical_text=canonical, anchors=tuple(anchors),
-                         tables=(table,) if table else (), notes=(("rows", str(rows)),))
+        placed = place_lines(lines, 0, lambda line: row_locator(line.number))
+        return Extracted(title=stem, canonical_text=placed.text, anchors=placed.anchors,
+                         tables=(placed.table,) if placed.table else (),
+                         notes=(("rows", str(placed.data_rows)),))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#row=12`` for one row, ``#row=12-30`` for a span (RFC 7111); ``#char=`` when the

@@ -46,9 +46,8 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.epub import safe_xml
 from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
-from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, range_locator
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, lay_out_sheets
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
-from rag_pipeline.core.ingest.rows import column_letters, line_table, table_lines
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
@@ -345,6 +344,7 @@ class OdsFormat(_OdfFormat):
 
     name = "ods"
     suffixes = (".ods",)
+    fragment_names_rows = True
 
     def extractor(self) -> Extractor:
         return Extractor("ods-content-xml", "2")
@@ -358,38 +358,13 @@ class OdsFormat(_OdfFormat):
         """
         root, meta_title = _package(data, "ODS", self.limits)
         budget = [0]
-        parts: list[str] = []
-        sections: list[Section] = []
-        anchors: list[Anchor] = []
-        tables: list[TableSpan] = []
-        offset = rows = empty = 0
-        for table in _body(root, "ODS", "spreadsheet").findall("table:table", _NS):
-            name = table.get(_q("table", "name"), f"Sheet{len(sections) + empty + 1}")
-            lines = table_lines(_sheet_rows(table, budget), lambda c: f"column {column_letters(c)}")
-            if not lines:
-                empty += 1
-                continue
-            if parts:
-                parts.append("\n")
-                offset += 1
-            start = offset
-            starts = []
-            for line in lines:
-                starts.append(offset)
-                parts.append(line.text + "\n")
-                anchors.append(Anchor(offset, offset + len(line.text), range_locator(
-                    name, line.first_column, line.number, line.last_column, line.number)))
-                offset += len(line.text) + 1
-                rows += not (line.header or line.preamble)
-            sections.append(Section(name, start, offset - 1))
-            if (table := line_table(lines, starts)) is not None:
-                tables.append(table)
-        notes = [("sheets", str(len(sections))), ("rows", str(rows))]
-        if empty:
-            notes.append(("empty_sheets", str(empty)))
-        return Extracted(title=meta_title or stem, canonical_text="".join(parts),
-                         sections=tuple(sections), anchors=tuple(anchors), tables=tuple(tables),
-                         notes=tuple(notes))
+        sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget))
+                  for number, table in enumerate(
+                      _body(root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
+        layout = lay_out_sheets(sheets)
+        return Extracted(title=meta_title or stem, canonical_text=layout.text,
+                         sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
+                         notes=layout.notes)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
@@ -32,7 +32,7 @@ from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
-from rag_pipeline.core.ingest.rows import column_letters, line_table, table_lines
+from rag_pipeline.core.ingest.rows import column_letters, place_lines, table_lines
 
 
 def cell_value_text(value: object) -> str:
@@ -55,6 +55,57 @@ def cell_value_text(value: object) -> str:
 def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:
     """``sheet=<percent-encoded name>&range=A12:F30``."""
     return str(RangeLocator(sheet, first_column, first_row, last_column, last_row))
+
+
+@dataclass(frozen=True)
+class SheetsLayout:
+    """A workbook's text: what XLSX and ODS share.
+
+    Attributes:
+        text: The sheets' lines, a blank line between two sheets.
+        sections: One per non-empty sheet, its name the title.
+        anchors: One per line, ``sheet=<name>&range=A12:F12`` (:func:`range_locator`).
+        tables: One per sheet holding a data row.
+        notes: ``sheets``, ``rows`` (data rows) and, when there are any, ``empty_sheets``.
+    """
+
+    text: str
+    sections: tuple[Section, ...]
+    anchors: tuple[Anchor, ...]
+    tables: tuple[TableSpan, ...]
+    notes: tuple[tuple[str, str], ...]
+
+
+def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]]]]]) -> SheetsLayout:
+    """Lays out ``(sheet name, (row number, cells) in order)`` pairs: each non-empty sheet a
+    section of :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by letter."""
+    parts: list[str] = []
+    sections: list[Section] = []
+    anchors: list[Anchor] = []
+    tables: list[TableSpan] = []
+    offset = rows = empty_sheets = 0
+    for name, sheet_rows in sheets:
+        lines = table_lines(sheet_rows, lambda column: f"column {column_letters(column)}")
+        if not lines:
+            empty_sheets += 1
+            continue
+        if parts:
+            parts.append("\n")
+            offset += 1
+        placed = place_lines(lines, offset, lambda line, sheet=name: range_locator(
+            sheet, line.first_column, line.number, line.last_column, line.number))
+        parts.append(placed.text)
+        anchors.extend(placed.anchors)
+        sections.append(Section(name, offset, offset + len(placed.text) - 1))
+        offset += len(placed.text)
+        rows += placed.data_rows
+        if placed.table is not None:
+            tables.append(placed.table)
+    notes = [("sheets", str(len(sections))), ("rows", str(rows))]
+    if empty_sheets:
+        notes.append(("empty_sheets", str(empty_sheets)))
+    return SheetsLayout("".join(parts), tuple(sections), tuple(anchors), tuple(tables),
+                        tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -119,6 +170,7 @@ class XlsxFormat(DocumentFormat):
 
     name = "xlsx"
     suffixes = (".xlsx", ".xlsm")
+    fragment_names_rows = True
 
     def __init__(self, limits: OfficeLimits | None = None) -> None:
         self.limits = limits or OfficeLimits()
@@ -152,39 +204,12 @@ class XlsxFormat(DocumentFormat):
                 f"no cached values: none of its {formula_count} formula cell(s) was ever "
                 "calculated (written by a program that does not compute formulas); open and save "
                 "it in a spreadsheet application")
-        parts: list[str] = []
-        sections: list[Section] = []
-        anchors: list[Anchor] = []
-        tables: list[TableSpan] = []
-        offset = 0
-        rows = empty_sheets = 0
-        for sheet in sheets:
-            lines = table_lines(sheet.rows, lambda column: f"column {column_letters(column)}")
-            if not lines:
-                empty_sheets += 1
-                continue
-            if parts:
-                parts.append("\n")
-                offset += 1
-            section_start = offset
-            starts = []
-            for line in lines:
-                starts.append(offset)
-                parts.append(line.text + "\n")
-                anchors.append(Anchor(offset, offset + len(line.text), range_locator(
-                    sheet.name, line.first_column, line.number, line.last_column, line.number)))
-                offset += len(line.text) + 1
-                rows += not (line.header or line.preamble)
-            sections.append(Section(sheet.name, section_start, offset - 1))
-            if (table := line_table(lines, starts)) is not None:
-                tables.append(table)
-        notes = [("sheets", str(len(sections))), ("rows", str(rows))]
-        if empty_sheets:
-            notes.append(("empty_sheets", str(empty_sheets)))
+        layout = lay_out_sheets((sheet.name, sheet.rows) for sheet in sheets)
+        notes = layout.notes
         if uncached:
-            notes.append(("formulas_without_cached_value", str(uncached)))
-        return Extracted(title=stem, canonical_text="".join(parts), sections=tuple(sections),
-                         anchors=tuple(anchors), tables=tuple(tables), notes=tuple(notes))
+            notes += (("formulas_without_cached_value", str(uncached)),)
+        return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,
+                         anchors=layout.anchors, tables=layout.tables, notes=notes)
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Budget&range=A12:F30``: the sheet and the smallest range holding every row

@@ -105,7 +105,6 @@ def test_a_comment_line_above_the_table_is_preamble_not_the_header():
 def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_row():
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
     from rag_pipeline.core.ingest.extracted import TableSpan
-    from rag_pipeline.core.ingest.tables import with_rows
 
     extracted = CSV.extract(b"# staff list\nname,phone,room\nAna,1,A\nBo,2,B\n", "staff")
     text = extracted.canonical_text
@@ -120,6 +119,5 @@ def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_r
          "[staff]\nname | phone | room\nname: Ana | phone: 1 | room: A"),
         ("name: Bo | phone: 2 | room: B", "[staff]\nname | phone | room\nname: Bo | phone: 2 | room: B")]
     last = chunks[-1]
-    fragment = CSV.fragment(extracted.anchors, last.start, last.end)
     # The file's own row number (RFC 7111), never a second numbering beside it.
-    assert with_rows(fragment, extracted.tables, last.start, last.end) == "#row=4"
+    assert CSV.cited_fragment(extracted.anchors, extracted.tables, last.start, last.end) == "#row=4"
