@@ -12,9 +12,15 @@ text of each later chunk of it). The zip is checked against :class:`OfficeLimits
 size, ratio, rows, cells, characters) before and while it is read. List items
 (numbering on the paragraph or its style) are lines of one block, indented two spaces per
 level, with ``- `` for a bullet and their number (``1.``, ``a.``, ``iv.``) for a numbered list,
-counted as Word counts them per list and level. The title is the core properties' title, else
-the first heading, else the file name's stem. A DOCX file has no locator finer than the
-document, so citations keep ``#char=`` (the service's document view opens them).
+counted as Word counts them per list and level. A footnote or endnote follows the paragraph
+(or table) that refers to it, as a paragraph of its own, ``Footnote 2: text`` (numbered in the
+order of reference, as Word numbers them; ``Endnote`` likewise). The page headers and footers,
+each distinct text once, close the document in a section titled :data:`HEADERS_AND_FOOTERS`
+(``Header: text``, ``Footer: text``; a page number alone is left out). Comments are
+reviewers' remarks, not the document: left out, counted in the note ``comments_left_out``.
+The title is the core properties' title, else the first heading, else the file name's stem.
+A DOCX file has no locator finer than the document, so citations keep ``#char=`` (the
+service's document view opens them).
 """
 
 from __future__ import annotations
@@ -233,12 +239,92 @@ def _table_block(table: _Element, budget: ContentBudget) -> _Block | None:
                   header_rows=min(header_rows, len(rows)))
 
 
+HEADERS_AND_FOOTERS = "Page headers and footers"
+
+
+def _related_roots(document: Document, reltype: str) -> list[_Element]:
+    """The XML roots of the document part's related parts of ``reltype``, in relationship
+    order (python-docx's own parser: entities are not resolved)."""
+    from docx.oxml.parser import parse_xml
+
+    return [parse_xml(rel.target_part.blob) for rel in document.part.rels.values()
+            if rel.reltype == reltype and not rel.is_external]
+
+
+def _block_text(root: _Element) -> str:
+    """The text of every outermost paragraph under ``root``, each collapsed, joined by spaces."""
+    from docx.oxml.ns import qn
+
+    texts = (paragraph_text(p) for p in root.iter(qn("w:p"))
+             if not any(a.tag == qn("w:p") for a in p.iterancestors()))
+    return " ".join(" ".join(text.split()) for text in texts if text.strip())
+
+
+class _Notes:
+    """Footnotes and endnotes by id, numbered as they are first referred to."""
+
+    KINDS = (("footnote", "Footnote"), ("endnote", "Endnote"))
+
+    def __init__(self, document: Document) -> None:
+        from docx.opc.constants import RELATIONSHIP_TYPE as RT
+        from docx.oxml.ns import qn
+
+        self._texts: dict[tuple[str, str], str] = {}
+        self._numbers: dict[str, int] = {}
+        for kind, reltype in (("footnote", RT.FOOTNOTES), ("endnote", RT.ENDNOTES)):
+            for root in _related_roots(document, reltype):
+                for note in root.iterchildren(qn(f"w:{kind}")):
+                    if note.get(qn("w:type")) in (None, "normal"):
+                        self._texts[(kind, note.get(qn("w:id")))] = _block_text(note)
+
+    def referred_in(self, element: _Element) -> list[str]:
+        """``Footnote 1: text`` for each note ``element`` refers to, in order."""
+        from docx.oxml.ns import qn
+
+        if not self._texts:
+            return []
+        tags = {qn(f"w:{kind}Reference"): (kind, label) for kind, label in self.KINDS}
+        blocks = []
+        for reference in element.iter(*tags):
+            kind, label = tags[reference.tag]
+            text = self._texts.get((kind, reference.get(qn("w:id"))), "")
+            if text:
+                self._numbers[kind] = self._numbers.get(kind, 0) + 1
+                blocks.append(f"{label} {self._numbers[kind]}: {text}")
+        return blocks
+
+
+def _headers_and_footers(document: Document) -> list[str]:
+    """``Header: text`` / ``Footer: text`` for each distinct header and footer text, in
+    relationship order; one with no letter (a page number) left out."""
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+
+    lines: list[str] = []
+    for label, reltype in (("Header", RT.HEADER), ("Footer", RT.FOOTER)):
+        for root in _related_roots(document, reltype):
+            text = _block_text(root)
+            line = f"{label}: {text}"
+            if any(c.isalpha() for c in text) and line not in lines:
+                lines.append(line)
+    return lines
+
+
+def _comment_count(document: Document) -> int:
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.oxml.ns import qn
+
+    return sum(len(root.findall(qn("w:comment")))
+               for root in _related_roots(document, RT.COMMENTS))
+
+
 def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
-    """The body's paragraphs and tables in order, content controls opened."""
+    """The body's paragraphs and tables in order, content controls opened, each followed by
+    the notes it refers to."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
     numbering = _Numbering(document)
+    notes = _Notes(document)
     blocks: list[_Block] = []
     styles: dict[str | None, object] = {}  # python-docx scans every style per lookup: once per id
 
@@ -247,6 +333,11 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
         if style_id not in styles:
             styles[style_id] = paragraph.style
         return styles[style_id]
+
+    def add_notes(element: _Element) -> None:
+        for text in notes.referred_in(element):
+            budget.add(chars=len(text))
+            blocks.append(_Block(text))
 
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
@@ -264,10 +355,12 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
                     blocks.append(_Block(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
                 else:
                     blocks.append(_Block(text, heading_level=level))
+                add_notes(child)
             elif child.tag == qn("w:tbl"):
                 block = _table_block(child, budget)
                 if block is not None:
                     blocks.append(block)
+                add_notes(child)
             elif child.tag == qn("w:sdt"):
                 content = child.find(qn("w:sdtContent"))
                 if content is not None:
@@ -287,7 +380,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"2+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"3+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section
@@ -304,6 +397,8 @@ class DocxFormat(DocumentFormat):
         try:
             document = docx.Document(io.BytesIO(data))
             blocks = _blocks(document, budget)
+            furniture = _headers_and_footers(document)
+            comments = _comment_count(document)
             core_title = (document.core_properties.title or "").strip()
         except ExtractionError:
             raise
@@ -344,6 +439,14 @@ class DocxFormat(DocumentFormat):
             offset += len(block.text)
             previous = block
         close()
+        if furniture:
+            if parts:
+                parts.append("\n\n")
+                offset += 2
+            text = "\n".join(furniture)
+            sections.append(Section(HEADERS_AND_FOOTERS, offset, offset + len(text), 1))
+            parts.append(text)
         canonical = "".join(parts) + ("\n" if parts else "")
+        notes = (("comments_left_out", str(comments)),) if comments else ()
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
-                         tables=tuple(tables))
+                         tables=tuple(tables), notes=notes)

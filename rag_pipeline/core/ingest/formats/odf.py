@@ -6,8 +6,10 @@ The package is a zip (checked first:
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
 ``text:line-break`` a line break, spans, links and cross-references (``text:bookmark-ref``,
-``text:reference-ref``: the text they show) their text; notes (footnotes) and
-annotations are left out of the sentence they are anchored in.
+``text:reference-ref``: the text they show) their text; notes (footnotes and endnotes) and
+annotations are left out of the sentence they are anchored in: a note is a paragraph of its own
+after the block that holds it (``Footnote 2: text``, numbered by the citation the document
+shows); an annotation is a reviewer's remark, not the document, and is left out.
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
@@ -103,7 +105,11 @@ def inline_text(element: object) -> str:
 
 
 def _cell_text(cell: object) -> str:
-    return " ".join(" ".join(inline_text(p).split()) for p in cell.iter(_q("text", "p"), _q("text", "h")))
+    """The cell's paragraphs, each collapsed, joined by spaces (a note's or an annotation's
+    paragraphs are not the cell's)."""
+    return " ".join(" ".join(inline_text(p).split())
+                    for p in cell.iter(_q("text", "p"), _q("text", "h"))
+                    if not any(a.tag in _SKIP_INLINE for a in p.iterancestors()))
 
 
 def _table_rows(table: object) -> list[list[str]]:
@@ -146,28 +152,51 @@ keeps a slide's text in a ``draw:custom-shape`` when it was drawn as a shape, an
 shape is a child of the ODT body)."""
 
 
+def _notes(element: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
+    """A block ``Footnote 2: text`` (``Endnote ii: text``) for each note anchored in ``element``,
+    in order, numbered by the citation the document shows."""
+    for note in element.iter(_q("text", "note")):
+        label = "Endnote" if note.get(_q("text", "note-class")) == "endnote" else "Footnote"
+        citation = note.find("text:note-citation", _NS)
+        mark = " ".join((citation.text or "").split()) if citation is not None else ""
+        body = note.find("text:note-body", _NS)
+        texts = [] if body is None else [" ".join(inline_text(p).split()) for p in body.iter(
+            _q("text", "p"), _q("text", "h"))]
+        text = " ".join(t for t in texts if t)
+        if text:
+            yield f"{label} {mark}: {text}" if mark else f"{label}: {text}", 0, None
+
+
 def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
-    """``(text, heading level or 0, a table's rows or None)`` of a text body's blocks in order."""
+    """``(text, heading level or 0, a table's rows or None)`` of a text body's blocks in order,
+    each followed by the notes anchored in it."""
     for child in container:
-        tag = child.tag
-        if tag == _q("text", "h"):
-            text = " ".join(inline_text(child).split())
-            if text:
-                yield text, int(child.get(_q("text", "outline-level"), "1")), None
-        elif tag == _q("text", "p"):
-            text = inline_text(child)
-            if text:
-                yield text, 0, None
-        elif tag == _q("text", "list"):
-            lines = _list_lines(child, 0)
-            if lines:
-                yield "\n".join(lines), 0, None
-        elif tag == _q("table", "table"):
-            rows = without_blank_rows(_table_rows(child))
-            if rows:
-                yield layout_table(rows, 0)[0], 0, rows
-        elif tag in _HOLDERS:
-            yield from _blocks(child)
+        yield from _own_blocks(child)
+        if child.tag not in _HOLDERS:
+            yield from _notes(child)
+
+
+def _own_blocks(child: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
+    """The blocks of one child of a text body (its notes aside)."""
+    tag = child.tag
+    if tag == _q("text", "h"):
+        text = " ".join(inline_text(child).split())
+        if text:
+            yield text, int(child.get(_q("text", "outline-level"), "1")), None
+    elif tag == _q("text", "p"):
+        text = inline_text(child)
+        if text:
+            yield text, 0, None
+    elif tag == _q("text", "list"):
+        lines = _list_lines(child, 0)
+        if lines:
+            yield "\n".join(lines), 0, None
+    elif tag == _q("table", "table"):
+        rows = without_blank_rows(_table_rows(child))
+        if rows:
+            yield layout_table(rows, 0)[0], 0, rows
+    elif tag in _HOLDERS:
+        yield from _blocks(child)
 
 
 def _package(data: bytes, kind: str, limits: OfficeLimits) -> tuple[object, str]:
@@ -241,7 +270,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "3")
+        return Extractor("odt-content-xml", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -266,7 +295,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "3")
+        return Extractor("odp-content-xml", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -347,7 +376,7 @@ class OdsFormat(_OdfFormat):
     fragment_names_rows = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "2")
+        return Extractor("ods-content-xml", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).

@@ -7,9 +7,10 @@ level; each table one line per row, cells joined by ``" | "``, the header row fi
 merged-away cell an empty place, blank rows left out
 (:func:`~rag_pipeline.core.ingest.tables.layout_table`), declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan` so a long table keeps its header row
-in every chunk's embedded text; then the speaker notes, as a block starting ``Notes: ``.
-Blocks are separated by blank lines. Shapes are read in the slide's order (the order a
-screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
+in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its data as such
+a table (``Category | <series name> | ...``, a row per category); then the speaker notes, as a
+block starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
+order (the order a screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
 hidden slides counted, as PowerPoint numbers them). Before anything is parsed the package is
 checked as a zip against :class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
 (:func:`~rag_pipeline.core.ingest.office_zip.check_zip`, as DOCX and XLSX are) and its slide
@@ -85,6 +86,9 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
             rows = without_blank_rows([["" if cell.is_spanned else cell.text for cell in row.cells]
                                        for row in shape.table.rows])
             text = layout_table(rows, 0)[0]
+        elif getattr(shape, "has_chart", False) and shape.has_chart:
+            blocks.extend(_chart_blocks(shape.chart))
+            continue
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
             lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
                      for paragraph in shape.text_frame.paragraphs]
@@ -98,6 +102,30 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
         notes = " ".join(notes_frame.text.split()) if notes_frame is not None else ""
         if notes:
             blocks.append((f"Notes: {notes}", None))
+    return blocks
+
+
+def _chart_blocks(chart: object) -> list[Block]:
+    """A chart's title (``Chart: title``), then each plot's data as a table: a row per
+    category, a column per series (its name the header), values as a spreadsheet shows them."""
+    from rag_pipeline.core.ingest.formats.xlsx import cell_value_text
+
+    title = ""
+    if chart.has_title and chart.chart_title.has_text_frame:
+        title = " ".join(chart.chart_title.text_frame.text.split())
+    blocks: list[Block] = [(f"Chart: {title}" if title else "Chart", None)]
+    for plot in chart.plots:
+        series = list(plot.series)
+        categories = [" ".join(str(label).split()) for label in plot.categories]
+        columns = [list(s.values) for s in series]
+        count = max([len(categories), *(len(values) for values in columns)], default=0)
+        header = ["Category", *((s.name or f"Series {n}").strip() for n, s in enumerate(series, 1))]
+        rows = [[categories[i] if i < len(categories) else str(i + 1),
+                 *(cell_value_text(values[i]) if i < len(values) else "" for values in columns)]
+                for i in range(count)]
+        rows = without_blank_rows([header, *rows])
+        if len(rows) > 1:
+            blocks.append((layout_table(rows, 0)[0], rows))
     return blocks
 
 
@@ -150,7 +178,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"2+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"3+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).

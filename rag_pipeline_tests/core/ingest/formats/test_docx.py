@@ -303,3 +303,98 @@ def test_rows_marked_as_header_rows_are_the_header():
     (span,) = extracted.tables
     assert extracted.canonical_text == "Shift plan\nSite | Lead\nDelta | Tomas\nEcho | Ana\n"
     assert (span.header, span.rows) == ("Shift plan\nSite | Lead", (23, 37))
+
+
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def with_notes(data: bytes, kind: str, notes: dict[str, str]) -> bytes:
+    """``data`` with a ``word/{kind}s.xml`` part (``kind`` ``footnote`` or ``endnote``) holding
+    Word's two separator notes and ``notes`` (id -> text), related from the document part."""
+    import zipfile
+
+    separators = "".join(f'<w:{kind} w:type="{t}" w:id="{i}"><w:p><w:r><w:separator/></w:r>'
+                         f"</w:p></w:{kind}>" for i, t in (("-1", "separator"),
+                                                           ("0", "continuationSeparator")))
+    bodies = "".join(f'<w:{kind} w:id="{i}"><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:{kind}>'
+                     for i, text in notes.items())
+    part = f'<w:{kind}s xmlns:w="{_W}">{separators}{bodies}</w:{kind}s>'
+    content_type = f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}s+xml"
+    relationship = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+                    f"{kind}s")
+    source, target = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(target, "w") as out:
+        for item in source.infolist():
+            body = source.read(item.filename)
+            if item.filename == "[Content_Types].xml":
+                body = body.replace(b"</Types>", f'<Override PartName="/word/{kind}s.xml" '
+                                    f'ContentType="{content_type}"/></Types>'.encode())
+            elif item.filename == "word/_rels/document.xml.rels":
+                body = body.replace(b"</Relationships>", f'<Relationship Id="rIdNotes{kind}" '
+                                    f'Type="{relationship}" Target="{kind}s.xml"/>'
+                                    "</Relationships>".encode())
+            out.writestr(item, body)
+        out.writestr(f"word/{kind}s.xml", part)
+    return target.getvalue()
+
+
+def _refer(paragraph, kind: str, note_id: str) -> None:
+    from docx.oxml import parse_xml
+
+    paragraph._p.append(parse_xml(f'<w:r xmlns:w="{_W}"><w:{kind}Reference w:id="{note_id}"/>'
+                                  "</w:r>"))
+
+
+def test_footnotes_and_endnotes_follow_the_paragraph_or_table_that_refers_to_them():
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Budget", level=1)
+    first = document.add_paragraph("The grant covers travel.")
+    _refer(first, "footnote", "7")  # Word's ids are not the numbers it shows
+    document.add_paragraph("No note here.")
+    table = document.add_table(rows=2, cols=1)
+    table.cell(0, 0).text = "Item"
+    table.cell(1, 0).text = "Laptop"
+    _refer(table.cell(1, 0).paragraphs[0], "footnote", "3")
+    last = document.add_paragraph("See the appendix.")
+    _refer(last, "endnote", "2")
+    _refer(last, "footnote", "99")  # a reference to no note: nothing to add
+    data = with_notes(with_notes(saved(document), "footnote", {
+        "7": "Economy class only.", "3": "Bought in March 2026."}), "endnote", {
+        "2": "The appendix lists every receipt."})
+    extracted = DOCX.extract(data, "grant")
+    assert extracted.canonical_text == (
+        "Budget\n\n"
+        "The grant covers travel.\n\n"
+        "Footnote 1: Economy class only.\n\n"
+        "No note here.\n\n"
+        "Item\nLaptop\n\n"
+        "Footnote 2: Bought in March 2026.\n\n"
+        "See the appendix.\n\n"
+        "Endnote 1: The appendix lists every receipt.\n")
+    assert extracted.sections == (Section("Budget", 8, 193, 1),)
+    assert extracted.notes == ()
+
+
+def test_headers_and_footers_close_the_document_once_each_and_comments_are_counted():
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Body text.")
+    document.sections[0].header.paragraphs[0].text = "Acme internal"
+    document.sections[0].footer.paragraphs[0].text = "Questions: ops@acme.example"
+    document.add_section()  # a second section linked to the first: the same texts
+    third = document.add_section()
+    third.footer.is_linked_to_previous = False
+    third.footer.paragraphs[0].text = "12"  # a page number alone
+    document.add_comment(document.paragraphs[0].runs or [document.paragraphs[0].add_run("")],
+                         text="Is this right?", author="Ana")
+    extracted = DOCX.extract(saved(document), "memo")
+    text = extracted.canonical_text
+    assert text == ("Body text.\n\n"
+                    "Header: Acme internal\n"
+                    "Footer: Questions: ops@acme.example\n")
+    assert extracted.sections == (Section("memo", 0, 10, 1),
+                                  Section("Page headers and footers", 12, 69, 1))
+    assert extracted.notes == (("comments_left_out", "1"),)

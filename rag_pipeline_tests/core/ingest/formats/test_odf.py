@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from odf import draw, presentation, table, text
+from odf import draw, office, presentation, table, text
 from odf.namespaces import PRESENTATIONNS
 from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet, OpenDocumentText
 
@@ -46,7 +46,7 @@ def report() -> bytes:
     body_of_note = text.NoteBody()
     body_of_note.addElement(text.P(text="A footnote."))
     note.addElement(body_of_note)
-    paragraph.addElement(note)  # a note is left out of its sentence
+    paragraph.addElement(note)  # a note is left out of its sentence, and follows it
     body.addElement(paragraph)
     items = text.List()
     for value in ("first site", "second site"):
@@ -68,6 +68,12 @@ def report() -> bytes:
         for value in values:
             row.addElement(cell(value))
         grid.addElement(row)
+    endnote = text.Note(noteclass="endnote")
+    endnote.addElement(text.NoteCitation(text="i"))
+    endnote_body = text.NoteBody()
+    endnote_body.addElement(text.P(text="Acting lead in May."))
+    endnote.addElement(endnote_body)
+    row.childNodes[1].childNodes[0].addElement(endnote)  # in the cell "Tomas Ruiz"
     merged = table.TableRow()
     merged.addElement(cell("North ridge and delta", numbercolumnsspanned=2))
     merged.addElement(table.CoveredTableCell())
@@ -80,9 +86,11 @@ def report() -> bytes:
 ODT_TEXT = ("Read this first.\n\n"
             "Field work\n\n"
             "Gauges were   read\tdaily\nat nine.\n\n"
+            "Footnote 1: A footnote.\n\n"
             "- first site\n- second site\n  - a detail\n\n"
             "Hours\n\n"
-            "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9\n")
+            "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9\n\n"
+            "Endnote i: Acting lead in May.\n")
 
 
 def test_odt_headings_paragraphs_lists_and_tables():
@@ -92,13 +100,14 @@ def test_odt_headings_paragraphs_lists_and_tables():
     text_ = extracted.canonical_text
     assert [(s.title, s.level, text_[s.start:s.end]) for s in extracted.sections] == [
         ("Field work", 1, "Read this first."),
-        ("Field work", 1, "Gauges were   read\tdaily\nat nine.\n\n- first site\n- second site\n"
-                          "  - a detail"),
-        ("Hours", 2, "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9"),
+        ("Field work", 1, "Gauges were   read\tdaily\nat nine.\n\nFootnote 1: A footnote.\n\n"
+                          "- first site\n- second site\n  - a detail"),
+        ("Hours", 2, "Site | Lead | Hours\nDelta flats | Tomas Ruiz | 6\nNorth ridge and delta |  | 9"
+                     "\n\nEndnote i: Acting lead in May."),
     ]
     assert extracted.sections[0] == Section("Field work", 0, 16)
-    assert extracted.tables == (TableSpan(113, 190, "Site | Lead | Hours", 132, (133, 162)),)
-    assert text_[162:190] == "North ridge and delta |  | 9"
+    assert extracted.tables == (TableSpan(138, 215, "Site | Lead | Hours", 157, (158, 187)),)
+    assert text_[187:215] == "North ridge and delta |  | 9"
     assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
 
 
@@ -291,6 +300,9 @@ def workbook() -> bytes:
         for value in values:
             row.addElement(cell(value))
         sheet.addElement(row)
+    comment = office.Annotation()
+    comment.addElement(text.P(text="check with Ana"))
+    row.childNodes[2].addElement(comment)  # a reviewer's comment is not the cell's text
     repeated = table.TableRow(numberrowsrepeated=2)  # Planted: one row element, two rows
     repeated.addElement(cell("", numbercolumnsrepeated=1))
     repeated.addElement(cell("Ana Li"))

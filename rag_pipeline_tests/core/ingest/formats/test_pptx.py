@@ -139,6 +139,33 @@ def test_a_merged_cell_does_not_shift_the_next_and_blank_rows_are_left_out():
     assert extracted.tables == (TableSpan(6, 36, "A | B | C", 15, (16, 32)),)
 
 
+def test_a_chart_is_its_title_and_its_data_as_a_table():
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Sales"
+    data = CategoryChartData()
+    data.categories = ["Q1", "Q2", "Q3"]
+    data.add_series("North", (12.5, 14.0, None))
+    data.add_series("South", (9.0, 11.0, 13.0))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(2),
+                                   Inches(6), Inches(4), data).chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Units sold by region"
+    extracted = PPTX.extract(saved(presentation), "sales")
+    assert extracted.canonical_text == ("Sales\n\n"
+                                        "Chart: Units sold by region\n\n"
+                                        "Category | North | South\n"
+                                        "Q1 | 12.5 | 9\n"
+                                        "Q2 | 14 | 11\n"
+                                        "Q3 |  | 13\n")
+    assert extracted.tables == (TableSpan(36, 98, "Category | North | South", 60, (61, 75, 88)),)
+
+
 def test_a_span_cites_the_slide_it_starts_on():
     anchors = PPTX.extract(deck(), "review").anchors
     assert PPTX.fragment(anchors, 0, 10) == "#slide=1"
