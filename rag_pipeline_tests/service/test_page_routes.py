@@ -172,8 +172,18 @@ def test_docx_is_shown_with_its_headings(client: TestClient, built: ViewsIndex):
     assert _view(page.text) == (
         '<main id="view"><article class="markup"><h1>Maintenance manual</h1><p>Read the whole '
         "manual before the first shift.</p><h2>Oil changes</h2><p><mark id=\"quote\">The turbine "
-        "oil is changed every two thousand operating hours.</mark></p></article>")
+        "oil is changed every two thousand operating hours.</mark></p><h1>Page headers and "
+        "footers</h1><p>Footer: Turbine hotline: call 0800 555 0199 at any hour.</p></article>")
     assert _where(page.text) == "Oil changes"
+
+
+def test_a_docx_footer_is_shown_where_the_index_read_it(client: TestClient, built: ViewsIndex):
+    text = built.canonical["manual.docx"]
+    start = text.index("Turbine hotline")
+    page = client.get("/documents/manual.docx", params={"from": start, "to": start + 48})
+    assert ('<h1>Page headers and footers</h1><p>Footer: <mark id="quote">Turbine hotline: call '
+            "0800 555 0199 at any hour.</mark></p>") in _view(page.text)
+    assert _where(page.text) == "Page headers and footers"
 
 
 def test_a_transcript_shows_its_cues_with_their_times(client: TestClient, built: ViewsIndex):

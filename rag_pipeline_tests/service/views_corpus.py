@@ -73,6 +73,7 @@ def manual_docx() -> bytes:
     document.add_paragraph("Read the whole manual before the first shift.")
     document.add_heading("Oil changes", level=2)
     document.add_paragraph("The turbine oil is changed every two thousand operating hours.")
+    document.sections[0].footer.paragraphs[0].text = "Turbine hotline: call 0800 555 0199 at any hour."
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()

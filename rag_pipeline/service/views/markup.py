@@ -3,8 +3,8 @@
 An HTML file's ``<body>`` and a Markdown document's canonical text rendered by markdown-it-py
 (CommonMark) both go through nh3 (the Rust ``ammonia`` sanitiser: an allow-list of tags and
 attributes, no script, no event handler, no ``javascript:`` URL, no image fetched). A DOCX file
-is rendered from its paragraphs (a ``Heading N`` or ``Title`` style as a heading) and tables
-with python-docx, every text escaped. The quote is then found among the page's text by its
+is rendered from the blocks the indexer reads (a ``Heading N`` or ``Title`` style as a heading,
+tables, notes, headers and footers), every text escaped. The quote is then found among the page's text by its
 letters and digits (:func:`rag_pipeline.service.views.base.locate`) and each piece of it
 wrapped in ``<mark>``, the first with ``id="quote"``.
 """
@@ -12,7 +12,6 @@ wrapped in ``<mark>``, the first with ``id="quote"``.
 from __future__ import annotations
 
 import html
-import io
 
 from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
 from rag_pipeline.service.views.text import heading_label, text_view
@@ -120,29 +119,27 @@ def markdown_view(request: ViewRequest) -> View:
 
 
 def _docx_html(data: bytes) -> str:
-    """Paragraphs and tables of a DOCX body in order; heading styles as ``h1``-``h6``."""
-    from docx import Document
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+    """A DOCX file's blocks as the indexer reads them (``formats.docx.read_docx``):
+    headings as ``h1``-``h6``, tables as tables, every other block (paragraphs, list items,
+    notes, text boxes) a paragraph, then the page headers and footers under their heading."""
+    from rag_pipeline.core.ingest.formats.docx import HEADERS_AND_FOOTERS, read_docx
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
 
-    document = Document(io.BytesIO(data))
+    content = read_docx(data, OfficeLimits())
     parts: list[str] = []
-    for block in document.element.body.iterchildren():
-        tag = block.tag.rsplit("}", 1)[-1]
-        if tag == "p":
-            paragraph = Paragraph(block, document)
-            text = html.escape(paragraph.text)
-            if not text.strip():
-                continue
-            style = (paragraph.style.name if paragraph.style is not None else "") or ""
-            level = 1 if style == "Title" else (
-                int(style.removeprefix("Heading ")) if style.startswith("Heading ")
-                and style.removeprefix("Heading ").isdigit() else 0)
-            parts.append(f"<h{min(level, 6)}>{text}</h{min(level, 6)}>" if level else f"<p>{text}</p>")
-        elif tag == "tbl":
-            rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell.text)}</td>" for cell in row.cells)
-                           + "</tr>" for row in Table(block, document).rows)
+    for block in content.blocks:
+        if block.rows:
+            rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row)
+                           + "</tr>" for row in block.rows)
             parts.append(f"<table>{rows}</table>")
+        elif block.heading_level:
+            level = min(block.heading_level, 6)
+            parts.append(f"<h{level}>{html.escape(block.text)}</h{level}>")
+        else:
+            parts.append(f"<p>{html.escape(block.text)}</p>")
+    if content.headers_and_footers:
+        parts.append(f"<h1>{html.escape(HEADERS_AND_FOOTERS)}</h1>")
+        parts.extend(f"<p>{html.escape(line)}</p>" for line in content.headers_and_footers)
     return "".join(parts)
 
 

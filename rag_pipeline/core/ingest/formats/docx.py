@@ -79,7 +79,10 @@ def list_marker(number_format: str, number: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Block:
+class DocxBlock:
+    """A paragraph, a heading (``heading_level`` > 0), a list item, a table (``rows``) or a
+    note, as it is in the canonical text."""
+
     text: str
     heading_level: int = 0  # 0: not a heading
     list_item: bool = False
@@ -206,7 +209,7 @@ def _grid_count(value: str | None) -> int:
     return int(value) if value is not None and value.isdigit() else 0
 
 
-def _table_block(table: _Element, budget: ContentBudget) -> _Block | None:
+def _table_block(table: _Element, budget: ContentBudget) -> DocxBlock | None:
     """A table's rows of cell texts; a cell spanning columns (``w:gridSpan``) is its text
     followed by an empty cell per further column, and a row starting after the table's first
     columns (``w:gridBefore``) starts with an empty cell per column skipped, so later cells
@@ -235,7 +238,7 @@ def _table_block(table: _Element, budget: ContentBudget) -> _Block | None:
     if not rows:
         return None
     header_rows = marked or 1
-    return _Block("\n".join(row_line(r) for r in rows), rows=tuple(rows),
+    return DocxBlock("\n".join(row_line(r) for r in rows), rows=tuple(rows),
                   header_rows=min(header_rows, len(rows)))
 
 
@@ -317,7 +320,7 @@ def _comment_count(document: Document) -> int:
                for root in _related_roots(document, RT.COMMENTS))
 
 
-def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
+def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
     """The body's paragraphs and tables in order, content controls opened, each followed by
     the notes it refers to."""
     from docx.oxml.ns import qn
@@ -325,7 +328,7 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
 
     numbering = _Numbering(document)
     notes = _Notes(document)
-    blocks: list[_Block] = []
+    blocks: list[DocxBlock] = []
     styles: dict[str | None, object] = {}  # python-docx scans every style per lookup: once per id
 
     def style_of(element: _Element, paragraph: Paragraph) -> object:
@@ -337,7 +340,7 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
     def add_notes(element: _Element) -> None:
         for text in notes.referred_in(element):
             budget.add(chars=len(text))
-            blocks.append(_Block(text))
+            blocks.append(DocxBlock(text))
 
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
@@ -352,9 +355,9 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
                 num_pr = None if level else _num_pr(child, style)
                 if num_pr is not None:
                     indent = "  " * num_pr[1]
-                    blocks.append(_Block(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
+                    blocks.append(DocxBlock(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
                 else:
-                    blocks.append(_Block(text, heading_level=level))
+                    blocks.append(DocxBlock(text, heading_level=level))
                 add_notes(child)
             elif child.tag == qn("w:tbl"):
                 block = _table_block(child, budget)
@@ -368,6 +371,46 @@ def _blocks(document: Document, budget: ContentBudget) -> list[_Block]:
 
     walk(document.element.body)
     return blocks
+
+
+@dataclass(frozen=True)
+class DocxContent:
+    """What a DOCX file holds for the index (and for its view in the service).
+
+    Attributes:
+        blocks: The body's blocks in order, each note after the block referring to it.
+        headers_and_footers: ``Header: text`` / ``Footer: text`` lines, each distinct text once.
+        comments: How many comments the file holds (left out).
+        core_title: The core properties' title, ``""`` when it has none.
+    """
+
+    blocks: tuple[DocxBlock, ...]
+    headers_and_footers: tuple[str, ...]
+    comments: int
+    core_title: str
+
+
+def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
+    """Reads a DOCX file's blocks, headers, footers and comment count.
+
+    Raises:
+        ExtractionError: Not a readable DOCX file, or over one of ``limits`` (checked on the
+            zip before parsing, then while reading).
+    """
+    import docx
+
+    check_zip(data, "DOCX", limits)
+    budget = ContentBudget("DOCX", limits)
+    try:
+        document = docx.Document(io.BytesIO(data))
+        return DocxContent(tuple(_blocks(document, budget)), tuple(_headers_and_footers(document)),
+                           _comment_count(document), (document.core_properties.title or "").strip())
+    except ExtractionError:
+        raise
+    except MemoryError as exc:
+        raise ExtractionError("out of memory reading the DOCX: too large to read") from exc
+    except Exception as exc:  # zipfile, XML and python-docx errors: each is the reason
+        raise ExtractionError(f"unreadable DOCX: {type(exc).__name__}: {exc}") from exc
 
 
 class DocxFormat(DocumentFormat):
@@ -390,22 +433,10 @@ class DocxFormat(DocumentFormat):
             ExtractionError: Not a readable DOCX file, or over one of the format's
                 :class:`OfficeLimits` (checked on the zip before parsing, then while reading).
         """
-        import docx
 
-        check_zip(data, "DOCX", self.limits)
-        budget = ContentBudget("DOCX", self.limits)
-        try:
-            document = docx.Document(io.BytesIO(data))
-            blocks = _blocks(document, budget)
-            furniture = _headers_and_footers(document)
-            comments = _comment_count(document)
-            core_title = (document.core_properties.title or "").strip()
-        except ExtractionError:
-            raise
-        except MemoryError as exc:
-            raise ExtractionError("out of memory reading the DOCX: too large to read") from exc
-        except Exception as exc:  # zipfile, XML and python-docx errors: each is the reason
-            raise ExtractionError(f"unreadable DOCX: {type(exc).__name__}: {exc}") from exc
+        content = read_docx(data, self.limits)
+        blocks, furniture = content.blocks, content.headers_and_footers
+        core_title, comments = content.core_title, content.comments
         first_heading = next((b.text for b in blocks if b.heading_level), None)
         title = core_title or first_heading or stem
         parts: list[str] = []
@@ -414,7 +445,7 @@ class DocxFormat(DocumentFormat):
         offset = 0
         open_section: tuple[str, int, int] | None = None  # title, level, body start
         body_end = 0
-        previous: _Block | None = None
+        previous: DocxBlock | None = None
 
         def close() -> None:
             if open_section is not None and body_end > open_section[2]:
