@@ -277,6 +277,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     _echo_not_indexed(warehouse)
     _echo_hidden(warehouse)
     if not no_eval:
+        _echo_scores(build)
         _echo_unscored(build)
 
 
@@ -340,6 +341,32 @@ def _refuse_another_build(build, home: Path) -> None:
              f"{'; '.join(differences)}. Start it with the same configuration "
              "(RAG_PIPELINE_CONFIG, RAG_PIPELINE_DATA_DIR, RAG_PIPELINE_CORPUS, "
              "RAG_PIPELINE_PROFILE) or stop it")
+
+
+def _echo_scores(build) -> None:
+    """One line per model the gold set scored: recall@4 (its Wilson interval), recall@20 and
+    MRR of the ``header`` chunker (else the profile's first) with the hybrid retriever, every
+    query style; the rest is in ``eval_summary``."""
+    from rag_pipeline.core.index.plan import EVAL_SUMMARY
+
+    chunker = "header" if "header" in build.chunker_keys else build.chunker_keys[0]
+    lines = []
+    for model in build.model_keys:
+        table = build.warehouse.read_or_none(EVAL_SUMMARY, {"model": model})
+        rows = [] if table is None else [
+            row for row in table.to_pylist()
+            if (row["chunker"], row["retriever"], row["style"]) == (chunker, "hybrid", "all")]
+        if rows:
+            row = rows[0]
+            lines.append(f"  {model}: recall@4 {row['recall@4']:.3f} (95% "
+                         f"{row['recall@4_low']:.3f}-{row['recall@4_high']:.3f}), recall@20 "
+                         f"{row['recall@20']:.3f}, MRR {row['mrr']:.3f} on {row['queries']} "
+                         "queries")
+    if lines:
+        echo(f"\nevaluation ({chunker} x hybrid, gold set; every chunker, retriever and query "
+             "style: the eval_summary table):")
+        for line in lines:
+            echo(line)
 
 
 def _echo_unscored(build) -> None:

@@ -356,3 +356,37 @@ def test_a_model_no_longer_declared_in_the_file_given_by_config_is_named_with_th
         f"note: all-MiniLM-L6-v2@53aa5117 is no longer declared in {renamed}; its partitions "
         "(header) are kept but neither built nor served: `rag-pipeline models --drop "
         "'all-MiniLM-L6-v2@53aa5117'` deletes them"]
+
+
+def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from rag_pipeline.cli.index import _echo_scores
+    from rag_pipeline.core.evaluation.tables import SUMMARY_SCHEMA
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(tmp_path)
+
+    def row(chunker: str, retriever: str, style: str, recall_at_4: float) -> dict:
+        figures = {name: 0.5 for name in SUMMARY_SCHEMA.names if name.startswith("recall@")}
+        return {**figures, "chunker": chunker, "retriever": retriever, "style": style,
+                "queries": 244, "recall@4": recall_at_4, "recall@4_low": 0.7562,
+                "recall@4_high": 0.8566, "recall@20": 0.9057, "mrr": 0.7139, "destroyed": 0}
+
+    warehouse.write("eval_summary", pa.Table.from_pylist([
+        row("blind", "hybrid", "all", 0.5), row("header", "dense", "all", 0.6),
+        row("header", "hybrid", "keyword", 0.7), row("header", "hybrid", "all", 0.8115)],
+        schema=SUMMARY_SCHEMA), {"model": "m@00000001"})
+    build = SimpleNamespace(chunker_keys=("blind", "header"), warehouse=warehouse,
+                            model_keys=("m@00000001", "never-scored@00000002"))
+    _echo_scores(build)
+    assert capsys.readouterr().out == (
+        "\nevaluation (header x hybrid, gold set; every chunker, retriever and query style: the "
+        "eval_summary table):\n"
+        "  m@00000001: recall@4 0.811 (95% 0.756-0.857), recall@20 0.906, MRR 0.714 on 244 "
+        "queries\n")
+    _echo_scores(SimpleNamespace(chunker_keys=("blind",), warehouse=warehouse,
+                                 model_keys=("never-scored@00000002",)))
+    assert capsys.readouterr().out == ""
