@@ -3,8 +3,9 @@
 Read with openpyxl (MIT) in read-only mode with ``data_only``: a formula cell contributes the
 value the spreadsheet application cached when it last saved the file, never its formula. A
 program that writes workbooks without calculating them (openpyxl itself, many exporters)
-leaves no cached values: when no formula has one the workbook fails with that reason, and when
-only some lack one the document carries the count (note ``formulas_without_cached_value``).
+leaves no cached values: the document carries their count (note
+``formulas_without_cached_value``), and when they are at least as many as the cells showing a
+value (most of what the workbook says is missing) it fails with that reason.
 The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
 read. The lines are those of :mod:`rag_pipeline.core.ingest.rows`; a row's anchor is
 ``sheet=<name>&range=A12:F12`` (the sheet name percent-encoded), from its first to its last
@@ -176,17 +177,17 @@ class XlsxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("xlsx-openpyxl", f"2+openpyxl-{library_version('openpyxl')}")
+        return Extractor("xlsx-openpyxl", f"3+openpyxl-{library_version('openpyxl')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet (its name the title), one line and anchor per row.
 
         Raises:
             ExtractionError: Not a readable XLSX file (any error of the zip, XML or openpyxl
-                layer, with its type and message), or formulas none of which has a cached
-                value, or over one of the format's :class:`OfficeLimits` (the zip's expanded
-                size and ratio checked before reading; rows, cells and characters while
-                reading).
+                layer, with its type and message), or at least as many formulas without a
+                cached value as cells with a value, or over one of the format's
+                :class:`OfficeLimits` (the zip's expanded size and ratio checked before reading;
+                rows, cells and characters while reading).
         """
         check_zip(data, "XLSX", self.limits)
         try:
@@ -199,11 +200,12 @@ class XlsxFormat(DocumentFormat):
         except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
             raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
                                   "workbook or an old binary .xls is not an XLSX file)") from exc
-        if formula_count and uncached == formula_count:
+        shown = sum(1 for sheet in sheets for _, cells in sheet.rows for cell in cells if cell)
+        if uncached and uncached >= shown:
             raise ExtractionError(
-                f"no cached values: none of its {formula_count} formula cell(s) was ever "
-                "calculated (written by a program that does not compute formulas); open and save "
-                "it in a spreadsheet application")
+                f"no cached values: {uncached} of its {formula_count} formula cell(s) were never "
+                f"calculated, more than the {shown} cell(s) with a value (written by a program "
+                "that does not compute formulas); open and save it in a spreadsheet application")
         layout = lay_out_sheets((sheet.name, sheet.rows) for sheet in sheets)
         notes = layout.notes
         if uncached:

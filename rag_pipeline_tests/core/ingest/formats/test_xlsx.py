@@ -90,11 +90,27 @@ def test_a_span_over_several_rows_cites_the_sheet_and_the_range_holding_them():
     assert XLSX.fragment(anchors, 0, 162) == "#sheet=Budget%20Q1&range=B2:E6"  # first sheet only
 
 
-def test_a_workbook_never_calculated_fails_saying_it_has_no_cached_values():
-    # openpyxl writes formulas without values, as many exporters do: the text would lack them.
-    with pytest.raises(ExtractionError, match=r"^no cached values: none of its 1 formula cell\(s\) was "
-                                              r"ever calculated"):
-        XLSX.extract(budget_workbook(cached=False), "book")
+def test_a_workbook_never_calculated_keeps_its_values_and_counts_the_formulas():
+    # openpyxl writes formulas without values, as many exporters do: one formula of 13 cells
+    # is no reason to lose the other 12.
+    extracted = XLSX.extract(budget_workbook(cached=False), "book")
+    assert extracted.canonical_text == BUDGET_TEXT.replace("Item: Cake | Cost: 5", "Item: Cake")
+    assert extracted.notes == (("sheets", "2"), ("rows", "4"), ("empty_sheets", "1"),
+                               ("formulas_without_cached_value", "1"))
+
+
+def test_a_workbook_mostly_of_formulas_never_calculated_fails_saying_so():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.append(["n", "=A1*2", "=A1*3"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with pytest.raises(ExtractionError, match=r"^no cached values: 2 of its 2 formula cell\(s\) "
+                                              r"were never calculated, more than the 1 cell\(s\) "
+                                              r"with a value"):
+        XLSX.extract(buffer.getvalue(), "book")
 
 
 def test_formulas_partly_without_cached_values_are_counted():
