@@ -7,7 +7,8 @@ archive with that reason. Each member then fails alone when its path points outs
 archive (absolute, or with a ``..`` part), when it declares a compression ratio over
 ``max_ratio``, when it is larger than ``max_document_bytes``, when it is encrypted, or when it
 expands to more than it declared; a symlink entry is skipped, never followed. Hidden members
-(a part starting with ``.``, as the ``._`` files of ``__MACOSX``) are no documents.
+(a part starting with ``.``, as the ``._`` files of ``__MACOSX``) are no documents. A name
+without the UTF-8 flag is read as UTF-8 when its bytes are UTF-8 (:func:`member_path`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,23 @@ from rag_pipeline.core.ingest.members import (
     safe_member_name,
     unique_name,
 )
+
+_UTF8_NAME = 0x800
+"""General-purpose flag bit 11: the entry's name is UTF-8 (APPNOTE 4.4.4)."""
+
+
+def member_path(info: zipfile.ZipInfo) -> str:
+    """The entry's name: UTF-8 when its flag says so (``zipfile`` reads it so); without the
+    flag ``zipfile`` reads it as code page 437, the format's default, but many archivers write
+    UTF-8 there without setting the flag, so a name whose bytes are valid UTF-8 is read as
+    UTF-8 (bytes that are not stay code page 437)."""
+    if info.flag_bits & _UTF8_NAME:
+        return info.filename
+    raw = info.filename.encode("cp437")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return info.filename
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
@@ -63,7 +81,7 @@ class ZipFormat(ContainerFormat):
     suffixes = (".zip",)
 
     def extractor(self) -> Extractor:
-        return Extractor("zip-members", "2")
+        return Extractor("zip-members", "3")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The members in the archive's order, checked as the module docstring says.
@@ -92,7 +110,7 @@ class ZipFormat(ContainerFormat):
             seen: set[str] = set()
             with archive:
                 for info in infos:
-                    name, unsafe = safe_member_name(info.filename)
+                    name, unsafe = safe_member_name(member_path(info))
                     if not name or (unsafe is None and is_hidden(name)):
                         continue
                     # Two entries of one name (an update appended, a name made printable):

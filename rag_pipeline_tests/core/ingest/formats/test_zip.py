@@ -46,3 +46,28 @@ def test_members_and_the_listing():
 def test_not_a_zip_fails_with_its_reason():
     with pytest.raises(ExtractionError, match="^unreadable ZIP archive: BadZipFile: File is not a zip file$"):
         ZIP.extract(b"PK not really", "broken")
+
+
+def without_utf8_flags(data: bytes) -> bytes:
+    """``data`` with general-purpose flag bit 11 (UTF-8 names) cleared in every local and
+    central header, as archivers that write UTF-8 names without saying so leave it."""
+    patched = bytearray(data)
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = 0
+        while (found := patched.find(signature, start)) >= 0:
+            position = found + flags_at
+            flags = int.from_bytes(patched[position:position + 2], "little") & ~0x800
+            patched[position:position + 2] = flags.to_bytes(2, "little")
+            start = found + 4
+    return bytes(patched)
+
+
+def test_a_utf8_name_without_its_flag_is_read_as_utf8_and_other_bytes_as_code_page_437():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        zipped.writestr("Übersicht/年報.md", b"# A\n")
+        zipped.writestr("cafX.txt", b"x\n")
+    # "café" in code page 437 (0x82), which is no UTF-8.
+    data = without_utf8_flags(buffer.getvalue()).replace(b"cafX", b"caf\x82")
+    assert [info.flag_bits & 0x800 for info in zipfile.ZipFile(io.BytesIO(data)).infolist()] == [0, 0]
+    assert ZIP.extract(data, "names").canonical_text == "Übersicht/年報.md\ncafé.txt\n"
