@@ -60,8 +60,9 @@ def safe_xml(data: bytes) -> object:
         raise ExtractionError(f"not well-formed XML: {exc}") from exc
 
 
-def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str]]:
-    """The book's title and its spine's XHTML files (paths in the zip), in reading order."""
+def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:
+    """The book's title, its spine's XHTML files (paths in the zip) in reading order, and how
+    many spine items are none (no manifest item, or another media type: an SVG or image page)."""
     try:
         container = safe_xml(archive.read("META-INF/container.xml"))
     except KeyError as exc:
@@ -77,14 +78,16 @@ def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str]]:
     base = posixpath.dirname(opf_path)
     manifest = {item.get("id"): item for item in package.iterfind(".//opf:manifest/opf:item", _NS)}
     chapters = []
+    unread = 0
     for itemref in package.iterfind(".//opf:spine/opf:itemref", _NS):
         item = manifest.get(itemref.get("idref"))
         if item is None or item.get("media-type") not in _XHTML or not item.get("href"):
+            unread += 1
             continue
         chapters.append(posixpath.normpath(posixpath.join(base, unquote(item.get("href")))))
     title_node = package.find(".//dc:title", _NS)
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
-    return title, chapters
+    return title, chapters, unread
 
 
 def _read_book(data: bytes, stem: str) -> Extracted:
@@ -95,7 +98,7 @@ def _read_book(data: bytes, stem: str) -> Extracted:
         names = set(archive.namelist())
         if "META-INF/encryption.xml" in names:
             raise ExtractionError("encrypted EPUB (DRM): its chapters cannot be read")
-        title, chapters = _spine(archive)
+        title, chapters, unread = _spine(archive)
         if len(chapters) > MAX_CHAPTERS:
             raise ExtractionError(f"{len(chapters)} chapters: over the limit of {MAX_CHAPTERS}")
         parts: list[str] = []
@@ -129,6 +132,8 @@ def _read_book(data: bytes, stem: str) -> Extracted:
     notes = [("chapters", str(len(anchors)))]
     if missing:
         notes.append(("missing_chapters", str(missing)))
+    if unread:
+        notes.append(("spine_items_not_xhtml", str(unread)))
     first = sections[0].title if sections else None
     return Extracted(title=title or first or stem, canonical_text=canonical,
                      sections=tuple(sections), anchors=tuple(anchors), notes=tuple(notes),
@@ -145,7 +150,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"3+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"4+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

@@ -29,7 +29,7 @@ def opf(title: bytes = b"<dc:title>Field  Notes</dc:title>", doctype: bytes = b"
     <item id="c1" href="text/ch1.xhtml" media-type="application/xhtml+xml"/>
     <item id="css" href="style.css" media-type="text/css"/>
   </manifest>
-  <spine><itemref idref="c1"/><itemref idref="css"/><itemref idref="c2"/></spine>
+  <spine><itemref idref="c1"/><itemref idref="css"/><itemref idref="c2"/><itemref idref="gone"/></spine>
 </package>"""
 
 
@@ -66,11 +66,12 @@ def test_chapters_in_spine_order_with_sections_and_chapter_anchors():
         ("Work", 1, "\n\nGauges first.\n\n"),
         ("Gauges", 2, "\n\nTwelve of them."),
     ]
-    # The nav document and the stylesheet are not in the spine's text; a space in a file
-    # name is percent-encoded in the locator.
+    # The nav document and the stylesheet are not in the spine's text (a stylesheet and an
+    # item the manifest lacks in the spine are counted); a space in a file name is
+    # percent-encoded in the locator.
     assert extracted.anchors == (Anchor(0, 38, "chapter=OEBPS/text/ch1.xhtml"),
                                  Anchor(40, 84, "chapter=OEBPS/text/chapter%202.xhtml"))
-    assert extracted.notes == (("chapters", "2"),)
+    assert extracted.notes == (("chapters", "2"), ("spine_items_not_xhtml", "2"))
 
 
 def test_a_chapter_is_titled_by_its_heading_before_its_title_element():
@@ -134,7 +135,8 @@ def test_an_encrypted_book_fails_with_its_reason(files, reason):
 def test_a_missing_chapter_is_counted_and_a_zip_without_a_container_fails():
     extracted = EPUB.extract(book({"OEBPS/text/ch1.xhtml": CH1}), "notes")
     assert (extracted.canonical_text, extracted.notes) == (
-        "Arrival\n\nWe reached the delta at dawn.\n", (("chapters", "1"), ("missing_chapters", "1")))
+        "Arrival\n\nWe reached the delta at dawn.\n",
+        (("chapters", "1"), ("missing_chapters", "1"), ("spine_items_not_xhtml", "2")))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("mimetype", "application/epub+zip")
