@@ -60,7 +60,7 @@ def test_index_builds_queries_and_rebuilds_nothing(tmp_path: Path, tiny_corpus: 
         ("broken.md", "failed"), ("guide/config.md", "ok"), ("guide/install.md", "ok"),
         ("notes.txt", "ok")]
     assert _query(db, "select error from documents where status = 'failed'")[0][0].startswith(
-        "not valid UTF-8 at byte 10: invalid start byte")
+        "not UTF-8: byte 0xff at offset 10 (invalid start byte); Markdown files")
     # install.md: 1 pre-heading paragraph + 1 upgrading paragraph; config.md: 1 + 1; notes: 1
     # chunk holding both short paragraphs (they fit in 512 chars together).
     assert _query(db, "select chunker, count(*) from chunks group by 1 order by 1") == [

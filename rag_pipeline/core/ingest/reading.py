@@ -137,19 +137,6 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
     return data
 
 
-def decode_utf8(data: bytes) -> str:
-    """UTF-8 text (a byte-order mark dropped) with ``\n`` line ends.
-
-    Raises:
-        ExtractionError: At the first byte that is not UTF-8.
-    """
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExtractionError(f"not valid UTF-8 at byte {exc.start}: {exc.reason}") from exc
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 RUN_SPENT = "the run's OCR time of"
 """How the failure of a document the run's OCR budget stopped begins."""
 RETRIED_EACH_RUN = ("too large", RUN_SPENT)

@@ -327,7 +327,7 @@ def test_compressed_markdown_keeps_its_sections_and_a_bomb_fails(tmp_path: Path)
 
 
 def test_stamps_name_the_compression_and_the_inner_format():
-    assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "5"))
+    assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "6"))
     assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "2"))
     assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "2"))
 

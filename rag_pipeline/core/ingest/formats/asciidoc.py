@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.reading import decode_utf8
 
 _TITLE = re.compile(r"(={1,6})[ \t]+(\S[^\n]*?)[ \t]*(?:[ \t]=+)?[ \t]*")
 _DELIMITER = re.compile(r"(-{4,}|\.{4,}|\+{4,}|/{4,}|\*{4,}|={4,}|_{4,})[ \t]*")
@@ -51,7 +51,7 @@ class AsciiDocFormat(DocumentFormat):
     suffixes = (".adoc", ".asciidoc")
 
     def extractor(self) -> Extractor:
-        return Extractor("asciidoc-titles", "1")
+        return Extractor("asciidoc-titles", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The text as it is; title from the ``= `` line, else the stem; a section per title.
@@ -59,7 +59,7 @@ class AsciiDocFormat(DocumentFormat):
         Raises:
             ExtractionError: Not UTF-8.
         """
-        text = decode_utf8(data)
+        text = decode_text(data, "AsciiDoc")
         spans = title_spans(text)
         title = next((t for _, _, level, t in spans if level == 0), stem)
         sections: list[Section] = []

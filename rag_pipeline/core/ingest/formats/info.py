@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.reading import decode_utf8
 
 _MARKER = re.compile("\x00\x08\\[[^\x00]*\x00\x08\\]")
 _MARKER_LINE = re.compile(f"^(?:{_MARKER.pattern})+\n", re.MULTILINE)
@@ -30,7 +30,7 @@ class InfoFormat(DocumentFormat):
     suffixes = (".info", *(f".info-{part}" for part in range(1, 10)))
 
     def extractor(self) -> Extractor:
-        return Extractor("info-nodes", "1")
+        return Extractor("info-nodes", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The nodes' text, a section each (the module docstring).
@@ -38,7 +38,7 @@ class InfoFormat(DocumentFormat):
         Raises:
             ExtractionError: Not UTF-8, or no node at all (not an Info file).
         """
-        text = _MARKER.sub("", _MARKER_LINE.sub("", decode_utf8(data)))
+        text = _MARKER.sub("", _MARKER_LINE.sub("", decode_text(data, "Info")))
         parts: list[str] = []
         sections: list[Section] = []
         offset = 0

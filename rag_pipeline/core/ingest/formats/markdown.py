@@ -10,9 +10,9 @@ import dataclasses
 import re
 from collections.abc import Iterator
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.reading import decode_utf8
 
 _HEADING = re.compile(r"(#{1,6})[ \t]+([^\n]*)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
@@ -175,7 +175,7 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "5")
+        return Extractor("markdown-frontmatter", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's
@@ -184,7 +184,7 @@ class MarkdownFormat(DocumentFormat):
         canonical text (so ``#char=`` counts the file's characters, line ends as one), in no
         section: no chunk of the boundary strategies holds it (the blind baselines cut the
         whole text)."""
-        text = decode_utf8(data)
+        text = decode_text(data, "Markdown")
         front_title = None
         body_start = 0
         match = _front_matter(text)

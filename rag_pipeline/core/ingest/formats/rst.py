@@ -23,6 +23,7 @@ import io
 import re
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -32,7 +33,6 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.reading import decode_utf8
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class RstFormat(DocumentFormat):
     suffixes = (".rst", ".rest")
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"2+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"3+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
@@ -231,7 +231,7 @@ class RstFormat(DocumentFormat):
         """
         from docutils.core import publish_doctree
 
-        source = decode_utf8(data)
+        source = decode_text(data, "reStructuredText")
         writer = _Writer()
         try:
             tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})

@@ -94,7 +94,7 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
     bucket.put("p/edit.md", "# Edit\n\nBefore.\n")
     bucket.put("p/gone.md", "# Gone\n\nBye.\n")
     bucket.put("p/old.md", "# Moving\n\nSame words.\n")
-    bucket.put("p/broken.md", b"\xff\xfe not utf-8")
+    bucket.put("p/broken.md", b"# Broken\n\n\xff not utf-8")
     uri = f"s3://{bucket.name}/p"
     first = extract_corpus(S3Source(uri, s3_settings))
     assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
@@ -124,7 +124,7 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
     assert records["moved/here.md"].path == f"s3://{bucket.name}/p/moved/here.md"
     assert records["edit.md"].canonical_text == "# Edit\n\nAfter.\n"
     failed_row = [r for r in second.report.rows if r.change == "failed"][0]
-    assert failed_row.detail.startswith("not retried: unchanged since it failed: not valid UTF-8")
+    assert failed_row.detail.startswith("not retried: unchanged since it failed: not UTF-8: ")
     # An explicit retry reads it again.
     opened.clear()
     extract_corpus(source, second.records, ExtractionSettings(retry_failed=True))
