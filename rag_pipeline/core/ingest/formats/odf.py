@@ -9,7 +9,9 @@ Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
 ``text:reference-ref``: the text they show) their text; notes (footnotes and endnotes) and
 annotations are left out of the sentence they are anchored in: a note is a paragraph of its own
 after the block that holds it (``Footnote 2: text``, numbered by the citation the document
-shows); an annotation is a reviewer's remark, not the document, and is left out.
+shows); an annotation is a reviewer's remark, not the document: left out, counted in the note
+``comments_left_out``. An ODT's page headers and footers (``styles.xml``'s master pages), each
+distinct text once, close it in a section ``Page headers and footers``, as a DOCX's do.
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
@@ -36,6 +38,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import (
     Anchor,
@@ -46,6 +49,7 @@ from rag_pipeline.core.ingest.extracted import (
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.docx import HEADERS_AND_FOOTERS
 from rag_pipeline.core.ingest.formats.epub import safe_xml
 from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, lay_out_sheets
@@ -64,6 +68,7 @@ _NS = {
     "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
     "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
     "dc": "http://purl.org/dc/elements/1.1/",
+    "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
 }
 
 
@@ -199,8 +204,18 @@ def _own_blocks(child: object) -> Iterator[tuple[str, int, list[list[str]] | Non
         yield from _blocks(child)
 
 
-def _package(data: bytes, kind: str, limits: OfficeLimits) -> tuple[object, str]:
-    """``content.xml``'s root and ``meta.xml``'s title."""
+@dataclass(frozen=True)
+class _Package:
+    """``content.xml``'s root, ``meta.xml``'s title (``""`` without one) and ``styles.xml``'s
+    root (None without one)."""
+
+    root: object
+    title: str
+    styles: object | None
+
+
+def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
+    """The package's parts that are read, each parsed safely."""
     check_zip(data, kind, limits)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -209,17 +224,48 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> tuple[object, str]
             except KeyError as exc:
                 raise ExtractionError(f"unreadable {kind}: no content.xml (a flat XML ODF file is "
                                       "not read)") from exc
-            meta = archive.read("meta.xml") if "meta.xml" in archive.namelist() else None
+            names = archive.namelist()
+            meta = archive.read("meta.xml") if "meta.xml" in names else None
+            styles = archive.read("styles.xml") if "styles.xml" in names else None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
             ValueError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     try:
         root = safe_xml(content)
         title_node = safe_xml(meta).find(".//dc:title", _NS) if meta else None
+        styles_root = safe_xml(styles) if styles else None
     except ExtractionError as exc:
         raise ExtractionError(f"unreadable {kind}: {exc}") from exc
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
-    return root, title
+    return _Package(root, title, styles_root)
+
+
+def comment_notes(root: object) -> tuple[tuple[str, str], ...]:
+    """``comments_left_out`` with the count of the annotations (comments) under ``root``, or
+    nothing when it holds none."""
+    count = sum(1 for _ in root.iter(_q("office", "annotation")))
+    return (("comments_left_out", str(count)),) if count else ()
+
+
+def _headers_and_footers(styles: object | None) -> list[str]:
+    """``Header: text`` / ``Footer: text`` for each distinct text of the master pages' headers
+    and footers (first-page and left-page ones too), in order; one with no letter (a page
+    number) or switched off (``style:display="false"``) left out."""
+    lines: list[str] = []
+    if styles is None:
+        return lines
+    for page in styles.iter(_q("style", "master-page")):
+        for part in page:
+            kind = str(part.tag).rsplit("}", 1)[-1].split("-")[0]
+            if kind not in ("header", "footer") or part.get(_q("style", "display")) == "false":
+                continue
+            text = " ".join(" ".join(inline_text(p).split())
+                            for p in part.iter(_q("text", "p"), _q("text", "h"))
+                            if not any(a.tag in _SKIP_INLINE for a in p.iterancestors()))
+            line = f"{kind.capitalize()}: {' '.join(text.split())}"
+            if any(c.isalpha() for c in text) and line not in lines:
+                lines.append(line)
+    return lines
 
 
 def _body(root: object, kind: str, name: str) -> object:
@@ -230,8 +276,9 @@ def _body(root: object, kind: str, name: str) -> object:
     return body
 
 
-def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]],
-                   title: str) -> Extracted:
+def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]], title: str,
+                   furniture: Sequence[str] = (), notes: tuple[tuple[str, str], ...] = ()
+                   ) -> Extracted:
     parts: list[str] = []
     sections: list[Section] = []
     tables: list[TableSpan] = []
@@ -252,8 +299,13 @@ def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]],
         offset += len(text) + 2
     canonical = "\n\n".join(parts) + ("\n" if parts else "")
     close(len(canonical) - 1)
+    if furniture:
+        start = len(canonical) + 1 if parts else 0
+        lines = "\n".join(furniture)
+        canonical = f"{canonical}\n{lines}\n" if parts else f"{lines}\n"
+        sections.append(Section(HEADERS_AND_FOOTERS, start, start + len(lines), 1))
     return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
-                     tables=tuple(tables))
+                     tables=tuple(tables), notes=notes)
 
 
 class _OdfFormat(DocumentFormat):
@@ -270,7 +322,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "4")
+        return Extractor("odt-content-xml", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -278,14 +330,15 @@ class OdtFormat(_OdfFormat):
         Raises:
             ExtractionError: Not an ODT package, a zip bomb, or XML that is not well-formed.
         """
-        root, meta_title = _package(data, "ODT", self.limits)
-        body = _body(root, "ODT", "text")
+        package = _package(data, "ODT", self.limits)
+        body = _body(package.root, "ODT", "text")
         try:
             blocks = list(_blocks(body))
         except RecursionError as exc:
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
-        title = meta_title or next((text for text, level, _ in blocks if level), stem)
-        return _text_document(blocks, title)
+        title = package.title or next((text for text, level, _ in blocks if level), stem)
+        return _text_document(blocks, title, _headers_and_footers(package.styles),
+                              comment_notes(body))
 
 
 class OdpFormat(_OdfFormat):
@@ -295,7 +348,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "4")
+        return Extractor("odp-content-xml", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -305,8 +358,10 @@ class OdpFormat(_OdfFormat):
         """
         from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES
 
-        root, meta_title = _package(data, "ODP", self.limits)
-        pages = _body(root, "ODP", "presentation").findall("draw:page", _NS)
+        package = _package(data, "ODP", self.limits)
+        meta_title = package.title
+        body = _body(package.root, "ODP", "presentation")
+        pages = body.findall("draw:page", _NS)
         if len(pages) > MAX_SLIDES:
             raise ExtractionError(f"{len(pages)} slides: over the limit of {MAX_SLIDES} per deck")
         slides = []
@@ -329,7 +384,7 @@ class OdpFormat(_OdfFormat):
         canonical, sections, anchors, tables = lay_out_slides(slides)
         return Extracted(title=meta_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
-                         notes=(("slides", str(len(pages))),))
+                         notes=(("slides", str(len(pages))), *comment_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
@@ -376,7 +431,7 @@ class OdsFormat(_OdfFormat):
     fragment_names_rows = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "3")
+        return Extractor("ods-content-xml", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
@@ -385,15 +440,15 @@ class OdsFormat(_OdfFormat):
             ExtractionError: Not an ODS package, a zip bomb, XML that is not well-formed, or
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
-        root, meta_title = _package(data, "ODS", self.limits)
+        package = _package(data, "ODS", self.limits)
         budget = [0]
+        body = _body(package.root, "ODS", "spreadsheet")
         sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget))
-                  for number, table in enumerate(
-                      _body(root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
+                  for number, table in enumerate(body.findall("table:table", _NS), start=1)]
         layout = lay_out_sheets(sheets)
-        return Extracted(title=meta_title or stem, canonical_text=layout.text,
+        return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes)
+                         notes=layout.notes + comment_notes(body))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""

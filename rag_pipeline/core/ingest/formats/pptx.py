@@ -11,7 +11,8 @@ in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its
 a table (``Category | <series name> | ...``, a row per category); then the speaker notes, as a
 block starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
 order (the order a screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
-hidden slides counted, as PowerPoint numbers them). Before anything is parsed the package is
+hidden slides counted, as PowerPoint numbers them; a hidden slide is read, and counted in the
+note ``hidden_slides``). Before anything is parsed the package is
 checked as a zip against :class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
 (:func:`~rag_pipeline.core.ingest.office_zip.check_zip`, as DOCX and XLSX are) and its slide
 count against :data:`MAX_SLIDES`.
@@ -178,7 +179,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"3+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"4+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -195,7 +196,9 @@ class PptxFormat(DocumentFormat):
         try:
             deck = pptx.Presentation(io.BytesIO(data))
             slides = []
+            hidden = 0
             for number, slide in enumerate(deck.slides, start=1):
+                hidden += slide.element.get("show") in ("0", "false")
                 title_shape = slide.shapes.title
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape)))
@@ -206,7 +209,8 @@ class PptxFormat(DocumentFormat):
         first_title = next((title for number, title, _ in slides if title != f"Slide {number}"), None)
         return Extracted(title=core_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
-                         notes=(("slides", str(len(slides))),))
+                         notes=(("slides", str(len(slides))),
+                                *((("hidden_slides", str(hidden)),) if hidden else ())))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""

@@ -7,7 +7,9 @@ leaves no cached values: the document carries their count (note
 ``formulas_without_cached_value``), and when they are at least as many as the cells showing a
 value (most of what the workbook says is missing) it fails with that reason.
 The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
-read. The lines are those of :mod:`rag_pipeline.core.ingest.rows`; a row's anchor is
+read. A number is written as :func:`cell_value_text` says (a percentage as the cell shows it). A
+hidden sheet is read, and counted (note ``hidden_sheets``); cell comments are left out, counted
+(``comments_left_out``). The lines are those of :mod:`rag_pipeline.core.ingest.rows`; a row's anchor is
 ``sheet=<name>&range=A12:F12`` (the sheet name percent-encoded), from its first to its last
 non-blank cell.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,14 +39,17 @@ from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, che
 from rag_pipeline.core.ingest.rows import column_letters, place_lines, table_lines
 
 
-def cell_value_text(value: object) -> str:
+def cell_value_text(value: object, number_format: str = "General") -> str:
     """A cached cell value as text: numbers in their shortest form (``2.5``, ``3`` for
-    ``3.0``), booleans as ``TRUE``/``FALSE``, a date-time at midnight as its date (ISO 8601),
-    ``""`` for an empty cell."""
+    ``3.0``), or as a percentage when the cell's number format is one (``15%`` for 0.15 under
+    ``0%``, ``12.50%`` under ``0.00%``), booleans as ``TRUE``/``FALSE``, a date-time at midnight
+    as its date (ISO 8601), ``""`` for an empty cell."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)) and (percent := _percent_decimals(number_format)) is not None:
+        return f"{value * 100:.{percent}f}%"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     if isinstance(value, dt.datetime):
@@ -51,6 +57,16 @@ def cell_value_text(value: object) -> str:
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
     return str(value)
+
+
+def _percent_decimals(number_format: str) -> int | None:
+    """The decimals of a percentage number format (``0%`` 0, ``0.00%`` 2; its first section,
+    quoted text left out); None for any other format."""
+    section = re.sub(r'"[^"]*"', "", number_format.split(";")[0])
+    if not section.rstrip().endswith("%"):
+        return None
+    _, _, decimals = section.partition(".")
+    return sum(1 for char in decimals if char in "0#?")
 
 
 def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:
@@ -113,6 +129,23 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
 class _Sheet:
     name: str
     rows: tuple[tuple[int, tuple[str, ...]], ...]
+    hidden: bool = False
+
+
+def _comment_count(data: bytes) -> int:
+    """How many cell comments the workbook holds (its ``xl/comments*.xml`` parts: openpyxl's
+    read-only mode does not read them)."""
+    from lxml import etree
+
+    count = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if name.startswith("xl/comments") and name.endswith(".xml"):
+                with archive.open(name) as stream:
+                    for _, comment in etree.iterparse(stream, tag="{*}comment"):
+                        count += 1
+                        comment.clear()
+    return count
 
 
 def _formula_counts(data: bytes) -> tuple[int, int]:
@@ -157,10 +190,10 @@ def _read_sheets(data: bytes, budget: ContentBudget) -> list[_Sheet]:
                     budget.add(cells=width)
                 cells = [""] * width
                 for cell in stored:
-                    cells[cell.column - 1] = cell_value_text(cell.value)
+                    cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
                 budget.add(chars=sum(len(value) for value in cells))
                 rows.append((stored[0].row, tuple(cells)))
-            sheets.append(_Sheet(sheet.title, tuple(rows)))
+            sheets.append(_Sheet(sheet.title, tuple(rows), sheet.sheet_state != "visible"))
     finally:
         workbook.close()
     return sheets
@@ -177,7 +210,7 @@ class XlsxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("xlsx-openpyxl", f"3+openpyxl-{library_version('openpyxl')}")
+        return Extractor("xlsx-openpyxl", f"4+openpyxl-{library_version('openpyxl')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet (its name the title), one line and anchor per row.
@@ -192,6 +225,7 @@ class XlsxFormat(DocumentFormat):
         check_zip(data, "XLSX", self.limits)
         try:
             formula_count, uncached = _formula_counts(data)
+            comments = _comment_count(data)
             sheets = _read_sheets(data, ContentBudget("XLSX", self.limits))
         except ExtractionError:
             raise
@@ -210,6 +244,10 @@ class XlsxFormat(DocumentFormat):
         notes = layout.notes
         if uncached:
             notes += (("formulas_without_cached_value", str(uncached)),)
+        if hidden := sum(sheet.hidden for sheet in sheets if sheet.rows):
+            notes += (("hidden_sheets", str(hidden)),)
+        if comments:
+            notes += (("comments_left_out", str(comments)),)
         return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,
                          anchors=layout.anchors, tables=layout.tables, notes=notes)
 

@@ -325,7 +325,8 @@ def test_ods_sheets_rows_under_their_header_with_cell_ranges():
         "sheet=Hours%202024&range=A5:C5", "sheet=Hours%202024&range=B6:B6",
         "sheet=Hours%202024&range=B7:B7"]
     assert extracted.sections == (Section("Hours 2024", 0, 86),)
-    assert extracted.notes == (("sheets", "1"), ("rows", "3"), ("empty_sheets", "1"))
+    assert extracted.notes == (("sheets", "1"), ("rows", "3"), ("empty_sheets", "1"),
+                               ("comments_left_out", "1"))
     assert ODS.fragment(extracted.anchors, 35, 86) == "#sheet=Hours%202024&range=A5:C7"
 
 
@@ -338,3 +339,33 @@ def test_a_broken_package_fails_with_its_reason(fmt, kind):
 def test_another_kind_under_the_suffix_fails_with_its_reason():
     with pytest.raises(ExtractionError, match="^unreadable ODS: content.xml has no office:spreadsheet body"):
         ODS.extract(report(), "mislabelled")
+
+
+def test_odt_headers_and_footers_close_the_text_once_each_and_comments_are_counted():
+    from odf import style
+
+    document = OpenDocumentText()
+    layout = style.PageLayout(name="pm1")
+    document.automaticstyles.addElement(layout)
+    for name, header_text, footer_text in (("Standard", "Register kept by Oskar Berg", "4417"),
+                                           ("First", "Register kept by Oskar Berg",
+                                            "Broken keycard? Call extension 4417")):
+        master = style.MasterPage(name=name, pagelayoutname=layout)
+        header, footer = style.Header(), style.Footer()
+        header.addElement(text.P(text=header_text))
+        footer.addElement(text.P(text=footer_text))  # a number alone: left out
+        master.addElement(header)
+        master.addElement(footer)
+        document.masterstyles.addElement(master)
+    paragraph = text.P(text="Rooms are booked a day ahead.")
+    comment = office.Annotation()
+    comment.addElement(text.P(text="is a day enough?"))
+    paragraph.addElement(comment)
+    document.text.addElement(paragraph)
+    extracted = ODT.extract(saved(document), "register")
+    assert extracted.canonical_text == ("Rooms are booked a day ahead.\n\n"
+                                        "Header: Register kept by Oskar Berg\n"
+                                        "Footer: Broken keycard? Call extension 4417\n")
+    assert extracted.sections == (Section("register", 0, 29),
+                                  Section("Page headers and footers", 31, 110))
+    assert extracted.notes == (("comments_left_out", "1"),)

@@ -156,13 +156,18 @@ def test_a_chart_is_its_title_and_its_data_as_a_table():
                                    Inches(6), Inches(4), data).chart
     chart.has_title = True
     chart.chart_title.text_frame.text = "Units sold by region"
+    hidden = presentation.slides.add_slide(presentation.slide_layouts[5])
+    hidden.shapes.title.text = "Draft"
+    hidden.element.set("show", "0")  # hidden: read, and counted
     extracted = PPTX.extract(saved(presentation), "sales")
     assert extracted.canonical_text == ("Sales\n\n"
                                         "Chart: Units sold by region\n\n"
                                         "Category | North | South\n"
                                         "Q1 | 12.5 | 9\n"
                                         "Q2 | 14 | 11\n"
-                                        "Q3 |  | 13\n")
+                                        "Q3 |  | 13\n\n"
+                                        "Draft\n")
+    assert extracted.notes == (("slides", "2"), ("hidden_slides", "1"))
     assert extracted.tables == (TableSpan(36, 98, "Category | North | South", 60, (61, 75, 88)),)
 
 

@@ -143,6 +143,38 @@ def test_cached_values_as_text(value: object, text: str):
     assert cell_value_text(value) == text
 
 
+@pytest.mark.parametrize(("value", "number_format", "text"), [
+    (0.15, "0%", "15%"), (0.125, "0.00%", "12.50%"), (1, "0%", "100%"),
+    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "0.15"), (0.15, "General", "0.15"),
+    ("15%", "0%", "15%"),
+])
+def test_a_percentage_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
+    assert cell_value_text(value, number_format) == text
+
+
+def test_hidden_sheets_are_read_and_counted_and_comments_counted_as_left_out():
+    from openpyxl import Workbook
+    from openpyxl.comments import Comment
+
+    workbook = Workbook()
+    risks = workbook.active
+    risks.title = "Risks"
+    risks.append(["Risk", "Discount"])
+    risks.append(["Supplier insolvency", 0.15])
+    risks["B2"].number_format = "0%"
+    risks["A2"].comment = Comment("Owner: Ravi Menon", "Ana")
+    archive = workbook.create_sheet("Archive")
+    archive.append(["Old risk"])
+    archive.sheet_state = "hidden"
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(buffer.getvalue(), "risks")
+    assert extracted.canonical_text == ("Risk | Discount\nRisk: Supplier insolvency | Discount: 15%\n"
+                                        "\nOld risk\n")
+    assert extracted.notes == (("sheets", "2"), ("rows", "1"), ("hidden_sheets", "1"),
+                               ("comments_left_out", "1"))
+
+
 def _with_sheet_rewritten(rows: list[list[object]], rewrite) -> bytes:
     """A one-sheet workbook of ``rows`` whose sheet XML is replaced by ``rewrite(xml)``."""
     from openpyxl import Workbook
