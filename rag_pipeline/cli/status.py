@@ -47,6 +47,7 @@ def status(invocation: Invocation) -> None:
     for document_id, chunkers in report.without_chunks:
         echo(f"  no chunk {one_line(document_id)}: ok, but yields no chunk under "
               f"{', '.join(chunkers)} (nothing but headings?), so it can never be found")
+    echo_left_out(report.left_out)
     for document_id, page, confidence in report.low_confidence_pages:
         echo(f"  low OCR {one_line(document_id)} page {page}: mean word confidence "
              f"{confidence:.1f}, under the floor")
@@ -80,6 +81,16 @@ def echo_not_indexed(status: str, documents: Sequence[tuple[str, str]],
         echo(f"  {status:8s}{one_line(document_id)}: {one_line(reason)}")
     if shown is not None and len(documents) > shown:
         echo(f"  {status:8s}... and {len(documents) - shown} more")
+
+
+def echo_left_out(documents: Sequence[tuple[str, list[str]]], shown: int | None = None) -> None:
+    """A line per document read with part left out, saying what: every one, or the first
+    ``shown`` and how many more."""
+    for document_id, phrases in documents[:shown]:
+        echo(f"  left out {one_line(document_id)}: {'; '.join(phrases)}")
+    if shown is not None and len(documents) > shown:
+        echo(f"  left out ... and {len(documents) - shown} more (`rag-pipeline status` lists "
+             "them all)")
 
 
 def _echo_reconciliation(warehouse) -> None:

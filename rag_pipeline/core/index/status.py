@@ -14,6 +14,7 @@ from rag_pipeline.core.index.generations import (
     generation_age_seconds,
 )
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
+from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
 from rag_pipeline.core.ingest.reconcile import Reconciliation, report_from_table
 from rag_pipeline.core.storage.table_names import RECONCILIATION
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -59,6 +60,9 @@ class IndexStatus:
     low_confidence_pages: list[tuple[str, int, float]] = field(default_factory=list)
     """``(document_id, page, confidence)`` of OCR pages under their format's confidence floor
     (the ``document_pages`` table's ``flagged`` rows)."""
+    left_out: list[tuple[str, list[str]]] = field(default_factory=list)
+    """``(document_id, phrases)`` of ``ok`` documents read with part left out
+    (:func:`documents_left_out`)."""
 
 
 def _tables(con) -> set[str]:
@@ -100,6 +104,22 @@ def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:
             "select status, document_id, coalesce(error, '') from documents where status in "
             "(?, ?) order by status, document_id",
             [DocumentStatus.FAILED.value, DocumentStatus.SKIPPED.value]).fetchall()
+
+
+def documents_left_out(warehouse: Warehouse) -> list[tuple[str, list[str]]]:
+    """``(document_id, phrases)`` of every ``ok`` document of the published DuckDB file whose
+    notes say part of it was left out or may be read wrongly
+    (:data:`~rag_pipeline.core.ingest.extracted.LEFT_OUT_NOTES`), by id."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        if "documents" not in _tables(con):
+            return []
+        rows = con.execute(
+            "select document_id, [(n.name, n.value) for n in notes if list_contains(?, n.name)] "
+            "from documents where status = ? order by document_id",
+            [list(LEFT_OUT_NOTES), DocumentStatus.OK.value]).fetchall()
+    return [(document_id, left_out(notes)) for document_id, notes in rows if notes]
 
 
 def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> IndexStatus:
@@ -164,7 +184,7 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
                          and not (d[1] == DocumentStatus.FAILED and not d[4])
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
-        low_confidence_pages=low_confidence)
+        low_confidence_pages=low_confidence, left_out=documents_left_out(warehouse))
 
 
 def _documents_built_from(warehouse: Warehouse, con, views: set[str]) -> dict[str, set[str]]:

@@ -7,6 +7,7 @@ are spans of that same text, so chunking, citations and the documents table all 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -113,6 +114,24 @@ class Extracted:
     notes: tuple[tuple[str, str], ...] = ()
     tables: tuple[TableSpan, ...] = ()
     pages: tuple[DocumentPage, ...] = ()
+
+
+LEFT_OUT_NOTES: dict[str, str] = {
+    "comments_left_out": "{} comment(s) left out (reviewers' remarks)",
+    "formulas_without_cached_value": "{} formula cell(s) never calculated, so empty",
+    "missing_chapters": "{} chapter(s) listed but not in the book",
+    "spine_items_not_xhtml": "{} spine item(s) that are no chapter (images, SVG pages)",
+    "outputs_without_text": "{} notebook output(s) without text (images, widgets)",
+    "cells_left_out": "{} notebook cell(s) of unknown kinds left out",
+    "charset_guessed": "text read as {} (its charset missing or wrong)",
+}
+"""The notes that say part of a document was left out or may be read wrongly, each with the
+phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""
+
+
+def left_out(notes: Iterable[tuple[str, str]]) -> list[str]:
+    """The phrases of the :data:`LEFT_OUT_NOTES` among a document's notes, in their order."""
+    return [LEFT_OUT_NOTES[name].format(value) for name, value in notes if name in LEFT_OUT_NOTES]
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,32 @@ def test_skipped_files_are_listed_apart_from_failed_ones_and_never_stale(built: 
     assert status.documents_skipped == [("logo.png", "no reader for .png files")]
 
 
+def test_documents_read_with_part_left_out_are_listed_with_what(built: BuiltIndex, capsys):
+    import dataclasses
+
+    from rag_pipeline.cli.status import echo_left_out
+    from rag_pipeline.core.index.status import documents_left_out
+
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    # Planted: notes.txt read with two of its formulas empty and a charset guessed, config.md
+    # with notes that say nothing was left out.
+    notes = {"notes.txt": (("rows", "4"), ("formulas_without_cached_value", "2"),
+                           ("charset_guessed", "windows-1252")),
+             "guide/config.md": (("rows", "2"), ("hidden_sheets", "1"))}
+    plant_published(built, {"documents": documents_table(
+        [dataclasses.replace(r, notes=notes.get(r.document_id, r.notes)) for r in records])})
+    expected = [("notes.txt", ["2 formula cell(s) never calculated, so empty",
+                               "text read as windows-1252 (its charset missing or wrong)"])]
+    assert documents_left_out(warehouse) == expected
+    assert index_status(warehouse).left_out == expected
+    echo_left_out(expected * 3, shown=2)
+    assert capsys.readouterr().out == (
+        "  left out notes.txt: 2 formula cell(s) never calculated, so empty; text read as "
+        "windows-1252 (its charset missing or wrong)\n" * 2
+        + "  left out ... and 1 more (`rag-pipeline status` lists them all)\n")
+
+
 def test_ocr_pages_under_the_confidence_floor_are_listed(built: BuiltIndex):
     from rag_pipeline.core.index.builders import DOCUMENT_PAGES_SCHEMA
     from rag_pipeline.core.storage.table_names import DOCUMENT_PAGES
