@@ -353,6 +353,8 @@ def _echo_scores(build) -> None:
     """One line per model the gold set scored: recall@4 (its Wilson interval), recall@20 and
     MRR of the ``header`` chunker (else the profile's first) with the hybrid retriever, every
     query style; the rest is in ``eval_summary``."""
+    from rag_pipeline.core.evaluation.evaluate import ALL_STYLES
+    from rag_pipeline.core.evaluation.report import HEADLINE_RETRIEVER
     from rag_pipeline.core.index.plan import EVAL_SUMMARY
 
     chunker = "header" if "header" in build.chunker_keys else build.chunker_keys[0]
@@ -361,7 +363,8 @@ def _echo_scores(build) -> None:
         table = build.warehouse.read_or_none(EVAL_SUMMARY, {"model": model})
         rows = [] if table is None else [
             row for row in table.to_pylist()
-            if (row["chunker"], row["retriever"], row["style"]) == (chunker, "hybrid", "all")]
+            if (row["chunker"], row["retriever"], row["style"]) == (chunker, HEADLINE_RETRIEVER,
+                                                                    ALL_STYLES)]
         if rows:
             row = rows[0]
             lines.append(f"  {model}: recall@4 {row['recall@4']:.3f} (95% "
@@ -369,8 +372,8 @@ def _echo_scores(build) -> None:
                          f"{row['recall@20']:.3f}, MRR {row['mrr']:.3f} on {row['queries']} "
                          "queries")
     if lines:
-        echo(f"\nevaluation ({chunker} x hybrid, gold set; every chunker, retriever and query "
-             "style: the eval_summary table):")
+        echo(f"\nevaluation ({chunker} x {HEADLINE_RETRIEVER}, gold set; every chunker, retriever "
+             "and query style: the eval_summary table):")
         for line in lines:
             echo(line)
 

@@ -113,12 +113,14 @@ def documents_left_out(warehouse: Warehouse) -> list[tuple[str, list[str]]]:
     import duckdb
 
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        if "documents" not in _tables(con):
-            return []
-        rows = con.execute(
-            "select document_id, [(n.name, n.value) for n in notes if list_contains(?, n.name)] "
-            "from documents where status = ? order by document_id",
-            [list(LEFT_OUT_NOTES), DocumentStatus.OK.value]).fetchall()
+        return _left_out(con) if "documents" in _tables(con) else []
+
+
+def _left_out(con) -> list[tuple[str, list[str]]]:
+    rows = con.execute(
+        "select document_id, [(n.name, n.value) for n in notes if list_contains(?, n.name)] "
+        "from documents where status = ? order by document_id",
+        [list(LEFT_OUT_NOTES), DocumentStatus.OK.value]).fetchall()
     return [(document_id, left_out(notes)) for document_id, notes in rows if notes]
 
 
@@ -171,6 +173,7 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
         terms = {(c, a): n for c, a, n in con.execute(
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
+        partly = _left_out(con)
         low_confidence = [(d, p, c) for d, p, c in con.execute(
             "select document_id, page, ocr_confidence from document_pages where flagged "
             "order by all").fetchall()] if "document_pages" in views else []
@@ -184,7 +187,7 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
                          and not (d[1] == DocumentStatus.FAILED and not d[4])
                          and (d[5] != PIPELINE_VERSION or d[4] != current_extractors.get(d[3]))],
         partitions=partitions, bm25_terms=terms, without_chunks=without_chunks,
-        low_confidence_pages=low_confidence, left_out=documents_left_out(warehouse))
+        low_confidence_pages=low_confidence, left_out=partly)
 
 
 def _documents_built_from(warehouse: Warehouse, con, views: set[str]) -> dict[str, set[str]]:

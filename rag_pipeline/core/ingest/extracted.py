@@ -123,6 +123,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "spine_items_not_xhtml": "{} spine item(s) that are no chapter (images, SVG pages)",
     "outputs_without_text": "{} notebook output(s) without text (images, widgets)",
     "cells_left_out": "{} notebook cell(s) of unknown kinds left out",
+    "outputs_cut": "{} notebook output(s) cut short (too long)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
 }
 """The notes that say part of a document was left out or may be read wrongly, each with the

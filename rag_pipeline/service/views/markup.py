@@ -122,8 +122,9 @@ def _docx_html(data: bytes) -> str:
     """A DOCX file's blocks as the indexer reads them (``formats.docx.read_docx``):
     headings as ``h1``-``h6``, tables as tables, every other block (paragraphs, list items,
     notes, text boxes) a paragraph, then the page headers and footers under their heading."""
-    from rag_pipeline.core.ingest.formats.docx import HEADERS_AND_FOOTERS, read_docx
+    from rag_pipeline.core.ingest.formats.docx import read_docx
     from rag_pipeline.core.ingest.office_zip import OfficeLimits
+    from rag_pipeline.core.ingest.page_furniture import HEADERS_AND_FOOTERS
 
     content = read_docx(data, OfficeLimits())
     parts: list[str] = []
@@ -145,7 +146,13 @@ def _docx_html(data: bytes) -> str:
 
 def docx_view(request: ViewRequest) -> View:
     """The original DOCX file with its headings; the extracted text when the file is gone."""
+    from rag_pipeline.core.ingest.extracted import ExtractionError
+
     path = request.original
     if path is None:
         return text_view(request)
-    return _marked_view(request, _docx_html(path.read_bytes()))
+    try:
+        markup = _docx_html(path.read_bytes())
+    except ExtractionError:  # the file changed since it was indexed and no longer reads
+        return text_view(request)
+    return _marked_view(request, markup)

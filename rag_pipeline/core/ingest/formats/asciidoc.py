@@ -57,7 +57,7 @@ class AsciiDocFormat(DocumentFormat):
         """The text as it is; title from the ``= `` line, else the stem; a section per title.
 
         Raises:
-            ExtractionError: Not UTF-8.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`).
         """
         text = decode_text(data, "AsciiDoc")
         spans = title_spans(text)

@@ -77,8 +77,8 @@ class CsvFormat(DocumentFormat):
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).
 
         Raises:
-            ExtractionError: Not UTF-8, or a record the :mod:`csv` reader rejects (a NUL
-                byte), with its line number.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or a record the :mod:`csv`
+                reader rejects (a NUL byte), with its line number.
         """
         text = decode_text(data, "CSV")
         # A field may be as long as the file (max_document_bytes bounds it), not only the

@@ -14,9 +14,9 @@ size, ratio, rows, cells, characters) before and while it is read. List items
 level, with ``- `` for a bullet and their number (``1.``, ``a.``, ``iv.``) for a numbered list,
 counted as Word counts them per list and level. A footnote or endnote follows the paragraph
 (or table) that refers to it, as a paragraph of its own, ``Footnote 2: text`` (numbered in the
-order of reference, as Word numbers them; ``Endnote`` likewise). The page headers and footers,
-each distinct text once, close the document in a section titled :data:`HEADERS_AND_FOOTERS`
-(``Header: text``, ``Footer: text``; a page number alone is left out). Comments are
+order of reference, as Word numbers them; ``Endnote i: text``, lower-case Roman by default).
+The headers and footers the pages show close the document
+(:mod:`rag_pipeline.core.ingest.page_furniture`). Comments are
 reviewers' remarks, not the document: left out, counted in the note ``comments_left_out``.
 The title is the core properties' title, else the first heading, else the file name's stem.
 A DOCX file has no locator finer than the document, so citations keep ``#char=`` (the
@@ -39,6 +39,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
+from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.tables import layout_table, row_line
 
 if TYPE_CHECKING:
@@ -242,9 +243,6 @@ def _table_block(table: _Element, budget: ContentBudget) -> DocxBlock | None:
                   header_rows=min(header_rows, len(rows)))
 
 
-HEADERS_AND_FOOTERS = "Page headers and footers"
-
-
 def _related_roots(document: Document, reltype: str) -> list[_Element]:
     """The XML roots of the document part's related parts of ``reltype``, in relationship
     order (python-docx's own parser: entities are not resolved)."""
@@ -263,10 +261,21 @@ def _block_text(root: _Element) -> str:
     return " ".join(" ".join(text.split()) for text in texts if text.strip())
 
 
-class _Notes:
-    """Footnotes and endnotes by id, numbered as they are first referred to."""
+def note_mark(number_format: str, number: int) -> str:
+    """Note ``number`` (1-based) as Word shows it in a ``w:numFmt`` format (``3``, ``iii``,
+    ``C``, ``*`` repeated for ``chicago``); any other format in digits."""
+    if number_format == "chicago":
+        return "*" * number
+    return list_marker(number_format, number).removesuffix(".") if number_format in (
+        "lowerRoman", "upperRoman", "lowerLetter", "upperLetter") else str(number)
 
-    KINDS = (("footnote", "Footnote"), ("endnote", "Endnote"))
+
+class _Notes:
+    """Footnotes and endnotes by id, numbered as Word numbers them: every reference counts, in
+    the format the document sets (``w:footnotePr``/``w:endnotePr`` in its settings or its last
+    section; Word's defaults: footnotes ``1 2 3``, endnotes ``i ii iii``)."""
+
+    KINDS = (("footnote", "Footnote", "decimal"), ("endnote", "Endnote", "lowerRoman"))
 
     def __init__(self, document: Document) -> None:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
@@ -274,42 +283,63 @@ class _Notes:
 
         self._texts: dict[tuple[str, str], str] = {}
         self._numbers: dict[str, int] = {}
+        self._formats: dict[str, str] = {}
         for kind, reltype in (("footnote", RT.FOOTNOTES), ("endnote", RT.ENDNOTES)):
             for root in _related_roots(document, reltype):
                 for note in root.iterchildren(qn(f"w:{kind}")):
                     if note.get(qn("w:type")) in (None, "normal"):
                         self._texts[(kind, note.get(qn("w:id")))] = _block_text(note)
+        if not self._texts:
+            return
+        holders = [document.settings.element, document.element.body.find(qn("w:sectPr"))]
+        for kind, _, default in self.KINDS:
+            self._formats[kind] = default
+            for holder in holders:
+                found = None if holder is None else holder.find(
+                    f"{qn(f'w:{kind}Pr')}/{qn('w:numFmt')}")
+                if found is not None and found.get(qn("w:val")):
+                    self._formats[kind] = found.get(qn("w:val"))
 
     def referred_in(self, element: _Element) -> list[str]:
-        """``Footnote 1: text`` for each note ``element`` refers to, in order."""
+        """``Footnote 1: text`` for each note ``element`` refers to, in order (an empty note is
+        counted but not written; a note with its own mark is labelled without a number)."""
         from docx.oxml.ns import qn
 
         if not self._texts:
             return []
-        tags = {qn(f"w:{kind}Reference"): (kind, label) for kind, label in self.KINDS}
+        tags = {qn(f"w:{kind}Reference"): (kind, label) for kind, label, _ in self.KINDS}
         blocks = []
         for reference in element.iter(*tags):
             kind, label = tags[reference.tag]
+            if reference.get(qn("w:customMarkFollows")) in ("1", "true", "on"):
+                mark = ""
+            else:
+                self._numbers[kind] = self._numbers.get(kind, 0) + 1
+                mark = " " + note_mark(self._formats[kind], self._numbers[kind])
             text = self._texts.get((kind, reference.get(qn("w:id"))), "")
             if text:
-                self._numbers[kind] = self._numbers.get(kind, 0) + 1
-                blocks.append(f"{label} {self._numbers[kind]}: {text}")
+                blocks.append(f"{label}{mark}: {text}")
         return blocks
 
 
 def _headers_and_footers(document: Document) -> list[str]:
-    """``Header: text`` / ``Footer: text`` for each distinct header and footer text, in
-    relationship order; one with no letter (a page number) left out."""
-    from docx.opc.constants import RELATIONSHIP_TYPE as RT
-
-    lines: list[str] = []
-    for label, reltype in (("Header", RT.HEADER), ("Footer", RT.FOOTER)):
-        for root in _related_roots(document, reltype):
-            text = _block_text(root)
-            line = f"{label}: {text}"
-            if any(c.isalpha() for c in text) and line not in lines:
-                lines.append(line)
-    return lines
+    """The :func:`~rag_pipeline.core.ingest.page_furniture.furniture_lines` of the headers and
+    footers the pages show, section by section: the default ones, the first page's when the
+    section has one (``w:titlePg``), the even pages' when the settings ask for them
+    (``w:evenAndOddHeaders``)."""
+    even = document.settings.odd_and_even_pages_header_footer
+    texts: list[tuple[str, str]] = []
+    for section in document.sections:
+        shown = [(section.header, section.footer)]
+        if section.different_first_page_header_footer:
+            shown.append((section.first_page_header, section.first_page_footer))
+        if even:
+            shown.append((section.even_page_header, section.even_page_footer))
+        for header, footer in shown:
+            for kind, part in (("header", header), ("footer", footer)):
+                if not part.is_linked_to_previous:
+                    texts.append((kind, _block_text(part.part.element)))
+    return furniture_lines(texts)
 
 
 def _comment_count(document: Document) -> int:
@@ -470,14 +500,10 @@ class DocxFormat(DocumentFormat):
             offset += len(block.text)
             previous = block
         close()
-        if furniture:
-            if parts:
-                parts.append("\n\n")
-                offset += 2
-            text = "\n".join(furniture)
-            sections.append(Section(HEADERS_AND_FOOTERS, offset, offset + len(text), 1))
-            parts.append(text)
-        canonical = "".join(parts) + ("\n" if parts else "")
+        canonical, furniture_section = with_furniture("".join(parts) + ("\n" if parts else ""),
+                                                      list(furniture))
+        if furniture_section is not None:
+            sections.append(furniture_section)
         notes = (("comments_left_out", str(comments)),) if comments else ()
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                          tables=tuple(tables), notes=notes)

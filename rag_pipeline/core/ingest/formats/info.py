@@ -36,7 +36,8 @@ class InfoFormat(DocumentFormat):
         """The nodes' text, a section each (the module docstring).
 
         Raises:
-            ExtractionError: Not UTF-8, or no node at all (not an Info file).
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or no node at all (not an
+                Info file).
         """
         text = _MARKER.sub("", _MARKER_LINE.sub("", decode_text(data, "Info")))
         parts: list[str] = []

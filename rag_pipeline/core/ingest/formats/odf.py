@@ -10,8 +10,8 @@ Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
 annotations are left out of the sentence they are anchored in: a note is a paragraph of its own
 after the block that holds it (``Footnote 2: text``, numbered by the citation the document
 shows); an annotation is a reviewer's remark, not the document: left out, counted in the note
-``comments_left_out``. An ODT's page headers and footers (``styles.xml``'s master pages), each
-distinct text once, close it in a section ``Page headers and footers``, as a DOCX's do.
+``comments_left_out``. The page headers and footers of the master pages an ODT uses close it
+(:mod:`rag_pipeline.core.ingest.page_furniture`), as a DOCX's do.
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
@@ -49,11 +49,11 @@ from rag_pipeline.core.ingest.extracted import (
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.formats.docx import HEADERS_AND_FOOTERS
 from rag_pipeline.core.ingest.formats.epub import safe_xml
 from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, lay_out_sheets
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
+from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
@@ -78,7 +78,10 @@ def _q(prefix: str, name: str) -> str:
 
 _WHITE = re.compile(r"[ \t\r\n]+")
 _SPACES = re.compile(r" {2,}")
-_SKIP_INLINE = {_q("text", "note"), _q("office", "annotation"), _q("office", "annotation-end")}
+_ANNOTATIONS = (_q("office", "annotation"), "{http://openoffice.org/2009/office}annotation")
+"""A comment: ``office:annotation`` (ODF 1.2), or ``officeooo:annotation``, as LibreOffice
+Impress writes a slide's comments."""
+_SKIP_INLINE = {_q("text", "note"), *_ANNOTATIONS, _q("office", "annotation-end")}
 
 
 def inline_text(element: object) -> str:
@@ -109,11 +112,11 @@ def inline_text(element: object) -> str:
     return "\n".join(_SPACES.sub(" ", line).strip(" ").replace("\x00", " ") for line in lines).strip("\n")
 
 
-def _cell_text(cell: object) -> str:
-    """The cell's paragraphs, each collapsed, joined by spaces (a note's or an annotation's
-    paragraphs are not the cell's)."""
+def _paragraphs_text(element: object) -> str:
+    """The paragraphs and headings under ``element``, each collapsed, joined by spaces (a
+    note's or an annotation's paragraphs are not its own)."""
     return " ".join(" ".join(inline_text(p).split())
-                    for p in cell.iter(_q("text", "p"), _q("text", "h"))
+                    for p in element.iter(_q("text", "p"), _q("text", "h"))
                     if not any(a.tag in _SKIP_INLINE for a in p.iterancestors()))
 
 
@@ -124,7 +127,7 @@ def _table_rows(table: object) -> list[list[str]]:
         for cell in row:
             if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
                 continue
-            text = _cell_text(cell) if cell.tag == _q("table", "table-cell") else ""
+            text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
             repeat = min(int(cell.get(_q("table", "number-columns-repeated"), "1")), MAX_REPEAT)
             cells += [text] * (repeat if text else min(repeat, 64))
         rows.append(cells)
@@ -241,31 +244,33 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
 
 
 def comment_notes(root: object) -> tuple[tuple[str, str], ...]:
-    """``comments_left_out`` with the count of the annotations (comments) under ``root``, or
-    nothing when it holds none."""
-    count = sum(1 for _ in root.iter(_q("office", "annotation")))
+    """``comments_left_out`` with the count of the comments under ``root``, or nothing when it
+    holds none."""
+    count = sum(1 for _ in root.iter(*_ANNOTATIONS))
     return (("comments_left_out", str(count)),) if count else ()
 
 
-def _headers_and_footers(styles: object | None) -> list[str]:
-    """``Header: text`` / ``Footer: text`` for each distinct text of the master pages' headers
-    and footers (first-page and left-page ones too), in order; one with no letter (a page
-    number) or switched off (``style:display="false"``) left out."""
-    lines: list[str] = []
-    if styles is None:
-        return lines
-    for page in styles.iter(_q("style", "master-page")):
+def _headers_and_footers(package: _Package) -> list[str]:
+    """The :func:`~rag_pipeline.core.ingest.page_furniture.furniture_lines` of the headers and
+    footers (first-page and left-page ones too) of the master pages the document uses: the
+    first (the default page style) and those a style names; one switched off
+    (``style:display="false"``) left out."""
+    if package.styles is None:
+        return []
+    pages = list(package.styles.iter(_q("style", "master-page")))
+    used = {page.get(_q("style", "name")) for page in pages[:1]}
+    for root in (package.root, package.styles):
+        used |= {element.get(_q("style", "master-page-name"))
+                 for element in root.iter() if element.get(_q("style", "master-page-name"))}
+    texts = []
+    for page in pages:
+        if page.get(_q("style", "name")) not in used:
+            continue
         for part in page:
             kind = str(part.tag).rsplit("}", 1)[-1].split("-")[0]
-            if kind not in ("header", "footer") or part.get(_q("style", "display")) == "false":
-                continue
-            text = " ".join(" ".join(inline_text(p).split())
-                            for p in part.iter(_q("text", "p"), _q("text", "h"))
-                            if not any(a.tag in _SKIP_INLINE for a in p.iterancestors()))
-            line = f"{kind.capitalize()}: {' '.join(text.split())}"
-            if any(c.isalpha() for c in text) and line not in lines:
-                lines.append(line)
-    return lines
+            if kind in ("header", "footer") and part.get(_q("style", "display")) != "false":
+                texts.append((kind, _paragraphs_text(part)))
+    return furniture_lines(texts)
 
 
 def _body(root: object, kind: str, name: str) -> object:
@@ -299,11 +304,9 @@ def _text_document(blocks: Sequence[tuple[str, int, list[list[str]] | None]], ti
         offset += len(text) + 2
     canonical = "\n\n".join(parts) + ("\n" if parts else "")
     close(len(canonical) - 1)
-    if furniture:
-        start = len(canonical) + 1 if parts else 0
-        lines = "\n".join(furniture)
-        canonical = f"{canonical}\n{lines}\n" if parts else f"{lines}\n"
-        sections.append(Section(HEADERS_AND_FOOTERS, start, start + len(lines), 1))
+    canonical, furniture_section = with_furniture(canonical, list(furniture))
+    if furniture_section is not None:
+        sections.append(furniture_section)
     return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                      tables=tuple(tables), notes=notes)
 
@@ -337,7 +340,7 @@ class OdtFormat(_OdfFormat):
         except RecursionError as exc:
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
         title = package.title or next((text for text, level, _ in blocks if level), stem)
-        return _text_document(blocks, title, _headers_and_footers(package.styles),
+        return _text_document(blocks, title, _headers_and_footers(package),
                               comment_notes(body))
 
 
@@ -404,7 +407,7 @@ def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, 
             if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
                 continue
             span = int(cell.get(_q("table", "number-columns-repeated"), "1"))
-            text = _cell_text(cell) if cell.tag == _q("table", "table-cell") else ""
+            text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
             if text:
                 for offset in range(min(span, MAX_REPEAT)):
                     column_texts.append((column + offset, text))

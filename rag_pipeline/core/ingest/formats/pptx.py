@@ -106,27 +106,61 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
     return blocks
 
 
-def _chart_blocks(chart: object) -> list[Block]:
-    """A chart's title (``Chart: title``), then each plot's data as a table: a row per
-    category, a column per series (its name the header), values as a spreadsheet shows them."""
+def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
+    """The cached points of a series' ``c:val``, ``c:xVal`` or ``c:yVal`` (by point index, as
+    text) and their number format (``General`` when none is given)."""
+    element = series._element  # python-pptx has no public reader of the X values' cache
+    points = {int(point.get("idx")): "".join(point.xpath("./c:v/text()"))
+              for point in element.xpath(f"./c:{tag}//c:pt")}
+    formats = element.xpath(f"./c:{tag}//c:formatCode/text()")
+    return points, (formats[0] if formats else "General")
+
+
+def _point_text(text: str, number_format: str) -> str:
+    """A cached chart value as a spreadsheet shows it (numbers by ``cell_value_text``)."""
     from rag_pipeline.core.ingest.formats.xlsx import cell_value_text
 
+    try:
+        number = float(text)
+    except ValueError:
+        return " ".join(text.split())
+    return cell_value_text(number, number_format)
+
+
+def _chart_blocks(chart: object) -> list[Block]:
+    """A chart's title (``Chart: title``), then its data as tables: for a chart by category, a
+    row per category and a column per series (its name the header); for a scatter or bubble
+    chart (no categories), a row per point, its X value first, one table per series. Values
+    are written as the chart's number format shows them."""
     title = ""
     if chart.has_title and chart.chart_title.has_text_frame:
         title = " ".join(chart.chart_title.text_frame.text.split())
     blocks: list[Block] = [(f"Chart: {title}" if title else "Chart", None)]
     for plot in chart.plots:
         series = list(plot.series)
+        names = [(s.name or f"Series {n}").strip() for n, s in enumerate(series, 1)]
         categories = [" ".join(str(label).split()) for label in plot.categories]
-        columns = [list(s.values) for s in series]
-        count = max([len(categories), *(len(values) for values in columns)], default=0)
-        header = ["Category", *((s.name or f"Series {n}").strip() for n, s in enumerate(series, 1))]
-        rows = [[categories[i] if i < len(categories) else str(i + 1),
-                 *(cell_value_text(values[i]) if i < len(values) else "" for values in columns)]
-                for i in range(count)]
-        rows = without_blank_rows([header, *rows])
-        if len(rows) > 1:
-            blocks.append((layout_table(rows, 0)[0], rows))
+        tables: list[list[list[str]]] = []
+        if categories or not series:
+            columns = []
+            for one in series:
+                points, number_format = _cached_points(one, "val")
+                columns.append({i: _point_text(v, number_format) for i, v in points.items()})
+            count = max([len(categories), *(max(c, default=-1) + 1 for c in columns)], default=0)
+            tables.append([["Category", *names], *(
+                [categories[i] if i < len(categories) else str(i + 1),
+                 *(column.get(i, "") for column in columns)] for i in range(count))])
+        else:
+            for name, one in zip(names, series, strict=True):
+                xs, x_format = _cached_points(one, "xVal")
+                ys, y_format = _cached_points(one, "yVal")
+                tables.append([["X", name], *(
+                    [_point_text(xs.get(i, ""), x_format), _point_text(ys.get(i, ""), y_format)]
+                    for i in sorted(set(xs) | set(ys)))])
+        for table in tables:
+            rows = without_blank_rows(table)
+            if len(rows) > 1:
+                blocks.append((layout_table(rows, 0)[0], rows))
     return blocks
 
 

@@ -227,7 +227,8 @@ class RstFormat(DocumentFormat):
         """The parsed document as text (the module docstring).
 
         Raises:
-            ExtractionError: Not UTF-8, or docutils cannot parse it.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or docutils cannot parse
+                it.
         """
         from docutils.core import publish_doctree
 

@@ -86,7 +86,8 @@ class SrtFormat(DocumentFormat):
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.
 
         Raises:
-            ExtractionError: Not UTF-8, not SRT, a malformed cue or one ending before it starts.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), not SRT, a malformed cue or
+                one ending before it starts.
         """
         cues = parse_srt(decode_text(data, "SRT"))
         canonical, anchors = cue_text(cues)

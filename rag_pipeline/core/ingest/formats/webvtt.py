@@ -63,8 +63,8 @@ class WebVttFormat(DocumentFormat):
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.
 
         Raises:
-            ExtractionError: Not UTF-8, not WebVTT, a malformed cue or one ending before it
-                starts.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), not WebVTT, a malformed cue
+                or one ending before it starts.
         """
         cues = parse_webvtt(decode_text(data, "WebVTT"))
         canonical, anchors = cue_text(cues)

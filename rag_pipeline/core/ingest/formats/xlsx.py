@@ -22,6 +22,7 @@ import re
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import (
@@ -49,7 +50,10 @@ def cell_value_text(value: object, number_format: str = "General") -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, (int, float)) and (percent := _percent_decimals(number_format)) is not None:
-        return f"{value * 100:.{percent}f}%"
+        # Rounded half away from zero on the decimal the cell holds, as Excel shows it (0.125
+        # under 0% is 13%, where binary rounding gives 12%).
+        shown = (Decimal(repr(value)) * 100).quantize(Decimal(1).scaleb(-percent), ROUND_HALF_UP)
+        return f"{shown}%"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     if isinstance(value, dt.datetime):
@@ -59,14 +63,19 @@ def cell_value_text(value: object, number_format: str = "General") -> str:
     return str(value)
 
 
+_LITERALS = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]|_.|\*.')
+"""What a number format shows as it is, not as a number: quoted text, an escaped character,
+a ``[colour]`` or condition, ``_x`` (a space as wide as x), ``*x`` (x repeated to fill)."""
+
+
 def _percent_decimals(number_format: str) -> int | None:
-    """The decimals of a percentage number format (``0%`` 0, ``0.00%`` 2; its first section,
-    quoted text left out); None for any other format."""
-    section = re.sub(r'"[^"]*"', "", number_format.split(";")[0])
-    if not section.rstrip().endswith("%"):
+    """The decimals of a percentage number format (``0%`` 0, ``0.00%`` 2, ``0.0%_)`` 1; its
+    first section, literals left out); None for any other format."""
+    section = _LITERALS.sub("", number_format.split(";")[0])
+    if "%" not in section:
         return None
     _, _, decimals = section.partition(".")
-    return sum(1 for char in decimals if char in "0#?")
+    return sum(1 for char in decimals.split("%")[0] if char in "0#?")
 
 
 def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:

@@ -372,9 +372,25 @@ def test_footnotes_and_endnotes_follow_the_paragraph_or_table_that_refers_to_the
         "Item\nLaptop\n\n"
         "Footnote 2: Bought in March 2026.\n\n"
         "See the appendix.\n\n"
-        "Endnote 1: The appendix lists every receipt.\n")
+        "Endnote i: The appendix lists every receipt.\n")
     assert extracted.sections == (Section("Budget", 8, 193, 1),)
     assert extracted.notes == ()
+
+
+def test_an_empty_note_keeps_its_number_and_a_document_may_number_its_notes_otherwise():
+    import docx
+
+    document = docx.Document()
+    for number, words in enumerate(["One.", "Two.", "Three."], start=1):
+        _refer(document.add_paragraph(words), "footnote", str(number + 1))
+    settings = document.settings.element
+    from docx.oxml import parse_xml
+
+    settings.append(parse_xml(f'<w:footnotePr xmlns:w="{_W}"><w:numFmt w:val="upperLetter"/>'
+                              "</w:footnotePr>"))
+    data = with_notes(saved(document), "footnote", {"2": "", "3": "second", "4": "third"})
+    assert DOCX.extract(data, "n").canonical_text == (
+        "One.\n\nTwo.\n\nFootnote B: second\n\nThree.\n\nFootnote C: third\n")
 
 
 def test_headers_and_footers_close_the_document_once_each_and_comments_are_counted():
@@ -388,13 +404,24 @@ def test_headers_and_footers_close_the_document_once_each_and_comments_are_count
     third = document.add_section()
     third.footer.is_linked_to_previous = False
     third.footer.paragraphs[0].text = "12"  # a page number alone
+    # A first-page header the section does not show (no w:titlePg), and an even-page footer
+    # the settings do not ask for: neither is on any page.
+    third.first_page_header.is_linked_to_previous = False
+    third.first_page_header.paragraphs[0].text = "Draft cover"
+    third.even_page_footer.is_linked_to_previous = False
+    third.even_page_footer.paragraphs[0].text = "Even pages"
+    shown = document.add_section()
+    shown.different_first_page_header_footer = True
+    shown.first_page_header.is_linked_to_previous = False
+    shown.first_page_header.paragraphs[0].text = "Appendix cover"
     document.add_comment(document.paragraphs[0].runs or [document.paragraphs[0].add_run("")],
                          text="Is this right?", author="Ana")
     extracted = DOCX.extract(saved(document), "memo")
     text = extracted.canonical_text
     assert text == ("Body text.\n\n"
                     "Header: Acme internal\n"
-                    "Footer: Questions: ops@acme.example\n")
+                    "Footer: Questions: ops@acme.example\n"
+                    "Header: Appendix cover\n")
     assert extracted.sections == (Section("memo", 0, 10, 1),
-                                  Section("Page headers and footers", 12, 69, 1))
+                                  Section("Page headers and footers", 12, 92, 1))
     assert extracted.notes == (("comments_left_out", "1"),)

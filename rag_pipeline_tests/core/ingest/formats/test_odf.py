@@ -349,7 +349,8 @@ def test_odt_headers_and_footers_close_the_text_once_each_and_comments_are_count
     document.automaticstyles.addElement(layout)
     for name, header_text, footer_text in (("Standard", "Register kept by Oskar Berg", "4417"),
                                            ("First", "Register kept by Oskar Berg",
-                                            "Broken keycard? Call extension 4417")):
+                                            "Broken keycard? Call extension 4417"),
+                                           ("Unused", "A template's page style", "never shown")):
         master = style.MasterPage(name=name, pagelayoutname=layout)
         header, footer = style.Header(), style.Footer()
         header.addElement(text.P(text=header_text))
@@ -357,7 +358,9 @@ def test_odt_headers_and_footers_close_the_text_once_each_and_comments_are_count
         master.addElement(header)
         master.addElement(footer)
         document.masterstyles.addElement(master)
-    paragraph = text.P(text="Rooms are booked a day ahead.")
+    opening = style.Style(name="Opening", family="paragraph", masterpagename="First")
+    document.automaticstyles.addElement(opening)
+    paragraph = text.P(stylename=opening, text="Rooms are booked a day ahead.")
     comment = office.Annotation()
     comment.addElement(text.P(text="is a day enough?"))
     paragraph.addElement(comment)

@@ -171,6 +171,31 @@ def test_a_chart_is_its_title_and_its_data_as_a_table():
     assert extracted.tables == (TableSpan(36, 98, "Category | North | South", 60, (61, 75, 88)),)
 
 
+def test_a_scatter_chart_keeps_its_x_values_and_a_series_its_number_format():
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData, XyChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])  # blank: no title
+    points = XyChartData()
+    sales = points.add_series("Sales")
+    sales.add_data_point(2019, 10.5)
+    sales.add_data_point(2020, 12)
+    slide.shapes.add_chart(XL_CHART_TYPE.XY_SCATTER, Inches(1), Inches(1), Inches(4), Inches(3),
+                           points)
+    shares = CategoryChartData(number_format="0%")
+    shares.categories = ["North", "South"]
+    shares.add_series("Share", (0.15, 0.125))
+    slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(4), Inches(4),
+                           Inches(3), shares)
+    extracted = PPTX.extract(saved(presentation), "charts")
+    assert extracted.canonical_text == ("Slide 1\n\n"
+                                        "Chart\n\nX | Sales\n2019 | 10.5\n2020 | 12\n\n"
+                                        "Chart\n\nCategory | Share\nNorth | 15%\nSouth | 13%\n")
+
+
 def test_a_span_cites_the_slide_it_starts_on():
     anchors = PPTX.extract(deck(), "review").anchors
     assert PPTX.fragment(anchors, 0, 10) == "#slide=1"

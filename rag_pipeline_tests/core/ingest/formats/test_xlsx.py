@@ -145,8 +145,10 @@ def test_cached_values_as_text(value: object, text: str):
 
 @pytest.mark.parametrize(("value", "number_format", "text"), [
     (0.15, "0%", "15%"), (0.125, "0.00%", "12.50%"), (1, "0%", "100%"),
-    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "0.15"), (0.15, "General", "0.15"),
-    ("15%", "0%", "15%"),
+    (0.125, "0%", "13%"), (0.145, "0%", "15%"), (-0.125, "0%", "-13%"),  # half away from zero
+    (0.153, "0.0%_);(0.0%)", "15.3%"), (0.153, "[Blue]0%", "15%"),
+    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "0.15"), (0.15, '0.00 "%"', "0.15"),
+    (0.15, "0.00\\%", "0.15"), (0.15, "General", "0.15"), ("15%", "0%", "15%"),
 ])
 def test_a_percentage_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
     assert cell_value_text(value, number_format) == text
