@@ -10,10 +10,11 @@ merged-away cell an empty place, blank rows left out
 in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its data as such
 a table (``Category | <series name> | ...``, a row per category); then the speaker notes, as a
 block starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
-order (the order a screen reader follows). Each slide, title included, is one anchor ``slide=N`` (1-based,
-hidden slides counted, as PowerPoint numbers them; a hidden slide is read, and counted in the
-note ``hidden_slides``). Before anything is parsed the package is
-checked as a zip against :class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
+order (the order a screen reader follows). Each slide, title included, is one anchor
+``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers them; a hidden slide is
+read, and counted in the note ``hidden_slides``); comments are left out, counted
+(``comments_left_out``). Before anything is parsed the package is checked as a zip against
+:class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`
 (:func:`~rag_pipeline.core.ingest.office_zip.check_zip`, as DOCX and XLSX are) and its slide
 count against :data:`MAX_SLIDES`.
 """
@@ -51,6 +52,22 @@ _SLIDE_ID = re.compile(rb"<p:sldId\b")
 
 Block = tuple[str, list[list[str]] | None]
 """A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
+
+
+def _comment_count(data: bytes) -> int:
+    """How many comments the deck holds (``p:cm`` in its ``ppt/comments/`` parts, legacy and
+    modern; python-pptx does not read them)."""
+    from lxml import etree
+
+    count = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if name.startswith("ppt/comments/") and name.endswith(".xml"):
+                with archive.open(name) as stream:
+                    for _, comment in etree.iterparse(stream, tag="{*}cm"):
+                        count += 1
+                        comment.clear()
+    return count
 
 
 def _slide_count(data: bytes) -> int:
@@ -237,6 +254,7 @@ class PptxFormat(DocumentFormat):
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape)))
             core_title = (deck.core_properties.title or "").strip()
+            comments = _comment_count(data)
         except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
             raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
         canonical, sections, anchors, tables = lay_out_slides(slides)
@@ -244,7 +262,8 @@ class PptxFormat(DocumentFormat):
         return Extracted(title=core_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(slides))),
-                                *((("hidden_slides", str(hidden)),) if hidden else ())))
+                                *((("hidden_slides", str(hidden)),) if hidden else ()),
+                                *((("comments_left_out", str(comments)),) if comments else ())))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""

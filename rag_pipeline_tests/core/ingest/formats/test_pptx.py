@@ -238,3 +238,19 @@ def test_a_10000_slide_deck_fails_alone_and_the_run_goes_on(tmp_path):
 def test_not_a_pptx_fails_with_its_reason():
     with pytest.raises(ExtractionError, match="^unreadable PPTX: BadZipFile: File is not a zip file$"):
         PPTX.extract(b"not a zip", "broken")
+
+
+def test_comments_are_counted_as_left_out():
+    source = zipfile.ZipFile(io.BytesIO(deck()))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as target:
+        for info in source.infolist():
+            target.writestr(info, source.read(info))
+        # Two comments on slide 1 as PowerPoint's legacy comment part holds them.
+        target.writestr("ppt/comments/comment1.xml", (
+            '<p:cmLst xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main">'
+            '<p:cm authorId="0" idx="1"><p:text>Check the figures</p:text></p:cm>'
+            '<p:cm authorId="0" idx="2"><p:text>Lisbon, not Porto</p:text></p:cm></p:cmLst>'))
+    extracted = PPTX.extract(buffer.getvalue(), "review")
+    assert extracted.canonical_text == PPTX.extract(deck(), "review").canonical_text
+    assert ("comments_left_out", "2") in extracted.notes
