@@ -39,7 +39,7 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
+from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip, count_elements
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
@@ -52,22 +52,6 @@ _SLIDE_ID = re.compile(rb"<p:sldId\b")
 
 Block = tuple[str, list[list[str]] | None]
 """A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
-
-
-def _comment_count(data: bytes) -> int:
-    """How many comments the deck holds (``p:cm`` in its ``ppt/comments/`` parts, legacy and
-    modern; python-pptx does not read them)."""
-    from lxml import etree
-
-    count = 0
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for name in archive.namelist():
-            if name.startswith("ppt/comments/") and name.endswith(".xml"):
-                with archive.open(name) as stream:
-                    for _, comment in etree.iterparse(stream, tag="{*}cm"):
-                        count += 1
-                        comment.clear()
-    return count
 
 
 def _slide_count(data: bytes) -> int:
@@ -254,7 +238,7 @@ class PptxFormat(DocumentFormat):
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape)))
             core_title = (deck.core_properties.title or "").strip()
-            comments = _comment_count(data)
+            comments = count_elements(data, "ppt/comments/", "cm")
         except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
             raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
         canonical, sections, anchors, tables = lay_out_slides(slides)

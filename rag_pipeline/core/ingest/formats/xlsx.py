@@ -36,7 +36,12 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import RangeLocator
-from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
+from rag_pipeline.core.ingest.office_zip import (
+    ContentBudget,
+    OfficeLimits,
+    check_zip,
+    count_elements,
+)
 from rag_pipeline.core.ingest.rows import column_letters, place_lines, table_lines
 
 
@@ -141,22 +146,6 @@ class _Sheet:
     hidden: bool = False
 
 
-def _comment_count(data: bytes) -> int:
-    """How many cell comments the workbook holds (its ``xl/comments*.xml`` parts: openpyxl's
-    read-only mode does not read them)."""
-    from lxml import etree
-
-    count = 0
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for name in archive.namelist():
-            if name.startswith("xl/comments") and name.endswith(".xml"):
-                with archive.open(name) as stream:
-                    for _, comment in etree.iterparse(stream, tag="{*}comment"):
-                        count += 1
-                        comment.clear()
-    return count
-
-
 def _formula_counts(data: bytes) -> tuple[int, int]:
     """How many formula cells the worksheets hold and how many of them have no cached value,
     read straight from the sheets' XML (lxml, one streaming pass: openpyxl's ``data_only``
@@ -234,7 +223,7 @@ class XlsxFormat(DocumentFormat):
         check_zip(data, "XLSX", self.limits)
         try:
             formula_count, uncached = _formula_counts(data)
-            comments = _comment_count(data)
+            comments = count_elements(data, "xl/comments", "comment")
             sheets = _read_sheets(data, ContentBudget("XLSX", self.limits))
         except ExtractionError:
             raise
