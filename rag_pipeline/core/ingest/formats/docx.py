@@ -189,20 +189,21 @@ def paragraph_text(paragraph: _Element) -> str:
     return "".join(parts)
 
 
-def _cell_text(cell: _Element) -> str:
+def _block_text(root: _Element) -> str:
+    """The text of every outermost paragraph under ``root`` (a text box's paragraphs are read
+    with theirs), each collapsed, joined by spaces: a table cell's, a note's, a header's."""
     from docx.oxml.ns import qn
 
-    def outermost(paragraph: _Element) -> bool:  # a text box's paragraphs are read with theirs
+    def outermost(paragraph: _Element) -> bool:
         for ancestor in paragraph.iterancestors():
-            if ancestor is cell:
+            if ancestor is root:
                 return True
             if ancestor.tag == qn("w:p"):
                 return False
         return True
 
-    texts = (paragraph_text(p) for p in cell.iter(qn("w:p")) if outermost(p))
+    texts = (paragraph_text(p) for p in root.iter(qn("w:p")) if outermost(p))
     return " ".join(" ".join(text.split()) for text in texts if text.strip())
-
 
 def _grid_count(value: str | None) -> int:
     """A ``w:val`` count of grid columns (``w:gridSpan``, ``w:gridBefore``); 0 when it is
@@ -226,7 +227,7 @@ def _table_block(table: _Element, budget: ContentBudget) -> DocxBlock | None:
         if before is not None:
             cells.extend([""] * max(0, min(_grid_count(before.get(qn("w:val"))), 1000)))
         for cell in row.iterchildren(qn("w:tc")):
-            cells.append(_cell_text(cell))
+            cells.append(_block_text(cell))
             span = cell.find(f"{qn('w:tcPr')}/{qn('w:gridSpan')}")
             if span is not None:
                 cells.extend([""] * max(0, min(_grid_count(span.get(qn("w:val"))), 1000) - 1))
@@ -250,15 +251,6 @@ def _related_roots(document: Document, reltype: str) -> list[_Element]:
 
     return [parse_xml(rel.target_part.blob) for rel in document.part.rels.values()
             if rel.reltype == reltype and not rel.is_external]
-
-
-def _block_text(root: _Element) -> str:
-    """The text of every outermost paragraph under ``root``, each collapsed, joined by spaces."""
-    from docx.oxml.ns import qn
-
-    texts = (paragraph_text(p) for p in root.iter(qn("w:p"))
-             if not any(a.tag == qn("w:p") for a in p.iterancestors()))
-    return " ".join(" ".join(text.split()) for text in texts if text.strip())
 
 
 def note_mark(number_format: str, number: int) -> str:
