@@ -90,7 +90,7 @@ def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -
                 cells = [""] * columns
                 for cell in stored:
                     if cell.column <= columns:
-                        cells[cell.column - 1] = cell_value_text(cell.value)
+                        cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
                 found[number] = cells
         height = max([n for n in found] or [first_row - 1]) - first_row + 1
         return Grid(sheet, first_row, tuple(tuple(found.get(first_row + i, [""] * columns))

@@ -51,7 +51,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.epub import safe_xml
 from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
-from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, lay_out_sheets
+from rag_pipeline.core.ingest.formats.xlsx import MergedCells, XlsxFormat, lay_out_sheets
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
@@ -395,8 +395,12 @@ class OdpFormat(_OdfFormat):
         return super().fragment(anchors, start, end) if slide is None else f"#slide={slide}"
 
 
-def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, ...]]]:
+def _sheet_rows(table: object, budget: list[int],
+                ) -> tuple[list[tuple[int, tuple[str, ...]]], MergedCells]:
+    """A sheet's rows of cell texts and its merged cells (``number-columns-spanned`` and
+    ``number-rows-spanned``)."""
     rows: list[tuple[int, tuple[str, ...]]] = []
+    merged: dict[tuple[int, int], tuple[int, int]] = {}
     number = 0
     for row in table.iter(_q("table", "table-row")):
         repeat = int(row.get(_q("table", "number-rows-repeated"), "1"))
@@ -408,6 +412,10 @@ def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, 
                 continue
             span = int(cell.get(_q("table", "number-columns-repeated"), "1"))
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
+            wide = int(cell.get(_q("table", "number-columns-spanned"), "1"))
+            high = int(cell.get(_q("table", "number-rows-spanned"), "1"))
+            if wide > 1 or high > 1:
+                merged[(number + 1, column + 1)] = (number + high, column + wide)
             if text:
                 for offset in range(min(span, MAX_REPEAT)):
                     column_texts.append((column + offset, text))
@@ -423,7 +431,7 @@ def _sheet_rows(table: object, budget: list[int]) -> list[tuple[int, tuple[str, 
                                           "spreadsheet document")
                 rows.append((number + copy + 1, tuple(cells)))
         number += repeat
-    return rows
+    return rows, merged
 
 
 class OdsFormat(_OdfFormat):
@@ -434,7 +442,7 @@ class OdsFormat(_OdfFormat):
     fragment_names_rows = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "4")
+        return Extractor("ods-content-xml", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
@@ -446,7 +454,7 @@ class OdsFormat(_OdfFormat):
         package = _package(data, "ODS", self.limits)
         budget = [0]
         body = _body(package.root, "ODS", "spreadsheet")
-        sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget))
+        sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, budget))
                   for number, table in enumerate(body.findall("table:table", _NS), start=1)]
         layout = lay_out_sheets(sheets)
         return Extracted(title=package.title or stem, canonical_text=layout.text,

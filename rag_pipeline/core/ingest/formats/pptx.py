@@ -214,7 +214,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"4+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"5+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).

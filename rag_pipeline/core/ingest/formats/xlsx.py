@@ -7,7 +7,7 @@ leaves no cached values: the document carries their count (note
 ``formulas_without_cached_value``), and when they are at least as many as the cells showing a
 value (most of what the workbook says is missing) it fails with that reason.
 The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
-read. A number is written as :func:`cell_value_text` says (a percentage as the cell shows it). A
+read. A number is written as :func:`cell_value_text` says (as its number format shows it). A
 hidden sheet is read, and counted (note ``hidden_sheets``); cell comments are left out, counted
 (``comments_left_out``). The lines are those of :mod:`rag_pipeline.core.ingest.rows`; a row's anchor is
 ``sheet=<name>&range=A12:F12`` (the sheet name percent-encoded), from its first to its last
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import posixpath
 import re
 import zipfile
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import (
@@ -36,29 +36,34 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.locator import RangeLocator
+from rag_pipeline.core.ingest.number_format import shown_number
 from rag_pipeline.core.ingest.office_zip import (
     ContentBudget,
     OfficeLimits,
     check_zip,
     count_elements,
 )
-from rag_pipeline.core.ingest.rows import column_letters, place_lines, table_lines
+from rag_pipeline.core.ingest.rows import (
+    TableLine,
+    column_letters,
+    column_number,
+    place_lines,
+    table_lines,
+)
 
 
 def cell_value_text(value: object, number_format: str = "General") -> str:
-    """A cached cell value as text: numbers in their shortest form (``2.5``, ``3`` for
-    ``3.0``), or as a percentage when the cell's number format is one (``15%`` for 0.15 under
-    ``0%``, ``12.50%`` under ``0.00%``), booleans as ``TRUE``/``FALSE``, a date-time at midnight
-    as its date (ISO 8601), ``""`` for an empty cell."""
+    """A cached cell value as text: a number as its number format shows it
+    (:func:`~rag_pipeline.core.ingest.number_format.shown_number`: ``1,250.00`` under
+    ``#,##0.00``, ``15%`` for 0.15 under ``0%``), else in its shortest form (``2.5``, ``3`` for
+    ``3.0``); booleans as ``TRUE``/``FALSE``, a date-time at midnight as its date (ISO 8601),
+    ``""`` for an empty cell."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)) and (percent := _percent_decimals(number_format)) is not None:
-        # Rounded half away from zero on the decimal the cell holds, as Excel shows it (0.125
-        # under 0% is 13%, where binary rounding gives 12%).
-        shown = (Decimal(repr(value)) * 100).quantize(Decimal(1).scaleb(-percent), ROUND_HALF_UP)
-        return f"{shown}%"
+    if isinstance(value, (int, float)) and (shown := shown_number(value, number_format)) is not None:
+        return shown
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     if isinstance(value, dt.datetime):
@@ -66,21 +71,6 @@ def cell_value_text(value: object, number_format: str = "General") -> str:
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
     return str(value)
-
-
-_LITERALS = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]|_.|\*.')
-"""What a number format shows as it is, not as a number: quoted text, an escaped character,
-a ``[colour]`` or condition, ``_x`` (a space as wide as x), ``*x`` (x repeated to fill)."""
-
-
-def _percent_decimals(number_format: str) -> int | None:
-    """The decimals of a percentage number format (``0%`` 0, ``0.00%`` 2, ``0.0%_)`` 1; its
-    first section, literals left out); None for any other format."""
-    section = _LITERALS.sub("", number_format.split(";")[0])
-    if "%" not in section:
-        return None
-    _, _, decimals = section.partition(".")
-    return sum(1 for char in decimals.split("%")[0] if char in "0#?")
 
 
 def range_locator(sheet: str, first_column: int, first_row: int, last_column: int, last_row: int) -> str:
@@ -107,15 +97,22 @@ class SheetsLayout:
     notes: tuple[tuple[str, str], ...]
 
 
-def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]]]]]) -> SheetsLayout:
-    """Lays out ``(sheet name, (row number, cells) in order)`` pairs: each non-empty sheet a
-    section of :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by letter."""
+MergedCells = Mapping[tuple[int, int], tuple[int, int]]
+"""A sheet's merged cells: each merged area's first cell ``(row, column)`` to its last."""
+
+
+def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]]], MergedCells]],
+                   ) -> SheetsLayout:
+    """Lays out ``(sheet name, (row number, cells) in order, merged cells)``: each non-empty
+    sheet a section of :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by
+    letter. A row's range runs from its first to its last non-blank cell, and over every merged
+    area one of those cells begins (a title merged over ``A1:F1`` is cited ``A1:F1``)."""
     parts: list[str] = []
     sections: list[Section] = []
     anchors: list[Anchor] = []
     tables: list[TableSpan] = []
     offset = rows = empty_sheets = 0
-    for name, sheet_rows in sheets:
+    for name, sheet_rows, merged in sheets:
         lines = table_lines(sheet_rows, lambda column: f"column {column_letters(column)}")
         if not lines:
             empty_sheets += 1
@@ -123,8 +120,8 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
         if parts:
             parts.append("\n")
             offset += 1
-        placed = place_lines(lines, offset, lambda line, sheet=name: range_locator(
-            sheet, line.first_column, line.number, line.last_column, line.number))
+        placed = place_lines(lines, offset, lambda line, sheet=name, merged=merged: _row_range(
+            sheet, line, merged))
         parts.append(placed.text)
         anchors.extend(placed.anchors)
         sections.append(Section(name, offset, offset + len(placed.text) - 1))
@@ -139,37 +136,94 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
                         tuple(notes))
 
 
+def _row_range(sheet: str, line: TableLine, merged: MergedCells) -> str:
+    """The range of a row's line: its first to last non-blank cell, widened to every merged
+    area that begins in one of them."""
+    last_row, last_column = line.number, line.last_column
+    for column in range(line.first_column, line.last_column + 1):
+        if (end := merged.get((line.number, column))) is not None:
+            last_row, last_column = max(last_row, end[0]), max(last_column, end[1])
+    return range_locator(sheet, line.first_column, line.number, last_column, last_row)
+
+
 @dataclass(frozen=True)
 class _Sheet:
     name: str
     rows: tuple[tuple[int, tuple[str, ...]], ...]
     hidden: bool = False
+    merged: MergedCells = field(default_factory=dict)
 
 
-def _formula_counts(data: bytes) -> tuple[int, int]:
-    """How many formula cells the worksheets hold and how many of them have no cached value,
-    read straight from the sheets' XML (lxml, one streaming pass: openpyxl's ``data_only``
-    reading cannot tell an uncalculated formula from an empty cell)."""
+@dataclass(frozen=True)
+class _SheetParts:
+    """What openpyxl's read-only reading does not give, read straight from the sheets' XML."""
+
+    formulas: int
+    uncached: int
+    merged: dict[str, dict[tuple[int, int], tuple[int, int]]]
+    """Each sheet's merged cells, by sheet name."""
+
+
+def _scan_sheet_parts(data: bytes) -> _SheetParts:
+    """How many formula cells the worksheets hold and how many of them have no cached value
+    (openpyxl's ``data_only`` reading cannot tell an uncalculated formula from an empty cell),
+    and each sheet's merged cells (read-only worksheets have none), in one streaming pass of
+    lxml over each sheet's XML."""
     from lxml import etree
 
     formulas = uncached = 0
+    merged: dict[str, dict[tuple[int, int], tuple[int, int]]] = {}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        titles = _sheet_titles(archive)
         for name in archive.namelist():
             if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
                 continue
+            areas: dict[tuple[int, int], tuple[int, int]] = {}
             with archive.open(name) as stream:
-                for _, cell in etree.iterparse(stream, tag="{*}c"):
-                    if cell.find("{*}f") is not None:
+                for _, element in etree.iterparse(stream, tag=("{*}c", "{*}mergeCell")):
+                    if element.tag.endswith("}mergeCell"):
+                        if (area := _cell_area(element.get("ref", ""))) is not None:
+                            areas[area[0]] = area[1]
+                    elif element.find("{*}f") is not None:
                         formulas += 1
-                        value = cell.find("{*}v")
+                        value = element.find("{*}v")
                         uncached += value is None or not (value.text or "")
-                    cell.clear()
-    return formulas, uncached
+                    element.clear()
+            if name in titles:
+                merged[titles[name]] = areas
+    return _SheetParts(formulas, uncached, merged)
 
 
-def _read_sheets(data: bytes, budget: ContentBudget) -> list[_Sheet]:
+def _sheet_titles(archive: zipfile.ZipFile) -> dict[str, str]:
+    """Each worksheet part's sheet name (``xl/worksheets/sheet1.xml`` to ``Budget``), from the
+    workbook and its relationships."""
+    from lxml import etree
+
+    relationships = {rel.get("Id"): rel.get("Target", "") for rel in etree.fromstring(
+        archive.read("xl/_rels/workbook.xml.rels")).iter("{*}Relationship")}
+    titles = {}
+    for sheet in etree.fromstring(archive.read("xl/workbook.xml")).iter("{*}sheet"):
+        target = relationships.get(sheet.get(f"{{{_RELATIONSHIPS}}}id"), "")
+        part = target.lstrip("/") if target.startswith("/") else posixpath.normpath(f"xl/{target}")
+        titles[part] = sheet.get("name", "")
+    return titles
+
+
+_RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _cell_area(ref: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """``A5:D7`` as ``((5, 1), (7, 4))``; None for a reference that is not a range."""
+    match = re.fullmatch(r"\$?([A-Z]+)\$?(\d+):\$?([A-Z]+)\$?(\d+)", ref.upper())
+    if match is None:
+        return None
+    return ((int(match[2]), column_number(match[1])), (int(match[4]), column_number(match[3])))
+
+
+def _read_sheets(data: bytes, budget: ContentBudget,
+                 merged: Mapping[str, MergedCells]) -> list[_Sheet]:
     """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``), counted
-    against ``budget`` as they are read."""
+    against ``budget`` as they are read, with its ``merged`` cells."""
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -191,7 +245,8 @@ def _read_sheets(data: bytes, budget: ContentBudget) -> list[_Sheet]:
                     cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
                 budget.add(chars=sum(len(value) for value in cells))
                 rows.append((stored[0].row, tuple(cells)))
-            sheets.append(_Sheet(sheet.title, tuple(rows), sheet.sheet_state != "visible"))
+            sheets.append(_Sheet(sheet.title, tuple(rows), sheet.sheet_state != "visible",
+                                 merged.get(sheet.title, {})))
     finally:
         workbook.close()
     return sheets
@@ -208,7 +263,7 @@ class XlsxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("xlsx-openpyxl", f"4+openpyxl-{library_version('openpyxl')}")
+        return Extractor("xlsx-openpyxl", f"5+openpyxl-{library_version('openpyxl')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet (its name the title), one line and anchor per row.
@@ -222,9 +277,10 @@ class XlsxFormat(DocumentFormat):
         """
         check_zip(data, "XLSX", self.limits)
         try:
-            formula_count, uncached = _formula_counts(data)
+            parts = _scan_sheet_parts(data)
+            formula_count, uncached = parts.formulas, parts.uncached
             comments = count_elements(data, "xl/comments", "comment")
-            sheets = _read_sheets(data, ContentBudget("XLSX", self.limits))
+            sheets = _read_sheets(data, ContentBudget("XLSX", self.limits), parts.merged)
         except ExtractionError:
             raise
         except MemoryError as exc:
@@ -238,7 +294,7 @@ class XlsxFormat(DocumentFormat):
                 f"no cached values: {uncached} of its {formula_count} formula cell(s) were never "
                 f"calculated, more than the {shown} cell(s) with a value (written by a program "
                 "that does not compute formulas); open and save it in a spreadsheet application")
-        layout = lay_out_sheets((sheet.name, sheet.rows) for sheet in sheets)
+        layout = lay_out_sheets((sheet.name, sheet.rows, sheet.merged) for sheet in sheets)
         notes = layout.notes
         if uncached:
             notes += (("formulas_without_cached_value", str(uncached)),)

@@ -292,7 +292,8 @@ def workbook() -> bytes:
     document = OpenDocumentSpreadsheet()
     sheet = table.Table(name="Hours 2024")
     title = table.TableRow()
-    title.addElement(cell("Field hours"))
+    title.addElement(cell("Field hours", numbercolumnsspanned=3))  # merged over A1:C1
+    title.addElement(table.CoveredTableCell(numbercolumnsrepeated=2))
     sheet.addElement(title)
     sheet.addElement(table.TableRow(numberrowsrepeated=2))  # two blank rows: numbered, not read
     for values in (["Site", "Lead", "Hours"], ["Delta flats", "", "6"]):
@@ -321,7 +322,7 @@ def test_ods_sheets_rows_under_their_header_with_cell_ranges():
                                         "Lead: Ana Li\n"
                                         "Lead: Ana Li\n")
     assert [a.locator for a in extracted.anchors] == [
-        "sheet=Hours%202024&range=A1:A1", "sheet=Hours%202024&range=A4:C4",
+        "sheet=Hours%202024&range=A1:C1", "sheet=Hours%202024&range=A4:C4",
         "sheet=Hours%202024&range=A5:C5", "sheet=Hours%202024&range=B6:B6",
         "sheet=Hours%202024&range=B7:B7"]
     assert extracted.sections == (Section("Hours 2024", 0, 86),)

@@ -147,10 +147,12 @@ def test_cached_values_as_text(value: object, text: str):
     (0.15, "0%", "15%"), (0.125, "0.00%", "12.50%"), (1, "0%", "100%"),
     (0.125, "0%", "13%"), (0.145, "0%", "15%"), (-0.125, "0%", "-13%"),  # half away from zero
     (0.153, "0.0%_);(0.0%)", "15.3%"), (0.153, "[Blue]0%", "15%"),
-    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "0.15"), (0.15, '0.00 "%"', "0.15"),
-    (0.15, "0.00\\%", "0.15"), (0.15, "General", "0.15"), ("15%", "0%", "15%"),
+    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "rate 0.15"),
+    (0.15, '0.00 "%"', "0.15 %"), (0.15, "0.00\\%", "0.15%"), (0.15, "General", "0.15"),
+    ("15%", "0%", "15%"), (1250.5, "#,##0.00", "1,250.50"), (-1250, '"$"#,##0;"$"(#,##0)', "$(1,250)"),
+    (45000, "yyyy-mm-dd", "45000"), (1e6, "0.00E+00", "1000000"),
 ])
-def test_a_percentage_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
+def test_a_number_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
     assert cell_value_text(value, number_format) == text
 
 
@@ -249,3 +251,30 @@ def test_rows_are_bounded_while_reading():
         XlsxFormat(OfficeLimits(max_rows=100)).extract(buffer.getvalue(), "long")
     within = XlsxFormat(OfficeLimits(max_rows=101)).extract(buffer.getvalue(), "long")
     assert dict(within.notes)["rows"] == "100"
+
+
+def test_a_row_is_cited_over_the_merged_cells_it_begins():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Plan"
+    sheet["A1"] = "Site plan 2026"
+    sheet.merge_cells("A1:D1")  # a title over four columns: A1:D1, not A1:A1
+    sheet.append(["Region", "Site", "Lead", "Hours"])
+    sheet.append(["North", "Delta", "Ana", 6])
+    sheet.append([None, "Fjord", "Bo", 4])
+    sheet.merge_cells("A3:A4")  # one region over two rows: its first row is cited over both
+    sheet["B6"] = "Closed on public holidays"
+    sheet.merge_cells("B6:D7")
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(buffer.getvalue(), "plan")
+    assert extracted.canonical_text == ("Site plan 2026\n"
+                                        "Region | Site | Lead | Hours\n"
+                                        "Region: North | Site: Delta | Lead: Ana | Hours: 6\n"
+                                        "Site: Fjord | Lead: Bo | Hours: 4\n"
+                                        "Site: Closed on public holidays\n")
+    assert [a.locator for a in extracted.anchors] == [
+        "sheet=Plan&range=A1:D1", "sheet=Plan&range=A2:D2", "sheet=Plan&range=A3:D4",
+        "sheet=Plan&range=B4:D4", "sheet=Plan&range=B6:D7"]

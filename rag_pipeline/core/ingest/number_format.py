@@ -1,0 +1,154 @@
+"""A number as a spreadsheet cell shows it under its number format (ECMA-376 Part 1, 18.8.31).
+
+Covers what teams' workbooks use: thousands separators (``#,##0``), fixed and optional
+decimals (``0.00``, ``0.0#``), percentages (``0.0%``), currencies as symbols or quoted text
+(``"$"#,##0.00``, ``[$€-407] #,##0``, ``#,##0 "EUR"``), scaling by trailing commas
+(``#,##0,"k"``), and a format's sections for negative numbers and zero (``#,##0;(#,##0);"-"``).
+Decimal and thousands separators are the format's own (``.`` and ``,``): a file's formats are
+stored in that notation whatever the locale of the application that shows them.
+
+Every other format (General, dates and times, fractions, scientific notation, conditions, text,
+digits spread over literals such as ``000-00-0000``) is not rendered here: :func:`shown_number`
+returns None and the caller writes the number plainly. Rounding is half away from zero on the
+decimal the cell holds, as Excel shows it (``0.125`` under ``0.00`` is ``0.13``, where binary
+rounding gives ``0.12``).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
+__all__ = ["shown_number"]
+
+_PLACEHOLDERS = "0#?"
+_DATE_OR_TIME = re.compile(r"[yYmMdDhHsS]|AM/PM|A/P", re.IGNORECASE)
+_BRACKET = re.compile(r"\[([^\]]*)\]")
+
+
+def shown_number(value: int | float, number_format: str) -> str | None:
+    """``value`` as a cell formatted ``number_format`` shows it (``1,250.50`` for 1250.5 under
+    ``#,##0.00``, ``$(1,250)`` for -1250 under ``"$"#,##0;"$"(#,##0)``, ``15%`` for 0.15 under
+    ``0%``); None for a format not rendered here (the module's docstring lists them)."""
+    sections = _sections(number_format)
+    if not sections or not isinstance(value, (int, float)) or value != value:
+        return None
+    sign = ""
+    if value < 0 and len(sections) >= 2:
+        section, value = sections[1], -value
+    elif value == 0 and len(sections) >= 3:
+        section = sections[2]
+    else:
+        section = sections[0]
+        if value < 0:
+            sign, value = "-", -value
+    tokens = _tokens(section)
+    if tokens is None:
+        return None
+    return _render(tokens, Decimal(repr(value)), sign)
+
+
+def _sections(number_format: str) -> list[str]:
+    """The format's ``;``-separated sections (a ``;`` inside quotes or brackets is text)."""
+    sections, current, quoted, bracket = [], [], False, False
+    index = 0
+    while index < len(number_format):
+        char = number_format[index]
+        if char == "\\" and not quoted and index + 1 < len(number_format):
+            current.append(number_format[index:index + 2])
+            index += 2
+            continue
+        if char == '"' and not bracket:
+            quoted = not quoted
+        elif char == "[" and not quoted:
+            bracket = True
+        elif char == "]" and not quoted:
+            bracket = False
+        if char == ";" and not quoted and not bracket:
+            sections.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    sections.append("".join(current))
+    return sections
+
+
+def _tokens(section: str) -> list[tuple[str, str]] | None:
+    """The section as ``("text", literal)`` and ``("digit", placeholder)`` tokens (``0 # ?
+    . , %``); None for a section this module does not render."""
+    tokens: list[tuple[str, str]] = []
+    index = 0
+    while index < len(section):
+        char = section[index]
+        if char == '"':
+            end = section.find('"', index + 1)
+            if end < 0:
+                return None
+            tokens.append(("text", section[index + 1:end]))
+            index = end + 1
+            continue
+        if char == "\\" and index + 1 < len(section):
+            tokens.append(("text", section[index + 1]))
+            index += 2
+            continue
+        if char in "_*" and index + 1 < len(section):
+            index += 2  # padding as wide as the next character, or it repeated to fill: no text
+            continue
+        if char == "[":
+            match = _BRACKET.match(section, index)
+            if match is None:
+                return None
+            inner = match.group(1)
+            if inner.startswith("$"):
+                tokens.append(("text", inner[1:].split("-")[0]))
+            elif re.fullmatch(r"[A-Za-z]+\d*", inner) is None or _DATE_OR_TIME.match(inner):
+                return None  # a condition ([<100]) or elapsed time ([h], [mm])
+            index = match.end()
+            continue
+        if section.startswith("General", index) or section.startswith("general", index):
+            return None
+        if char in "@/" or char in "eE" or _DATE_OR_TIME.match(section, index):
+            return None
+        tokens.append(("digit", char) if char in _PLACEHOLDERS + ".,%" else ("text", char))
+        index += 1
+    return tokens
+
+
+def _render(tokens: list[tuple[str, str]], value: Decimal, sign: str) -> str | None:
+    """The text of ``tokens`` with ``value`` (not negative) put in their placeholders; a section
+    without placeholders (``"-"`` for zero) is its text alone."""
+    digits = [i for i, (kind, text) in enumerate(tokens) if kind == "digit" and text in _PLACEHOLDERS]
+    if not digits:
+        return "".join(text for kind, text in tokens if kind == "text").strip() or None
+    first, last = digits[0], digits[-1]
+    if any(kind == "text" for kind, _ in tokens[first:last + 1]):
+        return None  # digits spread over literals (000-00-0000): not a plain number
+    pattern = "".join(text for _, text in tokens[first:last + 1])
+    trailing = tokens[last + 1:]
+    scale_commas = 0
+    for kind, text in trailing:
+        if kind == "digit" and text == ",":
+            scale_commas += 1
+        else:
+            break
+    percents = sum(1 for kind, text in tokens if kind == "digit" and text == "%")
+    whole, _, fraction = pattern.partition(".")
+    grouped = "," in whole
+    whole_min = whole.replace(",", "").count("0")
+    fraction_max = sum(1 for char in fraction if char in _PLACEHOLDERS)
+    fraction_min = len(fraction) - len(fraction.lstrip("0"))
+    scaled = value * (Decimal(100) ** percents) / (Decimal(1000) ** scale_commas)
+    rounded = scaled.quantize(Decimal(1).scaleb(-fraction_max), ROUND_HALF_UP)
+    whole_digits, _, fraction_digits = f"{rounded:f}".partition(".")
+    fraction_digits = fraction_digits.rstrip("0").ljust(fraction_min, "0")
+    whole_digits = whole_digits.lstrip("0").rjust(whole_min, "0")
+    if grouped:
+        whole_digits = f"{int(whole_digits or 0):,}" if whole_digits else ""
+    number = whole_digits + ("." + fraction_digits if fraction_digits or "." in pattern and
+                             fraction_max == 0 else "")
+    if rounded == 0:
+        sign = ""
+    before = "".join(text for kind, text in tokens[:first] if kind == "text" or text == "%")
+    after = "".join(text for kind, text in trailing if kind == "text" or text == "%")
+    return f"{sign}{before}{number}{after}".strip()
