@@ -13,7 +13,9 @@ The corpus hands such a file here (:func:`expands`, :func:`extract_file`) and ge
   text is the list of its members.
 - A **compressed** file (``.gz``, ``.bz2``, ``.xz``) is read as the file inside it: ``README.gz``
   is text, ``notes.md.gz`` Markdown, under its own document id; its stamp is the inner
-  format's with the compression named (``gzip+markdown-frontmatter``).
+  format's with the compression named (``gzip+markdown-frontmatter``). A gzip file is read as
+  ``gzip -d`` reads it (:class:`GzipMembers`): bytes after its last member are ignored and
+  counted (note ``trailing_bytes_ignored``), where Python's ``GzipFile`` fails on them.
 - A file **no format claims** (``INSTALL``, ``README.Debian``, ``notes-2024``) is plain text
   unless its suffix says it is for machines (:data:`NOT_DOCUMENTS`: style sheets, scripts,
   drawings, schemas, skipped unopened) and when its bytes are text (UTF-8, no NUL byte, at
@@ -27,7 +29,6 @@ from __future__ import annotations
 import bisect
 import bz2
 import dataclasses
-import gzip
 import hashlib
 import io
 import lzma
@@ -53,8 +54,56 @@ from rag_pipeline.core.ingest.reading import (
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
+
+class GzipMembers(io.RawIOBase):
+    """A gzip file's members, one after another (RFC 1952 allows several), as ``gzip -d``
+    reads them: bytes after the last member that begin no member (padding or garbage a copy
+    left) end the data and are counted in :attr:`trailing`, zero bytes excepted."""
+
+    FEED_BYTES = 64 * 1024
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self._data = memoryview(raw.read())
+        self._offset = 0
+        self._tail = b""
+        self._inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        self._ended = False
+        self.trailing = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` decompressed bytes (all that is left for -1); ``b""`` at the end.
+
+        Raises:
+            zlib.error: The data is not gzip, or a member is corrupt.
+            EOFError: The data ends inside a member.
+        """
+        out = []
+        while not self._ended and (size < 0 or not out):
+            if self._inflater.eof:
+                rest = self._inflater.unused_data
+                if not (rest + bytes(self._data[self._offset:self._offset + 2])).startswith(b"\x1f\x8b"):
+                    self.trailing = len((rest + bytes(self._data[self._offset:])).rstrip(b"\0"))
+                    self._ended = True
+                    break
+                self._tail, self._inflater = rest, zlib.decompressobj(zlib.MAX_WBITS | 16)
+            if not self._tail:
+                self._tail = bytes(self._data[self._offset:self._offset + self.FEED_BYTES])
+                self._offset += len(self._tail)
+            if not self._tail:
+                raise EOFError("compressed data ended before the end-of-stream marker")
+            chunk = self._inflater.decompress(self._tail, max(size, 0))
+            self._tail = self._inflater.unconsumed_tail
+            if chunk:
+                out.append(chunk)
+        return b"".join(out)
+
+
 COMPRESSIONS: dict[str, tuple[str, Callable[[BinaryIO], BinaryIO]]] = {
-    ".gz": ("gzip", lambda raw: gzip.GzipFile(fileobj=raw)),
+    ".gz": ("gzip", GzipMembers),
     ".bz2": ("bzip2", lambda raw: bz2.BZ2File(raw)),
     ".xz": ("xz", lambda raw: lzma.LZMAFile(raw)),
 }
@@ -157,13 +206,16 @@ class _Reader:
                 with reader(io.BytesIO(data)) as stream:
                     inner_data = read_bounded(stream, limit, "max_expanded_bytes" if isinstance(
                         inner_fmt, ContainerFormat) else "max_document_bytes")
+                    trailing = stream.trailing if isinstance(stream, GzipMembers) else 0
             except ExtractionError as exc:
                 return failed(f"{label}: {exc}")
             except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
                 return failed(f"unreadable {label} file: {type(exc).__name__}: {exc}")
             records = self.record(document_id, path, inner, inner_data, digest, depth)
             own = records[0]
-            records[0] = dataclasses.replace(own, extractor=stamp.name, extractor_version=stamp.version)
+            notes = (("trailing_bytes_ignored", str(trailing)),) if trailing else ()
+            records[0] = dataclasses.replace(own, extractor=stamp.name, extractor_version=stamp.version,
+                                             notes=own.notes + notes)
             return records
         fmt = format_for(Path(name))
         machine = NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower())

@@ -125,6 +125,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "cells_left_out": "{} notebook cell(s) of unknown kinds left out",
     "outputs_cut": "{} notebook output(s) cut short (too long)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
+    "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
 }
 """The notes that say part of a document was left out or may be read wrongly, each with the
 phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""

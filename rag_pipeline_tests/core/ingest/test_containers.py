@@ -23,7 +23,7 @@ from rag_pipeline.core.ingest.containers import (
     not_text_reason,
     stamp_for,
 )
-from rag_pipeline.core.ingest.extracted import Extractor
+from rag_pipeline.core.ingest.extracted import Extractor, left_out
 from rag_pipeline.core.ingest.members import ContainerLimits
 from rag_pipeline.core.ingest.reading import ExtractionSettings
 
@@ -324,6 +324,17 @@ def test_compressed_markdown_keeps_its_sections_and_a_bomb_fails(tmp_path: Path)
         "failed", f"gzip: expands to over {20 * 1024 * 1024} bytes (max_document_bytes)")
     assert records["broken.gz"].status == "failed"
     assert records["broken.gz"].error.startswith("unreadable gzip file: ")
+
+
+def test_a_gzip_file_is_read_as_gzip_reads_it_members_joined_and_trailing_bytes_counted(tmp_path: Path):
+    # Planted: two members (RFC 1952 allows it: `cat a.gz b.gz`), then bytes that begin no
+    # member, then zero padding (not counted); Python's GzipFile fails on the garbage.
+    data = gzip.compress(b"First line.\n") + gzip.compress(b"Second line.\n") + b"CRC?junk" + bytes(5)
+    (tmp_path / "log.txt.gz").write_bytes(data)
+    (record,) = extract_corpus(tmp_path).records
+    assert (record.status, record.canonical_text, record.notes) == (
+        "ok", "First line.\nSecond line.\n", (("trailing_bytes_ignored", "8"),))
+    assert left_out(record.notes) == ["8 byte(s) after the compressed data ignored (no gzip member)"]
 
 
 def test_stamps_name_the_compression_and_the_inner_format():
