@@ -29,6 +29,10 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
   range holding the span's rows. Repeated rows and columns (``number-rows-repeated``) count
   in the numbering; empty repeats are never expanded, and a sheet past
   :data:`MAX_SHEET_CELLS` filled cells fails the document.
+
+A hidden sheet or slide (its style's ``table:display="false"`` or
+``presentation:visibility="hidden"``) is read, and counted (notes ``hidden_sheets``,
+``hidden_slides``), as in XLSX and PPTX.
 """
 
 from __future__ import annotations
@@ -243,6 +247,20 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
     return _Package(root, title, styles_root)
 
 
+def _styles_with(package: _Package, properties: str, attribute: str, value: str) -> set[str]:
+    """The names of the styles (automatic ones in ``content.xml``, and those of ``styles.xml``)
+    whose ``properties`` element has ``attribute`` set to ``value``: the table styles that hide
+    a sheet (``table:display="false"``), the page styles that hide a slide
+    (``presentation:visibility="hidden"``)."""
+    roots = [package.root] + ([package.styles] if package.styles is not None else [])
+    prefix, name = properties.split(":")
+    key_prefix, key = attribute.split(":")
+    return {style.get(_q("style", "name"), "") for root in roots
+            for style in root.iter(_q("style", "style"))
+            if any(found.get(_q(key_prefix, key)) == value
+                   for found in style.iter(_q(prefix, name)))}
+
+
 def comment_notes(root: object) -> tuple[tuple[str, str], ...]:
     """``comments_left_out`` with the count of the comments under ``root``, or nothing when it
     holds none."""
@@ -351,7 +369,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "5")
+        return Extractor("odp-content-xml", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -385,9 +403,14 @@ class OdpFormat(_OdfFormat):
             first_title = first_title or title or None
             slides.append((number, title or f"Slide {number}", blocks))
         canonical, sections, anchors, tables = lay_out_slides(slides)
+        hiding = _styles_with(package, "style:drawing-page-properties", "presentation:visibility",
+                              "hidden")
+        hidden = sum(1 for page in pages if page.get(_q("draw", "style-name")) in hiding)
         return Extracted(title=meta_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
-                         notes=(("slides", str(len(pages))), *comment_notes(body)))
+                         notes=(("slides", str(len(pages))),
+                                *((("hidden_slides", str(hidden)),) if hidden else ()),
+                                *comment_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
@@ -454,12 +477,17 @@ class OdsFormat(_OdfFormat):
         package = _package(data, "ODS", self.limits)
         budget = [0]
         body = _body(package.root, "ODS", "spreadsheet")
+        tables = body.findall("table:table", _NS)
         sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, budget))
-                  for number, table in enumerate(body.findall("table:table", _NS), start=1)]
+                  for number, table in enumerate(tables, start=1)]
         layout = lay_out_sheets(sheets)
+        hiding = _styles_with(package, "style:table-properties", "table:display", "false")
+        hidden = sum(1 for table, (_, rows, _) in zip(tables, sheets, strict=True)
+                     if rows and table.get(_q("table", "style-name")) in hiding)
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + comment_notes(body))
+                         notes=(layout.notes + ((("hidden_sheets", str(hidden)),) if hidden else ())
+                                + comment_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""

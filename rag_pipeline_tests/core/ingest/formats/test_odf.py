@@ -226,6 +226,44 @@ def test_odp_slides_with_titles_notes_and_slide_anchors():
     assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
 
 
+def test_hidden_odp_slides_and_ods_sheets_are_read_and_counted():
+    from odf import style
+
+    document = OpenDocumentPresentation()
+    hiding = style.Style(name="dp2", family="drawing-page")
+    hiding.addElement(style.DrawingPageProperties(visibility="hidden"))
+    document.automaticstyles.addElement(hiding)
+    for number, words in enumerate(["Shown plan", "Hidden budget: 40k"], start=1):
+        # Planted: slide 2's page style hides it; its text is still the deck's.
+        page = draw.Page(name=f"page{number}", masterpagename="",
+                         **({"stylename": hiding} if number == 2 else {}))
+        frame = frame_of("outline")
+        box = draw.TextBox()
+        box.addElement(text.P(text=words))
+        frame.addElement(box)
+        page.addElement(frame)
+        document.presentation.addElement(page)
+    extracted = ODP.extract(saved(document), "deck")
+    assert "Hidden budget: 40k" in extracted.canonical_text
+    assert extracted.notes == (("slides", "2"), ("hidden_slides", "1"))
+
+    workbook = OpenDocumentSpreadsheet()
+    hidden = style.Style(name="ta2", family="table")
+    hidden.addElement(style.TableProperties(display="false"))
+    workbook.automaticstyles.addElement(hidden)
+    for name, styled in [("Open", None), ("Secret", hidden), ("Blank", hidden)]:
+        sheet = table.Table(name=name, **({"stylename": styled} if styled else {}))
+        if name != "Blank":  # Planted: a hidden sheet holding nothing is not counted
+            row = table.TableRow()
+            row.addElement(cell(f"{name} rates"))
+            sheet.addElement(row)
+        workbook.spreadsheet.addElement(sheet)
+    extracted = ODS.extract(saved(workbook), "rates")
+    assert extracted.canonical_text == "Open rates\n\nSecret rates\n"
+    assert extracted.notes == (("sheets", "2"), ("rows", "0"), ("empty_sheets", "1"),
+                               ("hidden_sheets", "1"))
+
+
 def test_an_odp_table_is_declared_on_its_slide():
     document = OpenDocumentPresentation()
     page = draw.Page(name="page1", masterpagename="")
