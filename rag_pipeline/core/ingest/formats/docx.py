@@ -314,7 +314,7 @@ class _Notes:
         return blocks
 
 
-def _headers_and_footers(document: Document) -> list[str]:
+def _headers_and_footers(document: Document, budget: ContentBudget) -> list[str]:
     """The :func:`~rag_pipeline.core.ingest.page_furniture.furniture_lines` of the headers and
     footers the pages show, section by section: the default ones, the first page's when the
     section has one (``w:titlePg``), the even pages' when the settings ask for them
@@ -330,7 +330,9 @@ def _headers_and_footers(document: Document) -> list[str]:
         for header, footer in shown:
             for kind, part in (("header", header), ("footer", footer)):
                 if not part.is_linked_to_previous:
-                    texts.append((kind, _block_text(part.part.element)))
+                    text = _block_text(part.part.element)
+                    budget.add(chars=len(text))
+                    texts.append((kind, text))
     return furniture_lines(texts)
 
 
@@ -344,7 +346,7 @@ def _comment_count(document: Document) -> int:
 
 def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
     """The body's paragraphs and tables in order, content controls opened, each followed by
-    the notes it refers to."""
+    the notes it refers to (a list item's after the list, which stays one block, as in ODT)."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -359,10 +361,18 @@ def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
             styles[style_id] = paragraph.style
         return styles[style_id]
 
-    def add_notes(element: _Element) -> None:
+    after_list: list[DocxBlock] = []
+
+    def add_notes(element: _Element, in_list: bool = False) -> None:
         for text in notes.referred_in(element):
             budget.add(chars=len(text))
-            blocks.append(DocxBlock(text))
+            (after_list if in_list else blocks).append(DocxBlock(text))
+
+    def add(block: DocxBlock) -> None:
+        if not block.list_item:
+            blocks.extend(after_list)
+            after_list.clear()
+        blocks.append(block)
 
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
@@ -377,14 +387,14 @@ def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
                 num_pr = None if level else _num_pr(child, style)
                 if num_pr is not None:
                     indent = "  " * num_pr[1]
-                    blocks.append(DocxBlock(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
+                    add(DocxBlock(f"{indent}{numbering.marker(*num_pr)} {text}", list_item=True))
                 else:
-                    blocks.append(DocxBlock(text, heading_level=level))
-                add_notes(child)
+                    add(DocxBlock(text, heading_level=level))
+                add_notes(child, in_list=num_pr is not None)
             elif child.tag == qn("w:tbl"):
                 block = _table_block(child, budget)
                 if block is not None:
-                    blocks.append(block)
+                    add(block)
                 add_notes(child)
             elif child.tag == qn("w:sdt"):
                 content = child.find(qn("w:sdtContent"))
@@ -392,7 +402,7 @@ def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
                     walk(content)
 
     walk(document.element.body)
-    return blocks
+    return blocks + after_list
 
 
 @dataclass(frozen=True)
@@ -425,7 +435,7 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
     budget = ContentBudget("DOCX", limits)
     try:
         document = docx.Document(io.BytesIO(data))
-        return DocxContent(tuple(_blocks(document, budget)), tuple(_headers_and_footers(document)),
+        return DocxContent(tuple(_blocks(document, budget)), tuple(_headers_and_footers(document, budget)),
                            _comment_count(document), (document.core_properties.title or "").strip())
     except ExtractionError:
         raise
@@ -445,7 +455,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"3+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"4+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

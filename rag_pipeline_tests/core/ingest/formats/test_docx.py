@@ -377,6 +377,19 @@ def test_footnotes_and_endnotes_follow_the_paragraph_or_table_that_refers_to_the
     assert extracted.notes == ()
 
 
+def test_a_list_items_footnote_follows_the_list_which_stays_one_block():
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Packing list:")
+    _refer(document.add_paragraph("tent", style="List Bullet"), "footnote", "2")  # Planted
+    document.add_paragraph("stove", style="List Bullet")
+    document.add_paragraph("Leave at six.")
+    data = with_notes(saved(document), "footnote", {"2": "The two-person one."})
+    assert DOCX.extract(data, "trip").canonical_text == (
+        "Packing list:\n\n- tent\n- stove\n\nFootnote 1: The two-person one.\n\nLeave at six.\n")
+
+
 def test_an_empty_note_keeps_its_number_and_a_document_may_number_its_notes_otherwise():
     import docx
 
