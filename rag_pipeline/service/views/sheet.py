@@ -70,7 +70,7 @@ def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -
     """Cached values of ``rows`` rows of ``sheet`` from ``first_row``, ``columns`` columns wide."""
     from openpyxl import load_workbook
 
-    from rag_pipeline.core.ingest.formats.xlsx import cell_value_text
+    from rag_pipeline.core.ingest.sheets import cell_value_text
 
     workbook = load_workbook(path, read_only=True, data_only=True)
     try:

@@ -36,6 +36,7 @@ from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
+from rag_pipeline.core.ingest.safe_xml import safe_xml
 
 MAX_CHAPTERS = 2000
 """A spine with more items fails unread."""
@@ -43,21 +44,6 @@ MAX_CHAPTERS = 2000
 _XHTML = ("application/xhtml+xml", "text/html")
 _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://www.idpf.org/2007/opf",
        "dc": "http://purl.org/dc/elements/1.1/"}
-
-
-def safe_xml(data: bytes) -> object:
-    """XML parsed without resolving entities or touching the network (no XXE, no billion laughs).
-
-    Raises:
-        ExtractionError: Not well-formed XML.
-    """
-    from lxml import etree
-
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
-    try:
-        return etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise ExtractionError(f"not well-formed XML: {exc}") from exc
 
 
 def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:

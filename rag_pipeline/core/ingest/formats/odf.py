@@ -53,11 +53,11 @@ from rag_pipeline.core.ingest.extracted import (
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.formats.epub import safe_xml
-from rag_pipeline.core.ingest.formats.pptx import lay_out_slides, slide_of
-from rag_pipeline.core.ingest.formats.xlsx import MergedCells, XlsxFormat, lay_out_sheets
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
+from rag_pipeline.core.ingest.safe_xml import safe_xml
+from rag_pipeline.core.ingest.sheets import MergedCells, lay_out_sheets, sheet_fragment
+from rag_pipeline.core.ingest.slides import MAX_SLIDES, lay_out_slides, slide_of
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
@@ -377,8 +377,6 @@ class OdpFormat(_OdfFormat):
         Raises:
             ExtractionError: Not an ODP package, a zip bomb, or XML that is not well-formed.
         """
-        from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES
-
         package = _package(data, "ODP", self.limits)
         meta_title = package.title
         body = _body(package.root, "ODP", "presentation")
@@ -491,4 +489,4 @@ class OdsFormat(_OdfFormat):
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""
-        return XlsxFormat().fragment(anchors, start, end)
+        return sheet_fragment(anchors, start, end) or super().fragment(anchors, start, end)

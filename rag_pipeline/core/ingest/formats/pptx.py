@@ -25,7 +25,6 @@ import io
 import re
 import zipfile
 import zlib
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -34,25 +33,17 @@ from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
     Extractor,
-    Section,
-    TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip, count_elements
+from rag_pipeline.core.ingest.slides import MAX_SLIDES, Block, lay_out_slides, slide_of
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
     from pptx.shapes.base import BaseShape
 
-MAX_SLIDES = 2000
-"""A deck with more slides fails unread: the longest real decks have a few hundred."""
-
 _SLIDE_ID = re.compile(rb"<p:sldId\b")
-
-Block = tuple[str, list[list[str]] | None]
-"""A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
-
 
 def _slide_count(data: bytes) -> int:
     try:
@@ -119,7 +110,7 @@ def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
 
 def _point_text(text: str, number_format: str) -> str:
     """A cached chart value as a spreadsheet shows it (numbers by ``cell_value_text``)."""
-    from rag_pipeline.core.ingest.formats.xlsx import cell_value_text
+    from rag_pipeline.core.ingest.sheets import cell_value_text
 
     try:
         number = float(text)
@@ -163,45 +154,6 @@ def _chart_blocks(chart: object) -> list[Block]:
             if len(rows) > 1:
                 blocks.append((layout_table(rows, 0)[0], rows))
     return blocks
-
-
-def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
-        str, tuple[Section, ...], tuple[Anchor, ...], tuple[TableSpan, ...]]:
-    """The canonical text of ``(number, title, blocks)`` slides, with a section per slide body,
-    an anchor ``slide=N`` per slide and a :class:`TableSpan` per table block. A slide without
-    blocks and without a title of its own is left out."""
-    parts: list[str] = []
-    sections: list[Section] = []
-    anchors: list[Anchor] = []
-    tables: list[TableSpan] = []
-    offset = 0
-    for number, title, blocks in slides:
-        if not blocks and title == f"Slide {number}":
-            continue
-        start = offset
-        body = "\n\n".join(text for text, _ in blocks)
-        text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
-        if body:
-            block_start = offset + len(title) + 2
-            sections.append(Section(title, block_start, block_start + len(body)))
-            for block_text, rows in blocks:
-                if rows:
-                    tables.append(layout_table(rows, block_start)[1])
-                block_start += len(block_text) + 2
-        parts.append(text)
-        offset += len(text)
-        anchors.append(Anchor(start, offset - 2, f"slide={number}"))
-    canonical = "".join(parts)[:-1] if parts else ""
-    return canonical, tuple(sections), tuple(anchors), tuple(tables)
-
-
-def slide_of(anchors: Sequence[Anchor], offset: int) -> int | None:
-    """The 1-based slide holding character ``offset``: the last slide anchor starting at or
-    before it; ``None`` without slide anchors."""
-    index = bisect_right([anchor.start for anchor in anchors], offset) - 1
-    if not anchors:
-        return None
-    return int(anchors[max(index, 0)].locator.removeprefix("slide="))
 
 
 class PptxFormat(DocumentFormat):

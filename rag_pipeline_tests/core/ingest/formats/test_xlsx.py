@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
-from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat, cell_value_text
+from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
 
 XLSX = XlsxFormat()
 
@@ -131,29 +131,6 @@ def test_formulas_partly_without_cached_values_are_counted():
 def test_a_file_that_is_not_a_workbook_fails_with_the_reason():
     with pytest.raises(ExtractionError, match=r"^unreadable XLSX: BadZipFile: File is not a zip file"):
         XLSX.extract(b"PK not really", "bad")
-
-
-@pytest.mark.parametrize(("value", "text"), [
-    (None, ""), (True, "TRUE"), (False, "FALSE"), (3, "3"), (3.0, "3"), (2.5, "2.5"),
-    (0.1 + 0.2, "0.30000000000000004"), (1e20, "1e+20"), (dt.datetime(2026, 1, 2), "2026-01-02"),
-    (dt.datetime(2026, 1, 2, 9, 30), "2026-01-02 09:30:00"), (dt.date(2026, 1, 2), "2026-01-02"),
-    (dt.time(9, 30), "09:30:00"), ("#DIV/0!", "#DIV/0!"),
-])
-def test_cached_values_as_text(value: object, text: str):
-    assert cell_value_text(value) == text
-
-
-@pytest.mark.parametrize(("value", "number_format", "text"), [
-    (0.15, "0%", "15%"), (0.125, "0.00%", "12.50%"), (1, "0%", "100%"),
-    (0.125, "0%", "13%"), (0.145, "0%", "15%"), (-0.125, "0%", "-13%"),  # half away from zero
-    (0.153, "0.0%_);(0.0%)", "15.3%"), (0.153, "[Blue]0%", "15%"),
-    (0.5, '0.0%;[Red]-0.0%', "50.0%"), (0.15, '"rate" 0.00', "rate 0.15"),
-    (0.15, '0.00 "%"', "0.15 %"), (0.15, "0.00\\%", "0.15%"), (0.15, "General", "0.15"),
-    ("15%", "0%", "15%"), (1250.5, "#,##0.00", "1,250.50"), (-1250, '"$"#,##0;"$"(#,##0)', "$(1,250)"),
-    (45000, "yyyy-mm-dd", "45000"), (1e6, "0.00E+00", "1000000"),
-])
-def test_a_number_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
-    assert cell_value_text(value, number_format) == text
 
 
 def test_hidden_sheets_are_read_and_counted_and_comments_counted_as_left_out():

@@ -1,0 +1,63 @@
+"""A deck's slides as text: what PPTX and ODP share.
+
+A slide is its title line (``Slide N`` without one) outside every section, then its blocks
+separated by blank lines (a section titled by the slide); each slide, title included, is one
+anchor ``slide=N``, cited ``#slide=N`` (:func:`slide_of`); a table block is declared as a
+:class:`~rag_pipeline.core.ingest.extracted.TableSpan`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+
+from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
+from rag_pipeline.core.ingest.tables import layout_table
+
+__all__ = ["MAX_SLIDES", "Block", "lay_out_slides", "slide_of"]
+
+MAX_SLIDES = 2000
+"""A deck with more slides fails unread: the longest real decks have a few hundred."""
+
+
+Block = tuple[str, list[list[str]] | None]
+"""A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
+
+
+def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
+        str, tuple[Section, ...], tuple[Anchor, ...], tuple[TableSpan, ...]]:
+    """The canonical text of ``(number, title, blocks)`` slides, with a section per slide body,
+    an anchor ``slide=N`` per slide and a :class:`TableSpan` per table block. A slide without
+    blocks and without a title of its own is left out."""
+    parts: list[str] = []
+    sections: list[Section] = []
+    anchors: list[Anchor] = []
+    tables: list[TableSpan] = []
+    offset = 0
+    for number, title, blocks in slides:
+        if not blocks and title == f"Slide {number}":
+            continue
+        start = offset
+        body = "\n\n".join(text for text, _ in blocks)
+        text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
+        if body:
+            block_start = offset + len(title) + 2
+            sections.append(Section(title, block_start, block_start + len(body)))
+            for block_text, rows in blocks:
+                if rows:
+                    tables.append(layout_table(rows, block_start)[1])
+                block_start += len(block_text) + 2
+        parts.append(text)
+        offset += len(text)
+        anchors.append(Anchor(start, offset - 2, f"slide={number}"))
+    canonical = "".join(parts)[:-1] if parts else ""
+    return canonical, tuple(sections), tuple(anchors), tuple(tables)
+
+
+def slide_of(anchors: Sequence[Anchor], offset: int) -> int | None:
+    """The 1-based slide holding character ``offset``: the last slide anchor starting at or
+    before it; ``None`` without slide anchors."""
+    index = bisect_right([anchor.start for anchor in anchors], offset) - 1
+    if not anchors:
+        return None
+    return int(anchors[max(index, 0)].locator.removeprefix("slide="))
