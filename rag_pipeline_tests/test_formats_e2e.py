@@ -37,6 +37,7 @@ def _parts_csv() -> bytes:
 
 def _ledger_xlsx() -> bytes:
     from openpyxl import Workbook
+    from openpyxl.comments import Comment
 
     workbook = Workbook()
     sheet = workbook.active
@@ -44,6 +45,7 @@ def _ledger_xlsx() -> bytes:
     sheet.append(["Account", "Amount", "Double"])
     for n in range(1, 31):
         sheet.append([f"account {n}", n * 10, f"=B{n + 1}*2"])
+    sheet["B5"].comment = Comment("Refund pending", "Ana")  # left out: every citation says so
     buffer = io.BytesIO()
     workbook.save(buffer)
     return cache_values(buffer.getvalue(), 1, {f"B{n + 1}*2": str(n * 20) for n in range(1, 31)})
@@ -260,3 +262,5 @@ def test_served_citations_carry_the_same_fragments_in_their_urls(materialised: M
         assert [url for _, _, url in cited] == [
             f"https://docs.example.org/c/{document_id}{fragment}" for _, fragment, _ in cited]
     assert sorted(by_document) == ["film.srt", "ledger.xlsx", "manual.docx", "parts.csv", "talk.vtt"]
+    assert {c.document_id: c.left_out for c in citations if c.left_out} == {
+        "ledger.xlsx": ("1 comment(s) left out (reviewers' remarks)",)}

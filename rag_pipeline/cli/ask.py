@@ -119,6 +119,9 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                  f"{c.fragment:22s} {c.cosine_distance:.3f}")
         echo("(ranked by the retriever, then the reranker when on; distance: the passage's "
              "cosine distance to the question)")
+        for document_id, left in dict((c.document_id, c.left_out) for c in answer.citations
+                                      if c.left_out).items():
+            echo(f"note: {document_id}: {'; '.join(left)}: the answer cannot hold it")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
             echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")

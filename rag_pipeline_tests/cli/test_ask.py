@@ -193,6 +193,22 @@ def test_printed_answers_never_carry_control_characters(capsys: pytest.CaptureFi
     assert " 1  doc\\u202e.md" in out
 
 
+def test_a_cited_document_with_content_left_out_is_named_once_with_what(
+        capsys: pytest.CaptureFixture[str]):
+    from dataclasses import replace
+
+    from rag_pipeline.cli.ask import _print_answer
+
+    answer = _hostile_answer()
+    noted = replace(answer.citations[0], document_id="risks.xlsx",
+                    left_out=("1 comment(s) left out (reviewers' remarks)",))
+    answer = replace(answer, citations=[noted, replace(noted, index=2)], rendered_answer=None)
+    _print_answer(answer, show_prompt=False, show_timings=False, rerank_note="")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("note:")] == [
+        "note: risks.xlsx: 1 comment(s) left out (reviewers' remarks): the answer cannot hold it"]
+
+
 def test_a_quoted_answer_is_printed_after_the_sources_without_control_characters(
         capsys: pytest.CaptureFixture[str]):
     from dataclasses import replace

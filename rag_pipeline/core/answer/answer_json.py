@@ -18,7 +18,8 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "index": c.index, "document_id": c.document_id, "document_name": c.document_name,
             "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
             "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
-            "locations": list(c.locations), "section": c.section} for c in answer.citations],
+            "locations": list(c.locations), "section": c.section,
+            "left_out": list(c.left_out)} for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
         "quoted_answer": [q.to_json() for q in answer.quoted],
@@ -36,7 +37,8 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                           document_name=c["document_name"], locator_label=c["locator_label"],
                           fragment=c["fragment"], start=c["from"], end=c["to"], quote=c["quote"],
                           cosine_distance=c["cosine_distance"], url=c["url"],
-                          locations=tuple(c["locations"]), section=c.get("section", ""))
+                          locations=tuple(c["locations"]), section=c.get("section", ""),
+                          left_out=tuple(c.get("left_out", ())))
                  for c in data["citations"]]
     return Answer(question=data["question"], answered=data["answered"], reason=data["reason"],
                   cut=data["threshold"], partition=data["partition"], citations=citations,

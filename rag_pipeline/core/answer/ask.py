@@ -111,7 +111,7 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
                              _url_fragment(index, hit.row, base_url, fragment)),
             locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
-            section=index.sections[hit.row]))
+            section=index.sections[hit.row], left_out=doc.left_out))
     return citations
 
 

@@ -13,7 +13,8 @@ class Citation:
     ``quote`` is the chunk's ``content`` and equals ``canonical_text[start:end]`` of the document;
     ``fragment`` is what the document's format makes of the span (``#char=start,end``, or
     ``#page=N`` for a PDF page: :meth:`DocumentFormat.fragment`); ``url`` is the document's
-    location plus the fragment.
+    location plus the fragment; ``left_out`` says what the document's extraction left out
+    (``1 comment(s) left out (reviewers' remarks)``), so the answer may be missing it.
     """
 
     index: int
@@ -28,6 +29,7 @@ class Citation:
     url: str
     locations: tuple[str, ...] = ()
     section: str = ""
+    left_out: tuple[str, ...] = ()
 
 
 def locator_label(document_title: str, section: str) -> str:

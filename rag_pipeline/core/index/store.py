@@ -39,6 +39,7 @@ from rag_pipeline.core.index.mapped import (
 )
 from rag_pipeline.core.index.row_reads import StringColumn
 from rag_pipeline.core.ingest import Anchor, TableSpan
+from rag_pipeline.core.ingest.extracted import left_out
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -65,6 +66,9 @@ class DocumentInfo:
     content_sha256: str = ""
     """The sha256 of the bytes indexed: a viewer serves the original file only while it holds
     them (``""``: unknown, so no original is served)."""
+    left_out: tuple[str, ...] = ()
+    """What its extraction left out or may have read wrongly, in ``status``'s words
+    (:func:`~rag_pipeline.core.ingest.extracted.left_out`): a citation of it says so."""
 
 
 class LazyAnn:
@@ -252,9 +256,9 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
                                  f"{ModelKey(model_name, fingerprint)}")
     document_columns = ["document_id", "title", "path", "format", "anchors", "status",
                         "content_sha256"]
-    if "tables" in pq.read_schema(warehouse.full_path(files[DOCUMENTS]),
-                                  filesystem=warehouse.fs).names:
-        document_columns.append("tables")  # a documents file written before tables had none
+    stored = pq.read_schema(warehouse.full_path(files[DOCUMENTS]), filesystem=warehouse.fs).names
+    # A documents file written before tables (or notes) had none.
+    document_columns += [name for name in ("tables", "notes") if name in stored]
     rows = warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
     documents = {
         row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
@@ -262,7 +266,9 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
                                          tuple(Anchor(**a) for a in row["anchors"] or ()),
                                          tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
                                                for t in row.get("tables") or ()),
-                                         row["content_sha256"] or "")
+                                         row["content_sha256"] or "",
+                                         tuple(left_out((n["name"], n["value"])
+                                                        for n in row.get("notes") or ())))
         for row in rows if row["status"] == "ok"}
     order = found.to_numpy().astype(np.int64)
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.

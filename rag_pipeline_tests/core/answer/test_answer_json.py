@@ -12,7 +12,8 @@ CITATION = Citation(
     locator_label="Configuring Frobnicator > Timeouts", fragment="#char=113,203", start=113, end=203,
     quote="Every network call gives up after seventeen seconds.", cosine_distance=0.3125,
     url="https://docs.example/guide/config.md#char=113,203",
-    locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"), section="Timeouts")
+    locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"), section="Timeouts",
+    left_out=("1 comment(s) left out (reviewers' remarks)",))
 
 
 QUOTED = QuotedSentence("Every network call gives up after seventeen seconds.", 1, 113, 166, 0.71,
@@ -33,7 +34,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "from": 113, "to": 203, "quote": "Every network call gives up after seventeen seconds.",
             "cosine_distance": 0.3125, "url": "https://docs.example/guide/config.md#char=113,203",
             "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
-            "section": "Timeouts"}],
+            "section": "Timeouts", "left_out": ["1 comment(s) left out (reviewers' remarks)"]}],
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
                            "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166"}],
