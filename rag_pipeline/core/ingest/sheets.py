@@ -9,6 +9,7 @@ overlaps (:func:`sheet_fragment`). A cached value is written as :func:`cell_valu
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,8 +19,8 @@ from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.number_format import shown_number
 from rag_pipeline.core.ingest.rows import TableLine, column_letters, place_lines, table_lines
 
-__all__ = ["MergedCells", "SheetsLayout", "cell_value_text", "lay_out_sheets", "range_locator",
-           "sheet_fragment"]
+__all__ = ["MergedCells", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
+           "range_locator", "sheet_fragment"]
 
 
 def cell_value_text(value: object, number_format: str = "General") -> str:
@@ -75,23 +76,25 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
                    ) -> SheetsLayout:
     """Lays out ``(sheet name, (row number, cells) in order, merged cells)``: each non-empty
     sheet a section of :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by
-    letter. A row's range runs from its first to its last non-blank cell, and over every merged
-    area one of those cells begins (a title merged over ``A1:F1`` is cited ``A1:F1``)."""
+    letter, its merged cells read as :func:`merged_away` says. A row's range runs from its
+    first to its last non-blank cell, and over every merged area one of those cells begins (a
+    title merged over ``A1:F1`` is cited ``A1:F1``)."""
     parts: list[str] = []
     sections: list[Section] = []
     anchors: list[Anchor] = []
     tables: list[TableSpan] = []
     offset = rows = empty_sheets = 0
     for name, sheet_rows, merged in sheets:
-        lines = table_lines(sheet_rows, lambda column: f"column {column_letters(column)}")
+        sheet_rows, extents = merged_away(sheet_rows, merged)
+        lines = table_lines(sheet_rows, _column_label)
         if not lines:
             empty_sheets += 1
             continue
         if parts:
             parts.append("\n")
             offset += 1
-        placed = place_lines(lines, offset, lambda line, sheet=name, merged=merged: _row_range(
-            sheet, line, merged))
+        placed = place_lines(lines, offset, lambda line, sheet=name, extents=extents: _row_range(
+            sheet, line, extents))
         parts.append(placed.text)
         anchors.extend(placed.anchors)
         sections.append(Section(name, offset, offset + len(placed.text) - 1))
@@ -106,14 +109,84 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
                         tuple(notes))
 
 
-def _row_range(sheet: str, line: TableLine, merged: MergedCells) -> str:
-    """The range of a row's line: its first to last non-blank cell, widened to every merged
-    area that begins in one of them."""
-    last_row, last_column = line.number, line.last_column
-    for column in range(line.first_column, line.last_column + 1):
-        if (end := merged.get((line.number, column))) is not None:
-            last_row, last_column = max(last_row, end[0]), max(last_column, end[1])
-    return range_locator(sheet, line.first_column, line.number, last_column, last_row)
+def _column_label(column: int) -> str:
+    return f"column {column_letters(column)}"
+
+
+def _row_range(sheet: str, line: TableLine, extents: Mapping[int, tuple[int, int]]) -> str:
+    """The range of a row's line: its first to last non-blank cell, widened to its extent."""
+    last_row, last_column = extents.get(line.number, (line.number, line.last_column))
+    return range_locator(sheet, line.first_column, line.number, max(last_column, line.last_column),
+                         last_row)
+
+
+_NUMBER_LIKE = re.compile(r"[^A-Za-z]*\d[^A-Za-z]*")
+"""A cell that reads as a number or a date (``1,250``, ``($2.50)``, ``2026-04-01``), not a label."""
+
+
+def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
+                ) -> tuple[list[tuple[int, Sequence[str]]], dict[int, tuple[int, int]]]:
+    """A sheet's rows as a reader sees its merged cells, and each row's extent (its last row and
+    column, where a merged area it holds the first cell of reaches past its own cells).
+
+    - A merged area one column wide over several rows (a region beside its cities, an approver
+      beside three contracts) shows its value beside each of those rows: each row holds it.
+    - A merged heading of the header row (``Q1`` over ``B1:C1``) names every column it spans;
+      when the next row holds labels under such headings only (``Plan``, ``Actual``: no cell
+      that reads as a number, none outside the headings but what the header shows there), the
+      two rows are one header (``Q1 Plan``, ``Q1 Actual``), cited over both rows.
+    - Any other merged area keeps its value in its first cell, and its row is cited over it.
+    """
+    if not merged:
+        return list(rows), {}
+    table = {number: list(cells) for number, cells in rows}
+    extents: dict[int, tuple[int, int]] = {}
+
+    def cell(row: int, column: int) -> str:
+        cells = table.get(row, [])
+        return cells[column - 1] if column <= len(cells) else ""
+
+    def put(row: int, column: int, value: str) -> None:
+        cells = table.setdefault(row, [])
+        cells.extend([""] * (column - len(cells)))
+        cells[column - 1] = value
+
+    def extend(row: int, last_row: int, last_column: int) -> None:
+        known = extents.get(row, (row, 0))
+        extents[row] = (max(known[0], last_row), max(known[1], last_column))
+
+    for (row, column), (last_row, last_column) in merged.items():
+        value = cell(row, column)
+        if not value.strip():
+            continue
+        if last_column == column:
+            for covered in range(row + 1, last_row + 1):
+                put(covered, column, value)
+        else:
+            extend(row, last_row, last_column)
+    lines = table_lines(sorted(table.items()), _column_label)
+    header = next((line.number for line in lines if line.header), None)
+    headings = sorted((column, last_column) for (row, column), (_, last_column) in merged.items()
+                      if row == header and last_column > column and cell(row, column).strip())
+    if header is None or not headings:
+        return sorted(table.items()), extents
+    for column, last_column in headings:
+        for covered in range(column + 1, last_column + 1):
+            put(header, covered, cell(header, column))
+    below = next((line.number for line in lines if line.number > header), None)
+    if below is not None:
+        width = max(len(table[header]), len(table[below]))
+        under = {column: cell(below, column) for column in range(1, width + 1)
+                 if cell(below, column).strip() and cell(below, column) != cell(header, column)}
+        spanned = {c for column, last_column in headings for c in range(column, last_column + 1)}
+        if (len(under) >= 2 and set(under) <= spanned
+                and not any(_NUMBER_LIKE.fullmatch(value) for value in under.values())):
+            for column in range(1, width + 1):
+                top, sub = cell(header, column), under.get(column, "")
+                put(header, column, f"{top} {sub}" if top and sub else top or sub)
+            del table[below]
+            extend(header, below, width)
+    return sorted(table.items()), extents
 
 
 def sheet_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str | None:

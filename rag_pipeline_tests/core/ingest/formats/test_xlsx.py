@@ -230,28 +230,82 @@ def test_rows_are_bounded_while_reading():
     assert dict(within.notes)["rows"] == "100"
 
 
-def test_a_row_is_cited_over_the_merged_cells_it_begins():
+def test_merged_cells_read_as_a_reader_sees_them_and_rows_cited_over_them():
     from openpyxl import Workbook
 
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = "Plan"
     sheet["A1"] = "Site plan 2026"
-    sheet.merge_cells("A1:D1")  # a title over four columns: A1:D1, not A1:A1
+    sheet.merge_cells("A1:D1")  # a title over four columns: cited A1:D1, not A1:A1
     sheet.append(["Region", "Site", "Lead", "Hours"])
     sheet.append(["North", "Delta", "Ana", 6])
     sheet.append([None, "Fjord", "Bo", 4])
-    sheet.merge_cells("A3:A4")  # one region over two rows: its first row is cited over both
+    sheet.merge_cells("A3:A4")  # one region beside two sites: each row holds it
     sheet["B6"] = "Closed on public holidays"
-    sheet.merge_cells("B6:D7")
+    sheet.merge_cells("B6:D7")  # a block of text: once, cited over its area
     buffer = io.BytesIO()
     workbook.save(buffer)
     extracted = XLSX.extract(buffer.getvalue(), "plan")
     assert extracted.canonical_text == ("Site plan 2026\n"
                                         "Region | Site | Lead | Hours\n"
                                         "Region: North | Site: Delta | Lead: Ana | Hours: 6\n"
-                                        "Site: Fjord | Lead: Bo | Hours: 4\n"
+                                        "Region: North | Site: Fjord | Lead: Bo | Hours: 4\n"
                                         "Site: Closed on public holidays\n")
     assert [a.locator for a in extracted.anchors] == [
-        "sheet=Plan&range=A1:D1", "sheet=Plan&range=A2:D2", "sheet=Plan&range=A3:D4",
-        "sheet=Plan&range=B4:D4", "sheet=Plan&range=B6:D7"]
+        "sheet=Plan&range=A1:D1", "sheet=Plan&range=A2:D2", "sheet=Plan&range=A3:D3",
+        "sheet=Plan&range=A4:D4", "sheet=Plan&range=B6:D7"]
+
+
+def test_merged_headings_over_a_row_of_labels_make_one_header_of_two_rows():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Spend"
+    sheet.append(["Department", "Q1", None, "Q2", None])
+    sheet.append([None, "Plan", "Actual", "Plan", "Actual"])
+    sheet.append(["Marketing", 120000, 118250, 130000, 141775])
+    sheet.append(["Sales", 90000, 87000, 95000, 99500])
+    for area in ("A1:A2", "B1:C1", "D1:E1"):
+        sheet.merge_cells(area)
+    for row in sheet.iter_rows(min_row=3, min_col=2):
+        for cell in row:
+            cell.number_format = "#,##0"
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(buffer.getvalue(), "spend")
+    assert extracted.canonical_text == (
+        "Department | Q1 Plan | Q1 Actual | Q2 Plan | Q2 Actual\n"
+        "Department: Marketing | Q1 Plan: 120,000 | Q1 Actual: 118,250 | Q2 Plan: 130,000 | "
+        "Q2 Actual: 141,775\n"
+        "Department: Sales | Q1 Plan: 90,000 | Q1 Actual: 87,000 | Q2 Plan: 95,000 | "
+        "Q2 Actual: 99,500\n")
+    assert [a.locator for a in extracted.anchors] == [
+        "sheet=Spend&range=A1:E2", "sheet=Spend&range=A3:E3", "sheet=Spend&range=A4:E4"]
+    assert extracted.notes[:2] == (("sheets", "1"), ("rows", "2"))
+
+
+def test_a_merged_heading_without_labels_under_it_names_each_column_it_spans():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.append(["Name", "Contact", None])
+    sheet.merge_cells("B1:C1")
+    sheet.append(["Ana", "ana@example.org", "555-0101"])
+    sheet.append(["Bo", "bo@example.org", "555-0102"])
+    sheet.append(["Cy", "Main St 5", "Oslo"])  # Planted: text only under the heading, but a
+    # name outside it: a data row, not labels (were it the first, it stays a data row too)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    assert XLSX.extract(buffer.getvalue(), "c").canonical_text == (
+        "Name | Contact | Contact\n"
+        "Name: Ana | Contact: ana@example.org | Contact: 555-0101\n"
+        "Name: Bo | Contact: bo@example.org | Contact: 555-0102\n"
+        "Name: Cy | Contact: Main St 5 | Contact: Oslo\n")
+    sheet.delete_rows(2, 2)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    assert XLSX.extract(buffer.getvalue(), "c").canonical_text == (
+        "Name | Contact | Contact\nName: Cy | Contact: Main St 5 | Contact: Oslo\n")
