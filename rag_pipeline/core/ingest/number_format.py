@@ -1,4 +1,5 @@
-"""A number as a spreadsheet cell shows it under its number format (ECMA-376 Part 1, 18.8.31).
+"""A number or a date as a spreadsheet cell shows it under its number format (ECMA-376
+Part 1, 18.8.31).
 
 Covers what teams' workbooks use: thousands separators (``#,##0``), fixed and optional
 decimals (``0.00``, ``0.0#``), percentages (``0.0%``), currencies as symbols or quoted text
@@ -7,23 +8,33 @@ decimals (``0.00``, ``0.0#``), percentages (``0.0%``), currencies as symbols or 
 Decimal and thousands separators are the format's own (``.`` and ``,``): a file's formats are
 stored in that notation whatever the locale of the application that shows them.
 
-Every other format (General, dates and times, fractions, scientific notation, conditions, text,
-digits spread over literals such as ``000-00-0000``) is not rendered here: :func:`shown_number`
-returns None and the caller writes the number plainly. Rounding is half away from zero on the
+Dates and times (:func:`shown_date`): ``yyyy yy``, months ``m mm mmm mmmm mmmmm`` (minutes
+after an hour or before seconds), days ``d dd ddd dddd``, ``h hh s ss`` and ``AM/PM``, month
+and day names in English. Builtin format 14 (``mm-dd-yy``), which Excel shows in the reader's
+own short date, and elapsed times (``[h]:mm``) are not rendered; a date-time at midnight under a
+format showing a date and then a time is shown as its date.
+
+Every other format (General, fractions, scientific notation, conditions, text, digits spread
+over literals such as ``000-00-0000``) is not rendered here: :func:`shown_number` returns None
+and the caller writes the number plainly. Rounding is half away from zero on the
 decimal the cell holds, as Excel shows it (``0.125`` under ``0.00`` is ``0.13``, where binary
 rounding gives ``0.12``).
 """
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
 import re
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["shown_number"]
+__all__ = ["shown_date", "shown_number"]
 
 _PLACEHOLDERS = "0#?"
 _DATE_OR_TIME = re.compile(r"[yYmMdDhHsS]|AM/PM|A/P", re.IGNORECASE)
 _BRACKET = re.compile(r"\[([^\]]*)\]")
+_ELAPSED = re.compile(r"h+|m+|s+", re.IGNORECASE)
+"""An elapsed-time bracket (``[h]``, ``[mm]``), unlike a colour (``[Magenta]``)."""
 
 
 def shown_number(value: int | float, number_format: str) -> str | None:
@@ -102,7 +113,7 @@ def _tokens(section: str) -> list[tuple[str, str]] | None:
             inner = match.group(1)
             if inner.startswith("$"):
                 tokens.append(("text", inner[1:].split("-")[0]))
-            elif re.fullmatch(r"[A-Za-z]+\d*", inner) is None or _DATE_OR_TIME.match(inner):
+            elif re.fullmatch(r"[A-Za-z]+\d*", inner) is None or _ELAPSED.fullmatch(inner):
                 return None  # a condition ([<100]) or elapsed time ([h], [mm])
             index = match.end()
             continue
@@ -152,3 +163,116 @@ def _render(tokens: list[tuple[str, str]], value: Decimal, sign: str) -> str | N
     before = "".join(text for kind, text in tokens[:first] if kind == "text" or text == "%")
     after = "".join(text for kind, text in trailing if kind == "text" or text == "%")
     return f"{sign}{before}{number}{after}".strip()
+
+
+_DATE_TOKEN = re.compile(r"yyyy|yy|mmmmm|mmmm|mmm|mm|m|dddd|ddd|dd|d|hh|h|ss|s|am/pm|a/p",
+                         re.IGNORECASE)
+_LOCALE_SHORT_DATE = "mm-dd-yy"
+"""Builtin format 14 as openpyxl names it: Excel shows it in the reader's own short date."""
+
+
+def shown_date(value: dt.datetime | dt.date | dt.time, number_format: str) -> str | None:
+    """``value`` as a cell formatted ``number_format`` shows it (``01/04/2026`` under
+    ``dd/mm/yyyy``, ``2:30 PM`` under ``h:mm AM/PM``); None for a format not rendered here."""
+    section = _sections(number_format)[0]
+    if section.lower() == _LOCALE_SHORT_DATE:
+        return None
+    tokens = _date_tokens(section)
+    if tokens is None:
+        return None
+    kinds = [_date_kind(tokens, i) for i in range(len(tokens))]
+    dates = [i for i, kind in enumerate(kinds) if kind == "date"]
+    times = [i for i, kind in enumerate(kinds) if kind == "time"]
+    if isinstance(value, dt.time):
+        if dates:
+            return None
+        value = dt.datetime.combine(dt.date(1900, 1, 1), value)
+    elif not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    if dates and times and dates[-1] < times[0] and value.time() == dt.time():
+        tokens, kinds = tokens[:dates[-1] + 1], kinds[:dates[-1] + 1]
+    twelve = any(text.lower() in ("am/pm", "a/p") for kind, text in tokens if kind == "date")
+    return "".join(text if kind == "text" else _date_part(text, role, value, twelve)
+                   for (kind, text), role in zip(tokens, kinds, strict=True)).strip() or None
+
+
+def _date_tokens(section: str) -> list[tuple[str, str]] | None:
+    """The section as ``("text", literal)`` and ``("date", token)`` tokens; None for a
+    section that is no date or time format, or one this module does not render."""
+    tokens: list[tuple[str, str]] = []
+    index = 0
+    while index < len(section):
+        char = section[index]
+        if char == '"':
+            end = section.find('"', index + 1)
+            if end < 0:
+                return None
+            tokens.append(("text", section[index + 1:end]))
+            index = end + 1
+        elif char == "\\" and index + 1 < len(section):
+            tokens.append(("text", section[index + 1]))
+            index += 2
+        elif char in "_*" and index + 1 < len(section):
+            index += 2
+        elif char == "[":
+            match = _BRACKET.match(section, index)
+            if match is None or _ELAPSED.fullmatch(match.group(1)) or "<" in match.group(1) \
+                    or ">" in match.group(1) or "=" in match.group(1):
+                return None  # elapsed time ([h]:mm) or a condition
+            if match.group(1).startswith("$"):
+                tokens.append(("text", match.group(1)[1:].split("-")[0]))
+            index = match.end()
+        elif (token := _DATE_TOKEN.match(section, index)) is not None:
+            tokens.append(("date", token.group(0)))
+            index = token.end()
+        elif char in "0#?@eE%" or section.startswith("General", index):
+            return None  # digits (fractions of a second, numbers), text or scientific
+        else:
+            tokens.append(("text", char))
+            index += 1
+    return tokens if any(kind == "date" for kind, _ in tokens) else None
+
+
+def _date_kind(tokens: list[tuple[str, str]], index: int) -> str:
+    """``date``, ``time`` (hours, minutes, seconds, AM/PM) or ``text`` for token ``index``:
+    ``m``/``mm`` is minutes right after an hour or right before seconds, else a month."""
+    kind, text = tokens[index]
+    if kind == "text":
+        return "text"
+    token = text.lower()
+    if token[0] in "hs" or token in ("am/pm", "a/p"):
+        return "time"
+    if token in ("m", "mm"):
+        parts = [(i, t.lower()) for i, (k, t) in enumerate(tokens) if k == "date"]
+        place = [i for i, _ in parts].index(index)
+        before = parts[place - 1][1] if place > 0 else ""
+        after = parts[place + 1][1] if place + 1 < len(parts) else ""
+        if before[:1] == "h" or after[:1] == "s":
+            return "time"
+    return "date"
+
+
+def _date_part(token: str, role: str, value: dt.datetime, twelve: bool) -> str:
+    """One token of a date or time format filled from ``value``."""
+    lower = token.lower()
+    if lower.startswith("y"):
+        return f"{value.year:04d}" if len(lower) > 2 else f"{value.year % 100:02d}"
+    if lower.startswith("d"):
+        return {1: str(value.day), 2: f"{value.day:02d}", 3: calendar.day_abbr[value.weekday()]}.get(
+            len(lower), calendar.day_name[value.weekday()])
+    if lower.startswith("m") and role == "date":
+        return {1: str(value.month), 2: f"{value.month:02d}", 3: calendar.month_abbr[value.month],
+                4: calendar.month_name[value.month]}.get(len(lower), calendar.month_name[value.month][:1])
+    if lower.startswith("m"):
+        return str(value.minute) if len(lower) == 1 else f"{value.minute:02d}"
+    if lower.startswith("s"):
+        return str(value.second) if len(lower) == 1 else f"{value.second:02d}"
+    if lower.startswith("h"):
+        hour = (value.hour % 12 or 12) if twelve else value.hour
+        return str(hour) if len(lower) == 1 else f"{hour:02d}"
+    after_noon = value.hour >= 12
+    if lower == "am/pm":
+        shown = "PM" if after_noon else "AM"
+        return shown.lower() if token == "am/pm" else shown
+    shown = "P" if after_noon else "A"
+    return shown.lower() if token == "a/p" else shown

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import RangeLocator
-from rag_pipeline.core.ingest.number_format import shown_number
+from rag_pipeline.core.ingest.number_format import shown_date, shown_number
 from rag_pipeline.core.ingest.rows import TableLine, column_letters, place_lines, table_lines
 
 __all__ = ["MergedCells", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
@@ -37,6 +37,9 @@ def cell_value_text(value: object, number_format: str = "General") -> str:
         return shown
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
+    if isinstance(value, (dt.datetime, dt.date, dt.time)) and (
+            shown := shown_date(value, number_format)) is not None:
+        return shown
     if isinstance(value, dt.datetime):
         return value.date().isoformat() if value.time() == dt.time() else value.isoformat(sep=" ")
     if isinstance(value, (dt.date, dt.time)):

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from rag_pipeline.core.ingest.number_format import shown_number
+from rag_pipeline.core.ingest.number_format import shown_date, shown_number
 
 ACCOUNTING = '_($* #,##0.00_);_($* (#,##0.00);_($* "-"??_);_(@_)'
 """Excel's built-in Accounting format (number format 44)."""
@@ -21,7 +23,7 @@ ACCOUNTING = '_($* #,##0.00_);_($* (#,##0.00);_($* "-"??_);_(@_)'
     (1250.5, ACCOUNTING, "$1,250.50"), (-1250.5, ACCOUNTING, "$(1,250.50)"), (0, ACCOUNTING, "$-"),
     (1250, "[$€-407] #,##0", "€ 1,250"), (1234.5, "[$$-409]#,##0.00", "$1,234.50"),
     (1250, '#,##0 "EUR"', "1,250 EUR"), (5, "[Red]0;[Blue]-0", "5"), (-5, "[Red]0;[Blue]-0", "-5"),
-    (12, "0\\h", "12h"), (1000, "#,##0;[Red]-#,##0", "1,000"),
+    (12, "0\\h", "12h"), (1000, "#,##0;[Red]-#,##0", "1,000"), (-2, "[Magenta]0;[Red]-0", "-2"),
 ])
 def test_a_number_is_shown_as_its_format_says(value: float, number_format: str, shown: str):
     assert shown_number(value, number_format) == shown
@@ -39,3 +41,33 @@ def test_a_format_not_rendered_here_gives_none(number_format: str):
 def test_a_semicolon_inside_quotes_or_brackets_does_not_end_a_section():
     assert shown_number(-3, '0" ; ";[$;-409]0') == ";3"
     assert shown_number(3, '0" ; ";[$;-409]0') == "3 ;"
+
+
+AFTERNOON = dt.datetime(2026, 4, 1, 14, 30, 5)
+MIDNIGHT = dt.datetime(2026, 4, 1)
+
+
+@pytest.mark.parametrize(("value", "number_format", "shown"), [
+    (MIDNIGHT, "dd/mm/yyyy", "01/04/2026"), (MIDNIGHT, "mm/dd/yyyy", "04/01/2026"),
+    (MIDNIGHT, "d mmm yyyy", "1 Apr 2026"), (MIDNIGHT, "mmmm d, yyyy", "April 1, 2026"),
+    (MIDNIGHT, "dddd, mmmm dd, yyyy", "Wednesday, April 01, 2026"), (MIDNIGHT, "mmm-yy", "Apr-26"),
+    (MIDNIGHT, "[$-409]mmmm d, yyyy;@", "April 1, 2026"), (MIDNIGHT, 'yyyy"年"m"月"d"日"', "2026年4月1日"),
+    (AFTERNOON, "h:mm AM/PM", "2:30 PM"), (AFTERNOON, "hh:mm:ss am/pm", "02:30:05 pm"),
+    (AFTERNOON, "hh:mm", "14:30"), (AFTERNOON, "m/d/yy h:mm", "4/1/26 14:30"),
+    # m is minutes after an hour or before seconds, a month elsewhere.
+    (AFTERNOON, "mm:ss", "30:05"), (AFTERNOON, "yyyy-mm-dd h:mm:ss", "2026-04-01 14:30:05"),
+    # A date-time at midnight under a date-then-time format is its date (openpyxl's default).
+    (MIDNIGHT, "yyyy-mm-dd h:mm:ss", "2026-04-01"),
+    (dt.time(9, 5), "h:mm AM/PM", "9:05 AM"), (dt.date(2026, 4, 1), "d/m/yy", "1/4/26"),
+])
+def test_a_date_is_shown_as_its_format_says(value, number_format: str, shown: str):
+    assert shown_date(value, number_format) == shown
+
+
+@pytest.mark.parametrize(("value", "number_format"), [
+    (MIDNIGHT, "mm-dd-yy"),  # builtin 14: the reader's own short date, unknown here
+    (MIDNIGHT, "[h]:mm"), (AFTERNOON, "h:mm:ss.0"), (MIDNIGHT, "General"), (MIDNIGHT, "0.00"),
+    (dt.time(9, 5), "dd/mm/yyyy"),  # a time has no date to show
+])
+def test_a_date_format_not_rendered_here_gives_none(value, number_format: str):
+    assert shown_date(value, number_format) is None

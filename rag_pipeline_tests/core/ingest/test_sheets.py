@@ -27,6 +27,8 @@ def test_cached_values_as_text(value: object, text: str):
     (0.15, '0.00 "%"', "0.15 %"), (0.15, "0.00\\%", "0.15%"), (0.15, "General", "0.15"),
     ("15%", "0%", "15%"), (1250.5, "#,##0.00", "1,250.50"), (-1250, '"$"#,##0;"$"(#,##0)', "$(1,250)"),
     (45000, "yyyy-mm-dd", "45000"), (1e6, "0.00E+00", "1000000"),
+    (dt.datetime(2026, 4, 1), "dd/mm/yyyy", "01/04/2026"),
+    (dt.datetime(2026, 4, 1), "mm-dd-yy", "2026-04-01"),
 ])
 def test_a_number_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
     assert cell_value_text(value, number_format) == text
