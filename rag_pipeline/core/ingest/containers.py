@@ -81,6 +81,8 @@ class GzipMembers(io.RawIOBase):
             zlib.error: The data is not gzip, or a member is corrupt.
             EOFError: The data ends inside a member.
         """
+        if size == 0:
+            return b""
         out = []
         while not self._ended and (size < 0 or not out):
             if self._inflater.eof:

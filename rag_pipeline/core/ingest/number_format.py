@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 __all__ = ["shown_date", "shown_number"]
 
@@ -41,9 +42,9 @@ def shown_number(value: int | float, number_format: str) -> str | None:
     """``value`` as a cell formatted ``number_format`` shows it (``1,250.50`` for 1250.5 under
     ``#,##0.00``, ``$(1,250)`` for -1250 under ``"$"#,##0;"$"(#,##0)``, ``15%`` for 0.15 under
     ``0%``); None for a format not rendered here (the module's docstring lists them)."""
-    sections = _sections(number_format)
-    if not sections or not isinstance(value, (int, float)) or value != value:
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not number_format.strip():
         return None
+    sections = _sections(_OPENPYXL_BUILTIN_44.get(number_format, number_format))
     sign = ""
     if value < 0 and len(sections) >= 2:
         section, value = sections[1], -value
@@ -56,7 +57,19 @@ def shown_number(value: int | float, number_format: str) -> str | None:
     tokens = _tokens(section)
     if tokens is None:
         return None
-    return _render(tokens, Decimal(repr(value)), sign)
+    # Excel shows 15 significant digits of a double; the digits the cell holds are kept exactly
+    # (precision enough for any double's whole digits and decimals).
+    shown = Decimal(f"{value:.15g}") if isinstance(value, float) else Decimal(value)
+    with localcontext() as context:
+        context.prec = 800
+        return _render(tokens, shown, sign)
+
+
+_OPENPYXL_BUILTIN_44 = {
+    '_("$"* #,##0.00_)_("$"* \\(#,##0.00\\)_("$"* "-"??_)_(@_)':
+        '_("$"* #,##0.00_);_("$"* \\(#,##0.00\\);_("$"* "-"??_);_(@_)'}
+"""Builtin format 44 (Accounting) as openpyxl names it, its sections' ``;`` missing (Excel
+stores the id alone, so openpyxl's name is all a reader gets), and as Excel defines it."""
 
 
 def _sections(number_format: str) -> list[str]:
@@ -126,13 +139,21 @@ def _tokens(section: str) -> list[tuple[str, str]] | None:
     return tokens
 
 
+def _grouped(digits: str) -> str:
+    """``digits`` with a comma between each group of three from the right (``000,123``)."""
+    head = len(digits) % 3 or 3
+    return ",".join([digits[:head], *(digits[i:i + 3] for i in range(head, len(digits), 3))])
+
+
 def _render(tokens: list[tuple[str, str]], value: Decimal, sign: str) -> str | None:
     """The text of ``tokens`` with ``value`` (not negative) put in their placeholders; a section
     without placeholders (``"-"`` for zero) is its text alone."""
     digits = [i for i, (kind, text) in enumerate(tokens) if kind == "digit" and text in _PLACEHOLDERS]
     if not digits:
-        return "".join(text for kind, text in tokens if kind == "text").strip() or None
+        return "".join(text for kind, text in tokens if kind == "text").strip()
     first, last = digits[0], digits[-1]
+    if tokens[last + 1:last + 2] == [("digit", ".")]:
+        last += 1  # a decimal point after the last digit (``0.``) is shown
     if any(kind == "text" for kind, _ in tokens[first:last + 1]):
         return None  # digits spread over literals (000-00-0000): not a plain number
     pattern = "".join(text for _, text in tokens[first:last + 1])
@@ -155,11 +176,8 @@ def _render(tokens: list[tuple[str, str]], value: Decimal, sign: str) -> str | N
     fraction_digits = fraction_digits.rstrip("0").ljust(fraction_min, "0")
     whole_digits = whole_digits.lstrip("0").rjust(whole_min, "0")
     if grouped:
-        whole_digits = f"{int(whole_digits or 0):,}" if whole_digits else ""
-    number = whole_digits + ("." + fraction_digits if fraction_digits or "." in pattern and
-                             fraction_max == 0 else "")
-    if rounded == 0:
-        sign = ""
+        whole_digits = _grouped(whole_digits) if whole_digits else ""
+    number = whole_digits + ("." + fraction_digits if "." in pattern else "")
     before = "".join(text for kind, text in tokens[:first] if kind == "text" or text == "%")
     after = "".join(text for kind, text in trailing if kind == "text" or text == "%")
     return f"{sign}{before}{number}{after}".strip()

@@ -6,8 +6,11 @@ first :data:`HEADER_SEARCH_ROWS` non-blank rows, so a title or a comment line ab
 lines of their own, cells joined by ``" | "``. The header becomes one line the same way;
 every later non-blank row becomes one line of ``Header: value`` pairs joined by ``" | "``
 (blank cells left out, so a sparse row stays short), which keeps each value next to the name
-of its column wherever a chunk boundary falls. Blank rows are left out but keep their number,
-so a row's number is always its place in the file.
+of its column wherever a chunk boundary falls, except a row holding one sentence-like cell
+(:data:`NOTE_MIN_WORDS` words or more) in a table of three or more columns, such as a note
+under the table ("All figures exclude VAT"), which is its text alone: it is no value of its
+column. Blank rows are left out but keep their number, so a row's number is always its place
+in the file.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
 
 CELL_SEPARATOR = " | "
 HEADER_SEARCH_ROWS = 20
+NOTE_MIN_WORDS = 4
+"""A row whose only filled cell holds this many words, in a table of three or more columns, is a
+note, not a value of that cell's column."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             labels = [value or column_label(column) for column, value in enumerate(cells, start=1)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(labels[first - 1:last]),
                                    header=True))
+        elif len(filled) == 1 and len(labels) >= 3 and len(cells[first - 1].split()) >= NOTE_MIN_WORDS:
+            lines.append(TableLine(number, first, last, cells[first - 1]))
         else:
             names = [labels[column - 1] if column <= len(labels) else column_label(column)
                      for column in filled]

@@ -134,7 +134,8 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
 
     - A merged area one column wide over several rows (a region beside its cities, an approver
       beside three contracts) shows its value beside each of those rows: each row holds it.
-    - A merged heading of the header row (``Q1`` over ``B1:C1``) names every column it spans;
+    - A merged heading of a header row of two labels or more (``Q1`` over ``B1:C1``) names
+      every column it spans;
       when the next row holds labels under such headings only (``Plan``, ``Actual``: no cell
       that reads as a number, none outside the headings but what the header shows there), the
       two rows are one header (``Q1 Plan``, ``Q1 Actual``), cited over both rows.
@@ -171,8 +172,8 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
     header = next((line.number for line in lines if line.header), None)
     headings = sorted((column, last_column) for (row, column), (_, last_column) in merged.items()
                       if row == header and last_column > column and cell(row, column).strip())
-    if header is None or not headings:
-        return sorted(table.items()), extents
+    if header is None or not headings or len({c for c in table[header] if c.strip()}) < 2:
+        return sorted(table.items()), extents  # no header, or a title merged over a row alone
     for column, last_column in headings:
         for covered in range(column + 1, last_column + 1):
             put(header, covered, cell(header, column))
@@ -201,5 +202,6 @@ def sheet_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str | Non
     if not ranges:
         return None
     sheet = [r for r in ranges if r.sheet == ranges[0].sheet]
-    return RangeLocator(sheet[0].sheet, min(r.first_column for r in sheet), sheet[0].first_row,
-                        max(r.last_column for r in sheet), sheet[-1].last_row).fragment
+    return RangeLocator(sheet[0].sheet, min(r.first_column for r in sheet),
+                        min(r.first_row for r in sheet), max(r.last_column for r in sheet),
+                        max(r.last_row for r in sheet)).fragment

@@ -18,6 +18,7 @@ import pytest
 
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.containers import (
+    GzipMembers,
     PreviousRecords,
     extract_file,
     not_text_reason,
@@ -335,6 +336,9 @@ def test_a_gzip_file_is_read_as_gzip_reads_it_members_joined_and_trailing_bytes_
     assert (record.status, record.canonical_text, record.notes) == (
         "ok", "First line.\nSecond line.\n", (("trailing_bytes_ignored", "8"),))
     assert left_out(record.notes) == ["8 byte(s) after the compressed data ignored (no gzip member)"]
+    members = GzipMembers(io.BytesIO(data))
+    assert (members.read(0), members.read(5), members.read(), members.read()) == (
+        b"", b"First", b" line.\nSecond line.\n", b"")
 
 
 def test_stamps_name_the_compression_and_the_inner_format():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from openpyxl.styles.numbers import BUILTIN_FORMATS
 
 from rag_pipeline.core.ingest.number_format import shown_date, shown_number
 
@@ -19,7 +20,13 @@ ACCOUNTING = '_($* #,##0.00_);_($* (#,##0.00);_($* "-"??_);_(@_)'
     (0.15, "0%", "15%"), (0.125, "0.00%", "12.50%"), (0.1234, "0.0%_)", "12.3%"),
     (1234567, '#,##0,"k"', "1,235k"), (1234567, '0.0,,"M"', "1.2M"),
     (-1250, '"$"#,##0;"$"(#,##0)', "$(1,250)"), (-5, "#,##0.00", "-5.00"), (-5, "$#,##0", "-$5"),
-    (0, '#,##0;(#,##0);"-"', "-"), (-0.001, "0.00", "0.00"),
+    (0, '#,##0;(#,##0);"-"', "-"), (-0.001, "0.00", "-0.00"), (-0.3, "0", "-0"),
+    # An empty section shows nothing (the usual way to hide zeros or negatives).
+    (0, "0;-0;;@", ""), (-5, "#,##0.00;;", ""), (5, ";;;", ""),
+    (1, "0.#", "1."), (1, "0.", "1."), (0, "#.##", "."), (123, "000,000", "000,123"),
+    (1e26, "#,##0.00", "100,000,000,000,000,000,000,000,000.00"),
+    (2.0 ** 53 + 2, "#,##0", "9,007,199,254,740,990"),  # 15 significant digits, as Excel shows
+    (3, BUILTIN_FORMATS[44], "$3.00"), (-3, BUILTIN_FORMATS[44], "$(3.00)"),
     (1250.5, ACCOUNTING, "$1,250.50"), (-1250.5, ACCOUNTING, "$(1,250.50)"), (0, ACCOUNTING, "$-"),
     (1250, "[$€-407] #,##0", "€ 1,250"), (1234.5, "[$$-409]#,##0.00", "$1,234.50"),
     (1250, '#,##0 "EUR"', "1,250 EUR"), (5, "[Red]0;[Blue]-0", "5"), (-5, "[Red]0;[Blue]-0", "-5"),
@@ -31,11 +38,16 @@ def test_a_number_is_shown_as_its_format_says(value: float, number_format: str, 
 
 @pytest.mark.parametrize("number_format", [
     "General", '"$"General', "yyyy-mm-dd", "m/d/yy", "h:mm AM/PM", "[h]:mm", "0.00E+00", "# ?/?",
-    "@", "[>=1000]0,\"k\";0", "000-00-0000", "(###) ###-####", '"unterminated',
+    "@", "[>=1000]0,\"k\";0", "000-00-0000", "(###) ###-####", '"unterminated', "",
 ])
 def test_a_format_not_rendered_here_gives_none(number_format: str):
     # The caller writes the number plainly: a format this module cannot show exactly is never guessed.
     assert shown_number(1234.5, number_format) is None
+
+
+def test_a_number_no_format_can_show_gives_none():
+    assert [shown_number(v, "0.00") for v in (float("inf"), float("-inf"), float("nan"))] == [
+        None, None, None]
 
 
 def test_a_semicolon_inside_quotes_or_brackets_does_not_end_a_section():

@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from rag_pipeline.core.ingest.sheets import cell_value_text
+from rag_pipeline.core.ingest.extracted import Anchor
+from rag_pipeline.core.ingest.sheets import cell_value_text, sheet_fragment
 
 
 @pytest.mark.parametrize(("value", "text"), [
@@ -32,3 +33,12 @@ def test_cached_values_as_text(value: object, text: str):
 ])
 def test_a_number_is_written_as_the_cell_shows_it(value: object, number_format: str, text: str):
     assert cell_value_text(value, number_format) == text
+
+
+def test_a_span_is_cited_over_every_row_and_column_its_rows_reach():
+    # Planted: the first row holds a merged block reaching row 3; the second row is narrower.
+    anchors = [Anchor(0, 10, "sheet=S&range=B2:F3"), Anchor(11, 20, "sheet=S&range=A3:B3"),
+               Anchor(21, 30, "sheet=S&range=A4:C4")]
+    assert sheet_fragment(anchors, 0, 20) == "#sheet=S&range=A2:F3"
+    assert sheet_fragment(anchors, 11, 30) == "#sheet=S&range=A3:C4"
+    assert sheet_fragment(anchors, 31, 40) is None

@@ -33,6 +33,7 @@ from rag_pipeline.core.ingest.office_zip import (
     count_elements,
 )
 from rag_pipeline.core.ingest.rows import column_number
+from rag_pipeline.core.ingest.safe_xml import safe_xml
 from rag_pipeline.core.ingest.sheets import MergedCells, cell_value_text, lay_out_sheets, sheet_fragment
 
 
@@ -65,9 +66,9 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
     merged: dict[str, dict[tuple[int, int], tuple[int, int]]] = {}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         titles = _sheet_titles(archive)
-        for name in archive.namelist():
-            if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
-                continue
+        names = set(archive.namelist())
+        for name in sorted(titles.keys() & names | {
+                n for n in names if n.startswith("xl/worksheets/") and n.endswith(".xml")}):
             areas: dict[tuple[int, int], tuple[int, int]] = {}
             with archive.open(name) as stream:
                 for _, element in etree.iterparse(stream, tag=("{*}c", "{*}mergeCell")):
@@ -86,19 +87,47 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
 
 def _sheet_titles(archive: zipfile.ZipFile) -> dict[str, str]:
     """Each worksheet part's sheet name (``xl/worksheets/sheet1.xml`` to ``Budget``), from the
-    workbook and its relationships."""
-    from lxml import etree
-
-    relationships = {rel.get("Id"): rel.get("Target", "") for rel in etree.fromstring(
-        archive.read("xl/_rels/workbook.xml.rels")).iter("{*}Relationship")}
+    workbook part the package names (``_rels/.rels``, as openpyxl finds it) and its
+    relationships; empty when they cannot be read (openpyxl then says what is wrong)."""
+    workbook = _target("_rels/.rels", "", _OFFICE_DOCUMENT, archive) or "xl/workbook.xml"
+    folder, name = posixpath.split(workbook)
+    try:
+        relationships = _relationships(archive, posixpath.join(folder, "_rels", f"{name}.rels"))
+        sheets = list(safe_xml(archive.read(workbook)).iter("{*}sheet"))
+    except (KeyError, ExtractionError):
+        return {}
     titles = {}
-    for sheet in etree.fromstring(archive.read("xl/workbook.xml")).iter("{*}sheet"):
-        target = relationships.get(sheet.get(f"{{{_RELATIONSHIPS}}}id"), "")
-        part = target.lstrip("/") if target.startswith("/") else posixpath.normpath(f"xl/{target}")
-        titles[part] = sheet.get("name", "")
+    for sheet in sheets:
+        target = relationships.get(sheet.get(f"{{{_RELATIONSHIPS}}}id"), ("", ""))[1]
+        if target:
+            titles[_part(folder, target)] = sheet.get("name", "")
     return titles
 
 
+def _relationships(archive: zipfile.ZipFile, rels: str) -> dict[str, tuple[str, str]]:
+    """A relationships part's ``Id`` to ``(Type, Target)``."""
+    return {rel.get("Id"): (rel.get("Type", ""), rel.get("Target", ""))
+            for rel in safe_xml(archive.read(rels)).iter("{*}Relationship")}
+
+
+def _target(rels: str, folder: str, kind: str, archive: zipfile.ZipFile) -> str | None:
+    """The part the first relationship of type ``kind`` in ``rels`` points at."""
+    try:
+        found = [target for kind_, target in _relationships(archive, rels).values() if kind_ == kind]
+    except (KeyError, ExtractionError):
+        return None
+    return _part(folder, found[0]) if found else None
+
+
+def _part(folder: str, target: str) -> str:
+    """A relationship's target as a part name: absolute (``/xl/x.xml``) or relative to
+    ``folder``."""
+    return target.lstrip("/") if target.startswith("/") else posixpath.normpath(
+        posixpath.join(folder, target))
+
+
+_OFFICE_DOCUMENT = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+                    "officeDocument")
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 

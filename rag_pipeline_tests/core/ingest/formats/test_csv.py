@@ -102,6 +102,15 @@ def test_a_comment_line_above_the_table_is_preamble_not_the_header():
     assert extracted.notes == (("rows", "1"),)
 
 
+def test_a_note_under_the_table_is_its_text_not_a_value_of_the_first_column():
+    data = (b"Vendor,Annual fee,Owner\nNorthwind,1200,Ana\nTotal,,\n"
+            b"Note: all figures exclude VAT,,\n")  # Planted: one cell, five words
+    assert CSV.extract(data, "fees").canonical_text == ("Vendor | Annual fee | Owner\n"
+                                                        "Vendor: Northwind | Annual fee: 1200 | Owner: Ana\n"
+                                                        "Vendor: Total\n"
+                                                        "Note: all figures exclude VAT\n")
+
+
 def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_row():
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
     from rag_pipeline.core.ingest.extracted import TableSpan

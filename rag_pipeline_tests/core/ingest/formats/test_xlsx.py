@@ -251,7 +251,7 @@ def test_merged_cells_read_as_a_reader_sees_them_and_rows_cited_over_them():
                                         "Region | Site | Lead | Hours\n"
                                         "Region: North | Site: Delta | Lead: Ana | Hours: 6\n"
                                         "Region: North | Site: Fjord | Lead: Bo | Hours: 4\n"
-                                        "Site: Closed on public holidays\n")
+                                        "Closed on public holidays\n")
     assert [a.locator for a in extracted.anchors] == [
         "sheet=Plan&range=A1:D1", "sheet=Plan&range=A2:D2", "sheet=Plan&range=A3:D3",
         "sheet=Plan&range=A4:D4", "sheet=Plan&range=B6:D7"]
@@ -309,3 +309,29 @@ def test_a_merged_heading_without_labels_under_it_names_each_column_it_spans():
     workbook.save(buffer)
     assert XLSX.extract(buffer.getvalue(), "c").canonical_text == (
         "Name | Contact | Contact\nName: Cy | Contact: Main St 5 | Contact: Oslo\n")
+
+
+def test_merges_are_found_when_the_workbook_part_has_another_name():
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Alpha"
+    sheet["A1"] = "Quarterly plan for the northern sites"
+    sheet.merge_cells("A1:C1")
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    # Planted: the package names its workbook part xl/wb.xml (as _rels/.rels allows).
+    source, renamed = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(renamed, "w") as out:
+        for item in source.infolist():
+            body = source.read(item.filename)
+            name = {"xl/workbook.xml": "xl/wb.xml",
+                    "xl/_rels/workbook.xml.rels": "xl/_rels/wb.xml.rels"}.get(item.filename,
+                                                                            item.filename)
+            if item.filename in ("_rels/.rels", "[Content_Types].xml"):
+                body = body.replace(b"xl/workbook.xml", b"xl/wb.xml")
+            out.writestr(name, body)
+    extracted = XLSX.extract(renamed.getvalue(), "alpha")
+    assert extracted.canonical_text == "Quarterly plan for the northern sites\n"
+    assert [a.locator for a in extracted.anchors] == ["sheet=Alpha&range=A1:C1"]
