@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -133,12 +134,13 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
     column, where a merged area it holds the first cell of reaches past its own cells).
 
     - A merged area one column wide over several rows (a region beside its cities, an approver
-      beside three contracts) shows its value beside each of those rows: each row holds it.
+      beside three contracts) shows its value beside each of those rows: each row holding
+      another value holds it too (a row blank but for it stays blank).
     - A merged heading of a header row of two labels or more (``Q1`` over ``B1:C1``) names
-      every column it spans;
-      when the next row holds labels under such headings only (``Plan``, ``Actual``: no cell
-      that reads as a number, none outside the headings but what the header shows there), the
-      two rows are one header (``Q1 Plan``, ``Q1 Actual``), cited over both rows.
+      every column it spans; when the next row holds labels under such headings only
+      (``Plan``, ``Actual``: no cell that reads as a number, none outside the headings but what
+      the header shows there), the two rows are one header (``Q1 Plan``, ``Q1 Actual``), cited
+      over both rows.
     - Any other merged area keeps its value in its first cell, and its row is cited over it.
     """
     if not merged:
@@ -159,12 +161,13 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
         known = extents.get(row, (row, 0))
         extents[row] = (max(known[0], last_row), max(known[1], last_column))
 
+    numbers = sorted(table)
     for (row, column), (last_row, last_column) in merged.items():
         value = cell(row, column)
         if not value.strip():
             continue
         if last_column == column:
-            for covered in range(row + 1, last_row + 1):
+            for covered in numbers[bisect_right(numbers, row):bisect_right(numbers, last_row)]:
                 put(covered, column, value)
         else:
             extend(row, last_row, last_column)
