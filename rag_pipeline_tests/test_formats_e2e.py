@@ -264,3 +264,6 @@ def test_served_citations_carry_the_same_fragments_in_their_urls(materialised: M
     assert sorted(by_document) == ["film.srt", "ledger.xlsx", "manual.docx", "parts.csv", "talk.vtt"]
     assert {c.document_id: c.left_out for c in citations if c.left_out} == {
         "ledger.xlsx": ("1 comment(s) left out (reviewers' remarks)",)}
+    # A DOCX chunk of rows without the header row carries it; labelled rows (CSV, XLSX) do not.
+    assert {(c.document_id, c.quote.split("\n")[0], c.table_header) for c in citations
+            if c.table_header} == {("manual.docx", "Cake | 4", "Item | Cost | Note")}

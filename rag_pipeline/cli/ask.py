@@ -124,7 +124,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
             echo(f"note: {document_id}: {'; '.join(left)}: the answer cannot hold it")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""
-            echo(f"\n[{c.index}] {c.url}{more}\n{c.quote}")
+            columns = f"(table columns: {c.table_header})\n" if c.table_header else ""
+            echo(f"\n[{c.index}] {c.url}{more}\n{columns}{c.quote}")
         if answer.rendered_answer:
             echo("\n" + answer.rendered_answer)
         elif answer.quoted:

@@ -138,3 +138,27 @@ def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Pa
     # The page fetched nothing but itself and the schema (no favicon request leaves either).
     assert all(url.startswith(base_url + "/") for url in requested), requested
     assert requested[:1] == [base_url + "/docs"]
+
+
+def test_a_source_shows_its_tables_columns_and_what_its_document_left_out(base_url: str, tmp_path: Path):
+    # The page as it renders an answer's JSON: a quote of table rows without their header row,
+    # from a document whose reading left a comment out.
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+
+        def answered(route) -> None:
+            body = json.loads(route.fetch().text())
+            body["citations"][0].update(table_header="City tier | Per diem | Hotel cap",
+                                        left_out=["1 comment(s) left out (reviewers' remarks)"])
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+        page.route("**/ask", answered)
+        page.fill("#question", "how long before a network call times out")
+        page.click("#ask-button")
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        source = page.locator("article.source")
+        assert source.locator("p.columns").inner_text() == (
+            "Table columns: City tier | Per diem | Hotel cap")
+        assert source.locator("p.left-out").inner_text() == (
+            "Left out of this document when it was read: 1 comment(s) left out (reviewers' remarks)")

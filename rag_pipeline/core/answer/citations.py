@@ -14,7 +14,9 @@ class Citation:
     ``fragment`` is what the document's format makes of the span (``#char=start,end``, or
     ``#page=N`` for a PDF page: :meth:`DocumentFormat.fragment`); ``url`` is the document's
     location plus the fragment; ``left_out`` says what the document's extraction left out
-    (``1 comment(s) left out (reviewers' remarks)``), so the answer may be missing it.
+    (``1 comment(s) left out (reviewers' remarks)``), so the answer may be missing it;
+    ``table_header`` is the header row of the table whose rows the quote holds without it
+    (:meth:`DocumentFormat.header_above`), which says what each value of the rows is.
     """
 
     index: int
@@ -30,6 +32,7 @@ class Citation:
     locations: tuple[str, ...] = ()
     section: str = ""
     left_out: tuple[str, ...] = ()
+    table_header: str = ""
 
 
 def locator_label(document_title: str, section: str) -> str:
@@ -62,7 +65,9 @@ def build_prompt(question: str, citations: list[Citation]) -> str:
     embedded text), then the instruction to answer only from them, citing ``[n]``."""
     blocks = []
     for c in citations:
-        blocks.append(f"[{c.index}] {c.document_name} - {c.section or c.document_name}\n{c.quote}")
+        columns = f"(table columns: {c.table_header})\n" if c.table_header else ""
+        blocks.append(f"[{c.index}] {c.document_name} - {c.section or c.document_name}\n"
+                      f"{columns}{c.quote}")
     return ("Sources:\n\n" + "\n\n".join(blocks) + "\n\n"
             "Answer the question using only the sources above. Cite every claim with the number "
             "of its source in square brackets, like [1]. Do not write links. If the sources do "

@@ -79,6 +79,16 @@ def test_prompt_exactly():
         f"Question: {TIMEOUTS_QUESTION}\n")
 
 
+def test_a_quote_of_table_rows_comes_with_its_columns_in_the_prompt():
+    from dataclasses import replace
+
+    rows = replace(citation(1, "Travel policy", "Per diem", "Tier B (Lisbon) | €85 | €160"),
+                   table_header="City tier | Per diem | Hotel cap")
+    assert build_prompt("per diem in Lisbon", [rows]).startswith(
+        "Sources:\n\n[1] Travel policy - Per diem\n"
+        "(table columns: City tier | Per diem | Hotel cap)\nTier B (Lisbon) | €85 | €160\n\n")
+
+
 def test_prompt_section_when_the_title_itself_holds_an_angle_bracket():
     title = "Input > Output"
     c = citation(1, title, "Redirection", "Use > to send output to a file.")

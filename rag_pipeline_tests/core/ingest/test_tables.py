@@ -69,6 +69,19 @@ def test_a_citation_adds_rows_unless_the_formats_fragment_names_them():
     assert format_named("docx").cited_fragment((), tables, 16, 40) == "#char=16,40&rows=1-2"
 
 
+def test_a_span_of_rows_without_its_header_gets_the_header_above_them():
+    from rag_pipeline.core.ingest import format_named
+
+    tables = [TableSpan(10, 40, "Tier | Per diem", 25, (26, 33))]
+    docx = format_named("docx")
+    assert docx.header_above(tables, 26, 40) == "Tier | Per diem"
+    assert docx.header_above(tables, 10, 40) == ""  # the span holds the header row itself
+    assert docx.header_above(tables, 0, 9) == ""  # no table
+    # CSV and sheets name each value's column in its row's line: nothing to add.
+    assert [format_named(f).header_above(tables, 26, 40) for f in ("csv", "xlsx", "ods")] == [
+        "", "", ""]
+
+
 def test_the_rows_a_span_holds_are_the_tables_rows_and_the_row_anchors():
     from rag_pipeline.core.ingest import format_named
 

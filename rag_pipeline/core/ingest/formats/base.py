@@ -32,6 +32,9 @@ class DocumentFormat(ABC):
         fragment_names_rows: :meth:`fragment` names the table rows a span holds itself (a
             CSV file's ``#row=``, a sheet's ``&range=``), so a citation adds no ``rows=``
             (:meth:`cited_fragment`).
+        rows_name_their_columns: Each table row's line names its values' columns (``Item: Tea
+            | Cost: 2.5``: CSV and spreadsheets), so a citation of rows needs no header above
+            them (:meth:`header_above`).
     """
 
     name: ClassVar[str]
@@ -40,6 +43,7 @@ class DocumentFormat(ABC):
     cut_at_anchors: ClassVar[bool] = False
     links_by_text: ClassVar[bool] = False
     fragment_names_rows: ClassVar[bool] = False
+    rows_name_their_columns: ClassVar[bool] = False
 
     @abstractmethod
     def extractor(self) -> Extractor:
@@ -69,6 +73,15 @@ class DocumentFormat(ABC):
         a CSV file's ``#row=4``)."""
         fragment = self.fragment(anchors, start, end)
         return fragment if self.fragment_names_rows else with_rows(fragment, tables, start, end)
+
+    def header_above(self, tables: Sequence[TableSpan], start: int, end: int) -> str:
+        """The header row of the table whose rows ``canonical_text[start:end]`` starts in, when
+        the span does not hold it (``City tier | Per diem | Hotel cap`` above ``Tier B | €85 |
+        €160``); ``""`` otherwise, and for a format whose rows name their columns."""
+        if self.rows_name_their_columns:
+            return ""
+        return next((table.header for table in tables
+                     if table.header and table.header_end <= start < table.end), "")
 
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the

@@ -69,6 +69,7 @@ class CsvFormat(DocumentFormat):
     name = "csv"
     suffixes = (".csv", ".tsv")
     fragment_names_rows = True
+    rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
         return Extractor("csv-stdlib", "3")

@@ -461,6 +461,7 @@ class OdsFormat(_OdfFormat):
     name = "ods"
     suffixes = (".ods",)
     fragment_names_rows = True
+    rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
         return Extractor("ods-content-xml", "5")

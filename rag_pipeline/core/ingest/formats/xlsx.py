@@ -177,6 +177,7 @@ class XlsxFormat(DocumentFormat):
     name = "xlsx"
     suffixes = (".xlsx", ".xlsm")
     fragment_names_rows = True
+    rows_name_their_columns = True
 
     def __init__(self, limits: OfficeLimits | None = None) -> None:
         self.limits = limits or OfficeLimits()
