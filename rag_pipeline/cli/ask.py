@@ -119,6 +119,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                  f"{c.fragment:22s} {c.cosine_distance:.3f}")
         echo("(ranked by the retriever, then the reranker when on; distance: the passage's "
              "cosine distance to the question)")
+        for c in answer.citations:
+            if c.identifier and c.cosine_distance >= answer.cut:
+                echo(f"note: [{c.index}] holds {c.identifier!r} as the question names it: kept "
+                     f"at distance {c.cosine_distance:.3f}, over the cut")
         for document_id, left in dict((c.document_id, c.left_out) for c in answer.citations
                                       if c.left_out).items():
             echo(f"note: {document_id}: {'; '.join(left)}: the answer cannot hold it")

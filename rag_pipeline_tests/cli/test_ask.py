@@ -209,6 +209,20 @@ def test_a_cited_document_with_content_left_out_is_named_once_with_what(
         "note: risks.xlsx: 1 comment(s) left out (reviewers' remarks): the answer cannot hold it"]
 
 
+def test_a_source_kept_for_the_identifier_it_holds_says_so(capsys: pytest.CaptureFixture[str]):
+    from dataclasses import replace
+
+    from rag_pipeline.cli.ask import _print_answer
+
+    answer = _hostile_answer()
+    over = replace(answer.citations[0], cosine_distance=0.71, identifier="INV-0045-QZ")
+    under = replace(over, index=2, cosine_distance=0.41)  # under the cut: nothing to explain
+    _print_answer(replace(answer, citations=[over, under], rendered_answer=None),
+                  show_prompt=False, show_timings=False, rerank_note="")
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")] == [
+        "note: [1] holds 'INV-0045-QZ' as the question names it: kept at distance 0.710, over the cut"]
+
+
 def test_a_quoted_answer_is_printed_after_the_sources_without_control_characters(
         capsys: pytest.CaptureFixture[str]):
     from dataclasses import replace

@@ -19,7 +19,8 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "locator_label": c.locator_label, "fragment": c.fragment, "from": c.start,
             "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
             "locations": list(c.locations), "section": c.section,
-            "left_out": list(c.left_out), "table_header": c.table_header}
+            "left_out": list(c.left_out), "table_header": c.table_header,
+            "identifier": c.identifier}
             for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
@@ -40,7 +41,8 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                           cosine_distance=c["cosine_distance"], url=c["url"],
                           locations=tuple(c["locations"]), section=c.get("section", ""),
                           left_out=tuple(c.get("left_out", ())),
-                          table_header=c.get("table_header", ""))
+                          table_header=c.get("table_header", ""),
+                          identifier=c.get("identifier", ""))
                  for c in data["citations"]]
     return Answer(question=data["question"], answered=data["answered"], reason=data["reason"],
                   cut=data["threshold"], partition=data["partition"], citations=citations,

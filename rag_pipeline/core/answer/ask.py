@@ -111,7 +111,7 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
                              _url_fragment(index, hit.row, base_url, fragment)),
             locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
-            section=index.sections[hit.row], left_out=doc.left_out,
+            section=index.sections[hit.row], left_out=doc.left_out, identifier=hit.identifier,
             table_header=format_named(doc.format).header_above(
                 doc.tables, int(index.starts[hit.row]), int(index.ends[hit.row]))))
     return citations
@@ -167,7 +167,8 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         order = reranker.rerank(question, [(str(i), index.texts[h.row]) for i, h in enumerate(hits)])
         hits = [hits[int(i)] for i, _ in order]
         timings["rerank"] = time.perf_counter() - t
-    decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources)
+    decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources,
+                          [h.identifier for h in hits])
     partition = f"{index.chunker}|{index.model_key}"
     if not decision.answered:
         timings["total"] = time.perf_counter() - started

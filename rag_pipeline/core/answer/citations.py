@@ -16,7 +16,9 @@ class Citation:
     location plus the fragment; ``left_out`` says what the document's extraction left out
     (``1 comment(s) left out (reviewers' remarks)``), so the answer may be missing it;
     ``table_header`` is the header row of the table whose rows the quote holds without it
-    (:meth:`DocumentFormat.header_above`), which says what each value of the rows is.
+    (:meth:`DocumentFormat.header_above`), which says what each value of the rows is;
+    ``identifier`` the identifier of the question the quote holds verbatim (the gate keeps such
+    a passage whatever its distance), ``""`` for none.
     """
 
     index: int
@@ -33,6 +35,7 @@ class Citation:
     section: str = ""
     left_out: tuple[str, ...] = ()
     table_header: str = ""
+    identifier: str = ""
 
 
 def locator_label(document_title: str, section: str) -> str:

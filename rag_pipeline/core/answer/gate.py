@@ -1,8 +1,10 @@
 """The refusal gate: the only part of the pipeline that can say no.
 
-Keep at most ``max_sources`` candidates, in retrieval order, and only those whose cosine
-distance is strictly under ``cut``. When none passes, the answer is a refusal and no model is
-called.
+Keep at most ``max_sources`` candidates: first those holding an identifier the question names
+verbatim (:mod:`rag_pipeline.core.retrieval.identifiers`: ``INV-0045-QZ``, whose passage an
+embedding places far from a question of a few words), then, in retrieval order, those whose
+cosine distance is strictly under ``cut``. When none passes, the answer is a refusal and no
+model is called.
 """
 
 from __future__ import annotations
@@ -50,11 +52,14 @@ def gate_cut(spec: ModelSpec, cut: float | None = None) -> float:
 
 
 def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
-               max_sources: int = MAX_SOURCES) -> GateDecision:
-    """Walks the candidates in retrieval order and keeps those under the cut, up to the cap."""
+               max_sources: int = MAX_SOURCES, identifiers: Sequence[str] = ()) -> GateDecision:
+    """Keeps the candidates holding an identifier the question names (``identifiers``: one
+    per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
+    cap."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
-    kept = [i for i, d in enumerate(distances) if d < cut][:max_sources]
+    named = [i for i, identifier in enumerate(identifiers) if identifier]
+    kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
     return GateDecision(tuple(kept), cut, min(distances) if len(distances) else None)
 
 

@@ -32,6 +32,7 @@ from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
+from rag_pipeline.core.retrieval.identifiers import held_identifiers
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -110,12 +111,15 @@ def embed_question(embedder: TextEmbedder, question: str) -> QueryVector:
 @dataclass(frozen=True)
 class Hit:
     """A ranked chunk (by row in the partition) with its cosine distance to the question.
-    ``locations`` lists every row in the partition holding the same content (itself first)."""
+    ``locations`` lists every row in the partition holding the same content (itself first);
+    ``identifier`` is an identifier the question names that the chunk holds verbatim
+    (:mod:`.identifiers`), ``""`` when it holds none."""
 
     row: int
     score: float
     cosine_distance: float
     locations: tuple[int, ...]
+    identifier: str = ""
 
 
 @dataclass
@@ -337,5 +341,7 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     else:
         hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
         own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
-    hits = [Hit(row, score, d, locations) for (row, score, locations), d in zip(collapsed, own, strict=True)]
+    held = held_identifiers(question, [index.contents[row] for row, _, _ in collapsed])
+    hits = [Hit(row, score, d, locations, identifier) for (row, score, locations), d, identifier
+            in zip(collapsed, own, held, strict=True)]
     return Ranking(hits, distances, timings, path)

@@ -35,7 +35,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "cosine_distance": 0.3125, "url": "https://docs.example/guide/config.md#char=113,203",
             "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
             "section": "Timeouts", "left_out": ["1 comment(s) left out (reviewers' remarks)"],
-            "table_header": ""}],
+            "table_header": "", "identifier": ""}],
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
                            "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166"}],

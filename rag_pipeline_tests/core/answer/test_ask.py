@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from rag_pipeline.core.answer.question import EmptyQuestionError, QuestionTooLon
 from rag_pipeline.core.ingest.text_fragment import text_fragment
 from rag_pipeline.core.retrieval.rerank import Reranker, RerankSettings
 from rag_pipeline.core.retrieval.retriever import embed_question, retrieve
+from rag_pipeline_tests.conftest import TINY_DOCS
 from rag_pipeline_tests.core.conftest import TIMEOUT_S, FakeChatServer, chat_reply
 from rag_pipeline_tests.core.index_builder import TIMEOUTS_PARAGRAPH, BuiltIndex, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -223,3 +225,28 @@ def test_a_table_chunk_cites_its_rows_in_every_format(tmp_path, hashed_embedder:
             assert (first, last) == (held[0], held[-1])
             cited_rows += range(first, last + 1)
     assert cited_rows == list(range(1, 61))  # every row cited once, in order
+
+
+RELEASE_DOCS = {
+    "release_notes.txt": ("Release 4.8.2 (2026-02-20)\n\n"
+                          "- Faster start-up of the indexer.\n- Fixed the retry of failed uploads.\n"
+                          "- Build identifier: b7f3-22c9.\n"),
+    "guide/config.md": TINY_DOCS["guide/config.md"],
+    "guide/install.md": TINY_DOCS["guide/install.md"],
+}
+
+
+def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it(
+        tmp_path: Path, minilm):
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    embedder = load_embedder(minilm)
+    built = build_index(tmp_path, embedder, RELEASE_DOCS)
+    answer = ask("b7f3-22c9", built.index, embedder)
+    # The passage is far from a bare code in meaning (over the cut), but holds it verbatim.
+    (citation,) = [c for c in answer.citations if c.identifier]
+    assert (answer.answered, citation.index, citation.document_id, citation.identifier) == (
+        True, 1, "release_notes.txt", "b7f3-22c9")
+    assert citation.cosine_distance > answer.cut
+    # A code no passage holds is refused, as before.
+    assert not ask("c8e4-33d0", built.index, embedder).answered

@@ -118,3 +118,12 @@ def test_refusal_with_no_candidates_has_no_closest():
 def test_max_sources_below_one_is_an_error(max_sources: int):
     with pytest.raises(ValueError, match=rf"^max_sources must be at least 1, got {max_sources}$"):
         apply_gate([0.1], max_sources=max_sources)
+
+
+def test_a_candidate_holding_an_identifier_the_question_names_is_kept_first_whatever_its_distance():
+    distances = [0.30, 0.85, 0.40, 0.95]
+    decision = apply_gate(distances, 0.6, identifiers=["", "INV-0045-QZ", "", ""])
+    assert decision == GateDecision((1, 0, 2), 0.6, 0.30)
+    assert apply_gate(distances, 0.6, 2, ["", "", "", "AT-2290"]).kept == (3, 0)
+    # Nothing under the cut and no identifier held: a refusal, as before.
+    assert not apply_gate([0.7, 0.9], 0.6, identifiers=["", ""]).answered
