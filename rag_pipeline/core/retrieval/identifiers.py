@@ -7,8 +7,9 @@ passage's cosine distance can sit far above the gate's cut while BM25 ranks it f
 (:func:`rag_pipeline.core.answer.gate.apply_gate`) keeps a hit that holds one verbatim, first.
 
 An identifier is a word of the question (split at white space, surrounding punctuation
-stripped) of at least :data:`MIN_LENGTH` characters holding a digit and a letter, or a digit
-and one of ``- _ . /`` (``4.8.2``). A hit holds it when its content has it case-insensitively
+stripped) of at least :data:`MIN_LENGTH` characters made of letters and digits in runs joined
+by ``- _ . /``, with a digit (``INV-0045-QZ``, ``4.8.2``): a code, not a word such as
+``sqlite3`` or ``float32``, nor code such as ``lst[0]``. A hit holds it when its content has it case-insensitively
 with no letter or digit on either side. It counts only when at most :data:`MAX_HOLDERS` of the
 ranked hits hold it: a string in many passages (``utf-8`` in a Python manual) names nothing in
 particular.
@@ -24,6 +25,7 @@ __all__ = ["MAX_HOLDERS", "MIN_LENGTH", "held_identifiers", "question_identifier
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
 _EDGES = "\"'`()[]{}<>,;:!?*"
+_CODE = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
 
 
 def question_identifiers(question: str) -> tuple[str, ...]:
@@ -32,9 +34,7 @@ def question_identifiers(question: str) -> tuple[str, ...]:
     found: list[str] = []
     for word in question.split():
         word = word.strip(_EDGES).rstrip(".")
-        if len(word) < MIN_LENGTH or not any(c.isdigit() for c in word):
-            continue
-        if not (any(c.isalpha() for c in word) or any(c in "-_./" for c in word)):
+        if len(word) < MIN_LENGTH or not _CODE.fullmatch(word) or not any(c.isdigit() for c in word):
             continue
         if word.lower() not in (f.lower() for f in found):
             found.append(word)

@@ -14,10 +14,13 @@ from rag_pipeline.core.retrieval.identifiers import MAX_HOLDERS, held_identifier
     ("who runs gw-eu-07 and GW-EU-07", ("gw-eu-07",)),  # each once, case aside
     ("\"AT-2290\": open or closed", ("AT-2290",)),
     ("what changed in 4.8.2.", ("4.8.2",)),
-    # Not identifiers: plain words, a bare year or number, short codes, a time.
+    # Not identifiers: plain words, a bare year or number, short codes, a time, words with a
+    # digit (module and type names), code.
     ("how long before a network call times out", ()),
     ("what happened in 2026 at 10:30", ()),
     ("is B2 or Q3 bigger", ()),
+    ("use the sqlite3 module or float32 arrays", ()),
+    ("lst[0] = 1 and f(**{1: 'a'}) fail", ()),
 ])
 def test_question_identifiers(question: str, identifiers: tuple[str, ...]):
     assert question_identifiers(question) == identifiers
