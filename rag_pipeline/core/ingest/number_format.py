@@ -98,44 +98,63 @@ def _sections(number_format: str) -> list[str]:
     return sections
 
 
+class _NotRendered(Exception):
+    """A format (or a part of it) this module does not render."""
+
+
+def _literal(section: str, index: int) -> tuple[str, int] | None:
+    """The literal starting at ``index`` as (the text it shows, the index after it): quoted
+    text, an escaped character, padding (``_x``, ``*x``: nothing), a bracket (``[$€-407]``: its
+    symbol; a colour or a locale: nothing); None when none starts there.
+
+    Raises:
+        _NotRendered: An unterminated quote, a condition (``[<100]``) or an elapsed time
+            (``[h]``).
+    """
+    char = section[index]
+    if char == '"':
+        end = section.find('"', index + 1)
+        if end < 0:
+            raise _NotRendered
+        return section[index + 1:end], end + 1
+    if char == "\\" and index + 1 < len(section):
+        return section[index + 1], index + 2
+    if char in "_*" and index + 1 < len(section):
+        return "", index + 2
+    if char == "[":
+        match = _BRACKET.match(section, index)
+        if match is None:
+            raise _NotRendered
+        inner = match.group(1)
+        if inner.startswith("$"):
+            return inner[1:].split("-")[0], match.end()
+        if re.fullmatch(r"[A-Za-z]+\d*", inner) is None or _ELAPSED.fullmatch(inner):
+            raise _NotRendered
+        return "", match.end()
+    return None
+
+
 def _tokens(section: str) -> list[tuple[str, str]] | None:
     """The section as ``("text", literal)`` and ``("digit", placeholder)`` tokens (``0 # ?
     . , %``); None for a section this module does not render."""
     tokens: list[tuple[str, str]] = []
     index = 0
-    while index < len(section):
-        char = section[index]
-        if char == '"':
-            end = section.find('"', index + 1)
-            if end < 0:
+    try:
+        while index < len(section):
+            if (literal := _literal(section, index)) is not None:
+                if literal[0]:
+                    tokens.append(("text", literal[0]))
+                index = literal[1]
+                continue
+            char = section[index]
+            if section.startswith(("General", "general"), index):
                 return None
-            tokens.append(("text", section[index + 1:end]))
-            index = end + 1
-            continue
-        if char == "\\" and index + 1 < len(section):
-            tokens.append(("text", section[index + 1]))
-            index += 2
-            continue
-        if char in "_*" and index + 1 < len(section):
-            index += 2  # padding as wide as the next character, or it repeated to fill: no text
-            continue
-        if char == "[":
-            match = _BRACKET.match(section, index)
-            if match is None:
-                return None
-            inner = match.group(1)
-            if inner.startswith("$"):
-                tokens.append(("text", inner[1:].split("-")[0]))
-            elif re.fullmatch(r"[A-Za-z]+\d*", inner) is None or _ELAPSED.fullmatch(inner):
-                return None  # a condition ([<100]) or elapsed time ([h], [mm])
-            index = match.end()
-            continue
-        if section.startswith("General", index) or section.startswith("general", index):
-            return None
-        if char in "@/" or char in "eE" or _DATE_OR_TIME.match(section, index):
-            return None
-        tokens.append(("digit", char) if char in _PLACEHOLDERS + ".,%" else ("text", char))
-        index += 1
+            if char in "@/eE" or _DATE_OR_TIME.match(section, index):
+                return None  # text, fractions, scientific notation, dates and times
+            tokens.append(("digit", char) if char in _PLACEHOLDERS + ".,%" else ("text", char))
+            index += 1
+    except _NotRendered:
+        return None
     return tokens
 
 
@@ -219,35 +238,22 @@ def _date_tokens(section: str) -> list[tuple[str, str]] | None:
     section that is no date or time format, or one this module does not render."""
     tokens: list[tuple[str, str]] = []
     index = 0
-    while index < len(section):
-        char = section[index]
-        if char == '"':
-            end = section.find('"', index + 1)
-            if end < 0:
-                return None
-            tokens.append(("text", section[index + 1:end]))
-            index = end + 1
-        elif char == "\\" and index + 1 < len(section):
-            tokens.append(("text", section[index + 1]))
-            index += 2
-        elif char in "_*" and index + 1 < len(section):
-            index += 2
-        elif char == "[":
-            match = _BRACKET.match(section, index)
-            if match is None or _ELAPSED.fullmatch(match.group(1)) or "<" in match.group(1) \
-                    or ">" in match.group(1) or "=" in match.group(1):
-                return None  # elapsed time ([h]:mm) or a condition
-            if match.group(1).startswith("$"):
-                tokens.append(("text", match.group(1)[1:].split("-")[0]))
-            index = match.end()
-        elif (token := _DATE_TOKEN.match(section, index)) is not None:
-            tokens.append(("date", token.group(0)))
-            index = token.end()
-        elif char in "0#?@eE%" or section.startswith("General", index):
-            return None  # digits (fractions of a second, numbers), text or scientific
-        else:
-            tokens.append(("text", char))
-            index += 1
+    try:
+        while index < len(section):
+            if (literal := _literal(section, index)) is not None:
+                if literal[0]:
+                    tokens.append(("text", literal[0]))
+                index = literal[1]
+            elif (token := _DATE_TOKEN.match(section, index)) is not None:
+                tokens.append(("date", token.group(0)))
+                index = token.end()
+            elif section[index] in "0#?@eE%" or section.startswith("General", index):
+                return None  # digits (fractions of a second, numbers), text or scientific
+            else:
+                tokens.append(("text", section[index]))
+                index += 1
+    except _NotRendered:
+        return None
     return tokens if any(kind == "date" for kind, _ in tokens) else None
 
 
