@@ -27,6 +27,7 @@ import calendar
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 __all__ = ["shown_date", "shown_number"]
@@ -134,28 +135,40 @@ def _literal(section: str, index: int) -> tuple[str, int] | None:
     return None
 
 
-def _tokens(section: str) -> list[tuple[str, str]] | None:
-    """The section as ``("text", literal)`` and ``("digit", placeholder)`` tokens (``0 # ?
-    . , %``); None for a section this module does not render."""
+def _tokenized(section: str, token_at: Callable[[str, int], tuple[str, str, int]],
+               ) -> list[tuple[str, str]] | None:
+    """The section as ``(kind, text)`` tokens: its literals (``("text", ...)``), the rest as
+    ``token_at(section, index)`` reads it (a kind, its text, the index after it); None for a
+    section this module does not render."""
     tokens: list[tuple[str, str]] = []
     index = 0
     try:
         while index < len(section):
             if (literal := _literal(section, index)) is not None:
-                if literal[0]:
-                    tokens.append(("text", literal[0]))
-                index = literal[1]
-                continue
-            char = section[index]
-            if section.startswith(("General", "general"), index):
-                return None
-            if char in "@/eE" or _DATE_OR_TIME.match(section, index):
-                return None  # text, fractions, scientific notation, dates and times
-            tokens.append(("digit", char) if char in _PLACEHOLDERS + ".,%" else ("text", char))
-            index += 1
+                text, index = literal
+                if text:
+                    tokens.append(("text", text))
+            else:
+                kind, text, index = token_at(section, index)
+                tokens.append((kind, text))
     except _NotRendered:
         return None
     return tokens
+
+
+def _number_token(section: str, index: int) -> tuple[str, str, int]:
+    """A placeholder (``0 # ? . , %``: ``digit``) or a character shown as it is."""
+    char = section[index]
+    if section.startswith(("General", "general"), index) or char in "@/eE" or \
+            _DATE_OR_TIME.match(section, index):
+        raise _NotRendered  # text, fractions, scientific notation, dates and times
+    return ("digit" if char in _PLACEHOLDERS + ".,%" else "text"), char, index + 1
+
+
+def _tokens(section: str) -> list[tuple[str, str]] | None:
+    """The section as ``("text", literal)`` and ``("digit", placeholder)`` tokens; None for a
+    section this module does not render."""
+    return _tokenized(section, _number_token)
 
 
 def _grouped(digits: str) -> str:
@@ -233,28 +246,21 @@ def shown_date(value: dt.datetime | dt.date | dt.time, number_format: str) -> st
                    for (kind, text), role in zip(tokens, kinds, strict=True)).strip() or None
 
 
+def _date_token(section: str, index: int) -> tuple[str, str, int]:
+    """A date or time code (``yyyy``, ``mmm``, ``h``, ``AM/PM``: ``date``) or a character shown
+    as it is."""
+    if (token := _DATE_TOKEN.match(section, index)) is not None:
+        return "date", token.group(0), token.end()
+    if section[index] in "0#?@eE%" or section.startswith("General", index):
+        raise _NotRendered  # digits (fractions of a second, numbers), text or scientific
+    return "text", section[index], index + 1
+
+
 def _date_tokens(section: str) -> list[tuple[str, str]] | None:
-    """The section as ``("text", literal)`` and ``("date", token)`` tokens; None for a
-    section that is no date or time format, or one this module does not render."""
-    tokens: list[tuple[str, str]] = []
-    index = 0
-    try:
-        while index < len(section):
-            if (literal := _literal(section, index)) is not None:
-                if literal[0]:
-                    tokens.append(("text", literal[0]))
-                index = literal[1]
-            elif (token := _DATE_TOKEN.match(section, index)) is not None:
-                tokens.append(("date", token.group(0)))
-                index = token.end()
-            elif section[index] in "0#?@eE%" or section.startswith("General", index):
-                return None  # digits (fractions of a second, numbers), text or scientific
-            else:
-                tokens.append(("text", section[index]))
-                index += 1
-    except _NotRendered:
-        return None
-    return tokens if any(kind == "date" for kind, _ in tokens) else None
+    """The section as ``("text", literal)`` and ``("date", code)`` tokens; None for a section
+    that is no date or time format, or one this module does not render."""
+    tokens = _tokenized(section, _date_token)
+    return tokens if tokens and any(kind == "date" for kind, _ in tokens) else None
 
 
 def _date_kind(tokens: list[tuple[str, str]], index: int) -> str:
