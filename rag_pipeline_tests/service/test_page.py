@@ -162,3 +162,22 @@ def test_a_source_shows_its_tables_columns_and_what_its_document_left_out(base_u
             "Table columns: City tier | Per diem | Hotel cap")
         assert source.locator("p.left-out").inner_text() == (
             "Left out of this document when it was read: 1 comment(s) left out (reviewers' remarks)")
+
+
+def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+
+        def refused(route) -> None:
+            body = json.loads(route.fetch().text())
+            assert body["answered"] is False
+            body["unheld_identifiers"] = ["INV-2026-9999"]
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+        page.route("**/ask", refused)
+        page.fill("#question", "what is the capital of france")
+        page.click("#ask-button")
+        page.wait_for_selector("#refusal", timeout=TIMEOUT_MS)
+        assert page.locator("#refusal p").first.inner_text() == (
+            "No passage holds INV-2026-9999, which the question names.")

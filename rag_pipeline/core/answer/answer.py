@@ -33,3 +33,5 @@ class Answer:
     quoted: list[QuotedSentence] = field(default_factory=list)
     """The sentences of the sources that best answer the question (:mod:`.quoted`); none for
     a refusal."""
+    unheld: tuple[str, ...] = ()
+    """The identifiers the question names that no passage holds, when that refused it."""

@@ -26,6 +26,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "answer": answer.rendered_answer,
         "quoted_answer": [q.to_json() for q in answer.quoted],
         "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
+        "unheld_identifiers": list(answer.unheld),
     }
 
 
@@ -52,4 +53,5 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                   generation=data.get("generation", ""),
                   quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"],
                                          fragment=q.get("fragment", ""))
-                          for q in data.get("quoted_answer", [])])
+                          for q in data.get("quoted_answer", [])],
+                  unheld=tuple(data.get("unheld_identifiers", ())))

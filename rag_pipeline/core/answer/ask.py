@@ -168,13 +168,13 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         hits = [hits[int(i)] for i, _ in order]
         timings["rerank"] = time.perf_counter() - t
     decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources,
-                          [h.identifier for h in hits])
+                          [h.identifier for h in hits], hits[0].unheld if hits else ())
     partition = f"{index.chunker}|{index.model_key}"
     if not decision.answered:
         timings["total"] = time.perf_counter() - started
         return Answer(question, False, refusal_line(question, decision), settings.cut, partition,
                       [], None, decision.closest_distance, reranker is not None, timings=timings,
-                      generation=index.generation)
+                      generation=index.generation, unheld=decision.unheld)
     kept = [hits[i] for i in decision.kept]
     citations = citations_for(index, kept, settings.base_url)
     prompt = build_prompt(question, citations)

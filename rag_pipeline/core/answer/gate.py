@@ -3,8 +3,10 @@
 Keep at most ``max_sources`` candidates: first those holding an identifier the question names
 verbatim (:mod:`rag_pipeline.core.retrieval.identifiers`: ``INV-0045-QZ``, whose passage an
 embedding places far from a question of a few words), then, in retrieval order, those whose
-cosine distance is strictly under ``cut``. When none passes, the answer is a refusal and no
-model is called.
+cosine distance is strictly under ``cut``. A question naming identifiers none of the
+candidates holds keeps none: it asks about something the corpus does not hold, however close
+the look-alikes (``INV-2026-0051`` for ``INV-2026-9999``). When none is kept, the answer is a
+refusal and no model is called.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class GateDecision:
     """Positions (in the candidate list) of the kept candidates, in retrieval order."""
     cut: float
     closest_distance: float | None
+    unheld: tuple[str, ...] = ()
+    """The identifiers the question names that no candidate holds, when that refused it."""
 
     @property
     def answered(self) -> bool:
@@ -52,18 +56,25 @@ def gate_cut(spec: ModelSpec, cut: float | None = None) -> float:
 
 
 def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
-               max_sources: int = MAX_SOURCES, identifiers: Sequence[str] = ()) -> GateDecision:
+               max_sources: int = MAX_SOURCES, identifiers: Sequence[str] = (),
+               unheld: Sequence[str] = ()) -> GateDecision:
     """Keeps the candidates holding an identifier the question names (``identifiers``: one
     per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
-    cap."""
+    cap; none when the question names identifiers no candidate holds (``unheld``)."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
+    closest = min(distances) if len(distances) else None
+    if unheld:
+        return GateDecision((), cut, closest, tuple(unheld))
     named = [i for i, identifier in enumerate(identifiers) if identifier]
     kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
-    return GateDecision(tuple(kept), cut, min(distances) if len(distances) else None)
+    return GateDecision(tuple(kept), cut, closest)
 
 
 def refusal_line(question: str, decision: GateDecision) -> str:
+    if decision.unheld:
+        named = ", ".join(f'"{identifier}"' for identifier in decision.unheld)
+        return f'NO ANSWER: no passage holds {named}, which "{question}" names'
     closest = (f" (closest: {decision.closest_distance:.3f})"
                if decision.closest_distance is not None else "")
     return f'NO ANSWER: nothing under cosine distance {decision.cut} for "{question}"{closest}'

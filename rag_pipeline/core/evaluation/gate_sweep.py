@@ -66,7 +66,7 @@ def gate_outcome(hits: Sequence[Hit], rows: frozenset[int], cut: float,
                  max_sources: int = MAX_SOURCES) -> GateOutcome:
     """Refused, correct (a kept chunk holds the needle) or wrong."""
     decision = apply_gate([h.cosine_distance for h in hits], cut, max_sources,
-                          [h.identifier for h in hits])
+                          [h.identifier for h in hits], hits[0].unheld if hits else ())
     if not decision.answered:
         return GateOutcome.REFUSED
     if any(hits[i].row in rows for i in decision.kept):
@@ -82,7 +82,8 @@ def refusal_sweep(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
         outcomes = [gate_outcome(hits, needle, cut) for hits, needle in in_domain]
         bluffs = [line for hits, line in ood
                   if apply_gate([h.cosine_distance for h in hits], cut,
-                                identifiers=[h.identifier for h in hits]).answered]
+                                identifiers=[h.identifier for h in hits],
+                                unheld=hits[0].unheld if hits else ()).answered]
         rows.append(SweepRow(cut, outcomes.count(GateOutcome.CORRECT),
                              outcomes.count(GateOutcome.WRONG), outcomes.count(GateOutcome.REFUSED),
                              len(bluffs), sum(1 for b in bluffs if b.kind is OodKind.NEAR),

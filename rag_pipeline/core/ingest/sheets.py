@@ -12,7 +12,7 @@ import datetime as dt
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
@@ -20,7 +20,7 @@ from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.number_format import shown_date, shown_number
 from rag_pipeline.core.ingest.rows import TableLine, column_letters, place_lines, table_lines
 
-__all__ = ["MergedCells", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
+__all__ = ["MergedCells", "Sheet", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
            "range_locator", "sheet_fragment"]
 
 
@@ -62,7 +62,8 @@ class SheetsLayout:
         sections: One per non-empty sheet, its name the title.
         anchors: One per line, ``sheet=<name>&range=A12:F12`` (:func:`range_locator`).
         tables: One per sheet holding a data row.
-        notes: ``sheets``, ``rows`` (data rows) and, when there are any, ``empty_sheets``.
+        notes: ``sheets``, ``rows`` (data rows) and, when there are any, ``empty_sheets`` and
+            ``hidden_sheets`` (hidden sheets holding a row).
     """
 
     text: str
@@ -76,20 +77,38 @@ MergedCells = Mapping[tuple[int, int], tuple[int, int]]
 """A sheet's merged cells: each merged area's first cell ``(row, column)`` to its last."""
 
 
-def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]]], MergedCells]],
-                   ) -> SheetsLayout:
-    """Lays out ``(sheet name, (row number, cells) in order, merged cells)``: each non-empty
-    sheet a section of :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by
-    letter, its merged cells read as :func:`merged_away` says. A row's range runs from its
-    first to its last non-blank cell, and over every merged area one of those cells begins (a
-    title merged over ``A1:F1`` is cited ``A1:F1``)."""
+@dataclass(frozen=True)
+class Sheet:
+    """A sheet as a workbook's reader found it.
+
+    Attributes:
+        name: Its name (what a citation's ``sheet=`` names).
+        rows: ``(row number, cells)`` of its stored rows, in order; ``cells[0]`` is column A.
+        merged: Its merged cells.
+        hidden: Whether the workbook hides it.
+    """
+
+    name: str
+    rows: Sequence[tuple[int, Sequence[str]]]
+    merged: MergedCells = field(default_factory=dict)
+    hidden: bool = False
+
+
+def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
+    """Lays out the sheets: each non-empty one a section of
+    :func:`~rag_pipeline.core.ingest.rows.table_lines`, columns named by letter, its merged
+    cells read as :func:`merged_away` says; a hidden sheet's section is titled ``<name>
+    (hidden)``, so a citation of it says so, and counted (note ``hidden_sheets``). A row's range
+    runs from its first to its last non-blank cell, and over every merged area one of those
+    cells begins (a title merged over ``A1:F1`` is cited ``A1:F1``)."""
     parts: list[str] = []
     sections: list[Section] = []
     anchors: list[Anchor] = []
     tables: list[TableSpan] = []
-    offset = rows = empty_sheets = 0
-    for name, sheet_rows, merged in sheets:
-        sheet_rows, extents = merged_away(sheet_rows, merged)
+    offset = rows = empty_sheets = hidden = 0
+    for sheet in sheets:
+        name = sheet.name
+        sheet_rows, extents = merged_away(sheet.rows, sheet.merged)
         lines = table_lines(sheet_rows, _column_label)
         if not lines:
             empty_sheets += 1
@@ -101,7 +120,9 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
             sheet, line, extents))
         parts.append(placed.text)
         anchors.extend(placed.anchors)
-        sections.append(Section(name, offset, offset + len(placed.text) - 1))
+        hidden += sheet.hidden
+        sections.append(Section(f"{name} (hidden)" if sheet.hidden else name, offset,
+                                offset + len(placed.text) - 1))
         offset += len(placed.text)
         rows += placed.data_rows
         if placed.table is not None:
@@ -109,6 +130,8 @@ def lay_out_sheets(sheets: Iterable[tuple[str, Sequence[tuple[int, Sequence[str]
     notes = [("sheets", str(len(sections))), ("rows", str(rows))]
     if empty_sheets:
         notes.append(("empty_sheets", str(empty_sheets)))
+    if hidden:
+        notes.append(("hidden_sheets", str(hidden)))
     return SheetsLayout("".join(parts), tuple(sections), tuple(anchors), tuple(tables),
                         tuple(notes))
 

@@ -32,7 +32,7 @@ from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
-from rag_pipeline.core.retrieval.identifiers import held_identifiers
+from rag_pipeline.core.retrieval.identifiers import held_identifiers, unheld_identifiers
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -113,13 +113,16 @@ class Hit:
     """A ranked chunk (by row in the partition) with its cosine distance to the question.
     ``locations`` lists every row in the partition holding the same content (itself first);
     ``identifier`` is an identifier the question names that the chunk holds verbatim
-    (:mod:`.identifiers`), ``""`` when it holds none."""
+    (:mod:`.identifiers`), ``""`` when it holds none; ``unheld`` the identifiers the question
+    names when no hit of its ranking holds any of them (the same on every hit of a ranking:
+    the gate refuses such a question)."""
 
     row: int
     score: float
     cosine_distance: float
     locations: tuple[int, ...]
     identifier: str = ""
+    unheld: tuple[str, ...] = ()
 
 
 @dataclass
@@ -341,7 +344,8 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     else:
         hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
         own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
-    held = held_identifiers(question, [index.contents[row] for row, _, _ in collapsed])
-    hits = [Hit(row, score, d, locations, identifier) for (row, score, locations), d, identifier
-            in zip(collapsed, own, held, strict=True)]
+    contents = [index.contents[row] for row, _, _ in collapsed]
+    held, unheld = held_identifiers(question, contents), unheld_identifiers(question, contents)
+    hits = [Hit(row, score, d, locations, identifier, unheld) for (row, score, locations), d,
+            identifier in zip(collapsed, own, held, strict=True)]
     return Ranking(hits, distances, timings, path)

@@ -39,7 +39,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
                            "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166"}],
-        "timings_ms": {"embed_question": 8.123, "total": 12.5},
+        "timings_ms": {"embed_question": 8.123, "total": 12.5}, "unheld_identifiers": [],
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
     back = answer_from_json(answer_json(answer))
@@ -56,4 +56,5 @@ def test_a_refusal_has_no_citations_and_no_prompt():
         "question": "capital of france", "answered": False, "reason": reason, "threshold": 0.625,
         "partition": "header|m@1", "generation": "", "closest_distance": 0.9431, "reranked": False,
         "citations": [],
-        "prompt": None, "answer": None, "quoted_answer": [], "timings_ms": {}}
+        "prompt": None, "answer": None, "quoted_answer": [], "timings_ms": {},
+        "unheld_identifiers": []}

@@ -233,6 +233,8 @@ RELEASE_DOCS = {
                           "- Build identifier: b7f3-22c9.\n"),
     "guide/config.md": TINY_DOCS["guide/config.md"],
     "guide/install.md": TINY_DOCS["guide/install.md"],
+    "invoices.csv": ("Invoice,Vendor,Amount,Approver\nINV-2026-0042,Northwind,1250.00,Ana\n"
+                     "INV-2026-0051,Contoso,980.00,Bo\nINV-2026-0058,Fabrikam,4100.00,Ana\n"),
 }
 
 
@@ -248,5 +250,11 @@ def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it
     assert (answer.answered, citation.index, citation.document_id, citation.identifier) == (
         True, 1, "release_notes.txt", "b7f3-22c9")
     assert citation.cosine_distance > answer.cut
-    # A code no passage holds is refused, as before.
-    assert not ask("c8e4-33d0", built.index, embedder).answered
+    # A code no passage holds is refused, however close its look-alikes of the same table.
+    refused = ask("Who approved invoice INV-2026-9999?", built.index, embedder)
+    assert (refused.answered, refused.citations, refused.unheld, refused.reason) == (
+        False, [], ("INV-2026-9999",), 'NO ANSWER: no passage holds "INV-2026-9999", which '
+        '"Who approved invoice INV-2026-9999?" names')
+    held = ask("Who approved invoice INV-2026-0051?", built.index, embedder)
+    assert [(c.document_id, c.identifier) for c in held.citations][:1] == [
+        ("invoices.csv", "INV-2026-0051")]

@@ -127,3 +127,11 @@ def test_a_candidate_holding_an_identifier_the_question_names_is_kept_first_what
     assert apply_gate(distances, 0.6, 2, ["", "", "", "AT-2290"]).kept == (3, 0)
     # Nothing under the cut and no identifier held: a refusal, as before.
     assert not apply_gate([0.7, 0.9], 0.6, identifiers=["", ""]).answered
+
+
+def test_a_question_naming_identifiers_no_candidate_holds_is_refused_saying_so():
+    # Planted: look-alike rows of the same table sit under the cut.
+    decision = apply_gate([0.39, 0.45], 0.6, unheld=("INV-2026-9999",))
+    assert decision == GateDecision((), 0.6, 0.39, ("INV-2026-9999",))
+    assert refusal_line("who approved INV-2026-9999", decision) == (
+        'NO ANSWER: no passage holds "INV-2026-9999", which "who approved INV-2026-9999" names')

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag_pipeline.core.retrieval.identifiers import MAX_HOLDERS, held_identifiers, question_identifiers
+from rag_pipeline.core.retrieval.identifiers import (
+    MAX_HOLDERS,
+    held_identifiers,
+    question_identifiers,
+    unheld_identifiers,
+)
 
 
 @pytest.mark.parametrize(("question", "identifiers"), [
@@ -35,3 +40,17 @@ def test_a_passage_holds_an_identifier_verbatim_and_a_common_one_counts_for_none
     common = ["Files are read as utf-8."] * (MAX_HOLDERS + 1)
     assert held_identifiers("what does utf-8 mean", common) == [""] * (MAX_HOLDERS + 1)
     assert held_identifiers("what does utf-8 mean", common[:MAX_HOLDERS]) == ["utf-8"] * MAX_HOLDERS
+
+
+def test_a_question_whose_identifiers_no_passage_holds_names_them():
+    contents = ["Invoice: INV-2026-0042 | Approver: Ana", "Invoice: INV-2026-0051 | Approver: Bo"]
+    assert unheld_identifiers("Who approved INV-2026-9999?", contents) == ("INV-2026-9999",)
+    assert unheld_identifiers("Who approved INV-2026-0042?", contents) == ()
+    # One of two named is held: the question is about something the corpus holds.
+    assert unheld_identifiers("INV-2026-0042 or INV-2026-9999", contents) == ()
+    assert unheld_identifiers("who approved the last invoice", contents) == ()
+    # A code of no shape the passages hold, or a number: nothing says the corpus lacks a record.
+    assert unheld_identifiers("who approved PO-88122", contents) == ()
+    assert unheld_identifiers("is 1_000 or 0x_FF allowed", ["0x1F and 1_0 are literals"]) == ()
+    # Held by more passages than MAX_HOLDERS still counts as held.
+    assert unheld_identifiers("what is utf-8", ["utf-8 text"] * (MAX_HOLDERS + 1)) == ()

@@ -56,7 +56,7 @@ from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.safe_xml import safe_xml
-from rag_pipeline.core.ingest.sheets import MergedCells, lay_out_sheets, sheet_fragment
+from rag_pipeline.core.ingest.sheets import MergedCells, Sheet, lay_out_sheets, sheet_fragment
 from rag_pipeline.core.ingest.slides import MAX_SLIDES, lay_out_slides, slide_of
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
@@ -476,17 +476,14 @@ class OdsFormat(_OdfFormat):
         package = _package(data, "ODS", self.limits)
         budget = [0]
         body = _body(package.root, "ODS", "spreadsheet")
-        tables = body.findall("table:table", _NS)
-        sheets = [(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, budget))
-                  for number, table in enumerate(tables, start=1)]
-        layout = lay_out_sheets(sheets)
         hiding = _styles_with(package, "style:table-properties", "table:display", "false")
-        hidden = sum(1 for table, (_, rows, _) in zip(tables, sheets, strict=True)
-                     if rows and table.get(_q("table", "style-name")) in hiding)
+        layout = lay_out_sheets(
+            Sheet(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, budget),
+                  hidden=table.get(_q("table", "style-name")) in hiding)
+            for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=(layout.notes + ((("hidden_sheets", str(hidden)),) if hidden else ())
-                                + comment_notes(body)))
+                         notes=layout.notes + comment_notes(body))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""

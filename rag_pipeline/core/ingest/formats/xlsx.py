@@ -21,7 +21,7 @@ import posixpath
 import re
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
@@ -34,15 +34,13 @@ from rag_pipeline.core.ingest.office_zip import (
 )
 from rag_pipeline.core.ingest.rows import column_number
 from rag_pipeline.core.ingest.safe_xml import safe_xml
-from rag_pipeline.core.ingest.sheets import MergedCells, cell_value_text, lay_out_sheets, sheet_fragment
-
-
-@dataclass(frozen=True)
-class _Sheet:
-    name: str
-    rows: tuple[tuple[int, tuple[str, ...]], ...]
-    hidden: bool = False
-    merged: MergedCells = field(default_factory=dict)
+from rag_pipeline.core.ingest.sheets import (
+    MergedCells,
+    Sheet,
+    cell_value_text,
+    lay_out_sheets,
+    sheet_fragment,
+)
 
 
 @dataclass(frozen=True)
@@ -140,13 +138,13 @@ def _cell_area(ref: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
 
 
 def _read_sheets(data: bytes, budget: ContentBudget,
-                 merged: Mapping[str, MergedCells]) -> list[_Sheet]:
+                 merged: Mapping[str, MergedCells]) -> list[Sheet]:
     """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``), counted
     against ``budget`` as they are read, with its ``merged`` cells."""
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    sheets: list[_Sheet] = []
+    sheets: list[Sheet] = []
     try:
         for sheet in workbook.worksheets:
             sheet.reset_dimensions()
@@ -164,8 +162,8 @@ def _read_sheets(data: bytes, budget: ContentBudget,
                     cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
                 budget.add(chars=sum(len(value) for value in cells))
                 rows.append((stored[0].row, tuple(cells)))
-            sheets.append(_Sheet(sheet.title, tuple(rows), sheet.sheet_state != "visible",
-                                 merged.get(sheet.title, {})))
+            sheets.append(Sheet(sheet.title, tuple(rows), merged.get(sheet.title, {}),
+                                sheet.sheet_state != "visible"))
     finally:
         workbook.close()
     return sheets
@@ -214,12 +212,10 @@ class XlsxFormat(DocumentFormat):
                 f"no cached values: {uncached} of its {formula_count} formula cell(s) were never "
                 f"calculated, more than the {shown} cell(s) with a value (written by a program "
                 "that does not compute formulas); open and save it in a spreadsheet application")
-        layout = lay_out_sheets((sheet.name, sheet.rows, sheet.merged) for sheet in sheets)
+        layout = lay_out_sheets(sheets)
         notes = layout.notes
         if uncached:
             notes += (("formulas_without_cached_value", str(uncached)),)
-        if hidden := sum(sheet.hidden for sheet in sheets if sheet.rows):
-            notes += (("hidden_sheets", str(hidden)),)
         if comments:
             notes += (("comments_left_out", str(comments)),)
         return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,

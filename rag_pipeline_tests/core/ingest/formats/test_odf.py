@@ -260,6 +260,7 @@ def test_hidden_odp_slides_and_ods_sheets_are_read_and_counted():
         workbook.spreadsheet.addElement(sheet)
     extracted = ODS.extract(saved(workbook), "rates")
     assert extracted.canonical_text == "Open rates\n\nSecret rates\n"
+    assert [s.title for s in extracted.sections] == ["Open", "Secret (hidden)"]
     assert extracted.notes == (("sheets", "2"), ("rows", "0"), ("empty_sheets", "1"),
                                ("hidden_sheets", "1"))
 

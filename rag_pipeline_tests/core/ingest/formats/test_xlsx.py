@@ -154,6 +154,9 @@ def test_hidden_sheets_are_read_and_counted_and_comments_counted_as_left_out():
                                         "\nOld risk\n")
     assert extracted.notes == (("sheets", "2"), ("rows", "1"), ("hidden_sheets", "1"),
                                ("comments_left_out", "1"))
+    # A citation of the hidden sheet says it is hidden (its section); its locator names it.
+    assert [s.title for s in extracted.sections] == ["Risks", "Archive (hidden)"]
+    assert extracted.anchors[-1].locator == "sheet=Archive&range=A1:A1"
 
 
 def _with_sheet_rewritten(rows: list[list[object]], rewrite) -> bytes:
