@@ -189,10 +189,14 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
             [(s - c.start, e - c.start) for s, e in row_spans(d.tables, d.anchors, c.start, c.end)],
             [(s - c.start, e - c.start) for s, e in header_spans(d.tables, c.start, c.end)])
             for c, d in zip(citations, documents, strict=True)]
+        # A source holding a code the question names is what it asks about: the others are
+        # cited beside it, not quoted as the answer.
+        quoting = [i for i, c in enumerate(citations) if c.identifier] or range(len(citations))
         answer.quoted = [
             replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end))
-            for q in quoted_answer(question, query.vector, citations, headers, embedder.embed,
-                                   settings.quote, tables)]
+            for q in quoted_answer(question, query.vector, [citations[i] for i in quoting],
+                                   [headers[i] for i in quoting], embedder.embed,
+                                   settings.quote, [tables[i] for i in quoting])]
         timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()
