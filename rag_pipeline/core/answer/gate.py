@@ -34,7 +34,8 @@ __all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "gate_cut
 @dataclass(frozen=True)
 class GateDecision:
     kept: tuple[int, ...]
-    """Positions (in the candidate list) of the kept candidates, in retrieval order."""
+    """Positions (in the candidate list) of the kept candidates: those holding a code the
+    question names first, then the others in retrieval order."""
     cut: float
     closest_distance: float | None
     unheld: tuple[str, ...] = ()
@@ -74,7 +75,7 @@ def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
 def refusal_line(question: str, decision: GateDecision) -> str:
     if decision.unheld:
         named = ", ".join(f'"{identifier}"' for identifier in decision.unheld)
-        return f'NO ANSWER: no passage holds {named}, which "{question}" names'
+        return f'NO ANSWER: no passage found holds {named}, which "{question}" names'
     closest = (f" (closest: {decision.closest_distance:.3f})"
                if decision.closest_distance is not None else "")
     return f'NO ANSWER: nothing under cosine distance {decision.cut} for "{question}"{closest}'

@@ -1,22 +1,27 @@
-"""Identifiers a question names, and the ranked chunks that hold them verbatim.
+"""Codes a question names, and the ranked chunks that hold them verbatim.
 
 A question that names an invoice, a ticket, a host or a build (``INV-0045-QZ``, ``AT-2290``,
 ``gw-eu-07``, ``b7f3-22c9``) asks about the passages holding that exact string, however far
 their meaning is from the few words around it: an embedding of a code says little, so such a
 passage's cosine distance can sit far above the gate's cut while BM25 ranks it first. The gate
-(:func:`rag_pipeline.core.answer.gate.apply_gate`) keeps a hit that holds one verbatim, first.
-A question naming a code no ranked hit holds while they hold codes of its shape
-(``INV-2026-9999``, where the corpus has ``INV-2026-0042`` and ``INV-2026-0051``) asks about a
-record the corpus does not hold: the gate refuses it, however close the look-alike rows of the
-same table are (:func:`unheld_identifiers`).
+(:func:`rag_pipeline.core.answer.gate.apply_gate`) keeps a hit that holds one verbatim, first
+(:func:`held_identifiers`).
 
-An identifier is a word of the question (split at white space, surrounding punctuation
-stripped) of at least :data:`MIN_LENGTH` characters made of letters and digits in runs joined
-by ``- _ . /``, with a digit (``INV-0045-QZ``, ``4.8.2``): a code, not a word such as
-``sqlite3`` or ``float32``, nor code such as ``lst[0]``. A hit holds it when its content has
-it case-insensitively with no letter or digit on either side. It counts only when at most
-:data:`MAX_HOLDERS` of the ranked hits hold it: a string in many passages (``utf-8`` in a
-Python manual) names nothing in particular.
+A code is a word of the question (split at white space; surrounding punctuation, ``#`` and a
+possessive ``'s`` stripped; Unicode dashes read as ``-``) of at least :data:`MIN_LENGTH`
+characters made of letters and digits in runs joined by ``- _ . /``, with a letter and a run
+of two digits or more (``INV-0045-QZ``, ``gw-eu-07``): not a number, a date or an address
+(``10.5``, ``2026-03-14``), not a version or a name with one digit (``gpt-4``, ``TLS-1.3``),
+not a word (``sqlite3``) nor code (``lst[0]``). A hit holds it when its content has it, case
+aside, as a whole code: no letter or digit on either side, nor a separator continuing it
+(``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when at most :data:`MAX_HOLDERS`
+of the ranked hits hold it: a string in many passages names nothing in particular.
+
+A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
+a run of two letters or more and one of three digits or more (``INV-2026-9999``) that no
+ranked hit holds, while they hold a code of its shape (``INV-2026-0042``: the same letters and
+separators, other digits), asks about a record the corpus does not hold: the gate refuses it,
+however close the look-alike rows of the same table are.
 """
 
 from __future__ import annotations
@@ -24,30 +29,36 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MAX_HOLDERS", "MIN_LENGTH", "held_identifiers", "question_identifiers",
+__all__ = ["MAX_CODES", "MAX_HOLDERS", "MIN_LENGTH", "held_identifiers", "question_identifiers",
            "unheld_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
-_EDGES = "\"'`()[]{}<>,;:!?*"
-_CODE = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
+MAX_CODES = 10
+"""At most this many codes of a question are looked for (a question pasting a log is no lookup)."""
+_EDGES = "\"'`()[]{}<>,;:!?*#\u201c\u201d\u2018\u2019\u00ab\u00bb"
+_DASHES = str.maketrans({dash: "-" for dash in "\u2010\u2011\u2012\u2013\u2014\u2212"})
+_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
+_WHOLE = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./])({})(?![A-Za-z0-9])(?![-_./][A-Za-z0-9])"
 
 
 def question_identifiers(question: str) -> tuple[str, ...]:
-    """The identifiers ``question`` names, in order, each once (``("INV-0045-QZ",)`` for "what
-    is the status of INV-0045-QZ?")."""
+    """The codes ``question`` names, in order, each once, at most :data:`MAX_CODES`
+    (``("INV-0045-QZ",)`` for "what is the status of INV-0045-QZ's refund?")."""
     found: list[str] = []
-    for word in question.split():
-        word = word.strip(_EDGES).rstrip(".")
-        if len(word) < MIN_LENGTH or not _CODE.fullmatch(word) or not any(c.isdigit() for c in word):
+    for word in question.translate(_DASHES).split():
+        word = word.strip(_EDGES)
+        word = re.sub(r"['\u2019]s$", "", word).rstrip(".").strip(_EDGES)
+        if (len(word) < MIN_LENGTH or not _CODE.fullmatch(word) or not re.search(r"[A-Za-z]", word)
+                or not re.search(r"\d\d", word)):
             continue
         if word.lower() not in (f.lower() for f in found):
             found.append(word)
-    return tuple(found)
+    return tuple(found[:MAX_CODES])
 
 
 def _pattern(identifier: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![^\W_]){re.escape(identifier)}(?![^\W_])", re.IGNORECASE)
+    return re.compile(_WHOLE.format(re.escape(identifier)), re.IGNORECASE)
 
 
 def _shape(code: str) -> str:
@@ -55,25 +66,39 @@ def _shape(code: str) -> str:
     return re.sub(r"\d+", "#", code.lower())
 
 
+def _record_number(code: str) -> bool:
+    """A code with a run of two letters or more and one of three digits or more."""
+    return bool(re.search(r"[A-Za-z]{2}", code) and re.search(r"\d{3}", code))
+
+
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:
-    """The codes (an identifier with a letter) the question names that no ranked content holds
-    while one holds a code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``);
-    ``()`` when the question names none, or one of its identifiers is held."""
+    """The record numbers the question names that no ranked content holds while one holds a
+    code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``); ``()`` when the
+    question names none, or one of its codes is held."""
     named = question_identifiers(question)
-    if any(_pattern(identifier).search(content) for identifier in named for content in contents):
+    records = [code for code in named if _record_number(code)]
+    if not records:
         return ()
-    shapes = {_shape(code) for content in contents for code in _CODE.findall(content)}
-    return tuple(identifier for identifier in named
-                 if any(c.isalpha() for c in identifier) and _shape(identifier) in shapes)
+    texts = [content.translate(_DASHES) for content in contents]
+    if any(_pattern(code).search(text) for code in named for text in texts):
+        return ()
+    # A code in a path or a URL (erp/INV-2026-0042) counts by each of its parts too.
+    shapes = {_shape(part) for text in texts for code in _CODE.findall(text)
+              for part in (code, *code.split("/"))}
+    return tuple(code for code in records if _shape(code) in shapes)
 
 
 def held_identifiers(question: str, contents: Sequence[str]) -> list[str]:
-    """For each ranked content, the first of the question's identifiers it holds verbatim that
-    at most :data:`MAX_HOLDERS` of the contents hold; ``""`` for a content holding none."""
+    """For each ranked content, the first of the question's codes it holds verbatim that at
+    most :data:`MAX_HOLDERS` of the contents hold; ``""`` for a content holding none."""
+    named = question_identifiers(question)
     held = [""] * len(contents)
-    for identifier in question_identifiers(question):
+    if not named:
+        return held
+    texts = [content.translate(_DASHES) for content in contents]
+    for identifier in named:
         pattern = _pattern(identifier)
-        holders = [i for i, content in enumerate(contents) if pattern.search(content)]
+        holders = [i for i, text in enumerate(texts) if pattern.search(text)]
         if len(holders) > MAX_HOLDERS:
             continue
         for i in holders:

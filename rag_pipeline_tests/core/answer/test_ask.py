@@ -253,7 +253,7 @@ def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it
     # A code no passage holds is refused, however close its look-alikes of the same table.
     refused = ask("Who approved invoice INV-2026-9999?", built.index, embedder)
     assert (refused.answered, refused.citations, refused.unheld, refused.reason) == (
-        False, [], ("INV-2026-9999",), 'NO ANSWER: no passage holds "INV-2026-9999", which '
+        False, [], ("INV-2026-9999",), 'NO ANSWER: no passage found holds "INV-2026-9999", which '
         '"Who approved invoice INV-2026-9999?" names')
     held = ask("Who approved invoice INV-2026-0051?", built.index, embedder)
     assert [(c.document_id, c.identifier) for c in held.citations][:1] == [

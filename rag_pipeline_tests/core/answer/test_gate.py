@@ -134,4 +134,4 @@ def test_a_question_naming_identifiers_no_candidate_holds_is_refused_saying_so()
     decision = apply_gate([0.39, 0.45], 0.6, unheld=("INV-2026-9999",))
     assert decision == GateDecision((), 0.6, 0.39, ("INV-2026-9999",))
     assert refusal_line("who approved INV-2026-9999", decision) == (
-        'NO ANSWER: no passage holds "INV-2026-9999", which "who approved INV-2026-9999" names')
+        'NO ANSWER: no passage found holds "INV-2026-9999", which "who approved INV-2026-9999" names')

@@ -1,11 +1,12 @@
-"""Tests for ``rag_pipeline.core.retrieval.identifiers``: what counts as an identifier, and which
-ranked passages hold one."""
+"""Tests for ``rag_pipeline.core.retrieval.identifiers``: what counts as a code, and which ranked
+passages hold one."""
 
 from __future__ import annotations
 
 import pytest
 
 from rag_pipeline.core.retrieval.identifiers import (
+    MAX_CODES,
     MAX_HOLDERS,
     held_identifiers,
     question_identifiers,
@@ -18,12 +19,14 @@ from rag_pipeline.core.retrieval.identifiers import (
     ("Which release has build identifier b7f3-22c9?", ("b7f3-22c9",)),
     ("who runs gw-eu-07 and GW-EU-07", ("gw-eu-07",)),  # each once, case aside
     ("\"AT-2290\": open or closed", ("AT-2290",)),
-    ("what changed in 4.8.2.", ("4.8.2",)),
-    # Not identifiers: plain words, a bare year or number, short codes, a time, words with a
-    # digit (module and type names), code.
+    # A ticket's #, curly quotes, a possessive and Unicode dashes are how people write them.
+    ("is #AT-2290 fixed", ("AT-2290",)), ("\u201cINV-0045-QZ\u201d", ("INV-0045-QZ",)),
+    ("INV-0045-QZ\u2019s refund", ("INV-0045-QZ",)), ("AT\u20112290 or AT\u20132291", ("AT-2290", "AT-2291")),
+    # Not codes: plain words, numbers, dates, addresses, versions and names with one digit,
+    # words with a digit, code.
     ("how long before a network call times out", ()),
-    ("what happened in 2026 at 10:30", ()),
-    ("is B2 or Q3 bigger", ()),
+    ("what happened on 2026-03-14 at 10:30 to 192.168.1.10", ()),
+    ("what changed in 4.8.2 and TLS-1.3 or gpt-4", ()),
     ("use the sqlite3 module or float32 arrays", ()),
     ("lst[0] = 1 and f(**{1: 'a'}) fail", ()),
 ])
@@ -31,26 +34,47 @@ def test_question_identifiers(question: str, identifiers: tuple[str, ...]):
     assert question_identifiers(question) == identifiers
 
 
-def test_a_passage_holds_an_identifier_verbatim_and_a_common_one_counts_for_none():
+def test_at_most_max_codes_are_looked_for():
+    question = " ".join(f"AT-{2000 + i}" for i in range(MAX_CODES + 5))
+    assert len(question_identifiers(question)) == MAX_CODES
+
+
+def test_a_passage_holds_a_code_whole_and_a_common_one_counts_for_none():
     contents = ["Build identifier: b7f3-22c9.", "Builds b7f3-22c90 and xb7f3-22c9 differ",
                 "INV-0045-qz was paid"]
     assert held_identifiers("release of b7f3-22c9 for INV-0045-QZ", contents) == [
         "b7f3-22c9", "", "INV-0045-QZ"]
-    # Planted: utf-8 in more passages than MAX_HOLDERS: it names nothing in particular.
-    common = ["Files are read as utf-8."] * (MAX_HOLDERS + 1)
-    assert held_identifiers("what does utf-8 mean", common) == [""] * (MAX_HOLDERS + 1)
-    assert held_identifiers("what does utf-8 mean", common[:MAX_HOLDERS]) == ["utf-8"] * MAX_HOLDERS
+    # A longer code continuing it is another code; a sentence's full stop is not.
+    assert held_identifiers("INV-0045", ["INV-0045-QZ", "see INV-0045."]) == ["", "INV-0045"]
+    # Planted: utf-16 in more passages than MAX_HOLDERS: it names nothing in particular.
+    common = ["Files are read as utf-16."] * (MAX_HOLDERS + 1)
+    assert held_identifiers("what does utf-16 mean", common) == [""] * (MAX_HOLDERS + 1)
+    assert held_identifiers("what does utf-16 mean", common[:MAX_HOLDERS]) == ["utf-16"] * MAX_HOLDERS
 
 
-def test_a_question_whose_identifiers_no_passage_holds_names_them():
+def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
     contents = ["Invoice: INV-2026-0042 | Approver: Ana", "Invoice: INV-2026-0051 | Approver: Bo"]
     assert unheld_identifiers("Who approved INV-2026-9999?", contents) == ("INV-2026-9999",)
     assert unheld_identifiers("Who approved INV-2026-0042?", contents) == ()
+    assert unheld_identifiers("Who approved INV\u20112026\u20130042?", contents) == ()
     # One of two named is held: the question is about something the corpus holds.
     assert unheld_identifiers("INV-2026-0042 or INV-2026-9999", contents) == ()
     assert unheld_identifiers("who approved the last invoice", contents) == ()
-    # A code of no shape the passages hold, or a number: nothing says the corpus lacks a record.
+    # A look-alike inside a path or a URL counts.
+    assert unheld_identifiers("INV-2026-9999", ["see https://erp/INV-2026-0042"]) == ("INV-2026-9999",)
+    # A code of no shape the passages hold, or no record number (a version, a name with short
+    # digit runs): nothing says the corpus lacks a record.
     assert unheld_identifiers("who approved PO-88122", contents) == ()
-    assert unheld_identifiers("is 1_000 or 0x_FF allowed", ["0x1F and 1_0 are literals"]) == ()
+    assert unheld_identifiers("does python3.13 support it", ["python3.12 does"]) == ()
+    assert unheld_identifiers("is the Q3-2026 plan approved", ["the Q2-2026 plan"]) == ()
     # Held by more passages than MAX_HOLDERS still counts as held.
-    assert unheld_identifiers("what is utf-8", ["utf-8 text"] * (MAX_HOLDERS + 1)) == ()
+    assert unheld_identifiers("what is AT-2290", ["AT-2290 text"] * (MAX_HOLDERS + 1)) == ()
+
+
+def test_a_code_in_a_long_run_of_letters_and_digits_is_found_once_from_its_start():
+    # Planted: a 3,000-character token (a hash dump). Without a left boundary the pattern
+    # matched it again from every position inside it (quadratic: 23 s for 100 such passages).
+    from rag_pipeline.core.retrieval.identifiers import _CODE
+
+    assert _CODE.findall("x" + "a1" * 1500 + "-22") == ["x" + "a1" * 1500 + "-22"]
+    assert unheld_identifiers("INV-2026-9999", ["a1" * 1500] * 3) == ()
