@@ -20,7 +20,7 @@ from rag_pipeline.core.answer.citations import (
     document_url,
     locator_label,
 )
-from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, apply_gate, refusal_line
+from rag_pipeline.core.answer.gate import DEFAULT_CUT, MAX_SOURCES, gate_hits, refusal_line
 from rag_pipeline.core.answer.generation import (
     GeneratorSettings,
     check_answer,
@@ -167,8 +167,7 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         order = reranker.rerank(question, [(str(i), index.texts[h.row]) for i, h in enumerate(hits)])
         hits = [hits[int(i)] for i, _ in order]
         timings["rerank"] = time.perf_counter() - t
-    decision = apply_gate([h.cosine_distance for h in hits], settings.cut, settings.max_sources,
-                          [h.identifier for h in hits], hits[0].unheld if hits else ())
+    decision = gate_hits(hits, settings.cut, settings.max_sources)
     partition = f"{index.chunker}|{index.model_key}"
     if not decision.answered:
         timings["total"] = time.perf_counter() - started

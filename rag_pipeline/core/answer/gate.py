@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
+    from rag_pipeline.core.retrieval.retriever import Hit
 
 DEFAULT_CUT = 0.6
 """Chosen by the refusal sweep on the bundled gold set (122 needles x 2 phrasings, 60
@@ -28,7 +29,8 @@ rule (at most 2 of 64 refused) lands at 0.586 / 0.596 with the same held-out cou
 refusal signal measured did better (README, "Evaluation"). Re-run the sweep for another corpus."""
 MAX_SOURCES = 4
 
-__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "gate_cut", "refusal_line"]
+__all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "gate_cut", "gate_hits",
+           "refusal_line"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,14 @@ def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
     named = [i for i, identifier in enumerate(identifiers) if identifier]
     kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
     return GateDecision(tuple(kept), cut, closest)
+
+
+def gate_hits(hits: Sequence[Hit], cut: float = DEFAULT_CUT,
+              max_sources: int = MAX_SOURCES) -> GateDecision:
+    """:func:`apply_gate` on a ranking's hits: their distances, the codes they hold and the
+    codes the question names that none holds (``ask`` and the evaluation gate the same way)."""
+    return apply_gate([h.cosine_distance for h in hits], cut, max_sources,
+                      [h.identifier for h in hits], hits[0].unheld if hits else ())
 
 
 def refusal_line(question: str, decision: GateDecision) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_pipeline.core.answer.gate import MAX_SOURCES, apply_gate
+from rag_pipeline.core.answer.gate import MAX_SOURCES, gate_hits
 from rag_pipeline.core.answer.refusal import (
     RefusalSignal,
     cases,
@@ -65,8 +65,7 @@ class GateOutcome(StrEnum):
 def gate_outcome(hits: Sequence[Hit], rows: frozenset[int], cut: float,
                  max_sources: int = MAX_SOURCES) -> GateOutcome:
     """Refused, correct (a kept chunk holds the needle) or wrong."""
-    decision = apply_gate([h.cosine_distance for h in hits], cut, max_sources,
-                          [h.identifier for h in hits], hits[0].unheld if hits else ())
+    decision = gate_hits(hits, cut, max_sources)
     if not decision.answered:
         return GateOutcome.REFUSED
     if any(hits[i].row in rows for i in decision.kept):
@@ -81,9 +80,7 @@ def refusal_sweep(in_domain: Sequence[tuple[Sequence[Hit], frozenset[int]]],
     for cut in cuts:
         outcomes = [gate_outcome(hits, needle, cut) for hits, needle in in_domain]
         bluffs = [line for hits, line in ood
-                  if apply_gate([h.cosine_distance for h in hits], cut,
-                                identifiers=[h.identifier for h in hits],
-                                unheld=hits[0].unheld if hits else ()).answered]
+                  if gate_hits(hits, cut).answered]
         rows.append(SweepRow(cut, outcomes.count(GateOutcome.CORRECT),
                              outcomes.count(GateOutcome.WRONG), outcomes.count(GateOutcome.REFUSED),
                              len(bluffs), sum(1 for b in bluffs if b.kind is OodKind.NEAR),
