@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MIN_LENGTH", "held_identifiers", "question_identifiers",
-           "unheld_identifiers"]
+           "ranked_codes", "unheld_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
@@ -75,32 +75,33 @@ def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...
     """The record numbers the question names that no ranked content holds while one holds a
     code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``); ``()`` when the
     question names none, or one of its codes is held."""
+    return ranked_codes(question, contents)[1]
+
+
+def ranked_codes(question: str, contents: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """:func:`held_identifiers` and :func:`unheld_identifiers` of the ranked contents, each
+    content searched once for each code."""
     named = question_identifiers(question)
-    records = [code for code in named if _record_number(code)]
-    if not records:
-        return ()
+    if not named:
+        return [""] * len(contents), ()
     texts = [content.translate(_DASHES) for content in contents]
-    if any(_pattern(code).search(text) for code in named for text in texts):
-        return ()
+    holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
+               for code in named}
+    held = [""] * len(contents)
+    for code, found in holders.items():
+        if len(found) <= MAX_HOLDERS:
+            for i in found:
+                held[i] = held[i] or code
+    records = [code for code in named if _record_number(code)]
+    if not records or any(holders.values()):
+        return held, ()
     # A code in a path or a URL (erp/INV-2026-0042) counts by each of its parts too.
     shapes = {_shape(part) for text in texts for code in _CODE.findall(text)
               for part in (code, *code.split("/"))}
-    return tuple(code for code in records if _shape(code) in shapes)
+    return held, tuple(code for code in records if _shape(code) in shapes)
 
 
 def held_identifiers(question: str, contents: Sequence[str]) -> list[str]:
     """For each ranked content, the first of the question's codes it holds verbatim that at
     most :data:`MAX_HOLDERS` of the contents hold; ``""`` for a content holding none."""
-    named = question_identifiers(question)
-    held = [""] * len(contents)
-    if not named:
-        return held
-    texts = [content.translate(_DASHES) for content in contents]
-    for identifier in named:
-        pattern = _pattern(identifier)
-        holders = [i for i, text in enumerate(texts) if pattern.search(text)]
-        if len(holders) > MAX_HOLDERS:
-            continue
-        for i in holders:
-            held[i] = held[i] or identifier
-    return held
+    return ranked_codes(question, contents)[0]

@@ -32,11 +32,7 @@ from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
-from rag_pipeline.core.retrieval.identifiers import (
-    held_identifiers,
-    question_identifiers,
-    unheld_identifiers,
-)
+from rag_pipeline.core.retrieval.identifiers import question_identifiers, ranked_codes
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -351,7 +347,7 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     held, unheld = [""] * len(collapsed), ()
     if question_identifiers(question):  # the hits' contents are read only for a question naming codes
         contents = [index.contents[row] for row, _, _ in collapsed]
-        held, unheld = held_identifiers(question, contents), unheld_identifiers(question, contents)
+        held, unheld = ranked_codes(question, contents)
     hits = [Hit(row, score, d, locations, identifier, unheld) for (row, score, locations), d,
             identifier in zip(collapsed, own, held, strict=True)]
     return Ranking(hits, distances, timings, path)
