@@ -140,22 +140,31 @@ def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Pa
     assert requested[:1] == [base_url + "/docs"]
 
 
+def ask_with_the_answer_rewritten(page, base_url: str, question: str, rewrite) -> None:
+    """Asks on the page while `rewrite` edits the service's real JSON answer in flight."""
+    page.goto(base_url + "/")
+    page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+
+    def rewritten(route) -> None:
+        body = json.loads(route.fetch().text())
+        rewrite(body)
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    page.route("**/ask", rewritten)
+    page.fill("#question", question)
+    page.click("#ask-button")
+
+
 def test_a_source_shows_its_tables_columns_and_what_its_document_left_out(base_url: str, tmp_path: Path):
     # The page as it renders an answer's JSON: a quote of table rows without their header row,
     # from a document whose reading left a comment out.
+    def with_header_and_left_out(body: dict) -> None:
+        body["citations"][0].update(table_header="City tier | Per diem | Hotel cap",
+                                    left_out=["1 comment(s) left out (reviewers' remarks)"])
+
     with chromium_page(tmp_path / "profile") as page:
-        page.goto(base_url + "/")
-        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
-
-        def answered(route) -> None:
-            body = json.loads(route.fetch().text())
-            body["citations"][0].update(table_header="City tier | Per diem | Hotel cap",
-                                        left_out=["1 comment(s) left out (reviewers' remarks)"])
-            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
-
-        page.route("**/ask", answered)
-        page.fill("#question", "how long before a network call times out")
-        page.click("#ask-button")
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      with_header_and_left_out)
         page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
         source = page.locator("article.source")
         assert source.locator("p.columns").inner_text() == (
@@ -165,19 +174,13 @@ def test_a_source_shows_its_tables_columns_and_what_its_document_left_out(base_u
 
 
 def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
+    def naming_an_unheld_code(body: dict) -> None:
+        assert body["answered"] is False
+        body["unheld_identifiers"] = ["INV-2026-9999"]
+
     with chromium_page(tmp_path / "profile") as page:
-        page.goto(base_url + "/")
-        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
-
-        def refused(route) -> None:
-            body = json.loads(route.fetch().text())
-            assert body["answered"] is False
-            body["unheld_identifiers"] = ["INV-2026-9999"]
-            route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
-
-        page.route("**/ask", refused)
-        page.fill("#question", "what is the capital of france")
-        page.click("#ask-button")
+        ask_with_the_answer_rewritten(page, base_url, "what is the capital of france",
+                                      naming_an_unheld_code)
         page.wait_for_selector("#refusal", timeout=TIMEOUT_MS)
         assert page.locator("#refusal p").first.inner_text() == (
             "No passage holds INV-2026-9999, which the question names.")
