@@ -442,8 +442,7 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
                  f"{config_source(config)}, so anyone who reaches the port would read every "
                  "document: declare [access] (docs/operations/security.md) or pass --open to "
                  "serve it anyway")
-        return AccessState(None)
-    if trusted_proxy is not None:
+    elif trusted_proxy is not None:
         try:
             trusted_proxy = str(ipaddress.ip_address(trusted_proxy))
         except ValueError:

@@ -79,10 +79,12 @@ class AccessState:
 
     Args:
         policy: The ``[access]`` policy the service started with (None: no access control).
-        store: The data folder's tokens (needed with a policy).
+        store: The data folder's tokens (needed with a policy, and to follow one declared
+            later).
         reload_policy: Called every poll for the configuration's current policy (a changed
-            rule re-labels the served rows); a policy that disappears or fails to load leaves
-            the last one in force (turning access off takes a restart).
+            rule re-labels the served rows; ``[access]`` declared while the service runs
+            without it turns access control on at once); a policy that disappears or fails to
+            load leaves the last one in force (turning access off takes a restart).
         trusted_proxy: The one address whose groups header is believed.
         groups_header: That header's name.
         poll_seconds: How often tokens and policy are re-read.
@@ -123,13 +125,19 @@ class AccessState:
                 self.store.flush_used()
             except (TokenError, OSError) as exc:
                 log.warning("tokens not re-read (the last ones stay in force): %s", exc)
-        if self.reload_policy is not None and self.policy is not None:
+        if self.reload_policy is not None and self.store is not None:
             try:
                 policy = self.reload_policy()
             except Exception as exc:  # noqa: BLE001 - a bad edit must not stop the service
                 log.warning("[access] not re-read (the last rules stay in force): %s", exc)
                 return
-            if policy is None:
+            if self.policy is None:
+                if policy is not None:
+                    log.warning("[access] was declared in the configuration: access control is "
+                                "on from now, every request but /health needs a token (rules "
+                                "%s)", policy.digest)
+                    self.policy = policy
+            elif policy is None:
                 log.warning("[access] was removed from the configuration: the last rules stay in "
                             "force until `serve` is restarted")
             elif policy.digest != self.policy.digest:
@@ -138,7 +146,8 @@ class AccessState:
                 self.policy = policy
 
     def start(self) -> None:
-        if not self.enabled or self._thread is not None:
+        if self._thread is not None or (not self.enabled and (
+                self.store is None or self.reload_policy is None)):
             return
 
         def follow() -> None:

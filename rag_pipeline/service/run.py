@@ -216,6 +216,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                 echo(access_line(service))
                 if (opened := open_to_every_user(warehouse.data_dir)) is not None:
                     echo(f"warning: {opened}")
+            else:
+                echo("access: none declared, every request reads every document (declaring "
+                     "[access] in the configuration turns it on while serving)")
             echo(hosts_line(allowed))
             secret = new_secret()
             # PrivateResponses again outside the app: Starlette answers a crash's 500 from

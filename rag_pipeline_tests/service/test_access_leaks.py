@@ -312,3 +312,34 @@ def test_revocation_and_a_rule_change_take_effect_on_the_next_poll(setup: Setup)
         setup.access.reload_policy = lambda: POLICY
         setup.access.poll_once()
     assert setup.access.policy.digest == POLICY.digest
+
+
+def test_access_declared_while_a_service_runs_without_it_is_in_force_on_the_next_poll(
+        setup: Setup, hashed_embedder: HashedEmbedder):
+    # A service started with no [access], following the configuration: the team adds the rules.
+    declared: list[AccessPolicy | None] = [None]
+    access = AccessState(None, setup.access.store, reload_policy=lambda: declared[0],
+                         poll_seconds=3600)
+    with running_service(Warehouse(setup.built.data_dir),
+                         ServeSettings("header", setup.model_key, workers=2),
+                         lambda: hashed_embedder, poll_seconds=3600, access=access) as service, \
+            TestClient(create_app(service)) as anonymous:
+        asked = {"q": CANARY["hr"], "cut": 2.0}
+        before = anonymous.get("/ask", params=asked).json()
+        assert before["citations"][0]["document_id"] == f"hr/{CANARY['hr']}-salaries.md"
+        access.poll_once()
+        assert anonymous.get("/ask", params=asked).status_code == 200  # nothing declared yet
+        declared[0] = POLICY
+        access.poll_once()
+        refused = anonymous.get("/ask", params=asked)
+        assert refused.status_code == 401
+        assert refused.json()["error"].startswith("this service needs a token")
+        assert anonymous.get("/status").status_code == 401
+        staff = anonymous.get("/ask", params=asked, headers=bearer(setup.tokens["staff"])).json()
+        assert {c["document_id"] for c in staff["citations"]} == {"public/faq.md"}
+        hr = anonymous.get("/ask", params=asked, headers=bearer(setup.tokens["hr"])).json()
+        assert hr["citations"][0]["document_id"] == f"hr/{CANARY['hr']}-salaries.md"
+        # Removing [access] again leaves the rules in force until a restart.
+        declared[0] = None
+        access.poll_once()
+        assert anonymous.get("/ask", params=asked).status_code == 401
