@@ -236,5 +236,5 @@ def access_report(policy: AccessPolicy, document_ids: Iterable[str],
     ids = sorted(document_ids)
     readers = policy.readers_by_document([*corpus_ids, *ids])
     groups = sorted(policy.known_groups)
-    return AccessReport(len(ids), {g: sum(g in r for r in readers.values()) for g in groups},
+    return AccessReport(len(ids), {g: sum(g in readers[d] for d in ids) for g in groups},
                         [d for d in ids if not readers[d]], unmatched_globs(policy, ids))

@@ -141,6 +141,10 @@ def test_the_access_report_counts_groups_and_names_the_unreadable():
     assert report == type(report)(4, {"eng": 0, "hr": 1, "staff": 1}, ["notes.txt", "x/y.md"],
                                   ["eng/*.md", "**/shared.md"])
     assert unreadable_reason(policy(), "notes.txt") == "no [access] rule matches it"
+    # A failed document of the corpus narrows its container's readers but is not counted.
+    with_failed = access_report(policy(), ["hr/a.md", "public/b.md"],
+                                ["hr/a.md", "public/b.md", "hr/broken.pdf", "public/old.txt"])
+    assert (with_failed.documents, with_failed.by_group) == (2, {"eng": 0, "hr": 1, "staff": 1})
     shared = AccessPolicy((AccessRule("public/x.zip/*.md", ("staff",)),
                            AccessRule("**/*.zip", ("hr",))))
     assert access_report(shared, ["public/x.zip", "public/x.zip/a.md"]).unreadable == [
