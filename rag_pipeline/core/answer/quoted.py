@@ -5,7 +5,8 @@ No chat model writes anything: every sentence is a slice of a cited chunk's ``co
 ``canonical_text[start:end]`` of that document by construction (and :func:`check_quoted` proves
 it against the texts). Sentences are split at sentence ends and blank lines as the multi-vector
 scorer splits them (:mod:`rag_pipeline.core.retrieval.sentences`), but with their offsets kept,
-a table row is a sentence of its own, and a heading (the title of the document or section) none;
+a table row is a sentence of its own, and a heading (the title of the document or section) or a
+question none;
 each is embedded with its chunk's context header in front (as the chunk itself was embedded)
 and scored by its cosine similarity to the question plus ``term_weight`` times the share of the
 question's terms it holds (the BM25 analyzer's terms; a term-overlap score in the spirit of
@@ -193,8 +194,9 @@ class _Candidate:
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
                 tables: Sequence[QuoteTables]) -> list[_Candidate]:
-    """Every sentence of every cited quote (a quote cited twice counted once), but a heading:
-    a line that is the document's title or the chunk's section title answers nothing."""
+    """Every sentence of every cited quote (a quote cited twice counted once), but a heading
+    (a line that is the document's title or the chunk's section title) and a question: they
+    answer nothing."""
     seen: set[tuple[str, int, int]] = set()
     out = []
     for citation, header, table in zip(citations, headers, tables, strict=True):
@@ -205,10 +207,17 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
                 continue
             seen.add(key)
             text = citation.quote[start:end]
-            if is_title(text, titles):
+            if is_title(text, titles) or asks(text):
                 continue
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}"))
     return out
+
+
+def asks(sentence: str) -> bool:
+    """Whether ``sentence`` is a question (its last mark, closing quotes and brackets aside, is
+    ``?``): a question in a source, a mail's or a FAQ's, holds the question's words, never its
+    answer."""
+    return sentence.rstrip().rstrip("\"')]\u2019\u201d").endswith("?")
 
 
 def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> float:

@@ -162,6 +162,17 @@ def test_the_header_is_embedded_in_front_of_each_sentence():
                         "Doc A > Loops\nThe loop variable keeps its last value after break."]
 
 
+def test_a_question_in_a_source_is_never_quoted_as_its_answer():
+    # A mail thread: the reply quotes the question, whose words are the asker's own.
+    thread = ("> Which gateway should the Lisbon office use? Use the new one: the VPN gateway for "
+              "the Lisbon office is vpn-lis-02. Which gateway is retired (\"the old one?\")")
+    citation = Citation(1, "t.eml", "T", "T", "#char=0,160", 0, len(thread), thread, 0.3, "")
+    quoted = quoted_answer("Which gateway should the Lisbon office use?", _embed(["x"])[0],
+                           [citation], [""], _embed, QuoteSettings(margin=1.0))
+    assert [q.text for q in quoted] == [
+        "Use the new one: the VPN gateway for the Lisbon office is vpn-lis-02."]
+
+
 def test_a_refusal_quotes_nothing_and_embeds_nothing():
     def never(texts: list[str]) -> np.ndarray:
         raise AssertionError("nothing to embed")
