@@ -118,7 +118,7 @@ def test_every_chunk_is_its_documents_canonical_slice_and_cites_its_locator(mate
         found = tuple(Anchor(a["start"], a["end"], a["locator"]) for a in anchors)
         first_fragment.setdefault(document_id, format_named(fmt).fragment(found, start, end))
     assert first_fragment["review.pptx"] == "#slide=1"
-    assert first_fragment["analysis.ipynb"] == "#cell=1"
+    assert first_fragment["analysis.ipynb"] == "#cell=1-3"  # one chunk over three cells
     assert first_fragment["notes.epub"].startswith("#chapter=OEBPS/text/ch1.xhtml&char=")
     assert first_fragment["hours.ods"].startswith("#sheet=Hours%202024&range=A1:")
     assert first_fragment["board.png"] == "#page=1"

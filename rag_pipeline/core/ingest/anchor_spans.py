@@ -1,4 +1,5 @@
-"""Which anchors a span of canonical text overlaps: how a chunk finds the rows or cues it cites."""
+"""Which anchors a span of canonical text overlaps: how a chunk finds the rows, cues, cells or
+slides it cites."""
 
 from __future__ import annotations
 
@@ -28,3 +29,17 @@ def _start(anchor: Anchor) -> int:
 
 def _end(anchor: Anchor) -> int:
     return anchor.end
+
+
+def unit_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str:
+    """The fragment naming the numbered units (``cell=N``, ``slide=N`` anchors, in order, not
+    overlapping) that ``[start, end)`` covers: ``#cell=3`` within one, ``#cell=3-5`` over
+    several; a span between units (their separating blank lines) names the unit before it;
+    ``""`` without anchors."""
+    if not anchors:
+        return ""
+    covered = overlapping(anchors, start, end) or [
+        anchors[max(bisect_right(anchors, start, key=_start) - 1, 0)]]
+    key, _, first = covered[0].locator.partition("=")
+    last = covered[-1].locator.partition("=")[2]
+    return f"#{key}={first}" if first == last else f"#{key}={first}-{last}"

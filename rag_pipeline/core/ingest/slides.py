@@ -2,19 +2,19 @@
 
 A slide is its title line (``Slide N`` without one) outside every section, then its blocks
 separated by blank lines (a section titled by the slide); each slide, title included, is one
-anchor ``slide=N``, cited ``#slide=N`` (:func:`slide_of`); a table block is declared as a
+anchor ``slide=N``, cited ``#slide=N`` (``#slide=N-M`` over several:
+:func:`~rag_pipeline.core.ingest.anchor_spans.unit_fragment`); a table block is declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan`.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.tables import layout_table
 
-__all__ = ["MAX_SLIDES", "Block", "lay_out_slides", "slide_of"]
+__all__ = ["MAX_SLIDES", "Block", "lay_out_slides"]
 
 MAX_SLIDES = 2000
 """A deck with more slides fails unread: the longest real decks have a few hundred."""
@@ -52,12 +52,3 @@ def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
         anchors.append(Anchor(start, offset - 2, f"slide={number}"))
     canonical = "".join(parts)[:-1] if parts else ""
     return canonical, tuple(sections), tuple(anchors), tuple(tables)
-
-
-def slide_of(anchors: Sequence[Anchor], offset: int) -> int | None:
-    """The 1-based slide holding character ``offset``: the last slide anchor starting at or
-    before it; ``None`` without slide anchors."""
-    index = bisect_right([anchor.start for anchor in anchors], offset) - 1
-    if not anchors:
-        return None
-    return int(anchors[max(index, 0)].locator.removeprefix("slide="))

@@ -35,14 +35,16 @@ def lines_label(text: str, start: int, end: int) -> str:
 
 
 def unit_label(locator: str) -> str:
-    """``slide 2`` for ``slide=2``, ``cell 3``, ``chapter OEBPS/ch1.xhtml``, ``rows 1-6`` for
+    """``slide 2`` for ``slide=2``, ``cell 3``, ``cells 3-5``, ``chapter OEBPS/ch1.xhtml``, ``rows 1-6`` for
     ``row=1-6``; ``""`` for a locator that names no unit (``char=``, ``page=``)."""
     key, _, value = locator.partition("=")
     if key == "row":
         rows = RowLocator.parse(locator)
         return f"row {rows.first}" if rows.first == rows.last else f"rows {rows.first}-{rows.last}"
     if key in UNIT_KEYS:
-        return f"{key} {unquote(value.partition('&')[0])}"
+        value = unquote(value.partition('&')[0])
+        several = key in ("cell", "slide") and "-" in value  # cells 2-4 of a notebook
+        return f"{key}s {value}" if several else f"{key} {value}"
     return ""
 
 

@@ -73,7 +73,8 @@ def test_plain_text_is_labelled_by_lines_and_escaped():
 
 
 def test_unit_labels():
-    assert [unit_label(x) for x in ("slide=4", "cell=12", "row=7", "row=1-6",
-                                    "chapter=OEBPS%2Fch%201.xhtml&char=3,9", "char=1,5",
-                                    "page=2")] == [
-        "slide 4", "cell 12", "row 7", "rows 1-6", "chapter OEBPS/ch 1.xhtml", "", ""]
+    assert [unit_label(x) for x in ("slide=4", "cell=12", "row=7", "row=1-6", "cell=2-4",
+                                    "slide=1-3", "chapter=OEBPS%2Fch%201.xhtml&char=3,9",
+                                    "char=1,5", "page=2")] == [
+        "slide 4", "cell 12", "row 7", "rows 1-6", "cells 2-4", "slides 1-3",
+        "chapter OEBPS/ch 1.xhtml", "", ""]

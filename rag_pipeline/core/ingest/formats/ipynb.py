@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.markdown import first_title, markdown_sections
@@ -186,8 +186,6 @@ class IpynbFormat(DocumentFormat):
                          notes=tuple(notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
-        """``#cell=N`` for the cell the span starts in; ``#char=`` without cells."""
-        if not anchors:
-            return super().fragment(anchors, start, end)
-        index = max(bisect_right([anchor.start for anchor in anchors], start) - 1, 0)
-        return f"#{anchors[index].locator}"
+        """``#cell=N`` for a span within one cell, ``#cell=N-M`` over several; ``#char=``
+        without cells."""
+        return unit_fragment(anchors, start, end) or super().fragment(anchors, start, end)

@@ -44,6 +44,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import (
     Anchor,
     Extracted,
@@ -57,7 +58,7 @@ from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.safe_xml import safe_xml
 from rag_pipeline.core.ingest.sheets import MergedCells, Sheet, lay_out_sheets, sheet_fragment
-from rag_pipeline.core.ingest.slides import MAX_SLIDES, lay_out_slides, slide_of
+from rag_pipeline.core.ingest.slides import MAX_SLIDES, lay_out_slides
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
@@ -411,9 +412,9 @@ class OdpFormat(_OdfFormat):
                                 *comment_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
-        """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
-        slide = slide_of(anchors, start)
-        return super().fragment(anchors, start, end) if slide is None else f"#slide={slide}"
+        """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``
+        without slides."""
+        return unit_fragment(anchors, start, end) or super().fragment(anchors, start, end)
 
 
 def _sheet_rows(table: object, budget: list[int],

@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import (
     Anchor,
     Extracted,
@@ -37,7 +38,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip, count_elements
-from rag_pipeline.core.ingest.slides import MAX_SLIDES, Block, lay_out_slides, slide_of
+from rag_pipeline.core.ingest.slides import MAX_SLIDES, Block, lay_out_slides
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 if TYPE_CHECKING:
@@ -202,6 +203,6 @@ class PptxFormat(DocumentFormat):
                                 *((("comments_left_out", str(comments)),) if comments else ())))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
-        """``#slide=N`` for the slide the span starts on; ``#char=`` without slides."""
-        slide = slide_of(anchors, start)
-        return super().fragment(anchors, start, end) if slide is None else f"#slide={slide}"
+        """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``
+        without slides."""
+        return unit_fragment(anchors, start, end) or super().fragment(anchors, start, end)

@@ -67,10 +67,13 @@ def test_cells_as_markdown_with_code_fenced_and_text_outputs():
     assert extracted.notes == (("cells", "6"), ("outputs_without_text", "1"))
 
 
-def test_a_span_cites_the_cell_it_starts_in():
+def test_a_span_cites_the_cells_it_covers():
     anchors = IPYNB.extract(analysis(), "analysis").anchors
-    assert IPYNB.fragment(anchors, 0, 50) == "#cell=1"
+    assert IPYNB.fragment(anchors, 0, 37) == "#cell=1"
+    assert IPYNB.fragment(anchors, 0, 50) == "#cell=1-2"  # the answer may be in cell 2
+    assert IPYNB.fragment(anchors, 37, 39) == "#cell=1"  # between cells: the one before
     assert IPYNB.fragment(anchors, 40, 60) == "#cell=2"
+    assert IPYNB.fragment(anchors, 0, len(TEXT)) == "#cell=1-5"
     assert IPYNB.fragment(anchors, len(TEXT) - 5, len(TEXT)) == "#cell=5"
     assert IPYNB.fragment((), 1, 2) == "#char=1,2"
 

@@ -196,10 +196,12 @@ def test_a_scatter_chart_keeps_its_x_values_and_a_series_its_number_format():
                                         "Chart\n\nCategory | Share\nNorth | 15%\nSouth | 13%\n")
 
 
-def test_a_span_cites_the_slide_it_starts_on():
+def test_a_span_cites_the_slides_it_covers():
     anchors = PPTX.extract(deck(), "review").anchors
     assert PPTX.fragment(anchors, 0, 10) == "#slide=1"
-    assert PPTX.fragment(anchors, 100, 200) == "#slide=2"
+    assert PPTX.fragment(anchors, 100, 189) == "#slide=2"
+    assert PPTX.fragment(anchors, 100, 200) == "#slide=2-4"  # slide 3 is blank: no text
+    assert PPTX.fragment(anchors, 189, 191) == "#slide=2"  # between slides: the one before
     assert PPTX.fragment(anchors, 195, 210) == "#slide=4"
     assert PPTX.fragment((), 3, 9) == "#char=3,9"
 
