@@ -5,7 +5,9 @@ A message's own document is its subject line, then ``From``, ``To``, ``Cc`` and 
 header lines, then its body: the ``text/plain`` part, else the ``text/html`` part rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (the standard library's
 ``get_body``), the HTML alternative when the plain one is a stub (a quarter of its text or
-less: "view this message in a browser"); the subject titles one section holding the rest. Text
+less: "view this message in a browser") or when the HTML holds a table (whose rows are then
+cited as a table's: under their header, ``rows=``); the subject titles one section holding the
+rest. Text
 is decoded by its declared charset, else (undeclared 8-bit, a wrong or unknown charset) as UTF-8,
 else as windows-1252, and the notes say so (``charset_guessed``): never replaced by U+FFFD
 unsaid. Its attachments (every part but the body and its alternatives: an inline
@@ -32,8 +34,15 @@ import email.header
 import mimetypes
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section
+from rag_pipeline.core.ingest.extracted import (
+    Extracted,
+    ExtractionError,
+    Extractor,
+    Section,
+    TableSpan,
+)
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, printable_name, unique_name
@@ -93,25 +102,39 @@ def _part_text(part: object, guessed: set[str]) -> str:
     return _decoded(payload, part.get_content_charset(), guessed)
 
 
-def _html_text(part: object, guessed: set[str]) -> str:
-    return extract_html(_part_text(part, guessed).encode("utf-8"), "").canonical_text.strip()
+@dataclass(frozen=True)
+class _Body:
+    """A message's body: its text, the tables in it (an HTML body's), the part it came from."""
+
+    text: str
+    tables: tuple[TableSpan, ...] = ()
+    part: object | None = None
 
 
-def _body(message: object, guessed: set[str]) -> tuple[str, object | None]:
-    """The body's text and the part it was read from (the plain one's HTML alternative when
-    the plain one is a stub)."""
+def _html_body(part: object, guessed: set[str]) -> _Body:
+    """An HTML part read by the HTML reader, white space trimmed, its tables kept."""
+    read = extract_html(_part_text(part, guessed).encode("utf-8"), "")
+    text = read.canonical_text.strip()
+    lead = len(read.canonical_text) - len(read.canonical_text.lstrip())
+    return _Body(text, tuple(table.shifted(-lead) for table in read.tables), part)
+
+
+def _body(message: object, guessed: set[str]) -> _Body:
+    """The body (the plain part's HTML alternative when the plain one is a stub, or when the
+    HTML holds a table: a plain rendering of a table is loose lines, the HTML keeps each row
+    under its header)."""
     body = message.get_body(preferencelist=("plain", "html"))
     if body is None:
-        return "", None
+        return _Body("")
     if body.get_content_type() == "text/html":
-        return _html_text(body, guessed), body
+        return _html_body(body, guessed)
     plain = _part_text(body, guessed).replace("\r\n", "\n").strip()
     html = message.get_body(preferencelist=("html",))
     if html is not None and html is not body:
-        rich = _html_text(html, guessed)
-        if len(plain) <= _STUB_SHARE * len(rich):
-            return rich, html
-    return plain, body
+        rich = _html_body(html, guessed)
+        if len(plain) <= _STUB_SHARE * len(rich.text) or rich.tables:
+            return rich
+    return _Body(plain, (), body)
 
 
 def _attachments(message: object, body: object | None) -> list[object]:
@@ -181,16 +204,17 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
     headers = "\n".join(f"{name}: {value}" for name in _HEADERS
                         if (value := _header(message, name, guessed)))
     try:
-        body, body_part = _body(message, guessed)
-        attachments = _attachments(message, body_part)
+        body = _body(message, guessed)
+        attachments = _attachments(message, body.part)
     except Exception as exc:  # email's MIME layer raises many kinds on broken structure
         raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
-    rest = "\n\n".join(part for part in (headers, body) if part)
+    rest = "\n\n".join(part for part in (headers, body.text) if part)
     canonical = f"{title}\n\n{rest}\n" if rest else f"{title}\n"
     sections = (Section(title, len(title) + 2, len(canonical) - 1),) if rest else ()
+    body_start = len(canonical) - 1 - len(body.text)
     notes = tuple(("charset_guessed", charset) for charset in sorted(guessed))
-    return Extracted(title=title, canonical_text=canonical, sections=sections,
-                     notes=notes), attachments
+    return Extracted(title=title, canonical_text=canonical, sections=sections, notes=notes,
+                     tables=tuple(table.shifted(body_start) for table in body.tables)), attachments
 
 
 class EmlFormat(ContainerFormat):
@@ -200,7 +224,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "3")
+        return Extractor("mail-email", "4")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

@@ -191,6 +191,27 @@ def test_a_plain_stub_gives_way_to_its_html_alternative():
     assert "revenue rose 12 percent" in text and "View this message" not in text
 
 
+def test_a_table_in_the_html_body_is_cited_row_by_row_under_its_header():
+    mail = EmailMessage()
+    mail["Subject"] = "Tasks"
+    mail["From"] = "ana@example.org"
+    mail.set_content("Owner\tTask\nLena\tEvidence export\nBo\tAudit log\n")  # a client's rendering
+    mail.add_alternative("<p>This week:</p><table><tr><th>Owner</th><th>Task</th></tr>"
+                         "<tr><td>Lena</td><td>Evidence export</td></tr>"
+                         "<tr><td>Bo</td><td>Audit log</td></tr></table>", subtype="html")
+    own = EML.extract(mail.as_bytes(), "m")
+    assert own.canonical_text == ("Tasks\n\nFrom: ana@example.org\n\nThis week:\n\n"
+                                  "Owner\tTask\n\nLena\tEvidence export\n\nBo\tAudit log\n")
+    (table,) = own.tables
+    text = own.canonical_text
+    assert text[table.start:table.header_end] == table.header == "Owner\tTask"
+    assert [text[start:start + 4] for start in table.rows] == ["Lena", "Bo\tA"]
+    assert text[table.start:table.end] == "Owner\tTask\n\nLena\tEvidence export\n\nBo\tAudit log"
+    assert EML.cited_fragment(own.anchors, own.tables, table.rows[1], table.end) == (
+        f"#char={table.rows[1]},{table.end}&rows=2-2")
+    assert EML.header_above(own.tables, table.rows[1], table.end) == "Owner\tTask"
+
+
 def test_an_inline_html_part_after_a_plain_body_is_an_attachment(tmp_path: Path):
     mail = message()
     mail.make_mixed()
