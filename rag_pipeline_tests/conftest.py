@@ -83,7 +83,7 @@ def write_corpus(root: Path, docs: dict[str, str]) -> Path:
 def tiny_corpus(tmp_path: Path) -> Path:
     root = write_corpus(tmp_path / "corpus", TINY_DOCS)
     # Planted flaw: invalid UTF-8. Must end `failed` with its reason while the rest index.
-    (root / "broken.md").write_bytes(b"# Broken\n\n\xff\xfe not text\n")
+    (root / "broken.md").write_bytes(b"# Broken\n\n\xff\x81 not text\n")  # nor windows-1252
     return root
 
 

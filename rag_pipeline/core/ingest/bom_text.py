@@ -1,15 +1,29 @@
-"""Text files read as UTF-8, or as the UTF-16/UTF-32 their byte-order mark declares.
+"""Text files read as UTF-8, or as the UTF-16/UTF-32 their byte-order mark declares, or as
+windows-1252 when they are plainly that.
 
 Subtitle tools and spreadsheet exports ("Unicode text") write UTF-16 with a byte-order mark; the
 mark makes the encoding certain, so such a file is read, never guessed at. Without a mark the
-file must be UTF-8; anything else fails with the offset and the byte found there.
+file is UTF-8; a file that is not is read as windows-1252 (the encoding of a Western team's
+legacy text and of Excel's "CSV" on Windows, Latin-1's printable characters included) only when
+it is plainly that: no NUL byte, no byte windows-1252 leaves undefined, and at most
+:data:`MAX_GUESSED_SHARE` of its bytes outside ASCII (accented letters in Western text;
+Cyrillic, Greek or East Asian legacy encodings are mostly such bytes). The notes say so
+(``charset_guessed``, as a mail's do). Anything else fails with the offset and the byte found
+there.
 """
 
 from __future__ import annotations
 
 import codecs
+from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
+
+GUESSED_CHARSET = "windows-1252"
+MAX_GUESSED_SHARE = 0.2
+"""A file that is not UTF-8 is read as windows-1252 only when at most this share of its bytes
+is outside ASCII."""
+_HIGH_BYTES = bytes(range(0x80, 0x100))
 
 _MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
     (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
@@ -18,7 +32,16 @@ _MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
 )
 
 
-def decode_text(data: bytes, kind: str) -> str:
+@dataclass(frozen=True)
+class DecodedText:
+    """A text file's text and what its reading notes (``charset_guessed`` when it was not
+    UTF-8 and read as windows-1252)."""
+
+    text: str
+    notes: tuple[tuple[str, str], ...] = ()
+
+
+def decode_text(data: bytes, kind: str) -> DecodedText:
     """The file's text without its byte-order mark, ``\\r\\n`` and ``\\r`` line ends as ``\\n``.
 
     Args:
@@ -26,19 +49,35 @@ def decode_text(data: bytes, kind: str) -> str:
         kind: The format's name for the reason (``"CSV"``).
 
     Raises:
-        ExtractionError: Bytes that are not text in the declared (or, without a mark, UTF-8)
-            encoding, with the offset and the byte.
+        ExtractionError: Bytes that are not text in the declared (or, without a mark, UTF-8 or
+            plainly windows-1252) encoding, with the offset and the byte.
     """
     encoding, name, body = "utf-8", "UTF-8", data
     for mark, codec, label in _MARKS:
         if data.startswith(mark):
             encoding, name, body = codec, label, data[len(mark):]
             break
+    notes: tuple[tuple[str, str], ...] = ()
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        offset = exc.start + len(data) - len(body)
-        raise ExtractionError(
-            f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); {kind} "
-            "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark") from exc
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+        text = _plainly_windows_1252(data) if body is data else None
+        if text is None:
+            offset = exc.start + len(data) - len(body)
+            raise ExtractionError(
+                f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); {kind} "
+                "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, or as "
+                "windows-1252 when plainly that") from exc
+        notes = (("charset_guessed", GUESSED_CHARSET),)
+    return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"), notes)
+
+
+def _plainly_windows_1252(data: bytes) -> str | None:
+    """``data`` read as windows-1252 when it is plainly that (the module docstring), else None."""
+    high = len(data) - len(data.translate(None, _HIGH_BYTES))
+    if b"\x00" in data or high > MAX_GUESSED_SHARE * len(data):
+        return None
+    try:
+        return data.decode(GUESSED_CHARSET)
+    except UnicodeDecodeError:  # 0x81, 0x8D, 0x8F, 0x90 or 0x9D: no windows-1252 character
+        return None

@@ -103,8 +103,9 @@ def corpus(tmp_path: Path) -> Path:
     (root / "scan.pdf").write_bytes(drawing_only_pdf())
     # Flaw: random bytes with a .pdf suffix -> failed "not a PDF" (no %PDF- header).
     (root / "corrupt.pdf").write_bytes(random.Random(7).randbytes(2048))
-    # Flaw: Latin-1 bytes in a .md ("é" is 0xE9 at byte 5) -> failed "not UTF-8".
-    (root / "latin1.md").write_bytes(b"# Caf\xe9\n\nBody.\n")
+    # Flaw: Latin-1 bytes in a .md ("é" is 0xE9 at byte 5) beside 0x81, which is no
+    # windows-1252 character either -> failed "not UTF-8" (plain Latin-1 would be read).
+    (root / "latin1.md").write_bytes(b"# Caf\xe9\x81\n\nBody.\n")
     # Flaw: an empty .txt -> failed "no text".
     (root / "empty.txt").write_bytes(b"")
     # Flaw: a symlink to a file outside the root -> failed "outside the corpus root".
@@ -261,7 +262,8 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     assert errors == {
         "empty.txt": "an empty file (0 bytes): nothing to read",
         "latin1.md": ("not UTF-8: byte 0xe9 at offset 5 (invalid continuation byte); Markdown "
-                      "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark"),
+                      "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, or as "
+                      "windows-1252 when plainly that"),
         "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
         "locked.pdf": "encrypted PDF: no password is configured",
         "scan.pdf": NO_TEXT_1_PAGE,
@@ -269,7 +271,7 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
     for r in result.failed:
         assert (r.status, r.canonical_text, r.title) == (DocumentStatus.FAILED.value, "", Path(r.path).stem)
     # A failed file that was read still carries its bytes' digest; the symlink was never read.
-    assert records["latin1.md"].content_sha256 == hashlib.sha256(b"# Caf\xe9\n\nBody.\n").hexdigest()
+    assert records["latin1.md"].content_sha256 == hashlib.sha256(b"# Caf\xe9\x81\n\nBody.\n").hexdigest()
     assert records["link.md"].content_sha256 == ""
 
 
@@ -282,7 +284,7 @@ def test_markdown_front_matter_is_in_no_section_and_the_heading_is_the_title(cor
     assert record.canonical_text == GUIDE_MD.decode()
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "6")
+        "markdown", "markdown-frontmatter", "7")
     # The text before "# Real Title" (none) and the heading's body, both titled by the document;
     # the front matter (43 characters) is in neither, so in no chunk.
     assert record.sections == (Section("Real Title", 43, 43, 1), Section("Real Title", 55, 68, 1))
@@ -384,7 +386,7 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "6"
+    assert records["guide.md"].extractor_version == "7"
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 

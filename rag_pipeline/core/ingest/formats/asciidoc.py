@@ -51,7 +51,7 @@ class AsciiDocFormat(DocumentFormat):
     suffixes = (".adoc", ".asciidoc")
 
     def extractor(self) -> Extractor:
-        return Extractor("asciidoc-titles", "2")
+        return Extractor("asciidoc-titles", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The text as it is; title from the ``= `` line, else the stem; a section per title.
@@ -59,7 +59,8 @@ class AsciiDocFormat(DocumentFormat):
         Raises:
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`).
         """
-        text = decode_text(data, "AsciiDoc")
+        decoded = decode_text(data, "AsciiDoc")
+        text = decoded.text
         spans = title_spans(text)
         title = next((t for _, _, level, t in spans if level == 0), stem)
         sections: list[Section] = []
@@ -70,4 +71,5 @@ class AsciiDocFormat(DocumentFormat):
             current, start = (title if level == 0 else s_title, max(level, 1)), s_end
         if len(text) > start:
             sections.append(Section(current[0], start, len(text), current[1]))
-        return Extracted(title=title, canonical_text=text, sections=tuple(sections))
+        return Extracted(title=title, canonical_text=text, sections=tuple(sections),
+                         notes=decoded.notes)

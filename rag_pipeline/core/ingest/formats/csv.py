@@ -72,7 +72,7 @@ class CsvFormat(DocumentFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("csv-stdlib", "3")
+        return Extractor("csv-stdlib", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).
@@ -81,7 +81,8 @@ class CsvFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or a record the :mod:`csv`
                 reader rejects (a NUL byte), with its line number.
         """
-        text = decode_text(data, "CSV")
+        decoded = decode_text(data, "CSV")
+        text = decoded.text
         # A field may be as long as the file (max_document_bytes bounds it), not only the
         # module's default 128 KiB.
         csv.field_size_limit(max(csv.field_size_limit(), len(text)))
@@ -97,7 +98,7 @@ class CsvFormat(DocumentFormat):
         placed = place_lines(lines, 0, lambda line: row_locator(line.number))
         return Extracted(title=stem, canonical_text=placed.text, anchors=placed.anchors,
                          tables=(placed.table,) if placed.table else (),
-                         notes=(("rows", str(placed.data_rows)),))
+                         notes=(("rows", str(placed.data_rows)), *decoded.notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#row=12`` for one row, ``#row=12-30`` for a span (RFC 7111); ``#char=`` when the

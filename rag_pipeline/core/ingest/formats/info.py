@@ -30,7 +30,7 @@ class InfoFormat(DocumentFormat):
     suffixes = (".info", *(f".info-{part}" for part in range(1, 10)))
 
     def extractor(self) -> Extractor:
-        return Extractor("info-nodes", "2")
+        return Extractor("info-nodes", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The nodes' text, a section each (the module docstring).
@@ -39,7 +39,8 @@ class InfoFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or no node at all (not an
                 Info file).
         """
-        text = _MARKER.sub("", _MARKER_LINE.sub("", decode_text(data, "Info")))
+        decoded = decode_text(data, "Info")
+        text = _MARKER.sub("", _MARKER_LINE.sub("", decoded.text))
         parts: list[str] = []
         sections: list[Section] = []
         offset = 0
@@ -63,4 +64,4 @@ class InfoFormat(DocumentFormat):
         canonical = "".join(parts) + "\n"
         title = next((line.strip() for line in parts[0].splitlines() if line.strip()), stem)
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
-                         notes=(("nodes", str(len(sections))),))
+                         notes=(("nodes", str(len(sections))), *decoded.notes))

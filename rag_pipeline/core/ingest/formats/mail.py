@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rag_pipeline.core.ingest.bom_text import GUESSED_CHARSET
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -53,7 +54,6 @@ _STRICT_FROM_LINE = re.compile(
     rb"^From \S+ +(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b[^\n]*\n"  # as mail programs write it
     rb"|^From [^\n]*\n(?=[!-9;-~]+:[ \t])",  # or any, followed by a header line
     re.MULTILINE)
-_FALLBACK_CHARSET = "windows-1252"
 _STUB_SHARE = 0.25
 """A plain alternative with at most this share of the HTML one's text is a stub."""
 _QUOTED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
@@ -93,8 +93,8 @@ def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:
                 return payload.decode(candidate)
             except (LookupError, UnicodeError):
                 continue
-    guessed.add(_FALLBACK_CHARSET)
-    return payload.decode(_FALLBACK_CHARSET, "replace")
+    guessed.add(GUESSED_CHARSET)
+    return payload.decode(GUESSED_CHARSET, "replace")
 
 
 def _part_text(part: object, guessed: set[str]) -> str:

@@ -175,7 +175,7 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "6")
+        return Extractor("markdown-frontmatter", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's
@@ -184,7 +184,8 @@ class MarkdownFormat(DocumentFormat):
         canonical text (so ``#char=`` counts the file's characters, line ends as one), in no
         section: no chunk of the boundary strategies holds it (the blind baselines cut the
         whole text)."""
-        text = decode_text(data, "Markdown")
+        decoded = decode_text(data, "Markdown")
+        text = decoded.text
         front_title = None
         body_start = 0
         match = _front_matter(text)
@@ -199,4 +200,5 @@ class MarkdownFormat(DocumentFormat):
         sections = tuple(dataclasses.replace(s, start=s.start + body_start, end=s.end + body_start)
                          for s in markdown_sections(body, title))
         return Extracted(title=title, canonical_text=text, sections=sections,
-                         tables=tuple(t.shifted(body_start) for t in pipe_tables(body)))
+                         tables=tuple(t.shifted(body_start) for t in pipe_tables(body)),
+                         notes=decoded.notes)

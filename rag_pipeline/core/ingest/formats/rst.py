@@ -19,6 +19,7 @@ place in each column or row it covers, so no column shifts), declared as a
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from typing import TYPE_CHECKING
@@ -221,7 +222,7 @@ class RstFormat(DocumentFormat):
     suffixes = (".rst", ".rest")
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"3+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"4+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
@@ -232,11 +233,13 @@ class RstFormat(DocumentFormat):
         """
         from docutils.core import publish_doctree
 
-        source = decode_text(data, "reStructuredText")
+        decoded = decode_text(data, "reStructuredText")
+        source = decoded.text
         writer = _Writer()
         try:
             tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})
             writer.walk(tree)
         except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting
             raise ExtractionError(f"unreadable reStructuredText: {type(exc).__name__}: {exc}") from exc
-        return blocks_to_extracted(writer.blocks, stem)
+        extracted = blocks_to_extracted(writer.blocks, stem)
+        return dataclasses.replace(extracted, notes=extracted.notes + decoded.notes)

@@ -80,7 +80,7 @@ class SrtFormat(DocumentFormat):
     suffixes = (".srt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("srt-stdlib", "1")
+        return Extractor("srt-stdlib", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.
@@ -89,10 +89,11 @@ class SrtFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), not SRT, a malformed cue or
                 one ending before it starts.
         """
-        cues = parse_srt(decode_text(data, "SRT"))
+        decoded = decode_text(data, "SRT")
+        cues = parse_srt(decoded.text)
         canonical, anchors = cue_text(cues)
         return Extracted(title=stem, canonical_text=canonical, anchors=anchors,
-                         notes=(("cues", str(len(anchors))),))
+                         notes=(("cues", str(len(anchors))), *decoded.notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#t=<first cue's start>,<last cue's end>`` (W3C Media Fragments, seconds)."""

@@ -17,7 +17,8 @@ class TextFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("plain-text", "2")
+        return Extractor("plain-text", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
-        return Extracted(title=stem, canonical_text=decode_text(data, "text"))
+        decoded = decode_text(data, "text")
+        return Extracted(title=stem, canonical_text=decoded.text, notes=decoded.notes)

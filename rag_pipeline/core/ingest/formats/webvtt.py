@@ -57,7 +57,7 @@ class WebVttFormat(DocumentFormat):
     suffixes = (".vtt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("webvtt-py", f"1+webvtt-py-{library_version('webvtt-py')}")
+        return Extractor("webvtt-py", f"2+webvtt-py-{library_version('webvtt-py')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.
@@ -66,10 +66,11 @@ class WebVttFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), not WebVTT, a malformed cue
                 or one ending before it starts.
         """
-        cues = parse_webvtt(decode_text(data, "WebVTT"))
+        decoded = decode_text(data, "WebVTT")
+        cues = parse_webvtt(decoded.text)
         canonical, anchors = cue_text(cues)
         return Extracted(title=stem, canonical_text=canonical, anchors=anchors,
-                         notes=(("cues", str(len(anchors))),))
+                         notes=(("cues", str(len(anchors))), *decoded.notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#t=<first cue's start>,<last cue's end>`` (W3C Media Fragments, seconds)."""

@@ -61,11 +61,16 @@ def test_a_header_only_file_is_its_header_line():
     assert (extracted.canonical_text, extracted.anchors) == ("a | b\n", (Anchor(0, 5, "row=1"),))
 
 
-def test_a_file_that_is_not_utf8_fails_with_the_offset_and_the_byte():
-    with pytest.raises(ExtractionError) as raised:
-        CSV.extract("a,b\nCaf\u00e9,1\n".encode("latin-1"), "latin")
-    assert str(raised.value) == ("not UTF-8: byte 0xe9 at offset 7 (invalid continuation byte); CSV files "
-                                 "are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark")
+def test_a_windows_1252_export_is_read_and_said_and_other_bytes_fail_with_the_offset():
+    # Excel's "CSV" on a Western Windows: windows-1252, no byte-order mark.
+    extracted = CSV.extract("a,b\nCaf\u00e9 \u20ac,1\n".encode("cp1252"), "export")
+    assert (extracted.canonical_text, extracted.notes) == (
+        "a | b\na: Caf\u00e9 \u20ac | b: 1\n", (("rows", "1"), ("charset_guessed", "windows-1252")))
+    with pytest.raises(ExtractionError) as raised:  # Cyrillic windows-1251: mostly high bytes
+        CSV.extract("\u0438\u043c\u044f,\u0433\u043e\u0440\u043e\u0434\n".encode("cp1251"), "ru")
+    assert str(raised.value) == (
+        "not UTF-8: byte 0xe8 at offset 0 (invalid continuation byte); CSV files are read as UTF-8, "
+        "or as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that")
 
 
 def test_utf16_with_a_byte_order_mark_is_read():

@@ -32,8 +32,16 @@ def test_utf16_with_a_byte_order_mark_is_read_and_other_bytes_fail_with_their_of
 
     notes = "Caf\u00e9 opens at nine.\r\n".encode("utf-16")  # a Windows "Unicode" save
     assert TextFormat().extract(notes, "n").canonical_text == "Caf\u00e9 opens at nine.\n"
-    with pytest.raises(ExtractionError) as raised:
-        TextFormat().extract("Caf\u00e9\n".encode("latin-1"), "l")
-    assert str(raised.value) == ("not UTF-8: byte 0xe9 at offset 3 (invalid continuation byte); text "
-                                 "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark")
+    latin = TextFormat().extract("Caf\u00e9 opens at nine.\r\n".encode("latin-1"), "l")
+    assert (latin.canonical_text, latin.notes) == ("Caf\u00e9 opens at nine.\n",
+                                                   (("charset_guessed", "windows-1252"),))
+    with pytest.raises(ExtractionError) as raised:  # 0x81: no windows-1252 character
+        TextFormat().extract(b"Caf\x81 opens at nine.\n", "l")
+    assert str(raised.value) == (
+        "not UTF-8: byte 0x81 at offset 3 (invalid start byte); text files are read as UTF-8, or "
+        "as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that")
+    with pytest.raises(ExtractionError):  # a NUL byte: not text in any 8-bit encoding
+        TextFormat().extract(b"Caf\xe9\x00 opens at nine.\n", "l")
+    with pytest.raises(ExtractionError):  # a byte-order mark declares UTF-8: nothing guessed
+        TextFormat().extract(b"\xef\xbb\xbfCaf\xe9 opens at nine.\n", "l")
 

@@ -78,9 +78,10 @@ def test_crlf_and_a_bom_read_the_same():
     (b"WEBVTT\n\n00:01.000 --> 00:02.000\nfine\n\nbroken --> x\ntext\n",
      "malformed WebVTT block: Invalid cue block ['broken --> x', 'text']"),  # not silently dropped
     (b"WEBVTT\n\n00:05.000 --> 00:02.000\nbackwards\n", "cue 1 ends before it starts: 5.000 --> 2.000 s"),
-    (b"WEBVTT\n\n00:01.000 --> 00:02.000\n\xff\n", "not UTF-8: byte 0xff at offset 32 (invalid start byte); "
+    (b"WEBVTT\n\n00:01.000 --> 00:02.000\n\x81\n", "not UTF-8: byte 0x81 at offset 32 (invalid start byte); "
                                                   "WebVTT files are read as UTF-8, or as UTF-16/UTF-32 "
-                                                  "with a byte-order mark"),
+                                                  "with a byte-order mark, or as windows-1252 when "
+                                                  "plainly that"),
 ])
 def test_a_broken_file_fails_with_its_reason(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as raised:

@@ -94,7 +94,7 @@ def test_reconciliation_downloads_only_what_changed(bucket: Bucket, s3_settings)
     bucket.put("p/edit.md", "# Edit\n\nBefore.\n")
     bucket.put("p/gone.md", "# Gone\n\nBye.\n")
     bucket.put("p/old.md", "# Moving\n\nSame words.\n")
-    bucket.put("p/broken.md", b"# Broken\n\n\xff not utf-8")
+    bucket.put("p/broken.md", b"# Broken\n\n\xff\x81 not utf-8")
     uri = f"s3://{bucket.name}/p"
     first = extract_corpus(S3Source(uri, s3_settings))
     assert first.report.counts() == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0,
