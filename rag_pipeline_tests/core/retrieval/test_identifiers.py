@@ -19,6 +19,8 @@ from rag_pipeline.core.retrieval.identifiers import (
     ("Which release has build identifier b7f3-22c9?", ("b7f3-22c9",)),
     ("who runs gw-eu-07 and GW-EU-07", ("gw-eu-07",)),  # each once, case aside
     ("\"AT-2290\": open or closed", ("AT-2290",)),
+    # A host or a region: two runs of letters and one digit.
+    ("why is lb-west-3 down in us-east-1?", ("lb-west-3", "us-east-1")),
     # A ticket's #, curly quotes, a possessive and Unicode dashes are how people write them.
     ("is #AT-2290 fixed", ("AT-2290",)), ("\u201cINV-0045-QZ\u201d", ("INV-0045-QZ",)),
     ("INV-0045-QZ\u2019s refund", ("INV-0045-QZ",)), ("AT\u20112290 or AT\u20132291", ("AT-2290", "AT-2291")),
@@ -26,7 +28,7 @@ from rag_pipeline.core.retrieval.identifiers import (
     # words with a digit, code.
     ("how long before a network call times out", ()),
     ("what happened on 2026-03-14 at 10:30 to 192.168.1.10", ()),
-    ("what changed in 4.8.2 and TLS-1.3 or gpt-4", ()),
+    ("what changed in 4.8.2 and TLS-1.3 or gpt-4 or v-1.2", ()),
     ("use the sqlite3 module or float32 arrays", ()),
     ("lst[0] = 1 and f(**{1: 'a'}) fail", ()),
 ])
