@@ -454,7 +454,11 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     try:
         store.records()
     except TokenError as exc:
-        fail(str(exc))
+        if policy is not None:
+            fail(str(exc))
+        # No access control to run now; should [access] be declared later, no token is
+        # accepted until the file is mended (it is re-read every poll).
+        echo(f"warning: {exc}", err=True)
     config_file = invocation.config_path
     return AccessState(policy, store, reload_policy=lambda: load_config(config_file).access,
                        trusted_proxy=trusted_proxy, groups_header=groups_header,

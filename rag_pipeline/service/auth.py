@@ -108,8 +108,16 @@ class AccessState:
         self._warned: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failing: dict[str, str] = {}
+        """Per file followed ("tokens", "config"): the warning its last failed re-read logged."""
         if store is not None:
-            store.refresh()
+            try:
+                store.refresh()
+            except TokenError as exc:
+                if policy is not None:
+                    raise
+                # Nothing to check now (the caller says so); logged again only if it changes.
+                self._failing["tokens"] = f"tokens not re-read (the last ones stay in force): {exc}"
 
     @property
     def enabled(self) -> bool:
@@ -123,14 +131,17 @@ class AccessState:
             try:
                 self.store.refresh()
                 self.store.flush_used()
+                self._failing.pop("tokens", None)
             except (TokenError, OSError) as exc:
-                log.warning("tokens not re-read (the last ones stay in force): %s", exc)
+                self._warn_failed("tokens", f"tokens not re-read (the last ones stay in force): {exc}")
         if self.reload_policy is not None and self.store is not None:
             try:
                 policy = self.reload_policy()
             except Exception as exc:  # noqa: BLE001 - a bad edit must not stop the service
-                log.warning("[access] not re-read (the last rules stay in force): %s", exc)
+                self._warn_failed("config", f"[access] not re-read (the last rules stay in force): "
+                                            f"{exc}")
                 return
+            self._failing.pop("config", None)
             if self.policy is None:
                 if policy is not None:
                     log.warning("[access] was declared in the configuration: access control is "
@@ -144,6 +155,13 @@ class AccessState:
                 log.info("[access] rules changed (%s -> %s): documents re-labelled",
                          self.policy.digest, policy.digest)
                 self.policy = policy
+
+    def _warn_failed(self, followed: str, message: str) -> None:
+        """Logs a failed re-read of ``followed`` once, until it reads again or fails another
+        way (not every poll)."""
+        if self._failing.get(followed) != message:
+            log.warning("%s", message)
+            self._failing[followed] = message
 
     def start(self) -> None:
         if self._thread is not None or (not self.enabled and (
@@ -299,9 +317,9 @@ class RequireAuth:
             await self.app(scope, receive, send)
             return
         path, method = scope.get("path", ""), scope.get("method", "GET")
-        if (not self.access.enabled or path in ANONYMOUS_PATHS
-                or (path == "/" and method in ("GET", "HEAD"))):
-            found = EVERYONE if not self.access.enabled else None
+        enabled = self.access.enabled  # read once: access may turn on while a request runs
+        if not enabled or path in ANONYMOUS_PATHS or (path == "/" and method in ("GET", "HEAD")):
+            found = EVERYONE if not enabled else None
         else:
             client = scope.get("client")
             try:

@@ -155,3 +155,32 @@ def test_serve_follows_the_rules_of_its_own_config_file(tmp_path: Path, monkeypa
     config.write_text(CONFIG.replace('"eng/**"', '"eng/runbooks/**"'), encoding="utf-8")
     access.poll_once()
     assert [rule.glob for rule in access.policy.rules] == ["hr/**", "eng/runbooks/**"]
+
+
+def test_serve_without_access_warns_of_a_broken_token_file_and_serves(tmp_path: Path):
+    import click
+
+    from rag_pipeline.cli.ask import serve_access
+    from rag_pipeline.cli.edge import Invocation
+
+    config = tmp_path / "team.toml"
+    config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
+    tokens = tmp_path / "data" / "access" / "tokens.json"
+    tokens.parent.mkdir(parents=True)
+    tokens.write_text("{not json", encoding="utf-8")
+    invocation = Invocation(tmp_path / "data", None, config)
+
+    @click.command()
+    def serve() -> None:
+        access = serve_access(invocation, "127.0.0.1", False, None, "X-Forwarded-Groups", 1.0)
+        click.echo(f"enabled={access.enabled}")
+
+    served = CliRunner().invoke(serve, obj=invocation)
+    assert served.exit_code == 0, served.output
+    assert served.stdout == "enabled=False\n"
+    assert served.stderr.startswith(f"warning: {tokens} cannot be read as a token file: ")
+    # With [access] declared, the same file stops the service: no token could be checked.
+    config.write_text(CONFIG, encoding="utf-8")
+    refused = CliRunner().invoke(serve, obj=invocation)
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith(f"error: {tokens} cannot be read as a token file: ")

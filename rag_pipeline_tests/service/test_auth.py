@@ -67,3 +67,31 @@ def test_one_token_signing_in_again_and_again_ends_only_its_own_sessions(access)
     assert state.authenticate(newest, "127.0.0.1").name == "staff-user"
     with pytest.raises(AuthError, match="the session has ended"):
         state.authenticate([(b"cookie", f"{SESSION_COOKIE}={staff_sessions[0]}".encode())], "127.0.0.1")
+
+
+def test_a_file_that_fails_to_re_read_is_logged_once_until_it_reads_again(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    store = TokenStore(tmp_path)
+    failures = [ValueError("line 3: expected '='")]
+
+    def reload() -> AccessPolicy | None:
+        if failures:
+            raise failures[0]
+        return None
+
+    access = AccessState(None, store, reload_policy=reload, poll_seconds=3600)
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text("{not json", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="rag_pipeline.service.auth"):
+        for _ in range(3):
+            access.poll_once()
+        failures.clear()
+        store.path.unlink()
+        access.poll_once()
+        failures.append(ValueError("line 3: expected '='"))
+        access.poll_once()
+    assert [record.getMessage().split(":")[0] for record in caplog.records] == [
+        "tokens not re-read (the last ones stay in force)",
+        "[access] not re-read (the last rules stay in force)",
+        "[access] not re-read (the last rules stay in force)"]  # again once it had read
+    assert not access.enabled

@@ -214,10 +214,12 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
 
 
 def asks(sentence: str) -> bool:
-    """Whether ``sentence`` is a question (its last mark, closing quotes and brackets aside, is
-    ``?``): a question in a source, a mail's or a FAQ's, holds the question's words, never its
-    answer."""
-    return sentence.rstrip().rstrip("\"')]\u2019\u201d").endswith("?")
+    """Whether ``sentence`` is only a question (its last mark, closing quotes and brackets
+    aside, is ``?``, and no sentence ends before it): a question in a source, a mail's or a
+    FAQ's, holds the question's words, never its answer. A statement with a short question
+    joined to it (``... renewed by an admin. Any questions?``) is no question."""
+    text = sentence.rstrip().rstrip("\"')]\u2019\u201d")
+    return text.endswith("?") and SENTENCE_END.search(text[:-1]) is None
 
 
 def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> float:

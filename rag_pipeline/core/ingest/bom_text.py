@@ -5,9 +5,11 @@ Subtitle tools and spreadsheet exports ("Unicode text") write UTF-16 with a byte
 mark makes the encoding certain, so such a file is read, never guessed at. Without a mark the
 file is UTF-8; a file that is not is read as windows-1252 (the encoding of a Western team's
 legacy text and of Excel's "CSV" on Windows, Latin-1's printable characters included) only when
-it is plainly that: no NUL byte, no byte windows-1252 leaves undefined, and at most
-:data:`MAX_GUESSED_SHARE` of its bytes outside ASCII (accented letters in Western text;
-Cyrillic, Greek or East Asian legacy encodings are mostly such bytes). The notes say so
+it is plainly that: no NUL byte, no byte windows-1252 leaves undefined, at most
+:data:`MAX_GUESSED_SHARE` of its bytes outside ASCII and never three of them in a row (accented
+letters stand alone in Western words; Cyrillic, Greek or East Asian legacy encodings write
+whole words in such bytes), and no UTF-8 character in it (a UTF-8 file with one stray byte, or
+cut inside a character, is UTF-8 gone wrong, not windows-1252). The notes say so
 (``charset_guessed``, as a mail's do). Anything else fails with the offset and the byte found
 there.
 """
@@ -15,6 +17,7 @@ there.
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
@@ -24,6 +27,8 @@ MAX_GUESSED_SHARE = 0.2
 """A file that is not UTF-8 is read as windows-1252 only when at most this share of its bytes
 is outside ASCII."""
 _HIGH_BYTES = bytes(range(0x80, 0x100))
+_HIGH_RUN = re.compile(rb"[\x80-\xff]{3}")
+_UTF8_CHARACTER = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
 
 _MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
     (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32"),
@@ -61,7 +66,7 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        text = _plainly_windows_1252(data) if body is data else None
+        text = plainly_windows_1252(data) if body is data else None
         if text is None:
             offset = exc.start + len(data) - len(body)
             raise ExtractionError(
@@ -72,10 +77,11 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
     return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"), notes)
 
 
-def _plainly_windows_1252(data: bytes) -> str | None:
+def plainly_windows_1252(data: bytes) -> str | None:
     """``data`` read as windows-1252 when it is plainly that (the module docstring), else None."""
     high = len(data) - len(data.translate(None, _HIGH_BYTES))
-    if b"\x00" in data or high > MAX_GUESSED_SHARE * len(data):
+    if (b"\x00" in data or high > MAX_GUESSED_SHARE * len(data) or _HIGH_RUN.search(data)
+            or _UTF8_CHARACTER.search(data)):
         return None
     try:
         return data.decode(GUESSED_CHARSET)

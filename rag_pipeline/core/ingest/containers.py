@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from rag_pipeline.core.ingest.bom_text import plainly_windows_1252
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
@@ -121,9 +122,10 @@ NOT_DOCUMENTS = {
 than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
 
 MAX_CONTROL_SHARE = 0.01
-"""Bytes that decode as UTF-8 are text unless more than 1 % of their characters are control
-characters other than tab, line feed, carriage return and form feed (terminal escapes, binary
-records that happen to be valid UTF-8)."""
+"""Bytes that decode as UTF-8 (or are plainly windows-1252, as :mod:`.bom_text` reads a text
+file) are text unless more than 1 % of their characters are control characters other than tab,
+line feed, carriage return and form feed (terminal escapes, binary records that happen to be
+valid UTF-8)."""
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _TEXT = TextFormat()
@@ -139,7 +141,10 @@ def not_text_reason(data: bytes) -> str | None:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        guessed = plainly_windows_1252(data)  # as a .txt file is read (bom_text)
+        if guessed is None:
+            return f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        text = guessed
     controls = len(_CONTROL.findall(text))
     if controls > MAX_CONTROL_SHARE * len(text):
         return f"binary: {controls} of its {len(text)} characters are control characters"

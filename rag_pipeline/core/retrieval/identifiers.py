@@ -10,8 +10,9 @@ passage's cosine distance can sit far above the gate's cut while BM25 ranks it f
 A code is a word of the question (split at white space; surrounding punctuation, ``#`` and a
 possessive ``'s`` stripped; Unicode dashes read as ``-``) of at least :data:`MIN_LENGTH`
 characters made of letters and digits in runs joined by ``- _ . /``, with a letter and a run
-of two digits or more (``INV-0045-QZ``, ``gw-eu-07``), or two runs of letters and one of digits
-(a host or a region: ``lb-west-3``, ``us-east-1``): not a number, a date or an address
+of two digits or more (``INV-0045-QZ``, ``gw-eu-07``), or runs of letters, two or more, then
+one digit run last (a host or a region: ``lb-west-3``, ``us-east-1``; not a phrase,
+``tier-1-support``, ``phase-1/phase-2``): not a number, a date or an address
 (``10.5``, ``2026-03-14``), not a version or a name with one digit (``gpt-4``, ``TLS-1.3``),
 not a word (``sqlite3``) nor code (``lst[0]``). A hit holds it when its content has it, case
 aside, as a whole code: no letter or digit on either side, nor a separator continuing it
@@ -59,11 +60,12 @@ def question_identifiers(question: str) -> tuple[str, ...]:
 
 def _is_code(word: str) -> bool:
     """Whether letters and digits joined by separators are a code (the module docstring): a
-    letter and a run of two digits, or two runs of letters and one of digits."""
+    letter and a run of two digits, or runs of letters (two or more) and one run of digits,
+    last."""
     runs = re.split(r"[-_./]", word)
     return bool(re.search(r"[A-Za-z]", word)) and (
         bool(re.search(r"\d\d", word))
-        or (sum(run.isalpha() for run in runs) >= 2 and any(run.isdigit() for run in runs)))
+        or (len(runs) >= 3 and runs[-1].isdigit() and all(run.isalpha() for run in runs[:-1])))
 
 
 def _pattern(identifier: str) -> re.Pattern[str]:

@@ -173,6 +173,13 @@ def test_a_question_in_a_source_is_never_quoted_as_its_answer():
         "Use the new one: the VPN gateway for the Lisbon office is vpn-lis-02."]
 
 
+def test_a_statement_with_a_short_question_joined_to_it_is_quoted():
+    notice = "Tokens expire after 90 days unless renewed by an admin. Any questions?"
+    citation = Citation(1, "n.md", "N", "N", "#char=0,71", 0, len(notice), notice, 0.3, "")
+    quoted = quoted_answer("when do tokens expire", _embed(["x"])[0], [citation], [""], _embed)
+    assert [q.text for q in quoted] == [notice]
+
+
 def test_a_refusal_quotes_nothing_and_embeds_nothing():
     def never(texts: list[str]) -> np.ndarray:
         raise AssertionError("nothing to embed")

@@ -29,6 +29,7 @@ from rag_pipeline.core.retrieval.identifiers import (
     ("how long before a network call times out", ()),
     ("what happened on 2026-03-14 at 10:30 to 192.168.1.10", ()),
     ("what changed in 4.8.2 and TLS-1.3 or gpt-4 or v-1.2", ()),
+    ("our top-3-priorities for tier-1-support from phase-1/phase-2", ()),
     ("use the sqlite3 module or float32 arrays", ()),
     ("lst[0] = 1 and f(**{1: 'a'}) fail", ()),
 ])

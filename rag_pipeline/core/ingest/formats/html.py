@@ -304,8 +304,10 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
 
 
 def _tables(canonical: str, placed: list[tuple[int, _Paragraph]]) -> tuple[TableSpan, ...]:
-    """Each outermost table's span, from its first row to its last paragraph: its header the
-    leading rows of ``<thead>`` or of ``<th>`` cells only, else its first row."""
+    """Each outermost data table's span, from its first row to its last paragraph: its header
+    the leading rows of ``<thead>`` or of ``<th>`` cells only, else its first row. A table of
+    one column or without a row under its header lays a page out (a mail's wrapper, a
+    signature): its text is prose, no table."""
     by_table: dict[int, list[tuple[int, _Paragraph]]] = {}
     for offset, paragraph in placed:
         if paragraph.table >= 0:
@@ -324,6 +326,8 @@ def _tables(canonical: str, placed: list[tuple[int, _Paragraph]]) -> tuple[Table
         header_rows = header_rows or 1
         header_end = rows[header_rows][0] if header_rows < len(rows) else end
         header = canonical[start:header_end].rstrip()
+        if header_rows >= len(rows) or "\t" not in header:
+            continue
         spans.append(TableSpan(start, end, header, start + len(header),
                                tuple(offset for offset, _ in rows[header_rows:])))
     return tuple(spans)
@@ -351,7 +355,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"5+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"6+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

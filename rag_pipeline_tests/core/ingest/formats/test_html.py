@@ -149,10 +149,22 @@ def test_without_th_or_thead_the_first_row_is_the_header():
 
 
 def test_a_nested_table_belongs_to_the_cell_holding_it():
-    extracted = extract_html(b"<table><tr><th>K</th></tr><tr><td><table><tr><td>in</td></tr>"
-                             b"</table></td></tr></table>", "t")
-    assert extracted.canonical_text == "K\n\nin\n"
-    assert extracted.tables == (TableSpan(0, 5, "K", 1, (3,)),)
+    extracted = extract_html(b"<table><tr><th>K</th><th>V</th></tr><tr><td><table><tr><td>in</td>"
+                             b"</tr></table></td><td>v</td></tr></table>", "t")
+    assert extracted.canonical_text == "K\tV\n\nin\n\n\tv\n"
+    assert extracted.tables == (TableSpan(0, 11, "K\tV", 3, (5,)),)
+
+
+def test_a_table_that_lays_a_page_out_is_prose_not_a_table():
+    # A mail's wrapper (one cell round the whole text) and a signature (one row): no header
+    # row over data rows, so no sentence of the text is taken for a header.
+    extracted = extract_html(b"<table width=100%><tr><td><p>Hi Bob,</p><p>The deploy is on Friday "
+                             b"at 10:00.</p></td></tr></table><table><tr><td>Ana Li</td><td>SRE "
+                             b"lead</td></tr></table><table><tr><td>Menu</td></tr><tr><td>Body"
+                             b"</td></tr></table>", "t")
+    assert extracted.canonical_text == ("Hi Bob,\n\nThe deploy is on Friday at 10:00.\n\n"
+                                        "Ana Li\tSRE lead\n\nMenu\n\nBody\n")
+    assert extracted.tables == ()
 
 
 def test_a_long_table_keeps_its_header_in_every_chunk():

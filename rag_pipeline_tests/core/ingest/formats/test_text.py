@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
+from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats.text import TextFormat
 
 # A shell session saved as text: "# " lines are comments, not headings.
@@ -44,4 +47,19 @@ def test_utf16_with_a_byte_order_mark_is_read_and_other_bytes_fail_with_their_of
         TextFormat().extract(b"Caf\xe9\x00 opens at nine.\n", "l")
     with pytest.raises(ExtractionError):  # a byte-order mark declares UTF-8: nothing guessed
         TextFormat().extract(b"\xef\xbb\xbfCaf\xe9 opens at nine.\n", "l")
+
+
+@pytest.mark.parametrize("data", [
+    # UTF-8 gone wrong, not windows-1252: one stray byte, or a cut inside a character.
+    "Caf\u00e9 opens at nine. Jos\u00e9 has the key.\n".encode() + b"It\x92s open.\n",
+    "Caf\u00e9 opens at nine. Jos\u00e9 has the key.\n".encode() + "\u00fc".encode()[:1],
+    # Legacy encodings of words in other scripts, in mostly ASCII text.
+    "Owner: \u62c5\u5f53\u8005\u306f\u7530\u4e2d\u3067\u3059, ticket AT-2290 is open\n".encode("shift_jis"),
+    "Owner: \u0418\u0432\u0430\u043d, ticket AT-2290 is open today and tomorrow\n".encode("koi8_r"),
+    "Owner: \u5f20\u4f1f, ticket AT-2290 is open today and tomorrow\n".encode("gbk"),
+])
+def test_text_that_is_not_plainly_windows_1252_is_not_guessed(data: bytes):
+    with pytest.raises(ExtractionError) as raised:
+        TextFormat().extract(data, "l")
+    assert str(raised.value).startswith("not UTF-8: byte 0x")
 
