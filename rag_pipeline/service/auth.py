@@ -74,6 +74,11 @@ class Principal:
 EVERYONE = Principal("everyone", None)
 
 
+def _tokens_not_read(exc: Exception) -> str:
+    """The warning of a token file that failed to (re-)read."""
+    return f"tokens not re-read (the last ones stay in force): {exc}"
+
+
 class AccessState:
     """The service's access: the policy, the tokens, the trusted proxy, and the sessions.
 
@@ -117,7 +122,7 @@ class AccessState:
                 if policy is not None:
                     raise
                 # Nothing to check now (the caller says so); logged again only if it changes.
-                self._failing["tokens"] = f"tokens not re-read (the last ones stay in force): {exc}"
+                self._failing["tokens"] = _tokens_not_read(exc)
 
     @property
     def enabled(self) -> bool:
@@ -133,7 +138,7 @@ class AccessState:
                 self.store.flush_used()
                 self._failing.pop("tokens", None)
             except (TokenError, OSError) as exc:
-                self._warn_failed("tokens", f"tokens not re-read (the last ones stay in force): {exc}")
+                self._warn_failed("tokens", _tokens_not_read(exc))
         if self.reload_policy is not None and self.store is not None:
             try:
                 policy = self.reload_policy()
