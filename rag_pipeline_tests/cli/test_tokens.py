@@ -39,11 +39,11 @@ def test_add_prints_the_token_alone_on_the_last_line_and_stores_only_its_hash(de
     added = run(declared, "tokens", "add", "alice", "--groups", "hr,eng")
     assert added.exit_code == 0, added.output
     token = added.output.splitlines()[-1]
-    assert TOKEN.fullmatch(token)
+    secret = TOKEN.fullmatch(token)["secret"]
     path = declared / "access" / "tokens.json"
     assert (path.stat().st_mode & 0o777, (declared / "access").stat().st_mode & 0o777) == (0o600, 0o700)
     stored = path.read_text()
-    assert token not in stored and token.split("_")[2] not in stored
+    assert token not in stored and secret not in stored
     (record,) = json.loads(stored)["tokens"]
     assert (record["name"], record["groups"], len(record["salt"]), len(record["hash"])) == (
         "alice", ["hr", "eng"], 32, 64)
