@@ -283,13 +283,14 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
 def _echo_not_indexed(warehouse, shown: int = 10) -> None:
     """The failed and skipped documents, with why (the first ``shown`` of each), and the
-    documents read with part left out."""
+    documents read with a caveat (part left out, or a charset guessed)."""
     from rag_pipeline.cli.status import echo_left_out, echo_not_indexed
     from rag_pipeline.core.index.status import documents_left_out, documents_not_indexed
 
     partly = documents_left_out(warehouse)
     if partly:
-        echo("\nread with part left out (each document's notes in the documents table):")
+        echo("\nread with a caveat: part left out, or a charset guessed (each document's notes "
+             "in the documents table):")
         echo_left_out(partly, shown)
 
     rows = documents_not_indexed(warehouse)

@@ -84,12 +84,12 @@ def echo_not_indexed(status: str, documents: Sequence[tuple[str, str]],
 
 
 def echo_left_out(documents: Sequence[tuple[str, list[str]]], shown: int | None = None) -> None:
-    """A line per document read with part left out, saying what: every one, or the first
-    ``shown`` and how many more."""
+    """A line per document read with a caveat (part left out, or a charset guessed), saying
+    what: every one, or the first ``shown`` and how many more."""
     for document_id, phrases in documents[:shown]:
-        echo(f"  left out {one_line(document_id)}: {'; '.join(phrases)}")
+        echo(f"  caveat   {one_line(document_id)}: {'; '.join(phrases)}")
     if shown is not None and len(documents) > shown:
-        echo(f"  left out ... and {len(documents) - shown} more (`rag-pipeline status` lists "
+        echo(f"  caveat   ... and {len(documents) - shown} more (`rag-pipeline status` lists "
              "them all)")
 
 

@@ -12,10 +12,17 @@ and scored by its cosine similarity to the question plus ``term_weight`` times t
 question's terms it holds (the BM25 analyzer's terms; a term-overlap score in the spirit of
 Luhn's sentence significance, 1958). The best sentence is kept, and up to ``max_sentences - 1``
 more within ``margin`` of its score.
+
+A question naming a lettered label (``Tier A``, ``Plan B``: a capitalised word, then one capital
+letter) is answered by the sentences naming that label when any does: one naming the same word
+with another letter (``Tier C``) is dropped then. The letter is a stopword or too short for the
+terms, and the rows of one table are as close to the question as each other, so without this a
+row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -28,7 +35,7 @@ if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer n
     import numpy as np
 
 __all__ = ["QuoteSettings", "QuoteTables", "QuotedSentence", "check_quoted", "choose_sentences",
-           "quoted_answer", "sentence_spans"]
+           "question_labels", "quoted_answer", "sentence_spans"]
 
 MAX_SENTENCE_CHARS = 400
 """A longer piece (a list without full stops) is cut at its line ends."""
@@ -213,6 +220,37 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
     return out
 
 
+_LABEL = re.compile(r"(?<![\w-])([A-Z][a-z]+) ([A-HJ-Z])(?![\w-])")
+"""A lettered label in a question: a capitalised word, one space, one capital letter but ``I``
+(the pronoun: "Can I ...")."""
+
+
+def question_labels(question: str) -> dict[str, set[str]]:
+    """The lettered labels ``question`` names, as the letters named for each word, lower-cased
+    (``{"tier": {"a"}}`` for "What is the per diem for Tier A cities?")."""
+    labels: dict[str, set[str]] = {}
+    for word, letter in _LABEL.findall(question):
+        labels.setdefault(word.lower(), set()).add(letter.lower())
+    return labels
+
+
+def _named_letters(sentence: str, word: str) -> set[str]:
+    """The letters ``sentence`` names after ``word`` as a label (``Tier C``), lower-cased."""
+    return {letter.lower() for letter in re.findall(
+        rf"(?<![\w-]){re.escape(word)}\s+([A-Za-z])(?![\w-])", sentence, re.IGNORECASE)}
+
+
+def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_Candidate]:
+    """``candidates`` without those naming only other letters of a label the question names,
+    when one names the question's own (:data:`_LABEL`)."""
+    for word, letters in question_labels(question).items():
+        named = [_named_letters(c.text, word) for c in candidates]
+        if any(found & letters for found in named):
+            candidates = [c for c, found in zip(candidates, named, strict=True)
+                          if not found or found & letters]
+    return candidates
+
+
 def asks(sentence: str) -> bool:
     """Whether ``sentence`` is only a question (its last mark, closing quotes and brackets
     aside, is ``?``, and no sentence ends before it): a question in a source, a mail's or a
@@ -258,7 +296,8 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
     import numpy as np
 
     settings = settings or QuoteSettings()
-    candidates = _candidates(citations, headers, tables or [QuoteTables()] * len(citations))
+    candidates = _of_the_named_labels(
+        _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question)
     if not candidates:
         return []
     vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)

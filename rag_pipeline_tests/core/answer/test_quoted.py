@@ -13,6 +13,7 @@ from rag_pipeline.core.answer.quoted import (
     QuoteTables,
     check_quoted,
     choose_sentences,
+    question_labels,
     quoted_answer,
     sentence_spans,
     term_share,
@@ -75,6 +76,46 @@ def test_the_row_that_holds_the_question_terms_is_quoted_and_a_heading_never_is(
     title = quoted_answer("security audit report", np.ones(4, np.float32) / 2, [citation], [""],
                           same, QuoteSettings(max_sentences=3, margin=1.0), [QuoteTables(spans)])
     assert "Security audit report" not in [q.text for q in title]
+
+
+def test_a_lettered_label_the_question_names_keeps_its_row_and_drops_the_other_letters():
+    # Found by a new team: "Tier A" was answered with the Tier C row (it says "cities", the
+    # letter A is a stopword, and the rows are as close to the question as each other).
+    table = ("City tier | Per diem (EUR) | Hotel cap (EUR/night)\n"
+             "Tier A (London, Zurich, New York) | 95 | 240\n"
+             "Tier B (Berlin, Madrid, Toronto) | 70 | 160\n"
+             "Tier C (all other cities) | 55 | 110\n"
+             "Rates are reviewed each January by finance.")
+    rows = [(table.index(f"Tier {t}"), table.index("\n", table.index(f"Tier {t}"))) for t in "ABC"]
+    citation = Citation(1, "p.docx", "Policy", "Per diem", "#char=0,200", 0, len(table), table,
+                        0.3, "")
+
+    def closer_to_c(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "Tier C" in t else [0.8, 0.6] for t in texts], np.float32)
+
+    def ask(question: str) -> list[str]:
+        return [q.text for q in quoted_answer(
+            question, np.array([1.0, 0.0], np.float32), [citation], [""], closer_to_c,
+            QuoteSettings(margin=1.0), [QuoteTables(rows, [(0, table.index("\n"))])])]
+
+    assert ask("What is the per diem for Tier A cities?") == [
+        "Tier A (London, Zurich, New York) | 95 | 240",
+        "Rates are reviewed each January by finance."]
+    assert ask("Compare Tier A and Tier B per diem rates") == [
+        "Tier A (London, Zurich, New York) | 95 | 240",
+        "Tier B (Berlin, Madrid, Toronto) | 70 | 160",
+        "Rates are reviewed each January by finance."]
+    # No label named (the pronoun I, a lower-case article): the closest row, as before.
+    assert ask("Can I claim the per diem in a tier city?")[0] == "Tier C (all other cities) | 55 | 110"
+    # A label no sentence names drops nothing.
+    assert ask("What is the per diem for Tier D cities?")[0] == "Tier C (all other cities) | 55 | 110"
+
+
+def test_question_labels_are_a_capitalised_word_and_one_capital_letter():
+    assert question_labels("Is Plan B cheaper than Tier A's or Tier-C rates?") == {
+        "plan": {"b"}, "tier": {"a"}}
+    assert question_labels("Can I see A list of the Team X, Team Y leads?") == {"team": {"x", "y"}}
+    assert question_labels("what is tier a") == {}
 
 
 def test_a_header_row_is_no_sentence_a_long_row_is_prose_and_a_title_joins_nothing():

@@ -111,9 +111,9 @@ def test_documents_read_with_part_left_out_are_listed_with_what(built: BuiltInde
     assert index_status(warehouse).left_out == expected
     echo_left_out(expected * 3, shown=2)
     assert capsys.readouterr().out == (
-        "  left out notes.txt: 2 formula cell(s) never calculated, so empty; text read as "
+        "  caveat   notes.txt: 2 formula cell(s) never calculated, so empty; text read as "
         "windows-1252 (its charset missing or wrong)\n" * 2
-        + "  left out ... and 1 more (`rag-pipeline status` lists them all)\n")
+        + "  caveat   ... and 1 more (`rag-pipeline status` lists them all)\n")
 
 
 def test_ocr_pages_under_the_confidence_floor_are_listed(built: BuiltIndex):
