@@ -146,6 +146,10 @@ class AccessState:
                 self._warn_failed("config", f"[access] not re-read (the last rules stay in force): "
                                             f"{exc}")
                 return
+            if self.policy is not None and policy is None:
+                self._warn_failed("config", "[access] was removed from the configuration: the "
+                                            "last rules stay in force until `serve` is restarted")
+                return
             self._failing.pop("config", None)
             if self.policy is None:
                 if policy is not None:
@@ -153,9 +157,6 @@ class AccessState:
                                 "on from now, every request but /health needs a token (rules "
                                 "%s)", policy.digest)
                     self.policy = policy
-            elif policy is None:
-                log.warning("[access] was removed from the configuration: the last rules stay in "
-                            "force until `serve` is restarted")
             elif policy.digest != self.policy.digest:
                 log.info("[access] rules changed (%s -> %s): documents re-labelled",
                          self.policy.digest, policy.digest)

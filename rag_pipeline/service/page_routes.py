@@ -80,11 +80,11 @@ class RecentAnswers:
     def __init__(self, size: int = RECENT_ANSWERS) -> None:
         self.size = size
         self._lock = threading.Lock()
-        self._answers: OrderedDict[tuple[frozenset[str] | None, str], tuple[str, tuple[str, ...]]] \
-            = OrderedDict()
+        self._answers: OrderedDict[tuple[frozenset[str] | None, str],
+                                   tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
 
     def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None) -> None:
-        sources = tuple(f"{c['document_id']}{c['fragment']}" for c in body["citations"])
+        sources = tuple((c["document_id"], c["fragment"]) for c in body["citations"])
         key = (groups, body["question"])
         with self._lock:
             self._answers[key] = (body["generation"], sources)
@@ -93,7 +93,9 @@ class RecentAnswers:
                 self._answers.popitem(last=False)
 
     def get(self, question: str, groups: frozenset[str] | None = None
-            ) -> tuple[str, tuple[str, ...]] | None:
+            ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+        """The generation and the ``(document_id, fragment)`` sources of the last answer to
+        ``question`` for ``groups`` (None when not among the recent ones)."""
         with self._lock:
             return self._answers.get((groups, question))
 
@@ -222,10 +224,13 @@ def page_router(service: Any) -> APIRouter:
 
     def served_document(document_id: str, who: Principal) -> tuple[DocumentInfo, str] | JSONResponse:
         served = service.follower.current
+        # Readability first, for every id: a missing document and an unreadable one are told
+        # apart neither by the reply nor by its time.
+        access = service.served_index(served).access
+        readable = access is None or access.may_open(document_id, who.groups)
         info = served.index.documents.get(document_id)
         text = served.canonical.get(document_id)
-        if info is None or text is None or not may_read(service.served_index(served), document_id,
-                                                        who.groups):
+        if not readable or info is None or text is None:
             return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
         return info, text
 
@@ -349,12 +354,17 @@ def page_router(service: Any) -> APIRouter:
 
     def _store(verdict: FeedbackRequest, groups: frozenset[str] | None) -> JSONResponse:
         seen = recent.get(verdict.question, groups)
+        if seen is not None and groups is not None:
+            # A rule changed since: a source the asker no longer reads is never named again.
+            index = service.served_index()
+            if not all(may_read(index, document_id, groups) for document_id, _ in seen[1]):
+                seen = None
         if seen is None:  # asked before a restart, or long ago: what it answers now
             from rag_pipeline.service.query_service import AskRequest
 
             body = service.answer(AskRequest(question=verdict.question), groups)
             seen = recent.get(verdict.question, groups) or (body["generation"], ())
-        generation, sources = seen
+        generation, sources = seen[0], tuple(f"{d}{fragment}" for d, fragment in seen[1])
         row = Feedback(datetime.now(UTC).isoformat(timespec="seconds"), verdict.question,
                        verdict.helpful, verdict.comment or None, generation, sources)
         try:

@@ -312,6 +312,12 @@ def test_revocation_and_a_rule_change_take_effect_on_the_next_poll(setup: Setup)
         setup.access.reload_policy = lambda: POLICY
         setup.access.poll_once()
     assert setup.access.policy.digest == POLICY.digest
+    # A verdict on that answer, the rule gone: the source is no longer named (found by an
+    # attacker: the recent answer kept it), the question answered again as it reads now.
+    verdict = setup.client.post("/feedback", json={"question": CANARY["board"], "helpful": False},
+                                headers=bearer(setup.tokens["staff"]))
+    assert verdict.status_code == 200, verdict.text
+    assert verdict.json()["sources"] == []  # refused now: staff reads nothing on it
 
 
 def test_access_declared_while_a_service_runs_without_it_is_in_force_on_the_next_poll(
@@ -343,3 +349,11 @@ def test_access_declared_while_a_service_runs_without_it_is_in_force_on_the_next
         declared[0] = None
         access.poll_once()
         assert anonymous.get("/ask", params=asked).status_code == 401
+
+
+def test_a_restricted_asker_is_told_the_request_time_alone_in_whole_milliseconds(setup: Setup):
+    # Found by an attacker: the BM25 stage's time told whether a word is only in HR files.
+    body = setup.client.get("/ask", params={"q": CANARY["hr"], "retriever": "bm25"},
+                            headers=bearer(setup.tokens["eng"])).json()
+    assert list(body["timings_ms"]) == ["request"]
+    assert body["timings_ms"]["request"] == int(body["timings_ms"]["request"])

@@ -95,3 +95,24 @@ def test_a_file_that_fails_to_re_read_is_logged_once_until_it_reads_again(
         "[access] not re-read (the last rules stay in force)",
         "[access] not re-read (the last rules stay in force)"]  # again once it had read
     assert not access.enabled
+
+
+def test_access_removed_from_the_configuration_is_logged_once_and_the_rules_stay(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    # Found by an attacker: the warning came every second, for as long as the service ran.
+    policy = AccessPolicy((AccessRule("hr/**", ("hr",)),))
+    declared: list[AccessPolicy | None] = [policy]
+    access = AccessState(policy, TokenStore(tmp_path), reload_policy=lambda: declared[0],
+                         poll_seconds=3600)
+    declared[0] = None
+    with caplog.at_level("WARNING", logger="rag_pipeline.service.auth"):
+        for _ in range(3):
+            access.poll_once()
+        declared[0] = policy
+        access.poll_once()
+        declared[0] = None
+        access.poll_once()
+    assert [record.getMessage() for record in caplog.records] == [
+        "[access] was removed from the configuration: the last rules stay in force until "
+        "`serve` is restarted"] * 2  # again once it was declared again
+    assert (access.enabled, access.policy) == (True, policy)

@@ -133,6 +133,15 @@ class AccessLabels:
             readers = self.policy.readers_of(document_id, self.documents)
         return not frozenset(groups).isdisjoint(readers)
 
+    def may_open(self, document_id: str, groups: frozenset[str] | None) -> bool:
+        """:meth:`may_read` of one document asked for by name, its rules matched whether the
+        generation holds it or not, so the answer takes as long either way (an attacker timed
+        the 404 of an unreadable document against a missing one's)."""
+        if groups is None:
+            return True
+        by_rule = self.policy.readers_of(document_id, self.documents)
+        return not frozenset(groups).isdisjoint(self.documents.get(document_id, by_rule))
+
     def unreadable_documents(self) -> list[str]:
         """Documents readable by nobody (no rule matches, or a container's and a member's
         rules share no group)."""

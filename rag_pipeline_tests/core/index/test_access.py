@@ -51,6 +51,25 @@ def test_rows_are_labelled_by_their_documents_first_matching_rule(built: BuiltIn
     assert labels.may_read("notes.txt", None) is True
 
 
+def test_a_document_asked_for_by_name_has_its_rules_matched_whether_held_or_not(
+        built: BuiltIndex, monkeypatch: pytest.MonkeyPatch):
+    # An attacker timed a 404: an unreadable document's took longer than a missing one's.
+    labels = AccessLabels.of(built.index.document_ids, POLICY)
+    matched: list[str] = []
+    readers_of = AccessPolicy.readers_of
+
+    def counting(policy: AccessPolicy, document_id: str, documents=frozenset()):
+        matched.append(document_id)
+        return readers_of(policy, document_id, documents)
+
+    monkeypatch.setattr(AccessPolicy, "readers_of", counting)
+    asked = ["guide/faq.md", "guide/missing.md", "notes.txt", "secret/none.md"]
+    assert [labels.may_open(d, frozenset({"staff"})) for d in asked] == [
+        labels.may_read(d, frozenset({"staff"})) for d in asked] == [True, True, False, False]
+    assert matched == [*asked, "guide/missing.md", "secret/none.md"]  # may_read: unheld only
+    assert labels.may_open("notes.txt", None) is True
+
+
 def test_labelling_shares_every_array_and_no_groups_reads_everything(built: BuiltIndex):
     index = labelled(built.index, POLICY)
     assert index.vectors is built.index.vectors and index.bm25 is built.index.bm25
