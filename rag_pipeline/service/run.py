@@ -20,6 +20,7 @@ from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.runtime.serve_record import (
     ServeRecord,
     new_secret,
+    read_serve_record,
     remove_serve_record,
     write_serve_record,
 )
@@ -238,7 +239,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                                     timeout_keep_alive=KEEP_ALIVE_SECONDS,
                                     http=guarded_protocol(client_limits()))
             freeze_heap()
-            # `ask` finds this service through the data folder while it runs.
+            # `ask` finds this service through the data folder while it runs (another serve
+            # of the folder is found again once this one stops).
+            earlier = read_serve_record(warehouse.data_dir)
             write_serve_record(warehouse.data_dir, ServeRecord(
                 host, port, os.getpid(), settings.chunker, settings.model_key, service.settings.ask.base_url,
                 warehouse.location, secret))
@@ -248,5 +251,5 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             try:
                 uvicorn.Server(config).run(sockets=[sock])
             finally:
-                remove_serve_record(warehouse.data_dir, os.getpid())
+                remove_serve_record(warehouse.data_dir, os.getpid(), earlier)
                 signal.signal(signal.SIGTERM, previous)

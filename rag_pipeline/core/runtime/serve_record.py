@@ -98,23 +98,33 @@ def read_serve_record(data_dir: Path) -> ServeRecord | None:
                              data.get("location"), data.get("secret"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    try:
-        os.kill(record.pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return record
+    return record if _alive(record.pid) else None
 
 
-def remove_serve_record(data_dir: Path, pid: int) -> None:
-    """Removes the record if it is still the one process ``pid`` wrote."""
+def remove_serve_record(data_dir: Path, pid: int, earlier: ServeRecord | None = None) -> None:
+    """Removes the record if it is still the one process ``pid`` wrote; puts ``earlier`` back
+    instead (the record this one replaced: another ``serve`` of the same data folder) while
+    its process is alive, so stopping the second service leaves the first one found."""
     path = Path(data_dir) / SERVE_RECORD
     try:
-        if json.loads(path.read_text(encoding="utf-8")).get("pid") == pid:
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") != pid:
+            return
+        if earlier is not None and earlier.pid != pid and _alive(earlier.pid):
+            write_serve_record(data_dir, earlier)
+        else:
             path.unlink()
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 CONNECT_TIMEOUT = 0.25
