@@ -39,7 +39,7 @@ from rag_pipeline.core.index.mapped import (
 )
 from rag_pipeline.core.index.row_reads import StringColumn
 from rag_pipeline.core.ingest import Anchor, TableSpan
-from rag_pipeline.core.ingest.extracted import left_out
+from rag_pipeline.core.ingest.extracted import left_out, left_out_scopes
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
@@ -69,6 +69,14 @@ class DocumentInfo:
     left_out: tuple[str, ...] = ()
     """What its extraction left out or may have read wrongly, in ``status``'s words
     (:func:`~rag_pipeline.core.ingest.extracted.left_out`): a citation of it says so."""
+    left_out_scopes: tuple[tuple[str, ...], ...] = ()
+    """Per phrase of ``left_out``, the sections it concerns (``()``, or none given: all)."""
+
+    def left_out_at(self, section: str) -> tuple[str, ...]:
+        """The ``left_out`` phrases that concern a passage of ``section``."""
+        scopes = self.left_out_scopes or ((),) * len(self.left_out)
+        return tuple(phrase for phrase, where in zip(self.left_out, scopes, strict=True)
+                     if not where or section in where)
 
 
 class LazyAnn:
@@ -225,6 +233,17 @@ def _ann_or_none(warehouse: Warehouse, generation: Generation, vectors) -> AnnIn
     return None
 
 
+def _document_info(row: dict) -> DocumentInfo:
+    """A ``documents`` row (an ``ok`` one) as the index keeps it."""
+    notes = [(n["name"], n["value"]) for n in row.get("notes") or ()]
+    return DocumentInfo(row["document_id"], row["title"], row["path"], row["format"],
+                        tuple(Anchor(**a) for a in row["anchors"] or ()),
+                        tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
+                              for t in row.get("tables") or ()),
+                        row["content_sha256"] or "", tuple(left_out(notes)),
+                        tuple(left_out_scopes(notes)))
+
+
 @lru_cache(maxsize=4)
 def _load(data_dir: str, location: str, generation: Generation) -> PartitionIndex:
     warehouse = Warehouse(Path(data_dir), location)
@@ -260,16 +279,7 @@ def _load(data_dir: str, location: str, generation: Generation) -> PartitionInde
     # A documents file written before tables (or notes) had none.
     document_columns += [name for name in ("tables", "notes") if name in stored]
     rows = warehouse.read_file(files[DOCUMENTS], columns=document_columns).to_pylist()
-    documents = {
-        row["document_id"]: DocumentInfo(row["document_id"], row["title"], row["path"],
-                                         row["format"],
-                                         tuple(Anchor(**a) for a in row["anchors"] or ()),
-                                         tuple(TableSpan(**{**t, "rows": tuple(t["rows"])})
-                                               for t in row.get("tables") or ()),
-                                         row["content_sha256"] or "",
-                                         tuple(left_out((n["name"], n["value"])
-                                                        for n in row.get("notes") or ())))
-        for row in rows if row["status"] == "ok"}
+    documents = {row["document_id"]: _document_info(row) for row in rows if row["status"] == "ok"}
     order = found.to_numpy().astype(np.int64)
     # Stored in chunk order (every build writes them so): the file's own order, mapped as is.
     in_order = len(order) == len(vector_ids) and np.array_equal(order, np.arange(len(order)))

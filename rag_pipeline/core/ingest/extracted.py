@@ -6,6 +6,7 @@ are spans of that same text, so chunking, citations and the documents table all 
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -134,6 +135,26 @@ phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""
 def left_out(notes: Iterable[tuple[str, str]]) -> list[str]:
     """The phrases of the :data:`LEFT_OUT_NOTES` among a document's notes, in their order."""
     return [LEFT_OUT_NOTES[name].format(value) for name, value in notes if name in LEFT_OUT_NOTES]
+
+
+SCOPE_SUFFIX = "_sections"
+"""A note ``<name>_sections`` names the sections a :data:`LEFT_OUT_NOTES` note ``<name>``
+concerns (a JSON list of their titles: a workbook's sheets holding uncalculated formulas); a
+note without it concerns the whole document."""
+
+
+def scope_note(name: str, sections: Iterable[str]) -> tuple[str, str]:
+    """The note saying which sections note ``name`` concerns (:data:`SCOPE_SUFFIX`)."""
+    return f"{name}{SCOPE_SUFFIX}", json.dumps(list(sections), ensure_ascii=False)
+
+
+def left_out_scopes(notes: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
+    """Per phrase of :func:`left_out` (same order), the titles of the sections it concerns;
+    ``()``: the whole document."""
+    notes = list(notes)
+    scopes = dict(notes)
+    return [tuple(json.loads(scopes.get(f"{name}{SCOPE_SUFFIX}", "[]")))
+            for name, _ in notes if name in LEFT_OUT_NOTES]
 
 
 @dataclass(frozen=True)

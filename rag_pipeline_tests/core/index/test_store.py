@@ -12,7 +12,7 @@ import pytest
 
 from rag_pipeline.core.answer.ask import AskSettings, ask
 from rag_pipeline.core.index.builders import bm25_stats_tables
-from rag_pipeline.core.index.store import load_partition
+from rag_pipeline.core.index.store import DocumentInfo, load_partition
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -110,3 +110,16 @@ def test_a_partition_under_the_crossover_never_opens_its_ann_index(
     assert index.ann_source.opened
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
         f"the ANN index table {table} cannot be read"]
+
+
+def test_a_left_out_phrase_scoped_to_sections_is_cited_only_from_them():
+    # Found by a new team: the uncalculated formulas of a Budget sheet were named on every
+    # citation of the workbook, its Invoices rows too.
+    info = DocumentInfo("book.xlsx", "book", "", "xlsx", (),
+                        left_out=("6 formula cell(s) never calculated, so empty",
+                                  "1 comment(s) left out (reviewers' remarks)"),
+                        left_out_scopes=(("Budget", "Summary"), ()))
+    assert info.left_out_at("Budget") == info.left_out
+    assert info.left_out_at("Invoices") == ("1 comment(s) left out (reviewers' remarks)",)
+    unscoped = DocumentInfo("a.md", "a", "", "markdown", (), left_out=("text read as x",))
+    assert unscoped.left_out_at("Any") == ("text read as x",)

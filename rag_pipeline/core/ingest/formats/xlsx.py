@@ -4,7 +4,8 @@ Read with openpyxl (MIT) in read-only mode with ``data_only``: a formula cell co
 value the spreadsheet application cached when it last saved the file, never its formula. A
 program that writes workbooks without calculating them (openpyxl itself, many exporters)
 leaves no cached values: the document carries their count (note
-``formulas_without_cached_value``), and when they are at least as many as the cells showing a
+``formulas_without_cached_value``) and the sheets holding them (``..._sections``: a citation of
+another sheet does not carry it), and when they are at least as many as the cells showing a
 value (most of what the workbook says is missing) it fails with that reason.
 The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
 read. A number is written as :func:`cell_value_text` says (as its number format shows it). A
@@ -23,7 +24,13 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    ExtractionError,
+    Extractor,
+    scope_note,
+)
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import (
@@ -49,6 +56,8 @@ class _SheetParts:
 
     formulas: int
     uncached: int
+    uncached_sheets: tuple[str, ...]
+    """The sheets holding formulas without a cached value, in the workbook's order."""
     merged: dict[str, dict[tuple[int, int], tuple[int, int]]]
     """Each sheet's merged cells, by sheet name."""
 
@@ -61,6 +70,7 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
     from lxml import etree
 
     formulas = uncached = 0
+    uncached_sheets: list[str] = []
     merged: dict[str, dict[tuple[int, int], tuple[int, int]]] = {}
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         titles = _sheet_titles(archive)
@@ -68,6 +78,7 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
         for name in sorted(titles.keys() & names | {
                 n for n in names if n.startswith("xl/worksheets/") and n.endswith(".xml")}):
             areas: dict[tuple[int, int], tuple[int, int]] = {}
+            before = uncached
             with archive.open(name) as stream:
                 for _, element in etree.iterparse(stream, tag=("{*}c", "{*}mergeCell")):
                     if element.tag.endswith("}mergeCell"):
@@ -80,7 +91,11 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
                     element.clear()
             if name in titles:
                 merged[titles[name]] = areas
-    return _SheetParts(formulas, uncached, merged)
+            if uncached > before:
+                uncached_sheets.append(titles.get(name, name))
+    order = list(titles.values())
+    return _SheetParts(formulas, uncached, tuple(sorted(
+        uncached_sheets, key=lambda t: order.index(t) if t in order else len(order))), merged)
 
 
 def _sheet_titles(archive: zipfile.ZipFile) -> dict[str, str]:
@@ -181,7 +196,7 @@ class XlsxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("xlsx-openpyxl", f"5+openpyxl-{library_version('openpyxl')}")
+        return Extractor("xlsx-openpyxl", f"6+openpyxl-{library_version('openpyxl')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet (its name the title), one line and anchor per row.
@@ -215,7 +230,8 @@ class XlsxFormat(DocumentFormat):
         layout = lay_out_sheets(sheets)
         notes = layout.notes
         if uncached:
-            notes += (("formulas_without_cached_value", str(uncached)),)
+            notes += (("formulas_without_cached_value", str(uncached)),
+                      scope_note("formulas_without_cached_value", parts.uncached_sheets))
         if comments:
             notes += (("comments_left_out", str(comments)),)
         return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,

@@ -8,7 +8,13 @@ import zipfile
 
 import pytest
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    ExtractionError,
+    Section,
+    TableSpan,
+    left_out_scopes,
+)
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
 
 XLSX = XlsxFormat()
@@ -96,7 +102,11 @@ def test_a_workbook_never_calculated_keeps_its_values_and_counts_the_formulas():
     extracted = XLSX.extract(budget_workbook(cached=False), "book")
     assert extracted.canonical_text == BUDGET_TEXT.replace("Item: Cake | Cost: 5", "Item: Cake")
     assert extracted.notes == (("sheets", "2"), ("rows", "4"), ("empty_sheets", "1"),
-                               ("formulas_without_cached_value", "1"))
+                               ("formulas_without_cached_value", "1"),
+                               ("formulas_without_cached_value_sections", '["Budget Q1"]'))
+    # Found by a new team: every citation of the workbook carried the note, those of a sheet
+    # without formulas too. It concerns the sheets holding them.
+    assert left_out_scopes(extracted.notes) == [("Budget Q1",)]
 
 
 def test_a_workbook_mostly_of_formulas_never_calculated_fails_saying_so():
