@@ -123,8 +123,12 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
             if c.identifier and c.cosine_distance >= answer.cut:
                 echo(f"note: [{c.index}] holds {c.identifier!r} as the question names it: kept "
                      f"at distance {c.cosine_distance:.3f}, over the cut")
-        for document_id, left in dict((c.document_id, c.left_out) for c in answer.citations
-                                      if c.left_out).items():
+        caveats: dict[str, list[str]] = {}
+        for c in answer.citations:  # a workbook's passages may carry different ones
+            for phrase in c.left_out:
+                if phrase not in caveats.setdefault(c.document_id, []):
+                    caveats[c.document_id].append(phrase)
+        for document_id, left in caveats.items():
             echo(f"note: {document_id}: {'; '.join(left)}: the answer cannot hold it")
         for c in answer.citations:
             more = f"  (also at {', '.join(c.locations[1:])})" if len(c.locations) > 1 else ""

@@ -224,15 +224,16 @@ def page_router(service: Any) -> APIRouter:
 
     def served_document(document_id: str, who: Principal) -> tuple[DocumentInfo, str] | JSONResponse:
         served = service.follower.current
-        # Readability first, for every id: a missing document and an unreadable one are told
-        # apart neither by the reply nor by its time.
+        missing = _error(404, f"no document {json.dumps(document_id)} in generation "
+                              f"{served.generation}")
+        # Readability first, by the rules alone, and nothing read for a document the asker may
+        # not read: it is refused in the time a missing one is.
         access = service.served_index(served).access
-        readable = access is None or access.may_open(document_id, who.groups)
+        if access is not None and not access.may_open(document_id, who.groups):
+            return missing
         info = served.index.documents.get(document_id)
-        text = served.canonical.get(document_id)
-        if not readable or info is None or text is None:
-            return _error(404, f"no document {json.dumps(document_id)} in generation {served.generation}")
-        return info, text
+        text = served.canonical.get(document_id) if info is not None else None
+        return missing if info is None or text is None else (info, text)
 
     @router.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
                 summary="A cited document shown as its format reads, the quoted place marked")

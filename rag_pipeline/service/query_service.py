@@ -178,9 +178,9 @@ class QueryService:
         body["timings_ms"]["cpu"] = round(cpu * 1000, 3)
         body["timings_ms"]["request"] = round((time.perf_counter() - started) * 1000, 3)
         if groups is not None:
-            # A restricted asker gets the request's time alone, in whole milliseconds: the
-            # stages' times told whether a word is in documents they cannot read (BM25 took
-            # longer for a word only HR files hold), and how many rows the scan skipped.
+            # A restricted asker gets the request's time alone, in whole milliseconds: a
+            # stage's time depends on documents they cannot read (the postings of a word only
+            # those hold, the rows the scan measures).
             body["timings_ms"] = {"request": float(round(body["timings_ms"]["request"]))}
         with self._counts_lock:
             self._by_generation[served.generation] += 1

@@ -200,13 +200,17 @@ def test_a_cited_document_with_content_left_out_is_named_once_with_what(
     from rag_pipeline.cli.ask import _print_answer
 
     answer = _hostile_answer()
-    noted = replace(answer.citations[0], document_id="risks.xlsx",
-                    left_out=("1 comment(s) left out (reviewers' remarks)",))
-    answer = replace(answer, citations=[noted, replace(noted, index=2)], rendered_answer=None)
+    comments = "1 comment(s) left out (reviewers' remarks)"
+    formulas = "2 formula cell(s) never calculated, so empty"
+    noted = replace(answer.citations[0], document_id="risks.xlsx", left_out=(comments, formulas))
+    # A passage of another sheet: no formula caveat (found by a review: the last passage's
+    # caveats stood for the document's).
+    answer = replace(answer, citations=[noted, replace(noted, index=2, left_out=(comments,))],
+                     rendered_answer=None)
     _print_answer(answer, show_prompt=False, show_timings=False, rerank_note="")
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if line.startswith("note:")] == [
-        "note: risks.xlsx: 1 comment(s) left out (reviewers' remarks): the answer cannot hold it"]
+        f"note: risks.xlsx: {comments}; {formulas}: the answer cannot hold it"]
 
 
 def test_a_source_kept_for_the_identifier_it_holds_says_so(capsys: pytest.CaptureFixture[str]):

@@ -357,3 +357,24 @@ def test_a_restricted_asker_is_told_the_request_time_alone_in_whole_milliseconds
                             headers=bearer(setup.tokens["eng"])).json()
     assert list(body["timings_ms"]) == ["request"]
     assert body["timings_ms"]["request"] == int(body["timings_ms"]["request"])
+
+
+def test_a_document_the_asker_may_not_read_is_refused_before_its_text_is_read(
+        setup: Setup, monkeypatch: pytest.MonkeyPatch):
+    # Found by a review: the refusal read the document's text first, so an existing one took
+    # longer to refuse (milliseconds for a large one) than a missing one.
+    strings = type(setup.service.follower.current.canonical)
+    read: list[str] = []
+    original = strings.__getitem__
+
+    def recording(self, key: str) -> str:
+        read.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(strings, "__getitem__", recording)
+    eng = bearer(setup.tokens["eng"])
+    for document in (f"hr/{CANARY['hr']}-salaries.md", "hr/none.md"):
+        assert setup.client.get(f"/documents/{document}", headers=eng).status_code == 404
+    assert read == []
+    assert setup.client.get("/documents/public/faq.md", headers=eng).status_code == 200
+    assert read == ["public/faq.md"]

@@ -111,8 +111,8 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
                              _url_fragment(index, hit.row, base_url, fragment)),
             locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
-            section=index.sections[hit.row], left_out=doc.left_out_at(index.sections[hit.row]),
-            identifier=hit.identifier,
+            section=index.sections[hit.row], identifier=hit.identifier,
+            left_out=doc.left_out_at(int(index.starts[hit.row]), int(index.ends[hit.row])),
             table_header=format_named(doc.format).header_above(
                 doc.tables, int(index.starts[hit.row]), int(index.ends[hit.row]))))
     return citations

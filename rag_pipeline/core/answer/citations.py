@@ -13,8 +13,10 @@ class Citation:
     ``quote`` is the chunk's ``content`` and equals ``canonical_text[start:end]`` of the document;
     ``fragment`` is what the document's format makes of the span (``#char=start,end``, or
     ``#page=N`` for a PDF page: :meth:`DocumentFormat.fragment`); ``url`` is the document's
-    location plus the fragment; ``left_out`` says what the document's extraction left out
-    (``1 comment(s) left out (reviewers' remarks)``), so the answer may be missing it;
+    location plus the fragment; ``left_out`` says what the document's extraction left out or
+    may have read wrongly where the passage is (``1 comment(s) left out (reviewers' remarks)``;
+    a workbook's uncalculated formulas only on a passage of their sheets), so the answer may be
+    missing it;
     ``table_header`` is the header row of the table whose rows the quote holds without it
     (:meth:`DocumentFormat.header_above`), which says what each value of the rows is;
     ``identifier`` the identifier of the question the quote holds verbatim (the gate keeps such

@@ -220,24 +220,29 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
     return out
 
 
-_LABEL = re.compile(r"(?<![\w-])([A-Z][a-z]+) ([A-HJ-Z])(?![\w-])")
-"""A lettered label in a question: a capitalised word, one space, one capital letter but ``I``
-(the pronoun: "Can I ...")."""
+_LETTER = r"[A-HJ-Z](?![\w-])"
+"""A label's letter: one capital letter but ``I`` (the pronoun: "Can I ...")."""
+_LETTERS = rf"{_LETTER}(?:\s*(?:/|,|&|and|or)\s*{_LETTER})*"
+_LABEL = re.compile(rf"(?<![\w-])([A-Z][a-z]+) ({_LETTERS})")
+"""A lettered label in a question: a capitalised word, one space, a letter, maybe more joined
+(``Tier A``, ``Tier A and B``, ``Tier A/B``)."""
 
 
 def question_labels(question: str) -> dict[str, set[str]]:
-    """The lettered labels ``question`` names, as the letters named for each word, lower-cased
-    (``{"tier": {"a"}}`` for "What is the per diem for Tier A cities?")."""
+    """The lettered labels ``question`` names, as the letters named after each word (the word
+    lower-cased: ``{"tier": {"A", "B"}}`` for "Compare the Tier A and B rates")."""
     labels: dict[str, set[str]] = {}
-    for word, letter in _LABEL.findall(question):
-        labels.setdefault(word.lower(), set()).add(letter.lower())
+    for word, letters in _LABEL.findall(question):
+        labels.setdefault(word.lower(), set()).update(re.findall(r"[A-Z]", letters))
     return labels
 
 
 def _named_letters(sentence: str, word: str) -> set[str]:
-    """The letters ``sentence`` names after ``word`` as a label (``Tier C``), lower-cased."""
-    return {letter.lower() for letter in re.findall(
-        rf"(?<![\w-]){re.escape(word)}\s+([A-Za-z])(?![\w-])", sentence, re.IGNORECASE)}
+    """The letters ``sentence`` names after ``word`` as a label (``Tier C``, ``tier C``; not
+    ``plan a move``)."""
+    return {letter for letters in re.findall(
+        rf"(?<![\w-])(?i:{re.escape(word)})\s+({_LETTERS})", sentence)
+        for letter in re.findall(r"[A-Z]", letters)}
 
 
 def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_Candidate]:

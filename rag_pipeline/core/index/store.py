@@ -68,15 +68,17 @@ class DocumentInfo:
     them (``""``: unknown, so no original is served)."""
     left_out: tuple[str, ...] = ()
     """What its extraction left out or may have read wrongly, in ``status``'s words
-    (:func:`~rag_pipeline.core.ingest.extracted.left_out`): a citation of it says so."""
-    left_out_scopes: tuple[tuple[str, ...], ...] = ()
-    """Per phrase of ``left_out``, the sections it concerns (``()``, or none given: all)."""
+    (:func:`~rag_pipeline.core.ingest.extracted.left_out`): a citation of a passage it applies
+    to says so (:meth:`left_out_at`)."""
+    left_out_scopes: tuple[tuple[tuple[int, int], ...], ...] = ()
+    """Per phrase of ``left_out``, the spans of the text it applies to (``()``, or none given:
+    all of it)."""
 
-    def left_out_at(self, section: str) -> tuple[str, ...]:
-        """The ``left_out`` phrases that concern a passage of ``section``."""
+    def left_out_at(self, start: int, end: int) -> tuple[str, ...]:
+        """The ``left_out`` phrases that apply to the passage ``[start, end)``."""
         scopes = self.left_out_scopes or ((),) * len(self.left_out)
-        return tuple(phrase for phrase, where in zip(self.left_out, scopes, strict=True)
-                     if not where or section in where)
+        return tuple(phrase for phrase, spans in zip(self.left_out, scopes, strict=True)
+                     if not spans or any(s < end and start < e for s, e in spans))
 
 
 class LazyAnn:

@@ -137,23 +137,23 @@ def left_out(notes: Iterable[tuple[str, str]]) -> list[str]:
     return [LEFT_OUT_NOTES[name].format(value) for name, value in notes if name in LEFT_OUT_NOTES]
 
 
-SCOPE_SUFFIX = "_sections"
-"""A note ``<name>_sections`` names the sections a :data:`LEFT_OUT_NOTES` note ``<name>``
-concerns (a JSON list of their titles: a workbook's sheets holding uncalculated formulas); a
-note without it concerns the whole document."""
+SCOPE_SUFFIX = "_spans"
+"""A note ``<name>_spans`` says where in the canonical text a :data:`LEFT_OUT_NOTES` note
+``<name>`` applies (a JSON list of ``[start, end]``: the sheets of a workbook holding
+uncalculated formulas); a note without it applies to the whole document."""
 
 
-def scope_note(name: str, sections: Iterable[str]) -> tuple[str, str]:
-    """The note saying which sections note ``name`` concerns (:data:`SCOPE_SUFFIX`)."""
-    return f"{name}{SCOPE_SUFFIX}", json.dumps(list(sections), ensure_ascii=False)
+def scope_note(name: str, spans: Iterable[tuple[int, int]]) -> tuple[str, str]:
+    """The note saying where note ``name`` applies (:data:`SCOPE_SUFFIX`)."""
+    return f"{name}{SCOPE_SUFFIX}", json.dumps([[start, end] for start, end in spans])
 
 
-def left_out_scopes(notes: Iterable[tuple[str, str]]) -> list[tuple[str, ...]]:
-    """Per phrase of :func:`left_out` (same order), the titles of the sections it concerns;
+def left_out_scopes(notes: Iterable[tuple[str, str]]) -> list[tuple[tuple[int, int], ...]]:
+    """Per phrase of :func:`left_out` (same order), the spans of the text it applies to;
     ``()``: the whole document."""
     notes = list(notes)
     scopes = dict(notes)
-    return [tuple(json.loads(scopes.get(f"{name}{SCOPE_SUFFIX}", "[]")))
+    return [tuple((start, end) for start, end in json.loads(scopes.get(f"{name}{SCOPE_SUFFIX}", "[]")))
             for name, _ in notes if name in LEFT_OUT_NOTES]
 
 

@@ -64,6 +64,7 @@ class SheetsLayout:
         tables: One per sheet holding a data row.
         notes: ``sheets``, ``rows`` (data rows) and, when there are any, ``empty_sheets`` and
             ``hidden_sheets`` (hidden sheets holding a row).
+        spans: Each non-empty sheet's ``(name, start, end)`` in ``text``, as its section's.
     """
 
     text: str
@@ -71,6 +72,7 @@ class SheetsLayout:
     anchors: tuple[Anchor, ...]
     tables: tuple[TableSpan, ...]
     notes: tuple[tuple[str, str], ...]
+    spans: tuple[tuple[str, int, int], ...] = ()
 
 
 MergedCells = Mapping[tuple[int, int], tuple[int, int]]
@@ -105,6 +107,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
     sections: list[Section] = []
     anchors: list[Anchor] = []
     tables: list[TableSpan] = []
+    spans: list[tuple[str, int, int]] = []
     offset = rows = empty_sheets = hidden = 0
     for sheet in sheets:
         name = sheet.name
@@ -123,6 +126,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
         hidden += sheet.hidden
         sections.append(Section(f"{name} (hidden)" if sheet.hidden else name, offset,
                                 offset + len(placed.text) - 1))
+        spans.append((name, sections[-1].start, sections[-1].end))
         offset += len(placed.text)
         rows += placed.data_rows
         if placed.table is not None:
@@ -133,7 +137,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
     if hidden:
         notes.append(("hidden_sheets", str(hidden)))
     return SheetsLayout("".join(parts), tuple(sections), tuple(anchors), tuple(tables),
-                        tuple(notes))
+                        tuple(notes), tuple(spans))
 
 
 def _column_label(column: int) -> str:

@@ -1,6 +1,7 @@
 """The address of a running ``serve``, recorded in its data folder so ``ask`` can use it.
 
-``serve`` writes ``<data folder>/serve.json`` once it listens and removes it when it stops;
+``serve`` writes ``<data folder>/serve.json`` once it listens and removes it when it stops (or
+puts back the record of another ``serve`` of the folder it replaced, while that one runs);
 ``ask`` reads it and, when the service serves the partition asked for from the same tables, sends the question
 there (a few milliseconds) instead of loading the model (seconds). A record left by a killed
 service names a dead process and is ignored.
@@ -118,6 +119,7 @@ def remove_serve_record(data_dir: Path, pid: int, earlier: ServeRecord | None = 
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -23,8 +23,8 @@ NO_FAILED_DOCUMENTS = "no_failed_documents"
 
 def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
     """Fails, as a warning, while any document failed to extract: the asset shows amber, the
-    run goes on (a failed file is read again when it changes or ``--retry-failed`` asks; the
-    rest of the corpus is indexed)."""
+    run goes on (a failed file is read again when it changes, when its extractor is upgraded or
+    when ``--retry-failed`` asks; the rest of the corpus is indexed)."""
     return dg.AssetCheckResult(
         check_name=NO_FAILED_DOCUMENTS, passed=not failed, severity=dg.AssetCheckSeverity.WARN,
         metadata={"documents_failed": len(failed),

@@ -101,21 +101,37 @@ def test_a_lettered_label_the_question_names_keeps_its_row_and_drops_the_other_l
     assert ask("What is the per diem for Tier A cities?") == [
         "Tier A (London, Zurich, New York) | 95 | 240",
         "Rates are reviewed each January by finance."]
-    assert ask("Compare Tier A and Tier B per diem rates") == [
-        "Tier A (London, Zurich, New York) | 95 | 240",
-        "Tier B (Berlin, Madrid, Toronto) | 70 | 160",
-        "Rates are reviewed each January by finance."]
+    both = ["Tier A (London, Zurich, New York) | 95 | 240",
+            "Tier B (Berlin, Madrid, Toronto) | 70 | 160",
+            "Rates are reviewed each January by finance."]
+    # Found by a review: the letters after one word, joined, are all named.
+    assert ask("Compare Tier A and Tier B per diem rates") == both
+    assert ask("Compare Tier A and B per diem rates") == both
+    assert ask("What are the Tier A/B hotel caps?") == both
     # No label named (the pronoun I, a lower-case article): the closest row, as before.
     assert ask("Can I claim the per diem in a tier city?")[0] == "Tier C (all other cities) | 55 | 110"
     # A label no sentence names drops nothing.
     assert ask("What is the per diem for Tier D cities?")[0] == "Tier C (all other cities) | 55 | 110"
 
 
-def test_question_labels_are_a_capitalised_word_and_one_capital_letter():
+def test_question_labels_are_a_capitalised_word_and_capital_letters():
     assert question_labels("Is Plan B cheaper than Tier A's or Tier-C rates?") == {
-        "plan": {"b"}, "tier": {"a"}}
-    assert question_labels("Can I see A list of the Team X, Team Y leads?") == {"team": {"x", "y"}}
+        "plan": {"B"}, "tier": {"A"}}
+    assert question_labels("Can I see A list of the Team X, Team Y leads?") == {"team": {"X", "Y"}}
+    assert question_labels("Tier A, B or C and Bob?") == {"tier": {"A", "B", "C"}}
     assert question_labels("what is tier a") == {}
+
+
+def test_a_sentence_names_a_label_with_a_capital_letter_only():
+    # Found by a review: "plan a move" was read as Plan A, and its sentence dropped.
+    policy = ("Plan B covers dental care for every employee. Employees who plan a move abroad "
+              "keep their dental cover for a year. Plan C covers no dental care.")
+    citation = Citation(1, "p.md", "P", "P", "#char=0,200", 0, len(policy), policy, 0.3, "")
+    quoted = quoted_answer("Does Plan B cover dental care abroad?", _embed(["x"])[0], [citation],
+                           [""], _embed, QuoteSettings(margin=2.0))
+    assert sorted(q.text for q in quoted) == [
+        "Employees who plan a move abroad keep their dental cover for a year.",
+        "Plan B covers dental care for every employee."]
 
 
 def test_a_header_row_is_no_sentence_a_long_row_is_prose_and_a_title_joins_nothing():

@@ -118,8 +118,10 @@ def test_a_left_out_phrase_scoped_to_sections_is_cited_only_from_them():
     info = DocumentInfo("book.xlsx", "book", "", "xlsx", (),
                         left_out=("6 formula cell(s) never calculated, so empty",
                                   "1 comment(s) left out (reviewers' remarks)"),
-                        left_out_scopes=(("Budget", "Summary"), ()))
-    assert info.left_out_at("Budget") == info.left_out
-    assert info.left_out_at("Invoices") == ("1 comment(s) left out (reviewers' remarks)",)
+                        left_out_scopes=(((100, 200), (300, 350)), ()))
+    everywhere = ("1 comment(s) left out (reviewers' remarks)",)
+    assert [info.left_out_at(start, end) for start, end in (
+        (150, 160), (90, 101), (199, 250), (200, 300), (0, 100), (340, 400))] == [
+        info.left_out, info.left_out, info.left_out, everywhere, everywhere, info.left_out]
     unscoped = DocumentInfo("a.md", "a", "", "markdown", (), left_out=("text read as x",))
-    assert unscoped.left_out_at("Any") == ("text read as x",)
+    assert unscoped.left_out_at(0, 5) == ("text read as x",)

@@ -4,9 +4,10 @@ Read with openpyxl (MIT) in read-only mode with ``data_only``: a formula cell co
 value the spreadsheet application cached when it last saved the file, never its formula. A
 program that writes workbooks without calculating them (openpyxl itself, many exporters)
 leaves no cached values: the document carries their count (note
-``formulas_without_cached_value``) and the sheets holding them (``..._sections``: a citation of
-another sheet does not carry it), and when they are at least as many as the cells showing a
-value (most of what the workbook says is missing) it fails with that reason.
+``formulas_without_cached_value``) and where the sheets holding them are in the text
+(``..._spans``: a citation of another sheet does not carry it), and when they are at least as
+many as the cells showing a value (most of what the workbook says is missing) it fails with
+that reason.
 The dimensions the file declares are not trusted (``reset_dimensions``): every stored cell is
 read. A number is written as :func:`cell_value_text` says (as its number format shows it). A
 hidden sheet is read, and counted (note ``hidden_sheets``); cell comments are left out, counted
@@ -56,8 +57,8 @@ class _SheetParts:
 
     formulas: int
     uncached: int
-    uncached_sheets: tuple[str, ...]
-    """The sheets holding formulas without a cached value, in the workbook's order."""
+    uncached_sheets: frozenset[str]
+    """The names of the sheets holding formulas without a cached value."""
     merged: dict[str, dict[tuple[int, int], tuple[int, int]]]
     """Each sheet's merged cells, by sheet name."""
 
@@ -93,9 +94,7 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
                 merged[titles[name]] = areas
             if uncached > before:
                 uncached_sheets.append(titles.get(name, name))
-    order = list(titles.values())
-    return _SheetParts(formulas, uncached, tuple(sorted(
-        uncached_sheets, key=lambda t: order.index(t) if t in order else len(order))), merged)
+    return _SheetParts(formulas, uncached, frozenset(uncached_sheets), merged)
 
 
 def _sheet_titles(archive: zipfile.ZipFile) -> dict[str, str]:
@@ -230,8 +229,11 @@ class XlsxFormat(DocumentFormat):
         layout = lay_out_sheets(sheets)
         notes = layout.notes
         if uncached:
-            notes += (("formulas_without_cached_value", str(uncached)),
-                      scope_note("formulas_without_cached_value", parts.uncached_sheets))
+            notes += (("formulas_without_cached_value", str(uncached)),)
+            spans = [(start, end) for name, start, end in layout.spans
+                     if name in parts.uncached_sheets]
+            if spans:  # else (sheets without a row, a part no sheet names): the whole workbook
+                notes += (scope_note("formulas_without_cached_value", spans),)
         if comments:
             notes += (("comments_left_out", str(comments)),)
         return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,

@@ -103,10 +103,35 @@ def test_a_workbook_never_calculated_keeps_its_values_and_counts_the_formulas():
     assert extracted.canonical_text == BUDGET_TEXT.replace("Item: Cake | Cost: 5", "Item: Cake")
     assert extracted.notes == (("sheets", "2"), ("rows", "4"), ("empty_sheets", "1"),
                                ("formulas_without_cached_value", "1"),
-                               ("formulas_without_cached_value_sections", '["Budget Q1"]'))
+                               ("formulas_without_cached_value_spans", "[[0, 116]]"))
     # Found by a new team: every citation of the workbook carried the note, those of a sheet
-    # without formulas too. It concerns the sheets holding them.
-    assert left_out_scopes(extracted.notes) == [("Budget Q1",)]
+    # without formulas too. It applies where the sheets holding them are.
+    assert left_out_scopes(extracted.notes) == [((0, 116),)]
+    assert extracted.canonical_text[0:116].endswith("column E: late")  # the Budget Q1 sheet
+
+
+def test_a_hidden_sheets_uncalculated_formulas_apply_where_that_sheet_is():
+    # Found by a review: the hidden sheet's section is titled "Calc (hidden)", so a scope by
+    # title never matched it; a scope by place does.
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    invoices = workbook.active
+    invoices.title = "Invoices"
+    invoices.append(["Invoice", "Amount"])
+    invoices.append(["INV-1", 10])
+    calc = workbook.create_sheet("Calc")
+    calc.sheet_state = "hidden"
+    calc.append(["Item", "Cost"])
+    calc.append(["Tea", 2])
+    calc.append(["Total", "=B2*2"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = XLSX.extract(buffer.getvalue(), "book")
+    (calc_section,) = [s for s in extracted.sections if s.title == "Calc (hidden)"]
+    assert left_out_scopes(extracted.notes) == [((calc_section.start, calc_section.end),)]
+    assert extracted.canonical_text[calc_section.start:calc_section.end] == (
+        "Item | Cost\nItem: Tea | Cost: 2\nItem: Total")
 
 
 def test_a_workbook_mostly_of_formulas_never_calculated_fails_saying_so():
