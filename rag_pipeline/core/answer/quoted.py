@@ -13,11 +13,11 @@ question's terms it holds (the BM25 analyzer's terms; a term-overlap score in th
 Luhn's sentence significance, 1958). The best sentence is kept, and up to ``max_sentences - 1``
 more within ``margin`` of its score.
 
-A question naming a lettered label (``Tier A``, ``Plan B``: a capitalised word, then one capital
-letter) is answered by the sentences naming that label when any does: one naming the same word
-with another letter (``Tier C``) is dropped then. The letter is a stopword or too short for the
-terms, and the rows of one table are as close to the question as each other, so without this a
-row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
+A question naming a label (``Tier A``, ``Plan B``, ``Phase 2``: a word, then a capital letter or
+a number) is answered by the sentences naming that label when any does: one naming the same word
+with another mark (``Tier C``, ``Phase 3``) is dropped then. A letter is a stopword or too short
+for the terms, and the rows of one table are as close to the question as each other, so without
+this a row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.answer.citations import Citation
-from rag_pipeline.core.text.analyzers import Analyzer, analyze
+from rag_pipeline.core.text.analyzers import ENGLISH_STOPWORDS, Analyzer, analyze
 from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
 
 if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
@@ -197,17 +197,21 @@ class _Candidate:
     end: int
     text: str
     embedded: str
+    terms: str
+    """What its term share is counted in: the sentence, a table row with its header row."""
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
                 tables: Sequence[QuoteTables]) -> list[_Candidate]:
     """Every sentence of every cited quote (a quote cited twice counted once), but a heading
     (a line that is the document's title or the chunk's section title) and a question: they
-    answer nothing."""
+    answer nothing. A table row's terms are counted with its header row's (the quote's own, or
+    the one above it, ``table_header``): its values are named there ("deductible")."""
     seen: set[tuple[str, int, int]] = set()
     out = []
     for citation, header, table in zip(citations, headers, tables, strict=True):
         titles = {" ".join(t.split()) for t in (citation.document_name, citation.section) if t}
+        rows = {_stripped(citation.quote, s, e) for s, e in table.rows}
         for start, end in sentence_spans(citation.quote, table.rows, table.headers, titles):
             key = (citation.document_id, citation.start + start, citation.start + end)
             if key in seen:
@@ -216,43 +220,60 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             text = citation.quote[start:end]
             if is_title(text, titles) or asks(text):
                 continue
-            out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}"))
+            columns = _header_of_row(citation, table, start) if (start, end) in rows else ""
+            out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}",
+                                  f"{columns}\n{text}" if columns else text))
     return out
 
 
-_LETTER = r"[A-HJ-Z](?![\w-])"
-"""A label's letter: one capital letter but ``I`` (the pronoun: "Can I ...")."""
-_LETTERS = rf"{_LETTER}(?:\s*(?:/|,|&|and|or)\s*{_LETTER})*"
-_LABEL = re.compile(rf"(?<![\w-])([A-Z][a-z]+) ({_LETTERS})")
-"""A lettered label in a question: a capitalised word, one space, a letter, maybe more joined
-(``Tier A``, ``Tier A and B``, ``Tier A/B``)."""
+def _header_of_row(citation: Citation, table: QuoteTables, start: int) -> str:
+    """The header row over the row starting at ``start`` of the quote: the last header row of
+    the quote before it, else the one above the quote."""
+    above = [citation.quote[s:e] for s, e in table.headers if e <= start]
+    return above[-1] if above else citation.table_header
+
+
+_MARK = r"(?:[A-HJ-Z]|\d{1,3})(?![\w-]|\.\d)"
+"""A label's mark: one capital letter but ``I`` (the pronoun: "Can I ..."), or a number of up
+to three digits (not a version's ``3.12``)."""
+_MARKS = rf"{_MARK}(?:\s*(?:/|,|&|and|or)\s*{_MARK})*"
+_LABEL = re.compile(rf"(?<![\w-])([A-Za-z][a-z]+) ({_MARKS}|[a-hj-z](?=\s*(?:[?.!,;:)]|$)))")
+"""A label in a question: a word, one space, a mark, maybe more joined (``Tier A``, ``Tier A
+and B``, ``Tier A/B``, ``phase 2``), or one lower-case letter ending the clause (``zone f?``;
+not ``plan a trip``)."""
 
 
 def question_labels(question: str) -> dict[str, set[str]]:
-    """The lettered labels ``question`` names, as the letters named after each word (the word
-    lower-cased: ``{"tier": {"A", "B"}}`` for "Compare the Tier A and B rates")."""
+    """The labels ``question`` names, as the marks named after each word, the word lower-cased
+    and a letter upper-cased (``{"tier": {"A", "B"}}`` for "Compare the Tier A and B rates"); a
+    stopword names none ("is 2", "in 30")."""
     labels: dict[str, set[str]] = {}
-    for word, letters in _LABEL.findall(question):
-        labels.setdefault(word.lower(), set()).update(re.findall(r"[A-Z]", letters))
+    for word, marks in _LABEL.findall(question):
+        if word.lower() not in ENGLISH_STOPWORDS:
+            labels.setdefault(word.lower(), set()).update(_marks_in(marks) or {marks.upper()})
     return labels
 
 
-def _named_letters(sentence: str, word: str) -> set[str]:
-    """The letters ``sentence`` names after ``word`` as a label (``Tier C``, ``tier C``; not
-    ``plan a move``)."""
-    return {letter for letters in re.findall(
-        rf"(?<![\w-])(?i:{re.escape(word)})\s+({_LETTERS})", sentence)
-        for letter in re.findall(r"[A-Z]", letters)}
+def _named_marks(sentence: str, word: str) -> set[str]:
+    """The marks ``sentence`` names after ``word`` as a label (``Tier C``, ``tier C``,
+    ``Phase 3``; not ``plan a move``)."""
+    return {mark for marks in re.findall(rf"(?<![\w-])(?i:{re.escape(word)})\s+({_MARKS})", sentence)
+            for mark in _marks_in(marks)}
+
+
+def _marks_in(marks: str) -> set[str]:
+    """The capital letters and numbers of a run of marks (``A and B``, ``1/2``)."""
+    return set(re.findall(r"\b[A-HJ-Z]\b|\d+", marks))
 
 
 def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_Candidate]:
-    """``candidates`` without those naming only other letters of a label the question names,
+    """``candidates`` without those naming only other marks of a label the question names,
     when one names the question's own (:data:`_LABEL`)."""
-    for word, letters in question_labels(question).items():
-        named = [_named_letters(c.text, word) for c in candidates]
-        if any(found & letters for found in named):
+    for word, marks in question_labels(question).items():
+        named = [_named_marks(c.text, word) for c in candidates]
+        if any(found & marks for found in named):
             candidates = [c for c, found in zip(candidates, named, strict=True)
-                          if not found or found & letters]
+                          if not found or found & marks]
     return candidates
 
 
@@ -308,7 +329,7 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
     vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)
     similarity = vectors @ np.asarray(query, np.float32).reshape(-1)
     terms = set(analyze(question, settings.analyzer))
-    scores = [float(similarity[i]) + settings.term_weight * term_share(terms, c.text, settings.analyzer)
+    scores = [float(similarity[i]) + settings.term_weight * term_share(terms, c.terms, settings.analyzer)
               for i, c in enumerate(candidates)]
     return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
                            candidates[i].end, round(scores[i], 6))

@@ -114,12 +114,47 @@ def test_a_lettered_label_the_question_names_keeps_its_row_and_drops_the_other_l
     assert ask("What is the per diem for Tier D cities?")[0] == "Tier C (all other cities) | 55 | 110"
 
 
-def test_question_labels_are_a_capitalised_word_and_capital_letters():
+def test_question_labels_are_a_word_and_capital_letters_or_numbers():
     assert question_labels("Is Plan B cheaper than Tier A's or Tier-C rates?") == {
         "plan": {"B"}, "tier": {"A"}}
-    assert question_labels("Can I see A list of the Team X, Team Y leads?") == {"team": {"X", "Y"}}
+    assert question_labels("Can I get the list of the Team X, Team Y leads?") == {
+        "team": {"X", "Y"}}
     assert question_labels("Tier A, B or C and Bob?") == {"tier": {"A", "B", "C"}}
-    assert question_labels("what is tier a") == {}
+    # Found by a new team: numbered and lower-case labels were not labels.
+    assert question_labels("What does phase 2 deliver, and is version 2 or 3 out?") == {
+        "phase": {"2"}, "version": {"2", "3"}}
+    assert question_labels("how many transit days for zone f?") == {"zone": {"F"}}
+    # Not labels: an article, a version's number, a stopword's number.
+    assert question_labels("How do I plan a trip in 30 days with Python 3.12?") == {}
+
+
+def test_a_table_rows_terms_count_with_its_header_row():
+    # Found by a new team: "the deductible for Plan B" quoted the prose sentence naming the
+    # deductible, not the row holding it: the word is in the header row, not in the row.
+    prose = "Plan B balances premium and deductible and suits most families."
+    row = "| Plan B | $120 | $1,500 | $5,000 |"
+    header = "| Plan | Monthly premium | Annual deductible | Out-of-pocket maximum |"
+    cited = [Citation(1, "b.md", "Benefits", "Choosing", "#char=0,64", 0, len(prose), prose, 0.3,
+                      ""),
+             Citation(2, "b.md", "Benefits", "Plans", "#char=100,135", 100, 100 + len(row), row,
+                      0.3, "", table_header=header)]
+
+    def same(texts: list[str]) -> np.ndarray:  # every sentence as close: the terms decide
+        return np.ones((len(texts), 4), np.float32) / 2
+
+    quoted = quoted_answer("What is the deductible for Plan B?", np.ones(4, np.float32) / 2, cited,
+                           ["", ""], same, QuoteSettings(margin=0.05),
+                           [QuoteTables(), QuoteTables(((0, len(row)),))])
+    assert [(q.text, q.citation) for q in quoted] == [(prose, 1), (row, 2)]
+
+
+def test_a_numbered_label_keeps_its_own_sentences():
+    milestones = ("Phase 1 delivers a site survey of both warehouses. Phase 2 delivers a pilot on "
+                  "one picking line. Phase 3 delivers the full rollout to every line.")
+    citation = Citation(1, "m.md", "M", "M", "#char=0,200", 0, len(milestones), milestones, 0.3, "")
+    quoted = quoted_answer("What does phase 2 deliver?", _embed(["x"])[0], [citation], [""],
+                           _embed, QuoteSettings(margin=2.0))
+    assert [q.text for q in quoted] == ["Phase 2 delivers a pilot on one picking line."]
 
 
 def test_a_sentence_names_a_label_with_a_capital_letter_only():
