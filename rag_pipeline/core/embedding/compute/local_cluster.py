@@ -67,6 +67,31 @@ def _stop(processes: list[subprocess.Popen]) -> None:
             continue
 
 
+HEAD_ATTEMPTS = 3
+"""A head whose port another process took meanwhile is started again on other ports."""
+
+
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct ports free on loopback now, from 20000 up to the kernel's ephemeral
+    range (whose ports any outgoing connection may take: a head's port drawn there was taken
+    once) and above Ray's default worker ports (10002-19999)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    found: list[int] = []
+    for port in random.sample(range(20000, max(low, 20000 + 10 * count)), 10 * count):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise RuntimeError(f"no {count} free ports on 127.0.0.1 between 20000 and {low}")
+
+
 def _answers(host: str, port: int) -> bool:
     try:
         socket.create_connection((host, port), timeout=1).close()
@@ -84,27 +109,35 @@ def local_cluster(nodes: int, env: Mapping[str, str] | None = None,
 
     env = dict(env if env is not None else os.environ)
     temp_dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # socket paths must be short
-    port = random.randrange(20000, 40000)
-    ports = random.sample(range(40000, 60000), 4)
     processes: list[subprocess.Popen] = []
     try:
-        processes.append(_ray_start(
-            ["--head", "--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--port", str(port),
-             "--temp-dir", str(temp_dir), "--include-dashboard=false",
-             "--dashboard-port", str(ports[0]), "--dashboard-agent-listen-port", str(ports[1]),
-             "--ray-client-server-port", str(ports[2])], env, temp_dir / "head.log"))
-        address = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + ready_seconds
+        for attempt in range(1, HEAD_ATTEMPTS + 1):
+            port, *ports = _free_ports(3 + nodes)
+            head = _ray_start(
+                ["--head", "--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--port",
+                 str(port), "--temp-dir", str(temp_dir), "--include-dashboard=false",
+                 "--dashboard-port", str(ports[0]), "--dashboard-agent-listen-port",
+                 str(ports[1]), "--ray-client-server-port", str(ports[2])],
+                env, temp_dir / "head.log")
+            processes.append(head)
+            address = f"127.0.0.1:{port}"
+            while not _answers("127.0.0.1", port) and head.poll() is None:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the Ray head at {address} did not answer in "
+                                       f"{ready_seconds:.0f} s (logs in {temp_dir})")
+                time.sleep(0.2)
+            if head.poll() is None:
+                break
+            _stop([processes.pop()])
+            if attempt == HEAD_ATTEMPTS:
+                raise RuntimeError(f"the Ray head exited {HEAD_ATTEMPTS} times before answering "
+                                   f"(last at {address}; logs in {temp_dir})")
         for number in range(1, nodes):
             processes.append(_ray_start(
                 ["--address", address, "--num-cpus", "1", "--node-ip-address", "127.0.0.1",
-                 "--dashboard-agent-listen-port", str(ports[3] + number)],
+                 "--dashboard-agent-listen-port", str(ports[2 + number])],
                 env, temp_dir / f"node-{number}.log"))
-        deadline = time.monotonic() + ready_seconds
-        while not _answers("127.0.0.1", port):
-            if time.monotonic() > deadline or processes[0].poll() is not None:
-                raise RuntimeError(f"the Ray head at {address} did not answer in "
-                                   f"{ready_seconds:.0f} s (logs in {temp_dir})")
-            time.sleep(0.2)
         ray.init(address=address, log_to_driver=False, logging_level="ERROR",
                  include_dashboard=False)
         try:
