@@ -454,16 +454,14 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
                  f"got {trusted_proxy!r}")
     if not groups_header or any(c in groups_header for c in " :\r\n"):
         fail(f"--groups-header must be a header name, got {groups_header!r}")
-    store = TokenStore(invocation.data_dir)
-    try:
-        store.records()
-    except TokenError as exc:
-        if policy is not None:
-            fail(str(exc))
-        # No access control to run now; should [access] be declared later, no token is
-        # accepted until the file is mended (it is re-read every poll).
-        echo(f"warning: {exc}", err=True)
     config_file = invocation.config_path
-    return AccessState(policy, store, reload_policy=lambda: load_config(config_file).access,
-                       trusted_proxy=trusted_proxy, groups_header=groups_header,
-                       poll_seconds=poll_seconds)
+    try:
+        access = AccessState(policy, TokenStore(invocation.data_dir),
+                             reload_policy=lambda: load_config(config_file).access,
+                             trusted_proxy=trusted_proxy, groups_header=groups_header,
+                             poll_seconds=poll_seconds)
+    except (TokenError, OSError) as exc:  # with [access]: no token could be checked
+        fail(str(exc))
+    if access.unread_tokens is not None:
+        echo(f"warning: {access.unread_tokens}", err=True)
+    return access

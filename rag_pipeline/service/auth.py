@@ -115,14 +115,18 @@ class AccessState:
         self._thread: threading.Thread | None = None
         self._failing: dict[str, str] = {}
         """Per file followed ("tokens", "config"): the warning its last failed re-read logged."""
+        self.unread_tokens: str | None = None
+        """Why the token file could not be read at start, without ``[access]`` (nothing to
+        check now; should ``[access]`` be declared later, no token is accepted until the file
+        is mended): the caller says so."""
         if store is not None:
             try:
                 store.refresh()
             except TokenError as exc:
                 if policy is not None:
                     raise
-                # Nothing to check now (the caller says so); logged again only if it changes.
-                self._failing["tokens"] = _tokens_not_read(exc)
+                self.unread_tokens = str(exc)
+                self._failing["tokens"] = _tokens_not_read(exc)  # logged again if it changes
 
     @property
     def enabled(self) -> bool:
