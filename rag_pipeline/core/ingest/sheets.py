@@ -64,7 +64,7 @@ class SheetsLayout:
         tables: One per sheet holding a data row.
         notes: ``sheets``, ``rows`` (data rows) and, when there are any, ``empty_sheets`` and
             ``hidden_sheets`` (hidden sheets holding a row).
-        spans: Each non-empty sheet's ``(name, start, end)`` in ``text``, as its section's.
+        names: Each section's sheet name (a hidden sheet's section title adds ``(hidden)``).
     """
 
     text: str
@@ -72,7 +72,7 @@ class SheetsLayout:
     anchors: tuple[Anchor, ...]
     tables: tuple[TableSpan, ...]
     notes: tuple[tuple[str, str], ...]
-    spans: tuple[tuple[str, int, int], ...] = ()
+    names: tuple[str, ...] = ()
 
 
 MergedCells = Mapping[tuple[int, int], tuple[int, int]]
@@ -107,7 +107,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
     sections: list[Section] = []
     anchors: list[Anchor] = []
     tables: list[TableSpan] = []
-    spans: list[tuple[str, int, int]] = []
+    names: list[str] = []
     offset = rows = empty_sheets = hidden = 0
     for sheet in sheets:
         name = sheet.name
@@ -126,7 +126,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
         hidden += sheet.hidden
         sections.append(Section(f"{name} (hidden)" if sheet.hidden else name, offset,
                                 offset + len(placed.text) - 1))
-        spans.append((name, sections[-1].start, sections[-1].end))
+        names.append(name)
         offset += len(placed.text)
         rows += placed.data_rows
         if placed.table is not None:
@@ -137,7 +137,7 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
     if hidden:
         notes.append(("hidden_sheets", str(hidden)))
     return SheetsLayout("".join(parts), tuple(sections), tuple(anchors), tuple(tables),
-                        tuple(notes), tuple(spans))
+                        tuple(notes), tuple(names))
 
 
 def _column_label(column: int) -> str:

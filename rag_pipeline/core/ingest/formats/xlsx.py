@@ -230,7 +230,8 @@ class XlsxFormat(DocumentFormat):
         notes = layout.notes
         if uncached:
             notes += (("formulas_without_cached_value", str(uncached)),)
-            spans = [(start, end) for name, start, end in layout.spans
+            spans = [(section.start, section.end) for name, section
+                     in zip(layout.names, layout.sections, strict=True)
                      if name in parts.uncached_sheets]
             if spans:  # else (sheets without a row, a part no sheet names): the whole workbook
                 notes += (scope_note("formulas_without_cached_value", spans),)
