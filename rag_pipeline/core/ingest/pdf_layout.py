@@ -15,7 +15,8 @@ OCR recognises) and decides, page by page:
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
   cells joined by `` | ``, one row a line, declared as a table whose first row is its header
   (:func:`table_spans`); a table going on at the top of the next page with as many cells is
-  the same table, its header repeated there or not.
+  the same table, its header repeated there or not. A bold header whose labels run together
+  (a label filling its column) is cut into the cells of the row under it.
 - **Paragraphs** are consecutive lines without a vertical gap, a change of font size or a
   heading between them; a paragraph that does not end a sentence at the foot of a page goes
   on at the top of the next, and a footnote (small type at the foot of a page) comes after
@@ -385,6 +386,53 @@ def _aligned(a: Sequence[TextRun], b: Sequence[TextRun]) -> bool:
                if abs(x.x0 - y.x0) <= 4 or abs(x.x1 - y.x1) <= 4) >= len(a) - 1
 
 
+CELL_GAP_EM = 0.5
+"""Within one run, a gap of at least this share of the font size before a word can be a cell
+boundary (a word space is about a quarter of it): a header label that fills its column runs
+into the next one closer than a run's own break (1.5 of the font size)."""
+
+
+def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
+    """``row`` with each run cut before every word that starts within 4 points of one of
+    ``columns`` after a gap of :data:`CELL_GAP_EM` (a run without word positions stays whole)."""
+    cut: list[TextRun] = []
+    for run in row:
+        words = run.text.split()
+        starts = [i for i in range(1, len(run.words))
+                  if run.words[i][0] - run.words[i - 1][1] >= CELL_GAP_EM * run.size
+                  and any(abs(run.words[i][0] - x) <= 4 for x in columns)]
+        if not starts:
+            cut.append(run)
+            continue
+        for first, end in itertools.pairwise([0, *starts, len(words)]):
+            cut.append(dataclasses.replace(run, text=" ".join(words[first:end]),
+                                           x0=run.words[first][0], x1=run.words[end - 1][1],
+                                           words=run.words[first:end]))
+    return cut
+
+
+def _bold(row: Sequence[TextRun]) -> bool:
+    return sum(len(run.text) for run in row if run.bold) * 2 > sum(len(run.text) for run in row)
+
+
+def _split_header_cells(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+    """A bold row right over a table row that is not bold, holding fewer runs than it, cut into
+    its cells where that lines them up with it (:func:`_cut_at`): a header whose label fills its
+    column (``Capacity (pallets) Manager``) is the table's header row, not a heading over a
+    table headed by its first row. Only a bold header: a definition list's term runs into its
+    description the same way, and its description's next line is no row of cells."""
+    table = _table_rows(rows)
+    out = list(rows)
+    for i, (row, below) in enumerate(itertools.pairwise(rows)):
+        if table[i] or not table[i + 1] or len(below) <= len(row) or not _bold(row) \
+                or _bold(below):
+            continue
+        cut = _cut_at(row, [run.x0 for run in below])
+        if len(cut) == len(below) and _aligned(cut, below):
+            out[i] = cut
+    return out
+
+
 def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
     """Which rows are table rows: two or more cells lined up with the row before or after."""
     table = [False] * len(rows)
@@ -509,7 +557,7 @@ def _page_lines(pages: Sequence[PageText]) -> tuple[list[list[Line]], int, list[
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        reading = _reading_rows(kept, page.width)
+        reading = _split_header_cells(_reading_rows(kept, page.width))
         table = _table_rows(reading)
         for row in itertools.compress(reading, table):
             for run in row:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,8 @@ class TextRun:
         bold: The run's font is a bold face.
         mono: At least 95 % of the run's characters are in a fixed-pitch face (code).
         hyphen: The run ends where PDFium found a word broken by a line-end hyphen.
+        words: Left and right edges of each of the run's words (``text.split()``), in order;
+            empty when not known (OCR).
     """
 
     page: int
@@ -59,6 +61,7 @@ class TextRun:
     bold: bool = False
     mono: bool = False
     hyphen: bool = False
+    words: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,15 +141,26 @@ class _RunBuilder:
     bold: int = 0
     mono: int = 0
     glyphs: int = 0
+    words: list[list[float]] = field(default_factory=list)
+
+    def add(self, char: str, left: float, right: float) -> None:
+        """Appends a character that is no space, with its box's left and right edges."""
+        if not self.chars or self.chars[-1] == " ":
+            self.words.append([left, right])
+        else:
+            self.words[-1][1] = max(self.words[-1][1], right)
+        self.chars.append(char)
 
     def run(self, hyphen: bool) -> TextRun | None:
         text = "".join(self.chars).translate(_LIGATURES).strip()
         if not text:
             return None
         size = max(self.sizes.items(), key=lambda item: item[1])[0] if self.sizes else 0.0
+        words = tuple((round(left, 2), round(right, 2)) for left, right in self.words)
         return TextRun(self.page, text, round(self.x0, 2), round(self.x1, 2), round(self.top, 2),
                        round(self.baseline, 2), size, bold=self.bold * 2 > self.glyphs,
-                       mono=self.mono >= 0.95 * self.glyphs, hyphen=hyphen)
+                       mono=self.mono >= 0.95 * self.glyphs, hyphen=hyphen,
+                       words=words if len(words) == len(text.split()) else ())
 
 
 WORD_GAP_EM = 0.15
@@ -281,7 +295,7 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
             current.chars.append("_")
         if current is None:
             current = _RunBuilder(index, [], left.value, right.value, char_top, baseline, {})
-        current.chars.append(char)
+        current.add(char, left.value, right.value)
         advance_right = loose.right
         current.x1 = max(current.x1, right.value)
         current.x0 = min(current.x0, left.value)

@@ -147,9 +147,11 @@ def empty_pages_pdf(pages: int, side: float) -> bytes:
 TABLE_HEADERS = ("Site", "Lead", "Duration")
 
 
-def long_table_pdf(rows: int = 60) -> bytes:
-    """A heading, a sentence, then a table of ``rows`` rows under ``TABLE_HEADERS`` that runs
-    over onto page 2 (fpdf2 repeats the header row there), then a closing sentence."""
+def long_table_pdf(rows: int = 60, headers: tuple[str, ...] = TABLE_HEADERS,
+                   col_widths: tuple[float, ...] | None = None) -> bytes:
+    """A heading, a sentence, then a table of ``rows`` rows under ``headers`` (bold, fpdf2's
+    default; ``col_widths`` in millimetres, default equal) that runs over onto page 2 (fpdf2
+    repeats the header row there), then a closing sentence."""
     pdf = FPDF()
     pdf.add_page()
     pdf.start_section("Shifts")
@@ -158,9 +160,9 @@ def long_table_pdf(rows: int = 60) -> bytes:
     pdf.set_font("Helvetica", size=11)
     pdf.multi_cell(0, 6, "Who works where, and for how long, in the spring term.",
                    new_x="LMARGIN", new_y="NEXT")
-    with pdf.table(first_row_as_headings=True) as table:
+    with pdf.table(first_row_as_headings=True, col_widths=col_widths, text_align="LEFT") as table:
         header = table.row()
-        for name in TABLE_HEADERS:
+        for name in headers:
             header.cell(name)
         for number in range(1, rows + 1):
             row = table.row()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rag_pipeline.core.ingest import Anchor, Section
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak, lay_out
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
@@ -166,3 +168,56 @@ def test_a_footnotes_own_raised_mark_starts_its_paragraph():
     assert layout.footnotes == 1
     note = layout.canonical_text.index("1 the")
     assert layout.sections[-1] == Section("Doc (footnote)", note, len(layout.canonical_text) - 1)
+
+
+def _worded(text: str, starts: list[float], baseline: float, gap: float = 2.5) -> TextRun:
+    """A bold run of ``text``'s words at ``starts``, each word ending ``gap`` points before the
+    next."""
+    words = tuple((start, end - gap) for start, end in zip(starts, [*starts[1:], starts[-1] + 40],
+                                                          strict=True))
+    return TextRun(0, text, starts[0], words[-1][1], baseline - 10, baseline, 10, bold=True,
+                   words=words)
+
+
+def _shift_rows(first: float) -> list[TextRun]:
+    rows = []
+    for n in range(1, 4):
+        rows += [run(0, f"Delta flats {n}", 50, first + 12 * n, x1=110),
+                 run(0, "Tomas Ruiz", 200, first + 12 * n, x1=250),
+                 run(0, f"{n} hours", 270, first + 12 * n, x1=300)]
+    return rows
+
+
+def test_a_header_row_whose_labels_run_together_is_cut_into_the_tables_cells():
+    # Planted: a bold header whose "Lead engineer" ends 8 points before "Duration" (under the
+    # 1.5 em that ends a run, over the 0.5 em of a cell gap), "Duration" at the third column.
+    header = [run(0, "Site", 50, 100, x1=70, bold=True),
+              _worded("Lead engineer Duration", [200, 224, 270], 100, gap=8)]
+    layout = lay_out([page(0, *header, *_shift_rows(100))], (), "Shifts", "shifts")
+    assert layout.canonical_text.startswith(
+        "Site | Lead engineer | Duration\nDelta flats 1 | Tomas Ruiz | 1 hours\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("Site | Lead engineer | Duration", 3)
+
+
+def test_a_sentence_over_a_table_is_not_cut_at_its_columns():
+    # Planted: a bold sentence whose words "a" and "week" start at the table's second and
+    # third columns, after ordinary word spaces.
+    sentence = _worded("Each lead works a shift a week", [50, 80, 110, 200, 215, 240, 270], 100)
+    layout = lay_out([page(0, sentence, *_shift_rows(100))], (), "Shifts", "shifts")
+    assert layout.canonical_text.startswith(
+        "Each lead works a shift a week\n\nDelta flats 1 | Tomas Ruiz | 1 hours\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("Delta flats 1 | Tomas Ruiz | 1 hours", 2)
+
+
+def test_a_definition_term_run_into_its_description_is_left_whole():
+    # Planted: as in the Bash manual, a term in roman type ("logical") ending 8 points before
+    # its description, which starts at the column of the descriptions below: a description
+    # wraps onto lines that are no rows of cells, so the line stays whole.
+    term = dataclasses.replace(_worded("logical Same as -L.", [50, 200, 225, 240], 100, gap=8),
+                               bold=False)
+    rows = [run(0, "physical", 50, 112, x1=90), run(0, "Same as -P.", 200, 112, x1=250),
+            run(0, "posix", 50, 124, x1=80), run(0, "Same as --posix.", 200, 124, x1=270)]
+    layout = lay_out([page(0, term, *rows)], (), "Set", "set")
+    assert layout.canonical_text.startswith("logical Same as -L.\n\nphysical | Same as -P.\n")

@@ -167,7 +167,7 @@ def test_the_stamp_names_pdfium_and_tesseract():
     stamp = format_named("pdf").extractor()
     assert stamp.name == "pdf-pdfium+tesseract"
     tesseract = tesseract_version() or "absent"
-    assert stamp.version == f"5+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
+    assert stamp.version == f"6+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
 
 
 def test_without_tesseract_a_scanned_pdf_fails_saying_so(monkeypatch):
@@ -229,6 +229,23 @@ def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers()
     assert all(len(found) == 1 for found in holding.values())
     assert all(all(h in found[0].text for h in TABLE_HEADERS) for found in holding.values())
     assert not any("Site | Lead | Duration\nSite | Lead | Duration" in c.text for c in chunks)
+
+
+def test_a_header_label_that_fills_its_column_is_still_the_tables_header_on_both_pages():
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import long_table_pdf
+
+    # Planted: the middle label fills its 46 mm column, so it ends 7 points before the next
+    # label starts: one run "Lead engineer (on duty) Duration" on both pages, which was a bold
+    # heading over a table headed by its first data row.
+    extracted = PdfFormat().extract(long_table_pdf(
+        headers=("Site", "Lead engineer (on duty)", "Duration"), col_widths=(60, 46, 80)), "shifts")
+    canonical = extracted.canonical_text
+    (table,) = extracted.tables
+    assert table.header == "Site | Lead engineer (on duty) | Duration"
+    assert len(table.rows) == 60
+    assert [s.title for s in extracted.sections] == ["Shifts"]
+    assert canonical.count("Site | Lead engineer (on duty) | Duration\n") == 2
+    assert canonical[table.rows[0]:].startswith("Delta flats 1 | Tomas Ruiz | 1 hours\n")
 
 
 def test_a_file_named_pdf_that_is_no_pdf_says_so():
