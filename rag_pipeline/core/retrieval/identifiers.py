@@ -16,8 +16,11 @@ one digit run last (a host or a region: ``lb-west-3``, ``us-east-1``; not a phra
 (``10.5``, ``2026-03-14``), not a version or a name with one digit (``gpt-4``, ``TLS-1.3``),
 not a word (``sqlite3``) nor code (``lst[0]``). A hit holds it when its content has it, case
 aside, as a whole code: no letter or digit on either side, nor a separator continuing it
-(``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when at most :data:`MAX_HOLDERS`
-of the ranked hits hold it: a string in many passages names nothing in particular.
+(``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when the ranked hits holding it
+are in at most :data:`MAX_HOLDING_DOCUMENTS` documents (a string all over the corpus names
+nothing in particular; a warehouse's code in its register's row, its inventory, its roster and
+four rows of a shipments table does), and then for its :data:`MAX_HOLDERS` best-ranked
+holders (those the question's other words rank first).
 
 A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
 a run of two letters or more and one of three digits or more (``INV-2026-9999``) that no
@@ -31,11 +34,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["MAX_CODES", "MAX_HOLDERS", "MIN_LENGTH", "held_identifiers", "question_identifiers",
-           "ranked_codes", "unheld_identifiers"]
+__all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
+           "question_identifiers", "ranked_codes", "unheld_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
+"""A code counts for at most this many of its holders, the best-ranked."""
+MAX_HOLDING_DOCUMENTS = 5
+"""A code held by ranked hits in more documents than this names nothing in particular."""
 MAX_CODES = 10
 """At most this many codes of a question are looked for (a question pasting a log is no lookup)."""
 _EDGES = "\"'`()[]{}<>,;:!?*#\u201c\u201d\u2018\u2019\u00ab\u00bb"
@@ -89,19 +95,22 @@ def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...
     return ranked_codes(question, contents)[1]
 
 
-def ranked_codes(question: str, contents: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
-    """:func:`held_identifiers` and :func:`unheld_identifiers` of the ranked contents, each
-    content searched once for each code."""
+def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str] | None = None
+                 ) -> tuple[list[str], tuple[str, ...]]:
+    """:func:`held_identifiers` and :func:`unheld_identifiers` of the ranked contents (of
+    ``documents``, one id per content; None: each content a document of its own), each content
+    searched once for each code."""
     named = question_identifiers(question)
     if not named:
         return [""] * len(contents), ()
+    documents = documents if documents is not None else range(len(contents))
     texts = [content.translate(_DASHES) for content in contents]
     holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
                for code in named}
     held = [""] * len(contents)
     for code, found in holders.items():
-        if len(found) <= MAX_HOLDERS:
-            for i in found:
+        if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:
+            for i in found[:MAX_HOLDERS]:
                 held[i] = held[i] or code
     records = [code for code in named if _record_number(code)]
     if not records or any(holders.values()):
@@ -112,7 +121,10 @@ def ranked_codes(question: str, contents: Sequence[str]) -> tuple[list[str], tup
     return held, tuple(code for code in records if _shape(code) in shapes)
 
 
-def held_identifiers(question: str, contents: Sequence[str]) -> list[str]:
-    """For each ranked content, the first of the question's codes it holds verbatim that at
-    most :data:`MAX_HOLDERS` of the contents hold; ``""`` for a content holding none."""
-    return ranked_codes(question, contents)[0]
+def held_identifiers(question: str, contents: Sequence[str],
+                     documents: Sequence[str] | None = None) -> list[str]:
+    """For each ranked content, the first of the question's codes it holds verbatim that
+    counts (the module docstring: at most :data:`MAX_HOLDING_DOCUMENTS` documents hold it,
+    and the content is one of its :data:`MAX_HOLDERS` best-ranked holders); ``""`` for the
+    others."""
+    return ranked_codes(question, contents, documents)[0]

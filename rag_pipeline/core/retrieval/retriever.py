@@ -347,7 +347,8 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     held, unheld = [""] * len(collapsed), ()
     if question_identifiers(question):  # the hits' contents are read only for a question naming codes
         contents = [index.contents[row] for row, _, _ in collapsed]
-        held, unheld = ranked_codes(question, contents)
+        held, unheld = ranked_codes(question, contents,
+                                    [index.document_ids[row] for row, _, _ in collapsed])
     hits = [Hit(row, score, d, locations, identifier, unheld) for (row, score, locations), d,
             identifier in zip(collapsed, own, held, strict=True)]
     return Ranking(hits, distances, timings, path)

@@ -8,6 +8,7 @@ import pytest
 from rag_pipeline.core.retrieval.identifiers import (
     MAX_CODES,
     MAX_HOLDERS,
+    MAX_HOLDING_DOCUMENTS,
     held_identifiers,
     question_identifiers,
     unheld_identifiers,
@@ -49,10 +50,25 @@ def test_a_passage_holds_a_code_whole_and_a_common_one_counts_for_none():
         "b7f3-22c9", "", "INV-0045-QZ"]
     # A longer code continuing it is another code; a sentence's full stop is not.
     assert held_identifiers("INV-0045", ["INV-0045-QZ", "see INV-0045."]) == ["", "INV-0045"]
-    # Planted: utf-16 in more passages than MAX_HOLDERS: it names nothing in particular.
-    common = ["Files are read as utf-16."] * (MAX_HOLDERS + 1)
-    assert held_identifiers("what does utf-16 mean", common) == [""] * (MAX_HOLDERS + 1)
-    assert held_identifiers("what does utf-16 mean", common[:MAX_HOLDERS]) == ["utf-16"] * MAX_HOLDERS
+    # Planted: utf-16 in more documents than MAX_HOLDING_DOCUMENTS: it names nothing in
+    # particular. In as many documents, it counts for its MAX_HOLDERS best-ranked holders.
+    common = ["Files are read as utf-16."] * (MAX_HOLDING_DOCUMENTS + 1)
+    assert held_identifiers("what does utf-16 mean", common) == [""] * (MAX_HOLDING_DOCUMENTS + 1)
+    assert held_identifiers("what does utf-16 mean", common[:-1]) == [
+        "utf-16"] * MAX_HOLDERS + [""] * (MAX_HOLDING_DOCUMENTS - MAX_HOLDERS)
+
+
+def test_a_code_in_many_rows_of_few_documents_counts_for_its_best_ranked_holders():
+    # Planted: as in an operations team's trial, a warehouse code in its register's row
+    # (ranked first) and in six rows of one shipments table: two documents, so it names that
+    # warehouse; the three best-ranked holders count, in rank order.
+    contents = ["WH-0403 | Lyon Zone A | 2,150 | Maria Ruiz",
+                *(f"SHP-{n} | WH-0403 | Gdansk | 12 pallets" for n in range(6))]
+    documents = ["register.pdf", *["shipments.csv"] * 6]
+    assert held_identifiers("Who is the manager of WH-0403?", contents, documents) == [
+        "WH-0403", "WH-0403", "WH-0403", "", "", "", ""]
+    # Each passage a document of its own: seven documents, the code counts for none.
+    assert held_identifiers("Who is the manager of WH-0403?", contents) == [""] * 7
 
 
 def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
