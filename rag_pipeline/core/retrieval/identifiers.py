@@ -23,7 +23,8 @@ four rows of a shipments table does), and then for its :data:`MAX_HOLDERS` best-
 holders (those the question's other words rank first).
 
 A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
-a run of two letters or more and one of three digits or more (``INV-2026-9999``) that no
+a run of three digits or more and either a run of two letters or more (``INV-2026-9999``) or
+a part of letters alone between separators (``E-4099``; not ``Q3-2026``) that no
 ranked hit holds, while they hold a code of its shape (``INV-2026-0042``: the same letters and
 separators, other digits), asks about a record the corpus does not hold: the gate refuses it,
 however close the look-alike rows of the same table are.
@@ -84,8 +85,11 @@ def _shape(code: str) -> str:
 
 
 def _record_number(code: str) -> bool:
-    """A code with a run of two letters or more and one of three digits or more."""
-    return bool(re.search(r"[A-Za-z]{2}", code) and re.search(r"\d{3}", code))
+    """A code with a run of three digits or more and either a run of two letters or more or a
+    part of letters alone (``E-4099``)."""
+    parts = re.split(r"[-_./]", code)
+    return bool(re.search(r"\d{3}", code)) and (
+        bool(re.search(r"[A-Za-z]{2}", code)) or any(part.isalpha() for part in parts))
 
 
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:

@@ -86,6 +86,11 @@ def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
     assert unheld_identifiers("who approved PO-88122", contents) == ()
     assert unheld_identifiers("does python3.13 support it", ["python3.12 does"]) == ()
     assert unheld_identifiers("is the Q3-2026 plan approved", ["the Q2-2026 plan"]) == ()
+    # One letter alone before the digits is a record number too (an engineering team's error
+    # codes, E-4012 and E-4013 in the passages).
+    errors = ["E-4012: the token expired.", "E-4013: the token was revoked."]
+    assert unheld_identifiers("What does error E-4099 mean?", errors) == ("E-4099",)
+    assert unheld_identifiers("What does error E-4013 mean?", errors) == ()
     # Held by more passages than MAX_HOLDERS still counts as held.
     assert unheld_identifiers("what is AT-2290", ["AT-2290 text"] * (MAX_HOLDERS + 1)) == ()
 
