@@ -59,6 +59,7 @@ from enum import StrEnum
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
+from rag_pipeline.core.ingest.rows import CELL_SEPARATOR
 
 HEADING_SIZE_RATIO = 1.12
 """A line whose type is this much larger than the body's is a heading."""
@@ -445,7 +446,7 @@ def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
 def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[Line]:
     lines = []
     for row, in_table in zip(rows, table, strict=True):
-        text = (" | " if in_table else " ").join(
+        text = (CELL_SEPARATOR if in_table else " ").join(
             run.text if run.mono else _SPACED_ELLIPSIS.sub("…", run.text) for run in row)
         chars = sum(len(run.text) for run in row)
         size = max(row, key=lambda run: len(run.text)).size

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
 
 CELL_SEPARATOR = " | "
+"""Between two cells of a row written as one line, in every format but HTML (tabs, as a
+browser's copy of a table gives them)."""
 HEADER_SEARCH_ROWS = 20
 NOTE_MIN_WORDS = 4
 """A row whose only filled cell holds this many words, in a table of three or more columns, is a

@@ -21,8 +21,7 @@ from rag_pipeline.core.ingest.locator import (
     TableRowsLocator,
     parse_locator,
 )
-
-CELL_SEPARATOR = " | "
+from rag_pipeline.core.ingest.rows import CELL_SEPARATOR
 
 
 def row_line(cells: Sequence[str], separator: str = CELL_SEPARATOR) -> str:
