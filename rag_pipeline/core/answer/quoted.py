@@ -18,6 +18,12 @@ a number) is answered by the sentences naming that label when any does: one nami
 with another mark (``Tier C``, ``Phase 3``) is dropped then. A letter is a stopword or too short
 for the terms, and the rows of one table are as close to the question as each other, so without
 this a row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
+
+A question naming a code (``INC-2026-038``, ``WH-0452``: :mod:`rag_pipeline.core.retrieval.
+identifiers`) is answered, the same way, from the paragraphs and table rows holding it when any
+does: a sentence whose paragraph (or row) holds only look-alikes of it (``INC-2026-044``) is
+about another record. Without this, "Who was the incident commander for INC-2026-038?" quoted
+the next incident's "Incident commander: Luis Moreno." from the same chunk.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.answer.citations import Citation
+from rag_pipeline.core.retrieval.identifiers import (
+    holds_code,
+    holds_look_alike,
+    question_identifiers,
+)
 from rag_pipeline.core.text.analyzers import ENGLISH_STOPWORDS, Analyzer, analyze
 from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
 
@@ -199,6 +210,9 @@ class _Candidate:
     embedded: str
     terms: str
     """What its term share is counted in: the sentence, a table row with its header row."""
+    context: str
+    """The record it belongs to: its table row, else its paragraph (its quote's lines between
+    blank lines)."""
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
@@ -220,10 +234,22 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             text = citation.quote[start:end]
             if is_title(text, titles) or asks(text):
                 continue
-            columns = _header_of_row(citation, table, start) if (start, end) in rows else ""
+            is_row = (start, end) in rows
+            columns = _header_of_row(citation, table, start) if is_row else ""
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}",
-                                  f"{columns}\n{text}" if columns else text))
+                                  f"{columns}\n{text}" if columns else text,
+                                  text if is_row else _paragraph(citation.quote, start, end)))
     return out
+
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _paragraph(quote: str, start: int, end: int) -> str:
+    """The lines of ``quote`` between the blank lines around ``start:end``."""
+    before = [m.end() for m in _BLANK_LINE.finditer(quote, 0, start)]
+    after = _BLANK_LINE.search(quote, end)
+    return quote[before[-1] if before else 0:after.start() if after else len(quote)]
 
 
 def _header_of_row(citation: Citation, table: QuoteTables, start: int) -> str:
@@ -277,6 +303,17 @@ def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_C
     return candidates
 
 
+def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Candidate]:
+    """``candidates`` without those whose paragraph or row holds only look-alikes of a code the
+    question names, when one's holds the code itself."""
+    for code in question_identifiers(question):
+        holding = [holds_code(c.context, code) for c in candidates]
+        if any(holding):
+            candidates = [c for c, held in zip(candidates, holding, strict=True)
+                          if held or not holds_look_alike(c.context, code)]
+    return candidates
+
+
 def asks(sentence: str) -> bool:
     """Whether ``sentence`` is only a question (its last mark, closing quotes and brackets
     aside, is ``?``, and no sentence ends before it): a question in a source, a mail's or a
@@ -322,8 +359,9 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
     import numpy as np
 
     settings = settings or QuoteSettings()
-    candidates = _of_the_named_labels(
-        _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question)
+    candidates = _of_the_named_codes(_of_the_named_labels(
+        _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question),
+        question)
     if not candidates:
         return []
     vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)

@@ -36,7 +36,8 @@ import re
 from collections.abc import Sequence
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
-           "question_identifiers", "ranked_codes", "unheld_identifiers"]
+           "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
+           "unheld_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
@@ -84,6 +85,20 @@ def _shape(code: str) -> str:
     return re.sub(r"\d+", "#", code.lower())
 
 
+def holds_code(text: str, code: str) -> bool:
+    """Whether ``text`` holds ``code`` whole, case aside (``INV-0045`` is not held by
+    ``INV-0045-QZ``)."""
+    return _pattern(code).search(text.translate(_DASHES)) is not None
+
+
+def holds_look_alike(text: str, code: str) -> bool:
+    """Whether ``text`` holds another code of ``code``'s shape (``INC-2026-044`` for
+    ``INC-2026-038``: the same letters and separators, other digits)."""
+    shape = _shape(code)
+    return any(_shape(found) == shape and found.lower() != code.lower()
+               for found in _CODE.findall(text.translate(_DASHES)))
+
+
 def _record_number(code: str) -> bool:
     """A code with a run of three digits or more and either a run of two letters or more or a
     part of letters alone (``E-4099``)."""
@@ -110,7 +125,7 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
     documents = documents if documents is not None else range(len(contents))
     texts = [content.translate(_DASHES) for content in contents]
     holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
-               for code in named}
+               for code in named}  # texts are translated once here, not per holds_code
     held = [""] * len(contents)
     for code, found in holders.items():
         if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:

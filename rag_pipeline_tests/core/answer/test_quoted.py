@@ -157,6 +157,46 @@ def test_a_numbered_label_keeps_its_own_sentences():
     assert [q.text for q in quoted] == ["Phase 2 delivers a pilot on one picking line."]
 
 
+def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
+    # Found by an engineering team: one chunk of a plain-text incident log holds two incidents;
+    # "Incident commander: Luis Moreno." (the next incident's) was quoted first.
+    log = ("INC-2026-038  2026-01-22  SEV1  ledger-service\n"
+           "  Failover to ledger-db-02 was performed manually. Incident commander: Aiko Tanaka.\n"
+           "\n"
+           "INC-2026-044  2026-02-03  SEV2  notification-worker\n"
+           "  Root cause: a poison message. Incident commander: Luis Moreno.\n")
+    citation = Citation(1, "log.txt", "log", "log", "#char=0,200", 0, len(log), log, 0.6, "")
+
+    def closer_to_luis(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "Luis" in t else [0.9, 0.436] if "commander" in t
+                         else [0.5, 0.866] for t in texts], np.float32)
+
+    def ask(question: str) -> list[str]:
+        return [q.text for q in quoted_answer(
+            question, np.array([1.0, 0.0], np.float32), [citation], [""], closer_to_luis,
+            QuoteSettings(margin=0.0))]
+
+    assert ask("Who was the incident commander for INC-2026-038?") == [
+        "Incident commander: Aiko Tanaka."]
+    assert ask("Who was the incident commander for INC-2026-044?") == [
+        "Incident commander: Luis Moreno."]
+    # A code no paragraph holds drops nothing: the closest sentence, as before.
+    assert ask("Who was the incident commander for INC-2026-099?") == [
+        "Incident commander: Luis Moreno."]
+    # Rows of one table: the row holding the code, not its look-alike's.
+    table = "Code | Location | Capacity\nWH-0452 | Brno Zone D | 3,500\nWH-0453 | Ghent | 1,750"
+    rows = [(table.index("WH-0452"), table.index("\nWH-0453")), (table.index("WH-0453"), len(table))]
+    register = Citation(1, "r.pdf", "R", "R", "#page=2", 0, len(table), table, 0.4, "")
+
+    def closer_to_ghent(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "Ghent" in t else [0.8, 0.6] for t in texts], np.float32)
+
+    quoted = quoted_answer("What is the capacity of WH-0452?", np.array([1.0, 0.0], np.float32),
+                           [register], [""], closer_to_ghent, QuoteSettings(margin=0.0),
+                           [QuoteTables(rows, [(0, table.index("\n"))])])
+    assert [q.text for q in quoted] == ["WH-0452 | Brno Zone D | 3,500"]
+
+
 def test_a_sentence_names_a_label_with_a_capital_letter_only():
     # Found by a review: "plan a move" was read as Plan A, and its sentence dropped.
     policy = ("Plan B covers dental care for every employee. Employees who plan a move abroad "
