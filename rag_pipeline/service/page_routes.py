@@ -369,11 +369,12 @@ def page_router(service: Any) -> APIRouter:
         row = Feedback(datetime.now(UTC).isoformat(timespec="seconds"), verdict.question,
                        verdict.helpful, verdict.comment or None, generation, sources)
         try:
-            rows = append_feedback(service.follower.warehouse, row)
+            append_feedback(service.follower.warehouse, row)
         except FeedbackFullError as exc:
             return _error(507, str(exc))
         refresher.request()
-        return JSONResponse({"stored": True, "rows": rows, "generation": generation,
-                             "sources": list(sources), "at": row.at})
+        # No count of the stored rows: it would tell anyone how often others give feedback.
+        return JSONResponse({"stored": True, "generation": generation, "sources": list(sources),
+                             "at": row.at})
 
     return router

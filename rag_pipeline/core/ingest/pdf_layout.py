@@ -786,13 +786,16 @@ def _font_sections(block_spans: Sequence[tuple[int, int, _Block]], text_length: 
 
 
 def _title(metadata_title: str, blocks: Sequence[_Block], stem: str) -> str:
+    """The metadata's title, else the first line of the first page's block in the largest
+    type when it is no sentence (a title line), else ``stem``: a first page whose title is a
+    running head (dropped) is not titled by its first sentence."""
     if metadata_title.strip():
         return " ".join(metadata_title.split())
     first_page = [block for block in blocks if block.lines[0].page == blocks[0].lines[0].page]
     if first_page:
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
-        if text and len(text) <= 200:
+        if text and len(text) <= 200 and not _SENTENCE_END.search(text):
             return text
     return stem
 

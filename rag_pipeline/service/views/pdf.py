@@ -132,7 +132,7 @@ def pdf_view(request: ViewRequest) -> View:
     pages = page_count(path)
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
     page = request.page if request.page is not None else cited
-    check_page(page, pages, request.info.title or path.name)
+    check_page(page, pages, request.info.document_id)
     boxes = quote_boxes(path, page, _page_quote(request, page))
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     marks = "".join(

@@ -339,11 +339,15 @@ def test_pdf_pages_are_joined_with_exact_page_anchors(corpus):
         "pdf", "pdf-pdfium+tesseract", PDF_EXTRACTOR_VERSION)
 
 
-def test_pdf_title_falls_back_to_the_first_line(tmp_path):
-    (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
+def test_pdf_title_falls_back_to_the_first_line_when_it_is_no_sentence(tmp_path):
+    (tmp_path / "untitled.pdf").write_bytes(text_pdf([["  Supplier terms  ", "Rest."]]))
     record = extract_document(tmp_path / "untitled.pdf", tmp_path)
-    # The page is one paragraph "First line. Rest." (17 characters and the final new line).
-    assert (record.title, record.anchors) == ("First line.", (Anchor(0, 18, "page=1"),))
+    # The page is one paragraph "Supplier terms Rest." (20 characters and the final new line).
+    assert (record.title, record.anchors) == ("Supplier terms", (Anchor(0, 21, "page=1"),))
+    # Found by an admin's trial: a page whose heading repeats on every page (dropped as a
+    # running head) was titled by its first sentence; it is titled by the file's name.
+    (tmp_path / "q3-forecast.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
+    assert extract_document(tmp_path / "q3-forecast.pdf", tmp_path).title == "q3-forecast"
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
@@ -406,7 +410,7 @@ def test_a_pdf_with_a_broken_info_dictionary_is_read_without_its_metadata(tmp_pa
     # PDFium reads the pages and ignores the broken metadata).
     (tmp_path / "bad_info.pdf").write_bytes(good.replace(b"/Info 7 0 R", b"/Info 42"))
     record = extract_document(tmp_path / "bad_info.pdf", tmp_path)
-    assert (record.status, record.title, record.canonical_text) == ("ok", "Alpha page one.",
+    assert (record.status, record.title, record.canonical_text) == ("ok", "bad_info",
                                                                     "Alpha page one.\n")
 
 
