@@ -100,7 +100,8 @@ def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path)
         page.goto(base_url + "/")
         page.wait_for_selector("#health:not([hidden])", timeout=TIMEOUT_MS)
         assert page.inner_text("#health h2") == (
-            "1 document could not be read, 1 skipped: not searchable until fixed")
+            "1 document could not be read: not searchable until fixed; "
+            "1 skipped: not documents this index reads")
         assert page.locator("#problems li").all_inner_texts() == [
             "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error).",
             "floor-plan.vsdx (skipped): no reader for .vsdx files, and not plain text (binary: "
@@ -203,10 +204,14 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
         page.reload()
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
         assert seen[:3] == [("GET", "/"), ("POST", "/session"), ("GET", "/status")]
+        # Found by an admin's trial: the question and its ?q= stayed after signing out.
+        page.fill("#question", "who approved the budget")
+        page.evaluate("history.replaceState(null, '', '?q=who%20approved%20the%20budget')")
         page.click("#sign-out")
         page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
         assert ("DELETE", "/session") in seen
         assert page.inner_text("#login-error") == "Signed out."
+        assert (page.input_value("#question"), page.evaluate("location.search")) == ("", "")
         assert page.evaluate("sessionStorage.getItem('rag_token')") is None
         assert page.locator("#sign-out").is_hidden()
         # Signed in again, then the token is revoked: the next request signs out, saying why.
