@@ -277,8 +277,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     _echo_not_indexed(warehouse)
     _echo_hidden(warehouse)
     if not no_eval:
-        _echo_scores(build)
-        _echo_unscored(build)
+        _echo_evaluation(build)
 
 
 def _echo_not_indexed(warehouse, shown: int = 10) -> None:
@@ -379,11 +378,15 @@ def _echo_scores(build) -> None:
             echo(line)
 
 
-def _echo_unscored(build) -> None:
-    """The evaluation's one line when there is no gold set for this corpus (it was skipped)."""
+def _echo_evaluation(build) -> None:
+    """The evaluation's scores, or its one line when there is no gold set for this corpus (it
+    was skipped: the scores an earlier gold set left in ``eval_summary`` are not this
+    corpus's)."""
     from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 
     reason = no_gold_set_reason(build.warehouse, build.gold_path)
     if reason is not None:
         echo(f"\nevaluation skipped: {reason}")
+    else:
+        _echo_scores(build)
 

@@ -279,7 +279,8 @@ def create_app(service: QueryService) -> FastAPI:
         # reads every document sees it; anyone else gets the answer a missing report gets.
         if not path.is_file() or (index.access is not None and who.groups is not None and not all(
                 index.access.may_read(d, who.groups) for d in index.access.documents)):
-            return _error(404, f"no evaluation report for {model_key}: run `rag-pipeline eval`")
+            return _error(404, f"no evaluation report for {model_key}: `rag-pipeline index` "
+                               "writes one when the corpus has a gold set (RAG_PIPELINE_EVAL_DIR)")
         return HTMLResponse(path.read_text(encoding="utf-8"))
 
     install_access(app, service.access)

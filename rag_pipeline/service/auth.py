@@ -162,8 +162,9 @@ class AccessState:
                                 "%s)", policy.digest)
                     self.policy = policy
             elif policy.digest != self.policy.digest:
-                log.info("[access] rules changed (%s -> %s): documents re-labelled",
-                         self.policy.digest, policy.digest)
+                # A warning, so that the operator sees it (serve shows no info lines).
+                log.warning("[access] rules changed (%s -> %s): documents re-labelled",
+                            self.policy.digest, policy.digest)
                 self.policy = policy
 
     def _warn_failed(self, followed: str, message: str) -> None:

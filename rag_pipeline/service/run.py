@@ -166,8 +166,9 @@ def access_line(service: QueryService) -> str:
     proxy = (f"; groups from {access.groups_header_name} of {access.trusted_proxy} only"
              if access.trusted_proxy else "")
     return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
-            f"{len(access.store.records())} token(s){proxy}; every path but /health needs a "
-            f"principal; {len(labels.unreadable_documents())} document(s) readable by nobody")
+            f"{len(access.store.records())} token(s){proxy}; every path but /health and the "
+            f"page's shell (GET /) needs a principal; {len(labels.unreadable_documents())} "
+            "document(s) readable by nobody")
 
 
 def report_fatal_signals() -> None:

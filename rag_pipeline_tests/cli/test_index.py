@@ -390,3 +390,11 @@ def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys):
     _echo_scores(SimpleNamespace(chunker_keys=("blind",), warehouse=warehouse,
                                  model_keys=("never-scored@00000002",)))
     assert capsys.readouterr().out == ""
+    # Found by a newcomer: with no gold set for the corpus now, the scores an earlier gold set
+    # left were printed above "evaluation skipped"; the skip alone is.
+    from rag_pipeline.cli.index import _echo_evaluation
+
+    _echo_evaluation(SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl"))
+    assert capsys.readouterr().out == (
+        f"\nevaluation skipped: no gold set for this corpus: {tmp_path / 'gold.jsonl'} does not "
+        "exist; nothing to score. Write one with `rag-pipeline gold draft`\n")

@@ -237,7 +237,8 @@ def test_status_counts_only_what_the_principal_reads(setup: Setup):
 def test_serve_says_what_its_access_is_at_start(setup: Setup):
     assert access_line(setup.service) == (
         f"access: 3 rule(s) ({POLICY.digest}), 3 token(s); groups from X-Forwarded-Groups of "
-        f"{PROXY} only; every path but /health needs a principal; 1 document(s) readable by nobody")
+        f"{PROXY} only; every path but /health and the page's shell (GET /) needs a principal; "
+        "1 document(s) readable by nobody")
 
 
 def test_health_and_the_page_shell_need_no_token(setup: Setup):

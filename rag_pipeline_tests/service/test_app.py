@@ -198,7 +198,8 @@ def test_the_evaluation_report_is_served_where_the_dagster_ui_links(client: Test
     assert (response.status_code, response.headers["content-type"], response.text) == (
         200, "text/html; charset=utf-8", "<!doctype html><h1>Retrieval evaluation: m@1234abcd</h1>")
     assert (client.get("/reports/m@99999999").json()
-            == {"error": "no evaluation report for m@99999999: run `rag-pipeline eval`"})
+            == {"error": "no evaluation report for m@99999999: `rag-pipeline index` writes "
+                         "one when the corpus has a gold set (RAG_PIPELINE_EVAL_DIR)"})
     # Not a model key: no other file can be named.
     assert client.get("/reports/..%2Fgold.jsonl").status_code == 404
 

@@ -116,3 +116,18 @@ def test_access_removed_from_the_configuration_is_logged_once_and_the_rules_stay
         "[access] was removed from the configuration: the last rules stay in force until "
         "`serve` is restarted"] * 2  # again once it was declared again
     assert (access.enabled, access.policy) == (True, policy)
+
+
+def test_changed_rules_are_logged_where_serve_shows_them(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture):
+    # Found by an admin's trial: the change was logged at info level, which serve never shows.
+    policy = AccessPolicy((AccessRule("hr/**", ("hr",)),))
+    wider = AccessPolicy((AccessRule("hr/**", ("hr", "eng")),))
+    access = AccessState(policy, TokenStore(tmp_path), reload_policy=lambda: wider,
+                         poll_seconds=3600)
+    with caplog.at_level("WARNING", logger="rag_pipeline.service.auth"):
+        access.poll_once()
+        access.poll_once()
+    assert [record.getMessage() for record in caplog.records] == [
+        f"[access] rules changed ({policy.digest} -> {wider.digest}): documents re-labelled"]
+    assert access.policy == wider
