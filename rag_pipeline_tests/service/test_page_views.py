@@ -51,7 +51,8 @@ def base_url(built: ViewsIndex, hashed_embedder: HashedEmbedder) -> Iterator[str
         yield url
 
 
-def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str, tmp_path: Path):
+def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str, built: ViewsIndex,
+                                                                    tmp_path: Path):
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
         page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
@@ -79,6 +80,16 @@ def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str
         page.wait_for_selector("#where:has-text('page 3 of 3')", timeout=TIMEOUT_MS)
         assert page.locator(".box").count() == 0
         assert page.locator("#next-page").count() == 0 and page.locator("#prev-page").count() == 1
+        # A quote going on to the next page says so in the sticky header: found by an admin's
+        # trial, the note under the header was scrolled away behind it with the quote in view.
+        text = built.canonical["report.pdf"]
+        start = text.index(COOLING_SENTENCE)
+        page.goto(f"{base_url}/documents/report.pdf?from={start}&to={len(text) - 1}#quote")
+        page.wait_for_function("document.getElementById('page-image').complete", timeout=TIMEOUT_MS)
+        note, header = page.locator("header .note"), page.locator("header").bounding_box()
+        assert note.inner_text() == "The quote goes on to page 3: the next page boxes the rest."
+        spot = note.bounding_box()
+        assert header["y"] >= 0 and spot["y"] + spot["height"] <= header["y"] + header["height"]
 
 
 def test_the_sheet_grid_marks_the_cited_cells(base_url: str, built: ViewsIndex, tmp_path: Path):

@@ -142,15 +142,21 @@ def pdf_view(request: ViewRequest) -> View:
     note = ""
     if _page_quote(request, page) and not boxes:
         note = "The quoted text could not be located on the page image."
-    last = last_page_of(request.info.anchors, request.start, request.end) if request.info.anchors else page
+    last = last_page_of(request.info.anchors, request.start, request.end) if request.info.anchors else cited
     if boxes and last > page:
         note = (f"The quote goes on to page {last}: the next page"
                 f"{'s box' if last > page + 1 else ' boxes'} the rest.")
     body = (f'<figure class="page"><div class="sheet-of-paper"><img id="page-image" '
             f'src="{html.escape(image)}" alt="page {page} of {html.escape(request.info.title)}">'
             f"{marks}</div></figure>")
-    return View(f"page {page} of {pages}" if page == cited else f"page {page} of {pages} "
-                f"(the quote is on page {cited})", body, "pdf", note)
+    if page == cited:
+        label = f"page {page} of {pages}"
+    elif cited < page <= last:
+        label = f"page {page} of {pages} (the quote begins on page {cited})"
+    else:
+        where = f"pages {cited}-{last}" if last > cited else f"page {cited}"
+        label = f"page {page} of {pages} (the quote is on {where})"
+    return View(label, body, "pdf", note)
 
 
 def pdf_navigation(request: ViewRequest, view: View) -> str:
