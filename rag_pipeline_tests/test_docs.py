@@ -70,7 +70,8 @@ def test_bundled_corpus_blocks_are_found_in_the_getting_started_page():
 
 
 def test_mkdocs_build_strict(tmp_path: Path):
-    result = subprocess.run([str(BIN / "mkdocs"), "build", "--strict", "--quiet",
+    # No --quiet: it hides the warnings --strict counts (a page missing from the nav passed).
+    result = subprocess.run([str(BIN / "mkdocs"), "build", "--strict",
                              "--site-dir", str(tmp_path / "site")],
                             cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "NO_MKDOCS_2_WARNING": "1"})
