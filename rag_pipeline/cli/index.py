@@ -137,7 +137,8 @@ def _stop_on_signals(note: list[str]) -> Iterator[SignalLatch]:
                    "then left alone).")
 @click.option("--profile", "profile_name", default=None, envvar=ENV_PROFILE,
               help="What to build: production (the header chunker and the default model) or "
-                   "evaluation (every chunker x every model), or a profile of the config "
+                   "evaluation (several chunkers x models, as [profiles.evaluation] lists "
+                   "them), or a profile of the config "
                    "(default: [index] profile, else production for --corpus and evaluation for "
                    f"the bundled corpus; env {ENV_PROFILE}).")
 @click.option("--no-eval", is_flag=True, help="Do not wait for the evaluation runs.")
