@@ -134,7 +134,7 @@ class Layout:
 
     Attributes:
         title: The document's title: the PDF's metadata, else the first line of the first
-            page's largest type.
+            page's largest type when it is no sentence, else the file's stem (:func:`_title`).
         canonical_text: Paragraphs separated by blank lines.
         sections: Titled regions of ``canonical_text``; headings are outside them.
         anchors: ``page=N`` (1-based) spans covering ``canonical_text`` in order.
@@ -239,7 +239,7 @@ def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
         if following is not None and len(row) == 1 and _is_leading_mark(row[0], following):
             first = following[0]
             out.append([dataclasses.replace(first, text=f"{row[0].text} {first.text}",
-                                            x0=row[0].x0), *following[1:]])
+                                            x0=row[0].x0, words=()), *following[1:]])
             index += 2
             continue
         if following is None or not all(_is_superscript(mark, following) for mark in row):
@@ -251,7 +251,8 @@ def _superscripts(rows: list[list[TextRun]]) -> list[list[TextRun]]:
             left = max((i for i, run in enumerate(line) if run.x1 <= mark.x0 + 1.0),
                        key=lambda i: line[i].x1)
             run = line[left]
-            glued = dataclasses.replace(run, text=run.text + mark.text, x1=max(run.x1, mark.x1))
+            glued = dataclasses.replace(run, text=run.text + mark.text, x1=max(run.x1, mark.x1),
+                                        words=())  # its words' positions are no longer its own
             after = line[left + 1] if left + 1 < len(line) else None
             if after is not None and after.x0 - mark.x1 <= 1.5 * max(after.size, 1.0):
                 gap = " " if after.x0 - mark.x1 > 0.15 * after.size else ""
@@ -399,6 +400,9 @@ def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
     cut: list[TextRun] = []
     for run in row:
         words = run.text.split()
+        if len(run.words) != len(words):  # positions unknown (OCR) or no longer the text's
+            cut.append(run)
+            continue
         starts = [i for i in range(1, len(run.words))
                   if run.words[i][0] - run.words[i - 1][1] >= CELL_GAP_EM * run.size
                   and any(abs(run.words[i][0] - x) <= 4 for x in columns)]
@@ -408,7 +412,8 @@ def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
         for first, end in itertools.pairwise([0, *starts, len(words)]):
             cut.append(dataclasses.replace(run, text=" ".join(words[first:end]),
                                            x0=run.words[first][0], x1=run.words[end - 1][1],
-                                           words=run.words[first:end]))
+                                           words=run.words[first:end],
+                                           hyphen=run.hyphen and end == len(words)))
     return cut
 
 
@@ -785,17 +790,23 @@ def _font_sections(block_spans: Sequence[tuple[int, int, _Block]], text_length: 
     return sections
 
 
+TITLE_MAX_WORDS = 8
+"""A first line of more words than this that ends a sentence is a sentence, not a title."""
+
+
 def _title(metadata_title: str, blocks: Sequence[_Block], stem: str) -> str:
     """The metadata's title, else the first line of the first page's block in the largest
-    type when it is no sentence (a title line), else ``stem``: a first page whose title is a
-    running head (dropped) is not titled by its first sentence."""
+    type unless it is a sentence (over :data:`TITLE_MAX_WORDS` words, ending one: "Why Use
+    Dagster?" is a title), else ``stem``: a first page whose title is a running head (dropped)
+    is not titled by its first sentence."""
     if metadata_title.strip():
         return " ".join(metadata_title.split())
     first_page = [block for block in blocks if block.lines[0].page == blocks[0].lines[0].page]
     if first_page:
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
-        if text and len(text) <= 200 and not _SENTENCE_END.search(text):
+        sentence = len(text.split()) > TITLE_MAX_WORDS and _SENTENCE_END.search(text)
+        if text and len(text) <= 200 and not sentence:
             return text
     return stem
 

@@ -346,8 +346,12 @@ def test_pdf_title_falls_back_to_the_first_line_when_it_is_no_sentence(tmp_path)
     assert (record.title, record.anchors) == ("Supplier terms", (Anchor(0, 21, "page=1"),))
     # Found by an admin's trial: a page whose heading repeats on every page (dropped as a
     # running head) was titled by its first sentence; it is titled by the file's name.
-    (tmp_path / "q3-forecast.pdf").write_bytes(text_pdf([["  First line.  ", "Rest."]]))
+    (tmp_path / "q3-forecast.pdf").write_bytes(text_pdf([[
+        "Revenue for Q3 is forecast at 18.4 million euros, up 6 percent.", "Rest."]]))
     assert extract_document(tmp_path / "q3-forecast.pdf", tmp_path).title == "q3-forecast"
+    # A short line ending in a mark is still a title.
+    (tmp_path / "why.pdf").write_bytes(text_pdf([["Why use Dagster?", "Rest."]]))
+    assert extract_document(tmp_path / "why.pdf", tmp_path).title == "Why use Dagster?"
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
@@ -410,7 +414,7 @@ def test_a_pdf_with_a_broken_info_dictionary_is_read_without_its_metadata(tmp_pa
     # PDFium reads the pages and ignores the broken metadata).
     (tmp_path / "bad_info.pdf").write_bytes(good.replace(b"/Info 7 0 R", b"/Info 42"))
     record = extract_document(tmp_path / "bad_info.pdf", tmp_path)
-    assert (record.status, record.title, record.canonical_text) == ("ok", "bad_info",
+    assert (record.status, record.title, record.canonical_text) == ("ok", "Alpha page one.",
                                                                     "Alpha page one.\n")
 
 

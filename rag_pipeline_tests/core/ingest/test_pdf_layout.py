@@ -221,3 +221,15 @@ def test_a_definition_term_run_into_its_description_is_left_whole():
             run(0, "posix", 50, 124, x1=80), run(0, "Same as --posix.", 200, 124, x1=270)]
     layout = lay_out([page(0, term, *rows)], (), "Set", "set")
     assert layout.canonical_text.startswith("logical Same as -L.\n\nphysical | Same as -P.\n")
+
+
+def test_a_header_with_a_raised_mark_is_left_whole_where_its_words_are_not_known():
+    # Found by a review: a footnote mark glued into a header run changed its text, not its
+    # words' positions, and cutting it at the columns read past their end (IndexError).
+    words = ((50.0, 192.0), (200.0, 220.0), (224.0, 262.0))
+    header = [TextRun(0, "Site Lead engineer", 50, 262, 90, 100, 10, bold=True, words=words),
+              TextRun(0, "1", 262.5, 266, 88, 96, 6, bold=True),
+              TextRun(0, "Duration", 270, 310, 90, 100, 10, bold=True)]
+    layout = lay_out([page(0, *header, *_shift_rows(100))], (), "Shifts", "shifts")
+    assert layout.canonical_text.startswith(
+        "Site Lead engineer1 Duration\n\nDelta flats 1 | Tomas Ruiz | 1 hours\n")
