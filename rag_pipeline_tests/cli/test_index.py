@@ -358,7 +358,7 @@ def test_a_model_no_longer_declared_in_the_file_given_by_config_is_named_with_th
         "'all-MiniLM-L6-v2@53aa5117'` deletes them"]
 
 
-def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys):
+def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys, monkeypatch):
     from types import SimpleNamespace
 
     import pyarrow as pa
@@ -398,3 +398,9 @@ def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys):
     assert capsys.readouterr().out == (
         f"\nevaluation skipped: no gold set for this corpus: {tmp_path / 'gold.jsonl'} does not "
         "exist; nothing to score. Write one with `rag-pipeline gold draft`\n")
+    # With the corpus's gold set, its scores.
+    import rag_pipeline.core.evaluation.gold as gold
+
+    monkeypatch.setattr(gold, "no_gold_set_reason", lambda warehouse, path: None)
+    _echo_evaluation(SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl"))
+    assert capsys.readouterr().out.startswith("\nevaluation (header x hybrid, gold set;")

@@ -90,6 +90,11 @@ def test_a_pdf_citation_shows_its_page_as_an_image_with_the_quote_boxed(client: 
     assert '<a class="original" href="/originals/report.pdf">' in page.text
     other = client.get("/documents/report.pdf", params={"from": start, "to": start + 10, "page": 3})
     assert _where(other.text) == "page 3 of 3 (the quote is on page 2)"
+    text = built.canonical["report.pdf"]
+    over = client.get("/documents/report.pdf", params={"from": start, "to": len(text) - 1, "page": 1})
+    assert _where(over.text) == "page 1 of 3 (the quote is on pages 2-3)"
+    rest = client.get("/documents/report.pdf", params={"from": start, "to": len(text) - 1, "page": 3})
+    assert _where(rest.text) == "page 3 of 3 (the quote begins on page 2)"
     assert 'class="box"' not in _view(other.text) and "next-page" not in other.text
 
 

@@ -242,7 +242,7 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
     return out
 
 
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_BLANK_LINE = re.compile(r"\r?\n[ \t\r]*\n")
 
 
 def _paragraph(quote: str, start: int, end: int) -> str:
@@ -304,14 +304,17 @@ def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_C
 
 
 def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Candidate]:
-    """``candidates`` without those whose paragraph or row holds only look-alikes of a code the
-    question names, when one's holds the code itself."""
-    for code in question_identifiers(question):
-        holding = [holds_code(c.context, code) for c in candidates]
-        if any(holding):
-            candidates = [c for c, held in zip(candidates, holding, strict=True)
-                          if held or not holds_look_alike(c.context, code)]
-    return candidates
+    """``candidates`` without those whose paragraph or row holds none of the codes the question
+    names but a look-alike of one (another of them is no look-alike), when one's holds a code
+    the question names."""
+    named = question_identifiers(question)
+    if not named:
+        return candidates
+    holding = [any(holds_code(c.context, code) for code in named) for c in candidates]
+    if not any(holding):
+        return candidates
+    return [c for c, held in zip(candidates, holding, strict=True)
+            if held or not any(holds_look_alike(c.context, code, named) for code in named)]
 
 
 def asks(sentence: str) -> bool:

@@ -24,7 +24,8 @@ holders (those the question's other words rank first).
 
 A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
 a run of three digits or more and either a run of two letters or more (``INV-2026-9999``) or
-a part of letters alone between separators (``E-4099``; not ``Q3-2026``) that no
+letters alone joined by ``-`` or ``_`` to three digits (``E-4099``; not ``Q3-2026``,
+``H.264``) that no
 ranked hit holds, while they hold a code of its shape (``INV-2026-0042``: the same letters and
 separators, other digits), asks about a record the corpus does not hold: the gate refuses it,
 however close the look-alike rows of the same table are.
@@ -88,23 +89,27 @@ def _shape(code: str) -> str:
 def holds_code(text: str, code: str) -> bool:
     """Whether ``text`` holds ``code`` whole, case aside (``INV-0045`` is not held by
     ``INV-0045-QZ``)."""
-    return _pattern(code).search(text.translate(_DASHES)) is not None
+    return _pattern(code.translate(_DASHES)).search(text.translate(_DASHES)) is not None
 
 
-def holds_look_alike(text: str, code: str) -> bool:
+def holds_look_alike(text: str, code: str, named: Sequence[str] = ()) -> bool:
     """Whether ``text`` holds another code of ``code``'s shape (``INC-2026-044`` for
-    ``INC-2026-038``: the same letters and separators, other digits)."""
-    shape = _shape(code)
-    return any(_shape(found) == shape and found.lower() != code.lower()
-               for found in _CODE.findall(text.translate(_DASHES)))
+    ``INC-2026-038``: the same letters and separators, other digits), none of ``named``; a code
+    in a path or a URL (``erp/INC-2026-044``) counts by each of its parts too."""
+    shape = _shape(code.translate(_DASHES))
+    own = {n.translate(_DASHES).lower() for n in (code, *named)}
+    return any(_shape(part) == shape and part.lower() not in own
+               for found in _CODE.findall(text.translate(_DASHES))
+               for part in (found, *found.split("/")))
 
 
 def _record_number(code: str) -> bool:
     """A code with a run of three digits or more and either a run of two letters or more or a
-    part of letters alone (``E-4099``)."""
-    parts = re.split(r"[-_./]", code)
+    part of letters alone joined by ``-`` or ``_`` to three digits or more (``E-4099``; not a
+    standard's name, ``H.264``, ``X.509``, nor a page, ``p.123``)."""
     return bool(re.search(r"\d{3}", code)) and (
-        bool(re.search(r"[A-Za-z]{2}", code)) or any(part.isalpha() for part in parts))
+        bool(re.search(r"[A-Za-z]{2}", code))
+        or re.search(r"(?<![A-Za-z0-9])[A-Za-z]+[-_]\d{3,}(?![A-Za-z])", code) is not None)
 
 
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:
@@ -122,7 +127,7 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
     named = question_identifiers(question)
     if not named:
         return [""] * len(contents), ()
-    documents = documents if documents is not None else range(len(contents))
+    documents = documents if documents is not None else [str(i) for i in range(len(contents))]
     texts = [content.translate(_DASHES) for content in contents]
     holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
                for code in named}  # texts are translated once here, not per holds_code

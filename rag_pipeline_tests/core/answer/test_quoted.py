@@ -180,6 +180,17 @@ def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
         "Incident commander: Aiko Tanaka."]
     assert ask("Who was the incident commander for INC-2026-044?") == [
         "Incident commander: Luis Moreno."]
+    # Two codes named (found by a review: each dropped the other's paragraph as a look-alike).
+    both = [q.text for q in quoted_answer(
+        "Who were the commanders for INC-2026-038 and INC-2026-044?", np.array([1.0, 0.0], np.float32),
+        [citation], [""], closer_to_luis, QuoteSettings(margin=0.2))]
+    assert both == ["Incident commander: Luis Moreno.", "Incident commander: Aiko Tanaka."]
+    # Windows line ends part paragraphs too.
+    crlf = Citation(1, "log.txt", "log", "log", "#char=0,200", 0, len(log), log.replace("\n", "\r\n"),
+                    0.6, "")
+    assert [q.text for q in quoted_answer(
+        "Who was the incident commander for INC-2026-038?", np.array([1.0, 0.0], np.float32),
+        [crlf], [""], closer_to_luis, QuoteSettings(margin=0.0))] == ["Incident commander: Aiko Tanaka."]
     # A code no paragraph holds drops nothing: the closest sentence, as before.
     assert ask("Who was the incident commander for INC-2026-099?") == [
         "Incident commander: Luis Moreno."]

@@ -91,6 +91,10 @@ def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
     errors = ["E-4012: the token expired.", "E-4013: the token was revoked."]
     assert unheld_identifiers("What does error E-4099 mean?", errors) == ("E-4099",)
     assert unheld_identifiers("What does error E-4013 mean?", errors) == ()
+    # Found by a review: a standard's name or a page is no record number.
+    assert unheld_identifiers("Does it support H.264?", ["It encodes H.265 video."]) == ()
+    assert unheld_identifiers("Is X.509 used?", ["X.500 names"]) == ()
+    assert unheld_identifiers("what does p.123 say", ["see p.45 and p.678"]) == ()
     # Held by more passages than MAX_HOLDERS still counts as held.
     assert unheld_identifiers("what is AT-2290", ["AT-2290 text"] * (MAX_HOLDERS + 1)) == ()
 
@@ -102,3 +106,14 @@ def test_a_code_in_a_long_run_of_letters_and_digits_is_found_once_from_its_start
 
     assert _CODE.findall("x" + "a1" * 1500 + "-22") == ["x" + "a1" * 1500 + "-22"]
     assert unheld_identifiers("INV-2026-9999", ["a1" * 1500] * 3) == ()
+
+
+def test_a_look_alike_is_another_code_of_the_shape_in_a_path_too_and_never_a_named_one():
+    from rag_pipeline.core.retrieval.identifiers import holds_code, holds_look_alike
+
+    assert holds_look_alike("INC-2026-044 was minor", "INC-2026-038")
+    assert holds_look_alike("see erp/INC-2026-044", "INC-2026-038")
+    assert not holds_look_alike("INC-2026-044 was minor", "INC-2026-038", ["INC-2026-044"])
+    assert not holds_look_alike("INC-2026-038 was minor", "INC-2026-038")
+    assert holds_code("INC\u20112026\u2013038 was minor", "INC-2026-038")
+    assert holds_code("INC-2026-038 was minor", "INC\u20112026-038")
