@@ -296,7 +296,7 @@ def _unauthorized(message: str) -> JSONResponse:
                         headers={"WWW-Authenticate": "Bearer"})
 
 
-def _navigated(scope: Scope, method: str) -> bool:
+def navigated(scope: Scope, method: str) -> bool:
     """Whether a browser opened the path itself (a document link in a new tab, a bookmark):
     a GET that accepts HTML, not the page's own requests."""
     accept = dict(scope["headers"]).get(b"accept", b"").decode("latin-1")
@@ -337,7 +337,7 @@ class RequireAuth:
                 found = self.access.authenticate(scope["headers"],
                                                  client[0] if client else None)
             except AuthError as exc:
-                answer = (_sign_in_first(str(exc)) if _navigated(scope, method)
+                answer = (_sign_in_first(str(exc)) if navigated(scope, method)
                           else _unauthorized(str(exc)))
                 await answer(scope, receive, send)
                 return

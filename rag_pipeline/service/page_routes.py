@@ -11,6 +11,7 @@ through :func:`served_document`: a document of the served generation, or a 404.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import mimetypes
@@ -40,7 +41,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.storage.warehouse import Warehouse
-from rag_pipeline.service.auth import Principal, principal
+from rag_pipeline.service.auth import Principal, navigated, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
 from rag_pipeline.service.views.base import open_indexed
 
@@ -64,6 +65,19 @@ asker, a document that does not exist."""
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+def _shown_error(request: Request, status: int, message: str) -> Response:
+    """``_error``, or for a document link a browser opened itself, the same message as a page
+    with the way back to the questions (it showed one line of JSON)."""
+    if not navigated(request.scope, request.method):
+        return _error(status, message)
+    reason = html.escape(" ".join(message.split()))
+    return HTMLResponse(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not shown</title>'
+        '</head><body style="font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; '
+        f'margin: 3rem auto"><h1>This view cannot be shown</h1><p id="error">{reason}</p>'
+        '<p><a href="/">Ask another question</a></p></body></html>', status_code=status)
 
 
 def _disposition(kind: str, filename: str) -> str:
@@ -222,10 +236,11 @@ def page_router(service: Any) -> APIRouter:
         readers no rule was read for."""
         return who.groups is not None and isinstance(format_named(info.format), ContainerFormat)
 
-    def served_document(document_id: str, who: Principal) -> tuple[DocumentInfo, str] | JSONResponse:
+    def served_document(document_id: str, who: Principal,
+                        request: Request) -> tuple[DocumentInfo, str] | Response:
         served = service.follower.current
-        missing = _error(404, f"no document {json.dumps(document_id)} in generation "
-                              f"{served.generation}")
+        missing = _shown_error(request, 404, f"no document {json.dumps(document_id)} in generation "
+                                          f"{served.generation}")
         # Readability first, by the rules alone, and nothing read for a document the asker may
         # not read: it is refused in the time a missing one is.
         access = service.served_index(served).access
@@ -237,32 +252,32 @@ def page_router(service: Any) -> APIRouter:
 
     @router.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
                 summary="A cited document shown as its format reads, the quoted place marked")
-    def document(document_id: str, who: Asker,
+    def document(document_id: str, who: Asker, request: Request,
                  start: Annotated[int, Query(alias="from", ge=0)] = 0,
                  end: Annotated[int | None, Query(alias="to", ge=0)] = None,
                  page: Annotated[int | None, Query(description="A PDF's page (1-based).")] = None,
                  sheet: Annotated[str | None, Query(description="A workbook's sheet.")] = None,
                  ) -> Response:
-        found = served_document(document_id, who)
-        if isinstance(found, JSONResponse):
+        found = served_document(document_id, who, request)
+        if isinstance(found, Response):
             return found
         info, text = found
         end = len(text) if end is None else end
         if not start <= end <= len(text):
-            return _error(422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
-        request = ViewRequest(info, text, start, end, page, sheet)
+            return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
+        view = ViewRequest(info, text, start, end, page, sheet)
         try:
             return HTMLResponse(render_document(
-                request, None if withheld(info, who) else path_url("/originals/", document_id)))
+                view, None if withheld(info, who) else path_url("/originals/", document_id)))
         except ViewError as exc:
-            return _error(exc.status, exc.message)
+            return _shown_error(request, exc.status, exc.message)
 
     @router.get("/page-images/{document_id:anypath}", summary="A PDF page drawn as a PNG image",
                 response_class=Response)
-    def page_image(document_id: str, who: Asker,
+    def page_image(document_id: str, who: Asker, request: Request,
                    page: Annotated[int, Query(description="1-based page.")] = 1) -> Response:
-        found = served_document(document_id, who)
-        if isinstance(found, JSONResponse):
+        found = served_document(document_id, who, request)
+        if isinstance(found, Response):
             return found
         info, text = found
         original = ViewRequest(info, text, 0, 0).original
@@ -278,9 +293,9 @@ def page_router(service: Any) -> APIRouter:
 
     @router.get("/originals/{document_id:anypath}", summary="The original file of a document",
                 response_class=Response)
-    def original(document_id: str, who: Asker) -> Response:
-        found = served_document(document_id, who)
-        if isinstance(found, JSONResponse):
+    def original(document_id: str, who: Asker, request: Request) -> Response:
+        found = served_document(document_id, who, request)
+        if isinstance(found, Response):
             return found
         info, _ = found
         if withheld(info, who):

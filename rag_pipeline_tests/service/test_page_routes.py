@@ -120,6 +120,20 @@ def test_a_page_out_of_range_is_one_clear_error(client: TestClient):
         "error": "guide.md is not a PDF: it has no page images"}
 
 
+def test_a_document_link_a_browser_opens_shows_its_error_as_a_page(client: TestClient):
+    # Found by an admin's trial: a browser opening a bad page or a document it may not read
+    # showed one line of JSON; the page's own requests still get JSON.
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    shown = client.get("/documents/report.pdf?page=9", headers=browser)
+    assert (shown.status_code, shown.headers["content-type"]) == (422, "text/html; charset=utf-8")
+    assert ('<p id="error">page 9 is out of range: report.pdf has 3 pages (1 to 3)</p>'
+            in shown.text and '<a href="/">Ask another question</a>' in shown.text)
+    missing = client.get("/documents/none%3Cb%3E.md", headers=browser)
+    assert missing.status_code == 404 and '<p id="error">no document &quot;none&lt;b&gt;.md&quot; in ' \
+        'generation ' in missing.text
+    assert client.get("/documents/none.md").json()["error"].startswith('no document "none.md"')
+
+
 def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(client: TestClient,
                                                                               built: ViewsIndex):
     text = built.canonical["budget.xlsx"]
