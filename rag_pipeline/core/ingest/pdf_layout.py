@@ -418,6 +418,7 @@ def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
 
 
 def _bold(row: Sequence[TextRun]) -> bool:
+    """Most of the row's characters are in a bold face (a :class:`Line`'s ``bold``)."""
     return sum(len(run.text) for run in row if run.bold) * 2 > sum(len(run.text) for run in row)
 
 
@@ -453,11 +454,9 @@ def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[
     for row, in_table in zip(rows, table, strict=True):
         text = (CELL_SEPARATOR if in_table else " ").join(
             run.text if run.mono else _SPACED_ELLIPSIS.sub("…", run.text) for run in row)
-        chars = sum(len(run.text) for run in row)
         size = max(row, key=lambda run: len(run.text)).size
         lines.append(Line(page, text, row[0].x0, min(run.top for run in row), row[0].baseline,
-                          size, sum(len(r.text) for r in row if r.bold) * 2 > chars,
-                          all(run.mono for run in row), row[-1].hyphen,
+                          size, _bold(row), all(run.mono for run in row), row[-1].hyphen,
                           len(row) if in_table else 1))
     return lines
 
