@@ -314,7 +314,7 @@ def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Ca
     if not any(holding):
         return candidates
     return [c for c, held in zip(candidates, holding, strict=True)
-            if held or not any(holds_look_alike(c.context, code, named) for code in named)]
+            if held or not holds_look_alike(c.context, named)]
 
 
 def asks(sentence: str) -> bool:

@@ -34,7 +34,7 @@ however close the look-alike rows of the same table are.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
            "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
@@ -92,15 +92,22 @@ def holds_code(text: str, code: str) -> bool:
     return _pattern(code.translate(_DASHES)).search(text.translate(_DASHES)) is not None
 
 
-def holds_look_alike(text: str, code: str, named: Sequence[str] = ()) -> bool:
-    """Whether ``text`` holds another code of ``code``'s shape (``INC-2026-044`` for
-    ``INC-2026-038``: the same letters and separators, other digits), none of ``named``; a code
-    in a path or a URL (``erp/INC-2026-044``) counts by each of its parts too."""
-    shape = _shape(code.translate(_DASHES))
-    own = {n.translate(_DASHES).lower() for n in (code, *named)}
-    return any(_shape(part) == shape and part.lower() not in own
-               for found in _CODE.findall(text.translate(_DASHES))
-               for part in (found, *found.split("/")))
+def holds_look_alike(text: str, codes: Sequence[str]) -> bool:
+    """Whether ``text`` holds a code of the shape of one of ``codes`` but none of them
+    (``INC-2026-044`` for ``INC-2026-038``: the same letters and separators, other digits)."""
+    own = {code.translate(_DASHES).lower() for code in codes}
+    shapes = {_shape(code) for code in own}
+    return any(_shape(found) in shapes and found.lower() not in own
+               for found in _codes_in(text.translate(_DASHES)))
+
+
+def _codes_in(text: str) -> Iterator[str]:
+    """The codes of ``text`` (its dashes read as ``-``); a code in a path or a URL
+    (``erp/INV-2026-0042``) counts by each of its parts too."""
+    for code in _CODE.findall(text):
+        yield code
+        if "/" in code:
+            yield from code.split("/")
 
 
 def _record_number(code: str) -> bool:
@@ -130,7 +137,7 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
     documents = documents if documents is not None else [str(i) for i in range(len(contents))]
     texts = [content.translate(_DASHES) for content in contents]
     holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
-               for code in named}  # texts are translated once here, not per holds_code
+               for code in named}
     held = [""] * len(contents)
     for code, found in holders.items():
         if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:
@@ -139,9 +146,7 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
     records = [code for code in named if _record_number(code)]
     if not records or any(holders.values()):
         return held, ()
-    # A code in a path or a URL (erp/INV-2026-0042) counts by each of its parts too.
-    shapes = {_shape(part) for text in texts for code in _CODE.findall(text)
-              for part in (code, *code.split("/"))}
+    shapes = {_shape(found) for text in texts for found in _codes_in(text)}
     return held, tuple(code for code in records if _shape(code) in shapes)
 
 
