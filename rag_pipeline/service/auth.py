@@ -303,17 +303,25 @@ def navigated(scope: Scope, method: str) -> bool:
     return method == "GET" and "text/html" in accept
 
 
+def message_page(status: int, heading: str, message: str, way_on: str,
+                 headers: dict[str, str] | None = None) -> HTMLResponse:
+    """What a browser shows for a link it opened itself (a new tab, a bookmark) that cannot
+    be answered: ``heading``, the reason ``message``, and ``way_on`` (HTML: a link to the
+    question page and what to do there)."""
+    reason = html.escape(" ".join(message.split()))
+    return HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{heading}</title>'
+        '</head><body style="font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; '
+        f'margin: 3rem auto"><h1>{heading}</h1><p id="error">{reason}</p><p>{way_on}</p>'
+        "</body></html>", status_code=status, headers=headers)
+
+
 def _sign_in_first(message: str) -> HTMLResponse:
     """The 401 a browser shows for a link opened without a session: the reason, and the way
     to the page's sign-in (the link works again once signed in there)."""
-    reason = html.escape(" ".join(message.split()))
-    return HTMLResponse(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in first</title>'
-        '</head><body style="font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; '
-        'margin: 3rem auto"><h1>Sign in first</h1>'
-        f'<p>{reason}</p><p><a href="/">Open the question page</a>, sign in there, then open '
-        "this link again.</p></body></html>",
-        status_code=401, headers={"WWW-Authenticate": "Bearer"})
+    return message_page(401, "Sign in first", message, '<a href="/">Open the question page</a>, '
+                        "sign in there, then open this link again.",
+                        {"WWW-Authenticate": "Bearer"})
 
 
 class RequireAuth:

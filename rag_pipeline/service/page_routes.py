@@ -11,7 +11,6 @@ through :func:`served_document`: a document of the served generation, or a 404.
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import mimetypes
@@ -41,7 +40,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.storage.warehouse import Warehouse
-from rag_pipeline.service.auth import Principal, navigated, principal
+from rag_pipeline.service.auth import Principal, message_page, navigated, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
 from rag_pipeline.service.views.base import open_indexed
 
@@ -72,12 +71,8 @@ def _shown_error(request: Request, status: int, message: str) -> Response:
     with the way back to the questions (it showed one line of JSON)."""
     if not navigated(request.scope, request.method):
         return _error(status, message)
-    reason = html.escape(" ".join(message.split()))
-    return HTMLResponse(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Not shown</title>'
-        '</head><body style="font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; '
-        f'margin: 3rem auto"><h1>This view cannot be shown</h1><p id="error">{reason}</p>'
-        '<p><a href="/">Ask another question</a></p></body></html>', status_code=status)
+    return message_page(status, "This view cannot be shown", message,
+                        '<a href="/">Ask another question</a>')
 
 
 def _disposition(kind: str, filename: str) -> str:
@@ -239,16 +234,16 @@ def page_router(service: Any) -> APIRouter:
     def served_document(document_id: str, who: Principal,
                         request: Request) -> tuple[DocumentInfo, str] | Response:
         served = service.follower.current
-        missing = _shown_error(request, 404, f"no document {json.dumps(document_id)} in generation "
-                                          f"{served.generation}")
         # Readability first, by the rules alone, and nothing read for a document the asker may
         # not read: it is refused in the time a missing one is.
         access = service.served_index(served).access
-        if access is not None and not access.may_open(document_id, who.groups):
-            return missing
-        info = served.index.documents.get(document_id)
+        readable = access is None or access.may_open(document_id, who.groups)
+        info = served.index.documents.get(document_id) if readable else None
         text = served.canonical.get(document_id) if info is not None else None
-        return missing if info is None or text is None else (info, text)
+        if info is None or text is None:
+            return _shown_error(request, 404, f"no document {json.dumps(document_id)} in "
+                                              f"generation {served.generation}")
+        return info, text
 
     @router.get("/documents/{document_id:anypath}", response_class=HTMLResponse,
                 summary="A cited document shown as its format reads, the quoted place marked")
