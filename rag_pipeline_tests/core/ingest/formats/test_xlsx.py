@@ -37,6 +37,12 @@ def cache_values(data: bytes, sheet: int, values: dict[str, str]) -> bytes:
     return out.getvalue()
 
 
+def saved(workbook) -> bytes:
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
 def budget_workbook(cached: bool = True) -> bytes:
     from openpyxl import Workbook
 
@@ -51,9 +57,8 @@ def budget_workbook(cached: bool = True) -> bytes:
     notes = workbook.create_sheet("Notes")
     notes.append(["Key", "Done"])
     notes.append(["audit", True])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return cache_values(buffer.getvalue(), 1, {"C4*2": "5"}) if cached else buffer.getvalue()
+    data = saved(workbook)
+    return cache_values(data, 1, {"C4*2": "5"}) if cached else data
 
 
 BUDGET_TEXT = ("Item | Cost | Paid on\n"
@@ -125,9 +130,7 @@ def test_a_hidden_sheets_uncalculated_formulas_apply_where_that_sheet_is():
     calc.append(["Item", "Cost"])
     calc.append(["Tea", 2])
     calc.append(["Total", "=B2*2"])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(buffer.getvalue(), "book")
+    extracted = XLSX.extract(saved(workbook), "book")
     (calc_section,) = [s for s in extracted.sections if s.title == "Calc (hidden)"]
     assert left_out_scopes(extracted.notes) == [((calc_section.start, calc_section.end),)]
     assert extracted.canonical_text[calc_section.start:calc_section.end] == (
@@ -140,12 +143,10 @@ def test_a_workbook_mostly_of_formulas_never_calculated_fails_saying_so():
     workbook = Workbook()
     sheet = workbook.active
     sheet.append(["n", "=A1*2", "=A1*3"])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
     with pytest.raises(ExtractionError, match=r"^no cached values: 2 of its 2 formula cell\(s\) "
                                               r"were never calculated, more than the 1 cell\(s\) "
                                               r"with a value"):
-        XLSX.extract(buffer.getvalue(), "book")
+        XLSX.extract(saved(workbook), "book")
 
 
 def test_formulas_partly_without_cached_values_are_counted():
@@ -156,9 +157,7 @@ def test_formulas_partly_without_cached_values_are_counted():
     sheet.append(["n", "double"])
     sheet.append([1, "=A2*2"])
     sheet.append([2, "=A3*2"])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(cache_values(buffer.getvalue(), 1, {"A2*2": "2"}), "partly")
+    extracted = XLSX.extract(cache_values(saved(workbook), 1, {"A2*2": "2"}), "partly")
     assert extracted.canonical_text == "n | double\nn: 1 | double: 2\nn: 2\n"
     assert ("formulas_without_cached_value", "1") in extracted.notes
 
@@ -182,9 +181,7 @@ def test_hidden_sheets_are_read_and_counted_and_comments_counted_as_left_out():
     archive = workbook.create_sheet("Archive")
     archive.append(["Old risk"])
     archive.sheet_state = "hidden"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(buffer.getvalue(), "risks")
+    extracted = XLSX.extract(saved(workbook), "risks")
     assert extracted.canonical_text == ("Risk | Discount\nRisk: Supplier insolvency | Discount: 15%\n"
                                         "\nOld risk\n")
     assert extracted.notes == (("sheets", "2"), ("rows", "1"), ("hidden_sheets", "1"),
@@ -201,9 +198,7 @@ def _with_sheet_rewritten(rows: list[list[object]], rewrite) -> bytes:
     workbook = Workbook()
     for row in rows:
         workbook.active.append(row)
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    source = zipfile.ZipFile(io.BytesIO(saved(workbook)))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as target:
         for name in source.namelist():
@@ -241,9 +236,7 @@ def test_a_title_row_above_the_header_is_its_own_line():
     sheet.append([])
     sheet.append(["Item", "Cost", "Owner"])
     sheet.append(["Tea", 2.5, "Ann"])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(buffer.getvalue(), "budget")
+    extracted = XLSX.extract(saved(workbook), "budget")
     assert extracted.canonical_text == ("Budget 2026\n"
                                         "Item | Cost | Owner\n"
                                         "Item: Tea | Cost: 2.5 | Owner: Ann\n")
@@ -260,11 +253,10 @@ def test_rows_are_bounded_while_reading():
     workbook = Workbook()
     for row in range(1, 102):
         workbook.active.append([f"r{row}", row])
-    buffer = io.BytesIO()
-    workbook.save(buffer)
+    data = saved(workbook)
     with pytest.raises(ExtractionError, match="the XLSX holds more than 100 rows"):
-        XlsxFormat(OfficeLimits(max_rows=100)).extract(buffer.getvalue(), "long")
-    within = XlsxFormat(OfficeLimits(max_rows=101)).extract(buffer.getvalue(), "long")
+        XlsxFormat(OfficeLimits(max_rows=100)).extract(data, "long")
+    within = XlsxFormat(OfficeLimits(max_rows=101)).extract(data, "long")
     assert dict(within.notes)["rows"] == "100"
 
 
@@ -282,9 +274,7 @@ def test_merged_cells_read_as_a_reader_sees_them_and_rows_cited_over_them():
     sheet.merge_cells("A3:A4")  # one region beside two sites: each row holds it
     sheet["B6"] = "Closed on public holidays"
     sheet.merge_cells("B6:D7")  # a block of text: once, cited over its area
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(buffer.getvalue(), "plan")
+    extracted = XLSX.extract(saved(workbook), "plan")
     assert extracted.canonical_text == ("Site plan 2026\n"
                                         "Region | Site | Lead | Hours\n"
                                         "Region: North | Site: Delta | Lead: Ana | Hours: 6\n"
@@ -310,9 +300,7 @@ def test_merged_headings_over_a_row_of_labels_make_one_header_of_two_rows():
     for row in sheet.iter_rows(min_row=3, min_col=2):
         for cell in row:
             cell.number_format = "#,##0"
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    extracted = XLSX.extract(buffer.getvalue(), "spend")
+    extracted = XLSX.extract(saved(workbook), "spend")
     assert extracted.canonical_text == (
         "Department | Q1 Plan | Q1 Actual | Q2 Plan | Q2 Actual\n"
         "Department: Marketing | Q1 Plan: 120,000 | Q1 Actual: 118,250 | Q2 Plan: 130,000 | "
@@ -335,17 +323,13 @@ def test_a_merged_heading_without_labels_under_it_names_each_column_it_spans():
     sheet.append(["Bo", "bo@example.org", "555-0102"])
     sheet.append(["Cy", "Main St 5", "Oslo"])  # Planted: text only under the heading, but a
     # name outside it: a data row, not labels (were it the first, it stays a data row too)
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    assert XLSX.extract(buffer.getvalue(), "c").canonical_text == (
+    assert XLSX.extract(saved(workbook), "c").canonical_text == (
         "Name | Contact | Contact\n"
         "Name: Ana | Contact: ana@example.org | Contact: 555-0101\n"
         "Name: Bo | Contact: bo@example.org | Contact: 555-0102\n"
         "Name: Cy | Contact: Main St 5 | Contact: Oslo\n")
     sheet.delete_rows(2, 2)
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    assert XLSX.extract(buffer.getvalue(), "c").canonical_text == (
+    assert XLSX.extract(saved(workbook), "c").canonical_text == (
         "Name | Contact | Contact\nName: Cy | Contact: Main St 5 | Contact: Oslo\n")
 
 
@@ -357,10 +341,8 @@ def test_merges_are_found_when_the_workbook_part_has_another_name():
     sheet.title = "Alpha"
     sheet["A1"] = "Quarterly plan for the northern sites"
     sheet.merge_cells("A1:C1")
-    buffer = io.BytesIO()
-    workbook.save(buffer)
     # Planted: the package names its workbook part xl/wb.xml (as _rels/.rels allows).
-    source, renamed = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
+    source, renamed = zipfile.ZipFile(io.BytesIO(saved(workbook))), io.BytesIO()
     with zipfile.ZipFile(renamed, "w") as out:
         for item in source.infolist():
             body = source.read(item.filename)
