@@ -12,9 +12,10 @@ FLOPs of the word-pieces actually processed (no padding; per layer ``2 n (4 d^2 
 4 n^2 d`` for ``n`` word-pieces, width ``d``, feed-forward width ``f``), divided by the rate of
 a large fp32 matrix product (numpy or torch, the faster, measured before and after the
 contenders) or of an int8 one (an OpenVINO MatMul between two FakeQuantize nodes, the pattern
-NNCF writes). The default model's ONNX Runtime path (one single-thread session per core, a
-batch each) also runs as one session whose threads share every batch. Prints chunks/s, the
-ratio and % of the floor,
+NNCF writes). The default model's fp32 bulk path also runs on the bulk runtime it did not
+keep (ONNX Runtime or OpenVINO: the load keeps the faster here), and its ONNX Runtime path (one
+single-thread session per core, a batch each) as one session whose threads share every batch.
+Prints chunks/s, the ratio and % of the floor,
 plus the cosine between each model's vectors and the reference fp32 vectors, and between two
 batchings of the same model (batch independence).
 """
@@ -102,6 +103,21 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
     return texts, counts
 
 
+def other_runtime_variant(embedder: Embedder) -> tuple[str, Embedder] | None:
+    """The embedder on the bulk runtime its load did not keep, with that runtime's name, when
+    its bulk path is one of them."""
+    from rag_pipeline.core.embedding.bulk import BULK_RUNTIMES, bulk_transformer
+    from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
+
+    path = embedder.bulk_path
+    kept = path.backend.removesuffix("-fp32")
+    if kept not in BULK_RUNTIMES or embedder.spec.cache_dir is None:
+        return None
+    other = next(runtime for runtime in BULK_RUNTIMES if runtime != kept)
+    onnx = (onnx_dir(embedder.spec) / ONNX_FILE).read_bytes()
+    return other, embedder.on_transformer(bulk_transformer(other, onnx, path.threads)[0])
+
+
 def shared_session_variant(embedder: Embedder) -> Embedder | None:
     """The embedder on one ONNX Runtime session whose threads share every batch, when its bulk
     path is ONNX Runtime on a session per core: the other way to use the same cores."""
@@ -138,6 +154,11 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
         contenders.append(Contender(
             f"{spec.key} ({embedder.bulk_path.backend}, batch {spec.batch_size})",
             lambda e=embedder: e.embed(texts, wordpieces=counts), spec.precision, []))
+        other = other_runtime_variant(embedder)
+        if other is not None:
+            contenders.append(Contender(
+                f"  the same on {other[0]}-fp32", lambda e=other[1]: e.embed(texts, wordpieces=counts),
+                spec.precision, []))
         shared = shared_session_variant(embedder)
         if shared is not None:
             contenders.append(Contender(

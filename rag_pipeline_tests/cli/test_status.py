@@ -3,6 +3,7 @@ wrong warehouse that leaves the DuckDB snapshot alone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -220,7 +221,9 @@ def test_models_prepare_writes_the_onnx_export_once_and_then_reads_it(tmp_path: 
     # stdout: a library imported earlier in this process (by another test) may draw a progress
     # bar on stderr, which the command's own environment turns off only before that import.
     lines = first.stdout.splitlines()
-    assert lines[0] == "prepared all-MiniLM-L6-v2@53aa5117: texts by onnxruntime-fp32"
+    runtime = json.loads((tmp_path / "cache" / "all-MiniLM-L6-v2@53aa5117.onnx" /
+                          "bulk_check.json").read_text(encoding="utf-8"))["runtime"]
+    assert lines[0] == f"prepared all-MiniLM-L6-v2@53aa5117: texts by {runtime}-fp32"
     assert lines[1].startswith("1 of 1 model(s) prepared in ")
     assert lines[1].endswith(f" s (model cache: {tmp_path / 'cache'})")
     export = tmp_path / "cache" / "all-MiniLM-L6-v2@53aa5117.onnx"

@@ -12,11 +12,11 @@ own length. The vectors are those of plain ``SentenceTransformer.encode``; only 
 
 Two backends run the transformer: torch (fp32), and OpenVINO (fp32, or static int8 quantised
 by NNCF on the corpus's own chunk texts), exported on first use. A torch fp32 model's texts are
-embedded by ONNX Runtime fp32 from the same weights once :mod:`rag_pipeline.core.embedding.bulk`
-has checked that it gives torch's vectors (the same vector space and key; ``bulk_path`` says
-which path runs). Pooling and normalisation run through the model's own sentence-transformers
-modules (``1_Pooling``, ``2_Normalize``), or in numpy when those are exactly mean pooling and
-normalisation.
+embedded at fp32 from the same weights by ONNX Runtime or OpenVINO, whichever is faster here,
+once :mod:`rag_pipeline.core.embedding.bulk` has checked that it gives torch's vectors (the same
+vector space and key; ``bulk_path`` says which path runs). Pooling and normalisation run
+through the model's own sentence-transformers modules (``1_Pooling``, ``2_Normalize``), or in
+numpy when those are exactly mean pooling and normalisation.
 """
 
 from __future__ import annotations
@@ -33,16 +33,22 @@ import numpy as np
 
 from rag_pipeline.core.embedding.bulk import (
     BULK_MIN_COSINE,
+    BULK_PROBES,
+    BULK_RUNTIMES,
     BULK_TOKENIZER,
+    FASTEST,
+    TIMING_TEXTS,
     BulkPath,
     BulkRecord,
     bulk_inputs,
+    bulk_transformer,
     checked_bulk_path,
     checked_bulk_tokenizer,
-    onnx_bulk_transformer,
+    machine,
     probes_sha256,
     read_bulk_record,
     runtime_versions,
+    timed_runtimes,
     write_bulk_record,
 )
 from rag_pipeline.core.embedding.export import (
@@ -62,6 +68,7 @@ from rag_pipeline.core.embedding.models import (
     Backend,
     ModelMismatchError,
     ModelSpec,
+    calibration_set,
     l2_normalise,
     verify_model_files,
 )
@@ -98,14 +105,18 @@ class Embedder:
     Args:
         spec: The declared model.
         verify: Check the model's files against the declaration first.
-        bulk: For a torch fp32 model, ``"onnxruntime"`` embeds texts by ONNX Runtime fp32 once
-            it gives torch's vectors on :data:`rag_pipeline.core.embedding.bulk.BULK_PROBES`
-            (otherwise torch stays, and ``bulk_path`` says so); ``"torch"`` keeps torch.
+        bulk: For a torch fp32 model, ``"fastest"`` embeds texts by whichever of ONNX Runtime
+            and OpenVINO fp32 is faster on this machine among those that give torch's vectors on
+            :data:`rag_pipeline.core.embedding.bulk.BULK_PROBES` (torch stays when neither does,
+            and ``bulk_path`` says so), recording the choice in the model cache;
+            ``"onnxruntime"`` or ``"openvino"`` that runtime only, if it gives them (no record
+            written); ``"torch"`` keeps torch.
     """
 
-    def __init__(self, spec: ModelSpec, *, verify: bool = True, bulk: str = "onnxruntime") -> None:
-        if bulk not in ("onnxruntime", "torch"):
-            raise ValueError(f"bulk must be onnxruntime or torch, got {bulk!r}")
+    def __init__(self, spec: ModelSpec, *, verify: bool = True, bulk: str = FASTEST) -> None:
+        if bulk not in (FASTEST, *BULK_RUNTIMES, "torch"):
+            raise ValueError(f"bulk must be {FASTEST}, {', '.join(BULK_RUNTIMES)} or torch, "
+                             f"got {bulk!r}")
         if verify:
             verify_model_files(spec)
         self.spec = spec
@@ -116,13 +127,13 @@ class Embedder:
         self._direct_tokenizer = None
         self.query_path = QueryPath(spec.backend.value)
         self.bulk_path = BulkPath(spec.backend.value)
-        if spec.backend is Backend.TORCH and bulk == "onnxruntime" and self._recorded_bulk():
+        if spec.backend is Backend.TORCH and bulk != "torch" and self._recorded_bulk(bulk):
             return
         self._pooled_in_numpy = mean_pooled_and_normalised(self.model)
         if spec.backend is Backend.OPENVINO:
             self._transformer = self._load_openvino()
-        elif bulk == "onnxruntime":
-            self._use_onnx_bulk()
+        elif bulk != "torch":
+            self._use_fp32_bulk(bulk)
 
     @property
     def model(self):
@@ -152,57 +163,74 @@ class Embedder:
             return torch.get_num_threads()
         return pending_torch_threads() or len(os.sched_getaffinity(0))
 
-    def _use_onnx_bulk(self) -> None:
-        """Texts go through ONNX Runtime fp32 on torch's thread count, if it gives torch's
-        vectors on the probes (min cosine >= :data:`BULK_MIN_COSINE`). With a model cache, a
-        check that passed with the direct tokenizer is recorded beside the export
-        (:func:`~rag_pipeline.core.embedding.bulk.write_bulk_record`)."""
+    def _use_fp32_bulk(self, requested: str) -> None:
+        """Texts go through the fp32 ONNX export on torch's thread count, on the ``requested``
+        runtime (or, for ``"fastest"``, the faster of those of :data:`BULK_RUNTIMES` by
+        :func:`~rag_pipeline.core.embedding.bulk.timed_runtimes` on the calibration texts) if
+        it gives torch's vectors on the probes (min cosine >= :data:`BULK_MIN_COSINE`). With a
+        model cache, a ``"fastest"`` choice made with the direct tokenizer is recorded beside
+        the export (:func:`~rag_pipeline.core.embedding.bulk.write_bulk_record`)."""
         onnx = onnx_model(self.spec, self.model)
-        candidate, threads = onnx_bulk_transformer(onnx, self._bulk_threads())
         if self._pooled_in_numpy:
             self._bulk_tokenizer = checked_bulk_tokenizer(self.model, self.spec.max_tokens)
-        min_cosine = checked_bulk_path(
-            lambda texts: l2_normalise(self._torch_forward(texts)),
-            lambda texts: l2_normalise(self._forward(texts, candidate)))
-        if min_cosine < BULK_MIN_COSINE:
+        reference = l2_normalise(self._torch_forward(list(BULK_PROBES)))
+        passed: dict[str, tuple] = {}
+        for runtime in BULK_RUNTIMES if requested == FASTEST else (requested,):
+            candidate, threads = bulk_transformer(runtime, onnx, self._bulk_threads())
+            min_cosine = checked_bulk_path(
+                lambda texts: reference,
+                lambda texts, c=candidate: l2_normalise(self._forward(texts, c)))
+            if min_cosine >= BULK_MIN_COSINE:
+                passed[runtime] = (candidate, threads, min_cosine)
+        if not passed:
             self._bulk_tokenizer = None
             return
-        self._transformer = candidate
-        self.bulk_path = BulkPath("onnxruntime-fp32", threads, min_cosine)
-        if self.spec.cache_dir is not None and self._bulk_tokenizer is not None:
+        seconds = timed_runtimes(
+            {runtime: self.on_transformer(candidate).embed
+             for runtime, (candidate, _, _) in passed.items()},
+            calibration_set().texts()[:TIMING_TEXTS]) if len(passed) > 1 else {}
+        runtime = min(passed, key=lambda r: seconds.get(r, 0.0))
+        self._transformer, threads, min_cosine = passed[runtime]
+        self.bulk_path = BulkPath(f"{runtime}-fp32", threads, min_cosine)
+        if requested == FASTEST and self.spec.cache_dir is not None \
+                and self._bulk_tokenizer is not None:
             folder = onnx_dir(self.spec)
             tokenizer_json = self._bulk_tokenizer.to_str()
             write_bulk_record(folder, BulkRecord(
                 self.spec.key, self._onnx_sha256(folder),
                 hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(), self.spec.dimension,
-                min_cosine, runtime_versions(), probes_sha256()), tokenizer_json)
+                min_cosine, runtime_versions(), probes_sha256(), runtime, machine(),
+                {r: round(t, 4) for r, t in seconds.items()}), tokenizer_json)
 
     @staticmethod
     def _onnx_sha256(folder) -> str:
         return json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))["files"][ONNX_FILE]
 
-    def _recorded_bulk(self) -> bool:
+    def _recorded_bulk(self, requested: str) -> bool:
         """Takes the bulk path a recorded check holds for (same model files, ONNX export,
-        tokenizer, probes and runtimes), without loading torch; False when there is none."""
+        tokenizer, probes, runtimes and machine; for a ``requested`` runtime, a record of that
+        runtime), without loading torch; False when there is none."""
         if self.spec.cache_dir is None:
             return False
         folder = onnx_dir(self.spec)
         record = read_bulk_record(folder)
-        if record is None or not (folder / ONNX_FILE).is_file():
+        if record is None or not (folder / ONNX_FILE).is_file() or \
+                requested not in (FASTEST, record.runtime):
             return False
         tokenizer_json = (folder / BULK_TOKENIZER).read_text(encoding="utf-8")
         if not record.holds_for(self.spec.key, self._onnx_sha256(folder),
                                 hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
-                                self.spec.dimension, probes_sha256(), runtime_versions()):
+                                self.spec.dimension, probes_sha256(), runtime_versions(),
+                                machine()):
             return False
         verify_export(self.spec, folder)
         from tokenizers import Tokenizer
 
         self._bulk_tokenizer = Tokenizer.from_file(str(folder / BULK_TOKENIZER))
-        self._transformer, threads = onnx_bulk_transformer((folder / ONNX_FILE).read_bytes(),
-                                                           self._bulk_threads())
+        self._transformer, threads = bulk_transformer(
+            record.runtime, (folder / ONNX_FILE).read_bytes(), self._bulk_threads())
         self._pooled_in_numpy = True
-        self.bulk_path = BulkPath("onnxruntime-fp32", threads, record.min_cosine)
+        self.bulk_path = BulkPath(f"{record.runtime}-fp32", threads, record.min_cosine)
         return True
 
     def _load_openvino(self) -> InferPool:

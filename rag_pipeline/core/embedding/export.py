@@ -17,6 +17,7 @@ import json
 import os
 import queue
 import shutil
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -55,17 +56,33 @@ class ModelNotExportedError(Exception):
 
 
 class InferPool:
-    """OpenVINO infer requests shared by threads: an infer request serves one call at a time."""
+    """OpenVINO infer requests shared by threads: an infer request serves one call at a time.
+    ``lanes``: how many batches :meth:`Embedder.embed
+    <rag_pipeline.core.embedding.embedder.Embedder.embed>` runs through it at once (the streams
+    of a bulk pool; 1 for a model compiled for latency)."""
 
-    def __init__(self, compiled, size: int) -> None:
+    _first_call = threading.Lock()
+    _bridge_ready = False
+    """OpenVINO's Python binding sets up its numpy bridge on a process's first inference, and
+    two threads doing that at once deadlock in it (seen: two batches begun together on a pool
+    whose load ran no inference hung an index's embeddings run). So a process's first
+    inference runs alone."""
+
+    def __init__(self, compiled, size: int, lanes: int = 1) -> None:
         self._free: queue.SimpleQueue = queue.SimpleQueue()
         for _ in range(size):
             self._free.put(compiled.create_infer_request())
+        self.lanes = lanes
 
     def __call__(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         request = self._free.get()
         try:
-            return np.array(request.infer(inputs)[0], copy=True)
+            if InferPool._bridge_ready:
+                return np.array(request.infer(inputs)[0], copy=True)
+            with InferPool._first_call:
+                hidden = np.array(request.infer(inputs)[0], copy=True)
+                InferPool._bridge_ready = True
+                return hidden
         finally:
             self._free.put(request)
 

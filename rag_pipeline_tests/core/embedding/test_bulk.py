@@ -1,5 +1,6 @@
-"""The bulk path: a torch fp32 model's texts embedded by ONNX Runtime fp32 are the same vector
-space (same key), a conversion that drifts is refused, and the ONNX export is cached and checked."""
+"""The bulk path: a torch fp32 model's texts embedded by ONNX Runtime or OpenVINO fp32 are the
+same vector space (same key), the faster runtime is kept and recorded for the machine, a
+conversion that drifts is refused, and the ONNX export is cached and checked."""
 
 from __future__ import annotations
 
@@ -16,15 +17,17 @@ from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, ca
 
 
 @pytest.mark.slow
-def test_onnx_runtime_gives_torchs_vectors_on_the_bundled_corpus_texts(minilm: ModelSpec, tmp_path):
-    # This test holds the decision that the ONNX Runtime bulk path keeps the torch model's key:
-    # on the 300 shipped chunk texts of the bundled corpus (calibration_texts.jsonl, spread over
-    # the Python reference) every vector is within 1e-5 cosine and 1e-6 per component of torch's.
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_each_runtime_gives_torchs_vectors_on_the_bundled_corpus_texts(minilm: ModelSpec, tmp_path,
+                                                                      runtime: str):
+    # This test holds the decision that either bulk runtime keeps the torch model's key: on the
+    # 300 shipped chunk texts of the bundled corpus (calibration_texts.jsonl, spread over the
+    # Python reference) every vector is within 1e-5 cosine and 1e-6 per component of torch's.
     spec = dataclasses.replace(minilm, cache_dir=tmp_path)
-    fast, torch_path = Embedder(spec), Embedder(spec, bulk="torch")
+    fast, torch_path = Embedder(spec, bulk=runtime), Embedder(spec, bulk="torch")
     assert fast.spec.key == torch_path.spec.key == "all-MiniLM-L6-v2@53aa5117"
     assert dataclasses.replace(fast.bulk_path, min_cosine=None) == BulkPath(
-        "onnxruntime-fp32", fast.bulk_path.threads, None)
+        f"{runtime}-fp32", fast.bulk_path.threads, None)
     assert fast.bulk_path.min_cosine >= BULK_MIN_COSINE
     assert torch_path.bulk_path == BulkPath("torch")
     texts = calibration_set().texts() + ["short", "x " * 400]
@@ -81,7 +84,7 @@ def test_the_onnx_export_is_cached_and_a_changed_file_refuses(minilm: ModelSpec,
         raise AssertionError("converted again although the export is cached")
 
     monkeypatch.setattr(export, "convert_to_onnx", no_second_conversion)
-    assert Embedder(spec).bulk_path.backend == "onnxruntime-fp32"
+    assert Embedder(spec, bulk="onnxruntime").bulk_path.backend == "onnxruntime-fp32"
     with (folder / "model.onnx").open("ab") as handle:
         handle.write(b"\0")  # planted flaw: the cached file changed since it was exported
     with pytest.raises(ModelMismatchError, match=r"the exported .*model\.onnx changed"):
@@ -89,7 +92,8 @@ def test_the_onnx_export_is_cached_and_a_changed_file_refuses(minilm: ModelSpec,
 
 
 def test_an_unknown_bulk_path_is_refused(minilm: ModelSpec):
-    with pytest.raises(ValueError, match="^bulk must be onnxruntime or torch, got 'tvm'$"):
+    with pytest.raises(ValueError,
+                       match="^bulk must be fastest, onnxruntime, openvino or torch, got 'tvm'$"):
         Embedder(minilm, verify=False, bulk="tvm")
 
 
@@ -115,7 +119,7 @@ def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
     import subprocess
     import sys
 
-    from rag_pipeline.core.embedding.bulk import BULK_CHECK, runtime_versions
+    from rag_pipeline.core.embedding.bulk import BULK_CHECK, machine, runtime_versions
     from rag_pipeline.project_paths import PROJECT_ROOT
 
     spec = dataclasses.replace(minilm, cache_dir=tmp_path)
@@ -125,6 +129,10 @@ def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
     record = json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())
     assert record["key"] == spec.key and record["versions"] == runtime_versions()
     assert record["min_cosine"] == checked.bulk_path.min_cosine >= BULK_MIN_COSINE
+    assert record["machine"] == machine()
+    assert sorted(record["seconds"]) == ["onnxruntime", "openvino"]
+    assert record["runtime"] == min(record["seconds"], key=record["seconds"].get)
+    assert checked.bulk_path.backend == f"{record['runtime']}-fp32"
 
     def load_in_a_fresh_process() -> tuple[str, np.ndarray]:
         out = tmp_path / "vectors.npy"
@@ -134,17 +142,21 @@ def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
         return done.stdout.strip().splitlines()[-1], np.load(out)
 
     line, vectors = load_in_a_fresh_process()
-    assert line == "onnxruntime-fp32 False False"
+    assert line == f"{record['runtime']}-fp32 False False"
     assert np.array_equal(vectors, expected)
-    # Planted flaw: the record names another runtime version; it does not hold, so the load
-    # checks against torch again (and records the check anew).
-    record["versions"]["onnxruntime"] = "0.0.1"
-    (tmp_path / f"{spec.key}.onnx" / BULK_CHECK).write_text(json.dumps(record))
-    line, vectors = load_in_a_fresh_process()
-    assert line == "onnxruntime-fp32 True True"
-    assert np.array_equal(vectors, expected)
-    assert json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())[
-        "versions"] == runtime_versions()
+    # Planted flaws, each alone: the record names another runtime version, or was timed on
+    # another machine; it does not hold, so the load checks against torch and times the
+    # runtimes again (and records that anew). The timing may pick the other runtime this time:
+    # then the vectors are the same within the bound the two runtimes are held to.
+    for field, value in (("versions", {**record["versions"], "onnxruntime": "0.0.1"}),
+                         ("machine", "another CPU; flags 000000000000; 64 cores")):
+        (tmp_path / f"{spec.key}.onnx" / BULK_CHECK).write_text(
+            json.dumps({**record, field: value}))
+        line, vectors = load_in_a_fresh_process()
+        again = json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())
+        assert line == f"{again['runtime']}-fp32 True True"
+        assert (again["versions"], again["machine"]) == (runtime_versions(), machine())
+        assert float(np.abs(vectors - expected).max()) <= 1e-6
 
 
 @pytest.mark.slow
@@ -182,6 +194,64 @@ def test_batches_run_at_once_on_one_session_per_thread_with_the_same_vectors(
     assert ran_on == {"embed_0", "embed_1"}
     assert np.array_equal(at_once, one_by_one)
     assert np.array_equal(at_once, shared)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seconds", "kept"), [({"onnxruntime": 2.0, "openvino": 1.0}, "openvino"),
+                                               ({"onnxruntime": 1.0, "openvino": 2.0}, "onnxruntime")])
+def test_the_faster_runtime_is_kept_and_recorded_with_both_timings(
+        minilm: ModelSpec, monkeypatch, tmp_path, seconds: dict[str, float], kept: str):
+    import json
+
+    from rag_pipeline.core.embedding import embedder as embedder_module
+    from rag_pipeline.core.embedding.bulk import BULK_CHECK, TIMING_TEXTS
+
+    timed = []
+
+    def planted_timings(embed_with, texts):
+        # Planted timings: the choice must follow them, whichever runtime they favour.
+        timed.append((sorted(embed_with), len(texts)))
+        return seconds
+
+    monkeypatch.setattr(embedder_module, "timed_runtimes", planted_timings)
+    spec = dataclasses.replace(minilm, cache_dir=tmp_path)
+    embedder = Embedder(spec)
+    assert timed == [(["onnxruntime", "openvino"], TIMING_TEXTS)]
+    assert embedder.bulk_path.backend == f"{kept}-fp32"
+    record = json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text())
+    assert (record["runtime"], record["seconds"]) == (kept, seconds)
+    # An explicit runtime is not timed and records nothing.
+    other = "onnxruntime" if kept == "openvino" else "openvino"
+    assert Embedder(spec, bulk=other).bulk_path.backend == f"{other}-fp32"
+    assert len(timed) == 1
+    assert json.loads((tmp_path / f"{spec.key}.onnx" / BULK_CHECK).read_text()) == record
+
+
+def test_runtimes_are_timed_in_turns_after_a_warm_up_and_the_best_round_counts():
+    from rag_pipeline.core.embedding.bulk import timed_runtimes
+
+    calls = []
+    texts = [f"text {i}" for i in range(10)]
+    timings = timed_runtimes({"a": lambda t: calls.append(("a", len(t))),
+                              "b": lambda t: calls.append(("b", len(t)))}, texts, rounds=2)
+    assert calls == [("a", 4), ("b", 4), ("a", 10), ("b", 10), ("a", 10), ("b", 10)]
+    assert sorted(timings) == ["a", "b"]
+    assert all(0 <= seconds < 1 for seconds in timings.values())
+
+
+def test_a_record_holds_only_on_the_machine_it_was_timed_on():
+    from rag_pipeline.core.embedding.bulk import BulkRecord, machine
+
+    here = machine()
+    assert here.endswith(f"; {len(__import__('os').sched_getaffinity(0))} cores")
+    record = BulkRecord("k", "onnx", "tok", 384, 0.9999999, {"onnx": "1"}, "probes", "openvino",
+                        here, {"onnxruntime": 1.0, "openvino": 0.8})
+    holds = dict(key="k", onnx_sha256="onnx", tokenizer_sha256="tok", dimension=384,
+                 probes_sha256="probes", versions={"onnx": "1"})
+    assert record.holds_for(**holds, machine=here)
+    assert not record.holds_for(**holds, machine="another CPU; flags 000000000000; 2 cores")
+    assert not dataclasses.replace(record, runtime="tvm").holds_for(**holds, machine=here)
+    assert not dataclasses.replace(record, min_cosine=0.99).holds_for(**holds, machine=here)
 
 
 def test_sessions_take_a_core_each_up_to_the_cap_then_share_the_cores_out():

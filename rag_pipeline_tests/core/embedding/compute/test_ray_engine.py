@@ -146,11 +146,19 @@ def test_an_embeddings_run_on_ray_stores_the_in_process_rows(cluster, minilm, tm
         tmp_path / "ray", minilm, ComputeSettings(Engine.RAY, cluster.address, shard_texts=2))
     assert (local_meta["engine"], remote_meta["engine"]) == ("in_process", "ray")
     assert remote_meta["ray_nodes"] == 2  # shards embedded on both nodes
-    # What the workers embedded with, as the in-process run says it (not the declared backend).
-    assert remote_meta["bulk_path"] == local_meta["bulk_path"] == "onnxruntime-fp32"
+    # What the workers embedded with, as the in-process run says it (not the declared backend):
+    # the runtime recorded as the faster on this machine, read by every worker.
+    assert remote_meta["bulk_path"] == local_meta["bulk_path"] == f"{_recorded_runtime(minilm)}-fp32"
     assert remote.column("chunk_id").to_pylist() == local.column("chunk_id").to_pylist()
     assert remote.column("text_sha256").to_pylist() == local.column("text_sha256").to_pylist()
     assert remote_meta["embedded"] == local_meta["embedded"] == local.num_rows
     difference = np.abs(np.asarray(remote.column("vector").to_pylist(), np.float32)
                         - np.asarray(local.column("vector").to_pylist(), np.float32)).max()
     assert float(difference) <= 1e-6
+
+
+def _recorded_runtime(spec) -> str:
+    from rag_pipeline.core.embedding.bulk import read_bulk_record
+    from rag_pipeline.core.embedding.export import onnx_dir
+
+    return read_bulk_record(onnx_dir(spec)).runtime
