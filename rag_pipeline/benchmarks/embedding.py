@@ -103,15 +103,25 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
     return texts, counts
 
 
+def fp32_bulk_runtime(embedder: Embedder) -> str | None:
+    """The runtime of the embedder's fp32 bulk path (one of the bulk runtimes), None when its
+    texts run on torch or on the model's own backend (the int8 model's OpenVINO)."""
+    from rag_pipeline.core.embedding.bulk import BULK_RUNTIMES
+
+    backend = embedder.bulk_path.backend
+    runtime = backend.removesuffix("-fp32")
+    return runtime if backend.endswith("-fp32") and runtime in BULK_RUNTIMES else None
+
+
 def other_runtime_variant(embedder: Embedder) -> tuple[str, Embedder] | None:
     """The embedder on the bulk runtime its load did not keep, with that runtime's name, when
-    its bulk path is one of them."""
+    its texts run on a fp32 bulk path."""
     from rag_pipeline.core.embedding.bulk import BULK_RUNTIMES, bulk_transformer
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 
     path = embedder.bulk_path
-    kept = path.backend.removesuffix("-fp32")
-    if kept not in BULK_RUNTIMES or embedder.spec.cache_dir is None:
+    kept = fp32_bulk_runtime(embedder)
+    if kept is None or embedder.spec.cache_dir is None:
         return None
     other = next(runtime for runtime in BULK_RUNTIMES if runtime != kept)
     onnx = (onnx_dir(embedder.spec) / ONNX_FILE).read_bytes()
@@ -120,12 +130,13 @@ def other_runtime_variant(embedder: Embedder) -> tuple[str, Embedder] | None:
 
 def shared_session_variant(embedder: Embedder) -> Embedder | None:
     """The embedder on one ONNX Runtime session whose threads share every batch, when its bulk
-    path is ONNX Runtime on a session per core: the other way to use the same cores."""
+    path is a bulk runtime on two threads or more: the other way to use ONNX Runtime on the same
+    cores than a session per core."""
     from rag_pipeline.core.embedding.bulk import onnx_shared_session
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 
     path = embedder.bulk_path
-    if path.backend != "onnxruntime-fp32" or not path.threads or path.threads < 2 \
+    if fp32_bulk_runtime(embedder) is None or not path.threads or path.threads < 2 \
             or embedder.spec.cache_dir is None:
         return None
     onnx = (onnx_dir(embedder.spec) / ONNX_FILE).read_bytes()
@@ -162,7 +173,7 @@ def run(data_dir: Path, chunker: str, limit: int | None, rounds: int) -> dict:
         shared = shared_session_variant(embedder)
         if shared is not None:
             contenders.append(Contender(
-                f"  the same, one session of {embedder.bulk_path.threads} threads",
+                f"  the same, one onnxruntime session of {embedder.bulk_path.threads} threads",
                 lambda e=shared: e.embed(texts, wordpieces=counts), spec.precision, []))
     for contender in contenders:  # warm-up, not counted
         contender.vectors = contender.run()

@@ -19,10 +19,11 @@ conversion drifts keeps torch, said by :class:`BulkPath`.
 
 A check that passed is recorded beside the cached export (:data:`BULK_CHECK`, with the model's
 Rust tokenizer as :data:`BULK_TOKENIZER`), keyed by the model's key, the export's and the
-tokenizer's digests, the probes and the versions of the runtimes on both sides
-(:data:`CHECKED_RUNTIMES`): a later load that finds a record holding for all of them embeds
-through ONNX Runtime and that tokenizer without importing torch or sentence-transformers
-(about 1 s instead of 5 to 11 s of a run's model load); any change checks again.
+tokenizer's digests, the probes, the versions of the runtimes on both sides
+(:data:`CHECKED_RUNTIMES`) and the machine and threads the runtimes were timed on
+(:func:`machine`): a later load that finds a record holding for all of them embeds through the
+recorded runtime and that tokenizer without importing torch or sentence-transformers (about
+1 s instead of 5 to 11 s of a run's model load); any change checks and times again.
 
 Batches are cut from texts sorted by word-piece count (longest first), each padded to its own
 longest text only (:func:`rag_pipeline.core.embedding.embedder.wordpiece_batches`).
@@ -57,7 +58,8 @@ BULK_RUNTIMES = ("onnxruntime", "openvino")
 reads the fused graph's ``com.microsoft`` nodes itself)."""
 FASTEST = "fastest"
 """The bulk choice that times every runtime of :data:`BULK_RUNTIMES` passing the probes and
-keeps the faster (what every load asks for unless told a runtime)."""
+keeps the faster (what every load asks for unless told a runtime). Without a model cache
+nothing is recorded, so each load times them again (about 4 s)."""
 TIMING_TEXTS = 64
 """The bundled calibration texts (chunk texts of the bundled corpus) each runtime embeds for
 :func:`timed_runtimes`: four batches of 16, two a lane on two cores; about 1 s each here."""
@@ -170,9 +172,11 @@ def timed_runtimes(embed_with: dict[str, Callable[[list[str]], object]], texts: 
     return best
 
 
-def machine() -> str:
+def machine(threads: int) -> str:
     """The machine a timing holds for: the CPU's model name, a digest of its feature flags
-    (two VMs of one name may differ in AVX-512) and the cores this process may use."""
+    (two VMs of one name may differ in AVX-512) and the threads the runtimes were built with
+    (a run given fewer cores gets fewer sessions or streams, which may change which is
+    faster)."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -183,7 +187,7 @@ def machine() -> str:
     name = fields.get("model name") or platform.processor() or platform.machine()
     flags = " ".join(sorted(fields.get("flags", fields.get("Features", "")).split()))
     digest = hashlib.sha256(flags.encode("utf-8")).hexdigest()[:12]
-    return f"{name}; flags {digest}; {len(os.sched_getaffinity(0))} cores"
+    return f"{name}; flags {digest}; {threads} threads"
 
 
 def onnx_shared_session(onnx: bytes, threads: int) -> Transformer:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -88,6 +89,8 @@ from rag_pipeline.core.embedding.question import (
 from rag_pipeline.core.embedding.torch_threads import apply_torch_threads, pending_torch_threads
 
 __all__ = ["Embedder", "is_loaded", "load_declared", "load_embedder", "wordpiece_batches"]
+
+_log = logging.getLogger(__name__)
 
 
 def wordpiece_batches(counts: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -176,12 +179,23 @@ class Embedder:
         reference = l2_normalise(self._torch_forward(list(BULK_PROBES)))
         passed: dict[str, tuple] = {}
         for runtime in BULK_RUNTIMES if requested == FASTEST else (requested,):
-            candidate, threads = bulk_transformer(runtime, onnx, self._bulk_threads())
-            min_cosine = checked_bulk_path(
-                lambda texts: reference,
-                lambda texts, c=candidate: l2_normalise(self._forward(texts, c)))
+            try:
+                candidate, threads = bulk_transformer(runtime, onnx, self._bulk_threads())
+                min_cosine = checked_bulk_path(
+                    lambda texts: reference,
+                    lambda texts, c=candidate: l2_normalise(self._forward(texts, c)))
+            except Exception as exc:
+                if requested != FASTEST:
+                    raise
+                _log.warning("%s: %s fp32 could not embed the probes (%s: %s); not timed",
+                             self.spec.key, runtime, type(exc).__name__, exc)
+                continue
             if min_cosine >= BULK_MIN_COSINE:
                 passed[runtime] = (candidate, threads, min_cosine)
+            else:
+                _log.warning("%s: %s fp32 differs from torch on the probes (min cosine %.7f "
+                             "< %s); not used", self.spec.key, runtime, min_cosine,
+                             BULK_MIN_COSINE)
         if not passed:
             self._bulk_tokenizer = None
             return
@@ -199,7 +213,7 @@ class Embedder:
             write_bulk_record(folder, BulkRecord(
                 self.spec.key, self._onnx_sha256(folder),
                 hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(), self.spec.dimension,
-                min_cosine, runtime_versions(), probes_sha256(), runtime, machine(),
+                min_cosine, runtime_versions(), probes_sha256(), runtime, machine(threads),
                 {r: round(t, 4) for r, t in seconds.items()}), tokenizer_json)
 
     @staticmethod
@@ -221,7 +235,7 @@ class Embedder:
         if not record.holds_for(self.spec.key, self._onnx_sha256(folder),
                                 hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
                                 self.spec.dimension, probes_sha256(), runtime_versions(),
-                                machine()):
+                                machine(self._bulk_threads())):
             return False
         verify_export(self.spec, folder)
         from tokenizers import Tokenizer
@@ -386,8 +400,9 @@ class Embedder:
 
     @property
     def lanes(self) -> int:
-        """How many batches run at once (the sessions of a :class:`~.bulk.SessionPool`; 1 for
-        a transformer that runs one batch at a time on every thread)."""
+        """How many batches run at once (the sessions of a :class:`~.bulk.SessionPool`, the
+        streams of a bulk :class:`~.export.InferPool`; 1 for a transformer that runs one batch
+        at a time on every thread)."""
         return getattr(self._transformer, "lanes", 1)
 
     @property
@@ -396,8 +411,8 @@ class Embedder:
         return self.lanes * self.spec.batch_size
 
     def _forwards(self, texts: list[str], batches: list[list[int]]) -> Iterator[np.ndarray]:
-        """Each batch's vectors, in order: on a :class:`~.bulk.SessionPool`, as many batches at
-        once as it has sessions (a batch that fails stops the rest)."""
+        """Each batch's vectors, in order: as many batches at once as the transformer has
+        :attr:`lanes` (a batch that fails stops the rest)."""
         lanes = self.lanes
         if lanes == 1 or len(batches) == 1:
             for batch in batches:
