@@ -168,17 +168,28 @@ def test_a_process_started_as_a_background_job_still_stops_on_sigterm(restore, i
     assert out.stdout == f"{ignored}\n", out.stderr
 
 
-def test_a_recorded_signal_raises_only_at_a_checkpoint_and_the_handlers_come_back():
-    from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
+RECORDED_SIGNALS = """
+import os, signal
+from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
+before = signal.getsignal(signal.SIGTERM)
+with recorded_signals() as latch:
+    latch.checkpoint()  # nothing recorded: no stop
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGINT)  # a later signal: the first one is what ends it
+    # The handler ran (the kill is delivered before os.kill returns) and raised nothing.
+    print(latch.signum == signal.SIGTERM, flush=True)
+    try:
+        latch.checkpoint()
+    except Stopped as stopped:
+        print(str(stopped), stopped.exit_code, flush=True)
+print(signal.getsignal(signal.SIGTERM) is before, flush=True)
+"""
 
-    before = signal.getsignal(signal.SIGTERM)
-    with recorded_signals() as latch:
-        latch.checkpoint()  # nothing recorded: no stop
-        os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGINT)  # a later signal: the first one is what ends it
-        # The handler ran (the kill is delivered before os.kill returns) and raised nothing.
-        assert latch.signum == signal.SIGTERM
-        with pytest.raises(Stopped) as stopped:
-            latch.checkpoint()
-    assert (str(stopped.value), stopped.value.exit_code) == ("SIGTERM", 143)
-    assert signal.getsignal(signal.SIGTERM) is before
+
+def test_a_recorded_signal_raises_only_at_a_checkpoint_and_the_handlers_come_back():
+    # In a fresh process: the test process signalling itself reached whatever native libraries
+    # earlier tests had left in it, and died of a SIGSEGV inside os.kill twice in the full
+    # suite once OpenVINO embedded in it (not seen in a fresh process with OpenVINO loaded).
+    out = subprocess.run([sys.executable, "-c", RECORDED_SIGNALS], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout == "True\nSIGTERM 143\nTrue\n", out.stderr
