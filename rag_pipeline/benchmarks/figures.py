@@ -10,7 +10,6 @@ header.
 from __future__ import annotations
 
 import os
-import platform
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rag_pipeline.core.config.root import PROJECT_ROOT
+from rag_pipeline.core.runtime.cpu import CPUINFO, this_cpu
 
 MEASUREMENTS_DIR = PROJECT_ROOT / "docs" / "measurements"
 HEADER_PREFIX = "<!-- written by "
@@ -40,20 +40,11 @@ class Machine:
         return f"{self.cpu}, {self.cores} cores ({extras}), load average {load} at the start"
 
 
-def this_machine(cpuinfo: Path = Path("/proc/cpuinfo")) -> Machine:
+def this_machine(cpuinfo: Path = CPUINFO) -> Machine:
     """The CPU model, the cores this process may use, its int8 instructions and the load."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and value.strip():
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    except OSError:
-        pass
-    return Machine(cpu=model, cores=len(os.sched_getaffinity(0)),
-                   flags=tuple(f for f in INT8_FLAGS if f in flags), load=os.getloadavg())
+    cpu = this_cpu(cpuinfo)
+    return Machine(cpu=cpu.name, cores=len(os.sched_getaffinity(0)),
+                   flags=tuple(f for f in INT8_FLAGS if f in cpu.flags), load=os.getloadavg())
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import queue
 import time
 from collections.abc import Callable
@@ -46,6 +45,7 @@ import numpy as np
 from rag_pipeline.core.embedding.export import OPENVINO_CONFIG, InferPool, Transformer, token_inputs
 from rag_pipeline.core.embedding.openvino_runtime import openvino
 from rag_pipeline.core.embedding.question import QUERY_PROBES
+from rag_pipeline.core.runtime.cpu import this_cpu
 
 __all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_RUNTIMES", "BULK_TOKENIZER",
            "FASTEST", "BulkPath", "BulkRecord", "SessionPool", "bulk_inputs", "bulk_transformer",
@@ -177,17 +177,9 @@ def machine(threads: int) -> str:
     (two VMs of one name may differ in AVX-512) and the threads the runtimes were built with
     (a run given fewer cores gets fewer sessions or streams, which may change which is
     faster)."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    name = fields.get("model name") or platform.processor() or platform.machine()
-    flags = " ".join(sorted(fields.get("flags", fields.get("Features", "")).split()))
-    digest = hashlib.sha256(flags.encode("utf-8")).hexdigest()[:12]
-    return f"{name}; flags {digest}; {threads} threads"
+    cpu = this_cpu()
+    digest = hashlib.sha256(" ".join(sorted(cpu.flags)).encode("utf-8")).hexdigest()[:12]
+    return f"{cpu.name}; flags {digest}; {threads} threads"
 
 
 def onnx_shared_session(onnx: bytes, threads: int) -> Transformer:
@@ -240,12 +232,12 @@ def checked_bulk_tokenizer(model, max_tokens: int):
     return direct
 
 
-def checked_bulk_path(own: Callable[[list[str]], np.ndarray],
+def checked_bulk_path(reference: np.ndarray,
                       candidate: Callable[[list[str]], np.ndarray]) -> float:
-    """The smallest cosine between ``candidate``'s and ``own``'s vectors of :data:`BULK_PROBES`,
-    embedded as one batch and one by one (both give unit vectors)."""
+    """The smallest cosine between the unit vectors ``candidate`` gives :data:`BULK_PROBES`,
+    embedded as one batch and one by one, and ``reference``: the model's own unit vectors of
+    the probes, in their order."""
     probes = list(BULK_PROBES)
-    reference = own(probes)
     batched = candidate(probes)
     alone = np.stack([candidate([p])[0] for p in probes])
     return float(min(np.min(np.sum(reference * batched, axis=1)),

@@ -182,8 +182,7 @@ class Embedder:
             try:
                 candidate, threads = bulk_transformer(runtime, onnx, self._bulk_threads())
                 min_cosine = checked_bulk_path(
-                    lambda texts: reference,
-                    lambda texts, c=candidate: l2_normalise(self._forward(texts, c)))
+                    reference, lambda texts, c=candidate: l2_normalise(self._forward(texts, c)))
             except Exception as exc:
                 if requested != FASTEST:
                     raise

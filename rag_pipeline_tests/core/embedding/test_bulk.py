@@ -5,6 +5,7 @@ conversion that drifts is refused, and the ONNX export is cached and checked."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import time
 
@@ -294,9 +295,12 @@ def test_runtimes_are_timed_in_turns_after_a_warm_up_and_the_best_round_counts()
 
 def test_a_record_holds_only_on_the_machine_it_was_timed_on():
     from rag_pipeline.core.embedding.bulk import BulkRecord, machine
+    from rag_pipeline.core.runtime.cpu import this_cpu
 
     here = machine(2)
-    assert here.endswith("; 2 threads")
+    cpu = this_cpu()
+    flags = hashlib.sha256(" ".join(sorted(cpu.flags)).encode("utf-8")).hexdigest()[:12]
+    assert here == f"{cpu.name}; flags {flags}; 2 threads"
     record = BulkRecord("k", "onnx", "tok", 384, 0.9999999, {"onnx": "1"}, "probes", "openvino",
                         here, {"onnxruntime": 1.0, "openvino": 0.8})
     holds = dict(key="k", onnx_sha256="onnx", tokenizer_sha256="tok", dimension=384,
