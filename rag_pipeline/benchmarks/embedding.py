@@ -58,7 +58,7 @@ def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
     """OP/s of an int8 matrix product as OpenVINO runs a quantised MatMul (FakeQuantize on both
     inputs, f32 hint), best of ``repeats``; None when OpenVINO is not installed."""
     try:
-        from rag_pipeline.core.embedding.openvino_runtime import openvino
+        from rag_pipeline.core.embedding.openvino_runtime import openvino, openvino_core
 
         ov = openvino()
         import openvino.opset13 as ops
@@ -74,7 +74,7 @@ def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
     w = ops.constant(rng.standard_normal((size, size)).astype(np.float32))
     product = ops.matmul(quantised(x, -4.0, 4.0), quantised(w, -4.0, 4.0), False, False)
     model = ov.Model([product], [x], "int8_matmul")
-    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    compiled = openvino_core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     data = rng.standard_normal((size, size)).astype(np.float32)
     compiled(data)
     best = float("inf")

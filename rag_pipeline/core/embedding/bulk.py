@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_pipeline.core.embedding.export import OPENVINO_CONFIG, InferPool, Transformer, token_inputs
-from rag_pipeline.core.embedding.openvino_runtime import openvino
+from rag_pipeline.core.embedding.openvino_runtime import openvino_core
 from rag_pipeline.core.embedding.question import QUERY_PROBES
 from rag_pipeline.core.runtime.cpu import this_cpu
 
@@ -138,7 +138,7 @@ def openvino_bulk_transformer(onnx: bytes, threads: int | None = None) -> tuple[
     as :func:`session_threads` gives sessions, ``threads`` threads between them, a batch a
     stream (the pool's lanes are the streams OpenVINO really compiled); with the thread count."""
     threads = threads or len(os.sched_getaffinity(0))
-    core = openvino().Core()
+    core = openvino_core()
     compiled = core.compile_model(core.read_model(onnx), "CPU", {
         **OPENVINO_CONFIG, "PERFORMANCE_HINT": "THROUGHPUT",
         "NUM_STREAMS": len(session_threads(threads)), "INFERENCE_NUM_THREADS": threads})

@@ -73,7 +73,7 @@ from rag_pipeline.core.embedding.models import (
     l2_normalise,
     verify_model_files,
 )
-from rag_pipeline.core.embedding.openvino_runtime import openvino
+from rag_pipeline.core.embedding.openvino_runtime import openvino_core
 from rag_pipeline.core.embedding.question import (
     QUERY_MIN_COSINE,
     QUERY_PROBES,
@@ -247,12 +247,12 @@ class Embedder:
         return True
 
     def _load_openvino(self) -> InferPool:
-        ov = openvino()
         folder = export_dir(self.spec)
         if not (folder / EXPORT_MANIFEST).is_file():
             export_openvino(self.spec, self.model)
         verify_export(self.spec, folder)
-        compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", OPENVINO_CONFIG)
+        compiled = openvino_core().compile_model(str(folder / "model.xml"), "CPU",
+                                                 OPENVINO_CONFIG)
         return InferPool(compiled, 2)
 
     def fast_queries(self, runtime: str = "onnxruntime", streams: int = 1,

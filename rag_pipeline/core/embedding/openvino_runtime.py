@@ -24,6 +24,21 @@ def openvino() -> ModuleType:
 
 
 @cache
+def openvino_core():
+    """The process's one ``openvino.Core``: every model this process compiles goes through it,
+    and it lives as long as the process.
+
+    OpenVINO recommends one Core per application; here it is also what keeps signals
+    deliverable. Each Core's CPU plugin gives the thread that first compiles on it an
+    alternate signal stack of its own, and on being freed puts back the stack it found,
+    unmapping its own. Two Cores made on one thread and freed in the order they were made
+    leave that thread's alternate stack pointing at unmapped memory, and the next signal the
+    thread handles (SIGTERM to the process, SIGINT) kills the process with SIGSEGV instead
+    (OpenVINO 2026.4; ``test_openvino_runtime.py`` holds it)."""
+    return openvino().Core()
+
+
+@cache
 def decline_telemetry() -> bool:
     """Makes every OpenVINO telemetry consent check of this process answer "declined", so no
     event is sent and no client id is written. False when the telemetry package is absent

@@ -25,7 +25,7 @@ from rag_pipeline.core.embedding.export import (
     token_inputs,
 )
 from rag_pipeline.core.embedding.models import ModelMismatchError
-from rag_pipeline.core.embedding.openvino_runtime import openvino
+from rag_pipeline.core.embedding.openvino_runtime import openvino_core
 
 __all__ = [
     "QUERY_MIN_COSINE", "QUERY_PROBES", "QUERY_RUNTIMES", "QueryPath", "QueryPathMismatchError",
@@ -130,10 +130,9 @@ def fast_transformer(model, runtime: str, streams: int, requests: int | None,
         given = len(os.sched_getaffinity(0))
         alone_threads = alone_threads or given
         return _onnx_questions(convert_to_onnx(model), alone_threads), given, alone_threads
-    ov = openvino()
     config = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": streams,
               "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT"}
-    compiled = ov.Core().compile_model(convert_to_openvino(model), "CPU", config)
+    compiled = openvino_core().compile_model(convert_to_openvino(model), "CPU", config)
     given = int(compiled.get_property("NUM_STREAMS"))
     return InferPool(compiled, max(given, requests or given)), given, None
 
