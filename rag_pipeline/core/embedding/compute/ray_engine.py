@@ -14,7 +14,9 @@ written.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -61,6 +63,25 @@ def _reachable(address: str, seconds: float) -> None:
             "is untouched") from None
 
 
+def _connect(ray, address: str) -> None:
+    """Connects this process to the cluster as its driver, keeping the process's own SIGTERM
+    handler: on the main thread ``ray.init`` puts in one of Ray's that exits the process,
+    which would take the place of Dagster's (a SIGTERM a run should end as an interrupt) and
+    the project's (:func:`~rag_pipeline.core.runtime.processes.recorded_signals`)."""
+    on_main = threading.current_thread() is threading.main_thread()
+    terminate = signal.getsignal(signal.SIGTERM) if on_main else None
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR",
+                 include_dashboard=False)
+    except (ConnectionError, RuntimeError) as exc:
+        raise ComputeUnreachableError(
+            f"Ray cluster at {address} is unreachable ({str(exc).splitlines()[0]}); the served "
+            "index is untouched") from None
+    finally:
+        if terminate is not None:
+            signal.signal(signal.SIGTERM, terminate)
+
+
 class RayEmbedder:
     """A :class:`~rag_pipeline.core.embedding.models.TextEmbedder` whose texts are embedded on
     the Ray cluster at ``settings.address``, shard by shard.
@@ -86,13 +107,7 @@ class RayEmbedder:
         if self.address != "auto":
             _reachable(self.address, settings.connect_seconds)
         if not ray.is_initialized():
-            try:
-                ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
-                         include_dashboard=False)
-            except (ConnectionError, RuntimeError) as exc:
-                raise ComputeUnreachableError(
-                    f"Ray cluster at {self.address} is unreachable ({str(exc).splitlines()[0]}); "
-                    "the served index is untouched") from None
+            _connect(ray, self.address)
         # SPREAD: under the default strategy data locality comes first, and every shard reads
         # ``spec_ref`` from the node holding the driver's objects (once, all shards ran there).
         self._task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES,

@@ -1,6 +1,7 @@
 """The Ray engine on a real two-node cluster on loopback: the vectors of the in-process path,
 chunk for chunk, shards on both nodes, a worker killed mid-shard retried without a row doubled
-or lost, and an unreachable cluster refused in one line naming its address."""
+or lost, an unreachable cluster refused in one line naming its address, and the driver's own
+SIGTERM handler kept."""
 
 from __future__ import annotations
 
@@ -101,6 +102,33 @@ def test_a_worker_killed_mid_shard_is_retried_without_a_row_doubled_or_lost(clus
     assert result["vectors"].shape == (160, 384)
     assert float(np.abs(result["vectors"] - expected).max()) <= 1e-6
     assert sum(remote.nodes.values()) == 4  # each shard placed once, the killed one retried
+
+
+def _sigterm_caught() -> bool:
+    """Whether this process catches SIGTERM, as the kernel sees it (``SigCgt``)."""
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    caught = int(next(line.split()[1] for line in status.splitlines()
+                      if line.startswith("SigCgt:")), 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+
+@pytest.mark.slow
+def test_a_driver_keeps_its_own_sigterm_handler(cluster, minilm):
+    import ray
+
+    ray.shutdown()  # this process connects afresh, as a run's process does
+
+    def own(signum: int, frame: object) -> None:
+        raise AssertionError("not signalled here")
+
+    before = signal.signal(signal.SIGTERM, own)
+    try:
+        embedder_for(ComputeSettings(Engine.RAY, cluster.address, shard_texts=8), minilm)
+        assert ray.is_initialized()
+        assert signal.getsignal(signal.SIGTERM) is own
+        assert _sigterm_caught()
+    finally:
+        signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 def test_an_unreachable_cluster_fails_in_one_line_naming_its_address(minilm):
