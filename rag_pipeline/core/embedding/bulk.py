@@ -51,7 +51,7 @@ __all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_RUNTIMES", "BUL
            "FASTEST", "BulkPath", "BulkRecord", "SessionPool", "bulk_inputs", "bulk_transformer",
            "checked_bulk_path", "checked_bulk_tokenizer", "machine", "onnx_bulk_transformer",
            "onnx_shared_session", "openvino_bulk_transformer", "probes_sha256",
-           "read_bulk_record", "runtime_versions", "timed_runtimes", "write_bulk_record"]
+           "read_bulk_record", "read_bulk_records", "runtime_versions", "timed_runtimes", "write_bulk_record"]
 
 BULK_RUNTIMES = ("onnxruntime", "openvino")
 """The runtimes that may embed a torch fp32 model's texts from its fp32 ONNX export (OpenVINO
@@ -303,21 +303,53 @@ def probes_sha256() -> str:
     return hashlib.sha256("\x00".join(BULK_PROBES).encode("utf-8")).hexdigest()
 
 
+OTHER_MACHINES = "other_machines"
+"""In the record file: the records of other machines (or thread counts) for the same model
+files, probes and versions, newest first, so processes that differ in either keep their own
+choice instead of timing again at each turn."""
+MAX_RECORDS = 16
+"""Records kept in one file, this machine's included."""
+
+
 def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> None:
     """Writes the tokenizer and the record beside the export (each to a temporary name, then
-    renamed; the record last, so a record never names a tokenizer not yet in place)."""
+    renamed; the record last, so a record never names a tokenizer not yet in place). The
+    record is written on top; the file's records of other machines follow it while they are
+    for the same model files, tokenizer, probes, bound and versions (others are dropped)."""
     folder = Path(folder)
-    for name, text in ((BULK_TOKENIZER, tokenizer_json),
-                       (BULK_CHECK, json.dumps(asdict(record), indent=2))):
+    same = _checked_what(record)
+    others = [r for r in read_bulk_records(folder)
+              if r.machine != record.machine and _checked_what(r) == same][:MAX_RECORDS - 1]
+    data = {**asdict(record), OTHER_MACHINES: [asdict(r) for r in others]}
+    for name, text in ((BULK_TOKENIZER, tokenizer_json), (BULK_CHECK, json.dumps(data, indent=2))):
         tmp = folder / f".{name}.tmp-{os.getpid()}"
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(folder / name)
 
 
-def read_bulk_record(folder: Path) -> BulkRecord | None:
-    """The record beside the export, or None (none written, or unreadable)."""
-    path = Path(folder) / BULK_CHECK
+def _checked_what(record: BulkRecord) -> tuple:
+    return (record.key, record.onnx_sha256, record.tokenizer_sha256, record.dimension,
+            record.probes_sha256, record.versions, record.bound)
+
+
+def read_bulk_records(folder: Path) -> list[BulkRecord]:
+    """The records beside the export, the newest first; none when none was written or the file
+    is unreadable (a record of an older format is left out)."""
     try:
-        return BulkRecord(**json.loads(path.read_text(encoding="utf-8")))
-    except (FileNotFoundError, ValueError, TypeError):
-        return None
+        data = json.loads((Path(folder) / BULK_CHECK).read_text(encoding="utf-8"))
+        entries = [data, *data.pop(OTHER_MACHINES, [])]
+    except (FileNotFoundError, ValueError, TypeError, AttributeError):
+        return []
+    records = []
+    for entry in entries:
+        try:
+            records.append(BulkRecord(**entry))
+        except TypeError:
+            continue
+    return records
+
+
+def read_bulk_record(folder: Path) -> BulkRecord | None:
+    """The newest record beside the export, or None."""
+    records = read_bulk_records(folder)
+    return records[0] if records else None

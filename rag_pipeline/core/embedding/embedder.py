@@ -47,7 +47,7 @@ from rag_pipeline.core.embedding.bulk import (
     checked_bulk_tokenizer,
     machine,
     probes_sha256,
-    read_bulk_record,
+    read_bulk_records,
     runtime_versions,
     timed_runtimes,
     write_bulk_record,
@@ -226,15 +226,16 @@ class Embedder:
         if self.spec.cache_dir is None:
             return False
         folder = onnx_dir(self.spec)
-        record = read_bulk_record(folder)
-        if record is None or not (folder / ONNX_FILE).is_file() or \
-                requested not in (FASTEST, record.runtime):
+        records = read_bulk_records(folder)
+        if not records or not (folder / ONNX_FILE).is_file():
             return False
         tokenizer_json = (folder / BULK_TOKENIZER).read_text(encoding="utf-8")
-        if not record.holds_for(self.spec.key, self._onnx_sha256(folder),
-                                hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
-                                self.spec.dimension, probes_sha256(), runtime_versions(),
-                                machine(self._bulk_threads())):
+        holding = dict(key=self.spec.key, onnx_sha256=self._onnx_sha256(folder),
+                       tokenizer_sha256=hashlib.sha256(tokenizer_json.encode("utf-8")).hexdigest(),
+                       dimension=self.spec.dimension, probes_sha256=probes_sha256(),
+                       versions=runtime_versions(), machine=machine(self._bulk_threads()))
+        record = next((r for r in records if r.holds_for(**holding)), None)
+        if record is None or requested not in (FASTEST, record.runtime):
             return False
         verify_export(self.spec, folder)
         from tokenizers import Tokenizer

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import time
 
 import numpy as np
@@ -159,6 +160,16 @@ def test_a_recorded_bulk_check_loads_without_torch_and_gives_the_same_vectors(
         assert (again["versions"], again["machine"]) == (runtime_versions(),
                                                          machine(checked.bulk_path.threads))
         assert float(np.abs(vectors - expected).max()) <= 1e-6
+    # Processes of two thread counts (or machines) sharing the cache: each finds its own
+    # record, newest or not, and neither times again.
+    path = tmp_path / f"{spec.key}.onnx" / BULK_CHECK
+    mine = {k: v for k, v in json.loads(path.read_text()).items() if k != "other_machines"}
+    theirs = {**mine, "machine": "another CPU; flags 000000000000; 64 threads", "runtime":
+              "openvino" if mine["runtime"] == "onnxruntime" else "onnxruntime"}
+    path.write_text(json.dumps({**theirs, "other_machines": [mine]}))
+    line, vectors = load_in_a_fresh_process()
+    assert line == f"{mine['runtime']}-fp32 False False"
+    assert json.loads(path.read_text()) == {**theirs, "other_machines": [mine]}
 
 
 @pytest.mark.slow
@@ -310,6 +321,44 @@ def test_a_record_holds_only_on_the_machine_it_was_timed_on():
     assert not record.holds_for(**holds, machine=machine(1))  # timed with other thread counts
     assert not dataclasses.replace(record, runtime="tvm").holds_for(**holds, machine=here)
     assert not dataclasses.replace(record, min_cosine=0.99).holds_for(**holds, machine=here)
+
+
+def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions_hold(tmp_path):
+    from rag_pipeline.core.embedding.bulk import (
+        BULK_CHECK,
+        MAX_RECORDS,
+        BulkRecord,
+        read_bulk_record,
+        read_bulk_records,
+        write_bulk_record,
+    )
+
+    def record(machine: str, runtime: str = "openvino", versions: str = "1") -> BulkRecord:
+        return BulkRecord("k", "onnx", "tok", 384, 0.9999999, {"onnx": versions}, "probes",
+                          runtime, machine, {"onnxruntime": 1.0, "openvino": 0.8})
+
+    assert read_bulk_records(tmp_path) == [] and read_bulk_record(tmp_path) is None
+    write_bulk_record(tmp_path, record("m1; 2 threads"), "{}")
+    write_bulk_record(tmp_path, record("m1; 1 threads", "onnxruntime"), "{}")
+    assert read_bulk_records(tmp_path) == [record("m1; 1 threads", "onnxruntime"),
+                                           record("m1; 2 threads")]
+    write_bulk_record(tmp_path, record("m1; 2 threads", "onnxruntime"), "{}")
+    assert read_bulk_records(tmp_path) == [record("m1; 2 threads", "onnxruntime"),
+                                           record("m1; 1 threads", "onnxruntime")]
+    # Another version of a runtime: the other machines' records no longer hold; dropped.
+    write_bulk_record(tmp_path, record("m2", versions="2"), "{}")
+    assert read_bulk_records(tmp_path) == [record("m2", versions="2")]
+    for n in range(MAX_RECORDS + 3):
+        write_bulk_record(tmp_path, record(f"m{n}", versions="2"), "{}")
+    assert [r.machine for r in read_bulk_records(tmp_path)] == [
+        f"m{n}" for n in range(MAX_RECORDS + 2, 2, -1)]
+    # An entry of an older format is left out; the file's others still count.
+    data = json.loads((tmp_path / BULK_CHECK).read_text())
+    data["other_machines"][0] = {"key": "k"}
+    (tmp_path / BULK_CHECK).write_text(json.dumps(data))
+    assert len(read_bulk_records(tmp_path)) == MAX_RECORDS - 1
+    (tmp_path / BULK_CHECK).write_text("not json")
+    assert read_bulk_records(tmp_path) == []
 
 
 def test_sessions_take_a_core_each_up_to_the_cap_then_share_the_cores_out():
