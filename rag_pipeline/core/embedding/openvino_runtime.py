@@ -11,6 +11,7 @@ neither read nor written.
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from types import ModuleType
 
@@ -23,19 +24,28 @@ def openvino() -> ModuleType:
     return ov
 
 
-@cache
+_core_lock = threading.Lock()
+_core = None
+
+
 def openvino_core():
     """The process's one ``openvino.Core``: every model this process compiles goes through it,
     and it lives as long as the process.
 
-    OpenVINO recommends one Core per application; here it is also what keeps signals
+    OpenVINO recommends one Core per application (its ``read_model`` and ``compile_model`` may
+    be called from several threads at once: openvinotoolkit/openvino#27366); here it keeps signals
     deliverable. Each Core's CPU plugin gives the thread that first compiles on it an
     alternate signal stack of its own, and on being freed puts back the stack it found,
     unmapping its own. Two Cores made on one thread and freed in the order they were made
     leave that thread's alternate stack pointing at unmapped memory, and the next signal the
     thread handles (SIGTERM to the process, SIGINT) kills the process with SIGSEGV instead
-    (OpenVINO 2026.4; ``test_openvino_runtime.py`` holds it)."""
-    return openvino().Core()
+    (OpenVINO 2026.4; ``test_openvino_runtime.py`` holds it). Threads asking at once get the
+    same Core."""
+    global _core
+    with _core_lock:
+        if _core is None:
+            _core = openvino().Core()
+        return _core
 
 
 @cache
