@@ -23,7 +23,9 @@ tokenizer's digests, the probes, the versions of the runtimes on both sides
 (:data:`CHECKED_RUNTIMES`) and the machine and threads the runtimes were timed on
 (:func:`machine`): a later load that finds a record holding for all of them embeds through the
 recorded runtime and that tokenizer without importing torch or sentence-transformers (about
-1 s instead of 5 to 11 s of a run's model load); any change checks and times again.
+1 s instead of 5 to 11 s of a run's model load); any change checks and times again. The file
+keeps a record for each machine and thread count (:data:`OTHER_MACHINES`) while the model
+files and versions are those of the newest.
 
 Batches are cut from texts sorted by word-piece count (longest first), each padded to its own
 longest text only (:func:`rag_pipeline.core.embedding.embedder.wordpiece_batches`).
@@ -35,6 +37,7 @@ import hashlib
 import json
 import os
 import queue
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -48,7 +51,8 @@ from rag_pipeline.core.embedding.question import QUERY_PROBES
 from rag_pipeline.core.runtime.cpu import this_cpu
 
 __all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_RUNTIMES", "BULK_TOKENIZER",
-           "FASTEST", "BulkPath", "BulkRecord", "SessionPool", "bulk_inputs", "bulk_transformer",
+           "FASTEST", "MAX_RECORDS", "OTHER_MACHINES", "BulkPath", "BulkRecord", "SessionPool",
+           "bulk_inputs", "bulk_transformer",
            "checked_bulk_path", "checked_bulk_tokenizer", "machine", "onnx_bulk_transformer",
            "onnx_shared_session", "openvino_bulk_transformer", "probes_sha256",
            "read_bulk_record", "read_bulk_records", "runtime_versions", "timed_runtimes", "write_bulk_record"]
@@ -312,19 +316,22 @@ MAX_RECORDS = 16
 
 
 def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> None:
-    """Writes the tokenizer and the record beside the export (each to a temporary name, then
-    renamed; the record last, so a record never names a tokenizer not yet in place). The
-    record is written on top; the file's records of other machines follow it while they are
-    for the same model files, tokenizer, probes, bound and versions (others are dropped)."""
+    """Writes the tokenizer and the record beside the export (each to a temporary file of its
+    own, then renamed; the record last, so a record never names a tokenizer not yet in place).
+    The record is written on top; the file's records of other machines follow it while they
+    are for the same model files, tokenizer, probes, bound and versions (others are dropped).
+    Two processes writing at once each keep the file whole, but the later may drop the
+    earlier's record: that machine then times again once."""
     folder = Path(folder)
     same = _checked_what(record)
     others = [r for r in read_bulk_records(folder)
               if r.machine != record.machine and _checked_what(r) == same][:MAX_RECORDS - 1]
     data = {**asdict(record), OTHER_MACHINES: [asdict(r) for r in others]}
     for name, text in ((BULK_TOKENIZER, tokenizer_json), (BULK_CHECK, json.dumps(data, indent=2))):
-        tmp = folder / f".{name}.tmp-{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(folder / name)
+        handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, folder / name)
 
 
 def _checked_what(record: BulkRecord) -> tuple:
@@ -337,9 +344,13 @@ def read_bulk_records(folder: Path) -> list[BulkRecord]:
     is unreadable (a record of an older format is left out)."""
     try:
         data = json.loads((Path(folder) / BULK_CHECK).read_text(encoding="utf-8"))
-        entries = [data, *data.pop(OTHER_MACHINES, [])]
-    except (FileNotFoundError, ValueError, TypeError, AttributeError):
+    except (FileNotFoundError, ValueError):
         return []
+    if not isinstance(data, dict):
+        return []
+    others = data.pop(OTHER_MACHINES, None)
+    entries = [data, *(e for e in others if isinstance(e, dict))] if isinstance(others, list) \
+        else [data]
     records = []
     for entry in entries:
         try:

@@ -7,7 +7,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Cpu", "this_cpu"]
+__all__ = ["CPUINFO", "Cpu", "this_cpu"]
 
 CPUINFO = Path("/proc/cpuinfo")
 

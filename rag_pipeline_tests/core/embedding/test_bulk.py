@@ -357,8 +357,13 @@ def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions
     data["other_machines"][0] = {"key": "k"}
     (tmp_path / BULK_CHECK).write_text(json.dumps(data))
     assert len(read_bulk_records(tmp_path)) == MAX_RECORDS - 1
-    (tmp_path / BULK_CHECK).write_text("not json")
-    assert read_bulk_records(tmp_path) == []
+    data["other_machines"] = None
+    (tmp_path / BULK_CHECK).write_text(json.dumps(data))
+    assert [r.machine for r in read_bulk_records(tmp_path)] == [f"m{MAX_RECORDS + 2}"]
+    for broken in ("not json", "[]"):
+        (tmp_path / BULK_CHECK).write_text(broken)
+        assert read_bulk_records(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [BULK_CHECK, "tokenizer.json"]
 
 
 def test_sessions_take_a_core_each_up_to_the_cap_then_share_the_cores_out():

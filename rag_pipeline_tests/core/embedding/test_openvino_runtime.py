@@ -86,7 +86,9 @@ def test_without_one_core_a_signal_after_two_freed_models_kills_the_process():
         "    core = openvino().Core()\n"
         "    return core.compile_model(core.read_model(onnx), 'CPU')\n")
     if done.stdout.startswith("no alternate stack"):
-        pytest.skip("this OpenVINO's CPU plugin sets no alternate signal stack")
+        pytest.skip("this OpenVINO's CPU plugin sets no alternate signal stack here")
+    if done.returncode == 0:
+        pytest.skip("this OpenVINO puts back a stack that is still mapped: the hazard is gone")
     assert (done.returncode, done.stdout) == (-11, "alternate stack\n")
 
 
@@ -99,3 +101,29 @@ def test_the_projects_models_share_one_core_and_the_signal_is_handled():
         "def compile_(onnx):\n"
         "    return openvino_bulk_transformer(onnx, 1)\n")
     assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "[15]"), done.stderr
+
+
+FIRST_ASKED_AT_ONCE = """
+import threading
+from rag_pipeline.core.embedding.openvino_runtime import openvino_core
+
+barrier = threading.Barrier(8)
+cores = []
+
+def ask():
+    barrier.wait()
+    cores.append(openvino_core())
+
+threads = [threading.Thread(target=ask) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(cores), len({id(core) for core in cores}))
+"""
+
+
+def test_threads_asking_first_at_once_get_one_core():
+    done = subprocess.run([sys.executable, "-c", FIRST_ASKED_AT_ONCE], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.stdout == "8 1\n", done.stderr

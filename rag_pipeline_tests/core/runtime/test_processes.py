@@ -188,10 +188,8 @@ print(signal.getsignal(signal.SIGTERM) is before, flush=True)
 
 def test_a_recorded_signal_raises_only_at_a_checkpoint_and_the_handlers_come_back():
     # In a fresh process: a signal to the test process meets whatever native libraries earlier
-    # tests left in it. It died of a SIGSEGV here twice in the full suite; the likely cause,
-    # reproduced alone: OpenVINO Cores made and freed on its main thread left that thread's
-    # alternate signal stack unmapped (the project now compiles through one Core:
-    # test_openvino_runtime.py).
+    # tests left in it (test_openvino_runtime.py shows one way that turns a SIGTERM into a
+    # SIGSEGV).
     out = subprocess.run([sys.executable, "-c", RECORDED_SIGNALS], capture_output=True,
                          text=True, timeout=60)
     assert out.stdout == "True\nSIGTERM 143\nTrue\n", out.stderr

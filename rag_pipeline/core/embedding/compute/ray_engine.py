@@ -65,9 +65,10 @@ def _reachable(address: str, seconds: float) -> None:
 
 def _connect(ray, address: str) -> None:
     """Connects this process to the cluster as its driver, keeping the process's own SIGTERM
-    handler: on the main thread ``ray.init`` puts in one of Ray's that exits the process,
-    which would take the place of Dagster's (a SIGTERM a run should end as an interrupt) and
-    the project's (:func:`~rag_pipeline.core.runtime.processes.recorded_signals`)."""
+    handler when Python set it: on the main thread ``ray.init`` puts in one of Ray's that
+    exits the process, which would take the place of Dagster's (a SIGTERM a run should end as
+    an interrupt) and the project's (:func:`~rag_pipeline.core.runtime.processes.
+    recorded_signals`). A handler set outside Python cannot be put back from it."""
     on_main = threading.current_thread() is threading.main_thread()
     terminate = signal.getsignal(signal.SIGTERM) if on_main else None
     try:
