@@ -103,16 +103,6 @@ def _texts(data_dir: Path, chunker: str, limit: int | None) -> tuple[list[str], 
     return texts, counts
 
 
-def fp32_bulk_runtime(embedder: Embedder) -> str | None:
-    """The runtime of the embedder's fp32 bulk path (one of the bulk runtimes), None when its
-    texts run on torch or on the model's own backend (the int8 model's OpenVINO)."""
-    from rag_pipeline.core.embedding.bulk import BULK_RUNTIMES
-
-    backend = embedder.bulk_path.backend
-    runtime = backend.removesuffix("-fp32")
-    return runtime if backend.endswith("-fp32") and runtime in BULK_RUNTIMES else None
-
-
 def other_runtime_variant(embedder: Embedder) -> tuple[str, Embedder] | None:
     """The embedder on the bulk runtime its load did not keep, with that runtime's name, when
     its texts run on a fp32 bulk path."""
@@ -120,7 +110,7 @@ def other_runtime_variant(embedder: Embedder) -> tuple[str, Embedder] | None:
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 
     path = embedder.bulk_path
-    kept = fp32_bulk_runtime(embedder)
+    kept = path.fp32_runtime
     if kept is None or embedder.spec.cache_dir is None:
         return None
     other = next(runtime for runtime in BULK_RUNTIMES if runtime != kept)
@@ -136,7 +126,7 @@ def shared_session_variant(embedder: Embedder) -> Embedder | None:
     from rag_pipeline.core.embedding.export import ONNX_FILE, onnx_dir
 
     path = embedder.bulk_path
-    if fp32_bulk_runtime(embedder) is None or not path.threads or path.threads < 2 \
+    if path.fp32_runtime is None or not path.threads or path.threads < 2 \
             or embedder.spec.cache_dir is None:
         return None
     onnx = (onnx_dir(embedder.spec) / ONNX_FILE).read_bytes()

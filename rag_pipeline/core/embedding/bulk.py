@@ -55,7 +55,7 @@ __all__ = ["BULK_CHECK", "BULK_MIN_COSINE", "BULK_PROBES", "BULK_RUNTIMES", "BUL
            "bulk_inputs", "bulk_transformer",
            "checked_bulk_path", "checked_bulk_tokenizer", "machine", "onnx_bulk_transformer",
            "onnx_shared_session", "openvino_bulk_transformer", "probes_sha256",
-           "read_bulk_record", "read_bulk_records", "runtime_versions", "timed_runtimes", "write_bulk_record"]
+           "read_bulk_records", "runtime_versions", "timed_runtimes", "write_bulk_record"]
 
 BULK_RUNTIMES = ("onnxruntime", "openvino")
 """The runtimes that may embed a torch fp32 model's texts from its fp32 ONNX export (OpenVINO
@@ -91,6 +91,18 @@ class BulkPath:
     backend: str
     threads: int | None = None
     min_cosine: float | None = None
+
+    @classmethod
+    def fp32(cls, runtime: str, threads: int, min_cosine: float) -> BulkPath:
+        """The fp32 bulk path on ``runtime`` (one of :data:`BULK_RUNTIMES`)."""
+        return cls(f"{runtime}-fp32", threads, min_cosine)
+
+    @property
+    def fp32_runtime(self) -> str | None:
+        """The runtime of an fp32 bulk path (one of :data:`BULK_RUNTIMES`); None on torch or on
+        the model's own backend (the int8 model's OpenVINO)."""
+        runtime = self.backend.removesuffix("-fp32")
+        return runtime if runtime != self.backend and runtime in BULK_RUNTIMES else None
 
 
 MAX_BULK_SESSIONS = 8
@@ -296,11 +308,15 @@ class BulkRecord:
     def holds_for(self, key: str, onnx_sha256: str, tokenizer_sha256: str, dimension: int,
                   probes_sha256: str, versions: dict[str, str], machine: str) -> bool:
         """The record is this check's: same model, files, probes, bound, runtimes and machine."""
+        return self.checked() == (key, onnx_sha256, tokenizer_sha256, dimension, probes_sha256,
+                                  versions, BULK_MIN_COSINE) and self.machine == machine \
+            and self.min_cosine >= BULK_MIN_COSINE and self.runtime in BULK_RUNTIMES
+
+    def checked(self) -> tuple:
+        """What the check was made on: model, files, probes, versions and bound (the machine
+        apart)."""
         return (self.key, self.onnx_sha256, self.tokenizer_sha256, self.dimension,
-                self.probes_sha256, self.versions, self.bound, self.machine) == (
-            key, onnx_sha256, tokenizer_sha256, dimension, probes_sha256, versions,
-            BULK_MIN_COSINE, machine) and self.min_cosine >= BULK_MIN_COSINE \
-            and self.runtime in BULK_RUNTIMES
+                self.probes_sha256, self.versions, self.bound)
 
 
 def probes_sha256() -> str:
@@ -323,20 +339,14 @@ def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> 
     Two processes writing at once each keep the file whole, but the later may drop the
     earlier's record: that machine then times again once."""
     folder = Path(folder)
-    same = _checked_what(record)
     others = [r for r in read_bulk_records(folder)
-              if r.machine != record.machine and _checked_what(r) == same][:MAX_RECORDS - 1]
+              if r.machine != record.machine and r.checked() == record.checked()][:MAX_RECORDS - 1]
     data = {**asdict(record), OTHER_MACHINES: [asdict(r) for r in others]}
     for name, text in ((BULK_TOKENIZER, tokenizer_json), (BULK_CHECK, json.dumps(data, indent=2))):
         handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, folder / name)
-
-
-def _checked_what(record: BulkRecord) -> tuple:
-    return (record.key, record.onnx_sha256, record.tokenizer_sha256, record.dimension,
-            record.probes_sha256, record.versions, record.bound)
 
 
 def read_bulk_records(folder: Path) -> list[BulkRecord]:
@@ -358,9 +368,3 @@ def read_bulk_records(folder: Path) -> list[BulkRecord]:
         except TypeError:
             continue
     return records
-
-
-def read_bulk_record(folder: Path) -> BulkRecord | None:
-    """The newest record beside the export, or None."""
-    records = read_bulk_records(folder)
-    return records[0] if records else None

@@ -204,7 +204,7 @@ class Embedder:
             calibration_set().texts()[:TIMING_TEXTS]) if len(passed) > 1 else {}
         runtime = min(passed, key=lambda r: seconds.get(r, 0.0))
         self._transformer, threads, min_cosine = passed[runtime]
-        self.bulk_path = BulkPath(f"{runtime}-fp32", threads, min_cosine)
+        self.bulk_path = BulkPath.fp32(runtime, threads, min_cosine)
         if requested == FASTEST and self.spec.cache_dir is not None \
                 and self._bulk_tokenizer is not None:
             folder = onnx_dir(self.spec)
@@ -244,7 +244,7 @@ class Embedder:
         self._transformer, threads = bulk_transformer(
             record.runtime, (folder / ONNX_FILE).read_bytes(), self._bulk_threads())
         self._pooled_in_numpy = True
-        self.bulk_path = BulkPath(f"{record.runtime}-fp32", threads, record.min_cosine)
+        self.bulk_path = BulkPath.fp32(record.runtime, threads, record.min_cosine)
         return True
 
     def _load_openvino(self) -> InferPool:

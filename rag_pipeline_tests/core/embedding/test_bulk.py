@@ -328,7 +328,6 @@ def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions
         BULK_CHECK,
         MAX_RECORDS,
         BulkRecord,
-        read_bulk_record,
         read_bulk_records,
         write_bulk_record,
     )
@@ -337,7 +336,7 @@ def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions
         return BulkRecord("k", "onnx", "tok", 384, 0.9999999, {"onnx": versions}, "probes",
                           runtime, machine, {"onnxruntime": 1.0, "openvino": 0.8})
 
-    assert read_bulk_records(tmp_path) == [] and read_bulk_record(tmp_path) is None
+    assert read_bulk_records(tmp_path) == []
     write_bulk_record(tmp_path, record("m1; 2 threads"), "{}")
     write_bulk_record(tmp_path, record("m1; 1 threads", "onnxruntime"), "{}")
     assert read_bulk_records(tmp_path) == [record("m1; 1 threads", "onnxruntime"),
@@ -364,6 +363,13 @@ def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions
         (tmp_path / BULK_CHECK).write_text(broken)
         assert read_bulk_records(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == [BULK_CHECK, "tokenizer.json"]
+
+
+def test_an_fp32_bulk_path_names_its_runtime():
+    assert BulkPath.fp32("openvino", 2, 0.9999999) == BulkPath("openvino-fp32", 2, 0.9999999)
+    assert [BulkPath(backend, 2).fp32_runtime for backend in (
+        "onnxruntime-fp32", "openvino-fp32", "openvino", "torch")] == [
+        "onnxruntime", "openvino", None, None]
 
 
 def test_sessions_take_a_core_each_up_to_the_cap_then_share_the_cores_out():
