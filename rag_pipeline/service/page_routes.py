@@ -37,6 +37,7 @@ from rag_pipeline.core.evaluation.feedback import (
 )
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
+from rag_pipeline.core.ingest.bom_text import text_charset
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -306,18 +307,26 @@ def page_router(service: Any) -> APIRouter:
         path = Path(info.path)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        if path.suffix.lower() in {".md", ".vtt", ".srt", ".csv", ".txt"}:
-            media = "text/plain; charset=utf-8"
+        headers = {
+            "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
+            "Content-Length": str(os.fstat(handle.fileno()).st_size),
+            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
+        if format_named(info.format).plain_text:
+            # Read whole (a document is at most max_document_bytes) to name the charset its
+            # text was read by: a windows-1252 note labelled UTF-8 shows as mojibake.
+            with handle:
+                data = handle.read()
+            headers["Content-Length"] = str(len(data))
+            charset = text_charset(data)
+            return Response(data, headers=headers, media_type=(
+                f"text/plain; charset={charset}" if charset else media))
 
         def chunks() -> Iterator[bytes]:
             with handle:
                 while block := handle.read(1 << 16):
                     yield block
 
-        return StreamingResponse(chunks(), media_type=media, headers={
-            "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
-            "Content-Length": str(os.fstat(handle.fileno()).st_size),
-            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
+        return StreamingResponse(chunks(), media_type=media, headers=headers)
 
     @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
     def status_documents(who: Asker) -> dict[str, Any]:

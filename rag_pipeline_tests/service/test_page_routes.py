@@ -3,6 +3,7 @@ the failed documents and feedback, over a served index of a small team folder.""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import json
@@ -225,6 +226,34 @@ def test_the_original_is_served_and_html_never_runs_as_this_site(client: TestCli
     assert page.headers["content-security-policy"] == "sandbox"
     assert client.get("/originals/broken.pdf").json() == {
         "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"}
+
+
+def test_a_text_original_names_the_charset_its_text_was_read_by(tmp_path: Path,
+                                                                hashed_embedder: HashedEmbedder):
+    """A browser shows a text original by its label: a windows-1252 note labelled UTF-8 would
+    read as mojibake, so each carries the charset its indexing read it by."""
+    files = {
+        "kantine.txt": "Die Kantine öffnet um 12 Uhr.\n".encode("windows-1252"),
+        "export.csv": codecs.BOM_UTF16_LE + "Größe,Preis\nGroß,3\n".encode("utf-16-le"),
+        "guide.md": "# Guide\n\nThe café opens at noon.\n".encode(),
+    }
+    corpus_dir, data_dir = tmp_path / "corpus", tmp_path / "data"
+    corpus_dir.mkdir()
+    for name, data in files.items():
+        (corpus_dir / name).write_bytes(data)
+    records = extract_corpus(corpus_dir).records
+    build_partition(Warehouse(data_dir), records, ChunkingStrategy.HEADER, hashed_embedder)
+    with (running_service(Warehouse(data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          TestClient(create_app(service)) as client):
+        served = {name: client.get(f"/originals/{name}") for name in files}
+    assert {name: (response.status_code, response.headers["content-type"],
+                   response.headers["content-length"], response.content == files[name])
+            for name, response in served.items()} == {
+        "kantine.txt": (200, "text/plain; charset=windows-1252", "30", True),
+        "export.csv": (200, "text/plain; charset=utf-16le", "40", True),
+        "guide.md": (200, "text/plain; charset=utf-8", "34", True)}
+    assert served["kantine.txt"].text == "Die Kantine öffnet um 12 Uhr.\n"
 
 
 def test_an_original_swapped_since_indexing_is_never_served(tmp_path: Path,

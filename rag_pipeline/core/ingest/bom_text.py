@@ -77,6 +77,20 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
     return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"), notes)
 
 
+def text_charset(data: bytes) -> str | None:
+    """The charset :func:`decode_text` reads ``data`` by, as an HTTP ``charset`` names it:
+    ``"utf-8"``, a byte-order mark's (``"utf-16le"``), or ``"windows-1252"`` when plainly that;
+    None for bytes it fails on."""
+    for mark, codec, _ in _MARKS:
+        if data.startswith(mark):
+            return codec.replace("-le", "le").replace("-be", "be")
+    try:
+        decoded = decode_text(data, "text")
+    except ExtractionError:
+        return None
+    return GUESSED_CHARSET if decoded.notes else "utf-8"
+
+
 def plainly_windows_1252(data: bytes) -> str | None:
     """``data`` read as windows-1252 when it is plainly that (the module docstring), else None."""
     high = len(data) - len(data.translate(None, _HIGH_BYTES))

@@ -49,6 +49,7 @@ class AsciiDocFormat(DocumentFormat):
 
     name = "asciidoc"
     suffixes = (".adoc", ".asciidoc")
+    plain_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("asciidoc-titles", "3")

@@ -35,6 +35,9 @@ class DocumentFormat(ABC):
         rows_name_their_columns: Each table row's line names its values' columns (``Item: Tea
             | Cost: 2.5``: CSV and spreadsheets), so a citation of rows needs no header above
             them (:meth:`header_above`).
+        plain_text: Its files are text read by :func:`~rag_pipeline.core.ingest.bom_text.
+            decode_text` (UTF-8, UTF-16/32 with a byte-order mark, or plainly windows-1252), so
+            an original is served as ``text/plain`` with the charset its bytes were read by.
     """
 
     name: ClassVar[str]
@@ -44,6 +47,7 @@ class DocumentFormat(ABC):
     links_by_text: ClassVar[bool] = False
     fragment_names_rows: ClassVar[bool] = False
     rows_name_their_columns: ClassVar[bool] = False
+    plain_text: ClassVar[bool] = False
 
     @abstractmethod
     def extractor(self) -> Extractor:

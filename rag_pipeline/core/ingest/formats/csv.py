@@ -68,6 +68,7 @@ class CsvFormat(DocumentFormat):
 
     name = "csv"
     suffixes = (".csv", ".tsv")
+    plain_text = True
     fragment_names_rows = True
     rows_name_their_columns = True
 

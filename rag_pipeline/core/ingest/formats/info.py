@@ -28,6 +28,7 @@ class InfoFormat(DocumentFormat):
 
     name = "info"
     suffixes = (".info", *(f".info-{part}" for part in range(1, 10)))
+    plain_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("info-nodes", "3")

@@ -172,6 +172,7 @@ class MarkdownFormat(DocumentFormat):
 
     name = "markdown"
     suffixes = (".md", ".markdown")
+    plain_text = True
     links_by_text = True
 
     def extractor(self) -> Extractor:

@@ -220,6 +220,7 @@ class RstFormat(DocumentFormat):
 
     name = "rst"
     suffixes = (".rst", ".rest")
+    plain_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("rst-docutils", f"4+docutils-{library_version('docutils')}")

@@ -78,6 +78,7 @@ class SrtFormat(DocumentFormat):
 
     name = "srt"
     suffixes = (".srt",)
+    plain_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("srt-stdlib", "2")

@@ -13,6 +13,7 @@ class TextFormat(DocumentFormat):
 
     name = "text"
     suffixes = (".txt", ".text")
+    plain_text = True
     file_names = ("README", "LICENSE", "CHANGELOG", "NEWS", "INSTALL", "COPYING")
     links_by_text = True
 

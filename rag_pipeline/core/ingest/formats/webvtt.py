@@ -55,6 +55,7 @@ class WebVttFormat(DocumentFormat):
 
     name = "webvtt"
     suffixes = (".vtt",)
+    plain_text = True
 
     def extractor(self) -> Extractor:
         return Extractor("webvtt-py", f"2+webvtt-py-{library_version('webvtt-py')}")

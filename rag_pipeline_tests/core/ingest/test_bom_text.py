@@ -1,0 +1,33 @@
+"""Tests for ``rag_pipeline.core.ingest.bom_text``: the charset a text file is read by."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+
+from rag_pipeline.core.ingest.bom_text import decode_text, text_charset
+from rag_pipeline.core.ingest.formats import REGISTRY
+
+
+@pytest.mark.parametrize(("data", "charset"), [
+    ("Große Straße\n".encode(), "utf-8"),
+    (codecs.BOM_UTF8 + "Größe\n".encode(), "utf-8"),
+    (codecs.BOM_UTF16_LE + "Größe\n".encode("utf-16-le"), "utf-16le"),
+    (codecs.BOM_UTF16_BE + "Größe\n".encode("utf-16-be"), "utf-16be"),
+    (codecs.BOM_UTF32_LE + "Größe\n".encode("utf-32-le"), "utf-32le"),
+    ("Die Kantine öffnet um 12 Uhr, Kaffee kostet 1,50 €.\n".encode("windows-1252"), "windows-1252"),
+    (b"plain ASCII\n", "utf-8"),
+    ("Привет, мир\n".encode("koi8-r"), None),
+    (b"%PDF-1.7\n\xe9\xe8\xe7\xe6\n", None),
+])
+def test_the_charset_named_is_the_one_the_text_is_read_by(data: bytes, charset: str | None):
+    assert text_charset(data) == charset
+    if charset is not None:
+        body = data.removeprefix(codecs.BOM_UTF8) if charset == "utf-8" else data
+        assert body.decode(charset).lstrip("\ufeff") == decode_text(data, "text").text
+
+
+def test_the_formats_read_as_plain_text_are_the_text_ones():
+    assert sorted(fmt.name for fmt in REGISTRY if fmt.plain_text) == [
+        "asciidoc", "csv", "info", "markdown", "rst", "srt", "text", "webvtt"]
