@@ -158,16 +158,18 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 def access_line(service: QueryService) -> str:
     """What ``serve`` says of its access at start: the rules, the tokens, the proxy, and how
-    many documents no rule lets anyone read."""
-    from rag_pipeline.core.index.access import labelled
+    many documents no rule lets anyone read (counted as ``status`` counts them: the documents
+    read, not those that failed)."""
+    from rag_pipeline.core.config.access import access_report
 
     access = service.access
-    labels = labelled(service.follower.current.index, access.policy).access
+    index = service.follower.current.index
+    report = access_report(access.policy, index.documents, index.corpus_ids)
     proxy = (f"; groups from {access.groups_header_name} of {access.trusted_proxy} only"
              if access.trusted_proxy else "")
     return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
             f"{len(access.store.records())} token(s){proxy}; every path but /health and the "
-            f"page's shell (GET /) needs a principal; {len(labels.unreadable_documents())} "
+            f"page's shell (GET /) needs a principal; {len(report.unreadable)} "
             "document(s) readable by nobody")
 
 

@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from rag_pipeline.core.config.access import AccessPolicy, AccessRule, access_report
+from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.protocol import ClientLimits
-from rag_pipeline.service.run import client_limits, freeze_heap
+from rag_pipeline.service.query_service import ServeSettings
+from rag_pipeline.service.run import access_line, client_limits, freeze_heap, running_service
+from rag_pipeline.service.tokens import TokenStore
+from rag_pipeline_tests.core.index_builder import build_index
+from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 
 @pytest.fixture
@@ -90,3 +97,22 @@ def test_a_mapped_file_cut_short_writes_a_line_before_the_process_dies(tmp_path:
     assert results["silent"].stderr == ""
     assert results["reported"].stderr.startswith("Fatal Python error: Bus error\n")
     assert 'File "<string>", line 9 in <module>' in results["reported"].stderr
+
+
+def test_serve_counts_the_documents_readable_by_nobody_as_status_does(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    """A failed document no rule matches holds nothing to read: ``serve`` said 1 where
+    ``status`` said 0 (found by a user)."""
+    built = build_index(tmp_path, hashed_embedder, {
+        "public/faq.md": "# FAQ\n\nThe cafeteria opens at noon.\n",
+        "board/minutes.md": "# Minutes\n\nThe acquisition closes in March.\n",
+        "empty.txt": ""})
+    policy = AccessPolicy((AccessRule("public/**", ("staff",)),))
+    access = AccessState(policy, TokenStore(built.data_dir), poll_seconds=3600)
+    with running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                         lambda: hashed_embedder, poll_seconds=3600, access=access) as service:
+        line = access_line(service)
+    assert line.endswith("needs a principal; 1 document(s) readable by nobody")
+    assert sorted(built.index.corpus_ids) == ["board/minutes.md", "empty.txt", "public/faq.md"]
+    assert access_report(policy, built.index.documents, built.index.corpus_ids).unreadable == [
+        "board/minutes.md"]

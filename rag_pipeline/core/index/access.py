@@ -142,11 +142,6 @@ class AccessLabels:
         by_rule = self.policy.readers_of(document_id, self.documents)
         return not frozenset(groups).isdisjoint(self.documents.get(document_id, by_rule))
 
-    def unreadable_documents(self) -> list[str]:
-        """Documents readable by nobody (no rule matches, or a container's and a member's
-        rules share no group)."""
-        return sorted(d for d, r in self.documents.items() if not r)
-
 
 _LABELLED: OrderedDict[tuple, PartitionIndex] = OrderedDict()
 _LABELLED_LOCK = threading.Lock()
