@@ -96,12 +96,12 @@ def test_every_format_statuses_offsets_and_labels_in_duckdb(project):
     assert documents == [
         ("README", "ok", "text", None),
         ("guide.md", "ok", "markdown", None),
-        ("logo.7z", "skipped", "", "no reader for .7z files, and not plain text (not UTF-8: byte "
-                                   "0xbc at offset 2)"),
+        ("logo.7z", "skipped", "", "no reader for .7z files, and not plain text (binary: its first "
+                                   "bytes are those of a 7-Zip archive)"),
         ("notes.txt", "ok", "text", None),
         ("page.html", "ok", "html", None),
         ("tool", "skipped", "", "no reader for files named tool (without a suffix), and not plain "
-                                "text (binary: a NUL byte at offset 7)"),
+                                "text (binary: its first bytes are those of a program (ELF))"),
     ]
     # The nav and the Texinfo panel are gone; no space invented around <var> or <code>.
     assert page == (PAGE_TEXT, [{"name": "dropped_chrome_elements", "value": "2"}])

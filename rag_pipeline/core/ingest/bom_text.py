@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.file_signature import signature_of
 
 GUESSED_CHARSET = "windows-1252"
 MAX_GUESSED_SHARE = 0.2
@@ -68,6 +69,10 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
     except UnicodeDecodeError as exc:
         text = plainly_windows_1252(data) if body is data else None
         if text is None:
+            if (what := signature_of(data)) is not None:
+                raise ExtractionError(
+                    f"not {kind}: its first bytes are those of {what} ({data[:8]!r}); "
+                    f"rename it to its real type") from exc
             offset = exc.start + len(data) - len(body)
             raise ExtractionError(
                 f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); {kind} "

@@ -42,6 +42,7 @@ from typing import BinaryIO
 
 from rag_pipeline.core.ingest.bom_text import plainly_windows_1252
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
@@ -135,6 +136,8 @@ def not_text_reason(data: bytes) -> str | None:
     """Why ``data`` is not plain text, or ``None`` when it is (the rule above)."""
     if not data.strip():
         return "empty" if not data else "only white space"
+    if (what := signature_of(data)) is not None:
+        return f"binary: its first bytes are those of {what}"
     nul = data.find(b"\x00")
     if nul >= 0:
         return f"binary: a NUL byte at offset {nul}"

@@ -7,6 +7,7 @@ import codecs
 import pytest
 
 from rag_pipeline.core.ingest.bom_text import decode_text, text_charset
+from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY
 
 
@@ -31,3 +32,22 @@ def test_the_charset_named_is_the_one_the_text_is_read_by(data: bytes, charset: 
 def test_the_formats_read_as_plain_text_are_the_text_ones():
     assert sorted(fmt.name for fmt in REGISTRY if fmt.plain_text) == [
         "asciidoc", "csv", "info", "markdown", "rst", "srt", "text", "webvtt"]
+
+
+def test_a_file_of_another_type_fails_naming_what_its_first_bytes_are():
+    """A PDF saved as ``report.txt`` failed on "byte 0xe2 at offset 10": its reader learns it
+    is a PDF (found by a user)."""
+    pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n"
+    with pytest.raises(ExtractionError) as failed:
+        decode_text(pdf, "text")
+    assert str(failed.value) == ("not text: its first bytes are those of a PDF (b'%PDF-1.4'); "
+                                 "rename it to its real type")
+    with pytest.raises(ExtractionError) as failed:
+        decode_text(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\x00\x00\xfe\xff", "CSV")
+    assert str(failed.value) == (
+        "not CSV: its first bytes are those of an old Office document (.doc, .xls, .ppt) or an "
+        "Outlook .msg (b'\\xd0\\xcf\\x11\\xe0\\xa1\\xb1\\x1a\\xe1'); rename it to its real type")
+    with pytest.raises(ExtractionError, match=r"^not UTF-8: byte 0xff at offset 3 "):
+        decode_text(b"abc\xff\xfe\xfd", "text")
+    assert decode_text(b"%PDF-1.4 is the version we ship\n", "text").text == (
+        "%PDF-1.4 is the version we ship\n")

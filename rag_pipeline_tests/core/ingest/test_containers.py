@@ -353,6 +353,9 @@ def test_stamps_name_the_compression_and_the_inner_format():
     (b"", "empty"),
     (b"  \n\n", "only white space"),
     (b"text\x00more", "binary: a NUL byte at offset 4"),
+    (b"%PDF-1.7\n%\xe2\xe3\n1 0 obj", "binary: its first bytes are those of a PDF"),
+    (b"PK\x03\x04\x14\x00", "binary: its first bytes are those of a zip archive (an Office "
+                            "document, an EPUB or a .zip)"),
     (b"caf\xe9 au lait\n", None),  # plainly windows-1252, read as a .txt file is
     (b"caf\xe9\x81\n", "not UTF-8: byte 0xe9 at offset 3"),
     (b"\x1b[31m" * 5 + b"red", "binary: 5 of its 28 characters are control characters"),
@@ -374,7 +377,7 @@ def test_unclaimed_files_are_text_when_their_bytes_are(tmp_path: Path):
         ("README.Debian", "ok", "text", "README.Debian", None),
         ("README.source", "ok", "text", "README.source", None),
         ("core", "skipped", "", "core", "no reader for files named core (without a suffix), and "
-         "not plain text (binary: a NUL byte at offset 7)"),
+         "not plain text (binary: its first bytes are those of a program (ELF))"),
         ("notes-2024", "ok", "text", "notes-2024", None),
         ("site.css", "skipped", "", "site", "no reader for .css files (a style sheet, not a document)"),
     ]

@@ -1,0 +1,31 @@
+"""What a file's first bytes say it is, whatever its name: a PDF saved as ``report.txt`` fails
+naming what it is, not the first byte that is not text.
+
+Only signatures no text file starts with are listed (binary bytes or a NUL in the first few):
+``%PDF-`` is the one printable exception, and a text file that begins with it is a PDF's head
+pasted as text, which reads as text (it is only named when the file fails as text).
+"""
+
+from __future__ import annotations
+
+SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "a PDF"),
+    (b"PK\x03\x04", "a zip archive (an Office document, an EPUB or a .zip)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an old Office document (.doc, .xls, .ppt) or an Outlook .msg"),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF87a", "a GIF image"),
+    (b"GIF89a", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x7fELF", "a program (ELF)"),
+)
+"""Leading bytes and what a file that starts with them is."""
+
+
+def signature_of(data: bytes) -> str | None:
+    """What ``data`` is by its leading bytes (``"a PDF"``), or None when they name nothing."""
+    return next((what for lead, what in SIGNATURES if data.startswith(lead)), None)
