@@ -130,7 +130,8 @@ EXPECTED_IDS = ["Makefile", "README", "corrupt.pdf", "empty.txt", "guide.md", "l
                 "locked.pdf", "notes.txt", "page.html", "program.bin", "report.pdf", "scan.pdf",
                 "sub/nested.md"]
 OK_IDS = ["Makefile", "README", "guide.md", "notes.txt", "page.html", "report.pdf", "sub/nested.md"]
-SKIPPED = {"program.bin": "no reader for .bin files, and not plain text (binary: its first bytes are those of a program (ELF))"}
+SKIPPED = {"program.bin": "no reader for .bin files, and not plain text (binary: its first bytes "
+                          "are those of a program (ELF))"}
 
 
 def by_id(records):
@@ -198,8 +199,8 @@ def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_pa
     again = extract_corpus(root, first.records)
     assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
         ("skipped", "notes", "no reader for files named notes (without a suffix), and not plain "
-                             "text (binary: its first bytes are those of a program (ELF)); it was indexed before and "
-                             "leaves the index"),
+                             "text (binary: its first bytes are those of a program (ELF)); it "
+                             "was indexed before and leaves the index"),
         ("skipped", "tool", "no reader for files named tool (without a suffix), and not plain "
                             "text (binary: a NUL byte at offset 14)")]
 
