@@ -292,8 +292,8 @@ def test_failed_documents_are_named_with_their_reason(client: TestClient):
                                "document (PDFium: Data format error)."}]
     # A suffix no format claims is read as text when it is text; this one is binary.
     assert body["skipped"] == [{"document_id": "floor-plan.vsdx", "reason": (
-        "no reader for .vsdx files, and not plain text (binary: 2 of its 20 characters are "
-        "control characters)")}]
+        "no reader for .vsdx files, and not plain text (binary: its first bytes are those of a "
+        "zip archive (an Office document, an EPUB or a .zip))")}]
     assert body["generation"] == client.get("/status").json()["generation"]
 
 

@@ -116,7 +116,7 @@ def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path)
         assert page.locator("#problems li").all_inner_texts() == [
             "broken.pdf: unreadable PDF: Failed to load document (PDFium: Data format error).",
             "floor-plan.vsdx (skipped): no reader for .vsdx files, and not plain text (binary: "
-            "2 of its 20 characters are control characters)"]
+            "its first bytes are those of a zip archive (an Office document, an EPUB or a .zip))"]
 
 
 def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_path: Path):

@@ -9,6 +9,7 @@ import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote
@@ -32,6 +33,15 @@ class ViewError(Exception):
 
 
 @dataclass(frozen=True)
+class Original:
+    """A document's original file as indexed: its name and its bytes (checked against the
+    index's sha256)."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class ViewRequest:
     """One request of ``/documents/{id}``: the document, its canonical text, the quoted span
     and the place asked for (``page`` of a PDF, ``sheet`` of a workbook)."""
@@ -43,17 +53,25 @@ class ViewRequest:
     page: int | None = None
     sheet: str | None = None
 
-    @property
-    def original(self) -> Path | None:
-        """The original file when it is still the file that was indexed (see
-        :func:`open_indexed`): where it was indexed from (a container member's, read again from
-        its container), holding the bytes indexed."""
-        found = indexed_file(self.info.path, self.info.document_id)
-        handle = open_original(str(found), self.info.content_sha256) if found else None
+    @cached_property
+    def original(self) -> Original | None:
+        """The original file's bytes when it still holds those indexed (see
+        :func:`open_indexed`), read from the handle that was checked: a view never opens the
+        path again, so a file swapped after the check (for a link to another group's document)
+        shows nothing of the other file. None when the file is gone or changed."""
+        handle = open_indexed(self.info.path, self.info.document_id, self.info.content_sha256)
         if handle is None:
             return None
-        handle.close()
-        return found
+        with handle:
+            try:
+                data = handle.read()
+            except OSError:
+                return None
+        # The digest checked may be one remembered for the handle's inode and times: the bytes
+        # read are checked once more, so nothing written since is shown as the original.
+        if hashlib.sha256(data).hexdigest() != self.info.content_sha256:
+            return None
+        return Original(Path(self.info.path).name, data)
 
     @property
     def quote(self) -> str:

@@ -97,12 +97,12 @@ def html_view(request: ViewRequest) -> View:
     """The original HTML file's body, sanitised; the extracted text when the file is gone."""
     from bs4 import BeautifulSoup
 
-    path = request.original
-    if path is None:
+    original = request.original
+    if original is None:
         return text_view(request)
     # Bytes, decoded and parsed as the indexer's BeautifulSoup reads them (lxml): by a
     # byte-order mark, else the page's declared charset, else UTF-8 or windows-1252.
-    soup = BeautifulSoup(path.read_bytes(), "lxml")
+    soup = BeautifulSoup(original.data, "lxml")
     body = soup.body or soup
     return _marked_view(request, body.decode_contents())
 
@@ -148,11 +148,11 @@ def docx_view(request: ViewRequest) -> View:
     """The original DOCX file with its headings; the extracted text when the file is gone."""
     from rag_pipeline.core.ingest.extracted import ExtractionError
 
-    path = request.original
-    if path is None:
+    original = request.original
+    if original is None:
         return text_view(request)
     try:
-        markup = _docx_html(path.read_bytes())
+        markup = _docx_html(original.data)
     except ExtractionError:  # the file changed since it was indexed and no longer reads
         return text_view(request)
     return _marked_view(request, markup)

@@ -9,14 +9,23 @@ hyphenations, dropped running heads, small capitals) do not hide it.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import io
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
-from rag_pipeline.service.views.base import View, ViewError, ViewRequest, locate, normalised, path_url
+from rag_pipeline.service.views.base import (
+    Original,
+    View,
+    ViewError,
+    ViewRequest,
+    locate,
+    normalised,
+    path_url,
+)
 from rag_pipeline.service.views.text import text_view
 
 RENDER_SCALE = 2.0
@@ -36,10 +45,10 @@ class Box:
     height: float
 
 
-def page_count(path: Path) -> int:
+def page_count(data: bytes) -> int:
     import pypdfium2
 
-    pdf = pypdfium2.PdfDocument(str(path))
+    pdf = pypdfium2.PdfDocument(data)
     try:
         return len(pdf)
     finally:
@@ -52,11 +61,16 @@ def check_page(page: int, pages: int, name: str) -> None:
                              f"page{'s' if pages != 1 else ''} (1 to {pages})")
 
 
-@lru_cache(maxsize=32)
-def _render(path: str, mtime_ns: int, page: int) -> bytes:
+_RENDERED: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+_RENDERED_LOCK = threading.Lock()
+RENDERED_PAGES = 32
+"""Page images kept (by the PDF's sha256 and the page)."""
+
+
+def _render(data: bytes, page: int) -> bytes:
     import pypdfium2
 
-    pdf = pypdfium2.PdfDocument(path)
+    pdf = pypdfium2.PdfDocument(data)
     try:
         handle = pdf[page - 1]
         width, height = handle.get_size()
@@ -69,20 +83,32 @@ def _render(path: str, mtime_ns: int, page: int) -> bytes:
         pdf.close()
 
 
-def page_png(path: Path, page: int) -> bytes:
-    """Page ``page`` (1-based) as a PNG (cached by file, modification time and page)."""
-    check_page(page, page_count(path), path.name)
-    return _render(str(path), path.stat().st_mtime_ns, page)
+def page_png(original: Original, page: int) -> bytes:
+    """Page ``page`` (1-based) of the PDF ``original`` as a PNG (cached by its bytes' sha256
+    and the page)."""
+    check_page(page, page_count(original.data), original.name)
+    key = (hashlib.sha256(original.data).hexdigest(), page)
+    with _RENDERED_LOCK:
+        found = _RENDERED.get(key)
+        if found is not None:
+            _RENDERED.move_to_end(key)
+            return found
+    found = _render(original.data, page)
+    with _RENDERED_LOCK:
+        _RENDERED[key] = found
+        while len(_RENDERED) > RENDERED_PAGES:
+            _RENDERED.popitem(last=False)
+    return found
 
 
-def quote_boxes(path: Path, page: int, quote: str) -> list[Box]:
+def quote_boxes(data: bytes, page: int, quote: str) -> list[Box]:
     """One box per line of the page's characters that hold ``quote`` (none when it is not found)."""
     import ctypes
 
     import pypdfium2
     import pypdfium2.raw as raw
 
-    pdf = pypdfium2.PdfDocument(str(path))
+    pdf = pypdfium2.PdfDocument(data)
     try:
         handle = pdf[page - 1]
         width, height = (float(v) for v in handle.get_size())
@@ -126,14 +152,14 @@ def _page_quote(request: ViewRequest, page: int) -> str:
 
 def pdf_view(request: ViewRequest) -> View:
     """The cited page (or ``page``) as an image with the quote's boxes and page links."""
-    path = request.original
-    if path is None:
+    original = request.original
+    if original is None:
         return text_view(request)
-    pages = page_count(path)
+    pages = page_count(original.data)
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
     page = request.page if request.page is not None else cited
     check_page(page, pages, request.info.document_id)
-    boxes = quote_boxes(path, page, _page_quote(request, page))
+    boxes = quote_boxes(original.data, page, _page_quote(request, page))
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     marks = "".join(
         f'<div class="box"{QUOTE_ID if i == 0 else ""} style="left:{b.left * 100:.3f}%;'
@@ -161,10 +187,10 @@ def pdf_view(request: ViewRequest) -> View:
 
 def pdf_navigation(request: ViewRequest, view: View) -> str:
     """Previous / next page links for a PDF view (the quoted span kept)."""
-    path = request.original
-    if path is None or view.kind != "pdf":
+    original = request.original
+    if original is None or view.kind != "pdf":
         return ""
-    pages = page_count(path)
+    pages = page_count(original.data)
     page = request.page or (page_of(request.info.anchors, request.start) if request.info.anchors else 1)
     base = path_url("/documents/", request.info.document_id) + f"?from={request.start}&to={request.end}"
     links = []

@@ -1,7 +1,7 @@
 """A workbook citation as a grid of its sheet: the cells as the file holds them, the cited ones marked.
 
 Any sheet-with-cells format is one entry of :data:`SHEET_READERS`: a function from the file's
-path and a sheet name to a :class:`Grid` (and the sheets' names), so an ODS reader is one more
+bytes and a sheet name to a :class:`Grid` (and the sheets' names), so an ODS reader is one more
 entry. The cited range comes from the format's own fragment (``#sheet=Budget&range=A12:F30``);
 the label is the reader's ``Budget 2026!A12:F30``. A grid shows at most :data:`MAX_ROWS` rows
 and :data:`MAX_COLUMNS` columns, starting a little above the cited range.
@@ -10,10 +10,10 @@ and :data:`MAX_COLUMNS` columns, starting a little above the cited range.
 from __future__ import annotations
 
 import html
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import quote, unquote
 
 from rag_pipeline.core.ingest.formats import format_named
@@ -56,23 +56,23 @@ class Grid:
     more: bool
 
 
-def xlsx_sheets(path: Path) -> list[str]:
+def xlsx_sheets(data: bytes) -> list[str]:
     from openpyxl import load_workbook
 
-    workbook = load_workbook(path, read_only=True, data_only=True)
+    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         return list(workbook.sheetnames)
     finally:
         workbook.close()
 
 
-def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
+def xlsx_grid(data: bytes, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
     """Cached values of ``rows`` rows of ``sheet`` from ``first_row``, ``columns`` columns wide."""
     from openpyxl import load_workbook
 
     from rag_pipeline.core.ingest.sheets import cell_value_text
 
-    workbook = load_workbook(path, read_only=True, data_only=True)
+    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         worksheet = workbook[sheet]
         worksheet.reset_dimensions()
@@ -101,8 +101,8 @@ def xlsx_grid(path: Path, sheet: str, first_row: int, rows: int, columns: int) -
 
 @dataclass(frozen=True)
 class SheetReader:
-    sheets: Callable[[Path], list[str]]
-    grid: Callable[[Path, str, int, int, int], Grid]
+    sheets: Callable[[bytes], list[str]]
+    grid: Callable[[bytes, str, int, int, int], Grid]
 
 
 SHEET_READERS: dict[str, SheetReader] = {"xlsx": SheetReader(xlsx_sheets, xlsx_grid)}
@@ -122,18 +122,18 @@ def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
 def sheet_view(request: ViewRequest) -> View:
     """The cited sheet (or ``sheet``) as a grid, the cited cells marked."""
     reader = SHEET_READERS[request.info.format]
-    path = request.original
-    if path is None:
+    original = request.original
+    if original is None:
         return text_view(request)
-    names = reader.sheets(path)
+    names = reader.sheets(original.data)
     cited = cited_range(request)
     sheet = request.sheet if request.sheet is not None else (cited[0] if cited else names[0])
     if sheet not in names:
-        raise ViewError(404, f"no sheet {sheet!r} in {request.info.title or path.name}; its sheets: "
+        raise ViewError(404, f"no sheet {sheet!r} in {request.info.title or original.name}; its sheets: "
                              + ", ".join(repr(n) for n in names))
     marked = cited[1] if cited and cited[0] == sheet else None
     first_row = max(1, marked.first_row - ROWS_ABOVE) if marked else 1
-    grid = reader.grid(path, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
+    grid = reader.grid(original.data, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
     width = max([len(r) - next((i for i, v in enumerate(reversed(r)) if v), len(r)) for r in grid.rows]
                 + [marked.last_column if marked else 1])
     head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))

@@ -5,8 +5,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from rag_pipeline.core.index.store import DocumentInfo
-from rag_pipeline.service.views.base import ViewRequest
+from rag_pipeline.service.views import base, render_document
+from rag_pipeline.service.views.base import Original, ViewRequest
+from rag_pipeline.service.views.pdf import page_png
+from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
 
 
 def test_a_member_of_a_container_never_opens_the_container_as_itself(tmp_path: Path):
@@ -17,5 +22,50 @@ def test_a_member_of_a_container_never_opens_the_container_as_itself(tmp_path: P
                          content_sha256=hashlib.sha256(b"%PDF-1.7").hexdigest())
     gone = DocumentInfo("old.pdf", "old", str(tmp_path / "old.pdf"), "pdf", ())
     assert ViewRequest(member, "text", 0, 4).original is None
-    assert ViewRequest(alone, "text", 0, 4).original == tmp_path / "report.pdf"
+    assert ViewRequest(alone, "text", 0, 4).original == Original("report.pdf", b"%PDF-1.7")
     assert ViewRequest(gone, "text", 0, 4).original is None
+
+
+def _swapped_after_the_check(monkeypatch: pytest.MonkeyPatch, path: Path, target: Path) -> None:
+    """Every check of an original passes on the indexed file, then ``path`` becomes a link to
+    ``target`` (as a writer of the folder racing the service would make it)."""
+    checked = base.open_indexed
+
+    def check_then_swap(*args):
+        handle = checked(*args)
+        path.unlink()
+        path.symlink_to(target)
+        return handle
+
+    monkeypatch.setattr(base, "open_indexed", check_then_swap)
+
+
+def test_a_view_shows_the_bytes_checked_never_a_file_swapped_in_after(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The view read the path again after the check: a public page swapped for a link to an
+    HR page in between showed the HR page (found by an attack, 867 of 5,427 requests)."""
+    public, secret = tmp_path / "public.html", tmp_path / "hr.html"
+    page = b"<html><body><p>The cafeteria opens at noon.</p></body></html>"
+    public.write_bytes(page)
+    secret.write_bytes(b"<html><body><p>MANGO-LEAVE-4402</p></body></html>")
+    info = DocumentInfo("public.html", "Public", str(public), "html", (),
+                        content_sha256=hashlib.sha256(page).hexdigest())
+    _swapped_after_the_check(monkeypatch, public, secret)
+    shown = render_document(ViewRequest(info, "The cafeteria opens at noon.\n", 0, 10), None)
+    assert ('<article class="markup"><p><mark id="quote">The cafete</mark>ria opens at noon.</p>'
+            "</article>") in shown
+    assert "MANGO" not in shown
+
+
+def test_a_page_image_is_drawn_from_the_bytes_checked(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    public, secret = tmp_path / "public.pdf", tmp_path / "hr.pdf"
+    public.write_bytes(plain_pdf([["The cafeteria opens at noon."]]))
+    secret.write_bytes(plain_pdf([["MANGO-LEAVE-4402"], ["a second page"]]))
+    info = DocumentInfo("public.pdf", "Public", str(public), "pdf", (),
+                        content_sha256=hashlib.sha256(public.read_bytes()).hexdigest())
+    expected = page_png(Original("public.pdf", public.read_bytes()), 1)
+    _swapped_after_the_check(monkeypatch, public, secret)
+    original = ViewRequest(info, "", 0, 0).original
+    assert page_png(original, 1) == expected
+    assert original.data != secret.read_bytes()

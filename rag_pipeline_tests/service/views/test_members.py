@@ -14,6 +14,7 @@ from fpdf import FPDF
 
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.service.views.base import ViewRequest
+from rag_pipeline.service.views.members import member_file
 from rag_pipeline.service.views.pdf import page_png
 
 
@@ -35,8 +36,10 @@ def test_a_mailed_pdf_has_its_original_and_page_images(tmp_path: Path):
     info = DocumentInfo("offer.eml/offer.pdf", "Offer letter", f"{tmp_path}/offer.eml/offer.pdf",
                         "pdf", (), content_sha256=hashlib.sha256(attachment).hexdigest())
     original = ViewRequest(info, "", 0, 0).original
-    assert original is not None and original.read_bytes() == attachment
-    assert (original.name, stat.S_IMODE(original.stat().st_mode)) == ("offer.pdf", 0o600)
+    assert original is not None and original.data == attachment
+    copy = member_file(info.path)
+    assert (original.name, copy.name, stat.S_IMODE(copy.stat().st_mode)) == (
+        "offer.pdf", "offer.pdf", 0o600)
     assert page_png(original, 1).startswith(b"\x89PNG\r\n\x1a\n")
 
 
@@ -47,7 +50,7 @@ def test_a_zip_member_whose_archive_is_gone_has_no_original(tmp_path: Path):
     (tmp_path / "exports.zip").write_bytes(buffer.getvalue())
     info = DocumentInfo("exports.zip/exports/a.md", "A", f"{tmp_path}/exports.zip/exports/a.md",
                         "markdown", (), content_sha256=hashlib.sha256(b"# A\n").hexdigest())
-    assert ViewRequest(info, "# A\n", 0, 0).original.read_bytes() == b"# A\n"
+    assert ViewRequest(info, "# A\n", 0, 0).original.data == b"# A\n"
     (tmp_path / "exports.zip").unlink()
     assert ViewRequest(info, "# A\n", 0, 0).original is None
 
