@@ -199,9 +199,9 @@ class AccessState:
 
     # -- principals ------------------------------------------------------------------------------
 
-    def open_session(self, token: str) -> tuple[str, Principal]:
-        """A new session id for a valid token, and its principal."""
-        record = self._verify(token)
+    def open_session(self, token: str, client: str | None = None) -> tuple[str, Principal]:
+        """A new session id for a valid token sent from ``client``, and its principal."""
+        record = self._verify(token, client)
         session = secrets.token_urlsafe(32)
         with self._lock:
             self._sessions[session] = record.id
@@ -218,9 +218,9 @@ class AccessState:
             with self._lock:
                 self._sessions.pop(session, None)
 
-    def _verify(self, token: str):
+    def _verify(self, token: str, client: str | None):
         try:
-            return self.store.verify(token)
+            return self.store.verify(token, client)
         except TokenError as exc:
             raise AuthError(str(exc)) from None
 
@@ -254,7 +254,7 @@ class AccessState:
             scheme, _, token = authorization.decode("latin-1").partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise AuthError("the Authorization header must be `Bearer TOKEN`")
-            record = self._verify(token.strip())
+            record = self._verify(token.strip(), client)
             return Principal(record.name, frozenset(record.groups), "token")
         session = _cookie(headers.get(b"cookie"), SESSION_COOKIE)
         if session is not None:
@@ -380,7 +380,8 @@ def _session_router(access: AccessState) -> APIRouter:
         if not access.enabled:
             return JSONResponse({"name": EVERYONE.name, "groups": None})
         try:
-            session, who = access.open_session(body.token)
+            session, who = access.open_session(body.token,
+                                               request.client.host if request.client else None)
         except AuthError as exc:
             return _unauthorized(str(exc))
         response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})

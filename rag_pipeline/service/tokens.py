@@ -40,8 +40,13 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 WRONG_SECRET_PAUSE = 1.0
-"""Seconds a token id hashes no new secret after a wrong one (the right one, once verified,
-is known without hashing and is never paused)."""
+"""Seconds a token id hashes no new secret from one client address after a wrong one from it
+(the right one, once verified, is known without hashing and is never paused). Per address, so
+wrong guesses from elsewhere cannot lock a holder out of their own token."""
+MAX_PAUSES = 4096
+"""Pauses remembered at most; past it, those that have run out are forgotten."""
+_HASHING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+"""Secrets hashed at once, at most, whatever their ids and addresses (each scrypt takes 16 MB)."""
 USED_FLUSH_SECONDS = 5.0
 """How often, at most, a serving process records when its tokens were last used."""
 
@@ -133,9 +138,9 @@ class TokenStore:
         self._stamp: tuple[int, int] | None = None
         self._records: dict[str, TokenRecord] = {}
         self._verified: dict[str, tuple[str, str]] = {}
-        self._hashing_until: dict[str, float] = {}
-        """Per token id: when a secret not seen before may be hashed again (a wrong one, or one
-        being hashed, pauses the id's hashing)."""
+        self._hashing_until: dict[tuple[str, str], float] = {}
+        """Per token id and client address: when a secret not seen before may be hashed again
+        (a wrong one, or one being hashed, pauses that address's hashing for the id)."""
         self._used: dict[str, str] = {}
         self._used_dirty = False
         self._flushed_at = 0.0
@@ -215,8 +220,8 @@ class TokenStore:
                               if v[0] in records and records[v[0]].hash == v[1]}
         return True
 
-    def verify(self, token: str) -> TokenRecord:
-        """The record of a valid token.
+    def verify(self, token: str, client: str | None = None) -> TokenRecord:
+        """The record of a valid token, sent from ``client``'s address.
 
         Raises:
             TokenError: The token is malformed, unknown (or revoked) or expired.
@@ -234,21 +239,30 @@ class TokenStore:
         if record is None:
             raise TokenError("unknown or revoked token")
         if known is None or known != (record.id, record.hash):
-            # Each guess costs a scrypt (tens of ms, 16 MB): one at a time per id and none for
-            # WRONG_SECRET_PAUSE seconds after a wrong one, so whoever knows a token's id
-            # (every holder knows theirs) cannot keep the cores and memory busy with guesses.
+            # Each guess costs a scrypt (tens of ms, 16 MB): one at a time per id and address,
+            # none for WRONG_SECRET_PAUSE seconds after a wrong one, and a few at once in all,
+            # so whoever knows a token's id (every holder knows theirs) cannot keep the cores
+            # and memory busy with guesses, nor pause the holder's own address.
+            paused = (record.id, client or "")
             with self._lock:
-                if time.monotonic() < self._hashing_until.get(record.id, 0.0):
+                if time.monotonic() < self._hashing_until.get(paused, 0.0):
                     raise TokenError("unknown or revoked token")
-                self._hashing_until[record.id] = float("inf")
+                self._hashing_until[paused] = float("inf")
             wrong = True
             try:
-                wrong = not hmac.compare_digest(_hash(match["secret"], bytes.fromhex(record.salt)),
-                                                record.hash)
+                with _HASHING:
+                    wrong = not hmac.compare_digest(
+                        _hash(match["secret"], bytes.fromhex(record.salt)), record.hash)
             finally:
                 with self._lock:
-                    self._hashing_until[record.id] = (time.monotonic() + WRONG_SECRET_PAUSE
-                                                      if wrong else 0.0)
+                    now = time.monotonic()
+                    if wrong:
+                        self._hashing_until[paused] = now + WRONG_SECRET_PAUSE
+                    else:
+                        self._hashing_until.pop(paused, None)
+                    if len(self._hashing_until) > MAX_PAUSES:
+                        self._hashing_until = {k: t for k, t in self._hashing_until.items()
+                                               if t > now}
             if wrong:
                 raise TokenError("unknown or revoked token")
             with self._lock:

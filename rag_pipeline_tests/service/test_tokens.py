@@ -33,3 +33,23 @@ def test_wrong_secrets_for_a_known_id_are_hashed_once_a_pause(tmp_path: Path, mo
         served.verify(guesses[1])
     assert served.verify(token).name == "ana"  # once verified, known without hashing, never paused
     assert len(hashed) == 3
+
+
+def test_wrong_guesses_from_one_address_never_pause_the_holder_elsewhere(tmp_path: Path,
+                                                                        monkeypatch):
+    """One wrong guess every half second at a token's id refused its holder's right token on
+    every try (found by an attack): the pause is per address."""
+    token = TokenStore(tmp_path).add("dave", ("eng",))
+    served = TokenStore(tmp_path)
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
+    guess = token[:len("rp_12345678_")] + "x" * 43
+    for _ in range(5):
+        with pytest.raises(TokenError, match="^unknown or revoked token$"):
+            served.verify(guess, "10.0.0.66")
+        assert served.verify(token, "10.0.0.7").name == "dave"
+        clock.now += WRONG_SECRET_PAUSE / 2
+    with pytest.raises(TokenError, match="^unknown or revoked token$"):
+        served.verify(guess, "10.0.0.66")
+    with pytest.raises(TokenError, match="^unknown or revoked token$"):  # paused: not hashed
+        served.verify(token[:-1] + ("A" if token[-1] != "A" else "B"), "10.0.0.66")
