@@ -12,6 +12,7 @@ wrapped in ``<mark>``, the first with ``id="quote"``.
 from __future__ import annotations
 
 import html
+import re
 
 from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
 from rag_pipeline.service.views.text import heading_label, text_view
@@ -23,6 +24,12 @@ _TAGS = frozenset({
     "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u",
     "ul", "var"})
 
+
+MAX_NESTING = 512
+"""Elements nested deeper than this are not rendered as a page (real pages nest a few dozen)."""
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                   "param", "source", "track", "wbr"})
+_TAG = re.compile(r"<(?P<close>/)?(?P<name>[A-Za-z][A-Za-z0-9:-]*)[^<>]*?(?P<self>/)?>")
 
 SHELL_IDS = frozenset({"quote", "view", "where", "page-image", "prev-page", "next-page"})
 """Element ids the page shell and its views give (the quote's mark above all): a document's own
@@ -85,8 +92,27 @@ def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
     return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
 
 
+def nesting_depth(markup: str) -> int:
+    """How deep ``markup``'s elements nest at most: start tags less end tags, void and
+    self-closed elements not counted (markup as BeautifulSoup and markdown-it write it, every
+    ``<`` and ``>`` in text and attribute values escaped)."""
+    depth = deepest = 0
+    for match in _TAG.finditer(markup):
+        if match["close"]:
+            depth = max(0, depth - 1)
+        elif not match["self"] and match["name"].lower() not in _VOID:
+            depth += 1
+            deepest = max(deepest, depth)
+    return deepest
+
+
 def _marked_view(request: ViewRequest, markup: str) -> View:
-    """The sanitised markup with the quote marked, labelled by the heading above the quote."""
+    """The sanitised markup with the quote marked, labelled by the heading above the quote;
+    the extracted text for markup nested deeper than :data:`MAX_NESTING` (the sanitiser's time
+    grows with the square of the depth: 100,000 nested elements took 34 s)."""
+    if (depth := nesting_depth(markup)) > MAX_NESTING:
+        return text_view(request, f"This document nests its elements {depth:,} deep (more than "
+                                  f"{MAX_NESTING}): it is shown as its extracted text.")
     body, heading = mark_quote(sanitised(markup), request.quote)
     note = "" if heading is not None else "The quoted passage could not be located in this rendering."
     return View(heading or heading_label(request) or "the quoted passage",

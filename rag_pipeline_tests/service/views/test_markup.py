@@ -67,3 +67,38 @@ def test_an_html_file_in_a_declared_charset_or_utf16_is_shown_as_it_was_indexed(
         view = html_view(ViewRequest(info, text, start, end))
         assert (view.label, view.note) == ("Résumé", ""), name
         assert "caf\u00e9 opens at" in view.body, name
+
+
+def test_nesting_depth_counts_open_elements_not_void_or_self_closed_ones():
+    from rag_pipeline.service.views.markup import nesting_depth
+
+    assert nesting_depth("<p>a<br/>b<img src=x>c</p><div><ul><li>x</li><li>y</li></ul></div>") == 3
+    assert nesting_depth('<a title="1 &gt; 0">x</a>' + "<div>" * 7 + "</div>" * 7) == 7
+    assert nesting_depth("plain text, no tags") == 0
+
+
+def test_a_page_nested_thousands_deep_is_shown_as_its_text(tmp_path):
+    """100,000 nested elements held the sanitiser 34 s a view (found by an attack)."""
+    import hashlib
+    from pathlib import Path
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.core.ingest.formats.html import extract_html
+    from rag_pipeline.service.views.base import ViewRequest
+    from rag_pipeline.service.views.markup import MAX_NESTING, html_view
+
+    for depth, kind in ((MAX_NESTING - 1, "markup"), (20_000, "text")):
+        data = (b"<html><body>" + b"<div>" * depth + b"<p>The cafeteria opens at noon.</p>"
+                + b"</div>" * depth + b"</body></html>")
+        path = Path(tmp_path, f"deep{depth}.html")
+        path.write_bytes(data)
+        text = extract_html(data, path.stem).canonical_text
+        start = text.index("The caf")
+        info = DocumentInfo(path.name, "Deep", str(path), "html", (),
+                            content_sha256=hashlib.sha256(data).hexdigest())
+        view = html_view(ViewRequest(info, text, start, start + 10))
+        assert view.kind == kind
+        if kind == "text":
+            assert view.note == (f"This document nests its elements {depth + 1:,} deep (more than "
+                                 f"{MAX_NESTING}): it is shown as its extracted text.")
+            assert '<mark id="quote">The cafete</mark>' in view.body
