@@ -6,6 +6,7 @@ and meanwhile another client gets its 200s."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -376,3 +377,19 @@ def test_a_head_over_the_limit_sent_in_one_write_is_refused(server: int, extra: 
 def test_a_pipelined_head_over_the_limit_is_refused_after_the_first_is_answered(server: int):
     big = GET + b"x-big: " + b"a" * (20 * 1024) + b"\r\nconnection: close\r\n\r\n"
     assert _one_write(server, GET + b"\r\n" + big) == [200, 431]
+
+
+def test_the_protocol_s_own_refusals_carry_the_private_headers(server: int):
+    """Every response carries no-store and DENY: a 431 and a 408, written by the protocol
+    before any application sees the request, did not (found by an attack)."""
+    with socket.create_connection(("127.0.0.1", server), timeout=10) as conn:
+        conn.sendall(GET + b"x-big: " + b"a" * (17 * 1024) + b"\r\n\r\n")
+        reply = b""
+        with contextlib.suppress(OSError):
+            while chunk := conn.recv(65536):
+                reply += chunk
+    head = reply.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+    assert head[0] == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert sorted(head[1:]) == [b"cache-control: no-store", b"connection: close",
+                                b"content-length: 42", b"content-type: application/json",
+                                b"x-frame-options: DENY"]
