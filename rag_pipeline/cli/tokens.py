@@ -23,7 +23,7 @@ def tokens() -> None:
 @tokens.command("add")
 @click.argument("name")
 @click.option("--groups", required=True, help="The groups the token reads for: a,b.")
-@click.option("--expires-days", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--expires-days", type=float, default=None,
               help="The token stops working after this many days (default: never).")
 @click.pass_obj
 def add(invocation: Invocation, name: str, groups: str, expires_days: float | None) -> None:

@@ -47,6 +47,8 @@ MAX_PAUSES = 4096
 """Pauses remembered at most; past it, those that have run out are forgotten."""
 _HASHING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
 """Secrets hashed at once, at most, whatever their ids and addresses (each scrypt takes 16 MB)."""
+MAX_EXPIRES_DAYS = 36_500
+"""A token's lifetime at most, in days (past it, a date no longer fits)."""
 USED_FLUSH_SECONDS = 5.0
 """How often, at most, a serving process records when its tokens were last used."""
 
@@ -168,8 +170,16 @@ class TokenStore:
                                               sorted(records.values(), key=lambda r: r.name)]})
 
     def add(self, name: str, groups: tuple[str, ...], expires_days: float | None = None) -> str:
-        """Creates a token; returns it (the only time it exists outside the caller)."""
+        """Creates a token; returns it (the only time it exists outside the caller).
+
+        Raises:
+            TokenError: A bad name, a name taken, or ``expires_days`` not a number of days in
+                (0, :data:`MAX_EXPIRES_DAYS`].
+        """
         check_token_name(name)
+        if expires_days is not None and not 0 < expires_days <= MAX_EXPIRES_DAYS:  # NaN too
+            raise TokenError(f"--expires-days must be more than 0 and at most {MAX_EXPIRES_DAYS:,} "
+                             f"(100 years); got {expires_days}")
         records = self._read()
         if any(r.name == name for r in records.values()):
             raise TokenError(f"a token named {name!r} exists: revoke it first, or choose another name")
