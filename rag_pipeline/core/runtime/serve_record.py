@@ -154,25 +154,35 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
 
     if not record.secret:
         raise UnprovenServeError(f"{SERVE_RECORD} holds no secret")
-    nonce = secrets.token_hex(16)
     url = urlsplit(record.url("/ask?" + urlencode(params)))
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=connect_timeout)
-    try:
-        connection.connect()
-        connection.sock.settimeout(read_timeout)
-        headers = {NONCE_HEADER: nonce}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        connection.request("GET", f"{url.path}?{url.query}", headers=headers)
+
+    def proven_get(path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        nonce = secrets.token_hex(16)
+        connection.request("GET", path, headers={NONCE_HEADER: nonce, **headers})
         response = connection.getresponse()
         body = response.read()
         proof = response.getheader(PROOF_HEADER) or ""
         if not hmac.compare_digest(proof, serve_proof(record.secret, nonce)):
             raise UnprovenServeError("its answer carries no proof of the secret in "
                                      f"{SERVE_RECORD}")
-        if response.status == 401:
+        return response.status, body
+
+    try:
+        connection.connect()
+        connection.sock.settimeout(read_timeout)
+        headers = {}
+        if token:
+            # The token goes only to a listener that has proven the secret, on the connection
+            # it proved it on (never reopened): a process squatting on the recorded port gets
+            # no token.
+            proven_get("/health", {})
+            connection.auto_open = 0
+            headers["Authorization"] = f"Bearer {token}"
+        status, body = proven_get(f"{url.path}?{url.query}", headers)
+        if status == 401:
             raise ServeRefusedError(str(json.loads(body).get("error", "unauthorized")))
-        return json.loads(body) if response.status == 200 else None
+        return json.loads(body) if status == 200 else None
     except (OSError, ValueError, http.client.HTTPException):
         return None
     finally:

@@ -9,9 +9,14 @@ import sys
 from pathlib import Path
 
 from rag_pipeline.core.runtime.serve_record import (
+    NONCE_HEADER,
+    PROOF_HEADER,
     ServeRecord,
+    UnprovenServeError,
+    ask_running,
     read_serve_record,
     remove_serve_record,
+    serve_proof,
     write_serve_record,
 )
 
@@ -52,3 +57,54 @@ def test_a_record_another_process_wrote_since_is_left_alone(tmp_path: Path):
     write_serve_record(tmp_path, later)
     remove_serve_record(tmp_path, os.getpid() + 1_000_000)
     assert read_serve_record(tmp_path) == later
+
+
+def _listener(prove: bool, seen: list[tuple[str, str | None, int]]):
+    """A keep-alive HTTP server recording each request's path, Authorization header and client
+    port; it proves the record's secret when ``prove``."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append((self.path.split("?")[0], self.headers.get("Authorization"),
+                         self.client_address[1]))
+            nonce = self.headers.get(NONCE_HEADER, "")
+            body = b'{"answer": "ok"}'
+            self.send_response(200)
+            self.send_header(PROOF_HEADER, serve_proof("s" * 64, nonce) if prove else "0" * 64)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+
+def test_a_token_goes_only_to_a_listener_that_proved_the_secret_on_that_connection():
+    """The token rode on the request the proof was asked on: a program squatting on the
+    recorded port got it (found by an attack's reading)."""
+    import threading
+
+    token = "rp_12345678_" + "t" * 43
+    for prove in (False, True):
+        seen: list[tuple[str, str | None, int]] = []
+        with _listener(prove, seen) as server:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            record = _record(os.getpid(), server.server_address[1])
+            try:
+                answer = ask_running(record, {"q": "x"}, token=token)
+            except UnprovenServeError:
+                answer = None
+            server.shutdown()
+        if prove:
+            assert answer == {"answer": "ok"}
+            assert [(path, auth) for path, auth, _ in seen] == [("/health", None),
+                                                               ("/ask", f"Bearer {token}")]
+            assert seen[0][2] == seen[1][2]  # one connection
+        else:
+            assert (answer, seen) == (None, [("/health", None, seen[0][2])])
