@@ -610,7 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {tool} is not installed (apt-get install poppler-utils)", file=sys.stderr)
             return 2
     try:
-        settings = OcrSettings(max_pages=max(args.scan_pages, 1), dpi=args.ocr_dpi,
+        settings = OcrSettings(max_pages=max(args.scan_pages, OcrSettings().max_pages), dpi=args.ocr_dpi,
                                page_segmentation=args.psm)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

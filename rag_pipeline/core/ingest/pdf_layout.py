@@ -101,6 +101,8 @@ class Line:
     mono: bool
     hyphen: bool
     cells: int
+    depth: float = 0.0
+    """How far below ``baseline`` its last line lies (a table row whose cells wrap over lines)."""
 
 
 @dataclass(frozen=True)
@@ -449,15 +451,112 @@ def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
     return table
 
 
+def _column(run: TextRun, columns: Sequence[float]) -> int | None:
+    """The column ``run`` starts in (within 4 points of its left edge), or None."""
+    return next((c for c, x in enumerate(columns) if abs(run.x0 - x) <= 4), None)
+
+
+def _cell_run(pieces: Sequence[TextRun]) -> TextRun:
+    """A table cell's lines, top to bottom, as one run (a word broken by a line-end hyphen
+    joined without its hyphen)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    text = pieces[0].text
+    for before, piece in itertools.pairwise(pieces):
+        text = (text[:-1] if text.endswith("-") else text) + piece.text if before.hyphen \
+            else f"{text} {piece.text}"
+    first, last = pieces[0], pieces[-1]
+    return dataclasses.replace(first, text=text, x0=min(p.x0 for p in pieces),
+                               x1=max(p.x1 for p in pieces), hyphen=last.hyphen, words=(),
+                               depth=last.baseline + last.depth - first.baseline)
+
+
+def _wrapped_rows(stretch: Sequence[list[TextRun]], columns: Sequence[float]) -> list[list[list[TextRun]]]:
+    """The rows of ``stretch`` (a table row and the partial rows under it) grouped into the
+    table rows they are: each group one row whose first column holds a cell (its anchor) and
+    the lines of the other cells around it. Cells set at the top of their row (every anchor's
+    row holds all the cells) take the lines under them; cells centred in their row (a one-line
+    cell beside a three-line one) take as many lines under the anchor as above it."""
+    anchors = [i for i, row in enumerate(stretch) if _column(row[0], columns) == 0]
+    if not anchors:
+        return [[row] for row in stretch]
+    centred = any(len(stretch[i]) < len(columns) for i in anchors)
+    bounds: list[int] = []
+    taken = 0  # rows placed in groups so far
+    for n, anchor in enumerate(anchors):
+        following = anchors[n + 1] if n + 1 < len(anchors) else len(stretch)
+        if not centred:
+            bounds.append(following)
+            continue
+        below = min(anchor - taken, following - anchor - 1)
+        taken = anchor + 1 + below if n + 1 < len(anchors) else following
+        bounds.append(taken)
+    start = 0 if centred else anchors[0]  # lines above a top-set first anchor: no row's
+    groups = [[row] for row in stretch[:start]]
+    for end in bounds:
+        groups.append(stretch[start:end])
+        start = end
+    return groups
+
+
+def _merge_wrapped_cells(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+    """Rows with each table row whose cells wrap over several lines read as one row of cells.
+
+    A cell longer than its column wraps; a table may set its other cells at the top of the row
+    or centre them, so the row is read as several partial rows (``display rather long
+    explanation on command`` / ``info commandname`` / ``style)``) that line up with no row:
+    the table broke there, its next row was taken for a new table's header, and the wrapped
+    cell's words were read around its neighbour. Partial rows right under a table row, each
+    run starting at one of the table's columns and each row within 1.6 lines of the one above,
+    are grouped (:func:`_wrapped_rows`) and each group whose cells fill every column becomes
+    one row."""
+    table = _table_rows(rows)
+    out: list[list[TextRun]] = []
+    i = 0
+    while i < len(rows):
+        out.append(rows[i])
+        if not table[i]:
+            i += 1
+            continue
+        columns = [run.x0 for run in rows[i]]
+        end = i + 1
+        while (end < len(rows) and not table[end]
+               and len(rows[end]) <= len(columns)
+               and all(_column(run, columns) is not None for run in rows[end])
+               and 0 < rows[end][0].baseline - rows[end - 1][0].baseline
+               <= 1.6 * max(run.size for run in rows[end - 1])):
+            end += 1
+        if end == i + 1:
+            i += 1
+            continue
+        out.pop()
+        for group in _wrapped_rows(rows[i:end], columns):
+            cells: list[list[TextRun]] = [[] for _ in columns]
+            for row in group:
+                for run in row:
+                    cells[_column(run, columns)].append(run)
+            if len(group) > 1 and all(cells):
+                out.append([_cell_run(pieces) for pieces in cells])
+            else:
+                out.extend(group)
+        i = end
+    return out
+
+
 def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[Line]:
     lines = []
     for row, in_table in zip(rows, table, strict=True):
         text = (CELL_SEPARATOR if in_table else " ").join(
             run.text if run.mono else _SPACED_ELLIPSIS.sub("…", run.text) for run in row)
         size = max(row, key=lambda run: len(run.text)).size
-        lines.append(Line(page, text, row[0].x0, min(run.top for run in row), row[0].baseline,
+        # A row of wrapped cells starts at its highest line (a centred cell's first line is
+        # above its anchor) and ends at its lowest.
+        baseline = min(run.baseline for run in row) if any(run.depth for run in row) \
+            else row[0].baseline
+        lines.append(Line(page, text, row[0].x0, min(run.top for run in row), baseline,
                           size, _bold(row), all(run.mono for run in row), row[-1].hyphen,
-                          len(row) if in_table else 1))
+                          len(row) if in_table else 1,
+                          max(run.baseline + run.depth for run in row) - baseline))
     return lines
 
 
@@ -562,7 +661,7 @@ def _page_lines(pages: Sequence[PageText]) -> tuple[list[list[Line]], int, list[
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        reading = _split_header_cells(_reading_rows(kept, page.width))
+        reading = _merge_wrapped_cells(_split_header_cells(_reading_rows(kept, page.width)))
         table = _table_rows(reading)
         for row in itertools.compress(reading, table):
             for run in row:
@@ -638,7 +737,7 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
                 and line.baseline - previous.baseline <= 1.6 * line.size)
     if first_on_page or line.page != previous.page:
         return not ends_sentence and kind is not BlockKind.TABLE
-    gap = line.baseline - previous.baseline
+    gap = line.baseline - previous.baseline - previous.depth
     if gap > 1.45 * pitch or gap < 0 or abs(line.size - previous.size) >= 0.6:
         return False
     if kind is BlockKind.TABLE:

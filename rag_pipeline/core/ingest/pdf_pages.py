@@ -49,6 +49,8 @@ class TextRun:
         hyphen: The run ends where PDFium found a word broken by a line-end hyphen.
         words: Left and right edges of each of the run's words (``text.split()``), in order;
             empty when not known (OCR).
+        depth: How far below ``baseline`` its last line's baseline lies: a table cell wrapped
+            over lines, read as one run (0 for one line).
     """
 
     page: int
@@ -62,6 +64,7 @@ class TextRun:
     mono: bool = False
     hyphen: bool = False
     words: tuple[tuple[float, float], ...] = ()
+    depth: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -233,3 +233,51 @@ def test_a_header_with_a_raised_mark_is_left_whole_where_its_words_are_not_known
     layout = lay_out([page(0, *header, *_shift_rows(100))], (), "Shifts", "shifts")
     assert layout.canonical_text.startswith(
         "Site Lead engineer1 Duration\n\nDelta flats 1 | Tomas Ruiz | 1 hours\n")
+
+
+def _command_table(cells: list[tuple[str | None, list[str]]], centred: bool) -> list[TextRun]:
+    """A two-column table (``command`` | ``description``) from y=100 at a 12-point pitch, each
+    row's description over its lines and its command set at the row's top or centred on it."""
+    runs = [run(0, "command", 50, 100, x1=90), run(0, "description", 200, 100, x1=260)]
+    y = 112.0
+    for command, lines in cells:
+        for i, text in enumerate(lines):
+            runs.append(run(0, text, 200, y + 12 * i, x1=200 + 5 * len(text)))
+        if command is not None:
+            at = y + (12 * (len(lines) - 1) / 2 if centred else 0)
+            runs.append(run(0, command, 50, at, x1=50 + 5 * len(command)))
+        y += 12 * len(lines)
+    return runs
+
+
+WRAPPED_ROWS = [("pwd", ["display name of current directory"]),
+                ("info name", ["display rather long explanation on", "command name (GNU", "style)"]),
+                ("ls -A", ["list contents of directory (almost", "all files)"]),
+                ("ls -la", ["list all contents of directory"])]
+
+
+def test_a_row_whose_cell_wraps_is_one_table_row_whether_centred_or_set_at_the_top():
+    """Found by a user on the Debian Reference: a description wrapped over lines beside a
+    command centred on it broke the table there, the next row was taken for a new table's
+    header, and the description's lines were read around the command."""
+    for centred in (True, False):
+        layout = lay_out([page(0, *_command_table(WRAPPED_ROWS, centred))], (), "Commands",
+                         "commands")
+        assert layout.canonical_text == (
+            "command | description\n"
+            "pwd | display name of current directory\n"
+            "info name | display rather long explanation on command name (GNU style)\n"
+            "ls -A | list contents of directory (almost all files)\n"
+            "ls -la | list all contents of directory\n"), centred
+        (table,) = layout.tables
+        assert (table.header, len(table.rows)) == ("command | description", 4)
+
+
+def test_a_paragraph_under_a_table_is_not_read_into_its_last_row():
+    runs = _command_table(WRAPPED_ROWS[:1], centred=False)
+    runs += [run(0, "After the table a paragraph starts at the first", 50, 124, x1=290),
+             run(0, "column and goes on.", 50, 136, x1=150)]
+    layout = lay_out([page(0, *runs)], (), "Commands", "commands")
+    assert layout.canonical_text == (
+        "command | description\npwd | display name of current directory\n\n"
+        "After the table a paragraph starts at the first column and goes on.\n")
