@@ -133,11 +133,17 @@ _TEXT = TextFormat()
 
 
 def not_text_reason(data: bytes) -> str | None:
-    """Why ``data`` is not plain text, or ``None`` when it is (the rule above)."""
+    """Why ``data`` is not plain text, or ``None`` when it is (the rule above): bytes that are
+    not text and start as another format's files do are named by that format."""
+    reason = _not_text(data)
+    if reason is not None and data.strip() and (what := signature_of(data)) is not None:
+        return f"binary: its first bytes are those of {what}"
+    return reason
+
+
+def _not_text(data: bytes) -> str | None:
     if not data.strip():
         return "empty" if not data else "only white space"
-    if (what := signature_of(data)) is not None:
-        return f"binary: its first bytes are those of {what}"
     nul = data.find(b"\x00")
     if nul >= 0:
         return f"binary: a NUL byte at offset {nul}"

@@ -1,9 +1,8 @@
 """What a file's first bytes say it is, whatever its name: a PDF saved as ``report.txt`` fails
 naming what it is, not the first byte that is not text.
 
-Only signatures no text file starts with are listed (binary bytes or a NUL in the first few):
-``%PDF-`` is the one printable exception, and a text file that begins with it is a PDF's head
-pasted as text, which reads as text (it is only named when the file fails as text).
+A signature only names what bytes that fail as text are: ``%PDF-`` and ``GIF89a`` are
+printable, and a text file that begins with them (a note on PDF versions) reads as text.
 """
 
 from __future__ import annotations

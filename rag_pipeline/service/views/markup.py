@@ -27,9 +27,11 @@ _TAGS = frozenset({
 
 MAX_NESTING = 512
 """Elements nested deeper than this are not rendered as a page (real pages nest a few dozen)."""
-_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                   "param", "source", "track", "wbr"})
 _TAG = re.compile(r"<(?P<close>/)?(?P<name>[A-Za-z][A-Za-z0-9:-]*)[^<>]*?(?P<self>/)?>")
+_RAW = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?>|<!.*?>"
+                  r"|<(?P<raw>script|style|template)\b[^>]*>.*?</(?P=raw)\s*>", re.S | re.I)
+"""What BeautifulSoup writes unescaped: comments, CDATA, processing instructions, a doctype,
+and the text of scripts, style sheets and templates (a ``</a>`` in them closes nothing)."""
 
 SHELL_IDS = frozenset({"quote", "view", "where", "page-image", "prev-page", "next-page"})
 """Element ids the page shell and its views give (the quote's mark above all): a document's own
@@ -92,15 +94,26 @@ def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
     return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
 
 
+def _empty_elements() -> frozenset[str]:
+    from bs4.builder import HTMLTreeBuilder
+
+    return frozenset(HTMLTreeBuilder.DEFAULT_EMPTY_ELEMENT_TAGS)
+
+
+_EMPTY = _empty_elements()
+"""Elements with no end tag, as BeautifulSoup writes them (``<br/>``, ``<spacer/>``)."""
+
+
 def nesting_depth(markup: str) -> int:
-    """How deep ``markup``'s elements nest at most: start tags less end tags, void and
-    self-closed elements not counted (markup as BeautifulSoup and markdown-it write it, every
-    ``<`` and ``>`` in text and attribute values escaped)."""
+    """How deep ``markup``'s elements nest at most: start tags less end tags, empty and
+    self-closed elements not counted, nor tags inside comments, CDATA, scripts and style sheets
+    (markup as BeautifulSoup and markdown-it write it: ``<`` and ``>`` escaped in text and
+    attribute values, written raw only in those)."""
     depth = deepest = 0
-    for match in _TAG.finditer(markup):
+    for match in _TAG.finditer(_RAW.sub("", markup)):
         if match["close"]:
             depth = max(0, depth - 1)
-        elif not match["self"] and match["name"].lower() not in _VOID:
+        elif not match["self"] and match["name"].lower() not in _EMPTY:
             depth += 1
             deepest = max(deepest, depth)
     return deepest

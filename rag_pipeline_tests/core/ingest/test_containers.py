@@ -353,7 +353,9 @@ def test_stamps_name_the_compression_and_the_inner_format():
     (b"", "empty"),
     (b"  \n\n", "only white space"),
     (b"text\x00more", "binary: a NUL byte at offset 4"),
-    (b"%PDF-1.7\n%\xe2\xe3\n1 0 obj", "binary: its first bytes are those of a PDF"),
+    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "binary: its first bytes are those of a PDF"),
+    (b"%PDF-1.4 is the version we ship\n", None),
+    (b"GIF89a is the format of the logo\n", None),
     (b"PK\x03\x04\x14\x00", "binary: its first bytes are those of a zip archive (an Office "
                             "document, an EPUB or a .zip)"),
     (b"caf\xe9 au lait\n", None),  # plainly windows-1252, read as a .txt file is
