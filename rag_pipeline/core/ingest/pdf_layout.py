@@ -452,35 +452,60 @@ def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
 
 
 def _column(run: TextRun, columns: Sequence[float]) -> int | None:
-    """The column ``run`` starts in (within 4 points of its left edge), or None."""
-    return next((c for c, x in enumerate(columns) if abs(run.x0 - x) <= 4), None)
+    """The column ``run`` is a cell of: it starts within 4 points of the column's left edge and
+    ends before the next column starts (a line of prose running across columns is no cell)."""
+    for c, x in enumerate(columns):
+        if abs(run.x0 - x) <= 4:
+            return c if c + 1 == len(columns) or run.x1 <= columns[c + 1] + 4 else None
+    return None
 
 
-def _cell_run(pieces: Sequence[TextRun]) -> TextRun:
-    """A table cell's lines, top to bottom, as one run (a word broken by a line-end hyphen
-    joined without its hyphen)."""
+def _as_line(run: TextRun) -> Line:
+    return Line(run.page, run.text, run.x0, run.top, run.baseline, run.size, run.bold, run.mono,
+                run.hyphen, 1)
+
+
+def _cell_run(pieces: Sequence[TextRun], joiner: _Joiner) -> TextRun:
+    """A table cell's lines, top to bottom, as one run, joined as a paragraph's lines are
+    (a line-end hyphen kept or dropped by the document's own words)."""
     if len(pieces) == 1:
         return pieces[0]
     text = pieces[0].text
     for before, piece in itertools.pairwise(pieces):
-        text = (text[:-1] if text.endswith("-") else text) + piece.text if before.hyphen \
-            else f"{text} {piece.text}"
+        text, separator = joiner.join(_as_line(before), text, _as_line(piece), BlockKind.BODY)
+        text += separator + piece.text
     first, last = pieces[0], pieces[-1]
     return dataclasses.replace(first, text=text, x0=min(p.x0 for p in pieces),
                                x1=max(p.x1 for p in pieces), hyphen=last.hyphen, words=(),
                                depth=last.baseline + last.depth - first.baseline)
 
 
+def _centred(stretch: Sequence[list[TextRun]], anchors: Sequence[int], columns: Sequence[float]) -> bool:
+    """Whether the stretch's rows centre their cells: a row's first cell (its anchor) lacks a
+    cell beside it, and a line of that cell's column lies half a line above or below it. A
+    first cell alone on its line with its neighbour's lines a whole line under it (a long term
+    of a definition list) is set at the top."""
+    for i in anchors:
+        missing = set(range(len(columns))) - {_column(run, columns) for run in stretch[i]}
+        size = stretch[i][0].size
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(stretch) and 0.3 * size <= abs(
+                    stretch[j][0].baseline - stretch[i][0].baseline) <= 0.9 * size and any(
+                    _column(run, columns) in missing for run in stretch[j]):
+                return True
+    return False
+
+
 def _wrapped_rows(stretch: Sequence[list[TextRun]], columns: Sequence[float]) -> list[list[list[TextRun]]]:
     """The rows of ``stretch`` (a table row and the partial rows under it) grouped into the
     table rows they are: each group one row whose first column holds a cell (its anchor) and
-    the lines of the other cells around it. Cells set at the top of their row (every anchor's
-    row holds all the cells) take the lines under them; cells centred in their row (a one-line
+    the lines of the other cells around it. Cells set at the top of their row take the lines
+    under them up to the next anchor; cells centred in their row (:func:`_centred`: a one-line
     cell beside a three-line one) take as many lines under the anchor as above it."""
-    anchors = [i for i, row in enumerate(stretch) if _column(row[0], columns) == 0]
+    anchors = [i for i, row in enumerate(stretch) if i == 0 or _column(row[0], columns) == 0]
     if not anchors:
         return [[row] for row in stretch]
-    centred = any(len(stretch[i]) < len(columns) for i in anchors)
+    centred = _centred(stretch, anchors, columns)
     bounds: list[int] = []
     taken = 0  # rows placed in groups so far
     for n, anchor in enumerate(anchors):
@@ -499,17 +524,16 @@ def _wrapped_rows(stretch: Sequence[list[TextRun]], columns: Sequence[float]) ->
     return groups
 
 
-def _merge_wrapped_cells(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner) -> list[list[TextRun]]:
     """Rows with each table row whose cells wrap over several lines read as one row of cells.
 
-    A cell longer than its column wraps; a table may set its other cells at the top of the row
-    or centre them, so the row is read as several partial rows (``display rather long
-    explanation on command`` / ``info commandname`` / ``style)``) that line up with no row:
-    the table broke there, its next row was taken for a new table's header, and the wrapped
-    cell's words were read around its neighbour. Partial rows right under a table row, each
-    run starting at one of the table's columns and each row within 1.6 lines of the one above,
-    are grouped (:func:`_wrapped_rows`) and each group whose cells fill every column becomes
-    one row."""
+    A cell longer than its column wraps, and a table sets its other cells at the top of the
+    row or centres them on it, so such a row is several partial rows (``display rather long
+    explanation on command`` / ``info commandname`` / ``style)``) lining up with no row. The
+    partial rows right under a table row, each run a cell of one of its columns
+    (:func:`_column`) and each row within 1.6 lines of the one above, are grouped
+    (:func:`_wrapped_rows`); each group whose cells fill every column becomes one row, and the
+    table goes on under its header."""
     table = _table_rows(rows)
     out: list[list[TextRun]] = []
     i = 0
@@ -533,10 +557,11 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
         for group in _wrapped_rows(rows[i:end], columns):
             cells: list[list[TextRun]] = [[] for _ in columns]
             for row in group:
-                for run in row:
-                    cells[_column(run, columns)].append(run)
+                for k, run in enumerate(row):  # the table row's own cells are its columns
+                    column = _column(run, columns)
+                    cells[k if column is None else column].append(run)
             if len(group) > 1 and all(cells):
-                out.append([_cell_run(pieces) for pieces in cells])
+                out.append([_cell_run(pieces, joiner) for pieces in cells])
             else:
                 out.extend(group)
         i = end
@@ -646,7 +671,8 @@ class _Joiner:
         return "-" in left or "-" in right
 
 
-def _page_lines(pages: Sequence[PageText]) -> tuple[list[list[Line]], int, list[int], Counter[float]]:
+def _page_lines(pages: Sequence[PageText],
+                joiner: _Joiner) -> tuple[list[list[Line]], int, list[int], Counter[float]]:
     """Each page's lines in reading order (none for a contents page), with the count of
     dropped lines, the dropped contents pages (1-based) and the characters per rounded type
     size in table rows."""
@@ -661,7 +687,7 @@ def _page_lines(pages: Sequence[PageText]) -> tuple[list[list[Line]], int, list[
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        reading = _merge_wrapped_cells(_split_header_cells(_reading_rows(kept, page.width)))
+        reading = _merge_wrapped_cells(_split_header_cells(_reading_rows(kept, page.width)), joiner)
         table = _table_rows(reading)
         for row in itertools.compress(reading, table):
             for run in row:
@@ -922,9 +948,9 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
     Returns:
         The layout; sections come from ``entries`` when there are any, else from type size.
     """
-    page_lines, dropped, toc_pages, in_tables = _page_lines(pages)
-    body_size = _body_size(pages, in_tables)
     joiner = _Joiner(_vocabulary(pages))
+    page_lines, dropped, toc_pages, in_tables = _page_lines(pages, joiner)
+    body_size = _body_size(pages, in_tables)
     blocks, footnotes = _blocks(page_lines, body_size, joiner)
     text, block_spans, page_spans = _text_and_spans(blocks)
     title = _title(metadata_title, blocks, stem)

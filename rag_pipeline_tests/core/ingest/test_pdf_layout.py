@@ -281,3 +281,34 @@ def test_a_paragraph_under_a_table_is_not_read_into_its_last_row():
     assert layout.canonical_text == (
         "command | description\npwd | display name of current directory\n\n"
         "After the table a paragraph starts at the first column and goes on.\n")
+
+
+def test_a_long_term_alone_on_its_line_takes_the_description_under_it():
+    """A definition list's long term stands alone, its description a whole line under it: the
+    rows are set at the top, not centred (found by a review on bash.pdf: "[-+]O
+    [shopt_option]" took the lines of "-D")."""
+    runs = [run(0, "-v", 50, 100, x1=60), run(0, "Print shell input lines as read.", 200, 100, x1=360),
+            run(0, "-D", 50, 112, x1=60), run(0, "A list of all double-quoted strings", 200, 112, x1=375),
+            run(0, "preceded by $ is printed.", 200, 124, x1=325),
+            run(0, "[-+]O [shopt_option]", 50, 136, x1=150),
+            run(0, "shopt_option is one of the shell options.", 200, 148, x1=405),
+            run(0, "--", 50, 160, x1=60), run(0, "A -- signals the end of options.", 200, 160, x1=360)]
+    layout = lay_out([page(0, *runs)], (), "Options", "options")
+    assert layout.canonical_text == (
+        "-v | Print shell input lines as read.\n"
+        "-D | A list of all double-quoted strings preceded by $ is printed.\n"
+        "[-+]O [shopt_option] | shopt_option is one of the shell options.\n"
+        "-- | A -- signals the end of options.\n")
+
+
+def test_a_paragraph_under_a_wrapped_last_row_is_not_read_into_it():
+    for centred in (True, False):
+        runs = _command_table([WRAPPED_ROWS[0], WRAPPED_ROWS[2]], centred)
+        runs += [run(0, "After the table a paragraph starts at the first column and goes", 50, 148,
+                     x1=380),
+                 run(0, "on to its end.", 50, 160, x1=120)]
+        layout = lay_out([page(0, *runs)], (), "Commands", "commands")
+        assert layout.canonical_text == (
+            "command | description\npwd | display name of current directory\n"
+            "ls -A | list contents of directory (almost all files)\n\n"
+            "After the table a paragraph starts at the first column and goes on to its end.\n"), centred
