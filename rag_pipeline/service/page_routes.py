@@ -276,9 +276,9 @@ def page_router(service: Any) -> APIRouter:
         if isinstance(found, Response):
             return found
         info, text = found
-        original = ViewRequest(info, text, 0, 0).original
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
+        original = ViewRequest(info, text, 0, 0).original
         if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")

@@ -39,6 +39,8 @@ class Original:
 
     name: str
     data: bytes
+    sha256: str
+    """The bytes' sha256 (what the index recorded for them)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class ViewRequest:
         # read are checked once more, so nothing written since is shown as the original.
         if hashlib.sha256(data).hexdigest() != self.info.content_sha256:
             return None
-        return Original(Path(self.info.path).name, data)
+        return Original(Path(self.info.path).name, data, self.info.content_sha256)
 
     @property
     def quote(self) -> str:

@@ -9,7 +9,6 @@ hyphenations, dropped running heads, small capitals) do not hide it.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import io
 import threading
@@ -87,7 +86,7 @@ def page_png(original: Original, page: int) -> bytes:
     """Page ``page`` (1-based) of the PDF ``original`` as a PNG (cached by its bytes' sha256
     and the page)."""
     check_page(page, page_count(original.data), original.name)
-    key = (hashlib.sha256(original.data).hexdigest(), page)
+    key = (original.sha256, page)
     with _RENDERED_LOCK:
         found = _RENDERED.get(key)
         if found is not None:

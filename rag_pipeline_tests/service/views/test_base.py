@@ -22,7 +22,8 @@ def test_a_member_of_a_container_never_opens_the_container_as_itself(tmp_path: P
                          content_sha256=hashlib.sha256(b"%PDF-1.7").hexdigest())
     gone = DocumentInfo("old.pdf", "old", str(tmp_path / "old.pdf"), "pdf", ())
     assert ViewRequest(member, "text", 0, 4).original is None
-    assert ViewRequest(alone, "text", 0, 4).original == Original("report.pdf", b"%PDF-1.7")
+    assert ViewRequest(alone, "text", 0, 4).original == Original(
+        "report.pdf", b"%PDF-1.7", hashlib.sha256(b"%PDF-1.7").hexdigest())
     assert ViewRequest(gone, "text", 0, 4).original is None
 
 
@@ -64,7 +65,7 @@ def test_a_page_image_is_drawn_from_the_bytes_checked(tmp_path: Path,
     secret.write_bytes(plain_pdf([["MANGO-LEAVE-4402"], ["a second page"]]))
     info = DocumentInfo("public.pdf", "Public", str(public), "pdf", (),
                         content_sha256=hashlib.sha256(public.read_bytes()).hexdigest())
-    expected = page_png(Original("public.pdf", public.read_bytes()), 1)
+    expected = page_png(Original("public.pdf", public.read_bytes(), "not cached"), 1)
     _swapped_after_the_check(monkeypatch, public, secret)
     original = ViewRequest(info, "", 0, 0).original
     assert page_png(original, 1) == expected
