@@ -28,9 +28,14 @@ def tokens() -> None:
 @click.pass_obj
 def add(invocation: Invocation, name: str, groups: str, expires_days: float | None) -> None:
     """Create a token NAME; it is printed once, alone on the last line."""
-    from rag_pipeline.service.tokens import TokenError, check_groups
+    from rag_pipeline.service.tokens import TokenError, check_expires_days, check_groups
 
     try:
+        if expires_days is not None:
+            try:
+                check_expires_days(expires_days)
+            except TokenError as exc:
+                fail(f"--expires-days: {exc}")
         wanted = check_groups(groups)
         config = read_config()
         policy = config.access

@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-__all__ = ["ACCESS_DIR", "TOKENS_FILE", "TokenError", "TokenRecord", "TokenStore", "check_groups",
-           "check_token_name"]
+__all__ = ["ACCESS_DIR", "TOKENS_FILE", "TokenError", "TokenRecord", "TokenStore",
+           "check_expires_days", "check_groups", "check_token_name"]
 
 ACCESS_DIR = "access"
 TOKENS_FILE = "tokens.json"
@@ -43,6 +43,10 @@ WRONG_SECRET_PAUSE = 1.0
 """Seconds a token id hashes no new secret from one client address after a wrong one from it
 (the right one, once verified, is known without hashing and is never paused). Per address, so
 wrong guesses from elsewhere cannot lock a holder out of their own token."""
+ID_HASHES_PER_SECOND = 4
+"""Secrets hashed for one token id in any second, from every address together: guesses from
+many addresses cost at most this many hashes a second (a holder whose right token was
+verified once since the service started is known without hashing, whatever the guesses)."""
 MAX_PAUSES = 4096
 """Pauses remembered at most; past it, those that have run out are forgotten."""
 _HASHING = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
@@ -55,6 +59,18 @@ USED_FLUSH_SECONDS = 5.0
 
 class TokenError(Exception):
     """A token that cannot be accepted, or a token command that cannot be done (one line)."""
+
+
+def check_expires_days(days: float) -> float:
+    """``days``, when a token may last that long: more than 0, at most :data:`MAX_EXPIRES_DAYS`.
+
+    Raises:
+        TokenError: Out of that range, infinite or NaN.
+    """
+    if not 0 < days <= MAX_EXPIRES_DAYS:  # NaN compares false
+        raise TokenError(f"the days a token lasts must be more than 0 and at most "
+                         f"{MAX_EXPIRES_DAYS:,} (100 years); got {days}")
+    return days
 
 
 def check_token_name(name: str) -> str:
@@ -140,6 +156,8 @@ class TokenStore:
         self._stamp: tuple[int, int] | None = None
         self._records: dict[str, TokenRecord] = {}
         self._verified: dict[str, tuple[str, str]] = {}
+        self._id_hashes: dict[str, list[float]] = {}
+        """Per token id: when its secrets were hashed in the last second."""
         self._hashing_until: dict[tuple[str, str], float] = {}
         """Per token id and client address: when a secret not seen before may be hashed again
         (a wrong one, or one being hashed, pauses that address's hashing for the id)."""
@@ -177,9 +195,8 @@ class TokenStore:
                 (0, :data:`MAX_EXPIRES_DAYS`].
         """
         check_token_name(name)
-        if expires_days is not None and not 0 < expires_days <= MAX_EXPIRES_DAYS:  # NaN too
-            raise TokenError(f"--expires-days must be more than 0 and at most {MAX_EXPIRES_DAYS:,} "
-                             f"(100 years); got {expires_days}")
+        if expires_days is not None:
+            check_expires_days(expires_days)
         records = self._read()
         if any(r.name == name for r in records.values()):
             raise TokenError(f"a token named {name!r} exists: revoke it first, or choose another name")
@@ -250,19 +267,26 @@ class TokenStore:
             raise TokenError("unknown or revoked token")
         if known is None or known != (record.id, record.hash):
             # Each guess costs a scrypt (tens of ms, 16 MB): one at a time per id and address,
-            # none for WRONG_SECRET_PAUSE seconds after a wrong one, and a few at once in all,
-            # so whoever knows a token's id (every holder knows theirs) cannot keep the cores
-            # and memory busy with guesses, nor pause the holder's own address.
+            # none for WRONG_SECRET_PAUSE seconds after a wrong one, ID_HASHES_PER_SECOND per
+            # id from all addresses, and a few at once in all, so whoever knows a token's id
+            # (every holder knows theirs) cannot keep the cores and memory busy with guesses.
             paused = (record.id, client or "")
             with self._lock:
-                if time.monotonic() < self._hashing_until.get(paused, 0.0):
+                now = time.monotonic()
+                recent = [t for t in self._id_hashes.get(record.id, ()) if now - t < 1.0]
+                if now < self._hashing_until.get(paused, 0.0) or len(recent) >= ID_HASHES_PER_SECOND:
                     raise TokenError("unknown or revoked token")
+                self._id_hashes[record.id] = [*recent, now]
                 self._hashing_until[paused] = float("inf")
-            wrong = True
+            wrong = False  # stays so when no hash was made: that pauses nothing
             try:
-                with _HASHING:
+                if not _HASHING.acquire(blocking=False):  # never wait: a request may hold the loop
+                    raise TokenError("unknown or revoked token")
+                try:
                     wrong = not hmac.compare_digest(
                         _hash(match["secret"], bytes.fromhex(record.salt)), record.hash)
+                finally:
+                    _HASHING.release()
             finally:
                 with self._lock:
                     now = time.monotonic()

@@ -63,7 +63,8 @@ def test_add_prints_the_token_alone_on_the_last_line_and_stores_only_its_hash(de
      "'@', '-'), got 'hr,,eng'"),
     (["tokens", "add", "-x", "--groups", "hr"], "error: No such option '-x'."),
     *((["tokens", "add", "bob", "--groups", "hr", "--expires-days", days],  # a traceback's line
-      f"error: --expires-days must be more than 0 and at most 36,500 (100 years); got {shown}")
+      f"error: --expires-days: the days a token lasts must be more than 0 and at most 36,500 "
+      f"(100 years); got {shown}")
       for days, shown in (("nan", "nan"), ("inf", "inf"), ("1e9", "1000000000.0"), ("0", "0.0"))),
     (["tokens", "revoke", "nobody"],
      "error: no token named 'nobody'; `rag-pipeline tokens list` shows them"),

@@ -43,13 +43,52 @@ def test_wrong_guesses_from_one_address_never_pause_the_holder_elsewhere(tmp_pat
     served = TokenStore(tmp_path)
     clock = SimpleNamespace(now=1000.0)
     monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
+    hashed: list[str] = []
+    real = tokens._hash
+    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
     guess = token[:len("rp_12345678_")] + "x" * 43
-    for _ in range(5):
+    with pytest.raises(TokenError, match="^unknown or revoked token$"):
+        served.verify(guess, "10.0.0.66")
+    assert served.verify(token, "10.0.0.7").name == "dave"  # another address: hashed, right
+    assert len(hashed) == 2
+    for _ in range(4):  # the guesser's address is paused; the holder is known without hashing
+        clock.now += WRONG_SECRET_PAUSE / 2
         with pytest.raises(TokenError, match="^unknown or revoked token$"):
             served.verify(guess, "10.0.0.66")
         assert served.verify(token, "10.0.0.7").name == "dave"
-        clock.now += WRONG_SECRET_PAUSE / 2
-    with pytest.raises(TokenError, match="^unknown or revoked token$"):
-        served.verify(guess, "10.0.0.66")
-    with pytest.raises(TokenError, match="^unknown or revoked token$"):  # paused: not hashed
-        served.verify(token[:-1] + ("A" if token[-1] != "A" else "B"), "10.0.0.66")
+    assert len(hashed) == 4  # one more guess each second the pause ran out
+
+
+def test_guesses_from_many_addresses_cost_a_few_hashes_a_second(tmp_path: Path, monkeypatch):
+    """Keyed by address alone, 40 guesses from 40 addresses cost 40 scrypts (found by a
+    review): an id's hashes are counted across addresses too."""
+    token = TokenStore(tmp_path).add("erin", ("eng",))
+    served = TokenStore(tmp_path)
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
+    hashed: list[str] = []
+    real = tokens._hash
+    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
+    guess = token[:len("rp_12345678_")] + "y" * 43
+    for n in range(40):
+        with pytest.raises(TokenError, match="^unknown or revoked token$"):
+            served.verify(guess, f"10.0.1.{n}")
+    assert len(hashed) == tokens.ID_HASHES_PER_SECOND
+    clock.now += 1.0
+    assert served.verify(token, "10.0.2.1").name == "erin"
+    assert len(hashed) == tokens.ID_HASHES_PER_SECOND + 1
+
+
+def test_no_secret_waits_for_a_hash_slot(tmp_path: Path, monkeypatch):
+    token = TokenStore(tmp_path).add("finn", ("eng",))
+    served = TokenStore(tmp_path)
+    taken = 0
+    while tokens._HASHING.acquire(blocking=False):
+        taken += 1
+    try:
+        with pytest.raises(TokenError, match="^unknown or revoked token$"):
+            served.verify(token, "10.0.3.1")
+    finally:
+        for _ in range(taken):
+            tokens._HASHING.release()
+    assert served.verify(token, "10.0.3.1").name == "finn"  # refused, not paused
