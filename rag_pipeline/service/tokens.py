@@ -1,10 +1,14 @@
 """Bearer tokens: who a request is, as the groups it reads for.
 
 A token is ``rp_<id>_<secret>``: ``id`` (8 hex digits) finds its record, ``secret`` (43 URL-safe
-characters, 256 random bits) proves it. Only a salted scrypt hash of the secret is stored
-(RFC 7914, ``n = 2**14, r = 8, p = 1``), in ``<data folder>/access/tokens.json``, file mode
-0600, replaced atomically (a temporary file, then a rename) so a reader never sees half a file.
-``tokens add`` prints the token once; nothing else ever holds it.
+characters, 256 random bits) proves it. Only a salted hash of the secret is stored, in
+``<data folder>/access/tokens.json``, file mode 0600, replaced atomically (a temporary file,
+then a rename) so a reader never sees half a file: HMAC-SHA-256 keyed by the salt (scheme
+``sha256``). A slow hash guards guessable passwords; 256 random bits cannot be guessed from a
+fast one, and a check costs a microsecond, so guesses at a token's id cost the service nothing
+and never stand between a holder and their token. Records written before (scheme ``scrypt``,
+RFC 7914, ``n = 2**14, r = 8, p = 1``) are still checked, under the limits of :meth:`TokenStore.
+verify`. ``tokens add`` prints the token once; nothing else ever holds it.
 
 A running ``serve`` re-reads the file when its modification time changes (every poll), so a
 revoked token stops working within the poll interval; a verified secret is remembered in memory
@@ -100,7 +104,13 @@ def _iso(moment: datetime) -> str:
 
 
 def _hash(secret: str, salt: bytes) -> str:
+    """The ``scrypt`` scheme's hash (records written before ``sha256``)."""
     return hashlib.scrypt(secret.encode(), salt=salt, **SCRYPT, dklen=32).hex()
+
+
+def _fast_hash(secret: str, salt: bytes) -> str:
+    """The ``sha256`` scheme's hash: HMAC-SHA-256 of the secret keyed by the salt."""
+    return hmac.new(salt, secret.encode(), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -114,11 +124,15 @@ class TokenRecord:
     salt: str
     hash: str
     expires: str | None = None
+    scheme: str = "scrypt"
+    """How ``hash`` was made: ``sha256`` (:func:`_fast_hash`), or ``scrypt`` (a record
+    written before, with no ``scheme``)."""
 
     @classmethod
     def from_json(cls, data: Mapping) -> TokenRecord:
         return cls(str(data["id"]), str(data["name"]), tuple(data["groups"]), str(data["created"]),
-                   str(data["salt"]), str(data["hash"]), data.get("expires"))
+                   str(data["salt"]), str(data["hash"]), data.get("expires"),
+                   str(data.get("scheme", "scrypt")))
 
     def expired(self, now: datetime | None = None) -> bool:
         return self.expires is not None and (now or _now()) >= datetime.fromisoformat(self.expires)
@@ -207,8 +221,9 @@ class TokenStore:
         salt = secrets.token_bytes(16)
         now = _now()
         records[token_id] = TokenRecord(
-            token_id, name, tuple(groups), _iso(now), salt.hex(), _hash(secret, salt),
-            _iso(now + timedelta(days=expires_days)) if expires_days is not None else None)
+            token_id, name, tuple(groups), _iso(now), salt.hex(), _fast_hash(secret, salt),
+            _iso(now + timedelta(days=expires_days)) if expires_days is not None else None,
+            "sha256")
         self._save(records)
         return f"rp_{token_id}_{secret}"
 
@@ -265,7 +280,11 @@ class TokenStore:
             known = self._verified.get(fast)
         if record is None:
             raise TokenError("unknown or revoked token")
-        if known is None or known != (record.id, record.hash):
+        if record.scheme == "sha256":
+            if not hmac.compare_digest(_fast_hash(match["secret"], bytes.fromhex(record.salt)),
+                                       record.hash):
+                raise TokenError("unknown or revoked token")
+        elif known is None or known != (record.id, record.hash):
             # Each guess costs a scrypt (tens of ms, 16 MB): one at a time per id and address,
             # none for WRONG_SECRET_PAUSE seconds after a wrong one, ID_HASHES_PER_SECOND per
             # id from all addresses, and a few at once in all, so whoever knows a token's id

@@ -3,6 +3,9 @@ each."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,8 +15,44 @@ from rag_pipeline.service import tokens
 from rag_pipeline.service.tokens import WRONG_SECRET_PAUSE, TokenError, TokenStore
 
 
+def _scrypt_token(folder: Path, name: str) -> str:
+    """A token whose record is of the ``scrypt`` scheme, as ``tokens add`` wrote them before."""
+    token = TokenStore(folder).add(name, ("eng",))
+    path = folder / "access" / "tokens.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for record in data["tokens"]:
+        if record["name"] == name:
+            record["hash"] = tokens._hash(token.split("_", 2)[2], bytes.fromhex(record["salt"]))
+            del record["scheme"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return token
+
+
+def test_a_new_token_is_checked_by_a_fast_hash_and_guesses_never_refuse_its_holder(
+        tmp_path: Path, monkeypatch):
+    """Guesses at a new token's id from 100 addresses refused its holder (found by an attack,
+    against scrypt and its pauses): a 256-bit secret needs no slow hash."""
+    token = TokenStore(tmp_path).add("gail", ("eng",))
+    record = json.loads((tmp_path / "access" / "tokens.json").read_text())["tokens"][0]
+    secret = token.split("_", 2)[2]
+    assert (record["scheme"], record["hash"]) == (
+        "sha256", hmac.new(bytes.fromhex(record["salt"]), secret.encode(), hashlib.sha256).hexdigest())
+    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: pytest.fail("a scrypt was made"))
+    served = TokenStore(tmp_path)
+    guess = token[:len("rp_12345678_")] + "z" * 43
+    for n in range(100):
+        with pytest.raises(TokenError, match="^unknown or revoked token$"):
+            served.verify(guess, f"10.0.4.{n}")
+        assert served.verify(token, f"10.0.4.{n}").name == "gail"
+
+
+def test_a_token_written_with_scrypt_still_verifies(tmp_path: Path):
+    token = _scrypt_token(tmp_path, "hal")
+    assert TokenStore(tmp_path).verify(token, "10.0.5.1").name == "hal"
+
+
 def test_wrong_secrets_for_a_known_id_are_hashed_once_a_pause(tmp_path: Path, monkeypatch):
-    token = TokenStore(tmp_path).add("ana", ("hr",))
+    token = _scrypt_token(tmp_path, "ana")
     served = TokenStore(tmp_path)  # a running serve's store: the token never verified yet
     clock = SimpleNamespace(now=1000.0)
     monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
@@ -39,7 +78,7 @@ def test_wrong_guesses_from_one_address_never_pause_the_holder_elsewhere(tmp_pat
                                                                         monkeypatch):
     """One wrong guess every half second at a token's id refused its holder's right token on
     every try (found by an attack): the pause is per address."""
-    token = TokenStore(tmp_path).add("dave", ("eng",))
+    token = _scrypt_token(tmp_path, "dave")
     served = TokenStore(tmp_path)
     clock = SimpleNamespace(now=1000.0)
     monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
@@ -62,7 +101,7 @@ def test_wrong_guesses_from_one_address_never_pause_the_holder_elsewhere(tmp_pat
 def test_guesses_from_many_addresses_cost_a_few_hashes_a_second(tmp_path: Path, monkeypatch):
     """Keyed by address alone, 40 guesses from 40 addresses cost 40 scrypts (found by a
     review): an id's hashes are counted across addresses too."""
-    token = TokenStore(tmp_path).add("erin", ("eng",))
+    token = _scrypt_token(tmp_path, "erin")
     served = TokenStore(tmp_path)
     clock = SimpleNamespace(now=1000.0)
     monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
@@ -80,7 +119,7 @@ def test_guesses_from_many_addresses_cost_a_few_hashes_a_second(tmp_path: Path, 
 
 
 def test_no_secret_waits_for_a_hash_slot(tmp_path: Path, monkeypatch):
-    token = TokenStore(tmp_path).add("finn", ("eng",))
+    token = _scrypt_token(tmp_path, "finn")
     served = TokenStore(tmp_path)
     taken = 0
     while tokens._HASHING.acquire(blocking=False):
