@@ -15,6 +15,16 @@ from rag_pipeline.service import tokens
 from rag_pipeline.service.tokens import WRONG_SECRET_PAUSE, TokenError, TokenStore
 
 
+def _clock_and_hashes(monkeypatch: pytest.MonkeyPatch) -> tuple[SimpleNamespace, list[str]]:
+    """A clock the test moves (``.now``) for the store, and the secrets it hashes with scrypt."""
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
+    hashed: list[str] = []
+    real = tokens._hash
+    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
+    return clock, hashed
+
+
 def _scrypt_token(folder: Path, name: str) -> str:
     """A token whose record is of the ``scrypt`` scheme, as ``tokens add`` wrote them before."""
     token = TokenStore(folder).add(name, ("eng",))
@@ -54,11 +64,7 @@ def test_a_token_written_with_scrypt_still_verifies(tmp_path: Path):
 def test_wrong_secrets_for_a_known_id_are_hashed_once_a_pause(tmp_path: Path, monkeypatch):
     token = _scrypt_token(tmp_path, "ana")
     served = TokenStore(tmp_path)  # a running serve's store: the token never verified yet
-    clock = SimpleNamespace(now=1000.0)
-    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
-    hashed: list[str] = []
-    real = tokens._hash
-    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
+    clock, hashed = _clock_and_hashes(monkeypatch)
     prefix = token[:len("rp_12345678_")]  # the id part (a secret may hold "_" too)
     guesses = [prefix + f"{n:043d}" for n in range(50)]
     for guess in guesses:
@@ -80,11 +86,7 @@ def test_wrong_guesses_from_one_address_never_pause_the_holder_elsewhere(tmp_pat
     every try (found by an attack): the pause is per address."""
     token = _scrypt_token(tmp_path, "dave")
     served = TokenStore(tmp_path)
-    clock = SimpleNamespace(now=1000.0)
-    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
-    hashed: list[str] = []
-    real = tokens._hash
-    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
+    clock, hashed = _clock_and_hashes(monkeypatch)
     guess = token[:len("rp_12345678_")] + "x" * 43
     with pytest.raises(TokenError, match="^unknown or revoked token$"):
         served.verify(guess, "10.0.0.66")
@@ -103,11 +105,7 @@ def test_guesses_from_many_addresses_cost_a_few_hashes_a_second(tmp_path: Path, 
     review): an id's hashes are counted across addresses too."""
     token = _scrypt_token(tmp_path, "erin")
     served = TokenStore(tmp_path)
-    clock = SimpleNamespace(now=1000.0)
-    monkeypatch.setattr(tokens, "time", SimpleNamespace(monotonic=lambda: clock.now, time=lambda: 0.0))
-    hashed: list[str] = []
-    real = tokens._hash
-    monkeypatch.setattr(tokens, "_hash", lambda secret, salt: hashed.append(secret) or real(secret, salt))
+    clock, hashed = _clock_and_hashes(monkeypatch)
     guess = token[:len("rp_12345678_")] + "y" * 43
     for n in range(40):
         with pytest.raises(TokenError, match="^unknown or revoked token$"):
