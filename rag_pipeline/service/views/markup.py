@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import html
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 
 from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
 from rag_pipeline.service.views.text import heading_label, text_view
@@ -27,6 +30,16 @@ _TAGS = frozenset({
 
 MAX_NESTING = 512
 """Elements nested deeper than this are not rendered as a page (real pages nest a few dozen)."""
+MAX_RENDERED_SIZE = 2_000_000
+"""A source (an HTML file's bytes, a Markdown document's characters) longer than this is shown
+as its extracted text: rendering and sanitising cost up to seconds a megabyte (300 KB of
+Markdown link openers took markdown-it 4.6 s)."""
+SANITISED_KEPT = 16
+"""Documents whose sanitised markup is kept."""
+_SANITISED: OrderedDict[tuple[str, str, str, int], str | int] = OrderedDict()
+"""(format, document id, sha256, the extracted text's hash) -> the sanitised markup, or the
+depth of markup too deep."""
+_SANITISED_LOCK = threading.Lock()
 _TAG = re.compile(r"<(?P<close>/)?(?P<name>[A-Za-z][A-Za-z0-9:-]*)[^<>]*?(?P<self>/)?>")
 _RAW = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?>|<!.*?>"
                   r"|<(?P<raw>script|style|template)\b[^>]*>.*?</(?P=raw)\s*>", re.S | re.I)
@@ -119,14 +132,33 @@ def nesting_depth(markup: str) -> int:
     return deepest
 
 
-def _marked_view(request: ViewRequest, markup: str) -> View:
-    """The sanitised markup with the quote marked, labelled by the heading above the quote;
-    the extracted text for markup nested deeper than :data:`MAX_NESTING` (the sanitiser's time
-    grows with the square of the depth: 100,000 nested elements took 34 s)."""
-    if (depth := nesting_depth(markup)) > MAX_NESTING:
-        return text_view(request, f"This document nests its elements {depth:,} deep (more than "
+def _marked_view(request: ViewRequest, size: int, render: Callable[[], str]) -> View:
+    """The sanitised markup ``render`` makes of a source of ``size`` characters or bytes, the
+    quote marked, labelled by the heading above the quote. Each document's sanitised markup
+    is kept (:data:`SANITISED_KEPT`), so a page of views renders it once. The extracted text
+    instead for a source over :data:`MAX_RENDERED_SIZE`, or markup nested deeper than
+    :data:`MAX_NESTING` (the sanitiser's time grows with the square of the depth: 100,000
+    nested elements took 34 s)."""
+    if size > MAX_RENDERED_SIZE:
+        return text_view(request, f"This document is {size:,} characters long (more than "
+                                  f"{MAX_RENDERED_SIZE:,}): it is shown as its extracted text.")
+    key = (request.info.format, request.info.document_id, request.info.content_sha256,
+           hash(request.text))
+    with _SANITISED_LOCK:
+        found = _SANITISED.get(key) if request.info.content_sha256 else None
+    if found is None:
+        markup = render()
+        depth = nesting_depth(markup)
+        found = depth if depth > MAX_NESTING else sanitised(markup)
+        if request.info.content_sha256:
+            with _SANITISED_LOCK:
+                _SANITISED[key] = found
+                while len(_SANITISED) > SANITISED_KEPT:
+                    _SANITISED.popitem(last=False)
+    if isinstance(found, int):
+        return text_view(request, f"This document nests its elements {found:,} deep (more than "
                                   f"{MAX_NESTING}): it is shown as its extracted text.")
-    body, heading = mark_quote(sanitised(markup), request.quote)
+    body, heading = mark_quote(found, request.quote)
     note = "" if heading is not None else "The quoted passage could not be located in this rendering."
     return View(heading or heading_label(request) or "the quoted passage",
                 f'<article class="markup">{body}</article>', "markup", note)
@@ -139,11 +171,14 @@ def html_view(request: ViewRequest) -> View:
     original = request.original
     if original is None:
         return text_view(request)
-    # Bytes, decoded and parsed as the indexer's BeautifulSoup reads them (lxml): by a
-    # byte-order mark, else the page's declared charset, else UTF-8 or windows-1252.
-    soup = BeautifulSoup(original.data, "lxml")
-    body = soup.body or soup
-    return _marked_view(request, body.decode_contents())
+
+    def render() -> str:
+        # Bytes, decoded and parsed as the indexer's BeautifulSoup reads them (lxml): by a
+        # byte-order mark, else the page's declared charset, else UTF-8 or windows-1252.
+        soup = BeautifulSoup(original.data, "lxml")
+        return (soup.body or soup).decode_contents()
+
+    return _marked_view(request, len(original.data), render)
 
 
 def markdown_view(request: ViewRequest) -> View:
@@ -153,8 +188,8 @@ def markdown_view(request: ViewRequest) -> View:
     from rag_pipeline.core.ingest.formats.markdown import front_matter_end
 
     body = request.text[front_matter_end(request.text):]
-    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
-    return _marked_view(request, rendered)
+    return _marked_view(request, len(body), lambda: MarkdownIt(
+        "commonmark", {"html": False}).enable("table").render(body))
 
 
 def _docx_html(data: bytes) -> str:
@@ -194,4 +229,4 @@ def docx_view(request: ViewRequest) -> View:
         markup = _docx_html(original.data)
     except ExtractionError:  # the file changed since it was indexed and no longer reads
         return text_view(request)
-    return _marked_view(request, markup)
+    return _marked_view(request, len(request.text), lambda: markup)

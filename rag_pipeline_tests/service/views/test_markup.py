@@ -113,3 +113,29 @@ def test_tags_in_comments_scripts_and_style_sheets_close_nothing():
     assert nesting_depth("<div><script>'</a>'</script>" * 600) == 600
     assert nesting_depth("<div><style>a::after{content:'</div>'}</style>" * 3) == 3
     assert nesting_depth("<p>" + "<spacer/>" * 600 + "</p>") == 1
+
+
+def test_a_document_is_rendered_once_for_many_views_and_a_huge_one_not_at_all(monkeypatch):
+    """300 KB of Markdown link openers took 4.6 s a view, every view (found by an attack)."""
+    import hashlib
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.service.views import markup
+    from rag_pipeline.service.views.base import ViewRequest
+
+    text = "# Notes\n\nThe cafeteria opens at noon.\n"
+    info = DocumentInfo("notes.md", "Notes", "/nowhere/notes.md", "markdown", (),
+                        content_sha256=hashlib.sha256(text.encode()).hexdigest())
+    made: list[str] = []
+    real = markup.sanitised
+    monkeypatch.setattr(markup, "sanitised", lambda m: made.append(m) or real(m))
+    start = text.index("The")
+    views = [markup.markdown_view(ViewRequest(info, text, start, start + n)) for n in (3, 13, 20)]
+    assert (len(made), [v.kind for v in views]) == (1, ["markup"] * 3)
+    assert '<mark id="quote">The cafeteria</mark>' in views[1].body
+    monkeypatch.setattr(markup, "MAX_RENDERED_SIZE", 20)
+    big = DocumentInfo("big.md", "Big", "/nowhere/big.md", "markdown", (), content_sha256="b" * 64)
+    view = markup.markdown_view(ViewRequest(big, text, start, start + 3))
+    assert (view.kind, view.note, len(made)) == (
+        "text", "This document is 38 characters long (more than 20): it is shown as its extracted "
+                "text.", 1)
