@@ -14,10 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
-import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -25,7 +23,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from rag_pipeline.core.answer.question import check_question
@@ -43,7 +41,6 @@ from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
-from rag_pipeline.service.views.base import open_indexed
 
 log = logging.getLogger(__name__)
 
@@ -293,40 +290,28 @@ def page_router(service: Any) -> APIRouter:
         found = served_document(document_id, who, request)
         if isinstance(found, Response):
             return found
-        info, _ = found
+        info, text = found
         if withheld(info, who):
             return _error(404, f"{document_id} holds other documents: under [access] its original "
                                "file is not served (it may hold members no rule was read for); "
                                "open each of its documents")
-        # The bytes sent are those of the handle checked: a file swapped since (for a link to
-        # another one above all) is no original of this document, now or mid-response.
-        handle = open_indexed(info.path, info.document_id, info.content_sha256)
-        if handle is None:
+        # The bytes sent are those read from the handle checked and hashed again once read: a
+        # file swapped since (for a link to another one above all), or rewritten in place
+        # meanwhile, is no original of this document.
+        original = ViewRequest(info, text, 0, 0).original
+        if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")
         path = Path(info.path)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        headers = {
+        # A text original names the charset its text was read by: a windows-1252 note labelled
+        # UTF-8 shows as mojibake.
+        if format_named(info.format).plain_text and (charset := text_charset(original.data)):
+            media = f"text/plain; charset={charset}"
+        return Response(original.data, media_type=media, headers={
             "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
-            "Content-Length": str(os.fstat(handle.fileno()).st_size),
-            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"}
-        if format_named(info.format).plain_text:
-            # Read whole (a document is at most max_document_bytes) to name the charset its
-            # text was read by: a windows-1252 note labelled UTF-8 shows as mojibake.
-            with handle:
-                data = handle.read()
-            headers["Content-Length"] = str(len(data))
-            charset = text_charset(data)
-            return Response(data, headers=headers, media_type=(
-                f"text/plain; charset={charset}" if charset else media))
-
-        def chunks() -> Iterator[bytes]:
-            with handle:
-                while block := handle.read(1 << 16):
-                    yield block
-
-        return StreamingResponse(chunks(), media_type=media, headers=headers)
+            "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 
     @router.get("/status/documents", summary="Documents that failed or were skipped, with reasons")
     def status_documents(who: Asker) -> dict[str, Any]:

@@ -256,6 +256,33 @@ def test_a_text_original_names_the_charset_its_text_was_read_by(tmp_path: Path,
     assert served["kantine.txt"].text == "Die Kantine öffnet um 12 Uhr.\n"
 
 
+def test_an_original_rewritten_in_place_while_it_is_read_is_not_served(
+        tmp_path: Path, hashed_embedder: HashedEmbedder, monkeypatch: pytest.MonkeyPatch):
+    """The original was streamed from the checked handle unhashed: a file rewritten in place
+    (the same inode) between the check and the read sent its new bytes (found by an attack's
+    reading)."""
+    from rag_pipeline.service.views import base
+
+    built = build_index(tmp_path, hashed_embedder, {"public/faq.md": "# FAQ\n\nNoon.\n"})
+    faq = built.corpus_dir / "public/faq.md"
+    checked = base.open_indexed
+
+    def check_then_rewrite(*args):
+        handle = checked(*args)
+        with open(faq, "r+b") as rewrite:
+            rewrite.write(b"# HR!")
+        return handle
+
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600) as service,
+          TestClient(create_app(service)) as client):
+        assert (client.get("/originals/public/faq.md").content) == b"# FAQ\n\nNoon.\n"
+        monkeypatch.setattr(base, "open_indexed", check_then_rewrite)
+        response = client.get("/originals/public/faq.md")
+    assert (response.status_code, response.json()) == (410, {
+        "error": "the original file of public/faq.md is gone or has changed since it was indexed"})
+
+
 def test_an_original_swapped_since_indexing_is_never_served(tmp_path: Path,
                                                             hashed_embedder: HashedEmbedder):
     """A public file replaced after indexing by a link to a file outside the corpus, or to a
