@@ -15,7 +15,6 @@ import json
 import logging
 import mimetypes
 import threading
-from collections import OrderedDict
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +37,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.bom_text import text_charset
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
+from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
 from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
@@ -85,26 +85,19 @@ class RecentAnswers:
     another group was shown)."""
 
     def __init__(self, size: int = RECENT_ANSWERS) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._answers: OrderedDict[tuple[frozenset[str] | None, str],
-                                   tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
+        self._answers: Recent[tuple[frozenset[str] | None, str],
+                              tuple[str, tuple[tuple[str, str], ...]]] = Recent(size)
 
     def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None) -> None:
         sources = tuple((c["document_id"], c["fragment"]) for c in body["citations"])
         key = (groups, body["question"])
-        with self._lock:
-            self._answers[key] = (body["generation"], sources)
-            self._answers.move_to_end(key)
-            while len(self._answers) > self.size:
-                self._answers.popitem(last=False)
+        self._answers.put(key, (body["generation"], sources))
 
     def get(self, question: str, groups: frozenset[str] | None = None
             ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         """The generation and the ``(document_id, fragment)`` sources of the last answer to
         ``question`` for ``groups`` (None when not among the recent ones)."""
-        with self._lock:
-            return self._answers.get((groups, question))
+        return self._answers.get((groups, question))
 
 
 class FeedbackRate:

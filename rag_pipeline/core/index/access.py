@@ -11,8 +11,6 @@ in-process ask without ``--groups``).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -22,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.config.access import AccessPolicy
+from rag_pipeline.core.runtime.recent import Recent
 
 if TYPE_CHECKING:
     from rag_pipeline.core.index.store import PartitionIndex
@@ -85,8 +84,8 @@ class AccessLabels:
     codes: np.ndarray
     documents: Mapping[str, tuple[str, ...]]
     policy: AccessPolicy
-    _masks: OrderedDict = field(default_factory=OrderedDict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _masks: Recent[frozenset[str], Readable] = field(
+        default_factory=lambda: Recent(MASK_CACHE), repr=False, compare=False)
 
     @classmethod
     def of(cls, document_ids: Sequence[str], policy: AccessPolicy,
@@ -109,18 +108,13 @@ class AccessLabels:
     def readable(self, groups: frozenset[str]) -> Readable:
         """The rows a principal of ``groups`` reads (cached per distinct group set)."""
         key = frozenset(groups)
-        with self._lock:
-            found = self._masks.get(key)
-            if found is not None:
-                self._masks.move_to_end(key)
-                return found
+        found = self._masks.get(key)
+        if found is not None:
+            return found
         allowed = np.array([not key.isdisjoint(s) for s in self.reader_sets], bool)
         mask = allowed[self.codes] if len(self.reader_sets) else np.zeros(len(self.codes), bool)
         found = Readable.of_mask(mask)
-        with self._lock:
-            self._masks[key] = found
-            while len(self._masks) > MASK_CACHE:
-                self._masks.popitem(last=False)
+        self._masks.put(key, found)
         return found
 
     def may_read(self, document_id: str, groups: frozenset[str] | None) -> bool:
@@ -143,8 +137,7 @@ class AccessLabels:
         return not frozenset(groups).isdisjoint(self.documents.get(document_id, by_rule))
 
 
-_LABELLED: OrderedDict[tuple, PartitionIndex] = OrderedDict()
-_LABELLED_LOCK = threading.Lock()
+_LABELLED: Recent[tuple, PartitionIndex] = Recent(4)
 
 
 def labelled(index: PartitionIndex, policy: AccessPolicy | None) -> PartitionIndex:
@@ -156,15 +149,11 @@ def labelled(index: PartitionIndex, policy: AccessPolicy | None) -> PartitionInd
     if index.access is not None and index.access.digest == policy.digest:
         return index
     key = (index.generation, index.chunker, index.model_key, policy.digest)
-    with _LABELLED_LOCK:
-        found = _LABELLED.get(key)
+    found = _LABELLED.get(key)
     if found is None:
         found = replace(index, access=AccessLabels.of(index.document_ids, policy,
                                                        index.corpus_ids))
-        with _LABELLED_LOCK:
-            _LABELLED[key] = found
-            while len(_LABELLED) > 4:
-                _LABELLED.popitem(last=False)
+        _LABELLED.put(key, found)
     return found
 
 

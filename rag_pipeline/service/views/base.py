@@ -6,8 +6,6 @@ import hashlib
 import html
 import os
 import stat
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import BinaryIO
 from urllib.parse import quote
 
 from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.runtime.recent import Recent
 
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
                             "\ufb04": "ffl"})
@@ -80,9 +79,8 @@ class ViewRequest:
         return self.text[self.start:self.end]
 
 
-_VERIFIED: OrderedDict[tuple[int, ...], str] = OrderedDict()
-_VERIFIED_LOCK = threading.Lock()
-_VERIFIED_SIZE = 256
+_VERIFIED: Recent[tuple[int, ...], str] = Recent(256)
+"""(device, inode, size, modified and changed times) -> the sha256 of a file's bytes."""
 _HASH_BLOCK = 1 << 20
 
 
@@ -112,7 +110,9 @@ def open_original(path: str, content_sha256: str) -> BinaryIO | None:
     document another group reads) since it was indexed is not this document's original, so it
     is never served for it. The check runs on the open handle (``fstat``, then its bytes), so a
     swap after the check serves nothing else; the digest is remembered per device, inode, size
-    and times, so a page of views hashes a file once.
+    and times, so a page of views hashes a file once. The file is hashed block by block before
+    :attr:`ViewRequest.original` reads it whole: a file grown since it was indexed is never
+    held in memory.
     """
     if not content_sha256 or not path:
         return None
@@ -126,18 +126,14 @@ def open_original(path: str, content_sha256: str) -> BinaryIO | None:
             handle.close()
             return None
         key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        with _VERIFIED_LOCK:
-            digest = _VERIFIED.get(key)
+        digest = _VERIFIED.get(key)
         if digest is None:
             hasher = hashlib.sha256()
             while block := handle.read(_HASH_BLOCK):
                 hasher.update(block)
             digest = hasher.hexdigest()
             handle.seek(0)
-            with _VERIFIED_LOCK:
-                _VERIFIED[key] = digest
-                while len(_VERIFIED) > _VERIFIED_SIZE:
-                    _VERIFIED.popitem(last=False)
+            _VERIFIED.put(key, digest)
     except OSError:
         handle.close()
         return None

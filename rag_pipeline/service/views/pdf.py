@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import html
 import io
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
+from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import (
     Original,
     View,
@@ -60,10 +59,9 @@ def check_page(page: int, pages: int, name: str) -> None:
                              f"page{'s' if pages != 1 else ''} (1 to {pages})")
 
 
-_RENDERED: OrderedDict[tuple[str, int], bytes] = OrderedDict()
-_RENDERED_LOCK = threading.Lock()
 RENDERED_PAGES = 32
 """Page images kept (by the PDF's sha256 and the page)."""
+_RENDERED: Recent[tuple[str, int], bytes] = Recent(RENDERED_PAGES)
 
 
 def _render(data: bytes, page: int) -> bytes:
@@ -87,16 +85,10 @@ def page_png(original: Original, page: int) -> bytes:
     and the page)."""
     check_page(page, page_count(original.data), original.name)
     key = (original.sha256, page)
-    with _RENDERED_LOCK:
-        found = _RENDERED.get(key)
-        if found is not None:
-            _RENDERED.move_to_end(key)
-            return found
-    found = _render(original.data, page)
-    with _RENDERED_LOCK:
-        _RENDERED[key] = found
-        while len(_RENDERED) > RENDERED_PAGES:
-            _RENDERED.popitem(last=False)
+    found = _RENDERED.get(key)
+    if found is None:
+        found = _render(original.data, page)
+        _RENDERED.put(key, found)
     return found
 
 
