@@ -11,12 +11,12 @@ wrapped in ``<mark>``, the first with ``id="quote"``.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
+from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
 from rag_pipeline.service.views.text import heading_label, text_view
 
@@ -36,10 +36,9 @@ as its extracted text: rendering and sanitising cost up to seconds a megabyte (3
 Markdown link openers took markdown-it 4.6 s)."""
 SANITISED_KEPT = 16
 """Documents whose sanitised markup is kept."""
-_SANITISED: OrderedDict[tuple[str, str, str, int], str | int] = OrderedDict()
+_SANITISED: Recent[tuple[str, str, str, int], str | int] = Recent(SANITISED_KEPT)
 """(format, document id, sha256, the extracted text's hash) -> the sanitised markup, or the
 depth of markup too deep."""
-_SANITISED_LOCK = threading.Lock()
 _TAG = re.compile(r"<(?P<close>/)?(?P<name>[A-Za-z][A-Za-z0-9:-]*)[^<>]*?(?P<self>/)?>")
 _RAW = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?>|<!.*?>"
                   r"|<(?P<raw>script|style|template)\b[^>]*>.*?</(?P=raw)\s*>", re.S | re.I)
@@ -107,14 +106,13 @@ def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
     return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
 
 
+@functools.cache
 def _empty_elements() -> frozenset[str]:
+    """Elements with no end tag, as BeautifulSoup writes them (``<br/>``, ``<spacer/>``); read
+    on first use, so starting ``serve`` does not import BeautifulSoup."""
     from bs4.builder import HTMLTreeBuilder
 
     return frozenset(HTMLTreeBuilder.DEFAULT_EMPTY_ELEMENT_TAGS)
-
-
-_EMPTY = _empty_elements()
-"""Elements with no end tag, as BeautifulSoup writes them (``<br/>``, ``<spacer/>``)."""
 
 
 def nesting_depth(markup: str) -> int:
@@ -123,10 +121,11 @@ def nesting_depth(markup: str) -> int:
     (markup as BeautifulSoup and markdown-it write it: ``<`` and ``>`` escaped in text and
     attribute values, written raw only in those)."""
     depth = deepest = 0
+    empty = _empty_elements()
     for match in _TAG.finditer(_RAW.sub("", markup)):
         if match["close"]:
             depth = max(0, depth - 1)
-        elif not match["self"] and match["name"].lower() not in _EMPTY:
+        elif not match["self"] and match["name"].lower() not in empty:
             depth += 1
             deepest = max(deepest, depth)
     return deepest
@@ -144,17 +143,13 @@ def _marked_view(request: ViewRequest, size: int, render: Callable[[], str]) -> 
                                   f"{MAX_RENDERED_SIZE:,}): it is shown as its extracted text.")
     key = (request.info.format, request.info.document_id, request.info.content_sha256,
            hash(request.text))
-    with _SANITISED_LOCK:
-        found = _SANITISED.get(key) if request.info.content_sha256 else None
+    found = _SANITISED.get(key) if request.info.content_sha256 else None
     if found is None:
         markup = render()
         depth = nesting_depth(markup)
         found = depth if depth > MAX_NESTING else sanitised(markup)
         if request.info.content_sha256:
-            with _SANITISED_LOCK:
-                _SANITISED[key] = found
-                while len(_SANITISED) > SANITISED_KEPT:
-                    _SANITISED.popitem(last=False)
+            _SANITISED.put(key, found)
     if isinstance(found, int):
         return text_view(request, f"This document nests its elements {found:,} deep (more than "
                                   f"{MAX_NESTING}): it is shown as its extracted text.")
