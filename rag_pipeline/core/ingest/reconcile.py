@@ -85,9 +85,12 @@ class Reconciliation:
 
 def deleted_rows(previous: Iterable[DocumentRecord], listed: set[str],
                  renamed_from: set[str]) -> list[Reconciled]:
-    """``deleted`` rows: previous documents neither listed now nor renamed."""
-    return [Reconciled(Change.DELETED.value, r.document_id) for r in previous
-            if not r.skipped and r.document_id not in listed and r.document_id not in renamed_from]
+    """``deleted`` rows: previous documents neither listed now nor renamed. A file skipped
+    before is one too, its detail saying so: it leaves the list of what was not indexed, and
+    the report says why."""
+    return [Reconciled(Change.DELETED.value, r.document_id,
+                       detail=f"skipped before ({r.error})" if r.skipped else "")
+            for r in previous if r.document_id not in listed and r.document_id not in renamed_from]
 
 
 class CorpusShrankError(Exception):

@@ -205,6 +205,23 @@ def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_pa
                             "text (binary: a NUL byte at offset 14)")]
 
 
+def test_a_skipped_file_deleted_is_reported_deleted(tmp_path):
+    # Found by a user: it left the list of what was not indexed with no word in the report.
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "notes.md").write_bytes(b"# Notes\n\nBackups run nightly.\n")
+    (root / "logo.7z").write_bytes(b"7z\xbc\xaf\x27\x1c\x00\x04")
+    first = extract_corpus(root)
+    (root / "logo.7z").unlink()
+    again = extract_corpus(root, first.records)
+    assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
+        ("deleted", "logo.7z", "skipped before (no reader for .7z files, and not plain text "
+                               "(binary: its first bytes are those of a 7-Zip archive))"),
+        ("unchanged", "notes.md", "")]
+    assert again.report.summary() == ("added 0, changed 0, renamed 0, deleted 1, unchanged 1, "
+                                      "failed 0, skipped 0, hidden 0")
+
+
 def test_a_folder_that_cannot_be_listed_stops_the_listing(tmp_path, monkeypatch):
     # Found by a review: a walk that passed over a folder it could not list (an I/O error, a
     # network share gone stale) took its documents for deleted, and the run unpublished them.
