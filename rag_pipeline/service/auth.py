@@ -34,6 +34,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag_pipeline.core.config.access import GROUP_NAME, AccessPolicy
@@ -341,9 +342,13 @@ class RequireAuth:
             found = EVERYONE if not enabled else None
         else:
             client = scope.get("client")
+            headers, where = scope["headers"], client[0] if client else None
             try:
-                found = self.access.authenticate(scope["headers"],
-                                                 client[0] if client else None)
+                # A Bearer token may be one written with scrypt (tens of milliseconds to check):
+                # checked on a worker thread, so the event loop serves other requests meanwhile.
+                found = (await run_in_threadpool(self.access.authenticate, headers, where)
+                         if any(name == b"authorization" for name, _ in headers)
+                         else self.access.authenticate(headers, where))
             except AuthError as exc:
                 answer = (_sign_in_first(str(exc)) if navigated(scope, method)
                           else _unauthorized(str(exc)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from rag_pipeline.service.auth import (
     AccessState,
     AuthError,
     Principal,
+    RequireAuth,
 )
 from rag_pipeline.service.tokens import TokenStore
 
@@ -131,3 +134,54 @@ def test_changed_rules_are_logged_where_serve_shows_them(tmp_path: Path,
     assert [record.getMessage() for record in caplog.records] == [
         f"[access] rules changed ({policy.digest} -> {wider.digest}): documents re-labelled"]
     assert access.policy == wider
+
+
+def test_a_bearer_token_is_checked_off_the_event_loop(access, monkeypatch: pytest.MonkeyPatch):
+    """An older token's scrypt check (about 38 ms) ran on the event loop: every other request
+    waited for it. A check held open here must let another request be answered meanwhile."""
+    state, tokens = access
+    entered, release = threading.Event(), threading.Event()
+    verify = state.store.verify
+
+    def held_verify(token, client):
+        entered.set()
+        assert release.wait(10), "the other request was never answered while the check ran"
+        return verify(token, client)
+
+    monkeypatch.setattr(state.store, "verify", held_verify)
+    answered: list[str] = []
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        found = scope["state"]["principal"]  # None on an anonymous path
+        await send({"type": "http.response.body", "body": found.name.encode() if found else b"-"})
+
+    async def request(path: str, headers: list[tuple[bytes, bytes]]) -> None:
+        sent: list[dict] = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": path, "method": "GET", "headers": headers,
+                 "client": ("127.0.0.1", 5000)}
+        await RequireAuth(app, state)(scope, receive, send)
+        answered.append(f"{path} {sent[0]['status']} {sent[1]['body'].decode()}")
+
+    async def while_checked() -> None:
+        for _ in range(1_000):
+            if entered.is_set():
+                break
+            await asyncio.sleep(0.01)
+        await request("/health", [])
+        release.set()
+
+    async def both() -> None:
+        await asyncio.gather(
+            request("/search", [(b"authorization", f"Bearer {tokens['hr']}".encode())]),
+            while_checked())
+
+    asyncio.run(both())
+    assert answered == ["/health 200 -", "/search 200 hr-user"]
