@@ -41,7 +41,13 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from rag_pipeline.core.ingest.bom_text import plainly_windows_1252
-from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.extracted import (
+    Extracted,
+    ExtractionError,
+    Extractor,
+    reader_failures,
+    valid_unicode,
+)
 from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
@@ -257,16 +263,15 @@ class _Reader:
         if not data:
             return failed(EMPTY_FILE)
         try:
-            extracted = fmt.extract(data, stem)
+            extracted = fmt.read(data, stem)
         except ExtractionError as exc:
             return failed(str(exc))
-        except MemoryError:
-            return failed(f"out of memory reading this {fmt.name} file: too large to read")
         return [_ok(document_id, path, digest, fmt, stamp, extracted)]
 
     def _container(self, fmt: ContainerFormat, document_id: str, path: str, stem: str,
                    data: bytes, digest: str, depth: int) -> list[DocumentRecord]:
-        expansion = fmt.expand(data, stem, self.unpacking)
+        with reader_failures(fmt.name):
+            expansion = fmt.expand(data, stem, self.unpacking)
         members: list[DocumentRecord] = []
         direct: list[DocumentRecord] = []
         taken = {document_id}
@@ -306,6 +311,7 @@ class _Reader:
             lines = [_listing_line(r.document_id[prefix:], r) for r in direct]
             own = Extracted(title=stem, canonical_text="".join(line + "\n" for line in lines)
                             or f"{stem}: no members\n")
+        own = valid_unicode(own)
         own = dataclasses.replace(own, notes=own.notes + expansion.notes + notes)
         return [_ok(document_id, path, digest, fmt, fmt.extractor(), own), *members]
 

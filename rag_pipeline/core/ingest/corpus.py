@@ -83,11 +83,9 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
     if not data:
         return failed(EMPTY_FILE)
     try:
-        extracted = fmt.extract(data, stem)
+        extracted = fmt.read(data, stem)
     except ExtractionError as exc:
         return failed(str(exc))
-    except MemoryError:
-        return failed(f"out of memory reading this {fmt.name} file: too large to read")
     if not extracted.canonical_text.strip():
         return failed("no text: the file is empty after extraction")
     return [DocumentRecord(document_id, location, extracted.title, extracted.canonical_text,

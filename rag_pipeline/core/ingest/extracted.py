@@ -6,9 +6,13 @@ are spans of that same text, so chunking, citations and the documents table all 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
+import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -127,6 +131,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "outputs_cut": "{} notebook output(s) cut short (too long)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
+    "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
+    "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) shown as \ufffd",
 }
 """The notes that say part of a document was left out or may be read wrongly, each with the
 phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""
@@ -178,3 +184,52 @@ class DocumentPage:
 
 class ExtractionError(Exception):
     """A document could not be turned into text; the message is the reason shown to users."""
+
+
+_log = logging.getLogger(__name__)
+
+
+@contextmanager
+def reader_failures(kind: str) -> Iterator[None]:
+    """Any exception a reader raises on one file's bytes, as the :class:`ExtractionError` that
+    fails that file alone with its reason: a damaged file a library chokes on (a PDF whose page
+    count is wrong, a ZIP entry named by a NUL byte, a notebook nested 100,000 deep) is one
+    ``failed`` document, never a stopped run. The traceback is logged, for a reader's bug."""
+    try:
+        yield
+    except ExtractionError:
+        raise
+    except MemoryError:
+        raise ExtractionError(f"out of memory reading this {kind} file: too large to read") from None
+    except RecursionError:
+        raise ExtractionError(f"nested too deeply for the {kind} reader: the file is damaged or "
+                              "built to break readers") from None
+    except Exception as exc:
+        _log.warning("the %s reader failed on a file", kind, exc_info=True)
+        message = " ".join(str(exc).split())[:300]
+        raise ExtractionError(f"the {kind} reader failed on this file ({type(exc).__name__}"
+                              f"{': ' + message if message else ''}): the file may be damaged; "
+                              "open and save it again, or report it") from exc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(extracted: Extracted) -> Extracted:
+    """``extracted`` with every lone surrogate (text that is no Unicode character: a notebook's
+    ``"\\ud800"``, which no table can store as UTF-8) replaced by U+FFFD in its title, text,
+    section titles and table headers, one for one, so every offset holds; a note counts them."""
+    texts = (extracted.title, extracted.canonical_text,
+             *(s.title for s in extracted.sections), *(t.header for t in extracted.tables))
+    if not any(_SURROGATE.search(text) for text in texts):
+        return extracted
+
+    def fixed(text: str) -> str:
+        return _SURROGATE.sub("\ufffd", text)
+
+    return dataclasses.replace(
+        extracted, title=fixed(extracted.title), canonical_text=fixed(extracted.canonical_text),
+        sections=tuple(dataclasses.replace(s, title=fixed(s.title)) for s in extracted.sections),
+        tables=tuple(dataclasses.replace(t, header=fixed(t.header)) for t in extracted.tables),
+        notes=(*extracted.notes, ("not_unicode_replaced",
+                                  str(len(_SURROGATE.findall(extracted.canonical_text))))))

@@ -247,6 +247,28 @@ def test_a_folder_that_cannot_be_listed_stops_the_listing(tmp_path, monkeypatch)
         "to start with '.' to leave it out of the corpus")
 
 
+def test_a_folder_path_longer_than_the_system_takes_stops_the_listing_with_its_name(tmp_path):
+    """Found by an attack: the walk's ENAMETOOLONG left the run as a bare OSError."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "c.md").write_bytes(b"# C\n")
+    name, depth = "D" * 250, 20  # 20 x 251 bytes: past PATH_MAX (4096)
+    folder = os.open(root, os.O_RDONLY)
+    for _ in range(depth):  # made relative to each folder: the path itself is too long to name
+        os.mkdir(name, dir_fd=folder)
+        inner = os.open(name, os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    os.close(folder)
+    with pytest.raises(SourceError) as stopped:
+        extract_corpus(root)
+    message = str(stopped.value)
+    assert message.startswith(f"the folder {name}/{name}/")
+    assert message.endswith(" of the corpus could not be listed (File name too long): nothing is "
+                            "published, the served index is as it was; make it readable by this "
+                            "user, or rename it to start with '.' to leave it out of the corpus")
+
+
 def test_hidden_names_below_the_root_and_undecodable_ones_are_reported_and_written(tmp_path):
     root = tmp_path / "corpus"
     (root / "docs" / ".cache" / "deep").mkdir(parents=True)

@@ -6,7 +6,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from rag_pipeline.core.ingest.extracted import Anchor, Extracted, Extractor, TableSpan
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    Extracted,
+    Extractor,
+    TableSpan,
+    reader_failures,
+    valid_unicode,
+)
 from rag_pipeline.core.ingest.locator import CharLocator
 from rag_pipeline.core.ingest.tables import with_rows
 
@@ -60,6 +67,19 @@ class DocumentFormat(ABC):
         Raises:
             ExtractionError: With the reason the file cannot be read.
         """
+
+    def read(self, data: bytes, stem: str) -> Extracted:
+        """:meth:`extract` as a corpus run calls it: any failure of the reader on these bytes is
+        an ``ExtractionError`` (:func:`~rag_pipeline.core.ingest.extracted.reader_failures`),
+        and text that is no Unicode is repaired (:func:`~rag_pipeline.core.ingest.extracted.
+        valid_unicode`).
+
+        Raises:
+            ExtractionError: With the reason the file cannot be read.
+        """
+        with reader_failures(self.name):
+            extracted = self.extract(data, stem)
+        return valid_unicode(extracted)
 
     def start_run(self) -> None:
         """Called once before a corpus run extracts its files: a format with limits per run

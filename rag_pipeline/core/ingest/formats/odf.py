@@ -65,6 +65,9 @@ MAX_SHEET_CELLS = 5_000_000
 """Filled cells of one spreadsheet document; past it the document fails."""
 MAX_REPEAT = 1000
 """A filled cell or row repeated more times than this is expanded this many times."""
+MAX_SPACES = 1000
+"""Spaces one ``text:s`` keeps at most (its ``text:c``): 300,000,000 of them in a 406-byte file
+took 10 GB."""
 
 _NS = {
     "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
@@ -89,6 +92,19 @@ Impress writes a slide's comments."""
 _SKIP_INLINE = {_q("text", "note"), *_ANNOTATIONS, _q("office", "annotation-end")}
 
 
+def _count(element: object, prefix: str, name: str) -> int:
+    """The whole number of at least 1 in ``element``'s attribute ``prefix:name`` (1 when absent).
+
+    Raises:
+        ExtractionError: If the attribute holds anything else.
+    """
+    value = element.get(_q(prefix, name), "1")
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ExtractionError(f"the attribute {prefix}:{name}=\"{value[:40]}\" is not a count "
+                              "of at least 1: the file is damaged")
+    return int(value)
+
+
 def inline_text(element: object) -> str:
     """The text of a paragraph-like element by the ODF inline rules above: the XML's own white
     space collapsed to single spaces, ``text:s``, ``text:tab`` and ``text:line-break`` kept."""
@@ -102,7 +118,7 @@ def inline_text(element: object) -> str:
             if tag in _SKIP_INLINE:
                 pass
             elif tag == _q("text", "s"):
-                parts.append("\x00" * int(child.get(_q("text", "c"), "1")))
+                parts.append("\x00" * min(_count(child, "text", "c"), MAX_SPACES))
             elif tag == _q("text", "tab"):
                 parts.append("\t")
             elif tag == _q("text", "line-break"):
@@ -133,7 +149,7 @@ def _table_rows(table: object) -> list[list[str]]:
             if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
                 continue
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
-            repeat = min(int(cell.get(_q("table", "number-columns-repeated"), "1")), MAX_REPEAT)
+            repeat = min(_count(cell, "table", "number-columns-repeated"), MAX_REPEAT)
             cells += [text] * (repeat if text else min(repeat, 64))
         rows.append(cells)
     return rows
@@ -195,7 +211,7 @@ def _own_blocks(child: object) -> Iterator[tuple[str, int, list[list[str]] | Non
     if tag == _q("text", "h"):
         text = " ".join(inline_text(child).split())
         if text:
-            yield text, int(child.get(_q("text", "outline-level"), "1")), None
+            yield text, _count(child, "text", "outline-level"), None
     elif tag == _q("text", "p"):
         text = inline_text(child)
         if text:
@@ -425,27 +441,29 @@ def _sheet_rows(table: object, budget: list[int],
     merged: dict[tuple[int, int], tuple[int, int]] = {}
     number = 0
     for row in table.iter(_q("table", "table-row")):
-        repeat = int(row.get(_q("table", "number-rows-repeated"), "1"))
+        repeat = _count(row, "table", "number-rows-repeated")
         cells: list[str] = []
         column_texts: list[tuple[int, str]] = []
         column = 0
         for cell in row:
             if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
                 continue
-            span = int(cell.get(_q("table", "number-columns-repeated"), "1"))
+            span = _count(cell, "table", "number-columns-repeated")
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
-            wide = int(cell.get(_q("table", "number-columns-spanned"), "1"))
-            high = int(cell.get(_q("table", "number-rows-spanned"), "1"))
+            wide = _count(cell, "table", "number-columns-spanned")
+            high = _count(cell, "table", "number-rows-spanned")
             if wide > 1 or high > 1:
                 merged[(number + 1, column + 1)] = (number + high, column + wide)
             if text:
                 for offset in range(min(span, MAX_REPEAT)):
                     column_texts.append((column + offset, text))
+                budget[1] += max(0, span - MAX_REPEAT)
             column += span
         if column_texts:
             cells = [""] * (column_texts[-1][0] + 1)
             for index, text in column_texts:
                 cells[index] = text
+            budget[1] += max(0, repeat - MAX_REPEAT)
             for copy in range(min(repeat, MAX_REPEAT)):
                 budget[0] += len(column_texts)
                 if budget[0] > MAX_SHEET_CELLS:
@@ -465,7 +483,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "5")
+        return Extractor("ods-content-xml", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
@@ -475,7 +493,7 @@ class OdsFormat(_OdfFormat):
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
         package = _package(data, "ODS", self.limits)
-        budget = [0]
+        budget = [0, 0]  # filled cells, copies past MAX_REPEAT left out
         body = _body(package.root, "ODS", "spreadsheet")
         hiding = _styles_with(package, "style:table-properties", "table:display", "false")
         layout = lay_out_sheets(
@@ -484,7 +502,8 @@ class OdsFormat(_OdfFormat):
             for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + comment_notes(body))
+                         notes=layout.notes + comment_notes(body)
+                         + ((("repeats_left_out", str(budget[1])),) if budget[1] else ()))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""

@@ -48,13 +48,20 @@ def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
                           "is as it was; make it readable by this user, or rename it to start "
                           "with '.' to leave it out of the corpus") from error
 
+    def is_link(path: Path) -> bool:
+        try:
+            return path.is_symlink()
+        except OSError as error:  # a path longer than the system takes (ENAMETOOLONG)
+            unlisted(error)
+            raise
+
     for folder, folders, files in os.walk(corpus_root, onerror=unlisted):
         here = Path(folder)
         for name in list(folders):
             if name.startswith("."):
                 hidden.append(here / name)
                 folders.remove(name)
-            elif (here / name).is_symlink():
+            elif is_link(here / name):
                 found.append(here / name)
         for name in files:
             (hidden if name.startswith(".") else found).append(here / name)

@@ -412,3 +412,48 @@ def test_odt_headers_and_footers_close_the_text_once_each_and_comments_are_count
     assert extracted.sections == (Section("register", 0, 29),
                                   Section("Page headers and footers", 31, 110))
     assert extracted.notes == (("comments_left_out", "1"),)
+
+
+def _paragraph_with_spaces(count: str) -> bytes:
+    document = OpenDocumentText()
+    paragraph = text.P(text="Before")
+    paragraph.addElement(text.S(c=count))
+    paragraph.addText("after.")
+    document.text.addElement(paragraph)
+    return saved(document)
+
+
+def test_kept_spaces_are_at_most_max_spaces():
+    """Found by an attack: 300,000,000 kept spaces in a 406-byte file took the run to 10 GB."""
+    from rag_pipeline.core.ingest.formats.odf import MAX_SPACES
+
+    extracted = ODT.extract(_paragraph_with_spaces("300000000"), "spaces")
+    assert extracted.canonical_text == "Before" + " " * MAX_SPACES + "after.\n"
+
+
+@pytest.mark.parametrize("count", ["abc", "0", "-3", "½"])
+def test_a_count_that_is_no_count_fails_with_its_reason(count: str):
+    with pytest.raises(ExtractionError) as failed:
+        ODT.extract(_paragraph_with_spaces(count), "spaces")
+    assert str(failed.value) == (f'the attribute text:c="{count}" is not a count of at least 1: '
+                                 "the file is damaged")
+
+
+def test_rows_repeated_past_max_repeat_are_counted_as_left_out():
+    """A row repeated 1,500 times was read 1,000 times and said nothing of the 500 others."""
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    document = OpenDocumentSpreadsheet()
+    sheet = table.Table(name="Reviews")
+    for values, repeated in ((["Item", "State"], 1), (["review", "pending"], 1500),
+                             (["last", "done"], 1)):
+        row = table.TableRow(numberrowsrepeated=repeated)
+        for value in values:
+            row.addElement(cell(value))
+        sheet.addElement(row)
+    document.spreadsheet.addElement(sheet)
+    extracted = ODS.extract(saved(document), "reviews")
+    assert extracted.canonical_text.count("pending") == 1000
+    assert extracted.canonical_text.endswith("Item: last | State: done\n")
+    assert left_out(extracted.notes) == ["500 repeated row(s) or cell(s) past the 1,000th copy "
+                                         "left out"]
