@@ -132,7 +132,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "charset_guessed": "text read as {} (its charset missing or wrong)",
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
-    "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) shown as \ufffd",
+    "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",
 }
 """The notes that say part of a document was left out or may be read wrongly, each with the
 phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""
