@@ -255,8 +255,11 @@ def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_canno
                 _fulfil_json(route, 401, {"error": "the session has ended"})
             elif path == "/session":
                 _fulfil_json(route, 200, {"signed_out": True})
-            elif path in ("/status", "/status/documents"):
-                _fulfil_json(route, 200, _status_answer(path, status))
+            elif path == "/status":
+                _fulfil_json(route, 200, status)
+            elif path == "/status/documents":
+                _fulfil_json(route, 200, {"failed": [{"document_id": "hr/pay.pdf",
+                                                      "reason": "unreadable PDF"}], "skipped": []})
             else:
                 route.continue_()
 
@@ -267,13 +270,18 @@ def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_canno
             assert page.locator("#sign-out").is_hidden()
             return
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.locator("#health").is_visible()
         # Signed out in another tab: the next request here shows the prompt and no Sign out
-        # (found by a user: a Sign out of nothing stayed beside the prompt).
+        # (found by a user: a Sign out of nothing stayed beside the prompt), and clears what
+        # the session showed (found by a user: the counts and the failed HR file's name stayed).
         ended[0] = True
         page.fill("#question", "when does the cafeteria open")
         page.press("#question", "Enter")
         page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
         assert page.locator("#sign-out").is_hidden()
+        assert page.inner_text("#login-error") == "Signed out: the session has ended"
+        assert page.inner_text("#served") == "Sign in to see what this index holds."
+        assert (page.locator("#health").is_hidden(), page.input_value("#question")) == (True, "")
         ended[0] = False
         page.reload()
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
