@@ -73,6 +73,13 @@ def _shown_error(request: Request, status: int, message: str) -> Response:
                         '<a href="/">Ask another question</a>')
 
 
+CONTAINER_WITHHELD = ("This file holds other documents (a mail's attachments, an archive's "
+                      "members): under [access] its original file is not served, since it may "
+                      "hold members no rule was read for.")
+"""What a document view of an archive or a mail says in place of its original file's link, to
+a reader ``[access]`` restricts (``/originals`` answers 404)."""
+
+
 def _disposition(kind: str, filename: str) -> str:
     """A ``Content-Disposition`` header naming ``filename`` (RFC 6266; as Starlette's files)."""
     quoted = quote(filename)
@@ -254,7 +261,8 @@ def page_router(service: Any) -> APIRouter:
         view = ViewRequest(info, text, start, end, page, sheet)
         try:
             return HTMLResponse(render_document(
-                view, None if withheld(info, who) else path_url("/originals/", document_id)))
+                view, path_url("/originals/", document_id),
+                CONTAINER_WITHHELD if withheld(info, who) else ""))
         except ViewError as exc:
             return _shown_error(request, exc.status, exc.message)
 

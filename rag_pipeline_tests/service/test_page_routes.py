@@ -386,6 +386,11 @@ def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
         # A container's original file holds what no document records (members past the
         # reader's limits, hidden names; found by an attack): under [access] nobody is sent it.
         assert "Open the original file" not in view.text
+        # ... and the view says why, not that the file is gone (found by a user's trial).
+        assert ('<span class="meta">This file holds other documents (a mail&#x27;s attachments, '
+                "an archive&#x27;s members): under [access] its original file is not served, "
+                "since it may hold members no rule was read for.</span>") in view.text
+        assert "no longer where it was indexed" not in view.text
         withheld = client.get("/originals/public/bundle.zip", headers=hr)
         assert (withheld.status_code, withheld.json()) == (404, {"error": (
             "public/bundle.zip holds other documents: under [access] its original file is not "

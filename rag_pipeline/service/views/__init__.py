@@ -29,16 +29,17 @@ VIEWS: dict[str, Callable[[ViewRequest], View]] = {
 }
 
 
-def render_document(request: ViewRequest, original_url: str | None) -> str:
-    """The whole page of ``/documents/{id}`` for ``request``.
+def render_document(request: ViewRequest, original_url: str | None, withheld: str = "") -> str:
+    """The whole page of ``/documents/{id}`` for ``request``; ``withheld``: why its original
+    file is not served to this reader (``original_url`` None).
 
     Raises:
         ViewError: A page out of range, a sheet the workbook does not have.
     """
     view = VIEWS.get(request.info.format, text_view)(request)
     return page_html(request.info.title, request.info.document_id, view,
-                     original_url if request.original is not None else None,
-                     pdf_navigation(request, view))
+                     original_url if request.original is not None and not withheld else None,
+                     pdf_navigation(request, view), withheld)
 
 
 __all__ = ["SHEET_READERS", "VIEWS", "View", "ViewError", "ViewRequest", "page_png", "path_url",

@@ -193,15 +193,16 @@ def locate(haystack: str, needle: str) -> tuple[int, int] | None:
 
 
 def page_html(title: str, document_id: str, view: View, original_url: str | None,
-              navigation: str = "") -> str:
+              navigation: str = "", withheld: str = "") -> str:
     """The page shell around a view: the way back, the title, where the quote is, the original
-    file one click away, then the view."""
+    file one click away (or ``withheld``: why it is not served), then the view."""
     from importlib.resources import files
 
     template = files("rag_pipeline.service").joinpath("document.html").read_text(encoding="utf-8")
     original = (f'<a class="original" href="{html.escape(original_url)}">Open the original file</a>'
-                if original_url else '<span class="meta">The original file is no longer where it '
-                                     "was indexed from.</span>")
+                if original_url else f'<span class="meta">{html.escape(withheld)}</span>' if withheld
+                else '<span class="meta">The original file is no longer where it was indexed '
+                     "from.</span>")
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
     return template.format(title=html.escape(title), document_id=html.escape(document_id),
                            label=html.escape(view.label), original=original, note=note,
