@@ -127,11 +127,20 @@ def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_
         page.fill("#feedback-comment", "I wanted the inspection rota")
         page.click("#not-helpful")
         page.wait_for_selector("#feedback-status:has-text('stored')", timeout=TIMEOUT_MS)
-        assert page.inner_text("#feedback-status") == "Thank you: your feedback is stored."
+        assert page.inner_text("#feedback-status") == "Thank you: stored as not helpful."
+        # The verdict stored is marked and sent once (found by a user: three clicks, three
+        # rows, nothing marked); the other verdict can still replace it.
+        marked = "[...document.querySelectorAll('#feedback button')].map(b => [b.id, " \
+                 "b.getAttribute('aria-pressed'), b.disabled])"
+        assert page.evaluate(marked) == [["helpful", "false", False], ["not-helpful", "true", True]]
+        page.click("#helpful")
+        page.wait_for_selector("#feedback-status:has-text('stored as helpful')", timeout=TIMEOUT_MS)
+        assert page.evaluate(marked) == [["helpful", "true", True], ["not-helpful", "false", False]]
     rows = read_feedback(Warehouse(built.data_dir))
-    assert len(rows) == before + 1
-    assert (rows[-1].question, rows[-1].helpful, rows[-1].comment, rows[-1].sources) == (
-        QUESTION, False, "I wanted the inspection rota", ("report.pdf#page=2",))
+    assert len(rows) == before + 2
+    assert [(r.question, r.helpful, r.comment, r.sources) for r in rows[-2:]] == [
+        (QUESTION, False, "I wanted the inspection rota", ("report.pdf#page=2",)),
+        (QUESTION, True, "I wanted the inspection rota", ("report.pdf#page=2",))]
 
 
 def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(base_url: str,
