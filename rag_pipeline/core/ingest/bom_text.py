@@ -9,9 +9,11 @@ it is plainly that: no NUL byte, no byte windows-1252 leaves undefined, at most
 :data:`MAX_GUESSED_SHARE` of its bytes outside ASCII and never three of them in a row (accented
 letters stand alone in Western words; Cyrillic, Greek or East Asian legacy encodings write
 whole words in such bytes), and no UTF-8 character in it (a UTF-8 file with one stray byte, or
-cut inside a character, is UTF-8 gone wrong, not windows-1252). The notes say so
-(``charset_guessed``, as a mail's do). Anything else fails with the offset and the byte found
-there.
+cut inside a character, is UTF-8 gone wrong, not windows-1252). A file without a mark whose
+every other byte is NUL (:data:`MIN_UTF16_SHARE` of its pairs) is UTF-16 written without one,
+little- or big-endian by where the NULs fall: read so, never as text with a NUL between every
+letter. The notes say so (``charset_guessed``, as a mail's do). Anything else fails with the
+offset and the byte found there.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ GUESSED_CHARSET = "windows-1252"
 MAX_GUESSED_SHARE = 0.2
 """A file that is not UTF-8 is read as windows-1252 only when at most this share of its bytes
 is outside ASCII."""
+MIN_UTF16_SHARE = 0.9
+"""A file without a mark is read as UTF-16 when at least this share of its byte pairs hold a
+NUL on the same side (Latin text in UTF-16), and at most the rest on the other."""
 _HIGH_BYTES = bytes(range(0x80, 0x100))
 _HIGH_RUN = re.compile(rb"[\x80-\xff]{3}")
 _UTF8_CHARACTER = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
@@ -64,6 +69,11 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
             encoding, name, body = codec, label, data[len(mark):]
             break
     notes: tuple[tuple[str, str], ...] = ()
+    utf16 = plainly_utf16(data) if body is data and b"\x00" in data else None
+    if utf16 is not None:
+        codec, text = utf16
+        return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"),
+                           (("charset_guessed", codec),))
     try:
         text = body.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -93,7 +103,24 @@ def text_charset(data: bytes) -> str | None:
         decoded = decode_text(data, "text")
     except ExtractionError:
         return None
-    return GUESSED_CHARSET if decoded.notes else "utf-8"
+    guessed = dict(decoded.notes).get("charset_guessed")
+    return guessed.replace("-le", "le").replace("-be", "be") if guessed else "utf-8"
+
+
+def plainly_utf16(data: bytes) -> tuple[str, str] | None:
+    """``(codec, text)`` of ``data`` read as UTF-16 without a mark when it is plainly that (the
+    module docstring), else None."""
+    pairs = len(data) // 2
+    if pairs < 2 or len(data) % 2:
+        return None
+    even, odd = data[0::2].count(0), data[1::2].count(0)
+    for codec, nul_side, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if nul_side >= MIN_UTF16_SHARE * pairs and other <= (1 - MIN_UTF16_SHARE) * pairs:
+            try:
+                return codec, data.decode(codec)
+            except UnicodeDecodeError:
+                return None
+    return None
 
 
 def plainly_windows_1252(data: bytes) -> str | None:

@@ -19,6 +19,8 @@ from rag_pipeline.core.ingest.formats import REGISTRY
     (codecs.BOM_UTF32_LE + "Größe\n".encode("utf-32-le"), "utf-32le"),
     ("Die Kantine öffnet um 12 Uhr, Kaffee kostet 1,50 €.\n".encode("windows-1252"), "windows-1252"),
     (b"plain ASCII\n", "utf-8"),
+    ("Zebras graze at dawn.\nGröße\n".encode("utf-16-le"), "utf-16le"),
+    ("Zebras graze at dawn.\nGröße\n".encode("utf-16-be"), "utf-16be"),
     ("Привет, мир\n".encode("koi8-r"), None),
     (b"%PDF-1.7\n\xe9\xe8\xe7\xe6\n", None),
 ])
@@ -51,3 +53,13 @@ def test_a_file_of_another_type_fails_naming_what_its_first_bytes_are():
         decode_text(b"abc\xff\xfe\xfd", "text")
     assert decode_text(b"%PDF-1.4 is the version we ship\n", "text").text == (
         "%PDF-1.4 is the version we ship\n")
+
+
+def test_utf16_without_a_mark_is_read_as_utf16_and_says_so():
+    """Found by an attack: read as UTF-8, it was ok with a NUL between every letter, and no
+    word of it could be found."""
+    decoded = decode_text("Zebras graze\r\nat dawn.\n".encode("utf-16-le"), "text")
+    assert (decoded.text, decoded.notes) == ("Zebras graze\nat dawn.\n",
+                                             (("charset_guessed", "utf-16-le"),))
+    # A NUL or two in UTF-8 text is no UTF-16.
+    assert decode_text(b"Zebras\x00 graze\x00\n", "text").text == "Zebras\x00 graze\x00\n"
