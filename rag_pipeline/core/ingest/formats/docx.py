@@ -344,9 +344,37 @@ def _comment_count(document: Document) -> int:
                for root in _related_roots(document, RT.COMMENTS))
 
 
-def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
-    """The body's paragraphs and tables in order, content controls opened, each followed by
-    the notes it refers to (a list item's after the list, which stays one block, as in ODT)."""
+_IMPORTED_HTML = ("text/html", "application/xhtml+xml")
+
+
+def _imported_blocks(document: Document, element: _Element) -> list[DocxBlock] | None:
+    """The paragraphs of the part a ``w:altChunk`` imports whole (HTML or plain text, as
+    HTML-to-DOCX tools write them), or None for a part of another kind (RTF, a document) or
+    none at all: left out, and counted."""
+    from docx.oxml.ns import qn
+
+    from rag_pipeline.core.ingest.bom_text import decode_text
+    from rag_pipeline.core.ingest.formats.html import HtmlFormat
+
+    part = document.part.related_parts.get(element.get(qn("r:id")) or "")
+    if part is None:
+        return None
+    kind = part.content_type.split(";")[0].strip().lower()
+    if kind in _IMPORTED_HTML:
+        text = HtmlFormat().extract(part.blob, "").canonical_text
+    elif kind == "text/plain":
+        text = decode_text(part.blob, "text").text
+    else:
+        return None
+    return [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
+
+
+def _blocks(document: Document, budget: ContentBudget,
+            left_out: list[int] | None = None) -> list[DocxBlock]:
+    """The body's paragraphs and tables in order, content controls opened and the HTML or text
+    a ``w:altChunk`` imports read in its place, each followed by the notes it refers to (a list
+    item's after the list, which stays one block, as in ODT). ``left_out`` counts the imported
+    parts of other kinds."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -400,6 +428,13 @@ def _blocks(document: Document, budget: ContentBudget) -> list[DocxBlock]:
                 content = child.find(qn("w:sdtContent"))
                 if content is not None:
                     walk(content)
+            elif child.tag == qn("w:altChunk"):
+                imported = _imported_blocks(document, child)
+                if imported is None and left_out is not None:
+                    left_out[0] += 1
+                for block in imported or ():
+                    budget.add(chars=len(block.text))
+                    add(block)
 
     walk(document.element.body)
     return blocks + after_list
@@ -414,12 +449,15 @@ class DocxContent:
         headers_and_footers: ``Header: text`` / ``Footer: text`` lines, each distinct text once.
         comments: How many comments the file holds (left out).
         core_title: The core properties' title, ``""`` when it has none.
+        imported_left_out: Parts imported whole (``w:altChunk``) of a kind not read (RTF, a
+            document): left out.
     """
 
     blocks: tuple[DocxBlock, ...]
     headers_and_footers: tuple[str, ...]
     comments: int
     core_title: str
+    imported_left_out: int = 0
 
 
 def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
@@ -435,8 +473,11 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
     budget = ContentBudget("DOCX", limits)
     try:
         document = docx.Document(io.BytesIO(data))
-        return DocxContent(tuple(_blocks(document, budget)), tuple(_headers_and_footers(document, budget)),
-                           _comment_count(document), (document.core_properties.title or "").strip())
+        left_out = [0]
+        blocks = tuple(_blocks(document, budget, left_out))
+        return DocxContent(blocks, tuple(_headers_and_footers(document, budget)),
+                           _comment_count(document), (document.core_properties.title or "").strip(),
+                           left_out[0])
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -455,7 +496,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"4+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"5+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section
@@ -506,6 +547,8 @@ class DocxFormat(DocumentFormat):
                                                       list(furniture))
         if furniture_section is not None:
             sections.append(furniture_section)
-        notes = (("comments_left_out", str(comments)),) if comments else ()
+        notes = (*((("comments_left_out", str(comments)),) if comments else ()),
+                 *((("imported_parts_left_out", str(content.imported_left_out)),)
+                   if content.imported_left_out else ()))
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                          tables=tuple(tables), notes=notes)

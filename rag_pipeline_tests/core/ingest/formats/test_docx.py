@@ -438,3 +438,38 @@ def test_headers_and_footers_close_the_document_once_each_and_comments_are_count
     assert extracted.sections == (Section("memo", 0, 10, 1),
                                   Section("Page headers and footers", 12, 92, 1))
     assert extracted.notes == (("comments_left_out", "1"),)
+
+
+def with_imported_parts(parts: list[tuple[str, str, bytes]]) -> bytes:
+    """A DOCX whose body is a paragraph, then a ``w:altChunk`` per ``(name, content type,
+    bytes)``: a part imported whole, as HTML-to-DOCX tools write them."""
+    import docx
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    document.add_paragraph("Visible paragraph.")
+    body = document.element.body
+    for name, content_type, blob in parts:
+        part = Part(PackURI(f"/word/{name}"), content_type, blob, document.part.package)
+        rid = document.part.relate_to(part, RT.A_F_CHUNK)
+        body.sectPr.addprevious(parse_xml(f'<w:altChunk {nsdecls("w", "r")} r:id="{rid}"/>'))
+    return saved(document)
+
+
+def test_html_a_docx_imports_whole_is_read_in_place_and_other_kinds_are_counted():
+    """Found by an attack: the imported part's text was in no chunk, and nothing said so."""
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    extracted = DocxFormat().extract(with_imported_parts([
+        ("chunk.html", "text/html", b"<html><body><h1>Terms</h1><p>The contract value is "
+                                    b"4.2 million.</p><p>Signed in Oslo.</p></body></html>"),
+        ("chunk.rtf", "application/rtf", b"{\\rtf1 Left out.}"),
+        ("note.txt", "text/plain", b"Plain words.\n")]), "imported")
+    assert extracted.canonical_text == ("Visible paragraph.\n\nTerms\n\nThe contract value is "
+                                        "4.2 million.\n\nSigned in Oslo.\n\nPlain words.\n")
+    assert left_out(extracted.notes) == [
+        "1 part(s) a DOCX imports whole (RTF, another document) left out"]
