@@ -8,7 +8,8 @@ merged-away cell an empty place, blank rows left out
 (:func:`~rag_pipeline.core.ingest.tables.layout_table`), declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan` so a long table keeps its header row
 in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its data as such
-a table (``Category | <series name> | ...``, a row per category); then the speaker notes, as a
+a table (``Category | <series name> | ...``, a row per category); each SmartArt diagram (an org
+chart, a process) its nodes' text, a line per node, from its data part; then the speaker notes, as a
 block starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
 order (the order a screen reader follows). Each slide, title included, is one anchor
 ``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers them; a hidden slide is
@@ -68,6 +69,33 @@ def _shapes(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:
             yield shape
 
 
+_DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+_DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _diagram_text(slide: object, shape: object) -> str | None:
+    """A SmartArt diagram's nodes' text, a line per node in its data part's order (the
+    connections' own points hold none); None for a shape that is no diagram."""
+    from rag_pipeline.core.ingest.safe_xml import safe_xml
+
+    ids = shape._element.find(f".//{{{_DIAGRAM}}}relIds")  # no python-pptx API for diagrams
+    if ids is None:
+        return None
+    rid = ids.get(f"{{{_RELATIONSHIPS}}}dm")
+    if rid is None or rid not in slide.part.rels:
+        return ""
+    data = safe_xml(slide.part.related_part(rid).blob)
+    lines = []
+    for point in data.iter(f"{{{_DIAGRAM}}}pt"):
+        if point.get("type", "node") in ("node", "asst"):
+            for paragraph in point.iter(f"{{{_DRAWING}}}p"):
+                line = " ".join("".join(t.text or "" for t in paragraph.iter(f"{{{_DRAWING}}}t")).split())
+                if line:
+                    lines.append(line)
+    return "\n".join(lines)
+
+
 def _blocks(slide: object, title_shape: object) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
     rows left out), ``None`` for a text frame or the notes."""
@@ -87,6 +115,8 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
             lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
                      for paragraph in shape.text_frame.paragraphs]
             text = "\n".join(line for line in lines if line.strip())
+        elif (diagram := _diagram_text(slide, shape)) is not None:
+            text = diagram
         else:
             continue
         if text.strip():
@@ -167,7 +197,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"5+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"6+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).

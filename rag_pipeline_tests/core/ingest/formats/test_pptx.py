@@ -256,3 +256,48 @@ def test_comments_are_counted_as_left_out():
     extracted = PPTX.extract(buffer.getvalue(), "review")
     assert extracted.canonical_text == PPTX.extract(deck(), "review").canonical_text
     assert ("comments_left_out", "2") in extracted.notes
+
+
+def smartart_deck(nodes: list[str]) -> bytes:
+    """A one-slide deck titled "Org chart" holding a SmartArt diagram of ``nodes``: a graphic
+    frame naming its data part, as PowerPoint writes it (the layout, style and drawing parts
+    left out: the data part alone holds the text)."""
+    from pptx import Presentation
+    from pptx.opc.constants import RELATIONSHIP_TYPE as RT
+    from pptx.opc.package import Part
+    from pptx.opc.packuri import PackURI
+    from pptx.oxml import parse_xml
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Org chart"
+    points = "".join(f'<dgm:pt modelId="{{{n}}}"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/><a:p>'
+                     f"<a:r><a:t>{node}</a:t></a:r></a:p></dgm:t></dgm:pt>"
+                     f'<dgm:pt modelId="{{t{n}}}" type="parTrans"><dgm:prSet/><dgm:spPr/>'
+                     "<dgm:t><a:bodyPr/><a:p><a:r><a:t>never text</a:t></a:r></a:p></dgm:t>"
+                     "</dgm:pt>" for n, node in enumerate(nodes, start=2))
+    data = ('<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+            'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>'
+            f'<dgm:pt modelId="{{1}}" type="doc"><dgm:prSet/><dgm:spPr/></dgm:pt>{points}'
+            "</dgm:ptLst><dgm:cxnLst/></dgm:dataModel>").encode()
+    part = Part(PackURI("/ppt/diagrams/data1.xml"),
+                "application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml",
+                slide.part.package, data)
+    rid = slide.part.relate_to(part, RT.DIAGRAM_DATA)
+    slide.shapes._spTree.append(parse_xml(
+        '<p:graphicFrame xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        '<p:nvGraphicFramePr><p:cNvPr id="10" name="Diagram 1"/><p:cNvGraphicFramePr/><p:nvPr/>'
+        '</p:nvGraphicFramePr><p:xfrm><a:off x="0" y="0"/><a:ext cx="100" cy="100"/></p:xfrm>'
+        '<a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram">'
+        '<dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+        f'r:dm="{rid}"/></a:graphicData></a:graphic></p:graphicFrame>'))
+    return saved(deck)
+
+
+def test_a_smartart_diagram_is_its_nodes_text():
+    """Found by an attack: an org chart's names were in no chunk, and nothing said so."""
+    extracted = PptxFormat().extract(smartart_deck(["CEO Alice Example", "CFO Bob Example"]),
+                                     "org")
+    assert extracted.canonical_text == "Org chart\n\nCEO Alice Example\nCFO Bob Example\n"
