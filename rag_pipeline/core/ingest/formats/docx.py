@@ -185,7 +185,12 @@ def paragraph_text(paragraph: _Element) -> str:
     for node in paragraph.iter(text, tab, qn("w:br"), qn("w:cr")):
         if any(ancestor.tag in skip for ancestor in node.iterancestors()):
             continue
-        parts.append((node.text or "") if node.tag == text else "\t" if node.tag == tab else "\n")
+        if node.tag == text:
+            # An entity left unresolved (never read: no XXE) is a child: the text after it is
+            # its tail, which ``node.text`` alone lost (found by an attack).
+            parts.append((node.text or "") + "".join(child.tail or "" for child in node))
+        else:
+            parts.append("\t" if node.tag == tab else "\n")
     return "".join(parts)
 
 

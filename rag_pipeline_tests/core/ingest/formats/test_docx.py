@@ -473,3 +473,27 @@ def test_html_a_docx_imports_whole_is_read_in_place_and_other_kinds_are_counted(
                                         "4.2 million.\n\nSigned in Oslo.\n\nPlain words.\n")
     assert left_out(extracted.notes) == [
         "1 part(s) a DOCX imports whole (RTF, another document) left out"]
+
+
+def test_text_after_an_entity_left_unresolved_is_kept_and_the_entity_never_read(tmp_path):
+    """Found by an attack: ``Visible &xxe; paragraph`` was read as "Visible"."""
+    import zipfile
+
+    import docx
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("OUTSIDE-SECRET", encoding="utf-8")
+    document = docx.Document()
+    document.add_paragraph("Visible MARKER paragraph")
+    source = io.BytesIO(saved(document))
+    patched = io.BytesIO()
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(patched, "w") as copy:
+        for item in original.infolist():
+            data = original.read(item.filename)
+            if item.filename == "word/document.xml":
+                head, _, rest = data.partition(b"?>")
+                data = (head + b"?><!DOCTYPE w:document [<!ENTITY xxe SYSTEM \"file://"
+                        + str(secret).encode() + b"\">]>" + rest.replace(b"MARKER", b"&xxe;"))
+            copy.writestr(item, data)
+    extracted = DocxFormat().extract(patched.getvalue(), "entity")
+    assert extracted.canonical_text == "Visible  paragraph\n"
