@@ -275,7 +275,11 @@ class _Reader:
         members: list[DocumentRecord] = []
         direct: list[DocumentRecord] = []
         taken = {document_id}
+        left_out = {"hidden": 0, "unnamed": 0}
         for member in expansion.members:  # an ExtractionError here fails the whole container
+            if member.left_out:
+                left_out[member.left_out] += 1
+                continue
             member_id, member_path = f"{document_id}/{member.name}", f"{path}/{member.name}"
             base = posixpath.basename(member.name)
             member_digest = hashlib.sha256(member.data).hexdigest() if member.data else ""
@@ -304,7 +308,9 @@ class _Reader:
         counts = {status: sum(r.status == status.value for r in direct) for status in DocumentStatus}
         notes = (("members", str(len(direct))), ("members_ok", str(counts[DocumentStatus.OK])),
                  ("members_failed", str(counts[DocumentStatus.FAILED])),
-                 ("members_skipped", str(counts[DocumentStatus.SKIPPED])))
+                 ("members_skipped", str(counts[DocumentStatus.SKIPPED])),
+                 *((("members_hidden", str(left_out["hidden"])),) if left_out["hidden"] else ()),
+                 *((("members_unnamed", str(left_out["unnamed"])),) if left_out["unnamed"] else ()))
         own = expansion.own
         if own is None:
             prefix = len(document_id) + 1

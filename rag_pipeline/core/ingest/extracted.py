@@ -132,6 +132,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "charset_guessed": "text read as {} (its charset missing or wrong)",
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
     "imported_parts_left_out": "{} part(s) a DOCX imports whole (RTF, another document) left out",
+    "members_unnamed": "{} archive member(s) whose name is nothing once made safe left out",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
     "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",
 }

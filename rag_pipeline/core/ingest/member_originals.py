@@ -45,7 +45,7 @@ def _inside(name: str, data: bytes, rest: str, unpacking: Unpacking) -> bytes | 
     stem = PurePosixPath(name).stem or name
     try:
         for member in fmt.expand(data, stem, unpacking).members:
-            if member.error is not None or member.skip is not None:
+            if member.error is not None or member.skip is not None or member.left_out:
                 continue
             if member.name == rest:
                 return member.data

@@ -84,12 +84,16 @@ class Member:
         data: Its bytes (empty when it fails or is skipped).
         error: It fails alone with this reason (a path outside the container, a bomb).
         skip: It is skipped with this reason (a symlink or device entry).
+        left_out: ``"hidden"`` (a name starting with ``.``: not part of the corpus) or
+            ``"unnamed"`` (a file whose name is nothing once made safe): no document, counted
+            in the container's notes (``members_hidden``, ``members_unnamed``).
     """
 
     name: str
     data: bytes = field(default=b"", repr=False)
     error: str | None = None
     skip: str | None = None
+    left_out: str = ""
 
 
 _DRIVE = re.compile(r"[A-Za-z]:")

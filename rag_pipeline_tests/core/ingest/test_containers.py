@@ -75,8 +75,10 @@ def test_zip_members_become_documents_read_by_their_own_format(tmp_path: Path):
     assert own.canonical_text == ("exports/one.md\nexports/two.txt\nexports/logs/app.log.gz\n"
                                   "exports/blob.bin (skipped: no reader for .bin files, and not "
                                   "plain text (binary: a NUL byte at offset 0))\n")
+    # The resource fork under __MACOSX is hidden: no document, but counted (found by an
+    # attack: hidden members were dropped without a word).
     assert own.notes == (("members", "4"), ("members_ok", "3"), ("members_failed", "0"),
-                         ("members_skipped", "1"))
+                         ("members_skipped", "1"), ("members_hidden", "1"))
     assert (own.title, own.path) == ("exports", str(tmp_path / "exports.zip"))
     assert (one.title, one.canonical_text, one.path) == (
         "One", "# One\n\nThe first export.\n", str(tmp_path / "exports.zip" / "exports" / "one.md"))
@@ -344,7 +346,7 @@ def test_a_gzip_file_is_read_as_gzip_reads_it_members_joined_and_trailing_bytes_
 def test_stamps_name_the_compression_and_the_inner_format():
     assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "7"))
     assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "3"))
-    assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "2"))
+    assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "3"))
 
 
 @pytest.mark.parametrize(("data", "reason"), [

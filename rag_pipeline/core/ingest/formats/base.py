@@ -143,6 +143,6 @@ class ContainerFormat(DocumentFormat):
                                                       limits.max_expanded_bytes))
         if expansion.own is not None:
             return expansion.own
-        names = [member.name for member in expansion.members]
+        names = [member.name for member in expansion.members if not member.left_out]
         return Extracted(title=stem, canonical_text="".join(f"{name}\n" for name in names),
                          notes=(("members", str(len(names))),))

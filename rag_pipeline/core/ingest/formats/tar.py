@@ -43,7 +43,7 @@ class TarFormat(ContainerFormat):
     suffixes = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "2")
+        return Extractor("tar-members", "3")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -81,6 +81,8 @@ class TarFormat(ContainerFormat):
                             raise ExtractionError(bomb)
                         name, unsafe = safe_member_name(info.name)
                         if not name or (unsafe is None and is_hidden(name)):
+                            if name or info.isfile():  # ``./``, the folder tar writes first, is none
+                                yield Member(name, left_out="hidden" if name else "unnamed")
                             continue
                         # Two entries of one name (``tar -r`` appends an update; a name made
                         # printable): both are read, the later as ``name (2)``.

@@ -81,7 +81,7 @@ class ZipFormat(ContainerFormat):
     suffixes = (".zip",)
 
     def extractor(self) -> Extractor:
-        return Extractor("zip-members", "3")
+        return Extractor("zip-members", "4")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The members in the archive's order, checked as the module docstring says.
@@ -112,6 +112,7 @@ class ZipFormat(ContainerFormat):
                 for info in infos:
                     name, unsafe = safe_member_name(member_path(info))
                     if not name or (unsafe is None and is_hidden(name)):
+                        yield Member(name, left_out="hidden" if name else "unnamed")
                         continue
                     # Two entries of one name (an update appended, a name made printable):
                     # both are read, the later as ``name (2)``.

@@ -50,3 +50,31 @@ def test_the_double_suffix_names_a_tar_archive(name: str):
 def test_not_a_tar_fails_with_its_reason():
     with pytest.raises(ExtractionError, match="^unreadable tar archive: ReadError: "):
         TAR.extract(b"not a tar at all" * 100, "broken")
+
+
+def test_a_member_whose_name_is_nothing_once_made_safe_is_counted_as_left_out(tmp_path):
+    """Found by an attack: a member named by a NUL lost its text without a word; the ``./``
+    folder tar writes first is no member and is not counted."""
+    import io
+    import tarfile
+
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        folder = tarfile.TarInfo("./")
+        folder.type = tarfile.DIRTYPE
+        archive.addfile(folder)
+        for name, data in (("./a.md", b"# A\n\nKept.\n"), ("\x00lost.md", b"# Lost\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "docs.tar").write_bytes(buffer.getvalue())
+    own = extract_corpus(root).records[0]
+    assert own.notes == (("members", "1"), ("members_ok", "1"), ("members_failed", "0"),
+                         ("members_skipped", "0"), ("members_unnamed", "1"))
+    assert left_out(own.notes) == ["1 archive member(s) whose name is nothing once made safe "
+                                   "left out"]

@@ -36,11 +36,13 @@ def test_members_and_the_listing():
     from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
 
     members = list(ZIP.expand(archive(), "docs", Unpacking(ContainerLimits(), Budget(10**6), 10**6)).members)
-    assert [(m.name, m.data, m.error, m.skip) for m in members] == [
-        ("docs/a.md", b"# A\n", None, None), ("docs/windows.txt", b"made on Windows\n", None, None),
-        ("docs/a (2).md", b"# again\n", None, None), ("docs/w_x.md", b"newline\n", None, None),
-        ("docs/w_x (2).md", b"underscore\n", None, None),
-        ("docs/link", b"", None, "a symlink inside the archive: not followed")]
+    assert [(m.name, m.data, m.error, m.skip, m.left_out) for m in members] == [
+        ("docs/a.md", b"# A\n", None, None, ""),
+        ("docs/windows.txt", b"made on Windows\n", None, None, ""),
+        (".git/config", b"", None, None, "hidden"),
+        ("docs/a (2).md", b"# again\n", None, None, ""), ("docs/w_x.md", b"newline\n", None, None, ""),
+        ("docs/w_x (2).md", b"underscore\n", None, None, ""),
+        ("docs/link", b"", None, "a symlink inside the archive: not followed", "")]
 
 
 def test_not_a_zip_fails_with_its_reason():
