@@ -183,7 +183,12 @@ def _attachment_data(part: object) -> bytes:
             return inner.as_bytes()
         except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
             return inner.as_string().encode("utf-8", "replace")
-    return part.get_payload(decode=True) or b""
+    payload = part.get_payload(decode=True) or b""
+    if any(isinstance(defect, email.errors.InvalidBase64LengthDefect) for defect in part.defects):
+        # email hands back the base64 text itself: it would be read as the attachment's words.
+        raise ValueError("its base64 is cut short (a length no base64 has): the message was "
+                         "truncated or damaged in transit")
+    return payload
 
 
 def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
@@ -224,7 +229,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "4")
+        return Extractor("mail-email", "5")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).
@@ -241,11 +246,12 @@ class EmlFormat(ContainerFormat):
         def members() -> Iterator[Member]:
             taken: set[str] = set()
             for number, part in enumerate(attachments, start=1):
+                name = None
                 try:
                     name = unique_name(_attachment_name(part, number), taken)
                     payload = _attachment_data(part)
                 except Exception as exc:  # email's MIME layer on a broken part: that part fails
-                    yield Member(unique_name(f"attachment-{number}", taken),
+                    yield Member(name or unique_name(f"attachment-{number}", taken),
                                  error=f"unreadable attachment: {type(exc).__name__}: {exc}")
                     continue
                 if len(payload) > unpacking.max_member_bytes:

@@ -258,3 +258,21 @@ def test_an_alternative_forwarded_inline_is_read_once_and_an_8bit_subject_keeps_
     assert texts == {"m.eml": texts["m.eml"], "m.eml/attachment-1.txt": "Forwarded plain text.\n"}
     raw = b"From: a@example.org\nSubject: =?utf-8?q?Caf=C3=A9?= \xe9t\xe9\n\nBody.\n"
     assert EML.extract(raw, "m").title == "Caf\u00e9 \u00e9t\u00e9"
+
+
+def test_an_attachment_whose_base64_is_cut_short_fails_and_is_never_read_as_its_base64(
+        tmp_path: Path):
+    """Found by an attack: email hands back the base64 text of such a part, which was indexed
+    as the attachment's words."""
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "cut.eml").write_bytes(
+        b"From: a@example.org\nSubject: Cut\nMIME-Version: 1.0\n"
+        b'Content-Type: multipart/mixed; boundary="B"\n\n--B\nContent-Type: text/plain\n\n'
+        b"See the attachment.\n--B\nContent-Type: text/plain\n"
+        b'Content-Disposition: attachment; filename="notes.txt"\n'
+        b"Content-Transfer-Encoding: base64\n\nQjY0QVRUQUNIIHJlYWRhYmxlIHRle\n--B--\n")
+    records = {r.document_id: (r.status, r.error) for r in extract_corpus(root).records}
+    assert records == {"cut.eml": ("ok", None), "cut.eml/notes.txt": (
+        "failed", "unreadable attachment: ValueError: its base64 is cut short (a length no base64 "
+                  "has): the message was truncated or damaged in transit")}
