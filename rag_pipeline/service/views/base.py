@@ -204,6 +204,9 @@ def page_html(title: str, document_id: str, view: View, original_url: str | None
                 else '<span class="meta">The original file is no longer where it was indexed '
                      "from.</span>")
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
-    return template.format(title=html.escape(title), document_id=html.escape(document_id),
+    # A quote under a heading that repeats the title ("Leave policy · Leave policy") names it once.
+    tab_title = title if view.label in ("", title) else f"{title} · {view.label}"
+    return template.format(title=html.escape(title), tab_title=html.escape(tab_title),
+                           document_id=html.escape(document_id),
                            label=html.escape(view.label), original=original, note=note,
                            navigation=navigation, kind=view.kind, body=view.body)

@@ -70,3 +70,14 @@ def test_a_page_image_is_drawn_from_the_bytes_checked(tmp_path: Path,
     original = ViewRequest(info, "", 0, 0).original
     assert page_png(original, 1) == expected
     assert original.data != secret.read_bytes()
+
+
+@pytest.mark.parametrize(("label", "tab"), [
+    ("Remote work", "Remote work"), ("Remote work > Equipment", "Remote work · Remote work &gt; Equipment"),
+])
+def test_the_tab_names_a_heading_that_repeats_the_title_once(label: str, tab: str):
+    """Found by a user's trial: "Remote work guideline · Remote work guideline"."""
+    from rag_pipeline.service.views.base import View, page_html
+
+    page = page_html("Remote work", "remote.md", View(label, "<p>x</p>", "text"), None)
+    assert f"<title>{tab}</title>" in page
