@@ -80,6 +80,22 @@ def test_the_page_shows_a_request_error_in_one_line(base_url: str, tmp_path: Pat
             "question: the question has 2001 characters; at most 2000 are accepted")
 
 
+def test_a_question_pasted_past_the_limit_is_said_to_be_cut(base_url: str, tmp_path: Path):
+    """Found by a user's trial: the browser cut a pasted question at 2,000 characters without a
+    word."""
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.fill("#question", "who approved the budget")
+        assert page.locator("#question-note").is_hidden()
+        page.focus("#question")
+        page.keyboard.insert_text("x" * 2500)  # as a paste inserts it
+        assert len(page.input_value("#question")) == 2000
+        assert page.inner_text("#question-note") == ("A question holds at most 2,000 characters: "
+                                                     "the rest was cut.")
+        page.fill("#question", "a short one")
+        assert page.locator("#question-note").is_hidden()
+
+
 def test_the_document_view_never_covers_the_quote_with_its_sticky_header(tmp_path: Path):
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
