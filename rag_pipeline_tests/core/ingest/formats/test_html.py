@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_pipeline.core.ingest import Section, TableSpan, format_named
+from rag_pipeline.core.ingest import ExtractionError, Section, TableSpan, format_named
 from rag_pipeline.core.ingest.formats.html import extract_html
 
 
@@ -185,3 +185,19 @@ def test_a_long_table_keeps_its_header_in_every_chunk():
     assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
                for found in holding.values())
     assert len({found[0].chunk_id for found in holding.values()}) > 1
+
+
+@pytest.mark.parametrize(("cells", "reason"), [
+    (11, "a table row reaches column 11,000, past 10,000: its cells' colspan values make no table "
+         "a reader could see"),
+    (9, "its tables take over 5,000,000 cells and empty places (rowspan and colspan): too large "
+        "to read"),
+])
+def test_spans_that_would_fill_millions_of_empty_places_fail_the_document(cells: int, reason: str):
+    """Found by an attack: 13 KB of colspan=1000 cells made 15 million characters and 5.9 GB;
+    a one-cell row under cells spanning 1,000 rows takes 9,000 places in 18 bytes."""
+    head = "".join('<td colspan="1000" rowspan="1000">x</td>' for _ in range(cells))
+    page = f"<html><body><table><tr>{head}</tr>{'<tr><td>y</td></tr>' * 999}</table></body></html>"
+    with pytest.raises(ExtractionError) as failed:
+        extract_html(page.encode(), "spans")
+    assert str(failed.value) == reason
