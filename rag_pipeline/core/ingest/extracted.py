@@ -133,6 +133,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
     "imported_parts_left_out": "{} part(s) a DOCX imports whole (RTF, another document) left out",
     "members_unnamed": "{} archive member(s) whose name is nothing once made safe left out",
+    "diagrams_left_out": "{} SmartArt diagram(s) whose data could not be read left out",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
     "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",
 }

@@ -38,7 +38,12 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip, count_elements
+from rag_pipeline.core.ingest.office_zip import (
+    ContentBudget,
+    OfficeLimits,
+    check_zip,
+    count_elements,
+)
 from rag_pipeline.core.ingest.slides import MAX_SLIDES, Block, lay_out_slides
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
@@ -74,29 +79,55 @@ _DRAWING = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
-def _diagram_text(slide: object, shape: object) -> str | None:
-    """A SmartArt diagram's nodes' text, a line per node in its data part's order (the
-    connections' own points hold none); None for a shape that is no diagram."""
-    from rag_pipeline.core.ingest.safe_xml import safe_xml
+class _Diagrams:
+    """The SmartArt diagrams of one deck: each data part read once (1,000 frames naming one
+    part made a 34 KB deck a billion characters), their text counted against the deck's
+    character limit, and a diagram whose data cannot be read (an external link, a missing
+    part, not XML) left out and counted (``diagrams_left_out``)."""
 
-    ids = shape._element.find(f".//{{{_DIAGRAM}}}relIds")  # no python-pptx API for diagrams
-    if ids is None:
-        return None
-    rid = ids.get(f"{{{_RELATIONSHIPS}}}dm")
-    if rid is None or rid not in slide.part.rels:
-        return ""
-    data = safe_xml(slide.part.related_part(rid).blob)
-    lines = []
-    for point in data.iter(f"{{{_DIAGRAM}}}pt"):
-        if point.get("type", "node") in ("node", "asst"):
-            for paragraph in point.iter(f"{{{_DRAWING}}}p"):
-                line = " ".join("".join(t.text or "" for t in paragraph.iter(f"{{{_DRAWING}}}t")).split())
-                if line:
-                    lines.append(line)
-    return "\n".join(lines)
+    def __init__(self, limits: OfficeLimits) -> None:
+        self.seen: set[str] = set()
+        self.budget = ContentBudget("PPTX", limits)
+        self.left_out = 0
+
+    def text(self, slide: object, shape: object) -> str | None:
+        """A diagram's nodes' text, a line per node in its data part's order (the connections'
+        own points hold none); ``""`` for a part read before or left out; None for a shape
+        that is no diagram.
+
+        Raises:
+            ExtractionError: The deck's text passed its character limit.
+        """
+        from rag_pipeline.core.ingest.safe_xml import safe_xml
+
+        ids = shape._element.find(f".//{{{_DIAGRAM}}}relIds")  # no python-pptx API for diagrams
+        if ids is None:
+            return None
+        try:
+            part = slide.part.related_part(ids.get(f"{{{_RELATIONSHIPS}}}dm") or "")
+            if str(part.partname) in self.seen:
+                return ""
+            self.seen.add(str(part.partname))
+            data = safe_xml(part.blob)
+        except (KeyError, ValueError, ExtractionError):  # missing, external, not XML
+            self.left_out += 1
+            return ""
+        lines = []
+        for point in data.iter(f"{{{_DIAGRAM}}}pt"):
+            if point.get("type", "node") in ("node", "asst"):
+                for paragraph in point.iter(f"{{{_DRAWING}}}p"):
+                    # An entity left unresolved is a child of its a:t: the text after it is
+                    # its tail.
+                    line = " ".join("".join((t.text or "") + "".join(c.tail or "" for c in t)
+                                            for t in paragraph.iter(f"{{{_DRAWING}}}t")).split())
+                    if line:
+                        lines.append(line)
+        text = "\n".join(lines)
+        self.budget.add(chars=len(text))
+        return text
 
 
-def _blocks(slide: object, title_shape: object) -> list[Block]:
+def _blocks(slide: object, title_shape: object, diagrams: _Diagrams) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
     rows left out), ``None`` for a text frame or the notes."""
     blocks: list[Block] = []
@@ -115,7 +146,7 @@ def _blocks(slide: object, title_shape: object) -> list[Block]:
             lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
                      for paragraph in shape.text_frame.paragraphs]
             text = "\n".join(line for line in lines if line.strip())
-        elif (diagram := _diagram_text(slide, shape)) is not None:
+        elif (diagram := diagrams.text(slide, shape)) is not None:
             text = diagram
         else:
             continue
@@ -197,7 +228,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"6+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"7+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -215,13 +246,16 @@ class PptxFormat(DocumentFormat):
             deck = pptx.Presentation(io.BytesIO(data))
             slides = []
             hidden = 0
+            diagrams = _Diagrams(self.limits)
             for number, slide in enumerate(deck.slides, start=1):
                 hidden += slide.element.get("show") in ("0", "false")
                 title_shape = slide.shapes.title
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
-                slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape)))
+                slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape, diagrams)))
             core_title = (deck.core_properties.title or "").strip()
             comments = count_elements(data, "ppt/comments/", "cm")
+        except ExtractionError:
+            raise
         except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
             raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
         canonical, sections, anchors, tables = lay_out_slides(slides)
@@ -230,7 +264,9 @@ class PptxFormat(DocumentFormat):
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(slides))),
                                 *((("hidden_slides", str(hidden)),) if hidden else ()),
-                                *((("comments_left_out", str(comments)),) if comments else ())))
+                                *((("comments_left_out", str(comments)),) if comments else ()),
+                                *((("diagrams_left_out", str(diagrams.left_out)),)
+                                  if diagrams.left_out else ())))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``

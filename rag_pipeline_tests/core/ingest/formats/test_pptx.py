@@ -258,10 +258,10 @@ def test_comments_are_counted_as_left_out():
     assert ("comments_left_out", "2") in extracted.notes
 
 
-def smartart_deck(nodes: list[str]) -> bytes:
+def smartart_deck(nodes: list[str], frames: int = 1, rid: str | None = None) -> bytes:
     """A one-slide deck titled "Org chart" holding a SmartArt diagram of ``nodes``: a graphic
     frame naming its data part, as PowerPoint writes it (the layout, style and drawing parts
-    left out: the data part alone holds the text)."""
+    left out: the data part alone holds the text); ``frames`` frames name it (or ``rid``)."""
     from pptx import Presentation
     from pptx.opc.constants import RELATIONSHIP_TYPE as RT
     from pptx.opc.package import Part
@@ -283,16 +283,17 @@ def smartart_deck(nodes: list[str]) -> bytes:
     part = Part(PackURI("/ppt/diagrams/data1.xml"),
                 "application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml",
                 slide.part.package, data)
-    rid = slide.part.relate_to(part, RT.DIAGRAM_DATA)
-    slide.shapes._spTree.append(parse_xml(
-        '<p:graphicFrame xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
-        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
-        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
-        '<p:nvGraphicFramePr><p:cNvPr id="10" name="Diagram 1"/><p:cNvGraphicFramePr/><p:nvPr/>'
-        '</p:nvGraphicFramePr><p:xfrm><a:off x="0" y="0"/><a:ext cx="100" cy="100"/></p:xfrm>'
-        '<a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram">'
-        '<dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
-        f'r:dm="{rid}"/></a:graphicData></a:graphic></p:graphicFrame>'))
+    rid = rid or slide.part.relate_to(part, RT.DIAGRAM_DATA)
+    for _ in range(frames):
+        slide.shapes._spTree.append(parse_xml(
+            '<p:graphicFrame xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+            'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+            'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+            '<p:nvGraphicFramePr><p:cNvPr id="10" name="Diagram 1"/><p:cNvGraphicFramePr/><p:nvPr/>'
+            '</p:nvGraphicFramePr><p:xfrm><a:off x="0" y="0"/><a:ext cx="100" cy="100"/></p:xfrm>'
+            '<a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/diagram">'
+            '<dgm:relIds xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram" '
+            f'r:dm="{rid}"/></a:graphicData></a:graphic></p:graphicFrame>'))
     return saved(deck)
 
 
@@ -301,3 +302,13 @@ def test_a_smartart_diagram_is_its_nodes_text():
     extracted = PptxFormat().extract(smartart_deck(["CEO Alice Example", "CFO Bob Example"]),
                                      "org")
     assert extracted.canonical_text == "Org chart\n\nCEO Alice Example\nCFO Bob Example\n"
+
+
+def test_a_diagram_named_by_many_frames_is_read_once_and_one_unread_is_counted():
+    """Found by an attack: 1,000 frames naming one 1 MB data part made a 34 KB deck a billion
+    characters; a diagram whose data is missing is left out and counted, the deck still read."""
+    once = PptxFormat().extract(smartart_deck(["CEO Alice Example"], frames=1000), "org")
+    assert once.canonical_text == "Org chart\n\nCEO Alice Example\n"
+    dangling = PptxFormat().extract(smartart_deck(["CEO Alice Example"], rid="rId99"), "org")
+    assert (dangling.canonical_text, dangling.notes) == (
+        "Org chart\n", (("slides", "1"), ("diagrams_left_out", "1")))
