@@ -131,7 +131,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "outputs_cut": "{} notebook output(s) cut short (too long)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
-    "imported_parts_left_out": "{} part(s) a DOCX imports whole (RTF, another document) left out",
+    "imported_parts_left_out": ("{} part(s) a DOCX imports whole and no reader here reads (RTF, a "
+                                "document, a missing part) left out"),
     "members_unnamed": "{} archive member(s) whose name is nothing once made safe left out",
     "diagrams_left_out": "{} SmartArt diagram(s) whose data could not be read left out",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",

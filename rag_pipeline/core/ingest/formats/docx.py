@@ -352,34 +352,53 @@ def _comment_count(document: Document) -> int:
 _IMPORTED_HTML = ("text/html", "application/xhtml+xml")
 
 
-def _imported_blocks(document: Document, element: _Element) -> list[DocxBlock] | None:
-    """The paragraphs of the part a ``w:altChunk`` imports whole (HTML or plain text, as
-    HTML-to-DOCX tools write them), or None for a part of another kind (RTF, a document) or
-    none at all: left out, and counted."""
-    from docx.oxml.ns import qn
+class _Imported:
+    """The parts a DOCX imports whole (``w:altChunk``), each read once (10,000 altChunks naming
+    one 900 KB part took hours): HTML or plain text as paragraphs; a part of another kind (RTF,
+    a document), over ``DEFAULT_MAX_DOCUMENT_BYTES``, not decodable, missing or external is
+    left out and counted (``imported_parts_left_out``), the rest of the document read."""
 
-    from rag_pipeline.core.ingest.bom_text import decode_text
-    from rag_pipeline.core.ingest.formats.html import HtmlFormat
+    def __init__(self, document: Document) -> None:
+        self.document = document
+        self.read: dict[str, list[DocxBlock]] = {}
+        self.left_out = 0
 
-    part = document.part.related_parts.get(element.get(qn("r:id")) or "")
-    if part is None:
-        return None
-    kind = part.content_type.split(";")[0].strip().lower()
-    if kind in _IMPORTED_HTML:
-        text = HtmlFormat().extract(part.blob, "").canonical_text
-    elif kind == "text/plain":
-        text = decode_text(part.blob, "text").text
-    else:
-        return None
-    return [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
+    def blocks(self, element: _Element) -> list[DocxBlock]:
+        """The paragraphs of the part ``element`` imports; none for a part read before."""
+        from docx.oxml.ns import qn
+
+        from rag_pipeline.core.ingest.bom_text import decode_text
+        from rag_pipeline.core.ingest.formats.html import extract_html
+        from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+
+        try:
+            part = self.document.part.related_parts[element.get(qn("r:id")) or ""]
+        except (KeyError, ValueError):  # a relationship missing, or to an external target
+            self.left_out += 1
+            return []
+        name = str(part.partname)
+        if name in self.read:
+            return []
+        self.read[name] = []
+        kind = part.content_type.split(";")[0].strip().lower()
+        if kind not in (*_IMPORTED_HTML, "text/plain") or len(part.blob) > DEFAULT_MAX_DOCUMENT_BYTES:
+            self.left_out += 1
+            return []
+        try:
+            text = (extract_html(part.blob, "").canonical_text if kind in _IMPORTED_HTML
+                    else decode_text(part.blob, "text").text)
+        except ExtractionError:
+            self.left_out += 1
+            return []
+        self.read[name] = [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
+        return self.read[name]
 
 
 def _blocks(document: Document, budget: ContentBudget,
-            left_out: list[int] | None = None) -> list[DocxBlock]:
+            imported: _Imported | None = None) -> list[DocxBlock]:
     """The body's paragraphs and tables in order, content controls opened and the HTML or text
     a ``w:altChunk`` imports read in its place, each followed by the notes it refers to (a list
-    item's after the list, which stays one block, as in ODT). ``left_out`` counts the imported
-    parts of other kinds."""
+    item's after the list, which stays one block, as in ODT)."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -433,11 +452,8 @@ def _blocks(document: Document, budget: ContentBudget,
                 content = child.find(qn("w:sdtContent"))
                 if content is not None:
                     walk(content)
-            elif child.tag == qn("w:altChunk"):
-                imported = _imported_blocks(document, child)
-                if imported is None and left_out is not None:
-                    left_out[0] += 1
-                for block in imported or ():
+            elif child.tag == qn("w:altChunk") and imported is not None:
+                for block in imported.blocks(child):
                     budget.add(chars=len(block.text))
                     add(block)
 
@@ -478,11 +494,11 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
     budget = ContentBudget("DOCX", limits)
     try:
         document = docx.Document(io.BytesIO(data))
-        left_out = [0]
-        blocks = tuple(_blocks(document, budget, left_out))
+        imported = _Imported(document)
+        blocks = tuple(_blocks(document, budget, imported))
         return DocxContent(blocks, tuple(_headers_and_footers(document, budget)),
                            _comment_count(document), (document.core_properties.title or "").strip(),
-                           left_out[0])
+                           imported.left_out)
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -501,7 +517,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"5+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"6+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

@@ -440,15 +440,17 @@ def test_headers_and_footers_close_the_document_once_each_and_comments_are_count
     assert extracted.notes == (("comments_left_out", "1"),)
 
 
-def with_imported_parts(parts: list[tuple[str, str, bytes]]) -> bytes:
+def with_imported_parts(parts: list[tuple[str, str, bytes]], again: int = 0,
+                        dangling: int = 0) -> bytes:
     """A DOCX whose body is a paragraph, then a ``w:altChunk`` per ``(name, content type,
-    bytes)``: a part imported whole, as HTML-to-DOCX tools write them."""
+    bytes)``: a part imported whole, as HTML-to-DOCX tools write them; then ``again`` more
+    naming the first part, and ``dangling`` naming no relationship."""
     import docx
     from docx.opc.constants import RELATIONSHIP_TYPE as RT
     from docx.opc.packuri import PackURI
     from docx.opc.part import Part
     from docx.oxml import parse_xml
-    from docx.oxml.ns import nsdecls
+    from docx.oxml.ns import nsdecls, qn
 
     document = docx.Document()
     document.add_paragraph("Visible paragraph.")
@@ -456,6 +458,9 @@ def with_imported_parts(parts: list[tuple[str, str, bytes]]) -> bytes:
     for name, content_type, blob in parts:
         part = Part(PackURI(f"/word/{name}"), content_type, blob, document.part.package)
         rid = document.part.relate_to(part, RT.A_F_CHUNK)
+        body.sectPr.addprevious(parse_xml(f'<w:altChunk {nsdecls("w", "r")} r:id="{rid}"/>'))
+    first = body.findall(qn("w:altChunk"))[0].get(qn("r:id"))
+    for rid in [first] * again + ["rId999"] * dangling:
         body.sectPr.addprevious(parse_xml(f'<w:altChunk {nsdecls("w", "r")} r:id="{rid}"/>'))
     return saved(document)
 
@@ -472,7 +477,23 @@ def test_html_a_docx_imports_whole_is_read_in_place_and_other_kinds_are_counted(
     assert extracted.canonical_text == ("Visible paragraph.\n\nTerms\n\nThe contract value is "
                                         "4.2 million.\n\nSigned in Oslo.\n\nPlain words.\n")
     assert left_out(extracted.notes) == [
-        "1 part(s) a DOCX imports whole (RTF, another document) left out"]
+        "1 part(s) a DOCX imports whole and no reader here reads (RTF, a document, "
+        "a missing part) left out"]
+
+
+def test_a_part_imported_again_and_again_is_read_once_and_undecodable_or_dangling_ones_counted():
+    """Found by a second attack: 10,000 altChunks naming one 900 KB part parsed it 10,000 times
+    (hours); an imported text part that was no UTF-8 failed the whole document."""
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    extracted = DocxFormat().extract(with_imported_parts([
+        ("chunk.html", "text/html", b"<p>Signed in Oslo.</p>" + b"<div></div>" * 50_000),
+        ("bad.txt", "text/plain", b"\x81\x81 not UTF-8 \x90\x90\x90")], again=10_000, dangling=2),
+        "imported")
+    assert extracted.canonical_text == "Visible paragraph.\n\nSigned in Oslo.\n"
+    assert left_out(extracted.notes) == [
+        "3 part(s) a DOCX imports whole and no reader here reads (RTF, a document, "
+        "a missing part) left out"]
 
 
 def test_text_after_an_entity_left_unresolved_is_kept_and_the_entity_never_read(tmp_path):
