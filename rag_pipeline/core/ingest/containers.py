@@ -52,7 +52,7 @@ from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
-from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking, read_bounded
+from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Member, Unpacking, read_bounded
 from rag_pipeline.core.ingest.reading import (
     EMPTY_FILE,
     ExtractionSettings,
@@ -276,7 +276,8 @@ class _Reader:
         direct: list[DocumentRecord] = []
         taken = {document_id}
         left_out = {"hidden": 0, "unnamed": 0}
-        for member in expansion.members:  # an ExtractionError here fails the whole container
+        # Any error while a member is taken out fails the whole container, never the run.
+        for member in _guarded(expansion.members, fmt.name):
             if member.left_out:
                 left_out[member.left_out] += 1
                 continue
@@ -320,6 +321,13 @@ class _Reader:
         own = valid_unicode(own)
         own = dataclasses.replace(own, notes=own.notes + expansion.notes + notes)
         return [_ok(document_id, path, digest, fmt, fmt.extractor(), own), *members]
+
+
+def _guarded(members: Iterable[Member], kind: str) -> Iterator[Member]:
+    """``members`` as a container's reader yields them, any error it raises meanwhile an
+    ``ExtractionError`` (:func:`~rag_pipeline.core.ingest.extracted.reader_failures`)."""
+    with reader_failures(kind):
+        yield from members
 
 
 def _listing_line(name: str, record: DocumentRecord) -> str:

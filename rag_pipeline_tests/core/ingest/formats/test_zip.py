@@ -73,3 +73,28 @@ def test_a_utf8_name_without_its_flag_is_read_as_utf8_and_other_bytes_as_code_pa
     data = without_utf8_flags(buffer.getvalue()).replace(b"cafX", b"caf\x82")
     assert [info.flag_bits & 0x800 for info in zipfile.ZipFile(io.BytesIO(data)).infolist()] == [0, 0]
     assert ZIP.extract(data, "names").canonical_text == "Übersicht/年報.md\ncafé.txt\n"
+
+
+def test_a_member_whose_compressed_data_is_damaged_fails_alone(tmp_path):
+    """Found by a second attack: lzma's error is no OSError, and it stopped the whole run."""
+    import io
+    import zipfile
+
+    from rag_pipeline.core.ingest import extract_corpus
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_LZMA) as made:
+        made.writestr("good.txt", "good member text " * 20, compress_type=zipfile.ZIP_STORED)
+        made.writestr("bad.txt", "some member text that will be damaged " * 50)
+    data = bytearray(buffer.getvalue())
+    at = data.find(b"bad.txt") + len(b"bad.txt")
+    for k in range(at + 20, at + 60):
+        data[k] ^= 0x5A
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "damaged.zip").write_bytes(bytes(data))
+    (root / "other.txt").write_text("Another document in the same run.\n", encoding="utf-8")
+    assert {r.document_id: (r.status, r.error) for r in extract_corpus(root).records} == {
+        "damaged.zip": ("ok", None), "damaged.zip/bad.txt": (
+            "failed", "unreadable member: LZMAError: Corrupt input data"),
+        "damaged.zip/good.txt": ("ok", None), "other.txt": ("ok", None)}
