@@ -65,6 +65,9 @@ MAX_SHEET_CELLS = 5_000_000
 """Filled cells of one spreadsheet document; past it the document fails."""
 MAX_REPEAT = 1000
 """A filled cell or row repeated more times than this is expanded this many times."""
+MAX_SHEET_COLUMNS = 16_384
+"""Columns of a sheet (LibreOffice's and Excel's own limit): a filled cell past it fails the
+document (an empty cell repeated a million times before one ``x``, 600 rows, took 9.3 GB)."""
 MAX_SPACES = 1000
 """Spaces one ``text:s`` keeps at most (its ``text:c``): 300,000,000 of them in a 406-byte file
 took 10 GB."""
@@ -455,6 +458,9 @@ def _sheet_rows(table: object, budget: list[int],
             if wide > 1 or high > 1:
                 merged[(number + 1, column + 1)] = (number + high, column + wide)
             if text:
+                if column + min(span, MAX_REPEAT) > MAX_SHEET_COLUMNS:
+                    raise ExtractionError(f"a filled cell at column {column + 1:,}, past the "
+                                          f"{MAX_SHEET_COLUMNS:,} columns a sheet has")
                 for offset in range(min(span, MAX_REPEAT)):
                     column_texts.append((column + offset, text))
                 budget[1] += max(0, span - MAX_REPEAT)
@@ -483,7 +489,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "6")
+        return Extractor("ods-content-xml", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
