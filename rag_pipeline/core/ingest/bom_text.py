@@ -29,6 +29,11 @@ GUESSED_CHARSET = "windows-1252"
 MAX_GUESSED_SHARE = 0.2
 """A file that is not UTF-8 is read as windows-1252 only when at most this share of its bytes
 is outside ASCII."""
+MAX_CONTROL_SHARE = 0.01
+"""Decoded bytes are text unless more than 1 % of their characters are control characters other
+than tab, line feed, carriage return and form feed (terminal escapes, binary records that happen
+to be valid UTF-8, UTF-16 without a mark read as UTF-8: a NUL or a ``\\x04`` between letters)."""
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 MIN_UTF16_SHARE = 0.9
 """A file without a mark is read as UTF-16 when at least this share of its byte pairs hold a
 NUL on the same side (Latin text in UTF-16), and at most the rest on the other."""
@@ -52,16 +57,19 @@ class DecodedText:
     notes: tuple[tuple[str, str], ...] = ()
 
 
-def decode_text(data: bytes, kind: str) -> DecodedText:
+def decode_text(data: bytes, kind: str, max_control_share: float = MAX_CONTROL_SHARE) -> DecodedText:
     """The file's text without its byte-order mark, ``\\r\\n`` and ``\\r`` line ends as ``\\n``.
 
     Args:
         data: The file's bytes.
         kind: The format's name for the reason (``"CSV"``).
+        max_control_share: The share of control characters text may hold (Info files separate
+            their nodes by ``\\x1f``: 1.0).
 
     Raises:
-        ExtractionError: Bytes that are not text in the declared (or, without a mark, UTF-8 or
-            plainly windows-1252) encoding, with the offset and the byte.
+        ExtractionError: Bytes that are not text in the declared (or, without a mark, UTF-8,
+            plainly UTF-16 or plainly windows-1252) encoding, with the offset and the byte; text
+            of more than :data:`MAX_CONTROL_SHARE` control characters.
     """
     encoding, name, body = "utf-8", "UTF-8", data
     for mark, codec, label in _MARKS:
@@ -72,24 +80,36 @@ def decode_text(data: bytes, kind: str) -> DecodedText:
     utf16 = plainly_utf16(data) if body is data and b"\x00" in data else None
     if utf16 is not None:
         codec, text = utf16
-        return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"),
-                           (("charset_guessed", codec),))
-    try:
-        text = body.decode(encoding)
-    except UnicodeDecodeError as exc:
-        text = plainly_windows_1252(data) if body is data else None
-        if text is None:
-            if (what := signature_of(data)) is not None:
+        notes = (("charset_guessed", codec),)
+    else:
+        try:
+            text = body.decode(encoding)
+        except UnicodeDecodeError as exc:
+            guessed = plainly_windows_1252(data) if body is data else None
+            if guessed is None:
+                if (what := signature_of(data)) is not None:
+                    raise ExtractionError(
+                        f"not {kind}: its first bytes are those of {what} ({data[:8]!r}); "
+                        f"rename it to its real type") from exc
+                offset = exc.start + len(data) - len(body)
                 raise ExtractionError(
-                    f"not {kind}: its first bytes are those of {what} ({data[:8]!r}); "
-                    f"rename it to its real type") from exc
-            offset = exc.start + len(data) - len(body)
+                    f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); "
+                    f"{kind} files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, "
+                    "or as windows-1252 when plainly that") from exc
+            text, notes = guessed, (("charset_guessed", GUESSED_CHARSET),)
+        controls = control_characters(text)
+        if controls > max_control_share * len(text):
             raise ExtractionError(
-                f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); {kind} "
-                "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, or as "
-                "windows-1252 when plainly that") from exc
-        notes = (("charset_guessed", GUESSED_CHARSET),)
+                f"not {kind} text: {controls:,} of its {len(text):,} characters are control "
+                "characters (binary data, or UTF-16 without a byte-order mark in a script other "
+                "than Latin: save it as UTF-8)")
     return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"), notes)
+
+
+def control_characters(text: str) -> int:
+    """How many of ``text``'s characters are control characters other than tab, line feed,
+    carriage return and form feed."""
+    return len(_CONTROL.findall(text))
 
 
 def text_charset(data: bytes) -> str | None:
@@ -109,17 +129,24 @@ def text_charset(data: bytes) -> str | None:
 
 def plainly_utf16(data: bytes) -> tuple[str, str] | None:
     """``(codec, text)`` of ``data`` read as UTF-16 without a mark when it is plainly that (the
-    module docstring), else None."""
-    pairs = len(data) // 2
-    if pairs < 2 or len(data) % 2:
+    module docstring; a last odd byte, a file cut or ended by one ``\\n``, read as the ASCII it
+    is), else None."""
+    even = data[:len(data) - len(data) % 2]
+    pairs = len(even) // 2
+    if pairs < 2:
         return None
-    even, odd = data[0::2].count(0), data[1::2].count(0)
-    for codec, nul_side, other in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+    low, high = even[0::2].count(0), even[1::2].count(0)
+    for codec, nul_side, other in (("utf-16-le", high, low), ("utf-16-be", low, high)):
         if nul_side >= MIN_UTF16_SHARE * pairs and other <= (1 - MIN_UTF16_SHARE) * pairs:
             try:
-                return codec, data.decode(codec)
+                text = even.decode(codec)
             except UnicodeDecodeError:
                 return None
+            if len(data) % 2 and data[-1] < 0x80:
+                text += chr(data[-1])
+            if control_characters(text) > MAX_CONTROL_SHARE * len(text):
+                return None
+            return codec, text
     return None
 
 

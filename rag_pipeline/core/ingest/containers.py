@@ -33,14 +33,13 @@ import hashlib
 import io
 import lzma
 import posixpath
-import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from rag_pipeline.core.ingest.bom_text import plainly_windows_1252
+from rag_pipeline.core.ingest.bom_text import MAX_CONTROL_SHARE, control_characters, plainly_windows_1252
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -128,13 +127,6 @@ NOT_DOCUMENTS = {
 """Suffixes no format claims whose text is for machines, not readers: skipped unopened rather
 than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
 
-MAX_CONTROL_SHARE = 0.01
-"""Bytes that decode as UTF-8 (or are plainly windows-1252, as :mod:`.bom_text` reads a text
-file) are text unless more than 1 % of their characters are control characters other than tab,
-line feed, carriage return and form feed (terminal escapes, binary records that happen to be
-valid UTF-8)."""
-
-_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _TEXT = TextFormat()
 
 
@@ -160,7 +152,7 @@ def _not_text(data: bytes) -> str | None:
         if guessed is None:
             return f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}"
         text = guessed
-    controls = len(_CONTROL.findall(text))
+    controls = control_characters(text)
     if controls > MAX_CONTROL_SHARE * len(text):
         return f"binary: {controls} of its {len(text)} characters are control characters"
     return None

@@ -61,5 +61,22 @@ def test_utf16_without_a_mark_is_read_as_utf16_and_says_so():
     decoded = decode_text("Zebras graze\r\nat dawn.\n".encode("utf-16-le"), "text")
     assert (decoded.text, decoded.notes) == ("Zebras graze\nat dawn.\n",
                                              (("charset_guessed", "utf-16-le"),))
-    # A NUL or two in UTF-8 text is no UTF-16.
-    assert decode_text(b"Zebras\x00 graze\x00\n", "text").text == "Zebras\x00 graze\x00\n"
+    # A last odd byte (a file cut, or ended by one "\n") is read as the ASCII it is.
+    odd = decode_text("Zebras graze.".encode("utf-16-le") + b"\n", "text")
+    assert (odd.text, odd.notes) == ("Zebras graze.\n", (("charset_guessed", "utf-16-le"),))
+
+
+@pytest.mark.parametrize(("data", "reason"), [
+    # Found by a second attack: Cyrillic in UTF-16 without a mark holds no NUL, and is valid
+    # UTF-8 of control characters; binary data renamed .txt passed the UTF-16 guess.
+    ("Привет, мир\n".encode("utf-16-le"), "not text text: 13 of its 24 characters are control "
+     "characters (binary data, or UTF-16 without a byte-order mark in a script other than "
+     "Latin: save it as UTF-8)"),
+    (bytes([0, 37, 74, 111, 148, 185, 222, 0, 5, 0]) * 30, "not UTF-8: byte 0x94 at offset 4 "
+     "(invalid start byte); text files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order "
+     "mark, or as windows-1252 when plainly that"),
+])
+def test_text_of_control_characters_fails_saying_what_it_may_be(data: bytes, reason: str):
+    with pytest.raises(ExtractionError) as failed:
+        decode_text(data, "text")
+    assert str(failed.value) == reason

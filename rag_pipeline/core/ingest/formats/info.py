@@ -40,7 +40,7 @@ class InfoFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or no node at all (not an
                 Info file).
         """
-        decoded = decode_text(data, "Info")
+        decoded = decode_text(data, "Info", max_control_share=1.0)  # \x1f separates its nodes
         text = _MARKER.sub("", _MARKER_LINE.sub("", decoded.text))
         parts: list[str] = []
         sections: list[Section] = []
