@@ -97,9 +97,22 @@ def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:
     return payload.decode(GUESSED_CHARSET, "replace")
 
 
-def _part_text(part: object, guessed: set[str]) -> str:
+def _payload(part: object) -> bytes:
+    """A part's decoded bytes.
+
+    Raises:
+        ValueError: Its base64 is cut short: email hands back the base64 text itself, which
+            would be read as the part's words.
+    """
     payload = part.get_payload(decode=True) or b""
-    return _decoded(payload, part.get_content_charset(), guessed)
+    if any(isinstance(defect, email.errors.InvalidBase64LengthDefect) for defect in part.defects):
+        raise ValueError("its base64 is cut short (a length no base64 has): the message was "
+                         "truncated or damaged in transit")
+    return payload
+
+
+def _part_text(part: object, guessed: set[str]) -> str:
+    return _decoded(_payload(part), part.get_content_charset(), guessed)
 
 
 @dataclass(frozen=True)
@@ -183,12 +196,7 @@ def _attachment_data(part: object) -> bytes:
             return inner.as_bytes()
         except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
             return inner.as_string().encode("utf-8", "replace")
-    payload = part.get_payload(decode=True) or b""
-    if any(isinstance(defect, email.errors.InvalidBase64LengthDefect) for defect in part.defects):
-        # email hands back the base64 text itself: it would be read as the attachment's words.
-        raise ValueError("its base64 is cut short (a length no base64 has): the message was "
-                         "truncated or damaged in transit")
-    return payload
+    return _payload(part)
 
 
 def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
@@ -229,7 +237,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "5")
+        return Extractor("mail-email", "6")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

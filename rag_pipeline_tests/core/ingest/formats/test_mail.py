@@ -276,3 +276,14 @@ def test_an_attachment_whose_base64_is_cut_short_fails_and_is_never_read_as_its_
     assert records == {"cut.eml": ("ok", None), "cut.eml/notes.txt": (
         "failed", "unreadable attachment: ValueError: its base64 is cut short (a length no base64 "
                   "has): the message was truncated or damaged in transit")}
+
+
+def test_a_message_whose_body_base64_is_cut_short_fails_with_that_reason():
+    """Found by a second attack: the body's base64 text was indexed as the message's words."""
+    cut = (b"From: a@example.org\nSubject: Cut\nMIME-Version: 1.0\nContent-Type: text/plain\n"
+           b"Content-Transfer-Encoding: base64\n\nVGhlIHNlY3JldCBxdWFydGVybHkg\n")
+    with pytest.raises(ExtractionError) as failed:
+        EML.extract(cut + b"Y\n", "cut")
+    assert str(failed.value) == ("unreadable mail: ValueError: its base64 is cut short (a length "
+                                 "no base64 has): the message was truncated or damaged in transit")
+    assert "The secret quarterly" in EML.extract(cut, "whole").canonical_text
