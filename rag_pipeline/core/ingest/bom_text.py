@@ -30,9 +30,13 @@ MAX_GUESSED_SHARE = 0.2
 """A file that is not UTF-8 is read as windows-1252 only when at most this share of its bytes
 is outside ASCII."""
 MAX_CONTROL_SHARE = 0.01
-"""Decoded bytes are text unless more than 1 % of their characters are control characters other
-than tab, line feed, carriage return and form feed (terminal escapes, binary records that happen
-to be valid UTF-8, UTF-16 without a mark read as UTF-8: a NUL or a ``\\x04`` between letters)."""
+"""Decoded bytes are plainly text (a file no format claims, a guess at UTF-16) unless more than
+1 % of their characters are control characters other than tab, line feed, carriage return and
+form feed (terminal escapes, binary records that happen to be valid UTF-8)."""
+MAX_TEXT_CONTROL_SHARE = 0.1
+"""A file a text format claims fails past this share of control characters: binary data renamed
+``.txt``, UTF-16 without a mark in another script read as UTF-8 (a ``\\x04`` between letters).
+Below it, a Markdown file with pasted terminal colours is still read."""
 _CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 MIN_UTF16_SHARE = 0.9
 """A file without a mark is read as UTF-16 when at least this share of its byte pairs hold a
@@ -57,7 +61,8 @@ class DecodedText:
     notes: tuple[tuple[str, str], ...] = ()
 
 
-def decode_text(data: bytes, kind: str, max_control_share: float = MAX_CONTROL_SHARE) -> DecodedText:
+def decode_text(data: bytes, kind: str,
+                max_control_share: float = MAX_TEXT_CONTROL_SHARE) -> DecodedText:
     """The file's text without its byte-order mark, ``\\r\\n`` and ``\\r`` line ends as ``\\n``.
 
     Args:
@@ -69,7 +74,7 @@ def decode_text(data: bytes, kind: str, max_control_share: float = MAX_CONTROL_S
     Raises:
         ExtractionError: Bytes that are not text in the declared (or, without a mark, UTF-8,
             plainly UTF-16 or plainly windows-1252) encoding, with the offset and the byte; text
-            of more than :data:`MAX_CONTROL_SHARE` control characters.
+            of more than ``max_control_share`` control characters.
     """
     encoding, name, body = "utf-8", "UTF-8", data
     for mark, codec, label in _MARKS:

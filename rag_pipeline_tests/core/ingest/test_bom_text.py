@@ -80,3 +80,9 @@ def test_text_of_control_characters_fails_saying_what_it_may_be(data: bytes, rea
     with pytest.raises(ExtractionError) as failed:
         decode_text(data, "text")
     assert str(failed.value) == reason
+
+
+def test_markdown_with_pasted_terminal_colours_is_still_read():
+    # 6 control characters of 147: under the 10 % a file a text format claims may hold.
+    text = "Output: " + "\x1b[31mred\x1b[0m " * 3 + "and the prose around it. " * 4
+    assert decode_text(text.encode(), "Markdown").text == text
