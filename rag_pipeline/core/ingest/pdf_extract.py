@@ -33,12 +33,15 @@ class PdfReading:
         pages: One row per page, in order (``flagged``: OCR confidence under the floor).
         low_confidence_pages: 1-based OCR pages whose mean confidence is under the floor.
         confidence_floor: The floor they were judged by.
+        unreadable_pages: 1-based pages PDFium could not load (a damaged page tree, a page
+            count higher than the pages there are): left out, the others read.
     """
 
     layout: Layout
     pages: tuple[DocumentPage, ...]
     low_confidence_pages: tuple[int, ...]
     confidence_floor: float
+    unreadable_pages: tuple[int, ...] = ()
 
     @property
     def ocr_pages(self) -> tuple[DocumentPage, ...]:
@@ -48,6 +51,11 @@ class PdfReading:
     def mean_ocr_confidence(self) -> float | None:
         scores = [page.ocr_confidence for page in self.ocr_pages if page.ocr_confidence is not None]
         return round(statistics.fmean(scores), 2) if scores else None
+
+
+MAX_UNREADABLE_PAGES = 100
+"""Pages PDFium cannot load that a PDF may have and still be read (a page tree counting a
+million pages that are not there fails at once, not after a million tries)."""
 
 
 def _has_text(page: PageText) -> bool:
@@ -83,8 +91,21 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
                                   f"begins {data[:8]!r}); rename it to its real type") from exc
         raise ExtractionError(f"unreadable PDF: {message}") from exc
     try:
-        pages = [page_runs(pdf, i) for i in range(len(pdf))]
-        blank = [page.index for page in pages if not _has_text(page)]
+        pages: list[PageText] = []
+        unreadable: list[int] = []
+        for i in range(len(pdf)):
+            try:
+                pages.append(page_runs(pdf, i))
+            except pypdfium2.PdfiumError:  # "Failed to load page.": no page there to read
+                unreadable.append(i + 1)
+                if len(unreadable) > MAX_UNREADABLE_PAGES:
+                    raise ExtractionError(
+                        f"over {MAX_UNREADABLE_PAGES} of the {len(pdf):,} pages its page tree "
+                        "counts cannot be loaded: a damaged PDF") from None
+                size = (pages[-1].width, pages[-1].height) if pages else (612.0, 792.0)
+                pages.append(PageText(i, *size, ()))
+        blank = [page.index for page in pages
+                 if not _has_text(page) and page.index + 1 not in unreadable]
         if blank and tesseract_version() is None:
             raise ExtractionError(f"{len(blank)} of {len(pages)} {MISSING_TESSERACT}")
         if len(blank) > settings.max_pages:
@@ -111,4 +132,4 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
                                  and page.ocr_confidence < settings.confidence_floor)
                     for page in pages)
     low = tuple(record.page for record in records if record.flagged)
-    return PdfReading(layout, records, low, settings.confidence_floor)
+    return PdfReading(layout, records, low, settings.confidence_floor, tuple(unreadable))

@@ -73,8 +73,8 @@ def test_a_file_a_reader_library_chokes_on_fails_alone_and_the_run_goes_on(tmp_p
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "good.md").write_bytes(b"# Good\n\nThe cafeteria opens at noon.\n")
-    (root / "count.pdf").write_bytes(plain_pdf([["Page one."], ["Page two."]]).replace(
-        b"/Count 2", b"/Count 3"))
+    (root / "million.pdf").write_bytes(plain_pdf([["Page one."], ["Page two."]]).replace(
+        b"/Count 2", b"/Count 1000000"))
     (root / "nul.zip").write_bytes(_zip_with_a_member_named_by_a_nul())
     (root / "meta.ipynb").write_bytes(json.dumps({
         "cells": [], "metadata": {"kernelspec": "python"}, "nbformat": 4,
@@ -82,8 +82,8 @@ def test_a_file_a_reader_library_chokes_on_fails_alone_and_the_run_goes_on(tmp_p
     (root / "deep.ipynb").write_bytes(b"[" * 100_000 + b"]" * 100_000)
     damaged = "the file may be damaged; open and save it again, or report it"
     assert {r.document_id: (r.status, r.error) for r in extract_corpus(root).records} == {
-        "count.pdf": ("failed", f"the pdf reader failed on this file (PdfiumError: Failed to "
-                                f"load page.): {damaged}"),
+        "million.pdf": ("failed", "over 100 of the 1,000,000 pages its page tree counts cannot "
+                                  "be loaded: a damaged PDF"),
         "deep.ipynb": ("failed", "nested too deeply for the ipynb reader: the file is damaged "
                                  "or built to break readers"),
         "good.md": ("ok", None),
@@ -105,3 +105,17 @@ def test_text_that_is_no_unicode_is_shown_as_replacement_characters_and_counted(
     assert (record.status, record.canonical_text, dict(record.notes)["not_unicode_replaced"]) == (
         "ok", "Half \ufffd a pair.\n", "1")
     record.canonical_text.encode("utf-8")
+
+
+def test_a_pdf_counting_more_pages_than_it_has_keeps_those_it_has(tmp_path: Path):
+    """Found by an attack: a page count one too high failed the whole PDF (first with PDFium's
+    exception stopping the run); its readable pages are read and the others named."""
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "count.pdf").write_bytes(plain_pdf([["Page one."], ["Page two."]]).replace(
+        b"/Count 2", b"/Count 3"))
+    record = extract_corpus(root).records[0]
+    assert (record.status, record.canonical_text) == ("ok", "Page one.\n\nPage two.\n")
+    assert left_out(record.notes) == ["page(s) 3 could not be loaded (a damaged PDF) and are left out"]

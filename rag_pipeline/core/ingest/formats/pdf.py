@@ -66,6 +66,8 @@ def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
     if reading.low_confidence_pages:
         notes += [("low_confidence_pages", ",".join(map(str, reading.low_confidence_pages))),
                   ("ocr_confidence_floor", f"{reading.confidence_floor:g}")]
+    if reading.unreadable_pages:
+        notes.append(("pages_unreadable", ",".join(map(str, reading.unreadable_pages))))
     return tuple(notes)
 
 
