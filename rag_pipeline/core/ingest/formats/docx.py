@@ -360,7 +360,7 @@ class _Imported:
 
     def __init__(self, document: Document) -> None:
         self.document = document
-        self.read: dict[str, list[DocxBlock]] = {}
+        self.seen: set[str] = set()
         self.left_out = 0
 
     def blocks(self, element: _Element) -> list[DocxBlock]:
@@ -377,9 +377,9 @@ class _Imported:
             self.left_out += 1
             return []
         name = str(part.partname)
-        if name in self.read:
+        if name in self.seen:
             return []
-        self.read[name] = []
+        self.seen.add(name)
         kind = part.content_type.split(";")[0].strip().lower()
         if kind not in (*_IMPORTED_HTML, "text/plain") or len(part.blob) > DEFAULT_MAX_DOCUMENT_BYTES:
             self.left_out += 1
@@ -390,8 +390,7 @@ class _Imported:
         except ExtractionError:
             self.left_out += 1
             return []
-        self.read[name] = [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
-        return self.read[name]
+        return [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
 
 
 def _blocks(document: Document, budget: ContentBudget,
