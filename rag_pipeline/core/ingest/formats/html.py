@@ -215,14 +215,15 @@ class _Renderer:
                     and node.find(_CELLS, recursive=False) is not None)
                 self._row = "header" if header else "data"
         elif name in _CELLS and self._grids and self._cells:
-            skipped = self._grids[-1].place(_span(node.get("colspan")), _span(node.get("rowspan")))
-            self._places += skipped + _span(node.get("colspan"))
+            colspan = _span(node.get("colspan"))
+            skipped = self._grids[-1].place(colspan, _span(node.get("rowspan")))
+            self._places += skipped + colspan
             if self._places > MAX_TABLE_PLACES:
                 raise ExtractionError(f"its tables take over {MAX_TABLE_PLACES:,} cells and empty "
                                       "places (rowspan and colspan): too large to read")
             placed = self._cells[-1]
             self._inline.append(_CELL * (skipped + (placed > 0)))
-            self._cells[-1] = placed + _span(node.get("colspan"))
+            self._cells[-1] = placed + colspan
 
     def _leave_table_part(self, node: Tag) -> None:
         name = node.name
