@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path, PurePosixPath
 
-from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.extracted import ExtractionError, reader_failures
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
@@ -44,14 +44,16 @@ def _inside(name: str, data: bytes, rest: str, unpacking: Unpacking) -> bytes | 
         return None
     stem = PurePosixPath(name).stem or name
     try:
-        for member in fmt.expand(data, stem, unpacking).members:
-            if member.error is not None or member.skip is not None or member.left_out:
-                continue
-            if member.name == rest:
-                return member.data
-            if rest.startswith(member.name + "/"):
-                return _inside(posixpath.basename(member.name), member.data,
-                               rest[len(member.name) + 1:], unpacking)
+        # The net a corpus run reads containers with: a reader's own exception is no answer.
+        with reader_failures(fmt.name):
+            for member in fmt.expand(data, stem, unpacking).members:
+                if member.error is not None or member.skip is not None or member.left_out:
+                    continue
+                if member.name == rest:
+                    return member.data
+                if rest.startswith(member.name + "/"):
+                    return _inside(posixpath.basename(member.name), member.data,
+                                   rest[len(member.name) + 1:], unpacking)
     except ExtractionError:
         return None
     return None

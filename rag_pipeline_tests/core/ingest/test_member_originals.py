@@ -38,3 +38,11 @@ def test_a_member_of_an_archive_a_mail_and_a_nested_archive(tmp_path: Path):
     (tmp_path / "plain.md").write_text("# plain\n")
     assert member_bytes(f"{tmp_path}/plain.md/x.txt") is None
     assert member_bytes(f"{tmp_path}/gone.zip/exports/a.md") is None
+
+
+def test_a_container_its_reader_library_chokes_on_holds_no_member(tmp_path: Path):
+    """A ZIP entry named by a NUL byte raises IndexError in zipfile: a corpus run fails that
+    archive with the reason; read again for a view, it is no answer either, not an error."""
+    damaged = _zip({"Xa.md": b"# A\n", "b.md": b"# B\n"}).replace(b"Xa.md", b"\x00a.md")
+    (tmp_path / "bundle.zip").write_bytes(damaged)
+    assert member_bytes(f"{tmp_path}/bundle.zip/b.md") is None
