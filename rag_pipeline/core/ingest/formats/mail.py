@@ -64,13 +64,27 @@ def _header(message: object, name: str, guessed: set[str]) -> str:
     written when the policy cannot parse it (a broken address list)."""
     raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
     if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
-        value = _encoded_words(_decoded(raw.encode("ascii", "surrogateescape"), None, guessed))
+        value = _encoded_words(_whole_quads(
+            _decoded(raw.encode("ascii", "surrogateescape"), None, guessed)))
     else:
         try:
-            value = message.get(name)
+            mended = _whole_quads(raw) if isinstance(raw, str) else raw
+            value = (message.get(name) if mended == raw
+                     else message.policy.header_factory(name, mended))
         except Exception:  # email's header parser raises several kinds on malformed values
             value = raw or ""
     return " ".join(str(value or "").split())
+
+
+_BASE64_WORD = re.compile(r"=\?([^?\s]+)\?[bB]\?([A-Za-z0-9+/]*)\?=")
+
+
+def _whole_quads(value: str) -> str:
+    """``value`` with each base64 encoded word cut one character past a whole group of four
+    (a subject cut short by a mail program) cut back to its whole groups: that character holds
+    no whole byte, and the ``email`` policy would give the word's base64 text as its words."""
+    return _BASE64_WORD.sub(lambda word: word[0] if len(word[2]) % 4 != 1
+                            else f"=?{word[1]}?b?{word[2][:-1]}?=", value)
 
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -237,7 +251,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "6")
+        return Extractor("mail-email", "7")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

@@ -171,6 +171,19 @@ def test_text_in_no_charset_a_wrong_or_an_unknown_one_is_read_as_windows_1252_an
     assert ("charset_guessed", "windows-1252") in extracted.notes
 
 
+@pytest.mark.parametrize(("subject", "title"), [
+    # "Ünïcode subject" in base64 cut one character past a whole group of four: that character
+    # holds no whole byte, so the words end at "subje" (the policy alone gives the base64 text).
+    (b"=?utf-8?b?w5xuw69jb2RlIHN1YmplY?=", "Ünïcode subje"),
+    (b"=?utf-8?B?w5xuw69jb2RlIHN1YmplY?= \xc3\xa9t\xc3\xa9", "Ünïcode subje été"),  # 8-bit too
+    (b"=?utf-8?b?w5xuw69jb2RlIHN1YmplY3Q=?=", "Ünïcode subject"),  # whole: as it was
+])
+def test_a_subject_whose_base64_word_is_cut_short_keeps_its_whole_bytes(subject: bytes,
+                                                                        title: str):
+    assert EML.extract(b"From: ana@example.org\nSubject: " + subject + b"\n\nBody.\n",
+                       "m").title == title
+
+
 def test_a_declared_charset_and_utf8_need_no_guess():
     mail = EmailMessage()
     mail["Subject"] = "Gr\u00fc\u00dfe"
