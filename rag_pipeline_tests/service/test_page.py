@@ -200,3 +200,29 @@ def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp
         page.wait_for_selector("#refusal", timeout=TIMEOUT_MS)
         assert page.locator("#refusal p").first.inner_text() == (
             "No passage holds INV-2026-9999, which the question names.")
+
+
+def test_a_source_links_its_address_only_when_the_service_has_a_base_url(base_url: str,
+                                                                        tmp_path: Path):
+    """Found by a user's trial: without a base URL every source card showed the file's path on
+    the server (``file:///...``), which no reader's browser opens."""
+    with chromium_page(tmp_path / "profile") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      lambda body: None)
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        source = page.locator("article.source")
+        assert "file://" not in source.inner_text() and "Source:" not in source.inner_text()
+        assert source.locator("a").count() == 1  # "Open at the quoted place" alone
+
+    def with_a_base_url(body: dict) -> None:
+        assert body["citations"][0]["url"].startswith("file:///")
+        body["citations"][0]["url"] = "https://docs.example.org/guide/config.md#char=113,203"
+
+    with chromium_page(tmp_path / "profile2") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      with_a_base_url)
+        page.wait_for_selector("article.source a.source-url", timeout=TIMEOUT_MS)
+        link = page.locator("article.source a.source-url")
+        assert link.get_attribute("href") == "https://docs.example.org/guide/config.md#char=113,203"
+        assert page.locator("article.source p.meta").filter(has_text="Source:").inner_text() == (
+            "Source: https://docs.example.org/guide/config.md#char=113,203")
