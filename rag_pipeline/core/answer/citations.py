@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,7 +47,8 @@ def locator_label(document_title: str, section: str) -> str:
 
 def document_url(path: str, document_id: str, base_url: str | None, fragment: str) -> str:
     """The configured base URL plus the document id, or the file's URI (a document of an S3 or
-    git source: its own ``s3://`` or ``git+...`` URI); then the fragment."""
+    git source: its own ``s3://`` or ``git+...`` URI, its key or path percent-encoded so that a
+    ``#`` or ``%`` in it is no fragment or escape); then the fragment."""
     from urllib.parse import quote
 
     if base_url:
@@ -59,10 +61,21 @@ def _file_uri(path: str) -> str:
     """The file's absolute URI (resolving walks the file system: a service answering many
     questions about the same documents resolves each path once)."""
     from pathlib import Path
+    from urllib.parse import quote
 
-    if path.startswith(("s3://", "git+")):
-        return path
+    if path.startswith("s3://"):
+        bucket, _, key = path.removeprefix("s3://").partition("/")
+        return f"s3://{bucket}/{quote(key, safe='/')}"
+    if path.startswith("git+"):
+        at_commit = _GIT_COMMIT.search(path)
+        if at_commit is None:
+            return path
+        return path[:at_commit.end()] + quote(path[at_commit.end():], safe="/")
     return Path(path).resolve().as_uri()
+
+
+_GIT_COMMIT = re.compile(r"@[0-9a-f]{40}(?:[0-9a-f]{24})?:")
+"""Where a git document's location (``git+<url>@<commit>:<path>``) turns to its path."""
 
 
 def build_prompt(question: str, citations: list[Citation]) -> str:

@@ -61,6 +61,19 @@ def test_document_url_without_a_base_url_is_the_file_uri(tmp_path: Path):
     assert document_url(str(path), "guide/a b.md", "", "#char=1,2") == expected
 
 
+def test_an_s3_or_git_documents_url_percent_encodes_its_key_or_path():
+    """Found by a user's trial: ``s3://b/p/notes#1.md#char=14,88`` parsed as the key ``p/notes``
+    with a fragment, and a key holding ``%20`` as another key."""
+    assert document_url("s3://url-docs/p/notes#1.md", "notes#1.md", None, "#char=14,88") == (
+        "s3://url-docs/p/notes%231.md#char=14,88")
+    assert document_url("s3://url-docs/p/pct%20lit.md", "pct%20lit.md", None, "") == (
+        "s3://url-docs/p/pct%2520lit.md")
+    commit = "0f78804" + "a" * 33
+    assert document_url(f"git+file:///srv/my%20docs@{commit}:hr/a b#2.md", "hr/a b#2.md", None,
+                        "#char=0,4") == (
+        f"git+file:///srv/my%20docs@{commit}:hr/a%20b%232.md#char=0,4")
+
+
 # --- the prompt ---------------------------------------------------------------------------------
 
 

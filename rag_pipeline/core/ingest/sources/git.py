@@ -30,22 +30,32 @@ GIT_TIMEOUT_SECONDS = 300
 
 def parse_git_uri(uri: str) -> tuple[str, str | None]:
     """``(repository, ref)`` of ``git+<url>[@ref]``: the ref is what follows the last ``@`` of
-    the URL's path (pip's rule), ``None`` for the default branch. A ``file`` URL's repository is
-    its local path.
+    the URL's path (pip's rule; percent-encoded like the path: ``fix%231`` is ``fix#1``),
+    ``None`` for the default branch. A ``file`` URL's repository is its local path.
 
     Raises:
-        SourceError: If the URL names no repository.
+        SourceError: If the URL names no repository, or holds a ``#`` or ``?`` (a URL would end
+            its path there: a ref ``fix#1`` would be read as ``fix``), or a ``file`` URL names
+            a host (``git+file://srv/docs`` is the folder ``/docs`` on a host ``srv``).
     """
     url = uri.removeprefix("git+")
+    if "#" in url or "?" in url:
+        raise SourceError(f"{uri}: a '#' or '?' ends a URL's path, so the repository or the ref "
+                          "would be cut there: write them as %23 and %3F")
     parts = urlsplit(url)
     path, ref = parts.path, None
     if "@" in path:
         path, ref = path.rsplit("@", 1)
         if not ref:
             raise SourceError(f"{uri}: an empty ref after '@'")
+        ref = unquote(ref)
     if not path or path == "/":
         raise SourceError(f"{uri}: no repository in the URL")
     if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise SourceError(f"{uri}: a file URL names a folder of this machine, written with "
+                              f"three slashes (git+file:///path/to/repo), not a host "
+                              f"({parts.netloc!r})")
         return unquote(path), ref
     if parts.scheme not in ("http", "https", "ssh"):
         raise SourceError(f"{uri}: git+file, git+https or git+ssh URLs only")
@@ -78,7 +88,10 @@ class GitSource:
         try:
             done = subprocess.run(command, capture_output=True, timeout=timeout,
                                   stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired as exc:
+            raise SourceError(f"{self.uri}: git {args[0]} had no answer within {timeout:.0f} s "
+                              "(is the repository's host reachable?)") from exc
+        except OSError as exc:
             raise SourceError(f"{self.uri}: git {args[0]} failed: {exc}") from exc
         if done.returncode != 0:
             message = done.stderr.decode(errors="replace").strip().splitlines()
@@ -92,9 +105,25 @@ class GitSource:
             if not self.git_dir.is_dir():
                 raise SourceError(f"{self.uri}: no repository at {self.git_dir}")
             try:
-                self._git("rev-parse", "--git-dir", timeout=30)
+                found = Path(self._git("rev-parse", "--absolute-git-dir", timeout=30)
+                             .decode().strip()).resolve()
             except SourceError as exc:
                 raise SourceError(f"{self.uri}: {self.git_dir} is not a git repository") from exc
+            here = self.git_dir.resolve()
+            if found != here:  # a bare repository or a .git folder is its own git folder
+                try:
+                    top = Path(self._git("rev-parse", "--show-toplevel", timeout=30)
+                               .decode().strip()).resolve()
+                except SourceError:  # inside a bare repository's or a .git folder's files
+                    top = found
+                if top != here:
+                    # git itself would answer for the repository around the folder, whose
+                    # whole tree (every other folder) would then be read as this corpus.
+                    raise SourceError(
+                        f"{self.uri}: {self.git_dir} is a folder inside the repository {top}, "
+                        f"not a repository: a corpus is a commit's whole tree, so name the "
+                        f"repository (git+file://{top}); [access] rules decide who reads "
+                        "which of its folders")
             return
         if not self.git_dir.is_dir():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -116,10 +145,24 @@ class GitSource:
                             f"{wanted}^{{commit}}", timeout=30)
         except SourceError:
             if self.ref is None:
-                raise SourceError(f"{self.uri}: the default branch has no commit") from None
+                raise SourceError(f"{self.uri}: {self._no_default_commit()}") from None
             raise SourceError(f"{self.uri}: the ref {self.ref!r} does not exist (a branch, tag "
                               "or commit of the repository)") from None
         return out.decode().strip()
+
+    def _no_default_commit(self) -> str:
+        """Why the default branch names no commit, with the branches that have one."""
+        try:
+            head = self._git("symbolic-ref", "--quiet", "--short", "HEAD", timeout=30).decode().strip()
+            branches = self._git("for-each-ref", "--format=%(refname:short)", "refs/heads",
+                                 timeout=30).decode().split()
+        except SourceError:
+            return "the default branch has no commit"
+        if not branches:
+            return f"the default branch {head!r} has no commit (the repository has none)"
+        named = ", ".join(branches[:5]) + (", ..." if len(branches) > 5 else "")
+        return (f"the default branch {head!r} has no commit; branches with commits: {named} "
+                f"(name one after '@': {self.uri}@{branches[0]})")
 
     def entries(self) -> list[Entry]:
         self.commit = self.resolve()

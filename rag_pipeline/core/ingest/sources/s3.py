@@ -25,7 +25,9 @@ BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 """S3's rule for a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens."""
 MAX_ATTEMPTS = 3
 CONNECT_TIMEOUT_SECONDS = 3
-READ_TIMEOUT_SECONDS = 30
+READ_TIMEOUT_SECONDS = 10
+"""Per read of a socket (not per object): an endpoint that accepts connections and never
+answers fails the run after about half a minute (:data:`MAX_ATTEMPTS` tries)."""
 PREFETCH_THREADS = 8
 PREFETCH_WINDOW = 16
 """Objects downloading or downloaded ahead of the reader: at most this many times the size
@@ -97,6 +99,8 @@ class S3Source:
         self._ahead_limit = 0
         self._fetching: dict[str, Future] = {}
         self.hidden: tuple[str, ...] = ()
+        self.listed = 0
+        """Objects the last listing returned (folder markers and hidden names too)."""
 
     @property
     def client(self) -> Any:
@@ -159,7 +163,11 @@ class S3Source:
     def entries(self) -> list[Entry]:
         out = []
         hidden = set()
-        for obj in self._listing():
+        listing = self._listing()
+        self.listed = len(listing)
+        if not listing and self.prefix:
+            self._refuse_an_object()
+        for obj in listing:
             key = obj["Key"][len(self.prefix):]
             if not key or key.endswith("/"):  # the prefix itself, a folder marker
                 if (top := hidden_top(key.rstrip("/"))) is not None:
@@ -249,9 +257,34 @@ class S3Source:
             digest.update(f"{obj['Key']}\0{obj['ETag']}\0{obj['Size']}\n".encode())
         return digest.hexdigest()[:16]
 
-    def still_there(self) -> None:
+    def _refuse_an_object(self) -> None:
+        """Nothing below the prefix: when the prefix names an object, says so (a corpus is the
+        objects below a prefix, and the prefix ``key/`` holds none); else an empty prefix is an
+        empty corpus, which the run's guards report.
+
+        Raises:
+            SourceError: If the prefix is an object's key.
+        """
         from botocore.exceptions import BotoCoreError, ClientError
 
+        key = self.prefix.rstrip("/")
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError:
+            return  # no such object (404) or not allowed to ask: an empty prefix
+        except BotoCoreError as exc:
+            raise self.source_error(exc) from exc
+        folder = key.rpartition("/")[0]
+        raise SourceError(f"{self._where()}: names an object, not a prefix of objects: name the "
+                          f"prefix it is in (s3://{self.bucket}/{folder})")
+
+    def still_there(self) -> None:
+        """Raises when the listing held objects and the prefix holds none now (a prefix empty
+        from the start is an empty corpus, not one that emptied)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if not self.listed:
+            return
         try:
             found = self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix,
                                                 MaxKeys=1).get("KeyCount", 0)

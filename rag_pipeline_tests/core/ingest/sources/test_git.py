@@ -31,6 +31,22 @@ def test_the_uri_names_the_repository_and_the_ref():
         parse_git_uri("git+ftp://example.org/docs")
     with pytest.raises(SourceError, match="an empty ref after '@'"):
         parse_git_uri("git+file:///srv/docs@")
+    # Percent-encoded like the path: the ref fix#1 (found by a user's trial: "@fix#1" read
+    # the branch fix, the URL's path ending at '#').
+    assert parse_git_uri("git+file:///srv/docs@fix%231") == ("/srv/docs", "fix#1")
+    for uri in ("git+file:///srv/docs@fix#1", "git+file:///srv/docs?x@v1",
+                "git+https://example.org/docs.git@fix#1"):
+        with pytest.raises(SourceError) as cut:
+            parse_git_uri(uri)
+        assert str(cut.value) == (f"{uri}: a '#' or '?' ends a URL's path, so the repository or "
+                                  "the ref would be cut there: write them as %23 and %3F")
+    # Two slashes: "srv" would be a host and the repository /docs (found by a user's trial).
+    with pytest.raises(SourceError) as host:
+        parse_git_uri("git+file://srv/docs")
+    assert str(host.value) == ("git+file://srv/docs: a file URL names a folder of this machine, "
+                               "written with three slashes (git+file:///path/to/repo), not a "
+                               "host ('srv')")
+    assert parse_git_uri("git+file://localhost/srv/docs") == ("/srv/docs", None)
 
 
 def test_only_the_commits_tracked_files_are_listed_with_their_blob_ids(repo: Repo):
@@ -84,8 +100,53 @@ def test_a_missing_ref_a_missing_repository_and_an_empty_one_are_one_line_each(r
     with pytest.raises(SourceError, match="is not a git repository"):
         GitSource(f"git+file://{tmp_path}/plain").entries()
     empty = Repo(tmp_path / "empty")
-    with pytest.raises(SourceError, match="the default branch has no commit"):
+    with pytest.raises(SourceError) as no_commit:
         GitSource(empty.uri).entries()
+    assert str(no_commit.value) == (f"{empty.uri}: the default branch 'main' has no commit (the "
+                                    "repository has none)")
+
+
+def test_a_default_branch_without_a_commit_names_the_branches_that_have_one(repo: Repo, tmp_path):
+    """Found by a user's trial: a bare repository made with ``-b master`` to which only ``main``
+    was pushed said "the default branch has no commit", naming neither."""
+    repo.write("a.md", "# One\n")
+    repo.commit()
+    bare = tmp_path / "pushed.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch=master", str(bare)],
+                   check=True)
+    repo.git("push", "--quiet", str(bare), "main")
+    with pytest.raises(SourceError) as no_commit:
+        GitSource(f"git+file://{bare}").entries()
+    assert str(no_commit.value) == (
+        f"git+file://{bare}: the default branch 'master' has no commit; branches with commits: "
+        f"main (name one after '@': git+file://{bare}@main)")
+    assert [e.document_id for e in GitSource(f"git+file://{bare}@main").entries()] == ["a.md"]
+
+
+def test_a_folder_inside_a_repository_is_refused_not_read_as_the_whole_repository(repo: Repo):
+    """Found by a user's trial: ``git+file:///repo/public`` (a tracked folder) and an untracked
+    folder inside the work tree each indexed every file of the repository, ``hr/`` too."""
+    repo.write("public/a.md", "# Public\n")
+    repo.write("hr/salaries.md", "# Salaries\n")
+    repo.commit()
+    (repo.path / "scratch").mkdir()
+    for folder in ("public", "scratch", "hr/../public"):
+        with pytest.raises(SourceError) as inside:
+            GitSource(f"{repo.uri}/{folder}").entries()
+        assert str(inside.value) == (
+            f"{repo.uri}/{folder}: {repo.path}/{folder} is a folder inside the repository "
+            f"{repo.path}, not a repository: a corpus is a commit's whole tree, so name the "
+            f"repository (git+file://{repo.path}); [access] rules decide who reads which of its "
+            "folders")
+    # The repository itself, its .git folder and a bare clone are repositories.
+    assert [e.document_id for e in GitSource(repo.uri).entries()] == ["hr/salaries.md",
+                                                                     "public/a.md"]
+    assert len(GitSource(f"{repo.uri}/.git").entries()) == 2
+    bare = repo.path.parent / "bare.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo.path), str(bare)], check=True)
+    assert len(GitSource(f"git+file://{bare}").entries()) == 2
+    with pytest.raises(SourceError, match="is a folder inside the repository"):
+        GitSource(f"git+file://{bare}/objects").entries()
 
 
 def test_submodules_symlinks_and_lfs_pointers_are_said_never_indexed(repo: Repo, tmp_path):

@@ -208,3 +208,29 @@ def test_a_prefix_emptied_during_the_run_fails_it(bucket: Bucket, s3_settings):
     assert str(caught.value) == (f"s3://{bucket.name}/p at {s3_settings.endpoint_url}: the prefix "
                                  "emptied while it was being read: nothing is published, the "
                                  "served index is as it was")
+
+
+def test_an_empty_prefix_is_an_empty_corpus_not_one_that_emptied(bucket: Bucket, s3_settings):
+    """Found by a user's trial: a prefix emptied between two runs, one that never held an
+    object and an empty bucket all failed "the prefix emptied while it was being read", with
+    ``--allow-shrink`` too, so the deleted documents stayed served. An empty listing is an empty
+    corpus, which the run's shrink guard refuses or ``--allow-shrink`` publishes."""
+    bucket.put("p/a.md", "# Only\n\nThe only document talks about pencils.\n")
+    first = extract_corpus(S3Source(f"s3://{bucket.name}/p", s3_settings))
+    bucket.delete("p/a.md")
+    second = extract_corpus(S3Source(f"s3://{bucket.name}/p", s3_settings), first.records)
+    assert second.records == []
+    assert [(r.change, r.document_id) for r in second.report.rows] == [(Change.DELETED.value,
+                                                                        "a.md")]
+    for uri in (f"s3://{bucket.name}/never-written", f"s3://{bucket.name}"):
+        source = S3Source(uri, s3_settings)
+        assert (extract_corpus(source).records, source.listed) == ([], 0)
+
+
+def test_a_prefix_naming_an_object_says_so(bucket: Bucket, s3_settings):
+    bucket.put("exports/leave.md", "# Leave\n")
+    with pytest.raises(SourceError) as caught:
+        S3Source(f"s3://{bucket.name}/exports/leave.md", s3_settings).entries()
+    assert str(caught.value) == (
+        f"s3://{bucket.name}/exports/leave.md at {s3_settings.endpoint_url}: names an object, not "
+        f"a prefix of objects: name the prefix it is in (s3://{bucket.name}/exports)")
