@@ -378,14 +378,17 @@ class PreviousRecords:
         return self._by_id.get(document_id)
 
     def members(self, document_id: str) -> list[DocumentRecord]:
-        """Every record whose id starts with ``document_id/``, in their previous order."""
+        """Every record whose id starts with ``document_id/``, in their previous order, but a
+        record the source listed itself (it has a fingerprint of its own: on S3 the key
+        ``guide/x.md`` beside an object ``guide``), which is no member of it."""
         prefix = document_id + "/"
         start = bisect.bisect_left(self._ids, prefix)
         found = []
         for member_id in self._ids[start:]:
             if not member_id.startswith(prefix):
                 break
-            found.append(self._by_id[member_id])
+            if not self._by_id[member_id].source_fingerprint:
+                found.append(self._by_id[member_id])
         return sorted(found, key=lambda r: self._position[r.document_id])
 
 

@@ -234,3 +234,23 @@ def test_a_prefix_naming_an_object_says_so(bucket: Bucket, s3_settings):
     assert str(caught.value) == (
         f"s3://{bucket.name}/exports/leave.md at {s3_settings.endpoint_url}: names an object, not "
         f"a prefix of objects: name the prefix it is in (s3://{bucket.name}/exports)")
+
+
+def test_a_key_below_a_key_that_no_format_claims_stays_its_own_document(bucket: Bucket,
+                                                                         s3_settings):
+    """Found by a user's trial: an object ``guide`` (a file no format claims, read as text)
+    and an object ``guide/x.md``. The second run took ``guide/x.md``'s previous record for a
+    member of ``guide`` and reported the object itself failed ("another document already has
+    this id"), counting it twice."""
+    bucket.put("p/guide", "# Guide without suffix\n\nParking permits.\n")
+    bucket.put("p/guide/x.md", "# Guide child\n\nBicycle storage in the basement.\n")
+    bucket.put("p/a.md", "# A\n\nThe orchard.\n")
+    uri = f"s3://{bucket.name}/p"
+    first = extract_corpus(S3Source(uri, s3_settings))
+    bucket.put("p/a.md", "# A\n\nThe orchard and its apples.\n")
+    second = extract_corpus(S3Source(uri, s3_settings), first.records)
+    assert [(r.document_id, r.status) for r in second.records] == [
+        ("a.md", "ok"), ("guide", "ok"), ("guide/x.md", "ok")]
+    assert sorted((r.change, r.document_id) for r in second.report.rows) == [
+        (Change.CHANGED.value, "a.md"), (Change.UNCHANGED.value, "guide"),
+        (Change.UNCHANGED.value, "guide/x.md")]
