@@ -248,6 +248,24 @@ _NOT_RETRIED = "not retried: unchanged since it failed: "
 kept unread) whose bytes are as they were when it failed."""
 
 
+def _read_again(old: DocumentRecord, fmt: DocumentFormat, digest: str) -> str:
+    """Why a document whose bytes did not change was read again (its row says ``changed``
+    though nobody touched the file): an upgraded extractor or pipeline; ``""`` when its bytes
+    changed, or it was read again after a failure."""
+    if old.content_sha256 != digest or not old.ok:
+        return ""
+    extractor = fmt.extractor()
+    if (old.format, old.extractor, old.extractor_version) != (fmt.name, extractor.name,
+                                                               extractor.version):
+        was = f"{old.extractor} {old.extractor_version}" if old.extractor else old.format
+        return (f"the same bytes, read again by an upgraded extractor ({was} -> "
+                f"{extractor.name} {extractor.version})")
+    if old.pipeline_version != PIPELINE_VERSION:
+        return (f"the same bytes, read again by an upgraded pipeline ({old.pipeline_version} -> "
+                f"{PIPELINE_VERSION})")
+    return ""
+
+
 def _not_retried(record: DocumentRecord) -> str:
     """The detail of ``record``'s reconciliation row when it is kept as it was: its failure
     (empty when it is not failed)."""
@@ -310,7 +328,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
             else:
                 rows.append(Reconciled((Change.FAILED if record.failed else change).value,
                                        record.document_id, previous_id,
-                                       detail or (record.error or "") if record.failed else ""))
+                                       detail or (record.error or "") if record.failed else detail))
 
         def rename_of(candidate: DocumentRecord | None, fmt: DocumentFormat) -> DocumentRecord | None:
             if candidate is None or candidate.document_id in taken or not _current_stamps(candidate, fmt):
@@ -395,9 +413,10 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     continue
             extracted += 1
             renamed_from = twin.document_id if old is None and twin is not None else ""
+            again = _read_again(old, fmt, digest) if old is not None else ""
             for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint):
                 keep(record, Change.RENAMED if renamed_from else Change.CHANGED if old else
-                     Change.ADDED, renamed_from)
+                     Change.ADDED, renamed_from, detail=again)
         source.still_there()
     finally:
         source.close()

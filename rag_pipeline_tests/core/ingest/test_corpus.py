@@ -435,6 +435,11 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
     assert records["guide.md"].extractor_version == "8"
+    # Found by an operator's trial: a file nobody touched was reported "changed", saying nothing.
+    assert [(r.change, r.detail) for r in third.report.rows if r.document_id == "guide.md"] == [
+        ("changed", "the same bytes, read again by an upgraded extractor (markdown-frontmatter 0 "
+                    "-> markdown-frontmatter 8)")]
+    assert [r.detail for r in third.report.rows if r.document_id == "notes.txt"] == [""]
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5
 
