@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import os
 import threading
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -37,6 +38,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.bom_text import text_charset
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
+from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
@@ -218,6 +220,13 @@ def page_router(service: Any) -> APIRouter:
     """The routes above over a started :class:`~rag_pipeline.service.query_service.QueryService`."""
     router = APIRouter()
     refresher = QueryDbRefresher(service.follower.warehouse)
+
+    @lru_cache(maxsize=1)
+    def sources() -> SourceSettings:
+        """How originals of an S3 prefix or a git repository are read again: with the standard
+        AWS variables this service was started with, and the index's repository mirrors."""
+        return SourceSettings(s3=S3Settings.from_environment(os.environ),
+                              cache_dir=service.follower.warehouse.data_dir / "sources")
     recent = RecentAnswers()
     rate = FeedbackRate()
     service.on_answer.append(recent.remember)
@@ -258,7 +267,7 @@ def page_router(service: Any) -> APIRouter:
         end = len(text) if end is None else end
         if not start <= end <= len(text):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
-        view = ViewRequest(info, text, start, end, page, sheet)
+        view = ViewRequest(info, text, start, end, page, sheet, sources())
         try:
             return HTMLResponse(render_document(
                 view, path_url("/originals/", document_id),
@@ -276,7 +285,7 @@ def page_router(service: Any) -> APIRouter:
         info, text = found
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
-        original = ViewRequest(info, text, 0, 0).original
+        original = ViewRequest(info, text, 0, 0, sources=sources()).original
         if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")
@@ -299,11 +308,11 @@ def page_router(service: Any) -> APIRouter:
         # The bytes sent are those read from the handle checked and hashed again once read: a
         # file swapped since (for a link to another one above all), or rewritten in place
         # meanwhile, is no original of this document.
-        original = ViewRequest(info, text, 0, 0).original
+        original = ViewRequest(info, text, 0, 0, sources=sources()).original
         if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")
-        path = Path(info.path)
+        path = Path(original.name)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         # A text original names the charset its text was read by: a windows-1252 note labelled

@@ -8,11 +8,12 @@ import os
 import stat
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 from urllib.parse import quote
 
 from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.ingest.sources import SourceError, SourceSettings, is_corpus_uri
 from rag_pipeline.core.runtime.recent import Recent
 
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
@@ -53,13 +54,20 @@ class ViewRequest:
     end: int
     page: int | None = None
     sheet: str | None = None
+    sources: SourceSettings | None = None
+    """How to reach an S3 prefix or a git repository the document was indexed from (None: its
+    original is read from a folder only)."""
 
     @cached_property
     def original(self) -> Original | None:
         """The original file's bytes when it still holds those indexed (see
         :func:`open_indexed`), read from the handle that was checked: a view never opens the
         path again, so a file swapped after the check (for a link to another group's document)
-        shows nothing of the other file. None when the file is gone or changed."""
+        shows nothing of the other file. A document of an S3 prefix or a git repository is read
+        again from there (:func:`~rag_pipeline.core.ingest.sources.originals.read_original`).
+        None when the file is gone or changed."""
+        if is_corpus_uri(self.info.path):
+            return self._from_source()
         handle = open_indexed(self.info.path, self.info.document_id, self.info.content_sha256)
         if handle is None:
             return None
@@ -73,6 +81,20 @@ class ViewRequest:
         if hashlib.sha256(data).hexdigest() != self.info.content_sha256:
             return None
         return Original(Path(self.info.path).name, data, self.info.content_sha256)
+
+    def _from_source(self) -> Original | None:
+        from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+        from rag_pipeline.core.ingest.sources.originals import read_original
+
+        if self.sources is None or not self.info.content_sha256:
+            return None
+        try:
+            data = read_original(self.info.path, DEFAULT_MAX_DOCUMENT_BYTES, self.sources)
+        except SourceError:
+            return None
+        if hashlib.sha256(data).hexdigest() != self.info.content_sha256:
+            return None
+        return Original(PurePosixPath(self.info.document_id).name, data, self.info.content_sha256)
 
     @property
     def quote(self) -> str:
