@@ -19,6 +19,9 @@ from rag_pipeline_tests.cli.invoke import CHUNKERS, one_line_failure, run
 ON_TOPIC = "what happens to the loop variable when a for loop is terminated by break"
 OFF_TOPIC = "what is the capital of france"
 
+NOT_BUILT = ("error: no index built yet in the data folder {tmp_path}: run `rag-pipeline index` "
+             "first, or name the folder it was built in (--data-dir)")
+
 
 @pytest.mark.slow
 def test_ask_json_cites_exact_slices_of_the_canonical_text(bundled_data_dir: Path):
@@ -97,12 +100,12 @@ def test_a_bad_rerank_folder_and_an_unreachable_endpoint_are_one_line(bundled_da
 def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
     for args in (["ask", "anything"], ["status"]):
         code, output = run("--data-dir", str(tmp_path), *args)
-        assert (code, output.strip()) == (2, "error: no index built yet: run `rag-pipeline index` first")
+        assert (code, output.strip()) == (2, NOT_BUILT.format(tmp_path=tmp_path))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
-    (["serve", "--port", "0"], "error: no index built yet: run `rag-pipeline index` first"),
+    (["serve", "--port", "0"], NOT_BUILT),
     (["serve", "--threshold", "5"],
      "error: --cut/--threshold must be a finite cosine distance in [0, 2], got 5.0"),
     (["serve", "--base-url", "javascript:alert(1)"],
@@ -110,7 +113,7 @@ def test_ask_and_status_before_any_index_is_built(tmp_path: Path):
 ])
 def test_serve_errors_are_one_clear_line(tmp_path: Path, args: list[str], message: str):
     code, output = run("--data-dir", str(tmp_path), *args)
-    assert (code, output.strip()) == (2, message)
+    assert (code, output.strip()) == (2, message.format(tmp_path=tmp_path))
 
 
 @pytest.mark.slow
@@ -163,7 +166,7 @@ def test_model_keys_must_be_declared(tmp_path: Path):
 def test_an_empty_question_and_a_missing_index_name_their_cause(tmp_path: Path):
     assert one_line_failure("--data-dir", str(tmp_path), "ask", "  ") == (2, "error: the question is empty")
     assert one_line_failure("--data-dir", str(tmp_path), "status") == (
-        2, "error: no index built yet: run `rag-pipeline index` first")
+        2, NOT_BUILT.format(tmp_path=tmp_path))
 
 
 def _hostile_answer():
@@ -305,8 +308,7 @@ def test_threshold_is_the_documented_spelling_of_cut():
 
 def test_ask_without_an_index_fails_plainly(tmp_path: Path):
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "ask", "what is a loop"])
-    assert (result.exit_code, result.output) == (
-        2, "error: no index built yet: run `rag-pipeline index` first\n")
+    assert (result.exit_code, result.output) == (2, NOT_BUILT.format(tmp_path=tmp_path) + "\n")
 
 
 def test_a_long_document_id_keeps_its_end_in_the_sources_table():

@@ -136,7 +136,9 @@ def test_open_serves_a_public_host_without_access(tmp_path: Path, monkeypatch):
     config.write_text(CONFIG.split("[access]")[0], encoding="utf-8")
     monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
     opened = run(tmp_path, "serve", "--host", "0.0.0.0", "--open", "--port", "0")
-    assert opened.output.strip() == "error: no index built yet: run `rag-pipeline index` first"
+    assert opened.output.strip() == (
+        f"error: no index built yet in the data folder {tmp_path}: run `rag-pipeline index` first, "
+        "or name the folder it was built in (--data-dir)")
 
 
 def test_serve_follows_the_rules_of_its_own_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -130,12 +130,12 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
     import duckdb
 
     if not warehouse.db_path.is_file():
-        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+        raise IndexNotBuiltError.in_folder(warehouse.data_dir)
     current_extractors = {fmt.name: fmt.extractor().version for fmt in REGISTRY}
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
         views = _tables(con)
         if "documents" not in views:
-            raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+            raise IndexNotBuiltError.in_folder(warehouse.data_dir)
         served = {(c, m): (g, p) for c, m, g, p in con.execute(
             "select chunker, model, generation, published_at from generations").fetchall()} \
             if "generations" in views else {}

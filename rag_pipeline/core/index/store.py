@@ -177,7 +177,7 @@ def served_generation(warehouse: Warehouse, chunker: str, model_key: str) -> Gen
         return generation
     published = current_generations(warehouse)
     if not published:
-        raise IndexNotBuiltError("no index built yet: run `rag-pipeline index` first")
+        raise IndexNotBuiltError.in_folder(warehouse.data_dir)
     chunkers = sorted({g.chunker for g in published})
     if chunker not in chunkers:
         raise UnknownPartitionError(f"no published index for chunker {chunker!r}; published: "

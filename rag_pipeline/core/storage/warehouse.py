@@ -82,6 +82,13 @@ class CorruptFileError(ValueError):
 class IndexNotBuiltError(Exception):
     """A table or partition that a reader asked for has not been materialised yet."""
 
+    @classmethod
+    def in_folder(cls, data_dir: Path) -> IndexNotBuiltError:
+        """Nothing at all built in ``data_dir``, which the message names: a mistyped
+        ``--data-dir`` would otherwise lead to a second index built in the wrong folder."""
+        return cls(f"no index built yet in the data folder {Path(data_dir).absolute()}: run "
+                   "`rag-pipeline index` first, or name the folder it was built in (--data-dir)")
+
 
 @dataclass(frozen=True)
 class TableVersion:
