@@ -74,8 +74,9 @@ def list_tokens(invocation: Invocation) -> None:
     used = store.last_used()
     echo(f"{'name':24s} {'groups':28s} {'created':25s} {'last used':25s} expires")
     for r in records:
+        expires = f"{r.expires} (expired: refused)" if r.expired() else r.expires or "never"
         echo(f"{r.name:24s} {','.join(r.groups):28s} {r.created:25s} "
-             f"{used.get(r.id, 'never'):25s} {r.expires or 'never'}")
+             f"{used.get(r.id, 'never'):25s} {expires}")
 
 
 @tokens.command("revoke")

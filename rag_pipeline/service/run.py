@@ -168,7 +168,7 @@ def access_line(service: QueryService) -> str:
     proxy = (f"; groups from {access.groups_header_name} of {access.trusted_proxy} only"
              if access.trusted_proxy else "")
     return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
-            f"{len(access.store.records())} token(s){proxy}; every path but /health and the "
+            f"{_tokens_in_force(access.store.records())}{proxy}; every path but /health and the "
             f"page's shell (GET /) needs a principal; {len(report.unreadable)} "
             "document(s) readable by nobody")
 
@@ -256,3 +256,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             finally:
                 remove_serve_record(warehouse.data_dir, os.getpid(), earlier)
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _tokens_in_force(records) -> str:
+    """``3 token(s)``, or ``2 token(s) (1 more expired)``: an expired token is refused."""
+    expired = sum(record.expired() for record in records)
+    return f"{len(records) - expired} token(s)" + (f" ({expired} more expired)" if expired else "")

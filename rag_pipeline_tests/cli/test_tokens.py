@@ -96,6 +96,10 @@ def test_an_expired_token_is_refused_in_one_line(declared: Path):
         store.verify(token)
     with pytest.raises(TokenError, match="^unknown or revoked token$"):
         store.verify(token[:-1] + ("A" if token[-1] != "A" else "B"))
+    # Found by an operator's trial: the list showed its expiry time alone.
+    (expired,) = store.records()
+    assert run(declared, "tokens", "list").output.splitlines()[1].endswith(
+        f" {expired.expires} (expired: refused)")
 
 
 def test_serve_without_access_refuses_a_public_host_and_a_proxy(tmp_path: Path):

@@ -116,3 +116,18 @@ def test_serve_counts_the_documents_readable_by_nobody_as_status_does(
     assert sorted(built.index.corpus_ids) == ["board/minutes.md", "empty.txt", "public/faq.md"]
     assert access_report(policy, built.index.documents, built.index.corpus_ids).unreadable == [
         "board/minutes.md"]
+
+
+def test_the_start_line_counts_expired_tokens_apart():
+    """Found by an operator's trial: an expired token was counted with those in force."""
+    from types import SimpleNamespace
+
+    from rag_pipeline.service.run import _tokens_in_force
+
+    def record(expired: bool):
+        return SimpleNamespace(expired=lambda: expired)
+
+    assert _tokens_in_force([record(False), record(True), record(False)]) == (
+        "2 token(s) (1 more expired)")
+    assert _tokens_in_force([record(False)]) == "1 token(s)"
+    assert _tokens_in_force([]) == "0 token(s)"
