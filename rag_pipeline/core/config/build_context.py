@@ -17,6 +17,7 @@ from rag_pipeline.core.chunking.strategies import ChunkingStrategy
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.core.text.arguments import listed, repeated
 
@@ -65,6 +66,8 @@ class BuildContext:
         config_file: The configuration file it was resolved from (None: the built-in
             declaration), which a long-lived process (the sensor) reads the rules in force from
             (:meth:`rules_in_force`).
+        max_document_bytes: ``[index] max_document_bytes``: the largest file read (the
+            ``corpus`` resource's default, which a run's config may still change).
     """
 
     profile: str
@@ -77,6 +80,7 @@ class BuildContext:
     compute: ComputeSettings = ComputeSettings()
     access: AccessPolicy | None = None
     config_file: Path | None = None
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     def __post_init__(self) -> None:
         if not self.chunkers:

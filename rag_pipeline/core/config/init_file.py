@@ -105,6 +105,8 @@ model_cache = {json.dumps(_within_or_absolute(project.model_cache, root))}
 # for comparing the methods with a gold set of these documents (`rag-pipeline gold draft`).
 profile = "production"
 chunkers = [{chunkers}]
+# A file (or a member of an archive or a mail) larger than this fails with its size, unread.
+# max_document_bytes = 20_971_520
 
 # [profiles.production]
 # chunkers = ["header"]

@@ -42,6 +42,7 @@ from rag_pipeline.core.embedding.models import (
     Precision,
     calibration_set,
 )
+from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
 from rag_pipeline.core.text.arguments import listed, repeated
 
@@ -250,7 +251,24 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
                                f"{listed(p.name for p in profiles)}")
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
                          folders["corpus"], folders["data_dir"], access=access,
-                         compute=_compute(data.get("compute", {}), label))
+                         compute=_compute(data.get("compute", {}), label),
+                         max_document_bytes=_max_document_bytes(index, label))
+
+
+def _max_document_bytes(index: dict, label: str) -> int:
+    """``[index] max_document_bytes``: a whole number of bytes, at least 1 and at most
+    :data:`MAX_DOCUMENT_BYTES_CEILING` (a file is read whole into memory)."""
+    value = index.get("max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES)
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 1 <= value <= MAX_DOCUMENT_BYTES_CEILING:
+        raise ModelConfigError(f"{label}: [index] max_document_bytes must be a whole number of "
+                               f"bytes from 1 to {MAX_DOCUMENT_BYTES_CEILING:_} (default "
+                               f"{DEFAULT_MAX_DOCUMENT_BYTES:_}, 20 MiB), got {value!r}")
+    return value
+
+
+MAX_DOCUMENT_BYTES_CEILING = 1 << 30
+"""1 GiB: a document is read whole into memory, its members and text too."""
 
 
 def _compute(table: object, label: str) -> ComputeSettings:

@@ -55,6 +55,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Python reference", "The documents `index` reads when `--corpus` is not given."),
     Setting(INDEX, "data_dir", "a folder, relative to the configuration file", "the project's "
             "`data/`", "Where the index is written: tables, `rag.duckdb`, reports, `serve.json`."),
+    Setting(INDEX, "max_document_bytes", "a whole number of bytes, 1 to 1 GiB", "`20_971_520` "
+            "(20 MiB)", "A file, or a member of an archive or a mail, larger than this fails "
+            "with its size as the reason, unread; raising it reads such files at the next "
+            "`index`."),
     Setting(MODELS, "name", "text", "-", "The model's name, the first half of its partition key "
             "`name@fingerprint`."),
     Setting(MODELS, "path", "a sentence-transformers folder, relative to the configuration file",

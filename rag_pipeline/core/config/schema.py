@@ -39,6 +39,7 @@ from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
+from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 
 LOCK_NAME = "rag_pipeline.lock.json"
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
@@ -46,7 +47,8 @@ MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend",
                         "adapt"})
 ADAPT_KEYS = frozenset({"base", "chunker", "epochs", "batch_size", "seed", "max_seq_length",
                         "max_pairs", "learning_rate", "held_out"})
-INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir"})
+INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir",
+                        "max_document_bytes"})
 COMPUTE_KEYS = frozenset({"engine", "address", "shard_texts"})
 PROFILE_KEYS = frozenset({"chunkers", "models"})
 PRODUCTION = "production"
@@ -147,6 +149,8 @@ class ProjectConfig:
         access: ``[access]``: who may read which document (None: not declared, everyone
             reads everything).
         compute: ``[compute]``: where embeddings runs compute their vectors (default: in-process).
+        max_document_bytes: ``[index] max_document_bytes``: a file (or a member of an archive
+            or a mail) larger than this fails with its size as the reason, unread.
     """
 
     models: tuple[ModelDeclaration, ...]
@@ -161,6 +165,7 @@ class ProjectConfig:
     selected: str | None = None
     access: AccessPolicy | None = None
     compute: ComputeSettings = ComputeSettings()
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     @property
     def lock_path(self) -> Path:

@@ -191,3 +191,20 @@ def test_a_bad_compute_table_fails_with_one_line(table: str, message: str, tmp_p
     with pytest.raises(ModelConfigError) as info:
         parse_config(f"[compute]\n{table}\n[[models]]\nname = 'a'\npath = 'm'\n", tmp_path)
     assert str(info.value) == message
+
+
+def test_index_max_document_bytes_is_read_and_checked(tmp_path: Path):
+    """Found by an operator's trial: a file over the limit named ``max_document_bytes``, which
+    the configuration file refused as an unknown key."""
+    from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+
+    model = "[[models]]\nname = 'a'\npath = 'm'\n"
+    assert parse_config(model, tmp_path).max_document_bytes == DEFAULT_MAX_DOCUMENT_BYTES
+    assert parse_config("[index]\nmax_document_bytes = 50_000_000\n" + model,
+                        tmp_path).max_document_bytes == 50_000_000
+    for value in ("0", "'20MB'", "true", "2_000_000_000", "1.5"):
+        with pytest.raises(ModelConfigError) as info:
+            parse_config(f"[index]\nmax_document_bytes = {value}\n" + model, tmp_path)
+        assert str(info.value).startswith(
+            "rag_pipeline.toml: [index] max_document_bytes must be a whole number of bytes from 1 "
+            "to 1_073_741_824 (default 20_971_520, 20 MiB), got ")
