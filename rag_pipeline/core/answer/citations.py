@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -67,15 +66,13 @@ def _file_uri(path: str) -> str:
         bucket, _, key = path.removeprefix("s3://").partition("/")
         return f"s3://{bucket}/{quote(key, safe='/')}"
     if path.startswith("git+"):
-        at_commit = _GIT_COMMIT.search(path)
-        if at_commit is None:
+        from rag_pipeline.core.ingest.sources.git import LOCATION
+
+        found = LOCATION.fullmatch(path)
+        if found is None:
             return path
-        return path[:at_commit.end()] + quote(path[at_commit.end():], safe="/")
+        return path[:found.start("path")] + quote(found["path"], safe="/")
     return Path(path).resolve().as_uri()
-
-
-_GIT_COMMIT = re.compile(r"@[0-9a-f]{40}(?:[0-9a-f]{24})?:")
-"""Where a git document's location (``git+<url>@<commit>:<path>``) turns to its path."""
 
 
 def build_prompt(question: str, citations: list[Citation]) -> str:

@@ -15,6 +15,7 @@ listing, one ``cat-file --batch`` process for the bytes).
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 from typing import IO
@@ -24,8 +25,12 @@ from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+LOCATION = re.compile(r"(?P<uri>git\+.+?)@(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})?):(?P<path>.+)", re.S)
+"""A document's location, as :meth:`GitSource.location` writes it: ``git+<url>@<commit>:<path>``
+(the first ``@<commit>:``: a path may hold anything after it)."""
 GIT_TIMEOUT_SECONDS = 300
 """A clone or fetch of a remote repository; local commands take milliseconds."""
+BLOB_READ_SECONDS = 30
 
 
 def parse_git_uri(uri: str) -> tuple[str, str | None]:
@@ -235,6 +240,27 @@ class GitSource:
     def location(self, document_id: str) -> str:
         base = self.uri.rsplit("@", 1)[0] if self.ref is not None else self.uri
         return f"{base}@{self.commit}:{document_id}" if self.commit else f"{base}:{document_id}"
+
+    def blob(self, commit: str, path: str, max_bytes: int) -> bytes:
+        """The bytes of ``path`` at ``commit``, read from the repository as it is (a remote
+        one's mirror, never fetched).
+
+        Raises:
+            SourceError: If the repository or the blob is not there, or the blob is larger than
+                ``max_bytes``.
+        """
+        if not self.git_dir.is_dir():
+            raise SourceError(f"{self.uri}: no repository (or mirror of it) at {self.git_dir}")
+        spec = f"{commit}:{path}"
+        try:
+            size = int(self._git("cat-file", "-s", spec, timeout=BLOB_READ_SECONDS))
+        except SourceError as exc:
+            if isinstance(exc.__cause__, (OSError, subprocess.TimeoutExpired)):
+                raise
+            raise SourceError(f"{self.uri}: no blob {spec} in the repository (any more)") from exc
+        if size > max_bytes:
+            raise SourceError(f"{self.uri}: the blob {spec} is over {max_bytes} bytes")
+        return self._git("cat-file", "blob", spec, timeout=BLOB_READ_SECONDS)
 
     def revision(self) -> str | None:
         return self.commit

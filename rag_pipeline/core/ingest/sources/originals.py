@@ -6,18 +6,12 @@ the bytes against the sha256 the index recorded; nothing here decides what they 
 from __future__ import annotations
 
 import functools
-import re
-import subprocess
 
 from rag_pipeline.core.ingest.sources.base import SourceError
-from rag_pipeline.core.ingest.sources.git import GitSource
+from rag_pipeline.core.ingest.sources.git import LOCATION, GitSource
 from rag_pipeline.core.ingest.sources.s3 import S3Source
 
 __all__ = ["read_original"]
-
-GIT_LOCATION = re.compile(r"(?P<uri>git\+.+)@(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})?):(?P<path>.+)",
-                          re.S)
-GIT_READ_SECONDS = 30
 
 
 def read_original(location: str, max_bytes: int, settings) -> bytes:
@@ -33,10 +27,11 @@ def read_original(location: str, max_bytes: int, settings) -> bytes:
     """
     if location.startswith("s3://"):
         return _s3_object(location, max_bytes, settings)
-    found = GIT_LOCATION.fullmatch(location)
+    found = LOCATION.fullmatch(location)
     if found is None:
         raise SourceError(f"{location}: not an s3:// or git+ location of a document")
-    return _git_blob(found["uri"], found["commit"], found["path"], max_bytes, settings)
+    return GitSource(found["uri"], settings.cache_dir).blob(found["commit"], found["path"],
+                                                           max_bytes)
 
 
 def _s3_object(location: str, max_bytes: int, settings) -> bytes:
@@ -64,25 +59,3 @@ def _bucket(bucket: str, settings) -> S3Source:
     takes tens of milliseconds to make, and a page of PDF page images asks for one original
     per image."""
     return S3Source(f"s3://{bucket}", settings)
-
-
-def _git_blob(uri: str, commit: str, path: str, max_bytes: int, settings) -> bytes:
-    repository = GitSource(uri, settings.cache_dir)
-    if not repository.git_dir.is_dir():
-        raise SourceError(f"{uri}: no repository (or mirror of it) at {repository.git_dir}")
-    blob = f"{commit}:{path}"
-
-    def git(*args: str) -> bytes:
-        try:
-            done = subprocess.run(["git", "-C", str(repository.git_dir), *args],
-                                  capture_output=True, timeout=GIT_READ_SECONDS,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SourceError(f"{uri}: git {args[0]} failed: {exc}") from exc
-        if done.returncode != 0:
-            raise SourceError(f"{uri}: no blob {blob} in the repository (any more)")
-        return done.stdout
-
-    if int(git("cat-file", "-s", blob).strip() or 0) > max_bytes:
-        raise SourceError(f"{uri}: the blob {blob} is over {max_bytes} bytes")
-    return git("cat-file", "blob", blob)
