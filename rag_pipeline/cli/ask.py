@@ -399,7 +399,8 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
             check_base_url(base_url, "--base-url")
     except InvalidArgumentError as exc:
         fail(str(exc))
-    spec = declared_model(model_key)
+    config = read_config()
+    spec = declared_model(model_key, config)
     access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds)
     try:
         allowed = allowed_hosts(host, allowed_host_names)
@@ -411,7 +412,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
             ask=AskSettings(retrieval=RetrievalSettings(retriever=Retriever(retriever),
                                                         analyzer=Analyzer(analyzer)),
                             cut=gate_cut(spec, cut), max_sources=max_sources, base_url=base_url),
-            workers=workers or os.cpu_count() or 1)
+            workers=workers or os.cpu_count() or 1, max_document_bytes=config.max_document_bytes)
         serve_forever(invocation.warehouse, spec, settings, host=host, port=port, poll_seconds=poll_seconds,
                       access_log=access_log, echo=echo,
                       query_runtime=None if query_backend == "model" else query_backend,

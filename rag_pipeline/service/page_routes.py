@@ -227,6 +227,14 @@ def page_router(service: Any) -> APIRouter:
         AWS variables this service was started with, and the index's repository mirrors."""
         return SourceSettings(s3=S3Settings.from_environment(os.environ),
                               cache_dir=service.follower.warehouse.data_dir / "sources")
+
+    def view_request(info: DocumentInfo, text: str, start: int = 0, end: int = 0,
+                     page: int | None = None, sheet: str | None = None) -> ViewRequest:
+        """A view of ``info``; its original, when it is in an S3 prefix or a git repository, is
+        read from there (:func:`sources`) up to the configured ``max_document_bytes``."""
+        return ViewRequest(info, text, start, end, page, sheet, sources(),
+                           service.settings.max_document_bytes)
+
     recent = RecentAnswers()
     rate = FeedbackRate()
     service.on_answer.append(recent.remember)
@@ -267,7 +275,7 @@ def page_router(service: Any) -> APIRouter:
         end = len(text) if end is None else end
         if not start <= end <= len(text):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
-        view = ViewRequest(info, text, start, end, page, sheet, sources())
+        view = view_request(info, text, start, end, page, sheet)
         try:
             return HTMLResponse(render_document(
                 view, path_url("/originals/", document_id),
@@ -285,7 +293,7 @@ def page_router(service: Any) -> APIRouter:
         info, text = found
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
-        original = ViewRequest(info, text, 0, 0, sources=sources()).original
+        original = view_request(info, text).original
         if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")
@@ -308,7 +316,7 @@ def page_router(service: Any) -> APIRouter:
         # The bytes sent are those read from the handle checked and hashed again once read: a
         # file swapped since (for a link to another one above all), or rewritten in place
         # meanwhile, is no original of this document.
-        original = ViewRequest(info, text, 0, 0, sources=sources()).original
+        original = view_request(info, text).original
         if original is None:
             return _error(410, f"the original file of {document_id} is gone or has changed since "
                                "it was indexed")

@@ -29,6 +29,7 @@ from rag_pipeline.core.embedding.question import QueryPath
 from rag_pipeline.core.index.access import labelled, readable_rows
 from rag_pipeline.core.index.follower import IndexFollower, ServedIndex
 from rag_pipeline.core.index.store import PartitionIndex
+from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.retrieval.retriever import RetrievalSettings, Retriever, dense_path
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import AccessState
@@ -84,12 +85,15 @@ class ServeSettings:
             the served model's cut (:func:`~rag_pipeline.core.answer.gate.gate_cut`); the
             service holds the resolved settings.
         workers: Questions embedded at once.
+        max_document_bytes: The configuration's ``[index] max_document_bytes``: the most bytes
+            of an original read again from an S3 prefix or a git repository for its view.
     """
 
     chunker: str
     model_key: str
     ask: AskSettings | None = None
     workers: int = 2
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     def __post_init__(self) -> None:
         if self.workers < 1:

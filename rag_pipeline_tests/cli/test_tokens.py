@@ -194,3 +194,20 @@ def test_serve_without_access_warns_of_a_broken_token_file_and_serves(tmp_path: 
     refused = CliRunner().invoke(serve, obj=invocation)
     assert refused.exit_code == 2
     assert refused.stderr.startswith(f"error: {tokens} cannot be read as a token file: ")
+
+
+def test_serve_reads_originals_up_to_the_configured_max_document_bytes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The views of an S3 prefix's or a git repository's documents read their originals up to
+    the ``[index] max_document_bytes`` the documents were indexed with, not the default's."""
+    import rag_pipeline.service.run as run_module
+
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(CONFIG.split("[access]")[0] + "\n[index]\nmax_document_bytes = 52_428_800\n",
+                      encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    started = []
+    monkeypatch.setattr(run_module, "serve_forever",
+                        lambda warehouse, spec, settings, **options: started.append(settings))
+    assert run(tmp_path, "serve", "--port", "0").exit_code == 0
+    assert [settings.max_document_bytes for settings in started] == [52_428_800]

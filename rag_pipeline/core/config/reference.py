@@ -58,7 +58,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(INDEX, "max_document_bytes", "a whole number of bytes, 1 to 1 GiB", "`20_971_520` "
             "(20 MiB)", "A file, or a member of an archive or a mail, larger than this fails "
             "with its size as the reason, unread; raising it reads such files at the next "
-            "`index`."),
+            "`index`. `serve` reads the originals of an S3 prefix or a git repository up to it."),
     Setting(MODELS, "name", "text", "-", "The model's name, the first half of its partition key "
             "`name@fingerprint`."),
     Setting(MODELS, "path", "a sentence-transformers folder, relative to the configuration file",

@@ -13,6 +13,7 @@ from typing import BinaryIO
 from urllib.parse import quote
 
 from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.ingest.sources import SourceError, SourceSettings, is_corpus_uri
 from rag_pipeline.core.runtime.recent import Recent
 
@@ -57,6 +58,9 @@ class ViewRequest:
     sources: SourceSettings | None = None
     """How to reach an S3 prefix or a git repository the document was indexed from (None: its
     original is read from a folder only)."""
+    max_source_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    """The most bytes read of an original in an S3 prefix or a git repository: the
+    configuration's ``[index] max_document_bytes``, the most a document indexed could have."""
 
     @cached_property
     def original(self) -> Original | None:
@@ -83,13 +87,12 @@ class ViewRequest:
         return Original(Path(self.info.path).name, data, self.info.content_sha256)
 
     def _from_source(self) -> Original | None:
-        from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
         from rag_pipeline.core.ingest.sources.originals import read_original
 
         if self.sources is None or not self.info.content_sha256:
             return None
         try:
-            data = read_original(self.info.path, DEFAULT_MAX_DOCUMENT_BYTES, self.sources)
+            data = read_original(self.info.path, self.max_source_bytes, self.sources)
         except SourceError:
             return None
         if hashlib.sha256(data).hexdigest() != self.info.content_sha256:

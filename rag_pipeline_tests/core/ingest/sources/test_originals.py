@@ -69,3 +69,19 @@ def test_a_git_documents_original_is_its_blob_at_the_indexed_commit(repo: Repo, 
                                   "repository (any more)")
     with pytest.raises(SourceError, match="not an s3:// or git\\+ location"):
         read_original(f"{repo.uri}:reports/none.pdf", 1000, sources)
+
+
+def test_an_originals_read_stops_at_the_views_limit(repo: Repo, tmp_path: Path):
+    """Found re-reading the change: a view read a source's original up to the default 20 MiB
+    whatever ``[index] max_document_bytes`` indexed documents up to; it is the view's limit."""
+    repo.write("reports/q1.pdf", PDF_BYTES)
+    repo.commit()
+    (record,) = [r for r in extract_corpus(GitSource(repo.uri)).records
+                 if r.document_id == "reports/q1.pdf"]
+    sources = SourceSettings(cache_dir=tmp_path / "sources")
+    fits = ViewRequest(_info(record), record.canonical_text, 0, 0, sources=sources,
+                       max_source_bytes=len(PDF_BYTES))
+    assert fits.original == Original("q1.pdf", PDF_BYTES, hashlib.sha256(PDF_BYTES).hexdigest())
+    over = ViewRequest(_info(record), record.canonical_text, 0, 0, sources=sources,
+                       max_source_bytes=len(PDF_BYTES) - 1)
+    assert over.original is None
