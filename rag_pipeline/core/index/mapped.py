@@ -29,7 +29,7 @@ import mmap
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +50,7 @@ from rag_pipeline.core.storage.table_names import (
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
 
-__all__ = ["MAP_CACHE_DIR", "ContentRows", "MappedColumns", "collect_copies", "copy_damage",
+__all__ = ["MAP_CACHE_DIR", "ContentRows", "MappedColumns", "collect_copies", "copy_damage", "delete_copies",
            "damaged_copies", "mapped_bm25", "mapped_columns", "mapped_table", "mapped_vectors",
            "parquet_batches"]
 
@@ -71,19 +71,44 @@ def collect_copies(data_dir: Path, referenced: set[str], grace_seconds: float,
     graphs) whose table file is not in ``referenced``, and their temporaries, once older than
     ``grace_seconds``; returns how many files and bytes. A copy is named after its file
     (:func:`cache_path`; a graph by its file's name), so every swap left one behind before."""
-    prefixes = tuple(f"{file.replace('/', '+')}." for file in referenced)
-    names = {Path(file).name for file in referenced}
-    now, deleted, size = time.time(), 0, 0
+    is_referenced = _copy_of(referenced)
+    now = time.time()
+    return _delete_copies(data_dir, folders, lambda path, mtime: not is_referenced(path)
+                          and now - mtime >= grace_seconds)
+
+
+def delete_copies(data_dir: Path, files: Sequence[str], folders: tuple[str, ...]) -> tuple[int, int]:
+    """Deletes the local copies in ``folders`` of the data folder of the table files ``files``
+    (deleted from the warehouse), and their temporaries, now; returns how many files and
+    bytes. A process that still maps one keeps its pages until it lets them go."""
+    is_deleted = _copy_of(files)
+    return _delete_copies(data_dir, folders, lambda path, mtime: is_deleted(path))
+
+
+def _copy_of(files: Iterable[str]) -> Callable[[Path], bool]:
+    """Whether a local copy (or its temporary, or its digest record) is one of ``files``'."""
+    files = tuple(files)
+    prefixes = tuple(f"{file.replace('/', '+')}." for file in files)
+    names = {Path(file).name for file in files}
+
+    def of(path: Path) -> bool:
+        name = path.name.lstrip(".")
+        return name.startswith(prefixes) or name in names
+    return of
+
+
+def _delete_copies(data_dir: Path, folders: tuple[str, ...],
+                   chosen: Callable[[Path, float], bool]) -> tuple[int, int]:
+    deleted, size = 0, 0
     for folder in folders:
         root = data_dir / folder
         if not root.is_dir():
             continue
         for path in root.iterdir():
-            name = path.name.lstrip(".")
-            if not path.is_file() or name.startswith(prefixes) or name in names:
+            if not path.is_file():
                 continue
             stat = path.stat()
-            if now - stat.st_mtime < grace_seconds:
+            if not chosen(path, stat.st_mtime):
                 continue
             path.unlink(missing_ok=True)
             deleted, size = deleted + 1, size + stat.st_size

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from rag_pipeline.core.config.validation import InvalidArgumentError, check_model_key
 from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, verify_model_files
 from rag_pipeline.core.embedding.vector_cache import CACHE
+from rag_pipeline.core.index.ann_index import CACHE_DIR as ANN_CACHE_DIR
 from rag_pipeline.core.index.generations import current_generations, generation_dir
+from rag_pipeline.core.index.mapped import MAP_CACHE_DIR, delete_copies
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -58,31 +60,33 @@ def file_status(spec: ModelSpec) -> str:
 
 
 def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelSpec]) -> int:
-    """Deletes every stored partition of an undeclared model key; returns how many.
+    """Deletes every stored partition of an undeclared model key, its vector cache, its
+    generations and the data folder's local copies of their files; returns how many partitions.
 
     Raises:
         InvalidArgumentError: the key is not ``<name>@<8 hex digits>``, or no partition of it
             is stored.
-        ModelMismatchError: the key is still declared (remove it from the file first).
+        ModelMismatchError: the key is still declared (remove it from the configuration first).
     """
     check_model_key(key)
     if key in {s.key for s in specs}:
-        raise ModelMismatchError(f"{key} is still declared in rag_pipeline.toml: remove it "
-                                 "there first, then drop its partitions")
+        raise ModelMismatchError(f"{key} is still declared: remove it from the configuration "
+                                 "first, then drop its partitions")
     stored = stored_by_model(warehouse)
     cached = warehouse.list_files(f"{CACHE}/model={key}")
     generations = [g for g in current_generations(warehouse) if g.model == key]
     if key not in stored and not cached and not generations:
         raise InvalidArgumentError(f"no stored partition of model key {key!r}; stored keys: "
                                    f"{', '.join(sorted(stored)) or 'none'}")
-    dropped = 0
-    for table, partitions in stored.get(key, {}).items():
-        for partition in partitions:
-            warehouse.delete_prefix(warehouse.partition_dir(table, partition))
-            dropped += 1
-    for generation in generations:
-        warehouse.delete_prefix(generation_dir(generation.chunker, key))
-    warehouse.delete_prefix(f"{CACHE}/model={key}")
-    if dropped:
+    partitions = [warehouse.partition_dir(table, partition)
+                  for table, partitions in stored.get(key, {}).items() for partition in partitions]
+    folders = [*partitions, *(generation_dir(g.chunker, key) for g in generations),
+               f"{CACHE}/model={key}"]
+    files = [warehouse.relative(info.path) for folder in folders
+             for info in warehouse.list_files(folder)]
+    for folder in folders:
+        warehouse.delete_prefix(folder)
+    delete_copies(warehouse.data_dir, files, (MAP_CACHE_DIR, ANN_CACHE_DIR))
+    if partitions:
         publish_query_db(warehouse)
-    return dropped
+    return len(partitions)

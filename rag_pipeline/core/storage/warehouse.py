@@ -244,12 +244,37 @@ class Warehouse:
 
     def delete_prefix(self, prefix: str) -> int:
         """Deletes every file under ``prefix`` (a partition or generation folder); returns how
-        many. The pointer goes first, so a reader never follows it to a deleted file."""
+        many. The pointer goes first, so a reader never follows it to a deleted file. In a local
+        warehouse the folders left empty, ``prefix`` and those above it, go too."""
         files = sorted((info for info in self.list_files(prefix)),
                        key=lambda info: info.base_name != POINTER_FILE)
         for info in files:
             self.delete(self.relative(info.path))
+        if self.local:
+            self._remove_empty_folders(Path(self.full_path(prefix)))
         return len(files)
+
+    def _remove_empty_folders(self, folder: Path) -> None:
+        """Removes the empty folders under ``folder``, then ``folder`` and each folder above it
+        up to the root while it is empty (a folder something was written into meanwhile is
+        not empty, and stays)."""
+        root = Path(self.root)
+        if not folder.is_relative_to(root) or folder == root:
+            return
+        for inner, _, _ in os.walk(folder, topdown=False):
+            try:
+                os.rmdir(inner)
+            except OSError:
+                pass
+        for above in [folder, *folder.parents]:
+            if above == root or not above.is_relative_to(root):
+                break
+            try:
+                os.rmdir(above)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                break
 
     def list_files(self, prefix: str = "") -> list[pafs.FileInfo]:
         """Every file under ``prefix`` (relative), recursively; empty when the folder is absent."""

@@ -42,6 +42,36 @@ def test_drop_deletes_only_the_undeclared_keys_partitions(warehouse: Warehouse):
     assert "eval_summary" not in warehouse.tables()
 
 
+def test_drop_deletes_the_local_copies_of_its_files_and_the_folders_it_empties(
+        tmp_path: Path, warehouse: Warehouse):
+    """Found by an operator's trial: the dropped model's mapped copies (9.2 MB) and its empty
+    folders stayed in the data folder."""
+    from rag_pipeline.core.index.mapped import cache_path
+
+    def files(key: str) -> list[str]:
+        return [warehouse.relative(info.path) for info in warehouse.list_files()
+                if f"model={key}" in info.path and info.base_name.endswith(".parquet")]
+
+    gone, kept = files("gone@22222222")[0], files("kept@11111111")[0]
+    copies = [cache_path(warehouse, file, tag) for file in (gone, kept) for tag in ("ipc", "npy")]
+    for copy in copies:
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_bytes(b"copy")
+    graph = tmp_path / "ann_cache" / Path(gone).name
+    graph.parent.mkdir()
+    graph.write_bytes(b"graph")
+    drop_model_partitions(warehouse, "gone@22222222", [KEPT])
+    assert sorted(p.name for p in (tmp_path / "map_cache").iterdir()) == sorted(
+        p.name for p in copies[2:])
+    assert not graph.exists()
+    root = Path(warehouse.root)
+    assert not (root / "eval_summary").exists()
+    assert sorted(p.name for p in (root / "embeddings").iterdir()) == ["chunker=blind",
+                                                                      "chunker=header"]
+    assert [p.name for p in (root / "embeddings" / "chunker=header").iterdir()] == [
+        "model=kept@11111111"]
+
+
 def test_a_declared_key_is_never_dropped(warehouse: Warehouse):
     with pytest.raises(ModelMismatchError, match="kept@11111111 is still declared"):
         drop_model_partitions(warehouse, "kept@11111111", [KEPT])
