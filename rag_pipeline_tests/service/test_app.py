@@ -119,6 +119,16 @@ def test_get_refuses_unknown_query_parameters_as_post_refuses_unknown_fields(cli
     assert (response.status_code, response.json()) == (422, {"error": "foo: Extra inputs are not permitted"})
 
 
+def test_get_refuses_a_repeated_query_parameter(client: TestClient):
+    """Found by an operator's trial: ``?q=a&q=b`` answered ``b`` alone, silently."""
+    response = client.get("/ask?q=leave+policy&q=salaries&k=2")
+    assert (response.status_code, response.json()) == (422, {
+        "error": "q: given 2 times; give it once"})
+    response = client.get("/ask?q=timeouts&k=2&k=3&k=4")
+    assert (response.status_code, response.json()) == (422, {
+        "error": "k: given 3 times; give it once"})
+
+
 def test_malformed_and_oversized_bodies_are_refused(client: TestClient):
     response = client.post("/ask", content=b"{not json", headers={"Content-Type": "application/json"})
     assert (response.status_code, response.json()) == (
