@@ -267,7 +267,7 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
     the_cut = gate_cut(spec, cut)
     asker = principal_groups(groups, config)
     here_only = [name for name, given in (("--rerank", rerank_model), ("--generate-url", generate_url),
-                                          ("--prompt", show_prompt), ("--no-collapse", no_collapse),
+                                          ("--no-collapse", no_collapse),
                                           ("--groups", groups is not None)) if given]
     if here_only:
         why_here = f"{', '.join(here_only)}: answered here, never by a `serve`"

@@ -88,6 +88,12 @@ def test_ask_uses_the_recorded_serve_and_says_so(cli, served_port: int, built: B
         got = json.loads(output)
         assert (code, loads, got["citations"], got["partition"]) == (
             0, [], expected["citations"], expected["partition"])
+        # The prompt comes back with the service's answer (found by an operator's trial: --prompt
+        # loaded the model here).
+        code, output, loads = cli("--prompt")
+        assert (code, loads) == (0, [])
+        prompt = output.split("\n--- prompt ---\n", 1)[1]
+        assert prompt.rstrip("\n") == expected["prompt"].rstrip("\n")
         # An option the service does not offer (--no-collapse): answered here, loading the model.
         code, output, loads = cli("--timings", "--no-collapse")
         assert (code, loads) == (0, [hashed_embedder.spec.key])
