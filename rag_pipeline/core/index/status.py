@@ -15,7 +15,7 @@ from rag_pipeline.core.index.generations import (
 )
 from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
-from rag_pipeline.core.ingest.reconcile import Reconciliation, report_from_table
+from rag_pipeline.core.ingest.reconcile import Change, Reconciliation, report_from_table
 from rag_pipeline.core.storage.table_names import RECONCILIATION
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 from rag_pipeline.core.storage.warehouse import (
@@ -94,16 +94,33 @@ def last_reconciliation(warehouse: Warehouse) -> tuple[Reconciliation, str] | No
 
 def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:
     """``(status, document_id, reason)`` of every failed and skipped document of the published
-    DuckDB file, failed first, by id."""
+    DuckDB file, failed first, by id; a document whose id another one took
+    (:func:`_id_taken`) is among the failed."""
     import duckdb
 
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
-        if "documents" not in _tables(con):
+        views = _tables(con)
+        if "documents" not in views:
             return []
-        return con.execute(
+        rows = con.execute(
             "select status, document_id, coalesce(error, '') from documents where status in "
             "(?, ?) order by status, document_id",
             [DocumentStatus.FAILED.value, DocumentStatus.SKIPPED.value]).fetchall()
+        taken = [(DocumentStatus.FAILED.value, d, reason) for d, reason in _id_taken(con, views)]
+    return sorted([*rows, *taken])
+
+
+def _id_taken(con, views: set[str]) -> list[tuple[str, str]]:
+    """``(document_id, reason)`` of the documents the last run listed but could not keep
+    because another document has their id (an S3 object ``a.zip/x.md`` beside the archive
+    ``a.zip`` holding ``x.md``): the documents table holds the other one, so only the
+    reconciliation says the first failed."""
+    if RECONCILIATION not in views:
+        return []
+    return con.execute(
+        f"select r.document_id, r.detail from {RECONCILIATION} r join documents d "
+        "on d.document_id = r.document_id where r.change = ? and d.status = ? order by 1",
+        [Change.FAILED.value, DocumentStatus.OK.value]).fetchall()
 
 
 def documents_left_out(warehouse: Warehouse) -> list[tuple[str, list[str]]]:
@@ -174,12 +191,14 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
             "select chunker, analyzer, count(*) from bm25_terms group by all").fetchall()} \
             if "bm25_terms" in views else {}
         partly = _left_out(con)
+        taken = _id_taken(con, views)
         low_confidence = [(d, p, c) for d, p, c in con.execute(
             "select document_id, page, ocr_confidence from document_pages where flagged "
             "order by all").fetchall()] if "document_pages" in views else []
     return IndexStatus(
         documents_ok=sum(1 for d in docs if d[1] == DocumentStatus.OK),
-        documents_failed=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED],
+        documents_failed=sorted([*((d[0], d[2]) for d in docs if d[1] == DocumentStatus.FAILED),
+                                 *taken]),
         documents_skipped=[(d[0], d[2]) for d in docs if d[1] == DocumentStatus.SKIPPED],
         # A document refused before any extractor read it (a file name that is not UTF-8)
         # carries no extractor stamp: it is failed, not stale.

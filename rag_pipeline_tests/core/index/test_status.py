@@ -206,3 +206,24 @@ def test_a_file_name_that_is_not_utf8_is_failed_not_stale(built: BuiltIndex, tmp
     assert status.stale_documents == []
     assert status.documents_failed == [("caf\\xe9.md", "the file name is not valid UTF-8 "
                                                        "(caf\\xe9.md): rename the file")]
+
+
+def test_a_document_whose_id_another_took_is_counted_and_listed_failed(built: BuiltIndex):
+    """Found by a user's trial of an S3 prefix: the object ``bundle.zip/x.md`` beside the archive
+    ``bundle.zip`` holding ``x.md`` was left out (the member keeps the id), said only in the
+    reconciliation: ``status`` counted 0 failed and ``index`` listed nothing not indexed."""
+    from rag_pipeline.core.index.status import documents_not_indexed
+    from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, reconciliation_table
+
+    warehouse = Warehouse(built.data_dir)
+    taken = sorted(document_records(warehouse.read("documents")), key=lambda r: r.document_id)[0]
+    reason = ("another document already has this id (a member of the container of that name): "
+              "not indexed")
+    report = Reconciliation("s3://team/docs", "", (
+        Reconciled(Change.UNCHANGED.value, taken.document_id),
+        Reconciled(Change.FAILED.value, taken.document_id, detail=reason)))
+    warehouse.write("reconciliation", reconciliation_table(report, "2026-12-05T10:00:00Z"))
+    publish_query_db(warehouse)
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.documents_failed) == (4, [(taken.document_id, reason)])
+    assert documents_not_indexed(warehouse) == [("failed", taken.document_id, reason)]
