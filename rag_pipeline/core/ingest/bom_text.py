@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.file_signature import signature_of
+from rag_pipeline.core.ingest.file_signature import plainly_pdf, signature_of
 
 GUESSED_CHARSET = "windows-1252"
 MAX_GUESSED_SHARE = 0.2
@@ -76,6 +76,9 @@ def decode_text(data: bytes, kind: str,
             plainly UTF-16 or plainly windows-1252) encoding, with the offset and the byte; text
             of more than ``max_control_share`` control characters.
     """
+    if plainly_pdf(data):
+        raise ExtractionError(f"not {kind}: its first bytes are those of a PDF ({data[:8]!r}); "
+                              "rename it to its real type")
     encoding, name, body = "utf-8", "UTF-8", data
     for mark, codec, label in _MARKS:
         if data.startswith(mark):

@@ -2,10 +2,18 @@
 naming what it is, not the first byte that is not text.
 
 A signature only names what bytes that fail as text are: ``%PDF-`` and ``GIF89a`` are
-printable, and a text file that begins with them (a note on PDF versions) reads as text.
+printable, and a text file that begins with them (a note on PDF versions) reads as text. A PDF
+written in ASCII alone (its version line, its end-of-file marker: :func:`plainly_pdf`) is a PDF
+all the same.
 """
 
 from __future__ import annotations
+
+import re
+
+_PDF_HEADER = re.compile(rb"%PDF-\d\.\d[\r\n]")
+PDF_TAIL_BYTES = 1024
+"""How far from the end a PDF's ``%%EOF`` may be (the PDF specification's reader allowance)."""
 
 SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "a PDF"),
@@ -28,3 +36,9 @@ SIGNATURES: tuple[tuple[bytes, str], ...] = (
 def signature_of(data: bytes) -> str | None:
     """What ``data`` is by its leading bytes (``"a PDF"``), or None when they name nothing."""
     return next((what for lead, what in SIGNATURES if data.startswith(lead)), None)
+
+
+def plainly_pdf(data: bytes) -> bool:
+    """Whether ``data`` is a PDF however printable its bytes: a ``%PDF-1.x`` line first and the
+    ``%%EOF`` marker within the last :data:`PDF_TAIL_BYTES`."""
+    return _PDF_HEADER.match(data) is not None and b"%%EOF" in data[-PDF_TAIL_BYTES:]

@@ -55,6 +55,21 @@ def test_a_file_of_another_type_fails_naming_what_its_first_bytes_are():
         "%PDF-1.4 is the version we ship\n")
 
 
+def test_a_pdf_of_ascii_bytes_alone_fails_as_a_pdf():
+    """Found by a newcomer's trial: a one-page PDF written in ASCII alone, saved as
+    ``report.txt``, was indexed ``ok`` with PDF syntax as its text."""
+    pdf = (b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
+           b"trailer\n<< /Root 1 0 R >>\nstartxref\n9\n%%EOF\n")
+    for kind in ("text", "Markdown", "CSV"):
+        with pytest.raises(ExtractionError) as failed:
+            decode_text(pdf, kind)
+        assert str(failed.value) == (f"not {kind}: its first bytes are those of a PDF "
+                                     "(b'%PDF-1.4'); rename it to its real type")
+    # A note that quotes a PDF's first and last lines is a note.
+    note = b"%PDF-1.7\nis the version line; a PDF ends with %%EOF\n" + b"More words.\n" * 100
+    assert decode_text(note, "text").text == note.decode()
+
+
 def test_utf16_without_a_mark_is_read_as_utf16_and_says_so():
     """Found by an attack: read as UTF-8, it was ok with a NUL between every letter, and no
     word of it could be found."""
