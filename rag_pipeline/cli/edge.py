@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.text.terminal import escape_controls
@@ -47,6 +48,21 @@ class Invocation:
     data_dir: Path
     location: str | None = None
     config_file: Path | None = None
+    options: tuple[str, ...] = ()
+    """The group's options given on the command line (``--config F``, ``--data-dir D``,
+    ``--warehouse W``), which a command suggested to the user must repeat (:meth:`command`)."""
+
+    def command(self, *words: str) -> str:
+        """``rag-pipeline <the options given> <words>``, quoted for a shell: a command to
+        suggest that works on the same configuration, data folder and warehouse as this one."""
+        import shlex
+
+        return shlex.join(["rag-pipeline", *self.options, *words])
+
+    def commands_in(self, message: str) -> str:
+        """``message`` with each ```rag-pipeline ...``` it suggests given this invocation's
+        options (:meth:`command`)."""
+        return message.replace("`rag-pipeline ", f"`{self.command()} ") if self.options else message
 
     @property
     def config_path(self) -> Path:
@@ -228,8 +244,13 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
             fail(f"--config {str(config_file)!r} {what}: it must name a rag_pipeline.toml file "
                  "(`rag-pipeline init DIR` writes one)")
         config_file = config_file.absolute()
+    given = [(flag, value) for flag, name, value in (
+        ("--config", "config_file", config_file), ("--data-dir", "data_dir", data_dir),
+        ("--warehouse", "warehouse", warehouse))
+        if value is not None and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
     ctx.obj = Invocation(data_dir or read_config(config_file).data_dir or DEFAULT_DATA_DIR,
-                         warehouse, config_file)
+                         warehouse, config_file,
+                         tuple(part for flag, value in given for part in (flag, str(value))))
 
 
 def eval_folder() -> Path:

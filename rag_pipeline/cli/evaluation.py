@@ -68,7 +68,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
                      k1_values: tuple[float, ...], candidates: bool, sentence_vectors: bool,
                      held_out: bool, as_json: bool, groups: str | None) -> None:
     """Measure retrieval (no generation): recall, MRR, destroyed answers, paired tests, sweep."""
-    from rag_pipeline.core.config.gold_file import GoldFormatError
+    from rag_pipeline.core.config.gold_file import GoldFormatError, no_ood_note
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_chunker
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
@@ -118,6 +118,8 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         else:
             echo(report.skipped)
         return
+    if (note := no_ood_note(ood_path or eval_dir / "ood.jsonl")) is not None:
+        echo(f"note: {note}", err=True)
     _print_eval(report, spec, as_json)
     if versus_key is not None:
         _compare_models(invocation, spec, report, declared_model(versus_key, config),

@@ -50,7 +50,8 @@ def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path 
     output.write_text(text, encoding="utf-8")
     echo(f"wrote {len(needles)} candidate needles from {len({n.document for n in needles})} of "
           f"{len(texts)} documents to {output}: write each line's question and ticket, delete "
-          f"the lines you do not want, then `rag-pipeline eval --gold {output}`", err=True)
+          f"the lines you do not want, then `{invocation.command('eval', '--gold', str(output))}`",
+          err=True)
 
 
 def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
@@ -67,8 +68,8 @@ def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
         fail(f"{output} exists: a draft never overwrites a gold set; choose another --output")
     output.write_text(feedback_jsonl(rows), encoding="utf-8")
     echo(f"wrote {len(lines)} questions judged not helpful to {output}: write each line's needle "
-         "(the sentence that answers it) and ticket, then `rag-pipeline eval --gold "
-         f"{output}`", err=True)
+         f"(the sentence that answers it) and ticket, then "
+         f"`{invocation.command('eval', '--gold', str(output))}`", err=True)
 
 
 def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:

@@ -278,7 +278,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     _echo_not_indexed(warehouse)
     _echo_hidden(warehouse)
     if not no_eval:
-        _echo_evaluation(build)
+        _echo_evaluation(build, invocation)
 
 
 def _echo_not_indexed(warehouse, shown: int = 10) -> None:
@@ -379,7 +379,7 @@ def _echo_scores(build) -> None:
             echo(line)
 
 
-def _echo_evaluation(build) -> None:
+def _echo_evaluation(build, invocation: Invocation) -> None:
     """The evaluation's scores, or its one line when there is no gold set for this corpus (it
     was skipped: the scores an earlier gold set left in ``eval_summary`` are not this
     corpus's)."""
@@ -387,7 +387,7 @@ def _echo_evaluation(build) -> None:
 
     reason = no_gold_set_reason(build.warehouse, build.gold_path)
     if reason is not None:
-        echo(f"\nevaluation skipped: {reason}")
+        echo(f"\nevaluation skipped: {invocation.commands_in(reason)}")
     else:
         _echo_scores(build)
 

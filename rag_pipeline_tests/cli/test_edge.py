@@ -201,3 +201,17 @@ def test_progress_is_shown_each_time_the_count_passes_a_step_and_at_the_end():
     for done in (96, 192, 288, 384, 480, 576, 600):  # batches of 96 never land on 256 or 512
         progress(done, 600)
     assert shown == [(288, 600), (576, 600), (600, 600)]
+
+
+def test_a_suggested_command_carries_the_invocations_options():
+    from rag_pipeline.cli.edge import Invocation
+
+    given = Invocation(Path("/srv/rag data"), None, Path("/srv/team.toml"),
+                       ("--config", "/srv/team.toml", "--data-dir", "/srv/rag data"))
+    assert given.command("eval", "--gold", "g.jsonl") == (
+        "rag-pipeline --config /srv/team.toml --data-dir '/srv/rag data' eval --gold g.jsonl")
+    reason = ("no gold set for this corpus: g.jsonl does not exist; nothing to score. Write one "
+              "with `rag-pipeline gold draft`")
+    assert given.commands_in(reason) == reason.replace(
+        "`rag-pipeline gold", "`rag-pipeline --config /srv/team.toml --data-dir '/srv/rag data' gold")
+    assert Invocation(Path("data")).commands_in(reason) == reason

@@ -50,6 +50,32 @@ def test_eval_json_over_the_bundled_gold_sets(bundled_data_dir: Path):
           for s in ("gap", "standout", "agreement", "vocabulary", "coverage"))]
 
 
+@pytest.mark.slow
+def test_eval_without_an_ood_file_scores_the_gold_set_and_says_so(
+        bundled_data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Found by a newcomer's trial: a folder holding the gold.jsonl `gold draft` wrote, and no
+    ood.jsonl (which nothing writes), failed the evaluation with a FileNotFoundError."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from rag_pipeline.cli import main
+    from rag_pipeline.project_paths import DEFAULT_EVAL_DIR, ENV_EVAL_DIR
+
+    shutil.copy(DEFAULT_EVAL_DIR / "gold.jsonl", tmp_path / "gold.jsonl")
+    monkeypatch.setenv(ENV_EVAL_DIR, str(tmp_path))
+    result = CliRunner().invoke(main, ["--data-dir", str(bundled_data_dir), "eval", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["queries"], report["ood_queries"]) == (244, 0)
+    assert all(row["ood_bluffs"] == 0 for row in report["sweep"])
+    assert result.stderr == (
+        f"note: no out-of-domain questions ({tmp_path / 'ood.jsonl'} does not exist): the "
+        "refusal gate is measured on the in-domain questions alone (one JSON line per question "
+        'that the documents do not answer there: {"id": "o1", "query": "...", "kind": "near" or '
+        '"off"})\n')
+
+
 def test_eval_refuses_an_undeclared_chunker():
     assert one_line_failure("eval", "--chunker", "header", "--chunker", "../../etc") == (
         2, f"error: unknown chunker '../../etc'; declared: {CHUNKERS}")

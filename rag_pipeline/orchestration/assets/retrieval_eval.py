@@ -52,6 +52,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
                        report_site: ReportSite):
         # Imported here, not with the code location: the evaluation's imports (the retrievers,
         # the report) would otherwise be paid by every run worker of every job at its start.
+        from rag_pipeline.core.config.gold_file import no_ood_note
         from rag_pipeline.core.evaluation.report import (
             HeadlineRow,
             headline_rows,
@@ -74,6 +75,8 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         if report.skipped:
             context.log.warning(f"evaluation skipped: {report.skipped}")
             return
+        if (note := no_ood_note(Path(eval_sets.ood_path))) is not None:
+            context.log.warning(note)
         stored = write_report_tables(warehouse, report, spec.key)
         written = {name: version for name, (version, _) in stored.items()}
         tables = {name: table for name, (_, table) in stored.items()}
