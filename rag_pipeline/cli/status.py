@@ -61,10 +61,10 @@ def status(invocation: Invocation) -> None:
         echo("(nothing served yet: no partition has published a generation; `rag-pipeline index` "
              "builds them)")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
-    _echo_behind(warehouse, config)
+    _echo_behind(warehouse, config, invocation)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
-    _print_access(warehouse, config)
+    _print_access(warehouse, config, invocation)
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
@@ -104,9 +104,10 @@ def _echo_reconciliation(warehouse) -> None:
             echo(one_line(line))
 
 
-def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
+def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: Invocation) -> None:
     """With ``[access]`` in ``config()``: documents per group, every document no rule matches
-    (readable by nobody), and each glob that matches no document (a warning)."""
+    (readable by nobody; one a generation behind the latest documents still serves says so),
+    and each glob that matches no document (a warning)."""
     from rag_pipeline.core.config.access import access_report, unreadable_reason
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
@@ -127,8 +128,14 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     groups = ", ".join(f"{g} {n}" for g, n in report.by_group.items())
     echo(f"access: rules {policy.digest}: {report.documents} documents; readable by group: "
          f"{groups}; {len(report.unreadable)} readable by nobody")
+    latest = warehouse.version(DOCUMENTS)
+    current = set() if latest is None else {
+        row["document_id"] for row in warehouse.read_file(latest.file, columns=["document_id"]).to_pylist()}
+    behind = ", ".join(f"{g.chunker} x {g.model}" for g in _behind(warehouse))
     for document_id in report.unreadable:
-        echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}")
+        gone = (f" (no longer in the corpus: still served by {behind}, behind the latest "
+                "documents)") if document_id not in current and behind else ""
+        echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}{gone}")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
     from rag_pipeline.core.storage.warehouse import open_to_every_user
@@ -138,56 +145,68 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig]) -> None:
     from rag_pipeline.core.index.tables import stale_tables
     from rag_pipeline.core.storage.table_names import ACCESS
 
+    # A generation behind the latest documents has its own line (`behind`), with its fix.
+    behind_ones = {(g.chunker, g.model) for g in _behind(warehouse)}
     other_rules, older = set(), set()
     for generation in current_generations(warehouse):
-        latest = warehouse.version(ACCESS, {"chunker": generation.chunker})
+        latest_access = warehouse.version(ACCESS, {"chunker": generation.chunker})
         if ACCESS in stale_tables(warehouse, generation.chunker, generation.model, policy.digest) \
                 or ACCESS not in generation.files:
             other_rules.add(generation.chunker)
-        elif generation.files[ACCESS] != latest.file:
+        elif (generation.files[ACCESS] != latest_access.file
+              and (generation.chunker, generation.model) not in behind_ones):
             older.add(generation.chunker)
+    index = f"`{invocation.command('index')}`"
     if other_rules:
         echo(f"  the served `access` table of {', '.join(sorted(other_rules))} labels other "
-             "rules (or none): `rag-pipeline index` re-labels them in a new generation (nothing "
-             "is re-extracted or re-embedded; a running serve already applies the rules in force)")
+             f"rules (or none): {index} re-labels them in a new generation (nothing is "
+             "re-extracted or re-embedded; a running serve already applies the rules in force)")
     if older - other_rules:
         echo(f"  the served `access` table of {', '.join(sorted(older - other_rules))} is older "
-             "than the latest written (the documents changed since it was published): "
-             "`rag-pipeline index` brings it up to date")
+             f"than the latest written (the documents changed since it was published): {index} "
+             "brings it up to date")
 
 
-def _echo_behind(warehouse, config: Callable[[], ProjectConfig]) -> None:
+def _echo_behind(warehouse, config: Callable[[], ProjectConfig], invocation: Invocation) -> None:
     """A line per served generation built from documents older than the latest written (the
     run that would have brought it up to them was stopped, failed or has not run yet), with
     the ``index`` that builds it by ``config()``."""
+    for generation in _behind(warehouse):
+        fix = _index_that_builds(config(), invocation, generation.chunker, generation.model)
+        echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older than "
+             f"the latest written (its index run was stopped, failed or has not run yet); {fix}")
+
+
+def _behind(warehouse) -> list:
+    """The served generations built from documents older than the latest written."""
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
 
     latest = warehouse.version(DOCUMENTS)
     if latest is None:
-        return
-    behind = [g for g in current_generations(warehouse) if g.files.get(DOCUMENTS) != latest.file]
-    if not behind:
-        return
-    parsed = config()
-    profile = _index_profile(parsed)
-    names = {spec.key: spec.name for spec in declared_models()}
+        return []
+    return [g for g in current_generations(warehouse) if g.files.get(DOCUMENTS) != latest.file]
 
-    def builds(profile, chunker: str, model: str) -> bool:
-        return (chunker in {c.value for c in profile.chunkers}
-                and names.get(model) in profile.models)
 
-    for generation in behind:
-        chunker, model = generation.chunker, generation.model
-        if builds(profile, chunker, model):
-            fix = "`rag-pipeline index` brings it up to date"
-        else:
-            others = [p.name for p in parsed.profiles if builds(p, chunker, model)]
-            fix = (f"not in profile {profile.name}, which `index` builds: "
-                   + (f"`rag-pipeline index --profile {others[0]}` brings it up to date"
-                      if others else "no profile builds it"))
-        echo(f"  behind  {chunker} x {model}: serves documents older than the latest written "
-             f"(its index run was stopped, failed or has not run yet); {fix}")
+def _index_that_builds(config: ProjectConfig, invocation: Invocation, chunker: str,
+                       model: str) -> str:
+    """``\`rag-pipeline index\` brings it up to date``, with the options this invocation was
+    given and the smallest profile that builds ``chunker x model`` when the one ``index``
+    builds does not."""
+    profile = _index_profile(config)
+    names = {spec.key: spec.name for spec in declared_models(config)}
+
+    def builds(profile) -> bool:
+        return chunker in {c.value for c in profile.chunkers} and names.get(model) in profile.models
+
+    if builds(profile):
+        return f"`{invocation.command('index')}` brings it up to date"
+    others = [p for p in config.profiles if builds(p)]
+    if not others:
+        return f"not in profile {profile.name}, which `index` builds: no profile builds it"
+    smallest = min(others, key=lambda p: len(p.chunkers) * len(p.models))
+    return (f"not in profile {profile.name}, which `index` builds: "
+            f"`{invocation.command('index', '--profile', smallest.name)}` brings it up to date")
 
 
 def _age(seconds: float) -> str:

