@@ -392,15 +392,22 @@ def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys, monk
     assert capsys.readouterr().out == ""
     # Found by a newcomer: with no gold set for the corpus now, the scores an earlier gold set
     # left were printed above "evaluation skipped"; the skip alone is.
+    from rag_pipeline.cli.edge import Invocation
     from rag_pipeline.cli.index import _echo_evaluation
 
-    _echo_evaluation(SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl"))
+    skipped = SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl")
+    _echo_evaluation(skipped, Invocation(tmp_path))
     assert capsys.readouterr().out == (
         f"\nevaluation skipped: no gold set for this corpus: {tmp_path / 'gold.jsonl'} does not "
         "exist; nothing to score. Write one with `rag-pipeline gold draft`\n")
+    # The command suggested repeats the options given (found by a newcomer's trial).
+    _echo_evaluation(skipped, Invocation(tmp_path, None, tmp_path / "team.toml",
+                                         ("--config", str(tmp_path / "team.toml"))))
+    assert capsys.readouterr().out.endswith(
+        f"Write one with `rag-pipeline --config {tmp_path / 'team.toml'} gold draft`\n")
     # With the corpus's gold set, its scores.
     import rag_pipeline.core.evaluation.gold as gold
 
     monkeypatch.setattr(gold, "no_gold_set_reason", lambda warehouse, path: None)
-    _echo_evaluation(SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl"))
+    _echo_evaluation(skipped, Invocation(tmp_path))
     assert capsys.readouterr().out.startswith("\nevaluation (header x hybrid, gold set;")
