@@ -207,6 +207,28 @@ def launchable(plan: Sequence[Step], instance: dg.DagsterInstance, chunkers: Seq
             and not (step.stage == Stage.EVAL and step.model in blocked)]
 
 
+ASSET_JOB_PREFIX = "__ASSET_JOB"
+"""The job name Dagster gives a run launched from an asset's page or a backfill."""
+
+
+def launched_elsewhere(instance: dg.DagsterInstance) -> str | None:
+    """Why the sensor waits although partitions are due: a backfill in progress (the UI's
+    "Materialize all", or a partition range), or a run launched from an asset's page queued or
+    in progress. Those build the same partitions: the sensor's own runs beside them did the
+    work twice. None when there is neither."""
+    backfills = [b for b in instance.get_backfills(limit=20) if b.status.value == "REQUESTED"]
+    if backfills:
+        return (f"backfill {backfills[0].backfill_id} is in progress: the sensor waits for it "
+                "(it builds the same partitions)")
+    runs = [run for run in instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE_STATUSES))
+            if run.job_name.startswith(ASSET_JOB_PREFIX)]
+    if runs:
+        return (f"run {runs[0].run_id[:8]}, launched from the UI, is queued or in progress: the "
+                "sensor waits for it (it may build the same partitions)")
+    return None
+
+
+
 def unscored_reason(plan: Sequence[Step], warehouse: Warehouse, gold_path: Path) -> str | None:
     """Why the evaluation steps of ``plan`` would score nothing (no gold set for this corpus),
     or None (also when ``plan`` has no evaluation step: the gold file is then not read)."""
@@ -241,12 +263,17 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            f"doubling, at most {retry.max_attempts} attempts per inputs.")
     def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
         warehouse = storage.warehouse()
+        if warehouse.version(DOCUMENTS) is None:
+            return dg.SkipReason("no documents run yet: `rag-pipeline index`, the corpus_watch "
+                                 "sensor or materialising `documents` builds the index")
         plan = index_plan(warehouse, chunkers, model_keys, rules=rules())
         unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
         if unscored is not None:
             plan = tuple(step for step in plan if step.stage != Stage.EVAL)
             if not plan:
                 return dg.SkipReason(f"the index is current; evaluation skipped: {unscored}")
+        if plan and (elsewhere := launched_elsewhere(context.instance)) is not None:
+            return dg.SkipReason(elsewhere)
         steps = launchable(plan, context.instance, chunkers, model_keys)
         requests, waiting = due_requests(steps, context.instance, retry, clock())
         if not requests:

@@ -37,7 +37,8 @@ def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
     check_specs=[dg.AssetCheckSpec(
         NO_FAILED_DOCUMENTS, asset="documents", blocking=False,
         description="No document failed to extract (warning: a failed one is named with its "
-                    "reason and retried on the next run; the others are indexed).")],
+                    "reason and retried once it changes, or with retry_failed; the others are "
+                    "indexed).")],
     description="One row per source file: canonical text, sections, anchors, sha256, extractor "
                 "stamp, status (ok, failed, or skipped when no format reads it) and the reason; "
                 "beside it ``document_pages``, one row per PDF page (text layer or OCR, its "

@@ -43,3 +43,60 @@ def test_a_partition_with_a_run_in_progress_gets_no_second_one(tiny_project: Tin
         assert [r.partition_key for r in _tick(tiny_project)] == [c for c in CHUNKERS if c != "blind"]
     finally:
         tiny_project.instance.delete_run(run.run_id)
+
+
+def test_a_run_launched_from_the_ui_holds_the_sensor(tiny_project: TinyProject):
+    """Found by a user's trial of the UI: after "Materialize all", the sensor launched its own
+    chunks and embeddings runs beside the backfill's, which built the same partitions: the
+    work was done twice."""
+    import uuid
+
+    from rag_pipeline.orchestration.automation import ASSET_JOB_PREFIX
+
+    run_id = str(uuid.uuid4())
+    tiny_project.instance.add_run(dg.DagsterRun(job_name=ASSET_JOB_PREFIX, run_id=run_id,
+                                                status=dg.DagsterRunStatus.STARTED))
+    try:
+        assert _tick(tiny_project) == dg.SkipReason(
+            f"run {run_id[:8]}, launched from the UI, is queued or in progress: the sensor "
+            "waits for it (it may build the same partitions)")
+    finally:
+        tiny_project.instance.delete_run(run_id)
+    assert [r.job_name for r in _tick(tiny_project)] == [CHUNKS_JOB] * len(CHUNKERS)
+
+
+def test_a_backfill_in_progress_holds_the_sensor():
+    from types import SimpleNamespace
+
+    from rag_pipeline.orchestration.automation import launched_elsewhere
+
+    class Instance:
+        def __init__(self, *statuses: str):
+            self.backfills = [SimpleNamespace(backfill_id=f"b{i}", status=SimpleNamespace(value=s))
+                              for i, s in enumerate(statuses)]
+
+        def get_backfills(self, limit: int):
+            return self.backfills[:limit]
+
+        def get_runs(self, filters):
+            return []
+
+    assert launched_elsewhere(Instance("COMPLETED_SUCCESS", "REQUESTED")) == (
+        "backfill b1 is in progress: the sensor waits for it (it builds the same partitions)")
+    assert launched_elsewhere(Instance("COMPLETED_FAILED", "CANCELED")) is None
+
+
+def test_an_empty_data_folder_is_not_called_current(tmp_path):
+    """Found by a user's trial of the UI: on a fresh instance the sensor's first tick said
+    "the index is current" though nothing was built."""
+    from rag_pipeline.definitions import build_definitions
+    from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+    from rag_pipeline_tests.fake_embedder import hashed_spec
+
+    defs = build_definitions(data_dir=tmp_path / "data",
+                             corpus_dir=write_corpus(tmp_path / "corpus", TINY_DOCS),
+                             models=[hashed_spec()])
+    empty = TinyProject(defs, dg.DagsterInstance.ephemeral(), tmp_path / "data", hashed_spec())
+    assert _tick(empty) == dg.SkipReason(
+        "no documents run yet: `rag-pipeline index`, the corpus_watch sensor or materialising "
+        "`documents` builds the index")
