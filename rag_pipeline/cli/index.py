@@ -270,18 +270,19 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         if not entry.declared:
             echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
                   f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
-                  f"built nor served: `rag-pipeline models --drop '{entry.key}'` deletes them")
+                  f"built nor served: `{invocation.command('models', '--drop', entry.key)}` "
+                  "deletes them")
     echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
-    _echo_not_indexed(warehouse)
+    _echo_not_indexed(warehouse, invocation)
     _echo_hidden(warehouse)
     if not no_eval:
         _echo_evaluation(build, invocation)
 
 
-def _echo_not_indexed(warehouse, shown: int = 10) -> None:
+def _echo_not_indexed(warehouse, invocation: Invocation, shown: int = 10) -> None:
     """The failed and skipped documents, with why (the first ``shown`` of each), and the
     documents read with a caveat (part left out, or a charset guessed)."""
     from rag_pipeline.cli.status import echo_left_out, echo_not_indexed
@@ -297,7 +298,7 @@ def _echo_not_indexed(warehouse, shown: int = 10) -> None:
     if not rows:
         return
     echo("\nnot indexed (a failed document is read again when its file changes, or with "
-         "--retry-failed; `rag-pipeline status` lists them all):")
+         f"--retry-failed; `{invocation.command('status')}` lists them all):")
     for status in ("failed", "skipped"):
         echo_not_indexed(status, [(document_id, reason) for s, document_id, reason in rows
                                   if s == status], shown)

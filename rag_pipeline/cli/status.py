@@ -58,8 +58,8 @@ def status(invocation: Invocation) -> None:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
     if not report.partitions:
-        echo("(nothing served yet: no partition has published a generation; `rag-pipeline index` "
-             "builds them)")
+        echo("(nothing served yet: no partition has published a generation; "
+             f"`{invocation.command('index')}` builds them)")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
     _echo_behind(warehouse, config, invocation)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
@@ -68,7 +68,7 @@ def status(invocation: Invocation) -> None:
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
-        echo(f"  fix: {file.fix}")
+        echo(f"  fix: {invocation.commands_in(file.fix)}")
     if unhealthy:
         sys.exit(1)
 
@@ -131,7 +131,8 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
     latest = warehouse.version(DOCUMENTS)
     current = set() if latest is None else {
         row["document_id"] for row in warehouse.read_file(latest.file, columns=["document_id"]).to_pylist()}
-    behind = ", ".join(f"{g.chunker} x {g.model}" for g in _behind(warehouse))
+    behind_generations = _behind(warehouse)
+    behind = ", ".join(f"{g.chunker} x {g.model}" for g in behind_generations)
     for document_id in report.unreadable:
         gone = (f" (no longer in the corpus: still served by {behind}, behind the latest "
                 "documents)") if document_id not in current and behind else ""
@@ -146,7 +147,7 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
     from rag_pipeline.core.storage.table_names import ACCESS
 
     # A generation behind the latest documents has its own line (`behind`), with its fix.
-    behind_ones = {(g.chunker, g.model) for g in _behind(warehouse)}
+    behind_ones = {(g.chunker, g.model) for g in behind_generations}
     other_rules, older = set(), set()
     for generation in current_generations(warehouse):
         latest_access = warehouse.version(ACCESS, {"chunker": generation.chunker})
@@ -204,9 +205,9 @@ def _index_that_builds(config: ProjectConfig, invocation: Invocation, chunker: s
     others = [p for p in config.profiles if builds(p)]
     if not others:
         return f"not in profile {profile.name}, which `index` builds: no profile builds it"
-    smallest = min(others, key=lambda p: len(p.chunkers) * len(p.models))
     return (f"not in profile {profile.name}, which `index` builds: "
-            f"`{invocation.command('index', '--profile', smallest.name)}` brings it up to date")
+            f"`{invocation.command('index', '--profile', _smallest(others).name)}` brings it up "
+            "to date")
 
 
 def _age(seconds: float) -> str:
@@ -298,24 +299,32 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None, prepare: bo
     for entry in inventory(specs, warehouse):
         chunkers = ", ".join(entry.embedding_chunkers) or "none"
         if entry.declared:
-            todo = _todo(config, profile, names[entry.key], entry.embedding_chunkers)
+            todo = _todo(config, profile, names[entry.key], entry.embedding_chunkers, invocation)
             click.echo(f"  {entry.key:34s} embeddings: {chunkers}{todo}")
         else:
             click.echo(f"  {entry.key:34s} NOT DECLARED (no longer built or served): embeddings: "
                        f"{chunkers}; tables {', '.join(entry.tables)}. Keep them to go back "
-                       f"(declare the model again), or delete them: rag-pipeline models --drop "
-                       f"'{entry.key}'")
+                       f"(declare the model again), or delete them: "
+                       f"{invocation.command('models', '--drop', entry.key)}")
 
 
-def _todo(config, profile, name: str, stored: tuple[str, ...]) -> str:
+def _todo(config, profile, name: str, stored: tuple[str, ...], invocation: Invocation) -> str:
     """What `index` would still build for one declared model: the profile's chunkers it lacks,
-    or, for a model the profile leaves out, that `index` never builds it and which profile does."""
+    or, for a model the profile leaves out, that `index` never builds it and the smallest
+    profile that does."""
     if name not in profile.models:
-        others = [p.name for p in config.profiles if name in p.models]
+        others = [p for p in config.profiles if name in p.models]
         return (f"; not in profile {profile.name}, which `index` builds"
-                + (f" (`rag-pipeline index --profile {others[0]}` builds it)" if others else ""))
+                + (f" (`{invocation.command('index', '--profile', _smallest(others).name)}` "
+                   "builds it)" if others else ""))
     missing = sorted(c.value for c in profile.chunkers if c.value not in stored)
-    return f"; not built yet: {', '.join(missing)} (run `rag-pipeline index`)" if missing else ""
+    return (f"; not built yet: {', '.join(missing)} (run `{invocation.command('index')}`)"
+            if missing else "")
+
+
+def _smallest(profiles):
+    """The profile of ``profiles`` that builds the fewest partitions (the first of those)."""
+    return min(profiles, key=lambda p: len(p.chunkers) * len(p.models))
 
 
 def _index_profile(config):

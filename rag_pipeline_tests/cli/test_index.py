@@ -354,8 +354,8 @@ def test_a_model_no_longer_declared_in_the_file_given_by_config_is_named_with_th
     notes = [line for line in second.stdout.splitlines() if line.startswith("note: ")]
     assert notes == [
         f"note: all-MiniLM-L6-v2@53aa5117 is no longer declared in {renamed}; its partitions "
-        "(header) are kept but neither built nor served: `rag-pipeline models --drop "
-        "'all-MiniLM-L6-v2@53aa5117'` deletes them"]
+        f"(header) are kept but neither built nor served: `rag-pipeline --config {renamed} "
+        "models --drop all-MiniLM-L6-v2@53aa5117` deletes them"]
 
 
 def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys, monkeypatch):

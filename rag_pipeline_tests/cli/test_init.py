@@ -35,8 +35,10 @@ def test_init_writes_a_folder_config_that_models_reads_with_the_production_profi
     assert "  production: header x all-MiniLM-L6-v2" in lines
     # Only the production profile's chunker is missing, not all six.
     assert any(line.startswith("  all-MiniLM-L6-v2@") and line.endswith(
-        "embeddings: none; not built yet: header (run `rag-pipeline index`)") for line in lines)
+        f"embeddings: none; not built yet: header (run `rag-pipeline --config {config} index`)")
+        for line in lines)
     # The int8 model is not in the production profile: `index` would never build it, so the
     # line must not send the user to run `index` (it did: "not built yet: header").
     assert "  all-MiniLM-L6-v2-int8@b4e41131     embeddings: none; not in profile production, which " \
-           "`index` builds (`rag-pipeline index --profile evaluation` builds it)" in lines
+           f"`index` builds (`rag-pipeline --config {config} index --profile evaluation` builds " \
+           "it)" in lines

@@ -29,10 +29,11 @@ def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
     assert lines[4].split()[:5] == ["all-MiniLM-L6-v2-int8@b4e41131", "openvino", "int8", "256",
                                     "16"]
     assert ("  all-MiniLM-L6-v2@53aa5117          embeddings: header; not built yet: blind, "
-            "blind_overlap, boundaries, boundaries_overlap, header_overlap (run `rag-pipeline "
-            "index`)") in lines
+            f"blind_overlap, boundaries, boundaries_overlap, header_overlap (run `rag-pipeline "
+            f"--data-dir {tmp_path} index`)") in lines
     assert any(line.startswith("  old@0000aaaa") and "NOT DECLARED" in line
-               and "rag-pipeline models --drop 'old@0000aaaa'" in line for line in lines)
+               and line.endswith(f"rag-pipeline --data-dir {tmp_path} models --drop old@0000aaaa")
+               for line in lines)
     dropped = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
                                         "old@0000aaaa"])
     assert dropped.output.splitlines()[0] == "dropped 1 stored partition(s) of old@0000aaaa"
@@ -116,7 +117,7 @@ def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(t
         f"UNHEALTHY _generations/chunker=header/model={built.index.model_key}: the ANN index "
         f"file {graph} is damaged ({size - 100} bytes whose digest does not match its name): "
         "the exact scan serves until the next `rag-pipeline index` rebuilds it",
-        "  fix: run `rag-pipeline index`: it rebuilds the file"]
+        f"  fix: run `rag-pipeline --data-dir {built.data_dir} index`: it rebuilds the file"]
 
 
 @pytest.mark.parametrize("declared", [True, False])
@@ -163,7 +164,7 @@ def test_status_after_documents_but_before_any_publication_says_nothing_is_serve
     lines = result.output.splitlines()
     assert lines[0] == "documents: 1 ok, 0 failed, 0 stale"
     assert lines[2] == ("(nothing served yet: no partition has published a generation; "
-                        "`rag-pipeline index` builds them)")
+                        f"`rag-pipeline --data-dir {tmp_path / 'data'} index` builds them)")
 
 
 def test_status_names_the_configuration_file_that_declares_no_access(tmp_path: Path):
