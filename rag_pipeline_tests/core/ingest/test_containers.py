@@ -344,8 +344,8 @@ def test_a_gzip_file_is_read_as_gzip_reads_it_members_joined_and_trailing_bytes_
 
 
 def test_stamps_name_the_compression_and_the_inner_format():
-    assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "8"))
-    assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "4"))
+    assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "9"))
+    assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "5"))
     assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "3"))
 
 

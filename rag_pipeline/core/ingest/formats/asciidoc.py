@@ -52,7 +52,7 @@ class AsciiDocFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("asciidoc-titles", "4")
+        return Extractor("asciidoc-titles", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The text as it is; title from the ``= `` line, else the stem; a section per title.

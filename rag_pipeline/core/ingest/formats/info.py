@@ -31,7 +31,7 @@ class InfoFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("info-nodes", "4")
+        return Extractor("info-nodes", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The nodes' text, a section each (the module docstring).

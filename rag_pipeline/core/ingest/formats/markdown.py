@@ -176,7 +176,7 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "8")
+        return Extractor("markdown-frontmatter", "9")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's

@@ -223,7 +223,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"5+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"6+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
