@@ -74,6 +74,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     data_dir = invocation.data_dir
     eval_dir = eval_folder()
+    gold, ood = gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl"
     config = read_config()
     declared_models(config)  # a configuration error is reported before a bad --chunker
     try:
@@ -90,7 +91,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         if versus_key is None:
             fail("--held-out compares two models: give --model ADAPTED --versus BASE")
         _compare_held_out(invocation, spec, declared_model(versus_key, config),
-                          gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl",
+                          gold, ood,
                           list(chunkers) or ["header"], beir_dir)
         return
     if beir_dir is not None:
@@ -101,8 +102,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.evaluation.run import run_eval
 
     try:
-        report = run_eval(invocation.warehouse, spec, gold_path or eval_dir / "gold.jsonl",
-                          ood_path or eval_dir / "ood.jsonl", list(chunkers) or None,
+        report = run_eval(invocation.warehouse, spec, gold, ood, list(chunkers) or None,
                           candidates=candidates,
                           sentence_vectors=sentence_vectors, policy=config.access,
                           groups=asker)
@@ -118,12 +118,12 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         else:
             echo(report.skipped)
         return
-    if (note := no_ood_note(ood_path or eval_dir / "ood.jsonl")) is not None:
+    if (note := no_ood_note(ood)) is not None:
         echo(f"note: {note}", err=True)
     _print_eval(report, spec, as_json)
     if versus_key is not None:
         _compare_models(invocation, spec, report, declared_model(versus_key, config),
-                        gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl",
+                        gold, ood,
                         chunkers)
 
 

@@ -18,6 +18,7 @@ from rag_pipeline.project_paths import ENV_PROFILE
 if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
     from rag_pipeline.core.embedding.models import ModelSpec
+    from rag_pipeline.core.index.generations import Generation
 
 
 @click.command()
@@ -61,10 +62,11 @@ def status(invocation: Invocation) -> None:
         echo("(nothing served yet: no partition has published a generation; "
              f"`{invocation.command('index')}` builds them)")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
-    _echo_behind(warehouse, config, invocation)
+    behind = _behind(warehouse)
+    _echo_behind(behind, config, invocation)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
-    _print_access(warehouse, config, invocation)
+    _print_access(warehouse, config, invocation, behind)
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
@@ -104,10 +106,11 @@ def _echo_reconciliation(warehouse) -> None:
             echo(one_line(line))
 
 
-def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: Invocation) -> None:
+def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: Invocation,
+                  behind: Sequence[Generation]) -> None:
     """With ``[access]`` in ``config()``: documents per group, every document no rule matches
-    (readable by nobody; one a generation behind the latest documents still serves says so),
-    and each glob that matches no document (a warning)."""
+    (readable by nobody; one only the generations ``behind`` the latest documents still serve
+    says so), and each glob that matches no document (a warning)."""
     from rag_pipeline.core.config.access import access_report, unreadable_reason
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS
@@ -128,14 +131,14 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
     groups = ", ".join(f"{g} {n}" for g, n in report.by_group.items())
     echo(f"access: rules {policy.digest}: {report.documents} documents; readable by group: "
          f"{groups}; {len(report.unreadable)} readable by nobody")
-    latest = warehouse.version(DOCUMENTS)
+    # Behind generations only: the latest documents then differ from some served ones.
+    latest = warehouse.version(DOCUMENTS) if behind and report.unreadable else None
     current = set() if latest is None else {
         row["document_id"] for row in warehouse.read_file(latest.file, columns=["document_id"]).to_pylist()}
-    behind_generations = _behind(warehouse)
-    behind = ", ".join(f"{g.chunker} x {g.model}" for g in behind_generations)
+    serving = ", ".join(f"{g.chunker} x {g.model}" for g in behind)
     for document_id in report.unreadable:
-        gone = (f" (no longer in the corpus: still served by {behind}, behind the latest "
-                "documents)") if document_id not in current and behind else ""
+        gone = (f" (no longer in the corpus: still served by {serving}, behind the latest "
+                "documents)") if latest is not None and document_id not in current else ""
         echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}{gone}")
     for glob in report.unmatched:
         echo(f"  warning: [access] glob {glob!r} matches no document")
@@ -147,7 +150,7 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
     from rag_pipeline.core.storage.table_names import ACCESS
 
     # A generation behind the latest documents has its own line (`behind`), with its fix.
-    behind_ones = {(g.chunker, g.model) for g in behind_generations}
+    behind_ones = {(g.chunker, g.model) for g in behind}
     other_rules, older = set(), set()
     for generation in current_generations(warehouse):
         latest_access = warehouse.version(ACCESS, {"chunker": generation.chunker})
@@ -168,17 +171,18 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
              "brings it up to date")
 
 
-def _echo_behind(warehouse, config: Callable[[], ProjectConfig], invocation: Invocation) -> None:
-    """A line per served generation built from documents older than the latest written (the
-    run that would have brought it up to them was stopped, failed or has not run yet), with
-    the ``index`` that builds it by ``config()``."""
-    for generation in _behind(warehouse):
+def _echo_behind(behind: Sequence[Generation], config: Callable[[], ProjectConfig],
+                 invocation: Invocation) -> None:
+    """A line per served generation ``behind`` the latest documents (the run that would have
+    brought it up to them was stopped, failed or has not run yet), with the ``index`` that
+    builds it by ``config()``."""
+    for generation in behind:
         fix = _index_that_builds(config(), invocation, generation.chunker, generation.model)
         echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older than "
              f"the latest written (its index run was stopped, failed or has not run yet); {fix}")
 
 
-def _behind(warehouse) -> list:
+def _behind(warehouse) -> list[Generation]:
     """The served generations built from documents older than the latest written."""
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.storage.table_names import DOCUMENTS

@@ -172,9 +172,13 @@ def due_requests(steps: Sequence[Step], instance: dg.DagsterInstance, policy: Re
     return requests, waiting
 
 
-def active_partitions(instance: dg.DagsterInstance) -> set[tuple[str, str]]:
-    """(job, partition) of every run queued or in progress."""
-    runs = instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE_STATUSES))
+def active_runs(instance: dg.DagsterInstance) -> Sequence[dg.DagsterRun]:
+    """Every run queued or in progress (read once per tick)."""
+    return instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE_STATUSES))
+
+
+def active_partitions(runs: Sequence[dg.DagsterRun]) -> set[tuple[str, str]]:
+    """(job, partition) of each of ``runs``."""
     return {(run.job_name, run.tags.get("dagster/partition", "")) for run in runs}
 
 
@@ -196,14 +200,14 @@ def blocked_models(instance: dg.DagsterInstance, chunkers: Sequence[str],
 
 
 def launchable(plan: Sequence[Step], instance: dg.DagsterInstance, chunkers: Sequence[str],
-               models: Sequence[str]) -> list[Step]:
-    """The steps of ``plan`` to launch now: none for a partition with a run queued or in
-    progress, and no evaluation of a blocked model (:func:`blocked_models`)."""
-    active = active_partitions(instance)
+               models: Sequence[str], active: Sequence[dg.DagsterRun]) -> list[Step]:
+    """The steps of ``plan`` to launch now: none for a partition with one of the ``active``
+    runs (:func:`active_runs`), and no evaluation of a blocked model (:func:`blocked_models`)."""
+    busy = active_partitions(active)
     blocked = blocked_models(instance, chunkers, models) if any(
         step.stage == Stage.EVAL for step in plan) else set()
     return [step for step in plan
-            if (JOB_OF_STAGE[step.stage], str(partition_key(step))) not in active
+            if (JOB_OF_STAGE[step.stage], str(partition_key(step))) not in busy
             and not (step.stage == Stage.EVAL and step.model in blocked)]
 
 
@@ -211,22 +215,20 @@ ASSET_JOB_PREFIX = "__ASSET_JOB"
 """The job name Dagster gives a run launched from an asset's page or a backfill."""
 
 
-def launched_elsewhere(instance: dg.DagsterInstance) -> str | None:
+def launched_elsewhere(instance: dg.DagsterInstance, active: Sequence[dg.DagsterRun]) -> str | None:
     """Why the sensor waits although partitions are due: a backfill in progress (the UI's
-    "Materialize all", or a partition range), or a run launched from an asset's page queued or
-    in progress. Those build the same partitions: the sensor's own runs beside them did the
+    "Materialize all", or a partition range), or one of the ``active`` runs launched from an
+    asset's page. Those build the same partitions: the sensor's own runs beside them did the
     work twice. None when there is neither."""
     backfills = [b for b in instance.get_backfills(limit=20) if b.status.value == "REQUESTED"]
     if backfills:
         return (f"backfill {backfills[0].backfill_id} is in progress: the sensor waits for it "
                 "(it builds the same partitions)")
-    runs = [run for run in instance.get_runs(filters=dg.RunsFilter(statuses=ACTIVE_STATUSES))
-            if run.job_name.startswith(ASSET_JOB_PREFIX)]
+    runs = [run for run in active if run.job_name.startswith(ASSET_JOB_PREFIX)]
     if runs:
         return (f"run {runs[0].run_id[:8]}, launched from the UI, is queued or in progress: the "
                 "sensor waits for it (it may build the same partitions)")
     return None
-
 
 
 def unscored_reason(plan: Sequence[Step], warehouse: Warehouse, gold_path: Path) -> str | None:
@@ -272,9 +274,10 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
             plan = tuple(step for step in plan if step.stage != Stage.EVAL)
             if not plan:
                 return dg.SkipReason(f"the index is current; evaluation skipped: {unscored}")
-        if plan and (elsewhere := launched_elsewhere(context.instance)) is not None:
+        active = active_runs(context.instance) if plan else ()
+        if plan and (elsewhere := launched_elsewhere(context.instance, active)) is not None:
             return dg.SkipReason(elsewhere)
-        steps = launchable(plan, context.instance, chunkers, model_keys)
+        steps = launchable(plan, context.instance, chunkers, model_keys, active)
         requests, waiting = due_requests(steps, context.instance, retry, clock())
         if not requests:
             return dg.SkipReason("the index is current" if not plan else "; ".join(waiting) or

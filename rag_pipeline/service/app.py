@@ -242,13 +242,11 @@ def create_app(service: QueryService) -> FastAPI:
             service.count_error()
             return _error(422, f"{unknown[0]}: unknown query parameter (known: q, "
                                "chunker, model, retriever, analyzer, k, cut)")
-        repeated = sorted(key for key in set(http_request.query_params)
-                          if len(http_request.query_params.getlist(key)) > 1)
+        repeated = sorted((key, times) for key in set(http_request.query_params)
+                          if (times := len(http_request.query_params.getlist(key))) > 1)
         if repeated:  # which one was meant is not ours to guess
             service.count_error()
-            return _error(422, f"{repeated[0]}: given "
-                               f"{len(http_request.query_params.getlist(repeated[0]))} times; "
-                               "give it once")
+            return _error(422, f"{repeated[0][0]}: given {repeated[0][1]} times; give it once")
         return _answer({key: value for key, value in payload.items() if value is not None}, who)
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")

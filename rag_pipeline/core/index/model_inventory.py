@@ -82,10 +82,7 @@ def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelS
                   for table, partitions in stored.get(key, {}).items() for partition in partitions]
     folders = [*partitions, *(generation_dir(g.chunker, key) for g in generations),
                f"{CACHE}/model={key}"]
-    files = [warehouse.relative(info.path) for folder in folders
-             for info in warehouse.list_files(folder)]
-    for folder in folders:
-        warehouse.delete_prefix(folder)
+    files = [file for folder in folders for file in warehouse.delete_prefix(folder)]
     delete_copies(warehouse.data_dir, files, (MAP_CACHE_DIR, ANN_CACHE_DIR))
     if partitions:
         publish_query_db(warehouse)

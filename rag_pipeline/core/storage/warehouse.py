@@ -242,17 +242,17 @@ class Warehouse:
         except FileNotFoundError:
             pass
 
-    def delete_prefix(self, prefix: str) -> int:
-        """Deletes every file under ``prefix`` (a partition or generation folder); returns how
-        many. The pointer goes first, so a reader never follows it to a deleted file. In a local
-        warehouse the folders left empty, ``prefix`` and those above it, go too."""
-        files = sorted((info for info in self.list_files(prefix)),
-                       key=lambda info: info.base_name != POINTER_FILE)
-        for info in files:
-            self.delete(self.relative(info.path))
+    def delete_prefix(self, prefix: str) -> list[str]:
+        """Deletes every file under ``prefix`` (a partition or generation folder); returns them
+        (relative). The pointer goes first, so a reader never follows it to a deleted file. In
+        a local warehouse the folders left empty, ``prefix`` and those above it, go too."""
+        files = sorted((self.relative(info.path) for info in self.list_files(prefix)),
+                       key=lambda file: Path(file).name != POINTER_FILE)
+        for file in files:
+            self.delete(file)
         if self.local:
             self._remove_empty_folders(Path(self.full_path(prefix)))
-        return len(files)
+        return files
 
     def _remove_empty_folders(self, folder: Path) -> None:
         """Removes the empty folders under ``folder``, then ``folder`` and each folder above it

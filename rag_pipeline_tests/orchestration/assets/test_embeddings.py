@@ -16,7 +16,7 @@ from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
-from rag_pipeline.orchestration.automation import CHUNKS_JOB, EMBEDDINGS_JOB, launchable
+from rag_pipeline.orchestration.automation import CHUNKS_JOB, EMBEDDINGS_JOB, active_runs, launchable
 from rag_pipeline.orchestration.index_launch import index_is_current
 from rag_pipeline.orchestration.run_tags import GENERATION_TAG
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -63,7 +63,7 @@ def _launchable(project: TinyProject) -> list[Step]:
     """What the sensor would launch for the header chunker and the model."""
     chunkers, models = ["header"], [project.spec.key]
     return launchable(index_plan(Warehouse(project.data_dir), chunkers, models), project.instance,
-                      chunkers, models)
+                      chunkers, models, active_runs(project.instance))
 
 
 @pytest.fixture(scope="module")

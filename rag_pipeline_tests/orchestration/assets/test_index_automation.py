@@ -78,12 +78,9 @@ def test_a_backfill_in_progress_holds_the_sensor():
         def get_backfills(self, limit: int):
             return self.backfills[:limit]
 
-        def get_runs(self, filters):
-            return []
-
-    assert launched_elsewhere(Instance("COMPLETED_SUCCESS", "REQUESTED")) == (
+    assert launched_elsewhere(Instance("COMPLETED_SUCCESS", "REQUESTED"), []) == (
         "backfill b1 is in progress: the sensor waits for it (it builds the same partitions)")
-    assert launched_elsewhere(Instance("COMPLETED_FAILED", "CANCELED")) is None
+    assert launched_elsewhere(Instance("COMPLETED_FAILED", "CANCELED"), []) is None
 
 
 def test_an_empty_data_folder_is_not_called_current(tmp_path):
