@@ -12,6 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from rag_pipeline.core.storage.table_names import EVAL_TABLES
 from rag_pipeline.definitions import defs
 from rag_pipeline.project_paths import PROJECT_ROOT
 
@@ -129,18 +130,24 @@ def test_workspace_yaml_loads_through_dagster_cli(tmp_path: Path):
 def test_the_run_queue_lets_as_many_model_runs_as_the_cores_allow(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch):
     # 2 cores, torch threads = every core per run: one model-loading run at a time, and a
-    # chunking run beside it.
+    # chunking run beside it; held by the assets' pools, per run, however a run was launched.
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", tmp_path / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     with dg.DagsterInstance.get() as instance:
-        queue = instance.get_concurrency_config().run_queue_config
+        concurrency = instance.get_concurrency_config()
         dequeue_seconds = instance.run_coordinator.dequeue_interval_seconds
-    assert queue.max_concurrent_runs == 2
-    assert queue.tag_concurrency_limits == [
-        {"key": "rag_pipeline/compute", "value": "model", "limit": 1},
-        {"key": "rag_pipeline/stage", "value": "documents", "limit": 1}]
+    assert concurrency.run_queue_config.max_concurrent_runs == 2
+    assert concurrency.run_queue_config.tag_concurrency_limits == []
+    assert concurrency.run_queue_config.should_block_op_concurrency_limited_runs
+    assert concurrency.pool_config.pool_granularity.value == "run"
+    assert concurrency.pool_config.default_pool_limit == 1
     # Every second: each stage of an edit waits in the queue once.
     assert dequeue_seconds == 1
+    pools = {node.key.to_user_string(): node.pools
+             for node in defs.resolve_asset_graph().asset_nodes if node.pools}
+    assert pools == {"documents": {"documents"}, "embeddings": {"model"},
+                     **{table: {"model"} for table in EVAL_TABLES}}
+    # The tags stay, to filter the runs list by.
     assert defs.resolve_job_def("documents_job").tags["rag_pipeline/stage"] == "documents"
     tagged = {name: defs.resolve_job_def(name).tags.get("rag_pipeline/compute")
               for name in ("documents_job", "chunks_job", "embeddings_job", "eval_job")}

@@ -297,3 +297,42 @@ def test_the_corpus_freshness_state(ui: Ui):
     others = ui.query('{ assetNodes(assetKeys: [{path: ["index_generation"]}]) { '
                       'freshnessStatusInfo { freshnessStatus } } }')
     assert others == {"assetNodes": [{"freshnessStatusInfo": None}]}
+
+
+LAUNCH = """mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
+  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+
+
+def test_the_queue_holds_runs_launched_from_an_asset_page_by_their_pool(ui: Ui):
+    # "Materialize" on the documents asset page, twice, as a user double-clicking: two runs of
+    # Dagster's __ASSET_JOB, with none of the jobs' tags. The queue (2 runs at once) would start
+    # both in one pass; the documents pool (1, per run) starts the second when the first ended.
+    params = {"selector": {**LOCATION, "pipelineName": "__ASSET_JOB",
+                           "assetSelection": [{"path": ["documents"]}]},
+              "mode": "default", "runConfigData": {}, "executionMetadata": {"tags": []}}
+    launched = []
+    for _ in range(2):
+        answer = ui.query(LAUNCH, {"p": params})["launchRun"]
+        assert answer["__typename"] == "LaunchRunSuccess", answer
+        launched.append(answer["run"]["runId"])
+
+    def ended():
+        records = ui.instance.get_run_records(filters=dg.RunsFilter(run_ids=launched))
+        done = [r for r in records if r.dagster_run.status in (
+            dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)]
+        return done if len(done) == 2 else None
+
+    def launched_at(record: dg.RunRecord) -> float:
+        [event] = ui.instance.all_logs(record.dagster_run.run_id,
+                                       of_type=dg.DagsterEventType.RUN_STARTING)
+        return event.timestamp
+
+    first, second = sorted(_wait(ended, 300, "both documents runs"), key=launched_at)
+    assert [r.dagster_run.status for r in (first, second)] == [dg.DagsterRunStatus.SUCCESS] * 2
+    assert {r.dagster_run.job_name for r in (first, second)} == {"__ASSET_JOB"}
+    assert not any(key.startswith("rag_pipeline/") for r in (first, second)
+                   for key in r.dagster_run.tags)
+    assert first.dagster_run.run_op_concurrency.all_pools == {"documents"}
+    # Taken from the queue (and its worker started) only once the first run had ended.
+    assert launched_at(second) >= first.end_time, (launched_at(first), first.end_time,
+                                                   launched_at(second))

@@ -16,6 +16,7 @@ from rag_pipeline.core.embedding.adaptation import (
     trained_result,
 )
 from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, find_model
+from rag_pipeline.orchestration.pools import MODEL_POOL
 from rag_pipeline.orchestration.resources import CorpusSource
 
 
@@ -28,6 +29,7 @@ def build_adapted_model_asset(models: Sequence[ModelSpec]) -> dg.AssetsDefinitio
     @dg.asset(name="adapted_model", partitions_def=dg.StaticPartitionsDefinition(
                   [m.key for m in adapted]),
               kinds={"pytorch"},
+              pool=MODEL_POOL,
               description="A model fine-tuned on pairs made from the corpus alone "
                           "(MultipleNegativesRankingLoss, seeded); a folder in the model cache.")
     def adapted_model(context: AssetExecutionContext, corpus: CorpusSource) -> dg.MaterializeResult:

@@ -16,6 +16,7 @@ from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.corpus_watch import CORPUS_FINGERPRINT, watch_token
+from rag_pipeline.orchestration.pools import DOCUMENTS_POOL
 from rag_pipeline.orchestration.resources import CorpusSource, IndexStorage
 
 NO_FAILED_DOCUMENTS = "no_failed_documents"
@@ -34,6 +35,7 @@ def failed_documents_check(failed: list[DocumentRecord]) -> dg.AssetCheckResult:
 
 
 @dg.asset(
+    pool=DOCUMENTS_POOL,
     check_specs=[dg.AssetCheckSpec(
         NO_FAILED_DOCUMENTS, asset="documents", blocking=False,
         description="No document failed to extract (warning: a failed one is named with its "

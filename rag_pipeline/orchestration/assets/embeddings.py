@@ -24,6 +24,7 @@ from rag_pipeline.core.index.builders import embeddings_table
 from rag_pipeline.core.storage.table_names import CHUNKS, EMBEDDINGS
 from rag_pipeline.orchestration.asset_metadata import blocking_checks, table_metadata
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL, embedding_partitions, one_dimension_of
+from rag_pipeline.orchestration.pools import MODEL_POOL
 from rag_pipeline.orchestration.resources import IndexStorage, RunCompute
 
 __all__ = ["CHECKS", "build_embeddings_asset", "embedding_check_results", "reusable_vectors"]
@@ -49,6 +50,7 @@ def build_embeddings_asset(build: BuildContext) -> dg.AssetsDefinition:
 
     @dg.asset(
         partitions_def=partitions,
+        pool=MODEL_POOL,
         deps=[dg.AssetDep(CHUNKS, partition_mapping=one_dimension_of(CHUNKER))],
         check_specs=blocking_checks(EMBEDDINGS, CHECKS, partitions),
         description="L2-normalised float32 vector per chunk, stamped with model name, weights "

@@ -13,6 +13,7 @@ from rag_pipeline.core.storage.table_names import EVAL_TABLES
 from rag_pipeline.orchestration.asset_metadata import table_metadata
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.partitions import MODEL, model_partitions, one_dimension_of
+from rag_pipeline.orchestration.pools import MODEL_POOL
 from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportSite
 
 __all__ = ["EVAL_TABLES", "build_retrieval_eval_asset"]
@@ -47,6 +48,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
                for name in EVAL_TABLES],
         partitions_def=partitions,
         can_subset=False,
+        pool=MODEL_POOL,
     )
     def retrieval_eval(context: AssetExecutionContext, storage: IndexStorage, eval_sets: EvalSets,
                        report_site: ReportSite):

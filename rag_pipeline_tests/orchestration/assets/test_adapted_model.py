@@ -27,6 +27,9 @@ def test_the_asset_and_its_job_exist_only_with_an_adapted_model(tmp_path: Path):
     assert asset.partitions_def.get_partition_keys() == [specs[1].key]
     assert asset.group_names_by_key[dg.AssetKey("adapted_model")] == "models"
     assert defs.resolve_job_def(ADAPT_JOB).tags["rag_pipeline/compute"] == "model"
+    # Held by the run queue as every model-loading run is, however it was launched.
+    [node] = [n for n in defs.resolve_asset_graph().asset_nodes if n.key.path == ["adapted_model"]]
+    assert node.pools == {"model"}
     plain = build_definitions(data_dir=tmp_path / "data", models=specs[:1])
     assert dg.AssetKey("adapted_model") not in {k for a in plain.assets for k in a.keys}
 
