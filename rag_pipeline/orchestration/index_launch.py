@@ -38,6 +38,7 @@ from rag_pipeline.orchestration.automation import (
     SENSOR_INTERVAL_SECONDS,
 )
 from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.orchestration.index_worker import RUNS_LOG
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
@@ -100,6 +101,21 @@ def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) ->
     return failed
 
 
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
+
+
+def launch_error(output: str) -> str:
+    """The line of a failed command's output that says what went wrong: the last exception line
+    of a traceback (its other last lines are a frame's source or ``^^^`` markers), else the
+    last line with a word in it."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if EXCEPTION_LINE.match(line):
+            return line
+    worded = [line for line in lines if re.search(r"[A-Za-z]", line)]
+    return worded[-1] if worded else "no output"
+
+
 def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = None,
                tags: Mapping[str, str] | None = None) -> str:
     """Launches one run through the code location (``dagster job launch``); returns its id."""
@@ -110,10 +126,17 @@ def launch_run(job: str, env: Mapping[str, str], run_config: Mapping | None = No
         command += ["--config-json", json.dumps(run_config)]
     result = subprocess.run(command, cwd=PROJECT_ROOT, env=dict(env), capture_output=True,
                             text=True, timeout=600)
-    if result.returncode != 0:
-        lines = [line for line in (result.stderr or result.stdout).splitlines() if line.strip()]
-        raise IndexRunFailed(f"could not launch {job}: {lines[-1] if lines else 'no output'}")
     home = env.get("DAGSTER_HOME")
+    if result.returncode != 0:
+        output = result.stderr or result.stdout
+        where = ""
+        if home:
+            log = Path(home) / RUNS_LOG
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(f"`dagster job launch -j {job}` exited with code "
+                             f"{result.returncode}:\n{output}\n")
+            where = f" (its whole output: {log})"
+        raise IndexRunFailed(f"could not launch {job}: {launch_error(output)}{where}")
     with (dg.DagsterInstance.from_config(home) if home else dg.DagsterInstance.get()) as instance:
         runs = instance.get_runs(filters=dg.RunsFilter(tags={REQUEST_TAG: request}))
     if not runs:

@@ -4,6 +4,7 @@ project runs; the index counts as current only when every partition serves the l
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,15 @@ import pytest
 
 from rag_pipeline.core.index.generations import publish
 from rag_pipeline.core.storage.warehouse import Warehouse
-from rag_pipeline.orchestration.index_launch import fail_dead_runs, index_is_current
+from rag_pipeline.orchestration.index_launch import (
+    fail_dead_runs,
+    index_is_current,
+    launch_error,
+    launch_run,
+)
+from rag_pipeline.orchestration.index_runs import IndexRunFailed
+from rag_pipeline.orchestration.index_worker import RUNS_LOG
+from rag_pipeline.project_paths import DAGSTER_HOME
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.core.generation_fixtures import write_partition
 
@@ -96,3 +105,38 @@ def test_a_queued_run_with_no_live_daemon_is_an_error_within_seconds(tmp_path: P
     assert time.monotonic() - began < 10
     assert str(failed.value) == (f"documents_job [-] (run {run.run_id[:8]}) is queued but no "
                                  "Dagster daemon is running on this instance to start it")
+
+
+def test_a_failed_launch_names_the_exception_line_not_the_traceback_markers():
+    output = textwrap.dedent("""\
+        Traceback (most recent call last):
+          File "/venv/bin/dagster", line 8, in <module>
+            sys.exit(main())
+                     ^^^^^^
+        sqlite3.OperationalError: database is locked
+
+        The above exception was the direct cause of the following exception:
+
+        Traceback (most recent call last):
+          File "/venv/lib/dagster/_core/storage/runs/sql_run_storage.py", line 210, in add_run
+            conn.execute(runs_insert)
+        ^^^^^^^^^^^
+        """)
+    assert launch_error(output) == "sqlite3.OperationalError: database is locked"
+    assert launch_error("Usage: dagster job launch [OPTIONS]\n\nError: Job \"x\" not found.\n") == (
+        'Error: Job "x" not found.')
+    assert launch_error("   \n^^^\n") == "no output"
+
+
+@pytest.mark.slow
+def test_a_failed_launch_keeps_the_whole_output_in_the_runs_log(tmp_path: Path):
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", tmp_path / "dagster.yaml")
+    with pytest.raises(IndexRunFailed) as raised:
+        launch_run("no_such_job", {**os.environ, "DAGSTER_HOME": str(tmp_path)})
+    log = tmp_path / RUNS_LOG
+    assert str(raised.value) == (
+        'could not launch no_such_job: Error: Job "no_such_job" not found in repository '
+        "\"__repository__\". Found ['__ASSET_JOB', 'chunks_job', 'documents_job', "
+        f"'embeddings_job', 'eval_job'] instead. (its whole output: {log})")
+    assert log.read_text(encoding="utf-8").startswith(
+        "`dagster job launch -j no_such_job` exited with code 2:\nUsage: dagster job launch")
