@@ -13,6 +13,7 @@ import dagster as dg
 from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.ingest.sources import mirrors_dir
 from rag_pipeline.orchestration.assets.access import build_access_asset
 from rag_pipeline.orchestration.assets.adapted_model import build_adapted_model_asset
 from rag_pipeline.orchestration.assets.ann_index import build_ann_index_asset
@@ -96,7 +97,7 @@ def definitions_of(build: BuildContext, *, torch_threads: int | None = None,
                                   address=build.compute.address,
                                   shard_texts=build.compute.shard_texts),
             "corpus": CorpusSource(path=str(build.corpus), python_reference=build.python_reference,
-                                   cache_dir=str(build.data_dir / "sources"),
+                                   cache_dir=str(mirrors_dir(build.data_dir)),
                                    max_document_bytes=build.max_document_bytes),
             "eval_sets": EvalSets(gold_path=str(build.gold_path), ood_path=str(build.ood_path)),
             "report_site": ReportSite(base_url=report_url),

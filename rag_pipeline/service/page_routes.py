@@ -38,7 +38,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.bom_text import text_charset
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
-from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings
+from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings, mirrors_dir
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
@@ -226,7 +226,7 @@ def page_router(service: Any) -> APIRouter:
         """How originals of an S3 prefix or a git repository are read again: with the standard
         AWS variables this service was started with, and the index's repository mirrors."""
         return SourceSettings(s3=S3Settings.from_environment(os.environ),
-                              cache_dir=service.follower.warehouse.data_dir / "sources")
+                              cache_dir=mirrors_dir(service.follower.warehouse.data_dir))
 
     def view_request(info: DocumentInfo, text: str, start: int = 0, end: int = 0,
                      page: int | None = None, sheet: str | None = None) -> ViewRequest:

@@ -23,7 +23,8 @@ from rag_pipeline.core.ingest.sources.s3 import S3Settings, S3Source, parse_s3_u
 
 __all__ = ["Entry", "GitSource", "LocalSource", "S3Settings", "S3Source", "Source", "SourceError",
            "SourceSettings", "check_corpus_uri", "discover", "hidden_top", "is_corpus_uri",
-           "open_source", "parse_git_uri", "parse_s3_uri", "stat_fingerprint", "unsafe_key_reason"]
+           "mirrors_dir", "open_source", "parse_git_uri", "parse_s3_uri", "stat_fingerprint",
+           "unsafe_key_reason"]
 
 URI_SCHEMES = ("s3://", "git+")
 
@@ -35,6 +36,12 @@ class SourceSettings:
 
     s3: S3Settings = field(default_factory=S3Settings)
     cache_dir: Path | None = None
+
+
+def mirrors_dir(data_dir: Path) -> Path:
+    """Where a data folder keeps its mirrors of remote git repositories (``SourceSettings.
+    cache_dir``): the index fetches into them, the service reads originals from them."""
+    return data_dir / "sources"
 
 
 def is_corpus_uri(spec: str | Path) -> bool:
