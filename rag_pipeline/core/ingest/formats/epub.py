@@ -47,8 +47,9 @@ _NS = {"c": "urn:oasis:names:tc:opendocument:xmlns:container", "opf": "http://ww
 
 
 def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:
-    """The book's title, its spine's XHTML files (paths in the zip) in reading order, and how
-    many spine items are none (no manifest item, or another media type: an SVG or image page)."""
+    """The book's title, its spine's XHTML files (paths in the zip) in reading order, each once
+    (an item that names a place in a file, ``ch1.xhtml#o8``, names the file), and how many
+    spine items are none (no manifest item, or another media type: an SVG or image page)."""
     try:
         container = safe_xml(archive.read("META-INF/container.xml"))
     except KeyError as exc:
@@ -63,17 +64,19 @@ def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:
         raise ExtractionError(f"unreadable EPUB: the package document {opf_path} is missing") from exc
     base = posixpath.dirname(opf_path)
     manifest = {item.get("id"): item for item in package.iterfind(".//opf:manifest/opf:item", _NS)}
-    chapters = []
+    chapters: dict[str, None] = {}
     unread = 0
     for itemref in package.iterfind(".//opf:spine/opf:itemref", _NS):
         item = manifest.get(itemref.get("idref"))
-        if item is None or item.get("media-type") not in _XHTML or not item.get("href"):
+        href = (item.get("href") or "").split("#", 1)[0] if item is not None else ""
+        if item is None or item.get("media-type") not in _XHTML or not href:
             unread += 1
             continue
-        chapters.append(posixpath.normpath(posixpath.join(base, unquote(item.get("href")))))
+        # Items that point into a file (``ch1.xhtml#o8``) name the file: it is read once.
+        chapters.setdefault(posixpath.normpath(posixpath.join(base, unquote(href))))
     title_node = package.find(".//dc:title", _NS)
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
-    return title, chapters, unread
+    return title, list(chapters), unread
 
 
 def _read_book(data: bytes, stem: str) -> Extracted:
@@ -136,7 +139,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"4+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"5+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

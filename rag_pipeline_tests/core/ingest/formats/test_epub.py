@@ -74,6 +74,19 @@ def test_chapters_in_spine_order_with_sections_and_chapter_anchors():
     assert extracted.notes == (("chapters", "2"), ("spine_items_not_xhtml", "2"))
 
 
+def test_spine_items_that_point_into_a_file_read_that_file_once():
+    # As the Debian live-manual's books list most of their chapters (DocBook's generator): an
+    # item per place in a file, ``ch1.xhtml#o8``. Each names its file; none is missing.
+    package = opf().replace(
+        b'<item id="css"', b'<item id="c1o8" href="text/ch1.xhtml#o8" '
+                           b'media-type="application/xhtml+xml"/>\n    <item id="css"').replace(
+        b'<itemref idref="c2"/>', b'<itemref idref="c1o8"/><itemref idref="c2"/>'
+                                  b'<itemref idref="c1o8"/>')
+    extracted = EPUB.extract(book(package=package), "notes")
+    assert extracted.canonical_text == TEXT
+    assert extracted.notes == (("chapters", "2"), ("spine_items_not_xhtml", "2"))
+
+
 def test_a_chapter_is_titled_by_its_heading_before_its_title_element():
     # Found by a user: <title>Leave</title> and <h1>Leave policy</h1> titled the section "Leave"
     # (an HTML page keeps <title> first; a book's chapter is titled on its page).
