@@ -29,6 +29,7 @@ members ``inbox.mbox/message-N.eml`` (1-based), at most
 
 from __future__ import annotations
 
+import codecs
 import email.errors
 import email.header
 import mimetypes
@@ -200,7 +201,18 @@ def _attachment_name(part: object, number: int) -> str:
 
 def _attachment_data(part: object) -> bytes:
     """An attachment's bytes; an attached message as the bytes of a message (a broken one
-    re-encoded as UTF-8, which its own reading then judges)."""
+    re-encoded as UTF-8, which its own reading then judges); a text part whose declared charset
+    reads it as UTF-8 with a byte-order mark, so its format reads the text the mail declared
+    (an HTML part in ISO-8859-1 was guessed at as Big5)."""
+    if part.get_content_maintype() == "text":
+        payload = _payload(part)
+        charset = part.get_content_charset()
+        try:
+            if charset and codecs.lookup(charset).name not in ("utf-8", "ascii"):
+                return codecs.BOM_UTF8 + payload.decode(charset).encode("utf-8")
+        except (LookupError, UnicodeError):  # unknown or wrong: the format's reading judges
+            pass
+        return payload
     if part.get_content_type() == "message/rfc822":
         inner = part.get_payload()
         inner = inner[0] if isinstance(inner, list) and inner else inner
@@ -251,7 +263,7 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "7")
+        return Extractor("mail-email", "8")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

@@ -241,6 +241,24 @@ def test_an_inline_html_part_after_a_plain_body_is_an_attachment(tmp_path: Path)
     assert "The gauges read high." in texts["m.eml"]
 
 
+def test_a_text_attachment_is_read_in_the_charset_the_mail_declares(tmp_path: Path):
+    # As CPython's email test data msg_10.txt: an HTML part in ISO-8859-1, quoted-printable,
+    # whose page declares no charset (its bytes alone were guessed at as Big5: "\ufe57his").
+    mail = message()
+    mail.make_mixed()
+    for subtype, body in (("html", "<p>\u00a1This is a Quoted Printable encoded message!</p>"),
+                          ("plain", "Caf\u00e9 cr\u00e8me, \u00a1ol\u00e9!\n")):
+        part = EmailMessage()
+        part.set_content(body, subtype=subtype, charset="iso-8859-1", cte="quoted-printable")
+        mail.attach(part)
+    (tmp_path / "m.eml").write_bytes(mail.as_bytes())
+    records = {r.document_id: r for r in extract_corpus(tmp_path).records}
+    html, plain = records["m.eml/attachment-1.html"], records["m.eml/attachment-2.txt"]
+    assert html.canonical_text == "\u00a1This is a Quoted Printable encoded message!\n"
+    assert plain.canonical_text == "Caf\u00e9 cr\u00e8me, \u00a1ol\u00e9!\n"
+    assert [n for n in plain.notes if n[0] == "charset_guessed"] == []
+
+
 def test_a_body_line_starting_with_from_splits_no_mailbox():
     mbox = (b"From ana@example.org Tue Dec  1 09:00:00 2026\nSubject: one\n\nFirst line.\n"
             b"From here on it is a sentence.\n\n"
