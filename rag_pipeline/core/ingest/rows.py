@@ -10,11 +10,14 @@ of its column wherever a chunk boundary falls, except a row holding one sentence
 (:data:`NOTE_MIN_WORDS` words or more) in a table of three or more columns, such as a note
 under the table ("All figures exclude VAT"), which is its text alone: it is no value of its
 column. Blank rows are left out but keep their number, so a row's number is always its place
-in the file.
+in the file. A table whose first full row and the row under it hold only numbers (or dates) has
+no header row: its first row is data like the rest (``3 | 4 | 5`` over ``4 | 5 | 6`` names no
+columns), and every value is named by its column (``column 1: 3``), never by another row's value.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +27,8 @@ CELL_SEPARATOR = " | "
 """Between two cells of a row written as one line, in every format but HTML (tabs, as a
 browser's copy of a table gives them)."""
 HEADER_SEARCH_ROWS = 20
+NUMBER_LIKE = re.compile(r"[^A-Za-z]*\d[^A-Za-z]*")
+"""A cell that reads as a number or a date (``1,250``, ``($2.50)``, ``2026-04-01``), not a label."""
 NOTE_MIN_WORDS = 4
 """A row whose only filled cell holds this many words, in a table of three or more columns, is a
 note, not a value of that cell's column."""
@@ -78,6 +83,7 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
         return []
     widest = max(len(filled) for _, _, filled in table[:HEADER_SEARCH_ROWS])
     header = next(i for i, (_, _, filled) in enumerate(table) if 2 * len(filled) >= widest)
+    headerless = all(_numbers_only(cells) for _, cells, _ in table[header:header + 2])
     lines: list[TableLine] = []
     labels: list[str] = []
     for index, (number, cells, filled) in enumerate(table):
@@ -85,7 +91,7 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
         if index < header:
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(cells[first - 1:last]),
                                    preamble=True))
-        elif index == header:
+        elif index == header and not headerless:
             labels = [value or column_label(column) for column, value in enumerate(cells, start=1)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(labels[first - 1:last]),
                                    header=True))
@@ -97,6 +103,12 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
+
+
+def _numbers_only(cells: Sequence[str]) -> bool:
+    """Every filled cell of a row reads as a number or a date."""
+    return all(NUMBER_LIKE.fullmatch(value) for value in cells if value)
+
 
 @dataclass(frozen=True)
 class PlacedLines:

@@ -9,7 +9,6 @@ overlaps (:func:`sheet_fragment`). A cached value is written as :func:`cell_valu
 from __future__ import annotations
 
 import datetime as dt
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +17,13 @@ from rag_pipeline.core.ingest.anchor_spans import overlapping
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.number_format import shown_date, shown_number
-from rag_pipeline.core.ingest.rows import TableLine, column_letters, place_lines, table_lines
+from rag_pipeline.core.ingest.rows import (
+    NUMBER_LIKE,
+    TableLine,
+    column_letters,
+    place_lines,
+    table_lines,
+)
 
 __all__ = ["MergedCells", "Sheet", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
            "range_locator", "sheet_fragment"]
@@ -151,10 +156,6 @@ def _row_range(sheet: str, line: TableLine, extents: Mapping[int, tuple[int, int
                          last_row)
 
 
-_NUMBER_LIKE = re.compile(r"[^A-Za-z]*\d[^A-Za-z]*")
-"""A cell that reads as a number or a date (``1,250``, ``($2.50)``, ``2026-04-01``), not a label."""
-
-
 def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
                 ) -> tuple[list[tuple[int, Sequence[str]]], dict[int, tuple[int, int]]]:
     """A sheet's rows as a reader sees its merged cells, and each row's extent (its last row and
@@ -214,7 +215,7 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
                  if cell(below, column).strip() and cell(below, column) != cell(header, column)}
         spanned = {c for column, last_column in headings for c in range(column, last_column + 1)}
         if (len(under) >= 2 and set(under) <= spanned
-                and not any(_NUMBER_LIKE.fullmatch(value) for value in under.values())):
+                and not any(NUMBER_LIKE.fullmatch(value) for value in under.values())):
             for column in range(1, width + 1):
                 top, sub = cell(header, column), under.get(column, "")
                 put(header, column, f"{top} {sub}" if top and sub else top or sub)

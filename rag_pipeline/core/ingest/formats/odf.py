@@ -489,7 +489,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "7")
+        return Extractor("ods-content-xml", "8")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
