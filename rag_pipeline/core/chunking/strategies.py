@@ -200,7 +200,9 @@ def boundary_spans(canonical: str, section: Section, target: int,
     ``target``) and its pieces packed on their own.
 
     A table (of ``tables``) is cut between its rows, one row a chunk (the header row with the
-    first, a row over ``target`` cut like a paragraph): a question about one row (a person's
+    first; a wide row whole up to ``hard_max``, and beyond it cut like a paragraph: a row of 31
+    columns cut at ``target`` left its last columns a chunk of their own, which a question about
+    the row never found and a citation quoted as the row): a question about one row (a person's
     phone, a server's rack) is near that row's vector, and far from a chunk of several rows,
     whose vector blends them (docs/user-guide/tables-and-ocr.md has the figures)."""
     hard_max = hard_max if hard_max is not None else 2 * target
@@ -226,7 +228,10 @@ def boundary_spans(canonical: str, section: Section, target: int,
             rows[-1] = (rows[-1][0], run_on[1])
             position = run_on[1]
         for s, e in rows:
-            spans.extend(_pack(_units(canonical, s, e, target, hard_max, levels), target))
+            if e - s <= hard_max:
+                spans.append((s, e))
+            else:
+                spans.extend(_pack(_units(canonical, s, e, target, hard_max, levels), target))
     small, _ = _paragraphs(canonical, position, section.end, target, hard_max, spans, small)
     spans.extend(_pack(small, target))
     return spans

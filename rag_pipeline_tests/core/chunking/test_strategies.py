@@ -470,6 +470,29 @@ def test_a_table_is_one_row_a_chunk_and_its_header_repeated_in_text_only():
     assert plain[2].text == plain[2].content
 
 
+def test_a_wide_row_is_one_chunk_up_to_the_hard_maximum_and_cut_beyond_it():
+    # As scikit-learn's breast_cancer.csv: 31 columns, each row ~600 characters. Cut at the
+    # target, each row left its last columns as a chunk of their own ("column 31: 0").
+    from rag_pipeline.core.ingest.tables import layout_table
+
+    header = [f"feature {c:02d}" for c in range(1, 32)]
+    wide = [f"1.{c:04d}" for c in range(1, 32)]
+    widest = ["x" * 30] * 31  # 31 x 30 characters and separators: over 2 x 512
+    table_text, table = layout_table([header, wide, widest], 0)
+    canonical = f"{table_text}\n"
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    rows = table_text.split("\n")
+    assert [len(r) for r in rows] == [400, 276, 1020]
+    # The header with the first row (677 characters) and the widest row (1,020): one chunk
+    # each, where the cut at 512 made five (400, 276, 494, 494 and 30).
+    assert [c.content for c in chunks] == [f"{rows[0]}\n{rows[1]}", rows[2]]
+    assert offset_errors(canonical, chunks) == []
+    # A row over 2 x 512 is cut as a paragraph is.
+    longer = layout_table([header, ["y" * 40] * 31], 0)
+    cut = chunk_document("d", "Doc", f"{longer[0]}\n", ChunkingStrategy.HEADER, tables=[longer[1]])
+    assert [len(c.content) for c in cut] == [486, 472, 472, 298]
+
+
 def test_a_short_table_is_one_row_a_chunk_too():
     from rag_pipeline.core.ingest.tables import layout_table
 
