@@ -237,14 +237,24 @@ def boundary_spans(canonical: str, section: Section, target: int,
     return spans
 
 
+RUN_ON_MAX_CHARS = 80
+"""After a blank line, a paragraph goes on from a table's last row only when it is one line of
+at most this many characters starting in lower case: the rest of a wrapped cell ("pipeline."),
+not a paragraph that opens with a lower-case name ("sklearn.datasets.fetch_covtype will load
+...", after a reStructuredText table)."""
+
+
 def _running_on(canonical: str, start: int, end: int) -> tuple[int, int] | None:
-    """The paragraph after ``start`` when it goes on from there: no blank line before it, or a
-    first letter in lower case (a sentence a page break or the layout cut); else None."""
+    """The paragraph after ``start`` when it goes on from there: no blank line before it, or
+    after one a single short line starting in lower case (:data:`RUN_ON_MAX_CHARS`: a
+    sentence a page break or the layout cut); else None."""
     spans = paragraph_spans(canonical, start, end)
     if not spans:
         return None
-    first = canonical[spans[0][0]]
-    if _BLANK_LINE.search(canonical, start, spans[0][0]) and not first.islower():
+    p_start, p_end = spans[0]
+    if _BLANK_LINE.search(canonical, start, p_start) and not (
+            canonical[p_start].islower() and p_end - p_start <= RUN_ON_MAX_CHARS
+            and "\n" not in canonical[p_start:p_end]):
         return None
     return spans[0]
 

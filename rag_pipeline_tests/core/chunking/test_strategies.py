@@ -524,7 +524,14 @@ def test_text_going_on_from_a_tables_last_row_stays_in_its_chunk():
             "# | Expands to the count.",
             f"? | Expands to the status of the last foreground{gap}pipeline.",
             "Next paragraph."]
-    # A new sentence after a blank line is a paragraph of its own.
+    # A new sentence after a blank line is a paragraph of its own, and so is one that opens
+    # with a lower-case name (scikit-learn's covtype.rst, after its table).
     canonical = f"{table_text}\n\nPipelines are described below.\n"
     chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
     assert [c.content for c in chunks][-1] == "Pipelines are described below."
+    opening = ("sklearn.datasets.fetch_covtype will load the covertype dataset; it returns a "
+               "dictionary-like 'Bunch' object.")
+    canonical = f"{table_text}\n\n{opening}\n"
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    assert [c.content for c in chunks][-2:] == [
+        "? | Expands to the status of the last foreground", opening]
