@@ -281,6 +281,14 @@ def _styles_with(package: _Package, properties: str, attribute: str, value: str)
                    for found in style.iter(_q(prefix, name)))}
 
 
+def embedded_object_notes(root: object) -> tuple[tuple[str, str], ...]:
+    """``embedded_objects_left_out`` with the count of the objects embedded under ``root``
+    (``draw:object``, ``draw:object-ole``: a spreadsheet or chart on a slide, a formula), which
+    are packages of their own and not read, or nothing when it holds none."""
+    count = sum(1 for _ in root.iter(_q("draw", "object"), _q("draw", "object-ole")))
+    return (("embedded_objects_left_out", str(count)),) if count else ()
+
+
 def comment_notes(root: object) -> tuple[tuple[str, str], ...]:
     """``comments_left_out`` with the count of the comments under ``root``, or nothing when it
     holds none."""
@@ -363,7 +371,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "5")
+        return Extractor("odt-content-xml", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -379,7 +387,7 @@ class OdtFormat(_OdfFormat):
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
         title = package.title or next((text for text, level, _ in blocks if level), stem)
         return _text_document(blocks, title, _headers_and_footers(package),
-                              comment_notes(body))
+                              embedded_object_notes(body) + comment_notes(body))
 
 
 class OdpFormat(_OdfFormat):
@@ -389,7 +397,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "6")
+        return Extractor("odp-content-xml", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -428,7 +436,7 @@ class OdpFormat(_OdfFormat):
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(pages))),
                                 *((("hidden_slides", str(hidden)),) if hidden else ()),
-                                *comment_notes(body)))
+                                *embedded_object_notes(body), *comment_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``
@@ -489,7 +497,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "8")
+        return Extractor("ods-content-xml", "9")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).
@@ -508,7 +516,7 @@ class OdsFormat(_OdfFormat):
             for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + comment_notes(body)
+                         notes=layout.notes + embedded_object_notes(body) + comment_notes(body)
                          + ((("repeats_left_out", str(budget[1])),) if budget[1] else ()))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

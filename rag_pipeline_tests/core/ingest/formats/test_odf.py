@@ -10,7 +10,13 @@ from odf import draw, office, presentation, table, text
 from odf.namespaces import PRESENTATIONNS
 from odf.opendocument import OpenDocumentPresentation, OpenDocumentSpreadsheet, OpenDocumentText
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
+from rag_pipeline.core.ingest.extracted import (
+    Anchor,
+    ExtractionError,
+    Section,
+    TableSpan,
+    left_out,
+)
 from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 
 ODT, ODP, ODS = OdtFormat(), OdpFormat(), OdsFormat()
@@ -224,6 +230,34 @@ def test_odp_slides_with_titles_notes_and_slide_anchors():
     assert [extracted.canonical_text[a.start:a.end] for a in extracted.anchors] == [
         "Plan\n\nThree sites\n\nNotes: Say hello", "Slide 2\n\nQuestions?"]
     assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
+
+
+def test_an_object_embedded_on_a_slide_or_a_page_is_counted_as_left_out():
+    # As odfpy's tests/examples/emb_spreadsheet.odp: a spreadsheet embedded on a slide (its
+    # own package, "Object 1/content.xml", not read), which was dropped without a word.
+    document = OpenDocumentPresentation()
+    page = draw.Page(name="page1", masterpagename="")
+    frame = frame_of("title")
+    box = draw.TextBox()
+    box.addElement(text.P(text="Embedded Spreadsheet"))
+    frame.addElement(box)
+    page.addElement(frame)
+    holder = draw.Frame()
+    holder.addElement(draw.Object(href="./Object 1"))
+    page.addElement(holder)
+    document.presentation.addElement(page)
+    extracted = ODP.extract(saved(document), "emb")
+    assert extracted.canonical_text == "Embedded Spreadsheet\n"
+    assert extracted.notes == (("slides", "1"), ("embedded_objects_left_out", "1"))
+    assert left_out(extracted.notes) == [
+        "1 embedded object(s) (a spreadsheet, a chart, a formula on a slide or a page) left out"]
+    odt = OpenDocumentText()
+    paragraph = text.P(text="Sales by quarter:")
+    chart = draw.Frame()
+    chart.addElement(draw.Object(href="./Object 1"))
+    paragraph.addElement(chart)
+    odt.text.addElement(paragraph)
+    assert ODT.extract(saved(odt), "report").notes[-1] == ("embedded_objects_left_out", "1")
 
 
 def test_hidden_odp_slides_and_ods_sheets_are_read_and_counted():
