@@ -129,6 +129,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "outputs_without_text": "{} notebook output(s) without text (images, widgets)",
     "cells_left_out": "{} notebook cell(s) of unknown kinds left out",
     "outputs_cut": "{} notebook output(s) cut short (too long)",
+    "tracebacks_left_out": "{} notebook error traceback(s) left out (each error's name and message kept)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
     "imported_parts_left_out": ("{} part(s) a DOCX imports whole and no reader here reads (RTF, a "

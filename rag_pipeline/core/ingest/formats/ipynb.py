@@ -8,7 +8,8 @@ code cells' own ``language`` names the fences' language). The canonical text is 
 cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
 kept (inside the fence they are code, never headings); each of its outputs that is text as a
 fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``, else
-its ``text/html`` read by the HTML reader), an error's ``name: value``. Terminal colour codes
+its ``text/html`` read by the HTML reader), an error's ``name: value`` (its traceback, frames
+of the kernel's code, left out and counted: ``tracebacks_left_out``). Terminal colour codes
 are dropped, and one output keeps at most :data:`MAX_OUTPUT_CHARS` characters (the rest is cut
 at a line end and counted in the notes: a notebook with a 100 MB log in one cell is still a
 notebook, not 100 MB of log). A raw cell is a fenced ``text`` block too. What has no text (an
@@ -104,6 +105,7 @@ class _Left:
     outputs_cut: int = 0
     outputs_without_text: int = 0
     cells_left_out: int = 0
+    tracebacks_left_out: int = 0
 
 
 def _cell_blocks(cell: dict, language: str, left: _Left) -> list[str]:
@@ -121,6 +123,8 @@ def _cell_blocks(cell: dict, language: str, left: _Left) -> list[str]:
     for output in cell.get("outputs") or ():
         if not isinstance(output, dict):
             continue
+        if output.get("output_type") == "error" and output.get("traceback"):
+            left.tracebacks_left_out += 1
         text = _ANSI.sub("", _output_text(output)).strip("\n")
         text, was_cut = _cut(text)
         left.outputs_cut += was_cut
@@ -138,7 +142,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "3")
+        return Extractor("ipynb-json", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).
