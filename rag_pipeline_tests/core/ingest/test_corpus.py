@@ -34,7 +34,7 @@ from rag_pipeline.core.ingest.pdf_ocr import MISSING_TESSERACT, tesseract_versio
 from rag_pipeline.core.ingest.reading import without_link_target
 from rag_pipeline.core.ingest.reconcile import reconciliation_table
 from rag_pipeline.core.ingest.sources import SourceError
-from rag_pipeline.core.ingest.sources.local import listing
+from rag_pipeline.core.ingest.sources.local import listing, stat_fingerprint
 
 PDF_EXTRACTOR_VERSION = (f"7+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
@@ -508,6 +508,30 @@ def test_a_symlink_to_a_file_inside_the_root_is_skipped_not_read_under_its_name(
         "gitblob.txt": "a symlink into a hidden name: not followed, not part of the corpus",
         "public/pay.md": "a symlink to another file of the corpus: not followed (that file is "
                          "read under its own name)"}
+
+
+def test_a_file_with_two_names_is_skipped_under_both(tmp_path):
+    # Found by an attacker: `ln hr/salaries.md public/notes.md` was indexed as public/notes.md,
+    # so an [access] rule for public/** let engineering read HR's file; neither name is its own.
+    root = tmp_path / "corpus"
+    (root / "hr").mkdir(parents=True)
+    (root / "public").mkdir()
+    (root / "hr" / "salaries.md").write_bytes(b"# Bands\n\nBand 4 starts at 91000.\n")
+    os.link(root / "hr" / "salaries.md", root / "public" / "notes.md")
+    (root / "public" / "plain.md").write_bytes(b"# Plain\n")
+    reason = ("a hard link (2 names for one file): not read under any of them (another name "
+              "may have other [access] readers); copy the file to index it")
+    result = extract_corpus(root)
+    assert {r.document_id: (r.status, r.error) for r in result.records} == {
+        "hr/salaries.md": ("skipped", reason), "public/notes.md": ("skipped", reason),
+        "public/plain.md": ("ok", None)}
+    linked = stat_fingerprint(root / "hr" / "salaries.md")
+    assert linked.endswith(":links=2")
+    # The link removed, the file is its one name again: its fingerprint changes, and it is read.
+    (root / "public" / "notes.md").unlink()
+    assert stat_fingerprint(root / "hr" / "salaries.md") == linked.removesuffix(":links=2")
+    assert {r.document_id: r.status for r in extract_corpus(root).records} == {
+        "hr/salaries.md": "ok", "public/plain.md": "ok"}
 
 
 def test_symlink_loops_and_special_files_fail_with_their_reasons_unopened(tmp_path, monkeypatch):

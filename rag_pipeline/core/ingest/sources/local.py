@@ -78,6 +78,8 @@ def stat_fingerprint(path: Path) -> str:
     except OSError:
         return "stat:gone"
     own = f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_mode:o}"
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"{own}:links={info.st_nlink}"  # a link made or removed changes it
     if not stat.S_ISLNK(info.st_mode):
         return own
     try:
@@ -94,7 +96,9 @@ def local_entry(path: Path, root: Path) -> Entry:
     fails as "not a regular file" when read), and a symlink to a file inside the root. That
     file is read under its own name, or is hidden; read under the link's name, its words
     would take the link's ``[access]`` readers (a link in ``public/`` to ``hr/pay.md``) or
-    expose a hidden file. A link out of the root fails when read."""
+    expose a hidden file. A link out of the root fails when read. A file with more than one
+    name (a hard link: ``ln hr/pay.md public/notes.md``) is skipped under each of them: no name
+    is its own, and read under one, its words would take that name's readers."""
     try:
         size: int | None = path.stat().st_size if not path.is_dir() else None
     except OSError:
@@ -109,6 +113,15 @@ def local_entry(path: Path, root: Path) -> Entry:
                        "under its own name)" if top is None else
                        f"a symlink into {shown_file_name(top)}, a hidden name: not followed, not "
                        "part of the corpus")
+    else:
+        try:
+            info = path.stat()
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            skipped = (f"a hard link ({info.st_nlink} names for one file): not read under any of "
+                       "them (another name may have other [access] readers); copy the file to "
+                       "index it")
     return Entry(path.relative_to(root).as_posix(), stat_fingerprint(path), size, skipped=skipped)
 
 
