@@ -5,6 +5,12 @@ bytes and a sheet name to a :class:`Grid` (and the sheets' names), so an ODS rea
 entry. The cited range comes from the format's own fragment (``#sheet=Budget&range=A12:F30``);
 the label is the reader's ``Budget 2026!A12:F30``. A grid shows at most :data:`MAX_ROWS` rows
 and :data:`MAX_COLUMNS` columns, starting a little above the cited range.
+
+Reading a workbook costs its whole shared-string table and every row above the grid (seconds
+for a sheet of 100,000 rows), so the grids last shown are kept (:data:`GRIDS_KEPT`, by the
+file's sha256, sheet and first row), and one workbook is read at a time: views of a large
+workbook asked for at once wait for each other, and leave the service's other cores to the
+questions.
 """
 
 from __future__ import annotations
@@ -12,12 +18,14 @@ from __future__ import annotations
 import html
 import io
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.rows import column_letters, column_number
+from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, path_url
 from rag_pipeline.service.views.text import text_view
 
@@ -25,6 +33,12 @@ MAX_ROWS = 200
 MAX_COLUMNS = 40
 ROWS_ABOVE = 5
 """Rows shown above the cited range (its header usually)."""
+GRIDS_KEPT = 16
+_GRIDS: Recent[tuple[str, str, str | None, int], tuple[list[str], Grid | None]] = Recent(GRIDS_KEPT)
+"""(format, sha256, sheet asked for, first row) -> the workbook's sheet names and the grid (None
+when no such sheet)."""
+_READING = threading.Lock()
+"""Held while a workbook is read: one at a time."""
 
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?")
 _FRAGMENT = re.compile(r"#sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
@@ -125,15 +139,26 @@ def sheet_view(request: ViewRequest) -> View:
     original = request.original
     if original is None:
         return text_view(request)
-    names = reader.sheets(original.data)
     cited = cited_range(request)
-    sheet = request.sheet if request.sheet is not None else (cited[0] if cited else names[0])
-    if sheet not in names:
-        raise ViewError(404, f"no sheet {sheet!r} in {request.info.title or original.name}; its sheets: "
+    asked = request.sheet if request.sheet is not None else (cited[0] if cited else None)
+    first_row = max(1, cited[1].first_row - ROWS_ABOVE) if cited and cited[0] == asked else 1
+    key = (request.info.format, original.sha256, asked, first_row)
+    kept = _GRIDS.get(key)
+    if kept is None:
+        with _READING:
+            kept = _GRIDS.get(key)  # read by the request this one waited for
+            if kept is None:
+                names = reader.sheets(original.data)
+                sheet = asked if asked is not None else names[0]
+                kept = (names, reader.grid(original.data, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
+                        if sheet in names else None)
+                _GRIDS.put(key, kept)
+    names, grid = kept
+    if grid is None:
+        raise ViewError(404, f"no sheet {asked!r} in {request.info.title or original.name}; its sheets: "
                              + ", ".join(repr(n) for n in names))
+    sheet = grid.sheet
     marked = cited[1] if cited and cited[0] == sheet else None
-    first_row = max(1, marked.first_row - ROWS_ABOVE) if marked else 1
-    grid = reader.grid(original.data, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
     width = max([len(r) - next((i for i, v in enumerate(reversed(r)) if v), len(r)) for r in grid.rows]
                 + [marked.last_column if marked else 1])
     head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))
