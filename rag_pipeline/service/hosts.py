@@ -24,9 +24,11 @@ Message = MutableMapping[str, Any]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
-PRIVATE_HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"))
+PRIVATE_HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"),
+                   (b"x-content-type-options", b"nosniff"))
 """What every response of the service carries: kept by no cache (what a principal read stays
-nowhere after sign-out), framed by no other page."""
+nowhere after sign-out), framed by no other page, read by a browser as the type it declares
+and never as a type guessed from its bytes."""
 
 
 def is_loopback(host: str) -> bool:

@@ -517,8 +517,8 @@ def test_feedback_only_as_json_and_no_response_is_kept_or_framed(client: TestCli
     for url in ("/", "/status", "/ask?q=cooling", "/documents/guide.md",
                 "/page-images/report.pdf?page=1", "/originals/guide.md", "/nowhere"):
         response = client.get(url)
-        assert (response.headers["cache-control"], response.headers["x-frame-options"]) == (
-            "no-store", "DENY"), url
+        assert (response.headers["cache-control"], response.headers["x-frame-options"],
+                response.headers["x-content-type-options"]) == ("no-store", "DENY", "nosniff"), url
     # The body limit's 413 too (found by an attack: it sat outside the headers' middleware).
     over = client.post("/ask", content=b"{}", headers={"Content-Length": "99999999",
                                                        "Content-Type": "application/json"})

@@ -392,4 +392,4 @@ def test_the_protocol_s_own_refusals_carry_the_private_headers(server: int):
     assert head[0] == b"HTTP/1.1 431 Request Header Fields Too Large"
     assert sorted(head[1:]) == [b"cache-control: no-store", b"connection: close",
                                 b"content-length: 42", b"content-type: application/json",
-                                b"x-frame-options: DENY"]
+                                b"x-content-type-options: nosniff", b"x-frame-options: DENY"]
