@@ -404,7 +404,9 @@ def test_a_batch_that_fails_stops_the_batches_not_begun_and_every_session_comes_
                 if number == 3:
                     raise RuntimeError("batch 3 failed")
                 if number > 3:
-                    time.sleep(1.0)  # a batch's time, in which the failure is seen
+                    # A batch's time, in which the failure is seen (long enough for a
+                    # loaded machine's threads to see it before a session takes another).
+                    time.sleep(2.0)
             batch, length = inputs["input_ids"].shape
             return [np.ones((batch, length, minilm.dimension), np.float32)]
 
