@@ -223,6 +223,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 retry_failed,
             )
             from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
+            from rag_pipeline.orchestration.pools import ensure_pool_limits
 
             defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
@@ -239,6 +240,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 _refuse_another_build(build, home)
                 retry_failed(instance, defs, env, click.echo)
                 latch.checkpoint()
+                ensure_pool_limits(instance)
                 run_id = launch_run("documents_job", env, run_config)
                 click.echo(f"using the running Dagster daemon: launched documents_job (run "
                            f"{run_id[:8]}); following the runs the index_automation sensor "

@@ -49,6 +49,7 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.assets.index_generation import INDEX_GENERATION
 from rag_pipeline.orchestration.assets.retrieval_eval import EVAL_TABLES
 from rag_pipeline.orchestration.partitions import CHUNKER, MODEL
+from rag_pipeline.orchestration.pools import ensure_pool_limits
 from rag_pipeline.orchestration.resources import IndexStorage
 from rag_pipeline.orchestration.retry_policy import Outcome, PastRun, RetryPolicy, Verdict
 from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
@@ -264,6 +265,7 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            f"is requested again after {retry.first_delay_seconds:.0f} s, "
                            f"doubling, at most {retry.max_attempts} attempts per inputs.")
     def index_automation(context: dg.SensorEvaluationContext, storage: IndexStorage):
+        ensure_pool_limits(context.instance)
         warehouse = storage.warehouse()
         if warehouse.version(DOCUMENTS) is None:
             return dg.SkipReason("no documents run yet: `rag-pipeline index`, the corpus_watch "

@@ -29,6 +29,7 @@ import dagster as dg
 from rag_pipeline.core.ingest.sources import LocalSource, SourceError, is_corpus_uri
 from rag_pipeline.core.runtime.processes import lock_holder, pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.orchestration.pools import ensure_pool_limits
 from rag_pipeline.orchestration.resources import CorpusSource
 from rag_pipeline.project_paths import INDEX_LOCK
 
@@ -88,6 +89,7 @@ def build_corpus_watch(documents_job: str, active_statuses: list[dg.DagsterRunSt
                            "bucket's ETags, a git ref's commit; every "
                            f"{interval_seconds} s); index_automation does the rest.")
     def corpus_watch(context: dg.SensorEvaluationContext, corpus: CorpusSource):
+        ensure_pool_limits(context.instance)
         recorded = recorded_fingerprint(context.instance)
         if recorded is None:
             return dg.SkipReason("no documents run yet: `rag-pipeline index` builds the index")
