@@ -10,10 +10,10 @@ progress, and a run in progress never waits for a slot. ``rag-pipeline index`` w
 runs its runs one after another itself, outside the queue.
 
 Dagster's queue gives a pool its default limit only in the pass that first meets it, and lets
-that pass's runs through unheld: the first "Materialize all" of a fresh instance started two
-embeddings runs together. :func:`ensure_pool_limits` gives both pools their limit before any
-run is queued (each tick of the sensors, and ``rag-pipeline index`` before it launches runs for
-a daemon).
+that pass's runs through unheld: the first "Materialize all" of a fresh instance would start
+two embeddings runs together. :func:`ensure_pool_limits` gives both pools their limit before
+any run is queued (each tick of the sensors, and ``rag-pipeline index`` before it launches runs
+for a daemon).
 """
 
 from __future__ import annotations

@@ -201,8 +201,8 @@ def boundary_spans(canonical: str, section: Section, target: int,
 
     A table (of ``tables``) is cut between its rows, one row a chunk (the header row with the
     first; a wide row whole up to ``hard_max``, and beyond it cut like a paragraph: a row of 31
-    columns cut at ``target`` left its last columns a chunk of their own, which a question about
-    the row never found and a citation quoted as the row): a question about one row (a person's
+    columns cut at ``target`` would leave its last columns a chunk of their own, which no
+    question about the row finds and a citation would quote as the row): a question about one row (a person's
     phone, a server's rack) is near that row's vector, and far from a chunk of several rows,
     whose vector blends them (docs/user-guide/tables-and-ocr.md has the figures)."""
     hard_max = hard_max if hard_max is not None else 2 * target

@@ -202,8 +202,8 @@ def _attachment_name(part: object, number: int) -> str:
 def _attachment_data(part: object) -> bytes:
     """An attachment's bytes; an attached message as the bytes of a message (a broken one
     re-encoded as UTF-8, which its own reading then judges); a text part whose declared charset
-    reads it as UTF-8 with a byte-order mark, so its format reads the text the mail declared
-    (an HTML part in ISO-8859-1 was guessed at as Big5)."""
+    reads it as UTF-8 with a byte-order mark, so its format reads the text the mail declares
+    (an ISO-8859-1 HTML part's bytes alone, with no charset in the page, read as Big5)."""
     if part.get_content_maintype() == "text":
         payload = _payload(part)
         charset = part.get_content_charset()
