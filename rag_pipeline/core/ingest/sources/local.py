@@ -100,9 +100,10 @@ def local_entry(path: Path, root: Path) -> Entry:
     name (a hard link: ``ln hr/pay.md public/notes.md``) is skipped under each of them: no name
     is its own, and read under one, its words would take that name's readers."""
     try:
-        size: int | None = path.stat().st_size if not path.is_dir() else None
+        info: os.stat_result | None = path.stat()
     except OSError:
-        size = None
+        info = None
+    size = info.st_size if info is not None and not stat.S_ISDIR(info.st_mode) else None
     skipped = None
     if path.is_symlink():
         if path.is_dir() and format_for(path) is None:
@@ -113,15 +114,10 @@ def local_entry(path: Path, root: Path) -> Entry:
                        "under its own name)" if top is None else
                        f"a symlink into {shown_file_name(top)}, a hidden name: not followed, not "
                        "part of the corpus")
-    else:
-        try:
-            info = path.stat()
-        except OSError:
-            info = None
-        if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            skipped = (f"a hard link ({info.st_nlink} names for one file): not read under any of "
-                       "them (another name may have other [access] readers); copy the file to "
-                       "index it")
+    elif info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        skipped = (f"a hard link ({info.st_nlink} names for one file): not read under any of "
+                   "them (another name may have other [access] readers); copy the file to "
+                   "index it")
     return Entry(path.relative_to(root).as_posix(), stat_fingerprint(path), size, skipped=skipped)
 
 
