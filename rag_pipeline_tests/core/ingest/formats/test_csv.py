@@ -109,15 +109,14 @@ def test_a_comment_line_above_the_table_is_preamble_not_the_header():
 
 def test_a_table_of_numbers_alone_has_no_header_row_and_names_each_value_by_its_column():
     # The shape of scikit-learn's wine_data.csv once its count line is gone: numbers from the
-    # first row on. Row 1's values named none of row 2's ("14.23: 13.2").
-    data = b"14.23,1.71,2.43\n13.2,1.78,2.14\n13.16,2.36,2.67\n"
-    extracted = CSV.extract(data, "wine")
-    assert extracted.canonical_text == ("column 1: 14.23 | column 2: 1.71 | column 3: 2.43\n"
-                                        "column 1: 13.2 | column 2: 1.78 | column 3: 2.14\n"
-                                        "column 1: 13.16 | column 2: 2.36 | column 3: 2.67\n")
-    assert [a.locator for a in extracted.anchors] == ["row=1", "row=2", "row=3"]
-    assert extracted.notes == (("rows", "3"),)
-    assert [t.header for t in extracted.tables] == [""]
+    # first row on. Row 1's values name none of row 2's (not "14.23: 13.2").
+    wine = CSV.extract(b"14.23,1.71,2.43\n13.2,1.78,2.14\n13.16,2.36,2.67\n", "wine")
+    assert (wine.canonical_text, [a.locator for a in wine.anchors], wine.notes,
+            [t.header for t in wine.tables]) == (
+        "column 1: 14.23 | column 2: 1.71 | column 3: 2.43\n"
+        "column 1: 13.2 | column 2: 1.78 | column 3: 2.14\n"
+        "column 1: 13.16 | column 2: 2.36 | column 3: 2.67\n",
+        ["row=1", "row=2", "row=3"], (("rows", "3"),), [""])
     # A header of years over a column of labels stays a header; a title line stays preamble.
     assert CSV.extract(b"Budget\nItem,2025,2026\nRent,10,11\n", "b").canonical_text == (
         "Budget\nItem | 2025 | 2026\nItem: Rent | 2025: 10 | 2026: 11\n")
