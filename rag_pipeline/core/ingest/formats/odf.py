@@ -281,19 +281,17 @@ def _styles_with(package: _Package, properties: str, attribute: str, value: str)
                    for found in style.iter(_q(prefix, name)))}
 
 
-def embedded_object_notes(root: object) -> tuple[tuple[str, str], ...]:
-    """``embedded_objects_left_out`` with the count of the objects embedded under ``root``
-    (``draw:object``, ``draw:object-ole``: a spreadsheet or chart on a slide, a formula), which
-    are packages of their own and not read, or nothing when it holds none."""
-    count = sum(1 for _ in root.iter(_q("draw", "object"), _q("draw", "object-ole")))
-    return (("embedded_objects_left_out", str(count)),) if count else ()
+_EMBEDDED = (_q("draw", "object"), _q("draw", "object-ole"))
+"""Objects embedded in a document (a spreadsheet or chart on a slide, a formula): packages of
+their own, not read."""
 
 
-def comment_notes(root: object) -> tuple[tuple[str, str], ...]:
-    """``comments_left_out`` with the count of the comments under ``root``, or nothing when it
-    holds none."""
-    count = sum(1 for _ in root.iter(*_ANNOTATIONS))
-    return (("comments_left_out", str(count)),) if count else ()
+def left_out_notes(root: object) -> tuple[tuple[str, str], ...]:
+    """What ``root`` holds and no reader here reads, counted: ``embedded_objects_left_out``
+    (:data:`_EMBEDDED`) and ``comments_left_out``, each only when there is one."""
+    counts = (("embedded_objects_left_out", sum(1 for _ in root.iter(*_EMBEDDED))),
+              ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))))
+    return tuple((name, str(count)) for name, count in counts if count)
 
 
 def _headers_and_footers(package: _Package) -> list[str]:
@@ -387,7 +385,7 @@ class OdtFormat(_OdfFormat):
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
         title = package.title or next((text for text, level, _ in blocks if level), stem)
         return _text_document(blocks, title, _headers_and_footers(package),
-                              embedded_object_notes(body) + comment_notes(body))
+                              left_out_notes(body))
 
 
 class OdpFormat(_OdfFormat):
@@ -436,7 +434,7 @@ class OdpFormat(_OdfFormat):
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(pages))),
                                 *((("hidden_slides", str(hidden)),) if hidden else ()),
-                                *embedded_object_notes(body), *comment_notes(body)))
+                                *left_out_notes(body)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``
@@ -516,7 +514,7 @@ class OdsFormat(_OdfFormat):
             for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + embedded_object_notes(body) + comment_notes(body)
+                         notes=layout.notes + left_out_notes(body)
                          + ((("repeats_left_out", str(budget[1])),) if budget[1] else ()))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

@@ -78,7 +78,7 @@ def stat_fingerprint(path: Path) -> str:
     except OSError:
         return "stat:gone"
     own = f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_mode:o}"
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+    if _hard_linked(info):
         return f"{own}:links={info.st_nlink}"  # a link made or removed changes it
     if not stat.S_ISLNK(info.st_mode):
         return own
@@ -87,6 +87,11 @@ def stat_fingerprint(path: Path) -> str:
     except OSError:
         return f"{own}:->gone:{os.readlink(path)}"
     return f"{own}:->{target.st_size}:{target.st_mtime_ns}:{target.st_mode:o}:{target.st_ino}"
+
+
+def _hard_linked(info: os.stat_result) -> bool:
+    """A regular file with more than one name."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
 
 
 def local_entry(path: Path, root: Path) -> Entry:
@@ -114,7 +119,7 @@ def local_entry(path: Path, root: Path) -> Entry:
                        "under its own name)" if top is None else
                        f"a symlink into {shown_file_name(top)}, a hidden name: not followed, not "
                        "part of the corpus")
-    elif info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+    elif info is not None and _hard_linked(info):
         skipped = (f"a hard link ({info.st_nlink} names for one file): not read under any of "
                    "them (another name may have other [access] readers); copy the file to "
                    "index it")
