@@ -30,8 +30,8 @@ from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import Principal, install_access, principal
-from rag_pipeline.service.hosts import PRIVATE_HEADERS
 from rag_pipeline.service.page_routes import page_router
+from rag_pipeline.service.private_headers import PRIVATE_HEADERS
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ Asker = Annotated[Principal, Depends(principal)]
 
 
 class PrivateResponses:
-    """ASGI middleware: every response carries :data:`~rag_pipeline.service.hosts.PRIVATE_HEADERS`
+    """ASGI middleware: every response carries :data:`~rag_pipeline.service.private_headers.PRIVATE_HEADERS`
     (unless it says otherwise); added last, so outermost, around the 401 of the access check
     and the 413 of the body limit too."""
 

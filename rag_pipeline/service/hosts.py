@@ -17,19 +17,14 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["PRIVATE_HEADERS", "HostCheck", "allowed_hosts", "host_of", "hosts_line", "is_loopback"]
+from rag_pipeline.service.private_headers import PRIVATE_HEADERS
+
+__all__ = ["HostCheck", "allowed_hosts", "host_of", "hosts_line", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
-PRIVATE_HEADERS = ((b"cache-control", b"no-store"), (b"x-frame-options", b"DENY"),
-                   (b"x-content-type-options", b"nosniff"))
-"""What every response of the service carries: kept by no cache (what a principal read stays
-nowhere after sign-out), framed by no other page, read by a browser as the type it declares
-and never as a type guessed from its bytes."""
-
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a bind address or ``localhost``) is this machine only."""

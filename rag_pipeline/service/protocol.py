@@ -40,7 +40,7 @@ import httptools
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from rag_pipeline.service.hosts import PRIVATE_HEADERS
+from rag_pipeline.service.private_headers import PRIVATE_HEADERS
 
 __all__ = ["ClientLimits", "guarded_protocol"]
 
@@ -83,7 +83,7 @@ class ClientLimits:
 
 def _response(status: bytes, message: str) -> bytes:
     """A refusal the protocol writes itself (408, 431), carrying the headers every response of
-    the service carries (:data:`~rag_pipeline.service.hosts.PRIVATE_HEADERS`)."""
+    the service carries (:data:`~rag_pipeline.service.private_headers.PRIVATE_HEADERS`)."""
     body = f'{{"error": "{message}"}}'.encode("ascii")
     private = b"".join(name + b": " + value + b"\r\n" for name, value in PRIVATE_HEADERS)
     return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\ncontent-length: "

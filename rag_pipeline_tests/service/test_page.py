@@ -226,3 +226,33 @@ def test_a_source_links_its_address_only_when_the_service_has_a_base_url(base_ur
         assert link.get_attribute("href") == "https://docs.example.org/guide/config.md#char=113,203"
         assert page.locator("article.source p.meta").filter(has_text="Source:").inner_text() == (
             "Source: https://docs.example.org/guide/config.md#char=113,203")
+
+
+def test_a_script_that_reached_a_view_runs_nowhere_and_the_views_own_script_runs(tmp_path: Path):
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from rag_pipeline.service.app import PrivateResponses
+    from rag_pipeline.service.views import View, page_html
+
+    # A view whose body a sanitiser let through with a script, a handler and an image from
+    # elsewhere: the content policy every response carries stops all three.
+    body = ('<p>before</p><mark id="quote">the quote</mark><script>document.title = "script ran"'
+            '</script><img src="/nothing" onerror="document.title = \'handler ran\'">'
+            '<img id="far" src="http://192.0.2.1/pixel.png">')
+    app = FastAPI()
+    app.get("/doc", response_class=HTMLResponse)(
+        lambda: page_html("A manual", "manual.md", View("section 2", body, "markup"), None))
+    blocked: list[str] = []
+    with serve_in_thread(PrivateResponses(app)) as url, chromium_page(tmp_path / "profile") as page:
+        page.on("console", lambda message: blocked.append(message.text)
+                if "Content Security Policy" in message.text else None)
+        page.goto(url + "/doc#quote")
+        page.wait_for_function("document.readyState === 'complete'", timeout=TIMEOUT_MS)
+        assert page.title() == "A manual · section 2"
+        # The view's own script ran: it gave the quote the keyboard's focus.
+        assert page.evaluate("document.activeElement.id") == "quote"
+        assert page.evaluate("document.getElementById('far').naturalWidth") == 0
+    assert [text.split(" violates ")[0] for text in blocked] == [
+        "Executing inline script", "Executing inline event handler",
+        "Loading the image 'http://192.0.2.1/pixel.png'"]

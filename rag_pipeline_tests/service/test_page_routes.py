@@ -28,6 +28,7 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.page_routes import FEEDBACK_PER_MINUTE, FeedbackRate, document_problems
+from rag_pipeline.service.private_headers import script_hashes
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 from rag_pipeline.service.run import running_service
 from rag_pipeline.service.tokens import TokenStore
@@ -519,6 +520,15 @@ def test_feedback_only_as_json_and_no_response_is_kept_or_framed(client: TestCli
         response = client.get(url)
         assert (response.headers["cache-control"], response.headers["x-frame-options"],
                 response.headers["x-content-type-options"]) == ("no-store", "DENY", "nosniff"), url
+    # Each page runs its own script and no other: the policy names exactly the question
+    # page's script and the document view's, and an original keeps its sandbox.
+    policy = dict(directive.split(" ", 1) for directive in
+                  client.get("/nowhere").headers["content-security-policy"].split("; "))
+    assert policy["script-src"].split() == [*script_hashes(client.get("/").text),
+                                            *script_hashes(client.get("/documents/guide.md").text)]
+    assert (policy["default-src"], policy["img-src"], policy["connect-src"]) == (
+        "'none'", "'self' data:", "'self'")
+    assert client.get("/originals/guide.md").headers["content-security-policy"] == "sandbox"
     # The body limit's 413 too (found by an attack: it sat outside the headers' middleware).
     over = client.post("/ask", content=b"{}", headers={"Content-Length": "99999999",
                                                        "Content-Type": "application/json"})

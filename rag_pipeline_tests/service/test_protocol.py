@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import pytest
 import uvicorn
 
+from rag_pipeline.service.private_headers import CONTENT_SECURITY_POLICY
 from rag_pipeline.service.protocol import ClientLimits, guarded_protocol
 
 LIMITS = ClientLimits(head_seconds=1.0, max_head_bytes=16 * 1024, per_client=16, max_connections=1024,
@@ -391,5 +392,7 @@ def test_the_protocol_s_own_refusals_carry_the_private_headers(server: int):
     head = reply.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
     assert head[0] == b"HTTP/1.1 431 Request Header Fields Too Large"
     assert sorted(head[1:]) == [b"cache-control: no-store", b"connection: close",
-                                b"content-length: 42", b"content-type: application/json",
+                                b"content-length: 42",
+                                b"content-security-policy: " + CONTENT_SECURITY_POLICY.encode(),
+                                b"content-type: application/json",
                                 b"x-content-type-options: nosniff", b"x-frame-options: DENY"]
