@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import re
 import stat
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +20,9 @@ from rag_pipeline.core.runtime.recent import Recent
 
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
                             "\ufb04": "ffl"})
+_LIGATURE = re.compile("[\ufb00-\ufb04]")
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+"""A run of letters and digits: what ``str.isalnum`` holds (a ligature too)."""
 LOCATE_CHARS = 40
 """When a quote is not found whole (a page drawn differently from its extracted text), its
 first and last this many letters and digits are looked for instead."""
@@ -193,12 +197,29 @@ def normalised(text: str) -> tuple[str, list[int]]:
     white space, hyphenation and punctuation of the two renderings."""
     out: list[str] = []
     where: list[int] = []
-    for i, ch in enumerate(text):
-        for piece in ch.translate(_LIGATURES):
-            if piece.isalnum():
-                out.append(piece.lower())
-                where.append(i)
+    for run in _ALNUM_RUN.finditer(text):
+        word = run.group()
+        lowered = word.lower()
+        if len(lowered) == len(word) and not _LIGATURE.search(word):
+            out.append(lowered)
+            where.extend(range(run.start(), run.end()))
+            continue
+        for i, ch in enumerate(word, run.start()):  # a ligature, or a letter lower-cased to two
+            for piece in ch.translate(_LIGATURES).lower():
+                if piece.isalnum():
+                    out.append(piece)
+                    where.append(i)
     return "".join(out), where
+
+
+def letters_of(text: str) -> str:
+    """:func:`normalised`'s letters and digits alone (without where each comes from)."""
+    if not _LIGATURE.search(text):
+        joined = "".join(_ALNUM_RUN.findall(text))
+        lowered = joined.lower()
+        if len(lowered) == len(joined):
+            return lowered
+    return normalised(text)[0]
 
 
 def locate(haystack: str, needle: str) -> tuple[int, int] | None:

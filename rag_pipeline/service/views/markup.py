@@ -11,13 +11,15 @@ wrapped in ``<mark>``, the first with ``id="quote"``.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
+import itertools
 import re
 from collections.abc import Callable
 
 from rag_pipeline.core.runtime.recent import Recent
-from rag_pipeline.service.views.base import View, ViewRequest, locate, normalised
+from rag_pipeline.service.views.base import View, ViewRequest, letters_of, locate, normalised
 from rag_pipeline.service.views.text import heading_label, text_view
 
 _TAGS = frozenset({
@@ -65,30 +67,74 @@ def sanitised(markup: str) -> str:
                      attribute_filter=_keep_attribute)
 
 
-def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
-    """``markup`` with the text of ``quote`` wrapped in ``<mark>`` elements (the first
-    ``id="quote"``), and the text of the heading the quote sits under (``""`` for none); None
-    in its place when the quote was not found."""
-    from bs4 import BeautifulSoup, NavigableString
+_MARKUP_TAG = re.compile(r"""<(?:[^>"']|"[^"]*"|'[^']*')*>""")
+"""A tag of sanitised markup (an attribute's value may hold ``>``): what lies between two is
+text, its ``&``, ``<`` and ``>`` escaped."""
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_HEADING = re.compile(r"<(?P<close>/)?h(?P<level>[1-6])\b", re.I)
 
-    soup = BeautifulSoup(markup, "html.parser")
-    strings = [s for s in soup.find_all(string=True) if isinstance(s, NavigableString)]
-    letters: list[str] = []
-    owners: list[tuple[int, int]] = []
-    for number, string in enumerate(strings):
-        text, where = normalised(str(string))
-        letters.append(text)
-        owners += [(number, i) for i in where]
+
+class _Text:
+    """One run of text between two tags of the markup: where it is and what a reader sees of
+    it."""
+
+    def __init__(self, markup: str, start: int, end: int) -> None:
+        self.markup, self.start, self.end = markup, start, end
+        raw = markup[start:end]
+        self.seen = _ENTITY.sub(lambda entity: html.unescape(entity.group()), raw) if "&" in raw else raw
+
+    @functools.cached_property
+    def offsets(self) -> list[int]:
+        """For each character of :attr:`seen`, the offset in the markup it is written at (an
+        entity's characters all at the entity's), then :attr:`end`."""
+        raw = self.markup[self.start:self.end]
+        offsets: list[int] = []
+        at = 0
+        for entity in _ENTITY.finditer(raw):
+            offsets += range(self.start + at, self.start + entity.start())
+            offsets += [self.start + entity.start()] * len(html.unescape(entity.group()))
+            at = entity.end()
+        offsets += range(self.start + at, self.end + 1)
+        return offsets
+
+
+def _texts(markup: str) -> list[_Text]:
+    texts: list[_Text] = []
+    at = 0
+    for tag in _MARKUP_TAG.finditer(markup):
+        if tag.start() > at:
+            texts.append(_Text(markup, at, tag.start()))
+        at = tag.end()
+    if at < len(markup):
+        texts.append(_Text(markup, at, len(markup)))
+    return texts
+
+
+def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
+    """``markup`` (as the sanitiser writes it) with the text of ``quote`` wrapped in ``<mark>``
+    elements (the first ``id="quote"``), and the text of the heading the quote sits under
+    (``""`` for none); None in its place when the quote was not found."""
+    texts = _texts(markup)
+    letters = [letters_of(text.seen) for text in texts]
     found = locate("".join(letters), normalised(quote)[0])
     if found is None:
         return markup, None
-    (first_string, first_char), (last_string, last_char) = owners[found[0]], owners[found[1]]
+    before = list(itertools.accumulate(len(found_letters) for found_letters in letters))
+
+    def owner(letter: int) -> tuple[int, int]:
+        """The text holding the ``letter``-th letter, and that letter's index in its text."""
+        number = bisect.bisect_right(before, letter)
+        return number, normalised(texts[number].seen)[1][letter - (before[number - 1] if number else 0)]
+
+    (first_text, first_char), (last_text, last_char) = owner(found[0]), owner(found[1])
+    pieces: list[str] = []
+    at = 0
     first_mark = None
-    for number in range(first_string, last_string + 1):
-        string = strings[number]
-        value = str(string)
-        a = first_char if number == first_string else 0
-        b = last_char + 1 if number == last_string else len(value)
+    for number in range(first_text, last_text + 1):
+        text = texts[number]
+        value = text.seen
+        a = first_char if number == first_text else 0
+        b = last_char + 1 if number == last_text else len(value)
         # Punctuation touching the quote's first and last letters is the quote's too.
         while a > 0 and not value[a - 1].isspace() and not value[a - 1].isalnum():
             a -= 1
@@ -96,14 +142,29 @@ def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
             b += 1
         if not value[a:b].strip():
             continue
-        mark = soup.new_tag("mark")
-        mark.string = value[a:b]
-        if first_mark is None:
-            mark["id"] = "quote"
-            first_mark = mark
-        string.replace_with(NavigableString(value[:a]), mark, NavigableString(value[b:]))
-    heading = first_mark.find_previous(["h1", "h2", "h3", "h4", "h5", "h6"]) if first_mark else None
-    return str(soup), " ".join(heading.get_text().split()) if heading is not None else ""
+        opened, closed = text.offsets[a], text.offsets[b]
+        pieces += [markup[at:opened], "<mark>" if first_mark is not None else '<mark id="quote">',
+                   markup[opened:closed], "</mark>"]
+        first_mark = opened if first_mark is None else first_mark
+        at = closed
+    pieces.append(markup[at:])
+    return "".join(pieces), _heading_before(markup, texts, first_mark)
+
+
+def _heading_before(markup: str, texts: list[_Text], where: int | None) -> str:
+    """The text of the last heading (``h1`` to ``h6``) opened before ``where`` in ``markup``."""
+    if where is None:
+        return ""
+    opened = None
+    for tag in _HEADING.finditer(markup, 0, where):
+        if not tag["close"]:
+            opened = tag
+    if opened is None:
+        return ""
+    closing = _HEADING.search(markup, opened.end())
+    end = closing.start() if closing is not None else len(markup)
+    return " ".join("".join(text.seen for text in texts
+                            if opened.end() <= text.start and text.end <= end).split())
 
 
 @functools.cache

@@ -139,3 +139,17 @@ def test_a_document_is_rendered_once_for_many_views_and_a_huge_one_not_at_all(mo
     assert (view.kind, view.note, len(made)) == (
         "text", "This document is 38 characters long (more than 20): it is shown as its extracted "
                 "text.", 1)
+
+
+def test_a_quote_is_marked_in_the_markup_as_written_entities_and_attributes_whole():
+    markup = ('<h2>Fish &amp; chips</h2><p><a href="/x" title="a > b">Cod &amp; haddock</a> '
+              "cost &lt;5&nbsp;€ &#8212; fried&amp;salted.</p>")
+    marked, heading = mark_quote(markup, "haddock cost <5 € — fried&salted")
+    assert marked == ('<h2>Fish &amp; chips</h2><p><a href="/x" title="a > b">Cod &amp; '
+                      '<mark id="quote">haddock</mark></a><mark> cost &lt;5&nbsp;€ &#8212; '
+                      "fried&amp;salted.</mark></p>")
+    assert heading == "Fish & chips"
+    # A quote inside a heading is under that heading; a quote under none has no heading.
+    assert mark_quote(markup, "chips") == (markup.replace("&amp; chips", '&amp; <mark id="quote">'
+                                                          "chips</mark>"), "Fish & chips")
+    assert mark_quote("<p>one ﬁne day</p><h3>Later</h3>", "one fine")[1] == ""
