@@ -136,8 +136,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
                                 "document, a missing part) left out"),
     "members_unnamed": "{} archive member(s) whose name is nothing once made safe left out",
     "diagrams_left_out": "{} SmartArt diagram(s) whose data could not be read left out",
-    "embedded_objects_left_out": ("{} embedded object(s) (a spreadsheet, a chart, a formula on "
-                                  "a slide or a page) left out"),
+    "embedded_objects_left_out": ("{} embedded object(s) no reader here reads (a formula, a "
+                                  "drawing, an OLE object) left out"),
     "pages_unreadable": "page(s) {} could not be loaded (a damaged PDF) and are left out",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
     "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",

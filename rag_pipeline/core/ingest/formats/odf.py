@@ -20,6 +20,12 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
   blank rows left out, declared as a :class:`~rag_pipeline.core.ingest.extracted.TableSpan`
   (:func:`~rag_pipeline.core.ingest.tables.layout_table`, the first row its header) so a long
   table keeps its header row in every chunk's embedded text. Cited ``#char=``.
+- **Embedded objects** (ODT and ODP; packages of their own, ``Object 1/content.xml``): a chart
+  is a line ``Chart: <its title>`` and its data table (a row per category, a column per
+  series, as a PPTX chart's), a spreadsheet a table per sheet, each after the block holding it.
+  A formula, a drawing, a text document or an OLE object is not read: counted
+  (``embedded_objects_left_out``), as every embedded object of an ODS (a chart there draws the
+  sheet's own cells).
 - **ODP**: as PPTX (:mod:`rag_pipeline.core.ingest.formats.pptx`): a slide's title frame
   titles its section, its other frames and tables are blocks (tables declared as in ODT), its
   notes a ``Notes: `` block; one anchor ``slide=N`` per slide, cited ``#slide=N``.
@@ -41,8 +47,8 @@ import io
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import (
@@ -80,6 +86,8 @@ _NS = {
     "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
     "dc": "http://purl.org/dc/elements/1.1/",
     "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
+    "chart": "urn:oasis:names:tc:opendocument:xmlns:chart:1.0",
+    "xlink": "http://www.w3.org/1999/xlink",
 }
 
 
@@ -199,17 +207,23 @@ def _notes(element: object) -> Iterator[tuple[str, int, list[list[str]] | None]]
             yield f"{label} {mark}: {text}" if mark else f"{label}: {text}", 0, None
 
 
-def _blocks(container: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
-    """``(text, heading level or 0, a table's rows or None)`` of a text body's blocks in order,
-    each followed by the notes anchored in it."""
+Block = tuple[str, int, list[list[str]] | None]
+"""``(text, heading level or 0, a table's rows or None)``: one block of a text body."""
+
+
+def _blocks(container: object, objects: _Objects) -> Iterator[Block]:
+    """A text body's blocks in order, each followed by the notes anchored in it and by the
+    objects embedded in it (``objects``: :attr:`_Package.objects`)."""
     for child in container:
-        yield from _own_blocks(child)
-        if child.tag not in _HOLDERS:
+        yield from _own_blocks(child, objects)
+        if child.tag not in _HOLDERS and child.tag not in _EMBEDDED:
             yield from _notes(child)
+            for embedded in child.iter(*_EMBEDDED):
+                yield from _object_blocks(embedded, objects)
 
 
-def _own_blocks(child: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
-    """The blocks of one child of a text body (its notes aside)."""
+def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
+    """The blocks of one child of a text body (its notes and what it embeds aside)."""
     tag = child.tag
     if tag == _q("text", "h"):
         text = " ".join(inline_text(child).split())
@@ -228,17 +242,69 @@ def _own_blocks(child: object) -> Iterator[tuple[str, int, list[list[str]] | Non
         if rows:
             yield layout_table(rows, 0)[0], 0, rows
     elif tag in _HOLDERS:
-        yield from _blocks(child)
+        yield from _blocks(child, objects)
+    elif tag in _EMBEDDED:
+        yield from _object_blocks(child, objects)
+
+
+def _object_name(embedded: object) -> str:
+    """The package folder a ``draw:object`` names (``./Object 1`` -> ``Object 1``)."""
+    return embedded.get(_q("xlink", "href"), "").removeprefix("./").strip("/")
+
+
+@dataclass(frozen=True)
+class _Objects:
+    """The root of each embedded object's ``content.xml`` by its folder (``Object 1``), and
+    the filled cells their tables hold together, with the copies past :data:`MAX_REPEAT` left
+    out (as a spreadsheet document's: :func:`_sheet_rows`)."""
+
+    roots: Mapping[str, object]
+    budget: list[int] = field(default_factory=lambda: [0, 0])
+
+
+def _object_body(embedded: object, objects: _Objects) -> object | None:
+    """The chart or spreadsheet body an embedded object holds, or None (another kind, an OLE
+    object, a folder not in the package)."""
+    root = (objects.roots.get(_object_name(embedded)) if embedded.tag == _q("draw", "object")
+            else None)
+    if root is None:
+        return None
+    return next((body for name in _READ_OBJECTS
+                 if (body := root.find(f"office:body/office:{name}", _NS)) is not None), None)
+
+
+def _object_blocks(embedded: object, objects: _Objects) -> Iterator[Block]:
+    """An embedded chart as a line ``Chart: <its title>`` and its data table (a row per
+    category, a column per series, as a PPTX chart's), an embedded spreadsheet as a table per
+    sheet; nothing for any other object (counted: :func:`left_out_notes`)."""
+    body = _object_body(embedded, objects)
+    if body is None:
+        return
+    if body.tag == _q("office", "chart"):
+        chart = body.find("chart:chart", _NS)
+        title = chart.find("chart:title", _NS) if chart is not None else None
+        title_text = _paragraphs_text(title) if title is not None else ""
+        yield (f"Chart: {title_text}" if title_text else "Chart"), 0, None
+        tables = chart.findall("table:table", _NS) if chart is not None else []
+    else:
+        tables = body.findall("table:table", _NS)
+    for table in tables:
+        rows = without_blank_rows([list(cells) for _, cells in _sheet_rows(table, objects.budget)[0]])
+        if body.tag == _q("office", "chart") and rows and not rows[0][0].strip():
+            rows[0][0] = "Category"
+        if rows:
+            yield layout_table(rows, 0)[0], 0, rows
 
 
 @dataclass(frozen=True)
 class _Package:
-    """``content.xml``'s root, ``meta.xml``'s title (``""`` without one) and ``styles.xml``'s
-    root (None without one)."""
+    """``content.xml``'s root, ``meta.xml``'s title (``""`` without one), ``styles.xml``'s
+    root (None without one), and the embedded objects."""
 
     root: object
     title: str
     styles: object | None
+    objects: _Objects
 
 
 def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
@@ -254,6 +320,8 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
             names = archive.namelist()
             meta = archive.read("meta.xml") if "meta.xml" in names else None
             styles = archive.read("styles.xml") if "styles.xml" in names else None
+            objects = {name.removesuffix("/content.xml"): archive.read(name) for name in names
+                       if name.count("/") == 1 and name.endswith("/content.xml")}
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
             ValueError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
@@ -261,10 +329,11 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
         root = safe_xml(content)
         title_node = safe_xml(meta).find(".//dc:title", _NS) if meta else None
         styles_root = safe_xml(styles) if styles else None
+        object_roots = {name: safe_xml(part) for name, part in objects.items()}
     except ExtractionError as exc:
         raise ExtractionError(f"unreadable {kind}: {exc}") from exc
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
-    return _Package(root, title, styles_root)
+    return _Package(root, title, styles_root, _Objects(object_roots))
 
 
 def _styles_with(package: _Package, properties: str, attribute: str, value: str) -> set[str]:
@@ -282,15 +351,22 @@ def _styles_with(package: _Package, properties: str, attribute: str, value: str)
 
 
 _EMBEDDED = (_q("draw", "object"), _q("draw", "object-ole"))
-"""Objects embedded in a document (a spreadsheet or chart on a slide, a formula): packages of
-their own, not read."""
+"""Objects embedded in a document (a chart or a spreadsheet on a slide, a formula): packages
+of their own."""
+_READ_OBJECTS = ("chart", "spreadsheet")
+"""The embedded objects that are read (:func:`_object_blocks`); a formula, a drawing, a text
+document or an OLE object is not."""
 
 
-def left_out_notes(root: object) -> tuple[tuple[str, str], ...]:
+def left_out_notes(root: object, objects: _Objects) -> tuple[tuple[str, str], ...]:
     """What ``root`` holds and no reader here reads, counted: ``embedded_objects_left_out``
-    (:data:`_EMBEDDED`) and ``comments_left_out``, each only when there is one."""
-    counts = (("embedded_objects_left_out", sum(1 for _ in root.iter(*_EMBEDDED))),
-              ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))))
+    (:data:`_EMBEDDED` but the charts and spreadsheets of ``objects``, which are read),
+    ``comments_left_out`` and the ``repeats_left_out`` of the objects' tables, each only when
+    there is one."""
+    counts = (("embedded_objects_left_out", sum(1 for embedded in root.iter(*_EMBEDDED)
+                                                if _object_body(embedded, objects) is None)),
+              ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))),
+              ("repeats_left_out", objects.budget[1]))
     return tuple((name, str(count)) for name, count in counts if count)
 
 
@@ -369,7 +445,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "6")
+        return Extractor("odt-content-xml", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -380,12 +456,12 @@ class OdtFormat(_OdfFormat):
         package = _package(data, "ODT", self.limits)
         body = _body(package.root, "ODT", "text")
         try:
-            blocks = list(_blocks(body))
+            blocks = list(_blocks(body, package.objects))
         except RecursionError as exc:
             raise ExtractionError("unreadable ODT: sections nested too deep to read") from exc
         title = package.title or next((text for text, level, _ in blocks if level), stem)
         return _text_document(blocks, title, _headers_and_footers(package),
-                              left_out_notes(body))
+                              left_out_notes(body, package.objects))
 
 
 class OdpFormat(_OdfFormat):
@@ -395,7 +471,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "7")
+        return Extractor("odp-content-xml", "8")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -415,11 +491,11 @@ class OdpFormat(_OdfFormat):
             title, blocks = "", []
             for frame in page:
                 if frame.tag == _q("presentation", "notes"):
-                    notes = " ".join(text for text, _, _ in _blocks(frame))
+                    notes = " ".join(text for text, _, _ in _blocks(frame, package.objects))
                     if notes.strip():
                         blocks.append((f"Notes: {' '.join(notes.split())}", None))
                     continue
-                found = [(text, rows) for text, _, rows in _blocks([frame])]
+                found = [(text, rows) for text, _, rows in _blocks([frame], package.objects)]
                 if frame.get(_q("presentation", "class")) == "title" and found and not title:
                     title = " ".join(" ".join(text for text, _ in found).split())
                 else:
@@ -434,7 +510,7 @@ class OdpFormat(_OdfFormat):
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(pages))),
                                 *((("hidden_slides", str(hidden)),) if hidden else ()),
-                                *left_out_notes(body)))
+                                *left_out_notes(body, package.objects)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``
@@ -514,7 +590,7 @@ class OdsFormat(_OdfFormat):
             for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + left_out_notes(body)
+                         notes=layout.notes + left_out_notes(body, _Objects({}))
                          + ((("repeats_left_out", str(budget[1])),) if budget[1] else ()))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
