@@ -8,6 +8,12 @@ never read, and a renamed one keeps its record (and so its vectors). Submodules,
 and Git LFS pointers are said, never indexed as pointer text. A repository that is not a local
 folder is mirrored into ``cache_dir`` and fetched before each listing.
 
+A credential in the URL (``git+https://deploy:TOKEN@host/repo.git``, a deploy token's usual
+form) is used to fetch and never shown: the source's :attr:`GitSource.uri`, every document's
+location (and so every citation's URL), the mirror's name and every message name the repository
+without it (an ``ssh`` URL keeps its user name, a ``https`` one drops its user too: a token is
+often given as the user).
+
 Everything goes through the ``git`` command line (``ls-tree -r -l -z --full-tree`` for the
 listing, one ``cat-file --batch`` process for the bytes).
 """
@@ -33,6 +39,17 @@ GIT_TIMEOUT_SECONDS = 300
 BLOB_READ_SECONDS = 30
 
 
+_USER_INFO = re.compile(r"(?i)(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^/@\s:]*)(?::[^/@\s]*)?@")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` (a URL, or git's message naming one) with the credential of every URL in it
+    left out: its user and password, or for an ``ssh`` URL its password only."""
+    return _USER_INFO.sub(lambda found: found["scheme"] + (
+        found["user"] + "@" if found["scheme"].lower().endswith("ssh://") and found["user"]
+        else ""), text)
+
+
 def parse_git_uri(uri: str) -> tuple[str, str | None]:
     """``(repository, ref)`` of ``git+<url>[@ref]``: the ref is what follows the last ``@`` of
     the URL's path (pip's rule; percent-encoded like the path: ``fix%231`` is ``fix#1``),
@@ -43,27 +60,28 @@ def parse_git_uri(uri: str) -> tuple[str, str | None]:
             its path there: a ref ``fix#1`` would be read as ``fix``), or a ``file`` URL names
             a host (``git+file://srv/docs`` is the folder ``/docs`` on a host ``srv``).
     """
+    shown = without_credentials(uri)
     url = uri.removeprefix("git+")
     if "#" in url or "?" in url:
-        raise SourceError(f"{uri}: a '#' or '?' ends a URL's path, so the repository or the ref "
+        raise SourceError(f"{shown}: a '#' or '?' ends a URL's path, so the repository or the ref "
                           "would be cut there: write them as %23 and %3F")
     parts = urlsplit(url)
     path, ref = parts.path, None
     if "@" in path:
         path, ref = path.rsplit("@", 1)
         if not ref:
-            raise SourceError(f"{uri}: an empty ref after '@'")
+            raise SourceError(f"{shown}: an empty ref after '@'")
         ref = unquote(ref)
     if not path or path == "/":
-        raise SourceError(f"{uri}: no repository in the URL")
+        raise SourceError(f"{shown}: no repository in the URL")
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
-            raise SourceError(f"{uri}: a file URL names a folder of this machine, written with "
+            raise SourceError(f"{shown}: a file URL names a folder of this machine, written with "
                               f"three slashes (git+file:///path/to/repo), not a host "
                               f"({parts.netloc!r})")
         return unquote(path), ref
     if parts.scheme not in ("http", "https", "ssh"):
-        raise SourceError(f"{uri}: git+file, git+https or git+ssh URLs only")
+        raise SourceError(f"{shown}: git+file, git+https, git+ssh or git+http URLs only")
     return parts._replace(path=path).geturl(), ref
 
 
@@ -73,15 +91,17 @@ class GitSource:
     content_addressed = True
 
     def __init__(self, uri: str, cache_dir: Path | None = None) -> None:
-        self.uri = uri
+        self.uri = without_credentials(uri)
         self.repository, self.ref = parse_git_uri(uri)
         self.local = uri.startswith("git+file:")
         if self.local:
             self.git_dir = Path(self.repository)
         else:
             if cache_dir is None:
-                raise SourceError(f"{uri}: a remote repository needs a cache folder to mirror it")
-            name = hashlib.sha256(self.repository.encode()).hexdigest()[:16]
+                raise SourceError(f"{self.uri}: a remote repository needs a cache folder to "
+                                  "mirror it")
+            shown = without_credentials(self.repository)
+            name = hashlib.sha256(shown.encode()).hexdigest()[:16]
             self.git_dir = Path(cache_dir) / f"{name}.git"
         self.commit: str | None = None
         self.hidden: tuple[str, ...] = ()
@@ -99,7 +119,7 @@ class GitSource:
         except OSError as exc:
             raise SourceError(f"{self.uri}: git {args[0]} failed: {exc}") from exc
         if done.returncode != 0:
-            message = done.stderr.decode(errors="replace").strip().splitlines()
+            message = without_credentials(done.stderr.decode(errors="replace")).strip().splitlines()
             raise SourceError(f"{self.uri}: git {args[0]} failed: "
                               f"{message[-1] if message else f'exit {done.returncode}'}")
         return done.stdout
@@ -135,7 +155,23 @@ class GitSource:
             self._git("clone", "--mirror", "--quiet", "--", self.repository, str(self.git_dir),
                       where=self.git_dir.parent)
         else:
+            # The URL as configured now: a token rotated in the configuration is the one used.
+            self._git("remote", "set-url", "origin", self.repository, timeout=30)
             self._git("remote", "update", "--prune")
+            if self.ref is None:
+                self._follow_default_branch()
+
+    def _follow_default_branch(self) -> None:
+        """Points the mirror's ``HEAD`` at the branch the remote's ``HEAD`` names now: a fetch
+        never moves it, so a repository whose default branch changed (``master`` to ``main``)
+        would be read at the old branch for ever."""
+        out = self._git("ls-remote", "--symref", "--", self.repository, "HEAD", timeout=60,
+                        where=Path("/")).decode(errors="replace")
+        for line in out.splitlines():
+            target, _, name = line.removeprefix("ref:").strip().partition("\t")
+            if line.startswith("ref:") and name == "HEAD" and target.startswith("refs/heads/"):
+                self._git("symbolic-ref", "HEAD", target, timeout=30)
+                return
 
     def resolve(self) -> str:
         """The commit the ref names now.
@@ -275,8 +311,16 @@ class GitSource:
             return self.resolve()
         out = self._git("ls-remote", "--", self.repository, self.ref or "HEAD", timeout=60,
                         where=Path("/"))
-        lines = out.decode().split()
-        return lines[0] if lines else f"ref:{self.ref}"
+        # ls-remote matches the ref as a tail (``main`` lists refs/heads/feature/main too): the
+        # ref named is the first of these, as git's own rev-parse reads a name.
+        listed = dict(reversed(line.split("\t", 1)) for line in out.decode().splitlines()
+                      if "\t" in line)
+        if self.ref is None:
+            return listed.get("HEAD", "ref:HEAD")
+        return next((listed[name] for name in (
+            self.ref, f"refs/{self.ref}", f"refs/tags/{self.ref}", f"refs/heads/{self.ref}",
+            f"refs/remotes/{self.ref}", f"refs/remotes/{self.ref}/HEAD") if name in listed),
+            f"ref:{self.ref}")
 
     def still_there(self) -> None:
         if self.local and not self.git_dir.is_dir():

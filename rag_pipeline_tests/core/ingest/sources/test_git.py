@@ -4,14 +4,20 @@ resolved once, submodules, symlinks and LFS pointers said, bad refs and keys one
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.reconcile import Change
 from rag_pipeline.core.ingest.sources import GitSource, SourceError, open_source, parse_git_uri
-from rag_pipeline_tests.core.ingest.sources.conftest import Repo
+from rag_pipeline.core.ingest.sources.git import without_credentials
+from rag_pipeline_tests.core.ingest.sources.conftest import Repo, free_port
 
 LFS_TEXT = ("version https://git-lfs.github.com/spec/v1\n"
             "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
@@ -27,7 +33,7 @@ def test_the_uri_names_the_repository_and_the_ref():
     assert parse_git_uri("git+file:///srv/docs@release/2.0") == ("/srv/docs", "release/2.0")
     assert parse_git_uri("git+https://git@example.org/team/docs.git@v1") == (
         "https://git@example.org/team/docs.git", "v1")
-    with pytest.raises(SourceError, match="git\\+file, git\\+https or git\\+ssh URLs only"):
+    with pytest.raises(SourceError, match="git\\+file, git\\+https, git\\+ssh or git\\+http URLs only"):
         parse_git_uri("git+ftp://example.org/docs")
     with pytest.raises(SourceError, match="an empty ref after '@'"):
         parse_git_uri("git+file:///srv/docs@")
@@ -251,3 +257,112 @@ def test_a_remote_repository_is_mirrored_into_the_cache_and_fetched(repo: Repo, 
     repo.commit()
     assert [e.document_id for e in source.entries()] == ["a.md", "b.md"]
     source.close()
+
+
+def test_a_credential_in_the_url_is_never_shown():
+    assert [without_credentials(url) for url in (
+        "git+https://deploy:s3cr3t@git.example.org/docs.git@main",
+        "git+https://ghp_T0KEN@github.com/team/docs.git",
+        "git+http://u:p@10.0.0.5:3000/docs.git",
+        "git+ssh://git:pw@example.org/docs.git", "git+ssh://git@example.org/docs.git",
+        "fatal: unable to access 'https://deploy:s3cr3t@git.example.org/docs.git/': 403")] == [
+        "git+https://git.example.org/docs.git@main", "git+https://github.com/team/docs.git",
+        "git+http://10.0.0.5:3000/docs.git", "git+ssh://git@example.org/docs.git",
+        "git+ssh://git@example.org/docs.git",
+        "fatal: unable to access 'https://git.example.org/docs.git/': 403"]
+    with pytest.raises(SourceError) as refused:
+        parse_git_uri("git+ftp://deploy:s3cr3t@example.org/docs")
+    assert str(refused.value) == "git+ftp://example.org/docs: git+file, git+https, git+ssh or " \
+                                 "git+http URLs only"
+
+
+@contextmanager
+def served_repo_at(repo: Repo, tmp_path) -> Iterator[str]:
+    """``repo`` as a bare clone served over git's plain HTTP protocol on 127.0.0.1: the
+    address its clone answers at (any user and password are accepted)."""
+    bare = tmp_path / "served" / "docs.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo.path), str(bare)], check=True)
+    subprocess.run(["git", "-C", str(bare), "update-server-info"], check=True)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                               "127.0.0.1", "--directory", str(bare.parent)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(["git", "ls-remote", f"http://127.0.0.1:{port}/docs.git"],
+                             capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "the HTTP server did not answer"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}/docs.git"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_remote_read_with_a_token_shows_it_in_no_location_message_or_mirror_name(
+        repo: Repo, tmp_path):
+    # Found by an operator's trial: git+https://deploy:TOKEN@host/repo.git put the token in
+    # every document's location, so in every citation's URL any reader got from /ask.
+    from rag_pipeline.core.ingest.sources import SourceSettings
+    from rag_pipeline.core.ingest.sources.originals import read_original
+
+    repo.write("guide.md", "# Guide\n\nThe build runs on the orange runners.\n")
+    commit = repo.commit()
+    cache = tmp_path / "cache"
+    with served_repo_at(repo, tmp_path) as address:
+        source = GitSource(f"git+http://deploy:s3cr3t@{address}@main", cache_dir=cache)
+        result = extract_corpus(source)
+        source.close()
+        assert source.uri == f"git+http://{address}@main"
+        assert [(r.document_id, r.path) for r in result.records] == [
+            ("guide.md", f"git+http://{address}@{commit}:guide.md")]
+        mirror = cache / (hashlib.sha256(f"http://{address}".encode()).hexdigest()[:16] + ".git")
+        assert [p.name for p in cache.iterdir()] == [mirror.name]
+        missing = GitSource(f"git+http://deploy:s3cr3t@{address.replace('docs', 'nothing')}",
+                            cache_dir=tmp_path / "other")
+        with pytest.raises(SourceError) as failed:
+            missing.entries()
+        assert "s3cr3t" not in str(failed.value) and "deploy" not in str(failed.value)
+    # The original is read again from the mirror, by the location as shown.
+    assert read_original(result.records[0].path, 10_000, SourceSettings(cache_dir=cache)) == (
+        b"# Guide\n\nThe build runs on the orange runners.\n")
+
+
+def test_a_remote_whose_default_branch_changed_is_read_at_the_new_one(repo: Repo, tmp_path):
+    # Found by an operator's trial: a fetch never moves a mirror's HEAD, so after the remote's
+    # default branch moved from master to main every run read master, "unchanged".
+    repo.git("checkout", "--quiet", "-b", "master")
+    repo.write("old.md", "# Old\n")
+    repo.commit()
+    source = GitSource(f"git+ssh://localhost{repo.path}", cache_dir=tmp_path / "cache")
+    source.repository = str(repo.path)  # no ssh server here: clone the same repository by path
+    assert [e.document_id for e in source.entries()] == ["old.md"]
+    repo.git("checkout", "--quiet", "-b", "trunk")
+    repo.write("new.md", "# New\n")
+    moved = repo.commit()
+    assert [e.document_id for e in source.entries()] == ["new.md", "old.md"]
+    assert source.revision() == moved
+    source.close()
+
+
+def test_the_watch_token_of_a_remote_is_the_commit_of_the_ref_named_not_of_a_namesake(
+        repo: Repo, tmp_path):
+    # ls-remote lists every ref ending in the name: refs/heads/feature/main sorts before
+    # refs/heads/main, and was watched in its place (found by an operator's trial).
+    repo.write("a.md", "# One\n")
+    main = repo.commit()
+    repo.git("checkout", "--quiet", "-b", "feature/main")
+    repo.write("b.md", "# Two\n")
+    feature = repo.commit()
+    repo.git("checkout", "--quiet", "main")
+    repo.git("tag", "-a", "v1", "-m", "release", feature)
+    sources = {ref: GitSource(f"git+ssh://localhost{repo.path}@{ref}", cache_dir=tmp_path)
+               for ref in ("main", "feature/main", "v1")}
+    for source in sources.values():
+        source.repository = str(repo.path)
+    tag_object = repo.git("rev-parse", "v1")
+    assert {ref: source.watch_token() for ref, source in sources.items()} == {
+        "main": main, "feature/main": feature, "v1": tag_object}
+    default = GitSource(f"git+ssh://localhost{repo.path}", cache_dir=tmp_path)
+    default.repository = str(repo.path)
+    assert default.watch_token() == main
