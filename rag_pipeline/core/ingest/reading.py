@@ -139,10 +139,16 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
 
 RUN_SPENT = "the run's OCR time of"
 """How the failure of a document the run's OCR budget stopped begins."""
-RETRIED_EACH_RUN = ("too large", RUN_SPENT)
+STORE_REFUSED = "the object store refused to read it"
+"""How the failure of an object the store listed and would not give begins (archived to
+Glacier, a key the reader may not use, throttled): a state of the object, not of its bytes."""
+RETRIED_EACH_RUN = ("too large", RUN_SPENT, STORE_REFUSED, "deleted while being read",
+                    "changed while being read")
 """Failures a run checks again although the file did not change: a size refusal (the limit may
-have been raised, and checking costs a ``stat``) and a document the run's OCR budget stopped
-(the next run goes on where it stopped)."""
+have been raised, and checking costs a ``stat``), a document the run's OCR budget stopped (the
+next run goes on where it stopped), and a read that failed for a reason of the moment: an
+object the store refused (restored, or its policy changed, with the same ETag), a file or
+object deleted or replaced while it was read (back with the same bytes by the next run)."""
 
 
 def kept_failed(error: str | None, settings: ExtractionSettings) -> bool:

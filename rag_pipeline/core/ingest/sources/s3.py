@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.reading import STORE_REFUSED
 from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
 
 BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -231,7 +232,12 @@ class S3Source:
             if code in ("PreconditionFailed", "412"):
                 raise ExtractionError("changed while being read: the object was replaced after "
                                       "the listing") from exc
-            raise self.source_error(exc) from exc
+            if code == "NoSuchBucket" or (code in _REFUSED and code != "AccessDenied"):
+                raise self.source_error(exc) from exc
+            message = " ".join(str(exc.response.get("Error", {}).get("Message", "")).split())
+            raise ExtractionError(f"{STORE_REFUSED}: {code or 'error'}"
+                                  + (f": {message}" if message else "")
+                                  + " (the next run tries again)") from exc
         except BotoCoreError as exc:
             raise self.source_error(exc) from exc
         if len(data) > max_bytes:

@@ -254,3 +254,53 @@ def test_a_key_below_a_key_that_no_format_claims_stays_its_own_document(bucket: 
     assert sorted((r.change, r.document_id) for r in second.report.rows) == [
         (Change.CHANGED.value, "a.md"), (Change.UNCHANGED.value, "guide"),
         (Change.UNCHANGED.value, "guide/x.md")]
+
+
+def test_an_object_the_store_refuses_fails_alone_and_is_read_again_by_the_next_run(
+        bucket: Bucket, s3_settings):
+    # Found by an operator's trial: one object a lifecycle rule moved to Glacier (GetObject:
+    # InvalidObjectState) failed the whole run, naming no object, and nothing new was indexed.
+    bucket.put("p/new.md", "# New policy\n\nHotel nights cost at most 180 euros.\n")
+    bucket.client.put_object(Bucket=bucket.name, Key="p/archived.md", Body=b"# Old\n\nMinutes.\n",
+                             StorageClass="GLACIER")
+    source = S3Source(f"s3://{bucket.name}/p", s3_settings)
+    first = extract_corpus(source)
+    records = {r.document_id: r for r in first.records}
+    assert (records["new.md"].status, records["archived.md"].status) == ("ok", "failed")
+    assert records["archived.md"].error == (
+        "the object store refused to read it: InvalidObjectState: The operation is not valid for "
+        "the object's storage class (the next run tries again)")
+    # Restored with the same ETag: the next run reads it, as it reads one deleted and put back
+    # while it was read.
+    bucket.client.restore_object(Bucket=bucket.name, Key="p/archived.md",
+                                 RestoreRequest={"Days": 1})
+    opened: list[str] = []
+    real_fetch = source._fetch
+    source._fetch = lambda entry, limit: opened.append(entry.document_id) or real_fetch(entry, limit)
+    second = extract_corpus(source, first.records)
+    assert opened == ["archived.md"]
+    assert {r.document_id: r.status for r in second.records} == {"archived.md": "ok", "new.md": "ok"}
+
+
+def test_an_object_deleted_while_it_was_read_is_read_again_once_it_is_back(bucket: Bucket,
+                                                                           s3_settings):
+    # Found by an operator's trial: a sync tool deletes and puts back; the failure "deleted
+    # while being read" was kept, "not retried: unchanged", while the same bytes were back.
+    bucket.put("p/a.md", "# A\n\nText.\n")
+    source = S3Source(f"s3://{bucket.name}/p", s3_settings)
+    real_fetch = source._fetch
+
+    def deleted_first(entry, limit):
+        bucket.delete("p/a.md")
+        try:
+            return real_fetch(entry, limit)
+        finally:
+            bucket.put("p/a.md", "# A\n\nText.\n")
+
+    source._fetch = deleted_first
+    first = extract_corpus(source)
+    assert [(r.status, r.error) for r in first.records] == [
+        ("failed", "deleted while being read: the object is gone")]
+    source._fetch = real_fetch
+    second = extract_corpus(source, first.records)
+    assert [(r.status, r.canonical_text) for r in second.records] == [("ok", "# A\n\nText.\n")]
