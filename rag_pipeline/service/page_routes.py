@@ -75,6 +75,16 @@ def _shown_error(request: Request, status: int, message: str) -> Response:
                         '<a href="/">Ask another question</a>')
 
 
+def _original_missing(document_id: str, view: ViewRequest) -> JSONResponse:
+    """503 when the source of a document's original cannot be reached now (it may be there all
+    the same: ask again), else 410: the original is gone or holds other bytes."""
+    if view.unreachable:
+        return _error(503, f"the original file of {document_id} cannot be read now: "
+                           f"{view.unreachable}")
+    return _error(410, f"the original file of {document_id} is gone or has changed since it was "
+                       "indexed")
+
+
 CONTAINER_WITHHELD = ("This file holds other documents (a mail's attachments, an archive's "
                       "members): under [access] its original file is not served, since it may "
                       "hold members no rule was read for.")
@@ -293,10 +303,10 @@ def page_router(service: Any) -> APIRouter:
         info, text = found
         if info.format != "pdf":
             return _error(404, f"{document_id} is not a PDF: it has no page images")
-        original = view_request(info, text).original
+        view = view_request(info, text)
+        original = view.original
         if original is None:
-            return _error(410, f"the original file of {document_id} is gone or has changed since "
-                               "it was indexed")
+            return _original_missing(document_id, view)
         try:
             return Response(page_png(original, page), media_type="image/png")
         except ViewError as exc:
@@ -316,10 +326,10 @@ def page_router(service: Any) -> APIRouter:
         # The bytes sent are those read from the handle checked and hashed again once read: a
         # file swapped since (for a link to another one above all), or rewritten in place
         # meanwhile, is no original of this document.
-        original = view_request(info, text).original
+        view = view_request(info, text)
+        original = view.original
         if original is None:
-            return _error(410, f"the original file of {document_id} is gone or has changed since "
-                               "it was indexed")
+            return _original_missing(document_id, view)
         path = Path(original.name)
         inline = path.suffix.lower() in INLINE_ORIGINALS
         media = mimetypes.guess_type(path.name)[0] or "application/octet-stream"

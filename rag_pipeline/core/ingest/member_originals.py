@@ -29,13 +29,22 @@ def member_bytes(path: str | Path, limits: ContainerLimits | None = None,
     for cut in range(len(parts) - 1, 0, -1):
         container = Path(*parts[:cut])
         if container.is_file():
-            limits = limits or ContainerLimits()
-            unpacking = Unpacking(limits, Budget(limits.max_expanded_bytes),
-                                  (settings or ExtractionSettings()).max_document_bytes)
-            return _inside(container.name, container.read_bytes(), "/".join(parts[cut:]), unpacking)
+            return member_of(container.name, container.read_bytes(), "/".join(parts[cut:]),
+                             limits, settings)
         if container.exists():
             return None
     return None
+
+
+def member_of(name: str, data: bytes, member: str, limits: ContainerLimits | None = None,
+              settings: ExtractionSettings | None = None) -> bytes | None:
+    """The bytes of the member ``member`` (members nested in members joined by ``/``) of the
+    container file ``name`` whose bytes are ``data``, read under ``limits`` as a run reads it;
+    None when it holds no such member."""
+    limits = limits or ContainerLimits()
+    unpacking = Unpacking(limits, Budget(limits.max_expanded_bytes),
+                          (settings or ExtractionSettings()).max_document_bytes)
+    return _inside(name, data, member, unpacking)
 
 
 def _inside(name: str, data: bytes, rest: str, unpacking: Unpacking) -> bytes | None:

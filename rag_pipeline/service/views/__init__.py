@@ -39,7 +39,9 @@ def render_document(request: ViewRequest, original_url: str | None, withheld: st
     view = VIEWS.get(request.info.format, text_view)(request)
     return page_html(request.info.title, request.info.document_id, view,
                      original_url if request.original is not None and not withheld else None,
-                     pdf_navigation(request, view), withheld)
+                     pdf_navigation(request, view), withheld or (
+                         f"The original file cannot be read now: {request.unreachable}"
+                         if request.original is None and request.unreachable else ""))
 
 
 __all__ = ["SHEET_READERS", "VIEWS", "View", "ViewError", "ViewRequest", "page_png", "path_url",

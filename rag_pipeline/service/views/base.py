@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import logging
 import os
 import re
 import stat
@@ -15,11 +16,17 @@ from urllib.parse import quote
 
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
-from rag_pipeline.core.ingest.sources import SourceError, SourceSettings, is_corpus_uri
+from rag_pipeline.core.ingest.sources import (
+    OriginalGoneError,
+    SourceError,
+    SourceSettings,
+    is_corpus_uri,
+)
 from rag_pipeline.core.runtime.recent import Recent
 
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
                             "\ufb04": "ffl"})
+_log = logging.getLogger(__name__)
 _LIGATURE = re.compile("[\ufb00-\ufb04]")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 """A run of letters and digits: what ``str.isalnum`` holds (a ligature too)."""
@@ -75,7 +82,7 @@ class ViewRequest:
         again from there (:func:`~rag_pipeline.core.ingest.sources.originals.read_original`).
         None when the file is gone or changed."""
         if is_corpus_uri(self.info.path):
-            return self._from_source()
+            return self._from_source[0]
         handle = open_indexed(self.info.path, self.info.document_id, self.info.content_sha256)
         if handle is None:
             return None
@@ -90,18 +97,29 @@ class ViewRequest:
             return None
         return Original(Path(self.info.path).name, data, self.info.content_sha256)
 
-    def _from_source(self) -> Original | None:
+    @property
+    def unreachable(self) -> str:
+        """Why the original, in an S3 prefix or a git repository, cannot be read now (the
+        endpoint unreachable, the reader refused), or ``""``: it may be there all the same."""
+        return self._from_source[1] if is_corpus_uri(self.info.path) else ""
+
+    @cached_property
+    def _from_source(self) -> tuple[Original | None, str]:
         from rag_pipeline.core.ingest.sources.originals import read_original
 
         if self.sources is None or not self.info.content_sha256:
-            return None
+            return None, ""
         try:
-            data = read_original(self.info.path, self.max_source_bytes, self.sources)
-        except SourceError:
-            return None
+            data = read_original(self.info.path, self.max_source_bytes, self.sources,
+                                 self.info.content_sha256)
+        except OriginalGoneError:
+            return None, ""
+        except SourceError as exc:
+            _log.warning("the original of %s cannot be read now: %s", self.info.document_id, exc)
+            return None, str(exc)
         if hashlib.sha256(data).hexdigest() != self.info.content_sha256:
-            return None
-        return Original(PurePosixPath(self.info.document_id).name, data, self.info.content_sha256)
+            return None, ""
+        return Original(PurePosixPath(self.info.document_id).name, data, self.info.content_sha256), ""
 
     @property
     def quote(self) -> str:

@@ -80,6 +80,9 @@ def text_view(request: ViewRequest, note: str = "") -> View:
             parts.append('<mark id="quote">' + ("</mark>" if start == end else ""))
     parts.append(html.escape(text[done:]) + "</pre>")
     original_gone = request.original is None and request.info.format in ("pdf", "xlsx", "html", "docx")
-    note = note or ("The original file is no longer where it was indexed from: showing the "
-                    "extracted text." if original_gone else "")
+    note = note or ("" if not original_gone else
+                    f"The original file cannot be read now ({request.unreachable}): showing the "
+                    "extracted text." if request.unreachable else
+                    "The original file is no longer where it was indexed from: showing the "
+                    "extracted text.")
     return View(place_label(request), "".join(parts), "text", note)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rag_pipeline.core.ingest.sources.base import (
     Entry,
+    OriginalGoneError,
     Source,
     SourceError,
     hidden_top,
@@ -21,10 +22,10 @@ from rag_pipeline.core.ingest.sources.git import GitSource, parse_git_uri
 from rag_pipeline.core.ingest.sources.local import LocalSource, discover, stat_fingerprint
 from rag_pipeline.core.ingest.sources.s3 import S3Settings, S3Source, parse_s3_uri
 
-__all__ = ["Entry", "GitSource", "LocalSource", "S3Settings", "S3Source", "Source", "SourceError",
-           "SourceSettings", "check_corpus_uri", "discover", "hidden_top", "is_corpus_uri",
-           "mirrors_dir", "open_source", "parse_git_uri", "parse_s3_uri", "stat_fingerprint",
-           "unsafe_key_reason"]
+__all__ = ["Entry", "GitSource", "LocalSource", "OriginalGoneError", "S3Settings", "S3Source",
+           "Source", "SourceError", "SourceSettings", "check_corpus_uri", "discover", "hidden_top",
+           "is_corpus_uri", "mirrors_dir", "open_source", "parse_git_uri", "parse_s3_uri",
+           "stat_fingerprint", "unsafe_key_reason"]
 
 URI_SCHEMES = ("s3://", "git+")
 

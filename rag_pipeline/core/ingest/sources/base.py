@@ -20,6 +20,12 @@ class SourceError(Exception):
     nothing."""
 
 
+class OriginalGoneError(SourceError):
+    """A document's original is not where it was indexed from any more (the object deleted,
+    the blob gone from the repository), or is larger than it could have been: the source
+    itself answered."""
+
+
 @dataclass(frozen=True)
 class Entry:
     """One listed object of a source.

@@ -28,7 +28,13 @@ from typing import IO
 from urllib.parse import unquote, urlsplit
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
+from rag_pipeline.core.ingest.sources.base import (
+    Entry,
+    OriginalGoneError,
+    SourceError,
+    hidden_top,
+    unsafe_key_reason,
+)
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 LOCATION = re.compile(r"(?P<uri>git\+.+?)@(?P<commit>[0-9a-f]{40}(?:[0-9a-f]{24})?):(?P<path>.+)", re.S)
@@ -286,16 +292,16 @@ class GitSource:
                 ``max_bytes``.
         """
         if not self.git_dir.is_dir():
-            raise SourceError(f"{self.uri}: no repository (or mirror of it) at {self.git_dir}")
+            raise OriginalGoneError(f"{self.uri}: no repository (or mirror of it) at {self.git_dir}")
         spec = f"{commit}:{path}"
         try:
             size = int(self._git("cat-file", "-s", spec, timeout=BLOB_READ_SECONDS))
         except SourceError as exc:
             if isinstance(exc.__cause__, (OSError, subprocess.TimeoutExpired)):
                 raise
-            raise SourceError(f"{self.uri}: no blob {spec} in the repository (any more)") from exc
+            raise OriginalGoneError(f"{self.uri}: no blob {spec} in the repository (any more)") from exc
         if size > max_bytes:
-            raise SourceError(f"{self.uri}: the blob {spec} is over {max_bytes} bytes")
+            raise OriginalGoneError(f"{self.uri}: the blob {spec} is over {max_bytes} bytes")
         return self._git("cat-file", "blob", spec, timeout=BLOB_READ_SECONDS)
 
     def revision(self) -> str | None:

@@ -85,3 +85,58 @@ def test_an_originals_read_stops_at_the_views_limit(repo: Repo, tmp_path: Path):
     over = ViewRequest(_info(record), record.canonical_text, 0, 0, sources=sources,
                        max_source_bytes=len(PDF_BYTES) - 1)
     assert over.original is None
+
+
+def _zip(members: dict[str, str]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def test_an_archive_members_original_is_read_again_from_its_archive(bucket: Bucket, s3_settings,
+                                                                    repo: Repo, tmp_path: Path):
+    """Found by an operator's trial: a member of an archive in an S3 prefix or a repository
+    (``a.zip/x.md``) was fetched as an object or blob of its own: 410, "gone or changed"."""
+    archive = _zip({"x.md": "# X\n\nInside the archive.\n", "deep/y.md": "# Y\n\nDeeper.\n"})
+    bucket.put("p/a.zip", archive)
+    # A key running on below the archive's, with other bytes: not the member's original.
+    bucket.put("p/a.zip/x.md", "# Not the member\n")
+    repo.write("a.zip", archive)
+    repo.commit()
+    sources = SourceSettings(s3=s3_settings, cache_dir=tmp_path / "sources")
+    for source in (S3Source(f"s3://{bucket.name}/p", s3_settings), GitSource(repo.uri)):
+        records = {r.document_id: r for r in extract_corpus(source).records}
+        for document_id, text in (("a.zip/x.md", b"# X\n\nInside the archive.\n"),
+                                  ("a.zip/deep/y.md", b"# Y\n\nDeeper.\n")):
+            record = records[document_id]
+            assert read_original(record.path, 1000, sources, record.content_sha256) == text
+            request = ViewRequest(_info(record), record.canonical_text, 0, 3, sources=sources)
+            assert (request.original.data, request.unreachable) == (text, "")
+    with pytest.raises(SourceError, match="the object is gone$"):
+        read_original(f"s3://{bucket.name}/p/a.zip/none.md", 1000, sources)
+
+
+def test_a_source_that_cannot_be_reached_is_said_never_taken_for_a_gone_original(
+        bucket: Bucket, s3_settings):
+    """Found by an operator's trial: with the endpoint down, /originals said 410 "gone or has
+    changed" (Gone: do not ask again), and nothing was logged."""
+    from dataclasses import replace
+
+    from rag_pipeline_tests.core.ingest.sources.conftest import free_port
+
+    bucket.put("p/a.md", "# A\n\nText.\n")
+    (record,) = extract_corpus(S3Source(f"s3://{bucket.name}/p", s3_settings)).records
+    down = SourceSettings(s3=replace(s3_settings, endpoint_url=f"http://127.0.0.1:{free_port()}"))
+    request = ViewRequest(_info(record), record.canonical_text, 0, 3, sources=down)
+    assert request.original is None
+    assert request.unreachable.startswith(f"s3://{bucket.name} at http://127.0.0.1:")
+    assert "cannot reach the endpoint after 3 attempts" in request.unreachable
+    gone = ViewRequest(_info(record), record.canonical_text, 0, 3,
+                       sources=SourceSettings(s3=s3_settings))
+    bucket.delete("p/a.md")
+    assert (gone.original, gone.unreachable) == (None, "")
