@@ -9,6 +9,7 @@ overlaps (:func:`sheet_fragment`). A cached value is written as :func:`cell_valu
 from __future__ import annotations
 
 import datetime as dt
+import math
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,9 +33,10 @@ __all__ = ["MergedCells", "Sheet", "SheetsLayout", "cell_value_text", "lay_out_s
 def cell_value_text(value: object, number_format: str = "General") -> str:
     """A cached cell value as text: a number as its number format shows it
     (:func:`~rag_pipeline.core.ingest.number_format.shown_number`: ``1,250.00`` under
-    ``#,##0.00``, ``15%`` for 0.15 under ``0%``), else in its shortest form (``2.5``, ``3`` for
-    ``3.0``); booleans as ``TRUE``/``FALSE``, a date-time at midnight as its date (ISO 8601),
-    ``""`` for an empty cell."""
+    ``#,##0.00``, ``15%`` for 0.15 under ``0%``), else in its shortest form of 15 significant
+    digits (``2.5``, ``3`` for ``3.0``, ``26.89`` for 26.890000000000004); booleans as
+    ``TRUE``/``FALSE``, a date-time at midnight as its date (ISO 8601), ``""`` for an empty
+    cell."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -43,6 +45,10 @@ def cell_value_text(value: object, number_format: str = "General") -> str:
         return shown
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
+    if isinstance(value, float) and math.isfinite(value):
+        # The 15 significant digits a spreadsheet shows of a double: 26.89, not the
+        # 26.890000000000004 the sum of its cells came to.
+        return repr(float(f"{value:.15g}"))
     if isinstance(value, (dt.datetime, dt.date, dt.time)) and (
             shown := shown_date(value, number_format)) is not None:
         return shown

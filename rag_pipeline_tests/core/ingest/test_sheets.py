@@ -12,7 +12,8 @@ from rag_pipeline.core.ingest.sheets import cell_value_text, sheet_fragment
 
 @pytest.mark.parametrize(("value", "text"), [
     (None, ""), (True, "TRUE"), (False, "FALSE"), (3, "3"), (3.0, "3"), (2.5, "2.5"),
-    (0.1 + 0.2, "0.30000000000000004"), (1e20, "1e+20"), (dt.datetime(2026, 1, 2), "2026-01-02"),
+    (0.1 + 0.2, "0.3"), (26.890000000000004, "26.89"), (1 / 3, "0.333333333333333"),
+    (1e20, "1e+20"), (1e-05, "1e-05"), (dt.datetime(2026, 1, 2), "2026-01-02"),
     (dt.datetime(2026, 1, 2, 9, 30), "2026-01-02 09:30:00"), (dt.date(2026, 1, 2), "2026-01-02"),
     (dt.time(9, 30), "09:30:00"), ("#DIV/0!", "#DIV/0!"),
 ])

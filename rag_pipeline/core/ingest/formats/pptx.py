@@ -228,7 +228,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"7+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"8+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
