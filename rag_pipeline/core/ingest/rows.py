@@ -2,8 +2,10 @@
 
 A table's header is its first row filling at least half as many cells as the widest of its
 first :data:`HEADER_SEARCH_ROWS` non-blank rows, so a title or a comment line above the table
-("Budget 2026", "# Data source: ...") is not taken for the header: such preamble rows are
-lines of their own, cells joined by ``" | "``. The header becomes one line the same way;
+("Budget 2026", "# Data source: ...") is not taken for the header; and notes above it that
+happen to fill many cells are passed over for a later row of labels filling every column the
+rows usually fill, over a row of values (:func:`_header_index`). Preamble rows are lines of
+their own, cells joined by ``" | "``. The header becomes one line the same way;
 every later non-blank row becomes one line of ``Header: value`` pairs joined by ``" | "``
 (blank cells left out, so a sparse row stays short), which keeps each value next to the name
 of its column wherever a chunk boundary falls, except a row holding one sentence-like cell
@@ -18,6 +20,7 @@ columns), and every value is named by its column (``column 1: 3``), never by ano
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -81,8 +84,7 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             table.append((number, cells, filled))
     if not table:
         return []
-    widest = max(len(filled) for _, _, filled in table[:HEADER_SEARCH_ROWS])
-    header = next(i for i, (_, _, filled) in enumerate(table) if 2 * len(filled) >= widest)
+    header = _header_index(table[:HEADER_SEARCH_ROWS])
     headerless = all(_numbers_only(cells) for _, cells, _ in table[header:header + 2])
     lines: list[TableLine] = []
     labels: list[str] = []
@@ -103,6 +105,36 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
+
+
+def _header_index(window: Sequence[tuple[int, list[str], list[int]]]) -> int:
+    """Which of the first rows is the header: the first filling at least half as many cells as
+    the widest (one cell over the first column of a table two columns wide or more is its
+    title, not its header); but when a later row fills every column the table's rows most often fill, is
+    all labels, and the row under it holds a number, a date or a truth value, that later row
+    (the rows above it are notes that happen to be wide: "at | the | top | | of | their
+    spreadsheets" over "Name | Profession | Age | ...")."""
+    widest = max(len(filled) for _, _, filled in window)
+    shapes = Counter(frozenset(filled) for _, _, filled in window)
+    usual = max(shapes, key=lambda shape: (shapes[shape], len(shape)))
+
+    def titled(filled: list[int]) -> bool:
+        """One cell over the first column of a wider table: its title, not its header."""
+        return len(filled) == 1 < widest and filled[0] == min(usual)
+
+    wide = [i for i, (_, _, filled) in enumerate(window) if 2 * len(filled) >= widest]
+    first = next((i for i in wide if not titled(window[i][2])), wide[0])
+    covering = next(i for i, (_, _, filled) in enumerate(window) if usual <= set(filled))
+    if covering > first and covering + 1 < len(window):
+        cells, below = window[covering][1], window[covering + 1][1]
+        if not any(_typed(value) for value in cells) and any(_typed(value) for value in below):
+            return covering
+    return first
+
+
+def _typed(value: str) -> bool:
+    """A cell holding a number, a date or a truth value: a value, never a column's label."""
+    return bool(value) and (NUMBER_LIKE.fullmatch(value) is not None or value in ("TRUE", "FALSE"))
 
 
 def _numbers_only(cells: Sequence[str]) -> bool:

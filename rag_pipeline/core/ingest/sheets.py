@@ -207,8 +207,17 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
             extend(row, last_row, last_column)
     lines = table_lines(sorted(table.items()), _column_label)
     header = next((line.number for line in lines if line.header), None)
-    headings = sorted((column, last_column) for (row, column), (_, last_column) in merged.items()
-                      if row == header and last_column > column and cell(row, column).strip())
+
+    def headings_of(number: int | None) -> list[tuple[int, int]]:
+        return sorted((column, last_column) for (row, column), (_, last_column) in merged.items()
+                      if row == number and last_column > column and cell(row, column).strip())
+
+    headings = headings_of(header)
+    above = next((line.number for line in reversed(lines) if line.preamble), None)
+    if not headings and above is not None and headings_of(above):
+        # The row of labels was taken for the header; the merged headings over it make the
+        # header's first row.
+        header, headings = above, headings_of(above)
     if header is None or not headings or len({c for c in table[header] if c.strip()}) < 2:
         return sorted(table.items()), extents  # no header, or a title merged over a row alone
     for column, last_column in headings:

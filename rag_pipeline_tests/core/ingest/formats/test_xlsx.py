@@ -245,6 +245,37 @@ def test_a_title_row_above_the_header_is_its_own_line():
     assert ("rows", "1") in extracted.notes
 
 
+def test_notes_above_the_table_that_fill_many_cells_are_no_header():
+    # As readxl's deaths.xlsx (found by a new user's trial): four rows of notes, one of them
+    # filling five of six cells, named every value of the table ("at: David Bowie").
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "arts"
+    for row in (["Lots of people"], ["simply cannot resist writing", None, None, None, None, "notes"],
+                ["at", "the", "top", None, "of", "their spreadsheets"],
+                ["or", "merging", None, None, None, "cells"],
+                ["Name", "Profession", "Age", "Has kids", "Date of death"],
+                ["David Bowie", "musician", 69, True, dt.datetime(2016, 1, 10)],
+                ["Carrie Fisher", "actor", 60, True, dt.datetime(2016, 12, 27)]):
+        sheet.append(row)
+    extracted = XLSX.extract(saved(workbook), "deaths")
+    assert extracted.canonical_text.splitlines()[4:] == [
+        "Name | Profession | Age | Has kids | Date of death",
+        "Name: David Bowie | Profession: musician | Age: 69 | Has kids: TRUE | "
+        "Date of death: 2016-01-10",
+        "Name: Carrie Fisher | Profession: actor | Age: 60 | Has kids: TRUE | "
+        "Date of death: 2016-12-27"]
+    assert ("rows", "2") in extracted.notes
+    # A table of labels alone keeps its first wide row as the header: nothing says otherwise.
+    plain = Workbook()
+    for row in (["Title of the list"], ["Name", "Role"], ["Ann", "chair"], ["Bo", "clerk"]):
+        plain.active.append(row)
+    assert XLSX.extract(saved(plain), "plain").canonical_text.splitlines()[:2] == [
+        "Title of the list", "Name | Role"]
+
+
 def test_rows_are_bounded_while_reading():
     from openpyxl import Workbook
 
