@@ -324,9 +324,12 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
 
 def _tables(canonical: str, placed: list[tuple[int, _Paragraph]]) -> tuple[TableSpan, ...]:
     """Each outermost data table's span, from its first row to its last paragraph: its header
-    the leading rows of ``<thead>`` or of ``<th>`` cells only, else its first row. A table of
-    one column or without a row under its header lays a page out (a mail's wrapper, a
-    signature): its text is prose, no table."""
+    the leading rows of ``<thead>`` or of ``<th>`` cells only, else its first row, after a
+    title row of one cell over a row of cells ("Date Specifiers" over "Format | Explanation").
+    A table of one column without such header rows (a one-column table with them is a list of
+    entries: PostgreSQL's function tables, each entry a cell of paragraphs), or without a row
+    under its header, lays a page out (a mail's wrapper, a signature): its text is prose, no
+    table."""
     by_table: dict[int, list[tuple[int, _Paragraph]]] = {}
     for offset, paragraph in placed:
         if paragraph.table >= 0:
@@ -336,20 +339,30 @@ def _tables(canonical: str, placed: list[tuple[int, _Paragraph]]) -> tuple[Table
         rows = [(offset, p.row) for offset, p in members if p.row]
         if not rows:
             continue
-        start = rows[0][0]
         last_offset, last = members[-1]
         end = last_offset + len(last.text)
+        if (len(rows) >= 3 and rows[0][1] != "header" and "\t" not in _row_text(canonical, rows, 0)
+                and "\t" in _row_text(canonical, rows, 1)):
+            rows = rows[1:]  # a title over the table, its one cell spanning the columns
+        start = rows[0][0]
         header_rows = 0
         while header_rows < len(rows) and rows[header_rows][1] == "header":
             header_rows += 1
+        explicit = header_rows > 0
         header_rows = header_rows or 1
         header_end = rows[header_rows][0] if header_rows < len(rows) else end
         header = canonical[start:header_end].rstrip()
-        if header_rows >= len(rows) or "\t" not in header:
+        if header_rows >= len(rows) or ("\t" not in header and not explicit):
             continue
         spans.append(TableSpan(start, end, header, start + len(header),
                                tuple(offset for offset, _ in rows[header_rows:])))
     return tuple(spans)
+
+
+def _row_text(canonical: str, rows: list[tuple[int, str]], index: int) -> str:
+    """The text of the table's row ``index`` (up to the next row's start)."""
+    end = rows[index + 1][0] if index + 1 < len(rows) else len(canonical)
+    return canonical[rows[index][0]:end]
 
 
 def _sections(headings: list[tuple[int, int, int, str]], length: int,
@@ -374,7 +387,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"7+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"8+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

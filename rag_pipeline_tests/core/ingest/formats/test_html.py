@@ -167,6 +167,25 @@ def test_a_table_that_lays_a_page_out_is_prose_not_a_table():
     assert extracted.tables == ()
 
 
+def test_a_title_row_over_a_table_and_a_list_of_entries_under_a_header_are_tables():
+    # Found by a new user's trial on real pages: gnuplot's "Date Specifiers" (a title row of
+    # one cell spanning the columns) and PostgreSQL's function tables (one column, each entry a
+    # cell of paragraphs, under <th>) were prose: an entry's example fell in the next chunk.
+    extracted = extract_html(
+        b'<table><tr><td colspan="2">Date Specifiers</td></tr><tr><td>Format</td><td>Explanation'
+        b"</td></tr><tr><td>%a</td><td>day name</td></tr><tr><td>%b</td><td>month name</td></tr>"
+        b"</table><table><thead><tr><th><p>Function</p><p>Description</p></th></tr></thead>"
+        b"<tbody><tr><td><p>lcm(a, b)</p><p>Least common multiple</p></td></tr><tr><td>"
+        b"<p>gcd(a, b)</p><p>Greatest common divisor</p></td></tr></tbody></table>", "t")
+    text = extracted.canonical_text
+    assert text == ("Date Specifiers\n\nFormat\tExplanation\n\n%a\tday name\n\n%b\tmonth name\n\n"
+                    "Function\n\nDescription\n\nlcm(a, b)\n\nLeast common multiple\n\ngcd(a, b)\n\n"
+                    "Greatest common divisor\n")
+    assert [(table.header, [text[row:row + 9] for row in table.rows]) for table in extracted.tables] == [
+        ("Format\tExplanation", ["%a\tday na", "%b\tmonth "]),
+        ("Function\n\nDescription", ["lcm(a, b)", "gcd(a, b)"])]
+
+
 def test_a_long_table_keeps_its_header_in_every_chunk():
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
 
