@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -29,7 +29,7 @@ from rag_pipeline.core.answer.question import MAX_QUESTION_CHARS
 from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
-from rag_pipeline.service.auth import Principal, install_access, principal
+from rag_pipeline.service.auth import Principal, install_access, message_page, navigated, principal
 from rag_pipeline.service.page_routes import page_router
 from rag_pipeline.service.private_headers import PRIVATE_HEADERS
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
@@ -156,6 +156,8 @@ def document_view(title: str, document_id: str, text: str, start: int, end: int)
 
 Asker = Annotated[Principal, Depends(principal)]
 """Who asks: every data route takes it (:mod:`rag_pipeline.service.auth`)."""
+VIEW_PATHS = ("/documents/", "/page-images/", "/originals/")
+"""The routes a browser opens itself from a citation's link."""
 
 
 class PrivateResponses:
@@ -195,9 +197,15 @@ def create_app(service: QueryService) -> FastAPI:
     page = _page("page.html")
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         service.count_error()
-        return _error(422, _validation_message(list(exc.errors())))
+        message = _validation_message(list(exc.errors()))
+        if request.url.path.startswith(VIEW_PATHS) and navigated(request.scope, request.method):
+            # A document link a browser opened itself ("?page=" cut short): the page of
+            # every other view error, with the way back, never a line of JSON.
+            return message_page(422, "This view cannot be shown", message,
+                                '<a href="/">Ask another question</a>')
+        return _error(422, message)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -80,6 +80,22 @@ def test_the_page_shows_a_request_error_in_one_line(base_url: str, tmp_path: Pat
             "question: the question has 2001 characters; at most 2000 are accepted")
 
 
+def test_a_service_that_cannot_be_reached_is_said_in_words_not_as_a_script_error(base_url: str,
+                                                                               tmp_path: Path):
+    """Found by a user's trial: with the service stopped the page showed "The service did not
+    answer: TypeError: Failed to fetch"."""
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+        page.route("**/ask*", lambda route: route.abort("connectionrefused"))
+        page.fill("#question", "how is the index built")
+        page.click("#ask-button")
+        page.wait_for_selector("#error", timeout=TIMEOUT_MS)
+        assert page.inner_text("#error") == (
+            "The service could not be reached (it may be stopped or restarting, or the network is "
+            "down): try again in a moment.")
+
+
 def test_a_question_pasted_past_the_limit_is_said_to_be_cut(base_url: str, tmp_path: Path):
     """Found by a user's trial: the browser cut a pasted question at 2,000 characters without a
     word."""

@@ -536,6 +536,17 @@ def test_feedback_only_as_json_and_no_response_is_kept_or_framed(client: TestCli
         413, "no-store", "DENY")
 
 
+def test_a_document_link_with_a_malformed_parameter_shows_the_views_error_page(client: TestClient):
+    """Found by a user's trial: ``?page=`` cut short showed a line of raw JSON in the tab."""
+    for query in ("page=", "page=abc", "from=-1", "from=1.5&to=20"):
+        shown = client.get(f"/documents/guide.md?{query}", headers={"Accept": "text/html"})
+        assert (shown.status_code, shown.headers["content-type"]) == (422, "text/html; charset=utf-8")
+        assert "<h1>This view cannot be shown</h1>" in shown.text
+        assert '<a href="/">Ask another question</a>' in shown.text
+    asked = client.get("/documents/guide.md?page=abc")  # a program's request: JSON, as before
+    assert (asked.status_code, asked.headers["content-type"]) == (422, "application/json")
+
+
 def test_one_principal_stores_at_most_the_verdicts_of_a_minute(tmp_path: Path,
                                                              hashed_embedder: HashedEmbedder):
     """Each verdict rewrites the whole table (measured: 3,000 verdicts took 271 s, the last ones
