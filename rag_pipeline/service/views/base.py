@@ -125,6 +125,11 @@ class ViewRequest:
     def quote(self) -> str:
         return self.text[self.start:self.end]
 
+    @cached_property
+    def quote_before(self) -> int:
+        """:func:`occurrences_before` the quote in the whole text."""
+        return occurrences_before(self.text, self.start, self.end)
+
 
 _VERIFIED: Recent[tuple[int, ...], str] = Recent(256)
 """(device, inode, size, modified and changed times) -> the sha256 of a file's bytes."""
@@ -240,20 +245,51 @@ def letters_of(text: str) -> str:
     return normalised(text)[0]
 
 
-def locate(haystack: str, needle: str) -> tuple[int, int] | None:
+def locate(haystack: str, needle: str, before: int = 0) -> tuple[int, int] | None:
     """``(first, last)`` positions in ``haystack``'s :func:`normalised` string where ``needle``
-    is: whole, else from its first LOCATE_CHARS letters to its last; None when not found."""
+    is: whole, else from its first LOCATE_CHARS letters to its last; None when not found.
+    ``before``: how many times the quote occurs in the document before the cited place (see
+    :func:`occurrences_before`): the place found is the one after as many others, or the last
+    one when the rendering holds fewer."""
     if not needle:
         return None
-    found = haystack.find(needle)
+    found = _nth(haystack, needle, before)
     if found >= 0:
         return found, found + len(needle) - 1
     head, tail = needle[:LOCATE_CHARS], needle[-LOCATE_CHARS:]
-    first = haystack.find(head)
+    first = _nth(haystack, head, before)
     if first < 0:
         return None
     last = haystack.find(tail, first)
     return (first, last + len(tail) - 1) if last >= 0 else None
+
+
+def _nth(haystack: str, needle: str, before: int) -> int:
+    """Where ``needle`` occurs in ``haystack`` after ``before`` other places (the last place
+    when there are fewer), or -1."""
+    found = haystack.find(needle)
+    for _ in range(before):
+        after = haystack.find(needle, found + 1) if found >= 0 else -1
+        if after < 0:
+            break
+        found = after
+    return found
+
+
+def occurrences_before(text: str, start: int, end: int, since: int = 0) -> int:
+    """How many times the letters and digits of ``text[start:end]`` occur in ``text`` from
+    ``since`` before ``start``: a sentence a document repeats (a closing line under each
+    section) is marked where it was cited, not where it first occurs."""
+    needle = letters_of(text[start:end])
+    if not needle or since >= start:
+        return 0
+    letters = letters_of(text[since:end])
+    cut = len(letters) - len(needle)
+    count, at = 0, letters.find(needle)
+    while 0 <= at < cut:
+        count += 1
+        at = letters.find(needle, at + 1)
+    return count
 
 
 def page_html(title: str, document_id: str, view: View, original_url: str | None,

@@ -110,13 +110,14 @@ def _texts(markup: str) -> list[_Text]:
     return texts
 
 
-def mark_quote(markup: str, quote: str) -> tuple[str, str | None]:
+def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | None]:
     """``markup`` (as the sanitiser writes it) with the text of ``quote`` wrapped in ``<mark>``
-    elements (the first ``id="quote"``), and the text of the heading the quote sits under
-    (``""`` for none); None in its place when the quote was not found."""
+    elements (the first ``id="quote"``), after ``before`` other places holding it (see
+    :func:`~rag_pipeline.service.views.base.locate`), and the text of the heading the quote
+    sits under (``""`` for none); None in its place when the quote was not found."""
     texts = _texts(markup)
     letters = [letters_of(text.seen) for text in texts]
-    found = locate("".join(letters), normalised(quote)[0])
+    found = locate("".join(letters), normalised(quote)[0], before)
     if found is None:
         return markup, None
     before = list(itertools.accumulate(len(found_letters) for found_letters in letters))
@@ -192,7 +193,8 @@ def nesting_depth(markup: str) -> int:
     return deepest
 
 
-def _marked_view(request: ViewRequest, size: int, render: Callable[[], str]) -> View:
+def _marked_view(request: ViewRequest, size: int, render: Callable[[], str],
+                 quote: str | None = None) -> View:
     """The sanitised markup ``render`` makes of a source of ``size`` characters or bytes, the
     quote marked, labelled by the heading above the quote. Each document's sanitised markup
     is kept (:data:`SANITISED_KEPT`), so a page of views renders it once. The extracted text
@@ -214,7 +216,8 @@ def _marked_view(request: ViewRequest, size: int, render: Callable[[], str]) -> 
     if isinstance(found, int):
         return text_view(request, f"This document nests its elements {found:,} deep (more than "
                                   f"{MAX_NESTING}): it is shown as its extracted text.")
-    body, heading = mark_quote(found, request.quote)
+    body, heading = mark_quote(found, request.quote if quote is None else quote,
+                               request.quote_before)
     note = "" if heading is not None else "The quoted passage could not be located in this rendering."
     return View(heading or heading_label(request) or "the quoted passage",
                 f'<article class="markup">{body}</article>', "markup", note)
@@ -245,7 +248,18 @@ def markdown_view(request: ViewRequest) -> View:
 
     body = request.text[front_matter_end(request.text):]
     return _marked_view(request, len(body), lambda: MarkdownIt(
-        "commonmark", {"html": False}).enable("table").render(body))
+        "commonmark", {"html": False}).enable("table").render(body), _shown_markdown(request.quote))
+
+
+def _shown_markdown(quote: str) -> str:
+    """The text a reader sees of a Markdown quote: a link's text without its URL, an entity as
+    its character (``[the checklist](https://...)`` reads ``the checklist``), as the rendered
+    page is searched; the quote as it is when it renders to nothing."""
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(quote)
+    shown = html.unescape(re.sub(r"<[^>]*>", " ", rendered))
+    return shown if shown.strip() else quote
 
 
 def _docx_html(data: bytes) -> str:

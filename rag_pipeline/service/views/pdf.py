@@ -22,6 +22,7 @@ from rag_pipeline.service.views.base import (
     ViewRequest,
     locate,
     normalised,
+    occurrences_before,
     path_url,
 )
 from rag_pipeline.service.views.text import text_view
@@ -92,8 +93,9 @@ def page_png(original: Original, page: int) -> bytes:
     return found
 
 
-def quote_boxes(data: bytes, page: int, quote: str) -> list[Box]:
-    """One box per line of the page's characters that hold ``quote`` (none when it is not found)."""
+def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box]:
+    """One box per line of the page's characters that hold ``quote`` (none when it is not
+    found), after ``before`` other places of the page holding it."""
     import ctypes
 
     import pypdfium2
@@ -107,7 +109,7 @@ def quote_boxes(data: bytes, page: int, quote: str) -> list[Box]:
         count = raw.FPDFText_CountChars(textpage.raw)
         chars = "".join(chr(raw.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
         letters, where = normalised(chars)
-        found = locate(letters, normalised(quote)[0])
+        found = locate(letters, normalised(quote)[0], before)
         if found is None:
             return []
         left, right, bottom, top = (ctypes.c_double() for _ in range(4))
@@ -141,6 +143,16 @@ def _page_quote(request: ViewRequest, page: int) -> str:
     return " ".join(pieces)
 
 
+def _page_quote_before(request: ViewRequest, page: int) -> int:
+    """How many times the quote's part on ``page`` occurs on that page before it."""
+    spans = [a for a in request.info.anchors if a.locator == f"page={page}"
+             and a.start < request.end and a.end > request.start]
+    if not spans:
+        return 0
+    start = max(spans[0].start, request.start)
+    return occurrences_before(request.text, start, min(spans[0].end, request.end), spans[0].start)
+
+
 def pdf_view(request: ViewRequest) -> View:
     """The cited page (or ``page``) as an image with the quote's boxes and page links."""
     original = request.original
@@ -150,7 +162,8 @@ def pdf_view(request: ViewRequest) -> View:
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
     page = request.page if request.page is not None else cited
     check_page(page, pages, request.info.document_id)
-    boxes = quote_boxes(original.data, page, _page_quote(request, page))
+    boxes = quote_boxes(original.data, page, _page_quote(request, page),
+                        _page_quote_before(request, page))
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     marks = "".join(
         f'<div class="box"{QUOTE_ID if i == 0 else ""} style="left:{b.left * 100:.3f}%;'

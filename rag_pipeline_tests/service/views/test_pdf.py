@@ -34,3 +34,20 @@ def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_
     assert second.label == "page 2 of 2 (the quote begins on page 1)"
     assert second.note == ""
     assert first.body.count('class="box"') > 0 and second.body.count('class="box"') > 0
+
+
+def test_a_line_the_page_repeats_is_boxed_where_it_was_cited(tmp_path: Path):
+    # Found by a user's trial: the second of two equal lines was boxed at the first.
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
+
+    data = plain_pdf([["Check the valves.", "Berlin office", "Check the valves.", "Madrid office"]])
+    (tmp_path / "checks.pdf").write_bytes(data)
+    extracted = format_for(Path("checks.pdf")).extract(data, "checks")
+    text = extracted.canonical_text
+    info = DocumentInfo("checks.pdf", "Checks", str(tmp_path / "checks.pdf"), "pdf",
+                        extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
+    tops = []
+    for start in (text.index("Check the valves."), text.rindex("Check the valves.")):
+        view = pdf_view(ViewRequest(info, text, start, start + len("Check the valves.")))
+        tops.append(float(view.body.split('style="left:')[1].split("top:")[1].split("%")[0]))
+    assert tops[0] < tops[1]
