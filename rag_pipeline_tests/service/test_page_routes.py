@@ -143,8 +143,16 @@ def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(
     page = client.get("/documents/budget.xlsx", params={"from": start, "to": text.index("\n", start)})
     assert _where(page.text) == "Budget 2026!A4:D4"
     view = _view(page.text)
-    assert ('<span class="tab current">Budget 2026</span> '
-            '<a class="tab" href="/documents/budget.xlsx?sheet=Notes">Notes</a>') in view
+    end = text.index("\n", start)
+    assert ('<span class="tab current">Budget 2026</span> <a class="tab" href="/documents/budget.xlsx'
+            f'?from={start}&amp;to={end}&amp;sheet=Notes">Notes</a>') in view
+    # Found by a user's trial: the Notes tab showed every cell of Notes marked as cited, and
+    # back on the cited sheet by its tab no cell was.
+    notes = client.get("/documents/budget.xlsx", params={"from": start, "to": end, "sheet": "Notes"})
+    assert (_where(notes.text), _view(notes.text).count("cited")) == ("Notes", 0)
+    back = client.get("/documents/budget.xlsx",
+                      params={"from": start, "to": end, "sheet": "Budget 2026"})
+    assert (_where(back.text), _view(back.text).count("cited")) == ("Budget 2026!A4:D4", 4)
     assert ('<tr><th scope="row">4</th><td class="cited" id="quote">Turbine maintenance</td>'
             '<td class="num cited">430</td><td class="num cited">410</td><td class="num cited">445</td>'
             "</tr>") in view

@@ -31,12 +31,17 @@ from rag_pipeline.service.views.text import text_view
 
 MAX_ROWS = 200
 MAX_COLUMNS = 40
+"""Columns a grid shows, or up to the cited range's last column when it lies further right
+(at most :data:`MAX_CITED_COLUMNS`)."""
+MAX_CITED_COLUMNS = 1000
 ROWS_ABOVE = 5
 """Rows shown above the cited range (its header usually)."""
 GRIDS_KEPT = 16
-_GRIDS: Recent[tuple[str, str, str | None, int], tuple[list[str], Grid | None]] = Recent(GRIDS_KEPT)
-"""(format, sha256, sheet asked for, first row) -> the workbook's sheet names and the grid (None
-when no such sheet)."""
+_GRIDS: Recent[tuple[str, str, str | None, int, int, int], tuple[list[str], Grid | None, Grid | None]] = (
+    Recent(GRIDS_KEPT))
+"""(format, sha256, sheet asked for, first row, columns, header row) -> the workbook's sheet
+names, the grid (None when no such sheet) and the header row's grid (None when it is in the
+grid or there is none)."""
 _READING = threading.Lock()
 """Held while a workbook is read: one at a time."""
 
@@ -133,6 +138,17 @@ def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
                                               column_number(match["c2"]), int(match["r2"]))
 
 
+def _header_row(request: ViewRequest) -> int | None:
+    """The row number of the header of the table the quote starts in (its first line's range),
+    or None."""
+    from rag_pipeline.core.ingest.locator import RangeLocator
+
+    table = next((t for t in request.info.tables if t.start <= request.start < t.end), None)
+    anchor = next((a for a in request.info.anchors if table is not None and a.start == table.start
+                   and a.locator.startswith(f"{RangeLocator.key}=")), None)
+    return RangeLocator.parse(anchor.locator).first_row if anchor is not None else None
+
+
 def sheet_view(request: ViewRequest) -> View:
     """The cited sheet (or ``sheet``) as a grid, the cited cells marked."""
     reader = SHEET_READERS[request.info.format]
@@ -141,8 +157,12 @@ def sheet_view(request: ViewRequest) -> View:
         return text_view(request)
     cited = cited_range(request)
     asked = request.sheet if request.sheet is not None else (cited[0] if cited else None)
-    first_row = max(1, cited[1].first_row - ROWS_ABOVE) if cited and cited[0] == asked else 1
-    key = (request.info.format, original.sha256, asked, first_row)
+    on_cited = cited is not None and cited[0] == asked
+    first_row = max(1, cited[1].first_row - ROWS_ABOVE) if on_cited else 1
+    columns = min(max(MAX_COLUMNS, cited[1].last_column), MAX_CITED_COLUMNS) if on_cited else MAX_COLUMNS
+    header_row = _header_row(request) if on_cited else None
+    header_row = header_row if header_row is not None and header_row < first_row else 0
+    key = (request.info.format, original.sha256, asked, first_row, columns, header_row)
     kept = _GRIDS.get(key)
     if kept is None:
         with _READING:
@@ -150,10 +170,13 @@ def sheet_view(request: ViewRequest) -> View:
             if kept is None:
                 names = reader.sheets(original.data)
                 sheet = asked if asked is not None else names[0]
-                kept = (names, reader.grid(original.data, sheet, first_row, MAX_ROWS, MAX_COLUMNS)
-                        if sheet in names else None)
+                found = sheet in names
+                kept = (names, reader.grid(original.data, sheet, first_row, MAX_ROWS, columns)
+                        if found else None,
+                        reader.grid(original.data, sheet, header_row, 1, columns)
+                        if found and header_row else None)
                 _GRIDS.put(key, kept)
-    names, grid = kept
+    names, grid, header = kept
     if grid is None:
         raise ViewError(404, f"no sheet {asked!r} in {request.info.title or original.name}; its sheets: "
                              + ", ".join(repr(n) for n in names))
@@ -163,6 +186,15 @@ def sheet_view(request: ViewRequest) -> View:
                 + [marked.last_column if marked else 1])
     head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))
     body = []
+    if header is not None and header.rows:
+        # The table's header row, far above the cited rows: what their columns are.
+        cells = header.rows[0]
+        body.append(f'<tr class="header-row"><th scope="row">{header.first_row}</th>' + "".join(
+            f"<td>{html.escape(cells[c - 1] if c <= len(cells) else '')}</td>"
+            for c in range(1, width + 1)) + "</tr>")
+        if header.first_row + 1 < grid.first_row:
+            body.append(f'<tr class="gap"><th scope="row">&#8942;</th><td colspan="{width}">'
+                        f"rows {header.first_row + 1} to {grid.first_row - 1}</td></tr>")
     first_mark = True
     for offset, cells in enumerate(grid.rows):
         number = grid.first_row + offset
@@ -179,10 +211,12 @@ def sheet_view(request: ViewRequest) -> View:
                 attributes = f' class="{" ".join(classes)}"' + attributes
             tds.append(f"<td{attributes}>{html.escape(value)}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
-    base = path_url("/documents/", request.info.document_id)
+    # A tab keeps the citation: its own sheet's tab shows the cited cells marked again.
+    base = (path_url("/documents/", request.info.document_id)
+            + f"?from={request.start}&to={request.end}")
     tabs = " ".join(
         f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
-        f'<a class="tab" href="{html.escape(base)}?sheet={quote(n, safe="")}">{html.escape(n)}</a>'
+        f'<a class="tab" href="{html.escape(base)}&amp;sheet={quote(n, safe="")}">{html.escape(n)}</a>'
         for n in names)
     last_row = grid.first_row + len(grid.rows) - 1
     table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'

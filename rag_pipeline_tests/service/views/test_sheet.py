@@ -74,3 +74,30 @@ def test_a_view_shown_again_reads_the_workbook_once(tmp_path: Path, monkeypatch)
         with pytest.raises(sheet.ViewError, match="^no sheet 'Gone' in log; its sheets: 'Log'$"):
             sheet_view(ViewRequest(info, extracted.canonical_text, 0, 5, sheet="Gone"))
     assert reads == ["sheets", "grid", "sheets"]
+
+
+def test_a_cited_row_far_down_shows_its_header_row_and_cells_far_right(tmp_path: Path):
+    # Found by a user's trial: a row cited 40 rows down showed rows 39 to 44 without the header
+    # (columns "A B C" alone), and a row 46 columns wide was drawn blank past column AN.
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Vendors"
+    sheet.append(["Name", *(f"field {n}" for n in range(2, 46)), "Carrier"])
+    for n in range(1, 60):
+        sheet.append([f"vendor {n}", *([""] * 44), f"carrier {n}"])
+    path = tmp_path / "vendors.xlsx"
+    workbook.save(path)
+    data = path.read_bytes()
+    extracted = format_named("xlsx").extract(data, "vendors")
+    anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A45:AT45"))
+    info = DocumentInfo("vendors.xlsx", "vendors", str(path), "xlsx", extracted.anchors,
+                        extracted.tables, hashlib.sha256(data).hexdigest())
+    view = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end))
+    assert view.label == "Vendors!A45:AT45"
+    body = view.body
+    assert body.index('<tr class="header-row"><th scope="row">1</th><td>Name</td>') < body.index(
+        '<tr class="gap"><th scope="row">&#8942;</th><td colspan="46">rows 2 to 39</td></tr>') < (
+        body.index('<tr><th scope="row">40</th>'))
+    assert '<td>Carrier</td></tr>' in body and '<td class="cited">carrier 44</td></tr>' in body
