@@ -76,3 +76,22 @@ def _words_placed_apart(gap_em: float) -> bytes:
         pdf.text(x, BASELINE, word)
         x += pdf.get_string_width(word) + gap_em * 10
     return bytes(pdf.output())
+
+
+def test_a_run_starting_with_a_raised_mark_lies_on_its_words_baseline():
+    # R-ints.pdf (found by a new user's trial): "a node" ends a line's first run and "¹occupies
+    # 32 bytes: on a" starts the next, on the raised mark's baseline, 4 points up; the layout
+    # put it in a row of its own above its line: "doubly-linked 1 occupies 32 bytes: on a
+    # list), ... a node".
+    pdf = FPDF(unit="pt")
+    pdf.add_page()
+    pdf.set_font("Times", size=11)
+    pdf.text(72.0, BASELINE, "platform a node")
+    pdf.set_font("Times", size=7)
+    pdf.text(160.0, BASELINE - 4, "1")
+    pdf.set_font("Times", size=11)
+    pdf.text(163.0, BASELINE, "occupies 32 bytes")
+    with pypdfium2.PdfDocument(io.BytesIO(bytes(pdf.output()))) as document:
+        runs = page_runs(document, 0).runs
+    assert [(run.text, run.size, round(run.baseline, 1)) for run in runs] == [
+        ("platform a node", 11.0, BASELINE), ("1occupies 32 bytes", 11.0, BASELINE)]
