@@ -165,10 +165,14 @@ def pdf_view(request: ViewRequest) -> View:
     boxes = quote_boxes(original.data, page, _page_quote(request, page),
                         _page_quote_before(request, page))
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
+    # The boxes are drawn over the image; the first also holds the quote as text for a screen
+    # reader (the view moves the focus there) and for a search of the page.
+    spoken = html.escape(" ".join(_page_quote(request, page).split()))
     marks = "".join(
         f'<div class="box"{QUOTE_ID if i == 0 else ""} style="left:{b.left * 100:.3f}%;'
-        f'top:{b.top * 100:.3f}%;width:{b.width * 100:.3f}%;height:{b.height * 100:.3f}%"></div>'
-        for i, b in enumerate(boxes))
+        f'top:{b.top * 100:.3f}%;width:{b.width * 100:.3f}%;height:{b.height * 100:.3f}%">'
+        + (f'<span class="visually-hidden">Quoted on this page: {spoken}</span>' if i == 0 else "")
+        + "</div>" for i, b in enumerate(boxes))
     note = ""
     if _page_quote(request, page) and not boxes:
         note = "The quoted text could not be located on the page image."

@@ -51,3 +51,21 @@ def test_a_line_the_page_repeats_is_boxed_where_it_was_cited(tmp_path: Path):
         view = pdf_view(ViewRequest(info, text, start, start + len("Check the valves.")))
         tops.append(float(view.body.split('style="left:')[1].split("top:")[1].split("%")[0]))
     assert tops[0] < tops[1]
+
+
+def test_the_quote_on_a_page_image_is_there_as_text_for_a_screen_reader(tmp_path: Path):
+    # Found by a user's trial: the focus moved to an empty box over the image, which said
+    # nothing of what was quoted.
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
+
+    data = plain_pdf([["Check the valves & pumps.", "Madrid office"]])
+    (tmp_path / "checks.pdf").write_bytes(data)
+    extracted = format_for(Path("checks.pdf")).extract(data, "checks")
+    text = extracted.canonical_text
+    info = DocumentInfo("checks.pdf", "Checks", str(tmp_path / "checks.pdf"), "pdf",
+                        extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
+    start = text.index("Check")
+    body = pdf_view(ViewRequest(info, text, start, start + len("Check the valves & pumps."))).body
+    assert body.count("visually-hidden") == 1
+    assert ('<span class="visually-hidden">Quoted on this page: Check the valves &amp; pumps.'
+            '</span></div>') in body
