@@ -186,12 +186,16 @@ def stamp_for(name: str) -> tuple[str, Extractor]:
     return fmt.name, fmt.extractor()
 
 
+NO_READER = "no reader for "
+"""How the reason of a file skipped because no format claims its name begins."""
+
+
 def _skip_reason(name: str, why: str, unread: bool = False) -> str:
     suffix = PurePosixPath(name).suffix
     kind = f"{suffix.lower()} files" if suffix else f"files named {name} (without a suffix)"
     if unread:
-        return f"no reader for {kind}, and not read as text: {why}"
-    return f"no reader for {kind}, and not plain text ({why})"
+        return f"{NO_READER}{kind}, and not read as text: {why}"
+    return f"{NO_READER}{kind}, and not plain text ({why})"
 
 
 @dataclass
@@ -395,12 +399,14 @@ class PreviousRecords:
 def _member_current(member: DocumentRecord, settings: ExtractionSettings) -> bool:
     """A member's previous record stands for it while its container's bytes are the same: read
     ``ok`` by today's stamps, failed by them and kept (:func:`kept_failed`: retries back off
-    until the container changes), or skipped and still claimed by no format."""
+    until the container changes), skipped as the archive holds it (a link: whatever its name),
+    or skipped as no format's and still claimed by none."""
     name = posixpath.basename(member.document_id)
     if member.pipeline_version != PIPELINE_VERSION:
         return False
     if member.skipped:
-        return format_for(Path(name)) is None and _compression(name) is None
+        return not (member.error or "").startswith(NO_READER) or (
+            format_for(Path(name)) is None and _compression(name) is None)
     stamp = stamp_for(name)[1]
     if (member.extractor, member.extractor_version) != (stamp.name, stamp.version):
         return False

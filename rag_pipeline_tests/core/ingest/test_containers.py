@@ -130,6 +130,27 @@ def test_an_unchanged_archive_with_failed_and_skipped_members_is_not_read_again(
     assert (retried.extracted, retried.reused) == (5, 0)
 
 
+def test_an_unchanged_archive_holding_a_link_named_like_a_document_is_not_read_again(tmp_path: Path):
+    # Found by an operator's trial: README.md -> guide.md inside a tarball was skipped, then
+    # the archive was downloaded and read again on every run (a skipped member stood only while
+    # no format claimed its name; .md is claimed).
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        guide = b"# Guide\n\nStart here.\n"
+        info = tarfile.TarInfo("docs/guide.md")
+        info.size = len(guide)
+        archive.addfile(info, io.BytesIO(guide))
+        link = tarfile.TarInfo("docs/README.md")
+        link.type, link.linkname = tarfile.SYMTYPE, "guide.md"
+        archive.addfile(link)
+    (tmp_path / "docs.tar").write_bytes(buffer.getvalue())
+    first = extract_corpus(tmp_path)
+    assert [(r.document_id, r.status) for r in first.records] == [
+        ("docs.tar", "ok"), ("docs.tar/docs/guide.md", "ok"), ("docs.tar/docs/README.md", "skipped")]
+    second = extract_corpus(tmp_path, previous=first.records)
+    assert (second.extracted, second.reused) == (0, 3)
+
+
 def test_a_failed_archive_stands_until_its_file_changes(tmp_path: Path):
     (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 cut short")
     first = extract_corpus(tmp_path)

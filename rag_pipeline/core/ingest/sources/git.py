@@ -126,8 +126,13 @@ class GitSource:
             raise SourceError(f"{self.uri}: git {args[0]} failed: {exc}") from exc
         if done.returncode != 0:
             message = without_credentials(done.stderr.decode(errors="replace")).strip().splitlines()
-            raise SourceError(f"{self.uri}: git {args[0]} failed: "
-                              f"{message[-1] if message else f'exit {done.returncode}'}")
+            fatal = next((line for line in message if line.startswith("fatal:")), None)
+            said = fatal or (message[-1] if message else f"exit {done.returncode}")
+            if fatal is not None and "dubious ownership" in fatal:
+                said += (f" (git reads a repository another user owns only once trusted: `git "
+                         f"config --global --add safe.directory {self.git_dir}` as the user "
+                         "running rag-pipeline)")
+            raise SourceError(f"{self.uri}: git {args[0]} failed: {said}")
         return done.stdout
 
     def _sync(self) -> None:
@@ -139,6 +144,8 @@ class GitSource:
                 found = Path(self._git("rev-parse", "--absolute-git-dir", timeout=30)
                              .decode().strip()).resolve()
             except SourceError as exc:
+                if "dubious ownership" in str(exc):
+                    raise
                 raise SourceError(f"{self.uri}: {self.git_dir} is not a git repository") from exc
             here = self.git_dir.resolve()
             if found != here:  # a bare repository or a .git folder is its own git folder

@@ -366,3 +366,26 @@ def test_the_watch_token_of_a_remote_is_the_commit_of_the_ref_named_not_of_a_nam
     default = GitSource(f"git+ssh://localhost{repo.path}", cache_dir=tmp_path)
     default.repository = str(repo.path)
     assert default.watch_token() == main
+
+
+def test_a_repository_another_user_owns_is_said_with_gits_reason_and_its_remedy(
+        repo: Repo, tmp_path, monkeypatch):
+    # Found by an operator's trial: git refused a shared repository for its owner ("dubious
+    # ownership") and rag-pipeline said "... is not a git repository".
+    import os
+
+    repo.write("a.md", "# One\n")
+    repo.commit()
+    try:
+        for folder, _, files in os.walk(repo.path):
+            for name in (folder, *(os.path.join(folder, f) for f in files)):
+                os.chown(name, 65534, 65534)
+    except PermissionError:
+        pytest.skip("changing a file's owner needs root")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "empty.gitconfig"))
+    with pytest.raises(SourceError) as refused:
+        GitSource(repo.uri).entries()
+    assert str(refused.value) == (
+        f"{repo.uri}: git rev-parse failed: fatal: detected dubious ownership in repository at "
+        f"'{repo.path}' (git reads a repository another user owns only once trusted: `git config "
+        f"--global --add safe.directory {repo.path}` as the user running rag-pipeline)")
