@@ -139,6 +139,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "embedded_objects_left_out": ("{} embedded object(s) no reader here reads (a formula, a "
                                   "drawing, an OLE object) left out"),
     "pages_unreadable": "page(s) {} could not be loaded (a damaged PDF) and are left out",
+    "sheets_unreadable": "sheet(s) {} could not be read (a damaged workbook part) and are left out",
     "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
     "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",
 }

@@ -22,6 +22,7 @@ import io
 import posixpath
 import re
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -80,16 +81,19 @@ def _scan_sheet_parts(data: bytes) -> _SheetParts:
                 n for n in names if n.startswith("xl/worksheets/") and n.endswith(".xml")}):
             areas: dict[tuple[int, int], tuple[int, int]] = {}
             before = uncached
-            with archive.open(name) as stream:
-                for _, element in etree.iterparse(stream, tag=("{*}c", "{*}mergeCell")):
-                    if element.tag.endswith("}mergeCell"):
-                        if (area := _cell_area(element.get("ref", ""))) is not None:
-                            areas[area[0]] = area[1]
-                    elif element.find("{*}f") is not None:
-                        formulas += 1
-                        value = element.find("{*}v")
-                        uncached += value is None or not (value.text or "")
-                    element.clear()
+            try:
+                with archive.open(name) as stream:
+                    for _, element in etree.iterparse(stream, tag=("{*}c", "{*}mergeCell")):
+                        if element.tag.endswith("}mergeCell"):
+                            if (area := _cell_area(element.get("ref", ""))) is not None:
+                                areas[area[0]] = area[1]
+                        elif element.find("{*}f") is not None:
+                            formulas += 1
+                            value = element.find("{*}v")
+                            uncached += value is None or not (value.text or "")
+                        element.clear()
+            except (etree.XMLSyntaxError, zipfile.BadZipFile, zlib.error, EOFError):
+                continue  # a damaged sheet: _read_sheets leaves it out and says so
             if name in titles:
                 merged[titles[name]] = areas
             if uncached > before:
@@ -152,35 +156,48 @@ def _cell_area(ref: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
 
 
 def _read_sheets(data: bytes, budget: ContentBudget,
-                 merged: Mapping[str, MergedCells]) -> list[Sheet]:
+                 merged: Mapping[str, MergedCells]) -> tuple[list[Sheet], list[str]]:
     """Every worksheet's rows of cached values (openpyxl, read-only, ``data_only``), counted
-    against ``budget`` as they are read, with its ``merged`` cells."""
+    against ``budget`` as they are read, with its ``merged`` cells; and the names of the
+    sheets left out because their part cannot be read (damaged XML, a member cut short), each
+    with its reason: one damaged sheet does not lose the others."""
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     sheets: list[Sheet] = []
+    damaged: list[str] = []
     try:
         for sheet in workbook.worksheets:
-            sheet.reset_dimensions()
-            rows: list[tuple[int, tuple[str, ...]]] = []
-            for row in sheet.iter_rows():
-                stored = [cell for cell in row if getattr(cell, "row", None) is not None]
-                if not stored:
-                    continue
-                width = max(cell.column for cell in stored)
-                budget.add(rows=1, cells=len(stored))
-                if width > budget.limits.max_cells:
-                    budget.add(cells=width)
-                cells = [""] * width
-                for cell in stored:
-                    cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
-                budget.add(chars=sum(len(value) for value in cells))
-                rows.append((stored[0].row, tuple(cells)))
-            sheets.append(Sheet(sheet.title, tuple(rows), merged.get(sheet.title, {}),
-                                sheet.sheet_state != "visible"))
+            try:
+                sheets.append(_read_sheet(sheet, budget, merged))
+            except (ExtractionError, MemoryError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the XML or zip layer's reason, said
+                damaged.append(f"{sheet.title} ({type(exc).__name__}: {exc})")
     finally:
         workbook.close()
-    return sheets
+    return sheets, damaged
+
+
+def _read_sheet(sheet, budget: ContentBudget, merged: Mapping[str, MergedCells]) -> Sheet:
+    """One worksheet's rows of cached values (see :func:`_read_sheets`)."""
+    sheet.reset_dimensions()
+    rows: list[tuple[int, tuple[str, ...]]] = []
+    for row in sheet.iter_rows():
+        stored = [cell for cell in row if getattr(cell, "row", None) is not None]
+        if not stored:
+            continue
+        width = max(cell.column for cell in stored)
+        budget.add(rows=1, cells=len(stored))
+        if width > budget.limits.max_cells:
+            budget.add(cells=width)
+        cells = [""] * width
+        for cell in stored:
+            cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
+        budget.add(chars=sum(len(value) for value in cells))
+        rows.append((stored[0].row, tuple(cells)))
+    return Sheet(sheet.title, tuple(rows), merged.get(sheet.title, {}),
+                 sheet.sheet_state != "visible")
 
 
 class XlsxFormat(DocumentFormat):
@@ -212,14 +229,20 @@ class XlsxFormat(DocumentFormat):
             parts = _scan_sheet_parts(data)
             formula_count, uncached = parts.formulas, parts.uncached
             comments = count_elements(data, "xl/comments", "comment")
-            sheets = _read_sheets(data, ContentBudget("XLSX", self.limits), parts.merged)
+            sheets, damaged = _read_sheets(data, ContentBudget("XLSX", self.limits), parts.merged)
         except ExtractionError:
             raise
         except MemoryError as exc:
             raise ExtractionError("out of memory reading the XLSX: too large to read") from exc
         except Exception as exc:  # zipfile, XML and openpyxl errors: each is the reason
-            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc} (an encrypted "
-                                  "workbook or an old binary .xls is not an XLSX file)") from exc
+            from openpyxl.utils.exceptions import InvalidFileException
+
+            opening = isinstance(exc, (zipfile.BadZipFile, InvalidFileException, KeyError))
+            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc}" + (
+                " (an encrypted workbook or an old binary .xls is not an XLSX file)"
+                if opening else "")) from exc
+        if damaged and not sheets:
+            raise ExtractionError("unreadable XLSX: no sheet can be read: " + "; ".join(damaged))
         shown = sum(1 for sheet in sheets for _, cells in sheet.rows for cell in cells if cell)
         if uncached and uncached >= shown:
             raise ExtractionError(
@@ -237,6 +260,8 @@ class XlsxFormat(DocumentFormat):
                 notes += (scope_note("formulas_without_cached_value", spans),)
         if comments:
             notes += (("comments_left_out", str(comments)),)
+        if damaged:
+            notes += (("sheets_unreadable", "; ".join(damaged)),)
         return Extracted(title=stem, canonical_text=layout.text, sections=layout.sections,
                          anchors=layout.anchors, tables=layout.tables, notes=notes)
 

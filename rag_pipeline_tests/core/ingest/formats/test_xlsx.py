@@ -13,6 +13,7 @@ from rag_pipeline.core.ingest.extracted import (
     ExtractionError,
     Section,
     TableSpan,
+    left_out,
     left_out_scopes,
 )
 from rag_pipeline.core.ingest.formats.xlsx import XlsxFormat
@@ -222,7 +223,8 @@ def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
     # Planted flaw: the sheet's XML cut in half. openpyxl raised xml.etree's ParseError
     # here, which the corpus does not catch: one file would have stopped the run.
     data = _with_sheet_rewritten([["a", "b"]], lambda xml: xml[:len(xml) // 2])
-    with pytest.raises(ExtractionError, match=r"^unreadable XLSX: XMLSyntaxError: "):
+    with pytest.raises(ExtractionError, match=r"^unreadable XLSX: no sheet can be read: Sheet "
+                                              r"\(ParseError: unclosed token: "):
         XLSX.extract(data, "cut")
 
 
@@ -274,6 +276,30 @@ def test_notes_above_the_table_that_fill_many_cells_are_no_header():
         plain.active.append(row)
     assert XLSX.extract(saved(plain), "plain").canonical_text.splitlines()[:2] == [
         "Title of the list", "Name | Role"]
+
+
+def test_a_damaged_sheet_is_left_out_and_said_the_others_are_read():
+    # Found by a new user's trial: one sheet cut short failed the whole workbook, its three
+    # good sheets lost, with "an encrypted workbook or an old binary .xls" as the hint.
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    workbook.active.title = "Good"
+    workbook.active.append(["Site", "Staff"])
+    workbook.active.append(["Lyon", 40])
+    workbook.create_sheet("Bad").append(["x", "y"])
+    source = zipfile.ZipFile(io.BytesIO(saved(workbook)))
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as archive:
+        for name in source.namelist():
+            part = source.read(name)
+            archive.writestr(name, part[:len(part) // 2] if name == "xl/worksheets/sheet2.xml" else part)
+    extracted = XLSX.extract(damaged.getvalue(), "sites")
+    assert extracted.canonical_text == "Site | Staff\nSite: Lyon | Staff: 40\n"
+    ((name, value),) = [note for note in extracted.notes if note[0] == "sheets_unreadable"]
+    assert value.startswith("Bad (ParseError: unclosed token: line 1, column ")
+    assert left_out(extracted.notes) == [
+        f"sheet(s) {value} could not be read (a damaged workbook part) and are left out"]
 
 
 def test_rows_are_bounded_while_reading():
