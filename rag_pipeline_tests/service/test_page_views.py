@@ -178,6 +178,40 @@ def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(ba
     assert asks == [None, "Bearer s3cret"]
 
 
+def test_a_tab_coming_back_into_view_makes_the_browsers_session_its_own_again(base_url: str,
+                                                                             tmp_path: Path):
+    """Found by a user's trial: a browser has one session cookie and each tab its own token;
+    after another tab signed in as someone else (or signed out), this tab's document links
+    opened as that other person (or not at all)."""
+    seen: list[tuple[str, str | None]] = []
+    with chromium_page(tmp_path / "profile") as page:
+        def guarded(route) -> None:
+            request = route.request
+            path = request.url.removeprefix(base_url).split("?")[0]
+            if path == "/session":
+                seen.append((request.method, request.headers.get("authorization")))
+                route.fulfill(status=204, body="")
+            else:
+                route.continue_()
+
+        page.context.route("**/*", guarded)
+        page.goto(base_url + "/")
+        page.evaluate("sessionStorage.setItem('rag_token', 'eng-token')")
+        page.reload()
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+        other = page.context.new_page()
+        other.goto(base_url + "/")
+        other.evaluate("sessionStorage.setItem('rag_token', 'hr-token')")
+        other.reload()
+        other.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+        assert seen == [("POST", "Bearer eng-token"), ("POST", "Bearer hr-token")]
+        page.bring_to_front()
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_function("document.visibilityState === 'visible'", timeout=TIMEOUT_MS)
+        page.wait_for_timeout(500)
+        assert seen[-1] == ("POST", "Bearer eng-token")
+
+
 def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_path: Path):
     """Found by a user: the page had no way to sign out; after a restart its links answered
     "the session has ended" with nowhere to sign in again; a revoked token left its counts on
