@@ -205,11 +205,21 @@ def test_a_tab_coming_back_into_view_makes_the_browsers_session_its_own_again(ba
         other.reload()
         other.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
         assert seen == [("POST", "Bearer eng-token"), ("POST", "Bearer hr-token")]
-        page.bring_to_front()
         page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-        page.wait_for_function("document.visibilityState === 'visible'", timeout=TIMEOUT_MS)
         page.wait_for_timeout(500)
         assert seen[-1] == ("POST", "Bearer eng-token")
+        # A citation's link waits for the session to be this tab's again (a headless browser
+        # tells a tab neither that it is seen nor focused again).
+        other.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_timeout(500)
+        assert seen[-1] == ("POST", "Bearer hr-token")
+        page.fill("#question", QUESTION)
+        page.click("#ask-button")
+        page.wait_for_selector("#quoted a.cite", timeout=TIMEOUT_MS)
+        del seen[:]
+        page.click("#quoted a.cite")
+        page.wait_for_url("**/documents/**", timeout=TIMEOUT_MS)
+        assert seen == [("POST", "Bearer eng-token")]
 
 
 def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_path: Path):
