@@ -317,10 +317,18 @@ def message_page(status: int, heading: str, message: str, way_on: str,
         "</body></html>", status_code=status, headers=headers)
 
 
+NO_SESSION_IN_BROWSER = ("this page is shown to a signed-in reader only, and this browser is "
+                         "not signed in to the service")
+"""What a browser's link opened without any session says, in place of the header a program is
+told to send."""
+
+
 def _sign_in_first(message: str) -> HTMLResponse:
-    """The 401 a browser shows for a link opened without a session: the reason, and the way
-    to the page's sign-in (the link works again once signed in there)."""
-    return message_page(401, "Sign in first", message, '<a href="/">Open the question page</a>, '
+    """The 401 a browser shows for a link opened without a session: the reason (a reader's
+    words, not the header a program sends), and the way to the page's sign-in (the link works
+    again once signed in there)."""
+    shown = NO_SESSION_IN_BROWSER if message.startswith("this service needs a token") else message
+    return message_page(401, "Sign in first", shown, '<a href="/">Open the question page</a>, '
                         "sign in there, then open this link again.",
                         {"WWW-Authenticate": "Bearer"})
 

@@ -264,6 +264,9 @@ def test_health_and_the_page_shell_need_no_token(setup: Setup):
     assert ('<p><a href="/">Open the question page</a>, sign in there, then open this link '
             "again.</p>") in opened.text
     assert "faq" not in opened.text.lower()
+    # In a reader's words, not the header a program sends (found by a user's trial).
+    assert ('<p id="error">this page is shown to a signed-in reader only, and this browser is not '
+            "signed in to the service</p>") in opened.text
 
 
 def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup, tmp_path: Path):
