@@ -278,6 +278,11 @@ class TokenStore:
         with self._lock:
             record = self._records.get(match["id"])
             known = self._verified.get(fast)
+        if record is None and self.refresh():
+            # A token added since the last poll (pasted the moment `tokens add` printed it):
+            # the file is looked at now, one stat, not at the next poll.
+            with self._lock:
+                record = self._records.get(match["id"])
         if record is None:
             raise TokenError("unknown or revoked token")
         if record.scheme == "sha256":

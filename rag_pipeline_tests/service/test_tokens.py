@@ -129,3 +129,15 @@ def test_no_secret_waits_for_a_hash_slot(tmp_path: Path, monkeypatch):
         for _ in range(taken):
             tokens._HASHING.release()
     assert served.verify(token, "10.0.3.1").name == "finn"  # refused, not paused
+
+
+def test_a_token_added_while_serving_is_accepted_at_once(tmp_path: Path):
+    # Found by a user's trial: a token pasted a second after `tokens add` was "unknown or
+    # revoked" until the service's next poll of the file.
+    served = TokenStore(tmp_path)
+    first = served.add("ann", ("eng",))
+    assert served.verify(first).name == "ann"
+    added = TokenStore(tmp_path).add("bo", ("hr",))  # as `tokens add` in another process
+    assert served.verify(added).name == "bo"
+    with pytest.raises(TokenError, match="^unknown or revoked token$"):
+        served.verify(added[:len("rp_12345678_")].replace(added[3:11], "0" * 8) + "z" * 43)
