@@ -118,13 +118,32 @@ def xlsx_grid(data: bytes, sheet: str, first_row: int, rows: int, columns: int) 
         workbook.close()
 
 
+def ods_grid(data: bytes, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
+    """The text ``rows`` rows of an ODS ``sheet`` show from ``first_row``, ``columns`` wide."""
+    from rag_pipeline.core.ingest.formats.odf import ods_sheets
+
+    found = dict(ods_sheets(data))[sheet]
+    shown = {number: cells for number, cells in found if first_row <= number < first_row + rows}
+    height = max([*shown, first_row - 1]) - first_row + 1
+    return Grid(sheet, first_row, tuple(
+        tuple((list(shown.get(first_row + i, ())) + [""] * columns)[:columns]) for i in range(height)),
+        any(number >= first_row + rows for number, _ in found))
+
+
+def _ods_names(data: bytes) -> list[str]:
+    from rag_pipeline.core.ingest.formats.odf import ods_sheets
+
+    return [name for name, _ in ods_sheets(data)]
+
+
 @dataclass(frozen=True)
 class SheetReader:
     sheets: Callable[[bytes], list[str]]
     grid: Callable[[bytes, str, int, int, int], Grid]
 
 
-SHEET_READERS: dict[str, SheetReader] = {"xlsx": SheetReader(xlsx_sheets, xlsx_grid)}
+SHEET_READERS: dict[str, SheetReader] = {"xlsx": SheetReader(xlsx_sheets, xlsx_grid),
+                                         "ods": SheetReader(_ods_names, ods_grid)}
 """Format name -> how its sheets are read (the formats' own readers)."""
 
 

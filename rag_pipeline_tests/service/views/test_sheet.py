@@ -101,3 +101,37 @@ def test_a_cited_row_far_down_shows_its_header_row_and_cells_far_right(tmp_path:
         '<tr class="gap"><th scope="row">&#8942;</th><td colspan="46">rows 2 to 39</td></tr>') < (
         body.index('<tr><th scope="row">40</th>'))
     assert '<td>Carrier</td></tr>' in body and '<td class="cited">carrier 44</td></tr>' in body
+
+
+def test_an_ods_citation_is_a_grid_of_its_sheet_too(tmp_path: Path):
+    # Found by a user's trial: an ODS citation (#sheet=Fleet&range=A3:B3) opened the plain-text
+    # view labelled "lines 1-2".
+    import io
+
+    from odf import table, text
+    from odf.opendocument import OpenDocumentSpreadsheet
+
+    from rag_pipeline.service.views import VIEWS
+
+    document = OpenDocumentSpreadsheet()
+    fleet = table.Table(name="Fleet")
+    for values in (["Ship", "Port"], ["Aurora", "Oslo"], ["Borealis", "Bergen"]):
+        row = table.TableRow()
+        for value in values:
+            cell = table.TableCell()
+            cell.addElement(text.P(text=value))
+            row.addElement(cell)
+        fleet.addElement(row)
+    document.spreadsheet.addElement(fleet)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    path = tmp_path / "fleet.ods"
+    path.write_bytes(buffer.getvalue())
+    extracted = format_named("ods").extract(path.read_bytes(), "fleet")
+    info = DocumentInfo("fleet.ods", "fleet", str(path), "ods", extracted.anchors, extracted.tables,
+                        hashlib.sha256(path.read_bytes()).hexdigest())
+    start = extracted.canonical_text.index("Ship: Borealis")
+    view = VIEWS["ods"](ViewRequest(info, extracted.canonical_text, start, start + 10))
+    assert (view.label, view.kind) == ("Fleet!A3:B3", "sheet")
+    assert ('<tr><th scope="row">3</th><td class="cited" id="quote">Borealis</td>'
+            '<td class="cited">Bergen</td></tr>') in view.body

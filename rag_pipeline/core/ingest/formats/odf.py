@@ -562,6 +562,21 @@ def _sheet_rows(table: object, budget: list[int],
     return rows, merged
 
 
+def ods_sheets(data: bytes, limits: OfficeLimits | None = None
+               ) -> list[tuple[str, list[tuple[int, tuple[str, ...]]]]]:
+    """Each sheet of an ODS file as ``(name, rows)``, a row its number and the text its cells
+    show, read as :class:`OdsFormat` reads them (for a view of the sheet).
+
+    Raises:
+        ExtractionError: As :meth:`OdsFormat.extract`.
+    """
+    package = _package(data, "ODS", limits or OfficeLimits())
+    budget = [0, 0]
+    return [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget)[0])
+            for number, table in enumerate(
+                _body(package.root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
+
+
 class OdsFormat(_OdfFormat):
     """``.ods`` spreadsheets (LibreOffice Calc)."""
 
