@@ -27,14 +27,7 @@ from rag_pipeline.core.ingest.containers import (
 from rag_pipeline.core.ingest.extracted import Extractor, left_out
 from rag_pipeline.core.ingest.members import ContainerLimits
 from rag_pipeline.core.ingest.reading import ExtractionSettings
-
-
-def zipped(members: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", method) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
+from rag_pipeline_tests.core.ingest.archives import zipped
 
 
 def tarred(members: dict[str, bytes], mode: str = "w:gz") -> bytes:

@@ -35,6 +35,7 @@ from rag_pipeline.core.ingest.reading import without_link_target
 from rag_pipeline.core.ingest.reconcile import reconciliation_table
 from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.sources.local import listing, stat_fingerprint
+from rag_pipeline_tests.core.ingest.archives import zipped
 
 PDF_EXTRACTOR_VERSION = (f"8+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
@@ -640,23 +641,13 @@ def test_a_file_name_that_is_not_utf8_is_one_failed_record(tmp_path: Path):
     assert table.column("document_id").to_pylist() == ["bad\\xffbytes.md", "good.md"]
 
 
-def _zip_of(files: dict[str, bytes]) -> bytes:
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
 def test_a_container_is_reconciled_with_its_members_and_reused_unopened(tmp_path, monkeypatch):
     from rag_pipeline.core.ingest.reconcile import Change
     from rag_pipeline.core.ingest.sources.local import LocalSource
 
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
+    (root / "a.zip").write_bytes(zipped({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
     (root / "b.md").write_bytes(b"# B\n\nThree.\n")
     first = extract_corpus(root)
     assert [r.document_id for r in first.records] == ["a.zip", "a.zip/x.md", "a.zip/y.md", "b.md"]
@@ -684,9 +675,9 @@ def test_an_archive_read_again_reports_only_what_changed_in_it(tmp_path):
 
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
+    (root / "a.zip").write_bytes(zipped({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo.\n"}))
     first = extract_corpus(root)
-    (root / "a.zip").write_bytes(_zip_of({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo, edited.\n",
+    (root / "a.zip").write_bytes(zipped({"x.md": b"# X\n\nOne.\n", "y.md": b"# Y\n\nTwo, edited.\n",
                                           "z.md": b"# Z\n\nThree.\n"}))
     second = extract_corpus(root, previous=first.records)
     assert second.extracted > 0

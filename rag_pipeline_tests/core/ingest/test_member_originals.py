@@ -4,27 +4,18 @@ records for it (the container's path, ``/``, the member's name)."""
 from __future__ import annotations
 
 import email.message
-import io
-import zipfile
 from pathlib import Path
 
 from rag_pipeline.core.ingest.member_originals import member_bytes
+from rag_pipeline_tests.core.ingest.archives import zipped
 
 ATTACHMENT = b"%PDF-1.4 the attachment's own bytes"
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
 def test_a_member_of_an_archive_a_mail_and_a_nested_archive(tmp_path: Path):
     (tmp_path / "eng").mkdir()
-    inner = _zip({"deep/b.txt": b"nested member\n"})
-    (tmp_path / "eng" / "exports.zip").write_bytes(_zip({"exports/a.md": b"# A\n", "inner.zip": inner}))
+    inner = zipped({"deep/b.txt": b"nested member\n"})
+    (tmp_path / "eng" / "exports.zip").write_bytes(zipped({"exports/a.md": b"# A\n", "inner.zip": inner}))
     mail = email.message.EmailMessage()
     mail["Subject"] = "Offer"
     mail.set_content("The offer is attached.")
@@ -43,6 +34,6 @@ def test_a_member_of_an_archive_a_mail_and_a_nested_archive(tmp_path: Path):
 def test_a_container_its_reader_library_chokes_on_holds_no_member(tmp_path: Path):
     """A ZIP entry named by a NUL byte raises IndexError in zipfile: a corpus run fails that
     archive with the reason; read again for a view, it is no answer either, not an error."""
-    damaged = _zip({"Xa.md": b"# A\n", "b.md": b"# B\n"}).replace(b"Xa.md", b"\x00a.md")
+    damaged = zipped({"Xa.md": b"# A\n", "b.md": b"# B\n"}).replace(b"Xa.md", b"\x00a.md")
     (tmp_path / "bundle.zip").write_bytes(damaged)
     assert member_bytes(f"{tmp_path}/bundle.zip/b.md") is None

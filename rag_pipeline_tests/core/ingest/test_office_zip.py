@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 import pytest
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.office_zip import MIB, ContentBudget, OfficeLimits, check_zip
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
-    return out.getvalue()
+from rag_pipeline_tests.core.ingest.archives import zipped
 
 
 def test_a_member_expanding_past_the_ratio_fails_naming_it():

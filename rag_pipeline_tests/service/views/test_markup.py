@@ -155,22 +155,29 @@ def test_a_quote_is_marked_in_the_markup_as_written_entities_and_attributes_whol
     assert mark_quote("<p>one ﬁne day</p><h3>Later</h3>", "one fine")[1] == ""
 
 
-def test_a_sentence_the_document_repeats_is_marked_where_it_was_cited():
-    # Found by a user's trial: the citation of the Madrid section was marked in Berlin's.
+def _markdown_view(name: str, text: str, start: int, end: int):
+    """The view of a Markdown document ``text`` quoting ``text[start:end]``."""
     import hashlib
 
     from rag_pipeline.core.index.store import DocumentInfo
     from rag_pipeline.service.views import markup
-    from rag_pipeline.service.views.base import ViewRequest, occurrences_before
+    from rag_pipeline.service.views.base import ViewRequest
+
+    info = DocumentInfo(name, name.removesuffix(".md").title(), f"/nowhere/{name}", "markdown", (),
+                        content_sha256=hashlib.sha256(text.encode()).hexdigest())
+    return markup.markdown_view(ViewRequest(info, text, start, end))
+
+
+def test_a_sentence_the_document_repeats_is_marked_where_it_was_cited():
+    # Found by a user's trial: the citation of the Madrid section was marked in Berlin's.
+    from rag_pipeline.service.views.base import occurrences_before
 
     text = ("# Offices\n\n## Berlin\n\nAsk the front desk for a badge.\n\n## Madrid\n\nAsk the front "
             "desk for a badge.\n")
-    info = DocumentInfo("offices.md", "Offices", "/nowhere/offices.md", "markdown", (),
-                        content_sha256=hashlib.sha256(text.encode()).hexdigest())
     start = text.rindex("Ask the front")
     end = start + len("Ask the front desk for a badge.")
     assert (occurrences_before(text, start, end), occurrences_before(text, text.index("Ask"), end)) == (1, 0)
-    view = markup.markdown_view(ViewRequest(info, text, start, end))
+    view = _markdown_view("offices.md", text, start, end)
     assert view.label == "Madrid"
     assert view.body.index('<mark id="quote">') > view.body.index("<h2>Madrid</h2>")
 
@@ -178,17 +185,8 @@ def test_a_sentence_the_document_repeats_is_marked_where_it_was_cited():
 def test_a_markdown_quote_holding_a_link_or_an_entity_is_marked_as_it_reads():
     # Found by a user's trial: the quote's text held the link's URL and "&amp;", the page
     # shows neither: "The quoted passage could not be located in this rendering."
-    import hashlib
-
-    from rag_pipeline.core.index.store import DocumentInfo
-    from rag_pipeline.service.views import markup
-    from rag_pipeline.service.views.base import ViewRequest
-
     text = ("# Onboarding\n\nNew staff get a laptop &amp; a badge on day one, as described in "
             "[the onboarding checklist](https://intranet.example/onboarding/checklist-2026).\n")
-    info = DocumentInfo("onboarding.md", "Onboarding", "/nowhere/onboarding.md", "markdown", (),
-                        content_sha256=hashlib.sha256(text.encode()).hexdigest())
-    start = text.index("New staff")
-    view = markup.markdown_view(ViewRequest(info, text, start, len(text) - 1))
+    view = _markdown_view("onboarding.md", text, text.index("New staff"), len(text) - 1)
     assert (view.label, view.note) == ("Onboarding", "")
     assert view.body.count("<mark") == 2 and "the onboarding checklist</mark>" in view.body

@@ -108,21 +108,14 @@ def test_an_ods_citation_is_a_grid_of_its_sheet_too(tmp_path: Path):
     # view labelled "lines 1-2".
     import io
 
-    from odf import table, text
     from odf.opendocument import OpenDocumentSpreadsheet
 
+    from rag_pipeline.benchmarks.made_here import odf_grid
     from rag_pipeline.service.views import VIEWS
 
     document = OpenDocumentSpreadsheet()
-    fleet = table.Table(name="Fleet")
-    for values in (["Ship", "Port"], ["Aurora", "Oslo"], ["Borealis", "Bergen"]):
-        row = table.TableRow()
-        for value in values:
-            cell = table.TableCell()
-            cell.addElement(text.P(text=value))
-            row.addElement(cell)
-        fleet.addElement(row)
-    document.spreadsheet.addElement(fleet)
+    document.spreadsheet.addElement(odf_grid([["Ship", "Port"], ["Aurora", "Oslo"],
+                                              ["Borealis", "Bergen"]], name="Fleet"))
     buffer = io.BytesIO()
     document.write(buffer)
     path = tmp_path / "fleet.ods"

@@ -16,6 +16,7 @@ from odf.opendocument import (
     OpenDocumentText,
 )
 
+from rag_pipeline.benchmarks.made_here import odf_grid
 from rag_pipeline.core.ingest.extracted import (
     Anchor,
     ExtractionError,
@@ -149,16 +150,6 @@ def test_an_odt_cell_spanning_rows_leaves_an_empty_place_below_it():
 HEADERS = ["Site", "Lead", "Duration"]
 
 
-def grid_of(rows: list[list[str]], name: str = "Shifts") -> table.Table:
-    grid = table.Table(name=name)
-    for values in rows:
-        row = table.TableRow()
-        for value in values:
-            row.addElement(cell(value))
-        grid.addElement(row)
-    return grid
-
-
 def long_rows(count: int = 60) -> list[list[str]]:
     return [HEADERS, *([f"Delta flats {r}", "Tomas Ruiz", f"{r} hours"] for r in range(1, count + 1))]
 
@@ -169,7 +160,7 @@ def test_a_long_odt_table_keeps_its_header_in_every_chunk():
     document = OpenDocumentText()
     document.text.addElement(text.H(outlinelevel=1, text="Shifts"))
     document.text.addElement(text.P(text="Who works where."))
-    document.text.addElement(grid_of(long_rows()))
+    document.text.addElement(odf_grid(long_rows()))
     extracted = ODT.extract(saved(document), "shifts")
     (span,) = extracted.tables
     canonical = extracted.canonical_text
@@ -187,7 +178,7 @@ def test_a_long_odt_table_keeps_its_header_in_every_chunk():
 
 def test_an_odt_table_with_blank_rows_leaves_them_out_of_its_rows():
     document = OpenDocumentText()
-    document.text.addElement(grid_of([["K", "V"], ["", ""], ["a", "1"]]))
+    document.text.addElement(odf_grid([["K", "V"], ["", ""], ["a", "1"]]))
     extracted = ODT.extract(saved(document), "t")
     assert extracted.canonical_text == "K | V\na | 1\n"
     assert extracted.tables == (TableSpan(0, 11, "K | V", 5, (6,)),)
@@ -258,14 +249,14 @@ def chart_object(title: str, rows: list[list[str]]) -> OpenDocumentChart:
     heading.addElement(text.P(text=title))
     made.addElement(heading)
     made.addElement(chart.PlotArea())
-    made.addElement(grid_of(rows, name="local-table"))
+    made.addElement(odf_grid(rows, name="local-table"))
     document.chart.addElement(made)
     return document
 
 
 def sheet_object(rows: list[list[str]]) -> OpenDocumentSpreadsheet:
     document = OpenDocumentSpreadsheet()
-    document.spreadsheet.addElement(grid_of(rows, name="Sheet1"))
+    document.spreadsheet.addElement(odf_grid(rows, name="Sheet1"))
     return document
 
 
@@ -364,7 +355,7 @@ def test_an_odp_table_is_declared_on_its_slide():
     document = OpenDocumentPresentation()
     page = titled_page("Hours")
     frame = draw.Frame()
-    frame.addElement(grid_of([["Site", "Hours"], ["Delta flats", "6"]]))
+    frame.addElement(odf_grid([["Site", "Hours"], ["Delta flats", "6"]]))
     page.addElement(frame)
     document.presentation.addElement(page)
     extracted = ODP.extract(saved(document), "deck")

@@ -14,6 +14,7 @@ from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.sources import GitSource, S3Source, SourceError, SourceSettings
 from rag_pipeline.core.ingest.sources.originals import read_original
 from rag_pipeline.service.views.base import Original, ViewRequest
+from rag_pipeline_tests.core.ingest.archives import zipped
 from rag_pipeline_tests.core.ingest.sources.conftest import Bucket, Repo
 
 PDF_BYTES = b"%PDF-1.7 stand-in bytes of a report"
@@ -87,22 +88,11 @@ def test_an_originals_read_stops_at_the_views_limit(repo: Repo, tmp_path: Path):
     assert over.original is None
 
 
-def _zip(members: dict[str, str]) -> bytes:
-    import io
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in members.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
-
-
 def test_an_archive_members_original_is_read_again_from_its_archive(bucket: Bucket, s3_settings,
                                                                     repo: Repo, tmp_path: Path):
     """Found by an operator's trial: a member of an archive in an S3 prefix or a repository
     (``a.zip/x.md``) was fetched as an object or blob of its own: 410, "gone or changed"."""
-    archive = _zip({"x.md": "# X\n\nInside the archive.\n", "deep/y.md": "# Y\n\nDeeper.\n"})
+    archive = zipped({"x.md": "# X\n\nInside the archive.\n", "deep/y.md": "# Y\n\nDeeper.\n"})
     bucket.put("p/a.zip", archive)
     # A key running on below the archive's, with other bytes: not the member's original.
     bucket.put("p/a.zip/x.md", "# Not the member\n")
