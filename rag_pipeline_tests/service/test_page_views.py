@@ -259,9 +259,14 @@ def test_signing_out_a_revoked_token_and_a_restarted_service(base_url: str, tmp_
         page.wait_for_selector("#login-error:has-text('not valid')", timeout=TIMEOUT_MS)
         assert page.inner_text("#login-error") == "That token is not valid: the token was revoked"
         assert page.evaluate("sessionStorage.getItem('rag_token')") is None
+        # Announced, and tied to the field a screen reader is left on (found by a user's trial).
+        assert (page.get_attribute("#login-error", "role"),
+                page.get_attribute("#token", "aria-describedby"),
+                page.get_attribute("#token", "aria-invalid")) == ("alert", "login-error", "true")
         page.fill("#token", "s3cret")
         page.click("#login-form button")
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        assert page.get_attribute("#token", "aria-invalid") == "false"
         assert page.evaluate("document.activeElement.id") == "question"
         # A reload (the service may have restarted) opens a new session with the kept token.
         seen.clear()
