@@ -19,8 +19,8 @@ def test_a_bad_corpus_is_one_line_before_any_work(tmp_path: Path):
         2, "error: Invalid value for '--corpus': s3://Team_Docs/x: 'Team_Docs' is not a bucket "
            "name (3 to 63 lower-case letters, digits, '.' and '-')")
     assert one_line_failure("index", "--corpus", "git+ftp://example.org/r") == (
-        2, "error: Invalid value for '--corpus': git+ftp://example.org/r: git+file, git+https or "
-           "git+ssh URLs only")
+        2, "error: Invalid value for '--corpus': git+ftp://example.org/r: git+file, git+https, "
+           "git+ssh or git+http URLs only")
     assert one_line_failure("index", "--corpus", str(tmp_path / "nope")) == (
         2, f"error: Invalid value for '--corpus': '{tmp_path / 'nope'}': not a folder (nor "
            "s3://bucket/prefix, git+file:///repo, git+https://...)")
