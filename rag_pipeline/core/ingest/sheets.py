@@ -212,30 +212,43 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
         return sorted((column, last_column) for (row, column), (_, last_column) in merged.items()
                       if row == number and last_column > column and cell(row, column).strip())
 
+    def labels_under(number: int, headings: list[tuple[int, int]]) -> tuple[int, dict[int, str]] | None:
+        """The row under ``number`` and its labels, when it holds labels under the merged
+        ``headings`` only (each heading naming every column it spans)."""
+        below = next((line.number for line in lines if line.number > number), None)
+        if below is None:
+            return None
+        shown = {c: cell(number, column) for column, last in headings for c in range(column, last + 1)}
+        width = max(len(table[number]), len(table[below]))
+        under = {column: cell(below, column) for column in range(1, width + 1)
+                 if cell(below, column).strip()
+                 and cell(below, column) != shown.get(column, cell(number, column))}
+        if (len(under) >= 2 and set(under) <= set(shown)
+                and not any(NUMBER_LIKE.fullmatch(value) for value in under.values())):
+            return below, under
+        return None
+
     headings = headings_of(header)
     above = next((line.number for line in reversed(lines) if line.preamble), None)
-    if not headings and above is not None and headings_of(above):
+    if not headings and above is not None and headings_of(above) and labels_under(
+            above, headings_of(above)) is not None:
         # The row of labels was taken for the header; the merged headings over it make the
         # header's first row.
         header, headings = above, headings_of(above)
     if header is None or not headings or len({c for c in table[header] if c.strip()}) < 2:
         return sorted(table.items()), extents  # no header, or a title merged over a row alone
+    pair = labels_under(header, headings)
     for column, last_column in headings:
         for covered in range(column + 1, last_column + 1):
             put(header, covered, cell(header, column))
-    below = next((line.number for line in lines if line.number > header), None)
-    if below is not None:
+    if pair is not None:
+        below, under = pair
         width = max(len(table[header]), len(table[below]))
-        under = {column: cell(below, column) for column in range(1, width + 1)
-                 if cell(below, column).strip() and cell(below, column) != cell(header, column)}
-        spanned = {c for column, last_column in headings for c in range(column, last_column + 1)}
-        if (len(under) >= 2 and set(under) <= spanned
-                and not any(NUMBER_LIKE.fullmatch(value) for value in under.values())):
-            for column in range(1, width + 1):
-                top, sub = cell(header, column), under.get(column, "")
-                put(header, column, f"{top} {sub}" if top and sub else top or sub)
-            del table[below]
-            extend(header, below, width)
+        for column in range(1, width + 1):
+            top, sub = cell(header, column), under.get(column, "")
+            put(header, column, f"{top} {sub}" if top and sub else top or sub)
+        del table[below]
+        extend(header, below, width)
     return sorted(table.items()), extents
 
 
