@@ -1,14 +1,15 @@
 """A workbook citation as a grid of its sheet: the cells as the file holds them, the cited ones marked.
 
 Any sheet-with-cells format is one entry of :data:`SHEET_READERS`: a function from the file's
-bytes and a sheet name to a :class:`Grid` (and the sheets' names), so an ODS reader is one more
-entry. The cited range comes from the format's own fragment (``#sheet=Budget&range=A12:F30``);
-the label is the reader's ``Budget 2026!A12:F30``. A grid shows at most :data:`MAX_ROWS` rows
+bytes, a sheet name and a :class:`Window` to what the view shows (:class:`Shown`: the sheets'
+names, the window's :class:`Grid` and the header row's), the file read once. The cited range
+comes from the format's own fragment (``#sheet=Budget&range=A12:F30``); the label is the
+reader's ``Budget 2026!A12:F30``. A grid shows at most :data:`MAX_ROWS` rows
 and :data:`MAX_COLUMNS` columns, starting a little above the cited range.
 
 Reading a workbook costs its whole shared-string table and every row above the grid (seconds
-for a sheet of 100,000 rows), so the grids last shown are kept (:data:`GRIDS_KEPT`, by the
-file's sha256, sheet and first row), and one workbook is read at a time: views of a large
+for a sheet of 100,000 rows), so the windows last shown are kept (:data:`GRIDS_KEPT`, by the
+file's sha256, sheet and window), and one workbook is read at a time: views of a large
 workbook asked for at once wait for each other, and leave the service's other cores to the
 questions.
 """
@@ -19,7 +20,7 @@ import html
 import io
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
@@ -37,11 +38,8 @@ MAX_CITED_COLUMNS = 1000
 ROWS_ABOVE = 5
 """Rows shown above the cited range (its header usually)."""
 GRIDS_KEPT = 16
-_GRIDS: Recent[tuple[str, str, str | None, int, int, int], tuple[list[str], Grid | None, Grid | None]] = (
-    Recent(GRIDS_KEPT))
-"""(format, sha256, sheet asked for, first row, columns, header row) -> the workbook's sheet
-names, the grid (None when no such sheet) and the header row's grid (None when it is in the
-grid or there is none)."""
+_SHOWN: Recent[tuple[str, str, str | None, Window], Shown] = Recent(GRIDS_KEPT)
+"""(format, sha256, sheet asked for, window) -> what the view shows of the workbook."""
 _READING = threading.Lock()
 """Held while a workbook is read: one at a time."""
 
@@ -75,76 +73,101 @@ class Grid:
     more: bool
 
 
-def xlsx_sheets(data: bytes) -> list[str]:
-    from openpyxl import load_workbook
+@dataclass(frozen=True)
+class Window:
+    """What a view shows of a sheet: ``rows`` rows from ``first_row``, ``columns`` wide, and
+    the table's header row above them (``header_row``; 0 when none is shown apart)."""
 
-    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    try:
-        return list(workbook.sheetnames)
-    finally:
-        workbook.close()
+    first_row: int
+    rows: int
+    columns: int
+    header_row: int = 0
 
 
-def xlsx_grid(data: bytes, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
-    """Cached values of ``rows`` rows of ``sheet`` from ``first_row``, ``columns`` columns wide."""
+@dataclass(frozen=True)
+class Shown:
+    """A workbook's sheet names, the grid of the sheet asked for (None when there is no such
+    sheet) and its header row's grid (None when the window holds it or it is empty)."""
+
+    names: tuple[str, ...]
+    grid: Grid | None
+    header: Grid | None
+
+
+def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], window: Window,
+           names: tuple[str, ...]) -> Shown:
+    """The window of ``sheet`` from its rows in order (a row number and how to read its cells'
+    text, called only for the rows shown): the sheet is read no further than the window."""
+    found: dict[int, tuple[str, ...]] = {}
+    header: tuple[str, ...] | None = None
+    more = False
+    for number, cells in rows:
+        if number >= window.first_row + window.rows:
+            more = True
+            break
+        if number == window.header_row or window.first_row <= number:
+            fitted = tuple((list(cells()) + [""] * window.columns)[:window.columns])
+            if number == window.header_row:
+                header = fitted
+            else:
+                found[number] = fitted
+    height = max([*found, window.first_row - 1]) - window.first_row + 1
+    blank = ("",) * window.columns
+    grid = Grid(sheet, window.first_row,
+                tuple(found.get(window.first_row + i, blank) for i in range(height)), more)
+    return Shown(names, grid, Grid(sheet, window.header_row, (header,), False) if header else None)
+
+
+def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
+    """The cached values an XLSX ``sheet`` (None: the first) shows in ``window``, the workbook
+    opened once."""
     from openpyxl import load_workbook
 
     from rag_pipeline.core.ingest.sheets import cell_value_text
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
+        names = tuple(workbook.sheetnames)
+        sheet = names[0] if sheet is None else sheet
+        if sheet not in names:
+            return Shown(names, None, None)
         worksheet = workbook[sheet]
         worksheet.reset_dimensions()
-        found: dict[int, list[str]] = {}
-        more = False
-        for row in worksheet.iter_rows():
-            stored = [cell for cell in row if getattr(cell, "row", None) is not None]
-            if not stored:
-                continue
-            number = stored[0].row
-            if number >= first_row + rows:  # a long sheet is read no further than shown
-                more = True
-                break
-            if first_row <= number:
-                cells = [""] * columns
-                for cell in stored:
-                    if cell.column <= columns:
-                        cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
-                found[number] = cells
-        height = max([n for n in found] or [first_row - 1]) - first_row + 1
-        return Grid(sheet, first_row, tuple(tuple(found.get(first_row + i, [""] * columns))
-                                            for i in range(height)), more)
+
+        def rows() -> Iterator[tuple[int, Callable[[], list[str]]]]:
+            for row in worksheet.iter_rows():
+                stored = [cell for cell in row if getattr(cell, "row", None) is not None]
+                if stored:
+                    yield stored[0].row, lambda stored=stored: texts(stored)
+
+        def texts(stored: list) -> list[str]:
+            cells = [""] * window.columns
+            for cell in stored:
+                if cell.column <= window.columns:
+                    cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
+            return cells
+
+        return _shown(sheet, rows(), window, names)
     finally:
         workbook.close()
 
 
-def ods_grid(data: bytes, sheet: str, first_row: int, rows: int, columns: int) -> Grid:
-    """The text ``rows`` rows of an ODS ``sheet`` show from ``first_row``, ``columns`` wide."""
+def read_ods(data: bytes, sheet: str | None, window: Window) -> Shown:
+    """The text an ODS ``sheet`` (None: the first) shows in ``window``, the package parsed once."""
     from rag_pipeline.core.ingest.formats.odf import ods_sheets
 
-    found = dict(ods_sheets(data))[sheet]
-    shown = {number: cells for number, cells in found if first_row <= number < first_row + rows}
-    height = max([*shown, first_row - 1]) - first_row + 1
-    return Grid(sheet, first_row, tuple(
-        tuple((list(shown.get(first_row + i, ())) + [""] * columns)[:columns]) for i in range(height)),
-        any(number >= first_row + rows for number, _ in found))
+    sheets = dict(ods_sheets(data))
+    names = tuple(sheets)
+    sheet = names[0] if sheet is None else sheet
+    if sheet not in sheets:
+        return Shown(names, None, None)
+    return _shown(sheet, ((number, lambda cells=cells: list(cells)) for number, cells in sheets[sheet]),
+                  window, names)
 
 
-def _ods_names(data: bytes) -> list[str]:
-    from rag_pipeline.core.ingest.formats.odf import ods_sheets
-
-    return [name for name, _ in ods_sheets(data)]
-
-
-@dataclass(frozen=True)
-class SheetReader:
-    sheets: Callable[[bytes], list[str]]
-    grid: Callable[[bytes, str, int, int, int], Grid]
-
-
-SHEET_READERS: dict[str, SheetReader] = {"xlsx": SheetReader(xlsx_sheets, xlsx_grid),
-                                         "ods": SheetReader(_ods_names, ods_grid)}
-"""Format name -> how its sheets are read (the formats' own readers)."""
+SHEET_READERS: dict[str, Callable[[bytes, str | None, Window], Shown]] = {"xlsx": read_xlsx,
+                                                                          "ods": read_ods}
+"""Format name -> how a window of its sheets is read (the formats' own readers)."""
 
 
 def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
@@ -181,21 +204,17 @@ def sheet_view(request: ViewRequest) -> View:
     columns = min(max(MAX_COLUMNS, cited[1].last_column), MAX_CITED_COLUMNS) if on_cited else MAX_COLUMNS
     header_row = _header_row(request) if on_cited else None
     header_row = header_row if header_row is not None and header_row < first_row else 0
-    key = (request.info.format, original.sha256, asked, first_row, columns, header_row)
-    kept = _GRIDS.get(key)
-    if kept is None:
+    window = Window(first_row, MAX_ROWS, columns, header_row)
+    key = (request.info.format, original.sha256, asked, window)
+    shown = _SHOWN.get(key)
+    if shown is None:
         with _READING:
-            kept = _GRIDS.get(key)  # read by the request this one waited for
-            if kept is None:
-                names = reader.sheets(original.data)
-                sheet = asked if asked is not None else names[0]
-                found = sheet in names
-                kept = (names, reader.grid(original.data, sheet, first_row, MAX_ROWS, columns)
-                        if found else None,
-                        reader.grid(original.data, sheet, header_row, 1, columns)
-                        if found and header_row else None)
-                _GRIDS.put(key, kept)
-    names, grid, header = kept
+            shown = _SHOWN.get(key)  # read by the request this one waited for
+            if shown is None:
+                shown = reader(original.data, asked, window)
+                _SHOWN.put(key, shown)
+    grid, header = shown.grid, shown.header
+    names = shown.names
     if grid is None:
         raise ViewError(404, f"no sheet {asked!r} in {request.info.title or original.name}; its sheets: "
                              + ", ".join(repr(n) for n in names))
