@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from rag_pipeline.core.answer.answer import Answer
 from rag_pipeline.core.answer.citations import (
@@ -95,7 +96,8 @@ def _url_fragment(index: PartitionIndex, row: int, base_url: str | None, fragmen
 
 
 def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:
-    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs.
+    """Numbered citations for the kept hits; ``locations`` names every place the quote occurs
+    (the document id percent-encoded, as in a URL, then the fragment).
     ``fragment`` is the format's locator; with a ``base_url``, the URL of an HTML, Markdown or
     text page carries a W3C text fragment instead, which browsers open at the quote."""
     citations = []
@@ -109,7 +111,7 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
             quote=index.contents[hit.row], cosine_distance=round(hit.cosine_distance, 6),
             url=document_url(doc.path, doc.document_id, base_url,
                              _url_fragment(index, hit.row, base_url, fragment)),
-            locations=tuple(f"{index.document_ids[r]}{_fragment_of_row(index, r)}"
+            locations=tuple(f"{quote(index.document_ids[r])}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
             section=index.sections[hit.row], identifier=hit.identifier,
             left_out=doc.left_out_at(int(index.starts[hit.row]), int(index.ends[hit.row])),

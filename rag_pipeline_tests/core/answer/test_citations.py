@@ -144,3 +144,16 @@ def test_first_citation_of_the_timeouts_question(built: BuiltIndex, hashed_embed
         locations=("guide/config.md#char=113,203", "guide/faq.md#char=49,139"),
         section="Timeouts")
     assert built.canonical["guide/faq.md"][49:139] == TIMEOUTS_PARAGRAPH
+
+
+def test_a_location_percent_encodes_a_hash_or_space_in_its_document_id(tmp_path: Path,
+                                                                        hashed_embedder: HashedEmbedder):
+    # Found in a re-read: "notes #2.md#char=0,90" named no place (the document's '#' read as the
+    # fragment's).
+    docs = {"notes #2.md": f"# Notes\n\n{TIMEOUTS_PARAGRAPH}\n", "100%.md": f"# All\n\n{TIMEOUTS_PARAGRAPH}\n"}
+    built = build_index(tmp_path, hashed_embedder, docs)
+    index = built.index
+    hits = retrieve(index, embed_question(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    first = citations_for(index, hits, None)[0]
+    assert sorted(first.locations) == ["100%25.md#char=7,97", "notes%20%232.md#char=9,99"]
+    assert (first.document_id, first.fragment) == ("100%.md", "#char=7,97")
