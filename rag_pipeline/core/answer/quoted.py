@@ -333,14 +333,26 @@ def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> f
     return len(question_terms & set(analyze(sentence, analyzer))) / len(question_terms)
 
 
-def choose_sentences(scores: Sequence[float], settings: QuoteSettings) -> list[int]:
+def choose_sentences(scores: Sequence[float], settings: QuoteSettings,
+                     texts: Sequence[str] | None = None) -> list[int]:
     """Indexes of the chosen sentences, best first: the best, then up to ``max_sentences - 1``
-    more whose score is at least the best's minus ``margin`` (ties keep the earlier sentence)."""
+    more whose score is at least the best's minus ``margin`` (ties keep the earlier sentence).
+    With ``texts``, a sentence saying word for word what a chosen one says (a paragraph two
+    documents share) is passed over: the answer would say it twice."""
     if not scores:
         return []
     order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
     best = scores[order[0]]
-    return [i for i in order[:settings.max_sentences] if scores[i] >= best - settings.margin]
+    chosen: list[int] = []
+    said: set[str] = set()
+    for i in order:
+        if len(chosen) == settings.max_sentences or scores[i] < best - settings.margin:
+            break
+        words = " ".join(texts[i].split()) if texts is not None else str(i)
+        if words not in said:
+            said.add(words)
+            chosen.append(i)
+    return chosen
 
 
 def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation],
@@ -374,7 +386,7 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
               for i, c in enumerate(candidates)]
     return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
                            candidates[i].end, round(scores[i], 6))
-            for i in choose_sentences(scores, settings)]
+            for i in choose_sentences(scores, settings, [c.text for c in candidates])]
 
 
 def check_quoted(quoted: Sequence[QuotedSentence], citations: Sequence[Citation],

@@ -243,6 +243,9 @@ def test_the_best_sentence_and_those_within_the_margin_are_chosen():
     assert choose_sentences([0.50, 0.80, 0.70], settings) == [1]
     assert choose_sentences([0.8, 0.8], QuoteSettings(max_sentences=1)) == [0]
     assert choose_sentences([], settings) == []
+    # The same words (spaces aside) are said once; the next sentence within the margin takes
+    # their place.
+    assert choose_sentences([0.80, 0.79, 0.78, 0.77], settings, ["a b.", "a  b.", "c.", "a\nb."]) == [0, 2]
 
 
 def test_settings_outside_their_range_are_refused():
@@ -321,6 +324,18 @@ def test_a_statement_with_a_short_question_joined_to_it_is_quoted():
     citation = Citation(1, "n.md", "N", "N", "#char=0,71", 0, len(notice), notice, 0.3, "")
     quoted = quoted_answer("when do tokens expire", _embed(["x"])[0], [citation], [""], _embed)
     assert [q.text for q in quoted] == [notice]
+
+
+def test_a_sentence_two_sources_share_is_quoted_once():
+    # A paragraph in both the handbook and its copy elsewhere was quoted twice, word for word,
+    # as the answer's first and second sentences.
+    copy = "The loop variable keeps its last\nvalue after break. Retries happen three times over."
+    cited = [CITATIONS[0], Citation(2, "c.md", "C", "C", f"#char=0,{len(copy)}", 0, len(copy), copy, 0.3, "")]
+    quoted = quoted_answer("loop variable after break", _embed(["loop"])[0], cited, ["", ""], _embed,
+                           QuoteSettings(term_weight=0.0, margin=1.0))
+    assert [(q.citation, q.text) for q in quoted] == [
+        (1, "The loop variable keeps its last value after break."),
+        (1, "Intro line that says nothing much."), (2, "Retries happen three times over.")]
 
 
 def test_a_refusal_quotes_nothing_and_embeds_nothing():
