@@ -205,6 +205,22 @@ def test_a_source_shows_its_tables_columns_and_what_its_document_left_out(base_u
             "Left out of this document when it was read: 1 comment(s) left out (reviewers' remarks)")
 
 
+def test_a_markdown_quote_is_shown_without_its_markup(base_url: str, tmp_path: Path):
+    # Found by a team user: the page showed "**seventeen**" and "[timeout key](config.md)" as
+    # typed in the Markdown file.
+    def with_markup(body: dict) -> None:
+        body["citations"][0].update(quote="Gives up after **17 s**.", shown="Gives up after 17 s.")
+        body["quoted_answer"] = [{"text": "after **17 s**", "shown": "after 17 s", "citation": 1,
+                                  "from": 120, "to": 134, "fragment": "#char=120,134"}]
+
+    with chromium_page(tmp_path / "profile") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      with_markup)
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        assert page.locator("article.source blockquote").inner_text() == "Gives up after 17 s."
+        assert page.locator("#quoted li q").inner_text() == "after 17 s"
+
+
 def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
     def naming_an_unheld_code(body: dict) -> None:
         assert body["answered"] is False

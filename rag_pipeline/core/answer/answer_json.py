@@ -20,7 +20,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
             "locations": list(c.locations), "section": c.section,
             "left_out": list(c.left_out), "table_header": c.table_header,
-            "identifier": c.identifier}
+            "identifier": c.identifier, "shown": c.shown_quote or c.quote}
             for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
@@ -43,7 +43,8 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                           locations=tuple(c["locations"]), section=c.get("section", ""),
                           left_out=tuple(c.get("left_out", ())),
                           table_header=c.get("table_header", ""),
-                          identifier=c.get("identifier", ""))
+                          identifier=c.get("identifier", ""),
+                          shown_quote="" if c.get("shown", c["quote"]) == c["quote"] else c["shown"])
                  for c in data["citations"]]
     return Answer(question=data["question"], answered=data["answered"], reason=data["reason"],
                   cut=data["threshold"], partition=data["partition"], citations=citations,
@@ -52,6 +53,7 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                   timings={k: v / 1000 for k, v in data["timings_ms"].items()},
                   generation=data.get("generation", ""),
                   quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"],
-                                         fragment=q.get("fragment", ""))
+                                         fragment=q.get("fragment", ""),
+                                         shown="" if q.get("shown", q["text"]) == q["text"] else q["shown"])
                           for q in data.get("quoted_answer", [])],
                   unheld=tuple(data.get("unheld_identifiers", ())))

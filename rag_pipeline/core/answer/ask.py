@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -95,6 +96,12 @@ def _url_fragment(index: PartitionIndex, row: int, base_url: str | None, fragmen
     return text_fragment(quote, 0, len(quote), min_words=QUOTE_ONLY_MIN_WORDS) or fragment
 
 
+def _shown(shown_quote: Callable[[str], str], text: str) -> str:
+    """What a reader sees of ``text``, or ``""`` when it is ``text`` itself."""
+    shown = shown_quote(text)
+    return "" if shown == text else shown
+
+
 def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) -> list[Citation]:
     """Numbered citations for the kept hits; ``locations`` names every place the quote occurs
     (the document id percent-encoded, as in a URL, then the fragment).
@@ -113,6 +120,7 @@ def citations_for(index: PartitionIndex, hits: list[Hit], base_url: str | None) 
                              _url_fragment(index, hit.row, base_url, fragment)),
             locations=tuple(f"{quote(index.document_ids[r])}{_fragment_of_row(index, r)}"
                             for r in hit.locations),
+            shown_quote=_shown(format_named(doc.format).shown_quote, index.contents[hit.row]),
             section=index.sections[hit.row], identifier=hit.identifier,
             left_out=doc.left_out_at(int(index.starts[hit.row]), int(index.ends[hit.row])),
             table_header=format_named(doc.format).header_above(
@@ -195,7 +203,8 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         # cited beside it, not quoted as the answer.
         quoting = [i for i, c in enumerate(citations) if c.identifier] or range(len(citations))
         answer.quoted = [
-            replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end))
+            replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end),
+                    shown=_shown(format_named(documents[q.citation - 1].format).shown_quote, q.text))
             for q in quoted_answer(question, query.vector, [citations[i] for i in quoting],
                                    [headers[i] for i in quoting], embedder.embed,
                                    settings.quote, [tables[i] for i in quoting])]

@@ -20,7 +20,9 @@ class Citation:
     ``table_header`` is the header row of the table whose rows the quote holds without it
     (:meth:`DocumentFormat.header_above`), which says what each value of the rows is;
     ``identifier`` the identifier of the question the quote holds verbatim (the gate keeps such
-    a passage whatever its distance), ``""`` for none.
+    a passage whatever its distance), ``""`` for none; ``shown_quote`` the quote's words as a
+    reader sees them (:meth:`DocumentFormat.shown_quote`: Markdown's markup left out), ``""``
+    when that is the quote itself.
     """
 
     index: int
@@ -38,6 +40,7 @@ class Citation:
     left_out: tuple[str, ...] = ()
     table_header: str = ""
     identifier: str = ""
+    shown_quote: str = ""
 
 
 def locator_label(document_title: str, section: str) -> str:

@@ -65,6 +65,8 @@ class QuotedSentence:
         score: What chose it (cosine similarity plus the term share, weighted).
         fragment: Where the sentence itself is, in its format's notation (``#page=3`` of a
             source that starts on page 1, a sheet row's cells); ``""`` when not located.
+        shown: Its words as a reader sees them (Markdown's markup left out:
+            :meth:`DocumentFormat.shown_quote`); ``""`` when that is ``text`` itself.
     """
 
     text: str
@@ -73,10 +75,11 @@ class QuotedSentence:
     end: int
     score: float = field(default=0.0, compare=False)
     fragment: str = ""
+    shown: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {"text": self.text, "citation": self.citation, "from": self.start, "to": self.end,
-                "fragment": self.fragment}
+                "fragment": self.fragment, "shown": self.shown or self.text}
 
 
 @dataclass(frozen=True)

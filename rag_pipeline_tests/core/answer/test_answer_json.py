@@ -35,10 +35,12 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "cosine_distance": 0.3125, "url": "https://docs.example/guide/config.md#char=113,203",
             "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
             "section": "Timeouts", "left_out": ["1 comment(s) left out (reviewers' remarks)"],
-            "table_header": "", "identifier": ""}],
+            "table_header": "", "identifier": "",
+            "shown": "Every network call gives up after seventeen seconds."}],
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
-                           "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166"}],
+                           "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166",
+                           "shown": "Every network call gives up after seventeen seconds."}],
         "timings_ms": {"embed_question": 8.123, "total": 12.5}, "unheld_identifiers": [],
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
@@ -47,6 +49,23 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
                           "Sources: ...", 0.3125, False,
                           timings={"embed_question": 0.008123, "total": 0.0125},
                           generation="20261130T112142Z-0a1b2c3d", quoted=[QUOTED])
+
+
+def test_a_markdown_quote_is_shown_as_a_reader_sees_it_and_read_back():
+    from dataclasses import replace
+
+    cited = replace(CITATION, quote="Calls give up after **17 s** ([timeouts](t.md)).",
+                    shown_quote="Calls give up after 17 s (timeouts).")
+    quoted = replace(QUOTED, text="Calls give up after **17 s**.", shown="Calls give up after 17 s.")
+    answer = Answer("timeout", True, None, 0.625, "header|m@1", [cited], "Sources: ...", 0.3125, False,
+                    quoted=[quoted])
+    written = answer_json(answer)
+    assert [(c["quote"], c["shown"]) for c in written["citations"]] == [
+        ("Calls give up after **17 s** ([timeouts](t.md)).", "Calls give up after 17 s (timeouts).")]
+    assert [(q["text"], q["shown"]) for q in written["quoted_answer"]] == [
+        ("Calls give up after **17 s**.", "Calls give up after 17 s.")]
+    back = answer_from_json(written)
+    assert (back.citations, back.quoted) == ([cited], [quoted])
 
 
 def test_a_refusal_has_no_citations_and_no_prompt():

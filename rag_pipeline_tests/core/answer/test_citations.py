@@ -157,3 +157,14 @@ def test_a_location_percent_encodes_a_hash_or_space_in_its_document_id(tmp_path:
     first = citations_for(index, hits, None)[0]
     assert sorted(first.locations) == ["100%25.md#char=7,97", "notes%20%232.md#char=9,99"]
     assert (first.document_id, first.fragment) == ("100%.md", "#char=7,97")
+
+
+def test_a_markdown_quote_is_also_given_as_a_reader_sees_it(tmp_path: Path, hashed_embedder: HashedEmbedder):
+    marked = TIMEOUTS_PARAGRAPH.replace("seventeen seconds", "**seventeen** seconds").replace(
+        "the timeout key", "the [timeout key](config.md#timeouts)")
+    built = build_index(tmp_path, hashed_embedder, {"config.md": f"# Config\n\n{marked}\n",
+                                                    "notes.txt": f"Note: {marked}\n"})
+    hits = retrieve(built.index, embed_question(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits
+    shown = {c.document_id: (c.quote, c.shown_quote) for c in citations_for(built.index, hits, None)}
+    assert shown["config.md"] == (marked, TIMEOUTS_PARAGRAPH)
+    assert shown["notes.txt"] == (f"Note: {marked}", "")

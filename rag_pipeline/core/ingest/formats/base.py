@@ -107,6 +107,11 @@ class DocumentFormat(ABC):
         return next((table.header for table in tables
                      if table.header and table.header_end <= start < table.end), "")
 
+    def shown_quote(self, text: str) -> str:
+        """The words a reader sees of ``text``, a piece of this format's canonical text: the
+        text itself, but where it is markup a reader never sees as such (Markdown)."""
+        return text
+
     def page_span(self, anchors: Sequence[Anchor], start: int, end: int) -> tuple[int, int] | None:
         """(the page ``canonical_text[start:end]`` starts on, its last page), 1-based, for the
         ``page`` and ``last_page`` columns of the chunks table; ``None`` for a format without

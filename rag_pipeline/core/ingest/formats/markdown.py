@@ -7,12 +7,18 @@ a document's title and sections from them and the gold-set check keeps needles o
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 from collections.abc import Iterator
+from functools import cache
+from typing import TYPE_CHECKING
 
 from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _HEADING = re.compile(r"(#{1,6})[ \t]+([^\n]*)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})([^\n]*)")
@@ -167,6 +173,17 @@ def _front_matter(text: str) -> re.Match[str] | None:
     return match if first is None or _KEY_LINE.match(first) else None
 
 
+_HEADING_MARK = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
+_TAG = re.compile(r"<[^>]*>")
+
+
+@cache
+def _inline_renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})
+
+
 class MarkdownFormat(DocumentFormat):
     """``.md`` and ``.markdown`` files."""
 
@@ -177,6 +194,23 @@ class MarkdownFormat(DocumentFormat):
 
     def extractor(self) -> Extractor:
         return Extractor("markdown-frontmatter", "9")
+
+    def shown_quote(self, text: str) -> str:
+        """Each line's inline markup as a reader sees it rendered: ``**bold**``, ``[the
+        checklist](https://...)`` and ``&amp;`` read ``bold``, ``the checklist`` and ``&``. A
+        line keeps its place and its block marker (a heading's ``#``s left out; a list's
+        ``1.`` kept: the steps' numbers are words too); fenced and indented code as written."""
+        prose = dict(_outside_code(text))
+        shown = []
+        for line in _LINE.finditer(text):
+            value = line.group()
+            if line.start() in prose and not value.startswith(("    ", "\t")):
+                body = value.rstrip("\n")
+                heading = _HEADING_MARK.match(body)
+                rendered = _inline_renderer().renderInline(body[heading.end():] if heading else body)
+                value = html.unescape(_TAG.sub("", rendered)) + value[len(body):]
+            shown.append(value)
+        return "".join(shown)
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Markdown as it is; title from the first ``# `` heading, then the YAML front matter's

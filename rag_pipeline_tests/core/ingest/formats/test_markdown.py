@@ -171,3 +171,20 @@ def test_a_long_pipe_table_keeps_its_header_in_every_chunk():
     assert all(len(found) == 1 for found in holding.values())
     assert all("| Site | Lead | Duration |" in found[0].text for found in holding.values())
     assert len({found[0].chunk_id for found in holding.values()}) > 1
+
+
+def test_a_quote_is_shown_as_its_rendering_reads_line_by_line():
+    from rag_pipeline.core.ingest import format_named
+
+    quote = ("## Steps &amp; checks\n"
+             "1. Run `make` to **build** the [docs](https://example.org/docs).\n"
+             "- a *b* c \\* d <b>raw</b> &lt;tag&gt;\n"
+             "```sh\na **b** &amp;\n```\n"
+             "    indented **code**\n")
+    assert format_named("markdown").shown_quote(quote) == (
+        "Steps & checks\n"
+        "1. Run make to build the docs.\n"
+        "- a b c * d <b>raw</b> <tag>\n"
+        "```sh\na **b** &amp;\n```\n"
+        "    indented **code**\n")
+    assert format_named("text").shown_quote("**as is** &amp;") == "**as is** &amp;"
