@@ -1,7 +1,8 @@
 """A workbook's sheets as text: what XLSX and ODS share.
 
 Each non-empty sheet is a section of :func:`~rag_pipeline.core.ingest.rows.table_lines`
-(columns named by letter), each row one line and one anchor ``sheet=<name>&range=A12:F12``
+(columns named by letter; tables side by side, one after the other: :func:`side_by_side`),
+each row one line and one anchor ``sheet=<name>&range=A12:F12``
 (the sheet name percent-encoded), cited by the smallest range holding the rows a span
 overlaps (:func:`sheet_fragment`). A cached value is written as :func:`cell_value_text` says.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,7 +29,7 @@ from rag_pipeline.core.ingest.rows import (
 )
 
 __all__ = ["MergedCells", "Sheet", "SheetsLayout", "cell_value_text", "lay_out_sheets", "merged_away",
-           "range_locator", "sheet_fragment"]
+           "range_locator", "sheet_fragment", "side_by_side"]
 
 
 def cell_value_text(value: object, number_format: str = "General") -> str:
@@ -123,25 +125,30 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
     for sheet in sheets:
         name = sheet.name
         sheet_rows, extents = merged_away(sheet.rows, sheet.merged)
-        lines = table_lines(sheet_rows, _column_label)
-        if not lines:
+        blocks = [lines for lines in (table_lines(block, _column_label) for block in side_by_side(sheet_rows))
+                  if lines]
+        if not blocks:
             empty_sheets += 1
             continue
         if parts:
             parts.append("\n")
             offset += 1
-        placed = place_lines(lines, offset, lambda line, sheet=name, extents=extents: _row_range(
-            sheet, line, extents))
-        parts.append(placed.text)
-        anchors.extend(placed.anchors)
+        start = offset
+        for number, lines in enumerate(blocks):
+            if number:
+                parts.append("\n")
+                offset += 1
+            placed = place_lines(lines, offset, lambda line, sheet=name, extents=extents: _row_range(
+                sheet, line, extents))
+            parts.append(placed.text)
+            anchors.extend(placed.anchors)
+            offset += len(placed.text)
+            rows += placed.data_rows
+            if placed.table is not None:
+                tables.append(placed.table)
         hidden += sheet.hidden
-        sections.append(Section(f"{name} (hidden)" if sheet.hidden else name, offset,
-                                offset + len(placed.text) - 1))
+        sections.append(Section(f"{name} (hidden)" if sheet.hidden else name, start, offset - 1))
         names.append(name)
-        offset += len(placed.text)
-        rows += placed.data_rows
-        if placed.table is not None:
-            tables.append(placed.table)
     notes = [("sheets", str(len(sections))), ("rows", str(rows))]
     if empty_sheets:
         notes.append(("empty_sheets", str(empty_sheets)))
@@ -149,6 +156,52 @@ def lay_out_sheets(sheets: Iterable[Sheet]) -> SheetsLayout:
         notes.append(("hidden_sheets", str(hidden)))
     return SheetsLayout("".join(parts), tuple(sections), tuple(anchors), tuple(tables),
                         tuple(notes), tuple(names))
+
+
+def side_by_side(rows: Sequence[tuple[int, Sequence[str]]]) -> list[list[tuple[int, Sequence[str]]]]:
+    """A sheet's rows as the tables standing side by side on it, left to right, each row's
+    cells outside a table blanked (columns keep their letters).
+
+    Two runs of columns with an empty column between them are two tables when each has a row
+    filling two of its cells or more and the first such rows differ (a pivot table at
+    ``G2:K6`` beside the data at ``A1:E51``): each has its own header. Runs whose first such
+    rows are the same row are one table with an empty column in it (a spacer column, or two
+    tables starting on the same row: not told apart); a run without one (a column of notes)
+    belongs to the table on its left."""
+    first_wide: dict[int, int] = {}  # a run's first column -> its first row filling two cells
+    runs: list[list[int]] = []  # [first column, last column] of adjacent filled columns
+    filled_by_row: list[tuple[int, list[int]]] = []
+    for number, cells in rows:
+        filled = [column for column, value in enumerate(cells, start=1) if value.strip()]
+        if filled:
+            filled_by_row.append((number, filled))
+    columns = sorted({column for _, filled in filled_by_row for column in filled})
+    for column in columns:
+        if runs and column == runs[-1][1] + 1:
+            runs[-1][1] = column
+        else:
+            runs.append([column, column])
+    if len(runs) < 2:
+        return [list(rows)]
+    starts = [run[0] for run in runs]
+    for number, filled in filled_by_row:
+        per_run = Counter(starts[bisect_right(starts, column) - 1] for column in filled)
+        for start, count in per_run.items():
+            if count >= 2:
+                first_wide.setdefault(start, number)
+    tables = [runs[0][:] + [first_wide.get(runs[0][0])]]
+    for first, last in runs[1:]:
+        wide = first_wide.get(first)
+        if wide is not None and tables[-1][2] is not None and wide != tables[-1][2]:
+            tables.append([first, last, wide])
+        else:
+            tables[-1][1] = last
+            tables[-1][2] = tables[-1][2] if tables[-1][2] is not None else wide
+    if len(tables) == 1:
+        return [list(rows)]
+    return [[(number, [value if first <= column <= last else ""
+                       for column, value in enumerate(cells, start=1)])
+             for number, cells in rows] for first, last, _ in tables]
 
 
 def _column_label(column: int) -> str:

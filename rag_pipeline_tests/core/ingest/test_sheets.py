@@ -43,3 +43,45 @@ def test_a_span_is_cited_over_every_row_and_column_its_rows_reach():
     assert sheet_fragment(anchors, 0, 20) == "#sheet=S&range=A2:F3"
     assert sheet_fragment(anchors, 11, 30) == "#sheet=S&range=A3:C4"
     assert sheet_fragment(anchors, 31, 40) is None
+
+
+def test_a_table_beside_another_is_its_own_table_with_its_own_header():
+    # Found by a new user: openxlsx's loadExample.xlsx has a pivot table (G2:K6) beside the iris
+    # data (A1:E51); its header and values were read as "column H: 95.5" of iris rows.
+    from rag_pipeline.core.ingest.sheets import Sheet, lay_out_sheets
+
+    rows = [(1, ["Length", "Species", "", "", ""]),
+            (2, ["5.1", "setosa", "", "Labels", "Sum of Length"]),
+            (3, ["7.0", "versicolor", "", "setosa", "5.1"]),
+            (4, ["6.3", "virginica", "", "versicolor", "7.0"])]
+    layout = lay_out_sheets([Sheet("Iris", rows)])
+    assert layout.text == ("Length | Species\n"
+                           "Length: 5.1 | Species: setosa\n"
+                           "Length: 7.0 | Species: versicolor\n"
+                           "Length: 6.3 | Species: virginica\n"
+                           "\n"
+                           "Labels | Sum of Length\n"
+                           "Labels: setosa | Sum of Length: 5.1\n"
+                           "Labels: versicolor | Sum of Length: 7.0\n")
+    assert [a.locator for a in layout.anchors][3:] == [
+        "sheet=Iris&range=A4:B4", "sheet=Iris&range=D2:E2", "sheet=Iris&range=D3:E3", "sheet=Iris&range=D4:E4"]
+    assert [(t.header, len(t.rows)) for t in layout.tables] == [
+        ("Length | Species", 3), ("Labels | Sum of Length", 2)]
+    assert ([(s.title, s.start, s.end) for s in layout.sections], dict(layout.notes)["rows"]) == (
+        [("Iris", 0, len(layout.text) - 1)], "5")
+
+
+def test_an_empty_column_inside_one_table_splits_nothing():
+    # A spacer column under one header row, a title above the table, a column of notes.
+    from rag_pipeline.core.ingest.sheets import Sheet, lay_out_sheets
+
+    rows = [(1, ["Staff list"]),
+            (3, ["Name", "Age", "", "Office", "", "", ""]),
+            (4, ["Ada", "36", "", "Leeds", "", "", "left in May"]),
+            (5, ["Alan", "41", "", "York"])]
+    layout = lay_out_sheets([Sheet("Staff", rows)])
+    assert layout.text == ("Staff list\n"
+                           "Name | Age | column C | Office\n"
+                           "Name: Ada | Age: 36 | Office: Leeds | column G: left in May\n"
+                           "Name: Alan | Age: 41 | Office: York\n")
+    assert len(layout.tables) == 1
