@@ -5,16 +5,21 @@ first :data:`HEADER_SEARCH_ROWS` non-blank rows, so a title or a comment line ab
 ("Budget 2026", "# Data source: ...") is not taken for the header; and notes above it that
 happen to fill many cells are passed over for a later row of labels filling every column the
 rows usually fill, over a row of values (:func:`_header_index`). Preamble rows are lines of
-their own, cells joined by ``" | "``. The header becomes one line the same way;
-every later non-blank row becomes one line of ``Header: value`` pairs joined by ``" | "``
-(blank cells left out, so a sparse row stays short), which keeps each value next to the name
-of its column wherever a chunk boundary falls, except a row holding one sentence-like cell
+their own, cells joined by ``" | "``. The header becomes one line the same way; every later
+non-blank row becomes one line of ``Header: value`` pairs joined by ``" | "`` (blank cells left
+out, so a sparse row stays short), which keeps each value next to the name of its column
+wherever a chunk boundary falls, except a row holding one sentence-like cell
 (:data:`NOTE_MIN_WORDS` words or more) in a table of three or more columns, such as a note
 under the table ("All figures exclude VAT"), which is its text alone: it is no value of its
-column. Blank rows are left out but keep their number, so a row's number is always its place
-in the file. A table whose first full row and the row under it hold only numbers (or dates) has
-no header row: its first row is data like the rest (``3 | 4 | 5`` over ``4 | 5 | 6`` names no
-columns), and every value is named by its column (``column 1: 3``), never by another row's value.
+column. So are the rows under a table of three or more columns after its last row filling at
+least half its header's cells (and as many as its rows most often fill) or holding a number, a
+date or a truth value: rows of words filling fewer ("Some", "also like to write stuff", "at the
+| bottom,"), two or more or one holding a sentence, are notes under the table, outside it.
+Notes are no data rows. Blank rows are left out but keep their number, so a row's number is
+always its place in the file. A table whose first full row and the row under it hold only
+numbers (or dates) has no header row: its first row is data like the rest (``3 | 4 | 5`` over
+``4 | 5 | 6`` names no columns), and every value is named by its column (``column 1: 3``),
+never by another row's value.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class TableLine:
         text: The line, without its newline.
         header: Whether this is the table's header row.
         preamble: Whether this row comes before the header (a title, a comment).
+        note: Whether this row is a note in or under the table, its text alone (no data row).
     """
 
     number: int
@@ -56,6 +62,7 @@ class TableLine:
     text: str
     header: bool = False
     preamble: bool = False
+    note: bool = False
 
 
 def cell_text(value: str) -> str:
@@ -88,6 +95,7 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
     headerless = all(_numbers_only(cells) for _, cells, _ in table[header:header + 2])
     lines: list[TableLine] = []
     labels: list[str] = []
+    notes_under = len(table) if headerless else _notes_under(table, header)
     for index, (number, cells, filled) in enumerate(table):
         first, last = filled[0], filled[-1]
         if index < header:
@@ -97,14 +105,40 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
             labels = [value or column_label(column) for column, value in enumerate(cells, start=1)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(labels[first - 1:last]),
                                    header=True))
+        elif index >= notes_under:
+            lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(cells[first - 1:last]),
+                                   note=True))
         elif len(filled) == 1 and len(labels) >= 3 and len(cells[first - 1].split()) >= NOTE_MIN_WORDS:
-            lines.append(TableLine(number, first, last, cells[first - 1]))
+            lines.append(TableLine(number, first, last, cells[first - 1], note=True))
         else:
             names = [labels[column - 1] if column <= len(labels) else column_label(column)
                      for column in filled]
             pairs = [f"{name}: {cells[column - 1]}" for name, column in zip(names, filled, strict=True)]
             lines.append(TableLine(number, first, last, CELL_SEPARATOR.join(pairs)))
     return lines
+
+
+def _notes_under(table: Sequence[tuple[int, list[str], list[int]]], header: int) -> int:
+    """Where the notes under a table of three or more columns start (``len(table)`` for none):
+    after its last row filling at least half its header's cells, as many as its rows most
+    often fill, or a typed value, the rows of words filling fewer, when they are two or more or
+    one holds a sentence (a last row naming only its first column, ``Zed``, stays a row; the
+    rows of a table whose rows are sparse stay rows)."""
+    width = len(table[header][2])
+    if width < 3 or len(table) < header + 3:
+        return len(table)
+    fills = Counter(len(filled) for _, _, filled in table[header + 1:])
+    usual = max(fills, key=lambda fill: (fills[fill], fill))
+    start = len(table)
+    while start - 1 > header + 1:
+        _, cells, filled = table[start - 1]
+        if (2 * len(filled) >= width or len(filled) >= usual
+                or any(_typed(cells[column - 1]) for column in filled)):
+            break
+        start -= 1
+    sentence = any(len(cells[column - 1].split()) >= NOTE_MIN_WORDS
+                   for _, cells, filled in table[start:] for column in filled)
+    return start if len(table) - start >= 2 or sentence else len(table)
 
 
 def _header_index(window: Sequence[tuple[int, list[str], list[int]]]) -> int:
@@ -151,9 +185,9 @@ class PlacedLines:
         anchors: One per line, ``[start, end)`` in the document (line break left out), its
             locator the one the format gives the line.
         table: The table the lines make, from the header row to the last row (preamble lines
-            left out), its data rows declared so the chunker cuts it one row a chunk; None
-            without a data row.
-        data_rows: How many of the lines are data rows.
+            and the notes under it left out), its rows declared so the chunker cuts it one row
+            a chunk (a note in it is a row of its own); None without a data row.
+        data_rows: How many of the lines are data rows (notes are none).
     """
 
     text: str
@@ -171,14 +205,17 @@ def place_lines(lines: Sequence[TableLine], offset: int,
         anchors.append(Anchor(position, position + len(line.text), locator(line)))
         position += len(line.text) + 1
     text = "".join(line.text + "\n" for line in lines)
-    data = tuple(anchor.start for line, anchor in zip(lines, anchors, strict=True)
-                 if not (line.header or line.preamble))
-    if not data:
+    rows = [(line, anchor) for line, anchor in zip(lines, anchors, strict=True)
+            if not (line.header or line.preamble)]
+    while rows and rows[-1][0].note:  # notes under the table are outside it
+        rows.pop()
+    if not rows:
         return PlacedLines(text, tuple(anchors), None, 0)
     header = next(((line.text, anchor.start) for line, anchor in zip(lines, anchors, strict=True)
-                   if line.header), ("", data[0]))
-    table = TableSpan(header[1], anchors[-1].end, header[0], header[1] + len(header[0]), data)
-    return PlacedLines(text, tuple(anchors), table, len(data))
+                   if line.header), ("", rows[0][1].start))
+    table = TableSpan(header[1], rows[-1][1].end, header[0], header[1] + len(header[0]),
+                      tuple(anchor.start for _, anchor in rows))
+    return PlacedLines(text, tuple(anchors), table, sum(not line.note for line, _ in rows))
 
 
 def column_letters(column: int) -> str:

@@ -85,3 +85,21 @@ def test_an_empty_column_inside_one_table_splits_nothing():
                            "Name: Ada | Age: 36 | Office: Leeds | column G: left in May\n"
                            "Name: Alan | Age: 41 | Office: York\n")
     assert len(layout.tables) == 1
+
+
+def test_notes_under_a_sheets_table_are_lines_outside_it_and_no_rows():
+    # Found by a new user: readxl's deaths.xlsx counted 28 rows for its 20 (four rows of notes
+    # under each table, read as "Name: This" and "Age: off | Date of birth: now!").
+    from rag_pipeline.core.ingest.sheets import Sheet, lay_out_sheets
+
+    rows = [(1, ["Name", "Profession", "Age", "Born", "Died"]),
+            (2, ["Vera Rubin", "scientist", "88", "1928-07-23", "2016-12-25"]),
+            (3, ["Jo Cox", "politician", "41", "1974-06-22", "2016-06-16"]),
+            (4, ["Some"]), (5, ["", "also like to write stuff"]), (6, ["", "", "at the", "bottom,"])]
+    layout = lay_out_sheets([Sheet("other", rows)])
+    assert layout.text.endswith("Name: Jo Cox | Profession: politician | Age: 41 | Born: 1974-06-22 | "
+                                "Died: 2016-06-16\n"
+                                "Some\nalso like to write stuff\nat the | bottom,\n")
+    assert dict(layout.notes)["rows"] == "2"
+    table = layout.tables[0]
+    assert (len(table.rows), layout.text[table.end:table.end + 6]) == (2, "\nSome\n")

@@ -123,12 +123,20 @@ def test_a_table_of_numbers_alone_has_no_header_row_and_names_each_value_by_its_
 
 
 def test_a_note_under_the_table_is_its_text_not_a_value_of_the_first_column():
-    data = (b"Vendor,Annual fee,Owner\nNorthwind,1200,Ana\nTotal,,\n"
+    data = (b"Vendor,Annual fee,Owner\nNorthwind,1200,Ana\nContoso,800,Raj\nTotal,,\n"
             b"Note: all figures exclude VAT,,\n")  # Planted: one cell, five words
-    assert CSV.extract(data, "fees").canonical_text == ("Vendor | Annual fee | Owner\n"
-                                                        "Vendor: Northwind | Annual fee: 1200 | Owner: Ana\n"
-                                                        "Vendor: Total\n"
-                                                        "Note: all figures exclude VAT\n")
+    fees = CSV.extract(data, "fees")
+    # Words filling less than half the header's cells under the last full row are notes under
+    # the table, outside it: neither "Vendor: Total" nor a data row.
+    assert fees.canonical_text == ("Vendor | Annual fee | Owner\n"
+                                   "Vendor: Northwind | Annual fee: 1200 | Owner: Ana\n"
+                                   "Vendor: Contoso | Annual fee: 800 | Owner: Raj\n"
+                                   "Total\n"
+                                   "Note: all figures exclude VAT\n")
+    assert (fees.notes, fees.tables[0].end) == ((("rows", "2"),), fees.canonical_text.index("\nTotal"))
+    # One word under the table stays a row: a last row naming only its first column.
+    assert CSV.extract(b"Vendor,Annual fee,Owner\nNorthwind,1200,Ana\nContoso,800,Raj\nZed,,\n",
+                       "f").canonical_text.endswith("Vendor: Zed\n")
 
 
 def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_row():
