@@ -19,7 +19,8 @@ Notes are no data rows. Blank rows are left out but keep their number, so a row'
 always its place in the file. A table whose first full row and the row under it hold only
 numbers (or dates) has no header row: its first row is data like the rest (``3 | 4 | 5`` over
 ``4 | 5 | 6`` names no columns), and every value is named by its column (``column 1: 3``),
-never by another row's value.
+never by another row's value; so has one whose first full row starts with a number over a row
+of numbers (a count line: ``150 | 4 | setosa | versicolor | virginica``), a line of its own.
 """
 
 from __future__ import annotations
@@ -93,6 +94,11 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
         return []
     header = _header_index(table[:HEADER_SEARCH_ROWS])
     headerless = all(_numbers_only(cells) for _, cells, _ in table[header:header + 2])
+    if (not headerless and header + 1 < len(table) and _typed(table[header][1][table[header][2][0] - 1])
+            and _numbers_only(table[header + 1][1])):
+        # A count line over numbers ("150 | 4 | setosa | versicolor | virginica": scikit-learn's
+        # iris.csv) names no columns: it is a line of its own, and the table has no header.
+        header, headerless = header + 1, True
     lines: list[TableLine] = []
     labels: list[str] = []
     notes_under = len(table) if headerless else _notes_under(table, header)

@@ -117,6 +117,14 @@ def test_a_table_of_numbers_alone_has_no_header_row_and_names_each_value_by_its_
         "column 1: 13.2 | column 2: 1.78 | column 3: 2.14\n"
         "column 1: 13.16 | column 2: 2.36 | column 3: 2.67\n",
         ["row=1", "row=2", "row=3"], (("rows", "3"),), [""])
+    # scikit-learn's iris.csv as shipped: a count line (rows, columns, the classes' names)
+    # over the numbers names no columns (not "150: 5.1 | 4: 3.5").
+    iris = CSV.extract(b"150,4,setosa,versicolor,virginica\n5.1,3.5,1.4,0.2,0\n4.9,3.0,1.4,0.2,0\n", "iris")
+    assert (iris.canonical_text, iris.notes, [t.header for t in iris.tables]) == (
+        "150 | 4 | setosa | versicolor | virginica\n"
+        "column 1: 5.1 | column 2: 3.5 | column 3: 1.4 | column 4: 0.2 | column 5: 0\n"
+        "column 1: 4.9 | column 2: 3.0 | column 3: 1.4 | column 4: 0.2 | column 5: 0\n",
+        (("rows", "2"),), [""])
     # A header of years over a column of labels stays a header; a title line stays preamble.
     assert CSV.extract(b"Budget\nItem,2025,2026\nRent,10,11\n", "b").canonical_text == (
         "Budget\nItem | 2025 | 2026\nItem: Rent | 2025: 10 | 2026: 11\n")
