@@ -424,31 +424,98 @@ def _bold(row: Sequence[TextRun]) -> bool:
     return sum(len(run.text) for run in row if run.bold) * 2 > sum(len(run.text) for run in row)
 
 
-def _split_header_cells(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
-    """A bold row right over a table row that is not bold, holding fewer runs than it, cut into
-    its cells where that lines them up with it (:func:`_cut_at`): a header whose label fills its
-    column (``Capacity (pallets) Manager``) is the table's header row, not a heading over a
-    table headed by its first row. Only a bold header: a definition list's term runs into its
-    description the same way, and its description's next line is no row of cells."""
+def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+    """Rows whose cells run together into one run, cut into the cells of the table rows they
+    belong to (:func:`_cut_at`):
+
+    - a row right over a table row, holding fewer runs than it, cut where that lines them up
+      with it, when it is bold (the table row not), or its cells are short labels (at most
+      :data:`LABEL_MAX_WORDS` words) within the width of the table's rows, one of them centred
+      over its column: a header whose label fills its column (``Capacity (pallets) Manager``,
+      gnuplot's ``Format Explanation``) is the table's header row, not a line over a table
+      headed by its first row. A line of prose is wider, and a definition list's term, set
+      flush with the terms under it, runs into its description the same way;
+    - rows under a table row (at most :data:`MAX_RUN_TOGETHER_ROWS`), each holding fewer runs
+      than it (or as many, lined up), cut where that lines each up with it, up to a table row
+      lined up with it; or, with no such row under them (the table's last rows, at the foot of
+      a page), when every cell lines up with its column and no row reaches the right margin
+      (a line of prose does): a wider cell of a centred column (gnuplot's ``%b or %h`` among ``%a``, ``%A``,
+      ``%B``, R's ``14 REALSXP``) runs into the next cell, and the table would end above it
+      and start again, headed by the row under it."""
     table = _table_rows(rows)
     out = list(rows)
-    for i, (row, below) in enumerate(itertools.pairwise(rows)):
-        if table[i] or not table[i + 1] or len(below) <= len(row) or not _bold(row) \
-                or _bold(below):
+    right_margin = max((run.x1 for row in rows for run in row), default=0.0)
+    i = 1
+    while i < len(out):
+        if not table[i - 1] or (table[i] and len(out[i]) >= len(out[i - 1])):
+            i += 1
+            continue
+        above = out[i - 1]
+        columns = [run.x0 for run in above]
+        cuts: list[list[TextRun]] = []
+        end = i
+        while end < len(out) and (not table[end] or len(out[end]) < len(above)) \
+                and len(cuts) < MAX_RUN_TOGETHER_ROWS:
+            row = out[end]
+            cut = row if len(row) == len(above) else _cut_at(row, columns) if len(row) < len(above) else []
+            if len(cut) != len(above) or not _aligned(cut, above):
+                break
+            cuts.append(cut)
+            end += 1
+        closed = end < len(out) and table[end] and _aligned(out[end], above)
+        if cuts and (closed or all(
+                all(abs(cell.x0 - x) <= 4 or abs(cell.x1 - other.x1) <= 4
+                    for cell, x, other in zip(cut, columns, above, strict=True))
+                and cut[-1].x1 < right_margin - cut[-1].size for cut in cuts)):
+            out[i:end] = cuts
+        i = max(end, i + 1)
+    table = _table_rows(out)
+    for i, (row, below) in enumerate(itertools.pairwise(list(out))):
+        if table[i] or not table[i + 1] or len(below) <= len(row) or _bold(below):
             continue
         cut = _cut_at(row, [run.x0 for run in below])
-        if len(cut) == len(below) and _aligned(cut, below):
+        if len(cut) == len(below) and _aligned(cut, below) and (_bold(row) or (
+                _labels_within(cut, out[i + 1:i + 1 + TABLE_WIDTH_ROWS])
+                and any(abs(cell.x0 - run.x0) > 4 for cell, run in zip(cut, below, strict=True)))):
             out[i] = cut
     return out
 
 
+LABEL_MAX_WORDS = 3
+MAX_RUN_TOGETHER_ROWS = 10
+TABLE_WIDTH_ROWS = 5
+"""How many table rows under a header row give the table's width."""
+
+
+def _labels_within(cells: Sequence[TextRun], table: Sequence[list[TextRun]]) -> bool:
+    """Each of ``cells`` is a short label, and they end within the width of the ``table`` rows."""
+    return (all(len(cell.text.split()) <= LABEL_MAX_WORDS for cell in cells)
+            and cells[-1].x1 <= max(run.x1 for row in table for run in row) + 4)
+
+
 def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
-    """Which rows are table rows: two or more cells lined up with the row before or after."""
+    """Which rows are table rows: two or more cells lined up with the row before or after, but
+    for two lines of code (:func:`_code_lines`): a listing whose comments or operators line
+    up is kept line by line, not read as a table."""
     table = [False] * len(rows)
     for i in range(len(rows) - 1):
-        if len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1]):
+        if (len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1])
+                and not _code_lines(rows[i], rows[i + 1])):
             table[i] = table[i + 1] = True
     return table
+
+
+_CODE_CELL_START = re.compile(r"(?:[:=;#]|/[*/]|--)")
+"""How a cell of a listing's line starts when its lines line up at an operator or a comment
+(``: 1; /* is this an object? */``, ``# "5.0" and "1.0"``); a table's cell never does."""
+
+
+def _code_lines(*rows: Sequence[TextRun]) -> bool:
+    """The rows are lines of code: set in a typewriter face alone, or starting in it with every
+    later cell starting with an operator or a comment (its words may be set in roman: R's
+    manuals set a C struct's comments so)."""
+    return all(all(run.mono for run in row) for row in rows) or all(
+        row[0].mono and all(_CODE_CELL_START.match(run.text) for run in row[1:]) for row in rows)
 
 
 def _column(run: TextRun, columns: Sequence[float]) -> int | None:
@@ -687,7 +754,7 @@ def _page_lines(pages: Sequence[PageText],
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        reading = _merge_wrapped_cells(_split_header_cells(_reading_rows(kept, page.width)), joiner)
+        reading = _merge_wrapped_cells(_split_cells_run_together(_reading_rows(kept, page.width)), joiner)
         table = _table_rows(reading)
         for row in itertools.compress(reading, table):
             for run in row:
@@ -723,10 +790,15 @@ def _blocks(page_lines: Sequence[list[Line]], body_size: float,
                 current.pieces.append((line.page, separator + line.text))
                 current.lines.append(line)
             else:
+                carried: list[_Block] = []
                 if current is not None:
                     blocks.append(current)
-                    blocks.extend(current.footnotes_after)
-                current = _Block(kind, [line], [(line.page, line.text)], [])
+                    if (i == 0 and kind is BlockKind.TABLE and current.kind is BlockKind.TABLE
+                            and current.lines[-1].cells == line.cells):
+                        carried = current.footnotes_after  # the table goes on: its notes after it
+                    else:
+                        blocks.extend(current.footnotes_after)
+                current = _Block(kind, [line], [(line.page, line.text)], carried)
         notes = _merge_footnotes(lines[cut:])
         footnotes += len(notes)
         if current is not None:

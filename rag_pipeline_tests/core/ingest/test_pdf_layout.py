@@ -312,3 +312,73 @@ def test_a_paragraph_under_a_wrapped_last_row_is_not_read_into_it():
             "command | description\npwd | display name of current directory\n"
             "ls -A | list contents of directory (almost all files)\n\n"
             "After the table a paragraph starts at the first column and goes on to its end.\n"), centred
+
+
+def _placed_words(page_index: int, words: list[tuple[str, float, float]], baseline: float) -> TextRun:
+    """One roman run of ``(word, left, right)``."""
+    return TextRun(page_index, " ".join(w for w, _, _ in words), words[0][1], words[-1][2],
+                   baseline - 10, baseline, 10, words=tuple((left, right) for _, left, right in words))
+
+
+def test_a_wider_cell_of_a_centred_column_and_its_centred_header_are_cut_into_cells():
+    # Found by a new user in gnuplot's manual ("Date Specifiers"): the Format column is centred,
+    # so "%b or %h" starts left of "%a" and runs into its description (12 points apart, over
+    # the 0.5 em of a cell gap); the table ended above it and started again, headed by "%B".
+    # Its header "Format Explanation" is centred too, and one run.
+    header = _placed_words(0, [("Format", 45, 78), ("Explanation", 90, 150)], 100)
+    rows = [run(0, "%a", 55, 112, x1=65), run(0, "abbreviated day", 90, 112, x1=160),
+            run(0, "%A", 55, 124, x1=65), run(0, "full day", 90, 124, x1=130),
+            _placed_words(0, [("%b", 42, 51), ("or", 55, 60), ("%h", 64, 75), ("abbreviated", 90, 140),
+                              ("month", 144, 170)], 136),
+            run(0, "%B", 55, 148, x1=65), run(0, "full month", 90, 148, x1=140),
+            run(0, "%d", 55, 160, x1=65), run(0, "day of the month", 90, 160, x1=170)]
+    layout = lay_out([page(0, header, *rows)], (), "Formats", "formats")
+    assert layout.canonical_text == ("Format | Explanation\n%a | abbreviated day\n%A | full day\n"
+                                     "%b or %h | abbreviated month\n%B | full month\n%d | day of the month\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("Format | Explanation", 5)
+
+
+def test_a_table_going_on_past_a_footnote_is_one_table_its_last_rows_cut_into_cells():
+    # Found by a new user in R Internals (the SEXPTYPE table): "14 REALSXP", the last row of
+    # page 1, ran its first two cells together, a footnote sat under it, and page 2 started a
+    # new table headed by its first row; "23 WEAKREFSXP" and "24 RAWSXP" (2 runs under rows of
+    # 3) ended the table short.
+    def row(p: int, baseline: float, number: str, name: str, what: str) -> list[TextRun]:
+        return [run(p, number, 50, baseline, x1=60), run(p, name, 80, baseline, x1=130),
+                run(p, what, 200, baseline, x1=260)]
+
+    first = [run(0, "The types are listed below, in a paragraph as wide as the page is.", 40, 80, x1=560),
+             *row(0, 100, "no", "TYPE", "Description"), *row(0, 112, "13", "INTSXP", "integers"),
+             _placed_words(0, [("14", 50, 60), ("REALSXP", 80, 125)], 124), run(0, "numerics", 200, 124, x1=250),
+             run(0, "1 strictly, a node.", 40, 700, size=7, x1=140)]
+    second = [*row(1, 88, "15", "CPLXSXP", "complex"), *row(1, 100, "22", "EXTPTRSXP", "pointer"),
+              _placed_words(1, [("23", 50, 60), ("WEAKREFSXP", 80, 140)], 112), run(1, "weak", 200, 112, x1=230),
+              _placed_words(1, [("24", 50, 60), ("RAWSXP", 80, 120)], 124), run(1, "raw", 200, 124, x1=220),
+              run(1, "Many of these will be familiar from R level, and this sentence runs on.", 40, 150,
+                  x1=560)]
+    layout = lay_out([page(0, *first), page(1, *second)], (), "R", "r")
+    assert layout.canonical_text.startswith(
+        "The types are listed below, in a paragraph as wide as the page is.\n\n"
+        "no | TYPE | Description\n13 | INTSXP | integers\n14 | REALSXP | numerics\n\n"
+        "15 | CPLXSXP | complex\n22 | EXTPTRSXP | pointer\n23 | WEAKREFSXP | weak\n24 | RAWSXP | raw\n\n"
+        "1 strictly, a node.\n\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("no | TYPE | Description", 6)
+
+
+def test_a_listing_whose_comments_line_up_is_code_not_a_table():
+    # Found by a new user: gnuplot's examples (typewriter, comments lined up) and R Internals'
+    # struct (typewriter, its comments in roman, lined up at the bit fields' colons) were
+    # read as tables headed by their first line.
+    def mono(text: str, x0: float, baseline: float, x1: float, is_mono: bool = True) -> TextRun:
+        return dataclasses.replace(run(0, text, x0, baseline, x1=x1), mono=is_mono)
+
+    examples = [mono('set format y "%t"', 50, 100, 150), mono('# "5.0" and "1.0"', 220, 100, 300),
+                mono('set format y "%s"', 50, 112, 150), mono('# "500" and "1.0"', 220, 112, 300)]
+    struct = [mono("unsigned int obj", 50, 200, 130), mono(": 1; /* an object? */", 150, 200, 260, False),
+              mono("unsigned int alt", 50, 212, 130), mono(": 1; /* ALTREP? */", 150, 212, 250, False)]
+    layout = lay_out([page(0, *examples, *struct)], (), "Code", "code")
+    assert layout.tables == ()
+    assert layout.canonical_text.startswith(
+        'set format y "%t" # "5.0" and "1.0"\nset format y "%s" # "500" and "1.0"\n\n')
