@@ -150,7 +150,8 @@ def test_a_location_percent_encodes_a_hash_or_space_in_its_document_id(tmp_path:
                                                                         hashed_embedder: HashedEmbedder):
     # Found in a re-read: "notes #2.md#char=0,90" named no place (the document's '#' read as the
     # fragment's).
-    docs = {"notes #2.md": f"# Notes\n\n{TIMEOUTS_PARAGRAPH}\n", "100%.md": f"# All\n\n{TIMEOUTS_PARAGRAPH}\n"}
+    docs = {"notes #2.md": f"# Notes\n\n{TIMEOUTS_PARAGRAPH}\n",
+            "100%.md": f"# All\n\n{TIMEOUTS_PARAGRAPH}\n"}
     built = build_index(tmp_path, hashed_embedder, docs)
     index = built.index
     hits = retrieve(index, embed_question(hashed_embedder, TIMEOUTS_QUESTION), TIMEOUTS_QUESTION).hits

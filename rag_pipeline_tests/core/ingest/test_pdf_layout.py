@@ -350,10 +350,12 @@ def test_a_table_going_on_past_a_footnote_is_one_table_its_last_rows_cut_into_ce
 
     first = [run(0, "The types are listed below, in a paragraph as wide as the page is.", 40, 80, x1=560),
              *row(0, 100, "no", "TYPE", "Description"), *row(0, 112, "13", "INTSXP", "integers"),
-             _placed_words(0, [("14", 50, 60), ("REALSXP", 80, 125)], 124), run(0, "numerics", 200, 124, x1=250),
+             _placed_words(0, [("14", 50, 60), ("REALSXP", 80, 125)], 124),
+             run(0, "numerics", 200, 124, x1=250),
              run(0, "1 strictly, a node.", 40, 700, size=7, x1=140)]
     second = [*row(1, 88, "15", "CPLXSXP", "complex"), *row(1, 100, "22", "EXTPTRSXP", "pointer"),
-              _placed_words(1, [("23", 50, 60), ("WEAKREFSXP", 80, 140)], 112), run(1, "weak", 200, 112, x1=230),
+              _placed_words(1, [("23", 50, 60), ("WEAKREFSXP", 80, 140)], 112),
+              run(1, "weak", 200, 112, x1=230),
               _placed_words(1, [("24", 50, 60), ("RAWSXP", 80, 120)], 124), run(1, "raw", 200, 124, x1=220),
               run(1, "Many of these will be familiar from R level, and this sentence runs on.", 40, 150,
                   x1=560)]

@@ -64,7 +64,8 @@ def test_a_table_beside_another_is_its_own_table_with_its_own_header():
                            "Labels: setosa | Sum of Length: 5.1\n"
                            "Labels: versicolor | Sum of Length: 7.0\n")
     assert [a.locator for a in layout.anchors][3:] == [
-        "sheet=Iris&range=A4:B4", "sheet=Iris&range=D2:E2", "sheet=Iris&range=D3:E3", "sheet=Iris&range=D4:E4"]
+        "sheet=Iris&range=A4:B4", "sheet=Iris&range=D2:E2", "sheet=Iris&range=D3:E3",
+        "sheet=Iris&range=D4:E4"]
     assert [(t.header, len(t.rows)) for t in layout.tables] == [
         ("Length | Species", 3), ("Labels | Sum of Length", 2)]
     assert ([(s.title, s.start, s.end) for s in layout.sections], dict(layout.notes)["rows"]) == (

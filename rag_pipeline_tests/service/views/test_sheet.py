@@ -145,8 +145,8 @@ def test_an_ods_row_far_down_is_shown_under_its_header_from_one_parse(tmp_path: 
     from rag_pipeline.service.views import sheet
 
     document = OpenDocumentSpreadsheet()
-    document.spreadsheet.addElement(odf_grid([["Ship", "Port"], *([f"ship {n}", f"port {n}"] for n in range(1, 60))],
-                                             name="Fleet"))
+    ships = [["Ship", "Port"], *([f"ship {n}", f"port {n}"] for n in range(1, 60))]
+    document.spreadsheet.addElement(odf_grid(ships, name="Fleet"))
     document.spreadsheet.addElement(odf_grid([["Crew"]], name="Crew"))
     buffer = io.BytesIO()
     document.write(buffer)
@@ -162,7 +162,9 @@ def test_an_ods_row_far_down_is_shown_under_its_header_from_one_parse(tmp_path: 
     start = extracted.canonical_text.index("Ship: ship 49")
     view = sheet.sheet_view(ViewRequest(info, extracted.canonical_text, start, start + 10))
     assert (view.label, len(parsed)) == ("Fleet!A50:B50", 1)
-    assert view.body.index('<tr class="header-row"><th scope="row">1</th><td>Ship</td><td>Port</td></tr>') < (
-        view.body.index('<td colspan="2">rows 2 to 44</td>')) < view.body.index(
-        '<tr><th scope="row">50</th><td class="cited" id="quote">ship 49</td><td class="cited">port 49</td></tr>')
-    assert '<a class="tab" href="/documents/fleet.ods?from=' in view.body and '&amp;sheet=Crew">Crew</a>' in view.body
+    body = view.body
+    assert body.index('<tr class="header-row"><th scope="row">1</th><td>Ship</td><td>Port</td></tr>') < (
+        body.index('<td colspan="2">rows 2 to 44</td>')) < body.index(
+        '<tr><th scope="row">50</th><td class="cited" id="quote">ship 49</td>'
+        '<td class="cited">port 49</td></tr>')
+    assert '<a class="tab" href="/documents/fleet.ods?from=' in body and '&amp;sheet=Crew">Crew</a>' in body
