@@ -194,7 +194,7 @@ def nesting_depth(markup: str) -> int:
 
 
 def _marked_view(request: ViewRequest, size: int, render: Callable[[], str],
-                 quote: str | None = None) -> View:
+                 shown: Callable[[str], str] | None = None) -> View:
     """The sanitised markup ``render`` makes of a source of ``size`` characters or bytes, the
     quote marked, labelled by the heading above the quote. Each document's sanitised markup
     is kept (:data:`SANITISED_KEPT`), so a page of views renders it once. The extracted text
@@ -216,7 +216,7 @@ def _marked_view(request: ViewRequest, size: int, render: Callable[[], str],
     if isinstance(found, int):
         return text_view(request, f"This document nests its elements {found:,} deep (more than "
                                   f"{MAX_NESTING}): it is shown as its extracted text.")
-    body, heading = mark_quote(found, request.quote if quote is None else quote,
+    body, heading = mark_quote(found, request.quote if shown is None else shown(request.quote),
                                request.quote_before)
     note = "" if heading is not None else "The quoted passage could not be located in this rendering."
     return View(heading or heading_label(request) or "the quoted passage",
@@ -248,15 +248,23 @@ def markdown_view(request: ViewRequest) -> View:
 
     body = request.text[front_matter_end(request.text):]
     return _marked_view(request, len(body), lambda: MarkdownIt(
-        "commonmark", {"html": False}).enable("table").render(body), _shown_markdown(request.quote))
+        "commonmark", {"html": False}).enable("table").render(body), _shown_markdown)
+
+
+MAX_SHOWN_QUOTE = 20_000
+"""A Markdown quote longer than this (a whole document asked for) is searched for as it is:
+rendering it again costs as much as the page."""
 
 
 def _shown_markdown(quote: str) -> str:
     """The text a reader sees of a Markdown quote: a link's text without its URL, an entity as
     its character (``[the checklist](https://...)`` reads ``the checklist``), as the rendered
-    page is searched; the quote as it is when it renders to nothing."""
+    page is searched; the quote as it is when it renders to nothing, or is longer than
+    :data:`MAX_SHOWN_QUOTE`."""
     from markdown_it import MarkdownIt
 
+    if len(quote) > MAX_SHOWN_QUOTE:
+        return quote
     rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(quote)
     shown = html.unescape(re.sub(r"<[^>]*>", " ", rendered))
     return shown if shown.strip() else quote

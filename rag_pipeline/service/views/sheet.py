@@ -220,8 +220,8 @@ def sheet_view(request: ViewRequest) -> View:
                              + ", ".join(repr(n) for n in names))
     sheet = grid.sheet
     marked = cited[1] if cited and cited[0] == sheet else None
-    width = max([len(r) - next((i for i, v in enumerate(reversed(r)) if v), len(r)) for r in grid.rows]
-                + [marked.last_column if marked else 1])
+    width = min(max([len(r) - next((i for i, v in enumerate(reversed(r)) if v), len(r)) for r in grid.rows]
+                    + [marked.last_column if marked else 1]), columns)
     head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))
     body = []
     if header is not None and header.rows:

@@ -133,12 +133,19 @@ def test_a_document_is_rendered_once_for_many_views_and_a_huge_one_not_at_all(mo
     views = [markup.markdown_view(ViewRequest(info, text, start, start + n)) for n in (3, 13, 20)]
     assert (len(made), [v.kind for v in views]) == (1, ["markup"] * 3)
     assert '<mark id="quote">The cafeteria</mark>' in views[1].body
+    # A huge document is neither rendered nor its quote (found by an attack: 2.1 MB of "["
+    # asked for whole rendered the quote before the size was checked, 6 s a view).
     monkeypatch.setattr(markup, "MAX_RENDERED_SIZE", 20)
+    shown: list[str] = []
+    real_shown = markup._shown_markdown
+    monkeypatch.setattr(markup, "_shown_markdown", lambda q: shown.append(q) or real_shown(q))
     big = DocumentInfo("big.md", "Big", "/nowhere/big.md", "markdown", (), content_sha256="b" * 64)
-    view = markup.markdown_view(ViewRequest(big, text, start, start + 3))
-    assert (view.kind, view.note, len(made)) == (
+    view = markup.markdown_view(ViewRequest(big, text, 0, len(text)))
+    assert (view.kind, view.note, len(made), shown) == (
         "text", "This document is 38 characters long (more than 20): it is shown as its extracted "
-                "text.", 1)
+                "text.", 1, [])
+    # A quote longer than MAX_SHOWN_QUOTE (a whole document) is searched for as it is.
+    assert real_shown("[x](y) " * 3000) == "[x](y) " * 3000
 
 
 def test_a_quote_is_marked_in_the_markup_as_written_entities_and_attributes_whole():

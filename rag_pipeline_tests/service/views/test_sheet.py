@@ -106,6 +106,32 @@ def test_a_cited_row_far_down_shows_its_header_row_and_cells_far_right(tmp_path:
     assert '<td>Carrier</td></tr>' in body and '<td class="cited">carrier 44</td></tr>' in body
 
 
+def test_a_cell_in_the_last_column_widens_the_grid_no_further_than_its_cap(tmp_path: Path):
+    # Found by an attack: one cell in column XFD of a 7.8 KB workbook made every view a grid
+    # of 16,384 columns (the window read 1000; the header row and each row were drawn to XFD).
+    from openpyxl import Workbook
+
+    from rag_pipeline.service.views.sheet import MAX_CITED_COLUMNS
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Wide"
+    for n in range(1, 4):
+        sheet.cell(row=n, column=1, value=f"row {n}")
+        sheet.cell(row=n, column=16384, value=f"far {n}")
+    path = tmp_path / "wide.xlsx"
+    workbook.save(path)
+    data = path.read_bytes()
+    extracted = format_named("xlsx").extract(data, "wide")
+    anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A2:XFD2"))
+    info = DocumentInfo("wide.xlsx", "wide", str(path), "xlsx", extracted.anchors, extracted.tables,
+                        hashlib.sha256(data).hexdigest())
+    view = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end))
+    assert view.label == "Wide!A2:XFD2"
+    assert view.body.count('<th scope="col">') == MAX_CITED_COLUMNS
+    assert view.body.count("<td") == 3 * MAX_CITED_COLUMNS
+
+
 def test_an_ods_citation_is_a_grid_of_its_sheet_too(tmp_path: Path):
     # Found by a user's trial: an ODS citation (#sheet=Fleet&range=A3:B3) opened the plain-text
     # view labelled "lines 1-2".
