@@ -304,7 +304,8 @@ def docx_view(request: ViewRequest) -> View:
     if original is None:
         return text_view(request)
     try:
-        markup = _docx_html(original.data)
+        # Read within the view: only for a document small enough to render, and once (the
+        # sanitised markup is kept).
+        return _marked_view(request, len(request.text), lambda: _docx_html(original.data))
     except ExtractionError:  # the file changed since it was indexed and no longer reads
         return text_view(request)
-    return _marked_view(request, len(request.text), lambda: markup)

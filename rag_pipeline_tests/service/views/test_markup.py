@@ -197,3 +197,38 @@ def test_a_markdown_quote_holding_a_link_or_an_entity_is_marked_as_it_reads():
     view = _markdown_view("onboarding.md", text, text.index("New staff"), len(text) - 1)
     assert (view.label, view.note) == ("Onboarding", "")
     assert view.body.count("<mark") == 2 and "the onboarding checklist</mark>" in view.body
+
+
+def test_a_docx_is_read_once_for_many_views_and_a_huge_one_not_at_all(tmp_path, monkeypatch):
+    # Found by an attack: every view of a DOCX parsed it whole again, and one too large to
+    # render was parsed only to be shown as its text (60,000 paragraphs, 1.4 s a view).
+    import hashlib
+
+    import docx
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.core.ingest import format_named
+    from rag_pipeline.core.ingest.formats import docx as docx_format
+    from rag_pipeline.service.views import markup
+    from rag_pipeline.service.views.base import ViewRequest
+
+    document = docx.Document()
+    document.add_heading("Runbook", 1)
+    document.add_paragraph("Restart the queue before the cache.")
+    path = tmp_path / "runbook.docx"
+    document.save(path)
+    data = path.read_bytes()
+    extracted = format_named("docx").extract(data, "runbook")
+    info = DocumentInfo("runbook.docx", "Runbook", str(path), "docx", extracted.anchors,
+                        content_sha256=hashlib.sha256(data).hexdigest())
+    read: list[bytes] = []
+    real = docx_format.read_docx
+    monkeypatch.setattr(docx_format, "read_docx", lambda *a: read.append(a[0]) or real(*a))
+    start = extracted.canonical_text.index("Restart")
+    views = [markup.docx_view(ViewRequest(info, extracted.canonical_text, start, start + n)) for n in (7, 17)]
+    assert (len(read), [v.kind for v in views]) == (1, ["markup", "markup"])
+    assert '<mark id="quote">Restart the queue</mark>' in views[1].body
+    monkeypatch.setattr(markup, "MAX_RENDERED_SIZE", 20)
+    view = markup.docx_view(ViewRequest(info, extracted.canonical_text + "\n", start, start + 7))
+    assert (view.kind, view.note, len(read)) == (
+        "text", "This document is 46 characters long (more than 20): it is shown as its extracted text.", 1)
