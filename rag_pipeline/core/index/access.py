@@ -27,6 +27,12 @@ if TYPE_CHECKING:
 
 __all__ = ["AccessLabels", "Readable", "labelled", "readable_rows"]
 
+MAX_DOCUMENT_ID_CHARS = 4096
+"""Longer than any path a file system opens (Linux's PATH_MAX) or object key (S3: 1,024 bytes):
+a document id asked for past this is no document (a 16 KB name of slashes listed its 8,000
+enclosing names, 128 MB, before any lookup: found by an attack)."""
+
+
 MASK_CACHE = 32
 """Distinct principals' masks kept per partition (a mask is one byte per row)."""
 
@@ -133,6 +139,8 @@ class AccessLabels:
         the 404 of an unreadable document against a missing one's)."""
         if groups is None:
             return True
+        if len(document_id) > MAX_DOCUMENT_ID_CHARS:
+            return False  # a name no corpus holds, whose containers would take its square to list
         by_rule = self.policy.readers_of(document_id, self.documents)
         return not frozenset(groups).isdisjoint(self.documents.get(document_id, by_rule))
 

@@ -68,6 +68,10 @@ def test_a_document_asked_for_by_name_has_its_rules_matched_whether_held_or_not(
         labels.may_read(d, frozenset({"staff"})) for d in asked] == [True, True, False, False]
     assert matched == [*asked, "guide/missing.md", "secret/none.md"]  # may_read: unheld only
     assert labels.may_open("notes.txt", None) is True
+    # A name longer than any corpus holds is no document, its rules unmatched (found by an
+    # attack: 16 KB of slashes listed 8,000 enclosing names, 128 MB).
+    assert labels.may_open("guide/" + "/" * 5000 + "x.md", frozenset({"staff"})) is False
+    assert len(matched) == 6
 
 
 def test_labelling_shares_every_array_and_no_groups_reads_everything(built: BuiltIndex):
