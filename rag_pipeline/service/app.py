@@ -30,7 +30,7 @@ from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.retrieval.retriever import Retriever
 from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import Principal, install_access, message_page, navigated, principal
-from rag_pipeline.service.page_routes import page_router
+from rag_pipeline.service.page_routes import page_router, repeated_query_parameter
 from rag_pipeline.service.private_headers import PRIVATE_HEADERS
 from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
 
@@ -250,11 +250,9 @@ def create_app(service: QueryService) -> FastAPI:
             service.count_error()
             return _error(422, f"{unknown[0]}: unknown query parameter (known: q, "
                                "chunker, model, retriever, analyzer, k, cut)")
-        repeated = sorted((key, times) for key in set(http_request.query_params)
-                          if (times := len(http_request.query_params.getlist(key))) > 1)
-        if repeated:  # which one was meant is not ours to guess
+        if (repeated := repeated_query_parameter(http_request)) is not None:
             service.count_error()
-            return _error(422, f"{repeated[0][0]}: given {repeated[0][1]} times; give it once")
+            return _error(422, repeated)
         return _answer({key: value for key, value in payload.items() if value is not None}, who)
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")

@@ -75,6 +75,15 @@ def _shown_error(request: Request, status: int, message: str) -> Response:
                         '<a href="/">Ask another question</a>')
 
 
+def repeated_query_parameter(request: Request) -> str | None:
+    """What is wrong with a request giving a query parameter more than once (which copy was
+    meant is not ours to guess: a proxy or a log reading the first would see another request
+    than the one served), or None."""
+    params = request.query_params
+    repeated = sorted((key, times) for key in set(params) if (times := len(params.getlist(key))) > 1)
+    return f"{repeated[0][0]}: given {repeated[0][1]} times; give it once" if repeated else None
+
+
 def _original_missing(document_id: str, view: ViewRequest) -> JSONResponse:
     """503 when the source of a document's original cannot be reached now (it may be there all
     the same: ask again), else 410: the original is gone or holds other bytes."""
@@ -278,6 +287,8 @@ def page_router(service: Any) -> APIRouter:
                  page: Annotated[int | None, Query(description="A PDF's page (1-based).")] = None,
                  sheet: Annotated[str | None, Query(description="A workbook's sheet.")] = None,
                  ) -> Response:
+        if (repeated := repeated_query_parameter(request)) is not None:
+            return _shown_error(request, 422, repeated)
         found = served_document(document_id, who, request)
         if isinstance(found, Response):
             return found
@@ -297,6 +308,8 @@ def page_router(service: Any) -> APIRouter:
                 response_class=Response)
     def page_image(document_id: str, who: Asker, request: Request,
                    page: Annotated[int, Query(description="1-based page.")] = 1) -> Response:
+        if (repeated := repeated_query_parameter(request)) is not None:
+            return _shown_error(request, 422, repeated)
         found = served_document(document_id, who, request)
         if isinstance(found, Response):
             return found

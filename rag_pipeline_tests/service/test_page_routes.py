@@ -169,6 +169,16 @@ def test_a_sheet_that_does_not_exist_is_one_clear_error(client: TestClient):
         "error": "no sheet 'Budget 2025' in budget; its sheets: 'Budget 2026', 'Notes'"})
 
 
+def test_a_query_parameter_given_twice_is_refused_by_every_view_route(client: TestClient):
+    # Found by an attack: ?sheet=Nope&sheet=Other showed sheet "Other" (the last copy) where
+    # /ask refuses a repeated parameter: a proxy or a log reading the first sees another request.
+    for path in ("/documents/budget.xlsx?sheet=Nope&sheet=Notes", "/documents/guide.md?from=0&from=5",
+                 "/page-images/report.pdf?page=1&page=2"):
+        response = client.get(path)
+        assert (response.status_code, response.json()) == (422, {
+            "error": f"{path.split('?')[1].split('=')[0]}: given 2 times; give it once"})
+
+
 def test_html_is_sanitised_and_the_quote_marked_across_elements(client: TestClient, built: ViewsIndex):
     text = built.canonical["visitors.html"]
     start = text.index("Visitors wear")
@@ -438,7 +448,8 @@ def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, bu
     assert first == {"text": COOLING_SENTENCE, "citation": first["citation"],
                      "from": built.canonical["report.pdf"].index(COOLING_SENTENCE),
                      "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE),
-                     "fragment": "#page=2"}  # the sentence's own page
+                     "fragment": "#page=2",  # the sentence's own page
+                     "shown": COOLING_SENTENCE}  # a PDF's text is shown as it is
     assert cited["document_id"] == "report.pdf"
     for sentence in body["quoted_answer"]:
         document = body["citations"][sentence["citation"] - 1]["document_id"]
