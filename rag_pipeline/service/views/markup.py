@@ -225,16 +225,14 @@ def _marked_view(request: ViewRequest, size: int, render: Callable[[], str],
 
 def html_view(request: ViewRequest) -> View:
     """The original HTML file's body, sanitised; the extracted text when the file is gone."""
-    from bs4 import BeautifulSoup
+    from rag_pipeline.core.ingest.formats.html import parsed_html
 
     original = request.original
     if original is None:
         return text_view(request)
 
     def render() -> str:
-        # Bytes, decoded and parsed as the indexer's BeautifulSoup reads them (lxml): by a
-        # byte-order mark, else the page's declared charset, else UTF-8 or windows-1252.
-        soup = BeautifulSoup(original.data, "lxml")
+        soup = parsed_html(original.data)  # as the indexer read it
         return (soup.body or soup).decode_contents()
 
     return _marked_view(request, len(original.data), render)

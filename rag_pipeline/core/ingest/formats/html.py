@@ -254,6 +254,19 @@ class _Renderer:
                     continue
                 if name == "pre" or name in _HEADINGS:
                     self.flush()
+                    inside = _block_inside(node) if name in _HEADINGS else None
+                    if inside is not None:
+                        # A heading left open (``<h2>Keyword Index</h1>``: lxml keeps it open,
+                        # a browser ends it) holds the page after it: the heading is its text
+                        # up to its first block, the rest is read as the body it is.
+                        rest = node.contents[inside:]
+                        stack.extend((child, True, in_link) for child in reversed(rest))
+                        text = _collapse(_MARKERS.sub("", "".join(
+                            child.get_text() if isinstance(child, BsTag) else str(child)
+                            for child in node.contents[:inside])).replace(_BREAK, " "))
+                        if text.strip():
+                            self._add(text, name)
+                        continue
                     raw = _MARKERS.sub("", node.get_text())
                     if name == "pre":
                         text = raw.strip("\n").rstrip()
@@ -277,6 +290,15 @@ class _Renderer:
         return self.paragraphs
 
 
+def _block_inside(heading: Tag) -> int | None:
+    """The index of the heading's first child that is a block, a heading or preformatted text
+    (none belongs in a heading: it holds phrasing content only), or None."""
+    from bs4 import Tag as BsTag
+
+    return next((i for i, child in enumerate(heading.contents) if isinstance(child, BsTag)
+                 and (child.name in _BLOCKS or child.name in _HEADINGS or child.name == "pre")), None)
+
+
 def _without_repeated_navigation(paragraphs: list[_Paragraph]) -> tuple[list[_Paragraph], int]:
     """Drops link-dominated text paragraphs that occur more than once, verbatim."""
     counts = Counter(p.text for p in paragraphs if p.kind == "text")
@@ -288,14 +310,28 @@ def _without_repeated_navigation(paragraphs: list[_Paragraph]) -> tuple[list[_Pa
     return kept, len(paragraphs) - len(kept)
 
 
+_HEADING_LEFT_OPEN = re.compile(
+    rb"(<h([1-6])\b[^>]*>)((?:(?!</?h[1-6]\b).){0,10000}?)</h(?!\2)[1-6]\s*>", re.IGNORECASE | re.DOTALL)
+"""A heading closed by another level's end tag (``<h2>Keyword Index</h1>``), its text up to
+10,000 bytes."""
+
+
+def parsed_html(data: bytes) -> BeautifulSoup:
+    """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
+    byte-order mark, else the declared charset, else UTF-8 or windows-1252), a heading closed
+    by an end tag of another level ended there, as a browser ends it (lxml keeps it open, and
+    SQLite's ``keyword_index.html`` became one heading of 61,358 characters)."""
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml")
+
+
 def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:
     """The page's visible text without chrome (see the module docstring): paragraphs joined by
     blank lines, headings as paragraphs outside the sections they title; the title from
     ``<title>``, else the first ``<h1>``, else the stem (``heading_first``: the first ``<h1>``
     before ``<title>``, as a book's chapter is titled on its page)."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(data, "lxml")
+    soup = parsed_html(data)
     title_tag = soup.find("title")
     page_title = " ".join(title_tag.get_text().split()) if title_tag else ""
     chrome = _strip_chrome(soup)
@@ -387,7 +423,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"8+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"9+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -64,6 +64,20 @@ def test_headings_are_paragraphs_outside_the_sections_they_title():
     assert extracted.title == "The Page"
 
 
+def test_a_heading_closed_by_another_level_or_left_open_ends_where_a_browser_ends_it():
+    # Found by a new user: SQLite's keyword_index.html opens "<h2>Keyword Index</h1>"; lxml kept
+    # the heading open, and the page's 64,000 characters became one section title.
+    closed = (b"<title>Index</title><h2 align=center>Keyword Index</h1>Other indexes: <a>List</a>"
+              b"<ul><li>abs()</li></ul>")
+    extracted = extract_html(closed, "index")
+    assert extracted.canonical_text == "Keyword Index\n\nOther indexes: List\n\nabs()\n"
+    assert extracted.sections[-1] == Section("Keyword Index", 13, 42, 2)
+    # Never closed: the heading is its text up to its first block.
+    extracted = extract_html(b"<h3>Limits<p>The column limit is 2000.</p><p>Rows.</p>", "limits")
+    assert extracted.canonical_text == "Limits\n\nThe column limit is 2000.\n\nRows.\n"
+    assert extracted.sections[-1] == Section("Limits", 6, 41, 3)
+
+
 def test_title_falls_back_to_the_h1_then_the_stem():
     assert extract_html(b"<h1>Heading</h1><p>x</p>", "stem").title == "Heading"
     assert extract_html(b"<title> </title><p>x</p>", "stem").title == "stem"
