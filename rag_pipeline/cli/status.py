@@ -195,7 +195,7 @@ def _behind(warehouse) -> list[Generation]:
 
 def _index_that_builds(config: ProjectConfig, invocation: Invocation, chunker: str,
                        model: str) -> str:
-    """``\`rag-pipeline index\` brings it up to date``, with the options this invocation was
+    """"`rag-pipeline index` brings it up to date", with the options this invocation was
     given and the smallest profile that builds ``chunker x model`` when the one ``index``
     builds does not."""
     profile = _index_profile(config)
