@@ -20,13 +20,15 @@ def test_gold_draft_writes_needles_found_once_with_the_corpus_line(tmp_path: Pat
     rows = [json.loads(line) for line in output.read_text().splitlines()]
     assert rows == [
         {"corpus": "team", "documents": ["guide/config.md", "guide/install.md"]},
-        # Round-robin by document id, each document's sentences from its middle outwards.
-        {"id": "d001", "document": "guide/config.md", "needle": "Every network call gives up after "
-         "seventeen seconds unless the timeout key says otherwise.", "question": "", "ticket": ""},
-        {"id": "d002", "document": "guide/install.md", "needle": "Run the upgrade command twice "
+        # Round-robin over the documents in an order spread over their ids (the middle one,
+        # then the ends: a draft of few needles samples every folder), each document's
+        # sentences from its middle outwards.
+        {"id": "d001", "document": "guide/install.md", "needle": "Run the upgrade command twice "
          "when the lock file is older than a week.", "question": "", "ticket": ""},
-        {"id": "d003", "document": "guide/config.md", "needle": "The configuration file lives in "
-         "the home folder and is written in TOML.", "question": "", "ticket": ""}]
+        {"id": "d002", "document": "guide/config.md", "needle": "Every network call gives up after "
+         "seventeen seconds unless the timeout key says otherwise.", "question": "", "ticket": ""},
+        {"id": "d003", "document": "guide/install.md", "needle": "Frobnicator needs a POSIX shell "
+         "and about forty megabytes of disk space.", "question": "", "ticket": ""}]
     # notes.txt has no sentence of 8 words or more.
     assert result.output.startswith(f"wrote 3 candidate needles from 2 of 3 documents to {output}")
     again = CliRunner().invoke(main, ["gold", "draft", "--corpus", str(corpus), "--output",
@@ -79,3 +81,26 @@ def test_the_next_command_suggested_repeats_the_options_given(tmp_path: Path):
                                       str(tmp_path / "plain.jsonl")])
     assert plain.output.rstrip("\n").endswith(
         f"then `rag-pipeline eval --gold {tmp_path / 'plain.jsonl'}`")
+
+
+def test_gold_draft_over_xhtml_prints_no_library_warning(tmp_path: Path):
+    # Found by a new user: DocBook's XHTML made `gold draft` print bs4's 12-line
+    # XMLParsedAsHTMLWarning per file (XHTML is read as HTML on purpose).
+    page = ('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+            '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" '
+            '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Chapter 1</title></head><body>\n'
+            "<h1>Overview</h1><p>The debmake command is the helper script for the Debian packaging "
+            "and it sets reasonable defaults for most options.</p>\n<p>It generates good template "
+            "files for the packaging with many options explained in this guide.</p></body></html>\n")
+    import os
+    import subprocess
+    import sys
+
+    corpus = write_corpus(tmp_path / "book", {"ch01.html": page})
+    result = subprocess.run([sys.executable, "-m", "rag_pipeline.cli", "gold", "draft", "--corpus",
+                             str(corpus), "--n", "2", "--output", str(tmp_path / "gold.jsonl")],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONWARNINGS": "default"})
+    assert (result.returncode, result.stderr.startswith("wrote 2 candidate needles from 1 of 1 documents"),
+            "Warning" in result.stderr) == (0, True, False), result.stderr

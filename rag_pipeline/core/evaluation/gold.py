@@ -109,12 +109,14 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
                   max_words: int = 40) -> list[DraftNeedle]:
     """Up to ``n`` candidate needles for a new gold set: sentences of ``min_words`` to
     ``max_words`` words of prose, outside headings and within one paragraph, that :func:`validate_gold`
-    accepts (found exactly once in the corpus), taken round-robin over the documents by id and
-    spread evenly through each, so every document contributes before any gives a second."""
+    accepts (found exactly once in the corpus), taken round-robin over the documents and spread
+    evenly through each, so every document contributes before any gives a second; the documents
+    in an order spread evenly over their ids (:func:`_spread`), so a draft of fewer needles than
+    documents samples every folder, not the alphabetically first ones."""
     from rag_pipeline.core.retrieval.sentences import split_sentences
 
     per_document = {}
-    for document_id in sorted(canonical_texts):
+    for document_id in _spread(sorted(canonical_texts)):
         text = canonical_texts[document_id]
         paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):]))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import posixpath
-import warnings
 import zipfile
 import zlib
 from bisect import bisect_right
@@ -81,8 +80,6 @@ def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:
 
 def _read_book(data: bytes, stem: str) -> Extracted:
     """The book's chapters in spine order (a zip error inside is the caller's to report)."""
-    from bs4 import XMLParsedAsHTMLWarning
-
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
         if "META-INF/encryption.xml" in names:
@@ -99,11 +96,8 @@ def _read_book(data: bytes, stem: str) -> Extracted:
             if chapter not in names:
                 missing += 1
                 continue
-            with warnings.catch_warnings():  # XHTML is read as HTML on purpose: as browsers do
-                warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
-                read = extract_html(archive.read(chapter),
-                                    posixpath.splitext(posixpath.basename(chapter))[0],
-                                    heading_first=True)
+            read = extract_html(archive.read(chapter), posixpath.splitext(posixpath.basename(chapter))[0],
+                                heading_first=True)
             text = read.canonical_text.rstrip("\n")
             if not text.strip():
                 continue

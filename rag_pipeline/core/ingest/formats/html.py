@@ -320,10 +320,15 @@ def parsed_html(data: bytes) -> BeautifulSoup:
     """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
     byte-order mark, else the declared charset, else UTF-8 or windows-1252), a heading closed
     by an end tag of another level ended there, as a browser ends it (lxml keeps it open, and
-    SQLite's ``keyword_index.html`` became one heading of 61,358 characters)."""
-    from bs4 import BeautifulSoup
+    SQLite's ``keyword_index.html`` became one heading of 61,358 characters). XHTML is read as
+    HTML on purpose, as browsers read it, without bs4's warning saying so."""
+    import warnings
 
-    return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml")
+    from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml")
 
 
 def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:

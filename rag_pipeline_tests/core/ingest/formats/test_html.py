@@ -234,3 +234,4 @@ def test_spans_that_would_fill_millions_of_empty_places_fail_the_document(cells:
     with pytest.raises(ExtractionError) as failed:
         extract_html(page.encode(), "spans")
     assert str(failed.value) == reason
+
