@@ -66,6 +66,8 @@ def status(invocation: Invocation) -> None:
     _echo_behind(behind, config, invocation)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
+    if report.partitions:
+        echo(f"tables: the DuckDB file {warehouse.db_path}")
     _print_access(warehouse, config, invocation, behind)
     unhealthy = unhealthy_files(warehouse)
     for file in unhealthy:

@@ -106,6 +106,8 @@ def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(t
         "graph")[0].as_py()))
     healthy = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
     assert healthy.exit_code == 0 and "UNHEALTHY" not in healthy.output, healthy.output
+    # Where to query it (found by a new user: the docs named only the bundled corpus's file).
+    assert f"tables: the DuckDB file {built.data_dir / 'rag.duckdb'}" in healthy.output.splitlines()
     # Planted: the ANN index file cut short. `status` said healthy (exit 0) while every load
     # failed on it.
     size = graph.stat().st_size
