@@ -166,6 +166,19 @@ def is_title(piece: str, titles: Collection[str]) -> bool:
     return " ".join(piece.lstrip("#").split()) in titles
 
 
+_CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
+
+
+def heading_like(piece: str) -> bool:
+    """A line of two to eight words, every word of four letters or more capitalised, with no
+    sentence's end (``Maximum Number Of Columns``): another section's heading inside a quote,
+    which answers nothing."""
+    words = piece.split()
+    long_words = [word for word in words if len(word) >= 4]
+    return (2 <= len(words) <= 8 and "\n" not in piece.strip() and piece.rstrip()[-1:] not in ".!?:;"
+            and len(long_words) >= 2 and all(_CAPITALISED.fullmatch(word) for word in long_words))
+
+
 def _prose_spans(text: str, begin: int, finish: int,
                  titles: Collection[str] = ()) -> list[tuple[int, int]]:
     """The sentences of ``text[begin:finish]`` (:func:`sentence_spans` without table rows)."""
@@ -221,9 +234,10 @@ class _Candidate:
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
                 tables: Sequence[QuoteTables]) -> list[_Candidate]:
     """Every sentence of every cited quote (a quote cited twice counted once), but a heading
-    (a line that is the document's title or the chunk's section title) and a question: they
-    answer nothing. A table row's terms are counted with its header row's (the quote's own, or
-    the one above it, ``table_header``): its values are named there ("deductible")."""
+    (a line that is the document's title or the chunk's section title, or prose that reads as a
+    heading: :func:`heading_like`) and a question: they answer nothing. A table row's terms are
+    counted with its header row's (the quote's own, or the one above it, ``table_header``): its
+    values are named there ("deductible")."""
     seen: set[tuple[str, int, int]] = set()
     out = []
     for citation, header, table in zip(citations, headers, tables, strict=True):
@@ -235,9 +249,9 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
                 continue
             seen.add(key)
             text = citation.quote[start:end]
-            if is_title(text, titles) or asks(text):
-                continue
             is_row = (start, end) in rows
+            if is_title(text, titles) or (heading_like(text) and not is_row) or asks(text):
+                continue
             columns = _header_of_row(citation, table, start) if is_row else ""
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}",
                                   f"{columns}\n{text}" if columns else text,

@@ -338,6 +338,26 @@ def test_a_sentence_two_sources_share_is_quoted_once():
         (1, "Intro line that says nothing much."), (2, "Retries happen three times over.")]
 
 
+def test_another_sections_heading_inside_a_quote_is_never_its_answer():
+    # Found by a new user over SQLite's limits page: "Maximum Number Of Columns", the next
+    # section's heading inside the cited chunk, was quoted first as the answer to "what is the
+    # maximum number of columns".
+    from rag_pipeline.core.answer.quoted import heading_like
+
+    quote = ("Rows are limited by the page size.\n\nMaximum Number Of Columns\n\n"
+             "The default setting for the column limit is 2000 columns.")
+    citation = Citation(1, "limits.html", "Limits", "Limits", f"#char=0,{len(quote)}", 0, len(quote),
+                        quote, 0.3, "")
+    quoted = quoted_answer("maximum number of columns", _embed(["x"])[0], [citation], [""], _embed,
+                           QuoteSettings(margin=1.0))
+    assert [q.text for q in quoted] == ["The default setting for the column limit is 2000 columns.",
+                                        "Rows are limited by the page size."]
+    assert [heading_like(p) for p in ("Maximum Number Of Columns", "Plan B Dental Care",
+                                      "The number of columns in a table", "Run It Now.",
+                                      "Overview", "2. BASIC SED")] == [True, True, False, False,
+                                                                       False, False]
+
+
 def test_a_refusal_quotes_nothing_and_embeds_nothing():
     def never(texts: list[str]) -> np.ndarray:
         raise AssertionError("nothing to embed")
