@@ -28,7 +28,8 @@ class Engine(StrEnum):
 
 
 class ComputeUnreachableError(RuntimeError):
-    """The Ray cluster cannot be reached, or went away mid-run; one line naming the address."""
+    """The Ray cluster cannot be reached (or does not speak Ray at its address), went away
+    mid-run, or its workers kept dying on a shard; one line naming the address."""
 
 
 @dataclass(frozen=True)

@@ -50,17 +50,49 @@ def embed_shard(spec: ModelSpec, texts: list[str], wordpieces: list[int] | None,
             vectors)
 
 
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""An HTTP/2 client's opening and an empty SETTINGS frame: a gRPC server (Ray's GCS, its Ray
+Client server) answers with a SETTINGS frame of its own (RFC 9113, 3.4)."""
+
+
 def _reachable(address: str, seconds: float) -> None:
-    """Raises unless ``HOST:PORT`` (or a Ray Client ``ray://HOST:PORT``) accepts a connection."""
+    """Raises unless ``HOST:PORT`` (or a Ray Client ``ray://HOST:PORT``) accepts a connection
+    and speaks gRPC there, as Ray does, within ``seconds``: ``ray.init`` on a port some other
+    program holds (the dashboard's 8265) retries without end. With ``RAY_USE_TLS`` set, the
+    connection alone is checked."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ComputeUnreachableError(f"[compute] address must be HOST:PORT or auto, got {address!r}")
     try:
-        socket.create_connection((host, int(port)), timeout=seconds).close()
+        with socket.create_connection((host, int(port)), timeout=seconds) as connection:
+            if os.environ.get("RAY_USE_TLS", "0") in ("", "0"):
+                connection.sendall(_HTTP2_PREFACE)
+                answer = _received(connection, 9, seconds)
+                if len(answer) < 9 or answer[3] != 0x04:
+                    raise ComputeUnreachableError(
+                        f"Ray cluster at {address} does not answer as Ray does (no gRPC at that "
+                        "port: give the head's GCS port, 6379 unless `ray start --port` said "
+                        "otherwise, or ray://HOST:10001); the served index is untouched")
     except OSError as exc:
         raise ComputeUnreachableError(
             f"Ray cluster at {address} is unreachable ({exc.strerror or exc}); the served index "
             "is untouched") from None
+
+
+def _received(connection: socket.socket, size: int, seconds: float) -> bytes:
+    """Up to ``size`` bytes, as many as come within ``seconds`` (fewer when the peer closes or
+    stays silent)."""
+    connection.settimeout(seconds)
+    data = b""
+    try:
+        while len(data) < size:
+            chunk = connection.recv(size - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except TimeoutError:
+        pass
+    return data
 
 
 def _connect(ray, address: str) -> None:
@@ -156,8 +188,16 @@ class RayEmbedder:
                     done += len(group)
                     if progress is not None:
                         progress(done, len(texts))
-        except (ray.exceptions.RaySystemError, ray.exceptions.WorkerCrashedError,
-                ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError,
+        except ray.exceptions.WorkerCrashedError as exc:
+            # Ray gave the shard up after its retries: the cluster may be well and the
+            # workers dying (out of memory, a signal), or the cluster gone.
+            self._check_alive()
+            raise ComputeUnreachableError(
+                f"a shard's worker on the Ray cluster at {self.address} died {SHARD_RETRIES + 1} "
+                f"times ({type(exc).__name__}: out of memory, or killed?); the served index is "
+                "untouched, the next run tries again") from None
+        except (ray.exceptions.RaySystemError, ray.exceptions.NodeDiedError,
+                ray.exceptions.ObjectLostError, ray.exceptions.LocalRayletDiedError,
                 ConnectionError) as exc:
             raise self._gone(exc) from None
         if not filled.all():

@@ -5,6 +5,7 @@ SIGTERM handler kept."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
 import socket
@@ -130,6 +131,59 @@ def test_an_unreachable_cluster_fails_in_one_line_naming_its_address(minilm):
                        match=rf"^Ray cluster at 127\.0\.0\.1:{port} is unreachable \(Connection "
                              r"refused\); the served index is untouched$"):
         embedder_for(ComputeSettings(Engine.RAY, f"127.0.0.1:{port}"), minilm)
+
+
+def test_a_port_that_is_not_ray_fails_in_one_line_within_the_connect_time(minilm):
+    # Found by a checker: the dashboard's port (any program's) made ray.init retry without end;
+    # the run hung for 400 s and more.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    try:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        for port, seconds in ((server.server_address[1], 10.0), (silent.getsockname()[1], 1.0)):
+            started = time.monotonic()
+            with pytest.raises(ComputeUnreachableError,
+                               match=rf"^Ray cluster at 127\.0\.0\.1:{port} does not answer as Ray does "
+                                     r"\(no gRPC at that port: give the head's GCS port, 6379 unless "
+                                     r"`ray start --port` said otherwise, or ray://HOST:10001\); the "
+                                     r"served index is untouched$"):
+                embedder_for(ComputeSettings(Engine.RAY, f"127.0.0.1:{port}", connect_seconds=seconds),
+                             minilm)
+            assert time.monotonic() - started < seconds + 5
+    finally:
+        server.shutdown()
+        silent.close()
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _dies(spec: ModelSpec, texts: list[str], wordpieces: list[int] | None) -> None:
+    os._exit(1)
+
+
+@pytest.mark.slow
+def test_a_shard_whose_workers_keep_dying_is_said_so_with_the_cluster_alive(cluster, minilm):
+    # Found by a checker: a shard given up after its retries (every worker killed) was reported
+    # as "went away mid-run" while both nodes were alive.
+    import re
+
+    import ray
+
+    from rag_pipeline.core.embedding.compute.ray_engine import SHARD_RETRIES
+
+    remote = embedder_for(ComputeSettings(Engine.RAY, cluster.address, shard_texts=8), minilm)
+    remote._task = ray.remote(num_cpus=1, max_retries=SHARD_RETRIES)(_dies)
+    with pytest.raises(ComputeUnreachableError,
+                       match=rf"^a shard's worker on the Ray cluster at {re.escape(cluster.address)} "
+                             rf"died {SHARD_RETRIES + 1} times \(WorkerCrashedError: out of memory, or "
+                             r"killed\?\); the served index is untouched, the next run tries again$"):
+        remote.embed(["one text the workers never embed"])
+    assert all(node["Alive"] for node in ray.nodes() if node["NodeManagerAddress"])
 
 
 def _header_embeddings(root: Path, spec: ModelSpec, compute: ComputeSettings | None):
