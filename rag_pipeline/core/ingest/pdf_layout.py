@@ -439,9 +439,9 @@ def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRu
       than it (or as many, lined up), cut where that lines each up with it, up to a table row
       lined up with it; or, with no such row under them (the table's last rows, at the foot of
       a page), when every cell lines up with its column and no row reaches the right margin
-      (a line of prose does): a wider cell of a centred column (gnuplot's ``%b or %h`` among ``%a``, ``%A``,
-      ``%B``, R's ``14 REALSXP``) runs into the next cell, and the table would end above it
-      and start again, headed by the row under it."""
+      (a line of prose does): a wider cell of a centred column (gnuplot's ``%b or %h`` among
+      ``%a``, ``%A``, ``%B``, R's ``14 REALSXP``) runs into the next cell, and the table would
+      end above it and start again, headed by the row under it."""
     table = _table_rows(rows)
     out = list(rows)
     right_margin = max((run.x1 for row in rows for run in row), default=0.0)
