@@ -439,9 +439,10 @@ def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRu
       than it (or as many, lined up), cut where that lines each up with it, up to a table row
       lined up with it; or, with no such row under them (the table's last rows, at the foot of
       a page), when every cell lines up with its column and no row reaches the right margin
-      (a line of prose does): a wider cell of a centred column (gnuplot's ``%b or %h`` among
-      ``%a``, ``%A``, ``%B``, R's ``14 REALSXP``) runs into the next cell, and the table would
-      end above it and start again, headed by the row under it."""
+      (a line of prose does); each set as the table row is (:func:`_set_alike`): a wider cell
+      of a centred column (gnuplot's ``%b or %h`` among ``%a``, ``%A``, ``%B``, R's ``14
+      REALSXP``) runs into the next cell, and the table would end above it and start again,
+      headed by the row under it."""
     table = _table_rows(rows)
     out = list(rows)
     right_margin = max((run.x1 for row in rows for run in row), default=0.0)
@@ -458,7 +459,7 @@ def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRu
                 and len(cuts) < MAX_RUN_TOGETHER_ROWS:
             row = out[end]
             cut = row if len(row) == len(above) else _cut_at(row, columns) if len(row) < len(above) else []
-            if len(cut) != len(above) or not _aligned(cut, above):
+            if len(cut) != len(above) or not _aligned(cut, above) or not _set_alike(row, above):
                 break
             cuts.append(cut)
             end += 1
@@ -487,6 +488,13 @@ TABLE_WIDTH_ROWS = 5
 """How many table rows under a header row give the table's width."""
 
 
+def _set_alike(row: Sequence[TextRun], table_row: Sequence[TextRun]) -> bool:
+    """``row`` is set as ``table_row`` is: its type as large, bold only where that row is (a
+    section heading under a table, ``10 The Environment Definitions``, is neither)."""
+    return (abs(max(run.size for run in row) - max(run.size for run in table_row)) < 0.6
+            and (not _bold(row) or _bold(table_row)))
+
+
 def _labels_within(cells: Sequence[TextRun], table: Sequence[list[TextRun]]) -> bool:
     """Each of ``cells`` is a short label, and they end within the width of the ``table`` rows."""
     return (all(len(cell.text.split()) <= LABEL_MAX_WORDS for cell in cells)
@@ -495,13 +503,33 @@ def _labels_within(cells: Sequence[TextRun], table: Sequence[list[TextRun]]) -> 
 
 def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
     """Which rows are table rows: two or more cells lined up with the row before or after, but
-    for two lines of code (:func:`_code_lines`): a listing whose comments or operators line
-    up is kept line by line, not read as a table."""
+    for lines of code: a listing whose columns line up is kept line by line, not read as a
+    table. Lines of code are two rows starting in a typewriter face whose later cells start
+    with an operator or a comment (:func:`_code_lines`), or a run of lined-up rows set in a
+    typewriter face alone (``ls -l``'s output, a ``tree``): a table in typewriter type has a
+    header or a row in another face (gnucash's ``Operating system | Folder``), a header right
+    above its rows as many cells wide (fntguide's ``Alphabets Symbol fonts | Attributes``,
+    centred over its columns, is its header)."""
     table = [False] * len(rows)
     for i in range(len(rows) - 1):
         if (len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1])
                 and not _code_lines(rows[i], rows[i + 1])):
             table[i] = table[i + 1] = True
+    start = 0
+    while start < len(rows):
+        if not table[start]:
+            start += 1
+            continue
+        end = start
+        while end < len(rows) and table[end]:
+            end += 1
+        if all(run.mono for row in rows[start:end] for run in row):
+            above = rows[start - 1] if start else []
+            if len(above) == len(rows[start]) and not all(run.mono for run in above):
+                table[start - 1] = True  # its header, in another face, centred over its columns
+            else:
+                table[start:end] = [False] * (end - start)
+        start = end
     return table
 
 
@@ -511,11 +539,11 @@ _CODE_CELL_START = re.compile(r"(?:[:=;#]|/[*/]|--)")
 
 
 def _code_lines(*rows: Sequence[TextRun]) -> bool:
-    """The rows are lines of code: set in a typewriter face alone, or starting in it with every
-    later cell starting with an operator or a comment (its words may be set in roman: R's
-    manuals set a C struct's comments so)."""
-    return all(all(run.mono for run in row) for row in rows) or all(
-        row[0].mono and all(_CODE_CELL_START.match(run.text) for run in row[1:]) for row in rows)
+    """The rows are lines of code starting in a typewriter face, every later cell starting with
+    an operator or a comment (its words may be set in roman: R's manuals set a C struct's
+    comments so)."""
+    return all(row[0].mono and all(_CODE_CELL_START.match(run.text) for run in row[1:])
+               for row in rows)
 
 
 def _column(run: TextRun, columns: Sequence[float]) -> int | None:

@@ -384,3 +384,35 @@ def test_a_listing_whose_comments_line_up_is_code_not_a_table():
     assert layout.tables == ()
     assert layout.canonical_text.startswith(
         'set format y "%t" # "5.0" and "1.0"\nset format y "%s" # "500" and "1.0"\n\n')
+
+
+def test_a_table_in_typewriter_type_under_a_header_in_another_face_stays_a_table():
+    # Found by a regression trial: gnucash's "Operating system | folder" rows, all in
+    # typewriter type, were read as code once such lines were; and fntguide's table, its header
+    # centred over its columns (lined up with none), lost its rows.
+    def mono(text: str, x0: float, baseline: float, x1: float) -> TextRun:
+        return dataclasses.replace(run(0, text, x0, baseline, x1=x1), mono=True)
+
+    lined_up = [run(0, "Operating system", 50, 100, x1=130), run(0, "Folder", 200, 100, x1=240),
+                mono("Unix", 50, 112, 80), mono("~/.gnucash", 200, 112, 260),
+                mono("Windows", 50, 124, 95), mono("Documents and Settings", 200, 124, 330)]
+    layout = lay_out([page(0, *lined_up)], (), "Guide", "guide")
+    assert layout.canonical_text == ("Operating system | Folder\nUnix | ~/.gnucash\n"
+                                     "Windows | Documents and Settings\n")
+    centred = [run(0, "Alphabets", 70, 100, x1=120), run(0, "Attributes", 215, 100, x1=265),
+               mono("\\mathrm", 50, 112, 90), mono("OT1 cmr m n", 200, 112, 260),
+               mono("\\mathtt", 50, 124, 90), mono("OT1 cmtt m n", 200, 124, 265)]
+    layout = lay_out([page(0, *centred)], (), "Fonts", "fonts")
+    assert [(t.header, len(t.rows)) for t in layout.tables] == [("Alphabets | Attributes", 2)]
+
+
+def test_a_heading_under_a_table_is_not_cut_into_its_cells():
+    # Found by a regression trial: array.pdf's "10 The Environment Definitions" under a
+    # numbered listing read "10 | The Environment Definitions".
+    rows = [run(0, "229", 50, 100, x1=65), run(0, "the first line", 80, 100, x1=160),
+            run(0, "230", 50, 112, x1=65), run(0, "the second line", 80, 112, x1=170),
+            _placed_words(0, [("10", 50, 62), ("The", 80, 100), ("Environment", 104, 170)], 140)]
+    rows[-1] = dataclasses.replace(rows[-1], size=14, bold=True)
+    layout = lay_out([page(0, *rows, run(0, "Body text that runs to the margin of the page.", 50, 170,
+                                         x1=560))], (), "Array", "array")
+    assert "\n10 The Environment\n" in layout.canonical_text
