@@ -18,7 +18,7 @@ Texinfo (``header``, ``nav-panel``, ``menu``, ``mini-toc``, ``section-toc``, ``c
 ``headerlink``) and DocBook (``navheader``, ``navfooter``, ``toc``); elements marked
 ``hidden`` or ``display: none``. Then, per document, a link-dominated paragraph (at least half
 its characters are link text) that repeats verbatim is navigation too ("Next: ... Up: ..."
-bars without a class). The counts go into the document's notes.
+bars without a class; of a single link, only its first copy is kept). The counts go into the document's notes.
 
 A table's rows are paragraphs of tab-separated cells; an empty cell keeps its place, and a
 cell spanning columns or rows (``colspan``, ``rowspan``) leaves empty places in the columns it
@@ -70,6 +70,7 @@ class _Paragraph:
     text: str
     kind: str  # "text", "pre" or "h1".."h6"
     link_chars: int = 0
+    links: int = 0  # the links it holds (an <a> inside another counted once)
     table: int = -1  # the outermost table holding it, numbered in document order; -1: none
     row: str = ""  # "header" or "data" when a row of that table starts with it
 
@@ -182,23 +183,25 @@ class _Renderer:
         self.paragraphs: list[_Paragraph] = []
         self._inline: list[str] = []
         self._link_chars = 0
+        self._links = 0
         self._grids: list[_Grid] = []  # the tables being rendered, outermost first
         self._cells: list[int] = []  # per open row: the cells placed so far
         self._tables = 0
         self._row = ""  # the kind of the outermost table's row that has started, until it shows
         self._places = 0  # table places taken so far (MAX_TABLE_PLACES)
 
-    def _add(self, text: str, kind: str, link_chars: int = 0) -> None:
+    def _add(self, text: str, kind: str, link_chars: int = 0, links: int = 0) -> None:
         table = self._tables - 1 if self._grids else -1
-        self.paragraphs.append(_Paragraph(text, kind, link_chars, table, self._row))
+        self.paragraphs.append(_Paragraph(text, kind, link_chars, links, table, self._row))
         self._row = ""
 
     def flush(self) -> None:
         text = _collapse("".join(self._inline))
         if text:
-            self._add(text, "text", self._link_chars)
+            self._add(text, "text", self._link_chars, self._links)
         self._inline.clear()
         self._link_chars = 0
+        self._links = 0
 
     def _enter_table_part(self, node: Tag) -> None:
         name = node.name
@@ -279,6 +282,7 @@ class _Renderer:
                     self.flush()
                 self._enter_table_part(node)
                 link = in_link or name == "a"
+                self._links += link and not in_link
                 stack.append((node, False, in_link))
                 stack.extend((child, True, link) for child in reversed(node.contents))
             elif type(node) is NavigableString:
@@ -300,13 +304,19 @@ def _block_inside(heading: Tag) -> int | None:
 
 
 def _without_repeated_navigation(paragraphs: list[_Paragraph]) -> tuple[list[_Paragraph], int]:
-    """Drops link-dominated text paragraphs that occur more than once, verbatim."""
+    """Drops link-dominated text paragraphs that occur more than once, verbatim: every copy of
+    one of two links or more (a bar: "Next: ... Up: ..."), every copy but the first of one
+    link (an entry of a page's list that its sidebar lists again: SQLite's "Books About
+    SQLite")."""
     counts = Counter(p.text for p in paragraphs if p.kind == "text")
-
-    def navigation(p: _Paragraph) -> bool:
-        return p.kind == "text" and counts[p.text] > 1 and 2 * p.link_chars >= len(p.text)
-
-    kept = [p for p in paragraphs if not navigation(p)]
+    seen: set[str] = set()
+    kept = []
+    for p in paragraphs:
+        if p.kind == "text" and counts[p.text] > 1 and 2 * p.link_chars >= len(p.text):
+            if p.links >= 2 or p.text in seen:
+                continue
+            seen.add(p.text)
+        kept.append(p)
     return kept, len(paragraphs) - len(kept)
 
 
@@ -428,7 +438,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"9+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"10+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -134,6 +134,16 @@ def test_a_repeated_link_bar_without_a_class_is_dropped_and_counted():
     assert extracted.notes == (("dropped_repeated_links", "3"),)
 
 
+def test_an_entry_of_one_link_listed_again_in_a_sidebar_keeps_its_first_copy():
+    # Found by a regression trial: SQLite's doclist.html lists "Books About SQLite" and its
+    # sidebar again; both copies were dropped as a navigation bar.
+    entry = '<li><a href="books.html">Books About SQLite</a></li>'
+    html = f"<html><body><ul>{entry}<li>Other text here.</li></ul><div>{entry}</div></body></html>"
+    extracted = extract_html(html.encode(), "doclist")
+    assert extracted.canonical_text == "Books About SQLite\n\nOther text here.\n"
+    assert extracted.notes == (("dropped_repeated_links", "1"),)
+
+
 def test_a_repeated_paragraph_of_text_stays():
     # Planted: the same sentence twice, no links -> content, not navigation.
     assert text_of("<p>See the note.</p><p>x</p><p>See the note.</p>") == (
