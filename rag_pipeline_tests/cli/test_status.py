@@ -311,3 +311,26 @@ def test_models_prepare_writes_the_onnx_export_once_and_then_reads_it(tmp_path: 
     assert again.exit_code == 0, again.output
     assert again.stdout.splitlines()[0] == lines[0]
     assert (export / "model.onnx").stat().st_mtime_ns == written
+
+
+def test_many_stale_documents_are_named_ten_and_counted(tmp_path: Path):
+    # Found by a new user: an upgrade's extractor made 139 documents stale, and status said so
+    # in 139 lines, the same reason each.
+    import dataclasses
+
+    from rag_pipeline.core.index.build import write_documents
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(12):
+        (corpus / f"note{n:02d}.md").write_text(f"# Note {n}\n\nOne paragraph.\n", encoding="utf-8")
+    records = [dataclasses.replace(r, extractor_version="0") for r in extract_corpus(corpus).records]
+    write_documents(Warehouse(tmp_path / "data"), records)
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "status"])
+    lines = result.output.splitlines()
+    assert lines[0] == "documents: 12 ok, 0 failed, 12 stale"
+    assert lines[1:12] == [
+        *(f"  stale   note{n:02d}.md (extracted by an older pipeline or extractor)" for n in range(10)),
+        f"  stale   ... and 2 more, the same: `rag-pipeline --data-dir {tmp_path / 'data'} index` reads "
+        "them again"]
