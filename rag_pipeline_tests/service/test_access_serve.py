@@ -166,7 +166,7 @@ def test_a_real_serve_with_access_leaks_nothing(tmp_path: Path, minilm: ModelSpe
             assert time.monotonic() - started < REVOKE_S
             time.sleep(0.1)
         status = _cli(config, data, "status").stdout.splitlines()
-        access = [line for line in status if "access" in line or "unreadable" in line]
+        access = [line for line in status if line.startswith(("access", "  unreadable"))]
         assert access[0].startswith("access: rules ")
         assert access[0].endswith(": 4 documents; readable by group: eng 2, hr 2, staff 1; 1 "
                                   "readable by nobody")
