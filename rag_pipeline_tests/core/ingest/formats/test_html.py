@@ -126,22 +126,18 @@ def test_sphinx_and_html5_chrome_is_dropped_but_an_articles_own_header_and_foote
     assert extracted.title == "API"
 
 
-def test_a_repeated_link_bar_without_a_class_is_dropped_and_counted():
-    bar = '<p><a href="a">Home</a> | <a href="b">Index</a></p>'
-    html = f"<html><body>{bar}<p>First text.</p>{bar}<p>Second text.</p>{bar}</body></html>"
+@pytest.mark.parametrize(("repeated", "expected", "dropped"), [
+    # A bar of links: every copy goes.
+    ('<p><a href="a">Home</a> | <a href="b">Index</a></p>', "First text.\n\nSecond text.\n", "3"),
+    # One link listed again (found by a regression trial: SQLite's doclist.html lists "Books
+    # About SQLite" and its sidebar again; both copies were dropped): its first copy stays.
+    ('<li><a href="books.html">Books About SQLite</a></li>',
+     "Books About SQLite\n\nFirst text.\n\nSecond text.\n", "2"),
+])
+def test_a_repeated_paragraph_of_links_is_navigation(repeated: str, expected: str, dropped: str):
+    html = f"<html><body>{repeated}<p>First text.</p>{repeated}<p>Second text.</p>{repeated}</body></html>"
     extracted = extract_html(html.encode(), "p")
-    assert extracted.canonical_text == "First text.\n\nSecond text.\n"
-    assert extracted.notes == (("dropped_repeated_links", "3"),)
-
-
-def test_an_entry_of_one_link_listed_again_in_a_sidebar_keeps_its_first_copy():
-    # Found by a regression trial: SQLite's doclist.html lists "Books About SQLite" and its
-    # sidebar again; both copies were dropped as a navigation bar.
-    entry = '<li><a href="books.html">Books About SQLite</a></li>'
-    html = f"<html><body><ul>{entry}<li>Other text here.</li></ul><div>{entry}</div></body></html>"
-    extracted = extract_html(html.encode(), "doclist")
-    assert extracted.canonical_text == "Books About SQLite\n\nOther text here.\n"
-    assert extracted.notes == (("dropped_repeated_links", "1"),)
+    assert (extracted.canonical_text, extracted.notes) == (expected, (("dropped_repeated_links", dropped),))
 
 
 def test_a_repeated_paragraph_of_text_stays():
