@@ -172,14 +172,21 @@ def _header_index(window: Sequence[tuple[int, list[str], list[int]]]) -> int:
     return first
 
 
+MISSING_VALUES = frozenset(("NaN", "nan", "NA", "N/A", "#N/A", "inf", "-inf", "Inf", "-Inf"))
+"""How a table of numbers writes a value it lacks: a number all the same, never a label (the
+first row of statsmodels' ``bds_results.csv``, ``1.0,1.0,NaN,...``, is data)."""
+
+
 def _typed(value: str) -> bool:
-    """A cell holding a number, a date or a truth value: a value, never a column's label."""
-    return bool(value) and (NUMBER_LIKE.fullmatch(value) is not None or value in ("TRUE", "FALSE"))
+    """A cell holding a number (or a missing one), a date or a truth value: a value, never a
+    column's label."""
+    return bool(value) and (NUMBER_LIKE.fullmatch(value) is not None or value in ("TRUE", "FALSE")
+                            or value in MISSING_VALUES)
 
 
 def _numbers_only(cells: Sequence[str]) -> bool:
-    """Every filled cell of a row reads as a number or a date."""
-    return all(NUMBER_LIKE.fullmatch(value) for value in cells if value)
+    """Every filled cell of a row reads as a number (or a missing one) or a date."""
+    return all(NUMBER_LIKE.fullmatch(value) or value in MISSING_VALUES for value in cells if value)
 
 
 @dataclass(frozen=True)
