@@ -424,7 +424,8 @@ def _bold(row: Sequence[TextRun]) -> bool:
     return sum(len(run.text) for run in row if run.bold) * 2 > sum(len(run.text) for run in row)
 
 
-def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+def _split_cells_run_together(rows: Sequence[list[TextRun]], code_face: bool = True
+                              ) -> list[list[TextRun]]:
     """Rows whose cells run together into one run, cut into the cells of the table rows they
     belong to (:func:`_cut_at`):
 
@@ -443,7 +444,7 @@ def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRu
       of a centred column (gnuplot's ``%b or %h`` among ``%a``, ``%A``, ``%B``, R's ``14
       REALSXP``) runs into the next cell, and the table would end above it and start again,
       headed by the row under it."""
-    table = _table_rows(rows)
+    table = _table_rows(rows, code_face)
     out = list(rows)
     right_margin = max((run.x1 for row in rows for run in row), default=0.0)
     i = 1
@@ -470,7 +471,7 @@ def _split_cells_run_together(rows: Sequence[list[TextRun]]) -> list[list[TextRu
                 and cut[-1].x1 < right_margin - cut[-1].size for cut in cuts)):
             out[i:end] = cuts
         i = max(end, i + 1)
-    table = _table_rows(out)
+    table = _table_rows(out, code_face)
     for i, (row, below) in enumerate(itertools.pairwise(list(out))):
         if table[i] or not table[i + 1] or len(below) <= len(row) or _bold(below):
             continue
@@ -501,15 +502,16 @@ def _labels_within(cells: Sequence[TextRun], table: Sequence[list[TextRun]]) -> 
             and cells[-1].x1 <= max(run.x1 for row in table for run in row) + 4)
 
 
-def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
+def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[bool]:
     """Which rows are table rows: two or more cells lined up with the row before or after, but
     for lines of code: a listing whose columns line up is kept line by line, not read as a
     table. Lines of code are two rows starting in a typewriter face whose later cells start
     with an operator or a comment (:func:`_code_lines`), or a run of lined-up rows set in a
-    typewriter face alone (``ls -l``'s output, a ``tree``): a table in typewriter type has a
-    header or a row in another face (gnucash's ``Operating system | Folder``), a header right
-    above its rows as many cells wide (fntguide's ``Alphabets Symbol fonts | Attributes``,
-    centred over its columns, is its header)."""
+    typewriter face alone (``ls -l``'s output, a ``tree``) where the document's text is mostly
+    in another (``code_face``; an RFC set wholly in Courier has its tables in it too): a table
+    in typewriter type has a header or a row in another face (gnucash's ``Operating system |
+    Folder``), a header right above its rows as many cells wide (fntguide's ``Alphabets Symbol
+    fonts | Attributes``, centred over its columns, is its header)."""
     table = [False] * len(rows)
     for i in range(len(rows) - 1):
         if (len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1])
@@ -523,7 +525,7 @@ def _table_rows(rows: Sequence[list[TextRun]]) -> list[bool]:
         end = start
         while end < len(rows) and table[end]:
             end += 1
-        if all(run.mono for row in rows[start:end] for run in row):
+        if code_face and all(run.mono for row in rows[start:end] for run in row):
             above = rows[start - 1] if start else []
             if len(above) == len(rows[start]) and not all(run.mono for run in above):
                 table[start - 1] = True  # its header, in another face, centred over its columns
@@ -619,7 +621,8 @@ def _wrapped_rows(stretch: Sequence[list[TextRun]], columns: Sequence[float]) ->
     return groups
 
 
-def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner) -> list[list[TextRun]]:
+def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_face: bool = True
+                         ) -> list[list[TextRun]]:
     """Rows with each table row whose cells wrap over several lines read as one row of cells.
 
     A cell longer than its column wraps, and a table sets its other cells at the top of the
@@ -629,7 +632,7 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner) -> list
     (:func:`_column`) and each row within 1.6 lines of the one above, are grouped
     (:func:`_wrapped_rows`); each group whose cells fill every column becomes one row, and the
     table goes on under its header."""
-    table = _table_rows(rows)
+    table = _table_rows(rows, code_face)
     out: list[list[TextRun]] = []
     i = 0
     while i < len(rows):
@@ -773,6 +776,9 @@ def _page_lines(pages: Sequence[PageText],
     size in table rows."""
     page_rows = [_rows(page.runs) for page in pages]
     running = _running_rows(page_rows)
+    # Typewriter type marks code where the text is mostly in another face.
+    code_face = 2 * sum(len(run.text) for page in pages for run in page.runs if run.mono) < sum(
+        len(run.text) for page in pages for run in page.runs)
     toc_pages: list[int] = []
     page_lines: list[list[Line]] = []
     in_tables: Counter[float] = Counter()
@@ -782,8 +788,9 @@ def _page_lines(pages: Sequence[PageText],
             toc_pages.append(page.index + 1)
             page_lines.append([])
             continue
-        reading = _merge_wrapped_cells(_split_cells_run_together(_reading_rows(kept, page.width)), joiner)
-        table = _table_rows(reading)
+        reading = _merge_wrapped_cells(_split_cells_run_together(
+            _reading_rows(kept, page.width), code_face), joiner, code_face)
+        table = _table_rows(reading, code_face)
         for row in itertools.compress(reading, table):
             for run in row:
                 in_tables[round(run.size)] += len(run.text)

@@ -19,8 +19,8 @@ Notes are no data rows. Blank rows are left out but keep their number, so a row'
 always its place in the file. A table whose first full row and the row under it hold only
 numbers (or dates) has no header row: its first row is data like the rest (``3 | 4 | 5`` over
 ``4 | 5 | 6`` names no columns), and every value is named by its column (``column 1: 3``),
-never by another row's value; so has one whose first full row starts with a number over a row
-of numbers (a count line: ``150 | 4 | setosa | versicolor | virginica``), a line of its own.
+never by another row's value; so has one whose first full row starts with two numbers over a
+row of numbers (a count line: ``150 | 4 | setosa | versicolor | virginica``), a line of its own.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def table_lines(rows: Iterable[tuple[int, Sequence[str]]],
         return []
     header = _header_index(table[:HEADER_SEARCH_ROWS])
     headerless = all(_numbers_only(cells) for _, cells, _ in table[header:header + 2])
-    if (not headerless and header + 1 < len(table) and _typed(table[header][1][table[header][2][0] - 1])
+    if (not headerless and header + 1 < len(table) and _count_line(table[header][1], table[header][2])
             and _numbers_only(table[header + 1][1])):
         # A count line over numbers ("150 | 4 | setosa | versicolor | virginica": scikit-learn's
         # iris.csv) names no columns: it is a line of its own, and the table has no header.
@@ -175,6 +175,12 @@ def _header_index(window: Sequence[tuple[int, list[str], list[int]]]) -> int:
 MISSING_VALUES = frozenset(("NaN", "nan", "NA", "N/A", "#N/A", "inf", "-inf", "Inf", "-Inf"))
 """How a table of numbers writes a value it lacks: a number all the same, never a label (the
 first row of statsmodels' ``bds_results.csv``, ``1.0,1.0,NaN,...``, is data)."""
+
+
+def _count_line(cells: Sequence[str], filled: Sequence[int]) -> bool:
+    """A row whose first two filled cells are numbers (scikit-learn's ``150 | 4 | setosa |
+    ...``: rows, columns, the classes): a count, not labels (``2024 | Jan | Feb`` is a header)."""
+    return len(filled) >= 2 and all(_typed(cells[column - 1]) for column in filled[:2])
 
 
 def _typed(value: str) -> bool:

@@ -199,9 +199,12 @@ def side_by_side(rows: Sequence[tuple[int, Sequence[str]]]) -> list[list[tuple[i
             tables[-1][2] = tables[-1][2] if tables[-1][2] is not None else wide
     if len(tables) == 1:
         return [list(rows)]
-    return [[(number, [value if first <= column <= last else ""
-                       for column, value in enumerate(cells, start=1)])
-             for number, cells in rows] for first, last, _ in tables]
+    # Each table gets its own rows alone, cut at its last column: the sheet's rows once per
+    # table, full width, took 15 s for a 10 KB sheet of 400 small tables (found by an attack).
+    return [[(number, [value if first <= column else ""
+                       for column, value in enumerate(cells[:last], start=1)])
+             for number, cells in rows if any(value.strip() for value in cells[first - 1:last])]
+            for first, last, _ in tables]
 
 
 def _column_label(column: int) -> str:

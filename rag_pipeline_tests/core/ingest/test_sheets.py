@@ -70,6 +70,13 @@ def test_a_table_beside_another_is_its_own_table_with_its_own_header():
         ("Length | Species", 3), ("Labels | Sum of Length", 2)]
     assert ([(s.title, s.start, s.end) for s in layout.sections], dict(layout.notes)["rows"]) == (
         [("Iris", 0, len(layout.text) - 1)], "5")
+    # Each table gets its own rows alone, cut at its last column (the sheet's rows once per
+    # table, full width, took 15 s for 400 small tables side by side: found by an attack).
+    from rag_pipeline.core.ingest.sheets import side_by_side
+
+    assert side_by_side([(1, ["a", "b", "", "", ""]), (2, ["c", "d", "", "x", "y"]),
+                         (3, ["", "", "", "z", "w"])]) == [
+        [(1, ["a", "b"]), (2, ["c", "d"])], [(2, ["", "", "", "x", "y"]), (3, ["", "", "", "z", "w"])]]
 
 
 def test_an_empty_column_inside_one_table_splits_nothing():

@@ -80,12 +80,15 @@ def _reachable(address: str, seconds: float) -> None:
 
 
 def _received(connection: socket.socket, size: int, seconds: float) -> bytes:
-    """Up to ``size`` bytes, as many as come within ``seconds`` (fewer when the peer closes or
-    stays silent)."""
-    connection.settimeout(seconds)
+    """Up to ``size`` bytes, as many as come within ``seconds`` in all (fewer when the peer
+    closes, stays silent or trickles: one deadline, not one a byte)."""
+    import time
+
+    deadline = time.monotonic() + seconds
     data = b""
     try:
-        while len(data) < size:
+        while len(data) < size and (left := deadline - time.monotonic()) > 0:
+            connection.settimeout(left)
             chunk = connection.recv(size - len(data))
             if not chunk:
                 break

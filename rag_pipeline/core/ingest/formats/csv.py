@@ -73,7 +73,7 @@ class CsvFormat(DocumentFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("csv-stdlib", "11")
+        return Extractor("csv-stdlib", "12")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).

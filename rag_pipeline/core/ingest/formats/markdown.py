@@ -175,6 +175,7 @@ def _front_matter(text: str) -> re.Match[str] | None:
 
 _HEADING_MARK = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
 _TAG = re.compile(r"<[^>]*>")
+_IMAGE = re.compile(r'<img [^>]*?alt="(?P<alt>[^"]*)"[^>]*>')
 
 
 @cache
@@ -197,19 +198,24 @@ class MarkdownFormat(DocumentFormat):
 
     def shown_quote(self, text: str) -> str:
         """Each line's inline markup as a reader sees it rendered: ``**bold**``, ``[the
-        checklist](https://...)`` and ``&amp;`` read ``bold``, ``the checklist`` and ``&``. A
-        line keeps its place and its block marker (a heading's ``#``s left out; a list's
-        ``1.`` kept: the steps' numbers are words too); fenced and indented code as written."""
-        prose = dict(_outside_code(text))
+        checklist](https://...)``, ``![a chart](c.png)`` and ``&amp;`` read ``bold``, ``the
+        checklist``, ``a chart`` and ``&``. A line keeps its place and its block marker (a
+        heading's ``#``s left out; a list's ``1.`` kept: the steps' numbers are words too);
+        indented code as written. A quote holding a code fence is shown as written: it may
+        start inside the fence (a long block cut into chunks), and its code is no Markdown."""
+        if any(_FENCE_OPEN.match(line) for line in text.split("\n")):
+            return text
         shown = []
         for line in _LINE.finditer(text):
             value = line.group()
-            if line.start() in prose and not value.startswith(("    ", "\t")):
-                body = value.rstrip("\n")
-                heading = _HEADING_MARK.match(body)
-                rendered = _inline_renderer().renderInline(body[heading.end():] if heading else body)
-                value = html.unescape(_TAG.sub("", rendered)) + value[len(body):]
-            shown.append(value)
+            if value.startswith(("    ", "\t")):
+                shown.append(value)
+                continue
+            body = value.rstrip("\r\n")
+            heading = _HEADING_MARK.match(body)
+            rendered = _inline_renderer().renderInline(body[heading.end():] if heading else body)
+            rendered = _IMAGE.sub(lambda image: image["alt"], rendered)
+            shown.append(html.unescape(_TAG.sub("", rendered)) + value[len(body):])
         return "".join(shown)
 
     def extract(self, data: bytes, stem: str) -> Extracted:

@@ -586,7 +586,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "14")
+        return Extractor("ods-content-xml", "15")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).

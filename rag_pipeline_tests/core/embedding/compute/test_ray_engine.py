@@ -139,10 +139,28 @@ def test_a_port_that_is_not_ray_fails_in_one_line_within_the_connect_time(minilm
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     silent = socket.socket()
+    trickle = socket.socket()
+
+    def trickling() -> None:
+        # A SETTINGS frame a byte every 0.4 s: one deadline for the whole answer, not one a
+        # byte (found by an attack: held 9 times connect_seconds, then accepted).
+        connection, _ = trickle.accept()
+        with connection:
+            for byte in b"\x00\x00\x00\x04\x00\x00\x00\x00\x00":
+                time.sleep(0.4)
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+
     try:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
-        for port, seconds in ((server.server_address[1], 10.0), (silent.getsockname()[1], 1.0)):
+        trickle.bind(("127.0.0.1", 0))
+        trickle.listen()
+        threading.Thread(target=trickling, daemon=True).start()
+        for port, seconds in ((server.server_address[1], 10.0), (silent.getsockname()[1], 1.0),
+                              (trickle.getsockname()[1], 1.0)):
             started = time.monotonic()
             with pytest.raises(ComputeUnreachableError,
                                match=rf"^Ray cluster at 127\.0\.0\.1:{port} does not answer as Ray does "
@@ -155,6 +173,7 @@ def test_a_port_that_is_not_ray_fails_in_one_line_within_the_connect_time(minilm
     finally:
         server.shutdown()
         silent.close()
+        trickle.close()
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -130,6 +130,9 @@ def test_a_table_of_numbers_alone_has_no_header_row_and_names_each_value_by_its_
         "column 1: 5.1 | column 2: 3.5 | column 3: 1.4 | column 4: 0.2 | column 5: 0\n"
         "column 1: 4.9 | column 2: 3.0 | column 3: 1.4 | column 4: 0.2 | column 5: 0\n",
         (("rows", "2"),), [""])
+    # A count line starts with two numbers: a year over months is a header (found by an attack).
+    assert CSV.extract(b"2024,Jan,Feb\n1,10,20\n", "y").canonical_text == (
+        "2024 | Jan | Feb\n2024: 1 | Jan: 10 | Feb: 20\n")
     # A header of years over a column of labels stays a header; a title line stays preamble.
     assert CSV.extract(b"Budget\nItem,2025,2026\nRent,10,11\n", "b").canonical_text == (
         "Budget\nItem | 2025 | 2026\nItem: Rent | 2025: 10 | 2026: 11\n")

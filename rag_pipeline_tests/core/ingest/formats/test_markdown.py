@@ -176,15 +176,18 @@ def test_a_long_pipe_table_keeps_its_header_in_every_chunk():
 def test_a_quote_is_shown_as_its_rendering_reads_line_by_line():
     from rag_pipeline.core.ingest import format_named
 
+    markdown = format_named("markdown")
     quote = ("## Steps &amp; checks\n"
-             "1. Run `make` to **build** the [docs](https://example.org/docs).\n"
-             "- a *b* c \\* d <b>raw</b> &lt;tag&gt;\n"
-             "```sh\na **b** &amp;\n```\n"
+             "1. Run `make` to **build** the [docs](https://example.org/docs) ![a chart](c.png).\n"
+             "- a *b* c \\* d <b>raw</b> &lt;tag&gt;\r\n"
              "    indented **code**\n")
-    assert format_named("markdown").shown_quote(quote) == (
+    assert markdown.shown_quote(quote) == (
         "Steps & checks\n"
-        "1. Run make to build the docs.\n"
-        "- a b c * d <b>raw</b> <tag>\n"
-        "```sh\na **b** &amp;\n```\n"
+        "1. Run make to build the docs a chart.\n"
+        "- a b c * d <b>raw</b> <tag>\r\n"
         "    indented **code**\n")
+    # A quote holding a fence may start inside it (a long block cut into chunks; found by an
+    # attack: its code was rendered and the prose after its closing fence left raw): as written.
+    inside = "def __init__(self, *args):\n```\n\nThe **constructor** takes options.\n"
+    assert markdown.shown_quote(inside) == inside
     assert format_named("text").shown_quote("**as is** &amp;") == "**as is** &amp;"
