@@ -158,7 +158,7 @@ def read_ods(data: bytes, sheet: str | None, window: Window) -> Shown:
 
     sheets = dict(ods_sheets(data))
     names = tuple(sheets)
-    sheet = names[0] if sheet is None else sheet
+    sheet = (names[0] if names else "") if sheet is None else sheet
     if sheet not in sheets:
         return Shown(names, None, None)
     return _shown(sheet, ((number, lambda cells=cells: list(cells)) for number, cells in sheets[sheet]),
@@ -216,6 +216,8 @@ def sheet_view(request: ViewRequest) -> View:
     grid, header = shown.grid, shown.header
     names = shown.names
     if grid is None:
+        if not names:
+            raise ViewError(404, f"{request.info.title or original.name} holds no sheet")
         raise ViewError(404, f"no sheet {asked!r} in {request.info.title or original.name}; its sheets: "
                              + ", ".join(repr(n) for n in names))
     sheet = grid.sheet

@@ -194,3 +194,18 @@ def test_an_ods_row_far_down_is_shown_under_its_header_from_one_parse(tmp_path: 
         '<tr><th scope="row">50</th><td class="cited" id="quote">ship 49</td>'
         '<td class="cited">port 49</td></tr>')
     assert '<a class="tab" href="/documents/fleet.ods?from=' in body and '&amp;sheet=Crew">Crew</a>' in body
+
+
+def test_a_workbook_without_a_sheet_is_one_clear_error(tmp_path: Path):
+    # Found by an attack: read_ods took the first of no sheets (IndexError).
+    import io
+
+    from odf.opendocument import OpenDocumentSpreadsheet
+
+    from rag_pipeline.service.views.sheet import Window, read_ods
+
+    buffer = io.BytesIO()
+    OpenDocumentSpreadsheet().write(buffer)
+    assert read_ods(buffer.getvalue(), None, Window(1, 10, 5)) == (
+        read_ods(buffer.getvalue(), "Any", Window(1, 10, 5)))
+    assert read_ods(buffer.getvalue(), None, Window(1, 10, 5)).names == ()
