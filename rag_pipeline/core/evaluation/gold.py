@@ -111,12 +111,12 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
     ``max_words`` words of prose, outside headings and within one paragraph, that :func:`validate_gold`
     accepts (found exactly once in the corpus), taken round-robin over the documents and spread
     evenly through each, so every document contributes before any gives a second; the documents
-    in an order spread evenly over their ids (:func:`_spread`), so a draft of fewer needles than
-    documents samples every folder, not the alphabetically first ones."""
+    taken folder by folder in turn (:func:`_folders_in_turn`), so a draft of fewer needles than
+    documents samples every top-level folder, not the alphabetically first ones."""
     from rag_pipeline.core.retrieval.sentences import split_sentences
 
     per_document = {}
-    for document_id in _spread(sorted(canonical_texts)):
+    for document_id in _folders_in_turn(sorted(canonical_texts)):
         text = canonical_texts[document_id]
         paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):]))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
@@ -145,6 +145,19 @@ def _is_prose(sentence: str) -> bool:
     """Starts with a letter and is mostly letters and spaces (not a code comment or a table)."""
     letters = sum(ch.isalpha() or ch.isspace() for ch in sentence)
     return sentence[0].isalpha() and letters >= 0.85 * len(sentence)
+
+
+def _folders_in_turn(document_ids: list[str]) -> list[str]:
+    """``document_ids`` (sorted) ordered so that each top-level folder gives a document before
+    any gives a second (a folder's own order spread: :func:`_spread`); the files outside any
+    folder are one folder."""
+    folders: dict[str, list[str]] = {}
+    for document_id in document_ids:
+        folders.setdefault(document_id.split("/", 1)[0] if "/" in document_id else "", []).append(
+            document_id)
+    turns = [_spread(ids) for ids in folders.values()]
+    return [ids[depth] for depth in range(max(map(len, turns), default=0))
+            for ids in turns if depth < len(ids)]
 
 
 def _spread(items: list[str]) -> list[str]:
