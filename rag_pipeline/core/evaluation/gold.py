@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from rag_pipeline.core.config.gold_file import GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.ingest import DocumentStatus
@@ -123,8 +124,7 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
                      if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
                      and _is_prose(s)]
         per_document[document_id] = _spread(sentences)
-    order = [(d, s) for depth in range(max((len(v) for v in per_document.values()), default=0))
-             for d, v in per_document.items() if depth < len(v) for s in (v[depth],)]
+    order = _in_turn([[(d, s) for s in sentences] for d, sentences in per_document.items()])
     chosen: list[DraftNeedle] = []
     batch = max(4 * n, 64)
     for start in range(0, len(order), batch):
@@ -155,9 +155,16 @@ def _folders_in_turn(document_ids: list[str]) -> list[str]:
     for document_id in document_ids:
         folders.setdefault(document_id.split("/", 1)[0] if "/" in document_id else "", []).append(
             document_id)
-    turns = [_spread(ids) for ids in folders.values()]
-    return [ids[depth] for depth in range(max(map(len, turns), default=0))
-            for ids in turns if depth < len(ids)]
+    return _in_turn([_spread(ids) for ids in folders.values()])
+
+
+T = TypeVar("T")
+
+
+def _in_turn(lists: list[list[T]]) -> list[T]:
+    """The lists' items round-robin: every list's first, then every list's second, ..."""
+    return [items[depth] for depth in range(max(map(len, lists), default=0))
+            for items in lists if depth < len(items)]
 
 
 def _spread(items: list[str]) -> list[str]:
