@@ -47,7 +47,7 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
-from rag_pipeline.core.ingest.members import Expansion, Member, Unpacking, printable_name, unique_name
+from rag_pipeline.core.ingest.members import Expansion, Member, UniqueNames, Unpacking, printable_name
 
 _HEADERS = ("From", "To", "Cc", "Date")
 _FROM_LINE = re.compile(rb"^From [^\n]*\n", re.MULTILINE)
@@ -278,14 +278,14 @@ class EmlFormat(ContainerFormat):
                                   "message (max_attachments)")
 
         def members() -> Iterator[Member]:
-            taken: set[str] = set()
+            names = UniqueNames()
             for number, part in enumerate(attachments, start=1):
                 name = None
                 try:
-                    name = unique_name(_attachment_name(part, number), taken)
+                    name = names(_attachment_name(part, number))
                     payload = _attachment_data(part)
                 except Exception as exc:  # email's MIME layer on a broken part: that part fails
-                    yield Member(name or unique_name(f"attachment-{number}", taken),
+                    yield Member(name or names(f"attachment-{number}"),
                                  error=f"unreadable attachment: {type(exc).__name__}: {exc}")
                     continue
                 if len(payload) > unpacking.max_member_bytes:

@@ -22,11 +22,11 @@ from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.members import (
     Expansion,
     Member,
+    UniqueNames,
     Unpacking,
     check_ratio,
     is_hidden,
     safe_member_name,
-    unique_name,
 )
 
 
@@ -60,7 +60,7 @@ class TarFormat(ContainerFormat):
             except (tarfile.TarError, OSError, EOFError, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
             count = 0
-            seen: set[str] = set()
+            names = UniqueNames()
             try:
                 with archive:
                     for info in archive:
@@ -86,7 +86,7 @@ class TarFormat(ContainerFormat):
                             continue
                         # Two entries of one name (``tar -r`` appends an update; a name made
                         # printable): both are read, the later as ``name (2)``.
-                        name = unique_name(name, seen)
+                        name = names(name)
                         if unsafe:
                             yield Member(name, error=unsafe)
                         elif not info.isfile():

@@ -23,12 +23,12 @@ from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.members import (
     Expansion,
     Member,
+    UniqueNames,
     Unpacking,
     check_ratio,
     is_hidden,
     read_bounded,
     safe_member_name,
-    unique_name,
 )
 
 _UTF8_NAME = 0x800
@@ -106,7 +106,7 @@ class ZipFormat(ContainerFormat):
                                   "bomb or an archive too large to index")
 
         def members() -> Iterator[Member]:
-            seen: set[str] = set()
+            names = UniqueNames()
             with archive:
                 for info in infos:
                     name, unsafe = safe_member_name(member_path(info))
@@ -115,7 +115,7 @@ class ZipFormat(ContainerFormat):
                         continue
                     # Two entries of one name (an update appended, a name made printable):
                     # both are read, the later as ``name (2)``.
-                    name = unique_name(name, seen)
+                    name = names(name)
                     yield Member(name, error=unsafe) if unsafe else _member(archive, info, name, unpacking)
 
         return Expansion(None, members())
