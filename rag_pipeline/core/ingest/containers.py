@@ -51,7 +51,14 @@ from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.text import TextFormat
-from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Member, Unpacking, read_bounded
+from rag_pipeline.core.ingest.members import (
+    RATIO_FLOOR_BYTES,
+    Budget,
+    ContainerLimits,
+    Member,
+    Unpacking,
+    read_bounded,
+)
 from rag_pipeline.core.ingest.reading import (
     EMPTY_FILE,
     ExtractionSettings,
@@ -220,15 +227,26 @@ class _Reader:
             inner_fmt = format_for(Path(inner))
             limit = (self.unpacking.budget.remaining if isinstance(inner_fmt, ContainerFormat)
                      else self.unpacking.max_member_bytes)
+            # A container's member is a bomb past max_ratio, as any member, and what it expands
+            # to is the container tree's (max_expanded_bytes: passing it fails the container).
+            bomb = (max(RATIO_FLOOR_BYTES, int(self.unpacking.limits.max_ratio * len(data)))
+                    if depth > 1 else limit)
             try:
                 with reader(io.BytesIO(data)) as stream:
-                    inner_data = read_bounded(stream, limit, "max_expanded_bytes" if isinstance(
-                        inner_fmt, ContainerFormat) else "max_document_bytes")
+                    inner_data = read_bounded(stream, min(limit, bomb), "max_expanded_bytes" if
+                                              isinstance(inner_fmt, ContainerFormat)
+                                              else "max_document_bytes")
                     trailing = stream.trailing if isinstance(stream, GzipMembers) else 0
             except ExtractionError as exc:
+                if bomb < limit:
+                    return failed(f"{label}: expands over {self.unpacking.limits.max_ratio:g} "
+                                  f"times its compressed size of {len(data)} bytes (max_ratio): "
+                                  "a zip bomb")
                 return failed(f"{label}: {exc}")
             except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
                 return failed(f"unreadable {label} file: {type(exc).__name__}: {exc}")
+            if depth > 1:
+                self.unpacking.budget.take(len(inner_data))
             records = self.record(document_id, path, inner, inner_data, digest, depth)
             own = records[0]
             notes = (("trailing_bytes_ignored", str(trailing)),) if trailing else ()

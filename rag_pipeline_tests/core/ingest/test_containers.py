@@ -25,7 +25,7 @@ from rag_pipeline.core.ingest.containers import (
     stamp_for,
 )
 from rag_pipeline.core.ingest.extracted import Extractor, left_out
-from rag_pipeline.core.ingest.members import ContainerLimits
+from rag_pipeline.core.ingest.members import ContainerLimits, UniqueNames
 from rag_pipeline.core.ingest.reading import ExtractionSettings
 from rag_pipeline_tests.core.ingest.archives import zipped
 
@@ -277,6 +277,45 @@ def test_a_nested_bomb_spends_the_budget_of_the_whole_tree(tmp_path: Path):
          f"{2 * 1024 * 1024 - 2 * len(inner) - 600_000} are left: a zip bomb or an archive too large "
          "to index"),
     ]
+
+
+def test_a_compressed_member_is_ratio_checked_and_spends_the_budget_of_the_tree(tmp_path: Path):
+    # Found by an attack: 14 members `m.txt.gz` of 20 MiB of zeros each (a 287 KB zip) expanded
+    # to 294 MB, past the 256 MiB budget, and were read: a gzip member was neither
+    # ratio-checked nor counted.
+    zeros = gzip.compress(b"=" * (2 * 1024 * 1024), 9)
+    (tmp_path / "ratio.zip").write_bytes(zipped({"zeros.txt.gz": zeros, "ok.txt": b"fine\n"},
+                                                zipfile.ZIP_STORED))
+    assert statuses(extract_file(tmp_path / "ratio.zip", tmp_path).records) == [
+        ("ratio.zip", "ok", "zip", None),
+        ("ratio.zip/zeros.txt.gz", "failed", "text", f"gzip: expands over 100 times its compressed "
+         f"size of {len(zeros)} bytes (max_ratio): a zip bomb"),
+        ("ratio.zip/ok.txt", "ok", "text", None),
+    ]
+    # Under the ratio, each member alone within the budget, together past it: the archive fails.
+    text = "".join(f"{i:06d} request served in {i % 97} ms\n" for i in range(12_000)).encode()
+    parts = {f"p{i}.log.gz": gzip.compress(text) for i in range(3)}
+    (tmp_path / "logs.zip").write_bytes(zipped(parts, zipfile.ZIP_STORED))
+    limits = ContainerLimits(max_expanded_bytes=1024 * 1024)
+    assert statuses(extract_file(tmp_path / "logs.zip", tmp_path, limits=limits).records) == [
+        ("logs.zip", "failed", "zip", f"expands to over {1024 * 1024} bytes (max_expanded_bytes): a "
+         "zip bomb or an archive too large to index")]
+    # Within it, they are read (and a top-level compressed file is never ratio-checked).
+    assert [r.status for r in extract_file(tmp_path / "logs.zip", tmp_path).records] == ["ok"] * 4
+    (tmp_path / "zeros.txt.gz").write_bytes(zeros)
+    (record,) = extract_file(tmp_path / "zeros.txt.gz", tmp_path).records
+    assert (record.status, len(record.canonical_text)) == ("ok", 2 * 1024 * 1024)
+
+
+def test_members_of_one_name_are_numbered_in_turn():
+    # Found by an attack: each name's numbers were tried from 2 every time (10,000 members of
+    # one name in a tar took 15.6 s, distinct names 2.0 s).
+    names = UniqueNames()
+    assert [names(n) for n in ("a.txt", "a.txt", "a (2).txt", "a.txt", "b", "b", "a.txt")] == [
+        "a.txt", "a (2).txt", "a (2) (2).txt", "a (3).txt", "b", "b (2)", "a (4).txt"]
+    many = UniqueNames()
+    assert [many("log.txt") for _ in range(10_000)][-1] == "log (10000).txt"
+    assert many._last == {"log.txt": 10_000}
 
 
 def test_containers_nest_at_most_max_depth_deep(tmp_path: Path):
