@@ -122,7 +122,8 @@ def count_elements(data: bytes, part_prefix: str, tag: str) -> int:
         for name in archive.namelist():
             if name.startswith(part_prefix) and name.endswith(".xml"):
                 with archive.open(name) as stream:
-                    for _, element in etree.iterparse(stream, tag=f"{{*}}{tag}"):
+                    for _, element in etree.iterparse(stream, tag=f"{{*}}{tag}",
+                                                      resolve_entities=False):
                         count += 1
                         element.clear()
     return count

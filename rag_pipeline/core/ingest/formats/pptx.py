@@ -23,7 +23,6 @@ count against :data:`MAX_SLIDES`.
 from __future__ import annotations
 
 import io
-import re
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -50,18 +49,21 @@ from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 if TYPE_CHECKING:
     from pptx.shapes.base import BaseShape
 
-_SLIDE_ID = re.compile(rb"<p:sldId\b")
-
 def _slide_count(data: bytes) -> int:
+    """The slides ``ppt/presentation.xml`` lists (its ``sldId`` elements, whatever the prefix
+    of their namespace: a deck binding PresentationML to ``pres:`` passed a count of the
+    literal ``<p:sldId``)."""
+    from lxml import etree
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            presentation = archive.read("ppt/presentation.xml")
+            archive.getinfo("ppt/presentation.xml")
+        return count_elements(data, "ppt/presentation.xml", "sldId")
     except KeyError as exc:
         raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
-            ValueError) as exc:
+            ValueError, etree.XMLSyntaxError) as exc:
         raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
-    return len(_SLIDE_ID.findall(presentation))
 
 
 def _shapes(shapes: Iterator[BaseShape]) -> Iterator[BaseShape]:

@@ -206,8 +206,9 @@ def test_a_span_cites_the_slides_it_covers():
     assert PPTX.fragment((), 3, 9) == "#char=3,9"
 
 
-def huge_deck() -> bytes:
-    """The deck's slide list naming 10,000 more slides (all the same part)."""
+def huge_deck(prefix: bytes = b"p") -> bytes:
+    """The deck's slide list naming 10,000 more slides (all the same part), PresentationML's
+    namespace bound to ``prefix`` in ``presentation.xml``."""
     source = zipfile.ZipFile(io.BytesIO(deck()))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
@@ -216,15 +217,20 @@ def huge_deck() -> bytes:
             if info.filename == "ppt/presentation.xml":
                 match = re.search(rb"<p:sldId [^>]*/>", data)
                 data = data.replace(match.group(), match.group() * 10_000, 1)  # 4 + 9,999 more
+                data = (data.replace(b"<p:", b"<" + prefix + b":")
+                        .replace(b"</p:", b"</" + prefix + b":")
+                        .replace(b"xmlns:p=", b"xmlns:" + prefix + b"="))
             target.writestr(info, data)
     return buffer.getvalue()
 
 
-def test_a_deck_over_the_slide_limit_fails_unparsed():
+@pytest.mark.parametrize("prefix", [b"p", b"pres"])
+def test_a_deck_over_the_slide_limit_fails_unparsed(prefix):
     # Planted: 10,003 slides: over the limit, counted on presentation.xml before python-pptx
-    # parses a slide.
+    # parses a slide. Found by an attack: with the namespace bound to `pres:` the count of the
+    # literal `<p:sldId` was 0 and the deck was read.
     with pytest.raises(ExtractionError, match=f"^10003 slides: over the limit of {MAX_SLIDES} per deck$"):
-        PPTX.extract(huge_deck(), "huge")
+        PPTX.extract(huge_deck(prefix), "huge")
 
 
 def test_a_10000_slide_deck_fails_alone_and_the_run_goes_on(tmp_path):
