@@ -102,13 +102,13 @@ def cue_text(cues: Sequence[Cue]) -> tuple[str, tuple[Anchor, ...]]:
 
 
 def time_fragment(anchors: Sequence[Anchor], start: int, end: int) -> str | None:
-    """``#t=<first cue's start>,<last cue's end>`` for the cues ``[start, end)`` overlaps;
-    ``None`` when it overlaps none."""
-    cues = overlapping(anchors, start, end)
+    """``#t=<earliest start>,<latest end>`` of the cues ``[start, end)`` overlaps (a file's cues
+    may be out of time order, or overlap: the first cue's start and the last one's end could
+    name an end before the start); ``None`` when it overlaps none."""
+    cues = [TimeLocator.parse(cue.locator) for cue in overlapping(anchors, start, end)]
     if not cues:
         return None
-    first, last = TimeLocator.parse(cues[0].locator), TimeLocator.parse(cues[-1].locator)
-    return TimeLocator(first.start_ms, last.end_ms).fragment
+    return TimeLocator(min(c.start_ms for c in cues), max(c.end_ms for c in cues)).fragment
 
 
 def check_times(cues: Sequence[Cue]) -> None:

@@ -44,6 +44,18 @@ def test_a_span_over_several_cues_cites_first_start_to_last_end():
     assert SRT.fragment(anchors, 30, 81) == "#t=4.000,72.000"
 
 
+def test_cues_out_of_time_order_or_overlapping_cite_earliest_start_to_latest_end():
+    # Found by an attack: the second cue (1 s to 2 s) before the first (60 s to 65 s) in time
+    # gave `#t=60.000,2.000`, an end before the start, which names no span.
+    shuffled = ("1\n00:01:00,000 --> 00:01:05,000\nLater words here.\n\n"
+                "2\n00:00:01,000 --> 00:00:02,000\nEarlier words here.\n\n"
+                "3\n00:00:01,500 --> 00:00:01,800\nA cue inside the second.\n")
+    extracted = SRT.extract(shuffled.encode(), "shuffled")
+    assert SRT.fragment(extracted.anchors, 0, len(extracted.canonical_text)) == "#t=1.000,65.000"
+    second = extracted.canonical_text.index("Earlier")
+    assert SRT.fragment(extracted.anchors, second, len(extracted.canonical_text)) == "#t=1.000,2.000"
+
+
 def test_a_dot_for_the_comma_and_short_fractions_are_read():
     cues = parse_srt("1\n01:02:03.5 --> 01:02:04.25\nx\n")
     assert (cues[0].start_ms, cues[0].end_ms) == (3723500, 3724250)
