@@ -68,7 +68,8 @@ from rag_pipeline.core.ingest.slides import MAX_SLIDES, lay_out_slides
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 MAX_SHEET_CELLS = 5_000_000
-"""Filled cells of one spreadsheet document; past it the document fails."""
+"""Filled cells of one document's tables (a spreadsheet's sheets, a text's or a deck's tables);
+past it the document fails."""
 MAX_REPEAT = 1000
 """A filled cell or row repeated more times than this is expanded this many times."""
 MAX_SHEET_COLUMNS = 16_384
@@ -152,17 +153,44 @@ def _paragraphs_text(element: object) -> str:
                     if not any(a.tag in _SKIP_INLINE for a in p.iterancestors()))
 
 
-def _table_rows(table: object) -> list[list[str]]:
+_ROW_GROUPS = {_q("table", name) for name in ("table-header-rows", "table-rows", "table-row-group")}
+
+
+def _own_rows(table: object) -> Iterator[object]:
+    """The ``table-row`` elements of ``table`` itself, in order, in its row groups too; never
+    those of a table nested in one of its cells (that table is part of the cell's text)."""
+    for child in table:
+        if child.tag == _q("table", "table-row"):
+            yield child
+        elif child.tag in _ROW_GROUPS:
+            yield from _own_rows(child)
+
+
+def _table_rows(table: object, budget: list[int]) -> list[list[str]]:
+    """A text table's rows of cell texts, a repeated cell or filled row (``number-columns-
+    repeated``, ``number-rows-repeated``) read as its copies, at most :data:`MAX_REPEAT` of
+    them (the copies past it counted in ``budget[1]``); the filled cells read counted in
+    ``budget[0]``, a document past :data:`MAX_SHEET_CELLS` of them failing (as a
+    spreadsheet's)."""
     rows = []
-    for row in table.iter(_q("table", "table-row")):
+    for row in _own_rows(table):
         cells = []
         for cell in row:
             if cell.tag not in (_q("table", "table-cell"), _q("table", "covered-table-cell")):
                 continue
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
-            repeat = min(_count(cell, "table", "number-columns-repeated"), MAX_REPEAT)
-            cells += [text] * (repeat if text else min(repeat, 64))
-        rows.append(cells)
+            repeat = _count(cell, "table", "number-columns-repeated")
+            cells += [text] * (min(repeat, MAX_REPEAT) if text else min(repeat, 64))
+            if text:
+                budget[1] += max(0, repeat - MAX_REPEAT)
+        filled = sum(1 for text in cells if text)
+        repeat = _count(row, "table", "number-rows-repeated") if filled else 1
+        budget[1] += max(0, repeat - MAX_REPEAT)
+        for _ in range(min(repeat, MAX_REPEAT)):
+            budget[0] += filled
+            if budget[0] > MAX_SHEET_CELLS:
+                raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per document")
+            rows.append(list(cells))
     return rows
 
 
@@ -238,7 +266,7 @@ def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
         if lines:
             yield "\n".join(lines), 0, None
     elif tag == _q("table", "table"):
-        rows = without_blank_rows(_table_rows(child))
+        rows = without_blank_rows(_table_rows(child, objects.budget))
         if rows:
             yield layout_table(rows, 0)[0], 0, rows
     elif tag in _HOLDERS:
@@ -361,8 +389,8 @@ document or an OLE object is not."""
 def left_out_notes(root: object, objects: _Objects) -> tuple[tuple[str, str], ...]:
     """What ``root`` holds and no reader here reads, counted: ``embedded_objects_left_out``
     (:data:`_EMBEDDED` but the charts and spreadsheets of ``objects``, which are read),
-    ``comments_left_out`` and the ``repeats_left_out`` of the objects' tables, each only when
-    there is one."""
+    ``comments_left_out`` and the ``repeats_left_out`` of its tables and the objects', each
+    only when there is one."""
     counts = (("embedded_objects_left_out", sum(1 for embedded in root.iter(*_EMBEDDED)
                                                 if _object_body(embedded, objects) is None)),
               ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))),
@@ -445,7 +473,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "7")
+        return Extractor("odt-content-xml", "8")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -471,7 +499,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp",)
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "8")
+        return Extractor("odp-content-xml", "9")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -525,7 +553,7 @@ def _sheet_rows(table: object, budget: list[int],
     rows: list[tuple[int, tuple[str, ...]]] = []
     merged: dict[tuple[int, int], tuple[int, int]] = {}
     number = 0
-    for row in table.iter(_q("table", "table-row")):
+    for row in _own_rows(table):
         repeat = _count(row, "table", "number-rows-repeated")
         cells: list[str] = []
         column_texts: list[tuple[int, str]] = []
@@ -586,7 +614,7 @@ class OdsFormat(_OdfFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("ods-content-xml", "15")
+        return Extractor("ods-content-xml", "16")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section per non-empty sheet, one line and anchor per row (the module docstring).

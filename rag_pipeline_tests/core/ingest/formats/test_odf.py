@@ -540,6 +540,38 @@ def test_rows_repeated_past_max_repeat_are_counted_as_left_out():
                                          "left out"]
 
 
+def test_an_odt_tables_repeated_rows_are_read_as_copies_and_a_nested_table_once():
+    # Found by an attack: a row LibreOffice writes once for three identical ones
+    # (`number-rows-repeated="3"`) was read once, without a note; a nested table's rows were
+    # read twice (in its cell's text and as rows of their own).
+    document = OpenDocumentText()
+    stock = table.Table(name="Stock")
+    for values, repeated in ((["Item", "Qty"], 1), (["Widget", "5"], 3), (["Spare", "1"], 1500),
+                             (["", ""], 100_000), (["Gadget", "7"], 1)):
+        row = table.TableRow(numberrowsrepeated=repeated)
+        for value in values:
+            row.addElement(cell(value))
+        stock.addElement(row)
+    inner = table.Table(name="Inner")
+    inner_row = table.TableRow()
+    inner_row.addElement(cell("nested"))
+    inner.addElement(inner_row)
+    holder = table.TableCell()
+    holder.addElement(inner)
+    last = table.TableRow()
+    last.addElement(cell("Box"))
+    last.addElement(holder)
+    stock.addElement(last)
+    document.text.addElement(stock)
+    extracted = ODT.extract(saved(document), "stock")
+    assert extracted.canonical_text.count("Widget | 5\n") == 3
+    assert extracted.canonical_text.count("Spare | 1\n") == 1000
+    assert extracted.canonical_text.endswith("Spare | 1\nGadget | 7\nBox | nested\n")
+    assert left_out(extracted.notes) == ["500 repeated row(s) or cell(s) past the 1,000th copy "
+                                         "left out"]
+    assert len(extracted.tables) == 1
+
+
 def test_a_filled_cell_past_the_last_column_a_sheet_has_fails_the_document():
     """Found by a second attack: an empty cell repeated a million times before one filled
     cell, in 600 rows of a 927-byte file, took 9.3 GB."""
