@@ -93,12 +93,18 @@ class QuoteSettings:
             :mod:`rag_pipeline.benchmarks.quoted_answer`).
         term_weight: Weight of the share of the question's terms a sentence holds, added to its
             cosine similarity (0: the embedding alone).
+        in_context: A sentence's similarity is the best of its own and those of the two texts
+            it makes with the sentence before and the sentence after it in its quote ("GNU sed
+            does this by creating a temporary file" answers "how does sed -i edit in place"
+            only with the sentence "this" points back to); a table row is read alone. False:
+            each sentence alone.
         analyzer: The analyzer whose terms are counted.
     """
 
     max_sentences: int = 3
     margin: float = 0.1
     term_weight: float = 0.25
+    in_context: bool = True
     analyzer: Analyzer = Analyzer.ENGLISH
 
     def __post_init__(self) -> None:
@@ -229,6 +235,8 @@ class _Candidate:
     context: str
     """The record it belongs to: its table row, else its paragraph (its quote's lines between
     blank lines)."""
+    row: bool = False
+    """A table row: a record of its own, never read with its neighbours."""
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
@@ -255,7 +263,8 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             columns = _header_of_row(citation, table, start) if is_row else ""
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}",
                                   f"{columns}\n{text}" if columns else text,
-                                  text if is_row else _paragraph(citation.quote, start, end)))
+                                  text if is_row else _paragraph(citation.quote, start, end),
+                                  is_row))
     return out
 
 
@@ -388,22 +397,40 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         tables: Per citation, its quote's table rows (a sentence each) and header rows (none);
             None: no tables.
     """
-    import numpy as np
-
     settings = settings or QuoteSettings()
     candidates = _of_the_named_codes(_of_the_named_labels(
         _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question),
         question)
     if not candidates:
         return []
-    vectors = np.asarray(embed([c.embedded for c in candidates]), np.float32)
-    similarity = vectors @ np.asarray(query, np.float32).reshape(-1)
+    similarity = _similarities(candidates, query, embed, settings.in_context)
     terms = set(analyze(question, settings.analyzer))
     scores = [float(similarity[i]) + settings.term_weight * term_share(terms, c.terms, settings.analyzer)
               for i, c in enumerate(candidates)]
     return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
                            candidates[i].end, round(scores[i], 6))
             for i in choose_sentences(scores, settings, [c.text for c in candidates])]
+
+
+def _similarities(candidates: Sequence[_Candidate], query: np.ndarray,
+                  embed: Callable[[list[str]], np.ndarray], in_context: bool) -> np.ndarray:
+    """Each candidate's cosine similarity to the unit vector ``query``; ``in_context``: the best
+    of its own and those of the pairs it makes with its neighbours among the candidates of the
+    same quote (the earlier one's embedded text, then the later one's words; a table row pairs
+    with none), all embedded in one call."""
+    import numpy as np
+
+    pairs = [i for i in range(1, len(candidates)) if in_context
+             and candidates[i].citation == candidates[i - 1].citation
+             and not candidates[i].row and not candidates[i - 1].row]
+    texts = [c.embedded for c in candidates]
+    texts += [f"{candidates[i - 1].embedded} {candidates[i].text}" for i in pairs]
+    similarity = np.asarray(embed(texts), np.float32) @ np.asarray(query, np.float32).reshape(-1)
+    own = similarity[:len(candidates)].copy()
+    for pair, i in zip(similarity[len(candidates):], pairs, strict=True):
+        own[i - 1] = max(own[i - 1], pair)
+        own[i] = max(own[i], pair)
+    return own
 
 
 def check_quoted(quoted: Sequence[QuotedSentence], citations: Sequence[Citation],

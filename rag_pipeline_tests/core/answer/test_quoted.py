@@ -174,7 +174,7 @@ def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
     def ask(question: str) -> list[str]:
         return [q.text for q in quoted_answer(
             question, np.array([1.0, 0.0], np.float32), [citation], [""], closer_to_luis,
-            QuoteSettings(margin=0.0))]
+            QuoteSettings(margin=0.0, in_context=False))]
 
     assert ask("Who was the incident commander for INC-2026-038?") == [
         "Incident commander: Aiko Tanaka."]
@@ -183,14 +183,15 @@ def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
     # Two codes named (found by a review: each dropped the other's paragraph as a look-alike).
     both = [q.text for q in quoted_answer(
         "Who were the commanders for INC-2026-038 and INC-2026-044?", np.array([1.0, 0.0], np.float32),
-        [citation], [""], closer_to_luis, QuoteSettings(margin=0.2))]
+        [citation], [""], closer_to_luis, QuoteSettings(margin=0.2, in_context=False))]
     assert both == ["Incident commander: Luis Moreno.", "Incident commander: Aiko Tanaka."]
     # Windows line ends part paragraphs too.
     crlf = Citation(1, "log.txt", "log", "log", "#char=0,200", 0, len(log), log.replace("\n", "\r\n"),
                     0.6, "")
     assert [q.text for q in quoted_answer(
         "Who was the incident commander for INC-2026-038?", np.array([1.0, 0.0], np.float32),
-        [crlf], [""], closer_to_luis, QuoteSettings(margin=0.0))] == ["Incident commander: Aiko Tanaka."]
+        [crlf], [""], closer_to_luis, QuoteSettings(margin=0.0, in_context=False))] == [
+            "Incident commander: Aiko Tanaka."]
     # A code no paragraph holds drops nothing: the closest sentence, as before.
     assert ask("Who was the incident commander for INC-2026-099?") == [
         "Incident commander: Luis Moreno."]
@@ -305,7 +306,47 @@ def test_the_header_is_embedded_in_front_of_each_sentence():
 
     quoted_answer("loop", _embed(["loop"])[0], CITATIONS[:1], ["Doc A > Loops\n"], recording)
     assert embedded == ["Doc A > Loops\nIntro line that says nothing much.",
-                        "Doc A > Loops\nThe loop variable keeps its last value after break."]
+                        "Doc A > Loops\nThe loop variable keeps its last value after break.",
+                        "Doc A > Loops\nIntro line that says nothing much. The loop variable keeps "
+                        "its last value after break."]
+
+
+def test_a_sentence_is_scored_with_its_neighbours_and_a_table_row_alone():
+    # Found by a new team over GNU sed's manual: "GNU sed does this by creating a temporary file"
+    # answers "how does sed -i edit files in place" only with the sentence "this" points back to.
+    quote = ("This option specifies that files are to be edited in-place. GNU sed does this by "
+             "creating a temporary file. This option implies -s.\n\n"
+             "Option | Meaning\n-n | quiet\n-s | separate")
+    rows = [(quote.index("-n |"), quote.index("\n-s")), (quote.index("-s |"), len(quote))]
+    citation = Citation(1, "sed.info", "sed", "sed", f"#char=0,{len(quote)}", 0, len(quote), quote,
+                        0.3, "")
+    embedded: list[str] = []
+
+    def in_place(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return np.array([[1.0, 0.0] if "in-place" in t and "temporary" in t else
+                         [0.6, 0.8] if "in-place" in t or "separate" in t else [0.0, 1.0]
+                         for t in texts], np.float32)
+
+    def ask(in_context: bool) -> list[str]:
+        embedded.clear()
+        return [q.text for q in quoted_answer(
+            "how does sed edit files in place", np.array([1.0, 0.0], np.float32), [citation], [""],
+            in_place, QuoteSettings(margin=0.0, term_weight=0.0, in_context=in_context),
+            [QuoteTables(rows, [(quote.index("Option"), quote.index("\n-n"))])])]
+
+    # The pair scores 1.0: both its sentences have its score (the sentence "this" points back
+    # to as well); the rows are read alone (no third pair).
+    assert ask(True) == ["This option specifies that files are to be edited in-place.",
+                         "GNU sed does this by creating a temporary file."]
+    assert embedded[5:] == [
+        "This option specifies that files are to be edited in-place. GNU sed does this by "
+        "creating a temporary file.",
+        "GNU sed does this by creating a temporary file. This option implies -s."]
+    # Alone, the sentence that answers scores 0.0, below a row that says "separate" (0.6).
+    assert ask(False) == ["This option specifies that files are to be edited in-place.",
+                          "-s | separate"]
+    assert len(embedded) == 5
 
 
 def test_a_question_in_a_source_is_never_quoted_as_its_answer():
