@@ -16,7 +16,9 @@ The corpus hands such a file here (:func:`expands`, :func:`extract_file`) and ge
   format's with the compression named (``gzip+markdown-frontmatter``). A gzip file is read as
   ``gzip -d`` reads it (:class:`GzipMembers`): bytes after its last member are ignored and
   counted (note ``trailing_bytes_ignored``), where Python's ``GzipFile`` fails on them.
-- A file **no format claims** (``INSTALL``, ``README.Debian``, ``notes-2024``) is plain text
+- A file **no format claims** (``INSTALL``, ``README.Debian``, ``notes-2024``) is a mail when
+  its bytes begin as one (:func:`~rag_pipeline.core.ingest.formats.mail.looks_like_message`:
+  a Maildir's ``cur/1700000000.M1P2.host:2,S``, read as ``.eml`` is), else plain text
   unless its suffix says it is for machines (:data:`NOT_DOCUMENTS`: style sheets, scripts,
   drawings, schemas, skipped unopened) and when its bytes are text (UTF-8, no NUL byte, at
   most :data:`MAX_CONTROL_SHARE` control characters), and skipped with the reason otherwise;
@@ -48,8 +50,9 @@ from rag_pipeline.core.ingest.extracted import (
     valid_unicode,
 )
 from rag_pipeline.core.ingest.file_signature import signature_of
-from rag_pipeline.core.ingest.formats import format_for
+from rag_pipeline.core.ingest.formats import format_for, format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
+from rag_pipeline.core.ingest.formats.mail import EmlFormat, looks_like_message
 from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.members import (
     RATIO_FLOOR_BYTES,
@@ -193,6 +196,18 @@ def stamp_for(name: str) -> tuple[str, Extractor]:
     return fmt.name, fmt.extractor()
 
 
+def _stamps_for(name: str) -> set[tuple[str, str, str]]:
+    """(format, extractor, version) a file called ``name`` may have been read with today: its
+    name's (:func:`stamp_for`), and a mail's too when no format claims the name (its bytes say
+    whether it is one)."""
+    fmt_name, stamp = stamp_for(name)
+    stamps = {(fmt_name, stamp.name, stamp.version)}
+    if format_for(Path(name)) is None and _compression(name) is None:
+        mail = format_named(EmlFormat.name)
+        stamps.add((mail.name, mail.extractor().name, mail.extractor().version))
+    return stamps
+
+
 NO_READER = "no reader for "
 """How the reason of a file skipped because no format claims its name begins."""
 
@@ -260,6 +275,9 @@ class _Reader:
                                    DocumentStatus.SKIPPED.value,
                                    f"no reader for {PurePosixPath(name).suffix.lower()} files "
                                    f"({machine}, not a document)")]
+        if fmt is None and looks_like_message(data):
+            fmt = format_named(EmlFormat.name)
+            fmt_name, stamp = fmt.name, fmt.extractor()
         if fmt is None:
             why = not_text_reason(data)
             if why is not None:
@@ -425,8 +443,7 @@ def _member_current(member: DocumentRecord, settings: ExtractionSettings) -> boo
     if member.skipped:
         return not (member.error or "").startswith(NO_READER) or (
             format_for(Path(name)) is None and _compression(name) is None)
-    stamp = stamp_for(name)[1]
-    if (member.extractor, member.extractor_version) != (stamp.name, stamp.version):
+    if (member.format, member.extractor, member.extractor_version) not in _stamps_for(name):
         return False
     return member.ok or (member.failed and kept_failed(member.error, settings))
 
@@ -437,9 +454,8 @@ def _reusable(document_id: str, name: str, digest: str, previous: PreviousRecord
     today's stamps from the same bytes and every member's record still stands
     (:func:`_member_current`); ``None`` otherwise."""
     old = previous.get(document_id)
-    fmt_name, stamp = stamp_for(name)
-    if (old is None or not old.ok or old.content_sha256 != digest or old.format != fmt_name
-            or (old.extractor, old.extractor_version) != (stamp.name, stamp.version)
+    if (old is None or not old.ok or old.content_sha256 != digest
+            or (old.format, old.extractor, old.extractor_version) not in _stamps_for(name)
             or old.pipeline_version != PIPELINE_VERSION):
         return None
     members = previous.members(document_id)

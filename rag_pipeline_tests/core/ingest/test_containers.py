@@ -4,6 +4,7 @@ hostile containers (bombs, paths outside, too many members) failing with their r
 
 from __future__ import annotations
 
+import base64
 import bz2
 import dataclasses
 import gzip
@@ -396,9 +397,64 @@ def test_a_gzip_file_is_read_as_gzip_reads_it_members_joined_and_trailing_bytes_
         b"", b"First", b" line.\nSecond line.\n", b"")
 
 
+MAILDIR_MESSAGE = (b"Return-Path: <ops@example.org>\r\nDelivered-To: team@example.org\r\n"
+                   b"Received: from mx.example.org\r\n\tby mail.example.org; Mon, 2 Nov 2026\r\n"
+                   b"From: Ops <ops@example.org>\r\nTo: team@example.org\r\n"
+                   b"Subject: Quarterly report\r\nMIME-Version: 1.0\r\n"
+                   b"Content-Type: multipart/mixed; boundary=\"b\"\r\n\r\n"
+                   b"--b\r\nContent-Type: text/plain\r\n\r\nRevenue grew 4 percent.\r\n"
+                   b"--b\r\nContent-Type: application/octet-stream\r\n"
+                   b"Content-Disposition: attachment; filename=report.bin\r\n"
+                   b"Content-Transfer-Encoding: base64\r\n\r\n"
+                   + base64.encodebytes(bytes(range(256)) * 4).replace(b"\n", b"\r\n")
+                   + b"--b--\r\n")
+
+
+def test_a_file_no_format_claims_is_a_mail_when_its_bytes_begin_as_one(tmp_path: Path):
+    # Found by a new team: a Maildir's files have no suffix, and one message read as text gave
+    # 588 chunks, 585 of them lines of its base64 attachment.
+    (tmp_path / "cur").mkdir()
+    (tmp_path / "cur" / "1700000000.M1P2.host:2,S").write_bytes(MAILDIR_MESSAGE)
+    (tmp_path / "notes-2024").write_bytes(b"From: the field notes\nDate: today\n\nNot a mail.\n")
+    (tmp_path / "export.zip").write_bytes(zipped({"mail/1700000001": MAILDIR_MESSAGE}))
+    result = extract_corpus(tmp_path)
+    assert statuses(result.records) == [
+        ("cur/1700000000.M1P2.host:2,S", "ok", "eml", None),
+        ("cur/1700000000.M1P2.host:2,S/report.bin", "skipped", "", "no reader for .bin files, and "
+         "not plain text (binary: a NUL byte at offset 0)"),
+        ("export.zip", "ok", "zip", None),
+        ("export.zip/mail/1700000001", "ok", "eml", None),
+        ("export.zip/mail/1700000001/report.bin", "skipped", "", "no reader for .bin files, and "
+         "not plain text (binary: a NUL byte at offset 0)"),
+        ("notes-2024", "ok", "text", None),
+    ]
+    mail = result.records[0]
+    assert (mail.title, mail.extractor, "AAECAwQF" in mail.canonical_text) == (
+        "Quarterly report", "mail-email", False)
+    assert "Revenue grew 4 percent." in mail.canonical_text
+    # Read again from the same bytes: every record is reused, none read again.
+    again = extract_corpus(tmp_path, previous=result.records)
+    assert (again.reused, statuses(again.records)) == (len(result.records), statuses(result.records))
+
+
+@pytest.mark.parametrize(("head", "mail"), [
+    (b"From: a@b.c\nTo: d@e.f\nSubject: hi\n\nbody", True),
+    (b"From: a@b.c\nDate: Mon, 2 Nov 2026\nMessage-ID: <1@b.c>\n\nbody", True),
+    (b"From: a@b.c\nSubject: hi\n\nbody", False),  # one field beside From: a note, maybe
+    (b"To: d@e.f\nSubject: hi\nDate: today\n\nbody", False),  # no From
+    (b"From: a@b.c\nTo: d@e.f\nSubject: hi\nthen prose, no blank line", False),
+    (b"Notes\nFrom: a@b.c\nTo: d@e.f\nSubject: hi\n\nbody", False),  # prose before
+    (b" folded first\nFrom: a@b.c\nTo: d@e.f\nSubject: hi\n\nbody", False),
+])
+def test_a_message_is_header_fields_to_a_blank_line_with_from_and_two_more(head, mail):
+    from rag_pipeline.core.ingest.formats.mail import looks_like_message
+
+    assert looks_like_message(head) is mail
+
+
 def test_stamps_name_the_compression_and_the_inner_format():
     assert stamp_for("notes.md.gz") == ("markdown", Extractor("gzip+markdown-frontmatter", "9"))
-    assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "5"))
+    assert stamp_for("README.Debian") == ("text", Extractor("plain-text", "6"))
     assert stamp_for("docs.tar.gz") == ("tar", Extractor("tar-members", "3"))
 
 

@@ -256,6 +256,38 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
                      tables=tuple(table.shifted(body_start) for table in body.tables)), attachments
 
 
+_FIELD_NAME = re.compile(rb"[!-9;-~]+:")
+"""A header field's name and its colon (RFC 5322: printable ASCII but the colon)."""
+_MESSAGE_FIELDS = frozenset({b"to", b"cc", b"date", b"subject", b"message-id", b"received",
+                             b"return-path", b"delivered-to", b"mime-version", b"reply-to",
+                             b"content-type", b"in-reply-to", b"references"})
+"""Fields a message carries beside ``From``."""
+MAX_HEAD_BYTES = 65_536
+"""How far a message's header block may run for :func:`looks_like_message`."""
+
+
+def looks_like_message(data: bytes) -> bool:
+    """Whether ``data`` begins as an Internet message does (RFC 5322): header fields and their
+    folded lines up to the first blank line, within :data:`MAX_HEAD_BYTES`, nothing else
+    before it, ``From`` among them and two more a message carries (``Date``, ``Subject``,
+    ``Message-ID``, ``Received``...). A Maildir's files and mails saved without a suffix are
+    such files."""
+    head = data[:MAX_HEAD_BYTES]
+    blank = re.search(rb"\r?\n\r?\n", head)
+    if blank is None:
+        return False
+    fields: set[bytes] = set()
+    for line in head[:blank.start()].split(b"\n"):
+        line = line.rstrip(b"\r")
+        if line[:1] in (b" ", b"\t") and fields:
+            continue
+        field = _FIELD_NAME.match(line)
+        if field is None:
+            return False
+        fields.add(line[:field.end() - 1].lower())
+    return b"from" in fields and len(fields & _MESSAGE_FIELDS) >= 2
+
+
 class EmlFormat(ContainerFormat):
     """``.eml`` messages."""
 

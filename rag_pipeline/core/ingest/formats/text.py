@@ -18,7 +18,7 @@ class TextFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("plain-text", "5")
+        return Extractor("plain-text", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         decoded = decode_text(data, "text")
