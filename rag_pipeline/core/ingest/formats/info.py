@@ -6,7 +6,10 @@ line; each node's first line (``File: bash.info,  Node: Top,  Next: ...``) is na
 is left out, the node's name titles its section. The preamble before the first node, the
 ``Tag Table``, ``Indirect`` table and ``Local Variables`` blocks are file structure, not text.
 Index and image markers (``\\x00\\x08[index\\x00\\x08]``) are removed, with their line when
-they fill it. Cited ``#char=``.
+they fill it; an index node's menu, from its index marker on (``* grep: Usage. (line 22)``, a
+line per entry pointing into the manual: navigation, as a web page's index is), is left out
+with it, and a node left with no more than its heading is no section (note
+``index_menus_left_out``). Cited ``#char=``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extra
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 
 _MARKER = re.compile("\x00\x08\\[[^\x00]*\x00\x08\\]")
+_INDEX_MENU = re.compile("^\x00\x08\\[index\x00\x08\\]\n\\* Menu:.*", re.MULTILINE | re.DOTALL)
+"""An index node's menu: its index marker's line, then ``* Menu:`` and the entries to the node's
+end."""
+_HEADING_ONLY = re.compile(r"[^\n]+\n[*=\-.]+\s*")
+"""A node's text that is only its heading (a title and its underline)."""
 _MARKER_LINE = re.compile(f"^(?:{_MARKER.pattern})+\n", re.MULTILINE)
 _NODE_LINE = re.compile(r"File: [^,]*,\s+Node: ([^,\n]+)")
 _STRUCTURE = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
@@ -31,7 +39,7 @@ class InfoFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("info-nodes", "5")
+        return Extractor("info-nodes", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The nodes' text, a section each (the module docstring).
@@ -41,18 +49,20 @@ class InfoFormat(DocumentFormat):
                 Info file).
         """
         decoded = decode_text(data, "Info", max_control_share=1.0)  # \x1f separates its nodes
-        text = _MARKER.sub("", _MARKER_LINE.sub("", decoded.text))
         parts: list[str] = []
         sections: list[Section] = []
         offset = 0
-        for chunk in text.split("\x1f")[1:]:
+        menus = 0
+        for chunk in decoded.text.split("\x1f")[1:]:
             body = chunk.lstrip("\n")
             header, _, rest = body.partition("\n")
             node = _NODE_LINE.match(header)
             if node is None or header.startswith(_STRUCTURE):
                 continue
-            rest = rest.strip("\n").replace("\x7f", "")
-            if not rest.strip():
+            rest, menu = _INDEX_MENU.subn("", rest)
+            menus += menu
+            rest = _MARKER.sub("", _MARKER_LINE.sub("", rest)).strip("\n").replace("\x7f", "")
+            if not rest.strip() or (menu and _HEADING_ONLY.fullmatch(rest)):
                 continue
             if parts:
                 parts.append("\n\n")
@@ -65,4 +75,6 @@ class InfoFormat(DocumentFormat):
         canonical = "".join(parts) + "\n"
         title = next((line.strip() for line in parts[0].splitlines() if line.strip()), stem)
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
-                         notes=(("nodes", str(len(sections))), *decoded.notes))
+                         notes=(("nodes", str(len(sections))),
+                                *((("index_menus_left_out", str(menus)),) if menus else ()),
+                                *decoded.notes))

@@ -28,6 +28,25 @@ def test_nodes_become_sections_without_their_navigation():
     assert extracted.notes == (("nodes", "2"),)
 
 
+def test_an_index_nodes_menu_is_left_out_and_a_node_left_with_its_heading_alone_too():
+    # Found by a new team: grep's and sed's Index nodes (70 and 74 chunks of
+    # "* -c: Usage. (line 22)") were cited as sources, in place of prose.
+    indexes = (b"\x1f\nFile: gauges.info,  Node: Index,  Prev: Reading,  Up: Top\n\n"
+               b"Index\n*****\n\n\x00\x08[index\x00\x08]\n* Menu:\n\n"
+               b"* gauges:                               Reading.               (line 6)\n"
+               b"* nine, reading at:                     Reading.\n"
+               b"                                                              (line 7)\n\n"
+               b"\x1f\nFile: gauges.info,  Node: Option Index,  Prev: Index,  Up: Top\n\n"
+               b"Option Index\n************\n\nEvery option, by name.\n\n"
+               b"\x00\x08[index\x00\x08]\n* Menu:\n\n* --fast:                 Reading.   (line 9)\n\n")
+    manual = MANUAL.replace(b"\x1f\nTag Table:", indexes + b"\x1f\nTag Table:")
+    extracted = INFO.extract(manual, "gauges")
+    assert extracted.canonical_text.endswith("Read them at nine.\n\nOption Index\n************\n\n"
+                                             "Every option, by name.\n")
+    assert [s.title for s in extracted.sections] == ["Top", "Reading", "Option Index"]
+    assert extracted.notes == (("nodes", "3"), ("index_menus_left_out", "2"))
+
+
 def test_a_file_without_nodes_is_no_info_file():
     with pytest.raises(ExtractionError, match=r"^not an Info file: no node separated by a \\x1f line$"):
         INFO.extract(b"just text\n", "plain")
