@@ -15,8 +15,8 @@ at a line end and counted in the notes: a notebook with a 100 MB log in one cell
 notebook, not 100 MB of log). A raw cell is a fenced ``text`` block too. What has no text (an
 image output, a cell of an unknown type) is left out and counted in the notes
 (``outputs_without_text``, ``cells_left_out``). Sections come from the Markdown cells'
-headings, as in a Markdown file; each cell with text is one anchor ``cell=N`` (1-based, every
-cell counted).
+headings, each cell's own as Jupyter renders it alone (a fence a cell leaves open ends with
+it); each cell with text is one anchor ``cell=N`` (1-based, every cell counted).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
-from rag_pipeline.core.ingest.formats.markdown import first_title, markdown_sections
+from rag_pipeline.core.ingest.formats.markdown import heading_spans, markdown_sections
 
 MAX_OUTPUT_CHARS = 20_000
 """An output's text beyond this many characters is cut (noted as ``outputs_cut``)."""
@@ -142,7 +142,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "4")
+        return Extractor("ipynb-json", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).
@@ -165,6 +165,7 @@ class IpynbFormat(DocumentFormat):
                        or (metadata.get("language_info") or {}).get("name") or "")
         parts: list[str] = []
         anchors: list[Anchor] = []
+        headings: list[tuple[int, int, int, str]] = []
         offset = 0
         left = _Left()
         for number, cell in enumerate(notebook["cells"], start=1):
@@ -179,14 +180,19 @@ class IpynbFormat(DocumentFormat):
                 parts.append("\n\n")
                 offset += 2
             anchors.append(Anchor(offset, offset + len(text), f"cell={number}"))
+            if cell.get("cell_type") == "markdown":
+                headings += [(start + offset, end + offset, level, heading)
+                             for start, end, level, heading in heading_spans(text)]
             parts.append(text)
             offset += len(text)
         canonical = "".join(parts) + ("\n" if parts else "")
-        title = first_title(canonical) or str(metadata.get("title") or "") or stem
+        title = (next((heading for _, _, level, heading in headings if level == 1 and heading), None)
+                 or str(metadata.get("title") or "") or stem)
         notes = [("cells", str(len(notebook["cells"]))),
                  *((name, str(count)) for name, count in vars(left).items() if count)]
         return Extracted(title=title, canonical_text=canonical,
-                         sections=markdown_sections(canonical, title), anchors=tuple(anchors),
+                         sections=markdown_sections(canonical, title, headings),
+                         anchors=tuple(anchors),
                          notes=tuple(notes))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -110,13 +110,17 @@ def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
     return spans
 
 
-def markdown_sections(text: str, document_title: str) -> tuple[Section, ...]:
+def markdown_sections(text: str, document_title: str,
+                      headings: Sequence[tuple[int, int, int, str]] | None = None,
+                      ) -> tuple[Section, ...]:
     """The body between one heading line and the next, titled by its heading; the text before
     the first heading and the bodies of ``# `` headings are titled by the document (the
-    ``# `` heading is the document's title). Blank bodies are kept: they are still structure."""
+    ``# `` heading is the document's title). Blank bodies are kept: they are still structure.
+    ``headings``: the heading lines (:func:`heading_spans`) when ``text`` is not one Markdown
+    document (a notebook's cells, each its own)."""
     sections: list[Section] = []
     title, level, start = document_title, 1, 0
-    for h_start, h_end, h_level, h_title in heading_spans(text):
+    for h_start, h_end, h_level, h_title in (heading_spans(text) if headings is None else headings):
         sections.append(Section(title, start, h_start, level))
         title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
     sections.append(Section(title, start, len(text), level))

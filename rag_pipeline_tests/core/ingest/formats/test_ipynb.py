@@ -70,6 +70,20 @@ def test_cells_as_markdown_with_code_fenced_and_text_outputs():
                                ("tracebacks_left_out", "1"))
 
 
+def test_each_markdown_cells_headings_are_its_own_as_jupyter_renders_them():
+    # Found by an attack: a cell ending inside an unclosed fence hid the next cell's heading
+    # (the cells were read as one Markdown stream, where Jupyter renders each alone).
+    v4 = nbformat.v4
+    extracted = IPYNB.extract(notebook(
+        v4.new_markdown_cell("# Intro\n\n```python\nx = 1"),
+        v4.new_markdown_cell("## Results\n\nThe results say hello."),
+        v4.new_code_cell("## not a heading\nprint(1)")), "unclosed")
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end].strip()[:22]) for s in extracted.sections] == [
+        ("Intro", 1, ""), ("Intro", 1, "```python\nx = 1"), ("Results", 2, "The results say hello.")]
+    assert extracted.title == "Intro"
+
+
 def test_a_span_cites_the_cells_it_covers():
     anchors = IPYNB.extract(analysis(), "analysis").anchors
     assert IPYNB.fragment(anchors, 0, 37) == "#cell=1"
