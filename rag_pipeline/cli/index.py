@@ -196,6 +196,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
     chunkers, models = list(build.chunker_keys), list(build.model_keys)
     warehouse = build.warehouse
+    not_indexed_before = _not_indexed_ids(warehouse)
 
     @functools.cache
     def evaluate() -> bool:
@@ -278,15 +279,26 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
-    _echo_not_indexed(warehouse, invocation)
+    _echo_not_indexed(warehouse, invocation, not_indexed_before)
     _echo_hidden(warehouse)
     if not no_eval:
         _echo_evaluation(build, invocation)
 
 
-def _echo_not_indexed(warehouse, invocation: Invocation, shown: int = 10) -> None:
-    """The failed and skipped documents, with why (the first ``shown`` of each), and the
-    documents read with a caveat (part left out, or a charset guessed)."""
+def _not_indexed_ids(warehouse) -> set[str]:
+    """The failed and skipped documents the data folder's DuckDB file lists (none yet: empty)."""
+    from rag_pipeline.core.index.status import documents_not_indexed
+
+    if not warehouse.db_path.exists():
+        return set()
+    return {document_id for _, document_id, _ in documents_not_indexed(warehouse)}
+
+
+def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown: int = 10) -> None:
+    """The failed and skipped documents, with why (the first ``shown`` of each, those not
+    among ``before``, the ones listed before this run, first: a file that broke now is never
+    behind older ones), and the documents read with a caveat (part left out, or a charset
+    guessed)."""
     from rag_pipeline.cli.status import echo_left_out, echo_not_indexed
     from rag_pipeline.core.index.status import documents_left_out, documents_not_indexed
 
@@ -299,8 +311,11 @@ def _echo_not_indexed(warehouse, invocation: Invocation, shown: int = 10) -> Non
     rows = documents_not_indexed(warehouse)
     if not rows:
         return
-    echo("\nnot indexed (a failed document is read again when its file changes, or with "
+    new = sum(document_id not in before for _, document_id, _ in rows)
+    first = f"{new} new in this run, listed first; " if new and len(rows) > new else ""
+    echo(f"\nnot indexed ({first}a failed document is read again when its file changes, or with "
          f"--retry-failed; `{invocation.command('status')}` lists them all):")
+    rows.sort(key=lambda row: row[1] in before)
     for status in ("failed", "skipped"):
         echo_not_indexed(status, [(document_id, reason) for s, document_id, reason in rows
                                   if s == status], shown)

@@ -332,6 +332,19 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
                             capture_output=True, text=True, timeout=600)
     assert status.returncode == 0, status.stdout + status.stderr
     assert "  added     two\\u000alines.md" in status.stdout.splitlines()
+    # Found by a new team: a file broken in this run was listed after the older failures, and
+    # behind "... and 8 more" when they were ten.
+    (project.corpus / "zz-new.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n")
+    again = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                           capture_output=True, text=True, timeout=1200)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    tail = again.stdout[again.stdout.index("\nnot indexed"):].strip().splitlines()
+    assert tail[0] == ("not indexed (1 new in this run, listed first; a failed document is read "
+                       "again when its file changes, or with --retry-failed; `rag-pipeline status` "
+                       "lists them all):")
+    assert [line.split(":")[0] for line in tail[1:4]] == ["  failed  zz-new.pdf",
+                                                         "  failed  broken.pdf",
+                                                         "  skipped tool.exe"]
 
 
 @pytest.mark.slow
