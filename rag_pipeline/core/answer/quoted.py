@@ -347,9 +347,14 @@ def asks(sentence: str) -> bool:
     """Whether ``sentence`` is only a question (its last mark, closing quotes and brackets
     aside, is ``?``, and no sentence ends before it): a question in a source, a mail's or a
     FAQ's, holds the question's words, never its answer. A statement with a short question
-    joined to it (``... renewed by an admin. Any questions?``) is no question."""
-    text = sentence.rstrip().rstrip("\"')]\u2019\u201d")
+    joined to it (``... renewed by an admin. Any questions?``) is no question; a list's
+    number before it (``8. Why does grep ...?``, a FAQ's) ends no sentence."""
+    text = _LIST_NUMBER.sub("", sentence.rstrip().rstrip("\"')]\u2019\u201d"), count=1)
     return text.endswith("?") and SENTENCE_END.search(text[:-1]) is None
+
+
+_LIST_NUMBER = re.compile(r"^\s*(?:\d{1,3}|[A-Za-z])[.)]\s+")
+"""A numbered or lettered list item's mark (``8. ``, ``b) ``)."""
 
 
 def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> float:

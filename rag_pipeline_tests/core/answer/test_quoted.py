@@ -360,6 +360,17 @@ def test_a_question_in_a_source_is_never_quoted_as_its_answer():
         "Use the new one: the VPN gateway for the Lisbon office is vpn-lis-02."]
 
 
+def test_a_numbered_question_is_a_question():
+    # Found by a new team: grep's FAQ item "8. Why does grep report "Binary file matches"?" was
+    # quoted as an answer: its "8." read as a sentence before the question.
+    from rag_pipeline.core.answer.quoted import asks
+
+    assert [asks(t) for t in ("8. Why does grep report \u201cBinary file matches\u201d?",
+                              "b) Which one?", "12) Why not?", "Version 8. Why?",
+                              "It ends at 8. Does it?", "8. Use -c.")] == [
+        True, True, True, False, False, False]
+
+
 def test_a_statement_with_a_short_question_joined_to_it_is_quoted():
     notice = "Tokens expire after 90 days unless renewed by an admin. Any questions?"
     citation = Citation(1, "n.md", "N", "N", "#char=0,71", 0, len(notice), notice, 0.3, "")
