@@ -2,7 +2,7 @@
 
 Run (it builds its own index first, in a temporary folder: a few minutes)::
 
-    flock /work/coord/s2/bench.lock .venv/bin/python -m rag_pipeline.benchmarks.edit_latency
+    .venv/bin/python -m rag_pipeline.benchmarks.edit_latency
 
 It copies the bundled corpus (or ``--corpus DIR``) into a temporary folder, starts a real
 ``dagster-daemon`` on a temporary instance (the project's ``dagster_home/dagster.yaml``) and

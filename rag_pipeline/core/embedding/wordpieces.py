@@ -38,3 +38,39 @@ class WordpieceCounter:
 @cache
 def wordpiece_counter(spec: ModelSpec) -> WordpieceCounter:
     return WordpieceCounter(spec)
+
+
+class KnownWordpieces:
+    """A :class:`WordpieceCounter` that takes the counts it was given and counts only the other
+    texts: a chunker's previous rows hold the counts of every text a re-cut corpus mostly cuts
+    again unchanged (counting was 5.5 s of a 7.4 s re-cut of 13,384 chunks after one edit).
+
+    Args:
+        counter: The tokenizer's counter.
+        texts: Word-pieces of texts by text, special tokens included (:meth:`count`).
+        plain: Word-pieces of texts by text, without special tokens (:meth:`count_plain`).
+    """
+
+    def __init__(self, counter: WordpieceCounter, texts: dict[str, int], plain: dict[str, int]) -> None:
+        self.spec = counter.spec
+        self._counter = counter
+        self._known = {"count": texts, "count_plain": plain}
+        self.counted = 0
+        """How many texts were counted, not known."""
+
+    def _of(self, kind: str, texts: Sequence[str]) -> list[int]:
+        known = self._known[kind]
+        unknown = list(dict.fromkeys(t for t in texts if t not in known))
+        if unknown:
+            known.update(zip(unknown, getattr(self._counter, kind)(unknown), strict=True))
+            self.counted += len(unknown)
+        return [known[t] for t in texts]
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        return self._of("count", texts)
+
+    def count_plain(self, texts: Sequence[str]) -> list[int]:
+        return self._of("count_plain", texts)
+
+    def truncated(self, count: int) -> bool:
+        return self._counter.truncated(count)

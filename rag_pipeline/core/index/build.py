@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStrategy
 from rag_pipeline.core.config.access import AccessPolicy
@@ -29,7 +30,7 @@ from rag_pipeline.core.embedding.drift import DriftReport, drift_check
 from rag_pipeline.core.embedding.model_key import ModelKey
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
-from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
+from rag_pipeline.core.embedding.wordpieces import KnownWordpieces, WordpieceCounter, wordpiece_counter
 from rag_pipeline.core.index.access_table import access_table
 from rag_pipeline.core.index.builders import (
     ChunkStats,
@@ -144,6 +145,8 @@ class ChunksBuild:
     added: int
     removed: int
     checks: ChunkChecks
+    counted: int = 0
+    """Texts and headers whose word-pieces were counted (the others' came from the previous rows)."""
 
 
 def build_chunks(warehouse: Warehouse, strategy: ChunkingStrategy, tokenizer: ModelSpec,
@@ -153,15 +156,30 @@ def build_chunks(warehouse: Warehouse, strategy: ChunkingStrategy, tokenizer: Mo
     documents_version = warehouse.require_version(DOCUMENTS)
     documents = warehouse.read_file(documents_version.file)
     partition = {CHUNKER: strategy.value}
-    previous = warehouse.read_or_none(CHUNKS, partition, columns=["chunk_id"])
-    table, stats = chunks_table(document_records(documents), strategy, wordpiece_counter(tokenizer),
-                                settings)
+    previous = warehouse.read_or_none(CHUNKS, partition, columns=[
+        "chunk_id", "text", "wordpieces", "header", "header_wordpieces", "tokenizer"])
+    counter = _known_counts(wordpiece_counter(tokenizer), previous)
+    table, stats = chunks_table(document_records(documents), strategy, counter, settings)
     version = warehouse.write(CHUNKS, table, partition, inputs={DOCUMENTS: documents_version.file})
     stored = warehouse.read_file(version.file)
     old_ids = set(previous.column("chunk_id").to_pylist()) if previous is not None else set()
     new_ids = set(table.column("chunk_id").to_pylist())
     return ChunksBuild(version, documents_version, table, stats, len(new_ids - old_ids),
-                       len(old_ids - new_ids), chunk_checks(documents, stored))
+                       len(old_ids - new_ids), chunk_checks(documents, stored), counter.counted)
+
+
+def _known_counts(counter: WordpieceCounter, previous: pa.Table | None) -> KnownWordpieces:
+    """``counter`` given the word-pieces the chunker's previous rows counted with the same
+    tokenizer (a text cut again is not counted again)."""
+    texts: dict[str, int] = {}
+    plain: dict[str, int] = {}
+    if previous is not None:
+        rows = previous.filter(pc.equal(previous.column("tokenizer"), counter.spec.key))
+        texts = dict(zip(rows.column("text").to_pylist(), rows.column("wordpieces").to_pylist(),
+                         strict=True))
+        plain = dict(zip(rows.column("header").to_pylist(),
+                         rows.column("header_wordpieces").to_pylist(), strict=True))
+    return KnownWordpieces(counter, texts, plain)
 
 
 def build_bm25(warehouse: Warehouse, chunker: str,

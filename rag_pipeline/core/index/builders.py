@@ -24,7 +24,7 @@ from rag_pipeline.core.chunking.strategies import (
 )
 from rag_pipeline.core.embedding.models import TextEmbedder
 from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
-from rag_pipeline.core.embedding.wordpieces import WordpieceCounter
+from rag_pipeline.core.embedding.wordpieces import KnownWordpieces, WordpieceCounter
 from rag_pipeline.core.index.bm25 import build_bm25_tables
 from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, TableSpan, format_named
 from rag_pipeline.core.ingest.extracted import DocumentPage
@@ -157,7 +157,7 @@ def embeddings_schema(dimension: int) -> pa.Schema:
 
 
 def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy,
-                 counter: WordpieceCounter,
+                 counter: WordpieceCounter | KnownWordpieces,
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
     """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded).
 

@@ -62,6 +62,7 @@ def build_chunks_asset(build: BuildContext) -> dg.AssetsDefinition:
             "header_token_share": round(stats.header_share, 4),
             "chunks_added": built.added,
             "chunks_removed": built.removed,
+            "wordpieces_counted": built.counted,
             "documents_without_chunks": len(stats.without_chunks),
             "documents_without_chunks_ids": ", ".join(stats.without_chunks) or "none",
         })

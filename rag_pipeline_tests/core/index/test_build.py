@@ -157,7 +157,28 @@ def test_the_stages_rebuilt_from_unchanged_inputs_embed_nothing(built: Warehouse
     records = extract_corpus(write_corpus(built.data_dir.parent / "corpus", TINY_DOCS)).records
     assert not write_documents(built, records).changed
     chunks = build_chunks(built, ChunkingStrategy.HEADER, hashed_embedder.spec, SETTINGS)
-    assert (chunks.added, chunks.removed, chunks.checks.failed) == (0, 0, [])
+    assert (chunks.added, chunks.removed, chunks.checks.failed, chunks.counted) == (0, 0, [], 0)
     embeddings = build_embeddings(built, "header", hashed_embedder)
     assert (embeddings.stats.embedded, embeddings.stats.reused, embeddings.checks.failed) == (
         0, embeddings.stats.rows, [])
+
+
+def test_a_re_cut_counts_the_word_pieces_of_new_texts_alone_and_writes_what_a_fresh_count_writes(
+        built: Warehouse, hashed_embedder: HashedEmbedder):
+    # Found by a new team: after one edit, counting the word-pieces of all 13,384 chunks again
+    # was 5.5 s of the 7.4 s the chunks took.
+    from rag_pipeline.core.embedding.wordpieces import wordpiece_counter
+    from rag_pipeline.core.index.builders import chunks_table, document_records
+
+    docs = dict(TINY_DOCS)
+    name = sorted(docs)[0]
+    docs[name] = docs[name] + "\n\nA paragraph written since, about gauges read at noon.\n"
+    records = extract_corpus(write_corpus(built.data_dir.parent / "edited", docs)).records
+    assert write_documents(built, records).changed
+    chunks = build_chunks(built, ChunkingStrategy.HEADER, hashed_embedder.spec, SETTINGS)
+    fresh, _ = chunks_table(document_records(built.read(DOCUMENTS)), ChunkingStrategy.HEADER,
+                            wordpiece_counter(hashed_embedder.spec), SETTINGS)
+    assert chunks.table.equals(fresh)
+    assert chunks.added == 1
+    assert chunks.counted == 1  # the new chunk's text; its header was counted before
+
