@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
@@ -111,10 +112,11 @@ class ContentBudget:
 __all__ = ["ContentBudget", "OfficeLimits", "check_zip"]
 
 
-def count_elements(data: bytes, part_prefix: str, tag: str) -> int:
-    """How many ``tag`` elements (any namespace) the package's XML parts whose names start with
-    ``part_prefix`` hold, read by streaming (the comments of a workbook or a deck, which the
-    format's library does not read)."""
+def count_elements(data: bytes, part_prefix: str, tag: str,
+                   namespaces: Sequence[str] = ("*",)) -> int:
+    """How many ``tag`` elements of ``namespaces`` (default: any) the package's XML parts whose
+    names start with ``part_prefix`` hold, read by streaming (the comments of a workbook or a
+    deck, which the format's library does not read)."""
     from lxml import etree
 
     count = 0
@@ -122,8 +124,9 @@ def count_elements(data: bytes, part_prefix: str, tag: str) -> int:
         for name in archive.namelist():
             if name.startswith(part_prefix) and name.endswith(".xml"):
                 with archive.open(name) as stream:
-                    for _, element in etree.iterparse(stream, tag=f"{{*}}{tag}",
-                                                      resolve_entities=False):
+                    for _, element in etree.iterparse(
+                            stream, tag=[f"{{{namespace}}}{tag}" for namespace in namespaces],
+                            resolve_entities=False):
                         count += 1
                         element.clear()
     return count

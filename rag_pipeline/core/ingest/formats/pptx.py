@@ -49,16 +49,24 @@ from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 if TYPE_CHECKING:
     from pptx.shapes.base import BaseShape
 
+_PRESENTATION_ML = ("http://schemas.openxmlformats.org/presentationml/2006/main",
+                    "http://purl.oclc.org/ooxml/presentationml/main")
+"""PresentationML's namespace, transitional and strict: a slide list's ``sldId`` elements are
+in it, whatever its prefix (a section's ``p14:sldId`` is in PowerPoint 2010's, and lists each
+slide again)."""
+
+
 def _slide_count(data: bytes) -> int:
-    """The slides ``ppt/presentation.xml`` lists (its ``sldId`` elements, whatever the prefix
-    of their namespace: a deck binding PresentationML to ``pres:`` passed a count of the
-    literal ``<p:sldId``)."""
+    """The slides ``ppt/presentation.xml`` lists: its ``sldId`` elements of PresentationML,
+    whatever their prefix (a deck binding the namespace to ``pres:`` passed a count of the
+    literal ``<p:sldId``; counted in any namespace, a deck with sections counted each slide
+    twice)."""
     from lxml import etree
 
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             archive.getinfo("ppt/presentation.xml")
-        return count_elements(data, "ppt/presentation.xml", "sldId")
+        return count_elements(data, "ppt/presentation.xml", "sldId", _PRESENTATION_ML)
     except KeyError as exc:
         raise ExtractionError("unreadable PPTX: no ppt/presentation.xml part") from exc
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,

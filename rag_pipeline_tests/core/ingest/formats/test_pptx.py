@@ -233,6 +233,30 @@ def test_a_deck_over_the_slide_limit_fails_unparsed(prefix):
         PPTX.extract(huge_deck(prefix), "huge")
 
 
+def test_a_decks_sections_list_its_slides_again_and_count_none():
+    # Found by a second attack: PowerPoint 2010's sections list each slide again as
+    # `p14:sldId`; counted in any namespace, a 1,200-slide deck with sections was 2,400.
+    from rag_pipeline.core.ingest.formats.pptx import _slide_count
+
+    source = zipfile.ZipFile(io.BytesIO(deck()))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "ppt/presentation.xml":
+                ids = re.findall(rb'<p:sldId id="(\d+)"', data)
+                sections = (b'<p:extLst><p:ext uri="{521415D9-36F7-43E2-AB2F-B90AF26B5E84}">'
+                            b'<p14:sectionLst xmlns:p14="http://schemas.microsoft.com/office/'
+                            b'powerpoint/2010/main"><p14:section name="All" id="{5F2A1C1E-0000-'
+                            b'4000-8000-000000000001}"><p14:sldIdLst>'
+                            + b"".join(b'<p14:sldId id="' + i + b'"/>' for i in ids)
+                            + b"</p14:sldIdLst></p14:section></p14:sectionLst></p:ext></p:extLst>")
+                data = data.replace(b"</p:presentation>", sections + b"</p:presentation>")
+            target.writestr(info, data)
+    assert _slide_count(buffer.getvalue()) == _slide_count(deck()) == 4
+    assert PPTX.extract(buffer.getvalue(), "sections").notes[0] == ("slides", "4")
+
+
 def test_a_10000_slide_deck_fails_alone_and_the_run_goes_on(tmp_path):
     from rag_pipeline.core.ingest import extract_corpus
 
