@@ -140,7 +140,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
                                   "drawing, an OLE object) left out"),
     "pages_unreadable": "page(s) {} could not be loaded (a damaged PDF) and are left out",
     "sheets_unreadable": "sheet(s) {} could not be read (a damaged workbook part) and are left out",
-    "repeats_left_out": "{} repeated row(s) or cell(s) past the 1,000th copy left out",
+    "repeats_left_out": ("{} copies of repeated rows or cells left out (past the 1,000th copy, or "
+                         "past 1,000,000 characters of copies a document)"),
     "not_unicode_replaced": "{} character(s) that are not Unicode (lone surrogates) replaced by U+FFFD",
 }
 """The notes that say part of a document was left out or may be read wrongly, each with the

@@ -72,6 +72,10 @@ MAX_SHEET_CELLS = 5_000_000
 past it the document fails."""
 MAX_REPEAT = 1000
 """A filled cell or row repeated more times than this is expanded this many times."""
+MAX_COPIED_CHARS = 1_000_000
+"""Characters the copies of repeated cells and rows add to one document, together: an 800-byte
+ODT repeating a 1,000-character cell 1,000 times across and its row 1,000 times down expanded
+to 1 GB of text (2.9 GB of memory, 35 s)."""
 MAX_SHEET_COLUMNS = 16_384
 """Columns of a sheet (LibreOffice's and Excel's own limit): a filled cell past it fails the
 document (an empty cell repeated a million times before one ``x``, 600 rows, took 9.3 GB)."""
@@ -166,12 +170,22 @@ def _own_rows(table: object) -> Iterator[object]:
             yield from _own_rows(child)
 
 
+def _copies(repeat: int, chars: int, budget: list[int]) -> int:
+    """How many of a filled cell's or row's ``repeat`` copies (itself the first) of ``chars``
+    characters each are read: at most :data:`MAX_REPEAT`, and the copies after the first no
+    more than the document's :data:`MAX_COPIED_CHARS` left (``budget[2]`` spent); the others
+    are counted in ``budget[1]``."""
+    copies = min(repeat, MAX_REPEAT, 1 + max(0, MAX_COPIED_CHARS - budget[2]) // max(chars, 1))
+    budget[1] += repeat - copies
+    budget[2] += chars * (copies - 1)
+    return copies
+
+
 def _table_rows(table: object, budget: list[int]) -> list[list[str]]:
     """A text table's rows of cell texts, a repeated cell or filled row (``number-columns-
-    repeated``, ``number-rows-repeated``) read as its copies, at most :data:`MAX_REPEAT` of
-    them (the copies past it counted in ``budget[1]``); the filled cells read counted in
-    ``budget[0]``, a document past :data:`MAX_SHEET_CELLS` of them failing (as a
-    spreadsheet's)."""
+    repeated``, ``number-rows-repeated``) read as its copies (:func:`_copies`: the copies left
+    out counted in ``budget[1]``); the filled cells read counted in ``budget[0]``, a document
+    past :data:`MAX_SHEET_CELLS` of them failing (as a spreadsheet's)."""
     rows = []
     for row in _own_rows(table):
         cells = []
@@ -180,13 +194,10 @@ def _table_rows(table: object, budget: list[int]) -> list[list[str]]:
                 continue
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
             repeat = _count(cell, "table", "number-columns-repeated")
-            cells += [text] * (min(repeat, MAX_REPEAT) if text else min(repeat, 64))
-            if text:
-                budget[1] += max(0, repeat - MAX_REPEAT)
+            cells += [text] * (_copies(repeat, len(text), budget) if text else min(repeat, 64))
         filled = sum(1 for text in cells if text)
         repeat = _count(row, "table", "number-rows-repeated") if filled else 1
-        budget[1] += max(0, repeat - MAX_REPEAT)
-        for _ in range(min(repeat, MAX_REPEAT)):
+        for _ in range(_copies(repeat, sum(map(len, cells)), budget)):
             budget[0] += filled
             if budget[0] > MAX_SHEET_CELLS:
                 raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per document")
@@ -287,7 +298,7 @@ class _Objects:
     out (as a spreadsheet document's: :func:`_sheet_rows`)."""
 
     roots: Mapping[str, object]
-    budget: list[int] = field(default_factory=lambda: [0, 0])
+    budget: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
 def _object_body(embedded: object, objects: _Objects) -> object | None:
@@ -571,16 +582,14 @@ def _sheet_rows(table: object, budget: list[int],
                 if column + min(span, MAX_REPEAT) > MAX_SHEET_COLUMNS:
                     raise ExtractionError(f"a filled cell at column {column + 1:,}, past the "
                                           f"{MAX_SHEET_COLUMNS:,} columns a sheet has")
-                for offset in range(min(span, MAX_REPEAT)):
+                for offset in range(_copies(span, len(text), budget)):
                     column_texts.append((column + offset, text))
-                budget[1] += max(0, span - MAX_REPEAT)
             column += span
         if column_texts:
             cells = [""] * (column_texts[-1][0] + 1)
             for index, text in column_texts:
                 cells[index] = text
-            budget[1] += max(0, repeat - MAX_REPEAT)
-            for copy in range(min(repeat, MAX_REPEAT)):
+            for copy in range(_copies(repeat, sum(len(text) for _, text in column_texts), budget)):
                 budget[0] += len(column_texts)
                 if budget[0] > MAX_SHEET_CELLS:
                     raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per "
@@ -599,7 +608,7 @@ def ods_sheets(data: bytes, limits: OfficeLimits | None = None
         ExtractionError: As :meth:`OdsFormat.extract`.
     """
     package = _package(data, "ODS", limits or OfficeLimits())
-    budget = [0, 0]
+    budget = [0, 0, 0]
     return [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget)[0])
             for number, table in enumerate(
                 _body(package.root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
@@ -624,7 +633,7 @@ class OdsFormat(_OdfFormat):
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
         package = _package(data, "ODS", self.limits)
-        budget = [0, 0]  # filled cells, copies past MAX_REPEAT left out
+        budget = [0, 0, 0]  # filled cells, copies left out, characters copied (_copies)
         body = _body(package.root, "ODS", "spreadsheet")
         hiding = _styles_with(package, "style:table-properties", "table:display", "false")
         layout = lay_out_sheets(

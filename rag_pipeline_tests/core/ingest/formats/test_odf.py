@@ -536,8 +536,9 @@ def test_rows_repeated_past_max_repeat_are_counted_as_left_out():
     extracted = ODS.extract(saved(document), "reviews")
     assert extracted.canonical_text.count("pending") == 1000
     assert extracted.canonical_text.endswith("Item: last | State: done\n")
-    assert left_out(extracted.notes) == ["500 repeated row(s) or cell(s) past the 1,000th copy "
-                                         "left out"]
+    assert left_out(extracted.notes) == [
+        "500 copies of repeated rows or cells left out (past the 1,000th copy, or past 1,000,000 "
+        "characters of copies a document)"]
 
 
 def test_an_odt_tables_repeated_rows_are_read_as_copies_and_a_nested_table_once():
@@ -567,9 +568,33 @@ def test_an_odt_tables_repeated_rows_are_read_as_copies_and_a_nested_table_once(
     assert extracted.canonical_text.count("Widget | 5\n") == 3
     assert extracted.canonical_text.count("Spare | 1\n") == 1000
     assert extracted.canonical_text.endswith("Spare | 1\nGadget | 7\nBox | nested\n")
-    assert left_out(extracted.notes) == ["500 repeated row(s) or cell(s) past the 1,000th copy "
-                                         "left out"]
+    assert left_out(extracted.notes) == [
+        "500 copies of repeated rows or cells left out (past the 1,000th copy, or past 1,000,000 "
+        "characters of copies a document)"]
     assert len(extracted.tables) == 1
+
+
+def test_copies_of_repeated_cells_and_rows_add_at_most_max_copied_chars_a_document():
+    # Found by a second attack: an 800-byte ODT, a 1,000-character cell repeated 1,000 times
+    # across and its row 1,000 times down, expanded to 1 GB of text (2.9 GB, 35 s).
+    from rag_pipeline.core.ingest.formats.odf import MAX_COPIED_CHARS
+
+    long = "x" * 999 + "."
+    for fmt, document in ((ODT, OpenDocumentText()), (ODS, OpenDocumentSpreadsheet())):
+        grid = table.Table(name="Grid")
+        header = table.TableRow()
+        header.addElement(cell("Note"))
+        grid.addElement(header)
+        row = table.TableRow(numberrowsrepeated=1000)
+        row.addElement(cell(long, numbercolumnsrepeated=1000))
+        grid.addElement(row)
+        (document.text if fmt is ODT else document.spreadsheet).addElement(grid)
+        extracted = fmt.extract(saved(document), "grid")
+        # The row: the cell and 999 copies (999,000 characters of copies); no copy of the
+        # 1,000,000-character row fits: it is read once, its 999 copies left out.
+        assert extracted.canonical_text.count(long) == 1000
+        assert dict(extracted.notes)["repeats_left_out"] == "999"
+        assert len(extracted.canonical_text) < 2 * MAX_COPIED_CHARS
 
 
 def test_a_filled_cell_past_the_last_column_a_sheet_has_fails_the_document():
