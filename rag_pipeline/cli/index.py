@@ -286,12 +286,18 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
 
 def _not_indexed_ids(warehouse) -> set[str]:
-    """The failed and skipped documents the data folder's DuckDB file lists (none yet: empty)."""
+    """The failed and skipped documents the data folder's DuckDB file lists; none when there
+    is no such file yet, or it cannot be read (publishing writes it again)."""
+    import duckdb
+
     from rag_pipeline.core.index.status import documents_not_indexed
 
     if not warehouse.db_path.exists():
         return set()
-    return {document_id for _, document_id, _ in documents_not_indexed(warehouse)}
+    try:
+        return {document_id for _, document_id, _ in documents_not_indexed(warehouse)}
+    except (duckdb.Error, OSError):
+        return set()
 
 
 def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown: int = 10) -> None:

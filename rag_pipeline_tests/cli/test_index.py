@@ -303,6 +303,19 @@ def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_i
     assert _prepare_home(missing) is False  # written once: the second index finds it
 
 
+def test_the_documents_not_indexed_before_a_run_are_none_without_a_readable_duckdb_file(tmp_path):
+    # Found by a second attack: an unreadable rag.duckdb (which publishing writes again) made
+    # `index` stop with a traceback before any run.
+    from rag_pipeline.cli.index import _not_indexed_ids
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    warehouse = Warehouse(tmp_path / "data")
+    assert _not_indexed_ids(warehouse) == set()
+    warehouse.db_path.parent.mkdir(parents=True, exist_ok=True)
+    warehouse.db_path.write_bytes(b"not a DuckDB file" * 100)
+    assert _not_indexed_ids(warehouse) == set()
+
+
 @pytest.mark.slow
 def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_line(
         dagster_project: Callable[[str, str], DagsterProject]):
