@@ -275,23 +275,30 @@ class _Reader:
                                    DocumentStatus.SKIPPED.value,
                                    f"no reader for {PurePosixPath(name).suffix.lower()} files "
                                    f"({machine}, not a document)")]
-        if fmt is None and looks_like_message(data):
+        sniffed = fmt is None and looks_like_message(data)
+        if sniffed:
             fmt = format_named(EmlFormat.name)
             fmt_name, stamp = fmt.name, fmt.extractor()
+        if isinstance(fmt, ContainerFormat):
+            try:
+                if depth > self.unpacking.limits.max_depth:
+                    raise ExtractionError(f"nested deeper than {self.unpacking.limits.max_depth} "
+                                          "containers (max_depth)")
+                return self._container(fmt, document_id, path, stem, data, digest, depth)
+            except ExtractionError as exc:
+                if not sniffed:
+                    return failed(str(exc))
+                # A mail only by its look: read as the text it was read as before.
+                fmt, fmt_name, stamp = None, _TEXT.name, _TEXT.extractor()
         if fmt is None:
             why = not_text_reason(data)
             if why is not None:
-                return [DocumentRecord(document_id, path, name, "", digest, "", "", "",
+                # Judged by the plain-text reader: its stamp says which one (a later one may
+                # read the member, such as a mail it sniffs).
+                return [DocumentRecord(document_id, path, name, "", digest, "",
+                                       _TEXT.extractor().name, _TEXT.extractor().version,
                                        DocumentStatus.SKIPPED.value, _skip_reason(name, why))]
             fmt, stem = _TEXT, name  # README.Debian: the suffix is part of the name
-        if isinstance(fmt, ContainerFormat):
-            if depth > self.unpacking.limits.max_depth:
-                return failed(f"nested deeper than {self.unpacking.limits.max_depth} containers "
-                              "(max_depth)")
-            try:
-                return self._container(fmt, document_id, path, stem, data, digest, depth)
-            except ExtractionError as exc:
-                return failed(str(exc))
         if not data:
             return failed(EMPTY_FILE)
         try:
@@ -436,13 +443,19 @@ def _member_current(member: DocumentRecord, settings: ExtractionSettings) -> boo
     """A member's previous record stands for it while its container's bytes are the same: read
     ``ok`` by today's stamps, failed by them and kept (:func:`kept_failed`: retries back off
     until the container changes), skipped as the archive holds it (a link: whatever its name),
-    or skipped as no format's and still claimed by none."""
+    or skipped as no format's and still claimed by none (judged by its bytes: by today's
+    plain-text reader)."""
     name = posixpath.basename(member.document_id)
     if member.pipeline_version != PIPELINE_VERSION:
         return False
     if member.skipped:
-        return not (member.error or "").startswith(NO_READER) or (
-            format_for(Path(name)) is None and _compression(name) is None)
+        if not (member.error or "").startswith(NO_READER):
+            return True
+        if format_for(Path(name)) is not None or _compression(name) is not None:
+            return False
+        return (NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower()) is not None
+                or (member.extractor, member.extractor_version) == (_TEXT.extractor().name,
+                                                                     _TEXT.extractor().version))
     if (member.format, member.extractor, member.extractor_version) not in _stamps_for(name):
         return False
     return member.ok or (member.failed and kept_failed(member.error, settings))
@@ -568,7 +581,7 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
             source_fingerprint=fingerprint)], 0, 0)
     old = previous.get(document_id)
     if (old is not None and old.failed and old.source_fingerprint == fingerprint
-            and (old.format, old.extractor, old.extractor_version) == (fmt_name, stamp.name, stamp.version)
+            and (old.format, old.extractor, old.extractor_version) in _stamps_for(name)
             and old.pipeline_version == PIPELINE_VERSION and kept_failed(old.error, settings)):
         kept, moved = relocated([old])  # a failure stands until the entry changes
         return FileRecords(kept, 0, 1, moved)

@@ -437,6 +437,39 @@ def test_a_file_no_format_claims_is_a_mail_when_its_bytes_begin_as_one(tmp_path:
     assert (again.reused, statuses(again.records)) == (len(result.records), statuses(result.records))
 
 
+def test_a_mail_only_by_its_look_that_cannot_be_read_as_one_is_read_as_text(tmp_path: Path):
+    # Found by a second attack: a suffix-less mail four containers deep, indexed as text before
+    # the mail rule, failed "nested deeper than 3 containers".
+    data = zipped({"mail/1700000001": MAILDIR_MESSAGE})
+    for depth in (1, 2):
+        data = zipped({f"level{depth}.zip": data})
+    (tmp_path / "nest.zip").write_bytes(data)  # nest.zip > level2 > level1 > the mail: 4 deep
+    member = extract_file(tmp_path / "nest.zip", tmp_path).records[-1]
+    assert (member.document_id, member.status, member.format, member.extractor) == (
+        "nest.zip/level2.zip/level1.zip/mail/1700000001", "ok", "text", "plain-text")
+    assert member.canonical_text.startswith("Return-Path: <ops@example.org>")
+
+
+def test_a_member_skipped_as_not_text_before_a_reader_that_may_read_it_is_read_again():
+    # Found by a second attack: a suffix-less mail in Shift_JIS inside an unchanged archive,
+    # skipped as "not UTF-8" before the mail rule, stayed skipped (a skip had no stamp).
+    from rag_pipeline.core.ingest.containers import _member_current
+    from rag_pipeline.core.ingest.records import DocumentRecord
+
+    def skipped(name: str, extractor: str, version: str, why: str) -> DocumentRecord:
+        return DocumentRecord(f"a.zip/{name}", f"a.zip/{name}", name, "", "d", "", extractor,
+                              version, "skipped", why)
+
+    not_text = "no reader for files named 1700000001 (without a suffix), and not plain text (x)"
+    settings = ExtractionSettings()
+    assert [_member_current(record, settings) for record in (
+        skipped("1700000001", "", "", not_text),  # judged before the stamp: read again
+        skipped("1700000001", "plain-text", "6", not_text),
+        skipped("app.js", "", "", "no reader for .js files (a script for a browser, not a "
+                                  "document)"),
+        skipped("link.md", "", "", "a symbolic link: not followed"))] == [False, True, True, True]
+
+
 @pytest.mark.parametrize(("head", "mail"), [
     (b"From: a@b.c\nTo: d@e.f\nSubject: hi\n\nbody", True),
     (b"From: a@b.c\nDate: Mon, 2 Nov 2026\nMessage-ID: <1@b.c>\n\nbody", True),
