@@ -365,14 +365,17 @@ def term_share(question_terms: set[str], sentence: str, analyzer: Analyzer) -> f
 
 
 def choose_sentences(scores: Sequence[float], settings: QuoteSettings,
-                     texts: Sequence[str] | None = None) -> list[int]:
+                     texts: Sequence[str] | None = None,
+                     tiebreaks: Sequence[float] | None = None) -> list[int]:
     """Indexes of the chosen sentences, best first: the best, then up to ``max_sentences - 1``
-    more whose score is at least the best's minus ``margin`` (ties keep the earlier sentence).
+    more whose score is at least the best's minus ``margin`` (ties go to the higher of
+    ``tiebreaks``, then keep the earlier sentence).
     With ``texts``, a sentence saying word for word what a chosen one says (a paragraph two
     documents share) is passed over: the answer would say it twice."""
     if not scores:
         return []
-    order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(scores)), key=lambda i: (
+        -scores[i], -tiebreaks[i] if tiebreaks is not None else 0.0, i))
     best = scores[order[0]]
     chosen: list[int] = []
     said: set[str] = set()
@@ -408,21 +411,25 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         question)
     if not candidates:
         return []
-    similarity = _similarities(candidates, query, embed, settings.in_context)
+    similarity, alone = _similarities(candidates, query, embed, settings.in_context)
     terms = set(analyze(question, settings.analyzer))
-    scores = [float(similarity[i]) + settings.term_weight * term_share(terms, c.terms, settings.analyzer)
-              for i, c in enumerate(candidates)]
+    shares = [settings.term_weight * term_share(terms, c.terms, settings.analyzer) for c in candidates]
+    scores = [float(similarity[i]) + share for i, share in enumerate(shares)]
+    # Two sentences of one pair share its score: the one closer alone comes first (a
+    # neighbour of the answer never leads it only by coming earlier).
+    alone_scores = [float(alone[i]) + share for i, share in enumerate(shares)]
     return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
                            candidates[i].end, round(scores[i], 6))
-            for i in choose_sentences(scores, settings, [c.text for c in candidates])]
+            for i in choose_sentences(scores, settings, [c.text for c in candidates], alone_scores)]
 
 
 def _similarities(candidates: Sequence[_Candidate], query: np.ndarray,
-                  embed: Callable[[list[str]], np.ndarray], in_context: bool) -> np.ndarray:
-    """Each candidate's cosine similarity to the unit vector ``query``; ``in_context``: the best
-    of its own and those of the pairs it makes with its neighbours among the candidates of the
-    same quote (the earlier one's embedded text, then the later one's words; a table row pairs
-    with none), all embedded in one call."""
+                  embed: Callable[[list[str]], np.ndarray], in_context: bool,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's cosine similarity to the unit vector ``query``, and its own alone;
+    ``in_context``: the first is the best of its own and those of the pairs it makes with its
+    neighbours among the candidates of the same quote (the earlier one's embedded text, then
+    the later one's words; a table row pairs with none), all embedded in one call."""
     import numpy as np
 
     pairs = [i for i in range(1, len(candidates)) if in_context
@@ -431,11 +438,12 @@ def _similarities(candidates: Sequence[_Candidate], query: np.ndarray,
     texts = [c.embedded for c in candidates]
     texts += [f"{candidates[i - 1].embedded} {candidates[i].text}" for i in pairs]
     similarity = np.asarray(embed(texts), np.float32) @ np.asarray(query, np.float32).reshape(-1)
-    own = similarity[:len(candidates)].copy()
+    alone = similarity[:len(candidates)]
+    best = alone.copy()
     for pair, i in zip(similarity[len(candidates):], pairs, strict=True):
-        own[i - 1] = max(own[i - 1], pair)
-        own[i] = max(own[i], pair)
-    return own
+        best[i - 1] = max(best[i - 1], pair)
+        best[i] = max(best[i], pair)
+    return best, alone
 
 
 def check_quoted(quoted: Sequence[QuotedSentence], citations: Sequence[Citation],

@@ -349,6 +349,24 @@ def test_a_sentence_is_scored_with_its_neighbours_and_a_table_row_alone():
     assert len(embedded) == 5
 
 
+def test_of_two_sentences_sharing_their_pairs_score_the_one_closer_alone_leads():
+    # Found by a second attack: a neighbour before the answer shares the pair's score and led
+    # the answer only by coming first (3 answers of the gold set pushed out, 5 no longer first).
+    quote = "The interpreter was rewritten in 2019. Integer literals may hold underscores."
+    citation = Citation(1, "n.md", "N", "N", f"#char=0,{len(quote)}", 0, len(quote), quote, 0.3, "")
+
+    def underscores(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "rewritten" in t and "underscores" in t else
+                         [0.8, 0.6] if "underscores" in t else [0.0, 1.0] for t in texts],
+                        np.float32)
+
+    quoted = quoted_answer("can integer literals hold underscores", np.array([1.0, 0.0], np.float32),
+                           [citation], [""], underscores, QuoteSettings(margin=0.0, term_weight=0.0))
+    assert [(q.text, q.score) for q in quoted] == [
+        ("Integer literals may hold underscores.", 1.0),
+        ("The interpreter was rewritten in 2019.", 1.0)]
+
+
 def test_a_question_in_a_source_is_never_quoted_as_its_answer():
     # A mail thread: the reply quotes the question, whose words are the asker's own.
     thread = ("> Which gateway should the Lisbon office use? Use the new one: the VPN gateway for "
