@@ -7,7 +7,8 @@ count is the encoder's count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from rag_pipeline.core.embedding.models import ModelSpec
@@ -47,30 +48,38 @@ class KnownWordpieces:
 
     Args:
         counter: The tokenizer's counter.
-        texts: Word-pieces of texts by text, special tokens included (:meth:`count`).
-        plain: Word-pieces of texts by text, without special tokens (:meth:`count_plain`).
+        texts: Word-pieces of texts by their UTF-8 sha256 (hex: the chunks' ``text_sha256``),
+            special tokens included (:meth:`count`).
+        plain: Word-pieces of texts by text (the chunks' headers: short, shared by many),
+            without special tokens (:meth:`count_plain`).
     """
 
     def __init__(self, counter: WordpieceCounter, texts: dict[str, int], plain: dict[str, int]) -> None:
         self.spec = counter.spec
         self._counter = counter
-        self._known = {"count": texts, "count_plain": plain}
+        self._texts = texts
+        self._plain = plain
         self.counted = 0
         """How many texts were counted, not known."""
 
-    def _of(self, kind: str, texts: Sequence[str]) -> list[int]:
-        known = self._known[kind]
-        unknown = list(dict.fromkeys(t for t in texts if t not in known))
+    @staticmethod
+    def _counts(known: dict[str, int], keys: list[str], texts: Sequence[str],
+                count: Callable[[Sequence[str]], list[int]]) -> tuple[list[int], int]:
+        unknown = {key: text for key, text in zip(keys, texts, strict=True) if key not in known}
         if unknown:
-            known.update(zip(unknown, getattr(self._counter, kind)(unknown), strict=True))
-            self.counted += len(unknown)
-        return [known[t] for t in texts]
+            known.update(zip(unknown, count(list(unknown.values())), strict=True))
+        return [known[key] for key in keys], len(unknown)
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        return self._of("count", texts)
+        keys = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in texts]
+        counts, counted = self._counts(self._texts, keys, texts, self._counter.count)
+        self.counted += counted
+        return counts
 
     def count_plain(self, texts: Sequence[str]) -> list[int]:
-        return self._of("count_plain", texts)
+        counts, counted = self._counts(self._plain, list(texts), texts, self._counter.count_plain)
+        self.counted += counted
+        return counts
 
     def truncated(self, count: int) -> bool:
         return self._counter.truncated(count)

@@ -157,7 +157,7 @@ def build_chunks(warehouse: Warehouse, strategy: ChunkingStrategy, tokenizer: Mo
     documents = warehouse.read_file(documents_version.file)
     partition = {CHUNKER: strategy.value}
     previous = warehouse.read_or_none(CHUNKS, partition, columns=[
-        "chunk_id", "text", "wordpieces", "header", "header_wordpieces", "tokenizer"])
+        "chunk_id", "text_sha256", "wordpieces", "header", "header_wordpieces", "tokenizer"])
     counter = _known_counts(wordpiece_counter(tokenizer), previous)
     table, stats = chunks_table(document_records(documents), strategy, counter, settings)
     version = warehouse.write(CHUNKS, table, partition, inputs={DOCUMENTS: documents_version.file})
@@ -175,8 +175,8 @@ def _known_counts(counter: WordpieceCounter, previous: pa.Table | None) -> Known
     plain: dict[str, int] = {}
     if previous is not None:
         rows = previous.filter(pc.equal(previous.column("tokenizer"), counter.spec.key))
-        texts = dict(zip(rows.column("text").to_pylist(), rows.column("wordpieces").to_pylist(),
-                         strict=True))
+        texts = dict(zip(rows.column("text_sha256").to_pylist(),
+                         rows.column("wordpieces").to_pylist(), strict=True))
         plain = dict(zip(rows.column("header").to_pylist(),
                          rows.column("header_wordpieces").to_pylist(), strict=True))
     return KnownWordpieces(counter, texts, plain)
