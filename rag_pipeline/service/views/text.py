@@ -83,6 +83,5 @@ def text_view(request: ViewRequest, note: str = "") -> View:
     note = note or ("" if not original_gone else
                     f"The original file cannot be read now ({request.unreachable}): showing the "
                     "extracted text." if request.unreachable else
-                    "The original file is no longer where it was indexed from: showing the "
-                    "extracted text.")
+                    "Shown as its extracted text.")
     return View(place_label(request), "".join(parts), "text", note)

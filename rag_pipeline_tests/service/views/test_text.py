@@ -78,3 +78,13 @@ def test_unit_labels():
                                     "char=1,5", "page=2")] == [
         "slide 4", "cell 12", "row 7", "rows 1-6", "cells 2-4", "slides 1-3",
         "chapter OEBPS/ch 1.xhtml", "", ""]
+
+
+def test_a_view_whose_original_is_gone_says_it_once():
+    # Found by a user: "The original file is no longer where it was indexed from" twice, once
+    # above the view (the page's) and once in the view's note.
+    request = _request("gone.html", "html", b"<h1>Leave</h1><p>Ask two weeks ahead.</p>",
+                       "Ask two weeks ahead.")
+    assert request.original is None  # /nowhere/gone.html
+    assert text_view(request).note == "Shown as its extracted text."
+
