@@ -246,13 +246,16 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            clock: Callable[[], float] = time.time,
                            gold_path: Path | None = None,
                            rules: Callable[[], str | None] = lambda: None,
+                           commands: Callable[[str], str] = lambda message: message,
                            ) -> dg.SensorDefinition:
     """``index_automation`` over the declared chunkers and models, launching ``jobs`` and
     retrying failed partitions by ``retry``; ``clock`` is the time in seconds since the epoch
     (the runs' end times are compared with it). While the gold set at ``gold_path`` is not this
     corpus's, no evaluation run is requested (None: the gold set is not consulted). ``rules``
     gives, at each tick, the digest of the ``[access]`` rules in force (None: none declared),
-    so a rule edit re-labels without a reload of the code location."""
+    so a rule edit re-labels without a reload of the code location. ``commands`` gives the
+    commands a reason suggests the options of the configuration the sensor was built from
+    (:meth:`~rag_pipeline.core.config.build_context.BuildContext.commands_in`)."""
     model_keys = [m.key for m in models]
 
     @dg.sensor(name=INDEX_SENSOR, jobs=list(jobs),
@@ -272,6 +275,7 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                                  "sensor or materialising `documents` builds the index")
         plan = index_plan(warehouse, chunkers, model_keys, rules=rules())
         unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
+        unscored = None if unscored is None else commands(unscored)
         if unscored is not None:
             plan = tuple(step for step in plan if step.stage != Stage.EVAL)
             if not plan:

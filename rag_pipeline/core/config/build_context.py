@@ -121,6 +121,17 @@ class BuildContext:
         policy = load_config(self.config_file).access
         return policy.digest if policy is not None else None
 
+    def commands_in(self, message: str) -> str:
+        """``message`` with each ```rag-pipeline ...``` it suggests given ``--config`` and the
+        file this context was resolved from (unchanged without one): a command that works on
+        the same folder, suggested where no command line is at hand (the sensor, an asset)."""
+        if self.config_file is None:
+            return message
+        import shlex
+
+        return message.replace("`rag-pipeline ",
+                               f"`{shlex.join(['rag-pipeline', '--config', str(self.config_file)])} ")
+
     @property
     def gold_path(self) -> Path:
         return self.eval_dir / "gold.jsonl"

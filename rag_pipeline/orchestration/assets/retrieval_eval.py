@@ -75,7 +75,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         warehouse = storage.warehouse()
         report = run_eval(warehouse, spec, Path(eval_sets.gold_path), Path(eval_sets.ood_path))
         if report.skipped:
-            context.log.warning(f"evaluation skipped: {report.skipped}")
+            context.log.warning(f"evaluation skipped: {build.commands_in(report.skipped)}")
             return
         if (note := no_ood_note(Path(eval_sets.ood_path))) is not None:
             context.log.warning(note)

@@ -43,6 +43,16 @@ def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_li
                                  resources={"storage": tiny_project.defs.resources["storage"]}) as context:
         assert sensor(context) == dg.SkipReason(
             f"the index is current; evaluation skipped: {SKIPPED}")
+    # Found by a user: the UI's reason suggested `rag-pipeline gold draft` without the
+    # --config the sensor's folder needs; run as written, it drafted the bundled corpus's.
+    configured = build_index_automation(
+        ["header"], [tiny_project.spec], build_index_jobs(), gold_path=DEFAULT_EVAL_DIR / "gold.jsonl",
+        commands=lambda message: message.replace("`rag-pipeline ", "`rag-pipeline --config 'my team.toml' "))
+    with dg.build_sensor_context(instance=tiny_project.instance, definitions=tiny_project.defs,
+                                 resources={"storage": tiny_project.defs.resources["storage"]}) as context:
+        assert configured(context).skip_message.endswith(
+            "Write one with `rag-pipeline --config 'my team.toml' gold draft`, then "
+            "`rag-pipeline --config 'my team.toml' eval --gold FILE`")
     assert no_gold_set_reason(warehouse, tiny_project.data_dir / "none.jsonl") == (
         f"no gold set for this corpus: {tiny_project.data_dir / 'none.jsonl'} does not exist; "
         "nothing to score. Write one with `rag-pipeline gold draft`")
