@@ -124,23 +124,37 @@ def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
         page.wait_for_selector("#feedback", timeout=TIMEOUT_MS)
+        marked = "[...document.querySelectorAll('#helpful, #not-helpful')].map(b => [b.id, " \
+                 "b.getAttribute('aria-pressed'), b.className, b.disabled])"
+        # Found by a user: a filled Helpful read as already chosen.
+        assert page.evaluate(marked) == [["helpful", None, "secondary", False],
+                                         ["not-helpful", None, "secondary", False]]
         page.fill("#feedback-comment", "I wanted the inspection rota")
         page.click("#not-helpful")
         page.wait_for_selector("#feedback-status:has-text('stored')", timeout=TIMEOUT_MS)
-        assert page.inner_text("#feedback-status") == "Thank you: stored as not helpful."
+        assert page.inner_text("#feedback-status") == (
+            "Thank you: stored as not helpful, with your comment.")
         # The verdict stored is marked and sent once (found by a user: three clicks, three
         # rows, nothing marked); the other verdict can still replace it.
-        marked = "[...document.querySelectorAll('#feedback button')].map(b => [b.id, " \
-                 "b.getAttribute('aria-pressed'), b.disabled])"
-        assert page.evaluate(marked) == [["helpful", "false", False], ["not-helpful", "true", True]]
+        assert page.evaluate(marked) == [["helpful", "false", "secondary", False],
+                                         ["not-helpful", "true", "secondary", True]]
         page.click("#helpful")
         page.wait_for_selector("#feedback-status:has-text('stored as helpful')", timeout=TIMEOUT_MS)
-        assert page.evaluate(marked) == [["helpful", "true", True], ["not-helpful", "false", False]]
+        assert page.evaluate(marked) == [["helpful", "true", "secondary", True],
+                                         ["not-helpful", "false", "secondary", False]]
+        # Found by a user: a comment written after the verdict was dropped without a word. It
+        # is sent with the verdict again, by Enter (or its button, shown while it is unsent).
+        page.fill("#feedback-comment", "The rota is on page 3")
+        assert page.locator("#feedback-send-comment").is_visible()
+        page.press("#feedback-comment", "Enter")
+        page.wait_for_selector("#feedback-send-comment[hidden]", state="attached", timeout=TIMEOUT_MS)
+        assert page.inner_text("#feedback-status") == "Thank you: stored as helpful, with your comment."
     rows = read_feedback(Warehouse(built.data_dir))
-    assert len(rows) == before + 2
-    assert [(r.question, r.helpful, r.comment, r.sources) for r in rows[-2:]] == [
+    assert len(rows) == before + 3
+    assert [(r.question, r.helpful, r.comment, r.sources) for r in rows[-3:]] == [
         (QUESTION, False, "I wanted the inspection rota", ("report.pdf#page=2",)),
-        (QUESTION, True, "I wanted the inspection rota", ("report.pdf#page=2",))]
+        (QUESTION, True, "I wanted the inspection rota", ("report.pdf#page=2",)),
+        (QUESTION, True, "The rota is on page 3", ("report.pdf#page=2",))]
 
 
 def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(base_url: str,
