@@ -331,10 +331,15 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
     (project.corpus / ".git" / "objects" / "ab").write_bytes(b"x")
     (project.corpus / ".git" / "config").write_bytes(b"[core]\n")
     (project.corpus / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
-    index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
-                           capture_output=True, text=True, timeout=1200)
-    assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
-    tail = index.stdout[index.stdout.index("\nnot indexed"):].strip().splitlines()
+
+    def not_indexed() -> list[str]:
+        """What `index` prints from its list of the documents not indexed on."""
+        index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                               capture_output=True, text=True, timeout=1200)
+        assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
+        return index.stdout[index.stdout.index("\nnot indexed"):].strip().splitlines()
+
+    tail = not_indexed()
     assert tail[0] == ("not indexed (a failed document is read again when its file changes, or "
                        "with --retry-failed; `rag-pipeline status` lists them all):")
     assert [line.split(":")[0] for line in tail[1:3]] == ["  failed  broken.pdf",
@@ -348,10 +353,7 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
     # Found by a new team: a file broken in this run was listed after the older failures, and
     # behind "... and 8 more" when they were ten.
     (project.corpus / "zz-new.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\n")
-    again = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
-                           capture_output=True, text=True, timeout=1200)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    tail = again.stdout[again.stdout.index("\nnot indexed"):].strip().splitlines()
+    tail = not_indexed()
     assert tail[0] == ("not indexed (1 new in this run, listed first; a failed document is read "
                        "again when its file changes, or with --retry-failed; `rag-pipeline status` "
                        "lists them all):")

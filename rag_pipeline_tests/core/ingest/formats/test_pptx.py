@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Callable
 
 import pytest
 
@@ -206,22 +207,27 @@ def test_a_span_cites_the_slides_it_covers():
     assert PPTX.fragment((), 3, 9) == "#char=3,9"
 
 
-def huge_deck(prefix: bytes = b"p") -> bytes:
-    """The deck's slide list naming 10,000 more slides (all the same part), PresentationML's
-    namespace bound to ``prefix`` in ``presentation.xml``."""
+def with_presentation(edit: Callable[[bytes], bytes]) -> bytes:
+    """The deck with ``ppt/presentation.xml`` edited by ``edit``."""
     source = zipfile.ZipFile(io.BytesIO(deck()))
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
         for info in source.infolist():
             data = source.read(info)
-            if info.filename == "ppt/presentation.xml":
-                match = re.search(rb"<p:sldId [^>]*/>", data)
-                data = data.replace(match.group(), match.group() * 10_000, 1)  # 4 + 9,999 more
-                data = (data.replace(b"<p:", b"<" + prefix + b":")
-                        .replace(b"</p:", b"</" + prefix + b":")
-                        .replace(b"xmlns:p=", b"xmlns:" + prefix + b"="))
-            target.writestr(info, data)
+            target.writestr(info, edit(data) if info.filename == "ppt/presentation.xml" else data)
     return buffer.getvalue()
+
+
+def huge_deck(prefix: bytes = b"p") -> bytes:
+    """The deck's slide list naming 10,000 more slides (all the same part), PresentationML's
+    namespace bound to ``prefix`` in ``presentation.xml``."""
+    def more_slides(data: bytes) -> bytes:
+        match = re.search(rb"<p:sldId [^>]*/>", data)
+        data = data.replace(match.group(), match.group() * 10_000, 1)  # 4 + 9,999 more
+        return (data.replace(b"<p:", b"<" + prefix + b":").replace(b"</p:", b"</" + prefix + b":")
+                .replace(b"xmlns:p=", b"xmlns:" + prefix + b"="))
+
+    return with_presentation(more_slides)
 
 
 @pytest.mark.parametrize("prefix", [b"p", b"pres"])
@@ -238,23 +244,19 @@ def test_a_decks_sections_list_its_slides_again_and_count_none():
     # `p14:sldId`; counted in any namespace, a 1,200-slide deck with sections was 2,400.
     from rag_pipeline.core.ingest.formats.pptx import _slide_count
 
-    source = zipfile.ZipFile(io.BytesIO(deck()))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            data = source.read(info)
-            if info.filename == "ppt/presentation.xml":
-                ids = re.findall(rb'<p:sldId id="(\d+)"', data)
-                sections = (b'<p:extLst><p:ext uri="{521415D9-36F7-43E2-AB2F-B90AF26B5E84}">'
-                            b'<p14:sectionLst xmlns:p14="http://schemas.microsoft.com/office/'
-                            b'powerpoint/2010/main"><p14:section name="All" id="{5F2A1C1E-0000-'
-                            b'4000-8000-000000000001}"><p14:sldIdLst>'
-                            + b"".join(b'<p14:sldId id="' + i + b'"/>' for i in ids)
-                            + b"</p14:sldIdLst></p14:section></p14:sectionLst></p:ext></p:extLst>")
-                data = data.replace(b"</p:presentation>", sections + b"</p:presentation>")
-            target.writestr(info, data)
-    assert _slide_count(buffer.getvalue()) == _slide_count(deck()) == 4
-    assert PPTX.extract(buffer.getvalue(), "sections").notes[0] == ("slides", "4")
+    def with_sections(data: bytes) -> bytes:
+        ids = re.findall(rb'<p:sldId id="(\d+)"', data)
+        sections = (b'<p:extLst><p:ext uri="{521415D9-36F7-43E2-AB2F-B90AF26B5E84}">'
+                    b'<p14:sectionLst xmlns:p14="http://schemas.microsoft.com/office/powerpoint/'
+                    b'2010/main"><p14:section name="All" id="{5F2A1C1E-0000-4000-8000-'
+                    b'000000000001}"><p14:sldIdLst>'
+                    + b"".join(b'<p14:sldId id="' + i + b'"/>' for i in ids)
+                    + b"</p14:sldIdLst></p14:section></p14:sectionLst></p:ext></p:extLst>")
+        return data.replace(b"</p:presentation>", sections + b"</p:presentation>")
+
+    sectioned = with_presentation(with_sections)
+    assert _slide_count(sectioned) == _slide_count(deck()) == 4
+    assert PPTX.extract(sectioned, "sections").notes[0] == ("slides", "4")
 
 
 def test_a_10000_slide_deck_fails_alone_and_the_run_goes_on(tmp_path):
