@@ -50,6 +50,11 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     if first.get("type") == "json_invalid":
         return f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
     where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query"))
+    if first.get("type") == "int_parsing":
+        return f"{where}: must be a whole number, not {str(first.get('input'))[:40]!r}"
+    if first.get("type") in ("model_attributes_type", "dict_type") and not where:
+        return ("the body must be a JSON object, sent as Content-Type: application/json "
+                '({"question": "..."})')
     message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     return f"{where}: {message}" if where and not message.startswith(f"{where} ") else message
 

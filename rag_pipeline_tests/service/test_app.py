@@ -197,6 +197,13 @@ def test_the_document_view_marks_the_quoted_slice(client: TestClient, built: Bui
         "error": f"from/to must satisfy 0 <= from <= to <= {len(built.canonical['guide/config.md'])}"}
     assert client.get("/documents/../etc/passwd").status_code == 404
     assert client.get("/documents/broken.md").status_code == 404
+    # Found by a user: pydantic's words ("Input should be a valid integer, unable to parse
+    # string as an integer"; "a valid dictionary or object to extract fields from").
+    assert client.get("/documents/guide/config.md", params={"from": "abc"}).json() == {
+        "error": "from: must be a whole number, not 'abc'"}
+    assert client.post("/ask", content="question=timeouts").json() == {
+        "error": 'the body must be a JSON object, sent as Content-Type: application/json '
+                 '({"question": "..."})'}
 
 
 def test_the_evaluation_report_is_served_where_the_dagster_ui_links(client: TestClient,
