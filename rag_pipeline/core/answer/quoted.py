@@ -261,7 +261,10 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             if is_title(text, titles) or (heading_like(text) and not is_row) or asks(text):
                 continue
             columns = _header_of_row(citation, table, start) if is_row else ""
-            out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{text}",
+            # A row is embedded under its header row, as the chunks of a table's later rows
+            # are (their context header holds it): a row quoted under it read closer alone.
+            named = f"{columns}\n" if columns and columns not in header else ""
+            out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{named}{text}",
                                   f"{columns}\n{text}" if columns else text,
                                   text if is_row else _paragraph(citation.quote, start, end),
                                   is_row))

@@ -367,6 +367,32 @@ def test_of_two_sentences_sharing_their_pairs_score_the_one_closer_alone_leads()
         ("The interpreter was rewritten in 2019.", 1.0)]
 
 
+def test_a_row_is_embedded_under_its_header_row_once():
+    # Found by a user: "1st Qtr | 8.2", quoted under its table's header row, was embedded
+    # without it (0.333 to the question) while the later rows' chunks carried it in their
+    # context header (0.486): the three other quarters were the answer.
+    quote = "Category | Sales\n1st Qtr | 8.2\n2nd Qtr | 3.2"
+    rows = [(17, 30), (31, len(quote))]
+    citation = Citation(1, "d.pptx", "Deck", "Slide 4", f"#char=0,{len(quote)}", 0, len(quote), quote,
+                        0.3, "")
+    embedded: list[str] = []
+
+    def recording(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return _embed(texts)
+
+    tables = [QuoteTables(rows, [(0, 16)])]
+    quoted_answer("sales in the 1st quarter", _embed(["x"])[0], [citation], ["[Deck > Slide 4]\n"],
+                  recording, tables=tables)
+    assert embedded == ["[Deck > Slide 4]\nCategory | Sales\n1st Qtr | 8.2",
+                        "[Deck > Slide 4]\nCategory | Sales\n2nd Qtr | 3.2"]
+    embedded.clear()
+    quoted_answer("sales in the 1st quarter", _embed(["x"])[0], [citation],
+                  ["[Deck > Slide 4]\nCategory | Sales\n"], recording, tables=tables)
+    assert embedded == ["[Deck > Slide 4]\nCategory | Sales\n1st Qtr | 8.2",
+                        "[Deck > Slide 4]\nCategory | Sales\n2nd Qtr | 3.2"]
+
+
 def test_a_question_in_a_source_is_never_quoted_as_its_answer():
     # A mail thread: the reply quotes the question, whose words are the asker's own.
     thread = ("> Which gateway should the Lisbon office use? Use the new one: the VPN gateway for "
