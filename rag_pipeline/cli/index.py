@@ -287,13 +287,14 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
 def _not_indexed_ids(warehouse) -> set[str]:
     """The failed and skipped documents the data folder's DuckDB file lists; none when there
-    is no such file yet, or it cannot be read (publishing writes it again)."""
+    is no such file yet (nothing imported: a first index starts its runs sooner), or it cannot
+    be read (publishing writes it again)."""
+    if not warehouse.db_path.exists():
+        return set()
     import duckdb
 
     from rag_pipeline.core.index.status import documents_not_indexed
 
-    if not warehouse.db_path.exists():
-        return set()
     try:
         return {document_id for _, document_id, _ in documents_not_indexed(warehouse)}
     except (duckdb.Error, OSError):
