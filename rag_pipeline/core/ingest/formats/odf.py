@@ -170,22 +170,47 @@ def _own_rows(table: object) -> Iterator[object]:
             yield from _own_rows(child)
 
 
-def _copies(repeat: int, chars: int, budget: list[int]) -> int:
-    """How many of a filled cell's or row's ``repeat`` copies (itself the first) of ``chars``
-    characters each are read: at most :data:`MAX_REPEAT`, and the copies after the first no
-    more than the document's :data:`MAX_COPIED_CHARS` left (``budget[2]`` spent); the others
-    are counted in ``budget[1]``."""
-    copies = min(repeat, MAX_REPEAT, 1 + max(0, MAX_COPIED_CHARS - budget[2]) // max(chars, 1))
-    budget[1] += repeat - copies
-    budget[2] += chars * (copies - 1)
-    return copies
+@dataclass
+class _Budget:
+    """What a document's tables have read so far, over all its tables and embedded objects:
+    the filled cells read (past :data:`MAX_SHEET_CELLS` the document fails), the copies of a
+    repeated cell or row left out, and the characters the copies after the first added (no
+    more than :data:`MAX_COPIED_CHARS`)."""
+
+    filled_cells: int = 0
+    copies_left_out: int = 0
+    copied_chars: int = 0
+
+    def copies(self, repeat: int, chars: int) -> int:
+        """How many of a filled cell's or row's ``repeat`` copies (itself the first) of
+        ``chars`` characters each are read: at most :data:`MAX_REPEAT`, and the copies after
+        the first no more than the characters left of :data:`MAX_COPIED_CHARS`; the others
+        are counted left out."""
+        copies = min(repeat, MAX_REPEAT,
+                     1 + max(0, MAX_COPIED_CHARS - self.copied_chars) // max(chars, 1))
+        self.copies_left_out += repeat - copies
+        self.copied_chars += chars * (copies - 1)
+        return copies
+
+    def fill(self, cells: int) -> None:
+        """Counts ``cells`` filled cells read.
+
+        Raises:
+            ExtractionError: Past :data:`MAX_SHEET_CELLS` in the document.
+        """
+        self.filled_cells += cells
+        if self.filled_cells > MAX_SHEET_CELLS:
+            raise ExtractionError(f"over {MAX_SHEET_CELLS:,} filled cells: the limit per document")
 
 
-def _table_rows(table: object, budget: list[int]) -> list[list[str]]:
+def _table_rows(table: object, budget: _Budget) -> list[list[str]]:
     """A text table's rows of cell texts, a repeated cell or filled row (``number-columns-
-    repeated``, ``number-rows-repeated``) read as its copies (:func:`_copies`: the copies left
-    out counted in ``budget[1]``); the filled cells read counted in ``budget[0]``, a document
-    past :data:`MAX_SHEET_CELLS` of them failing (as a spreadsheet's)."""
+    repeated``, ``number-rows-repeated``) read as its copies, the filled cells counted in
+    ``budget`` (as a spreadsheet's).
+
+    Raises:
+        ExtractionError: Past :data:`MAX_SHEET_CELLS` filled cells in the document.
+    """
     rows = []
     for row in _own_rows(table):
         cells = []
@@ -194,13 +219,11 @@ def _table_rows(table: object, budget: list[int]) -> list[list[str]]:
                 continue
             text = _paragraphs_text(cell) if cell.tag == _q("table", "table-cell") else ""
             repeat = _count(cell, "table", "number-columns-repeated")
-            cells += [text] * (_copies(repeat, len(text), budget) if text else min(repeat, 64))
+            cells += [text] * (budget.copies(repeat, len(text)) if text else min(repeat, 64))
         filled = sum(1 for text in cells if text)
         repeat = _count(row, "table", "number-rows-repeated") if filled else 1
-        for _ in range(_copies(repeat, sum(map(len, cells)), budget)):
-            budget[0] += filled
-            if budget[0] > MAX_SHEET_CELLS:
-                raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per document")
+        for _ in range(budget.copies(repeat, sum(map(len, cells)))):
+            budget.fill(filled)
             rows.append(list(cells))
     return rows
 
@@ -294,11 +317,10 @@ def _object_name(embedded: object) -> str:
 @dataclass(frozen=True)
 class _Objects:
     """The root of each embedded object's ``content.xml`` by its folder (``Object 1``), and
-    the filled cells their tables hold together, with the copies past :data:`MAX_REPEAT` left
-    out (as a spreadsheet document's: :func:`_sheet_rows`)."""
+    the :class:`_Budget` the document's tables and objects' tables share."""
 
     roots: Mapping[str, object]
-    budget: list[int] = field(default_factory=lambda: [0, 0, 0])
+    budget: _Budget = field(default_factory=_Budget)
 
 
 def _object_body(embedded: object, objects: _Objects) -> object | None:
@@ -405,7 +427,7 @@ def left_out_notes(root: object, objects: _Objects) -> tuple[tuple[str, str], ..
     counts = (("embedded_objects_left_out", sum(1 for embedded in root.iter(*_EMBEDDED)
                                                 if _object_body(embedded, objects) is None)),
               ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))),
-              ("repeats_left_out", objects.budget[1]))
+              ("repeats_left_out", objects.budget.copies_left_out))
     return tuple((name, str(count)) for name, count in counts if count)
 
 
@@ -557,10 +579,16 @@ class OdpFormat(_OdfFormat):
         return unit_fragment(anchors, start, end) or super().fragment(anchors, start, end)
 
 
-def _sheet_rows(table: object, budget: list[int],
+def _sheet_rows(table: object, budget: _Budget,
                 ) -> tuple[list[tuple[int, tuple[str, ...]]], MergedCells]:
     """A sheet's rows of cell texts and its merged cells (``number-columns-spanned`` and
-    ``number-rows-spanned``)."""
+    ``number-rows-spanned``), a repeated cell or row read as its copies, the filled cells
+    counted in ``budget``.
+
+    Raises:
+        ExtractionError: A filled cell past :data:`MAX_SHEET_COLUMNS`, or past
+            :data:`MAX_SHEET_CELLS` filled cells in the document.
+    """
     rows: list[tuple[int, tuple[str, ...]]] = []
     merged: dict[tuple[int, int], tuple[int, int]] = {}
     number = 0
@@ -582,18 +610,15 @@ def _sheet_rows(table: object, budget: list[int],
                 if column + min(span, MAX_REPEAT) > MAX_SHEET_COLUMNS:
                     raise ExtractionError(f"a filled cell at column {column + 1:,}, past the "
                                           f"{MAX_SHEET_COLUMNS:,} columns a sheet has")
-                for offset in range(_copies(span, len(text), budget)):
+                for offset in range(budget.copies(span, len(text))):
                     column_texts.append((column + offset, text))
             column += span
         if column_texts:
             cells = [""] * (column_texts[-1][0] + 1)
             for index, text in column_texts:
                 cells[index] = text
-            for copy in range(_copies(repeat, sum(len(text) for _, text in column_texts), budget)):
-                budget[0] += len(column_texts)
-                if budget[0] > MAX_SHEET_CELLS:
-                    raise ExtractionError(f"over {MAX_SHEET_CELLS} filled cells: the limit per "
-                                          "spreadsheet document")
+            for copy in range(budget.copies(repeat, sum(len(text) for _, text in column_texts))):
+                budget.fill(len(column_texts))
                 rows.append((number + copy + 1, tuple(cells)))
         number += repeat
     return rows, merged
@@ -608,7 +633,7 @@ def ods_sheets(data: bytes, limits: OfficeLimits | None = None
         ExtractionError: As :meth:`OdsFormat.extract`.
     """
     package = _package(data, "ODS", limits or OfficeLimits())
-    budget = [0, 0, 0]
+    budget = _Budget()
     return [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget)[0])
             for number, table in enumerate(
                 _body(package.root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
@@ -633,17 +658,16 @@ class OdsFormat(_OdfFormat):
                 over :data:`MAX_SHEET_CELLS` filled cells.
         """
         package = _package(data, "ODS", self.limits)
-        budget = [0, 0, 0]  # filled cells, copies left out, characters copied (_copies)
+        objects = _Objects({})
         body = _body(package.root, "ODS", "spreadsheet")
         hiding = _styles_with(package, "style:table-properties", "table:display", "false")
         layout = lay_out_sheets(
-            Sheet(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, budget),
+            Sheet(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, objects.budget),
                   hidden=table.get(_q("table", "style-name")) in hiding)
             for number, table in enumerate(body.findall("table:table", _NS), start=1))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
-                         notes=layout.notes + left_out_notes(body, _Objects({}))
-                         + ((("repeats_left_out", str(budget[1])),) if budget[1] else ()))
+                         notes=layout.notes + left_out_notes(body, objects))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#sheet=Name&range=A1:C4``, exactly as for XLSX."""
