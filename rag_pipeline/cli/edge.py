@@ -22,6 +22,7 @@ import click
 from click.core import ParameterSource
 
 from rag_pipeline.core.storage.location import warehouse_location
+from rag_pipeline.core.text.suggested_commands import command_line, commands_in
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.project_paths import ENV_CONFIG, ENV_DATA_DIR, ENV_WAREHOUSE
 
@@ -55,14 +56,12 @@ class Invocation:
     def command(self, *words: str) -> str:
         """``rag-pipeline <the options given> <words>``, quoted for a shell: a command to
         suggest that works on the same configuration, data folder and warehouse as this one."""
-        import shlex
-
-        return shlex.join(["rag-pipeline", *self.options, *words])
+        return command_line(self.options, *words)
 
     def commands_in(self, message: str) -> str:
         """``message`` with each ```rag-pipeline ...``` it suggests given this invocation's
-        options (:meth:`command`)."""
-        return message.replace("`rag-pipeline ", f"`{self.command()} ") if self.options else message
+        options."""
+        return commands_in(message, self.options)
 
     @property
     def config_path(self) -> Path:

@@ -20,6 +20,7 @@ from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.core.text.arguments import listed, repeated
+from rag_pipeline.core.text.suggested_commands import commands_in
 
 __all__ = ["BuildContext", "Folders"]
 
@@ -125,12 +126,8 @@ class BuildContext:
         """``message`` with each ```rag-pipeline ...``` it suggests given ``--config`` and the
         file this context was resolved from (unchanged without one): a command that works on
         the same folder, suggested where no command line is at hand (the sensor, an asset)."""
-        if self.config_file is None:
-            return message
-        import shlex
-
-        return message.replace("`rag-pipeline ",
-                               f"`{shlex.join(['rag-pipeline', '--config', str(self.config_file)])} ")
+        return commands_in(message, () if self.config_file is None
+                           else ("--config", str(self.config_file)))
 
     @property
     def gold_path(self) -> Path:
