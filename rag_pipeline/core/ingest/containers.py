@@ -137,7 +137,11 @@ NOT_DOCUMENTS = {
 """Suffixes no format claims whose text is for machines, not readers: skipped unopened rather
 than indexed as plain text (a site's style sheets and scripts sit next to its pages)."""
 
-_TEXT = TextFormat()
+_TEXT = format_named(TextFormat.name)
+_TEXT_STAMP = _TEXT.extractor()
+"""The plain-text reader's stamp: a file no format claims is read, or skipped, by it."""
+_MAIL = format_named(EmlFormat.name)
+"""The reader of a file no format claims whose bytes begin as a mail (:func:`looks_like_message`)."""
 
 
 def not_text_reason(data: bytes) -> str | None:
@@ -203,8 +207,7 @@ def _stamps_for(name: str) -> set[tuple[str, str, str]]:
     fmt_name, stamp = stamp_for(name)
     stamps = {(fmt_name, stamp.name, stamp.version)}
     if format_for(Path(name)) is None and _compression(name) is None:
-        mail = format_named(EmlFormat.name)
-        stamps.add((mail.name, mail.extractor().name, mail.extractor().version))
+        stamps.add((_MAIL.name, _MAIL.extractor().name, _MAIL.extractor().version))
     return stamps
 
 
@@ -277,8 +280,7 @@ class _Reader:
                                    f"({machine}, not a document)")]
         sniffed = fmt is None and looks_like_message(data)
         if sniffed:
-            fmt = format_named(EmlFormat.name)
-            fmt_name, stamp = fmt.name, fmt.extractor()
+            fmt, fmt_name, stamp = _MAIL, _MAIL.name, _MAIL.extractor()
         if isinstance(fmt, ContainerFormat):
             try:
                 if depth > self.unpacking.limits.max_depth:
@@ -289,14 +291,14 @@ class _Reader:
                 if not sniffed:
                     return failed(str(exc))
                 # A mail only by its look: read as the text it was read as before.
-                fmt, fmt_name, stamp = None, _TEXT.name, _TEXT.extractor()
+                fmt, fmt_name, stamp = None, _TEXT.name, _TEXT_STAMP
         if fmt is None:
             why = not_text_reason(data)
             if why is not None:
                 # Judged by the plain-text reader: its stamp says which one (a later one may
                 # read the member, such as a mail it sniffs).
                 return [DocumentRecord(document_id, path, name, "", digest, "",
-                                       _TEXT.extractor().name, _TEXT.extractor().version,
+                                       _TEXT_STAMP.name, _TEXT_STAMP.version,
                                        DocumentStatus.SKIPPED.value, _skip_reason(name, why))]
             fmt, stem = _TEXT, name  # README.Debian: the suffix is part of the name
         if not data:
@@ -454,8 +456,8 @@ def _member_current(member: DocumentRecord, settings: ExtractionSettings) -> boo
         if format_for(Path(name)) is not None or _compression(name) is not None:
             return False
         return (NOT_DOCUMENTS.get(PurePosixPath(name).suffix.lower()) is not None
-                or (member.extractor, member.extractor_version) == (_TEXT.extractor().name,
-                                                                     _TEXT.extractor().version))
+                or (member.extractor, member.extractor_version) == (_TEXT_STAMP.name,
+                                                                     _TEXT_STAMP.version))
     if (member.format, member.extractor, member.extractor_version) not in _stamps_for(name):
         return False
     return member.ok or (member.failed and kept_failed(member.error, settings))
