@@ -293,7 +293,7 @@ def page_router(service: Any) -> APIRouter:
         if isinstance(found, Response):
             return found
         info, text = found
-        end = len(text) if end is None else end
+        end = (len(text) if "from" in request.query_params else start) if end is None else end
         if not start <= end <= len(text):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         view = view_request(info, text, start, end, page, sheet)

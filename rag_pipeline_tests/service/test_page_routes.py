@@ -136,6 +136,23 @@ def test_a_document_link_a_browser_opens_shows_its_error_as_a_page(client: TestC
     assert client.get("/documents/none.md").json()["error"].startswith('no document "none.md"')
 
 
+def test_a_document_opened_without_from_and_to_marks_nothing(client: TestClient, built: ViewsIndex):
+    """Found by a user of the page: a document opened from a link without a quote (from a
+    page's own link, or typed) was shown marked whole, as if all of it were quoted."""
+    shown = {}
+    for document_id in sorted(built.canonical):
+        page = client.get(f"/documents/{document_id}", headers={"Accept": "text/html"})
+        view = _view(page.text)
+        assert page.status_code == 200 and "<mark" not in view and 'class="cited' not in view
+        assert "could not be located" not in page.text
+        shown[document_id] = _where(page.text)
+    assert shown == {"briefing.vtt": "the transcript", "budget.xlsx": "Budget 2026",
+                     "guide.md": "Operations guide", "manual.docx": "the whole document",
+                     "report.pdf": "page 1 of 3", "visitors.html": "the whole document"}
+    from_only = client.get("/documents/guide.md?from=10", headers={"Accept": "text/html"}).text
+    assert _view(from_only).count('<mark id="quote">') == 1
+
+
 def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(client: TestClient,
                                                                               built: ViewsIndex):
     text = built.canonical["budget.xlsx"]

@@ -58,7 +58,8 @@ class Original:
 @dataclass(frozen=True)
 class ViewRequest:
     """One request of ``/documents/{id}``: the document, its canonical text, the quoted span
-    and the place asked for (``page`` of a PDF, ``sheet`` of a workbook)."""
+    (empty: the document opened without a quote) and the place asked for (``page`` of a PDF,
+    ``sheet`` of a workbook)."""
 
     info: DocumentInfo
     text: str
@@ -124,6 +125,12 @@ class ViewRequest:
     @property
     def quote(self) -> str:
         return self.text[self.start:self.end]
+
+    @property
+    def quoted(self) -> bool:
+        """Whether a span is quoted (the view marks it); not when the document is opened
+        without ``from`` and ``to``."""
+        return self.end > self.start
 
     @cached_property
     def quote_before(self) -> int:

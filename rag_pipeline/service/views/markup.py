@@ -216,6 +216,9 @@ def _marked_view(request: ViewRequest, size: int, render: Callable[[], str],
     if isinstance(found, int):
         return text_view(request, f"This document nests its elements {found:,} deep (more than "
                                   f"{MAX_NESTING}): it is shown as its extracted text.")
+    if not request.quoted:
+        return View(heading_label(request) or "the whole document",
+                    f'<article class="markup">{found}</article>', "markup", "")
     body, heading = mark_quote(found, request.quote if shown is None else shown(request.quote),
                                request.quote_before)
     note = "" if heading is not None else "The quoted passage could not be located in this rendering."

@@ -172,6 +172,8 @@ SHEET_READERS: dict[str, Callable[[bytes, str | None, Window], Shown]] = {"xlsx"
 
 def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
     """The sheet and cell range the quoted span cites (the format's fragment), if any."""
+    if not request.quoted:
+        return None
     fragment = format_named(request.info.format).fragment(request.info.anchors, request.start, request.end)
     match = _FRAGMENT.fullmatch(fragment)
     if match is None:
