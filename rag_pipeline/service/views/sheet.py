@@ -87,15 +87,17 @@ class Window:
 @dataclass(frozen=True)
 class Shown:
     """A workbook's sheet names, the grid of the sheet asked for (None when there is no such
-    sheet) and its header row's grid (None when the window holds it or it is empty)."""
+    sheet), its header row's grid (None when the window holds it or it is empty) and the names
+    of the sheets the workbook hides."""
 
     names: tuple[str, ...]
     grid: Grid | None
     header: Grid | None
+    hidden: frozenset[str] = frozenset()
 
 
 def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], window: Window,
-           names: tuple[str, ...]) -> Shown:
+           names: tuple[str, ...], hidden: frozenset[str]) -> Shown:
     """The window of ``sheet`` from its rows in order (a row number and how to read its cells'
     text, called only for the rows shown): the sheet is read no further than the window."""
     found: dict[int, tuple[str, ...]] = {}
@@ -115,7 +117,8 @@ def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], wind
     blank = ("",) * window.columns
     grid = Grid(sheet, window.first_row,
                 tuple(found.get(window.first_row + i, blank) for i in range(height)), more)
-    return Shown(names, grid, Grid(sheet, window.header_row, (header,), False) if header else None)
+    return Shown(names, grid, Grid(sheet, window.header_row, (header,), False) if header else None,
+                 hidden)
 
 
 def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
@@ -128,9 +131,10 @@ def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         names = tuple(workbook.sheetnames)
+        hidden = frozenset(ws.title for ws in workbook.worksheets if ws.sheet_state != "visible")
         sheet = names[0] if sheet is None else sheet
         if sheet not in names:
-            return Shown(names, None, None)
+            return Shown(names, None, None, hidden)
         worksheet = workbook[sheet]
         worksheet.reset_dimensions()
 
@@ -147,7 +151,7 @@ def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
                     cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
             return cells
 
-        return _shown(sheet, rows(), window, names)
+        return _shown(sheet, rows(), window, names, hidden)
     finally:
         workbook.close()
 
@@ -156,13 +160,15 @@ def read_ods(data: bytes, sheet: str | None, window: Window) -> Shown:
     """The text an ODS ``sheet`` (None: the first) shows in ``window``, the package parsed once."""
     from rag_pipeline.core.ingest.formats.odf import ods_sheets
 
-    sheets = dict(ods_sheets(data))
+    read = ods_sheets(data)
+    sheets = {name: rows for name, rows, _ in read}
     names = tuple(sheets)
+    hidden = frozenset(name for name, _, is_hidden in read if is_hidden)
     sheet = (names[0] if names else "") if sheet is None else sheet
     if sheet not in sheets:
-        return Shown(names, None, None)
+        return Shown(names, None, None, hidden)
     return _shown(sheet, ((number, lambda cells=cells: list(cells)) for number, cells in sheets[sheet]),
-                  window, names)
+                  window, names, hidden)
 
 
 SHEET_READERS: dict[str, Callable[[bytes, str | None, Window], Shown]] = {"xlsx": read_xlsx,
@@ -191,6 +197,16 @@ def _header_row(request: ViewRequest) -> int | None:
     anchor = next((a for a in request.info.anchors if table is not None and a.start == table.start
                    and a.locator.startswith(f"{RangeLocator.key}=")), None)
     return RangeLocator.parse(anchor.locator).first_row if anchor is not None else None
+
+
+def _tab(name: str, href: str | None, hidden: bool) -> str:
+    """A sheet's tab: a link to ``href``, or the current sheet's (``href`` None); a sheet the
+    workbook hides says so, as its section's title does."""
+    classes = "tab" + (" current" if href is None else "") + (" hidden" if hidden else "")
+    text = html.escape(name) + (" (hidden)" if hidden else "")
+    if href is None:
+        return f'<span class="{classes}">{text}</span>'
+    return f'<a class="{classes}" href="{html.escape(href)}">{text}</a>'
 
 
 def sheet_view(request: ViewRequest) -> View:
@@ -256,10 +272,8 @@ def sheet_view(request: ViewRequest) -> View:
     # A tab keeps the citation: its own sheet's tab shows the cited cells marked again.
     base = (path_url("/documents/", request.info.document_id)
             + f"?from={request.start}&to={request.end}")
-    tabs = " ".join(
-        f'<span class="tab current">{html.escape(n)}</span>' if n == sheet else
-        f'<a class="tab" href="{html.escape(base)}&amp;sheet={quote(n, safe="")}">{html.escape(n)}</a>'
-        for n in names)
+    tabs = " ".join(_tab(n, None if n == sheet else f"{base}&sheet={quote(n, safe='')}",
+                         n in shown.hidden) for n in names)
     last_row = grid.first_row + len(grid.rows) - 1
     table = (f'<div class="tabs">{tabs}</div><div class="grid-wrap"><table class="grid">'
              f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'

@@ -209,3 +209,55 @@ def test_a_workbook_without_a_sheet_is_one_clear_error(tmp_path: Path):
     assert read_ods(buffer.getvalue(), None, Window(1, 10, 5)) == (
         read_ods(buffer.getvalue(), "Any", Window(1, 10, 5)))
     assert read_ods(buffer.getvalue(), None, Window(1, 10, 5)).names == ()
+
+
+def _sheet_tabs(body: str) -> str:
+    return body[body.index('<div class="tabs">'):body.index("</div>")]
+
+
+def test_a_hidden_sheets_tab_says_it_is_hidden_in_xlsx_and_ods(tmp_path: Path):
+    """Found by a user of the page: the tab of a sheet the workbook hides looked like any
+    other, while the citation of its rows said ``(hidden)``."""
+    import io
+
+    from odf import style
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from openpyxl import Workbook
+
+    from rag_pipeline.benchmarks.made_here import odf_grid
+    from rag_pipeline.service.views import VIEWS
+
+    workbook = Workbook()
+    workbook.active.title = "Open"
+    workbook.active.append(["Open rates"])
+    secret = workbook.create_sheet("Secret")
+    secret.append(["Secret rates"])
+    secret.sheet_state = "hidden"
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    spreadsheet = OpenDocumentSpreadsheet()
+    hiding = style.Style(name="ta2", family="table")
+    hiding.addElement(style.TableProperties(display="false"))
+    spreadsheet.automaticstyles.addElement(hiding)
+    spreadsheet.spreadsheet.addElement(odf_grid([["Open rates"]], name="Open"))
+    hidden = odf_grid([["Secret rates"]], name="Secret")
+    hidden.setAttribute("stylename", hiding)
+    spreadsheet.spreadsheet.addElement(hidden)
+    ods = io.BytesIO()
+    spreadsheet.write(ods)
+    for kind, data in [("xlsx", buffer.getvalue()), ("ods", ods.getvalue())]:
+        path = tmp_path / f"rates.{kind}"
+        path.write_bytes(data)
+        extracted = format_named(kind).extract(data, "rates")
+        info = DocumentInfo(path.name, "rates", str(path), kind, extracted.anchors, extracted.tables,
+                            hashlib.sha256(data).hexdigest())
+        start = extracted.canonical_text.index("Secret rates")
+        on_hidden = VIEWS[kind](ViewRequest(info, extracted.canonical_text, start, start + 12))
+        assert _sheet_tabs(on_hidden.body) == (
+            f'<div class="tabs"><a class="tab" href="/documents/rates.{kind}?from={start}&amp;to='
+            f'{start + 12}&amp;sheet=Open">Open</a> <span class="tab current hidden">Secret '
+            "(hidden)</span>"), kind
+        on_open = VIEWS[kind](ViewRequest(info, extracted.canonical_text, 0, 10))
+        assert _sheet_tabs(on_open.body) == (
+            f'<div class="tabs"><span class="tab current">Open</span> <a class="tab hidden" '
+            f'href="/documents/rates.{kind}?from=0&amp;to=10&amp;sheet=Secret">Secret (hidden)</a>'), kind

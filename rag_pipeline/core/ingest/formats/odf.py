@@ -624,19 +624,26 @@ def _sheet_rows(table: object, budget: _Budget,
     return rows, merged
 
 
+def _tables(package: _Package) -> Iterator[tuple[str, object, bool]]:
+    """Each sheet of a spreadsheet package as ``(name, table element, hidden)``."""
+    hiding = _styles_with(package, "style:table-properties", "table:display", "false")
+    for number, table in enumerate(_body(package.root, "ODS", "spreadsheet").findall("table:table", _NS),
+                                   start=1):
+        yield (table.get(_q("table", "name"), f"Sheet{number}"), table,
+               table.get(_q("table", "style-name")) in hiding)
+
+
 def ods_sheets(data: bytes, limits: OfficeLimits | None = None
-               ) -> list[tuple[str, list[tuple[int, tuple[str, ...]]]]]:
-    """Each sheet of an ODS file as ``(name, rows)``, a row its number and the text its cells
-    show, read as :class:`OdsFormat` reads them (for a view of the sheet).
+               ) -> list[tuple[str, list[tuple[int, tuple[str, ...]]], bool]]:
+    """Each sheet of an ODS file as ``(name, rows, hidden)``, a row its number and the text
+    its cells show, read as :class:`OdsFormat` reads them (for a view of the sheet).
 
     Raises:
         ExtractionError: As :meth:`OdsFormat.extract`.
     """
     package = _package(data, "ODS", limits or OfficeLimits())
     budget = _Budget()
-    return [(table.get(_q("table", "name"), f"Sheet{number}"), _sheet_rows(table, budget)[0])
-            for number, table in enumerate(
-                _body(package.root, "ODS", "spreadsheet").findall("table:table", _NS), start=1)]
+    return [(name, _sheet_rows(table, budget)[0], hidden) for name, table, hidden in _tables(package)]
 
 
 class OdsFormat(_OdfFormat):
@@ -660,11 +667,8 @@ class OdsFormat(_OdfFormat):
         package = _package(data, "ODS", self.limits)
         objects = _Objects({})
         body = _body(package.root, "ODS", "spreadsheet")
-        hiding = _styles_with(package, "style:table-properties", "table:display", "false")
-        layout = lay_out_sheets(
-            Sheet(table.get(_q("table", "name"), f"Sheet{number}"), *_sheet_rows(table, objects.budget),
-                  hidden=table.get(_q("table", "style-name")) in hiding)
-            for number, table in enumerate(body.findall("table:table", _NS), start=1))
+        layout = lay_out_sheets(Sheet(name, *_sheet_rows(table, objects.budget), hidden=hidden)
+                                for name, table, hidden in _tables(package))
         return Extracted(title=package.title or stem, canonical_text=layout.text,
                          sections=layout.sections, anchors=layout.anchors, tables=layout.tables,
                          notes=layout.notes + left_out_notes(body, objects))
