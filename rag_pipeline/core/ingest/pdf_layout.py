@@ -1025,11 +1025,12 @@ TITLE_MAX_WORDS = 8
 """A first line of more words than this that ends a sentence is a sentence, not a title."""
 
 
-def _title(metadata_title: str, blocks: Sequence[_Block], stem: str) -> str:
+def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: float) -> str:
     """The metadata's title, else the first line of the first page's block in the largest
     type unless it is a sentence (over :data:`TITLE_MAX_WORDS` words, ending one: "Why Use
-    Dagster?" is a title), else ``stem``: a first page whose title is a running head (dropped)
-    is not titled by its first sentence."""
+    Dagster?" is a title) or, in the body's type (``body_size``), one word in capitals (a
+    section's label: a manual page's ``NAME``, ``ABSTRACT``), else ``stem``: a first page
+    whose title is a running head (dropped) is not titled by its first sentence or label."""
     if metadata_title.strip():
         return " ".join(metadata_title.split())
     first_page = [block for block in blocks if block.lines[0].page == blocks[0].lines[0].page]
@@ -1037,7 +1038,8 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str) -> str:
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
         sentence = len(text.split()) > TITLE_MAX_WORDS and _SENTENCE_END.search(text)
-        if text and len(text) <= 200 and not sentence:
+        label = round(largest.lines[0].size) <= body_size and " " not in text and text.isupper()
+        if text and len(text) <= 200 and not sentence and not label:
             return text
     return stem
 
@@ -1060,7 +1062,7 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
     body_size = _body_size(pages, in_tables)
     blocks, footnotes = _blocks(page_lines, body_size, joiner)
     text, block_spans, page_spans = _text_and_spans(blocks)
-    title = _title(metadata_title, blocks, stem)
+    title = _title(metadata_title, blocks, stem, body_size)
     if entries:
         sections, sections_from = _outline_sections(entries, block_spans, len(text), title), "outline"
     elif any(block.kind is BlockKind.HEADING for block in blocks):

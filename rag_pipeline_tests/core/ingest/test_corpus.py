@@ -37,7 +37,7 @@ from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.sources.local import listing, stat_fingerprint
 from rag_pipeline_tests.core.ingest.archives import zipped
 
-PDF_EXTRACTOR_VERSION = (f"11+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+PDF_EXTRACTOR_VERSION = (f"12+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
 # A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
 NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()
@@ -393,6 +393,12 @@ def test_pdf_title_falls_back_to_the_first_line_when_it_is_no_sentence(tmp_path)
     # A short line ending in a mark is still a title.
     (tmp_path / "why.pdf").write_bytes(text_pdf([["Why use Dagster?", "Rest."]]))
     assert extract_document(tmp_path / "why.pdf", tmp_path).title == "Why use Dagster?"
+    # Found by a user of the page: a manual page printed to PDF, in one size, its running
+    # head dropped, was titled by its first section's label; it is titled by the file's name.
+    (tmp_path / "grep.pdf").write_bytes(text_pdf([["NAME", "grep - print lines that match patterns"]]))
+    assert extract_document(tmp_path / "grep.pdf", tmp_path).title == "grep"
+    (tmp_path / "faq.pdf").write_bytes(text_pdf([["FAQ for Operators", "Rest."]]))
+    assert extract_document(tmp_path / "faq.pdf", tmp_path).title == "FAQ for Operators"
 
 
 def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
