@@ -41,7 +41,7 @@ test-fast: install
 	$(VENV)/bin/pytest -m "not slow"
 
 dev: install
-	$(VENV)/bin/dagster dev -w workspace.yaml
+	$(VENV)/bin/python -m rag_pipeline.dagster_dev -w workspace.yaml
 
 # The documentation site (mkdocs-material) into site/; `make test` builds it --strict too
 # (rag_pipeline_tests/test_docs.py).
