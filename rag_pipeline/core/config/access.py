@@ -13,7 +13,8 @@
 A glob matches a document id (the posix path relative to the corpus root; a member of a
 container appends its own path, so ``hr/mail.eml/a.pdf`` matches ``hr/**``): ``**`` matches
 any run of characters across folders, ``*`` any run within one folder, ``?`` one character
-other than ``/``, ``[abc]`` one of a set. The first rule whose glob matches gives a document
+other than ``/``, ``[abc]`` one of a set and ``[!abc]`` (or ``[^abc]``) one character not in
+it (neither ever ``/``). The first rule whose glob matches gives a document
 its readers; a document no rule matches is readable by nobody (deny by default). A member of a
 container is read only by groups that also read its container (every container, when nested).
 Without an ``[access]`` table every document is readable by everyone, as before.
@@ -45,8 +46,40 @@ GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 """A group name: letters, digits, ``.``, ``_``, ``@``, ``-`` (what single sign-on proxies send)."""
 
 
+def _set_end(glob: str, start: int) -> int:
+    """The index of the ``]`` that closes the set opening at ``glob[start]`` (a ``]`` first in
+    the set, after its ``!`` or ``^``, is one of its characters), or -1 when none does."""
+    i = start + 1
+    if glob.startswith(("!", "^"), i):
+        i += 1
+    if glob.startswith("]", i):
+        i += 1
+    return glob.find("]", i)
+
+
+def _set_regex(body: str) -> str:
+    """The regular expression of a glob's set ``[body]``: one character of it (``[!...]`` or,
+    as shells read it, ``[^...]``: not of it), never ``/``, as ``*`` and ``?`` never match one.
+
+    Raises:
+        ValueError: A range whose end comes before its start (``z-a``).
+    """
+    negate = body.startswith(("!", "^"))
+    members = body[1:] if negate else body
+    for first, last in re.findall(r"(.)-(.)", members, re.DOTALL):
+        if first > last:
+            raise ValueError(f"the set [{body}] has the range {first}-{last}, which is backwards")
+    body = members
+    escaped = re.sub(r"([\\\[\]^&~|])", r"\\\1", body)
+    return f"[^/{escaped}]" if negate else f"(?!/)[{escaped}]"
+
+
 def glob_regex(glob: str) -> re.Pattern[str]:
-    """The regular expression of a rule's glob over whole document ids."""
+    """The regular expression of a rule's glob over whole document ids.
+
+    Raises:
+        ValueError: A set with a backwards range (:func:`_set_regex`).
+    """
     out, i = [], 0
     while i < len(glob):
         char = glob[i]
@@ -63,14 +96,11 @@ def glob_regex(glob: str) -> re.Pattern[str]:
         elif char == "?":
             out.append("[^/]")
         elif char == "[":
-            end = glob.find("]", i + 1)
+            end = _set_end(glob, i)
             if end < 0:
                 out.append(re.escape(char))
             else:
-                body = glob[i + 1:end]
-                negate = body.startswith("!")
-                body = (body[1:] if negate else body).replace("\\", "\\\\")
-                out.append("[" + ("^" if negate else "") + body + "]")
+                out.append(_set_regex(glob[i + 1:end]))
                 i = end
         else:
             out.append(re.escape(char))
@@ -96,10 +126,11 @@ class AccessRule:
         return self.pattern.fullmatch(unicodedata.normalize("NFC", document_id)) is not None
 
 
-RULES_SEMANTICS = "containers-and-members"
+RULES_SEMANTICS = "containers-and-members; sets-within-a-folder"
 """How rules are applied, named in the digest: a member of a container is read only by groups
 that read its container too, and a container only by groups that read everything in it
-(:meth:`AccessPolicy.readers_by_document`)."""
+(:meth:`AccessPolicy.readers_by_document`); a glob's set never matches ``/``
+(:func:`glob_regex`)."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +224,11 @@ def parse_access(raw: object, label: str) -> AccessPolicy:
             raise ModelConfigError(f"{where}: `glob` must be a non-empty path pattern relative to "
                                    f"the corpus root (no leading '/', '/' between folders), got "
                                    f"{glob!r}")
+        rule = AccessRule(glob, ())
+        try:
+            rule.pattern  # noqa: B018 - compiled here so that a bad glob fails the table
+        except (ValueError, re.error) as exc:
+            raise ModelConfigError(f"{where}: `glob` {glob!r} is not a pattern: {exc}") from None
         readers = _group_list(table.get("readers"), f"{where} ({glob!r}): `readers`")
         if groups:
             stray = sorted(set(readers) - set(groups))

@@ -97,6 +97,23 @@ def test_the_digest_follows_the_rules_and_their_order():
     assert len(a.digest) == 16
 
 
+@pytest.mark.parametrize(("glob", "matched", "not_matched"), [
+    ("proj[!_]*/**", ["projx/a.md"], ["proj/2026/minutes.md", "proj_/a.md"]),
+    ("proj[^_]*/**", ["projx/a.md"], ["proj/2026/minutes.md", "proj_/a.md"]),
+    ("[.-9]*.md", [".a.md", "5.md"], ["/a.md"]),
+    ("hr/[]x]/*", ["hr/]/a", "hr/x/a"], ["hr/y/a"]),
+    ("a[!]]c", ["axc"], ["a]c", "a/c"]),
+    ("a[&~|b]c", ["a&c", "a~c", "a|c", "abc"], ["axc"]),
+    ("a[bc", ["a[bc"], ["ab"]),
+])
+def test_a_set_never_matches_a_slash(glob: str, matched: list[str], not_matched: list[str]):
+    """Found by an attack: ``[!_]`` (and a range over ``/``) matched the ``/`` of
+    ``proj/2026/minutes.md``, so a rule for ``proj?*/**``-like folders gave its readers the
+    documents of ``proj/``, which a later rule kept for another group."""
+    rule = AccessRule(glob, ("staff",))
+    assert [d for d in matched + not_matched if rule.matches(d)] == matched
+
+
 def test_unmatched_globs_are_named():
     assert unmatched_globs(policy(), ["hr/a.md", "public/b.md"]) == ["eng/*.md", "**/shared.md"]
 
@@ -117,6 +134,10 @@ def test_unmatched_globs_are_named():
      '{ glob = "b/**", readers = ["enj"] }]',
      "rag_pipeline.toml: [access] rule #2 ('b/**'): unknown group(s) enj; [access] groups "
      "declares hr"),
+    ('[access]\nrules = [{ glob = "a/**", readers = ["hr"] }, { glob = "archive/[z-a]*", '
+     'readers = ["hr"] }]',
+     "rag_pipeline.toml: [access] rule #2: `glob` 'archive/[z-a]*' is not a pattern: the set "
+     "[z-a] has the range z-a, which is backwards"),
     ('[access]\nreaders = ["hr"]',
      "rag_pipeline.toml: [access]: unknown key(s) readers; known: groups, rules"),
     ('[access]\n', "rag_pipeline.toml: [access] rules must be a list of tables "
