@@ -32,6 +32,9 @@ from rag_pipeline.service.query_service import QueryService, ServeSettings
 
 WARM_UP_QUESTION = "warm up"
 KEEP_ALIVE_SECONDS = 5
+SHUTDOWN_GRACE_SECONDS = 10
+"""After SIGTERM or SIGINT, how long requests in flight may finish; then their connections are
+closed (a client that stopped reading a download would otherwise keep the process alive)."""
 MAX_CONNECTIONS = 1024
 """Open connections, at most (fewer if the process may open fewer than twice as many files)."""
 
@@ -240,6 +243,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                                     # connections still sending their head as requests.
                                     limit_concurrency=None,
                                     timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                                    timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
                                     http=guarded_protocol(client_limits()))
             freeze_heap()
             # `ask` finds this service through the data folder while it runs (another serve

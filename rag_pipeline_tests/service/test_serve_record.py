@@ -17,11 +17,14 @@ from pathlib import Path
 import rag_pipeline.service.run as run
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline_tests.core.index_builder import build_index
+from rag_pipeline_tests.core.index_builder import DUPLICATED_DOCS, build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
 
 embedder = HashedEmbedder()
-built = build_index(Path(sys.argv[1]), embedder)
+docs = dict(DUPLICATED_DOCS)
+if len(sys.argv) > 2:  # a page whose file is large: a download a client can stall
+    docs["big.html"] = "<html><body><p>A big page.</p><!-- " + "x" * int(sys.argv[2]) + " --></body></html>"
+built = build_index(Path(sys.argv[1]), embedder, docs)
 run.load_service_model = lambda *args, **kwargs: embedder   # the hashed stand-in, no torch
 run.pin_threads = lambda: None
 run.serve_forever(Warehouse(built.data_dir), embedder.spec, ServeSettings("header", embedder.spec.key),
@@ -29,27 +32,65 @@ run.serve_forever(Warehouse(built.data_dir), embedder.spec, ServeSettings("heade
 """
 
 
-def test_serve_writes_its_record_and_removes_it_on_sigterm(tmp_path: Path):
+def _started(tmp_path: Path, *arguments: str) -> tuple[subprocess.Popen, Path]:
+    """The server of :data:`SERVER` and its record, once written."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path)], env=env,
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path), *arguments], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               start_new_session=True)
-    try:
+    records = list(tmp_path.rglob("serve.json"))
+    deadline = time.monotonic() + 120
+    while not records and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
         records = list(tmp_path.rglob("serve.json"))
-        deadline = time.monotonic() + 120
-        while not records and server.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            records = list(tmp_path.rglob("serve.json"))
-        assert records, server.communicate(timeout=10)[0] if server.poll() is not None else ""
-        record = json.loads(records[0].read_text())
+    assert records, server.communicate(timeout=10)[0] if server.poll() is not None else ""
+    return server, records[0]
+
+
+def test_serve_writes_its_record_and_removes_it_on_sigterm(tmp_path: Path):
+    server, path = _started(tmp_path)
+    try:
+        record = json.loads(path.read_text())
         assert (record["host"], record["pid"], record["chunker"], record["base_url"],
                 record["location"]) == ("127.0.0.1", server.pid, "header", None,
                                         str(tmp_path / "data" / "warehouse"))
         assert record["port"] > 0
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 128 + signal.SIGTERM
-        assert not records[0].exists()
+        assert not path.exists()
     finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def test_serve_stops_within_its_grace_while_a_client_stalls_a_download(tmp_path: Path):
+    """Found by an attack: with three downloads of a large original that their clients stopped
+    reading, serve was still running 40 s after SIGTERM, and 20 s after a second one."""
+    import socket
+
+    from rag_pipeline.service.run import SHUTDOWN_GRACE_SECONDS
+
+    server, record = _started(tmp_path, str(12_000_000))
+    clients = []
+    try:
+        port = json.loads(record.read_text())["port"]
+        for _ in range(3):
+            client = socket.socket()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.connect(("127.0.0.1", port))
+            client.sendall(b"GET /originals/big.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            clients.append(client)
+        client.recv(1)  # the responses have begun; nothing more is read
+        time.sleep(1)
+        signalled = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=SHUTDOWN_GRACE_SECONDS + 30) == 128 + signal.SIGTERM
+        assert time.monotonic() - signalled < SHUTDOWN_GRACE_SECONDS + 10
+        assert not record.exists()
+    finally:
+        for client in clients:
+            client.close()
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
