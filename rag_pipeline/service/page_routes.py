@@ -15,7 +15,9 @@ import json
 import logging
 import mimetypes
 import os
+import tempfile
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from rag_pipeline.core.answer.question import check_question
@@ -99,6 +101,30 @@ CONTAINER_WITHHELD = ("This file holds other documents (a mail's attachments, an
                       "hold members no rule was read for.")
 """What a document view of an archive or a mail says in place of its original file's link, to
 a reader ``[access]`` restricts (``/originals`` answers 404)."""
+
+
+SPOOL_CHUNK_BYTES = 64 * 1024
+
+
+def _spooled(data: bytes) -> Iterator[bytes]:
+    """``data`` sent from an anonymous temporary file, a chunk at a time: a client that reads
+    slowly, or stops reading, holds an open file rather than the whole original in memory (up
+    to ``max_document_bytes`` each). The file is written at once, so the response holds no
+    reference to ``data``; it is gone when the response ends, however it ends."""
+    spool = tempfile.TemporaryFile()
+    try:
+        spool.write(data)
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+
+    def chunks() -> Iterator[bytes]:
+        with spool:
+            while chunk := spool.read(SPOOL_CHUNK_BYTES):
+                yield chunk
+
+    return chunks()
 
 
 def _disposition(kind: str, filename: str) -> str:
@@ -350,7 +376,8 @@ def page_router(service: Any) -> APIRouter:
         # UTF-8 shows as mojibake.
         if format_named(info.format).plain_text and (charset := text_charset(original.data)):
             media = f"text/plain; charset={charset}"
-        return Response(original.data, media_type=media, headers={
+        return StreamingResponse(_spooled(original.data), media_type=media, headers={
+            "Content-Length": str(len(original.data)),
             "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),
             "Content-Security-Policy": "sandbox", "X-Content-Type-Options": "nosniff"})
 

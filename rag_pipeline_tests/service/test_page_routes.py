@@ -27,7 +27,13 @@ from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
 from rag_pipeline.service.auth import AccessState
-from rag_pipeline.service.page_routes import FEEDBACK_PER_MINUTE, FeedbackRate, document_problems
+from rag_pipeline.service.page_routes import (
+    FEEDBACK_PER_MINUTE,
+    SPOOL_CHUNK_BYTES,
+    FeedbackRate,
+    _spooled,
+    document_problems,
+)
 from rag_pipeline.service.private_headers import script_hashes
 from rag_pipeline.service.query_service import QueryService, ServeSettings
 from rag_pipeline.service.run import running_service
@@ -262,6 +268,20 @@ def test_the_original_is_served_and_html_never_runs_as_this_site(client: TestCli
     assert page.headers["content-security-policy"] == "sandbox"
     assert client.get("/originals/broken.pdf").json() == {
         "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"}
+
+
+def test_an_original_is_sent_from_a_spool_file_holding_no_reference_to_its_bytes():
+    """Found by an attack: 200 downloads of an 18.8 MB original that their clients did not
+    read held 3.6 GB (each response its own copy of the bytes until sent)."""
+    import sys
+
+    data = bytes(range(256)) * (SPOOL_CHUNK_BYTES // 128 + 1)  # two chunks and a piece
+    references = sys.getrefcount(data)
+    chunks = _spooled(data)
+    assert sys.getrefcount(data) == references
+    sent = list(chunks)
+    assert [len(c) for c in sent] == [SPOOL_CHUNK_BYTES, SPOOL_CHUNK_BYTES, 256]
+    assert b"".join(sent) == data
 
 
 def test_a_text_original_names_the_charset_its_text_was_read_by(tmp_path: Path,
