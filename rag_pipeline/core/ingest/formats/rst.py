@@ -60,9 +60,25 @@ def _role_text(match: re.Match[str]) -> str:
     return (target.group(1) if target else text).lstrip("~!")
 
 
+def _own_text(node: nodes.Node) -> str:
+    """A node's text without docutils' own messages (an unknown role's ``ERROR/3`` report,
+    which the parser adds to the list item or paragraph that holds the role)."""
+    from docutils import nodes as n
+
+    if isinstance(node, n.system_message):
+        return ""
+    if next(iter(node.findall(n.system_message)), None) is None:
+        return node.astext()
+    node = node.deepcopy()
+    for message in list(node.findall(n.system_message)):
+        message.parent.remove(message)
+    return node.astext()
+
+
 def inline_text(node: nodes.Node) -> str:
-    """A node's text on one line: wrapping collapsed, unknown roles reduced to their text."""
-    return " ".join(_UNKNOWN_ROLE.sub(_role_text, node.astext()).split())
+    """A node's text on one line: wrapping collapsed, unknown roles reduced to their text,
+    docutils' messages left out."""
+    return " ".join(_UNKNOWN_ROLE.sub(_role_text, _own_text(node)).split())
 
 
 Table = tuple[list[list[str]], int]
@@ -71,23 +87,46 @@ Block = tuple[str, int, "Table | None"]
 """A block's text, its heading level (0: not a heading) and, for a table, its rows."""
 
 
+LEAD_IN_MAX_CHARS = 120
+"""A paragraph at most this long followed by an indented block (a block quote) is that
+block's name: ``startsecs`` above the setting's description."""
+
+
 class _Writer:
-    """Collects blocks and heading positions while walking the tree."""
+    """Collects blocks and heading positions while walking the tree. A short paragraph that an
+    indented block follows (a setting's name above its description, as in a definition list)
+    is kept with that block's first paragraph, one line above it, so that no chunk ends with
+    the name and the next begins with its description."""
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []
+        self.lead_in = ""
 
     def add(self, text: str, level: int = 0, table: Table | None = None) -> None:
-        if text.strip():
-            self.blocks.append((text, level, table))
+        if not text.strip():
+            return
+        if self.lead_in:
+            lead_in, self.lead_in = self.lead_in, ""
+            if level == 0 and table is None:
+                text = f"{lead_in}\n  {text}"
+            else:
+                self.blocks.append((lead_in, 0, None))
+        self.blocks.append((text, level, table))
+
+    def flush(self) -> None:
+        """Adds a lead-in whose indented block held no text."""
+        if self.lead_in:
+            lead_in, self.lead_in = self.lead_in, ""
+            self.blocks.append((lead_in, 0, None))
 
     def walk(self, node: nodes.Node, depth: int = 0) -> None:
         from docutils import nodes as n
 
-        for child in node.children:
+        for index, child in enumerate(node.children):
             name = child.tagname
             if name in _SKIP or isinstance(child, n.Invisible):
                 continue
+            following = node.children[index + 1] if index + 1 < len(node.children) else None
             if name == "section":
                 title = next((c for c in child.children if c.tagname == "title"), None)
                 if title is not None:
@@ -97,9 +136,9 @@ class _Writer:
                 if node.tagname != "section":
                     self.add(inline_text(child))
             elif name in ("literal_block", "doctest_block"):
-                self.add(child.astext().rstrip())
+                self.add(_own_text(child).rstrip())
             elif name == "line_block":
-                self.add("\n".join(" ".join(line.astext().split()) for line in child.children))
+                self.add("\n".join(inline_text(line) for line in child.children))
             elif name in ("bullet_list", "enumerated_list"):
                 self.add("\n".join(_list_lines(child, 0)))
             elif name == "definition_list":
@@ -122,6 +161,13 @@ class _Writer:
                 body = " ".join(inline_text(c) for c in child.children if c.tagname != "title")
                 title = next((inline_text(c) for c in child.children if c.tagname == "title"), label)
                 self.add(f"{title}: {body}")
+            elif name == "paragraph" and isinstance(following, n.block_quote):
+                self.flush()
+                text = inline_text(child)
+                if len(text) <= LEAD_IN_MAX_CHARS:
+                    self.lead_in = text
+                else:
+                    self.add(text)
             elif name in ("paragraph", "attribution", "caption", "term", "label"):
                 self.add(inline_text(child))
             elif isinstance(child, n.TextElement) or isinstance(child, n.Text):
@@ -223,7 +269,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"6+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"7+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
@@ -240,6 +286,7 @@ class RstFormat(DocumentFormat):
         try:
             tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})
             writer.walk(tree)
+            writer.flush()
         except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting
             raise ExtractionError(f"unreadable reStructuredText: {type(exc).__name__}: {exc}") from exc
         extracted = blocks_to_extracted(writer.blocks, stem)

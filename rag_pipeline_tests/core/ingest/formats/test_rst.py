@@ -163,3 +163,28 @@ def test_absurd_nesting_fails_with_its_reason_instead_of_stopping_the_run():
     nested = "".join("  " * depth + "- item\n\n" for depth in range(400)).encode()  # Planted
     with pytest.raises(ExtractionError, match="^unreadable reStructuredText: RecursionError: "):
         RST.extract(nested, "deep")
+
+
+def test_an_unknown_role_in_a_list_keeps_its_text_and_none_of_docutils_messages():
+    """Found by a new team (supervisor's own docs): a Sphinx role inside a list item put
+    docutils' report ``<string>:6: (ERROR/3) Unknown interpreted text role "file".`` into the
+    text, and citations quoted it."""
+    source = (b"Places\n======\n\n#. :file:`../etc/supervisord.conf` (relative)\n\n"
+              b"| Run :program:`supervisord`\n| as :envvar:`HOME`\n")
+    extracted = RST.extract(source, "places")
+    assert extracted.canonical_text == (
+        "Places\n\n1. ../etc/supervisord.conf (relative)\n\nRun supervisord\nas HOME\n")
+
+
+def test_a_name_above_its_indented_description_is_kept_with_it():
+    """Found by a new team: supervisor documents each setting as ````startsecs```` above an
+    indented description; 33 of 120 chunks ended with a setting's bare name, and the chunk of
+    its description and default did not name it."""
+    source = (b"Settings\n========\n\n``startsecs``\n\n  The seconds a program must stay up.\n\n"
+              b"  *Default*: 1\n\n``autostart``\n\n  Start with supervisord.\n\n"
+              b"A closing paragraph, quoted:\n\n  a quotation\n\nLast words.\n")
+    extracted = RST.extract(source, "settings")
+    assert extracted.canonical_text == (
+        "Settings\n\nstartsecs\n  The seconds a program must stay up.\n\nDefault: 1\n\n"
+        "autostart\n  Start with supervisord.\n\nA closing paragraph, quoted:\n  a quotation\n\n"
+        "Last words.\n")
