@@ -159,7 +159,8 @@ def embeddings_schema(dimension: int) -> pa.Schema:
 def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy,
                  counter: WordpieceCounter | KnownWordpieces,
                  settings: ChunkingSettings | None = None) -> tuple[pa.Table, ChunkStats]:
-    """Chunks every ``ok`` document; word-pieces are counted on ``text`` (what is embedded).
+    """Chunks every ``ok`` document of a :attr:`~rag_pipeline.core.ingest.formats.base.
+    DocumentFormat.chunked` format; word-pieces are counted on ``text`` (what is embedded).
 
     ``page`` and ``last_page`` are the 1-based page a chunk starts on (the one its citation
     names) and the last page it runs on to, as its format reports them
@@ -168,7 +169,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
     spans: list[tuple[int, int] | None] = []
     without_chunks = []
     for doc in documents:
-        if not doc.ok:
+        if not doc.ok or not format_named(doc.format).chunked:
             continue
         cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,

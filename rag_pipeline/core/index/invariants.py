@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from rag_pipeline.core.chunking.strategies import uncovered_characters
 from rag_pipeline.core.embedding.vectors import vector_matrix
-from rag_pipeline.core.ingest import DocumentStatus, Section
+from rag_pipeline.core.ingest import DocumentStatus, Section, format_named
 
 
 def offset_mismatches(documents: pa.Table, chunks: pa.Table) -> list[str]:
@@ -35,15 +35,15 @@ def duplicate_ids(chunks: pa.Table) -> list[str]:
 
 
 def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, int]:
-    """Per ``ok`` document, non-blank characters inside its sections' bodies (outside heading
-    lines) that no chunk covers."""
+    """Per ``ok`` document of a chunked format (not an archive's member list), non-blank
+    characters inside its sections' bodies (outside heading lines) that no chunk covers."""
     spans: dict[str, list[tuple[int, int]]] = {}
     for document_id, start, end in zip(*(chunks.column(c).to_pylist()
                                          for c in ("document_id", "from", "to")), strict=True):
         spans.setdefault(document_id, []).append((start, end))
     missing = {}
     for row in documents.to_pylist():
-        if row["status"] != DocumentStatus.OK:
+        if row["status"] != DocumentStatus.OK or not format_named(row["format"]).chunked:
             continue
         sections = [Section(**s) for s in row.get("sections") or ()]
         count = len(uncovered_characters(row["canonical_text"], spans.get(row["document_id"], []),

@@ -20,7 +20,9 @@ CHECKS = {
                              "document: citations quote the source. Blocking.",
     "chunk_ids_unique": "No two chunks share a chunk_id. Blocking.",
     "covers_every_character": "Every non-blank character of every ok document outside its "
-                              "heading lines is in some chunk: nothing is dropped. Blocking.",
+                              "heading lines is in some chunk: nothing is dropped (an archive's "
+                              "or a mailbox's own text, the list of its members, is never "
+                              "chunked). Blocking.",
 }
 
 

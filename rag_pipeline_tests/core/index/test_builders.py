@@ -353,3 +353,29 @@ def test_texts_are_embedded_and_checkpointed_longest_first_across_all_of_them(
     assert checkpointed == [["sha-a", "sha-b"], ["sha-d", "sha-c"], ["sha-e"]]
     assert stats.embedded == 5
     assert table.column("chunk_id").to_pylist() == ["id-c", "id-a", "id-e", "id-b", "id-d"]
+
+
+def test_an_archives_and_a_mailboxs_member_lists_are_not_chunked(tmp_path: Path,
+                                                                 hashed_embedder: HashedEmbedder):
+    """Found by a new team: an mbox's own text, ``message-1.eml`` to ``message-3.eml``, was a
+    chunk and was cited for a question about incident response times. Its messages, and an
+    archive's members, are documents of their own and are chunked as such."""
+    import io
+    import zipfile
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("notes/one.md", "# One\n\nThe first note.\n")
+    (corpus / "bundle.zip").write_bytes(buffer.getvalue())
+    (corpus / "inbox.mbox").write_bytes(
+        b"From alice@example.com Mon Jan  1 00:00:00 2026\nSubject: Hello\n\nThe first mail.\n")
+    records = extract_corpus(corpus).records
+    assert sorted((r.document_id, r.status) for r in records) == [
+        ("bundle.zip", "ok"), ("bundle.zip/notes/one.md", "ok"), ("inbox.mbox", "ok"),
+        ("inbox.mbox/message-1.eml", "ok")]
+    table, stats = chunks_table(records, ChunkingStrategy.HEADER, wordpiece_counter(hashed_embedder.spec))
+    assert sorted(set(table.column("document_id").to_pylist())) == [
+        "bundle.zip/notes/one.md", "inbox.mbox/message-1.eml"]
+    assert stats.without_chunks == ()

@@ -20,7 +20,7 @@ CANONICAL = "# Title\n\nAlpha beta.\n\nGamma delta.\n"
 #            0123456789012345678901234567890123
 # The extractor's one section: the body after the "# Title" line, so the heading needs no chunk.
 DOCUMENTS = pa.table({"document_id": ["d", "failed"], "canonical_text": [CANONICAL, "lost text"],
-                      "status": ["ok", "failed"],
+                      "status": ["ok", "failed"], "format": ["markdown", "markdown"],
                       "sections": [[{"title": "Title", "start": 7, "end": 34, "level": 1}], []]})
 
 
@@ -70,6 +70,10 @@ def test_a_missing_chunk_trips_covers_every_character():
     # A chunk one character short leaves exactly that character.
     short = chunks([("d:9-20", 9, 20), ("d:22-33", 22, 33)])
     assert uncovered_by_document(DOCUMENTS, short) == {"d": 1}
+    # An archive's own text, the list of its members, is never chunked, so never uncovered.
+    archive = pa.table({"document_id": ["a.zip"], "canonical_text": ["one.md\ntwo.md\n"],
+                        "status": ["ok"], "format": ["zip"], "sections": [[]]})
+    assert uncovered_by_document(archive, CLEAN.slice(0, 0)) == {}
 
 
 def embeddings(vectors: np.ndarray) -> pa.Table:

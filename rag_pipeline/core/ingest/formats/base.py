@@ -45,6 +45,9 @@ class DocumentFormat(ABC):
         plain_text: Its files are text read by :func:`~rag_pipeline.core.ingest.bom_text.
             decode_text` (UTF-8, UTF-16/32 with a byte-order mark, or plainly windows-1252), so
             an original is served as ``text/plain`` with the charset its bytes were read by.
+        chunked: Its documents' text is chunked and searched; not an archive's or a mailbox's,
+            whose text is the list of its members (shown in its view, never cited: each member
+            is a document of its own).
     """
 
     name: ClassVar[str]
@@ -55,6 +58,7 @@ class DocumentFormat(ABC):
     fragment_names_rows: ClassVar[bool] = False
     rows_name_their_columns: ClassVar[bool] = False
     plain_text: ClassVar[bool] = False
+    chunked: ClassVar[bool] = True
 
     @abstractmethod
     def extractor(self) -> Extractor:

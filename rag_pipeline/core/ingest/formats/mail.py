@@ -351,6 +351,7 @@ class MboxFormat(ContainerFormat):
 
     name = "mbox"
     suffixes = (".mbox",)
+    chunked = False
 
     def extractor(self) -> Extractor:
         return Extractor("mbox-split", "2")

@@ -41,6 +41,7 @@ class TarFormat(ContainerFormat):
 
     name = "tar"
     suffixes = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+    chunked = False
 
     def extractor(self) -> Extractor:
         return Extractor("tar-members", "3")

@@ -78,6 +78,7 @@ class ZipFormat(ContainerFormat):
 
     name = "zip"
     suffixes = (".zip",)
+    chunked = False
 
     def extractor(self) -> Extractor:
         return Extractor("zip-members", "4")
