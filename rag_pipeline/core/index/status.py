@@ -13,7 +13,7 @@ from rag_pipeline.core.index.generations import (
     Generation,
     generation_age_seconds,
 )
-from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
+from rag_pipeline.core.ingest import REGISTRY, DocumentStatus, format_named
 from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
 from rag_pipeline.core.ingest.reconcile import Change, Reconciliation, report_from_table
 from rag_pipeline.core.storage.table_names import RECONCILIATION
@@ -63,6 +63,15 @@ class IndexStatus:
     left_out: list[tuple[str, list[str]]] = field(default_factory=list)
     """``(document_id, phrases)`` of ``ok`` documents read with part left out
     (:func:`documents_left_out`)."""
+
+
+def _chunked(format_name: str) -> bool:
+    """Whether documents of ``format_name`` are chunked (an archive's member list is not); a
+    format no reader here knows any more is counted as chunked."""
+    try:
+        return format_named(format_name).chunked
+    except KeyError:
+        return True
 
 
 def _tables(con) -> set[str]:
@@ -177,12 +186,13 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
                 partitions.append(PartitionStatus(
                     chunker, model, chunks, vectors, stale, generation, published_at,
                     choose_path(chunks, (chunker, model) in with_ann, crossover)))
-        without_chunks = [(d, tuple(chunkers)) for d, chunkers in con.execute(
-            "select d.document_id, list(p.chunker order by p.chunker) "
+        without_chunks = [(d, tuple(chunkers)) for d, kind, chunkers in con.execute(
+            "select d.document_id, d.format, list(p.chunker order by p.chunker) "
             "from documents d, (select distinct chunker from chunks) p "
             "where d.status = 'ok' and not exists (select 1 from chunks c "
             "where c.chunker = p.chunker and c.document_id = d.document_id) "
-            "group by all order by all").fetchall()] if "chunks" in views else []
+            "group by all order by all").fetchall()
+            if _chunked(kind)] if "chunks" in views else []
         built_from = _documents_built_from(warehouse, con, views)
         without_chunks = [(d, kept) for d, chunkers in without_chunks
                           if (kept := tuple(c for c in chunkers

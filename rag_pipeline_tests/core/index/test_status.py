@@ -227,3 +227,26 @@ def test_a_document_whose_id_another_took_is_counted_and_listed_failed(built: Bu
     status = index_status(warehouse)
     assert (status.documents_ok, status.documents_failed) == (4, [(taken.document_id, reason)])
     assert documents_not_indexed(warehouse) == [("failed", taken.document_id, reason)]
+
+
+def test_an_archive_whose_member_list_is_not_chunked_is_not_called_chunkless(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    import io
+    import zipfile
+
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.ingest import extract_corpus
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("one.md", "# One\n\nThe first note.\n")
+    (corpus / "bundle.zip").write_bytes(buffer.getvalue())
+    (corpus / "headings.md").write_text("# Only\n\n## Headings\n", encoding="utf-8")
+    warehouse = Warehouse(tmp_path / "data")
+    build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER, hashed_embedder)
+    publish_query_db(warehouse)
+    status = index_status(warehouse)
+    assert (status.documents_ok, status.without_chunks) == (3, [("headings.md", ("header",))])
