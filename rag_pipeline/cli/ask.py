@@ -51,6 +51,7 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
     from rag_pipeline.core.answer.answer_json import answer_from_json
     from rag_pipeline.core.runtime.serve_record import (
         ServeRefusedError,
+        ServeSilentError,
         UnprovenServeError,
         ask_running,
         read_serve_record,
@@ -81,6 +82,10 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
              f"did not prove it is this data folder's serve ({exc}): its answer was not used; "
              "answering here", err=True)
         return None, f"the process at {url} did not prove it is this data folder's serve"
+    except ServeSilentError as exc:
+        echo(f"note: the serve at {url} (pid {record.pid}) that serve.json names took the "
+             f"question but sent {exc}: answering here", err=True)
+        return None, f"the serve that serve.json names at {url} sent {exc}"
     if data is None:
         return None, f"the serve that serve.json names at {url} did not answer"
     return answer_from_json(data), f"{url} (pid {record.pid})"

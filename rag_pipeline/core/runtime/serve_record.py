@@ -131,14 +131,22 @@ def _alive(pid: int) -> bool:
 
 CONNECT_TIMEOUT = 0.25
 """Seconds ``ask`` waits to connect to a recorded service before loading the model itself."""
+ANSWER_TIMEOUT = 15.0
+"""Seconds ``ask`` waits for a connected service's answer (it retrieves and quotes, never
+generates: well under a second when it is well) before answering itself."""
 
 
 class ServeRefusedError(Exception):
     """The running service refused the request's credentials (a 401): its one-line reason."""
 
 
+class ServeSilentError(Exception):
+    """The running service took the connection but sent no answer in time (stopped, or
+    stuck)."""
+
+
 def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: float = CONNECT_TIMEOUT,
-                read_timeout: float = 60.0, token: str | None = None) -> dict | None:
+                read_timeout: float = ANSWER_TIMEOUT, token: str | None = None) -> dict | None:
     """``GET /ask`` on the recorded service (with ``Authorization: Bearer token`` when a token is
     given); the answer's JSON, or None when it cannot be reached in ``connect_timeout`` or does
     not answer 200 (the caller then answers itself).
@@ -148,6 +156,7 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
             not send :func:`serve_proof` of this request's nonce (its answer is dropped).
         ServeRefusedError: The proven service answered 401 (the request carried no token, or
             one it refused).
+        ServeSilentError: It connected, then sent no answer in ``read_timeout`` seconds.
     """
     import http.client
     from urllib.parse import urlencode, urlsplit
@@ -183,6 +192,10 @@ def ask_running(record: ServeRecord, params: dict[str, str], connect_timeout: fl
         if status == 401:
             raise ServeRefusedError(str(json.loads(body).get("error", "unauthorized")))
         return json.loads(body) if status == 200 else None
+    except TimeoutError as exc:
+        if connection.sock is None:
+            return None
+        raise ServeSilentError(f"no answer in {read_timeout:g} s") from exc
     except (OSError, ValueError, http.client.HTTPException):
         return None
     finally:

@@ -12,6 +12,7 @@ from rag_pipeline.core.runtime.serve_record import (
     NONCE_HEADER,
     PROOF_HEADER,
     ServeRecord,
+    ServeSilentError,
     UnprovenServeError,
     ask_running,
     read_serve_record,
@@ -108,3 +109,24 @@ def test_a_token_goes_only_to_a_listener_that_proved_the_secret_on_that_connecti
             assert seen[0][2] == seen[1][2]  # one connection
         else:
             assert (answer, seen) == (None, [("/health", None, seen[0][2])])
+
+
+def test_a_service_that_takes_the_question_and_never_answers_is_told_apart_from_none():
+    """Found by a new team: with serve stopped (SIGSTOP), ``ask`` waited 62.5 s, then answered
+    itself without a word; the connection is made by the kernel, so only the answer's wait
+    tells."""
+    import socket
+    import time
+
+    import pytest
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        record = _record(os.getpid(), listener.getsockname()[1])
+        started = time.monotonic()
+        with pytest.raises(ServeSilentError, match=r"^no answer in 0\.5 s$"):
+            ask_running(record, {"q": "x"}, read_timeout=0.5)
+        assert time.monotonic() - started < 5
+    # Nothing listens on the port any more: no answer, at once.
+    assert ask_running(record, {"q": "x"}, read_timeout=0.5) is None
