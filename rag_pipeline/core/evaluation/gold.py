@@ -76,6 +76,12 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
     if gold.corpus is None:
         return
     missing = sorted(set(gold.corpus.documents) - set(document_ids))
+    if missing and len(missing) == len(gold.corpus.documents):
+        raise NoGoldSetError(
+            f"no gold set for this corpus: {gold.path} is the gold set of corpus {gold.corpus.name!r}, none "
+            f"of whose {len(missing)} documents is in the index; nothing to score. Write one with "
+            "`rag-pipeline gold draft --output gold.jsonl`, then `rag-pipeline eval --gold "
+            "gold.jsonl` (or set RAG_PIPELINE_EVAL_DIR to its folder: `index` then scores it)")
     if missing:
         raise NoGoldSetError(
             f"no gold set for this corpus: {gold.path} was written for corpus "

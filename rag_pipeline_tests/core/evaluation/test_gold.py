@@ -193,6 +193,15 @@ def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(t
         f"no gold set for this corpus: {path} was written for corpus 'team', and 1 of its 2 "
         "documents (first: 'b.md') are not in the index; nothing to score. Write one with "
         "`rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+    # Found by a new team: every index of its folder ended with the bundled set's 57 missing
+    # documents, the first one named, as if one were missing by mistake.
+    with pytest.raises(NoGoldSetError) as info:
+        check_corpus(gold, ["c.md"])
+    assert str(info.value) == (
+        f"no gold set for this corpus: {path} is the gold set of corpus 'team', none of whose 2 "
+        "documents is in the index; nothing to score. Write one with `rag-pipeline gold draft --output "
+        "gold.jsonl`, then `rag-pipeline eval --gold gold.jsonl` (or set RAG_PIPELINE_EVAL_DIR "
+        "to its folder: `index` then scores it)")
     # A set without a corpus line is checked against any corpus, as before.
     check_corpus(load_gold_set(write_lines(tmp_path / "old.jsonl", [gold_row("q1")])), [])
 

@@ -22,10 +22,10 @@ from rag_pipeline.orchestration.automation import (
 from rag_pipeline.project_paths import DEFAULT_EVAL_DIR
 from rag_pipeline_tests.orchestration.assets.conftest import TinyProject
 
-SKIPPED = (f"no gold set for this corpus: {DEFAULT_EVAL_DIR / 'gold.jsonl'} was written for "
-           "corpus 'python-reference', and 57 of its 57 documents (first: 'assert.md') are not "
-           "in the index; nothing to score. Write one with `rag-pipeline gold draft`, then "
-           "`rag-pipeline eval --gold FILE`")
+SKIPPED = (f"no gold set for this corpus: {DEFAULT_EVAL_DIR / 'gold.jsonl'} is the gold set of "
+           "corpus 'python-reference', none of whose 57 documents is in the index; nothing to score. "
+           "Write one with `rag-pipeline gold draft --output gold.jsonl`, then `rag-pipeline eval "
+           "--gold gold.jsonl` (or set RAG_PIPELINE_EVAL_DIR to its folder: `index` then scores it)")
 
 
 def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_line(
@@ -51,8 +51,9 @@ def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_li
     with dg.build_sensor_context(instance=tiny_project.instance, definitions=tiny_project.defs,
                                  resources={"storage": tiny_project.defs.resources["storage"]}) as context:
         assert configured(context).skip_message.endswith(
-            "Write one with `rag-pipeline --config 'my team.toml' gold draft`, then "
-            "`rag-pipeline --config 'my team.toml' eval --gold FILE`")
+            "Write one with `rag-pipeline --config 'my team.toml' gold draft --output gold.jsonl`, "
+            "then `rag-pipeline --config 'my team.toml' eval --gold gold.jsonl` (or set "
+            "RAG_PIPELINE_EVAL_DIR to its folder: `index` then scores it)")
     assert no_gold_set_reason(warehouse, tiny_project.data_dir / "none.jsonl") == (
         f"no gold set for this corpus: {tiny_project.data_dir / 'none.jsonl'} does not exist; "
         "nothing to score. Write one with `rag-pipeline gold draft`")
