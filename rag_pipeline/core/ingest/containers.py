@@ -53,6 +53,7 @@ from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats import format_for, format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat, DocumentFormat
 from rag_pipeline.core.ingest.formats.mail import EmlFormat, looks_like_message
+from rag_pipeline.core.ingest.formats.man import ManFormat, looks_like_roff
 from rag_pipeline.core.ingest.formats.text import TextFormat
 from rag_pipeline.core.ingest.members import (
     RATIO_FLOOR_BYTES,
@@ -141,7 +142,15 @@ _TEXT = format_named(TextFormat.name)
 _TEXT_STAMP = _TEXT.extractor()
 """The plain-text reader's stamp: a file no format claims is read, or skipped, by it."""
 _MAIL = format_named(EmlFormat.name)
-"""The reader of a file no format claims whose bytes begin as a mail (:func:`looks_like_message`)."""
+_MAN = format_named(ManFormat.name)
+_SNIFFED = ((looks_like_message, _MAIL), (looks_like_roff, _MAN))
+"""The readers of a file no format claims by its name, by how its bytes begin: a mail
+(:func:`looks_like_message`), a manual page in roff (:func:`looks_like_roff`)."""
+
+
+def _sniffed(data: bytes) -> DocumentFormat | None:
+    """The reader :data:`_SNIFFED` gives ``data``, or None (plain text)."""
+    return next((fmt for looks_like, fmt in _SNIFFED if looks_like(data)), None)
 
 
 def not_text_reason(data: bytes) -> str | None:
@@ -202,12 +211,18 @@ def stamp_for(name: str) -> tuple[str, Extractor]:
 
 def _stamps_for(name: str) -> set[tuple[str, str, str]]:
     """(format, extractor, version) a file called ``name`` may have been read with today: its
-    name's (:func:`stamp_for`), and a mail's too when no format claims the name (its bytes say
-    whether it is one)."""
+    name's (:func:`stamp_for`), and a mail's and a manual page's too when no format claims the
+    name (its bytes say whether it is one: :data:`_SNIFFED`); a compressed file's, its inner
+    name's under the compression's label (``tar.1.gz``: ``gzip+man-roff``)."""
+    compressed = _compression(name)
+    if compressed is not None:
+        label, inner, _ = compressed
+        return {(fmt_name, f"{label}+{extractor}", version)
+                for fmt_name, extractor, version in _stamps_for(inner)}
     fmt_name, stamp = stamp_for(name)
     stamps = {(fmt_name, stamp.name, stamp.version)}
-    if format_for(Path(name)) is None and _compression(name) is None:
-        stamps.add((_MAIL.name, _MAIL.extractor().name, _MAIL.extractor().version))
+    if format_for(Path(name)) is None:
+        stamps |= {(fmt.name, fmt.extractor().name, fmt.extractor().version) for _, fmt in _SNIFFED}
     return stamps
 
 
@@ -268,6 +283,10 @@ class _Reader:
             records = self.record(document_id, path, inner, inner_data, digest, depth)
             own = records[0]
             notes = (("trailing_bytes_ignored", str(trailing)),) if trailing else ()
+            # The inner reader's own stamp (a sniffed one too: a manual page, a mail) under
+            # the compression's label.
+            if own.extractor:
+                stamp = Extractor(f"{label}+{own.extractor}", own.extractor_version)
             records[0] = dataclasses.replace(own, extractor=stamp.name, extractor_version=stamp.version,
                                              notes=own.notes + notes)
             return records
@@ -278,9 +297,9 @@ class _Reader:
                                    DocumentStatus.SKIPPED.value,
                                    f"no reader for {PurePosixPath(name).suffix.lower()} files "
                                    f"({machine}, not a document)")]
-        sniffed = fmt is None and looks_like_message(data)
-        if sniffed:
-            fmt, fmt_name, stamp = _MAIL, _MAIL.name, _MAIL.extractor()
+        sniffed = _sniffed(data) if fmt is None else None
+        if sniffed is not None:
+            fmt, fmt_name, stamp = sniffed, sniffed.name, sniffed.extractor()
         if isinstance(fmt, ContainerFormat):
             try:
                 if depth > self.unpacking.limits.max_depth:
@@ -288,7 +307,7 @@ class _Reader:
                                           "containers (max_depth)")
                 return self._container(fmt, document_id, path, stem, data, digest, depth)
             except ExtractionError as exc:
-                if not sniffed:
+                if sniffed is None:
                     return failed(str(exc))
                 # A mail only by its look: read as the text it was read as before.
                 fmt, fmt_name, stamp = None, _TEXT.name, _TEXT_STAMP

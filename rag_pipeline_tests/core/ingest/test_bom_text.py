@@ -33,7 +33,7 @@ def test_the_charset_named_is_the_one_the_text_is_read_by(data: bytes, charset: 
 
 def test_the_formats_read_as_plain_text_are_the_text_ones():
     assert sorted(fmt.name for fmt in REGISTRY if fmt.plain_text) == [
-        "asciidoc", "csv", "info", "markdown", "rst", "srt", "text", "webvtt"]
+        "asciidoc", "csv", "info", "man", "markdown", "rst", "srt", "text", "webvtt"]
 
 
 def test_a_file_of_another_type_fails_naming_what_its_first_bytes_are():

@@ -18,6 +18,7 @@ from rag_pipeline.core.ingest.formats.image import ImageFormat
 from rag_pipeline.core.ingest.formats.info import InfoFormat
 from rag_pipeline.core.ingest.formats.ipynb import IpynbFormat
 from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat
+from rag_pipeline.core.ingest.formats.man import ManFormat
 from rag_pipeline.core.ingest.formats.markdown import MarkdownFormat
 from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
 from rag_pipeline.core.ingest.formats.pdf import PdfFormat
@@ -51,6 +52,7 @@ REGISTRY: tuple[DocumentFormat, ...] = (
     RstFormat(),
     AsciiDocFormat(),
     InfoFormat(),
+    ManFormat(),
     EpubFormat(),
     OdtFormat(),
     OdpFormat(),

@@ -1,0 +1,367 @@
+"""Manual pages written in roff (``man(7)`` and the common ``mdoc(7)`` macros): ``rsync.1``,
+``tar.1.gz`` through the compressed-file rule, ``.man`` files.
+
+A file no format claims by its name is read here when its bytes begin as a manual page does
+(:func:`looks_like_roff`: comment lines, then requests, a ``.TH`` or ``.Dd`` among the first);
+a rotated log ``syslog.1`` stays plain text. The reader is a small roff interpreter, not a
+typesetter: it keeps the words and their order and drops the typesetting.
+
+- ``.TH NAME SECTION`` titles the document ``NAME(SECTION)``; ``.SH`` and ``.SS`` (``.Sh``,
+  ``.Ss``) are headings of level 1 and 2, one section each.
+- Filled text is joined into paragraphs (``.PP``, ``.LP``, ``.P``, ``.sp``, a blank line end
+  one; ``.br`` a line). A tagged paragraph (``.TP``, ``.IP tag``, ``.It`` of a list) is its tag
+  on one line and its body indented on the next, as a definition list's entry, so that no
+  chunk holds a tag without what it means.
+- Font changes (``.B``, ``.BR``, ``\\fB``...) keep their words; escapes become the characters
+  they draw (``\\-`` ``-``, ``\\(em`` ``—``, ``\\(aq`` ``'``); size, motion and other drawing
+  escapes are dropped.
+- No-fill text (``.nf``/``.fi``, ``.EX``/``.EE``) keeps its lines; a ``tbl`` table
+  (``.TS``/``.TE``) is a line per row, its cells joined by `` | ``.
+- Macro definitions, conditionals, ``.so`` inclusions and other requests are left out (nothing
+  is read from outside the file).
+
+Cited ``#char=``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag_pipeline.core.ingest.bom_text import decode_text
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
+from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.rst import Block, blocks_to_extracted
+
+__all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
+
+SNIFF_LINES = 300
+"""How many of a file's first lines :func:`looks_like_roff` reads."""
+
+_NAMED = {
+    "em": "—", "en": "–", "bu": "•", "aq": "'", "dq": '"', "lq": "“", "rq": "”", "oq": "‘",
+    "cq": "’", "co": "©", "rg": "®", "tm": "™", "mi": "-", "hy": "-", "ti": "~", "ha": "^",
+    "mu": "×", "de": "°", "ga": "`", "sl": "/", "rs": "\\", "ba": "|", "<=": "≤", ">=": "≥",
+    "!=": "≠", "->": "→", "<-": "←", "Fo": "«", "Fc": "»", "fo": "‹", "fc": "›", "sq": "□",
+    "ci": "○", "pl": "+", "eq": "=", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "at": "@",
+    "sh": "#", "Do": "$", "ct": "¢", "Po": "£", "Ye": "¥", "Eu": "€", "ss": "ß", "ae": "æ",
+    "oe": "œ", "+-": "±", "12": "½", "14": "¼", "34": "¾", "sc": "§", "ps": "¶", "dg": "†",
+}
+"""Special characters (``\\(em``, ``\\[em]``) by name."""
+_STRINGS = {"lq": "“", "rq": "”", "R": "®", "Tm": "™", "Aq": "'", "aq": "'"}
+"""Predefined strings (``\\*(lq``) by name; others are the file's own definitions, left out."""
+_ESCAPE = re.compile(
+    r"""\\(?:
+      \((?P<two>..)                              # \(em
+    | \[(?P<long>[^\]]*)\]                       # \[em], \[u00E9]
+    | \*(?:\((?P<s2>..)|\[(?P<sl>[^\]]*)\]|(?P<s1>.))   # a string: \*(lq
+    | f(?:\(..|\[[^\]]*\]|.)                     # a font change
+    | s[+-]?(?:\d+|\(\d\d|\[[^\]]*\])            # a size change
+    | [nFgmMkYV](?:\(..|\[[^\]]*\]|.)            # a register, font family, colour...
+    | [hvwlLXZDoNbxSRCA]'[^']*'                  # motion, drawing, width...
+    | \$.                                        # a macro's argument
+    | (?P<one>.)                                 # one character: \- \& \e \(space)...
+    )""", re.VERBOSE)
+_ONE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "'": "'", "`": "`",
+        ".": ".", "t": "\t"}
+"""Escapes of one character that draw one (``\\-``); any other one draws nothing (``\\&``,
+``\\|``, ``\\c``)."""
+_PARAGRAPH = {"PP", "LP", "P", "sp", "Pp", "Lp", "HP"}
+_FONTS = {"B", "I", "SM", "SB", "R"}
+_ALTERNATING = {"BR", "BI", "IB", "IR", "RB", "RI"}
+_END_OF_MACRO = re.compile(r"^[.']\s*\.\s*$")
+_SKIP_BLOCKS = {"de": _END_OF_MACRO, "de1": _END_OF_MACRO, "am": _END_OF_MACRO,
+                "am1": _END_OF_MACRO, "ig": _END_OF_MACRO, "EQ": re.compile(r"^[.']\s*EN\b")}
+"""Requests whose lines up to an end request are no text: macro definitions, ignored input,
+equations."""
+_MDOC_PREFIX = {"Fl": "-", "Ar": "", "Cm": "", "Pa": "", "Ev": "", "Va": "", "Dv": "", "Ic": "",
+                "Ad": "", "Er": "", "Fn": "", "Fa": "", "Ft": "", "Nm": "", "Em": "", "Sy": "",
+                "Li": "", "Ql": "", "Dq": "", "Sq": "", "Pq": "", "Op": "", "Oo": "", "Oc": "",
+                "No": "", "Ns": "", "Xr": "", "Ms": "", "Tn": "", "Ux": "", "At": "", "Bx": ""}
+"""mdoc's inline macros, which may also start a line: their arguments are text, a flag's
+prefixed with ``-``."""
+
+
+def looks_like_roff(data: bytes) -> bool:
+    """Whether ``data`` begins as a manual page in roff does: its first line that is not blank
+    a request or a comment (``.``, ``'`` or ``\\"``), and a ``.TH`` or ``.Dd`` request among
+    its first :data:`SNIFF_LINES` lines."""
+    lines = data[:65_536].decode("latin-1").split("\n")[:SNIFF_LINES]
+    first = next((line.lstrip() for line in lines if line.strip()), "")
+    if not first.startswith((".", "'", '\\"')):
+        return False
+    return any(re.match(r"^[.']\s*(?:TH|Dd)(?:\s|$)", line) for line in lines)
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with roff's escapes replaced by what they draw and its comment (``\\"``) cut."""
+    text = re.split(r'\\"', text, maxsplit=1)[0]
+
+    def drawn(match: re.Match[str]) -> str:
+        if match["two"] is not None:
+            return _NAMED.get(match["two"], "")
+        if match["long"] is not None:
+            name = match["long"]
+            if re.fullmatch(r"u[0-9A-Fa-f]{4,6}", name):
+                return chr(int(name[1:], 16))
+            return _NAMED.get(name, "")
+        string = match["s2"] or match["sl"] or match["s1"]
+        if string is not None:
+            return _STRINGS.get(string, "")
+        if match["one"] is not None:
+            return _ONE.get(match["one"], "")
+        return ""
+
+    return _ESCAPE.sub(drawn, text)
+
+
+def _arguments(rest: str) -> list[str]:
+    """A request's arguments as roff splits them, each unescaped: words, a quoted one with its
+    spaces (``"SEE ALSO"``, ``""`` a quote inside it), an escaped space (``\\ ``) no split."""
+    rest = re.split(r'\\"', rest, maxsplit=1)[0]
+    words: list[str] = []
+    i, n = 0, len(rest)
+    while i < n:
+        if rest[i] in " \t":
+            i += 1
+            continue
+        if rest[i] == '"':
+            i += 1
+            word = []
+            while i < n:
+                if rest[i] == '"':
+                    if rest[i + 1:i + 2] == '"':
+                        word.append('"')
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                word.append(rest[i])
+                i += 1
+            words.append("".join(word))
+            continue
+        start = i
+        while i < n and rest[i] not in " \t":
+            i += 2 if rest[i] == "\\" else 1
+        words.append(rest[start:i])
+    return [_unescaped(word) for word in words]
+
+
+def _mdoc_text(words: list[str]) -> str:
+    """mdoc macro calls on a line (``Fl v Ar file``) as their text (``-v file``)."""
+    out: list[str] = []
+    prefix = ""
+    for word in words:
+        if word in _MDOC_PREFIX:
+            prefix = _MDOC_PREFIX[word]
+            continue
+        out.append(prefix + word)
+        prefix = ""
+    text = " ".join(out)
+    return re.sub(r"\s+([.,;:)\]])", r"\1", text)
+
+
+class _Page:
+    """Collects a page's blocks while its lines are read."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.lines: list[str] = []
+        self.tag: str | None = None
+        self.tagging = False
+        self.filled = True
+
+    def text(self, words: str) -> None:
+        """A line of text: a pending tag's, or the paragraph's."""
+        words = words.strip() if self.filled else words.rstrip()
+        if not words and self.filled:
+            self.close()
+            return
+        if self.tagging:
+            self.tag = words if self.tag is None else f"{self.tag}\n{words}"
+            self.tagging = False
+            return
+        self.lines.append(words)
+
+    def close(self) -> None:
+        """Ends the paragraph (and its tag): a tag of a few characters (a bullet, ``1.``)
+        before its body on one line, a longer one on the line above it."""
+        body = (" ".join(self.lines) if self.filled else "\n".join(self.lines)).strip("\n")
+        if self.filled:
+            body = re.sub(r" *\n *", "\n", re.sub(r"[ \t]+", " ", body)).strip()
+        if self.tag is not None:
+            tag = "\n".join(" ".join(line.split()) for line in self.tag.split("\n"))
+            if not body:
+                self.blocks.append((tag, 0, None))
+            elif len(tag) <= 3:
+                self.blocks.append((f"{tag} {body}", 0, None))
+            else:
+                self.blocks.append((f"{tag}\n  {body}", 0, None))
+        elif body:
+            self.blocks.append((body, 0, None))
+        self.lines, self.tag, self.tagging = [], None, False
+
+    def heading(self, title: str, level: int) -> None:
+        self.close()
+        title = " ".join(title.split())
+        if title:
+            self.blocks.append((title, level, None))
+
+    def tagged(self, tag: str | None) -> None:
+        """A tagged paragraph: ``tag``, or (None) the next text line."""
+        self.close()
+        if tag is None:
+            self.tagging = True
+        else:
+            self.tag = tag
+
+
+def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
+    """The page's title (``.TH``, ``.Dt``; None without one) and its blocks (module
+    docstring)."""
+    page = _Page()
+    title: str | None = None
+    mdoc = False
+    program: str | None = None  # mdoc's .Nm, which a bare .Nm repeats
+    lines = text.split("\n")
+    index = 0
+    heading_next = 0
+    table = False
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        while line.endswith("\\") and not line.endswith("\\\\") and index < len(lines):
+            line = line[:-1] + lines[index]  # an escaped new line continues the line
+            index += 1
+        if line[:1] in (".", "'"):
+            request = re.match(r"^[.']\s*(\S*)\s*(.*)$", line)
+            name, rest = request.group(1), request.group(2)
+            if name.startswith('\\"') or not name:
+                continue
+            if name in _SKIP_BLOCKS:
+                end = _SKIP_BLOCKS[name]
+                while index < len(lines) and not end.match(lines[index]):
+                    index += 1
+                index += 1
+                continue
+            if table:
+                if name == "TE":
+                    table = False
+                    page.close()
+                continue
+            words = _arguments(rest)
+            if name in ("TH", "Dt"):
+                title = f"{words[0]}({words[1]})" if len(words) > 1 else (words[0] if words else None)
+            elif name == "Dd":
+                mdoc = True
+            elif name in ("SH", "Sh", "SS", "Ss"):
+                level = 1 if name in ("SH", "Sh") else 2
+                if words:
+                    page.heading(" ".join(words), level)
+                else:
+                    page.close()
+                    heading_next = level
+            elif name in _PARAGRAPH:
+                page.close()
+            elif name == "br":
+                if page.filled and page.lines:
+                    page.lines.append("\n")
+            elif name in ("TP", "TQ"):
+                if name == "TQ" and page.tag is not None and not page.lines:
+                    page.tagging = True
+                else:
+                    page.tagged(None)
+            elif name == "IP":
+                if words and words[0]:
+                    page.tagged(words[0])
+                else:
+                    page.close()
+            elif name == "It":
+                page.tagged(_mdoc_text(words) if words else None)
+            elif name in ("nf", "EX", "Bd"):
+                page.close()
+                page.filled = False
+            elif name in ("fi", "EE", "Ed"):
+                page.close()
+                page.filled = True
+            elif name == "TS":
+                page.close()
+                index = _table_body(lines, index, page)
+                table = True
+            elif name in _FONTS:
+                if words:
+                    page.text(" ".join(words))
+                elif index < len(lines):
+                    page.text(_unescaped(lines[index]))
+                    index += 1
+            elif name in _ALTERNATING:
+                page.text("".join(words))
+            elif name in ("UR", "MT"):
+                continue
+            elif name in ("Nd",):
+                page.text("— " + " ".join(words))
+            elif mdoc and name == "Nm":
+                program = program or (words[0] if words else None)
+                page.text(" ".join(words) if words else program or "")
+            elif mdoc and name == "Xr" and len(words) > 1:
+                page.text(f"{words[0]}({words[1]}){''.join(words[2:])}")
+            elif mdoc and name in _MDOC_PREFIX and words:
+                page.text(_mdoc_text([name, *words]))
+            continue
+        if table:
+            continue
+        words = _unescaped(line)
+        if heading_next:
+            page.heading(words, heading_next)
+            heading_next = 0
+        else:
+            page.text(words)
+    page.close()
+    return title, page.blocks
+
+
+def _table_body(lines: list[str], index: int, page: _Page) -> int:
+    """Reads a ``tbl`` table from ``lines[index]`` (its options and format lines, then its
+    rows up to ``.TE``) into ``page`` as a block of a line per row; returns the index of its
+    ``.TE`` line."""
+    while index < len(lines) and not lines[index].rstrip().endswith("."):
+        index += 1  # options (``allbox;``) and format lines (``l l.``)
+    index += 1
+    rows = []
+    while index < len(lines) and not re.match(r"^[.']\s*TE\b", lines[index]):
+        line = lines[index]
+        index += 1
+        if line[:1] in (".", "'") or line.strip() in ("_", "=", ""):
+            continue
+        cells = [" ".join(_unescaped(cell).replace("T{", "").replace("T}", "").split())
+                 for cell in line.split("\t")]
+        rows.append(" | ".join(cells))
+    if rows:
+        page.blocks.append(("\n".join(rows), 0, None))
+    return index
+
+
+class ManFormat(DocumentFormat):
+    """Manual pages in roff: ``.man`` files, and files no format claims that look like one
+    (:func:`looks_like_roff`)."""
+
+    name = "man"
+    suffixes = (".man",)
+    plain_text = True
+
+    def extractor(self) -> Extractor:
+        return Extractor("man-roff", "1")
+
+    def extract(self, data: bytes, stem: str) -> Extracted:
+        """The page's text, a section per heading (the module docstring).
+
+        Raises:
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or no text
+                once its requests are read.
+        """
+        decoded = decode_text(data, "manual page")
+        title, blocks = roff_blocks(decoded.text)
+        if not blocks:
+            raise ExtractionError("a manual page without text once its requests are read")
+        extracted = blocks_to_extracted(blocks, title or stem)
+        return Extracted(title=title or extracted.title, canonical_text=extracted.canonical_text,
+                         sections=extracted.sections, notes=decoded.notes)

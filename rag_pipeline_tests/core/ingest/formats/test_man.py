@@ -1,0 +1,122 @@
+"""Manual pages in roff: requests read, typesetting dropped, a tagged paragraph kept with its
+tag, and a file no format claims read as one only when its bytes begin as one."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest.extracted import ExtractionError, Section
+from rag_pipeline.core.ingest.formats.man import ManFormat, looks_like_roff
+
+MAN = ManFormat()
+
+PAGE = rb""".\" Planted: a comment, a macro definition and a conditional, none of them text.
+.de Vb
+.ft CW
+Not text either
+..
+.if n .ds Aq '
+.TH FROB 1 "2026-01-01" "frob 2.1" "User Commands"
+.SH NAME
+frob \- frobnicate files
+.SH SYNOPSIS
+.B frob
+[\fIOPTION\fR]... \fIFILE\fR...
+.SH DESCRIPTION
+.B frob
+reads each
+.I FILE
+and writes it frobnicated.
+It never changes the original\(em it writes \fBFILE.frob\fP.
+.PP
+A second paragraph, with \(lqquotes\(rq and don\(aqt.
+.SS Options
+.TP
+.BR \-n ", " \-\-dry\-run
+Print what would be done.
+Nothing is written.
+.TP
+\fB\-\-level\fR=\fIN\fR
+Frobnicate
+N times.
+.IP \(bu 2
+A bullet item.
+.SH EXAMPLES
+.nf
+frob a.txt
+  frob \-n b.txt
+.fi
+.TS
+l l.
+Level	Effect
+1	light
+.TE
+"""
+
+
+def test_a_page_is_its_words_with_headings_and_each_tag_above_its_body():
+    extracted = MAN.extract(PAGE, "frob.1")
+    assert extracted.title == "FROB(1)"
+    assert extracted.canonical_text == (
+        "NAME\n\nfrob - frobnicate files\n\n"
+        "SYNOPSIS\n\nfrob [OPTION]... FILE...\n\n"
+        "DESCRIPTION\n\nfrob reads each FILE and writes it frobnicated. It never changes the "
+        "original— it writes FILE.frob.\n\n"
+        "A second paragraph, with “quotes” and don't.\n\n"
+        "Options\n\n"
+        "-n, --dry-run\n  Print what would be done. Nothing is written.\n\n"
+        "--level=N\n  Frobnicate N times.\n\n"
+        "• A bullet item.\n\n"
+        "EXAMPLES\n\nfrob a.txt\n  frob -n b.txt\n\nLevel | Effect\n1 | light\n")
+    assert [(s.title, s.level) for s in extracted.sections] == [
+        ("NAME", 1), ("SYNOPSIS", 1), ("DESCRIPTION", 1), ("Options", 2), ("EXAMPLES", 1)]
+    assert isinstance(extracted.sections[0], Section)
+
+
+def test_an_mdoc_page_reads_its_macros_as_words():
+    page = (b".Dd January 1, 2026\n.Dt FROB 1\n.Os\n.Sh NAME\n.Nm frob\n.Nd frobnicate files\n"
+            b".Sh DESCRIPTION\nThe\n.Nm\nutility reads\n.Ar file .\n.Bl -tag -width Ds\n"
+            b".It Fl n\nPrint only.\n.El\n.Sh SEE ALSO\n.Xr grep 1\n")
+    extracted = MAN.extract(page, "frob.1")
+    assert extracted.title == "FROB(1)"
+    assert extracted.canonical_text == (
+        "NAME\n\nfrob — frobnicate files\n\nDESCRIPTION\n\nThe frob utility reads file.\n\n"
+        "-n Print only.\n\nSEE ALSO\n\ngrep(1)\n")
+
+
+def test_a_page_of_requests_alone_fails_with_its_reason():
+    with pytest.raises(ExtractionError, match="^a manual page without text once its requests are read$"):
+        MAN.extract(b'.TH EMPTY 1\n.\\" nothing else\n', "empty.1")
+
+
+@pytest.mark.parametrize(("data", "roff"), [
+    (b'.\\" comment\n.TH GREP 1\n', True),
+    (b"'\\\" t\n.TH CHOOM 1\n", True),
+    (b".de zZ\n\\fI\\$1\\fP\n..\n.TH BASH 1\n", True),
+    (b".Dd May 1, 2026\n.Dt FILE 1\n", True),
+    (b"Dec  1 00:00:01 host kernel: hello\n.TH in a log line\n", False),
+    (b"TH GREP 1\n.SH NAME\n", False),
+    (b"", False),
+])
+def test_a_manual_page_is_known_by_how_its_bytes_begin(data: bytes, roff: bool):
+    assert looks_like_roff(data) is roff
+
+
+def test_unclaimed_files_that_are_manual_pages_are_read_as_such_and_reused(tmp_path: Path):
+    """Found by a new team: ``rsync.1.gz`` and other pages were indexed as plain text, 728
+    chunks holding ``.TP`` and ``\\fB``. A rotated log ``syslog.1`` stays plain text."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "frob.1").write_bytes(PAGE)
+    (corpus / "frob.1.gz").write_bytes(gzip.compress(PAGE))
+    (corpus / "syslog.1").write_bytes(b"Dec  1 00:00:01 host kernel: hello\n")
+    first = extract_corpus(corpus)
+    assert sorted((r.document_id, r.format, r.extractor, r.title) for r in first.records) == [
+        ("frob.1", "man", "man-roff", "FROB(1)"), ("frob.1.gz", "man", "gzip+man-roff", "FROB(1)"),
+        ("syslog.1", "text", "plain-text", "syslog.1")]
+    again = extract_corpus(corpus, previous=first.records)
+    assert (again.extracted, again.reused) == (0, 3)
