@@ -346,6 +346,22 @@ def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Ca
             if held or not holds_look_alike(c.context, named)]
 
 
+_DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?![\d-])")
+"""A date as ISO 8601 writes it (``2026-03-02``): a spreadsheet's cells show dates so."""
+
+
+def _of_the_named_dates(candidates: list[_Candidate], question: str) -> list[_Candidate]:
+    """``candidates`` without those whose paragraph or row holds another date but none the
+    question names (the rota's other weeks), when one's holds a date the question names."""
+    named = set(_DATE.findall(question))
+    if not named:
+        return candidates
+    dates = [set(_DATE.findall(c.context)) for c in candidates]
+    if not any(found & named for found in dates):
+        return candidates
+    return [c for c, found in zip(candidates, dates, strict=True) if found & named or not found]
+
+
 def asks(sentence: str) -> bool:
     """Whether ``sentence`` is only a question (its last mark, closing quotes and brackets
     aside, is ``?``, and no sentence ends before it): a question in a source, a mail's or a
@@ -409,9 +425,9 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
             None: no tables.
     """
     settings = settings or QuoteSettings()
-    candidates = _of_the_named_codes(_of_the_named_labels(
+    candidates = _of_the_named_dates(_of_the_named_codes(_of_the_named_labels(
         _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question),
-        question)
+        question), question)
     if not candidates:
         return []
     similarity, alone = _similarities(candidates, query, embed, settings.in_context)

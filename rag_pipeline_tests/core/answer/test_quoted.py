@@ -209,6 +209,30 @@ def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
     assert [q.text for q in quoted] == ["WH-0452 | Brno Zone D | 3,500"]
 
 
+def test_a_named_date_keeps_the_rows_holding_it_and_drops_the_other_dates_rows():
+    """Found by a new team: asked for the on-call of the week starting 2026-03-02, the quoted
+    answer put the rows of 2026-03-23 and 2026-02-09 before the week's own."""
+    table = ("Week | Primary | Secondary\n2026-02-09 | Aiko Tanaka | Ben Ode\n"
+             "2026-03-02 | Cara Diaz | Aiko Tanaka\n2026-03-23 | Ben Ode | Cara Diaz")
+    starts = [table.index(week) for week in ("2026-02-09", "2026-03-02", "2026-03-23")]
+    rows = [(start, table.find("\n", start) if table.find("\n", start) > 0 else len(table))
+            for start in starts]
+    rota = Citation(1, "rota.xlsx", "Rota", "Rota", "#sheet=Rota", 0, len(table), table, 0.5, "")
+
+    def other_weeks_closer(texts: list[str]) -> np.ndarray:
+        return np.array([[0.8, 0.6] if "2026-03-02" in t else [1.0, 0.0] for t in texts], np.float32)
+
+    def ask(question: str) -> list[str]:
+        return [q.text for q in quoted_answer(
+            question, np.array([1.0, 0.0], np.float32), [rota], [""], other_weeks_closer,
+            QuoteSettings(margin=0.5), [QuoteTables(rows, [(0, table.index("\n"))])])]
+
+    assert ask("Who is the primary on-call for the week starting 2026-03-02?") == [
+        "2026-03-02 | Cara Diaz | Aiko Tanaka"]
+    # A date no row holds drops nothing.
+    assert len(ask("Who is the primary on-call for the week starting 2026-04-06?")) == 3
+
+
 def test_a_sentence_names_a_label_with_a_capital_letter_only():
     # Found by a review: "plan a move" was read as Plan A, and its sentence dropped.
     policy = ("Plan B covers dental care for every employee. Employees who plan a move abroad "
