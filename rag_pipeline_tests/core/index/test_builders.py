@@ -360,15 +360,11 @@ def test_an_archives_and_a_mailboxs_member_lists_are_not_chunked(tmp_path: Path,
     """Found by a new team: an mbox's own text, ``message-1.eml`` to ``message-3.eml``, was a
     chunk and was cited for a question about incident response times. Its messages, and an
     archive's members, are documents of their own and are chunked as such."""
-    import io
-    import zipfile
+    from rag_pipeline_tests.core.ingest.archives import zipped
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("notes/one.md", "# One\n\nThe first note.\n")
-    (corpus / "bundle.zip").write_bytes(buffer.getvalue())
+    (corpus / "bundle.zip").write_bytes(zipped({"notes/one.md": "# One\n\nThe first note.\n"}))
     (corpus / "inbox.mbox").write_bytes(
         b"From alice@example.com Mon Jan  1 00:00:00 2026\nSubject: Hello\n\nThe first mail.\n")
     records = extract_corpus(corpus).records

@@ -231,19 +231,14 @@ def test_a_document_whose_id_another_took_is_counted_and_listed_failed(built: Bu
 
 def test_an_archive_whose_member_list_is_not_chunked_is_not_called_chunkless(
         tmp_path: Path, hashed_embedder: HashedEmbedder):
-    import io
-    import zipfile
-
     from rag_pipeline.core.chunking.strategies import ChunkingStrategy
     from rag_pipeline.core.index.partition_build import build_partition
     from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline_tests.core.ingest.archives import zipped
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("one.md", "# One\n\nThe first note.\n")
-    (corpus / "bundle.zip").write_bytes(buffer.getvalue())
+    (corpus / "bundle.zip").write_bytes(zipped({"one.md": "# One\n\nThe first note.\n"}))
     (corpus / "headings.md").write_text("# Only\n\n## Headings\n", encoding="utf-8")
     warehouse = Warehouse(tmp_path / "data")
     build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER, hashed_embedder)
