@@ -362,6 +362,9 @@ def _exit_if_refused(answer: Answer) -> None:
                    "believed (from it only; ignored and logged from any other address).")
 @click.option("--groups-header", default="X-Forwarded-Groups", show_default=True,
               help="The header the --trusted-proxy sends the user's groups in (a,b).")
+@click.option("--user-header", default="X-Forwarded-User", show_default=True,
+              help="The header the --trusted-proxy names the user in: each user then has a "
+                   "feedback rate of their own (without it, all its users share one).")
 @click.option("--allowed-host", "allowed_host_names", multiple=True, metavar="NAME",
               help="A host name the service answers to besides its own (repeatable): the name a "
                    "proxy forwards. On a loopback --host only localhost, 127.0.0.1 and ::1 are "
@@ -384,8 +387,9 @@ def _exit_if_refused(answer: Answer) -> None:
 def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool, open_to_all: bool,
-          trusted_proxy: str | None, groups_header: str, allowed_host_names: tuple[str, ...],
-          query_backend: str, query_streams: int, query_threads: int | None) -> None:
+          trusted_proxy: str | None, groups_header: str, user_header: str,
+          allowed_host_names: tuple[str, ...], query_backend: str, query_streams: int,
+          query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
     from rag_pipeline.core.answer.ask import AskSettings
     from rag_pipeline.core.config.validation import InvalidArgumentError, check_base_url, check_threshold
@@ -406,7 +410,8 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
         fail(str(exc))
     config = read_config()
     spec = declared_model(model_key, config)
-    access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds)
+    access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds,
+                          user_header)
     try:
         allowed = allowed_hosts(host, allowed_host_names)
     except ValueError as exc:
@@ -430,7 +435,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
 
 
 def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_proxy: str | None,
-                 groups_header: str, poll_seconds: float):
+                 groups_header: str, poll_seconds: float, user_header: str = "X-Forwarded-User"):
     """The service's access from ``[access]`` and the options, or a one-line failure: without
     ``[access]`` a non-loopback ``--host`` needs ``--open``, and a proxy needs ``[access]``."""
     import ipaddress
@@ -458,14 +463,15 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
         except ValueError:
             fail(f"--trusted-proxy must be an IP address (the proxy's, as this service sees it), "
                  f"got {trusted_proxy!r}")
-    if not groups_header or any(c in groups_header for c in " :\r\n"):
-        fail(f"--groups-header must be a header name, got {groups_header!r}")
+    for option, header in (("--groups-header", groups_header), ("--user-header", user_header)):
+        if not header or any(c in header for c in " :\r\n"):
+            fail(f"{option} must be a header name, got {header!r}")
     config_file = invocation.config_path
     try:
         access = AccessState(policy, TokenStore(invocation.data_dir),
                              reload_policy=lambda: load_config(config_file).access,
                              trusted_proxy=trusted_proxy, groups_header=groups_header,
-                             poll_seconds=poll_seconds)
+                             user_header=user_header, poll_seconds=poll_seconds)
     except (TokenError, OSError) as exc:  # with [access]: no token could be checked
         fail(str(exc))
     if access.unread_tokens is not None:

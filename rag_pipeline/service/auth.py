@@ -47,6 +47,10 @@ __all__ = ["ANONYMOUS_PATHS", "EVERYONE", "SESSION_COOKIE", "AccessState", "Auth
 
 SESSION_COOKIE = "rag_session"
 GROUPS_HEADER = "X-Forwarded-Groups"
+USER_HEADER = "X-Forwarded-User"
+"""The header a trusted proxy names its user in (oauth2-proxy's): the principal is then
+``proxy:<user>``, so each user has a feedback rate of their own."""
+MAX_USER_CHARS = 200
 ANONYMOUS_PATHS = frozenset({"/health", "/session"})
 """Paths every caller reaches (``/session`` checks the token it is given itself)."""
 MAX_SESSIONS = 10_000
@@ -93,13 +97,14 @@ class AccessState:
             load leaves the last one in force (turning access off takes a restart).
         trusted_proxy: The one address whose groups header is believed.
         groups_header: That header's name.
+        user_header: The header it names its user in (absent: the principal is ``proxy``).
         poll_seconds: How often tokens and policy are re-read.
     """
 
     def __init__(self, policy: AccessPolicy | None, store: TokenStore | None = None, *,
                  reload_policy: Callable[[], AccessPolicy | None] | None = None,
                  trusted_proxy: str | None = None, groups_header: str = GROUPS_HEADER,
-                 poll_seconds: float = 1.0) -> None:
+                 user_header: str = USER_HEADER, poll_seconds: float = 1.0) -> None:
         if policy is not None and store is None:
             raise ValueError("a service with [access] needs the data folder's token store")
         self.policy = policy
@@ -108,6 +113,8 @@ class AccessState:
         self.trusted_proxy = trusted_proxy
         self.groups_header = groups_header.lower().encode("latin-1")
         self.groups_header_name = groups_header
+        self.user_header = user_header.lower().encode("latin-1")
+        self.user_header_name = user_header
         self.poll_seconds = poll_seconds
         self._sessions: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
@@ -238,6 +245,7 @@ class AccessState:
             return EVERYONE
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
         for name, shown in ((self.groups_header, self.groups_header_name),
+                            (self.user_header, self.user_header_name),
                             (b"authorization", "Authorization")):
             times = sum(1 for key, _ in pairs if key == name)
             if times > 1:
@@ -247,8 +255,8 @@ class AccessState:
         if proxied is not None and self.trusted_proxy is not None:
             if client == self.trusted_proxy:
                 names = [g.strip() for g in proxied.decode("latin-1").split(",") if g.strip()]
-                return Principal("proxy", frozenset(g for g in names if GROUP_NAME.fullmatch(g)),
-                                 "proxy")
+                return Principal(_proxied_name(headers.get(self.user_header)),
+                                 frozenset(g for g in names if GROUP_NAME.fullmatch(g)), "proxy")
             self._warn_once(client)
         authorization = headers.get(b"authorization")
         if authorization is not None:
@@ -278,6 +286,15 @@ class AccessState:
             self._warned.add(where)
         log.warning("ignored the %s header from %s: only the trusted proxy %s may send it",
                     self.groups_header_name, where, self.trusted_proxy)
+
+
+def _proxied_name(user: bytes | None) -> str:
+    """``proxy:<user>`` for the user a trusted proxy names (printable, at most
+    :data:`MAX_USER_CHARS` characters); ``proxy`` without one, or for one that is not."""
+    name = (user or b"").decode("utf-8", "replace").strip()
+    if not name or len(name) > MAX_USER_CHARS or not name.isprintable():
+        return "proxy"
+    return f"proxy:{name}"
 
 
 def _cookie(raw: bytes | None, name: str) -> str | None:

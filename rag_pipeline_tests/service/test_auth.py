@@ -37,6 +37,28 @@ def test_one_groups_header_from_the_proxy_gives_its_groups(access):
         "proxy", frozenset({"staff", "hr"}), "proxy")
 
 
+def test_the_user_the_proxy_names_names_the_principal(access):
+    """Found by an attack: every user behind the sign-on proxy was the principal ``proxy``, so
+    one user's 30 verdicts a minute used up everyone's."""
+    state, _ = access
+
+    def named(user: bytes) -> str:
+        return state.authenticate([(b"x-forwarded-groups", b"staff"), (b"x-forwarded-user", user)],
+                                  PROXY).name
+
+    assert [named(b"mallory"), named(b"victor@example.com"), named(b" "), named(b"a\x1bb"),
+            named(b"x" * 201)] == ["proxy:mallory", "proxy:victor@example.com", "proxy", "proxy",
+                                   "proxy"]
+    # From anywhere but the proxy the header names nobody: the request needs a token.
+    with pytest.raises(AuthError):
+        state.authenticate([(b"x-forwarded-groups", b"staff"), (b"x-forwarded-user", b"mallory")],
+                           "10.0.0.9")
+    with pytest.raises(AuthError) as refused:
+        state.authenticate([(b"x-forwarded-groups", b"staff"), (b"x-forwarded-user", b"a"),
+                            (b"x-forwarded-user", b"b")], PROXY)
+    assert str(refused.value) == "the X-Forwarded-User header came 2 times: a request carries it once"
+
+
 @pytest.mark.parametrize("headers", [
     # A proxy that adds its header without removing the caller's: which one it set is unknowable.
     [(b"x-forwarded-groups", b"staff"), (b"x-forwarded-groups", b"hr")],
