@@ -17,8 +17,11 @@ typesetter: it keeps the words and their order and drops the typesetting.
   escapes are dropped.
 - No-fill text (``.nf``/``.fi``, ``.EX``/``.EE``) keeps its lines; a ``tbl`` table
   (``.TS``/``.TE``) is a line per row, its cells joined by `` | ``.
-- Macro definitions, conditionals, ``.so`` inclusions and other requests are left out (nothing
-  is read from outside the file).
+- A synopsis (``.SY``, ``.OP``), a link's address (``.UR``), a reference (``.MR``) and mdoc's
+  enclosures (``Aq``, ``Op``) keep their words. A conditional is read as a terminal formatter
+  reads it (``.ie n`` true, its ``.el`` false; ``.if t`` false; a register or a comparison
+  false). Macro definitions, ``.so`` inclusions and other requests are left out (nothing is
+  read from outside the file).
 
 Cited ``#char=``.
 """
@@ -52,15 +55,17 @@ _STRINGS = {"lq": "“", "rq": "”", "R": "®", "Tm": "™", "Aq": "'", "aq": "
 _ESCAPE = re.compile(
     r"""\\(?:
       \((?P<two>..)                              # \(em
-    | \[(?P<long>[^\]]*)\]                       # \[em], \[u00E9]
-    | \*(?:\((?P<s2>..)|\[(?P<sl>[^\]]*)\]|(?P<s1>.))   # a string: \*(lq
-    | f(?:\(..|\[[^\]]*\]|.)                     # a font change
-    | s[+-]?(?:\d+|\(\d\d|\[[^\]]*\])            # a size change
-    | [nFgmMkYV](?:\(..|\[[^\]]*\]|.)            # a register, font family, colour...
-    | [hvwlLXZDoNbxSRCA]'[^']*'                  # motion, drawing, width...
+    | \[(?P<long>[^\]\n]{0,64})\]                # \[em], \[u00E9]
+    | \*(?:\((?P<s2>..)|\[(?P<sl>[^\]\n]{0,64})\]|(?P<s1>.))   # a string: \*(lq
+    | f(?:\(..|\[[^\]\n]{0,64}\]|.)              # a font change
+    | s[+-]?(?:\d{1,3}|\(\d\d|\[[^\]\n]{0,64}\])   # a size change
+    | [nFgmMkYV](?:\(..|\[[^\]\n]{0,64}\]|.)     # a register, font family, colour...
+    | [hvwlLXZDoNbxSRCA]'[^'\n]{0,256}'          # motion, drawing, width...
     | \$.                                        # a macro's argument
     | (?P<one>.)                                 # one character: \- \& \e \(space)...
     )""", re.VERBOSE)
+"""An escape: the names and arguments it may hold are bounded, so a line of unclosed ``\\[``
+is read in linear time."""
 _ONE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "'": "'", "`": "`",
         ".": ".", "t": "\t"}
 """Escapes of one character that draw one (``\\-``); any other one draws nothing (``\\&``,
@@ -75,10 +80,15 @@ _SKIP_BLOCKS = {"de": _END_OF_MACRO, "de1": _END_OF_MACRO, "am": _END_OF_MACRO,
 equations."""
 _MDOC_PREFIX = {"Fl": "-", "Ar": "", "Cm": "", "Pa": "", "Ev": "", "Va": "", "Dv": "", "Ic": "",
                 "Ad": "", "Er": "", "Fn": "", "Fa": "", "Ft": "", "Nm": "", "Em": "", "Sy": "",
-                "Li": "", "Ql": "", "Dq": "", "Sq": "", "Pq": "", "Op": "", "Oo": "", "Oc": "",
-                "No": "", "Ns": "", "Xr": "", "Ms": "", "Tn": "", "Ux": "", "At": "", "Bx": ""}
+                "Li": "", "Oo": "", "Oc": "", "No": "", "Ns": "", "Xr": "", "Ms": "", "Tn": "",
+                "Ux": "", "At": "", "Bx": "", "Dl": "", "D1": "", "Sx": "", "An": "", "Lk": "",
+                "Mt": "", "Lb": "", "Vt": "", "Cd": "", "In": ""}
 """mdoc's inline macros, which may also start a line: their arguments are text, a flag's
 prefixed with ``-``."""
+_MDOC_ENCLOSURES = {"Aq": ("<", ">"), "Pq": ("(", ")"), "Bq": ("[", "]"), "Brq": ("{", "}"),
+                    "Op": ("[", "]"), "Dq": ("“", "”"), "Qq": ('"', '"'), "Sq": ("‘", "’"),
+                    "Ql": ("‘", "’")}
+"""mdoc's macros that enclose the rest of their line (``Op Fl v`` ``[-v]``)."""
 
 
 def looks_like_roff(data: bytes) -> bool:
@@ -147,10 +157,14 @@ def _arguments(rest: str) -> list[str]:
 
 
 def _mdoc_text(words: list[str]) -> str:
-    """mdoc macro calls on a line (``Fl v Ar file``) as their text (``-v file``)."""
+    """mdoc macro calls on a line (``Fl v Aq Ar file``) as their text (``-v <file>``)."""
     out: list[str] = []
     prefix = ""
-    for word in words:
+    for at, word in enumerate(words):
+        if word in _MDOC_ENCLOSURES:
+            left, right = _MDOC_ENCLOSURES[word]
+            out.append(f"{prefix}{left}{_mdoc_text(words[at + 1:])}{right}")
+            break
         if word in _MDOC_PREFIX:
             prefix = _MDOC_PREFIX[word]
             continue
@@ -226,12 +240,14 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     index = 0
     heading_next = 0
     table = False
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        while line.endswith("\\") and not line.endswith("\\\\") and index < len(lines):
-            line = line[:-1] + lines[index]  # an escaped new line continues the line
-            index += 1
+    pending: list[str] = []  # the request or text a true conditional holds, read next
+    last_ie = False
+    link: str | None = None  # .UR's address, written at .UE
+    while pending or index < len(lines):
+        if pending:
+            line = pending.pop()
+        else:
+            line, index = _joined_line(lines, index)
         if line[:1] in (".", "'"):
             request = re.match(r"^[.']\s*(\S*)\s*(.*)$", line)
             name, rest = request.group(1), request.group(2)
@@ -247,6 +263,16 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 if name == "TE":
                     table = False
                     page.close()
+                continue
+            if name in ("if", "ie", "el"):
+                holds, body = (not last_ie, rest) if name == "el" else _condition(rest)
+                last_ie = holds if name == "ie" else last_ie
+                block = body.lstrip().startswith("\\{")
+                body = body.lstrip().removeprefix("\\{").strip()
+                if not holds:
+                    index = _past_block(lines, index, body) if block else index
+                elif body:
+                    pending.append(body)
                 continue
             words = _arguments(rest)
             if name in ("TH", "Dt"):
@@ -295,8 +321,21 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                     index += 1
             elif name in _ALTERNATING:
                 page.text("".join(words))
+            elif name == "SY":
+                page.close()
+                page.text(" ".join(words))
+            elif name == "OP":
+                page.text(f"[{' '.join(words)}]")
+            elif name == "YS":
+                page.close()
             elif name in ("UR", "MT"):
-                continue
+                link = words[0] if words else None
+            elif name in ("UE", "ME"):
+                if link:
+                    page.text(f"<{link}>{''.join(words)}")
+                link = None
+            elif name == "MR" and words:
+                page.text(f"{words[0]}({words[1]}){''.join(words[2:])}" if len(words) > 1 else words[0])
             elif name in ("Nd",):
                 page.text("— " + " ".join(words))
             elif mdoc and name == "Nm":
@@ -304,7 +343,7 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 page.text(" ".join(words) if words else program or "")
             elif mdoc and name == "Xr" and len(words) > 1:
                 page.text(f"{words[0]}({words[1]}){''.join(words[2:])}")
-            elif mdoc and name in _MDOC_PREFIX and words:
+            elif mdoc and (name in _MDOC_PREFIX or name in _MDOC_ENCLOSURES) and words:
                 page.text(_mdoc_text([name, *words]))
             continue
         if table:
@@ -317,6 +356,42 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
             page.text(words)
     page.close()
     return title, page.blocks
+
+
+def _joined_line(lines: list[str], index: int) -> tuple[str, int]:
+    """``lines[index]`` with the lines an escaped new line (a ``\\`` ending it) continues it
+    with, and the index after them."""
+    parts = [lines[index]]
+    index += 1
+    while parts[-1].endswith("\\") and not parts[-1].endswith("\\\\") and index < len(lines):
+        parts[-1] = parts[-1][:-1]
+        parts.append(lines[index])
+        index += 1
+    return "".join(parts), index
+
+
+def _condition(rest: str) -> tuple[bool, str]:
+    """A conditional's truth as a terminal formatter reads it, and what it holds: ``n`` true;
+    ``t``, ``o``, ``e``, ``v`` false (``!`` negates); any other condition (a register, a
+    comparison of strings) false, its word skipped."""
+    rest = rest.lstrip()
+    negate = rest.startswith("!")
+    rest = rest[1:] if negate else rest
+    known = re.match(r"([ntoev])(?=\s|\\\{|$)", rest)
+    if known is not None:
+        return (known.group(1) == "n") != negate, rest[1:]
+    word = re.match(r"\S+", rest)
+    return False, rest[word.end():] if word else ""
+
+
+def _past_block(lines: list[str], index: int, opened: str) -> int:
+    """The index after the ``\\}`` that closes the block a false conditional opened (``opened``:
+    the rest of its line, after its ``\\{``), blocks inside it counted."""
+    depth = 1 + opened.count("\\{") - opened.count("\\}")
+    while depth > 0 and index < len(lines):
+        depth += lines[index].count("\\{") - lines[index].count("\\}")
+        index += 1
+    return index
 
 
 def _table_body(lines: list[str], index: int, page: _Page) -> int:
@@ -349,7 +424,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "1")
+        return Extractor("man-roff", "2")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

@@ -120,3 +120,34 @@ def test_unclaimed_files_that_are_manual_pages_are_read_as_such_and_reused(tmp_p
         ("syslog.1", "text", "plain-text", "syslog.1")]
     again = extract_corpus(corpus, previous=first.records)
     assert (again.extracted, again.reused) == (0, 3)
+
+
+def test_conditionals_are_read_as_a_terminal_formatter_reads_them():
+    """Found by an attack: pod2man writes an item's tag as ``.ie n .IP "..." 4`` / ``.el .IP
+    ...``; every conditional was dropped, and with it the tags of 292 pages here."""
+    page = (b'.TH A 1\n.SH ALGORITHMS\n.ie n .IP """ARIA-128-CBC""" 4\n.el .IP "ARIA-128-CBC" 4\n'
+            b"The cipher.\n.if t \\{\\\nTypeset only.\n.if n \\{\\\nnested\n.\\}\n.\\}\n"
+            b".if n \\{\\\nTerminal only.\n.\\}\n.if \\n(.g .ds Aq \\(aq\nLast.\n")
+    assert MAN.extract(page, "a.1").canonical_text == (
+        'ALGORITHMS\n\n"ARIA-128-CBC"\n  The cipher. Terminal only. Last.\n')
+
+
+def test_the_synopsis_link_and_reference_macros_keep_their_words():
+    """Found by an attack: ``.SY``/``.OP`` (a synopsis), ``.UR``'s address, ``.MR``, and mdoc's
+    ``.Dl``, ``.Sx``, ``.An``, ``.Lk`` and ``Aq`` lost their words."""
+    man = (b".TH A 1\n.SH SYNOPSIS\n.SY mycmd\n.OP \\-v file\n.YS\n.SH SEE\n"
+           b".UR https://example.org/x\nthe site\n.UE .\n.MR ls 1\n")
+    assert MAN.extract(man, "a.1").canonical_text == (
+        "SYNOPSIS\n\nmycmd [-v file]\n\nSEE\n\nthe site <https://example.org/x>. ls(1)\n")
+    mdoc = (b".Dd Jan 1\n.Dt FOO 1\n.Sh DESCRIPTION\n.Dl foo -x\nsee\n.Sx EXAMPLES\n"
+            b".An Jane Doe\n.Lk https://x.org\n.Fl v Aq Ar file\n")
+    assert MAN.extract(mdoc, "foo.1").canonical_text == (
+        "DESCRIPTION\n\nfoo -x see EXAMPLES Jane Doe https://x.org -v <file>\n")
+
+
+def test_unclosed_escapes_and_continued_lines_are_read_whole():
+    """Found by an attack: a line of 50,000 unclosed ``\\[`` and 128,000 lines each ending in
+    ``\\`` took time growing with the square of their length."""
+    page = b".TH A 1\n.SH NAME\nstart " + b"\\[" * 50_000 + b" end\n" + b"more\\\n" * 1_000 + b"done\n"
+    assert MAN.extract(page, "a.1").canonical_text == (
+        "NAME\n\nstart end " + "more" * 1_000 + "done\n")
