@@ -73,23 +73,27 @@ def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
 
 
 def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:
-    """The canonical text of every ok document (of the folder, else of the built index), and
-    the corpus's name."""
+    """The canonical text of every ok document that is searched (of the folder, else of the
+    built index; not an archive's member list, which no chunk holds), and the corpus's name."""
+    from rag_pipeline.core.ingest.formats import chunked_format
+
     if corpus is not None:
         from rag_pipeline.core.ingest import discover, extract_document
 
         records = [extract_document(path, corpus) for path in discover(corpus)]
-        return {r.document_id: r.canonical_text for r in records if r.ok}, corpus.resolve().name
+        return ({r.document_id: r.canonical_text for r in records if r.ok and chunked_format(r.format)},
+                corpus.resolve().name)
     from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.storage.table_names import DOCUMENTS
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     try:
         rows = invocation.warehouse.read(
-            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path"]).to_pylist()
+            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path", "format"]).to_pylist()
     except IndexNotBuiltError as exc:
         fail(f"{exc} (or pass --corpus DIR)")
     ok = [r for r in rows if r["status"] == DocumentStatus.OK]
     name = Path(os.path.commonpath([str(Path(r["path"]).parent) for r in ok])).name if ok else ""
-    return {r["document_id"]: r["canonical_text"] for r in ok}, name or "corpus"
+    return ({r["document_id"]: r["canonical_text"] for r in ok if chunked_format(r["format"])},
+            name or "corpus")
 

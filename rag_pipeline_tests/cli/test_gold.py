@@ -104,3 +104,21 @@ def test_gold_draft_over_xhtml_prints_no_library_warning(tmp_path: Path):
                             env={**os.environ, "PYTHONWARNINGS": "default"})
     assert (result.returncode, result.stderr.startswith("wrote 2 candidate needles from 1 of 1 documents"),
             "Warning" in result.stderr) == (0, True, False), result.stderr
+
+
+def test_gold_draft_draws_no_needle_from_an_archives_member_list(tmp_path: Path):
+    """Found by an attack: an archive's own text, its member list, is no chunk; a needle drawn
+    from it (member names that read as sentences) could never be found."""
+    from rag_pipeline_tests.core.ingest.archives import zipped
+
+    corpus = write_corpus(tmp_path / "team", TINY_DOCS)
+    (corpus / "bundle.zip").write_bytes(zipped({
+        f"Notes {n} say we moved the quarterly steering committee meeting to Tuesday.": "ok"
+        for n in range(6)}))
+    output = tmp_path / "gold.jsonl"
+    result = CliRunner().invoke(main, ["gold", "draft", "--corpus", str(corpus), "--n", "10",
+                                       "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert rows[0] == {"corpus": "team", "documents": ["guide/config.md", "guide/install.md"]}
+    assert {row["document"] for row in rows[1:]} == {"guide/config.md", "guide/install.md"}

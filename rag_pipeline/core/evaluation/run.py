@@ -17,6 +17,7 @@ from rag_pipeline.core.index.access import labelled
 from rag_pipeline.core.index.generations import current_generation, current_generations
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import DocumentStatus
+from rag_pipeline.core.ingest.formats import chunked_format
 from rag_pipeline.core.retrieval.sentences import partition_sentences
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
@@ -69,9 +70,9 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
     documents = warehouse.read_file(documents_file,
-                                    columns=["document_id", "canonical_text", "status"])
-    canonical = {row["document_id"]: row["canonical_text"] for row in documents.to_pylist()
-                 if row["status"] == DocumentStatus.OK}
+                                    columns=["document_id", "canonical_text", "status", "format"])
+    rows = [row for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
+    canonical = {row["document_id"]: row["canonical_text"] for row in rows}
     generations = {c: index.generation for c, index in indexes.items()}
     gold = load_gold_set(gold_path)
     try:
@@ -79,7 +80,10 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     except NoGoldSetError as exc:
         return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
                           skipped=str(exc))
-    lines, canonical = gold_lines_for(gold.lines, canonical, policy, groups,
+    # A needle is checked against the texts chunks are cut from (not an archive's member list).
+    searched = {row["document_id"]: row["canonical_text"] for row in rows
+                if chunked_format(row["format"])}
+    lines, canonical = gold_lines_for(gold.lines, searched, policy, groups,
                                       documents.column("document_id").to_pylist())
     queries, errors = validate_gold(lines, canonical)
     ood = load_ood_if_any(ood_path)

@@ -28,6 +28,7 @@ from rag_pipeline.core.embedding.wordpieces import KnownWordpieces, WordpieceCou
 from rag_pipeline.core.index.bm25 import build_bm25_tables
 from rag_pipeline.core.ingest import Anchor, DocumentRecord, Section, TableSpan, format_named
 from rag_pipeline.core.ingest.extracted import DocumentPage
+from rag_pipeline.core.ingest.formats import chunked_format
 from rag_pipeline.core.storage.row_tables import rows_table, table_rows
 from rag_pipeline.core.storage.table_names import BM25_TABLES
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -169,7 +170,7 @@ def chunks_table(documents: Sequence[DocumentRecord], strategy: ChunkingStrategy
     spans: list[tuple[int, int] | None] = []
     without_chunks = []
     for doc in documents:
-        if not doc.ok or not format_named(doc.format).chunked:
+        if not doc.ok or not chunked_format(doc.format):
             continue
         cuts = [a.start for a in doc.anchors] if format_named(doc.format).cut_at_anchors else []
         doc_chunks = chunk_document(doc.document_id, doc.title, doc.canonical_text, strategy,

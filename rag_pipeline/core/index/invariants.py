@@ -7,7 +7,8 @@ import pyarrow as pa
 
 from rag_pipeline.core.chunking.strategies import uncovered_characters
 from rag_pipeline.core.embedding.vectors import vector_matrix
-from rag_pipeline.core.ingest import DocumentStatus, Section, format_named
+from rag_pipeline.core.ingest import DocumentStatus, Section
+from rag_pipeline.core.ingest.formats import chunked_format
 
 
 def offset_mismatches(documents: pa.Table, chunks: pa.Table) -> list[str]:
@@ -43,7 +44,7 @@ def uncovered_by_document(documents: pa.Table, chunks: pa.Table) -> dict[str, in
         spans.setdefault(document_id, []).append((start, end))
     missing = {}
     for row in documents.to_pylist():
-        if row["status"] != DocumentStatus.OK or not format_named(row["format"]).chunked:
+        if row["status"] != DocumentStatus.OK or not chunked_format(row["format"]):
             continue
         sections = [Section(**s) for s in row.get("sections") or ()]
         count = len(uncovered_characters(row["canonical_text"], spans.get(row["document_id"], []),

@@ -13,8 +13,9 @@ from rag_pipeline.core.index.generations import (
     Generation,
     generation_age_seconds,
 )
-from rag_pipeline.core.ingest import REGISTRY, DocumentStatus, format_named
+from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
+from rag_pipeline.core.ingest.formats import chunked_format
 from rag_pipeline.core.ingest.reconcile import Change, Reconciliation, report_from_table
 from rag_pipeline.core.storage.table_names import RECONCILIATION
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -63,15 +64,6 @@ class IndexStatus:
     left_out: list[tuple[str, list[str]]] = field(default_factory=list)
     """``(document_id, phrases)`` of ``ok`` documents read with part left out
     (:func:`documents_left_out`)."""
-
-
-def _chunked(format_name: str) -> bool:
-    """Whether documents of ``format_name`` are chunked (an archive's member list is not); a
-    format no reader here knows any more is counted as chunked."""
-    try:
-        return format_named(format_name).chunked
-    except KeyError:
-        return True
 
 
 def _tables(con) -> set[str]:
@@ -192,7 +184,7 @@ def index_status(warehouse: Warehouse, crossover: int = CROSSOVER_ROWS) -> Index
             "where d.status = 'ok' and not exists (select 1 from chunks c "
             "where c.chunker = p.chunker and c.document_id = d.document_id) "
             "group by all order by all").fetchall()
-            if _chunked(kind)] if "chunks" in views else []
+            if chunked_format(kind)] if "chunks" in views else []
         built_from = _documents_built_from(warehouse, con, views)
         without_chunks = [(d, kept) for d, chunkers in without_chunks
                           if (kept := tuple(c for c in chunkers

@@ -91,4 +91,13 @@ def format_named(name: str) -> DocumentFormat:
                        f"{', '.join(sorted(_BY_NAME))}") from None
 
 
-__all__ = ["REGISTRY", "ContainerFormat", "DocumentFormat", "format_for", "format_named"]
+def chunked_format(name: str) -> bool:
+    """Whether documents of the format named ``name`` are chunked, so searched and citable
+    (:attr:`DocumentFormat.chunked`: not an archive's member list); a name no format has any
+    more counts as chunked."""
+    fmt = _BY_NAME.get(name)
+    return fmt is None or fmt.chunked
+
+
+__all__ = ["REGISTRY", "ContainerFormat", "DocumentFormat", "chunked_format", "format_for",
+           "format_named"]
