@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import string
 import unicodedata
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
@@ -46,31 +47,61 @@ GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]*")
 """A group name: letters, digits, ``.``, ``_``, ``@``, ``-`` (what single sign-on proxies send)."""
 
 
+_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z",
+            "lower": "a-z", "space": r" \t\n\r\f\v", "xdigit": "0-9A-Fa-f",
+            "punct": re.escape(string.punctuation)}
+"""The POSIX classes a set may name (``[[:digit:]]``), as regular-expression set items."""
+
+
 def _set_end(glob: str, start: int) -> int:
     """The index of the ``]`` that closes the set opening at ``glob[start]`` (a ``]`` first in
-    the set, after its ``!`` or ``^``, is one of its characters), or -1 when none does."""
+    the set, after its ``!`` or ``^``, is one of its characters; a class ``[:digit:]`` is one
+    item), or -1 when none does."""
     i = start + 1
     if glob.startswith(("!", "^"), i):
         i += 1
     if glob.startswith("]", i):
         i += 1
-    return glob.find("]", i)
+    while i < len(glob):
+        if glob.startswith("[:", i) and (end := glob.find(":]", i + 2)) >= 0:
+            i = end + 2
+        elif glob[i] == "]":
+            return i
+        else:
+            i += 1
+    return -1
 
 
 def _set_regex(body: str) -> str:
     """The regular expression of a glob's set ``[body]``: one character of it (``[!...]`` or,
     as shells read it, ``[^...]``: not of it), never ``/``, as ``*`` and ``?`` never match one.
+    Its items are characters, ranges (``a-z``) and POSIX classes (``[:digit:]``), each written
+    out so that no character of it has a meaning of its own in the expression.
 
     Raises:
-        ValueError: A range whose end comes before its start (``z-a``).
+        ValueError: A range whose end comes before its start (``z-a``), or an unknown class.
     """
     negate = body.startswith(("!", "^"))
     members = body[1:] if negate else body
-    for first, last in re.findall(r"(.)-(.)", members, re.DOTALL):
-        if first > last:
-            raise ValueError(f"the set [{body}] has the range {first}-{last}, which is backwards")
-    body = members
-    escaped = re.sub(r"([\\\[\]^&~|])", r"\\\1", body)
+    items, i = [], 0
+    while i < len(members):
+        if members.startswith("[:", i) and (end := members.find(":]", i + 2)) >= 0:
+            name = members[i + 2:end]
+            if name not in _CLASSES:
+                raise ValueError(f"the set [{body}] names the class [:{name}:], which is unknown; "
+                                 f"known: {', '.join(sorted(_CLASSES))}")
+            items.append(_CLASSES[name])
+            i = end + 2
+        elif i + 2 < len(members) and members[i + 1] == "-":
+            first, last = members[i], members[i + 2]
+            if first > last:
+                raise ValueError(f"the set [{body}] has the range {first}-{last}, which is backwards")
+            items.append(f"{re.escape(first)}-{re.escape(last)}")
+            i += 3
+        else:
+            items.append(re.escape(members[i]))
+            i += 1
+    escaped = "".join(items)
     return f"[^/{escaped}]" if negate else f"(?!/)[{escaped}]"
 
 

@@ -105,6 +105,8 @@ def test_the_digest_follows_the_rules_and_their_order():
     ("a[!]]c", ["axc"], ["a]c", "a/c"]),
     ("a[&~|b]c", ["a&c", "a~c", "a|c", "abc"], ["axc"]),
     ("a[bc", ["a[bc"], ["ab"]),
+    ("hr/pay[[:digit:]].md", ["hr/pay1.md"], ["hr/payx.md", "hr/pay/.md"]),  # a POSIX class
+    ("[%--]x", ["%x", "-x"], [".x", "/x"]),  # a range ending in '-', read with no warning
 ])
 def test_a_set_never_matches_a_slash(glob: str, matched: list[str], not_matched: list[str]):
     """Found by an attack: ``[!_]`` (and a range over ``/``) matched the ``/`` of
@@ -138,6 +140,10 @@ def test_unmatched_globs_are_named():
      'readers = ["hr"] }]',
      "rag_pipeline.toml: [access] rule #2: `glob` 'archive/[z-a]*' is not a pattern: the set "
      "[z-a] has the range z-a, which is backwards"),
+    ('[access]\nrules = [{ glob = "a/[[:word:]]*", readers = ["hr"] }]',
+     "rag_pipeline.toml: [access] rule #1: `glob` 'a/[[:word:]]*' is not a pattern: the set "
+     "[[:word:]] names the class [:word:], which is unknown; known: alnum, alpha, digit, lower, "
+     "punct, space, upper, xdigit"),
     ('[access]\nreaders = ["hr"]',
      "rag_pipeline.toml: [access]: unknown key(s) readers; known: groups, rules"),
     ('[access]\n', "rag_pipeline.toml: [access] rules must be a list of tables "

@@ -29,6 +29,7 @@ Cited ``#char=``.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
@@ -50,6 +51,12 @@ _NAMED = {
     "oe": "œ", "+-": "±", "12": "½", "14": "¼", "34": "¾", "sc": "§", "ps": "¶", "dg": "†",
 }
 """Special characters (``\\(em``, ``\\[em]``) by name."""
+_ACCENTS = {"'": "\u0301", "`": "\u0300", ":": "\u0308", "^": "\u0302", "~": "\u0303",
+            ",": "\u0327", "o": "\u030a", "v": "\u030c"}
+"""groff's accented letters (``\\('e`` ``é``, ``\\(:u`` ``ü``, ``\\(,c`` ``ç``): the accent's
+combining mark, by the character naming it."""
+_LETTERS = {"/o": "ø", "/O": "Ø", "AE": "Æ", "OE": "Œ", "-D": "Đ", "Sd": "ð", "TP": "Þ", "Tp": "þ",
+            ".i": "ı"}
 _STRINGS = {"lq": "“", "rq": "”", "R": "®", "Tm": "™", "Aq": "'", "aq": "'"}
 """Predefined strings (``\\*(lq``) by name; others are the file's own definitions, left out."""
 _ESCAPE = re.compile(
@@ -95,7 +102,7 @@ def looks_like_roff(data: bytes) -> bool:
     """Whether ``data`` begins as a manual page in roff does: its first line that is not blank
     a request or a comment (``.``, ``'`` or ``\\"``), and a ``.TH`` or ``.Dd`` request among
     its first :data:`SNIFF_LINES` lines."""
-    lines = data[:65_536].decode("latin-1").split("\n")[:SNIFF_LINES]
+    lines = data[:65_536].removeprefix(b"\xef\xbb\xbf").decode("latin-1").split("\n")[:SNIFF_LINES]
     first = next((line.lstrip() for line in lines if line.strip()), "")
     if not first.startswith((".", "'", '\\"')):
         return False
@@ -108,12 +115,12 @@ def _unescaped(text: str) -> str:
 
     def drawn(match: re.Match[str]) -> str:
         if match["two"] is not None:
-            return _NAMED.get(match["two"], "")
+            return _named(match["two"])
         if match["long"] is not None:
             name = match["long"]
             if re.fullmatch(r"u[0-9A-Fa-f]{4,6}", name):
                 return chr(int(name[1:], 16))
-            return _NAMED.get(name, "")
+            return _named(name)
         string = match["s2"] or match["sl"] or match["s1"]
         if string is not None:
             return _STRINGS.get(string, "")
@@ -122,6 +129,15 @@ def _unescaped(text: str) -> str:
         return ""
 
     return _ESCAPE.sub(drawn, text)
+
+
+def _named(name: str) -> str:
+    """The character a special character's name draws (``em``, ``'e``), or ``""``."""
+    if name in _NAMED or name in _LETTERS:
+        return _NAMED.get(name) or _LETTERS[name]
+    if len(name) == 2 and name[0] in _ACCENTS and name[1].isalpha():
+        return unicodedata.normalize("NFC", name[1] + _ACCENTS[name[0]])
+    return ""
 
 
 def _arguments(rest: str) -> list[str]:
@@ -316,8 +332,8 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
             elif name in _FONTS:
                 if words:
                     page.text(" ".join(words))
-                elif index < len(lines):
-                    page.text(_unescaped(lines[index]))
+                elif index < len(lines) and lines[index][:1] not in (".", "'"):
+                    page.text(_unescaped(lines[index]))  # the font of the next text line
                     index += 1
             elif name in _ALTERNATING:
                 page.text("".join(words))
@@ -424,7 +440,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "2")
+        return Extractor("man-roff", "3")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

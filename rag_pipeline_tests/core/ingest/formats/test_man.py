@@ -151,3 +151,14 @@ def test_unclosed_escapes_and_continued_lines_are_read_whole():
     page = b".TH A 1\n.SH NAME\nstart " + b"\\[" * 50_000 + b" end\n" + b"more\\\n" * 1_000 + b"done\n"
     assert MAN.extract(page, "a.1").canonical_text == (
         "NAME\n\nstart end " + "more" * 1_000 + "done\n")
+
+
+def test_accented_letters_a_byte_order_mark_and_a_bare_font_request():
+    """Found by an attack: ``Cr\\('eation`` read as ``Cration`` (König lost in git's pages), a
+    page behind a UTF-8 byte-order mark was not known as one, and ``.B`` alone above a request
+    printed the request."""
+    page = ("\ufeff.TH A 1\n.SH NAME\nCr\\('eation d\\(:ubel Gar\\(,con \\(/o\n.B\n.IP x\nbody\n"
+            ".if n plain text\n").encode()
+    assert looks_like_roff(page)
+    assert MAN.extract(page, "a.1").canonical_text == (
+        "NAME\n\nCréation dübel Garçon ø\n\nx body plain text\n")
