@@ -271,6 +271,9 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 continue
             if name in _SKIP_BLOCKS:
                 end = _SKIP_BLOCKS[name]
+                marker = _arguments(rest)[0 if name == "ig" else 1:][:1]
+                if name != "EQ" and marker:  # .de XX yy ends at .yy, .ig yy too
+                    end = re.compile(rf"^[.']\s*{re.escape(marker[0])}(?:\s|$)")
                 while index < len(lines) and not end.match(lines[index]):
                     index += 1
                 index += 1
@@ -414,9 +417,11 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
     """Reads a ``tbl`` table from ``lines[index]`` (its options and format lines, then its
     rows up to ``.TE``) into ``page`` as a block of a line per row; returns the index of its
     ``.TE`` line."""
-    while index < len(lines) and not lines[index].rstrip().endswith("."):
-        index += 1  # options (``allbox;``) and format lines (``l l.``)
-    index += 1
+    end = next((at for at in range(index, len(lines)) if re.match(r"^[.']\s*TE\b", lines[at])),
+               len(lines))
+    # Options (``allbox;``) and format lines (``l l.``) up to the one ending in ``.``; without
+    # one, the rows start at once.
+    index = next((at + 1 for at in range(index, end) if lines[at].rstrip().endswith(".")), index)
     rows = []
     while index < len(lines) and not re.match(r"^[.']\s*TE\b", lines[index]):
         line = lines[index]
@@ -440,7 +445,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "3")
+        return Extractor("man-roff", "4")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

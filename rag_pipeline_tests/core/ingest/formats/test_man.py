@@ -162,3 +162,11 @@ def test_accented_letters_a_byte_order_mark_and_a_bare_font_request():
     assert looks_like_roff(page)
     assert MAN.extract(page, "a.1").canonical_text == (
         "NAME\n\nCréation dübel Garçon ø\n\nx body plain text\n")
+
+
+def test_a_macro_with_its_own_end_and_a_table_without_a_format_end_lose_nothing_after_them():
+    """Found by an attack: ``.de XX yy`` (ended by ``.yy``) and ``.ig zz`` hid everything up to
+    the next ``..``; a table whose format line lacks its final ``.`` hid the rest of the page."""
+    page = (b".TH A 1\n.SH X\n.de XX yy\nhidden\n..\nstill hidden\n.yy\nshown one\n.ig zz\n"
+            b"ig hidden\n.zz\n.TS\nl l\na\tb\n.TE\nafter table\n")
+    assert MAN.extract(page, "a.1").canonical_text == "X\n\nshown one\n\nl l\na | b\n\nafter table\n"
