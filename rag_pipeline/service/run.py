@@ -35,6 +35,8 @@ KEEP_ALIVE_SECONDS = 5
 SHUTDOWN_GRACE_SECONDS = 10
 """After SIGTERM or SIGINT, how long requests in flight may finish; then their connections are
 closed (a client that stopped reading a download would otherwise keep the process alive)."""
+LISTEN_BACKLOG = 2048
+"""Connections the kernel holds before they are accepted (uvicorn's default)."""
 MAX_CONNECTIONS = 1024
 """Open connections, at most (fewer if the process may open fewer than twice as many files)."""
 
@@ -141,8 +143,10 @@ def load_service_model(spec: ModelSpec, workers: int, query_runtime: str | None,
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (port 0: a free one), taken before the model loads so a
-    busy port fails at once instead of after a ready message.
+    """A socket listening on ``host:port`` (port 0: a free one), taken before the model loads so
+    a busy port fails at once instead of after a ready message. It listens from here, so the
+    serve record written before uvicorn starts names a port that takes connections (they wait
+    in the backlog until uvicorn accepts them).
 
     Raises:
         OSError: The address cannot be bound; the message names it.
@@ -152,6 +156,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
@@ -232,7 +237,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             # outside every middleware of the app.
             config = uvicorn.Config(HostCheck(PrivateResponses(ServeProof(create_app(service),
                                                                           secret)), allowed),
-                                    host=host, port=port,
+                                    host=host, port=port, backlog=LISTEN_BACKLOG,
                                     access_log=access_log,
                                     # The client's address is the connection's, never an
                                     # X-Forwarded-For any caller may write (and so name

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import weakref
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.protocol import ClientLimits
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline.service.run import access_line, client_limits, freeze_heap, running_service
+from rag_pipeline.service.run import (access_line, client_limits, freeze_heap, listening_socket,
+                                      running_service)
 from rag_pipeline.service.tokens import TokenStore
 from rag_pipeline_tests.core.index_builder import build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
@@ -131,3 +133,15 @@ def test_the_start_line_counts_expired_tokens_apart():
         "2 token(s) (1 more expired)")
     assert _tokens_in_force([record(False)]) == "1 token(s)"
     assert _tokens_in_force([]) == "0 token(s)"
+
+
+def test_the_socket_serve_records_takes_connections_before_uvicorn_starts():
+    # Found in CI: serve writes its record before uvicorn runs; a bound socket that did not
+    # listen yet refused the connection of a client that read the record (ask, or a test).
+    import socket
+
+    with closing(listening_socket("127.0.0.1", 0)) as sock, \
+            closing(socket.create_connection(sock.getsockname(), timeout=5)) as client:
+        accepted, address = sock.accept()
+        accepted.close()
+        assert address == client.getsockname()
