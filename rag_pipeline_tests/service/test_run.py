@@ -20,8 +20,13 @@ from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import AccessState
 from rag_pipeline.service.protocol import ClientLimits
 from rag_pipeline.service.query_service import ServeSettings
-from rag_pipeline.service.run import (access_line, client_limits, freeze_heap, listening_socket,
-                                      running_service)
+from rag_pipeline.service.run import (
+    access_line,
+    client_limits,
+    freeze_heap,
+    listening_socket,
+    running_service,
+)
 from rag_pipeline.service.tokens import TokenStore
 from rag_pipeline_tests.core.index_builder import build_index
 from rag_pipeline_tests.fake_embedder import HashedEmbedder
