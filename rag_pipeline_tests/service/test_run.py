@@ -1,5 +1,6 @@
 """``serve``'s client limits follow the process's open-file limit; its heap is frozen after
-start-up, with the garbage collected first; a fatal signal leaves a line in its log."""
+start-up, with the garbage collected first; a fatal signal leaves a line in its log; its socket
+takes connections before its record names it."""
 
 from __future__ import annotations
 

@@ -255,7 +255,6 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     lines = text.split("\n")
     index = 0
     heading_next = 0
-    table = False
     pending: list[str] = []  # the request or text a true conditional holds, read next
     last_ie = False
     link: str | None = None  # .UR's address, written at .UE
@@ -277,11 +276,6 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 while index < len(lines) and not end.match(lines[index]):
                     index += 1
                 index += 1
-                continue
-            if table:
-                if name == "TE":
-                    table = False
-                    page.close()
                 continue
             if name in ("if", "ie", "el"):
                 holds, body = (not last_ie, rest) if name == "el" else _condition(rest)
@@ -331,7 +325,6 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
             elif name == "TS":
                 page.close()
                 index = _table_body(lines, index, page)
-                table = True
             elif name in _FONTS:
                 if words:
                     page.text(" ".join(words))
@@ -364,8 +357,6 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 page.text(f"{words[0]}({words[1]}){''.join(words[2:])}")
             elif mdoc and (name in _MDOC_PREFIX or name in _MDOC_ENCLOSURES) and words:
                 page.text(_mdoc_text([name, *words]))
-            continue
-        if table:
             continue
         words = _unescaped(line)
         if heading_next:
@@ -415,17 +406,15 @@ def _past_block(lines: list[str], index: int, opened: str) -> int:
 
 def _table_body(lines: list[str], index: int, page: _Page) -> int:
     """Reads a ``tbl`` table from ``lines[index]`` (its options and format lines, then its
-    rows up to ``.TE``) into ``page`` as a block of a line per row; returns the index of its
+    rows up to ``.TE``) into ``page`` as a block of a line per row; returns the index after its
     ``.TE`` line."""
     end = next((at for at in range(index, len(lines)) if re.match(r"^[.']\s*TE\b", lines[at])),
                len(lines))
     # Options (``allbox;``) and format lines (``l l.``) up to the one ending in ``.``; without
     # one, the rows start at once.
-    index = next((at + 1 for at in range(index, end) if lines[at].rstrip().endswith(".")), index)
+    start = next((at + 1 for at in range(index, end) if lines[at].rstrip().endswith(".")), index)
     rows = []
-    while index < len(lines) and not re.match(r"^[.']\s*TE\b", lines[index]):
-        line = lines[index]
-        index += 1
+    for line in lines[start:end]:
         if line[:1] in (".", "'") or line.strip() in ("_", "=", ""):
             continue
         cells = [" ".join(_unescaped(cell).replace("T{", "").replace("T}", "").split())
@@ -433,7 +422,7 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
         rows.append(" | ".join(cells))
     if rows:
         page.blocks.append(("\n".join(rows), 0, None))
-    return index
+    return end + 1
 
 
 class ManFormat(DocumentFormat):
