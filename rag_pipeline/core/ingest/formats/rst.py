@@ -269,7 +269,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"7+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"8+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
@@ -284,7 +284,10 @@ class RstFormat(DocumentFormat):
         source = decoded.text
         writer = _Writer()
         try:
-            tree = publish_doctree(source, settings_overrides={**SETTINGS, "warning_stream": io.StringIO()})
+            # docutils replaces a document holding a line over its limit (10,000 characters)
+            # by one error; the file's size, which max_document_bytes bounds, is the limit here.
+            tree = publish_doctree(source, settings_overrides={
+                **SETTINGS, "warning_stream": io.StringIO(), "line_length_limit": max(len(source), 1)})
             writer.walk(tree)
             writer.flush()
         except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting

@@ -13,7 +13,12 @@ import pytest
 
 from rag_pipeline.core.ingest import extract_corpus
 from rag_pipeline.core.ingest.extracted import ExtractionError, Section
-from rag_pipeline.core.ingest.formats.mail import EmlFormat, MboxFormat, split_mbox
+from rag_pipeline.core.ingest.formats.mail import (
+    MAX_PARSED_HEADER_CHARS,
+    EmlFormat,
+    MboxFormat,
+    split_mbox,
+)
 
 EML = EmlFormat()
 
@@ -318,3 +323,18 @@ def test_a_message_whose_body_base64_is_cut_short_fails_with_that_reason():
     assert str(failed.value) == ("unreadable mail: ValueError: its base64 is cut short (a length "
                                  "no base64 has): the message was truncated or damaged in transit")
     assert "The secret quarterly" in EML.extract(cut, "whole").canonical_text
+
+
+def test_a_header_over_4096_characters_is_decoded_word_by_word_not_parsed_as_addresses():
+    """Found by an attack: the ``email`` policy's parser takes time and memory growing with the
+    square of a value's size (a 40 KB ``To`` of quote marks: 20 s; a 280 KB ``Subject`` of
+    encoded words: 2.7 GB), so one small mail held a whole run."""
+    recipients = ", ".join(f'"=?utf-8?q?Jos=C3=A9?= N" <jose{i}@example.org>' for i in range(100))
+    for to, shown in ((recipients, recipients.replace("=?utf-8?q?Jos=C3=A9?=", "José")),
+                      ('"a' * 20_000, '"a' * 20_000)):
+        mail = f"From: ana@example.org\nTo: {to}\nSubject: {'=?utf-8?q?a?= ' * 20_000}\n\nBody.\n"
+        own = EML.extract(mail.encode(), "m")
+        assert len(to) > MAX_PARSED_HEADER_CHARS
+        assert own.canonical_text == f"{'a' * 20_000}\n\nFrom: ana@example.org\nTo: {shown}\n\nBody.\n"
+    short = EML.extract(b'From: ana@example.org\nTo: "Jose N" <jose@example.org>\n\nBody.\n', "m")
+    assert "To: Jose N <jose@example.org>" in short.canonical_text  # parsed: quotes it needs not

@@ -188,3 +188,11 @@ def test_a_name_above_its_indented_description_is_kept_with_it():
         "Settings\n\nstartsecs\n  The seconds a program must stay up.\n\nDefault: 1\n\n"
         "autostart\n  Start with supervisord.\n\nA closing paragraph, quoted:\n  a quotation\n\n"
         "Last words.\n")
+
+
+def test_a_line_over_10000_characters_loses_no_text():
+    """Found by an attack: docutils replaced a document holding such a line (a pasted log line,
+    a long URL) by one error, so the file failed as empty."""
+    line = "x" * 10_000 + "."
+    text = RST.extract(f"Intro\n=====\n\nOtters.\n\n{line}\n\nWalruses.\n".encode(), "d").canonical_text
+    assert text == f"Intro\n\nOtters.\n\n{line}\n\nWalruses.\n"
