@@ -20,7 +20,8 @@ ON_TOPIC = "what happens to the loop variable when a for loop is terminated by b
 OFF_TOPIC = "what is the capital of france"
 
 NOT_BUILT = ("error: no index built yet in the data folder {tmp_path}: run `rag-pipeline index` "
-             "first, or name the folder it was built in (--data-dir)")
+             "first, or name the configuration that built it (--config, as `init` printed it) or "
+             "its data folder (--data-dir)")
 
 
 @pytest.mark.slow

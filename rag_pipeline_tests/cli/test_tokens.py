@@ -142,7 +142,8 @@ def test_open_serves_a_public_host_without_access(tmp_path: Path, monkeypatch):
     opened = run(tmp_path, "serve", "--host", "0.0.0.0", "--open", "--port", "0")
     assert opened.output.strip() == (
         f"error: no index built yet in the data folder {tmp_path}: run `rag-pipeline index` first, "
-        "or name the folder it was built in (--data-dir)")
+        "or name the configuration that built it (--config, as `init` printed it) or its data "
+        "folder (--data-dir)")
 
 
 def test_serve_follows_the_rules_of_its_own_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -87,7 +87,8 @@ class IndexNotBuiltError(Exception):
         """Nothing at all built in ``data_dir``, which the message names: a mistyped
         ``--data-dir`` would otherwise lead to a second index built in the wrong folder."""
         return cls(f"no index built yet in the data folder {Path(data_dir).absolute()}: run "
-                   "`rag-pipeline index` first, or name the folder it was built in (--data-dir)")
+                   "`rag-pipeline index` first, or name the configuration that built it (--config, as "
+                   "`init` printed it) or its data folder (--data-dir)")
 
 
 @dataclass(frozen=True)
