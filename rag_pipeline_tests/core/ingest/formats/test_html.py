@@ -28,6 +28,12 @@ def text_of(body: str) -> str:
     ("<p>  <em>lead</em> and trail  <br>  next line </p>", "lead and trail\nnext line\n"),
     # A no-break space is a space that never collapses.
     ("<p>a&nbsp;&nbsp;b</p>", "a  b\n"),
+    # A number in <sup> after its base is an exponent (found by a new user: SQLite's limit
+    # "2<sup>31</sup>-1" read "231-1"); other superscripts and subscripts join as written.
+    ("<p>2<sup>31</sup>-1, 10<sup>-3</sup>, (a+b)<sup>2</sup>, mc<sup>2</sup></p>",
+     "2^31-1, 10^-3, (a+b)^2, mc^2\n"),
+    ("<p>the 1<sup>st</sup>, a note<sup>[3]</sup>, x <sup>2</sup>, H<sub>2</sub>O</p>",
+     "the 1st, a note[3], x 2, H2O\n"),
 ])
 def test_inline_elements_join_their_neighbours_as_written(body: str, expected: str):
     assert text_of(body) == expected
