@@ -4,9 +4,11 @@ Pure: it takes the runs and outline that :mod:`rag_pipeline.core.ingest.pdf_page
 OCR recognises) and decides, page by page:
 
 - **Running heads, running feet and page numbers** are the first and last row of a page when
-  the same row (digits normalised) repeats at the same height on other pages, when it is a
-  page number alone, or when it carries a number at one end at a height where most pages
-  carry such a row ("Chapter 3: Basic Shell Features 15"). They are dropped and counted.
+  it is a page number alone, when the same row repeats at the same height on other pages (word
+  for word, unless it is a table's header over its rows; or with numbers that follow the
+  pages, "Page 3 of 9"), or when it carries a number at one end, at a height where most pages
+  carry such a row, that follows the pages ("Chapter 3: Basic Shell Features 15"). They are
+  dropped and counted. A ledger's records, numbered at the start of each line, are kept.
 - **Contents and index pages** (most runs end in dot leaders and a page number) are dropped
   and counted.
 - **Two-column pages** are read column by column (a gutter that almost no run crosses, with
@@ -282,27 +284,75 @@ def _has_end_number(text: str) -> bool:
                              or _NUMBER_TOKEN.match(tokens[-1]) is not None) and len(tokens) > 1
 
 
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _number(token: str) -> int | None:
+    """The number a word of a running head writes: its first digits, or its value as a roman
+    numeral (``xiv``: a front matter's page); None for any other word."""
+    if (found := _DIGITS.search(token)) is not None:
+        return int(found[0])
+    if _NUMBER_TOKEN.match(token) is None:
+        return None
+    values = [_ROMAN[letter] for letter in token.lower()]
+    return sum(-v if v < after else v for v, after in zip(values, [*values[1:], 0], strict=True))
+
+
+def _page_offsets(p: int, words: Sequence[str]) -> set[tuple[int, int]]:
+    """(word position, number less the page position) of each number of ``words`` on page
+    position ``p``: a page number's is the same on every page of a run of pages."""
+    return {(at, number - p) for at, word in enumerate(words) if (number := _number(word)) is not None}
+
+
+def _numbering(members: Sequence[tuple[int, Sequence[str]]], floor: int) -> set[int]:
+    """The page positions of ``members`` (page position, words) that number their pages: those
+    holding the most common (word position, offset) of :func:`_page_offsets`, when ``floor``
+    or more share it. Record numbers at the top of each page (1001, 1033, 1065) number none."""
+    offsets = [(p, _page_offsets(p, words)) for p, words in members]
+    shared = Counter(offset for _, found in offsets for offset in found)
+    if not shared or shared.most_common(1)[0][1] < floor:
+        return set()
+    offset = shared.most_common(1)[0][0]
+    return {p for p, found in offsets if offset in found}
+
+
 def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, int]]:
-    """(page position, row index) of the running heads, feet and page numbers."""
+    """(page position, row index) of the running heads, feet and page numbers: a page number
+    alone; a row repeating on other pages, word for word (but a table's header repeated over
+    its rows: a row of cells aligned with the row beside it) or with numbers that number the
+    pages (:func:`_numbering`); a row with a number at one end, at a height where most pages
+    carry such a row, where that number numbers the pages (counted from either end: a left
+    page's number comes first, a right page's last)."""
     repeat_floor = 2 if len(page_rows) < 6 else 3
-    candidates: list[tuple[int, int, str, str, int]] = []
+    candidates: list[tuple[int, int, str, str, int, bool]] = []
     for p, rows in enumerate(page_rows):
         if not rows:
             continue
-        ends = {0: "top", len(rows) - 1: "bottom"}
-        for r, band in ends.items():
-            text = _row_text(rows[r])
-            candidates.append((p, r, band, text, round(rows[r][0].baseline / 4)))
-    repeats = Counter((band, bucket, _normalised(text)) for _, _, band, text, bucket in candidates)
-    numbered = Counter((band, bucket) for _, _, band, text, bucket in candidates if _has_end_number(text))
+        ends = {0: ("top", 1), len(rows) - 1: ("bottom", len(rows) - 2)}
+        for r, (band, beside) in ends.items():
+            cells = len(rows[r]) > 1 and 0 <= beside < len(rows) and _aligned(rows[r], rows[beside])
+            candidates.append((p, r, band, _row_text(rows[r]), round(rows[r][0].baseline / 4), cells))
+    repeated: dict[tuple[str, int, str], list[tuple[int, str, bool]]] = {}
+    numbered: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}
+    for p, _, band, text, bucket, cells in candidates:
+        repeated.setdefault((band, bucket, _normalised(text)), []).append((p, text, cells))
+        if _has_end_number(text):
+            words = text.split()
+            numbered.setdefault((band, bucket), []).append((p, [words[0], words[-1]]))
+    running: set[tuple[str, int, str, int]] = set()
+    for (band, bucket, norm), members in repeated.items():
+        if len(members) < repeat_floor:
+            continue
+        same = len({text for _, text, _ in members}) == 1
+        pages = ({p for p, _, cells in members if not cells} if same
+                 else _numbering([(p, text.split()) for p, text, _ in members], repeat_floor))
+        running |= {(band, bucket, norm, p) for p in pages}
     numbered_floor = max(3, int(0.3 * len(page_rows)))
-    dropped: set[tuple[int, int]] = set()
-    for p, r, band, text, bucket in candidates:
-        norm = _normalised(text)
-        if (norm == "#" or repeats[(band, bucket, norm)] >= repeat_floor
-                or (_has_end_number(text) and numbered[(band, bucket)] >= numbered_floor)):
-            dropped.add((p, r))
-    return dropped
+    by_end_number = {(band, bucket, p) for (band, bucket), members in numbered.items()
+                     for p in _numbering(members, numbered_floor)}
+    return {(p, r) for p, r, band, text, bucket, _ in candidates
+            if _normalised(text) == "#" or (band, bucket, _normalised(text), p) in running
+            or (band, bucket, p) in by_end_number}
 
 
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from rag_pipeline.core.ingest import Anchor, Section
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak, lay_out
@@ -27,6 +28,46 @@ def test_running_heads_and_page_numbers_are_dropped_and_counted():
     assert layout.dropped_lines == 6
     assert layout.canonical_text == "Body sentence 0.\n\nBody sentence 1.\n\nBody sentence 2.\n"
     assert layout.anchors == (Anchor(0, 18, "page=1"), Anchor(18, 36, "page=2"), Anchor(36, 53, "page=3"))
+
+
+def test_records_numbered_at_the_ends_of_pages_are_kept_where_their_numbers_follow_no_pages():
+    """Found by an attack: a ledger's first and last record on each page (a number at one end,
+    at the height where every page has one) were dropped as running heads, and so was a
+    record repeating the shape of the one on the page before (``X33 ...``, ``X66 ...``)."""
+    pages = [page(i, *[run(i, f"{1001 + 3 * i + n} Widget {n} price {9 * i + n}.50", 50, 100 + 14 * n)
+                       for n in range(3)]) for i in range(4)]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.dropped_lines == 0
+    assert re.findall(r"(\d+) Widget", layout.canonical_text) == [
+        str(1001 + 3 * i + n) for i in range(4) for n in range(3)]
+    heads = [page(i, run(i, f"Ledger {i + 7}", 50, 40), run(i, f"X{33 * i} thing price {9 * i}.50", 50, 100),
+                  run(i, f"X{33 * i + 1} thing price {9 * i + 1}.50", 50, 114)) for i in range(4)]
+    layout = lay_out(heads, (), "", "doc")
+    assert layout.dropped_lines == 4  # "Ledger 7" to "Ledger 10" number the pages
+    assert "Ledger" not in layout.canonical_text and layout.canonical_text.count("X") == 8
+
+
+def test_a_front_matters_roman_page_numbers_are_running_heads():
+    pages = [page(i, run(i, f"Guide {numeral}", 50, 40), run(i, f"Body sentence {letter}.", 50, 100),
+                  run(i, f"More body text {letter}.", 50, 130)) for i, (numeral, letter) in enumerate(
+        [("ii", "a"), ("iii", "b"), ("iv", "c"), ("v", "d")])]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.dropped_lines == 4
+    assert "Guide" not in layout.canonical_text and layout.canonical_text.count("More body text") == 4
+
+
+def test_a_table_header_repeated_on_each_page_stays_the_tables_header():
+    """Found by an attack: the header row every page repeats was dropped as a running head,
+    page 1's too, and the first data row became the header of every row."""
+    def table_page(i: int) -> PageText:
+        rows = [("Code", "Product", "Stock"), *[(f"X{3 * i + n}", f"Thing {3 * i + n}", f"{7 * (3 * i + n)} units")
+                                               for n in range(3)]]
+        return page(i, *[run(i, cell, x, 100 + 14 * r) for r, row in enumerate(rows)
+                         for cell, x in zip(row, (50, 150, 300), strict=True)])
+    layout = lay_out([table_page(i) for i in range(3)], (), "", "doc")
+    assert layout.dropped_lines == 0
+    assert layout.canonical_text.split("\n")[:2] == ["Code | Product | Stock", "X0 | Thing 0 | 0 units"]
+    assert [table.header for table in layout.tables] == ["Code | Product | Stock"]
 
 
 def test_a_contents_page_is_dropped():
