@@ -60,8 +60,9 @@ def test_a_table_header_repeated_on_each_page_stays_the_tables_header():
     """Found by an attack: the header row every page repeats was dropped as a running head,
     page 1's too, and the first data row became the header of every row."""
     def table_page(i: int) -> PageText:
-        rows = [("Code", "Product", "Stock"), *[(f"X{3 * i + n}", f"Thing {3 * i + n}", f"{7 * (3 * i + n)} units")
-                                               for n in range(3)]]
+        numbers = [3 * i + n for n in range(3)]
+        rows = [("Code", "Product", "Stock"),
+                *[(f"X{number}", f"Thing {number}", f"{7 * number} units") for number in numbers]]
         return page(i, *[run(i, cell, x, 100 + 14 * r) for r, row in enumerate(rows)
                          for cell, x in zip(row, (50, 150, 300), strict=True)])
     layout = lay_out([table_page(i) for i in range(3)], (), "", "doc")
