@@ -43,8 +43,8 @@ WATCH_INTERVAL_SECONDS = 5
 
 def corpus_fingerprint(root: Path) -> str:
     """The watch token of a folder: digest of every entry the documents run reads under
-    ``root``, its relative path, size and modification time in nanoseconds (``missing`` when
-    the folder is not there)."""
+    ``root``, its relative path, size, modification time, inode and change time (``missing``
+    when the folder is not there)."""
     return LocalSource(root).watch_token()
 
 

@@ -1,7 +1,9 @@
 """A folder on this machine as a corpus: every file under it but hidden ones.
 
-An entry's fingerprint is its ``lstat`` size, modification time and mode: an unchanged file is
-never opened, a touched one is read and its sha256 compared with its record's. The checks on
+An entry's fingerprint is its ``lstat`` size, modification time, mode, inode and change time:
+an unchanged file is never opened, a touched one is read and its sha256 compared with its
+record's. The inode and change time catch a file replaced by another of the same size and
+modification time (``mv`` over it, ``cp -p``, ``rsync -a``), which size and time alone missed. The checks on
 each file before it is opened (links out of the root, special files, the size) are those of
 :func:`rag_pipeline.core.ingest.reading.read_document_bytes`.
 """
@@ -70,14 +72,14 @@ def listing(corpus_root: Path) -> tuple[list[Path], tuple[str, ...]]:
 
 
 def stat_fingerprint(path: Path) -> str:
-    """``stat:<size>:<mtime ns>:<mode>`` of the entry, and for a symlink also of its target
-    (so an edited or swapped target changes it), or ``stat:gone`` when it vanished since the
+    """``stat:<size>:<mtime ns>:<mode>:<inode>:<ctime ns>`` of the entry, and for a symlink also
+    of its target (so an edited or swapped target changes it), or ``stat:gone`` when it vanished since the
     listing."""
     try:
         info = os.lstat(path)
     except OSError:
         return "stat:gone"
-    own = f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_mode:o}"
+    own = f"stat:{info.st_size}:{info.st_mtime_ns}:{info.st_mode:o}:{info.st_ino}:{info.st_ctime_ns}"
     if _hard_linked(info):
         return f"{own}:links={info.st_nlink}"  # a link made or removed changes it
     if not stat.S_ISLNK(info.st_mode):
@@ -176,8 +178,8 @@ class LocalSource:
         return None
 
     def watch_token(self) -> str:
-        """Digest of every entry's relative path, size and modification time in nanoseconds
-        (``missing`` when the folder is not there): one ``lstat`` per file."""
+        """Digest of every entry's relative path, size, modification time, inode and change
+        time (``missing`` when the folder is not there): one ``lstat`` per file."""
         if not self.root.is_dir():
             return "missing"
         digest = hashlib.sha256()
@@ -186,7 +188,8 @@ class LocalSource:
                 info = os.lstat(path)
             except FileNotFoundError:  # removed between the listing and now: the next tick sees it
                 continue
-            digest.update(f"{path.relative_to(self.root)}\0{info.st_size}\0{info.st_mtime_ns}\n"
+            digest.update(f"{path.relative_to(self.root)}\0{info.st_size}\0{info.st_mtime_ns}\0"
+                          f"{info.st_ino}\0{info.st_ctime_ns}\n"
                           .encode("utf-8", "surrogateescape"))
         return digest.hexdigest()[:16]
 
