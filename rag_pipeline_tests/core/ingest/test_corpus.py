@@ -405,7 +405,8 @@ def test_files_swapped_by_same_size_and_time_are_read_again(tmp_path: Path):
     """Found by an attack: two files of the same size and modification time swapped with ``mv``
     were reported unchanged and served their old texts (the fingerprint was size, time and
     mode alone)."""
-    for name, text in (("menu.md", "Soup of the day: lentil.\n"), ("merger.md", "Acme Ltd is ours in May.\n")):
+    texts = {"menu.md": "Soup of the day: lentil.\n", "merger.md": "Acme Ltd is ours in May.\n"}
+    for name, text in texts.items():
         (tmp_path / name).write_text(text)
         os.utime(tmp_path / name, ns=(1_700_000_000_000_000_000,) * 2)
     first = extract_corpus(tmp_path)
