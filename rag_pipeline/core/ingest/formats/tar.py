@@ -7,7 +7,9 @@ members go by. A member whose size alone is over the budget of expanded bytes, t
 passing ``max_members``, or the stream expanding more than ``max_ratio`` times the file, fails
 the whole archive (no member of it is a document). A member fails alone when its path points
 outside the archive or it is larger than ``max_document_bytes``; links, devices and FIFOs are
-skipped, never followed or opened; hidden members are no documents.
+skipped, never followed or opened; hidden members are no documents. An archive whose listing
+ends before its end (a damaged member header, a stream cut inside one) fails whole, saying
+where: the members after that point cannot be listed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,31 @@ from rag_pipeline.core.ingest.members import (
     safe_member_name,
 )
 
+TRAILER_READ_BYTES = 64 * 1024 * 1024
+"""At most this much of what follows the listing's end is read to tell the end-of-archive
+blocks' zeros from a damaged archive's members (a stream of zeros longer than this is taken
+for padding)."""
+
+
+def _damage(archive: tarfile.TarFile, listed: int) -> str | None:
+    """Why the listing that just ended is not the archive's end, or None. ``tarfile`` ends a
+    listing silently at a header it cannot read or that the stream cuts short, so a flipped
+    byte in one header lost that member and every one after it, unsaid (found by an attack;
+    GNU tar lists them and exits 2). A whole end block of zeros followed by zeros is the end."""
+    stream = archive.fileobj
+    consumed = stream.tell() - archive.offset
+    if 0 < consumed < tarfile.BLOCKSIZE:
+        return (f"tar archive cut short: it ends inside a member header at byte {archive.offset:,} "
+                f"of the unpacked archive ({listed} member(s) listed before it)")
+    read = 0
+    while read < TRAILER_READ_BYTES and (block := stream.read(1024 * 1024)):
+        if any(block):
+            return (f"damaged tar archive: the member header at byte {archive.offset:,} of the "
+                    f"unpacked archive is unreadable, so the members after it cannot be listed "
+                    f"({listed} member(s) listed before it)")
+        read += len(block)
+    return None
+
 
 def _kind(info: tarfile.TarInfo) -> str:
     if info.issym() or info.islnk():
@@ -44,7 +71,7 @@ class TarFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "3")
+        return Extractor("tar-members", "4")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -99,6 +126,9 @@ class TarFormat(ContainerFormat):
                         else:
                             stream = archive.extractfile(info)
                             yield Member(name, stream.read() if stream is not None else b"")
+                    damage = _damage(archive, count)
+                    if damage is not None:
+                        raise ExtractionError(damage)
             except (tarfile.TarError, OSError, EOFError, zlib.error, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
 

@@ -78,3 +78,41 @@ def test_a_member_whose_name_is_nothing_once_made_safe_is_counted_as_left_out(tm
                          ("members_skipped", "0"), ("members_unnamed", "1"))
     assert left_out(own.notes) == ["1 archive member(s) whose name is nothing once made safe "
                                    "left out"]
+
+
+def _three_members(mode: str = "w") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode, format=tarfile.GNU_FORMAT) as archive:
+        for name in ("one.md", "two.md", "three.md"):
+            info = tarfile.TarInfo(name)
+            info.size = len(f"# {name}\n")
+            archive.addfile(info, io.BytesIO(f"# {name}\n".encode()))
+    return buffer.getvalue()
+
+
+def test_a_damaged_member_header_or_a_cut_inside_one_fails_the_archive_saying_where():
+    """Found by an attack: ``tarfile`` ends its listing silently there, so one flipped byte
+    in the second header lost it and the third member, and the archive was ``ok``."""
+    import gzip
+
+    from rag_pipeline.core.ingest.members import Budget, ContainerLimits, Unpacking
+
+    def members(data: bytes) -> list[str]:
+        unpacking = Unpacking(ContainerLimits(), Budget(10**6), 10**6)
+        return [member.name for member in TAR.expand(data, "t", unpacking).members]
+
+    whole = _three_members()
+    assert members(whole) == members(gzip.compress(whole)) == ["one.md", "two.md", "three.md"]
+    flipped = bytearray(whole)
+    flipped[1024 + 148] ^= 1  # the second header's checksum
+    for data in (bytes(flipped), gzip.compress(bytes(flipped))):
+        with pytest.raises(ExtractionError) as raised:
+            members(data)
+        assert str(raised.value) == (
+            "damaged tar archive: the member header at byte 1,024 of the unpacked archive is "
+            "unreadable, so the members after it cannot be listed (1 member(s) listed before it)")
+    with pytest.raises(ExtractionError) as raised:
+        members(whole[:1024 + 300])
+    assert str(raised.value) == ("tar archive cut short: it ends inside a member header at byte "
+                                 "1,024 of the unpacked archive (1 member(s) listed before it)")
+    assert members(whole[:1024]) == ["one.md"]  # cut at a header's start: as GNU tar, unsaid
