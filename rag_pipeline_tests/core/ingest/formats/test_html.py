@@ -247,3 +247,16 @@ def test_spans_that_would_fill_millions_of_empty_places_fail_the_document(cells:
         extract_html(page.encode(), "spans")
     assert str(failed.value) == reason
 
+
+
+def test_a_page_of_more_elements_than_the_limit_fails_unparsed(monkeypatch: pytest.MonkeyPatch):
+    """Found by an attack: a 20 MB page of 5 million ``<li>`` took 5.4 GB to parse."""
+    from rag_pipeline.core.ingest.formats import html
+
+    monkeypatch.setattr(html, "MAX_ELEMENTS", 10)
+    page = b"<html><body><ul>" + b"<li>x" * 7 + b"</ul></body></html>"  # 10 start tags: read
+    assert text_of("<ul>" + "<li>x" * 7 + "</ul>") == "x\n\n" * 6 + "x\n"
+    with pytest.raises(ExtractionError) as raised:
+        extract_html(page.replace(b"<li>x</ul>", b"<li>x<li>y</ul>"), "page")
+    assert str(raised.value) == ("11 elements: over the limit of 10 an HTML page (its parse would "
+                                 "take about 1 KB of memory each)")
