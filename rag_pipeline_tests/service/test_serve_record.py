@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +26,10 @@ docs = dict(DUPLICATED_DOCS)
 if len(sys.argv) > 2:  # a page whose file is large: a download a client can stall
     docs["big.html"] = "<html><body><p>A big page.</p><!-- " + "x" * int(sys.argv[2]) + " --></body></html>"
 built = build_index(Path(sys.argv[1]), embedder, docs)
+if len(sys.argv) > 3:  # a view that takes a minute: a request still running past the grace
+    import time
+    import rag_pipeline.service.page_routes as routes
+    routes.render_document = lambda *args, **kwargs: time.sleep(60)
 run.load_service_model = lambda *args, **kwargs: embedder   # the hashed stand-in, no torch
 run.pin_threads = lambda: None
 run.serve_forever(Warehouse(built.data_dir), embedder.spec, ServeSettings("header", embedder.spec.key),
@@ -94,3 +99,37 @@ def test_serve_stops_within_its_grace_while_a_client_stalls_a_download(tmp_path:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def test_serve_stops_within_its_grace_while_a_view_is_still_working(tmp_path: Path):
+    """Found by an attack: a view computing in a worker thread kept serve alive 40 s after
+    SIGTERM (its grace ends the connections, not the thread), with a 74-line traceback."""
+
+    from rag_pipeline.service.run import SHUTDOWN_GRACE_SECONDS
+
+    server, record = _started(tmp_path, "10", "slow")
+    try:
+        port = json.loads(record.read_text())["port"]
+        threading.Thread(target=lambda: _get(f"http://127.0.0.1:{port}/documents/big.html"),
+                         daemon=True).start()
+        time.sleep(2)
+        signalled = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=SHUTDOWN_GRACE_SECONDS + 60) == 128 + signal.SIGTERM
+        assert time.monotonic() - signalled < SHUTDOWN_GRACE_SECONDS + 10
+        assert not record.exists()
+        assert "Traceback" not in server.stdout.read()
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _get(url: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url, timeout=120).read()
+    except (urllib.error.URLError, OSError):
+        pass
