@@ -362,7 +362,12 @@ def load_config(path: Path | None = None) -> ProjectConfig:
     path = Path(path) if path is not None else config_path()
     if not path.is_file():
         return parse_config(DEFAULT_CONFIG, path.parent, None)
-    return parse_config(path.read_text(encoding="utf-8"), path.parent, path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")  # a byte-order mark, as Notepad writes
+    except UnicodeDecodeError as exc:
+        raise ModelConfigError(f"{path}: not UTF-8 text (byte {exc.start:,} cannot be read as "
+                               "UTF-8): TOML is UTF-8; save the file as UTF-8") from None
+    return parse_config(text, path.parent, path)
 
 
 def declared_chunkers(config: ProjectConfig | None = None) -> tuple[ChunkingStrategy, ...]:

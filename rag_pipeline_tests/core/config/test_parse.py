@@ -208,3 +208,18 @@ def test_index_max_document_bytes_is_read_and_checked(tmp_path: Path):
         assert str(info.value).startswith(
             "rag_pipeline.toml: [index] max_document_bytes must be a whole number of bytes from 1 "
             "to 1_073_741_824 (default 20_971_520, 20 MiB), got ")
+
+
+def test_a_configuration_saved_as_utf16_fails_in_one_line_naming_it_and_a_bom_is_read(tmp_path):
+    """Found by an attack: a UTF-16 file (Notepad's "Unicode") printed only the decoder's
+    message, naming neither the file nor the fix."""
+    from rag_pipeline.core.config.parse import DEFAULT_CONFIG, load_config
+
+    path = tmp_path / "team.rag_pipeline.toml"
+    path.write_bytes("[index]\n".encode("utf-16"))
+    with pytest.raises(ModelConfigError) as raised:
+        load_config(path)
+    assert str(raised.value) == (f"{path}: not UTF-8 text (byte 0 cannot be read as UTF-8): TOML "
+                                 "is UTF-8; save the file as UTF-8")
+    path.write_bytes(b"\xef\xbb\xbf" + DEFAULT_CONFIG.encode())
+    assert load_config(path).path == path
