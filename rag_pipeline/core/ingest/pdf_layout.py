@@ -1078,8 +1078,9 @@ TITLE_MAX_WORDS = 8
 def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: float) -> str:
     """The metadata's title, else the first line of the first page's block in the largest
     type unless it is a sentence (over :data:`TITLE_MAX_WORDS` words, ending one: "Why Use
-    Dagster?" is a title) or, in the body's type (``body_size``), one word in capitals (a
-    section's label: a manual page's ``NAME``, ``ABSTRACT``), else ``stem``: a first page
+    Dagster?" is a title) or one word in capitals in the body's type (``body_size``) or in the
+    type of another block of the page (a section's label: a manual page's ``NAME`` above its
+    ``SYNOPSIS``, ``ABSTRACT``), else ``stem``: a first page
     whose title is a running head (dropped) is not titled by its first sentence or label."""
     if metadata_title.strip():
         return " ".join(metadata_title.split())
@@ -1088,7 +1089,9 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: 
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
         sentence = len(text.split()) > TITLE_MAX_WORDS and _SENTENCE_END.search(text)
-        label = round(largest.lines[0].size) <= body_size and " " not in text and text.isupper()
+        size = largest.lines[0].size
+        label = " " not in text and text.isupper() and (round(size) <= body_size or any(
+            block is not largest and block.lines[0].size == size for block in first_page))
         if text and len(text) <= 200 and not sentence and not label:
             return text
     return stem

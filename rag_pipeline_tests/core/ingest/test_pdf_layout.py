@@ -464,3 +464,17 @@ def test_a_heading_under_a_table_is_not_cut_into_its_cells():
     layout = lay_out([page(0, *rows, run(0, "Body text that runs to the margin of the page.", 50, 170,
                                          x1=560))], (), "Array", "array")
     assert "\n10 The Environment\n" in layout.canonical_text
+
+
+def test_a_label_set_larger_than_the_body_as_the_other_labels_are_is_no_title():
+    """Found by a new user: groff's bash.pdf sets NAME and SYNOPSIS at 10.9 points over a body
+    of 10, and was titled "NAME"."""
+    lines = [("NAME", 10.9), ("bash - GNU Bourne-Again SHell", 10), ("SYNOPSIS", 10.9),
+             ("bash [options] [command_string | file]", 10), ("DESCRIPTION", 10.9),
+             ("Bash is a command language interpreter that reads standard input.", 10)]
+    pages = [page(0, *[run(0, text, 50, 100 + 30 * n, size=size, bold=size > 10)
+                       for n, (text, size) in enumerate(lines)])]
+    assert lay_out(pages, (), "", "bash").title == "bash"
+    pages = [page(0, run(0, "HANDBOOK", 50, 60, size=18), *[run(0, text, 50, 100 + 30 * n, size=size)
+                                                          for n, (text, size) in enumerate(lines)])]
+    assert lay_out(pages, (), "", "bash").title == "HANDBOOK"
