@@ -197,7 +197,8 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
         documents = [index.documents[c.document_id] for c in citations]
         tables = [QuoteTables(
             [(s - c.start, e - c.start) for s, e in row_spans(d.tables, d.anchors, c.start, c.end)],
-            [(s - c.start, e - c.start) for s, e in header_spans(d.tables, c.start, c.end)])
+            [(s - c.start, e - c.start) for s, e in header_spans(d.tables, c.start, c.end)],
+            format_named(d.format).not_answers(c.quote))
             for c, d in zip(citations, documents, strict=True)]
         # A source holding a code the question names is what it asks about: the others are
         # cited beside it, not quoted as the answer.

@@ -148,10 +148,10 @@ def sentence_spans(text: str, rows: Sequence[tuple[int, int]] = (),
     Each of ``rows`` (spans of ``text`` that are table rows: the document's own,
     :func:`~rag_pipeline.core.ingest.tables.row_spans`) is one sentence (none when it holds no
     letter or digit; a row over MAX_SENTENCE_CHARS, a web page laid out in a table cell, split
-    as prose), and each of ``skipped`` (a table's header row) none. The prose between them is
-    split at sentence ends and blank lines, a piece that is one of ``titles`` (a heading line)
-    dropped, a piece under MIN_SENTENCE_CHARS joined to the next (the last to the previous), a
-    piece over MAX_SENTENCE_CHARS cut at its line ends."""
+    as prose), and each of ``skipped`` (a table's header row, a span that answers nothing) none.
+    The prose between them is split at sentence ends and blank lines, a piece that is one of
+    ``titles`` (a heading line) dropped, a piece under MIN_SENTENCE_CHARS joined to the next
+    (the last to the previous), a piece over MAX_SENTENCE_CHARS cut at its line ends."""
     marks = sorted([(s, e, True) for s, e in rows] + [(s, e, False) for s, e in skipped])
     spans: list[tuple[int, int]] = []
     prose_start = 0
@@ -217,10 +217,13 @@ def _prose_spans(text: str, begin: int, finish: int,
 @dataclass(frozen=True)
 class QuoteTables:
     """The table rows and header rows of one cited quote, as spans of the quote, in order
-    (:func:`~rag_pipeline.core.ingest.tables.row_spans`, ``header_spans``)."""
+    (:func:`~rag_pipeline.core.ingest.tables.row_spans`, ``header_spans``), and the spans its
+    format says answer nothing (:meth:`~rag_pipeline.core.ingest.formats.base.DocumentFormat.
+    not_answers`: a mail's header block), sentences of none of them."""
 
     rows: Sequence[tuple[int, int]] = ()
     headers: Sequence[tuple[int, int]] = ()
+    not_answers: Sequence[tuple[int, int]] = ()
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,8 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
     for citation, header, table in zip(citations, headers, tables, strict=True):
         titles = {" ".join(t.split()) for t in (citation.document_name, citation.section) if t}
         rows = {_stripped(citation.quote, s, e) for s, e in table.rows}
-        for start, end in sentence_spans(citation.quote, table.rows, table.headers, titles):
+        for start, end in sentence_spans(citation.quote, table.rows,
+                                         [*table.headers, *table.not_answers], titles):
             key = (citation.document_id, citation.start + start, citation.start + end)
             if key in seen:
                 continue

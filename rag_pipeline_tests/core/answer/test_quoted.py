@@ -233,6 +233,30 @@ def test_a_named_date_keeps_the_rows_holding_it_and_drops_the_other_dates_rows()
     assert len(ask("Who is the primary on-call for the week starting 2026-04-06?")) == 3
 
 
+def test_a_mails_header_block_and_quoted_reply_are_never_quoted():
+    """Found by a new user: asked for a launch date, the quoted answer led with the message's
+    From/To/Date block; asked for a cause, it quoted the earlier message's question."""
+    from rag_pipeline.core.ingest.formats.mail import EmlFormat
+
+    mail = ("From: Jonas Berg <jonas@example.org>\nTo: dev@example.org\n"
+            "Date: Tue, 14 Oct 2026 09:00:00 +0200\n\nThe root cause was an expired certificate.\n\n"
+            "Jonas\n\n> On 13 Oct, Petra wrote:\n> Does anyone know why the database went down?")
+    not_answers = EmlFormat().not_answers(mail)
+    assert [mail[s:e] for s, e in not_answers] == [
+        "From: Jonas Berg <jonas@example.org>\nTo: dev@example.org\nDate: Tue, 14 Oct 2026 09:00:00 +0200\n",
+        "> On 13 Oct, Petra wrote:\n> Does anyone know why the database went down?"]
+    cited = Citation(1, "re.eml", "Re: outage", "Re: outage", "#char=0,10", 0, len(mail), mail, 0.5, "")
+
+    def everything_alike(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0]] * len(texts), np.float32)
+
+    quoted = quoted_answer("Why did the database go down on 13 Oct?", np.array([1.0, 0.0], np.float32),
+                           [cited], [""], everything_alike, QuoteSettings(margin=1.0),
+                           [QuoteTables(not_answers=not_answers)])
+    assert [q.text for q in quoted] == ["The root cause was an expired certificate.\n\nJonas"]
+    assert EmlFormat().not_answers("Date: 2026-03-02 is when we ship.") == []  # no From: a body line
+
+
 def test_a_sentence_names_a_label_with_a_capital_letter_only():
     # Found by a review: "plan a move" was read as Plan A, and its sentence dropped.
     policy = ("Plan B covers dental care for every employee. Employees who plan a move abroad "

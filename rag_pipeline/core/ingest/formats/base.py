@@ -111,6 +111,12 @@ class DocumentFormat(ABC):
         return next((table.header for table in tables
                      if table.header and table.header_end <= start < table.end), "")
 
+    def not_answers(self, text: str) -> list[tuple[int, int]]:
+        """Spans of ``text``, a piece of this format's canonical text, that answer no question
+        whatever their words (a mail's header block, its quoted reply lines): a quoted answer
+        never quotes them. None but where a format says."""
+        return []
+
     def shown_quote(self, text: str) -> str:
         """The words a reader sees of ``text``, a piece of this format's canonical text: the
         text itself, but where it is markup a reader never sees as such (Markdown)."""

@@ -297,11 +297,26 @@ def looks_like_message(data: bytes) -> bool:
     return b"from" in fields and len(fields & _MESSAGE_FIELDS) >= 2
 
 
+_HEADER_LINES = re.compile(r"^(?:(?:From|To|Cc|Date|Sent|Subject): [^\n]*(?:\n|$))+", re.MULTILINE)
+"""Consecutive header lines: a header block when one is ``From`` (or Outlook's ``Sent``), the
+message's own or a forwarded one's in its body."""
+_REPLY_LINES = re.compile(r"^[ \t]*>[^\n]*(?:\n[ \t]*>[^\n]*)*", re.MULTILINE)
+"""Lines quoting an earlier message (``> Does anyone know why ...``)."""
+
+
 class EmlFormat(ContainerFormat):
     """``.eml`` messages."""
 
     name = "eml"
     suffixes = (".eml",)
+
+    def not_answers(self, text: str) -> list[tuple[int, int]]:
+        """A header block (``From:``, ``To:``, ``Date:`` lines) and quoted reply lines: a
+        date question quoted the header block, a cause question the earlier message's
+        question (found by a new user); the earlier message is a document of its own."""
+        blocks = [match.span() for match in _HEADER_LINES.finditer(text)
+                  if re.search(r"^(?:From|Sent): ", match[0], re.MULTILINE)]
+        return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])
 
     def extractor(self) -> Extractor:
         return Extractor("mail-email", "13")
