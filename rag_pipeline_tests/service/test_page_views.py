@@ -101,6 +101,18 @@ def test_the_sheet_grid_marks_the_cited_cells(base_url: str, built: ViewsIndex, 
         assert page.inner_text("#where") == "Budget 2026!A4:D4"
         assert page.locator("td.cited").all_inner_texts() == ["Turbine maintenance", "430", "410", "445"]
         assert page.locator("td#quote").is_visible()
+        # Found by a new user: in a window too short for the grid, the page scrolled the cited
+        # row below the sticky header and the sheets' tabs under it. The grid scrolls instead.
+        page.set_viewport_size({"width": 1100, "height": 340})
+        page.goto("about:blank")
+        page.goto(f"{base_url}/documents/budget.xlsx?from={start}&to={text.index(chr(10), start)}#quote")
+        page.wait_for_selector("td.cited", timeout=TIMEOUT_MS)
+        page.wait_for_function("document.readyState === 'complete' && window.scrollY === 0",
+                               timeout=TIMEOUT_MS)
+        header, tab = page.locator("header").bounding_box(), page.locator("a.tab").bounding_box()
+        assert header["y"] + header["height"] <= tab["y"]
+        quote = page.locator("td#quote").bounding_box()
+        assert tab["y"] < quote["y"] and quote["y"] + quote["height"] <= 340
         page.click("a.tab")
         page.wait_for_selector("#where:has-text('Notes')", timeout=TIMEOUT_MS)
         assert page.locator("td.cited").count() == 0
