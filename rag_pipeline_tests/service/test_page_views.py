@@ -118,6 +118,22 @@ def test_the_sheet_grid_marks_the_cited_cells(base_url: str, built: ViewsIndex, 
         assert page.locator("td.cited").count() == 0
 
 
+def test_a_rendered_document_fits_a_phones_width(tmp_path: Path):
+    """Found by a new user: at 390 pixels SQLite's limits page scrolled sideways (531 pixels):
+    its long names (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``) do not break, nor a wide table."""
+    from rag_pipeline.service.views.base import View, page_html
+
+    names = " ".join(f"SQLITE_LIMIT_LIKE_PATTERN_LENGTH_{n}" for n in range(3))
+    cells = "".join(f"<td>SQLITE_LIMIT_COMPOUND_SELECT_{n}</td>" for n in range(4))
+    body = f'<article class="markup"><p>{names}</p><table><tr>{cells}</tr></table></article>'
+    with chromium_page(tmp_path / "profile") as page:
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.set_content(page_html("limits", "limits.html", View("the whole document", body, "markup"),
+                                   None))
+        assert page.evaluate("[document.documentElement.scrollWidth, "
+                             "document.documentElement.clientWidth]") == [390, 390]
+
+
 def test_the_page_names_the_documents_that_failed(base_url: str, tmp_path: Path):
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/")
