@@ -64,17 +64,13 @@ def test_serve_writes_its_record_and_removes_it_on_sigterm(tmp_path: Path):
         assert server.wait(timeout=60) == 128 + signal.SIGTERM
         assert not path.exists()
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _killed(server)
 
 
 def test_serve_stops_within_its_grace_while_a_client_stalls_a_download(tmp_path: Path):
     """Found by an attack: with three downloads of a large original that their clients stopped
     reading, serve was still running 40 s after SIGTERM, and 20 s after a second one."""
     import socket
-
-    from rag_pipeline.service.run import SHUTDOWN_GRACE_SECONDS
 
     server, record = _started(tmp_path, str(12_000_000))
     clients = []
@@ -88,41 +84,44 @@ def test_serve_stops_within_its_grace_while_a_client_stalls_a_download(tmp_path:
             clients.append(client)
         client.recv(1)  # the responses have begun; nothing more is read
         time.sleep(1)
-        signalled = time.monotonic()
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=SHUTDOWN_GRACE_SECONDS + 30) == 128 + signal.SIGTERM
-        assert time.monotonic() - signalled < SHUTDOWN_GRACE_SECONDS + 10
-        assert not record.exists()
+        _stopped_within_its_grace(server, record)
     finally:
         for client in clients:
             client.close()
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _killed(server)
 
 
 def test_serve_stops_within_its_grace_while_a_view_is_still_working(tmp_path: Path):
     """Found by an attack: a view computing in a worker thread kept serve alive 40 s after
     SIGTERM (its grace ends the connections, not the thread), with a 74-line traceback."""
-
-    from rag_pipeline.service.run import SHUTDOWN_GRACE_SECONDS
-
     server, record = _started(tmp_path, "10", "slow")
     try:
         port = json.loads(record.read_text())["port"]
         threading.Thread(target=lambda: _get(f"http://127.0.0.1:{port}/documents/big.html"),
                          daemon=True).start()
         time.sleep(2)
-        signalled = time.monotonic()
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=SHUTDOWN_GRACE_SECONDS + 60) == 128 + signal.SIGTERM
-        assert time.monotonic() - signalled < SHUTDOWN_GRACE_SECONDS + 10
-        assert not record.exists()
+        _stopped_within_its_grace(server, record)
         assert "Traceback" not in server.stdout.read()
     finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        _killed(server)
+
+
+def _stopped_within_its_grace(server: subprocess.Popen, record: Path) -> None:
+    """Sends ``server`` SIGTERM: it exits 143 within its grace and 10 s, its record removed."""
+    from rag_pipeline.service.run import SHUTDOWN_GRACE_SECONDS
+
+    signalled = time.monotonic()
+    server.send_signal(signal.SIGTERM)
+    assert server.wait(timeout=SHUTDOWN_GRACE_SECONDS + 60) == 128 + signal.SIGTERM
+    assert time.monotonic() - signalled < SHUTDOWN_GRACE_SECONDS + 10
+    assert not record.exists()
+
+
+def _killed(server: subprocess.Popen) -> None:
+    """Kills what is left of ``server``'s process group."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
 
 
 def _get(url: str) -> None:
