@@ -336,9 +336,9 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     numbered: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}
     for p, _, band, text, bucket, cells in candidates:
         repeated.setdefault((band, bucket, _normalised(text)), []).append((p, text, cells))
-        if _has_end_number(text):
+        if _has_end_number(text):  # its number at either end, in one place
             words = text.split()
-            numbered.setdefault((band, bucket), []).append((p, [words[0], words[-1]]))
+            numbered.setdefault((band, bucket), []).extend([(p, words[:1]), (p, words[-1:])])
     running: set[tuple[str, int, str, int]] = set()
     for (band, bucket, norm), members in repeated.items():
         if len(members) < repeat_floor:

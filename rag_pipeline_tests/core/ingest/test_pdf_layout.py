@@ -47,6 +47,18 @@ def test_records_numbered_at_the_ends_of_pages_are_kept_where_their_numbers_foll
     assert "Ledger" not in layout.canonical_text and layout.canonical_text.count("X") == 8
 
 
+def test_running_heads_numbered_first_on_left_pages_and_last_on_right_ones_are_all_dropped():
+    heads = ["16 Bash Reference Manual", "Chapter 3: Basic Shell Features 17",
+             "18 Bash Reference Manual", "Chapter 4: Shell Builtin Commands 19",
+             "20 Bash Reference Manual", "Chapter 5: Shell Variables 21"]
+    pages = [page(i, run(i, head, 50, 40),
+                  run(i, f"Body text of page {'abcdef'[i]}.", 50, 100),
+                  run(i, f"More of page {'abcdef'[i]}.", 50, 130)) for i, head in enumerate(heads)]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.dropped_lines == 6
+    assert "Bash Reference" not in layout.canonical_text and "Chapter" not in layout.canonical_text
+
+
 def test_a_front_matters_roman_page_numbers_are_running_heads():
     pages = [page(i, run(i, f"Guide {numeral}", 50, 40), run(i, f"Body sentence {letter}.", 50, 100),
                   run(i, f"More body text {letter}.", 50, 130)) for i, (numeral, letter) in enumerate(
