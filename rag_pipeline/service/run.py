@@ -218,7 +218,7 @@ def _end_requests_past_their_grace(stop: BaseException, echo: Callable[[str], No
     """Ends the process at once when a request still computes in a worker thread after the
     service stopped (its connection was closed when :data:`SHUTDOWN_GRACE_SECONDS` ran out,
     but a thread cannot be stopped, and the interpreter waits for it: a view parsing a large
-    mail kept serve alive 40 s after SIGTERM; found by an attack). A thread that ends within
+    mail kept serve alive 40 s after SIGTERM). A thread that ends within
     a second is waited for."""
     import threading
 

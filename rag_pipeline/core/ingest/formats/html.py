@@ -65,7 +65,7 @@ _MARKERS = re.compile("[\x01\x02]")
 _EXPONENT = re.compile(r"[-+\u2212]?\d+(?:\.\d+)?")
 """A ``<sup>`` holding a number after a letter, a digit or a bracket (``2<sup>31</sup>``) is an
 exponent: written ``2^31``, as plain text writes it. Run into its base, it read ``231``: a
-different number in every quote (found by a new user on SQLite's limits page)."""
+different number in every quote (SQLite's limits page)."""
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 
 
@@ -81,7 +81,7 @@ class _Paragraph:
 
 MAX_ELEMENTS = 1_000_000
 """A page with more start tags fails unparsed: its parse tree takes about 1 KB an element
-(a 20 MB page of 5 million ``<li>`` took 5.4 GB and 179 s; found by an attack). A large real
+(a 20 MB page of 5 million ``<li>`` took 5.4 GB and 179 s). A large real
 page has far fewer: Rust's whole book on one page, 1.9 MB, has 24,534."""
 _START_TAG = re.compile(rb"<[A-Za-z]")
 MAX_TABLE_COLUMNS = 10_000

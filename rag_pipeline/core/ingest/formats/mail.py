@@ -64,7 +64,7 @@ MAX_PARSED_HEADER_CHARS = 4096
 """A longer header value is decoded word by word (RFC 2047 alone, :func:`_encoded_words`), not
 parsed as an address list by the ``email`` policy, whose time and memory grow with the square
 of a value's size: a 40 KB ``To`` of quote marks took 20 s, a 280 KB ``Subject`` of encoded
-words 2.7 GB (found by an attack)."""
+words 2.7 GB."""
 
 
 def _header(message: object, name: str, guessed: set[str]) -> str:
@@ -313,7 +313,7 @@ class EmlFormat(ContainerFormat):
     def not_answers(self, text: str) -> list[tuple[int, int]]:
         """A header block (``From:``, ``To:``, ``Date:`` lines) and quoted reply lines: a
         date question quoted the header block, a cause question the earlier message's
-        question (found by a new user); the earlier message is a document of its own."""
+        question; the earlier message is a document of its own."""
         blocks = [match.span() for match in _HEADER_LINES.finditer(text)
                   if re.search(r"^(?:From|Sent): ", match[0], re.MULTILINE)]
         return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])

@@ -40,8 +40,8 @@ for padding)."""
 def _damage(archive: tarfile.TarFile, listed: int) -> str | None:
     """Why the listing that just ended is not the archive's end, or None. ``tarfile`` ends a
     listing silently at a header it cannot read or that the stream cuts short, so a flipped
-    byte in one header lost that member and every one after it, unsaid (found by an attack;
-    GNU tar lists them and exits 2). A whole end block of zeros followed by zeros is the end."""
+    byte in one header would lose that member and every one after it, unsaid (GNU tar lists
+    them and exits 2). A whole end block of zeros followed by zeros is the end."""
     stream = archive.fileobj
     consumed = stream.tell() - archive.offset
     if 0 < consumed < tarfile.BLOCKSIZE:
