@@ -204,60 +204,15 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
                   query_threads: int | None = None, access: AccessState | None = None,
                   allowed: frozenset[str] | None = None) -> None:
     """Serves until stopped; ``allowed``: the host names answered (:mod:`.hosts`; None: any)."""
-    started = time.perf_counter()
-    report_fatal_signals()
-    try:
-        _serve(warehouse, spec, settings, host, port, poll_seconds, access_log, echo, query_runtime,
-               query_streams, query_threads, access, allowed, started)
-    except (SystemExit, KeyboardInterrupt) as stop:
-        _end_requests_past_their_grace(stop, echo)
-        raise
-
-
-def _end_requests_past_their_grace(stop: BaseException, echo: Callable[[str], None]) -> None:
-    """Ends the process at once when a request still computes in a worker thread after the
-    service stopped (its connection was closed when :data:`SHUTDOWN_GRACE_SECONDS` ran out,
-    but a thread cannot be stopped, and the interpreter waits for it: a view parsing a large
-    mail kept serve alive 40 s after SIGTERM). A thread that ends within
-    a second is waited for."""
-    import threading
-
-    deadline = time.monotonic() + 1.0
-    running = [thread for thread in threading.enumerate()
-               if thread is not threading.main_thread() and not thread.daemon]
-    for thread in running:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    still = [thread for thread in running if thread.is_alive()]
-    if still:
-        echo(f"stopped: work still running in {len(still)} thread(s) past the "
-             f"{SHUTDOWN_GRACE_SECONDS} s grace was cut off")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        code = stop.code if isinstance(stop, SystemExit) else 128 + signal.SIGINT
-        os._exit(code if isinstance(code, int) else 1)
-
-
-class _ShutdownCancellations(logging.Filter):
-    """Leaves out uvicorn's traceback of a request it cancelled because the shutdown's grace ran
-    out (``CancelledError``: some 70 lines of frames per request); its own line saying how many
-    it cancelled stays."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        import asyncio
-
-        return not (record.exc_info and record.exc_info[0] is asyncio.CancelledError)
-
-
-def _serve(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings, host: str, port: int,
-           poll_seconds: float, access_log: bool, echo: Callable[[str], None],
-           query_runtime: str | None, query_streams: int, query_threads: int | None,
-           access: AccessState | None, allowed: frozenset[str] | None, started: float) -> None:
     import uvicorn
 
     from rag_pipeline.service.app import PrivateResponses, create_app
     from rag_pipeline.service.hosts import HostCheck, hosts_line
 
-    with closing(listening_socket(host, port)) as sock:
+    started = time.perf_counter()
+    report_fatal_signals()
+    # Outermost, so that it acts once the service's own threads are joined and the socket closed.
+    with _requests_past_their_grace_cut_off(echo), closing(listening_socket(host, port)) as sock:
         pin_threads()
         with running_service(
                 warehouse, settings,
@@ -313,6 +268,45 @@ def _serve(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings, host:
             finally:
                 remove_serve_record(warehouse.data_dir, os.getpid(), earlier)
                 signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _requests_past_their_grace_cut_off(echo: Callable[[str], None]) -> Iterator[None]:
+    """Ends the process at once when the service stopped (SIGTERM, Ctrl-C) while a request
+    still computes in a worker thread (its connection was closed when
+    :data:`SHUTDOWN_GRACE_SECONDS` ran out, but a thread cannot be stopped, and the interpreter
+    waits for it: a view parsing a large mail kept serve alive 40 s after SIGTERM). A thread
+    that ends within a second is waited for."""
+    import threading
+
+    try:
+        yield
+    except (SystemExit, KeyboardInterrupt) as stop:
+        deadline = time.monotonic() + 1.0
+        running = [thread for thread in threading.enumerate()
+                   if thread is not threading.main_thread() and not thread.daemon]
+        for thread in running:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        still = [thread for thread in running if thread.is_alive()]
+        if still:
+            echo(f"stopped: work still running in {len(still)} thread(s) past the "
+                 f"{SHUTDOWN_GRACE_SECONDS} s grace was cut off")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            code = stop.code if isinstance(stop, SystemExit) else 128 + signal.SIGINT
+            os._exit(code if isinstance(code, int) else 1)
+        raise
+
+
+class _ShutdownCancellations(logging.Filter):
+    """Leaves out uvicorn's traceback of a request it cancelled because the shutdown's grace ran
+    out (``CancelledError``: some 70 lines of frames per request); its own line saying how many
+    it cancelled stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import asyncio
+
+        return not (record.exc_info and record.exc_info[0] is asyncio.CancelledError)
 
 
 def _tokens_in_force(records) -> str:
