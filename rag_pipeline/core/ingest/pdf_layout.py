@@ -324,18 +324,20 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     carry such a row, where that number numbers the pages (counted from either end: a left
     page's number comes first, a right page's last)."""
     repeat_floor = 2 if len(page_rows) < 6 else 3
-    candidates: list[tuple[int, int, str, str, int, bool]] = []
+    candidates: list[tuple[int, int, str, str, str, int, bool]] = []
     for p, rows in enumerate(page_rows):
         if not rows:
             continue
         ends = {0: ("top", 1), len(rows) - 1: ("bottom", len(rows) - 2)}
         for r, (band, beside) in ends.items():
             cells = len(rows[r]) > 1 and 0 <= beside < len(rows) and _aligned(rows[r], rows[beside])
-            candidates.append((p, r, band, _row_text(rows[r]), round(rows[r][0].baseline / 4), cells))
+            text = _row_text(rows[r])
+            candidates.append((p, r, band, text, _normalised(text), round(rows[r][0].baseline / 4),
+                               cells))
     repeated: dict[tuple[str, int, str], list[tuple[int, str, bool]]] = {}
     numbered: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}
-    for p, _, band, text, bucket, cells in candidates:
-        repeated.setdefault((band, bucket, _normalised(text)), []).append((p, text, cells))
+    for p, _, band, text, norm, bucket, cells in candidates:
+        repeated.setdefault((band, bucket, norm), []).append((p, text, cells))
         if _has_end_number(text):  # its number at either end, in one place
             words = text.split()
             numbered.setdefault((band, bucket), []).extend([(p, words[:1]), (p, words[-1:])])
@@ -350,9 +352,8 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     numbered_floor = max(3, int(0.3 * len(page_rows)))
     by_end_number = {(band, bucket, p) for (band, bucket), members in numbered.items()
                      for p in _numbering(members, numbered_floor)}
-    return {(p, r) for p, r, band, text, bucket, _ in candidates
-            if _normalised(text) == "#" or (band, bucket, _normalised(text), p) in running
-            or (band, bucket, p) in by_end_number}
+    return {(p, r) for p, r, band, _, norm, bucket, _ in candidates
+            if norm == "#" or (band, bucket, norm, p) in running or (band, bucket, p) in by_end_number}
 
 
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:

@@ -105,12 +105,9 @@ class _Writer:
     def add(self, text: str, level: int = 0, table: Table | None = None) -> None:
         if not text.strip():
             return
-        if self.lead_in:
-            lead_in, self.lead_in = self.lead_in, ""
-            if level == 0 and table is None:
-                text = f"{lead_in}\n  {text}"
-            else:
-                self.blocks.append((lead_in, 0, None))
+        if self.lead_in and level == 0 and table is None:
+            text, self.lead_in = f"{self.lead_in}\n  {text}", ""
+        self.flush()
         self.blocks.append((text, level, table))
 
     def flush(self) -> None:
