@@ -72,11 +72,10 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     documents = warehouse.read_file(documents_file,
                                     columns=["document_id", "canonical_text", "status", "format"])
     rows = [row for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
-    canonical = {row["document_id"]: row["canonical_text"] for row in rows}
     generations = {c: index.generation for c, index in indexes.items()}
     gold = load_gold_set(gold_path)
     try:
-        check_corpus(gold, canonical)
+        check_corpus(gold, [row["document_id"] for row in rows])
     except NoGoldSetError as exc:
         return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
                           skipped=str(exc))
