@@ -109,7 +109,8 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
         corpus=corpus_of(user_corpus) if user_corpus else corpus_export_dir(data),
         python_reference=user_corpus is None, eval_dir=eval_dir, compute=config.compute,
         access=config.access, config_file=config.path,
-        max_document_bytes=config.max_document_bytes)
+        max_document_bytes=config.max_document_bytes,
+        max_document_seconds=config.max_document_seconds)
 
 
 def context_environment(context: BuildContext, config_file: Path | None) -> dict[str, str]:

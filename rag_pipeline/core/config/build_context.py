@@ -18,6 +18,7 @@ from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.core.text.arguments import listed, repeated
 from rag_pipeline.core.text.suggested_commands import commands_in
@@ -69,6 +70,8 @@ class BuildContext:
             (:meth:`rules_in_force`).
         max_document_bytes: ``[index] max_document_bytes``: the largest file read (the
             ``corpus`` resource's default, which a run's config may still change).
+        max_document_seconds: ``[index] max_document_seconds``: the longest a document's reading
+            may take (the ``corpus`` resource's default, as ``max_document_bytes``).
     """
 
     profile: str
@@ -82,6 +85,7 @@ class BuildContext:
     access: AccessPolicy | None = None
     config_file: Path | None = None
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_document_seconds: float = DEFAULT_MAX_DOCUMENT_SECONDS
 
     def __post_init__(self) -> None:
         if not self.chunkers:

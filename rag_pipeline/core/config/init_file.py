@@ -107,6 +107,8 @@ profile = "production"
 chunkers = [{chunkers}]
 # A file (or a member of an archive or a mail) larger than this fails with its size, unread.
 # max_document_bytes = 20_971_520
+# A document whose reading takes longer than this (OCR not counted) fails with the limit.
+# max_document_seconds = 600
 
 # [profiles.production]
 # chunkers = ["header"]

@@ -44,6 +44,7 @@ from rag_pipeline.core.embedding.models import (
 )
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
+from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.text.arguments import listed, repeated
 
 
@@ -252,7 +253,8 @@ def parse_config(text: str, root: Path, path: Path | None = None) -> ProjectConf
     return ProjectConfig(ordered, chunkers, folders["model_cache"], root, path, profiles, chosen,
                          folders["corpus"], folders["data_dir"], access=access,
                          compute=_compute(data.get("compute", {}), label),
-                         max_document_bytes=_max_document_bytes(index, label))
+                         max_document_bytes=_max_document_bytes(index, label),
+                         max_document_seconds=_max_document_seconds(index, label))
 
 
 def _max_document_bytes(index: dict, label: str) -> int:
@@ -269,6 +271,22 @@ def _max_document_bytes(index: dict, label: str) -> int:
 
 MAX_DOCUMENT_BYTES_CEILING = 1 << 30
 """1 GiB: a document is read whole into memory, its members and text too."""
+
+
+def _max_document_seconds(index: dict, label: str) -> float:
+    """``[index] max_document_seconds``: a number of seconds over 0 and at most
+    :data:`MAX_DOCUMENT_SECONDS_CEILING`."""
+    value = index.get("max_document_seconds", DEFAULT_MAX_DOCUMENT_SECONDS)
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 < value <= MAX_DOCUMENT_SECONDS_CEILING:
+        raise ModelConfigError(f"{label}: [index] max_document_seconds must be a number of "
+                               f"seconds over 0 and at most {MAX_DOCUMENT_SECONDS_CEILING:_} "
+                               f"(default {DEFAULT_MAX_DOCUMENT_SECONDS:g}), got {value!r}")
+    return float(value)
+
+
+MAX_DOCUMENT_SECONDS_CEILING = 86_400
+"""A day: one document longer than that stops a run for good."""
 
 
 def _compute(table: object, label: str) -> ComputeSettings:

@@ -59,6 +59,10 @@ SETTINGS: tuple[Setting, ...] = (
             "(20 MiB)", "A file, or a member of an archive or a mail, larger than this fails "
             "with its size as the reason, unread; raising it reads such files at the next "
             "`index`. `serve` reads the originals of an S3 prefix or a git repository up to it."),
+    Setting(INDEX, "max_document_seconds", "a number of seconds, over 0, at most 86,400", "`600`",
+            "A document whose reading takes longer than this (OCR not counted: it has its own "
+            "limits) fails with the limit as the reason, and the run goes on; it is read again "
+            "when its file changes, or by `index --retry-failed`."),
     Setting(MODELS, "name", "text", "-", "The model's name, the first half of its partition key "
             "`name@fingerprint`."),
     Setting(MODELS, "path", "a sentence-transformers folder, relative to the configuration file",

@@ -40,6 +40,7 @@ from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 
 LOCK_NAME = "rag_pipeline.lock.json"
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",
@@ -48,7 +49,7 @@ MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend",
 ADAPT_KEYS = frozenset({"base", "chunker", "epochs", "batch_size", "seed", "max_seq_length",
                         "max_pairs", "learning_rate", "held_out"})
 INDEX_KEYS = frozenset({"chunkers", "model_cache", "profile", "corpus", "data_dir",
-                        "max_document_bytes"})
+                        "max_document_bytes", "max_document_seconds"})
 COMPUTE_KEYS = frozenset({"engine", "address", "shard_texts"})
 PROFILE_KEYS = frozenset({"chunkers", "models"})
 PRODUCTION = "production"
@@ -151,6 +152,8 @@ class ProjectConfig:
         compute: ``[compute]``: where embeddings runs compute their vectors (default: in-process).
         max_document_bytes: ``[index] max_document_bytes``: a file (or a member of an archive
             or a mail) larger than this fails with its size as the reason, unread.
+        max_document_seconds: ``[index] max_document_seconds``: a document whose reading takes
+            longer fails with the limit as the reason.
     """
 
     models: tuple[ModelDeclaration, ...]
@@ -166,6 +169,7 @@ class ProjectConfig:
     access: AccessPolicy | None = None
     compute: ComputeSettings = ComputeSettings()
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    max_document_seconds: float = DEFAULT_MAX_DOCUMENT_SECONDS
 
     @property
     def lock_path(self) -> Path:

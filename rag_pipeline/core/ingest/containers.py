@@ -70,6 +70,7 @@ from rag_pipeline.core.ingest.reading import (
     read_document_bytes,
 )
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
+from rag_pipeline.core.ingest.time_limit import document_time_limit
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
@@ -240,9 +241,12 @@ def _skip_reason(name: str, why: str, unread: bool = False) -> str:
 
 @dataclass
 class _Reader:
-    """Reads one corpus file's bytes into its records, containers expanded."""
+    """Reads one corpus file's bytes into its records, containers expanded, each document
+    within ``max_seconds`` (:func:`~rag_pipeline.core.ingest.time_limit.document_time_limit`:
+    a container's own reading and each member's timed alone)."""
 
     unpacking: Unpacking
+    max_seconds: float | None = None
 
     def record(self, document_id: str, path: str, name: str, data: bytes, digest: str,
                depth: int = 1) -> list[DocumentRecord]:
@@ -305,7 +309,8 @@ class _Reader:
                 if depth > self.unpacking.limits.max_depth:
                     raise ExtractionError(f"nested deeper than {self.unpacking.limits.max_depth} "
                                           "containers (max_depth)")
-                return self._container(fmt, document_id, path, stem, data, digest, depth)
+                with document_time_limit(self.max_seconds):
+                    return self._container(fmt, document_id, path, stem, data, digest, depth)
             except ExtractionError as exc:
                 if sniffed is None:
                     return failed(str(exc))
@@ -323,7 +328,8 @@ class _Reader:
         if not data:
             return failed(EMPTY_FILE)
         try:
-            extracted = fmt.read(data, stem)
+            with document_time_limit(self.max_seconds):
+                extracted = fmt.read(data, stem)
         except ExtractionError as exc:
             return failed(str(exc))
         return [_ok(document_id, path, digest, fmt, stamp, extracted)]
@@ -547,7 +553,8 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
         moved = [dataclasses.replace(r, path=str(path) + r.document_id[len(document_id):])
                  for r in old]
         return FileRecords(moved, 0, len(moved), len(moved))
-    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes))
+    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes),
+                     settings.max_document_seconds)
     records = reader.record(document_id, str(path), path.name, data, digest)
     return FileRecords(records, sum(not r.skipped for r in records), 0)
 
@@ -626,7 +633,8 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
     if kept is not None:
         kept, moved = relocated(fingerprinted(kept))
         return FileRecords(kept, 0, len(kept), moved)
-    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes))
+    reader = _Reader(Unpacking(limits, Budget(limits.max_expanded_bytes), settings.max_document_bytes),
+                     settings.max_document_seconds)
     records = fingerprinted(reader.record(document_id, location, name, data, digest))
     return FileRecords(records, sum(not r.skipped for r in records), 0)
 

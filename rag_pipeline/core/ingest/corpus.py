@@ -35,6 +35,7 @@ from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
 from rag_pipeline.core.ingest.sources.base import enclosing_ids, shown_file_name
 from rag_pipeline.core.ingest.sources.local import local_entry
+from rag_pipeline.core.ingest.time_limit import document_time_limit
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 __all__ = ["ExtractionResult", "discover", "document_id_for", "extract_corpus", "extract_document",
@@ -68,9 +69,11 @@ def _format_of(document_id: str) -> DocumentFormat | None:
 
 
 def records_from_bytes(document_id: str, location: str, data: bytes, fmt: DocumentFormat,
-                       fingerprint: str = "") -> list[DocumentRecord]:
+                       fingerprint: str = "",
+                       max_seconds: float | None = None) -> list[DocumentRecord]:
     """The documents one entry's bytes hold (one today; a container would add its members as
-    ``<id>/<member path>``): ``ok`` with the canonical text, or ``failed`` with the reason."""
+    ``<id>/<member path>``): ``ok`` with the canonical text, or ``failed`` with the reason, the
+    reading stopped after ``max_seconds`` (None: never)."""
     extractor = fmt.extractor()
     digest = hashlib.sha256(data).hexdigest()
     stem = PurePosixPath(document_id).stem
@@ -83,7 +86,8 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
     if not data:
         return failed(EMPTY_FILE)
     try:
-        extracted = fmt.read(data, stem)
+        with document_time_limit(max_seconds):
+            extracted = fmt.read(data, stem)
     except ExtractionError as exc:
         return failed(str(exc))
     if not extracted.canonical_text.strip():
@@ -158,7 +162,8 @@ def extract_entry(source: Source, entry: Entry,
         data = source.read(entry, settings.max_document_bytes)
     except ExtractionError as exc:
         return [_unreadable(entry, location, fmt, str(exc))]
-    return records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint)
+    return records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint,
+                              settings.max_document_seconds)
 
 
 def _unreadable(entry: Entry, location: str, fmt: DocumentFormat, reason: str) -> DocumentRecord:
@@ -414,7 +419,8 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
             extracted += 1
             renamed_from = twin.document_id if old is None and twin is not None else ""
             again = _read_again(old, fmt, digest) if old is not None else ""
-            for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint):
+            for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint,
+                                             settings.max_document_seconds):
                 keep(record, Change.RENAMED if renamed_from else Change.CHANGED if old else
                      Change.ADDED, renamed_from, detail=again)
         source.still_there()

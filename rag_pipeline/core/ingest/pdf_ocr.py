@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText, TextRun
 from rag_pipeline.core.ingest.reading import RUN_SPENT
+from rag_pipeline.core.ingest.time_limit import clock_stopped
 
 if TYPE_CHECKING:
     import pypdfium2
@@ -409,7 +410,7 @@ def ocr_rendered(render: Callable[[int], RenderedPage], indexes: Sequence[int],
             if budget is not None:
                 budget.spend(time.monotonic() - began)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with clock_stopped(), ThreadPoolExecutor(max_workers=workers) as pool:
         pending: list[Future[PageText]] = []
         try:
             for index in indexes:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 
 DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 """20 MiB: about four hours of embedding on two CPU cores; a larger file is most likely a dump."""
@@ -25,19 +26,25 @@ class ExtractionSettings:
 
     Attributes:
         max_document_bytes: A file larger than this fails with its size as the reason, unread.
+        max_document_seconds: A document whose reading takes longer than this fails with the
+            limit as the reason (:mod:`~rag_pipeline.core.ingest.time_limit`; OCR not counted).
         retry_failed: Extract failed documents again even when their file did not change
             (otherwise a failed file is retried only once it changes).
 
     Raises:
-        ValueError: If ``max_document_bytes`` is not positive.
+        ValueError: If ``max_document_bytes`` or ``max_document_seconds`` is not positive.
     """
 
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     retry_failed: bool = False
+    max_document_seconds: float = DEFAULT_MAX_DOCUMENT_SECONDS
 
     def __post_init__(self) -> None:
         if self.max_document_bytes < 1:
             raise ValueError(f"max_document_bytes must be positive, got {self.max_document_bytes}")
+        if not self.max_document_seconds > 0:
+            raise ValueError(f"max_document_seconds must be positive, got "
+                             f"{self.max_document_seconds}")
 
 
 _FILE_KINDS = (

@@ -210,6 +210,21 @@ def test_index_max_document_bytes_is_read_and_checked(tmp_path: Path):
             "to 1_073_741_824 (default 20_971_520, 20 MiB), got ")
 
 
+def test_index_max_document_seconds_is_read_and_checked(tmp_path: Path):
+    model = "[[models]]\nname = 'a'\npath = 'm'\n"
+    assert parse_config(model, tmp_path).max_document_seconds == 600.0
+    assert parse_config("[index]\nmax_document_seconds = 30\n" + model,
+                        tmp_path).max_document_seconds == 30.0
+    assert parse_config("[index]\nmax_document_seconds = 0.5\n" + model,
+                        tmp_path).max_document_seconds == 0.5
+    for value in ("0", "-1", "'10m'", "true", "100_000"):
+        with pytest.raises(ModelConfigError) as info:
+            parse_config(f"[index]\nmax_document_seconds = {value}\n" + model, tmp_path)
+        assert str(info.value).startswith(
+            "rag_pipeline.toml: [index] max_document_seconds must be a number of seconds over 0 "
+            "and at most 86_400 (default 600), got ")
+
+
 def test_a_configuration_saved_as_utf16_fails_in_one_line_naming_it_and_a_bom_is_read(tmp_path):
     """Found by an attack: a UTF-16 file (Notepad's "Unicode") printed only the decoder's
     message, naming neither the file nor the fix."""
