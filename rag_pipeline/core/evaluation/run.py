@@ -63,8 +63,7 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
         raise IndexNotBuiltError(f"no published index for model {model.key} in the data folder "
-                                 f"{warehouse.data_dir.absolute()}: run `rag-pipeline index` "
-                                 "first, or name the folder it was built in (--data-dir)")
+                                 f"{warehouse.data_dir.absolute()}: {IndexNotBuiltError.HINT}")
     selected = list(chunkers) if chunkers else published
     indexes = {c: labelled(load_partition(warehouse, c, model.key), policy) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.

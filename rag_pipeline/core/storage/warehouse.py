@@ -82,13 +82,15 @@ class CorruptFileError(ValueError):
 class IndexNotBuiltError(Exception):
     """A table or partition that a reader asked for has not been materialised yet."""
 
+    HINT = ("run `rag-pipeline index` first, or name the configuration that built it (--config, "
+            "as `init` printed it) or its data folder (--data-dir)")
+    """What to do when the folder read holds no index, or not the one asked for."""
+
     @classmethod
     def in_folder(cls, data_dir: Path) -> IndexNotBuiltError:
         """Nothing at all built in ``data_dir``, which the message names: a mistyped
         ``--data-dir`` would otherwise lead to a second index built in the wrong folder."""
-        return cls(f"no index built yet in the data folder {Path(data_dir).absolute()}: run "
-                   "`rag-pipeline index` first, or name the configuration that built it (--config, as "
-                   "`init` printed it) or its data folder (--data-dir)")
+        return cls(f"no index built yet in the data folder {Path(data_dir).absolute()}: {cls.HINT}")
 
 
 @dataclass(frozen=True)
