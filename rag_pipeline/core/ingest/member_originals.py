@@ -25,12 +25,21 @@ def member_bytes(path: str | Path, limits: ContainerLimits | None = None,
         limits: The container limits to read under (the defaults when None).
         settings: The extraction settings whose ``max_document_bytes`` bounds one member.
     """
+    found = container_on(path)
+    if found is None:
+        return None
+    container, member = found
+    return member_of(container.name, container.read_bytes(), member, limits, settings)
+
+
+def container_on(path: str | Path) -> tuple[Path, str] | None:
+    """The container file a member's ``path`` runs through, and the member's name inside it
+    (``/corpus/mail.eml``, ``offer.pdf``); None when the path runs through no file."""
     parts = PurePosixPath(path).parts
     for cut in range(len(parts) - 1, 0, -1):
         container = Path(*parts[:cut])
         if container.is_file():
-            return member_of(container.name, container.read_bytes(), "/".join(parts[cut:]),
-                             limits, settings)
+            return container, "/".join(parts[cut:])
         if container.exists():
             return None
     return None

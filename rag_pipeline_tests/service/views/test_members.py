@@ -13,6 +13,7 @@ from pathlib import Path
 from fpdf import FPDF
 
 from rag_pipeline.core.index.store import DocumentInfo
+from rag_pipeline.core.ingest.member_originals import member_of
 from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.members import member_file
 from rag_pipeline.service.views.pdf import page_png
@@ -64,3 +65,30 @@ def test_a_member_whose_bytes_changed_since_indexing_has_no_original(tmp_path: P
     info = DocumentInfo("exports.zip/exports/a.md", "A", f"{tmp_path}/exports.zip/exports/a.md",
                         "markdown", (), content_sha256=hashlib.sha256(b"# A\n").hexdigest())
     assert ViewRequest(info, "# A\n", 0, 0).original is None
+
+
+def test_a_members_copy_is_read_once_while_its_container_is_unchanged(tmp_path: Path, monkeypatch):
+    import rag_pipeline.service.views.members as members
+
+    reads: list[str] = []
+
+    def counted(name: str, data: bytes, member: str):
+        reads.append(member)
+        return member_of(name, data, member)
+
+    monkeypatch.setattr(members, "member_of", counted)
+
+    def zipped(text: str) -> None:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("exports/a.md", text)
+        (tmp_path / "exports.zip").write_bytes(buffer.getvalue())
+
+    zipped("# A\n")
+    path = f"{tmp_path}/exports.zip/exports/a.md"
+    first = member_file(path)
+    assert (member_file(path), member_file(path)) == (first, first)
+    assert (reads, first.read_bytes()) == (["exports/a.md"], b"# A\n")
+    zipped("# A, edited\n")  # the container changed: its member is read again
+    assert member_file(path).read_bytes() == b"# A, edited\n"
+    assert reads == ["exports/a.md", "exports/a.md"]
