@@ -356,6 +356,51 @@ def read_rendered(rendered: RenderedPage, settings: OcrSettings, timeout_s: floa
                     confidence)
 
 
+@dataclass(frozen=True)
+class WordBox:
+    """A word Tesseract read, with its box in fractions of the page's width and height from its
+    top left, and the line it is on (Tesseract's block, paragraph and line numbers)."""
+
+    text: str
+    line: tuple[str, str, str]
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+
+def page_words(data: bytes, index: int, settings: OcrSettings | None = None) -> tuple[WordBox, ...]:
+    """The words of page ``index`` (0-based) of the PDF ``data`` as a run's OCR reads them (the
+    same rendering, the same Tesseract call), with their boxes: where a view of a scanned page
+    marks a quote. None for a blank page (``()``).
+
+    Raises:
+        ExtractionError: The page cannot be rendered, or Tesseract is missing, failed or ran
+            over the settings' ``page_timeout_s``.
+    """
+    import pypdfium2
+
+    settings = settings or OcrSettings()
+    pdf = pypdfium2.PdfDocument(data)
+    try:
+        rendered = render_page(pdf, index, settings)
+    finally:
+        pdf.close()
+    if rendered.image is None:
+        return ()
+    tsv = _tesseract_tsv(rendered.image, settings, index + 1, max(1, round(rendered.scale * 72)))
+    width, height = rendered.width * rendered.scale, rendered.height * rendered.scale
+    words: list[WordBox] = []
+    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
+        if row.get("level") != "5" or not (row.get("text") or "").strip() or float(row["conf"]) < 0:
+            continue
+        left, top = int(row["left"]), int(row["top"])
+        words.append(WordBox(row["text"].strip(), (row["block_num"], row["par_num"], row["line_num"]),
+                             left / width, top / height, (left + int(row["width"])) / width,
+                             (top + int(row["height"])) / height))
+    return tuple(words)
+
+
 def ocr_pages(pdf: pypdfium2.PdfDocument, indexes: list[int], settings: OcrSettings,
               budget: OcrBudget | None = None) -> dict[int, PageText]:
     """A PDF's pages read by OCR (:func:`ocr_rendered` of :func:`render_page`).

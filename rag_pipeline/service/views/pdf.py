@@ -4,7 +4,9 @@ The page image is a PNG served by ``/page-images/{id}?page=N``; the view places 
 quoted characters' boxes over it (PDFium's character boxes, one rectangle per line, in
 fractions of the page so they scale with the image), and links to the previous and next page.
 The quote is found on the page by its letters and digits, so the layout's repairs (joined
-hyphenations, dropped running heads, small capitals) do not hide it.
+hyphenations, dropped running heads, small capitals) do not hide it. A scanned page (no text
+layer) is read by OCR again, as the run read it, the first time it is shown: the boxes are the
+words Tesseract found (:func:`~rag_pipeline.core.ingest.pdf_ocr.page_words`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import html
 import io
 from dataclasses import dataclass
 
+from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
+from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, WordBox, page_words, tesseract_version
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import (
     Original,
@@ -93,9 +97,10 @@ def page_png(original: Original, page: int) -> bytes:
     return found
 
 
-def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box]:
+def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box] | None:
     """One box per line of the page's characters that hold ``quote`` (none when it is not
-    found), after ``before`` other places of the page holding it."""
+    found), after ``before`` other places of the page holding it; None when the page has no
+    text layer (a scan)."""
     import ctypes
 
     import pypdfium2
@@ -107,6 +112,8 @@ def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box
         width, height = (float(v) for v in handle.get_size())
         textpage = handle.get_textpage()
         count = raw.FPDFText_CountChars(textpage.raw)
+        if count <= 0:
+            return None
         chars = "".join(chr(raw.FPDFText_GetUnicode(textpage.raw, i)) for i in range(count))
         letters, where = normalised(chars)
         found = locate(letters, normalised(quote)[0], before)
@@ -133,6 +140,47 @@ def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box
                 for x0, y0, x1, y1 in lines]
     finally:
         pdf.close()
+
+
+OCR_PAGES = 32
+"""Scanned pages whose words are kept (by the PDF's sha256 and the page)."""
+_OCR_WORDS: Recent[tuple[str, int], tuple[WordBox, ...]] = Recent(OCR_PAGES)
+VIEW_OCR_SETTINGS = OcrSettings(page_timeout_s=30.0)
+"""A run's OCR settings (the same words), a page given 30 s while a reader waits."""
+
+
+def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0) -> list[Box]:
+    """One box per line of the words OCR reads on the scanned ``page`` that hold ``quote``,
+    after ``before`` other places of the page holding it; none when it is not found, when
+    Tesseract is not installed or fails."""
+    if not quote or tesseract_version() is None:
+        return []
+    key = (original.sha256, page)
+    words = _OCR_WORDS.get(key)
+    if words is None:
+        try:
+            words = page_words(original.data, page - 1, VIEW_OCR_SETTINGS)
+        except ExtractionError:
+            return []
+        _OCR_WORDS.put(key, words)
+    owner: list[int] = []
+    for number, word in enumerate(words):
+        owner.extend([number] * (len(word.text) + 1))
+    letters, where = normalised(" ".join(word.text for word in words))
+    found = locate(letters, normalised(quote)[0], before)
+    if found is None:
+        return []
+    lines: list[list] = []
+    for word in words[owner[where[found[0]]]:owner[where[found[1]]] + 1]:
+        if lines and lines[-1][0] == word.line:
+            line = lines[-1]
+            line[1:] = [min(line[1], word.left), min(line[2], word.top), max(line[3], word.right),
+                        max(line[4], word.bottom)]
+        else:
+            lines.append([word.line, word.left, word.top, word.right, word.bottom])
+    pad = 0.002
+    return [Box(round(x0 - pad, 5), round(y0 - pad, 5), round(x1 - x0 + 2 * pad, 5),
+                round(y1 - y0 + 2 * pad, 5)) for _, x0, y0, x1, y1 in lines]
 
 
 def _page_quote(request: ViewRequest, page: int) -> str:
@@ -162,8 +210,10 @@ def pdf_view(request: ViewRequest) -> View:
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
     page = request.page if request.page is not None else cited
     check_page(page, pages, request.info.document_id)
-    boxes = quote_boxes(original.data, page, _page_quote(request, page),
-                        _page_quote_before(request, page))
+    quote, before = _page_quote(request, page), _page_quote_before(request, page)
+    boxes = quote_boxes(original.data, page, quote, before)
+    if boxes is None:
+        boxes = ocr_quote_boxes(original, page, quote, before)
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     # The boxes are drawn over the image; the first also holds the quote as text for a screen
     # reader (the view moves the focus there) and for a search of the page.

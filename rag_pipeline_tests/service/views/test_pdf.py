@@ -6,11 +6,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from rag_pipeline.benchmarks.made_here import HEADERS, LONG_TABLE_WRITERS, table_rows
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.service.views.base import ViewRequest
-from rag_pipeline.service.views.pdf import pdf_view
+from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
+from rag_pipeline.service.views.pdf import pdf_view, quote_boxes
 
 
 def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_path: Path):
@@ -69,3 +72,39 @@ def test_the_quote_on_a_page_image_is_there_as_text_for_a_screen_reader(tmp_path
     assert body.count("visually-hidden") == 1
     assert ('<span class="visually-hidden">Quoted on this page: Check the valves &amp; pumps.'
             '</span></div>') in body
+
+
+def _boxes(body: str) -> list[tuple[float, float, float, float]]:
+    return [tuple(float(part.split(":")[1].rstrip("%")) for part in style.split(";"))
+            for style in (piece.split('"')[0] for piece in body.split('style="')[1:])]
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed")
+def test_a_quote_on_a_scanned_page_is_boxed_where_its_words_are(tmp_path: Path):
+    # Found by a new user: a scanned page showed its image with no box on the quote.
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf, scanned_pdf
+
+    lines = ["Site survey notes", "Check the valves and pumps weekly.", "Berlin office",
+             "Check the valves and pumps weekly.", "Madrid office"]
+    typed = plain_pdf([lines])
+    scan = scanned_pdf(typed, dpi=300)
+    (tmp_path / "scan.pdf").write_bytes(scan)
+    extracted = format_for(Path("scan.pdf")).extract(scan, "scan")
+    text = extracted.canonical_text
+    assert dict(extracted.notes)["ocr_pages"] == "1"
+    info = DocumentInfo("scan.pdf", "Scan", str(tmp_path / "scan.pdf"), "pdf", extracted.anchors,
+                        extracted.tables, hashlib.sha256(scan).hexdigest())
+    quote = "Check the valves and pumps weekly."
+    found = []
+    for start in (text.index(quote), text.rindex(quote)):
+        view = pdf_view(ViewRequest(info, text, start, start + len(quote)))
+        assert view.note == ""
+        found.append(_boxes(view.body))
+    # Where the typed page's text layer puts the same lines, within 1 % of the page.
+    typed_boxes = [quote_boxes(typed, 1, quote, before) for before in (0, 1)]
+    assert [len(boxes) for boxes in found] == [1, 1] == [len(boxes) for boxes in typed_boxes]
+    for (ocr,), (box,) in zip(found, typed_boxes, strict=True):
+        assert all(abs(a - b) < 1.0 for a, b in zip(ocr, (box.left * 100, box.top * 100,
+                                                          box.width * 100, box.height * 100),
+                                                     strict=True)), (ocr, box)
+    assert found[0][0][1] < found[1][0][1]
