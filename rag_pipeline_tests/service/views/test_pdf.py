@@ -11,8 +11,8 @@ import pytest
 from rag_pipeline.benchmarks.made_here import HEADERS, LONG_TABLE_WRITERS, table_rows
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest.formats import format_for
-from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
+from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.pdf import pdf_view, quote_boxes
 
 
