@@ -44,7 +44,7 @@ from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings, mirrors
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
-from rag_pipeline.service.views import ViewError, ViewRequest, page_png, path_url, render_document
+from rag_pipeline.service.views import PAGED, ViewError, ViewRequest, page_png, path_url, render_document
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +330,8 @@ def page_router(service: Any) -> APIRouter:
         except ViewError as exc:
             return _shown_error(request, exc.status, exc.message)
 
-    @router.get("/page-images/{document_id:anypath}", summary="A PDF page drawn as a PNG image",
+    @router.get("/page-images/{document_id:anypath}",
+                summary="A page of a PDF, or a frame of an image, drawn as a PNG image",
                 response_class=Response)
     def page_image(document_id: str, who: Asker, request: Request,
                    page: Annotated[int, Query(description="1-based page.")] = 1) -> Response:
@@ -340,14 +341,15 @@ def page_router(service: Any) -> APIRouter:
         if isinstance(found, Response):
             return found
         info, text = found
-        if info.format != "pdf":
-            return _error(404, f"{document_id} is not a PDF: it has no page images")
+        if info.format not in PAGED:
+            return _error(404, f"{document_id} is neither a PDF nor an image: it has no page "
+                               "images")
         view = view_request(info, text)
         original = view.original
         if original is None:
             return _original_missing(document_id, view)
         try:
-            return Response(page_png(original, page), media_type="image/png")
+            return Response(page_png(original, page, info.format), media_type="image/png")
         except ViewError as exc:
             return _error(exc.status, exc.message)
 

@@ -125,7 +125,7 @@ def test_a_page_out_of_range_is_one_clear_error(client: TestClient):
     assert client.get("/page-images/report.pdf?page=0").json() == {
         "error": "page 0 is out of range: report.pdf has 3 pages (1 to 3)"}
     assert client.get("/page-images/guide.md").json() == {
-        "error": "guide.md is not a PDF: it has no page images"}
+        "error": "guide.md is neither a PDF nor an image: it has no page images"}
 
 
 def test_a_document_link_a_browser_opens_shows_its_error_as_a_page(client: TestClient):

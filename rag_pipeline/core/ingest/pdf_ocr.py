@@ -369,26 +369,18 @@ class WordBox:
     bottom: float
 
 
-def page_words(data: bytes, index: int, settings: OcrSettings | None = None) -> tuple[WordBox, ...]:
-    """The words of page ``index`` (0-based) of the PDF ``data`` as a run's OCR reads them (the
-    same rendering, the same Tesseract call), with their boxes: where a view of a scanned page
-    marks a quote. None for a blank page (``()``).
+def page_words(rendered: RenderedPage, settings: OcrSettings) -> tuple[WordBox, ...]:
+    """The words of a rendered page (a PDF's page, an image's frame) as a run's OCR reads them
+    (the same Tesseract call), with their boxes: where a view of a scanned page marks a quote.
+    None for a blank page (``()``).
 
     Raises:
-        ExtractionError: The page cannot be rendered, or Tesseract is missing, failed or ran
-            over the settings' ``page_timeout_s``.
+        ExtractionError: Tesseract is missing, failed or ran over ``settings.page_timeout_s``.
     """
-    import pypdfium2
-
-    settings = settings or OcrSettings()
-    pdf = pypdfium2.PdfDocument(data)
-    try:
-        rendered = render_page(pdf, index, settings)
-    finally:
-        pdf.close()
     if rendered.image is None:
         return ()
-    tsv = _tesseract_tsv(rendered.image, settings, index + 1, max(1, round(rendered.scale * 72)))
+    tsv = _tesseract_tsv(rendered.image, settings, rendered.index + 1,
+                         max(1, round(rendered.scale * 72)))
     width, height = rendered.width * rendered.scale, rendered.height * rendered.scale
     words: list[WordBox] = []
     for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):

@@ -1,6 +1,6 @@
 """The document viewers of ``/documents/{id}``: each format shown as a reader expects.
 
-A PDF citation is its page as an image with the quote's boxes (:mod:`.pdf`), a workbook a grid
+A PDF or image citation is its page as an image with the quote's boxes (:mod:`.pages`), a workbook a grid
 of the sheet with the cited cells marked (:mod:`.sheet`), HTML, Markdown and DOCX sanitised HTML
 with the quote marked (:mod:`.markup`), a transcript its cues with their times (:mod:`.cues`),
 anything else its extracted text (:mod:`.text`). ``VIEWS`` maps a format's name to its view: a
@@ -14,12 +14,12 @@ from collections.abc import Callable
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, page_html, path_url
 from rag_pipeline.service.views.cues import cues_view
 from rag_pipeline.service.views.markup import docx_view, html_view, markdown_view
-from rag_pipeline.service.views.pdf import page_png, pdf_navigation, pdf_view
+from rag_pipeline.service.views.pages import PAGED, page_navigation, page_png, page_view
 from rag_pipeline.service.views.sheet import SHEET_READERS, sheet_view
 from rag_pipeline.service.views.text import text_view
 
 VIEWS: dict[str, Callable[[ViewRequest], View]] = {
-    "pdf": pdf_view,
+    **{name: page_view for name in PAGED},
     "html": html_view,
     "markdown": markdown_view,
     "docx": docx_view,
@@ -39,10 +39,10 @@ def render_document(request: ViewRequest, original_url: str | None, withheld: st
     view = VIEWS.get(request.info.format, text_view)(request)
     return page_html(request.info.title, request.info.document_id, view,
                      original_url if request.original is not None and not withheld else None,
-                     pdf_navigation(request, view), withheld or (
+                     page_navigation(request, view), withheld or (
                          f"The original file cannot be read now: {request.unreachable}"
                          if request.original is None and request.unreachable else ""))
 
 
-__all__ = ["SHEET_READERS", "VIEWS", "View", "ViewError", "ViewRequest", "page_png", "path_url",
+__all__ = ["PAGED", "SHEET_READERS", "VIEWS", "View", "ViewError", "ViewRequest", "page_png", "path_url",
            "render_document"]

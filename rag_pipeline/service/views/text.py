@@ -79,7 +79,8 @@ def text_view(request: ViewRequest, note: str = "") -> View:
         if at == start:
             parts.append('<mark id="quote">' + ("</mark>" if start == end else ""))
     parts.append(html.escape(text[done:]) + "</pre>")
-    original_gone = request.original is None and request.info.format in ("pdf", "xlsx", "html", "docx")
+    original_gone = request.original is None and request.info.format in ("pdf", "image", "xlsx", "html",
+                                                                         "docx")
     note = note or ("" if not original_gone else
                     f"The original file cannot be read now ({request.unreachable}): showing the "
                     "extracted text." if request.unreachable else

@@ -10,7 +10,7 @@ import pytest
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.service.views import base, render_document
 from rag_pipeline.service.views.base import Original, ViewRequest
-from rag_pipeline.service.views.pdf import page_png
+from rag_pipeline.service.views.pages import page_png
 from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
 
 

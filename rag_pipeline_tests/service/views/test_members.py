@@ -16,7 +16,7 @@ from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest.member_originals import member_of
 from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.members import member_file
-from rag_pipeline.service.views.pdf import page_png
+from rag_pipeline.service.views.pages import page_png
 
 
 def _pdf(text: str) -> bytes:

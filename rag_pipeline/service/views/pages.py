@@ -1,23 +1,34 @@
-"""A PDF citation as its page: the page drawn by PDFium (pypdfium2), the quote's boxes on it.
+"""A citation of a paged document as its page: a PDF's page drawn by PDFium (pypdfium2), an
+image's frame (a scan, a photographed whiteboard, each frame of a TIFF a page), the quote's
+boxes on it.
 
 The page image is a PNG served by ``/page-images/{id}?page=N``; the view places it with the
 quoted characters' boxes over it (PDFium's character boxes, one rectangle per line, in
 fractions of the page so they scale with the image), and links to the previous and next page.
 The quote is found on the page by its letters and digits, so the layout's repairs (joined
 hyphenations, dropped running heads, small capitals) do not hide it. A scanned page (no text
-layer) is read by OCR again, as the run read it, the first time it is shown: the boxes are the
-words Tesseract found (:func:`~rag_pipeline.core.ingest.pdf_ocr.page_words`).
+layer) and an image are read by OCR again, as the run read them, the first time a page is
+shown: the boxes are the words Tesseract found (:func:`~rag_pipeline.core.ingest.pdf_ocr.
+page_words`). :data:`PAGED` says how each paged format counts, draws and OCRs its pages.
 """
 
 from __future__ import annotations
 
 import html
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats.pdf import last_page_of, page_of
-from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, WordBox, page_words, tesseract_version
+from rag_pipeline.core.ingest.pdf_ocr import (
+    OcrSettings,
+    RenderedPage,
+    WordBox,
+    page_words,
+    render_page,
+    tesseract_version,
+)
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import (
     Original,
@@ -48,7 +59,7 @@ class Box:
     height: float
 
 
-def page_count(data: bytes) -> int:
+def _pdf_pages(data: bytes) -> int:
     import pypdfium2
 
     pdf = pypdfium2.PdfDocument(data)
@@ -58,6 +69,13 @@ def page_count(data: bytes) -> int:
         pdf.close()
 
 
+def _image_frames(data: bytes) -> int:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return getattr(image, "n_frames", 1)
+
+
 def check_page(page: int, pages: int, name: str) -> None:
     if not 1 <= page <= pages:
         raise ViewError(422, f"page {page} is out of range: {name} has {pages} "
@@ -65,11 +83,11 @@ def check_page(page: int, pages: int, name: str) -> None:
 
 
 RENDERED_PAGES = 32
-"""Page images kept (by the PDF's sha256 and the page)."""
+"""Page images kept (by the document's sha256 and the page)."""
 _RENDERED: Recent[tuple[str, int], bytes] = Recent(RENDERED_PAGES)
 
 
-def _render(data: bytes, page: int) -> bytes:
+def _render_pdf_page(data: bytes, page: int) -> bytes:
     import pypdfium2
 
     pdf = pypdfium2.PdfDocument(data)
@@ -85,14 +103,75 @@ def _render(data: bytes, page: int) -> bytes:
         pdf.close()
 
 
-def page_png(original: Original, page: int) -> bytes:
-    """Page ``page`` (1-based) of the PDF ``original`` as a PNG (cached by its bytes' sha256
-    and the page)."""
-    check_page(page, page_count(original.data), original.name)
+def _render_image_frame(data: bytes, page: int) -> bytes:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        image.seek(page - 1)
+        frame = image.convert("RGB")
+    frame.thumbnail((MAX_PAGE_PIXELS, MAX_PAGE_PIXELS))
+    out = io.BytesIO()
+    frame.save(out, format="PNG", optimize=False)
+    return out.getvalue()
+
+
+def _pdf_ocr_rendering(data: bytes, index: int, settings: OcrSettings) -> RenderedPage:
+    import pypdfium2
+
+    pdf = pypdfium2.PdfDocument(data)
+    try:
+        return render_page(pdf, index, settings)
+    finally:
+        pdf.close()
+
+
+def _image_ocr_rendering(data: bytes, index: int, settings: OcrSettings) -> RenderedPage:
+    from PIL import Image
+
+    from rag_pipeline.core.ingest.formats.image import is_screen_image, render_frame
+
+    with Image.open(io.BytesIO(data)) as image:
+        return render_frame(image, index, 2 if is_screen_image(image) else 1)
+
+
+@dataclass(frozen=True)
+class Paged:
+    """How a paged format's document is shown page by page.
+
+    Attributes:
+        count: Its number of pages, from its bytes.
+        png: Page N (1-based) drawn as a PNG, at most :data:`MAX_PAGE_PIXELS` a side.
+        ocr_rendering: Page index (0-based) rendered for Tesseract as a corpus run renders it.
+        text_layer: Its pages may have text of their own (a PDF), boxed without OCR.
+    """
+
+    count: Callable[[bytes], int]
+    png: Callable[[bytes, int], bytes]
+    ocr_rendering: Callable[[bytes, int, OcrSettings], RenderedPage]
+    text_layer: bool
+
+
+PAGED: dict[str, Paged] = {
+    "pdf": Paged(_pdf_pages, _render_pdf_page, _pdf_ocr_rendering, True),
+    "image": Paged(_image_frames, _render_image_frame, _image_ocr_rendering, False),
+}
+"""The paged formats by name: their views are pages, and ``/page-images`` draws them."""
+
+
+def page_count(original: Original, format_name: str) -> int:
+    """The pages of ``original``, a document of the paged format ``format_name``."""
+    return PAGED[format_name].count(original.data)
+
+
+def page_png(original: Original, page: int, format_name: str = "pdf") -> bytes:
+    """Page ``page`` (1-based) of ``original``, a document of the paged format ``format_name``,
+    as a PNG (cached by its bytes' sha256 and the page)."""
+    paged = PAGED[format_name]
+    check_page(page, paged.count(original.data), original.name)
     key = (original.sha256, page)
     found = _RENDERED.get(key)
     if found is None:
-        found = _render(original.data, page)
+        found = paged.png(original.data, page)
         _RENDERED.put(key, found)
     return found
 
@@ -143,24 +222,27 @@ def quote_boxes(data: bytes, page: int, quote: str, before: int = 0) -> list[Box
 
 
 OCR_PAGES = 32
-"""Scanned pages whose words are kept (by the PDF's sha256 and the page)."""
+"""Scanned pages whose words are kept (by the document's sha256 and the page)."""
 _OCR_WORDS: Recent[tuple[str, int], tuple[WordBox, ...]] = Recent(OCR_PAGES)
 VIEW_OCR_SETTINGS = OcrSettings(page_timeout_s=30.0)
 """A run's OCR settings (the same words), a page given 30 s while a reader waits."""
 
 
-def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0) -> list[Box]:
-    """One box per line of the words OCR reads on the scanned ``page`` that hold ``quote``,
-    after ``before`` other places of the page holding it; none when it is not found, when
-    Tesseract is not installed or fails."""
+def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0,
+                    format_name: str = "pdf") -> list[Box]:
+    """One box per line of the words OCR reads on the scanned ``page`` of ``original`` (a
+    document of the paged format ``format_name``) that hold ``quote``, after ``before`` other
+    places of the page holding it; none when it is not found, when Tesseract is not installed
+    or fails."""
     if not quote or tesseract_version() is None:
         return []
     key = (original.sha256, page)
     words = _OCR_WORDS.get(key)
     if words is None:
         try:
-            words = page_words(original.data, page - 1, VIEW_OCR_SETTINGS)
-        except ExtractionError:
+            rendering = PAGED[format_name].ocr_rendering(original.data, page - 1, VIEW_OCR_SETTINGS)
+            words = page_words(rendering, VIEW_OCR_SETTINGS)
+        except (ExtractionError, OSError, ValueError, EOFError):
             return []
         _OCR_WORDS.put(key, words)
     owner: list[int] = []
@@ -201,19 +283,21 @@ def _page_quote_before(request: ViewRequest, page: int) -> int:
     return occurrences_before(request.text, start, min(spans[0].end, request.end), spans[0].start)
 
 
-def pdf_view(request: ViewRequest) -> View:
-    """The cited page (or ``page``) as an image with the quote's boxes and page links."""
+def page_view(request: ViewRequest) -> View:
+    """The cited page (or ``page``) of a paged document as an image with the quote's boxes and
+    page links."""
     original = request.original
     if original is None:
         return text_view(request)
-    pages = page_count(original.data)
+    name = request.info.format
+    pages = page_count(original, name)
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1
     page = request.page if request.page is not None else cited
     check_page(page, pages, request.info.document_id)
     quote, before = _page_quote(request, page), _page_quote_before(request, page)
-    boxes = quote_boxes(original.data, page, quote, before)
+    boxes = quote_boxes(original.data, page, quote, before) if PAGED[name].text_layer else None
     if boxes is None:
-        boxes = ocr_quote_boxes(original, page, quote, before)
+        boxes = ocr_quote_boxes(original, page, quote, before, name)
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     # The boxes are drawn over the image; the first also holds the quote as text for a screen
     # reader (the view moves the focus there) and for a search of the page.
@@ -240,15 +324,19 @@ def pdf_view(request: ViewRequest) -> View:
     else:
         where = f"pages {cited}-{last}" if last > cited else f"page {cited}"
         label = f"page {page} of {pages} (the quote is on {where})"
-    return View(label, body, "pdf", note)
+    return View(label, body, PAGE_VIEW, note)
 
 
-def pdf_navigation(request: ViewRequest, view: View) -> str:
-    """Previous / next page links for a PDF view (the quoted span kept)."""
+PAGE_VIEW = "pdf"
+"""The kind of a page's view (the page's CSS class)."""
+
+
+def page_navigation(request: ViewRequest, view: View) -> str:
+    """Previous / next page links for a page's view (the quoted span kept)."""
     original = request.original
-    if original is None or view.kind != "pdf":
+    if original is None or view.kind != PAGE_VIEW:
         return ""
-    pages = page_count(original.data)
+    pages = page_count(original, request.info.format)
     page = request.page or (page_of(request.info.anchors, request.start) if request.info.anchors else 1)
     base = path_url("/documents/", request.info.document_id) + f"?from={request.start}&to={request.end}"
     links = []

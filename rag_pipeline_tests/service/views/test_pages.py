@@ -13,7 +13,7 @@ from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest.formats import format_for
 from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
 from rag_pipeline.service.views.base import ViewRequest
-from rag_pipeline.service.views.pdf import pdf_view, quote_boxes
+from rag_pipeline.service.views.pages import page_view, quote_boxes
 
 
 def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_path: Path):
@@ -29,10 +29,10 @@ def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_
     assert last_on_one == 31
     info = DocumentInfo(name, "Shifts", str(tmp_path / name), "pdf", extracted.anchors,
                         extracted.tables, hashlib.sha256(data).hexdigest())
-    first = pdf_view(ViewRequest(info, text, start, end))
+    first = page_view(ViewRequest(info, text, start, end))
     assert first.label == "page 1 of 2"
     assert first.note == "The quote goes on to page 2: the next page boxes the rest."
-    second = pdf_view(ViewRequest(info, text, start, end, page=2))
+    second = page_view(ViewRequest(info, text, start, end, page=2))
     # Found by an admin's trial: it said "the quote is on page 1" over the rest of the quote.
     assert second.label == "page 2 of 2 (the quote begins on page 1)"
     assert second.note == ""
@@ -51,7 +51,7 @@ def test_a_line_the_page_repeats_is_boxed_where_it_was_cited(tmp_path: Path):
                         extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
     tops = []
     for start in (text.index("Check the valves."), text.rindex("Check the valves.")):
-        view = pdf_view(ViewRequest(info, text, start, start + len("Check the valves.")))
+        view = page_view(ViewRequest(info, text, start, start + len("Check the valves.")))
         tops.append(float(view.body.split('style="left:')[1].split("top:")[1].split("%")[0]))
     assert tops[0] < tops[1]
 
@@ -68,7 +68,7 @@ def test_the_quote_on_a_page_image_is_there_as_text_for_a_screen_reader(tmp_path
     info = DocumentInfo("checks.pdf", "Checks", str(tmp_path / "checks.pdf"), "pdf",
                         extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
     start = text.index("Check")
-    body = pdf_view(ViewRequest(info, text, start, start + len("Check the valves & pumps."))).body
+    body = page_view(ViewRequest(info, text, start, start + len("Check the valves & pumps."))).body
     assert body.count("visually-hidden") == 1
     assert ('<span class="visually-hidden">Quoted on this page: Check the valves &amp; pumps.'
             '</span></div>') in body
@@ -97,7 +97,7 @@ def test_a_quote_on_a_scanned_page_is_boxed_where_its_words_are(tmp_path: Path):
     quote = "Check the valves and pumps weekly."
     found = []
     for start in (text.index(quote), text.rindex(quote)):
-        view = pdf_view(ViewRequest(info, text, start, start + len(quote)))
+        view = page_view(ViewRequest(info, text, start, start + len(quote)))
         assert view.note == ""
         found.append(_boxes(view.body))
     # Where the typed page's text layer puts the same lines, within 1 % of the page.
@@ -108,3 +108,39 @@ def test_a_quote_on_a_scanned_page_is_boxed_where_its_words_are(tmp_path: Path):
                                                           box.width * 100, box.height * 100),
                                                      strict=True)), (ocr, box)
     assert found[0][0][1] < found[1][0][1]
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed")
+def test_an_image_is_shown_as_its_page_with_the_quote_boxed(tmp_path: Path):
+    # Found by a new user: a photographed whiteboard was shown as its extracted text alone.
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    from rag_pipeline.service.views.base import Original
+    from rag_pipeline.service.views.pages import page_png
+    from rag_pipeline_tests.core.ingest.formats.test_image import encoded, whiteboard
+
+    board = encoded(whiteboard(["Whiteboard: ship the gauges", "by Friday, then review costs."]),
+                    "PNG", dpi=(300, 300))
+    (tmp_path / "board.png").write_bytes(board)
+    extracted = format_for(Path("board.png")).extract(board, "board")
+    text = extracted.canonical_text
+    info = DocumentInfo("board.png", "board", str(tmp_path / "board.png"), "image",
+                        extracted.anchors, extracted.tables, hashlib.sha256(board).hexdigest())
+    start = text.index("then review")
+    view = page_view(ViewRequest(info, text, start, start + len("then review costs.")))
+    assert (view.label, view.kind, view.note) == ("page 1 of 1", "pdf", "")
+    assert '<img id="page-image" src="/page-images/board.png?page=1"' in view.body
+    # Where the drawing put "then review costs." (x 280-663, y 171-217 of 1400 x 400 pixels,
+    # the font's descent included, which these words do not reach), within 2 % of the image.
+    draw = ImageDraw.Draw(Image.new("L", (1, 1)))
+    font = ImageFont.load_default(size=48)
+    x0 = draw.textbbox((60, 160), "by Friday, ", font=font)[2]
+    _, y0, x1, y1 = draw.textbbox((60, 160), "by Friday, then review costs.", font=font)
+    ((left, top, width, height),) = _boxes(view.body)
+    expected = (x0 / 14, y0 / 4, (x1 - x0) / 14, (y1 - y0) / 4)
+    assert all(abs(a - b) < 2.0 for a, b in zip((left, top, width, height), expected,
+                                                strict=True)), ((left, top, width, height), expected)
+    png = page_png(Original("board.png", board, info.content_sha256), 1, "image")
+    assert Image.open(io.BytesIO(png)).size == (1400, 400)
