@@ -470,7 +470,8 @@ def load_declared(models: Sequence[ModelSpec], skipped: Callable[[str], None]) -
     for spec in models:
         try:
             embedders.append(load_embedder(spec))
-        except ModelNotTrainedError as exc:
-            skipped(f"skipped {spec.key}: {exc}")
+        except ModelNotTrainedError:
+            skipped(f"skipped {spec.key}: an adapted model not trained yet, which nothing needs "
+                    "until `rag-pipeline adapt` trains it")
     return embedders
 

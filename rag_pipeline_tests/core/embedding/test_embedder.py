@@ -89,5 +89,5 @@ def test_an_adapted_model_not_trained_yet_is_skipped_with_one_line(monkeypatch, 
     monkeypatch.setattr(embedder, "load_embedder", load)
     loaded = embedder.load_declared([trained, untrained], print)
     assert [e.spec for e in loaded] == [trained]
-    assert capsys.readouterr().out == ("skipped adapted@0000feed: adapted@0000feed is not trained "
-                                       "yet: run `rag-pipeline adapt`\n")
+    assert capsys.readouterr().out == (f"skipped {untrained.key}: an adapted model not trained yet, "
+                                       "which nothing needs until `rag-pipeline adapt` trains it\n")
