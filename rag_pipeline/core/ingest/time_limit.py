@@ -8,7 +8,8 @@ document fails with the limit as its reason, and the run goes on with the next o
 The clock is the process's interval timer (``SIGALRM``), whose handler Python runs in the main
 thread between two of its instructions: a reader is stopped when it next runs Python code (a
 library's C code runs to its end first). A corpus run reads in its main thread; anywhere else
-(a service's worker thread) reading has no time limit.
+(a service's worker thread), and on a system without interval timers (Windows), reading has no
+time limit.
 
 Limits nest: a container's reading (an archive's listing, a mail's header and body) and each of
 its members' is timed alone, the container's clock stopped while a member is read. OCR has its
@@ -69,8 +70,9 @@ def _time_up(signum: int, frame: object) -> None:
 
 
 def timed_here() -> bool:
-    """Reading here can be timed: this is the main thread, where Python runs signal handlers."""
-    return threading.current_thread() is threading.main_thread()
+    """Reading here can be timed: this is the main thread, where Python runs signal handlers,
+    of a system with interval timers (not Windows)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 @contextmanager
