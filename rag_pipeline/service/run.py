@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 
-from rag_pipeline.core.answer.ask import ask
+from rag_pipeline.core.answer.ask import ask, stop_side_threads
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPathMismatchError
@@ -96,13 +96,15 @@ def running_service(warehouse: Warehouse, settings: ServeSettings,
                     load_model: Callable[[], TextEmbedder],
                     poll_seconds: float = 1.0,
                     access: AccessState | None = None) -> Iterator[QueryService]:
-    """:func:`start_service`, with the index follower stopped on the way out."""
+    """:func:`start_service`, with the index follower and the questions' side threads stopped
+    on the way out."""
     service = start_service(warehouse, settings, load_model, poll_seconds, access)
     try:
         yield service
     finally:
         service.access.stop()
         service.follower.stop()
+        stop_side_threads()
 
 
 def load_service_model(spec: ModelSpec, workers: int, query_runtime: str | None,

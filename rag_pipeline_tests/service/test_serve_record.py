@@ -60,9 +60,12 @@ def test_serve_writes_its_record_and_removes_it_on_sigterm(tmp_path: Path):
                 record["location"]) == ("127.0.0.1", server.pid, "header", None,
                                         str(tmp_path / "data" / "warehouse"))
         assert record["port"] > 0
+        _get(f"http://127.0.0.1:{record['port']}/ask?q=alpha")  # its side threads now idle
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 128 + signal.SIGTERM
         assert not path.exists()
+        # Found by a new user: an idle side thread was reported as work cut off.
+        assert "work still running" not in server.stdout.read()
     finally:
         _killed(server)
 
@@ -101,7 +104,9 @@ def test_serve_stops_within_its_grace_while_a_view_is_still_working(tmp_path: Pa
                          daemon=True).start()
         time.sleep(2)
         _stopped_within_its_grace(server, record)
-        assert "Traceback" not in server.stdout.read()
+        said = server.stdout.read()
+        assert "Traceback" not in said
+        assert "stopped: work still running in 1 thread(s) past the 10 s grace was cut off" in said
     finally:
         _killed(server)
 

@@ -135,6 +135,15 @@ def _side_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="bm25")
 
 
+def stop_side_threads() -> None:
+    """Lets the side threads end once their lists are ranked (a service stopping): an idle one
+    would wait for work until the interpreter ends. A later question starts new ones."""
+    if _side_threads.cache_info().currsize:
+        pool = _side_threads()
+        _side_threads.cache_clear()
+        pool.shutdown(wait=False)
+
+
 def _beside(index: PartitionIndex, question: str, settings: RetrievalSettings,
             readable: Readable | None = None) -> Future[tuple[Bm25List, float]] | None:
     """The question's BM25 list (and its seconds), started on a side thread: it needs only the
