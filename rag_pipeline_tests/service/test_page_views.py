@@ -407,3 +407,31 @@ def test_a_generated_answer_is_shown_instead_and_says_so(base_url: str, tmp_path
             "· written by the configured model; its [n] are checked against the sources below")
         assert page.inner_text("#answer .generated") == "Every nine days, by two engineers [1]."
         assert page.locator("#quoted").count() == 0
+
+
+def test_a_long_url_in_a_quote_or_a_text_view_fits_a_phones_width(base_url: str, tmp_path: Path):
+    """Found by a new user: at 390 pixels an answer quoting a URL was 600 pixels wide, and a
+    README's text view 607."""
+    import urllib.request
+
+    from rag_pipeline.service.views.base import View, page_html
+
+    url = "http://www.gnu.org/software/coreutils/manual/html_node/index.html"
+    body = json.loads(urllib.request.urlopen(urllib.request.Request(
+        base_url + "/ask", data=json.dumps({"question": QUESTION}).encode(),
+        headers={"Content-Type": "application/json"})).read())
+    for citation in body["citations"]:
+        citation["quote"] = citation["shown"] = f"The manual is online at\n{url}\n"
+    body["quoted_answer"] = [{**sentence, "text": url, "shown": url} for sentence in body["quoted_answer"]]
+    widths = "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    with chromium_page(tmp_path / "profile") as page:
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.route("**/ask", lambda route: _fulfil_json(route, 200, body))
+        page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("article.source blockquote", timeout=TIMEOUT_MS)
+        assert url.replace("/", "") in page.inner_text("article.source blockquote").replace(
+            "/", "").replace("\n", "")
+        assert page.evaluate(widths) == [390, 390]
+        text = f'<pre class="text">Read the manual online at\n{url}\n</pre>'
+        page.set_content(page_html("README", "README.Debian", View("lines 1-2", text, "text"), None))
+        assert page.evaluate(widths) == [390, 390]
