@@ -63,21 +63,23 @@ def place_label(request: ViewRequest) -> str:
 
 
 def text_view(request: ViewRequest, note: str = "") -> View:
-    """The canonical text, escaped, in a pre-formatted block, ``text[start:end]`` marked, and
-    a heading where each unit (:data:`UNIT_KEYS`) starts."""
+    """The canonical text, escaped, in a pre-formatted block, ``text[start:end]`` marked (the
+    whole document, nothing marked, when no span is quoted), and a heading where each unit
+    (:data:`UNIT_KEYS`) starts."""
     text, start, end = request.text, request.start, request.end
     units = {anchor.start: unit_label(anchor.locator) for anchor in request.info.anchors
              if anchor.locator.partition("=")[0] in UNIT_KEYS and 0 <= anchor.start <= len(text)}
+    marks = {start, end} if request.quoted else set()
     parts, done = ['<pre class="text">'], 0
-    for at in sorted({start, end, *units}):
+    for at in sorted({*marks, *units}):
         parts.append(html.escape(text[done:at]))
         done = at
-        if at == end and at != start:
+        if at == end and at in marks:
             parts.append("</mark>")
         if at in units:
             parts.append(f'<span class="unit">{html.escape(units[at][:1].upper() + units[at][1:])}</span>')
-        if at == start:
-            parts.append('<mark id="quote">' + ("</mark>" if start == end else ""))
+        if at == start and at in marks:
+            parts.append('<mark id="quote">')
     parts.append(html.escape(text[done:]) + "</pre>")
     original_gone = request.original is None and request.info.format in ("pdf", "image", "xlsx", "html",
                                                                          "docx")
@@ -85,4 +87,5 @@ def text_view(request: ViewRequest, note: str = "") -> View:
                     f"The original file cannot be read now ({request.unreachable}): showing the "
                     "extracted text." if request.unreachable else
                     "Shown as its extracted text.")
-    return View(place_label(request), "".join(parts), "text", note)
+    label = place_label(request) if request.quoted else "the whole document"
+    return View(label, "".join(parts), "text", note)

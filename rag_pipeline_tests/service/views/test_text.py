@@ -88,3 +88,15 @@ def test_a_view_whose_original_is_gone_says_it_once():
     assert request.original is None  # /nowhere/gone.html
     assert text_view(request).note == "Shown as its extracted text."
 
+
+
+def test_a_document_opened_without_a_quote_has_nothing_marked():
+    # Found by a new user: opened without from and to, a text view marked an empty span at
+    # its start and was labelled "line 1", as if line 1 were cited.
+    request = _request("plan.pptx", "pptx", _deck(), "Travel is capped at 80.")
+    whole = ViewRequest(request.info, request.text, 0, 0)
+    view = text_view(whole)
+    assert view.label == "the whole document"
+    assert view.body == ('<pre class="text"><span class="unit">Slide 1</span>Roadmap\n\n'
+                         'Ship the beta in March.\n\n<span class="unit">Slide 2</span>Budget\n\n'
+                         'Travel is capped at 80.\n</pre>')
