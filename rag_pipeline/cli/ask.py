@@ -124,6 +124,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                  f"{c.fragment:22s} {c.cosine_distance:.3f}")
         echo("(ranked by the retriever, then the reranker when on; distance: the passage's "
              "cosine distance to the question)")
+        if answer.unheld:
+            named = ", ".join(repr(code) for code in answer.unheld)
+            echo(f"note: no passage found holds {named}, which the question names: the answer "
+                 "is about the other records it names")
         for c in answer.citations:
             if c.identifier and c.cosine_distance >= answer.cut:
                 echo(f"note: [{c.index}] holds {c.identifier!r} as the question names it: kept "

@@ -229,6 +229,12 @@ def test_a_source_kept_for_the_identifier_it_holds_says_so(capsys: pytest.Captur
                   show_prompt=False, show_timings=False, rerank_note="")
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")] == [
         "note: [1] holds 'INV-0045-QZ' as the question names it: kept at distance 0.710, over the cut"]
+    _print_answer(replace(answer, citations=[over], rendered_answer=None, unheld=("INV-0045-QX",)),
+                  show_prompt=False, show_timings=False, rerank_note="")
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")] == [
+        "note: no passage found holds 'INV-0045-QX', which the question names: the answer is "
+        "about the other records it names",
+        "note: [1] holds 'INV-0045-QZ' as the question names it: kept at distance 0.710, over the cut"]
 
 
 def test_a_quoted_answer_is_printed_after_the_sources_without_control_characters(

@@ -234,6 +234,20 @@ def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp
             "No passage holds INV-2026-9999, which the question names.")
 
 
+def test_an_answer_beside_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
+    def naming_an_unheld_code(body: dict) -> None:
+        assert body["answered"] is True
+        body["unheld_identifiers"] = ["INC-2026-099"]
+
+    with chromium_page(tmp_path / "profile") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      naming_an_unheld_code)
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        assert page.locator("#unheld").inner_text() == (
+            "No passage holds INC-2026-099, which the question names: the sources below are "
+            "about the other records it names.")
+
+
 def test_a_source_links_its_address_only_when_the_service_has_a_base_url(base_url: str,
                                                                         tmp_path: Path):
     """Found by a user's trial: without a base URL every source card showed the file's path on

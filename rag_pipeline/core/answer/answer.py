@@ -34,4 +34,5 @@ class Answer:
     """The sentences of the sources that best answer the question (:mod:`.quoted`); none for
     a refusal."""
     unheld: tuple[str, ...] = ()
-    """The identifiers the question names that no passage holds, when that refused it."""
+    """The record numbers the question names that no passage holds: why it was refused, or,
+    answered about another code it names, what the answer lacks."""

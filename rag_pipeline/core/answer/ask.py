@@ -199,7 +199,7 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
     prompt = build_prompt(question, citations)
     answer = Answer(question, True, None, settings.cut, partition, citations, prompt,
                     decision.closest_distance, reranker is not None, timings=timings,
-                    generation=index.generation)
+                    generation=index.generation, unheld=decision.unheld)
     if settings.quote is not None:
         t = time.perf_counter()
         headers = chunk_headers([index.texts[h.row] for h in kept], [index.contents[h.row] for h in kept])

@@ -41,7 +41,8 @@ class GateDecision:
     cut: float
     closest_distance: float | None
     unheld: tuple[str, ...] = ()
-    """The identifiers the question names that no candidate holds, when that refused it."""
+    """The record numbers the question names that no candidate holds: the reason it was
+    refused, or, beside a candidate holding another code it names, what the answer lacks."""
 
     @property
     def answered(self) -> bool:
@@ -63,15 +64,16 @@ def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
                unheld: Sequence[str] = ()) -> GateDecision:
     """Keeps the candidates holding an identifier the question names (``identifiers``: one
     per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
-    cap; none when the question names identifiers no candidate holds (``unheld``)."""
+    cap; none when the question names record numbers no candidate holds (``unheld``) and no
+    candidate holds another code it names."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
     closest = min(distances) if len(distances) else None
-    if unheld:
-        return GateDecision((), cut, closest, tuple(unheld))
     named = [i for i, identifier in enumerate(identifiers) if identifier]
+    if unheld and not named:
+        return GateDecision((), cut, closest, tuple(unheld))
     kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
-    return GateDecision(tuple(kept), cut, closest)
+    return GateDecision(tuple(kept), cut, closest, tuple(unheld) if kept else ())
 
 
 def gate_hits(hits: Sequence[Hit], cut: float = DEFAULT_CUT,

@@ -28,7 +28,8 @@ letters alone joined by ``-`` or ``_`` to three digits (``E-4099``; not ``Q3-202
 ``H.264``) that no
 ranked hit holds, while they hold a code of its shape (``INV-2026-0042``: the same letters and
 separators, other digits), asks about a record the corpus does not hold: the gate refuses it,
-however close the look-alike rows of the same table are.
+however close the look-alike rows of the same table are, unless a ranked hit holds another
+code it names (then the answer is about that one, and says which record is not held).
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def _record_number(code: str) -> bool:
 
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:
     """The record numbers the question names that no ranked content holds while one holds a
-    code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``); ``()`` when the
-    question names none, or one of its codes is held."""
+    code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``), whether or not another
+    code it names is held; ``()`` when the question names none."""
     return ranked_codes(question, contents)[1]
 
 
@@ -143,8 +144,8 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
         if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:
             for i in found[:MAX_HOLDERS]:
                 held[i] = held[i] or code
-    records = [code for code in named if _record_number(code)]
-    if not records or any(holders.values()):
+    records = [code for code in named if _record_number(code) and not holders[code]]
+    if not records:
         return held, ()
     shapes = {_shape(found) for text in texts for found in _codes_in(text)}
     return held, tuple(code for code in records if _shape(code) in shapes)

@@ -258,5 +258,10 @@ def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it
     held = ask("Who approved invoice INV-2026-0051?", built.index, embedder)
     assert [(c.document_id, c.identifier) for c in held.citations][:1] == [
         ("invoices.csv", "INV-2026-0051")]
+    assert held.unheld == ()
+    # Beside one it holds, a record number no passage holds is named in the answer.
+    both = ask("Who approved INV-2026-0051 and INV-2026-9999?", built.index, embedder)
+    assert (both.answered, both.citations[0].identifier, both.unheld) == (
+        True, "INV-2026-0051", ("INV-2026-9999",))
     # The quoted answer comes from the source holding the code, not the rows cited beside it.
     assert {q.citation for q in held.quoted} == {1}

@@ -135,3 +135,11 @@ def test_a_question_naming_identifiers_no_candidate_holds_is_refused_saying_so()
     assert decision == GateDecision((), 0.6, 0.39, ("INV-2026-9999",))
     assert refusal_line("who approved INV-2026-9999", decision) == (
         'NO ANSWER: no passage found holds "INV-2026-9999", which "who approved INV-2026-9999" names')
+
+
+def test_a_question_naming_a_held_record_and_an_unheld_one_is_answered_naming_the_unheld():
+    # Found by a new user: "What happened in INC-2026-021 and INC-2026-099?" was answered from
+    # INC-2026-021 with nothing saying that no passage holds INC-2026-099.
+    decision = apply_gate([0.39, 0.45], 0.6, identifiers=["INC-2026-021", ""],
+                          unheld=("INC-2026-099",))
+    assert decision == GateDecision((0, 1), 0.6, 0.39, ("INC-2026-099",))
