@@ -24,9 +24,12 @@ from rag_pipeline.core.ingest.locator import TimeLocator, seconds
 PARAGRAPH_GAP_MS = 2000
 """A pause of two seconds or more between cues starts a new paragraph."""
 
-_TAG = re.compile(r"<([^>]*)>")
-_VOICE = re.compile(r"v(?:\.[^\s>]+)*\s+(.+)", re.DOTALL)
-_POSITION_CODE = re.compile(r"\{\\[^}]*\}")
+# A tag holds no "<" and a position code no "{": each match is tried only up to the next one, so
+# a cue of many unclosed "<" is read in one pass. Each class of a voice tag begins with its
+# own ".": a tag without a space is refused in one pass, however many classes it lists.
+_TAG = re.compile(r"<([^<>]*)>")
+_VOICE = re.compile(r"v(?:\.[^\s.]*)*\s+(.+)", re.DOTALL)
+_POSITION_CODE = re.compile(r"\{\\[^{}]*\}")
 
 
 @dataclass(frozen=True)

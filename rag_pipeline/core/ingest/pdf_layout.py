@@ -53,6 +53,7 @@ import dataclasses
 import itertools
 import re
 import statistics
+import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,9 +72,12 @@ FOOTNOTE_SIZE_RATIO = 0.9
 
 _NUMBER_TOKEN = re.compile(r"^(?:\d+|[ivxlcdm]+|[IVXLCDM]+)$")
 _DIGITS = re.compile(r"\d+")
-_DOT_LEADER = re.compile(r"(?:\.\s?){3,}\s*(?:\d+|[ivxlcdm]+)\s*$", re.IGNORECASE)
+_ROMAN_LETTERS = "ivxlcdmIVXLCDM"
 _SENTENCE_END = re.compile(r"[.!?:;][\"')\]’”]*$")
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z'’-]*)-?$")
+LONGEST_WORD = 64
+"""The most characters of a line's end :data:`_WORD_BEFORE` reads for the word a hyphen breaks
+(tried from each letter, to the end: a line of thousands of ``a-`` took seconds)."""
 _WORD_AFTER = re.compile(r"^([A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*)")
 _VOCABULARY_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _FOOTNOTE_START = re.compile(r"^(?:\d{1,2}|[*†‡§¶])\s?\S")
@@ -356,9 +360,32 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
             if norm == "#" or (band, bucket, norm, p) in running or (band, bucket, p) in by_end_number}
 
 
+def ends_in_dot_leader(text: str) -> bool:
+    """``text`` ends in a table of contents' dot leader and page number (``Syntax . . . 12``,
+    ``Preface.....iv``): three dots or more, each followed by at most one blank, then a number
+    or a roman one. Read from the end, never searched from each dot (a line of thousands of
+    ``. `` and no number took seconds)."""
+    body = text.rstrip()
+    number = body.rstrip(string.digits)
+    if number == body:
+        number = body.rstrip(_ROMAN_LETTERS)
+    if number == body:
+        return False
+    leader = number.rstrip()
+    dots, at = 0, len(leader)
+    while at > 0:
+        if leader[at - 1] == ".":
+            dots, at = dots + 1, at - 1
+        elif dots and at > 1 and leader[at - 1].isspace() and leader[at - 2] == ".":
+            at -= 1
+        else:
+            break
+    return dots >= 3
+
+
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
     runs = [run for row in rows for run in row if len(run.text) >= 3]
-    leaders = sum(1 for run in runs if _DOT_LEADER.search(run.text))
+    leaders = sum(1 for run in runs if ends_in_dot_leader(run.text))
     return leaders >= 4 and leaders * 2 >= len(runs)
 
 
@@ -789,7 +816,7 @@ class _Joiner:
         after = _WORD_AFTER.match(line.text)
         if (previous.hyphen or explicit) and after:
             stem = text_so_far[:-1] if explicit else text_so_far
-            before = _WORD_BEFORE.search(stem)
+            before = _WORD_BEFORE.search(stem[-LONGEST_WORD:])
             # A word goes on in lower case, or in capitals after a word set in capitals.
             capitals = before is not None and before.group(1).isupper() and after.group(1).isupper()
             if before and (line.text[:1].islower() or capitals):

@@ -21,9 +21,9 @@ from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import RangeLocator
 from rag_pipeline.core.ingest.number_format import shown_date, shown_number
 from rag_pipeline.core.ingest.rows import (
-    NUMBER_LIKE,
     TableLine,
     column_letters,
+    number_like,
     place_lines,
     table_lines,
 )
@@ -280,7 +280,7 @@ def merged_away(rows: Sequence[tuple[int, Sequence[str]]], merged: MergedCells,
                  if cell(below, column).strip()
                  and cell(below, column) != shown.get(column, cell(number, column))}
         if (len(under) >= 2 and set(under) <= set(shown)
-                and not any(NUMBER_LIKE.fullmatch(value) for value in under.values())):
+                and not any(number_like(value) for value in under.values())):
             return below, under
         return None
 

@@ -490,3 +490,20 @@ def test_a_label_set_larger_than_the_body_as_the_other_labels_are_is_no_title():
     pages = [page(0, run(0, "HANDBOOK", 50, 60, size=18), *[run(0, text, 50, 100 + 30 * n, size=size)
                                                           for n, (text, size) in enumerate(lines)])]
     assert lay_out(pages, (), "", "bash").title == "HANDBOOK"
+
+
+def test_a_dot_leader_is_found_from_the_end_of_its_line():
+    """Found by an attack: a line of thousands of ``. `` and no page number was searched from
+    each dot to its end (a 40 KB PDF, 42 s); so was a line of ``a-a-a-...`` for the word a
+    hyphen breaks."""
+    from rag_pipeline.core.ingest.pdf_layout import ends_in_dot_leader
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    assert [ends_in_dot_leader(text) for text in (
+        "Syntax . . . 12", "Preface.....iv ", "Index ...  XII", "A.. 3", ". .  . 4", "Dots ... ",
+        "Go ...x1", "Total . . . 12 units")] == [True, True, True, False, False, False, False, False]
+    with document_time_limit(10):
+        assert not ends_in_dot_leader(". " * 100_000 + "z")
+        pages = [page(0, run(0, "a-" * 20_000 + "b", 50, 100, hyphen=True), run(0, "end here.", 50, 112))]
+        layout = lay_out(pages, (), "", "doc")
+    assert layout.canonical_text == "a-" * 20_000 + "b-end here.\n"  # a compound keeps its hyphen

@@ -17,8 +17,23 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 
-_TITLE = re.compile(r"(={1,6})[ \t]+(\S[^\n]*?)[ \t]*(?:[ \t]=+)?[ \t]*")
+_TITLE_OPENING = re.compile(r"(={1,6})[ \t]+(?=\S)")
 _DELIMITER = re.compile(r"(-{4,}|\.{4,}|\+{4,}|/{4,}|\*{4,}|={4,}|_{4,})[ \t]*")
+
+
+def _title(line: str) -> tuple[int, str] | None:
+    """The level (0 for ``= ``) and the title of a section title line (``== Title``, or
+    ``== Title ==`` closed by a run of ``=`` after a blank); None for another line. Read from
+    both ends, never by one pattern whose ways of splitting the line's blanks grow with their
+    number (a line of many blanks took minutes)."""
+    opening = _TITLE_OPENING.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end():].rstrip(" \t")
+    closed = title.rstrip("=")
+    if closed != title and closed[-1:] in (" ", "\t") and closed.strip(" \t"):
+        title = closed.rstrip(" \t")
+    return len(opening.group(1)) - 1, title
 
 
 def title_spans(text: str) -> list[tuple[int, int, int, str]]:
@@ -38,9 +53,9 @@ def title_spans(text: str) -> list[tuple[int, int, int, str]]:
             continue
         if block is not None:
             continue
-        title = _TITLE.fullmatch(line)
-        if title:
-            spans.append((start, start + len(line), len(title.group(1)) - 1, title.group(2)))
+        title = _title(line)
+        if title is not None:
+            spans.append((start, start + len(line), *title))
     return spans
 
 

@@ -34,7 +34,10 @@ from rag_pipeline.core.ingest.formats.markdown import heading_spans, markdown_se
 MAX_OUTPUT_CHARS = 20_000
 """An output's text beyond this many characters is cut (noted as ``outputs_cut``)."""
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+"""A terminal's colour codes and its commands (``ESC ] ... BEL``, or ``ESC \\`` ending one: a
+link's). A command ends before the next ``ESC``: an output of many unended ones is read in one
+pass, not searched to its end from each."""
 _BACKTICKS = re.compile(r"`{3,}")
 
 
@@ -142,7 +145,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "5")
+        return Extractor("ipynb-json", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).

@@ -40,6 +40,10 @@ __all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
 
 SNIFF_LINES = 300
 """How many of a file's first lines :func:`looks_like_roff` reads."""
+MAX_HELD_CONDITIONS = 16
+"""Conditionals one line may hold in a row (``.if n .if t .if n ...``); a further one is left
+out with its line. Real pages nest two or three; each one read again the rest of the line, so a
+line of thousands took time growing with their square."""
 
 _NAMED = {
     "em": "—", "en": "–", "bu": "•", "aq": "'", "dq": '"', "lq": "“", "rq": "”", "oq": "‘",
@@ -256,13 +260,14 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     index = 0
     heading_next = 0
     pending: list[str] = []  # the request or text a true conditional holds, read next
+    held = 0  # how many conditionals the line being read is held by
     last_ie = False
     link: str | None = None  # .UR's address, written at .UE
     while pending or index < len(lines):
         if pending:
             line = pending.pop()
         else:
-            line, index = _joined_line(lines, index)
+            line, index, held = *_joined_line(lines, index), 0
         if line[:1] in (".", "'"):
             request = re.match(r"^[.']\s*(\S*)\s*(.*)$", line)
             name, rest = request.group(1), request.group(2)
@@ -278,6 +283,8 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 index += 1
                 continue
             if name in ("if", "ie", "el"):
+                if held == MAX_HELD_CONDITIONS:
+                    continue
                 holds, body = (not last_ie, rest) if name == "el" else _condition(rest)
                 last_ie = holds if name == "ie" else last_ie
                 block = body.lstrip().startswith("\\{")
@@ -286,6 +293,7 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                     index = _past_block(lines, index, body) if block else index
                 elif body:
                     pending.append(body)
+                    held += 1
                 continue
             words = _arguments(rest)
             if name in ("TH", "Dt"):

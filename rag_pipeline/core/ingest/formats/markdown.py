@@ -48,7 +48,9 @@ def _outside_code(text: str) -> Iterator[tuple[int, str]]:
         yield start, line
 
 
-_DELIMITER_ROW = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*")
+_DELIMITER_ROW = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*(?:\|[ \t]*)?")
+"""A table's delimiter row (``| --- | :-: |``). Its blanks after the last cell are the cell's, or
+the closing pipe's: one way each, so a line of many blanks is refused in one pass."""
 
 
 def _pipe_cells(line: str) -> int:

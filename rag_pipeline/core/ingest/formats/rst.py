@@ -46,8 +46,9 @@ SETTINGS = {
 }
 """docutils settings: nothing from outside the file, nothing printed, nothing halts."""
 
-_UNKNOWN_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`([^`]*)`")
-_ROLE_TARGET = re.compile(r"^(.*?)\s*<[^<>]*>$")
+_UNKNOWN_ROLE = re.compile(r"(?<![\w.+-]):[\w.+-]+(?::[\w.+-]+)*:`([^`]*)`")
+"""A role docutils does not know (``:py:func:`len```). Tried only where a role's name can begin
+(not inside one): a paragraph of ``:a:a:a...`` is one try, not one per colon."""
 _SKIP = ("system_message", "comment", "substitution_definition", "target", "pending", "raw",
          "footnote_reference", "citation_reference")
 _ADMONITIONS = ("attention", "caution", "danger", "error", "hint", "important", "note", "tip",
@@ -56,8 +57,20 @@ _ADMONITIONS = ("attention", "caution", "danger", "error", "hint", "important", 
 
 def _role_text(match: re.Match[str]) -> str:
     text = match.group(1)
-    target = _ROLE_TARGET.match(text)
-    return (target.group(1) if target else text).lstrip("~!")
+    titled = _titled_target(text)
+    return (text if titled is None else titled).lstrip("~!")
+
+
+def _titled_target(text: str) -> str | None:
+    """The title of a role's ``title <target>`` text (the blanks before ``<`` left out); None
+    when it names no target. Read from the end, never by a pattern trying every split of the
+    blanks before ``<``."""
+    body = text.removesuffix("\n")
+    start = body.rfind("<")
+    if not body.endswith(">") or start < 0 or ">" in body[start + 1:-1]:
+        return None
+    title = body[:start].rstrip()
+    return None if "\n" in title else title
 
 
 def _own_text(node: nodes.Node) -> str:
@@ -266,7 +279,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"8+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"9+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).

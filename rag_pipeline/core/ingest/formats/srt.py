@@ -81,7 +81,7 @@ class SrtFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("srt-stdlib", "5")
+        return Extractor("srt-stdlib", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.

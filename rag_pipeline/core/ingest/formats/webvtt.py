@@ -58,7 +58,7 @@ class WebVttFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("webvtt-py", f"5+webvtt-py-{library_version('webvtt-py')}")
+        return Extractor("webvtt-py", f"6+webvtt-py-{library_version('webvtt-py')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Paragraphs of cue text, one anchor (``t=12.500,15.000``) per cue; titled by the stem.

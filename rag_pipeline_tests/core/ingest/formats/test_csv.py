@@ -174,3 +174,17 @@ def test_the_rows_are_declared_as_a_table_so_each_is_a_chunk_and_cites_its_own_r
     last = chunks[-1]
     # The file's own row number (RFC 7111), never a second numbering beside it.
     assert CSV.cited_fragment(extracted.anchors, extracted.tables, last.start, last.end) == "#row=4"
+
+
+def test_a_cell_of_many_digits_and_a_letter_is_read_at_once():
+    """Found by an attack: a cell of digits ending in a letter took time growing with the
+    square of its length (80 KB, 53 s), in CSV and spreadsheets alike."""
+    from rag_pipeline.core.ingest.rows import number_like
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    digits = "1" * 200_000
+    with document_time_limit(10):
+        text = CSV.read(f"name,value\nratio,{digits}x\n".encode(), "ratios").canonical_text
+    assert text == f"name | value\nname: ratio | value: {digits}x\n"
+    assert [number_like(v) for v in ("1,250", "($2.50)", "2026-04-01", "12a", "", "-", "٣")] == [
+        True, True, True, False, False, False, True]

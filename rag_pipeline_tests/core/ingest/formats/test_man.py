@@ -170,3 +170,17 @@ def test_a_macro_with_its_own_end_and_a_table_without_a_format_end_lose_nothing_
     page = (b".TH A 1\n.SH X\n.de XX yy\nhidden\n..\nstill hidden\n.yy\nshown one\n.ig zz\n"
             b"ig hidden\n.zz\n.TS\nl l\na\tb\n.TE\nafter table\n")
     assert MAN.extract(page, "a.1").canonical_text == "X\n\nshown one\n\nl l\na | b\n\nafter table\n"
+
+
+def test_a_line_of_thousands_of_conditionals_is_left_out_at_once():
+    """Found by an attack: each true conditional read the rest of its line again, so a line of
+    ``.if n`` thousands of times took time growing with their square (600 KB, 26 s). A line
+    holds at most 16 in a row; real pages nest two or three."""
+    from rag_pipeline.core.ingest.formats.man import MAX_HELD_CONDITIONS
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    page = ".TH P 1\n.SH NAME\n" + ".if n " * 100_000 + "hello\n.PP\nKept.\n"
+    with document_time_limit(10):
+        assert MAN.read(page.encode(), "p").canonical_text == "NAME\n\nKept.\n"
+    nested = ".TH P 1\n.SH NAME\n" + ".if n " * MAX_HELD_CONDITIONS + "held\n"
+    assert MAN.read(nested.encode(), "p").canonical_text == "NAME\n\nheld\n"

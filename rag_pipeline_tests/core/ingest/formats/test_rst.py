@@ -196,3 +196,19 @@ def test_a_line_over_10000_characters_loses_no_text():
     line = "x" * 10_000 + "."
     text = RST.extract(f"Intro\n=====\n\nOtters.\n\n{line}\n\nWalruses.\n".encode(), "d").canonical_text
     assert text == f"Intro\n\nOtters.\n\n{line}\n\nWalruses.\n"
+
+
+def test_a_paragraph_of_colons_is_reduced_at_once_and_unknown_roles_keep_their_text():
+    """Found by an attack: the search for unknown roles tried each colon of ``:a:a:a...`` to
+    its end (16 KB, 1.5 s; docutils' own inline parser on such a paragraph is bounded by the
+    document's time limit)."""
+    from docutils import nodes
+
+    from rag_pipeline.core.ingest.formats.rst import inline_text
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    with document_time_limit(10):
+        assert inline_text(nodes.paragraph(text=":a" * 30_000)) == ":a" * 30_000
+    assert inline_text(nodes.paragraph(text=(
+        "Call :py:func:`len` or :ref:`the guide <guide>`, not x:a:`b`."))) == (
+        "Call len or the guide, not x:a:`b`.")

@@ -98,3 +98,14 @@ def test_header_metadata_regions_and_karaoke_timestamps_are_not_text():
     extracted = WEBVTT.extract(data, "captions")
     assert extracted.canonical_text == "hello world again\n"
     assert extracted.anchors == (Anchor(0, 11, "t=1.000,2.000"), Anchor(12, 17, "t=3.000,4.000"))
+
+
+def test_unclosed_position_codes_of_any_number_are_read_at_once():
+    # Found by an attack: a cue of many "{\" without "}" took time growing with their square.
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    data = ("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nhello " + "{\\" * 150_000 + "\n").encode()
+    with document_time_limit(10):
+        assert WEBVTT.read(data, "talk").canonical_text == "hello " + "{\\" * 150_000 + "\n"
+    assert cue_turns("<v.loud.a Bob>Hi</v> there {\\an8}<i>now</i>") == (("Bob", "Hi"),
+                                                                      (None, "there now"))

@@ -415,3 +415,20 @@ def test_merges_are_found_when_the_workbook_part_has_another_name():
     extracted = XLSX.extract(renamed.getvalue(), "alpha")
     assert extracted.canonical_text == "Quarterly plan for the northern sites\n"
     assert [a.locator for a in extracted.anchors] == ["sheet=Alpha&range=A1:C1"]
+
+
+def test_a_cell_of_many_digits_and_a_letter_is_read_at_once():
+    # Found by an attack: a workbook of 1.5 KB (one cell of digits and a letter) took 16.3 s.
+    # 30,000 digits: a cell holds at most 32,767 characters.
+    from openpyxl import Workbook
+
+    from rag_pipeline.core.ingest.time_limit import document_time_limit
+
+    workbook = Workbook()
+    workbook.active.append(["Code", "Note"])
+    workbook.active.append(["1" * 30_000 + "x", "ok"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with document_time_limit(10):
+        text = XLSX.read(buffer.getvalue(), "codes").canonical_text
+    assert text.endswith(f"Code: {'1' * 30_000}x | Note: ok\n")
