@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import io
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -108,8 +109,8 @@ def _render_image_frame(data: bytes, page: int) -> bytes:
 
     with Image.open(io.BytesIO(data)) as image:
         image.seek(page - 1)
+        image.thumbnail((MAX_PAGE_PIXELS, MAX_PAGE_PIXELS))  # before its colours are widened
         frame = image.convert("RGB")
-    frame.thumbnail((MAX_PAGE_PIXELS, MAX_PAGE_PIXELS))
     out = io.BytesIO()
     frame.save(out, format="PNG", optimize=False)
     return out.getvalue()
@@ -226,6 +227,9 @@ OCR_PAGES = 32
 _OCR_WORDS: Recent[tuple[str, int], tuple[WordBox, ...]] = Recent(OCR_PAGES)
 VIEW_OCR_SETTINGS = OcrSettings(page_timeout_s=30.0)
 """A run's OCR settings (the same words), a page given 30 s while a reader waits."""
+_OCR_AT_ONCE = threading.BoundedSemaphore(1)
+"""One page is OCR'd for a view at a time (a few seconds of a core each): views of many scanned
+pages at once leave the other cores to the questions."""
 
 
 def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0,
@@ -239,11 +243,15 @@ def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0,
     key = (original.sha256, page)
     words = _OCR_WORDS.get(key)
     if words is None:
+        if not _OCR_AT_ONCE.acquire(timeout=VIEW_OCR_SETTINGS.page_timeout_s):
+            return []
         try:
             rendering = PAGED[format_name].ocr_rendering(original.data, page - 1, VIEW_OCR_SETTINGS)
             words = page_words(rendering, VIEW_OCR_SETTINGS)
         except (ExtractionError, OSError, ValueError, EOFError):
             return []
+        finally:
+            _OCR_AT_ONCE.release()
         _OCR_WORDS.put(key, words)
     owner: list[int] = []
     for number, word in enumerate(words):
