@@ -1,5 +1,5 @@
 """A container member's original as a file the views can open: read again from its container
-(:func:`~rag_pipeline.core.ingest.member_originals.member_of`) and kept, by content digest, in
+(:func:`~rag_pipeline.core.ingest.member_originals.member_bytes`) and kept, by content digest, in
 a private (0700) temporary folder of this process, removed when it exits. While the container
 file is unchanged (the same device, inode, size and times), its member's copy is served again
 without the container being read."""
@@ -12,7 +12,7 @@ import tempfile
 import threading
 from pathlib import Path, PurePosixPath
 
-from rag_pipeline.core.ingest.member_originals import container_on, member_of
+from rag_pipeline.core.ingest.member_originals import container_on, member_bytes
 from rag_pipeline.core.runtime.recent import Recent
 
 _lock = threading.Lock()
@@ -29,16 +29,15 @@ def member_file(path: str) -> Path | None:
     found = container_on(path)
     if found is None:
         return None
-    container, member = found
     try:
-        info = container.stat()
+        info = found[0].stat()
     except OSError:
         return None
     key = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     kept = _COPIES.get(key)
     if kept is not None and kept.is_file():
         return kept
-    data = member_of(container.name, container.read_bytes(), member)
+    data = member_bytes(path)
     if data is None:
         return None
     digest = hashlib.sha256(data).hexdigest()

@@ -13,7 +13,7 @@ from pathlib import Path
 from fpdf import FPDF
 
 from rag_pipeline.core.index.store import DocumentInfo
-from rag_pipeline.core.ingest.member_originals import member_of
+from rag_pipeline.core.ingest.member_originals import member_bytes
 from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.members import member_file
 from rag_pipeline.service.views.pages import page_png
@@ -72,11 +72,11 @@ def test_a_members_copy_is_read_once_while_its_container_is_unchanged(tmp_path: 
 
     reads: list[str] = []
 
-    def counted(name: str, data: bytes, member: str):
-        reads.append(member)
-        return member_of(name, data, member)
+    def counted(path: str):
+        reads.append(path.rsplit("/", 2)[-2:])
+        return member_bytes(path)
 
-    monkeypatch.setattr(members, "member_of", counted)
+    monkeypatch.setattr(members, "member_bytes", counted)
 
     def zipped(text: str) -> None:
         buffer = io.BytesIO()
@@ -88,7 +88,7 @@ def test_a_members_copy_is_read_once_while_its_container_is_unchanged(tmp_path: 
     path = f"{tmp_path}/exports.zip/exports/a.md"
     first = member_file(path)
     assert (member_file(path), member_file(path)) == (first, first)
-    assert (reads, first.read_bytes()) == (["exports/a.md"], b"# A\n")
+    assert (reads, first.read_bytes()) == ([["exports", "a.md"]], b"# A\n")
     zipped("# A, edited\n")  # the container changed: its member is read again
     assert member_file(path).read_bytes() == b"# A, edited\n"
-    assert reads == ["exports/a.md", "exports/a.md"]
+    assert reads == [["exports", "a.md"]] * 2
