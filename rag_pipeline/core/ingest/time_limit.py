@@ -7,7 +7,9 @@ document fails with the limit as its reason, and the run goes on with the next o
 
 The clock is the process's interval timer (``SIGALRM``), whose handler Python runs in the main
 thread between two of its instructions: a reader is stopped when it next runs Python code (a
-library's C code runs to its end first). A corpus run reads in its main thread; anywhere else
+library's C code runs to its end first). That code may be a callback the garbage collector runs
+meanwhile, whose exceptions Python prints and drops, so once the time is up the signal comes
+again every :data:`AGAIN_SECONDS` until the reader has stopped. A corpus run reads in its main thread; anywhere else
 (a service's worker thread), and on a system without interval timers (Windows), reading has no
 time limit.
 
@@ -34,6 +36,8 @@ DEFAULT_MAX_DOCUMENT_SECONDS = 600.0
 
 TIMED_OUT = "reading took over"
 """How the failure of a document stopped by its time limit begins."""
+AGAIN_SECONDS = 1.0
+"""How often a reader whose time is up is told again."""
 
 
 class _TimeUp(BaseException):
@@ -51,13 +55,22 @@ class _Clock:
 
     def start(self) -> None:
         self.since = time.monotonic()
-        signal.setitimer(signal.ITIMER_REAL, max(self.left, 1e-6))
+        signal.setitimer(signal.ITIMER_REAL, max(self.left, 1e-6), AGAIN_SECONDS)
 
     def stop(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        if self.since is not None:
-            self.left -= time.monotonic() - self.since
-            self.since = None
+        """Stops the clock, even when its time comes up meanwhile (the signal then tells a
+        stopped clock, which :func:`_time_up` ignores)."""
+        since = None
+        while True:
+            try:
+                if self.since is not None:
+                    since, self.since = self.since, None
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                break
+            except _TimeUp:  # came before the clock was marked stopped: stop it again
+                continue
+        if since is not None:
+            self.left -= time.monotonic() - since
 
 
 _clocks: list[_Clock] = []
@@ -101,12 +114,14 @@ def document_time_limit(seconds: float | None) -> Iterator[None]:
     clock = _Clock(seconds)
     _clocks.append(clock)
     clock.start()
+    timed_out = False
     try:
-        yield
-    except _TimeUp:
-        raise ExtractionError(f"{TIMED_OUT} {seconds:g} s (max_document_seconds): its reader "
-                              "was stopped; the file may be built to break readers, or raise the "
-                              "limit and read it again with --retry-failed") from None
+        try:
+            yield
+        except _TimeUp:
+            timed_out = True
+    except _TimeUp:  # told again while the first was being caught
+        timed_out = True
     finally:
         clock.stop()
         _clocks.pop()
@@ -117,6 +132,10 @@ def document_time_limit(seconds: float | None) -> Iterator[None]:
             if delay:
                 signal.setitimer(signal.ITIMER_REAL, max(delay - (time.monotonic() - began), 1e-6),
                                  interval)
+    if timed_out:
+        raise ExtractionError(f"{TIMED_OUT} {seconds:g} s (max_document_seconds): its reader was "
+                              "stopped; the file may be built to break readers, or raise the "
+                              "limit and read it again with --retry-failed")
 
 
 @contextmanager
