@@ -9,9 +9,9 @@ The clock is the process's interval timer (``SIGALRM``), whose handler Python ru
 thread between two of its instructions: a reader is stopped when it next runs Python code (a
 library's C code runs to its end first). That code may be a callback the garbage collector runs
 meanwhile, whose exceptions Python prints and drops, so once the time is up the signal comes
-again every :data:`AGAIN_SECONDS` until the reader has stopped. A corpus run reads in its main thread; anywhere else
-(a service's worker thread), and on a system without interval timers (Windows), reading has no
-time limit.
+again every :data:`AGAIN_SECONDS` until the reader has stopped. A corpus run reads in its main
+thread; anywhere else (a service's worker thread), and on a system without interval timers
+(Windows), reading has no time limit.
 
 Limits nest: a container's reading (an archive's listing, a mail's header and body) and each of
 its members' is timed alone, the container's clock stopped while a member is read. OCR has its
