@@ -61,16 +61,17 @@ def gate_cut(spec: ModelSpec, cut: float | None = None) -> float:
 
 def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
                max_sources: int = MAX_SOURCES, identifiers: Sequence[str] = (),
-               unheld: Sequence[str] = ()) -> GateDecision:
+               unheld: Sequence[str] = (), names_held: bool = False) -> GateDecision:
     """Keeps the candidates holding an identifier the question names (``identifiers``: one
     per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
     cap; none when the question names record numbers no candidate holds (``unheld``) and no
-    candidate holds another code it names."""
+    candidate holds another code it names (``names_held``: one does, even a code too common to
+    mark it)."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
     closest = min(distances) if len(distances) else None
     named = [i for i, identifier in enumerate(identifiers) if identifier]
-    if unheld and not named:
+    if unheld and not named and not names_held:
         return GateDecision((), cut, closest, tuple(unheld))
     kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
     return GateDecision(tuple(kept), cut, closest, tuple(unheld) if kept else ())
@@ -81,7 +82,8 @@ def gate_hits(hits: Sequence[Hit], cut: float = DEFAULT_CUT,
     """:func:`apply_gate` on a ranking's hits: their distances, the codes they hold and the
     codes the question names that none holds (``ask`` and the evaluation gate the same way)."""
     return apply_gate([h.cosine_distance for h in hits], cut, max_sources,
-                      [h.identifier for h in hits], hits[0].unheld if hits else ())
+                      [h.identifier for h in hits], hits[0].unheld if hits else (),
+                      bool(hits) and hits[0].names_held)
 
 
 def refusal_line(question: str, decision: GateDecision) -> str:

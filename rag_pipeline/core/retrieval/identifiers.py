@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
-           "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
+           "RankedCodes", "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
            "unheld_identifiers"]
 
 MIN_LENGTH = 4
@@ -124,17 +125,33 @@ def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...
     """The record numbers the question names that no ranked content holds while one holds a
     code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``), whether or not another
     code it names is held; ``()`` when the question names none."""
-    return ranked_codes(question, contents)[1]
+    return ranked_codes(question, contents).unheld
 
 
-def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str] | None = None
-                 ) -> tuple[list[str], tuple[str, ...]]:
+class RankedCodes(NamedTuple):
+    """What the ranked contents hold of the codes a question names.
+
+    Attributes:
+        held: Per content, :func:`held_identifiers`.
+        unheld: :func:`unheld_identifiers`.
+        any_held: A content holds one of the codes verbatim, however many documents hold it
+            (a code all over the corpus marks no content as held, but the question is about
+            something the corpus has).
+    """
+
+    held: list[str]
+    unheld: tuple[str, ...]
+    any_held: bool
+
+
+def ranked_codes(question: str, contents: Sequence[str],
+                 documents: Sequence[str] | None = None) -> RankedCodes:
     """:func:`held_identifiers` and :func:`unheld_identifiers` of the ranked contents (of
     ``documents``, one id per content; None: each content a document of its own), each content
     searched once for each code."""
     named = question_identifiers(question)
     if not named:
-        return [""] * len(contents), ()
+        return RankedCodes([""] * len(contents), (), False)
     documents = documents if documents is not None else [str(i) for i in range(len(contents))]
     texts = [content.translate(_DASHES) for content in contents]
     holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
@@ -144,11 +161,12 @@ def ranked_codes(question: str, contents: Sequence[str], documents: Sequence[str
         if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:
             for i in found[:MAX_HOLDERS]:
                 held[i] = held[i] or code
+    any_held = any(holders.values())
     records = [code for code in named if _record_number(code) and not holders[code]]
     if not records:
-        return held, ()
+        return RankedCodes(held, (), any_held)
     shapes = {_shape(found) for text in texts for found in _codes_in(text)}
-    return held, tuple(code for code in records if _shape(code) in shapes)
+    return RankedCodes(held, tuple(code for code in records if _shape(code) in shapes), any_held)
 
 
 def held_identifiers(question: str, contents: Sequence[str],
@@ -157,4 +175,4 @@ def held_identifiers(question: str, contents: Sequence[str],
     counts (the module docstring: at most :data:`MAX_HOLDING_DOCUMENTS` documents hold it,
     and the content is one of its :data:`MAX_HOLDERS` best-ranked holders); ``""`` for the
     others."""
-    return ranked_codes(question, contents, documents)[0]
+    return ranked_codes(question, contents, documents).held

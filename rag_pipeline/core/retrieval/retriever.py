@@ -32,7 +32,7 @@ from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
-from rag_pipeline.core.retrieval.identifiers import question_identifiers, ranked_codes
+from rag_pipeline.core.retrieval.identifiers import RankedCodes, question_identifiers, ranked_codes
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -113,9 +113,9 @@ class Hit:
     """A ranked chunk (by row in the partition) with its cosine distance to the question.
     ``locations`` lists every row in the partition holding the same content (itself first);
     ``identifier`` is an identifier the question names that the chunk holds verbatim
-    (:mod:`.identifiers`), ``""`` when it holds none; ``unheld`` the identifiers the question
-    names when no hit of its ranking holds any of them (the same on every hit of a ranking:
-    the gate refuses such a question)."""
+    (:mod:`.identifiers`), ``""`` when it holds none; ``unheld`` the record numbers the question
+    names that no hit holds, ``names_held`` whether a hit holds another code it names (both the
+    same on every hit of a ranking: the gate refuses a question naming unheld records alone)."""
 
     row: int
     score: float
@@ -123,6 +123,7 @@ class Hit:
     locations: tuple[int, ...]
     identifier: str = ""
     unheld: tuple[str, ...] = ()
+    names_held: bool = False
 
 
 @dataclass
@@ -344,11 +345,10 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
     else:
         hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
         own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
-    held, unheld = [""] * len(collapsed), ()
+    codes = RankedCodes([""] * len(collapsed), (), False)
     if question_identifiers(question):  # the hits' contents are read only for a question naming codes
         contents = [index.contents[row] for row, _, _ in collapsed]
-        held, unheld = ranked_codes(question, contents,
-                                    [index.document_ids[row] for row, _, _ in collapsed])
-    hits = [Hit(row, score, d, locations, identifier, unheld) for (row, score, locations), d,
-            identifier in zip(collapsed, own, held, strict=True)]
+        codes = ranked_codes(question, contents, [index.document_ids[row] for row, _, _ in collapsed])
+    hits = [Hit(row, score, d, locations, identifier, codes.unheld, codes.any_held)
+            for (row, score, locations), d, identifier in zip(collapsed, own, codes.held, strict=True)]
     return Ranking(hits, distances, timings, path)

@@ -143,3 +143,11 @@ def test_a_question_naming_a_held_record_and_an_unheld_one_is_answered_naming_th
     decision = apply_gate([0.39, 0.45], 0.6, identifiers=["INC-2026-021", ""],
                           unheld=("INC-2026-099",))
     assert decision == GateDecision((0, 1), 0.6, 0.39, ("INC-2026-099",))
+
+
+def test_beside_a_code_too_common_to_mark_a_passage_an_unheld_record_is_named_not_refused():
+    # Found by an attack: INV-2026-0001 in 7 documents marks no passage, so "Who paid
+    # INV-2026-0001 and INV-2026-9999?" was refused, though the corpus holds the first.
+    decision = apply_gate([0.39, 0.45], 0.6, identifiers=["", ""], unheld=("INV-2026-9999",),
+                          names_held=True)
+    assert decision == GateDecision((0, 1), 0.6, 0.39, ("INV-2026-9999",))

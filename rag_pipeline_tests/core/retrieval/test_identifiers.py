@@ -118,3 +118,13 @@ def test_a_look_alike_is_another_code_of_the_shape_in_a_path_too_and_never_a_nam
     assert not holds_look_alike("INC-2026-038 was minor", ["INC-2026-038"])
     assert holds_code("INC\u20112026\u2013038 was minor", "INC-2026-038")
     assert holds_code("INC-2026-038 was minor", "INC\u20112026-038")
+
+
+def test_ranked_codes_say_whether_any_content_holds_a_named_code_however_common():
+    from rag_pipeline.core.retrieval.identifiers import MAX_HOLDING_DOCUMENTS, ranked_codes
+
+    common = [f"Paid INV-2026-0001 from account {n}" for n in range(MAX_HOLDING_DOCUMENTS + 2)]
+    codes = ranked_codes("Who paid INV-2026-0001 and INV-2026-9999?", common)
+    assert codes == ([""] * len(common), ("INV-2026-9999",), True)
+    assert ranked_codes("Who paid INV-2026-9999?", common) == ([""] * len(common),
+                                                                ("INV-2026-9999",), False)
