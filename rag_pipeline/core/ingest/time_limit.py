@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 
@@ -77,9 +78,19 @@ _clocks: list[_Clock] = []
 """The clocks of the documents being read, innermost last: only the last one runs."""
 
 
-def _time_up(signum: int, frame: object) -> None:
-    if _clocks and _clocks[-1].since is not None:
-        raise _TimeUp
+_OWN_CODE = frozenset({__name__, "contextlib"})
+"""Modules whose code starts and ends a limit (this one's, and the ``with`` statement's
+``contextlib``): a signal coming while they run would escape the limit, so it waits for the
+next one (a reader whose time is up is told again, :data:`AGAIN_SECONDS` later; a reading
+that has ended stops its clock first)."""
+
+
+def _time_up(signum: int, frame: FrameType | None) -> None:
+    if not _clocks or _clocks[-1].since is None:
+        return
+    if frame is not None and frame.f_globals.get("__name__") in _OWN_CODE:
+        return
+    raise _TimeUp
 
 
 def timed_here() -> bool:

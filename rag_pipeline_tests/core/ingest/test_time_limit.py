@@ -169,3 +169,24 @@ def test_an_images_ocr_is_not_counted_against_the_limit(tmp_path: Path):
     (record,) = extract_corpus(tmp_path, settings=ExtractionSettings(max_document_seconds=0.2)).records
     assert time.monotonic() - began > 0.2  # Tesseract took longer than the limit (0.4 s here)
     assert (record.status, record.canonical_text.count("review costs.")) == ("ok", 12)
+
+
+def test_a_reading_ending_as_its_time_runs_out_finishes_or_fails_never_escapes():
+    """Found by an attack: a signal coming while the ``with`` statement ended the limit escaped
+    it as its internal exception (19,997 of 20,000 readings, each ending at its limit), which
+    no caller catches, and every later limit of the process failed the same way."""
+    import random
+
+    outcomes = {"read": 0, "failed": 0}
+    for _ in range(3000):
+        limit = 0.0005
+        try:
+            with document_time_limit(limit):
+                end = time.monotonic() + limit * random.uniform(0.97, 1.03)
+                while time.monotonic() < end:
+                    pass
+            outcomes["read"] += 1
+        except ExtractionError:
+            outcomes["failed"] += 1
+    assert sum(outcomes.values()) == 3000 and outcomes["failed"] > 0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
