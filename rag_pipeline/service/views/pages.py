@@ -164,15 +164,35 @@ def page_count(original: Original, format_name: str) -> int:
     return PAGED[format_name].count(original.data)
 
 
+DRAWS_AT_ONCE = 2
+"""Pages drawn at once (an image's frame is decoded whole: up to 50 million pixels, hundreds of
+MB while it is drawn)."""
+_DRAWING = threading.BoundedSemaphore(DRAWS_AT_ONCE)
+DRAW_WAIT_SECONDS = 5.0
+"""How long a page waits for a drawing to end before it is refused as busy (503)."""
+
+
 def page_png(original: Original, page: int, format_name: str = "pdf") -> bytes:
     """Page ``page`` (1-based) of ``original``, a document of the paged format ``format_name``,
-    as a PNG (cached by its bytes' sha256 and the page)."""
+    as a PNG (cached by its bytes' sha256 and the page); at most :data:`DRAWS_AT_ONCE` drawn at
+    once.
+
+    Raises:
+        ViewError: The page is out of range (422), or the pages drawn at once stayed busy for
+            :data:`DRAW_WAIT_SECONDS` (503).
+    """
     paged = PAGED[format_name]
     check_page(page, paged.count(original.data), original.name)
     key = (original.sha256, page)
     found = _RENDERED.get(key)
     if found is None:
-        found = paged.png(original.data, page)
+        if not _DRAWING.acquire(timeout=DRAW_WAIT_SECONDS):
+            raise ViewError(503, f"the service is drawing {DRAWS_AT_ONCE} other pages: retry in a "
+                                 "moment")
+        try:
+            found = paged.png(original.data, page)
+        finally:
+            _DRAWING.release()
         _RENDERED.put(key, found)
     return found
 
@@ -228,23 +248,26 @@ _OCR_WORDS: Recent[tuple[str, int], tuple[WordBox, ...]] = Recent(OCR_PAGES)
 VIEW_OCR_SETTINGS = OcrSettings(page_timeout_s=30.0)
 """A run's OCR settings (the same words), a page given 30 s while a reader waits."""
 _OCR_AT_ONCE = threading.BoundedSemaphore(1)
-"""One page is OCR'd for a view at a time (a few seconds of a core each): views of many scanned
-pages at once leave the other cores to the questions."""
+"""One page is OCR'd for a view at a time (a few seconds of a core each); a view finding it busy
+does not wait (a thread of the service each), and says so: views of many scanned pages at once
+leave the threads and the other cores to the questions."""
+OCR_BUSY = ("Another view's page is being read by OCR: reload in a few seconds to see the quote "
+            "boxed on this one.")
 
 
 def ocr_quote_boxes(original: Original, page: int, quote: str, before: int = 0,
-                    format_name: str = "pdf") -> list[Box]:
+                    format_name: str = "pdf") -> list[Box] | None:
     """One box per line of the words OCR reads on the scanned ``page`` of ``original`` (a
     document of the paged format ``format_name``) that hold ``quote``, after ``before`` other
     places of the page holding it; none when it is not found, when Tesseract is not installed
-    or fails."""
+    or fails; None when another view's page is being OCR'd (:data:`OCR_BUSY`)."""
     if not quote or tesseract_version() is None:
         return []
     key = (original.sha256, page)
     words = _OCR_WORDS.get(key)
     if words is None:
-        if not _OCR_AT_ONCE.acquire(timeout=VIEW_OCR_SETTINGS.page_timeout_s):
-            return []
+        if not _OCR_AT_ONCE.acquire(blocking=False):
+            return None
         try:
             rendering = PAGED[format_name].ocr_rendering(original.data, page - 1, VIEW_OCR_SETTINGS)
             words = page_words(rendering, VIEW_OCR_SETTINGS)
@@ -304,8 +327,10 @@ def page_view(request: ViewRequest) -> View:
     check_page(page, pages, request.info.document_id)
     quote, before = _page_quote(request, page), _page_quote_before(request, page)
     boxes = quote_boxes(original.data, page, quote, before) if PAGED[name].text_layer else None
+    busy = False
     if boxes is None:
         boxes = ocr_quote_boxes(original, page, quote, before, name)
+        busy, boxes = boxes is None, boxes or []
     image = path_url("/page-images/", request.info.document_id) + f"?page={page}"
     # The boxes are drawn over the image; the first also holds the quote as text for a screen
     # reader (the view moves the focus there) and for a search of the page.
@@ -317,7 +342,7 @@ def page_view(request: ViewRequest) -> View:
         + "</div>" for i, b in enumerate(boxes))
     note = ""
     if _page_quote(request, page) and not boxes:
-        note = "The quoted text could not be located on the page image."
+        note = OCR_BUSY if busy else "The quoted text could not be located on the page image."
     last = last_page_of(request.info.anchors, request.start, request.end) if request.info.anchors else cited
     if boxes and last > page:
         note = (f"The quote goes on to page {last}: the next page"

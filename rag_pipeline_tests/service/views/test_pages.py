@@ -144,3 +144,40 @@ def test_an_image_is_shown_as_its_page_with_the_quote_boxed(tmp_path: Path):
                                                 strict=True)), ((left, top, width, height), expected)
     png = page_png(Original("board.png", board, info.content_sha256), 1, "image")
     assert Image.open(io.BytesIO(png)).size == (1400, 400)
+
+
+@pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed")
+def test_a_view_finding_ocr_busy_says_so_at_once_and_busy_drawing_is_a_503(tmp_path: Path,
+                                                                             monkeypatch):
+    """Found by an attack: views of 100 frames waited for the one OCR at a time, each holding a
+    thread of the service, so a question took 32 s; 39 of them then said the quote "could not be
+    located", which was false. A page drawn while two others are is refused as busy."""
+    import rag_pipeline.service.views.pages as pages
+    from rag_pipeline.service.views.base import Original, ViewError
+    from rag_pipeline_tests.core.ingest.formats.test_image import encoded, whiteboard
+
+    board = encoded(whiteboard(["Wall board: order the valves", "by Monday, then test them."]),
+                    "PNG", dpi=(300, 300))  # words of its own: none kept from another test
+    (tmp_path / "wall.png").write_bytes(board)
+    extracted = format_for(Path("wall.png")).extract(board, "wall")
+    text = extracted.canonical_text
+    info = DocumentInfo("wall.png", "wall", str(tmp_path / "wall.png"), "image",
+                        extracted.anchors, extracted.tables, hashlib.sha256(board).hexdigest())
+    request = ViewRequest(info, text, 0, len("Wall board: order the valves"))
+    assert pages._OCR_AT_ONCE.acquire(blocking=False)
+    try:
+        view = page_view(request)
+    finally:
+        pages._OCR_AT_ONCE.release()
+    assert (view.note, view.body.count('class="box"')) == (pages.OCR_BUSY, 0)
+    assert page_view(request).body.count('class="box"') == 1
+    monkeypatch.setattr(pages, "DRAW_WAIT_SECONDS", 0.1)
+    held = [pages._DRAWING.acquire(blocking=False) for _ in range(pages.DRAWS_AT_ONCE)]
+    try:
+        with pytest.raises(ViewError) as busy:
+            pages.page_png(Original("wall.png", board, "not drawn yet"), 1, "image")
+    finally:
+        for _ in held:
+            pages._DRAWING.release()
+    assert (busy.value.status, busy.value.message) == (
+        503, "the service is drawing 2 other pages: retry in a moment")
