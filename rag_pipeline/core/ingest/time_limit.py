@@ -59,19 +59,10 @@ class _Clock:
         signal.setitimer(signal.ITIMER_REAL, max(self.left, 1e-6), AGAIN_SECONDS)
 
     def stop(self) -> None:
-        """Stops the clock, even when its time comes up meanwhile (the signal then tells a
-        stopped clock, which :func:`_time_up` ignores)."""
-        since = None
-        while True:
-            try:
-                if self.since is not None:
-                    since, self.since = self.since, None
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                break
-            except _TimeUp:  # came before the clock was marked stopped: stop it again
-                continue
-        if since is not None:
-            self.left -= time.monotonic() - since
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.since is not None:
+            self.left -= time.monotonic() - self.since
+            self.since = None
 
 
 _clocks: list[_Clock] = []
@@ -125,14 +116,12 @@ def document_time_limit(seconds: float | None) -> Iterator[None]:
     clock = _Clock(seconds)
     _clocks.append(clock)
     clock.start()
-    timed_out = False
     try:
-        try:
-            yield
-        except _TimeUp:
-            timed_out = True
-    except _TimeUp:  # told again while the first was being caught
-        timed_out = True
+        yield
+    except _TimeUp:
+        raise ExtractionError(f"{TIMED_OUT} {seconds:g} s (max_document_seconds): its reader "
+                              "was stopped; the file may be built to break readers, or raise the "
+                              "limit and read it again with --retry-failed") from None
     finally:
         clock.stop()
         _clocks.pop()
@@ -143,10 +132,6 @@ def document_time_limit(seconds: float | None) -> Iterator[None]:
             if delay:
                 signal.setitimer(signal.ITIMER_REAL, max(delay - (time.monotonic() - began), 1e-6),
                                  interval)
-    if timed_out:
-        raise ExtractionError(f"{TIMED_OUT} {seconds:g} s (max_document_seconds): its reader was "
-                              "stopped; the file may be built to break readers, or raise the "
-                              "limit and read it again with --retry-failed")
 
 
 @contextmanager
