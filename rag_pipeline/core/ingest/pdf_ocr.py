@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -247,6 +247,18 @@ def _lowest_share(text: str) -> float:
     return LINE_BOX_LOWEST[(any(ch in _RISING for ch in text), any(ch in _FALLING for ch in text))]
 
 
+def _tsv_rows(tsv: str) -> Iterator[tuple[tuple[str, str, str], dict[str, str]]]:
+    """Tesseract's TSV rows, each with the key of its line (block, paragraph, line numbers)."""
+    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
+        yield (row.get("block_num", ""), row.get("par_num", ""), row.get("line_num", "")), row
+
+
+def _recognised_word(row: dict[str, str]) -> bool:
+    """A word's row (level 5) holding text Tesseract recognised (a confidence of 0 or more)."""
+    return (row.get("level") == "5" and bool((row.get("text") or "").strip())
+            and float(row["conf"]) >= 0)
+
+
 def runs_from_tsv(tsv: str, index: int, scale: float) -> tuple[tuple[TextRun, ...], float | None]:
     """Tesseract's TSV as one run per recognised line and the mean word confidence.
 
@@ -268,16 +280,11 @@ def runs_from_tsv(tsv: str, index: int, scale: float) -> tuple[tuple[TextRun, ..
     """
     lines: dict[tuple[str, str, str], list[dict[str, str]]] = {}
     heights: dict[tuple[str, str, str], int] = {}
-    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
-        key = (row.get("block_num", ""), row.get("par_num", ""), row.get("line_num", ""))
+    for key, row in _tsv_rows(tsv):
         if row.get("level") == "4":
             heights[key] = int(row["height"])
-            continue
-        if row.get("level") != "5" or not (row.get("text") or "").strip():
-            continue
-        if float(row["conf"]) < 0:
-            continue
-        lines.setdefault(key, []).append(row)
+        elif _recognised_word(row):
+            lines.setdefault(key, []).append(row)
     if not lines:
         return (), None
     line_heights = {key: heights.get(key) or max(int(w["height"]) for w in words)
@@ -383,13 +390,12 @@ def page_words(rendered: RenderedPage, settings: OcrSettings) -> tuple[WordBox, 
                          max(1, round(rendered.scale * 72)))
     width, height = rendered.width * rendered.scale, rendered.height * rendered.scale
     words: list[WordBox] = []
-    for row in csv.DictReader(io.StringIO(tsv), delimiter="\t", quoting=csv.QUOTE_NONE):
-        if row.get("level") != "5" or not (row.get("text") or "").strip() or float(row["conf"]) < 0:
-            continue
-        left, top = int(row["left"]), int(row["top"])
-        words.append(WordBox(row["text"].strip(), (row["block_num"], row["par_num"], row["line_num"]),
-                             left / width, top / height, (left + int(row["width"])) / width,
-                             (top + int(row["height"])) / height))
+    for key, row in _tsv_rows(tsv):
+        if _recognised_word(row):
+            left, top = int(row["left"]), int(row["top"])
+            words.append(WordBox(row["text"].strip(), key, left / width, top / height,
+                                 (left + int(row["width"])) / width,
+                                 (top + int(row["height"])) / height))
     return tuple(words)
 
 
