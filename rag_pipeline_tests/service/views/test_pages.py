@@ -16,10 +16,19 @@ from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.pages import page_view, quote_boxes
 
 
+def _held(folder: Path, name: str, data: bytes, title: str, kind: str):
+    """`data` written as `name` in `folder`, read by its format, and the index's record of it:
+    (record, what the format extracted)."""
+    (folder / name).write_bytes(data)
+    extracted = format_for(Path(name)).extract(data, Path(name).stem)
+    info = DocumentInfo(name, title, str(folder / name), kind, extracted.anchors, extracted.tables,
+                        hashlib.sha256(data).hexdigest())
+    return info, extracted
+
+
 def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_path: Path):
     name, data = LONG_TABLE_WRITERS["pdf"](HEADERS, table_rows(60))
-    (tmp_path / name).write_bytes(data)
-    extracted = format_for(Path(name)).extract(data, "shifts")
+    info, extracted = _held(tmp_path, name, data, "Shifts", "pdf")
     text = extracted.canonical_text
     page_two = extracted.anchors[1].start
     # The last three rows of page 1 and the first three of page 2.
@@ -27,8 +36,6 @@ def test_a_table_chunk_over_a_page_break_is_boxed_on_both_pages_and_says_so(tmp_
     start = text.index(f"Delta flats {last_on_one - 2} |")
     end = text.index("\n", text.index(f"Delta flats {last_on_one + 3} |"))
     assert last_on_one == 31
-    info = DocumentInfo(name, "Shifts", str(tmp_path / name), "pdf", extracted.anchors,
-                        extracted.tables, hashlib.sha256(data).hexdigest())
     first = page_view(ViewRequest(info, text, start, end))
     assert first.label == "page 1 of 2"
     assert first.note == "The quote goes on to page 2: the next page boxes the rest."
@@ -44,11 +51,8 @@ def test_a_line_the_page_repeats_is_boxed_where_it_was_cited(tmp_path: Path):
     from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
 
     data = plain_pdf([["Check the valves.", "Berlin office", "Check the valves.", "Madrid office"]])
-    (tmp_path / "checks.pdf").write_bytes(data)
-    extracted = format_for(Path("checks.pdf")).extract(data, "checks")
+    info, extracted = _held(tmp_path, "checks.pdf", data, "Checks", "pdf")
     text = extracted.canonical_text
-    info = DocumentInfo("checks.pdf", "Checks", str(tmp_path / "checks.pdf"), "pdf",
-                        extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
     tops = []
     for start in (text.index("Check the valves."), text.rindex("Check the valves.")):
         view = page_view(ViewRequest(info, text, start, start + len("Check the valves.")))
@@ -62,11 +66,8 @@ def test_the_quote_on_a_page_image_is_there_as_text_for_a_screen_reader(tmp_path
     from rag_pipeline_tests.core.ingest.pdf_fixtures import plain_pdf
 
     data = plain_pdf([["Check the valves & pumps.", "Madrid office"]])
-    (tmp_path / "checks.pdf").write_bytes(data)
-    extracted = format_for(Path("checks.pdf")).extract(data, "checks")
+    info, extracted = _held(tmp_path, "checks.pdf", data, "Checks", "pdf")
     text = extracted.canonical_text
-    info = DocumentInfo("checks.pdf", "Checks", str(tmp_path / "checks.pdf"), "pdf",
-                        extracted.anchors, extracted.tables, hashlib.sha256(data).hexdigest())
     start = text.index("Check")
     body = page_view(ViewRequest(info, text, start, start + len("Check the valves & pumps."))).body
     assert body.count("visually-hidden") == 1
@@ -88,12 +89,9 @@ def test_a_quote_on_a_scanned_page_is_boxed_where_its_words_are(tmp_path: Path):
              "Check the valves and pumps weekly.", "Madrid office"]
     typed = plain_pdf([lines])
     scan = scanned_pdf(typed, dpi=300)
-    (tmp_path / "scan.pdf").write_bytes(scan)
-    extracted = format_for(Path("scan.pdf")).extract(scan, "scan")
+    info, extracted = _held(tmp_path, "scan.pdf", scan, "Scan", "pdf")
     text = extracted.canonical_text
     assert dict(extracted.notes)["ocr_pages"] == "1"
-    info = DocumentInfo("scan.pdf", "Scan", str(tmp_path / "scan.pdf"), "pdf", extracted.anchors,
-                        extracted.tables, hashlib.sha256(scan).hexdigest())
     quote = "Check the valves and pumps weekly."
     found = []
     for start in (text.index(quote), text.rindex(quote)):
@@ -123,11 +121,8 @@ def test_an_image_is_shown_as_its_page_with_the_quote_boxed(tmp_path: Path):
 
     board = encoded(whiteboard(["Whiteboard: ship the gauges", "by Friday, then review costs."]),
                     "PNG", dpi=(300, 300))
-    (tmp_path / "board.png").write_bytes(board)
-    extracted = format_for(Path("board.png")).extract(board, "board")
+    info, extracted = _held(tmp_path, "board.png", board, "board", "image")
     text = extracted.canonical_text
-    info = DocumentInfo("board.png", "board", str(tmp_path / "board.png"), "image",
-                        extracted.anchors, extracted.tables, hashlib.sha256(board).hexdigest())
     start = text.index("then review")
     view = page_view(ViewRequest(info, text, start, start + len("then review costs.")))
     assert (view.label, view.kind, view.note) == ("page 1 of 1", "pdf", "")
@@ -158,12 +153,8 @@ def test_a_view_finding_ocr_busy_says_so_at_once_and_busy_drawing_is_a_503(tmp_p
 
     board = encoded(whiteboard(["Wall board: order the valves", "by Monday, then test them."]),
                     "PNG", dpi=(300, 300))  # words of its own: none kept from another test
-    (tmp_path / "wall.png").write_bytes(board)
-    extracted = format_for(Path("wall.png")).extract(board, "wall")
-    text = extracted.canonical_text
-    info = DocumentInfo("wall.png", "wall", str(tmp_path / "wall.png"), "image",
-                        extracted.anchors, extracted.tables, hashlib.sha256(board).hexdigest())
-    request = ViewRequest(info, text, 0, len("Wall board: order the valves"))
+    info, extracted = _held(tmp_path, "wall.png", board, "wall", "image")
+    request = ViewRequest(info, extracted.canonical_text, 0, len("Wall board: order the valves"))
     assert pages._OCR_AT_ONCE.acquire(blocking=False)
     try:
         view = page_view(request)
