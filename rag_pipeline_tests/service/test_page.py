@@ -221,31 +221,24 @@ def test_a_markdown_quote_is_shown_without_its_markup(base_url: str, tmp_path: P
         assert page.locator("#quoted li q").inner_text() == "after 17 s"
 
 
-def test_a_refusal_for_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
+@pytest.mark.parametrize(("question", "answered", "code", "shown", "said"), [
+    ("what is the capital of france", False, "INV-2026-9999", "#refusal p",
+     "No passage holds INV-2026-9999, which the question names."),
+    ("how long before a network call times out", True, "INC-2026-099", "#unheld",
+     "No passage holds INC-2026-099, which the question names: the sources below are about the "
+     "other records it names."),
+])
+def test_a_code_no_passage_holds_is_named_in_a_refusal_and_beside_an_answer(
+        base_url: str, tmp_path: Path, question: str, answered: bool, code: str, shown: str,
+        said: str):
     def naming_an_unheld_code(body: dict) -> None:
-        assert body["answered"] is False
-        body["unheld_identifiers"] = ["INV-2026-9999"]
+        assert body["answered"] is answered
+        body["unheld_identifiers"] = [code]
 
     with chromium_page(tmp_path / "profile") as page:
-        ask_with_the_answer_rewritten(page, base_url, "what is the capital of france",
-                                      naming_an_unheld_code)
-        page.wait_for_selector("#refusal", timeout=TIMEOUT_MS)
-        assert page.locator("#refusal p").first.inner_text() == (
-            "No passage holds INV-2026-9999, which the question names.")
-
-
-def test_an_answer_beside_a_code_no_passage_holds_names_the_code(base_url: str, tmp_path: Path):
-    def naming_an_unheld_code(body: dict) -> None:
-        assert body["answered"] is True
-        body["unheld_identifiers"] = ["INC-2026-099"]
-
-    with chromium_page(tmp_path / "profile") as page:
-        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
-                                      naming_an_unheld_code)
-        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
-        assert page.locator("#unheld").inner_text() == (
-            "No passage holds INC-2026-099, which the question names: the sources below are "
-            "about the other records it names.")
+        ask_with_the_answer_rewritten(page, base_url, question, naming_an_unheld_code)
+        page.wait_for_selector(shown, timeout=TIMEOUT_MS)
+        assert page.locator(shown).first.inner_text() == said
 
 
 def test_a_source_links_its_address_only_when_the_service_has_a_base_url(base_url: str,

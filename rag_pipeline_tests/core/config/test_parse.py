@@ -193,36 +193,26 @@ def test_a_bad_compute_table_fails_with_one_line(table: str, message: str, tmp_p
     assert str(info.value) == message
 
 
-def test_index_max_document_bytes_is_read_and_checked(tmp_path: Path):
-    """Found by an operator's trial: a file over the limit named ``max_document_bytes``, which
-    the configuration file refused as an unknown key."""
-    from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
-
+@pytest.mark.parametrize(("key", "default", "accepted", "refused", "must_be"), [
+    ("max_document_bytes", 20_971_520, {"50_000_000": 50_000_000},
+     ("0", "'20MB'", "true", "2_000_000_000", "1.5"),
+     "a whole number of bytes from 1 to 1_073_741_824 (default 20_971_520, 20 MiB)"),
+    ("max_document_seconds", 600.0, {"30": 30.0, "0.5": 0.5}, ("0", "-1", "'10m'", "true", "100_000"),
+     "a number of seconds over 0 and at most 86_400 (default 600)"),
+])
+def test_an_index_limit_on_each_document_is_read_and_checked(
+        tmp_path: Path, key: str, default: float, accepted: dict[str, float], refused: tuple[str, ...],
+        must_be: str):
+    """max_document_bytes was found by an operator's trial: a file over the limit named it, and
+    the configuration file refused it as an unknown key."""
     model = "[[models]]\nname = 'a'\npath = 'm'\n"
-    assert parse_config(model, tmp_path).max_document_bytes == DEFAULT_MAX_DOCUMENT_BYTES
-    assert parse_config("[index]\nmax_document_bytes = 50_000_000\n" + model,
-                        tmp_path).max_document_bytes == 50_000_000
-    for value in ("0", "'20MB'", "true", "2_000_000_000", "1.5"):
+    assert getattr(parse_config(model, tmp_path), key) == default
+    for value, read in accepted.items():
+        assert getattr(parse_config(f"[index]\n{key} = {value}\n" + model, tmp_path), key) == read
+    for value in refused:
         with pytest.raises(ModelConfigError) as info:
-            parse_config(f"[index]\nmax_document_bytes = {value}\n" + model, tmp_path)
-        assert str(info.value).startswith(
-            "rag_pipeline.toml: [index] max_document_bytes must be a whole number of bytes from 1 "
-            "to 1_073_741_824 (default 20_971_520, 20 MiB), got ")
-
-
-def test_index_max_document_seconds_is_read_and_checked(tmp_path: Path):
-    model = "[[models]]\nname = 'a'\npath = 'm'\n"
-    assert parse_config(model, tmp_path).max_document_seconds == 600.0
-    assert parse_config("[index]\nmax_document_seconds = 30\n" + model,
-                        tmp_path).max_document_seconds == 30.0
-    assert parse_config("[index]\nmax_document_seconds = 0.5\n" + model,
-                        tmp_path).max_document_seconds == 0.5
-    for value in ("0", "-1", "'10m'", "true", "100_000"):
-        with pytest.raises(ModelConfigError) as info:
-            parse_config(f"[index]\nmax_document_seconds = {value}\n" + model, tmp_path)
-        assert str(info.value).startswith(
-            "rag_pipeline.toml: [index] max_document_seconds must be a number of seconds over 0 "
-            "and at most 86_400 (default 600), got ")
+            parse_config(f"[index]\n{key} = {value}\n" + model, tmp_path)
+        assert str(info.value).startswith(f"rag_pipeline.toml: [index] {key} must be {must_be}, got ")
 
 
 def test_a_configuration_saved_as_utf16_fails_in_one_line_naming_it_and_a_bom_is_read(tmp_path):
