@@ -420,8 +420,25 @@ class Embedder:
             return
         from concurrent.futures import ThreadPoolExecutor
 
+        # Set by a batch that fails, or when the caller stops reading: a lane then begins no
+        # other batch, however long the caller takes to see it. Lanes take batches in order, so
+        # every batch passed over comes after the failed one, whose error the caller gets first.
+        stop = threading.Event()
+
+        def forward(batch: list[int]) -> np.ndarray | None:
+            if stop.is_set():
+                return None
+            try:
+                return self._forward([texts[i] for i in batch])
+            except BaseException:
+                stop.set()
+                raise
+
         with ThreadPoolExecutor(lanes, thread_name_prefix="embed") as pool:
-            yield from pool.map(lambda batch: self._forward([texts[i] for i in batch]), batches)
+            try:
+                yield from pool.map(forward, batches)
+            finally:
+                stop.set()
 
     def on_transformer(self, transformer: Transformer) -> Embedder:
         """A copy of this embedder whose texts go through ``transformer`` (the same graph on

@@ -415,10 +415,10 @@ def test_a_batch_that_fails_stops_the_batches_not_begun_and_every_session_comes_
     texts = calibration_set().texts()  # 300 texts: 19 batches of 16
     with pytest.raises(RuntimeError, match="batch 3 failed"):
         embedder.embed(texts)
-    # Of 19 batches: the failed one, the two before it and at most one more a session began
-    # before the failure was seen (the batch after the failed one in its session, and one that
-    # the other session took when the batch it ran ended).
-    assert 3 <= len(calls) <= 6
+    # Of 19 batches: the failed one, the two before it and at most the one the other session
+    # began before the failure. A full test run on a loaded machine once saw 7: the lanes took
+    # new batches until the caller, 2 s later, read the failure; the failing lane now stops them.
+    assert 3 <= len(calls) <= 4
     failed.set()
     # Both sessions came back: two calls run at once (each waits for the other; threads that
     # the test does not wait for past 20 s, should one hang on a missing session).
