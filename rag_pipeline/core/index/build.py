@@ -325,12 +325,14 @@ def publish_partition(warehouse: Warehouse, chunker: str, model: str,
     :mod:`rag_pipeline.core.index.tables`), collects the files no kept generation names, and
     refreshes the snapshot."""
     # The snapshot holding the new generation is in place before the pointer moves to it, so
-    # a reader never sees a pointer whose tables the snapshot lacks.
+    # a reader never sees a pointer whose tables the snapshot lacks; should the pointer then
+    # fail to move, the snapshot is brought back to what is served.
     generation, is_new = publish(warehouse, chunker, model,
                                  latest_tables(warehouse, chunker, model, rules) if versions is None
                                  else versions,
                                  before_pointer=lambda g: publish_query_db(warehouse, g),
-                                 rules=rules)
+                                 rules=rules,
+                                 undo_before_pointer=lambda: publish_query_db(warehouse))
     garbage = collect_garbage(warehouse)
     publish_query_db(warehouse)
     return Publication(generation, is_new, garbage)

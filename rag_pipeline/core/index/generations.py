@@ -97,7 +97,8 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
 def publish(warehouse: Warehouse, chunker: str, model: str,
             tables: Mapping[str, BuiltTable],
             before_pointer: Callable[[Generation], None] | None = None,
-            rules: str | None = None) -> tuple[Generation, bool]:
+            rules: str | None = None,
+            undo_before_pointer: Callable[[], None] | None = None) -> tuple[Generation, bool]:
     """Publishes a generation of these table files (one per declared table, each built from
     the others offered: :func:`rag_pipeline.core.index.check_consistent`), unless the current
     one already holds exactly these files. Returns the served generation and whether it is new.
@@ -106,7 +107,9 @@ def publish(warehouse: Warehouse, chunker: str, model: str,
 
     The pointer (``CURRENT.json``) is written last: after the generation's manifest and after
     ``before_pointer`` (what must show the new generation first, such as ``rag.duckdb``). When
-    either fails (a full disk) the manifest is removed and the served generation is as it was.
+    any of the three fails (a full disk) the manifest is removed and the served generation is
+    as it was; when the pointer is what failed, ``undo_before_pointer`` puts back what
+    ``before_pointer`` did (should it fail too, the error says so in a note).
     """
     check_consistent(tables, rules)
     offered = [t.name for t in GENERATION_TABLES if t.name in tables]
@@ -123,14 +126,22 @@ def publish(warehouse: Warehouse, chunker: str, model: str,
                             published_at=published_at, files=files, rows=rows)
     folder = generation_dir(chunker, model)
     manifest = f"{folder}/{generation.id}.json"
+    shown = False
     try:
         warehouse.put_json(manifest, asdict(generation))
         if before_pointer is not None:
             before_pointer(generation)
-    except BaseException:
+            shown = True
+        warehouse.put_json(f"{folder}/{CURRENT}", asdict(generation))
+    except BaseException as failure:
         warehouse.delete(manifest)
+        if shown and undo_before_pointer is not None:
+            try:
+                undo_before_pointer()
+            except Exception as undo_failure:  # noqa: BLE001 - the pointer's error is the one raised
+                failure.add_note(f"what showed generation {generation.id} first could not be put "
+                                 f"back: {type(undo_failure).__name__}: {undo_failure}")
         raise
-    warehouse.put_json(f"{folder}/{CURRENT}", asdict(generation))
     return generation, True
 
 

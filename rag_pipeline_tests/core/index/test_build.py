@@ -152,6 +152,38 @@ def test_publication_refreshes_the_snapshot_and_a_second_one_is_unchanged(
         False, current_generation(built, "header", key).id)
 
 
+def test_a_pointer_that_cannot_be_written_leaves_the_snapshot_showing_what_is_served(
+        built: Warehouse, hashed_embedder: HashedEmbedder, monkeypatch: pytest.MonkeyPatch):
+    """Found by an attack: with the disk full at the pointer's write, rag.duckdb (and `status`,
+    which reads it) showed the new generation while every reader served the old one, and its
+    manifest stayed."""
+    import errno
+
+    from rag_pipeline.core.index.generations import CURRENT, GENERATIONS
+
+    key = hashed_embedder.spec.key
+    served = current_generation(built, "header", key)
+    corpus = write_corpus(built.data_dir.parent / "corpus",
+                          {**TINY_DOCS, "guide/new.md": "# New\n\nA page added since.\n"})
+    put_json = Warehouse.put_json
+
+    def disk_full_at_the_pointer(warehouse: Warehouse, relative: str, data) -> None:
+        if relative.endswith(CURRENT):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        put_json(warehouse, relative, data)
+
+    monkeypatch.setattr(Warehouse, "put_json", disk_full_at_the_pointer)
+    with pytest.raises(OSError, match="No space left on device"):
+        build_partition(built, extract_corpus(corpus).records, ChunkingStrategy.HEADER,
+                        hashed_embedder, SETTINGS)
+    assert current_generation(built, "header", key) == served
+    with duckdb.connect(str(built.db_path), read_only=True) as con:
+        assert con.execute("select generation from generations").fetchall() == [(served.id,)]
+        assert con.execute("select count(*) from chunks").fetchone() == (served.rows[CHUNKS],)
+    manifests = sorted(p.name for p in (Path(built.root) / GENERATIONS).rglob("*.json"))
+    assert manifests == sorted([CURRENT, f"{served.id}.json"])
+
+
 def test_the_stages_rebuilt_from_unchanged_inputs_embed_nothing(built: Warehouse,
                                                                 hashed_embedder: HashedEmbedder):
     records = extract_corpus(write_corpus(built.data_dir.parent / "corpus", TINY_DOCS)).records

@@ -61,6 +61,36 @@ def test_a_new_corpus_state_is_a_new_generation(tmp_path):
     assert current_generation(warehouse, "header", MODEL) == second
 
 
+def test_a_pointer_not_written_undoes_what_showed_the_generation_first(tmp_path, monkeypatch):
+    warehouse = Warehouse(tmp_path)
+    served, _ = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+    put_json = Warehouse.put_json
+
+    def no_pointer(self, relative, data):
+        if relative.endswith(CURRENT):
+            raise OSError(28, "No space left on device")
+        put_json(self, relative, data)
+
+    monkeypatch.setattr(Warehouse, "put_json", no_pointer)
+    shown, undone = [], []
+    with pytest.raises(OSError) as raised:
+        publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 4, tag="b"),
+                before_pointer=lambda g: shown.append(g.id), undo_before_pointer=lambda: undone.append(1))
+    assert (len(shown), undone, getattr(raised.value, "__notes__", None)) == (1, [1], None)
+
+    def undo_fails() -> None:
+        raise RuntimeError("disk still full")
+
+    with pytest.raises(OSError) as raised:
+        publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 5, tag="c"),
+                before_pointer=shown.append, undo_before_pointer=undo_fails)
+    assert raised.value.__notes__ == [f"what showed generation {shown[1].id} first could not be put "
+                                      "back: RuntimeError: disk still full"]
+    assert current_generation(warehouse, "header", MODEL) == served
+    folder = tmp_path / "warehouse" / generation_dir("header", MODEL)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CURRENT, f"{served.id}.json"])
+
+
 def test_tables_built_from_other_chunks_are_refused(tmp_path):
     warehouse = Warehouse(tmp_path)
     old = write_partition(warehouse, "header", MODEL, 3)
