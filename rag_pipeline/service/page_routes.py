@@ -28,6 +28,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
+from rag_pipeline.core.answer.citations import quote_digest
 from rag_pipeline.core.answer.question import check_question
 from rag_pipeline.core.evaluation.feedback import (
     MAX_COMMENT_CHARS,
@@ -54,6 +55,9 @@ RECENT_ANSWERS = 1024
 FEEDBACK_PER_MINUTE = 30
 """Verdicts one principal may store a minute: each rewrites the whole table (its cost grows
 with the rows held), so one holder posting in a loop must not keep the service busy."""
+CHANGED_SINCE_CITED = ("This document has changed since the answer linking here quoted it: the "
+                       "quoted words are no longer at that place, so nothing is marked. Ask the "
+                       "question again to cite the document as it is now.")
 INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
 """Originals a browser may show in the tab; any other (HTML above all: it would run as this
 site) is sent as a download, and every original carries a sandboxing CSP."""
@@ -312,6 +316,10 @@ def page_router(service: Any) -> APIRouter:
                  end: Annotated[int | None, Query(alias="to", ge=0)] = None,
                  page: Annotated[int | None, Query(description="A PDF's page (1-based).")] = None,
                  sheet: Annotated[str | None, Query(description="A workbook's sheet.")] = None,
+                 digest: Annotated[str | None, Query(
+                     description="The quote's digest an answer's link carries (its "
+                                 "`quote_digest`): when the text at from/to no longer has it, "
+                                 "the document changed since, and nothing is marked.")] = None,
                  ) -> Response:
         if (repeated := repeated_query_parameter(request)) is not None:
             return _shown_error(request, 422, repeated)
@@ -320,13 +328,17 @@ def page_router(service: Any) -> APIRouter:
             return found
         info, text = found
         end = (len(text) if "from" in request.query_params else start) if end is None else end
+        note = ""
+        if digest is not None and (end > len(text) or quote_digest(text[start:end]) != digest):
+            start = end = 0
+            note = CHANGED_SINCE_CITED
         if not start <= end <= len(text):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         view = view_request(info, text, start, end, page, sheet)
         try:
             return HTMLResponse(render_document(
                 view, path_url("/originals/", document_id),
-                CONTAINER_WITHHELD if withheld(info, who) else ""))
+                CONTAINER_WITHHELD if withheld(info, who) else "", note))
         except ViewError as exc:
             return _shown_error(request, exc.status, exc.message)
 

@@ -3,6 +3,7 @@ quotes and links to the exact place, and refuses clearly with the closest distan
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -53,7 +54,8 @@ def test_the_page_answers_with_sources_and_links_to_the_quoted_place(base_url: s
         assert page.url == base_url + "/?q=how%20long%20before%20a%20network%20call%20times%20out"
         sources.locator("a.open").click()
         page.wait_for_selector("mark#quote", timeout=TIMEOUT_MS)
-        assert page.url == base_url + "/documents/guide/config.md?from=113&to=203#quote"
+        digest = hashlib.sha256(TIMEOUTS_PARAGRAPH.encode()).hexdigest()[:16]
+        assert page.url == base_url + f"/documents/guide/config.md?from=113&to=203&digest={digest}#quote"
         assert page.inner_text("mark#quote") == TIMEOUTS_PARAGRAPH
         assert page.locator("mark#quote").is_visible()
 
@@ -219,6 +221,55 @@ def test_a_markdown_quote_is_shown_without_its_markup(base_url: str, tmp_path: P
         page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
         assert page.locator("article.source blockquote").inner_text() == "Gives up after 17 s."
         assert page.locator("#quoted li q").inner_text() == "after 17 s"
+
+
+def test_a_source_kept_over_the_cut_for_a_named_code_is_not_counted_under_it(base_url: str,
+                                                                             tmp_path: Path):
+    """Found by a new user: "1 source under cosine distance 0.6" above a source at 0.686, kept
+    for holding the code the question names, with nothing saying why."""
+    def kept_for_its_code(body: dict) -> None:
+        body["citations"][0].update(cosine_distance=0.686, identifier="build-07")
+
+    with chromium_page(tmp_path / "profile") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      kept_for_its_code)
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        assert re.match(r"^1 source over cosine distance 0\.6, kept for holding a code the question "
+                        r"names \(generation ", page.inner_text("#summary"))
+        assert page.locator("article.source p.kept").inner_text() == (
+            "Kept over the cut: it holds build-07 as the question names it.")
+
+
+def test_an_answer_from_a_new_generation_refreshes_the_counts_and_failed_documents(
+        base_url: str, tmp_path: Path):
+    """Found by a new user: after an index run, an answer of the new generation sat under the
+    old generation's counts and an empty failed-documents box."""
+    newer = "20991231T000000Z-0123abcd"
+    statuses = []
+
+    def of_the_newer_generation(route) -> None:
+        body = json.loads(route.fetch().text())
+        statuses.append(body["generation"])
+        if len(statuses) > 1:
+            body.update(generation=newer, chunks=7)
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    def failed_since(route) -> None:
+        body = json.loads(route.fetch().text())
+        if len(statuses) > 1:
+            body["failed"] = [{"document_id": "broken.pdf", "reason": "not a PDF"}]
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
+
+    with chromium_page(tmp_path / "profile") as page:
+        page.route("**/status", of_the_newer_generation)
+        page.route("**/status/documents", failed_since)
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      lambda body: body.update(generation=newer))
+        page.wait_for_selector("#served:has-text('7 passages')", timeout=TIMEOUT_MS)
+        assert page.inner_text("#served").endswith(f" · generation {newer}")
+        page.wait_for_selector("#health:has-text('broken.pdf')", timeout=TIMEOUT_MS)
+        assert page.inner_text("#health li") == "broken.pdf: not a PDF"
+        assert len(statuses) == 2
 
 
 @pytest.mark.parametrize(("question", "answered", "code", "shown", "said"), [

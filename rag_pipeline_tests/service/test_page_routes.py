@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import hashlib
 import io
 import json
 import re
@@ -446,7 +447,7 @@ def test_a_container_holding_a_member_a_reader_may_not_read_is_not_theirs(
         assert ('<span class="meta">This file holds other documents (a mail&#x27;s attachments, '
                 "an archive&#x27;s members): under [access] its original file is not served, "
                 "since it may hold members no rule was read for.</span>") in view.text
-        assert "no longer where it was indexed" not in view.text
+        assert "gone or has changed since it was indexed" not in view.text
         withheld = client.get("/originals/public/bundle.zip", headers=hr)
         assert (withheld.status_code, withheld.json()) == (404, {"error": (
             "public/bundle.zip holds other documents: under [access] its original file is not "
@@ -485,13 +486,40 @@ def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, bu
                      "from": built.canonical["report.pdf"].index(COOLING_SENTENCE),
                      "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE),
                      "fragment": "#page=2",  # the sentence's own page
-                     "shown": COOLING_SENTENCE}  # a PDF's text is shown as it is
+                     "shown": COOLING_SENTENCE,  # a PDF's text is shown as it is
+                     "quote_digest": hashlib.sha256(COOLING_SENTENCE.encode()).hexdigest()[:16]}
     assert cited["document_id"] == "report.pdf"
     for sentence in body["quoted_answer"]:
         document = body["citations"][sentence["citation"] - 1]["document_id"]
         assert built.canonical[document][sentence["from"]:sentence["to"]] == sentence["text"]
     refused = client.post("/ask", json={"question": "what is the capital of france"}).json()
     assert (refused["answered"], refused["quoted_answer"]) == (False, [])
+
+
+def test_a_link_made_before_its_document_changed_marks_nothing_and_says_so(client: TestClient,
+                                                                           built: ViewsIndex):
+    """Found by a new user: a link an answer gave, opened after its document was edited and
+    indexed again, marked other words at the old offsets and said nothing."""
+    cited = client.post("/ask", json={"question": "where is every shift handover written"}).json()
+    source = next(c for c in cited["citations"] if c["document_id"] == "guide.md")
+    text = built.canonical["guide.md"]
+    assert source["quote_digest"] == hashlib.sha256(
+        text[source["from"]:source["to"]].encode()).hexdigest()[:16]
+    link = f"/documents/guide.md?from={source['from']}&to={source['to']}&digest="
+    html = {"Accept": "text/html"}
+    same = client.get(link + source["quote_digest"], headers=html).text
+    assert _view(same).count('<mark id="quote">') == 1
+    assert "has changed since" not in same
+    # The digest of words that were at this place before an edit (the quote as it was cited).
+    before = hashlib.sha256(b"Every shift handover is written on the whiteboard.").hexdigest()[:16]
+    for changed in (link + before, f"/documents/guide.md?from=0&to={len(text) + 40}&digest={before}"):
+        page = client.get(changed, headers=html)
+        assert page.status_code == 200
+        assert "<mark" not in _view(page.text)
+        assert _where(page.text) == "Operations guide"
+        assert ('<p class="note">This document has changed since the answer linking here quoted it: '
+                "the quoted words are no longer at that place, so nothing is marked. Ask the "
+                "question again to cite the document as it is now.") in page.text
 
 
 def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestClient, QueryService],

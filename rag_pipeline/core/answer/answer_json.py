@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rag_pipeline.core.answer.answer import Answer
+from rag_pipeline.core.answer.citations import quote_digest
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:
-    """The answer as a JSON-ready dict; ``timings_ms`` holds milliseconds per stage."""
+    """The answer as a JSON-ready dict; ``timings_ms`` holds milliseconds per stage;
+    ``quote_digest`` of a citation or quoted sentence: :func:`quote_digest` of its text, which
+    a link to its place carries."""
     return {
         "question": answer.question, "answered": answer.answered, "reason": answer.reason,
         "threshold": answer.cut, "partition": answer.partition,
@@ -20,11 +23,12 @@ def answer_json(answer: Answer) -> dict[str, Any]:
             "to": c.end, "quote": c.quote, "cosine_distance": c.cosine_distance, "url": c.url,
             "locations": list(c.locations), "section": c.section,
             "left_out": list(c.left_out), "table_header": c.table_header,
-            "identifier": c.identifier, "shown": c.shown_quote or c.quote}
+            "identifier": c.identifier, "shown": c.shown_quote or c.quote,
+            "quote_digest": quote_digest(c.quote)}
             for c in answer.citations],
         "prompt": answer.prompt,
         "answer": answer.rendered_answer,
-        "quoted_answer": [q.to_json() for q in answer.quoted],
+        "quoted_answer": [{**q.to_json(), "quote_digest": quote_digest(q.text)} for q in answer.quoted],
         "timings_ms": {k: round(v * 1000, 3) for k, v in answer.timings.items()},
         "unheld_identifiers": list(answer.unheld),
     }

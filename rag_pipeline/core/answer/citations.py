@@ -43,6 +43,14 @@ class Citation:
     shown_quote: str = ""
 
 
+def quote_digest(quote: str) -> str:
+    """The first 16 hex digits of the SHA-256 of ``quote``'s UTF-8: what a link to the quoted
+    place carries, so the document view can tell whether its text there is still the quote."""
+    import hashlib
+
+    return hashlib.sha256(quote.encode("utf-8")).hexdigest()[:16]
+
+
 def locator_label(document_title: str, section: str) -> str:
     return document_title if section == document_title else f"{document_title} > {section}"
 

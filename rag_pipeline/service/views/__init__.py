@@ -9,6 +9,7 @@ format without an entry is shown as text, so a new format is one entry here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, page_html, path_url
@@ -29,14 +30,18 @@ VIEWS: dict[str, Callable[[ViewRequest], View]] = {
 }
 
 
-def render_document(request: ViewRequest, original_url: str | None, withheld: str = "") -> str:
+def render_document(request: ViewRequest, original_url: str | None, withheld: str = "",
+                    note: str = "") -> str:
     """The whole page of ``/documents/{id}`` for ``request``; ``withheld``: why its original
-    file is not served to this reader (``original_url`` None).
+    file is not served to this reader (``original_url`` None); ``note``: a remark of the
+    request's own, shown before the view's.
 
     Raises:
         ViewError: A page out of range, a sheet the workbook does not have.
     """
     view = VIEWS.get(request.info.format, text_view)(request)
+    if note:
+        view = dataclasses.replace(view, note=" ".join(filter(None, (note, view.note))))
     return page_html(request.info.title, request.info.document_id, view,
                      original_url if request.original is not None and not withheld else None,
                      page_navigation(request, view), withheld or (

@@ -308,8 +308,8 @@ def page_html(title: str, document_id: str, view: View, original_url: str | None
     template = files("rag_pipeline.service").joinpath("document.html").read_text(encoding="utf-8")
     original = (f'<a class="original" href="{html.escape(original_url)}">Open the original file</a>'
                 if original_url else f'<span class="meta">{html.escape(withheld)}</span>' if withheld
-                else '<span class="meta">The original file is no longer where it was indexed '
-                     "from.</span>")
+                else '<span class="meta">The original file is gone or has changed since it was '
+                     "indexed.</span>")
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
     # A quote under a heading that repeats the title ("Leave policy · Leave policy") names it once.
     tab_title = title if view.label in ("", title) else f"{title} · {view.label}"

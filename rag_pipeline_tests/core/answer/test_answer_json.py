@@ -36,11 +36,14 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
             "locations": ["guide/config.md#char=113,203", "guide/faq.md#char=49,139"],
             "section": "Timeouts", "left_out": ["1 comment(s) left out (reviewers' remarks)"],
             "table_header": "", "identifier": "",
-            "shown": "Every network call gives up after seventeen seconds."}],
+            "shown": "Every network call gives up after seventeen seconds.",
+            # sha256("Every network call gives up after seventeen seconds.")[:16]
+            "quote_digest": "6aaf8bec687b9d85"}],
         "prompt": "Sources: ...", "answer": None,
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
                            "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166",
-                           "shown": "Every network call gives up after seventeen seconds."}],
+                           "shown": "Every network call gives up after seventeen seconds.",
+                           "quote_digest": "6aaf8bec687b9d85"}],
         "timings_ms": {"embed_question": 8.123, "total": 12.5}, "unheld_identifiers": [],
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).
