@@ -222,6 +222,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 index_is_current,
                 launch_run,
                 retry_failed,
+                run_in_progress,
             )
             from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
             from rag_pipeline.orchestration.pools import ensure_pool_limits
@@ -242,12 +243,24 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 retry_failed(instance, defs, env, click.echo)
                 latch.checkpoint()
                 ensure_pool_limits(instance)
-                run_id = launch_run("documents_job", env, run_config)
-                click.echo(f"using the running Dagster daemon: launched documents_job (run "
-                           f"{run_id[:8]}); following the runs the index_automation sensor "
-                           "launches")
+                # The corpus_watch sensor may have launched a documents run for an edit just
+                # before this command took the lock: that run reads the corpus as it is now.
+                running = run_in_progress(instance, "documents_job") if not knobs else None
+                if running is None:
+                    run_id = launch_run("documents_job", env, run_config)
+                    click.echo(f"using the running Dagster daemon: launched documents_job (run "
+                               f"{run_id[:8]}); following the runs the index_automation sensor "
+                               "launches")
+                    since = started
+                else:
+                    click.echo(f"using the running Dagster daemon: documents run "
+                               f"{running.dagster_run.run_id[:8]} (launched by "
+                               f"{running.dagster_run.tags.get('dagster/sensor_name', 'another command')}) "
+                               "is queued or running; following it and the runs the "
+                               "index_automation sensor launches, instead of launching another")
+                    since = min(started, running.create_timestamp.timestamp() - 0.001)
                 reports = follow_runs(
-                    instance, started, lambda: index_is_current(
+                    instance, since, lambda: index_is_current(
                         warehouse, chunkers, models, evaluate=evaluate(), rules=build.rules),
                     click.echo, progress, log, daemon_alive=lambda: bool(daemon_pids(home)),
                     checkpoint=latch.checkpoint)

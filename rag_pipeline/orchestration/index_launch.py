@@ -104,6 +104,15 @@ def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) ->
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 
 
+def run_in_progress(instance: dg.DagsterInstance, job: str) -> dg.RunRecord | None:
+    """The newest run of ``job`` queued or running, if any: with a daemon, one the
+    ``corpus_watch`` sensor launched for an edit before ``rag-pipeline index`` took the
+    instance's lock, which the command then follows instead of launching a second."""
+    records = instance.get_run_records(filters=dg.RunsFilter(
+        job_name=job, statuses=sorted(ACTIVE - {dg.DagsterRunStatus.CANCELING}, key=str)), limit=1)
+    return records[0] if records else None
+
+
 def launch_error(output: str) -> str:
     """The line of a failed command's output that says what went wrong: the last exception line
     of a traceback (its other last lines are a frame's source or ``^^^`` markers), else the

@@ -107,6 +107,30 @@ def test_a_queued_run_with_no_live_daemon_is_an_error_within_seconds(tmp_path: P
                                  "Dagster daemon is running on this instance to start it")
 
 
+def test_the_documents_run_in_progress_is_the_newest_queued_or_running_one(tmp_path: Path):
+    """Found by a new user: with the daemon running, `index` right after an edit launched a
+    second documents run beside the one corpus_watch had just launched, and `status` then said
+    the edit changed nothing (the second run's reconciliation)."""
+    from rag_pipeline.orchestration.index_launch import run_in_progress
+
+    instance = dg.DagsterInstance.local_temp(tempdir=str(tmp_path))
+    assert run_in_progress(instance, "documents_job") is None
+    for status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE,
+                   dg.DagsterRunStatus.CANCELING):
+        instance.add_run(dg.DagsterRun(job_name="documents_job", status=status))
+    instance.add_run(dg.DagsterRun(job_name="chunks_job", status=dg.DagsterRunStatus.STARTED))
+    assert run_in_progress(instance, "documents_job") is None
+    queued = instance.add_run(dg.DagsterRun(job_name="documents_job",  # waiting for the daemon
+                                            status=dg.DagsterRunStatus.NOT_STARTED,
+                                            tags={"dagster/sensor_name": "corpus_watch"}))
+    found = run_in_progress(instance, "documents_job")
+    assert (found.dagster_run.run_id, found.dagster_run.tags["dagster/sensor_name"]) == (
+        queued.run_id, "corpus_watch")
+    started = instance.add_run(dg.DagsterRun(job_name="documents_job",
+                                             status=dg.DagsterRunStatus.STARTED))
+    assert run_in_progress(instance, "documents_job").dagster_run.run_id == started.run_id
+
+
 def test_a_failed_launch_names_the_exception_line_not_the_traceback_markers():
     output = textwrap.dedent("""\
         Traceback (most recent call last):
