@@ -282,6 +282,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+    _echo_reconciliation(warehouse, reports)
     for entry in inventory(specs, warehouse):
         if not entry.declared:
             echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
@@ -296,6 +297,17 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     _echo_hidden(warehouse)
     if not no_eval:
         _echo_evaluation(build, invocation)
+
+
+def _echo_reconciliation(warehouse, reports) -> None:
+    """What this command's documents run found in the corpus, on one line (its counts; the
+    ids are in ``status`` and the ``reconciliation`` table)."""
+    from rag_pipeline.core.index.status import last_reconciliation
+
+    reconciled = last_reconciliation(warehouse)
+    if reconciled is None or not any(r.job == "documents_job" for r in reports):
+        return
+    echo(f"documents: {reconciled[0].summary()}")
 
 
 def _not_indexed_ids(warehouse) -> set[str]:

@@ -332,11 +332,14 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
     (project.corpus / ".git" / "config").write_bytes(b"[core]\n")
     (project.corpus / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
 
+    found: list[str] = []  # what each documents run found, as `index` prints it
+
     def not_indexed() -> list[str]:
         """What `index` prints from its list of the documents not indexed on."""
         index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
                                capture_output=True, text=True, timeout=1200)
         assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
+        found.append(next(line for line in index.stdout.splitlines() if line.startswith("documents: ")))
         return index.stdout[index.stdout.index("\nnot indexed"):].strip().splitlines()
 
     tail = not_indexed()
@@ -360,6 +363,12 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
     assert [line.split(":")[0] for line in tail[1:4]] == ["  failed  zz-new.pdf",
                                                          "  failed  broken.pdf",
                                                          "  skipped tool.exe"]
+    # Found by a new user: a run that found nothing changed said so only in `status`.
+    assert found == [
+        "documents: added 4, changed 0, renamed 0, deleted 0, unchanged 0, failed 1, skipped 1, "
+        "hidden 2",
+        "documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, skipped 1, "
+        "hidden 2"]
 
 
 @pytest.mark.slow
