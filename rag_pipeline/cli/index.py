@@ -253,11 +253,13 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                                "launches")
                     since = started
                 else:
+                    tags = running.dagster_run.tags
+                    by = tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name") \
+                        or "another command"
                     click.echo(f"using the running Dagster daemon: documents run "
-                               f"{running.dagster_run.run_id[:8]} (launched by "
-                               f"{running.dagster_run.tags.get('dagster/sensor_name', 'another command')}) "
-                               "is queued or running; following it and the runs the "
-                               "index_automation sensor launches, instead of launching another")
+                               f"{running.dagster_run.run_id[:8]} (launched by {by}) is queued or "
+                               "running; following it and the runs the index_automation sensor "
+                               "launches, instead of launching another")
                     since = min(started, running.create_timestamp.timestamp() - 0.001)
                 reports = follow_runs(
                     instance, since, lambda: index_is_current(
