@@ -40,8 +40,11 @@ test: install system-packages
 test-fast: install
 	$(VENV)/bin/pytest -m "not slow"
 
+# The UI's port: `make dev DEV_PORT=3001` when 3000 is taken.
+DEV_PORT ?= 3000
+
 dev: install
-	$(VENV)/bin/python -m rag_pipeline.dagster_dev -w workspace.yaml
+	$(VENV)/bin/python -m rag_pipeline.dagster_dev -w workspace.yaml -p $(DEV_PORT)
 
 # The documentation site (mkdocs-material) into site/; `make test` builds it --strict too
 # (rag_pipeline_tests/test_docs.py).
