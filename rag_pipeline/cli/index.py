@@ -222,7 +222,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 index_is_current,
                 launch_run,
                 retry_failed,
-                run_in_progress,
+                run_reading,
             )
             from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
             from rag_pipeline.orchestration.pools import ensure_pool_limits
@@ -245,7 +245,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                 ensure_pool_limits(instance)
                 # The corpus_watch sensor may have launched a documents run for an edit just
                 # before this command took the lock: that run reads the corpus as it is now.
-                running = run_in_progress(instance, "documents_job") if not knobs else None
+                running = None if knobs else run_reading(instance, "documents_job",
+                                                          _corpus_now(defs))
                 if running is None:
                     run_id = launch_run("documents_job", env, run_config)
                     click.echo(f"using the running Dagster daemon: launched documents_job (run "
@@ -307,9 +308,22 @@ def _echo_reconciliation(warehouse, reports) -> None:
     from rag_pipeline.core.index.status import last_reconciliation
 
     reconciled = last_reconciliation(warehouse)
-    if reconciled is None or not any(r.job == "documents_job" for r in reports):
+    if reconciled is None or not any(r.job == "documents_job" and r.status == "SUCCESS"
+                                     for r in reports):
         return
     echo(f"documents: {reconciled[0].summary()}")
+
+
+def _corpus_now(defs) -> str:
+    """The corpus's watch token now, as ``corpus_watch`` takes it (``""`` when it cannot be
+    read: no run then matches it, and the command launches its own)."""
+    from rag_pipeline.core.ingest.sources import SourceError
+    from rag_pipeline.orchestration.corpus_watch import watch_token
+
+    try:
+        return watch_token(defs.resources["corpus"])
+    except SourceError:
+        return ""
 
 
 def _not_indexed_ids(warehouse) -> set[str]:

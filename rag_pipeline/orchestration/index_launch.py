@@ -104,13 +104,20 @@ def fail_dead_runs(instance: dg.DagsterInstance, echo: Callable[[str], None]) ->
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b")
 
 
-def run_in_progress(instance: dg.DagsterInstance, job: str) -> dg.RunRecord | None:
-    """The newest run of ``job`` queued or running, if any: with a daemon, one the
+def run_reading(instance: dg.DagsterInstance, job: str, fingerprint: str) -> dg.RunRecord | None:
+    """The newest run of ``job`` queued or running, if it was launched for the corpus as it is
+    now (its ``corpus_fingerprint`` tag is ``fingerprint``): with a daemon, one the
     ``corpus_watch`` sensor launched for an edit before ``rag-pipeline index`` took the
-    instance's lock, which the command then follows instead of launching a second."""
+    instance's lock, which the command then follows instead of launching a second. A run
+    launched for an earlier state of the corpus (a file edited since) is not: it may have read
+    the file before the edit."""
+    from rag_pipeline.orchestration.corpus_watch import FINGERPRINT_TAG
+
     records = instance.get_run_records(filters=dg.RunsFilter(
         job_name=job, statuses=sorted(ACTIVE - {dg.DagsterRunStatus.CANCELING}, key=str)), limit=1)
-    return records[0] if records else None
+    if records and records[0].dagster_run.tags.get(FINGERPRINT_TAG) == fingerprint:
+        return records[0]
+    return None
 
 
 def launch_error(output: str) -> str:
@@ -306,7 +313,8 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
                     cursors.pop(run.run_id, None)
         active = [r for r in records if r.dagster_run.status in ACTIVE]
         failed = [reports[r.dagster_run.run_id] for r in records
-                  if r.dagster_run.status == dg.DagsterRunStatus.FAILURE]
+                  if r.dagster_run.status in (dg.DagsterRunStatus.FAILURE,
+                                              dg.DagsterRunStatus.CANCELED)]
         queued = [r for r in records if r.dagster_run.status in WAITING]
         if queued and daemon_alive is not None and not daemon_alive():
             time.sleep(QUEUED_WITHOUT_DAEMON_SECONDS)  # a daemon that just dequeued it
@@ -318,7 +326,9 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
         if not active:
             if failed:
                 first = failed[0]
-                raise IndexRunFailed(f"{first.job} [{first.partition}] failed (run "
+                ended = "was canceled" if first.status == dg.DagsterRunStatus.CANCELED.value \
+                    else "failed"
+                raise IndexRunFailed(f"{first.job} [{first.partition}] {ended} (run "
                                      f"{first.run_id[:8]}): {first.error}")
             if is_current():
                 return list(reports.values())

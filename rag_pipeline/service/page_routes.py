@@ -15,6 +15,7 @@ import json
 import logging
 import mimetypes
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -58,6 +59,7 @@ with the rows held), so one holder posting in a loop must not keep the service b
 CHANGED_SINCE_CITED = ("This document has changed since the answer linking here quoted it: the "
                        "quoted words are no longer at that place, so nothing is marked. Ask the "
                        "question again to cite the document as it is now.")
+DIGEST = re.compile(r"[0-9a-f]{16}")
 INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
 """Originals a browser may show in the tab; any other (HTML above all: it would run as this
 site) is sent as a download, and every original carries a sandboxing CSP."""
@@ -278,11 +280,12 @@ def page_router(service: Any) -> APIRouter:
                               cache_dir=mirrors_dir(service.follower.warehouse.data_dir))
 
     def view_request(info: DocumentInfo, text: str, start: int = 0, end: int = 0,
-                     page: int | None = None, sheet: str | None = None) -> ViewRequest:
+                     page: int | None = None, sheet: str | None = None,
+                     digest: str = "") -> ViewRequest:
         """A view of ``info``; its original, when it is in an S3 prefix or a git repository, is
         read from there (:func:`sources`) up to the configured ``max_document_bytes``."""
         return ViewRequest(info, text, start, end, page, sheet, sources(),
-                           service.settings.max_document_bytes)
+                           service.settings.max_document_bytes, digest)
 
     recent = RecentAnswers()
     rate = FeedbackRate()
@@ -328,13 +331,20 @@ def page_router(service: Any) -> APIRouter:
             return found
         info, text = found
         end = (len(text) if "from" in request.query_params else start) if end is None else end
-        note = ""
-        if digest is not None and (end > len(text) or quote_digest(text[start:end]) != digest):
-            start = end = 0
-            note = CHANGED_SINCE_CITED
-        if not start <= end <= len(text):
+        digest = (digest or "").lower() if "from" in request.query_params else ""
+        if digest and not DIGEST.fullmatch(digest):
+            return _shown_error(request, 422, "digest must be 16 hexadecimal digits (an "
+                                              "answer's quote_digest)")
+        if start > end:
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
-        view = view_request(info, text, start, end, page, sheet)
+        note = ""
+        # A quote past the end, or other words at its place: the document changed since.
+        if digest and (end > len(text) or quote_digest(text[start:end]) != digest):
+            start, end, digest = 0, 0, ""
+            note = CHANGED_SINCE_CITED
+        if end > len(text):
+            return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
+        view = view_request(info, text, start, end, page, sheet, digest)
         try:
             return HTMLResponse(render_document(
                 view, path_url("/originals/", document_id),

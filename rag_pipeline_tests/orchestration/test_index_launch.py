@@ -107,28 +107,48 @@ def test_a_queued_run_with_no_live_daemon_is_an_error_within_seconds(tmp_path: P
                                  "Dagster daemon is running on this instance to start it")
 
 
-def test_the_documents_run_in_progress_is_the_newest_queued_or_running_one(tmp_path: Path):
+def test_the_documents_run_followed_is_one_in_progress_for_the_corpus_as_it_is(tmp_path: Path):
     """Found by a new user: with the daemon running, `index` right after an edit launched a
     second documents run beside the one corpus_watch had just launched, and `status` then said
-    the edit changed nothing (the second run's reconciliation)."""
-    from rag_pipeline.orchestration.index_launch import run_in_progress
+    the edit changed nothing (the second run's reconciliation). Found by an attack on that fix:
+    a run launched before a later edit was followed, and the later edit left out."""
+    from rag_pipeline.orchestration.corpus_watch import FINGERPRINT_TAG
+    from rag_pipeline.orchestration.index_launch import run_reading
 
     instance = dg.DagsterInstance.local_temp(tempdir=str(tmp_path))
-    assert run_in_progress(instance, "documents_job") is None
+    assert run_reading(instance, "documents_job", "now") is None
     for status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE,
                    dg.DagsterRunStatus.CANCELING):
-        instance.add_run(dg.DagsterRun(job_name="documents_job", status=status))
-    instance.add_run(dg.DagsterRun(job_name="chunks_job", status=dg.DagsterRunStatus.STARTED))
-    assert run_in_progress(instance, "documents_job") is None
-    queued = instance.add_run(dg.DagsterRun(job_name="documents_job",  # waiting for the daemon
-                                            status=dg.DagsterRunStatus.NOT_STARTED,
-                                            tags={"dagster/sensor_name": "corpus_watch"}))
-    found = run_in_progress(instance, "documents_job")
-    assert (found.dagster_run.run_id, found.dagster_run.tags["dagster/sensor_name"]) == (
-        queued.run_id, "corpus_watch")
-    started = instance.add_run(dg.DagsterRun(job_name="documents_job",
-                                             status=dg.DagsterRunStatus.STARTED))
-    assert run_in_progress(instance, "documents_job").dagster_run.run_id == started.run_id
+        instance.add_run(dg.DagsterRun(job_name="documents_job", status=status,
+                                       tags={FINGERPRINT_TAG: "now"}))
+    instance.add_run(dg.DagsterRun(job_name="chunks_job", status=dg.DagsterRunStatus.STARTED,
+                                   tags={FINGERPRINT_TAG: "now"}))
+    assert run_reading(instance, "documents_job", "now") is None
+    waiting = instance.add_run(dg.DagsterRun(  # waiting for the daemon
+        job_name="documents_job", status=dg.DagsterRunStatus.NOT_STARTED,
+        tags={"dagster/sensor_name": "corpus_watch", FINGERPRINT_TAG: "now"}))
+    assert run_reading(instance, "documents_job", "now").dagster_run.run_id == waiting.run_id
+    assert run_reading(instance, "documents_job", "after an edit") is None
+    untagged = instance.add_run(dg.DagsterRun(job_name="documents_job",
+                                              status=dg.DagsterRunStatus.STARTED))
+    assert untagged.run_id != waiting.run_id
+    assert run_reading(instance, "documents_job", "now") is None  # the newest is not for it
+
+
+def test_a_run_canceled_while_followed_ends_the_command_saying_so(tmp_path: Path):
+    """Found by an attack: a followed documents run terminated from the UI was reported as
+    `1 runs, all succeeded`, with the previous run's counts, and the edit not indexed."""
+    import time
+
+    from rag_pipeline.orchestration.index_launch import follow_runs
+
+    instance = dg.DagsterInstance.local_temp(tempdir=str(tmp_path))
+    started = time.time() - 1
+    run = instance.add_run(dg.DagsterRun(job_name="documents_job",
+                                         status=dg.DagsterRunStatus.CANCELED))
+    with pytest.raises(IndexRunFailed) as failed:
+        follow_runs(instance, started, lambda: True, lambda _: None)
+    assert str(failed.value).startswith(f"documents_job [-] was canceled (run {run.run_id[:8]}): ")
 
 
 def test_a_failed_launch_names_the_exception_line_not_the_traceback_markers():

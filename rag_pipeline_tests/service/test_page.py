@@ -238,6 +238,13 @@ def test_a_source_kept_over_the_cut_for_a_named_code_is_not_counted_under_it(bas
                         r"names \(generation ", page.inner_text("#summary"))
         assert page.locator("article.source p.kept").inner_text() == (
             "Kept over the cut: it holds build-07 as the question names it.")
+    # Found by an attack: a distance rounded up to the cut, with no code, was counted over it.
+    with chromium_page(tmp_path / "profile-rounded") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      lambda body: body["citations"][0].update(cosine_distance=0.6))
+        page.wait_for_selector("article.source", timeout=TIMEOUT_MS)
+        assert page.inner_text("#summary").startswith("1 source under cosine distance 0.6 (")
+        assert page.locator("article.source p.kept").count() == 0
 
 
 def test_an_answer_from_a_new_generation_refreshes_the_counts_and_failed_documents(

@@ -520,6 +520,36 @@ def test_a_link_made_before_its_document_changed_marks_nothing_and_says_so(clien
         assert ('<p class="note">This document has changed since the answer linking here quoted it: '
                 "the quoted words are no longer at that place, so nothing is marked. Ask the "
                 "question again to cite the document as it is now.") in page.text
+    # Found by an attack on the digest: each of these was said to be a changed document.
+    upper = client.get(link + source["quote_digest"].upper(), headers=html).text
+    assert _view(upper).count('<mark id="quote">') == 1 and "has changed since" not in upper
+    empty = client.get(link, headers=html).text
+    assert _view(empty).count('<mark id="quote">') == 1 and "has changed since" not in empty
+    alone = client.get(f"/documents/guide.md?digest={before}", headers=html).text
+    assert "<mark" not in _view(alone) and "has changed since" not in alone
+    backwards = client.get(f"/documents/guide.md?from={source['to']}&to={source['from']}"
+                           f"&digest={source['quote_digest']}")
+    assert (backwards.status_code, backwards.json()) == (
+        422, {"error": f"from/to must satisfy 0 <= from <= to <= {len(text)}"})
+    for odd in ("zz" * 8, source["quote_digest"] + "00", "é" * 16):
+        refused = client.get(link + odd)
+        assert (refused.status_code, refused.json()) == (422, {"error": (
+            "digest must be 16 hexadecimal digits (an answer's quote_digest)")})
+
+
+def test_the_links_to_a_pdfs_other_pages_carry_the_quotes_digest(client: TestClient,
+                                                                 built: ViewsIndex):
+    # Found by an attack: the previous / next page links dropped it, and the check with it.
+    text = built.canonical["report.pdf"]
+    start = text.index(COOLING_SENTENCE)
+    end = start + len(COOLING_SENTENCE)
+    digest = hashlib.sha256(COOLING_SENTENCE.encode()).hexdigest()[:16]
+    page = client.get(f"/documents/report.pdf?from={start}&to={end}&digest={digest}",
+                      headers={"Accept": "text/html"}).text
+    assert (f'href="/documents/report.pdf?from={start}&amp;to={end}&amp;digest={digest}&amp;page=1"'
+            in page)
+    assert (f'href="/documents/report.pdf?from={start}&amp;to={end}&amp;digest={digest}&amp;page=3"'
+            in page)
 
 
 def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestClient, QueryService],

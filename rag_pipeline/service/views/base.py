@@ -73,6 +73,15 @@ class ViewRequest:
     max_source_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     """The most bytes read of an original in an S3 prefix or a git repository: the
     configuration's ``[index] max_document_bytes``, the most a document indexed could have."""
+    digest: str = ""
+    """The quote's digest the link carried, checked: links to the document's other pages and
+    sheets carry it on (``""``: none)."""
+
+    @property
+    def quote_query(self) -> str:
+        """``from=…&to=…`` (and ``&digest=…``) of this quote, for a link to another place of
+        the document."""
+        return f"from={self.start}&to={self.end}" + (f"&digest={self.digest}" if self.digest else "")
 
     @cached_property
     def original(self) -> Original | None:

@@ -270,8 +270,7 @@ def sheet_view(request: ViewRequest) -> View:
             tds.append(f"<td{attributes}>{html.escape(value)}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
     # A tab keeps the citation: its own sheet's tab shows the cited cells marked again.
-    base = (path_url("/documents/", request.info.document_id)
-            + f"?from={request.start}&to={request.end}")
+    base = path_url("/documents/", request.info.document_id) + f"?{request.quote_query}"
     tabs = " ".join(_tab(n, None if n == sheet else f"{base}&sheet={quote(n, safe='')}",
                          n in shown.hidden) for n in names)
     last_row = grid.first_row + len(grid.rows) - 1
