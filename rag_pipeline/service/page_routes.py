@@ -15,7 +15,6 @@ import json
 import logging
 import mimetypes
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
-from rag_pipeline.core.answer.citations import quote_digest
+from rag_pipeline.core.answer.citations import QUOTE_DIGEST, quote_digest
 from rag_pipeline.core.answer.question import check_question
 from rag_pipeline.core.evaluation.feedback import (
     MAX_COMMENT_CHARS,
@@ -59,7 +58,6 @@ with the rows held), so one holder posting in a loop must not keep the service b
 CHANGED_SINCE_CITED = ("This document has changed since the answer linking here quoted it: the "
                        "quoted words are no longer at that place, so nothing is marked. Ask the "
                        "question again to cite the document as it is now.")
-DIGEST = re.compile(r"[0-9a-f]{16}")
 INLINE_ORIGINALS = {".pdf", ".txt", ".md", ".csv", ".vtt", ".srt", ".png", ".jpg", ".jpeg"}
 """Originals a browser may show in the tab; any other (HTML above all: it would run as this
 site) is sent as a download, and every original carries a sandboxing CSP."""
@@ -332,18 +330,16 @@ def page_router(service: Any) -> APIRouter:
         info, text = found
         end = (len(text) if "from" in request.query_params else start) if end is None else end
         digest = (digest or "").lower() if "from" in request.query_params else ""
-        if digest and not DIGEST.fullmatch(digest):
+        if digest and not QUOTE_DIGEST.fullmatch(digest):
             return _shown_error(request, 422, "digest must be 16 hexadecimal digits (an "
                                               "answer's quote_digest)")
-        if start > end:
+        # With a digest, a quote past the end is a document that changed since (it shrank).
+        if start > end or (end > len(text) and not digest):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         note = ""
-        # A quote past the end, or other words at its place: the document changed since.
         if digest and (end > len(text) or quote_digest(text[start:end]) != digest):
             start, end, digest = 0, 0, ""
             note = CHANGED_SINCE_CITED
-        if end > len(text):
-            return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         view = view_request(info, text, start, end, page, sheet, digest)
         try:
             return HTMLResponse(render_document(

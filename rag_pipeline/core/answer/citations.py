@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -41,6 +42,10 @@ class Citation:
     table_header: str = ""
     identifier: str = ""
     shown_quote: str = ""
+
+
+QUOTE_DIGEST = re.compile(r"[0-9a-f]{16}")
+"""What :func:`quote_digest` gives: 16 lower-case hexadecimal digits."""
 
 
 def quote_digest(quote: str) -> str:

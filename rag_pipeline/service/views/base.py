@@ -78,10 +78,11 @@ class ViewRequest:
     sheets carry it on (``""``: none)."""
 
     @property
-    def quote_query(self) -> str:
-        """``from=…&to=…`` (and ``&digest=…``) of this quote, for a link to another place of
-        the document."""
-        return f"from={self.start}&to={self.end}" + (f"&digest={self.digest}" if self.digest else "")
+    def quote_link(self) -> str:
+        """``/documents/{id}?from=…&to=…`` (and ``&digest=…``) of this quote: a link to another
+        page or sheet of the document adds its own parameter."""
+        return (path_url("/documents/", self.info.document_id) + f"?from={self.start}&to={self.end}"
+                + (f"&digest={self.digest}" if self.digest else ""))
 
     @cached_property
     def original(self) -> Original | None:

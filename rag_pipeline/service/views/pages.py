@@ -371,7 +371,7 @@ def page_navigation(request: ViewRequest, view: View) -> str:
         return ""
     pages = page_count(original, request.info.format)
     page = request.page or (page_of(request.info.anchors, request.start) if request.info.anchors else 1)
-    base = path_url("/documents/", request.info.document_id) + f"?{request.quote_query}"
+    base = request.quote_link
     links = []
     if page > 1:
         links.append(f'<a rel="prev" id="prev-page" href="{html.escape(base)}&amp;page={page - 1}">'

@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.rows import column_letters, column_number
 from rag_pipeline.core.runtime.recent import Recent
-from rag_pipeline.service.views.base import View, ViewError, ViewRequest, path_url
+from rag_pipeline.service.views.base import View, ViewError, ViewRequest
 from rag_pipeline.service.views.text import text_view
 
 MAX_ROWS = 200
@@ -270,7 +270,7 @@ def sheet_view(request: ViewRequest) -> View:
             tds.append(f"<td{attributes}>{html.escape(value)}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
     # A tab keeps the citation: its own sheet's tab shows the cited cells marked again.
-    base = path_url("/documents/", request.info.document_id) + f"?{request.quote_query}"
+    base = request.quote_link
     tabs = " ".join(_tab(n, None if n == sheet else f"{base}&sheet={quote(n, safe='')}",
                          n in shown.hidden) for n in names)
     last_row = grid.first_row + len(grid.rows) - 1
