@@ -6,6 +6,8 @@ import io
 
 from fpdf import FPDF
 
+from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, shift_rows
+
 
 class _Manual(FPDF):
     """Running head "Layout Test Manual" at the top of every page, the page number at the foot."""
@@ -144,10 +146,7 @@ def empty_pages_pdf(pages: int, side: float) -> bytes:
     return out
 
 
-TABLE_HEADERS = ("Site", "Lead", "Duration")
-
-
-def long_table_pdf(rows: int = 60, headers: tuple[str, ...] = TABLE_HEADERS,
+def long_table_pdf(rows: int = 60, headers: tuple[str, ...] = SHIFT_HEADERS,
                    col_widths: tuple[float, ...] | None = None) -> bytes:
     """A heading, a sentence, then a table of ``rows`` rows under ``headers`` (bold, fpdf2's
     default; ``col_widths`` in millimetres, default equal) that runs over onto page 2 (fpdf2
@@ -164,9 +163,9 @@ def long_table_pdf(rows: int = 60, headers: tuple[str, ...] = TABLE_HEADERS,
         header = table.row()
         for name in headers:
             header.cell(name)
-        for number in range(1, rows + 1):
+        for values in shift_rows(rows):
             row = table.row()
-            for value in (f"Delta flats {number}", "Tomas Ruiz", f"{number} hours"):
+            for value in values:
                 row.cell(value)
     pdf.multi_cell(0, 6, "After the table comes more text.", new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())

@@ -8,6 +8,7 @@ import pytest
 
 from rag_pipeline.core.ingest.extracted import ExtractionError, Section
 from rag_pipeline.core.ingest.formats.docx import DocxFormat, list_marker
+from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
 
 DOCX = DocxFormat()
 
@@ -179,9 +180,6 @@ def test_a_docx_with_damaged_xml_fails_with_the_reason():
         DOCX.extract(out.getvalue(), "cut")
 
 
-HEADERS = ["Site", "Lead", "Duration"]
-
-
 def long_table_docx(rows: int = 60) -> bytes:
     import docx
 
@@ -189,30 +187,22 @@ def long_table_docx(rows: int = 60) -> bytes:
     document.add_heading("Shifts", level=1)
     document.add_paragraph("Who works where.")
     table = document.add_table(rows=rows + 1, cols=3)
-    for c, name in enumerate(HEADERS):
+    for c, name in enumerate(SHIFT_HEADERS):
         table.cell(0, c).text = name
-    for r in range(1, rows + 1):
-        for c, value in enumerate((f"Delta flats {r}", "Tomas Ruiz", f"{r} hours")):
+    for r, row in enumerate(shift_rows(rows), start=1):
+        for c, value in enumerate(row):
             table.cell(r, c).text = value
     return saved(document)
 
 
 def test_a_long_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
     extracted = DOCX.extract(long_table_docx(), "shifts")
     (table,) = extracted.tables
     canonical = extracted.canonical_text
     assert canonical[table.start:table.header_end] == table.header == "Site | Lead | Duration"
     assert len(table.rows) == 60
     assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
-    chunks = chunk_document("shifts.docx", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
-    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+    chunked_under_header("shifts.docx", extracted)
 
 
 def test_a_cell_merged_across_columns_does_not_shift_the_next():

@@ -11,6 +11,7 @@ import pytest
 
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
 from rag_pipeline.core.ingest.formats.epub import EpubFormat
+from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
 
 EPUB = EpubFormat()
 
@@ -98,10 +99,8 @@ def test_a_chapter_is_titled_by_its_heading_before_its_title_element():
 
 
 def test_a_chapter_table_is_declared_where_it_lands_in_the_book_and_keeps_its_header():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
-    rows = "".join(f"<tr><td>Delta flats {r}</td><td>Tomas Ruiz</td><td>{r} hours</td></tr>"
-                   for r in range(1, 61))
+    rows = "".join(f"<tr><td>{site}</td><td>{lead}</td><td>{hours}</td></tr>"
+                   for site, lead, hours in shift_rows())
     shifts = (f"<html xmlns=\"http://www.w3.org/1999/xhtml\"><body><h1>Work</h1><table><tr>"
               f"<th>Site</th><th>Lead</th><th>Duration</th></tr>{rows}</table></body></html>")
     extracted = EPUB.extract(book({"OEBPS/text/ch1.xhtml": CH1,
@@ -113,14 +112,7 @@ def test_a_chapter_table_is_declared_where_it_lands_in_the_book_and_keeps_its_he
     assert canonical[table.start:table.header_end] == "Site\tLead\tDuration"
     assert len(table.rows) == 60
     assert canonical[table.rows[59]:table.end] == "Delta flats 60\tTomas Ruiz\t60 hours"
-    chunks = chunk_document("notes.epub", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r}\t" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())
-    assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
-               for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1
+    chunked_under_header("notes.epub", extracted, cell_end="\t")
 
 
 def test_a_span_cites_its_chapter_and_the_characters_within_it():

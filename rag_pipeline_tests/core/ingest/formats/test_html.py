@@ -8,6 +8,7 @@ import pytest
 
 from rag_pipeline.core.ingest import ExtractionError, Section, TableSpan, format_named
 from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
 
 
 def text_of(body: str) -> str:
@@ -213,23 +214,13 @@ def test_a_title_row_over_a_table_and_a_list_of_entries_under_a_header_are_table
 
 
 def test_a_long_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
-    rows = "".join(f"<tr><td>Delta flats {r}</td><td>Tomas Ruiz</td><td>{r} hours</td></tr>"
-                   for r in range(1, 61))
+    rows = "".join(f"<tr><td>{site}</td><td>{lead}</td><td>{hours}</td></tr>"
+                   for site, lead, hours in shift_rows())
     extracted = extract_html(f"<h1>Shifts</h1><p>Who works where.</p><table><tr><th>Site</th>"
                              f"<th>Lead</th><th>Duration</th></tr>{rows}</table>".encode(), "s")
     (table,) = extracted.tables
     assert len(table.rows) == 60 and table.header == "Site\tLead\tDuration"
-    canonical = extracted.canonical_text
-    chunks = chunk_document("s.html", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r}\t" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())
-    assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
-               for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1
+    chunked_under_header("s.html", extracted, cell_end="\t")
 
 
 @pytest.mark.parametrize(("cells", "reason"), [

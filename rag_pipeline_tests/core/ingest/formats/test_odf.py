@@ -25,6 +25,7 @@ from rag_pipeline.core.ingest.extracted import (
     left_out,
 )
 from rag_pipeline.core.ingest.formats.odf import OdpFormat, OdsFormat, OdtFormat
+from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
 
 ODT, ODP, ODS = OdtFormat(), OdpFormat(), OdsFormat()
 
@@ -147,33 +148,18 @@ def test_an_odt_cell_spanning_rows_leaves_an_empty_place_below_it():
     assert extracted.tables == (TableSpan(0, 45, "Site | Lead | Hours", 19, (20, 36)),)
 
 
-HEADERS = ["Site", "Lead", "Duration"]
-
-
-def long_rows(count: int = 60) -> list[list[str]]:
-    return [HEADERS, *([f"Delta flats {r}", "Tomas Ruiz", f"{r} hours"] for r in range(1, count + 1))]
-
-
 def test_a_long_odt_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
     document = OpenDocumentText()
     document.text.addElement(text.H(outlinelevel=1, text="Shifts"))
     document.text.addElement(text.P(text="Who works where."))
-    document.text.addElement(odf_grid(long_rows()))
+    document.text.addElement(odf_grid([SHIFT_HEADERS, *shift_rows()]))
     extracted = ODT.extract(saved(document), "shifts")
     (span,) = extracted.tables
     canonical = extracted.canonical_text
     assert canonical[span.start:span.header_end] == span.header == "Site | Lead | Duration"
     assert len(span.rows) == 60
     assert canonical[span.rows[59]:span.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
-    chunks = chunk_document("shifts.odt", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
-    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+    chunked_under_header("shifts.odt", extracted)
 
 
 def test_an_odt_table_with_blank_rows_leaves_them_out_of_its_rows():

@@ -12,6 +12,7 @@ from rag_pipeline.core.ingest.formats.pdf import PdfFormat, page_of
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.pdf_ocr import OcrSettings, tesseract_version
 from rag_pipeline.core.ingest.records import DocumentRecord
+from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header
 from rag_pipeline_tests.core.ingest.pdf_fixtures import manual_pdf, plain_pdf, scanned_pdf
 
 # What manual_pdf() reads as: running heads, page numbers and the contents page gone,
@@ -209,8 +210,7 @@ def test_pages_under_the_confidence_floor_are_flagged():
 
 
 def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-    from rag_pipeline_tests.core.ingest.pdf_fixtures import TABLE_HEADERS, long_table_pdf
+    from rag_pipeline_tests.core.ingest.pdf_fixtures import long_table_pdf
 
     extracted = PdfFormat().extract(long_table_pdf(), "shifts")
     canonical = extracted.canonical_text
@@ -222,12 +222,7 @@ def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers()
     # The header fpdf2 repeats on page 2 opens the first row there; no row is lost or added.
     assert canonical[table.rows[continued]:].startswith(
         f"Site | Lead | Duration\nDelta flats {continued + 1} | Tomas Ruiz")
-    chunks = chunk_document("shifts.pdf", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())
-    assert all(all(h in found[0].text for h in TABLE_HEADERS) for found in holding.values())
+    chunks = chunked_under_header("shifts.pdf", extracted)
     assert not any("Site | Lead | Duration\nSite | Lead | Duration" in c.text for c in chunks)
 
 

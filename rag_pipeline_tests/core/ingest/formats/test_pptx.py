@@ -11,6 +11,7 @@ import pytest
 
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
 from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES, PptxFormat
+from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
 
 PPTX = PptxFormat()
 
@@ -83,9 +84,6 @@ def test_slides_become_sections_with_slide_anchors():
     assert text[93:112] == "Site | Lead | Hours" and text[142:162] == "North ridge | Ana Li"
 
 
-HEADERS = ["Site", "Lead", "Duration"]
-
-
 def long_table_deck(rows: int = 60) -> bytes:
     from pptx import Presentation
     from pptx.util import Inches
@@ -95,30 +93,22 @@ def long_table_deck(rows: int = 60) -> bytes:
     slide.shapes.title.text = "Shifts"
     table = slide.shapes.add_table(rows + 1, 3, Inches(0.5), Inches(1.5), Inches(9),
                                    Inches(5)).table
-    for c, name in enumerate(HEADERS):
+    for c, name in enumerate(SHIFT_HEADERS):
         table.cell(0, c).text = name
-    for r in range(1, rows + 1):
-        for c, value in enumerate((f"Delta flats {r}", "Tomas Ruiz", f"{r} hours")):
+    for r, row in enumerate(shift_rows(rows), start=1):
+        for c, value in enumerate(row):
             table.cell(r, c).text = value
     return saved(presentation)
 
 
 def test_a_long_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
     extracted = PPTX.extract(long_table_deck(), "shifts")
     (table,) = extracted.tables
     canonical = extracted.canonical_text
     assert canonical[table.start:table.header_end] == table.header == "Site | Lead | Duration"
     assert len(table.rows) == 60
     assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
-    chunks = chunk_document("shifts.pptx", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
-    assert all(all(h in found[0].text for h in HEADERS) for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+    chunked_under_header("shifts.pptx", extracted)
 
 
 def test_a_merged_cell_does_not_shift_the_next_and_blank_rows_are_left_out():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_pipeline.core.ingest.extracted import Section, TableSpan
 from rag_pipeline.core.ingest.formats.rst import RstFormat
+from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
 
 RST = RstFormat()
 
@@ -128,10 +129,7 @@ def test_spanning_cells_do_not_shift_columns_and_a_table_without_header_has_none
 
 
 def test_a_long_list_table_keeps_its_header_in_every_chunk():
-    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document, offset_errors
-
-    rows = "".join(f"   * - Delta flats {r}\n     - Tomas Ruiz\n     - {r} hours\n"
-                   for r in range(1, 61))
+    rows = "".join(f"   * - {site}\n     - {lead}\n     - {hours}\n" for site, lead, hours in shift_rows())
     source = (f"Shifts\n======\n\nWho works where.\n\n.. list-table::\n   :header-rows: 1\n\n"
               f"   * - Site\n     - Lead\n     - Duration\n{rows}").encode()
     extracted = RST.extract(source, "shifts")
@@ -139,14 +137,7 @@ def test_a_long_list_table_keeps_its_header_in_every_chunk():
     canonical = extracted.canonical_text
     assert table.header == "Site | Lead | Duration" and len(table.rows) == 60
     assert canonical[table.rows[59]:table.end] == "Delta flats 60 | Tomas Ruiz | 60 hours"
-    chunks = chunk_document("shifts.rst", extracted.title, canonical, ChunkingStrategy.HEADER,
-                            sections=extracted.sections, tables=extracted.tables)
-    assert offset_errors(canonical, chunks) == []
-    holding = {r: [c for c in chunks if f"Delta flats {r} |" in c.content] for r in range(1, 61)}
-    assert all(len(found) == 1 for found in holding.values())  # rows are never cut
-    assert all(all(h in found[0].text for h in ("Site", "Lead", "Duration"))
-               for found in holding.values())
-    assert len({found[0].chunk_id for found in holding.values()}) > 1  # the table was split
+    chunked_under_header("shifts.rst", extracted)
 
 
 def test_a_file_without_titles_is_one_section_titled_by_the_stem():
