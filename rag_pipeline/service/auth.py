@@ -5,8 +5,10 @@ needs one of:
 
 - ``Authorization: Bearer TOKEN`` (a token of ``rag-pipeline tokens add``);
 - the ``rag_session`` cookie that ``POST /session`` with ``{"token": "..."}`` sets (HttpOnly,
-  SameSite=Strict, Path=/, Secure when the page came over HTTPS, a session cookie holding a
-  random session id, never the token);
+  SameSite=Strict, Path=/, a session cookie holding a random session id, never the token);
+  when the page came over HTTPS it is ``__Host-rag_session``, Secure, and a session opened so
+  is accepted from that cookie alone (a sibling host can set a plain ``rag_session`` for this
+  one, never a ``__Host-`` cookie: a session of its own choosing is never put on a reader);
   ``DELETE /session`` ends it. A revoked token ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the
@@ -42,10 +44,13 @@ from rag_pipeline.service.tokens import TokenError, TokenStore
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ANONYMOUS_PATHS", "EVERYONE", "SESSION_COOKIE", "AccessState", "AuthError", "Principal",
-           "RequireAuth", "install_access", "principal"]
+__all__ = ["ANONYMOUS_PATHS", "EVERYONE", "SECURE_SESSION_COOKIE", "SESSION_COOKIE", "AccessState",
+           "AuthError", "Principal", "RequireAuth", "install_access", "principal"]
 
 SESSION_COOKIE = "rag_session"
+SECURE_SESSION_COOKIE = f"__Host-{SESSION_COOKIE}"
+"""The session cookie over HTTPS: the browser takes it only Secure, from the host itself, for
+the path ``/``, with no ``Domain`` (so no other host under the same domain can set it)."""
 GROUPS_HEADER = "X-Forwarded-Groups"
 USER_HEADER = "X-Forwarded-User"
 """The header a trusted proxy names its user in (oauth2-proxy's): the principal is then
@@ -116,7 +121,8 @@ class AccessState:
         self.user_header = user_header.lower().encode("latin-1")
         self.user_header_name = user_header
         self.poll_seconds = poll_seconds
-        self._sessions: OrderedDict[str, str] = OrderedDict()
+        self._sessions: OrderedDict[str, tuple[str, bool]] = OrderedDict()
+        """Session id -> (its token's id, whether it was opened over HTTPS)."""
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self._stop = threading.Event()
@@ -207,14 +213,17 @@ class AccessState:
 
     # -- principals ------------------------------------------------------------------------------
 
-    def open_session(self, token: str, client: str | None = None) -> tuple[str, Principal]:
-        """A new session id for a valid token sent from ``client``, and its principal."""
+    def open_session(self, token: str, client: str | None = None,
+                     secure: bool = False) -> tuple[str, Principal]:
+        """A new session id for a valid token sent from ``client``, and its principal; a
+        ``secure`` session (opened over HTTPS) is accepted from :data:`SECURE_SESSION_COOKIE`
+        alone, any other from :data:`SESSION_COOKIE` alone."""
         record = self._verify(token, client)
         session = secrets.token_urlsafe(32)
         with self._lock:
-            self._sessions[session] = record.id
+            self._sessions[session] = (record.id, secure)
             # One token's sign-ins end its own oldest sessions, never other people's.
-            own = [s for s, token_id in self._sessions.items() if token_id == record.id]
+            own = [s for s, (token_id, _) in self._sessions.items() if token_id == record.id]
             for oldest in own[:max(0, len(own) - MAX_SESSIONS_PER_TOKEN)]:
                 del self._sessions[oldest]
             while len(self._sessions) > MAX_SESSIONS:
@@ -265,11 +274,14 @@ class AccessState:
                 raise AuthError("the Authorization header must be `Bearer TOKEN`")
             record = self._verify(token.strip(), client)
             return Principal(record.name, frozenset(record.groups), "token")
-        session = _cookie(headers.get(b"cookie"), SESSION_COOKIE)
+        session, secure = _session_cookie(headers.get(b"cookie"))
         if session is not None:
             with self._lock:
-                token_id = self._sessions.get(session)
+                token_id, opened_secure = self._sessions.get(session, (None, secure))
             record = self.store.record(token_id) if token_id is not None else None
+            if opened_secure != secure:
+                raise AuthError("the session cookie is not the one this service set: give the "
+                                "token again")
             if record is None or record.expired():
                 self.close_session(session)
                 raise AuthError("the session has ended (its token was revoked or expired, or the "
@@ -297,16 +309,22 @@ def _proxied_name(user: bytes | None) -> str:
     return f"proxy:{name}"
 
 
-def _cookie(raw: bytes | None, name: str) -> str | None:
+def _session_cookie(raw: bytes | None) -> tuple[str | None, bool]:
+    """The session id a ``Cookie`` header carries and whether it came in
+    :data:`SECURE_SESSION_COOKIE` (which wins over a plain :data:`SESSION_COOKIE` beside it);
+    ``(None, False)`` without one, or when the header is malformed."""
     if raw is None:
-        return None
+        return None, False
     jar = SimpleCookie()
     try:
         jar.load(raw.decode("latin-1"))
     except Exception:  # noqa: BLE001 - a malformed cookie header is no session
-        return None
-    morsel = jar.get(name)
-    return morsel.value if morsel is not None and morsel.value else None
+        return None, False
+    for name, secure in ((SECURE_SESSION_COOKIE, True), (SESSION_COOKIE, False)):
+        morsel = jar.get(name)
+        if morsel is not None and morsel.value:
+            return morsel.value, secure
+    return None, False
 
 
 def _unauthorized(message: str) -> JSONResponse:
@@ -409,22 +427,24 @@ def _session_router(access: AccessState) -> APIRouter:
     def open_session(body: SessionRequest, request: Request) -> JSONResponse:
         if not access.enabled:
             return JSONResponse({"name": EVERYONE.name, "groups": None})
+        secure = _over_tls(request)
         try:
-            session, who = access.open_session(body.token,
-                                               request.client.host if request.client else None)
+            session, who = access.open_session(
+                body.token, request.client.host if request.client else None, secure)
         except AuthError as exc:
             return _unauthorized(str(exc))
         response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})
-        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/",
-                            secure=_over_tls(request))
+        response.set_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, session,
+                            httponly=True, samesite="strict", path="/", secure=secure)
         return response
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
-        access.close_session(request.cookies.get(SESSION_COOKIE))
+        access.close_session(_session_cookie(request.headers.get("cookie", "").encode("latin-1"))[0])
+        secure = _over_tls(request)
         response = JSONResponse({"signed_out": True})
-        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict",
-                               secure=_over_tls(request))
+        response.delete_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, path="/",
+                               httponly=True, samesite="strict", secure=secure)
         return response
 
     return router
@@ -433,7 +453,8 @@ def _session_router(access: AccessState) -> APIRouter:
 def _over_tls(request: Request) -> bool:
     """Whether the browser reached the service over HTTPS: ``serve`` speaks plain HTTP, so
     behind a TLS proxy only the page's ``Origin`` says so. The session cookie is then
-    ``Secure``, never sent over plain HTTP (marking it so can only withhold it)."""
+    :data:`SECURE_SESSION_COOKIE`, never sent over plain HTTP (marking it so can only withhold
+    it)."""
     origin = request.headers.get("origin", "").lower()
     return request.url.scheme == "https" or origin.startswith("https://")
 

@@ -18,7 +18,7 @@ from rag_pipeline.core.config.access import AccessPolicy, AccessRule
 from rag_pipeline.core.evaluation.report import report_path
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.app import create_app
-from rag_pipeline.service.auth import SESSION_COOKIE, AccessState
+from rag_pipeline.service.auth import SECURE_SESSION_COOKIE, SESSION_COOKIE, AccessState
 from rag_pipeline.service.query_service import ServeSettings
 from rag_pipeline.service.run import access_line, running_service
 from rag_pipeline.service.tokens import TokenStore
@@ -290,8 +290,33 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     # client speaks plain HTTP, so it no longer sends it).
     tls = client.post("/session", json={"token": setup.tokens["eng"]},
                       headers={"Origin": "https://rag.example.org"})
-    assert "; secure" in tls.headers["set-cookie"].lower()
+    secure_cookie = tls.headers["set-cookie"]
+    assert secure_cookie.startswith(f"{SECURE_SESSION_COOKIE}=") and "; secure" in secure_cookie.lower()
     assert client.get("/status").status_code == 401
+    secure_id = secure_cookie.split(";", 1)[0].split("=", 1)[1]
+    assert client.get("/status", cookies={SECURE_SESSION_COOKIE: secure_id}).status_code == 200
+
+
+def test_a_session_is_accepted_only_from_the_cookie_it_was_opened_with(setup: Setup):
+    """A host beside this one under the same domain can set a plain ``rag_session`` cookie for
+    it (cookie tossing), never a ``__Host-`` one: a session opened over HTTPS, presented in the
+    plain cookie, is refused, so no one can sign a reader in to a session of their own."""
+    plain_client = TestClient(setup.client.app, client=(STRANGER, 4002))
+    opened = plain_client.post("/session", json={"token": setup.tokens["hr"]},
+                               headers={"Origin": "https://rag.example.org"})
+    attackers = opened.cookies[SECURE_SESSION_COOKIE]
+    victim = TestClient(setup.client.app, client=(STRANGER, 4003))
+    tossed = victim.get("/status", cookies={SESSION_COOKIE: attackers})
+    assert (tossed.status_code, tossed.json()) == (401, {
+        "error": "the session cookie is not the one this service set: give the token again"})
+    # A session opened over plain HTTP is not taken from the secure cookie either, and the
+    # secure cookie wins over a plain one beside it.
+    plain = plain_client.post("/session", json={"token": setup.tokens["eng"]}).cookies[SESSION_COOKIE]
+    assert victim.get("/status", cookies={SECURE_SESSION_COOKIE: plain}).status_code == 401
+    both = victim.get("/status", cookies={SECURE_SESSION_COOKIE: attackers, SESSION_COOKIE: plain})
+    assert both.json()["access"] == {"groups": ["hr"], "via": "session"}
+    assert victim.get("/status", cookies={SESSION_COOKIE: plain}).json()["access"] == {
+        "groups": ["eng"], "via": "session"}
 
 
 def test_revocation_and_a_rule_change_take_effect_on_the_next_poll(setup: Setup):
