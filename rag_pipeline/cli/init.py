@@ -22,9 +22,6 @@ def init(ctx: click.Context, folder: Path | str, output: Path | None, force: boo
     profile) next to it, so the project's own rag_pipeline.toml stays as it is. FOLDER may be a
     source URI instead (s3://bucket/prefix, git+file:///repo[@ref], git+https://...), with
     --output naming the file (the data folder defaults to NAME.rag-data beside NAME.rag_pipeline.toml)."""
-    from rag_pipeline.core.config.init_file import folder_config_text
-    from rag_pipeline.core.config.parse import parse_config
-
     if isinstance(folder, str):
         if output is None:
             fail(f"{folder} is a source URI: --output FILE says where to write its configuration")
@@ -34,12 +31,7 @@ def init(ctx: click.Context, folder: Path | str, output: Path | None, force: boo
         data_dir = (given or output.with_name(stem + ".rag-data")).absolute()
         if output.exists() and not force:
             fail(f"{output} exists: edit it, or pass --force to write it again")
-        text = folder_config_text(folder, data_dir, output, read_config())
-        parse_config(text, output.parent, output)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        echo(f"wrote {output}: corpus {folder}, data folder {data_dir}, profile production")
-        echo(f"next: rag-pipeline --config {output} index")
+        _write(folder, data_dir, output)
         return
     folder = folder.resolve()
     output = (output or folder.with_name(folder.name + ".rag_pipeline.toml")).absolute()
@@ -50,10 +42,18 @@ def init(ctx: click.Context, folder: Path | str, output: Path | None, force: boo
     if output.resolve().is_relative_to(folder) or data_dir.resolve().is_relative_to(folder):
         fail(f"the configuration and the data folder must be outside {folder} (its files are "
               "indexed)")
-    text = folder_config_text(folder, data_dir, output, read_config())
+    _write(folder, data_dir, output)
+
+
+def _write(corpus: Path | str, data_dir: Path, output: Path) -> None:
+    """Writes the configuration of ``corpus`` (checked by parsing it first) to ``output``."""
+    from rag_pipeline.core.config.init_file import folder_config_text
+    from rag_pipeline.core.config.parse import parse_config
+
+    text = folder_config_text(corpus, data_dir, output, read_config())
     parse_config(text, output.parent, output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    echo(f"wrote {output}: corpus {folder}, data folder {data_dir}, profile production")
+    echo(f"wrote {output}: corpus {corpus}, data folder {data_dir}, profile production")
     echo(f"next: rag-pipeline --config {output} index")
 
