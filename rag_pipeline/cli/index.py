@@ -276,6 +276,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     reports = run_index_locally(runs, lambda: index_plan(
                         warehouse, chunkers, models, evaluate(), build.rules), run_config,
                         build.models)
+            read_before = _read_before(instance, reports)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings
                 from rag_pipeline.orchestration.index_timings import index_timings
@@ -285,7 +286,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
-    _echo_reconciliation(warehouse, reports)
+    _echo_reconciliation(warehouse, reports, read_before)
     for entry in inventory(specs, warehouse):
         if not entry.declared:
             echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
@@ -302,16 +303,37 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         _echo_evaluation(build, invocation)
 
 
-def _echo_reconciliation(warehouse, reports) -> None:
+def _documents_run(reports) -> str | None:
+    """The id of the documents run among ``reports`` that succeeded (None: none did)."""
+    return next((r.run_id for r in reports if r.job == "documents_job" and r.status == "SUCCESS"),
+                None)
+
+
+def _read_before(instance, reports):
+    """The sensor's or schedule's documents run that had already read the corpus as this
+    command's documents run found it (:func:`~rag_pipeline.orchestration.corpus_watch.
+    earlier_reading`), or None."""
+    from rag_pipeline.orchestration.corpus_watch import earlier_reading
+
+    run_id = _documents_run(reports)
+    return earlier_reading(instance, run_id) if run_id is not None else None
+
+
+def _echo_reconciliation(warehouse, reports, read_before=None) -> None:
     """What this command's documents run found in the corpus, on one line (its counts; the
-    ids are in ``status`` and the ``reconciliation`` table)."""
+    ids are in ``status`` and the ``reconciliation`` table), and the run that had already
+    indexed the corpus as it is when this one found nothing changed (``read_before``)."""
     from rag_pipeline.core.index.status import last_reconciliation
+    from rag_pipeline.core.ingest.reconcile import counts_summary
 
     reconciled = last_reconciliation(warehouse)
-    if reconciled is None or not any(r.job == "documents_job" and r.status == "SUCCESS"
-                                     for r in reports):
+    if reconciled is None or _documents_run(reports) is None:
         return
     echo(f"documents: {reconciled[0].summary()}")
+    if read_before is not None:
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(read_before.ended_at))
+        echo(f"  ({read_before.launched_by}'s documents run {read_before.run_id[:8]} had read the "
+             f"corpus as it is now, at {at}: {counts_summary(read_before.counts)})")
 
 
 def _corpus_now(defs) -> str:

@@ -22,6 +22,7 @@ to change again (no run every tick). The interval is ``RAG_PIPELINE_WATCH_INTERV
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -72,6 +73,46 @@ def recorded_fingerprint(instance: dg.DagsterInstance) -> str | None:
         return None
     value = event.asset_materialization.metadata.get(CORPUS_FINGERPRINT)
     return UNRECORDED if value is None else str(getattr(value, "value", value))
+
+
+@dataclass(frozen=True)
+class EarlierReading:
+    """A documents run a sensor or a schedule launched, which read the corpus in the state a
+    later run found unchanged."""
+
+    run_id: str
+    launched_by: str
+    ended_at: float
+    counts: dict[str, int]
+
+
+def earlier_reading(instance: dg.DagsterInstance, run_id: str) -> EarlierReading | None:
+    """When run ``run_id`` made the latest ``documents`` materialisation and it changed
+    nothing: the materialisation before it, if a sensor's or a schedule's run made it, that
+    run changed the documents, and it took the same fingerprint (the corpus did not change
+    between the two). An edit the daemon's ``corpus_watch`` indexed before a ``rag-pipeline
+    index`` started is then named, not reported as ``changed 0``."""
+    records = instance.fetch_materializations(dg.AssetKey(DOCUMENTS), limit=2).records
+    if len(records) < 2 or records[0].run_id != run_id:
+        return None
+    ours, before = (record.asset_materialization.metadata for record in records)
+    if _value(ours, "changed") or not _value(before, "changed") \
+            or _value(before, CORPUS_FINGERPRINT) != _value(ours, CORPUS_FINGERPRINT):
+        return None
+    run = instance.get_run_by_id(records[1].run_id)
+    tags = run.tags if run is not None else {}
+    launched_by = tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name")
+    if not launched_by:
+        return None
+    prefix = "reconciliation."
+    return EarlierReading(records[1].run_id, launched_by, records[1].timestamp,
+                          {key.removeprefix(prefix): int(_value(before, key))
+                           for key in before if key.startswith(prefix)})
+
+
+def _value(metadata: dict, key: str) -> object:
+    value = metadata.get(key)
+    return getattr(value, "value", value)
 
 
 def build_corpus_watch(documents_job: str, active_statuses: list[dg.DagsterRunStatus],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -369,6 +370,26 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
         "hidden 2",
         "documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, skipped 1, "
         "hidden 2"]
+    # Found by a new user: an edit the daemon's corpus_watch had indexed before `index` began
+    # was reported as `changed 0`; the command now names the run that read it. The watch's
+    # run is executed here as the daemon's sensor would launch it (the same job and tag).
+    (project.corpus / "notes.txt").write_text("Release notes, edited.\n", encoding="utf-8")
+    watch = subprocess.run([str(PROJECT_ROOT / ".venv" / "bin" / "dagster"), "job", "execute", "-m",
+                            "rag_pipeline.definitions", "-a", "defs", "-j", "documents_job",
+                            "--tags", '{"dagster/sensor_name": "corpus_watch"}'],
+                           cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
+                           timeout=600)
+    assert watch.returncode == 0, watch.stdout[-3000:] + watch.stderr[-3000:]
+    index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                           capture_output=True, text=True, timeout=1200)
+    assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
+    lines = index.stdout.splitlines()
+    at = lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, "
+                     "skipped 1, hidden 2")
+    assert re.fullmatch(
+        r"  \(corpus_watch's documents run [0-9a-f]{8} had read the corpus as it is now, at "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, unchanged 3, "
+        r"failed 2, skipped 1, hidden 2\)", lines[at + 1]), lines[at + 1]
 
 
 @pytest.mark.slow

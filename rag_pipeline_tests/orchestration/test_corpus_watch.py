@@ -18,7 +18,9 @@ from rag_pipeline.orchestration.corpus_watch import (
     CORPUS_WATCH,
     FINGERPRINT_TAG,
     UNRECORDED,
+    EarlierReading,
     corpus_fingerprint,
+    earlier_reading,
     recorded_fingerprint,
 )
 from rag_pipeline.project_paths import INDEX_LOCK
@@ -123,3 +125,29 @@ def test_a_documents_run_that_recorded_no_fingerprint_is_run_once_more(watched):
     request = _tick(defs, instance)
     assert isinstance(request, dg.RunRequest)
     assert request.tags == {FINGERPRINT_TAG: corpus_fingerprint(corpus)}
+
+
+def test_a_documents_run_that_finds_nothing_names_the_watchs_run_that_read_the_edit(watched):
+    """Found by a new user: with the daemon running, an edit the watch's documents run had
+    indexed before `rag-pipeline index` started was reported by the command as `changed 0`."""
+    defs, instance, corpus = watched
+    job = defs.resolve_job_def(DOCUMENTS_JOB)
+    first = job.execute_in_process(instance=instance)
+    (corpus / "notes.txt").write_text("Release notes.\n\nVersion 3 removed the YAML exporter.\n",
+                                      encoding="utf-8")
+    watch = job.execute_in_process(instance=instance, tags={
+        "dagster/sensor_name": CORPUS_WATCH, FINGERPRINT_TAG: corpus_fingerprint(corpus)})
+    # The watch's own run, and the first run before any edit, are named by nobody.
+    assert earlier_reading(instance, watch.run_id) is None
+    command = job.execute_in_process(instance=instance)
+    found = earlier_reading(instance, command.run_id)
+    assert found == EarlierReading(watch.run_id, CORPUS_WATCH, found.ended_at, {
+        "added": 0, "changed": 1, "renamed": 0, "deleted": 0, "unchanged": len(TINY_DOCS) - 1,
+        "failed": 0, "skipped": 0, "hidden": 0})
+    assert earlier_reading(instance, first.run_id) is None  # not the latest materialisation
+    # A run after another run that found nothing, or after an edit since, names nobody.
+    assert earlier_reading(instance, job.execute_in_process(instance=instance).run_id) is None
+    (corpus / "notes.txt").write_text("Release notes, again.\n", encoding="utf-8")
+    job.execute_in_process(instance=instance, tags={"dagster/sensor_name": CORPUS_WATCH})
+    (corpus / "extra.md").write_text("# Extra\n\nOne more file.\n", encoding="utf-8")
+    assert earlier_reading(instance, job.execute_in_process(instance=instance).run_id) is None

@@ -12,7 +12,7 @@ table (``reconciliation``, one row per document and hidden name), the run's meta
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -80,7 +80,13 @@ class Reconciliation:
     def summary(self) -> str:
         """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0, skipped 1,
         hidden 1``."""
-        return ", ".join(f"{name} {count}" for name, count in self.counts().items())
+        return counts_summary(self.counts())
+
+
+def counts_summary(counts: Mapping[str, int]) -> str:
+    """Documents per change as :meth:`Reconciliation.summary` writes them, in the order of
+    :class:`Change` (a change ``counts`` lacks is 0)."""
+    return ", ".join(f"{change.value} {counts.get(change.value, 0)}" for change in Change)
 
 
 def deleted_rows(previous: Iterable[DocumentRecord], listed: set[str],
