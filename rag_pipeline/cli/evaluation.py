@@ -27,14 +27,17 @@ from rag_pipeline.core.text.arguments import listed
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
     from rag_pipeline.core.evaluation.beir import BeirReport
-    from rag_pipeline.core.evaluation.evaluate import EvalReport
+    from rag_pipeline.core.evaluation.evaluate import EvalReport, PairedRow
 
 
 @click.command(name="eval")
 @click.option("--gold", "gold_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="Gold JSONL (default: the bundled Python reference set).")
+              default=None, help="Gold JSONL (default: gold.jsonl of the evaluation folder, "
+                                 "RAG_PIPELINE_EVAL_DIR, else the bundled Python reference set).")
 @click.option("--ood", "ood_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="Out-of-domain JSONL (default: the bundled set).")
+              default=None, help="Out-of-domain JSONL (default: ood.jsonl beside the gold file; "
+                                 "without one the refusal gate is measured on the in-domain "
+                                 "questions alone).")
 @click.option("--chunker", "chunkers", multiple=True,
               help="Chunker partition(s) to evaluate (default: every built one).")
 @click.option("--model", "model_key", default=None, help="Model partition key.")
@@ -74,7 +77,9 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
     data_dir = invocation.data_dir
     eval_dir = eval_folder()
-    gold, ood = gold_path or eval_dir / "gold.jsonl", ood_path or eval_dir / "ood.jsonl"
+    gold = gold_path or eval_dir / "gold.jsonl"
+    # Another corpus's questions never score this gold set's gate: the default is its neighbour.
+    ood = ood_path or gold.parent / "ood.jsonl"
     config = read_config()
     declared_models(config)  # a configuration error is reported before a bad --chunker
     try:
@@ -109,22 +114,34 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     except (IndexNotBuiltError, UnknownPartitionError, GoldFormatError) as exc:
         fail(str(exc))
     if report.skipped:
+        skipped = invocation.commands_in(report.skipped)
         if gold_path is not None:
-            fail(report.skipped)
+            fail(skipped)
         if as_json:
             import json
 
-            echo(json.dumps({"skipped": report.skipped}))
+            echo(json.dumps({"skipped": skipped}))
         else:
-            echo(report.skipped)
+            echo(skipped)
         return
     if (note := no_ood_note(ood)) is not None:
         echo(f"note: {note}", err=True)
+    if versus_key is None:
+        _print_eval(report, spec, as_json)
+        return
+    other = declared_model(versus_key, config)
+    second, rows = _compare_models(invocation, spec, report, other, gold, ood, chunkers)
+    if as_json:
+        import json
+
+        from rag_pipeline.core.evaluation.tables import paired_json, report_json
+
+        echo(json.dumps({**report_json(report), "versus": {
+            "model": other.key, "report": report_json(second), "paired": paired_json(rows)}},
+            indent=2))
+        return
     _print_eval(report, spec, as_json)
-    if versus_key is not None:
-        _compare_models(invocation, spec, report, declared_model(versus_key, config),
-                        gold, ood,
-                        chunkers)
+    _print_comparison(spec, report, other, second, rows)
 
 
 
@@ -283,14 +300,15 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     echo(f"\neval wall time: {report.timings['total']:.1f} s")
 
 
-def _compare_models(invocation: Invocation, spec, report, other, gold_path: Path,
-                    ood_path: Path, chunkers: tuple[str, ...]) -> None:
-    """Evaluates the second model on the same chunkers and prints the paired comparison."""
+def _compare_models(invocation: Invocation, spec: ModelSpec, report: EvalReport,
+                    other: ModelSpec, gold_path: Path, ood_path: Path,
+                    chunkers: tuple[str, ...]) -> tuple[EvalReport, list[PairedRow]]:
+    """Evaluates the second model on the same chunkers; returns its report and the paired
+    comparison of the two (per chunker x retriever, query style and k)."""
     from rag_pipeline.core.embedding.export import ModelNotExportedError
     from rag_pipeline.core.embedding.models import ModelMismatchError
     from rag_pipeline.core.evaluation.model_comparison import compare_models
     from rag_pipeline.core.evaluation.run import run_eval
-    from rag_pipeline.core.evaluation.tables import paired_rows_markdown, summary_markdown
     from rag_pipeline.core.index.store import UnknownPartitionError
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
@@ -301,13 +319,20 @@ def _compare_models(invocation: Invocation, spec, report, other, gold_path: Path
     except (ModelMismatchError, ModelNotExportedError, IndexNotBuiltError,
             UnknownPartitionError) as exc:
         fail(str(exc))
+    return second, compare_models(report, second, spec.key, other.key)
+
+
+def _print_comparison(spec: ModelSpec, report: EvalReport, other: ModelSpec,
+                      second: EvalReport, rows: list[PairedRow]) -> None:
+    """The second model's summary, both recommended cuts and the paired comparison, as text."""
+    from rag_pipeline.core.evaluation.tables import paired_rows_markdown, summary_markdown
+
     echo(f"\n--- {other.key} on the same chunkers ---\n" + summary_markdown(second))
     if second.sweep:
         echo(f"recommended cut for {other.key}: {second.recommended_cut} "
-                   f"({second.cut_rule}); for {spec.key}: {report.recommended_cut}")
-    rows = compare_models(report, second, spec.key, other.key)
+             f"({second.cut_rule}); for {spec.key}: {report.recommended_cut}")
     echo(f"\npaired, {spec.key} (a) vs {other.key} (b), same queries:\n"
-         + paired_rows_markdown(rows, styles=False))
+         + paired_rows_markdown(rows))
     significant = [r for r in rows if r.p < 0.05]
     echo(f"significant differences (p < 0.05): {len(significant)} of {len(rows)}")
 

@@ -198,6 +198,12 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     warehouse = build.warehouse
     not_indexed_before = _not_indexed_ids(warehouse)
 
+    def eval_sets() -> dict[str, str]:
+        """The gold and out-of-domain files as they are now (an edit makes the evaluation due)."""
+        from rag_pipeline.core.config.gold_file import eval_set_inputs
+
+        return eval_set_inputs(build.gold_path, build.ood_path)
+
     @functools.cache
     def evaluate() -> bool:
         """Whether the evaluation is waited for (asked once the documents are written)."""
@@ -264,7 +270,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     since = min(started, running.create_timestamp.timestamp() - 0.001)
                 reports = follow_runs(
                     instance, since, lambda: index_is_current(
-                        warehouse, chunkers, models, evaluate=evaluate(), rules=build.rules),
+                        warehouse, chunkers, models, evaluate=evaluate(), rules=build.rules,
+                        eval_sets=eval_sets()),
                     click.echo, progress, log, daemon_alive=lambda: bool(daemon_pids(home)),
                     checkpoint=latch.checkpoint)
             else:
@@ -274,8 +281,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     runs = LocalRuns(instance, defs, worker, click.echo, progress, log,
                                      latch.checkpoint)
                     reports = run_index_locally(runs, lambda: index_plan(
-                        warehouse, chunkers, models, evaluate(), build.rules), run_config,
-                        build.models)
+                        warehouse, chunkers, models, evaluate(), build.rules, eval_sets()),
+                        run_config, build.models)
             read_before = _read_before(instance, reports)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from rag_pipeline.core.config.gold_file import eval_set_inputs
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 from rag_pipeline.core.index.plan import Stage, Step, index_plan
@@ -245,13 +246,16 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                            retry: RetryPolicy = DEFAULT_RETRY,
                            clock: Callable[[], float] = time.time,
                            gold_path: Path | None = None,
+                           ood_path: Path | None = None,
                            rules: Callable[[], str | None] = lambda: None,
                            commands: Callable[[str], str] = lambda message: message,
                            ) -> dg.SensorDefinition:
     """``index_automation`` over the declared chunkers and models, launching ``jobs`` and
     retrying failed partitions by ``retry``; ``clock`` is the time in seconds since the epoch
     (the runs' end times are compared with it). While the gold set at ``gold_path`` is not this
-    corpus's, no evaluation run is requested (None: the gold set is not consulted). ``rules``
+    corpus's, no evaluation run is requested (None: the gold set is not consulted), and an
+    evaluation that scored another gold file or out-of-domain file (``ood_path``) than the ones
+    there now is requested again. ``rules``
     gives, at each tick, the digest of the ``[access]`` rules in force (None: none declared),
     so a rule edit re-labels without a reload of the code location. ``commands`` gives the
     commands a reason suggests the options of the configuration the sensor was built from
@@ -273,7 +277,8 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
         if warehouse.version(DOCUMENTS) is None:
             return dg.SkipReason("no documents run yet: `rag-pipeline index`, the corpus_watch "
                                  "sensor or materialising `documents` builds the index")
-        plan = index_plan(warehouse, chunkers, model_keys, rules=rules())
+        plan = index_plan(warehouse, chunkers, model_keys, rules=rules(), eval_sets=None
+                          if gold_path is None else eval_set_inputs(gold_path, ood_path))
         unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
         unscored = None if unscored is None else commands(unscored)
         if unscored is not None:

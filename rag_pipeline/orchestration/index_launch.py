@@ -217,14 +217,15 @@ def retry_failed(instance: dg.DagsterInstance, defs: dg.Definitions, env: Mappin
 
 
 def index_is_current(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
-                     evaluate: bool = True, rules: str | None = None) -> bool:
+                     evaluate: bool = True, rules: str | None = None,
+                     eval_sets: Mapping[str, str] | None = None) -> bool:
     """The documents are written and nothing is due (:func:`rag_pipeline.core.index.plan.index_plan`):
     every chunker x model serves the latest version of each of its generation's tables, none
     built from an input that has moved on nor labelled by other ``[access]`` rules than
     ``rules`` (their digest; None: none declared), and each model's evaluation scored those
-    generations."""
+    generations (and the gold and out-of-domain files of ``eval_sets``)."""
     return warehouse.version(DOCUMENTS) is not None and not index_plan(
-        warehouse, chunkers, models, evaluate, rules)
+        warehouse, chunkers, models, evaluate, rules, eval_sets)
 
 
 @dataclass

@@ -201,8 +201,27 @@ def test_eval_versus_scores_both_models_from_the_bucket(declared: Bucket, tmp_pa
          "ticket": "upgrade does nothing with an old lock"}]) + "\n")
     code, output = _cli(declared, "eval", "--gold", str(gold), "--versus", declared.second.spec.key)
     assert code == 0, output
-    assert output.splitlines()[0] == (f"4 in-domain queries, 60 out-of-domain, 0 gold-set errors, "
+    # Found by a new user: without --ood, another corpus's 60 out-of-domain questions (the
+    # bundled set) scored the gate of this gold set; the default is ood.jsonl beside it.
+    assert output.splitlines()[0] == (
+        f"note: no out-of-domain questions ({tmp_path / 'ood.jsonl'} does not exist): the "
+        "refusal gate is measured on the in-domain questions alone (one JSON line per question "
+        'that the documents do not answer there: {"id": "o1", "query": "...", "kind": "near" or '
+        '"off"})')
+    assert output.splitlines()[1] == (f"4 in-domain queries, 0 out-of-domain, 0 gold-set errors, "
                                       f"model {declared.first.spec.key}")
     assert f"\n--- {declared.second.spec.key} on the same chunkers ---\n" in output
     assert (f"paired, {declared.first.spec.key} (a) vs {declared.second.spec.key} (b), same "
             "queries:") in output
+    # Found by a new user: --json with --versus printed JSON, then the comparison as Markdown.
+    result = CliRunner().invoke(main, ["--data-dir", str(declared.data_dir), "--warehouse",
+                                       declared.location, "eval", "--gold", str(gold), "--versus",
+                                       declared.second.spec.key, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    versus = report["versus"]
+    assert (report["queries"], versus["model"], versus["report"]["queries"]) == (
+        4, declared.second.spec.key, 4)
+    a, b = (f"{key} header hybrid" for key in (declared.first.spec.key, declared.second.spec.key))
+    assert [(p["style"], p["k"]) for p in versus["paired"] if (p["a"], p["b"]) == (a, b)] == [
+        (style, k) for style in ("all", "question", "ticket") for k in (4, 8, 20)]

@@ -1,7 +1,9 @@
 """The gold-set and out-of-domain files, read into typed values with one-line errors.
 
 Gold JSONL: ``{"id", "needle", "question", "ticket"}``, optionally ``"groups": [...]``: the
-groups the line is for (``eval --groups`` scores a line for those groups only). A first line
+groups the line is for (``eval --groups`` scores a line for those groups only), and
+``"document"``: the id of the document its needle is in (``gold draft`` writes it; the needle
+is then checked to be there). A first line
 ``{"corpus": NAME, "documents": [ids]}`` records the corpus the set was written for: the
 documents its needles come from. Out-of-domain JSONL: ``{"id", "query", "kind": "near" | "off"}``.
 
@@ -13,12 +15,13 @@ scored (needle validation, the queries, the corpus check) is
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from rag_pipeline.core.text.arguments import listed, repeated
-from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields
+from rag_pipeline.core.text.arguments import listed
+from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields, not_text
 
 
 class OodKind(StrEnum):
@@ -33,6 +36,8 @@ class GoldLine:
     question: str
     ticket: str
     groups: tuple[str, ...] = ()
+    document: str | None = None
+    """The document the needle is in, when the line names it."""
 
 
 @dataclass(frozen=True)
@@ -62,21 +67,25 @@ class GoldFormatError(ValueError):
 
 
 def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None = None,
-                ) -> list[dict]:
-    """The rows of a JSONL file; with ``header``, a first row holding ``corpus`` and no ``id``
-    is appended to it instead of returned."""
+                optional: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
+    """The rows of a JSONL file with their line numbers, each with its ``required`` fields (and
+    any of its ``optional`` ones) non-empty strings and a unique ``id``; with ``header``, a
+    first row holding ``corpus`` and no ``id`` is appended to it instead of returned."""
     rows = []
+    first_line: dict[str, int] = {}
     for number, row in jsonl_objects(path, GoldFormatError):
         if header is not None and not rows and not header and "corpus" in row and "id" not in row:
             header.append(row)
             continue
-        missing = missing_fields(row, required)
+        if (wrong := not_text(row, (*required, *optional))) is not None:
+            raise GoldFormatError(f"{path}:{number}: `{wrong[0]}` must be a string, not {wrong[1]}")
+        missing = missing_fields(row, (*required, *(o for o in optional if o in row)))
         if missing:
             raise GoldFormatError(f"{path}:{number}: missing or empty {listed(missing)}")
-        rows.append(row)
-    ids = [r["id"] for r in rows]
-    if len(set(ids)) != len(ids):
-        raise GoldFormatError(f"{path}: duplicate ids {listed(repeated(ids))}")
+        if (first := first_line.setdefault(row["id"], number)) != number:
+            raise GoldFormatError(f"{path}:{number}: id {row['id']!r} is already the id of line "
+                                  f"{first}")
+        rows.append((number, row))
     return rows
 
 
@@ -87,7 +96,8 @@ def load_gold_set(path: Path) -> GoldSet:
         GoldFormatError: a line or the corpus line is not in the documented format.
     """
     header: list[dict] = []
-    rows = _read_jsonl(path, ("id", "needle", "question", "ticket"), header)
+    rows = [row for _, row in _read_jsonl(path, ("id", "needle", "question", "ticket"), header,
+                                          ("document",))]
     corpus = None
     if header:
         name, documents = header[0].get("corpus"), header[0].get("documents")
@@ -102,12 +112,31 @@ def load_gold_set(path: Path) -> GoldSet:
             raise GoldFormatError(f"{path}: line {row['id']!r}: `groups` must be a list of group "
                                   f"names, got {groups!r}")
     return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"],
-                                                tuple(r.get("groups", ())))
+                                                tuple(r.get("groups", ())), r.get("document"))
                                        for r in rows))
 
 
 def load_gold(path: Path) -> list[GoldLine]:
     return list(load_gold_set(path).lines)
+
+
+GOLD_SET_INPUT = "gold set"
+OOD_SET_INPUT = "out-of-domain set"
+EVAL_SET_INPUTS = (GOLD_SET_INPUT, OOD_SET_INPUT)
+"""The inputs an evaluation records beside the generations it scored (names no chunker has)."""
+
+
+def eval_set_inputs(gold_path: Path, ood_path: Path | None) -> dict[str, str]:
+    """The gold and out-of-domain files as an evaluation's inputs: the first 16 hex digits of
+    each file's sha256 (``none`` for a file that is not there, or not given). A changed file is
+    a changed input: the evaluation is due again."""
+    def digest(path: Path | None) -> str:
+        try:
+            return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "none"
+        except FileNotFoundError:
+            return "none"
+
+    return {GOLD_SET_INPUT: digest(gold_path), OOD_SET_INPUT: digest(ood_path)}
 
 
 def no_ood_note(path: Path) -> str | None:
@@ -128,7 +157,8 @@ def load_ood_if_any(path: Path) -> list[OodLine]:
 
 def load_ood(path: Path) -> list[OodLine]:
     rows = _read_jsonl(path, ("id", "query", "kind"))
-    bad = [r["id"] for r in rows if r["kind"] not in {k.value for k in OodKind}]
-    if bad:
-        raise GoldFormatError(f"{path}: kind must be 'near' or 'off' for {listed(bad)}")
-    return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for r in rows]
+    for number, row in rows:
+        if row["kind"] not in {k.value for k in OodKind}:
+            raise GoldFormatError(f"{path}:{number}: kind must be 'near' or 'off', not "
+                                  f"{row['kind']!r}")
+    return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for _, r in rows]

@@ -116,7 +116,8 @@ def write_gold(path: Path, gold: GoldSet, lines: Sequence[GoldLine],
     name = gold.corpus.name if gold.corpus is not None else "corpus"
     rows = [json.dumps({"corpus": name, "documents": sorted(documents)})]
     rows += [json.dumps({"id": g.id, "needle": g.needle, "question": g.question,
-                         "ticket": g.ticket}) for g in lines]
+                         "ticket": g.ticket, **({"document": g.document} if g.document else {})})
+             for g in lines]
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 

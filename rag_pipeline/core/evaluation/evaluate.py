@@ -129,6 +129,9 @@ class EvalReport:
     timings: dict[str, float] = field(default_factory=dict)
     generations: dict[str, str] = field(default_factory=dict)
     """The published generation evaluated, per chunker."""
+    sets: dict[str, str] = field(default_factory=dict)
+    """The gold and out-of-domain files scored (:func:`~rag_pipeline.core.config.gold_file.
+    eval_set_inputs`)."""
     gate_cv: list[GateCvRow] = field(default_factory=list)
     budget_cut: float | None = None
     """The refusal-budget rule's cut on the top distance, chosen over every query: what the

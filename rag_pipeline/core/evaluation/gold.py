@@ -86,8 +86,9 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
         raise NoGoldSetError(
             f"no gold set for this corpus: {gold.path} was written for corpus "
             f"{gold.corpus.name!r}, and {len(missing)} of its {len(gold.corpus.documents)} "
-            f"documents (first: {missing[0]!r}) are not in the index; nothing to score. Write "
-            "one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+            f"documents (first: {missing[0]!r}) are not in the index; nothing to score. If the "
+            "set is this corpus's, correct those ids in its first line (or index the documents); "
+            "else write one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
 
 
 def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
@@ -198,6 +199,11 @@ def draft_jsonl(name: str, needles: Iterable[DraftNeedle]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _holder(needle: str, collapsed: Mapping[str, str]) -> str:
+    """The document whose collapsed text holds ``needle``."""
+    return next(doc_id for doc_id, text in collapsed.items() if needle in text)
+
+
 NOT_FOUND = ("needle not found in the corpus; needles match the extracted text, as the chunks' "
              "`content` holds it (a CSV or sheet row reads `column: value | column: value`)")
 
@@ -205,22 +211,33 @@ NOT_FOUND = ("needle not found in the corpus; needles match the extracted text, 
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
-    in the corpus (white space collapsed, front matter left out: it is in no chunk) and
-    outside heading lines."""
+    in the corpus (white space collapsed, front matter left out: it is in no chunk), outside
+    heading lines, in the line's ``document`` when it names one, and in no earlier line (a
+    passage scored twice would count twice in every figure)."""
     bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
     collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
     body_only = {doc_id: collapse(without_headings(text)) for doc_id, text in bodies.items()}
     queries, errors = [], []
+    first_with: dict[str, str] = {}
     for line in lines:
         needle = collapse(line.needle)
         found = sum(text.count(needle) for text in collapsed.values())
         in_body = sum(text.count(needle) for text in body_only.values())
-        if found == 0:
+        if (first := first_with.setdefault(needle, line.id)) != line.id:
+            errors.append(GoldError(line.id, f"the same needle as line {first!r}: a passage is "
+                                             "scored once"))
+        elif line.document is not None and line.document not in collapsed:
+            errors.append(GoldError(line.id, f"its document {line.document!r} is not among the "
+                                             "indexed documents"))
+        elif found == 0:
             errors.append(GoldError(line.id, NOT_FOUND))
         elif found > 1:
             errors.append(GoldError(line.id, f"needle found {found} times in the corpus, not once"))
         elif in_body == 0:
             errors.append(GoldError(line.id, "needle is a heading"))
+        elif line.document is not None and needle not in collapsed[line.document]:
+            errors.append(GoldError(line.id, f"needle is not in its document {line.document!r} "
+                                             f"(it is in {_holder(needle, collapsed)!r})"))
         else:
             queries += [GoldQuery(f"{line.id}/{style.value}", line.id, style,
                                   line.question if style is QueryStyle.QUESTION else line.ticket,

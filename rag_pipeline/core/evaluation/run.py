@@ -7,7 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag_pipeline.core.config.access import AccessPolicy
-from rag_pipeline.core.config.gold_file import GoldLine, load_gold_set, load_ood_if_any
+from rag_pipeline.core.config.gold_file import (
+    GoldLine,
+    eval_set_inputs,
+    load_gold_set,
+    load_ood_if_any,
+)
 from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
@@ -72,6 +77,7 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
                                     columns=["document_id", "canonical_text", "status", "format"])
     rows = [row for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
     generations = {c: index.generation for c, index in indexes.items()}
+    sets = eval_set_inputs(gold_path, ood_path)
     gold = load_gold_set(gold_path)
     try:
         check_corpus(gold, [row["document_id"] for row in rows])
@@ -96,4 +102,4 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
         if candidates:
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences, groups)
-    return replace(report, generations=generations)
+    return replace(report, generations=generations, sets=sets)

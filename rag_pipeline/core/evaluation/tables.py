@@ -106,15 +106,18 @@ def p_value(p: float) -> str:
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def paired_rows_markdown(rows: Sequence[PairedRow], *, styles: bool = True) -> str:
+def paired_rows_markdown(rows: Sequence[PairedRow]) -> str:
     """One row per comparison: wins are the queries only ``a`` finds within ``k``, losses the
-    ones only ``b`` finds, and the exact sign test's p (:func:`p_value`); ``styles=False``
-    leaves out the style column (rows over every query)."""
-    style = ["style"] if styles else []
+    ones only ``b`` finds, and the exact sign test's p (:func:`p_value`)."""
     return markdown_table(
-        ["a", "b", *style, "k", "wins (a only)", "losses (b only)", "sign test p"],
-        [[r.a, r.b, *([r.style] if styles else []), r.k, r.wins, r.losses, p_value(r.p)]
-         for r in rows])
+        ["a", "b", "style", "k", "wins (a only)", "losses (b only)", "sign test p"],
+        [[r.a, r.b, r.style, r.k, r.wins, r.losses, p_value(r.p)] for r in rows])
+
+
+def paired_json(rows: Sequence[PairedRow]) -> list[dict]:
+    """The rows of :func:`paired_rows_markdown` as ``--json`` prints them."""
+    return [{"a": r.a, "b": r.b, "style": r.style, "k": r.k, "wins": r.wins,
+             "losses": r.losses, "p": r.p} for r in rows]
 
 
 def paired_markdown(report: EvalReport) -> str:
@@ -149,8 +152,7 @@ def report_json(report: EvalReport) -> dict:
             **{f"recall@{k}": r.recall[k] for k in RECALL_KS}, "mrr": r.mrr,
             "destroyed": r.destroyed,
             "ci95": {f"recall@{k}": list(r.ci95[k]) for k in RECALL_KS}} for r in report.summary],
-        "paired": [{"a": r.a, "b": r.b, "style": r.style, "k": r.k, "wins": r.wins,
-                    "losses": r.losses, "p": r.p} for r in report.paired],
+        "paired": paired_json(report.paired),
         "sweep": [{"cut": r.cut, "in_correct": r.in_correct, "in_wrong": r.in_wrong,
                    "in_refused": r.in_refused, "ood_bluffs": r.ood_bluffs,
                    "ood_bluffs_near": r.ood_bluffs_near, "ood_bluffs_off": r.ood_bluffs_off}
@@ -172,15 +174,16 @@ def report_json(report: EvalReport) -> dict:
 def write_report_tables(warehouse: Warehouse, report: EvalReport,
                         model_key: str) -> dict[str, tuple[TableVersion, pa.Table]]:
     """Writes every table of ``report`` into ``model_key``'s partition, each recording the
-    generations it scored, and refreshes the DuckDB snapshot; returns each table's version and
-    rows."""
+    generations and the gold and out-of-domain files it scored, and refreshes the DuckDB
+    snapshot; returns each table's version and rows."""
     from rag_pipeline.core.index.query_db import publish_query_db
 
     tables = {"eval_ranks": ranks_table(report), "eval_summary": summary_table(report),
               "eval_paired": paired_table(report), "eval_sweep": sweep_table(report),
               "eval_gold_errors": gold_errors_table(report), "eval_gate_cv": gate_cv_table(report)}
     written = {name: (warehouse.write(name, tables[name], {"model": model_key},
-                                      inputs=report.generations), tables[name])
+                                      inputs={**report.generations, **report.sets}),
+                tables[name])
                for name in EVAL_TABLES}
     publish_query_db(warehouse)
     return written

@@ -6,7 +6,8 @@ checks and the publication of the generation) and ``eval`` (per model, once ever
 of the model is current). A stage's partition is due when a table of
 :data:`rag_pipeline.core.index.GENERATION_TABLES` it writes is missing or was built from an
 input file that has moved on, or, for ``embeddings``, when the served generation is not the
-latest tables; ``eval`` is due when the model's last evaluation scored other generations.
+latest tables; ``eval`` is due when the model's last evaluation scored other generations, or
+other gold and out-of-domain files than the ones there now.
 
 Each step names the input files it builds from; its ``key`` is their digest, so the same stale
 state is one step however often it is planned (the sensor's run key, with the attempt: a failed
@@ -17,10 +18,11 @@ with documents written is what "the index is current" means.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from rag_pipeline.core.config.gold_file import EVAL_SET_INPUTS
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.tables import (
     GENERATION_TABLES,
@@ -94,13 +96,16 @@ def _served_is_latest(warehouse: Warehouse, chunker: str, model: str, rules: str
 
 
 def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],
-               evaluate: bool = True, rules: str | None = None) -> tuple[Step, ...]:
+               evaluate: bool = True, rules: str | None = None,
+               eval_sets: Mapping[str, str] | None = None) -> tuple[Step, ...]:
     """The steps that bring every ``chunker x model`` generation (and, with ``evaluate``, every
     model's evaluation) up to the latest documents and the ``[access]`` rules whose digest is
     ``rules`` (None: none declared; a rule edit makes each chunker's ``access`` table stale, a
     chunks step); empty when nothing is due or no documents are written yet. A stage waits for
     the stages it reads: no embeddings step for a chunker whose chunks are due, no eval step for
-    a model with a generation due."""
+    a model with a generation due. ``eval_sets`` are the gold and out-of-domain files'
+    inputs (:func:`~rag_pipeline.core.config.gold_file.eval_set_inputs`): an evaluation that
+    scored other files is due (None: the files are not compared)."""
     if warehouse.version(DOCUMENTS) is None or not models:
         return ()
     steps: list[Step] = []
@@ -128,7 +133,11 @@ def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[s
                 generation = current_generation(warehouse, chunker, model)
                 if generation is not None:
                     served[chunker] = generation.id
+            wanted = {**served, **(eval_sets or {})}
             summary = warehouse.version(EVAL_SUMMARY, {"model": model})
-            if len(served) == len(chunkers) and (summary is None or summary.inputs != served):
-                steps.append(Step(Stage.EVAL, None, model, tuple(sorted(served.items()))))
+            scored = None if summary is None else {
+                name: value for name, value in summary.inputs.items()
+                if eval_sets is not None or name not in EVAL_SET_INPUTS}
+            if len(served) == len(chunkers) and scored != wanted:
+                steps.append(Step(Stage.EVAL, None, model, tuple(sorted(wanted.items()))))
     return tuple(steps)

@@ -12,7 +12,7 @@ from typing import Any
 def jsonl_objects(path: Path, error: type[Exception], expected: str | None = None,
                   ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSONL file with their line numbers (from 1); blank lines are
-    passed over.
+    passed over, and a byte-order mark before the first line (an editor's "UTF-8 with BOM").
 
     Args:
         path: The file.
@@ -26,7 +26,8 @@ def jsonl_objects(path: Path, error: type[Exception], expected: str | None = Non
     Raises:
         error: A line is not JSON or not a JSON object.
     """
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(),
+                                  start=1):
         if not line.strip():
             continue
         try:
@@ -37,6 +38,20 @@ def jsonl_objects(path: Path, error: type[Exception], expected: str | None = Non
             raise error(f"{path}:{number}: "
                         f"{expected or f'a line must be a JSON object, not {type(row).__name__}'}")
         yield number, row
+
+
+JSON_TYPES = {bool: "true or false", int: "a number", float: "a number", str: "a string",
+              list: "a list", dict: "an object", type(None): "null"}
+"""What a JSON value is called in a message, by the Python type ``json`` reads it as."""
+
+
+def not_text(row: dict[str, Any], fields: Sequence[str]) -> tuple[str, str] | None:
+    """The first of ``fields`` that ``row`` holds as anything but a JSON string, and what it
+    holds instead (``("id", "a number")``); None when each is a string or absent."""
+    for name in fields:
+        if name in row and not isinstance(row[name], str):
+            return name, JSON_TYPES.get(type(row[name]), type(row[name]).__name__)
+    return None
 
 
 def missing_fields(row: dict[str, Any], required: Sequence[str]) -> list[str]:

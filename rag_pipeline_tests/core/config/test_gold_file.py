@@ -61,20 +61,40 @@ def test_missing_field(tmp_path: Path):
     assert str(raised.value) == f"{path}:2: missing or empty ticket"
 
 
-def test_empty_and_non_string_fields_count_as_missing(tmp_path: Path):
-    row = json.dumps({"id": 7, "needle": "   ", "question": "q?", "ticket": "t"})
+def test_empty_fields_count_as_missing_and_a_field_of_another_type_is_named(tmp_path: Path):
+    row = json.dumps({"id": "q1", "needle": "   ", "question": "q?", "ticket": ""})
     path = write_lines(tmp_path / "gold.jsonl", [row])
     with pytest.raises(GoldFormatError) as raised:
         load_gold(path)
-    assert str(raised.value) == f"{path}:1: missing or empty id, needle"
+    assert str(raised.value) == f"{path}:1: missing or empty needle, ticket"
+    # Found by a new user: `"id": 17` was reported as a missing id.
+    for value, shown in ((17, "a number"), (None, "null"), (["d1"], "a list")):
+        write_lines(path, [json.dumps({"id": value, "needle": "n", "question": "q?", "ticket": "t"})])
+        with pytest.raises(GoldFormatError) as raised:
+            load_gold(path)
+        assert str(raised.value) == f"{path}:1: `id` must be a string, not {shown}"
+    write_lines(path, [json.dumps({"id": "q1", "needle": "n", "question": "q?", "ticket": "t",
+                                   "document": 3})])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:1: `document` must be a string, not a number"
 
 
-def test_duplicate_ids(tmp_path: Path):
+def test_a_byte_order_mark_and_a_document_are_read(tmp_path: Path):
+    """Found by a new user: a file saved as "UTF-8 with BOM" was refused with Python's advice
+    to decode it with utf-8-sig."""
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        {"id": "q1", "needle": "n", "question": "q?", "ticket": "t", "document": "a.md"}).encode())
+    assert load_gold(path) == [GoldLine("q1", "n", "q?", "t", (), "a.md")]
+
+
+def test_a_duplicate_id_names_its_line_and_the_first(tmp_path: Path):
     path = write_lines(tmp_path / "gold.jsonl", [gold_row("q2"), gold_row("q1"), gold_row("q2"),
                                                  gold_row("q3"), gold_row("q1")])
     with pytest.raises(GoldFormatError) as raised:
         load_gold(path)
-    assert str(raised.value) == f"{path}: duplicate ids q1, q2"
+    assert str(raised.value) == f"{path}:3: id 'q2' is already the id of line 1"
 
 
 def test_load_ood_and_a_bad_kind(tmp_path: Path):
@@ -89,7 +109,7 @@ def test_load_ood_and_a_bad_kind(tmp_path: Path):
         json.dumps({"id": "o3", "query": "q", "kind": "OFF"})])
     with pytest.raises(GoldFormatError) as raised:
         load_ood(bad)
-    assert str(raised.value) == f"{bad}: kind must be 'near' or 'off' for o2, o3"
+    assert str(raised.value) == f"{bad}:2: kind must be 'near' or 'off', not 'far'"
 
 
 def test_ood_missing_kind(tmp_path: Path):

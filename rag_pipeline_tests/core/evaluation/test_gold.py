@@ -93,6 +93,27 @@ def test_planted_needles_each_trip_their_check():
     assert queries[2].needle == "A request is retried three times before it fails."
 
 
+def test_a_repeated_needle_and_a_wrong_document_are_errors_of_their_lines():
+    """Found by a new user: a line copied under a new id was scored twice (narrowing every
+    interval), and a line's `document` naming no indexed document was never read."""
+    needle = "The cache is flushed every ten minutes."
+    lines = [GoldLine("q1", needle, "when is the cache flushed?", "stale cache"),
+             GoldLine("copy", needle, "when is the cache flushed?", "stale cache"),
+             GoldLine("q2", "Settings live in one file.", "where?", "no settings", (), "b.md"),
+             GoldLine("q3", "A request is retried three times before it fails.", "retries?",
+                      "it gave up", (), "notes/missing.md"),
+             GoldLine("q4", "Settings live in one file.  ", "where?", "no settings", (), "a.md"),
+             GoldLine("q5", "Notes.", "notes?", "notes", (), "a.md")]
+    queries, errors = validate_gold(lines, CORPUS)
+    assert errors == [
+        GoldError("copy", "the same needle as line 'q1': a passage is scored once"),
+        GoldError("q3", "its document 'notes/missing.md' is not among the indexed documents"),
+        GoldError("q4", "the same needle as line 'q2': a passage is scored once"),
+        GoldError("q5", "needle is not in its document 'a.md' (it is in 'c.txt')")]
+    assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question",
+                                             "q2/ticket"]
+
+
 def test_needle_repeated_inside_one_document_counts_every_time():
     corpus = {"d.md": "Retry later. Retry later.\n\nRetry later.\n"}
     _, errors = validate_gold([line("q1", "Retry later.")], corpus)
@@ -191,8 +212,9 @@ def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(t
         check_corpus(gold, ["a.md", "c.md"])
     assert str(info.value) == (
         f"no gold set for this corpus: {path} was written for corpus 'team', and 1 of its 2 "
-        "documents (first: 'b.md') are not in the index; nothing to score. Write one with "
-        "`rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
+        "documents (first: 'b.md') are not in the index; nothing to score. If the set is this "
+        "corpus's, correct those ids in its first line (or index the documents); else write one "
+        "with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
     # Found by a new team: every index of its folder ended with the bundled set's 57 missing
     # documents, the first one named, as if one were missing by mistake.
     with pytest.raises(NoGoldSetError) as info:

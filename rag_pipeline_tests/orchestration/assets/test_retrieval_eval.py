@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from rag_pipeline.cli import main
+from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 from rag_pipeline.core.index.plan import Stage, index_plan
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -70,8 +71,75 @@ def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_li
                             lambda config=None: (tiny_project.spec,))
     shown = CliRunner().invoke(main, ["--data-dir", str(tiny_project.data_dir), "eval", "--model",
                                       tiny_project.spec.key])
-    assert (shown.exit_code, shown.output) == (0, SKIPPED + "\n")
+    # The commands it suggests work on the same data folder.
+    here = SKIPPED.replace("`rag-pipeline ", f"`rag-pipeline --data-dir {tiny_project.data_dir} ")
+    assert (shown.exit_code, shown.output) == (0, here + "\n")
     given = CliRunner().invoke(main, ["--data-dir", str(tiny_project.data_dir), "eval", "--model",
                                       tiny_project.spec.key, "--gold",
                                       str(DEFAULT_EVAL_DIR / "gold.jsonl")])
-    assert (given.exit_code, given.output) == (2, f"error: {SKIPPED}\n")
+    assert (given.exit_code, given.output) == (2, f"error: {here}\n")
+    # Found by a new user: with --config, `eval` suggested the commands without it (`index`
+    # gave them with it); run as printed, they drafted from another index.
+    config = tiny_project.data_dir.parent / "team.toml"
+    config.write_text(reference_config(["header"]), encoding="utf-8")
+    shown = CliRunner().invoke(main, ["--config", str(config), "--data-dir",
+                                      str(tiny_project.data_dir), "eval", "--model",
+                                      tiny_project.spec.key])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.endswith(
+        f"Write one with `rag-pipeline --config {config} --data-dir {tiny_project.data_dir} gold "
+        f"draft --output gold.jsonl`, then `rag-pipeline --config {config} --data-dir "
+        f"{tiny_project.data_dir} eval --gold gold.jsonl` (or set RAG_PIPELINE_EVAL_DIR to its "
+        "folder: `index` then scores it)\n")
+
+
+def test_an_edited_gold_or_out_of_domain_file_makes_the_evaluation_due_again(tmp_path):
+    """Found by a new user: after the gold set changed, `index` ran no evaluation and printed
+    the old figures as current (the evaluation recorded only the generations it scored)."""
+    from rag_pipeline.core.config.gold_file import eval_set_inputs
+    from rag_pipeline.definitions import build_definitions
+    from rag_pipeline.orchestration.automation import DOCUMENTS_JOB
+    from rag_pipeline_tests.conftest import GOLD_LINE, TINY_DOCS, write_corpus
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
+
+    spec = hashed_spec()
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    gold, ood = evals / "gold.jsonl", evals / "ood.jsonl"
+    gold.write_text(GOLD_LINE, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rag_pipeline.orchestration.assets.embeddings.load_embedder",
+                      lambda s, *_: HashedEmbedder(s))
+        patch.setattr("rag_pipeline.core.evaluation.run.load_embedder", HashedEmbedder)
+        defs = build_definitions(data_dir=tmp_path / "data", eval_dir=evals, models=[spec],
+                                 corpus_dir=write_corpus(tmp_path / "corpus", TINY_DOCS))
+        project = TinyProject(defs, dg.DagsterInstance.ephemeral(), tmp_path / "data", spec)
+        for job, key in ((DOCUMENTS_JOB, None), (CHUNKS_JOB, "header"),
+                         (EMBEDDINGS_JOB, project.embeddings_key())):
+            assert project.run(job, key).success
+        warehouse = Warehouse(project.data_dir)
+
+        def due() -> list[Stage]:
+            return [step.stage for step in index_plan(warehouse, ["header"], [spec.key],
+                                                      eval_sets=eval_set_inputs(gold, ood))]
+
+        assert due() == [Stage.EVAL]
+        assert project.run(EVAL_JOB, spec.key).success
+        assert due() == []
+        scored = warehouse.version("eval_summary", {"model": spec.key}).inputs
+        assert scored == {"header": scored["header"], **eval_set_inputs(gold, ood)}
+        assert scored["out-of-domain set"] == "none"
+        # Planned without the files (no gold path known), the evaluation is current.
+        assert index_plan(warehouse, ["header"], [spec.key]) == ()
+        gold.write_text(GOLD_LINE.replace('"t1"', '"t2"'), encoding="utf-8")
+        assert due() == [Stage.EVAL]
+        assert project.run(EVAL_JOB, spec.key).success and due() == []
+        ood.write_text('{"id": "o1", "query": "what is the capital of france", "kind": "off"}\n',
+                       encoding="utf-8")
+        assert due() == [Stage.EVAL]
+        assert project.run(EVAL_JOB, spec.key).success and due() == []
+        ranks = warehouse.read("eval_ranks", {"model": spec.key}).to_pylist()
+        assert {row["query_id"].split("/")[0] for row in ranks} == {"t2"}
+        recorded = warehouse.version("eval_summary", {"model": spec.key}).inputs
+        assert recorded["out-of-domain set"] == eval_set_inputs(gold, ood)["out-of-domain set"]
+        assert recorded["out-of-domain set"] != "none"
