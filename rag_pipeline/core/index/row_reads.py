@@ -109,6 +109,8 @@ class FileRows(np.ndarray):
         if len(rows) and (rows.min() < 0 or rows.max() >= n):
             raise IndexError(f"rows out of range for a matrix of {n} rows")
         out = np.empty((len(rows), width), np.float32)
+        if not len(rows):
+            return out  # a memoryview of no bytes cannot be cast
         size = width * 4
         view = memoryview(out).cast("B")
         for i, row in enumerate(rows.tolist()):
