@@ -3,7 +3,9 @@
 A token is ``rp_<id>_<secret>``: ``id`` (8 hex digits) finds its record, ``secret`` (43 URL-safe
 characters, 256 random bits) proves it. Only a salted hash of the secret is stored, in
 ``<data folder>/access/tokens.json``, file mode 0600, replaced atomically (a temporary file,
-then a rename) so a reader never sees half a file: HMAC-SHA-256 keyed by the salt (scheme
+then a rename) so a reader never sees half a file, each change (``tokens add``, ``tokens
+revoke``) under an exclusive lock of ``tokens.lock`` beside it so two at once never undo each
+other (a revocation written over by an addition read before it): HMAC-SHA-256 keyed by the salt (scheme
 ``sha256``). A slow hash guards guessable passwords; 256 random bits cannot be guessed from a
 fast one, and a check costs a microsecond, so guesses at a token's id cost the service nothing
 and never stand between a holder and their token. Records written before (scheme ``scrypt``,
@@ -19,6 +21,7 @@ per file version, not one per request. When each token was last used is kept bes
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
@@ -28,7 +31,8 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +42,8 @@ __all__ = ["ACCESS_DIR", "TOKENS_FILE", "TokenError", "TokenRecord", "TokenStore
 
 ACCESS_DIR = "access"
 TOKENS_FILE = "tokens.json"
+LOCK_FILE = "tokens.lock"
+"""Beside the tokens file: held while a change reads, changes and replaces it."""
 USED_FILE = "tokens-used.json"
 TOKEN = re.compile(r"rp_(?P<id>[0-9a-f]{8})_(?P<secret>[A-Za-z0-9_-]{43})")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
@@ -201,6 +207,16 @@ class TokenStore:
         _write_private(self.path, {"tokens": [asdict(r) for r in
                                               sorted(records.values(), key=lambda r: r.name)]})
 
+    @contextmanager
+    def _changing(self) -> Iterator[dict[str, TokenRecord]]:
+        """The records as they are, under the exclusive lock of :data:`LOCK_FILE` until the
+        block ends (after :meth:`_save`): changes from two processes at once run in turn."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+        with os.fdopen(os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)) as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield self._read()
+
     def add(self, name: str, groups: tuple[str, ...], expires_days: float | None = None) -> str:
         """Creates a token; returns it (the only time it exists outside the caller).
 
@@ -211,29 +227,30 @@ class TokenStore:
         check_token_name(name)
         if expires_days is not None:
             check_expires_days(expires_days)
-        records = self._read()
-        if any(r.name == name for r in records.values()):
-            raise TokenError(f"a token named {name!r} exists: revoke it first, or choose another name")
-        token_id = secrets.token_hex(4)
-        while token_id in records:
+        with self._changing() as records:
+            if any(r.name == name for r in records.values()):
+                raise TokenError(f"a token named {name!r} exists: revoke it first, or choose "
+                                 "another name")
             token_id = secrets.token_hex(4)
-        secret = secrets.token_urlsafe(32)
-        salt = secrets.token_bytes(16)
-        now = _now()
-        records[token_id] = TokenRecord(
-            token_id, name, tuple(groups), _iso(now), salt.hex(), _fast_hash(secret, salt),
-            _iso(now + timedelta(days=expires_days)) if expires_days is not None else None,
-            "sha256")
-        self._save(records)
+            while token_id in records:
+                token_id = secrets.token_hex(4)
+            secret = secrets.token_urlsafe(32)
+            salt = secrets.token_bytes(16)
+            now = _now()
+            records[token_id] = TokenRecord(
+                token_id, name, tuple(groups), _iso(now), salt.hex(), _fast_hash(secret, salt),
+                _iso(now + timedelta(days=expires_days)) if expires_days is not None else None,
+                "sha256")
+            self._save(records)
         return f"rp_{token_id}_{secret}"
 
     def revoke(self, name: str) -> TokenRecord:
-        records = self._read()
-        found = next((r for r in records.values() if r.name == name), None)
-        if found is None:
-            raise TokenError(f"no token named {name!r}; `rag-pipeline tokens list` shows them")
-        del records[found.id]
-        self._save(records)
+        with self._changing() as records:
+            found = next((r for r in records.values() if r.name == name), None)
+            if found is None:
+                raise TokenError(f"no token named {name!r}; `rag-pipeline tokens list` shows them")
+            del records[found.id]
+            self._save(records)
         return found
 
     def last_used(self) -> dict[str, str]:

@@ -141,3 +141,29 @@ def test_a_token_added_while_serving_is_accepted_at_once(tmp_path: Path):
     assert served.verify(added).name == "bo"
     with pytest.raises(TokenError, match="^unknown or revoked token$"):
         served.verify(added[:len("rp_12345678_")].replace(added[3:11], "0" * 8) + "z" * 43)
+
+
+def test_a_revocation_and_an_addition_at_once_run_in_turn(tmp_path: Path):
+    """Found by an attack: `tokens revoke` and `tokens add` at once each read the file, and the
+    later write put back the token the revocation had removed."""
+    import fcntl
+    import threading
+
+    store = TokenStore(tmp_path)
+    victim = store.add("victim", ("hr",))
+    store.add("other", ("staff",))
+    lock = tmp_path / "access" / tokens.LOCK_FILE
+    with lock.open("r+") as held:  # another administrator's change, under way
+        fcntl.flock(held, fcntl.LOCK_EX)
+        revoking = threading.Thread(target=TokenStore(tmp_path).revoke, args=("victim",))
+        revoking.start()
+        revoking.join(0.5)
+        assert revoking.is_alive()  # it waits for the change under way to end
+        assert [r.name for r in TokenStore(tmp_path).records()] == ["other", "victim"]
+        TokenStore(tmp_path)._save({r.id: r for r in store.records() if r.name != "other"})
+    revoking.join(10)
+    assert not revoking.is_alive()
+    # The revocation read the file as the other change left it: neither undid the other.
+    assert [r.name for r in TokenStore(tmp_path).records()] == []
+    with pytest.raises(TokenError, match="unknown or revoked token"):
+        TokenStore(tmp_path).verify(victim)
