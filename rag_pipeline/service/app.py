@@ -270,7 +270,7 @@ def create_app(service: QueryService) -> FastAPI:
 
     @app.get("/status", summary="The served generation, model, counts and age")
     def status(who: Asker) -> dict[str, Any]:
-        return service.status(who.groups, who.via)
+        return service.status(who.groups, who.via, who.name)
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def api_docs() -> HTMLResponse:

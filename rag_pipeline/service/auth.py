@@ -9,7 +9,8 @@ needs one of:
   when the page came over HTTPS it is ``__Host-rag_session``, Secure, and a session opened so
   is accepted from that cookie alone (a sibling host can set a plain ``rag_session`` for this
   one, never a ``__Host-`` cookie: a session of its own choosing is never put on a reader);
-  ``DELETE /session`` ends it. A revoked token ends its sessions too;
+  ``DELETE /session`` ends it, and a new ``POST /session`` ends the one it replaces. A revoked
+  token ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the
   address logged once).
@@ -433,6 +434,9 @@ def _session_router(access: AccessState) -> APIRouter:
                 body.token, request.client.host if request.client else None, secure)
         except AuthError as exc:
             return _unauthorized(str(exc))
+        # The session this browser's cookie named is replaced: it ends, so signing out (which
+        # ends the cookie's session) leaves none of the page's earlier sign-ins readable.
+        access.close_session(_request_session(request))
         response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})
         response.set_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, session,
                             httponly=True, samesite="strict", path="/", secure=secure)
@@ -440,7 +444,7 @@ def _session_router(access: AccessState) -> APIRouter:
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
-        access.close_session(_session_cookie(request.headers.get("cookie", "").encode("latin-1"))[0])
+        access.close_session(_request_session(request))
         secure = _over_tls(request)
         response = JSONResponse({"signed_out": True})
         response.delete_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, path="/",
@@ -448,6 +452,11 @@ def _session_router(access: AccessState) -> APIRouter:
         return response
 
     return router
+
+
+def _request_session(request: Request) -> str | None:
+    """The session id the request's cookie carries (either cookie), or None."""
+    return _session_cookie(request.headers.get("cookie", "").encode("latin-1"))[0]
 
 
 def _over_tls(request: Request) -> bool:

@@ -205,11 +205,13 @@ class QueryService:
             return {"status": "ok"}
         return {"status": "ok", "generation": self.follower.current.generation}
 
-    def status(self, groups: frozenset[str] | None = None, via: str = "") -> dict[str, Any]:
+    def status(self, groups: frozenset[str] | None = None, via: str = "",
+               name: str = "") -> dict[str, Any]:
         """The served generation and its counts; for a principal of ``groups`` on a labelled
-        index, counts of what those groups read only (the ANN index's size is left out), and
-        how it came (``via``: ``token``, ``session``, ``proxy``; the page offers to sign out of
-        a session)."""
+        index, counts of what those groups read only (nothing that follows from the whole
+        index's size: the ANN index, the dense path it picks, the load time), who it is
+        (``name``) and how it came (``via``: ``token``, ``session``, ``proxy``; the page offers
+        to sign out of a session, and clears an answer it showed another principal)."""
         served = self.follower.current
         index, spec, now = labelled(served.index, self.access.policy), self.embedder.spec, time.time()
         readable = readable_rows(index, groups)
@@ -221,7 +223,8 @@ class QueryService:
             "model": {"key": index.model_key, "name": index.model_name,
                       "fingerprint": index.model_fingerprint, "dimension": spec.dimension},
             "query_path": _query_path(self.embedder),
-            "dense_path": dense_path(index, RetrievalSettings()).value,
+            "dense_path": None if readable is not None else dense_path(index,
+                                                                       RetrievalSettings()).value,
             "ann_index": None if index.ann is None or readable is not None else {
                 "rows": index.ann.rows, "fingerprint": index.ann.fingerprint,
                 "crossover": RetrievalSettings().crossover, "kind": "faiss IVF-SQ8",
@@ -234,10 +237,11 @@ class QueryService:
             # The rules' digest only to an in-process caller (groups None): hashed from globs,
             # file and group names, it would confirm a guessed rule about what others read.
             "access": None if index.access is None else {"rules": index.access.digest}
-            if readable is None else {"groups": sorted(groups or ()), "via": via},
+            if readable is None else {"name": name, "groups": sorted(groups or ()), "via": via},
             "published_at": index.published_at,
             "index_age_seconds": round(served.age_seconds(now), 3),
-            "loaded_at": _iso(served.loaded_at), "load_seconds": round(served.load_seconds, 3),
+            "loaded_at": _iso(served.loaded_at),
+            "load_seconds": round(served.load_seconds, 3) if readable is None else None,
             "swaps": self.follower.swaps,
             "last_error": self.follower.last_error if readable is None or not self.follower.last_error
             else "the service could not load a newer generation (its log says why)",

@@ -435,3 +435,38 @@ def test_a_long_url_in_a_quote_or_a_text_view_fits_a_phones_width(base_url: str,
         text = f'<pre class="text">Read the manual online at\n{url}\n</pre>'
         page.set_content(page_html("README", "README.Debian", View("lines 1-2", text, "text"), None))
         assert page.evaluate(widths) == [390, 390]
+
+
+def test_a_session_tab_clears_what_it_showed_when_someone_else_signed_in_since(base_url: str,
+                                                                             tmp_path: Path):
+    """Found by an attack: a tab with the session cookie alone kept Alice's HR answer under
+    Carol's counts after Carol signed in in another tab (its feedback then went as Carol).
+    Stand-in answers: /status as with [access], for whoever the browser's session is."""
+    who = [{"name": "alice", "groups": ["hr"], "via": "session"}]
+    with chromium_page(tmp_path / "profile") as page:
+        def stand_in(route) -> None:
+            path = route.request.url.removeprefix(base_url).split("?")[0]
+            if path == "/status":
+                _fulfil_json(route, 200, {"chunks": 3, "documents": 2, "partition": "header|m",
+                                          "generation": "g1", "access": who[0]})
+            elif path == "/status/documents":
+                _fulfil_json(route, 200, {"failed": [], "skipped": []})
+            else:
+                route.continue_()
+
+        page.route("**/*", stand_in)
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('3 passages')", timeout=TIMEOUT_MS)
+        page.fill("#question", QUESTION)
+        page.click("#ask-button")
+        page.wait_for_selector("#quoted a.cite", timeout=TIMEOUT_MS)
+        # The same person again (another tab signed in as Alice too): nothing is cleared.
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_timeout(500)
+        assert page.locator("#quoted a.cite").count() > 0
+        who[0] = {"name": "carol", "groups": ["staff"], "via": "session"}
+        page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_for_selector("#switched", timeout=TIMEOUT_MS)
+        assert page.inner_text("#result") == (
+            "Someone else signed in in this browser since: what this tab showed was cleared.")
+        assert page.input_value("#question") == ""
