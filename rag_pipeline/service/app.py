@@ -224,7 +224,7 @@ def create_app(service: QueryService) -> FastAPI:
     def _answer(payload: dict[str, Any], who: Principal) -> JSONResponse:
         try:
             request = AskRequest.model_validate(payload)
-            return JSONResponse(service.answer(request, who.groups))
+            return JSONResponse(service.answer(request, who.groups, who.name))
         except ValidationError as exc:
             service.count_error()
             return _error(422, _validation_message(list(exc.errors())))
@@ -235,7 +235,7 @@ def create_app(service: QueryService) -> FastAPI:
     @app.post("/ask", summary="Answer a question with citations, or refuse")
     def ask_post(request: AskRequest, who: Asker) -> JSONResponse:
         try:
-            return JSONResponse(service.answer(request, who.groups))
+            return JSONResponse(service.answer(request, who.groups, who.name))
         except RequestError as exc:
             service.count_error()
             return _error(422, str(exc))

@@ -139,23 +139,23 @@ def _disposition(kind: str, filename: str) -> str:
 
 class RecentAnswers:
     """The generation and sources of the last :data:`RECENT_ANSWERS` questions answered, per
-    asker's groups, so a verdict is stored with what that person saw (and never with sources
-    another group was shown)."""
+    asker (name and groups), so a verdict is stored with what that person saw: never with
+    sources another group was shown, and never telling one person whether another asked."""
 
     def __init__(self, size: int = RECENT_ANSWERS) -> None:
-        self._answers: Recent[tuple[frozenset[str] | None, str],
+        self._answers: Recent[tuple[str, frozenset[str] | None, str],
                               tuple[str, tuple[tuple[str, str], ...]]] = Recent(size)
 
-    def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None) -> None:
+    def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None,
+                 asker: str = "") -> None:
         sources = tuple((c["document_id"], c["fragment"]) for c in body["citations"])
-        key = (groups, body["question"])
-        self._answers.put(key, (body["generation"], sources))
+        self._answers.put((asker, groups, body["question"]), (body["generation"], sources))
 
-    def get(self, question: str, groups: frozenset[str] | None = None
+    def get(self, question: str, groups: frozenset[str] | None = None, asker: str = "",
             ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         """The generation and the ``(document_id, fragment)`` sources of the last answer to
-        ``question`` for ``groups`` (None when not among the recent ones)."""
-        return self._answers.get((groups, question))
+        ``question`` for ``asker`` of ``groups`` (None when not among the recent ones)."""
+        return self._answers.get((asker, groups, question))
 
 
 class FeedbackRate:
@@ -443,10 +443,11 @@ def page_router(service: Any) -> APIRouter:
             return _error(422, f"{where + ': ' if where else ''}{message}: nothing stored")
         from starlette.concurrency import run_in_threadpool
 
-        return await run_in_threadpool(_store, verdict, who.groups)
+        return await run_in_threadpool(_store, verdict, who.groups, who.name)
 
-    def _store(verdict: FeedbackRequest, groups: frozenset[str] | None) -> JSONResponse:
-        seen = recent.get(verdict.question, groups)
+    def _store(verdict: FeedbackRequest, groups: frozenset[str] | None,
+               asker: str) -> JSONResponse:
+        seen = recent.get(verdict.question, groups, asker)
         if seen is not None and groups is not None:
             # A rule changed since: a source the asker no longer reads is never named again.
             index = service.served_index()
@@ -455,8 +456,8 @@ def page_router(service: Any) -> APIRouter:
         if seen is None:  # asked before a restart, or long ago: what it answers now
             from rag_pipeline.service.query_service import AskRequest
 
-            body = service.answer(AskRequest(question=verdict.question), groups)
-            seen = recent.get(verdict.question, groups) or (body["generation"], ())
+            body = service.answer(AskRequest(question=verdict.question), groups, asker)
+            seen = recent.get(verdict.question, groups, asker) or (body["generation"], ())
         generation, sources = seen[0], tuple(f"{d}{fragment}" for d, fragment in seen[1])
         row = Feedback(datetime.now(UTC).isoformat(timespec="seconds"), verdict.question,
                        verdict.helpful, verdict.comment or None, generation, sources)

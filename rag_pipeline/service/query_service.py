@@ -136,9 +136,9 @@ class QueryService:
         self._counts_lock = threading.Lock()
         self._by_generation: Counter[str] = Counter()
         self._outcomes: Counter[str] = Counter()
-        self.on_answer: list[Callable[[dict[str, Any], frozenset[str] | None], None]] = []
-        """Called with every answer's body and the asker's groups."""
-        """Called with every answer's JSON (the page's feedback remembers what was shown)."""
+        self.on_answer: list[Callable[[dict[str, Any], frozenset[str] | None, str], None]] = []
+        """Called with every answer's JSON, the asker's groups and name (the page's feedback
+        remembers what each person was shown)."""
 
     def ask_settings(self, request: AskRequest) -> AskSettings:
         s, base = self.settings, self.settings.ask
@@ -160,13 +160,14 @@ class QueryService:
         the access rules in force."""
         return labelled((served or self.follower.current).index, self.access.policy)
 
-    def answer(self, request: AskRequest, groups: frozenset[str] | None = None) -> dict[str, Any]:
+    def answer(self, request: AskRequest, groups: frozenset[str] | None = None,
+               asker: str = "") -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
         adds ``queue`` (waiting for a worker slot), ``cpu`` (the request thread's CPU time inside
         ``ask``: below ``total`` when the cores are shared; it does not count a runtime's own
         threads, which may run part of the fast question path) and ``request`` (validation to a JSON-ready
         dict). ``groups``: the asker's (None: everything); an asker restricted to groups gets
-        ``request`` alone, in whole milliseconds."""
+        ``request`` alone, in whole milliseconds. ``asker``: the principal's name."""
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:
@@ -190,7 +191,7 @@ class QueryService:
             self._by_generation[served.generation] += 1
             self._outcomes["answered" if answer.answered else "refused"] += 1
         for hook in self.on_answer:
-            hook(body, groups)
+            hook(body, groups, asker)
         return body
 
     def count_error(self) -> None:

@@ -32,6 +32,7 @@ from rag_pipeline.service.page_routes import (
     FEEDBACK_PER_MINUTE,
     SPOOL_CHUNK_BYTES,
     FeedbackRate,
+    RecentAnswers,
     _spooled,
     document_problems,
 )
@@ -697,6 +698,21 @@ def test_the_feedback_rate_is_a_sliding_minute():
     assert rate.admit("a") is False
     clock[0] = 60.0
     assert [rate.admit("a"), rate.admit("a"), rate.admit("a")] == [True, True, False]
+
+
+def test_what_an_answer_showed_is_remembered_per_person_not_per_group():
+    """Found by an attack: the answers were remembered per groups and question, so a verdict
+    from Kim on a question Carol (same groups) had asked before a new generation came back with
+    the older generation: Kim learned that someone had asked it."""
+    recent = RecentAnswers()
+    staff = frozenset({"staff"})
+    body = {"question": "is the office closing", "generation": "g1",
+            "citations": [{"document_id": "public/faq.md", "fragment": "#char=0,10"}]}
+    recent.remember(body, staff, "carol")
+    assert recent.get("is the office closing", staff, "carol") == (
+        "g1", (("public/faq.md", "#char=0,10"),))
+    assert recent.get("is the office closing", staff, "kim") is None
+    assert recent.get("is the office closing", frozenset({"hr"}), "carol") is None
 
 
 def test_a_process_leaving_right_after_feedback_exits_cleanly(tmp_path: Path):
