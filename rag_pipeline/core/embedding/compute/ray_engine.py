@@ -55,6 +55,16 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x0
 Client server) answers with a SETTINGS frame of its own (RFC 9113, 3.4)."""
 
 
+def signal_raised(error: SystemError) -> BaseException | None:
+    """What a signal handler raised inside Ray's compiled code, when ``error`` is Cython's
+    "returned a result with an exception set" around it: a SIGTERM while the driver waits for
+    shards raises Dagster's interrupt in ``CoreWorker.wait``'s signal check, and it comes out as
+    a ``SystemError`` caused by the interrupt (a ``BaseException`` that is no ``Exception``).
+    None for any other ``SystemError``."""
+    cause = error.__cause__ or error.__context__
+    return cause if cause is not None and not isinstance(cause, Exception) else None
+
+
 def _reachable(address: str, seconds: float) -> None:
     """Raises unless ``HOST:PORT`` (or a Ray Client ``ray://HOST:PORT``) accepts a connection
     and speaks gRPC there, as Ray does, within ``seconds``: ``ray.init`` on a port some other
@@ -203,6 +213,10 @@ class RayEmbedder:
                 ray.exceptions.ObjectLostError, ray.exceptions.LocalRayletDiedError,
                 ConnectionError) as exc:
             raise self._gone(exc) from None
+        except SystemError as exc:
+            if (interrupt := signal_raised(exc)) is not None:
+                raise interrupt from None
+            raise
         if not filled.all():
             raise RuntimeError(f"{int((~filled).sum())} texts came back without a vector")
         return out

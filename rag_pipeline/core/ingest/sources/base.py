@@ -143,16 +143,20 @@ def hidden_top(document_id: str) -> str | None:
     return None
 
 
-def unsafe_key_reason(key: str) -> str | None:
-    """Why an object key or tree path cannot be a document id: an empty, ``.`` or ``..``
-    segment, a backslash, or a control character (``None`` when it is safe)."""
+def unsafe_key_reason(key: str, kind: str = "key") -> str | None:
+    """Why an object key or tree path (``kind``: what the message calls it) cannot be a
+    document id: a trailing ``/`` (an object named like a folder, with bytes), an empty, ``.``
+    or ``..`` segment, a backslash, or a control character (``None`` when it is safe)."""
     parts = key.split("/")
+    if key.endswith("/") and key.strip("/"):
+        return (f"the {kind} {_shown(key)} ends in '/' (an object named like a folder, holding "
+                "bytes): refused; rename it without the '/'")
     if any(part in ("", ".", "..") for part in parts) or key.startswith("/"):
-        return f"the key {_shown(key)} holds an empty, '.' or '..' segment: refused"
+        return f"the {kind} {_shown(key)} holds an empty, '.' or '..' segment: refused"
     if "\\" in key:
-        return f"the key {_shown(key)} holds a backslash: refused"
+        return f"the {kind} {_shown(key)} holds a backslash: refused"
     if any(unicodedata.category(c) == "Cc" for c in key):
-        return f"the key {_shown(key)} holds a control character: refused"
+        return f"the {kind} {_shown(key)} holds a control character: refused"
     return None
 
 

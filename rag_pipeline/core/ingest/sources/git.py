@@ -229,7 +229,7 @@ class GitSource:
             meta, _, raw_path = record.partition(b"\t")
             mode, kind, oid, size = meta.decode().split()
             path = raw_path.decode("utf-8", "surrogateescape")
-            refused = unsafe_key_reason(path)
+            refused = unsafe_key_reason(path, "path")
             if refused is not None:
                 out.append(Entry(path.encode("unicode_escape", "backslashreplace").decode("ascii"),
                                  f"blob:{oid}", refused=refused))

@@ -170,7 +170,7 @@ class S3Source:
             self._refuse_an_object()
         for obj in listing:
             key = obj["Key"][len(self.prefix):]
-            if not key or key.endswith("/"):  # the prefix itself, a folder marker
+            if not key or (key.endswith("/") and not obj["Size"]):  # the prefix, a folder marker
                 if (top := hidden_top(key.rstrip("/"))) is not None:
                     hidden.add(top)
                 continue

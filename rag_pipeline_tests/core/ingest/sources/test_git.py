@@ -189,7 +189,7 @@ def test_paths_with_control_characters_or_dot_segments_are_refused(repo: Repo):
     repo.commit()
     result = extract_corpus(open_source(repo.uri))
     assert [(r.document_id, r.status, r.error) for r in result.records] == [
-        ("bad\\x1bname.md", "failed", "the key bad\\x1bname.md holds a control character: refused"),
+        ("bad\\x1bname.md", "failed", "the path bad\\x1bname.md holds a control character: refused"),
         ("good.md", "ok", None)]
 
 

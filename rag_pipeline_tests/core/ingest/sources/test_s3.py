@@ -60,11 +60,15 @@ def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
     bucket.put("docs/good.md", "# Good\n")
     bucket.put("docs/a/../escape.md", "# Up\n")
     bucket.put("docs/bell\x07.md", "# Bell\n")
+    # Named like a folder, with bytes (found by an attack: dropped with no line).
+    bucket.put("docs/trail.md/", "# Trail\n")
     result = extract_corpus(S3Source(f"s3://{bucket.name}/docs", s3_settings))
     assert [(r.document_id, r.status, r.error) for r in result.records] == [
         ("a/../escape.md", "failed", "the key a/../escape.md holds an empty, '.' or '..' segment: refused"),
         ("bell\\x07.md", "failed", "the key bell\\x07.md holds a control character: refused"),
-        ("good.md", "ok", None)]
+        ("good.md", "ok", None),
+        ("trail.md/", "failed", "the key trail.md/ ends in '/' (an object named like a folder, "
+                                "holding bytes): refused; rename it without the '/'")]
 
 
 def test_a_key_below_an_archive_key_is_no_second_document_of_its_id(bucket: Bucket, s3_settings):
