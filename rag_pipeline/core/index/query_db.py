@@ -42,6 +42,8 @@ from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 
 SOURCES_TABLE = "published_files"
 GENERATIONS_TABLE = "generations"
+SOURCE_MOVED_ATTEMPTS = 3
+"""How often a publication reads the tables' pointers when a file vanished under it."""
 
 Source = tuple[str, str]
 """(partition as sorted JSON, file relative to the warehouse root)."""
@@ -206,47 +208,62 @@ def publish_query_db(warehouse: Warehouse, pending: Generation | None = None) ->
     A ``.wal`` beside the published file means a user's read-write session wrote to it: the
     snapshot is then rebuilt from the warehouse (never copied with what the WAL would replay)
     and the stale WAL is removed before the swap, so the new file never meets another file's
-    WAL."""
+    WAL. A table file replaced and deleted between the read of its pointer and of the file
+    (the feedback table deletes its previous file at once) makes the pointers be read again, up
+    to :data:`SOURCE_MOVED_ATTEMPTS` times."""
+    db_path = warehouse.db_path
+    with _publish_lock(db_path):
+        _remove_dead_writers_files(db_path)
+        attempt = 1
+        while True:
+            try:
+                return _publish(warehouse, pending)
+            except FileNotFoundError:
+                if attempt == SOURCE_MOVED_ATTEMPTS:
+                    raise
+                attempt += 1
+
+
+def _publish(warehouse: Warehouse, pending: Generation | None) -> PublishStats:
+    """One attempt of :func:`publish_query_db`, under its lock."""
     import duckdb
 
     db_path = warehouse.db_path
     wal = Path(f"{db_path}.wal")
-    with _publish_lock(db_path):
-        _remove_dead_writers_files(db_path)
-        wanted = published_sources(warehouse, pending)
-        existing = None if wal.exists() else _existing_sources(db_path)
-        scratch = existing is None
-        existing = existing or {}
-        changed = [t for t in wanted if existing.get(t) != wanted[t] or scratch]
-        dropped = [t for t in existing if t not in wanted]
-        if not changed and not dropped and not scratch:
-            return PublishStats([], [], False)
-        tmp = db_path.parent / f".{db_path.name}.{os.getpid()}.tmp"
+    wanted = published_sources(warehouse, pending)
+    existing = None if wal.exists() else _existing_sources(db_path)
+    scratch = existing is None
+    existing = existing or {}
+    changed = [t for t in wanted if existing.get(t) != wanted[t] or scratch]
+    dropped = [t for t in existing if t not in wanted]
+    if not changed and not dropped and not scratch:
+        return PublishStats([], [], False)
+    tmp = db_path.parent / f".{db_path.name}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    try:
+        with _build_location(tmp) as build:
+            if not scratch:
+                shutil.copyfile(db_path, build)
+            with duckdb.connect(str(build)) as con:
+                for table in dropped:
+                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                for table in changed:
+                    data = (_generations_table(warehouse, pending) if table == GENERATIONS_TABLE
+                            else _table_with_partitions(warehouse, wanted[table]))
+                    _replace_table(con, table, data)
+                _replace_table(con, SOURCES_TABLE, pa.table({
+                    "table": [t for t, rows in wanted.items() for _ in rows],
+                    "partition": [p for rows in wanted.values() for p, _ in rows],
+                    "file": [f for rows in wanted.values() for _, f in rows],
+                }))
+                con.execute("CHECKPOINT")
+            if build != tmp:
+                shutil.copyfile(build, tmp)
+        with tmp.open("rb") as handle:
+            os.fsync(handle.fileno())
+        wal.unlink(missing_ok=True)
+        tmp.replace(db_path)
+    finally:
         tmp.unlink(missing_ok=True)
-        try:
-            with _build_location(tmp) as build:
-                if not scratch:
-                    shutil.copyfile(db_path, build)
-                with duckdb.connect(str(build)) as con:
-                    for table in dropped:
-                        con.execute(f'DROP TABLE IF EXISTS "{table}"')
-                    for table in changed:
-                        data = (_generations_table(warehouse, pending) if table == GENERATIONS_TABLE
-                                else _table_with_partitions(warehouse, wanted[table]))
-                        _replace_table(con, table, data)
-                    _replace_table(con, SOURCES_TABLE, pa.table({
-                        "table": [t for t, rows in wanted.items() for _ in rows],
-                        "partition": [p for rows in wanted.values() for p, _ in rows],
-                        "file": [f for rows in wanted.values() for _, f in rows],
-                    }))
-                    con.execute("CHECKPOINT")
-                if build != tmp:
-                    shutil.copyfile(build, tmp)
-            with tmp.open("rb") as handle:
-                os.fsync(handle.fileno())
-            wal.unlink(missing_ok=True)
-            tmp.replace(db_path)
-        finally:
-            tmp.unlink(missing_ok=True)
-            Path(f"{tmp}.wal").unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
     return PublishStats(changed, dropped, scratch)

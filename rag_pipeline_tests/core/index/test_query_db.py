@@ -182,3 +182,36 @@ def test_a_full_disk_while_publishing_switches_nothing_and_leaves_no_temporary_f
     assert is_new and second.id != first.id
     assert query(tmp_path / "rag.duckdb", "select count(*) from chunks") == [(5,)]
     assert query(tmp_path / "rag.duckdb", "select generation from generations") == [(second.id,)]
+
+
+def test_a_feedback_file_replaced_while_publishing_is_read_again_not_a_failure(tmp_path,
+                                                                               monkeypatch):
+    """Found by an attack: serve logged "feedback stored, rag.duckdb not refreshed:
+    FileNotFoundError" when another verdict replaced (and deleted) the feedback file the
+    publication had just found in the table's pointer."""
+    from datetime import UTC, datetime
+
+    from rag_pipeline.core.evaluation.feedback import Feedback, append_feedback
+    from rag_pipeline.core.index import query_db
+
+    warehouse = Warehouse(tmp_path)
+    publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 3))
+
+    def verdict(question: str) -> None:
+        append_feedback(warehouse, Feedback(datetime.now(UTC).isoformat(timespec="seconds"),
+                                            question, False, None, "g1", ()))
+
+    verdict("first")
+    real, raced = query_db._table_with_partitions, []
+
+    def replaced_meanwhile(warehouse_, sources):
+        if any("feedback" in file for _, file in sources) and not raced:
+            raced.append(True)
+            verdict("second")  # deletes the file `sources` names
+        return real(warehouse_, sources)
+
+    monkeypatch.setattr(query_db, "_table_with_partitions", replaced_meanwhile)
+    publish_query_db(warehouse)
+    assert raced == [True]
+    assert query(tmp_path / "rag.duckdb", "select question from feedback order by 1") == [
+        ("first",), ("second",)]
