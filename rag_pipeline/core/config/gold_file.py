@@ -96,8 +96,8 @@ def load_gold_set(path: Path) -> GoldSet:
         GoldFormatError: a line or the corpus line is not in the documented format.
     """
     header: list[dict] = []
-    rows = [row for _, row in _read_jsonl(path, ("id", "needle", "question", "ticket"), header,
-                                          ("document",))]
+    numbered = _read_jsonl(path, ("id", "needle", "question", "ticket"), header, ("document",))
+    rows = [row for _, row in numbered]
     corpus = None
     if header:
         name, documents = header[0].get("corpus"), header[0].get("documents")
@@ -106,11 +106,11 @@ def load_gold_set(path: Path) -> GoldSet:
             raise GoldFormatError(f'{path}:1: the corpus line must be {{"corpus": "<name>", '
                                   '"documents": ["<document id>", ...]}')
         corpus = GoldCorpus(name, tuple(sorted(set(documents))))
-    for row in rows:
+    for number, row in numbered:
         groups = row.get("groups", [])
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
-            raise GoldFormatError(f"{path}: line {row['id']!r}: `groups` must be a list of group "
-                                  f"names, got {groups!r}")
+            raise GoldFormatError(f"{path}:{number}: `groups` must be a list of group names, got "
+                                  f"{groups!r}")
     return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"],
                                                 tuple(r.get("groups", ())), r.get("document"))
                                        for r in rows))

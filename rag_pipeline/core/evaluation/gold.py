@@ -73,6 +73,10 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
     Raises:
         NoGoldSetError: one line naming the set, its corpus and how many documents are missing.
     """
+    if not gold.lines:
+        raise NoGoldSetError(f"no gold set for this corpus: {gold.path} holds no gold line (only "
+                             "its corpus line); nothing to score. Fill in the lines `rag-pipeline "
+                             "gold draft` wrote, or write some")
     if gold.corpus is None:
         return
     missing = sorted(set(gold.corpus.documents) - set(document_ids))
@@ -212,18 +216,18 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
     in the corpus (white space collapsed, front matter left out: it is in no chunk), outside
-    heading lines, in the line's ``document`` when it names one, and in no earlier line (a
-    passage scored twice would count twice in every figure)."""
+    heading lines, in the line's ``document`` when it names one, and in no earlier line that
+    is scored (a passage scored twice would count twice in every figure)."""
     bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
     collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
     body_only = {doc_id: collapse(without_headings(text)) for doc_id, text in bodies.items()}
     queries, errors = [], []
-    first_with: dict[str, str] = {}
+    scored_by: dict[str, str] = {}
     for line in lines:
         needle = collapse(line.needle)
         found = sum(text.count(needle) for text in collapsed.values())
         in_body = sum(text.count(needle) for text in body_only.values())
-        if (first := first_with.setdefault(needle, line.id)) != line.id:
+        if (first := scored_by.get(needle)) is not None:
             errors.append(GoldError(line.id, f"the same needle as line {first!r}: a passage is "
                                              "scored once"))
         elif line.document is not None and line.document not in collapsed:
@@ -239,6 +243,7 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
             errors.append(GoldError(line.id, f"needle is not in its document {line.document!r} "
                                              f"(it is in {_holder(needle, collapsed)!r})"))
         else:
+            scored_by[needle] = line.id
             queries += [GoldQuery(f"{line.id}/{style.value}", line.id, style,
                                   line.question if style is QueryStyle.QUESTION else line.ticket,
                                   needle) for style in QueryStyle]

@@ -80,6 +80,14 @@ def test_empty_fields_count_as_missing_and_a_field_of_another_type_is_named(tmp_
     assert str(raised.value) == f"{path}:1: `document` must be a string, not a number"
 
 
+def test_bad_groups_name_their_line(tmp_path: Path):
+    row = json.dumps({"id": "3", "needle": "n", "question": "q?", "ticket": "t", "groups": "hr"})
+    path = write_lines(tmp_path / "gold.jsonl", [gold_row("1"), "", gold_row("2"), row])
+    with pytest.raises(GoldFormatError) as raised:
+        load_gold(path)
+    assert str(raised.value) == f"{path}:4: `groups` must be a list of group names, got 'hr'"
+
+
 def test_a_byte_order_mark_and_a_document_are_read(tmp_path: Path):
     """Found by a new user: a file saved as "UTF-8 with BOM" was refused with Python's advice
     to decode it with utf-8-sig."""

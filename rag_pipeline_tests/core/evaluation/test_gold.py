@@ -112,6 +112,13 @@ def test_a_repeated_needle_and_a_wrong_document_are_errors_of_their_lines():
         GoldError("q5", "needle is not in its document 'a.md' (it is in 'c.txt')")]
     assert [q.query_id for q in queries] == ["q1/question", "q1/ticket", "q2/question",
                                              "q2/ticket"]
+    # A line that failed takes no needle: the right line after it is scored (found by an
+    # attack on the check above).
+    wrong, right = (GoldLine(i, needle, "when?", "stale", (), doc)
+                    for i, doc in (("g1", "b.md"), ("g2", "a.md")))
+    queries, errors = validate_gold([wrong, right], CORPUS)
+    assert errors == [GoldError("g1", "needle is not in its document 'b.md' (it is in 'a.md')")]
+    assert [q.query_id for q in queries] == ["g2/question", "g2/ticket"]
 
 
 def test_needle_repeated_inside_one_document_counts_every_time():
@@ -226,6 +233,14 @@ def test_the_corpus_line_is_read_and_a_corpus_without_its_documents_is_refused(t
         "to its folder: `index` then scores it)")
     # A set without a corpus line is checked against any corpus, as before.
     check_corpus(load_gold_set(write_lines(tmp_path / "old.jsonl", [gold_row("q1")])), [])
+    # A set of its corpus line alone scores nothing, and says so (found by an attack: `eval`
+    # printed figures of 0 queries, and `index` replaced the evaluation with empty tables).
+    bare = write_lines(tmp_path / "bare.jsonl", [header])
+    with pytest.raises(NoGoldSetError) as info:
+        check_corpus(load_gold_set(bare), ["a.md", "b.md"])
+    assert str(info.value) == (
+        f"no gold set for this corpus: {bare} holds no gold line (only its corpus line); nothing "
+        "to score. Fill in the lines `rag-pipeline gold draft` wrote, or write some")
 
 
 def test_the_bundled_gold_set_names_57_documents_of_the_python_reference():

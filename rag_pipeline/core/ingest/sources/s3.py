@@ -170,7 +170,8 @@ class S3Source:
             self._refuse_an_object()
         for obj in listing:
             key = obj["Key"][len(self.prefix):]
-            if not key or (key.endswith("/") and not obj["Size"]):  # the prefix, a folder marker
+            if not key or key.endswith("/") and (not obj["Size"] or hidden_top(key.rstrip("/"))):
+                # the prefix, a folder marker (a hidden one named, with bytes or not)
                 if (top := hidden_top(key.rstrip("/"))) is not None:
                     hidden.add(top)
                 continue

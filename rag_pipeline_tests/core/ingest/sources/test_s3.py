@@ -60,8 +60,10 @@ def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
     bucket.put("docs/good.md", "# Good\n")
     bucket.put("docs/a/../escape.md", "# Up\n")
     bucket.put("docs/bell\x07.md", "# Bell\n")
-    # Named like a folder, with bytes (found by an attack: dropped with no line).
+    # Named like a folder, with bytes (found by an attack: dropped with no line); a hidden
+    # one is hidden, as its name says.
     bucket.put("docs/trail.md/", "# Trail\n")
+    bucket.put("docs/.notes/", "# Notes\n")
     result = extract_corpus(S3Source(f"s3://{bucket.name}/docs", s3_settings))
     assert [(r.document_id, r.status, r.error) for r in result.records] == [
         ("a/../escape.md", "failed", "the key a/../escape.md holds an empty, '.' or '..' segment: refused"),
@@ -69,6 +71,7 @@ def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
         ("good.md", "ok", None),
         ("trail.md/", "failed", "the key trail.md/ ends in '/' (an object named like a folder, "
                                 "holding bytes): refused; rename it without the '/'")]
+    assert result.report.counts()["hidden"] == 1
 
 
 def test_a_key_below_an_archive_key_is_no_second_document_of_its_id(bucket: Bucket, s3_settings):
