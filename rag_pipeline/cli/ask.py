@@ -369,6 +369,10 @@ def _exit_if_refused(answer: Answer) -> None:
 @click.option("--user-header", default="X-Forwarded-User", show_default=True,
               help="The header the --trusted-proxy names the user in: each user then has a "
                    "feedback rate of their own (without it, all its users share one).")
+@click.option("--behind-https", is_flag=True,
+              help="With [access]: the service is reached over HTTPS only (through a TLS proxy): "
+                   "every session cookie is __Host-rag_session and a plain rag_session cookie "
+                   "is never accepted, so a neighbouring host cannot plant a session of its own.")
 @click.option("--allowed-host", "allowed_host_names", multiple=True, metavar="NAME",
               help="A host name the service answers to besides its own (repeatable): the name a "
                    "proxy forwards. On a loopback --host only localhost, 127.0.0.1 and ::1 are "
@@ -391,7 +395,7 @@ def _exit_if_refused(answer: Answer) -> None:
 def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key: str | None, retriever: str,
           analyzer: str, max_sources: int, cut: float | None, base_url: str | None,
           workers: int | None, poll_seconds: float, access_log: bool, open_to_all: bool,
-          trusted_proxy: str | None, groups_header: str, user_header: str,
+          trusted_proxy: str | None, groups_header: str, user_header: str, behind_https: bool,
           allowed_host_names: tuple[str, ...], query_backend: str, query_streams: int,
           query_threads: int | None) -> None:
     """Answer questions over HTTP: POST /ask, GET /ask?q=, /health, /status, and a page at /."""
@@ -415,7 +419,7 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
     config = read_config()
     spec = declared_model(model_key, config)
     access = serve_access(invocation, host, open_to_all, trusted_proxy, groups_header, poll_seconds,
-                          user_header)
+                          user_header, behind_https)
     try:
         allowed = allowed_hosts(host, allowed_host_names)
     except ValueError as exc:
@@ -439,7 +443,8 @@ def serve(invocation: Invocation, host: str, port: int, chunker: str, model_key:
 
 
 def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_proxy: str | None,
-                 groups_header: str, poll_seconds: float, user_header: str = "X-Forwarded-User"):
+                 groups_header: str, poll_seconds: float, user_header: str = "X-Forwarded-User",
+                 behind_https: bool = False):
     """The service's access from ``[access]`` and the options, or a one-line failure: without
     ``[access]`` a non-loopback ``--host`` needs ``--open``, and a proxy needs ``[access]``."""
     import ipaddress
@@ -452,6 +457,9 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
     config = read_config()
     policy = config.access
     if policy is None:
+        if behind_https:
+            fail(f"--behind-https sets the session cookie of [access], and there is none in "
+                 f"{config_source(config)}")
         if trusted_proxy is not None:
             fail(f"--trusted-proxy needs an [access] table and there is none in "
                  f"{config_source(config)}: without one every request reads everything and no "
@@ -475,7 +483,8 @@ def serve_access(invocation: Invocation, host: str, open_to_all: bool, trusted_p
         access = AccessState(policy, TokenStore(invocation.data_dir),
                              reload_policy=lambda: load_config(config_file).access,
                              trusted_proxy=trusted_proxy, groups_header=groups_header,
-                             user_header=user_header, poll_seconds=poll_seconds)
+                             user_header=user_header, poll_seconds=poll_seconds,
+                             behind_https=behind_https)
     except (TokenError, OSError) as exc:  # with [access]: no token could be checked
         fail(str(exc))
     if access.unread_tokens is not None:

@@ -6,11 +6,13 @@ needs one of:
 - ``Authorization: Bearer TOKEN`` (a token of ``rag-pipeline tokens add``);
 - the ``rag_session`` cookie that ``POST /session`` with ``{"token": "..."}`` sets (HttpOnly,
   SameSite=Strict, Path=/, a session cookie holding a random session id, never the token);
-  when the page came over HTTPS it is ``__Host-rag_session``, Secure, and a session opened so
-  is accepted from that cookie alone (a sibling host can set a plain ``rag_session`` for this
-  one, never a ``__Host-`` cookie: a session of its own choosing is never put on a reader);
-  ``DELETE /session`` ends it, and a new ``POST /session`` ends the one it replaces. A revoked
-  token ends its sessions too;
+  when the page came over HTTPS (or always, with ``--behind-https``) it is
+  ``__Host-rag_session``, Secure, and a session opened so is accepted from that cookie alone
+  (a sibling host can set a plain ``rag_session`` for this one, never a ``__Host-`` cookie;
+  with ``--behind-https`` a plain cookie is never accepted, so a session of another's choosing
+  is never put on a reader). A page signing in again with the same token continues its
+  sign-in; ``DELETE /session`` ends the whole sign-in and clears both cookies. A revoked token
+  ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the
   address logged once).
@@ -105,12 +107,17 @@ class AccessState:
         groups_header: That header's name.
         user_header: The header it names its user in (absent: the principal is ``proxy``).
         poll_seconds: How often tokens and policy are re-read.
+        behind_https: The service is reached over HTTPS (through a proxy) only: every session
+            is opened secure, and the plain :data:`SESSION_COOKIE` is never accepted (a
+            client that sends no ``Origin`` would otherwise get a plain session, which a
+            neighbouring host could plant in a reader's browser).
     """
 
     def __init__(self, policy: AccessPolicy | None, store: TokenStore | None = None, *,
                  reload_policy: Callable[[], AccessPolicy | None] | None = None,
                  trusted_proxy: str | None = None, groups_header: str = GROUPS_HEADER,
-                 user_header: str = USER_HEADER, poll_seconds: float = 1.0) -> None:
+                 user_header: str = USER_HEADER, poll_seconds: float = 1.0,
+                 behind_https: bool = False) -> None:
         if policy is not None and store is None:
             raise ValueError("a service with [access] needs the data folder's token store")
         self.policy = policy
@@ -122,8 +129,8 @@ class AccessState:
         self.user_header = user_header.lower().encode("latin-1")
         self.user_header_name = user_header
         self.poll_seconds = poll_seconds
-        self._sessions: OrderedDict[str, tuple[str, bool]] = OrderedDict()
-        """Session id -> (its token's id, whether it was opened over HTTPS)."""
+        self.behind_https = behind_https
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
         self._warned: set[str] = set()
         self._stop = threading.Event()
@@ -214,17 +221,24 @@ class AccessState:
 
     # -- principals ------------------------------------------------------------------------------
 
-    def open_session(self, token: str, client: str | None = None,
-                     secure: bool = False) -> tuple[str, Principal]:
+    def open_session(self, token: str, client: str | None = None, secure: bool = False,
+                     replacing: str | None = None) -> tuple[str, Principal]:
         """A new session id for a valid token sent from ``client``, and its principal; a
         ``secure`` session (opened over HTTPS) is accepted from :data:`SECURE_SESSION_COOKIE`
-        alone, any other from :data:`SESSION_COOKIE` alone."""
+        alone, any other from :data:`SESSION_COOKIE` alone. When it replaces the browser's
+        session ``replacing`` of the same token (a page signing in again), both are one
+        sign-in: the old one stays valid (a link opened in a new tab meanwhile carries it) and
+        :meth:`close_session` of either ends both."""
         record = self._verify(token, client)
         session = secrets.token_urlsafe(32)
+        secure = secure or self.behind_https
         with self._lock:
-            self._sessions[session] = (record.id, secure)
+            before = self._sessions.get(replacing) if replacing else None
+            same = before is not None and (before.token_id, before.secure) == (record.id, secure)
+            self._sessions[session] = _Session(record.id, secure,
+                                               before.sign_in if same else session)
             # One token's sign-ins end its own oldest sessions, never other people's.
-            own = [s for s, (token_id, _) in self._sessions.items() if token_id == record.id]
+            own = [s for s, held in self._sessions.items() if held.token_id == record.id]
             for oldest in own[:max(0, len(own) - MAX_SESSIONS_PER_TOKEN)]:
                 del self._sessions[oldest]
             while len(self._sessions) > MAX_SESSIONS:
@@ -232,9 +246,14 @@ class AccessState:
         return session, Principal(record.name, frozenset(record.groups), "session")
 
     def close_session(self, session: str | None) -> None:
+        """Ends ``session`` and every session of the same sign-in."""
         if session:
             with self._lock:
-                self._sessions.pop(session, None)
+                held = self._sessions.get(session)
+                if held is not None:
+                    for other in [s for s, h in self._sessions.items()
+                                  if h.sign_in == held.sign_in]:
+                        del self._sessions[other]
 
     def _verify(self, token: str, client: str | None):
         try:
@@ -276,11 +295,11 @@ class AccessState:
             record = self._verify(token.strip(), client)
             return Principal(record.name, frozenset(record.groups), "token")
         session, secure = _session_cookie(headers.get(b"cookie"))
-        if session is not None:
+        if session is not None and (secure or not self.behind_https):
             with self._lock:
-                token_id, opened_secure = self._sessions.get(session, (None, secure))
-            record = self.store.record(token_id) if token_id is not None else None
-            if opened_secure != secure:
+                held = self._sessions.get(session)
+            record = self.store.record(held.token_id) if held is not None else None
+            if held is not None and held.secure != secure:
                 raise AuthError("the session cookie is not the one this service set: give the "
                                 "token again")
             if record is None or record.expired():
@@ -310,22 +329,26 @@ def _proxied_name(user: bytes | None) -> str:
     return f"proxy:{name}"
 
 
-def _session_cookie(raw: bytes | None) -> tuple[str | None, bool]:
-    """The session id a ``Cookie`` header carries and whether it came in
-    :data:`SECURE_SESSION_COOKIE` (which wins over a plain :data:`SESSION_COOKIE` beside it);
-    ``(None, False)`` without one, or when the header is malformed."""
+def _session_cookies(raw: bytes | None) -> list[tuple[str, bool]]:
+    """The session ids a ``Cookie`` header carries, each with whether it came in
+    :data:`SECURE_SESSION_COOKIE` (first) or :data:`SESSION_COOKIE`; none when the header is
+    malformed."""
     if raw is None:
-        return None, False
+        return []
     jar = SimpleCookie()
     try:
         jar.load(raw.decode("latin-1"))
     except Exception:  # noqa: BLE001 - a malformed cookie header is no session
-        return None, False
-    for name, secure in ((SECURE_SESSION_COOKIE, True), (SESSION_COOKIE, False)):
-        morsel = jar.get(name)
-        if morsel is not None and morsel.value:
-            return morsel.value, secure
-    return None, False
+        return []
+    return [(jar[name].value, secure) for name, secure in ((SECURE_SESSION_COOKIE, True),
+                                                           (SESSION_COOKIE, False))
+            if name in jar and jar[name].value]
+
+
+def _session_cookie(raw: bytes | None) -> tuple[str | None, bool]:
+    """The session id a ``Cookie`` header carries and whether it came in the secure cookie
+    (which wins over a plain one beside it); ``(None, False)`` without one."""
+    return next(iter(_session_cookies(raw)), (None, False))
 
 
 def _unauthorized(message: str) -> JSONResponse:
@@ -415,6 +438,16 @@ def principal(request: Request) -> Principal:
     return found
 
 
+@dataclass(frozen=True)
+class _Session:
+    """A session: its token, whether it was opened over HTTPS, and the sign-in it belongs to
+    (the id of its first session: a page signing in again continues it)."""
+
+    token_id: str
+    secure: bool
+    sign_in: str
+
+
 class SessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -428,15 +461,13 @@ def _session_router(access: AccessState) -> APIRouter:
     def open_session(body: SessionRequest, request: Request) -> JSONResponse:
         if not access.enabled:
             return JSONResponse({"name": EVERYONE.name, "groups": None})
-        secure = _over_tls(request)
+        secure = access.behind_https or _over_tls(request)
         try:
             session, who = access.open_session(
-                body.token, request.client.host if request.client else None, secure)
+                body.token, request.client.host if request.client else None, secure,
+                replacing=_request_session(request))
         except AuthError as exc:
             return _unauthorized(str(exc))
-        # The session this browser's cookie named is replaced: it ends, so signing out (which
-        # ends the cookie's session) leaves none of the page's earlier sign-ins readable.
-        access.close_session(_request_session(request))
         response = JSONResponse({"name": who.name, "groups": sorted(who.groups or ())})
         response.set_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, session,
                             httponly=True, samesite="strict", path="/", secure=secure)
@@ -444,19 +475,27 @@ def _session_router(access: AccessState) -> APIRouter:
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
-        access.close_session(_request_session(request))
-        secure = _over_tls(request)
+        for session in _request_sessions(request):
+            access.close_session(session)
         response = JSONResponse({"signed_out": True})
-        response.delete_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, path="/",
-                               httponly=True, samesite="strict", secure=secure)
+        # Both names: a plain cookie planted beside the secure one is cleared too.
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(SECURE_SESSION_COOKIE, path="/", httponly=True, samesite="strict",
+                               secure=True)
         return response
 
     return router
 
 
 def _request_session(request: Request) -> str | None:
-    """The session id the request's cookie carries (either cookie), or None."""
+    """The session id the request's cookie carries (the secure cookie's first), or None."""
     return _session_cookie(request.headers.get("cookie", "").encode("latin-1"))[0]
+
+
+def _request_sessions(request: Request) -> list[str]:
+    """The session ids of both cookies the request carries."""
+    return [session for session, _ in
+            _session_cookies(request.headers.get("cookie", "").encode("latin-1"))]
 
 
 def _over_tls(request: Request) -> bool:

@@ -178,6 +178,7 @@ def access_line(service: QueryService) -> str:
     report = access_report(access.policy, index.documents, index.corpus_ids)
     proxy = (f"; groups from {access.groups_header_name} of {access.trusted_proxy} only"
              if access.trusted_proxy else "")
+    proxy += "; sessions over HTTPS only (__Host-rag_session)" if access.behind_https else ""
     return (f"access: {len(access.policy.rules)} rule(s) ({access.policy.digest}), "
             f"{_tokens_in_force(access.store.records())}{proxy}; every path but /health and the "
             f"page's shell (GET /) needs a principal; {len(report.unreadable)} "

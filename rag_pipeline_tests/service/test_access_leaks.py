@@ -300,20 +300,54 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     assert client.get("/status", cookies={SECURE_SESSION_COOKIE: secure_id}).status_code == 200
 
 
-def test_a_new_sign_in_ends_the_session_it_replaces_so_signing_out_ends_them_all(setup: Setup):
+def test_signing_in_again_continues_the_sign_in_and_signing_out_ends_all_of_it(setup: Setup):
     """Found by an attack: the page signs in again when its tab comes back into view, and each
-    sign-in left the one before it readable; signing out ended only the last."""
+    sign-in left the one before it readable after signing out. Ending the replaced session at
+    once (found by the next attack) broke a link opened in a new tab meanwhile, which carries
+    the old cookie: the old session stays valid until the sign-in ends."""
     client = TestClient(setup.client.app, client=(STRANGER, 4004))
     first = client.post("/session", json={"token": setup.tokens["hr"]}).cookies[SESSION_COOKIE]
     second = client.post("/session", json={"token": setup.tokens["hr"]}).cookies[SESSION_COOKIE]
     other = TestClient(setup.client.app, client=(STRANGER, 4005))
-    assert other.get("/status", cookies={SESSION_COOKIE: first}).status_code == 401
-    assert other.get("/status", cookies={SESSION_COOKIE: second}).status_code == 200
-    # A wrong token replaces nothing: the browser keeps its session.
+    assert [other.get("/status", cookies={SESSION_COOKIE: s}).status_code
+            for s in (first, second)] == [200, 200]
+    # Another person signing in in this browser starts a sign-in of their own.
+    third = client.post("/session", json={"token": setup.tokens["eng"]}).cookies[SESSION_COOKIE]
+    # A wrong token changes nothing: the browser keeps its session.
     assert client.post("/session", json={"token": "rp_bad"}).status_code == 401
-    assert other.get("/status", cookies={SESSION_COOKIE: second}).status_code == 200
-    assert client.delete("/session").status_code == 200
-    assert other.get("/status", cookies={SESSION_COOKIE: second}).status_code == 401
+    assert other.get("/status", cookies={SESSION_COOKIE: third}).status_code == 200
+    assert other.delete("/session", cookies={SESSION_COOKIE: second}).status_code == 200
+    assert [other.get("/status", cookies={SESSION_COOKIE: s}).status_code
+            for s in (first, second, third)] == [401, 401, 200]
+
+
+def test_behind_https_every_session_is_secure_and_a_plain_cookie_is_never_taken(setup: Setup):
+    """Found by an attack: through the TLS proxy, a client sending no Origin (curl) got a plain
+    session, which a neighbouring host could plant as a plain rag_session in a reader's
+    browser: the page then read as the attacker. Sign out cleared only the secure cookie."""
+    client = TestClient(setup.client.app, client=(STRANGER, 4006))
+    plain = client.post("/session", json={"token": setup.tokens["eng"]}).cookies[SESSION_COOKIE]
+    setup.access.behind_https = True
+    try:
+        opened = client.post("/session", json={"token": setup.tokens["hr"]})  # no Origin
+        assert opened.headers["set-cookie"].startswith(f"{SECURE_SESSION_COOKIE}=")
+        assert "; secure" in opened.headers["set-cookie"].lower()
+        secure = opened.cookies[SECURE_SESSION_COOKIE]
+        victim = TestClient(setup.client.app, client=(STRANGER, 4007))
+        planted = victim.get("/status", cookies={SESSION_COOKIE: plain})
+        assert (planted.status_code, planted.json()["error"]) == (
+            401, "this service needs a token: send `Authorization: Bearer TOKEN` (a token of "
+                 "`rag-pipeline tokens add`)")
+        assert victim.get("/status", cookies={SECURE_SESSION_COOKIE: secure}).json()[
+            "access"]["name"] == "hr-user"
+        signed_out = victim.delete("/session", cookies={SECURE_SESSION_COOKIE: secure,
+                                                        SESSION_COOKIE: plain})
+        cleared = signed_out.headers.get_list("set-cookie")
+        assert sorted(c.split("=", 1)[0] for c in cleared) == [SECURE_SESSION_COOKIE,
+                                                               SESSION_COOKIE]
+        assert victim.get("/status", cookies={SECURE_SESSION_COOKIE: secure}).status_code == 401
+    finally:
+        setup.access.behind_https = False
 
 
 def test_a_session_is_accepted_only_from_the_cookie_it_was_opened_with(setup: Setup):
