@@ -67,6 +67,10 @@ class RetryPolicy:
     first_delay_seconds: float = 60.0
     max_delay_seconds: float = 900.0
     max_attempts: int = 4
+    gone_after_seconds: float = 15.0
+    """A partition still due this long after a run of the same inputs succeeded has lost what
+    that run wrote (a backup restored over it: the files are named by their content, so the
+    inputs are the same): it is launched once more, never twice in a row."""
 
     def __post_init__(self) -> None:
         if self.first_delay_seconds < 0 or self.max_delay_seconds < self.first_delay_seconds:
@@ -82,6 +86,11 @@ class RetryPolicy:
         """What to do with a due partition, given its runs for the same inputs, newest first."""
         if not runs:
             return RetryDecision(Verdict.LAUNCH, 1)
+        newest = runs[0]
+        if (newest.outcome == Outcome.SUCCEEDED and newest.ended_at is not None
+                and now - newest.ended_at >= self.gone_after_seconds
+                and (len(runs) == 1 or runs[1].outcome != Outcome.SUCCEEDED)):
+            return RetryDecision(Verdict.LAUNCH, 1)  # what it wrote is gone: once more
         if runs[0].outcome != Outcome.FAILED:
             return RetryDecision(Verdict.DONE, len(runs))
         failures = consecutive_failures(runs)

@@ -41,11 +41,18 @@ def test_after_the_last_attempt_it_gives_up():
         Verdict.LAUNCH, 5)
 
 
-def test_a_success_or_a_run_in_progress_is_never_repeated():
-    assert RetryPolicy().decide([PastRun(Outcome.SUCCEEDED, 5.0), FAILED_AT_100],
-                                now=1e9) == RetryDecision(Verdict.DONE, 2)
+def test_a_run_in_progress_is_never_repeated_and_a_success_once_if_its_work_is_gone():
     assert RetryPolicy().decide([PastRun(Outcome.ACTIVE, None)], now=1e9) == RetryDecision(
         Verdict.DONE, 1)
+    succeeded = [PastRun(Outcome.SUCCEEDED, 100.0), FAILED_AT_100]
+    # Just ended: its outputs are what the plan reads next.
+    assert RetryPolicy().decide(succeeded, now=114.0) == RetryDecision(Verdict.DONE, 2)
+    # Still due 15 s on (found by a new user: a backup restored under a running daemon was
+    # never brought up to date, the same inputs' run having succeeded before): once more.
+    assert RetryPolicy().decide(succeeded, now=115.0) == RetryDecision(Verdict.LAUNCH, 1)
+    # Never twice in a row: a success that does not make its partition current is not looped.
+    again = [PastRun(Outcome.SUCCEEDED, 200.0), *succeeded]
+    assert RetryPolicy().decide(again, now=1e9) == RetryDecision(Verdict.DONE, 3)
 
 
 def test_failures_before_a_success_do_not_count():
