@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rag_pipeline.core.evaluation.gold import collapse
+from rag_pipeline.core.index.generations import GARBAGE_GRACE_SECONDS
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -87,8 +89,9 @@ def _table(rows: Iterable[Feedback]) -> pa.Table:
 
 
 def append_feedback(warehouse: Warehouse, row: Feedback, max_rows: int = MAX_FEEDBACK_ROWS) -> int:
-    """Appends one row; returns how many the table holds now. The previous file is deleted once
-    the pointer names the new one.
+    """Appends one row; returns how many the table holds now. The files it replaced are
+    deleted once older than :data:`~rag_pipeline.core.index.generations.GARBAGE_GRACE_SECONDS`
+    (a backup or a publication that read the pointer before it moved still finds its file).
 
     Raises:
         FeedbackFullError: The table already holds ``max_rows`` rows (nothing is written).
@@ -105,9 +108,19 @@ def append_feedback(warehouse: Warehouse, row: Feedback, max_rows: int = MAX_FEE
                                     "--from-feedback`, then clear it")
         table = pa.concat_tables([current.select(SCHEMA.names).cast(SCHEMA), _table([row])])
         written = warehouse.write(FEEDBACK, table)
-        if before is not None and before.file != written.file:
-            warehouse.delete(before.file)
+        _delete_replaced(warehouse, written.file)
         return table.num_rows
+
+
+def _delete_replaced(warehouse: Warehouse, current: str) -> None:
+    """Deletes the feedback files other than ``current`` written over the grace ago."""
+    now = time.time()
+    for info in warehouse.list_files(FEEDBACK):
+        file = warehouse.relative(info.path)
+        written = info.mtime.timestamp() if info.mtime is not None else now
+        if file != current and info.base_name.startswith("part-") \
+                and now - written >= GARBAGE_GRACE_SECONDS:
+            warehouse.delete(file)
 
 
 def read_feedback(warehouse: Warehouse) -> list[Feedback]:

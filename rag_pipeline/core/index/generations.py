@@ -29,12 +29,16 @@ from rag_pipeline.core.index.ann_index import CACHE_DIR, INDEX_SUFFIXES, ann_gra
 from rag_pipeline.core.index.mapped import MAP_CACHE_DIR, collect_copies
 from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
-__all__ = ["CURRENT", "GENERATIONS", "GarbageStats", "Generation",
+__all__ = ["CURRENT", "GARBAGE_GRACE_SECONDS", "GENERATIONS", "GarbageStats", "Generation",
            "collect_garbage", "current_generation", "current_generations",
            "generation_age_seconds", "generation_dir", "publish"]
 
 GENERATIONS = "_generations"
 CURRENT = "CURRENT.json"
+GARBAGE_GRACE_SECONDS = 600.0
+"""How old a file no pointer names must be before it is deleted: a reader (a backup copying
+the pointers first, a publication) that read a pointer just before it moved still finds the
+files it names."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ class GarbageStats:
 
 
 def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
-                    grace_seconds: float = 600.0) -> GarbageStats:
+                    grace_seconds: float = GARBAGE_GRACE_SECONDS) -> GarbageStats:
     """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
     generations of any partition name (a graph is named by its ``ann_index`` file), and
     temporary files a killed writer left, once older than ``grace_seconds``

@@ -243,13 +243,52 @@ class UnhealthyFile:
 
 def unhealthy_files(warehouse: Warehouse) -> list[UnhealthyFile]:
     """Every ``_latest.json``, ``CURRENT.json`` and manifest of the warehouse that does not
-    parse as what it must hold, sorted by file; then every derived file a served generation
-    uses that no longer matches the digest recorded when it was built (an ANN index file, a
-    copy in ``map_cache/``)."""
+    parse as what it must hold, sorted by file; then every table file a served generation
+    names that is missing or damaged (:func:`_damaged_tables`), and every derived file it uses
+    that no longer matches the digest recorded when it was built (an ANN index file, a copy in
+    ``map_cache/``)."""
     found = _unparsable_files(warehouse)
     if not found:
-        found += _damaged_derived_files(warehouse)
+        found += _damaged_tables(warehouse) + _damaged_derived_files(warehouse)
     return found
+
+
+RESTORE_TABLE = ("restore the file from a backup (table files never change and are named by "
+                 "their content): `ask` and `serve` cannot load this generation until then")
+
+
+def _damaged_tables(warehouse: Warehouse) -> list[UnhealthyFile]:
+    """Each table file of a served generation that is missing, is no Parquet file, or holds
+    other than the rows its manifest recorded (read from its footer alone); the ANN index's
+    is :func:`_damaged_derived_files`' (the exact scan serves without it, `index` rebuilds it)."""
+    from rag_pipeline.core.index.generations import current_generations, generation_dir
+    from rag_pipeline.core.storage.table_names import ANN_INDEX
+
+    found = []
+    for generation in current_generations(warehouse):
+        folder = generation_dir(generation.chunker, generation.model)
+        for table, file in sorted(generation.files.items()):
+            if table == ANN_INDEX:
+                continue
+            shown = warehouse.full_path(file)
+            try:
+                rows = warehouse.parquet_rows(file)
+            except (OSError, pa.ArrowException) as exc:
+                found.append(UnhealthyFile(folder, f"the {table} table file {shown} cannot be "
+                                                   f"read ({_first_line(exc)})", RESTORE_TABLE))
+                continue
+            if rows is None:
+                found.append(UnhealthyFile(folder, f"the {table} table file {shown} is missing",
+                                           RESTORE_TABLE))
+            elif table in generation.rows and rows != generation.rows[table]:
+                found.append(UnhealthyFile(folder, f"the {table} table file {shown} holds {rows} "
+                                                   f"rows, its generation recorded "
+                                                   f"{generation.rows[table]}", RESTORE_TABLE))
+    return found
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:

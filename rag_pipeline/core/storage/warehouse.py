@@ -348,6 +348,18 @@ class Warehouse:
         info = self.fs.get_file_info(self.full_path(relative))
         return info.size if info.type == pafs.FileType.File else None
 
+    def parquet_rows(self, relative: str) -> int | None:
+        """The rows a Parquet file's footer records, read from the footer alone (None: no such
+        file).
+
+        Raises:
+            pa.ArrowException: The file is no Parquet file (cut short, overwritten).
+        """
+        if self.get_file_size(relative) is None:
+            return None
+        with self.fs.open_input_file(self.full_path(relative)) as source:
+            return pq.ParquetFile(source).metadata.num_rows
+
     def version(self, table: str, partition: Mapping[str, str] | None = None) -> TableVersion | None:
         """The latest written version of a partition, or None."""
         return self.parse_json(f"{self.partition_dir(table, partition)}/{POINTER_FILE}",

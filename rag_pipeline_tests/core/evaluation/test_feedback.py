@@ -22,16 +22,31 @@ UNHELPFUL = Feedback("2026-12-01T22:01:00+00:00", "How do I  upgrade?", False, "
                      "20261201T220000Z-0a1b2c3d", ("guide/faq.md#char=0,48", "guide/install.md#char=1,9"))
 
 
-def test_rows_are_appended_and_the_previous_file_is_deleted(tmp_path: Path):
+def test_rows_are_appended_and_a_replaced_file_is_deleted_after_the_grace(tmp_path: Path):
+    """Found by a new operator: the replaced file was deleted at once, so a backup that copied
+    the pointers first (as the docs say) named a file it did not hold."""
+    import os
+
+    from rag_pipeline.core.index.generations import GARBAGE_GRACE_SECONDS
+
     warehouse = Warehouse(tmp_path)
     assert read_feedback(warehouse) == []
     assert append_feedback(warehouse, HELPFUL) == 1
     first = warehouse.version(FEEDBACK).file
     assert append_feedback(warehouse, UNHELPFUL) == 2
     assert read_feedback(warehouse) == [HELPFUL, UNHELPFUL]
-    files = [warehouse.relative(i.path) for i in warehouse.list_files(FEEDBACK)]
-    assert sorted(files) == sorted([warehouse.version(FEEDBACK).file, f"{FEEDBACK}/_latest.json"])
-    assert first not in files
+    second = warehouse.version(FEEDBACK).file
+
+    def files() -> list[str]:
+        return sorted(warehouse.relative(i.path) for i in warehouse.list_files(FEEDBACK))
+
+    assert files() == sorted([first, second, f"{FEEDBACK}/_latest.json"])
+    # Older than the grace, a replaced file goes with the next row.
+    old = os.stat(tmp_path / "warehouse" / first).st_mtime - GARBAGE_GRACE_SECONDS - 1
+    os.utime(tmp_path / "warehouse" / first, (old, old))
+    assert append_feedback(warehouse, HELPFUL) == 3
+    assert files() == sorted([second, warehouse.version(FEEDBACK).file,
+                              f"{FEEDBACK}/_latest.json"])
 
 
 def test_a_full_table_refuses_the_row_and_keeps_what_it_had(tmp_path: Path):

@@ -187,8 +187,9 @@ def test_a_full_disk_while_publishing_switches_nothing_and_leaves_no_temporary_f
 def test_a_feedback_file_replaced_while_publishing_is_read_again_not_a_failure(tmp_path,
                                                                                monkeypatch):
     """Found by an attack: serve logged "feedback stored, rag.duckdb not refreshed:
-    FileNotFoundError" when another verdict replaced (and deleted) the feedback file the
-    publication had just found in the table's pointer."""
+    FileNotFoundError" when another verdict replaced (and then deleted at once) the feedback
+    file the publication had just found in the table's pointer. A replaced file now waits out
+    the garbage grace; the publication reads the pointers again when one is gone anyway."""
     from datetime import UTC, datetime
 
     from rag_pipeline.core.evaluation.feedback import Feedback, append_feedback
@@ -207,7 +208,9 @@ def test_a_feedback_file_replaced_while_publishing_is_read_again_not_a_failure(t
     def replaced_meanwhile(warehouse_, sources):
         if any("feedback" in file for _, file in sources) and not raced:
             raced.append(True)
-            verdict("second")  # deletes the file `sources` names
+            verdict("second")
+            for _, file in sources:  # the replaced file gone, as after its grace
+                warehouse_.delete(file)
         return real(warehouse_, sources)
 
     monkeypatch.setattr(query_db, "_table_with_partitions", replaced_meanwhile)

@@ -173,6 +173,28 @@ def test_corrupted_pointers_are_reported_unhealthy_naming_the_file(built: BuiltI
     assert current_generation(warehouse, "header", model).id == built.index.generation
 
 
+def test_a_served_table_file_missing_or_cut_short_is_unhealthy(built: BuiltIndex, tmp_path: Path):
+    """Found by a new operator: a chunks file cut to 100 bytes (a damaged restore) left
+    `status` healthy, exit 0, while `ask` failed on it."""
+    import shutil
+
+    from rag_pipeline.core.index.status import RESTORE_TABLE, UnhealthyFile, unhealthy_files
+
+    data = shutil.copytree(built.data_dir, tmp_path / "copied")
+    warehouse = Warehouse(data)
+    generation = current_generation(warehouse, "header", built.index.model_key)
+    chunks, documents = generation.files["chunks"], generation.files["documents"]
+    Path(warehouse.full_path(chunks)).write_bytes(Path(warehouse.full_path(chunks)).read_bytes()[:100])
+    Path(warehouse.full_path(documents)).unlink()
+    folder = f"_generations/chunker=header/model={built.index.model_key}"
+    assert unhealthy_files(warehouse) == [
+        UnhealthyFile(folder, f"the chunks table file {warehouse.full_path(chunks)} cannot be read "
+                              "(Parquet magic bytes not found in footer. Either the file is "
+                              "corrupted or this is not a parquet file.)", RESTORE_TABLE),
+        UnhealthyFile(folder, f"the documents table file {warehouse.full_path(documents)} is "
+                              "missing", RESTORE_TABLE)]
+
+
 def test_documents_newer_than_the_served_generation_are_not_called_chunkless(built: BuiltIndex):
     warehouse = Warehouse(built.data_dir)
     records = document_records(warehouse.read("documents"))
