@@ -40,6 +40,8 @@ def status(invocation: Invocation) -> None:
             # Another machine may have published since: refresh the local DuckDB snapshot
             # (never from a warehouse that has published nothing).
             refresh_query_db(warehouse)
+        else:
+            _snapshot_in_step(warehouse)
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         fail(str(exc))
@@ -83,6 +85,26 @@ def status(invocation: Invocation) -> None:
         echo(f"  fix: {invocation.commands_in(file.fix)}")
     if unhealthy:
         sys.exit(1)
+
+
+def _snapshot_in_step(warehouse) -> None:
+    """Rebuilds ``rag.duckdb`` when it shows other files than the published ones (what
+    ``status`` reads must be what ``ask`` and ``serve`` serve); a data folder this user cannot
+    write is said so, and read as it is."""
+    from rag_pipeline.core.index.generations import current_generations
+    from rag_pipeline.core.index.query_db import publish_query_db, query_db_in_step
+
+    if not current_generations(warehouse) or query_db_in_step(warehouse):
+        return
+    was = "showed other tables than the published ones (a publication cut short, or a " \
+          "warehouse restored under it)" if warehouse.db_path.exists() else "was missing"
+    try:
+        publish_query_db(warehouse)
+    except OSError as exc:
+        echo(f"note: {warehouse.db_path} {was} and could not be rebuilt ({exc}): what follows "
+             "may not be what `ask` and `serve` serve")
+        return
+    echo(f"note: {warehouse.db_path} {was}: rebuilt from the published generations")
 
 
 def echo_not_indexed(status: str, documents: Sequence[tuple[str, str]],

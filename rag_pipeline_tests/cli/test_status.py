@@ -334,3 +334,29 @@ def test_many_stale_documents_are_named_ten_and_counted(tmp_path: Path):
         *(f"  stale   note{n:02d}.md (extracted by an older pipeline or extractor)" for n in range(10)),
         f"  stale   ... and 2 more, the same: `rag-pipeline --data-dir {tmp_path / 'data'} index` reads "
         "them again"]
+
+
+def test_status_rebuilds_a_snapshot_that_shows_other_than_the_published_tables(tmp_path: Path):
+    """Found by a new operator: an older warehouse put back under a newer rag.duckdb made
+    `status` report the newer generation, which nothing served (as a `kill -9` between the
+    snapshot's swap and the pointer did)."""
+    import shutil
+
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    built = build_index(tmp_path / "old", HashedEmbedder(), docs=topic_docs())
+    newer = build_index(tmp_path / "new", HashedEmbedder(), docs=dict(list(topic_docs().items())[:-1]))
+    old_generation = current_generation(Warehouse(built.data_dir), "header", built.index.model_key)
+    shutil.copy(newer.data_dir / "rag.duckdb", built.data_dir / "rag.duckdb")
+    result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == (
+        f"note: {built.data_dir / 'rag.duckdb'} showed other tables than the published ones (a "
+        "publication cut short, or a warehouse restored under it): rebuilt from the published "
+        "generations")
+    assert any(line.startswith("header") and old_generation.id in line
+               for line in result.output.splitlines()), result.output
+    again = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert not again.output.startswith("note:"), again.output

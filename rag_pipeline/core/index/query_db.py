@@ -123,6 +123,14 @@ def _build_location(tmp: Path) -> Iterator[Path]:
         yield Path(folder) / tmp.name
 
 
+def query_db_in_step(warehouse: Warehouse) -> bool:
+    """Whether ``rag.duckdb`` shows exactly the files that are published (False: no readable
+    file, or other files: a ``kill -9`` between its swap and the pointer, a warehouse restored
+    under it)."""
+    existing = _existing_sources(warehouse.db_path)
+    return existing is not None and existing == published_sources(warehouse)
+
+
 def _existing_sources(db_path: Path) -> dict[str, list[Source]] | None:
     """The sources recorded in the published file; None when there is no readable file."""
     import duckdb
