@@ -232,6 +232,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             )
             from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
             from rag_pipeline.orchestration.pools import ensure_pool_limits
+            from rag_pipeline.orchestration.run_tags import launched_by
 
             defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
@@ -260,9 +261,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                                "launches")
                     since = started
                 else:
-                    tags = running.dagster_run.tags
-                    by = tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name") \
-                        or "another command"
+                    by = launched_by(running.dagster_run.tags) or "another command"
                     click.echo(f"using the running Dagster daemon: documents run "
                                f"{running.dagster_run.run_id[:8]} (launched by {by}) is queued or "
                                "running; following it and the runs the index_automation sensor "

@@ -32,6 +32,7 @@ from rag_pipeline.core.runtime.processes import lock_holder, pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.orchestration.pools import ensure_pool_limits
 from rag_pipeline.orchestration.resources import CorpusSource
+from rag_pipeline.orchestration.run_tags import launched_by
 from rag_pipeline.project_paths import INDEX_LOCK
 
 CORPUS_WATCH = "corpus_watch"
@@ -71,8 +72,8 @@ def recorded_fingerprint(instance: dg.DagsterInstance) -> str | None:
     event = instance.get_latest_materialization_event(dg.AssetKey(DOCUMENTS))
     if event is None or event.asset_materialization is None:
         return None
-    value = event.asset_materialization.metadata.get(CORPUS_FINGERPRINT)
-    return UNRECORDED if value is None else str(getattr(value, "value", value))
+    value = _value(event.asset_materialization.metadata, CORPUS_FINGERPRINT)
+    return UNRECORDED if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -100,12 +101,11 @@ def earlier_reading(instance: dg.DagsterInstance, run_id: str) -> EarlierReading
             or _value(before, CORPUS_FINGERPRINT) != _value(ours, CORPUS_FINGERPRINT):
         return None
     run = instance.get_run_by_id(records[1].run_id)
-    tags = run.tags if run is not None else {}
-    launched_by = tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name")
-    if not launched_by:
+    by = launched_by(run.tags) if run is not None else None
+    if not by:
         return None
     prefix = "reconciliation."
-    return EarlierReading(records[1].run_id, launched_by, records[1].timestamp,
+    return EarlierReading(records[1].run_id, by, records[1].timestamp,
                           {key.removeprefix(prefix): int(_value(before, key))
                            for key in before if key.startswith(prefix)})
 

@@ -22,3 +22,9 @@ ATTEMPT_TAG = "rag_pipeline/attempt"
 def tag_run(context: dg.AssetExecutionContext, tags: dict[str, str]) -> None:
     """Adds ``tags`` to the running run (a UI launch gets them as well as a sensor launch)."""
     context.instance.add_run_tags(context.run_id, tags)
+
+
+def launched_by(tags: dict[str, str]) -> str | None:
+    """The sensor or schedule whose request launched a run with these tags (None: a person or
+    a command launched it)."""
+    return tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name")

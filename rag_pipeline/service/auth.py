@@ -231,7 +231,6 @@ class AccessState:
         :meth:`close_session` of either ends both."""
         record = self._verify(token, client)
         session = secrets.token_urlsafe(32)
-        secure = secure or self.behind_https
         with self._lock:
             before = self._sessions.get(replacing) if replacing else None
             same = before is not None and (before.token_id, before.secure) == (record.id, secure)
@@ -489,7 +488,7 @@ def _session_router(access: AccessState) -> APIRouter:
 
 def _request_session(request: Request) -> str | None:
     """The session id the request's cookie carries (the secure cookie's first), or None."""
-    return _session_cookie(request.headers.get("cookie", "").encode("latin-1"))[0]
+    return next(iter(_request_sessions(request)), None)
 
 
 def _request_sessions(request: Request) -> list[str]:

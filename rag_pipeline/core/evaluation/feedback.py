@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rag_pipeline.core.evaluation.gold import collapse
-from rag_pipeline.core.index.generations import GARBAGE_GRACE_SECONDS
+from rag_pipeline.core.index.generations import past_grace
 from rag_pipeline.core.storage.table_names import FEEDBACK
 from rag_pipeline.core.storage.warehouse import Warehouse
 
@@ -117,9 +117,7 @@ def _delete_replaced(warehouse: Warehouse, current: str) -> None:
     now = time.time()
     for info in warehouse.list_files(FEEDBACK):
         file = warehouse.relative(info.path)
-        written = info.mtime.timestamp() if info.mtime is not None else now
-        if file != current and info.base_name.startswith("part-") \
-                and now - written >= GARBAGE_GRACE_SECONDS:
+        if file != current and info.base_name.startswith("part-") and past_grace(info, now):
             warehouse.delete(file)
 
 

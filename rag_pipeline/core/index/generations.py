@@ -31,7 +31,7 @@ from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GARBAGE_GRACE_SECONDS", "GENERATIONS", "GarbageStats", "Generation",
            "collect_garbage", "current_generation", "current_generations",
-           "generation_age_seconds", "generation_dir", "publish"]
+           "generation_age_seconds", "generation_dir", "past_grace", "publish"]
 
 GENERATIONS = "_generations"
 CURRENT = "CURRENT.json"
@@ -159,6 +159,13 @@ class GarbageStats:
     copy_bytes_deleted: int = 0
 
 
+def past_grace(info, now: float, grace_seconds: float = GARBAGE_GRACE_SECONDS) -> bool:
+    """Whether the file of ``info`` (a ``pyarrow.fs.FileInfo``) was last written ``grace_seconds``
+    or more before ``now`` (a file whose time the store does not give: never)."""
+    written = info.mtime.timestamp() if info.mtime is not None else now
+    return now - written >= grace_seconds
+
+
 def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
                     grace_seconds: float = GARBAGE_GRACE_SECONDS) -> GarbageStats:
     """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
@@ -199,8 +206,7 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
         is_tmp = info.base_name.startswith(".") and info.base_name.endswith(".tmp")
         if not (is_part or is_tmp) or rel in referenced:
             continue
-        mtime = info.mtime.timestamp() if info.mtime is not None else now
-        if now - mtime < grace_seconds:
+        if not past_grace(info, now, grace_seconds):
             continue
         warehouse.delete(rel)
         deleted += 1

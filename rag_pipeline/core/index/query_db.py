@@ -217,8 +217,8 @@ def publish_query_db(warehouse: Warehouse, pending: Generation | None = None) ->
     snapshot is then rebuilt from the warehouse (never copied with what the WAL would replay)
     and the stale WAL is removed before the swap, so the new file never meets another file's
     WAL. A table file replaced and deleted between the read of its pointer and of the file
-    (the feedback table deletes its previous file at once) makes the pointers be read again, up
-    to :data:`SOURCE_MOVED_ATTEMPTS` times."""
+    (past its garbage grace, or by hand) makes the pointers be read again, up to
+    :data:`SOURCE_MOVED_ATTEMPTS` times."""
     db_path = warehouse.db_path
     with _publish_lock(db_path):
         _remove_dead_writers_files(db_path)

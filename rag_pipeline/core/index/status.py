@@ -26,6 +26,7 @@ from rag_pipeline.core.storage.warehouse import (
     TableVersion,
     Warehouse,
 )
+from rag_pipeline.core.text.terminal import exception_line
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,7 @@ def _damaged_tables(warehouse: Warehouse) -> list[UnhealthyFile]:
                 rows = warehouse.parquet_rows(file)
             except (OSError, pa.ArrowException) as exc:
                 found.append(UnhealthyFile(folder, f"the {table} table file {shown} cannot be "
-                                                   f"read ({_first_line(exc)})", RESTORE_TABLE))
+                                                   f"read ({exception_line(exc)})", RESTORE_TABLE))
                 continue
             if rows is None:
                 found.append(UnhealthyFile(folder, f"the {table} table file {shown} is missing",
@@ -285,10 +286,6 @@ def _damaged_tables(warehouse: Warehouse) -> list[UnhealthyFile]:
                                                    f"rows, its generation recorded "
                                                    f"{generation.rows[table]}", RESTORE_TABLE))
     return found
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
@@ -307,7 +304,7 @@ def _damaged_derived_files(warehouse: Warehouse) -> list[UnhealthyFile]:
             except (OSError, pa.ArrowException, KeyError, IndexError) as exc:
                 found.append(UnhealthyFile(folder, (
                     f"the ANN index table {warehouse.full_path(table)} cannot be read "
-                    f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}): the exact "
+                    f"({exception_line(exc)}): the exact "
                     "scan serves until the next `rag-pipeline index` rebuilds it")))
                 graph = None
             damage = graph_damage(warehouse, graph) if graph else None

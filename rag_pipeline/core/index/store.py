@@ -43,6 +43,7 @@ from rag_pipeline.core.ingest.extracted import left_out, left_out_scopes
 from rag_pipeline.core.storage.table_names import ANN_INDEX, BM25_TABLES, CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, Warehouse
 from rag_pipeline.core.text.analyzers import Analyzer
+from rag_pipeline.core.text.terminal import exception_line
 
 if TYPE_CHECKING:
     from rag_pipeline.core.index.access import AccessLabels
@@ -231,7 +232,7 @@ def _ann_or_none(warehouse: Warehouse, generation: Generation, vectors) -> AnnIn
         logging.getLogger(__name__).warning(
             "the ANN index table %s cannot be read (%s): the exact scan serves until the next "
             "`rag-pipeline index` rebuilds it", warehouse.full_path(generation.files[ANN_INDEX]),
-            str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            exception_line(exc))
     return None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escape_controls", "one_line"]
+__all__ = ["escape_controls", "exception_line", "one_line"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidirectional controls
 # (ALM, LRM, RLM, LRE..RLO, LRI..PDI) that reorder what a terminal shows.
@@ -36,3 +36,9 @@ def one_line(text: str) -> str:
     """``text`` escaped as :func:`escape_controls` escapes it, its line breaks too: a name or a
     reason printed within a line of a listing (a file name may hold a newline)."""
     return escape_controls(text).replace("\n", "\\u000a")
+
+
+def exception_line(exc: BaseException) -> str:
+    """What a one-line message shows of ``exc``: its message's first line, or its type's name
+    when it has no message."""
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
