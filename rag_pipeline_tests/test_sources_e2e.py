@@ -97,7 +97,7 @@ def _check_the_new_state(index: Indexed, before: set[str], metadata: dict, revis
                                                "'header'")} - before
     assert metadata["embeddings"]["embedded"] == len(new_texts) > 0
     assert index.query("select change, document_id, coalesce(previous_id, ''), revision from "
-                       "reconciliation where change <> 'unchanged' order by all") == [
+                       "reconciliation where change not in ('unchanged', 'failed') order by all") == [
         ("added", "new.md", "", revision), ("changed", "edit.md", "", revision),
         ("deleted", "gone.md", "", revision), ("renamed", "new/place.md", "old/name.md", revision)]
     assert (metadata["documents"]["extracted"], metadata["documents"]["reconciliation.unchanged"]) == (2, 1)
@@ -116,9 +116,12 @@ def test_an_s3_prefix_reconciles_exactly(tmp_path: Path, stand_in):
                 bucket.put(f"exports/{key}", text)
             bucket.put("elsewhere/outside.md", "# Outside\n\nOUTSIDE the prefix.\n")
             bucket.put("exports-old/stale.md", "# Stale\n\nOUTSIDE too, beside the prefix.\n")
+            bucket.put("exports/", "# The prefix's own key, with bytes\n")
             for index in _indexed(tmp_path, "s3://team-docs/exports", stand_in):
                 first = index.run()
                 assert first["documents"]["documents_ok"] == 4
+                assert index.query("select document_id, status from documents where status <> "
+                                   "'ok'") == [("/", "failed")]
                 assert sorted(_served(index)) == sorted(DOCS)
                 assert index.query("select path from documents where document_id = 'keep.md'") == [
                     ("s3://team-docs/exports/keep.md",)]
@@ -131,6 +134,8 @@ def test_an_s3_prefix_reconciles_exactly(tmp_path: Path, stand_in):
                                                       "Key": "exports/old/name.md"})
                 bucket.delete("exports/old/name.md")
                 _check_the_new_state(index, before, index.run(), None)
+                assert index.query("select change, document_id from reconciliation where change = "
+                                   "'failed'") == [("failed", "/")]
     finally:
         stop(server)
 

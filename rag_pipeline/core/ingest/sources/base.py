@@ -149,16 +149,17 @@ def unsafe_key_reason(key: str, kind: str = "key") -> str | None:
     or ``..`` segment, a backslash, or a control character (``None`` when it is safe)."""
     parts = key.split("/")
     if key.endswith("/") and key.strip("/"):
-        return (f"the {kind} {_shown(key)} ends in '/' (an object named like a folder, holding "
+        return (f"the {kind} {shown_key(key)} ends in '/' (an object named like a folder, holding "
                 "bytes): refused; rename it without the '/'")
     if any(part in ("", ".", "..") for part in parts) or key.startswith("/"):
-        return f"the {kind} {_shown(key)} holds an empty, '.' or '..' segment: refused"
+        return f"the {kind} {shown_key(key)} holds an empty, '.' or '..' segment: refused"
     if "\\" in key:
-        return f"the {kind} {_shown(key)} holds a backslash: refused"
+        return f"the {kind} {shown_key(key)} holds a backslash: refused"
     if any(unicodedata.category(c) == "Cc" for c in key):
-        return f"the {kind} {_shown(key)} holds a control character: refused"
+        return f"the {kind} {shown_key(key)} holds a control character: refused"
     return None
 
 
-def _shown(key: str) -> str:
-    return key.encode("unicode_escape").decode("ascii")
+def shown_key(key: str) -> str:
+    """``key`` as one printable ASCII line (``bell\\x07.md``): how an unsafe key is named."""
+    return key.encode("unicode_escape", "backslashreplace").decode("ascii")

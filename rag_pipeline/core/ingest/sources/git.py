@@ -33,6 +33,7 @@ from rag_pipeline.core.ingest.sources.base import (
     OriginalGoneError,
     SourceError,
     hidden_top,
+    shown_key,
     unsafe_key_reason,
 )
 
@@ -231,7 +232,7 @@ class GitSource:
             path = raw_path.decode("utf-8", "surrogateescape")
             refused = unsafe_key_reason(path, "path")
             if refused is not None:
-                out.append(Entry(path.encode("unicode_escape", "backslashreplace").decode("ascii"),
+                out.append(Entry(shown_key(path),
                                  f"blob:{oid}", refused=refused))
                 continue
             top = hidden_top(path)

@@ -20,7 +20,13 @@ from typing import Any
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.reading import STORE_REFUSED
-from rag_pipeline.core.ingest.sources.base import Entry, SourceError, hidden_top, unsafe_key_reason
+from rag_pipeline.core.ingest.sources.base import (
+    Entry,
+    SourceError,
+    hidden_top,
+    shown_key,
+    unsafe_key_reason,
+)
 
 BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 """S3's rule for a bucket name: 3 to 63 lower-case letters, digits, dots and hyphens."""
@@ -170,15 +176,20 @@ class S3Source:
             self._refuse_an_object()
         for obj in listing:
             key = obj["Key"][len(self.prefix):]
+            fingerprint = f"etag:{obj['ETag'].strip(chr(34))}:{obj['Size']}"
+            if not key and obj["Size"]:
+                out.append(Entry("/", fingerprint, obj["Size"], refused=(
+                    f"the key {shown_key(obj['Key'])} is the prefix itself, holding bytes (an "
+                    "object named like the corpus's folder): refused; rename it without the '/'")))
+                continue
             if not key or key.endswith("/") and (not obj["Size"] or hidden_top(key.rstrip("/"))):
-                # the prefix, a folder marker (a hidden one named, with bytes or not)
+                # the prefix's or a folder's marker (a hidden one named, with bytes or not)
                 if (top := hidden_top(key.rstrip("/"))) is not None:
                     hidden.add(top)
                 continue
-            fingerprint = f"etag:{obj['ETag'].strip(chr(34))}:{obj['Size']}"
             refused = unsafe_key_reason(key)
             if refused is not None:
-                out.append(Entry(key.encode("unicode_escape").decode("ascii"), fingerprint,
+                out.append(Entry(shown_key(key), fingerprint,
                                  obj["Size"], refused=refused))
             elif (top := hidden_top(key)) is not None:
                 hidden.add(top)

@@ -64,8 +64,11 @@ def test_unsafe_keys_are_refused_one_line_each(bucket: Bucket, s3_settings):
     # one is hidden, as its name says.
     bucket.put("docs/trail.md/", "# Trail\n")
     bucket.put("docs/.notes/", "# Notes\n")
+    bucket.put("docs/", "# The folder\n")  # the prefix's own key, with bytes (found by an attack)
     result = extract_corpus(S3Source(f"s3://{bucket.name}/docs", s3_settings))
     assert [(r.document_id, r.status, r.error) for r in result.records] == [
+        ("/", "failed", "the key docs/ is the prefix itself, holding bytes (an object named like "
+                        "the corpus's folder): refused; rename it without the '/'"),
         ("a/../escape.md", "failed", "the key a/../escape.md holds an empty, '.' or '..' segment: refused"),
         ("bell\\x07.md", "failed", "the key bell\\x07.md holds a control character: refused"),
         ("good.md", "ok", None),
