@@ -24,7 +24,10 @@ ENGLISH_STOPWORDS = frozenset((
 class Analyzer(StrEnum):
     """``plain``: lower case, runs of ``[a-z0-9]``, nothing removed. ``english``: lower case,
     words of two or more word characters, Lucene's 33 stop words dropped, Snowball English stems
-    (PyStemmer), as bm25s does with ``stopwords="en"`` and an English stemmer."""
+    (PyStemmer), as bm25s does with ``stopwords="en"`` and an English stemmer. ``code`` (the
+    default): the ``english`` terms, then each white-space-separated token holding a character
+    that is neither a letter, a digit nor white space (``INV-2026-0042``, ``os.path.join``),
+    prose punctuation stripped from its ends, kept whole and lowercased."""
 
     PLAIN = "plain"
     ENGLISH = "english"
