@@ -325,7 +325,7 @@ def test_markdown_front_matter_is_in_no_section_and_the_heading_is_the_title(cor
     assert record.canonical_text == GUIDE_MD.decode()
     assert record.content_sha256 == hashlib.sha256(GUIDE_MD).hexdigest()
     assert (record.format, record.extractor, record.extractor_version) == (
-        "markdown", "markdown-frontmatter", "9")
+        "markdown", "markdown-frontmatter", "10")
     # The text before "# Real Title" (none) and the heading's body, both titled by the document;
     # the front matter (43 characters) is in neither, so in no chunk.
     assert record.sections == (Section("Real Title", 43, 43, 1), Section("Real Title", 55, 68, 1))
@@ -460,11 +460,11 @@ def test_reuse_keeps_unchanged_ok_records_and_retries_failed_ones(corpus):
     records = by_id(third.records)
     assert records["notes.txt"].canonical_text == "Edited notes.\n"
     assert (records["empty.txt"].status, records["empty.txt"].canonical_text) == ("ok", "Now it has text.\n")
-    assert records["guide.md"].extractor_version == "9"
+    assert records["guide.md"].extractor_version == "10"
     # Found by an operator's trial: a file nobody touched was reported "changed", saying nothing.
     assert [(r.change, r.detail) for r in third.report.rows if r.document_id == "guide.md"] == [
         ("changed", "the same bytes, read again by an upgraded extractor (markdown-frontmatter 0 "
-                    "-> markdown-frontmatter 9)")]
+                    "-> markdown-frontmatter 10)")]
     assert [r.detail for r in third.report.rows if r.document_id == "notes.txt"] == [""]
     assert records["link.md"].status == "failed"
     assert len(third.failed) == 5

@@ -1,4 +1,4 @@
-"""Markdown: the file as it is; sections at ATX headings outside code, after a YAML front matter.
+"""Markdown: the file as it is; sections at ATX and setext headings outside code, after a YAML front matter.
 
 The heading lines found here are the only Markdown structure in the project: extraction takes
 a document's title and sections from them and the gold-set check keeps needles out of them.
@@ -93,22 +93,58 @@ def pipe_tables(text: str) -> tuple[TableSpan, ...]:
     return tuple(tables)
 
 
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(?:={2,}|-{3,})[ \t]*")
+_THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})")
+_OTHER_BLOCK = re.compile(r" {0,3}(?:[-+*][ \t]|[-+*]$|\d{1,9}[.)](?:[ \t]|$)|>|<[A-Za-z/!?]|\|)")
+"""A line opening a list item, a block quote, an HTML block or a table row: the lines under it
+until a blank one are its own (CommonMark's lazy continuation), never a setext heading's text."""
+_INDENTED_CODE = re.compile(r" {0,3}\t| {4}")
+
+
 def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each ATX heading line (``#`` at column 0), end
-    excluding the newline.
+    """``(start, end, level, title)`` of each heading, end excluding the newline: an ATX line
+    (``#`` at column 0), or a setext heading (CommonMark 4.3): a paragraph's lines underlined
+    by a line of ``=`` (level 1) or ``-`` (level 2), the span running from the paragraph's first
+    line to the underline, the title its lines joined by spaces. An underline here is two ``=``
+    or three ``-`` at least (a lone ``-`` under a line is more often a typo than a heading), and
+    a paragraph opens only after a blank line, a heading, a rule or indented code (a line under
+    a list item, a quote, an HTML block or a table row continues it).
 
     Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
     with three or more backticks or tildes indented by at most three spaces (a backtick fence's
     info string holds no backtick) and closes at a line of at least as many of the same
     character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
-    spaces, so no line of it starts with ``#`` at column 0. One pass over the lines.
+    spaces, so no line of it starts with ``#`` at column 0. The YAML front matter, if any, holds
+    none. One pass over the lines.
     """
     spans = []
+    body = front_matter_end(text)
+    paragraph: int | None = None  # where the open paragraph starts
+    other_block = False  # under a list item, a quote, an HTML block or a table row
+    previous_end = -1
     for start, line in _outside_code(text):
+        if start < body:
+            continue
+        if start != previous_end + 1:  # a fenced block between: it closed what was open
+            paragraph, other_block = None, False
+        previous_end = start + len(line)
         heading = _HEADING.fullmatch(line)
         if heading:
             spans.append((start, start + len(line), len(heading.group(1)),
                           _heading_title(heading.group(2))))
+            paragraph, other_block = None, False
+        elif not line.strip():
+            paragraph, other_block = None, False
+        elif paragraph is not None and _SETEXT_UNDERLINE.fullmatch(line):
+            title = " ".join(part.strip() for part in text[paragraph:start - 1].split("\n"))
+            spans.append((paragraph, start + len(line), 1 if "=" in line else 2, title))
+            paragraph = None
+        elif _THEMATIC_BREAK.fullmatch(line):
+            paragraph, other_block = None, False
+        elif _OTHER_BLOCK.match(line):  # it interrupts a paragraph
+            paragraph, other_block = None, True
+        elif paragraph is None and not other_block and not _INDENTED_CODE.match(line):
+            paragraph = start
     return spans
 
 
@@ -200,7 +236,7 @@ class MarkdownFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("markdown-frontmatter", "9")
+        return Extractor("markdown-frontmatter", "10")
 
     def shown_quote(self, text: str) -> str:
         """Each line's inline markup as a reader sees it rendered: ``**bold**``, ``[the

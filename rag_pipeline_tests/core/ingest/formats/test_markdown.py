@@ -103,6 +103,32 @@ def test_a_backtick_fence_with_a_backtick_in_its_info_string_is_no_fence():
     assert [t for _, _, _, t in heading_spans("``` a`b\n# Heading\n")] == ["Heading"]
 
 
+def test_a_paragraph_underlined_by_equals_or_dashes_is_a_setext_heading():
+    # Debian's and many projects' READMEs underline their headings (found by a new user: the
+    # underlined title was quoted as an answer's sentence, and every chunk had the file's name
+    # for its section).
+    text = "Bug reports\n===========\n\nMail them.\n\nThe short\nversion\n---\nRun it.\n"
+    # "Bug reports" + underline [0,23) | body | "The short\nversion\n---" [37,58) | body
+    assert heading_spans(text) == [(0, 23, 1, "Bug reports"), (37, 58, 2, "The short version")]
+    extracted = MarkdownFormat().extract(text.encode(), "bugs")
+    assert extracted.title == "Bug reports"
+    assert extracted.sections == (Section("Bug reports", 0, 0, 1), Section("Bug reports", 23, 37, 1),
+                                  Section("The short version", 58, 67, 2))
+    assert without_headings(text) == " \n\nMail them.\n\n \nRun it.\n"
+
+
+def test_a_rule_under_a_list_a_quote_code_or_a_blank_line_is_no_setext_underline():
+    for text in ("- item\n---\n", "Para\n- item\n---\n", "- item\nlazy line\n===\n",
+                 "> quoted\n---\n", "    code\n---\n", "Text\n\n---\n", "<div>\nx\n---\n",
+                 "a | b\n--- | ---\n", "Para\n-\n", "x\n```\ny\n```\n---\n",
+                 "Para\n- - -\n", "---\ntitle: Front\n---\n"):
+        assert heading_spans(text) == [], repr(text)
+    # After a fence, a heading, or with front matter above, a paragraph opens again.
+    assert heading_spans("```\ncode\n```\nAfter\n---\n") == [(13, 22, 2, "After")]
+    assert heading_spans("# A\nB\n==\n") == [(0, 3, 1, "A"), (4, 8, 1, "B")]
+    assert heading_spans("---\ntitle: x\n---\nBody\n---\n") == [(17, 25, 2, "Body")]
+
+
 def test_sections_run_between_headings_and_leave_the_heading_lines_out():
     text = "Preface.\n# Title\n\nBody.\n### Deep\nMore.\n"
     # "Preface." [0,9) | "# Title" [9,16) | body [16,24) | "### Deep" [24,32) | body [32,39)
