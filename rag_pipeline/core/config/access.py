@@ -38,8 +38,8 @@ from rag_pipeline.core.embedding.models import ModelConfigError
 from rag_pipeline.core.ingest.sources.base import enclosing_ids
 from rag_pipeline.core.text.arguments import listed
 
-__all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessReport", "AccessRule", "access_report",
-           "glob_regex", "parse_access", "unmatched_globs"]
+__all__ = ["ACCESS_KEYS", "RULE_KEYS", "AccessPolicy", "AccessReport", "AccessRule", "GlobAutomaton",
+           "access_report", "glob_regex", "parse_access", "unmatched_globs"]
 
 ACCESS_KEYS = frozenset({"rules", "groups"})
 RULE_KEYS = frozenset({"glob", "readers"})
@@ -105,8 +105,10 @@ def _set_regex(body: str) -> str:
     return f"[^/{escaped}]" if negate else f"(?!/)[{escaped}]"
 
 
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """The regular expression of a rule's glob over whole document ids.
+def _glob_tokens(glob: str) -> list[tuple[str, str]]:
+    """A glob's parts, in order: ``("dirs", "")`` for ``**/`` (any run of folders, none
+    included), ``("any", "")`` for ``**``, ``("star", "")``, ``("one", "")``, ``("set",
+    expression)`` and ``("char", c)``.
 
     Raises:
         ValueError: A set with a backwards range (:func:`_set_regex`).
@@ -115,28 +117,104 @@ def glob_regex(glob: str) -> re.Pattern[str]:
     while i < len(glob):
         char = glob[i]
         if glob.startswith("**/", i):
-            out.append("(?:.*/)?")  # `a/**/b` also matches `a/b`
+            out.append(("dirs", ""))
             i += 3
             continue
         if glob.startswith("**", i):
-            out.append(".*")
+            out.append(("any", ""))
             i += 2
             continue
         if char == "*":
-            out.append("[^/]*")
+            out.append(("star", ""))
         elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = _set_end(glob, i)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                out.append(_set_regex(glob[i + 1:end]))
-                i = end
+            out.append(("one", ""))
+        elif char == "[" and (end := _set_end(glob, i)) >= 0:
+            out.append(("set", _set_regex(glob[i + 1:end])))
+            i = end
         else:
-            out.append(re.escape(char))
+            out.append(("char", char))
         i += 1
-    return re.compile("".join(out), re.DOTALL)
+    return out
+
+
+_TOKEN_REGEX = {"dirs": "(?:.*/)?", "any": ".*", "star": "[^/]*", "one": "[^/]"}
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """The regular expression of a rule's glob over whole document ids (``a/**/b`` also
+    matches ``a/b``).
+
+    Raises:
+        ValueError: A set with a backwards range (:func:`_set_regex`).
+    """
+    return re.compile("".join(_TOKEN_REGEX.get(kind) or (value if kind == "set" else re.escape(value))
+                              for kind, value in _glob_tokens(glob)), re.DOTALL)
+
+
+class GlobAutomaton:
+    """A glob matched in time linear in the id (times the glob's length): the states of its
+    automaton advanced together, one character at a time, as a bit set.
+
+    Python's regular expressions backtrack: an expression of several ``.*`` takes time of the
+    id's length to the power of their number (a request naming a crafted 4,000-character id
+    held the service for seconds under ``**/drafts/**/legal/**/review/**/*.pdf``, the
+    interpreter lock taken throughout). :meth:`AccessRule.matches` uses this automaton for a
+    glob of two runs (``*``, ``**``) or more; a glob of at most one is matched by its
+    expression, whose time is linear already.
+
+    States: one before each part. ``*`` and ``**`` are loops (a character they take keeps the
+    state, and the state also stands after them); ``**/`` is a choice between nothing and a
+    loop over any character that must end in ``/``.
+    """
+
+    def __init__(self, glob: str) -> None:
+        self._stays: list[tuple[int, re.Pattern[str]]] = []  # (bit, what it takes)
+        self._steps: list[tuple[int, re.Pattern[str]]] = []
+        closure: list[tuple[int, int]] = []  # (bit, the bits it also stands for), ascending
+        anything, not_slash = re.compile(".", re.DOTALL), re.compile("[^/]")
+        state = 0
+        for kind, value in _glob_tokens(glob):
+            if kind == "dirs":  # state: skip (to after the '/') or enter the loop
+                closure.append((1 << state, (1 << state + 1) | (1 << state + 3)))
+                self._stays.append((1 << state + 1, anything))
+                closure.append((1 << state + 1, 1 << state + 2))
+                self._steps.append((1 << state + 2, re.compile("/")))
+                state += 3
+            elif kind in ("any", "star"):
+                self._stays.append((1 << state, anything if kind == "any" else not_slash))
+                closure.append((1 << state, 1 << state + 1))
+                state += 1
+            else:
+                self._steps.append((1 << state, not_slash if kind == "one" else re.compile(
+                    value if kind == "set" else re.escape(value), re.DOTALL)))
+                state += 1
+        self._closure = closure
+        self._accept = 1 << state
+        self._masks: dict[str, tuple[int, int]] = {}
+
+    def _close(self, states: int) -> int:
+        for bit, also in self._closure:
+            if states & bit:
+                states |= also
+        return states
+
+    def _masks_of(self, char: str) -> tuple[int, int]:
+        masks = self._masks.get(char)
+        if masks is None:
+            masks = (sum(bit for bit, takes in self._stays if takes.fullmatch(char)),
+                     sum(bit for bit, takes in self._steps if takes.fullmatch(char)))
+            if len(self._masks) < 4096:
+                self._masks[char] = masks
+        return masks
+
+    def fullmatch(self, document_id: str) -> bool:
+        states = self._close(1)
+        for char in document_id:
+            stays, steps = self._masks_of(char)
+            states = self._close((states & stays) | ((states & steps) << 1))
+            if not states:
+                return False
+        return bool(states & self._accept)
 
 
 @dataclass(frozen=True)
@@ -153,8 +231,18 @@ class AccessRule:
     def pattern(self) -> re.Pattern[str]:
         return glob_regex(unicodedata.normalize("NFC", self.glob))
 
+    @cached_property
+    def _automaton(self) -> GlobAutomaton | None:
+        """The glob's automaton when it has two runs or more (:class:`GlobAutomaton`)."""
+        glob = unicodedata.normalize("NFC", self.glob)
+        runs = sum(kind in ("dirs", "any", "star") for kind, _ in _glob_tokens(glob))
+        return GlobAutomaton(glob) if runs > 1 else None
+
     def matches(self, document_id: str) -> bool:
-        return self.pattern.fullmatch(unicodedata.normalize("NFC", document_id)) is not None
+        document_id = unicodedata.normalize("NFC", document_id)
+        if self._automaton is not None:
+            return self._automaton.fullmatch(document_id)
+        return self.pattern.fullmatch(document_id) is not None
 
 
 RULES_SEMANTICS = "containers-and-members; sets-within-a-folder"
