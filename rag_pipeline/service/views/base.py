@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -284,13 +285,55 @@ def locate(haystack: str, needle: str, before: int = 0) -> tuple[int, int] | Non
 def _nth(haystack: str, needle: str, before: int) -> int:
     """Where ``needle`` occurs in ``haystack`` after ``before`` other places (the last place
     when there are fewer), or -1."""
-    found = haystack.find(needle)
-    for _ in range(before):
-        after = haystack.find(needle, found + 1) if found >= 0 else -1
-        if after < 0:
+    found = -1
+    for number, at in enumerate(occurrence_starts(haystack, needle)):
+        found = at
+        if number == before:
             break
-        found = after
     return found
+
+
+FIND_BUDGET = 4_000_000
+"""Characters compared by ``str.find`` (the quote's length per place found) before the
+places of a quote are found by :func:`_kmp_starts` instead."""
+
+
+def occurrence_starts(haystack: str, needle: str) -> Iterator[int]:
+    """Each place ``needle`` starts in ``haystack``, in order, overlapping ones included. A
+    quote repeated back to back (a long quote of a periodic text) is found at every period:
+    ``str.find`` from each place costs the quote's length, so the places of a 300,000-character
+    quote of ``a a a ...`` would take minutes; past :data:`FIND_BUDGET` the rest is found in
+    one pass."""
+    work, at = 0, haystack.find(needle)
+    while at >= 0:
+        yield at
+        work += len(needle)
+        if work > FIND_BUDGET:
+            yield from _kmp_starts(haystack, needle, at + 1)
+            return
+        at = haystack.find(needle, at + 1)
+
+
+def _kmp_starts(haystack: str, needle: str, begin: int) -> Iterator[int]:
+    """The places ``needle`` starts in ``haystack[begin:]`` (Knuth-Morris-Pratt: each
+    character read once)."""
+    fallback, k = [0] * len(needle), 0
+    for i in range(1, len(needle)):
+        while k and needle[i] != needle[k]:
+            k = fallback[k - 1]
+        if needle[i] == needle[k]:
+            k += 1
+        fallback[i] = k
+    k = 0
+    for i in range(begin, len(haystack)):
+        char = haystack[i]
+        while k and char != needle[k]:
+            k = fallback[k - 1]
+        if char == needle[k]:
+            k += 1
+        if k == len(needle):
+            yield i - k + 1
+            k = fallback[k - 1]
 
 
 def occurrences_before(text: str, start: int, end: int, since: int = 0) -> int:
@@ -302,10 +345,11 @@ def occurrences_before(text: str, start: int, end: int, since: int = 0) -> int:
         return 0
     letters = letters_of(text[since:end])
     cut = len(letters) - len(needle)
-    count, at = 0, letters.find(needle)
-    while 0 <= at < cut:
+    count = 0
+    for at in occurrence_starts(letters, needle):
+        if at >= cut:
+            break
         count += 1
-        at = letters.find(needle, at + 1)
     return count
 
 

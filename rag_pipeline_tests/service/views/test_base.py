@@ -81,3 +81,25 @@ def test_the_tab_names_a_heading_that_repeats_the_title_once(label: str, tab: st
 
     page = page_html("Remote work", "remote.md", View(label, "<p>x</p>", "text"), None)
     assert f"<title>{tab}</title>" in page
+
+
+def test_every_place_of_a_quote_is_found_overlapping_ones_included(monkeypatch: pytest.MonkeyPatch):
+    from rag_pipeline.service.views.base import occurrence_starts
+
+    assert list(occurrence_starts("aaaa", "aa")) == [0, 1, 2]
+    assert list(occurrence_starts("abcabcab", "cab")) == [2, 5]
+    assert list(occurrence_starts("abc", "d")) == []
+    # Past the budget the rest is found in one pass: the same places.
+    monkeypatch.setattr(base, "FIND_BUDGET", 0)
+    assert list(occurrence_starts("aaaa", "aa")) == [0, 1, 2]
+    assert list(occurrence_starts("abaababaab", "aba")) == [0, 3, 5]
+    assert list(occurrence_starts("abcabcab", "cab")) == [2, 5]
+
+
+def test_a_long_quote_of_a_periodic_text_is_counted_in_one_pass():
+    """Found by an attack: a view of ``a a a ...`` (600,000 characters) cited from 300,000 to
+    600,030 took 119 s of CPU, one ``str.find`` of the quote's length per earlier place."""
+    text = "a " * 300_000
+    assert base.occurrences_before(text, 300_000, 600_000) == 150_000
+    assert base.locate("a" * 1000, "a" * 500, before=400) == (400, 899)
+    assert base.locate("a" * 1000, "a" * 500, before=900) == (500, 999)  # fewer: the last place
