@@ -60,6 +60,26 @@ def test_the_page_answers_with_sources_and_links_to_the_quoted_place(base_url: s
         assert page.locator("mark#quote").is_visible()
 
 
+def test_a_name_with_a_bidirectional_override_is_shown_escaped(base_url: str, tmp_path: Path):
+    """Found by an attack: a file named ``bidi\u202egnp.md`` read as "...md.png" on the page,
+    and the override reversed the rest of its line ("#char=... · distance ...")."""
+    body = {"question": "q", "answered": True, "threshold": 0.6, "generation": "g",
+            "timings_ms": {"request": 1.0}, "quoted_answer": [], "citations": [{
+                "index": 1, "document_id": "bidi\u202egnp.md", "locator_label": "Notes \u2067x",
+                "fragment": "#char=0,5", "from": 0, "to": 5, "cosine_distance": 0.1,
+                "quote": "hello", "url": "file:///x",
+                "locations": ["bidi\u202egnp.md#char=0,5", "copy\u202e.md#char=1,6"]}]}
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/")
+        page.wait_for_selector("#served:has-text('passages')", timeout=TIMEOUT_MS)
+        page.evaluate("(body) => showAnswer(body)", body)
+        source = page.locator("article.source")
+        assert source.locator("h2").inner_text() == "[1] Notes \\u2067x"
+        assert source.locator("p.meta").first.inner_text() == \
+            "bidi\\u202egnp.md #char=0,5 · distance 0.100"
+        assert "Also at copy\\u202e.md#char=1,6" in source.inner_text()
+
+
 def test_the_page_refuses_with_the_closest_distance(base_url: str, tmp_path: Path):
     with chromium_page(tmp_path / "profile") as page:
         page.goto(base_url + "/?q=what%20is%20the%20capital%20of%20france")

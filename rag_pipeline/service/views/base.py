@@ -24,6 +24,7 @@ from rag_pipeline.core.ingest.sources import (
     is_corpus_uri,
 )
 from rag_pipeline.core.runtime.recent import Recent
+from rag_pipeline.core.text.terminal import escape_controls
 
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
                             "\ufb04": "ffl"})
@@ -367,7 +368,8 @@ def page_html(title: str, document_id: str, view: View, original_url: str | None
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
     # A quote under a heading that repeats the title ("Leave policy · Leave policy") names it once.
     tab_title = title if view.label in ("", title) else f"{title} · {view.label}"
-    return template.format(title=html.escape(title), tab_title=html.escape(tab_title),
-                           document_id=html.escape(document_id),
-                           label=html.escape(view.label), original=original, note=note,
+    return template.format(title=html.escape(escape_controls(title)),
+                           tab_title=html.escape(escape_controls(tab_title)),
+                           document_id=html.escape(escape_controls(document_id)),
+                           label=html.escape(escape_controls(view.label)), original=original, note=note,
                            navigation=navigation, kind=view.kind, body=view.body)

@@ -103,3 +103,15 @@ def test_a_long_quote_of_a_periodic_text_is_counted_in_one_pass():
     assert base.occurrences_before(text, 300_000, 600_000) == 150_000
     assert base.locate("a" * 1000, "a" * 500, before=400) == (400, 899)
     assert base.locate("a" * 1000, "a" * 500, before=900) == (500, 999)  # fewer: the last place
+
+
+def test_a_name_with_a_bidirectional_override_is_shown_escaped_in_a_view():
+    """Found by an attack: ``bidi\\u202egnp.md`` read as "...md.png" in the view's heading."""
+    from rag_pipeline.service.views.base import View, page_html
+
+    page = page_html("Notes \u202egnp.md", "bidi\u202egnp.md", View("Part \u2066x", "<p>x</p>", "text"),
+                     None)
+    assert "<h1>Notes \\u202egnp.md</h1>" in page
+    assert '<span class="where" id="where">Part \\u2066x</span>' in page
+    assert "<code>bidi\\u202egnp.md</code>" in page
+    assert "\u202e" not in page and "\u2066" not in page
