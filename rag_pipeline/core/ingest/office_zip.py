@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,6 +83,46 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
         raise ExtractionError(
             f"zip bomb guard: the {kind} expands to {total:,} bytes, over the limit of "
             f"{limits.max_expanded_bytes:,}")
+
+
+_WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+_SLIDES = "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+MAIN_PART_VARIANTS = {
+    "application/vnd.ms-word.document.macroEnabled.main+xml": _WORD,  # .docm
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml": _WORD,  # .dotx
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml": _WORD,  # .dotm
+    "application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml": _SLIDES,  # .ppsx
+    "application/vnd.openxmlformats-officedocument.presentationml.template.main+xml": _SLIDES,  # .potx
+    "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml": _SLIDES,  # .ppsm
+    "application/vnd.ms-powerpoint.template.macroEnabled.main+xml": _SLIDES,  # .potm
+}
+"""The main part's content type of a macro-enabled document, a template or a slide show, and
+the plain document's that python-docx and python-pptx read (they refuse any other; the parts
+are the same). Macros are never run or read."""
+
+
+def as_plain_document(data: bytes) -> bytes:
+    """The package with its main part declared as a plain document's
+    (:data:`MAIN_PART_VARIANTS`), rewritten in memory, its members stored as they were
+    compressed; ``data`` itself when it declares none of the variants (or is no zip: the
+    reader then says why)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            types = archive.read("[Content_Types].xml")
+            plain = types
+            for variant, document in MAIN_PART_VARIANTS.items():
+                plain = plain.replace(variant.encode(), document.encode())
+            if plain == types:
+                return data
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w") as written:
+                for member in archive.infolist():
+                    body = plain if member.filename == "[Content_Types].xml" else archive.read(member)
+                    written.writestr(member, body)
+            return out.getvalue()
+    except (KeyError, zipfile.BadZipFile, zlib.error, OSError, ValueError, NotImplementedError,
+            EOFError):
+        return data
 
 
 class ContentBudget:

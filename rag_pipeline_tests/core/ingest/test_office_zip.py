@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 import pytest
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
@@ -64,3 +67,59 @@ def test_every_zip_package_format_checks_its_zip_before_parsing(kind: str):
     with pytest.raises(ExtractionError, match=f"^zip bomb guard: 3 members in the {kind}, over "
                                               "the limit of 2$"):
         many.extract(zipped({"a": b"", "b": b"", "c": b""}), "many")
+
+
+def _with_main_type(data: bytes, plain: str, variant: str) -> bytes:
+    """``data`` with its main part declared as ``variant`` (as Word or PowerPoint write it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive, zipfile.ZipFile(out, "w") as written:
+        for member in archive.infolist():
+            body = archive.read(member)
+            if member.filename == "[Content_Types].xml":
+                assert plain.encode() in body
+                body = body.replace(plain.encode(), variant.encode())
+            written.writestr(member, body)
+    return out.getvalue()
+
+
+WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+SLIDES = "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+
+
+@pytest.mark.parametrize(("name", "plain", "variant"), [
+    ("minutes.docm", WORD, "application/vnd.ms-word.document.macroEnabled.main+xml"),
+    ("letter.dotx", WORD, "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml"),
+    ("talk.ppsx", SLIDES, "application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml"),
+    ("brand.potx", SLIDES, "application/vnd.openxmlformats-officedocument.presentationml.template.main+xml"),
+])
+def test_a_macro_enabled_document_a_template_or_a_slide_show_is_read_as_its_kind(
+        name: str, plain: str, variant: str):
+    """Found by a new user: a ``.pptm`` deck was skipped ("no reader for .pptm files") while an
+    ``.xlsm`` workbook was read; python-docx and python-pptx refuse any main part but the plain
+    document's, though the parts are the same."""
+    from pathlib import Path
+
+    import docx
+    import pptx
+
+    from rag_pipeline.core.ingest.formats import format_for
+    from rag_pipeline.core.ingest.office_zip import as_plain_document
+
+    saved = io.BytesIO()
+    if plain == WORD:
+        document = docx.Document()
+        document.add_paragraph("Quarterly minutes: the budget was approved.")
+        document.save(saved)
+    else:
+        deck = pptx.Presentation()
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = "Quarterly minutes: the budget was approved."
+        deck.save(saved)
+    original = saved.getvalue()
+    data = _with_main_type(original, plain, variant)
+    with pytest.raises(ValueError, match="content type"):  # what the library says of it
+        (docx.Document if plain == WORD else pptx.Presentation)(io.BytesIO(data))
+    fmt = format_for(Path(name))
+    assert fmt is not None and fmt.name == ("docx" if plain == WORD else "pptx")
+    assert "Quarterly minutes: the budget was approved." in fmt.extract(data, "x").canonical_text
+    assert as_plain_document(original) is original  # a plain one as it is

@@ -38,7 +38,12 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.library import library_version
-from rag_pipeline.core.ingest.office_zip import ContentBudget, OfficeLimits, check_zip
+from rag_pipeline.core.ingest.office_zip import (
+    ContentBudget,
+    OfficeLimits,
+    as_plain_document,
+    check_zip,
+)
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.tables import layout_table, row_line
 
@@ -492,7 +497,7 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
     check_zip(data, "DOCX", limits)
     budget = ContentBudget("DOCX", limits)
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = docx.Document(io.BytesIO(as_plain_document(data)))
         imported = _Imported(document)
         blocks = tuple(_blocks(document, budget, imported))
         return DocxContent(blocks, tuple(_headers_and_footers(document, budget)),
@@ -507,10 +512,11 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
 
 
 class DocxFormat(DocumentFormat):
-    """``.docx`` files (Word 2007 and later, LibreOffice, Google Docs exports)."""
+    """``.docx`` files (Word 2007 and later, LibreOffice, Google Docs exports), and their
+    macro-enabled and template kinds (``.docm``, ``.dotx``, ``.dotm``: the same parts)."""
 
     name = "docx"
-    suffixes = (".docx",)
+    suffixes = (".docx", ".docm", ".dotx", ".dotm")
 
     def __init__(self, limits: OfficeLimits | None = None) -> None:
         self.limits = limits or OfficeLimits()

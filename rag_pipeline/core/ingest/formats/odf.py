@@ -500,10 +500,10 @@ class _OdfFormat(DocumentFormat):
 
 
 class OdtFormat(_OdfFormat):
-    """``.odt`` text documents (LibreOffice Writer, Google Docs exports)."""
+    """``.odt`` text documents (LibreOffice Writer, Google Docs exports), ``.ott`` templates."""
 
     name = "odt"
-    suffixes = (".odt",)
+    suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
         return Extractor("odt-content-xml", "8")
@@ -526,10 +526,10 @@ class OdtFormat(_OdfFormat):
 
 
 class OdpFormat(_OdfFormat):
-    """``.odp`` presentations (LibreOffice Impress)."""
+    """``.odp`` presentations (LibreOffice Impress), ``.otp`` templates."""
 
     name = "odp"
-    suffixes = (".odp",)
+    suffixes = (".odp", ".otp")
 
     def extractor(self) -> Extractor:
         return Extractor("odp-content-xml", "9")
@@ -647,10 +647,10 @@ def ods_sheets(data: bytes, limits: OfficeLimits | None = None
 
 
 class OdsFormat(_OdfFormat):
-    """``.ods`` spreadsheets (LibreOffice Calc)."""
+    """``.ods`` spreadsheets (LibreOffice Calc), ``.ots`` templates."""
 
     name = "ods"
-    suffixes = (".ods",)
+    suffixes = (".ods", ".ots")
     fragment_names_rows = True
     rows_name_their_columns = True
 

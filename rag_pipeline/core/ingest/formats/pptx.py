@@ -26,7 +26,8 @@ import io
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from rag_pipeline.core.ingest.anchor_spans import unit_fragment
 from rag_pipeline.core.ingest.extracted import (
@@ -40,6 +41,7 @@ from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import (
     ContentBudget,
     OfficeLimits,
+    as_plain_document,
     check_zip,
     count_elements,
 )
@@ -174,9 +176,9 @@ def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
     """The cached points of a series' ``c:val``, ``c:xVal`` or ``c:yVal`` (by point index, as
     text) and their number format (``General`` when none is given)."""
     element = series._element  # python-pptx has no public reader of the X values' cache
-    points = {int(point.get("idx")): "".join(point.xpath("./c:v/text()"))
-              for point in element.xpath(f"./c:{tag}//c:pt")}
-    formats = element.xpath(f"./c:{tag}//c:formatCode/text()")
+    points = {int(point.get("idx")): "".join(_xpath(point, "./c:v/text()"))
+              for point in _xpath(element, f"./c:{tag}//c:pt")}
+    formats = _xpath(element, f"./c:{tag}//c:formatCode/text()")
     return points, (formats[0] if formats else "General")
 
 
@@ -191,6 +193,58 @@ def _point_text(text: str, number_format: str) -> str:
     return cell_value_text(number, number_format)
 
 
+_CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+
+
+def _xpath(element: Any, path: str) -> Any:
+    """``element.xpath(path)`` with ``c:`` bound to DrawingML charts, on any element (one of a
+    plot type python-pptx has no class for does not bind it)."""
+    from lxml import etree
+
+    return etree._Element.xpath(element, path, namespaces={"c": _CHART})
+
+
+@dataclass(frozen=True)
+class _SeriesXml:
+    """A series read from its ``c:ser`` element: its name (``c:tx``'s cached text) and the
+    element (:func:`_cached_points` reads its values)."""
+
+    _element: Any
+
+    @property
+    def name(self) -> str:
+        return "".join(_xpath(self._element, "./c:tx//c:v/text()"))
+
+
+def _plots(chart: Any) -> Iterator[tuple[list[Any], list[str]]]:
+    """Each plot of a chart as its series and its category labels. python-pptx reads the
+    plot types it knows; a 3-D pie, bar or line chart, a surface, stock or bar-of-pie chart
+    (which it refuses with ``ValueError`` or ``NotImplementedError``) is read from its XML:
+    the ``c:ser`` elements, the categories of the first one (the leaf level of a multi-level
+    axis)."""
+    for index, xml in enumerate(chart._chartSpace.plotArea.xCharts):
+        try:
+            plot = chart.plots[index]
+            yield list(plot.series), list(plot.categories)
+        except (ValueError, NotImplementedError):
+            series = [_SeriesXml(element) for element in _xpath(xml, "./c:ser")]
+            yield series, _category_labels(series[0]._element) if series else []
+
+
+def _category_labels(series: Any) -> list[str]:
+    """The category labels a ``c:ser`` element caches (``c:cat``; the first level of a
+    multi-level axis, its leaves), by point index, ``""`` for a missing point."""
+    caches = (_xpath(series, "./c:cat/c:multiLvlStrRef/c:multiLvlStrCache/c:lvl[1]")
+              or _xpath(series, "./c:cat/*/c:strCache | ./c:cat/*/c:numCache")
+              or _xpath(series, "./c:cat/c:strLit | ./c:cat/c:numLit"))
+    if not caches:
+        return []
+    points = {int(point.get("idx")): "".join(_xpath(point, "./c:v/text()"))
+              for point in _xpath(caches[0], "./c:pt")}
+    count = _xpath(caches[0], "string(./c:ptCount/@val | ../c:ptCount/@val)")
+    return [points.get(i, "") for i in range(max([int(count or 0), *(i + 1 for i in points)]))]
+
+
 def _chart_blocks(chart: object) -> list[Block]:
     """A chart's title (``Chart: title``), then its data as tables: for a chart by category, a
     row per category and a column per series (its name the header); for a scatter or bubble
@@ -200,10 +254,9 @@ def _chart_blocks(chart: object) -> list[Block]:
     if chart.has_title and chart.chart_title.has_text_frame:
         title = " ".join(chart.chart_title.text_frame.text.split())
     blocks: list[Block] = [(f"Chart: {title}" if title else "Chart", None)]
-    for plot in chart.plots:
-        series = list(plot.series)
+    for series, labels in _plots(chart):
         names = [(s.name or f"Series {n}").strip() for n, s in enumerate(series, 1)]
-        categories = [" ".join(str(label).split()) for label in plot.categories]
+        categories = [" ".join(str(label).split()) for label in labels]
         tables: list[list[list[str]]] = []
         if categories or not series:
             columns = []
@@ -229,16 +282,18 @@ def _chart_blocks(chart: object) -> list[Block]:
 
 
 class PptxFormat(DocumentFormat):
-    """``.pptx`` decks (PowerPoint 2007 and later, LibreOffice Impress, Google Slides exports)."""
+    """``.pptx`` decks (PowerPoint 2007 and later, LibreOffice Impress, Google Slides exports),
+    and their macro-enabled, slide-show and template kinds (``.pptm``, ``.ppsx``, ``.ppsm``,
+    ``.potx``, ``.potm``: the same parts)."""
 
     name = "pptx"
-    suffixes = (".pptx",)
+    suffixes = (".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm")
 
     def __init__(self, limits: OfficeLimits | None = None) -> None:
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"8+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"9+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -253,7 +308,7 @@ class PptxFormat(DocumentFormat):
         if count > MAX_SLIDES:
             raise ExtractionError(f"{count} slides: over the limit of {MAX_SLIDES} per deck")
         try:
-            deck = pptx.Presentation(io.BytesIO(data))
+            deck = pptx.Presentation(io.BytesIO(as_plain_document(data)))
             slides = []
             hidden = 0
             diagrams = _Diagrams(self.limits)

@@ -201,10 +201,11 @@ def _read_sheet(sheet, budget: ContentBudget, merged: Mapping[str, MergedCells])
 
 
 class XlsxFormat(DocumentFormat):
-    """``.xlsx`` and ``.xlsm`` workbooks (macros are never run, only cached values read)."""
+    """``.xlsx`` and ``.xlsm`` workbooks, ``.xltx`` and ``.xltm`` templates (macros are never
+    run, only cached values read)."""
 
     name = "xlsx"
-    suffixes = (".xlsx", ".xlsm")
+    suffixes = (".xlsx", ".xlsm", ".xltx", ".xltm")
     fragment_names_rows = True
     rows_name_their_columns = True
 
