@@ -522,7 +522,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"6+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"7+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

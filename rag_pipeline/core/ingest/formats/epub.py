@@ -133,7 +133,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"9+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"10+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

@@ -58,6 +58,7 @@ _BLOCKS = frozenset((
     "thead", "tr", "ul"))
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _CELLS = ("td", "th")
+_TABLE_PARTS = frozenset(("table", "thead", "tbody", "tfoot", "tr"))
 _BREAK = "\x02"
 _CELL = "\x01"
 _SPACE = re.compile(r"[ \t\n\r\f]+")
@@ -195,6 +196,7 @@ class _Renderer:
         self._links = 0
         self._grids: list[_Grid] = []  # the tables being rendered, outermost first
         self._cells: list[int] = []  # per open row: the cells placed so far
+        self._wide: list[bool] = []  # per open row: whether it has two cells or more
         self._tables = 0
         self._row = ""  # the kind of the outermost table's row that has started, until it shows
         self._places = 0  # table places taken so far (MAX_TABLE_PLACES)
@@ -221,10 +223,11 @@ class _Renderer:
         elif name == "tr" and self._grids:
             self._grids[-1].start_row()
             self._cells.append(0)
+            cells = node.find_all(_CELLS, recursive=False)
+            self._wide.append(len(cells) > 1)
             if len(self._grids) == 1:
                 header = (node.parent is not None and node.parent.name == "thead") or (
-                    all(cell.name == "th" for cell in node.find_all(_CELLS, recursive=False))
-                    and node.find(_CELLS, recursive=False) is not None)
+                    bool(cells) and all(cell.name == "th" for cell in cells))
                 self._row = "header" if header else "data"
         elif name in _CELLS and self._grids and self._cells:
             colspan = _span(node.get("colspan"))
@@ -244,8 +247,18 @@ class _Renderer:
         elif name == "tr" and self._grids and self._cells:
             self._grids[-1].end_row()
             self._cells.pop()
+            self._wide.pop()
         elif name in _CELLS and self._grids and self._cells:
             self._inline.append(_CELL * (_span(node.get("colspan")) - 1))
+
+    def _end_block(self, name: str) -> None:
+        """A block's start or end: the paragraph so far ends; inside a cell of a row of two
+        cells or more, a space instead (``<td><p>112</p></td>``, as LibreOffice's help and
+        DocBook write cells: each cell stays in its row's line, a tab between cells)."""
+        if self._wide and self._wide[-1] and name not in _TABLE_PARTS:
+            self._inline.append(" ")
+        else:
+            self.flush()
 
     def _exponent_follows(self, sup: Tag) -> bool:
         """Whether ``sup`` is an exponent of the text before it (:data:`_EXPONENT`)."""
@@ -263,7 +276,7 @@ class _Renderer:
                 name = node.name
                 if not entering:
                     if name in _BLOCKS:
-                        self.flush()
+                        self._end_block(name)
                     self._leave_table_part(node)
                     continue
                 if name == "br":
@@ -293,7 +306,7 @@ class _Renderer:
                         self._add(text, name)
                     continue
                 if name in _BLOCKS:
-                    self.flush()
+                    self._end_block(name)
                 if name == "sup" and self._exponent_follows(node):
                     self._inline.append("^")
                 self._enter_table_part(node)
@@ -466,7 +479,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"13+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"14+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

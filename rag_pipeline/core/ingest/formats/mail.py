@@ -319,7 +319,7 @@ class EmlFormat(ContainerFormat):
         return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "13")
+        return Extractor("mail-email", "14")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

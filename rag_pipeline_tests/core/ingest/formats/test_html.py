@@ -61,6 +61,22 @@ def test_table_rows_are_paragraphs_of_tab_separated_cells():
         "Key\tValue\n\na\t1, or 2\n")
 
 
+def test_cells_of_paragraphs_stay_in_their_rows_line():
+    """Found by a new user: LibreOffice's help (and DocBook) wraps each cell's text in <p>; each
+    cell was a paragraph of its own, the table was prose, its 12 rows one chunk (17 of 100
+    tables of many columns in the first 600 help pages)."""
+    page = (b"<p>Intro.</p><table><tr><td><p>Timeline</p></td><td><p>Values</p></td></tr>"
+            b"<tr><td><p>01/2013</p></td><td><p>112</p><p>(estimated)</p></td></tr>"
+            b"<tr><td><p>02/2013</p></td><td><ul><li>118</li></ul></td></tr></table>")
+    extracted = extract_html(page, "t")
+    assert extracted.canonical_text == ("Intro.\n\nTimeline\tValues\n\n01/2013\t112 (estimated)\n\n"
+                                        "02/2013\t118\n")
+    assert extracted.tables == (TableSpan(8, 61, "Timeline\tValues", 23, (25, 50)),)
+    # A one-column table keeps its cells' paragraphs: an entry of a list, no row of cells.
+    assert text_of("<table><tr><th>Function</th></tr><tr><td><p>abs(x)</p><p>The absolute value."
+                   "</p></td></tr></table>") == "Function\n\nabs(x)\n\nThe absolute value.\n"
+
+
 def test_headings_are_paragraphs_outside_the_sections_they_title():
     html = b"<title>The Page</title><p>Before.</p><h2>First part</h2><p>One.</p><h3>Deeper</h3><p>Two.</p>"
     extracted = extract_html(html, "page")
