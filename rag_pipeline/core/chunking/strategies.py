@@ -118,6 +118,9 @@ _SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
+_CELL_SEPARATOR = re.compile(r"[ \t]*\|[ \t]*|\t")
+"""Between two cells of a table row as the formats write it: `` | `` (spreadsheets, slides,
+word-processor tables, Markdown's pipes) or a tab (HTML)."""
 
 
 def body_sections(canonical: str, document_title: str,
@@ -177,6 +180,21 @@ def _units(canonical: str, start: int, end: int, target: int, hard_max: int,
             yield s, min(s + hard_max, end)
 
 
+def _cells(canonical: str, start: int, end: int, target: int, hard_max: int,
+           levels: Sequence[re.Pattern[str]]) -> Iterator[tuple[int, int]]:
+    """A wide row's cells (:data:`_CELL_SEPARATOR` between them, left out), each cut like a
+    paragraph when over ``target``: packed, a row is cut between cells, never between a
+    column's name and its value (``column JT:`` | ``139``)."""
+    cell_start = start
+    for separator in [*_CELL_SEPARATOR.finditer(canonical, start, end), None]:
+        cell_end = separator.start() if separator is not None else end
+        s, e = _trim(canonical, cell_start, cell_end)
+        if s < e:
+            yield from _units(canonical, s, e, target, hard_max, levels)
+        if separator is not None:
+            cell_start = separator.end()
+
+
 def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, int]]:
     """Greedily joins consecutive spans while the joined span stays within ``target``."""
     current: tuple[int, int] | None = None
@@ -200,7 +218,7 @@ def boundary_spans(canonical: str, section: Section, target: int,
     ``target``) and its pieces packed on their own.
 
     A table (of ``tables``) is cut between its rows, one row a chunk (the header row with the
-    first; a wide row whole up to ``hard_max``, and beyond it cut like a paragraph: a row of 31
+    first; a wide row whole up to ``hard_max``, and beyond it cut between its cells: a row of 31
     columns cut at ``target`` would leave its last columns a chunk of their own, which no
     question about the row finds and a citation would quote as the row): a question about one row (a person's
     phone, a server's rack) is near that row's vector, and far from a chunk of several rows,
@@ -231,7 +249,7 @@ def boundary_spans(canonical: str, section: Section, target: int,
             if e - s <= hard_max:
                 spans.append((s, e))
             else:
-                spans.extend(_pack(_units(canonical, s, e, target, hard_max, levels), target))
+                spans.extend(_pack(_cells(canonical, s, e, target, hard_max, levels), target))
     small, _ = _paragraphs(canonical, position, section.end, target, hard_max, spans, small)
     spans.extend(_pack(small, target))
     return spans

@@ -18,7 +18,7 @@ from rag_pipeline.core.chunking.strategies import (
     offset_errors,
     uncovered_characters,
 )
-from rag_pipeline.core.ingest import Section, extract_corpus
+from rag_pipeline.core.ingest import Section, TableSpan, extract_corpus
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
 from rag_pipeline.core.ingest.formats.markdown import heading_spans, markdown_sections
 
@@ -487,10 +487,26 @@ def test_a_wide_row_is_one_chunk_up_to_the_hard_maximum_and_cut_beyond_it():
     # each, where the cut at 512 made five (400, 276, 494, 494 and 30).
     assert [c.content for c in chunks] == [f"{rows[0]}\n{rows[1]}", rows[2]]
     assert offset_errors(canonical, chunks) == []
-    # A row over 2 x 512 is cut as a paragraph is.
+    # A row over 2 x 512 is cut between its cells, the separators at the cuts left out.
     longer = layout_table([header, ["y" * 40] * 31], 0)
     cut = chunk_document("d", "Doc", f"{longer[0]}\n", ChunkingStrategy.HEADER, tables=[longer[1]])
-    assert [len(c.content) for c in cut] == [486, 472, 472, 298]
+    assert [len(c.content) for c in cut] == [484, 470, 470, 298]
+    assert all(c.content.endswith("y") and not c.content.startswith("|") for c in cut)
+
+
+def test_a_wide_row_of_named_cells_is_cut_between_cells_never_between_a_name_and_its_value():
+    """Found by a new user: a sheet of 297 columns (openxlsx's readTest.xlsx) was cut at word
+    ends, 1,206 of its 2,720 chunks ending in ``column JT:`` and the next starting with its
+    value; a question naming the column could not find the value."""
+    names = [f"column {c:03d}" for c in range(1, 121)]
+    row = " | ".join(f"{name}: {100 + c}" for c, name in enumerate(names))
+    canonical = f"{row}\n"
+    table = TableSpan(0, len(row), "", 0, (0,))
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
+    assert [len(c.content) for c in chunks] == [501, 501, 501, 501, 141]
+    assert offset_errors(canonical, chunks) == []
+    cells = [cell for chunk in chunks for cell in chunk.content.split(" | ")]
+    assert cells == [f"{name}: {100 + c}" for c, name in enumerate(names)]
 
 
 def test_a_short_table_is_one_row_a_chunk_too():
