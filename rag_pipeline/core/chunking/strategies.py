@@ -228,8 +228,9 @@ def boundary_spans(canonical: str, section: Section, target: int,
     small: list[tuple[int, int]] = []
     levels = (_SENTENCE_END, _LINE_END, _WORD_END)
     position = section.start
-    for table in tables:
+    for number, table in enumerate(tables):
         t_start, t_end = max(table.start, section.start), min(table.end, section.end)
+        following = min([section.end, *(t.start for t in tables[number + 1:] if t.start >= t_end)])
         if t_end <= t_start:
             continue
         small, position = _paragraphs(canonical, position, t_start, target, hard_max, spans,
@@ -239,7 +240,7 @@ def boundary_spans(canonical: str, section: Section, target: int,
         rows = [_trim(canonical, r_start, r_end) for r_start, r_end in table_rows(table, t_start, t_end)]
         rows = [(s, e) for s, e in rows if s < e]
         position = t_end
-        run_on = _running_on(canonical, t_end, section.end)
+        run_on = _running_on(canonical, t_end, following)  # never into the next table
         if rows and run_on is not None and run_on[1] - rows[-1][0] <= target:
             # Text that goes on from the last row (a wrapped cell the reader left after the
             # table) stays in that row's chunk.

@@ -509,6 +509,23 @@ def test_a_wide_row_of_named_cells_is_cut_between_cells_never_between_a_name_and
     assert cells == [f"{name}: {100 + c}" for c, name in enumerate(names)]
 
 
+def test_a_table_never_runs_on_into_the_next_one():
+    """Found by a new user: python-pptx's ``tbl-cell.pptx`` has two one-cell tables, "merged
+    cell" each; the first took the second's line for a wrapped cell of its own, and "merged
+    cell" was in two chunks (130-154 and 143-154) of the chunker that never overlaps."""
+    from rag_pipeline.core.ingest.tables import layout_table
+
+    first_text, first = layout_table([["merged cell"]], 0)
+    second_text, second = layout_table([["merged cell"]], len(first_text) + 2)
+    canonical = f"{first_text}\n\n{second_text}\n"
+    chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[first, second])
+    assert [(c.start, c.end) for c in chunks] == [(0, 11), (13, 24)]
+    # After the last table, a short lower-case line is still the rest of its last row's cell.
+    tail = f"{first_text}\n\nswallows\n"
+    assert [c.content for c in chunk_document("d", "Doc", tail, ChunkingStrategy.HEADER,
+                                               tables=[first])] == ["merged cell\n\nswallows"]
+
+
 def test_a_short_table_is_one_row_a_chunk_too():
     from rag_pipeline.core.ingest.tables import layout_table
 
