@@ -83,6 +83,30 @@ def test_a_table_header_repeated_on_each_page_stays_the_tables_header():
     assert [table.header for table in layout.tables] == ["Code | Product | Stock"]
 
 
+def test_a_table_starting_with_a_row_like_the_others_has_no_header_row():
+    """Found by a new user: a weather bulletin's station table stacks its column headings over
+    three lines above the rows (no row of the table); its first station's readings became the
+    header, printed as "table columns: Aosta ... | 14.1 | 6.3 | 0.0" over every other station."""
+    stations = [("Aosta 580 m", "14.1", "6.3", "0.0"), ("Ayas 1566 m", "7.2", "-5.8", "0.0"),
+                ("Cogne 1785 m", "4.3", "-3.8", "0.0"), ("Donnas 341 m", "2.1", "-1.2", "0.4")]
+    rows = [run(0, cell, x, 100 + 14 * r) for r, row in enumerate(stations)
+            for cell, x in zip(row, (50, 250, 320, 390), strict=True)]
+    layout = lay_out([page(0, *rows)], (), "", "doc")
+    assert layout.canonical_text.split("\n")[:2] == ["Aosta 580 m | 14.1 | 6.3 | 0.0",
+                                                     "Ayas 1566 m | 7.2 | -5.8 | 0.0"]
+    [table] = layout.tables
+    assert (table.header, table.header_end, len(table.rows)) == ("", 0, 4)
+    # A header of years over numbers, or a bold one, stays the header.
+    years = [("Region", "2019", "2020"), ("North", "12", "14"), ("South", "9", "11")]
+    layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r) for r, row in enumerate(years)
+                                for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
+    assert [t.header for t in layout.tables] == ["Region | 2019 | 2020"]
+    bold = [("Site", "1", "2"), ("North", "12", "14"), ("South", "9", "11")]
+    layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r, bold=r == 0) for r, row in enumerate(bold)
+                                for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
+    assert [t.header for t in layout.tables] == ["Site | 1 | 2"]
+
+
 def test_a_contents_page_is_dropped():
     contents = page(0, *[run(0, f"{n} Topic . . . . . . . . {n + 1}", 50, 100 + 14 * n) for n in range(5)])
     layout = lay_out([contents, page(1, run(1, "Text.", 50, 100))], (), "", "doc")

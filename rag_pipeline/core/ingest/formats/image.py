@@ -143,7 +143,7 @@ class ImageFormat(DocumentFormat):
 
     def extractor(self) -> Extractor:
         tesseract = tesseract_version() or "absent"
-        return Extractor("image-tesseract", f"7+pillow-{library_version('pillow')}+tesseract-{tesseract}")
+        return Extractor("image-tesseract", f"8+pillow-{library_version('pillow')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Every frame OCR'd and laid out as a scanned PDF's pages (the module docstring).
