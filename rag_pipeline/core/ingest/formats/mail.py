@@ -45,6 +45,7 @@ from rag_pipeline.core.ingest.extracted import (
     Section,
     TableSpan,
 )
+from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.formats.html import extract_html
 from rag_pipeline.core.ingest.members import Expansion, Member, UniqueNames, Unpacking, printable_name
@@ -245,7 +246,10 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
 
     message = email.message_from_bytes(data, policy=email.policy.default)
     if not message.keys():
-        raise ExtractionError("unreadable mail: no header lines (not an RFC 5322 message)")
+        what = signature_of(data)
+        raise ExtractionError(f"unreadable mail: its bytes are {what}, not an RFC 5322 message"
+                              if what else "unreadable mail: no header lines (not an RFC 5322 "
+                              "message)")
     guessed: set[str] = set()
     subject = _header(message, "Subject", guessed)
     title = subject or stem

@@ -135,6 +135,10 @@ def test_bytes_without_headers_are_no_mail():
     reason = r"^unreadable mail: no header lines \(not an RFC 5322 message\)$"
     with pytest.raises(ExtractionError, match=reason):
         EML.extract(b"\n\njust a body\n", "broken")
+    # An Outlook .msg saved under .eml (found by a new user) is named for what it is.
+    with pytest.raises(ExtractionError, match=r"^unreadable mail: its bytes are an old Office "
+                       r"document \(.doc, .xls, .ppt\) or an Outlook .msg, not an RFC 5322 message$"):
+        EML.extract(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504), "outlook")
 
 
 def test_a_pdf_attachment_is_read_as_a_pdf_and_cites_its_page(tmp_path: Path):
