@@ -46,6 +46,7 @@ from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
     Extractor,
+    no_text_reason,
     reader_failures,
     valid_unicode,
 )
@@ -410,8 +411,7 @@ def _ok(document_id: str, path: str, digest: str, fmt: DocumentFormat, stamp: Ex
         extracted: Extracted) -> DocumentRecord:
     if not extracted.canonical_text.strip():
         return DocumentRecord(document_id, path, extracted.title, "", digest, fmt.name, stamp.name,
-                              stamp.version, DocumentStatus.FAILED.value,
-                              "no text: the file is empty after extraction")
+                              stamp.version, DocumentStatus.FAILED.value, no_text_reason(extracted))
     return DocumentRecord(document_id, path, extracted.title, extracted.canonical_text, digest,
                           fmt.name, stamp.name, stamp.version, DocumentStatus.OK.value, None,
                           extracted.sections, extracted.anchors, extracted.notes,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
-from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.extracted import ExtractionError, no_text_reason
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import EMPTY_FILE, ExtractionSettings, kept_failed
 from rag_pipeline.core.ingest.reconcile import (
@@ -91,7 +91,7 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
     except ExtractionError as exc:
         return failed(str(exc))
     if not extracted.canonical_text.strip():
-        return failed("no text: the file is empty after extraction")
+        return failed(no_text_reason(extracted))
     return [DocumentRecord(document_id, location, extracted.title, extracted.canonical_text,
                            digest, fmt.name, extractor.name, extractor.version,
                            DocumentStatus.OK.value, None, extracted.sections, extracted.anchors,

@@ -148,6 +148,17 @@ LEFT_OUT_NOTES: dict[str, str] = {
 phrase ``status`` and ``index`` show (the note's value in place of ``{}``)."""
 
 
+NO_TEXT = "no text: the file is empty after extraction"
+
+
+def no_text_reason(extracted: Extracted) -> str:
+    """Why a document whose reading holds no text failed: :data:`NO_TEXT`, and what its
+    reader left out (:func:`left_out`), which may be where its text is (a deck of one embedded
+    worksheet)."""
+    phrases = left_out(extracted.notes)
+    return f"{NO_TEXT} ({'; '.join(phrases)})" if phrases else NO_TEXT
+
+
 def left_out(notes: Iterable[tuple[str, str]]) -> list[str]:
     """The phrases of the :data:`LEFT_OUT_NOTES` among a document's notes, in their order."""
     return [LEFT_OUT_NOTES[name].format(value) for name, value in notes if name in LEFT_OUT_NOTES]

@@ -139,11 +139,18 @@ class _Diagrams:
         return text
 
 
-def _blocks(slide: object, title_shape: object, diagrams: _Diagrams) -> list[Block]:
+def _blocks(slide: object, title_shape: object, diagrams: _Diagrams,
+            objects: list[str]) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
-    rows left out), ``None`` for a text frame or the notes."""
+    rows left out), ``None`` for a text frame or the notes. An embedded or linked object (an
+    Excel worksheet, a Word document) is left out, its kind added to ``objects``."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     blocks: list[Block] = []
     for shape in _shapes(iter(slide.shapes)):
+        if shape.shape_type in (MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT, MSO_SHAPE_TYPE.LINKED_OLE_OBJECT):
+            objects.append(shape.ole_format.prog_id or "")
+            continue
         if shape is title_shape or (title_shape is not None and shape.shape_id == title_shape.shape_id):
             continue
         rows = None
@@ -312,11 +319,13 @@ class PptxFormat(DocumentFormat):
             slides = []
             hidden = 0
             diagrams = _Diagrams(self.limits)
+            objects: list[str] = []
             for number, slide in enumerate(deck.slides, start=1):
                 hidden += slide.element.get("show") in ("0", "false")
                 title_shape = slide.shapes.title
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
-                slides.append((number, title or f"Slide {number}", _blocks(slide, title_shape, diagrams)))
+                slides.append((number, title or f"Slide {number}",
+                               _blocks(slide, title_shape, diagrams, objects)))
             core_title = (deck.core_properties.title or "").strip()
             comments = count_elements(data, "ppt/comments/", "cm")
         except ExtractionError:
@@ -331,7 +340,9 @@ class PptxFormat(DocumentFormat):
                                 *((("hidden_slides", str(hidden)),) if hidden else ()),
                                 *((("comments_left_out", str(comments)),) if comments else ()),
                                 *((("diagrams_left_out", str(diagrams.left_out)),)
-                                  if diagrams.left_out else ())))
+                                  if diagrams.left_out else ()),
+                                *((("embedded_objects_left_out", str(len(objects))),)
+                                  if objects else ())))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``

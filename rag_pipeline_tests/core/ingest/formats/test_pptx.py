@@ -228,6 +228,35 @@ def test_a_3d_chart_python_pptx_cannot_read_is_read_from_its_xml():
     assert PPTX.extract(three_d, "3d").canonical_text == expected
 
 
+def test_an_embedded_worksheet_is_counted_as_left_out_and_named_when_it_is_all_there_is(tmp_path):
+    """Found by a new user: a deck of one embedded Excel worksheet failed "no text: the file is
+    empty after extraction", though the worksheet holds values."""
+    import openpyxl
+    from pptx import Presentation
+    from pptx.enum.shapes import PROG_ID
+    from pptx.util import Inches
+
+    from rag_pipeline.core.ingest import extract_corpus
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = "Budget"
+    sheet = io.BytesIO()
+    book.save(sheet)
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+    slide.shapes.add_ole_object(io.BytesIO(sheet.getvalue()), PROG_ID.XLSX, Inches(1), Inches(1))
+    (tmp_path / "budget.pptx").write_bytes(saved(presentation))
+    [record] = extract_corpus(tmp_path).records
+    assert (record.status, record.error) == ("failed", (
+        "no text: the file is empty after extraction (1 embedded object(s) no reader here reads "
+        "(a formula, a drawing, an OLE object) left out)"))
+    # A deck with text keeps the count as a note.
+    titled = presentation.slides.add_slide(presentation.slide_layouts[5])
+    titled.shapes.title.text = "Budget"
+    assert PPTX.extract(saved(presentation), "b").notes == (("slides", "2"),
+                                                             ("embedded_objects_left_out", "1"))
+
+
 def test_a_span_cites_the_slides_it_covers():
     anchors = PPTX.extract(deck(), "review").anchors
     assert PPTX.fragment(anchors, 0, 10) == "#slide=1"
