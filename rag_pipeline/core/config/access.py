@@ -156,9 +156,9 @@ class GlobAutomaton:
     automaton advanced together, one character at a time, as a bit set.
 
     Python's regular expressions backtrack: an expression of several ``.*`` takes time of the
-    id's length to the power of their number (a request naming a crafted 4,000-character id
-    held the service for seconds under ``**/drafts/**/legal/**/review/**/*.pdf``, the
-    interpreter lock taken throughout). :meth:`AccessRule.matches` uses this automaton for a
+    id's length to the power of their number (under ``**/drafts/**/legal/**/review/**/*.pdf``
+    a crafted 4,000-character id in a request takes seconds, the interpreter lock held
+    throughout). :meth:`AccessRule.matches` uses this automaton for a
     glob of two runs (``*``, ``**``) or more; a glob of at most one is matched by its
     expression, whose time is linear already.
 

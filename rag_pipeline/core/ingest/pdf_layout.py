@@ -997,7 +997,7 @@ def first_row_is_data(lines: Sequence[Line]) -> bool:
     a number too (not a year, as ``2019 | 2020`` headers are), in the others' type face (a
     bold line over plain rows is a header). A table whose header stands apart (stacked over
     several lines, so no row of the table) starts with its first data row; taken for the
-    header, that row was repeated over every other row as their columns' names."""
+    header, that row would be repeated over every other row as their columns' names."""
     cells = [line.text.split(" | ") for line in lines]
     first, others = cells[0], cells[1:]
     numeric = [column for column in range(1, len(first))
