@@ -25,6 +25,12 @@ from rag_pipeline.core.runtime.processes import (
     restore_default_interrupts,
     set_parent_death_signal,
 )
+from rag_pipeline.project_paths import (
+    dagster_home,
+    new_home_line,
+    prepare_dagster_home,
+    unsized_home_note,
+)
 
 POLL_SECONDS = 0.2
 
@@ -38,8 +44,14 @@ def _started() -> None:
 
 def main(arguments: list[str]) -> int:
     """Runs ``dagster dev <arguments>`` (the ``dagster`` beside this Python) to its end;
-    returns its exit code."""
+    returns its exit code. A new ``DAGSTER_HOME`` gets the project's ``dagster.yaml`` first (its
+    run queue and pools), as ``index`` gives one; a home of files without one is named."""
     dagster = Path(sys.executable).with_name("dagster")
+    home = dagster_home()
+    if prepare_dagster_home(home):
+        print(new_home_line(home), file=sys.stderr, flush=True)
+    elif (note := unsized_home_note(home)) is not None:
+        print(note, file=sys.stderr, flush=True)
     with recorded_signals() as latch:
         set_parent_death_signal(signal.SIGTERM)  # make ended (``kill`` of ``make dev``): stop too
         dev = subprocess.Popen([str(dagster), "dev", *arguments], start_new_session=True,

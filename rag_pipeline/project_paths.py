@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,35 @@ def dagster_home(environ: Mapping[str, str] = os.environ) -> Path:
     """The Dagster instance's folder: ``DAGSTER_HOME`` when the user set it, else the project's
     ``dagster_home/``."""
     return Path(environ.get("DAGSTER_HOME") or DAGSTER_HOME).absolute()
+
+
+def prepare_dagster_home(home: Path) -> bool:
+    """Makes the Dagster home folder; a new one (missing or empty) gets the project's
+    ``dagster.yaml``, so that a daemon started on it queues runs as the project's does (Dagster
+    would otherwise run it on its defaults and say so in a warning). Returns whether it wrote
+    one; a home with files of its own is left as it is (:func:`unsized_home_note`)."""
+    home.mkdir(parents=True, exist_ok=True)
+    if home == DAGSTER_HOME.absolute() or any(home.iterdir()):
+        return False
+    shutil.copyfile(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
+    return True
+
+
+def new_home_line(home: Path) -> str:
+    """What ``index`` and ``make dev`` say when :func:`prepare_dagster_home` wrote one."""
+    return (f"new Dagster home {home}: wrote the project's dagster.yaml there (its run queue "
+            "sized to the machine)")
+
+
+def unsized_home_note(home: Path) -> str | None:
+    """A line for a Dagster home of files but no ``dagster.yaml`` (an instance on Dagster's
+    defaults, left as it is): its runs are not queued by the project's pools, so model runs
+    start side by side on every core; ``None`` for a home that has one."""
+    if (home / "dagster.yaml").exists():
+        return None
+    return (f"note: the Dagster home {home} has no dagster.yaml: its runs are not queued by the "
+            "project's pools (model runs start side by side); copy the project's "
+            f"{DAGSTER_HOME / 'dagster.yaml'} there and restart the daemon")
 
 
 INDEX_LOCK = "rag-pipeline-index.lock"

@@ -64,6 +64,10 @@ def test_dagster_dev_started_with_sigint_ignored_stops_on_sigterm(tmp_path: Path
             assert dev.poll() is None and time.monotonic() < deadline, "dagster dev did not serve"
             time.sleep(1)
         assert len(_processes_naming(tmp_path)) >= 3  # webserver, daemon, code server
+        # A new home got the project's dagster.yaml before Dagster started on it (found by a
+        # new operator: `DAGSTER_HOME=~/dh make dev` ran 10 model runs at once, no pool).
+        assert (tmp_path / "dagster.yaml").read_bytes() == (PROJECT_ROOT / "dagster_home" /
+                                                            "dagster.yaml").read_bytes()
         dev.send_signal(signal.SIGTERM)
         assert dev.wait(timeout=60) == 0
         assert not _serving(port)

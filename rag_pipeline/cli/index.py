@@ -25,7 +25,13 @@ from rag_pipeline.cli.edge import (
     fail,
 )
 from rag_pipeline.core.runtime.processes import SignalLatch
-from rag_pipeline.project_paths import ENV_PROFILE, INDEX_LOCK
+from rag_pipeline.project_paths import (
+    ENV_PROFILE,
+    INDEX_LOCK,
+    new_home_line,
+    prepare_dagster_home,
+    unsized_home_note,
+)
 
 
 class _Progress:
@@ -180,9 +186,10 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     echo(f"profile {build.profile}: {', '.join(build.chunker_keys)} x "
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
-    if _prepare_home(home):
-        echo(f"new Dagster home {home}: wrote the project's dagster.yaml there (its run queue "
-             "sized to the machine)")
+    if prepare_dagster_home(home):
+        echo(new_home_line(home))
+    elif (note := unsized_home_note(home)) is not None:
+        echo(note)
     env = {**os.environ, **context_environment(build, invocation.config_file),
            "DAGSTER_HOME": str(home)}
     from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, open_instance
@@ -409,20 +416,6 @@ def _echo_hidden(warehouse, shown: int = 10) -> None:
     if names:
         echo(f"\nhidden (names starting with '.', not part of the corpus): "
              f"{listed((one_line(name) for name in names), shown)}")
-
-
-def _prepare_home(home: Path) -> bool:
-    """Makes the Dagster home folder; a new one (missing or empty) gets the project's
-    ``dagster.yaml``, so that a daemon started on it queues runs as the project's does (Dagster
-    would otherwise run it on its defaults and say so in a warning). Returns whether it wrote
-    one; a home with files of its own is left as it is."""
-    from rag_pipeline.project_paths import DAGSTER_HOME
-
-    home.mkdir(parents=True, exist_ok=True)
-    if home == DAGSTER_HOME.absolute() or any(home.iterdir()):
-        return False
-    shutil.copyfile(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
-    return True
 
 
 def _refuse_another_build(build, home: Path) -> None:

@@ -289,8 +289,8 @@ def test_progress_on_a_terminal_redraws_one_line_narrower_than_the_terminal(caps
 
 
 def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_is_left(tmp_path):
-    from rag_pipeline.cli.index import _prepare_home
-    from rag_pipeline.project_paths import DAGSTER_HOME
+    from rag_pipeline.project_paths import DAGSTER_HOME, unsized_home_note
+    from rag_pipeline.project_paths import prepare_dagster_home as _prepare_home
 
     missing, empty, own = tmp_path / "a" / "home", tmp_path / "empty", tmp_path / "own"
     empty.mkdir()
@@ -302,6 +302,12 @@ def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_i
     assert (empty / "dagster.yaml").read_bytes() == project_yaml
     assert sorted(p.name for p in own.iterdir()) == ["history"]
     assert _prepare_home(missing) is False  # written once: the second index finds it
+    # A home of files without one is named, with what that means and the fix.
+    assert unsized_home_note(missing) is None
+    assert unsized_home_note(own) == (
+        f"note: the Dagster home {own} has no dagster.yaml: its runs are not queued by the "
+        f"project's pools (model runs start side by side); copy the project's "
+        f"{DAGSTER_HOME / 'dagster.yaml'} there and restart the daemon")
 
 
 def test_the_documents_not_indexed_before_a_run_are_none_without_a_readable_duckdb_file(tmp_path):
