@@ -108,7 +108,8 @@ def decode_text(data: bytes, kind: str,
         controls = control_characters(text)
         if controls > max_control_share * len(text):
             raise ExtractionError(
-                f"not {kind} text: {controls:,} of its {len(text):,} characters are control "
+                f"not {kind if kind == 'text' else f'{kind} text'}: {controls:,} of its "
+                f"{len(text):,} characters are control "
                 "characters (binary data, or UTF-16 without a byte-order mark in a script other "
                 "than Latin: save it as UTF-8)")
     return DecodedText(text.replace("\r\n", "\n").replace("\r", "\n"), notes)

@@ -103,6 +103,11 @@ class CorpusShrankError(Exception):
     """A run would publish far fewer documents than the last one: refused, nothing written."""
 
 
+SHRINK_ACCEPTED = ("index with --allow-shrink (in the UI: `allow_shrink: true` in the corpus "
+                   "resource's config)")
+"""How a refused shrink is accepted, on the command line and in the UI."""
+
+
 def check_shrink(source: str, before: int, after: int, max_shrink: float = DEFAULT_MAX_SHRINK,
                  allow_shrink: bool = False) -> None:
     """Refuses a run whose readable documents fell from ``before`` to ``after`` by more than
@@ -119,12 +124,12 @@ def check_shrink(source: str, before: int, after: int, max_shrink: float = DEFAU
     if after == 0:
         raise CorpusShrankError(f"the corpus {source} holds no readable document now (the last "
                                 f"index had {before}): refused, the served index is as it was; "
-                                "if it is meant to be empty, index with --allow-shrink")
+                                f"if it is meant to be empty, {SHRINK_ACCEPTED}")
     if before - after > max_shrink * before:
         raise CorpusShrankError(
             f"the corpus {source} shrank from {before} to {after} readable documents, more than "
             f"{max_shrink:.0%} fewer: refused, the served index is as it was; if the documents "
-            "were removed on purpose, index with --allow-shrink")
+            f"were removed on purpose, {SHRINK_ACCEPTED}")
 
 
 def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, listed: int,
@@ -140,8 +145,8 @@ def check_corpus_kept(report: Reconciliation, before_ok: int, after_ok: int, lis
         holds = (f"holds only hidden names ({listed_names(hidden, 5)}: names starting with '.' are "
                  "not part of a corpus)" if hidden else "is empty")
         raise CorpusShrankError(f"the corpus {report.source} {holds}: nothing is indexed, the "
-                                "served index is as it was; if it is meant to be empty, index "
-                                "with --allow-shrink")
+                                f"served index is as it was; if it is meant to be empty, "
+                                f"{SHRINK_ACCEPTED}")
     check_shrink(report.source, before_ok, after_ok, max_shrink, allow_shrink)
 
 

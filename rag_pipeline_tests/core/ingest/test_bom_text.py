@@ -84,7 +84,7 @@ def test_utf16_without_a_mark_is_read_as_utf16_and_says_so():
 @pytest.mark.parametrize(("data", "reason"), [
     # Found by a second attack: Cyrillic in UTF-16 without a mark holds no NUL, and is valid
     # UTF-8 of control characters; binary data renamed .txt passed the UTF-16 guess.
-    ("Привет, мир\n".encode("utf-16-le"), "not text text: 13 of its 24 characters are control "
+    ("Привет, мир\n".encode("utf-16-le"), "not text: 13 of its 24 characters are control "
      "characters (binary data, or UTF-16 without a byte-order mark in a script other than "
      "Latin: save it as UTF-8)"),
     (bytes([0, 37, 74, 111, 148, 185, 222, 0, 5, 0]) * 30, "not UTF-8: byte 0x94 at offset 4 "

@@ -59,7 +59,8 @@ def test_a_listing_of_only_hidden_names_is_refused_naming_them():
     assert str(refused.value) == (
         "the corpus /srv/docs holds only hidden names (.docs, .git, .a, .b, .c and 1 more: names "
         "starting with '.' are not part of a corpus): nothing is indexed, the served index is as "
-        "it was; if it is meant to be empty, index with --allow-shrink")
+        "it was; if it is meant to be empty, index with --allow-shrink (in the UI: "
+        "`allow_shrink: true` in the corpus resource's config)")
 
 
 def test_the_report_counts_every_change_and_round_trips_through_its_table():

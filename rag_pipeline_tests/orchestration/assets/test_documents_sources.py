@@ -78,13 +78,14 @@ def test_a_corpus_that_vanished_emptied_or_shrank_is_refused_until_allowed(proje
     assert _error(empty) == (
         f"rag_pipeline.core.ingest.reconcile.CorpusShrankError: the corpus {corpus} is empty: "
         "nothing is indexed, the served index is as it was; if it is meant to be empty, index "
-        "with --allow-shrink")
+        "with --allow-shrink (in the UI: `allow_shrink: true` in the corpus resource's config)")
     shutil.copy(moved / "notes.txt", corpus / "notes.txt")
     shrunk = _run(defs, instance)
     assert _error(shrunk) == (
         f"rag_pipeline.core.ingest.reconcile.CorpusShrankError: the corpus {corpus} shrank from "
         "5 to 1 readable documents, more than 50% fewer: refused, the served index is as it was; "
-        "if the documents were removed on purpose, index with --allow-shrink")
+        "if the documents were removed on purpose, index with --allow-shrink (in the UI: "
+        "`allow_shrink: true` in the corpus resource's config)")
     # Nothing of the refused runs was written: the documents table is the first run's.
     assert warehouse.version(DOCUMENTS).file == kept
     assert _query(db, "select count(*) from documents") == [(5,)]
