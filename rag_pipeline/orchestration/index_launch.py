@@ -261,6 +261,17 @@ def read_run_events(instance: dg.DagsterInstance, run: dg.DagsterRun, cursor: st
     return connection.cursor
 
 
+def _succeeded_later(record: dg.RunRecord, records: list[dg.RunRecord]) -> bool:
+    """Whether a run of the same job and partition created after ``record``'s succeeded (the
+    sensor's retry of a run terminated in the UI): its failure no longer fails the command."""
+    run = record.dagster_run
+    same = (run.job_name, run.tags.get("dagster/partition"))
+    return any(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+               and r.create_timestamp > record.create_timestamp
+               and (r.dagster_run.job_name, r.dagster_run.tags.get("dagster/partition")) == same
+               for r in records)
+
+
 def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable[[], bool],
                 echo: Callable[[str], None], progress: Callable[[str], None] | None = None,
                 log: Callable[[str], None] | None = None,
@@ -270,7 +281,8 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
     """Prints each run created since ``since`` as it starts and ends, with embedding progress
     (and, with ``log``, every line the runs log), until nothing is queued or running and the
     index is current. Every ``REAP_SECONDS`` a run whose worker process is gone is marked
-    failed. Raises on a failed run, and when a run is queued while ``daemon_alive``
+    failed. Raises on a failed or canceled run (unless a later run of its job and partition
+    succeeded while it was followed), and when a run is queued while ``daemon_alive``
     says no daemon is there to start it. ``checkpoint`` is called once a poll (it raises to
     stop following)."""
     reported: dict[str, dg.DagsterRunStatus] = {}
@@ -304,7 +316,8 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
                     echo(f"  done     {_label(run)} in {seconds or 0:.1f} s")
                 elif run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
                     report.error = first_error(instance, run.run_id)
-                    echo(f"  FAILED   {_label(run)}: {report.error}")
+                    ended = "FAILED  " if run.status == dg.DagsterRunStatus.FAILURE else "CANCELED"
+                    echo(f"  {ended} {_label(run)}: {report.error}")
             if run.status == dg.DagsterRunStatus.STARTED or run.run_id in cursors:
                 cursor = read_run_events(instance, run, cursors.get(run.run_id), progress, log)
                 # A finished run is read one last time, then no more.
@@ -315,7 +328,8 @@ def follow_runs(instance: dg.DagsterInstance, since: float, is_current: Callable
         active = [r for r in records if r.dagster_run.status in ACTIVE]
         failed = [reports[r.dagster_run.run_id] for r in records
                   if r.dagster_run.status in (dg.DagsterRunStatus.FAILURE,
-                                              dg.DagsterRunStatus.CANCELED)]
+                                              dg.DagsterRunStatus.CANCELED)
+                  and not _succeeded_later(r, records)]
         queued = [r for r in records if r.dagster_run.status in WAITING]
         if queued and daemon_alive is not None and not daemon_alive():
             time.sleep(QUEUED_WITHOUT_DAEMON_SECONDS)  # a daemon that just dequeued it

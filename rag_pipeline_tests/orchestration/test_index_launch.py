@@ -151,6 +151,36 @@ def test_a_run_canceled_while_followed_ends_the_command_saying_so(tmp_path: Path
     assert str(failed.value).startswith(f"documents_job [-] was canceled (run {run.run_id[:8]}): ")
 
 
+def test_a_run_canceled_then_rebuilt_by_a_later_run_does_not_fail_the_command(tmp_path: Path):
+    """Found by a new operator: an embeddings run terminated in the UI, then rebuilt by the
+    sensor's retry while `index` followed, still ended the command with exit 2 "was canceled"."""
+    import time
+
+    from rag_pipeline.orchestration.index_launch import follow_runs
+
+    instance = dg.DagsterInstance.local_temp(tempdir=str(tmp_path))
+    started = time.time() - 1
+    tags = {"dagster/partition": "header|m@1"}
+    instance.add_run(dg.DagsterRun(job_name="embeddings_job", tags=tags,
+                                   status=dg.DagsterRunStatus.CANCELED))
+    time.sleep(0.05)
+    retry = instance.add_run(dg.DagsterRun(job_name="embeddings_job", tags=tags,
+                                           status=dg.DagsterRunStatus.SUCCESS))
+    lines: list[str] = []
+    reports = follow_runs(instance, started, lambda: True, lines.append)
+    assert [r.status for r in reports] == ["CANCELED", "SUCCESS"]
+    assert lines[0].startswith("  CANCELED embeddings_job [header|m@1]: ")
+    assert reports[1].run_id == retry.run_id
+    # A later run of another partition rebuilds nothing of this one.
+    other = instance.add_run(dg.DagsterRun(job_name="embeddings_job", tags={"dagster/partition": "x"},
+                                           status=dg.DagsterRunStatus.CANCELED))
+    time.sleep(0.05)
+    instance.add_run(dg.DagsterRun(job_name="embeddings_job", tags=tags,
+                                   status=dg.DagsterRunStatus.SUCCESS))
+    with pytest.raises(IndexRunFailed, match=f"was canceled \\(run {other.run_id[:8]}\\)"):
+        follow_runs(instance, started, lambda: True, lambda _: None)
+
+
 def test_a_failed_launch_names_the_exception_line_not_the_traceback_markers():
     output = textwrap.dedent("""\
         Traceback (most recent call last):
