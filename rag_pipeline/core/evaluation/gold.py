@@ -130,7 +130,7 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
     per_document = {}
     for document_id in _folders_in_turn(sorted(canonical_texts)):
         text = canonical_texts[document_id]
-        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):]))
+        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):], setext=False))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
                      if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
                      and _is_prose(s)]
@@ -220,7 +220,9 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
     is scored (a passage scored twice would count twice in every figure)."""
     bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
     collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
-    body_only = {doc_id: collapse(without_headings(text)) for doc_id, text in bodies.items()}
+    # ATX headings only: these texts are of every format, and a plain-text file's underlined
+    # lines are in its chunks.
+    body_only = {doc_id: collapse(without_headings(text, setext=False)) for doc_id, text in bodies.items()}
     queries, errors = [], []
     scored_by: dict[str, str] = {}
     for line in lines:

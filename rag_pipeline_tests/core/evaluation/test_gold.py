@@ -301,3 +301,12 @@ def test_draft_skips_code_comments_and_tables():
                      "The closure example writes every message to the file it was given.\n"}
     assert [n.needle for n in draft_needles(texts, 5)] == [
         "The closure example writes every message to the file it was given."]
+
+
+def test_a_plain_text_line_over_dashes_is_no_heading_for_the_gold_check():
+    """Found by an attack: with Markdown's underlined headings, a needle on a text file's line
+    over a row of dashes was refused as a heading, though that file's chunks hold it."""
+    needle = "The backup job runs every night at two and keeps a week of copies"
+    texts = {"notes.txt": f"{needle}\n------------------------------------------\n\nMore.\n"}
+    queries, errors = validate_gold([line("q1", needle)], texts)
+    assert ([q.line_id for q in queries], errors) == (["q1", "q1"], [])  # question and ticket

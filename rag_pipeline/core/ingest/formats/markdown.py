@@ -99,28 +99,42 @@ _OTHER_BLOCK = re.compile(r" {0,3}(?:[-+*][ \t]|[-+*]$|\d{1,9}[.)](?:[ \t]|$)|>|
 """A line opening a list item, a block quote, an HTML block or a table row: the lines under it
 until a blank one are its own (CommonMark's lazy continuation), never a setext heading's text."""
 _INDENTED_CODE = re.compile(r" {0,3}\t| {4}")
+_RAW_HTML_OPEN = re.compile(r" {0,3}<(?:(!--)|(pre|script|style|textarea)(?=[\s>]|$))", re.IGNORECASE)
+"""An HTML block that runs to its end marker over blank lines (CommonMark 4.6, kinds 1 and 2):
+a comment to ``-->``, ``<pre>``, ``<script>``, ``<style>``, ``<textarea>`` to their end tag."""
 
 
-def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
+def _setext_title(paragraph: str) -> bool:
+    """Whether a paragraph over an underline reads as a title: one line, not ending as a
+    sentence or a clause does (``.``, ``,``, ``;``, ``:``). A note's paragraph with a rule
+    under it (``---`` meant as a rule, which CommonMark reads as an underline) stays text."""
+    return "\n" not in paragraph and not paragraph.rstrip().endswith((".", ",", ";", ":"))
+
+
+def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, str]]:
     """``(start, end, level, title)`` of each heading, end excluding the newline: an ATX line
     (``#`` at column 0), or a setext heading (CommonMark 4.3): a paragraph's lines underlined
-    by a line of ``=`` (level 1) or ``-`` (level 2), the span running from the paragraph's first
-    line to the underline, the title its lines joined by spaces. An underline here is two ``=``
-    or three ``-`` at least (a lone ``-`` under a line is more often a typo than a heading), and
-    a paragraph opens only after a blank line, a heading, a rule or indented code (a line under
-    a list item, a quote, an HTML block or a table row continues it).
+    by a line of ``=`` (level 1) or ``-`` (level 2), the span running from the paragraph's line
+    to the underline. Stricter than CommonMark, so that no text is taken for a title: an
+    underline here is two ``=`` or three ``-`` at least (a lone ``-`` under a line is more often
+    a typo than a heading), the paragraph one line that does not end as a sentence does
+    (:func:`_setext_title`), and a paragraph opens only after a blank line, a heading, a rule or
+    indented code (a line under a list item, a quote, an HTML block or a table's rows continues
+    it, a table's delimiter row included).
 
     Lines inside fenced code blocks are code, never headings (CommonMark 4.5): a fence opens
     with three or more backticks or tildes indented by at most three spaces (a backtick fence's
     info string holds no backtick) and closes at a line of at least as many of the same
     character, or runs to the end of the text. Indented code (CommonMark 4.4) needs four
     spaces, so no line of it starts with ``#`` at column 0. The YAML front matter, if any, holds
-    none. One pass over the lines.
+    none. One pass over the lines. ``setext=False``: ATX headings only, for text that may not
+    be Markdown (a plain-text file's dashed lines under its paragraphs are no titles there).
     """
     spans = []
     body = front_matter_end(text)
     paragraph: int | None = None  # where the open paragraph starts
     other_block = False  # under a list item, a quote, an HTML block or a table row
+    raw_until: str | None = None  # the end marker of a raw HTML block the line is in
     previous_end = -1
     for start, line in _outside_code(text):
         if start < body:
@@ -128,6 +142,16 @@ def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
         if start != previous_end + 1:  # a fenced block between: it closed what was open
             paragraph, other_block = None, False
         previous_end = start + len(line)
+        if raw_until is not None:  # the block ends on the line holding its end marker
+            if raw_until in line.lower():
+                raw_until = None
+            continue
+        if paragraph is None and (raw := _RAW_HTML_OPEN.match(line)) is not None:
+            end_marker = "-->" if raw.group(1) else f"</{raw.group(2).lower()}>"
+            if end_marker not in line[raw.end():].lower():
+                raw_until = end_marker
+            other_block = False  # ended on its own line or at its end marker's
+            continue
         heading = _HEADING.fullmatch(line)
         if heading:
             spans.append((start, start + len(line), len(heading.group(1)),
@@ -135,14 +159,15 @@ def heading_spans(text: str) -> list[tuple[int, int, int, str]]:
             paragraph, other_block = None, False
         elif not line.strip():
             paragraph, other_block = None, False
-        elif paragraph is not None and _SETEXT_UNDERLINE.fullmatch(line):
-            title = " ".join(part.strip() for part in text[paragraph:start - 1].split("\n"))
-            spans.append((paragraph, start + len(line), 1 if "=" in line else 2, title))
+        elif (setext and paragraph is not None and _SETEXT_UNDERLINE.fullmatch(line)
+              and _setext_title(text[paragraph:start - 1])):
+            spans.append((paragraph, start + len(line), 1 if "=" in line else 2,
+                          text[paragraph:start - 1].strip()))
             paragraph = None
         elif _THEMATIC_BREAK.fullmatch(line):
             paragraph, other_block = None, False
-        elif _OTHER_BLOCK.match(line):  # it interrupts a paragraph
-            paragraph, other_block = None, True
+        elif _OTHER_BLOCK.match(line) or ("|" in line and _DELIMITER_ROW.fullmatch(line)):
+            paragraph, other_block = None, True  # it interrupts a paragraph (a table: its rows)
         elif paragraph is None and not other_block and not _INDENTED_CODE.match(line):
             paragraph = start
     return spans
@@ -152,15 +177,19 @@ def markdown_sections(text: str, document_title: str,
                       headings: Sequence[tuple[int, int, int, str]] | None = None,
                       ) -> tuple[Section, ...]:
     """The body between one heading line and the next, titled by its heading; the text before
-    the first heading and the bodies of ``# `` headings are titled by the document (the
-    ``# `` heading is the document's title). Blank bodies are kept: they are still structure.
+    the first heading and the body of the first level-1 heading are titled by the document (that
+    heading is the document's title); a later level-1 heading titles its own body (a changelog's
+    releases, each ``# Version 1.80.0``). Blank bodies are kept: they are still structure.
     ``headings``: the heading lines (:func:`heading_spans`) when ``text`` is not one Markdown
     document (a notebook's cells, each its own)."""
     sections: list[Section] = []
     title, level, start = document_title, 1, 0
+    first = True  # the first level-1 heading is the document's title
     for h_start, h_end, h_level, h_title in (heading_spans(text) if headings is None else headings):
         sections.append(Section(title, start, h_start, level))
-        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
+        title = document_title if h_level == 1 and first else h_title
+        first = first and h_level != 1
+        level, start = h_level, h_end
     sections.append(Section(title, start, len(text), level))
     return tuple(sections)
 
@@ -181,10 +210,11 @@ def first_title(text: str) -> str | None:
     return next((title for _, _, level, title in heading_spans(text) if level == 1 and title), None)
 
 
-def without_headings(text: str) -> str:
-    """The text with each heading line replaced by one space (fenced code kept as it is)."""
+def without_headings(text: str, setext: bool = True) -> str:
+    """The text with each heading line replaced by one space (fenced code kept as it is);
+    ``setext``: as :func:`heading_spans` takes it."""
     parts, last = [], 0
-    for start, end, _, _ in heading_spans(text):
+    for start, end, _, _ in heading_spans(text, setext):
         parts += [text[last:start], " "]
         last = end
     return "".join(parts) + text[last:]

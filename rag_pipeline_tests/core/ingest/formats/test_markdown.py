@@ -107,8 +107,8 @@ def test_a_paragraph_underlined_by_equals_or_dashes_is_a_setext_heading():
     # Debian's and many projects' READMEs underline their headings (found by a new user: the
     # underlined title was quoted as an answer's sentence, and every chunk had the file's name
     # for its section).
-    text = "Bug reports\n===========\n\nMail them.\n\nThe short\nversion\n---\nRun it.\n"
-    # "Bug reports" + underline [0,23) | body | "The short\nversion\n---" [37,58) | body
+    text = "Bug reports\n===========\n\nMail them.\n\nThe short version\n---\nRun it.\n"
+    # "Bug reports" + underline [0,23) | body [23,37) | "The short version" + "---" [37,58) | body
     assert heading_spans(text) == [(0, 23, 1, "Bug reports"), (37, 58, 2, "The short version")]
     extracted = MarkdownFormat().extract(text.encode(), "bugs")
     assert extracted.title == "Bug reports"
@@ -117,16 +117,31 @@ def test_a_paragraph_underlined_by_equals_or_dashes_is_a_setext_heading():
     assert without_headings(text) == " \n\nMail them.\n\n \nRun it.\n"
 
 
-def test_a_rule_under_a_list_a_quote_code_or_a_blank_line_is_no_setext_underline():
+def test_a_rule_under_text_a_list_a_quote_code_a_table_or_a_blank_line_is_no_underline():
+    # Stricter than CommonMark, found by an attack: a note's paragraph over a rule, a table
+    # without leading pipes over a rule, lost every word from the chunks as a "heading".
     for text in ("- item\n---\n", "Para\n- item\n---\n", "- item\nlazy line\n===\n",
                  "> quoted\n---\n", "    code\n---\n", "Text\n\n---\n", "<div>\nx\n---\n",
                  "a | b\n--- | ---\n", "Para\n-\n", "x\n```\ny\n```\n---\n",
-                 "Para\n- - -\n", "---\ntitle: Front\n---\n"):
+                 "Para\n- - -\n", "---\ntitle: Front\n---\n", "Some note text.\n---\n",
+                 "Two lines\nof a note\n---\n", "On call | Phone\n--- | ---\nAna | 123\n---\n",
+                 "<!--\nHidden\n\nFake\n===\n-->\n", "<pre>\nx\n\nFake\n---\n</pre>\n"):
         assert heading_spans(text) == [], repr(text)
-    # After a fence, a heading, or with front matter above, a paragraph opens again.
+    # After a fence, a heading, a comment or with front matter above, a paragraph opens again.
     assert heading_spans("```\ncode\n```\nAfter\n---\n") == [(13, 22, 2, "After")]
     assert heading_spans("# A\nB\n==\n") == [(0, 3, 1, "A"), (4, 8, 1, "B")]
     assert heading_spans("---\ntitle: x\n---\nBody\n---\n") == [(17, 25, 2, "Body")]
+    assert heading_spans("<!-- note -->\nTitle\n===\n") == [(14, 23, 1, "Title")]
+    assert heading_spans("Why?\n---\n") == [(0, 8, 2, "Why?")]
+
+
+def test_a_later_level_one_heading_titles_its_own_section():
+    """Found by an attack: a changelog's releases, each an underlined (or ``#``) level-1
+    heading, were all titled by the first release; every later release's name was in no chunk."""
+    text = "Version 2\n=========\n\nFixed a.\n\nVersion 1\n=========\n\nFixed b.\n"
+    assert markdown_sections(text, "Version 2") == (
+        Section("Version 2", 0, 0, 1), Section("Version 2", 19, 31, 1),
+        Section("Version 1", 50, 61, 1))
 
 
 def test_sections_run_between_headings_and_leave_the_heading_lines_out():
