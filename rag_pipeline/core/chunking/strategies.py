@@ -118,9 +118,10 @@ _SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")
-_CELL_SEPARATOR = re.compile(r"[ \t]*\|[ \t]*|\t")
-"""Between two cells of a table row as the formats write it: `` | `` (spreadsheets, slides,
-word-processor tables, Markdown's pipes) or a tab (HTML)."""
+_CELL_SEPARATOR = re.compile(r"[|\t]")
+"""Between two cells of a table row as the formats write it: the ``|`` of `` | ``
+(spreadsheets, slides, word-processor tables, Markdown's pipes; the blanks around it are
+trimmed from the cells) or a tab (HTML)."""
 
 
 def body_sections(canonical: str, document_title: str,
@@ -230,7 +231,6 @@ def boundary_spans(canonical: str, section: Section, target: int,
     position = section.start
     for number, table in enumerate(tables):
         t_start, t_end = max(table.start, section.start), min(table.end, section.end)
-        following = min([section.end, *(t.start for t in tables[number + 1:] if t.start >= t_end)])
         if t_end <= t_start:
             continue
         small, position = _paragraphs(canonical, position, t_start, target, hard_max, spans,
@@ -240,6 +240,8 @@ def boundary_spans(canonical: str, section: Section, target: int,
         rows = [_trim(canonical, r_start, r_end) for r_start, r_end in table_rows(table, t_start, t_end)]
         rows = [(s, e) for s, e in rows if s < e]
         position = t_end
+        following = min(section.end, tables[number + 1].start) if number + 1 < len(tables) \
+            else section.end  # tables are in order and never overlap
         run_on = _running_on(canonical, t_end, following)  # never into the next table
         if rows and run_on is not None and run_on[1] - rows[-1][0] <= target:
             # Text that goes on from the last row (a wrapped cell the reader left after the
