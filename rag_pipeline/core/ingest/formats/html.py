@@ -59,6 +59,11 @@ _BLOCKS = frozenset((
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _CELLS = ("td", "th")
 _TABLE_PARTS = frozenset(("table", "thead", "tbody", "tfoot", "tr"))
+_SHORT_CELL_BLOCKS = 3
+"""Blocks a cell of a data row holds at most (``<td><p>112</p></td>``); a cell of more, or of
+a list, a table, a heading, a quote or preformatted text, lays a page out (a newsletter's
+column of paragraphs beside its menu): its blocks stay paragraphs."""
+_TALL_IN_CELL = frozenset(("ul", "ol", "dl", "table", "blockquote", "pre", "hr", *_HEADINGS))
 _BREAK = "\x02"
 _CELL = "\x01"
 _SPACE = re.compile(r"[ \t\n\r\f]+")
@@ -197,6 +202,7 @@ class _Renderer:
         self._grids: list[_Grid] = []  # the tables being rendered, outermost first
         self._cells: list[int] = []  # per open row: the cells placed so far
         self._wide: list[bool] = []  # per open row: whether it has two cells or more
+        self._short: list[bool] = []  # per open cell: a short cell of such a row (_end_block)
         self._tables = 0
         self._row = ""  # the kind of the outermost table's row that has started, until it shows
         self._places = 0  # table places taken so far (MAX_TABLE_PLACES)
@@ -239,6 +245,7 @@ class _Renderer:
             placed = self._cells[-1]
             self._inline.append(_CELL * (skipped + (placed > 0)))
             self._cells[-1] = placed + colspan
+            self._short.append(self._wide[-1] and _short_cell(node))
 
     def _leave_table_part(self, node: Tag) -> None:
         name = node.name
@@ -250,12 +257,14 @@ class _Renderer:
             self._wide.pop()
         elif name in _CELLS and self._grids and self._cells:
             self._inline.append(_CELL * (_span(node.get("colspan")) - 1))
+            self._short.pop()
 
     def _end_block(self, name: str) -> None:
-        """A block's start or end: the paragraph so far ends; inside a cell of a row of two
-        cells or more, a space instead (``<td><p>112</p></td>``, as LibreOffice's help and
-        DocBook write cells: each cell stays in its row's line, a tab between cells)."""
-        if self._wide and self._wide[-1] and name not in _TABLE_PARTS:
+        """A block's start or end: the paragraph so far ends; inside a short cell of a row of
+        two cells or more (:data:`_SHORT_CELL_BLOCKS`), a space instead (``<td><p>112</p></td>``,
+        as LibreOffice's help and DocBook write cells: each cell stays in its row's line, a tab
+        between cells)."""
+        if self._short and self._short[-1] and name not in _TABLE_PARTS:
             self._inline.append(" ")
         else:
             self.flush()
@@ -321,6 +330,14 @@ class _Renderer:
                     self._link_chars += len(text.strip())
         self.flush()
         return self.paragraphs
+
+
+def _short_cell(cell: Tag) -> bool:
+    """Whether a cell holds at most :data:`_SHORT_CELL_BLOCKS` blocks, none of
+    :data:`_TALL_IN_CELL`."""
+    blocks = cell.find_all(lambda tag: tag.name in _BLOCKS or tag.name in _TALL_IN_CELL,
+                           limit=_SHORT_CELL_BLOCKS + 1)
+    return len(blocks) <= _SHORT_CELL_BLOCKS and not any(b.name in _TALL_IN_CELL for b in blocks)
 
 
 def _block_inside(heading: Tag) -> int | None:

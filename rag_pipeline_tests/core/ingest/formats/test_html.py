@@ -67,7 +67,7 @@ def test_cells_of_paragraphs_stay_in_their_rows_line():
     tables of many columns in the first 600 help pages)."""
     page = (b"<p>Intro.</p><table><tr><td><p>Timeline</p></td><td><p>Values</p></td></tr>"
             b"<tr><td><p>01/2013</p></td><td><p>112</p><p>(estimated)</p></td></tr>"
-            b"<tr><td><p>02/2013</p></td><td><ul><li>118</li></ul></td></tr></table>")
+            b"<tr><td><p>02/2013</p></td><td><div>118</div></td></tr></table>")
     extracted = extract_html(page, "t")
     assert extracted.canonical_text == ("Intro.\n\nTimeline\tValues\n\n01/2013\t112 (estimated)\n\n"
                                         "02/2013\t118\n")
@@ -75,6 +75,13 @@ def test_cells_of_paragraphs_stay_in_their_rows_line():
     # A one-column table keeps its cells' paragraphs: an entry of a list, no row of cells.
     assert text_of("<table><tr><th>Function</th></tr><tr><td><p>abs(x)</p><p>The absolute value."
                    "</p></td></tr></table>") == "Function\n\nabs(x)\n\nThe absolute value.\n"
+    # So does a cell that lays a page out (found by an attack: a newsletter's column of
+    # paragraphs beside its menu ran together into one line): more blocks than a data cell
+    # holds, or a list.
+    column = "".join(f"<p>Paragraph {n}.</p>" for n in range(4))
+    assert text_of(f"<table><tr><td><p>Menu</p></td><td>{column}<ul><li>Register</li></ul></td>"
+                   "</tr></table>") == ("Menu\n\nParagraph 0.\n\nParagraph 1.\n\nParagraph 2.\n\n"
+                                        "Paragraph 3.\n\nRegister\n")
 
 
 def test_headings_are_paragraphs_outside_the_sections_they_title():
