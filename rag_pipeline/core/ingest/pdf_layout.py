@@ -16,7 +16,7 @@ OCR recognises) and decides, page by page:
   bands read in turn.
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
   cells joined by `` | ``, one row a line, declared as a table whose first row is its header
-  (:func:`table_spans`; none when that row holds numbers where the others do, in their
+  (:func:`table_spans`; none when that row holds decimals where the others do, in their
   face); a table going on at the top of the next page with as many cells is
   the same table, its header repeated there or not. A bold header whose labels run together
   (a label filling its column) is cut into the cells of the row under it.
@@ -987,26 +987,26 @@ def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int,
     return text, block_spans, page_spans
 
 
-_NUMBER = re.compile(r"[-+\u2212]?\d[\d.,']*%?")
-_YEAR = re.compile(r"(?:19|20)\d\d")
+_DECIMAL = re.compile(r"[-+\u2212]?\d+[.,]\d+")
 
 
 def first_row_is_data(lines: Sequence[Line]) -> bool:
     """Whether a table's first line is a row like the others, not a header: in each column
-    after the first where the other rows hold numbers (four in five of them or more), it holds
-    a number too (not a year, as ``2019 | 2020`` headers are), in the others' type face (a
-    bold line over plain rows is a header). A table whose header stands apart (stacked over
-    several lines, so no row of the table) starts with its first data row; taken for the
-    header, that row would be repeated over every other row as their columns' names."""
+    after the first where the other rows hold decimal numbers (``14.1``, ``-5.8``; four in five
+    of them or more), it holds one too, in the others' type face (a bold line over plain rows
+    is a header). Integers and percentages are left to the header: thread counts (``1 | 2 |
+    4``), years, quantity breaks and levels (``90%``) head columns of numbers. A table whose
+    header stands apart (stacked over several lines, so no row of the table) starts with its
+    first data row; taken for the header, that row would be repeated over every other row as
+    their columns' names."""
     cells = [line.text.split(" | ") for line in lines]
     first, others = cells[0], cells[1:]
-    numeric = [column for column in range(1, len(first))
-               if sum(column < len(row) and _NUMBER.fullmatch(row[column].strip()) is not None
+    decimal = [column for column in range(1, len(first))
+               if sum(column < len(row) and _DECIMAL.fullmatch(row[column].strip()) is not None
                       for row in others) >= 0.8 * len(others)]
     bold_others = sum(line.bold for line in lines[1:]) * 2 > len(others)
-    return bool(numeric) and lines[0].bold == bold_others and all(
-        _NUMBER.fullmatch(first[column].strip()) and not _YEAR.fullmatch(first[column].strip())
-        for column in numeric)
+    return bool(decimal) and lines[0].bold == bold_others and all(
+        _DECIMAL.fullmatch(first[column].strip()) for column in decimal)
 
 
 def table_spans(block_spans: Sequence[tuple[int, int, _Block]]) -> tuple[TableSpan, ...]:

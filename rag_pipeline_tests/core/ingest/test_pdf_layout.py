@@ -96,15 +96,21 @@ def test_a_table_starting_with_a_row_like_the_others_has_no_header_row():
                                                      "Ayas 1566 m | 7.2 | -5.8 | 0.0"]
     [table] = layout.tables
     assert (table.header, table.header_end, len(table.rows)) == ("", 0, 4)
-    # A header of years over numbers, or a bold one, stays the header.
+    # A header of years, counts or levels over numbers, or a bold one, stays the header (found
+    # by an attack: `Threads | 1 | 2 | 4` over timings was taken for a row).
+    for header in (("Threads", "1", "2"), ("Level", "90%", "95%")):
+        rows = [header, ("read", "12.5", "7.25"), ("write", "20.0", "11.5")]
+        layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r) for r, row in enumerate(rows)
+                                    for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
+        assert [t.header for t in layout.tables] == [" | ".join(header)]
     years = [("Region", "2019", "2020"), ("North", "12", "14"), ("South", "9", "11")]
     layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r) for r, row in enumerate(years)
                                 for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
     assert [t.header for t in layout.tables] == ["Region | 2019 | 2020"]
-    bold = [("Site", "1", "2"), ("North", "12", "14"), ("South", "9", "11")]
+    bold = [("Site", "1.5", "2.5"), ("North", "12.5", "14.5"), ("South", "9.5", "11.5")]
     layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r, bold=r == 0) for r, row in enumerate(bold)
                                 for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
-    assert [t.header for t in layout.tables] == ["Site | 1 | 2"]
+    assert [t.header for t in layout.tables] == ["Site | 1.5 | 2.5"]
 
 
 def test_a_contents_page_is_dropped():
