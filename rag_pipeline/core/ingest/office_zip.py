@@ -103,8 +103,8 @@ are the same). Macros are never run or read."""
 
 def as_plain_document(data: bytes) -> bytes:
     """The package with its main part declared as a plain document's
-    (:data:`MAIN_PART_VARIANTS`), rewritten in memory, its members stored as they were
-    compressed; ``data`` itself when it declares none of the variants (or is no zip: the
+    (:data:`MAIN_PART_VARIANTS`), rewritten in memory, its members stored uncompressed (only
+    read once more, by the reader: no time spent compressing them again); ``data`` itself when it declares none of the variants (or is no zip: the
     reader then says why)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -118,7 +118,7 @@ def as_plain_document(data: bytes) -> bytes:
             with zipfile.ZipFile(out, "w") as written:
                 for member in archive.infolist():
                     body = plain if member.filename == "[Content_Types].xml" else archive.read(member)
-                    written.writestr(member, body)
+                    written.writestr(member, body, compress_type=zipfile.ZIP_STORED)
             return out.getvalue()
     except (KeyError, zipfile.BadZipFile, zlib.error, OSError, ValueError, NotImplementedError,
             EOFError):

@@ -295,24 +295,26 @@ def _nth(haystack: str, needle: str, before: int) -> int:
 
 
 FIND_BUDGET = 4_000_000
-"""Characters compared by ``str.find`` (the quote's length per place found) before the
-places of a quote are found by :func:`_kmp_starts` instead."""
+"""Characters ``str.find`` compares again (the quote's length for each place found overlapping
+the one before) before the places of a quote are found by :func:`_kmp_starts` instead."""
 
 
 def occurrence_starts(haystack: str, needle: str) -> Iterator[int]:
     """Each place ``needle`` starts in ``haystack``, in order, overlapping ones included. A
     quote repeated back to back (a long quote of a periodic text) is found at every period:
-    ``str.find`` from each place costs the quote's length, so the places of a 300,000-character
-    quote of ``a a a ...`` would take minutes; past :data:`FIND_BUDGET` the rest is found in
-    one pass."""
-    work, at = 0, haystack.find(needle)
+    ``str.find`` from each place then compares the quote's length again, so the places of a
+    300,000-character quote of ``a a a ...`` would take minutes; past :data:`FIND_BUDGET` of
+    such work the rest is found in one pass. Places apart from each other cost ``str.find``
+    what lies between them: it finds them all."""
+    work, previous, at = 0, -len(needle), haystack.find(needle)
     while at >= 0:
         yield at
-        work += len(needle)
-        if work > FIND_BUDGET:
-            yield from _kmp_starts(haystack, needle, at + 1)
-            return
-        at = haystack.find(needle, at + 1)
+        if at - previous < len(needle):  # overlapping: its letters are compared again
+            work += len(needle)
+            if work > FIND_BUDGET:
+                yield from _kmp_starts(haystack, needle, at + 1)
+                return
+        previous, at = at, haystack.find(needle, at + 1)
 
 
 def _kmp_starts(haystack: str, needle: str, begin: int) -> Iterator[int]:
