@@ -104,8 +104,8 @@ are the same). Macros are never run or read."""
 def as_plain_document(data: bytes) -> bytes:
     """The package with its main part declared as a plain document's
     (:data:`MAIN_PART_VARIANTS`), rewritten in memory, its members stored uncompressed (only
-    read once more, by the reader: no time spent compressing them again); ``data`` itself when it declares none of the variants (or is no zip: the
-    reader then says why)."""
+    read once more, by the reader: no time spent compressing them again); ``data`` itself when
+    it declares none of the variants (or is no zip: the reader then says why)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             types = archive.read("[Content_Types].xml")
