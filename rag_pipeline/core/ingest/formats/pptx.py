@@ -240,7 +240,9 @@ def _plots(chart: Any) -> Iterator[tuple[list[Any], list[str]]]:
 
 def _category_labels(series: Any) -> list[str]:
     """The category labels a ``c:ser`` element caches (``c:cat``; the first level of a
-    multi-level axis, its leaves), by point index, ``""`` for a missing point."""
+    multi-level axis, its leaves), by point index up to the last one cached, ``""`` for a
+    missing point (the declared ``c:ptCount`` is not trusted: a 30 KB deck can declare
+    millions)."""
     caches = (_xpath(series, "./c:cat/c:multiLvlStrRef/c:multiLvlStrCache/c:lvl[1]")
               or _xpath(series, "./c:cat/*/c:strCache | ./c:cat/*/c:numCache")
               or _xpath(series, "./c:cat/c:strLit | ./c:cat/c:numLit"))
@@ -248,8 +250,7 @@ def _category_labels(series: Any) -> list[str]:
         return []
     points = {int(point.get("idx")): "".join(_xpath(point, "./c:v/text()"))
               for point in _xpath(caches[0], "./c:pt")}
-    count = _xpath(caches[0], "string(./c:ptCount/@val | ../c:ptCount/@val)")
-    return [points.get(i, "") for i in range(max([int(count or 0), *(i + 1 for i in points)]))]
+    return [points.get(i, "") for i in range(max(points, default=-1) + 1)]
 
 
 def _chart_blocks(chart: object) -> list[Block]:
@@ -270,7 +271,10 @@ def _chart_blocks(chart: object) -> list[Block]:
             for one in series:
                 points, number_format = _cached_points(one, "val")
                 columns.append({i: _point_text(v, number_format) for i, v in points.items()})
-            count = max([len(categories), *(max(c, default=-1) + 1 for c in columns)], default=0)
+            # Up to the last category that holds a label or a value: a declared point count
+            # of millions (python-pptx's categories follow it) adds no empty rows.
+            labelled = max((i for i, label in enumerate(categories) if label), default=-1)
+            count = max([labelled + 1, *(max(c, default=-1) + 1 for c in columns)], default=0)
             tables.append([["Category", *names], *(
                 [categories[i] if i < len(categories) else str(i + 1),
                  *(column.get(i, "") for column in columns)] for i in range(count))])
