@@ -183,17 +183,17 @@ def _units(canonical: str, start: int, end: int, target: int, hard_max: int,
 
 def _cells(canonical: str, start: int, end: int, target: int, hard_max: int,
            levels: Sequence[re.Pattern[str]]) -> Iterator[tuple[int, int]]:
-    """A wide row's cells (:data:`_CELL_SEPARATOR` between them, left out), each cut like a
-    paragraph when over ``target``: packed, a row is cut between cells, never between a
-    column's name and its value (``column JT:`` | ``139``)."""
+    """A wide row's cells, each with the :data:`_CELL_SEPARATOR` after it (so that every
+    character is in a chunk), each cut like a paragraph when over ``target``: packed, a row is
+    cut between cells, never between a column's name and its value (``column JT:`` |
+    ``139``)."""
     cell_start = start
     for separator in [*_CELL_SEPARATOR.finditer(canonical, start, end), None]:
-        cell_end = separator.start() if separator is not None else end
+        cell_end = separator.end() if separator is not None else end
         s, e = _trim(canonical, cell_start, cell_end)
         if s < e:
             yield from _units(canonical, s, e, target, hard_max, levels)
-        if separator is not None:
-            cell_start = separator.end()
+        cell_start = cell_end
 
 
 def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, int]]:

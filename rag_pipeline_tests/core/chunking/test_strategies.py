@@ -487,11 +487,13 @@ def test_a_wide_row_is_one_chunk_up_to_the_hard_maximum_and_cut_beyond_it():
     # each, where the cut at 512 made five (400, 276, 494, 494 and 30).
     assert [c.content for c in chunks] == [f"{rows[0]}\n{rows[1]}", rows[2]]
     assert offset_errors(canonical, chunks) == []
-    # A row over 2 x 512 is cut between its cells, the separators at the cuts left out.
+    # A row over 2 x 512 is cut between its cells, each cut after a separator: every
+    # character is in a chunk (the blocking check of every build).
     longer = layout_table([header, ["y" * 40] * 31], 0)
     cut = chunk_document("d", "Doc", f"{longer[0]}\n", ChunkingStrategy.HEADER, tables=[longer[1]])
-    assert [len(c.content) for c in cut] == [484, 470, 470, 298]
-    assert all(c.content.endswith("y") and not c.content.startswith("|") for c in cut)
+    assert [len(c.content) for c in cut] == [486, 472, 472, 298]
+    assert all(c.content.endswith("y |") for c in cut[:-1]) and cut[-1].content.endswith("y")
+    assert uncovered_characters(f"{longer[0]}\n", [(c.start, c.end) for c in cut]) == []
 
 
 def test_a_wide_row_of_named_cells_is_cut_between_cells_never_between_a_name_and_its_value():
@@ -503,9 +505,10 @@ def test_a_wide_row_of_named_cells_is_cut_between_cells_never_between_a_name_and
     canonical = f"{row}\n"
     table = TableSpan(0, len(row), "", 0, (0,))
     chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER, tables=[table])
-    assert [len(c.content) for c in chunks] == [501, 501, 501, 501, 141]
+    assert [len(c.content) for c in chunks] == [503, 503, 503, 503, 141]
     assert offset_errors(canonical, chunks) == []
-    cells = [cell for chunk in chunks for cell in chunk.content.split(" | ")]
+    assert uncovered_characters(canonical, [(c.start, c.end) for c in chunks]) == []
+    cells = [cell for chunk in chunks for cell in chunk.content.removesuffix(" |").split(" | ")]
     assert cells == [f"{name}: {100 + c}" for c, name in enumerate(names)]
 
 
@@ -577,5 +580,6 @@ def test_a_wide_row_of_long_blank_runs_is_cut_at_its_pipes_in_one_pass():
     canonical = f"{row}\n"
     chunks = chunk_document("d", "Doc", canonical, ChunkingStrategy.HEADER,
                             tables=[TableSpan(0, len(row), "", 0, (0,))])
-    assert [c.content for c in chunks] == ["a: 1", "b: 2 | c: 3"]
+    assert [c.content for c in chunks] == ["a: 1 |", "b: 2 | c: 3"]
     assert offset_errors(canonical, chunks) == []
+    assert uncovered_characters(canonical, [(c.start, c.end) for c in chunks]) == []
