@@ -130,7 +130,8 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
     per_document = {}
     for document_id in _folders_in_turn(sorted(canonical_texts)):
         text = canonical_texts[document_id]
-        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):], setext=False))
+        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):],
+                                                          setext=_markdown(document_id)))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
                      if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
                      and _is_prose(s)]
@@ -212,6 +213,17 @@ NOT_FOUND = ("needle not found in the corpus; needles match the extracted text, 
              "`content` holds it (a CSV or sheet row reads `column: value | column: value`)")
 
 
+def _markdown(document_id: str) -> bool:
+    """Whether a document is Markdown by its name (``.md``, ``.md.gz``): its underlined lines are
+    headings, in no chunk; a plain-text file's are in its chunks."""
+    from pathlib import PurePosixPath
+
+    from rag_pipeline.core.ingest.formats import format_for
+
+    fmt = format_for(PurePosixPath(document_id.removesuffix(".gz")))
+    return fmt is not None and fmt.name == "markdown"
+
+
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
@@ -220,9 +232,8 @@ def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
     is scored (a passage scored twice would count twice in every figure)."""
     bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
     collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
-    # ATX headings only: these texts are of every format, and a plain-text file's underlined
-    # lines are in its chunks.
-    body_only = {doc_id: collapse(without_headings(text, setext=False)) for doc_id, text in bodies.items()}
+    body_only = {doc_id: collapse(without_headings(text, setext=_markdown(doc_id)))
+                 for doc_id, text in bodies.items()}
     queries, errors = [], []
     scored_by: dict[str, str] = {}
     for line in lines:

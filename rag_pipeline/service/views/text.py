@@ -23,8 +23,9 @@ def heading_label(request: ViewRequest) -> str:
     HTML, Markdown and DOCX sections are such lines), or ``""``."""
     from rag_pipeline.core.ingest.formats.markdown import heading_spans
 
-    before = [title for start, _, _, title in heading_spans(request.text, setext=False)
-              if start <= request.start]  # ATX only: the texts are of every format
+    setext = request.info.format == "markdown"  # a plain text's underlined lines are no titles
+    before = [title for start, _, _, title in heading_spans(request.text, setext)
+              if start <= request.start]
     return before[-1].strip() if before else ""
 
 

@@ -310,3 +310,12 @@ def test_a_plain_text_line_over_dashes_is_no_heading_for_the_gold_check():
     texts = {"notes.txt": f"{needle}\n------------------------------------------\n\nMore.\n"}
     queries, errors = validate_gold([line("q1", needle)], texts)
     assert ([q.line_id for q in queries], errors) == (["q1", "q1"], [])  # question and ticket
+
+
+def test_a_markdown_files_underlined_title_is_a_heading_for_the_gold_check():
+    """Found by an attack: an underlined FAQ question of a Markdown file was drafted and
+    accepted as a needle, though it is in no chunk."""
+    needle = "Why does the daemon refuse to start again after an upgrade"
+    texts = {"faq.md": f"{needle}\n---\n\nRemove the stale lock file first.\n"}
+    queries, errors = validate_gold([line("q1", needle)], texts)
+    assert (queries, [e.reason for e in errors]) == ([], ["needle is a heading"])

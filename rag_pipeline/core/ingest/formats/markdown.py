@@ -104,11 +104,19 @@ _RAW_HTML_OPEN = re.compile(r" {0,3}<(?:(!--)|(pre|script|style|textarea)(?=[\s>
 a comment to ``-->``, ``<pre>``, ``<script>``, ``<style>``, ``<textarea>`` to their end tag."""
 
 
+SETEXT_SENTENCE_WORDS = 10
+"""Words from which a line over an underline that ends as a sentence or a clause does is text
+with a rule under it, not a title ("Bug Reports, Feature Requests, Contributions, Etc." is a
+title)."""
+
+
 def _setext_title(paragraph: str) -> bool:
-    """Whether a paragraph over an underline reads as a title: one line, not ending as a
-    sentence or a clause does (``.``, ``,``, ``;``, ``:``). A note's paragraph with a rule
-    under it (``---`` meant as a rule, which CommonMark reads as an underline) stays text."""
-    return "\n" not in paragraph and not paragraph.rstrip().endswith((".", ",", ";", ":"))
+    """Whether a paragraph over an underline reads as a title: one line, and unless it is short,
+    not ending as a sentence or a clause does (``.``, ``,``, ``;``, ``:``). A note's paragraph
+    with a rule under it (``---`` meant as a rule, which CommonMark reads as an underline) stays
+    text."""
+    return "\n" not in paragraph and (len(paragraph.split()) < SETEXT_SENTENCE_WORDS or not
+                                       paragraph.rstrip().endswith((".", ",", ";", ":")))
 
 
 def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, str]]:
@@ -146,11 +154,11 @@ def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, s
             if raw_until in line.lower():
                 raw_until = None
             continue
-        if paragraph is None and (raw := _RAW_HTML_OPEN.match(line)) is not None:
+        if (raw := _RAW_HTML_OPEN.match(line)) is not None:  # it interrupts a paragraph too
             end_marker = "-->" if raw.group(1) else f"</{raw.group(2).lower()}>"
             if end_marker not in line[raw.end():].lower():
                 raw_until = end_marker
-            other_block = False  # ended on its own line or at its end marker's
+            paragraph, other_block = None, False  # ended on its own line or at its end marker's
             continue
         heading = _HEADING.fullmatch(line)
         if heading:

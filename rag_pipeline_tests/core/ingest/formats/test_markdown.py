@@ -123,7 +123,8 @@ def test_a_rule_under_text_a_list_a_quote_code_a_table_or_a_blank_line_is_no_und
     for text in ("- item\n---\n", "Para\n- item\n---\n", "- item\nlazy line\n===\n",
                  "> quoted\n---\n", "    code\n---\n", "Text\n\n---\n", "<div>\nx\n---\n",
                  "a | b\n--- | ---\n", "Para\n-\n", "x\n```\ny\n```\n---\n",
-                 "Para\n- - -\n", "---\ntitle: Front\n---\n", "Some note text.\n---\n",
+                 "Para\n- - -\n", "---\ntitle: Front\n---\n",
+                 "Rotate the payment API keys every 90 days; the vault job does it.\n---\n",
                  "Two lines\nof a note\n---\n", "On call | Phone\n--- | ---\nAna | 123\n---\n",
                  "<!--\nHidden\n\nFake\n===\n-->\n", "<pre>\nx\n\nFake\n---\n</pre>\n"):
         assert heading_spans(text) == [], repr(text)
@@ -133,6 +134,12 @@ def test_a_rule_under_text_a_list_a_quote_code_a_table_or_a_blank_line_is_no_und
     assert heading_spans("---\ntitle: x\n---\nBody\n---\n") == [(17, 25, 2, "Body")]
     assert heading_spans("<!-- note -->\nTitle\n===\n") == [(14, 23, 1, "Title")]
     assert heading_spans("Why?\n---\n") == [(0, 8, 2, "Why?")]
+    # A short title may end with a period (an attack's real README: "... Contributions, Etc.").
+    assert heading_spans("Bugs, Requests, Etc.\n---\n") == [(0, 24, 2, "Bugs, Requests, Etc.")]
+    # Preformatted text or a comment right under a paragraph line holds no heading (found by an
+    # attack: "# apt-get install tool" in a <pre> was a heading, in no chunk).
+    assert heading_spans("Install it as root:\n<pre>\n# apt-get install tool\n</pre>\n") == []
+    assert heading_spans("Para line\n<!--\n# Old section\n-->\n") == []
 
 
 def test_a_later_level_one_heading_titles_its_own_section():
