@@ -16,7 +16,7 @@ OCR recognises) and decides, page by page:
   bands read in turn.
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
   cells joined by `` | ``, one row a line, declared as a table whose first row is its header
-  (:func:`table_spans`; none when that row holds decimals where the others do, in their
+  (:func:`table_spans`; none when that row holds numbers as the others do, not rising, in their
   face); a table going on at the top of the next page with as many cells is
   the same table, its header repeated there or not. A bold header whose labels run together
   (a label filling its column) is cut into the cells of the row under it.
@@ -987,26 +987,49 @@ def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int,
     return text, block_spans, page_spans
 
 
-_DECIMAL = re.compile(r"[-+\u2212]?\d+[.,]\d+")
+_PLAIN_NUMBER = re.compile(r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:([.,])(\d+))?")
+_YEAR = re.compile(r"1[5-9]\d\d|20\d\d")
+
+
+def _cell_number(cell: str) -> tuple[str, float] | None:
+    """A cell's number and its kind (``"decimal"``: ``14.1``, ``-5,8``; ``"integer"``:
+    ``12``, ``1,000``), or None (text, a percentage, a year)."""
+    text = cell.strip()
+    match = _PLAIN_NUMBER.fullmatch(text)
+    if match is None or _YEAR.fullmatch(text):
+        return None
+    separator, fraction = match.groups()
+    decimal = separator == "." or (separator == "," and len(fraction) != 3)
+    whole = text.replace("\u2212", "-")
+    value = float(whole.replace(",", ".") if separator == "," and decimal else whole.replace(",", ""))
+    return ("decimal" if decimal else "integer"), value
 
 
 def first_row_is_data(lines: Sequence[Line]) -> bool:
     """Whether a table's first line is a row like the others, not a header: in each column
-    after the first where the other rows hold decimal numbers (``14.1``, ``-5.8``; four in five
-    of them or more), it holds one too, in the others' type face (a bold line over plain rows
-    is a header). Integers and percentages are left to the header: thread counts (``1 | 2 |
-    4``), years, quantity breaks and levels (``90%``) head columns of numbers. A table whose
-    header stands apart (stacked over several lines, so no row of the table) starts with its
-    first data row; taken for the header, that row would be repeated over every other row as
-    their columns' names."""
+    after the first where the other rows hold numbers (four in five of them or more), it holds
+    a number of the same kind (decimal or integer) as most of them; across two such columns or
+    more its numbers do not only rise; and it is set in the others' type face (a bold line over
+    plain rows is a header). Headers of numbers rise: thread counts (``1 | 2 | 4``), versions
+    (``3.11 | 3.12``), quantity breaks (``1,000 | 10,000``), years and percentages (never
+    numbers here). A table whose header stands apart (stacked over several lines, so no row of
+    the table) starts with its first data row; taken for the header, that row would be
+    repeated over every other row as their columns' names."""
     cells = [line.text.split(" | ") for line in lines]
     first, others = cells[0], cells[1:]
-    decimal = [column for column in range(1, len(first))
-               if sum(column < len(row) and _DECIMAL.fullmatch(row[column].strip()) is not None
-                      for row in others) >= 0.8 * len(others)]
+    numbers: list[float] = []
+    for column in range(1, len(first)):
+        kinds = [found[0] for row in others if column < len(row)
+                 and (found := _cell_number(row[column])) is not None]
+        if len(kinds) < 0.8 * len(others):
+            continue
+        own = _cell_number(first[column])
+        if own is None or own[0] != max(set(kinds), key=kinds.count):
+            return False
+        numbers.append(own[1])
+    rising = len(numbers) > 1 and all(a < b for a, b in zip(numbers, numbers[1:], strict=False))
     bold_others = sum(line.bold for line in lines[1:]) * 2 > len(others)
-    return bool(decimal) and lines[0].bold == bold_others and all(
-        _DECIMAL.fullmatch(first[column].strip()) for column in decimal)
+    return bool(numbers) and not rising and lines[0].bold == bold_others
 
 
 def table_spans(block_spans: Sequence[tuple[int, int, _Block]]) -> tuple[TableSpan, ...]:

@@ -96,9 +96,16 @@ def test_a_table_starting_with_a_row_like_the_others_has_no_header_row():
                                                      "Ayas 1566 m | 7.2 | -5.8 | 0.0"]
     [table] = layout.tables
     assert (table.header, table.header_end, len(table.rows)) == ("", 0, 4)
+    # Integer readings too, when they do not only rise across the row.
+    rainfall = [("Cardiff", "21", "9", "14"), ("Aberdeen", "12", "15", "18"), ("York", "7", "3", "5")]
+    layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r) for r, row in enumerate(rainfall)
+                                for cell, x in zip(row, (50, 250, 320, 390), strict=True)])], (), "", "doc")
+    assert [t.header for t in layout.tables] == [""]
     # A header of years, counts or levels over numbers, or a bold one, stays the header (found
     # by an attack: `Threads | 1 | 2 | 4` over timings was taken for a row).
-    for header in (("Threads", "1", "2"), ("Level", "90%", "95%")):
+    # (a second attack: `1,000 | 10,000` quantity breaks and `3.11 | 3.12` versions too).
+    for header in (("Threads", "1", "2"), ("Level", "90%", "95%"), ("Part", "1,000", "10,000"),
+                   ("Benchmark", "3.11", "3.12")):
         rows = [header, ("read", "12.5", "7.25"), ("write", "20.0", "11.5")]
         layout = lay_out([page(0, *[run(0, cell, x, 100 + 14 * r) for r, row in enumerate(rows)
                                     for cell, x in zip(row, (50, 250, 320), strict=True)])], (), "", "doc")
