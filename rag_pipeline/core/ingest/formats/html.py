@@ -59,10 +59,11 @@ _BLOCKS = frozenset((
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _CELLS = ("td", "th")
 _TABLE_PARTS = frozenset(("table", "thead", "tbody", "tfoot", "tr"))
-_SHORT_CELL_BLOCKS = 3
-"""Blocks a cell of a data row holds at most (``<td><p>112</p></td>``); a cell of more, or of
-a list, a table, a heading, a quote or preformatted text, lays a page out (a newsletter's
-column of paragraphs beside its menu): its blocks stay paragraphs."""
+_SHORT_CELL_CHARS = 400
+"""Characters a cell of a data row holds at most (``<td><p>112</p></td>``, four one-line
+examples); a longer cell, or one of a list, a table, a heading, a quote or preformatted text,
+lays a page out or answers at length (a newsletter's column of paragraphs beside its menu, a
+FAQ's answer of three paragraphs): its blocks stay paragraphs."""
 _TALL_IN_CELL = frozenset(("ul", "ol", "dl", "table", "blockquote", "pre", "hr", *_HEADINGS))
 _BREAK = "\x02"
 _CELL = "\x01"
@@ -261,7 +262,7 @@ class _Renderer:
 
     def _end_block(self, name: str) -> None:
         """A block's start or end: the paragraph so far ends; inside a short cell of a row of
-        two cells or more (:data:`_SHORT_CELL_BLOCKS`), a space instead (``<td><p>112</p></td>``,
+        two cells or more (:data:`_SHORT_CELL_CHARS`), a space instead (``<td><p>112</p></td>``,
         as LibreOffice's help and DocBook write cells: each cell stays in its row's line, a tab
         between cells)."""
         if self._short and self._short[-1] and name not in _TABLE_PARTS:
@@ -333,11 +334,10 @@ class _Renderer:
 
 
 def _short_cell(cell: Tag) -> bool:
-    """Whether a cell holds at most :data:`_SHORT_CELL_BLOCKS` blocks, none of
+    """Whether a cell holds at most :data:`_SHORT_CELL_CHARS` characters and none of
     :data:`_TALL_IN_CELL`."""
-    blocks = cell.find_all(lambda tag: tag.name in _BLOCKS or tag.name in _TALL_IN_CELL,
-                           limit=_SHORT_CELL_BLOCKS + 1)
-    return len(blocks) <= _SHORT_CELL_BLOCKS and not any(b.name in _TALL_IN_CELL for b in blocks)
+    return (cell.find(lambda tag: tag.name in _TALL_IN_CELL) is None
+            and len(cell.get_text()) <= _SHORT_CELL_CHARS)
 
 
 def _block_inside(heading: Tag) -> int | None:

@@ -82,6 +82,13 @@ def test_cells_of_paragraphs_stay_in_their_rows_line():
     assert text_of(f"<table><tr><td><p>Menu</p></td><td>{column}<ul><li>Register</li></ul></td>"
                    "</tr></table>") == ("Menu\n\nParagraph 0.\n\nParagraph 1.\n\nParagraph 2.\n\n"
                                         "Paragraph 3.\n\nRegister\n")
+    # By its length, not its blocks (a second attack: a FAQ's answer of three long paragraphs
+    # ran into one line; four one-line examples were split from their row).
+    long = "".join(f"<p>{'An answer that goes on at length. ' * 5}</p>" for _ in range(3))
+    assert text_of(f"<table><tr><td>Why?</td><td>{long}</td></tr></table>").count("\n\n") == 3
+    examples = "".join(f"<p>=SUM(A{n})</p>" for n in range(4))
+    assert text_of(f"<table><tr><td>Examples</td><td>{examples}</td></tr></table>") == (
+        "Examples\t=SUM(A0) =SUM(A1) =SUM(A2) =SUM(A3)\n")
 
 
 def test_headings_are_paragraphs_outside_the_sections_they_title():
