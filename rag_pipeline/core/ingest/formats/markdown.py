@@ -110,13 +110,13 @@ with a rule under it, not a title ("Bug Reports, Feature Requests, Contributions
 title)."""
 
 
-def _setext_title(paragraph: str) -> bool:
-    """Whether a paragraph over an underline reads as a title: one line, and unless it is short,
+def _setext_title(line: str) -> bool:
+    """Whether a paragraph's one line over an underline reads as a title: unless it is short,
     not ending as a sentence or a clause does (``.``, ``,``, ``;``, ``:``). A note's paragraph
     with a rule under it (``---`` meant as a rule, which CommonMark reads as an underline) stays
     text."""
-    return "\n" not in paragraph and (len(paragraph.split()) < SETEXT_SENTENCE_WORDS or not
-                                       paragraph.rstrip().endswith((".", ",", ";", ":")))
+    return (len(line.split()) < SETEXT_SENTENCE_WORDS
+            or not line.rstrip().endswith((".", ",", ";", ":")))
 
 
 def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, str]]:
@@ -140,7 +140,7 @@ def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, s
     """
     spans = []
     body = front_matter_end(text)
-    paragraph: int | None = None  # where the open paragraph starts
+    paragraph: int | None = None  # where the open paragraph starts, while it is one line
     other_block = False  # under a list item, a quote, an HTML block or a table row
     raw_until: str | None = None  # the end marker of a raw HTML block the line is in
     previous_end = -1
@@ -178,6 +178,8 @@ def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, s
             paragraph, other_block = None, True  # it interrupts a paragraph (a table: its rows)
         elif paragraph is None and not other_block and not _INDENTED_CODE.match(line):
             paragraph = start
+        elif paragraph is not None:  # a second line: the paragraph can be no title
+            paragraph, other_block = None, True
     return spans
 
 
