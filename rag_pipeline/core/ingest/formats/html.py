@@ -64,6 +64,8 @@ _SHORT_CELL_CHARS = 400
 examples); a longer cell, or one of a list, a table, a heading, a quote or preformatted text,
 lays a page out or answers at length (a newsletter's column of paragraphs beside its menu, a
 FAQ's answer of three paragraphs): its blocks stay paragraphs."""
+_SHORT_CELL_NODES = 64
+"""Nodes (elements and texts) a short cell holds at most."""
 _TALL_IN_CELL = frozenset(("ul", "ol", "dl", "table", "blockquote", "pre", "hr", *_HEADINGS))
 _BREAK = "\x02"
 _CELL = "\x01"
@@ -335,9 +337,27 @@ class _Renderer:
 
 def _short_cell(cell: Tag) -> bool:
     """Whether a cell holds at most :data:`_SHORT_CELL_CHARS` characters and none of
-    :data:`_TALL_IN_CELL`."""
-    return (cell.find(lambda tag: tag.name in _TALL_IN_CELL) is None
-            and len(cell.get_text()) <= _SHORT_CELL_CHARS)
+    :data:`_TALL_IN_CELL`. Its nodes are read until the answer is known, at most
+    :data:`_SHORT_CELL_NODES` of them (more: no short cell), from its children down (bs4's
+    ``descendants`` first walks to the subtree's end): cells nested thousands deep are each
+    read a bounded way, never the whole page below them."""
+    from bs4 import NavigableString
+    from bs4 import Tag as BsTag
+
+    chars, stack = 0, list(reversed(cell.contents))
+    for _ in range(_SHORT_CELL_NODES):
+        if not stack:
+            return True
+        node = stack.pop()
+        if isinstance(node, NavigableString):
+            chars += len(node)
+            if chars > _SHORT_CELL_CHARS:
+                return False
+        elif isinstance(node, BsTag):
+            if node.name in _TALL_IN_CELL:
+                return False
+            stack.extend(reversed(node.contents))
+    return not stack
 
 
 def _block_inside(heading: Tag) -> int | None:
