@@ -25,12 +25,7 @@ from rag_pipeline.core.runtime.processes import (
     restore_default_interrupts,
     set_parent_death_signal,
 )
-from rag_pipeline.project_paths import (
-    dagster_home,
-    new_home_line,
-    prepare_dagster_home,
-    unsized_home_note,
-)
+from rag_pipeline.project_paths import dagster_home, dagster_home_line
 
 POLL_SECONDS = 0.2
 
@@ -47,11 +42,8 @@ def main(arguments: list[str]) -> int:
     returns its exit code. A new ``DAGSTER_HOME`` gets the project's ``dagster.yaml`` first (its
     run queue and pools), as ``index`` gives one; a home of files without one is named."""
     dagster = Path(sys.executable).with_name("dagster")
-    home = dagster_home()
-    if prepare_dagster_home(home):
-        print(new_home_line(home), file=sys.stderr, flush=True)
-    elif (note := unsized_home_note(home)) is not None:
-        print(note, file=sys.stderr, flush=True)
+    if (line := dagster_home_line(dagster_home())) is not None:
+        print(line, file=sys.stderr, flush=True)
     with recorded_signals() as latch:
         set_parent_death_signal(signal.SIGTERM)  # make ended (``kill`` of ``make dev``): stop too
         dev = subprocess.Popen([str(dagster), "dev", *arguments], start_new_session=True,

@@ -46,10 +46,14 @@ def prepare_dagster_home(home: Path) -> bool:
     return True
 
 
-def new_home_line(home: Path) -> str:
-    """What ``index`` and ``make dev`` say when :func:`prepare_dagster_home` wrote one."""
-    return (f"new Dagster home {home}: wrote the project's dagster.yaml there (its run queue "
-            "sized to the machine)")
+def dagster_home_line(home: Path) -> str | None:
+    """Prepares ``home`` (:func:`prepare_dagster_home`) and returns what ``index`` and ``make
+    dev`` say of it: that it got the project's ``dagster.yaml``, or :func:`unsized_home_note`
+    (None: nothing to say)."""
+    if prepare_dagster_home(home):
+        return (f"new Dagster home {home}: wrote the project's dagster.yaml there (its run queue "
+                "sized to the machine)")
+    return unsized_home_note(home)
 
 
 def unsized_home_note(home: Path) -> str | None:

@@ -28,9 +28,7 @@ from rag_pipeline.core.runtime.processes import SignalLatch
 from rag_pipeline.project_paths import (
     ENV_PROFILE,
     INDEX_LOCK,
-    new_home_line,
-    prepare_dagster_home,
-    unsized_home_note,
+    dagster_home_line,
 )
 
 
@@ -186,10 +184,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     echo(f"profile {build.profile}: {', '.join(build.chunker_keys)} x "
           f"{', '.join(build.model_keys)} ({len(build.chunker_keys) * len(build.model_keys)} "
           "partition(s); `--profile` or [index] profile chooses another)")
-    if prepare_dagster_home(home):
-        echo(new_home_line(home))
-    elif (note := unsized_home_note(home)) is not None:
-        echo(note)
+    if (line := dagster_home_line(home)) is not None:
+        echo(line)
     env = {**os.environ, **context_environment(build, invocation.config_file),
            "DAGSTER_HOME": str(home)}
     from rag_pipeline.orchestration.index_worker import RUNS_LOG, IndexWorker, open_instance

@@ -370,8 +370,10 @@ def page_html(title: str, document_id: str, view: View, original_url: str | None
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
     # A quote under a heading that repeats the title ("Leave policy · Leave policy") names it once.
     tab_title = title if view.label in ("", title) else f"{title} · {view.label}"
-    return template.format(title=html.escape(escape_controls(title)),
-                           tab_title=html.escape(escape_controls(tab_title)),
-                           document_id=html.escape(escape_controls(document_id)),
-                           label=html.escape(escape_controls(view.label)), original=original, note=note,
-                           navigation=navigation, kind=view.kind, body=view.body)
+    def shown(name: str) -> str:  # bidirectional controls written out, as the page does
+        return html.escape(escape_controls(name))
+
+    return template.format(title=shown(title), tab_title=shown(tab_title),
+                           document_id=shown(document_id), label=shown(view.label),
+                           original=original, note=note, navigation=navigation, kind=view.kind,
+                           body=view.body)
