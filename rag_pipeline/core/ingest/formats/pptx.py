@@ -9,8 +9,10 @@ merged-away cell an empty place, blank rows left out
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan` so a long table keeps its header row
 in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its data as such
 a table (``Category | <series name> | ...``, a row per category); each SmartArt diagram (an org
-chart, a process) its nodes' text, a line per node, from its data part; then the speaker notes, as a
-block starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
+chart, a process) its nodes' text, a line per node, from its data part; each embedded Excel
+workbook a table per sheet (a legacy binary workbook, any other embedded or linked object
+left out, counted: ``embedded_objects_left_out``); then the speaker notes, as a block
+starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
 order (the order a screen reader follows). Each slide, title included, is one anchor
 ``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers them; a hidden slide is
 read, and counted in the note ``hidden_slides``); comments are left out, counted
@@ -97,9 +99,9 @@ class _Diagrams:
     character limit, and a diagram whose data cannot be read (an external link, a missing
     part, not XML) left out and counted (``diagrams_left_out``)."""
 
-    def __init__(self, limits: OfficeLimits) -> None:
+    def __init__(self, budget: ContentBudget) -> None:
         self.seen: set[str] = set()
-        self.budget = ContentBudget("PPTX", limits)
+        self.budget = budget
         self.left_out = 0
 
     def text(self, slide: object, shape: object) -> str | None:
@@ -139,17 +141,24 @@ class _Diagrams:
         return text
 
 
-def _blocks(slide: object, title_shape: object, diagrams: _Diagrams,
-            objects: list[str]) -> list[Block]:
+def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: list[str],
+            budget: ContentBudget) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
-    rows left out), ``None`` for a text frame or the notes. An embedded or linked object (an
-    Excel worksheet, a Word document) is left out, its kind added to ``objects``."""
+    rows left out), ``None`` for a text frame or the notes. An embedded Excel workbook is a
+    table per sheet (:func:`_workbook_blocks`); any other embedded or linked object (a Word
+    document, a legacy binary workbook, a linked file) is left out, its kind added to
+    ``objects``."""
     from pptx.enum.shapes import MSO_SHAPE_TYPE
 
     blocks: list[Block] = []
     for shape in _shapes(iter(slide.shapes)):
         if shape.shape_type in (MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT, MSO_SHAPE_TYPE.LINKED_OLE_OBJECT):
-            objects.append(shape.ole_format.prog_id or "")
+            workbook = (_workbook_blocks(shape.ole_format.blob, budget)
+                        if shape.shape_type == MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT else None)
+            if workbook is None:
+                objects.append(shape.ole_format.prog_id or "")
+            else:
+                blocks.extend(workbook)
             continue
         if shape is title_shape or (title_shape is not None and shape.shape_id == title_shape.shape_id):
             continue
@@ -176,6 +185,31 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams,
         notes = " ".join(notes_frame.text.split()) if notes_frame is not None else ""
         if notes:
             blocks.append((f"Notes: {notes}", None))
+    return blocks
+
+
+def _workbook_blocks(data: bytes | None, budget: ContentBudget) -> list[Block] | None:
+    """An embedded workbook's sheets, a table each, as an ODP's embedded spreadsheet is read:
+    its rows (blank ones left out) from the first column any row fills, merged cells as the
+    XLSX reader reads them, the first row the header; None when ``data`` is no readable XLSX
+    package (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_sheets`).
+
+    Raises:
+        ExtractionError: The deck passed one of its limits while the workbook was read.
+    """
+    from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_sheets
+    from rag_pipeline.core.ingest.sheets import merged_away
+
+    sheets = embedded_workbook_sheets(data, budget) if data else None
+    if sheets is None:
+        return None
+    blocks: list[Block] = []
+    for sheet in sheets:
+        rows = without_blank_rows([list(cells) for _, cells in merged_away(sheet.rows, sheet.merged)[0]])
+        first = min((next(i for i, cell in enumerate(row) if cell.strip()) for row in rows), default=0)
+        rows = [row[first:] for row in rows]
+        if rows:  # one row alone is a line of text: a header over no rows is no table
+            blocks.append((layout_table(rows, 0)[0], rows if len(rows) > 1 else None))
     return blocks
 
 
@@ -304,7 +338,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"9+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"10+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -322,14 +356,15 @@ class PptxFormat(DocumentFormat):
             deck = pptx.Presentation(io.BytesIO(as_plain_document(data)))
             slides = []
             hidden = 0
-            diagrams = _Diagrams(self.limits)
+            budget = ContentBudget("PPTX", self.limits)
+            diagrams = _Diagrams(budget)
             objects: list[str] = []
             for number, slide in enumerate(deck.slides, start=1):
                 hidden += slide.element.get("show") in ("0", "false")
                 title_shape = slide.shapes.title
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}",
-                               _blocks(slide, title_shape, diagrams, objects)))
+                               _blocks(slide, title_shape, diagrams, objects, budget)))
             core_title = (deck.core_properties.title or "").strip()
             comments = count_elements(data, "ppt/comments/", "cm")
         except ExtractionError:

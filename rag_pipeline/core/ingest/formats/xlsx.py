@@ -179,6 +179,31 @@ def _read_sheets(data: bytes, budget: ContentBudget,
     return sheets, damaged
 
 
+def embedded_workbook_sheets(data: bytes, budget: ContentBudget) -> list[Sheet] | None:
+    """The sheets of a workbook embedded in another document (a deck's Excel object), read as
+    :class:`XlsxFormat` reads a file's, counted against the containing document's ``budget``;
+    None when ``data`` is no readable XLSX package (a legacy binary workbook, a damaged or
+    oversized zip, no sheet readable).
+
+    Raises:
+        ExtractionError: The containing document passed one of its limits while this was read.
+    """
+    try:
+        check_zip(data, "embedded workbook", budget.limits)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            archive.getinfo("xl/workbook.xml")
+        parts = _scan_sheet_parts(data)
+    except Exception:  # noqa: BLE001 - not a package, over a zip limit, damaged: left out
+        return None
+    try:
+        sheets, _ = _read_sheets(data, budget, parts.merged)
+    except ExtractionError:
+        raise
+    except Exception:  # noqa: BLE001 - openpyxl's or the zip layer's: the object is left out
+        return None
+    return sheets or None
+
+
 def _read_sheet(sheet, budget: ContentBudget, merged: Mapping[str, MergedCells]) -> Sheet:
     """One worksheet's rows of cached values (see :func:`_read_sheets`)."""
     sheet.reset_dimensions()

@@ -228,33 +228,94 @@ def test_a_3d_chart_python_pptx_cannot_read_is_read_from_its_xml():
     assert PPTX.extract(three_d, "3d").canonical_text == expected
 
 
-def test_an_embedded_worksheet_is_counted_as_left_out_and_named_when_it_is_all_there_is(tmp_path):
-    """Found by a new user: a deck of one embedded Excel worksheet failed "no text: the file is
-    empty after extraction", though the worksheet holds values."""
+def workbook(*sheets: tuple[str, list[list[object]]]) -> bytes:
+    """An XLSX package of ``(name, rows)`` sheets, each row appended from ``A``."""
     import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets:
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def deck_with_objects(*objects: tuple[bytes, object], title: str = "") -> bytes:
+    """A deck of one slide (titled ``title`` if given) holding each ``(bytes, prog id)`` as an
+    embedded object."""
     from pptx import Presentation
-    from pptx.enum.shapes import PROG_ID
     from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5 if title else 6])
+    if title:
+        slide.shapes.title.text = title
+    for blob, prog_id in objects:
+        slide.shapes.add_ole_object(io.BytesIO(blob), prog_id, Inches(1), Inches(1), Inches(2),
+                                    Inches(1))
+    return saved(presentation)
+
+
+def test_an_embedded_workbook_is_a_table_per_sheet_on_its_slide():
+    """Found by a new user: a deck's embedded Excel worksheet was left out, its figures in no
+    chunk; a deck of one such worksheet failed "no text"."""
+    from pptx.enum.shapes import PROG_ID
+
+    book = workbook(("Budget", [["Item", "Q1", "Q2"], ["Travel", 1200, 1350.5], [],
+                                ["Licences", 800, 800]]),
+                    ("Sign-off", [[None, "Approved by finance"]]), ("Empty", []))
+    extracted = PPTX.extract(deck_with_objects((book, PROG_ID.XLSX), title="Costs"), "costs")
+    assert extracted.canonical_text == ("Costs\n\nItem | Q1 | Q2\nTravel | 1200 | 1350.5\n"
+                                        "Licences | 800 | 800\n\nApproved by finance\n")
+    assert extracted.tables == (TableSpan(7, 65, "Item | Q1 | Q2", 21, (22, 45)),)
+    assert extracted.sections == (Section("Costs", 7, 86),)
+    assert extracted.notes == (("slides", "1"),)  # nothing left out
+
+
+def test_a_long_embedded_worksheet_keeps_its_header_in_every_chunk():
+    from pptx.enum.shapes import PROG_ID
+
+    book = workbook(("Shifts", [list(SHIFT_HEADERS), *map(list, shift_rows())]))
+    chunked_under_header("shifts.pptx", PPTX.extract(deck_with_objects((book, PROG_ID.XLSX),
+                                                                       title="Rota"), "rota"))
+
+
+def test_an_object_no_reader_reads_is_counted_as_left_out_and_named_when_it_is_all_there_is(tmp_path):
+    """A legacy binary workbook, a damaged package and an embedded Word document are left out,
+    counted; a deck of nothing else fails naming them."""
+    from pptx.enum.shapes import PROG_ID
 
     from rag_pipeline.core.ingest import extract_corpus
 
-    book = openpyxl.Workbook()
-    book.active["A1"] = "Budget"
-    sheet = io.BytesIO()
-    book.save(sheet)
-    presentation = Presentation()
-    slide = presentation.slides.add_slide(presentation.slide_layouts[6])
-    slide.shapes.add_ole_object(io.BytesIO(sheet.getvalue()), PROG_ID.XLSX, Inches(1), Inches(1))
-    (tmp_path / "budget.pptx").write_bytes(saved(presentation))
+    legacy = bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504)  # an OLE2 compound file's header
+    damaged = workbook(("Budget", [["Item", "Q1"], ["Travel", 1]]))[:200]
+    (tmp_path / "objects.pptx").write_bytes(deck_with_objects(
+        (legacy, "Excel.Sheet.8"), (damaged, PROG_ID.XLSX), (b"PK not a word file", PROG_ID.DOCX)))
     [record] = extract_corpus(tmp_path).records
     assert (record.status, record.error) == ("failed", (
-        "no text: the file is empty after extraction (1 embedded object(s) no reader here reads "
+        "no text: the file is empty after extraction (3 embedded object(s) no reader here reads "
         "(a formula, a drawing, an OLE object) left out)"))
-    # A deck with text keeps the count as a note.
-    titled = presentation.slides.add_slide(presentation.slide_layouts[5])
-    titled.shapes.title.text = "Budget"
-    assert PPTX.extract(saved(presentation), "b").notes == (("slides", "2"),
-                                                             ("embedded_objects_left_out", "1"))
+    titled = deck_with_objects((legacy, "Excel.Sheet.8"), title="Budget")
+    assert PPTX.extract(titled, "b").notes == (("slides", "1"), ("embedded_objects_left_out", "1"))
+
+
+def test_an_embedded_workbook_counts_against_the_decks_limits():
+    from pptx.enum.shapes import PROG_ID
+
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    book = workbook(("Big", [[f"row {n}", "x" * 50] for n in range(40)]))
+    small = PptxFormat(OfficeLimits(max_chars=1_000))
+    with pytest.raises(ExtractionError, match="too large: the PPTX holds more than 1,000 characters"):
+        small.extract(deck_with_objects((book, PROG_ID.XLSX), title="Big"), "big")
+    # An embedded package over the zip limits (a sheet expanding 3 MB at a ratio over 200) is
+    # left out; the deck is read.
+    bomb = workbook(("Bomb", [[f"{n} " + "x" * 30_000] for n in range(100)]))
+    assert PPTX.extract(deck_with_objects((bomb, PROG_ID.XLSX), title="Big"), "big").notes == (
+        ("slides", "1"), ("embedded_objects_left_out", "1"))
 
 
 def test_a_span_cites_the_slides_it_covers():
