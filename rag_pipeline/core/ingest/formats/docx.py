@@ -18,6 +18,8 @@ order of reference, as Word numbers them; ``Endnote i: text``, lower-case Roman 
 The headers and footers the pages show close the document
 (:mod:`rag_pipeline.core.ingest.page_furniture`). Comments are
 reviewers' remarks, not the document: left out, counted in the note ``comments_left_out``.
+An embedded Excel workbook (``w:object``) is a table per sheet after the paragraph holding it;
+any other embedded or linked object is left out, counted (``embedded_objects_left_out``).
 The title is the core properties' title, else the first heading, else the file name's stem.
 A DOCX file has no locator finer than the document, so citations keep ``#char=`` (the
 service's document view opens them).
@@ -398,11 +400,59 @@ class _Imported:
         return [DocxBlock(" ".join(p.split())) for p in text.split("\n\n") if p.strip()]
 
 
-def _blocks(document: Document, budget: ContentBudget,
-            imported: _Imported | None = None) -> list[DocxBlock]:
-    """The body's paragraphs and tables in order, content controls opened and the HTML or text
-    a ``w:altChunk`` imports read in its place, each followed by the notes it refers to (a list
-    item's after the list, which stays one block, as in ODT)."""
+_OFFICE = "urn:schemas-microsoft-com:office:office"
+_RELATIONSHIP_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+
+
+class _Objects:
+    """The objects a DOCX embeds (``w:object``: an Excel worksheet pasted into the text), each
+    part read once: an embedded workbook is a table per sheet
+    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`), counted against
+    the document's limits; a linked object, a legacy binary one (a ``.xls``, an OLE package),
+    any other kind or a part that cannot be found is left out and counted
+    (``embedded_objects_left_out``)."""
+
+    def __init__(self, document: Document, budget: ContentBudget) -> None:
+        self.document, self.budget = document, budget
+        self.seen: set[str] = set()
+        self.left_out = 0
+
+    def blocks(self, element: _Element) -> list[DocxBlock]:
+        """The tables of the object ``element`` (a ``w:object``) embeds; none for a part read
+        before or one left out.
+
+        Raises:
+            ExtractionError: The document passed one of its limits while a workbook was read.
+        """
+        from docx.oxml.ns import qn
+
+        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
+
+        embed = next((e for e in element.iter(f"{{{_OFFICE}}}OLEObject", qn("w:objectEmbed"))
+                      if e.get("Type", "Embed") == "Embed"), None)
+        try:
+            part = self.document.part.related_parts[embed.get(_RELATIONSHIP_ID) or ""]
+        except (AttributeError, KeyError, ValueError):  # linked, missing or external
+            self.left_out += 1
+            return []
+        name = str(part.partname)
+        if name in self.seen:
+            return []
+        self.seen.add(name)
+        tables = embedded_workbook_tables(part.blob, self.budget)
+        if tables is None:
+            self.left_out += 1
+            return []
+        return [DocxBlock(layout_table(rows, 0)[0], rows=tuple(map(tuple, rows)) if len(rows) > 1
+                          else (), header_rows=1 if len(rows) > 1 else 0) for rows in tables]
+
+
+def _blocks(document: Document, budget: ContentBudget, imported: _Imported | None = None,
+            objects: _Objects | None = None) -> list[DocxBlock]:
+    """The body's paragraphs and tables in order, content controls opened, the HTML or text
+    a ``w:altChunk`` imports read in its place and the tables of a workbook a paragraph embeds
+    after it, each followed by the notes it refers to (a list item's after the list, which
+    stays one block, as in ODT)."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -435,7 +485,11 @@ def _blocks(document: Document, budget: ContentBudget,
             if child.tag == qn("w:p"):
                 paragraph = Paragraph(child, document)
                 text = paragraph_text(child).strip()
+                embedded = [block for found in child.iter(qn("w:object")) if objects is not None
+                            for block in objects.blocks(found)]
                 if not text:
+                    for block in embedded:
+                        add(block)
                     continue
                 budget.add(chars=len(text))
                 style = style_of(child, paragraph)
@@ -447,6 +501,8 @@ def _blocks(document: Document, budget: ContentBudget,
                 else:
                     add(DocxBlock(text, heading_level=level))
                 add_notes(child, in_list=num_pr is not None)
+                for block in embedded:
+                    add(block)
             elif child.tag == qn("w:tbl"):
                 block = _table_block(child, budget)
                 if block is not None:
@@ -483,6 +539,7 @@ class DocxContent:
     comments: int
     core_title: str
     imported_left_out: int = 0
+    objects_left_out: int = 0
 
 
 def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
@@ -499,10 +556,11 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
     try:
         document = docx.Document(io.BytesIO(as_plain_document(data)))
         imported = _Imported(document)
-        blocks = tuple(_blocks(document, budget, imported))
+        objects = _Objects(document, budget)
+        blocks = tuple(_blocks(document, budget, imported, objects))
         return DocxContent(blocks, tuple(_headers_and_footers(document, budget)),
                            _comment_count(document), (document.core_properties.title or "").strip(),
-                           imported.left_out)
+                           imported.left_out, objects.left_out)
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -522,7 +580,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"7+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"8+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section
@@ -575,6 +633,8 @@ class DocxFormat(DocumentFormat):
             sections.append(furniture_section)
         notes = (*((("comments_left_out", str(comments)),) if comments else ()),
                  *((("imported_parts_left_out", str(content.imported_left_out)),)
-                   if content.imported_left_out else ()))
+                   if content.imported_left_out else ()),
+                 *((("embedded_objects_left_out", str(content.objects_left_out)),)
+                   if content.objects_left_out else ()))
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                          tables=tuple(tables), notes=notes)

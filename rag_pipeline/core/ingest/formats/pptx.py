@@ -189,28 +189,19 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
 
 
 def _workbook_blocks(data: bytes | None, budget: ContentBudget) -> list[Block] | None:
-    """An embedded workbook's sheets, a table each, as an ODP's embedded spreadsheet is read:
-    its rows (blank ones left out) from the first column any row fills, merged cells as the
-    XLSX reader reads them, the first row the header; None when ``data`` is no readable XLSX
-    package (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_sheets`).
+    """An embedded workbook's sheets, a table each, its first row the header (a sheet of one
+    row a line of text); None when ``data`` is no readable XLSX package
+    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`).
 
     Raises:
         ExtractionError: The deck passed one of its limits while the workbook was read.
     """
-    from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_sheets
-    from rag_pipeline.core.ingest.sheets import merged_away
+    from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
 
-    sheets = embedded_workbook_sheets(data, budget) if data else None
-    if sheets is None:
+    tables = embedded_workbook_tables(data, budget) if data else None
+    if tables is None:
         return None
-    blocks: list[Block] = []
-    for sheet in sheets:
-        rows = without_blank_rows([list(cells) for _, cells in merged_away(sheet.rows, sheet.merged)[0]])
-        first = min((next(i for i, cell in enumerate(row) if cell.strip()) for row in rows), default=0)
-        rows = [row[first:] for row in rows]
-        if rows:  # one row alone is a line of text: a header over no rows is no table
-            blocks.append((layout_table(rows, 0)[0], rows if len(rows) > 1 else None))
-    return blocks
+    return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None) for rows in tables]
 
 
 def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:

@@ -48,8 +48,10 @@ from rag_pipeline.core.ingest.sheets import (
     Sheet,
     cell_value_text,
     lay_out_sheets,
+    merged_away,
     sheet_fragment,
 )
+from rag_pipeline.core.ingest.tables import without_blank_rows
 
 
 @dataclass(frozen=True)
@@ -179,11 +181,13 @@ def _read_sheets(data: bytes, budget: ContentBudget,
     return sheets, damaged
 
 
-def embedded_workbook_sheets(data: bytes, budget: ContentBudget) -> list[Sheet] | None:
-    """The sheets of a workbook embedded in another document (a deck's Excel object), read as
-    :class:`XlsxFormat` reads a file's, counted against the containing document's ``budget``;
-    None when ``data`` is no readable XLSX package (a legacy binary workbook, a damaged or
-    oversized zip, no sheet readable).
+def embedded_workbook_tables(data: bytes, budget: ContentBudget) -> list[list[list[str]]] | None:
+    """The sheets of a workbook embedded in another document (an Excel object in a deck or a
+    Word document), a table each: its rows as :class:`XlsxFormat` reads a file's cells (merged
+    cells as :func:`~rag_pipeline.core.ingest.sheets.merged_away` reads them), blank rows left
+    out, from the first column any row fills; an empty sheet has none. Counted against the
+    containing document's ``budget``. None when ``data`` is no readable XLSX package (a legacy
+    binary workbook, a damaged or oversized zip, no sheet readable).
 
     Raises:
         ExtractionError: The containing document passed one of its limits while this was read.
@@ -201,7 +205,15 @@ def embedded_workbook_sheets(data: bytes, budget: ContentBudget) -> list[Sheet] 
         raise
     except Exception:  # noqa: BLE001 - openpyxl's or the zip layer's: the object is left out
         return None
-    return sheets or None
+    if not sheets:
+        return None
+    tables = []
+    for sheet in sheets:
+        rows = without_blank_rows([list(cells) for _, cells in merged_away(sheet.rows, sheet.merged)[0]])
+        first = min((next(i for i, cell in enumerate(row) if cell.strip()) for row in rows), default=0)
+        if rows:
+            tables.append([row[first:] for row in rows])
+    return tables
 
 
 def _read_sheet(sheet, budget: ContentBudget, merged: Mapping[str, MergedCells]) -> Sheet:

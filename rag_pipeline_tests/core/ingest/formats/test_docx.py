@@ -508,3 +508,115 @@ def test_text_after_an_entity_left_unresolved_is_kept_and_the_entity_never_read(
             copy.writestr(item, data)
     extracted = DocxFormat().extract(patched.getvalue(), "entity")
     assert extracted.canonical_text == "Visible  paragraph\n"
+
+
+def with_objects(objects: list[tuple[str, bytes, str]], text: str = "Costs below.") -> bytes:
+    """A DOCX of a paragraph ``text`` holding, as Word writes a pasted worksheet, a
+    ``w:object`` per ``(kind, bytes, ProgID)``: ``package`` an embedded package, ``ole`` a
+    binary OLE object, ``link`` a linked file, ``again`` the first object's part once more."""
+    import docx
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+    from docx.opc.packuri import PackURI
+    from docx.opc.part import Part
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    paragraph = document.add_paragraph(text)
+    first = None
+    for number, (kind, blob, prog_id) in enumerate(objects, start=1):
+        if kind == "again":
+            rid, kind_attribute = first, "Embed"
+        else:
+            name, content_type, reltype = {
+                "package": (f"Microsoft_Excel_Worksheet{number}.xlsx",
+                            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                            RT.PACKAGE),
+                "ole": (f"oleObject{number}.bin", "application/vnd.openxmlformats-"
+                        "officedocument.oleObject", RT.OLE_OBJECT)}.get(kind, (None, None, None))
+            if name is None:
+                rid = document.part.relate_to("file:///srv/budget.xlsx", RT.OLE_OBJECT,
+                                              is_external=True)
+            else:
+                part = Part(PackURI(f"/word/embeddings/{name}"), content_type, blob,
+                            document.part.package)
+                rid = document.part.relate_to(part, reltype)
+            first = first or rid
+            kind_attribute = "Link" if kind == "link" else "Embed"
+        paragraph._p.append(parse_xml(
+            f'<w:r {nsdecls("w", "r")} xmlns:o="urn:schemas-microsoft-com:office:office" '
+            'xmlns:v="urn:schemas-microsoft-com:vml">'
+            f'<w:object><v:shape id="_x0000_i{number}"/>'
+            f'<o:OLEObject Type="{kind_attribute}" ProgID="{prog_id}" r:id="{rid}"/>'
+            "</w:object></w:r>"))
+    return saved(document)
+
+
+def workbook(*sheets: tuple[str, list[list[object]]]) -> bytes:
+    """An XLSX package of ``(name, rows)`` sheets, each row appended from ``A``."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets:
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_an_embedded_workbook_is_a_table_per_sheet_after_its_paragraph():
+    """Found by a new user (in a deck, then the same in Word): a worksheet pasted as an object
+    was in no chunk, and nothing said so."""
+    from rag_pipeline.core.ingest.extracted import TableSpan
+
+    book = workbook(("Budget", [["Item", "Q1", "Q2"], ["Travel", 1200, 1350.5],
+                                ["Licences", 800, 800]]),
+                    ("Sign-off", [[None, "Approved by finance"]]))
+    extracted = DOCX.extract(with_objects([("package", book, "Excel.Sheet.12"),
+                                           ("again", b"", "Excel.Sheet.12")]), "costs")
+    assert extracted.canonical_text == ("Costs below.\n\nItem | Q1 | Q2\nTravel | 1200 | 1350.5\n"
+                                        "Licences | 800 | 800\n\nApproved by finance\n")
+    assert extracted.tables == (TableSpan(14, 72, "Item | Q1 | Q2", 28, (29, 52)),)
+    assert extracted.notes == ()  # nothing left out; the part named twice is read once
+    # A paragraph holding nothing but the object.
+    alone = DOCX.extract(with_objects([("package", book, "Excel.Sheet.12")], text=""), "costs")
+    assert alone.canonical_text.startswith("Item | Q1 | Q2\nTravel")
+
+
+def test_a_long_embedded_worksheet_keeps_its_header_in_every_chunk():
+    book = workbook(("Shifts", [list(SHIFT_HEADERS), *map(list, shift_rows())]))
+    chunked_under_header("shifts.docx", DOCX.extract(with_objects(
+        [("package", book, "Excel.Sheet.12")]), "rota"))
+
+
+def test_objects_no_reader_reads_are_counted_as_left_out(tmp_path):
+    """A legacy binary object, a linked file and a damaged package are left out and counted;
+    a document of nothing else fails naming them."""
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    legacy = bytes.fromhex("d0cf11e0a1b11ae1") + bytes(504)  # an OLE2 compound file's header
+    damaged = workbook(("Budget", [["Item", "Q1"], ["Travel", 1]]))[:200]
+    objects = [("ole", legacy, "Excel.Sheet.8"), ("link", b"", "Excel.Sheet.12"),
+               ("package", damaged, "Excel.Sheet.12")]
+    extracted = DOCX.extract(with_objects(objects), "objects")
+    assert extracted.canonical_text == "Costs below.\n"
+    assert left_out(extracted.notes) == [
+        "3 embedded object(s) no reader here reads (a formula, a drawing, an OLE object) left out"]
+    (tmp_path / "objects.docx").write_bytes(with_objects(objects, text=""))
+    [record] = extract_corpus(tmp_path).records
+    assert (record.status, record.error) == ("failed", (
+        "no text: the file is empty after extraction (3 embedded object(s) no reader here reads "
+        "(a formula, a drawing, an OLE object) left out)"))
+
+
+def test_an_embedded_workbook_counts_against_the_documents_limits():
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    book = workbook(("Big", [[f"row {n}", "x" * 50] for n in range(40)]))
+    with pytest.raises(ExtractionError, match="too large: the DOCX holds more than 1,000 characters"):
+        DocxFormat(OfficeLimits(max_chars=1_000)).extract(
+            with_objects([("package", book, "Excel.Sheet.12")]), "big")
