@@ -330,21 +330,29 @@ def _headers_and_footers(document: Document, budget: ContentBudget) -> list[str]
     """The :func:`~rag_pipeline.core.ingest.page_furniture.furniture_lines` of the headers and
     footers the pages show, section by section: the default ones, the first page's when the
     section has one (``w:titlePg``), the even pages' when the settings ask for them
-    (``w:evenAndOddHeaders``)."""
+    (``w:evenAndOddHeaders``). One a section links to an earlier section's (it defines none of
+    its own) is that section's, read once: a first-page header an earlier section defines but
+    does not show is the one a later section's first page shows."""
     even = document.settings.odd_and_even_pages_header_footer
     texts: list[tuple[str, str]] = []
-    for section in document.sections:
+    read: set[str] = set()
+    for number, section in enumerate(document.sections):
         shown = [(section.header, section.footer)]
         if section.different_first_page_header_footer:
             shown.append((section.first_page_header, section.first_page_footer))
         if even:
             shown.append((section.even_page_header, section.even_page_footer))
         for header, footer in shown:
-            for kind, part in (("header", header), ("footer", footer)):
-                if not part.is_linked_to_previous:
-                    text = _block_text(part.part.element)
-                    budget.add(chars=len(text))
-                    texts.append((kind, text))
+            for kind, item in (("header", header), ("footer", footer)):
+                if number == 0 and item.is_linked_to_previous:
+                    continue  # nothing before it: the page shows none
+                part = item.part  # linked: the nearest earlier section's definition
+                if str(part.partname) in read:
+                    continue
+                read.add(str(part.partname))
+                text = _block_text(part.element)
+                budget.add(chars=len(text))
+                texts.append((kind, text))
     return furniture_lines(texts)
 
 
@@ -580,7 +588,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"8+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"9+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

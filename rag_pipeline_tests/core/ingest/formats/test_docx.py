@@ -430,6 +430,25 @@ def test_headers_and_footers_close_the_document_once_each_and_comments_are_count
     assert extracted.notes == (("comments_left_out", "1"),)
 
 
+def test_a_first_page_header_an_earlier_section_defines_is_the_one_a_later_first_page_shows():
+    """Found by a new user: a report's cover header, defined in its first section (which shows
+    none) and shown by the second section's first page, was in no chunk."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Body text.")
+    first = document.sections[0]
+    first.header.paragraphs[0].text = "Acme internal"
+    first.first_page_header.is_linked_to_previous = False
+    first.first_page_header.paragraphs[0].text = "Annual report cover"  # not shown here
+    second = document.add_section()
+    second.different_first_page_header_footer = True  # shows the first section's
+    third = document.add_section()
+    third.different_first_page_header_footer = True  # the same part again: once
+    assert DOCX.extract(saved(document), "report").canonical_text == (
+        "Body text.\n\nHeader: Acme internal\nHeader: Annual report cover\n")
+
+
 def with_imported_parts(parts: list[tuple[str, str, bytes]], again: int = 0,
                         dangling: int = 0) -> bytes:
     """A DOCX whose body is a paragraph, then a ``w:altChunk`` per ``(name, content type,
