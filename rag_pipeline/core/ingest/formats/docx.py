@@ -18,8 +18,9 @@ order of reference, as Word numbers them; ``Endnote i: text``, lower-case Roman 
 The headers and footers the pages show close the document
 (:mod:`rag_pipeline.core.ingest.page_furniture`). Comments are
 reviewers' remarks, not the document: left out, counted in the note ``comments_left_out``.
-An embedded Excel workbook (``w:object``) is a table per sheet after the paragraph holding it;
-any other embedded or linked object is left out, counted (``embedded_objects_left_out``).
+An embedded Excel workbook (``w:object``) is a table per sheet after the paragraph (or table)
+holding it; any other embedded or linked object is left out, counted
+(``embedded_objects_left_out``).
 The title is the core properties' title, else the first heading, else the file name's stem.
 A DOCX file has no locator finer than the document, so citations keep ``#char=`` (the
 service's document view opens them).
@@ -458,9 +459,9 @@ class _Objects:
 def _blocks(document: Document, budget: ContentBudget, imported: _Imported | None = None,
             objects: _Objects | None = None) -> list[DocxBlock]:
     """The body's paragraphs and tables in order, content controls opened, the HTML or text
-    a ``w:altChunk`` imports read in its place and the tables of a workbook a paragraph embeds
-    after it, each followed by the notes it refers to (a list item's after the list, which
-    stays one block, as in ODT)."""
+    a ``w:altChunk`` imports read in its place and the tables of a workbook a paragraph (or a
+    table's cell) embeds after it, each followed by the notes it refers to (a list item's after
+    the list, which stays one block, as in ODT)."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -516,6 +517,9 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
                 if block is not None:
                     add(block)
                 add_notes(child)
+                for found in child.iter(qn("w:object")) if objects is not None else ():
+                    for block in objects.blocks(found):
+                        add(block)
             elif child.tag == qn("w:sdt"):
                 content = child.find(qn("w:sdtContent"))
                 if content is not None:

@@ -142,10 +142,10 @@ class _Diagrams:
 
 
 def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: list[str],
-            budget: ContentBudget) -> list[Block]:
+            workbooks: _Workbooks) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
     rows left out), ``None`` for a text frame or the notes. An embedded Excel workbook is a
-    table per sheet (:func:`_workbook_blocks`); any other embedded or linked object (a Word
+    table per sheet (:class:`_Workbooks`); any other embedded or linked object (a Word
     document, a legacy binary workbook, a linked file) is left out, its kind added to
     ``objects``."""
     from pptx.enum.shapes import MSO_SHAPE_TYPE
@@ -153,7 +153,7 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
     blocks: list[Block] = []
     for shape in _shapes(iter(slide.shapes)):
         if shape.shape_type in (MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT, MSO_SHAPE_TYPE.LINKED_OLE_OBJECT):
-            workbook = (_workbook_blocks(shape.ole_format.blob, budget)
+            workbook = (workbooks.blocks(shape)
                         if shape.shape_type == MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT else None)
             if workbook is None:
                 objects.append(shape.ole_format.prog_id or "")
@@ -188,20 +188,37 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
     return blocks
 
 
-def _workbook_blocks(data: bytes | None, budget: ContentBudget) -> list[Block] | None:
-    """An embedded workbook's sheets, a table each, its first row the header (a sheet of one
-    row a line of text); None when ``data`` is no readable XLSX package
-    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`).
+class _Workbooks:
+    """The Excel workbooks a deck embeds, each part read once (however many objects show it),
+    a table per sheet (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`:
+    its first row the header; a sheet of one row a line of text), counted against the deck's
+    limits."""
 
-    Raises:
-        ExtractionError: The deck passed one of its limits while the workbook was read.
-    """
-    from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
+    def __init__(self, budget: ContentBudget) -> None:
+        self.seen: set[str] = set()
+        self.budget = budget
 
-    tables = embedded_workbook_tables(data, budget) if data else None
-    if tables is None:
-        return None
-    return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None) for rows in tables]
+    def blocks(self, shape: Any) -> list[Block] | None:
+        """The tables of the workbook the embedded object ``shape`` holds (none for one read
+        before); None when it holds no readable XLSX package (a legacy binary workbook, a
+        Word document, a damaged package, a part missing).
+
+        Raises:
+            ExtractionError: The deck passed one of its limits while the workbook was read.
+        """
+        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
+
+        try:  # python-pptx names no embedded object's part: its relationship, from the XML
+            part = shape.part.related_part(shape._element.xpath(".//p:oleObj/@r:id")[0])
+        except (IndexError, KeyError, ValueError):
+            return None
+        if str(part.partname) in self.seen:
+            return []
+        self.seen.add(str(part.partname))
+        tables = embedded_workbook_tables(part.blob, self.budget)
+        if tables is None:
+            return None
+        return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None) for rows in tables]
 
 
 def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
@@ -348,14 +365,14 @@ class PptxFormat(DocumentFormat):
             slides = []
             hidden = 0
             budget = ContentBudget("PPTX", self.limits)
-            diagrams = _Diagrams(budget)
+            diagrams, workbooks = _Diagrams(budget), _Workbooks(budget)
             objects: list[str] = []
             for number, slide in enumerate(deck.slides, start=1):
                 hidden += slide.element.get("show") in ("0", "false")
                 title_shape = slide.shapes.title
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}",
-                               _blocks(slide, title_shape, diagrams, objects, budget)))
+                               _blocks(slide, title_shape, diagrams, objects, workbooks)))
             core_title = (deck.core_properties.title or "").strip()
             comments = count_elements(data, "ppt/comments/", "cm")
         except ExtractionError:

@@ -603,6 +603,15 @@ def test_an_embedded_workbook_is_a_table_per_sheet_after_its_paragraph():
     # A paragraph holding nothing but the object.
     alone = DOCX.extract(with_objects([("package", book, "Excel.Sheet.12")], text=""), "costs")
     assert alone.canonical_text.startswith("Item | Q1 | Q2\nTravel")
+    # An object in a table's cell: its tables after the table.
+    import docx
+
+    document = docx.Document(io.BytesIO(with_objects([("package", book, "Excel.Sheet.12")])))
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Attached"
+    table.cell(0, 1)._tc.append(document.paragraphs[0]._p)  # moved into the cell
+    in_cell = DOCX.extract(saved(document), "costs").canonical_text
+    assert in_cell.startswith("Attached | Costs below.\n\nItem | Q1 | Q2\nTravel")
 
 
 def test_a_long_embedded_worksheet_keeps_its_header_in_every_chunk():

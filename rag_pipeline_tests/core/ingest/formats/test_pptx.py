@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 import zipfile
@@ -273,6 +274,25 @@ def test_an_embedded_workbook_is_a_table_per_sheet_on_its_slide():
     assert extracted.tables == (TableSpan(7, 65, "Item | Q1 | Q2", 21, (22, 45)),)
     assert extracted.sections == (Section("Costs", 7, 86),)
     assert extracted.notes == (("slides", "1"),)  # nothing left out
+
+
+def test_a_workbook_many_objects_show_is_read_once():
+    """Found by re-reading the change: 2,000 objects showing one embedded part (a SmartArt's
+    data part was the lesson) would read it 2,000 times."""
+    from pptx import Presentation
+    from pptx.enum.shapes import PROG_ID
+    from pptx.util import Inches
+
+    book = workbook(("Budget", [["Item", "Q1"], ["Travel", 1200]]))
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Costs"
+    shown = slide.shapes.add_ole_object(io.BytesIO(book), PROG_ID.XLSX, Inches(1), Inches(1))
+    for _ in range(2_000):
+        slide.shapes._spTree.append(copy.deepcopy(shown._element))
+    extracted = PPTX.extract(saved(presentation), "costs")
+    assert extracted.canonical_text == "Costs\n\nItem | Q1\nTravel | 1200\n"
+    assert extracted.notes == (("slides", "1"),)
 
 
 def test_a_long_embedded_worksheet_keeps_its_header_in_every_chunk():
