@@ -336,19 +336,23 @@ def _headers_and_footers(document: Document, budget: ContentBudget) -> list[str]
     does not show is the one a later section's first page shows."""
     even = document.settings.odd_and_even_pages_header_footer
     texts: list[tuple[str, str]] = []
+    defined: dict[tuple[str, str], object] = {}  # (kind, page) -> the latest section's own part
     read: set[str] = set()
-    for number, section in enumerate(document.sections):
-        shown = [(section.header, section.footer)]
-        if section.different_first_page_header_footer:
-            shown.append((section.first_page_header, section.first_page_footer))
-        if even:
-            shown.append((section.even_page_header, section.even_page_footer))
-        for header, footer in shown:
-            for kind, item in (("header", header), ("footer", footer)):
-                if number == 0 and item.is_linked_to_previous:
-                    continue  # nothing before it: the page shows none
-                part = item.part  # linked: the nearest earlier section's definition
-                if str(part.partname) in read:
+    for section in document.sections:
+        items = {("header", "default"): section.header, ("footer", "default"): section.footer,
+                 ("header", "first"): section.first_page_header,
+                 ("footer", "first"): section.first_page_footer,
+                 ("header", "even"): section.even_page_header,
+                 ("footer", "even"): section.even_page_footer}
+        for key, item in items.items():
+            if not item.is_linked_to_previous:  # its own definition: no walk back (python-docx
+                defined[key] = item.part       # walks every earlier section for a linked one)
+        pages = ["default", *(["first"] if section.different_first_page_header_footer else []),
+                 *(["even"] if even else [])]
+        for page in pages:
+            for kind in ("header", "footer"):
+                part = defined.get((kind, page))
+                if part is None or str(part.partname) in read:
                     continue
                 read.add(str(part.partname))
                 text = _block_text(part.element)

@@ -449,6 +449,34 @@ def test_a_first_page_header_an_earlier_section_defines_is_the_one_a_later_first
         "Body text.\n\nHeader: Acme internal\nHeader: Annual report cover\n")
 
 
+def test_sections_linking_their_header_to_the_first_are_read_without_walking_back():
+    """Found by an attack: each of 3,000 sections linking to the first one's header (Word's
+    default at a section break) made python-docx walk back through every earlier section: a
+    RecursionError failed the document."""
+    import copy
+
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls, qn
+
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = "Company confidential"
+    final = document.element.body.find(qn("w:sectPr"))
+    for number in range(1_500):
+        paragraph = parse_xml(f'<w:p {nsdecls("w")}><w:pPr/><w:r><w:t>Part {number}</w:t></w:r>'
+                              "</w:p>")
+        section = copy.deepcopy(final)
+        if number:  # the first keeps the header's definition; the others link to it
+            for reference in section.findall(qn("w:headerReference")):
+                section.remove(reference)
+        paragraph.find(qn("w:pPr")).append(section)
+        final.addprevious(paragraph)
+    for reference in final.findall(qn("w:headerReference")):
+        final.remove(reference)
+    text = DOCX.extract(saved(document), "parts").canonical_text
+    assert text.endswith("Part 1499\n\nHeader: Company confidential\n")
+
+
 def with_imported_parts(parts: list[tuple[str, str, bytes]], again: int = 0,
                         dangling: int = 0) -> bytes:
     """A DOCX whose body is a paragraph, then a ``w:altChunk`` per ``(name, content type,
