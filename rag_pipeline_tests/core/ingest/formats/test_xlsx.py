@@ -320,6 +320,24 @@ def test_rows_are_bounded_while_reading():
     assert dict(within.notes)["rows"] == "100"
 
 
+def test_the_empty_cells_a_sparse_row_is_laid_out_with_count_against_the_cell_limit():
+    """Found by an attack: a cell at column XFD on each of 2,000 rows was counted as 4,000 cells
+    and laid out as 33 million (10 s, 566 MB; 98 M characters as a DOCX's embedded table)."""
+    from openpyxl import Workbook
+
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    workbook = Workbook()
+    for row in range(1, 21):
+        workbook.active.cell(row, 1, f"r{row}")
+        workbook.active.cell(row, 16_384, "far")
+    data = saved(workbook)
+    with pytest.raises(ExtractionError, match="the XLSX holds more than 300,000 cells"):
+        XlsxFormat(OfficeLimits(max_cells=300_000)).extract(data, "sparse")
+    assert dict(XlsxFormat(OfficeLimits(max_cells=400_000)).extract(data, "sparse").notes)[
+        "rows"] == "19"  # under its header row
+
+
 def test_merged_cells_read_as_a_reader_sees_them_and_rows_cited_over_them():
     from openpyxl import Workbook
 
