@@ -132,6 +132,9 @@ class ContentBudget:
     def __init__(self, kind: str, limits: OfficeLimits) -> None:
         self.kind, self.limits = kind, limits
         self.rows = self.cells = self.chars = 0
+        self.embedded_bytes = 0
+        """The expanded bytes of the packages embedded in the document read so far (each
+        checked alone by :func:`check_zip`; together held to ``max_expanded_bytes``)."""
 
     def add(self, rows: int = 0, cells: int = 0, chars: int = 0) -> None:
         """Adds to the counts.

@@ -40,6 +40,7 @@ from rag_pipeline.core.ingest.extracted import (
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.xlsx import EmbeddedWorkbook, embedded_workbook_notes
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import (
     ContentBudget,
@@ -327,13 +328,17 @@ class _Notes:
         return blocks
 
 
-def _headers_and_footers(document: Document, budget: ContentBudget) -> list[str]:
+def _headers_and_footers(document: Document, budget: ContentBudget,
+                         objects: _Objects | None = None) -> list[str]:
     """The :func:`~rag_pipeline.core.ingest.page_furniture.furniture_lines` of the headers and
     footers the pages show, section by section: the default ones, the first page's when the
     section has one (``w:titlePg``), the even pages' when the settings ask for them
     (``w:evenAndOddHeaders``). One a section links to an earlier section's (it defines none of
     its own) is that section's, read once: a first-page header an earlier section defines but
-    does not show is the one a later section's first page shows."""
+    does not show is the one a later section's first page shows. An object one holds (a
+    worksheet in a letterhead) is left out, counted in ``objects``."""
+    from docx.oxml.ns import qn
+
     even = document.settings.odd_and_even_pages_header_footer
     texts: list[tuple[str, str]] = []
     defined: dict[tuple[str, str], object] = {}  # (kind, page) -> the latest section's own part
@@ -355,6 +360,8 @@ def _headers_and_footers(document: Document, budget: ContentBudget) -> list[str]
                 if part is None or str(part.partname) in read:
                     continue
                 read.add(str(part.partname))
+                if objects is not None:
+                    objects.left_out += sum(1 for _ in part.element.iter(qn("w:object")))
                 text = _block_text(part.element)
                 budget.add(chars=len(text))
                 texts.append((kind, text))
@@ -420,15 +427,17 @@ _RELATIONSHIP_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relat
 class _Objects:
     """The objects a DOCX embeds (``w:object``: an Excel worksheet pasted into the text), each
     part read once: an embedded workbook is a table per sheet
-    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`), counted against
-    the document's limits; a linked object, a legacy binary one (a ``.xls``, an OLE package),
-    any other kind or a part that cannot be found is left out and counted
+    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook`), counted against the
+    document's limits, what it left out kept for the document's notes (``read``); a linked
+    object, a legacy binary one (a ``.xls``, an OLE package), any other kind, a part that
+    cannot be found, or an object in a page header or footer is left out and counted
     (``embedded_objects_left_out``)."""
 
     def __init__(self, document: Document, budget: ContentBudget) -> None:
         self.document, self.budget = document, budget
         self.seen: set[str] = set()
         self.left_out = 0
+        self.read: list[EmbeddedWorkbook] = []
 
     def blocks(self, element: _Element) -> list[DocxBlock]:
         """The tables of the object ``element`` (a ``w:object``) embeds; none for a part read
@@ -439,7 +448,7 @@ class _Objects:
         """
         from docx.oxml.ns import qn
 
-        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
+        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook
 
         embed = next((e for e in element.iter(f"{{{_OFFICE}}}OLEObject", qn("w:objectEmbed"))
                       if e.get("Type", "Embed") == "Embed"), None)
@@ -452,12 +461,14 @@ class _Objects:
         if name in self.seen:
             return []
         self.seen.add(name)
-        tables = embedded_workbook_tables(part.blob, self.budget)
-        if tables is None:
+        workbook = embedded_workbook(part.blob, self.budget)
+        if workbook is None:
             self.left_out += 1
             return []
+        self.read.append(workbook)
         return [DocxBlock(layout_table(rows, 0)[0], rows=tuple(map(tuple, rows)) if len(rows) > 1
-                          else (), header_rows=1 if len(rows) > 1 else 0) for rows in tables]
+                          else (), header_rows=1 if len(rows) > 1 else 0)
+                for rows in workbook.tables]
 
 
 def _blocks(document: Document, budget: ContentBudget, imported: _Imported | None = None,
@@ -556,6 +567,9 @@ class DocxContent:
     core_title: str
     imported_left_out: int = 0
     objects_left_out: int = 0
+    workbook_notes: tuple[tuple[str, str], ...] = ()
+    """What the embedded workbooks left out
+    (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_notes`)."""
 
 
 def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
@@ -574,9 +588,10 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
         imported = _Imported(document)
         objects = _Objects(document, budget)
         blocks = tuple(_blocks(document, budget, imported, objects))
-        return DocxContent(blocks, tuple(_headers_and_footers(document, budget)),
-                           _comment_count(document), (document.core_properties.title or "").strip(),
-                           imported.left_out, objects.left_out)
+        furniture = tuple(_headers_and_footers(document, budget, objects))
+        return DocxContent(blocks, furniture, _comment_count(document),
+                           (document.core_properties.title or "").strip(), imported.left_out,
+                           objects.left_out, embedded_workbook_notes(objects.read))
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -651,6 +666,7 @@ class DocxFormat(DocumentFormat):
                  *((("imported_parts_left_out", str(content.imported_left_out)),)
                    if content.imported_left_out else ()),
                  *((("embedded_objects_left_out", str(content.objects_left_out)),)
-                   if content.objects_left_out else ()))
+                   if content.objects_left_out else ()),
+                 *content.workbook_notes)
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                          tables=tuple(tables), notes=notes)

@@ -39,6 +39,7 @@ from rag_pipeline.core.ingest.extracted import (
     Extractor,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.formats.xlsx import EmbeddedWorkbook, embedded_workbook_notes
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.office_zip import (
     ContentBudget,
@@ -190,13 +191,14 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
 
 class _Workbooks:
     """The Excel workbooks a deck embeds, each part read once (however many objects show it),
-    a table per sheet (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_tables`:
-    its first row the header; a sheet of one row a line of text), counted against the deck's
-    limits."""
+    a table per sheet (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook`: its
+    first row the header; a sheet of one row a line of text), counted against the deck's
+    limits; what each left out is kept for the deck's notes (``read``)."""
 
     def __init__(self, budget: ContentBudget) -> None:
         self.seen: set[str] = set()
         self.budget = budget
+        self.read: list[EmbeddedWorkbook] = []
 
     def blocks(self, shape: Any) -> list[Block] | None:
         """The tables of the workbook the embedded object ``shape`` holds (none for one read
@@ -206,7 +208,7 @@ class _Workbooks:
         Raises:
             ExtractionError: The deck passed one of its limits while the workbook was read.
         """
-        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook_tables
+        from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook
 
         try:  # python-pptx names no embedded object's part: its relationship, from the XML
             part = shape.part.related_part(shape._element.xpath(".//p:oleObj/@r:id")[0])
@@ -215,10 +217,12 @@ class _Workbooks:
         if str(part.partname) in self.seen:
             return []
         self.seen.add(str(part.partname))
-        tables = embedded_workbook_tables(part.blob, self.budget)
-        if tables is None:
+        workbook = embedded_workbook(part.blob, self.budget)
+        if workbook is None:
             return None
-        return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None) for rows in tables]
+        self.read.append(workbook)
+        return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None)
+                for rows in workbook.tables]
 
 
 def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
@@ -389,7 +393,8 @@ class PptxFormat(DocumentFormat):
                                 *((("diagrams_left_out", str(diagrams.left_out)),)
                                   if diagrams.left_out else ()),
                                 *((("embedded_objects_left_out", str(len(objects))),)
-                                  if objects else ())))
+                                  if objects else ()),
+                                *embedded_workbook_notes(workbooks.read)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:
         """``#slide=N`` for a span on one slide, ``#slide=N-M`` over several; ``#char=``

@@ -181,13 +181,31 @@ def _read_sheets(data: bytes, budget: ContentBudget,
     return sheets, damaged
 
 
-def embedded_workbook_tables(data: bytes, budget: ContentBudget) -> list[list[list[str]]] | None:
-    """The sheets of a workbook embedded in another document (an Excel object in a deck or a
-    Word document), a table each: its rows as :class:`XlsxFormat` reads a file's cells (merged
-    cells as :func:`~rag_pipeline.core.ingest.sheets.merged_away` reads them), blank rows left
-    out, from the first column any row fills; an empty sheet has none. Counted against the
-    containing document's ``budget``. None when ``data`` is no readable XLSX package (a legacy
-    binary workbook, a damaged or oversized zip, no sheet readable).
+@dataclass(frozen=True)
+class EmbeddedWorkbook:
+    """A workbook embedded in another document (an Excel object in a deck or a Word document),
+    as :func:`embedded_workbook` reads it.
+
+    Attributes:
+        tables: A table per non-empty sheet: its rows as :class:`XlsxFormat` reads a file's
+            cells (merged cells as :func:`~rag_pipeline.core.ingest.sheets.merged_away` reads
+            them), blank rows left out, from the first column any row fills.
+        damaged: The sheets left out because their part cannot be read, each with its reason.
+        uncached: Its formula cells never calculated (read as empty).
+    """
+
+    tables: list[list[list[str]]]
+    damaged: list[str]
+    uncached: int
+
+
+def embedded_workbook(data: bytes, budget: ContentBudget) -> EmbeddedWorkbook | None:
+    """An embedded workbook's sheets, counted against the containing document's ``budget``:
+    its rows, cells and characters, and its expanded size (the packages a document embeds are
+    held together to the limit one document's zip is: :attr:`ContentBudget.embedded_bytes`).
+    None when ``data`` is no readable XLSX package (a legacy binary workbook, a damaged zip, one
+    over a zip limit or past what the document's embedded packages may expand to, no sheet
+    readable).
 
     Raises:
         ExtractionError: The containing document passed one of its limits while this was read.
@@ -196,11 +214,15 @@ def embedded_workbook_tables(data: bytes, budget: ContentBudget) -> list[list[li
         check_zip(data, "embedded workbook", budget.limits)
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             archive.getinfo("xl/workbook.xml")
+            expanded = sum(member.file_size for member in archive.infolist())
+        if budget.embedded_bytes + expanded > budget.limits.max_expanded_bytes:
+            return None
+        budget.embedded_bytes += expanded
         parts = _scan_sheet_parts(data)
     except Exception:  # noqa: BLE001 - not a package, over a zip limit, damaged: left out
         return None
     try:
-        sheets, _ = _read_sheets(data, budget, parts.merged)
+        sheets, damaged = _read_sheets(data, budget, parts.merged)
     except ExtractionError:
         raise
     except Exception:  # noqa: BLE001 - openpyxl's or the zip layer's: the object is left out
@@ -213,7 +235,16 @@ def embedded_workbook_tables(data: bytes, budget: ContentBudget) -> list[list[li
         first = min((next(i for i, cell in enumerate(row) if cell.strip()) for row in rows), default=0)
         if rows:
             tables.append([row[first:] for row in rows])
-    return tables
+    return EmbeddedWorkbook(tables, damaged, parts.uncached)
+
+
+def embedded_workbook_notes(workbooks: Sequence[EmbeddedWorkbook]) -> tuple[tuple[str, str], ...]:
+    """The notes of what the embedded ``workbooks`` left out: ``sheets_unreadable`` (each
+    sheet with its reason) and ``formulas_without_cached_value``, as a workbook file's."""
+    damaged = [sheet for workbook in workbooks for sheet in workbook.damaged]
+    uncached = sum(workbook.uncached for workbook in workbooks)
+    return (*((("formulas_without_cached_value", str(uncached)),) if uncached else ()),
+            *((("sheets_unreadable", "; ".join(damaged)),) if damaged else ()))
 
 
 def _read_sheet(sheet, budget: ContentBudget, merged: Mapping[str, MergedCells]) -> Sheet:

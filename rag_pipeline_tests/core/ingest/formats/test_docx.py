@@ -676,3 +676,63 @@ def test_an_embedded_workbook_counts_against_the_documents_limits():
     with pytest.raises(ExtractionError, match="too large: the DOCX holds more than 1,000 characters"):
         DocxFormat(OfficeLimits(max_chars=1_000)).extract(
             with_objects([("package", book, "Excel.Sheet.12")]), "big")
+
+
+def test_what_an_embedded_workbook_leaves_out_is_noted_as_for_a_workbook_file():
+    """Found by an attack: a damaged sheet of an embedded workbook and its formulas never
+    calculated were dropped without a note; an object in a page header without a count."""
+    import zipfile
+
+    import docx
+    from docx.oxml import parse_xml
+
+    book = workbook(("Costs", [["Item", "Cost"], ["Travel", 10], ["Total", "=SUM(B2:B2)"]]),
+                    ("Broken", [["a", "b"]]))
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(book)) as source, zipfile.ZipFile(damaged, "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            target.writestr(member, data[:len(data) // 2] if member.filename.endswith("sheet2.xml")
+                            else data)
+    document = docx.Document(io.BytesIO(with_objects([("package", damaged.getvalue(),
+                                                       "Excel.Sheet.12")])))
+    header = document.sections[0].header
+    header.paragraphs[0].text = "Letterhead"
+    header._element.append(parse_xml(with_objects_paragraph_xml()))
+    extracted = DOCX.extract(saved(document), "costs")
+    assert extracted.canonical_text == ("Costs below.\n\nItem | Cost\nTravel | 10\nTotal\n\n"
+                                        "Header: Letterhead\n")
+    notes = dict(extracted.notes)
+    assert notes["formulas_without_cached_value"] == "1"
+    assert notes["sheets_unreadable"].startswith("Broken (ParseError: ")
+    assert notes["embedded_objects_left_out"] == "1"  # the header's
+
+
+def with_objects_paragraph_xml() -> str:
+    """A paragraph holding an embedded object whose relationship the part does not have."""
+    return ('<w:p xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+            'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+            'xmlns:o="urn:schemas-microsoft-com:office:office"><w:r><w:object>'
+            '<o:OLEObject Type="Embed" ProgID="Excel.Sheet.12" r:id="rId99"/></w:object></w:r></w:p>')
+
+
+def test_the_workbooks_a_document_embeds_are_held_together_to_its_expanded_size_limit():
+    """Found by an attack: each embedded workbook was allowed the document's whole expanded size
+    again (6 workbooks under a limit of 8 MiB expanded 43 MiB of XML)."""
+    import zipfile
+
+    from rag_pipeline.core.ingest.office_zip import OfficeLimits
+
+    def expanded(data: bytes) -> int:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return sum(member.file_size for member in archive.infolist())
+
+    books = [workbook((f"Sheet{n}", [[f"row {r} of {n}", f"{r * n:08d}" * 20] for r in range(1_600)]))
+             for n in (1, 2)]
+    document = with_objects([("package", book, "Excel.Sheet.12") for book in books])
+    limit = max(expanded(document), *map(expanded, books)) + 1
+    assert all(2 * expanded(book) > limit for book in books)  # one fits, two do not
+    extracted = DocxFormat(OfficeLimits(max_expanded_bytes=limit)).extract(document, "two")
+    assert "row 1599 of 1 |" in extracted.canonical_text
+    assert "of 2" not in extracted.canonical_text
+    assert dict(extracted.notes)["embedded_objects_left_out"] == "1"

@@ -276,6 +276,16 @@ def test_an_embedded_workbook_is_a_table_per_sheet_on_its_slide():
     assert extracted.notes == (("slides", "1"),)  # nothing left out
 
 
+def test_an_embedded_workbooks_formulas_never_calculated_are_noted():
+    """Found by an attack: read as empty cells with no note, where a workbook file notes them."""
+    from pptx.enum.shapes import PROG_ID
+
+    book = workbook(("Costs", [["Item", "Cost"], ["Travel", 10], ["Total", "=SUM(B2:B2)"]]))
+    extracted = PPTX.extract(deck_with_objects((book, PROG_ID.XLSX), title="Costs"), "costs")
+    assert extracted.canonical_text == "Costs\n\nItem | Cost\nTravel | 10\nTotal\n"
+    assert extracted.notes == (("slides", "1"), ("formulas_without_cached_value", "1"))
+
+
 def test_a_workbook_many_objects_show_is_read_once():
     """Found by re-reading the change: 2,000 objects showing one embedded part (a SmartArt's
     data part was the lesson) would read it 2,000 times."""
