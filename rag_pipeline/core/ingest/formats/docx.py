@@ -203,6 +203,15 @@ def paragraph_text(paragraph: _Element) -> str:
     return "".join(parts)
 
 
+def _objects_in(element: _Element) -> list[_Element]:
+    """The embedded objects (``w:object``) under ``element``, of alternate content only the
+    chosen one's (as :func:`paragraph_text` reads it)."""
+    from docx.oxml.ns import qn
+
+    return [found for found in element.iter(qn("w:object"))
+            if not any(ancestor.tag == _MC_FALLBACK for ancestor in found.iterancestors())]
+
+
 def _block_text(root: _Element) -> str:
     """The text of every outermost paragraph under ``root`` (a text box's paragraphs are read
     with theirs), each collapsed, joined by spaces: a table cell's, a note's, a header's."""
@@ -509,7 +518,7 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
             if child.tag == qn("w:p"):
                 paragraph = Paragraph(child, document)
                 text = paragraph_text(child).strip()
-                embedded = [block for found in child.iter(qn("w:object")) if objects is not None
+                embedded = [block for found in _objects_in(child) if objects is not None
                             for block in objects.blocks(found)]
                 if not text:
                     for block in embedded:
@@ -532,7 +541,7 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
                 if block is not None:
                     add(block)
                 add_notes(child)
-                for found in child.iter(qn("w:object")) if objects is not None else ():
+                for found in _objects_in(child) if objects is not None else ():
                     for block in objects.blocks(found):
                         add(block)
             elif child.tag == qn("w:sdt"):

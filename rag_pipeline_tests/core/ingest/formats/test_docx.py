@@ -736,3 +736,27 @@ def test_the_workbooks_a_document_embeds_are_held_together_to_its_expanded_size_
     assert "row 1599 of 1 |" in extracted.canonical_text
     assert "of 2" not in extracted.canonical_text
     assert dict(extracted.notes)["embedded_objects_left_out"] == "1"
+
+
+def test_of_alternate_content_only_the_chosen_objects_workbook_is_read():
+    """Found by an attack: a ``w:object`` in both ``mc:Choice`` and ``mc:Fallback`` gave its
+    tables twice, where the text of alternate content is read once."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import qn
+
+    chosen = workbook(("Shown", [["Item", "Cost"], ["Travel", 10]]))
+    fallback = workbook(("Fallback", [["Item", "Cost"], ["Travel", 10]]))
+    document = docx.Document(io.BytesIO(with_objects([("package", chosen, "Excel.Sheet.12"),
+                                                      ("package", fallback, "Excel.Sheet.12")])))
+    paragraph = document.paragraphs[0]._p
+    first, second = [run for run in paragraph.findall(qn("w:r")) if run.find(qn("w:object")) is not None]
+    markup = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+    alternate = parse_xml(f'<mc:AlternateContent xmlns:mc="{markup}"><mc:Choice Requires="w14"/>'
+                          "<mc:Fallback/></mc:AlternateContent>")
+    first.addprevious(alternate)
+    alternate[0].append(first)
+    alternate[1].append(second)
+    extracted = DOCX.extract(saved(document), "once")
+    assert extracted.canonical_text == "Costs below.\n\nItem | Cost\nTravel | 10\n"
+    assert extracted.notes == ()
