@@ -257,8 +257,17 @@ def page_runs(pdf: pypdfium2.PdfDocument, index: int) -> PageText:
                 runs.append(run)
         current = None
 
+    low_half = -1  # the index of the second half of a surrogate pair read with the first
     for i in range(count):
-        char = chr(raw.FPDFText_GetUnicode(handle, i))
+        if i == low_half:
+            continue
+        code = raw.FPDFText_GetUnicode(handle, i)
+        if 0xD800 <= code < 0xDC00 and i + 1 < count \
+                and 0xDC00 <= (low := raw.FPDFText_GetUnicode(handle, i + 1)) < 0xE000:
+            # A character past U+FFFF (a mathematical italic N) is two UTF-16 halves, two
+            # character indices: one character, placed where its first half is.
+            code, low_half = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), i + 1
+        char = chr(code)
         if char in "\r\n":
             close()
             continue

@@ -95,3 +95,42 @@ def test_a_run_starting_with_a_raised_mark_lies_on_its_words_baseline():
         runs = page_runs(document, 0).runs
     assert [(run.text, run.size, round(run.baseline, 1)) for run in runs] == [
         ("platform a node", 11.0, BASELINE), ("1occupies 32 bytes", 11.0, BASELINE)]
+
+
+def _pdf_with_to_unicode(shown: bytes, mapping: dict[int, str]) -> bytes:
+    """One page showing the bytes ``shown`` in Helvetica at 12 points, the font's ``ToUnicode``
+    map sending each code of ``mapping`` to its text (UTF-16BE, as a PDF's maps are written)
+    and every other printable code to itself."""
+    pairs = "".join(f"<{code:02X}> <{text.encode('utf-16-be').hex().upper()}>\n"
+                    for code, text in mapping.items())
+    cmap = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+            "/CMapName /Adobe-Identity-UCS def /CMapType 2 def\n"
+            "1 begincodespacerange <00> <FF> endcodespacerange\n"
+            "1 beginbfrange <20> <7E> <0020> endbfrange\n"
+            f"{len(mapping)} beginbfchar\n{pairs}endbfchar\n"
+            "endcmap CMapName currentdict /CMap defineresource pop end end\n").encode("ascii")
+    content = b"BT /F1 12 Tf 20 100 Td (" + shown + b") Tj ET"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+               b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"endstream"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_a_character_past_u_ffff_is_one_character_not_two_halves():
+    """Found by a new user: a manual's mathematical italic N (U+1D441) came out of PDFium as two
+    UTF-16 halves, stored as two U+FFFD ("Given an \ufffd\ufffd-element array")."""
+    data = _pdf_with_to_unicode(b"Given an A-element array", {0x41: "\U0001D441"})
+    assert _text(data) == ["Given an \U0001D441-element array"]
