@@ -950,7 +950,12 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
     if first_on_page or line.page != previous.page:
         return not ends_sentence and kind is not BlockKind.TABLE
     gap = line.baseline - previous.baseline - previous.depth
-    if gap > 1.45 * pitch or gap < 0 or abs(line.size - previous.size) >= 0.6:
+    # A table's header row may be set larger than its rows (reportlab's shaded 8-point
+    # ``Parameter | Meaning | Default`` over 7-point rows): a row lined up with it, as many
+    # cells wide, goes on under it.
+    header = (kind is BlockKind.TABLE and len(block.lines) == 1 and line.cells == previous.cells
+              and previous.size > line.size)
+    if gap > 1.45 * pitch or gap < 0 or (abs(line.size - previous.size) >= 0.6 and not header):
         return False
     if kind is BlockKind.TABLE:
         return True

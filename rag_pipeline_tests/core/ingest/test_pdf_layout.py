@@ -291,6 +291,23 @@ def test_a_header_row_whose_labels_run_together_is_cut_into_the_tables_cells():
     assert (table.header, len(table.rows)) == ("Site | Lead engineer | Duration", 3)
 
 
+def test_a_header_row_set_larger_than_its_rows_heads_them():
+    """Found by a new user: reportlab's manual sets a table's shaded header row in 8-point bold
+    over 7-point rows; the header was a line over a table headed by its first row, every row
+    cited one off."""
+    body = [run(0, "A sentence of body text comes first.", 50, 60, size=10),
+            run(0, "And a second line of it.", 50, 72, size=10)]
+    header = [run(0, label, x, 100, size=8, x1=x + 30, bold=True)
+              for label, x in (("Site", 50), ("Lead", 200), ("Duration", 270))]
+    rows = [dataclasses.replace(cell, size=7, top=cell.baseline - 7) for cell in _shift_rows(100)]
+    layout = lay_out([page(0, *body, *header, *rows)], (), "Shifts", "shifts")
+    assert layout.canonical_text.endswith(
+        "\n\nSite | Lead | Duration\nDelta flats 1 | Tomas Ruiz | 1 hours\n"
+        "Delta flats 2 | Tomas Ruiz | 2 hours\nDelta flats 3 | Tomas Ruiz | 3 hours\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("Site | Lead | Duration", 3)
+
+
 def test_a_sentence_over_a_table_is_not_cut_at_its_columns():
     # Planted: a bold sentence whose words "a" and "week" start at the table's second and
     # third columns, after ordinary word spaces.
