@@ -604,7 +604,9 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[b
         end = start
         while end < len(rows) and table[end]:
             end += 1
-        if code_face and all(run.mono for row in rows[start:end] for run in row):
+        if all(_is_bullet(row[0]) for row in rows[start:end]):
+            table[start:end] = [False] * (end - start)  # a list: its marks line up as cells do
+        elif code_face and all(run.mono for row in rows[start:end] for run in row):
             above = rows[start - 1] if start else []
             if len(above) == len(rows[start]) and not all(run.mono for run in above):
                 table[start - 1] = True  # its header, in another face, centred over its columns
@@ -612,6 +614,15 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[b
                 table[start:end] = [False] * (end - start)
         start = end
     return table
+
+
+BULLETS = frozenset("•◦▪▫‣●○■□·–—∙")
+"""The marks of a list's items: a column of them beside the items' text lines up as a table's
+first column does, and is no table."""
+
+
+def _is_bullet(run: TextRun) -> bool:
+    return run.text.strip() in BULLETS
 
 
 _CODE_CELL_START = re.compile(r"(?:[:=;#]|/[*/]|--)")
@@ -959,6 +970,8 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
         return False
     if kind is BlockKind.TABLE:
         return True
+    if line.text[:1] in BULLETS and line.text[1:2].isspace():
+        return False  # a list item starts a paragraph of its own
     return not (ends_sentence and abs(line.x0 - previous.x0) > line.size)
 
 

@@ -308,6 +308,26 @@ def test_a_header_row_set_larger_than_its_rows_heads_them():
     assert (table.header, len(table.rows)) == ("Site | Lead | Duration", 3)
 
 
+def test_a_bulleted_list_is_items_not_a_table_headed_by_its_first_item():
+    """Found by a new user: a list's marks line up as a table's first column does, so 14 of the
+    44 tables read in reportlab's manual were lists (``• | item``) headed by their first item."""
+    items = [("•", "Dynamic PDF generation on the web", 100),
+             ("•", "An embeddable print engine for other applications, including", 112),
+             (None, "a report language of its own.", 124),
+             ("•", "A build system for complex documents", 136)]
+    runs = [run(0, "It is useful in these contexts:", 50, 88)]
+    for mark, text, baseline in items:
+        if mark is not None:
+            runs.append(run(0, mark, 50, baseline, x1=54))
+        runs.append(run(0, text, 65, baseline))
+    layout = lay_out([page(0, *runs)], (), "Uses", "uses")
+    assert layout.canonical_text == (
+        "It is useful in these contexts:\n\n• Dynamic PDF generation on the web\n\n"
+        "• An embeddable print engine for other applications, including a report language "
+        "of its own.\n\n• A build system for complex documents\n")
+    assert layout.tables == ()
+
+
 def test_a_sentence_over_a_table_is_not_cut_at_its_columns():
     # Planted: a bold sentence whose words "a" and "week" start at the table's second and
     # third columns, after ordinary word spaces.
