@@ -326,8 +326,9 @@ def ask(invocation: Invocation, question: str, chunker: str, model_key: str | No
             GenerationError, FileNotFoundError, ModelNotExportedError) as exc:
         fail(str(exc))
     if asker is None and access is not None:
-        echo("note: answered in this process, which reads every document: [access] limits what "
-             "`serve` answers a token, and --groups what this command answers", err=True)
+        echo(f"note: answered in this process ({why_here}), which reads every document: "
+             "[access] limits what `serve` answers a token, and --groups what this command "
+             "answers", err=True)
     if as_json:
         echo(json.dumps(answer_json(answer), ensure_ascii=False, indent=2))
     else:

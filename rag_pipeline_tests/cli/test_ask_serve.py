@@ -260,8 +260,9 @@ def test_an_answer_of_this_process_under_access_rules_says_it_read_every_documen
     monkeypatch.setenv("RAG_PIPELINE_CONFIG", str(config))
     code, output, _ = cli()
     assert code == 0, output
-    assert ("note: answered in this process, which reads every document: [access] limits what "
-            "`serve` answers a token, and --groups what this command answers") in output
+    assert ("note: answered in this process (a running `serve` on this data folder answers in "
+            "milliseconds), which reads every document: [access] limits what `serve` answers a "
+            "token, and --groups what this command answers") in output
     code, output, _ = cli("--json")
     assert (code, "which reads every document" in output) == (0, True)
     code, output, _ = cli("--groups", "eng")
