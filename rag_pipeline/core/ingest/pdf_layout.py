@@ -325,9 +325,12 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     """(page position, row index) of the running heads, feet and page numbers: a page number
     alone; a row repeating on other pages, word for word (but a table's header repeated over
     its rows: a row of cells aligned with the row beside it) or with numbers that number the
-    pages (:func:`_numbering`); a row with a number at one end, at a height where most pages
-    carry such a row, where that number numbers the pages (counted from either end: a left
-    page's number comes first, a right page's last)."""
+    pages (:func:`_numbering`); a head (a page's first row) of two parts or more whose first or
+    last part so repeats (the section on the left and the chapter on the right:
+    ``1.3. DOCUMENTATION`` ... ``CHAPTER 1. INTRODUCTION``; a foot so made may be a page's
+    total); a row with a number at one end, at a height where most
+    pages carry such a row, where that number numbers the pages (counted from either end: a
+    left page's number comes first, a right page's last)."""
     repeat_floor = 2 if len(page_rows) < 6 else 3
     candidates: list[tuple[int, int, str, str, str, int, bool]] = []
     for p, rows in enumerate(page_rows):
@@ -341,8 +344,13 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
                                cells))
     repeated: dict[tuple[str, int, str], list[tuple[int, str, bool]]] = {}
     numbered: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}
-    for p, _, band, text, norm, bucket, cells in candidates:
+    parts: dict[tuple[str, int, str], set[int]] = {}  # a row's end part -> the pages holding it
+    for p, r, band, text, norm, bucket, cells in candidates:
         repeated.setdefault((band, bucket, norm), []).append((p, text, cells))
+        if band == "top" and len(page_rows[p][r]) > 1 and not cells:
+            for part in (page_rows[p][r][0], page_rows[p][r][-1]):
+                if len(part_norm := _normalised(part.text)) >= 6:
+                    parts.setdefault((band, bucket, part_norm), set()).add(p)
         if _has_end_number(text):  # its number at either end, in one place
             words = text.split()
             numbered.setdefault((band, bucket), []).extend([(p, words[:1]), (p, words[-1:])])
@@ -357,8 +365,12 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     numbered_floor = max(3, int(0.3 * len(page_rows)))
     by_end_number = {(band, bucket, p) for (band, bucket), members in numbered.items()
                      for p in _numbering(members, numbered_floor)}
+    running_parts = {key for key, pages in parts.items() if len(pages) >= repeat_floor}
     return {(p, r) for p, r, band, _, norm, bucket, _ in candidates
-            if norm == "#" or (band, bucket, norm, p) in running or (band, bucket, p) in by_end_number}
+            if norm == "#" or (band, bucket, norm, p) in running or (band, bucket, p) in by_end_number
+            or (band == "top" and len(page_rows[p][r]) > 1 and any(
+                (band, bucket, _normalised(part.text)) in running_parts
+                for part in (page_rows[p][r][0], page_rows[p][r][-1])))}
 
 
 def ends_in_dot_leader(text: str) -> bool:

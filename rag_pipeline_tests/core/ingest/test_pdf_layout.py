@@ -47,6 +47,23 @@ def test_records_numbered_at_the_ends_of_pages_are_kept_where_their_numbers_foll
     assert "Ledger" not in layout.canonical_text and layout.canonical_text.count("X") == 8
 
 
+def test_a_running_head_of_the_section_and_a_repeating_chapter_is_dropped():
+    """Found by a new user: sdccman's heads (``1.3. DOCUMENTATION`` left, ``CHAPTER 1.
+    INTRODUCTION`` right, no page number) change with the section, so no row repeated whole:
+    65 pages kept theirs, glued to the sentence before."""
+    sections = ["1.1. ABOUT SDCC", "1.2. LICENSES", "1.2. LICENSES", "1.3. DOCUMENTATION"]
+    pages = [page(i, run(i, head, 50, 40), run(i, "CHAPTER 1. INTRODUCTION", 400, 40),
+                  run(i, f"Body text of page {'abcd'[i]} goes on", 50, 100),
+                  run(i, "Its last row", 50, 130), run(i, ["apples", "pears", "plums", "figs"][i],
+                                                       300, 130))
+             for i, head in enumerate(sections)]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.dropped_lines == 4
+    assert "CHAPTER" not in layout.canonical_text and "LICENSES" not in layout.canonical_text
+    # A page's last row whose first part repeats is kept: a foot so made may be a page's total.
+    assert layout.canonical_text.count("Its last row") == 4
+
+
 def test_running_heads_numbered_first_on_left_pages_and_last_on_right_ones_are_all_dropped():
     heads = ["16 Bash Reference Manual", "Chapter 3: Basic Shell Features 17",
              "18 Bash Reference Manual", "Chapter 4: Shell Builtin Commands 19",
