@@ -139,6 +139,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "embedded_objects_left_out": ("{} embedded object(s) no reader here reads (a formula, a "
                                   "drawing, an OLE object) left out"),
     "pages_unreadable": "page(s) {} could not be loaded (a damaged PDF) and are left out",
+    "pages_without_text": ("page(s) {} hold no text layer and no word OCR can read (drawings "
+                           "only, or a PDF damaged when it was made)"),
     "sheets_unreadable": "sheet(s) {} could not be read (a damaged workbook part) and are left out",
     "repeats_left_out": ("{} copies of repeated rows or cells left out (past the 1,000th copy, or "
                          "past 1,000,000 characters of copies a document)"),

@@ -47,7 +47,8 @@ def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
     ``footnotes`` moved, ``sections_from`` (``outline``, ``font`` or ``none``); with OCR,
     ``ocr_pages``, ``ocr_mean_confidence``, ``ocr_page_confidence`` (``page=confidence``
     pairs, ``-`` where Tesseract found no word) and, when any page is under the floor,
-    ``low_confidence_pages`` with ``ocr_confidence_floor``.
+    ``low_confidence_pages`` with ``ocr_confidence_floor``; ``pages_without_text`` when OCR
+    found no word on many pages (:data:`EMPTY_PAGES_SHARE`).
     """
     layout = reading.layout
     notes = [("pages", str(len(reading.pages))), ("dropped_lines", str(layout.dropped_lines)),
@@ -68,7 +69,16 @@ def reading_notes(reading: PdfReading) -> tuple[tuple[str, str], ...]:
                   ("ocr_confidence_floor", f"{reading.confidence_floor:g}")]
     if reading.unreadable_pages:
         notes.append(("pages_unreadable", ",".join(map(str, reading.unreadable_pages))))
+    empty = [page.page for page in ocr if page.ocr_confidence is None]
+    if len(empty) > max(1, EMPTY_PAGES_SHARE * len(reading.pages)):
+        notes.append(("pages_without_text", ",".join(map(str, empty))))
     return tuple(notes)
+
+
+EMPTY_PAGES_SHARE = 0.1
+"""Pages with no text layer where OCR finds no word either, over this share of a PDF's pages
+(and more than one), are a caveat (``pages_without_text``): a book's few blank pages are not,
+a manual whose pages draw only rules (a PDF broken when it was made) is."""
 
 
 class PdfFormat(DocumentFormat):

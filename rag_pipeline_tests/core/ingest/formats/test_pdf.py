@@ -209,6 +209,22 @@ def test_pages_under_the_confidence_floor_are_flagged():
     assert (notes["low_confidence_pages"], notes["ocr_confidence_floor"]) == ("1", "100")
 
 
+@pytest.mark.skipif(tesseract_version() is None, reason="tesseract is not installed (.ci/setup installs it)")
+def test_many_pages_no_layer_and_no_ocr_word_hold_are_a_caveat_a_few_blank_ones_not():
+    """Found by a new user: a Debian manual whose 42 of 64 pages draw only rules (no text layer,
+    no word for OCR) was ``ok`` with no caveat, 2,110 characters for 64 pages."""
+    from rag_pipeline.core.ingest.extracted import left_out
+
+    broken = PdfFormat().extract(plain_pdf([["The only page with words."], [], [], []]), "broken")
+    assert dict(broken.notes)["ocr_page_confidence"] == "2=- 3=- 4=-"
+    assert left_out(broken.notes) == ["page(s) 2,3,4 hold no text layer and no word OCR can read "
+                                      "(drawings only, or a PDF damaged when it was made)"]
+    book = PdfFormat().extract(plain_pdf([[f"Page {n} has words."] for n in range(1, 11)] + [[]]),
+                               "book")
+    assert dict(book.notes)["ocr_page_confidence"] == "11=-"
+    assert left_out(book.notes) == []  # one blank page of eleven
+
+
 def test_a_table_over_two_pages_is_one_table_and_every_chunk_names_its_headers():
     from rag_pipeline_tests.core.ingest.pdf_fixtures import long_table_pdf
 
