@@ -1182,14 +1182,28 @@ TITLE_MAX_WORDS = 8
 """A first line of more words than this that ends a sentence is a sentence, not a title."""
 
 
+_FILE_NAME_TITLE = re.compile(
+    r"Microsoft (?:Word|PowerPoint|Excel) - .*|(?:.*[/\\])?[^/\\]*\.(?:dvi|tex|ps|eps|pdf|docx?|"
+    r"odt|rtf|pptx?|xlsx?|txt|html?|md|indd|qxd)|untitled(?: document)?|document\d*|\(?anonymous\)?",
+    re.IGNORECASE)
+"""A metadata title that only names the file the PDF was made from, as TeX, Word and print
+drivers write it."""
+
+
+def _file_name_title(title: str) -> bool:
+    return _FILE_NAME_TITLE.fullmatch(" ".join(title.split())) is not None
+
+
 def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: float) -> str:
     """The metadata's title, else the first line of the first page's block in the largest
     type unless it is a sentence (over :data:`TITLE_MAX_WORDS` words, ending one: "Why Use
     Dagster?" is a title) or one word in capitals in the body's type (``body_size``) or in the
     type of another block of the page (a section's label: a manual page's ``NAME`` above its
     ``SYNOPSIS``, ``ABSTRACT``), else ``stem``: a first page
-    whose title is a running head (dropped) is not titled by its first sentence or label."""
-    if metadata_title.strip():
+    whose title is a running head (dropped) is not titled by its first sentence or label. A
+    metadata title that is only the name of the file it was made from (``gputils.dvi``,
+    ``Microsoft Word - report.docx``, ``untitled``) is no title."""
+    if metadata_title.strip() and not _file_name_title(metadata_title):
         return " ".join(metadata_title.split())
     first_page = [block for block in blocks if block.lines[0].page == blocks[0].lines[0].page]
     if first_page:

@@ -598,3 +598,14 @@ def test_a_dot_leader_is_found_from_the_end_of_its_line():
         pages = [page(0, run(0, "a-" * 20_000 + "b", 50, 100, hyphen=True), run(0, "end here.", 50, 112))]
         layout = lay_out(pages, (), "", "doc")
     assert layout.canonical_text == "a-" * 20_000 + "b-end here.\n"  # a compound keeps its hyphen
+
+
+def test_a_metadata_title_naming_the_file_the_pdf_was_made_from_is_no_title():
+    """Found by a new user: gputils' manual is titled ``gputils.dvi`` by its metadata, and every
+    chunk's header said ``[gputils.dvi > ...]``."""
+    pages = [page(0, run(0, "GPUTILS", 50, 60, size=20), run(0, "A collection of tools.", 50, 100))]
+    for made_from in ("gputils.dvi", "Microsoft Word - Annual report 2024.docx", "untitled",
+                      "/home/ana/thesis.tex"):
+        assert lay_out(pages, (), made_from, "gputils").title == "GPUTILS"
+    assert lay_out(pages, (), "GNU PIC Utilities", "gputils").title == "GNU PIC Utilities"
+    assert lay_out(pages, (), "The .NET guide", "gputils").title == "The .NET guide"
