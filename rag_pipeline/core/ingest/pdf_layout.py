@@ -616,8 +616,8 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[b
         end = start
         while end < len(rows) and table[end]:
             end += 1
-        if all(_is_bullet(row[0]) for row in rows[start:end]):
-            table[start:end] = [False] * (end - start)  # a list: its marks line up as cells do
+        if all(_is_bullet(row[0]) for row in rows[start:end]) or _numbered_lines(rows[start:end]):
+            table[start:end] = [False] * (end - start)  # a list, a listing: no table
         elif code_face and all(run.mono for row in rows[start:end] for run in row):
             above = rows[start - 1] if start else []
             if len(above) == len(rows[start]) and not all(run.mono for run in above):
@@ -635,6 +635,18 @@ first column does, and is no table."""
 
 def _is_bullet(run: TextRun) -> bool:
     return run.text.strip() in BULLETS
+
+
+_LINE_NUMBER = re.compile(r"[0-9]{1,6}")
+
+
+def _numbered_lines(rows: Sequence[list[TextRun]]) -> bool:
+    """The rows are a listing's numbered lines: two cells each, the first a line number one
+    more than the row's before (``14 | \\begin{question}``, ``15 | In which continent ...``)."""
+    numbers = [row[0].text.strip() for row in rows]
+    return (len(rows) >= 2 and all(len(row) == 2 and _LINE_NUMBER.fullmatch(number) for row, number
+                                   in zip(rows, numbers, strict=True))
+            and all(int(b) == int(a) + 1 for a, b in itertools.pairwise(numbers)))
 
 
 _CODE_CELL_START = re.compile(r"(?:[:=;#]|/[*/]|--)")

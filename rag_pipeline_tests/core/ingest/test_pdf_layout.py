@@ -609,3 +609,21 @@ def test_a_metadata_title_naming_the_file_the_pdf_was_made_from_is_no_title():
         assert lay_out(pages, (), made_from, "gputils").title == "GPUTILS"
     assert lay_out(pages, (), "GNU PIC Utilities", "gputils").title == "GNU PIC Utilities"
     assert lay_out(pages, (), "The .NET guide", "gputils").title == "The .NET guide"
+
+
+def test_a_listings_numbered_lines_are_no_table():
+    """Found by a new user: a LaTeX listing's line numbers line up as a first column does, so 33
+    of the 37 tables of auto-multiple-choice's manual were listings headed by a line of code
+    (``14 | \\begin{question}{Paris}``)."""
+    code = ["\\begin{question}{Paris}", "In which continent is Paris?", "\\begin{choices}",
+            "\\correctchoice{Europe}"]
+    runs = [cell for n, line in enumerate(code) for cell in (
+        run(0, str(14 + n), 41, 100 + 11 * n, x1=49), run(0, line, 60, 100 + 11 * n))]
+    layout = lay_out([page(0, *runs)], (), "Listing", "listing")
+    assert layout.tables == ()
+    assert [line.split(" ", 1)[0] for line in re.split(r"\s(?=\d\d )", layout.canonical_text.strip())
+            ] == ["14", "15", "16", "17"]
+    # Numbers that do not count lines one by one head a table as before.
+    runs = [cell for n, line in enumerate(code) for cell in (
+        run(0, str(10 * (n + 1)), 41, 100 + 11 * n, x1=49), run(0, line, 60, 100 + 11 * n))]
+    assert len(lay_out([page(0, *runs)], (), "Listing", "listing").tables) == 1
