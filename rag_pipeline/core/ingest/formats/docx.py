@@ -53,6 +53,7 @@ from rag_pipeline.core.ingest.tables import layout_table, row_line
 
 if TYPE_CHECKING:
     from docx.document import Document
+    from docx.opc.part import Part
     from lxml.etree import _Element
 
 _ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
@@ -388,16 +389,34 @@ def _comment_count(document: Document) -> int:
 _IMPORTED_HTML = ("text/html", "application/xhtml+xml")
 
 
-class _Imported:
-    """The parts a DOCX imports whole (``w:altChunk``), each read once (10,000 altChunks naming
-    one 900 KB part took hours): HTML or plain text as paragraphs; a part of another kind (RTF,
-    a document), over ``DEFAULT_MAX_DOCUMENT_BYTES``, not decodable, missing or external is
-    left out and counted (``imported_parts_left_out``), the rest of the document read."""
+class _PartsReadOnce:
+    """Parts a DOCX's body names by relationship, each read once however often it is named
+    (10,000 altChunks naming one 900 KB part took hours); those left out counted."""
 
     def __init__(self, document: Document) -> None:
         self.document = document
         self.seen: set[str] = set()
         self.left_out = 0
+
+    def _unread(self, relationship: str) -> Part | None:
+        """The part ``relationship`` names, unless it was read before (None); None, counted as
+        left out, when there is no such relationship or its target is outside the package."""
+        try:
+            part = self.document.part.related_parts[relationship]
+        except (KeyError, ValueError):
+            self.left_out += 1
+            return None
+        if str(part.partname) in self.seen:
+            return None
+        self.seen.add(str(part.partname))
+        return part
+
+
+class _Imported(_PartsReadOnce):
+    """The parts a DOCX imports whole (``w:altChunk``): HTML or plain text as paragraphs; a
+    part of another kind (RTF, a document), over ``DEFAULT_MAX_DOCUMENT_BYTES``, not
+    decodable, missing or external is left out and counted (``imported_parts_left_out``), the
+    rest of the document read."""
 
     def blocks(self, element: _Element) -> list[DocxBlock]:
         """The paragraphs of the part ``element`` imports; none for a part read before."""
@@ -407,15 +426,9 @@ class _Imported:
         from rag_pipeline.core.ingest.formats.html import extract_html
         from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 
-        try:
-            part = self.document.part.related_parts[element.get(qn("r:id")) or ""]
-        except (KeyError, ValueError):  # a relationship missing, or to an external target
-            self.left_out += 1
+        part = self._unread(element.get(qn("r:id")) or "")
+        if part is None:
             return []
-        name = str(part.partname)
-        if name in self.seen:
-            return []
-        self.seen.add(name)
         kind = part.content_type.split(";")[0].strip().lower()
         if kind not in (*_IMPORTED_HTML, "text/plain") or len(part.blob) > DEFAULT_MAX_DOCUMENT_BYTES:
             self.left_out += 1
@@ -433,7 +446,7 @@ _OFFICE = "urn:schemas-microsoft-com:office:office"
 _RELATIONSHIP_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
 
-class _Objects:
+class _Objects(_PartsReadOnce):
     """The objects a DOCX embeds (``w:object``: an Excel worksheet pasted into the text), each
     part read once: an embedded workbook is a table per sheet
     (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook`), counted against the
@@ -443,9 +456,8 @@ class _Objects:
     (``embedded_objects_left_out``)."""
 
     def __init__(self, document: Document, budget: ContentBudget) -> None:
-        self.document, self.budget = document, budget
-        self.seen: set[str] = set()
-        self.left_out = 0
+        super().__init__(document)
+        self.budget = budget
         self.read: list[EmbeddedWorkbook] = []
 
     def blocks(self, element: _Element) -> list[DocxBlock]:
@@ -460,16 +472,10 @@ class _Objects:
         from rag_pipeline.core.ingest.formats.xlsx import embedded_workbook
 
         embed = next((e for e in element.iter(f"{{{_OFFICE}}}OLEObject", qn("w:objectEmbed"))
-                      if e.get("Type", "Embed") == "Embed"), None)
-        try:
-            part = self.document.part.related_parts[embed.get(_RELATIONSHIP_ID) or ""]
-        except (AttributeError, KeyError, ValueError):  # linked, missing or external
-            self.left_out += 1
+                      if e.get("Type", "Embed") == "Embed"), None)  # None: a linked object
+        part = self._unread("" if embed is None else embed.get(_RELATIONSHIP_ID) or "")
+        if part is None:
             return []
-        name = str(part.partname)
-        if name in self.seen:
-            return []
-        self.seen.add(name)
         workbook = embedded_workbook(part.blob, self.budget)
         if workbook is None:
             self.left_out += 1

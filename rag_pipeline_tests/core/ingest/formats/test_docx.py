@@ -9,6 +9,7 @@ import pytest
 from rag_pipeline.core.ingest.extracted import ExtractionError, Section
 from rag_pipeline.core.ingest.formats.docx import DocxFormat, list_marker
 from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
+from rag_pipeline_tests.core.ingest.workbooks import workbook
 
 DOCX = DocxFormat()
 
@@ -597,21 +598,6 @@ def with_objects(objects: list[tuple[str, bytes, str]], text: str = "Costs below
             f'<o:OLEObject Type="{kind_attribute}" ProgID="{prog_id}" r:id="{rid}"/>'
             "</w:object></w:r>"))
     return saved(document)
-
-
-def workbook(*sheets: tuple[str, list[list[object]]]) -> bytes:
-    """An XLSX package of ``(name, rows)`` sheets, each row appended from ``A``."""
-    import openpyxl
-
-    book = openpyxl.Workbook()
-    book.remove(book.active)
-    for name, rows in sheets:
-        sheet = book.create_sheet(name)
-        for row in rows:
-            sheet.append(row)
-    buffer = io.BytesIO()
-    book.save(buffer)
-    return buffer.getvalue()
 
 
 def test_an_embedded_workbook_is_a_table_per_sheet_after_its_paragraph():

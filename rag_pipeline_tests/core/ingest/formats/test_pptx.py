@@ -13,6 +13,7 @@ import pytest
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
 from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES, PptxFormat
 from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
+from rag_pipeline_tests.core.ingest.workbooks import workbook
 
 PPTX = PptxFormat()
 
@@ -227,21 +228,6 @@ def test_a_3d_chart_python_pptx_cannot_read_is_read_from_its_xml():
         assert sum(b"3DChart" in archive.read(n) for n in archive.namelist()
                    if n.startswith("ppt/charts/chart")) == 3
     assert PPTX.extract(three_d, "3d").canonical_text == expected
-
-
-def workbook(*sheets: tuple[str, list[list[object]]]) -> bytes:
-    """An XLSX package of ``(name, rows)`` sheets, each row appended from ``A``."""
-    import openpyxl
-
-    book = openpyxl.Workbook()
-    book.remove(book.active)
-    for name, rows in sheets:
-        sheet = book.create_sheet(name)
-        for row in rows:
-            sheet.append(row)
-    buffer = io.BytesIO()
-    book.save(buffer)
-    return buffer.getvalue()
 
 
 def deck_with_objects(*objects: tuple[bytes, object], title: str = "") -> bytes:
