@@ -671,6 +671,14 @@ def _column(run: TextRun, columns: Sequence[float]) -> int | None:
     return None
 
 
+def _wrapped_column(run: TextRun, columns: Sequence[float]) -> int | None:
+    """The column a line of a wrapped cell is in: :func:`_column`'s, or the last column for a
+    line starting inside it (an item indented within a cell of a table's last, widest column:
+    gputils' ``- If the "-c" option ...`` under ``-o <file>``)."""
+    column = _column(run, columns)
+    return len(columns) - 1 if column is None and run.x0 > columns[-1] - 4 else column
+
+
 def _as_line(run: TextRun) -> Line:
     return Line(run.page, run.text, run.x0, run.top, run.baseline, run.size, run.bold, run.mono,
                 run.hyphen, 1)
@@ -758,7 +766,7 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_fa
         end = i + 1
         while (end < len(rows) and not table[end]
                and len(rows[end]) <= len(columns)
-               and all(_column(run, columns) is not None for run in rows[end])
+               and all(_wrapped_column(run, columns) is not None for run in rows[end])
                and 0 < rows[end][0].baseline - rows[end - 1][0].baseline
                <= 1.6 * max(run.size for run in rows[end - 1])):
             end += 1
@@ -770,7 +778,7 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_fa
             cells: list[list[TextRun]] = [[] for _ in columns]
             for row in group:
                 for k, run in enumerate(row):  # the table row's own cells are its columns
-                    column = _column(run, columns)
+                    column = _wrapped_column(run, columns)
                     cells[k if column is None else column].append(run)
             if len(group) > 1 and all(cells):
                 out.append([_cell_run(pieces, joiner) for pieces in cells])

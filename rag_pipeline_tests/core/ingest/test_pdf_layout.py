@@ -418,6 +418,26 @@ def test_a_row_whose_cell_wraps_is_one_table_row_whether_centred_or_set_at_the_t
         assert (table.header, len(table.rows)) == ("command | description", 4)
 
 
+def test_lines_indented_within_a_last_column_cell_are_that_cell():
+    """Found by a new user: gputils' option table indents the items of ``-o <file>``'s meaning
+    within its column (``- If the "-c" option ...``); each broke the table, and the next
+    option row headed a new one."""
+    runs = _command_table([("pwd", ["display name of current directory"]),
+                           ("-o file", ["name the output files:"]),
+                           ("ls -la", ["list all contents of directory"])], centred=False)
+    runs = [r if r.text != "ls -la" and r.text != "list all contents of directory"
+            else dataclasses.replace(r, baseline=r.baseline + 24, top=r.top + 24) for r in runs]
+    runs += [run(0, "- with -c: file.o", 215, 136), run(0, "- else: file.hex", 215, 148)]
+    layout = lay_out([page(0, *runs)], (), "Commands", "commands")
+    assert layout.canonical_text == (
+        "command | description\n"
+        "pwd | display name of current directory\n"
+        "-o file | name the output files: - with -c: file.o - else: file.hex\n"
+        "ls -la | list all contents of directory\n")
+    (table,) = layout.tables
+    assert (table.header, len(table.rows)) == ("command | description", 3)
+
+
 def test_a_paragraph_under_a_table_is_not_read_into_its_last_row():
     runs = _command_table(WRAPPED_ROWS[:1], centred=False)
     runs += [run(0, "After the table a paragraph starts at the first", 50, 124, x1=290),
