@@ -396,10 +396,15 @@ def ends_in_dot_leader(text: str) -> bool:
     return dots >= 3
 
 
+_CONTENTS_HEADINGS = frozenset({"contents", "table of contents", "contents of this manual"})
+
+
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
-    runs = [run for row in rows for run in row if len(run.text) >= 3]
-    leaders = sum(1 for run in runs if ends_in_dot_leader(run.text))
-    return leaders >= 4 and leaders * 2 >= len(runs)
+    """Most of the page's lines end in a dot leader and a page number, read whole: the number
+    may be a run of its own (sdccman's contents)."""
+    lines = [text for row in rows if len(text := _row_text(row)) >= 3]
+    leaders = sum(1 for text in lines if ends_in_dot_leader(text))
+    return leaders >= 4 and leaders * 2 >= len(lines)
 
 
 def _gutter(rows: Sequence[list[TextRun]], width: float) -> float | None:
@@ -641,12 +646,21 @@ _LINE_NUMBER = re.compile(r"[0-9]{1,6}")
 
 
 def _numbered_lines(rows: Sequence[list[TextRun]]) -> bool:
-    """The rows are a listing's numbered lines: two cells each, the first a line number one
-    more than the row's before (``14 | \\begin{question}``, ``15 | In which continent ...``)."""
+    """The rows are a listing's numbered lines: each begins with a line number one more than
+    the row's before (``14 | \\begin{question}``, ``15 | In which continent ...``) beside
+    code (its cells in a typewriter face) or set smaller than the line it numbers. A table of
+    codes counting up beside their meanings in the text's own type (glpk's ``0 |
+    initialization successful``) is a table."""
     numbers = [row[0].text.strip() for row in rows]
-    return (len(rows) >= 2 and all(len(row) == 2 and _LINE_NUMBER.fullmatch(number) for row, number
-                                   in zip(rows, numbers, strict=True))
+    return (len(rows) >= 2 and all(_numbered_code(row) for row in rows)
             and all(int(b) == int(a) + 1 for a, b in itertools.pairwise(numbers)))
+
+
+def _numbered_code(row: Sequence[TextRun]) -> bool:
+    """``row`` is a line number and a line of code: a number alone in its first cell, then
+    cells in a typewriter face or the number set smaller than they are."""
+    return (len(row) >= 2 and _LINE_NUMBER.fullmatch(row[0].text.strip()) is not None
+            and (all(run.mono for run in row[1:]) or row[0].size < min(run.size for run in row[1:])))
 
 
 _CODE_CELL_START = re.compile(r"(?:[:=;#]|/[*/]|--)")
@@ -798,8 +812,10 @@ def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[
         # above its anchor) and ends at its lowest.
         baseline = min(run.baseline for run in row) if any(run.depth for run in row) \
             else row[0].baseline
+        # A listing's line is code with its line number (:func:`_numbered_code`): kept a line.
+        mono = all(run.mono for run in row) or (not in_table and _numbered_code(row))
         lines.append(Line(page, text, row[0].x0, min(run.top for run in row), baseline,
-                          size, _bold(row), all(run.mono for run in row), row[-1].hyphen,
+                          size, _bold(row), mono, row[-1].hyphen,
                           len(row) if in_table else 1,
                           max(run.baseline + run.depth for run in row) - baseline))
     return lines
@@ -893,7 +909,8 @@ class _Joiner:
 
 def _page_lines(pages: Sequence[PageText],
                 joiner: _Joiner) -> tuple[list[list[Line]], int, list[int], Counter[float]]:
-    """Each page's lines in reading order (none for a contents page), with the count of
+    """Each page's lines in reading order (none of a contents page but, on the first page,
+    those above its first entry), with the count of
     dropped lines, the dropped contents pages (1-based) and the characters per rounded type
     size in table rows."""
     page_rows = [_rows(page.runs) for page in pages]
@@ -908,8 +925,14 @@ def _page_lines(pages: Sequence[PageText],
         kept = [row for r, row in enumerate(rows) if (p, r) not in running]
         if _is_toc_page(kept):
             toc_pages.append(page.index + 1)
-            page_lines.append([])
-            continue
+            # A first page's rows above its first entry stay (a title over the contents), but
+            # the contents' own heading.
+            kept = [row for row in kept[:next(r for r, row in enumerate(kept)
+                                              if ends_in_dot_leader(_row_text(row)))]
+                    if _row_text(row).strip().lower() not in _CONTENTS_HEADINGS] if p == 0 else []
+            if not kept:
+                page_lines.append([])
+                continue
         reading = _merge_wrapped_cells(_split_cells_run_together(
             _reading_rows(kept, page.width), code_face), joiner, code_face)
         table = _table_rows(reading, code_face)
@@ -997,7 +1020,8 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
     # ``Parameter | Meaning | Default`` over 7-point rows): a row lined up with it, as many
     # cells wide, goes on under it.
     header = (kind is BlockKind.TABLE and len(block.lines) == 1 and line.cells == previous.cells
-              and previous.size > line.size)
+              and previous.size > line.size >= 0.75 * previous.size and abs(line.x0 - previous.x0) <= 4
+              and line.baseline - previous.baseline >= previous.size)  # not a formula's scripts
     if gap > 1.45 * pitch or gap < 0 or (abs(line.size - previous.size) >= 0.6 and not header):
         return False
     if kind is BlockKind.TABLE:

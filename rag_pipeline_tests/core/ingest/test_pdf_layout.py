@@ -141,6 +141,12 @@ def test_a_contents_page_is_dropped():
     contents = page(0, *[run(0, f"{n} Topic . . . . . . . . {n + 1}", 50, 100 + 14 * n) for n in range(5)])
     layout = lay_out([contents, page(1, run(1, "Text.", 50, 100))], (), "", "doc")
     assert (layout.toc_pages, layout.canonical_text) == ((1,), "Text.\n")
+    # Found by a new user: sdccman's page numbers are runs of their own, after the leaders; its
+    # five contents pages were 251 table rows, one ranked first for a question.
+    apart = page(0, *[cell for n in range(5) for cell in (
+        run(0, f"{n} Topic . . . . . . . .", 50, 100 + 14 * n), run(0, str(n + 1), 400, 100 + 14 * n))])
+    layout = lay_out([apart, page(1, run(1, "Text.", 50, 100))], (), "", "doc")
+    assert (layout.toc_pages, layout.canonical_text) == ((1,), "Text.\n")
 
 
 def test_a_sentence_over_a_page_break_is_one_paragraph():
@@ -323,6 +329,15 @@ def test_a_header_row_set_larger_than_its_rows_heads_them():
         "Delta flats 2 | Tomas Ruiz | 2 hours\nDelta flats 3 | Tomas Ruiz | 3 hours\n")
     (table,) = layout.tables
     assert (table.header, len(table.rows)) == ("Site | Lead | Duration", 3)
+    # A formula's scripts, smaller and less than a line under it, head nothing (an attack:
+    # ``volL(kP)/k | r`` over ``d | d`` was a table).
+    formula = [run(0, "we set vol(P) = vol(kP)/k", 50, 200, x1=170), run(0, "r where r = dim(P).", 200, 200),
+               run(0, "d", 50, 203, size=7, x1=54), run(0, "d", 200, 203, size=7, x1=204)]
+    assert lay_out([page(0, *formula)], (), "Volume", "volume").tables == ()
+    # Nor a line's superscripts a line under it, set apart from its first cell.
+    raised = [*formula[:2], run(0, "d", 260, 214, size=9, x1=265), run(0, "d", 330, 214, size=9, x1=335),
+              run(0, "If P is a full-dimensional polytope in R and L = Z, then", 50, 218)]
+    assert lay_out([page(0, *raised)], (), "Volume", "volume").tables == ()
 
 
 def test_a_bulleted_list_is_items_not_a_table_headed_by_its_first_item():
@@ -631,19 +646,23 @@ def test_a_metadata_title_naming_the_file_the_pdf_was_made_from_is_no_title():
     assert lay_out(pages, (), "The .NET guide", "gputils").title == "The .NET guide"
 
 
-def test_a_listings_numbered_lines_are_no_table():
+def test_a_listings_numbered_lines_are_code_lines_not_a_table():
     """Found by a new user: a LaTeX listing's line numbers line up as a first column does, so 33
     of the 37 tables of auto-multiple-choice's manual were listings headed by a line of code
-    (``14 | \\begin{question}{Paris}``)."""
+    (``14 | \\begin{question}{Paris}``). Then, by an attack: such lines were run together into
+    one paragraph, and glpk's table of return codes (``0 | initialization successful``, in the
+    text's type) was taken for a listing."""
     code = ["\\begin{question}{Paris}", "In which continent is Paris?", "\\begin{choices}",
             "\\correctchoice{Europe}"]
-    runs = [cell for n, line in enumerate(code) for cell in (
-        run(0, str(14 + n), 41, 100 + 11 * n, x1=49), run(0, line, 60, 100 + 11 * n))]
-    layout = lay_out([page(0, *runs)], (), "Listing", "listing")
+
+    def numbered(numbers: list[int], number_size: float) -> list[TextRun]:
+        return [cell for n, (number, line) in enumerate(zip(numbers, code, strict=True)) for cell in (
+            run(0, str(number), 41, 100 + 11 * n, size=number_size, x1=49),
+            run(0, line, 60, 100 + 11 * n))]
+
+    layout = lay_out([page(0, *numbered([14, 15, 16, 17], 7))], (), "Listing", "listing")
     assert layout.tables == ()
-    assert [line.split(" ", 1)[0] for line in re.split(r"\s(?=\d\d )", layout.canonical_text.strip())
-            ] == ["14", "15", "16", "17"]
-    # Numbers that do not count lines one by one head a table as before.
-    runs = [cell for n, line in enumerate(code) for cell in (
-        run(0, str(10 * (n + 1)), 41, 100 + 11 * n, x1=49), run(0, line, 60, 100 + 11 * n))]
-    assert len(lay_out([page(0, *runs)], (), "Listing", "listing").tables) == 1
+    assert layout.canonical_text == "".join(f"{14 + n} {line}\n" for n, line in enumerate(code))
+    # Codes counting up in the text's own type, and numbers that do not count lines, are tables.
+    for numbers, size in (([0, 1, 2, 3], 10), ([10, 20, 30, 40], 7)):
+        assert len(lay_out([page(0, *numbered(numbers, size))], (), "Codes", "codes").tables) == 1
