@@ -8,8 +8,9 @@ entities unresolved and the network off (no XXE). Each XHTML chapter is rendered
 headings becoming sections (an ``<h1>``'s body titled by the chapter) and its tables declared
 as the HTML reader declares them; chapters are joined by blank lines. Each chapter is one
 anchor ``chapter=<its path in the zip>``; a span cites ``#chapter=OEBPS/ch1.xhtml&char=12,80``,
-the characters counted from the start of that chapter's text. A book whose files are
-encrypted (``META-INF/encryption.xml``, DRM) fails with that reason.
+the characters counted from the start of that chapter's text. A book whose chapters are
+encrypted (listed in ``META-INF/encryption.xml``: DRM) fails with that reason; one whose only
+encrypted files are its fonts (font obfuscation) is read.
 """
 
 from __future__ import annotations
@@ -78,13 +79,27 @@ def _spine(archive: zipfile.ZipFile) -> tuple[str, list[str], int]:
     return title, list(chapters), unread
 
 
+def _encrypted(archive: zipfile.ZipFile) -> set[str]:
+    """The members ``META-INF/encryption.xml`` says are encrypted: a book's chapters under DRM,
+    or only its fonts (IDPF or Adobe font obfuscation, common in books with embedded fonts:
+    the chapters read as any book's). A list that cannot be read is taken to lock every
+    member."""
+    try:
+        root = safe_xml(archive.read("META-INF/encryption.xml"))
+    except ExtractionError:
+        return set(archive.namelist())
+    return {posixpath.normpath(unquote(reference.get("URI") or "").lstrip("/"))
+            for reference in root.iter("{http://www.w3.org/2001/04/xmlenc#}CipherReference")}
+
+
 def _read_book(data: bytes, stem: str) -> Extracted:
     """The book's chapters in spine order (a zip error inside is the caller's to report)."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
-        if "META-INF/encryption.xml" in names:
-            raise ExtractionError("encrypted EPUB (DRM): its chapters cannot be read")
         title, chapters, unread = _spine(archive)
+        if "META-INF/encryption.xml" in names and (locked := _encrypted(archive) & set(chapters)):
+            raise ExtractionError(f"encrypted EPUB (DRM): {len(locked)} of its {len(chapters)} "
+                                  "chapters cannot be read")
         if len(chapters) > MAX_CHAPTERS:
             raise ExtractionError(f"{len(chapters)} chapters: over the limit of {MAX_CHAPTERS}")
         parts: list[str] = []
@@ -133,7 +148,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"10+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"11+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

@@ -40,15 +40,18 @@ CH2 = b"""<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Work</title></
 <body><h1>Work</h1><p>Gauges first.</p><h2>Gauges</h2><p>Twelve of them.</p></body></html>"""
 
 
+CHAPTERS = {"OEBPS/text/ch1.xhtml": CH1, "OEBPS/text/chapter 2.xhtml": CH2,
+            "OEBPS/nav.xhtml": b"<html><body><nav>Contents</nav></body></html>"}
+
+
 def book(files: dict[str, bytes] | None = None, package: bytes | None = None) -> bytes:
+    """The book of :data:`CHAPTERS` (``files`` instead, when given)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("mimetype", "application/epub+zip")
         archive.writestr("META-INF/container.xml", CONTAINER)
         archive.writestr("OEBPS/content.opf", package or opf())
-        for name, data in (files if files is not None else {
-                "OEBPS/text/ch1.xhtml": CH1, "OEBPS/text/chapter 2.xhtml": CH2,
-                "OEBPS/nav.xhtml": b"<html><body><nav>Contents</nav></body></html>"}).items():
+        for name, data in (files if files is not None else CHAPTERS).items():
             archive.writestr(name, data)
     return buffer.getvalue()
 
@@ -129,12 +132,36 @@ def test_external_entities_are_never_resolved():
     assert extracted.title == "Arrival"  # no title from the entity: the first chapter's heading
 
 
+def encryption(*uris: str, algorithm: str = "http://www.w3.org/2001/04/xmlenc#aes128-cbc") -> bytes:
+    """A ``META-INF/encryption.xml`` listing ``uris`` as encrypted with ``algorithm``."""
+    listed = "".join(
+        f'<enc:EncryptedData><enc:EncryptionMethod Algorithm="{algorithm}"/><enc:CipherData>'
+        f'<enc:CipherReference URI="{uri}"/></enc:CipherData></enc:EncryptedData>' for uri in uris)
+    return (b'<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+            b'xmlns:enc="http://www.w3.org/2001/04/xmlenc#">' + listed.encode() + b"</encryption>")
+
+
 @pytest.mark.parametrize(("files", "reason"), [
-    ({"META-INF/encryption.xml": b"<encryption/>"}, "encrypted EPUB (DRM): its chapters cannot be read"),
+    ({"META-INF/encryption.xml": encryption("OEBPS/text/ch1.xhtml")},
+     "encrypted EPUB (DRM): 1 of its 2 chapters cannot be read"),
+    ({"META-INF/encryption.xml": encryption("/OEBPS/text/chapter%202.xhtml", "OEBPS/text/ch1.xhtml")},
+     "encrypted EPUB (DRM): 2 of its 2 chapters cannot be read"),
+    ({"META-INF/encryption.xml": b"<encryption"},  # a list that cannot be read locks them all
+     "encrypted EPUB (DRM): 2 of its 2 chapters cannot be read"),
 ])
 def test_an_encrypted_book_fails_with_its_reason(files, reason):
     with pytest.raises(ExtractionError, match=f"^{re.escape(reason)}$"):
-        EPUB.extract(book(files), "drm")
+        EPUB.extract(book({**CHAPTERS, **files}), "drm")
+
+
+def test_a_book_whose_only_encrypted_files_are_fonts_is_read():
+    """Found by a new user: a book listing only its obfuscated font in encryption.xml (IDPF font
+    obfuscation, common in books with embedded fonts) failed as DRM, its chapters plain XHTML."""
+    obfuscated = {"META-INF/encryption.xml": encryption(
+        "OEBPS/fonts/DejaVuSans.ttf", algorithm="http://www.idpf.org/2008/embedding"),
+        "OEBPS/fonts/DejaVuSans.ttf": bytes(range(256))}
+    assert EPUB.extract(book({**CHAPTERS, **obfuscated}), "notes").canonical_text == EPUB.extract(
+        book(), "notes").canonical_text
 
 
 def test_a_missing_chapter_is_counted_and_a_zip_without_a_container_fails():
