@@ -192,7 +192,8 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
 class _Workbooks:
     """The Excel workbooks a deck embeds, each part read once (however many objects show it),
     a table per sheet (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook`: its
-    first row the header; a sheet of one row a line of text), counted against the deck's
+    first row the header; a sheet of one row a line of text; a line ``Sheet: <name>`` before
+    each of a workbook of several), counted against the deck's
     limits; what each left out is kept for the deck's notes (``read``)."""
 
     def __init__(self, budget: ContentBudget) -> None:
@@ -221,8 +222,9 @@ class _Workbooks:
         if workbook is None:
             return None
         self.read.append(workbook)
-        return [(layout_table(rows, 0)[0], rows if len(rows) > 1 else None)
-                for rows in workbook.tables]
+        return [block for name, rows in workbook.tables for block in (
+            *([(f"Sheet: {name}", None)] if name is not None else []),
+            (layout_table(rows, 0)[0], rows if len(rows) > 1 else None))]
 
 
 def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:

@@ -187,14 +187,16 @@ class EmbeddedWorkbook:
     as :func:`embedded_workbook` reads it.
 
     Attributes:
-        tables: A table per non-empty sheet: its rows as :class:`XlsxFormat` reads a file's
+        tables: A table per non-empty sheet, after the sheet's name (none when the workbook
+            has one sheet only: its name, ``Sheet1`` as often as not, says nothing): its rows
+            as :class:`XlsxFormat` reads a file's
             cells (merged cells as :func:`~rag_pipeline.core.ingest.sheets.merged_away` reads
             them), blank rows left out, from the first column any row fills.
         damaged: The sheets left out because their part cannot be read, each with its reason.
         uncached: Its formula cells never calculated (read as empty).
     """
 
-    tables: list[list[list[str]]]
+    tables: list[tuple[str | None, list[list[str]]]]
     damaged: list[str]
     uncached: int
 
@@ -234,7 +236,9 @@ def embedded_workbook(data: bytes, budget: ContentBudget) -> EmbeddedWorkbook | 
         rows = without_blank_rows([list(cells) for _, cells in merged_away(sheet.rows, sheet.merged)[0]])
         first = min((next(i for i, cell in enumerate(row) if cell.strip()) for row in rows), default=0)
         if rows:
-            tables.append([row[first:] for row in rows])
+            tables.append((sheet.name, [row[first:] for row in rows]))
+    if len(tables) == 1:
+        tables = [(None, tables[0][1])]
     return EmbeddedWorkbook(tables, damaged, parts.uncached)
 
 

@@ -610,13 +610,14 @@ def test_an_embedded_workbook_is_a_table_per_sheet_after_its_paragraph():
                     ("Sign-off", [[None, "Approved by finance"]]))
     extracted = DOCX.extract(with_objects([("package", book, "Excel.Sheet.12"),
                                            ("again", b"", "Excel.Sheet.12")]), "costs")
-    assert extracted.canonical_text == ("Costs below.\n\nItem | Q1 | Q2\nTravel | 1200 | 1350.5\n"
-                                        "Licences | 800 | 800\n\nApproved by finance\n")
-    assert extracted.tables == (TableSpan(14, 72, "Item | Q1 | Q2", 28, (29, 52)),)
+    assert extracted.canonical_text == ("Costs below.\n\nSheet: Budget\n\nItem | Q1 | Q2\n"
+                                        "Travel | 1200 | 1350.5\nLicences | 800 | 800\n\n"
+                                        "Sheet: Sign-off\n\nApproved by finance\n")
+    assert extracted.tables == (TableSpan(29, 87, "Item | Q1 | Q2", 43, (44, 67)),)
     assert extracted.notes == ()  # nothing left out; the part named twice is read once
     # A paragraph holding nothing but the object.
     alone = DOCX.extract(with_objects([("package", book, "Excel.Sheet.12")], text=""), "costs")
-    assert alone.canonical_text.startswith("Item | Q1 | Q2\nTravel")
+    assert alone.canonical_text.startswith("Sheet: Budget\n\nItem | Q1 | Q2\nTravel")
     # An object in a table's cell: its tables after the table.
     import docx
 
@@ -625,7 +626,7 @@ def test_an_embedded_workbook_is_a_table_per_sheet_after_its_paragraph():
     table.cell(0, 0).text = "Attached"
     table.cell(0, 1)._tc.append(document.paragraphs[0]._p)  # moved into the cell
     in_cell = DOCX.extract(saved(document), "costs").canonical_text
-    assert in_cell.startswith("Attached | Costs below.\n\nItem | Q1 | Q2\nTravel")
+    assert in_cell.startswith("Attached | Costs below.\n\nSheet: Budget\n\nItem | Q1 | Q2\nTravel")
 
 
 def test_a_long_embedded_worksheet_keeps_its_header_in_every_chunk():

@@ -248,17 +248,19 @@ def deck_with_objects(*objects: tuple[bytes, object], title: str = "") -> bytes:
 
 def test_an_embedded_workbook_is_a_table_per_sheet_on_its_slide():
     """Found by a new user: a deck's embedded Excel worksheet was left out, its figures in no
-    chunk; a deck of one such worksheet failed "no text"."""
+    chunk; a deck of one such worksheet failed "no text". Then by another: the sheets' names
+    were lost (a workbook of one sheet names none)."""
     from pptx.enum.shapes import PROG_ID
 
     book = workbook(("Budget", [["Item", "Q1", "Q2"], ["Travel", 1200, 1350.5], [],
                                 ["Licences", 800, 800]]),
                     ("Sign-off", [[None, "Approved by finance"]]), ("Empty", []))
     extracted = PPTX.extract(deck_with_objects((book, PROG_ID.XLSX), title="Costs"), "costs")
-    assert extracted.canonical_text == ("Costs\n\nItem | Q1 | Q2\nTravel | 1200 | 1350.5\n"
-                                        "Licences | 800 | 800\n\nApproved by finance\n")
-    assert extracted.tables == (TableSpan(7, 65, "Item | Q1 | Q2", 21, (22, 45)),)
-    assert extracted.sections == (Section("Costs", 7, 86),)
+    assert extracted.canonical_text == ("Costs\n\nSheet: Budget\n\nItem | Q1 | Q2\n"
+                                        "Travel | 1200 | 1350.5\nLicences | 800 | 800\n\n"
+                                        "Sheet: Sign-off\n\nApproved by finance\n")
+    assert extracted.tables == (TableSpan(22, 80, "Item | Q1 | Q2", 36, (37, 60)),)
+    assert extracted.sections == (Section("Costs", 7, 118),)
     assert extracted.notes == (("slides", "1"),)  # nothing left out
 
 
