@@ -22,9 +22,11 @@ fails alone.
 A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From `` line loses one
 ``>``), those that read ``From SENDER WEEKDAY ...`` as mail programs write them, or that a
 header line follows, when the file starts with one (so an unquoted body line "From here
-on..." splits nothing); its messages are
-members ``inbox.mbox/message-N.eml`` (1-based), at most
-``max_members`` of them.
+on..." splits nothing); its messages are members named by their ``Message-ID``
+(``inbox.mbox/CAF1x2@mail.example.org.eml``, made safe: a message keeps its name, and its
+citations, when others are added or deleted), ``inbox.mbox/message-N.eml`` (its place,
+1-based) for one without or whose id an earlier message has, at most ``max_members`` of
+them.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import email.errors
 import email.header
 import mimetypes
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.bom_text import GUESSED_CHARSET
@@ -374,6 +376,33 @@ def split_mbox(data: bytes) -> list[bytes]:
     return messages
 
 
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._@+=-]+")
+MESSAGE_NAME_CHARS = 120
+"""The longest a message's name is, from its ``Message-ID`` (ids of 1,000 characters exist)."""
+
+
+def message_names(messages: Sequence[bytes]) -> list[str]:
+    """A member name for each message of a mailbox: ``<its Message-ID>.eml``, the id's angle
+    brackets dropped and each run of characters outside ``A-Za-z0-9._@+=-`` a ``_``, cut at
+    :data:`MESSAGE_NAME_CHARS`; ``message-N.eml`` (its place, 1-based) for a message without
+    an id (or none left once made safe) or with one an earlier message has."""
+    from email.parser import BytesHeaderParser
+
+    names: list[str] = []
+    taken: set[str] = set()
+    for number, message in enumerate(messages, start=1):
+        try:
+            found = BytesHeaderParser().parsebytes(message).get("Message-ID")
+        except Exception:  # noqa: BLE001 - a header the parser cannot read names nothing
+            found = None
+        safe = _UNSAFE_IN_NAME.sub("_", str(found or "").strip().strip("<>").strip())
+        safe = safe.strip("._")[:MESSAGE_NAME_CHARS]
+        name = f"{safe}.eml" if safe and f"{safe}.eml" not in taken else f"message-{number}.eml"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 class MboxFormat(ContainerFormat):
     """``.mbox`` mailboxes."""
 
@@ -382,10 +411,10 @@ class MboxFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("mbox-split", "2")
+        return Extractor("mbox-split", "3")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
-        """The messages as members ``message-N.eml``.
+        """The messages as members named by :func:`message_names`.
 
         Raises:
             ExtractionError: Not an mbox file, or over ``max_members`` messages.
@@ -395,6 +424,6 @@ class MboxFormat(ContainerFormat):
         if len(messages) > limit:
             raise ExtractionError(f"{len(messages)} messages: over the limit of {limit} per "
                                   "mailbox (max_members)")
-        members = (Member(f"message-{number}.eml", message)
-                   for number, message in enumerate(messages, start=1))
+        members = (Member(name, message)
+                   for name, message in zip(message_names(messages), messages, strict=True))
         return Expansion(None, members, (("messages", str(len(messages))),))

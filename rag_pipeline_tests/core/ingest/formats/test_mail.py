@@ -342,3 +342,23 @@ def test_a_header_over_4096_characters_is_decoded_word_by_word_not_parsed_as_add
         assert own.canonical_text == f"{'a' * 20_000}\n\nFrom: ana@example.org\nTo: {shown}\n\nBody.\n"
     short = EML.extract(b'From: ana@example.org\nTo: "Jose N" <jose@example.org>\n\nBody.\n', "m")
     assert "To: Jose N <jose@example.org>" in short.canonical_text  # parsed: quotes it needs not
+
+
+def test_a_mailboxs_messages_are_named_by_their_ids_so_a_deletion_renames_none(tmp_path: Path):
+    """Found by a new user: messages were named by their place (``message-3.eml``), so deleting
+    the second of five renamed every later one (added 2, changed 4, deleted 3), and an old
+    citation of ``message-3.eml`` named another mail."""
+    def mail(number: int, message_id: str | None) -> bytes:
+        header = f"Message-ID: {message_id}\n" if message_id is not None else ""
+        return (f"From ana@example.org Tue Dec  1 09:0{number}:00 2026\nFrom: ana@example.org\n"
+                f"Subject: Note {number}\n{header}\nBody {number}.\n\n").encode()
+
+    ids = ["<CAF1x2@mail.example.org>", None, "<a/b c@host>", "<CAF1x2@mail.example.org>", "<>"]
+    (tmp_path / "inbox.mbox").write_bytes(b"".join(mail(n, i) for n, i in enumerate(ids, start=1)))
+    names = [r.document_id for r in extract_corpus(tmp_path).records][1:]
+    assert names == ["inbox.mbox/CAF1x2@mail.example.org.eml", "inbox.mbox/message-2.eml",
+                     "inbox.mbox/a_b_c@host.eml", "inbox.mbox/message-4.eml",  # the id again
+                     "inbox.mbox/message-5.eml"]  # nothing left of the id
+    (tmp_path / "inbox.mbox").write_bytes(b"".join(mail(n, i) for n, i in enumerate(ids, start=1)
+                                                  if n != 1))
+    assert "inbox.mbox/a_b_c@host.eml" in [r.document_id for r in extract_corpus(tmp_path).records]
