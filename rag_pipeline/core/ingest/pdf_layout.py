@@ -399,6 +399,13 @@ def ends_in_dot_leader(text: str) -> bool:
 _CONTENTS_HEADINGS = frozenset({"contents", "table of contents", "contents of this manual"})
 
 
+def _above_contents(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+    """A contents page's rows above its first entry, but the contents' own heading: a first
+    page's title over its contents."""
+    first = next(r for r, row in enumerate(rows) if ends_in_dot_leader(_row_text(row)))
+    return [row for row in rows[:first] if _row_text(row).strip().lower() not in _CONTENTS_HEADINGS]
+
+
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
     """Most of the page's lines end in a dot leader and a page number, read whole: the number
     may be a run of its own (sdccman's contents)."""
@@ -925,11 +932,7 @@ def _page_lines(pages: Sequence[PageText],
         kept = [row for r, row in enumerate(rows) if (p, r) not in running]
         if _is_toc_page(kept):
             toc_pages.append(page.index + 1)
-            # A first page's rows above its first entry stay (a title over the contents), but
-            # the contents' own heading.
-            kept = [row for row in kept[:next(r for r, row in enumerate(kept)
-                                              if ends_in_dot_leader(_row_text(row)))]
-                    if _row_text(row).strip().lower() not in _CONTENTS_HEADINGS] if p == 0 else []
+            kept = _above_contents(kept) if p == 0 else []
             if not kept:
                 page_lines.append([])
                 continue
@@ -1235,7 +1238,7 @@ drivers write it."""
 
 
 def _file_name_title(title: str) -> bool:
-    return _FILE_NAME_TITLE.fullmatch(" ".join(title.split())) is not None
+    return len(title) <= 300 and _FILE_NAME_TITLE.fullmatch(" ".join(title.split())) is not None
 
 
 def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: float) -> str:
