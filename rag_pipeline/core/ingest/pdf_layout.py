@@ -1011,6 +1011,8 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
     """``line`` belongs to the paragraph ``block`` holds."""
     if kind != block.kind or kind is BlockKind.FOOTNOTE:
         return False
+    if kind is not BlockKind.TABLE and line.text[:1] in BULLETS and line.text[1:2].isspace():
+        return False  # a list item starts a paragraph of its own (set as a heading, too)
     previous = block.lines[-1]
     ends_sentence = _SENTENCE_END.search(previous.text) is not None and not previous.hyphen
     if kind is BlockKind.HEADING:
@@ -1029,8 +1031,6 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
         return False
     if kind is BlockKind.TABLE:
         return True
-    if line.text[:1] in BULLETS and line.text[1:2].isspace():
-        return False  # a list item starts a paragraph of its own
     return not (ends_sentence and abs(line.x0 - previous.x0) > line.size)
 
 

@@ -358,6 +358,13 @@ def test_a_bulleted_list_is_items_not_a_table_headed_by_its_first_item():
         "• An embeddable print engine for other applications, including a report language "
         "of its own.\n\n• A build system for complex documents\n")
     assert layout.tables == ()
+    # Found by an attack: items set larger than the body were read as one heading (siscone's
+    # "• siscone/area.h • siscone/area.cpp").
+    files = [run(0, "Body text of the page, in the body's type, goes on here.", 50, 60, size=8),
+             run(0, "And a second line of that body text ends here.", 50, 70, size=8),
+             run(0, "• siscone/area.h", 60, 100, size=9), run(0, "• siscone/area.cpp", 60, 112, size=9)]
+    assert lay_out([page(0, *files)], (), "Files", "files").canonical_text.endswith(
+        "\n\n• siscone/area.h\n\n• siscone/area.cpp\n")
 
 
 def test_a_sentence_over_a_table_is_not_cut_at_its_columns():
