@@ -481,10 +481,8 @@ class _Objects(_PartsReadOnce):
             self.left_out += 1
             return []
         self.read.append(workbook)
-        return [block for name, rows in workbook.tables for block in (
-            *([DocxBlock(f"Sheet: {name}")] if name is not None else []),
-            DocxBlock(layout_table(rows, 0)[0], rows=tuple(map(tuple, rows)) if len(rows) > 1
-                      else (), header_rows=1 if len(rows) > 1 else 0))]
+        return [DocxBlock(text, rows=tuple(map(tuple, rows)) if rows else (),
+                          header_rows=1 if rows else 0) for text, rows in workbook.blocks()]
 
 
 def _blocks(document: Document, budget: ContentBudget, imported: _Imported | None = None,

@@ -222,9 +222,7 @@ class _Workbooks:
         if workbook is None:
             return None
         self.read.append(workbook)
-        return [block for name, rows in workbook.tables for block in (
-            *([(f"Sheet: {name}", None)] if name is not None else []),
-            (layout_table(rows, 0)[0], rows if len(rows) > 1 else None))]
+        return workbook.blocks()
 
 
 def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:

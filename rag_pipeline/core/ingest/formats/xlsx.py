@@ -51,7 +51,7 @@ from rag_pipeline.core.ingest.sheets import (
     merged_away,
     sheet_fragment,
 )
-from rag_pipeline.core.ingest.tables import without_blank_rows
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 
 @dataclass(frozen=True)
@@ -199,6 +199,14 @@ class EmbeddedWorkbook:
     tables: list[tuple[str | None, list[list[str]]]]
     damaged: list[str]
     uncached: int
+
+    def blocks(self) -> list[tuple[str, list[list[str]] | None]]:
+        """The workbook as the containing document's blocks, ``(text, rows)``: a line
+        ``Sheet: <name>`` (``rows`` None) before each named sheet, then its table laid out, its
+        rows (None for a sheet of one row: a line of text, a header over no rows is no table)."""
+        return [block for name, rows in self.tables for block in (
+            *([(f"Sheet: {name}", None)] if name is not None else []),
+            (layout_table(rows, 0)[0], rows if len(rows) > 1 else None))]
 
 
 def embedded_workbook(data: bytes, budget: ContentBudget) -> EmbeddedWorkbook | None:
