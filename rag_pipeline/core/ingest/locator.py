@@ -9,6 +9,8 @@ and a citation's URL fragment is ``#`` + a locator:
 - ``row=5`` / ``row=5-9``: rows of a CSV file (RFC 7111);
 - ``rows=3-17``: data rows of a table inside a document (1-based, the header row not
   counted), added after the format's own locator (``page=2&rows=3-17``, ``char=0,90&rows=1-4``);
+  ``table=2&rows=3-17`` when more than one table starts on that page or slide (the second of
+  them: ``slide=4&table=2&rows=3-17``);
 - ``sheet=<percent-encoded name>&range=A12:F30``: a cell range of a spreadsheet sheet.
 
 Each kind is one class registered under its first key (:func:`locator_kind`), so a format that
@@ -172,19 +174,25 @@ class RowLocator(Locator):
 class TableRowsLocator(Locator):
     """Data rows ``first`` to ``last`` of a table in a document, 1-based, the header row(s)
     not counted; always a range (``rows=4-4`` for one row), so it never reads as CSV's
-    ``row=``."""
+    ``row=``. ``table`` is the table's place among those starting on the same page or slide,
+    1-based, given only where more than one does (``table=2&rows=4-4``)."""
 
     first: int
     last: int
-    _PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"rows=(\d+)-(\d+)")
+    table: int | None = None
+    _PATTERN: ClassVar[re.Pattern[str]] = re.compile(r"(?:table=(\d+)&)?rows=(\d+)-(\d+)")
 
     @classmethod
     def parse(cls, text: str) -> TableRowsLocator:
         match = _match(cls._PATTERN, text, "table rows")
-        return cls(int(match[1]), int(match[2]))
+        return cls(int(match[2]), int(match[3]), int(match[1]) if match[1] else None)
 
     def __str__(self) -> str:
-        return f"rows={self.first}-{self.last}"
+        table = f"table={self.table}&" if self.table is not None else ""
+        return f"{table}rows={self.first}-{self.last}"
+
+
+_KINDS["table"] = TableRowsLocator.parse  # ``table=2&rows=4-4`` starts with its table's place
 
 
 @locator_kind("sheet")

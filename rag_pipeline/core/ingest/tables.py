@@ -10,7 +10,7 @@ both the text and the span with :func:`layout_table`.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rag_pipeline.core.ingest.extracted import Anchor, TableSpan
 from rag_pipeline.core.ingest.locator import (
@@ -89,27 +89,38 @@ def repeated_header(tables: Sequence[TableSpan], start: int) -> str:
     return table.header
 
 
-def rows_locator(tables: Sequence[TableSpan], start: int, end: int) -> str:
+def rows_locator(tables: Sequence[TableSpan], start: int, end: int,
+                 unit: Callable[[int], str] | None = None) -> str:
     """``rows=3-17`` (:class:`~rag_pipeline.core.ingest.locator.TableRowsLocator`): the data
     rows of the table ``[start, end)`` starts in (or the first table it reaches into); ``""``
-    when it holds no data row."""
+    when it holds no data row. ``unit`` names the page or slide a position is on (the
+    format's fragment there): where other tables start on the same one as this table and the
+    span starts there too, the table's place among them is given (``table=2&rows=3-17``), so
+    two tables on one slide never share a citation."""
     for table in tables:
         if table.end <= start:
             continue
         if table.start >= end:
             break
         rows = table.row_range(start, end)
-        if rows is not None:
-            return str(TableRowsLocator(*rows))
+        if rows is None:
+            continue
+        place = None
+        if unit is not None and (own := unit(table.start)) == unit(start):
+            peers = [other for other in tables if unit(other.start) == own]
+            place = peers.index(table) + 1 if len(peers) > 1 else None
+        return str(TableRowsLocator(*rows, table=place))
     return ""
 
 
-def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int) -> str:
+def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int,
+              unit: Callable[[int], str] | None = None) -> str:
     """A format's ``fragment`` for ``[start, end)`` with the table rows it holds added
-    (``#page=3&rows=14-27``, ``#slide=2&rows=1-30``, ``#char=120,610&rows=5-19``); unchanged
-    when it holds no data row (:meth:`~rag_pipeline.core.ingest.formats.base.DocumentFormat.cited_fragment`
-    calls it for a format whose fragment does not name its rows itself)."""
-    rows = rows_locator(tables, start, end)
+    (``#page=3&rows=14-27``, ``#slide=2&table=2&rows=1-30``, ``#char=120,610&rows=5-19``);
+    unchanged when it holds no data row. ``unit`` as for :func:`rows_locator`.
+    :meth:`~rag_pipeline.core.ingest.formats.base.DocumentFormat.cited_fragment` calls it for a
+    format whose fragment does not name its rows itself."""
+    rows = rows_locator(tables, start, end, unit)
     return f"{fragment}&{rows}" if rows else fragment
 
 

@@ -27,6 +27,7 @@ CASES = [
     ("row=5-9", RowLocator(5, 9)),
     ("rows=3-17", TableRowsLocator(3, 17)),
     ("rows=4-4", TableRowsLocator(4, 4)),
+    ("table=2&rows=4-4", TableRowsLocator(4, 4, table=2)),
     # The sheet's real name, percent-encoded in the notation.
     ("sheet=Budget%202026%21&range=A8:D12", RangeLocator("Budget 2026!", 1, 8, 4, 12)),
     ("sheet=S&range=AA1:AB30", RangeLocator("S", 27, 1, 28, 30)),
@@ -47,7 +48,7 @@ def test_a_range_names_its_cells_and_its_sheet():
 
 
 @pytest.mark.parametrize("text", ["page=", "page=x", "page=3&x", "char=1", "t=1,", "row=1-",
-                                  "rows=4", "rows=1-",
+                                  "rows=4", "rows=1-", "table=2", "table=&rows=1-2",
                                   "sheet=S&range=a1:b2", "slide=3", "", "=3"])
 def test_anything_else_is_refused(text: str):
     with pytest.raises(InvalidLocator):

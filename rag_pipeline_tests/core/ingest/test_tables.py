@@ -56,6 +56,23 @@ def test_a_fragment_gains_the_rows_its_span_holds():
     assert with_rows("#char=41,50", tables, 41, 50) == "#char=41,50"  # after the table
 
 
+def test_a_table_sharing_its_page_with_another_is_named_by_its_place_on_it():
+    tables = [TableSpan(0, 20, "A", 2, (3, 10)), TableSpan(30, 50, "B", 32, (33, 40)),
+              TableSpan(60, 80, "C", 62, (63, 70))]
+
+    def page(position: int) -> str:
+        return "#page=1" if position < 55 else "#page=2"
+
+    assert with_rows("#page=1", tables, 10, 20, page) == "#page=1&table=1&rows=2-2"
+    assert with_rows("#page=1", tables, 40, 50, page) == "#page=1&table=2&rows=2-2"
+    assert with_rows("#page=2", tables, 63, 80, page) == "#page=2&rows=1-2"  # alone on its page
+    # Spans that start before their table on the same page still name it.
+    assert with_rows("#page=1", tables, 25, 45, page) == "#page=1&table=2&rows=1-2"
+    # Without pages (each position its own unit) no place is given.
+    assert with_rows("#char=40,50", tables, 40, 50, lambda p: f"#char={p},{p + 1}") == (
+        "#char=40,50&rows=2-2")
+
+
 def test_a_citation_adds_rows_unless_the_formats_fragment_names_them():
     from rag_pipeline.core.ingest import format_named
 

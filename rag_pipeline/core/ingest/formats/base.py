@@ -98,9 +98,12 @@ class DocumentFormat(ABC):
                        end: int) -> str:
         """What a citation of ``canonical_text[start:end]`` ends with: :meth:`fragment`, the
         table rows it holds added unless the fragment names them itself (``#page=3&rows=14-27``,
-        a CSV file's ``#row=4``)."""
+        ``#slide=2&table=2&rows=1-4`` for the second table on a slide, a CSV file's ``#row=4``)."""
         fragment = self.fragment(anchors, start, end)
-        return fragment if self.fragment_names_rows else with_rows(fragment, tables, start, end)
+        if self.fragment_names_rows:
+            return fragment
+        return with_rows(fragment, tables, start, end,
+                         unit=lambda position: self.fragment(anchors, position, position + 1))
 
     def header_above(self, tables: Sequence[TableSpan], start: int, end: int) -> str:
         """The header row of the table whose rows ``canonical_text[start:end]`` starts in, when

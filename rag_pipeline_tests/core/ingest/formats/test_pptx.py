@@ -346,6 +346,39 @@ def test_a_span_cites_the_slides_it_covers():
     assert PPTX.fragment((), 3, 9) == "#char=3,9"
 
 
+def test_two_tables_on_one_slide_are_cited_apart():
+    """Found by a new user: row 2 of either table was ``#slide=1&rows=2-2``."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+    for top, rows in ((1, [["Site", "Hours"], ["Delta", "6"], ["North", "4"]]),
+                      (4, [["Tool", "Count"], ["Drill", "2"], ["Saw", "1"]])):
+        table = slide.shapes.add_table(3, 2, Inches(1), Inches(top), Inches(6), Inches(1)).table
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                table.cell(r, c).text = value
+    alone = presentation.slides.add_slide(presentation.slide_layouts[6])
+    table = alone.shapes.add_table(2, 2, Inches(1), Inches(1), Inches(6), Inches(1)).table
+    for c, value in enumerate(["Room", "Seats"]):
+        table.cell(0, c).text = value
+    table.cell(1, 0).text, table.cell(1, 1).text = "Oak", "12"
+    extracted = PPTX.extract(saved(presentation), "kit")
+    text = extracted.canonical_text
+
+    def cited(row: str) -> str:
+        start = text.index(row)
+        return PPTX.cited_fragment(extracted.anchors, extracted.tables, start, start + len(row))
+
+    assert [cited(row) for row in ("North | 4", "Saw | 1", "Oak | 12")] == [
+        "#slide=1&table=1&rows=2-2", "#slide=1&table=2&rows=2-2", "#slide=2&rows=1-1"]
+    # A span from the first table's rows into the second cites the first, its place given.
+    start, end = text.index("Delta | 6"), text.index("Saw | 1") + len("Saw | 1")
+    assert PPTX.cited_fragment(extracted.anchors, extracted.tables, start, end) == (
+        "#slide=1&table=1&rows=1-2")
+
+
 def with_presentation(edit: Callable[[bytes], bytes]) -> bytes:
     """The deck with ``ppt/presentation.xml`` edited by ``edit``."""
     source = zipfile.ZipFile(io.BytesIO(deck()))
