@@ -1011,7 +1011,7 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
     """``line`` belongs to the paragraph ``block`` holds."""
     if kind != block.kind or kind is BlockKind.FOOTNOTE:
         return False
-    if kind is not BlockKind.TABLE and line.text[:1] in BULLETS and line.text[1:2].isspace():
+    if kind is not BlockKind.TABLE and _starts_item(line.text):
         return False  # a list item starts a paragraph of its own (set as a heading, too)
     previous = block.lines[-1]
     ends_sentence = _SENTENCE_END.search(previous.text) is not None and not previous.hyphen
@@ -1031,7 +1031,27 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
         return False
     if kind is BlockKind.TABLE:
         return True
+    item = block.lines[0]
+    if _starts_item(item.text):
+        # After a sentence's end, a line starting where the item's mark does is the
+        # paragraph after the list (glpk's "— constraint matrix." / "Rows and columns
+        # have..."); one at the indent the item's lines hang at goes on with it (R's FAQ:
+        # "...London:" / "Chapman & Hall."), unless a line has gone back left of the mark. A
+        # line left of the mark is judged as any other: an item may wrap to the margin (glpk),
+        # and so may the paragraph after it.
+        if ends_sentence and abs(line.x0 - item.x0) <= 1:
+            return False
+        indent = block.lines[1].x0 if len(block.lines) > 1 else None
+        hanging = all(other.x0 > item.x0 + 1 for other in block.lines[1:])
+        if hanging and (abs(line.x0 - indent) <= 1 if indent is not None
+                        else item.x0 + 1 < line.x0 < item.x0 + 4 * line.size):
+            return True
     return not (ends_sentence and abs(line.x0 - previous.x0) > line.size)
+
+
+def _starts_item(text: str) -> bool:
+    """``text`` starts with a list mark and a space (``• In R, ...``)."""
+    return text[:1] in BULLETS and text[1:2].isspace()
 
 
 def _text_and_spans(blocks: Sequence[_Block]) -> tuple[str, list[tuple[int, int, _Block]], list[PageSpan]]:

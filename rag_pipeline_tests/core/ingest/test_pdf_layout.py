@@ -367,6 +367,36 @@ def test_a_bulleted_list_is_items_not_a_table_headed_by_its_first_item():
         "\n\n• siscone/area.h\n\n• siscone/area.cpp\n")
 
 
+def test_a_list_items_lines_hang_under_it_and_a_line_at_its_mark_starts_the_next_paragraph():
+    """Found on R's and GLPK's manuals: an item's line after a sentence's end, at the indent
+    its lines hang at, was a paragraph of its own ("...London:" / "Chapman & Hall."); a
+    paragraph indented as far as the marks, after the last item, was read into it."""
+    book = [run(0, "• J. Chambers (1992), Statistical Models in S, London:", 50, 100),
+            run(0, "Chapman & Hall.", 65, 112),
+            run(0, "This is also called the White Book.", 65, 124),
+            run(0, "• In R, attach() only works for lists.", 50, 136),
+            run(0, "(In fact, it works for saved files.) Also, not at position 1.", 65, 148)]
+    assert lay_out([page(0, *book)], (), "FAQ", "faq").canonical_text == (
+        "• J. Chambers (1992), Statistical Models in S, London: Chapman & Hall. This is also "
+        "called the White Book.\n\n• In R, attach() only works for lists. (In fact, it works "
+        "for saved files.) Also, not at position 1.\n")
+    segment = [run(0, "The segment includes the following components:", 50, 88),
+               run(0, "— rows, and", 65, 100),
+               run(0, "— the objective function of the problem, which is the smallest or", 65, 112),
+               run(0, "largest value found.", 50, 124),  # wraps to the margin: the same item
+               run(0, "— constraint matrix.", 65, 136),
+               run(0, "Rows and columns have the same attributes:", 65, 148),
+               run(0, "— ordinal number, and", 65, 160),
+               run(0, "— symbolic name. The mechanism is best explained by", 65, 172),
+               run(0, "some examples below.", 65, 184)]  # at the mark, mid-sentence: goes on
+    assert lay_out([page(0, *segment)], (), "GLPK", "glpk").canonical_text.split("\n\n")[1:] == [
+        "— rows, and",
+        "— the objective function of the problem, which is the smallest or largest value found.",
+        "— constraint matrix.", "Rows and columns have the same attributes:",
+        "— ordinal number, and",
+        "— symbolic name. The mechanism is best explained by some examples below.\n"]
+
+
 def test_a_sentence_over_a_table_is_not_cut_at_its_columns():
     # Planted: a bold sentence whose words "a" and "week" start at the table's second and
     # third columns, after ordinary word spaces.
