@@ -1276,6 +1276,15 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: 
     if first_page:
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
+        # One word that is part of a longer word of a title set nearly as large is a logo's
+        # letters (Asymptote's "symptote", its A drawn): the title is that block's words.
+        spelled = [block for block in first_page if " " not in text and block is not largest
+                   and block.lines[0].size >= 0.75 * largest.lines[0].size
+                   and any(text.lower() in word.lower() and len(word) > len(text)
+                           for word in re.findall(r"\w+", block.lines[0].text))]
+        if spelled:
+            largest = max(spelled, key=lambda block: block.lines[0].size)
+            text = " ".join("".join(piece for _, piece in largest.pieces).split())
         sentence = len(text.split()) > TITLE_MAX_WORDS and _SENTENCE_END.search(text)
         size = largest.lines[0].size
         label = " " not in text and text.isupper() and (round(size) <= body_size or any(

@@ -655,6 +655,21 @@ def test_a_label_set_larger_than_the_body_as_the_other_labels_are_is_no_title():
     assert lay_out(pages, (), "", "bash").title == "HANDBOOK"
 
 
+def test_a_logos_letters_larger_than_the_title_do_not_title_the_document():
+    """Found on Asymptote's manual: its cover's logo draws the A and sets "symptote" in 25-point
+    type under the 21-point title, and the document was titled "symptote"."""
+    pages = [page(0, run(0, "Asymptote: the Vector Graphics", 90, 230, size=20.7, bold=True),
+                  run(0, "Language", 90, 257, size=20.7, bold=True),
+                  run(0, "For version 2.85", 446, 280, size=10.9),
+                  run(0, "symptote", 281, 350, size=24.8),
+                  run(0, "This file documents Asymptote, version 2.85.", 90, 420))]
+    assert lay_out(pages, (), "", "asymptote").title == "Asymptote: the Vector Graphics Language"
+    # A one-word title in the largest type is still the title.
+    pages = [page(0, run(0, "Asymptote", 90, 230, size=24.8),
+                  run(0, "The asymptote package for LaTeX", 90, 260, size=20.7))]
+    assert lay_out(pages, (), "", "asy").title == "Asymptote"
+
+
 def test_a_dot_leader_is_found_from_the_end_of_its_line():
     """Found by an attack: a line of thousands of ``. `` and no page number was searched from
     each dot to its end (a 40 KB PDF, 42 s); so was a line of ``a-a-a-...`` for the word a
