@@ -336,8 +336,9 @@ def _running_rows(page_rows: Sequence[list[list[TextRun]]]) -> set[tuple[int, in
     for p, rows in enumerate(page_rows):
         if not rows:
             continue
-        ends = {0: ("top", 1), len(rows) - 1: ("bottom", len(rows) - 2)}
-        for r, (band, beside) in ends.items():
+        # A page's only row is its head and its foot (a blank page's running head).
+        ends = [(0, "top", 1), (len(rows) - 1, "bottom", len(rows) - 2)]
+        for r, band, beside in ends:
             cells = len(rows[r]) > 1 and 0 <= beside < len(rows) and _aligned(rows[r], rows[beside])
             text = _row_text(rows[r])
             candidates.append((p, r, band, text, _normalised(text), round(rows[r][0].baseline / 4),

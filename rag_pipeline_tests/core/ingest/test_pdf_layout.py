@@ -30,6 +30,18 @@ def test_running_heads_and_page_numbers_are_dropped_and_counted():
     assert layout.anchors == (Anchor(0, 18, "page=1"), Anchor(18, 36, "page=2"), Anchor(36, 53, "page=3"))
 
 
+def test_a_running_head_alone_on_a_blank_page_is_dropped():
+    """Found on CFITSIO's manuals: the even page left blank before a chapter keeps its head
+    ("12 CHAPTER 2. CREATING FITSIO/CFITSIO"), which stood alone in the text."""
+    bodies = ["Files are opened first.", "", "Then the header is read.", "Columns come last."]
+    pages = [page(i, run(i, f"{i + 11} CHAPTER 2. CREATING FITSIO", 50, 40),
+                  *([run(i, body, 50, 100)] if body else [])) for i, body in enumerate(bodies)]
+    layout = lay_out(pages, (), "", "doc")
+    assert layout.dropped_lines == 4
+    assert layout.canonical_text == (
+        "Files are opened first.\n\nThen the header is read.\n\nColumns come last.\n")
+
+
 def test_records_numbered_at_the_ends_of_pages_are_kept_where_their_numbers_follow_no_pages():
     """Found by an attack: a ledger's first and last record on each page (a number at one end,
     at the height where every page has one) were dropped as running heads, and so was a
