@@ -121,6 +121,14 @@ def _count(element: object, prefix: str, name: str) -> int:
     return int(value)
 
 
+def _heading_level(heading: object) -> int:
+    """A ``text:h``'s ``text:outline-level``; 1 (a top-level heading) when absent or not a
+    count of at least 1: SiSU writes ``"0"``, which ODF does not allow but LibreOffice opens,
+    and a heading's level is no reason to lose the document."""
+    value = heading.get(_q("text", "outline-level"), "1")
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else 1
+
+
 def inline_text(element: object) -> str:
     """The text of a paragraph-like element by the ODF inline rules above: the XML's own white
     space collapsed to single spaces, ``text:s``, ``text:tab`` and ``text:line-break`` kept."""
@@ -290,7 +298,7 @@ def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
     if tag == _q("text", "h"):
         text = " ".join(inline_text(child).split())
         if text:
-            yield text, _count(child, "text", "outline-level"), None
+            yield text, _heading_level(child), None
     elif tag == _q("text", "p"):
         text = inline_text(child)
         if text:
@@ -506,7 +514,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "8")
+        return Extractor("odt-content-xml", "9")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).

@@ -125,6 +125,20 @@ def test_odt_headings_paragraphs_lists_and_tables():
     assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
 
 
+@pytest.mark.parametrize("level", ["0", "x", "-2"])
+def test_a_heading_whose_level_is_no_count_is_a_top_level_heading(level: str):
+    """Found by a new user: Debian's live manual (SiSU) has two headings at outline level 0,
+    which ODF does not allow, and the whole 93 KB manual failed as damaged."""
+    document = OpenDocumentText()
+    document.text.addElement(text.H(outlinelevel=level, text="Live systems"))
+    document.text.addElement(text.P(text="A live system boots from removable media."))
+    document.text.addElement(text.H(outlinelevel="2", text="Tools"))
+    document.text.addElement(text.P(text="live-build makes the image."))
+    extracted = ODT.extract(saved(document), "live")
+    assert [(s.title, s.level) for s in extracted.sections] == [("Live systems", 1),
+                                                               ("Tools", 2)]
+
+
 def test_an_odt_cell_spanning_rows_leaves_an_empty_place_below_it():
     document = OpenDocumentText()
     grid = table.Table(name="Rota")
