@@ -606,7 +606,8 @@ def _labels_within(cells: Sequence[TextRun], table: Sequence[list[TextRun]]) -> 
             and cells[-1].x1 <= max(run.x1 for row in table for run in row) + 4)
 
 
-def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[bool]:
+def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True,
+                continued: Sequence[TextRun] = ()) -> list[bool]:
     """Which rows are table rows: two or more cells lined up with the row before or after, but
     for lines of code: a listing whose columns line up is kept line by line, not read as a
     table. Lines of code are two rows starting in a typewriter face whose later cells start
@@ -615,7 +616,10 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[b
     in another (``code_face``; an RFC set wholly in Courier has its tables in it too): a table
     in typewriter type has a header or a row in another face (gnucash's ``Operating system |
     Folder``), a header right above its rows as many cells wide (fntguide's ``Alphabets Symbol
-    fonts | Attributes``, centred over its columns, is its header)."""
+    fonts | Attributes``, centred over its columns, is its header), or it goes on from the page
+    before: ``continued`` is that page's last row when it was a table's, and rows in typewriter
+    type opening this page lined up with it are that table's (reportlab's synonyms table, its
+    header on the page before only)."""
     table = [False] * len(rows)
     for i in range(len(rows) - 1):
         if (len(rows[i]) >= 2 and _aligned(rows[i], rows[i + 1])
@@ -635,7 +639,7 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True) -> list[b
             above = rows[start - 1] if start else []
             if len(above) == len(rows[start]) and not all(run.mono for run in above):
                 table[start - 1] = True  # its header, in another face, centred over its columns
-            else:
+            elif not (start == 0 and continued and _aligned(continued, rows[0])):
                 table[start:end] = [False] * (end - start)
         start = end
     return table
@@ -765,8 +769,8 @@ def _wrapped_rows(stretch: Sequence[list[TextRun]], columns: Sequence[float]) ->
     return groups
 
 
-def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_face: bool = True
-                         ) -> list[list[TextRun]]:
+def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_face: bool = True,
+                         continued: Sequence[TextRun] = ()) -> list[list[TextRun]]:
     """Rows with each table row whose cells wrap over several lines read as one row of cells.
 
     A cell longer than its column wraps, and a table sets its other cells at the top of the
@@ -775,8 +779,8 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_fa
     partial rows right under a table row, each run a cell of one of its columns
     (:func:`_column`) and each row within 1.6 lines of the one above, are grouped
     (:func:`_wrapped_rows`); each group whose cells fill every column becomes one row, and the
-    table goes on under its header."""
-    table = _table_rows(rows, code_face)
+    table goes on under its header (``continued`` as for :func:`_table_rows`)."""
+    table = _table_rows(rows, code_face, continued)
     out: list[list[TextRun]] = []
     i = 0
     while i < len(rows):
@@ -929,6 +933,7 @@ def _page_lines(pages: Sequence[PageText],
     toc_pages: list[int] = []
     page_lines: list[list[Line]] = []
     in_tables: Counter[float] = Counter()
+    continued: list[TextRun] = []  # the page before's last row, when it was a table's
     for p, (page, rows) in enumerate(zip(pages, page_rows, strict=True)):
         kept = [row for r, row in enumerate(rows) if (p, r) not in running]
         if _is_toc_page(kept):
@@ -936,10 +941,12 @@ def _page_lines(pages: Sequence[PageText],
             kept = _above_contents(kept) if p == 0 else []
             if not kept:
                 page_lines.append([])
+                continued = []
                 continue
         reading = _merge_wrapped_cells(_split_cells_run_together(
-            _reading_rows(kept, page.width), code_face), joiner, code_face)
-        table = _table_rows(reading, code_face)
+            _reading_rows(kept, page.width), code_face), joiner, code_face, continued)
+        table = _table_rows(reading, code_face, continued)
+        continued = reading[-1] if reading and table[-1] else []
         for row in itertools.compress(reading, table):
             for run in row:
                 in_tables[round(run.size)] += len(run.text)

@@ -641,6 +641,33 @@ def test_a_table_in_typewriter_type_under_a_header_in_another_face_stays_a_table
     assert [(t.header, len(t.rows)) for t in layout.tables] == [("\\mathrm | OT1 cmr m n", 1)]
 
 
+def test_a_typewriter_table_going_on_to_the_next_page_without_its_header_stays_one_table():
+    """Found by a new user: reportlab's synonyms table, in typewriter type under a bold header
+    on page 78, went on to page 79 without it; there its 28 rows were read as code, one line
+    each with no cells, and no row of them was cited."""
+    def mono(page_index: int, text: str, x0: float, baseline: float) -> TextRun:
+        return dataclasses.replace(run(page_index, text, x0, baseline), mono=True)
+
+    prose = "The attributes of the opening tag set the paragraph's style, as listed below."
+    first = [run(0, prose, 50, 60), run(0, "Attribute", 107, 100, bold=True),
+             run(0, "Synonyms", 234, 100, bold=True),
+             mono(0, "alignment", 107, 114), mono(0, "align, alignment", 234, 114),
+             mono(0, "backColor", 107, 128), mono(0, "bg, bgcolor", 234, 128)]
+    second = [mono(1, "endDots", 108, 90), mono(1, "endDots, enddots", 235, 90),
+              mono(1, "fontName", 108, 104), mono(1, "face, font, fontName", 235, 104),
+              run(1, "Table 6-2 - Synonyms for style attributes, in the order of their names.", 50, 130)]
+    layout = lay_out([page(0, *first), page(1, *second)], (), "Guide", "guide")
+    (table,) = layout.tables
+    text = layout.canonical_text
+    assert [text[start:text.index("\n", start)] for start in table.rows] == [
+        "alignment | align, alignment", "backColor | bg, bgcolor", "endDots | endDots, enddots",
+        "fontName | face, font, fontName"]
+    assert table.header == "Attribute | Synonyms"
+    # On its own, such a page is still a listing's lines, not a table.
+    assert lay_out([page(0, run(0, prose, 50, 60)), page(1, *second)], (), "Guide",
+                   "guide").tables == ()
+
+
 def test_a_heading_under_a_table_is_not_cut_into_its_cells():
     # Found by a regression trial: array.pdf's "10 The Environment Definitions" under a
     # numbered listing read "10 | The Environment Definitions".
