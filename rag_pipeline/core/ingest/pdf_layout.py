@@ -81,7 +81,7 @@ LONGEST_WORD = 64
 (tried from each letter, to the end: a line of thousands of ``a-`` took seconds)."""
 _WORD_AFTER = re.compile(r"^([A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*)")
 _VOCABULARY_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
-_FOOTNOTE_START = re.compile(r"^(?:\d{1,2}|[*†‡§¶])\s?\S")
+_FOOTNOTE_START = re.compile(r"^(?:\d{1,2}(?!\d)|[*†‡§¶])\s?\S")
 _URL_END = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://\S*[/.]$")
 _SPACED_ELLIPSIS = re.compile(r"(?<!\. )\. \. \.(?! \.)")
 
@@ -110,6 +110,8 @@ class Line:
     cells: int
     depth: float = 0.0
     """How far below ``baseline`` its last line lies (a table row whose cells wrap over lines)."""
+    numbered_code: bool = False
+    """A listing's line: its line number and its code (:func:`_numbered_code`)."""
 
 
 @dataclass(frozen=True)
@@ -659,13 +661,16 @@ _LINE_NUMBER = re.compile(r"[0-9]{1,6}")
 
 def _numbered_lines(rows: Sequence[list[TextRun]]) -> bool:
     """The rows are a listing's numbered lines: each begins with a line number one more than
-    the row's before (``14 | \\begin{question}``, ``15 | In which continent ...``) beside
-    code (its cells in a typewriter face) or set smaller than the line it numbers. A table of
-    codes counting up beside their meanings in the text's own type (glpk's ``0 |
-    initialization successful``) is a table."""
-    numbers = [row[0].text.strip() for row in rows]
-    return (len(rows) >= 2 and all(_numbered_code(row) for row in rows)
-            and all(int(b) == int(a) + 1 for a, b in itertools.pairwise(numbers)))
+    the row's before (``14 | \\begin{question}``, ``15 | In which continent ...``), and at
+    least half of them are that number beside code (its cells in a typewriter face) or set
+    smaller than the line it numbers; the others' number may run into their code (AMC's
+    ``18 \\namefield{\\fbox{ | 5②[5]``, a callout beside it). A table of codes counting up
+    beside their meanings in the text's own type (glpk's ``0 | initialization successful``)
+    is a table."""
+    numbers = [(row[0].text.split() or [""])[0] for row in rows]
+    return (len(rows) >= 2 and all(_LINE_NUMBER.fullmatch(number) for number in numbers)
+            and all(int(b) == int(a) + 1 for a, b in itertools.pairwise(numbers))
+            and 2 * sum(_numbered_code(row) for row in rows) >= len(rows))
 
 
 def _numbered_code(row: Sequence[TextRun]) -> bool:
@@ -825,19 +830,24 @@ def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[
         baseline = min(run.baseline for run in row) if any(run.depth for run in row) \
             else row[0].baseline
         # A listing's line is code with its line number (:func:`_numbered_code`): kept a line.
-        mono = all(run.mono for run in row) or (not in_table and _numbered_code(row))
+        listing = not in_table and _numbered_code(row)
+        mono = all(run.mono for run in row) or listing
         lines.append(Line(page, text, row[0].x0, min(run.top for run in row), baseline,
                           size, _bold(row), mono, row[-1].hyphen,
                           len(row) if in_table else 1,
-                          max(run.baseline + run.depth for run in row) - baseline))
+                          max(run.baseline + run.depth for run in row) - baseline, listing))
     return lines
 
 
 def _footnote_start(lines: Sequence[Line], body_size: float) -> int:
-    """Index of the first footnote line at the foot of a page (``len(lines)`` when none)."""
+    """Index of the first footnote line at the foot of a page (``len(lines)`` when none). A
+    footnote starts with its mark and its text, under the page's other lines: a listing's
+    numbered line set smaller than the body is none, nor is a line above it, and a line
+    number alone starts none."""
     start = len(lines)
     for i in range(len(lines) - 1, 0, -1):
-        if lines[i].size > body_size * FOOTNOTE_SIZE_RATIO or lines[i].cells > 1:
+        if (lines[i].size > body_size * FOOTNOTE_SIZE_RATIO or lines[i].cells > 1
+                or lines[i].numbered_code):
             break
         if _FOOTNOTE_START.match(lines[i].text):
             start = i

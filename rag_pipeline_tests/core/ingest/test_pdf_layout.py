@@ -757,3 +757,36 @@ def test_a_listings_numbered_lines_are_code_lines_not_a_table():
     # Codes counting up in the text's own type, and numbers that do not count lines, are tables.
     for numbers, size in (([0, 1, 2, 3], 10), ([10, 20, 30, 40], 7)):
         assert len(lay_out([page(0, *numbered(numbers, size))], (), "Codes", "codes").tables) == 1
+
+
+def test_a_listing_whose_numbers_run_into_some_lines_and_callouts_beside_them_is_no_table():
+    """Found by a new user: on AMC's page 23 the line number of some lines runs into the code
+    (one run: ``18 \\namefield{\\fbox{``) and a callout (``5②[5]``) stands beside it, so three
+    stretches of the listing were tables headed by such a line; below them, its lines set
+    smaller than the body, each starting with a number, were read as 43 footnotes."""
+    prose = "The header of the test sheet is written in LaTeX as the listing below shows."
+    runs = [run(0, prose, 41, 80), run(0, "18 \\namefield{\\fbox{", 41, 100, size=9),
+            run(0, "5②[5]", 170, 100, size=9),
+            run(0, "19", 41, 111, size=5), run(0, "\\begin{minipage}{.5\\linewidth}", 143, 111, size=9),
+            run(0, "20", 41, 122, size=5), run(0, "Firstname and lastname:", 154, 122, size=9),
+            run(0, "21", 41, 133, size=5), run(0, "\\vspace*{1mm}", 154, 133, size=9),
+            run(0, "22 }}", 41, 144, size=9)]
+    layout = lay_out([page(0, *runs)], (), "AMC", "amc")
+    assert layout.tables == ()
+    assert layout.footnotes == 0
+    assert "\n\n19 \\begin{minipage}{.5\\linewidth}\n20 Firstname and lastname:\n21 \\vspace*{1mm}\n" in (
+        layout.canonical_text)
+
+
+def test_a_footnote_starts_with_its_mark_and_its_text():
+    """Found on real manuals: a line under a footnote starting with a year ("2000.") or a
+    number of three digits or more ("170,150, 180,110" in a listing) started a footnote of its
+    own."""
+    runs = [run(0, "Body text set in the body's type ends this page with a sentence.", 50, 100),
+            run(0, "Another line of the body is set in that type, and it is longer still.", 50, 112),
+            run(0, "11 but not a major version greater than 7: it has been 7 since", 50, 700, size=8),
+            run(0, "2000.", 50, 710, size=8)]
+    layout = lay_out([page(0, *runs)], (), "R", "r")
+    assert layout.footnotes == 1
+    assert layout.canonical_text.endswith("11 but not a major version greater than 7: it has been 7 "
+                                          "since 2000.\n")
