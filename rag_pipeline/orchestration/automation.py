@@ -138,8 +138,8 @@ def past_runs(instance: dg.DagsterInstance, step: Step) -> list[PastRun]:
     records = instance.get_run_records(filters=dg.RunsFilter(
         job_name=JOB_OF_STAGE[step.stage], tags={"dagster/partition": str(partition_key(step))}))
     since = takewhile(lambda r: r.dagster_run.tags.get(INPUTS_TAG) == step.key, records)
-    return [PastRun(_OUTCOMES.get(r.dagster_run.status, Outcome.ACTIVE), r.end_time)
-            for r in since]
+    return [PastRun(_OUTCOMES.get(r.dagster_run.status, Outcome.ACTIVE), r.end_time,
+                    r.dagster_run.status == dg.DagsterRunStatus.CANCELED) for r in since]
 
 
 def runs_of_inputs(instance: dg.DagsterInstance, step: Step) -> int:
@@ -165,9 +165,10 @@ def due_requests(steps: Sequence[Step], instance: dg.DagsterInstance, policy: Re
         if decision.verdict == Verdict.LAUNCH:
             requests.append(run_request(step, decision.attempt, runs_of_inputs(instance, step)))
         elif decision.verdict == Verdict.WAIT:
+            ended = "was canceled" if runs[0].canceled else "failed"
             waiting.append(f"{_label(step)}: attempt {decision.attempt + 1} of "
                            f"{policy.max_attempts} in {decision.due_at - now:.0f} s (attempt "
-                           f"{decision.attempt} failed)")
+                           f"{decision.attempt} {ended})")
         elif decision.verdict == Verdict.GAVE_UP:
             waiting.append(f"{_label(step)}: all {policy.max_attempts} attempts failed; waits "
                            "for an input to change or a re-execution")

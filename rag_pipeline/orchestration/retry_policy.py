@@ -37,6 +37,8 @@ class PastRun:
 
     outcome: Outcome
     ended_at: float | None
+    canceled: bool = False
+    """Stopped by a person or a signal (the policy counts it as failed; a message says which)."""
 
 
 def consecutive_failures(runs: Sequence[PastRun]) -> int:
