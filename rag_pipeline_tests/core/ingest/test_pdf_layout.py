@@ -149,6 +149,25 @@ def test_a_table_starting_with_a_row_like_the_others_has_no_header_row():
     assert [t.header for t in layout.tables] == ["Site | 1.5 | 2.5"]
 
 
+def test_a_table_whose_first_row_is_worded_as_the_others_are_has_no_header_row():
+    """Found by a new user: gri's paper sizes (no header row) were headed by the first size,
+    ``letter | American "letter" size: 8.5 x 11 inches``, so ``legal`` was cited as row 1 and
+    every row was shown under "table columns: letter | American ..."."""
+    def table(rows: list[tuple[str, str]], bold_first: bool = False) -> list[TextRun]:
+        return [run(0, cell, x, 100 + 14 * r, bold=bold_first and r == 0)
+                for r, row in enumerate(rows) for cell, x in zip(row, (50, 150), strict=True)]
+
+    sizes = [("letter", 'American "letter" size: 8.5 x 11 inches'),
+             ("legal", 'American "legal" size: 8.5 x 14 inches'),
+             ("A4", "metric A4 size: 210 x 297 mm"), ("A5", "metric A5 size: 148 x 210 mm")]
+    [found] = lay_out([page(0, *table(sizes))], (), "", "gri").tables
+    assert (found.header, len(found.rows)) == ("", 4)
+    # A header of short labels over such rows, or a bold first row, stays the header.
+    for rows, bold in (([("Size", "Meaning"), *sizes], False), (sizes, True)):
+        [found] = lay_out([page(0, *table(rows, bold))], (), "", "gri").tables
+        assert (found.header, len(found.rows)) == (" | ".join(rows[0]), len(rows) - 1)
+
+
 def test_a_contents_page_is_dropped():
     contents = page(0, *[run(0, f"{n} Topic . . . . . . . . {n + 1}", 50, 100 + 14 * n) for n in range(5)])
     layout = lay_out([contents, page(1, run(1, "Text.", 50, 100))], (), "", "doc")
