@@ -64,6 +64,7 @@ from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
 from rag_pipeline.core.ingest.rows import CELL_SEPARATOR
+from rag_pipeline.core.ingest.tables import worded_like_rows
 
 HEADING_SIZE_RATIO = 1.12
 """A line whose type is this much larger than the body's is a heading."""
@@ -1144,25 +1145,8 @@ def first_row_is_data(lines: Sequence[Line]) -> bool:
         numbers.append(own[1])
     rising = len(numbers) > 1 and all(a < b for a, b in zip(numbers, numbers[1:], strict=False))
     bold_others = sum(line.bold for line in lines[1:]) * 2 > len(others)
-    return ((bool(numbers) and not rising) or _worded_like_others(first, others)) and (
+    return ((bool(numbers) and not rising) or worded_like_rows(first, others)) and (
         lines[0].bold == bold_others)
-
-
-def _worded_like_others(first: Sequence[str], others: Sequence[Sequence[str]]) -> bool:
-    """In a column where the other rows' cells are sentences (more than
-    :data:`LABEL_MAX_WORDS` words, four in five of them or more; two other rows at least),
-    ``first``'s cell is one too: a header's labels are short (gri's paper sizes: ``letter |
-    American "letter" size: 8.5 x 11 inches`` is the first size, not the header)."""
-    if len(others) < 2:
-        return False
-    worded = False
-    for column in range(len(first)):
-        long = [len(row[column].split()) > LABEL_MAX_WORDS for row in others if column < len(row)]
-        if long and sum(long) >= 0.8 * len(others):
-            if len(first[column].split()) <= LABEL_MAX_WORDS:
-                return False
-            worded = True
-    return worded
 
 
 def table_spans(block_spans: Sequence[tuple[int, int, _Block]]) -> tuple[TableSpan, ...]:

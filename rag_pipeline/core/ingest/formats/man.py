@@ -35,6 +35,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.rst import Block, blocks_to_extracted
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows, worded_like_rows
 
 __all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
 
@@ -414,23 +415,68 @@ def _past_block(lines: list[str], index: int, opened: str) -> int:
 
 def _table_body(lines: list[str], index: int, page: _Page) -> int:
     """Reads a ``tbl`` table from ``lines[index]`` (its options and format lines, then its
-    rows up to ``.TE``) into ``page`` as a block of a line per row; returns the index after its
-    ``.TE`` line."""
+    rows up to ``.TE``) into ``page`` as a table block of a line per row; returns the index
+    after its ``.TE`` line. Its header is the rows above a ``.TH`` in it, else its first row
+    when a rule (``_``, ``=``) follows that row or the first format line sets it bold
+    (``lb lb``), or when it is not worded as the rows under it are
+    (:func:`~rag_pipeline.core.ingest.tables.worded_like_rows`: find(1)'s ``a | The access
+    time of the file`` is a row, ``Feature | Added in`` a header)."""
     end = next((at for at in range(index, len(lines)) if re.match(r"^[.']\s*TE\b", lines[at])),
                len(lines))
-    # Options (``allbox;``) and format lines (``l l.``) up to the one ending in ``.``; without
-    # one, the rows start at once.
-    start = next((at + 1 for at in range(index, end) if lines[at].rstrip().endswith(".")), index)
-    rows = []
-    for line in lines[start:end]:
+    # Options (``allbox; tab(@);``) and format lines (``l l.``) up to the one ending in ``.``;
+    # without one, the rows start at once.
+    start = next((at + 1 for at in range(index, end) if lines[at].rstrip().endswith(".")),
+                 index + (index < end and lines[index].rstrip().endswith(";")))
+    options = " ".join(line for line in lines[index:start] if line.rstrip().endswith(";"))
+    formats = [line for line in lines[index:start] if not line.rstrip().endswith(";")]
+    tab = match[1] if (match := re.search(r"tab\s*\((.)\)", options)) else "\t"
+    rows, header_rows, ruled_after = _tbl_rows(lines[start:end], tab)
+    rows = without_blank_rows([[" ".join(_unescaped(cell).split()) for cell in row] for row in rows])
+    if not rows:
+        return end + 1
+    if header_rows is None:
+        bold = bool(formats) and re.search(r"[bB]", re.sub(r"w\([^)]*\)", "", formats[0]))
+        header_rows = 1 if len(rows) > 1 and (ruled_after == 1 or bold or not worded_like_rows(
+            rows[0], rows[1:])) else 0
+    page.blocks.append((layout_table(rows, 0, header_rows)[0], 0, (rows, header_rows)))
+    return end + 1
+
+
+def _tbl_rows(lines: list[str], tab: str) -> tuple[list[list[str]], int | None, int]:
+    """A ``tbl`` table's data lines as rows of raw cells (split at ``tab``; a ``T{`` ... ``T}``
+    text block one cell, its lines joined), the rows above its ``.TH`` (None without one) and
+    the rows above its first rule line (``_``, ``=``; -1 without one)."""
+    rows: list[list[str]] = []
+    header_rows: int | None = None
+    ruled_after = -1
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        if re.match(r"^[.']\s*TH\b", line):
+            header_rows = len(rows)
+        if line.strip() in ("_", "=") and ruled_after == -1:
+            ruled_after = len(rows)
+        if re.match(r"^[.']\s*T&", line):  # new format lines follow, up to one ending in "."
+            while at < len(lines) and not lines[at - 1].rstrip().endswith("."):
+                at += 1
+            continue
         if line[:1] in (".", "'") or line.strip() in ("_", "=", ""):
             continue
-        cells = [" ".join(_unescaped(cell).replace("T{", "").replace("T}", "").split())
-                 for cell in line.split("\t")]
-        rows.append(" | ".join(cells))
-    if rows:
-        page.blocks.append(("\n".join(rows), 0, None))
-    return end + 1
+        cells: list[str] = []
+        parts = line.split(tab)
+        while parts and parts[-1].rstrip().endswith("T{"):
+            block = []
+            while at < len(lines) and not lines[at].startswith("T}"):
+                if not re.match(r"^\s*[.']", lines[at]):  # a request (pandoc indents .PP)
+                    block.append(lines[at])
+                at += 1
+            rest = lines[at][2:] if at < len(lines) else ""
+            at += 1
+            cells += [*parts[:-1], parts[-1].rstrip()[:-2] + " ".join(block)]
+            parts = rest.split(tab)[1:]
+        rows.append(cells + parts)
+    return rows, header_rows, ruled_after
 
 
 class ManFormat(DocumentFormat):
@@ -442,7 +488,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "4")
+        return Extractor("man-roff", "5")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).
@@ -457,4 +503,5 @@ class ManFormat(DocumentFormat):
             raise ExtractionError("a manual page without text once its requests are read")
         extracted = blocks_to_extracted(blocks, title or stem)
         return Extracted(title=title or extracted.title, canonical_text=extracted.canonical_text,
-                         sections=extracted.sections, notes=decoded.notes)
+                         sections=extracted.sections, tables=extracted.tables,
+                         notes=decoded.notes)

@@ -184,3 +184,26 @@ def test_a_line_of_thousands_of_conditionals_is_left_out_at_once():
         assert MAN.read(page.encode(), "p").canonical_text == "NAME\n\nKept.\n"
     nested = ".TH P 1\n.SH NAME\n" + ".if n " * MAX_HELD_CONDITIONS + "held\n"
     assert MAN.read(nested.encode(), "p").canonical_text == "NAME\n\nheld\n"
+
+
+def test_a_tbl_table_is_a_declared_table_with_its_header_when_it_has_one():
+    """Found by a new user: find(1)'s -newerXY table was laid out as rows but declared no
+    table, so a row was cited by characters alone, with no header; pages written with
+    ``tab(:)`` and ``T{ ... T}`` text blocks (systemctl, pgbench) ran their cells together."""
+    page = (b".TH FIND 1\n.SH TIMES\n.TS\nll\nllw(2i).\n"
+            b"a\tThe access time of the file\nB\tThe birth time of the file\n"
+            b"c\tThe inode status change time of the file\n.TE\n"
+            b".SH HISTORY\n.TS\nl l l .\nFeature\tAdded in\tAlso occurs in\n"
+            b"\\-files0\\-from\t4.9.0\n\\-newerXY\t4.3.3\tBSD\n.TE\n"
+            b".SH STATES\n.TS\nallbox tab(:);\nlB lB.\nState:Description\n.T&\nl l.\n"
+            b"active:T{\nStarted, bound,\n.br\nplugged in.\nT}\ninactive:Stopped.\n.TE\n")
+    extracted = MAN.extract(page, "find.1")
+    text = extracted.canonical_text
+    assert [(t.header, [text[r:text.find("\n", r)] for r in t.rows]) for t in extracted.tables] == [
+        ("", ["a | The access time of the file", "B | The birth time of the file",
+              "c | The inode status change time of the file"]),
+        ("Feature | Added in | Also occurs in", ["-files0-from | 4.9.0", "-newerXY | 4.3.3 | BSD"]),
+        ("State | Description", ["active | Started, bound, plugged in.", "inactive | Stopped."])]
+    start = text.index("B | The birth")
+    assert MAN.cited_fragment(extracted.anchors, extracted.tables, start, start + 29) == (
+        f"#char={start},{start + 29}&rows=2-2")
