@@ -112,7 +112,7 @@ class Line:
     depth: float = 0.0
     """How far below ``baseline`` its last line lies (a table row whose cells wrap over lines)."""
     numbered_code: bool = False
-    """A listing's line: its line number and its code (:func:`_numbered_code`)."""
+    """A listing's line: its line number and its code (:func:`_listing_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -820,9 +820,35 @@ def _merge_wrapped_cells(rows: Sequence[list[TextRun]], joiner: _Joiner, code_fa
     return out
 
 
+def _listing_rows(rows: Sequence[list[TextRun]], table: Sequence[bool]) -> list[bool]:
+    """Which rows are a listing's numbered lines: :func:`_numbered_code` rows, and the rows
+    numbered with them one after another whose number runs into their code (ctable's ``2
+    \\ifpdf`` above ``4 | \\PackageWarning{ctable}{``, its number set apart)."""
+    numbers = [None if in_table else _leading_number(row) for row, in_table in zip(rows, table, strict=True)]
+    coded = [not in_table and _numbered_code(row) for row, in_table in zip(rows, table, strict=True)]
+    listing = list(coded)
+    start = 0
+    while start < len(rows):
+        end = start
+        while (end + 1 < len(rows) and numbers[end] is not None
+               and numbers[end + 1] == numbers[end] + 1):
+            end += 1
+        if end > start and any(coded[start:end + 1]):
+            listing[start:end + 1] = [True] * (end + 1 - start)
+        start = end + 1
+    return listing
+
+
+def _leading_number(row: Sequence[TextRun]) -> int | None:
+    """The whole number a row starts with, as a word of its own (``17`` of ``17 \\newif``)."""
+    first = (row[0].text.split() or [""])[0]
+    return int(first) if _LINE_NUMBER.fullmatch(first) else None
+
+
 def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[Line]:
     lines = []
-    for row, in_table in zip(rows, table, strict=True):
+    listings = _listing_rows(rows, table)
+    for row, in_table, listing in zip(rows, table, listings, strict=True):
         text = (CELL_SEPARATOR if in_table else " ").join(
             run.text if run.mono else _SPACED_ELLIPSIS.sub("…", run.text) for run in row)
         size = max(row, key=lambda run: len(run.text)).size
@@ -830,8 +856,7 @@ def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[
         # above its anchor) and ends at its lowest.
         baseline = min(run.baseline for run in row) if any(run.depth for run in row) \
             else row[0].baseline
-        # A listing's line is code with its line number (:func:`_numbered_code`): kept a line.
-        listing = not in_table and _numbered_code(row)
+        # A listing's line is code with its line number (:func:`_listing_rows`): kept a line.
         mono = all(run.mono for run in row) or listing
         lines.append(Line(page, text, row[0].x0, min(run.top for run in row), baseline,
                           size, _bold(row), mono, row[-1].hyphen,
@@ -1054,16 +1079,20 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
     if _starts_item(item.text):
         # After a sentence's end, a line starting where the item's mark does is the
         # paragraph after the list (glpk's "— constraint matrix." / "Rows and columns
-        # have..."); one at the indent the item's lines hang at goes on with it (R's FAQ:
-        # "...London:" / "Chapman & Hall."), unless a line has gone back left of the mark. A
-        # line left of the mark is judged as any other: an item may wrap to the margin (glpk),
-        # and so may the paragraph after it.
+        # have..."). A line at the indent the item's lines hang at, under one there, goes on
+        # with it (R's FAQ: "Chapman & Hall." / "This is also called..."), as does the
+        # item's second line after a colon ("...London:" / "Chapman & Hall."); after a full
+        # stop the second line may be what follows the item (a nested list, memman's
+        # indented paragraph) and is judged as any other, as is a line left of the mark: an
+        # item may wrap to the margin (glpk), and so may the paragraph after it.
         if ends_sentence and abs(line.x0 - item.x0) <= 1:
             return False
         indent = block.lines[1].x0 if len(block.lines) > 1 else None
         hanging = all(other.x0 > item.x0 + 1 for other in block.lines[1:])
-        if hanging and (abs(line.x0 - indent) <= 1 if indent is not None
-                        else item.x0 + 1 < line.x0 < item.x0 + 4 * line.size):
+        if hanging and (abs(line.x0 - indent) <= 1 and abs(previous.x0 - indent) <= 1
+                        if indent is not None else
+                        item.x0 + 1 < line.x0 < item.x0 + 4 * line.size
+                        and not previous.text.rstrip().rstrip("\"')]’”").endswith((".", "!", "?"))):
             return True
     return not (ends_sentence and abs(line.x0 - previous.x0) > line.size)
 
@@ -1296,11 +1325,13 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: 
     if first_page:
         largest = max(first_page, key=lambda block: block.lines[0].size)
         text = " ".join(largest.lines[0].text.split())
-        # One word that is part of a longer word of a title set nearly as large is a logo's
-        # letters (Asymptote's "symptote", its A drawn): the title is that block's words.
-        spelled = [block for block in first_page if " " not in text and block is not largest
+        # One word of four letters or more that is a longer word of a title set nearly as
+        # large but for a letter or two is a logo's letters (Asymptote's "symptote", its A
+        # drawn): the title is that block's words.
+        spelled = [block for block in first_page if " " not in text and len(text) >= 4
+                   and block is not largest
                    and block.lines[0].size >= 0.75 * largest.lines[0].size
-                   and any(text.lower() in word.lower() and len(word) > len(text)
+                   and any(text.lower() in word.lower() and 0 < len(word) - len(text) <= 2
                            for word in re.findall(r"\w+", block.lines[0].text))]
         if spelled:
             largest = max(spelled, key=lambda block: block.lines[0].size)

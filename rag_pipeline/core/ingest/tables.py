@@ -80,7 +80,9 @@ def worded_like_rows(first: Sequence[str], others: Sequence[Sequence[str]]) -> b
     is one of them and no header: in a column where the other rows' cells are sentences (more
     than :data:`HEADER_LABEL_MAX_WORDS` words, four in five of them or more; two other rows at
     least), its cell is one too, and in no such column is it a label (gri's paper sizes:
-    ``letter | American "letter" size: 8.5 x 11 inches`` is the first size, not the header).
+    ``letter | American "letter" size: 8.5 x 11 inches`` is the first size, not the header)
+    nor without a digit where the other rows' cells have one (xcolor's ``Color |
+    Definition/representation (pdftex driver)`` over ``{0.92 0 0.87 0.09 k}``).
 
     Example:
         >>> worded_like_rows(["a", "The access time of the file"],
@@ -97,7 +99,10 @@ def worded_like_rows(first: Sequence[str], others: Sequence[Sequence[str]]) -> b
         long = [len(row[column].split()) > HEADER_LABEL_MAX_WORDS for row in others
                 if column < len(row)]
         if long and sum(long) >= 0.8 * len(others):
-            if len(first[column].split()) <= HEADER_LABEL_MAX_WORDS:
+            numbered = sum(any(c.isdigit() for c in row[column]) for row in others
+                           if column < len(row)) >= 0.8 * len(others)
+            if len(first[column].split()) <= HEADER_LABEL_MAX_WORDS or (
+                    numbered and not any(c.isdigit() for c in first[column])):
                 return False
             worded = True
     return worded
