@@ -668,9 +668,9 @@ def _numbered_lines(rows: Sequence[list[TextRun]]) -> bool:
     ``18 \\namefield{\\fbox{ | 5②[5]``, a callout beside it). A table of codes counting up
     beside their meanings in the text's own type (glpk's ``0 | initialization successful``)
     is a table."""
-    numbers = [(row[0].text.split() or [""])[0] for row in rows]
-    return (len(rows) >= 2 and all(_LINE_NUMBER.fullmatch(number) for number in numbers)
-            and all(int(b) == int(a) + 1 for a, b in itertools.pairwise(numbers))
+    numbers = [_leading_number(row) for row in rows]
+    return (len(rows) >= 2 and None not in numbers
+            and all(b == a + 1 for a, b in itertools.pairwise(numbers))
             and 2 * sum(_numbered_code(row) for row in rows) >= len(rows))
 
 
