@@ -35,7 +35,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.rst import Block, blocks_to_extracted
-from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows, worded_like_rows
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
 __all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
 
@@ -264,6 +264,7 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     held = 0  # how many conditionals the line being read is held by
     last_ie = False
     link: str | None = None  # .UR's address, written at .UE
+    reference: list[str] | None = None  # mdoc's .Rs ... .Re: its parts (.%A, .%T, ...)
     while pending or index < len(lines):
         if pending:
             line = pending.pop()
@@ -362,6 +363,16 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
             elif mdoc and name == "Nm":
                 program = program or (words[0] if words else None)
                 page.text(" ".join(words) if words else program or "")
+            elif mdoc and name == "Rs":
+                page.close()
+                reference = []
+            elif mdoc and name.startswith("%") and reference is not None:
+                reference.append(" ".join(words))
+            elif mdoc and name == "Re":
+                if reference:
+                    page.text(", ".join(reference) + ".")
+                page.close()
+                reference = None
             elif mdoc and name == "Xr" and len(words) > 1:
                 page.text(f"{words[0]}({words[1]}){''.join(words[2:])}")
             elif mdoc and (name in _MDOC_PREFIX or name in _MDOC_ENCLOSURES) and words:
@@ -417,10 +428,9 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
     """Reads a ``tbl`` table from ``lines[index]`` (its options and format lines, then its
     rows up to ``.TE``) into ``page`` as a table block of a line per row; returns the index
     after its ``.TE`` line. Its header is the rows above a ``.TH`` in it, else its first row
-    when a rule (``_``, ``=``) follows that row or the first format line sets it bold
-    (``lb lb``), or when it is not worded as the rows under it are
-    (:func:`~rag_pipeline.core.ingest.tables.worded_like_rows`: find(1)'s ``a | The access
-    time of the file`` is a row, ``Feature | Added in`` a header)."""
+    when a rule (``_``, ``=``) follows that row or a format line of its own sets it apart
+    (bold, ``lB lB``, or aligned otherwise, ``c c`` over ``l l.``); else it has none (last(1)'s
+    ``YYYYMMDDhhmmss`` is its first row: a header taken wrongly shifts every row's citation)."""
     end = next((at for at in range(index, len(lines)) if re.match(r"^[.']\s*TE\b", lines[at])),
                len(lines))
     # Options (``allbox; tab(@);``) and format lines (``l l.``) up to the one ending in ``.``;
@@ -431,21 +441,33 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
     formats = [line for line in lines[index:start] if not line.rstrip().endswith(";")]
     tab = match[1] if (match := re.search(r"tab\s*\((.)\)", options)) else "\t"
     rows, header_rows, ruled_after = _tbl_rows(lines[start:end], tab)
-    rows = without_blank_rows([[" ".join(_unescaped(cell).split()) for cell in row] for row in rows])
+    rows = without_blank_rows([[" ".join(cell.split()) for cell in row] for row in rows])
     if not rows:
         return end + 1
     if header_rows is None:
-        bold = bool(formats) and re.search(r"[bB]", re.sub(r"w\([^)]*\)", "", formats[0]))
-        header_rows = 1 if len(rows) > 1 and (ruled_after == 1 or bold or not worded_like_rows(
-            rows[0], rows[1:])) else 0
+        # Its own format line: the first of several, or the only one before ``.T&`` ones.
+        own = len(formats) > 1 or any(re.match(r"^[.']\s*T&", line) for line in lines[start:end])
+        keys = [_column_keys(line) for line in formats]
+        set_apart = own and bool(formats) and (
+            bool(re.search(r"[bB]", re.sub(r"w\([^)]*\)", "", formats[0])))
+            or (len(keys) > 1 and keys[0] != keys[1]))
+        header_rows = 1 if len(rows) > 1 and (ruled_after == 1 or set_apart) else 0
     page.blocks.append((layout_table(rows, 0, header_rows)[0], 0, (rows, header_rows)))
     return end + 1
 
 
+def _column_keys(format_line: str) -> str:
+    """A ``tbl`` format line's column alignments (``lc`` of ``lB cw(2i)``), its modifiers
+    (bold, widths, fonts) left out."""
+    bare = re.sub(r"w\([^)]*\)|f(?:\([^)]*\)|[A-Z]{1,2})", "", format_line.rstrip(". "))
+    return "".join(re.findall(r"[lrcnas^]", bare.lower()))
+
+
 def _tbl_rows(lines: list[str], tab: str) -> tuple[list[list[str]], int | None, int]:
-    """A ``tbl`` table's data lines as rows of raw cells (split at ``tab``; a ``T{`` ... ``T}``
-    text block one cell, its lines joined), the rows above its ``.TH`` (None without one) and
-    the rows above its first rule line (``_``, ``=``; -1 without one)."""
+    """A ``tbl`` table's data lines as rows of cells, unescaped (split at ``tab``; a ``T{`` ...
+    ``T}`` text block one cell, its lines joined, a font request's words kept: ``.BR
+    namespaces (7).``), the rows above its ``.TH`` (None without one) and the rows above its
+    first rule line (``_``, ``=``; -1 without one)."""
     rows: list[list[str]] = []
     header_rows: int | None = None
     ruled_after = -1
@@ -468,15 +490,27 @@ def _tbl_rows(lines: list[str], tab: str) -> tuple[list[list[str]], int | None, 
         while parts and parts[-1].rstrip().endswith("T{"):
             block = []
             while at < len(lines) and not lines[at].startswith("T}"):
-                if not re.match(r"^\s*[.']", lines[at]):  # a request (pandoc indents .PP)
-                    block.append(lines[at])
+                block.append(_block_line_text(lines[at]))
                 at += 1
             rest = lines[at][2:] if at < len(lines) else ""
             at += 1
-            cells += [*parts[:-1], parts[-1].rstrip()[:-2] + " ".join(block)]
+            cells += [*map(_unescaped, parts[:-1]),
+                      _unescaped(parts[-1].rstrip()[:-2]) + " ".join(block)]
             parts = rest.split(tab)[1:]
-        rows.append(cells + parts)
+        rows.append(cells + [_unescaped(part) for part in parts])
     return rows, header_rows, ruled_after
+
+
+def _block_line_text(line: str) -> str:
+    """The words a line of a ``T{`` text block shows: a font request's (``.BR euser``,
+    ``.I file``), none of another request's (pandoc indents its ``.PP``), else its own."""
+    request = re.match(r"^\s*[.']\s*(\S*)\s*(.*)$", line)
+    if request is None:
+        return _unescaped(line)
+    words = _arguments(request.group(2))
+    if request.group(1) in _FONTS:
+        return " ".join(words)
+    return "".join(words) if request.group(1) in _ALTERNATING else ""
 
 
 class ManFormat(DocumentFormat):

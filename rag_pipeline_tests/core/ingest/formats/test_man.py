@@ -196,14 +196,31 @@ def test_a_tbl_table_is_a_declared_table_with_its_header_when_it_has_one():
             b".SH HISTORY\n.TS\nl l l .\nFeature\tAdded in\tAlso occurs in\n"
             b"\\-files0\\-from\t4.9.0\n\\-newerXY\t4.3.3\tBSD\n.TE\n"
             b".SH STATES\n.TS\nallbox tab(:);\nlB lB.\nState:Description\n.T&\nl l.\n"
-            b"active:T{\nStarted, bound,\n.br\nplugged in.\nT}\ninactive:Stopped.\n.TE\n")
+            b"active:T{\nStarted, bound,\n.br\nplugged in. See\n.BR systemd (1).\nT}\n"
+            b"inactive:Stopped.\n.TE\n"
+            b".SH CENTRED\n.TS\nc c\nl l.\nName\tMeaning\nrss\tresident size\nvsz\tvirtual size\n.TE\n")
     extracted = MAN.extract(page, "find.1")
     text = extracted.canonical_text
     assert [(t.header, [text[r:text.find("\n", r)] for r in t.rows]) for t in extracted.tables] == [
         ("", ["a | The access time of the file", "B | The birth time of the file",
               "c | The inode status change time of the file"]),
-        ("Feature | Added in | Also occurs in", ["-files0-from | 4.9.0", "-newerXY | 4.3.3 | BSD"]),
-        ("State | Description", ["active | Started, bound, plugged in.", "inactive | Stopped."])]
+        # Nothing sets its first row apart (no .TH, rule, bold or own format line): no
+        # header, so no row is cited one off (found by a new user: last(1), hexdump(1)).
+        ("", ["Feature | Added in | Also occurs in", "-files0-from | 4.9.0",
+              "-newerXY | 4.3.3 | BSD"]),
+        ("State | Description", ["active | Started, bound, plugged in. See systemd(1).",
+                                 "inactive | Stopped."]),
+        ("Name | Meaning", ["rss | resident size", "vsz | virtual size"])]
     start = text.index("B | The birth")
     assert MAN.cited_fragment(extracted.anchors, extracted.tables, start, start + 29) == (
         f"#char={start},{start + 29}&rows=2-2")
+
+
+def test_an_mdoc_reference_block_is_one_paragraph_of_its_parts():
+    """Found by a new user: ssh(1)'s STANDARDS lost its 13 RFCs (``.Rs`` ... ``.Re``)."""
+    page = (b".Dd May 1, 2026\n.Dt SSH 1\n.Sh STANDARDS\n.Rs\n.%A S. Lehtinen\n.%A C. Lonvick\n"
+            b".%D January 2006\n.%R RFC 4250\n.%T The Secure Shell (SSH) Protocol Assigned Numbers\n"
+            b".Re\n.Pp\nAfter.\n")
+    assert MAN.extract(page, "ssh.1").canonical_text == (
+        "STANDARDS\n\nS. Lehtinen, C. Lonvick, January 2006, RFC 4250, The Secure Shell (SSH) "
+        "Protocol Assigned Numbers.\n\nAfter.\n")
