@@ -402,14 +402,18 @@ def _joined_line(lines: list[str], index: int) -> tuple[str, int]:
 
 def _condition(rest: str) -> tuple[bool, str]:
     """A conditional's truth as a terminal formatter reads it, and what it holds: ``n`` true;
-    ``t``, ``o``, ``e``, ``v`` false (``!`` negates); any other condition (a register, a
-    comparison of strings) false, its word skipped."""
+    ``t``, ``o``, ``e``, ``v`` false (``!`` negates); a comparison of strings true when they
+    are the same as written (strace(1)'s ``'#'#'`` true, ``''#'`` false); any other condition
+    (a register) false, its word skipped."""
     rest = rest.lstrip()
     negate = rest.startswith("!")
     rest = rest[1:] if negate else rest
     known = re.match(r"([ntoev])(?=\s|\\\{|$)", rest)
     if known is not None:
         return (known.group(1) == "n") != negate, rest[1:]
+    compared = re.match(r"""(['"])([^'"]*)\1([^'"]*)\1""", rest)
+    if compared is not None:
+        return (compared.group(2) == compared.group(3)) != negate, rest[compared.end():]
     word = re.match(r"\S+", rest)
     return False, rest[word.end():] if word else ""
 

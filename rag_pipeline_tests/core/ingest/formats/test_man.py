@@ -224,3 +224,10 @@ def test_an_mdoc_reference_block_is_one_paragraph_of_its_parts():
     assert MAN.extract(page, "ssh.1").canonical_text == (
         "STANDARDS\n\nS. Lehtinen, C. Lonvick, January 2006, RFC 4250, The Secure Shell (SSH) "
         "Protocol Assigned Numbers.\n\nAfter.\n")
+
+
+def test_a_comparison_of_strings_holds_when_they_are_the_same():
+    """Found by a new user: strace(1) writes ``.if '#'#' .OP ...`` for what its build shows,
+    and its synopsis lost ``[-ACdffhikqqrtttTvVwxxyyzZ]``."""
+    page = b".TH S 1\n.SH SYNOPSIS\n.if '#'#' shown\n.if ''#' hidden\n.if !'a'b' also shown\n"
+    assert MAN.extract(page, "s.1").canonical_text == "SYNOPSIS\n\nshown also shown\n"
