@@ -19,9 +19,11 @@ typesetter: it keeps the words and their order and drops the typesetting.
   (``.TS``/``.TE``) is a line per row, its cells joined by `` | ``.
 - A synopsis (``.SY``, ``.OP``), a link's address (``.UR``), a reference (``.MR``) and mdoc's
   enclosures (``Aq``, ``Op``) keep their words. A conditional is read as a terminal formatter
-  reads it (``.ie n`` true, its ``.el`` false; ``.if t`` false; a register or a comparison
-  false). Macro definitions, ``.so`` inclusions and other requests are left out (nothing is
-  read from outside the file).
+  reads it (``.ie n`` true, its ``.el`` false; ``.if t`` false; strings compared as written; a
+  number of the arguments' count, ``\\n(.$-1``, true above 0; another register false). A
+  page's own macro (``.de OM``) is read where it is called, its arguments in place of
+  ``\\$1``...; ``.so`` inclusions and other requests are left out (nothing is read from
+  outside the file).
 
 Cited ``#char=``.
 """
@@ -41,6 +43,9 @@ __all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
 
 SNIFF_LINES = 300
 """How many of a file's first lines :func:`looks_like_roff` reads."""
+MAX_MACRO_LINES = 200_000
+"""Lines a page's own macros may give when called, all calls together (a macro calling
+itself, or one of many lines called often, stops here)."""
 MAX_HELD_CONDITIONS = 16
 """Conditionals one line may hold in a row (``.if n .if t .if n ...``); a further one is left
 out with its line. Real pages nest two or three; each one read again the rest of the line, so a
@@ -177,6 +182,38 @@ def _arguments(rest: str) -> list[str]:
     return [_unescaped(word) for word in words]
 
 
+def _raw_arguments(rest: str) -> list[str]:
+    """A request's arguments as :func:`_arguments` splits them, not unescaped (a macro's
+    ``\\$1`` takes them as written)."""
+    found = re.findall(r'"((?:[^"]|"")*)"?|((?:\\.|[^\s"])+)', re.split(r'\\"', rest, maxsplit=1)[0])
+    return [quoted.replace('""', '"') if quoted or not bare else bare for quoted, bare in found]
+
+
+def _macro_body(lines: list[str]) -> list[str]:
+    """A macro's lines as it will be read when called: continued lines joined, and its
+    escapes' doubled backslashes read once (copy mode: ``\\\\$1`` is ``\\$1``)."""
+    body, index = [], 0
+    while index < len(lines):
+        line, index = _joined_line(lines, index)
+        body.append(line.replace("\\\\", "\\"))
+    return body
+
+
+def _called(body: list[str], arguments: list[str]) -> list[str]:
+    """A macro's lines for one call: ``\\$1`` to ``\\$9`` its arguments, ``\\$*`` and
+    ``\\$@`` all of them, ``\\n(.$`` their count."""
+    def argument(match: re.Match[str]) -> str:
+        which = match.group(1)
+        if which in ("*", "@"):
+            return " ".join(f'"{a}"' if which == "@" else a for a in arguments)
+        number = int(which)
+        return arguments[number - 1] if number <= len(arguments) else ""
+
+    count = str(len(arguments))
+    return [re.sub(r"\\\$([1-9*@])", argument, line).replace("\\n(.$", count).replace(
+        "\\n[.$]", count) for line in body]
+
+
 def _mdoc_text(words: list[str]) -> str:
     """mdoc macro calls on a line (``Fl v Aq Ar file``) as their text (``-v <file>``)."""
     out: list[str] = []
@@ -260,16 +297,21 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     lines = text.split("\n")
     index = 0
     heading_next = 0
-    pending: list[str] = []  # the request or text a true conditional holds, read next
+    # The request or text a true conditional holds, and a called macro's lines, read next;
+    # each with whether it came from a macro (a block a false conditional opens is skipped
+    # where its line came from).
+    pending: list[tuple[str, bool]] = []
     held = 0  # how many conditionals the line being read is held by
     last_ie = False
     link: str | None = None  # .UR's address, written at .UE
     reference: list[str] | None = None  # mdoc's .Rs ... .Re: its parts (.%A, .%T, ...)
+    macros: dict[str, list[str]] = {}  # the page's own macros (.de), their lines
+    macro_lines = 0
     while pending or index < len(lines):
         if pending:
-            line = pending.pop()
+            line, from_macro = pending.pop()
         else:
-            line, index, held = *_joined_line(lines, index), 0
+            (line, index), held, from_macro = _joined_line(lines, index), 0, False
         if line[:1] in (".", "'"):
             request = re.match(r"^[.']\s*(\S*)\s*(.*)$", line)
             name, rest = request.group(1), request.group(2)
@@ -280,8 +322,12 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 marker = _arguments(rest)[0 if name == "ig" else 1:][:1]
                 if name != "EQ" and marker:  # .de XX yy ends at .yy, .ig yy too
                     end = re.compile(rf"^[.']\s*{re.escape(marker[0])}(?:\s|$)")
+                body_start = index
                 while index < len(lines) and not end.match(lines[index]):
                     index += 1
+                if name in ("de", "de1", "am", "am1") and (defined := _arguments(rest)[:1]):
+                    body = [] if name.startswith("de") else macros.get(defined[0], [])
+                    macros[defined[0]] = body + _macro_body(lines[body_start:index])
                 index += 1
                 continue
             if name in ("if", "ie", "el"):
@@ -291,10 +337,12 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 last_ie = holds if name == "ie" else last_ie
                 block = body.lstrip().startswith("\\{")
                 body = body.lstrip().removeprefix("\\{").strip()
-                if not holds:
+                if not holds and block and from_macro:
+                    _past_called_block(pending, body)
+                elif not holds:
                     index = _past_block(lines, index, body) if block else index
                 elif body:
-                    pending.append(body)
+                    pending.append((body, from_macro))
                     held += 1
                 continue
             words = _arguments(rest)
@@ -373,6 +421,13 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                     page.text(", ".join(reference) + ".")
                 page.close()
                 reference = None
+            elif name == "als" and len(words) > 1 and words[1] in macros:
+                macros[words[0]] = macros[words[1]]
+            elif (name in macros and name not in ("TH", "SH", "SS")
+                  and macro_lines + len(macros[name]) <= MAX_MACRO_LINES):
+                macro_lines += len(macros[name])
+                pending.extend((called, True) for called in
+                               reversed(_called(macros[name], _raw_arguments(rest))))
             elif mdoc and name == "Xr" and len(words) > 1:
                 page.text(f"{words[0]}({words[1]}){''.join(words[2:])}")
             elif mdoc and (name in _MDOC_PREFIX or name in _MDOC_ENCLOSURES) and words:
@@ -414,8 +469,22 @@ def _condition(rest: str) -> tuple[bool, str]:
     compared = re.match(r"""(['"])([^'"]*)\1([^'"]*)\1""", rest)
     if compared is not None:
         return (compared.group(2) == compared.group(3)) != negate, rest[compared.end():]
+    number = re.match(r"\(?(-?\d+)([-+])(\d+)\)?(?=\s|\\\{|$)|\(?(-?\d+)\)?(?=\s|\\\{|$)", rest)
+    if number is not None:
+        value = (int(number[1]) + (int(number[3]) if number[2] == "+" else -int(number[3]))
+                 if number[1] is not None else int(number[4]))
+        return (value > 0) != negate, rest[number.end():]
     word = re.match(r"\S+", rest)
     return False, rest[word.end():] if word else ""
+
+
+def _past_called_block(pending: list[tuple[str, bool]], opened: str) -> None:
+    """Drops from ``pending`` (a called macro's lines, next last) the lines of the block a
+    false conditional in the macro opened, up to its ``\\}``."""
+    depth = 1 + opened.count("\\{") - opened.count("\\}")
+    while depth > 0 and pending and pending[-1][1]:
+        depth += pending[-1][0].count("\\{") - pending[-1][0].count("\\}")
+        pending.pop()
 
 
 def _past_block(lines: list[str], index: int, opened: str) -> int:

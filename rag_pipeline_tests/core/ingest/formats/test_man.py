@@ -231,3 +231,25 @@ def test_a_comparison_of_strings_holds_when_they_are_the_same():
     and its synopsis lost ``[-ACdffhikqqrtttTvVwxxyyzZ]``."""
     page = b".TH S 1\n.SH SYNOPSIS\n.if '#'#' shown\n.if ''#' hidden\n.if !'a'b' also shown\n"
     assert MAN.extract(page, "s.1").canonical_text == "SYNOPSIS\n\nshown also shown\n"
+
+
+def test_a_pages_own_macro_is_read_where_it_is_called():
+    """Found by a new user: strace(1)'s synopsis lost the options it writes with its own
+    ``.OM`` and ``.OR``, and last(1) its author (``.als MTO URL``). A false block inside a
+    macro skips the macro's lines only (Tcl's ``.BE`` once took the rest of tclsh(1))."""
+    page = (b'.de OM\n.  ie \\\\n(.$-1 \\\n.    RI "[\\fB\\\\$1\\fP" "\\ \\\\$2" "]..."\n'
+            b'.  el \\\n.    RB "[" "\\\\$1" "]..."\n..\n'
+            b".de BE\n.ie n .nf\n.el \\{\\\nhidden box\n.\\}\n.fi\n..\n"
+            b'.de URL\n\\fI\\\\$2\\fP <\\\\$1>\\\\$3\n..\n.als MTO URL\n'
+            b".TH S 1\n.SH SYNOPSIS\nstrace\n.OM \\-e expr\n.OM \\-P\n.BE\n"
+            b'.SH AUTHORS\n.MTO "miquels@cistron.nl" "Miquel van Smoorenburg" ""\n.PP\nThe end.\n')
+    assert MAN.extract(page, "s.1").canonical_text == (
+        "SYNOPSIS\n\nstrace [-e expr]... [-P]...\n\nAUTHORS\n\n"
+        "Miquel van Smoorenburg <miquels@cistron.nl>\n\nThe end.\n")
+
+
+def test_a_macro_calling_itself_stops_at_the_limit():
+    from rag_pipeline.core.ingest.formats.man import MAX_MACRO_LINES
+
+    page = b".de XX\nword\n.XX\n.XX\n..\n.TH L 1\n.SH LOOP\n.XX\n"
+    assert MAN.extract(page, "l.1").canonical_text.count("word") == MAX_MACRO_LINES // 3
