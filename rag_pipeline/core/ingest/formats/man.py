@@ -458,8 +458,9 @@ def _joined_line(lines: list[str], index: int) -> tuple[str, int]:
 def _condition(rest: str) -> tuple[bool, str]:
     """A conditional's truth as a terminal formatter reads it, and what it holds: ``n`` true;
     ``t``, ``o``, ``e``, ``v`` false (``!`` negates); a comparison of strings true when they
-    are the same as written (strace(1)'s ``'#'#'`` true, ``''#'`` false); any other condition
-    (a register) false, its word skipped."""
+    are the same as written (strace(1)'s ``'#'#'`` true, ``''#'`` false); a number, or one
+    number plus or minus another (a macro's ``\\n(.$-1`` once its count is in place), true
+    above 0; any other condition (a register) false, its word skipped."""
     rest = rest.lstrip()
     negate = rest.startswith("!")
     rest = rest[1:] if negate else rest
