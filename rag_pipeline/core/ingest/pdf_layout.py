@@ -64,7 +64,6 @@ from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import PageLocator
 from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
 from rag_pipeline.core.ingest.rows import CELL_SEPARATOR
-from rag_pipeline.core.ingest.tables import worded_like_rows
 
 HEADING_SIZE_RATIO = 1.12
 """A line whose type is this much larger than the body's is a heading."""
@@ -176,6 +175,12 @@ class _Block:
     lines: list[Line]
     pieces: list[tuple[int, str]]
     footnotes_after: list[_Block]
+    later_x0: float = float("inf")
+    """Where the leftmost of the lines after the first starts (kept by :meth:`add`)."""
+
+    def add(self, line: Line) -> None:
+        self.lines.append(line)
+        self.later_x0 = min(self.later_x0, line.x0)
 
 
 def _body_size(pages: Sequence[PageText], in_tables: Counter[float]) -> float:
@@ -1015,7 +1020,7 @@ def _blocks(page_lines: Sequence[list[Line]], body_size: float,
                 new_last, separator = joiner.join(previous, last_text, line, kind)
                 current.pieces[-1] = (page_of_last, new_last)
                 current.pieces.append((line.page, separator + line.text))
-                current.lines.append(line)
+                current.add(line)
             else:
                 carried: list[_Block] = []
                 if current is not None:
@@ -1044,7 +1049,7 @@ def _merge_footnotes(lines: Sequence[Line]) -> list[_Block]:
     merged: list[_Block] = []
     for line in lines:
         if merged and not _FOOTNOTE_START.match(line.text):
-            merged[-1].lines.append(line)
+            merged[-1].add(line)
             merged[-1].pieces.append((line.page, " " + line.text))
         else:
             merged.append(_Block(BlockKind.FOOTNOTE, [line], [(line.page, line.text)], []))
@@ -1088,8 +1093,7 @@ def _continues(block: _Block, line: Line, kind: BlockKind, first_on_page: bool, 
         if ends_sentence and abs(line.x0 - item.x0) <= 1:
             return False
         indent = block.lines[1].x0 if len(block.lines) > 1 else None
-        hanging = all(other.x0 > item.x0 + 1 for other in block.lines[1:])
-        if hanging and (abs(line.x0 - indent) <= 1 and abs(previous.x0 - indent) <= 1
+        if block.later_x0 > item.x0 + 1 and (abs(line.x0 - indent) <= 1 and abs(previous.x0 - indent) <= 1
                         if indent is not None else
                         item.x0 + 1 < line.x0 < item.x0 + 4 * line.size
                         and not previous.text.rstrip().rstrip("\"')]’”").endswith((".", "!", "?"))):
@@ -1148,6 +1152,39 @@ def _cell_number(cell: str) -> tuple[str, float] | None:
     whole = text.replace("\u2212", "-")
     value = float(whole.replace(",", ".") if separator == "," and decimal else whole.replace(",", ""))
     return ("decimal" if decimal else "integer"), value
+
+
+def worded_like_rows(first: Sequence[str], others: Sequence[Sequence[str]]) -> bool:
+    """Whether a table's first row ``first`` (its cells) is worded as the rows under it are, so
+    is one of them and no header: in a column where the other rows' cells are sentences (more
+    than :data:`LABEL_MAX_WORDS` words, four in five of them or more; two other rows at
+    least), its cell is one too, and in no such column is it a label (gri's paper sizes:
+    ``letter | American "letter" size: 8.5 x 11 inches`` is the first size, not the header)
+    nor without a digit where the other rows' cells have one (xcolor's ``Color |
+    Definition/representation (pdftex driver)`` over ``{0.92 0 0.87 0.09 k}``).
+
+    Example:
+        >>> worded_like_rows(["a", "The access time of the file"],
+        ...                  [["B", "The birth time of the file"], ["c", "The inode change time"]])
+        True
+        >>> worded_like_rows(["Letter", "Time it names"],
+        ...                  [["B", "The birth time of the file"], ["c", "The inode change time"]])
+        False
+    """
+    if len(others) < 2:
+        return False
+    worded = False
+    for column in range(len(first)):
+        long = [len(row[column].split()) > LABEL_MAX_WORDS for row in others
+                if column < len(row)]
+        if long and sum(long) >= 0.8 * len(others):
+            numbered = sum(any(c.isdigit() for c in row[column]) for row in others
+                           if column < len(row)) >= 0.8 * len(others)
+            if len(first[column].split()) <= LABEL_MAX_WORDS or (
+                    numbered and not any(c.isdigit() for c in first[column])):
+                return False
+            worded = True
+    return worded
 
 
 def first_row_is_data(lines: Sequence[Line]) -> bool:

@@ -71,43 +71,6 @@ def layout_table(rows: Sequence[Sequence[str]], offset: int, header_rows: int = 
     return "\n".join(lines), TableSpan(offset, end, header, header_end, tuple(starts[header_rows:]))
 
 
-HEADER_LABEL_MAX_WORDS = 3
-"""A header row's label has at most this many words."""
-
-
-def worded_like_rows(first: Sequence[str], others: Sequence[Sequence[str]]) -> bool:
-    """Whether a table's first row ``first`` (its cells) is worded as the rows under it are, so
-    is one of them and no header: in a column where the other rows' cells are sentences (more
-    than :data:`HEADER_LABEL_MAX_WORDS` words, four in five of them or more; two other rows at
-    least), its cell is one too, and in no such column is it a label (gri's paper sizes:
-    ``letter | American "letter" size: 8.5 x 11 inches`` is the first size, not the header)
-    nor without a digit where the other rows' cells have one (xcolor's ``Color |
-    Definition/representation (pdftex driver)`` over ``{0.92 0 0.87 0.09 k}``).
-
-    Example:
-        >>> worded_like_rows(["a", "The access time of the file"],
-        ...                  [["B", "The birth time of the file"], ["c", "The inode change time"]])
-        True
-        >>> worded_like_rows(["Letter", "Time it names"],
-        ...                  [["B", "The birth time of the file"], ["c", "The inode change time"]])
-        False
-    """
-    if len(others) < 2:
-        return False
-    worded = False
-    for column in range(len(first)):
-        long = [len(row[column].split()) > HEADER_LABEL_MAX_WORDS for row in others
-                if column < len(row)]
-        if long and sum(long) >= 0.8 * len(others):
-            numbered = sum(any(c.isdigit() for c in row[column]) for row in others
-                           if column < len(row)) >= 0.8 * len(others)
-            if len(first[column].split()) <= HEADER_LABEL_MAX_WORDS or (
-                    numbered and not any(c.isdigit() for c in first[column])):
-                return False
-            worded = True
-    return worded
-
-
 def table_at(tables: Sequence[TableSpan], position: int) -> TableSpan | None:
     """The table holding ``position`` (``tables`` in text order, never overlapping)."""
     index = bisect_right([t.start for t in tables], position) - 1
@@ -195,5 +158,4 @@ def _locator(text: str) -> Locator | None:
 
 
 __all__ = ["CELL_SEPARATOR", "header_spans", "layout_table", "repeated_header", "row_line",
-           "row_spans", "rows_locator", "table_at", "with_rows", "without_blank_rows",
-           "worded_like_rows", "HEADER_LABEL_MAX_WORDS"]
+           "row_spans", "rows_locator", "table_at", "with_rows", "without_blank_rows"]

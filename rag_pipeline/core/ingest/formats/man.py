@@ -151,8 +151,14 @@ def _named(name: str) -> str:
 
 
 def _arguments(rest: str) -> list[str]:
-    """A request's arguments as roff splits them, each unescaped: words, a quoted one with its
-    spaces (``"SEE ALSO"``, ``""`` a quote inside it), an escaped space (``\\ ``) no split."""
+    """A request's arguments as :func:`_raw_arguments` splits them, each unescaped."""
+    return [_unescaped(word) for word in _raw_arguments(rest)]
+
+
+def _raw_arguments(rest: str) -> list[str]:
+    """A request's arguments as roff splits them, as written (a macro's ``\\$1`` takes them
+    so): words, a quoted one with its spaces (``"SEE ALSO"``, ``""`` a quote inside it), an
+    escaped space (``\\ ``) no split, a quote inside a word (``a"b``) part of it."""
     rest = re.split(r'\\"', rest, maxsplit=1)[0]
     words: list[str] = []
     i, n = 0, len(rest)
@@ -179,14 +185,7 @@ def _arguments(rest: str) -> list[str]:
         while i < n and rest[i] not in " \t":
             i += 2 if rest[i] == "\\" else 1
         words.append(rest[start:i])
-    return [_unescaped(word) for word in words]
-
-
-def _raw_arguments(rest: str) -> list[str]:
-    """A request's arguments as :func:`_arguments` splits them, not unescaped (a macro's
-    ``\\$1`` takes them as written)."""
-    found = re.findall(r'"((?:[^"]|"")*)"?|((?:\\.|[^\s"])+)', re.split(r'\\"', rest, maxsplit=1)[0])
-    return [quoted.replace('""', '"') if quoted or not bare else bare for quoted, bare in found]
+    return words
 
 
 def _macro_body(lines: list[str]) -> list[str]:
@@ -596,7 +595,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "5")
+        return Extractor("man-roff", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

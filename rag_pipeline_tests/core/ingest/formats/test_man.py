@@ -248,6 +248,14 @@ def test_a_pages_own_macro_is_read_where_it_is_called():
         "Miquel van Smoorenburg <miquels@cistron.nl>\n\nThe end.\n")
 
 
+def test_a_quote_inside_a_word_is_part_of_the_macros_argument():
+    """roff splits a request's arguments one way whether a macro or a request takes them: a
+    quote inside a word is part of the word, and two quotes in a quoted one are a quote."""
+    page = (b'.de AR\n\\$2 then \\$1\n..\n.TH Q 1\n.SH QUOTES\n'
+            b'.AR a"b "say ""hi"" now"\n.B a"b "c ""d"""\n')
+    assert MAN.extract(page, "q.1").canonical_text == 'QUOTES\n\nsay "hi" now then a"b a"b c "d"\n'
+
+
 def test_a_macro_calling_itself_stops_at_the_limit():
     from rag_pipeline.core.ingest.formats.man import MAX_MACRO_LINES
 
