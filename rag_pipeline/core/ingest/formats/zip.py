@@ -8,13 +8,16 @@ archive (absolute, or with a ``..`` part), when it declares a compression ratio 
 ``max_ratio``, when it is larger than ``max_document_bytes``, when it is encrypted, or when it
 expands to more than it declared; a symlink entry is skipped, never followed. Hidden members
 (a part starting with ``.``, as the ``._`` files of ``__MACOSX``) are no documents. A name
-without the UTF-8 flag is read as UTF-8 when its bytes are UTF-8 (:func:`member_path`).
+without the UTF-8 flag is read from its Unicode Path extra field, or as UTF-8, Russian or
+Japanese when its bytes read so (:func:`member_path`).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import stat
+import unicodedata
 import zipfile
 from collections.abc import Iterator
 
@@ -35,18 +38,92 @@ _UTF8_NAME = 0x800
 """General-purpose flag bit 11: the entry's name is UTF-8 (APPNOTE 4.4.4)."""
 
 
+_UNICODE_PATH = 0x7075
+"""Info-ZIP's Unicode Path extra field: version 1, the CRC-32 of the header's name, the name in
+UTF-8 (APPNOTE 4.6.9)."""
+
+
 def member_path(info: zipfile.ZipInfo) -> str:
-    """The entry's name: UTF-8 when its flag says so (``zipfile`` reads it so); without the
-    flag ``zipfile`` reads it as code page 437, the format's default, but many archivers write
-    UTF-8 there without setting the flag, so a name whose bytes are valid UTF-8 is read as
-    UTF-8 (bytes that are not stay code page 437)."""
+    """The entry's name: UTF-8 when its flag says so (``zipfile`` reads it so). Without the
+    flag, the UTF-8 name of an Info-ZIP Unicode Path extra field made for this name (7-Zip and
+    Info-ZIP write one); else the name's bytes, which ``zipfile`` reads as code page 437, the
+    format's default, but which many archivers write in UTF-8 without the flag, or in the
+    Windows console's code page of their country: bytes that are UTF-8 are read so, then
+    bytes that read as Russian in code page 866 or as Japanese in Shift-JIS
+    (:func:`_national_name`); other bytes stay code page 437."""
     if info.flag_bits & _UTF8_NAME:
         return info.filename
     raw = info.filename.encode("cp437")
+    if (unicode := _unicode_path(info.extra, raw)) is not None:
+        return unicode
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return info.filename
+        return _national_name(raw) or info.filename
+
+
+def _unicode_path(extra: bytes, raw: bytes) -> str | None:
+    """The name an Info-ZIP Unicode Path field of ``extra`` holds for the name ``raw`` (None:
+    no such field, or one made for another name, or no UTF-8)."""
+    import zlib
+
+    at = 0
+    while at + 4 <= len(extra):
+        kind = int.from_bytes(extra[at:at + 2], "little")
+        size = int.from_bytes(extra[at + 2:at + 4], "little")
+        field = extra[at + 4:at + 4 + size]
+        at += 4 + size
+        if kind == _UNICODE_PATH and len(field) > 5 and field[0] == 1 and (
+                int.from_bytes(field[1:5], "little") == zlib.crc32(raw)):
+            try:
+                return field[5:].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+    return None
+
+
+def _national_name(raw: bytes) -> str | None:
+    """``raw`` read in another code page than 437 when it reads as a name there and not in
+    437: None when every letter past ASCII is a Latin one in 437, each word cased as words are
+    (``café``, ``ACCÉLÉRER``); else in Shift-JIS (code page 932) when every character past
+    ASCII is then a kana or a kanji, two of them side by side at least (``議事録.txt``,
+    ``Excel資料.xlsx``); else in code page 866 when every character past ASCII is then
+    Cyrillic, in words of Cyrillic letters alone, each cased as words are (``Отчёт за
+    май.docx``); else None."""
+    western = raw.decode("cp437")
+    if all(ch.isascii() or ch.isalpha() and "LATIN" in unicodedata.name(ch, "") for ch in western) \
+            and all(map(_cased_as_a_word, _words_past_ascii(western))):
+        return None
+    try:
+        japanese = raw.decode("cp932")
+    except UnicodeDecodeError:
+        japanese = ""
+    wide = [ch for ch in japanese if not ch.isascii()]
+    if wide and all(map(_is_kana_or_kanji, wide)) and re.search(r"[\u3041-\u30ff\u4e00-\u9fff]{2}",
+                                                                  japanese):
+        return japanese
+    cyrillic = raw.decode("cp866")
+    words = _words_past_ascii(cyrillic)
+    if words and all(ch.isascii() or _is_cyrillic(ch) for ch in cyrillic) and all(
+            all(map(_is_cyrillic, word)) and _cased_as_a_word(word) for word in words):
+        return cyrillic
+    return None
+
+
+def _words_past_ascii(name: str) -> list[str]:
+    return [word for word in re.findall(r"[^\W\d_]+", name) if not word.isascii()]
+
+
+def _cased_as_a_word(word: str) -> bool:
+    return word.islower() or word.istitle() or word.isupper()
+
+
+def _is_cyrillic(ch: str) -> bool:
+    return "\u0400" <= ch <= "\u04ff"
+
+
+def _is_kana_or_kanji(ch: str) -> bool:
+    return "\u3041" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff"
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
@@ -81,7 +158,7 @@ class ZipFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("zip-members", "4")
+        return Extractor("zip-members", "5")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The members in the archive's order, checked as the module docstring says.

@@ -75,6 +75,49 @@ def test_a_utf8_name_without_its_flag_is_read_as_utf8_and_other_bytes_as_code_pa
     assert ZIP.extract(data, "names").canonical_text == "Übersicht/年報.md\ncafé.txt\n"
 
 
+def test_a_name_in_a_windows_console_code_page_is_read_in_it_and_a_western_one_stays_437():
+    """Archives made by Windows in Russia or Japan name members in code page 866 or Shift-JIS,
+    without the UTF-8 flag. A Western name in 437 reads as Latin words; a Russian or Japanese
+    name in 437 reads as none (``Отчёт`` is ``ÄΓτ±Γ``)."""
+    names = {"AAAAA.txt": "Отчёт.txt".encode("cp866"), "BBBBBB.md": "議事録.md".encode("cp932"),
+             "CCCC.txt": "café.txt".encode("cp437"), "DDDDDDDDD.md": "ACCÉLÉRER.md".encode("cp437"),
+             "EEE.txt": "ДЛЯ.txt".encode("cp866")}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for placeholder in names:
+            zipped.writestr(placeholder, b"x\n")
+    data = buffer.getvalue()
+    for placeholder, raw in names.items():
+        assert len(placeholder.encode()) == len(raw)
+        data = data.replace(placeholder.encode(), raw)
+    # Capitals alone, ``ДЛЯ`` is ``äïƒ`` in 437, a Latin word: it stays so (the one reading
+    # that cannot be told from a Western name).
+    assert ZIP.extract(data, "names").canonical_text == (
+        "Отчёт.txt\n議事録.md\ncafé.txt\nACCÉLÉRER.md\näïƒ.txt\n")
+
+
+def test_a_unicode_path_extra_field_names_the_member_when_made_for_its_name():
+    """7-Zip and Info-ZIP write the UTF-8 name in an extra field beside a name in the local
+    code page; one whose checksum is of another name (the entry renamed since) is ignored."""
+    import struct
+    import zlib
+
+    def unicode_path(for_name: bytes, name: str) -> bytes:
+        field = b"\x01" + struct.pack("<I", zlib.crc32(for_name)) + name.encode()
+        return struct.pack("<HH", 0x7075, len(field)) + field
+
+    raw = "Ünïcode.txt".encode("cp437")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for placeholder, extra in (("XXXXXXXXXXX", unicode_path(raw, "Ünïcode — 統一.txt")),
+                                   ("YYYYYYYYYYY", unicode_path(b"other", "wrong.txt"))):
+            info = zipfile.ZipInfo(placeholder)
+            info.extra = b"\xfe\xca\x00\x00" + extra  # after another field, as jar tools write
+            zipped.writestr(info, b"x\n")
+    data = buffer.getvalue().replace(b"XXXXXXXXXXX", raw).replace(b"YYYYYYYYYYY", raw)
+    assert ZIP.extract(data, "names").canonical_text == "Ünïcode — 統一.txt\nÜnïcode.txt\n"
+
+
 def test_a_member_whose_compressed_data_is_damaged_fails_alone(tmp_path):
     """Found by a second attack: lzma's error is no OSError, and it stopped the whole run."""
     import io
