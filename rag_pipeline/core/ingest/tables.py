@@ -9,6 +9,7 @@ both the text and the span with :func:`layout_table`.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
@@ -69,6 +70,30 @@ def layout_table(rows: Sequence[Sequence[str]], offset: int, header_rows: int = 
     header = "\n".join(lines[:header_rows])
     header_end = offset + len(header)
     return "\n".join(lines), TableSpan(offset, end, header, header_end, tuple(starts[header_rows:]))
+
+
+_HEADER_LABEL = re.compile(r"[A-Z][A-Za-z]*(?:[ -][A-Za-z]+){0,2}")
+
+
+def worded_as_header(first: Sequence[str], others: Sequence[Sequence[str]]) -> bool:
+    """Whether a table's first row ``first`` (its cells) is worded as a header over the rows
+    ``others``: two cells or more, each a label of one to three words of letters, the first
+    capitalised (``Filter | Alignment | Notes``, ``Feature | Added in | Also occurs in``), over
+    two rows or more, one of them at least with a cell that is no such label (``x86 | 1``). A
+    table of names alone (``Alice | Bob`` over ``Carol | Dave``) has none.
+
+    Example:
+        >>> worded_as_header(["KEY", "LONG", "DESCRIPTION"], [["c", "cmd", "simple name"],
+        ...                                                   ["C", "pcpu", "cpu utilization"]])
+        True
+        >>> worded_as_header(["NULL", "\\0"], [["<backspace>", "\\b"], ["<form-feed>", "\\f"]])
+        False
+    """
+    def label(cell: str) -> bool:
+        return _HEADER_LABEL.fullmatch(cell.strip()) is not None
+
+    return (len(first) >= 2 and len(others) >= 2 and all(map(label, first))
+            and not all(label(cell) for row in others for cell in row if cell.strip()))
 
 
 def table_at(tables: Sequence[TableSpan], position: int) -> TableSpan | None:
@@ -158,4 +183,5 @@ def _locator(text: str) -> Locator | None:
 
 
 __all__ = ["CELL_SEPARATOR", "header_spans", "layout_table", "repeated_header", "row_line",
-           "row_spans", "rows_locator", "table_at", "with_rows", "without_blank_rows"]
+           "row_spans", "rows_locator", "table_at", "with_rows", "without_blank_rows",
+           "worded_as_header"]

@@ -37,7 +37,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.rst import Block, blocks_to_extracted
-from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
+from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows, worded_as_header
 
 __all__ = ["ManFormat", "looks_like_roff", "roff_blocks"]
 
@@ -502,8 +502,10 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
     rows up to ``.TE``) into ``page`` as a table block of a line per row; returns the index
     after its ``.TE`` line. Its header is the rows above a ``.TH`` in it, else its first row
     when a rule (``_``, ``=``) follows that row or a format line of its own sets it apart
-    (bold, ``lB lB``, or aligned otherwise, ``c c`` over ``l l.``); else it has none (last(1)'s
-    ``YYYYMMDDhhmmss`` is its first row: a header taken wrongly shifts every row's citation)."""
+    (bold, ``lB lB``, or aligned otherwise, ``c c`` over ``l l.``) or its words make it one
+    (:func:`~rag_pipeline.core.ingest.tables.worded_as_header`: xz(1)'s ``Filter | Alignment |
+    Notes``); else it has none (last(1)'s ``YYYYMMDDhhmmss`` is its first row: a header taken
+    wrongly shifts every row's citation)."""
     end = next((at for at in range(index, len(lines)) if re.match(r"^[.']\s*TE\b", lines[at])),
                len(lines))
     # Options (``allbox; tab(@);``) and format lines (``l l.``) up to the one ending in ``.``;
@@ -524,7 +526,8 @@ def _table_body(lines: list[str], index: int, page: _Page) -> int:
         set_apart = own and bool(formats) and (
             bool(re.search(r"[bB]", re.sub(r"w\([^)]*\)", "", formats[0])))
             or (len(keys) > 1 and keys[0] != keys[1]))
-        header_rows = 1 if len(rows) > 1 and (ruled_after == 1 or set_apart) else 0
+        header_rows = 1 if len(rows) > 1 and (ruled_after == 1 or set_apart or worded_as_header(
+            rows[0], rows[1:])) else 0
     page.blocks.append((layout_table(rows, 0, header_rows)[0], 0, (rows, header_rows)))
     return end + 1
 
@@ -595,7 +598,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "6")
+        return Extractor("man-roff", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

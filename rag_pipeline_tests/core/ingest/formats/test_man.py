@@ -204,10 +204,9 @@ def test_a_tbl_table_is_a_declared_table_with_its_header_when_it_has_one():
     assert [(t.header, [text[r:text.find("\n", r)] for r in t.rows]) for t in extracted.tables] == [
         ("", ["a | The access time of the file", "B | The birth time of the file",
               "c | The inode status change time of the file"]),
-        # Nothing sets its first row apart (no .TH, rule, bold or own format line): no
-        # header, so no row is cited one off (found by a new user: last(1), hexdump(1)).
-        ("", ["Feature | Added in | Also occurs in", "-files0-from | 4.9.0",
-              "-newerXY | 4.3.3 | BSD"]),
+        # No .TH, rule, bold or own format line sets its first row apart, but its words do:
+        # labels over rows that are none.
+        ("Feature | Added in | Also occurs in", ["-files0-from | 4.9.0", "-newerXY | 4.3.3 | BSD"]),
         ("State | Description", ["active | Started, bound, plugged in. See systemd(1).",
                                  "inactive | Stopped."]),
         ("Name | Meaning", ["rss | resident size", "vsz | virtual size"])]
@@ -254,6 +253,20 @@ def test_a_quote_inside_a_word_is_part_of_the_macros_argument():
     page = (b'.de AR\n\\$2 then \\$1\n..\n.TH Q 1\n.SH QUOTES\n'
             b'.AR a"b "say ""hi"" now"\n.B a"b "c ""d"""\n')
     assert MAN.extract(page, "q.1").canonical_text == 'QUOTES\n\nsay "hi" now then a"b a"b c "d"\n'
+
+
+def test_a_tbl_header_set_apart_by_its_words_alone_is_the_header():
+    """Found in this machine's pages: xz(1)'s ``Filter | Alignment | Notes`` and ps(1)'s ``KEY |
+    LONG | DESCRIPTION`` share their format line with the rows, and were cited as row 1. A
+    first row of names like the others (``Alice | Bob``) stays a row."""
+    page = (b".TH XZ 1\n.SH FILTERS\n.TS\ntab(;);\nl n l.\nFilter;Alignment;Notes\n"
+            b"x86;1;32-bit or 64-bit x86\nARM;4;\n.TE\n.SH NAMES\n.TS\nl l.\n"
+            b"Alice\tBob\nCarol\tDave\nErin\tFrank\n.TE\n")
+    extracted = MAN.extract(page, "xz.1")
+    assert [(t.header, extracted.canonical_text[t.start:t.end]) for t in extracted.tables] == [
+        ("Filter | Alignment | Notes", "Filter | Alignment | Notes\nx86 | 1 | 32-bit or 64-bit x86\n"
+                                       "ARM | 4"),
+        ("", "Alice | Bob\nCarol | Dave\nErin | Frank")]
 
 
 def test_a_macro_calling_itself_stops_at_the_limit():
