@@ -44,8 +44,13 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
 
 
-def _validation_message(errors: list[dict[str, Any]]) -> str:
-    """The first problem as ``field: message`` (pydantic's "Value error, " prefix dropped)."""
+BODY_EXAMPLES = {"/session": '{"token": "..."}'}
+"""The JSON body a path takes, named when a request's body is no JSON object (else ``/ask``'s)."""
+
+
+def _validation_message(errors: list[dict[str, Any]], path: str = "/ask") -> str:
+    """The first problem as ``field: message`` (pydantic's "Value error, " prefix dropped), a
+    body that is no JSON object told the one ``path`` takes."""
     first = errors[0]
     if first.get("type") == "json_invalid":
         return f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
@@ -54,7 +59,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
         return f"{where}: must be a whole number, not {str(first.get('input'))[:40]!r}"
     if first.get("type") in ("model_attributes_type", "dict_type") and not where:
         return ("the body must be a JSON object, sent as Content-Type: application/json "
-                '({"question": "..."})')
+                f'({BODY_EXAMPLES.get(path, """{"question": "..."}""")})')
     message = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
     return f"{where}: {message}" if where and not message.startswith(f"{where} ") else message
 
@@ -204,7 +209,7 @@ def create_app(service: QueryService) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         service.count_error()
-        message = _validation_message(list(exc.errors()))
+        message = _validation_message(list(exc.errors()), request.url.path)
         if request.url.path.startswith(VIEW_PATHS) and navigated(request.scope, request.method):
             # A document link a browser opened itself ("?page=" cut short): the page of
             # every other view error, with the way back, never a line of JSON.

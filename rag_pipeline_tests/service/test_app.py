@@ -204,6 +204,11 @@ def test_the_document_view_marks_the_quoted_slice(client: TestClient, built: Bui
     assert client.post("/ask", content="question=timeouts").json() == {
         "error": 'the body must be a JSON object, sent as Content-Type: application/json '
                  '({"question": "..."})'}
+    # Found by an attack: the sign-in was told the body /ask takes.
+    assert client.post("/session", content='{"token": "x"}',
+                       headers={"content-type": "text/plain"}).json() == {
+        "error": 'the body must be a JSON object, sent as Content-Type: application/json '
+                 '({"token": "..."})'}
 
 
 def test_the_evaluation_report_is_served_where_the_dagster_ui_links(client: TestClient,
