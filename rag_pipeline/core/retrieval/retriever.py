@@ -346,9 +346,11 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
         hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
         own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
     codes = RankedCodes([""] * len(collapsed), (), False)
-    if question_identifiers(question):  # the hits' contents are read only for a question naming codes
-        contents = [index.contents[row] for row, _, _ in collapsed]
-        codes = ranked_codes(question, contents, [index.document_ids[row] for row, _, _ in collapsed])
+    if question_identifiers(question):  # the hits' texts are read only for a question naming codes
+        # The embedded text: a code in the document's title or the section's (a mail's
+        # subject, a postmortem's heading) is held by the passages under it.
+        texts = [index.texts[row] for row, _, _ in collapsed]
+        codes = ranked_codes(question, texts, [index.document_ids[row] for row, _, _ in collapsed])
     hits = [Hit(row, score, d, locations, identifier, codes.unheld, codes.any_held)
             for (row, score, locations), d, identifier in zip(collapsed, own, codes.held, strict=True)]
     return Ranking(hits, distances, timings, path)

@@ -265,3 +265,26 @@ def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it
         True, "INV-2026-0051", ("INV-2026-9999",))
     # The quoted answer comes from the source holding the code, not the rows cited beside it.
     assert {q.citation for q in held.quoted} == {1}
+
+
+def test_a_code_in_a_documents_title_is_held_by_its_passages(tmp_path: Path, minilm):
+    """Found by a new user: a mail whose subject names the incident was no holder of its code
+    (the subject is in the chunk's header, not its words), so the answer quoted a standup
+    note's passing mention of the code instead of the mail's root cause."""
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    mail = ("From: Jonas <jonas@example.com>\nTo: sre@example.com\n"
+            "Subject: Re: INC-2026-038 payment gateway outage\n\n"
+            "Root cause confirmed: an expired TLS certificate on the internal payment proxy.\n"
+            "We renewed it at 09:42 and traffic recovered by 09:50.\n")
+    docs = {"thread.eml": mail,
+            "standup.txt": "Standup\nPriya: finishing the Kafka upgrade plan.\n"
+                           "Jonas: incident follow-up for INC-2026-038.\n",
+            "handbook.md": "# Handbook\n\nCore hours are 10:00 to 15:00.\n"}
+    embedder = load_embedder(minilm)
+    built = build_index(tmp_path, embedder, docs)
+    answer = ask("what was the root cause of INC-2026-038 payment gateway outage", built.index,
+                 embedder)
+    assert [(c.document_id, c.identifier) for c in answer.citations] == [
+        ("thread.eml", "INC-2026-038"), ("standup.txt", "INC-2026-038")]
+    assert answer.quoted[0].text.startswith("Root cause confirmed: an expired TLS certificate")
