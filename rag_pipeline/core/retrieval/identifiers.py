@@ -17,11 +17,11 @@ one digit run last (a host or a region: ``lb-west-3``, ``us-east-1``; not a phra
 not a word (``sqlite3``) nor code (``lst[0]``). A hit holds it when its embedded text (its
 words, and the header naming its document's title and section: a mail whose subject names an
 incident) has it, case aside, as a whole code: no letter or digit on either side, nor a
-separator continuing it (``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when the ranked hits holding it
-are in at most :data:`MAX_HOLDING_DOCUMENTS` documents (a string all over the corpus names
-nothing in particular; a warehouse's code in its register's row, its inventory, its roster and
-four rows of a shipments table does), and then for its :data:`MAX_HOLDERS` best-ranked
-holders (those the question's other words rank first).
+separator continuing it (``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when
+the ranked hits holding it are in at most :data:`MAX_HOLDING_DOCUMENTS` documents (a string
+all over the corpus names nothing in particular; a warehouse's code in its register's row, its
+inventory, its roster and four rows of a shipments table does), and then for its
+:data:`MAX_HOLDERS` best-ranked holders (those the question's other words rank first).
 
 A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
 a run of three digits or more and either a run of two letters or more (``INV-2026-9999``) or
