@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -234,9 +235,7 @@ class S3Source:
                                   "bytes per document (max_document_bytes)")
         etag = entry.fingerprint.split(":")[1]
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self.prefix + entry.document_id,
-                                              IfMatch=f'"{etag}"')
-            data = response["Body"].read(max_bytes + 1)
+            data = self._get(self.prefix + entry.document_id, etag, max_bytes + 1)
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("NoSuchKey", "404"):
@@ -256,6 +255,26 @@ class S3Source:
             raise ExtractionError(f"too large: over the limit of {max_bytes} bytes per document "
                                   "(max_document_bytes)")
         return data
+
+    def _get(self, key: str, etag: str, limit: int) -> bytes:
+        """At most ``limit`` bytes of the object ``key`` as listed (``etag``). A body cut off
+        on its way (the connection dropped after the headers: botocore's own retries end with
+        the headers) is asked for again, :data:`MAX_ATTEMPTS` times in all; then the source
+        fails, saying so."""
+        from botocore.exceptions import ConnectionClosedError, IncompleteReadError, ResponseStreamingError
+
+        attempt = 1
+        while True:
+            response = self.client.get_object(Bucket=self.bucket, Key=key, IfMatch=f'"{etag}"')
+            try:
+                return response["Body"].read(limit)
+            except (IncompleteReadError, ResponseStreamingError, ConnectionClosedError) as exc:
+                if attempt == MAX_ATTEMPTS:
+                    raise SourceError(f"{self._where()}: the connection dropped while {key!r} was "
+                                      f"read, {MAX_ATTEMPTS} times ({type(exc).__name__}: {exc})"
+                                      ) from exc
+            time.sleep(0.5 * attempt)
+            attempt += 1
 
     def location(self, document_id: str) -> str:
         return f"s3://{self.bucket}/{self.prefix}{document_id}"

@@ -5,6 +5,7 @@ endpoint each one line."""
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -158,6 +159,74 @@ def test_an_unreachable_endpoint_fails_after_bounded_retries():
     assert str(caught.value).startswith(f"s3://docs/p at http://127.0.0.1:{port}: cannot reach "
                                         "the endpoint after 3 attempts (EndpointConnectionError")
     assert time.monotonic() - started < 30
+
+
+class _CutBodies:
+    """An S3 endpoint on 127.0.0.1 listing one object, ``p/a.md``, whose body it cuts off
+    (headers sent, then the connection closed) the first ``cut`` times it is asked for."""
+
+    LISTING = (b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult '
+               b'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>docs</Name><Prefix>p/</Prefix>'
+               b"<KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>"
+               b"<Contents><Key>p/a.md</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+               b"<ETag>&quot;abc&quot;</ETag><Size>12</Size></Contents></ListBucketResult>")
+
+    def __init__(self, cut: int) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        endpoint = self
+        self.gets = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                listing = "list-type=2" in self.path
+                if not listing:
+                    endpoint.gets += 1
+                body = endpoint.LISTING if listing else b"# A\n\nWhole.\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("ETag", '"abc"')
+                self.end_headers()
+                if listing or endpoint.gets > cut:
+                    self.wfile.write(body)
+                    return
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def source(self) -> S3Source:
+        return S3Source("s3://docs/p", S3Settings(endpoint_url=self.url, region="us-east-1",
+                                                  access_key_id="k", secret_access_key="s"))
+
+
+def test_a_body_cut_off_on_its_way_is_asked_for_again_and_then_said_so():
+    """Found by an operator: a connection dropped after the object's headers was reported as
+    "cannot reach the endpoint after 3 attempts", after one attempt, and failed the run."""
+    healing = _CutBodies(cut=1)
+    try:
+        source = healing.source()
+        assert (source.read(source.entries()[0], 1000), healing.gets) == (b"# A\n\nWhole.\n", 2)
+    finally:
+        healing.server.shutdown()
+    cut = _CutBodies(cut=10)
+    try:
+        source = cut.source()
+        with pytest.raises(SourceError) as caught:
+            source.read(source.entries()[0], 1000)
+        assert (str(caught.value), cut.gets) == (
+            f"s3://docs/p at {cut.url}: the connection dropped while 'p/a.md' was read, 3 times "
+            "(IncompleteReadError: 0 read, but total bytes expected is 12.)", 3)
+    finally:
+        cut.server.shutdown()
 
 
 def test_refused_credentials_are_one_line(tmp_path):
