@@ -87,8 +87,8 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
         raise SourceError(f"{uri}: {bucket!r} is not a bucket name (3 to 63 lower-case letters, "
                           "digits, '.' and '-')")
     prefix = prefix.strip("/")
-    if prefix and unsafe_key_reason(prefix) is not None:
-        raise SourceError(f"{uri}: the prefix {unsafe_key_reason(prefix)}")
+    if prefix and (unsafe := unsafe_key_reason(prefix, kind="prefix")) is not None:
+        raise SourceError(f"{uri}: {unsafe}")
     return bucket, f"{prefix}/" if prefix else ""
 
 
