@@ -72,7 +72,8 @@ def _tables(con) -> set[str]:
 
 
 def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
-    """The row counts a new user checks first, straight from the DuckDB views."""
+    """The row counts a new user checks first, straight from the DuckDB views; a document whose
+    id another one took (:func:`_id_taken`) counted among the failed, as ``status`` lists it."""
     import duckdb
 
     queries = {
@@ -84,8 +85,14 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
     }
     with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
         present = _tables(con)
-        return {name: con.execute(sql).fetchall() for name, sql in queries.items()
-                if name in present}
+        counts = {name: con.execute(sql).fetchall() for name, sql in queries.items()
+                  if name in present}
+        if taken := len(_id_taken(con, present)) if "documents" in present else 0:
+            by_status = dict(counts["documents"])
+            failed = DocumentStatus.FAILED.value
+            by_status[failed] = by_status.get(failed, 0) + taken
+            counts["documents"] = sorted(by_status.items())
+        return counts
 
 
 def last_reconciliation(warehouse: Warehouse) -> tuple[Reconciliation, str] | None:

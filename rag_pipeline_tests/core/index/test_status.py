@@ -234,7 +234,7 @@ def test_a_document_whose_id_another_took_is_counted_and_listed_failed(built: Bu
     """Found by a user's trial of an S3 prefix: the object ``bundle.zip/x.md`` beside the archive
     ``bundle.zip`` holding ``x.md`` was left out (the member keeps the id), said only in the
     reconciliation: ``status`` counted 0 failed and ``index`` listed nothing not indexed."""
-    from rag_pipeline.core.index.status import documents_not_indexed
+    from rag_pipeline.core.index.status import documents_not_indexed, row_counts
     from rag_pipeline.core.ingest.reconcile import Change, Reconciled, Reconciliation, reconciliation_table
 
     warehouse = Warehouse(built.data_dir)
@@ -249,6 +249,8 @@ def test_a_document_whose_id_another_took_is_counted_and_listed_failed(built: Bu
     status = index_status(warehouse)
     assert (status.documents_ok, status.documents_failed) == (4, [(taken.document_id, reason)])
     assert documents_not_indexed(warehouse) == [("failed", taken.document_id, reason)]
+    # Found by an operator: index's table of what was built counted one failed fewer.
+    assert row_counts(warehouse)["documents"] == [("failed", 1), ("ok", 4)]
 
 
 def test_an_archive_whose_member_list_is_not_chunked_is_not_called_chunkless(
