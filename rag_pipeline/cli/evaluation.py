@@ -173,7 +173,7 @@ def _compare_held_out(invocation: Invocation, spec, other, gold_path: Path, ood_
         gold = load_gold_set(gold_path)
     except GoldFormatError as exc:
         fail(str(exc))
-    canonical, _ = corpus_texts(invocation, None)
+    canonical, _, _ = corpus_texts(invocation, None)
     held = spec.adaptation.recipe.held_out
     lines = held_out_lines(gold, canonical, held)
     if not lines:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from rag_pipeline.cli.edge import Invocation, echo, fail
+
+if TYPE_CHECKING:
+    from rag_pipeline.core.ingest.extracted import Section
 
 
 @click.group()
@@ -37,8 +41,8 @@ def draft(invocation: Invocation, corpus: Path | None, count: int, output: Path 
     if from_feedback:
         _draft_from_feedback(invocation, output)
         return
-    texts, name = corpus_texts(invocation, corpus)
-    needles = draft_needles(texts, count)
+    texts, sections, name = corpus_texts(invocation, corpus)
+    needles = draft_needles(texts, count, sections=sections)
     if not needles:
         fail(f"no sentence of 8 to 40 words occurs exactly once in the {len(texts)} documents")
     text = draft_jsonl(name, needles)
@@ -72,28 +76,35 @@ def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
          f"`{invocation.command('eval', '--gold', str(output))}`", err=True)
 
 
-def corpus_texts(invocation: Invocation, corpus: Path | None) -> tuple[dict[str, str], str]:
-    """The canonical text of every ok document that is searched (of the folder, else of the
-    built index; not an archive's member list, which no chunk holds), and the corpus's name."""
+def corpus_texts(invocation: Invocation, corpus: Path | None,
+                 ) -> tuple[dict[str, str], dict[str, list[Section]], str]:
+    """The canonical text and sections of every ok document that is searched (of the folder,
+    else of the built index; not an archive's member list, which no chunk holds), and the
+    corpus's name."""
+    from rag_pipeline.core.ingest.extracted import Section
     from rag_pipeline.core.ingest.formats import chunked_format
 
     if corpus is not None:
         from rag_pipeline.core.ingest import discover, extract_document
 
-        records = [extract_document(path, corpus) for path in discover(corpus)]
-        return ({r.document_id: r.canonical_text for r in records if r.ok and chunked_format(r.format)},
-                corpus.resolve().name)
+        records = [r for r in (extract_document(path, corpus) for path in discover(corpus))
+                   if r.ok and chunked_format(r.format)]
+        return ({r.document_id: r.canonical_text for r in records},
+                {r.document_id: list(r.sections) for r in records}, corpus.resolve().name)
     from rag_pipeline.core.ingest import DocumentStatus
     from rag_pipeline.core.storage.table_names import DOCUMENTS
     from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
 
     try:
         rows = invocation.warehouse.read(
-            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path", "format"]).to_pylist()
+            DOCUMENTS, columns=["document_id", "canonical_text", "status", "path", "format",
+                                "sections"]).to_pylist()
     except IndexNotBuiltError as exc:
         fail(f"{exc} (or pass --corpus DIR)")
     ok = [r for r in rows if r["status"] == DocumentStatus.OK]
     name = Path(os.path.commonpath([str(Path(r["path"]).parent) for r in ok])).name if ok else ""
-    return ({r["document_id"]: r["canonical_text"] for r in ok if chunked_format(r["format"])},
+    searched = [r for r in ok if chunked_format(r["format"])]
+    return ({r["document_id"]: r["canonical_text"] for r in searched},
+            {r["document_id"]: [Section(**s) for s in r["sections"] or ()] for r in searched},
             name or "corpus")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from rag_pipeline.core.config.gold_file import GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.ingest import DocumentStatus
+from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.formats.markdown import front_matter_end, without_headings
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -118,20 +119,21 @@ def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
 
 
 def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8,
-                  max_words: int = 40) -> list[DraftNeedle]:
+                  max_words: int = 40, sections: Mapping[str, Sequence[Section]] | None = None,
+                  ) -> list[DraftNeedle]:
     """Up to ``n`` candidate needles for a new gold set: sentences of ``min_words`` to
     ``max_words`` words of prose, outside headings and within one paragraph, that :func:`validate_gold`
     accepts (found exactly once in the corpus), taken round-robin over the documents and spread
     evenly through each, so every document contributes before any gives a second; the documents
     taken folder by folder in turn (:func:`_folders_in_turn`), so a draft of fewer needles than
-    documents samples every top-level folder, not the alphabetically first ones."""
+    documents samples every top-level folder, not the alphabetically first ones. ``sections``:
+    each document's, where its headings are (:func:`chunked_text`)."""
     from rag_pipeline.core.retrieval.sentences import split_sentences
 
     per_document = {}
     for document_id in _folders_in_turn(sorted(canonical_texts)):
-        text = canonical_texts[document_id]
-        paragraphs = re.split(r"\n\s*\n", without_headings(text[front_matter_end(text):],
-                                                          setext=_markdown(document_id)))
+        paragraphs = re.split(r"\n\s*\n", chunked_text(document_id, canonical_texts[document_id],
+                                                        (sections or {}).get(document_id)))
         sentences = [s for paragraph in paragraphs for s in split_sentences(paragraph)
                      if min_words <= len(s.split()) <= max_words and s[-1] in ".?!:"
                      and _is_prose(s)]
@@ -142,7 +144,7 @@ def draft_needles(canonical_texts: Mapping[str, str], n: int, min_words: int = 8
     for start in range(0, len(order), batch):
         candidates = order[start:start + batch]
         lines = [GoldLine(str(i), s, "-", "-") for i, (_, s) in enumerate(candidates)]
-        accepted = {q.line_id for q in validate_gold(lines, canonical_texts)[0]}
+        accepted = {q.line_id for q in validate_gold(lines, canonical_texts, sections)[0]}
         seen = {c.needle for c in chosen}
         for i, (document_id, sentence) in enumerate(candidates):
             if str(i) in accepted and sentence not in seen and len(chosen) < n:
@@ -224,16 +226,31 @@ def _markdown(document_id: str) -> bool:
     return fmt is not None and fmt.name == "markdown"
 
 
+def chunked_text(document_id: str, text: str, sections: Sequence[Section] | None = None) -> str:
+    """What the chunks of a document are cut from, its parts joined by blank lines: the bodies
+    of its ``sections`` (:func:`~rag_pipeline.core.chunking.strategies.body_sections`: a heading,
+    an HTML page's ``<h2>`` or a manual page's ``.SH``, is in none); without them (a caller that
+    has the text alone), the text but its front matter and its Markdown headings."""
+    if sections:
+        from rag_pipeline.core.chunking.strategies import body_sections
+
+        return "\n\n".join(text[s.start:s.end] for s in body_sections(text, "", sections))
+    return without_headings(text[front_matter_end(text):], setext=_markdown(document_id))
+
+
 def validate_gold(lines: Iterable[GoldLine], canonical_texts: Mapping[str, str],
+                  sections: Mapping[str, Sequence[Section]] | None = None,
                   ) -> tuple[list[GoldQuery], list[GoldError]]:
     """Splits the gold lines into scored queries and errors. A needle must occur exactly once
     in the corpus (white space collapsed, front matter left out: it is in no chunk), outside
-    heading lines, in the line's ``document`` when it names one, and in no earlier line that
-    is scored (a passage scored twice would count twice in every figure)."""
-    bodies = {doc_id: text[front_matter_end(text):] for doc_id, text in canonical_texts.items()}
-    collapsed = {doc_id: collapse(text) for doc_id, text in bodies.items()}
-    body_only = {doc_id: collapse(without_headings(text, setext=_markdown(doc_id)))
-                 for doc_id, text in bodies.items()}
+    headings (each document's ``sections``, else its Markdown heading lines: :func:`chunked_text`),
+    in the line's ``document`` when it names one, and in no earlier line that is scored (a
+    passage scored twice would count twice in every figure)."""
+    sections = sections or {}
+    collapsed = {doc_id: collapse(text[front_matter_end(text):])
+                 for doc_id, text in canonical_texts.items()}
+    body_only = {doc_id: collapse(chunked_text(doc_id, text, sections.get(doc_id)))
+                 for doc_id, text in canonical_texts.items()}
     queries, errors = [], []
     scored_by: dict[str, str] = {}
     for line in lines:

@@ -22,6 +22,7 @@ from rag_pipeline.core.index.access import labelled
 from rag_pipeline.core.index.generations import current_generation, current_generations
 from rag_pipeline.core.index.store import load_partition
 from rag_pipeline.core.ingest import DocumentStatus
+from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.formats import chunked_format
 from rag_pipeline.core.retrieval.sentences import partition_sentences
 from rag_pipeline.core.storage.table_names import DOCUMENTS
@@ -73,8 +74,8 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     indexes = {c: labelled(load_partition(warehouse, c, model.key), policy) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
-    documents = warehouse.read_file(documents_file,
-                                    columns=["document_id", "canonical_text", "status", "format"])
+    documents = warehouse.read_file(
+        documents_file, columns=["document_id", "canonical_text", "status", "format", "sections"])
     rows = [row for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
     generations = {c: index.generation for c, index in indexes.items()}
     sets = eval_set_inputs(gold_path, ood_path)
@@ -89,7 +90,9 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
                 if chunked_format(row["format"])}
     lines, canonical = gold_lines_for(gold.lines, searched, policy, groups,
                                       documents.column("document_id").to_pylist())
-    queries, errors = validate_gold(lines, canonical)
+    sections = {row["document_id"]: [Section(**section) for section in row["sections"] or ()]
+                for row in rows if row["document_id"] in canonical}
+    queries, errors = validate_gold(lines, canonical, sections)
     ood = load_ood_if_any(ood_path)
     embedder = load_embedder(model)
     runs = default_runs(sorted(indexes))

@@ -319,3 +319,34 @@ def test_a_markdown_files_underlined_title_is_a_heading_for_the_gold_check():
     texts = {"faq.md": f"{needle}\n---\n\nRemove the stale lock file first.\n"}
     queries, errors = validate_gold([line("q1", needle)], texts)
     assert (queries, [e.reason for e in errors]) == ([], ["needle is a heading"])
+
+
+def test_an_html_or_manual_page_heading_is_a_heading_for_the_gold_check_and_the_draft(tmp_path: Path):
+    """Found by a new user measuring their own documents: an HTML page's ``<h2>`` and a manual
+    page's ``.SH`` were scored as needles (in no chunk, so counted destroyed by chunking): only
+    Markdown's headings were known. The extractor's sections say where any format's are."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "guide.html").write_text(
+        "<html><body><h1>Guide</h1><h2>Chapter two covers users and groups of the system</h2>"
+        "<p>Each user belongs to one primary group and to any number of others.</p>"
+        "</body></html>", encoding="utf-8")
+    (corpus / "tool.1").write_text(
+        ".TH TOOL 1\n.SH ADVANCED USAGE OF THE TOOL FOR LARGE FILES AND MANY DIRECTORIES\n"
+        "The tool reads its input in blocks of a megabyte and never holds more.\n",
+        encoding="utf-8")
+    records = extract_corpus(corpus).records
+    texts = {r.document_id: r.canonical_text for r in records}
+    sections = {r.document_id: list(r.sections) for r in records}
+    headings = [line("h2", "Chapter two covers users and groups of the system"),
+                line("sh", "ADVANCED USAGE OF THE TOOL FOR LARGE FILES AND MANY DIRECTORIES")]
+    bodies = [line("p", "Each user belongs to one primary group and to any number of others."),
+              line("b", "The tool reads its input in blocks of a megabyte and never holds more.")]
+    queries, errors = validate_gold([*headings, *bodies], texts, sections)
+    assert ([e.reason for e in errors], sorted({q.line_id for q in queries})) == (
+        ["needle is a heading", "needle is a heading"], ["b", "p"])
+    # Without the sections (a caller with the text alone) the headings were scored.
+    assert validate_gold(headings, texts)[1] == []
+    assert {n.needle for n in draft_needles(texts, 10, sections=sections)} == {
+        "Each user belongs to one primary group and to any number of others.",
+        "The tool reads its input in blocks of a megabyte and never holds more."}
