@@ -19,6 +19,7 @@ import re
 import stat
 import unicodedata
 import zipfile
+import zlib
 from collections.abc import Iterator
 
 from rag_pipeline.core.ingest.extracted import ExtractionError, Extractor
@@ -65,8 +66,6 @@ def member_path(info: zipfile.ZipInfo) -> str:
 def _unicode_path(extra: bytes, raw: bytes) -> str | None:
     """The name an Info-ZIP Unicode Path field of ``extra`` holds for the name ``raw`` (None:
     no such field, or one made for another name, or no UTF-8)."""
-    import zlib
-
     at = 0
     while at + 4 <= len(extra):
         kind = int.from_bytes(extra[at:at + 2], "little")
@@ -80,6 +79,10 @@ def _unicode_path(extra: bytes, raw: bytes) -> str | None:
             except UnicodeDecodeError:
                 return None
     return None
+
+
+_KANA_OR_KANJI = re.compile("[\u3041-\u30ff\u4e00-\u9fff]")
+"""Hiragana, katakana and the unified kanji."""
 
 
 def _national_name(raw: bytes) -> str | None:
@@ -99,8 +102,8 @@ def _national_name(raw: bytes) -> str | None:
     except UnicodeDecodeError:
         japanese = ""
     wide = [ch for ch in japanese if not ch.isascii()]
-    if wide and all(map(_is_kana_or_kanji, wide)) and re.search(r"[\u3041-\u30ff\u4e00-\u9fff]{2}",
-                                                                  japanese):
+    if wide and all(_KANA_OR_KANJI.fullmatch(ch) for ch in wide) and re.search(
+            f"{_KANA_OR_KANJI.pattern}{{2}}", japanese):
         return japanese
     cyrillic = raw.decode("cp866")
     words = _words_past_ascii(cyrillic)
@@ -122,8 +125,6 @@ def _is_cyrillic(ch: str) -> bool:
     return "\u0400" <= ch <= "\u04ff"
 
 
-def _is_kana_or_kanji(ch: str) -> bool:
-    return "\u3041" <= ch <= "\u30ff" or "\u4e00" <= ch <= "\u9fff"
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str,
