@@ -4,8 +4,9 @@
 Read with the standard library's ``tarfile`` as a stream (``r|*``), so a compressed archive is
 never expanded whole in memory. A tar has no table of contents: the limits are checked as the
 members go by. A member whose size alone is over the budget of expanded bytes, the count
-passing ``max_members``, or the stream expanding more than ``max_ratio`` times the file, fails
-the whole archive (no member of it is a document). A member fails alone when its path points
+passing ``max_members``, the stream expanding more than ``max_ratio`` times the file, or an
+extended header (a long name, a pax header) over :data:`MAX_HEADER_BYTES`, fails the whole
+archive (no member of it is a document). A member fails alone when its path points
 outside the archive or it is larger than ``max_document_bytes``; links, devices and FIFOs are
 skipped, never followed or opened; hidden members are no documents. An archive whose listing
 ends before its end (a damaged member header, a stream cut inside one) fails whole, saying
@@ -30,6 +31,26 @@ from rag_pipeline.core.ingest.members import (
     is_hidden,
     safe_member_name,
 )
+
+MAX_HEADER_BYTES = 1024 * 1024
+"""The most an extended header (a GNU long name or link, a pax header) may hold: ``tarfile``
+reads one whole into memory before the member it describes is listed (a name is at most a few
+KiB; 1.5 GB claimed in a 1.5 MB file took 3 GiB)."""
+_EXTENDED_HEADERS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                     tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A member header whose extended header, if any, is read only when it holds at most
+    :data:`MAX_HEADER_BYTES` (the hook ``tarfile`` gives: its ``tarinfo`` class)."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _EXTENDED_HEADERS and self.size > MAX_HEADER_BYTES:
+            raise ExtractionError(
+                f"an extended header (a long name or a pax header) of {self.size} bytes, over "
+                f"the limit of {MAX_HEADER_BYTES} bytes: a tar bomb or a damaged archive")
+        return super()._proc_member(tarfile_)
+
 
 TRAILER_READ_BYTES = 64 * 1024 * 1024
 """At most this much of what follows the listing's end is read to tell the end-of-archive
@@ -71,7 +92,7 @@ class TarFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "4")
+        return Extractor("tar-members", "5")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -84,7 +105,8 @@ class TarFormat(ContainerFormat):
 
         def members() -> Iterator[Member]:
             try:
-                archive = tarfile.open(fileobj=io.BytesIO(data), mode="r|*")
+                archive = tarfile.open(fileobj=io.BytesIO(data), mode="r|*",
+                                       tarinfo=_BoundedTarInfo)
             except (tarfile.TarError, OSError, EOFError, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
             count = 0

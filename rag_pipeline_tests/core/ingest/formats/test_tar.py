@@ -116,3 +116,37 @@ def test_a_damaged_member_header_or_a_cut_inside_one_fails_the_archive_saying_wh
     assert str(raised.value) == ("tar archive cut short: it ends inside a member header at byte "
                                  "1,024 of the unpacked archive (1 member(s) listed before it)")
     assert members(whole[:1024]) == ["one.md"]  # cut at a header's start: as GNU tar, unsaid
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
+def test_an_extended_header_past_its_limit_fails_the_archive_before_it_is_read(kind: bytes):
+    """Found by an attack: a long name (or pax header) claiming 1.5 GB in a 1.5 MB .tar.gz was
+    read whole by ``tarfile`` before any member was listed: 3 GiB of memory, past every archive
+    limit. Its size is checked first; a long name of a real length is still read."""
+    import gzip
+
+    from rag_pipeline.core.ingest.formats.tar import MAX_HEADER_BYTES
+
+    def with_header(size: int, payload: bytes) -> bytes:
+        header = tarfile.TarInfo("././@LongLink" if kind == tarfile.GNUTYPE_LONGNAME else "pax")
+        header.type, header.size = kind, size
+        member = tarfile.TarInfo("a.md")
+        member.size = 4
+        return gzip.compress(header.tobuf(format=tarfile.GNU_FORMAT) + payload
+                             + member.tobuf(format=tarfile.GNU_FORMAT) + b"# A\n".ljust(512, b"\0")
+                             + b"\0" * 1024)
+
+    claimed = 8 * MAX_HEADER_BYTES
+    with pytest.raises(ExtractionError) as raised:
+        TAR.extract(with_header(MAX_HEADER_BYTES + 1, b"\0" * claimed), "bomb")
+    assert str(raised.value) == (
+        f"an extended header (a long name or a pax header) of {MAX_HEADER_BYTES + 1} bytes, over the "
+        f"limit of {MAX_HEADER_BYTES} bytes: a tar bomb or a damaged archive")
+    long_name = "d/" + "n" * 300 + ".md"
+    if kind == tarfile.GNUTYPE_LONGNAME:
+        payload = long_name.encode() + b"\0"
+    else:
+        record = f" path={long_name}\n"
+        payload = f"{len(record) + len(str(len(record) + 3))}{record}".encode()
+    assert TAR.extract(with_header(len(payload), payload.ljust(512 * (len(payload) // 512 + 1), b"\0")),
+                       "fine").canonical_text == f"{long_name}\n"
