@@ -35,6 +35,7 @@ import hashlib
 import io
 import lzma
 import posixpath
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -244,10 +245,21 @@ def _skip_reason(name: str, why: str, unread: bool = False) -> str:
 class _Reader:
     """Reads one corpus file's bytes into its records, containers expanded, each document
     within ``max_seconds`` (:func:`~rag_pipeline.core.ingest.time_limit.document_time_limit`:
-    a container's own reading and each member's timed alone)."""
+    a container's own reading and each member's timed alone), and no member begun once the
+    file's reading has taken ``max_reading_multiple`` times that
+    (:class:`~rag_pipeline.core.ingest.members.ContainerLimits`)."""
 
     unpacking: Unpacking
     max_seconds: float | None = None
+    began: float = dataclasses.field(default_factory=time.monotonic)
+
+    def _out_of_time(self) -> str | None:
+        """Why no more member is read (None: there is time)."""
+        multiple = self.unpacking.limits.max_reading_multiple
+        if self.max_seconds is None or time.monotonic() - self.began <= multiple * self.max_seconds:
+            return None
+        return (f"not read: the members of this file took over {multiple * self.max_seconds:g} s "
+                f"together ({multiple:g} times max_document_seconds)")
 
     def record(self, document_id: str, path: str, name: str, data: bytes, digest: str,
                depth: int = 1) -> list[DocumentRecord]:
@@ -351,6 +363,8 @@ class _Reader:
             member_id, member_path = f"{document_id}/{member.name}", f"{path}/{member.name}"
             base = posixpath.basename(member.name)
             member_digest = hashlib.sha256(member.data).hexdigest() if member.data else ""
+            if member.error is None and member.skip is None and (late := self._out_of_time()):
+                member = dataclasses.replace(member, error=late)
             if member.error is not None or member.skip is not None:
                 fmt_name, stamp = stamp_for(base)
                 failed = member.error is not None

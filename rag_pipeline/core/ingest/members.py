@@ -34,6 +34,10 @@ class ContainerLimits:
         max_ratio: A member (or a compressed stream) expanding more than this many times its
             compressed size, past :data:`RATIO_FLOOR_BYTES`, is a bomb and fails.
         max_depth: Containers nest at most this deep (a zip in a mail is depth 2).
+        max_reading_multiple: The members of a file's containers, nested ones too, are read in
+            at most this many times ``max_document_seconds`` together (each member within
+            ``max_document_seconds`` of its own); those not begun by then fail unread, so one
+            archive of slow members cannot hold a run for its members times the limit.
 
     Raises:
         ValueError: If a limit is not positive.
@@ -44,9 +48,11 @@ class ContainerLimits:
     max_expanded_bytes: int = 256 * 1024 * 1024
     max_ratio: float = 100.0
     max_depth: int = 3
+    max_reading_multiple: float = 10.0
 
     def __post_init__(self) -> None:
-        for name in ("max_members", "max_attachments", "max_expanded_bytes", "max_ratio", "max_depth"):
+        for name in ("max_members", "max_attachments", "max_expanded_bytes", "max_ratio", "max_depth",
+                     "max_reading_multiple"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 

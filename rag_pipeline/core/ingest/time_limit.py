@@ -14,7 +14,8 @@ thread; anywhere else (a service's worker thread), and on a system without inter
 (Windows), reading has no time limit.
 
 Limits nest: a container's reading (an archive's listing, a mail's header and body) and each of
-its members' is timed alone, the container's clock stopped while a member is read. OCR has its
+its members' is timed alone, the container's clock stopped while a member is read; the members
+of one file together get a multiple of the limit (``ContainerLimits.max_reading_multiple``). OCR has its
 own limits (per page, per document and per run: :mod:`rag_pipeline.core.ingest.pdf_ocr`), and
 the clock stops while a document's pages are OCR'd (:func:`clock_stopped`).
 """

@@ -551,3 +551,32 @@ def test_member_names_that_no_table_could_hold_are_made_printable(tmp_path: Path
     records = extract_corpus(tmp_path).records
     assert [(r.document_id, r.status) for r in records] == [
         ("names.tar", "ok"), ("names.tar/caf\\xe9.txt", "ok"), ("names.tar/line_break.txt", "ok")]
+
+
+def test_the_members_of_one_file_are_read_within_a_multiple_of_the_time_limit(tmp_path: Path):
+    """Found by an attack: each member had max_document_seconds of its own, the archive's clock
+    stopped meanwhile, so a zip of 10,000 slow manual pages could hold a run for 69 days. The
+    members not begun once the file's reading took max_reading_multiple times the limit fail
+    unread, kept as a timed-out document is."""
+    import zipfile
+
+    from rag_pipeline.core.ingest.containers import extract_file
+    from rag_pipeline.core.ingest.members import ContainerLimits
+    from rag_pipeline.core.ingest.reading import ExtractionSettings
+
+    macros = [line for i in range(40) for line in (f".de M{i}", f".M{i + 1} \\$1\\$1", "..")]
+    page = "\n".join([".TH SLOW 1", *macros, ".de M40", "\\$1", "..", ".SH NAME", ".M0 ab"]) + "\n"
+    archive = tmp_path / "slow.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for i in range(6):
+            zipped.writestr(f"page{i}.1", page)
+        zipped.writestr("quick.md", "# Quick\n")
+    records = extract_file(archive, tmp_path, settings=ExtractionSettings(max_document_seconds=0.3),
+                           limits=ContainerLimits(max_reading_multiple=2)).records
+    late = "not read: the members of this file took over 0.6 s together (2 times max_document_seconds)"
+    errors = [r.error or "" for r in records[1:]]
+    begun = sum(error.startswith("reading took over 0.3 s") for error in errors)
+    # Two begun (0.3 s each, then over 0.6 s); three when the second stops just short, one
+    # when the first overruns its 0.3 s on a loaded machine.
+    assert (records[0].status, errors[begun:]) == ("ok", [late] * (7 - begun))
+    assert begun in (1, 2, 3)
