@@ -38,6 +38,7 @@ from rag_pipeline.core.index.bm25 import Bm25List
 from rag_pipeline.core.ingest import format_named
 from rag_pipeline.core.ingest.tables import header_spans, row_spans
 from rag_pipeline.core.ingest.text_fragment import text_fragment
+from rag_pipeline.core.retrieval.identifiers import without_identifiers
 from rag_pipeline.core.retrieval.rerank import Reranker
 from rag_pipeline.core.retrieval.retriever import (
     Hit,
@@ -210,14 +211,20 @@ def ask(question: str, index: PartitionIndex, embedder: TextEmbedder,
             format_named(d.format).not_answers(c.quote))
             for c, d in zip(citations, documents, strict=True)]
         # A source holding a code the question names is what it asks about: the others are
-        # cited beside it, not quoted as the answer.
+        # cited beside it, not quoted as the answer. Each source quoted holds the code, so its
+        # sentences are scored by what the question asks about it (the question without its
+        # codes: a code's embedding says little, and draws the lines naming it, not those
+        # answering).
         quoting = [i for i, c in enumerate(citations) if c.identifier] or range(len(citations))
+        asked = without_identifiers(question) if any(c.identifier for c in citations) else question
+        asked = asked if asked.strip() else question
+        vector = query.vector if asked == question else embed_question(embedder, asked).vector
         answer.quoted = [
             replace(q, fragment=_fragment_of_span(documents[q.citation - 1], q.start, q.end),
                     shown=_shown(format_named(documents[q.citation - 1].format).shown_quote, q.text))
-            for q in quoted_answer(question, query.vector, [citations[i] for i in quoting],
+            for q in quoted_answer(question, vector, [citations[i] for i in quoting],
                                    [headers[i] for i in quoting], embedder.embed,
-                                   settings.quote, [tables[i] for i in quoting])]
+                                   settings.quote, [tables[i] for i in quoting], asked=asked)]
         timings["quote"] = time.perf_counter() - t
     if settings.generator is not None:
         t = time.perf_counter()

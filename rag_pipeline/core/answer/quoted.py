@@ -339,15 +339,29 @@ def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_C
 def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Candidate]:
     """``candidates`` without those whose paragraph or row holds none of the codes the question
     names but a look-alike of one (another of them is no look-alike), when one's holds a code
-    the question names."""
+    the question names; and without the table rows whose first cell is no code it names, when
+    one's is."""
     named = question_identifiers(question)
     if not named:
         return candidates
     holding = [any(holds_code(c.context, code) for code in named) for c in candidates]
     if not any(holding):
         return candidates
-    return [c for c, held in zip(candidates, holding, strict=True)
+    kept = [c for c, held in zip(candidates, holding, strict=True)
             if held or not holds_look_alike(c.context, named)]
+    # A row keyed by a named code is that record's own (the invoice register's row of
+    # INV-2026-0042): a row of another table naming the code in a later cell (a ticket about
+    # the invoice) is cited beside it, not quoted as its answer.
+    keyed = [c.row and any(holds_code(_first_cell(c.text), code) for code in named) for c in kept]
+    if not any(keyed):
+        return kept
+    return [c for c, own in zip(kept, keyed, strict=True) if own or not c.row]
+
+
+def _first_cell(row: str) -> str:
+    """A table row's first cell as its candidate reads it (``invoice_id: INV-2026-0042`` of a
+    CSV row, ``INV-2026-0042`` of another table's)."""
+    return row.split(" | ", 1)[0]
 
 
 _DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?![\d-])")
@@ -415,7 +429,8 @@ def choose_sentences(scores: Sequence[float], settings: QuoteSettings,
 def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation],
                   headers: Sequence[str], embed: Callable[[list[str]], np.ndarray],
                   settings: QuoteSettings | None = None,
-                  tables: Sequence[QuoteTables] | None = None) -> list[QuotedSentence]:
+                  tables: Sequence[QuoteTables] | None = None,
+                  asked: str | None = None) -> list[QuotedSentence]:
     """The sentences of the cited quotes that best answer ``question``, best first.
 
     Args:
@@ -427,6 +442,8 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
         settings: How sentences are chosen.
         tables: Per citation, its quote's table rows (a sentence each) and header rows (none);
             None: no tables.
+        asked: What the sentences are scored against when not ``question`` itself (``query``
+            is then its vector): the question without the codes every quoted source holds.
     """
     settings = settings or QuoteSettings()
     candidates = _of_the_named_dates(_of_the_named_codes(_of_the_named_labels(
@@ -435,7 +452,7 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
     if not candidates:
         return []
     similarity, alone = _similarities(candidates, query, embed, settings.in_context)
-    terms = set(analyze(question, settings.analyzer))
+    terms = set(analyze(asked or question, settings.analyzer))
     shares = [settings.term_weight * term_share(terms, c.terms, settings.analyzer) for c in candidates]
     scores = [float(similarity[i]) + share for i, share in enumerate(shares)]
     # Two sentences of one pair share its score: the one closer alone comes first (a

@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
            "RankedCodes", "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
-           "unheld_identifiers"]
+           "unheld_identifiers", "without_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
@@ -56,13 +56,29 @@ _CODE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
 _WHOLE = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./])({})(?![A-Za-z0-9])(?![-_./][A-Za-z0-9])"
 
 
+def without_identifiers(question: str) -> str:
+    """``question`` without the codes it names (:func:`question_identifiers`), its other words
+    as they are: what it asks about them ("what was the root cause of" for "what was the root
+    cause of INC-2026-038?"); ``""`` when it is codes alone."""
+    named = {code.lower() for code in question_identifiers(question)}
+    if not named:
+        return question
+    kept = [word for word in question.split() if _code_of(word).lower() not in named]
+    return " ".join(kept)
+
+
+def _code_of(word: str) -> str:
+    """``word`` as :func:`question_identifiers` reads it: dashes made ``-``, surrounding
+    punctuation and a possessive ``'s`` stripped."""
+    word = word.translate(_DASHES).strip(_EDGES)
+    return re.sub(r"['\u2019]s$", "", word).rstrip(".").strip(_EDGES)
+
+
 def question_identifiers(question: str) -> tuple[str, ...]:
     """The codes ``question`` names, in order, each once, at most :data:`MAX_CODES`
     (``("INV-0045-QZ",)`` for "what is the status of INV-0045-QZ's refund?")."""
     found: list[str] = []
-    for word in question.translate(_DASHES).split():
-        word = word.strip(_EDGES)
-        word = re.sub(r"['\u2019]s$", "", word).rstrip(".").strip(_EDGES)
+    for word in map(_code_of, question.split()):
         if len(word) < MIN_LENGTH or not _CODE.fullmatch(word) or not _is_code(word):
             continue
         if word.lower() not in (f.lower() for f in found):

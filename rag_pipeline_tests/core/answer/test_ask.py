@@ -288,3 +288,32 @@ def test_a_code_in_a_documents_title_is_held_by_its_passages(tmp_path: Path, min
     assert [(c.document_id, c.identifier) for c in answer.citations] == [
         ("thread.eml", "INC-2026-038"), ("standup.txt", "INC-2026-038")]
     assert answer.quoted[0].text.startswith("Root cause confirmed: an expired TLS certificate")
+
+
+def test_a_question_naming_a_record_quotes_what_it_asks_about_that_record(tmp_path: Path, minilm):
+    """Found by a support team: asked "what was the root cause of INC-2026-050", the quoted
+    answer was the postmortem's date line (its sentences were scored against the code, whose
+    embedding draws the lines naming it); asked about an invoice, a ticket's row naming the
+    invoice was quoted, not the invoice register's row of it."""
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    docs = {
+        "INC-2026-050.md": "# INC-2026-050: Single sign-on failing for enterprise customers\n\n"
+                           "**Date:** 2026-04-02\n**Severity:** SEV2\n**Incident commander:** Priya Raman\n\n"
+                           "## Root cause\n\nThe SAML signing key shared with the Okta tenant expired on "
+                           "2026-04-02 at 08:00 UTC. The expiry reminder went to a mailbox of a former "
+                           "employee.\n",
+        "tickets.csv": "ticket_id,customer,summary\nSUP-48390,Oakridge Dental,Invoice INV-2026-0042 "
+                       "shows wrong VAT rate\nSUP-48391,Nordlicht Media,Login page slow\n",
+        "invoices.csv": "invoice_id,customer,vat_rate,status\nINV-2026-0041,Nordlicht Media,19%,paid\n"
+                        "INV-2026-0042,Oakridge Dental,21% (corrected from 19%),paid\n",
+    }
+    embedder = load_embedder(minilm)
+    built = build_index(tmp_path, embedder, docs)
+    cause = ask("what was the root cause of INC-2026-050", built.index, embedder)
+    assert cause.quoted[0].text == ("The SAML signing key shared with the Okta tenant expired on "
+                                    "2026-04-02 at 08:00 UTC.")
+    vat = ask("what is the VAT rate on INV-2026-0042", built.index, embedder)
+    assert [(vat.citations[q.citation - 1].document_id, q.text) for q in vat.quoted] == [
+        ("invoices.csv", "invoice_id: INV-2026-0042 | customer: Oakridge Dental | "
+                         "vat_rate: 21% (corrected from 19%) | status: paid")]

@@ -128,3 +128,14 @@ def test_ranked_codes_say_whether_any_content_holds_a_named_code_however_common(
     assert codes == ([""] * len(common), ("INV-2026-9999",), True)
     assert ranked_codes("Who paid INV-2026-9999?", common) == ([""] * len(common),
                                                                 ("INV-2026-9999",), False)
+
+
+def test_a_question_without_its_codes_keeps_its_other_words():
+    from rag_pipeline.core.retrieval.identifiers import without_identifiers
+
+    assert without_identifiers("what was the root cause of INC-2026-038?") == (
+        "what was the root cause of")
+    assert without_identifiers("Was INV-0045-QZ's refund sent, and gw-eu-07 drained?") == (
+        "Was refund sent, and drained?")
+    assert without_identifiers("b7f3-22c9") == ""
+    assert without_identifiers("how do I upgrade to TLS-1.3") == "how do I upgrade to TLS-1.3"
