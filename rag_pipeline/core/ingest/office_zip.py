@@ -35,6 +35,12 @@ class OfficeLimits:
         max_chars: Characters of the canonical text (50 million: days of embedding).
         max_rows: Table or sheet rows of the document (Excel's own limit is 1,048,576 a sheet).
         max_cells: Table or sheet cells of the document.
+        max_xml_tags: Markup tags (``<``) of one XML part a reader parses whole: every element
+            is a node of its tree, however empty (250 MiB of ``<w:p/>`` in a 2.6 MB DOCX took
+            5.5 GB); the parts read as a stream (a workbook's sheets and shared strings) are
+            not counted.
+        max_cell_formats: Cell formats (``<xf``) of a workbook's styles (Excel allows 64,000;
+            openpyxl makes an object of each).
 
     Raises:
         ValueError: A limit is not positive.
@@ -47,10 +53,12 @@ class OfficeLimits:
     max_chars: int = 50_000_000
     max_rows: int = 1_048_576
     max_cells: int = 5_000_000
+    max_xml_tags: int = 10_000_000
+    max_cell_formats: int = 128_000
 
     def __post_init__(self) -> None:
         for name in ("max_expanded_bytes", "max_ratio", "ratio_floor_bytes", "max_members",
-                     "max_chars", "max_rows", "max_cells"):
+                     "max_chars", "max_rows", "max_cells", "max_xml_tags", "max_cell_formats"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
@@ -83,6 +91,43 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
         raise ExtractionError(
             f"zip bomb guard: the {kind} expands to {total:,} bytes, over the limit of "
             f"{limits.max_expanded_bytes:,}")
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for member in members:
+            name = member.filename.lower()
+            if name.endswith(_STREAMED) or not name.endswith(_XML_PARTS):
+                continue
+            tags, formats = _markup_counts(archive, member)
+            if tags > limits.max_xml_tags:
+                raise ExtractionError(
+                    f"XML bomb guard: {member.filename} holds over {limits.max_xml_tags:,} tags, "
+                    "each a node in memory once parsed (max_xml_tags)")
+            if name.endswith("styles.xml") and formats > limits.max_cell_formats:
+                raise ExtractionError(
+                    f"XML bomb guard: {member.filename} declares over {limits.max_cell_formats:,} "
+                    "cell formats (max_cell_formats; Excel allows 64,000)")
+
+
+_XML_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx")
+"""The parts a reader may parse as XML, by suffix."""
+_STREAMED = ("sharedstrings.xml",)
+_SHEETS = "xl/worksheets/"
+
+
+def _markup_counts(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[int, int]:
+    """The tags (``<``) of an XML part and its ``<xf`` elements, counted as it expands, 1 MiB at
+    a time (never a sheet, which readers stream: ``(0, 0)``)."""
+    if member.filename.lower().startswith(_SHEETS):
+        return 0, 0
+    tags = formats = 0
+    tail = b""
+    with archive.open(member) as stream:
+        while block := stream.read(MIB):
+            tags += block.count(b"<")
+            # An ``<xf`` cut by the block's start lies in the last two bytes before it and
+            # the first two of it.
+            formats += block.count(b"<xf") + (tail + block[:2]).count(b"<xf")
+            tail = block[-2:]
+    return tags, formats
 
 
 _WORD = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"

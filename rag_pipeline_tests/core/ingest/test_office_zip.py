@@ -123,3 +123,21 @@ def test_a_macro_enabled_document_a_template_or_a_slide_show_is_read_as_its_kind
     assert fmt is not None and fmt.name == ("docx" if plain == WORD else "pptx")
     assert "Quarterly minutes: the budget was approved." in fmt.extract(data, "x").canonical_text
     assert as_plain_document(original) is original  # a plain one as it is
+
+
+def test_an_xml_part_of_too_many_tags_or_cell_formats_fails_before_it_is_parsed():
+    """Found by an attack: 250 MiB of empty ``<w:p/>`` in a 2.6 MB DOCX (within every byte
+    limit) took 5.5 GB once parsed, and a workbook's millions of ``<xf/>`` 4 GB: every element
+    is a node in memory. A sheet, which readers stream, is not counted."""
+    limits = OfficeLimits(max_xml_tags=100, max_cell_formats=3)
+    check_zip(zipped({"word/document.xml": b"<w:p/>" * 100, "xl/worksheets/sheet1.xml": b"<c/>" * 500,
+                      "media/image1.png": b"<" * 500}), "DOCX", limits)
+    with pytest.raises(ExtractionError) as raised:
+        check_zip(zipped({"word/document.xml": b"<w:p/>" * 101}), "DOCX", limits)
+    assert str(raised.value) == ("XML bomb guard: word/document.xml holds over 100 tags, each a "
+                                 "node in memory once parsed (max_xml_tags)")
+    check_zip(zipped({"xl/styles.xml": b"<cellXfs>" + b"<xf/>" * 3 + b"</cellXfs>"}), "XLSX", limits)
+    with pytest.raises(ExtractionError) as raised:
+        check_zip(zipped({"xl/styles.xml": b"<xf/>" * 4}), "XLSX", limits)
+    assert str(raised.value) == ("XML bomb guard: xl/styles.xml declares over 3 cell formats "
+                                 "(max_cell_formats; Excel allows 64,000)")

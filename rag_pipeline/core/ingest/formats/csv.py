@@ -21,6 +21,7 @@ from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Anchor, Extracted, ExtractionError, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.locator import RowLocator
+from rag_pipeline.core.ingest.office_zip import OfficeLimits
 from rag_pipeline.core.ingest.rows import place_lines, table_lines
 
 SNIFF_CHARS = 64 * 1024
@@ -73,14 +74,15 @@ class CsvFormat(DocumentFormat):
     rows_name_their_columns = True
 
     def extractor(self) -> Extractor:
-        return Extractor("csv-stdlib", "12")
+        return Extractor("csv-stdlib", "13")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One line per non-blank record, one :class:`Anchor` per line (``row=N``).
 
         Raises:
-            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or a record the :mod:`csv`
-                reader rejects (a NUL byte), with its line number.
+            ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), a record the :mod:`csv`
+                reader rejects (a NUL byte), with its line number, or more records than a
+                spreadsheet's rows (:class:`~rag_pipeline.core.ingest.office_zip.OfficeLimits`).
         """
         decoded = decode_text(data, "CSV")
         text = decoded.text
@@ -90,8 +92,12 @@ class CsvFormat(DocumentFormat):
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text),
                             strict=True)
         records: list[tuple[int, list[str]]] = []
+        max_rows = OfficeLimits().max_rows
         try:
             for number, record in enumerate(reader, start=1):
+                if number > max_rows:
+                    raise ExtractionError(f"over {max_rows:,} records: the row limit a spreadsheet "
+                                          "has (max_rows; a million tiny rows cost a gigabyte)")
                 records.append((number, record))
         except csv.Error as exc:
             raise ExtractionError(f"malformed CSV at line {reader.line_num}: {exc}") from exc
