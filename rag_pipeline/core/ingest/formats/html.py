@@ -89,10 +89,12 @@ class _Paragraph:
 
 
 MAX_ELEMENTS = 1_000_000
-"""A page with more start tags fails unparsed: its parse tree takes about 1 KB an element
-(a 20 MB page of 5 million ``<li>`` took 5.4 GB and 179 s). A large real
-page has far fewer: Rust's whole book on one page, 1.9 MB, has 24,534."""
-_START_TAG = re.compile(rb"<[A-Za-z]")
+"""A page with more start tags and comments fails unparsed: its parse tree takes about 1 KB a
+node (a 20 MB page of 5 million ``<li>`` took 5.4 GB and 179 s; of 2.4 million comments, each
+after a letter of text, 2.8 GB). A large real page has far fewer: Rust's whole book on one
+page, 1.9 MB, has 24,534."""
+_START_TAG = re.compile(rb"<[A-Za-z!?]")
+"""A start tag, a comment or declaration (``<!--``, ``<!DOCTYPE``), a processing instruction."""
 MAX_TABLE_COLUMNS = 10_000
 """Columns one table row may reach (its cells' ``colspan`` summed): past it the document fails
 (250 cells of ``colspan=1000`` in 13 KB made 15 million characters of empty places and 5.9 GB)."""
@@ -417,13 +419,14 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
     before ``<title>``, as a book's chapter is titled on its page).
 
     Raises:
-        ExtractionError: The page has more than :data:`MAX_ELEMENTS` start tags, or its tables
+        ExtractionError: The page has more than :data:`MAX_ELEMENTS` start tags and comments, or its tables
             more cells than the limits above.
     """
     elements = sum(1 for _ in _START_TAG.finditer(data))
     if elements > MAX_ELEMENTS:
-        raise ExtractionError(f"{elements:,} elements: over the limit of {MAX_ELEMENTS:,} an HTML "
-                              "page (its parse would take about 1 KB of memory each)")
+        raise ExtractionError(f"{elements:,} elements and comments: over the limit of "
+                              f"{MAX_ELEMENTS:,} an HTML page (its parse would take about 1 KB of "
+                              "memory each)")
     soup = parsed_html(data)
     title_tag = soup.find("title")
     page_title = " ".join(title_tag.get_text().split()) if title_tag else ""

@@ -279,5 +279,10 @@ def test_a_page_of_more_elements_than_the_limit_fails_unparsed(monkeypatch: pyte
     assert text_of("<ul>" + "<li>x" * 7 + "</ul>") == "x\n\n" * 6 + "x\n"
     with pytest.raises(ExtractionError) as raised:
         extract_html(page.replace(b"<li>x</ul>", b"<li>x<li>y</ul>"), "page")
-    assert str(raised.value) == ("11 elements: over the limit of 10 an HTML page (its parse would "
-                                 "take about 1 KB of memory each)")
+    assert str(raised.value) == ("11 elements and comments: over the limit of 10 an HTML page "
+                                 "(its parse would take about 1 KB of memory each)")
+    # Found by a second attack: comments are nodes too (2.4 million, each after a letter of
+    # text, took 2.8 GB), and were not counted.
+    with pytest.raises(ExtractionError) as raised:
+        extract_html(b"<p>" + b"x<!---->" * 10 + b"</p>", "comments")
+    assert str(raised.value).startswith("11 elements and comments: over the limit of 10")
