@@ -71,10 +71,16 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
         ExtractionError: Not a zip (``unreadable <kind>``), or over a limit, naming it.
     """
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            members = archive.infolist()
+        archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as exc:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
+    with archive:
+        _check_members(archive, kind, limits)
+
+
+def _check_members(archive: zipfile.ZipFile, kind: str, limits: OfficeLimits) -> None:
+    """:func:`check_zip` on the opened ``archive``: its directory, then its XML parts' markup."""
+    members = archive.infolist()
     if len(members) > limits.max_members:
         raise ExtractionError(f"zip bomb guard: {len(members):,} members in the {kind}, over "
                               f"the limit of {limits.max_members:,}")
@@ -92,37 +98,39 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
         raise ExtractionError(
             f"zip bomb guard: the {kind} expands to {total:,} bytes, over the limit of "
             f"{limits.max_expanded_bytes:,}")
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for member in members:
-            name = member.filename.lower()
-            if name.endswith(_STREAMED) or not name.endswith(_XML_PARTS):
-                continue
-            try:
-                tags, formats = _markup_counts(archive, member)
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
-                    NotImplementedError, zlib.error, lzma.LZMAError):
-                continue  # a damaged or encrypted part: the reader meets it, and says so, if it reads it
-            if tags > limits.max_xml_tags:
-                raise ExtractionError(
-                    f"XML bomb guard: {member.filename} holds over {limits.max_xml_tags:,} tags, "
-                    "each a node in memory once parsed (max_xml_tags)")
-            if name.endswith("styles.xml") and formats > limits.max_cell_formats:
-                raise ExtractionError(
-                    f"XML bomb guard: {member.filename} declares over {limits.max_cell_formats:,} "
-                    "cell formats (max_cell_formats; Excel allows 64,000)")
+    for member in members:
+        name = member.filename.lower()
+        if not _parsed_whole(name):
+            continue
+        try:
+            tags, formats = _markup_counts(archive, member)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
+                NotImplementedError, zlib.error, lzma.LZMAError):
+            continue  # a damaged or encrypted part: the reader meets it, and says so, if it reads it
+        if tags > limits.max_xml_tags:
+            raise ExtractionError(
+                f"XML bomb guard: {member.filename} holds over {limits.max_xml_tags:,} tags, "
+                "each a node in memory once parsed (max_xml_tags)")
+        if name.endswith("styles.xml") and formats > limits.max_cell_formats:
+            raise ExtractionError(
+                f"XML bomb guard: {member.filename} declares over {limits.max_cell_formats:,} "
+                "cell formats (max_cell_formats; Excel allows 64,000)")
 
 
 _XML_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx")
 """The parts a reader may parse as XML, by suffix."""
-_STREAMED = ("sharedstrings.xml",)
-_SHEETS = "xl/worksheets/"
+
+
+def _parsed_whole(name: str) -> bool:
+    """Whether the part ``name`` (lower-cased) is XML a reader parses whole: not a workbook's
+    sheets and shared strings, which readers stream."""
+    return (name.endswith(_XML_PARTS) and not name.startswith("xl/worksheets/")
+            and not name.endswith("sharedstrings.xml"))
 
 
 def _markup_counts(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[int, int]:
     """The tags (``<``) of an XML part and its ``<xf`` elements, counted as it expands, 1 MiB at
-    a time (never a sheet, which readers stream: ``(0, 0)``)."""
-    if member.filename.lower().startswith(_SHEETS):
-        return 0, 0
+    a time."""
     tags = formats = 0
     tail = b""
     with archive.open(member) as stream:

@@ -93,7 +93,7 @@ MAX_ELEMENTS = 1_000_000
 node (a 20 MB page of 5 million ``<li>`` took 5.4 GB and 179 s; of 2.4 million comments, each
 after a letter of text, 2.8 GB). A large real page has far fewer: Rust's whole book on one
 page, 1.9 MB, has 24,534."""
-_START_TAG = re.compile(rb"<[A-Za-z!?]")
+_NODE_START = re.compile(rb"<[A-Za-z!?]")
 """A start tag, a comment or declaration (``<!--``, ``<!DOCTYPE``), a processing instruction."""
 MAX_TABLE_COLUMNS = 10_000
 """Columns one table row may reach (its cells' ``colspan`` summed): past it the document fails
@@ -422,7 +422,7 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
         ExtractionError: The page has more than :data:`MAX_ELEMENTS` start tags and comments, or its tables
             more cells than the limits above.
     """
-    elements = sum(1 for _ in _START_TAG.finditer(data))
+    elements = sum(1 for _ in _NODE_START.finditer(data))
     if elements > MAX_ELEMENTS:
         raise ExtractionError(f"{elements:,} elements and comments: over the limit of "
                               f"{MAX_ELEMENTS:,} an HTML page (its parse would take about 1 KB of "
