@@ -126,8 +126,10 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
              "cosine distance to the question)")
         if answer.unheld:
             named = ", ".join(repr(code) for code in answer.unheld)
-            echo(f"note: no passage found holds {named}, which the question names: the answer "
-                 "is about the other records it names")
+            about = ("the answer is about the other records it names"
+                     if any(c.identifier for c in answer.citations)
+                     else "the sources hold others of its form, not it")
+            echo(f"note: no passage found holds {named}, which the question names: {about}")
         for c in answer.citations:
             if c.identifier and c.cosine_distance >= answer.cut:
                 echo(f"note: [{c.index}] holds {c.identifier!r} as the question names it: kept "

@@ -235,6 +235,14 @@ def test_a_source_kept_for_the_identifier_it_holds_says_so(capsys: pytest.Captur
         "note: no passage found holds 'INV-0045-QX', which the question names: the answer is "
         "about the other records it names",
         "note: [1] holds 'INV-0045-QZ' as the question names it: kept at distance 0.710, over the cut"]
+    # A host one digit off the passages' own, no other code named (found by a support team's
+    # trial: answered with the real host's passage, and nothing said so).
+    _print_answer(replace(answer, citations=[replace(under, identifier="")], rendered_answer=None,
+                          unheld=("gw-eu-09",)),
+                  show_prompt=False, show_timings=False, rerank_note="")
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")] == [
+        "note: no passage found holds 'gw-eu-09', which the question names: the sources hold "
+        "others of its form, not it"]
 
 
 def test_a_quoted_answer_is_printed_after_the_sources_without_control_characters(

@@ -299,19 +299,26 @@ def test_an_answer_from_a_new_generation_refreshes_the_counts_and_failed_documen
         assert len(statuses) == 2
 
 
-@pytest.mark.parametrize(("question", "answered", "code", "shown", "said"), [
-    ("what is the capital of france", False, "INV-2026-9999", "#refusal p",
+@pytest.mark.parametrize(("question", "answered", "code", "held", "shown", "said"), [
+    ("what is the capital of france", False, "INV-2026-9999", "", "#refusal p",
      "No passage holds INV-2026-9999, which the question names."),
-    ("how long before a network call times out", True, "INC-2026-099", "#unheld",
+    ("how long before a network call times out", True, "INC-2026-099", "INC-2026-038", "#unheld",
      "No passage holds INC-2026-099, which the question names: the sources below are about the "
      "other records it names."),
+    # Found by a support team's trial: a host one digit off a real one was answered with the
+    # real one's passage and nothing said so.
+    ("how long before a network call times out", True, "gw-eu-09", "", "#unheld",
+     "No passage holds gw-eu-09, which the question names: the sources below hold others of its "
+     "form, not it."),
 ])
 def test_a_code_no_passage_holds_is_named_in_a_refusal_and_beside_an_answer(
-        base_url: str, tmp_path: Path, question: str, answered: bool, code: str, shown: str,
-        said: str):
+        base_url: str, tmp_path: Path, question: str, answered: bool, code: str, held: str,
+        shown: str, said: str):
     def naming_an_unheld_code(body: dict) -> None:
         assert body["answered"] is answered
         body["unheld_identifiers"] = [code]
+        for citation in body["citations"][:1]:
+            citation["identifier"] = held
 
     with chromium_page(tmp_path / "profile") as page:
         ask_with_the_answer_rewritten(page, base_url, question, naming_an_unheld_code)

@@ -34,5 +34,6 @@ class Answer:
     """The sentences of the sources that best answer the question (:mod:`.quoted`); none for
     a refusal."""
     unheld: tuple[str, ...] = ()
-    """The record numbers the question names that no passage holds: why it was refused, or,
-    answered about another code it names, what the answer lacks."""
+    """The codes the question names that no passage holds beside their look-alikes: why it was
+    refused (a record number), or what the answer lacks (a host one digit off, a record beside
+    another code it names)."""

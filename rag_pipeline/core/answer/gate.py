@@ -3,10 +3,11 @@
 Keep at most ``max_sources`` candidates: first those holding an identifier the question names
 verbatim (:mod:`rag_pipeline.core.retrieval.identifiers`: ``INV-0045-QZ``, whose passage an
 embedding places far from a question of a few words), then, in retrieval order, those whose
-cosine distance is strictly under ``cut``. A question naming identifiers none of the
+cosine distance is strictly under ``cut``. A question naming a record number none of the
 candidates holds keeps none: it asks about something the corpus does not hold, however close
-the look-alikes (``INV-2026-0051`` for ``INV-2026-9999``). When none is kept, the answer is a
-refusal and no model is called.
+the look-alikes (``INV-2026-0051`` for ``INV-2026-9999``); another code none holds beside its
+look-alikes (``gw-eu-09`` beside ``gw-eu-07``) is named beside the answer. When none is kept,
+the answer is a refusal and no model is called.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from rag_pipeline.core.retrieval.identifiers import is_record_number
 
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
@@ -41,8 +44,8 @@ class GateDecision:
     cut: float
     closest_distance: float | None
     unheld: tuple[str, ...] = ()
-    """The record numbers the question names that no candidate holds: the reason it was
-    refused, or, beside a candidate holding another code it names, what the answer lacks."""
+    """The codes the question names that no candidate holds beside their look-alikes: the
+    reason it was refused (a record number among them), or what the answer lacks."""
 
     @property
     def answered(self) -> bool:
@@ -64,14 +67,14 @@ def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
                unheld: Sequence[str] = (), names_held: bool = False) -> GateDecision:
     """Keeps the candidates holding an identifier the question names (``identifiers``: one
     per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
-    cap; none when the question names record numbers no candidate holds (``unheld``) and no
-    candidate holds another code it names (``names_held``: one does, even a code too common to
-    mark it)."""
+    cap; none when the question names a record number no candidate holds (among ``unheld``: the
+    codes it names that none holds beside their look-alikes) and no candidate holds another
+    code it names (``names_held``: one does, even a code too common to mark it)."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
     closest = min(distances) if len(distances) else None
     named = [i for i, identifier in enumerate(identifiers) if identifier]
-    if unheld and not named and not names_held:
+    if any(map(is_record_number, unheld)) and not named and not names_held:
         return GateDecision((), cut, closest, tuple(unheld))
     kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
     return GateDecision(tuple(kept), cut, closest, tuple(unheld) if kept else ())

@@ -23,14 +23,17 @@ all over the corpus names nothing in particular; a warehouse's code in its regis
 inventory, its roster and four rows of a shipments table does), and then for its
 :data:`MAX_HOLDERS` best-ranked holders (those the question's other words rank first).
 
-A record number the passages lack (:func:`unheld_identifiers`): a question naming a code with
-a run of three digits or more and either a run of two letters or more (``INV-2026-9999``) or
-letters alone joined by ``-`` or ``_`` to three digits (``E-4099``; not ``Q3-2026``,
-``H.264``) that no
-ranked hit holds, while they hold a code of its shape (``INV-2026-0042``: the same letters and
-separators, other digits), asks about a record the corpus does not hold: the gate refuses it,
-however close the look-alike rows of the same table are, unless a ranked hit holds another
-code it names (then the answer is about that one, and says which record is not held).
+A code the passages lack (:func:`unheld_identifiers`): a code the question names that no
+ranked hit holds, while they hold a code of its shape (``INV-2026-0042`` for
+``INV-2026-9999``, ``gw-eu-07`` for ``gw-eu-09``: the same letters and separators, other
+digits), is named beside the answer: its look-alikes' passages are not about it. When it is a
+record number (:func:`is_record_number`: a run of three digits or more and either a run of two
+letters or more, ``INV-2026-9999``, or letters alone joined by ``-`` or ``_`` to three digits,
+``E-4099``; not ``Q3-2026``, ``H.264``), the question asks about a record the corpus does not
+hold: the gate refuses it, however close the look-alike rows of the same table are, unless a
+ranked hit holds another code it names (then the answer is about that one, and says which
+record is not held). A host or a build (``gw-eu-09``, ``b7f3-22c0``) is answered, with the
+note: a runbook written for one host may serve its neighbour.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 __all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
-           "RankedCodes", "holds_code", "holds_look_alike", "question_identifiers", "ranked_codes",
+           "RankedCodes", "holds_code", "holds_look_alike", "is_record_number", "question_identifiers",
+           "ranked_codes",
            "unheld_identifiers", "without_identifiers"]
 
 MIN_LENGTH = 4
@@ -129,7 +133,7 @@ def _codes_in(text: str) -> Iterator[str]:
             yield from code.split("/")
 
 
-def _record_number(code: str) -> bool:
+def is_record_number(code: str) -> bool:
     """A code with a run of three digits or more and either a run of two letters or more or a
     part of letters alone joined by ``-`` or ``_`` to three digits or more (``E-4099``; not a
     standard's name, ``H.264``, ``X.509``, nor a page, ``p.123``)."""
@@ -139,9 +143,9 @@ def _record_number(code: str) -> bool:
 
 
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:
-    """The record numbers the question names that no ranked content holds while one holds a
-    code of the same shape (``INV-2026-9999`` beside ``INV-2026-0042``), whether or not another
-    code it names is held; ``()`` when the question names none."""
+    """The codes the question names that no ranked content holds while one holds a code of the
+    same shape (``INV-2026-9999`` beside ``INV-2026-0042``, ``gw-eu-09`` beside ``gw-eu-07``),
+    whether or not another code it names is held; ``()`` when the question names none."""
     return ranked_codes(question, contents).unheld
 
 
@@ -179,11 +183,11 @@ def ranked_codes(question: str, contents: Sequence[str],
             for i in found[:MAX_HOLDERS]:
                 held[i] = held[i] or code
     any_held = any(holders.values())
-    records = [code for code in named if _record_number(code) and not holders[code]]
-    if not records:
+    missing = [code for code in named if not holders[code]]
+    if not missing:
         return RankedCodes(held, (), any_held)
     shapes = {_shape(found) for text in texts for found in _codes_in(text)}
-    return RankedCodes(held, tuple(code for code in records if _shape(code) in shapes), any_held)
+    return RankedCodes(held, tuple(code for code in missing if _shape(code) in shapes), any_held)
 
 
 def held_identifiers(question: str, contents: Sequence[str],

@@ -113,9 +113,10 @@ class Hit:
     """A ranked chunk (by row in the partition) with its cosine distance to the question.
     ``locations`` lists every row in the partition holding the same content (itself first);
     ``identifier`` is an identifier the question names that the chunk holds verbatim
-    (:mod:`.identifiers`), ``""`` when it holds none; ``unheld`` the record numbers the question
-    names that no hit holds, ``names_held`` whether a hit holds another code it names (both the
-    same on every hit of a ranking: the gate refuses a question naming unheld records alone)."""
+    (:mod:`.identifiers`), ``""`` when it holds none; ``unheld`` the codes the question names
+    that no hit holds beside their look-alikes, ``names_held`` whether a hit holds another code
+    it names (both the same on every hit of a ranking: the gate refuses a question naming
+    unheld record numbers alone)."""
 
     row: int
     score: float

@@ -265,6 +265,10 @@ def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it
         True, "INV-2026-0051", ("INV-2026-9999",))
     # The quoted answer comes from the source holding the code, not the rows cited beside it.
     assert {q.citation for q in held.quoted} == {1}
+    # A build one digit off the one a passage holds is answered, naming the build it lacks.
+    near = ask("What was fixed in the release of build b7f3-22c0?", built.index, embedder)
+    assert (near.answered, near.citations[0].document_id, near.unheld) == (
+        True, "release_notes.txt", ("b7f3-22c0",))
 
 
 def test_a_code_in_a_documents_title_is_held_by_its_passages(tmp_path: Path, minilm):

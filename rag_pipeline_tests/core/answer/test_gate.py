@@ -151,3 +151,14 @@ def test_beside_a_code_too_common_to_mark_a_passage_an_unheld_record_is_named_no
     decision = apply_gate([0.39, 0.45], 0.6, identifiers=["", ""], unheld=("INV-2026-9999",),
                           names_held=True)
     assert decision == GateDecision((0, 1), 0.6, 0.39, ("INV-2026-9999",))
+
+
+def test_a_host_no_candidate_holds_beside_its_look_alikes_is_answered_naming_it():
+    # Found by a support team's trial: "gw-eu-09" was answered with gw-eu-07's passage and
+    # nothing said so. No record number: answered (a runbook may serve its neighbour), named.
+    decision = apply_gate([0.39, 0.45], 0.6, identifiers=["", ""], unheld=("gw-eu-09",))
+    assert decision == GateDecision((0, 1), 0.6, 0.39, ("gw-eu-09",))
+    # Nothing under the cut: refused by distance, as any question.
+    assert apply_gate([0.7, 0.9], 0.6, unheld=("gw-eu-09",)) == GateDecision((), 0.6, 0.7, ())
+    # A record number beside it: refused.
+    assert not apply_gate([0.39], 0.6, unheld=("gw-eu-09", "INV-2026-9999")).answered
