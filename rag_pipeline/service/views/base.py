@@ -356,6 +356,12 @@ def occurrences_before(text: str, start: int, end: int, since: int = 0) -> int:
     return count
 
 
+def shown_name(name: str) -> str:
+    """A name (a document's, a sheet's, a chapter's) as a view shows it: escaped, its
+    bidirectional controls written out (``bidi\\u202egnp.md``), as the page does."""
+    return html.escape(escape_controls(name))
+
+
 def page_html(title: str, document_id: str, view: View, original_url: str | None,
               navigation: str = "", withheld: str = "") -> str:
     """The page shell around a view: the way back, the title, where the quote is, the original
@@ -370,10 +376,7 @@ def page_html(title: str, document_id: str, view: View, original_url: str | None
     note = f'<p class="note">{html.escape(view.note)}</p>' if view.note else ""
     # A quote under a heading that repeats the title ("Leave policy · Leave policy") names it once.
     tab_title = title if view.label in ("", title) else f"{title} · {view.label}"
-    def shown(name: str) -> str:  # bidirectional controls written out, as the page does
-        return html.escape(escape_controls(name))
-
-    return template.format(title=shown(title), tab_title=shown(tab_title),
-                           document_id=shown(document_id), label=shown(view.label),
+    return template.format(title=shown_name(title), tab_title=shown_name(tab_title),
+                           document_id=shown_name(document_id), label=shown_name(view.label),
                            original=original, note=note, navigation=navigation, kind=view.kind,
                            body=view.body)

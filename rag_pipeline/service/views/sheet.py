@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.rows import column_letters, column_number
 from rag_pipeline.core.runtime.recent import Recent
-from rag_pipeline.service.views.base import View, ViewError, ViewRequest
+from rag_pipeline.service.views.base import View, ViewError, ViewRequest, shown_name
 from rag_pipeline.service.views.text import text_view
 
 MAX_ROWS = 200
@@ -203,7 +203,7 @@ def _tab(name: str, href: str | None, hidden: bool) -> str:
     """A sheet's tab: a link to ``href``, or the current sheet's (``href`` None); a sheet the
     workbook hides says so, as its section's title does."""
     classes = "tab" + (" current" if href is None else "") + (" hidden" if hidden else "")
-    text = html.escape(name) + (" (hidden)" if hidden else "")
+    text = shown_name(name) + (" (hidden)" if hidden else "")
     if href is None:
         return f'<span class="{classes}">{text}</span>'
     return f'<a class="{classes}" href="{html.escape(href)}">{text}</a>'

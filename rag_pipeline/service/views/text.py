@@ -12,7 +12,7 @@ import html
 from urllib.parse import unquote
 
 from rag_pipeline.core.ingest.locator import RowLocator
-from rag_pipeline.service.views.base import View, ViewRequest
+from rag_pipeline.service.views.base import View, ViewRequest, shown_name
 
 UNIT_KEYS = ("slide", "cell", "chapter")
 """Locator keys whose anchors are a document's units: the text view marks where each starts."""
@@ -79,7 +79,7 @@ def text_view(request: ViewRequest, note: str = "") -> View:
         if at == end and at in marks:
             parts.append("</mark>")
         if at in units:
-            parts.append(f'<span class="unit">{html.escape(units[at][:1].upper() + units[at][1:])}</span>')
+            parts.append(f'<span class="unit">{shown_name(units[at][:1].upper() + units[at][1:])}</span>')
         if at == start and at in marks:
             parts.append('<mark id="quote">')
     parts.append(html.escape(text[done:]) + "</pre>")

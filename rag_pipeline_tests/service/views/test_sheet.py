@@ -261,3 +261,32 @@ def test_a_hidden_sheets_tab_says_it_is_hidden_in_xlsx_and_ods(tmp_path: Path):
         assert _sheet_tabs(on_open.body) == (
             f'<div class="tabs"><span class="tab current">Open</span> <a class="tab hidden" '
             f'href="/documents/rates.{kind}?from=0&amp;to=10&amp;sheet=Secret">Secret (hidden)</a>'), kind
+
+
+def test_a_sheets_tab_writes_out_its_bidirectional_controls(tmp_path: Path):
+    """Found by an attack on the page: a sheet named ``bidi\\u202eslx.exe`` showed as
+    "bidiexe.xls" in its tab, though the view's title wrote the control out."""
+    import io
+
+    from openpyxl import Workbook
+
+    from rag_pipeline.service.views import VIEWS
+
+    workbook = Workbook()
+    workbook.active.title = "bidi\u202eslx.exe"
+    workbook.active.append(["Rates"])
+    workbook.create_sheet("Open").append(["Open rates"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    data = buffer.getvalue()
+    path = tmp_path / "rates.xlsx"
+    path.write_bytes(data)
+    extracted = format_named("xlsx").extract(data, "rates")
+    info = DocumentInfo(path.name, "rates", str(path), "xlsx", extracted.anchors, extracted.tables,
+                        hashlib.sha256(data).hexdigest())
+    start = extracted.canonical_text.index("Open rates")
+    view = VIEWS["xlsx"](ViewRequest(info, extracted.canonical_text, start, start + 10))
+    assert _sheet_tabs(view.body) == (
+        f'<div class="tabs"><a class="tab" href="/documents/rates.xlsx?from={start}&amp;to='
+        f'{start + 10}&amp;sheet=bidi%E2%80%AEslx.exe">bidi\\u202eslx.exe</a> '
+        '<span class="tab current">Open</span>')

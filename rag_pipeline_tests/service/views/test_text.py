@@ -100,3 +100,16 @@ def test_a_document_opened_without_a_quote_has_nothing_marked():
     assert view.body == ('<pre class="text"><span class="unit">Slide 1</span>Roadmap\n\n'
                          'Ship the beta in March.\n\n<span class="unit">Slide 2</span>Budget\n\n'
                          'Travel is capped at 80.\n</pre>')
+
+
+def test_a_units_heading_writes_out_its_bidirectional_controls():
+    """Found by an attack on the page: an EPUB chapter ``OEBPS/bidi\\u202elmth.xhtml`` was headed
+    "Chapter OEBPS/bidilmthx.html"."""
+    from rag_pipeline.core.ingest.extracted import Anchor
+
+    text = "Intro.\n\nBody text.\n"
+    info = DocumentInfo("book.epub", "Book", "/nowhere/book.epub", "epub",
+                        (Anchor(0, 6, "chapter=OEBPS/bidi\u202elmth.xhtml"),))
+    view = text_view(ViewRequest(info, text, 8, 18))
+    assert view.body.startswith(
+        '<pre class="text"><span class="unit">Chapter OEBPS/bidi\\u202elmth.xhtml</span>Intro.')
