@@ -329,10 +329,11 @@ def page_router(service: Any) -> APIRouter:
             return found
         info, text = found
         end = (len(text) if "from" in request.query_params else start) if end is None else end
-        digest = (digest or "").lower() if "from" in request.query_params else ""
+        digest = (digest or "").lower()
         if digest and not QUOTE_DIGEST.fullmatch(digest):
             return _shown_error(request, 422, "digest must be 16 hexadecimal digits (an "
                                               "answer's quote_digest)")
+        digest = digest if "from" in request.query_params else ""  # nothing quoted to check
         # With a digest, a quote past the end is a document that changed since (it shrank).
         if start > end or (end > len(text) and not digest):
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")

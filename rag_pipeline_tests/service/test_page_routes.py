@@ -532,10 +532,12 @@ def test_a_link_made_before_its_document_changed_marks_nothing_and_says_so(clien
                            f"&digest={source['quote_digest']}")
     assert (backwards.status_code, backwards.json()) == (
         422, {"error": f"from/to must satisfy 0 <= from <= to <= {len(text)}"})
-    for odd in ("zz" * 8, source["quote_digest"] + "00", "é" * 16):
-        refused = client.get(link + odd)
-        assert (refused.status_code, refused.json()) == (422, {"error": (
-            "digest must be 16 hexadecimal digits (an answer's quote_digest)")})
+    # Without from and to as well (found by an attack on the page: answered 200).
+    for odd_link in (link, "/documents/guide.md?digest=", "/documents/guide.md?page=1&digest="):
+        for odd in ("zz" * 8, source["quote_digest"] + "00", "é" * 16):
+            refused = client.get(odd_link + odd)
+            assert (refused.status_code, refused.json()) == (422, {"error": (
+                "digest must be 16 hexadecimal digits (an answer's quote_digest)")}), odd_link
 
 
 def test_the_links_to_a_pdfs_other_pages_carry_the_quotes_digest(client: TestClient,
