@@ -12,6 +12,7 @@ from rag_pipeline.core.embedding.compute import ComputeSettings, Engine
 from rag_pipeline.core.embedding.torch_threads import set_torch_threads
 from rag_pipeline.core.ingest import DEFAULT_MAX_DOCUMENT_BYTES, ExtractionSettings
 from rag_pipeline.core.ingest.corpus_export import export_python_reference
+from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.ingest.reconcile import DEFAULT_MAX_SHRINK
 from rag_pipeline.core.ingest.sources import (
     S3Settings,
@@ -20,7 +21,6 @@ from rag_pipeline.core.ingest.sources import (
     is_corpus_uri,
     open_source,
 )
-from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.storage.warehouse import Warehouse
 

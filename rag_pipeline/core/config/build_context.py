@@ -18,7 +18,7 @@ from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
-from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
+from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.core.text.arguments import listed, repeated
 from rag_pipeline.core.text.suggested_commands import commands_in

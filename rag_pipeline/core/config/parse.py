@@ -43,8 +43,8 @@ from rag_pipeline.core.embedding.models import (
     calibration_set,
 )
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
+from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
-from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.text.arguments import listed, repeated
 
 

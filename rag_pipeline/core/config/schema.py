@@ -40,7 +40,7 @@ from rag_pipeline.core.embedding.adaptation import AdaptRecipe
 from rag_pipeline.core.embedding.compute import ComputeSettings
 from rag_pipeline.core.embedding.models import Backend, Calibration, ModelConfigError, Precision
 from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
-from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
+from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 
 LOCK_NAME = "rag_pipeline.lock.json"
 MODEL_KEYS = frozenset({"name", "path", "package", "hub", "revision", "backend", "precision",

@@ -71,8 +71,8 @@ from rag_pipeline.core.ingest.reading import (
     kept_failed,
     read_document_bytes,
 )
+from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
-from rag_pipeline.core.ingest.time_limit import document_time_limit
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 
@@ -244,7 +244,7 @@ def _skip_reason(name: str, why: str, unread: bool = False) -> str:
 @dataclass
 class _Reader:
     """Reads one corpus file's bytes into its records, containers expanded, each document
-    within ``max_seconds`` (:func:`~rag_pipeline.core.ingest.time_limit.document_time_limit`:
+    within ``max_seconds`` (:func:`~rag_pipeline.core.ingest.reading_limits.document_reading_limits`:
     a container's own reading and each member's timed alone), and no member begun once the
     file's reading has taken ``max_reading_multiple`` times that
     (:class:`~rag_pipeline.core.ingest.members.ContainerLimits`)."""
@@ -322,7 +322,7 @@ class _Reader:
                 if depth > self.unpacking.limits.max_depth:
                     raise ExtractionError(f"nested deeper than {self.unpacking.limits.max_depth} "
                                           "containers (max_depth)")
-                with document_time_limit(self.max_seconds):
+                with document_reading_limits(self.max_seconds):
                     return self._container(fmt, document_id, path, stem, data, digest, depth)
             except ExtractionError as exc:
                 if sniffed is None:
@@ -341,7 +341,7 @@ class _Reader:
         if not data:
             return failed(EMPTY_FILE)
         try:
-            with document_time_limit(self.max_seconds):
+            with document_reading_limits(self.max_seconds):
                 extracted = fmt.read(data, stem)
         except ExtractionError as exc:
             return failed(str(exc))

@@ -24,6 +24,7 @@ from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, e
 from rag_pipeline.core.ingest.extracted import ExtractionError, no_text_reason
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import EMPTY_FILE, ExtractionSettings, kept_failed
+from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 from rag_pipeline.core.ingest.reconcile import (
     HIDDEN_DETAIL,
     Change,
@@ -35,7 +36,6 @@ from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
 from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
 from rag_pipeline.core.ingest.sources.base import enclosing_ids, shown_file_name
 from rag_pipeline.core.ingest.sources.local import local_entry
-from rag_pipeline.core.ingest.time_limit import document_time_limit
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 
 __all__ = ["ExtractionResult", "discover", "document_id_for", "extract_corpus", "extract_document",
@@ -86,7 +86,7 @@ def records_from_bytes(document_id: str, location: str, data: bytes, fmt: Docume
     if not data:
         return failed(EMPTY_FILE)
     try:
-        with document_time_limit(max_seconds):
+        with document_reading_limits(max_seconds):
             extracted = fmt.read(data, stem)
     except ExtractionError as exc:
         return failed(str(exc))

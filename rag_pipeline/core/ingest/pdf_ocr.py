@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.pdf_pages import PageSource, PageText, TextRun
 from rag_pipeline.core.ingest.reading import RUN_SPENT
-from rag_pipeline.core.ingest.time_limit import clock_stopped
+from rag_pipeline.core.ingest.reading_limits import clock_stopped
 
 if TYPE_CHECKING:
     import pypdfium2

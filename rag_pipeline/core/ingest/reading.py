@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
-from rag_pipeline.core.ingest.time_limit import DEFAULT_MAX_DOCUMENT_SECONDS
+from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 
 DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 """20 MiB: about four hours of embedding on two CPU cores; a larger file is most likely a dump."""
@@ -27,7 +27,7 @@ class ExtractionSettings:
     Attributes:
         max_document_bytes: A file larger than this fails with its size as the reason, unread.
         max_document_seconds: A document whose reading takes longer than this fails with the
-            limit as the reason (:mod:`~rag_pipeline.core.ingest.time_limit`; OCR not counted).
+            limit as the reason (:mod:`~rag_pipeline.core.ingest.reading_limits`; OCR not counted).
         retry_failed: Extract failed documents again even when their file did not change
             (otherwise a failed file is retried only once it changes).
 

@@ -748,12 +748,12 @@ def test_a_dot_leader_is_found_from_the_end_of_its_line():
     each dot to its end (a 40 KB PDF, 42 s); so was a line of ``a-a-a-...`` for the word a
     hyphen breaks."""
     from rag_pipeline.core.ingest.pdf_layout import ends_in_dot_leader
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     assert [ends_in_dot_leader(text) for text in (
         "Syntax . . . 12", "Preface.....iv ", "Index ...  XII", "A.. 3", ". .  . 4", "Dots ... ",
         "Go ...x1", "Total . . . 12 units")] == [True, True, True, False, False, False, False, False]
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert not ends_in_dot_leader(". " * 100_000 + "z")
         pages = [page(0, run(0, "a-" * 20_000 + "b", 50, 100, hyphen=True), run(0, "end here.", 50, 112))]
         layout = lay_out(pages, (), "", "doc")

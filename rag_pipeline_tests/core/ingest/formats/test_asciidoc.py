@@ -33,10 +33,10 @@ def test_a_title_line_of_many_blanks_is_read_at_once_and_titles_keep_their_shape
     """Found by an attack: a line ``= a<blanks>b`` took time growing with the cube of its
     blanks (4 KB, 59 s)."""
     from rag_pipeline.core.ingest.formats.asciidoc import title_spans
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     line = "== a" + " " * 40_000 + "b"
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert title_spans(f"= Guide\n\n{line}\n") == [(0, 7, 0, "Guide"),
                                                        (9, 9 + len(line), 1, line[3:])]
     assert [span[2:] for span in title_spans(

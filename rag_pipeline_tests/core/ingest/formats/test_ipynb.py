@@ -180,13 +180,13 @@ def test_a_cell_of_an_unknown_type_is_left_out_and_counted():
 def test_an_output_of_unended_terminal_commands_is_read_at_once_and_ended_ones_are_dropped():
     """Found by an attack: an output of many ``ESC ]`` without their end took time growing with
     the square of their number (700 KB, 19 s), before the output was cut."""
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     unended = "\x1b]" * 300_000 + "done\n"
     ended = "a \x1b]8;;https://example.org\x1b\\link\x1b]8;;\x1b\\ and \x1b]0;title\x07\x1b[1mbold\x1b[0m\n"
     cells = [nbformat.v4.new_code_cell("print(1)", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text=text)]) for text in (unended, ended)]
-    with document_time_limit(10):
+    with document_reading_limits(10):
         extracted = IPYNB.read(notebook(*cells), "terminal")
     assert "```text\na link and bold\n```" in extracted.canonical_text
     assert extracted.canonical_text.count("\x1b]") == MAX_OUTPUT_CHARS // 2

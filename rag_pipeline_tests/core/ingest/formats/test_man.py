@@ -177,10 +177,10 @@ def test_a_line_of_thousands_of_conditionals_is_left_out_at_once():
     ``.if n`` thousands of times took time growing with their square (600 KB, 26 s). A line
     holds at most 16 in a row; real pages nest two or three."""
     from rag_pipeline.core.ingest.formats.man import MAX_HELD_CONDITIONS
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     page = ".TH P 1\n.SH NAME\n" + ".if n " * 100_000 + "hello\n.PP\nKept.\n"
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert MAN.read(page.encode(), "p").canonical_text == "NAME\n\nKept.\n"
     nested = ".TH P 1\n.SH NAME\n" + ".if n " * MAX_HELD_CONDITIONS + "held\n"
     assert MAN.read(nested.encode(), "p").canonical_text == "NAME\n\nheld\n"

@@ -237,10 +237,10 @@ def test_a_quote_is_shown_as_its_rendering_reads_line_by_line():
 def test_a_line_like_a_delimiter_row_of_many_blanks_is_read_at_once():
     """Found by an attack: ``|-<blanks>x`` under a line holding ``|`` took time growing with the
     square of its blanks (100 KB, 38 to 84 s)."""
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     text = "| a | b |\n|-" + " " * 100_000 + "x\n"
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert pipe_tables(text) == ()
     rows = "| a | b |\n| --- |:-: \n| 1 | 2 |\n"
     assert [(t.header, t.rows) for t in pipe_tables(rows)] == [("| a | b |", (22,))]

@@ -196,9 +196,9 @@ def test_a_paragraph_of_colons_is_reduced_at_once_and_unknown_roles_keep_their_t
     from docutils import nodes
 
     from rag_pipeline.core.ingest.formats.rst import inline_text
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert inline_text(nodes.paragraph(text=":a" * 30_000)) == ":a" * 30_000
     assert inline_text(nodes.paragraph(text=(
         "Call :py:func:`len` or :ref:`the guide <guide>`, not x:a:`b`."))) == (

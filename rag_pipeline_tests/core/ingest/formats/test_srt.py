@@ -99,10 +99,10 @@ def test_a_voice_tag_or_unclosed_tags_of_any_length_are_read_at_once():
     """Found by an attack: a voice tag of dots and no space (``<v.a.a...>``) took time growing
     four times with each two characters (55 characters, 8.6 s), a cue of unclosed ``<`` with
     the square of their number. Read under a limit far above what they take now."""
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     voice = ("1\n00:00:01,000 --> 00:00:02,000\n<v" + ".a" * 60 + "> hello\n").encode()
     opened = ("1\n00:00:01,000 --> 00:00:02,000\nhello " + "<" * 100_000 + "\n").encode()
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert SRT.read(voice, "talk").canonical_text == "hello\n"
         assert SRT.read(opened, "talk").canonical_text == "hello " + "<" * 100_000 + "\n"

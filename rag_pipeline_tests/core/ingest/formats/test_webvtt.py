@@ -102,10 +102,10 @@ def test_header_metadata_regions_and_karaoke_timestamps_are_not_text():
 
 def test_unclosed_position_codes_of_any_number_are_read_at_once():
     # Found by an attack: a cue of many "{\" without "}" took time growing with their square.
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     data = ("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nhello " + "{\\" * 150_000 + "\n").encode()
-    with document_time_limit(10):
+    with document_reading_limits(10):
         assert WEBVTT.read(data, "talk").canonical_text == "hello " + "{\\" * 150_000 + "\n"
     assert cue_turns("<v.loud.a Bob>Hi</v> there {\\an8}<i>now</i>") == (("Bob", "Hi"),
                                                                       (None, "there now"))

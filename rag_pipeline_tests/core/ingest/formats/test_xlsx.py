@@ -440,13 +440,13 @@ def test_a_cell_of_many_digits_and_a_letter_is_read_at_once():
     # 30,000 digits: a cell holds at most 32,767 characters.
     from openpyxl import Workbook
 
-    from rag_pipeline.core.ingest.time_limit import document_time_limit
+    from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 
     workbook = Workbook()
     workbook.active.append(["Code", "Note"])
     workbook.active.append(["1" * 30_000 + "x", "ok"])
     buffer = io.BytesIO()
     workbook.save(buffer)
-    with document_time_limit(10):
+    with document_reading_limits(10):
         text = XLSX.read(buffer.getvalue(), "codes").canonical_text
     assert text.endswith(f"Code: {'1' * 30_000}x | Note: ok\n")

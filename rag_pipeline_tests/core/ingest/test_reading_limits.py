@@ -1,5 +1,6 @@
-"""The time limit of one document's reading: a reader stopped in Python code, limits nested,
-the clock stopped for OCR, the process's own alarm put back, no limit off the main thread."""
+"""The limits of one document's reading: a reader stopped in Python code at its time or its
+memory, limits nested, the clock stopped for OCR, the process's own alarm put back, no limit off
+the main thread."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from rag_pipeline.core.ingest import ExtractionError, ExtractionSettings, extract_corpus
 from rag_pipeline.core.ingest.pdf_ocr import tesseract_version
-from rag_pipeline.core.ingest.time_limit import clock_stopped, document_time_limit
+from rag_pipeline.core.ingest.reading_limits import clock_stopped, document_reading_limits
 from rag_pipeline_tests.core.ingest.archives import zipped
 
 STOPPED = ("reading took over 0.3 s (max_document_seconds): its reader was stopped; the file may "
@@ -35,7 +36,7 @@ def _spin(seconds: float) -> None:
 def test_a_reader_in_python_code_is_stopped_at_the_limit_whatever_it_catches():
     began = time.monotonic()
     with pytest.raises(ExtractionError) as stopped:
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             _spin(30)
     assert str(stopped.value) == STOPPED
     assert time.monotonic() - began < 5
@@ -52,7 +53,7 @@ def test_a_reader_is_told_again_when_its_time_came_up_in_code_that_drops_excepti
 
     began = time.monotonic()
     with pytest.raises(ExtractionError) as stopped:
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             Dropping()
             _spin(30)
     assert str(stopped.value) == STOPPED
@@ -63,12 +64,12 @@ def test_a_regular_expression_backtracking_is_stopped():
     import re
 
     with pytest.raises(ExtractionError, match="^reading took over 0.3 s"):
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             re.match(r"(a+)+$", "a" * 40 + "b")
 
 
 def test_a_reading_within_its_limit_ends_with_no_timer_left():
-    with document_time_limit(5):
+    with document_reading_limits(5):
         _spin(0.05)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
@@ -77,27 +78,27 @@ def test_a_reading_within_its_limit_ends_with_no_timer_left():
 def test_a_members_time_is_not_its_containers():
     # The container reads 0.2 s itself, its member 0.4 s under its own limit: 0.6 s in all,
     # over the container's 0.3 s, but the container's own time is not.
-    with document_time_limit(0.3):
+    with document_reading_limits(0.3):
         _spin(0.1)
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             _spin(0.2)
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             _spin(0.2)
         _spin(0.1)
     with pytest.raises(ExtractionError, match="^reading took over 0.3 s"):
-        with document_time_limit(0.3):
-            with document_time_limit(5):
+        with document_reading_limits(0.3):
+            with document_reading_limits(5):
                 _spin(0.1)
             _spin(30)
 
 
 def test_the_clock_stops_while_pages_are_ocrd():
-    with document_time_limit(0.3):
+    with document_reading_limits(0.3):
         with clock_stopped():
             time.sleep(0.5)
         _spin(0.1)
     with pytest.raises(ExtractionError, match="^reading took over 0.3 s"):
-        with document_time_limit(0.3):
+        with document_reading_limits(0.3):
             with clock_stopped():
                 time.sleep(0.1)
             _spin(30)
@@ -109,7 +110,7 @@ def test_the_processs_own_alarm_is_put_back_less_the_time_spent():
     try:
         signal.setitimer(signal.ITIMER_REAL, 30)
         with pytest.raises(ExtractionError):
-            with document_time_limit(0.3):
+            with document_reading_limits(0.3):
                 _spin(30)
         left, interval = signal.getitimer(signal.ITIMER_REAL)
         assert 29 < left < 29.8 and interval == 0
@@ -125,7 +126,7 @@ def test_off_the_main_thread_reading_has_no_limit():
     outcome: list[str] = []
 
     def read() -> None:
-        with document_time_limit(0.1):
+        with document_reading_limits(0.1):
             _spin(0.3)
         outcome.append("read")
 
@@ -181,7 +182,7 @@ def test_a_reading_ending_as_its_time_runs_out_finishes_or_fails_never_escapes()
     for _ in range(3000):
         limit = 0.0005
         try:
-            with document_time_limit(limit):
+            with document_reading_limits(limit):
                 end = time.monotonic() + limit * random.uniform(0.97, 1.03)
                 while time.monotonic() < end:
                     pass
@@ -190,3 +191,54 @@ def test_a_reading_ending_as_its_time_runs_out_finishes_or_fails_never_escapes()
             outcomes["failed"] += 1
     assert sum(outcomes.values()) == 3000 and outcomes["failed"] > 0
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+OVER_MEMORY = ("reading took over 1,024 MiB of memory: its reader was stopped; the file holds more "
+               "structure than a document is read with (dense markup, a parser's tree of millions "
+               "of nodes), or is built to break readers")
+
+
+def _hold(mib: int, kept: list[bytes]) -> None:
+    """Python code that keeps ``mib`` MiB more resident, 1 MiB at a time (written, so resident)."""
+    for _ in range(mib):
+        kept.append(b"x" * (1 << 20))
+
+
+def test_a_reader_taking_more_than_the_memory_limit_is_stopped():
+    """Found by a review of the readers' memory: 1.7 MiB of reStructuredText references became
+    a docutils tree of several GiB, which no size or time limit stopped before the machine's
+    memory ran out."""
+    from rag_pipeline.core.ingest.reading_limits import MAX_READING_MEMORY
+
+    kept: list[bytes] = []
+    with pytest.raises(ExtractionError) as stopped:
+        with document_reading_limits(600):
+            _hold((MAX_READING_MEMORY >> 20) + 256, kept)
+            _spin(30)  # the memory is taken faster than a tick: the next one stops it
+    assert str(stopped.value) == OVER_MEMORY
+    kept.clear()
+    # Within the limit: read.
+    with document_reading_limits(600):
+        _hold(256, kept)
+        _spin(0.6)
+    kept.clear()
+
+
+def test_what_a_member_kept_is_not_its_containers_memory():
+    kept: list[bytes] = []
+    with document_reading_limits(600):
+        with document_reading_limits(600):
+            _hold(700, kept)  # the member's records, kept after its reading
+            _spin(0.3)
+        _hold(700, kept)  # the container's own: 700 MiB, 1,400 since it began
+        _spin(0.6)
+    kept.clear()
+
+
+def test_a_corpus_run_fails_the_memory_bomb_alone(tmp_path: Path):
+    (tmp_path / "refs.rst").write_text("Refs\n====\n\n" + ("a_ " * 2000 + "\n\n") * 400,
+                                       encoding="utf-8")
+    (tmp_path / "fine.md").write_text("# Fine\n\nA fine document.\n", encoding="utf-8")
+    records = extract_corpus(tmp_path).records
+    assert [(r.document_id, r.status, r.error) for r in records] == [
+        ("fine.md", "ok", None), ("refs.rst", "failed", OVER_MEMORY)]
