@@ -9,32 +9,33 @@ passage's cosine distance can sit far above the gate's cut while BM25 ranks it f
 
 A code is a word of the question (split at white space; surrounding punctuation, ``#`` and a
 possessive ``'s`` stripped; Unicode dashes read as ``-``) of at least :data:`MIN_LENGTH`
-characters made of letters and digits in runs joined by ``- _ . /``, with a letter and a run
-of two digits or more (``INV-0045-QZ``, ``gw-eu-07``), or runs of letters, two or more, then
-one digit run last (a host or a region: ``lb-west-3``, ``us-east-1``; not a phrase,
-``tier-1-support``, ``phase-1/phase-2``): not a number, a date or an address
-(``10.5``, ``2026-03-14``), not a version or a name with one digit (``gpt-4``, ``TLS-1.3``),
-not a word (``sqlite3``) nor code (``lst[0]``). A hit holds it when its embedded text (its
-words, and the header naming its document's title and section: a mail whose subject names an
-incident) has it, case aside, as a whole code: no letter or digit on either side, nor a
-separator continuing it (``INV-0045`` is not held by ``INV-0045-QZ``). It counts only when
-the ranked hits holding it are in at most :data:`MAX_HOLDING_DOCUMENTS` documents (a string
-all over the corpus names nothing in particular; a warehouse's code in its register's row, its
-inventory, its roster and four rows of a shipments table does), and then for its
-:data:`MAX_HOLDERS` best-ranked holders (those the question's other words rank first).
+characters made of letters and digits in runs joined by ``- _ . /``, with a letter and a run of
+two digits or more (``INV-0045-QZ``, ``gw-eu-07``), or runs of letters, two or more, then one
+digit run last (a host or a region: ``lb-west-3``, ``us-east-1``; not a phrase,
+``tier-1-support``, ``phase-1/phase-2``), or one to four letters then four digits or more with
+no separator (an employee's or an order's number, ``E31361``, ``PO999999``): not a number, a
+date or an address (``10.5``, ``2026-03-14``), not a version or a name with one digit
+(``gpt-4``, ``TLS-1.3``), not a word (``sqlite3``, ``float32``, ``sha256``) nor code
+(``lst[0]``). A hit holds it when its embedded text (its words, and the header naming its
+document's title and section: a mail whose subject names an incident) has it, case aside, as a
+whole code: no letter or digit on either side, nor a separator continuing it (``INV-0045`` is
+not held by ``INV-0045-QZ``). It counts only when the ranked hits holding it are in at most
+:data:`MAX_HOLDING_DOCUMENTS` documents (a string all over the corpus names nothing in
+particular; a warehouse's code in its register's row, its inventory, its roster and four rows of
+a shipments table does), and then for its :data:`MAX_HOLDERS` best-ranked holders (those the
+question's other words rank first).
 
-A code the passages lack (:func:`unheld_identifiers`): a code the question names that no
-ranked hit holds, while they hold a code of its shape (``INV-2026-0042`` for
-``INV-2026-9999``, ``gw-eu-07`` for ``gw-eu-09``: the same letters and separators, other
-digits), is named beside the answer: its look-alikes' passages are not about it. When it is a
-record number (:func:`is_record_number`: a run of three digits or more and either a run of two
-letters or more, ``INV-2026-9999``, or letters alone joined by ``-`` or ``_`` to three digits,
-``E-4099``; not ``Q3-2026``, ``H.264``), the question asks about a record the corpus does not
-hold: the gate refuses it, however close the look-alike rows of the same table are, unless a
-ranked hit holds another code it names (then the answer is about that one, and says which
-record is not held). A host or a build (``gw-eu-09``, ``b7f3-22c0``) is answered, with the
-note: a runbook written for one host may serve its neighbour.
-"""
+A code the passages lack (:func:`unheld_identifiers`): a code the question names that no ranked
+hit holds, while they hold a code of its shape (``INV-2026-0042`` for ``INV-2026-9999``,
+``gw-eu-07`` for ``gw-eu-09``: the same letters and separators, other digits), is named beside
+the answer: its look-alikes' passages are not about it. When it is a record number
+(:func:`is_record_number`: a run of three digits or more and either a run of two letters or
+more, ``INV-2026-9999``, or letters alone joined by ``-`` or ``_`` to three digits, ``E-4099``,
+or followed by four, ``E39999``; not ``Q3-2026``, ``H.264``), the question asks about a record
+the corpus does not hold: the gate refuses it, however close the look-alike rows of the same
+table are, unless a ranked hit holds another code it names (then the answer is about that one,
+and says which record is not held). A host or a build (``gw-eu-09``, ``b7f3-22c0``) is answered,
+with the note: a runbook written for one host may serve its neighbour."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ MAX_CODES = 10
 """At most this many codes of a question are looked for (a question pasting a log is no lookup)."""
 _EDGES = "\"'`()[]{}<>,;:!?*#\u201c\u201d\u2018\u2019\u00ab\u00bb"
 _DASHES = str.maketrans({dash: "-" for dash in "\u2010\u2011\u2012\u2013\u2014\u2212"})
-_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
+_CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+"
+                   r"|[A-Za-z]{1,4}\d{4,}(?![A-Za-z0-9]))")
 _WHOLE = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./])({})(?![A-Za-z0-9])(?![-_./][A-Za-z0-9])"
 
 
@@ -135,11 +137,13 @@ def _codes_in(text: str) -> Iterator[str]:
 
 def is_record_number(code: str) -> bool:
     """A code with a run of three digits or more and either a run of two letters or more or a
-    part of letters alone joined by ``-`` or ``_`` to three digits or more (``E-4099``; not a
-    standard's name, ``H.264``, ``X.509``, nor a page, ``p.123``)."""
+    part of letters alone joined by ``-`` or ``_`` to three digits or more (``E-4099``) or
+    followed by four (``E39999``); not a standard's name, ``H.264``, ``X.509``, nor a page,
+    ``p.123``."""
     return bool(re.search(r"\d{3}", code)) and (
         bool(re.search(r"[A-Za-z]{2}", code))
-        or re.search(r"(?<![A-Za-z0-9])[A-Za-z]+[-_]\d{3,}(?![A-Za-z])", code) is not None)
+        or re.search(r"(?<![A-Za-z0-9])[A-Za-z]+(?:[-_]\d{3,}|\d{4,})(?![A-Za-z])", code)
+        is not None)
 
 
 def unheld_identifiers(question: str, contents: Sequence[str]) -> tuple[str, ...]:

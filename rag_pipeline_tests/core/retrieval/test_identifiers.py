@@ -26,6 +26,9 @@ from rag_pipeline.core.retrieval.identifiers import (
     # A ticket's #, curly quotes, a possessive and Unicode dashes are how people write them.
     ("is #AT-2290 fixed", ("AT-2290",)), ("\u201cINV-0045-QZ\u201d", ("INV-0045-QZ",)),
     ("INV-0045-QZ\u2019s refund", ("INV-0045-QZ",)), ("AT\u20112290 or AT\u20132291", ("AT-2290", "AT-2291")),
+    # Letters then four digits or more, no separator (found by a finance team's trial: an
+    # employee's number was no code, so a made-up one was answered with others' payroll rows).
+    ("what is the net pay of E31361 and po999999?", ("E31361", "po999999")),
     # Not codes: plain words, numbers, dates, addresses, versions and names with one digit,
     # words with a digit, code.
     ("how long before a network call times out", ()),
@@ -33,6 +36,7 @@ from rag_pipeline.core.retrieval.identifiers import (
     ("what changed in 4.8.2 and TLS-1.3 or gpt-4 or v-1.2", ()),
     ("our top-3-priorities for tier-1-support from phase-1/phase-2", ()),
     ("use the sqlite3 module or float32 arrays", ()),
+    ("hash it with sha256 or AES256 in utf8 on x86 win32", ()),
     ("lst[0] = 1 and f(**{1: 'a'}) fail", ()),
 ])
 def test_question_identifiers(question: str, identifiers: tuple[str, ...]):
@@ -94,6 +98,9 @@ def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
         "b7f3-22c0",)
     assert unheld_identifiers("does python3.13 support it", ["python3.12 does"]) == ("python3.13",)
     assert unheld_identifiers("is the Q3-2026 plan approved", ["the Q2-2026 plan"]) == ("Q3-2026",)
+    payroll = ["E31361 | Lucas Achterberg | 3,405.21", "E31199 | Ana Lima | 2,980.00"]
+    assert unheld_identifiers("what is the net pay of E39999", payroll) == ("E39999",)
+    assert unheld_identifiers("what is the net pay of E31199", payroll) == ()
     # One letter alone before the digits is a record number too (an engineering team's error
     # codes, E-4012 and E-4013 in the passages).
     errors = ["E-4012: the token expired.", "E-4013: the token was revoked."]
@@ -101,8 +108,9 @@ def test_a_record_number_no_passage_holds_beside_look_alikes_is_named():
     assert unheld_identifiers("What does error E-4013 mean?", errors) == ()
     # Found by a review: a standard's name or a page is no record number (named, not refused).
     assert [is_record_number(code) for code in ("H.264", "X.509", "p.123", "Q3-2026", "gw-eu-09",
-                                                 "b7f3-22c0", "E-4099", "INV-2026-9999")] == [
-        False, False, False, False, False, False, True, True]
+                                                 "b7f3-22c0", "E-4099", "INV-2026-9999",
+                                                 "E39999", "FY2026")] == [
+        False, False, False, False, False, False, True, True, True, True]
     # Held by more passages than MAX_HOLDERS still counts as held.
     assert unheld_identifiers("what is AT-2290", ["AT-2290 text"] * (MAX_HOLDERS + 1)) == ()
 
