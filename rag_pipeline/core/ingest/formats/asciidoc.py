@@ -2,8 +2,11 @@
 
 Read as text (UTF-8), never rendered (no ``include::`` is followed). A line ``= Title`` is the
 document title, ``== Section`` a level-1 section and so on down to ``====== Level 5``
-(Asciidoctor's section titles); the body after a title, up to the next, is a section titled
-by it, as in Markdown. Lines inside a delimited block (listing ``----``, literal ``....``,
+(Asciidoctor's section titles), and so is a two-line title: a line underlined by ``=``,
+``-``, ``~``, ``^`` or ``+`` (levels 0 to 4) as long as it, give or take one character, after a
+blank line (Asciidoctor's rule: ``Observability standards`` over 23 ``=`` is the document's
+title, not an example block opening); the body after a title, up to the next, is a section
+titled by it, as in Markdown. Lines inside a delimited block (listing ``----``, literal ``....``,
 passthrough ``++++``, comment ``////``, sidebar ``****``, example ``====``, quote ``____``,
 each four or more of the character) are never titles, so a ``= `` line in a listing stays
 code. Cited ``#char=``.
@@ -36,14 +39,42 @@ def _title(line: str) -> tuple[int, str] | None:
     return len(opening.group(1)) - 1, title
 
 
+_UNDERLINE_LEVELS = {"=": 0, "-": 1, "~": 2, "^": 3, "+": 4}
+_TWO_LINE_TITLE = re.compile(r"[^\s.\[:/*\-+<|`'\"]\S*(?:[ \t]+\S+)*[ \t]*")
+"""A two-line title's first line: words, not indented (a literal), nor a block's title
+(``.Title``), attributes (``[source]``), an attribute entry (``:key:``), a comment, a list item,
+a table or a quote."""
+
+
+def _two_line_level(line: str, underline: str) -> int | None:
+    """The level of ``line`` as a title underlined by ``underline`` (one of ``= - ~ ^ +``
+    repeated, as long as the line's text give or take one); None if it is no such title."""
+    mark = underline.rstrip(" \t")
+    if (not mark or mark[0] not in _UNDERLINE_LEVELS or mark.strip(mark[0])
+            or not _TWO_LINE_TITLE.fullmatch(line) or not re.search(r"\w", line)):
+        return None
+    return _UNDERLINE_LEVELS[mark[0]] if abs(len(line.rstrip(" \t")) - len(mark)) < 2 else None
+
+
 def title_spans(text: str) -> list[tuple[int, int, int, str]]:
-    """``(start, end, level, title)`` of each section title line outside delimited blocks;
-    level 0 is the document title (``= ``)."""
+    """``(start, end, level, title)`` of each section title outside delimited blocks (a
+    two-line title spans both lines); level 0 is the document title (``= ``)."""
     spans = []
     block: str | None = None
     offset = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    after_blank = True  # the line opens a block: the text's first, or one after a blank line
+    underline_at = -1
+    for number, line in enumerate(lines):
         start, offset = offset, offset + len(line) + 1
+        opens_block, after_blank = after_blank, not line.strip()
+        if number == underline_at:
+            continue
+        if (block is None and opens_block and number + 1 < len(lines)
+                and (level := _two_line_level(line, lines[number + 1])) is not None):
+            spans.append((start, offset + len(lines[number + 1]), level, line.strip()))
+            underline_at, after_blank = number + 1, True
+            continue
         delimiter = _DELIMITER.fullmatch(line)
         if delimiter:
             if block is None:
@@ -67,7 +98,7 @@ class AsciiDocFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("asciidoc-titles", "5")
+        return Extractor("asciidoc-titles", "6")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The text as it is; title from the ``= `` line, else the stem; a section per title.

@@ -42,3 +42,26 @@ def test_a_title_line_of_many_blanks_is_read_at_once_and_titles_keep_their_shape
     assert [span[2:] for span in title_spans(
         "== Closed ==  \n=== A=B\n== ==\n======= Seven\n==  \n= Two  words =\n")] == [
         (1, "Closed"), (2, "A=B"), (1, "=="), (0, "Two  words")]
+
+
+def test_two_line_titles_make_sections_as_asciidoctor_reads_them():
+    """Found by a new user: ``Observability standards`` over a line of 23 ``=`` was read as an
+    example block that never closed, so the document lost its title and every section."""
+    text = ("Observability standards\n=======================\nDana Okafor\n:revdate: 2025-01-09\n\n"
+            "Metrics\n-------\n\nNames end in _total.\n\nRetention\n~~~~~~~~~~\n\nThirty days.\n\n"
+            "[source]\n--------\nrate(x[5m])\n--------\n\nSee this:\n----\nnot a title\n----\n")
+    extracted = ADOC.extract(text.encode(), "observability-standards")
+    assert extracted.title == "Observability standards"
+    assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("Observability standards", 1, "\nDana Okafor\n:revdate: 2025-01-09\n\n"),
+        ("Metrics", 1, "\n\nNames end in _total.\n\n"),
+        # An underline one character longer is still a title's.
+        ("Retention", 2, "\n\nThirty days.\n\n[source]\n--------\nrate(x[5m])\n--------\n\n"
+                         "See this:\n----\nnot a title\n----\n")]
+
+
+def test_a_line_over_a_delimiter_of_another_length_or_inside_a_paragraph_is_no_title():
+    text = ("= Guide\n\nSee this:\n-----------------\nrun it\n-----------------\n\n"
+            "A paragraph line\nWrapped here\n============\nexample\n============\n")
+    extracted = ADOC.extract(text.encode(), "guide")
+    assert [(s.title, s.level) for s in extracted.sections] == [("Guide", 1)]
