@@ -15,7 +15,9 @@ more within ``margin`` of its score.
 
 A question naming a label (``Tier A``, ``Plan B``, ``Phase 2``: a word, then a capital letter or
 a number) is answered by the sentences naming that label when any does: one naming the same word
-with another mark (``Tier C``, ``Phase 3``) is dropped then. A letter is a stopword or too short
+with another mark (``Tier C``, ``Phase 3``) is dropped then; an item of a list under a section
+named by the word names the mark leading it (``3 The rollback failed.`` under EXIT STATUS, for
+"what does exit status 3 mean"). A letter is a stopword or too short
 for the terms, and the rows of one table are as close to the question as each other, so without
 this a row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
 
@@ -240,6 +242,8 @@ class _Candidate:
     blank lines)."""
     row: bool = False
     """A table row: a record of its own, never read with its neighbours."""
+    section: str = ""
+    """The title of its chunk's section."""
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
@@ -271,7 +275,7 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{named}{text}",
                                   f"{columns}\n{text}" if columns else text,
                                   text if is_row else _paragraph(citation.quote, start, end),
-                                  is_row))
+                                  is_row, citation.section))
     return out
 
 
@@ -325,11 +329,26 @@ def _marks_in(marks: str) -> set[str]:
     return set(re.findall(r"\b[A-HJ-Z]\b|\d+", marks))
 
 
+_ITEM_MARK = re.compile(r"\s*(?:(\d{1,3})(?=[.):]?\s)|([A-HJ-Z])(?=[.):]\s))")
+"""A list item's own mark, leading its text (``3 The rollback failed.``, ``B) Retry.``)."""
+
+
+def _item_marks(candidate: _Candidate, word: str) -> set[str]:
+    """The mark leading ``candidate`` when its section names ``word`` (plural too): an item of
+    a list of them (``3 The rollback itself failed.`` under EXIT STATUS names ``status 3``)."""
+    item = _ITEM_MARK.match(candidate.text)
+    section = set(re.findall(r"\w+", candidate.section.lower()))
+    if item is None or not section & {word, f"{word}s", f"{word}es"}:
+        return set()
+    return {item.group(1) or item.group(2)}
+
+
 def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_Candidate]:
     """``candidates`` without those naming only other marks of a label the question names,
-    when one names the question's own (:data:`_LABEL`)."""
+    when one names the question's own (:data:`_LABEL`; an item of a list under a section named
+    by its word names the mark leading it, :func:`_item_marks`)."""
     for word, marks in question_labels(question).items():
-        named = [_named_marks(c.text, word) for c in candidates]
+        named = [_named_marks(c.text, word) | _item_marks(c, word) for c in candidates]
         if any(found & marks for found in named):
             candidates = [c for c, found in zip(candidates, named, strict=True)
                           if not found or found & marks]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,28 @@ def test_a_numbered_label_keeps_its_own_sentences():
     quoted = quoted_answer("What does phase 2 deliver?", _embed(["x"])[0], [citation], [""],
                            _embed, QuoteSettings(margin=2.0))
     assert [q.text for q in quoted] == ["Phase 2 delivers a pilot on one picking line."]
+
+
+def test_an_item_of_a_list_under_a_section_named_by_the_label_names_its_mark():
+    # Found by a new user: "What does exit status 3 of kestrelctl mean?" quoted the items of
+    # statuses 2, 0 and 4 of a man page's EXIT STATUS list, never "3 The rollback ...".
+    items = ("0 The command succeeded.\n\n2 The arguments were wrong.\n\n3 The rollback itself "
+             "failed; page the service owner.\n\n4 The Kestrel API could not be reached.\n")
+    citation = Citation(1, "kestrelctl.1", "kestrelctl", "EXIT STATUS", "#char=0,200", 0,
+                        len(items), items, 0.4, "", section="EXIT STATUS")
+
+    def same(texts: list[str]) -> np.ndarray:  # every item as close: the label decides
+        return np.ones((len(texts), 4), np.float32) / 2
+
+    def ask(question: str, section: str = "EXIT STATUS") -> list[str]:
+        cited = replace(citation, section=section)
+        return [q.text for q in quoted_answer(question, np.ones(4, np.float32) / 2, [cited], [""],
+                                              same, QuoteSettings(margin=2.0, term_weight=0.0))]
+
+    assert ask("What does exit status 3 of kestrelctl mean?") == [
+        "3 The rollback itself failed; page the service owner."]
+    # Under a section not named by the word, a leading number names nothing.
+    assert len(ask("What does exit status 3 of kestrelctl mean?", "DIAGNOSTICS")) == 3
 
 
 def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
