@@ -29,13 +29,26 @@ SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
     (b"Rar!\x1a\x07", "a RAR archive"),
     (b"\x7fELF", "a program (ELF)"),
+    (b"\xfd7zXZ\x00", "xz-compressed data"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+    (b"ID3", "an MP3 audio file"),
+    (b"OggS", "an Ogg audio or video file"),
+    (b"fLaC", "a FLAC audio file"),
+    (b"RIFF", "a RIFF file (WAV audio, AVI video or a WebP image)"),
+    (b"\x1a\x45\xdf\xa3", "a Matroska or WebM video"),
 )
 """Leading bytes and what a file that starts with them is."""
+BOXED_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"ftyp", "an MP4 audio or video file (.mp4, .m4a, .mov)"),
+)
+"""The type of an ISO media file's first box, at offset 4 (after the box's size), and what a
+file whose first box it is is."""
 
 
 def signature_of(data: bytes) -> str | None:
     """What ``data`` is by its leading bytes (``"a PDF"``), or None when they name nothing."""
-    return next((what for lead, what in SIGNATURES if data.startswith(lead)), None)
+    return next((what for lead, what in SIGNATURES if data.startswith(lead)), None) or next(
+        (what for box, what in BOXED_SIGNATURES if data[4:8] == box), None)
 
 
 def plainly_pdf(data: bytes) -> bool:

@@ -49,6 +49,14 @@ def test_a_file_of_another_type_fails_naming_what_its_first_bytes_are():
     assert str(failed.value) == (
         "not CSV: its first bytes are those of an old Office document (.doc, .xls, .ppt) or an "
         "Outlook .msg (b'\\xd0\\xcf\\x11\\xe0\\xa1\\xb1\\x1a\\xe1'); rename it to its real type")
+    # Media files (found by a new user: a recording's .m4a failed on "a NUL byte at offset 0").
+    from rag_pipeline.core.ingest.containers import not_text_reason
+
+    assert [not_text_reason(lead + b"\x00" * 12) for lead in (
+        b"\x00\x00\x00\x20ftypM4A ", b"ID3\x04", b"RIFF\x24\x08\x00\x00WAVE")] == [
+        "binary: its first bytes are those of an MP4 audio or video file (.mp4, .m4a, .mov)",
+        "binary: its first bytes are those of an MP3 audio file",
+        "binary: its first bytes are those of a RIFF file (WAV audio, AVI video or a WebP image)"]
     with pytest.raises(ExtractionError, match=r"^not UTF-8: byte 0xff at offset 3 "):
         decode_text(b"abc\xff\xfe\xfd", "text")
     assert decode_text(b"%PDF-1.4 is the version we ship\n", "text").text == (
