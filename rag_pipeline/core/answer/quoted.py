@@ -272,8 +272,12 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             # A row is embedded under its header row, as the chunks of a table's later rows
             # are (their context header holds it): a row quoted under it read closer alone.
             named = f"{columns}\n" if columns and columns not in header else ""
+            # Prose is counted with its section's title, as a row with its header row: the
+            # answer to "what was the root cause" is under "Root cause", in other words.
+            section = citation.section if citation.section != citation.document_name else ""
+            terms = f"{columns}\n{text}" if columns else f"{section}\n{text}" if section else text
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{named}{text}",
-                                  f"{columns}\n{text}" if columns else text,
+                                  terms,
                                   text if is_row else _paragraph(citation.quote, start, end),
                                   is_row, citation.section))
     return out

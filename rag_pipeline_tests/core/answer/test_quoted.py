@@ -181,6 +181,25 @@ def test_an_item_of_a_list_under_a_section_named_by_the_label_names_its_mark():
     assert len(ask("What does exit status 3 of kestrelctl mean?", "DIAGNOSTICS")) == 3
 
 
+def test_prose_is_counted_with_its_sections_title():
+    # Found by a new user: "What was the root cause of INC-4302?" quoted the timeline's row
+    # "09:41 | Cause identified by Tomas Ibarra", not the sentence under "Root cause".
+    prose = "The certificate was issued by hand, so nothing renewed it."
+    row = "09:41 | Cause identified by Tomas Ibarra"
+    cited = [Citation(1, "pm.odt", "Postmortem", "Root cause", "#char=0,60", 0, len(prose), prose,
+                      0.5, "", section="Root cause"),
+             Citation(2, "pm.odt", "Postmortem", "Timeline", "#char=80,120", 80, 80 + len(row),
+                      row, 0.5, "", table_header="Time (UTC) | Event", section="Timeline")]
+
+    def same(texts: list[str]) -> np.ndarray:  # every sentence as close: the terms decide
+        return np.ones((len(texts), 4), np.float32) / 2
+
+    quoted = quoted_answer("What was the root cause of the outage?", np.ones(4, np.float32) / 2,
+                           cited, ["", ""], same, QuoteSettings(max_sentences=1),
+                           [QuoteTables(), QuoteTables(((0, len(row)),))])
+    assert [q.text for q in quoted] == [prose]
+
+
 def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
     # Found by an engineering team: one chunk of a plain-text incident log holds two incidents;
     # "Incident commander: Luis Moreno." (the next incident's) was quoted first.
