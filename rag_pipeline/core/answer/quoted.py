@@ -175,6 +175,14 @@ def is_title(piece: str, titles: Collection[str]) -> bool:
 
 
 _CAPITALISED = re.compile(r"[A-Z][\w'’-]*")
+_UNDERLINED = re.compile(r"[^\n]*\S[^\n]*\n[ \t]*([*=~^+#.-])\1{2,}[ \t]*")
+"""One line over a line of one punctuation mark repeated: a heading as Info, reStructuredText
+and AsciiDoc set it (``Installing\n**********``)."""
+
+
+def underlined(piece: str) -> bool:
+    """Whether ``piece`` is a heading underlined (:data:`_UNDERLINED`): it answers nothing."""
+    return _UNDERLINED.fullmatch(piece.strip()) is not None
 
 
 def heading_like(piece: str) -> bool:
@@ -266,7 +274,8 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             seen.add(key)
             text = citation.quote[start:end]
             is_row = (start, end) in rows
-            if is_title(text, titles) or (heading_like(text) and not is_row) or asks(text):
+            if (is_title(text, titles) or ((heading_like(text) or underlined(text)) and not is_row)
+                    or asks(text)):
                 continue
             columns = _header_of_row(citation, table, start) if is_row else ""
             # A row is embedded under its header row, as the chunks of a table's later rows

@@ -559,3 +559,19 @@ def test_a_sentence_that_is_not_the_canonical_slice_is_caught():
         check_quoted(wrong, CITATIONS, {"a.md": DOC_A})
     with pytest.raises(ValueError, match=r"cites \[3\], which is no source"):
         check_quoted([QuotedSentence("x", 3, 0, 1)], CITATIONS, {"a.md": DOC_A})
+
+
+def test_an_underlined_heading_is_never_quoted():
+    # Found by a new user: an Info node's title over its line of stars was quoted as the answer.
+    from rag_pipeline.core.answer.quoted import underlined
+
+    assert [underlined(piece) for piece in (
+        "artefact-tierd\n**************", "Install\n=======", "Notes\n-----\n",
+        "a - b\nc", "Total\n**", "one line", "x = 1\n=====\nmore")] == [
+        True, True, True, False, False, False, False]
+    text = "artefact-tierd\n**************\n\nThe tier daemon moves artefacts to cold storage."
+    citation = Citation(1, "ops.info", "ops", "Tier daemon", "#char=0,90", 0, len(text), text,
+                        0.3, "")
+    quoted = quoted_answer("what is artefact-tierd", _embed(["x"])[0], [citation], [""], _embed,
+                           QuoteSettings(margin=2.0))
+    assert [q.text for q in quoted] == ["The tier daemon moves artefacts to cold storage."]
