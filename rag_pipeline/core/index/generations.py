@@ -169,33 +169,45 @@ def past_grace(info, now: float, grace_seconds: float = GARBAGE_GRACE_SECONDS) -
 def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
                     grace_seconds: float = GARBAGE_GRACE_SECONDS) -> GarbageStats:
     """Deletes table files (and ANN graph files) that no pointer and none of the last ``keep``
-    generations of any partition name (a graph is named by its ``ann_index`` file), and
-    temporary files a killed writer left, once older than ``grace_seconds``
+    published generations of any partition name (a graph is named by its ``ann_index`` file),
+    and temporary files a killed writer left, once older than ``grace_seconds``
     (so a writer between its file and its pointer is never robbed); then the data folder's local
-    copies of the files it deleted (:func:`rag_pipeline.core.index.mapped.collect_copies`)."""
+    copies of the files it deleted (:func:`rag_pipeline.core.index.mapped.collect_copies`).
+
+    A generation is published when its pointer names it or one after it: a manifest newer than
+    the pointer's is a writer's between its manifest and its pointer, kept within the grace, or
+    one a killed writer left, deleted past it, and never one of the ``keep``: it would rob the
+    generation served before the pointer's of its files while a reader may still hold it."""
     referenced: set[str] = set()
     manifests_deleted = 0
-    by_partition: dict[str, list[str]] = {}
+    by_partition: dict[str, list[tuple[str, object]]] = {}
+    served: dict[str, str] = {}
     for info in warehouse.list_files(GENERATIONS):
         rel = warehouse.relative(info.path)
         if info.base_name.endswith(".json") and info.base_name != CURRENT:
-            by_partition.setdefault(rel.rsplit("/", 1)[0], []).append(rel)
+            by_partition.setdefault(rel.rsplit("/", 1)[0], []).append((rel, info))
         elif info.base_name == CURRENT:
             data = warehouse.get_json(rel)
             if data is not None:
                 referenced.update(data["files"].values())
-    for manifests in by_partition.values():
-        manifests.sort()
-        for rel in manifests[-keep:]:
+                served[rel.rsplit("/", 1)[0]] = f"{data['id']}.json"
+    now = time.time()
+    for folder, manifests in by_partition.items():
+        manifests.sort(key=lambda manifest: manifest[0])
+        pointer = served.get(folder)
+        published = [m for m in manifests if pointer is None or m[0].rsplit("/", 1)[1] <= pointer]
+        unpublished = manifests[len(published):]
+        kept = published[-keep:] + [m for m in unpublished if not past_grace(m[1], now, grace_seconds)]
+        for rel, _ in kept:
             data = warehouse.get_json(rel)
             if data is not None:
                 referenced.update(data["files"].values())
-        for rel in manifests[:-keep]:
-            warehouse.delete(rel)
-            manifests_deleted += 1
+        for rel, _ in manifests:
+            if all(rel != kept_rel for kept_rel, _ in kept):
+                warehouse.delete(rel)
+                manifests_deleted += 1
     referenced.update(v.file for v in warehouse.versions())
     referenced.update(ann_graph_files(warehouse, referenced))
-    now = time.time()
     deleted = deleted_bytes = 0
     for info in warehouse.list_files():
         rel = warehouse.relative(info.path)

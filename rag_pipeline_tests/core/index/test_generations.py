@@ -188,3 +188,30 @@ def test_garbage_collection_deletes_the_local_copies_of_collected_files(tmp_path
     assert (stats.copies_deleted, stats.copy_bytes_deleted) == (3, 4 + 4 + 5)
     assert [path.exists() for path in copies.values()] == [False, True, True]
     assert not orphan_tmp.exists() and not graph.exists()
+
+
+def test_a_manifest_a_killed_writer_left_never_robs_the_generation_served_before(tmp_path):
+    """Found by an operator's trial: ``kill -9`` between a generation's manifest and its
+    pointer left the manifest; the next publication kept the last two manifests by name, the
+    orphan one of them, and deleted the files of the generation served until then while a
+    ``serve`` still held it."""
+    warehouse = Warehouse(tmp_path)
+    root = tmp_path / "warehouse"
+    a, b, c = _three_generations(warehouse)
+    folder = root / generation_dir("header", MODEL)
+    # The pointer names b: c was a writer's that was killed before its pointer moved.
+    (folder / CURRENT).write_text((folder / f"{b.id}.json").read_text())
+    _age(root)
+    stats = collect_garbage(warehouse, keep=2, grace_seconds=600)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([CURRENT, f"{a.id}.json", f"{b.id}.json"])
+    assert stats.manifests_deleted == 1
+    for generation in (a, b):
+        for file in generation.files.values():
+            assert (root / file).is_file()
+    # Within the grace, a newer manifest is a writer's between its manifest and its pointer:
+    # it and its files are kept.
+    d = publish(warehouse, "header", MODEL, write_partition(warehouse, "header", MODEL, 5, tag="d"))[0]
+    (folder / CURRENT).write_text((folder / f"{b.id}.json").read_text())
+    collect_garbage(warehouse, keep=2, grace_seconds=600)
+    assert (folder / f"{d.id}.json").is_file()
+    assert all((root / file).is_file() for file in d.files.values())
