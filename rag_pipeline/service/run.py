@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from pathlib import Path
 
 from rag_pipeline.core.answer.ask import ask, stop_side_threads
 from rag_pipeline.core.embedding.embedder import load_embedder
@@ -19,6 +20,7 @@ from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.question import QueryPathMismatchError
 from rag_pipeline.core.index.follower import IndexFollower
 from rag_pipeline.core.runtime.serve_record import (
+    SERVE_RECORD,
     ServeRecord,
     new_secret,
     read_serve_record,
@@ -197,6 +199,18 @@ def report_fatal_signals() -> None:
         pass
 
 
+def record_service(data_dir: Path, record: ServeRecord, echo: Callable[[str], None]) -> bool:
+    """Writes the record ``ask`` finds this service by; on a data folder it cannot write (a
+    read-only mount) says so and serves all the same. Whether it was written."""
+    try:
+        write_serve_record(data_dir, record)
+    except OSError as exc:
+        echo(f"warning: cannot write {SERVE_RECORD} in {data_dir} ({exc.strerror or exc}): "
+             "`ask` on this data folder answers in its own process, not through this service")
+        return False
+    return True
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -260,9 +274,9 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             # `ask` finds this service through the data folder while it runs (another serve
             # of the folder is found again once this one stops).
             earlier = read_serve_record(warehouse.data_dir)
-            write_serve_record(warehouse.data_dir, ServeRecord(
-                host, port, os.getpid(), settings.chunker, settings.model_key, service.settings.ask.base_url,
-                warehouse.location, secret))
+            record_service(warehouse.data_dir, ServeRecord(
+                host, port, os.getpid(), settings.chunker, settings.model_key,
+                service.settings.ask.base_url, warehouse.location, secret), echo)
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -5,6 +5,7 @@ takes connections before its record names it."""
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import signal
 import subprocess
@@ -151,3 +152,25 @@ def test_the_socket_serve_records_takes_connections_before_uvicorn_starts():
         accepted, address = sock.accept()
         accepted.close()
         assert address == client.getsockname()
+
+
+def test_serve_on_a_data_folder_it_cannot_write_says_so_and_serves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Found by an operator's trial: on a read-only data folder ``serve`` loaded the index,
+    then ended with "[Errno 30] Read-only file system" writing serve.json, though the guide
+    says it works there (as root a mode stops no write: the failure is planted)."""
+    from rag_pipeline.core.runtime.serve_record import ServeRecord, read_serve_record
+    from rag_pipeline.service import run
+
+    def read_only(data_dir: Path, record: ServeRecord) -> Path:
+        raise OSError(30, "Read-only file system")
+
+    said: list[str] = []
+    record = ServeRecord("127.0.0.1", 8000, os.getpid(), "header", "m@0000abcd")
+    monkeypatch.setattr(run, "write_serve_record", read_only)
+    assert run.record_service(tmp_path, record, said.append) is False
+    assert said == [f"warning: cannot write serve.json in {tmp_path} (Read-only file system): "
+                    "`ask` on this data folder answers in its own process, not through this service"]
+    monkeypatch.undo()
+    assert run.record_service(tmp_path, record, said.append) is True
+    assert read_serve_record(tmp_path) == record and len(said) == 1
