@@ -12,14 +12,18 @@ OCR recognises) and decides, page by page:
 - **Contents and index pages** (most runs end in dot leaders and a page number) are dropped
   and counted.
 - **Two-column pages** are read column by column (a gutter that almost no run crosses, with
-  full lines on both sides); runs that cross it (a title over both columns) cut the page into
-  bands read in turn.
+  full lines on both sides; or, where a paper's lines are split into many runs, that almost
+  no line crosses, with full lines on both sides that are no table's rows); runs that cross it
+  (a title over both columns) cut the page into bands read in turn.
 - **Tables** (two or more consecutive rows of two or more aligned cells) become rows of
   cells joined by `` | ``, one row a line, declared as a table whose first row is its header
   (:func:`table_spans`; none when that row holds numbers as the others do, not rising, in their
   face); a table going on at the top of the next page with as many cells is
   the same table, its header repeated there or not. A bold header whose labels run together
-  (a label filling its column) is cut into the cells of the row under it.
+  (a label filling its column) is cut into the cells of the row under it; cells of a table
+  whose columns sit closer than a run's own break are cut where other rows' cells start or end
+  (:func:`_cut_at_column_edges`), and a bold header whose labels sit apart from the values
+  under them heads them all the same (:func:`_bold_header_over`).
 - **Paragraphs** are consecutive lines without a vertical gap, a change of font size or a
   heading between them; a paragraph that does not end a sentence at the foot of a page goes
   on at the top of the next, and a footnote (small type at the foot of a page) comes after
@@ -429,7 +433,7 @@ def _gutter(rows: Sequence[list[TextRun]], width: float) -> float | None:
     The gutter is the middle of the widest band of the page's middle (30 % to 70 % of its
     width) that the fewest runs cross (at most 15 % of them); each side must hold a quarter of
     the runs, and each column's typical line must fill 60 % of the column's width (text, not
-    the scattered cells of a table).
+    the scattered cells of a table). Else, line by line (:func:`_gutter_by_lines`).
     """
     runs = [run for row in rows for run in row]
     if len(runs) < 6:
@@ -437,7 +441,55 @@ def _gutter(rows: Sequence[list[TextRun]], width: float) -> float | None:
     xs = [float(x) for x in range(int(width * 0.3), int(width * 0.7), 2)]
     crossings = [sum(1 for run in runs if run.x0 < x - 1 and run.x1 > x + 1) for x in xs]
     if not crossings or min(crossings) > 0.15 * len(runs):
+        return _gutter_by_lines(rows, xs)
+    x = _widest_band(xs, crossings)
+    left = [run for run in runs if run.x1 <= x + 1]
+    right = [run for run in runs if run.x0 >= x - 1]
+    if len(left) < 0.25 * len(runs) or len(right) < 0.25 * len(runs):
+        return _gutter_by_lines(rows, xs)
+    left_span = max(run.x1 for run in left) - min(run.x0 for run in left)
+    right_span = max(run.x1 for run in right) - min(run.x0 for run in right)
+    left_width = statistics.median(run.x1 - run.x0 for run in left)
+    right_width = statistics.median(run.x1 - run.x0 for run in right)
+    if left_width < 0.6 * left_span or right_width < 0.6 * right_span:
+        return _gutter_by_lines(rows, xs)
+    return x
+
+
+LINE_FILL = 0.8
+"""A column's lines fill this share of its width, three in four of them (:func:`_gutter_by_lines`)."""
+
+
+def _gutter_by_lines(rows: Sequence[list[TextRun]], xs: Sequence[float]) -> float | None:
+    """The gutter of a two-column page whose runs say too little (a paper's lines split around
+    equations and citations, a full-width abstract crossing the middle in many runs), read by
+    its lines: the band the fewest rows cross (at most 15 % of them), with a quarter of the
+    rows on each side, three in four of each side's lines filling :data:`LINE_FILL` of its
+    column, and at most half of them a table's rows (:func:`_table_rows`): a table whose rows fill both
+    sides has its columns there."""
+    if len(rows) < 6 or not xs:
         return None
+    crossings = [sum(1 for row in rows if any(run.x0 < x - 1 and run.x1 > x + 1 for run in row))
+                 for x in xs]
+    if min(crossings) > 0.15 * len(rows):
+        return None
+    x = _widest_band(xs, crossings)
+    for side in ((lambda run: run.x1 <= x + 1), (lambda run: run.x0 >= x - 1)):
+        parts = [[run for run in row if side(run)] for row in rows]
+        parts = [part for part in parts if part]
+        if len(parts) < max(0.25 * len(rows), 4):
+            return None
+        lines = [max(run.x1 for run in part) - min(run.x0 for run in part) for part in parts]
+        span = max(run.x1 for part in parts for run in part) - min(
+            run.x0 for part in parts for run in part)
+        if (statistics.quantiles(lines, n=4)[2] < LINE_FILL * span
+                or sum(_table_rows(parts)) > 0.5 * len(parts)):
+            return None
+    return x
+
+
+def _widest_band(xs: Sequence[float], crossings: Sequence[int]) -> float:
+    """The middle of the widest run of ``xs`` with the fewest ``crossings``."""
     fewest = min(crossings)
     best: tuple[int, int] = (0, -1)
     start = None
@@ -448,18 +500,7 @@ def _gutter(rows: Sequence[list[TextRun]], width: float) -> float | None:
             if i - start > best[1] - best[0] + 1:
                 best = (start, i - 1)
             start = None
-    x = (xs[best[0]] + xs[best[1]]) / 2
-    left = [run for run in runs if run.x1 <= x + 1]
-    right = [run for run in runs if run.x0 >= x - 1]
-    if len(left) < 0.25 * len(runs) or len(right) < 0.25 * len(runs):
-        return None
-    left_span = max(run.x1 for run in left) - min(run.x0 for run in left)
-    right_span = max(run.x1 for run in right) - min(run.x0 for run in right)
-    left_width = statistics.median(run.x1 - run.x0 for run in left)
-    right_width = statistics.median(run.x1 - run.x0 for run in right)
-    if left_width < 0.6 * left_span or right_width < 0.6 * right_span:
-        return None
-    return x
+    return (xs[best[0]] + xs[best[1]]) / 2
 
 
 def _reading_rows(rows: list[list[TextRun]], width: float) -> list[list[TextRun]]:
@@ -529,6 +570,78 @@ def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
                                            words=run.words[first:end],
                                            hyphen=run.hyphen and end == len(words)))
     return cut
+
+
+COLUMN_EDGE_ROWS = 3
+"""A column's edge is where at least this many of a page's rows of cells start a cell (or end
+one: right-aligned numbers)."""
+COLUMN_EDGE_POINTS = 2.0
+COLUMN_GAP_EM = 1.0
+"""A gap inside a run cut at a column's edge is at least this share of the font size: a
+justified line's word spaces stretch past half of it (R's reference manual)."""
+
+
+def _recurring(edges: Sequence[float]) -> list[float]:
+    """The positions at least :data:`COLUMN_EDGE_ROWS` of ``edges`` share, within
+    :data:`COLUMN_EDGE_POINTS` of the first of them."""
+    found: list[float] = []
+    ordered = sorted(edges)
+    for i, edge in enumerate(ordered):
+        if (i + COLUMN_EDGE_ROWS <= len(ordered)
+                and ordered[i + COLUMN_EDGE_ROWS - 1] - edge <= COLUMN_EDGE_POINTS
+                and not (found and edge - found[-1] <= COLUMN_EDGE_POINTS)):
+            found.append(edge)
+    return found
+
+
+def _cut_at_column_edges(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
+    """The page's rows of cells (two runs or more, none in a typewriter face: code stays lines)
+    with each run cut where cells of other rows start or end: before a word after a gap of
+    :data:`COLUMN_GAP_EM` that starts at a column's
+    left edge, or whose previous word ends at a column's right edge (:func:`_recurring` over
+    the cells' edges: the words' own gaps say nothing, ``11 hours`` is half an em apart in a
+    column of them); a row of one run is cut so only when it
+    then lines up, cell for cell, with the row of cells under it (a header whose labels run
+    together). A run breaks only where the gap to the next character is 1.5 times the font
+    size, so of a table whose columns are a little closer the rows broke where their glyphs'
+    widths happened to leave such a gap (``SI-1001 | Birch Motors`` but ``SI-1000 Alder
+    Foods``; ``0.00 12.50`` over two columns), and no two rows lined up."""
+    cells = [row for row in rows if len(row) >= 2 and not any(run.mono for run in row)]
+    if len(cells) < COLUMN_EDGE_ROWS:
+        return list(rows)
+    starts: list[float] = []
+    ends: list[float] = []
+    for row in cells:
+        for n, run in enumerate(row):
+            if n:
+                starts.append(run.x0)
+            if n < len(row) - 1:
+                ends.append(run.x1)
+    starts, ends = _recurring(starts), _recurring(ends)
+
+    def cut(row: Sequence[TextRun]) -> list[TextRun]:
+        pieces: list[TextRun] = []
+        for run in row:
+            words = run.text.split()
+            at = [i for i in range(1, len(words))
+                  if len(run.words) == len(words) and not run.mono
+                  and run.words[i][0] - run.words[i - 1][1] >= COLUMN_GAP_EM * run.size
+                  and (any(abs(run.words[i][0] - x) <= COLUMN_EDGE_POINTS for x in starts)
+                       or any(abs(run.words[i - 1][1] - x) <= COLUMN_EDGE_POINTS for x in ends))]
+            pieces.extend(run if not at else dataclasses.replace(
+                run, text=" ".join(words[first:end]), x0=run.words[first][0],
+                x1=run.words[end - 1][1], words=run.words[first:end],
+                hyphen=run.hyphen and end == len(words))
+                for first, end in itertools.pairwise([0, *at, len(words)]))
+        return pieces
+
+    out = [cut(row) if len(row) >= 2 else list(row) for row in rows]
+    for i in range(len(out) - 1):
+        if len(out[i]) == 1 and len(out[i + 1]) >= 2:
+            header = cut(out[i])
+            if len(header) == len(out[i + 1]) and _aligned(header, out[i + 1]):
+                out[i] = header
+    return out
 
 
 def _bold(row: Sequence[TextRun]) -> bool:
@@ -643,6 +756,8 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True,
             end += 1
         if all(_is_bullet(row[0]) for row in rows[start:end]) or _numbered_lines(rows[start:end]):
             table[start:end] = [False] * (end - start)  # a list, a listing: no table
+        elif start and _bold_header_over(rows[start - 1], rows[start]):
+            table[start - 1] = True
         elif code_face and all(run.mono for row in rows[start:end] for run in row):
             above = rows[start - 1] if start else []
             if len(above) == len(rows[start]) and not all(run.mono for run in above):
@@ -651,6 +766,20 @@ def _table_rows(rows: Sequence[list[TextRun]], code_face: bool = True,
                 table[start:end] = [False] * (end - start)
         start = end
     return table
+
+
+def _bold_header_over(above: Sequence[TextRun], row: Sequence[TextRun]) -> bool:
+    """``above`` is the bold header of the table whose first row is ``row`` (in another face),
+    its labels set apart from the values under them (left-aligned over right-aligned numbers,
+    centred): as many cells, each within the room between its column's neighbours' values."""
+    if len(above) != len(row) or not _bold(above) or _bold(row):
+        return False
+    for k, label in enumerate(above):
+        after = row[k - 1].x1 if k else float("-inf")
+        before = row[k + 1].x0 if k + 1 < len(row) else float("inf")
+        if not (label.x0 >= after - 1 and label.x1 <= before + 1):
+            return False
+    return True
 
 
 BULLETS = frozenset("•◦▪▫‣●○■□·–—∙")
@@ -984,8 +1113,8 @@ def _page_lines(pages: Sequence[PageText],
                 page_lines.append([])
                 continued = []
                 continue
-        reading = _merge_wrapped_cells(_split_cells_run_together(
-            _reading_rows(kept, page.width), code_face), joiner, code_face, continued)
+        reading = _merge_wrapped_cells(_split_cells_run_together(_cut_at_column_edges(
+            _reading_rows(kept, page.width)), code_face), joiner, code_face, continued)
         table = _table_rows(reading, code_face, continued)
         continued = reading[-1] if reading and table[-1] else []
         for row in itertools.compress(reading, table):
