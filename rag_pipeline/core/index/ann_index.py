@@ -31,8 +31,8 @@ from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
 
-__all__ = ["GRAPH_SUFFIX", "INDEX_SUFFIXES", "AnnBuild", "ann_graph_files", "build_ann_index",
-           "graph_damage",
+__all__ = ["GRAPH_SUFFIX", "INDEX_SUFFIXES", "AnnBuild", "ann_graph_files", "ann_index_whole",
+           "build_ann_index", "graph_damage",
            "open_ann_index", "vectors_in_chunk_order"]
 
 GRAPH_SUFFIX = ".faiss"
@@ -127,6 +127,29 @@ def graph_damage(warehouse: Warehouse, graph_file: str) -> str | None:
     return None
 
 
+_WHOLE_GRAPHS: dict[tuple[str, int], bool] = {}
+"""Graph files found whole or not, by their path and size: a process planning again and again
+(the sensor) reads each graph once."""
+
+
+def ann_index_whole(warehouse: Warehouse, table_file: str) -> bool:
+    """Whether an ``ann_index`` table file and the graph it names are what
+    :func:`build_ann_index` would reuse: readable, and its graph there and whole (or a partition
+    without vectors). A damaged one is rebuilt by the next embeddings run."""
+    row = _readable_row(warehouse, table_file)
+    if row is None:
+        return False
+    if row["rows"] == 0 and not row["graph"]:
+        return True
+    size = warehouse.get_file_size(row["graph"])
+    if size is None or "nprobe" not in row:
+        return False
+    key = (warehouse.full_path(row["graph"]), size)
+    if key not in _WHOLE_GRAPHS:
+        _WHOLE_GRAPHS[key] = graph_damage(warehouse, row["graph"]) is None
+    return _WHOLE_GRAPHS[key]
+
+
 def _readable_row(warehouse: Warehouse, table_file: str) -> dict | None:
     """The one row of an ``ann_index`` table file, or None when the file cannot be read."""
     try:
@@ -154,11 +177,11 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
         row = _readable_row(warehouse, previous.file)
         if row is not None and row["rows"] == 0 and not row["graph"]:
             return AnnBuild(previous, 0, 0, 0.0, reused=True)
-        size = None if row is None else warehouse.get_file_size(row["graph"])
         # A readable table, not an HNSW graph of an earlier version, and a whole graph (a
         # damaged table or graph is rebuilt).
-        if size is not None and "nprobe" in row and graph_damage(warehouse, row["graph"]) is None:
-            return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
+        if row is not None and ann_index_whole(warehouse, previous.file):
+            return AnnBuild(previous, int(row["rows"]), warehouse.get_file_size(row["graph"]) or 0,
+                            0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)
     if chunks_file is None:
         raise IndexNotBuiltError(f"embeddings {embeddings.file} do not name the chunks they were "

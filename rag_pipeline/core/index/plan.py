@@ -6,8 +6,8 @@ checks and the publication of the generation) and ``eval`` (per model, once ever
 of the model is current). A stage's partition is due when a table of
 :data:`rag_pipeline.core.index.GENERATION_TABLES` it writes is missing or was built from an
 input file that has moved on, or, for ``embeddings``, when the served generation is not the
-latest tables; ``eval`` is due when the model's last evaluation scored other generations, or
-other gold and out-of-domain files than the ones there now.
+latest tables or its ANN index is damaged; ``eval`` is due when the model's last evaluation
+scored other generations, or other gold and out-of-domain files than the ones there now.
 
 Each step names the input files it builds from; its ``key`` is their digest, so the same stale
 state is one step however often it is planned (the sensor's run key, with the attempt: a failed
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from rag_pipeline.core.config.gold_file import EVAL_SET_INPUTS
+from rag_pipeline.core.index.ann_index import ann_index_whole
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.tables import (
     GENERATION_TABLES,
@@ -32,7 +33,7 @@ from rag_pipeline.core.index.tables import (
     latest_tables,
     stale_tables,
 )
-from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.table_names import ANN_INDEX, DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 
 EVAL_SUMMARY = "eval_summary"
@@ -85,6 +86,8 @@ def _pointer_files(warehouse: Warehouse, chunker: str, model: str,
 
 
 def _served_is_latest(warehouse: Warehouse, chunker: str, model: str, rules: str | None) -> bool:
+    """The served generation names the latest tables, and its ANN index is whole (a damaged
+    graph, which ``status`` reports, is rebuilt by the embeddings step this makes due)."""
     generation = current_generation(warehouse, chunker, model)
     if generation is None:
         return False
@@ -92,7 +95,9 @@ def _served_is_latest(warehouse: Warehouse, chunker: str, model: str, rules: str
         latest = latest_tables(warehouse, chunker, model, rules)
     except InconsistentBuildError:
         return False
-    return all(generation.files.get(name) == table.file for name, table in latest.items())
+    ann = generation.files.get(ANN_INDEX)
+    return (all(generation.files.get(name) == table.file for name, table in latest.items())
+            and (ann is None or ann_index_whole(warehouse, ann)))
 
 
 def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[str],

@@ -142,6 +142,7 @@ def test_an_hnsw_table_of_an_earlier_version_is_neither_served_nor_reused(built:
 
 def test_a_damaged_graph_is_unhealthy_not_loaded_and_rebuilt_by_the_next_build(built: BuiltIndex):
     from rag_pipeline.core.index import store
+    from rag_pipeline.core.index.plan import Stage, index_plan
     from rag_pipeline.core.index.status import unhealthy_files
 
     warehouse = Warehouse(built.data_dir)
@@ -149,6 +150,12 @@ def test_a_damaged_graph_is_unhealthy_not_loaded_and_rebuilt_by_the_next_build(b
     row = warehouse.read_file(warehouse.require_version(ANN_INDEX, partition).file).to_pylist()[0]
     graph = Path(warehouse.full_path(row["graph"]))
     size = graph.stat().st_size
+
+    def planned() -> list[tuple[Stage, str | None]]:
+        return [(step.stage, step.model) for step in index_plan(
+            warehouse, [built.index.chunker], [built.index.model_key], evaluate=False)]
+
+    assert planned() == []
     # Planted: the graph file cut short. Only its size was checked, so `index` reused it, and
     # every load (even for BM25 alone) failed with AnnMismatchError while status said healthy.
     with graph.open("r+b") as handle:
@@ -161,6 +168,9 @@ def test_a_damaged_graph_is_unhealthy_not_loaded_and_rebuilt_by_the_next_build(b
     store._load.cache_clear()
     index = load_partition(built.data_dir, built.index.chunker, built.index.model_key)
     assert index.ann is None and len(index) == 240  # served: the exact scan, and BM25
+    # Found by an operator's trial: status said "fix: run rag-pipeline index", and with the
+    # corpus unchanged `index` ran the documents alone, so the graph stayed damaged.
+    assert planned() == [(Stage.EMBEDDINGS, built.index.model_key)]
     embeddings = warehouse.require_version(EMBEDDINGS, partition)
     rebuilt = build_ann_index(warehouse, built.index.chunker, built.index.model_key, embeddings)
     assert not rebuilt.reused
