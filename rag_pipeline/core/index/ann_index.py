@@ -129,7 +129,7 @@ def graph_damage(warehouse: Warehouse, graph_file: str) -> str | None:
 
 _WHOLE_GRAPHS: dict[tuple[str, int], bool] = {}
 """Graph files found whole or not, by their path and size: a process planning again and again
-(the sensor) reads each graph once."""
+(the sensor) reads each graph once (a build reads it again: :func:`build_ann_index`)."""
 
 
 def ann_index_whole(warehouse: Warehouse, table_file: str) -> bool:
@@ -177,11 +177,11 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
         row = _readable_row(warehouse, previous.file)
         if row is not None and row["rows"] == 0 and not row["graph"]:
             return AnnBuild(previous, 0, 0, 0.0, reused=True)
+        size = None if row is None else warehouse.get_file_size(row["graph"])
         # A readable table, not an HNSW graph of an earlier version, and a whole graph (a
-        # damaged table or graph is rebuilt).
-        if row is not None and ann_index_whole(warehouse, previous.file):
-            return AnnBuild(previous, int(row["rows"]), warehouse.get_file_size(row["graph"]) or 0,
-                            0.0, reused=True)
+        # damaged table or graph is rebuilt; its digest read again here, never remembered).
+        if size is not None and "nprobe" in row and graph_damage(warehouse, row["graph"]) is None:
+            return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)
     if chunks_file is None:
         raise IndexNotBuiltError(f"embeddings {embeddings.file} do not name the chunks they were "
