@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rag_pipeline.core.config.schema import ProjectConfig
     from rag_pipeline.core.embedding.models import ModelSpec
     from rag_pipeline.core.index.generations import Generation
+    from rag_pipeline.core.index.status import UnhealthyFile
 
 
 STALE_SHOWN = 10
@@ -32,7 +33,7 @@ def status(invocation: Invocation) -> None:
     """Per partition: model, chunk and vector counts; documents ok / failed; stale rows."""
     from rag_pipeline.core.index.query_db import refresh_query_db
     from rag_pipeline.core.index.status import index_status, unhealthy_files
-    from rag_pipeline.core.storage.warehouse import IndexNotBuiltError
+    from rag_pipeline.core.storage.warehouse import CorruptFileError, IndexNotBuiltError
 
     warehouse = invocation.warehouse
     try:
@@ -45,6 +46,9 @@ def status(invocation: Invocation) -> None:
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
         fail(str(exc))
+    except CorruptFileError:  # a pointer or a manifest that does not parse: say which, and how
+        _echo_unhealthy(unhealthy_files(warehouse), invocation)
+        sys.exit(1)
     skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{skipped}{len(report.stale_documents)} stale")
@@ -80,11 +84,15 @@ def status(invocation: Invocation) -> None:
         echo(f"tables: the DuckDB file {warehouse.db_path}")
     _print_access(warehouse, config, invocation, behind)
     unhealthy = unhealthy_files(warehouse)
+    _echo_unhealthy(unhealthy, invocation)
+    if unhealthy:
+        sys.exit(1)
+
+
+def _echo_unhealthy(unhealthy: Sequence[UnhealthyFile], invocation: Invocation) -> None:
     for file in unhealthy:
         echo(f"UNHEALTHY {file.partition}: {file.reason}")
         echo(f"  fix: {invocation.commands_in(file.fix)}")
-    if unhealthy:
-        sys.exit(1)
 
 
 def _snapshot_in_step(warehouse) -> None:

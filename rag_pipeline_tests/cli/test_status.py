@@ -122,6 +122,28 @@ def test_status_says_unhealthy_and_exits_1_while_the_ann_index_file_is_damaged(t
         f"  fix: run `rag-pipeline --data-dir {built.data_dir} index`: it rebuilds the file"]
 
 
+def test_status_says_unhealthy_and_how_to_repair_a_pointer_that_does_not_parse(tmp_path: Path):
+    """Found by an operator's trial: a damaged CURRENT.json ended status with "error:
+    CorruptFileError ..." (exit 2), before the line that says which manifest to copy over it."""
+    from rag_pipeline.core.index.generations import CURRENT, current_generation, generation_dir
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    built = build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+    warehouse = Warehouse(built.data_dir)
+    generation = current_generation(warehouse, "header", built.index.model_key)
+    folder = Path(warehouse.full_path(generation_dir("header", built.index.model_key)))
+    (folder / CURRENT).write_text("{broken", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines() == [
+        f"UNHEALTHY _generations/chunker=header/model={built.index.model_key}: {folder / CURRENT} "
+        "is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1))",
+        f"  fix: copy {folder / f'{generation.id}.json'} (the newest whole generation) over "
+        f"{folder / CURRENT}"]
+
+
 @pytest.mark.parametrize("declared", [True, False])
 def test_status_says_which_served_generation_is_behind_the_latest_documents(
         tmp_path: Path, declared: bool):
