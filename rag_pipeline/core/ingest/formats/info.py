@@ -9,7 +9,9 @@ Index and image markers (``\\x00\\x08[index\\x00\\x08]``) are removed, with thei
 they fill it; an index node's menu, from its index marker on (``* grep: Usage. (line 22)``, a
 line per entry pointing into the manual: navigation, as a web page's index is), is left out
 with it, and a node left with no more than its heading is no section (note
-``index_menus_left_out``). Cited ``#char=``.
+``index_menus_left_out``). The main file of a split manual (``find.info``: an ``Indirect``
+table naming ``find.info-1``, ``find.info-2``, which are read on their own) has no node: its
+text is its preamble, what the manual documents (note ``split_manual_parts``). Cited ``#char=``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,25 @@ _NODE_LINE = re.compile(r"File: [^,]*,\s+Node: ([^,\n]+)")
 _STRUCTURE = ("Tag Table:", "End Tag Table", "Indirect:", "Local Variables:")
 
 
+_INDIRECT = re.compile(r"\x1f\nIndirect:\n((?:[^\n:]+: \d+\n)+)")
+
+
+def _split_manual(text: str, stem: str, notes: tuple[tuple[str, str], ...]) -> Extracted:
+    """The main file of a split manual: its preamble as its text, its parts named in a note.
+
+    Raises:
+        ExtractionError: No ``Indirect`` table either (not an Info file).
+    """
+    indirect = _INDIRECT.search(text)
+    preamble = text.split("\x1f", 1)[0].strip()
+    if indirect is None or not preamble:
+        raise ExtractionError("not an Info file: no node separated by a \\x1f line")
+    parts = [line.rsplit(":", 1)[0] for line in indirect.group(1).splitlines()]
+    return Extracted(title=stem, canonical_text=preamble + "\n",
+                     sections=(Section(stem, 0, len(preamble) + 1),),
+                     notes=(("split_manual_parts", ", ".join(parts)), *notes))
+
+
 class InfoFormat(DocumentFormat):
     """GNU Info files, as ``makeinfo`` writes them."""
 
@@ -39,7 +60,7 @@ class InfoFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("info-nodes", "6")
+        return Extractor("info-nodes", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The nodes' text, a section each (the module docstring).
@@ -71,7 +92,7 @@ class InfoFormat(DocumentFormat):
             parts.append(rest)
             offset += len(rest)
         if not sections:
-            raise ExtractionError("not an Info file: no node separated by a \\x1f line")
+            return _split_manual(decoded.text, stem, decoded.notes)
         canonical = "".join(parts) + "\n"
         title = next((line.strip() for line in parts[0].splitlines() if line.strip()), stem)
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),

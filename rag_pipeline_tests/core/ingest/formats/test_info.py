@@ -50,3 +50,18 @@ def test_an_index_nodes_menu_is_left_out_and_a_node_left_with_its_heading_alone_
 def test_a_file_without_nodes_is_no_info_file():
     with pytest.raises(ExtractionError, match=r"^not an Info file: no node separated by a \\x1f line$"):
         INFO.extract(b"just text\n", "plain")
+
+
+def test_the_main_file_of_a_split_manual_is_its_preamble_naming_its_parts():
+    """Found by an operator's trial: find.info and gnupg.info (their nodes in find.info-1 and
+    find.info-2) failed as "not an Info file" while their parts were read."""
+    main = ("This is find.info, produced by makeinfo version 6.8 from find.texi.\n\n"
+            "This manual documents version 4.9.0 of the GNU utilities for finding files.\n\n"
+            "\x1f\nIndirect:\nfind.info-1: 1201\nfind.info-2: 302214\n\x1f\nTag Table:\n"
+            "(Indirect)\nNode: Top1201\n\x1f\nEnd Tag Table\n")
+    extracted = InfoFormat().extract(main.encode(), "find.info")
+    text = ("This is find.info, produced by makeinfo version 6.8 from find.texi.\n\n"
+            "This manual documents version 4.9.0 of the GNU utilities for finding files.\n")
+    assert (extracted.title, extracted.canonical_text, extracted.sections, extracted.notes) == (
+        "find.info", text, (Section("find.info", 0, len(text)),),
+        (("split_manual_parts", "find.info-1, find.info-2"),))
