@@ -465,8 +465,8 @@ def _gutter_by_lines(rows: Sequence[list[TextRun]], xs: Sequence[float]) -> floa
     equations and citations, a full-width abstract crossing the middle in many runs), read by
     its lines: the band the fewest rows cross (at most 15 % of them), with a quarter of the
     rows on each side, three in four of each side's lines filling :data:`LINE_FILL` of its
-    column, and at most half of them a table's rows (:func:`_table_rows`): a table whose rows fill both
-    sides has its columns there."""
+    column, and at most half of them a table's rows (:func:`_table_rows`): a table whose rows
+    fill both sides has its columns there."""
     if len(rows) < 6 or not xs:
         return None
     crossings = [sum(1 for row in rows if any(run.x0 < x - 1 and run.x1 > x + 1 for run in row))
@@ -576,6 +576,7 @@ COLUMN_EDGE_ROWS = 3
 """A column's edge is where at least this many of a page's rows of cells start a cell (or end
 one: right-aligned numbers)."""
 COLUMN_EDGE_POINTS = 2.0
+"""How near cells' edges are to be one column's (aligned cells share theirs to a hundredth)."""
 COLUMN_GAP_EM = 1.0
 """A gap inside a run cut at a column's edge is at least this share of the font size: a
 justified line's word spaces stretch past half of it (R's reference manual)."""
@@ -597,14 +598,13 @@ def _recurring(edges: Sequence[float]) -> list[float]:
 def _cut_at_column_edges(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
     """The page's rows of cells (two runs or more, none in a typewriter face: code stays lines)
     with each run cut where cells of other rows start or end: before a word after a gap of
-    :data:`COLUMN_GAP_EM` that starts at a column's
-    left edge, or whose previous word ends at a column's right edge (:func:`_recurring` over
-    the cells' edges: the words' own gaps say nothing, ``11 hours`` is half an em apart in a
-    column of them); a row of one run is cut so only when it
-    then lines up, cell for cell, with the row of cells under it (a header whose labels run
-    together). A run breaks only where the gap to the next character is 1.5 times the font
-    size, so of a table whose columns are a little closer the rows broke where their glyphs'
-    widths happened to leave such a gap (``SI-1001 | Birch Motors`` but ``SI-1000 Alder
+    :data:`COLUMN_GAP_EM` that starts at a column's left edge, or whose previous word ends at a
+    column's right edge (:func:`_recurring` over the cells' edges: the words' own gaps say
+    nothing, ``11 hours`` is half an em apart in a column of them); a row of one run is cut so
+    only when it then lines up, cell for cell, with the row of cells under it (a header whose
+    labels run together). A run breaks only where the gap to the next character is 1.5 times
+    the font size, so of a table whose columns are a little closer the rows broke where their
+    glyphs' widths happened to leave such a gap (``SI-1001 | Birch Motors`` but ``SI-1000 Alder
     Foods``; ``0.00 12.50`` over two columns), and no two rows lined up."""
     cells = [row for row in rows if len(row) >= 2 and not any(run.mono for run in row)]
     if len(cells) < COLUMN_EDGE_ROWS:
