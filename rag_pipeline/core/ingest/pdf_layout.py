@@ -576,7 +576,7 @@ COLUMN_EDGE_ROWS = 3
 """A column's edge is where at least this many of a page's rows of cells start a cell (or end
 one: right-aligned numbers)."""
 COLUMN_EDGE_POINTS = 2.0
-"""How near cells' edges are to be one column's (aligned cells share theirs to a hundredth)."""
+"""How near to each other cells' edges are to count as one column's (points)."""
 COLUMN_GAP_EM = 1.0
 """A gap inside a run cut at a column's edge is at least this share of the font size: a
 justified line's word spaces stretch past half of it (R's reference manual)."""
