@@ -103,6 +103,9 @@ model_cache = {json.dumps(_within_or_absolute(project.model_cache, root))}
 # What `rag-pipeline index` builds: "production" is the `header` chunker and the default model
 # (one index, what `ask` and `serve` use); "evaluation" is every chunker below x every model,
 # for comparing the methods with a gold set of these documents (`rag-pipeline gold draft`).
+# `ask` and `serve` use the default model (the first [[models]] below) whatever the profile
+# lists: a profile without it leaves that index as it was (`status` says it is behind); give
+# them `--model` to use another.
 profile = "production"
 chunkers = [{chunkers}]
 # A file (or a member of an archive or a mail) larger than this fails with its size, unread.
