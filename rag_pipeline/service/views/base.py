@@ -35,6 +35,10 @@ _ALNUM_RUN = re.compile(r"[^\W_]+")
 LOCATE_CHARS = 40
 """When a quote is not found whole (a page drawn differently from its extracted text), its
 first and last this many letters and digits are looked for instead."""
+LOCATE_STRETCH = 2
+"""From its first letters to its last, a quote found so spans at most this many times its own
+letters (and :data:`LOCATE_CHARS` more): a longer stretch is not the quote (its ends found in
+two columns read across each other, twenty lines boxed for two)."""
 
 
 class ViewError(Exception):
@@ -266,7 +270,8 @@ def letters_of(text: str) -> str:
 
 def locate(haystack: str, needle: str, before: int = 0) -> tuple[int, int] | None:
     """``(first, last)`` positions in ``haystack``'s :func:`normalised` string where ``needle``
-    is: whole, else from its first LOCATE_CHARS letters to its last; None when not found.
+    is: whole, else from its first LOCATE_CHARS letters to its last, within
+    :data:`LOCATE_STRETCH` of its length; None when not found.
     ``before``: how many times the quote occurs in the document before the cited place (see
     :func:`occurrences_before`): the place found is the one after as many others, or the last
     one when the rendering holds fewer."""
@@ -279,7 +284,7 @@ def locate(haystack: str, needle: str, before: int = 0) -> tuple[int, int] | Non
     first = _nth(haystack, head, before)
     if first < 0:
         return None
-    last = haystack.find(tail, first)
+    last = haystack.find(tail, first, first + LOCATE_STRETCH * len(needle) + LOCATE_CHARS)
     return (first, last + len(tail) - 1) if last >= 0 else None
 
 

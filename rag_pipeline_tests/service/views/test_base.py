@@ -103,6 +103,12 @@ def test_a_long_quote_of_a_periodic_text_is_counted_in_one_pass():
     assert base.occurrences_before(text, 300_000, 600_000) == 150_000
     assert base.locate("a" * 1000, "a" * 500, before=400) == (400, 899)
     assert base.locate("a" * 1000, "a" * 500, before=900) == (500, 999)  # fewer: the last place
+    # Found whole but for its middle: from its first letters to its last, within twice its
+    # length; farther is no quote (found by a researcher's trial: the ends of a two-line quote
+    # in two columns read across each other boxed twenty lines).
+    quote = "b" * 40 + "x" * 40 + "c" * 40
+    assert base.locate("q" * 10 + "b" * 40 + "y" * 40 + "c" * 40, quote) == (10, 129)
+    assert base.locate("b" * 40 + "y" * 300 + "c" * 40, quote) is None
 
 
 def test_a_name_with_a_bidirectional_override_is_shown_escaped_in_a_view():
