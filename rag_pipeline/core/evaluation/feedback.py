@@ -131,20 +131,24 @@ def read_feedback(warehouse: Warehouse) -> list[Feedback]:
 
 
 def feedback_gold_lines(rows: Iterable[Feedback]) -> list[dict[str, object]]:
-    """One draft gold line per question judged unhelpful (the same question asked twice, white
-    space and case aside, is one line; its comments all kept, newest last): ``question`` filled,
-    ``needle`` and ``ticket`` left for the person to write, with what the answer showed
-    (``shown_sources``) and the comments to go by."""
+    """One draft gold line per question whose newest verdict is unhelpful (the same question
+    asked twice, white space and case aside, is one question; a reader who changed their mind
+    to Helpful has the last word): ``question`` filled, ``needle`` and ``ticket`` left for the
+    person to write, with what the answer showed (``shown_sources``) and its comments to go by,
+    each once, oldest first."""
+    ordered = sorted(rows, key=lambda row: row.at)
+    last = {collapse(row.question).casefold(): row.helpful for row in ordered}
     lines: dict[str, dict[str, object]] = {}
-    for row in rows:
-        if row.helpful:
-            continue
+    for row in ordered:
         key = collapse(row.question).casefold()
+        if last[key]:
+            continue
         line = lines.setdefault(key, {"id": f"f{len(lines) + 1:03d}", "needle": "",
                                       "question": collapse(row.question), "ticket": "",
                                       "shown_sources": list(row.sources), "comments": []})
-        if row.comment:
-            line["comments"].append(row.comment)  # type: ignore[union-attr]
+        comments = line["comments"]
+        if row.comment and row.comment not in comments:  # type: ignore[operator]
+            comments.append(row.comment)  # type: ignore[union-attr]
     return list(lines.values())
 
 

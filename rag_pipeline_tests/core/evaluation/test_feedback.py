@@ -74,3 +74,14 @@ def test_unhelpful_answers_become_one_gold_line_per_question():
          "comments": ["wrong page", "still wrong"]},
         {"id": "f002", "needle": "", "question": "what is a frobnicator", "ticket": "",
          "shown_sources": [], "comments": []}]
+
+
+def test_a_question_whose_newest_verdict_is_helpful_is_no_gold_line():
+    """Found by an evaluation user: Not helpful, then Helpful on the same question was drafted
+    all the same, and a comment sent twice was listed twice."""
+    changed = Feedback("2026-12-01T22:09:00+00:00", "how do I upgrade?", True, None, "g2", ())
+    twice = Feedback("2026-12-01T22:07:00+00:00", "what is a frobnicator", False, "no idea", "g2", ())
+    again = Feedback("2026-12-01T22:08:00+00:00", "what is a frobnicator", False, "no idea", "g2", ())
+    assert feedback_gold_lines([changed, UNHELPFUL, twice, again]) == [
+        {"id": "f001", "needle": "", "question": "what is a frobnicator", "ticket": "",
+         "shown_sources": [], "comments": ["no idea"]}]
