@@ -11,7 +11,8 @@ The clock is the process's interval timer (``SIGALRM``), ticking every :data:`TI
 while a reading runs; its handler, which Python runs in the main thread between two of its
 instructions, stops the reader when its time is up or the process's resident memory has grown
 by more than :data:`MAX_READING_MEMORY` since the reading began (Linux: ``/proc/self/statm``;
-elsewhere time alone). A reader is stopped when it next runs Python code (a library's C code
+elsewhere time alone). Memory the process holds free (the allocator keeps what earlier readings
+freed) is taken again without growing it: a reading may hold that much more. A reader is stopped when it next runs Python code (a library's C code
 runs to its end first). That code may be a callback the garbage collector runs meanwhile, whose
 exceptions Python prints and drops, so the next tick tells it again until the reader has
 stopped. A corpus run reads in its main thread; anywhere else (a service's worker thread), and

@@ -5,6 +5,9 @@ the main thread."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -198,47 +201,74 @@ OVER_MEMORY = ("reading took over 1,024 MiB of memory: its reader was stopped; t
                "of nodes), or is built to break readers")
 
 
-def _hold(mib: int, kept: list[bytes]) -> None:
-    """Python code that keeps ``mib`` MiB more resident, 1 MiB at a time (written, so resident)."""
-    for _ in range(mib):
-        kept.append(b"x" * (1 << 20))
+def _fresh_process(code: str) -> list[str]:
+    """The lines ``code`` prints, run in a process of its own: the limit counts what a reading
+    adds to the process's resident memory, and a test process holds memory earlier tests freed
+    (the allocator keeps it), which a reading then takes without adding any."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+_HOLD = """
+    import time
+    from rag_pipeline.core.ingest import ExtractionError
+    from rag_pipeline.core.ingest.reading_limits import MAX_READING_MEMORY, document_reading_limits
+
+    def hold(mib, kept):  # 1 MiB at a time, written, so resident
+        for _ in range(mib):
+            kept.append(b"x" * (1 << 20))
+
+    def spin(seconds):  # Python code running while the clock ticks
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            sum(range(1000))
+"""
 
 
 def test_a_reader_taking_more_than_the_memory_limit_is_stopped():
     """Found by a review of the readers' memory: 1.7 MiB of reStructuredText references became
     a docutils tree of several GiB, which no size or time limit stopped before the machine's
     memory ran out."""
-    from rag_pipeline.core.ingest.reading_limits import MAX_READING_MEMORY
-
-    kept: list[bytes] = []
-    with pytest.raises(ExtractionError) as stopped:
+    assert _fresh_process(_HOLD + """
+    kept = []
+    try:
         with document_reading_limits(600):
-            _hold((MAX_READING_MEMORY >> 20) + 256, kept)
-            _spin(30)  # the memory is taken faster than a tick: the next one stops it
-    assert str(stopped.value) == OVER_MEMORY
+            hold((MAX_READING_MEMORY >> 20) + 256, kept)
+            spin(30)  # the memory is taken faster than a tick: the next one stops it
+        print("read")
+    except ExtractionError as stopped:
+        print(stopped)
     kept.clear()
-    # Within the limit: read.
-    with document_reading_limits(600):
-        _hold(256, kept)
-        _spin(0.6)
-    kept.clear()
+    with document_reading_limits(600):  # within the limit: read
+        hold(256, kept)
+        spin(0.6)
+    print("read within the limit")
+    """) == [OVER_MEMORY, "read within the limit"]
 
 
 def test_what_a_member_kept_is_not_its_containers_memory():
-    kept: list[bytes] = []
+    assert _fresh_process(_HOLD + """
+    kept = []
     with document_reading_limits(600):
         with document_reading_limits(600):
-            _hold(700, kept)  # the member's records, kept after its reading
-            _spin(0.3)
-        _hold(700, kept)  # the container's own: 700 MiB, 1,400 since it began
-        _spin(0.6)
-    kept.clear()
+            hold(700, kept)  # the member's records, kept after its reading
+            spin(0.3)
+        hold(700, kept)  # the container's own: 700 MiB, 1,400 since it began
+        spin(0.6)
+    print("read")
+    """) == ["read"]
 
 
 def test_a_corpus_run_fails_the_memory_bomb_alone(tmp_path: Path):
     (tmp_path / "refs.rst").write_text("Refs\n====\n\n" + ("a_ " * 2000 + "\n\n") * 400,
                                        encoding="utf-8")
     (tmp_path / "fine.md").write_text("# Fine\n\nA fine document.\n", encoding="utf-8")
-    records = extract_corpus(tmp_path).records
-    assert [(r.document_id, r.status, r.error) for r in records] == [
-        ("fine.md", "ok", None), ("refs.rst", "failed", OVER_MEMORY)]
+    assert _fresh_process(f"""
+    from pathlib import Path
+    from rag_pipeline.core.ingest import extract_corpus
+
+    for record in extract_corpus(Path({str(tmp_path)!r})).records:
+        print(record.document_id, record.status, record.error)
+    """) == ["fine.md ok None", f"refs.rst failed {OVER_MEMORY}"]
