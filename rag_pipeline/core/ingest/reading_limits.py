@@ -9,14 +9,15 @@ and the document fails with the limit as its reason, and the run goes on with th
 
 The clock is the process's interval timer (``SIGALRM``), ticking every :data:`TICK_SECONDS`
 while a reading runs; its handler, which Python runs in the main thread between two of its
-instructions, stops the reader when its time is up or the process's resident memory has grown
-by more than :data:`MAX_READING_MEMORY` since the reading began (Linux: ``/proc/self/statm``;
+instructions, stops the reader when its time is up or the process's resident memory has grown by
+more than :data:`MAX_READING_MEMORY` since the reading began (Linux: ``/proc/self/statm``;
 elsewhere time alone). Memory the process holds free (the allocator keeps what earlier readings
-freed) is taken again without growing it: a reading may hold that much more. A reader is stopped when it next runs Python code (a library's C code
-runs to its end first). That code may be a callback the garbage collector runs meanwhile, whose
-exceptions Python prints and drops, so the next tick tells it again until the reader has
-stopped. A corpus run reads in its main thread; anywhere else (a service's worker thread), and
-on a system without interval timers (Windows), reading has no limit.
+freed) is taken again without growing it: a reading may hold that much more. A reader is stopped
+when it next runs Python code (a library's C code runs to its end first). That code may be a
+callback the garbage collector runs meanwhile, whose exceptions Python prints and drops, so the
+next tick tells it again until the reader has stopped. A corpus run reads in its main thread;
+anywhere else (a service's worker thread), and on a system without interval timers (Windows),
+reading has no limit.
 
 Limits nest: a container's reading (an archive's listing, a mail's header and body) and each of
 its members' is limited alone, the container's clock stopped while a member is read (what the
