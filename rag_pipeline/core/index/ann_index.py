@@ -136,18 +136,27 @@ def ann_index_whole(warehouse: Warehouse, table_file: str) -> bool:
     """Whether an ``ann_index`` table file and the graph it names are what
     :func:`build_ann_index` would reuse: readable, and its graph there and whole (or a partition
     without vectors). A damaged one is rebuilt by the next embeddings run."""
+    return _reusable(warehouse, table_file, remember=True) is not None
+
+
+def _reusable(warehouse: Warehouse, table_file: str, remember: bool) -> tuple[dict, int] | None:
+    """The row of an ``ann_index`` table file and its graph's size in bytes (0 for a partition
+    without vectors) when both can be reused, else None: the table readable, not an HNSW graph
+    of an earlier version (no ``nprobe``), and its graph there and whole. With ``remember``, a
+    graph's digest is checked once per path and size (:data:`_WHOLE_GRAPHS`); a build checks
+    it again."""
     row = _readable_row(warehouse, table_file)
     if row is None:
-        return False
+        return None
     if row["rows"] == 0 and not row["graph"]:
-        return True
+        return row, 0
     size = warehouse.get_file_size(row["graph"])
     if size is None or "nprobe" not in row:
-        return False
+        return None
     key = (warehouse.full_path(row["graph"]), size)
-    if key not in _WHOLE_GRAPHS:
+    if not remember or key not in _WHOLE_GRAPHS:
         _WHOLE_GRAPHS[key] = graph_damage(warehouse, row["graph"]) is None
-    return _WHOLE_GRAPHS[key]
+    return (row, size) if _WHOLE_GRAPHS[key] else None
 
 
 def _readable_row(warehouse: Warehouse, table_file: str) -> dict | None:
@@ -174,13 +183,9 @@ def build_ann_index(warehouse: Warehouse, chunker: str, model: str,
     partition = {"chunker": chunker, "model": model}
     previous = warehouse.version(ANN_INDEX, partition)
     if previous is not None and previous.inputs == {EMBEDDINGS: embeddings.file}:
-        row = _readable_row(warehouse, previous.file)
-        if row is not None and row["rows"] == 0 and not row["graph"]:
-            return AnnBuild(previous, 0, 0, 0.0, reused=True)
-        size = None if row is None else warehouse.get_file_size(row["graph"])
-        # A readable table, not an HNSW graph of an earlier version, and a whole graph (a
-        # damaged table or graph is rebuilt; its digest read again here, never remembered).
-        if size is not None and "nprobe" in row and graph_damage(warehouse, row["graph"]) is None:
+        reusable = _reusable(warehouse, previous.file, remember=False)
+        if reusable is not None:
+            row, size = reusable
             return AnnBuild(previous, int(row["rows"]), size, 0.0, reused=True)
     chunks_file = embeddings.inputs.get(CHUNKS)
     if chunks_file is None:
