@@ -549,26 +549,26 @@ boundary (a word space is about a quarter of it): a header label that fills its 
 into the next one closer than a run's own break (1.5 of the font size)."""
 
 
-def _cut_at(row: Sequence[TextRun], columns: Sequence[float]) -> list[TextRun]:
-    """``row`` with each run cut before every word that starts within 4 points of one of
-    ``columns`` after a gap of :data:`CELL_GAP_EM` (a run without word positions stays whole)."""
+def _cut_at(row: Sequence[TextRun], starts: Sequence[float], ends: Sequence[float] = (),
+            gap_em: float = CELL_GAP_EM, points: float = 4.0) -> list[TextRun]:
+    """``row`` with each run cut before every word after a gap of ``gap_em`` of the font size
+    that starts within ``points`` of one of ``starts``, or whose previous word ends within
+    ``points`` of one of ``ends`` (a run without word positions stays whole)."""
     cut: list[TextRun] = []
     for run in row:
         words = run.text.split()
         if len(run.words) != len(words):  # positions unknown (OCR) or no longer the text's
             cut.append(run)
             continue
-        starts = [i for i in range(1, len(run.words))
-                  if run.words[i][0] - run.words[i - 1][1] >= CELL_GAP_EM * run.size
-                  and any(abs(run.words[i][0] - x) <= 4 for x in columns)]
-        if not starts:
-            cut.append(run)
-            continue
-        for first, end in itertools.pairwise([0, *starts, len(words)]):
-            cut.append(dataclasses.replace(run, text=" ".join(words[first:end]),
-                                           x0=run.words[first][0], x1=run.words[end - 1][1],
-                                           words=run.words[first:end],
-                                           hyphen=run.hyphen and end == len(words)))
+        at = [i for i in range(1, len(words))
+              if run.words[i][0] - run.words[i - 1][1] >= gap_em * run.size
+              and (any(abs(run.words[i][0] - x) <= points for x in starts)
+                   or any(abs(run.words[i - 1][1] - x) <= points for x in ends))]
+        cut.extend(run if not at else dataclasses.replace(
+            run, text=" ".join(words[first:end]), x0=run.words[first][0],
+            x1=run.words[end - 1][1], words=run.words[first:end],
+            hyphen=run.hyphen and end == len(words))
+            for first, end in itertools.pairwise([0, *at, len(words)]))
     return cut
 
 
@@ -620,20 +620,8 @@ def _cut_at_column_edges(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
     starts, ends = _recurring(starts), _recurring(ends)
 
     def cut(row: Sequence[TextRun]) -> list[TextRun]:
-        pieces: list[TextRun] = []
-        for run in row:
-            words = run.text.split()
-            at = [i for i in range(1, len(words))
-                  if len(run.words) == len(words) and not run.mono
-                  and run.words[i][0] - run.words[i - 1][1] >= COLUMN_GAP_EM * run.size
-                  and (any(abs(run.words[i][0] - x) <= COLUMN_EDGE_POINTS for x in starts)
-                       or any(abs(run.words[i - 1][1] - x) <= COLUMN_EDGE_POINTS for x in ends))]
-            pieces.extend(run if not at else dataclasses.replace(
-                run, text=" ".join(words[first:end]), x0=run.words[first][0],
-                x1=run.words[end - 1][1], words=run.words[first:end],
-                hyphen=run.hyphen and end == len(words))
-                for first, end in itertools.pairwise([0, *at, len(words)]))
-        return pieces
+        return [piece for run in row for piece in (
+            [run] if run.mono else _cut_at([run], starts, ends, COLUMN_GAP_EM, COLUMN_EDGE_POINTS))]
 
     out = [cut(row) if len(row) >= 2 else list(row) for row in rows]
     for i in range(len(out) - 1):
