@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+import pyarrow.fs as pafs
+
 from rag_pipeline.core.index import (
     GENERATION_TABLES,
     BuiltTable,
@@ -159,9 +161,10 @@ class GarbageStats:
     copy_bytes_deleted: int = 0
 
 
-def past_grace(info, now: float, grace_seconds: float = GARBAGE_GRACE_SECONDS) -> bool:
-    """Whether the file of ``info`` (a ``pyarrow.fs.FileInfo``) was last written ``grace_seconds``
-    or more before ``now`` (a file whose time the store does not give: never)."""
+def past_grace(info: pafs.FileInfo, now: float,
+               grace_seconds: float = GARBAGE_GRACE_SECONDS) -> bool:
+    """Whether the file of ``info`` was last written ``grace_seconds`` or more before ``now`` (a
+    file whose time the store does not give: never)."""
     written = info.mtime.timestamp() if info.mtime is not None else now
     return now - written >= grace_seconds
 
@@ -180,7 +183,7 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
     generation served before the pointer's of its files while a reader may still hold it."""
     referenced: set[str] = set()
     manifests_deleted = 0
-    by_partition: dict[str, list[tuple[str, object]]] = {}
+    by_partition: dict[str, list[tuple[str, pafs.FileInfo]]] = {}
     served: dict[str, str] = {}
     for info in warehouse.list_files(GENERATIONS):
         rel = warehouse.relative(info.path)
@@ -198,12 +201,13 @@ def collect_garbage(warehouse: Warehouse, *, keep: int = 2,
         published = [m for m in manifests if pointer is None or m[0].rsplit("/", 1)[1] <= pointer]
         unpublished = manifests[len(published):]
         kept = published[-keep:] + [m for m in unpublished if not past_grace(m[1], now, grace_seconds)]
-        for rel, _ in kept:
+        kept_names = {rel for rel, _ in kept}
+        for rel in kept_names:
             data = warehouse.get_json(rel)
             if data is not None:
                 referenced.update(data["files"].values())
         for rel, _ in manifests:
-            if all(rel != kept_rel for kept_rel, _ in kept):
+            if rel not in kept_names:
                 warehouse.delete(rel)
                 manifests_deleted += 1
     referenced.update(v.file for v in warehouse.versions())
