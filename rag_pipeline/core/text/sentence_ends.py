@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import re
 
-SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]\u2019\u201d]*\s+|\n\s*\n")
+NOT_LAST_WORDS = ("cf", "e.g", "i.e", "vs", "viz", "al", "fig", "figs", "eq", "eqs", "dr", "mr",
+                  "mrs", "ms", "prof", "pp", "approx")
+"""Abbreviations whose stop never ends a sentence (any case): ``cf. Smith``, ``et al. show``,
+``Fig. 3``."""
+_CLOSERS = "[\"')\\]\u2019\u201d]*+"
+_NOT_AFTER = "".join(rf"(?<!(?i:\b{re.escape(word)})\.)" for word in NOT_LAST_WORDS)
+SENTENCE_END = re.compile(rf"(?<=[!?]){_CLOSERS}\s++|(?<=\.){_NOT_AFTER}{_CLOSERS}\s++(?![a-z])"
+                          r"|\n\s*\n")
 """Where a chunk's content is split into sentences: a sentence end (with its closing quotes and
-brackets) and the white space after it, or a blank line. The multi-vector scorer
-(:mod:`rag_pipeline.core.retrieval.sentences`) and the quoted answer
+brackets) and the white space after it, or a blank line. A stop is no end after one of
+:data:`NOT_LAST_WORDS`, or before a small letter (``9 a.m. and``, ``e.g. the``). The
+multi-vector scorer (:mod:`rag_pipeline.core.retrieval.sentences`) and the quoted answer
 (:func:`rag_pipeline.core.answer.quoted.sentence_spans`) both split this way."""
 MIN_SENTENCE_CHARS = 20
 """Shorter pieces (a lone ``x = 1``, a list bullet, a heading) join the next sentence."""

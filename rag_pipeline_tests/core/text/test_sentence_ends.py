@@ -21,3 +21,19 @@ def test_the_scorer_and_the_quoted_answer_split_a_mail_the_same_way():
               "Desks are numbered 1 to 40 instead of 21. Regards, Ops"]
     assert split_sentences(mail) == pieces
     assert [" ".join(mail[s:e].split()) for s, e in sentence_spans(mail)] == pieces
+
+
+def test_a_stop_after_an_abbreviation_or_before_a_small_letter_ends_no_sentence():
+    """Found by new users: "cf." cut a drafted gold sentence in two, and "9 a.m." a quote."""
+    text = ("The proof is long, cf. Smith and Jones for a shorter one. As Lee et al. show, it "
+            "holds (Fig. 3). The desk opens at 9 a.m. and closes at 5 p.m. Bring e.g. a badge. "
+            "Done! then more")
+    assert SENTENCE_END.split(text) == [
+        "The proof is long, cf. Smith and Jones for a shorter one.",
+        "As Lee et al. show, it holds (Fig. 3).",
+        "The desk opens at 9 a.m. and closes at 5 p.m.",
+        "Bring e.g. a badge.",
+        "Done!",
+        "then more"]
+    assert split_sentences("See CF. Smith for the whole proof of it.  The rest is easy to check.") == [
+        "See CF. Smith for the whole proof of it.", "The rest is easy to check."]
