@@ -169,9 +169,12 @@ def _eml() -> bytes:
 
 
 def _mbox() -> bytes:
-    return b"".join(b"From ana@example.org Tue Dec  1 09:00:00 2026\n"
-                    + _message(f"Note {n}", _sentence(f"mailbox's message {n}")).as_bytes() + b"\n"
-                    for n in (1, 2))
+    messages = []
+    for n in (1, 2):
+        message = _message(f"Note {n}", _sentence(f"mailbox's message {n}"))
+        message["Message-ID"] = f"<note-{n}@example.org>"
+        messages.append(b"From ana@example.org Tue Dec  1 09:00:00 2026\n" + message.as_bytes() + b"\n")
+    return b"".join(messages)
 
 
 IMAGE_LINES = {"png": "Ship the gauges by Friday", "jpg": "Review the boiler costs",
@@ -228,8 +231,8 @@ FILES: dict[str, tuple[Writer, dict[str, str]]] = {
                         "site.eml/report.pdf": _sentence("mailed PDF"),
                         "site.eml/minutes.docx": _sentence("mailed Word file"),
                         "site.eml/readings.md": _sentence("mailed Markdown note")}),
-    "inbox.mbox": (_mbox, {"inbox.mbox/message-1.eml": _sentence("mailbox's message 1"),
-                           "inbox.mbox/message-2.eml": _sentence("mailbox's message 2")}),
+    "inbox.mbox": (_mbox, {"inbox.mbox/note-1@example.org.eml": _sentence("mailbox's message 1"),
+                           "inbox.mbox/note-2@example.org.eml": _sentence("mailbox's message 2")}),
     "board.png": (lambda: _image("png"), {"board.png": IMAGE_LINES["png"]}),
     "photo.jpg": (lambda: _image("jpg"), {"photo.jpg": IMAGE_LINES["jpg"]}),
     "scan.tiff": (lambda: _image("tiff"), {"scan.tiff": IMAGE_LINES["tiff"]}),

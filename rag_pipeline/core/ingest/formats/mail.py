@@ -14,8 +14,10 @@ unsaid. Its attachments (every part but the body and its alternatives: an inline
 ``text/html`` part after a plain body too) are members
 ``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
 message it encloses as its one attachment): the name is the attachment's own file name without
-any folder part, made unique (``report (2).pdf``), or ``attachment-N`` with the extension of its
-type; an attached message is ``<name>.eml`` and is expanded in turn. A message with more than
+any folder part, ``report (<tag>).pdf`` when another attachment has that name, or
+``attachment-<tag>`` with the extension of its type, the tag from its bytes
+(:func:`attachment_names`: a name never tells of the attachments a reader may not see); an
+attached message is ``<name>.eml`` and is expanded in turn. A message with more than
 ``max_attachments`` attachments fails as a whole; an attachment over ``max_document_bytes``
 fails alone.
 
@@ -24,17 +26,19 @@ A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From ``
 header line follows, when the file starts with one (so an unquoted body line "From here
 on..." splits nothing); its messages are members named by their ``Message-ID``
 (``inbox.mbox/CAF1x2@mail.example.org.eml``, made safe: a message keeps its name, and its
-citations, when others are added or deleted), ``inbox.mbox/message-N.eml`` (its place,
-1-based) for one without or whose id an earlier message has, at most ``max_members`` of
-them.
+citations, when others are added or deleted), ``inbox.mbox/message-<tag>.eml`` (from its
+bytes) for one without or whose id an earlier message has, at most ``max_members`` of them.
 """
 
 from __future__ import annotations
 
 import codecs
+import collections
 import email.errors
 import email.header
+import hashlib
 import mimetypes
+import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -200,15 +204,52 @@ def _attachments(message: object, body: object | None) -> list[object]:
     return parts
 
 
-def _attachment_name(part: object, number: int) -> str:
-    name = (part.get_filename() or "").replace("\\", "/").rsplit("/", 1)[-1]
+CONTENT_TAG_CHARS = 12
+"""Hex digits of a part's SHA-256 in a name made from its content (``attachment-<tag>.png``)."""
+
+
+def content_tag(data: bytes) -> str:
+    """The first :data:`CONTENT_TAG_CHARS` hex digits of ``data``'s SHA-256."""
+    return hashlib.sha256(data).hexdigest()[:CONTENT_TAG_CHARS]
+
+
+def _own_name(part: object) -> str:
+    """An attachment's own file name without any folder part, made printable ("" for none);
+    an attached message's ends in ``.eml``."""
+    try:
+        name = part.get_filename() or ""
+    except Exception:  # noqa: BLE001 - a header the parser cannot read names nothing
+        name = ""
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = printable_name(name).strip().lstrip(".")
-    if part.get_content_type() == "message/rfc822":
-        return f"{name.removesuffix('.eml') or f'attachment-{number}'}.eml"
-    if name:
-        return name
-    extension = mimetypes.guess_extension(part.get_content_type()) or ".bin"
-    return f"attachment-{number}{extension}"
+    if part.get_content_type() == "message/rfc822" and name:
+        return f"{name.removesuffix('.eml')}.eml"
+    return name
+
+
+def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]) -> list[str]:
+    """A member name for each attachment that says nothing of the others (a reader may be
+    shown one attachment and not its siblings): its own file name; ``stem (<tag>).ext`` when
+    another attachment has that name; ``attachment-<tag>.ext`` (the extension of its type) for
+    one without a name; the tag from its bytes (:func:`content_tag`; ``unreadable`` for a part
+    that cannot be decoded), never from its place. Only parts with the same bytes and name are
+    numbered (``name (2)``)."""
+    own = [_own_name(part) for part in parts]
+    shared = {name for name, count in collections.Counter(own).items() if count > 1 and name}
+    unique = UniqueNames()
+    names = []
+    for part, name, payload in zip(parts, own, payloads, strict=True):
+        tag = content_tag(payload) if payload is not None else "unreadable"
+        if not name:
+            extension = (".eml" if part.get_content_type() == "message/rfc822"
+                         else mimetypes.guess_extension(part.get_content_type()) or ".bin")
+            name = f"attachment-{tag}{extension}"
+        elif name in shared:
+            stem, extension = (name[:-4], name[-4:]) if name.endswith(".eml") else \
+                posixpath.splitext(name)
+            name = f"{stem} ({tag}){extension}"
+        names.append(unique(name))
+    return names
 
 
 def _attachment_data(part: object) -> bytes:
@@ -325,7 +366,7 @@ class EmlFormat(ContainerFormat):
         return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "14")
+        return Extractor("mail-email", "15")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).
@@ -340,15 +381,19 @@ class EmlFormat(ContainerFormat):
                                   "message (max_attachments)")
 
         def members() -> Iterator[Member]:
-            names = UniqueNames()
-            for number, part in enumerate(attachments, start=1):
-                name = None
+            payloads: list[bytes | None] = []
+            errors: list[str | None] = []
+            for part in attachments:
                 try:
-                    name = names(_attachment_name(part, number))
-                    payload = _attachment_data(part)
+                    payloads.append(_attachment_data(part))
+                    errors.append(None)
                 except Exception as exc:  # email's MIME layer on a broken part: that part fails
-                    yield Member(name or names(f"attachment-{number}"),
-                                 error=f"unreadable attachment: {type(exc).__name__}: {exc}")
+                    payloads.append(None)
+                    errors.append(f"unreadable attachment: {type(exc).__name__}: {exc}")
+            for name, payload, error in zip(attachment_names(attachments, payloads), payloads,
+                                            errors, strict=True):
+                if payload is None:
+                    yield Member(name, error=error)
                     continue
                 if len(payload) > unpacking.max_member_bytes:
                     yield Member(name, error=f"too large: {len(payload)} bytes, over the limit of "
@@ -384,20 +429,23 @@ MESSAGE_NAME_CHARS = 120
 def message_names(messages: Sequence[bytes]) -> list[str]:
     """A member name for each message of a mailbox: ``<its Message-ID>.eml``, the id's angle
     brackets dropped and each run of characters outside ``A-Za-z0-9._@+=-`` a ``_``, cut at
-    :data:`MESSAGE_NAME_CHARS`; ``message-N.eml`` (its place, 1-based) for a message without
+    :data:`MESSAGE_NAME_CHARS`; ``message-<tag>.eml`` (its bytes' :func:`content_tag`, never
+    its place: a reader shown one message learns nothing of the others) for a message without
     an id (or none left once made safe) or with one an earlier message has."""
     from email.parser import BytesHeaderParser
 
     names: list[str] = []
     taken: set[str] = set()
-    for number, message in enumerate(messages, start=1):
+    unique = UniqueNames()
+    for message in messages:
         try:
             found = BytesHeaderParser().parsebytes(message).get("Message-ID")
         except Exception:  # noqa: BLE001 - a header the parser cannot read names nothing
             found = None
         safe = _UNSAFE_IN_NAME.sub("_", str(found or "").strip().strip("<>").strip())
         safe = safe.strip("._")[:MESSAGE_NAME_CHARS]
-        name = f"{safe}.eml" if safe and f"{safe}.eml" not in taken else f"message-{number}.eml"
+        name = f"{safe}.eml" if safe and f"{safe}.eml" not in taken else \
+            unique(f"message-{content_tag(message)}.eml")
         taken.add(name)
         names.append(name)
     return names
@@ -411,7 +459,7 @@ class MboxFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("mbox-split", "3")
+        return Extractor("mbox-split", "4")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The messages as members named by :func:`message_names`.

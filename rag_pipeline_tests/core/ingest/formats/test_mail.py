@@ -17,6 +17,7 @@ from rag_pipeline.core.ingest.formats.mail import (
     MAX_PARSED_HEADER_CHARS,
     EmlFormat,
     MboxFormat,
+    content_tag,
     split_mbox,
 )
 
@@ -38,6 +39,10 @@ def message(subject: str = "Site report: =?utf-8?q?caf=C3=A9?=", html: bool = Fa
     return mail
 
 
+ENCLOSED_TAG = "153ff99931fd"
+"""The :func:`content_tag` of the message :func:`with_attachments` encloses."""
+
+
 def with_attachments() -> bytes:
     mail = message()
     mail.add_attachment(b"# Readings\n\nTwelve gauges.\n", maintype="text", subtype="markdown",
@@ -50,6 +55,7 @@ def with_attachments() -> bytes:
     mail.add_attachment(archive.getvalue(), maintype="application", subtype="zip",
                         filename="exports.zip")
     forwarded = message("Earlier note")
+    forwarded.set_boundary("earlier-note")  # its bytes, and so its attachment's name, fixed
     mail.add_attachment(forwarded)
     return mail.as_bytes()
 
@@ -73,14 +79,19 @@ def test_an_html_only_body_goes_through_the_html_reader():
 def test_attachments_become_documents_read_by_their_own_formats(tmp_path: Path):
     (tmp_path / "report.eml").write_bytes(with_attachments())
     records = extract_corpus(tmp_path).records
+    # Named by their bytes, never by their place or their siblings (found by an attack:
+    # ``attachment-3`` beside two attachments told a reader of a third one hidden from them).
+    first, second, unnamed = (content_tag(b"# Readings\n\nTwelve gauges.\n"),
+                              content_tag(b"second copy\n"), content_tag(b"no name given\n"))
+    enclosed = ENCLOSED_TAG
     assert [(r.document_id, r.status, r.format, r.title) for r in records] == [
         ("report.eml", "ok", "eml", "Site report: café"),
-        ("report.eml/readings.md", "ok", "markdown", "Readings"),
-        ("report.eml/readings (2).md", "ok", "markdown", "readings (2)"),
-        ("report.eml/attachment-3.txt", "ok", "text", "attachment-3"),
+        (f"report.eml/readings ({first}).md", "ok", "markdown", "Readings"),
+        (f"report.eml/readings ({second}).md", "ok", "markdown", f"readings ({second})"),
+        (f"report.eml/attachment-{unnamed}.txt", "ok", "text", f"attachment-{unnamed}"),
         ("report.eml/exports.zip", "ok", "zip", "exports"),
         ("report.eml/exports.zip/exports/one.txt", "ok", "text", "one"),
-        ("report.eml/attachment-5.eml", "ok", "eml", "Earlier note"),
+        (f"report.eml/attachment-{enclosed}.eml", "ok", "eml", "Earlier note"),
     ]
     assert records[0].notes == (("attachments", "5"), ("members", "5"), ("members_ok", "5"),
                                 ("members_failed", "0"), ("members_skipped", "0"))
@@ -93,10 +104,11 @@ def test_a_message_that_is_a_wrapped_message_has_it_as_its_attachment(tmp_path: 
     (tmp_path / "forward.eml").write_bytes(
         b"Content-Type: message/rfc822\nMIME-Version: 1.0\nSubject: The enclosing message\n\n"
         b"Subject: An enclosed message\n\nHere is the body of the message.\n")
+    enclosed = b"Subject: An enclosed message\n\nHere is the body of the message.\n"
     records = extract_corpus(tmp_path).records
     assert [(r.document_id, r.status, r.title, r.canonical_text) for r in records] == [
         ("forward.eml", "ok", "The enclosing message", "The enclosing message\n"),
-        ("forward.eml/attachment-1.eml", "ok", "An enclosed message",
+        (f"forward.eml/attachment-{content_tag(enclosed)}.eml", "ok", "An enclosed message",
          "An enclosed message\n\nHere is the body of the message.\n"),
     ]
 
@@ -123,10 +135,11 @@ def test_a_mailbox_is_split_into_messages(tmp_path: Path):
     assert split_mbox(mbox) == [first + b"\n", second + b"\n"]
     (tmp_path / "inbox.mbox").write_bytes(mbox)
     records = extract_corpus(tmp_path).records
+    one, two = content_tag(first + b"\n"), content_tag(second + b"\n")
     assert [(r.document_id, r.format, r.title) for r in records] == [
-        ("inbox.mbox", "mbox", "inbox"), ("inbox.mbox/message-1.eml", "eml", "One"),
-        ("inbox.mbox/message-2.eml", "eml", "Two")]
-    assert records[0].canonical_text == "message-1.eml\nmessage-2.eml\n"
+        ("inbox.mbox", "mbox", "inbox"), (f"inbox.mbox/message-{one}.eml", "eml", "One"),
+        (f"inbox.mbox/message-{two}.eml", "eml", "Two")]
+    assert records[0].canonical_text == f"message-{one}.eml\nmessage-{two}.eml\n"
     with pytest.raises(ExtractionError, match="^unreadable mbox: it does not start with a 'From ' line$"):
         MboxFormat().extract(b"Subject: no separator\n\nbody\n", "broken")
 
@@ -245,8 +258,10 @@ def test_an_inline_html_part_after_a_plain_body_is_an_attachment(tmp_path: Path)
     mail.attach(html)
     (tmp_path / "m.eml").write_bytes(mail.as_bytes())
     texts = {r.document_id: r.canonical_text for r in extract_corpus(tmp_path).records}
-    assert sorted(texts) == ["m.eml", "m.eml/attachment-1.txt", "m.eml/attachment-2.html"]
-    assert texts["m.eml/attachment-2.html"] == "Third part, in HTML.\n"
+    tags = content_tag(b"Second plain part.\n"), content_tag(b"<p>Third part, in HTML.</p>\n")
+    plain, html = f"m.eml/attachment-{tags[0]}.txt", f"m.eml/attachment-{tags[1]}.html"
+    assert sorted(texts) == ["m.eml", plain, html]
+    assert texts[html] == "Third part, in HTML.\n"
     assert "The gauges read high." in texts["m.eml"]
 
 
@@ -262,7 +277,8 @@ def test_a_text_attachment_is_read_in_the_charset_the_mail_declares(tmp_path: Pa
         mail.attach(part)
     (tmp_path / "m.eml").write_bytes(mail.as_bytes())
     records = {r.document_id: r for r in extract_corpus(tmp_path).records}
-    html, plain = records["m.eml/attachment-1.html"], records["m.eml/attachment-2.txt"]
+    html, plain = (next(r for name, r in records.items() if name.endswith(suffix))
+                   for suffix in (".html", ".txt"))
     assert html.canonical_text == "\u00a1This is a Quoted Printable encoded message!\n"
     assert plain.canonical_text == "Caf\u00e9 cr\u00e8me, \u00a1ol\u00e9!\n"
     assert [n for n in plain.notes if n[0] == "charset_guessed"] == []
@@ -295,7 +311,9 @@ def test_an_alternative_forwarded_inline_is_read_once_and_an_8bit_subject_keeps_
     mail.attach(forwarded)
     (tmp_path / "m.eml").write_bytes(mail.as_bytes())
     texts = {r.document_id: r.canonical_text for r in extract_corpus(tmp_path).records}
-    assert texts == {"m.eml": texts["m.eml"], "m.eml/attachment-1.txt": "Forwarded plain text.\n"}
+    assert texts == {"m.eml": texts["m.eml"],
+                     f"m.eml/attachment-{content_tag(b'Forwarded plain text.' + bytes([10]))}.txt":
+                     "Forwarded plain text.\n"}
     raw = b"From: a@example.org\nSubject: =?utf-8?q?Caf=C3=A9?= \xe9t\xe9\n\nBody.\n"
     assert EML.extract(raw, "m").title == "Caf\u00e9 \u00e9t\u00e9"
 
@@ -356,9 +374,45 @@ def test_a_mailboxs_messages_are_named_by_their_ids_so_a_deletion_renames_none(t
     ids = ["<CAF1x2@mail.example.org>", None, "<a/b c@host>", "<CAF1x2@mail.example.org>", "<>"]
     (tmp_path / "inbox.mbox").write_bytes(b"".join(mail(n, i) for n, i in enumerate(ids, start=1)))
     names = [r.document_id for r in extract_corpus(tmp_path).records][1:]
-    assert names == ["inbox.mbox/CAF1x2@mail.example.org.eml", "inbox.mbox/message-2.eml",
-                     "inbox.mbox/a_b_c@host.eml", "inbox.mbox/message-4.eml",  # the id again
-                     "inbox.mbox/message-5.eml"]  # nothing left of the id
+    tags = [content_tag(mail(n, i).split(b"\n", 1)[1]) for n, i in enumerate(ids, start=1)]
+    assert names == ["inbox.mbox/CAF1x2@mail.example.org.eml", f"inbox.mbox/message-{tags[1]}.eml",
+                     "inbox.mbox/a_b_c@host.eml", f"inbox.mbox/message-{tags[3]}.eml",  # the id again
+                     f"inbox.mbox/message-{tags[4]}.eml"]  # nothing left of the id
     (tmp_path / "inbox.mbox").write_bytes(b"".join(mail(n, i) for n, i in enumerate(ids, start=1)
                                                   if n != 1))
     assert "inbox.mbox/a_b_c@host.eml" in [r.document_id for r in extract_corpus(tmp_path).records]
+
+
+def test_an_attachments_name_tells_nothing_of_its_siblings(tmp_path: Path):
+    """Found by an attack: a reader shown ``notice.eml/agenda.txt`` and
+    ``notice.eml/attachment-3.txt`` (the unnamed one) learned of a third attachment hidden from
+    them, and ``report (2).txt`` of another ``report.txt``. A name now comes from the
+    attachment's own name or bytes, never from its place or its siblings."""
+    def notice(hidden: bool) -> bytes:
+        mail = message()
+        if hidden:
+            mail.add_attachment(b"names\n", maintype="text", subtype="plain", filename="layoffs.txt")
+            mail.add_attachment(b"hr copy\n", maintype="text", subtype="plain", filename="report.txt")
+        mail.add_attachment(b"the agenda\n", maintype="text", subtype="plain", filename="agenda.txt")
+        mail.add_attachment(b"no name given\n", maintype="text", subtype="plain")
+        mail.add_attachment(b"staff copy\n", maintype="text", subtype="plain", filename="report.txt")
+        return mail.as_bytes()
+
+    names = {}
+    for hidden in (True, False):
+        (tmp_path / "notice.eml").write_bytes(notice(hidden))
+        names[hidden] = [r.document_id for r in extract_corpus(tmp_path).records][1:]
+    unnamed, hr, staff = (content_tag(b) for b in (b"no name given\n", b"hr copy\n", b"staff copy\n"))
+    assert names[True] == ["notice.eml/layoffs.txt", f"notice.eml/report ({hr}).txt",
+                           "notice.eml/agenda.txt", f"notice.eml/attachment-{unnamed}.txt",
+                           f"notice.eml/report ({staff}).txt"]
+    assert names[False] == ["notice.eml/agenda.txt", f"notice.eml/attachment-{unnamed}.txt",
+                            "notice.eml/report.txt"]
+    # Two attachments of one name and the same bytes: only they are numbered.
+    twice = message()
+    for _ in range(2):
+        twice.add_attachment(b"same\n", maintype="text", subtype="plain", filename="a.txt")
+    (tmp_path / "notice.eml").write_bytes(twice.as_bytes())
+    same = content_tag(b"same\n")
+    assert [r.document_id for r in extract_corpus(tmp_path).records][1:] == [
+        f"notice.eml/a ({same}).txt", f"notice.eml/a ({same}) (2).txt"]
