@@ -7,8 +7,9 @@ become Markdown headings, ``input`` becomes ``source``, ``pyout`` an ``execute_r
 code cells' own ``language`` names the fences' language). The canonical text is Markdown: a Markdown
 cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
 kept (inside the fence they are code, never headings); each of its outputs that is text as a
-fenced ``text`` block: a stream's text, a result's ``text/plain`` (else ``text/markdown``, else
-its ``text/html`` read by the HTML reader), an error's ``name: value`` (its traceback, frames
+fenced ``text`` block: a stream's text, a result's ``text/plain`` (else, or when that only names
+its object as ``display(HTML(...))`` leaves it, ``text/markdown``, else its ``text/html`` read
+by the HTML reader), an error's ``name: value`` (its traceback, frames
 of the kernel's code, left out and counted: ``tracebacks_left_out``). Terminal colour codes
 are dropped, and one output keeps at most :data:`MAX_OUTPUT_CHARS` characters (the rest is cut
 at a line end and counted in the notes: a notebook with a 100 MB log in one cell is still a
@@ -39,6 +40,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 link's). A command ends before the next ``ESC``: an output of many unended ones is read in one
 pass, not searched to its end from each."""
 _BACKTICKS = re.compile(r"`{3,}")
+_REPR = re.compile(r"<[\w.]+(?: object(?: at 0x[0-9a-fA-F]+)?| at 0x[0-9a-fA-F]+)>")
+"""A result's ``text/plain`` that only names its object (``<IPython.core.display.HTML
+object>``, ``<pandas.io.formats.style.Styler at 0x7f...>``): its text is its other forms'."""
 
 
 def _text(value: object) -> str:
@@ -61,7 +65,10 @@ def _output_text(output: dict) -> str:
         return _text(output.get("text"))
     if kind in ("execute_result", "display_data"):
         data = output.get("data") or {}
-        text = _text(data.get("text/plain") or data.get("text/markdown"))
+        plain = _text(data.get("text/plain"))
+        if _REPR.fullmatch(plain.strip()) and (data.get("text/markdown") or data.get("text/html")):
+            plain = ""  # ``display(HTML(table))``: the table is in the HTML alone
+        text = plain or _text(data.get("text/markdown"))
         if not text.strip() and (html := _text(data.get("text/html"))).strip():
             from rag_pipeline.core.ingest.formats.html import extract_html
 
@@ -145,7 +152,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "7")
+        return Extractor("ipynb-json", "8")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).

@@ -190,3 +190,24 @@ def test_an_output_of_unended_terminal_commands_is_read_at_once_and_ended_ones_a
         extracted = IPYNB.read(notebook(*cells), "terminal")
     assert "```text\na link and bold\n```" in extracted.canonical_text
     assert extracted.canonical_text.count("\x1b]") == MAX_OUTPUT_CHARS // 2
+
+
+def test_a_result_whose_plain_text_only_names_its_object_is_read_from_its_html():
+    """Found by a new user: ``display(HTML(df.to_html()))`` stores ``text/plain`` as
+    ``<IPython.core.display.HTML object>``; that was read and the table lost."""
+    v4 = nbformat.v4
+    table = ("<table><tr><th>Carrier</th><th>Median delay</th></tr>"
+             "<tr><td>Chronopost</td><td>2.5</td></tr></table>")
+    book = notebook(v4.new_code_cell("display(HTML(t))", outputs=[
+        v4.new_output("display_data", data={"text/plain": "<IPython.core.display.HTML object>",
+                                            "text/html": table}),
+        v4.new_output("execute_result", execution_count=2, data={
+            "text/plain": "<pandas.io.formats.style.Styler at 0x7f3a2c1b9d90>",
+            "text/markdown": "**styled**"}),
+        v4.new_output("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>",
+                                            "image/png": "iVBOR"})]))
+    text = IPYNB.extract(book, "n").canonical_text
+    assert "```text\nCarrier\tMedian delay\n\nChronopost\t2.5\n```" in text
+    assert "```text\n**styled**\n```" in text
+    assert "<IPython" not in text and "Styler" not in text
+    assert "```text\n<Figure size 640x480 with 1 Axes>\n```" in text  # no other form: kept
