@@ -11,7 +11,8 @@ rest. Text
 is decoded by its declared charset, else (undeclared 8-bit, a wrong or unknown charset) as UTF-8,
 else as windows-1252, and the notes say so (``charset_guessed``): never replaced by U+FFFD
 unsaid. Its attachments (every part but the body and its alternatives: an inline
-``text/html`` part after a plain body too) are members
+``text/html`` part after a plain body too, and the images an HTML body shows from its
+``multipart/related`` part) are members
 ``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
 message it encloses as its one attachment): the name is the attachment's own file name without
 any folder part, ``report (<tag>).pdf`` when another attachment has that name, or
@@ -181,18 +182,33 @@ def _body(message: object, guessed: set[str]) -> _Body:
     return _Body(plain, (), body)
 
 
+def _resources(part: object) -> list[object]:
+    """What a ``multipart/related`` part holds besides its root (the images its HTML shows, a
+    chart with its figures), also inside a ``multipart/alternative``: ``iter_attachments``
+    passes over the part that holds the body, and these with it."""
+    if part.get_content_type() == "multipart/related":
+        return list(part.iter_attachments())
+    if part.get_content_type() == "multipart/alternative":
+        return [inner for child in part.iter_parts() for inner in _resources(child)]
+    return []
+
+
 def _attachments(message: object, body: object | None) -> list[object]:
     """Every part but the body and the alternatives around it: besides what
     ``iter_attachments`` gives, an inline part it passes over as a body candidate (an HTML
-    part after a plain body); a nested multipart part (an alternative forwarded inline) as its
-    own body and attachments, in turn."""
+    part after a plain body) and the resources of the body's related part (:func:`_resources`);
+    a nested multipart part (an alternative forwarded inline) as its own body and attachments,
+    in turn."""
     if message.get_content_type() == "message/rfc822":
         return [message]
     found = list(message.iter_attachments())
+    listed = {id(part) for part in found}
     if message.get_content_type() == "multipart/mixed":
-        listed = {id(part) for part in found}
         found = [part for part in message.iter_parts() if id(part) in listed
                  or not (body is not None and any(inner is body for inner in part.walk()))]
+    taken = {id(part) for part in found}
+    found += [inner for part in message.iter_parts() if id(part) not in taken
+              for inner in _resources(part)]
     parts: list[object] = []
     for part in found:
         if part.get_content_maintype() == "multipart":
@@ -366,7 +382,7 @@ class EmlFormat(ContainerFormat):
         return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "15")
+        return Extractor("mail-email", "16")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

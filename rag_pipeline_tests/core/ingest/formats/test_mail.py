@@ -416,3 +416,26 @@ def test_an_attachments_name_tells_nothing_of_its_siblings(tmp_path: Path):
     same = content_tag(b"same\n")
     assert [r.document_id for r in extract_corpus(tmp_path).records][1:] == [
         f"notice.eml/a ({same}).txt", f"notice.eml/a ({same}) (2).txt"]
+
+
+def test_the_images_an_html_body_shows_are_attachments(tmp_path: Path):
+    """Found by a support team: a report's chart inside multipart/related (the body's HTML
+    shows it by its Content-ID) was neither read nor counted."""
+    def report(with_csv: bool) -> bytes:
+        mail = message("Monthly report")
+        mail.clear_content()
+        mail.set_content("Queue depth is in the chart.\n")
+        mail.add_alternative('<p>Queue depth: <img src="cid:chart"></p>', subtype="html")
+        mail.get_payload()[1].add_related(b"\x89PNG chart", maintype="image", subtype="png",
+                                          cid="<chart>", filename="queue-chart.png")
+        if with_csv:  # multipart/mixed around the alternative
+            mail.add_attachment(b"a,b\n1,2\n", maintype="text", subtype="csv",
+                                filename="tickets.csv")
+        return mail.as_bytes()
+
+    for with_csv in (False, True):
+        (tmp_path / "m.eml").write_bytes(report(with_csv))
+        records = extract_corpus(tmp_path).records
+        assert sorted(r.document_id for r in records) == [
+            "m.eml", "m.eml/queue-chart.png", *(["m.eml/tickets.csv"] if with_csv else [])]
+        assert records[0].notes[0] == ("attachments", "2" if with_csv else "1")
