@@ -127,7 +127,7 @@ class S3Source:
                 "s3", endpoint_url=s.endpoint_url, region_name=s.region or "us-east-1",
                 aws_access_key_id=s.access_key_id, aws_secret_access_key=s.secret_access_key,
                 aws_session_token=s.session_token,
-                config=Config(retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+                config=Config(retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
                               connect_timeout=CONNECT_TIMEOUT_SECONDS,
                               read_timeout=READ_TIMEOUT_SECONDS))
         return self._client

@@ -6,6 +6,7 @@ endpoint each one line."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
@@ -161,6 +162,41 @@ def test_an_unreachable_endpoint_fails_after_bounded_retries():
     assert str(caught.value).startswith(f"s3://docs/p at http://127.0.0.1:{port}: cannot reach "
                                         "the endpoint after 3 attempts (EndpointConnectionError")
     assert time.monotonic() - started < 30
+
+
+def test_an_endpoint_that_never_answers_is_asked_3_times_in_all(monkeypatch: pytest.MonkeyPatch):
+    """Found by an operator: a frozen endpoint got 4 requests in 40 s, the message saying 3
+    (botocore's ``max_attempts`` counts retries after the first; ``total_max_attempts`` all)."""
+    from rag_pipeline.core.ingest.sources import s3
+
+    monkeypatch.setattr(s3, "READ_TIMEOUT_SECONDS", 0.3)
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    held: list[socket.socket] = []
+    source = S3Source("s3://docs/p", S3Settings(
+        endpoint_url=f"http://127.0.0.1:{listener.getsockname()[1]}", access_key_id="k",
+        secret_access_key="s"))
+    failed: list[SourceError] = []
+
+    def list_entries() -> None:
+        try:
+            source.entries()
+        except SourceError as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=list_entries)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        try:
+            held.append(listener.accept()[0])  # accepted, never answered
+        except TimeoutError:
+            pass
+    thread.join(5)
+    for connection in [*held, listener]:
+        connection.close()
+    assert len(held) == 3
+    assert "cannot reach the endpoint after 3 attempts (ReadTimeoutError" in str(failed[0])
 
 
 class _CutBodies:
