@@ -575,3 +575,23 @@ def test_an_underlined_heading_is_never_quoted():
     quoted = quoted_answer("what is artefact-tierd", _embed(["x"])[0], [citation], [""], _embed,
                            QuoteSettings(margin=2.0))
     assert [q.text for q in quoted] == ["The tier daemon moves artefacts to cold storage."]
+
+
+def test_a_mails_attribution_line_and_signature_are_never_quoted():
+    """Found by a support team: asked how long the Wi-Fi was down (said only in the quoted
+    message), the quoted answer was "On Mon, 10 Mar 2025, Lars Øby wrote:"; another mail's
+    was its signature joined to that line."""
+    from rag_pipeline.core.ingest.formats.mail import EmlFormat
+
+    mail = ("Hej alle,\n\nThe guest Wi-Fi is back after the firewall reboot.\n\nMvh,\n-- \n"
+            "Ingrid Sørensen\nNetwork team\n\nOn Mon, 10 Mar 2025, Lars Øby wrote:\n\n"
+            "> The guest Wi-Fi was down for 40 minutes.\n\nLe 9 mars, Ana a écrit :\n"
+            "> Bonjour.\n")
+    assert [mail[s:e] for s, e in EmlFormat().not_answers(mail)] == [
+        "-- \nIngrid Sørensen\nNetwork team\n\nOn Mon, 10 Mar 2025, Lars Øby wrote:\n\n",
+        "On Mon, 10 Mar 2025, Lars Øby wrote:\n\n",
+        "> The guest Wi-Fi was down for 40 minutes.",
+        "Le 9 mars, Ana a écrit :\n",
+        "> Bonjour."]
+    # A colon over a list or a code block is no attribution; "--" inside a line no signature.
+    assert EmlFormat().not_answers("Steps:\n- one\n\nUse a -- b here.\n") == []

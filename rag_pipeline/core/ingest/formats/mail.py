@@ -365,6 +365,11 @@ _HEADER_LINES = re.compile(r"^(?:(?:From|To|Cc|Date|Sent|Subject): [^\n]*(?:\n|$
 message's own or a forwarded one's in its body."""
 _REPLY_LINES = re.compile(r"^[ \t]*>[^\n]*(?:\n[ \t]*>[^\n]*)*", re.MULTILINE)
 """Lines quoting an earlier message (``> Does anyone know why ...``)."""
+_ATTRIBUTION = re.compile(r"^[ \t]*[^\s>][^\n]{0,300}:[ \t]*\n(?:[ \t]*\n)?(?=[ \t]*>)", re.MULTILINE)
+"""The line that introduces a quoted message, ending in a colon right over its ``>`` lines
+(``On Mon, 10 Mar 2025, Lars wrote:``, ``Le 10 mars 2025, Lars a écrit :``)."""
+_SIGNATURE = re.compile(r"^--[ \t]?\n(?:(?![ \t]*>)[^\n]*(?:\n|$))*", re.MULTILINE)
+"""A signature: from its ``-- `` line (RFC 3676, 4.3) to the first quoted line or the end."""
 
 
 class EmlFormat(ContainerFormat):
@@ -374,12 +379,14 @@ class EmlFormat(ContainerFormat):
     suffixes = (".eml",)
 
     def not_answers(self, text: str) -> list[tuple[int, int]]:
-        """A header block (``From:``, ``To:``, ``Date:`` lines) and quoted reply lines: a
-        date question quoted the header block, a cause question the earlier message's
-        question; the earlier message is a document of its own."""
+        """A header block (``From:``, ``To:``, ``Date:`` lines), quoted reply lines with the line
+        that introduces them (``On ..., Lars wrote:``) and a signature: a date question quoted
+        the header block, a cause question the earlier message's question; the earlier message
+        is a document of its own."""
         blocks = [match.span() for match in _HEADER_LINES.finditer(text)
                   if re.search(r"^(?:From|Sent): ", match[0], re.MULTILINE)]
-        return sorted(blocks + [match.span() for match in _REPLY_LINES.finditer(text)])
+        return sorted(blocks + [match.span() for pattern in (_REPLY_LINES, _ATTRIBUTION, _SIGNATURE)
+                                for match in pattern.finditer(text)])
 
     def extractor(self) -> Extractor:
         return Extractor("mail-email", "16")
