@@ -92,7 +92,7 @@ class TarFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "5")
+        return Extractor("tar-members", "6")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -152,6 +152,12 @@ class TarFormat(ContainerFormat):
                     if damage is not None:
                         raise ExtractionError(damage)
             except (tarfile.TarError, OSError, EOFError, zlib.error, TypeError, ValueError) as exc:
+                if isinstance(exc, EOFError) or "unexpected end of data" in str(exc):
+                    raise ExtractionError(
+                        f"tar archive cut short: its compressed stream ends before the archive "
+                        f"does, at or after the member header at byte {archive.offset:,} of the "
+                        f"unpacked archive ({count} member(s) listed; {type(exc).__name__}: "
+                        f"{exc})") from exc
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
 
         return Expansion(None, members())

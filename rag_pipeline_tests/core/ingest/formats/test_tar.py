@@ -4,6 +4,7 @@ bombs through the corpus: ``test_containers.py``)."""
 from __future__ import annotations
 
 import io
+import random
 import tarfile
 from pathlib import Path
 
@@ -116,6 +117,23 @@ def test_a_damaged_member_header_or_a_cut_inside_one_fails_the_archive_saying_wh
     assert str(raised.value) == ("tar archive cut short: it ends inside a member header at byte "
                                  "1,024 of the unpacked archive (1 member(s) listed before it)")
     assert members(whole[:1024]) == ["one.md"]  # cut at a header's start: as GNU tar, unsaid
+    # Found by a support team: a .tar.gz cut in half (a download stopped) failed as
+    # "unreadable tar archive: ReadError: unexpected end of data".
+    rng = random.Random(0)  # members that do not compress, so half the file is half of them
+    unpacked = io.BytesIO()
+    with tarfile.open(fileobj=unpacked, mode="w") as archive:
+        for name in ("one.md", "two.md", "three.md"):
+            data = bytes(rng.choice(b"abcdef0123456789") for _ in range(6000))
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    compressed = gzip.compress(unpacked.getvalue(), mtime=0)
+    with pytest.raises(ExtractionError) as raised:
+        members(compressed[:len(compressed) // 2])
+    assert str(raised.value) == (
+        "tar archive cut short: its compressed stream ends before the archive does, at or after "
+        "the member header at byte 13,312 of the unpacked archive (2 member(s) listed; ReadError: "
+        "unexpected end of data)")
 
 
 @pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
