@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote
 
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.rows import column_letters, column_number
+from rag_pipeline.core.ingest.sheets import MergedCells
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, shown_name
 from rag_pipeline.service.views.text import text_view
@@ -71,17 +72,21 @@ class Grid:
     first_row: int
     rows: tuple[tuple[str, ...], ...]
     more: bool
+    covered: frozenset[tuple[int, int]] = frozenset()
+    """The (row, column) cells a merged area covers past its first: they show its value."""
 
 
 @dataclass(frozen=True)
 class Window:
     """What a view shows of a sheet: ``rows`` rows from ``first_row``, ``columns`` wide, and
-    the table's header row above them (``header_row``; 0 when none is shown apart)."""
+    the table's header rows above them (``header_rows`` from ``header_row``; 0 when none is
+    shown apart)."""
 
     first_row: int
     rows: int
     columns: int
     header_row: int = 0
+    header_rows: int = 1
 
 
 @dataclass(frozen=True)
@@ -97,28 +102,58 @@ class Shown:
 
 
 def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], window: Window,
-           names: tuple[str, ...], hidden: frozenset[str]) -> Shown:
+           names: tuple[str, ...], hidden: frozenset[str], merged: MergedCells | None = None
+           ) -> Shown:
     """The window of ``sheet`` from its rows in order (a row number and how to read its cells'
-    text, called only for the rows shown): the sheet is read no further than the window."""
+    text, called only for the rows shown and the first rows of ``merged`` areas reaching into
+    them): the sheet is read no further than the window. A merged area's value shows in every
+    cell of it (Excel draws one cell), the cells past its first listed as ``covered``."""
     found: dict[int, tuple[str, ...]] = {}
-    header: tuple[str, ...] | None = None
+    header: dict[int, tuple[str, ...]] = {}
+    header_end = window.header_row + window.header_rows if window.header_row else 0
+    window_end = window.first_row + window.rows
+
+    def shown_row(number: int) -> bool:
+        return window.header_row <= number < header_end or window.first_row <= number < window_end
+
+    areas = [(first, last) for first, last in (merged or {}).items() if first[1] <= window.columns
+             and any(shown_row(n) for n in range(first[0], min(last[0], window_end) + 1))]
+    starts = {first[0] for first, _ in areas}
+    read: dict[int, tuple[str, ...]] = {}
     more = False
     for number, cells in rows:
-        if number >= window.first_row + window.rows:
+        if number >= window_end:
             more = True
             break
-        if number == window.header_row or window.first_row <= number:
-            fitted = tuple((list(cells()) + [""] * window.columns)[:window.columns])
-            if number == window.header_row:
-                header = fitted
-            else:
-                found[number] = fitted
+        if shown_row(number) or number in starts:
+            read[number] = tuple((list(cells()) + [""] * window.columns)[:window.columns])
+    covered: set[tuple[int, int]] = set()
+    for (row, column), (last_row, last_column) in areas:
+        value = read.get(row, ())[column - 1] if row in read else ""
+        for number in range(row, last_row + 1):
+            if number not in read or not shown_row(number):
+                continue
+            cells = list(read[number])
+            for at in range(column, min(last_column, window.columns) + 1):
+                if (number, at) != (row, column) and not cells[at - 1]:
+                    cells[at - 1] = value
+                    covered.add((number, at))
+            read[number] = tuple(cells)
+    for number, fitted in read.items():
+        if window.header_row <= number < header_end:
+            header[number] = fitted
+        elif window.first_row <= number < window_end:
+            found[number] = fitted
     height = max([*found, window.first_row - 1]) - window.first_row + 1
     blank = ("",) * window.columns
     grid = Grid(sheet, window.first_row,
-                tuple(found.get(window.first_row + i, blank) for i in range(height)), more)
-    return Shown(names, grid, Grid(sheet, window.header_row, (header,), False) if header else None,
-                 hidden)
+                tuple(found.get(window.first_row + i, blank) for i in range(height)), more,
+                frozenset(covered))
+    blank_header = not any(any(cells) for cells in header.values())
+    header_grid = None if blank_header else Grid(sheet, window.header_row, tuple(
+        header.get(number, blank) for number in range(window.header_row, header_end)), False,
+        frozenset(covered))
+    return Shown(names, grid, header_grid, hidden)
 
 
 def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
@@ -126,6 +161,7 @@ def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
     opened once."""
     from openpyxl import load_workbook
 
+    from rag_pipeline.core.ingest.formats.xlsx import merged_cells
     from rag_pipeline.core.ingest.sheets import cell_value_text
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -151,7 +187,7 @@ def read_xlsx(data: bytes, sheet: str | None, window: Window) -> Shown:
                     cells[cell.column - 1] = cell_value_text(cell.value, cell.number_format)
             return cells
 
-        return _shown(sheet, rows(), window, names, hidden)
+        return _shown(sheet, rows(), window, names, hidden, merged_cells(data).get(sheet))
     finally:
         workbook.close()
 
@@ -188,15 +224,18 @@ def cited_range(request: ViewRequest) -> tuple[str, CellRange] | None:
                                               column_number(match["c2"]), int(match["r2"]))
 
 
-def _header_row(request: ViewRequest) -> int | None:
-    """The row number of the header of the table the quote starts in (its first line's range),
-    or None."""
+def _header_rows(request: ViewRequest) -> tuple[int, int] | None:
+    """The first and last row numbers of the header of the table the quote starts in (its
+    first line's range: two rows when merged headings sit over labels), or None."""
     from rag_pipeline.core.ingest.locator import RangeLocator
 
     table = next((t for t in request.info.tables if t.start <= request.start < t.end), None)
     anchor = next((a for a in request.info.anchors if table is not None and a.start == table.start
                    and a.locator.startswith(f"{RangeLocator.key}=")), None)
-    return RangeLocator.parse(anchor.locator).first_row if anchor is not None else None
+    if anchor is None:
+        return None
+    cells = RangeLocator.parse(anchor.locator)
+    return cells.first_row, cells.last_row
 
 
 def _tab(name: str, href: str | None, hidden: bool) -> str:
@@ -220,9 +259,10 @@ def sheet_view(request: ViewRequest) -> View:
     on_cited = cited is not None and cited[0] == asked
     first_row = max(1, cited[1].first_row - ROWS_ABOVE) if on_cited else 1
     columns = min(max(MAX_COLUMNS, cited[1].last_column), MAX_CITED_COLUMNS) if on_cited else MAX_COLUMNS
-    header_row = _header_row(request) if on_cited else None
-    header_row = header_row if header_row is not None and header_row < first_row else 0
-    window = Window(first_row, MAX_ROWS, columns, header_row)
+    header = _header_rows(request) if on_cited else None
+    header_row, header_last = header if header is not None and header[0] < first_row else (0, 0)
+    window = Window(first_row, MAX_ROWS, columns, header_row,
+                    min(header_last, first_row - 1) - header_row + 1 if header_row else 1)
     key = (request.info.format, original.sha256, asked, window)
     shown = _SHOWN.get(key)
     if shown is None:
@@ -245,14 +285,17 @@ def sheet_view(request: ViewRequest) -> View:
     head = "".join(f"<th scope=\"col\">{column_letters(c)}</th>" for c in range(1, width + 1))
     body = []
     if header is not None and header.rows:
-        # The table's header row, far above the cited rows: what their columns are.
-        cells = header.rows[0]
-        body.append(f'<tr class="header-row"><th scope="row">{header.first_row}</th>' + "".join(
-            f"<td>{html.escape(cells[c - 1] if c <= len(cells) else '')}</td>"
-            for c in range(1, width + 1)) + "</tr>")
-        if header.first_row + 1 < grid.first_row:
+        # The table's header rows, far above the cited rows: what their columns are.
+        for offset, cells in enumerate(header.rows):
+            number = header.first_row + offset
+            body.append(f'<tr class="header-row"><th scope="row">{number}</th>' + "".join(
+                ('<td class="merged">' if (number, c) in header.covered else "<td>")
+                + f"{html.escape(cells[c - 1] if c <= len(cells) else '')}</td>"
+                for c in range(1, width + 1)) + "</tr>")
+        after = header.first_row + len(header.rows)
+        if after < grid.first_row:
             body.append(f'<tr class="gap"><th scope="row">&#8942;</th><td colspan="{width}">'
-                        f"rows {header.first_row + 1} to {grid.first_row - 1}</td></tr>")
+                        f"rows {after} to {grid.first_row - 1}</td></tr>")
     first_mark = True
     for offset, cells in enumerate(grid.rows):
         number = grid.first_row + offset
@@ -260,6 +303,8 @@ def sheet_view(request: ViewRequest) -> View:
         for column in range(1, width + 1):
             value = cells[column - 1] if column <= len(cells) else ""
             classes = ["num"] if _NUMBER.fullmatch(value) else []
+            if (number, column) in grid.covered:
+                classes.append("merged")
             attributes = ""
             if marked and marked.holds(column, number):
                 classes.append("cited")

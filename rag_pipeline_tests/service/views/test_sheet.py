@@ -290,3 +290,38 @@ def test_a_sheets_tab_writes_out_its_bidirectional_controls(tmp_path: Path):
         f'<div class="tabs"><a class="tab" href="/documents/rates.xlsx?from={start}&amp;to='
         f'{start + 10}&amp;sheet=bidi%E2%80%AEslx.exe">bidi\\u202eslx.exe</a> '
         '<span class="tab current">Open</span>')
+
+
+def test_a_two_row_header_is_shown_whole_and_a_merged_cell_shows_its_value(tmp_path: Path):
+    """Found by an analyst: the view showed only the first of a header's two rows (``Q1``
+    over blanks, "Plan" and "Actual" folded into the gap), and the cited row's region, merged
+    down from the row above, blank."""
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Quarterly"
+    sheet.append(["Region", "Q1", None, "Q2", None])
+    sheet.append([None, "Plan", "Actual", "Plan", "Actual"])
+    for n in range(3, 11):
+        sheet.append([f"Area {n}", n, n + 1, n + 2, n + 3])
+    sheet.append(["East", 54, 268, 60, 270])
+    sheet.append([None, 55, 159, 61, 271])
+    for name in ("B1:C1", "D1:E1", "A11:A12"):
+        sheet.merge_cells(name)
+    path = tmp_path / "kpi.xlsx"
+    workbook.save(path)
+    data = path.read_bytes()
+    extracted = format_named("xlsx").extract(data, "kpi")
+    anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A12:E12"))
+    assert "Region: East | Q1 Plan: 55 | Q1 Actual: 159" in extracted.canonical_text[anchor.start:anchor.end]
+    info = DocumentInfo("kpi.xlsx", "kpi", str(path), "xlsx", extracted.anchors, extracted.tables,
+                        hashlib.sha256(data).hexdigest())
+    body = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end)).body
+    assert ('<tr class="header-row"><th scope="row">1</th><td>Region</td><td>Q1</td>'
+            '<td class="merged">Q1</td><td>Q2</td><td class="merged">Q2</td></tr>'
+            '<tr class="header-row"><th scope="row">2</th><td></td><td>Plan</td>'
+            '<td>Actual</td><td>Plan</td><td>Actual</td></tr>'
+            '<tr class="gap"><th scope="row">&#8942;</th><td colspan="5">rows 3 to 6</td></tr>') in body
+    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
+            '<td class="num cited">55</td>') in body

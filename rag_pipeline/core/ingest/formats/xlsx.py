@@ -66,6 +66,11 @@ class _SheetParts:
     """Each sheet's merged cells, by sheet name."""
 
 
+def merged_cells(data: bytes) -> dict[str, MergedCells]:
+    """Each sheet's merged cells, by sheet name (what a read-only openpyxl worksheet lacks)."""
+    return _scan_sheet_parts(data).merged
+
+
 def _scan_sheet_parts(data: bytes) -> _SheetParts:
     """How many formula cells the worksheets hold and how many of them have no cached value
     (openpyxl's ``data_only`` reading cannot tell an uncalculated formula from an empty cell),
