@@ -106,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rate = max(rate_before, fp32_matmul_rate())
     floor = encoder_flops(counts, config) / rate
     load_encode = os.getloadavg()[0]
-    run_rate = timings.embedded / timings.stages.get("encoding", float("nan"))
+    embedded, encoding_seconds = timings.encoded.get(spec.key, (0, float("nan")))
+    run_rate = embedded / encoding_seconds
     print(f"{len(texts)} distinct chunk texts, {sum(counts):,} word-pieces; index wall {wall:.1f} s "
           f"({timings.runs} runs; load {load_index:.1f}); encoder {encode:.1f} s median of "
           f"{args.rounds} on {embedder.bulk_path.backend} (load {load_encode:.1f}); floor "

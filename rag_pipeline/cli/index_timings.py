@@ -34,10 +34,12 @@ def echo_timings(timings, warehouse: Warehouse, spec: ModelSpec) -> None:
                            ("start-ups and waits (outside any step)", timings.outside_steps)]:
         share = seconds / timings.wall if timings.wall > 0 else 0.0
         echo(f"  {stage:48s} {seconds:8.1f} s  {share:6.1%}")
-    encoding = timings.stages.get("encoding", 0.0)
-    if timings.embedded and encoding > 0:
-        rate = timings.embedded / encoding
-        floor = floor_chunks_per_second(warehouse, spec)
+    for model, (chunks, encoding) in timings.encoded.items():
+        if not chunks or encoding <= 0:
+            continue
+        rate = chunks / encoding
+        # The floor is the default model's fp32 one: another model (int8) is shown alone.
+        floor = floor_chunks_per_second(warehouse, spec) if model == spec.key else None
         against = f", {rate / floor:.0%} of the fp32 floor ({floor:.1f} chunks/s)" if floor else ""
-        echo(f"  encoding: {timings.embedded} chunks at {rate:.1f} chunks/s{against}; "
-             f"{timings.encoding_share:.0%} of the wall time")
+        echo(f"  encoding {model}: {chunks} chunks at {rate:.1f} chunks/s{against}; "
+             f"{encoding / timings.wall:.0%} of the wall time")

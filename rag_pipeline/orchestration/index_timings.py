@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from rag_pipeline.orchestration.index_launch import MODEL_PARTITION_TAG
+
 __all__ = ["IndexTimings", "index_timings"]
 
 STAGES = {"documents": "extraction", "chunks": "chunking", "access": "access labels",
@@ -21,12 +23,15 @@ STAGES = {"documents": "extraction", "chunks": "chunking", "access": "access lab
 
 @dataclass
 class IndexTimings:
-    """Seconds per stage in the order first seen, the wall time, and the chunks embedded."""
+    """Seconds per stage in the order first seen, the wall time, and the chunks embedded; per
+    model key, the chunks it embedded and its seconds encoding (``encoded``: a profile of two
+    models encodes at two rates)."""
 
     wall: float
     stages: dict[str, float] = field(default_factory=dict)
     embedded: int = 0
     runs: int = 0
+    encoded: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def add(self, stage: str, seconds: float) -> None:
         self.stages[stage] = self.stages.get(stage, 0.0) + max(seconds, 0.0)
@@ -51,6 +56,8 @@ def index_timings(instance: dg.DagsterInstance, run_ids: Iterable[str], wall: fl
     timings = IndexTimings(wall)
     for run_id in run_ids:
         timings.runs += 1
+        run = instance.get_run_by_id(run_id)
+        model = run.tags.get(MODEL_PARTITION_TAG, "") if run is not None else ""
         started: dict[str, float] = {}
         embedding: dict[str, float] = {}
         for record in instance.all_logs(run_id):
@@ -73,6 +80,9 @@ def index_timings(instance: dg.DagsterInstance, run_ids: Iterable[str], wall: fl
                         embedding.get(k, 0.0) for k in ("model_load_seconds", "embed_seconds",
                                                         "write_seconds")))
                     timings.embedded += int(embedding.get("embedded", 0))
+                    chunks, seconds_encoding = timings.encoded.get(model, (0, 0.0))
+                    timings.encoded[model] = (chunks + int(embedding.get("embedded", 0)),
+                                              seconds_encoding + embedding.get("embed_seconds", 0.0))
                 else:
                     timings.add(STAGES.get(event.step_key, event.step_key), seconds)
     return timings

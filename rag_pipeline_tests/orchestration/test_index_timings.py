@@ -48,3 +48,29 @@ def test_the_runs_of_an_index_are_split_into_their_stages(tmp_path, monkeypatch:
     assert timings.embedded == 5  # the tiny corpus's 5 header chunks
     assert sum(timings.stages.values()) <= wall
     assert timings.outside_steps == pytest.approx(wall - sum(timings.stages.values()))
+    assert timings.encoded == {spec.key: (5, pytest.approx(timings.stages["encoding"]))}
+
+
+def test_each_model_is_timed_alone_and_only_the_default_against_the_fp32_floor(
+        tmp_path, capsys, monkeypatch: pytest.MonkeyPatch):
+    """Found by an evaluation user: with the int8 model in the profile, ``--timings`` put both
+    models' chunks over both models' seconds against the default model's fp32 floor."""
+    from rag_pipeline.cli import index_timings as cli_timings
+    from rag_pipeline.core.storage.warehouse import Warehouse
+
+    spec = hashed_spec()
+    timings = IndexTimings(wall=20.0, encoded={spec.key: (100, 10.0), "int8-model@1": (100, 2.0)})
+    floors = []
+
+    def floor(warehouse, asked):
+        floors.append(asked.key)
+        return 20.0
+
+    monkeypatch.setattr(cli_timings, "floor_chunks_per_second", floor)
+    cli_timings.echo_timings(timings, Warehouse(tmp_path), spec)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        f"  encoding {spec.key}: 100 chunks at 10.0 chunks/s, 50% of the fp32 floor (20.0 chunks/s); "
+        "50% of the wall time",
+        "  encoding int8-model@1: 100 chunks at 50.0 chunks/s; 10% of the wall time"]
+    assert floors == [spec.key]
