@@ -113,8 +113,12 @@ def content_fingerprint(content: str) -> str:
 
 _NON_BLANK_LINES = re.compile(r"(?:^[^\n]*\S[^\n]*(?:\n|\Z))+", re.MULTILINE)
 # A match starts only where a run of [.!?] starts and never backtracks into it: a line of a
-# million dots is one linear scan, not a million.
-_SENTENCE_END = re.compile(r"(?<![.!?])[.!?]++[\"')\]’”]*+(?=\s)")
+# million dots is one linear scan, not a million. A numbered list item's number (``7.`` at a
+# line's start, up to three spaces in) is no sentence's end: cut there, a chunk ended with the
+# next step's number and the step began without its own.
+_LIST_NUMBER = "".join("(?<!^" + " " * spaces + r"\d" * digits + ")"
+                       for spaces in range(4) for digits in range(1, 4))
+_SENTENCE_END = re.compile(rf"(?<![.!?]){_LIST_NUMBER}[.!?]++[\"')\]’”]*+(?=\s)", re.MULTILINE)
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LINE_END = re.compile(r"\n")
 _WORD_END = re.compile(r"\S(?=\s)")

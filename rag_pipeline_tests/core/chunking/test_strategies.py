@@ -440,6 +440,18 @@ def test_sentence_ends_match_the_former_pattern_on_random_text():
                 == [m.span() for m in _FORMER_SENTENCE_END.finditer(text)]), repr(text)
 
 
+def test_a_long_numbered_list_is_cut_before_an_items_number_never_after_it():
+    """Found by a team lead: a 12-step list (one paragraph) was cut after each step's
+    number, so a chunk ended "... with a timestamp. 7." and the next began "Step 7"."""
+    steps = "\n".join(f"{n}. Step {n} of the failover drill: check the replica lag, write it "
+                      f"down with a timestamp." for n in range(1, 13))
+    canonical = f"# Drill\n\n{steps}\n"
+    chunks = chunk_markdown("drill.md", "Drill", canonical, ChunkingStrategy.HEADER)
+    assert offset_errors(canonical, chunks) == []
+    assert [c.content.split(" ", 1)[0] for c in chunks] == ["1.", "6.", "11."]
+    assert all(c.content.endswith("timestamp.") for c in chunks)
+
+
 def test_a_million_dots_are_cut_in_linear_time():
     canonical = "." * 1_000_000
     chunks = chunk_markdown("dots.txt", "dots", canonical, ChunkingStrategy.BOUNDARIES)
