@@ -153,6 +153,8 @@ def _print_answer(answer: Answer, show_prompt: bool, show_timings: bool, rerank_
                 where = _own_place(sentence.fragment,
                                    answer.citations[sentence.citation - 1].fragment)
                 echo(f"  {' '.join(sentence.text.split())} [{sentence.citation}]{where}")
+                if sentence.columns:
+                    echo(f"    (table columns: {sentence.columns})")
         if show_prompt and answer.prompt:
             echo("\n--- prompt ---\n" + answer.prompt)
     if show_timings:

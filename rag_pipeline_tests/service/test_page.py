@@ -243,6 +243,23 @@ def test_a_markdown_quote_is_shown_without_its_markup(base_url: str, tmp_path: P
         assert page.locator("#quoted li q").inner_text() == "after 17 s"
 
 
+def test_a_quoted_table_row_shows_its_columns_under_it(base_url: str, tmp_path: Path):
+    """Found by a team lead: "| gw-us-03 | us-east | 32 | 128 GiB |" alone did not say that 32
+    is the host's cores."""
+    def with_a_row(body: dict) -> None:
+        body["quoted_answer"] = [{"text": "| gw-us-03 | us-east | 32 | 128 GiB |",
+                                  "shown": "| gw-us-03 | us-east | 32 | 128 GiB |", "citation": 1,
+                                  "from": 120, "to": 157, "fragment": "#char=120,157",
+                                  "columns": "| host | region | cores | memory |"}]
+
+    with chromium_page(tmp_path / "profile") as page:
+        ask_with_the_answer_rewritten(page, base_url, "how long before a network call times out",
+                                      with_a_row)
+        page.wait_for_selector("#quoted li", timeout=TIMEOUT_MS)
+        assert page.locator("#quoted li div.columns").inner_text() == (
+            "Table columns: | host | region | cores | memory |")
+
+
 def test_a_source_kept_over_the_cut_for_a_named_code_is_not_counted_under_it(base_url: str,
                                                                              tmp_path: Path):
     """Found by a new user: "1 source under cosine distance 0.6" above a source at 0.686, kept

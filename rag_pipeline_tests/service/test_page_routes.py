@@ -488,6 +488,7 @@ def test_the_answer_quotes_exact_sentences_of_its_sources(client: TestClient, bu
                      "to": built.canonical["report.pdf"].index(COOLING_SENTENCE) + len(COOLING_SENTENCE),
                      "fragment": "#page=2",  # the sentence's own page
                      "shown": COOLING_SENTENCE,  # a PDF's text is shown as it is
+                     "columns": "",  # no table row
                      "quote_digest": hashlib.sha256(COOLING_SENTENCE.encode()).hexdigest()[:16]}
     assert cited["document_id"] == "report.pdf"
     for sentence in body["quoted_answer"]:

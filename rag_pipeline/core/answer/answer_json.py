@@ -58,6 +58,7 @@ def answer_from_json(data: dict[str, Any]) -> Answer:
                   generation=data.get("generation", ""),
                   quoted=[QuotedSentence(q["text"], q["citation"], q["from"], q["to"],
                                          fragment=q.get("fragment", ""),
-                                         shown="" if q.get("shown", q["text"]) == q["text"] else q["shown"])
+                                         shown="" if q.get("shown", q["text"]) == q["text"] else q["shown"],
+                                         columns=q.get("columns", ""))
                           for q in data.get("quoted_answer", [])],
                   unheld=tuple(data.get("unheld_identifiers", ())))

@@ -69,6 +69,8 @@ class QuotedSentence:
             source that starts on page 1, a sheet row's cells); ``""`` when not located.
         shown: Its words as a reader sees them (Markdown's markup left out:
             :meth:`DocumentFormat.shown_quote`); ``""`` when that is ``text`` itself.
+        columns: For a table row whose cells are not named in it (a Markdown, HTML, Word or
+            slide table's), its table's header row: what its values are; else ``""``.
     """
 
     text: str
@@ -78,10 +80,12 @@ class QuotedSentence:
     score: float = field(default=0.0, compare=False)
     fragment: str = ""
     shown: str = ""
+    columns: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {"text": self.text, "citation": self.citation, "from": self.start, "to": self.end,
-                "fragment": self.fragment, "shown": self.shown or self.text}
+                "fragment": self.fragment, "shown": self.shown or self.text,
+                "columns": self.columns}
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,8 @@ class _Candidate:
     """A table row: a record of its own, never read with its neighbours."""
     section: str = ""
     """The title of its chunk's section."""
+    columns: str = ""
+    """A table row's header row, when the row does not name its cells."""
 
 
 def _candidates(citations: Sequence[Citation], headers: Sequence[str],
@@ -288,7 +294,7 @@ def _candidates(citations: Sequence[Citation], headers: Sequence[str],
             out.append(_Candidate(citation.index, key[1], key[2], text, f"{header}{named}{text}",
                                   terms,
                                   text if is_row else _paragraph(citation.quote, start, end),
-                                  is_row, citation.section))
+                                  is_row, citation.section, columns))
     return out
 
 
@@ -491,7 +497,7 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
     # neighbour of the answer never leads it only by coming earlier).
     alone_scores = [float(alone[i]) + share for i, share in enumerate(shares)]
     return [QuotedSentence(candidates[i].text, candidates[i].citation, candidates[i].start,
-                           candidates[i].end, round(scores[i], 6))
+                           candidates[i].end, round(scores[i], 6), columns=candidates[i].columns)
             for i in choose_sentences(scores, settings, [c.text for c in candidates], alone_scores)]
 
 

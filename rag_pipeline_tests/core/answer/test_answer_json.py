@@ -43,7 +43,7 @@ def test_an_answer_keeps_every_citation_field_and_timings_in_milliseconds():
         "quoted_answer": [{"text": "Every network call gives up after seventeen seconds.",
                            "citation": 1, "from": 113, "to": 166, "fragment": "#char=113,166",
                            "shown": "Every network call gives up after seventeen seconds.",
-                           "quote_digest": "6aaf8bec687b9d85"}],
+                           "columns": "", "quote_digest": "6aaf8bec687b9d85"}],
         "timings_ms": {"embed_question": 8.123, "total": 12.5}, "unheld_identifiers": [],
     }
     # What `ask` prints from a running serve's JSON is the same answer (timings rounded to us).

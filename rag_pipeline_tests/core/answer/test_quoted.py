@@ -148,6 +148,10 @@ def test_a_table_rows_terms_count_with_its_header_row():
                            ["", ""], same, QuoteSettings(margin=0.05),
                            [QuoteTables(), QuoteTables(((0, len(row)),))])
     assert [(q.text, q.citation) for q in quoted] == [(prose, 1), (row, 2)]
+    # The row is shown with its columns (found by a team lead: "| gw-us-03 | us-east | 32 |"
+    # alone did not say 32 is its cores).
+    assert [q.columns for q in quoted] == ["", header]
+    assert quoted[1].to_json()["columns"] == header
 
 
 def test_a_numbered_label_keeps_its_own_sentences():
