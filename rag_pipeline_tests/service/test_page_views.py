@@ -379,7 +379,10 @@ def test_a_tab_with_the_session_cookie_alone_can_sign_out_and_a_proxy_user_canno
         page.press("#question", "Enter")
         page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
         assert page.locator("#sign-out").is_hidden()
-        assert page.inner_text("#login-error") == "Signed out: the session has ended"
+        # Said for a person (found by a team lead: the API's "send `Authorization: Bearer
+        # TOKEN`" showed there).
+        assert page.inner_text("#login-error") == (
+            "Signed out: this browser's session ended (signed out in another tab, or expired).")
         assert page.inner_text("#served") == "Sign in to see what this index holds."
         assert (page.locator("#health").is_hidden(), page.input_value("#question")) == (True, "")
         ended[0] = False
