@@ -90,6 +90,19 @@ def test_the_quoted_answer_opens_the_pdf_page_with_the_quote_boxed(base_url: str
         assert note.inner_text() == "The quote goes on to page 3: the next page boxes the rest."
         spot = note.bounding_box()
         assert header["y"] >= 0 and spot["y"] + spot["height"] <= header["y"] + header["height"]
+        # On a phone the page is drawn at 2.4 times the screen's width, scrolled sideways to the
+        # quote (found by a team lead: drawn whole, a line of it was 7 pixels tall).
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto("about:blank")
+        page.goto(f"{base_url}/documents/report.pdf?from={start}&to={start + len(COOLING_SENTENCE)}#quote")
+        page.wait_for_function("document.getElementById('page-image').complete", timeout=TIMEOUT_MS)
+        page.wait_for_timeout(300)  # the load's own scroll, then the view's
+        figure = page.evaluate("(f => [f.scrollWidth > f.clientWidth, f.scrollLeft > 0,"
+                               " document.documentElement.scrollWidth])"
+                               "(document.querySelector('figure.page'))")
+        assert figure == [True, True, 390]
+        box, image = page.locator(".box#quote").bounding_box(), page.locator("#page-image").bounding_box()
+        assert 0 <= box["x"] < 390 and image["width"] > 2 * 390
 
 
 def test_the_sheet_grid_marks_the_cited_cells(base_url: str, built: ViewsIndex, tmp_path: Path):
