@@ -261,8 +261,7 @@ def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]) 
                          else mimetypes.guess_extension(part.get_content_type()) or ".bin")
             name = f"attachment-{tag}{extension}"
         elif name in shared:
-            stem, extension = (name[:-4], name[-4:]) if name.endswith(".eml") else \
-                posixpath.splitext(name)
+            stem, extension = posixpath.splitext(name)
             name = f"{stem} ({tag}){extension}"
         names.append(unique(name))
     return names
