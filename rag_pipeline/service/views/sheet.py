@@ -116,8 +116,12 @@ def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], wind
     def shown_row(number: int) -> bool:
         return window.header_row <= number < header_end or window.first_row <= number < window_end
 
-    areas = [(first, last) for first, last in (merged or {}).items() if first[1] <= window.columns
-             and any(shown_row(n) for n in range(first[0], min(last[0], window_end) + 1))]
+    def reaches_shown_rows(first: int, last: int) -> bool:
+        return (first < window_end and last >= window.first_row) or (
+            first < header_end and last >= window.header_row)
+
+    areas = [(first, last) for first, last in (merged or {}).items()
+             if first[1] <= window.columns and reaches_shown_rows(first[0], last[0])]
     starts = {first[0] for first, _ in areas}
     read: dict[int, tuple[str, ...]] = {}
     more = False
@@ -130,9 +134,7 @@ def _shown(sheet: str, rows: Iterable[tuple[int, Callable[[], list[str]]]], wind
     covered: set[tuple[int, int]] = set()
     for (row, column), (last_row, last_column) in areas:
         value = read.get(row, ())[column - 1] if row in read else ""
-        for number in range(row, last_row + 1):
-            if number not in read or not shown_row(number):
-                continue
+        for number in [n for n in read if row <= n <= last_row and shown_row(n)]:
             cells = list(read[number])
             for at in range(column, min(last_column, window.columns) + 1):
                 if (number, at) != (row, column) and not cells[at - 1]:
