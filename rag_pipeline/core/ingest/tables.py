@@ -98,7 +98,7 @@ def worded_as_header(first: Sequence[str], others: Sequence[Sequence[str]]) -> b
 
 def table_at(tables: Sequence[TableSpan], position: int) -> TableSpan | None:
     """The table holding ``position`` (``tables`` in text order, never overlapping)."""
-    index = bisect_right([t.start for t in tables], position) - 1
+    index = bisect_right(tables, position, key=_start) - 1
     if index >= 0 and position < tables[index].end:
         return tables[index]
     return None
@@ -122,9 +122,10 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int,
     format's fragment there): where other tables start on the same one as this table and the
     span starts there too, the table's place among them is given (``table=2&rows=3-17``), so
     two tables on one slide never share a citation."""
-    for table in tables:
-        if table.end <= start:
-            continue
+    # Tables in text order never overlap: their ends are in order too, and the tables on one
+    # page or slide are neighbours (a chunk's locator costs the tables near it, not all).
+    for index in range(bisect_right(tables, start, key=_end), len(tables)):
+        table = tables[index]
         if table.start >= end:
             break
         rows = table.row_range(start, end)
@@ -132,10 +133,22 @@ def rows_locator(tables: Sequence[TableSpan], start: int, end: int,
             continue
         place = None
         if unit is not None and (own := unit(table.start)) == unit(start):
-            peers = [other for other in tables if unit(other.start) == own]
-            place = peers.index(table) + 1 if len(peers) > 1 else None
+            first = last = index
+            while first > 0 and unit(tables[first - 1].start) == own:
+                first -= 1
+            while last + 1 < len(tables) and unit(tables[last + 1].start) == own:
+                last += 1
+            place = index - first + 1 if last > first else None
         return str(TableRowsLocator(*rows, table=place))
     return ""
+
+
+def _start(table: TableSpan) -> int:
+    return table.start
+
+
+def _end(table: TableSpan) -> int:
+    return table.end
 
 
 def with_rows(fragment: str, tables: Sequence[TableSpan], start: int, end: int,
