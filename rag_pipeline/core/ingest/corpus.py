@@ -14,9 +14,10 @@ file's bytes and name turn into documents.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -271,6 +272,36 @@ def _read_again(old: DocumentRecord, fmt: DocumentFormat, digest: str) -> str:
     return ""
 
 
+def _vanished_members(prior_ids: list[str], prior: Mapping[str, DocumentRecord], container: str,
+                      listed: set[str]) -> dict[str, str]:
+    """The read members of ``container`` before this run that it no longer holds, by their
+    bytes' sha256 (the first of each): one whose bytes come back under another name was
+    renamed (``prior_ids``: the previous ids, sorted, so a container's are one range)."""
+    prefix = f"{container}/"
+    gone: dict[str, str] = {}
+    for document_id in prior_ids[bisect.bisect_left(prior_ids, prefix):]:
+        if not document_id.startswith(prefix):
+            break
+        record = prior[document_id]
+        if document_id not in listed and record.ok and record.content_sha256:
+            gone.setdefault(record.content_sha256, document_id)
+    return gone
+
+
+def _member_read_again(was: DocumentRecord, record: DocumentRecord) -> str:
+    """Why a container's member whose bytes did not change was read again (an upgraded
+    extractor or pipeline), as :func:`_read_again` says it for a file; ``""`` otherwise."""
+    if was.content_sha256 != record.content_sha256 or not was.ok:
+        return ""
+    if (was.extractor, was.extractor_version) != (record.extractor, record.extractor_version):
+        return (f"the same bytes, read again by an upgraded extractor ({was.extractor} "
+                f"{was.extractor_version} -> {record.extractor} {record.extractor_version})")
+    if was.pipeline_version != record.pipeline_version:
+        return (f"the same bytes, read again by an upgraded pipeline ({was.pipeline_version} -> "
+                f"{record.pipeline_version})")
+    return ""
+
+
 def _not_retried(record: DocumentRecord) -> str:
     """The detail of ``record``'s reconciliation row when it is kept as it was: its failure
     (empty when it is not failed)."""
@@ -300,6 +331,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
     source = LocalSource(corpus) if isinstance(corpus, Path) else corpus
     previous = PreviousRecords(previous)
     prior = {r.document_id: r for r in previous}
+    prior_ids = sorted(prior)
     try:
         entries = source.entries()
         rows: list[Reconciled] = [Reconciled(Change.HIDDEN.value, shown_file_name(name),
@@ -368,12 +400,22 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                                             moved + found.moved)
                 if found.extracted == 0:  # kept unread: its failures stand, as a file's do
                     not_retried += sum(record.failed for record in found.records)
+                gone = _vanished_members(prior_ids, prior, shown_file_name(entry.document_id),
+                                         {record.document_id for record in found.records})
                 for record in found.records:
                     was = prior.get(record.document_id)
+                    renamed_from = (gone.pop(record.content_sha256, "")
+                                    if was is None and record.ok else "")
+                    if renamed_from:  # a member's new name for its old bytes
+                        taken.add(renamed_from)
+                        keep(record, Change.RENAMED, renamed_from)
+                        continue
                     kept_unread = found.extracted == 0 and was is not None
-                    keep(record, Change.ADDED if was is None else Change.UNCHANGED
-                         if found.extracted == 0 or _same_reading(was, record) else Change.CHANGED,
-                         detail=_not_retried(record) if kept_unread else "")
+                    same = was is not None and (found.extracted == 0 or _same_reading(was, record))
+                    keep(record, Change.ADDED if was is None else Change.UNCHANGED if same
+                         else Change.CHANGED,
+                         detail=_not_retried(record) if kept_unread else "" if same or was is None
+                         else _member_read_again(was, record))
                 continue
             if action == "unread":
                 record = extract_entry(source, entry, settings)[0]

@@ -103,6 +103,29 @@ def test_an_unchanged_archive_is_reused_whole_and_a_changed_one_read_again(tmp_p
     assert fourth.records[1].path == str(moved / "exports.zip" / "exports" / "one.md")
 
 
+def test_a_member_under_a_new_name_is_renamed_and_one_read_again_by_a_newer_reader_says_so(
+        tmp_path: Path):
+    """Found by an operator's upgrade: a mail's attachments renamed by a release were reported
+    as deleted and added (no ``previous_id``: nothing led from an old citation to its new
+    name), and a member read again only by an upgraded extractor had no reason."""
+    (tmp_path / "exports.zip").write_bytes(zipped({"exports/one.md": b"# One\n\nFirst.\n",
+                                                   "exports/two.md": b"# Two\n\nSecond.\n"}))
+    first = extract_corpus(tmp_path)
+    (tmp_path / "exports.zip").write_bytes(zipped({"exports/uno.md": b"# One\n\nFirst.\n",
+                                                   "exports/two.md": b"# Two\n\nSecond.\n"}))
+    stale = [dataclasses.replace(r, extractor_version="0") if r.document_id.endswith("two.md")
+             else r for r in first.records]
+    rows = {(r.change, r.document_id, r.previous_id, r.detail)
+            for r in extract_corpus(tmp_path, previous=stale).report.rows}
+    reader = next(f"{r.extractor} {r.extractor_version}" for r in first.records
+                  if r.document_id.endswith("two.md"))
+    assert rows == {
+        ("changed", "exports.zip", "", ""),
+        ("renamed", "exports.zip/exports/uno.md", "exports.zip/exports/one.md", ""),
+        ("changed", "exports.zip/exports/two.md", "", "the same bytes, read again by an upgraded "
+         f"extractor ({reader.split()[0]} 0 -> {reader})")}
+
+
 def test_an_unchanged_archive_with_failed_and_skipped_members_is_not_read_again(tmp_path: Path):
     # A failed member (a PDF that is none) and a skipped one (bytes that are not text) stand
     # while the archive's bytes are the same, as a failed file does: only --retry-failed reads
