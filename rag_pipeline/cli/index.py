@@ -296,6 +296,11 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
     _echo_reconciliation(warehouse, reports, read_before)
+    if build.access is not None:
+        from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
+
+        for glob in globs_matching_nothing(warehouse, build.access):
+            echo("warning: " + UNMATCHED_GLOB.format(glob=glob))
     for entry in inventory(specs, warehouse):
         if not entry.declared:
             echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "

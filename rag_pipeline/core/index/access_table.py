@@ -19,9 +19,16 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from rag_pipeline.core.config.access import AccessPolicy
+from rag_pipeline.core.config.access import AccessPolicy, unmatched_globs
+from rag_pipeline.core.storage.table_names import DOCUMENTS
+from rag_pipeline.core.storage.warehouse import Warehouse
 
-__all__ = ["access_table"]
+__all__ = ["access_table", "globs_matching_nothing", "UNMATCHED_GLOB"]
+
+UNMATCHED_GLOB = ("[access] glob {glob!r} matches no document: a document it named was renamed or "
+                  "deleted, or it has a typo; what it kept from others now falls to the next rule "
+                  "that matches (`status` counts the documents each group reads)")
+"""The warning for a glob that matches nothing, as ``index`` and the ``access`` step say it."""
 
 
 def access_table(chunks: pa.Table, policy: AccessPolicy, corpus_ids: Sequence[str] = ()
@@ -36,3 +43,13 @@ def access_table(chunks: pa.Table, policy: AccessPolicy, corpus_ids: Sequence[st
         "readers": pa.array([by_document[d] for d in documents], pa.list_(pa.string())),
         "rules": pa.array([policy.digest] * len(documents), pa.string()),
     })
+
+
+def globs_matching_nothing(warehouse: Warehouse, policy: AccessPolicy) -> list[str]:
+    """The rules' globs that match no document of the latest ``documents`` table (whatever its
+    status); none before any documents are written."""
+    latest = warehouse.version(DOCUMENTS)
+    if latest is None:
+        return []
+    ids = warehouse.read_file(latest.file, columns=["document_id"]).column("document_id").to_pylist()
+    return unmatched_globs(policy, ids)

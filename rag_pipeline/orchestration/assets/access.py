@@ -11,6 +11,7 @@ import dagster as dg
 from dagster import AssetExecutionContext
 
 from rag_pipeline.core.config.build_context import BuildContext
+from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
 from rag_pipeline.core.index.build import build_access
 from rag_pipeline.core.storage.table_names import ACCESS, CHUNKS
 from rag_pipeline.orchestration.asset_metadata import table_metadata
@@ -39,9 +40,13 @@ def build_access_asset(build: BuildContext) -> dg.AssetsDefinition:
         version = build_access(warehouse, context.partition_key, policy)
         context.log.info(f"{context.partition_key}: {version.rows} chunks labelled under rules "
                          f"{policy.digest}")
+        unmatched = globs_matching_nothing(warehouse, policy)
+        for glob in unmatched:
+            context.log.warning(UNMATCHED_GLOB.format(glob=glob))
         return dg.MaterializeResult(data_version=dg.DataVersion(version.digest), metadata={
             **table_metadata(version, warehouse.read_file(version.file).schema),
             "rules": policy.digest,
+            "globs_matching_nothing": dg.MetadataValue.json(unmatched),
         })
 
     return access

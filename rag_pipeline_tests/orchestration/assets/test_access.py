@@ -129,3 +129,26 @@ def test_without_access_the_asset_writes_nothing_and_nothing_is_stale(tmp_path: 
     assert ACCESS not in current_generation(warehouse, "header", project.spec.key).files
     assert index_is_current(warehouse, ["header"], [project.spec.key], evaluate=False)
     assert _tick(project).startswith("the index is current")
+
+
+def test_a_glob_matching_no_document_is_a_warning_of_the_access_step(tmp_path: Path, patched):
+    """Found by an operator's upgrade: a rule naming a mail's attachment by its old name
+    matched nothing after the release renamed it, so the attachment fell to the next rule and
+    a wider group read it; only ``status`` said so, after the generation was served."""
+    from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
+
+    write_corpus(tmp_path / "corpus", TINY_DOCS)
+    config = tmp_path / "rag_pipeline.toml"
+    config.write_text(RULES.format(notes='"eng"').replace('"notes.txt"', '"notes-old.txt"'),
+                      encoding="utf-8")
+    project = _project(tmp_path, config, dg.DagsterInstance.ephemeral())
+    assert project.run(DOCUMENTS_JOB).success
+    chunked = project.run(CHUNKS_JOB, "header")
+    access = next(e for e in chunked.get_asset_materialization_events()
+                  if e.asset_key.to_user_string() == ACCESS)
+    assert access.materialization.metadata["globs_matching_nothing"].value == ["notes-old.txt"]
+    warnings = [e.message for e in project.instance.all_logs(chunked.run_id)
+                if e.level == 30 and "matches no document" in e.message]
+    assert warnings == [UNMATCHED_GLOB.format(glob="notes-old.txt")]
+    assert globs_matching_nothing(Warehouse(project.data_dir), load_config(config).access) == [
+        "notes-old.txt"]
