@@ -134,18 +134,18 @@ def feedback_gold_lines(rows: Iterable[Feedback]) -> list[dict[str, object]]:
     """One draft gold line per question whose newest verdict is unhelpful (the same question
     asked twice, white space and case aside, is one question; a reader who changed their mind
     to Helpful has the last word): ``question`` filled, ``needle`` and ``ticket`` left for the
-    person to write, with what the answer showed (``shown_sources``) and its comments to go by,
-    each once, oldest first."""
+    person to write, with what the newest answer showed (``shown_sources``: an older answer's
+    sources may be gone since) and its comments to go by, each once, oldest first."""
     ordered = sorted(rows, key=lambda row: row.at)
-    last = {collapse(row.question).casefold(): row.helpful for row in ordered}
+    last = {collapse(row.question).casefold(): row for row in ordered}
     lines: dict[str, dict[str, object]] = {}
     for row in ordered:
         key = collapse(row.question).casefold()
-        if last[key]:
+        if last[key].helpful:
             continue
         line = lines.setdefault(key, {"id": f"f{len(lines) + 1:03d}", "needle": "",
                                       "question": collapse(row.question), "ticket": "",
-                                      "shown_sources": list(row.sources), "comments": []})
+                                      "shown_sources": list(last[key].sources), "comments": []})
         comments = line["comments"]
         if row.comment and row.comment not in comments:  # type: ignore[operator]
             comments.append(row.comment)  # type: ignore[union-attr]

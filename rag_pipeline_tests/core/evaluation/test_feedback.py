@@ -66,11 +66,14 @@ def test_a_comment_too_long_is_refused_before_anything_is_written(tmp_path: Path
 
 
 def test_unhelpful_answers_become_one_gold_line_per_question():
-    again = Feedback("2026-12-01T22:05:00+00:00", "how do i upgrade?", False, "still wrong", "g2", ())
+    again = Feedback("2026-12-01T22:05:00+00:00", "how do i upgrade?", False, "still wrong", "g2",
+                     ("guide/upgrade.md#char=0,30",))
     silent = Feedback("2026-12-01T22:06:00+00:00", "what is a frobnicator", False, None, "g2", ())
+    # What the newest answer showed (found by an operator: the oldest verdict's sources were
+    # drafted, naming a document an upgrade had renamed since).
     assert feedback_gold_lines([HELPFUL, UNHELPFUL, again, silent]) == [
         {"id": "f001", "needle": "", "question": "How do I upgrade?", "ticket": "",
-         "shown_sources": ["guide/faq.md#char=0,48", "guide/install.md#char=1,9"],
+         "shown_sources": ["guide/upgrade.md#char=0,30"],
          "comments": ["wrong page", "still wrong"]},
         {"id": "f002", "needle": "", "question": "what is a frobnicator", "ticket": "",
          "shown_sources": [], "comments": []}]
