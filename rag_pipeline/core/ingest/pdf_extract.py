@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from rag_pipeline.core.ingest.extracted import DocumentPage, ExtractionError
 from rag_pipeline.core.ingest.locator import PageLocator
+from rag_pipeline.core.ingest.pdf_inflation import check_inflation
 from rag_pipeline.core.ingest.pdf_layout import Layout, lay_out
 from rag_pipeline.core.ingest.pdf_ocr import (
     MISSING_TESSERACT,
@@ -73,13 +74,16 @@ def read_pdf(data: bytes, stem: str, settings: OcrSettings | None = None,
         budget: The run's OCR time left, shared by its documents; unbounded when ``None``.
 
     Raises:
-        ExtractionError: Unreadable or encrypted file; pages without text and no Tesseract;
-            more pages without text than ``settings.max_pages``; a page too large to render;
-            an OCR failure or time-out (per page, document or run); no memory; no text at all.
+        ExtractionError: Unreadable or encrypted file; streams expanding past
+            :data:`~rag_pipeline.core.ingest.pdf_inflation.MAX_INFLATED_BYTES`; pages without
+            text and no Tesseract; more pages without text than ``settings.max_pages``; a page
+            too large to render; an OCR failure or time-out (per page, document or run); no
+            memory; no text at all.
     """
     import pypdfium2
 
     settings = settings or OcrSettings()
+    check_inflation(data)
     try:
         pdf = pypdfium2.PdfDocument(data)
     except pypdfium2.PdfiumError as exc:
