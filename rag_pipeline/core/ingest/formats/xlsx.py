@@ -324,7 +324,11 @@ class XlsxFormat(DocumentFormat):
             from openpyxl.utils.exceptions import InvalidFileException
 
             opening = isinstance(exc, (zipfile.BadZipFile, InvalidFileException, KeyError))
-            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {exc}" + (
+            # One line, naming what openpyxl's own message only points to ("see the exception").
+            cause = exc.__cause__ or exc.__context__
+            said = " ".join(str(exc).split()) + (
+                f" ({type(cause).__name__}: {' '.join(str(cause).split())})" if cause else "")
+            raise ExtractionError(f"unreadable XLSX: {type(exc).__name__}: {said}" + (
                 " (an encrypted workbook or an old binary .xls is not an XLSX file)"
                 if opening else "")) from exc
         if damaged and not sheets:

@@ -228,6 +228,45 @@ def test_a_workbook_with_a_damaged_sheet_fails_with_the_reason_never_a_crash():
         XLSX.extract(data, "cut")
 
 
+def test_shared_strings_declaring_entities_fail_on_one_line_naming_them():
+    """Found by an attack: a billion-laughs sharedStrings.xml failed with openpyxl's three-line
+    message ("... Please see the exception for more details."), which named nothing."""
+    main = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    rels = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
+    kind = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    office = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as package:
+        package.writestr("[Content_Types].xml", (
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+            'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/xl/workbook.xml" ContentType="{office}.sheet.main+xml"/>'
+            f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{office}.worksheet+xml"/>'
+            f'<Override PartName="/xl/sharedStrings.xml" ContentType="{office}.sharedStrings+xml"/>'
+            "</Types>"))
+        package.writestr("_rels/.rels", f'<Relationships {rels}><Relationship Id="rId1" '
+                                        f'Type="{kind}/officeDocument" Target="xl/workbook.xml"/>'
+                                        "</Relationships>")
+        package.writestr("xl/workbook.xml", f'<workbook {main} xmlns:r="{kind}"><sheets><sheet '
+                                            'name="S" sheetId="1" r:id="rId1"/></sheets></workbook>')
+        package.writestr("xl/_rels/workbook.xml.rels", (
+            f'<Relationships {rels}><Relationship Id="rId1" Type="{kind}/worksheet" '
+            f'Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="{kind}/sharedStrings" '
+            'Target="sharedStrings.xml"/></Relationships>'))
+        package.writestr("xl/worksheets/sheet1.xml", f'<worksheet {main}><sheetData><row r="1">'
+                                                     '<c r="A1" t="s"><v>0</v></c></row>'
+                                                     "</sheetData></worksheet>")
+        package.writestr("xl/sharedStrings.xml", (
+            '<?xml version="1.0"?><!DOCTYPE sst [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]>'
+            f"<sst {main}><si><t>&lol2;</t></si></sst>"))
+    with pytest.raises(ExtractionError) as raised:
+        XLSX.extract(buffer.getvalue(), "bomb")
+    assert "\n" not in str(raised.value)
+    assert str(raised.value).endswith("(EntitiesForbidden: EntitiesForbidden(name='lol', "
+                                      "system_id=None, public_id=None))")
+
+
 def test_a_title_row_above_the_header_is_its_own_line():
     from openpyxl import Workbook
 
