@@ -397,18 +397,25 @@ no two heading starts share one ``>`` (``<h1`` 330 times before one ``>`` and 10
 text, repeated over 2 MB, took 12.6 s; found by an attack)."""
 
 
+_INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^>\[]*\[[^\]]*\]\s*>", re.IGNORECASE)
+"""A document type declaration with an internal subset (``<!DOCTYPE html [<!ENTITY e "x">]>``,
+XHTML in an EPUB): an HTML parser ends it at its first ``>``, and the rest (``]>``) was text."""
+
+
 def parsed_html(data: bytes) -> BeautifulSoup:
     """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
     byte-order mark, else the declared charset, else UTF-8 or windows-1252), a heading closed
     by an end tag of another level ended there, as a browser ends it (lxml keeps it open, and
-    SQLite's ``keyword_index.html`` became one heading of 61,358 characters). XHTML is read as
-    HTML on purpose, as browsers read it, without bs4's warning saying so."""
+    SQLite's ``keyword_index.html`` became one heading of 61,358 characters), and a document
+    type's internal subset left out (:data:`_INTERNAL_SUBSET`). XHTML is read as HTML on
+    purpose, as browsers read it, without bs4's warning saying so."""
     import warnings
 
     from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        data = _INTERNAL_SUBSET.sub(b"", data, count=1)  # its entities are never expanded
         return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml")
 
 
@@ -519,7 +526,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"14+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"15+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -115,6 +115,14 @@ def test_a_heading_closed_by_another_level_or_left_open_ends_where_a_browser_end
     assert extracted.sections[-1] == Section("Limits", 6, 41, 3)
 
 
+def test_a_document_types_internal_subset_is_no_text():
+    """Found by an attack: an EPUB chapter declaring an entity began ``]>`` (the parser ended
+    the declaration at its first ``>``); its entity is still never expanded."""
+    page = (b'<?xml version="1.0"?>\n<!DOCTYPE html [\n<!ENTITY e "expanded">\n]>\n'
+            b"<html><body><h1>Chapter</h1><p>Some text &e; here.</p></body></html>")
+    assert extract_html(page, "c").canonical_text == "Chapter\n\nSome text &e; here.\n"
+
+
 def test_title_falls_back_to_the_h1_then_the_stem():
     assert extract_html(b"<h1>Heading</h1><p>x</p>", "stem").title == "Heading"
     assert extract_html(b"<title> </title><p>x</p>", "stem").title == "stem"
