@@ -254,21 +254,20 @@ _NOT_RETRIED = "not retried: unchanged since it failed: "
 kept unread) whose bytes are as they were when it failed."""
 
 
-def _read_again(old: DocumentRecord, fmt: DocumentFormat, digest: str) -> str:
-    """Why a document whose bytes did not change was read again (its row says ``changed``
-    though nobody touched the file): an upgraded extractor or pipeline; ``""`` when its bytes
-    changed, or it was read again after a failure."""
-    if old.content_sha256 != digest or not old.ok:
+def _read_again(was: DocumentRecord, record: DocumentRecord) -> str:
+    """Why a document (a file or a container's member) whose bytes did not change was read
+    again (its row says ``changed`` though nobody touched the file): an upgraded extractor or
+    pipeline; ``""`` when its bytes changed, or it was read again after a failure."""
+    if was.content_sha256 != record.content_sha256 or not was.ok:
         return ""
-    extractor = fmt.extractor()
-    if (old.format, old.extractor, old.extractor_version) != (fmt.name, extractor.name,
-                                                               extractor.version):
-        was = f"{old.extractor} {old.extractor_version}" if old.extractor else old.format
-        return (f"the same bytes, read again by an upgraded extractor ({was} -> "
-                f"{extractor.name} {extractor.version})")
-    if old.pipeline_version != PIPELINE_VERSION:
-        return (f"the same bytes, read again by an upgraded pipeline ({old.pipeline_version} -> "
-                f"{PIPELINE_VERSION})")
+    if (was.format, was.extractor, was.extractor_version) != (record.format, record.extractor,
+                                                              record.extractor_version):
+        before = f"{was.extractor} {was.extractor_version}" if was.extractor else was.format
+        return (f"the same bytes, read again by an upgraded extractor ({before} -> "
+                f"{record.extractor} {record.extractor_version})")
+    if was.pipeline_version != record.pipeline_version:
+        return (f"the same bytes, read again by an upgraded pipeline ({was.pipeline_version} -> "
+                f"{record.pipeline_version})")
     return ""
 
 
@@ -286,20 +285,6 @@ def _vanished_members(prior_ids: list[str], prior: Mapping[str, DocumentRecord],
         if document_id not in listed and record.ok and record.content_sha256:
             gone.setdefault(record.content_sha256, document_id)
     return gone
-
-
-def _member_read_again(was: DocumentRecord, record: DocumentRecord) -> str:
-    """Why a container's member whose bytes did not change was read again (an upgraded
-    extractor or pipeline), as :func:`_read_again` says it for a file; ``""`` otherwise."""
-    if was.content_sha256 != record.content_sha256 or not was.ok:
-        return ""
-    if (was.extractor, was.extractor_version) != (record.extractor, record.extractor_version):
-        return (f"the same bytes, read again by an upgraded extractor ({was.extractor} "
-                f"{was.extractor_version} -> {record.extractor} {record.extractor_version})")
-    if was.pipeline_version != record.pipeline_version:
-        return (f"the same bytes, read again by an upgraded pipeline ({was.pipeline_version} -> "
-                f"{record.pipeline_version})")
-    return ""
 
 
 def _not_retried(record: DocumentRecord) -> str:
@@ -415,7 +400,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     keep(record, Change.ADDED if was is None else Change.UNCHANGED if same
                          else Change.CHANGED,
                          detail=_not_retried(record) if kept_unread else "" if same or was is None
-                         else _member_read_again(was, record))
+                         else _read_again(was, record))
                 continue
             if action == "unread":
                 record = extract_entry(source, entry, settings)[0]
@@ -460,11 +445,11 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                     continue
             extracted += 1
             renamed_from = twin.document_id if old is None and twin is not None else ""
-            again = _read_again(old, fmt, digest) if old is not None else ""
             for record in records_from_bytes(entry.document_id, location, data, fmt, entry.fingerprint,
                                              settings.max_document_seconds):
                 keep(record, Change.RENAMED if renamed_from else Change.CHANGED if old else
-                     Change.ADDED, renamed_from, detail=again)
+                     Change.ADDED, renamed_from,
+                     detail=_read_again(old, record) if old is not None else "")
         source.still_there()
     finally:
         source.close()
