@@ -243,17 +243,20 @@ def _own_name(part: object) -> str:
     return name
 
 
-def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]) -> list[str]:
+def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]
+                     ) -> list[str | None]:
     """A member name for each attachment that says nothing of the others (a reader may be
     shown one attachment and not its siblings): its own file name; ``stem (<tag>).ext`` when
     another attachment has that name; ``attachment-<tag>.ext`` (the extension of its type) for
     one without a name; the tag from its bytes (:func:`content_tag`; ``unreadable`` for a part
-    that cannot be decoded), never from its place. Only parts with the same bytes and name are
-    numbered (``name (2)``)."""
+    that cannot be decoded), never from its place. An attachment of the name and bytes of an
+    earlier one is that one again: None (numbered, ``name (2)``, it told a reader of the copy
+    a rule hid). Parts that cannot be decoded are numbered."""
     own = [_own_name(part) for part in parts]
     shared = {name for name, count in collections.Counter(own).items() if count > 1 and name}
     unique = UniqueNames()
-    names = []
+    seen: set[str] = set()
+    names: list[str | None] = []
     for part, name, payload in zip(parts, own, payloads, strict=True):
         tag = content_tag(payload) if payload is not None else "unreadable"
         if not name:
@@ -263,6 +266,10 @@ def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]) 
         elif name in shared:
             stem, extension = posixpath.splitext(name)
             name = f"{stem} ({tag}){extension}"
+        if payload is not None and name in seen:
+            names.append(None)
+            continue
+        seen.add(name)
         names.append(unique(name))
     return names
 
@@ -402,18 +409,22 @@ class EmlFormat(ContainerFormat):
             raise ExtractionError(f"{len(attachments)} attachments: over the limit of {limit} per "
                                   "message (max_attachments)")
 
+        payloads: list[bytes | None] = []
+        errors: list[str | None] = []
+        for part in attachments:
+            try:
+                payloads.append(_attachment_data(part))
+                errors.append(None)
+            except Exception as exc:  # email's MIME layer on a broken part: that part fails
+                payloads.append(None)
+                errors.append(f"unreadable attachment: {type(exc).__name__}: {exc}")
+        names = attachment_names(attachments, payloads)
+        repeated = names.count(None)
+
         def members() -> Iterator[Member]:
-            payloads: list[bytes | None] = []
-            errors: list[str | None] = []
-            for part in attachments:
-                try:
-                    payloads.append(_attachment_data(part))
-                    errors.append(None)
-                except Exception as exc:  # email's MIME layer on a broken part: that part fails
-                    payloads.append(None)
-                    errors.append(f"unreadable attachment: {type(exc).__name__}: {exc}")
-            for name, payload, error in zip(attachment_names(attachments, payloads), payloads,
-                                            errors, strict=True):
+            for name, payload, error in zip(names, payloads, errors, strict=True):
+                if name is None:  # the same attachment again
+                    continue
                 if payload is None:
                     yield Member(name, error=error)
                     continue
@@ -425,7 +436,9 @@ class EmlFormat(ContainerFormat):
                 unpacking.budget.take(len(payload))
                 yield Member(name, payload)
 
-        return Expansion(own, members(), (("attachments", str(len(attachments))),))
+        notes = (("attachments", str(len(attachments))),
+                 *((("attachments_repeated", str(repeated)),) if repeated else ()))
+        return Expansion(own, members(), notes)
 
 
 def split_mbox(data: bytes) -> list[bytes]:
@@ -448,15 +461,16 @@ MESSAGE_NAME_CHARS = 120
 """The longest a message's name is, from its ``Message-ID`` (ids of 1,000 characters exist)."""
 
 
-def message_names(messages: Sequence[bytes]) -> list[str]:
+def message_names(messages: Sequence[bytes]) -> list[str | None]:
     """A member name for each message of a mailbox: ``<its Message-ID>.eml``, the id's angle
     brackets dropped and each run of characters outside ``A-Za-z0-9._@+=-`` a ``_``, cut at
     :data:`MESSAGE_NAME_CHARS`; ``message-<tag>.eml`` (its bytes' :func:`content_tag`, never
     its place: a reader shown one message learns nothing of the others) for a message without
-    an id (or none left once made safe) or with one an earlier message has."""
+    an id (or none left once made safe) or with one an earlier message has; None for a
+    message whose bytes an earlier one of that name has (the same message again)."""
     from email.parser import BytesHeaderParser
 
-    names: list[str] = []
+    names: list[str | None] = []
     taken: set[str] = set()
     unique = UniqueNames()
     for message in messages:
@@ -466,10 +480,13 @@ def message_names(messages: Sequence[bytes]) -> list[str]:
             found = None
         safe = _UNSAFE_IN_NAME.sub("_", str(found or "").strip().strip("<>").strip())
         safe = safe.strip("._")[:MESSAGE_NAME_CHARS]
-        name = f"{safe}.eml" if safe and f"{safe}.eml" not in taken else \
-            unique(f"message-{content_tag(message)}.eml")
+        if safe and f"{safe}.eml" not in taken:
+            name = f"{safe}.eml"
+        elif (name := f"message-{content_tag(message)}.eml") in taken:
+            names.append(None)  # the same message again
+            continue
         taken.add(name)
-        names.append(name)
+        names.append(unique(name))
     return names
 
 
@@ -494,6 +511,10 @@ class MboxFormat(ContainerFormat):
         if len(messages) > limit:
             raise ExtractionError(f"{len(messages)} messages: over the limit of {limit} per "
                                   "mailbox (max_members)")
+        names = message_names(messages)
         members = (Member(name, message)
-                   for name, message in zip(message_names(messages), messages, strict=True))
-        return Expansion(None, members, (("messages", str(len(messages))),))
+                   for name, message in zip(names, messages, strict=True) if name is not None)
+        repeated = names.count(None)
+        return Expansion(None, members, (("messages", str(len(messages))),
+                                         *((("messages_repeated", str(repeated)),)
+                                           if repeated else ())))

@@ -408,14 +408,16 @@ def test_an_attachments_name_tells_nothing_of_its_siblings(tmp_path: Path):
                            f"notice.eml/report ({staff}).txt"]
     assert names[False] == ["notice.eml/agenda.txt", f"notice.eml/attachment-{unnamed}.txt",
                             "notice.eml/report.txt"]
-    # Two attachments of one name and the same bytes: only they are numbered.
+    # Two attachments of one name and the same bytes are one document, counted (found by an
+    # attack: numbered, "a (tag) (2).txt" told a reader of the copy a rule hid from them).
     twice = message()
     for _ in range(2):
         twice.add_attachment(b"same\n", maintype="text", subtype="plain", filename="a.txt")
     (tmp_path / "notice.eml").write_bytes(twice.as_bytes())
+    records = extract_corpus(tmp_path).records
     same = content_tag(b"same\n")
-    assert [r.document_id for r in extract_corpus(tmp_path).records][1:] == [
-        f"notice.eml/a ({same}).txt", f"notice.eml/a ({same}) (2).txt"]
+    assert [r.document_id for r in records][1:] == [f"notice.eml/a ({same}).txt"]
+    assert records[0].notes[:2] == (("attachments", "2"), ("attachments_repeated", "1"))
 
 
 def test_the_images_an_html_body_shows_are_attachments(tmp_path: Path):
@@ -439,3 +441,13 @@ def test_the_images_an_html_body_shows_are_attachments(tmp_path: Path):
         assert sorted(r.document_id for r in records) == [
             "m.eml", "m.eml/queue-chart.png", *(["m.eml/tickets.csv"] if with_csv else [])]
         assert records[0].notes[0] == ("attachments", "2" if with_csv else "1")
+
+
+def test_a_message_twice_in_a_mailbox_is_one_document():
+    """Found by an attack: the copy was ``message-<tag> (2).eml``, which told a reader of one
+    copy of the other, hidden by a rule."""
+    from rag_pipeline.core.ingest.formats.mail import message_names
+
+    one, other = b"Subject: Note\n\nBody.\n", b"Subject: Other\n\nBody.\n"
+    assert message_names([one, other, one]) == [
+        f"message-{content_tag(one)}.eml", f"message-{content_tag(other)}.eml", None]
