@@ -58,7 +58,7 @@ blocks' zeros from a damaged archive's members (a stream of zeros longer than th
 for padding)."""
 
 
-def _damage(archive: tarfile.TarFile, listed: int) -> str | None:
+def _damage(archive: tarfile.TarFile) -> str | None:
     """Why the listing that just ended is not the archive's end, or None. ``tarfile`` ends a
     listing silently at a header it cannot read or that the stream cuts short, so a flipped
     byte in one header would lose that member and every one after it, unsaid (GNU tar lists
@@ -67,13 +67,12 @@ def _damage(archive: tarfile.TarFile, listed: int) -> str | None:
     consumed = stream.tell() - archive.offset
     if 0 < consumed < tarfile.BLOCKSIZE:
         return (f"tar archive cut short: it ends inside a member header at byte {archive.offset:,} "
-                f"of the unpacked archive ({listed} member(s) listed before it)")
+                "of the unpacked archive")
     read = 0
     while read < TRAILER_READ_BYTES and (block := stream.read(1024 * 1024)):
         if any(block):
             return (f"damaged tar archive: the member header at byte {archive.offset:,} of the "
-                    f"unpacked archive is unreadable, so the members after it cannot be listed "
-                    f"({listed} member(s) listed before it)")
+                    "unpacked archive is unreadable, so the members after it cannot be listed")
         read += len(block)
     return None
 
@@ -122,7 +121,7 @@ class TarFormat(ContainerFormat):
                                                   "per archive (max_members)")
                         if info.size > budget.remaining:
                             raise ExtractionError(
-                                f"member {info.name!r} declares {info.size} bytes: over the limit "
+                                f"a member declares {info.size} bytes: over the limit "
                                 f"of {budget.limit} bytes expanded (max_expanded_bytes), a tar bomb "
                                 "or an archive too large to index")
                         budget.take(info.size)
@@ -148,7 +147,7 @@ class TarFormat(ContainerFormat):
                         else:
                             stream = archive.extractfile(info)
                             yield Member(name, stream.read() if stream is not None else b"")
-                    damage = _damage(archive, count)
+                    damage = _damage(archive)
                     if damage is not None:
                         raise ExtractionError(damage)
             except (tarfile.TarError, OSError, EOFError, zlib.error, TypeError, ValueError) as exc:
@@ -156,8 +155,7 @@ class TarFormat(ContainerFormat):
                     raise ExtractionError(
                         f"tar archive cut short: its compressed stream ends before the archive "
                         f"does, at or after the member header at byte {archive.offset:,} of the "
-                        f"unpacked archive ({count} member(s) listed; {type(exc).__name__}: "
-                        f"{exc})") from exc
+                        f"unpacked archive ({type(exc).__name__}: {exc})") from exc
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
 
         return Expansion(None, members())

@@ -174,7 +174,7 @@ class ZipFormat(ContainerFormat):
         infos = [info for info in archive.infolist() if not info.is_dir()]
         limits = unpacking.limits
         if len(infos) > limits.max_members:
-            raise ExtractionError(f"{len(infos)} members: over the limit of {limits.max_members} "
+            raise ExtractionError(f"more than {limits.max_members} members: over the limit "
                                   "per archive (max_members)")
         declared = sum(info.file_size for info in infos)
         budget = unpacking.budget
