@@ -406,8 +406,8 @@ class EmlFormat(ContainerFormat):
         own, attachments = read_message(data, stem)
         limit = unpacking.limits.max_attachments
         if len(attachments) > limit:
-            raise ExtractionError(f"{len(attachments)} attachments: over the limit of {limit} per "
-                                  "message (max_attachments)")
+            raise ExtractionError(f"more than {limit} attachments: over the limit per message "
+                                  "(max_attachments)")
 
         payloads: list[bytes | None] = []
         errors: list[str | None] = []
@@ -509,7 +509,7 @@ class MboxFormat(ContainerFormat):
         messages = split_mbox(data)
         limit = unpacking.limits.max_members
         if len(messages) > limit:
-            raise ExtractionError(f"{len(messages)} messages: over the limit of {limit} per "
+            raise ExtractionError(f"more than {limit} messages: over the limit per "
                                   "mailbox (max_members)")
         names = message_names(messages)
         members = (Member(name, message)
