@@ -180,8 +180,10 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
         gone = (f" (no longer in the corpus: still served by {serving}, behind the latest "
                 "documents)") if latest is not None and document_id not in current else ""
         echo(f"  unreadable {document_id}: {unreadable_reason(policy, document_id)}{gone}")
+    from rag_pipeline.core.index.access_table import UNMATCHED_GLOB
+
     for glob in report.unmatched:
-        echo(f"  warning: [access] glob {glob!r} matches no document")
+        echo("  warning: " + UNMATCHED_GLOB.format(glob=glob))
     from rag_pipeline.core.storage.warehouse import open_to_every_user
 
     if (opened := open_to_every_user(warehouse.data_dir)) is not None:

@@ -247,10 +247,13 @@ def test_a_rule_edit_relabels_in_a_new_generation_with_byte_identical_vectors(
                             capture_output=True, text=True, timeout=600).stdout
     assert "  the served `access` table of header labels other rules (or none): " in status
     # A glob naming no document is said by `index` itself (found by an operator's upgrade: a
-    # rule naming a renamed attachment widened its readers, said only by `status`).
+    # rule naming a renamed attachment widened its readers, said only by `status`), in the
+    # words `status` says it with.
     from rag_pipeline.core.index.access_table import UNMATCHED_GLOB
 
-    assert f"warning: {UNMATCHED_GLOB.format(glob='guide/retired.md')}" in index().splitlines()
+    unmatched = f"warning: {UNMATCHED_GLOB.format(glob='guide/retired.md')}"
+    assert f"  {unmatched}" in status.splitlines()
+    assert unmatched in index().splitlines()
     (after,) = current_generations(warehouse)
     assert after.id != before.id
     assert {t for t in after.files if after.files[t] != before.files[t]} == {"access"}
