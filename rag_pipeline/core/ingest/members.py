@@ -162,11 +162,12 @@ def read_bounded(stream: BinaryIO, limit: int, what: str) -> bytes:
             raise ExtractionError(f"expands to over {limit} bytes ({what})")
 
 
-def check_ratio(expanded: int, compressed: int, limits: ContainerLimits) -> str | None:
-    """Why ``expanded`` bytes from ``compressed`` ones is a bomb, or ``None``."""
+def check_ratio(expanded: int, compressed: int, limits: ContainerLimits,
+                kind: str = "zip") -> str | None:
+    """Why ``expanded`` bytes from ``compressed`` ones is a bomb (a ``kind`` bomb), or ``None``."""
     if expanded > RATIO_FLOOR_BYTES and expanded > limits.max_ratio * max(compressed, 1):
         return (f"expands {expanded / max(compressed, 1):.0f} times its compressed size, over the "
-                f"limit of {limits.max_ratio:g} (max_ratio): a zip bomb")
+                f"limit of {limits.max_ratio:g} (max_ratio): a {kind} bomb")
     return None
 
 

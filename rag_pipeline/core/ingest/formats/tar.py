@@ -91,7 +91,7 @@ class TarFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("tar-members", "6")
+        return Extractor("tar-members", "7")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The regular-file members in the archive's order, checked as they stream by.
@@ -108,7 +108,7 @@ class TarFormat(ContainerFormat):
                                        tarinfo=_BoundedTarInfo)
             except (tarfile.TarError, OSError, EOFError, TypeError, ValueError) as exc:
                 raise ExtractionError(f"unreadable tar archive: {type(exc).__name__}: {exc}") from exc
-            count = 0
+            count = content = 0
             names = UniqueNames()
             try:
                 with archive:
@@ -125,7 +125,11 @@ class TarFormat(ContainerFormat):
                                 f"of {budget.limit} bytes expanded (max_expanded_bytes), a tar bomb "
                                 "or an archive too large to index")
                         budget.take(info.size)
-                        bomb = check_ratio(archive.offset + info.size, len(data), limits)
+                        # The members' bytes, not the tar's: its 512-byte headers and padding
+                        # make an archive of many small files expand 100-fold (max_members
+                        # bounds them).
+                        content += info.size
+                        bomb = check_ratio(content, len(data), limits, "tar")
                         if bomb:
                             raise ExtractionError(bomb)
                         name, unsafe = safe_member_name(info.name)
