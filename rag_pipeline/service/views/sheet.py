@@ -199,14 +199,15 @@ def read_ods(data: bytes, sheet: str | None, window: Window) -> Shown:
     from rag_pipeline.core.ingest.formats.odf import ods_sheets
 
     read = ods_sheets(data)
-    sheets = {name: rows for name, rows, _ in read}
+    sheets = {name: (rows, merged) for name, rows, _, merged in read}
     names = tuple(sheets)
-    hidden = frozenset(name for name, _, is_hidden in read if is_hidden)
+    hidden = frozenset(name for name, _, is_hidden, _ in read if is_hidden)
     sheet = (names[0] if names else "") if sheet is None else sheet
     if sheet not in sheets:
         return Shown(names, None, None, hidden)
-    return _shown(sheet, ((number, lambda cells=cells: list(cells)) for number, cells in sheets[sheet]),
-                  window, names, hidden)
+    rows, merged = sheets[sheet]
+    return _shown(sheet, ((number, lambda cells=cells: list(cells)) for number, cells in rows),
+                  window, names, hidden, merged)
 
 
 SHEET_READERS: dict[str, Callable[[bytes, str | None, Window], Shown]] = {"xlsx": read_xlsx,

@@ -325,3 +325,48 @@ def test_a_two_row_header_is_shown_whole_and_a_merged_cell_shows_its_value(tmp_p
             '<tr class="gap"><th scope="row">&#8942;</th><td colspan="5">rows 3 to 6</td></tr>') in body
     assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
             '<td class="num cited">55</td>') in body
+
+
+def test_an_ods_merged_cell_shows_its_value_in_each_of_its_cells(tmp_path: Path):
+    """As in XLSX: found by an analyst, an ODS merged area showed its value in its first cell
+    only (the heading over two columns, the region merged down to the cited row)."""
+    import io
+
+    from odf import table, text
+    from odf.opendocument import OpenDocumentSpreadsheet
+
+    def cell(value: str, **spans: int) -> object:
+        made = table.TableCell(**spans)
+        made.addElement(text.P(text=value))
+        return made
+
+    grid = table.Table(name="Quarterly")
+    rows = [[cell("Region", numberrowsspanned=2), cell("Q1", numbercolumnsspanned=2),
+             table.CoveredTableCell()],
+            [table.CoveredTableCell(), cell("Plan"), cell("Actual")],
+            *[[cell(f"Area {n}"), cell(str(n)), cell(str(n + 1))] for n in range(3, 11)],
+            [cell("East", numberrowsspanned=2), cell("54"), cell("268")],
+            [table.CoveredTableCell(), cell("55"), cell("159")]]
+    for cells in rows:
+        row = table.TableRow()
+        for made in cells:
+            row.addElement(made)
+        grid.addElement(row)
+    document = OpenDocumentSpreadsheet()
+    document.spreadsheet.addElement(grid)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    data = buffer.getvalue()
+    path = tmp_path / "kpi.ods"
+    path.write_bytes(data)
+    extracted = format_named("ods").extract(data, "kpi")
+    anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A12:C12"))
+    info = DocumentInfo("kpi.ods", "kpi", str(path), "ods", extracted.anchors, extracted.tables,
+                        hashlib.sha256(data).hexdigest())
+    body = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end)).body
+    assert ('<tr class="header-row"><th scope="row">1</th><td>Region</td><td>Q1</td>'
+            '<td class="merged">Q1</td></tr>'
+            '<tr class="header-row"><th scope="row">2</th><td class="merged">Region</td>'
+            '<td>Plan</td><td>Actual</td></tr>') in body
+    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
+            '<td class="num cited">55</td>') in body

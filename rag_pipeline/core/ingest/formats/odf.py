@@ -642,16 +642,21 @@ def _tables(package: _Package) -> Iterator[tuple[str, object, bool]]:
 
 
 def ods_sheets(data: bytes, limits: OfficeLimits | None = None
-               ) -> list[tuple[str, list[tuple[int, tuple[str, ...]]], bool]]:
-    """Each sheet of an ODS file as ``(name, rows, hidden)``, a row its number and the text
-    its cells show, read as :class:`OdsFormat` reads them (for a view of the sheet).
+               ) -> list[tuple[str, list[tuple[int, tuple[str, ...]]], bool, MergedCells]]:
+    """Each sheet of an ODS file as ``(name, rows, hidden, merged)``, a row its number and the
+    text its cells show, read as :class:`OdsFormat` reads them (for a view of the sheet), and its
+    merged cells.
 
     Raises:
         ExtractionError: As :meth:`OdsFormat.extract`.
     """
     package = _package(data, "ODS", limits or OfficeLimits())
     budget = _Budget()
-    return [(name, _sheet_rows(table, budget)[0], hidden) for name, table, hidden in _tables(package)]
+    sheets = []
+    for name, table, hidden in _tables(package):
+        rows, merged = _sheet_rows(table, budget)
+        sheets.append((name, rows, hidden, merged))
+    return sheets
 
 
 class OdsFormat(_OdfFormat):
