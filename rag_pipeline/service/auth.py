@@ -11,7 +11,8 @@ needs one of:
   (a sibling host can set a plain ``rag_session`` for this one, never a ``__Host-`` cookie;
   with ``--behind-https`` a plain cookie is never accepted, so a session of another's choosing
   is never put on a reader). A page signing in again with the same token continues its
-  sign-in; ``DELETE /session`` ends the whole sign-in and clears both cookies. A revoked token
+  sign-in; ``DELETE /session`` ends the whole sign-in and clears both cookies; ``GET /session``
+  says whether the request is signed in, and as whom (never a 401). A revoked token
   ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
   request that comes from ADDR itself. From any other address the header is ignored (and the
@@ -60,7 +61,7 @@ USER_HEADER = "X-Forwarded-User"
 ``proxy:<user>``, so each user has a feedback rate of their own."""
 MAX_USER_CHARS = 200
 ANONYMOUS_PATHS = frozenset({"/health", "/session"})
-"""Paths every caller reaches (``/session`` checks the token it is given itself)."""
+"""Paths every caller reaches (``/session`` checks the token or session it is given itself)."""
 MAX_SESSIONS = 10_000
 MAX_SESSIONS_PER_TOKEN = 64
 """Sessions one token holds at most (its tabs and browsers): more end its oldest, so that one
@@ -471,6 +472,16 @@ def _session_router(access: AccessState) -> APIRouter:
         response.set_cookie(SECURE_SESSION_COOKIE if secure else SESSION_COOKIE, session,
                             httponly=True, samesite="strict", path="/", secure=secure)
         return response
+
+    @router.get("/session", summary="Whether this request is signed in, and as whom (never a 401)")
+    def signed_in_as(request: Request) -> JSONResponse:
+        try:
+            who = access.authenticate(request.headers.raw,
+                                      request.client.host if request.client else None)
+        except AuthError:
+            return JSONResponse({"signed_in": False})
+        return JSONResponse({"signed_in": True, "name": who.name,
+                             "groups": None if who.groups is None else sorted(who.groups)})
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:

@@ -103,6 +103,7 @@ def probes(setup: Setup) -> list[tuple[str, str, dict]]:
             ("GET", "/status", {}), ("GET", "/openapi.json", {}), ("GET", "/docs", {}),
             ("GET", "/nowhere", {}), ("GET", f"/reports/{setup.model_key}", {}),
             ("GET", "/reports/not-a-key", {}), ("POST", "/session", {"json": {"token": "rp_bad"}}),
+            ("GET", "/session", {}),
             ("POST", "/session", {"json": {"nope": 1}})]
     for document in [*DOCS, "hr/none.md"]:
         out += [("GET", f"/documents/{document}", {}),
@@ -298,6 +299,27 @@ def test_a_session_cookie_stands_for_the_token_until_it_is_cleared(setup: Setup,
     assert client.get("/status").status_code == 401
     secure_id = secure_cookie.split(";", 1)[0].split("=", 1)[1]
     assert client.get("/status", cookies={SECURE_SESSION_COOKIE: secure_id}).status_code == 200
+
+
+def test_get_session_says_who_is_signed_in_and_never_answers_401(setup: Setup):
+    client = TestClient(setup.client.app, client=(STRANGER, 4008))
+    answers = [client.get("/session"),
+               client.get("/session", headers=bearer(setup.tokens["hr"])),
+               client.get("/session", headers=bearer(setup.tokens["revoked"])),
+               client.get("/session", headers={"X-Forwarded-Groups": "hr"}),
+               setup.client.get("/session", headers={"X-Forwarded-Groups": "staff"})]
+    client.post("/session", json={"token": setup.tokens["eng"]})
+    answers.append(client.get("/session"))
+    client.delete("/session")
+    answers.append(client.get("/session"))
+    assert [(a.status_code, a.json()) for a in answers] == [
+        (200, {"signed_in": False}),
+        (200, {"signed_in": True, "name": "hr-user", "groups": ["hr"]}),
+        (200, {"signed_in": False}),
+        (200, {"signed_in": False}),  # the groups header from anywhere but the proxy
+        (200, {"signed_in": True, "name": "proxy", "groups": ["staff"]}),
+        (200, {"signed_in": True, "name": "eng-user", "groups": ["eng"]}),
+        (200, {"signed_in": False})]
 
 
 def test_signing_in_again_continues_the_sign_in_and_signing_out_ends_all_of_it(setup: Setup):

@@ -184,7 +184,7 @@ def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Pa
                         ["GET", "/documents/{document_id}"], ["GET", "/page-images/{document_id}"],
                         ["GET", "/originals/{document_id}"], ["GET", "/status/documents"],
                         ["POST", "/feedback"], ["GET", "/reports/{model_key}"],
-                        ["POST", "/session"], ["DELETE", "/session"]]
+                        ["GET", "/session"], ["POST", "/session"], ["DELETE", "/session"]]
         assert page.inner_text("h1") == "rag-pipeline query service"
         page.click("a[href='/openapi.json']")
         page.wait_for_url(base_url + "/openapi.json", timeout=TIMEOUT_MS)

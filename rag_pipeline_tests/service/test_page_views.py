@@ -244,7 +244,9 @@ def test_a_tab_coming_back_into_view_makes_the_browsers_session_its_own_again(ba
             request = route.request
             path = request.url.removeprefix(base_url).split("?")[0]
             if path == "/session":
-                seen.append((request.method, request.headers.get("authorization")))
+                # A load without a kept token asks only who is signed in (GET): not a sign-in.
+                if request.method != "GET":
+                    seen.append((request.method, request.headers.get("authorization")))
                 route.fulfill(status=204, body="")
             else:
                 route.continue_()
@@ -486,3 +488,37 @@ def test_a_session_tab_clears_what_it_showed_when_someone_else_signed_in_since(b
         assert page.inner_text("#result") == (
             "Someone else signed in in this browser since: what this tab showed was cleared.")
         assert page.input_value("#question") == ""
+
+
+def test_a_first_visit_shows_the_sign_in_prompt_and_logs_no_401(built: ViewsIndex,
+                                                                 hashed_embedder: HashedEmbedder,
+                                                                 tmp_path: Path):
+    """Found by a user's trial in Chromium: with [access], a first visit logged "401
+    (Unauthorized)" in the console, the page asking for /status before anyone signed in. A real
+    service with access: the page asks GET /session first."""
+    from rag_pipeline.core.config.access import AccessPolicy, AccessRule
+    from rag_pipeline.service.auth import AccessState
+    from rag_pipeline.service.tokens import TokenStore
+
+    store = TokenStore(tmp_path / "tokens")
+    token = store.add("eng-user", ("eng",))
+    access = AccessState(AccessPolicy((AccessRule("**", ("eng",)),)), store, poll_seconds=3600)
+    errors: list[str] = []
+    requested: list[str] = []
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
+                          lambda: hashed_embedder, poll_seconds=3600, access=access) as service,
+          serve_in_thread(create_app(service)) as url,
+          chromium_page(tmp_path / "profile") as page):
+        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+        page.on("request", lambda request: requested.append(
+            f"{request.method} {request.url.removeprefix(url)}"))
+        page.goto(url + "/")
+        page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
+        assert (page.inner_text("#served"), page.locator("#sign-out").is_hidden()) == (
+            "Sign in to see what this index holds.", True)
+        page.fill("#token", token)
+        page.click("#login-form button")
+        page.wait_for_selector("#served:has-text('passages from')", timeout=TIMEOUT_MS)
+        page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+    assert errors == []
+    assert requested[:4] == ["GET /", "GET /session", "POST /session", "GET /status"]
