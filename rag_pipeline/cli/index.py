@@ -99,6 +99,21 @@ def _index_lock(home: Path) -> Iterator[int]:
               f"lock {exc.path}): wait for it to finish or stop it")
 
 
+@contextmanager
+def _data_folder_lock(data_dir: Path) -> Iterator[None]:
+    """One ``index`` per data folder, whatever its Dagster home: two instances' runs would
+    publish, and collect the garbage of, one set of tables at once."""
+    from rag_pipeline.core.runtime.processes import LockHeldError, exclusive_lock
+
+    try:
+        with exclusive_lock(data_dir / INDEX_LOCK, "rag-pipeline index", wait_seconds=60):
+            yield
+    except LockHeldError as exc:
+        holder = exc.holder.describe() if exc.holder else "holder unknown"
+        fail(f"another `rag-pipeline index` is running on this data folder, with another Dagster "
+             f"home ({holder}; lock {exc.path}): wait for it to finish or stop it")
+
+
 _LOCAL_STOP = ("the runs of this index are stopped and marked canceled; the published index is "
                "as it was")
 _DAEMON_STOP = ("the runs already launched go on under the running Dagster daemon (the Dagster "
@@ -215,8 +230,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     stop_note = [_LOCAL_STOP]
     started = time.time()
     try:
-        with worker, _index_lock(home) as lock_fd, _stop_on_signals(stop_note) as latch, \
-                open_instance(home, waiting=echo) as instance:
+        with worker, _index_lock(home) as lock_fd, _data_folder_lock(warehouse.data_dir), \
+                _stop_on_signals(stop_note) as latch, open_instance(home, waiting=echo) as instance:
             from rag_pipeline.core.evaluation.gold import no_gold_set_reason
             from rag_pipeline.core.index.model_inventory import inventory
             from rag_pipeline.core.index.plan import index_plan

@@ -35,6 +35,42 @@ def test_a_dagster_home_that_is_a_file_is_one_line_naming_it_before_any_work(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dagster_home"]
 
 
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from rag_pipeline.core.runtime.processes import exclusive_lock
+with exclusive_lock(Path(sys.argv[1]), "rag-pipeline index"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_second_index_on_one_data_folder_from_another_dagster_home_refuses(
+        tmp_path, monkeypatch: pytest.MonkeyPatch):
+    # Found by an operator: two `index` on one data folder with two Dagster homes both ran
+    # (the lock was the home's alone), publishing and collecting the garbage of one warehouse.
+    data = tmp_path / "data"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(data / "rag-pipeline-index.lock")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        home = tmp_path / "other_home"
+        home.mkdir()
+        env = {**os.environ, "DAGSTER_HOME": str(home), ENV_DATA_DIR: str(data)}
+        refused = subprocess.run([*CLI, "index"], cwd=PROJECT_ROOT, env=env, text=True,
+                                 capture_output=True, timeout=300)
+        prefix = (f"error: another `rag-pipeline index` is running on this data folder, with "
+                  f"another Dagster home (pid {holder.pid}, started ")
+        last = refused.stderr.splitlines()[-1]
+        assert (refused.returncode, last[:len(prefix)], last.endswith(": wait for it to finish or stop it")
+                ) == (2, prefix, True)
+        assert processes_on_home(home) == []
+        assert sorted(p.name for p in data.iterdir()) == ["rag-pipeline-index.lock"]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 @pytest.mark.parametrize("command", [["index"], ["eval"]])
 def test_an_eval_folder_variable_naming_no_folder_fails_before_any_work(
         tmp_path, monkeypatch: pytest.MonkeyPatch, command: list[str]):
