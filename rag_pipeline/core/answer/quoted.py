@@ -402,6 +402,41 @@ def _first_cell(row: str) -> str:
     return row.split(" | ", 1)[0]
 
 
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?<!-)(?![\w-])")
+"""A command's option as a manual writes it (``--one-file-system``, ``-N``)."""
+_NAME = re.compile(r"(?<![\w-])(?=[A-Z0-9_]*[A-Z])[A-Z][A-Z0-9_]{2,}(?![\w-])")
+"""A name in capitals, of three characters or more (``HISTSIZE``, ``SQLITE_MAX_COLUMN``)."""
+
+
+def _of_the_named_terms(candidates: list[_Candidate], question: str) -> list[_Candidate]:
+    """``candidates`` without those about another option or name in capitals than the question
+    names (:data:`_OPTION`, :data:`_NAME`), when one is about the question's. A section titled
+    by one is about it alone: when a cited section is titled by the name the question names, its
+    siblings titled by other names are not about it (``HISTFILESIZE``'s "The shell sets the
+    default value to the value of HISTSIZE" is not about ``HISTSIZE``, whose own section says
+    500). Under any other title a paragraph or row is about the options it holds (``--create``'s
+    exit code is not about ``--one-file-system``); a name in capitals in prose (``POSIX``,
+    ``NOTE``) says too little for that."""
+    for shape, in_prose in ((_OPTION, True), (_NAME, False)):
+        named = {term for term in shape.findall(question) if term.lower() not in ENGLISH_STOPWORDS}
+        if not named:
+            continue
+        about = [_terms_about(c, shape, in_prose) for c in candidates]
+        if any(found & named for found in about):
+            candidates = [c for c, found in zip(candidates, about, strict=True)
+                          if not found or found & named]
+    return candidates
+
+
+def _terms_about(candidate: _Candidate, shape: re.Pattern[str], in_prose: bool) -> set[str]:
+    """The terms of ``shape`` ``candidate`` is about: its section's title when that is one
+    term of it, else (``in_prose``) those its paragraph or row holds."""
+    title = candidate.section.strip()
+    if shape.fullmatch(title):
+        return {title}
+    return set(shape.findall(candidate.context)) if in_prose else set()
+
+
 _DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?![\d-])")
 """A date as ISO 8601 writes it (``2026-03-02``): a spreadsheet's cells show dates so."""
 
@@ -484,9 +519,9 @@ def quoted_answer(question: str, query: np.ndarray, citations: Sequence[Citation
             is then its vector): the question without the codes every quoted source holds.
     """
     settings = settings or QuoteSettings()
-    candidates = _of_the_named_dates(_of_the_named_codes(_of_the_named_labels(
+    candidates = _of_the_named_terms(_of_the_named_dates(_of_the_named_codes(_of_the_named_labels(
         _candidates(citations, headers, tables or [QuoteTables()] * len(citations)), question),
-        question), question)
+        question), question), question)
     if not candidates:
         return []
     similarity, alone = _similarities(candidates, query, embed, settings.in_context)

@@ -256,6 +256,55 @@ def test_a_named_code_keeps_the_sentences_of_its_own_paragraph_or_row():
     assert [q.text for q in quoted] == ["WH-0452 | Brno Zone D | 3,500"]
 
 
+def test_a_named_variable_keeps_its_own_sections_sentences_and_a_named_option_its_paragraph():
+    # Found by a new user with bash's and tar's manuals: "What default value does bash set for
+    # HISTSIZE?" quoted HISTFILESIZE's "... to the value of HISTSIZE ..." first, and "What does
+    # the tar option --one-file-system do?" the exit code of --create first.
+    histfilesize = ("The maximum number of lines contained in the history file. The shell sets "
+                    "the default value to the value of HISTSIZE after reading any startup files.")
+    histsize = ("The number of commands to remember in the command history. The shell sets the "
+                "default value to 500 after reading any startup files.")
+    shell = "Bash is an sh-compatible command language interpreter, as POSIX describes it."
+    sections = [("HISTFILESIZE", histfilesize), ("HISTSIZE", histsize), ("DESCRIPTION", shell)]
+    cited = [Citation(i, "bash.pdf", "bash", title, "#page=20", 0, len(text), text, 0.4, "",
+                      section=title) for i, (title, text) in enumerate(sections, start=1)]
+
+    def closer_to_histsize_named(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "value of HISTSIZE" in t else [0.9, 0.436] for t in texts],
+                        np.float32)
+
+    def ask(question: str, citations: list[Citation]) -> list[str]:
+        return [q.text for q in quoted_answer(
+            question, np.array([1.0, 0.0], np.float32), citations, [""] * len(citations),
+            closer_to_histsize_named, QuoteSettings(max_sentences=1, in_context=False))]
+
+    assert ask("What default value does bash set for HISTSIZE?", cited) == [
+        "The shell sets the default value to 500 after reading any startup files."]
+    # No cited section titled by the name: the sentences are scored as before, and a name in
+    # capitals in prose (POSIX) drops nothing.
+    assert ask("What default value does bash set for HISTSIZE?", [cited[0], cited[2]]) == [
+        "The shell sets the default value to the value of HISTSIZE after reading any startup files."]
+    assert ask("Which standard does bash follow, POSIX?", cited) == [
+        "The shell sets the default value to the value of HISTSIZE after reading any startup files."]
+    options = ("--one-file-system\n  Stay in local file system when creating archive.\n\n"
+               "--recursion\n  Recurse into directories (default).")
+    status = ("If tar was given one of the --create, --append or --update options, this exit "
+              "code means that some files were changed while being archived.")
+    local = Citation(1, "tar.1", "tar", "Local file selection", "#char=0,90", 0, len(options),
+                     options, 0.4, "", section="Local file selection")
+    exit_code = Citation(2, "tar.1", "tar", "RETURN VALUE", "#char=900,1000", 900, 900 + len(status),
+                         status, 0.4, "", section="RETURN VALUE")
+
+    def closer_to_the_exit_code(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "exit code" in t else [0.8, 0.6] for t in texts], np.float32)
+
+    quoted = quoted_answer("What does the tar option --one-file-system do?",
+                           np.array([1.0, 0.0], np.float32), [local, exit_code], ["", ""],
+                           closer_to_the_exit_code, QuoteSettings(margin=0.0, in_context=False))
+    assert [q.text for q in quoted] == [
+        "--one-file-system\n  Stay in local file system when creating archive."]
+
+
 def test_a_named_date_keeps_the_rows_holding_it_and_drops_the_other_dates_rows():
     """Found by a new team: asked for the on-call of the week starting 2026-03-02, the quoted
     answer put the rows of 2026-03-23 and 2026-02-09 before the week's own."""
