@@ -25,7 +25,10 @@ A question naming a code (``INC-2026-038``, ``WH-0452``: :mod:`rag_pipeline.core
 identifiers`) is answered, the same way, from the paragraphs and table rows holding it when any
 does: a sentence whose paragraph (or row) holds only look-alikes of it (``INC-2026-044``) is
 about another record. Without this, "Who was the incident commander for INC-2026-038?" quoted
-the next incident's "Incident commander: Luis Moreno." from the same chunk.
+the next incident's "Incident commander: Luis Moreno." from the same chunk. An option or a
+name in capitals the question names (``--one-file-system``, ``HISTSIZE``) keeps, the same way,
+the sentences about it: its own section's, when a cited section is titled by it, or the
+paragraphs holding the option (:func:`_of_the_named_terms`).
 """
 
 from __future__ import annotations
