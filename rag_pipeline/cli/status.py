@@ -36,6 +36,7 @@ def status(invocation: Invocation) -> None:
     from rag_pipeline.core.storage.warehouse import CorruptFileError, IndexNotBuiltError
 
     warehouse = invocation.warehouse
+    building = _index_running(warehouse.data_dir)
     try:
         if invocation.location is not None:
             # Another machine may have published since: refresh the local DuckDB snapshot
@@ -45,10 +46,17 @@ def status(invocation: Invocation) -> None:
             _snapshot_in_step(warehouse)
         report = index_status(warehouse)
     except IndexNotBuiltError as exc:
-        fail(str(exc))
+        message = str(exc)
+        if building is not None and message.endswith(IndexNotBuiltError.HINT):
+            message = (message.removesuffix(IndexNotBuiltError.HINT)
+                       + f"the running `index` ({building}) is building it")
+        fail(message)
     except CorruptFileError:  # a pointer or a manifest that does not parse: say which, and how
         _echo_unhealthy(unhealthy_files(warehouse), invocation)
         sys.exit(1)
+    if building is not None:
+        echo(f"an `index` is running on this data folder ({building}): what it builds is served "
+             "when it publishes")
     skipped = f"{len(report.documents_skipped)} skipped, " if report.documents_skipped else ""
     echo(f"documents: {report.documents_ok} ok, {len(report.documents_failed)} failed, "
                f"{skipped}{len(report.stale_documents)} stale")
@@ -73,11 +81,12 @@ def status(invocation: Invocation) -> None:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
     if not report.partitions:
-        echo("(nothing served yet: no partition has published a generation; "
-             f"`{invocation.command('index')}` builds them)")
+        builds = ("the running `index` builds them" if building is not None
+                  else f"`{invocation.command('index')}` builds them")
+        echo(f"(nothing served yet: no partition has published a generation; {builds})")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
     behind = _behind(warehouse)
-    _echo_behind(behind, config, invocation)
+    _echo_behind(behind, config, invocation, building is not None)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
     if report.partitions:
@@ -214,14 +223,32 @@ def _print_access(warehouse, config: Callable[[], ProjectConfig], invocation: In
 
 
 def _echo_behind(behind: Sequence[Generation], config: Callable[[], ProjectConfig],
-                 invocation: Invocation) -> None:
+                 invocation: Invocation, building: bool = False) -> None:
     """A line per served generation ``behind`` the latest documents (the run that would have
     brought it up to them was stopped, failed or has not run yet), with the ``index`` that
-    builds it by ``config()``."""
+    builds it by ``config()``; while an ``index`` runs (``building``), that it may be building
+    it."""
     for generation in behind:
+        if building:
+            echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older "
+                 "than the latest written (the running `index` brings it up to date if its "
+                 "profile builds it)")
+            continue
         fix = _index_that_builds(config(), invocation, generation.chunker, generation.model)
         echo(f"  behind  {generation.chunker} x {generation.model}: serves documents older than "
              f"the latest written (its index run was stopped, failed or has not run yet); {fix}")
+
+
+def _index_running(data_dir) -> str | None:
+    """Who runs an ``index`` on the data folder now (``pid N, started T``), or None."""
+    from rag_pipeline.core.runtime.processes import lock_held, lock_holder
+    from rag_pipeline.project_paths import INDEX_LOCK
+
+    lock = data_dir / INDEX_LOCK
+    if not lock_held(lock):
+        return None
+    holder = lock_holder(lock)
+    return holder.describe() if holder is not None else "holder unknown"
 
 
 def _behind(warehouse) -> list[Generation]:

@@ -382,3 +382,70 @@ def test_status_rebuilds_a_snapshot_that_shows_other_than_the_published_tables(t
                for line in result.output.splitlines()), result.output
     again = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
     assert not again.output.startswith("note:"), again.output
+
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from rag_pipeline.core.runtime.processes import exclusive_lock
+with exclusive_lock(Path(sys.argv[1]), "rag-pipeline index"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_status_during_an_index_says_it_runs_and_advises_no_second_one(tmp_path: Path):
+    # Found by an operator: during an `index`, status said its partition's run "was stopped,
+    # failed or has not run yet" and advised `index`, which then refused (one runs already).
+    import subprocess
+    import sys
+
+    from rag_pipeline.core.index.build import write_documents
+    from rag_pipeline.core.ingest.corpus import extract_corpus
+    from rag_pipeline.core.storage.table_names import DOCUMENTS
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    def status(data: Path) -> tuple[int, list[str]]:
+        result = CliRunner().invoke(main, ["--data-dir", str(data), "status"])
+        return result.exit_code, result.output.splitlines()
+
+    empty, first, built_dir = tmp_path / "empty", tmp_path / "first", tmp_path / "built"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# A\n\nOne paragraph.\n", encoding="utf-8")
+    write_documents(Warehouse(first), extract_corpus(corpus).records)
+    built = build_index(built_dir, HashedEmbedder(), docs=topic_docs())
+    warehouse = Warehouse(built.data_dir)
+    documents = warehouse.read_file(warehouse.version(DOCUMENTS).file)
+    warehouse.write(DOCUMENTS, documents.slice(1))
+    holders = []
+    try:
+        for data in (empty, first, built.data_dir):
+            data.mkdir(parents=True, exist_ok=True)
+            holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK,
+                                       str(data / "rag-pipeline-index.lock")],
+                                      stdout=subprocess.PIPE, text=True)
+            holders.append(holder)
+            assert holder.stdout.readline() == "held\n"
+        running = [f"an `index` is running on this data folder (pid {h.pid}, started " for h in holders]
+        result = CliRunner().invoke(main, ["--data-dir", str(empty), "status"])
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr.startswith(f"error: no index built yet in the data folder {empty}: "
+                                        f"the running `index` (pid {holders[0].pid}, started ")
+        code, lines = status(first)
+        assert (code, lines[0].startswith(running[1]), lines[3]) == (0, True, (
+            "(nothing served yet: no partition has published a generation; the running `index` "
+            "builds them)")), lines
+        code, lines = status(built.data_dir)
+        assert (code, sum(line.startswith(running[2]) for line in lines)) == (0, 1), lines
+        assert [line for line in lines if "behind" in line] == [
+            f"  behind  header x {built.index.model_key}: serves documents older than the latest "
+            "written (the running `index` brings it up to date if its profile builds it)"]
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
+    # Ended: as before.
+    assert "its index run was stopped, failed or has not run yet" in "\n".join(
+        status(built.data_dir)[1])
