@@ -407,7 +407,7 @@ def _first_cell(row: str) -> str:
 
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?<!-)(?![\w-])")
 """A command's option as a manual writes it (``--one-file-system``, ``-N``)."""
-_NAME = re.compile(r"(?<![\w-])(?=[A-Z0-9_]*[A-Z])[A-Z][A-Z0-9_]{2,}(?![\w-])")
+_NAME = re.compile(r"(?<![\w-])[A-Z][A-Z0-9_]{2,}(?![\w-])")
 """A name in capitals, of three characters or more (``HISTSIZE``, ``SQLITE_MAX_COLUMN``)."""
 
 
