@@ -5,6 +5,8 @@ from its base's key, its recipe and the digest of its training pairs. Pure: no D
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rag_pipeline.core.config.lock import LockEntry, effective_lock, lock_json
 from rag_pipeline.core.config.parse import load_config
 from rag_pipeline.core.config.schema import ModelDeclaration, ProjectConfig
@@ -26,9 +28,9 @@ def _settings_match(declaration: ModelDeclaration, entry: LockEntry) -> bool:
 
 
 def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
-               entry: LockEntry | None) -> ModelSpec:
-    """The spec of a declaration: the locked key when the lock matches its settings (files are
-    verified at load), otherwise the fingerprint of the files as they are now."""
+               entries: Sequence[LockEntry] = ()) -> ModelSpec:
+    """The spec of a declaration: the key of the first lock entry that matches its settings
+    (files are verified at load), otherwise the fingerprint of the files as they are now."""
     if declaration.source is None:
         raise ModelConfigError(f"{declaration.name!r} is an adapted model: see adapted_spec")
     try:
@@ -43,7 +45,8 @@ def build_spec(declaration: ModelDeclaration, config: ProjectConfig,
                   precision=declaration.precision, batch_size=declaration.batch_size,
                   cut=declaration.cut, calibration=declaration.calibration,
                   cache_dir=config.model_cache)
-    if entry is not None and _settings_match(declaration, entry):
+    entry = next((e for e in entries if _settings_match(declaration, e)), None)
+    if entry is not None:
         return ModelSpec(fingerprint=entry.fingerprint, files=entry.files, **common)
     manifest = Manifest(model_files(path), declaration.backend, declaration.precision,
                         declaration.window,
@@ -79,7 +82,7 @@ def model_specs(config: ProjectConfig) -> tuple[ModelSpec, ...]:
     """Every declared model as a spec, the default first (an adapted model's base is built
     even when the selected profile leaves it out)."""
     lock = effective_lock(config)
-    specs = {d.name: build_spec(d, config, lock.get(d.name))
+    specs = {d.name: build_spec(d, config, lock.get(d.name, ()))
              for d in config.models if d.adapt is None}
     out = []
     for declaration in config.models:
@@ -90,7 +93,7 @@ def model_specs(config: ProjectConfig) -> tuple[ModelSpec, ...]:
         if base is None:
             full = load_config(config.path) if config.path else config
             base_declaration = next(m for m in full.models if m.name == declaration.adapt.base)
-            base = build_spec(base_declaration, config, lock.get(base_declaration.name))
+            base = build_spec(base_declaration, config, lock.get(base_declaration.name, ()))
         out.append(adapted_spec(declaration, config, base))
     return tuple(out)
 
@@ -99,7 +102,7 @@ def write_lock(config: ProjectConfig) -> tuple[ModelSpec, ...]:
     """Locks every declared model's current files (temp file + rename); returns the specs as
     they are under the new lock."""
     previous = effective_lock(config)
-    fresh = tuple(build_spec(d, config, None) for d in config.models if d.adapt is None)
+    fresh = tuple(build_spec(d, config) for d in config.models if d.adapt is None)
     tmp = config.lock_path.with_suffix(".tmp")
     tmp.write_text(lock_json(fresh, previous), encoding="utf-8")
     tmp.replace(config.lock_path)

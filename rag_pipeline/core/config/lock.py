@@ -61,29 +61,31 @@ def load_lock(path: Path) -> dict[str, LockEntry]:
                                "`rag-pipeline models --lock`") from None
 
 
-def effective_lock(config: ProjectConfig) -> dict[str, LockEntry]:
-    """The lock entries a configuration's models take their keys from: the project's own lock
-    (``rag_pipeline.lock.json`` beside the project's ``rag_pipeline.toml``), overlaid by the
-    lock beside the configuration file. So a copied or ``init``-written configuration that
-    declares a project model unchanged gets the project's key for it (``@53aa5117``), wherever
-    the copy lives; an entry applies only while the declared settings match it, and the files
-    are verified against it on load."""
+def effective_lock(config: ProjectConfig) -> dict[str, tuple[LockEntry, ...]]:
+    """The lock entries a configuration's models take their keys from, by model name: the
+    entry of the lock beside the configuration file first, then the project's own
+    (``rag_pipeline.lock.json`` beside the project's ``rag_pipeline.toml``). So a copied or
+    ``init``-written configuration that declares a project model unchanged gets the project's
+    key for it (``@53aa5117``), wherever the copy lives, and gets it back after locking other
+    settings and then going back to the project's; the first entry whose settings match the
+    declaration applies, and the files are verified against it on load."""
     project = load_lock(PROJECT_ROOT / LOCK_NAME)
-    if config.lock_path.resolve() == (PROJECT_ROOT / LOCK_NAME).resolve():
-        return project
-    return {**project, **load_lock(config.lock_path)}
+    own = ({} if config.lock_path.resolve() == (PROJECT_ROOT / LOCK_NAME).resolve()
+           else load_lock(config.lock_path))
+    return {name: tuple(entry for entry in (own.get(name), project.get(name)) if entry is not None)
+            for name in {**project, **own}}
 
 
-def lock_json(specs: Sequence[ModelSpec], previous: Mapping[str, LockEntry]) -> str:
-    """The lock file's text for ``specs``. An entry whose manifest is unchanged keeps its
-    fingerprint (a key once minted never moves); others get the fingerprint of the manifest."""
+def lock_json(specs: Sequence[ModelSpec], previous: Mapping[str, Sequence[LockEntry]]) -> str:
+    """The lock file's text for ``specs``. An entry whose manifest is one locked before keeps
+    its fingerprint (a key once minted never moves); others get the fingerprint of the manifest."""
     models = {}
     for spec in specs:
         manifest = Manifest(model_files(spec.path), spec.backend, spec.precision,
                             spec.max_tokens, spec.calibration.recipe() if spec.calibration else "")
-        old = previous.get(spec.name)
-        fingerprint = (old.fingerprint if old is not None and old.manifest() == manifest
-                       else manifest.fingerprint())
+        old = next((entry for entry in previous.get(spec.name, ()) if entry.manifest() == manifest),
+                   None)
+        fingerprint = old.fingerprint if old is not None else manifest.fingerprint()
         models[spec.name] = {"fingerprint": fingerprint, "backend": spec.backend.value,
                              "precision": spec.precision.value, "window": spec.max_tokens,
                              "recipe": manifest.recipe, "files": dict(sorted(manifest.files.items()))}

@@ -83,6 +83,31 @@ def test_a_copied_or_init_written_configuration_keeps_every_key(tmp_path: Path):
         "all-MiniLM-L6-v2"]["fingerprint"] == "53aa5117"
 
 
+def test_going_back_to_the_projects_settings_after_locking_others_gives_its_key_back(tmp_path: Path):
+    # Found by an operator: window = 128 locked beside the configuration, then 256 again, gave
+    # a third key (the lock beside it named only 128), not @53aa5117: everything re-embedded.
+    project = load_config(PROJECT_ROOT / "rag_pipeline.toml")
+    key = next(s.key for s in model_specs(project) if s.name == "all-MiniLM-L6-v2")
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    written = tmp_path / "docs.rag_pipeline.toml"
+    text = folder_config_text(corpus, tmp_path / "data", written, project)
+    declared = 'precision = "fp32"\nwindow = 256\n'
+    assert text.count(declared) == 1
+    narrowed = text.replace(declared, 'precision = "fp32"\nwindow = 128\n')
+    written.write_text(narrowed)
+    narrow = next(s.key for s in write_lock(load_config(written)) if s.name == "all-MiniLM-L6-v2")
+    written.write_text(text)
+    back = next(s for s in model_specs(load_config(written)) if s.name == "all-MiniLM-L6-v2")
+    assert (narrow != key, back.key, back.max_tokens) == (True, key, 256)
+    # Locked again at 256, it keeps the project's key (and 128's stays its own).
+    assert next(s.key for s in write_lock(load_config(written))
+                if s.name == "all-MiniLM-L6-v2") == key == "all-MiniLM-L6-v2@53aa5117"
+    written.write_text(narrowed)
+    assert next(s.key for s in model_specs(load_config(written))
+                if s.name == "all-MiniLM-L6-v2") == narrow
+
+
 @pytest.mark.parametrize(("package", "message"), [
     ("os", "'os' is not a model package: it has no get_model_path() (use `path` for a model "
            "folder)"),
