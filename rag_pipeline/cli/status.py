@@ -77,14 +77,19 @@ def status(invocation: Invocation) -> None:
     _echo_reconciliation(warehouse)
     echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
+    config = functools.cache(read_config)  # parsed once, when a line first needs it
+    declared = {spec.key for spec in declared_models(config())} if report.partitions else set()
     for p in report.partitions:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
-              f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})")
+              f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})"
+              + ("" if p.model in declared else "  NOT DECLARED: not served"))
+    for key in sorted({p.model for p in report.partitions} - declared):
+        echo(f"  not declared {key}: not in {config_source(config())}, so neither built nor "
+             f"served; `{invocation.command('models', '--drop', key)}` deletes its partitions")
     if not report.partitions:
         builds = ("the running `index` builds them" if building is not None
                   else f"`{invocation.command('index')}` builds them")
         echo(f"(nothing served yet: no partition has published a generation; {builds})")
-    config = functools.cache(read_config)  # parsed once, when a line first needs it
     behind = _behind(warehouse)
     _echo_behind(behind, config, invocation, building is not None)
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from rag_pipeline.cli import main
 from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.project_paths import PROJECT_ROOT
 
 
 def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
@@ -449,3 +450,29 @@ def test_status_during_an_index_says_it_runs_and_advises_no_second_one(tmp_path:
     # Ended: as before.
     assert "its index run was stopped, failed or has not run yet" in "\n".join(
         status(built.data_dir)[1])
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_status_marks_a_partition_of_a_model_no_longer_declared(tmp_path: Path, declared: bool):
+    # Found by an operator: after removing a model from the configuration, status listed its
+    # partition as served, unmarked, while `models` said NOT DECLARED and `ask` refused it.
+    from rag_pipeline.core.config.keys import declared_models
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    spec = declared_models()[0] if declared else None
+    built = build_index(tmp_path, HashedEmbedder(spec), docs=topic_docs())
+    result = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+    assert result.exit_code == 0, result.output
+    key = built.index.model_key
+    row = next(line for line in result.output.splitlines() if line.startswith("header  ")
+               and key in line)
+    notes = [line for line in result.output.splitlines() if "not declared" in line]
+    if declared:
+        assert ("NOT DECLARED" in row, notes) == (False, [])
+    else:
+        assert row.endswith("  NOT DECLARED: not served")
+        assert notes == [
+            f"  not declared {key}: not in {PROJECT_ROOT / 'rag_pipeline.toml'}, so neither built "
+            f"nor served; `rag-pipeline --data-dir {built.data_dir} models --drop {key}` deletes "
+            "its partitions"]
