@@ -1,12 +1,16 @@
 """Text analyzers for BM25: how a text becomes the terms that are counted.
 
 The analyzer is part of the BM25 statistics' identity: statistics built with one analyzer must
-be queried with the same one, so every BM25 table carries the analyzer's name.
+be queried with the same one, so every BM25 table carries the analyzer's name. Every analyzer
+reads a text in Unicode's composed form (NFC), without soft hyphens and zero-width characters:
+``Zu\u0308rich`` (as macOS and many PDFs write it), ``pass\u200bword`` and ``data\u00adbase``
+are the words a reader types.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import StrEnum
 from functools import cache
 
@@ -79,9 +83,16 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 _CODE_CHAR = re.compile(r"[^\w\s]")
 
 
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+"""The soft hyphen, the zero-width space, non-joiner and joiner, the word joiner and the
+zero-width no-break space: inside a word, they part it for no reader."""
+
+
 def analyze(text: str, analyzer: Analyzer) -> list[str]:
     """The terms of ``text`` in order, repeats kept (for ``code``: the english terms, then the
-    code tokens)."""
+    code tokens), read in composed form without invisible characters (the module docstring)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text).translate(_INVISIBLE)
     lowered = text.lower()
     if analyzer is Analyzer.PLAIN:
         return PLAIN_PATTERN.findall(lowered)

@@ -28,3 +28,16 @@ def test_code_analyzer_is_english_terms_then_code_tokens():
 
 def test_analyzer_names():
     assert [a.value for a in Analyzer] == ["plain", "english", "code"]
+
+
+@pytest.mark.parametrize("analyzer", list(Analyzer))
+def test_decomposed_accents_and_invisible_characters_give_the_words_a_reader_types(analyzer):
+    # Found by an international team: "Zu\u0308rich" (combining diaeresis, as macOS and many
+    # PDFs write it), "pass\u200bword" and "data\u00adbase" shared no term with the words typed.
+    written = "Zu\u0308rich re\u0301sume\u0301 pass\u200bword data\u00adbase nai\u0308ve \ufeffbom"
+    typed = "Zürich résumé password database naïve bom"
+    assert analyze(written, analyzer) == analyze(typed, analyzer)
+    assert {Analyzer.PLAIN: ["z", "rich", "r", "sum", "password", "database", "na", "ve", "bom"],
+            Analyzer.ENGLISH: ["zürich", "résumé", "password", "databas", "naïv", "bom"],
+            Analyzer.CODE: ["zürich", "résumé", "password", "databas", "naïv", "bom"]}[
+        analyzer] == analyze(typed, analyzer)
