@@ -522,3 +522,42 @@ def test_a_first_visit_shows_the_sign_in_prompt_and_logs_no_401(built: ViewsInde
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
     assert errors == []
     assert requested[:4] == ["GET /", "GET /session", "POST /session", "GET /status"]
+
+
+def test_a_right_to_left_quote_is_laid_out_right_to_left_in_the_text_and_html_views(tmp_path: Path):
+    """Found by an international team: a Hebrew page's dir="rtl" was dropped and every view
+    laid Hebrew out left to right, its full stop 646 px from the last letter, at the far end
+    of the line. Real views in Chromium: the quote's full stop is left of its first letter."""
+    import hashlib
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.core.ingest import format_named
+    from rag_pipeline.service.views.base import ViewRequest, page_html
+    from rag_pipeline.service.views.markup import html_view
+    from rag_pipeline.service.views.text import text_view
+
+    sentence = "שלום עולם רב."
+    plain = f"An English line first.\n\n{sentence}\n"
+    page = (f'<html dir="rtl"><head><title>t</title></head><body><p>{sentence}</p>'
+            "<p>And a line in English.</p></body></html>")
+    path = tmp_path / "shalom.html"
+    path.write_text(page, encoding="utf-8")
+    extracted = format_named("html").extract(path.read_bytes(), "shalom")
+    at = extracted.canonical_text.index(sentence)
+    views = {
+        "text": text_view(ViewRequest(DocumentInfo("a.txt", "a", "", "text", ()), plain,
+                                      plain.index(sentence), plain.index(sentence) + len(sentence))),
+        "html": html_view(ViewRequest(
+            DocumentInfo("shalom.html", "shalom", str(path), "html", extracted.anchors, (),
+                         hashlib.sha256(path.read_bytes()).hexdigest()),
+            extracted.canonical_text, at, at + len(sentence)))}
+    assert '<div dir="rtl">' in views["html"].body
+    with chromium_page(tmp_path / "profile") as browser:
+        for kind, view in views.items():
+            browser.set_content(page_html("t", "d", view, None))
+            first, stop = browser.evaluate("""() => {
+                const node = document.querySelector('mark#quote').firstChild;
+                const x = (i) => { const r = document.createRange(); r.setStart(node, i);
+                                   r.setEnd(node, i + 1); return r.getBoundingClientRect().x; };
+                return [x(0), x(node.length - 1)]; }""")
+            assert stop < first, (kind, first, stop)

@@ -52,7 +52,12 @@ SHELL_IDS = frozenset({"quote", "view", "where", "page-image", "prev-page", "nex
 element of such an id would be where the page scrolls as "the quoted place"."""
 
 
+_DIRECTIONS = frozenset({"ltr", "rtl", "auto"})
+
+
 def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
+    if attribute == "dir":
+        return value.strip().lower() if value.strip().lower() in _DIRECTIONS else None
     return None if attribute == "id" and value.strip().lower() in SHELL_IDS else value
 
 
@@ -63,7 +68,7 @@ def sanitised(markup: str) -> str:
 
     return nh3.clean(markup, tags=set(_TAGS), url_schemes={"http", "https", "mailto"},
                      attributes={"a": {"href", "title"}, "td": {"colspan", "rowspan"},
-                                 "th": {"colspan", "rowspan"}, "*": {"id"}},
+                                 "th": {"colspan", "rowspan"}, "*": {"id", "dir", "lang"}},
                      attribute_filter=_keep_attribute)
 
 
@@ -236,7 +241,11 @@ def html_view(request: ViewRequest) -> View:
 
     def render() -> str:
         soup = parsed_html(original.data)  # as the indexer read it
-        return (soup.body or soup).decode_contents()
+        body = (soup.body or soup).decode_contents()
+        # The page's own direction (``<html dir="rtl">``, ``<body dir="rtl">``) goes with its body.
+        written = [element.get("dir") for element in (soup.body, soup.html) if element is not None]
+        direction = next((d for d in written if isinstance(d, str)), None)
+        return f'<div dir="{html.escape(direction)}">{body}</div>' if direction else body
 
     return _marked_view(request, len(original.data), render)
 

@@ -20,6 +20,11 @@ def test_a_document_cannot_take_the_ids_of_the_page_shell():
     assert marked.count('id="quote"') == 1 and '<mark id="quote">Rules</mark>' in marked
 
 
+def test_a_writing_direction_and_language_are_kept_and_nothing_else_in_dir():
+    clean = sanitised('<p dir="RTL" lang="he">א</p><p dir="evil">b</p><div dir="auto">c</div>')
+    assert clean == '<p dir="rtl" lang="he">א</p><p>b</p><div dir="auto">c</div>'
+
+
 def test_a_quote_across_elements_is_marked_piece_by_piece_with_its_heading():
     markup = "<h2>Rules</h2><p>Wear a <em>yellow</em> helmet.</p><p>Other text.</p>"
     marked, heading = mark_quote(markup, "Wear a yellow helmet.")
