@@ -61,6 +61,11 @@ class DecodedText:
     notes: tuple[tuple[str, str], ...] = ()
 
 
+NOT_GUESSED = ("save it as UTF-8 (another encoding, such as Shift-JIS, GB18030, KOI8-R or "
+               "UTF-16 without a byte-order mark, is not guessed)")
+"""What a file read as no encoding is told."""
+
+
 def decode_text(data: bytes, kind: str,
                 max_control_share: float = MAX_TEXT_CONTROL_SHARE) -> DecodedText:
     """The file's text without its byte-order mark, ``\\r\\n`` and ``\\r`` line ends as ``\\n``.
@@ -103,7 +108,7 @@ def decode_text(data: bytes, kind: str,
                 raise ExtractionError(
                     f"not {name}: byte 0x{data[offset]:02x} at offset {offset} ({exc.reason}); "
                     f"{kind} files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, "
-                    "or as windows-1252 when plainly that") from exc
+                    f"or as windows-1252 when plainly that: {NOT_GUESSED}") from exc
             text, notes = guessed, (("charset_guessed", GUESSED_CHARSET),)
         controls = control_characters(text)
         if controls > max_control_share * len(text):

@@ -6,6 +6,7 @@ import codecs
 
 import pytest
 
+from rag_pipeline.core.ingest.bom_text import NOT_GUESSED
 from rag_pipeline.core.ingest.bom_text import decode_text, text_charset
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY
@@ -97,7 +98,13 @@ def test_utf16_without_a_mark_is_read_as_utf16_and_says_so():
      "Latin: save it as UTF-8)"),
     (bytes([0, 37, 74, 111, 148, 185, 222, 0, 5, 0]) * 30, "not UTF-8: byte 0x94 at offset 4 "
      "(invalid start byte); text files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order "
-     "mark, or as windows-1252 when plainly that"),
+     "mark, or as windows-1252 when plainly that: " + NOT_GUESSED),
+    # Found by an international team: Japanese UTF-16 without a mark failed naming a byte
+    # only, and never said to save it as UTF-8.
+    ("日本語の説明書です。\n".encode("utf-16-le"), "not UTF-8: byte 0xe5 at offset 0 (invalid "
+     "continuation byte); text files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order "
+     "mark, or as windows-1252 when plainly that: save it as UTF-8 (another encoding, such as "
+     "Shift-JIS, GB18030, KOI8-R or UTF-16 without a byte-order mark, is not guessed)"),
 ])
 def test_text_of_control_characters_fails_saying_what_it_may_be(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as failed:

@@ -304,7 +304,9 @@ def test_every_file_gets_a_record_with_its_exact_status(corpus, tmp_path):
         "empty.txt": "an empty file (0 bytes): nothing to read",
         "latin1.md": ("not UTF-8: byte 0xe9 at offset 5 (invalid continuation byte); Markdown "
                       "files are read as UTF-8, or as UTF-16/UTF-32 with a byte-order mark, or as "
-                      "windows-1252 when plainly that"),
+                      "windows-1252 when plainly that: save it as UTF-8 (another encoding, such "
+                      "as Shift-JIS, GB18030, KOI8-R or UTF-16 without a byte-order mark, is not "
+                      "guessed)"),
         "link.md": f"outside the corpus root: resolves to {(tmp_path / 'outside' / 'secret.md').resolve()}",
         "locked.pdf": "encrypted PDF: no password is configured",
         "scan.pdf": NO_TEXT_1_PAGE,

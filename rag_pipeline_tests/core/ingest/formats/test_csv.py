@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_pipeline.core.ingest.bom_text import NOT_GUESSED
 from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError
 from rag_pipeline.core.ingest.formats.csv import CsvFormat, sniff_delimiter
 
@@ -70,7 +71,7 @@ def test_a_windows_1252_export_is_read_and_said_and_other_bytes_fail_with_the_of
         CSV.extract("\u0438\u043c\u044f,\u0433\u043e\u0440\u043e\u0434\n".encode("cp1251"), "ru")
     assert str(raised.value) == (
         "not UTF-8: byte 0xe8 at offset 0 (invalid continuation byte); CSV files are read as UTF-8, "
-        "or as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that")
+        "or as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that: " + NOT_GUESSED)
 
 
 def test_utf16_with_a_byte_order_mark_is_read():

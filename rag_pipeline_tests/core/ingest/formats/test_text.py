@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
+from rag_pipeline.core.ingest.bom_text import NOT_GUESSED
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats.text import TextFormat
 
@@ -42,7 +43,7 @@ def test_utf16_with_a_byte_order_mark_is_read_and_other_bytes_fail_with_their_of
         TextFormat().extract(b"Caf\x81 opens at nine.\n", "l")
     assert str(raised.value) == (
         "not UTF-8: byte 0x81 at offset 3 (invalid start byte); text files are read as UTF-8, or "
-        "as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that")
+        "as UTF-16/UTF-32 with a byte-order mark, or as windows-1252 when plainly that: " + NOT_GUESSED)
     with pytest.raises(ExtractionError):  # a NUL byte: not text in any 8-bit encoding
         TextFormat().extract(b"Caf\xe9\x00 opens at nine.\n", "l")
     with pytest.raises(ExtractionError):  # a byte-order mark declares UTF-8: nothing guessed

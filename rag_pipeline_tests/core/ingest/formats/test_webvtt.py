@@ -81,7 +81,10 @@ def test_crlf_and_a_bom_read_the_same():
     (b"WEBVTT\n\n00:01.000 --> 00:02.000\n\x81\n", "not UTF-8: byte 0x81 at offset 32 (invalid start byte); "
                                                   "WebVTT files are read as UTF-8, or as UTF-16/UTF-32 "
                                                   "with a byte-order mark, or as windows-1252 when "
-                                                  "plainly that"),
+                                                  "plainly that: save it as UTF-8 (another "
+                                                  "encoding, such as Shift-JIS, GB18030, KOI8-R or "
+                                                  "UTF-16 without a byte-order mark, is not "
+                                                  "guessed)"),
 ])
 def test_a_broken_file_fails_with_its_reason(data: bytes, reason: str):
     with pytest.raises(ExtractionError) as raised:
