@@ -6,8 +6,7 @@ import codecs
 
 import pytest
 
-from rag_pipeline.core.ingest.bom_text import NOT_GUESSED
-from rag_pipeline.core.ingest.bom_text import decode_text, text_charset
+from rag_pipeline.core.ingest.bom_text import NOT_GUESSED, decode_text, text_charset
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.formats import REGISTRY
 
