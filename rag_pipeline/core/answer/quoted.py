@@ -45,7 +45,7 @@ from rag_pipeline.core.retrieval.identifiers import (
     question_identifiers,
 )
 from rag_pipeline.core.text.analyzers import ENGLISH_STOPWORDS, Analyzer, analyze
-from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
+from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END, sentence_length
 
 if TYPE_CHECKING:  # numpy only where sentences are scored: printing an answer needs none
     import numpy as np
@@ -217,7 +217,7 @@ def _prose_spans(text: str, begin: int, finish: int,
     carry: int | None = None
     for start, end in pieces:
         start = start if carry is None else carry
-        if end - start < MIN_SENTENCE_CHARS:
+        if sentence_length(text[start:end]) < MIN_SENTENCE_CHARS:
             carry = start
             continue
         joined.append((start, end))

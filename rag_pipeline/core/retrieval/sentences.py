@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_pipeline.core.retrieval.dense import cosine_distances
-from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END
+from rag_pipeline.core.text.sentence_ends import MIN_SENTENCE_CHARS, SENTENCE_END, sentence_length
 
 __all__ = ["SentenceIndex", "best_sentence_distances", "partition_sentences", "split_sentences"]
 
@@ -32,7 +32,7 @@ def split_sentences(content: str) -> list[str]:
     carry = ""
     for piece in pieces:
         piece = f"{carry} {piece}".strip() if carry else piece
-        if len(piece) < MIN_SENTENCE_CHARS:
+        if sentence_length(piece) < MIN_SENTENCE_CHARS:
             carry = piece
             continue
         out.append(piece)
