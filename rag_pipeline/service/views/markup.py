@@ -133,6 +133,9 @@ def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | Non
         return number, normalised(texts[number].seen)[1][letter - (before[number - 1] if number else 0)]
 
     (first_text, first_char), (last_text, last_char) = owner(found[0]), owner(found[1])
+    letters_at = [i for i, ch in enumerate(quote) if ch.isalnum()]
+    lead = quote[:letters_at[0]] if letters_at else ""
+    trail = quote[letters_at[-1] + 1:] if letters_at else ""
     pieces: list[str] = []
     at = 0
     first_mark = None
@@ -141,7 +144,12 @@ def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | Non
         value = text.seen
         a = first_char if number == first_text else 0
         b = last_char + 1 if number == last_text else len(value)
-        # Punctuation touching the quote's first and last letters is the quote's too.
+        # The quote's own symbols before and after its letters (an emoji, a flag) are marked
+        # with them, and so is punctuation touching the marked text.
+        if number == first_text:
+            a = _widened_back(value, a, lead)
+        if number == last_text:
+            b = _widened_on(value, b, trail)
         while a > 0 and not value[a - 1].isspace() and not value[a - 1].isalnum():
             a -= 1
         while b < len(value) and not value[b].isspace() and not value[b].isalnum():
@@ -155,6 +163,40 @@ def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | Non
         at = closed
     pieces.append(markup[at:])
     return "".join(pieces), _heading_before(markup, texts, first_mark)
+
+
+def _widened_back(value: str, a: int, lead: str) -> int:
+    """``a`` moved back over ``lead`` (what a quote holds before its first letter) where
+    ``value`` holds it just before ``a``, white space aside; else ``a``."""
+    wanted = [ch for ch in lead if not ch.isspace()]
+    at = a
+    for j in range(a - 1, -1, -1):
+        if not wanted:
+            break
+        if value[j].isspace():
+            continue
+        if value[j] != wanted[-1]:
+            break
+        wanted.pop()
+        at = j
+    return at if not wanted else a
+
+
+def _widened_on(value: str, b: int, trail: str) -> int:
+    """``b`` moved on over ``trail`` (what a quote holds after its last letter) where
+    ``value`` holds it just after ``b``, white space aside; else ``b``."""
+    wanted = [ch for ch in reversed(trail) if not ch.isspace()]
+    at = b
+    for j in range(b, len(value)):
+        if not wanted:
+            break
+        if value[j].isspace():
+            continue
+        if value[j] != wanted[-1]:
+            break
+        wanted.pop()
+        at = j + 1
+    return at if not wanted else b
 
 
 def _heading_before(markup: str, texts: list[_Text], where: int | None) -> str:

@@ -237,3 +237,20 @@ def test_a_docx_is_read_once_for_many_views_and_a_huge_one_not_at_all(tmp_path, 
     view = markup.docx_view(ViewRequest(info, extracted.canonical_text + "\n", start, start + 7))
     assert (view.kind, view.note, len(read)) == (
         "text", "This document is 46 characters long (more than 20): it is shown as its extracted text.", 1)
+
+
+def test_a_quotes_own_emoji_and_symbols_at_its_ends_are_marked_with_it():
+    # Found by an international team: a quote starting with a family emoji marked only
+    # "family", and one ending with two flags only "Flags:".
+    markup = ("<p>Family: \U0001F468\u200d\U0001F469\u200d\U0001F467 family reunion. "
+              "Flags: \U0001F1E9\U0001F1EA \U0001F1EF\U0001F1F5.</p><p>Other.</p>")
+    family, _ = mark_quote(markup, "\U0001F468\u200d\U0001F469\u200d\U0001F467 family reunion.")
+    flags, _ = mark_quote(markup, "Flags: \U0001F1E9\U0001F1EA \U0001F1EF\U0001F1F5.")
+    alone, _ = mark_quote(markup, "Family:")
+    assert (family, flags, alone) == (
+        "<p>Family: <mark id=\"quote\">\U0001F468\u200d\U0001F469\u200d\U0001F467 family "
+        "reunion.</mark> Flags: \U0001F1E9\U0001F1EA \U0001F1EF\U0001F1F5.</p><p>Other.</p>",
+        "<p>Family: \U0001F468\u200d\U0001F469\u200d\U0001F467 family reunion. <mark "
+        "id=\"quote\">Flags: \U0001F1E9\U0001F1EA \U0001F1EF\U0001F1F5.</mark></p><p>Other.</p>",
+        "<p><mark id=\"quote\">Family:</mark> \U0001F468\u200d\U0001F469\u200d\U0001F467 family "
+        "reunion. Flags: \U0001F1E9\U0001F1EA \U0001F1EF\U0001F1F5.</p><p>Other.</p>")
