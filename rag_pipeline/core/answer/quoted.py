@@ -433,11 +433,18 @@ def _of_the_named_terms(candidates: list[_Candidate], question: str) -> list[_Ca
 
 def _terms_about(candidate: _Candidate, shape: re.Pattern[str], in_prose: bool) -> set[str]:
     """The terms of ``shape`` ``candidate`` is about: its section's title when that is one
-    term of it, else (``in_prose``) those its paragraph or row holds."""
+    term of it, else (``in_prose``) those its paragraph or row holds, or an entry's own: a
+    manual's entry (``-S, --no-keep-going, --stop`` over "Cancel the effect of the -k
+    option.") is about the terms of its first line when that starts with one."""
     title = candidate.section.strip()
     if shape.fullmatch(title):
         return {title}
-    return set(shape.findall(candidate.context)) if in_prose else set()
+    if not in_prose:
+        return set()
+    first_line = candidate.context.strip().split("\n", 1)[0]
+    if shape.match(first_line):
+        return set(shape.findall(first_line))
+    return set(shape.findall(candidate.context))
 
 
 _DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?![\d-])")

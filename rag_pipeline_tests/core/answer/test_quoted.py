@@ -305,6 +305,28 @@ def test_a_named_variable_keeps_its_own_sections_sentences_and_a_named_option_it
         "--one-file-system\n  Stay in local file system when creating archive."]
 
 
+def test_a_manuals_option_entry_is_about_the_options_of_its_first_line():
+    # Found by a new user with reference manuals: "What does make -k do?" quoted the -S entry
+    # first, "Cancel the effect of the -k option.", though -k's own entry was cited.
+    options = ("-S, --no-keep-going, --stop\n       Cancel the effect of the -k option.\n\n"
+               "-k, --keep-going\n       Continue as much as possible after an error.")
+    cited = Citation(1, "make.1", "make", "OPTIONS", "#char=0,150", 0, len(options), options,
+                     0.4, "", section="OPTIONS")
+
+    def closer_to_the_stop(texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, 0.0] if "Cancel" in t else [0.8, 0.6] for t in texts], np.float32)
+
+    def ask(question: str) -> list[str]:
+        return [q.text for q in quoted_answer(
+            question, np.array([1.0, 0.0], np.float32), [cited], [""], closer_to_the_stop,
+            QuoteSettings(margin=0.0, in_context=False))]
+
+    assert ask("What does make -k do?") == [
+        "-k, --keep-going\n       Continue as much as possible after an error."]
+    assert ask("What does make --stop do?") == [
+        "-S, --no-keep-going, --stop\n       Cancel the effect of the -k option."]
+
+
 def test_a_named_date_keeps_the_rows_holding_it_and_drops_the_other_dates_rows():
     """Found by a new team: asked for the on-call of the week starting 2026-03-02, the quoted
     answer put the rows of 2026-03-23 and 2026-02-09 before the week's own."""
