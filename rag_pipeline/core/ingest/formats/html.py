@@ -4,7 +4,9 @@ Rendering follows CSS's normal flow: text inside inline elements joins its neigh
 as written (``<var>statement</var>s`` is ``statements``, never ``statement s``), white space
 collapses to one space (CSS Text 3, ``white-space: normal``) and is dropped at the start and
 end of a line, ``<br>`` breaks a line, and each block element (``p``, ``div``, ``li``,
-``tr``, ...) is a paragraph of its own. ``<pre>`` keeps its lines. Headings are paragraphs
+``tr``, ...) is a paragraph of its own, but a definition list's term (``<dt>``) and the first
+paragraph of its definition are one, on two lines (as a manual's entry is: no chunk ends
+between a name and what it means). ``<pre>`` keeps its lines. Headings are paragraphs
 outside every section: the body after a heading, up to the next, is a section titled by it.
 
 Chrome is removed before rendering, each rule a published convention rather than a guess:
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section, TableSpan
@@ -86,6 +88,7 @@ class _Paragraph:
     links: int = 0  # the links it holds (an <a> inside another counted once)
     table: int = -1  # the outermost table holding it, numbered in document order; -1: none
     row: str = ""  # "header" or "data" when a row of that table starts with it
+    term: bool = False  # a definition list's term (``<dt>``): its definition follows on the next line
 
 
 MAX_ELEMENTS = 1_000_000
@@ -290,7 +293,10 @@ class _Renderer:
                 name = node.name
                 if not entering:
                     if name in _BLOCKS:
+                        count = len(self.paragraphs)
                         self._end_block(name)
+                        if name == "dt" and len(self.paragraphs) > count:
+                            self.paragraphs[-1] = replace(self.paragraphs[-1], term=True)
                     self._leave_table_part(node)
                     continue
                 if name == "br":
@@ -443,14 +449,21 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
     headings: list[tuple[int, int, int, str]] = []
     placed: list[tuple[int, _Paragraph]] = []
     offset = 0
+    previous: _Paragraph | None = None
     for paragraph in paragraphs:
+        if previous is not None:
+            # A term's definition follows it on the next line, one paragraph with it (as a
+            # manual's entry is): no chunk ends between a name and what it means.
+            parts.append("\n" if previous.term and paragraph.kind == "text" else "\n\n")
+            offset += len(parts[-1])
         if paragraph.kind in _HEADINGS:
             headings.append((offset, offset + len(paragraph.text), int(paragraph.kind[1]),
                              paragraph.text))
         parts.append(paragraph.text)
         placed.append((offset, paragraph))
-        offset += len(paragraph.text) + 2
-    canonical = "\n\n".join(parts) + ("\n" if parts else "")
+        offset += len(paragraph.text)
+        previous = paragraph
+    canonical = "".join(parts) + ("\n" if parts else "")
     tables = _tables(canonical, placed)
     first_heading = next((t for _, _, level, t in headings if level == 1), None)
     title = ((first_heading or page_title) if heading_first else (page_title or first_heading)) \
@@ -526,7 +539,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"15+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"16+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

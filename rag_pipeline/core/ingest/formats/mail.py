@@ -395,7 +395,7 @@ class EmlFormat(ContainerFormat):
                                 for match in pattern.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "16")
+        return Extractor("mail-email", "17")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).
@@ -498,7 +498,7 @@ class MboxFormat(ContainerFormat):
     chunked = False
 
     def extractor(self) -> Extractor:
-        return Extractor("mbox-split", "4")
+        return Extractor("mbox-split", "5")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The messages as members named by :func:`message_names`.

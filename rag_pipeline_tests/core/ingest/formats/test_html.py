@@ -45,6 +45,22 @@ def test_blocks_become_paragraphs_and_loose_text_its_own():
                    "Loose<hr>after") == "Intro bold\n\nPara\n\ntail\n\nOne\n\nTwo\n\nLoose\n\nafter\n"
 
 
+def test_a_definition_lists_term_and_its_definitions_first_paragraph_are_one():
+    # Found by a new user with PostgreSQL's manual: of 158 parameters, 99 names ended one
+    # chunk with their definition in the next ("shared_buffers (integer)" quoted alone).
+    page = (b"<html><body><h1>Memory</h1><dl><dt><code>shared_buffers</code> (<code>integer</code>)"
+            b"</dt><dd><p>Sets the memory for shared buffers. The default is 128 megabytes.</p>"
+            b"<p>Without units, it is taken as blocks.</p></dd><dt><code>-k</code></dt>"
+            b"<dt><code>--keep-going</code></dt><dd>Continue after an error.</dd></dl>"
+            b"<p>After the list.</p></body></html>")
+    extracted = extract_html(page, "pg")
+    assert extracted.canonical_text == (
+        "Memory\n\nshared_buffers (integer)\nSets the memory for shared buffers. The default is "
+        "128 megabytes.\n\nWithout units, it is taken as blocks.\n\n-k\n--keep-going\n"
+        "Continue after an error.\n\nAfter the list.\n")
+    assert extracted.sections[-1] == Section("Memory", 6, len(extracted.canonical_text), 1)
+
+
 def test_pre_keeps_its_lines_and_a_comment_in_it_is_no_heading():
     html = ("<h1>Guide</h1><p>Run:</p><pre>\n# install first\n  pip   install x\n\n"
             "<span>#</span> then <b>run</b>\n</pre><p>Done.</p>")
