@@ -11,7 +11,8 @@ needs one of:
   (a sibling host can set a plain ``rag_session`` for this one, never a ``__Host-`` cookie;
   with ``--behind-https`` a plain cookie is never accepted, so a session of another's choosing
   is never put on a reader). A page signing in again with the same token continues its
-  sign-in; ``DELETE /session`` ends the whole sign-in and clears both cookies; ``GET /session``
+  sign-in; ``DELETE /session`` ends the whole sign-in and clears both cookies (with a Bearer
+  token, every session of that token, and a cookie of another token's session stays); ``GET /session``
   says whether the request is signed in, and as whom (never a 401). A revoked token
   ends its sessions too;
 - with ``--trusted-proxy ADDR``, the groups header (``X-Forwarded-Groups``: ``a,b``) on a
@@ -255,6 +256,25 @@ class AccessState:
                                   if h.sign_in == held.sign_in]:
                         del self._sessions[other]
 
+    def close_token_sessions(self, token: str, client: str | None = None) -> str:
+        """Ends every session of a valid ``token`` (all its sign-ins: a page signing out with
+        its token); returns the token's id.
+
+        Raises:
+            AuthError: The token is unknown, revoked or expired.
+        """
+        record = self._verify(token, client)
+        with self._lock:
+            for session in [s for s, held in self._sessions.items() if held.token_id == record.id]:
+                del self._sessions[session]
+        return record.id
+
+    def session_token(self, session: str) -> str | None:
+        """The id of the token a live ``session`` was opened with, or None."""
+        with self._lock:
+            held = self._sessions.get(session)
+        return held.token_id if held is not None else None
+
     def _verify(self, token: str, client: str | None):
         try:
             return self.store.verify(token, client)
@@ -485,8 +505,23 @@ def _session_router(access: AccessState) -> APIRouter:
 
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
-        for session in _request_sessions(request):
-            access.close_session(session)
+        sessions = _request_sessions(request)
+        bearer = _bearer(request)
+        token_id = None
+        if bearer is not None:
+            try:
+                token_id = access.close_token_sessions(
+                    bearer, request.client.host if request.client else None)
+            except AuthError:
+                token_id = None  # revoked or expired: its sessions ended with it
+        if token_id is not None:
+            # A page signing out with its token ends every session of that token; the
+            # browser's cookie may be another tab's sign-in as someone else since: it stays.
+            if any(access.session_token(s) not in (None, token_id) for s in sessions):
+                return JSONResponse({"signed_out": True})
+        else:
+            for session in sessions:
+                access.close_session(session)
         response = JSONResponse({"signed_out": True})
         # Both names: a plain cookie planted beside the secure one is cleared too.
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
@@ -495,6 +530,12 @@ def _session_router(access: AccessState) -> APIRouter:
         return response
 
     return router
+
+
+def _bearer(request: Request) -> str | None:
+    """The token of the request's ``Authorization: Bearer`` header, or None."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def _request_session(request: Request) -> str | None:

@@ -322,6 +322,29 @@ def test_get_session_says_who_is_signed_in_and_never_answers_401(setup: Setup):
         (200, {"signed_in": False})]
 
 
+def test_signing_out_with_a_token_ends_its_sessions_and_leaves_another_tokens_cookie(setup: Setup):
+    """Found by an attack: two tabs of one browser as hr and eng share one cookie; the hr tab's
+    Sign out ended the eng sign-in the cookie held and left the hr session valid."""
+    hr_tab = TestClient(setup.client.app, client=(STRANGER, 4010))
+    hr_tab.post("/session", json={"token": setup.tokens["hr"]})
+    hr_cookie = hr_tab.cookies[SESSION_COOKIE]
+    browser = TestClient(setup.client.app, client=(STRANGER, 4011))
+    browser.post("/session", json={"token": setup.tokens["eng"]})
+    eng_cookie = browser.cookies[SESSION_COOKIE]
+    out = browser.delete("/session", headers=bearer(setup.tokens["hr"]))
+    assert (out.status_code, out.json(), "set-cookie" in out.headers) == (200, {"signed_out": True}, False)
+
+    def who(cookie: str) -> dict:
+        return TestClient(setup.client.app, client=(STRANGER, 4012)).get(
+            "/session", cookies={SESSION_COOKIE: cookie}).json()
+
+    assert (who(hr_cookie), who(eng_cookie)["name"]) == ({"signed_in": False}, "eng-user")
+    # A revoked token signs out by the cookie alone, and the cookie is cleared.
+    gone = browser.delete("/session", headers=bearer(setup.tokens["revoked"]))
+    assert (gone.status_code, who(eng_cookie)) == (200, {"signed_in": False})
+    assert f'{SESSION_COOKIE}=""' in gone.headers["set-cookie"]
+
+
 def test_signing_in_again_continues_the_sign_in_and_signing_out_ends_all_of_it(setup: Setup):
     """Found by an attack: the page signs in again when its tab comes back into view, and each
     sign-in left the one before it readable after signing out. Ending the replaced session at

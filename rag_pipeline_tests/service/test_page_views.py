@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -490,24 +491,34 @@ def test_a_session_tab_clears_what_it_showed_when_someone_else_signed_in_since(b
         assert page.input_value("#question") == ""
 
 
-def test_a_first_visit_shows_the_sign_in_prompt_and_logs_no_401(built: ViewsIndex,
-                                                                 hashed_embedder: HashedEmbedder,
-                                                                 tmp_path: Path):
-    """Found by a user's trial in Chromium: with [access], a first visit logged "401
-    (Unauthorized)" in the console, the page asking for /status before anyone signed in. A real
-    service with access: the page asks GET /session first."""
+@contextmanager
+def _served_with_access(built: ViewsIndex, embedder: HashedEmbedder, tokens: Path,
+                        groups: tuple[str, ...]) -> Iterator[tuple[str, dict[str, str]]]:
+    """A real service over the views index with [access] (every document readable by each of
+    ``groups``): its URL and a token per group."""
     from rag_pipeline.core.config.access import AccessPolicy, AccessRule
     from rag_pipeline.service.auth import AccessState
     from rag_pipeline.service.tokens import TokenStore
 
-    store = TokenStore(tmp_path / "tokens")
-    token = store.add("eng-user", ("eng",))
-    access = AccessState(AccessPolicy((AccessRule("**", ("eng",)),)), store, poll_seconds=3600)
+    store = TokenStore(tokens)
+    issued = {group: store.add(f"{group}-user", (group,)) for group in groups}
+    access = AccessState(AccessPolicy((AccessRule("**", groups),)), store, poll_seconds=3600)
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", embedder.spec.key),
+                          lambda: embedder, poll_seconds=3600, access=access) as service,
+          serve_in_thread(create_app(service)) as url):
+        yield url, issued
+
+
+def test_a_first_visit_shows_the_sign_in_prompt_and_logs_no_401(built: ViewsIndex,
+                                                                 hashed_embedder: HashedEmbedder,
+                                                                 tmp_path: Path):
+    """Found by a user's trial in Chromium: with [access], a first visit logged "401
+    (Unauthorized)" in the console, the page asking for /status before anyone signed in (and,
+    found by an attack, for /ask when the address held a question). A real service with
+    access: the page asks GET /session first."""
     errors: list[str] = []
     requested: list[str] = []
-    with (running_service(Warehouse(built.data_dir), ServeSettings("header", hashed_embedder.spec.key),
-                          lambda: hashed_embedder, poll_seconds=3600, access=access) as service,
-          serve_in_thread(create_app(service)) as url,
+    with (_served_with_access(built, hashed_embedder, tmp_path / "tokens", ("eng",)) as (url, tokens),
           chromium_page(tmp_path / "profile") as page):
         page.on("console", lambda message: message.type == "error" and errors.append(message.text))
         page.on("request", lambda request: requested.append(
@@ -516,12 +527,59 @@ def test_a_first_visit_shows_the_sign_in_prompt_and_logs_no_401(built: ViewsInde
         page.wait_for_selector("#login:not([hidden])", timeout=TIMEOUT_MS)
         assert (page.inner_text("#served"), page.locator("#sign-out").is_hidden()) == (
             "Sign in to see what this index holds.", True)
-        page.fill("#token", token)
+        page.fill("#token", tokens["eng"])
         page.click("#login-form button")
         page.wait_for_selector("#served:has-text('passages from')", timeout=TIMEOUT_MS)
         page.wait_for_selector("#sign-out:not([hidden])", timeout=TIMEOUT_MS)
+        assert requested[:4] == ["GET /", "GET /session", "POST /session", "GET /status"]
+        page.click("#sign-out")
+        page.wait_for_selector("#login-error:has-text('Signed out.')", timeout=TIMEOUT_MS)
+        del requested[:]
+        page.goto(url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("#result:has-text('Sign in to ask.')", timeout=TIMEOUT_MS)
+        assert [r for r in requested if "/ask" in r or "/status" in r] == []
+        page.fill("#token", tokens["eng"])
+        page.click("#login-form button")
+        page.wait_for_selector("#answer", timeout=TIMEOUT_MS)
     assert errors == []
-    assert requested[:4] == ["GET /", "GET /session", "POST /session", "GET /status"]
+
+
+def test_signing_out_a_tab_ends_its_own_sign_in_not_the_one_another_tab_made_since(
+        built: ViewsIndex, hashed_embedder: HashedEmbedder, tmp_path: Path):
+    """Found by an attack: tab A (hr) and tab B (eng) share one cookie; B signed in last, so
+    A's Sign out ended B's sign-in and left A's session valid on the service."""
+    import urllib.request
+
+    def signed_in(url: str, cookie: str) -> bool:
+        request = urllib.request.Request(url + "/session", headers={"Cookie": f"rag_session={cookie}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["signed_in"]
+
+    with (_served_with_access(built, hashed_embedder, tmp_path / "tokens", ("hr", "eng")) as (
+            url, tokens), chromium_page(tmp_path / "profile") as first):
+        def session_cookie() -> str:
+            return next(c["value"] for c in first.context.cookies() if c["name"] == "rag_session")
+
+        def sign_in(page, token: str) -> None:
+            page.goto(url + "/")
+            page.evaluate(f"sessionStorage.setItem('rag_token', {json.dumps(token)})")
+            page.reload()
+            page.wait_for_selector("#served:has-text('passages from')", timeout=TIMEOUT_MS)
+
+        sign_in(first, tokens["hr"])
+        second = first.context.new_page()
+        sign_in(second, tokens["eng"])
+        # A comes back into view: the cookie is A's (hr) again; then B's (eng), B in view last.
+        first.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        first.wait_for_timeout(500)
+        hr = session_cookie()
+        second.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        second.wait_for_timeout(500)
+        eng = session_cookie()
+        assert hr != eng and (signed_in(url, hr), signed_in(url, eng)) == (True, True)
+        first.click("#sign-out")
+        first.wait_for_selector("#login-error:has-text('Signed out.')", timeout=TIMEOUT_MS)
+        assert (signed_in(url, hr), signed_in(url, eng)) == (False, True)
 
 
 def test_a_right_to_left_quote_is_laid_out_right_to_left_in_the_text_and_html_views(tmp_path: Path):
@@ -538,8 +596,9 @@ def test_a_right_to_left_quote_is_laid_out_right_to_left_in_the_text_and_html_vi
 
     sentence = "שלום עולם רב."
     plain = f"An English line first.\n\n{sentence}\n"
+    mixed = "Mixed: the projector code is 4711 ובקומה השנייה."
     page = (f'<html dir="rtl"><head><title>t</title></head><body><p>{sentence}</p>'
-            "<p>And a line in English.</p></body></html>")
+            f"<p>{mixed}</p></body></html>")
     path = tmp_path / "shalom.html"
     path.write_text(page, encoding="utf-8")
     extracted = format_named("html").extract(path.read_bytes(), "shalom")
@@ -561,3 +620,13 @@ def test_a_right_to_left_quote_is_laid_out_right_to_left_in_the_text_and_html_vi
                                    r.setEnd(node, i + 1); return r.getBoundingClientRect().x; };
                 return [x(0), x(node.length - 1)]; }""")
             assert stop < first, (kind, first, stop)
+        # A paragraph of the page starting in Latin letters keeps the page's declared direction
+        # (found by an attack: each paragraph took its first letter's).
+        browser.set_content(page_html("t", "d", views["html"], None))
+        first, stop = browser.evaluate("""() => {
+            const node = [...document.querySelectorAll('article p')].find(
+                (p) => p.textContent.startsWith('Mixed')).firstChild;
+            const x = (i) => { const r = document.createRange(); r.setStart(node, i);
+                               r.setEnd(node, i + 1); return r.getBoundingClientRect().x; };
+            return [x(0), x(node.length - 1)]; }""")
+        assert stop < first, (first, stop)
