@@ -147,9 +147,9 @@ def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | Non
         # The quote's own symbols before and after its letters (an emoji, a flag) are marked
         # with them, and so is punctuation touching the marked text.
         if number == first_text:
-            a = _widened_back(value, a, lead)
+            a = _widened(value, a, lead, backward=True)
         if number == last_text:
-            b = _widened_on(value, b, trail)
+            b = _widened(value, b, trail, backward=False)
         while a > 0 and not value[a - 1].isspace() and not value[a - 1].isalnum():
             a -= 1
         while b < len(value) and not value[b].isspace() and not value[b].isalnum():
@@ -165,12 +165,13 @@ def mark_quote(markup: str, quote: str, before: int = 0) -> tuple[str, str | Non
     return "".join(pieces), _heading_before(markup, texts, first_mark)
 
 
-def _widened_back(value: str, a: int, lead: str) -> int:
-    """``a`` moved back over ``lead`` (what a quote holds before its first letter) where
-    ``value`` holds it just before ``a``, white space aside; else ``a``."""
-    wanted = [ch for ch in lead if not ch.isspace()]
-    at = a
-    for j in range(a - 1, -1, -1):
+def _widened(value: str, at: int, symbols: str, backward: bool) -> int:
+    """``at`` moved over ``symbols`` (what a quote holds before its first letter, going
+    ``backward``, or after its last) where ``value`` holds them next to ``at``, white space
+    aside; else ``at``."""
+    wanted = [ch for ch in (symbols if backward else reversed(symbols)) if not ch.isspace()]
+    moved = at
+    for j in (range(at - 1, -1, -1) if backward else range(at, len(value))):
         if not wanted:
             break
         if value[j].isspace():
@@ -178,25 +179,8 @@ def _widened_back(value: str, a: int, lead: str) -> int:
         if value[j] != wanted[-1]:
             break
         wanted.pop()
-        at = j
-    return at if not wanted else a
-
-
-def _widened_on(value: str, b: int, trail: str) -> int:
-    """``b`` moved on over ``trail`` (what a quote holds after its last letter) where
-    ``value`` holds it just after ``b``, white space aside; else ``b``."""
-    wanted = [ch for ch in reversed(trail) if not ch.isspace()]
-    at = b
-    for j in range(b, len(value)):
-        if not wanted:
-            break
-        if value[j].isspace():
-            continue
-        if value[j] != wanted[-1]:
-            break
-        wanted.pop()
-        at = j + 1
-    return at if not wanted else b
+        moved = j if backward else j + 1
+    return moved if not wanted else at
 
 
 def _heading_before(markup: str, texts: list[_Text], where: int | None) -> str:

@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.index.store import DocumentInfo
-from rag_pipeline.core.ingest import format_named
+from rag_pipeline.core.ingest import Extracted, format_named
 from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.sheet import MAX_ROWS, ROWS_ABOVE, Window, read_xlsx, sheet_view
+
+
+def _indexed(path: Path, data: bytes) -> tuple[Extracted, DocumentInfo]:
+    """``data`` written to ``path`` and read by its format (named by its suffix), as indexed."""
+    path.write_bytes(data)
+    extracted = format_named(path.suffix[1:]).extract(data, path.stem)
+    return extracted, DocumentInfo(path.name, path.stem, str(path), path.suffix[1:],
+                                   extracted.anchors, extracted.tables,
+                                   hashlib.sha256(data).hexdigest())
 
 
 def _long_workbook(path: Path, rows: int) -> Path:
@@ -278,12 +287,7 @@ def test_a_sheets_tab_writes_out_its_bidirectional_controls(tmp_path: Path):
     workbook.create_sheet("Open").append(["Open rates"])
     buffer = io.BytesIO()
     workbook.save(buffer)
-    data = buffer.getvalue()
-    path = tmp_path / "rates.xlsx"
-    path.write_bytes(data)
-    extracted = format_named("xlsx").extract(data, "rates")
-    info = DocumentInfo(path.name, "rates", str(path), "xlsx", extracted.anchors, extracted.tables,
-                        hashlib.sha256(data).hexdigest())
+    extracted, info = _indexed(tmp_path / "rates.xlsx", buffer.getvalue())
     start = extracted.canonical_text.index("Open rates")
     view = VIEWS["xlsx"](ViewRequest(info, extracted.canonical_text, start, start + 10))
     assert _sheet_tabs(view.body) == (
@@ -356,13 +360,8 @@ def test_an_ods_merged_cell_shows_its_value_in_each_of_its_cells(tmp_path: Path)
     document.spreadsheet.addElement(grid)
     buffer = io.BytesIO()
     document.write(buffer)
-    data = buffer.getvalue()
-    path = tmp_path / "kpi.ods"
-    path.write_bytes(data)
-    extracted = format_named("ods").extract(data, "kpi")
+    extracted, info = _indexed(tmp_path / "kpi.ods", buffer.getvalue())
     anchor = next(a for a in extracted.anchors if a.locator.endswith("range=A12:C12"))
-    info = DocumentInfo("kpi.ods", "kpi", str(path), "ods", extracted.anchors, extracted.tables,
-                        hashlib.sha256(data).hexdigest())
     body = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end)).body
     assert ('<tr class="header-row"><th scope="row">1</th><td>Region</td><td>Q1</td>'
             '<td class="merged">Q1</td></tr>'
