@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -352,6 +353,10 @@ def models(invocation: Invocation, lock: bool, drop_key: str | None, prepare: bo
                  "there first, then drop its partitions")
         except InvalidArgumentError as exc:
             fail(f"--drop: {exc}")
+        from rag_pipeline.core.evaluation.report import report_path
+
+        # Its evaluation report goes with it (eval/runs/<key>/).
+        shutil.rmtree(report_path(warehouse.data_dir, drop_key).parent, ignore_errors=True)
         click.echo(f"dropped {dropped} stored partition(s) of {drop_key}")
     click.echo(f"config: {config_source(config)}"
                f"{'  (lock written)' if lock else ''}")

@@ -35,11 +35,18 @@ def test_models_lists_keys_partitions_and_undeclared_keys(tmp_path: Path):
     assert any(line.startswith("  old@0000aaaa") and "NOT DECLARED" in line
                and line.endswith(f"rag-pipeline --data-dir {tmp_path} models --drop old@0000aaaa")
                for line in lines)
+    # Found by an operator: eval/runs/<key>/ (report.html, refusal_sweep.png) stayed.
+    runs = tmp_path / "eval" / "runs"
+    for key in ("old@0000aaaa", "all-MiniLM-L6-v2@53aa5117"):
+        (runs / key).mkdir(parents=True)
+        (runs / key / "report.html").write_bytes(b"x")
     dropped = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "models", "--drop",
                                         "old@0000aaaa"])
     assert dropped.output.splitlines()[0] == "dropped 1 stored partition(s) of old@0000aaaa"
     assert warehouse.partitions("embeddings") == [
         {"chunker": "header", "model": "all-MiniLM-L6-v2@53aa5117"}]
+    assert sorted(str(p.relative_to(runs)) for p in runs.rglob("*")) == [
+        "all-MiniLM-L6-v2@53aa5117", "all-MiniLM-L6-v2@53aa5117/report.html"]
 
 
 def test_models_drop_refuses_an_unknown_or_malformed_key_in_one_line(tmp_path: Path):

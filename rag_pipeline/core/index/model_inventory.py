@@ -3,7 +3,6 @@ to a model that is no longer declared (``rag-pipeline models``)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,8 +61,7 @@ def file_status(spec: ModelSpec) -> str:
 
 def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelSpec]) -> int:
     """Deletes every stored partition of an undeclared model key, its vector cache, its
-    generations, the data folder's local copies of their files and its evaluation report
-    (``eval/runs/<key>/``); returns how many partitions.
+    generations and the data folder's local copies of their files; returns how many partitions.
 
     Raises:
         InvalidArgumentError: the key is not ``<name>@<8 hex digits>``, or no partition of it
@@ -86,9 +84,6 @@ def drop_model_partitions(warehouse: Warehouse, key: str, specs: Sequence[ModelS
                f"{CACHE}/model={key}"]
     files = [file for folder in folders for file in warehouse.delete_prefix(folder)]
     delete_copies(warehouse.data_dir, files, (MAP_CACHE_DIR, ANN_CACHE_DIR))
-    from rag_pipeline.core.evaluation.report import report_path
-
-    shutil.rmtree(report_path(warehouse.data_dir, key).parent, ignore_errors=True)
     if partitions:
         publish_query_db(warehouse)
     return len(partitions)

@@ -42,18 +42,6 @@ def test_drop_deletes_only_the_undeclared_keys_partitions(warehouse: Warehouse):
     assert "eval_summary" not in warehouse.tables()
 
 
-def test_drop_deletes_the_keys_evaluation_report(tmp_path: Path, warehouse: Warehouse):
-    # Found by an operator: eval/runs/<key>/report.html and refusal_sweep.png stayed.
-    runs = tmp_path / "eval" / "runs"
-    for key in ("gone@22222222", "kept@11111111"):
-        (runs / key).mkdir(parents=True)
-        for name in ("report.html", "refusal_sweep.png"):
-            (runs / key / name).write_bytes(b"x")
-    drop_model_partitions(warehouse, "gone@22222222", [KEPT])
-    assert sorted(str(p.relative_to(runs)) for p in runs.rglob("*")) == [
-        "kept@11111111", "kept@11111111/refusal_sweep.png", "kept@11111111/report.html"]
-
-
 def test_drop_deletes_the_local_copies_of_its_files_and_the_folders_it_empties(
         tmp_path: Path, warehouse: Warehouse):
     """Found by an operator's trial: the dropped model's mapped copies (9.2 MB) and its empty
