@@ -309,10 +309,10 @@ class AccessState:
             self._warn_once(client)
         authorization = headers.get(b"authorization")
         if authorization is not None:
-            scheme, _, token = authorization.decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
+            token = _bearer_token(authorization.decode("latin-1"))
+            if token is None:
                 raise AuthError("the Authorization header must be `Bearer TOKEN`")
-            record = self._verify(token.strip(), client)
+            record = self._verify(token, client)
             return Principal(record.name, frozenset(record.groups), "token")
         session, secure = _session_cookie(headers.get(b"cookie"))
         if session is not None and (secure or not self.behind_https):
@@ -506,7 +506,7 @@ def _session_router(access: AccessState) -> APIRouter:
     @router.delete("/session", summary="Sign out: clears the rag_session cookie")
     def close_session(request: Request) -> JSONResponse:
         sessions = _request_sessions(request)
-        bearer = _bearer(request)
+        bearer = _bearer_token(request.headers.get("authorization", ""))
         token_id = None
         if bearer is not None:
             try:
@@ -532,9 +532,9 @@ def _session_router(access: AccessState) -> APIRouter:
     return router
 
 
-def _bearer(request: Request) -> str | None:
-    """The token of the request's ``Authorization: Bearer`` header, or None."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+def _bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header's value, or None."""
+    scheme, _, token = authorization.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 

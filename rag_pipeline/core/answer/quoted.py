@@ -370,11 +370,19 @@ def _of_the_named_labels(candidates: list[_Candidate], question: str) -> list[_C
     when one names the question's own (:data:`_LABEL`; an item of a list under a section named
     by its word names the mark leading it, :func:`_item_marks`)."""
     for word, marks in question_labels(question).items():
-        named = [_named_marks(c.text, word) | _item_marks(c, word) for c in candidates]
-        if any(found & marks for found in named):
-            candidates = [c for c, found in zip(candidates, named, strict=True)
-                          if not found or found & marks]
+        candidates = _about_the_named(
+            candidates, [_named_marks(c.text, word) | _item_marks(c, word) for c in candidates],
+            marks)
     return candidates
+
+
+def _about_the_named(candidates: list[_Candidate], about: Sequence[set[str]],
+                     named: set[str]) -> list[_Candidate]:
+    """``candidates`` (each about the things in ``about``) without those about others only,
+    when one is about one of ``named``."""
+    if not any(found & named for found in about):
+        return candidates
+    return [c for c, found in zip(candidates, about, strict=True) if not found or found & named]
 
 
 def _of_the_named_codes(candidates: list[_Candidate], question: str) -> list[_Candidate]:
@@ -424,10 +432,8 @@ def _of_the_named_terms(candidates: list[_Candidate], question: str) -> list[_Ca
         named = {term for term in shape.findall(question) if term.lower() not in ENGLISH_STOPWORDS}
         if not named:
             continue
-        about = [_terms_about(c, shape, in_prose) for c in candidates]
-        if any(found & named for found in about):
-            candidates = [c for c, found in zip(candidates, about, strict=True)
-                          if not found or found & named]
+        candidates = _about_the_named(
+            candidates, [_terms_about(c, shape, in_prose) for c in candidates], named)
     return candidates
 
 
@@ -457,10 +463,8 @@ def _of_the_named_dates(candidates: list[_Candidate], question: str) -> list[_Ca
     named = set(_DATE.findall(question))
     if not named:
         return candidates
-    dates = [set(_DATE.findall(c.context)) for c in candidates]
-    if not any(found & named for found in dates):
-        return candidates
-    return [c for c, found in zip(candidates, dates, strict=True) if found & named or not found]
+    return _about_the_named(candidates, [set(_DATE.findall(c.context)) for c in candidates],
+                            named)
 
 
 def asks(sentence: str) -> bool:
