@@ -20,8 +20,9 @@ class Citation:
     missing it;
     ``table_header`` is the header row of the table whose rows the quote holds without it
     (:meth:`DocumentFormat.header_above`), which says what each value of the rows is;
-    ``identifier`` the identifier of the question the quote holds verbatim (the gate keeps such
-    a passage whatever its distance), ``""`` for none; ``shown_quote`` the quote's words as a
+    ``identifier`` the code or option of the question the quote holds verbatim (the gate keeps
+    such a passage first: for a code whatever its distance, for an option under the cut),
+    ``""`` for none; ``shown_quote`` the quote's words as a
     reader sees them (:meth:`DocumentFormat.shown_quote`: Markdown's markup left out), ``""``
     when that is the quote itself.
     """

@@ -1,9 +1,11 @@
 """The refusal gate: the only part of the pipeline that can say no.
 
-Keep at most ``max_sources`` candidates: first those holding an identifier the question names
+Keep at most ``max_sources`` candidates: first those holding a code the question names
 verbatim (:mod:`rag_pipeline.core.retrieval.identifiers`: ``INV-0045-QZ``, whose passage an
 embedding places far from a question of a few words), then, in retrieval order, those whose
-cosine distance is strictly under ``cut``. A question naming a record number none of the
+cosine distance is strictly under ``cut``: those holding an option the question names
+(``--depth``) first. An option is kept first only under the cut: every tool has a ``--delete``,
+and one in the corpus is no answer about another's. A question naming a record number none of the
 candidates holds keeps none: it asks about something the corpus does not hold, however close
 the look-alikes (``INV-2026-0051`` for ``INV-2026-9999``); another code none holds beside its
 look-alikes (``gw-eu-09`` beside ``gw-eu-07``) is named beside the answer. When none is kept,
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.retrieval.identifiers import is_record_number
+from rag_pipeline.core.retrieval.identifiers import is_option, is_record_number
 
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
@@ -40,7 +42,8 @@ __all__ = ["DEFAULT_CUT", "MAX_SOURCES", "GateDecision", "apply_gate", "gate_cut
 class GateDecision:
     kept: tuple[int, ...]
     """Positions (in the candidate list) of the kept candidates: those holding a code the
-    question names first, then the others in retrieval order."""
+    question names first, then those under the cut holding an option it names, then the
+    others in retrieval order."""
     cut: float
     closest_distance: float | None
     unheld: tuple[str, ...] = ()
@@ -65,18 +68,21 @@ def gate_cut(spec: ModelSpec, cut: float | None = None) -> float:
 def apply_gate(distances: Sequence[float], cut: float = DEFAULT_CUT,
                max_sources: int = MAX_SOURCES, identifiers: Sequence[str] = (),
                unheld: Sequence[str] = (), names_held: bool = False) -> GateDecision:
-    """Keeps the candidates holding an identifier the question names (``identifiers``: one
-    per candidate, ``""`` for none), then those under the cut in retrieval order, up to the
-    cap; none when the question names a record number no candidate holds (among ``unheld``: the
-    codes it names that none holds beside their look-alikes) and no candidate holds another
-    code it names (``names_held``: one does, even a code too common to mark it)."""
+    """Keeps the candidates holding a code the question names (``identifiers``: one per
+    candidate, ``""`` for none), then those under the cut in retrieval order (holding an option
+    it names first), up to the cap; none when the question names a record number no candidate
+    holds (among ``unheld``: the codes it names that none holds beside their look-alikes) and no
+    candidate holds another code it names (``names_held``: one does, even a code too common to
+    mark it)."""
     if max_sources < 1:
         raise ValueError(f"max_sources must be at least 1, got {max_sources}")
     closest = min(distances) if len(distances) else None
-    named = [i for i, identifier in enumerate(identifiers) if identifier]
+    named = [i for i, term in enumerate(identifiers) if term and not is_option(term)]
     if any(map(is_record_number, unheld)) and not named and not names_held:
         return GateDecision((), cut, closest, tuple(unheld))
-    kept = (named + [i for i, d in enumerate(distances) if d < cut and i not in named])[:max_sources]
+    under = [i for i, d in enumerate(distances) if d < cut and i not in named]
+    optioned = [i for i in under if is_option(identifiers[i])] if identifiers else []
+    kept = (named + optioned + [i for i in under if i not in optioned])[:max_sources]
     return GateDecision(tuple(kept), cut, closest, tuple(unheld) if kept else ())
 
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from rag_pipeline.core.answer.citations import Citation
 from rag_pipeline.core.retrieval.identifiers import (
+    OPTION,
     holds_code,
     holds_look_alike,
     question_identifiers,
@@ -413,22 +414,20 @@ def _first_cell(row: str) -> str:
     return row.split(" | ", 1)[0]
 
 
-_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?<!-)(?![\w-])")
-"""A command's option as a manual writes it (``--one-file-system``, ``-N``)."""
 _NAME = re.compile(r"(?<![\w-])[A-Z][A-Z0-9_]{2,}(?![\w-])")
 """A name in capitals, of three characters or more (``HISTSIZE``, ``SQLITE_MAX_COLUMN``)."""
 
 
 def _of_the_named_terms(candidates: list[_Candidate], question: str) -> list[_Candidate]:
     """``candidates`` without those about another option or name in capitals than the question
-    names (:data:`_OPTION`, :data:`_NAME`), when one is about the question's. A section titled
+    names (:data:`OPTION`, :data:`_NAME`), when one is about the question's. A section titled
     by one is about it alone: when a cited section is titled by the name the question names, its
     siblings titled by other names are not about it (``HISTFILESIZE``'s "The shell sets the
     default value to the value of HISTSIZE" is not about ``HISTSIZE``, whose own section says
     500). Under any other title a paragraph or row is about the options it holds (``--create``'s
     exit code is not about ``--one-file-system``); a name in capitals in prose (``POSIX``,
     ``NOTE``) says too little for that."""
-    for shape, in_prose in ((_OPTION, True), (_NAME, False)):
+    for shape, in_prose in ((OPTION, True), (_NAME, False)):
         named = {term for term in shape.findall(question) if term.lower() not in ENGLISH_STOPWORDS}
         if not named:
             continue

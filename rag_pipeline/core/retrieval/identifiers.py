@@ -35,7 +35,13 @@ or followed by four, ``E39999``; not ``Q3-2026``, ``H.264``), the question asks 
 the corpus does not hold: the gate refuses it, however close the look-alike rows of the same
 table are, unless a ranked hit holds another code it names (then the answer is about that one,
 and says which record is not held). A host or a build (``gw-eu-09``, ``b7f3-22c0``) is answered,
-with the note: a runbook written for one host may serve its neighbour."""
+with the note: a runbook written for one host may serve its neighbour.
+
+A command's option the question names (:data:`OPTION`: ``--depth``, ``--one-file-system``,
+``-k``, find's ``-mtime``) is held the same way, case kept (``-k`` is not ``-K``): a manual
+lists a tool's options a few to a chunk, so the chunk holding ``--depth`` is a blend of four
+entries to an embedding, while a question names it exactly. An option is no record: one the
+passages lack is no reason to refuse."""
 
 from __future__ import annotations
 
@@ -43,10 +49,10 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-__all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "held_identifiers",
-           "RankedCodes", "holds_code", "holds_look_alike", "is_record_number", "question_identifiers",
-           "ranked_codes",
-           "unheld_identifiers", "without_identifiers"]
+__all__ = ["MAX_CODES", "MAX_HOLDERS", "MAX_HOLDING_DOCUMENTS", "MIN_LENGTH", "OPTION",
+           "RankedCodes", "held_identifiers", "holds_code", "holds_look_alike", "is_option",
+           "is_record_number", "names_identifiers", "question_identifiers", "question_options",
+           "ranked_codes", "unheld_identifiers", "without_identifiers"]
 
 MIN_LENGTH = 4
 MAX_HOLDERS = 3
@@ -60,6 +66,8 @@ _DASHES = str.maketrans({dash: "-" for dash in "\u2010\u2011\u2012\u2013\u2014\u
 _CODE = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+"
                    r"|[A-Za-z]{1,4}\d{4,}(?![A-Za-z0-9]))")
 _WHOLE = r"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_./])({})(?![A-Za-z0-9])(?![-_./][A-Za-z0-9])"
+OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*(?<!-)(?![\w-])")
+"""A command's option as a manual writes it (``--one-file-system``, ``-N``, ``-mtime``)."""
 
 
 def without_identifiers(question: str) -> str:
@@ -92,6 +100,25 @@ def question_identifiers(question: str) -> tuple[str, ...]:
     return tuple(found[:MAX_CODES])
 
 
+def question_options(question: str) -> tuple[str, ...]:
+    """The options ``question`` names (:data:`OPTION`; Unicode dashes read as ``-``), in order,
+    each once, case kept, at most :data:`MAX_CODES` (``("--depth",)`` for "What does git clone
+    --depth do?")."""
+    found = dict.fromkeys(OPTION.findall(question.translate(_DASHES)))
+    return tuple(found)[:MAX_CODES]
+
+
+def is_option(term: str) -> bool:
+    """Whether a term a question names is an option (:data:`OPTION`), not a code."""
+    return OPTION.fullmatch(term) is not None
+
+
+def names_identifiers(question: str) -> bool:
+    """Whether ``question`` names a code or an option (the ranked passages are then searched
+    for them)."""
+    return bool(question_identifiers(question) or question_options(question))
+
+
 def _is_code(word: str) -> bool:
     """Whether letters and digits joined by separators are a code (the module docstring): a
     letter and a run of two digits, or runs of letters (two or more) and one run of digits,
@@ -104,6 +131,11 @@ def _is_code(word: str) -> bool:
 
 def _pattern(identifier: str) -> re.Pattern[str]:
     return re.compile(_WHOLE.format(re.escape(identifier)), re.IGNORECASE)
+
+
+def _option_pattern(option: str) -> re.Pattern[str]:
+    """``option`` whole (no letter, digit, ``_`` or ``-`` on either side), case kept."""
+    return re.compile(rf"(?<![\w-]){re.escape(option)}(?![\w-])")
 
 
 def _shape(code: str) -> str:
@@ -175,18 +207,21 @@ def ranked_codes(question: str, contents: Sequence[str],
     ``documents``, one id per content; None: each content a document of its own), each content
     searched once for each code."""
     named = question_identifiers(question)
-    if not named:
+    options = question_options(question)
+    if not named and not options:
         return RankedCodes([""] * len(contents), (), False)
     documents = documents if documents is not None else [str(i) for i in range(len(contents))]
     texts = [content.translate(_DASHES) for content in contents]
-    holders = {code: [i for i, text in enumerate(texts) if _pattern(code).search(text)]
-               for code in named}
+    patterns = {**{code: _pattern(code) for code in named},
+                **{option: _option_pattern(option) for option in options}}
+    holders = {term: [i for i, text in enumerate(texts) if pattern.search(text)]
+               for term, pattern in patterns.items()}
     held = [""] * len(contents)
     for code, found in holders.items():
         if len({documents[i] for i in found}) <= MAX_HOLDING_DOCUMENTS:
             for i in found[:MAX_HOLDERS]:
                 held[i] = held[i] or code
-    any_held = any(holders.values())
+    any_held = any(holders[code] for code in named)
     missing = [code for code in named if not holders[code]]
     if not missing:
         return RankedCodes(held, (), any_held)

@@ -32,7 +32,7 @@ from rag_pipeline.core.retrieval.choices import DEFAULT_ANALYZER, Retriever
 from rag_pipeline.core.retrieval.dense import cosine_distances, top_k
 from rag_pipeline.core.retrieval.feedback import rm3_query, rocchio_vector
 from rag_pipeline.core.retrieval.fusion import RRF_K, Fusion, min_max_fusion, reciprocal_rank_fusion
-from rag_pipeline.core.retrieval.identifiers import RankedCodes, question_identifiers, ranked_codes
+from rag_pipeline.core.retrieval.identifiers import RankedCodes, names_identifiers, ranked_codes
 from rag_pipeline.core.retrieval.sentences import SentenceIndex, best_sentence_distances
 from rag_pipeline.core.text.analyzers import Analyzer
 
@@ -347,7 +347,7 @@ def retrieve(index: PartitionIndex, query: QueryVector, question: str,
         hit_rows = np.array([row for row, _, _ in collapsed], np.int64)
         own = (1.0 - index.vectors[hit_rows] @ query.vector.astype(np.float32)).tolist()
     codes = RankedCodes([""] * len(collapsed), (), False)
-    if question_identifiers(question):  # the hits' texts are read only for a question naming codes
+    if names_identifiers(question):  # the hits' texts are read only for a question naming some
         # The embedded text: a code in the document's title or the section's (a mail's
         # subject, a postmortem's heading) is held by the passages under it.
         texts = [index.texts[row] for row, _, _ in collapsed]

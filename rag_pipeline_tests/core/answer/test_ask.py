@@ -238,6 +238,52 @@ RELEASE_DOCS = {
 }
 
 
+BOXTAR_OPTIONS = [
+    ("-a, --append", "Add files to the end of an existing archive."),
+    ("-c, --create", "Write a new archive, replacing one of the same name."),
+    ("-d, --compare", "Report the differences between the archive and the file system."),
+    ("-k, --keep-old-files", "Leave existing files alone when extracting; report them as errors."),
+    ("-l, --check-links", "Print a message if not all links to a file are stored."),
+    ("-n, --seek", "Assume the archive can be read out of order."),
+    ("-p, --preserve-permissions", "Restore the mode bits recorded in the archive."),
+    ("-r, --recursion", "Descend into each directory named on the command line."),
+    ("-s, --same-order", "Sort the names to extract to match the order in the archive."),
+    ("-t, --list", "Print the names of the members of an archive."),
+    ("-u, --update", "Store only the files newer than their copy in the archive."),
+    ("-v, --verbose", "Print each file name as it is processed."),
+    ("-w, --interactive", "Ask for confirmation before every action."),
+    ("-x, --extract", "Write the members of an archive to the file system."),
+    ("-z, --gzip", "Filter the archive through a compressor of the deflate family."),
+    ("-C, --directory", "Change to the given folder before any other operation."),
+    ("-N, --newer", "Store only files whose data changed after the given date."),
+    ("-S, --sparse", "Handle files with holes efficiently."),
+    ("-W, --verify", "Read the archive back after writing it and check it."),
+    ("--one-file-system", "Stay on the local disk when creating an archive."),
+    ("--remove-files", "Delete the files from disk after adding them to the archive."),
+]
+
+
+def test_a_question_naming_an_option_cites_the_manual_entry_holding_it_first(tmp_path: Path,
+                                                                             minilm):
+    # Found on real manuals: their options are listed a few to a chunk, so the chunk holding
+    # --create is a blend of four entries to an embedding and was cited second, after one
+    # about writing archives.
+    from rag_pipeline.core.embedding.embedder import load_embedder
+
+    embedder = load_embedder(minilm)
+    entries = "\n\n".join(f"{names}\n  {meaning}" for names, meaning in BOXTAR_OPTIONS)
+    built = build_index(tmp_path, embedder, {
+        "boxtar.md": f"# BOXTAR(1)\n\n## NAME\n\nboxtar - an archiving utility\n\n"
+                     f"## OPTIONS\n\n{entries}\n"})
+    answer = ask("What does boxtar --create do?", built.index, embedder)
+    first = answer.citations[0]
+    assert (first.identifier, "-c, --create\n  Write a new archive" in first.quote) == (
+        "--create", True)
+    # The quoted answer is the entry.
+    assert answer.quoted[0].text == (
+        "-c, --create\n  Write a new archive, replacing one of the same name.")
+
+
 def test_a_question_naming_an_identifier_is_answered_from_the_passage_holding_it(
         tmp_path: Path, minilm):
     from rag_pipeline.core.embedding.embedder import load_embedder

@@ -162,3 +162,14 @@ def test_a_host_no_candidate_holds_beside_its_look_alikes_is_answered_naming_it(
     assert apply_gate([0.7, 0.9], 0.6, unheld=("gw-eu-09",)) == GateDecision((), 0.6, 0.7, ())
     # A record number beside it: refused.
     assert not apply_gate([0.39], 0.6, unheld=("gw-eu-09", "INV-2026-9999")).answered
+
+
+def test_a_candidate_holding_an_option_the_question_names_is_kept_first_only_under_the_cut():
+    # An option is no record: every tool has a --delete, so one held above the cut is no
+    # answer about another tool's; under the cut it goes first, ahead of retrieval order.
+    distances = [0.30, 0.40, 0.85, 0.50]
+    assert apply_gate(distances, 0.6, identifiers=["", "--depth", "--depth", "-k"]).kept == (1, 3, 0)
+    assert not apply_gate([0.7, 0.9], 0.6, identifiers=["--depth", ""]).answered
+    # A code is kept first whatever its distance, ahead of an option.
+    assert apply_gate(distances, 0.6, identifiers=["", "--depth", "AT-2290", ""]).kept == (
+        2, 1, 0, 3)

@@ -10,8 +10,11 @@ from rag_pipeline.core.retrieval.identifiers import (
     MAX_HOLDERS,
     MAX_HOLDING_DOCUMENTS,
     held_identifiers,
+    is_option,
     is_record_number,
     question_identifiers,
+    question_options,
+    ranked_codes,
     unheld_identifiers,
 )
 
@@ -154,3 +157,32 @@ def test_a_question_without_its_codes_keeps_its_other_words():
         "Was refund sent, and drained?")
     assert without_identifiers("b7f3-22c9") == ""
     assert without_identifiers("how do I upgrade to TLS-1.3") == "how do I upgrade to TLS-1.3"
+
+
+@pytest.mark.parametrize(("question", "options"), [
+    ("What does git clone --depth do?", ("--depth",)),
+    ("tar --one-file-system or --one-file-system=yes", ("--one-file-system",)),  # each once
+    ("is ls -S the same as -s", ("-S", "-s")),  # case kept: two options
+    ("what does find -mtime +3 match", ("-mtime",)),
+    ("what does make \u2011k do", ("-k",)),  # a Unicode dash read as -
+    # Not options: a hyphenated word, a number, a dash between words, a bare double dash.
+    ("send an e-mail on non-zero exit", ()), ("a drop of -5 degrees", ()),
+    ("pros - cons -- and more", ()),
+])
+def test_question_options(question: str, options: tuple[str, ...]):
+    assert question_options(question) == options
+    assert not question_identifiers(question)  # an option is no code
+
+
+def test_a_passage_holds_an_option_whole_and_in_its_case():
+    # Planted: a manual's entries, a few to a chunk, and a longer option beginning alike.
+    contents = ["-K, --keep-newer-files\n  Keep newer files.", "--keep-going-now\n  Other.",
+                "-k, --keep-going\n  Continue as much as possible after an error.",
+                "[--keep-going] in the synopsis"]
+    assert held_identifiers("What does make --keep-going do?", contents) == [
+        "", "", "--keep-going", "--keep-going"]
+    assert held_identifiers("What does make -k do?", contents) == ["", "", "-k", ""]
+    # An option the passages lack is no record the corpus lacks: nothing is named or refused.
+    assert ranked_codes("What does make --stop do?", contents) == ([""] * 4, (), False)
+    assert [is_option(term) for term in ("--depth", "-k", "INV-2026-0042", "gw-eu-07")] == [
+        True, True, False, False]
