@@ -399,7 +399,12 @@ def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown
     behind older ones), and the documents read with a caveat (part left out, or a charset
     guessed)."""
     from rag_pipeline.cli.status import echo_left_out, echo_not_indexed
-    from rag_pipeline.core.index.status import documents_left_out, documents_not_indexed
+    from rag_pipeline.core.index.status import (
+        documents_left_out,
+        documents_not_indexed,
+        last_reconciliation,
+    )
+    from rag_pipeline.core.ingest.reconcile import LEFT_THE_INDEX
 
     partly = documents_left_out(warehouse)
     if partly:
@@ -415,9 +420,13 @@ def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown
     echo(f"\nnot indexed ({first}a failed document is read again when its file changes, or with "
          f"--retry-failed; `{invocation.command('status')}` lists them all):")
     rows.sort(key=lambda row: row[1] in before)
+    found = last_reconciliation(warehouse)
+    leaving = {r.document_id for r in found[0].rows
+               if r.detail.endswith(LEFT_THE_INDEX)} if found is not None else set()
     for status in ("failed", "skipped"):
-        echo_not_indexed(status, [(document_id, reason) for s, document_id, reason in rows
-                                  if s == status], shown)
+        echo_not_indexed(status, [
+            (document_id, f"{reason}; {LEFT_THE_INDEX}" if document_id in leaving else reason)
+            for s, document_id, reason in rows if s == status], shown)
 
 
 def _echo_hidden(warehouse, shown: int = 10) -> None:

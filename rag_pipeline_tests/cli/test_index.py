@@ -441,6 +441,14 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
         r"  \(corpus_watch's documents run [0-9a-f]{8} had read the corpus as it is now, at "
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, unchanged 3, "
         r"failed 2, skipped 1, hidden 2\)", lines[at + 1]), lines[at + 1]
+    # Found by a team whose folder changes daily: an indexed document that became unreadable
+    # left the index with nothing saying so ("changed 0, deleted 0, ..., failed 3").
+    (project.corpus / "notes.txt").write_bytes(b"Release notes \xff\xfe\x81 edited.\n")
+    tail = not_indexed()
+    assert tail[1].startswith("  failed  notes.txt: ") and tail[1].endswith(
+        "; it was indexed before and leaves the index"), tail[1]
+    # A document that never was indexed is not said to leave it.
+    assert [line for line in tail if "leaves the index" in line] == [tail[1]]
 
 
 @pytest.mark.slow

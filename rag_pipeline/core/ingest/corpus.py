@@ -28,6 +28,7 @@ from rag_pipeline.core.ingest.reading import EMPTY_FILE, ExtractionSettings, kep
 from rag_pipeline.core.ingest.reading_limits import document_reading_limits
 from rag_pipeline.core.ingest.reconcile import (
     HIDDEN_DETAIL,
+    LEFT_THE_INDEX,
     Change,
     Reconciled,
     Reconciliation,
@@ -342,15 +343,16 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 return
             kept.add(record.document_id)
             records.append(record)
+            before = prior.get(record.document_id)
+            left = f"; {LEFT_THE_INDEX}" if before is not None and before.ok else ""
             if record.skipped:
-                before = prior.get(record.document_id)
-                left = "; it was indexed before and leaves the index" if before and before.ok else ""
                 rows.append(Reconciled(Change.SKIPPED.value, record.document_id,
                                        detail=(record.error or "") + left))
+            elif record.failed:
+                rows.append(Reconciled(Change.FAILED.value, record.document_id, previous_id,
+                                       (detail or record.error or "") + left))
             else:
-                rows.append(Reconciled((Change.FAILED if record.failed else change).value,
-                                       record.document_id, previous_id,
-                                       detail or (record.error or "") if record.failed else detail))
+                rows.append(Reconciled(change.value, record.document_id, previous_id, detail))
 
         def rename_of(candidate: DocumentRecord | None, fmt: DocumentFormat) -> DocumentRecord | None:
             if candidate is None or candidate.document_id in taken or not _current_stamps(candidate, fmt):

@@ -36,6 +36,8 @@ class Change(StrEnum):
 
 
 HIDDEN_DETAIL = "a name starting with '.': not part of the corpus"
+LEFT_THE_INDEX = "it was indexed before and leaves the index"
+"""Ends the detail of a document that was indexed and is now failed or skipped."""
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,23 @@ def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_pa
                             "text (binary: a NUL byte at offset 14)")]
 
 
+def test_a_document_that_becomes_unreadable_is_reported_as_leaving_the_index(tmp_path):
+    # Found by a team whose folder changes daily: it was counted `failed` alone, with nothing
+    # saying its passages had left the index.
+    root = tmp_path / "corpus"
+    root.mkdir()
+    (root / "notes.md").write_bytes(b"# Notes\n\nBackups run nightly.\n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
+    first = extract_corpus(root)
+    (root / "notes.md").write_bytes(b"")
+    again = extract_corpus(root, first.records)
+    assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
+        ("failed", "broken.pdf", "not retried: unchanged since it failed: unreadable PDF: "
+                                 "Failed to load document (PDFium: Data format error)."),
+        ("failed", "notes.md", "an empty file (0 bytes): nothing to read; it was indexed before "
+                               "and leaves the index")]
+
+
 def test_a_skipped_file_deleted_is_reported_deleted(tmp_path):
     # Found by a user: it left the list of what was not indexed with no word in the report.
     root = tmp_path / "corpus"
