@@ -37,6 +37,7 @@ from rag_pipeline.orchestration.automation import DOCUMENTS_JOB, past_runs, run_
 from rag_pipeline.orchestration.index_launch import (
     RETRY_TAG,
     RunReport,
+    done_line,
     failed_partitions,
     read_run_events,
 )
@@ -116,7 +117,7 @@ class LocalRuns:
             report.error = first_error(self.instance, run_id)
             self.echo(f"  FAILED   {label}: {report.error}")
             raise IndexRunFailed(f"{label} failed (run {run_id[:8]}): {report.error}")
-        self.echo(f"  done     {label} in {seconds:.1f} s")
+        self.echo(done_line(self.instance, run_id, label, seconds))
         return report
 
     def _follow(self, run_id: str) -> str:

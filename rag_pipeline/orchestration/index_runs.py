@@ -1,5 +1,7 @@
-"""What a run of the index says when it fails: :class:`IndexRunFailed` and :func:`first_error`
-(the failed step and its own error, in one line), and the tag naming the process that ran it.
+"""What a run of the index says: when it fails, :class:`IndexRunFailed` and :func:`first_error`
+(the failed step and its own error, in one line); when an embeddings run succeeds, how many
+vectors it embedded and reused (:func:`vectors_done`); and the tag naming the process that ran
+it.
 ``rag-pipeline index`` launches runs through the code location
 (:mod:`rag_pipeline.orchestration.index_launch`); the tests' in-process runner is
 ``rag_pipeline_tests/index_runs.py``."""
@@ -32,6 +34,23 @@ def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
             return f"step {event.step_key}: {' '.join(_without_module(error).split())}"
     failures = [event.message for event in events if event.message]
     return failures[-1] if failures else "see the run in the Dagster UI"
+
+
+VECTOR_COUNTS = ("embedded", "reused", "shared", "removed")
+"""The embeddings materialisation's counts a finished run is reported with."""
+
+
+def vectors_done(instance: dg.DagsterInstance, run_id: str) -> str:
+    """``embedded 1, reused 365, shared 0, removed 1`` for a run that materialised embeddings
+    (its metadata's counts: what an edit cost), ``""`` for any other run."""
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
+    for record in records:
+        materialization = record.event_log_entry.asset_materialization
+        metadata = materialization.metadata if materialization is not None else {}
+        if all(name in metadata for name in VECTOR_COUNTS):
+            return ", ".join(f"{name} {metadata[name].value}" for name in VECTOR_COUNTS)
+    return ""
 
 
 class _ErrorInfo(Protocol):
