@@ -29,6 +29,8 @@ def _schema_type(schema: dict[str, Any]) -> str:
         return " or ".join(_schema_type(s) for s in schema["anyOf"])
     if "$ref" in schema:
         return schema["$ref"].rsplit("/", 1)[-1]
+    if "properties" in schema and "title" in schema:  # a body declared in place (a model's)
+        return schema["title"]
     return str(schema.get("type", "any"))
 
 
@@ -47,6 +49,7 @@ def _http_api() -> str:
                               follower=SimpleNamespace(warehouse=None))
     schema = create_app(service).openapi()  # type: ignore[arg-type]
     lines = ["| request | what it does | parameters |", "|---|---|---|"]
+    models = dict(schema.get("components", {}).get("schemas", {}))
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             params = [f"`{p['name']}` ({_schema_type(p.get('schema', {}))}"
@@ -55,10 +58,12 @@ def _http_api() -> str:
             if "requestBody" in operation:
                 body = operation["requestBody"]["content"].get("application/json", {})
                 params.append(f"JSON body: `{_schema_type(body.get('schema', {}))}`")
+                if "properties" in body.get("schema", {}) and "title" in body["schema"]:
+                    models.setdefault(body["schema"]["title"], body["schema"])
             lines.append(f"| `{method.upper()} {path}` | {_cell(operation.get('summary', ''))} | "
                          f"{_cell(', '.join(params)) or '-'} |")
     bodies = []
-    for name, model in schema.get("components", {}).get("schemas", {}).items():
+    for name, model in models.items():
         if name.startswith(("HTTPValidationError", "ValidationError")):
             continue
         bodies += ["", f"### `{name}`", "", _cell(model.get("description", "")).strip(), ""]

@@ -84,6 +84,8 @@ def test_mkdocs_build_strict(tmp_path: Path):
     assert "--refresh-corpus" in cli and "rag-pipeline serve" in cli
     api = (site / "reference" / "http-api" / "index.html").read_text("utf-8")
     assert "/health" in api and "AskRequest" in api
+    # Found by a newcomer reading the docs: the feedback body, declared in place, had no table.
+    assert 'id="feedbackrequest"' in api and "<code>helpful</code>" in api
 
 
 @pytest.mark.slow  # builds the bundled corpus's production index with the real model (minutes)

@@ -71,7 +71,8 @@ def _draft_from_feedback(invocation: Invocation, output: Path | None) -> None:
     if output.exists():
         fail(f"{output} exists: a draft never overwrites a gold set; choose another --output")
     output.write_text(feedback_jsonl(rows), encoding="utf-8")
-    echo(f"wrote {len(lines)} questions judged not helpful to {output}: write each line's needle "
+    questions = "1 question" if len(lines) == 1 else f"{len(lines)} questions"
+    echo(f"wrote {questions} judged not helpful to {output}: write each line's needle "
          f"(the sentence that answers it) and ticket, then "
          f"`{invocation.command('eval', '--gold', str(output))}`", err=True)
 

@@ -57,7 +57,7 @@ def test_gold_draft_from_feedback_proposes_the_questions_judged_not_helpful(tmp_
     assert [json.loads(line) for line in output.read_text().splitlines()] == [
         {"id": "f001", "needle": "", "question": "how do I upgrade", "ticket": "",
          "shown_sources": ["guide/faq.md#char=0,48"], "comments": ["wrong page"]}]
-    assert result.output.startswith(f"wrote 1 questions judged not helpful to {output}: ")
+    assert result.output.startswith(f"wrote 1 question judged not helpful to {output}: ")
 
 
 def test_the_next_command_suggested_repeats_the_options_given(tmp_path: Path):
