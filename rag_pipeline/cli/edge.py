@@ -247,7 +247,8 @@ def main(ctx: click.Context, data_dir: Path | None, warehouse: str | None,
         ("--config", "config_file", config_file), ("--data-dir", "data_dir", data_dir),
         ("--warehouse", "warehouse", warehouse))
         if value is not None and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
-    ctx.obj = Invocation(data_dir or read_config(config_file).data_dir or DEFAULT_DATA_DIR,
+    config = read_config(config_file)  # every command: a wrong key fails each the same way
+    ctx.obj = Invocation(data_dir or config.data_dir or DEFAULT_DATA_DIR,
                          warehouse, config_file,
                          tuple(part for flag, value in given for part in (flag, str(value))))
 

@@ -35,6 +35,18 @@ def test_an_option_of_the_group_after_a_command_says_where_it_goes(args, command
         f"rag-pipeline itself and goes before the command: `rag-pipeline {option} ... {command}`"))
 
 
+@pytest.mark.parametrize("command", [["status"], ["tokens", "list"], ["models"]])
+def test_a_model_package_not_installed_fails_every_command_before_it_prints(tmp_path: Path,
+                                                                          command: list[str]):
+    # Found by a newcomer checking the docs ("every key is checked when the file is read"):
+    # `status` printed its documents report, then failed; `tokens list` did not fail at all.
+    config = tmp_path / "team.toml"
+    config.write_text('[[models]]\nname = "m"\npackage = "no_such_model_pkg"\n', encoding="utf-8")
+    assert one_line_failure("--config", str(config), "--data-dir", str(tmp_path), *command) == (
+        2, f"error: {config}: [[models]] #1 ('m'): `package`: model package "
+           "'no_such_model_pkg' is not installed (pip install no-such-model-pkg)")
+
+
 def test_an_unknown_option_of_a_command_keeps_clicks_message():
     assert one_line_failure("status", "--nosuch") == (2, "error: No such option '--nosuch'.")
 

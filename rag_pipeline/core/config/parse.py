@@ -5,6 +5,7 @@ and the profile ``index`` builds. Pure: no Dagster, no torch.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ from rag_pipeline.core.config.schema import (
     Profile,
     ProjectConfig,
     SourceKind,
+    package_missing,
 )
 from rag_pipeline.core.config.tables import check_table
 from rag_pipeline.core.embedding.adaptation import AdaptRecipe, held_out_half
@@ -46,6 +48,15 @@ from rag_pipeline.core.ingest.reading import DEFAULT_MAX_DOCUMENT_BYTES
 from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
 from rag_pipeline.core.text.arguments import listed, repeated
+
+
+def _installed(package: str) -> bool:
+    """Whether ``package`` can be imported (found, not imported: a command that loads no model
+    pays nothing for it)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a parent package missing, or an empty name part
+        return False
 
 
 def _where(index: int, name: object) -> str:
@@ -99,6 +110,8 @@ def _model(index: int, table: object, root: Path) -> ModelDeclaration:
     value = table[kind.value]
     if not isinstance(value, str) or not value:
         raise ModelConfigError(f"{where}: `{kind.value}` must be a non-empty string")
+    if kind is SourceKind.PACKAGE and not _installed(value):
+        raise ModelConfigError(f"{where}: `package`: {package_missing(value)}")
     revision = table.get("revision")
     if kind is SourceKind.HUB and not isinstance(revision, str):
         raise ModelConfigError(f"{where}: a hub model needs a pinned `revision` (a commit hash)")

@@ -64,6 +64,11 @@ class SourceKind(StrEnum):
     HUB = "hub"
 
 
+def package_missing(package: str) -> str:
+    """What a model package that cannot be imported is told with."""
+    return f"model package {package!r} is not installed (pip install {package.replace('_', '-')})"
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """Where a model's folder comes from: a local folder (relative to the config file), an
@@ -80,8 +85,7 @@ class ModelSource:
             try:
                 module = importlib.import_module(self.value)
             except ImportError as exc:
-                raise ModelConfigError(f"model package {self.value!r} is not installed "
-                                       f"(pip install {self.value.replace('_', '-')})") from exc
+                raise ModelConfigError(package_missing(self.value)) from exc
             get_model_path = getattr(module, "get_model_path", None)
             if not callable(get_model_path):
                 raise ModelConfigError(f"{self.value!r} is not a model package: it has no "

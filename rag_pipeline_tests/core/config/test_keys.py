@@ -108,19 +108,20 @@ def test_going_back_to_the_projects_settings_after_locking_others_gives_its_key_
                 if s.name == "all-MiniLM-L6-v2") == narrow
 
 
-@pytest.mark.parametrize(("package", "message"), [
-    ("os", "'os' is not a model package: it has no get_model_path() (use `path` for a model "
-           "folder)"),
-    ("no_such_model_package", "model package 'no_such_model_package' is not installed (pip "
-                              "install no-such-model-package)"),
-])
-def test_a_package_that_is_no_model_package_is_named_with_file_and_field(tmp_path: Path,
-                                                                         package: str,
-                                                                         message: str):
+def test_a_package_that_is_no_model_package_is_named_with_file_and_field(tmp_path: Path):
     # Planted: `package = "os"`, a module without get_model_path(): an AttributeError named
     # neither the file nor the field.
     config = tmp_path / "rag_pipeline.toml"
-    config.write_text(f'[[models]]\nname = "m"\npackage = "{package}"\n')
+    config.write_text('[[models]]\nname = "m"\npackage = "os"\n')
     with pytest.raises(ModelConfigError) as caught:
         model_specs(load_config(config))
-    assert str(caught.value) == f"{config}: [[models]] 'm' `package`: {message}"
+    assert str(caught.value) == (f"{config}: [[models]] 'm' `package`: 'os' is not a model "
+                                 "package: it has no get_model_path() (use `path` for a model "
+                                 "folder)")
+    # A package not installed is told when the file is read, before any model is wanted.
+    config.write_text('[[models]]\nname = "m"\npackage = "no_such_model_package"\n')
+    with pytest.raises(ModelConfigError) as caught:
+        load_config(config)
+    assert str(caught.value) == (f"{config}: [[models]] #1 ('m'): `package`: model package "
+                                 "'no_such_model_package' is not installed (pip install "
+                                 "no-such-model-package)")
