@@ -76,6 +76,42 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
         raise ExtractionError(f"unreadable {kind}: {type(exc).__name__}: {exc}") from exc
     with archive:
         _check_members(archive, kind, limits)
+        held = package_kind(archive)
+        if held is not None and kind in PACKAGES and held != kind:
+            name, suffix = PACKAGES[held]
+            raise ExtractionError(f"unreadable {kind}: the file is {name} under another name: "
+                                  f"rename it {suffix}")
+
+
+PACKAGES = {"DOCX": ("a Word document", ".docx"), "XLSX": ("an Excel workbook", ".xlsx"),
+            "PPTX": ("a PowerPoint deck", ".pptx"), "ODT": ("an OpenDocument text", ".odt"),
+            "ODS": ("an OpenDocument spreadsheet", ".ods"),
+            "ODP": ("an OpenDocument presentation", ".odp"), "EPUB": ("an EPUB book", ".epub")}
+"""The zip packages a reader is named by, what each is called and its usual suffix."""
+_MIMETYPES = {"application/vnd.oasis.opendocument.text": "ODT",
+              "application/vnd.oasis.opendocument.spreadsheet": "ODS",
+              "application/vnd.oasis.opendocument.presentation": "ODP",
+              "application/epub+zip": "EPUB"}
+_MAIN_PARTS = {"word/document.xml": "DOCX", "xl/workbook.xml": "XLSX",
+               "ppt/presentation.xml": "PPTX"}
+
+
+def package_kind(archive: zipfile.ZipFile) -> str | None:
+    """Which package of :data:`PACKAGES` the zip is, by what it holds (an ODF or EPUB file's
+    ``mimetype`` member, an Office Open XML file's main part), whatever its name; None for
+    another zip. A template (``.ott``, ``.dotx``) is the package it makes."""
+    names = set(archive.namelist())
+    if "mimetype" in names:
+        try:
+            mimetype = archive.read("mimetype")[:100].decode("ascii").strip()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
+                NotImplementedError, zlib.error, lzma.LZMAError):
+            return None
+        return _MIMETYPES.get(mimetype.removesuffix("-template"))
+    for part, kind in _MAIN_PARTS.items():
+        if part in names:
+            return kind
+    return None
 
 
 def _check_members(archive: zipfile.ZipFile, kind: str, limits: OfficeLimits) -> None:

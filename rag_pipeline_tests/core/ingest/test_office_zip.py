@@ -141,3 +141,65 @@ def test_an_xml_part_of_too_many_tags_or_cell_formats_fails_before_it_is_parsed(
         check_zip(zipped({"xl/styles.xml": b"<xf/>" * 4}), "XLSX", limits)
     assert str(raised.value) == ("XML bomb guard: xl/styles.xml declares over 3 cell formats "
                                  "(max_cell_formats; Excel allows 64,000)")
+
+
+def _word_document() -> bytes:
+    import docx
+
+    saved = io.BytesIO()
+    document = docx.Document()
+    document.add_paragraph("The budget was approved.")
+    document.save(saved)
+    return saved.getvalue()
+
+
+def _open_document_text() -> bytes:
+    from odf.opendocument import OpenDocumentText
+    from odf.text import P
+
+    saved = io.BytesIO()
+    document = OpenDocumentText()
+    document.text.addElement(P(text="The budget was approved."))
+    document.write(saved)
+    return saved.getvalue()
+
+
+def _excel_workbook() -> bytes:
+    import openpyxl
+
+    saved = io.BytesIO()
+    workbook = openpyxl.Workbook()
+    workbook.active["A1"] = "The budget was approved."
+    workbook.save(saved)
+    return saved.getvalue()
+
+
+@pytest.mark.parametrize(("make", "suffix", "reader", "message"), [
+    (_word_document, ".docx", "odt", "unreadable ODT: the file is a Word document under another "
+                                     "name: rename it .docx"),
+    (_word_document, ".docx", "epub", "unreadable EPUB: the file is a Word document under another "
+                                      "name: rename it .docx"),
+    (_open_document_text, ".odt", "docx", "unreadable DOCX: the file is an OpenDocument text "
+                                          "under another name: rename it .odt"),
+    (_open_document_text, ".odt", "pptx", "unreadable PPTX: the file is an OpenDocument text "
+                                          "under another name: rename it .odt"),
+    (_excel_workbook, ".xlsx", "ods", "unreadable ODS: the file is an Excel workbook under "
+                                      "another name: rename it .xlsx"),
+    (_excel_workbook, ".xlsx", "docx", "unreadable DOCX: the file is an Excel workbook under "
+                                       "another name: rename it .xlsx"),
+])
+def test_a_package_under_another_packages_name_is_told_what_it_is(make, suffix: str,
+                                                                  reader: str, message: str):
+    # Found by a team whose folder changes daily: a DOCX saved as .odt failed as "no
+    # content.xml (a flat XML ODF file is not read)", and an ODT as .docx with a KeyError.
+    from pathlib import Path
+
+    from rag_pipeline.core.ingest.formats import format_for, format_named
+
+    data = make()
+    with pytest.raises(ExtractionError) as caught:
+        format_named(reader).extract(data, "misnamed")
+    assert str(caught.value) == message
+    # Under its own name it is read.
+    own = format_for(Path(f"budget{suffix}"))
+    assert "The budget was approved." in own.extract(data, "budget").canonical_text

@@ -4,6 +4,7 @@ sheets cited by cell range as XLSX; files made here with odfpy."""
 from __future__ import annotations
 
 import io
+import zipfile
 
 import pytest
 from odf import chart, draw, office, presentation, table, text
@@ -458,8 +459,17 @@ def test_a_broken_package_fails_with_its_reason(fmt, kind):
 
 
 def test_another_kind_under_the_suffix_fails_with_its_reason():
-    with pytest.raises(ExtractionError, match="^unreadable ODS: content.xml has no office:spreadsheet body"):
+    with pytest.raises(ExtractionError, match="^unreadable ODS: the file is an OpenDocument text "
+                                              "under another name: rename it .odt$"):
         ODS.extract(report(), "mislabelled")
+    # Without the mimetype member that names its kind, its body says it.
+    unnamed = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(report())) as archive, zipfile.ZipFile(unnamed, "w") as out:
+        for member in archive.infolist():
+            if member.filename != "mimetype":
+                out.writestr(member, archive.read(member))
+    with pytest.raises(ExtractionError, match="^unreadable ODS: content.xml has no office:spreadsheet body"):
+        ODS.extract(unnamed.getvalue(), "mislabelled")
 
 
 def test_odt_headers_and_footers_close_the_text_once_each_and_comments_are_counted():
