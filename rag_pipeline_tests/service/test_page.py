@@ -164,6 +164,54 @@ def test_the_document_view_never_covers_the_quote_with_its_sticky_header(tmp_pat
             assert header["y"] + header["height"] <= mark["y"] < 700, (width, header, mark)
 
 
+WORDS_WHOLE = """[...document.querySelectorAll(SELECTOR)].every(cell => [...cell.childNodes]
+  .filter(node => node.nodeType === Node.TEXT_NODE).every(node => {
+    for (const word of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      if (range.getClientRects().length > 1) return false;
+    }
+    return true;
+  }))"""
+"""Whether every word of the cells ``SELECTOR`` names is on one line (not broken in two)."""
+
+
+def test_a_wide_table_in_a_markdown_view_scrolls_on_a_phone_with_its_words_whole(tmp_path: Path):
+    # Found by a phone user: cells of a 12-column table shrank to one or two letters a line
+    # ("Column header number 0" over 19 lines), so the table hardly scrolled.
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from rag_pipeline.core.index.store import DocumentInfo
+    from rag_pipeline.core.ingest.formats import format_for
+    from rag_pipeline.service.views import ViewRequest, render_document
+
+    source = tmp_path / "rates.md"
+    header = " | ".join(f"Column header number {i}" for i in range(12))
+    row = " | ".join(f"cell value {i} wide" for i in range(12))
+    source.write_text(f"# Rates\n\n| {header} |\n|{'---|' * 12}\n| {row} |\n", encoding="utf-8")
+    fmt = format_for(source)
+    extracted = fmt.extract(source.read_bytes(), "rates.md")
+    info = DocumentInfo("rates.md", "Rates", str(source), fmt.name, extracted.anchors,
+                        extracted.tables)
+    start = extracted.canonical_text.index("cell value 0")
+    app = FastAPI()
+    app.get("/doc", response_class=HTMLResponse)(lambda: render_document(
+        ViewRequest(info, extracted.canonical_text, start, start + 12), None))
+    with serve_in_thread(app) as url, chromium_page(tmp_path / "profile") as page:
+        page.set_viewport_size({"width": 360, "height": 740})
+        page.goto(url + "/doc")
+        page.wait_for_selector("article.markup table", timeout=TIMEOUT_MS)
+        cells = "article.markup th, article.markup td"
+        assert page.locator(cells).count() == 24
+        assert page.evaluate(WORDS_WHOLE.replace("SELECTOR", repr(cells)))
+        table = page.locator("article.markup table")
+        assert table.evaluate("t => t.scrollWidth > 2 * t.clientWidth")
+        # The page itself does not scroll sideways: the table does.
+        assert page.evaluate("document.documentElement.scrollWidth") == 360
+
+
 def test_the_api_docs_page_works_offline_in_chromium(base_url: str, tmp_path: Path):
     requested: list[str] = []
     with chromium_page(tmp_path / "profile") as page:

@@ -169,8 +169,8 @@ def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(
     assert _where(page.text) == "Budget 2026!A4:D4"
     view = _view(page.text)
     end = text.index("\n", start)
-    assert ('<span class="tab current">Budget 2026</span> <a class="tab" href="/documents/budget.xlsx'
-            f'?from={start}&amp;to={end}&amp;sheet=Notes">Notes</a>') in view
+    assert ('<span class="tab current" aria-current="page">Budget 2026</span> <a class="tab" '
+            f'href="/documents/budget.xlsx?from={start}&amp;to={end}&amp;sheet=Notes">Notes</a>') in view
     # Found by a user's trial: the Notes tab showed every cell of Notes marked as cited, and
     # back on the cited sheet by its tab no cell was.
     notes = client.get("/documents/budget.xlsx", params={"from": start, "to": end, "sheet": "Notes"})

@@ -199,6 +199,29 @@ def test_feedback_from_the_page_is_stored(base_url: str, built: ViewsIndex, tmp_
         (QUESTION, True, "The rota is on page 3", ("report.pdf#page=2",))]
 
 
+def test_the_page_is_usable_by_keyboard_and_names_its_regions_and_links(base_url: str,
+                                                                      tmp_path: Path):
+    # Found by a keyboard and screen-reader user: a verdict sent by Enter left the focus on the
+    # page's start (its button disabled); the page had no landmark; every source's link had the
+    # same name; the note of a question cut at 2,000 characters was in no live region.
+    with chromium_page(tmp_path / "profile") as page:
+        page.goto(base_url + "/?q=" + QUESTION.replace(" ", "%20"))
+        page.wait_for_selector("#feedback", timeout=TIMEOUT_MS)
+        page.focus("#helpful")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#feedback-status:has-text('stored as helpful')", timeout=TIMEOUT_MS)
+        assert page.evaluate("document.activeElement.id") == "feedback-comment"
+        assert page.evaluate("[...document.querySelectorAll('header, main')].map(e => e.tagName)"
+                             ) == ["HEADER", "MAIN"]
+        assert page.get_attribute("#result", "aria-label") == "Answer and sources"
+        label = page.locator("article.source h2").first.inner_text().removeprefix("[1] ")
+        assert page.get_attribute("#quoted a.cite", "aria-label") == f"[1] {label}"
+        assert page.get_attribute("article.source a.open", "aria-label") == (
+            f"Open at the quoted place: [1] {label}")
+        assert page.evaluate("document.getElementById('question-note').parentElement"
+                             ".getAttribute('role')") == "status"
+
+
 def test_a_401_shows_the_sign_in_prompt_and_the_token_goes_with_every_request(base_url: str,
                                                                              tmp_path: Path):
     """The access contract, played by the browser against stand-in answers: a 401 shows the

@@ -45,6 +45,9 @@ _READING = threading.Lock()
 """Held while a workbook is read: one at a time."""
 
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?")
+LONG_CELL = 40
+"""A cell of more characters wraps in the grid (a wider one would be cut), the others stay on
+one line, as a spreadsheet shows them."""
 _FRAGMENT = re.compile(r"#sheet=(?P<sheet>[^&]*)&range=(?P<c1>[A-Z]+)(?P<r1>\d+):(?P<c2>[A-Z]+)(?P<r2>\d+)")
 
 
@@ -247,7 +250,7 @@ def _tab(name: str, href: str | None, hidden: bool) -> str:
     classes = "tab" + (" current" if href is None else "") + (" hidden" if hidden else "")
     text = shown_name(name) + (" (hidden)" if hidden else "")
     if href is None:
-        return f'<span class="{classes}">{text}</span>'
+        return f'<span class="{classes}" aria-current="page">{text}</span>'
     return f'<a class="{classes}" href="{html.escape(href)}">{text}</a>'
 
 
@@ -305,7 +308,7 @@ def sheet_view(request: ViewRequest) -> View:
         tds = []
         for column in range(1, width + 1):
             value = cells[column - 1] if column <= len(cells) else ""
-            classes = ["num"] if _NUMBER.fullmatch(value) else []
+            classes = ["num"] if _NUMBER.fullmatch(value) else ["long"] if len(value) > LONG_CELL else []
             if (number, column) in grid.covered:
                 classes.append("merged")
             attributes = ""

@@ -264,12 +264,13 @@ def test_a_hidden_sheets_tab_says_it_is_hidden_in_xlsx_and_ods(tmp_path: Path):
         on_hidden = VIEWS[kind](ViewRequest(info, extracted.canonical_text, start, start + 12))
         assert _sheet_tabs(on_hidden.body) == (
             f'<div class="tabs"><a class="tab" href="/documents/rates.{kind}?from={start}&amp;to='
-            f'{start + 12}&amp;sheet=Open">Open</a> <span class="tab current hidden">Secret '
-            "(hidden)</span>"), kind
+            f'{start + 12}&amp;sheet=Open">Open</a> <span class="tab current hidden" '
+            'aria-current="page">Secret (hidden)</span>'), kind
         on_open = VIEWS[kind](ViewRequest(info, extracted.canonical_text, 0, 10))
         assert _sheet_tabs(on_open.body) == (
-            f'<div class="tabs"><span class="tab current">Open</span> <a class="tab hidden" '
-            f'href="/documents/rates.{kind}?from=0&amp;to=10&amp;sheet=Secret">Secret (hidden)</a>'), kind
+            '<div class="tabs"><span class="tab current" aria-current="page">Open</span> '
+            f'<a class="tab hidden" href="/documents/rates.{kind}?from=0&amp;to=10&amp;sheet=Secret">'
+            'Secret (hidden)</a>'), kind
 
 
 def test_a_sheets_tab_writes_out_its_bidirectional_controls(tmp_path: Path):
@@ -293,7 +294,7 @@ def test_a_sheets_tab_writes_out_its_bidirectional_controls(tmp_path: Path):
     assert _sheet_tabs(view.body) == (
         f'<div class="tabs"><a class="tab" href="/documents/rates.xlsx?from={start}&amp;to='
         f'{start + 10}&amp;sheet=bidi%E2%80%AEslx.exe">bidi\\u202eslx.exe</a> '
-        '<span class="tab current">Open</span>')
+        '<span class="tab current" aria-current="page">Open</span>')
 
 
 def test_a_two_row_header_is_shown_whole_and_a_merged_cell_shows_its_value(tmp_path: Path):
@@ -369,3 +370,24 @@ def test_an_ods_merged_cell_shows_its_value_in_each_of_its_cells(tmp_path: Path)
             '<td>Plan</td><td>Actual</td></tr>') in body
     assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
             '<td class="num cited">55</td>') in body
+
+
+def test_a_long_cell_wraps_in_the_grid_and_a_short_one_stays_on_its_line(tmp_path: Path):
+    # Found by a phone user: a cell of a long note was cut at 22rem with an ellipsis, the rest
+    # unreadable in the view.
+    from openpyxl import Workbook
+
+    from rag_pipeline.service.views.sheet import LONG_CELL
+
+    workbook = Workbook()
+    workbook.active.title = "Notes"
+    note = "The inspection of the cooling loop moved to the second week of March."
+    workbook.active.append(["day", "note"])
+    workbook.active.append(["Monday", note])
+    path = tmp_path / "notes.xlsx"
+    workbook.save(path)
+    extracted, info = _indexed(path, path.read_bytes())
+    start = extracted.canonical_text.index("Monday")
+    view = sheet_view(ViewRequest(info, extracted.canonical_text, start, start + 6))
+    assert len(note) > LONG_CELL
+    assert f'<td class="cited" id="quote">Monday</td><td class="long cited">{note}</td>' in view.body
