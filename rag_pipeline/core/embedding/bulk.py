@@ -346,7 +346,17 @@ def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> 
         handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
+        # mkstemp makes the file its owner's alone: the model cache is shared by every folder
+        # and user, as the export beside it is (read and written under the umask).
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, folder / name)
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it: there is no other way, and it is set back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def read_bulk_records(folder: Path) -> list[BulkRecord]:

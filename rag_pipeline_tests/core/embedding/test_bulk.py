@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import time
 
 import numpy as np
@@ -338,6 +339,14 @@ def test_the_record_file_keeps_each_machines_record_while_the_files_and_versions
 
     assert read_bulk_records(tmp_path) == []
     write_bulk_record(tmp_path, record("m1; 2 threads"), "{}")
+    # Found by a second user of one machine: the record and the tokenizer were the writer's
+    # alone (mkstemp's 0600), so another user's `ask` failed on the shared model cache.
+    umask = os.umask(0o022)
+    try:
+        write_bulk_record(tmp_path, record("m1; 2 threads"), "{}")
+    finally:
+        os.umask(umask)
+    assert sorted(oct(f.stat().st_mode & 0o777) for f in tmp_path.iterdir()) == ["0o644", "0o644"]
     write_bulk_record(tmp_path, record("m1; 1 threads", "onnxruntime"), "{}")
     assert read_bulk_records(tmp_path) == [record("m1; 1 threads", "onnxruntime"),
                                            record("m1; 2 threads")]
