@@ -17,12 +17,12 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from rag_pipeline.core.ingest.containers import PreviousRecords, expands_name, extract_expanding_entry
-from rag_pipeline.core.ingest.extracted import ExtractionError, no_text_reason
+from rag_pipeline.core.ingest.extracted import ExtractionError, FileVanishedError, no_text_reason
 from rag_pipeline.core.ingest.formats import REGISTRY, DocumentFormat, format_for
 from rag_pipeline.core.ingest.reading import EMPTY_FILE, ExtractionSettings, kept_failed
 from rag_pipeline.core.ingest.reading_limits import document_reading_limits
@@ -35,7 +35,7 @@ from rag_pipeline.core.ingest.reconcile import (
     deleted_rows,
 )
 from rag_pipeline.core.ingest.records import DocumentRecord, DocumentStatus
-from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, discover
+from rag_pipeline.core.ingest.sources import Entry, LocalSource, Source, SourceError, discover
 from rag_pipeline.core.ingest.sources.base import enclosing_ids, shown_file_name
 from rag_pipeline.core.ingest.sources.local import local_entry
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
@@ -294,6 +294,22 @@ def _not_retried(record: DocumentRecord) -> str:
     return _NOT_RETRIED + (record.error or "") if record.failed else ""
 
 
+def _check_not_gone(source: Source, listed: int, vanished: Sequence[str]) -> None:
+    """Files listed but gone when read were deleted while the run read the corpus, and are
+    reported deleted, unless the corpus itself went away meanwhile (a folder unmounted: its
+    mount point is still a folder, now empty): it then lists fewer than half its entries.
+
+    Raises:
+        SourceError: If the corpus went away: nothing is published.
+    """
+    now = len(source.entries())
+    if now < listed / 2:
+        raise SourceError(
+            f"the corpus {source.uri} went away while it was being read ({len(vanished)} of its "
+            f"files were gone when read, and it now lists {now} of its {listed} entries: "
+            "unmounted or moved?): nothing is published, the served index is as it was")
+
+
 def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (),
                    settings: ExtractionSettings | None = None) -> ExtractionResult:
     """Extracts every entry of ``corpus`` (a folder or a source), reusing previous records.
@@ -330,6 +346,7 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
         taken: set[str] = set()
         records: list[DocumentRecord] = []
         extracted = reused = moved = not_retried = 0
+        vanished: list[str] = []
 
         kept: set[str] = set()
 
@@ -426,6 +443,9 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                 continue
             try:
                 data = source.read(entry, settings.max_document_bytes)
+            except FileVanishedError:
+                vanished.append(entry.document_id)  # deleted while the run read the corpus
+                continue
             except ExtractionError as exc:
                 extracted += 1
                 keep(_unreadable(entry, location, fmt, str(exc)), Change.CHANGED if old else Change.ADDED)
@@ -453,6 +473,9 @@ def extract_corpus(corpus: Path | Source, previous: Iterable[DocumentRecord] = (
                      Change.ADDED, renamed_from,
                      detail=_read_again(old, record) if old is not None else "")
         source.still_there()
+        if vanished:
+            _check_not_gone(source, len(entries), vanished)
+            listed -= {shown_file_name(document_id) for document_id in vanished}
     finally:
         source.close()
     rows.extend(deleted_rows(prior.values(), listed | {r.document_id for r in records}, taken))

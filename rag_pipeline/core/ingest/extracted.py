@@ -209,6 +209,11 @@ class ExtractionError(Exception):
     """A document could not be turned into text; the message is the reason shown to users."""
 
 
+class FileVanishedError(ExtractionError):
+    """A listed file was not there when it was read: deleted or moved while the run read the
+    corpus (or the corpus itself went away: a folder unmounted)."""
+
+
 _log = logging.getLogger(__name__)
 
 

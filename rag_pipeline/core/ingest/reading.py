@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_pipeline.core.ingest.extracted import ExtractionError
+from rag_pipeline.core.ingest.extracted import ExtractionError, FileVanishedError
 from rag_pipeline.core.ingest.reading_limits import DEFAULT_MAX_DOCUMENT_SECONDS
 
 DEFAULT_MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
@@ -120,6 +120,8 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
     if missing is not None or info is None:
         if path.is_symlink():
             raise ExtractionError(f"broken symlink: {resolved} does not exist") from missing
+        if isinstance(missing, FileNotFoundError):
+            raise FileVanishedError(f"unreadable: {missing.strerror or missing}") from missing
         raise ExtractionError(f"unreadable: {missing.strerror or missing}") from missing
     if not stat.S_ISREG(info.st_mode):
         raise ExtractionError(f"not a regular file: {_kind_of(info.st_mode)}, never opened")

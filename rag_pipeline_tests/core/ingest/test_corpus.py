@@ -778,3 +778,61 @@ def test_a_renamed_file_titled_by_its_name_is_titled_by_its_new_name_as_a_fresh_
     assert by_id(second.records)["database.md"].sections == (Section("database", 0, 36, 1),)
     assert [s.title for s in by_id(second.records)["finance.xlsx"].sections] == ["budget"]
     assert by_id(second.records)["handbook.md"].title == "Guide"
+
+
+def _going_away(root: Path, at: int, every_file: bool):
+    """A local source of ``root`` whose ``at``-th read first deletes the file it reads, or
+    every file (the folder unmounted: its mount point is left, empty)."""
+    from rag_pipeline.core.ingest.sources.local import LocalSource
+
+    class GoingAway(LocalSource):
+        reads = 0
+
+        def read(self, entry, max_bytes):
+            GoingAway.reads += 1
+            if GoingAway.reads == at:
+                for path in sorted(root.iterdir()) if every_file else [root / entry.document_id]:
+                    path.unlink()
+            return super().read(entry, max_bytes)
+
+    return GoingAway(root)
+
+
+def _ten_notes(root: Path) -> None:
+    root.mkdir()
+    for n in range(10):
+        (root / f"note{n}.md").write_text(f"# Note {n}\n\nBackups of site {n} run nightly.\n")
+
+
+def test_a_file_deleted_while_the_run_reads_it_is_reported_deleted_not_failed(tmp_path):
+    # Found by an operator: a file gone when read was recorded failed ("unreadable: No such
+    # file or directory") and, unchanged when it came back, never read again.
+    root = tmp_path / "corpus"
+    _ten_notes(root)
+    first = extract_corpus(root)
+    for path in root.iterdir():
+        os.utime(path, (1, 1))  # every file to be read again
+    again = extract_corpus(_going_away(root, at=3, every_file=False), first.records)
+    assert [(r.change, r.document_id) for r in again.report.rows if r.change != "unchanged"] == [
+        ("deleted", "note2.md")]
+    assert sorted(r.document_id for r in again.records) == [
+        f"note{n}.md" for n in range(10) if n != 2]
+
+
+def test_a_corpus_that_goes_away_while_the_run_reads_it_publishes_nothing(tmp_path):
+    # Found by an operator: a corpus unmounted mid-run left its mount point, an empty folder,
+    # so the run published the files not yet read as failed (77 of 400 man pages), and a wrong
+    # answer was served from the others.
+    from rag_pipeline.core.ingest.sources import SourceError
+
+    root = tmp_path / "corpus"
+    _ten_notes(root)
+    first = extract_corpus(root)
+    for path in root.iterdir():
+        os.utime(path, (1, 1))
+    with pytest.raises(SourceError) as gone:
+        extract_corpus(_going_away(root, at=4, every_file=True), first.records)
+    assert str(gone.value) == (
+        f"the corpus {root} went away while it was being read (7 of its files were gone when "
+        "read, and it now lists 0 of its 10 entries: unmounted or moved?): nothing is published, "
+        "the served index is as it was")
