@@ -21,7 +21,6 @@ a warning says so.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
@@ -40,6 +39,7 @@ import pyarrow.parquet as pq
 
 from rag_pipeline.core.index.bm25 import Bm25Scorer, posting_weights
 from rag_pipeline.core.index.row_reads import FileRows, MappedFile, StringColumn, random_access_map
+from rag_pipeline.core.storage.full_disk import naming_a_full_disk
 from rag_pipeline.core.storage.table_names import (
     BM25_CHUNKS,
     BM25_PARAMS,
@@ -193,16 +193,12 @@ def write_once(path: Path, write: Callable[[Path], None]) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     record_tmp = path.with_name(f".{path.name}.{os.getpid()}.digest.tmp")
     try:
-        write(tmp)
-        record_tmp.write_text(json.dumps({"size": tmp.stat().st_size,
-                                          "blake2b": _file_digest(tmp)}), encoding="utf-8")
-        record_tmp.replace(_digest_record(path))
-        tmp.replace(path)
-    except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(exc.errno, f"no space left to make the map cache copy {path}: free "
-                                     "space or move the data folder") from exc
-        raise
+        with naming_a_full_disk("to make the map cache copy", path):
+            write(tmp)
+            record_tmp.write_text(json.dumps({"size": tmp.stat().st_size,
+                                              "blake2b": _file_digest(tmp)}), encoding="utf-8")
+            record_tmp.replace(_digest_record(path))
+            tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
         record_tmp.unlink(missing_ok=True)

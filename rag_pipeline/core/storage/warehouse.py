@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from rag_pipeline.core.storage.full_disk import naming_a_full_disk
 from rag_pipeline.core.storage.location import warehouse_location
 from rag_pipeline.core.text.arguments import InvalidArgumentError
 
@@ -183,7 +184,7 @@ class Warehouse:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
         try:
-            with tmp.open("wb") as handle:
+            with naming_a_full_disk("to write", path), tmp.open("wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -319,7 +320,8 @@ class Warehouse:
         with tempfile.TemporaryDirectory(prefix=".write-", dir=self.data_dir) as tmp:
             path = Path(tmp) / "part.parquet"
             rows = 0
-            with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+            with (naming_a_full_disk(f"to write the {table} table in", self.data_dir),
+                  pq.ParquetWriter(path, schema, compression="zstd") as writer):
                 for part in parts:
                     writer.write_table(part.select(schema.names).cast(schema))
                     rows += part.num_rows
