@@ -190,37 +190,29 @@ def test_an_empty_file_of_any_format_or_member_says_it_is_empty(tmp_path):
                        "notes.md": empty, "report.pdf": empty}
 
 
-def test_a_document_that_becomes_skipped_is_reported_as_leaving_the_index(tmp_path):
+def test_a_document_that_becomes_skipped_or_unreadable_is_reported_as_leaving_the_index(tmp_path):
+    # Found by a team whose folder changes daily: one that became unreadable was counted
+    # `failed` alone, with nothing saying its passages had left the index.
     root = tmp_path / "corpus"
     root.mkdir()
     (root / "notes").write_bytes(b"Plain notes.\n")
     (root / "tool").write_bytes(b"Never indexed.\x00")
+    (root / "rota.md").write_bytes(b"# Rota\n\nBackups run nightly.\n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
     first = extract_corpus(root)
     (root / "notes").write_bytes(b"\x7fELF\x02\x01\x01\x00")
+    (root / "rota.md").write_bytes(b"")
     again = extract_corpus(root, first.records)
     assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
+        ("failed", "broken.pdf", "not retried: unchanged since it failed: unreadable PDF: "
+                                 "Failed to load document (PDFium: Data format error)."),
+        ("failed", "rota.md", "an empty file (0 bytes): nothing to read; it was indexed before "
+                              "and leaves the index"),
         ("skipped", "notes", "no reader for files named notes (without a suffix), and not plain "
                              "text (binary: its first bytes are those of a program (ELF)); it "
                              "was indexed before and leaves the index"),
         ("skipped", "tool", "no reader for files named tool (without a suffix), and not plain "
                             "text (binary: a NUL byte at offset 14)")]
-
-
-def test_a_document_that_becomes_unreadable_is_reported_as_leaving_the_index(tmp_path):
-    # Found by a team whose folder changes daily: it was counted `failed` alone, with nothing
-    # saying its passages had left the index.
-    root = tmp_path / "corpus"
-    root.mkdir()
-    (root / "notes.md").write_bytes(b"# Notes\n\nBackups run nightly.\n")
-    (root / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
-    first = extract_corpus(root)
-    (root / "notes.md").write_bytes(b"")
-    again = extract_corpus(root, first.records)
-    assert [(r.change, r.document_id, r.detail) for r in again.report.rows] == [
-        ("failed", "broken.pdf", "not retried: unchanged since it failed: unreadable PDF: "
-                                 "Failed to load document (PDFium: Data format error)."),
-        ("failed", "notes.md", "an empty file (0 bytes): nothing to read; it was indexed before "
-                               "and leaves the index")]
 
 
 def test_a_skipped_file_deleted_is_reported_deleted(tmp_path):
