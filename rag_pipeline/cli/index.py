@@ -310,7 +310,10 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     except IndexRunFailed as exc:
         fail(str(exc))
     echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
-    _echo_reconciliation(warehouse, reports, read_before)
+    from rag_pipeline.core.index.status import last_reconciliation
+
+    reconciled = last_reconciliation(warehouse)  # read once: three lines below report it
+    _echo_reconciliation(reconciled, reports, read_before)
     if build.access is not None:
         from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
 
@@ -326,8 +329,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
-    _echo_not_indexed(warehouse, invocation, not_indexed_before)
-    _echo_hidden(warehouse)
+    _echo_not_indexed(warehouse, invocation, not_indexed_before, reconciled)
+    _echo_hidden(reconciled)
     if not no_eval:
         _echo_evaluation(build, invocation)
 
@@ -348,14 +351,13 @@ def _read_before(instance, reports):
     return earlier_reading(instance, run_id) if run_id is not None else None
 
 
-def _echo_reconciliation(warehouse, reports, read_before=None) -> None:
-    """What this command's documents run found in the corpus, on one line (its counts; the
-    ids are in ``status`` and the ``reconciliation`` table), and the run that had already
-    indexed the corpus as it is when this one found nothing changed (``read_before``)."""
-    from rag_pipeline.core.index.status import last_reconciliation
+def _echo_reconciliation(reconciled, reports, read_before=None) -> None:
+    """What this command's documents run found in the corpus (``reconciled``: the last
+    reconciliation and when), on one line (its counts; the ids are in ``status`` and the
+    ``reconciliation`` table), and the run that had already indexed the corpus as it is when
+    this one found nothing changed (``read_before``)."""
     from rag_pipeline.core.ingest.reconcile import counts_summary
 
-    reconciled = last_reconciliation(warehouse)
     if reconciled is None or _documents_run(reports) is None:
         return
     echo(f"documents: {reconciled[0].summary()}")
@@ -393,17 +395,14 @@ def _not_indexed_ids(warehouse) -> set[str]:
         return set()
 
 
-def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown: int = 10) -> None:
+def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], reconciled,
+                      shown: int = 10) -> None:
     """The failed and skipped documents, with why (the first ``shown`` of each, those not
     among ``before``, the ones listed before this run, first: a file that broke now is never
-    behind older ones), and the documents read with a caveat (part left out, or a charset
-    guessed)."""
+    behind older ones; a document ``reconciled`` says left the index says so), and the
+    documents read with a caveat (part left out, or a charset guessed)."""
     from rag_pipeline.cli.status import echo_left_out, echo_not_indexed
-    from rag_pipeline.core.index.status import (
-        documents_left_out,
-        documents_not_indexed,
-        last_reconciliation,
-    )
+    from rag_pipeline.core.index.status import documents_left_out, documents_not_indexed
     from rag_pipeline.core.ingest.reconcile import LEFT_THE_INDEX
 
     partly = documents_left_out(warehouse)
@@ -420,24 +419,22 @@ def _echo_not_indexed(warehouse, invocation: Invocation, before: set[str], shown
     echo(f"\nnot indexed ({first}a failed document is read again when its file changes, or with "
          f"--retry-failed; `{invocation.command('status')}` lists them all):")
     rows.sort(key=lambda row: row[1] in before)
-    found = last_reconciliation(warehouse)
-    leaving = {r.document_id for r in found[0].rows
-               if r.detail.endswith(LEFT_THE_INDEX)} if found is not None else set()
+    leaving = {r.document_id for r in reconciled[0].rows
+               if r.detail.endswith(LEFT_THE_INDEX)} if reconciled is not None else set()
     for status in ("failed", "skipped"):
         echo_not_indexed(status, [
             (document_id, f"{reason}; {LEFT_THE_INDEX}" if document_id in leaving else reason)
             for s, document_id, reason in rows if s == status], shown)
 
 
-def _echo_hidden(warehouse, shown: int = 10) -> None:
-    """The hidden names the last listing left out (the first ``shown``), on one line."""
-    from rag_pipeline.core.index.status import last_reconciliation
+def _echo_hidden(reconciled, shown: int = 10) -> None:
+    """The hidden names the last listing left out (``reconciled``'s; the first ``shown``), on
+    one line."""
     from rag_pipeline.core.ingest.reconcile import Change
     from rag_pipeline.core.text.arguments import listed
     from rag_pipeline.core.text.terminal import one_line
 
-    found = last_reconciliation(warehouse)
-    names = found[0].ids(Change.HIDDEN) if found is not None else []
+    names = reconciled[0].ids(Change.HIDDEN) if reconciled is not None else []
     if names:
         echo(f"\nhidden (names starting with '.', not part of the corpus): "
              f"{listed((one_line(name) for name in names), shown)}")
