@@ -37,8 +37,8 @@ import hashlib
 import json
 import os
 import queue
-import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -343,20 +343,13 @@ def write_bulk_record(folder: Path, record: BulkRecord, tokenizer_json: str) -> 
               if r.machine != record.machine and r.checked() == record.checked()][:MAX_RECORDS - 1]
     data = {**asdict(record), OTHER_MACHINES: [asdict(r) for r in others]}
     for name, text in ((BULK_TOKENIZER, tokenizer_json), (BULK_CHECK, json.dumps(data, indent=2))):
-        handle, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        # A name of its own, created under the umask (not mkstemp's 0600): the model cache is
+        # shared by every folder and user, as the export beside it is.
+        tmp = folder / f".{name}.{uuid.uuid4().hex}.tmp"
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w",
+                       encoding="utf-8") as out:
             out.write(text)
-        # mkstemp makes the file its owner's alone: the model cache is shared by every folder
-        # and user, as the export beside it is (read and written under the umask).
-        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, folder / name)
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it: there is no other way, and it is set back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def read_bulk_records(folder: Path) -> list[BulkRecord]:
