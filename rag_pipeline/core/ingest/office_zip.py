@@ -83,6 +83,9 @@ def check_zip(data: bytes, kind: str, limits: OfficeLimits) -> None:
                                   f"rename it {suffix}")
 
 
+_UNREADABLE_MEMBER = (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
+                      NotImplementedError, zlib.error, lzma.LZMAError)
+"""What reading a damaged or encrypted member of a zip may raise."""
 PACKAGES = {"DOCX": ("a Word document", ".docx"), "XLSX": ("an Excel workbook", ".xlsx"),
             "PPTX": ("a PowerPoint deck", ".pptx"), "ODT": ("an OpenDocument text", ".odt"),
             "ODS": ("an OpenDocument spreadsheet", ".ods"),
@@ -104,8 +107,7 @@ def package_kind(archive: zipfile.ZipFile) -> str | None:
     if "mimetype" in names:
         try:
             mimetype = archive.read("mimetype")[:100].decode("ascii").strip()
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
-                NotImplementedError, zlib.error, lzma.LZMAError):
+        except _UNREADABLE_MEMBER:
             return None
         return _MIMETYPES.get(mimetype.removesuffix("-template"))
     for part, kind in _MAIN_PARTS.items():
@@ -140,8 +142,7 @@ def _check_members(archive: zipfile.ZipFile, kind: str, limits: OfficeLimits) ->
             continue
         try:
             tags, formats = _markup_counts(archive, member)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError,
-                NotImplementedError, zlib.error, lzma.LZMAError):
+        except _UNREADABLE_MEMBER:
             continue  # a damaged or encrypted part: the reader meets it, and says so, if it reads it
         if tags > limits.max_xml_tags:
             raise ExtractionError(
