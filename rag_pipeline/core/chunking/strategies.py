@@ -215,6 +215,32 @@ def _pack(units: Iterable[tuple[int, int]], target: int) -> Iterator[tuple[int, 
         yield current
 
 
+def _pack_pieces(pieces: Iterable[tuple[int, int]], target: int) -> list[tuple[int, int]]:
+    """The pieces of one paragraph (or one wide row) packed up to ``target``; when the last
+    chunk is under ``target / TAIL_FRACTION``, the last two are cut again between pieces where
+    the shorter of the two is longest, both still within ``target``: a tail of a few words
+    ("day.") is no chunk a question finds, and a citation quoting it alone quotes nothing."""
+    pieces = list(pieces)
+    packed = list(_pack(pieces, target))
+    if len(packed) < 2 or (packed[-1][1] - packed[-1][0]) * TAIL_FRACTION >= target:
+        return packed
+    (first, _), (_, last) = packed[-2], packed[-1]
+    pair = [p for p in pieces if p[0] >= first]
+    shortest, best = packed[-1][1] - packed[-1][0], None
+    for cut in range(1, len(pair)):
+        left, right = pair[cut - 1][1] - first, last - pair[cut][0]
+        if left <= target and right <= target and min(left, right) > shortest:
+            shortest, best = min(left, right), cut
+    if best is not None:
+        packed[-2:] = [(first, pair[best - 1][1]), (pair[best][0], last)]
+    return packed
+
+
+TAIL_FRACTION = 8
+"""A paragraph's last chunk under ``target / TAIL_FRACTION`` characters (64 at the default 512)
+takes pieces from the chunk before it."""
+
+
 def boundary_spans(canonical: str, section: Section, target: int,
                    hard_max: int | None = None,
                    tables: Sequence[TableSpan] = ()) -> list[tuple[int, int]]:
@@ -256,7 +282,7 @@ def boundary_spans(canonical: str, section: Section, target: int,
             if e - s <= hard_max:
                 spans.append((s, e))
             else:
-                spans.extend(_pack(_cells(canonical, s, e, target, hard_max, levels), target))
+                spans.extend(_pack_pieces(_cells(canonical, s, e, target, hard_max, levels), target))
     small, _ = _paragraphs(canonical, position, section.end, target, hard_max, spans, small)
     spans.extend(_pack(small, target))
     return spans
@@ -306,7 +332,7 @@ def _paragraphs(canonical: str, start: int, end: int, target: int, hard_max: int
         small = []
         pieces = _units(canonical, p_start, p_end, target, hard_max,
                         (_SENTENCE_END, _LINE_END, _WORD_END))
-        spans.extend(_pack(pieces, target))
+        spans.extend(_pack_pieces(pieces, target))
     return small, end
 
 

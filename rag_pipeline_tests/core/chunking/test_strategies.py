@@ -122,12 +122,31 @@ def test_a_long_paragraph_without_sentence_ends_is_cut_at_line_ends():
 
 
 def test_a_long_line_without_sentence_or_line_ends_is_cut_at_word_ends():
-    # Nine 4-letter words; word k sits at [5k, 5k + 4); the line is 44 characters.
-    canonical = "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii\n"
+    # Eleven 4-letter words; word k sits at [5k, 5k + 4); the line is 54 characters.
+    canonical = "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk\n"
     chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
     # Words 0..7 end at 39 <= 40; word 8 would end at 44.
-    assert spans(chunks) == [(0, 39), (40, 44)]
-    assert contents(chunks) == ["aaaa bbbb cccc dddd eeee ffff gggg hhhh", "iiii"]
+    assert spans(chunks) == [(0, 39), (40, 54)]
+    assert contents(chunks) == ["aaaa bbbb cccc dddd eeee ffff gggg hhhh", "iiii jjjj kkkk"]
+
+
+def test_a_paragraphs_tiny_last_chunk_takes_words_from_the_chunk_before():
+    # Nine 4-letter words (44 characters): packed, words 0..7 end at 39 and word 8 "iiii" would
+    # be a chunk of 4 characters, under 40 / 8. The two are cut again where the shorter is
+    # longest, the first such cut: after word 3 (0..19 and 20..44, 19 and 24 characters).
+    canonical = "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii\n"
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    assert spans(chunks) == [(0, 19), (20, 44)]
+    assert contents(chunks) == ["aaaa bbbb cccc dddd", "eeee ffff gggg hhhh iiii"]
+    assert offset_errors(canonical, chunks) == []
+
+
+def test_a_tiny_last_chunk_stays_when_no_cut_keeps_both_within_the_target():
+    # One 38-character sentence, then "day." (4 characters) in the same paragraph: the sentence
+    # is one piece, so no cut but the one there is keeps both within 40.
+    canonical = "Owls are awake all the night, each one. Day.\n"
+    chunks = chunk_markdown("d", "t", canonical, ChunkingStrategy.BOUNDARIES, SMALL)
+    assert contents(chunks) == ["Owls are awake all the night, each one.", "Day."]
 
 
 def test_the_fall_backs_cascade_inside_one_paragraph():
