@@ -68,7 +68,7 @@ def test_ask_refuses_off_topic_questions_and_names_the_cut(bundled_data_dir: Pat
      "error: no published index for chunker 'blind'; published: header"),
     (["ask", "x", "--model", "other@00000000"],
      "error: model 'other@00000000' is not declared; declared: all-MiniLM-L6-v2@53aa5117, "
-     "all-MiniLM-L6-v2-int8@b4e41131, all-MiniLM-L6-v2-adapted@fc948889"),
+     "all-MiniLM-L6-v2-int8@b4e41131, all-MiniLM-L6-v2-adapted@5d7e0187"),
 ])
 def test_ask_errors_are_one_clear_line(bundled_data_dir: Path, args: list[str], message: str):
     code, output = run("--data-dir", str(bundled_data_dir), *args)

@@ -86,7 +86,7 @@ def test_the_projects_own_file_declares_both_models_and_six_chunkers():
     config = load_config(PROJECT_ROOT / "rag_pipeline.toml")
     assert [s.key for s in model_specs(config)] == ["all-MiniLM-L6-v2@53aa5117",
                                                     "all-MiniLM-L6-v2-int8@b4e41131",
-                                                    "all-MiniLM-L6-v2-adapted@fc948889"]
+                                                    "all-MiniLM-L6-v2-adapted@5d7e0187"]
     assert config.chunkers == tuple(ChunkingStrategy)
 
 
