@@ -66,6 +66,7 @@ from rag_pipeline.core.ingest.members import (
     read_bounded,
 )
 from rag_pipeline.core.ingest.reading import (
+    BYTES_NOT_READ,
     EMPTY_FILE,
     ExtractionSettings,
     kept_failed,
@@ -239,6 +240,21 @@ def _skip_reason(name: str, why: str, unread: bool = False) -> str:
     if unread:
         return f"{NO_READER}{kind}, and not read as text: {why}"
     return f"{NO_READER}{kind}, and not plain text ({why})"
+
+
+def _not_read(document_id: str, location: str, name: str, why: str, claimed: bool,
+              fingerprint: str = "") -> FileRecords:
+    """The record of a file whose bytes were not read: ``failed`` when a format claims its name
+    or its bytes may be a document's (:data:`BYTES_NOT_READ`: a README the system would not
+    read), ``skipped`` otherwise (a named pipe without a suffix is no document)."""
+    if not claimed and not why.startswith(BYTES_NOT_READ):
+        return FileRecords([DocumentRecord(
+            document_id, location, _stem(name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
+            _skip_reason(name, why, unread=True), source_fingerprint=fingerprint)], 0, 0)
+    fmt_name, stamp = stamp_for(name)
+    return FileRecords([DocumentRecord(
+        document_id, location, _stem(name), "", "", fmt_name, stamp.name, stamp.version,
+        DocumentStatus.FAILED.value, why, source_fingerprint=fingerprint)], 1, 0)
 
 
 @dataclass
@@ -542,7 +558,6 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
     # says why it fails (a target outside the root, a loop).
     if shown_file_name(document_id) != document_id or path.is_symlink():
         return FileRecords([extract_document(path, corpus_root, settings)], 0, 0)
-    fmt_name, stamp = stamp_for(path.name)
     claimed = format_for(path) is not None or _compression(path.name) is not None
     machine = NOT_DOCUMENTS.get(path.suffix.lower())
     if not claimed and machine is not None:
@@ -552,13 +567,7 @@ def extract_file(path: Path, corpus_root: Path, previous: PreviousRecords | None
     try:
         data = read_document_bytes(path, corpus_root, settings.max_document_bytes)
     except ExtractionError as exc:
-        if not claimed:
-            return FileRecords([DocumentRecord(document_id, str(path), _stem(path.name), "", "", "",
-                                               "", "", DocumentStatus.SKIPPED.value,
-                                               _skip_reason(path.name, str(exc), unread=True))], 0, 0)
-        return FileRecords([DocumentRecord(document_id, str(path), _stem(path.name), "", "", fmt_name,
-                                           stamp.name, stamp.version, DocumentStatus.FAILED.value,
-                                           str(exc))], 1, 0)
+        return _not_read(document_id, str(path), path.name, str(exc), claimed)
     digest = hashlib.sha256(data).hexdigest()
     old = _reusable(document_id, path.name, digest, previous or PreviousRecords(()), settings)
     if old is not None:
@@ -600,7 +609,6 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
     settings = settings or ExtractionSettings()
     limits = limits or ContainerLimits()
     name = PurePosixPath(document_id).name
-    fmt_name, stamp = stamp_for(name)
     claimed = format_for(Path(name)) is not None or _compression(name) is not None
 
     def fingerprinted(records: list[DocumentRecord]) -> list[DocumentRecord]:
@@ -635,13 +643,7 @@ def extract_expanding_entry(document_id: str, location: str, fingerprint: str,
     try:
         data = read()
     except ExtractionError as exc:
-        if not claimed:
-            return FileRecords([DocumentRecord(
-                document_id, location, _stem(name), "", "", "", "", "", DocumentStatus.SKIPPED.value,
-                _skip_reason(name, str(exc), unread=True), source_fingerprint=fingerprint)], 0, 0)
-        return FileRecords([DocumentRecord(
-            document_id, location, _stem(name), "", "", fmt_name, stamp.name, stamp.version,
-            DocumentStatus.FAILED.value, str(exc), source_fingerprint=fingerprint)], 1, 0)
+        return _not_read(document_id, location, name, str(exc), claimed, fingerprint)
     digest = hashlib.sha256(data).hexdigest()
     kept = _reusable(document_id, name, digest, previous, settings)
     if kept is not None:

@@ -121,8 +121,8 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
         if path.is_symlink():
             raise ExtractionError(f"broken symlink: {resolved} does not exist") from missing
         if isinstance(missing, FileNotFoundError):
-            raise FileVanishedError(f"unreadable: {missing.strerror or missing}") from missing
-        raise ExtractionError(f"unreadable: {missing.strerror or missing}") from missing
+            raise FileVanishedError(f"{UNREADABLE}: {missing.strerror or missing}") from missing
+        raise ExtractionError(f"{UNREADABLE}: {missing.strerror or missing}") from missing
     if not stat.S_ISREG(info.st_mode):
         raise ExtractionError(f"not a regular file: {_kind_of(info.st_mode)}, never opened")
     if info.st_size > max_bytes:
@@ -133,7 +133,7 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
     try:
         fd = os.open(resolved, flags)
     except OSError as exc:
-        raise ExtractionError(f"unreadable: {exc.strerror or exc}") from exc
+        raise ExtractionError(f"{UNREADABLE}: {exc.strerror or exc}") from exc
     with os.fdopen(fd, "rb") as handle:
         opened = os.fstat(handle.fileno())
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
@@ -145,6 +145,10 @@ def read_document_bytes(path: Path, corpus_root: Path, max_bytes: int) -> bytes:
                               "(max_document_bytes); the file grew while being read")
     return data
 
+
+UNREADABLE = "unreadable"
+"""How the failure of a regular file the system would not read begins (permission denied, an
+I/O error)."""
 
 RUN_SPENT = "the run's OCR time of"
 """How the failure of a document the run's OCR budget stopped begins."""
@@ -158,6 +162,12 @@ have been raised, and checking costs a ``stat``), a document the run's OCR budge
 next run goes on where it stopped), and a read that failed for a reason of the moment: an
 object the store refused (restored, or its policy changed, with the same ETag), a file or
 object deleted or replaced while it was read (back with the same bytes by the next run)."""
+
+
+BYTES_NOT_READ = (UNREADABLE, STORE_REFUSED)
+"""How the failures of an entry that may be a document and whose bytes were not read begin: a
+file without a reader's suffix that fails so is ``failed``, not ``skipped`` (it may be a README
+or a team's notes, read as text when it is text)."""
 
 
 def kept_failed(error: str | None, settings: ExtractionSettings) -> bool:

@@ -215,6 +215,35 @@ def test_a_document_that_becomes_skipped_or_unreadable_is_reported_as_leaving_th
                             "text (binary: a NUL byte at offset 14)")]
 
 
+def test_a_file_without_a_suffix_the_system_will_not_read_fails_and_is_retried(tmp_path,
+                                                                               monkeypatch):
+    # Found by a user: a team's NOTES the system would not read (permission denied) was listed
+    # as skipped, with the files no format reads, not as failed: it may be a text document.
+    (tmp_path / "NOTES").write_bytes(b"The backup runs at 02:00.\n")
+    (tmp_path / "plan.md").write_bytes(b"# Plan\n\nShip it.\n")
+    real_open = os.open
+    denied = {str((tmp_path / "NOTES").resolve()), str((tmp_path / "plan.md").resolve())}
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path) in denied:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    first = extract_corpus(tmp_path)
+    assert [(r.document_id, r.status, r.format, r.error) for r in first.records] == [
+        ("NOTES", "failed", "text", "unreadable: Permission denied"),
+        ("plan.md", "failed", "markdown", "unreadable: Permission denied")]
+    assert [(row.change, row.document_id) for row in first.report.rows] == [
+        ("failed", "NOTES"), ("failed", "plan.md")]
+    denied.clear()  # the permission is mended; the files are as they were
+    second = extract_corpus(tmp_path, first.records)
+    assert (second.extracted, second.not_retried) == (0, 2)
+    retried = extract_corpus(tmp_path, first.records, settings=ExtractionSettings(retry_failed=True))
+    assert [(r.document_id, r.status, r.canonical_text) for r in retried.records] == [
+        ("NOTES", "ok", "The backup runs at 02:00.\n"), ("plan.md", "ok", "# Plan\n\nShip it.\n")]
+
+
 def test_a_skipped_file_deleted_is_reported_deleted(tmp_path):
     # Found by a user: it left the list of what was not indexed with no word in the report.
     root = tmp_path / "corpus"
