@@ -210,7 +210,7 @@ def test_html_is_sanitised_and_the_quote_marked_across_elements(client: TestClie
     page = client.get("/documents/visitors.html", params={"from": start,
                                                          "to": text.index("hall.") + len("hall.")})
     view = _view(page.text)
-    assert view == ('<main id="view"><article class="markup"><h1>Visitor rules</h1><p><mark id="quote">'
+    assert view == ('<main id="view"><article class="markup"><h2>Visitor rules</h2><p><mark id="quote">'
                     "Visitors wear a yellow helmet </mark><em><mark>at all times</mark></em><mark> "
                     "inside the turbine hall.</mark></p><p>Photography needs written permission "
                     "from the site manager.</p></article>")
@@ -225,7 +225,7 @@ def test_markdown_is_rendered_with_its_headings_and_the_quote_marked(client: Tes
     start = text.index("A red alarm")
     page = client.get("/documents/guide.md", params={"from": start, "to": start + 50})
     assert _where(page.text) == "Alarms"
-    assert ('<h2>Alarms</h2>\n<p><mark id="quote">A red alarm stops the turbine within four '
+    assert ('<h3>Alarms</h3>\n<p><mark id="quote">A red alarm stops the turbine within four '
             "seconds.</mark></p>") in _view(page.text)
 
 
@@ -234,10 +234,10 @@ def test_docx_is_shown_with_its_headings(client: TestClient, built: ViewsIndex):
     start = text.index("The turbine oil")
     page = client.get("/documents/manual.docx", params={"from": start, "to": start + 62})
     assert _view(page.text) == (
-        '<main id="view"><article class="markup"><h1>Maintenance manual</h1><p>Read the whole '
-        "manual before the first shift.</p><h2>Oil changes</h2><p><mark id=\"quote\">The turbine "
-        "oil is changed every two thousand operating hours.</mark></p><h1>Page headers and "
-        "footers</h1><p>Footer: Turbine hotline: call 0800 555 0199 at any hour.</p></article>")
+        '<main id="view"><article class="markup"><h2>Maintenance manual</h2><p>Read the whole '
+        "manual before the first shift.</p><h3>Oil changes</h3><p><mark id=\"quote\">The turbine "
+        "oil is changed every two thousand operating hours.</mark></p><h2>Page headers and "
+        "footers</h2><p>Footer: Turbine hotline: call 0800 555 0199 at any hour.</p></article>")
     assert _where(page.text) == "Oil changes"
 
 
@@ -245,7 +245,7 @@ def test_a_docx_footer_is_shown_where_the_index_read_it(client: TestClient, buil
     text = built.canonical["manual.docx"]
     start = text.index("Turbine hotline")
     page = client.get("/documents/manual.docx", params={"from": start, "to": start + 48})
-    assert ('<h1>Page headers and footers</h1><p>Footer: <mark id="quote">Turbine hotline: call '
+    assert ('<h2>Page headers and footers</h2><p>Footer: <mark id="quote">Turbine hotline: call '
             "0800 555 0199 at any hour.</mark></p>") in _view(page.text)
     assert _where(page.text) == "Page headers and footers"
 

@@ -63,13 +63,28 @@ def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
 
 def sanitised(markup: str) -> str:
     """``markup`` through nh3 with the tags above, links to http(s) and mailto only, and no
-    element taking an id of :data:`SHELL_IDS`."""
+    element taking an id of :data:`SHELL_IDS`; its headings a level down (:func:`demoted`)."""
     import nh3
 
-    return nh3.clean(markup, tags=set(_TAGS), url_schemes={"http", "https", "mailto"},
-                     attributes={"a": {"href", "title"}, "td": {"colspan", "rowspan"},
-                                 "th": {"colspan", "rowspan"}, "*": {"id", "dir", "lang"}},
-                     attribute_filter=_keep_attribute)
+    return demoted(nh3.clean(markup, tags=set(_TAGS), url_schemes={"http", "https", "mailto"},
+                             attributes={"a": {"href", "title"}, "td": {"colspan", "rowspan"},
+                                         "th": {"colspan", "rowspan"}, "*": {"id", "dir", "lang"}},
+                             attribute_filter=_keep_attribute))
+
+
+def demoted(markup: str) -> str:
+    """Sanitised ``markup`` with every heading a level down (``h1`` -> ``h2``; ``h6`` stays):
+    the view's page has one ``h1``, the document's title, and a screen reader's list of
+    headings puts the document's own under it."""
+
+    def down(tag: re.Match[str]) -> str:
+        heading = _HEADING.match(tag.group())
+        if heading is None:
+            return tag.group()
+        return (f"<{heading['close'] or ''}h{min(int(heading['level']) + 1, 6)}"
+                + tag.group()[heading.end():])
+
+    return _MARKUP_TAG.sub(down, markup)
 
 
 _MARKUP_TAG = re.compile(r"""<(?:[^>"']|"[^"]*"|'[^']*')*>""")

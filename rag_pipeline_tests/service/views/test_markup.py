@@ -8,14 +8,23 @@ from rag_pipeline.service.views.markup import mark_quote, sanitised
 def test_scripts_handlers_and_script_urls_are_removed():
     clean = sanitised('<h2 onclick="x()">T</h2><p>a <a href="javascript:steal()">link</a>'
                       '<img src="/x.png"><script>bad()</script></p>')
-    assert clean == '<h2>T</h2><p>a <a rel="noopener noreferrer">link</a></p>'
+    assert clean == '<h3>T</h3><p>a <a rel="noopener noreferrer">link</a></p>'
+
+
+def test_a_documents_headings_go_a_level_down_under_the_pages_own_h1():
+    # Found by a keyboard and screen-reader user: a view had two h1, the page's title and the
+    # document's own, so the list of headings had two tops.
+    clean = sanitised('<h1>A <a href="https://x.org" title="<h1>">l</a></h1><h2>B</h2><h5>C</h5>'
+                      '<h6>D</h6><hr><p>h1 &lt;h1&gt;</p>')
+    assert clean == ('<h2>A <a href="https://x.org" title="&lt;h1&gt;" rel="noopener noreferrer">'
+                     'l</a></h2><h3>B</h3><h6>C</h6><h6>D</h6><hr><p>h1 &lt;h1&gt;</p>')
 
 
 def test_a_document_cannot_take_the_ids_of_the_page_shell():
     """A planted ``id="quote"`` early in a file would be where the page scrolls as the quoted
     place (the first element of an id wins); the shell's ids are dropped, others kept."""
     clean = sanitised('<p id="quote">Planted.</p><p id=" Page-Image ">x</p><h2 id="rules">Rules</h2>')
-    assert clean == '<p>Planted.</p><p>x</p><h2 id="rules">Rules</h2>'
+    assert clean == '<p>Planted.</p><p>x</p><h3 id="rules">Rules</h3>'
     marked, _ = mark_quote(clean, "Rules")
     assert marked.count('id="quote"') == 1 and '<mark id="quote">Rules</mark>' in marked
 
@@ -191,7 +200,7 @@ def test_a_sentence_the_document_repeats_is_marked_where_it_was_cited():
     assert (occurrences_before(text, start, end), occurrences_before(text, text.index("Ask"), end)) == (1, 0)
     view = _markdown_view("offices.md", text, start, end)
     assert view.label == "Madrid"
-    assert view.body.index('<mark id="quote">') > view.body.index("<h2>Madrid</h2>")
+    assert view.body.index('<mark id="quote">') > view.body.index("<h3>Madrid</h3>")
 
 
 def test_a_markdown_quote_holding_a_link_or_an_entity_is_marked_as_it_reads():
