@@ -311,14 +311,16 @@ def sheet_view(request: ViewRequest) -> View:
             classes = ["num"] if _NUMBER.fullmatch(value) else ["long"] if len(value) > LONG_CELL else []
             if (number, column) in grid.covered:
                 classes.append("merged")
-            attributes = ""
+            attributes, shown_value = "", html.escape(value)
             if marked and marked.holds(column, number):
+                # Marked by more than its colour: a screen reader says "highlight".
                 classes.append("cited")
                 attributes = ' id="quote"' if first_mark else ""
                 first_mark = False
+                shown_value = f"<mark>{shown_value}</mark>" if value else shown_value
             if classes:
                 attributes = f' class="{" ".join(classes)}"' + attributes
-            tds.append(f"<td{attributes}>{html.escape(value)}</td>")
+            tds.append(f"<td{attributes}>{shown_value}</td>")
         body.append(f'<tr><th scope="row">{number}</th>{"".join(tds)}</tr>')
     # A tab keeps the citation: its own sheet's tab shows the cited cells marked again.
     base = request.quote_link

@@ -55,8 +55,8 @@ def test_the_view_starts_a_few_rows_above_the_cited_row(tmp_path: Path):
     view = sheet_view(ViewRequest(info, extracted.canonical_text, anchor.start, anchor.end))
     assert view.label == "Log!A250:B250"
     assert f'<tr><th scope="row">{250 - ROWS_ABOVE}</th>' in view.body
-    assert ('<tr><th scope="row">250</th><td class="cited" id="quote">day 249</td>'
-            '<td class="num cited">498</td></tr>') in view.body
+    assert ('<tr><th scope="row">250</th><td class="cited" id="quote"><mark>day 249</mark></td>'
+            '<td class="num cited"><mark>498</mark></td></tr>') in view.body
     assert view.body.endswith('<p class="meta">Rows 245 to 444 shown; the sheet has more below.</p>')
 
 
@@ -112,7 +112,7 @@ def test_a_cited_row_far_down_shows_its_header_row_and_cells_far_right(tmp_path:
     assert body.index('<tr class="header-row"><th scope="row">1</th><td>Name</td>') < body.index(
         '<tr class="gap"><th scope="row">&#8942;</th><td colspan="46">rows 2 to 39</td></tr>') < (
         body.index('<tr><th scope="row">40</th>'))
-    assert '<td>Carrier</td></tr>' in body and '<td class="cited">carrier 44</td></tr>' in body
+    assert '<td>Carrier</td></tr>' in body and '<td class="cited"><mark>carrier 44</mark></td></tr>' in body
 
 
 def test_a_cell_in_the_last_column_widens_the_grid_no_further_than_its_cap(tmp_path: Path):
@@ -164,8 +164,8 @@ def test_an_ods_citation_is_a_grid_of_its_sheet_too(tmp_path: Path):
     start = extracted.canonical_text.index("Ship: Borealis")
     view = VIEWS["ods"](ViewRequest(info, extracted.canonical_text, start, start + 10))
     assert (view.label, view.kind) == ("Fleet!A3:B3", "sheet")
-    assert ('<tr><th scope="row">3</th><td class="cited" id="quote">Borealis</td>'
-            '<td class="cited">Bergen</td></tr>') in view.body
+    assert ('<tr><th scope="row">3</th><td class="cited" id="quote"><mark>Borealis</mark></td>'
+            '<td class="cited"><mark>Bergen</mark></td></tr>') in view.body
 
 
 def test_an_ods_row_far_down_is_shown_under_its_header_from_one_parse(tmp_path: Path, monkeypatch):
@@ -200,8 +200,8 @@ def test_an_ods_row_far_down_is_shown_under_its_header_from_one_parse(tmp_path: 
     body = view.body
     assert body.index('<tr class="header-row"><th scope="row">1</th><td>Ship</td><td>Port</td></tr>') < (
         body.index('<td colspan="2">rows 2 to 44</td>')) < body.index(
-        '<tr><th scope="row">50</th><td class="cited" id="quote">ship 49</td>'
-        '<td class="cited">port 49</td></tr>')
+        '<tr><th scope="row">50</th><td class="cited" id="quote"><mark>ship 49</mark></td>'
+        '<td class="cited"><mark>port 49</mark></td></tr>')
     assert '<a class="tab" href="/documents/fleet.ods?from=' in body and '&amp;sheet=Crew">Crew</a>' in body
 
 
@@ -328,8 +328,8 @@ def test_a_two_row_header_is_shown_whole_and_a_merged_cell_shows_its_value(tmp_p
             '<tr class="header-row"><th scope="row">2</th><td></td><td>Plan</td>'
             '<td>Actual</td><td>Plan</td><td>Actual</td></tr>'
             '<tr class="gap"><th scope="row">&#8942;</th><td colspan="5">rows 3 to 6</td></tr>') in body
-    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
-            '<td class="num cited">55</td>') in body
+    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote"><mark>East</mark></td>'
+            '<td class="num cited"><mark>55</mark></td>') in body
 
 
 def test_an_ods_merged_cell_shows_its_value_in_each_of_its_cells(tmp_path: Path):
@@ -368,8 +368,8 @@ def test_an_ods_merged_cell_shows_its_value_in_each_of_its_cells(tmp_path: Path)
             '<td class="merged">Q1</td></tr>'
             '<tr class="header-row"><th scope="row">2</th><td class="merged">Region</td>'
             '<td>Plan</td><td>Actual</td></tr>') in body
-    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote">East</td>'
-            '<td class="num cited">55</td>') in body
+    assert ('<tr><th scope="row">12</th><td class="merged cited" id="quote"><mark>East</mark></td>'
+            '<td class="num cited"><mark>55</mark></td>') in body
 
 
 def test_a_long_cell_wraps_in_the_grid_and_a_short_one_stays_on_its_line(tmp_path: Path):
@@ -390,4 +390,4 @@ def test_a_long_cell_wraps_in_the_grid_and_a_short_one_stays_on_its_line(tmp_pat
     start = extracted.canonical_text.index("Monday")
     view = sheet_view(ViewRequest(info, extracted.canonical_text, start, start + 6))
     assert len(note) > LONG_CELL
-    assert f'<td class="cited" id="quote">Monday</td><td class="long cited">{note}</td>' in view.body
+    assert f'<td class="cited" id="quote"><mark>Monday</mark></td><td class="long cited"><mark>{note}</mark></td>' in view.body
