@@ -178,9 +178,9 @@ def test_a_workbook_citation_is_a_grid_of_its_sheet_with_the_cited_cells_marked(
     back = client.get("/documents/budget.xlsx",
                       params={"from": start, "to": end, "sheet": "Budget 2026"})
     assert (_where(back.text), _view(back.text).count("cited")) == ("Budget 2026!A4:D4", 4)
-    assert ('<tr><th scope="row">4</th><td class="cited" id="quote"><mark>Turbine maintenance</mark></td>'
-            '<td class="num cited"><mark>430</mark></td><td class="num cited"><mark>410</mark></td><td class="num cited"><mark>445</mark></td>'
-            "</tr>") in view
+    assert ('<tr><th scope="row">4</th><td class="cited" id="quote"><mark>Turbine maintenance'
+            '</mark></td><td class="num cited"><mark>430</mark></td><td class="num cited"><mark>410'
+            '</mark></td><td class="num cited"><mark>445</mark></td></tr>') in view
     assert view.count("cited") == 4
     assert '<tr><th scope="row">1</th><td>Item</td><td>Q1</td><td>Q2</td><td>Q3</td></tr>' in view
     notes = client.get("/documents/budget.xlsx", params={"sheet": "Notes"})

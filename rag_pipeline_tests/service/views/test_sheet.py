@@ -390,4 +390,5 @@ def test_a_long_cell_wraps_in_the_grid_and_a_short_one_stays_on_its_line(tmp_pat
     start = extracted.canonical_text.index("Monday")
     view = sheet_view(ViewRequest(info, extracted.canonical_text, start, start + 6))
     assert len(note) > LONG_CELL
-    assert f'<td class="cited" id="quote"><mark>Monday</mark></td><td class="long cited"><mark>{note}</mark></td>' in view.body
+    assert (f'<td class="cited" id="quote"><mark>Monday</mark></td>'
+            f'<td class="long cited"><mark>{note}</mark></td>') in view.body
