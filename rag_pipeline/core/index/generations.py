@@ -33,7 +33,7 @@ from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GARBAGE_GRACE_SECONDS", "GENERATIONS", "GarbageStats", "Generation",
            "collect_garbage", "current_generation", "current_generations",
-           "generation_age_seconds", "generation_dir", "past_grace", "publish"]
+           "generation_age_seconds", "generation_dir", "kept_table_files", "past_grace", "publish"]
 
 GENERATIONS = "_generations"
 CURRENT = "CURRENT.json"
@@ -98,6 +98,22 @@ def current_generations(warehouse: Warehouse) -> list[Generation]:
             if generation is not None:
                 found.append(generation)
     return sorted(found, key=lambda g: (g.chunker, g.model))
+
+
+def kept_table_files(warehouse: Warehouse, table: str, model: str) -> list[str]:
+    """The files of ``table`` that ``model``'s generation manifests still on disk name, every
+    chunker's (the served generation and the one before it: :func:`collect_garbage` keeps
+    them), newest first."""
+    manifests = sorted((warehouse.relative(info.path) for info in warehouse.list_files(GENERATIONS)
+                        if info.base_name.endswith(".json") and info.base_name != CURRENT
+                        and warehouse.relative(info.path).rsplit("/", 2)[1] == f"model={model}"),
+                       key=lambda rel: rel.rsplit("/", 1)[1], reverse=True)
+    files: list[str] = []
+    for rel in manifests:
+        named = (warehouse.get_json(rel) or {}).get("files", {}).get(table)
+        if named and named not in files:
+            files.append(named)
+    return files
 
 
 def publish(warehouse: Warehouse, chunker: str, model: str,

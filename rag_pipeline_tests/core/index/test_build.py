@@ -214,3 +214,34 @@ def test_a_re_cut_counts_the_word_pieces_of_new_texts_alone_and_writes_what_a_fr
     assert chunks.added == 1
     assert chunks.counted == 1  # the new chunk's text; its header was counted before
 
+
+
+def test_a_document_deleted_and_restored_by_the_next_run_is_not_embedded_again(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    # Found by a team whose folder changes daily: a file moved out of the folder and back (a
+    # branch switched and back) was embedded again, though the generation before held its vectors.
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    warehouse = Warehouse(tmp_path / "data")
+
+    def build():
+        return build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER,
+                               hashed_embedder, SETTINGS).embedding
+
+    def vectors() -> dict[str, list[float]]:
+        table = warehouse.read(EMBEDDINGS, _partition(hashed_embedder), columns=["chunk_id", "vector"])
+        return dict(zip(table.column("chunk_id").to_pylist(), table.column("vector").to_pylist(),
+                        strict=True))
+
+    first = build()
+    before = vectors()
+    config = corpus / "guide" / "config.md"
+    kept = config.read_bytes()
+    config.unlink()
+    second = build()
+    config_chunks = sum(1 for chunk_id in before if chunk_id.startswith("guide/config.md:"))
+    assert config_chunks == 2
+    assert (first.embedded, second.embedded, second.removed) == (first.rows, 0, 2)
+    config.write_bytes(kept)
+    third = build()
+    assert (third.embedded, third.reused, third.shared) == (0, first.rows - 2, 2)
+    assert vectors() == before
