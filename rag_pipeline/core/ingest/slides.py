@@ -1,7 +1,9 @@
 """A deck's slides as text: what PPTX and ODP share.
 
 A slide is its title line (``Slide N`` without one) outside every section, then its blocks
-separated by blank lines (a section titled by the slide); each slide, title included, is one
+separated by blank lines (a section titled by the slide); a slide of a title alone (a section
+divider, a closing "Questions?") is a section of that title, so its words are in a chunk and
+can be found and quoted; each slide, title included, is one
 anchor ``slide=N``, cited ``#slide=N`` (``#slide=N-M`` over several:
 :func:`~rag_pipeline.core.ingest.anchor_spans.unit_fragment`); a table block is declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan`.
@@ -47,6 +49,8 @@ def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
                 if rows:
                     tables.append(layout_table(rows, block_start)[1])
                 block_start += len(block_text) + 2
+        else:
+            sections.append(Section(title, start, start + len(title)))
         parts.append(text)
         offset += len(text)
         anchors.append(Anchor(start, offset - 2, f"slide={number}"))

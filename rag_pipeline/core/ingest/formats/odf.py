@@ -540,7 +540,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp", ".otp")
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "9")
+        return Extractor("odp-content-xml", "10")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).

@@ -1,7 +1,8 @@
 """PPTX: one section per slide titled by its title, its text frames, tables and notes; cited ``#slide=N``.
 
-Read with python-pptx (MIT). A slide is its title line (the title placeholder's text, else
-``Slide N``) outside every section, then its body: each shape's text frame (group shapes
+Read with python-pptx (MIT). A slide is its title line (the text of its title placeholder, one
+whose type is a title's: a layout's first placeholder holding the body is body; else ``Slide
+N``) outside every section, then its body: each shape's text frame (group shapes
 opened) as a block of lines, one per non-empty paragraph, indented two spaces per outline
 level; each table one line per row, cells joined by ``" | "``, the header row first, a
 merged-away cell an empty place, blank rows left out
@@ -11,7 +12,9 @@ in every chunk's embedded text; each chart a line ``Chart: <its title>`` and its
 a table (``Category | <series name> | ...``, a row per category); each SmartArt diagram (an org
 chart, a process) its nodes' text, a line per node, from its data part; each embedded Excel
 workbook a table per sheet (a legacy binary workbook, any other embedded or linked object
-left out, counted: ``embedded_objects_left_out``); then the speaker notes, as a block
+left out, counted: ``embedded_objects_left_out``); each picture's alt text a line ``Picture:
+<alt text>`` (a picture without one is counted: ``pictures_without_alt_text``); then the
+speaker notes, as a block
 starting ``Notes: ``. Blocks are separated by blank lines. Shapes are read in the slide's
 order (the order a screen reader follows). Each slide, title included, is one anchor
 ``slide=N`` (1-based, hidden slides counted, as PowerPoint numbers them; a hidden slide is
@@ -142,8 +145,32 @@ class _Diagrams:
         return text
 
 
+@dataclass
+class _Pictures:
+    """A deck's pictures without alt text (their words, if any, are in no text)."""
+
+    without_alt_text: int = 0
+
+
+def _is_picture_placeholder(shape: Any) -> bool:
+    """Whether ``shape`` is a placeholder a picture filled (``p:pic``, no text frame)."""
+    return shape.is_placeholder and shape._element.tag.endswith("}pic")
+
+
+_TITLE_PLACEHOLDERS = ("TITLE", "CENTER_TITLE", "VERTICAL_TITLE")
+
+
+def _title_shape(slide: Any) -> Any:
+    """The slide's title placeholder: ``shapes.title`` when its type is a title's (python-pptx
+    returns a layout's first placeholder whatever it is: a body holding the slide's text)."""
+    shape = slide.shapes.title
+    if shape is None or shape.placeholder_format.type is None:
+        return shape
+    return shape if shape.placeholder_format.type.name in _TITLE_PLACEHOLDERS else None
+
+
 def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: list[str],
-            workbooks: _Workbooks) -> list[Block]:
+            workbooks: _Workbooks, pictures: _Pictures) -> list[Block]:
     """The slide's blocks in order as ``(text, rows)``: ``rows`` are a table's cells (blank
     rows left out), ``None`` for a text frame or the notes. An embedded Excel workbook is a
     table per sheet (:class:`_Workbooks`); any other embedded or linked object (a Word
@@ -177,6 +204,13 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
             text = "\n".join(line for line in lines if line.strip())
         elif (diagram := diagrams.text(slide, shape)) is not None:
             text = diagram
+        elif shape.shape_type == MSO_SHAPE_TYPE.PICTURE or _is_picture_placeholder(shape):
+            alt = " ".join(" ".join(shape._element.xpath(  # python-pptx reads no alt text
+                "./p:nvPicPr/p:cNvPr/@descr")).split())
+            if not alt:
+                pictures.without_alt_text += 1
+                continue
+            text = f"Picture: {alt}"
         else:
             continue
         if text.strip():
@@ -350,7 +384,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"10+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"11+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
@@ -371,12 +405,13 @@ class PptxFormat(DocumentFormat):
             budget = ContentBudget("PPTX", self.limits)
             diagrams, workbooks = _Diagrams(budget), _Workbooks(budget)
             objects: list[str] = []
+            pictures = _Pictures()
             for number, slide in enumerate(deck.slides, start=1):
                 hidden += slide.element.get("show") in ("0", "false")
-                title_shape = slide.shapes.title
+                title_shape = _title_shape(slide)
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}",
-                               _blocks(slide, title_shape, diagrams, objects, workbooks)))
+                               _blocks(slide, title_shape, diagrams, objects, workbooks, pictures)))
             core_title = (deck.core_properties.title or "").strip()
             comments = count_elements(data, "ppt/comments/", "cm")
         except ExtractionError:
@@ -394,6 +429,8 @@ class PptxFormat(DocumentFormat):
                                   if diagrams.left_out else ()),
                                 *((("embedded_objects_left_out", str(len(objects))),)
                                   if objects else ()),
+                                *((("pictures_without_alt_text", str(pictures.without_alt_text)),)
+                                  if pictures.without_alt_text else ()),
                                 *embedded_workbook_notes(workbooks.read)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

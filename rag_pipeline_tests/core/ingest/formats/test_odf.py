@@ -241,6 +241,15 @@ def test_odp_slides_with_titles_notes_and_slide_anchors():
     assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
 
 
+def test_an_odp_slide_of_a_title_alone_is_a_section_of_its_title():
+    # Found by a team's decks: a section divider's words were in no chunk.
+    document = OpenDocumentPresentation()
+    document.presentation.addElement(titled_page("Part two: the Lisbon offsite"))
+    extracted = ODP.extract(saved(document), "deck")
+    assert extracted.canonical_text == "Part two: the Lisbon offsite\n"
+    assert extracted.sections == (Section("Part two: the Lisbon offsite", 0, 28),)
+
+
 def chart_object(title: str, rows: list[list[str]]) -> OpenDocumentChart:
     """A chart as LibreOffice keeps one in a deck or a text: its title and its data in the
     ``local-table``, the first row the series' names under an empty corner cell."""

@@ -516,3 +516,62 @@ def test_a_diagram_named_by_many_frames_is_read_once_and_one_unread_is_counted()
     dangling = PptxFormat().extract(smartart_deck(["CEO Alice Example"], rid="rId99"), "org")
     assert (dangling.canonical_text, dangling.notes) == (
         "Org chart\n", (("slides", "1"), ("diagrams_left_out", "1")))
+
+
+def test_a_slide_of_a_title_alone_is_a_section_of_its_title():
+    # Found by a team's decks: a section divider's words were in no chunk, so no question
+    # found them ("These Test Strings are in the Image!").
+    from pptx import Presentation
+
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy, chunk_document
+
+    presentation = Presentation()
+    divider = presentation.slides.add_slide(presentation.slide_layouts[5])  # title only
+    divider.shapes.title.text = "Part two: the Lisbon offsite"
+    extracted = PPTX.extract(saved(presentation), "deck")
+    assert extracted.canonical_text == "Part two: the Lisbon offsite\n"
+    assert extracted.sections == (Section("Part two: the Lisbon offsite", 0, 28),)
+    chunks = chunk_document("deck.pptx", extracted.title, extracted.canonical_text,
+                            ChunkingStrategy.HEADER, sections=extracted.sections)
+    assert [(c.content, c.text) for c in chunks] == [
+        ("Part two: the Lisbon offsite", "[Part two: the Lisbon offsite]\nPart two: the Lisbon offsite")]
+
+
+def test_a_layouts_first_placeholder_holding_the_body_is_body_not_the_title():
+    # Found by a team's decks: python-pptx gives a slide's first placeholder as its title
+    # whatever its type; a body there was the section's title, in no chunk's quoted words.
+    from pptx import Presentation
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[1])
+    slide.shapes.title.text = "The SEDVME project is managed out of 606."
+    slide.placeholders[1].text = "Scorecard"
+    slide.shapes.title._element.xpath(".//p:ph")[0].attrib.pop("type")  # an object placeholder
+    extracted = PPTX.extract(saved(presentation), "deck")
+    assert extracted.canonical_text == (
+        "Slide 1\n\nThe SEDVME project is managed out of 606.\n\nScorecard\n")
+    assert [(s.title, extracted.canonical_text[s.start:s.end]) for s in extracted.sections] == [
+        ("Slide 1", "The SEDVME project is managed out of 606.\n\nScorecard")]
+
+
+def test_a_pictures_alt_text_is_a_line_and_a_picture_without_one_is_counted():
+    # Found by a team's decks: "Heat map of p99 latency by rack" was in no text, and nothing
+    # said a picture was passed over.
+    from PIL import Image
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    png = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(png, format="PNG")
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Latency"
+    described = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(2))
+    described._element.xpath("./p:nvPicPr/p:cNvPr")[0].set(
+        "descr", "Heat map of p99 latency by rack:\nrack C7 is hottest")
+    bare = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(3), Inches(2))
+    bare._element.xpath("./p:nvPicPr/p:cNvPr")[0].set("descr", "")
+    extracted = PPTX.extract(saved(presentation), "deck")
+    assert extracted.canonical_text == (
+        "Latency\n\nPicture: Heat map of p99 latency by rack: rack C7 is hottest\n")
+    assert extracted.notes == (("slides", "1"), ("pictures_without_alt_text", "1"))
