@@ -136,6 +136,7 @@ LEFT_OUT_NOTES: dict[str, str] = {
                                 "document, a missing part) left out"),
     "members_unnamed": "{} archive member(s) whose name is nothing once made safe left out",
     "diagrams_left_out": "{} SmartArt diagram(s) whose data could not be read left out",
+    "pictures_without_alt_text": "{} picture(s) without alt text: any words in them are not read",
     "embedded_objects_left_out": ("{} embedded object(s) no reader here reads (a formula, a "
                                   "drawing, an OLE object) left out"),
     "pages_unreadable": "page(s) {} could not be loaded (a damaged PDF) and are left out",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan
+from rag_pipeline.core.ingest.extracted import Anchor, ExtractionError, Section, TableSpan, left_out
 from rag_pipeline.core.ingest.formats.pptx import MAX_SLIDES, PptxFormat
 from rag_pipeline_tests.core.ingest.long_tables import SHIFT_HEADERS, chunked_under_header, shift_rows
 from rag_pipeline_tests.core.ingest.workbooks import workbook
@@ -575,3 +575,4 @@ def test_a_pictures_alt_text_is_a_line_and_a_picture_without_one_is_counted():
     assert extracted.canonical_text == (
         "Latency\n\nPicture: Heat map of p99 latency by rack: rack C7 is hottest\n")
     assert extracted.notes == (("slides", "1"), ("pictures_without_alt_text", "1"))
+    assert left_out(extracted.notes) == ["1 picture(s) without alt text: any words in them are not read"]
