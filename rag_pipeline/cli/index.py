@@ -329,6 +329,9 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     for table, rows in row_counts(warehouse).items():
         for row in rows:
             echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+    from rag_pipeline.cli.status import echo_over_the_window
+
+    echo_over_the_window(warehouse, build.models[0].max_tokens)
     _echo_not_indexed(warehouse, invocation, not_indexed_before, reconciled)
     _echo_hidden(reconciled)
     if not no_eval:

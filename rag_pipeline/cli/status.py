@@ -96,6 +96,8 @@ def status(invocation: Invocation) -> None:
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
     if report.partitions:
+        echo_over_the_window(warehouse, declared_models(config())[0].max_tokens)
+    if report.partitions:
         echo(f"tables: the DuckDB file {warehouse.db_path}")
     _print_access(warehouse, config, invocation, behind)
     unhealthy = unhealthy_files(warehouse)
@@ -148,6 +150,16 @@ def echo_left_out(documents: Sequence[tuple[str, list[str]]], shown: int | None 
     if shown is not None and len(documents) > shown:
         echo(f"  caveat   ... and {len(documents) - shown} more (`rag-pipeline status` lists "
              "them all)")
+
+
+def echo_over_the_window(warehouse, window: int) -> None:
+    """A line per chunker some of whose chunks are over the model's word-piece ``window``."""
+    from rag_pipeline.core.index.status import over_the_window
+
+    for chunker, over, chunks in over_the_window(warehouse):
+        echo(f"  {chunker}: {over} of {chunks} chunks are longer than the model's {window} "
+             f"word-piece window, so only their first {window} are embedded (`select chunk_id, "
+             "wordpieces from chunks where truncated`)")
 
 
 def _echo_reconciliation(warehouse) -> None:

@@ -95,6 +95,20 @@ def row_counts(warehouse: Warehouse) -> dict[str, list[tuple]]:
         return counts
 
 
+def over_the_window(warehouse: Warehouse) -> list[tuple[str, int, int]]:
+    """Per chunker, how many of its chunks are longer than the default model's word-piece
+    window (the ``truncated`` column: the model reads only their first word-pieces) and how
+    many chunks it has; only chunkers with any."""
+    import duckdb
+
+    with duckdb.connect(str(warehouse.db_path), read_only=True) as con:
+        if "chunks" not in _tables(con):
+            return []
+        return con.execute("select chunker, count(*) filter (where truncated), count(*) from chunks "
+                           "group by all having count(*) filter (where truncated) > 0 "
+                           "order by all").fetchall()
+
+
 def last_reconciliation(warehouse: Warehouse) -> tuple[Reconciliation, str] | None:
     """The last documents run's report and when it ran (None before the first run)."""
     table = warehouse.read_or_none(RECONCILIATION)

@@ -269,3 +269,29 @@ def test_an_archive_whose_member_list_is_not_chunked_is_not_called_chunkless(
     publish_query_db(warehouse)
     status = index_status(warehouse)
     assert (status.documents_ok, status.without_chunks) == (3, [("headings.md", ("header",))])
+
+
+def test_chunks_over_the_models_window_are_counted_per_chunker(built: BuiltIndex, tmp_path: Path,
+                                                              capsys):
+    # Found by a team's multilingual e-book: 306 chunks were cut short for the model and
+    # neither `index` nor `status` said so (only the run's metadata did).
+    import dataclasses
+
+    from rag_pipeline.cli.status import echo_over_the_window
+    from rag_pipeline.core.index.status import over_the_window
+    from rag_pipeline_tests.fake_embedder import hashed_spec
+
+    assert over_the_window(Warehouse(built.data_dir)) == []
+    # A model reading 24 word-pieces: the chunks of more are cut short for it.
+    narrow = build_index(tmp_path / "narrow", HashedEmbedder(dataclasses.replace(hashed_spec(),
+                                                                                 max_tokens=24)))
+    warehouse = Warehouse(narrow.data_dir)
+    publish_query_db(warehouse)
+    chunks = warehouse.read("chunks", {"chunker": "header"}, columns=["wordpieces"])
+    over = sum(n > 24 for n in chunks.column("wordpieces").to_pylist())
+    assert (over, chunks.num_rows) == (5, 6)
+    assert over_the_window(warehouse) == [("header", 5, 6)]
+    echo_over_the_window(warehouse, 24)
+    assert capsys.readouterr().out == (
+        "  header: 5 of 6 chunks are longer than the model's 24 word-piece window, so only their "
+        "first 24 are embedded (`select chunk_id, wordpieces from chunks where truncated`)\n")
