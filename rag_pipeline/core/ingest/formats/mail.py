@@ -84,6 +84,10 @@ def _header(message: object, name: str, guessed: set[str]) -> str:
             _decoded(raw.encode("ascii", "surrogateescape"), None, guessed)))
     elif isinstance(raw, str) and len(raw) > MAX_PARSED_HEADER_CHARS:
         value = _encoded_words(_whole_quads(raw))
+    elif isinstance(raw, str) and name in _ADDRESS_FIELDS and _COMMENT.search(raw):
+        # The policy's address parser drops comments: the sender's name of an old-style
+        # ``From: bbb@ddd.com (John X. Doe)``, as mailing-list archives write it.
+        value = _encoded_words(_whole_quads(raw))
     else:
         try:
             mended = _whole_quads(raw) if isinstance(raw, str) else raw
@@ -92,6 +96,11 @@ def _header(message: object, name: str, guessed: set[str]) -> str:
         except Exception:  # email's header parser raises several kinds on malformed values
             value = raw or ""
     return " ".join(str(value or "").split())
+
+
+_ADDRESS_FIELDS = ("From", "To", "Cc")
+_COMMENT = re.compile(r"\([^()]*\)")
+"""An RFC 5322 comment in a header (the quoted-string corner cases aside)."""
 
 
 _BASE64_WORD = re.compile(r"=\?([^?\s]+)\?[bB]\?([A-Za-z0-9+/]*)\?=")
@@ -261,6 +270,7 @@ def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]
         tag = content_tag(payload) if payload is not None else "unreadable"
         if not name:
             extension = (".eml" if part.get_content_type() == "message/rfc822"
+                         else ".txt" if part.get_content_type() in STATUS_REPORTS
                          else mimetypes.guess_extension(part.get_content_type()) or ".bin")
             name = f"attachment-{tag}{extension}"
         elif name in shared:
@@ -297,7 +307,16 @@ def _attachment_data(part: object) -> bytes:
             return inner.as_bytes()
         except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
             return inner.as_string().encode("utf-8", "replace")
+    if part.get_content_type() in STATUS_REPORTS and isinstance(part.get_payload(), list):
+        # Blocks of fields, parsed as messages without bodies: no bytes to decode.
+        return "".join(block.as_string() for block in part.get_payload()).encode("utf-8", "replace")
     return _payload(part)
+
+
+STATUS_REPORTS = ("message/delivery-status", "message/disposition-notification",
+                  "message/global-delivery-status", "message/global-disposition-notification")
+"""Machine-readable reports a bounce or a read receipt carries (``Action: failed``, ``Status:
+5.1.1``): blocks of header fields, read as text (``attachment-<tag>.txt``)."""
 
 
 def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
@@ -395,7 +414,7 @@ class EmlFormat(ContainerFormat):
                                 for match in pattern.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "17")
+        return Extractor("mail-email", "18")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).

@@ -451,3 +451,43 @@ def test_a_message_twice_in_a_mailbox_is_one_document():
     one, other = b"Subject: Note\n\nBody.\n", b"Subject: Other\n\nBody.\n"
     assert message_names([one, other, one]) == [
         f"message-{content_tag(one)}.eml", f"message-{content_tag(other)}.eml", None]
+
+
+BOUNCE = b"""From: bbb@ddd.com (John X. Doe)
+To: a@b.org
+Subject: Returned mail: see transcript
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=delivery-status; boundary="B"
+
+--B
+Content-Type: text/plain
+
+Your mail could not be delivered.
+
+--B
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mail.ddd.com
+
+Final-Recipient: rfc822; nobody@b.org
+Action: failed
+Status: 5.0.0 (permanent failure)
+
+--B--
+"""
+
+
+def test_a_bounces_delivery_status_is_read_and_an_old_style_senders_name_kept(tmp_path: Path):
+    # Found by a team's mailing-list archive: the status part was skipped as "empty" (email
+    # decodes no bytes of it), and "(John X. Doe)" was dropped from the sender.
+    (tmp_path / "bounce.eml").write_bytes(BOUNCE)
+    records = extract_corpus(tmp_path).records
+    report = ("Reporting-MTA: dns; mail.ddd.com\n\nFinal-Recipient: rfc822; nobody@b.org\n"
+              "Action: failed\nStatus: 5.0.0 (permanent failure)\n\n")
+    tag = content_tag(report.encode())
+    assert [(r.document_id, r.status, r.format) for r in records] == [
+        ("bounce.eml", "ok", "eml"), (f"bounce.eml/attachment-{tag}.txt", "ok", "text")]
+    assert records[0].canonical_text == (
+        "Returned mail: see transcript\n\nFrom: bbb@ddd.com (John X. Doe)\nTo: a@b.org\n\n"
+        "Your mail could not be delivered.\n")
+    assert records[1].canonical_text == report
