@@ -12,8 +12,13 @@ line per row with cells joined by ``" | "`` (a cell spanning columns or rows lea
 place in each column or row it covers, so no column shifts), declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan` whose header is the table's header rows
 (none for a table without), an admonition its kind (``Note: ...``). Roles docutils does not know
-(Sphinx's ``:func:`name```) keep their text (``name``); directives it does not know
-(``toctree``) and comments are left out. A document has no locator finer than itself
+(Sphinx's ``:func:`name```) keep their text (``name``). A directive docutils does not know
+(Sphinx's) keeps its words: ``versionadded``, ``versionchanged``, ``deprecated`` and
+``versionremoved`` read as Sphinx shows them (``New in version 3.5: ...``), any other its
+arguments (a ``py:function``'s signature) above its content, read as reStructuredText (code,
+a grammar or a diagram's source, ``testcode``, ``productionlist``, ``graphviz``, line for line);
+those that only arrange or point (``toctree``, ``index``, ``highlight``, ``currentmodule``,
+``literalinclude``...) and comments are left out. A document has no locator finer than itself
 (``#char=``).
 """
 
@@ -53,6 +58,62 @@ _SKIP = ("system_message", "comment", "substitution_definition", "target", "pend
          "footnote_reference", "citation_reference")
 _ADMONITIONS = ("attention", "caution", "danger", "error", "hint", "important", "note", "tip",
                 "warning", "seealso")
+
+
+_VERSION_NOTES = {"versionadded": "New in version {}", "versionchanged": "Changed in version {}",
+                  "deprecated": "Deprecated since version {}", "versionremoved": "Removed in version {}"}
+"""Sphinx's version directives, as Sphinx words them."""
+_ARRANGING = frozenset({"toctree", "index", "highlight", "currentmodule", "module", "py:module",
+                        "py:currentmodule", "literalinclude", "tabularcolumns", "default-role",
+                        "default-domain", "autosummary", "sectionauthor", "codeauthor", "todolist",
+                        "include"})
+"""Directives docutils does not know that hold no words a reader reads as the document's: a table
+of contents, index entries, settings, a file inserted from elsewhere."""
+_VERBATIM = frozenset({"testcode", "testoutput", "testsetup", "testcleanup", "doctest",
+                       "productionlist", "ipython", "jupyter-execute", "prompt", "graphviz",
+                       "digraph", "graph", "mermaid", "uml", "plantuml"})
+"""Directives docutils does not know whose content is code, a grammar or a diagram's source:
+kept line for line, as a literal block is, never read as reStructuredText."""
+_CONDITIONS = frozenset({"only", "ifconfig"})
+"""Directives whose arguments are a condition (``only:: html``), not words: their content is kept."""
+_DIRECTIVE_LINE = re.compile(r"\.\.[ \t]+([\w:.+-]+)[ \t]*::[ \t]*(.*)")
+MAX_DIRECTIVE_NESTING = 8
+"""Directives docutils does not know read inside one another up to this depth; deeper ones keep
+their source lines as they are."""
+MAX_DIRECTIVES_READ = 1000
+"""Contents of directives docutils does not know read as reStructuredText in one document (each
+is parsed on its own: 2,000 took 2.6 s); later ones keep their source lines as they are."""
+
+
+def _unknown_directive(message: nodes.Node) -> tuple[str, str, str] | None:
+    """The name, the arguments and the content (dedented) of the directive docutils did not
+    know that ``message`` reports (its source is the message's literal block); None for any
+    other message."""
+    import textwrap
+
+    from docutils import nodes as n
+
+    source = next((c for c in message.children if isinstance(c, n.literal_block)), None)
+    said = next((c.astext() for c in message.children if isinstance(c, n.paragraph)), "")
+    if source is None or not said.startswith("Unknown directive type"):
+        return None
+    lines = source.astext().split("\n")
+    head = _DIRECTIVE_LINE.match(lines[0])
+    if head is None:
+        return None
+    rest = 1
+    while rest < len(lines) and lines[rest].strip().startswith(":"):  # its options
+        rest += 1
+    return head.group(1), head.group(2).strip(), textwrap.dedent("\n".join(lines[rest:])).strip("\n")
+
+
+def _parsed(source: str) -> nodes.document:
+    from docutils.core import publish_doctree
+
+    # docutils replaces a document holding a line over its limit (10,000 characters) by one
+    # error; the file's size, which max_document_bytes bounds, is the limit here.
+    return publish_doctree(source, settings_overrides={
+        **SETTINGS, "warning_stream": io.StringIO(), "line_length_limit": max(len(source), 1)})
 
 
 def _role_text(match: re.Match[str]) -> str:
@@ -114,6 +175,8 @@ class _Writer:
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.lead_in = ""
+        self.nesting = 0
+        self.directives_read = [0]  # shared with the writers of nested directives
 
     def add(self, text: str, level: int = 0, table: Table | None = None) -> None:
         if not text.strip():
@@ -134,6 +197,9 @@ class _Writer:
 
         for index, child in enumerate(node.children):
             name = child.tagname
+            if name == "system_message" and (directive := _unknown_directive(child)) is not None:
+                self.directive(*directive)
+                continue
             if name in _SKIP or isinstance(child, n.Invisible):
                 continue
             following = node.children[index + 1] if index + 1 < len(node.children) else None
@@ -184,6 +250,39 @@ class _Writer:
                 self.add(inline_text(child))
             else:
                 self.walk(child, depth)
+
+
+    def directive(self, name: str, arguments: str, content: str) -> None:
+        """The words of a directive docutils does not know (the module docstring)."""
+        if name in _CONDITIONS:
+            arguments = ""
+        if name in _ARRANGING or not (arguments or content):
+            return
+        if name in _VERBATIM:
+            self.add(content)
+            return
+        if self.nesting >= MAX_DIRECTIVE_NESTING or self.directives_read[0] >= MAX_DIRECTIVES_READ:
+            self.add("\n".join(part for part in (arguments, content) if part))
+            return
+        inner = _Writer()
+        inner.nesting, inner.directives_read = self.nesting + 1, self.directives_read
+        if content:
+            self.directives_read[0] += 1
+            inner.walk(_parsed(content))
+            inner.flush()
+        texts = [text for text, _, _ in inner.blocks]
+        if name in _VERSION_NOTES:
+            label = _VERSION_NOTES[name].format(arguments)
+            self.add(f"{label}: {' '.join(' '.join(texts).split())}" if texts else f"{label}.")
+            return
+        if arguments:
+            self.flush()
+            self.lead_in = arguments if len(arguments) <= LEAD_IN_MAX_CHARS else ""
+            if not self.lead_in:
+                self.add(arguments)
+        for text, _, table in inner.blocks:
+            self.add(text, 0, table)
+        self.flush()
 
 
 def _field_line(field: nodes.Node) -> str:
@@ -279,7 +378,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"9+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"10+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).
@@ -288,17 +387,10 @@ class RstFormat(DocumentFormat):
             ExtractionError: Not text (:mod:`~rag_pipeline.core.ingest.bom_text`), or docutils cannot parse
                 it.
         """
-        from docutils.core import publish_doctree
-
         decoded = decode_text(data, "reStructuredText")
-        source = decoded.text
         writer = _Writer()
         try:
-            # docutils replaces a document holding a line over its limit (10,000 characters)
-            # by one error; the file's size, which max_document_bytes bounds, is the limit here.
-            tree = publish_doctree(source, settings_overrides={
-                **SETTINGS, "warning_stream": io.StringIO(), "line_length_limit": max(len(source), 1)})
-            writer.walk(tree)
+            writer.walk(_parsed(decoded.text))
             writer.flush()
         except Exception as exc:  # docutils' own errors, and RecursionError on absurd nesting
             raise ExtractionError(f"unreadable reStructuredText: {type(exc).__name__}: {exc}") from exc

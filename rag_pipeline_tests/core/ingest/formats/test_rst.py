@@ -203,3 +203,69 @@ def test_a_paragraph_of_colons_is_reduced_at_once_and_unknown_roles_keep_their_t
     assert inline_text(nodes.paragraph(text=(
         "Call :py:func:`len` or :ref:`the guide <guide>`, not x:a:`b`."))) == (
         "Call len or the guide, not x:a:`b`.")
+
+
+SPHINX = b"""API
+===
+
+.. py:function:: spam(eggs)
+   :noindex:
+
+   This is just for testing domain object links.
+
+   :param str eggs: Example string parameter
+
+.. versionadded:: 3.5
+   The *spam* function.
+
+.. deprecated:: 3.8
+
+.. toctree::
+   :maxdepth: 2
+
+   intro
+
+.. only:: html
+
+   .. py:class:: Ham
+
+      A nested *class*.
+
+.. testcode::
+
+   print(*range(3))
+
+After.
+"""
+
+
+def test_sphinx_directives_keep_their_words_and_those_that_only_arrange_are_left_out():
+    # Found by a team's Sphinx docs: a py:function's description, a "New in version" note and
+    # an `only` block's text were in no chunk, and nothing said so.
+    extracted = RST.extract(SPHINX, "api")
+    assert extracted.canonical_text == (
+        "API\n\n"
+        "spam(eggs)\n  This is just for testing domain object links.\n\n"
+        "param str eggs: Example string parameter\n\n"
+        "New in version 3.5: The spam function.\n\n"
+        "Deprecated since version 3.8.\n\n"
+        "Ham\n  A nested class.\n\n"
+        "print(*range(3))\n\n"
+        "After.\n")
+    assert extracted.sections == (Section("API", 5, len(extracted.canonical_text) - 1, 1),)
+
+
+def test_directives_nested_past_the_limit_keep_their_source_lines():
+    nested = "".join(f"{'   ' * level}.. box{level}:: level {level}\n\n" for level in range(12))
+    text = RST.extract(f"T\n=\n\n{nested}{'   ' * 12}Deep words.\n".encode(), "t").canonical_text
+    assert text.startswith("T\n\nlevel 0\n  level 1\n")
+    assert "Deep words." in text and text.count("level") == 12
+
+
+def test_directives_past_the_documents_limit_keep_their_source_lines(monkeypatch):
+    from rag_pipeline.core.ingest.formats import rst
+
+    monkeypatch.setattr(rst, "MAX_DIRECTIVES_READ", 2)
+    source = "T\n=\n\n" + "".join(f".. py:function:: f{i}(x)\n\n   Uses *x*.\n\n" for i in range(3))
+    assert RST.extract(source.encode(), "t").canonical_text == (
+        "T\n\nf0(x)\n  Uses x.\n\nf1(x)\n  Uses x.\n\nf2(x)\nUses *x*.\n")
