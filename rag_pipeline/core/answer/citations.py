@@ -64,12 +64,35 @@ def locator_label(document_title: str, section: str) -> str:
 def document_url(path: str, document_id: str, base_url: str | None, fragment: str) -> str:
     """The configured base URL plus the document id, or the file's URI (a document of an S3 or
     git source: its own ``s3://`` or ``git+...`` URI, its key or path percent-encoded so that a
-    ``#`` or ``%`` in it is no fragment or escape); then the fragment."""
+    ``#`` or ``%`` in it is no fragment or escape); then the fragment. A member of an archive
+    or a mail on this machine has no file of its own: its URL is the archive's or the mail's,
+    without the fragment, which places the quote in the member (the label names it)."""
     from urllib.parse import quote
 
     if base_url:
         return base_url.rstrip("/") + "/" + quote(document_id) + fragment
+    container = _enclosing_file(path)
+    if container is not None:
+        return _file_uri(container)
     return _file_uri(path) + fragment
+
+
+@lru_cache(maxsize=4096)
+def _enclosing_file(path: str) -> str | None:
+    """The file on this machine that ``path`` runs on past (``/docs/a.zip`` for
+    ``/docs/a.zip/b/c.md``), when ``path`` itself is none; None otherwise (a source URI, a file,
+    a corpus not on this machine)."""
+    from pathlib import Path
+
+    if "://" in path or path.startswith("git+"):
+        return None
+    here = Path(path)
+    if here.exists():
+        return None
+    for parent in here.parents:
+        if parent.exists():
+            return str(parent) if parent.is_file() else None
+    return None
 
 
 @lru_cache(maxsize=4096)

@@ -61,6 +61,18 @@ def test_document_url_without_a_base_url_is_the_file_uri(tmp_path: Path):
     assert document_url(str(path), "guide/a b.md", "", "#char=1,2") == expected
 
 
+def test_an_archive_members_url_is_the_archives_file(tmp_path: Path):
+    # Found by a team's archives: file:///.../docs.tar.gz/docs/guide.md#char=1,2 named no file.
+    (tmp_path / "docs.tar.gz").write_bytes(b"\x1f\x8b")
+    member = tmp_path / "docs.tar.gz" / "docs" / "guide.md"
+    assert document_url(str(member), "docs.tar.gz/docs/guide.md", None, "#char=1,2") == (
+        (tmp_path / "docs.tar.gz").resolve().as_uri())
+    # A corpus not on this machine (a served copy elsewhere): the path as it is.
+    gone = tmp_path / "elsewhere" / "docs.tar.gz" / "guide.md"
+    assert document_url(str(gone), "docs.tar.gz/guide.md", None, "#char=1,2") == (
+        gone.resolve().as_uri() + "#char=1,2")
+
+
 def test_an_s3_or_git_documents_url_percent_encodes_its_key_or_path():
     """Found by a user's trial: ``s3://b/p/notes#1.md#char=14,88`` parsed as the key ``p/notes``
     with a fragment, and a key holding ``%20`` as another key."""
