@@ -27,6 +27,7 @@ count against :data:`MAX_SLIDES`.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import zipfile
 import zlib
@@ -269,15 +270,27 @@ def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
     return points, (formats[0] if formats else "General")
 
 
+_EXCEL_EPOCH = dt.datetime(1899, 12, 30)
+"""Day 0 of the serial dates a chart caches (the 1900 date system: day 60 is Excel's 29
+February 1900, so day 61 is 1 March)."""
+_LAST_SERIAL_DAY = 2_958_465
+"""31 December 9999, the last date a serial number holds."""
+
+
 def _point_text(text: str, number_format: str) -> str:
-    """A cached chart value as a spreadsheet shows it (numbers by ``cell_value_text``)."""
+    """A cached chart value as a spreadsheet shows it: numbers by ``cell_value_text``, a serial
+    date under a date format as that date (``1/5/02`` for 37261 under ``m/d/yy``)."""
+    from rag_pipeline.core.ingest.number_format import shown_date
     from rag_pipeline.core.ingest.sheets import cell_value_text
 
     try:
         number = float(text)
     except ValueError:
         return " ".join(text.split())
-    return cell_value_text(number, number_format)
+    shown = cell_value_text(number, number_format)
+    if shown == cell_value_text(number) and 0 < number <= _LAST_SERIAL_DAY:
+        return shown_date(_EXCEL_EPOCH + dt.timedelta(days=number), number_format) or shown
+    return shown
 
 
 _CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
@@ -310,12 +323,15 @@ def _plots(chart: Any) -> Iterator[tuple[list[Any], list[str]]]:
     the ``c:ser`` elements, the categories of the first one (the leaf level of a multi-level
     axis)."""
     for index, xml in enumerate(chart._chartSpace.plotArea.xCharts):
+        elements = _xpath(xml, "./c:ser")
         try:
             plot = chart.plots[index]
-            yield list(plot.series), list(plot.categories)
+            series, labels = list(plot.series), list(plot.categories)
         except (ValueError, NotImplementedError):
-            series = [_SeriesXml(element) for element in _xpath(xml, "./c:ser")]
-            yield series, _category_labels(series[0]._element) if series else []
+            series = [_SeriesXml(element) for element in elements]
+            labels = _category_labels(elements[0]) if elements else []
+        formats = _xpath(elements[0], "./c:cat//c:formatCode/text()") if elements else []
+        yield series, [_point_text(str(label), formats[0]) for label in labels] if formats else labels
 
 
 def _category_labels(series: Any) -> list[str]:

@@ -576,3 +576,25 @@ def test_a_pictures_alt_text_is_a_line_and_a_picture_without_one_is_counted():
         "Latency\n\nPicture: Heat map of p99 latency by rack: rack C7 is hottest\n")
     assert extracted.notes == (("slides", "1"), ("pictures_without_alt_text", "1"))
     assert left_out(extracted.notes) == ["1 picture(s) without alt text: any words in them are not read"]
+
+
+def test_a_charts_date_categories_are_shown_as_dates_in_the_axis_format():
+    # Found by a team's decks: an axis of dates under m/d/yy read 37261.0, 37262.0.
+    import datetime as dt
+
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Tickets"
+    data = CategoryChartData(number_format="0")
+    data.categories = [dt.date(2002, 1, 5), dt.date(2002, 1, 6)]
+    data.categories.number_format = "m/d/yy"
+    data.add_series("Opened", (3, 5))
+    slide.shapes.add_chart(XL_CHART_TYPE.LINE, Inches(1), Inches(2), Inches(6), Inches(4), data)
+    extracted = PPTX.extract(saved(presentation), "tickets")
+    assert extracted.canonical_text == ("Tickets\n\nChart\n\n"
+                                        "Category | Opened\n1/5/02 | 3\n1/6/02 | 5\n")
