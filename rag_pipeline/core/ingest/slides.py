@@ -11,12 +11,12 @@ anchor ``slide=N``, cited ``#slide=N`` (``#slide=N-M`` over several:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.tables import layout_table
 
-__all__ = ["MAX_SLIDES", "Block", "lay_out_slides"]
+__all__ = ["HIDDEN", "MAX_SLIDES", "Block", "lay_out_slides"]
 
 MAX_SLIDES = 2000
 """A deck with more slides fails unread: the longest real decks have a few hundred."""
@@ -26,9 +26,16 @@ Block = tuple[str, list[list[str]] | None]
 """A slide's block: its text, and a table's rows (``None`` for a text frame or the notes)."""
 
 
-def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
+HIDDEN = " (hidden slide)"
+"""What a hidden slide's section title ends with: a citation's label says the slide was never
+shown (a draft, a backup), as a hidden sheet's tab says ``(hidden)``."""
+
+
+def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]],
+                   hidden: Collection[int] = ()) -> tuple[
         str, tuple[Section, ...], tuple[Anchor, ...], tuple[TableSpan, ...]]:
-    """The canonical text of ``(number, title, blocks)`` slides, with a section per slide body,
+    """The canonical text of ``(number, title, blocks)`` slides, with a section per slide body
+    (titled by the slide's title, :data:`HIDDEN` after it for a slide numbered in ``hidden``),
     an anchor ``slide=N`` per slide and a :class:`TableSpan` per table block. A slide without
     blocks and without a title of its own is left out."""
     parts: list[str] = []
@@ -42,15 +49,16 @@ def lay_out_slides(slides: Sequence[tuple[int, str, Sequence[Block]]]) -> tuple[
         start = offset
         body = "\n\n".join(text for text, _ in blocks)
         text = f"{title}\n\n{body}\n\n" if body else f"{title}\n\n"
+        label = f"{title}{HIDDEN}" if number in hidden else title
         if body:
             block_start = offset + len(title) + 2
-            sections.append(Section(title, block_start, block_start + len(body)))
+            sections.append(Section(label, block_start, block_start + len(body)))
             for block_text, rows in blocks:
                 if rows:
                     tables.append(layout_table(rows, block_start)[1])
                 block_start += len(block_text) + 2
         else:
-            sections.append(Section(title, start, start + len(title)))
+            sections.append(Section(label, start, start + len(title)))
         parts.append(text)
         offset += len(text)
         anchors.append(Anchor(start, offset - 2, f"slide={number}"))

@@ -571,14 +571,15 @@ class OdpFormat(_OdfFormat):
                     blocks += found
             first_title = first_title or title or None
             slides.append((number, title or f"Slide {number}", blocks))
-        canonical, sections, anchors, tables = lay_out_slides(slides)
         hiding = _styles_with(package, "style:drawing-page-properties", "presentation:visibility",
                               "hidden")
-        hidden = sum(1 for page in pages if page.get(_q("draw", "style-name")) in hiding)
+        hidden = [number for number, page in enumerate(pages, start=1)
+                  if page.get(_q("draw", "style-name")) in hiding]
+        canonical, sections, anchors, tables = lay_out_slides(slides, hidden)
         return Extracted(title=meta_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(pages))),
-                                *((("hidden_slides", str(hidden)),) if hidden else ()),
+                                *((("hidden_slides", str(len(hidden))),) if hidden else ()),
                                 *left_out_notes(body, package.objects)))
 
     def fragment(self, anchors: Sequence[Anchor], start: int, end: int) -> str:

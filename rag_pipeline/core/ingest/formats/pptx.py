@@ -417,13 +417,14 @@ class PptxFormat(DocumentFormat):
         try:
             deck = pptx.Presentation(io.BytesIO(as_plain_document(data)))
             slides = []
-            hidden = 0
+            hidden: list[int] = []
             budget = ContentBudget("PPTX", self.limits)
             diagrams, workbooks = _Diagrams(budget), _Workbooks(budget)
             objects: list[str] = []
             pictures = _Pictures()
             for number, slide in enumerate(deck.slides, start=1):
-                hidden += slide.element.get("show") in ("0", "false")
+                if slide.element.get("show") in ("0", "false"):
+                    hidden.append(number)
                 title_shape = _title_shape(slide)
                 title = " ".join(title_shape.text.split()) if title_shape is not None else ""
                 slides.append((number, title or f"Slide {number}",
@@ -434,12 +435,12 @@ class PptxFormat(DocumentFormat):
             raise
         except Exception as exc:  # zipfile, XML and python-pptx errors: each is the reason
             raise ExtractionError(f"unreadable PPTX: {type(exc).__name__}: {exc}") from exc
-        canonical, sections, anchors, tables = lay_out_slides(slides)
+        canonical, sections, anchors, tables = lay_out_slides(slides, hidden)
         first_title = next((title for number, title, _ in slides if title != f"Slide {number}"), None)
         return Extracted(title=core_title or first_title or stem, canonical_text=canonical,
                          sections=sections, anchors=anchors, tables=tables,
                          notes=(("slides", str(len(slides))),
-                                *((("hidden_slides", str(hidden)),) if hidden else ()),
+                                *((("hidden_slides", str(len(hidden))),) if hidden else ()),
                                 *((("comments_left_out", str(comments)),) if comments else ()),
                                 *((("diagrams_left_out", str(diagrams.left_out)),)
                                   if diagrams.left_out else ()),

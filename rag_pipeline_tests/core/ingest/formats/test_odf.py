@@ -342,6 +342,7 @@ def test_hidden_odp_slides_and_ods_sheets_are_read_and_counted():
     extracted = ODP.extract(saved(document), "deck")
     assert "Hidden budget: 40k" in extracted.canonical_text
     assert extracted.notes == (("slides", "2"), ("hidden_slides", "1"))
+    assert [s.title for s in extracted.sections] == ["Slide 1", "Slide 2 (hidden slide)"]
 
     workbook = OpenDocumentSpreadsheet()
     hidden = style.Style(name="ta2", family="table")

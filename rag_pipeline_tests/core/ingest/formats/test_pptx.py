@@ -162,6 +162,8 @@ def test_a_chart_is_its_title_and_its_data_as_a_table():
                                         "Draft\n")
     assert extracted.notes == (("slides", "2"), ("hidden_slides", "1"))
     assert extracted.tables == (TableSpan(36, 98, "Category | North | South", 60, (61, 75, 88)),)
+    # Found by a team's decks: a citation of a hidden slide did not say it was never shown.
+    assert [s.title for s in extracted.sections] == ["Sales", "Draft (hidden slide)"]
 
 
 def test_a_scatter_chart_keeps_its_x_values_and_a_series_its_number_format():
