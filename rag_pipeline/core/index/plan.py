@@ -7,7 +7,8 @@ of the model is current). A stage's partition is due when a table of
 :data:`rag_pipeline.core.index.GENERATION_TABLES` it writes is missing or was built from an
 input file that has moved on, or, for ``embeddings``, when the served generation is not the
 latest tables or its ANN index is damaged; ``eval`` is due when the model's last evaluation
-scored other generations, or other gold and out-of-domain files than the ones there now.
+scored other generations of the chunkers built (another profile's, which it scores too, are
+not asked for), or other gold and out-of-domain files than the ones there now.
 
 Each step names the input files it builds from; its ``key`` is their digest, so the same stale
 state is one step however often it is planned (the sensor's run key, with the attempt: a failed
@@ -143,6 +144,9 @@ def index_plan(warehouse: Warehouse, chunkers: Sequence[str], models: Sequence[s
             scored = None if summary is None else {
                 name: value for name, value in summary.inputs.items()
                 if eval_sets is not None or name not in EVAL_SET_INPUTS}
-            if len(served) == len(chunkers) and scored != wanted:
+            # Due when it scored another generation of a chunker built here, or other sets; the
+            # generations of chunkers another profile built, which it scores too, are its own.
+            if len(served) == len(chunkers) and (
+                    scored is None or any(scored.get(name) != value for name, value in wanted.items())):
                 steps.append(Step(Stage.EVAL, None, model, tuple(sorted(wanted.items()))))
     return tuple(steps)
