@@ -126,6 +126,10 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
         return
     if (note := no_ood_note(ood)) is not None:
         echo(f"note: {note}", err=True)
+    if report.behind:
+        from rag_pipeline.core.evaluation.run import behind_note
+
+        echo(f"note: {behind_note(report.behind)}", err=True)
     if versus_key is None:
         _print_eval(report, spec, as_json)
         return

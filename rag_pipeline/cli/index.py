@@ -468,26 +468,37 @@ def _echo_scores(build) -> None:
     query style; the rest is in ``eval_summary``."""
     from rag_pipeline.core.evaluation.evaluate import ALL_STYLES
     from rag_pipeline.core.evaluation.report import HEADLINE_RETRIEVER
+    from rag_pipeline.core.evaluation.run import behind_note, chunkers_behind
+    from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.index.plan import EVAL_SUMMARY
 
     chunker = "header" if "header" in build.chunker_keys else build.chunker_keys[0]
-    lines = []
+    lines, notes = [], []
+    served = current_generations(build.warehouse)
     for model in build.model_keys:
         table = build.warehouse.read_or_none(EVAL_SUMMARY, {"model": model})
         rows = [] if table is None else [
             row for row in table.to_pylist()
             if (row["chunker"], row["retriever"], row["style"]) == (chunker, HEADLINE_RETRIEVER,
                                                                     ALL_STYLES)]
-        if rows:
-            row = rows[0]
-            lines.append(f"  {model}: recall@4 {row['recall@4']:.3f} (95% "
-                         f"{row['recall@4_low']:.3f}-{row['recall@4_high']:.3f}), recall@20 "
-                         f"{row['recall@20']:.3f}, MRR {row['mrr']:.3f} on {row['queries']} "
-                         "queries")
+        if not rows:
+            continue
+        row = rows[0]
+        lines.append(f"  {model}: recall@4 {row['recall@4']:.3f} (95% "
+                     f"{row['recall@4_low']:.3f}-{row['recall@4_high']:.3f}), recall@20 "
+                     f"{row['recall@20']:.3f}, MRR {row['mrr']:.3f} on {row['queries']} "
+                     "queries")
+        errors = build.warehouse.read_or_none("eval_gold_errors", {"model": model})
+        if errors is not None and errors.num_rows:
+            notes.append(f"  {model}: {errors.num_rows} gold line(s) not scored, each with why: "
+                         "`select * from eval_gold_errors`")
+        if behind := chunkers_behind(build.warehouse, model,
+                                     sorted(g.chunker for g in served if g.model == model)):
+            notes.append(f"  {model}: {behind_note(behind)}")
     if lines:
         echo(f"\nevaluation ({chunker} x {HEADLINE_RETRIEVER}, gold set; every chunker, retriever "
              "and query style: the eval_summary table):")
-        for line in lines:
+        for line in lines + notes:
             echo(line)
 
 

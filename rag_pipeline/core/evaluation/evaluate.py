@@ -140,6 +140,9 @@ class EvalReport:
     """Per chunker with an ANN index: its path against the exact one on the same queries."""
     skipped: str = ""
     """Why nothing was scored (no gold set for the evaluated corpus); empty when scored."""
+    behind: tuple[str, ...] = ()
+    """Chunkers left out: built from older documents than the ones scored
+    (:func:`~rag_pipeline.core.evaluation.run.chunkers_behind`)."""
 
 
 ANN_CHECK_K = 10

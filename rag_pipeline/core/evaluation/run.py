@@ -71,6 +71,8 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
         raise IndexNotBuiltError(f"no published index for model {model.key} in the data folder "
                                  f"{warehouse.data_dir.absolute()}: {IndexNotBuiltError.HINT}")
     selected = list(chunkers) if chunkers else published
+    behind = chunkers_behind(warehouse, model.key, selected)
+    selected = [c for c in selected if c not in behind]
     indexes = {c: labelled(load_partition(warehouse, c, model.key), policy) for c in selected}
     # The gold needles are validated against the corpus state the evaluated index was built from.
     documents_file = current_generation(warehouse, selected[0], model.key).files[DOCUMENTS]
@@ -84,7 +86,7 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
         check_corpus(gold, [row["document_id"] for row in rows])
     except NoGoldSetError as exc:
         return EvalReport(0, 0, [], {}, [], [], [], [], None, "", {"total": 0.0}, generations,
-                          skipped=str(exc))
+                          skipped=str(exc), behind=tuple(behind))
     # A needle is checked against the texts chunks are cut from (not an archive's member list).
     searched = {row["document_id"]: row["canonical_text"] for row in rows
                 if chunked_format(row["format"])}
@@ -105,4 +107,28 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
         if candidates:
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences, groups)
-    return replace(report, generations=generations, sets=sets)
+    return replace(report, generations=generations, sets=sets, behind=tuple(behind))
+
+
+def chunkers_behind(warehouse: Warehouse, model: str, chunkers: Sequence[str]) -> list[str]:
+    """Those of ``chunkers`` whose served ``model`` generation was built from other documents
+    than the latest documents table (another profile's chunkers, which the last ``index`` did
+    not build): scored with them, a comparison would set two versions of the corpus side by
+    side, and a gold line checked against one. When none of them is built from the latest
+    documents, those built from the first one's are kept."""
+    built_from = {}
+    for chunker in chunkers:
+        generation = current_generation(warehouse, chunker, model)
+        if generation is not None:
+            built_from[chunker] = generation.files.get(DOCUMENTS)
+    latest = warehouse.version(DOCUMENTS)
+    newest = latest.file if latest is not None and latest.file in built_from.values() \
+        else next(iter(built_from.values()), None)
+    return [c for c, documents in built_from.items() if documents != newest]
+
+
+def behind_note(behind: Sequence[str]) -> str:
+    """The line that says which chunkers an evaluation left out (:func:`chunkers_behind`)."""
+    return (f"not evaluated: {', '.join(behind)}: their served generations were built from "
+            "older documents than the others' (an `index` whose profile builds them brings them "
+            "up to date)")

@@ -79,6 +79,10 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
             return
         if (note := no_ood_note(Path(eval_sets.ood_path))) is not None:
             context.log.warning(note)
+        if report.behind:
+            from rag_pipeline.core.evaluation.run import behind_note
+
+            context.log.warning(behind_note(report.behind))
         stored = write_report_tables(warehouse, report, spec.key)
         written = {name: version for name, (version, _) in stored.items()}
         tables = {name: table for name, (_, table) in stored.items()}

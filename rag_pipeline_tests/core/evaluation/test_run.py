@@ -19,3 +19,44 @@ def test_an_evaluation_without_the_models_index_names_the_folder_and_what_to_do(
         f"no published index for model {spec.key} in the data folder {tmp_path}: run "
         "`rag-pipeline index` first, or name the configuration that built it (--config, as `init` "
         "printed it) or its data folder (--data-dir)")
+
+
+def test_chunkers_built_from_older_documents_are_left_out_and_named(tmp_path: Path, monkeypatch):
+    # Found by a team lead comparing chunkers: after an edit, a production `index` rebuilt only
+    # `header`, and the evaluation scored it against `blind` still on the old documents (and
+    # checked the gold needles against blind's): the paired tests set two corpora side by side.
+    import json
+
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.evaluation import run
+    from rag_pipeline.core.evaluation.run import behind_note, chunkers_behind
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    embedder = HashedEmbedder()
+    monkeypatch.setattr(run, "load_embedder", lambda spec: embedder)
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    warehouse = Warehouse(tmp_path / "data")
+    for strategy in (ChunkingStrategy.BLIND, ChunkingStrategy.HEADER):
+        build_partition(warehouse, extract_corpus(corpus).records, strategy, embedder)
+    key = embedder.spec.key
+    assert chunkers_behind(warehouse, key, ["blind", "header"]) == []
+    config = corpus / "guide" / "config.md"
+    config.write_text(config.read_text(encoding="utf-8").replace("seventeen", "nineteen"),
+                      encoding="utf-8")
+    build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER, embedder)
+    assert chunkers_behind(warehouse, key, ["blind", "header"]) == ["blind"]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join(json.dumps(line) for line in [
+        {"corpus": "tiny", "documents": sorted(TINY_DOCS)},
+        {"id": "g1", "document": "guide/config.md", "needle": "gives up after nineteen seconds",
+         "question": "When does a network call give up?", "ticket": "calls hang, timeout?"}]) + "\n",
+        encoding="utf-8")
+    report = run.run_eval(warehouse, embedder.spec, gold, tmp_path / "ood.jsonl")
+    assert (report.behind, sorted(report.generations), report.gold_errors) == (("blind",), ["header"], [])
+    assert {row.chunker for row in report.summary} == {"header"}
+    assert behind_note(report.behind) == (
+        "not evaluated: blind: their served generations were built from older documents than the "
+        "others' (an `index` whose profile builds them brings them up to date)")
