@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from rag_pipeline.core.text.arguments import listed
-from rag_pipeline.core.text.jsonl import jsonl_objects, missing_fields, not_text
+from rag_pipeline.core.text.jsonl import MAX_JSONL_BYTES, jsonl_objects, missing_fields, not_text
 
 
 class OodKind(StrEnum):
@@ -66,17 +66,39 @@ class GoldFormatError(ValueError):
     """A gold or out-of-domain file is not in the documented format."""
 
 
+FEEDBACK_FIELDS = ("shown_sources", "comments")
+"""What a gold line drafted from feedback carries to go by (``rag-pipeline feedback draft``)."""
+
+
+OWN_FIELD_PREFIX = "_"
+"""A field of a user's own in a gold or out-of-domain line (``"_note"``) starts with this; any
+other field the format does not name is refused, so a misspelt ``documnet`` never passes
+silently (its check off)."""
+
+
 def _read_jsonl(path: Path, required: tuple[str, ...], header: list[dict] | None = None,
-                optional: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
+                optional: tuple[str, ...] = (), known: tuple[str, ...] = ()) -> list[tuple[int, dict]]:
     """The rows of a JSONL file with their line numbers, each with its ``required`` fields (and
-    any of its ``optional`` ones) non-empty strings and a unique ``id``; with ``header``, a
-    first row holding ``corpus`` and no ``id`` is appended to it instead of returned."""
+    any of its ``optional`` ones) non-empty strings, no field but those, ``known`` ones and the
+    user's own (:data:`OWN_FIELD_PREFIX`), and a unique ``id``; with ``header``, a first row
+    holding ``corpus`` and no ``id`` is appended to it instead of returned."""
+    import difflib
+
     rows = []
     first_line: dict[str, int] = {}
+    fields = (*required, *optional, *known)
     for number, row in jsonl_objects(path, GoldFormatError):
         if header is not None and not rows and not header and "corpus" in row and "id" not in row:
             header.append(row)
             continue
+        if header is not None and "corpus" in row and "id" not in row:
+            raise GoldFormatError(f"{path}:{number}: a corpus line must be the file's first line")
+        for name in row:
+            if name not in fields and not name.startswith(OWN_FIELD_PREFIX):
+                close = difflib.get_close_matches(name, fields, n=1)
+                hint = f"did you mean `{close[0]}`?" if close else f"a line holds {listed(fields)}"
+                raise GoldFormatError(f"{path}:{number}: unknown field `{name}`: {hint} (a field "
+                                      f"of your own starts with `{OWN_FIELD_PREFIX}`)")
         if (wrong := not_text(row, (*required, *optional))) is not None:
             raise GoldFormatError(f"{path}:{number}: `{wrong[0]}` must be a string, not {wrong[1]}")
         missing = missing_fields(row, (*required, *(o for o in optional if o in row)))
@@ -96,7 +118,8 @@ def load_gold_set(path: Path) -> GoldSet:
         GoldFormatError: a line or the corpus line is not in the documented format.
     """
     header: list[dict] = []
-    numbered = _read_jsonl(path, ("id", "needle", "question", "ticket"), header, ("document",))
+    numbered = _read_jsonl(path, ("id", "needle", "question", "ticket"), header, ("document",),
+                           ("groups", *FEEDBACK_FIELDS))
     rows = [row for _, row in numbered]
     corpus = None
     if header:
@@ -111,9 +134,20 @@ def load_gold_set(path: Path) -> GoldSet:
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
             raise GoldFormatError(f"{path}:{number}: `groups` must be a list of group names, got "
                                   f"{groups!r}")
+    _refuse_repeats(path, [(number, row["question"]) for number, row in numbered], "question",
+                    ": two answers to one question score one of them as missed")
     return GoldSet(path, corpus, tuple(GoldLine(r["id"], r["needle"], r["question"], r["ticket"],
                                                 tuple(r.get("groups", ())), r.get("document"))
                                        for r in rows))
+
+
+def _refuse_repeats(path: Path, texts: list[tuple[int, str]], what: str, why: str = "") -> None:
+    """Refuses a ``what`` (a question, a query) that an earlier line asks already (white space
+    and case aside), naming both lines."""
+    asked: dict[str, int] = {}
+    for number, text in texts:
+        if (first := asked.setdefault(" ".join(text.split()).casefold(), number)) != number:
+            raise GoldFormatError(f"{path}:{number}: the same {what} as line {first}{why}")
 
 
 def load_gold(path: Path) -> list[GoldLine]:
@@ -140,10 +174,15 @@ def eval_set_inputs(gold_path: Path, ood_path: Path | None) -> dict[str, str]:
 
 
 def no_ood_note(path: Path) -> str | None:
-    """What an evaluation without out-of-domain questions says (None: ``path`` exists)."""
-    if Path(path).is_file():
+    """What an evaluation without out-of-domain questions says (None: ``path`` holds some)."""
+    path = Path(path)
+    if not path.is_file():
+        why = "does not exist"
+    elif path.stat().st_size <= MAX_JSONL_BYTES and not path.read_bytes().strip():
+        why = "is empty"
+    else:
         return None
-    return (f"no out-of-domain questions ({path} does not exist): the refusal gate is measured "
+    return (f"no out-of-domain questions ({path} {why}): the refusal gate is measured "
             "on the in-domain questions alone (one JSON line per question that the documents "
             'do not answer there: {"id": "o1", "query": "...", "kind": "near" or "off"})')
 
@@ -161,4 +200,5 @@ def load_ood(path: Path) -> list[OodLine]:
         if row["kind"] not in {k.value for k in OodKind}:
             raise GoldFormatError(f"{path}:{number}: kind must be 'near' or 'off', not "
                                   f"{row['kind']!r}")
+    _refuse_repeats(path, [(number, row["query"]) for number, row in rows], "query")
     return [OodLine(r["id"], r["query"], OodKind(r["kind"])) for _, r in rows]

@@ -75,8 +75,9 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
         NoGoldSetError: one line naming the set, its corpus and how many documents are missing.
     """
     if not gold.lines:
-        raise NoGoldSetError(f"no gold set for this corpus: {gold.path} holds no gold line (only "
-                             "its corpus line); nothing to score. Fill in the lines `rag-pipeline "
+        holds = "only its corpus line" if gold.corpus is not None else "it is empty"
+        raise NoGoldSetError(f"no gold set for this corpus: {gold.path} holds no gold line "
+                             f"({holds}); nothing to score. Fill in the lines `rag-pipeline "
                              "gold draft` wrote, or write some")
     if gold.corpus is None:
         return

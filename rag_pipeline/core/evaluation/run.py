@@ -8,7 +8,10 @@ from pathlib import Path
 
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.config.gold_file import (
+    GoldFormatError,
     GoldLine,
+    GoldSet,
+    OodLine,
     eval_set_inputs,
     load_gold_set,
     load_ood_if_any,
@@ -96,6 +99,7 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
                 for row in rows if row["document_id"] in canonical}
     queries, errors = validate_gold(lines, canonical, sections)
     ood = load_ood_if_any(ood_path)
+    check_apart(gold, ood, ood_path)
     embedder = load_embedder(model)
     runs = default_runs(sorted(indexes))
     sentences = {}
@@ -108,6 +112,24 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences, groups)
     return replace(report, generations=generations, sets=sets, behind=tuple(behind))
+
+
+def check_apart(gold: GoldSet, ood: Sequence[OodLine], ood_path: Path) -> None:
+    """Refuses an out-of-domain question that is a gold line's question or ticket: it cannot be
+    both answered from the documents and not.
+
+    Raises:
+        GoldFormatError: naming the out-of-domain line and the gold line.
+    """
+    asked = {}
+    for line in gold.lines:
+        for text in (line.question, line.ticket):
+            asked.setdefault(collapse(text).casefold(), line.id)
+    for line in ood:
+        if (gold_id := asked.get(collapse(line.query).casefold())) is not None:
+            raise GoldFormatError(f"{ood_path}: out-of-domain question {line.id!r} is asked by gold "
+                                  f"line {gold_id!r} of {gold.path}: a question cannot be both "
+                                  "answered from the documents and not")
 
 
 def chunkers_behind(warehouse: Warehouse, model: str, chunkers: Sequence[str]) -> list[str]:

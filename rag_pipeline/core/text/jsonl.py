@@ -24,10 +24,28 @@ def jsonl_objects(path: Path, error: type[Exception], expected: str | None = Non
             object, not list``).
 
     Raises:
-        error: A line is not JSON or not a JSON object.
+        error: The file is missing, over :data:`MAX_JSONL_BYTES` or not UTF-8, or a line is not
+            JSON or not a JSON object.
     """
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(),
-                                  start=1):
+    try:
+        size = Path(path).stat().st_size
+        if size > MAX_JSONL_BYTES:
+            raise error(f"{path}: {size:,} bytes, over the limit of {MAX_JSONL_BYTES:,} for a "
+                        "JSONL file here")
+        data = Path(path).read_bytes()
+    except FileNotFoundError as exc:
+        raise error(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise error(f"{path}: a folder, not a file") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        raise error(f"{path}:{line}: " + ("the file is UTF-16: save it as UTF-8" if utf16 else
+                                          f"not UTF-8 (byte 0x{data[exc.start]:02x}): save the "
+                                          "file as UTF-8")) from exc
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -38,6 +56,11 @@ def jsonl_objects(path: Path, error: type[Exception], expected: str | None = Non
             raise error(f"{path}:{number}: "
                         f"{expected or f'a line must be a JSON object, not {type(row).__name__}'}")
         yield number, row
+
+
+MAX_JSONL_BYTES = 64 * 1024 * 1024
+"""A gold set, an out-of-domain set or calibration texts over this is refused unread: the
+largest real ones are a few megabytes, and a 300 MB file took 4 GB to read."""
 
 
 JSON_TYPES = {bool: "true or false", int: "a number", float: "a number", str: "a string",

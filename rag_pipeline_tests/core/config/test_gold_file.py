@@ -140,3 +140,71 @@ def test_a_malformed_corpus_line_is_one_error(tmp_path: Path, header: dict):
     path = write_lines(tmp_path / "gold.jsonl", [json.dumps(header), gold_row("q1")])
     with pytest.raises(GoldFormatError, match=r"gold\.jsonl:1: the corpus line must be "):
         load_gold_set(path)
+
+
+# --- mistakes a team makes writing its own set (found by a team lead's gold set) ---------------
+
+
+def _refusal(path: Path, load=load_gold) -> str:
+    with pytest.raises(GoldFormatError) as raised:
+        load(path)
+    return str(raised.value)
+
+
+def test_a_misspelt_field_is_refused_and_fields_of_ones_own_pass(tmp_path: Path):
+    # "documnet" passed silently, and the check that the needle is in the document was off.
+    row = json.loads(gold_row("g1"))
+    misspelt = write_lines(tmp_path / "a.jsonl", [json.dumps({**row, "documnet": "a.md"})])
+    assert _refusal(misspelt) == (f"{misspelt}:1: unknown field `documnet`: did you mean "
+                                  "`document`? (a field of your own starts with `_`)")
+    strange = write_lines(tmp_path / "b.jsonl", [json.dumps({**row, "zzz": 1})])
+    assert _refusal(strange) == (
+        f"{strange}:1: unknown field `zzz`: a line holds id, needle, question, ticket, document, "
+        "groups, shown_sources, comments (a field of your own starts with `_`)")
+    own = write_lines(tmp_path / "c.jsonl", [json.dumps({**row, "_note": "from the wiki",
+                                                         "comments": ["too long"]})])
+    assert load_gold(own) == [GoldLine("g1", "a needle", "a question?", "a ticket")]
+
+
+def test_a_corpus_line_after_the_first_and_a_repeated_question_are_refused(tmp_path: Path):
+    corpus = json.dumps({"corpus": "team", "documents": ["a.md"]})
+    late = write_lines(tmp_path / "late.jsonl", [gold_row("g1"), corpus])
+    assert _refusal(late) == f"{late}:2: a corpus line must be the file's first line"
+    twice = write_lines(tmp_path / "twice.jsonl", [
+        gold_row("g1", "one", "Where is it?"), gold_row("g2", "two", "where  is IT?")])
+    assert _refusal(twice) == (f"{twice}:2: the same question as line 1: two answers to one "
+                               "question score one of them as missed")
+    ood = write_lines(tmp_path / "ood.jsonl", [
+        json.dumps({"id": "o1", "query": "Lunch menu?", "kind": "off"}),
+        json.dumps({"id": "o2", "query": "lunch menu?", "kind": "near"})])
+    assert _refusal(ood, load_ood) == f"{ood}:2: the same query as line 1"
+
+
+def test_a_file_not_utf8_missing_or_too_large_is_refused_naming_it(tmp_path: Path, monkeypatch):
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes((gold_row("g1") + "\n").encode() + json.dumps(
+        {"id": "g2", "needle": "caf\xe9", "question": "q2", "ticket": "t"},
+        ensure_ascii=False).encode("latin-1"))
+    assert _refusal(latin) == f"{latin}:2: not UTF-8 (byte 0xe9): save the file as UTF-8"
+    wide = tmp_path / "wide.jsonl"
+    wide.write_bytes(gold_row("g1").encode("utf-16"))
+    assert _refusal(wide) == f"{wide}:1: the file is UTF-16: save it as UTF-8"
+    assert _refusal(tmp_path / "none.jsonl") == f"{tmp_path / 'none.jsonl'}: no such file"
+    from rag_pipeline.core.text import jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_JSONL_BYTES", 10)
+    big = write_lines(tmp_path / "big.jsonl", [gold_row("g1")])
+    assert _refusal(big) == (f"{big}: {big.stat().st_size:,} bytes, over the limit of 10 for a "
+                             "JSONL file here")
+
+
+def test_an_empty_out_of_domain_file_is_noted_as_a_missing_one_is(tmp_path: Path):
+    from rag_pipeline.core.config.gold_file import no_ood_note
+
+    empty = tmp_path / "ood.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    assert no_ood_note(empty).startswith(f"no out-of-domain questions ({empty} is empty): ")
+    assert no_ood_note(tmp_path / "x.jsonl").startswith(
+        f"no out-of-domain questions ({tmp_path / 'x.jsonl'} does not exist): ")
+    empty.write_text(json.dumps({"id": "o1", "query": "q", "kind": "off"}) + "\n", encoding="utf-8")
+    assert no_ood_note(empty) is None

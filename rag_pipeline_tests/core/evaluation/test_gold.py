@@ -288,8 +288,8 @@ def test_draft_proposes_body_sentences_found_once_round_robin_over_documents(tmp
     with pytest.raises(GoldFormatError, match=r"draft\.jsonl:2: missing or empty "
                                               r"question, ticket$"):
         load_gold_set(draft)
-    filled = [line.replace('"question": ""', '"question": "q?"').replace('"ticket": ""', '"ticket": "t"')
-              for line in draft.read_text().splitlines()]
+    filled = [line.replace('"question": ""', f'"question": "q{n}?"').replace('"ticket": ""', '"ticket": "t"')
+              for n, line in enumerate(draft.read_text().splitlines())]
     gold = load_gold_set(write_lines(tmp_path / "filled.jsonl", filled))
     queries, errors = validate_gold(gold.lines, texts)
     assert (len(queries), errors) == (6, [])
