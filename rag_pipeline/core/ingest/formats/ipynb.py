@@ -8,7 +8,7 @@ code cells' own ``language`` names the fences' language). The canonical text is 
 cell as it is; a code cell as a fenced block in the notebook's language, its ``#`` comments
 kept (inside the fence they are code, never headings); each of its outputs that is text as a
 fenced ``text`` block: a stream's text, a result's ``text/plain`` (else, or when that only names
-its object as ``display(HTML(...))`` leaves it, ``text/markdown``, else its ``text/html`` read
+its object as ``display(HTML(...))`` or a plot leaves it, ``text/markdown``, else its ``text/html`` read
 by the HTML reader), an error's ``name: value`` (its traceback, frames
 of the kernel's code, left out and counted: ``tracebacks_left_out``). Terminal colour codes
 are dropped, and one output keeps at most :data:`MAX_OUTPUT_CHARS` characters (the rest is cut
@@ -40,9 +40,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 link's). A command ends before the next ``ESC``: an output of many unended ones is read in one
 pass, not searched to its end from each."""
 _BACKTICKS = re.compile(r"`{3,}")
-_REPR = re.compile(r"<[\w.]+(?: object(?: at 0x[0-9a-fA-F]+)?| at 0x[0-9a-fA-F]+)>")
+_REPR = re.compile(r"<[\w.]+(?: object(?: at 0x[0-9a-fA-F]+)?| at 0x[0-9a-fA-F]+)>"
+                   r"|<Figure size [\d.]+x[\d.]+ with \d+ Axes>")
 """A result's ``text/plain`` that only names its object (``<IPython.core.display.HTML
-object>``, ``<pandas.io.formats.style.Styler at 0x7f...>``): its text is its other forms'."""
+object>``, ``<pandas.io.formats.style.Styler at 0x7f...>``, matplotlib's ``<Figure size 640x480
+with 1 Axes>``): its text is its other forms' (an image's: none)."""
 
 
 def _text(value: object) -> str:
@@ -66,8 +68,9 @@ def _output_text(output: dict) -> str:
     if kind in ("execute_result", "display_data"):
         data = output.get("data") or {}
         plain = _text(data.get("text/plain"))
-        if _REPR.fullmatch(plain.strip()) and (data.get("text/markdown") or data.get("text/html")):
-            plain = ""  # ``display(HTML(table))``: the table is in the HTML alone
+        if _REPR.fullmatch(plain.strip()) and (data.get("text/markdown") or data.get("text/html")
+                                               or any(kind.startswith("image/") for kind in data)):
+            plain = ""  # ``display(HTML(table))``: the table is in the HTML alone; a plot is none
         text = plain or _text(data.get("text/markdown"))
         if not text.strip() and (html := _text(data.get("text/html"))).strip():
             from rag_pipeline.core.ingest.formats.html import extract_html
@@ -152,7 +155,7 @@ class IpynbFormat(DocumentFormat):
     suffixes = (".ipynb",)
 
     def extractor(self) -> Extractor:
-        return Extractor("ipynb-json", "9")
+        return Extractor("ipynb-json", "10")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Cells in order, blocks joined by blank lines (the module docstring).
