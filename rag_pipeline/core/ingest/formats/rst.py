@@ -251,7 +251,6 @@ class _Writer:
             else:
                 self.walk(child, depth)
 
-
     def directive(self, name: str, arguments: str, content: str) -> None:
         """The words of a directive docutils does not know (the module docstring)."""
         if name in _CONDITIONS:
