@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Annotated, Any
 
@@ -32,7 +33,13 @@ from rag_pipeline.core.text.analyzers import Analyzer
 from rag_pipeline.service.auth import Principal, install_access, message_page, navigated, principal
 from rag_pipeline.service.page_routes import page_router, repeated_query_parameter
 from rag_pipeline.service.private_headers import PRIVATE_HEADERS
-from rag_pipeline.service.query_service import MAX_K, AskRequest, QueryService, RequestError
+from rag_pipeline.service.query_service import (
+    MAX_K,
+    AskRequest,
+    ClientGoneError,
+    QueryService,
+    RequestError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,25 @@ MAX_BODY_BYTES = 64 * 1024
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+
+
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged for a question whose client went away before its turn (nginx's code: no
+client reads it)."""
+
+
+def _client_gone(request: Request) -> Callable[[], bool]:
+    """Whether ``request``'s client has gone away, asked from the worker thread answering it (the
+    event loop reads the connection)."""
+    import anyio.from_thread
+
+    def gone() -> bool:
+        try:
+            return anyio.from_thread.run(request.is_disconnected)
+        except RuntimeError:  # no event loop to ask (called outside a request's worker)
+            return False
+
+    return gone
 
 
 BODY_EXAMPLES = {"/session": '{"token": "..."}'}
@@ -226,24 +252,27 @@ def create_app(service: QueryService) -> FastAPI:
         log.exception("unexpected error answering %s %s", request.method, request.url.path)
         return _error(500, f"internal error: {type(exc).__name__}")
 
-    def _answer(payload: dict[str, Any], who: Principal) -> JSONResponse:
+    def _answer(payload: dict[str, Any], who: Principal, http_request: Request) -> Response:
         try:
             request = AskRequest.model_validate(payload)
-            return JSONResponse(service.answer(request, who.groups, who.name))
         except ValidationError as exc:
             service.count_error()
             return _error(422, _validation_message(list(exc.errors())))
+        return _answered(request, who, http_request)
+
+    def _answered(request: AskRequest, who: Principal, http_request: Request) -> Response:
+        try:
+            return JSONResponse(service.answer(request, who.groups, who.name,
+                                               gone=_client_gone(http_request)))
         except RequestError as exc:
             service.count_error()
             return _error(422, str(exc))
+        except ClientGoneError:
+            return Response(status_code=CLIENT_CLOSED_REQUEST)
 
     @app.post("/ask", summary="Answer a question with citations, or refuse")
-    def ask_post(request: AskRequest, who: Asker) -> JSONResponse:
-        try:
-            return JSONResponse(service.answer(request, who.groups, who.name))
-        except RequestError as exc:
-            service.count_error()
-            return _error(422, str(exc))
+    def ask_post(request: AskRequest, who: Asker, http_request: Request) -> Response:
+        return _answered(request, who, http_request)
 
     @app.get("/ask", summary="Answer a question given in the query string")
     def ask_get(
@@ -252,7 +281,7 @@ def create_app(service: QueryService) -> FastAPI:
         chunker: str | None = None, model: str | None = None, retriever: Retriever | None = None,
         analyzer: Analyzer | None = None, k: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
         cut: float | None = None,
-    ) -> JSONResponse:
+    ) -> Response:
         payload = {"question": q, "chunker": chunker, "model": model, "retriever": retriever,
                    "analyzer": analyzer, "k": k, "cut": cut}
         unknown = sorted(set(http_request.query_params) - {"q", *payload})
@@ -263,7 +292,8 @@ def create_app(service: QueryService) -> FastAPI:
         if (repeated := repeated_query_parameter(http_request)) is not None:
             service.count_error()
             return _error(422, repeated)
-        return _answer({key: value for key, value in payload.items() if value is not None}, who)
+        return _answer({key: value for key, value in payload.items() if value is not None}, who,
+                       http_request)
 
     @app.get("/health", summary="Liveness: the model and one generation are loaded")
     async def health() -> dict[str, Any]:  # on the event loop: no thread to wait for

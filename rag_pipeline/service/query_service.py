@@ -118,6 +118,10 @@ def _query_path(embedder: TextEmbedder) -> dict[str, Any]:
     return asdict(getattr(embedder, "query_path", None) or QueryPath(embedder.spec.backend.value))
 
 
+class ClientGoneError(Exception):
+    """The client went away before its question's turn: it is not answered."""
+
+
 class QueryService:
     """Answers requests from the followed partition with the loaded model."""
 
@@ -161,16 +165,27 @@ class QueryService:
         return labelled((served or self.follower.current).index, self.access.policy)
 
     def answer(self, request: AskRequest, groups: frozenset[str] | None = None,
-               asker: str = "") -> dict[str, Any]:
+               asker: str = "", gone: Callable[[], bool] | None = None) -> dict[str, Any]:
         """``ask --json``'s object (``generation`` names the one that answered); ``timings_ms``
         adds ``queue`` (waiting for a worker slot), ``cpu`` (the request thread's CPU time inside
         ``ask``: below ``total`` when the cores are shared; it does not count a runtime's own
         threads, which may run part of the fast question path) and ``request`` (validation to a JSON-ready
         dict). ``groups``: the asker's (None: everything); an asker restricted to groups gets
-        ``request`` alone, in whole milliseconds. ``asker``: the principal's name."""
+        ``request`` alone, in whole milliseconds. ``asker``: the principal's name. ``gone``:
+        whether the client has gone away, asked once a worker slot is free.
+
+        Raises:
+            RequestError: A setting the service does not serve.
+            ClientGoneError: ``gone`` said so: the question is never answered (a chat user who
+                cancelled holds no slot ahead of the next one).
+        """
         started = time.perf_counter()
         settings = self.ask_settings(request)
         with self._slots:
+            if gone is not None and gone():
+                with self._counts_lock:
+                    self._outcomes["abandoned"] += 1
+                raise ClientGoneError("the client went away before a worker was free")
             queued = time.perf_counter() - started
             served = self.follower.current
             cpu = time.thread_time()
@@ -250,7 +265,7 @@ class QueryService:
             # of it (how often others ask says something of what they read).
             "requests": None if readable is not None else {
                 "answered": outcomes.get("answered", 0), "refused": outcomes.get("refused", 0),
-                "rejected": outcomes.get("rejected", 0)},
+                "rejected": outcomes.get("rejected", 0), "abandoned": outcomes.get("abandoned", 0)},
             "answered_by_generation": None if readable is not None else by_generation,
             "settings": self.settings.status_json(),
             "started_at": _iso(self.started_at), "uptime_seconds": round(now - self.started_at, 3),

@@ -311,3 +311,51 @@ def test_a_document_whose_name_holds_a_newline_is_cited_and_shown(
                                if url.query else None)
     assert page.status_code == 200, page.text
     assert "The frobnicator purrs at dawn in its basket." in page.text
+
+
+class SlowEmbedder(HashedEmbedder):
+    """A question takes ``seconds`` to embed: a worker slot is held that long."""
+
+    seconds = 0.5
+
+    def embed_query(self, question: str):
+        import time
+
+        time.sleep(self.seconds)
+        return super().embed_query(question)
+
+
+def test_a_question_whose_client_went_away_is_not_answered(built: BuiltIndex):
+    # Found by a team's chat-bot integration: 20 questions whose clients had closed the
+    # connection were all answered first, and the next user's question waited 9 s for them.
+    import socket
+    import threading
+    import time
+    import urllib.request
+    from urllib.parse import quote
+
+    from rag_pipeline_tests.service.test_protocol import LIMITS, serving
+
+    embedder = SlowEmbedder(HashedEmbedder().spec)
+    with (running_service(Warehouse(built.data_dir), ServeSettings("header", embedder.spec.key, workers=1),
+                          lambda: embedder, poll_seconds=3600) as service,
+          serving(create_app(service), LIMITS) as port):
+        url = f"http://127.0.0.1:{port}/ask?q={quote(TIMEOUTS_QUESTION)}"
+        holder = threading.Thread(target=lambda: urllib.request.urlopen(url, timeout=30).read())
+        holder.start()  # holds the one worker slot for half a second
+        time.sleep(0.1)
+        for n in range(5):
+            with socket.create_connection(("127.0.0.1", port)) as abandoned:
+                abandoned.sendall(f"GET /ask?q=question+{n} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        time.sleep(0.1)
+        began = time.perf_counter()
+        body = json.loads(urllib.request.urlopen(url, timeout=30).read())
+        waited = time.perf_counter() - began
+        holder.join(timeout=30)
+        deadline = time.monotonic() + 10
+        while (counts := service.status(None, "", "")["requests"])["abandoned"] < 5:
+            assert time.monotonic() < deadline, counts
+            time.sleep(0.05)
+    assert body["answered"] is True
+    assert counts == {"answered": 2, "refused": 0, "rejected": 0, "abandoned": 5}
+    assert waited < 5 * SlowEmbedder.seconds  # it waited for the holder, not for the five
