@@ -430,9 +430,9 @@ def page_router(service: Any) -> APIRouter:
         try:
             payload = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return _error(400, f"the body is not JSON ({exc}): nothing stored")
+            return _error(422, f"the body is not JSON ({exc}): nothing stored")
         except RecursionError:  # [[[[... : json's decoder recurses once a level
-            return _error(400, "the body is not JSON a verdict can be (nested too deeply): nothing stored")
+            return _error(422, "the body is not JSON a verdict can be (nested too deeply): nothing stored")
         if not isinstance(payload, dict):
             return _error(422, "the body must be a JSON object: nothing stored")
         try:
