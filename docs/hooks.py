@@ -29,6 +29,10 @@ def _schema_type(schema: dict[str, Any]) -> str:
         return " or ".join(_schema_type(s) for s in schema["anyOf"])
     if "$ref" in schema:
         return schema["$ref"].rsplit("/", 1)[-1]
+    if schema.get("type") == "array" and "items" in schema:
+        return f"list of {_schema_type(schema['items'])}"
+    if schema.get("type") == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"object of {_schema_type(schema['additionalProperties'])}"
     if "properties" in schema and "title" in schema:  # a body declared in place (a model's)
         return schema["title"]
     return str(schema.get("type", "any"))
@@ -48,7 +52,7 @@ def _http_api() -> str:
     service = SimpleNamespace(access=AccessState(None), on_answer=[],
                               follower=SimpleNamespace(warehouse=None))
     schema = create_app(service).openapi()  # type: ignore[arg-type]
-    lines = ["| request | what it does | parameters |", "|---|---|---|"]
+    lines = ["| request | what it does | parameters | answers |", "|---|---|---|---|"]
     models = dict(schema.get("components", {}).get("schemas", {}))
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
@@ -60,15 +64,24 @@ def _http_api() -> str:
                 params.append(f"JSON body: `{_schema_type(body.get('schema', {}))}`")
                 if "properties" in body.get("schema", {}) and "title" in body["schema"]:
                     models.setdefault(body["schema"]["title"], body["schema"])
+            answered = operation.get("responses", {}).get("200", {}).get("content", {})
+            returns = answered.get("application/json", {}).get("schema")
+            shown = (f"`{_schema_type(returns)}`" if returns and "$ref" in returns
+                     else "HTML" if "text/html" in answered else "JSON" if returns is not None
+                     else "-")
             lines.append(f"| `{method.upper()} {path}` | {_cell(operation.get('summary', ''))} | "
-                         f"{_cell(', '.join(params)) or '-'} |")
+                         f"{_cell(', '.join(params)) or '-'} | {shown} |")
     bodies = []
     for name, model in models.items():
-        if name.startswith(("HTTPValidationError", "ValidationError")):
-            continue
         bodies += ["", f"### `{name}`", "", _cell(model.get("description", "")).strip(), ""]
         if "enum" in model:
             bodies.append("One of " + ", ".join(f"`{value}`" for value in model["enum"]) + ".")
+            continue
+        if name.endswith("Body"):  # what the service answers: every field is there
+            bodies += ["| field | type | what it is |", "|---|---|---|"]
+            for field, spec in model.get("properties", {}).items():
+                bodies.append(f"| `{field}` | {_cell(_schema_type(spec))} | "
+                              f"{_cell(spec.get('description', ''))} |")
             continue
         bodies += ["| field | type | default |", "|---|---|---|"]
         for field, spec in model.get("properties", {}).items():

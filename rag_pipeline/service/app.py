@@ -40,6 +40,7 @@ from rag_pipeline.service.query_service import (
     QueryService,
     RequestError,
 )
+from rag_pipeline.service.schemas import AnswerBody, ErrorBody
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,29 @@ def _client_gone(request: Request) -> Callable[[], bool]:
 
 BODY_EXAMPLES = {"/session": '{"token": "..."}'}
 """The JSON body a path takes, named when a request's body is no JSON object (else ``/ask``'s)."""
+
+
+ANSWERED = {200: {"model": AnswerBody, "description": "The answer, or a refusal (`answered` "
+                                                     "false): the object `ask --json` prints."}}
+
+
+def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each route's errors as the service sends them, ``ErrorBody`` under
+    ``4XX``, in place of the validation error body FastAPI declares and never sent here."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            responses["4XX"] = {"description": "An error, on one line (401: no valid token; 404: "
+                                               "nothing there, or nothing this asker may read; "
+                                               "413, 415, 422: the request; 429: too many)",
+                                "content": {"application/json": {
+                                    "schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for fastapi_own in ("HTTPValidationError", "ValidationError"):
+        components.pop(fastapi_own, None)
+    components["ErrorBody"] = ErrorBody.model_json_schema()
+    return schema
 
 
 def _validation_message(errors: list[dict[str, Any]], path: str = "/ask") -> str:
@@ -231,6 +255,14 @@ def create_app(service: QueryService) -> FastAPI:
         docs_url=None, redoc_url=None,
     )
     page = _page("page.html")
+    fastapi_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = with_error_bodies(fastapi_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -270,11 +302,11 @@ def create_app(service: QueryService) -> FastAPI:
         except ClientGoneError:
             return Response(status_code=CLIENT_CLOSED_REQUEST)
 
-    @app.post("/ask", summary="Answer a question with citations, or refuse")
+    @app.post("/ask", summary="Answer a question with citations, or refuse", responses=ANSWERED)
     def ask_post(request: AskRequest, who: Asker, http_request: Request) -> Response:
         return _answered(request, who, http_request)
 
-    @app.get("/ask", summary="Answer a question given in the query string")
+    @app.get("/ask", summary="Answer a question given in the query string", responses=ANSWERED)
     def ask_get(
         http_request: Request, who: Asker,
         q: Annotated[str, Query(description=f"The question (1 to {MAX_QUESTION_CHARS} characters).")],

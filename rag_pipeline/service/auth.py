@@ -45,6 +45,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag_pipeline.core.config.access import GROUP_NAME, AccessPolicy
+from rag_pipeline.service.schemas import SessionBody, SessionStateBody, SignedOutBody
 from rag_pipeline.service.tokens import TokenError, TokenStore
 
 log = logging.getLogger(__name__)
@@ -477,7 +478,8 @@ class SessionRequest(BaseModel):
 def _session_router(access: AccessState) -> APIRouter:
     router = APIRouter()
 
-    @router.post("/session", summary="Sign in with a token: sets the rag_session cookie")
+    @router.post("/session", summary="Sign in with a token: sets the rag_session cookie",
+                 responses={200: {"model": SessionBody, "description": "Signed in."}})
     def open_session(body: SessionRequest, request: Request) -> JSONResponse:
         if not access.enabled:
             return JSONResponse({"name": EVERYONE.name, "groups": None})
@@ -493,7 +495,8 @@ def _session_router(access: AccessState) -> APIRouter:
                             httponly=True, samesite="strict", path="/", secure=secure)
         return response
 
-    @router.get("/session", summary="Whether this request is signed in, and as whom (never a 401)")
+    @router.get("/session", summary="Whether this request is signed in, and as whom (never a 401)",
+                responses={200: {"model": SessionStateBody, "description": "Signed in or not."}})
     def signed_in_as(request: Request) -> JSONResponse:
         try:
             who = access.authenticate(request.headers.raw,
@@ -503,7 +506,8 @@ def _session_router(access: AccessState) -> APIRouter:
         return JSONResponse({"signed_in": True, "name": who.name,
                              "groups": None if who.groups is None else sorted(who.groups)})
 
-    @router.delete("/session", summary="Sign out: clears the rag_session cookie")
+    @router.delete("/session", summary="Sign out: clears the rag_session cookie",
+                   responses={200: {"model": SignedOutBody, "description": "Signed out."}})
     def close_session(request: Request) -> JSONResponse:
         sessions = _request_sessions(request)
         bearer = _bearer_token(request.headers.get("authorization", ""))

@@ -45,6 +45,7 @@ from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings, mirrors
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
+from rag_pipeline.service.schemas import FeedbackStoredBody
 from rag_pipeline.service.views import PAGED, ViewError, ViewRequest, page_png, path_url, render_document
 
 log = logging.getLogger(__name__)
@@ -410,6 +411,7 @@ def page_router(service: Any) -> APIRouter:
             lambda document_id: may_read(index, document_id, who.groups))
 
     @router.post("/feedback", summary="Store a verdict (helpful or not, a comment) on an answer",
+                 responses={200: {"model": FeedbackStoredBody, "description": "Stored."}},
                  openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                      "schema": FeedbackRequest.model_json_schema()}}}})
     async def feedback(request: Request, who: Asker) -> JSONResponse:

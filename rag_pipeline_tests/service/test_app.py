@@ -359,3 +359,36 @@ def test_a_question_whose_client_went_away_is_not_answered(built: BuiltIndex):
     assert body["answered"] is True
     assert counts == {"answered": 2, "refused": 0, "rejected": 0, "abandoned": 5}
     assert waited < 5 * SlowEmbedder.seconds  # it waited for the holder, not for the five
+
+
+def test_the_openapi_schema_describes_the_bodies_the_service_sends(client: TestClient):
+    # Found by a chat-bot integration: /openapi.json declared FastAPI's {"detail": [...]} for
+    # errors the service sends as {"error": "..."}, and no body for an answer.
+    from rag_pipeline.service.schemas import (
+        AnswerBody,
+        CitationBody,
+        QuotedSentenceBody,
+        SessionBody,
+        SessionStateBody,
+        SignedOutBody,
+    )
+
+    def fields(model) -> set[str]:
+        return set(model.model_json_schema()["properties"])
+
+    body = client.post("/ask", json={"question": TIMEOUTS_QUESTION}).json()
+    assert set(body) == fields(AnswerBody)
+    assert set(body["citations"][0]) == fields(CitationBody)
+    assert set(body["quoted_answer"][0]) == fields(QuotedSentenceBody)
+    assert set(client.post("/session", json={"token": "x"}).json()) == fields(SessionBody)
+    assert set(client.get("/session").json()) <= fields(SessionStateBody)
+    assert set(client.delete("/session").json()) == fields(SignedOutBody)
+    assert client.post("/ask", json={"question": ""}).json().keys() == {"error"}
+    schema = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(schema)
+    error = {"$ref": "#/components/schemas/ErrorBody"}
+    assert all(operation["responses"]["4XX"]["content"]["application/json"]["schema"] == error
+               for operations in schema["paths"].values() for operation in operations.values())
+    for method in ("get", "post"):
+        assert schema["paths"]["/ask"][method]["responses"]["200"]["content"]["application/json"][
+            "schema"] == {"$ref": "#/components/schemas/AnswerBody"}

@@ -568,6 +568,9 @@ def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestCli
     assert stored.json()["sources"] == sources and stored.json()["generation"] == answer["generation"]
     # No count of the table's rows: a restricted asker would watch others' feedback grow.
     assert sorted(stored.json()) == ["at", "generation", "sources", "stored"]
+    from rag_pipeline.service.schemas import FeedbackStoredBody  # what /openapi.json says it is
+
+    assert sorted(stored.json()) == sorted(FeedbackStoredBody.model_json_schema()["properties"])
     rows = read_feedback(Warehouse(built.data_dir))
     assert [(r.question, r.helpful, r.comment, r.generation, r.sources) for r in rows][-1] == (
         question, False, "I wanted the inspection rota", answer["generation"], tuple(sources))
