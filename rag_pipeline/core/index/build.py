@@ -29,7 +29,7 @@ from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStra
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.drift import DriftReport, drift_check
 from rag_pipeline.core.embedding.model_key import ModelKey
-from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
 from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import KnownWordpieces, WordpieceCounter, wordpiece_counter
@@ -286,9 +286,14 @@ def restorable_vectors(warehouse: Warehouse, spec: ModelSpec,
             if not wanted.intersection(digests.to_pylist()):
                 continue
             table = warehouse.read_file(file)
-        except OSError:  # collected since its manifest was listed: its texts are embedded again
+        except (OSError, pa.ArrowException, ValueError):
+            # Collected since its manifest was listed, or damaged: its texts are embedded again
+            # (a kept generation is only a cache here; a run never fails for one).
             continue
-        check_stamps(table, spec, f"embeddings {file}")
+        try:
+            check_stamps(table, spec, f"embeddings {file}")
+        except ModelMismatchError:  # another model's vectors under this key: never reused
+            continue
         table = table.filter(pc.is_in(table.column("text_sha256"),
                                       value_set=pa.array(sorted(wanted), pa.string())))
         found.update(zip(table.column("text_sha256").to_pylist(), vector_matrix(table),

@@ -245,3 +245,28 @@ def test_a_document_deleted_and_restored_by_the_next_run_is_not_embedded_again(
     third = build()
     assert (third.embedded, third.reused, third.shared) == (0, first.rows - 2, 2)
     assert vectors() == before
+
+
+def test_a_damaged_file_of_a_kept_generation_is_passed_over_and_its_texts_embedded_again(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    # Found by an attack: a kept generation's embeddings file cut short failed every later run
+    # (ArrowInvalid), and no run could publish the generation that would let it go.
+    from rag_pipeline.core.index.generations import kept_table_files
+
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    warehouse = Warehouse(tmp_path / "data")
+
+    def build():
+        return build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER,
+                               hashed_embedder, SETTINGS).embedding
+
+    build()
+    config = corpus / "guide" / "config.md"
+    kept = config.read_bytes()
+    config.unlink()
+    build()
+    older = kept_table_files(warehouse, EMBEDDINGS, hashed_embedder.spec.key)[1]
+    path = warehouse.data_dir / "warehouse" / older
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    config.write_bytes(kept)
+    assert build().embedded == 2
