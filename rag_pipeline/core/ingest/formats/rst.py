@@ -13,12 +13,14 @@ place in each column or row it covers, so no column shifts), declared as a
 :class:`~rag_pipeline.core.ingest.extracted.TableSpan` whose header is the table's header rows
 (none for a table without), an admonition its kind (``Note: ...``). Roles docutils does not know
 (Sphinx's ``:func:`name```) keep their text (``name``). A directive docutils does not know
-(Sphinx's) keeps its words: ``versionadded``, ``versionchanged``, ``deprecated`` and
+(Sphinx's), or knows and cannot run (Sphinx's ``class:: joiner(sep=', ')``, a ``code-block``
+with Sphinx's ``:caption:``, kept with its caption), keeps its words, on the line of the list
+item, note, table cell or definition it stands in: ``versionadded``, ``versionchanged``, ``deprecated`` and
 ``versionremoved`` read as Sphinx shows them (``New in version 3.5: ...``), any other its
 arguments (a ``py:function``'s signature) above its content, read as reStructuredText (code,
 a grammar or a diagram's source, ``testcode``, ``productionlist``, ``graphviz``, line for line);
 those that only arrange or point (``toctree``, ``index``, ``highlight``, ``currentmodule``,
-``literalinclude``...) and comments are left out. A document has no locator finer than itself
+``literalinclude``...), raw HTML, an image's path and comments are left out. A document has no locator finer than itself
 (``#char=``).
 """
 
@@ -66,16 +68,18 @@ _VERSION_NOTES = {"versionadded": "New in version {}", "versionchanged": "Change
 _ARRANGING = frozenset({"toctree", "index", "highlight", "currentmodule", "module", "py:module",
                         "py:currentmodule", "literalinclude", "tabularcolumns", "default-role",
                         "default-domain", "autosummary", "sectionauthor", "codeauthor", "todolist",
-                        "include"})
+                        "include", "raw"})
 """Directives docutils does not know that hold no words a reader reads as the document's: a table
 of contents, index entries, settings, a file inserted from elsewhere."""
-_VERBATIM = frozenset({"testcode", "testoutput", "testsetup", "testcleanup", "doctest",
+_VERBATIM = frozenset({"code", "code-block", "sourcecode", "parsed-literal",
+                       "testcode", "testoutput", "testsetup", "testcleanup", "doctest",
                        "productionlist", "ipython", "jupyter-execute", "prompt", "graphviz",
                        "digraph", "graph", "mermaid", "uml", "plantuml"})
 """Directives docutils does not know whose content is code, a grammar or a diagram's source:
 kept line for line, as a literal block is, never read as reStructuredText."""
-_CONDITIONS = frozenset({"only", "ifconfig"})
-"""Directives whose arguments are a condition (``only:: html``), not words: their content is kept."""
+_CONDITIONS = frozenset({"only", "ifconfig", "image", "figure"})
+"""Directives whose arguments are a condition (``only:: html``) or a file's path (an image's),
+not words: their content (a figure's caption) is kept."""
 _DIRECTIVE_LINE = re.compile(r"\.\.[ \t]+([\w:.+-]+)[ \t]*::[ \t]*(.*)")
 MAX_DIRECTIVE_NESTING = 8
 """Directives docutils does not know read inside one another up to this depth; deeper ones keep
@@ -85,26 +89,56 @@ MAX_DIRECTIVES_READ = 1000
 is parsed on its own: 2,000 took 2.6 s); later ones keep their source lines as they are."""
 
 
-def _unknown_directive(message: nodes.Node) -> tuple[str, str, str] | None:
-    """The name, the arguments and the content (dedented) of the directive docutils did not
-    know that ``message`` reports (its source is the message's literal block); None for any
-    other message."""
+_OPTION_LINE = re.compile(r"\s+:([\w-]+):(?:\s+(.*))?$")
+"""A directive's option line (``:caption: The setup``); a first content line that starts
+with a role (``:func:`x` does ...``) is none: a role's name ends in a backquote."""
+
+
+def _unknown_directive(message: nodes.Node) -> tuple[str, str, dict[str, str], str] | None:
+    """The name, the arguments (continuation lines joined), the options and the content
+    (dedented) of the directive that ``message`` reports: one docutils does not know, or one it
+    knows and could not run (Sphinx's ``class:: joiner(sep=', ')``, a ``code-block`` with
+    Sphinx's ``:caption:``); its source is the message's literal block. None for any other
+    message."""
     import textwrap
 
     from docutils import nodes as n
 
     source = next((c for c in message.children if isinstance(c, n.literal_block)), None)
-    said = next((c.astext() for c in message.children if isinstance(c, n.paragraph)), "")
-    if source is None or not said.startswith("Unknown directive type"):
+    if source is None or int(message.get("level", 0)) < 2:
         return None
     lines = source.astext().split("\n")
     head = _DIRECTIVE_LINE.match(lines[0])
     if head is None:
         return None
-    rest = 1
-    while rest < len(lines) and lines[rest].strip().startswith(":"):  # its options
+    arguments, options, rest = [head.group(2).strip()], {}, 1
+    while rest < len(lines) and lines[rest].strip():
+        if (option := _OPTION_LINE.match(lines[rest])) is not None:
+            options[option.group(1)] = (option.group(2) or "").strip()
+        elif arguments[0] and not options:
+            arguments.append(lines[rest].strip())  # a signature that runs on
+        else:
+            break
         rest += 1
-    return head.group(1), head.group(2).strip(), textwrap.dedent("\n".join(lines[rest:])).strip("\n")
+    content = textwrap.dedent("\n".join(lines[rest:])).strip("\n")
+    name, argument = head.group(1), " ".join(arguments).strip()
+    if name in _VERSION_NOTES:  # the version, then the explanation (Sphinx's second argument)
+        argument, _, explanation = argument.partition(" ")
+        content = f"{explanation}\n\n{content}".strip("\n") if explanation else content
+    return name, argument, options, content
+
+
+def _directive_words(name: str, arguments: str, options: dict[str, str], content: str) -> str:
+    """A directive's words on one line, unparsed (one inside a list item, a note, a table
+    cell or a definition, whose text is one line)."""
+    if name in _ARRANGING:
+        return ""
+    words = " ".join(content.split())
+    if name in _VERSION_NOTES:
+        label = _VERSION_NOTES[name].format(arguments)
+        return f"{label}: {words}" if words else f"{label}."
+    shown = "" if name in _CONDITIONS or name in _VERBATIM else arguments
+    return " ".join(part for part in (options.get("caption", ""), shown, words) if part)
 
 
 def _parsed(source: str) -> nodes.document:
@@ -136,16 +170,23 @@ def _titled_target(text: str) -> str | None:
 
 def _own_text(node: nodes.Node) -> str:
     """A node's text without docutils' own messages (an unknown role's ``ERROR/3`` report,
-    which the parser adds to the list item or paragraph that holds the role)."""
+    which the parser adds to the list item or paragraph that holds the role), a directive's
+    report its words (:func:`_directive_words`)."""
     from docutils import nodes as n
 
     if isinstance(node, n.system_message):
-        return ""
+        directive = _unknown_directive(node)
+        return _directive_words(*directive) if directive is not None else ""
     if next(iter(node.findall(n.system_message)), None) is None:
         return node.astext()
     node = node.deepcopy()
     for message in list(node.findall(n.system_message)):
-        message.parent.remove(message)
+        directive = _unknown_directive(message)
+        words = _directive_words(*directive) if directive is not None else ""
+        if words:
+            message.parent.replace(message, n.paragraph(words, f" {words} "))
+        else:
+            message.parent.remove(message)
     return node.astext()
 
 
@@ -202,7 +243,10 @@ class _Writer:
                 continue
             if name in _SKIP or isinstance(child, n.Invisible):
                 continue
-            following = node.children[index + 1] if index + 1 < len(node.children) else None
+            # The next element a reader sees: docutils' reports between (an "unexpected
+            # indentation" under a glossary entry of two terms) are none.
+            following = next((c for c in node.children[index + 1:] if c.tagname != "system_message"
+                              or _unknown_directive(c) is not None), None)
             if name == "section":
                 title = next((c for c in child.children if c.tagname == "title"), None)
                 if title is not None:
@@ -221,7 +265,8 @@ class _Writer:
                 for item in child.children:
                     term = " ".join(inline_text(c) for c in item.children if c.tagname != "definition")
                     definition = next((c for c in item.children if c.tagname == "definition"), None)
-                    body = " ".join(inline_text(c) for c in definition.children) if definition else ""
+                    body = " ".join(text for c in definition.children
+                                    if (text := inline_text(c))) if definition else ""
                     self.add(f"{term}\n  {body}" if body else term)
             elif name == "field_list" or name == "docinfo":
                 self.add("\n".join(_field_line(field) for field in child.children))
@@ -234,7 +279,8 @@ class _Writer:
                     self.add(layout_table(rows, 0, header_rows)[0], table=(rows, header_rows))
             elif name in _ADMONITIONS or name == "admonition":
                 label = name.capitalize() if name != "seealso" else "See also"
-                body = " ".join(inline_text(c) for c in child.children if c.tagname != "title")
+                body = " ".join(text for c in child.children
+                                if c.tagname != "title" and (text := inline_text(c)))
                 title = next((inline_text(c) for c in child.children if c.tagname == "title"), label)
                 self.add(f"{title}: {body}")
             elif name == "paragraph" and isinstance(following, n.block_quote):
@@ -251,13 +297,16 @@ class _Writer:
             else:
                 self.walk(child, depth)
 
-    def directive(self, name: str, arguments: str, content: str) -> None:
-        """The words of a directive docutils does not know (the module docstring)."""
+    def directive(self, name: str, arguments: str, options: dict[str, str], content: str) -> None:
+        """The words of a directive docutils does not know, or could not run (the module
+        docstring)."""
         if name in _CONDITIONS:
             arguments = ""
         if name in _ARRANGING or not (arguments or content):
             return
         if name in _VERBATIM:
+            if options.get("caption"):
+                self.add(options["caption"])
             self.add(content)
             return
         if self.nesting >= MAX_DIRECTIVE_NESTING or self.directives_read[0] >= MAX_DIRECTIVES_READ:

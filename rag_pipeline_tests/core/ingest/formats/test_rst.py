@@ -3,6 +3,8 @@ nothing read from outside the file (``include``, ``raw``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from rag_pipeline.core.ingest.extracted import Section, TableSpan
 from rag_pipeline.core.ingest.formats.rst import RstFormat
 from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
@@ -269,3 +271,37 @@ def test_directives_past_the_documents_limit_keep_their_source_lines(monkeypatch
     source = "T\n=\n\n" + "".join(f".. py:function:: f{i}(x)\n\n   Uses *x*.\n\n" for i in range(3))
     assert RST.extract(source.encode(), "t").canonical_text == (
         "T\n\nf0(x)\n  Uses x.\n\nf1(x)\n  Uses x.\n\nf2(x)\nUses *x*.\n")
+
+
+@pytest.mark.parametrize(("source", "text"), [
+    # Found by an attack: inside a list item, a note, a table cell or a definition (text on one
+    # line) a directive's words were dropped with docutils' report.
+    ("- item one\n\n  .. versionadded:: 3.5\n     Feature X in a list.\n\n- item two\n",
+     "- item one New in version 3.5: Feature X in a list.\n- item two\n"),
+    (".. note::\n\n   Admonition body.\n\n   .. deprecated:: 4.0\n      Use Y instead.\n",
+     "Note: Admonition body. Deprecated since version 4.0: Use Y instead.\n"),
+    ("+------+--------------------------+\n| a    | b                        |\n"
+     "+======+==========================+\n| cell | .. versionchanged:: 2.0  |\n"
+     "|      |    Now faster.           |\n+------+--------------------------+\n",
+     "a | b\ncell | Changed in version 2.0: Now faster.\n"),
+    # Found by an attack: a signature running onto a second line was read as a list ("2."),
+    # and a first line starting with a role as an option.
+    (".. py:function:: connect(host,\n                  b)\n\n   Opens a connection.\n",
+     "connect(host, b)\n  Opens a connection.\n"),
+    (".. py:function:: g()\n\n   :func:`x` is the first content line.\n",
+     "g()\n  x is the first content line.\n"),
+    # Found by a team's Sphinx docs: directives docutils knows and could not run were lost
+    # whole: Sphinx's `class` with a signature, a code block with Sphinx's `:caption:`.
+    (".. class:: joiner(sep=', ')\n\n   A tiny helper to join sections.\n\n   .. versionadded:: 2.1\n",
+     "joiner(sep=', ')\n  A tiny helper to join sections.\n\nNew in version 2.1.\n"),
+    (".. code-block:: jinja\n   :caption: The body block\n\n   {% block body %}Steps.{% endblock %}\n",
+     "The body block\n\n{% block body %}Steps.{% endblock %}\n"),
+    # Found by a team's Sphinx glossary: an entry of two terms was cut from its definition.
+    (".. glossary::\n\n   master document\n   root document\n      The root toctree's document.\n",
+     "master document root document\n  The root toctree's document.\n"),
+    # Raw HTML stays out, and an image's path is no word.
+    (".. raw:: html\n\n   <script>alert(1)</script>\n\n.. image:: pic.png\n   :bogus: 1\n\nAfter.\n",
+     "After.\n"),
+])
+def test_a_directives_words_are_kept_wherever_it_stands(source: str, text: str):
+    assert RST.extract(f"T\n=\n\n{source}".encode(), "t").canonical_text == f"T\n\n{text}"
