@@ -20,8 +20,8 @@ item, note, table cell or definition it stands in: ``versionadded``, ``versionch
 arguments (a ``py:function``'s signature) above its content, read as reStructuredText (code,
 a grammar or a diagram's source, ``testcode``, ``productionlist``, ``graphviz``, line for line);
 those that only arrange or point (``toctree``, ``index``, ``highlight``, ``currentmodule``,
-``literalinclude``...), raw HTML, an image's path and comments are left out. A document has no locator finer than itself
-(``#char=``).
+``literalinclude``...), raw HTML, an image's path and comments are left out. A document has
+no locator finer than itself (``#char=``).
 """
 
 from __future__ import annotations
