@@ -37,6 +37,7 @@ import codecs
 import collections
 import email.errors
 import email.header
+import email.policy
 import hashlib
 import mimetypes
 import posixpath
@@ -308,9 +309,13 @@ def _attachment_data(part: object) -> bytes:
         except (UnicodeError, LookupError, ValueError):  # a header or part email cannot re-encode
             return inner.as_string().encode("utf-8", "replace")
     if part.get_content_type() in STATUS_REPORTS and isinstance(part.get_payload(), list):
-        # Blocks of fields, parsed as messages without bodies: no bytes to decode.
-        return "".join(block.as_string() for block in part.get_payload()).encode("utf-8", "replace")
+        # Blocks of fields, parsed as messages without bodies: no bytes to decode. Written back
+        # as they came: unfolded (a diagnostic's long URL whole) and 8-bit (a UTF-8 address).
+        return b"".join(block.as_bytes(policy=_REPORT_AS_WRITTEN) for block in part.get_payload())
     return _payload(part)
+
+
+_REPORT_AS_WRITTEN = email.policy.default.clone(utf8=True, max_line_length=0)
 
 
 STATUS_REPORTS = ("message/delivery-status", "message/disposition-notification",

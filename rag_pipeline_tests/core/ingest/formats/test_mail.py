@@ -491,3 +491,18 @@ def test_a_bounces_delivery_status_is_read_and_an_old_style_senders_name_kept(tm
         "Returned mail: see transcript\n\nFrom: bbb@ddd.com (John X. Doe)\nTo: a@b.org\n\n"
         "Your mail could not be delivered.\n")
     assert records[1].canonical_text == report
+
+
+def test_a_delivery_status_report_is_read_as_written_unfolded_and_in_utf8(tmp_path: Path):
+    # Found by an attack: a long diagnostic URL came out folded into an encoded word, and a
+    # UTF-8 address of a global delivery-status as replacement characters.
+    url = "https://support.google.com/mail/?p=NoSuchUser" + "x" * 80
+    status = ("Reporting-MTA: dns; mx.example\n\nFinal-Recipient: rfc822; jörg@bücher.de\n"
+              f"Action: failed\nDiagnostic-Code: smtp; 550 {url}\n")
+    mail = ("From: a@b.example\nTo: c@d.example\nSubject: bounce\nMIME-Version: 1.0\n"
+            'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\n\n'
+            "--B\nContent-Type: text/plain\n\nfailed\n\n"
+            f"--B\nContent-Type: message/global-delivery-status\n\n{status}\n--B--\n")
+    (tmp_path / "bounce.eml").write_bytes(mail.encode("utf-8"))
+    report = extract_corpus(tmp_path).records[1]
+    assert (report.status, report.canonical_text) == ("ok", status)
