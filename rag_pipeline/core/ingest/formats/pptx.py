@@ -271,8 +271,10 @@ def _cached_points(series: object, tag: str) -> tuple[dict[int, str], str]:
 
 
 _EXCEL_EPOCH = dt.datetime(1899, 12, 30)
-"""Day 0 of the serial dates a chart caches (the 1900 date system: day 60 is Excel's 29
-February 1900, so day 61 is 1 March)."""
+"""Day 0 of the serial dates a chart caches from day 61, 1 March 1900, on (the 1900 date
+system: day 60 is Excel's 29 February 1900, a day that never was, so days 1 to 59 are one day
+later than this epoch counts: day 1 is 1 January 1900)."""
+_FICTITIOUS_LEAP_DAY = 60
 _LAST_SERIAL_DAY = 2_958_465
 """31 December 9999, the last date a serial number holds."""
 
@@ -288,9 +290,11 @@ def _point_text(text: str, number_format: str) -> str:
     except ValueError:
         return " ".join(text.split())
     shown = cell_value_text(number, number_format)
-    if shown == cell_value_text(number) and 0 < number <= _LAST_SERIAL_DAY:
-        return shown_date(_EXCEL_EPOCH + dt.timedelta(days=number), number_format) or shown
-    return shown
+    if shown != cell_value_text(number) or not 0 < number <= _LAST_SERIAL_DAY \
+            or int(number) == _FICTITIOUS_LEAP_DAY:
+        return shown
+    days = number + 1 if number < _FICTITIOUS_LEAP_DAY else number
+    return shown_date(_EXCEL_EPOCH + dt.timedelta(days=days), number_format) or shown
 
 
 _CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
