@@ -468,7 +468,7 @@ def _echo_scores(build) -> None:
     query style; the rest is in ``eval_summary``."""
     from rag_pipeline.core.evaluation.evaluate import ALL_STYLES
     from rag_pipeline.core.evaluation.report import HEADLINE_RETRIEVER
-    from rag_pipeline.core.evaluation.run import behind_note, chunkers_behind
+    from rag_pipeline.core.evaluation.run import behind_note, chunkers_behind, evaluation_is_stale
     from rag_pipeline.core.index.generations import current_generations
     from rag_pipeline.core.index.plan import EVAL_SUMMARY
 
@@ -495,6 +495,11 @@ def _echo_scores(build) -> None:
         if behind := chunkers_behind(build.warehouse, model,
                                      sorted(g.chunker for g in served if g.model == model)):
             notes.append(f"  {model}: {behind_note(behind)}")
+    for partition in build.warehouse.partitions(EVAL_SUMMARY):
+        other = partition.get("model", "")
+        if other not in build.model_keys and evaluation_is_stale(build.warehouse, other):
+            notes.append(f"  {other}: its rows in the eval_* tables scored older documents (this "
+                         "profile does not build it; an `index` whose profile does scores it again)")
     if lines:
         echo(f"\nevaluation ({chunker} x {HEADLINE_RETRIEVER}, gold set; every chunker, retriever "
              "and query style: the eval_summary table):")

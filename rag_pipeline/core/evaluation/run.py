@@ -149,6 +149,26 @@ def chunkers_behind(warehouse: Warehouse, model: str, chunkers: Sequence[str]) -
     return [c for c, documents in built_from.items() if documents != newest]
 
 
+def evaluation_is_stale(warehouse: Warehouse, model: str) -> bool:
+    """Whether ``model``'s evaluation tables scored another generation than a chunker serves
+    now, or one built from older documents than the latest (a model another profile builds,
+    which the last ``index`` neither built nor evaluated)."""
+    from rag_pipeline.core.config.gold_file import EVAL_SET_INPUTS
+
+    scored = warehouse.version("eval_summary", {"model": model})
+    if scored is None:
+        return False
+    latest = warehouse.version(DOCUMENTS)
+    for chunker, generation_id in scored.inputs.items():
+        if chunker in EVAL_SET_INPUTS:
+            continue
+        generation = current_generation(warehouse, chunker, model)
+        if generation is None or generation.id != generation_id or (
+                latest is not None and generation.files.get(DOCUMENTS) != latest.file):
+            return True
+    return False
+
+
 def behind_note(behind: Sequence[str]) -> str:
     """The line that says which chunkers an evaluation left out (:func:`chunkers_behind`)."""
     return (f"not evaluated: {', '.join(behind)}: their served generations were built from "

@@ -87,3 +87,31 @@ def test_an_empty_gold_file_says_it_is_empty(tmp_path: Path):
             check_corpus(GoldSet(tmp_path / "gold.jsonl", corpus, ()), ["a.md"])
         assert str(raised.value).startswith(
             f"no gold set for this corpus: {tmp_path / 'gold.jsonl'} holds no gold line ({holds}); ")
+
+
+def test_an_evaluation_of_older_generations_or_documents_is_stale(tmp_path: Path):
+    # Found by a team: after an edit and a production `index`, the int8 model's rows in the
+    # eval tables still scored the old documents, and `index` said nothing of them.
+    import pyarrow as pa
+
+    from rag_pipeline.core.chunking.strategies import ChunkingStrategy
+    from rag_pipeline.core.evaluation.run import evaluation_is_stale
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline.core.index.partition_build import build_partition
+    from rag_pipeline.core.ingest import extract_corpus
+    from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    embedder = HashedEmbedder()
+    key = embedder.spec.key
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    warehouse = Warehouse(tmp_path / "data")
+    build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER, embedder)
+    assert evaluation_is_stale(warehouse, key) is False  # never evaluated
+    warehouse.write("eval_summary", pa.table({"x": [1]}), {"model": key}, inputs={
+        "header": current_generation(warehouse, "header", key).id, "gold set": "0" * 16})
+    assert evaluation_is_stale(warehouse, key) is False
+    config = corpus / "guide" / "config.md"
+    config.write_text(config.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+    build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER, embedder)
+    assert evaluation_is_stale(warehouse, key) is True
