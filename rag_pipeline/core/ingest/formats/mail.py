@@ -118,13 +118,24 @@ def _whole_quads(value: str) -> str:
 _SURROGATE = re.compile("[\udc80-\udcff]")
 
 
+_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+_BETWEEN_WORDS = re.compile(r"(?<=\?=)[ \t\r\n]+(?==\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=)")
+"""White space between two encoded words, which RFC 2047 says is no text."""
+
+
 def _encoded_words(value: str) -> str:
-    """``value`` with its RFC 2047 encoded words decoded (the text between them as it is)."""
-    try:
-        return "".join(chunk.decode(charset or "raw-unicode-escape") if isinstance(chunk, bytes)
-                       else chunk for chunk, charset in email.header.decode_header(value))
-    except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
-        return value
+    """``value`` with its RFC 2047 encoded words decoded, each alone, and the text between them
+    exactly as it is (a literal ``\\u0041`` stays six characters: decoding the whole value, the
+    standard library's ``decode_header`` reads it as an escape); a word that does not decode
+    stays as it is."""
+    def decoded(word: re.Match[str]) -> str:
+        try:
+            ((chunk, charset),) = email.header.decode_header(word.group())
+            return chunk.decode(charset or "ascii") if isinstance(chunk, bytes) else chunk
+        except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
+            return word.group()
+
+    return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
 def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:

@@ -506,3 +506,11 @@ def test_a_delivery_status_report_is_read_as_written_unfolded_and_in_utf8(tmp_pa
     (tmp_path / "bounce.eml").write_bytes(mail.encode("utf-8"))
     report = extract_corpus(tmp_path).records[1]
     assert (report.status, report.canonical_text) == ("ok", status)
+
+
+def test_encoded_words_are_decoded_alone_and_the_text_between_kept_as_written():
+    # Found by an attack: decoding the whole header read a literal "\u0041" as "A".
+    message = (b"From: admin@b.example (C:\\u0041dmin) =?utf-8?q?J=C3=B6rg?=\n"
+               b"Subject: =?utf-8?q?Caf=C3=A9?= =?utf-8?q?_menu?=\n\nBody.\n")
+    text = EML.extract(message, "m").canonical_text
+    assert text == "Café menu\n\nFrom: admin@b.example (C:\\u0041dmin) Jörg\n\nBody.\n"
