@@ -283,7 +283,8 @@ def attachment_names(parts: Sequence[object], payloads: Sequence[bytes | None]
         if not name:
             extension = (".eml" if part.get_content_type() == "message/rfc822"
                          else ".txt" if part.get_content_type() in STATUS_REPORTS
-                         else mimetypes.guess_extension(part.get_content_type()) or ".bin")
+                         else mimetypes.guess_extension(part.get_content_type())
+                         or (".txt" if part.get_content_maintype() == "text" else ".bin"))
             name = f"attachment-{tag}{extension}"
         elif name in shared:
             stem, extension = posixpath.splitext(name)

@@ -508,6 +508,19 @@ def test_a_delivery_status_report_is_read_as_written_unfolded_and_in_utf8(tmp_pa
     assert (report.status, report.canonical_text) == ("ok", status)
 
 
+def test_a_text_part_of_a_type_no_suffix_names_is_a_txt_attachment(tmp_path: Path):
+    # Found by a team's bounces: a text/rfc822-headers part was named attachment-<tag>.bin.
+    headers = "Received: from mx.example\nSubject: hello\n"
+    mail = ("From: a@b.example\nSubject: bounce\nMIME-Version: 1.0\n"
+            'Content-Type: multipart/report; report-type=delivery-status; boundary="B"\n\n'
+            "--B\nContent-Type: text/plain\n\nfailed\n\n"
+            f"--B\nContent-Type: text/rfc822-headers\n\n{headers}\n--B--\n")
+    (tmp_path / "bounce.eml").write_bytes(mail.encode())
+    member = extract_corpus(tmp_path).records[1]
+    assert (member.document_id, member.status) == (
+        f"bounce.eml/attachment-{content_tag(headers.encode())}.txt", "ok")
+
+
 def test_encoded_words_are_decoded_alone_and_the_text_between_kept_as_written():
     # Found by an attack: decoding the whole header read a literal "\u0041" as "A".
     message = (b"From: admin@b.example (C:\\u0041dmin) =?utf-8?q?J=C3=B6rg?=\n"
