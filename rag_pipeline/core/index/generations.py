@@ -104,13 +104,16 @@ def kept_table_files(warehouse: Warehouse, table: str, model: str) -> list[str]:
     """The files of ``table`` that ``model``'s generation manifests still on disk name, every
     chunker's (the served generation and the one before it: :func:`collect_garbage` keeps
     them), newest first."""
-    manifests = sorted((warehouse.relative(info.path) for info in warehouse.list_files(GENERATIONS)
-                        if info.base_name.endswith(".json") and info.base_name != CURRENT
-                        and warehouse.relative(info.path).rsplit("/", 2)[1] == f"model={model}"),
-                       key=lambda rel: rel.rsplit("/", 1)[1], reverse=True)
+    manifests = [manifest for info in warehouse.list_files(GENERATIONS)
+                 if info.base_name.endswith(".json") and info.base_name != CURRENT
+                 and warehouse.relative(info.path).rsplit("/", 2)[1] == f"model={model}"
+                 and (manifest := warehouse.get_json(warehouse.relative(info.path))) is not None]
+    # By publication time to the microsecond: two generations of one second sort by their
+    # content ids in their names.
+    manifests.sort(key=lambda manifest: str(manifest.get("published_at", "")), reverse=True)
     files: list[str] = []
-    for rel in manifests:
-        named = (warehouse.get_json(rel) or {}).get("files", {}).get(table)
+    for manifest in manifests:
+        named = manifest.get("files", {}).get(table)
         if named and named not in files:
             files.append(named)
     return files

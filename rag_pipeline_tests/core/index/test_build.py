@@ -215,17 +215,24 @@ def test_a_re_cut_counts_the_word_pieces_of_new_texts_alone_and_writes_what_a_fr
     assert chunks.counted == 1  # the new chunk's text; its header was counted before
 
 
-
-def test_a_document_deleted_and_restored_by_the_next_run_is_not_embedded_again(
-        tmp_path: Path, hashed_embedder: HashedEmbedder):
-    # Found by a team whose folder changes daily: a file moved out of the folder and back (a
-    # branch switched and back) was embedded again, though the generation before held its vectors.
+def _folder_built(tmp_path: Path, embedder: HashedEmbedder):
+    """The tiny corpus's folder, its data folder, and a function that builds and publishes its
+    header partition as the folder is now (returning the embedding run's figures)."""
     corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
     warehouse = Warehouse(tmp_path / "data")
 
     def build():
         return build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER,
-                               hashed_embedder, SETTINGS).embedding
+                               embedder, SETTINGS).embedding
+
+    return corpus, warehouse, build
+
+
+def test_a_document_deleted_and_restored_by_the_next_run_is_not_embedded_again(
+        tmp_path: Path, hashed_embedder: HashedEmbedder):
+    # Found by a team whose folder changes daily: a file moved out of the folder and back (a
+    # branch switched and back) was embedded again, though the generation before held its vectors.
+    corpus, warehouse, build = _folder_built(tmp_path, hashed_embedder)
 
     def vectors() -> dict[str, list[float]]:
         table = warehouse.read(EMBEDDINGS, _partition(hashed_embedder), columns=["chunk_id", "vector"])
@@ -253,19 +260,14 @@ def test_a_damaged_file_of_a_kept_generation_is_passed_over_and_its_texts_embedd
     # (ArrowInvalid), and no run could publish the generation that would let it go.
     from rag_pipeline.core.index.generations import kept_table_files
 
-    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
-    warehouse = Warehouse(tmp_path / "data")
-
-    def build():
-        return build_partition(warehouse, extract_corpus(corpus).records, ChunkingStrategy.HEADER,
-                               hashed_embedder, SETTINGS).embedding
-
+    corpus, warehouse, build = _folder_built(tmp_path, hashed_embedder)
     build()
     config = corpus / "guide" / "config.md"
     kept = config.read_bytes()
     config.unlink()
     build()
-    older = kept_table_files(warehouse, EMBEDDINGS, hashed_embedder.spec.key)[1]
+    newest, older = kept_table_files(warehouse, EMBEDDINGS, hashed_embedder.spec.key)
+    assert newest == warehouse.version(EMBEDDINGS, _partition(hashed_embedder)).file
     path = warehouse.data_dir / "warehouse" / older
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     config.write_bytes(kept)
