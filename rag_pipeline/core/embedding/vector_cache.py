@@ -1,22 +1,26 @@
 """Vectors a model has already computed, by text sha256, wherever they were stored.
 
-Two sources, both of one model only (the folder and the stamps name it): the latest embeddings
-partition of every chunker (identical texts across chunkers are embedded once), and checkpoint
+Three sources, all of one model only (the folder and the stamps name it): the latest embeddings
+partition of every chunker (identical texts across chunkers are embedded once); checkpoint
 shards that a run writes while it embeds (``<root>/_vector_cache/model=<key>/shard-*.parquet``),
-so a run killed part-way leaves its finished work for the next run. A run that has written its
-partition deletes the shards it no longer needs.
+so a run killed part-way leaves its finished work for the next run (a run that has written its
+partition deletes the shards it no longer needs); and, for texts neither holds, the embeddings
+files of the generations kept on disk (:meth:`VectorCache.kept`), so a document deleted and
+restored by the next run is not embedded again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rag_pipeline.core.embedding.models import ModelSpec
+from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec
 from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.storage.table_names import EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import Warehouse
@@ -54,6 +58,37 @@ class VectorCache:
             check_stamps(table, self.spec, f"checkpoint {file}")
             found.update(zip(table.column("text_sha256").to_pylist(), vector_matrix(table),
                              strict=True))
+        return found
+
+    def kept(self, files: Iterable[str], wanted: set[str]) -> dict[str, np.ndarray]:
+        """The vectors of the ``wanted`` texts in embeddings ``files`` (a kept generation's,
+        newest first) that are no partition's latest table (:meth:`known` read those). A
+        file's vectors are read only when its digests hold a wanted text; a file collected
+        since, damaged, or holding another model's vectors is passed over (its texts are
+        embedded again: a run never fails for a cache)."""
+        found: dict[str, np.ndarray] = {}
+        latest = {version.file for version in self.warehouse.versions(EMBEDDINGS)}
+        for file in files:
+            if file in latest:
+                continue
+            try:
+                digests = self.warehouse.read_file(file, columns=["text_sha256"]).column("text_sha256")
+                if not wanted.intersection(digests.to_pylist()):
+                    continue
+                table = self.warehouse.read_file(file)
+            except (OSError, pa.ArrowException, ValueError):
+                continue
+            try:
+                check_stamps(table, self.spec, f"embeddings {file}")
+            except ModelMismatchError:
+                continue
+            table = table.filter(pc.is_in(table.column("text_sha256"),
+                                          value_set=pa.array(sorted(wanted), pa.string())))
+            found.update(zip(table.column("text_sha256").to_pylist(), vector_matrix(table),
+                             strict=True))
+            wanted = wanted - found.keys()
+            if not wanted:
+                break
         return found
 
     def checkpoint(self, shas: list[str], vectors: np.ndarray) -> str:

@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,9 +28,8 @@ from rag_pipeline.core.chunking.strategies import ChunkingSettings, ChunkingStra
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.embedding.drift import DriftReport, drift_check
 from rag_pipeline.core.embedding.model_key import ModelKey
-from rag_pipeline.core.embedding.models import ModelMismatchError, ModelSpec, TextEmbedder
+from rag_pipeline.core.embedding.models import ModelSpec, TextEmbedder
 from rag_pipeline.core.embedding.vector_cache import VectorCache
-from rag_pipeline.core.embedding.vectors import check_stamps, vector_matrix
 from rag_pipeline.core.embedding.wordpieces import KnownWordpieces, WordpieceCounter, wordpiece_counter
 from rag_pipeline.core.index.access_table import access_table
 from rag_pipeline.core.index.builders import (
@@ -267,43 +265,6 @@ def reusable_vectors(warehouse: Warehouse, partition: dict[str, str], chunks: pa
     return warehouse.read_file(served.files[EMBEDDINGS]) if served is not None else None
 
 
-def restorable_vectors(warehouse: Warehouse, spec: ModelSpec,
-                       wanted: set[str]) -> dict[str, np.ndarray]:
-    """The vectors of the ``wanted`` texts in the embeddings files ``spec``'s kept generations
-    name (:func:`~rag_pipeline.core.index.generations.kept_table_files`) and no partition's
-    latest table is (those were read already): a document deleted and restored by the next
-    run, or an edit undone, is not embedded again. A file's vectors are read only when its
-    digests hold a wanted text; nothing is read when nothing is wanted."""
-    found: dict[str, np.ndarray] = {}
-    if not wanted:
-        return found
-    latest = {version.file for version in warehouse.versions(EMBEDDINGS)}
-    for file in kept_table_files(warehouse, EMBEDDINGS, spec.key):
-        if file in latest:
-            continue
-        try:
-            digests = warehouse.read_file(file, columns=["text_sha256"]).column("text_sha256")
-            if not wanted.intersection(digests.to_pylist()):
-                continue
-            table = warehouse.read_file(file)
-        except (OSError, pa.ArrowException, ValueError):
-            # Collected since its manifest was listed, or damaged: its texts are embedded again
-            # (a kept generation is only a cache here; a run never fails for one).
-            continue
-        try:
-            check_stamps(table, spec, f"embeddings {file}")
-        except ModelMismatchError:  # another model's vectors under this key: never reused
-            continue
-        table = table.filter(pc.is_in(table.column("text_sha256"),
-                                      value_set=pa.array(sorted(wanted), pa.string())))
-        found.update(zip(table.column("text_sha256").to_pylist(), vector_matrix(table),
-                         strict=True))
-        wanted = wanted - found.keys()
-        if not wanted:
-            break
-    return found
-
-
 @dataclass(frozen=True)
 class EmbeddingsBuild:
     """One chunker x model's vectors as written, what they came from, and their checks."""
@@ -340,7 +301,8 @@ def build_embeddings(warehouse: Warehouse, chunker: str, embedder: TextEmbedder,
     known = cache.known(skip_chunker=chunker)
     wanted = set(chunks.column("text_sha256").to_pylist()) - known.keys() - set(
         previous.column("text_sha256").to_pylist() if previous is not None else ())
-    known.update(restorable_vectors(warehouse, spec, wanted))
+    if wanted:  # the kept generations' manifests are listed only for texts still without one
+        known.update(cache.kept(kept_table_files(warehouse, EMBEDDINGS, spec.key), wanted))
     table, stats = tabulate(chunks, previous, embedder, progress, known=known,
                             checkpoint=cache.checkpoint)
     writing = time.perf_counter()
