@@ -154,8 +154,9 @@ def evaluation_is_stale(warehouse: Warehouse, model: str) -> bool:
     now, or one built from older documents than the latest (a model another profile builds,
     which the last ``index`` neither built nor evaluated)."""
     from rag_pipeline.core.config.gold_file import EVAL_SET_INPUTS
+    from rag_pipeline.core.index.plan import EVAL_SUMMARY
 
-    scored = warehouse.version("eval_summary", {"model": model})
+    scored = warehouse.version(EVAL_SUMMARY, {"model": model})
     if scored is None:
         return False
     latest = warehouse.version(DOCUMENTS)

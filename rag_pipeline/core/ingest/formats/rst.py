@@ -135,10 +135,16 @@ def _directive_words(name: str, arguments: str, options: dict[str, str], content
         return ""
     words = " ".join(content.split())
     if name in _VERSION_NOTES:
-        label = _VERSION_NOTES[name].format(arguments)
-        return f"{label}: {words}" if words else f"{label}."
+        return _version_note(name, arguments, words)
     shown = "" if name in _CONDITIONS or name in _VERBATIM else arguments
     return " ".join(part for part in (options.get("caption", ""), shown, words) if part)
+
+
+def _version_note(name: str, version: str, words: str) -> str:
+    """A version directive as Sphinx words it: ``New in version 3.5: <words>``, or
+    ``New in version 3.5.`` without words."""
+    label = _VERSION_NOTES[name].format(version)
+    return f"{label}: {words}" if words else f"{label}."
 
 
 def _parsed(source: str) -> nodes.document:
@@ -318,10 +324,9 @@ class _Writer:
             self.directives_read[0] += 1
             inner.walk(_parsed(content))
             inner.flush()
-        texts = [text for text, _, _ in inner.blocks]
         if name in _VERSION_NOTES:
-            label = _VERSION_NOTES[name].format(arguments)
-            self.add(f"{label}: {' '.join(' '.join(texts).split())}" if texts else f"{label}.")
+            self.add(_version_note(name, arguments, " ".join(
+                " ".join(text for text, _, _ in inner.blocks).split())))
             return
         if arguments:
             self.flush()
