@@ -81,7 +81,9 @@ ANSWERED = {200: {"model": AnswerBody, "description": "The answer, or a refusal 
 
 def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with each route's errors as the service sends them, ``ErrorBody`` under
-    ``4XX``, in place of the validation error body FastAPI declares and never sent here."""
+    ``4XX`` and ``5XX``, in place of the validation error body FastAPI declares and never sent
+    here."""
+    error_body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
     for operations in schema.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
@@ -89,8 +91,12 @@ def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
             responses["4XX"] = {"description": "An error, on one line (401: no valid token; 404: "
                                                "nothing there, or nothing this asker may read; "
                                                "413, 415, 422: the request; 429: too many)",
-                                "content": {"application/json": {
-                                    "schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+                                "content": error_body}
+            responses["5XX"] = {"description": "An error, on one line (500: a fault of the service, "
+                                               "which logs it; 503: too many connections or "
+                                               "requests at once, or an original that cannot be "
+                                               "read now: try again)",
+                                "content": error_body}
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for fastapi_own in ("HTTPValidationError", "ValidationError"):
         components.pop(fastapi_own, None)

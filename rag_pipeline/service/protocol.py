@@ -25,9 +25,9 @@ with ``limit_concurrency=None``: these replace it):
   without a byte of its next head), so silent connections never lock out new clients; when none
   is idle it is answered 503 and closed at once; connections already open keep being served;
 - a **request limit** (``max_requests``: requests read whole whose response is not complete):
-  one more is answered 503. A request still being read (its head or its body) holds no
-  request slot, so slow clients from many addresses cost the others nothing but a socket each
-  until their deadline.
+  one more is answered 503, a JSON error as every refusal here. A request still being read
+  (its head or its body) holds no request slot, so slow clients from many addresses cost the
+  others nothing but a socket each until their deadline.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import httptools
-from uvicorn.protocols.http.flow_control import service_unavailable
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rag_pipeline.service.private_headers import PRIVATE_HEADERS
@@ -91,6 +91,21 @@ def _response(status: bytes, message: str) -> bytes:
             + body)
 
 
+def _busy(max_requests: int) -> ASGIApp:
+    """The application for one request over ``max_requests``: a 503 with the service's error
+    body and headers, the connection closed after it."""
+    body = f'{{"error": "more than {max_requests} requests at once; try again"}}'.encode("ascii")
+
+    async def busy(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode("ascii")),
+                                *PRIVATE_HEADERS, (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    return busy
+
+
 class _HeadTooLarge(Exception):
     """Raised from a parser callback: the head being parsed is over ``max_head_bytes``."""
 
@@ -104,6 +119,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
     the client, not counted against ``max_requests``."""
     idle: dict[GuardedProtocol, None] = {}
     """Connections without a byte of their next head, longest idle first (insertion order)."""
+    over_max_requests = _busy(limits.max_requests)
 
     class GuardedProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -290,7 +306,7 @@ def guarded_protocol(limits: ClientLimits) -> type[HttpToolsProtocol]:
                 super().on_headers_complete()
                 return
             self.logger.warning("more than %d requests at once: answered 503", limits.max_requests)
-            app, self.app = self.app, service_unavailable  # uvicorn's own 503 for this request
+            app, self.app = self.app, over_max_requests
             try:
                 super().on_headers_complete()
             finally:

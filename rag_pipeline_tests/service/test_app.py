@@ -387,8 +387,9 @@ def test_the_openapi_schema_describes_the_bodies_the_service_sends(client: TestC
     schema = client.get("/openapi.json").json()
     assert "HTTPValidationError" not in json.dumps(schema)
     error = {"$ref": "#/components/schemas/ErrorBody"}
-    assert all(operation["responses"]["4XX"]["content"]["application/json"]["schema"] == error
-               for operations in schema["paths"].values() for operation in operations.values())
+    assert all(operation["responses"][errors]["content"]["application/json"]["schema"] == error
+               for operations in schema["paths"].values() for operation in operations.values()
+               for errors in ("4XX", "5XX"))
     for method in ("get", "post"):
         assert schema["paths"]["/ask"][method]["responses"]["200"]["content"]["application/json"][
             "schema"] == {"$ref": "#/components/schemas/AnswerBody"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -77,15 +78,21 @@ def _get_health(port: int) -> tuple[int, float]:
     return int(reply.split(b" ", 2)[1]), time.perf_counter() - started
 
 
-def _status(conn: socket.socket) -> int | None:
-    """The status of the reply on ``conn``, or None if it closed without one."""
+def _reply(conn: socket.socket) -> bytes | None:
+    """The whole reply on ``conn`` until it closes, or None if it was reset."""
     reply = b""
     try:
         while chunk := conn.recv(65536):
             reply += chunk
     except OSError:
         return None
-    return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/1.1 ") else None
+    return reply
+
+
+def _status(conn: socket.socket) -> int | None:
+    """The status of the reply on ``conn``, or None if it closed without one."""
+    reply = _reply(conn)
+    return int(reply.split(b" ", 2)[1]) if reply and reply.startswith(b"HTTP/1.1 ") else None
 
 
 def test_slow_clients_are_cut_off_while_another_gets_its_answers(server: int):
@@ -213,14 +220,17 @@ def test_requests_over_the_limit_are_answered_503_while_the_first_ones_run():
             for _ in range(2):  # both requests are running (observed, not slept for)
                 assert running.acquire(timeout=10)
             conns[2].sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-            third = _status(conns[2])  # answered while the two still hold their slots
+            third = _reply(conns[2])  # answered while the two still hold their slots
             release.set()
             first = [_status(conn) for conn in conns[:2]]
         finally:
             release.set()
             for conn in conns:
                 conn.close()
-    assert (third, first) == (503, [200, 200])
+    head, body = third.split(b"\r\n\r\n", 1)
+    assert (head.split(b"\r\n")[0], first) == (b"HTTP/1.1 503 Service Unavailable", [200, 200])
+    assert b"content-type: application/json" in head and b"x-frame-options: DENY" in head
+    assert json.loads(body) == {"error": "more than 2 requests at once; try again"}
 
 
 def test_limits_are_checked():
