@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from rag_pipeline.core.config.gold_file import GoldLine, GoldSet, load_gold_set
+from rag_pipeline.core.config.gold_file import GoldFormatError, GoldLine, GoldSet, load_gold_set
 from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.formats.markdown import front_matter_end, without_headings
@@ -99,13 +99,11 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
 
 def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
     """Why the evaluation has nothing to score on the corpus the latest documents table holds
-    (None: the gold set at ``gold_path`` is this corpus's): the file is missing, or it was
-    written for another corpus (:func:`~rag_pipeline.core.evaluation.gold.check_corpus`). The
-    sensor launches no evaluation run and ``index`` waits for none while there is a reason.
-
-    Raises:
-        GoldFormatError: the gold file is not in the documented format.
-    """
+    (None: the gold set at ``gold_path`` is this corpus's): the file is missing, cannot be read
+    (not in the documented format, or not readable), or was written for another corpus
+    (:func:`~rag_pipeline.core.evaluation.gold.check_corpus`). The sensor launches no
+    evaluation run and ``index`` waits for none while there is a reason: a broken gold file
+    stops the evaluation alone, never the index's build."""
     if not Path(gold_path).is_file():
         return (f"no gold set for this corpus: {gold_path} does not exist; nothing to score. "
                 "Write one with `rag-pipeline gold draft`")
@@ -116,6 +114,11 @@ def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
         check_corpus(load_gold_set(Path(gold_path)), ids)
     except NoGoldSetError as exc:
         return str(exc)
+    except (GoldFormatError, OSError) as exc:
+        cause = str(exc) if isinstance(exc, GoldFormatError) else f"{gold_path}: {exc.strerror}"
+        return (f"the gold set cannot be read: {cause}. Nothing was scored now: figures in the "
+                "eval_* tables are an earlier evaluation's, of the gold set as it was then. Fix "
+                "the file, and the next `rag-pipeline index` evaluates again")
     return None
 
 

@@ -143,3 +143,27 @@ def test_an_edited_gold_or_out_of_domain_file_makes_the_evaluation_due_again(tmp
         recorded = warehouse.version("eval_summary", {"model": spec.key}).inputs
         assert recorded["out-of-domain set"] == eval_set_inputs(gold, ood)["out-of-domain set"]
         assert recorded["out-of-domain set"] != "none"
+        # Found by a user: a gold file broken by an edit stopped the whole `index` after its
+        # documents run, and failed every tick of the sensor, with the file's format error. It
+        # now skips the evaluation alone, saying why and that the figures are an earlier one's.
+        gold.write_text(GOLD_LINE.replace('"needle"', '"neddle"'), encoding="utf-8")
+        plan = index_plan(warehouse, ["header"], [spec.key], eval_sets=eval_set_inputs(gold, ood))
+        assert [step.stage for step in plan] == [Stage.EVAL]
+        reason = (f"the gold set cannot be read: {gold}:1: unknown field `neddle`: did you mean "
+                  "`needle`? (a field of your own starts with `_`). Nothing was scored now: "
+                  "figures in the eval_* tables are an earlier evaluation's, of the gold set as "
+                  "it was then. Fix the file, and the next `rag-pipeline index` evaluates again")
+        assert unscored_reason(plan, warehouse, gold) == reason
+        sensor = build_index_automation(["header"], [spec], build_index_jobs(), gold_path=gold,
+                                        ood_path=ood)
+        with dg.build_sensor_context(instance=project.instance, definitions=defs,
+                                     resources={"storage": defs.resources["storage"]}) as context:
+            assert sensor(context) == dg.SkipReason(
+                f"the index is current; evaluation skipped: {reason}")
+        def unreadable(path):
+            raise PermissionError(13, "Permission denied")  # root reads a file chmod 0
+
+        patch.setattr("rag_pipeline.core.evaluation.gold.load_gold_set", unreadable)
+        assert unscored_reason(plan, warehouse, gold) == reason.replace(
+            f"{gold}:1: unknown field `neddle`: did you mean `needle`? (a field of your own "
+            "starts with `_`)", f"{gold}: Permission denied")
