@@ -225,7 +225,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
     @functools.cache
     def evaluate() -> bool:
         """Whether the evaluation is waited for (asked once the documents are written)."""
-        return not no_eval and no_gold_set_reason(warehouse, build.gold_path) is None
+        return not no_eval and no_gold_set_reason(warehouse, build.gold_path,
+                                                    build.ood_path) is None
 
     stop_note = [_LOCAL_STOP]
     started = time.time()
@@ -513,7 +514,7 @@ def _echo_evaluation(build, invocation: Invocation) -> None:
     corpus's)."""
     from rag_pipeline.core.evaluation.gold import no_gold_set_reason
 
-    reason = no_gold_set_reason(build.warehouse, build.gold_path)
+    reason = no_gold_set_reason(build.warehouse, build.gold_path, build.ood_path)
     if reason is not None:
         echo(f"\nevaluation skipped: {invocation.commands_in(reason)}")
     else:

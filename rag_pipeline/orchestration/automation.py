@@ -234,12 +234,14 @@ def launched_elsewhere(instance: dg.DagsterInstance, active: Sequence[dg.Dagster
     return None
 
 
-def unscored_reason(plan: Sequence[Step], warehouse: Warehouse, gold_path: Path) -> str | None:
-    """Why the evaluation steps of ``plan`` would score nothing (no gold set for this corpus),
-    or None (also when ``plan`` has no evaluation step: the gold file is then not read)."""
+def unscored_reason(plan: Sequence[Step], warehouse: Warehouse, gold_path: Path,
+                    ood_path: Path | None = None) -> str | None:
+    """Why the evaluation steps of ``plan`` would score nothing (no gold set for this corpus,
+    or a gold or out-of-domain file that cannot be read), or None (also when ``plan`` has no
+    evaluation step: the files are then not read)."""
     if not any(step.stage == Stage.EVAL for step in plan):
         return None
-    return no_gold_set_reason(warehouse, gold_path)
+    return no_gold_set_reason(warehouse, gold_path, ood_path)
 
 
 def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
@@ -280,7 +282,8 @@ def build_index_automation(chunkers: Sequence[str], models: Sequence[ModelSpec],
                                  "sensor or materialising `documents` builds the index")
         plan = index_plan(warehouse, chunkers, model_keys, rules=rules(), eval_sets=None
                           if gold_path is None else eval_set_inputs(gold_path, ood_path))
-        unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path)
+        unscored = None if gold_path is None else unscored_reason(plan, warehouse, gold_path,
+                                                                   ood_path)
         unscored = None if unscored is None else commands(unscored)
         if unscored is not None:
             plan = tuple(step for step in plan if step.stage != Stage.EVAL)

@@ -512,7 +512,8 @@ def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys, monk
     from rag_pipeline.cli.edge import Invocation
     from rag_pipeline.cli.index import _echo_evaluation
 
-    skipped = SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl")
+    skipped = SimpleNamespace(**vars(build), gold_path=tmp_path / "gold.jsonl",
+                              ood_path=tmp_path / "ood.jsonl")
     _echo_evaluation(skipped, Invocation(tmp_path))
     assert capsys.readouterr().out == (
         f"\nevaluation skipped: no gold set for this corpus: {tmp_path / 'gold.jsonl'} does not "
@@ -525,6 +526,6 @@ def test_index_prints_each_scored_models_headline_figures(tmp_path, capsys, monk
     # With the corpus's gold set, its scores.
     import rag_pipeline.core.evaluation.gold as gold
 
-    monkeypatch.setattr(gold, "no_gold_set_reason", lambda warehouse, path: None)
+    monkeypatch.setattr(gold, "no_gold_set_reason", lambda warehouse, gold, ood: None)
     _echo_evaluation(skipped, Invocation(tmp_path))
     assert capsys.readouterr().out.startswith("\nevaluation (header x hybrid, gold set;")

@@ -21,7 +21,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from rag_pipeline.core.config.gold_file import GoldFormatError, GoldLine, GoldSet, load_gold_set
+from rag_pipeline.core.config.gold_file import (
+    GoldFormatError,
+    GoldLine,
+    GoldSet,
+    OodLine,
+    load_gold_set,
+    load_ood_if_any,
+)
 from rag_pipeline.core.ingest import DocumentStatus
 from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.formats.markdown import front_matter_end, without_headings
@@ -97,27 +104,52 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
             "else write one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
 
 
-def no_gold_set_reason(warehouse: Warehouse, gold_path: Path) -> str | None:
+def check_apart(gold: GoldSet, ood: Sequence[OodLine], ood_path: Path) -> None:
+    """Refuses an out-of-domain question that is a gold line's question or ticket: it cannot be
+    both answered from the documents and not.
+
+    Raises:
+        GoldFormatError: naming the out-of-domain line and the gold line.
+    """
+    asked = {}
+    for line in gold.lines:
+        for text in (line.question, line.ticket):
+            asked.setdefault(collapse(text).casefold(), line.id)
+    for line in ood:
+        if (gold_id := asked.get(collapse(line.query).casefold())) is not None:
+            raise GoldFormatError(f"{ood_path}: out-of-domain question {line.id!r} is asked by gold "
+                                  f"line {gold_id!r} of {gold.path}: a question cannot be both "
+                                  "answered from the documents and not")
+
+
+def no_gold_set_reason(warehouse: Warehouse, gold_path: Path,
+                       ood_path: Path | None = None) -> str | None:
     """Why the evaluation has nothing to score on the corpus the latest documents table holds
-    (None: the gold set at ``gold_path`` is this corpus's): the file is missing, cannot be read
-    (not in the documented format, or not readable), or was written for another corpus
-    (:func:`~rag_pipeline.core.evaluation.gold.check_corpus`). The sensor launches no
-    evaluation run and ``index`` waits for none while there is a reason: a broken gold file
-    stops the evaluation alone, never the index's build."""
+    (None: the gold set at ``gold_path`` is this corpus's): the file is missing, was written for
+    another corpus (:func:`check_corpus`), or it or the out-of-domain file at ``ood_path``
+    cannot be read (not in the documented format, not readable, or asking a gold line's
+    question: :func:`check_apart`). The sensor launches no evaluation run and ``index`` waits
+    for none while there is a reason: a broken gold file stops the evaluation alone, never the
+    index's build."""
     if not Path(gold_path).is_file():
         return (f"no gold set for this corpus: {gold_path} does not exist; nothing to score. "
                 "Write one with `rag-pipeline gold draft`")
     documents = warehouse.read_or_none(DOCUMENTS, columns=["document_id", "status"])
     ids = [] if documents is None else [
         row["document_id"] for row in documents.to_pylist() if row["status"] == DocumentStatus.OK]
+    what = "gold set"
     try:
-        check_corpus(load_gold_set(Path(gold_path)), ids)
+        gold = load_gold_set(Path(gold_path))
+        check_corpus(gold, ids)
+        if ood_path is not None:
+            what = "out-of-domain set"
+            check_apart(gold, load_ood_if_any(Path(ood_path)), Path(ood_path))
     except NoGoldSetError as exc:
         return str(exc)
     except (GoldFormatError, OSError) as exc:
-        cause = str(exc) if isinstance(exc, GoldFormatError) else f"{gold_path}: {exc.strerror}"
-        return (f"the gold set cannot be read: {cause}. Nothing was scored now: figures in the "
-                "eval_* tables are an earlier evaluation's, of the gold set as it was then. Fix "
+        cause = str(exc) if isinstance(exc, GoldFormatError) else f"{exc.filename}: {exc.strerror}"
+        return (f"the {what} cannot be read: {cause}. Nothing was scored now: figures in the "
+                f"eval_* tables are an earlier evaluation's, of the {what} as it was then. Fix "
                 "the file, and the next `rag-pipeline index` evaluates again")
     return None
 

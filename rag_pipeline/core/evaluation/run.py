@@ -8,10 +8,7 @@ from pathlib import Path
 
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.config.gold_file import (
-    GoldFormatError,
     GoldLine,
-    GoldSet,
-    OodLine,
     eval_set_inputs,
     load_gold_set,
     load_ood_if_any,
@@ -20,7 +17,13 @@ from rag_pipeline.core.embedding.embedder import load_embedder
 from rag_pipeline.core.embedding.models import ModelSpec
 from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate_runs, default_runs
 from rag_pipeline.core.evaluation.evaluate import EvalReport, evaluate
-from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus, collapse, validate_gold
+from rag_pipeline.core.evaluation.gold import (
+    NoGoldSetError,
+    check_apart,
+    check_corpus,
+    collapse,
+    validate_gold,
+)
 from rag_pipeline.core.index.access import labelled
 from rag_pipeline.core.index.generations import current_generation, current_generations
 from rag_pipeline.core.index.store import load_partition
@@ -112,24 +115,6 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
             runs += candidate_runs(PRODUCTION_CHUNKER)
     report = evaluate(indexes, embedder, queries, ood, errors, runs, sentences, groups)
     return replace(report, generations=generations, sets=sets, behind=tuple(behind))
-
-
-def check_apart(gold: GoldSet, ood: Sequence[OodLine], ood_path: Path) -> None:
-    """Refuses an out-of-domain question that is a gold line's question or ticket: it cannot be
-    both answered from the documents and not.
-
-    Raises:
-        GoldFormatError: naming the out-of-domain line and the gold line.
-    """
-    asked = {}
-    for line in gold.lines:
-        for text in (line.question, line.ticket):
-            asked.setdefault(collapse(text).casefold(), line.id)
-    for line in ood:
-        if (gold_id := asked.get(collapse(line.query).casefold())) is not None:
-            raise GoldFormatError(f"{ood_path}: out-of-domain question {line.id!r} is asked by gold "
-                                  f"line {gold_id!r} of {gold.path}: a question cannot be both "
-                                  "answered from the documents and not")
 
 
 def chunkers_behind(warehouse: Warehouse, model: str, chunkers: Sequence[str]) -> list[str]:

@@ -62,22 +62,6 @@ def test_chunkers_built_from_older_documents_are_left_out_and_named(tmp_path: Pa
         "others' (an `index` whose profile builds them brings them up to date)")
 
 
-def test_an_out_of_domain_question_a_gold_line_asks_is_refused(tmp_path: Path):
-    # Found by a team lead: the same question stood in both files, so it was scored both as
-    # answerable and as one to refuse.
-    from rag_pipeline.core.config.gold_file import GoldFormatError, GoldLine, GoldSet, OodKind, OodLine
-    from rag_pipeline.core.evaluation.run import check_apart
-
-    gold = GoldSet(tmp_path / "gold.jsonl", None,
-                   (GoldLine("g1", "n", "Where is the VPN guide?", "vpn broken??"),))
-    check_apart(gold, [OodLine("o1", "What is for lunch?", OodKind.OFF)], tmp_path / "ood.jsonl")
-    with pytest.raises(GoldFormatError) as raised:
-        check_apart(gold, [OodLine("o2", "VPN  broken??", OodKind.NEAR)], tmp_path / "ood.jsonl")
-    assert str(raised.value) == (
-        f"{tmp_path / 'ood.jsonl'}: out-of-domain question 'o2' is asked by gold line 'g1' of "
-        f"{tmp_path / 'gold.jsonl'}: a question cannot be both answered from the documents and not")
-
-
 def test_an_empty_gold_file_says_it_is_empty(tmp_path: Path):
     from rag_pipeline.core.config.gold_file import GoldCorpus, GoldSet
     from rag_pipeline.core.evaluation.gold import NoGoldSetError, check_corpus

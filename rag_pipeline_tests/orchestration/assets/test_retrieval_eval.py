@@ -161,9 +161,20 @@ def test_an_edited_gold_or_out_of_domain_file_makes_the_evaluation_due_again(tmp
             assert sensor(context) == dg.SkipReason(
                 f"the index is current; evaluation skipped: {reason}")
         def unreadable(path):
-            raise PermissionError(13, "Permission denied")  # root reads a file chmod 0
+            raise PermissionError(13, "Permission denied", str(path))  # root reads a file chmod 0
 
         patch.setattr("rag_pipeline.core.evaluation.gold.load_gold_set", unreadable)
         assert unscored_reason(plan, warehouse, gold) == reason.replace(
             f"{gold}:1: unknown field `neddle`: did you mean `needle`? (a field of your own "
             "starts with `_`)", f"{gold}: Permission denied")
+        patch.undo()
+        gold.write_text(GOLD_LINE, encoding="utf-8")
+        ood.write_text('{"id": "o1", "query": "how long does a network call wait before giving up?", '
+                       '"kind": "near"}\n', encoding="utf-8")
+        plan = index_plan(warehouse, ["header"], [spec.key], eval_sets=eval_set_inputs(gold, ood))
+        assert unscored_reason(plan, warehouse, gold, ood) == (
+            f"the out-of-domain set cannot be read: {ood}: out-of-domain question 'o1' is asked by "
+            f"gold line 't1' of {gold}: a question cannot be both answered from the documents and "
+            "not. Nothing was scored now: figures in the eval_* tables are an earlier "
+            "evaluation's, of the out-of-domain set as it was then. Fix the file, and the next "
+            "`rag-pipeline index` evaluates again")
