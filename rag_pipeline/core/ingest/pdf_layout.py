@@ -59,6 +59,7 @@ import itertools
 import re
 import statistics
 import string
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ from enum import StrEnum
 
 from rag_pipeline.core.ingest.extracted import Anchor, Section, TableSpan
 from rag_pipeline.core.ingest.locator import PageLocator
-from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
+from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageSource, PageText, TextRun
 from rag_pipeline.core.ingest.rows import CELL_SEPARATOR
 
 HEADING_SIZE_RATIO = 1.12
@@ -1438,7 +1439,20 @@ def _outline_sections(entries: Sequence[OutlineEntry], block_spans: Sequence[tup
 
 def _font_sections(block_spans: Sequence[tuple[int, int, _Block]], text_length: int,
                    title: str) -> list[Section]:
+    """One section per heading block, from the end of its heading to the next heading. A
+    heading with nothing under it before a heading set as large or larger (or the end) is no
+    section's heading: its words stay in the section before, where a chunk holds them (a
+    section with nothing in it is no section, and its heading would be in no chunk). One
+    followed by a smaller heading heads a part ("2 Usage" over "2.1 Tables") and stays one."""
     headings = [(start, end, block) for start, end, block in block_spans if block.kind is BlockKind.HEADING]
+    starts = [start for start, _, _ in block_spans]
+    kept: list[tuple[int, int, _Block]] = []
+    for start, end, block in reversed(headings):
+        following = kept[-1] if kept else None
+        under = bisect_left(starts, end) < bisect_left(starts, following[0] if following else text_length)
+        if under or (following is not None and following[2].lines[0].size < block.lines[0].size):
+            kept.append((start, end, block))
+    headings = kept[::-1]
     sizes = sorted({round(block.lines[0].size) for _, _, block in headings}, reverse=True)
     sections = [Section(title, 0, headings[0][0] if headings else text_length, 1)]
     for i, (_, end, block) in enumerate(headings):
@@ -1499,6 +1513,30 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: 
     return stem
 
 
+def _scans_in_body_type(pages: Sequence[PageText]) -> Sequence[PageText]:
+    """``pages`` with each scanned (OCR) page's type sizes scaled so that its median line is
+    set in the body type of the pages with a text layer (the size most of their characters are
+    set in). An OCR line's size is its height in the scan, at whatever scale the page was
+    scanned or placed: beside text pages, a scan's body lines would read as headings (or its
+    headings as body). Unchanged when every page is of one kind."""
+    sizes: Counter[float] = Counter()
+    for page in pages:
+        if page.source is PageSource.TEXT:
+            for run in page.runs:
+                sizes[round(run.size)] += len(run.text)
+    if not sizes or all(page.source is PageSource.TEXT for page in pages):
+        return pages
+    body = sizes.most_common(1)[0][0]
+    scaled = []
+    for page in pages:
+        if page.source is PageSource.OCR and page.runs:
+            factor = body / statistics.median(run.size for run in page.runs)
+            page = dataclasses.replace(page, runs=tuple(
+                dataclasses.replace(run, size=run.size * factor) for run in page.runs))
+        scaled.append(page)
+    return scaled
+
+
 def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata_title: str,
             stem: str) -> Layout:
     """Lays out a PDF's pages as canonical text with sections and page anchors.
@@ -1512,6 +1550,7 @@ def lay_out(pages: Sequence[PageText], entries: Sequence[OutlineEntry], metadata
     Returns:
         The layout; sections come from ``entries`` when there are any, else from type size.
     """
+    pages = _scans_in_body_type(pages)
     joiner = _Joiner(_vocabulary(pages))
     page_lines, dropped, toc_pages, in_tables = _page_lines(pages, joiner)
     body_size = _body_size(pages, in_tables)

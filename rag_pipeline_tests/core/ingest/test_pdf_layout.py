@@ -7,7 +7,7 @@ import re
 
 from rag_pipeline.core.ingest import Anchor, Section
 from rag_pipeline.core.ingest.pdf_layout import HyphenBreak, lay_out
-from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageText, TextRun
+from rag_pipeline.core.ingest.pdf_pages import OutlineEntry, PageSource, PageText, TextRun
 
 
 def run(page: int, text: str, x0: float, baseline: float, size: float = 10, x1: float | None = None,
@@ -847,3 +847,48 @@ def test_two_columns_of_lines_in_many_runs_are_read_left_then_right():
     right = " ".join(f"R{i}w{k}" for i in range(8) for k in range(4))
     # In column order (rows lined up by chance may read as a table's: the order is the point).
     assert " ".join(text.replace("|", " ").split()) == f"{left} {right}"
+
+
+def _covered(layout) -> str:
+    """The characters of ``layout``'s text that some section's range holds."""
+    return "".join(layout.canonical_text[s.start:s.end] for s in layout.sections)
+
+
+def test_a_scanned_pages_lines_are_read_in_the_text_pages_body_type():
+    # Found by an analyst: a report's last page, a scan whose lines Tesseract measured at 14.6
+    # points beside a text layer set in 12, was read as two headings with nothing under them,
+    # and its sentences were in no chunk.
+    text_page = page(0, run(0, "Incident report", 50, 60, size=16),
+                     run(0, "On 3 February the gateway returned errors for 14 minutes.", 50, 100, size=12))
+    scan = PageText(1, 600, 800, (run(1, "Scanned appendix: the backup site is Frankfurt.", 50, 100, size=14.6),
+                                  run(1, "Failover drills happen every quarter.", 50, 130, size=14.6)),
+                    PageSource.OCR, 91.0)
+    layout = lay_out([text_page, scan], (), "", "incident")
+    assert [s.title for s in layout.sections] == ["Incident report"]
+    assert _covered(layout).split() == ("On 3 February the gateway returned errors for 14 minutes. "
+                                        "Scanned appendix: the backup site is Frankfurt. Failover "
+                                        "drills happen every quarter.").split()
+    # A scanned page's own heading, larger than its body lines, stays a heading.
+    headed = dataclasses.replace(scan, runs=(run(1, "Appendix", 50, 70, size=19), *scan.runs))
+    layout = lay_out([text_page, headed], (), "", "incident")
+    assert [s.title for s in layout.sections] == ["Incident report", "Appendix"]
+    # Every page scanned: the sizes are the scan's own, as before.
+    alone = lay_out([headed], (), "", "incident")
+    assert [s.title for s in alone.sections] == ["Appendix"]
+
+
+def test_a_heading_with_nothing_under_it_stays_in_the_section_before():
+    # Found by an analyst: a heading followed by one as large, and a last line in large type,
+    # were headings of empty sections (dropped), and their words were in no chunk.
+    lines = [("Guide", 18), ("Install it with the package manager of your system.", 10),
+             ("Notes", 14), ("Limits", 14), ("Files over a gigabyte are read in parts.", 10),
+             ("Appendix", 18), ("Index", 14), ("Contact the team on the channel.", 10),
+             ("Thank you for reading", 14)]
+    layout = lay_out([page(0, *[run(0, text, 50, 60 + 30 * n, size=size)
+                               for n, (text, size) in enumerate(lines)])], (), "", "guide")
+    assert [(s.title, s.level) for s in layout.sections] == [("Guide", 1), ("Limits", 2), ("Index", 2)]
+    assert _covered(layout).split() == (
+        "Install it with the package manager of your system. Notes Files over a gigabyte are "
+        "read in parts. Contact the team on the channel. Thank you for reading").split()
+    # "Appendix" over the smaller "Index" heads a part, as before (a section of its own, with
+    # nothing in it, and so in no chunk).
