@@ -860,9 +860,9 @@ def test_a_scanned_pages_lines_are_read_in_the_text_pages_body_type():
     # and its sentences were in no chunk.
     text_page = page(0, run(0, "Incident report", 50, 60, size=16),
                      run(0, "On 3 February the gateway returned errors for 14 minutes.", 50, 100, size=12))
-    scan = PageText(1, 600, 800, (run(1, "Scanned appendix: the backup site is Frankfurt.", 50, 100, size=14.6),
-                                  run(1, "Failover drills happen every quarter.", 50, 130, size=14.6)),
-                    PageSource.OCR, 91.0)
+    scanned = (run(1, "Scanned appendix: the backup site is Frankfurt.", 50, 100, size=14.6),
+               run(1, "Failover drills happen every quarter.", 50, 130, size=14.6))
+    scan = PageText(1, 600, 800, scanned, PageSource.OCR, 91.0)
     layout = lay_out([text_page, scan], (), "", "incident")
     assert [s.title for s in layout.sections] == ["Incident report"]
     assert _covered(layout).split() == ("On 3 February the gateway returned errors for 14 minutes. "
