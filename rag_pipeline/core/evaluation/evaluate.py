@@ -203,7 +203,8 @@ def ann_check(chunker: str, index: PartitionIndex, vectors: Sequence[QueryVector
         exact = retrieve(index, vector, text, replace(dense, dense_path=DensePath.EXACT))
         approximate = retrieve(index, vector, text, replace(dense, dense_path=DensePath.ANN))
         recalls.append(recall_at_k(np.array([h.row for h in approximate.hits], np.int64),
-                                   np.array([h.row for h in exact.hits], np.int64)))
+                                   np.array([h.row for h in exact.hits], np.int64),
+                                   index.vectors, vector.vector))
         made = ranked[i] if ranked is not None else None
         listed = bm25.of(chunker, text, settings)
         full_exact = (made if made is not None and made.path is DensePath.EXACT else

@@ -173,12 +173,27 @@ def vectors_fingerprint(vectors: np.ndarray, rows: int = FINGERPRINT_ROWS) -> st
     return digest.hexdigest()
 
 
-def recall_at_k(approximate: np.ndarray, exact: np.ndarray) -> float:
+TIE_TOLERANCE = 1e-6
+"""Cosine similarities this close are one: the same vector (a repeated chunk) scored twice."""
+
+
+def recall_at_k(approximate: np.ndarray, exact: np.ndarray, vectors: np.ndarray | None = None,
+                query: np.ndarray | None = None) -> float:
     """The share of the exact top ``k`` rows that the approximate top ``k`` holds
-    (``k = len(exact)``); 1.0 when both are empty."""
+    (``k = len(exact)``); 1.0 when both are empty. Given the ``vectors`` and the ``query``, a
+    row as close to the query as the exact top ``k``'s farthest counts too: rows of equal
+    scores (a repeated chunk's copies) are one answer, and which of them an exact top ``k``
+    cut through them holds is arbitrary."""
     if len(exact) == 0:
         return 1.0
-    return len(set(approximate[:len(exact)].tolist()) & set(exact.tolist())) / len(exact)
+    found = approximate[:len(exact)]
+    held = len(set(found.tolist()) & set(exact.tolist()))
+    if vectors is not None and query is not None:
+        similarity = np.asarray(vectors[np.concatenate([exact, found])], np.float32) @ np.asarray(
+            query, np.float32)
+        farthest = similarity[:len(exact)].min()
+        held = int((similarity[len(exact):] >= farthest - TIE_TOLERANCE).sum())
+    return min(held, len(exact)) / len(exact)
 
 
 def exact_top_k(vectors: np.ndarray, questions: np.ndarray, k: int, block: int = 65_536) -> np.ndarray:
@@ -201,8 +216,9 @@ def exact_top_k(vectors: np.ndarray, questions: np.ndarray, k: int, block: int =
 
 def _mean_recall(index: AnnIndex, vectors: np.ndarray, questions: np.ndarray, exact: np.ndarray,
                  k: int) -> float:
-    """Mean recall@``k`` of ``index``'s answers to ``questions`` against their ``exact`` top ``k``."""
-    return float(np.mean([recall_at_k(index.search(vectors, q, k)[0], e)
+    """Mean recall@``k`` of ``index``'s answers to ``questions`` against their ``exact`` top ``k``
+    (a row tied with the exact top ``k``'s counts: :func:`recall_at_k`)."""
+    return float(np.mean([recall_at_k(index.search(vectors, q, k)[0], e, vectors, q)
                           for q, e in zip(questions, exact, strict=True)]))
 
 
