@@ -97,6 +97,7 @@ def status(invocation: Invocation) -> None:
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
     if report.partitions:
         echo_over_the_window(warehouse, declared_models(config())[0].max_tokens)
+    _echo_evaluations(warehouse, sorted({p.model for p in report.partitions}), invocation)
     if report.partitions:
         echo(f"tables: the DuckDB file {warehouse.db_path}")
     _print_access(warehouse, config, invocation, behind)
@@ -104,6 +105,24 @@ def status(invocation: Invocation) -> None:
     _echo_unhealthy(unhealthy, invocation)
     if unhealthy:
         sys.exit(1)
+
+
+def _echo_evaluations(warehouse, models: Sequence[str], invocation: Invocation) -> None:
+    """Per model with evaluation tables: when they were written, and whether they scored the
+    generations served now (the ``eval_*`` rows carry no generation of their own)."""
+    from rag_pipeline.core.evaluation.run import evaluation_is_stale
+    from rag_pipeline.core.index.plan import EVAL_SUMMARY
+
+    for model in models:
+        version = warehouse.version(EVAL_SUMMARY, {"model": model})
+        if version is None:
+            continue
+        if evaluation_is_stale(warehouse, model):
+            of = (f"older generations than those served: `{invocation.command('eval', '--model', model)}` "
+                  "scores these")
+        else:
+            of = "the generations served now"
+        echo(f"evaluation {model}: the eval_* tables were written {version.written_at}, of {of}")
 
 
 def _echo_unhealthy(unhealthy: Sequence[UnhealthyFile], invocation: Invocation) -> None:

@@ -483,3 +483,31 @@ def test_status_marks_a_partition_of_a_model_no_longer_declared(tmp_path: Path, 
             f"  not declared {key}: not in {PROJECT_ROOT / 'rag_pipeline.toml'}, so neither built "
             f"nor served; `rag-pipeline --data-dir {built.data_dir} models --drop {key}` deletes "
             "its partitions"]
+
+
+def test_status_says_whether_the_evaluation_scored_the_generations_served_now(tmp_path: Path):
+    # Found by an analyst: after an `index --no-eval` every generation was new and the eval_*
+    # tables unchanged, and nothing in `status` or the tables said their figures were older.
+    from rag_pipeline.core.evaluation.tables import SUMMARY_SCHEMA
+    from rag_pipeline.core.index.generations import current_generation
+    from rag_pipeline_tests.core.index_builder import build_index, topic_docs
+    from rag_pipeline_tests.fake_embedder import HashedEmbedder
+
+    built = build_index(tmp_path, HashedEmbedder(), docs=topic_docs())
+    warehouse = Warehouse(built.data_dir)
+    model = built.index.model_key
+    served = current_generation(warehouse, "header", model).id
+
+    def evaluation_line(scored: str) -> list[str]:
+        version = warehouse.write("eval_summary", SUMMARY_SCHEMA.empty_table(), {"model": model},
+                                  inputs={"header": scored, "gold set": "0123456789abcdef"})
+        shown = CliRunner().invoke(main, ["--data-dir", str(built.data_dir), "status"])
+        assert shown.exit_code == 0, shown.output
+        return [line.replace(version.written_at, "WRITTEN")
+                for line in shown.output.splitlines() if line.startswith("evaluation ")]
+
+    assert evaluation_line(served) == [
+        f"evaluation {model}: the eval_* tables were written WRITTEN, of the generations served now"]
+    assert evaluation_line("20260101T000000Z-00000000") == [
+        f"evaluation {model}: the eval_* tables were written WRITTEN, of older generations than "
+        f"those served: `rag-pipeline --data-dir {built.data_dir} eval --model {model}` scores these"]
