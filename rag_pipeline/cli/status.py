@@ -118,8 +118,8 @@ def _echo_evaluations(warehouse, models: Sequence[str], invocation: Invocation) 
         if version is None:
             continue
         if evaluation_is_stale(warehouse, model):
-            of = (f"older generations than those served: `{invocation.command('eval', '--model', model)}` "
-                  "scores these")
+            of = (f"older generations than those served: an `{invocation.command('index')}` whose "
+                  "profile builds the model scores them again (`eval` only prints)")
         else:
             of = "the generations served now"
         echo(f"evaluation {model}: the eval_* tables were written {version.written_at}, of {of}")

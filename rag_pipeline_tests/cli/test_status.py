@@ -510,4 +510,5 @@ def test_status_says_whether_the_evaluation_scored_the_generations_served_now(tm
         f"evaluation {model}: the eval_* tables were written WRITTEN, of the generations served now"]
     assert evaluation_line("20260101T000000Z-00000000") == [
         f"evaluation {model}: the eval_* tables were written WRITTEN, of older generations than "
-        f"those served: `rag-pipeline --data-dir {built.data_dir} eval --model {model}` scores these"]
+        f"those served: an `rag-pipeline --data-dir {built.data_dir} index` whose profile builds the "
+        "model scores them again (`eval` only prints)"]
