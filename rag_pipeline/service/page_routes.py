@@ -18,7 +18,6 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +42,7 @@ from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
 from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings, mirrors_dir
 from rag_pipeline.core.runtime.recent import Recent
-from rag_pipeline.core.storage.warehouse import Warehouse
+from rag_pipeline.core.storage.warehouse import Warehouse, utc_now
 from rag_pipeline.service.auth import Principal, message_page, navigated, principal
 from rag_pipeline.service.schemas import FeedbackStoredBody
 from rag_pipeline.service.views import PAGED, ViewError, ViewRequest, page_png, path_url, render_document
@@ -462,7 +461,7 @@ def page_router(service: Any) -> APIRouter:
             body = service.answer(AskRequest(question=verdict.question), groups, asker)
             seen = recent.get(verdict.question, groups, asker) or (body["generation"], ())
         generation, sources = seen[0], tuple(f"{d}{fragment}" for d, fragment in seen[1])
-        row = Feedback(datetime.now(UTC).isoformat(timespec="seconds"), verdict.question,
+        row = Feedback(utc_now(), verdict.question,
                        verdict.helpful, verdict.comment or None, generation, sources)
         try:
             append_feedback(service.follower.warehouse, row)

@@ -584,6 +584,10 @@ def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestCli
     with duckdb.connect(str(built.data_dir / "rag.duckdb"), read_only=True) as con:
         newest = con.execute(documented).fetchone()
     assert newest[1:] == (question, False, "I wanted the inspection rota", sources)
+    # Found by an analyst: "at" was to the second, so a verdict changed within one second was
+    # not the newest by the documented query; it is to the microsecond, as run_at is.
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stored.json()["at"])
+    assert newest[0] == stored.json()["at"]
 
 
 def _duckdb_rows(built: ViewsIndex) -> int:
