@@ -240,7 +240,7 @@ class RunReport:
 
 def done_line(instance: dg.DagsterInstance, run_id: str, label: str, seconds: float) -> str:
     """``  done     <label> in 2.1 s``, and an embeddings run's counts after it (``: embedded
-    1, reused 365, shared 0, removed 1``: what an edit cost)."""
+    1, reused 365, shared 0, duplicates 0, removed 1``: what an edit cost)."""
     vectors = vectors_done(instance, run_id)
     return f"  done     {label} in {seconds:.1f} s" + (f": {vectors}" if vectors else "")
 

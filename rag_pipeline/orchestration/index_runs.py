@@ -36,13 +36,15 @@ def first_error(instance: dg.DagsterInstance, run_id: str) -> str:
     return failures[-1] if failures else "see the run in the Dagster UI"
 
 
-VECTOR_COUNTS = ("embedded", "reused", "shared", "removed")
-"""The embeddings materialisation's counts a finished run is reported with."""
+VECTOR_COUNTS = ("embedded", "reused", "shared", "duplicates", "removed")
+"""The embeddings materialisation's counts a finished run is reported with: its rows are
+``reused + shared + embedded + duplicates`` (each text embedded once: a row repeating a text
+another row holds is a duplicate), ``removed`` the previous table's rows no longer there."""
 
 
 def vectors_done(instance: dg.DagsterInstance, run_id: str) -> str:
-    """``embedded 1, reused 365, shared 0, removed 1`` for a run that materialised embeddings
-    (its metadata's counts: what an edit cost), ``""`` for any other run."""
+    """``embedded 1, reused 365, shared 0, duplicates 0, removed 1`` for a run that materialised
+    embeddings (its metadata's counts: what an edit cost), ``""`` for any other run."""
     records = instance.get_records_for_run(
         run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records
     for record in records:

@@ -153,7 +153,7 @@ def test_an_index_runs_documents_then_each_due_step_in_one_worker_and_again_only
         "  started  chunks_job [header]", "  done     chunks_job [header] in X s",
         f"  started  embeddings_job [{EMBEDDINGS}]",
         f"  done     embeddings_job [{EMBEDDINGS}] in X s: embedded 5, reused 0, shared 0, "
-        "removed 0"]
+        "duplicates 0, removed 0"]
     # The worker ended with the block, told to (exit code 0).
     assert worker.process.returncode == 0 and not pid_alive(worker.pid)
     # It loaded the build's model beside the chunks run, once, for the embeddings run.
@@ -186,7 +186,7 @@ def test_an_index_runs_documents_then_each_due_step_in_one_worker_and_again_only
     with project.runs() as runs:
         run_index_locally(runs, plan)
     assert project.echoed[-1] == (f"  done     embeddings_job [{EMBEDDINGS}] in X s: embedded 1, "
-                                  "reused 4, shared 0, removed 1")
+                                  "reused 4, shared 0, duplicates 0, removed 1")
 
 
 def test_a_run_whose_worker_is_killed_is_marked_failed_and_stops_the_index(
@@ -260,7 +260,7 @@ def test_a_failed_partition_is_retried_by_the_next_index_with_a_line_saying_so(
         f"failed (run {failed.run_id[:8]}): {error}",
         f"  started  embeddings_job [{EMBEDDINGS}]",
         f"  done     embeddings_job [{EMBEDDINGS}] in X s: embedded 5, reused 0, shared 0, "
-        "removed 0"]
+        "duplicates 0, removed 0"]
     # The same inputs as the failed run, its second attempt (as the sensor tags a retry).
     assert _watched_tags(retried) == {
         "dagster/partition": EMBEDDINGS, INPUTS_TAG: failed.tags[INPUTS_TAG], ATTEMPT_TAG: "2",
