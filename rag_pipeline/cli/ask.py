@@ -88,7 +88,29 @@ def _ask_serve(invocation: Invocation, question: str, chunker: str, model_key: s
         return None, f"the serve that serve.json names at {url} sent {exc}"
     if data is None:
         return None, f"the serve that serve.json names at {url} did not answer"
+    published = _published_id(invocation, chunker, model_key)
+    if published is not None and data.get("generation") != published:
+        echo(f"note: the serve at {url} (pid {record.pid}) answered from generation "
+             f"{data.get('generation')}, not the one published now ({published}): answering "
+             "here", err=True)
+        return None, (f"the serve at {url} answers from generation {data.get('generation')}, "
+                      f"not the one published now ({published})")
     return answer_from_json(data), f"{url} (pid {record.pid})"
+
+
+def _published_id(invocation: Invocation, chunker: str, model_key: str) -> str | None:
+    """The id of the generation published now for ``chunker`` x ``model_key``: read from a
+    local folder without the table libraries (an answer a serve gave imports none), from an
+    object store through the warehouse."""
+    from rag_pipeline.core.storage.generation_pointer import local_published_id
+
+    location = invocation.tables_at
+    if "://" in location and not location.startswith("file://"):
+        from rag_pipeline.core.index.generations import current_generation
+
+        generation = current_generation(invocation.warehouse, chunker, model_key)
+        return generation.id if generation is not None else None
+    return local_published_id(Path(location.removeprefix("file://")), chunker, model_key)
 
 
 def principal_groups(groups: str | None, config: ProjectConfig) -> frozenset[str] | None:

@@ -29,14 +29,13 @@ from rag_pipeline.core.index import (
 )
 from rag_pipeline.core.index.ann_index import CACHE_DIR, INDEX_SUFFIXES, ann_graph_files
 from rag_pipeline.core.index.mapped import MAP_CACHE_DIR, collect_copies
+from rag_pipeline.core.storage.generation_pointer import CURRENT, GENERATIONS, generation_dir
 from rag_pipeline.core.storage.warehouse import POINTER_FILE, Warehouse, utc_now
 
 __all__ = ["CURRENT", "GARBAGE_GRACE_SECONDS", "GENERATIONS", "GarbageStats", "Generation",
            "collect_garbage", "current_generation", "current_generations",
            "generation_age_seconds", "generation_dir", "kept_table_files", "past_grace", "publish"]
 
-GENERATIONS = "_generations"
-CURRENT = "CURRENT.json"
 GARBAGE_GRACE_SECONDS = 600.0
 """How old a file no pointer names must be before it is deleted: a reader (a backup copying
 the pointers first, a publication) that read a pointer just before it moved still finds the
@@ -79,10 +78,6 @@ def generation_age_seconds(published_at: str, now: float | None = None) -> float
     """Seconds since a ``utc_now()`` stamp."""
     published = datetime.strptime(published_at, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     return (time.time() if now is None else now) - published.timestamp()
-
-
-def generation_dir(chunker: str, model: str) -> str:
-    return f"{GENERATIONS}/chunker={chunker}/model={model}"
 
 
 def current_generation(warehouse: Warehouse, chunker: str, model: str) -> Generation | None:
