@@ -143,19 +143,23 @@ class RecentAnswers:
     sources another group was shown, and never telling one person whether another asked."""
 
     def __init__(self, size: int = RECENT_ANSWERS) -> None:
-        self._answers: Recent[tuple[str, frozenset[str] | None, str],
+        self._answers: Recent[tuple[str, frozenset[str] | None, str, str | None],
                               tuple[str, tuple[tuple[str, str], ...]]] = Recent(size)
 
     def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None,
                  asker: str = "") -> None:
         sources = tuple((c["document_id"], c["fragment"]) for c in body["citations"])
-        self._answers.put((asker, groups, body["question"]), (body["generation"], sources))
+        shown = (body["generation"], sources)
+        self._answers.put((asker, groups, body["question"], None), shown)
+        self._answers.put((asker, groups, body["question"], body["generation"]), shown)
 
     def get(self, question: str, groups: frozenset[str] | None = None, asker: str = "",
-            ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+            generation: str | None = None) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         """The generation and the ``(document_id, fragment)`` sources of the last answer to
-        ``question`` for ``asker`` of ``groups`` (None when not among the recent ones)."""
-        return self._answers.get((asker, groups, question))
+        ``question`` for ``asker`` of ``groups``, from ``generation`` when one is given (the
+        answer a page showed, though the same question was answered from a newer generation
+        since); None when not among the recent ones."""
+        return self._answers.get((asker, groups, question, generation))
 
 
 class FeedbackRate:
@@ -226,6 +230,10 @@ class FeedbackRequest(BaseModel):
     helpful: StrictBool = Field(description="Whether the answer helped.")
     comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS,
                                 description=f"At most {MAX_COMMENT_CHARS} characters.")
+    generation: str | None = Field(None, max_length=100,
+                                   description="The `generation` of the answer judged (the page "
+                                               "sends it): the verdict is stored with the sources "
+                                               "that answer showed, not a later answer's.")
 
     @field_validator("question")
     @classmethod
@@ -449,7 +457,12 @@ def page_router(service: Any) -> APIRouter:
 
     def _store(verdict: FeedbackRequest, groups: frozenset[str] | None,
                asker: str) -> JSONResponse:
-        seen = recent.get(verdict.question, groups, asker)
+        seen = recent.get(verdict.question, groups, asker, verdict.generation)
+        if seen is None and verdict.generation is not None and (
+                verdict.generation != service.served_index().generation):
+            # An answer of an earlier generation, no longer among the recent ones: what it
+            # showed is not known, and the answer now would be another's.
+            seen = (verdict.generation, ())
         if seen is not None and groups is not None:
             # A rule changed since: a source the asker no longer reads is never named again.
             index = service.served_index()

@@ -588,6 +588,15 @@ def test_feedback_stores_a_row_with_what_the_answer_showed(served: tuple[TestCli
     # not the newest by the documented query; it is to the microsecond, as run_at is.
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", stored.json()["at"])
     assert newest[0] == stored.json()["at"]
+    # A verdict on the answer of the generation served, as the page sends it: its sources.
+    judged = client.post("/feedback", json={"question": question, "helpful": True,
+                                            "generation": answer["generation"]}).json()
+    assert (judged["generation"], judged["sources"]) == (answer["generation"], sources)
+    # One on an answer of an earlier generation no longer remembered: that generation, and no
+    # sources (what it showed is not known; the answer now would be another's).
+    older = client.post("/feedback", json={"question": question, "helpful": True,
+                                           "generation": "20260101T000000Z-00000000"}).json()
+    assert (older["generation"], older["sources"]) == ("20260101T000000Z-00000000", [])
 
 
 def _duckdb_rows(built: ViewsIndex) -> int:
@@ -724,6 +733,13 @@ def test_what_an_answer_showed_is_remembered_per_person_not_per_group():
         "g1", (("public/faq.md", "#char=0,10"),))
     assert recent.get("is the office closing", staff, "kim") is None
     assert recent.get("is the office closing", frozenset({"hr"}), "carol") is None
+    # Found by a daily user: a verdict given in a tab showing g1, after the question was asked
+    # again from g2, was stored with g2's sources; the page sends the generation it showed.
+    recent.remember({**body, "generation": "g2", "citations": []}, staff, "carol")
+    assert recent.get("is the office closing", staff, "carol") == ("g2", ())
+    assert recent.get("is the office closing", staff, "carol", "g1") == (
+        "g1", (("public/faq.md", "#char=0,10"),))
+    assert recent.get("is the office closing", staff, "carol", "g3") is None
 
 
 def test_a_process_leaving_right_after_feedback_exits_cleanly(tmp_path: Path):
