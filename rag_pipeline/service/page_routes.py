@@ -347,7 +347,9 @@ def page_router(service: Any) -> APIRouter:
             return _shown_error(request, 422, f"from/to must satisfy 0 <= from <= to <= {len(text)}")
         note = ""
         if digest and (end > len(text) or quote_digest(text[start:end]) != digest):
-            start, end, digest = 0, 0, ""
+            # The place cited is not known now: the document from its start (a page or sheet
+            # the link named may be gone with it).
+            start, end, digest, page, sheet = 0, 0, "", None, None
             note = CHANGED_SINCE_CITED
         view = view_request(info, text, start, end, page, sheet, digest)
         try:

@@ -522,6 +522,11 @@ def test_a_link_made_before_its_document_changed_marks_nothing_and_says_so(clien
         assert ('<p class="note">This document has changed since the answer linking here quoted it: '
                 "the quoted words are no longer at that place, so nothing is marked. Ask the "
                 "question again to cite the document as it is now.") in page.text
+    # Found by a daily user: a link to another page of a PDF that has fewer pages now said
+    # "page 2 is out of range" (422), not that the document changed.
+    pdf_link = f"/documents/report.pdf?from=0&to=10&digest={before}&page=99"
+    shrunk = client.get(pdf_link, headers=html)
+    assert shrunk.status_code == 200 and "This document has changed since" in shrunk.text
     # Found by an attack on the digest: each of these was said to be a changed document.
     upper = client.get(link + source["quote_digest"].upper(), headers=html).text
     assert _view(upper).count('<mark id="quote">') == 1 and "has changed since" not in upper
