@@ -137,6 +137,12 @@ def _disposition(kind: str, filename: str) -> str:
     return f"{kind}; filename*=utf-8''{quoted}" if quoted != filename else f'{kind}; filename="{filename}"'
 
 
+NOT_THERE_NOW = (" (a link an answer gave leads here when its document was renamed, deleted or "
+                 "could not be read when the index was built again: ask the question again; "
+                 "/status/documents lists the documents that could not be read)")
+"""Said after a document the served generation does not hold, to a link that was right once."""
+
+
 class RecentAnswers:
     """The generation and sources of the last :data:`RECENT_ANSWERS` questions answered, per
     asker (name and groups), so a verdict is stored with what that person saw: never with
@@ -315,7 +321,7 @@ def page_router(service: Any) -> APIRouter:
         text = served.canonical.get(document_id) if info is not None else None
         if info is None or text is None:
             return _shown_error(request, 404, f"no document {json.dumps(document_id)} in "
-                                              f"generation {served.generation}")
+                                              f"generation {served.generation}{NOT_THERE_NOW}")
         return info, text
 
     @router.get("/documents/{document_id:anypath}", response_class=HTMLResponse,

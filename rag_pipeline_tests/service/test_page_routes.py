@@ -268,8 +268,13 @@ def test_the_original_is_served_and_html_never_runs_as_this_site(client: TestCli
     page = client.get("/originals/visitors.html")
     assert page.headers["content-disposition"] == 'attachment; filename="visitors.html"'
     assert page.headers["content-security-policy"] == "sandbox"
+    # Found by a daily user: an old link to a renamed or unreadable document said only that
+    # the generation holds none; it says what happened to such links and where to look.
     assert client.get("/originals/broken.pdf").json() == {
-        "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"}
+        "error": f"no document \"broken.pdf\" in generation {client.get('/status').json()['generation']}"
+                 " (a link an answer gave leads here when its document was renamed, deleted or could not "
+                 "be read when the index was built again: ask the question again; /status/documents "
+                 "lists the documents that could not be read)"}
 
 
 def test_an_original_is_sent_from_a_spool_file_holding_no_reference_to_its_bytes():
