@@ -1440,25 +1440,32 @@ def _outline_sections(entries: Sequence[OutlineEntry], block_spans: Sequence[tup
 def _font_sections(block_spans: Sequence[tuple[int, int, _Block]], text_length: int,
                    title: str) -> list[Section]:
     """One section per heading block, from the end of its heading to the next heading. A
-    heading with nothing under it before a heading set as large or larger (or the end) is no
-    section's heading: its words stay in the section before, where a chunk holds them (a
-    section with nothing in it is no section, and its heading would be in no chunk). One
-    followed by a smaller heading heads a part ("2 Usage" over "2.1 Tables") and stays one."""
-    headings = [(start, end, block) for start, end, block in block_spans if block.kind is BlockKind.HEADING]
+    heading with nothing under it:
+
+    - over a heading of its size is one heading with it ("Chapter 3" over "Installation", two
+      options that share one description);
+    - over a smaller heading heads a part ("2 Usage" over "2.1 Tables") and stays one;
+    - over a larger heading, or at the end, is no section's heading: its words stay in the
+      section before, where a chunk holds them (a section with nothing in it is no section,
+      and its heading would be in no chunk)."""
     starts = [start for start, _, _ in block_spans]
-    kept: list[tuple[int, int, _Block]] = []
-    for start, end, block in reversed(headings):
+    kept: list[tuple[int, int, _Block, str]] = []  # start, end, block, the heading's words
+    for start, end, block in reversed([span for span in block_spans
+                                       if span[2].kind is BlockKind.HEADING]):
+        words = " ".join("".join(piece for _, piece in block.pieces).split())
         following = kept[-1] if kept else None
-        under = bisect_left(starts, end) < bisect_left(starts, following[0] if following else text_length)
-        if under or (following is not None and following[2].lines[0].size < block.lines[0].size):
-            kept.append((start, end, block))
+        if bisect_left(starts, end) < bisect_left(starts, following[0] if following else text_length):
+            kept.append((start, end, block, words))  # a block under it
+        elif following is not None and round(following[2].lines[0].size) == round(block.lines[0].size):
+            kept[-1] = (start, following[1], following[2], f"{words} {following[3]}")
+        elif following is not None and round(following[2].lines[0].size) < round(block.lines[0].size):
+            kept.append((start, end, block, words))
     headings = kept[::-1]
-    sizes = sorted({round(block.lines[0].size) for _, _, block in headings}, reverse=True)
+    sizes = sorted({round(block.lines[0].size) for _, _, block, _ in headings}, reverse=True)
     sections = [Section(title, 0, headings[0][0] if headings else text_length, 1)]
-    for i, (_, end, block) in enumerate(headings):
+    for i, (_, end, block, words) in enumerate(headings):
         next_start = headings[i + 1][0] if i + 1 < len(headings) else text_length
-        heading = " ".join("".join(piece for _, piece in block.pieces).split())
-        sections.append(Section(heading, end, next_start, sizes.index(round(block.lines[0].size)) + 1))
+        sections.append(Section(words, end, next_start, sizes.index(round(block.lines[0].size)) + 1))
     return sections
 
 
@@ -1514,11 +1521,13 @@ def _title(metadata_title: str, blocks: Sequence[_Block], stem: str, body_size: 
 
 
 def _scans_in_body_type(pages: Sequence[PageText]) -> Sequence[PageText]:
-    """``pages`` with each scanned (OCR) page's type sizes scaled so that its median line is
-    set in the body type of the pages with a text layer (the size most of their characters are
-    set in). An OCR line's size is its height in the scan, at whatever scale the page was
-    scanned or placed: beside text pages, a scan's body lines would read as headings (or its
-    headings as body). Unchanged when every page is of one kind."""
+    """``pages`` with each scanned (OCR) page whose median line would read as a heading beside
+    the pages with a text layer scaled so that its median line is set in their body type (the
+    size most of their characters are set in). An OCR line's size is its height in the scan,
+    at whatever scale the page was scanned or placed: a scan placed larger read its body lines
+    as headings, with nothing under them. A scan whose lines read as body already is left as
+    read: its median may be a table's smaller rows, and scaled to it, its paragraphs would be
+    headings. Unchanged when every page is of one kind."""
     sizes: Counter[float] = Counter()
     for page in pages:
         if page.source is PageSource.TEXT:
@@ -1529,10 +1538,10 @@ def _scans_in_body_type(pages: Sequence[PageText]) -> Sequence[PageText]:
     body = sizes.most_common(1)[0][0]
     scaled = []
     for page in pages:
-        if page.source is PageSource.OCR and page.runs:
-            factor = body / statistics.median(run.size for run in page.runs)
+        median = statistics.median(run.size for run in page.runs) if page.runs else body
+        if page.source is PageSource.OCR and median >= body * HEADING_SIZE_RATIO:
             page = dataclasses.replace(page, runs=tuple(
-                dataclasses.replace(run, size=run.size * factor) for run in page.runs))
+                dataclasses.replace(run, size=run.size * body / median) for run in page.runs))
         scaled.append(page)
     return scaled
 

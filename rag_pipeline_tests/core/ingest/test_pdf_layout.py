@@ -872,23 +872,39 @@ def test_a_scanned_pages_lines_are_read_in_the_text_pages_body_type():
     headed = dataclasses.replace(scan, runs=(run(1, "Appendix", 50, 70, size=19), *scan.runs))
     layout = lay_out([text_page, headed], (), "", "incident")
     assert [s.title for s in layout.sections] == ["Incident report", "Appendix"]
+    # A scan already in body type is read as it is, though its median line is a table's
+    # smaller row (found by a check of the change: its paragraphs read as headings).
+    report = [run(0, f"Line {n} of the report says what the gateway did that day.", 50, 130 + 16 * n,
+                  size=12) for n in range(8)]
+    table = [run(1, f"ST-0{n} 1.5 15 NTU ST-1{n} 3.0 18", 50, 150 + 14 * n, size=9) for n in range(6)]
+    mixed = PageText(1, 600, 800, (run(1, "The samples were kept cold until the lab.", 50, 100, size=12),
+                                   *table, run(1, "River turbidity rose after the storm.", 50, 300, size=12)),
+                     PageSource.OCR, 90.0)
+    layout = lay_out([dataclasses.replace(text_page, runs=(*text_page.runs, *report)), mixed], (), "",
+                     "incident")
+    assert [s.title for s in layout.sections] == ["Incident report"]
+    assert "River turbidity rose after the storm." in _covered(layout)
     # Every page scanned: the sizes are the scan's own, as before.
     alone = lay_out([headed], (), "", "incident")
     assert [s.title for s in alone.sections] == ["Appendix"]
 
 
-def test_a_heading_with_nothing_under_it_stays_in_the_section_before():
+def test_a_heading_with_nothing_under_it_joins_the_next_of_its_size_or_stays_in_the_section_before():
     # Found by an analyst: a heading followed by one as large, and a last line in large type,
     # were headings of empty sections (dropped), and their words were in no chunk.
     lines = [("Guide", 18), ("Install it with the package manager of your system.", 10),
-             ("Notes", 14), ("Limits", 14), ("Files over a gigabyte are read in parts.", 10),
-             ("Appendix", 18), ("Index", 14), ("Contact the team on the channel.", 10),
-             ("Thank you for reading", 14)]
+             ("Chapter 3", 14), ("Limits", 14), ("Files over a gigabyte are read in parts.", 10),
+             ("See also", 14), ("Appendix", 18), ("Index", 14),
+             ("Contact the team on the channel.", 10), ("Thank you for reading", 14)]
     layout = lay_out([page(0, *[run(0, text, 50, 60 + 30 * n, size=size)
                                for n, (text, size) in enumerate(lines)])], (), "", "guide")
-    assert [(s.title, s.level) for s in layout.sections] == [("Guide", 1), ("Limits", 2), ("Index", 2)]
+    # Two headings of one size, nothing between: one heading (found by a check of the change
+    # on bash.pdf: "--init-file file" over "--rcfile file", one description for both).
+    assert [(s.title, s.level) for s in layout.sections] == [
+        ("Guide", 1), ("Chapter 3 Limits", 2), ("Index", 2)]
+    # Before a larger heading, or at the end: the section before's words.
     assert _covered(layout).split() == (
-        "Install it with the package manager of your system. Notes Files over a gigabyte are "
-        "read in parts. Contact the team on the channel. Thank you for reading").split()
+        "Install it with the package manager of your system. Files over a gigabyte are read in "
+        "parts. See also Contact the team on the channel. Thank you for reading").split()
     # "Appendix" over the smaller "Index" heads a part, as before (a section of its own, with
     # nothing in it, and so in no chunk).
