@@ -103,14 +103,15 @@ def _published_id(invocation: Invocation, chunker: str, model_key: str) -> str |
     local folder without the table libraries (an answer a serve gave imports none), from an
     object store through the warehouse."""
     from rag_pipeline.core.storage.generation_pointer import local_published_id
+    from rag_pipeline.core.storage.location import local_folder, object_store
 
     location = invocation.tables_at
-    if "://" in location and not location.startswith("file://"):
+    if object_store(location):
         from rag_pipeline.core.index.generations import current_generation
 
         generation = current_generation(invocation.warehouse, chunker, model_key)
         return generation.id if generation is not None else None
-    return local_published_id(Path(location.removeprefix("file://")), chunker, model_key)
+    return local_published_id(local_folder(location), chunker, model_key)
 
 
 def principal_groups(groups: str | None, config: ProjectConfig) -> frozenset[str] | None:

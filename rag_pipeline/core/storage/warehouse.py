@@ -34,7 +34,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from rag_pipeline.core.storage.full_disk import naming_a_full_disk
-from rag_pipeline.core.storage.location import warehouse_location
+from rag_pipeline.core.storage.location import local_folder, object_store, warehouse_location
 from rag_pipeline.core.text.arguments import InvalidArgumentError
 
 POINTER_FILE = "_latest.json"
@@ -118,10 +118,6 @@ def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _is_uri(location: str) -> bool:
-    return "://" in location and not location.startswith("file://")
-
-
 def open_to_every_user(data_dir: Path) -> str | None:
     """A warning when every local user may read the data folder (its mode lets others enter
     it, and the tables in it, at names anyone can guess, are written readable): its tables
@@ -146,12 +142,12 @@ class Warehouse:
     def __init__(self, data_dir: Path, location: str | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.location = warehouse_location(self.data_dir, location)
-        if _is_uri(self.location):
+        if object_store(self.location):
             self.fs, root = pafs.FileSystem.from_uri(self.location)
             self.local = False
         else:
             self.fs = pafs.LocalFileSystem()
-            root = str(Path(self.location.removeprefix("file://")).absolute())
+            root = str(local_folder(self.location).absolute())
             self.local = True
         self.root = root.rstrip("/")
         self.db_path = self.data_dir / "rag.duckdb"
