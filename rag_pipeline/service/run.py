@@ -199,15 +199,21 @@ def report_fatal_signals() -> None:
         pass
 
 
-def record_service(data_dir: Path, record: ServeRecord, echo: Callable[[str], None]) -> bool:
-    """Writes the record ``ask`` finds this service by; on a data folder it cannot write (a
-    read-only mount) says so and serves all the same. Whether it was written."""
+def record_service(data_dir: Path, record: ServeRecord, echo: Callable[[str], None],
+                   earlier: ServeRecord | None = None) -> bool:
+    """Writes the record ``ask`` finds this service by, saying so when it replaces the record
+    of another running serve (``earlier``); on a data folder it cannot write (a read-only
+    mount) says so and serves all the same. Whether it was written."""
     try:
         write_serve_record(data_dir, record)
     except OSError as exc:
         echo(f"warning: cannot write {SERVE_RECORD} in {data_dir} ({exc.strerror or exc}): "
              "`ask` on this data folder answers in its own process, not through this service")
         return False
+    if earlier is not None and earlier.pid != record.pid:
+        echo(f"note: another serve runs on this data folder (pid {earlier.pid}, "
+             f"{earlier.url('/')}): `ask` sends its questions to this one until it stops, then "
+             "to that one again")
     return True
 
 
@@ -276,7 +282,7 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             earlier = read_serve_record(warehouse.data_dir)
             record_service(warehouse.data_dir, ServeRecord(
                 host, port, os.getpid(), settings.chunker, settings.model_key,
-                service.settings.ask.base_url, warehouse.location, secret), echo)
+                service.settings.ask.base_url, warehouse.location, secret), echo, earlier)
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

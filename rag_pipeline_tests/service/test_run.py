@@ -174,3 +174,9 @@ def test_serve_on_a_data_folder_it_cannot_write_says_so_and_serves(
     monkeypatch.undo()
     assert run.record_service(tmp_path, record, said.append) is True
     assert read_serve_record(tmp_path) == record and len(said) == 1
+    # Found by a daily user: a second serve of the folder took `ask`'s questions silently.
+    second = ServeRecord("127.0.0.1", 8001, os.getppid(), "header", "m@0000abcd")
+    assert run.record_service(tmp_path, second, said.append, earlier=record) is True
+    assert said[1:] == [f"note: another serve runs on this data folder (pid {os.getpid()}, "
+                        "http://127.0.0.1:8000/): `ask` sends its questions to this one until it "
+                        "stops, then to that one again"]
