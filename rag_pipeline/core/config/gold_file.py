@@ -16,6 +16,7 @@ scored (needle validation, the queries, the corpus check) is
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -141,13 +142,36 @@ def load_gold_set(path: Path) -> GoldSet:
                                        for r in rows))
 
 
+def _asked(text: str) -> str:
+    """What makes two questions one: their words, white space and case aside."""
+    return " ".join(text.split()).casefold()
+
+
 def _refuse_repeats(path: Path, texts: list[tuple[int, str]], what: str, why: str = "") -> None:
-    """Refuses a ``what`` (a question, a query) that an earlier line asks already (white space
-    and case aside), naming both lines."""
+    """Refuses a ``what`` (a question, a query) that an earlier line asks already
+    (:func:`_asked`), naming both lines."""
     asked: dict[str, int] = {}
     for number, text in texts:
-        if (first := asked.setdefault(" ".join(text.split()).casefold(), number)) != number:
+        if (first := asked.setdefault(_asked(text), number)) != number:
             raise GoldFormatError(f"{path}:{number}: the same {what} as line {first}{why}")
+
+
+def check_apart(gold: GoldSet, ood: Sequence[OodLine], ood_path: Path) -> None:
+    """Refuses an out-of-domain question that is a gold line's question or ticket
+    (:func:`_asked`): it cannot be both answered from the documents and not.
+
+    Raises:
+        GoldFormatError: naming the out-of-domain line and the gold line.
+    """
+    asked = {}
+    for line in gold.lines:
+        for text in (line.question, line.ticket):
+            asked.setdefault(_asked(text), line.id)
+    for line in ood:
+        if (gold_id := asked.get(_asked(line.query))) is not None:
+            raise GoldFormatError(f"{ood_path}: out-of-domain question {line.id!r} is asked by gold "
+                                  f"line {gold_id!r} of {gold.path}: a question cannot be both "
+                                  "answered from the documents and not")
 
 
 def load_gold(path: Path) -> list[GoldLine]:

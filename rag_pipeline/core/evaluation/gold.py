@@ -25,7 +25,7 @@ from rag_pipeline.core.config.gold_file import (
     GoldFormatError,
     GoldLine,
     GoldSet,
-    OodLine,
+    check_apart,
     load_gold_set,
     load_ood_if_any,
 )
@@ -102,24 +102,6 @@ def check_corpus(gold: GoldSet, document_ids: Iterable[str]) -> None:
             f"documents (first: {missing[0]!r}) are not in the index; nothing to score. If the "
             "set is this corpus's, correct those ids in its first line (or index the documents); "
             "else write one with `rag-pipeline gold draft`, then `rag-pipeline eval --gold FILE`")
-
-
-def check_apart(gold: GoldSet, ood: Sequence[OodLine], ood_path: Path) -> None:
-    """Refuses an out-of-domain question that is a gold line's question or ticket: it cannot be
-    both answered from the documents and not.
-
-    Raises:
-        GoldFormatError: naming the out-of-domain line and the gold line.
-    """
-    asked = {}
-    for line in gold.lines:
-        for text in (line.question, line.ticket):
-            asked.setdefault(collapse(text).casefold(), line.id)
-    for line in ood:
-        if (gold_id := asked.get(collapse(line.query).casefold())) is not None:
-            raise GoldFormatError(f"{ood_path}: out-of-domain question {line.id!r} is asked by gold "
-                                  f"line {gold_id!r} of {gold.path}: a question cannot be both "
-                                  "answered from the documents and not")
 
 
 def no_gold_set_reason(warehouse: Warehouse, gold_path: Path,

@@ -9,6 +9,7 @@ from pathlib import Path
 from rag_pipeline.core.config.access import AccessPolicy
 from rag_pipeline.core.config.gold_file import (
     GoldLine,
+    check_apart,
     eval_set_inputs,
     load_gold_set,
     load_ood_if_any,
@@ -19,7 +20,6 @@ from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER, candidate
 from rag_pipeline.core.evaluation.evaluate import EvalReport, evaluate
 from rag_pipeline.core.evaluation.gold import (
     NoGoldSetError,
-    check_apart,
     check_corpus,
     collapse,
     validate_gold,

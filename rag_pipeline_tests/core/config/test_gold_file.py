@@ -11,8 +11,10 @@ import pytest
 from rag_pipeline.core.config.gold_file import (
     GoldFormatError,
     GoldLine,
+    GoldSet,
     OodKind,
     OodLine,
+    check_apart,
     load_gold,
     load_gold_set,
     load_ood,
@@ -208,3 +210,16 @@ def test_an_empty_out_of_domain_file_is_noted_as_a_missing_one_is(tmp_path: Path
         f"no out-of-domain questions ({tmp_path / 'x.jsonl'} does not exist): ")
     empty.write_text(json.dumps({"id": "o1", "query": "q", "kind": "off"}) + "\n", encoding="utf-8")
     assert no_ood_note(empty) is None
+
+
+def test_an_out_of_domain_question_a_gold_line_asks_is_refused(tmp_path: Path):
+    # Found by a team lead: the same question stood in both files, so it was scored both as
+    # answerable and as one to refuse.
+    gold = GoldSet(tmp_path / "gold.jsonl", None,
+                   (GoldLine("g1", "n", "Where is the VPN guide?", "vpn broken??"),))
+    check_apart(gold, [OodLine("o1", "What is for lunch?", OodKind.OFF)], tmp_path / "ood.jsonl")
+    with pytest.raises(GoldFormatError) as raised:
+        check_apart(gold, [OodLine("o2", "VPN  broken??", OodKind.NEAR)], tmp_path / "ood.jsonl")
+    assert str(raised.value) == (
+        f"{tmp_path / 'ood.jsonl'}: out-of-domain question 'o2' is asked by gold line 'g1' of "
+        f"{tmp_path / 'gold.jsonl'}: a question cannot be both answered from the documents and not")

@@ -350,19 +350,3 @@ def test_an_html_or_manual_page_heading_is_a_heading_for_the_gold_check_and_the_
     assert {n.needle for n in draft_needles(texts, 10, sections=sections)} == {
         "Each user belongs to one primary group and to any number of others.",
         "The tool reads its input in blocks of a megabyte and never holds more."}
-
-
-def test_an_out_of_domain_question_a_gold_line_asks_is_refused(tmp_path: Path):
-    # Found by a team lead: the same question stood in both files, so it was scored both as
-    # answerable and as one to refuse.
-    from rag_pipeline.core.config.gold_file import GoldFormatError, GoldLine, GoldSet, OodKind, OodLine
-    from rag_pipeline.core.evaluation.gold import check_apart
-
-    gold = GoldSet(tmp_path / "gold.jsonl", None,
-                   (GoldLine("g1", "n", "Where is the VPN guide?", "vpn broken??"),))
-    check_apart(gold, [OodLine("o1", "What is for lunch?", OodKind.OFF)], tmp_path / "ood.jsonl")
-    with pytest.raises(GoldFormatError) as raised:
-        check_apart(gold, [OodLine("o2", "VPN  broken??", OodKind.NEAR)], tmp_path / "ood.jsonl")
-    assert str(raised.value) == (
-        f"{tmp_path / 'ood.jsonl'}: out-of-domain question 'o2' is asked by gold line 'g1' of "
-        f"{tmp_path / 'gold.jsonl'}: a question cannot be both answered from the documents and not")
