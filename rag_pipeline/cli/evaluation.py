@@ -24,9 +24,6 @@ from rag_pipeline.cli.edge import (
 from rag_pipeline.cli.gold import corpus_texts
 from rag_pipeline.core.text.arguments import listed
 
-GOLD_ERRORS_SHOWN = 20
-"""Gold-set errors printed one a line; past them, how many more."""
-
 if TYPE_CHECKING:
     from rag_pipeline.core.embedding.models import ModelSpec
     from rag_pipeline.core.evaluation.beir import BeirReport
@@ -272,6 +269,7 @@ def _print_beir(report: BeirReport, spec: ModelSpec, as_json: bool) -> None:
 def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
     import json
 
+    from rag_pipeline.core.evaluation.gold import GOLD_ERRORS_LISTED
     from rag_pipeline.core.evaluation.tables import (
         gate_cv_markdown,
         paired_markdown,
@@ -285,10 +283,10 @@ def _print_eval(report: EvalReport, spec: ModelSpec, as_json: bool) -> None:
         return
     echo(f"{report.queries} in-domain queries, {report.ood_queries} out-of-domain, "
                f"{len(report.gold_errors)} gold-set errors, model {spec.key}")
-    for error in report.gold_errors[:GOLD_ERRORS_SHOWN]:
+    for error in report.gold_errors[:GOLD_ERRORS_LISTED]:
         echo(f"  gold-set error {error.line_id}: {error.reason}")
-    if len(report.gold_errors) > GOLD_ERRORS_SHOWN:
-        echo(f"  ... and {len(report.gold_errors) - GOLD_ERRORS_SHOWN:,} more gold-set errors "
+    if len(report.gold_errors) > GOLD_ERRORS_LISTED:
+        echo(f"  ... and {len(report.gold_errors) - GOLD_ERRORS_LISTED:,} more gold-set errors "
              "(--json lists them all)")
     echo("\n" + summary_markdown(report))
     for chunker, ids in report.destroyed.items():

@@ -67,6 +67,11 @@ class GoldError:
     reason: str
 
 
+GOLD_ERRORS_LISTED = 20
+"""Gold-set errors an evaluation prints or logs one a line; past them, how many more (the
+``eval_gold_errors`` table and ``eval --json`` hold them all)."""
+
+
 class NoGoldSetError(Exception):
     """No gold set was written for the indexed corpus: there is nothing to score."""
 

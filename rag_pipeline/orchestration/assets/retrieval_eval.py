@@ -18,9 +18,6 @@ from rag_pipeline.orchestration.resources import EvalSets, IndexStorage, ReportS
 
 __all__ = ["EVAL_TABLES", "build_retrieval_eval_asset"]
 
-GOLD_ERRORS_LOGGED = 20
-"""Gold-set errors logged one a line; past them, how many more (the table holds them all)."""
-
 
 def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
     by_key = {m.key: m for m in build.models}
@@ -58,6 +55,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         # Imported here, not with the code location: the evaluation's imports (the retrievers,
         # the report) would otherwise be paid by every run worker of every job at its start.
         from rag_pipeline.core.config.gold_file import no_ood_note
+        from rag_pipeline.core.evaluation.gold import GOLD_ERRORS_LISTED
         from rag_pipeline.core.evaluation.report import (
             HeadlineRow,
             headline_rows,
@@ -89,10 +87,10 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         stored = write_report_tables(warehouse, report, spec.key)
         written = {name: version for name, (version, _) in stored.items()}
         tables = {name: table for name, (_, table) in stored.items()}
-        for error in report.gold_errors[:GOLD_ERRORS_LOGGED]:
+        for error in report.gold_errors[:GOLD_ERRORS_LISTED]:
             context.log.warning(f"gold-set error {error.line_id}: {error.reason}")
-        if len(report.gold_errors) > GOLD_ERRORS_LOGGED:
-            context.log.warning(f"... and {len(report.gold_errors) - GOLD_ERRORS_LOGGED:,} more "
+        if len(report.gold_errors) > GOLD_ERRORS_LISTED:
+            context.log.warning(f"... and {len(report.gold_errors) - GOLD_ERRORS_LISTED:,} more "
                                 "gold-set errors: the eval_gold_errors table lists them all")
         png = sweep_chart_png(report.sweep, report.recommended_cut,
                               f"Refusal sweep, header x hybrid, {spec.key}")
