@@ -1528,14 +1528,10 @@ def _scans_in_body_type(pages: Sequence[PageText]) -> Sequence[PageText]:
     as headings, with nothing under them. A scan whose lines read as body already is left as
     read: its median may be a table's smaller rows, and scaled to it, its paragraphs would be
     headings. Unchanged when every page is of one kind."""
-    sizes: Counter[float] = Counter()
-    for page in pages:
-        if page.source is PageSource.TEXT:
-            for run in page.runs:
-                sizes[round(run.size)] += len(run.text)
-    if not sizes or all(page.source is PageSource.TEXT for page in pages):
+    text_pages = [page for page in pages if page.source is PageSource.TEXT]
+    if len(text_pages) == len(pages) or not any(page.runs for page in text_pages):
         return pages
-    body = sizes.most_common(1)[0][0]
+    body = _body_size(text_pages, Counter())
     scaled = []
     for page in pages:
         median = statistics.median(run.size for run in page.runs) if page.runs else body
