@@ -140,6 +140,12 @@ def _directive_words(name: str, arguments: str, options: dict[str, str], content
     return " ".join(part for part in (options.get("caption", ""), shown, words) if part)
 
 
+def _message_words(message: nodes.Node) -> str:
+    """The words of a docutils report: its directive's (:func:`_directive_words`), else none."""
+    directive = _unknown_directive(message)
+    return _directive_words(*directive) if directive is not None else ""
+
+
 def _version_note(name: str, version: str, words: str) -> str:
     """A version directive as Sphinx words it: ``New in version 3.5: <words>``, or
     ``New in version 3.5.`` without words."""
@@ -181,15 +187,12 @@ def _own_text(node: nodes.Node) -> str:
     from docutils import nodes as n
 
     if isinstance(node, n.system_message):
-        directive = _unknown_directive(node)
-        return _directive_words(*directive) if directive is not None else ""
+        return _message_words(node)
     if next(iter(node.findall(n.system_message)), None) is None:
         return node.astext()
     node = node.deepcopy()
     for message in list(node.findall(n.system_message)):
-        directive = _unknown_directive(message)
-        words = _directive_words(*directive) if directive is not None else ""
-        if words:
+        if words := _message_words(message):
             message.parent.replace(message, n.paragraph(words, f" {words} "))
         else:
             message.parent.remove(message)
