@@ -149,8 +149,9 @@ class RecentAnswers:
     sources another group was shown, and never telling one person whether another asked."""
 
     def __init__(self, size: int = RECENT_ANSWERS) -> None:
+        # Two keys an answer: its question alone (the last answer to it) and with its generation.
         self._answers: Recent[tuple[str, frozenset[str] | None, str, str | None],
-                              tuple[str, tuple[tuple[str, str], ...]]] = Recent(size)
+                              tuple[str, tuple[tuple[str, str], ...]]] = Recent(2 * size)
 
     def remember(self, body: dict[str, Any], groups: frozenset[str] | None = None,
                  asker: str = "") -> None:
@@ -467,7 +468,7 @@ def page_router(service: Any) -> APIRouter:
                asker: str) -> JSONResponse:
         seen = recent.get(verdict.question, groups, asker, verdict.generation)
         if seen is None and verdict.generation is not None and (
-                verdict.generation != service.served_index().generation):
+                verdict.generation != service.follower.current.generation):
             # An answer of an earlier generation, no longer among the recent ones: what it
             # showed is not known, and the answer now would be another's.
             seen = (verdict.generation, ())

@@ -96,8 +96,9 @@ class FeedbackStoredBody(_Body):
     """A verdict stored in the `feedback` table."""
 
     stored: bool = Field(description="Always true: an error is an error body.")
-    generation: str = Field(description="The generation the asker's last answer to this "
-                                        "question came from.")
+    generation: str = Field(description="The generation of the answer judged: the one the "
+                                        "request named, else the asker's last answer to this "
+                                        "question.")
     sources: list[str] = Field(description="The sources that answer showed (`document_id` then "
                                            "the fragment).")
     at: str = Field(description="When it was stored (ISO 8601, UTC).")

@@ -752,6 +752,15 @@ def test_what_an_answer_showed_is_remembered_per_person_not_per_group():
     assert recent.get("is the office closing", staff, "carol", "g3") is None
 
 
+def test_recent_answers_keeps_as_many_answers_as_its_size():
+    # Each answer is kept under two keys (its question, and its question with its generation):
+    # the cache holds both for its size's worth of answers.
+    recent = RecentAnswers(size=2)
+    for question in ("q1", "q2"):
+        recent.remember({"question": question, "generation": "g1", "citations": []})
+    assert [recent.get(q, generation=g) for q in ("q1", "q2") for g in (None, "g1")] == [("g1", ())] * 4
+
+
 def test_a_process_leaving_right_after_feedback_exits_cleanly(tmp_path: Path):
     """The refresh of rag.duckdb after a verdict ran on a daemon thread: a process (a `serve`
     stopped) leaving while it wrote aborted with SIGABRT ("terminate called ...")."""
