@@ -14,7 +14,8 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.orchestration.automation import CHUNKS_JOB, DOCUMENTS_JOB, EMBEDDINGS_JOB, EVAL_JOB
-from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error
+from rag_pipeline.orchestration.index_runs import IndexRunFailed, first_error
+from rag_pipeline.orchestration.run_tags import PID_TAG
 
 
 @dataclass

@@ -25,7 +25,7 @@ import pytest
 from rag_pipeline.core.config.init_file import reference_config
 from rag_pipeline.core.runtime.processes import group_members
 from rag_pipeline.orchestration.index_launch import ACTIVE, MODEL_PARTITION_TAG, run_worker_pid
-from rag_pipeline.orchestration.index_runs import PID_TAG
+from rag_pipeline.orchestration.run_tags import PID_TAG
 from rag_pipeline.project_paths import PROJECT_ROOT
 from rag_pipeline_tests.conftest import DagsterProject, processes_on_home
 

@@ -236,7 +236,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             from rag_pipeline.core.evaluation.gold import no_gold_set_reason
             from rag_pipeline.core.index.model_inventory import inventory
             from rag_pipeline.core.index.plan import index_plan
-            from rag_pipeline.core.index.status import row_counts
+            from rag_pipeline.core.index.status import reading_unserved, row_counts
             from rag_pipeline.core.runtime.processes import daemon_pids
             from rag_pipeline.definitions import definitions_from_environment
             from rag_pipeline.orchestration.index_guard import guard
@@ -255,6 +255,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
             defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
+            unserved = reading_unserved(warehouse)
             latch.checkpoint()
             knobs = {name: True for name, given in (
                 ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
@@ -301,7 +302,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     reports = run_index_locally(runs, lambda: index_plan(
                         warehouse, chunkers, models, evaluate(), build.rules, eval_sets()),
                         run_config, build.models)
-            read_before = _read_before(instance, reports)
+            read_before = _read_before(instance, reports, unserved)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings
                 from rag_pipeline.orchestration.index_timings import index_timings
@@ -345,21 +346,22 @@ def _documents_run(reports) -> str | None:
                 None)
 
 
-def _read_before(instance, reports):
-    """The sensor's or schedule's documents run that had already read the corpus as this
-    command's documents run found it (:func:`~rag_pipeline.orchestration.corpus_watch.
-    earlier_reading`), or None."""
+def _read_before(instance, reports, unserved: bool):
+    """The earlier documents run that had already read the corpus as this command's documents
+    run found it, and that no index served or that the daemon's sensor or the schedule ran
+    (:func:`~rag_pipeline.orchestration.corpus_watch.earlier_reading`; ``unserved``: the last
+    reading before this command was in no served generation), or None."""
     from rag_pipeline.orchestration.corpus_watch import earlier_reading
 
     run_id = _documents_run(reports)
-    return earlier_reading(instance, run_id) if run_id is not None else None
+    return earlier_reading(instance, run_id, unserved) if run_id is not None else None
 
 
 def _echo_reconciliation(reconciled, reports, read_before=None) -> None:
     """What this command's documents run found in the corpus (``reconciled``: the last
     reconciliation and when), on one line (its counts; the ids are in ``status`` and the
-    ``reconciliation`` table), and the run that had already indexed the corpus as it is when
-    this one found nothing changed (``read_before``)."""
+    ``reconciliation`` table), and the run that had already read the corpus as it is when
+    this one found nothing changed (``read_before``), saying so when no index had served it."""
     from rag_pipeline.core.ingest.reconcile import counts_summary
 
     if reconciled is None or _documents_run(reports) is None:
@@ -367,8 +369,12 @@ def _echo_reconciliation(reconciled, reports, read_before=None) -> None:
     echo(f"documents: {reconciled[0].summary()}")
     if read_before is not None:
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(read_before.ended_at))
-        echo(f"  ({read_before.launched_by}'s documents run {read_before.run_id[:8]} had read the "
-             f"corpus as it is now, at {at}: {counts_summary(read_before.counts)})")
+        run = f"documents run {read_before.run_id[:8]}"
+        who = (f"{read_before.launched_by}'s {run}" if read_before.launched_by
+               else f"{run} (launched by hand)")
+        served = "; no index had served what it read: this one does" if read_before.unserved else ""
+        echo(f"  ({who} had read the corpus as it is now, at {at}: "
+             f"{counts_summary(read_before.counts)}{served})")
 
 
 def _corpus_now(defs) -> str:

@@ -37,12 +37,12 @@ from rag_pipeline.orchestration.automation import (
     EVAL_JOB,
     SENSOR_INTERVAL_SECONDS,
 )
-from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed, first_error, vectors_done
+from rag_pipeline.orchestration.index_runs import IndexRunFailed, first_error, vectors_done
 from rag_pipeline.orchestration.index_worker import RUNS_LOG
+from rag_pipeline.orchestration.run_tags import PID_TAG, REQUEST_TAG
 from rag_pipeline.project_paths import PROJECT_ROOT
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
-REQUEST_TAG = "rag_pipeline/index_request"
 RETRY_TAG = "rag_pipeline/retry"
 HEARTBEAT_MAX_AGE_SECONDS = 45.0
 REAP_SECONDS = 5.0

@@ -1,7 +1,6 @@
 """What a run of the index says: when it fails, :class:`IndexRunFailed` and :func:`first_error`
 (the failed step and its own error, in one line); when an embeddings run succeeds, how many
-vectors it embedded and reused (:func:`vectors_done`); and the tag naming the process that ran
-it.
+vectors it embedded and reused (:func:`vectors_done`).
 ``rag-pipeline index`` launches runs through the code location
 (:mod:`rag_pipeline.orchestration.index_launch`); the tests' in-process runner is
 ``rag_pipeline_tests/index_runs.py``."""
@@ -11,9 +10,6 @@ from __future__ import annotations
 from typing import Protocol
 
 import dagster as dg
-
-PID_TAG = "rag_pipeline/pid"
-"""The process that executes an in-process run, so a killed one can be recognised later."""
 
 
 class IndexRunFailed(Exception):

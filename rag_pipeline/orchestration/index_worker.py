@@ -256,7 +256,7 @@ def load_models(specs: Sequence[ModelSpec]) -> None:
 def serve(requests: Connection, replies: Connection, definitions: str) -> None:
     """Runs each requested run in order and replies with its success, until the requests end
     (``None``, or the command closed its end)."""
-    from rag_pipeline.orchestration.index_runs import PID_TAG
+    from rag_pipeline.orchestration.run_tags import PID_TAG
 
     # The code location first, then the instance: the command opens the instance (on a fresh
     # Dagster home it creates the instance's databases, 1.5 to 2 s) while this loads the

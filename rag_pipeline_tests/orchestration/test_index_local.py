@@ -30,7 +30,7 @@ from rag_pipeline.definitions import definitions_of
 from rag_pipeline.orchestration.automation import DOCUMENTS_JOB
 from rag_pipeline.orchestration.index_launch import RETRY_TAG, run_worker_pid
 from rag_pipeline.orchestration.index_local import LocalRuns, run_index_locally
-from rag_pipeline.orchestration.index_runs import PID_TAG, IndexRunFailed
+from rag_pipeline.orchestration.index_runs import IndexRunFailed
 from rag_pipeline.orchestration.index_worker import (
     INSTANCE_OPEN_LOCK,
     RUNS_LOG,
@@ -38,7 +38,7 @@ from rag_pipeline.orchestration.index_worker import (
     open_instance,
     rotate,
 )
-from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG
+from rag_pipeline.orchestration.run_tags import ATTEMPT_TAG, INPUTS_TAG, PID_TAG
 from rag_pipeline.project_paths import ENV_CORPUS, ENV_DATA_DIR, PROJECT_ROOT
 from rag_pipeline_tests import local_definitions
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus

@@ -17,7 +17,7 @@ from rag_pipeline.core.ingest import REGISTRY, DocumentStatus
 from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
 from rag_pipeline.core.ingest.formats import chunked_format
 from rag_pipeline.core.ingest.reconcile import Change, Reconciliation, report_from_table
-from rag_pipeline.core.storage.table_names import RECONCILIATION
+from rag_pipeline.core.storage.table_names import DOCUMENTS, RECONCILIATION
 from rag_pipeline.core.storage.versions import PIPELINE_VERSION
 from rag_pipeline.core.storage.warehouse import (
     POINTER_FILE,
@@ -113,6 +113,17 @@ def last_reconciliation(warehouse: Warehouse) -> tuple[Reconciliation, str] | No
     """The last documents run's report and when it ran (None before the first run)."""
     table = warehouse.read_or_none(RECONCILIATION)
     return report_from_table(table) if table is not None else None
+
+
+def reading_unserved(warehouse: Warehouse) -> bool:
+    """Whether the last documents run's reading is in no served generation: a ``rag-pipeline
+    index`` stopped after its documents run, or a documents run launched by hand, read changes
+    no index has published yet."""
+    from rag_pipeline.core.index.generations import current_generations
+
+    version = warehouse.version(DOCUMENTS)
+    return version is not None and version.file not in {
+        generation.files.get(DOCUMENTS) for generation in current_generations(warehouse)}
 
 
 def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:

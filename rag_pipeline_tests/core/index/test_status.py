@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ from rag_pipeline.core.index.ann import DensePath
 from rag_pipeline.core.index.builders import document_records, documents_table
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.query_db import publish_query_db
-from rag_pipeline.core.index.status import PartitionStatus, index_status
+from rag_pipeline.core.index.status import PartitionStatus, index_status, reading_unserved
 from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
@@ -207,6 +208,25 @@ def test_documents_newer_than_the_served_generation_are_not_called_chunkless(bui
     publish_query_db(warehouse)
     status = index_status(warehouse)
     assert (status.documents_ok, status.without_chunks) == (5, [])
+
+
+def test_a_reading_no_generation_serves_is_unserved_until_one_does(built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    assert reading_unserved(warehouse) is False
+    records = document_records(warehouse.read("documents"))
+    # An `index` stopped after its documents run: the documents table holds an edit no
+    # generation serves.
+    edited = [dataclasses.replace(records[0], canonical_text="Edited.", content_sha256="e" * 64),
+              *records[1:]]
+    warehouse.write("documents", documents_table(edited))
+    assert reading_unserved(warehouse) is True
+    # The same content read again is the served file: nothing unserved.
+    warehouse.write("documents", documents_table(records))
+    assert reading_unserved(warehouse) is False
+
+
+def test_a_data_folder_never_indexed_has_no_unserved_reading(tmp_path: Path):
+    assert reading_unserved(Warehouse(tmp_path / "data")) is False
 
 
 def test_a_file_name_that_is_not_utf8_is_failed_not_stale(built: BuiltIndex, tmp_path: Path):
