@@ -19,7 +19,10 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
   joined by ``" | "``, a covered (merged-away) cell an empty place so no column shifts,
   blank rows left out, declared as a :class:`~rag_pipeline.core.ingest.extracted.TableSpan`
   (:func:`~rag_pipeline.core.ingest.tables.layout_table`, the first row its header) so a long
-  table keeps its header row in every chunk's embedded text. Cited ``#char=``.
+  table keeps its header row in every chunk's embedded text. A bibliography is read as the
+  document shows it; a table of contents and the other indexes generated from the document's
+  own headings, captions and marked words (with page numbers) are left out, counted
+  (``indexes_left_out``). Cited ``#char=``.
 - **Embedded objects** (ODT and ODP; packages of their own, ``Object 1/content.xml``): a chart
   is a line ``Chart: <its title>`` and its data table (a row per category, a column per
   series, as a PPTX chart's), a spreadsheet a table per sheet, each after the block holding it.
@@ -251,15 +254,26 @@ def _list_lines(element: object, level: int) -> list[str]:
     return lines
 
 
-_HOLDERS = {_q("text", "section"), _q("text", "index-body"), _q("draw", "frame"),
+_HOLDERS = {_q("text", "section"), _q("text", "index-body"), _q("text", "index-title"),
+            _q("draw", "frame"),
             _q("draw", "text-box"), _q("draw", "g")} | {
     _q("draw", shape) for shape in ("custom-shape", "rect", "ellipse", "circle", "polygon",
                                     "regular-polygon", "polyline", "path", "line", "connector",
                                     "caption", "measure")}
-"""Elements whose children are blocks: sections, frames and their text boxes, groups, and the
+"""Elements whose children are blocks: sections, an index's body and title, frames and their
+text boxes, groups, and the
 drawing shapes that hold text directly (ODF 1.3 part 3, 10.3 and 10.4: LibreOffice Impress
 keeps a slide's text in a ``draw:custom-shape`` when it was drawn as a shape, and a page-anchored
 shape is a child of the ODT body)."""
+
+
+_GENERATED_INDEXES = tuple(_q("text", name) for name in (
+    "table-of-content", "alphabetical-index", "illustration-index", "table-index", "object-index",
+    "user-index"))
+"""Indexes a word processor generates from the document's own headings, captions and marked
+words, with their page numbers: left out, counted (``indexes_left_out``). A bibliography is read:
+its entries are in no other place of the text."""
+_BIBLIOGRAPHY = _q("text", "bibliography")
 
 
 def _notes(element: object) -> Iterator[tuple[str, int, list[list[str]] | None]]:
@@ -313,6 +327,10 @@ def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
             yield layout_table(rows, 0)[0], 0, rows
     elif tag in _HOLDERS:
         yield from _blocks(child, objects)
+    elif tag == _BIBLIOGRAPHY:
+        body = child.find("text:index-body", _NS)
+        if body is not None:
+            yield from _blocks(body, objects)
     elif tag in _EMBEDDED:
         yield from _object_blocks(child, objects)
 
@@ -430,11 +448,12 @@ document or an OLE object is not."""
 def left_out_notes(root: object, objects: _Objects) -> tuple[tuple[str, str], ...]:
     """What ``root`` holds and no reader here reads, counted: ``embedded_objects_left_out``
     (:data:`_EMBEDDED` but the charts and spreadsheets of ``objects``, which are read),
-    ``comments_left_out`` and the ``repeats_left_out`` of its tables and the objects', each
-    only when there is one."""
+    ``comments_left_out``, the ``repeats_left_out`` of its tables and the objects', and the
+    :data:`_GENERATED_INDEXES` (``indexes_left_out``), each only when there is one."""
     counts = (("embedded_objects_left_out", sum(1 for embedded in root.iter(*_EMBEDDED)
                                                 if _object_body(embedded, objects) is None)),
               ("comments_left_out", sum(1 for _ in root.iter(*_ANNOTATIONS))),
+              ("indexes_left_out", sum(1 for _ in root.iter(*_GENERATED_INDEXES))),
               ("repeats_left_out", objects.budget.copies_left_out))
     return tuple((name, str(count)) for name, count in counts if count)
 
@@ -514,7 +533,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "9")
+        return Extractor("odt-content-xml", "10")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).

@@ -419,6 +419,38 @@ def test_an_odt_page_anchored_shape_is_read():
     assert extracted.canonical_text == "Draft for the board\n\nMinutes of the meeting.\n"
 
 
+def test_an_odt_table_of_contents_is_counted_left_out_and_its_bibliography_read():
+    document = OpenDocumentText()
+    contents = text.TableOfContent(name="Table of Contents1")
+    body = text.IndexBody()
+    title = text.IndexTitle(name="Table of Contents1_Head")
+    title.addElement(text.P(text="Contents"))
+    body.addElement(title)
+    body.addElement(text.P(text="Installation\t3"))
+    contents.addElement(body)
+    document.text.addElement(contents)
+    document.text.addElement(text.H(outlinelevel=1, text="Installation"))
+    document.text.addElement(text.P(text="Run the installer [KNU97]."))
+    index = text.AlphabeticalIndex(name="Alphabetical Index1")
+    entries = text.IndexBody()
+    entries.addElement(text.P(text="installer, 3"))
+    index.addElement(entries)
+    document.text.addElement(index)
+    bibliography = text.Bibliography(name="Bibliography1")
+    listed = text.IndexBody()
+    heading = text.IndexTitle(name="Bibliography1_Head")
+    heading.addElement(text.P(text="Bibliography"))
+    listed.addElement(heading)
+    listed.addElement(text.P(text="KNU97: Knuth, The Art of Computer Programming, 1997"))
+    bibliography.addElement(listed)
+    document.text.addElement(bibliography)
+    extracted = ODT.extract(saved(document), "guide")
+    assert extracted.canonical_text == (
+        "Installation\n\nRun the installer [KNU97].\n\nBibliography\n\n"
+        "KNU97: Knuth, The Art of Computer Programming, 1997\n")
+    assert dict(extracted.notes)["indexes_left_out"] == "2"
+
+
 def workbook() -> bytes:
     document = OpenDocumentSpreadsheet()
     sheet = table.Table(name="Hours 2024")
