@@ -200,9 +200,8 @@ def _blocks(slide: object, title_shape: object, diagrams: _Diagrams, objects: li
             blocks.extend(_chart_blocks(shape.chart))
             continue
         elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-            lines = ["  " * paragraph.level + " ".join(paragraph.text.split())
-                     for paragraph in shape.text_frame.paragraphs]
-            text = "\n".join(line for line in lines if line.strip())
+            text = "\n".join(line for paragraph in shape.text_frame.paragraphs
+                             for line in _paragraph_lines(paragraph))
         elif (diagram := diagrams.text(slide, shape)) is not None:
             text = diagram
         elif shape.shape_type == MSO_SHAPE_TYPE.PICTURE or _is_picture_placeholder(shape):
@@ -277,6 +276,16 @@ later than this epoch counts: day 1 is 1 January 1900)."""
 _FICTITIOUS_LEAP_DAY = 60
 _LAST_SERIAL_DAY = 2_958_465
 """31 December 9999, the last date a serial number holds."""
+
+
+def _paragraph_lines(paragraph) -> list[str]:
+    """A text frame paragraph's lines: a line break (``a:br``) ends a line, a line's leading
+    spaces and tabs are kept (code on a slide keeps its indentation), the white space after
+    its first word is collapsed to single spaces, and a blank line is left out; each line is
+    indented two spaces per outline level."""
+    indent = "  " * paragraph.level
+    return [indent + line[:len(line) - len(line.lstrip())] + " ".join(line.split())
+            for line in paragraph.text.split("\v") if line.strip()]
 
 
 def _point_text(text: str, number_format: str) -> str:
@@ -404,7 +413,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"11+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"12+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).

@@ -64,6 +64,21 @@ TEXT = ("Quarterly review\n\n"
         "Questions?\n")
 
 
+def test_line_breaks_and_the_indentation_of_code_on_a_slide_are_kept():
+    """Found by a team whose slides show code: a slide's snippet read as one line, its line
+    breaks and indentation gone."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+    box = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(3))
+    box.text_frame.text = "def retry(call):\v    for attempt in  range(3):\v\v        call()  \v"
+    extracted = PPTX.extract(saved(presentation), "talk")
+    assert extracted.canonical_text == ("Slide 1\n\ndef retry(call):\n    for attempt in range(3):\n"
+                                        "        call()\n")
+
+
 def test_slides_become_sections_with_slide_anchors():
     extracted = PPTX.extract(deck(), "review")
     assert extracted.canonical_text == TEXT
