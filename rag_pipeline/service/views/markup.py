@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import View, ViewRequest, letters_of, locate, normalised
-from rag_pipeline.service.views.text import heading_label, text_view
+from rag_pipeline.service.views.text import heading_label, text_view, without_original_view
 
 _TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "caption", "code", "col", "colgroup", "dd", "del",
@@ -278,7 +278,7 @@ def html_view(request: ViewRequest) -> View:
 
     original = request.original
     if original is None:
-        return text_view(request)
+        return without_original_view(request)
 
     def render() -> str:
         soup = parsed_html(original.data)  # as the indexer read it
@@ -353,7 +353,7 @@ def docx_view(request: ViewRequest) -> View:
 
     original = request.original
     if original is None:
-        return text_view(request)
+        return without_original_view(request)
     try:
         # Read within the view: only for a document small enough to render, and once (the
         # sanitised markup is kept).

@@ -41,7 +41,7 @@ from rag_pipeline.service.views.base import (
     occurrences_before,
     path_url,
 )
-from rag_pipeline.service.views.text import text_view
+from rag_pipeline.service.views.text import without_original_view
 
 RENDER_SCALE = 2.0
 """Pixels per point of the page image (144 dpi: sharp on a high-density screen)."""
@@ -319,7 +319,7 @@ def page_view(request: ViewRequest) -> View:
     page links."""
     original = request.original
     if original is None:
-        return text_view(request)
+        return without_original_view(request)
     name = request.info.format
     pages = page_count(original, name)
     cited = page_of(request.info.anchors, request.start) if request.info.anchors else 1

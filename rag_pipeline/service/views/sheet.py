@@ -29,7 +29,7 @@ from rag_pipeline.core.ingest.rows import column_letters, column_number
 from rag_pipeline.core.ingest.sheets import MergedCells
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.service.views.base import View, ViewError, ViewRequest, shown_name
-from rag_pipeline.service.views.text import text_view
+from rag_pipeline.service.views.text import without_original_view
 
 MAX_ROWS = 200
 MAX_COLUMNS = 40
@@ -259,7 +259,7 @@ def sheet_view(request: ViewRequest) -> View:
     reader = SHEET_READERS[request.info.format]
     original = request.original
     if original is None:
-        return text_view(request)
+        return without_original_view(request)
     cited = cited_range(request)
     asked = request.sheet if request.sheet is not None else (cited[0] if cited else None)
     on_cited = cited is not None and cited[0] == asked

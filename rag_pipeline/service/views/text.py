@@ -64,6 +64,14 @@ def place_label(request: ViewRequest) -> str:
             or lines_label(request.text, request.start, request.end))
 
 
+def without_original_view(request: ViewRequest) -> View:
+    """The text view of a document whose own view draws its original file (a page, a sheet,
+    the HTML or DOCX markup) when that file cannot be read now, saying so."""
+    return text_view(request, f"The original file cannot be read now ({request.unreachable}): "
+                              "showing the extracted text." if request.unreachable else
+                              "Shown as its extracted text.")
+
+
 def text_view(request: ViewRequest, note: str = "") -> View:
     """The canonical text, escaped, in a pre-formatted block, ``text[start:end]`` marked (the
     whole document, nothing marked, when no span is quoted), and a heading where each unit
@@ -83,11 +91,5 @@ def text_view(request: ViewRequest, note: str = "") -> View:
         if at == start and at in marks:
             parts.append('<mark id="quote">')
     parts.append(html.escape(text[done:]) + "</pre>")
-    original_gone = request.original is None and request.info.format in ("pdf", "image", "xlsx", "html",
-                                                                         "docx")
-    note = note or ("" if not original_gone else
-                    f"The original file cannot be read now ({request.unreachable}): showing the "
-                    "extracted text." if request.unreachable else
-                    "Shown as its extracted text.")
     label = place_label(request) if request.quoted else "the whole document"
     return View(label, "".join(parts), "text", note)

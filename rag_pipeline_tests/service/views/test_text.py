@@ -8,6 +8,7 @@ import json
 
 from rag_pipeline.core.index.store import DocumentInfo
 from rag_pipeline.core.ingest import format_named
+from rag_pipeline.service.views import VIEWS
 from rag_pipeline.service.views.base import ViewRequest
 from rag_pipeline.service.views.text import text_view, unit_label
 
@@ -86,7 +87,20 @@ def test_a_view_whose_original_is_gone_says_it_once():
     request = _request("gone.html", "html", b"<h1>Leave</h1><p>Ask two weeks ahead.</p>",
                        "Ask two weeks ahead.")
     assert request.original is None  # /nowhere/gone.html
-    assert text_view(request).note == "Shown as its extracted text."
+    assert VIEWS["html"](request).note == "Shown as its extracted text."
+
+
+def test_every_view_drawing_its_original_says_when_it_shows_the_text_instead():
+    """Found by a newcomer reading the views: a workbook's view fell back to the text without
+    a word for ODS (the formats were listed by hand, ODS forgotten), as it said for XLSX."""
+    text = "Budget\n\nItem: Tea | Cost: 2.5\n"
+    noted = {}
+    for name in ("pdf", "image", "html", "docx", "xlsx", "ods", "markdown", "text", "pptx"):
+        info = DocumentInfo(f"budget.{name}", "Budget", f"/nowhere/budget.{name}", name, ())
+        noted[name] = VIEWS.get(name, text_view)(ViewRequest(info, text, 8, 31)).note
+    assert noted == {**dict.fromkeys(("pdf", "image", "html", "docx", "xlsx", "ods"),
+                                     "Shown as its extracted text."),
+                     **dict.fromkeys(("markdown", "text", "pptx"), "")}
 
 
 
