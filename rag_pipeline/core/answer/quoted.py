@@ -19,7 +19,7 @@ with another mark (``Tier C``, ``Phase 3``) is dropped then; an item of a list u
 named by the word names the mark leading it (``3 The rollback failed.`` under EXIT STATUS, for
 "what does exit status 3 mean"). A letter is a stopword or too short
 for the terms, and the rows of one table are as close to the question as each other, so without
-this a row of ``Tier C`` was quoted for ``Tier A`` (found by a new team).
+this a row of ``Tier C`` could be quoted for ``Tier A``.
 
 A question naming a code (``INC-2026-038``, ``WH-0452``: :mod:`rag_pipeline.core.retrieval.
 identifiers`) is answered, the same way, from the paragraphs and table rows holding it when any

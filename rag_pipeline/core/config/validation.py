@@ -11,7 +11,6 @@ every stage, and the partition-value check beside the folders it guards, in
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -32,8 +31,6 @@ __all__ = [
     "check_threshold",
 ]
 
-MODEL_NAME = re.compile(r"[A-Za-z0-9._-]+")
-"""``<name>@<fingerprint>``: the name as declared, then 8 lower-case hex digits."""
 
 COSINE_DISTANCE_RANGE = (0.0, 2.0)
 """Cosine distance is ``1 - cos``: 0 for the same direction, 2 for opposite directions."""

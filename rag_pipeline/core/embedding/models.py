@@ -141,7 +141,7 @@ class ModelSpec:
     Attributes:
         name: The model's name, the first half of its key.
         path: The folder of the sentence-transformers model (source weights).
-        fingerprint: 8 hex digits naming the vector space (see :func:`fingerprint_of`).
+        fingerprint: 8 hex digits naming the vector space (see :meth:`Manifest.fingerprint`).
         dimension: Vector size.
         max_tokens: The encoder window in word-pieces, special tokens included.
         backend: The runtime that executes the transformer.
@@ -250,11 +250,6 @@ class Manifest:
 
     def fingerprint(self) -> str:
         return hashlib.sha256(self.text().encode("utf-8")).hexdigest()[:FINGERPRINT_CHARS]
-
-
-def fingerprint_of(manifest: Manifest) -> str:
-    """First 8 hex digits of the sha256 of the manifest's canonical text."""
-    return manifest.fingerprint()
 
 
 def manifest_changes(locked: Manifest, actual: Manifest) -> list[str]:

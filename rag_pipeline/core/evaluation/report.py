@@ -20,7 +20,6 @@ def report_path(data_dir: Path, model_key: str) -> Path:
     ``<data_dir>/eval/runs/<model_key>/report.html``. Raises ``ValueError`` for a string that is
     not a model key (``name@fingerprint``), so no request can name another file."""
     return Path(data_dir) / "eval" / "runs" / str(ModelKey.parse(model_key)) / REPORT_FILE
-HEADLINE_KS = (4, 20)
 
 
 @dataclass(frozen=True)

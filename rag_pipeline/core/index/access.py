@@ -29,8 +29,8 @@ __all__ = ["AccessLabels", "Readable", "labelled", "readable_rows"]
 
 MAX_DOCUMENT_ID_CHARS = 4096
 """Longer than any path a file system opens (Linux's PATH_MAX) or object key (S3: 1,024 bytes):
-a document id asked for past this is no document (a 16 KB name of slashes listed its 8,000
-enclosing names, 128 MB, before any lookup: found by an attack)."""
+a document id asked for past this is no document (a 16 KB name of slashes would list its
+8,000 enclosing names, 128 MB, before any lookup)."""
 
 
 MASK_CACHE = 32

@@ -73,12 +73,6 @@ class Reconciliation:
         """Documents per change, every change named (``0`` when none)."""
         return {c.value: sum(1 for r in self.rows if r.change == c.value) for c in Change}
 
-    @property
-    def changed_anything(self) -> bool:
-        counts = self.counts()
-        return any(counts[c.value] for c in (Change.ADDED, Change.CHANGED, Change.RENAMED,
-                                             Change.DELETED))
-
     def summary(self) -> str:
         """``added 1, changed 0, renamed 1, deleted 2, unchanged 14, failed 0, skipped 1,
         hidden 1``."""

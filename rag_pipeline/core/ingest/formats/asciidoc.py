@@ -28,7 +28,7 @@ def _title(line: str) -> tuple[int, str] | None:
     """The level (0 for ``= ``) and the title of a section title line (``== Title``, or
     ``== Title ==`` closed by a run of ``=`` after a blank); None for another line. Read from
     both ends, never by one pattern whose ways of splitting the line's blanks grow with their
-    number (a line of many blanks took minutes)."""
+    number (a line of many blanks would take minutes)."""
     opening = _TITLE_OPENING.match(line)
     if opening is None:
         return None

@@ -197,7 +197,7 @@ def paragraph_text(paragraph: _Element) -> str:
             continue
         if node.tag == text:
             # An entity left unresolved (never read: no XXE) is a child: the text after it is
-            # its tail, which ``node.text`` alone lost (found by an attack).
+            # its tail, which ``node.text`` alone does not hold.
             parts.append((node.text or "") + "".join(child.tail or "" for child in node))
         else:
             parts.append("\t" if node.tag == tab else "\n")

@@ -206,8 +206,8 @@ def markdown_sections(text: str, document_title: str,
 
 def _heading_title(rest: str) -> str:
     """The text after the opening hashes, without an optional closing run of ``#`` (which
-    needs white space before it: ``## C#`` is titled ``C#``). Done with string operations: the
-    regex that did it backtracked quadratically on long runs of spaces and tabs."""
+    needs white space before it: ``## C#`` is titled ``C#``). Done with string operations: a
+    regex for it backtracks quadratically on long runs of spaces and tabs."""
     title = rest.rstrip(" \t")
     unclosed = title.rstrip("#")
     if unclosed != title and unclosed[-1:] in (" ", "\t"):
