@@ -192,6 +192,30 @@ def _image(kind: str) -> bytes:
     return out.getvalue()
 
 
+def _xlsx() -> bytes:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Budget"
+    sheet.append(["Item", "Note"])
+    sheet.append(["Travel", _sentence("workbook's cell")])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def _man() -> bytes:
+    return (".TH FOLDERTOOL 1\n.SH NAME\nfoldertool \\- keeps a folder\n.SH DESCRIPTION\n"
+            f"{_sentence('manual page')}\n").encode()
+
+
+def _info() -> bytes:
+    return ("This is folder.info, produced by makeinfo.\n\n\x1f\nFile: folder.info,  Node: Top,  "
+            "Up: (dir)\n\nFolder\n******\n\n"
+            f"{_sentence('Info manual')}\n").encode()
+
+
 def _zip() -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -226,6 +250,15 @@ FILES: dict[str, tuple[Writer, dict[str, str]]] = {
                   .encode(), {"guide.rst": _sentence("handbook section")}),
     "field.adoc": (lambda: f"= Field Guide\n\n== Safety\n\n{_sentence('AsciiDoc guide')}\n".encode(),
                    {"field.adoc": _sentence("AsciiDoc guide")}),
+    "roster.csv": (lambda: f"Name,Note\nAna,{_sentence('CSV row')}\n".encode(),
+                   {"roster.csv": _sentence("CSV row")}),
+    "budget.xlsx": (_xlsx, {"budget.xlsx": _sentence("workbook's cell")}),
+    "talk.vtt": (lambda: f"WEBVTT\n\n00:00:01.000 --> 00:00:05.000\n{_sentence('WebVTT cue')}\n"
+                 .encode(), {"talk.vtt": _sentence("WebVTT cue")}),
+    "talk.srt": (lambda: f"1\n00:00:01,000 --> 00:00:05,000\n{_sentence('SubRip cue')}\n".encode(),
+                 {"talk.srt": _sentence("SubRip cue")}),
+    "foldertool.man": (_man, {"foldertool.man": _sentence("manual page")}),
+    "folder.info": (_info, {"folder.info": _sentence("Info manual")}),
     "analysis.ipynb": (_ipynb, {"analysis.ipynb": _sentence("notebook prose")}),
     "site.eml": (_eml, {"site.eml": _sentence("mail's own body"),
                         "site.eml/report.pdf": _sentence("mailed PDF"),

@@ -49,11 +49,11 @@ def test_every_document_of_every_format_is_read_and_quotes_its_needle(tmp_path: 
                                            "The service starts after the network is up.")}
     scored, others = score_folder(tmp_path, write_folder(tmp_path, debian))
     assert [(p.document_id, p.status, p.quoted) for p in scored if not p.quoted or p.status != "ok"] == []
-    assert len(scored) == sum(len(needles) for _, needles in FILES.values()) + 1 == 28
+    assert len(scored) == sum(len(needles) for _, needles in FILES.values()) + 1 == 34
     assert sum(p.image for p in scored) == 3
     # The containers' own records (the mail, the mailbox, the archives) and nothing else.
     assert [(r.document_id, r.status) for r in others] == [
         ("exports.zip", "ok"), ("inbox.mbox", "ok"), ("notes.tar.gz", "ok")]
     assert folder_tables(scored, others).endswith(
-        "needles quoted whole: made here 1.000 (24/24), images 1.000 (3/3), Debian files "
+        "needles quoted whole: made here 1.000 (30/30), images 1.000 (3/3), Debian files "
         "1.000 (1/1); documents not read: 0")

@@ -1,7 +1,8 @@
 """The registry of document formats: one module per format, one instance each in ``REGISTRY``.
 
 A new format is one module here (a :class:`DocumentFormat` subclass), its entry below and its
-tests in ``rag_pipeline_tests/core/ingest/formats/test_<name>.py``.
+tests in ``rag_pipeline_tests/core/ingest/formats/test_<name>.py`` (what else names the formats:
+``docs/design/code-map.md``, "A newcomer's checklist").
 """
 
 from __future__ import annotations
