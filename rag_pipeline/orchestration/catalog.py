@@ -16,6 +16,9 @@ from datetime import timedelta
 
 import dagster as dg
 
+from rag_pipeline.core.index import GENERATION_TABLES
+from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS, EVAL_TABLES
+
 OWNERS = ("team:rag-pipeline",)
 """Who answers for every asset (set your team here: ``team:<name>`` or an e-mail address)."""
 
@@ -23,17 +26,17 @@ CORPUS_FRESHNESS = timedelta(hours=25)
 """The corpus is re-read every night at 02:00 (``nightly_index``): ``documents`` older than a
 day and an hour means a night was missed, and the served index may be behind its corpus."""
 
+SERVED = (*(table.name for table in GENERATION_TABLES), "index_generation")
+"""What a reader of the index loads (the generation's tables and its manifest)."""
+INGEST = (DOCUMENTS, CHUNKS)
 GROUPS = {
     "models": ("adapted_model",),
-    "ingest": ("documents", "chunks"),
-    "index": ("bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params", "embeddings",
-              "ann_index", "access", "index_generation"),
-    "evaluation": ("eval_ranks", "eval_summary", "eval_paired", "eval_sweep", "eval_gold_errors",
-                   "eval_gate_cv"),
+    "ingest": INGEST,
+    "index": tuple(name for name in SERVED if name not in INGEST),
+    "evaluation": EVAL_TABLES,
 }
-SERVED = ("documents", "chunks", "bm25_terms", "bm25_chunks", "bm25_postings", "bm25_params",
-          "embeddings", "ann_index", "access", "index_generation")
-"""What a reader of the index loads (the generation's tables and its manifest)."""
+"""The asset groups of the UI: a generation's tables beyond the documents and chunks are the
+index's, so a table added to :data:`~rag_pipeline.core.index.GENERATION_TABLES` joins it."""
 
 
 def group_of(name: str) -> str:

@@ -36,6 +36,34 @@ class HeadlineRow:
     destroyed: int
 
 
+CHART_FILE = "refusal_sweep.png"
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where :func:`write_report_files` wrote the report page and its chart, and the chart."""
+
+    report: Path
+    chart: Path
+    chart_png: bytes
+
+
+def write_report_files(data_dir: Path, report: EvalReport, model_key: str) -> ReportFiles:
+    """The refusal sweep's chart (:data:`CHART_FILE`) and the HTML report embedding it, beside
+    each other at :func:`report_path` (where ``serve`` reads the report)."""
+    from rag_pipeline.core.evaluation.catalogue import PRODUCTION_CHUNKER
+    from rag_pipeline.core.evaluation.sweep_chart import sweep_chart_png
+
+    png = sweep_chart_png(report.sweep, report.recommended_cut,
+                          f"Refusal sweep, {PRODUCTION_CHUNKER} x {HEADLINE_RETRIEVER}, {model_key}")
+    page = report_path(data_dir, model_key)
+    chart = page.parent / CHART_FILE
+    chart.parent.mkdir(parents=True, exist_ok=True)
+    chart.write_bytes(png)
+    page.write_text(report_html(report, model_key, png), encoding="utf-8")
+    return ReportFiles(page, chart, png)
+
+
 def headline_rows(report: EvalReport) -> list[HeadlineRow]:
     """The summary rows of the default retriever, every chunker and style, in report order."""
     return [HeadlineRow(chunker=row.chunker, style=getattr(row, "style", "all"),

@@ -1,5 +1,8 @@
-"""The retrieval evaluation as assets, per model, one per table: ``eval_ranks``,
-``eval_summary``, ``eval_paired``, ``eval_sweep`` and ``eval_gold_errors``."""
+"""The retrieval evaluation as assets, per model, one per table of ``EVAL_TABLES``
+(``eval_ranks``, ``eval_summary``, ``eval_paired``, ``eval_sweep``, ``eval_gold_errors`` and
+``eval_gate_cv``): :func:`~rag_pipeline.core.evaluation.run.run_eval` scores the served
+generations, the tables and the report page are written by the core, and the asset says what
+was written in each table's metadata."""
 
 import base64
 from dataclasses import asdict, fields
@@ -59,11 +62,9 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         from rag_pipeline.core.evaluation.report import (
             HeadlineRow,
             headline_rows,
-            report_html,
-            report_path,
+            write_report_files,
         )
         from rag_pipeline.core.evaluation.run import run_eval
-        from rag_pipeline.core.evaluation.sweep_chart import sweep_chart_png
         from rag_pipeline.core.evaluation.tables import (
             gate_cv_markdown,
             paired_markdown,
@@ -92,15 +93,9 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
         if len(report.gold_errors) > GOLD_ERRORS_LISTED:
             context.log.warning(f"... and {len(report.gold_errors) - GOLD_ERRORS_LISTED:,} more "
                                 "gold-set errors: the eval_gold_errors table lists them all")
-        png = sweep_chart_png(report.sweep, report.recommended_cut,
-                              f"Refusal sweep, header x hybrid, {spec.key}")
-        report_file = report_path(warehouse.data_dir, spec.key)
-        chart_path = report_file.parent / "refusal_sweep.png"
-        chart_path.parent.mkdir(parents=True, exist_ok=True)
-        chart_path.write_bytes(png)
-        report_file.write_text(report_html(report, spec.key, png), encoding="utf-8")
+        files = write_report_files(warehouse.data_dir, report, spec.key)
         headline = headline_rows(report)
-        image = base64.b64encode(png).decode("ascii")
+        image = base64.b64encode(files.chart_png).decode("ascii")
         chart_md = f"![refusal sweep](data:image/png;base64,{image})"
 
         def common(name: str) -> dict[str, object]:
@@ -124,7 +119,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
                 f"{summary_markdown(report)}\n\n**Refusal sweep** (recommended cut "
                 f"{report.recommended_cut}: {report.cut_rule})\n\n{chart_md}"),
             "report_url": dg.MetadataValue.url(report_site.report_url(spec.key)),
-            "report_file": dg.MetadataValue.path(str(report_file)),
+            "report_file": dg.MetadataValue.path(str(files.report)),
             "destroyed": dg.MetadataValue.json(report.destroyed),
             "gold_error_ids": dg.MetadataValue.json(
                 {e.line_id: e.reason for e in report.gold_errors})})
@@ -135,7 +130,7 @@ def build_retrieval_eval_asset(build: BuildContext) -> dg.AssetsDefinition:
             "sweep": dg.MetadataValue.md(sweep_markdown(report)),
             "gate_cross_validated": dg.MetadataValue.md(gate_cv_markdown(report)),
             "chart": dg.MetadataValue.md(chart_md),
-            "chart_path": dg.MetadataValue.path(str(chart_path))})
+            "chart_path": dg.MetadataValue.path(str(files.chart))})
         yield dg.MaterializeResult(asset_key="eval_gold_errors", metadata={
             **common("eval_gold_errors")})
         yield dg.MaterializeResult(asset_key="eval_gate_cv", metadata={

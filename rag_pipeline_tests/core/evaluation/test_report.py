@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from rag_pipeline.core.evaluation.evaluate import EvalReport, PairedRow, SummaryRow
-from rag_pipeline.core.evaluation.report import HeadlineRow, headline_rows, report_html, report_path
+from rag_pipeline.core.evaluation.report import (
+    HeadlineRow,
+    headline_rows,
+    report_html,
+    report_path,
+    write_report_files,
+)
 
 
 def _row(chunker: str, retriever: str, r4: float, style: str = "all") -> SummaryRow:
@@ -55,6 +61,16 @@ def test_the_report_is_one_self_contained_page():
     assert page.cells[page.cells.index("0.750 [0.632, 0.840]") - 3:][:4] == [
         "header", "all", "64", "0.750 [0.632, 0.840]"]
     assert "Recommended cut: 0.625 (most right outcomes)" in page.cells
+
+
+def test_the_report_page_and_its_chart_are_written_beside_each_other(tmp_path: Path):
+    files = write_report_files(tmp_path, REPORT, "m@1234abcd")
+    folder = tmp_path / "eval" / "runs" / "m@1234abcd"
+    assert (files.report, files.chart) == (folder / "report.html", folder / "refusal_sweep.png")
+    assert files.chart.read_bytes() == files.chart_png
+    assert files.chart_png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert files.report.read_text(encoding="utf-8") == report_html(REPORT, "m@1234abcd",
+                                                                   files.chart_png)
 
 
 def test_summary_and_paired_tables_carry_the_style_column():
