@@ -20,9 +20,8 @@ it reaches :data:`MIN_SELF_RECALL`.
 Refusal signals and the shortlist (``core/answer/refusal.py``): ``top_distance`` (the gate's),
 ``gap`` (the 10th distance), ``agreement`` (dense top 10) and ``coverage`` (dense top 4) read
 only ranks inside the shortlist, exactly rescored. ``standout`` reads the mean and standard
-deviation of the distances to *every* chunk; those are kept exact without a scan by the
-vectors' first and second moments (:class:`DistanceMoments`): ``mean(d) = 1 - c . q`` and
-``var(d) = q^T G q - (c . q)^2`` with ``c`` the mean vector and ``G = V^T V / n``.
+deviation of the distances to *every* chunk: it is measured by the evaluation, which scores on
+the exact path, and is no signal the service's gate reads.
 
 Why an inverted file and not the HNSW graph this module held before (usearch, int8, M 16): on
 the scale benchmark's 1,275,000 chunks the graph's rescored recall@10 was 0.763 at ef 512 (16.6
@@ -62,7 +61,6 @@ __all__ = [
     "AnnIndex",
     "AnnMismatchError",
     "DensePath",
-    "DistanceMoments",
     "calibrate_nprobe",
     "calibration_questions",
     "choose_path",
@@ -250,38 +248,6 @@ def calibrate_nprobe(index: AnnIndex, vectors: np.ndarray, queries: int = SELF_C
     return max(tried), tried
 
 
-@dataclass(frozen=True)
-class DistanceMoments:
-    """The first and second moments of a partition's unit vectors: the mean and standard
-    deviation of a question's cosine distance to every chunk, without scanning them."""
-
-    centroid: np.ndarray
-    """``c = mean(v)``."""
-    gram: np.ndarray
-    """``G = V^T V / n``."""
-
-    @classmethod
-    def of(cls, vectors: np.ndarray, block: int = 65_536) -> DistanceMoments:
-        matrix = np.asarray(vectors, np.float32)
-        n, width = matrix.shape
-        if n == 0:
-            raise ValueError("no vectors: their moments are undefined")
-        total = np.zeros(width, np.float64)
-        gram = np.zeros((width, width), np.float64)
-        for start in range(0, n, block):
-            part = matrix[start:start + block].astype(np.float64)
-            total += part.sum(axis=0)
-            gram += part.T @ part
-        return cls(total / n, gram / n)
-
-    def mean_and_std(self, query: np.ndarray) -> tuple[float, float]:
-        """Mean and (population) standard deviation of ``1 - v . q`` over every vector."""
-        q = np.asarray(query, np.float64)
-        mean_dot = float(self.centroid @ q)
-        variance = float(q @ self.gram @ q) - mean_dot * mean_dot
-        return 1.0 - mean_dot, float(np.sqrt(max(variance, 0.0)))
-
-
 @contextmanager
 def _omp_threads(threads: int) -> Iterator[None]:
     """faiss's OpenMP threads for this thread's calls (``omp_set_num_threads`` is per thread),
@@ -305,7 +271,6 @@ class AnnIndex:
     """The faiss ``IndexIVFScalarQuantizer`` (inner product, 8-bit codes; ids are rows)."""
     rows: int
     fingerprint: str
-    moments: DistanceMoments
     nprobe: int
     """Cells scanned per question (chosen by :func:`calibrate_nprobe` at build)."""
     measured_recall: float | None = None
@@ -346,20 +311,20 @@ class AnnIndex:
             for start in range(0, n, 65_536):
                 block = np.ascontiguousarray(matrix[start:start + 65_536])
                 ivf.add_with_ids(block, np.arange(start, start + len(block), dtype=np.int64))
-        built = cls(ivf, n, vectors_fingerprint(matrix), DistanceMoments.of(matrix), nprobe=1)
+        built = cls(ivf, n, vectors_fingerprint(matrix), nprobe=1)
         nprobe, _ = calibrate_nprobe(built, matrix)
         built = replace(built, nprobe=nprobe)
         return replace(built, measured_recall=self_recall(built, matrix))
 
     def save(self, path: Path) -> None:
         """Writes the index (codes, cells, centroids) to ``path``; rows, fingerprint, ``nprobe``
-        and moments are the caller's to store beside it (the ``ann_index`` table)."""
+        are the caller's to store beside it (the ``ann_index`` table)."""
         import faiss
 
         faiss.write_index(self.ivf, str(path))
 
     @classmethod
-    def open(cls, path: Path, *, rows: int, fingerprint: str, moments: DistanceMoments, nprobe: int,
+    def open(cls, path: Path, *, rows: int, fingerprint: str, nprobe: int,
              measured_recall: float | None = None) -> AnnIndex:
         """Memory-maps a saved index read-only (a cell's codes are read as a question scans it)."""
         import faiss
@@ -378,7 +343,7 @@ class AnnIndex:
         cells = faiss.downcast_InvertedLists(ivf.invlists)
         if isinstance(cells, faiss.OnDiskInvertedLists):
             cells.prefetch_nthread = 0
-        return cls(ivf, rows, fingerprint, moments, nprobe, measured_recall)
+        return cls(ivf, rows, fingerprint, nprobe, measured_recall)
 
     def check_serves(self, vectors: np.ndarray, fingerprint: str | None = None) -> None:
         """Raises :class:`AnnMismatchError` unless the index was built from exactly ``vectors``

@@ -3,8 +3,7 @@ built from.
 
 One row per partition: the index file (``part-<sha256>.faiss``, content-named beside the table's
 Parquet file, immutable; called the graph file below, as the column is), the row count, the
-vectors' fingerprint, the cell count and calibrated ``nprobe``, the recall measured at build and
-the vectors' moments (:class:`rag_pipeline.core.index.ann.DistanceMoments`),
+vectors' fingerprint, the cell count and calibrated ``nprobe`` and the recall measured at build,
 written with ``inputs={embeddings: <file>}``, so a generation publishes it only beside the
 embeddings file it was built from (``core/index/tables.py``); a model change is another
 partition and builds another graph. The graph's keys are rows in chunk order, the order the
@@ -26,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_pipeline.core.embedding.vectors import vector_matrix
-from rag_pipeline.core.index.ann import AnnIndex, AnnMismatchError, DistanceMoments
+from rag_pipeline.core.index.ann import AnnIndex, AnnMismatchError
 from rag_pipeline.core.index.mapped import mapped_table, mapped_vectors
 from rag_pipeline.core.storage.table_names import ANN_INDEX, CHUNKS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import IndexNotBuiltError, TableVersion, Warehouse
@@ -88,8 +87,6 @@ def _table(graph_file: str, index: AnnIndex, dimension: int, seconds: float) -> 
         "dimension": pa.array([dimension], pa.int32()),
         "nlist": pa.array([index.nlist], pa.int32()),
         "nprobe": pa.array([index.nprobe], pa.int32()),
-        "centroid": pa.array([index.moments.centroid.tolist()], pa.list_(pa.float64())),
-        "gram": pa.array([index.moments.gram.ravel().tolist()], pa.list_(pa.float64())),
         "build_seconds": pa.array([seconds], pa.float64()),
         "measured_recall": pa.array([index.measured_recall], pa.float64()),
     })
@@ -101,8 +98,6 @@ def _empty_table(dimension: int) -> pa.Table:
         "graph": [""], "rows": pa.array([0], pa.int64()), "fingerprint": [""],
         "dimension": pa.array([dimension], pa.int32()), "nlist": pa.array([0], pa.int32()),
         "nprobe": pa.array([0], pa.int32()),
-        "centroid": pa.array([[0.0] * dimension], pa.list_(pa.float64())),
-        "gram": pa.array([[0.0] * dimension * dimension], pa.list_(pa.float64())),
         "build_seconds": pa.array([0.0], pa.float64()),
         "measured_recall": pa.array([None], pa.float64()),
     })
@@ -238,9 +233,6 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
     then serves, and the next ``rag-pipeline index`` builds the inverted file), or a partition
     without vectors."""
     row = warehouse.read_file(table_file).to_pylist()[0]
-    width = int(row["dimension"])
-    moments = DistanceMoments(np.asarray(row["centroid"], np.float64),
-                              np.asarray(row["gram"], np.float64).reshape(width, width))
     if "nprobe" not in row:
         return None  # an HNSW graph of an earlier version: the scan serves until `index` rebuilds it
     if not row["graph"]:
@@ -251,7 +243,7 @@ def open_ann_index(warehouse: Warehouse, table_file: str, vectors: np.ndarray) -
     if damage is not None:
         raise AnnMismatchError(damage)
     index = AnnIndex.open(_local_graph(warehouse, row["graph"]), rows=int(row["rows"]),
-                          fingerprint=row["fingerprint"], moments=moments, nprobe=int(row["nprobe"]),
+                          fingerprint=row["fingerprint"], nprobe=int(row["nprobe"]),
                           measured_recall=row.get("measured_recall"))
     index.check_serves(vectors)
     return index

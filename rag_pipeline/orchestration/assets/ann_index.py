@@ -26,8 +26,8 @@ def build_ann_index_asset(build: BuildContext) -> dg.AssetsDefinition:
         partitions_def=embedding_partitions(build),
         deps=[EMBEDDINGS],
         description="Inverted file (faiss IVF, 8-bit codes) over the partition's vectors, with "
-                    "the calibrated nprobe, measured recall, fingerprint and vector moments that "
-                    f"tie it to them. Questions on a partition of at least {CROSSOVER_ROWS} chunks "
+                    "the calibrated nprobe, measured recall, and the fingerprint that ties it to "
+                    f"them. Questions on a partition of at least {CROSSOVER_ROWS} chunks "
                     "scan its nearest cells for a shortlist and rescore that exactly.",
         kinds={"parquet", "duckdb"},
     )

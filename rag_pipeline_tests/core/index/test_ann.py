@@ -1,6 +1,6 @@
 """Tests for ``rag_pipeline.core.index.ann``: the rescored shortlist against the exact scan (oracle),
-exact distances, the cell count and calibration questions by hand, the calibrated ``nprobe``, the
-moments against a full scan, and the guards that tie an index to its vectors."""
+exact distances, the cell count and calibration questions by hand, the calibrated ``nprobe``, and the
+guards that tie an index to its vectors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from rag_pipeline.core.index.ann import (
     AnnIndex,
     AnnMismatchError,
     DensePath,
-    DistanceMoments,
     calibrate_nprobe,
     calibration_questions,
     choose_path,
@@ -113,16 +112,6 @@ def test_calibration_picks_the_smallest_nprobe_that_reaches_the_target(corpus):
     assert everything[max(everything)] == 1.0
 
 
-def test_moments_give_the_scans_mean_and_std(corpus):
-    vectors, questions, _ = corpus
-    moments = DistanceMoments.of(vectors, block=1_000)
-    for question in questions[:5]:
-        distances = cosine_distances(vectors, question).astype(np.float64)
-        mean, std = moments.mean_and_std(question)
-        assert mean == pytest.approx(distances.mean(), abs=1e-6)
-        assert std == pytest.approx(distances.std(), abs=1e-6)
-
-
 def test_saved_index_opens_memory_mapped_and_answers_the_same(corpus, tmp_path):
     import faiss
 
@@ -130,7 +119,7 @@ def test_saved_index_opens_memory_mapped_and_answers_the_same(corpus, tmp_path):
     path = tmp_path / "index.faiss"
     index.save(path)
     opened = AnnIndex.open(path, rows=index.rows, fingerprint=index.fingerprint,
-                           moments=index.moments, nprobe=index.nprobe)
+                           nprobe=index.nprobe)
     opened.check_serves(vectors)
     for question in questions[:10]:
         np.testing.assert_array_equal(opened.search(vectors, question, 10)[0],
@@ -146,8 +135,7 @@ def test_opening_an_index_with_another_row_count_is_refused(corpus, tmp_path):
     index.save(path)
     # Planted flaw: the table claims one row more than the index holds.
     with pytest.raises(AnnMismatchError, match=r"holds 6000 vectors, its table says 6001$"):
-        AnnIndex.open(path, rows=N + 1, fingerprint=index.fingerprint, moments=index.moments,
-                      nprobe=index.nprobe)
+        AnnIndex.open(path, rows=N + 1, fingerprint=index.fingerprint, nprobe=index.nprobe)
 
 
 def test_opening_a_file_that_is_no_index_is_refused(corpus, tmp_path):
@@ -157,7 +145,7 @@ def test_opening_a_file_that_is_no_index_is_refused(corpus, tmp_path):
     index.save(path)
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(AnnMismatchError, match="is not a faiss index"):
-        AnnIndex.open(path, rows=N, fingerprint=index.fingerprint, moments=index.moments, nprobe=8)
+        AnnIndex.open(path, rows=N, fingerprint=index.fingerprint, nprobe=8)
 
 
 def test_index_refuses_other_vectors(corpus):

@@ -44,7 +44,7 @@ def test_the_table_names_its_graph_and_the_vectors(built: BuiltIndex):
     assert (row["rows"], row["dimension"], row["nlist"], row["nprobe"]) == (240, 384, 6, 6)
     assert row["measured_recall"] == 1.0
     assert row["fingerprint"] == built.index.ann.fingerprint
-    assert len(row["centroid"]) == 384 and len(row["gram"]) == 384 * 384
+    assert "centroid" not in row and "gram" not in row  # no moments: nothing would read them
     assert version.inputs == {EMBEDDINGS: warehouse.require_version(EMBEDDINGS, _partition(built)).file}
 
 
