@@ -114,7 +114,7 @@ def _config_path() -> Path:
     return invocation.config_path if invocation is not None else config_path()
 
 
-def declared_models(config: ProjectConfig | None = None):
+def declared_models_or_fail(config: ProjectConfig | None = None):
     """The models ``config`` declares (default: the invocation's configuration file, read
     now), or a one-line failure naming what is wrong with the config file."""
     from rag_pipeline.core.config.keys import declared_models as declared
@@ -133,7 +133,7 @@ def declared_model(model_key: str | None, config: ProjectConfig | None = None):
     a one-line failure when the key is not declared."""
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
 
-    models = declared_models(config)
+    models = declared_models_or_fail(config)
     try:
         return find_model(model_key, models) if model_key is not None else models[0]
     except ModelMismatchError as exc:

@@ -13,7 +13,7 @@ from rag_pipeline.cli.edge import (
     FiniteFloatRange,
     Invocation,
     declared_model,
-    declared_models,
+    declared_models_or_fail,
     echo,
     eval_folder,
     every_passed,
@@ -81,7 +81,7 @@ def evaluate_command(invocation: Invocation, gold_path: Path | None, ood_path: P
     # Another corpus's questions never score this gold set's gate: the default is its neighbour.
     ood = ood_path or gold.parent / "ood.jsonl"
     config = read_config()
-    declared_models(config)  # a configuration error is reported before a bad --chunker
+    declared_models_or_fail(config)  # a configuration error is reported before a bad --chunker
     try:
         for name in chunkers:
             check_chunker(name)
@@ -361,7 +361,7 @@ def adapt(model_key: str | None, force: bool) -> None:
     from rag_pipeline.core.embedding.models import ModelMismatchError, find_model
 
     config = read_config()
-    models = declared_models(config)
+    models = declared_models_or_fail(config)
     adapted = [m for m in models if m.adaptation is not None]
     try:
         chosen = [find_model(model_key, models)] if model_key else adapted

@@ -19,7 +19,7 @@ from rag_pipeline.cli.edge import (
     Invocation,
     config_source,
     dagster_home,
-    declared_models,
+    declared_models_or_fail,
     echo,
     eval_folder,
     fail,
@@ -188,7 +188,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             fail(f"[index] corpus of {config.path}: folder not found: {config.corpus}")
         lock = effective_lock(config)
         unlocked = [d.name for d in config.models if d.name not in lock and d.adapt is None]
-        specs = write_lock(config) if unlocked and config.path else declared_models()
+        specs = write_lock(config) if unlocked and config.path else declared_models_or_fail(config)
         build = resolve_context(os.environ, config_file=config.path, profile=profile_name,
                                 data_dir=invocation.data_dir, location=invocation.location,
                                 corpus=corpus, specs=specs)

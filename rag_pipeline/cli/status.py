@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rag_pipeline.cli.edge import Invocation, config_source, declared_models, echo, fail, read_config
+from rag_pipeline.cli.edge import Invocation, config_source, declared_models_or_fail, echo, fail, read_config
 from rag_pipeline.core.text.terminal import one_line
 from rag_pipeline.project_paths import ENV_PROFILE
 
@@ -79,7 +79,7 @@ def status(invocation: Invocation) -> None:
     echo(f"{'chunker':20s} {'model':28s} {'chunks':>7} {'vectors':>8} {'stale':>6} {'dense':>5}  "
           f"served generation (age)")
     config = functools.cache(read_config)  # parsed once, when a line first needs it
-    declared = {spec.key for spec in declared_models(config())} if report.partitions else set()
+    declared = {spec.key for spec in declared_models_or_fail(config())} if report.partitions else set()
     for p in report.partitions:
         echo(f"{p.chunker:20s} {p.model:28s} {p.chunks:7d} {p.vectors:8d} "
               f"{p.stale_rows:6d} {p.dense_path.value:>5}  {p.generation} ({_age(p.age_seconds())})"
@@ -96,7 +96,7 @@ def status(invocation: Invocation) -> None:
     for (chunker, analyzer), n in sorted(report.bm25_terms.items()):
         echo(f"bm25 {chunker:20s} {analyzer:8s} {n:7d} terms")
     if report.partitions:
-        echo_over_the_window(warehouse, declared_models(config())[0].max_tokens)
+        echo_over_the_window(warehouse, declared_models_or_fail(config())[0].max_tokens)
     _echo_evaluations(warehouse, sorted({p.model for p in report.partitions}), invocation)
     if report.partitions:
         echo(f"tables: the DuckDB file {warehouse.db_path}")
@@ -305,7 +305,7 @@ def _index_that_builds(config: ProjectConfig, invocation: Invocation, chunker: s
     given and the smallest profile that builds ``chunker x model`` when the one ``index``
     builds does not."""
     profile = _index_profile(config)
-    names = {spec.key: spec.name for spec in declared_models(config)}
+    names = {spec.key: spec.name for spec in declared_models_or_fail(config)}
 
     def builds(profile) -> bool:
         return chunker in {c.value for c in profile.chunkers} and names.get(model) in profile.models

@@ -51,7 +51,7 @@ def served_port(built: BuiltIndex, hashed_embedder: HashedEmbedder) -> Iterator[
 def cli(monkeypatch: pytest.MonkeyPatch, hashed_embedder: HashedEmbedder, built: BuiltIndex):
     """`ask` with the hashed stand-in declared; loading it in-process is counted."""
     loads: list[str] = []
-    monkeypatch.setattr("rag_pipeline.cli.edge.declared_models",
+    monkeypatch.setattr("rag_pipeline.cli.edge.declared_models_or_fail",
                         lambda config=None: (hashed_embedder.spec,))
 
     def load(spec, data_dir):
