@@ -4,6 +4,8 @@ The Dagster assets (one stage per asset, with its metadata and its check results
 single-process build (:mod:`rag_pipeline.core.index.partition_build`) call the same functions,
 so the rules live here once:
 
+- **reading the corpus** (:func:`read_documents`): unchanged documents reused, and nothing
+  written when the corpus is gone, empty or far smaller than before;
 - **vector reuse** (:func:`reusable_vectors`): a run reuses the partition's latest vectors only
   if they pass the blocking checks now, else the served generation's;
 - **the blocking checks** of chunks (:func:`chunk_checks`) and embeddings
@@ -59,8 +61,14 @@ from rag_pipeline.core.index.invariants import (
 )
 from rag_pipeline.core.index.query_db import publish_query_db
 from rag_pipeline.core.index.tables import CHUNKER, MODEL, RULES_INPUT, latest_tables
-from rag_pipeline.core.ingest import DocumentRecord
-from rag_pipeline.core.ingest.reconcile import Reconciliation, reconciliation_table
+from rag_pipeline.core.ingest import DocumentRecord, ExtractionResult, ExtractionSettings, extract_corpus
+from rag_pipeline.core.ingest.reconcile import (
+    DEFAULT_MAX_SHRINK,
+    Reconciliation,
+    check_corpus_kept,
+    reconciliation_table,
+)
+from rag_pipeline.core.ingest.sources.base import Source
 from rag_pipeline.core.storage.table_names import (
     ACCESS,
     CHUNKS,
@@ -111,6 +119,34 @@ def write_documents(warehouse: Warehouse, records: Sequence[DocumentRecord],
         warehouse.write(RECONCILIATION, reconciliation_table(report, version.written_at))
     publish_query_db(warehouse)
     return DocumentsWrite(version, pages, previous)
+
+
+@dataclass(frozen=True)
+class DocumentsRead:
+    """A reading of the corpus (its records and reconciliation) and the documents as written."""
+
+    result: ExtractionResult
+    written: DocumentsWrite
+
+
+def read_documents(warehouse: Warehouse, source: Source, settings: ExtractionSettings,
+                   max_shrink: float = DEFAULT_MAX_SHRINK, allow_shrink: bool = False,
+                   ) -> DocumentsRead:
+    """Reads ``source`` against the latest documents (their unchanged records reused), and
+    writes what it read (:func:`write_documents`) unless the corpus is gone, empty or far
+    smaller than before.
+
+    Raises:
+        CorpusShrankError: Nothing written (:func:`~rag_pipeline.core.ingest.reconcile.
+            check_corpus_kept`).
+    """
+    previous = warehouse.version(DOCUMENTS)
+    before = document_records(warehouse.read_file(previous.file),
+                              warehouse.read_or_none(SOURCE_ENTRIES)) if previous is not None else []
+    result = extract_corpus(source, before, settings)
+    check_corpus_kept(result.report, sum(r.ok for r in before), len(result.ok), len(result.records),
+                      max_shrink, allow_shrink)
+    return DocumentsRead(result, write_documents(warehouse, result.records, result.report))
 
 
 @dataclass(frozen=True)

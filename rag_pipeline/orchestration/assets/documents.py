@@ -4,14 +4,10 @@
 import dagster as dg
 from dagster import AssetExecutionContext
 
-from rag_pipeline.core.index.build import write_documents
-from rag_pipeline.core.index.builders import DOCUMENTS_SCHEMA, document_records
-from rag_pipeline.core.ingest import DocumentRecord, extract_corpus
-from rag_pipeline.core.ingest.reconcile import (
-    check_corpus_kept,
-    reconciliation_markdown,
-)
-from rag_pipeline.core.storage.table_names import DOCUMENTS, SOURCE_ENTRIES
+from rag_pipeline.core.index.build import read_documents
+from rag_pipeline.core.index.builders import DOCUMENTS_SCHEMA
+from rag_pipeline.core.ingest import DocumentRecord
+from rag_pipeline.core.ingest.reconcile import reconciliation_markdown
 from rag_pipeline.core.text.markdown_table import markdown_table
 from rag_pipeline.core.text.terminal import escape_controls
 from rag_pipeline.orchestration.asset_metadata import table_metadata
@@ -61,23 +57,17 @@ def documents(context: AssetExecutionContext, storage: IndexStorage,
     # Before reading: a file written during the run changes the source after this, so the
     # corpus watch launches another run for it.
     fingerprint = watch_token(corpus)
-    previous = warehouse.version(DOCUMENTS)
-    before = document_records(warehouse.read_file(previous.file),
-                              warehouse.read_or_none(SOURCE_ENTRIES)) if previous is not None else []
-    result = extract_corpus(source, before, corpus.extraction_settings())
-    report = result.report
-    # Nothing is written unless the corpus is still there and not suddenly far smaller.
-    check_corpus_kept(report, sum(r.ok for r in before), len(result.ok), len(result.records),
-                      corpus.max_shrink, corpus.allow_shrink)
-    written = write_documents(warehouse, result.records, report)
-    version, pages = written.version, written.pages
+    read = read_documents(warehouse, source, corpus.extraction_settings(), corpus.max_shrink,
+                          corpus.allow_shrink)
+    result, report = read.result, read.result.report
+    version, pages = read.written.version, read.written.pages
     flagged = [row for row in pages.to_pylist() if row["flagged"]]
     for record in result.failed:
         context.log.warning(escape_controls(f"document {record.document_id} failed: {record.error}"))
     for record in result.skipped:
         context.log.info(escape_controls(f"document {record.document_id} skipped: {record.error}"))
     ok = len(result.records) - len(result.failed) - len(result.skipped)
-    changed = written.changed
+    changed = read.written.changed
     context.log.info(f"documents: {ok} ok, {len(result.failed)} failed, {len(result.skipped)} "
                      f"skipped ({result.extracted} extracted, {result.reused} unchanged, {result.moved} "
                      f"moved, {result.not_retried} failed not retried) from "

@@ -21,12 +21,15 @@ from rag_pipeline.core.index.build import (
     chunk_checks,
     embedding_checks,
     publish_partition,
+    read_documents,
     reusable_vectors,
     write_documents,
 )
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.partition_build import build_partition
-from rag_pipeline.core.ingest import extract_corpus
+from rag_pipeline.core.ingest import ExtractionSettings, extract_corpus
+from rag_pipeline.core.ingest.reconcile import Change, CorpusShrankError
+from rag_pipeline.core.ingest.sources.local import LocalSource
 from rag_pipeline.core.storage.table_names import CHUNKS, DOCUMENTS, EMBEDDINGS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
@@ -272,3 +275,24 @@ def test_a_damaged_file_of_a_kept_generation_is_passed_over_and_its_texts_embedd
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     config.write_bytes(kept)
     assert build().embedded == 2
+
+
+def test_a_reading_reuses_what_is_unchanged_and_writes_nothing_when_the_corpus_shrank(
+        tmp_path: Path):
+    corpus = write_corpus(tmp_path / "corpus", TINY_DOCS)
+    warehouse = Warehouse(tmp_path / "data")
+    first = read_documents(warehouse, LocalSource(corpus), ExtractionSettings())
+    assert (first.result.extracted, first.written.changed) == (3, True)
+    assert first.result.report.counts()["added"] == 3
+    (corpus / "notes.txt").write_text("Release notes, edited.\n", encoding="utf-8")
+    second = read_documents(warehouse, LocalSource(corpus), ExtractionSettings())
+    assert (second.result.extracted, second.result.reused) == (1, 2)
+    assert second.result.report.ids(Change.CHANGED) == ["notes.txt"]
+    # Two of three documents gone: more than half, refused, the documents as they were.
+    (corpus / "notes.txt").unlink()
+    (corpus / "guide" / "config.md").unlink()
+    with pytest.raises(CorpusShrankError, match="shrank from 3 to 1 readable documents"):
+        read_documents(warehouse, LocalSource(corpus), ExtractionSettings())
+    assert warehouse.version(DOCUMENTS) == second.written.version
+    third = read_documents(warehouse, LocalSource(corpus), ExtractionSettings(), allow_shrink=True)
+    assert third.result.report.ids(Change.DELETED) == ["guide/config.md", "notes.txt"]
