@@ -423,47 +423,41 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
         "hidden 2",
         "documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, skipped 1, "
         "hidden 2"]
+
+    def earlier_run_named(tags: dict[str, str]) -> str:
+        """The line under `documents:` of an `index` run after a documents run with `tags`."""
+        earlier = subprocess.run([str(PROJECT_ROOT / ".venv" / "bin" / "dagster"), "job", "execute",
+                                  "-m", "rag_pipeline.definitions", "-a", "defs", "-j",
+                                  "documents_job", "--tags", json.dumps(tags)],
+                                 cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
+                                 timeout=600)
+        assert earlier.returncode == 0, earlier.stdout[-3000:] + earlier.stderr[-3000:]
+        index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
+                               capture_output=True, text=True, timeout=1200)
+        assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
+        lines = index.stdout.splitlines()
+        return lines[lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, "
+                                 "failed 2, skipped 1, hidden 2") + 1]
+
     # Found by a new user: an edit the daemon's corpus_watch had indexed before `index` began
     # was reported as `changed 0`; the command now names the run that read it. The watch's
     # run is executed here as the daemon's sensor would launch it (the same job and tag).
     (project.corpus / "notes.txt").write_text("Release notes, edited.\n", encoding="utf-8")
-    watch = subprocess.run([str(PROJECT_ROOT / ".venv" / "bin" / "dagster"), "job", "execute", "-m",
-                            "rag_pipeline.definitions", "-a", "defs", "-j", "documents_job",
-                            "--tags", '{"dagster/sensor_name": "corpus_watch"}'],
-                           cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
-                           timeout=600)
-    assert watch.returncode == 0, watch.stdout[-3000:] + watch.stderr[-3000:]
-    index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
-                           capture_output=True, text=True, timeout=1200)
-    assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
-    lines = index.stdout.splitlines()
-    at = lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, "
-                     "skipped 1, hidden 2")
+    line = earlier_run_named({"dagster/sensor_name": "corpus_watch"})
     assert re.fullmatch(
         r"  \(corpus_watch's documents run [0-9a-f]{8} had read the corpus as it is now, at "
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, unchanged 3, "
         r"failed 2, skipped 1, hidden 2; no index had served what it read: this one does\)",
-        lines[at + 1]), lines[at + 1]
+        line), line
     # Found by a team member using serve while the documents changed: after an `index` stopped
     # right after its documents run, the next one said `changed 0` though it served the edit.
     (project.corpus / "notes.txt").write_text("Release notes, edited again.\n", encoding="utf-8")
-    stopped = subprocess.run([str(PROJECT_ROOT / ".venv" / "bin" / "dagster"), "job", "execute",
-                              "-m", "rag_pipeline.definitions", "-a", "defs", "-j", "documents_job",
-                              "--tags", json.dumps({PID_TAG: "4242"})],
-                             cwd=PROJECT_ROOT, env=project.env, capture_output=True, text=True,
-                             timeout=600)
-    assert stopped.returncode == 0, stopped.stdout[-3000:] + stopped.stderr[-3000:]
-    index = subprocess.run([*CLI, "index", "--no-eval"], cwd=PROJECT_ROOT, env=project.env,
-                           capture_output=True, text=True, timeout=1200)
-    assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
-    lines = index.stdout.splitlines()
-    at = lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, "
-                     "skipped 1, hidden 2")
+    line = earlier_run_named({PID_TAG: "4242"})
     assert re.fullmatch(
         r"  \(rag-pipeline index's documents run [0-9a-f]{8} had read the corpus as it is now, "
         r"at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, "
         r"unchanged 3, failed 2, skipped 1, hidden 2; no index had served what it read: this one "
-        r"does\)", lines[at + 1]), lines[at + 1]
+        r"does\)", line), line
     # Found by a team whose folder changes daily: an indexed document that became unreadable
     # left the index with nothing saying so ("changed 0, deleted 0, ..., failed 3").
     (project.corpus / "notes.txt").write_bytes(b"Release notes \xff\xfe\x81 edited.\n")

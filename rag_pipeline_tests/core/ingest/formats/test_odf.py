@@ -419,31 +419,32 @@ def test_an_odt_page_anchored_shape_is_read():
     assert extracted.canonical_text == "Draft for the board\n\nMinutes of the meeting.\n"
 
 
+def _generated(element, name: str, title: str | None, lines: list[str]):
+    """An ODT index (``element``: a table of contents, a bibliography...) as a word processor
+    writes it: its body, an index title, and one paragraph per line."""
+    index = element(name=name)
+    body = text.IndexBody()
+    if title is not None:
+        heading = text.IndexTitle(name=f"{name}_Head")
+        heading.addElement(text.P(text=title))
+        body.addElement(heading)
+    for line in lines:
+        body.addElement(text.P(text=line))
+    index.addElement(body)
+    return index
+
+
 def test_an_odt_table_of_contents_is_counted_left_out_and_its_bibliography_read():
     document = OpenDocumentText()
-    contents = text.TableOfContent(name="Table of Contents1")
-    body = text.IndexBody()
-    title = text.IndexTitle(name="Table of Contents1_Head")
-    title.addElement(text.P(text="Contents"))
-    body.addElement(title)
-    body.addElement(text.P(text="Installation\t3"))
-    contents.addElement(body)
-    document.text.addElement(contents)
+    document.text.addElement(_generated(text.TableOfContent, "Table of Contents1", "Contents",
+                                        ["Installation\t3"]))
     document.text.addElement(text.H(outlinelevel=1, text="Installation"))
     document.text.addElement(text.P(text="Run the installer [KNU97]."))
-    index = text.AlphabeticalIndex(name="Alphabetical Index1")
-    entries = text.IndexBody()
-    entries.addElement(text.P(text="installer, 3"))
-    index.addElement(entries)
-    document.text.addElement(index)
-    bibliography = text.Bibliography(name="Bibliography1")
-    listed = text.IndexBody()
-    heading = text.IndexTitle(name="Bibliography1_Head")
-    heading.addElement(text.P(text="Bibliography"))
-    listed.addElement(heading)
-    listed.addElement(text.P(text="KNU97: Knuth, The Art of Computer Programming, 1997"))
-    bibliography.addElement(listed)
-    document.text.addElement(bibliography)
+    document.text.addElement(_generated(text.AlphabeticalIndex, "Alphabetical Index1", None,
+                                        ["installer, 3"]))
+    document.text.addElement(_generated(
+        text.Bibliography, "Bibliography1", "Bibliography",
+        ["KNU97: Knuth, The Art of Computer Programming, 1997"]))
     extracted = ODT.extract(saved(document), "guide")
     assert extracted.canonical_text == (
         "Installation\n\nRun the installer [KNU97].\n\nBibliography\n\n"
