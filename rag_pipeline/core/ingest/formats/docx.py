@@ -1,9 +1,11 @@
 """DOCX: paragraphs in body order, sections at heading styles, tables as rows of cells, lists kept.
 
 Read with python-docx (MIT). The body is walked in order, content controls (``w:sdt``)
-included: a paragraph styled ``Title`` or ``Heading 1`` to ``Heading 9`` starts a section of
-that level (``Title`` is level 1) and is a line of the canonical text outside every section
-body, as a Markdown heading is; other paragraphs are paragraphs. A table is one block: one line
+included: a paragraph styled ``Title`` or ``Heading 1`` to ``Heading 9``, or given an outline
+level (``w:outlineLvl``, on the paragraph or its styles: Word's "Outline level", a template's
+own heading styles), starts a section of that level (``Title`` is level 1) and is a line of the
+canonical text outside every section body, as a Markdown heading is; other paragraphs are
+paragraphs. A table is one block: one line
 per row, its cells (each cell's paragraphs, nested tables included, joined by spaces) separated
 by ``" | "``, the header row first as in the file; a cell merged across columns is followed by
 an empty cell per further column, so columns never shift. Each table is declared as a
@@ -172,6 +174,27 @@ def _heading_level(style_name: str) -> int:
     if prefix == "Heading" and number in ("1", "2", "3", "4", "5", "6", "7", "8", "9"):
         return int(number)
     return 0
+
+
+MAX_STYLE_CHAIN = 32
+"""Base styles followed at most for an outline level (a style based on itself ends there)."""
+
+
+def _outline_level(paragraph: _Element, style: object) -> int:
+    """The heading level a paragraph's outline level makes it (``w:outlineLvl`` 0 to 8: levels
+    1 to 9; 9, or none, body text): set on the paragraph itself, else on its style or the
+    styles that style is based on (Word's "Outline level", a template's own heading styles,
+    LibreOffice's headings in a style of another name)."""
+    from docx.oxml.ns import qn
+
+    found = paragraph.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
+    for _ in range(MAX_STYLE_CHAIN):
+        if found is not None or style is None:
+            break
+        found = style.element.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
+        style = style.base_style
+    value = found.get(qn("w:val"), "") if found is not None else ""
+    return int(value) + 1 if value in ("0", "1", "2", "3", "4", "5", "6", "7", "8") else 0
 
 
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
@@ -531,7 +554,8 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
                     continue
                 budget.add(chars=len(text))
                 style = style_of(child, paragraph)
-                level = _heading_level(style.name if style is not None else "")
+                level = (_heading_level(style.name if style is not None else "")
+                         or _outline_level(child, style))
                 num_pr = None if level else _num_pr(child, style)
                 if num_pr is not None:
                     indent = "  " * num_pr[1]
@@ -625,7 +649,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"10+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"11+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

@@ -106,6 +106,39 @@ def test_title_style_and_deep_headings_are_sections_and_content_controls_are_rea
     assert extracted.sections == (Section("Deep", 17, 46, 4),)
 
 
+def test_a_paragraph_given_an_outline_level_is_a_heading_on_itself_or_by_its_styles():
+    """Found by a check of files LibreOffice wrote: headings in a style of another name than
+    ``Heading N``, carrying an outline level, were read as body text (2 sections of 8)."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    def outline(element, value: str) -> None:
+        level = OxmlElement("w:outlineLvl")
+        level.set(qn("w:val"), value)
+        element.get_or_add_pPr().append(level)
+
+    document = docx.Document()
+    company = document.styles.add_style("Company Heading", WD_STYLE_TYPE.PARAGRAPH)
+    outline(company.element, "0")
+    derived = document.styles.add_style("Company Subheading", WD_STYLE_TYPE.PARAGRAPH)
+    derived.base_style = company
+    body = document.styles.add_style("Body Outline", WD_STYLE_TYPE.PARAGRAPH)
+    outline(body.element, "9")  # body text: no heading
+    document.add_paragraph("Restarting", style="Company Heading")
+    document.add_paragraph("Drain it first.")
+    document.add_paragraph("Checks", style="Company Subheading")  # level 1 from its base
+    document.add_paragraph("Look twice.", style="Body Outline")
+    outline(document.add_paragraph("Auditing")._p, "1")  # on the paragraph itself
+    document.add_paragraph("Compare copies.")
+    extracted = DOCX.extract(saved(document), "runbook")
+    assert extracted.canonical_text == ("Restarting\n\nDrain it first.\n\nChecks\n\nLook twice."
+                                        "\n\nAuditing\n\nCompare copies.\n")
+    assert extracted.sections == (Section("Restarting", 12, 27, 1), Section("Checks", 37, 48, 1),
+                                  Section("Auditing", 60, 75, 2))
+
+
 def test_nested_list_levels_are_indented_and_counted_per_level():
     import docx
     from docx.oxml import parse_xml
