@@ -44,6 +44,7 @@ from rag_pipeline.core.ingest.extracted import (
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.formats.xlsx import EmbeddedWorkbook, embedded_workbook_notes
 from rag_pipeline.core.ingest.library import library_version
+from rag_pipeline.core.ingest.list_numbers import list_number
 from rag_pipeline.core.ingest.office_zip import (
     ContentBudget,
     OfficeLimits,
@@ -58,37 +59,10 @@ if TYPE_CHECKING:
     from docx.opc.part import Part
     from lxml.etree import _Element
 
-_ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
-          (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
-
-
-def _roman(number: int) -> str:
-    out = ""
-    for value, letters in _ROMAN:
-        count, number = divmod(number, value)
-        out += letters * count
-    return out
-
-
-def _letters(number: int) -> str:
-    """Word's letter numbering: a..z, then aa..zz, then aaa..."""
-    return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1)
-
-
 def list_marker(number_format: str, number: int) -> str:
     """The marker of list item ``number`` (1-based) in a ``w:numFmt`` format: ``-`` for a
     bullet, ``3.``, ``c.``, ``C.``, ``iii.``, ``III.``; any other format counts in digits."""
-    if number_format == "bullet":
-        return "-"
-    if number_format == "lowerLetter":
-        return _letters(number) + "."
-    if number_format == "upperLetter":
-        return _letters(number).upper() + "."
-    if number_format == "lowerRoman":
-        return _roman(number) + "."
-    if number_format == "upperRoman":
-        return _roman(number).upper() + "."
-    return f"{number}."
+    return "-" if number_format == "bullet" else list_number(number_format, number) + "."
 
 
 @dataclass(frozen=True)
@@ -305,8 +279,7 @@ def note_mark(number_format: str, number: int) -> str:
     ``C``, ``*`` repeated for ``chicago``); any other format in digits."""
     if number_format == "chicago":
         return "*" * number
-    return list_marker(number_format, number).removesuffix(".") if number_format in (
-        "lowerRoman", "upperRoman", "lowerLetter", "upperLetter") else str(number)
+    return list_number(number_format, number)
 
 
 class _Notes:

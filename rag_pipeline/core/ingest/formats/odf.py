@@ -5,7 +5,7 @@ The package is a zip (checked first:
 :func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
-``text:line-break`` a line break, spans, links and cross-references (``text:bookmark-ref``,
+``text:line-break`` a line break (the white space after it kept: a line's indentation), spans, links and cross-references (``text:bookmark-ref``,
 ``text:reference-ref``: the text they show) their text; notes (footnotes and endnotes) and
 annotations are left out of the sentence they are anchored in: a note is a paragraph of its own
 after the block that holds it (``Footnote 2: text``, numbered by the citation the document
@@ -15,7 +15,8 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
 
 - **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
-  items ``- item`` (nested ones indented two spaces a level); a table one line per row, cells
+  items, ``- item``, or numbered as its list style numbers them (``3. item``, ``(c) item``),
+  nested ones indented two spaces a level; a table one line per row, cells
   joined by ``" | "``, a covered (merged-away) cell an empty place so no column shifts,
   blank rows left out, declared as a :class:`~rag_pipeline.core.ingest.extracted.TableSpan`
   (:func:`~rag_pipeline.core.ingest.tables.layout_table`, the first row its header) so a long
@@ -31,7 +32,8 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
   sheet's own cells).
 - **ODP**: as PPTX (:mod:`rag_pipeline.core.ingest.formats.pptx`): a slide's title frame
   titles its section, its other frames and tables are blocks (tables declared as in ODT), its
-  notes a ``Notes: `` block; one anchor ``slide=N`` per slide, cited ``#slide=N``.
+  notes a ``Notes: `` block (the page-number and date placeholders of a slide or its notes
+  page left out); one anchor ``slide=N`` per slide, cited ``#slide=N``.
 - **ODS**: as XLSX (:mod:`rag_pipeline.core.ingest.formats.xlsx`): a section per sheet, each
   row one line under the header row (:func:`~rag_pipeline.core.ingest.rows.table_lines`), the
   text a cell shows; one anchor ``sheet=<name>&range=A1:C1`` per row, cited by the smallest
@@ -63,6 +65,7 @@ from rag_pipeline.core.ingest.extracted import (
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.list_numbers import ODF_FORMATS, list_number
 from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.safe_xml import safe_xml
@@ -156,8 +159,9 @@ def inline_text(element: object) -> str:
                 parts.append(_WHITE.sub(" ", child.tail))
 
     walk(element)
-    lines = "".join(parts).split("\n")
-    return "\n".join(_SPACES.sub(" ", line).strip(" ").replace("\x00", " ") for line in lines).strip("\n")
+    lines = [_SPACES.sub(" ", line).rstrip(" ") for line in "".join(parts).split("\n")]
+    lines[0] = lines[0].lstrip(" ")  # the paragraph's leading white space; a line's after a break is kept
+    return "\n".join(line.replace("\x00", " ") for line in lines).strip("\n")
 
 
 def _paragraphs_text(element: object) -> str:
@@ -239,18 +243,73 @@ def _table_rows(table: object, budget: _Budget) -> list[list[str]]:
     return rows
 
 
-def _list_lines(element: object, level: int) -> list[str]:
+@dataclass(frozen=True)
+class _ListLevel:
+    """One level of an ODF list style: numbered in ``number_format`` (Word's name of it:
+    :data:`~rag_pipeline.core.ingest.list_numbers.ODF_FORMATS`) between ``prefix`` and
+    ``suffix`` from ``start``, or (``number_format`` empty) a bullet."""
+
+    number_format: str = ""
+    prefix: str = ""
+    suffix: str = ""
+    start: int = 1
+
+
+def _list_styles(*roots: object | None) -> dict[str, dict[int, _ListLevel]]:
+    """Each ``text:list-style`` of ``roots`` (``styles.xml``'s and ``content.xml``'s): its
+    numbered levels by level (1 the outermost); a bullet or picture level is not one."""
+    styles: dict[str, dict[int, _ListLevel]] = {}
+    for root in roots:
+        for style in root.iter(_q("text", "list-style")) if root is not None else ():
+            levels = {}
+            for level in style.iter(_q("text", "list-level-style-number")):
+                number_format = ODF_FORMATS.get(level.get(_q("style", "num-format"), ""), "")
+                depth, start = level.get(_q("text", "level"), "1"), level.get(_q("text", "start-value"), "1")
+                if number_format and depth.isascii() and depth.isdigit():
+                    levels[int(depth)] = _ListLevel(
+                        number_format, level.get(_q("style", "num-prefix"), ""),
+                        level.get(_q("style", "num-suffix"), ""),
+                        int(start) if start.isascii() and start.isdigit() else 1)
+            styles[style.get(_q("style", "name"), "")] = levels
+    return styles
+
+
+_CONTINUES = (_q("text", "continue-numbering"), _q("text", "continue-list"))
+
+
+def _list_lines(element: object, level: int, objects: _Objects, style: str = "") -> list[str]:
+    """A list's items, one line per paragraph, indented two spaces a level: an item of a
+    numbered level (its list style's, the outermost list's style naming it for nested ones) is
+    ``3.``, ``c)``, ``iii.`` as its style numbers it (``text:start-value`` restarting it, a list
+    that continues the one before counting on), any other ``-``; an item's later paragraphs are
+    indented under its first."""
+    style = element.get(_q("text", "style-name")) or style
+    numbered = objects.list_styles.get(style, {}).get(level + 1)
+    counted = objects.list_counts.get(style, 0) if level == 0 and numbered and any(
+        element.get(name) for name in _CONTINUES) else (numbered.start - 1 if numbered else 0)
     lines = []
     for item in element:
         if item.tag not in (_q("text", "list-item"), _q("text", "list-header")):
             continue
+        marker = "-"
+        if numbered and item.tag == _q("text", "list-item"):
+            restart = item.get(_q("text", "start-value"), "")
+            counted = int(restart) - 1 if restart.isascii() and restart.isdigit() else counted
+            counted += 1
+            marker = (f"{numbered.prefix}{list_number(numbered.number_format, counted)}"
+                      f"{numbered.suffix}")
+        first = True
         for child in item:
             if child.tag == _q("text", "list"):
-                lines += _list_lines(child, level + 1)
+                lines += _list_lines(child, level + 1, objects, style)
             elif child.tag in (_q("text", "p"), _q("text", "h")):
                 text = " ".join(inline_text(child).split())
                 if text:
-                    lines.append(f"{'  ' * level}- {text}")
+                    shown = marker if first or not numbered else " " * len(marker)
+                    lines.append(f"{'  ' * level}{shown} {text}")
+                    first = False
+    if level == 0 and numbered:
+        objects.list_counts[style] = counted
     return lines
 
 
@@ -318,7 +377,7 @@ def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
         if text:
             yield text, 0, None
     elif tag == _q("text", "list"):
-        lines = _list_lines(child, 0)
+        lines = _list_lines(child, 0, objects)
         if lines:
             yield "\n".join(lines), 0, None
     elif tag == _q("table", "table"):
@@ -342,11 +401,15 @@ def _object_name(embedded: object) -> str:
 
 @dataclass(frozen=True)
 class _Objects:
-    """The root of each embedded object's ``content.xml`` by its folder (``Object 1``), and
-    the :class:`_Budget` the document's tables and objects' tables share."""
+    """What a document's blocks are read with: the root of each embedded object's
+    ``content.xml`` by its folder (``Object 1``), the :class:`_Budget` the document's tables
+    and objects' tables share, its list styles (:func:`_list_styles`) and the last number each
+    list style's outermost level reached (a list continuing it counts on)."""
 
     roots: Mapping[str, object]
     budget: _Budget = field(default_factory=_Budget)
+    list_styles: Mapping[str, dict[int, _ListLevel]] = field(default_factory=dict)
+    list_counts: dict[str, int] = field(default_factory=dict)
 
 
 def _object_body(embedded: object, objects: _Objects) -> object | None:
@@ -420,7 +483,8 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
     except ExtractionError as exc:
         raise ExtractionError(f"unreadable {kind}: {exc}") from exc
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
-    return _Package(root, title, styles_root, _Objects(object_roots))
+    return _Package(root, title, styles_root,
+                    _Objects(object_roots, list_styles=_list_styles(styles_root, root)))
 
 
 def _styles_with(package: _Package, properties: str, attribute: str, value: str) -> set[str]:
@@ -533,7 +597,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "10")
+        return Extractor("odt-content-xml", "11")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -552,6 +616,11 @@ class OdtFormat(_OdfFormat):
                               left_out_notes(body, package.objects))
 
 
+_FIELD_PLACEHOLDERS = ("page-number", "date-time")
+"""A slide's or notes page's placeholders for a field the application fills in when it shows the
+page (``<number>``, a date): no words of the deck, left out."""
+
+
 class OdpFormat(_OdfFormat):
     """``.odp`` presentations (LibreOffice Impress), ``.otp`` templates."""
 
@@ -559,7 +628,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp", ".otp")
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "10")
+        return Extractor("odp-content-xml", "11")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).
@@ -578,8 +647,13 @@ class OdpFormat(_OdfFormat):
         for number, page in enumerate(pages, start=1):
             title, blocks = "", []
             for frame in page:
+                if frame.get(_q("presentation", "class")) in _FIELD_PLACEHOLDERS:
+                    continue
                 if frame.tag == _q("presentation", "notes"):
-                    notes = " ".join(text for text, _, _ in _blocks(frame, package.objects))
+                    notes = " ".join(text for text, _, _ in _blocks(
+                        [shape for shape in frame
+                         if shape.get(_q("presentation", "class")) not in _FIELD_PLACEHOLDERS],
+                        package.objects))
                     if notes.strip():
                         blocks.append((f"Notes: {' '.join(notes.split())}", None))
                     continue

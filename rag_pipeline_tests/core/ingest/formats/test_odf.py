@@ -126,6 +126,49 @@ def test_odt_headings_paragraphs_lists_and_tables():
     assert ODT.fragment(extracted.anchors, 2, 9) == "#char=2,9"
 
 
+def _items(texts: list[str], **attributes) -> text.List:
+    listed = text.List(**attributes)
+    for words in texts:
+        item = text.ListItem()
+        item.addElement(text.P(text=words))
+        listed.addElement(item)
+    return listed
+
+
+def test_an_odt_numbered_list_keeps_its_numbers_as_its_style_numbers_them():
+    """Found by a check of files LibreOffice wrote: every list item read as ``- ``, so "step 2
+    must finish before step 3" stood over three bullets (the DOCX of it kept 1. 2. 3.)."""
+    document = OpenDocumentText()
+    steps = text.ListStyle(name="Steps")
+    steps.addElement(text.ListLevelStyleNumber(level=1, numformat="1", numsuffix="."))
+    steps.addElement(text.ListLevelStyleNumber(level=2, numformat="a", numprefix="(",
+                                               numsuffix=")"))
+    steps.addElement(text.ListLevelStyleBullet(level=3, bulletchar="•"))
+    roman = text.ListStyle(name="Roman")
+    roman.addElement(text.ListLevelStyleNumber(level=1, numformat="I", numsuffix=".",
+                                               startvalue=4))
+    document.automaticstyles.addElement(steps)
+    document.automaticstyles.addElement(roman)
+    outer = _items(["Download the image.", "Verify it."], stylename="Steps")
+    inner = _items(["the checksum", "the signature"])
+    inner.childNodes[1].addElement(_items(["with gpg"]))
+    outer.childNodes[1].addElement(inner)
+    second = text.P(text="Keep the receipt.")
+    outer.childNodes[1].addElement(second)
+    document.text.addElement(outer)
+    document.text.addElement(text.P(text="Step 2 must finish before step 3."))
+    document.text.addElement(_items(["Install it."], stylename="Steps", continuenumbering="true"))
+    restarted = _items(["Start over."], stylename="Steps")
+    restarted.childNodes[0].setAttribute("startvalue", "7")
+    document.text.addElement(restarted)
+    document.text.addElement(_items(["Fourth part."], stylename="Roman"))
+    extracted = ODT.extract(saved(document), "steps")
+    assert extracted.canonical_text == (
+        "1. Download the image.\n2. Verify it.\n  (a) the checksum\n  (b) the signature\n"
+        "    - with gpg\n   Keep the receipt.\n\nStep 2 must finish before step 3.\n\n"
+        "3. Install it.\n\n7. Start over.\n\nIV. Fourth part.\n")
+
+
 @pytest.mark.parametrize("level", ["0", "x", "-2"])
 def test_a_heading_whose_level_is_no_count_is_a_top_level_heading(level: str):
     """Found by a new user: Debian's live manual (SiSU) has two headings at outline level 0,
@@ -239,6 +282,30 @@ def test_odp_slides_with_titles_notes_and_slide_anchors():
     assert [extracted.canonical_text[a.start:a.end] for a in extracted.anchors] == [
         "Plan\n\nThree sites\n\nNotes: Say hello", "Slide 2\n\nQuestions?"]
     assert ODP.fragment(extracted.anchors, 40, 50) == "#slide=2"
+
+
+def test_the_page_number_and_date_placeholders_of_a_slide_and_its_notes_are_left_out():
+    """Found by a check of decks LibreOffice converted from PowerPoint: every slide's notes
+    ended in ``<number>``, the notes page's slide-number placeholder."""
+
+    def boxed(kind: str, words: str) -> draw.Frame:
+        frame = frame_of(kind)
+        box = draw.TextBox()
+        box.addElement(text.P(text=words))
+        frame.addElement(box)
+        return frame
+
+    document = OpenDocumentPresentation()
+    page = titled_page("Plan")
+    page.addElement(boxed("date-time", "<date/time>"))
+    page.addElement(boxed("footer", "Field team"))
+    notes = presentation.Notes()
+    notes.addElement(boxed("notes", "Say hello."))
+    notes.addElement(boxed("page-number", "<number>"))
+    page.addElement(notes)
+    document.presentation.addElement(page)
+    extracted = ODP.extract(saved(document), "deck")
+    assert extracted.canonical_text == "Plan\n\nField team\n\nNotes: Say hello.\n"
 
 
 def test_an_odp_slide_of_a_title_alone_is_a_section_of_its_title():
@@ -555,6 +622,23 @@ def _paragraph_with_spaces(count: str) -> bytes:
     paragraph.addText("after.")
     document.text.addElement(paragraph)
     return saved(document)
+
+
+def test_a_lines_indentation_after_a_line_break_is_kept_as_libreoffice_writes_it():
+    """Found by a check of files LibreOffice wrote: four spaces after a line break, written as
+    a space and ``<text:s text:c="3"/>``, were read as three (code in a document re-indented)."""
+    document = OpenDocumentText()
+    paragraph = text.P(text="  for unit in proxy metrics; do")  # leading blanks: none, by ODF
+    paragraph.addElement(text.LineBreak())
+    paragraph.addText(" ")
+    paragraph.addElement(text.S(c="3"))
+    paragraph.addText('systemctl restart "$unit"   ')
+    paragraph.addElement(text.LineBreak())
+    paragraph.addText("done")
+    document.text.addElement(paragraph)
+    extracted = ODT.extract(saved(document), "script")
+    assert extracted.canonical_text == ('for unit in proxy metrics; do\n    systemctl restart "$unit"\n'
+                                        "done\n")
 
 
 def test_kept_spaces_are_at_most_max_spaces():

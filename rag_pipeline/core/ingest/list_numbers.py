@@ -1,0 +1,41 @@
+"""A list item's number as a document shows it: ``3``, ``c``, ``C``, ``iii``, ``III``.
+
+Formats are named as Word names them (``w:numFmt``); an OpenDocument list style's
+``style:num-format`` maps to them (:data:`ODF_FORMATS`).
+"""
+
+from __future__ import annotations
+
+_ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
+          (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
+
+ODF_FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
+               "I": "upperRoman"}
+"""``style:num-format`` -> the format of the same numbers."""
+
+
+def _roman(number: int) -> str:
+    out = ""
+    for value, letters in _ROMAN:
+        count, number = divmod(number, value)
+        out += letters * count
+    return out
+
+
+def _letters(number: int) -> str:
+    """Letter numbering: a..z, then aa..zz, then aaa..."""
+    return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1)
+
+
+def list_number(number_format: str, number: int) -> str:
+    """Item ``number`` (1-based) in ``number_format``: ``lowerLetter``, ``upperLetter``,
+    ``lowerRoman``, ``upperRoman``; any other format in digits."""
+    if number_format == "lowerLetter":
+        return _letters(number)
+    if number_format == "upperLetter":
+        return _letters(number).upper()
+    if number_format == "lowerRoman":
+        return _roman(number)
+    if number_format == "upperRoman":
+        return _roman(number).upper()
+    return str(number)
