@@ -5,8 +5,9 @@ The package is a zip (checked first:
 :func:`~rag_pipeline.core.ingest.office_zip.check_zip`); its ``content.xml`` is read
 directly with lxml, entities unresolved and the network off, its ``meta.xml`` for the title.
 Inline text follows ODF 1.3: ``text:s`` is that many spaces, ``text:tab`` a tab,
-``text:line-break`` a line break (the white space after it kept: a line's indentation), spans, links and cross-references (``text:bookmark-ref``,
-``text:reference-ref``: the text they show) their text; notes (footnotes and endnotes) and
+``text:line-break`` a line break (the white space after it kept: a line's indentation), spans,
+links and cross-references (``text:bookmark-ref``, ``text:reference-ref``: the text they show)
+their text; notes (footnotes and endnotes) and
 annotations are left out of the sentence they are anchored in: a note is a paragraph of its own
 after the block that holds it (``Footnote 2: text``, numbered by the citation the document
 shows); an annotation is a reviewer's remark, not the document: left out, counted in the note
