@@ -5,7 +5,8 @@ included: a paragraph styled ``Title`` or ``Heading 1`` to ``Heading 9``, or giv
 level (``w:outlineLvl``, on the paragraph or its styles: Word's "Outline level", a template's
 own heading styles), starts a section of that level (``Title`` is level 1) and is a line of the
 canonical text outside every section body, as a Markdown heading is; other paragraphs are
-paragraphs. A table is one block: one line
+paragraphs. A generated table of contents or index (:data:`GENERATED_FIELDS`) is left out,
+counted. A table is one block: one line
 per row, its cells (each cell's paragraphs, nested tables included, joined by spaces) separated
 by ``" | "``, the header row first as in the file; a cell merged across columns is followed by
 an empty cell per further column, so columns never shift. Each table is declared as a
@@ -481,12 +482,62 @@ class _Objects(_PartsReadOnce):
                           header_rows=1 if rows else 0) for text, rows in workbook.blocks()]
 
 
+GENERATED_FIELDS = ("TOC", "INDEX", "TOA")
+"""Fields whose result a word processor generates from the document's own headings, captions
+and marked words, with page numbers (a table of contents or of figures, an index, a table of
+authorities): left out, counted (``indexes_left_out``). A bibliography is read: its entries are
+in no other place of the text."""
+GENERATED_GALLERIES = ("Table of Contents", "Table of Figures")
+"""The content controls (``w:docPartGallery``) Word and LibreOffice put such a table in."""
+
+
+class _GeneratedFields:
+    """Word's complex fields (``w:fldChar`` begin, ``w:instrText``, separate, end), followed
+    paragraph by paragraph through the body, and the generated ones left out."""
+
+    def __init__(self) -> None:
+        self.open: list[str] = []  # each open field's instruction so far, outermost first
+        self.left_out = 0
+
+    def _generated(self) -> bool:
+        return any(instruction.split()[:1] in ([name] for name in GENERATED_FIELDS)
+                   for instruction in self.open)
+
+    def holds(self, paragraph: _Element) -> bool:
+        """Whether ``paragraph`` is part of a generated field's result (its fields read)."""
+        from docx.oxml.ns import qn
+
+        held = self._generated()
+        for node in paragraph.iter(qn("w:fldChar"), qn("w:instrText")):
+            if node.tag == qn("w:instrText"):
+                if self.open:
+                    self.open[-1] += node.text or ""
+            elif node.get(qn("w:fldCharType")) == "begin":
+                self.open.append("")
+            elif node.get(qn("w:fldCharType")) == "end" and self.open:
+                was = self._generated()
+                self.open.pop()
+                self.left_out += was and not self._generated()
+            held = held or self._generated()
+        return held
+
+
+def _gallery(control: _Element) -> str:
+    """The ``w:docPartGallery`` of a content control (``""``: none)."""
+    from docx.oxml.ns import qn
+
+    found = control.find(f"{qn('w:sdtPr')}/{qn('w:docPartObj')}/{qn('w:docPartGallery')}")
+    return found.get(qn("w:val"), "") if found is not None else ""
+
+
 def _blocks(document: Document, budget: ContentBudget, imported: _Imported | None = None,
-            objects: _Objects | None = None) -> list[DocxBlock]:
+            objects: _Objects | None = None,
+            fields: _GeneratedFields | None = None) -> list[DocxBlock]:
     """The body's paragraphs and tables in order, content controls opened, the HTML or text
     a ``w:altChunk`` imports read in its place and the tables of a workbook a paragraph (or a
     table's cell) embeds after it, each followed by the notes it refers to (a list item's after
-    the list, which stays one block, as in ODT)."""
+    the list, which stays one block, as in ODT); a generated table of contents or index left
+    out, counted in ``fields``."""
     from docx.oxml.ns import qn
     from docx.text.paragraph import Paragraph
 
@@ -517,6 +568,8 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
             if child.tag == qn("w:p"):
+                if fields is not None and fields.holds(child):
+                    continue
                 paragraph = Paragraph(child, document)
                 text = paragraph_text(child).strip()
                 embedded = [block for found in _objects_in(child) if objects is not None
@@ -548,7 +601,9 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
                         add(block)
             elif child.tag == qn("w:sdt"):
                 content = child.find(qn("w:sdtContent"))
-                if content is not None:
+                if fields is not None and _gallery(child) in GENERATED_GALLERIES:
+                    fields.left_out += 1
+                elif content is not None:
                     walk(content)
             elif child.tag == qn("w:altChunk") and imported is not None:
                 for block in imported.blocks(child):
@@ -581,6 +636,8 @@ class DocxContent:
     workbook_notes: tuple[tuple[str, str], ...] = ()
     """What the embedded workbooks left out
     (:func:`~rag_pipeline.core.ingest.formats.xlsx.embedded_workbook_notes`)."""
+    indexes_left_out: int = 0
+    """Generated tables of contents and indexes left out (:data:`GENERATED_FIELDS`)."""
 
 
 def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
@@ -598,11 +655,13 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
         document = docx.Document(io.BytesIO(as_plain_document(data)))
         imported = _Imported(document)
         objects = _Objects(document, budget)
-        blocks = tuple(_blocks(document, budget, imported, objects))
+        fields = _GeneratedFields()
+        blocks = tuple(_blocks(document, budget, imported, objects, fields))
         furniture = tuple(_headers_and_footers(document, budget, objects))
         return DocxContent(blocks, furniture, _comment_count(document),
                            (document.core_properties.title or "").strip(), imported.left_out,
-                           objects.left_out, embedded_workbook_notes(objects.read))
+                           objects.left_out, embedded_workbook_notes(objects.read),
+                           fields.left_out)
     except ExtractionError:
         raise
     except MemoryError as exc:
@@ -622,7 +681,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"11+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"12+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section
@@ -678,6 +737,8 @@ class DocxFormat(DocumentFormat):
                    if content.imported_left_out else ()),
                  *((("embedded_objects_left_out", str(content.objects_left_out)),)
                    if content.objects_left_out else ()),
+                 *((("indexes_left_out", str(content.indexes_left_out)),)
+                   if content.indexes_left_out else ()),
                  *content.workbook_notes)
         return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
                          tables=tuple(tables), notes=notes)

@@ -139,6 +139,59 @@ def test_a_paragraph_given_an_outline_level_is_a_heading_on_itself_or_by_its_sty
                                   Section("Auditing", 60, 75, 2))
 
 
+def _field_paragraph(*parts: tuple[str, str]) -> str:
+    """A ``w:p`` of runs: ``("begin" | "separate" | "end", "")`` a field character,
+    ``("instr", code)`` a field's instruction, ``("text", words)`` shown text."""
+    from xml.sax.saxutils import escape
+
+    runs = []
+    for kind, value in parts:
+        if kind == "instr":
+            runs.append(f'<w:r><w:instrText xml:space="preserve">{escape(value)}</w:instrText></w:r>')
+        elif kind == "text":
+            runs.append(f"<w:r><w:t>{escape(value)}</w:t></w:r>")
+        else:
+            runs.append(f'<w:r><w:fldChar w:fldCharType="{kind}"/></w:r>')
+    return f"<w:p>{''.join(runs)}</w:p>"
+
+
+def test_a_generated_table_of_contents_or_index_is_counted_left_out_and_a_bibliography_read():
+    """Found by a check of files LibreOffice wrote: the DOCX's table of contents was indexed
+    and cited as a source (its ODT twin left it out, counted)."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    body = document.element.body
+
+    def add(xml: str) -> None:
+        body.insert(len(body) - 1, parse_xml(xml.replace("<w:p>", f"<w:p {nsdecls('w')}>", 1)
+                                             if xml.startswith("<w:p>") else xml))
+
+    # A table of contents as a field over three paragraphs, a page reference nested in it.
+    add(_field_paragraph(("begin", ""), ("instr", " TOC \\o \"1-3\" \\h "), ("separate", ""),
+                         ("text", "Installation\t"), ("begin", ""), ("instr", " PAGEREF _Toc1 "),
+                         ("separate", ""), ("text", "3"), ("end", "")))
+    add(_field_paragraph(("text", "Upgrades\t5")))
+    add(_field_paragraph(("end", "")))
+    document.add_heading("Installation", level=1)
+    add(_field_paragraph(("text", "Run the installer, page "), ("begin", ""), ("instr", " PAGE "),
+                         ("separate", ""), ("text", "3"), ("end", ""), ("text", ".")))
+    # One in a content control of Word's "Table of Contents" gallery.
+    add(f'<w:sdt {nsdecls("w")}><w:sdtPr><w:docPartObj><w:docPartGallery w:val="Table of '
+        'Contents"/></w:docPartObj></w:sdtPr><w:sdtContent><w:p><w:r><w:t>Contents</w:t></w:r>'
+        "</w:p></w:sdtContent></w:sdt>")
+    add(_field_paragraph(("begin", ""), ("instr", " BIBLIOGRAPHY "), ("separate", ""),
+                         ("text", "Knuth, The Art of Computer Programming, 1997"), ("end", "")))
+    add(_field_paragraph(("begin", ""), ("instr", " INDEX \\e \"\t\" "), ("separate", ""),
+                         ("text", "installer\t3"), ("end", "")))
+    extracted = DOCX.extract(saved(document), "guide")
+    assert extracted.canonical_text == ("Installation\n\nRun the installer, page 3.\n\n"
+                                        "Knuth, The Art of Computer Programming, 1997\n")
+    assert dict(extracted.notes)["indexes_left_out"] == "3"
+
+
 def test_nested_list_levels_are_indented_and_counted_per_level():
     import docx
     from docx.oxml import parse_xml
