@@ -14,7 +14,9 @@ shows); an annotation is a reviewer's remark, not the document: left out, counte
 ``comments_left_out``. The page headers and footers of the master pages an ODT uses close it
 (:mod:`rag_pipeline.core.ingest.page_furniture`), as a DOCX's do.
 
-- **ODT**: ``text:h`` starts a section of its outline level and is a line outside every
+- **ODT**: a paragraph in the ``Title`` style (or one based on it) is a level-1 heading, so it
+  titles a document whose properties name no title, as in DOCX; ``text:h`` starts a section
+  of its outline level and is a line outside every
   section body, as a Markdown heading; ``text:p`` is a paragraph; a list is one block of
   items, ``- item``, or numbered as its list style numbers them (``3. item``, ``(c) item``),
   nested ones indented two spaces a level; a table one line per row, cells
@@ -375,7 +377,9 @@ def _own_blocks(child: object, objects: _Objects) -> Iterator[Block]:
             yield text, _heading_level(child), None
     elif tag == _q("text", "p"):
         text = inline_text(child)
-        if text:
+        if text and child.get(_q("text", "style-name")) in objects.title_styles:
+            yield " ".join(text.split()), 1, None  # the document's title: a heading, as in DOCX
+        elif text:
             yield text, 0, None
     elif tag == _q("text", "list"):
         lines = _list_lines(child, 0, objects)
@@ -404,13 +408,16 @@ def _object_name(embedded: object) -> str:
 class _Objects:
     """What a document's blocks are read with: the root of each embedded object's
     ``content.xml`` by its folder (``Object 1``), the :class:`_Budget` the document's tables
-    and objects' tables share, its list styles (:func:`_list_styles`) and the last number each
-    list style's outermost level reached (a list continuing it counts on)."""
+    and objects' tables share, its list styles (:func:`_list_styles`), the last number each
+    list style's outermost level reached (a list continuing it counts on) and its title
+    styles."""
 
     roots: Mapping[str, object]
     budget: _Budget = field(default_factory=_Budget)
     list_styles: Mapping[str, dict[int, _ListLevel]] = field(default_factory=dict)
     list_counts: dict[str, int] = field(default_factory=dict)
+    title_styles: frozenset[str] = frozenset()
+    """The paragraph styles that are the ``Title`` style or based on it (:func:`_title_styles`)."""
 
 
 def _object_body(embedded: object, objects: _Objects) -> object | None:
@@ -485,7 +492,32 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
         raise ExtractionError(f"unreadable {kind}: {exc}") from exc
     title = " ".join((title_node.text or "").split()) if title_node is not None else ""
     return _Package(root, title, styles_root,
-                    _Objects(object_roots, list_styles=_list_styles(styles_root, root)))
+                    _Objects(object_roots, list_styles=_list_styles(styles_root, root),
+                             title_styles=_title_styles(styles_root, root)))
+
+
+TITLE_STYLE = "Title"
+MAX_STYLE_CHAIN = 32
+"""Parent styles followed at most (a style its own ancestor ends there)."""
+
+
+def _title_styles(*roots: object | None) -> frozenset[str]:
+    """The paragraph styles of ``roots`` (``styles.xml``'s and ``content.xml``'s) that are
+    :data:`TITLE_STYLE` or based on it (``style:parent-style-name``, as LibreOffice's automatic
+    styles are on the style a paragraph was given)."""
+    parents = {style.get(_q("style", "name"), ""): style.get(_q("style", "parent-style-name"), "")
+               for root in roots if root is not None for style in root.iter(_q("style", "style"))}
+    titles = {TITLE_STYLE}
+    for name in parents:
+        chain, at = [name], name
+        for _ in range(MAX_STYLE_CHAIN):
+            at = parents.get(at, "")
+            if not at or at in titles:
+                break
+            chain.append(at)
+        if at in titles:
+            titles.update(chain)
+    return frozenset(titles)
 
 
 def _styles_with(package: _Package, properties: str, attribute: str, value: str) -> set[str]:
@@ -598,7 +630,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "11")
+        return Extractor("odt-content-xml", "12")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).

@@ -169,6 +169,25 @@ def test_an_odt_numbered_list_keeps_its_numbers_as_its_style_numbers_them():
         "3. Install it.\n\n7. Start over.\n\nIV. Fourth part.\n")
 
 
+def test_a_paragraph_in_the_title_style_titles_the_document_as_in_docx():
+    """Found by a check of files LibreOffice wrote: with no title in the file's properties, the
+    ODT was titled by its first heading, its Title paragraph a chunk of that heading's section;
+    the DOCX and PDF of it were titled by the Title paragraph."""
+    from odf import style
+
+    document = OpenDocumentText()
+    document.styles.addElement(style.Style(name="Title", family="paragraph"))
+    document.automaticstyles.addElement(style.Style(name="P1", family="paragraph",
+                                                    parentstylename="Title"))
+    document.text.addElement(text.P(stylename="P1", text="Gateway  Handbook"))
+    document.text.addElement(text.H(outlinelevel=1, text="Purpose"))
+    document.text.addElement(text.P(text="How the gateways are run."))
+    extracted = ODT.extract(saved(document), "handbook")
+    assert extracted.title == "Gateway Handbook"
+    assert extracted.canonical_text == "Gateway Handbook\n\nPurpose\n\nHow the gateways are run.\n"
+    assert extracted.sections == (Section("Purpose", 27, 52, 1),)
+
+
 @pytest.mark.parametrize("level", ["0", "x", "-2"])
 def test_a_heading_whose_level_is_no_count_is_a_top_level_heading(level: str):
     """Found by a new user: Debian's live manual (SiSU) has two headings at outline level 0,
