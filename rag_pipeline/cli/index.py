@@ -39,6 +39,10 @@ class _Progress:
     a long run advancing."""
 
     LOG_EVERY_SECONDS = 30.0
+    RATE_AFTER_SECONDS = 1.0
+    """How long after a run's first count the rate is shown: counts the command reads in one
+    batch (a run that resumed from a stopped run's vectors) are moments apart, and their rate
+    would be millions a second."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, tty: bool | None = None,
                  columns: Callable[[], int] | None = None) -> None:
@@ -53,7 +57,8 @@ class _Progress:
         done, total = (int(x) for x in counts.split("/"))
         now = self.clock()
         first_time, first_done, last_quarter = self.seen.get(label, (now, done, -1))
-        rate = (done - first_done) / (now - first_time) if now > first_time else 0.0
+        rate = ((done - first_done) / (now - first_time)
+                if now - first_time >= self.RATE_AFTER_SECONDS else 0.0)
         left = f"~{(total - done) / rate:.0f} s left" if rate > 0 and done < total else ""
         width = 24
         bar = "#" * (width * done // max(total, 1))
@@ -120,16 +125,41 @@ _DAEMON_STOP = ("the runs already launched go on under the running Dagster daemo
                 "UI shows them)")
 
 
-@contextmanager
-def _stop_on_signals(note: list[str]) -> Iterator[SignalLatch]:
-    """Records the first SIGINT or SIGTERM; the command stops at its next checkpoint (the block
-    passes ``latch.checkpoint`` down): a run it runs itself is killed and marked canceled, and
-    ``index`` exits with 128 + the signal's number, saying ``note[0]`` (what became of the
-    runs). A signal that lands while the block closes what it opened (the Dagster instance) or
-    while it fails for another reason still ends the command that way."""
-    from rag_pipeline.core.runtime.processes import Stopped, recorded_signals
+def _served(warehouse) -> dict[tuple[str, str], str]:
+    """The served generation of each partition, by chunker and model."""
+    from rag_pipeline.core.index.generations import current_generations
 
-    with recorded_signals() as latch:
+    return {(g.chunker, g.model): g.id for g in current_generations(warehouse)}
+
+
+def _local_stop(warehouse, served_before: dict[tuple[str, str], str]) -> str:
+    """What a stop of runs this command runs itself left served: the index as it was, or the
+    generations it had published before the stop (``served_before``: those served when it
+    began)."""
+    try:
+        published = sorted((key, generation) for key, generation in _served(warehouse).items()
+                           if served_before.get(key) != generation)
+    except (OSError, ValueError):
+        published = []
+    if not published:
+        return _LOCAL_STOP
+    names = ", ".join(f"{chunker} x {model} (generation {generation})"
+                      for (chunker, model), generation in published)
+    return (f"the runs of this index are stopped and marked canceled; it had published {names} "
+            "before the stop, which is served now; the rest of the published index is as it was")
+
+
+@contextmanager
+def _stop_on_signals(note: list[Callable[[], str]]) -> Iterator[SignalLatch]:
+    """Records the first SIGINT, SIGTERM or SIGHUP; the command stops at its next checkpoint
+    (the block passes ``latch.checkpoint`` down): a run it runs itself is killed and marked
+    canceled, and ``index`` exits with 128 + the signal's number, saying ``note[0]()`` (what
+    became of the runs and of the published index). A signal that lands while the block
+    closes what it opened (the Dagster instance) or while it fails for another reason still
+    ends the command that way."""
+    from rag_pipeline.core.runtime.processes import STOP_SIGNALS, Stopped, recorded_signals
+
+    with recorded_signals(STOP_SIGNALS) as latch:
         try:
             yield latch
             latch.checkpoint()
@@ -137,7 +167,7 @@ def _stop_on_signals(note: list[str]) -> Iterator[SignalLatch]:
             if latch.signum is None:
                 raise
             stopped = exc if isinstance(exc, Stopped) else Stopped(latch.signum)
-            echo(f"\nstopped by {stopped}: {note[0]}", err=True)
+            echo(f"\nstopped by {stopped}: {note[0]()}", err=True)
             sys.exit(stopped.exit_code)
 
 
@@ -228,7 +258,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
         return not no_eval and no_gold_set_reason(warehouse, build.gold_path,
                                                     build.ood_path) is None
 
-    stop_note = [_LOCAL_STOP]
+    stop_note: list[Callable[[], str]] = [lambda: _LOCAL_STOP]
     started = time.time()
     try:
         with worker, _index_lock(home) as lock_fd, _data_folder_lock(warehouse.data_dir), \
@@ -256,6 +286,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
             unserved = reading_unserved(warehouse)
+            served_before = _served(warehouse)
+            stop_note[0] = lambda: _local_stop(warehouse, served_before)
             latch.checkpoint()
             knobs = {name: True for name, given in (
                 ("refresh_python_reference", refresh_corpus), ("allow_shrink", allow_shrink),
@@ -265,7 +297,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             log = click.echo if verbose else None
             if daemon_running(instance, home):
                 worker.close()
-                stop_note[0] = _DAEMON_STOP
+                stop_note[0] = lambda: _DAEMON_STOP
                 _refuse_another_build(build, home)
                 retry_failed(instance, defs, env, click.echo)
                 latch.checkpoint()

@@ -286,11 +286,24 @@ def serve_forever(warehouse: Warehouse, spec: ModelSpec, settings: ServeSettings
             # uvicorn re-raises SIGTERM after its graceful shutdown; as SystemExit (not the
             # default handler's silent kill) it lets the record be removed.
             previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            server = uvicorn.Server(config)
+            hung_up: list[int] = []
+
+            def hang_up(signum: int, frame: object) -> None:
+                """A closed terminal (SIGHUP, which uvicorn leaves alone) stops the service as
+                SIGTERM does: in-flight requests finish, the record is removed."""
+                hung_up.append(signum)
+                server.should_exit = True
+
+            previous_hang_up = signal.signal(signal.SIGHUP, hang_up)
             try:
-                uvicorn.Server(config).run(sockets=[sock])
+                server.run(sockets=[sock])
             finally:
                 remove_serve_record(warehouse.data_dir, os.getpid(), earlier)
                 signal.signal(signal.SIGTERM, previous)
+                signal.signal(signal.SIGHUP, previous_hang_up)
+            if hung_up:
+                sys.exit(128 + signal.SIGHUP)
 
 
 @contextmanager

@@ -189,6 +189,7 @@ step of the runs' worker waits there, so a signal lands while a run is in progre
     ("dead_runs", signal.SIGTERM),
     ("local_run", signal.SIGINT),
     ("terminal", signal.SIGINT),
+    ("terminal", signal.SIGHUP),
     ("connection_close", signal.SIGTERM),
     ("instance_close", signal.SIGTERM),
 ])
@@ -226,9 +227,17 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
     name = signal.Signals(signum).name
     assert command.returncode == 128 + signum, stdout[-3000:] + stderr[-3000:]
     assert "Traceback" not in stderr and "Exception" not in stderr, stderr
-    assert stderr.strip().splitlines()[-1] == (
-        f"stopped by {name}: the runs of this index are stopped and marked canceled; the "
-        "published index is as it was")
+    said = stderr.strip().splitlines()[-1]
+    if phase == "instance_close":
+        # Found by an operator's late Ctrl-C: every run had succeeded, the embeddings run had
+        # published, and the command said "the published index is as it was".
+        assert re.fullmatch(
+            rf"stopped by {name}: the runs of this index are stopped and marked canceled; it had "
+            r"published header x all-MiniLM-L6-v2@[0-9a-f]{8} \(generation \S+\) before the "
+            r"stop, which is served now; the rest of the published index is as it was", said), said
+    else:
+        assert said == (f"stopped by {name}: the runs of this index are stopped and marked "
+                        "canceled; the published index is as it was")
     local = (f"no Dagster daemon runs on {project.home}: this command runs the index's runs "
              f"itself (what they print: {project.home / 'rag-pipeline-runs.log'})")
     assert (local in stdout.splitlines()) == (phase != "dead_runs")
@@ -333,6 +342,20 @@ def test_progress_on_a_terminal_redraws_one_line_narrower_than_the_terminal(caps
         assert second == expected.ljust(columns - 1)
         assert len(first) == len(second) == columns - 1
 
+
+
+def test_counts_read_moments_apart_show_no_rate(capsys):
+    """Found by an operator resuming a stopped index: its counts, read in one batch, showed
+    "330/330 [...] 1010942.8/s"."""
+    from rag_pipeline.cli.index import _Progress
+
+    now = [0.0]
+    progress = _Progress(clock=lambda: now[0], tty=False)
+    for seconds, done in [(0.0, 0), (0.0003, 330)]:
+        now[0] = seconds
+        progress(f"embeddings header|m {done}/330")
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  embeddings header|m 330/330 [########################] ")
 
 
 def test_a_new_dagster_home_gets_the_projects_dagster_yaml_and_an_existing_one_is_left(tmp_path):

@@ -1,5 +1,5 @@
 """``serve`` records its address in the data folder while it runs and removes the record when
-SIGTERM stops it (uvicorn re-raises the signal after its graceful shutdown)."""
+SIGTERM stops it (uvicorn re-raises the signal after its graceful shutdown), or SIGHUP."""
 
 from __future__ import annotations
 
@@ -66,6 +66,17 @@ def test_serve_writes_its_record_and_removes_it_on_sigterm(tmp_path: Path):
         assert not path.exists()
         # Found by a new user: an idle side thread was reported as work cut off.
         assert "work still running" not in server.stdout.read()
+    finally:
+        _killed(server)
+
+def test_a_closed_terminal_stops_serve_as_sigterm_does(tmp_path: Path):
+    """Found by an operator whose SSH session ended: SIGHUP killed serve at once, its record
+    left behind for `ask` to find."""
+    server, path = _started(tmp_path)
+    try:
+        server.send_signal(signal.SIGHUP)
+        assert server.wait(timeout=60) == 128 + signal.SIGHUP
+        assert not path.exists()
     finally:
         _killed(server)
 

@@ -297,6 +297,11 @@ class SignalLatch:
             raise Stopped(self.signum)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""What stops a long command in order: Ctrl-C, a kill, the terminal it runs in closed (an SSH
+session ended)."""
+
+
 @contextmanager
 def recorded_signals(signums: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
                      ) -> Iterator[SignalLatch]:
