@@ -10,7 +10,8 @@ OCR recognises) and decides, page by page:
   carry such a row, that follows the pages ("Chapter 3: Basic Shell Features 15"). They are
   dropped and counted. A ledger's records, numbered at the start of each line, are kept.
 - **Contents and index pages** (most runs end in dot leaders and a page number) are dropped
-  and counted.
+  and counted, and so is a block of three or more such entries on a page of other text (a
+  title page's contents, a word processor's index after the last chapter) with its heading.
 - **Two-column pages** are read column by column (a gutter that almost no run crosses, with
   full lines on both sides; or, where a paper's lines are split into many runs, that almost
   no line crosses, with full lines on both sides that are no table's rows); runs that cross it
@@ -155,7 +156,8 @@ class Layout:
         sections: Titled regions of ``canonical_text``; headings are outside them.
         anchors: ``page=N`` (1-based) spans covering ``canonical_text`` in order.
         dropped_lines: Running heads, feet and page numbers removed.
-        toc_pages: 1-based numbers of the contents and index pages dropped.
+        toc_pages: 1-based numbers of the contents and index pages dropped, and of the pages
+            a contents or index block was dropped from (:func:`_without_contents_block`).
         footnotes: Footnote blocks moved out of the running text.
         hyphen_breaks: Every line-end hyphen decision, in reading order.
         sections_from: ``outline``, ``font`` or ``none``.
@@ -418,6 +420,37 @@ def _above_contents(rows: Sequence[list[TextRun]]) -> list[list[TextRun]]:
     page's title over its contents."""
     first = next(r for r, row in enumerate(rows) if ends_in_dot_leader(_row_text(row)))
     return [row for row in rows[:first] if _row_text(row).strip().lower() not in _CONTENTS_HEADINGS]
+
+
+CONTENTS_BLOCK_ROWS = 3
+"""Consecutive rows ending in a dot leader and a page number that are a contents (or index)
+block set on a page of other text (a title page with its contents, a word processor's index
+after the last chapter)."""
+
+
+def _without_contents_block(lines: Sequence[Line]) -> list[Line] | None:
+    """``lines`` without their runs of :data:`CONTENTS_BLOCK_ROWS` or more entries that end in a
+    dot leader and a page number, each with the contents' own heading just above it; None
+    when there is no such run. Each entry repeats a heading (or an indexed word) the document
+    sets elsewhere: read, the contents' entries would be found before the headings they name.
+    Lines, not rows: the page is laid out with them (its columns found with its full lines)."""
+    leaders = [ends_in_dot_leader(line.text) for line in lines]
+    rows = lines
+    dropped: set[int] = set()
+    r = 0
+    while r < len(rows):
+        if not leaders[r]:
+            r += 1
+            continue
+        end = r
+        while end < len(rows) and leaders[end]:
+            end += 1
+        if end - r >= CONTENTS_BLOCK_ROWS:
+            dropped.update(range(r, end))
+            if r > 0 and rows[r - 1].text.strip().lower() in _CONTENTS_HEADINGS:
+                dropped.add(r - 1)
+        r = end
+    return [row for r, row in enumerate(rows) if r not in dropped] if dropped else None
 
 
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
@@ -1109,7 +1142,11 @@ def _page_lines(pages: Sequence[PageText],
         for row in itertools.compress(reading, table):
             for run in row:
                 in_tables[round(run.size)] += len(run.text)
-        page_lines.append(_lines(page.index, reading, table))
+        lines = _lines(page.index, reading, table)
+        if (without := _without_contents_block(lines)) is not None:
+            toc_pages.append(page.index + 1)
+            lines = without
+        page_lines.append(lines)
     return page_lines, len(running), toc_pages, in_tables
 
 

@@ -37,7 +37,7 @@ from rag_pipeline.core.ingest.sources import SourceError
 from rag_pipeline.core.ingest.sources.local import listing, stat_fingerprint
 from rag_pipeline_tests.core.ingest.archives import zipped
 
-PDF_EXTRACTOR_VERSION = (f"18+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
+PDF_EXTRACTOR_VERSION = (f"19+pypdfium2-{pypdfium2.version.PYPDFIUM_INFO.version}"
                          f"+tesseract-{tesseract_version() or 'absent'}")
 # A page without text is OCR'd where Tesseract is installed (and a blank one still has none).
 NO_TEXT_1_PAGE = ("no text in 1 page(s), not even by OCR" if tesseract_version()

@@ -187,6 +187,31 @@ def test_a_contents_page_is_dropped():
     assert (layout.toc_pages, layout.canonical_text) == ((1,), "Text.\n")
 
 
+def test_a_contents_block_on_a_page_of_other_text_is_dropped_and_its_headings_found_below():
+    """Found by a check of a PDF LibreOffice wrote: its title page held the contents and the
+    first chapter; the entries were read as the first paragraph, and the outline's first
+    bookmark was placed at its entry, not at its heading."""
+    runs = [run(0, "Handbook", 50, 60, size=20, bold=True),
+            run(0, "Contents", 50, 90, size=14, bold=True),
+            *[run(0, f"{title} . . . . . . . . {n + 1}", 50, 110 + 14 * n)
+              for n, title in enumerate(["Purpose", "Restarting", "Inventory"])],
+            run(0, "Purpose", 50, 170, size=16, bold=True), run(0, "Why it exists.", 50, 200),
+            run(0, "Restarting", 50, 240, size=16, bold=True), run(0, "Drain it first.", 50, 270)]
+    entries = (OutlineEntry("Purpose", 1, 0, None), OutlineEntry("Restarting", 1, 0, None))
+    layout = lay_out([page(0, *runs), page(1, run(1, "Index", 50, 60, size=16, bold=True),
+                                           run(1, "drain . . . . . 1", 50, 90),
+                                           run(1, "purpose . . . . 1", 50, 104),
+                                           run(1, "restart . . . . 1", 50, 118),
+                                           run(1, "The end.", 50, 160))], entries, "", "doc")
+    text = layout.canonical_text
+    assert text == ("Handbook\n\nPurpose\n\nWhy it exists.\n\nRestarting\n\nDrain it first.\n\n"
+                    "Index\n\nThe end.\n")
+    assert layout.toc_pages == (1, 2)
+    assert [(s.title, text[s.start:s.end].strip()) for s in layout.sections] == [
+        ("Handbook", "Handbook"), ("Purpose", "Why it exists."),
+        ("Restarting", "Drain it first.\n\nIndex\n\nThe end.")]
+
+
 def test_a_sentence_over_a_page_break_is_one_paragraph():
     pages = [page(0, run(0, "The sentence starts", 50, 700)), page(1, run(1, "and ends here.", 50, 80))]
     layout = lay_out(pages, (), "", "doc")

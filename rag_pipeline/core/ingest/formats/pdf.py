@@ -100,7 +100,7 @@ class PdfFormat(DocumentFormat):
         """``pdf-pdfium+tesseract``, versioned by both: installing Tesseract re-extracts PDFs."""
         tesseract = tesseract_version() or "absent"
         return Extractor("pdf-pdfium+tesseract",
-                         f"18+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
+                         f"19+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         reading = read_pdf(data, stem, self.ocr, self.budget)

@@ -168,7 +168,7 @@ def test_the_stamp_names_pdfium_and_tesseract():
     stamp = format_named("pdf").extractor()
     assert stamp.name == "pdf-pdfium+tesseract"
     tesseract = tesseract_version() or "absent"
-    assert stamp.version == f"18+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
+    assert stamp.version == f"19+pypdfium2-{library_version('pypdfium2')}+tesseract-{tesseract}"
 
 
 def test_without_tesseract_a_scanned_pdf_fails_saying_so(monkeypatch):
