@@ -1021,15 +1021,16 @@ def _lines(page: int, rows: list[list[TextRun]], table: Sequence[bool]) -> list[
     return lines
 
 
-def _footnote_start(lines: Sequence[Line], body_size: float) -> int:
+def _footnote_start(lines: Sequence[Line], body_size: float, body_mono: bool = False) -> int:
     """Index of the first footnote line at the foot of a page (``len(lines)`` when none). A
     footnote starts with its mark and its text, under the page's other lines: a listing's
-    numbered line set smaller than the body is none, nor is a line above it, and a line
-    number alone starts none."""
+    numbered line set smaller than the body is none, nor is a line above it, nor a line in
+    typewriter type where the body is in another (code: ``*/`` or ``**`` opening a comment's
+    line), and a line number alone starts none."""
     start = len(lines)
     for i in range(len(lines) - 1, 0, -1):
         if (lines[i].size > body_size * FOOTNOTE_SIZE_RATIO or lines[i].cells > 1
-                or lines[i].numbered_code):
+                or lines[i].numbered_code or (lines[i].mono and not body_mono)):
             break
         if _FOOTNOTE_START.match(lines[i].text):
             start = i
@@ -1156,6 +1157,8 @@ def _blocks(page_lines: Sequence[list[Line]], body_size: float,
     all_lines = [line for lines in page_lines for line in lines]
     body_bold = sum(len(line.text) for line in all_lines if line.bold) * 2 > sum(
         len(line.text) for line in all_lines)
+    body_mono = sum(len(line.text) for line in all_lines if line.mono) * 2 > sum(
+        len(line.text) for line in all_lines)
     pitches = [b.baseline - a.baseline for lines in page_lines for a, b in itertools.pairwise(lines)
                if abs(a.size - body_size) < 0.6 and abs(b.size - body_size) < 0.6
                and 0 < b.baseline - a.baseline < 3 * body_size]
@@ -1166,7 +1169,7 @@ def _blocks(page_lines: Sequence[list[Line]], body_size: float,
     for lines in page_lines:
         if not lines:
             continue
-        cut = _footnote_start(lines, body_size)
+        cut = _footnote_start(lines, body_size, body_mono)
         for i, line in enumerate(lines[:cut]):
             kind = _kind(line, body_size, body_bold)
             if current is not None and _continues(current, line, kind, i == 0, pitch):

@@ -304,6 +304,21 @@ def test_a_raised_footnote_mark_stays_in_its_sentence():
     assert layout.footnotes == 1
 
 
+def test_code_at_the_foot_of_a_page_in_smaller_typewriter_type_is_no_footnote():
+    """Found by a check of a PDF LibreOffice wrote: SQL in 10-point typewriter type under 12-point
+    text, its comments' lines starting ``*/`` and ``**``, was read as four footnotes."""
+    code = ["SELECT x FROM t1;", "/* Grouping is performed", "** using NOCASE.", "*/ SELECT 1;"]
+    prose = ["The examples below show how the collating sequences", "group and sort the rows of",
+             "the table, one statement after another, each with", "the result it returns."]
+    runs = [*[run(0, line, 50, 100 + 14 * n, size=12, x1=400) for n, line in enumerate(prose)],
+            *[dataclasses.replace(run(0, line, 50, 680 + 12 * n, size=10), mono=True)
+              for n, line in enumerate(code)]]
+    layout = lay_out([page(0, *runs)], (), "Doc", "doc")
+    assert layout.canonical_text == (" ".join(prose) + "\n\nSELECT x FROM t1;\n"
+                                     "/* Grouping is performed\n** using NOCASE.\n*/ SELECT 1;\n")
+    assert layout.footnotes == 0
+
+
 def test_a_mark_as_large_as_its_line_is_not_a_superscript():
     layout = lay_out([superscripted_page(mark_size=10)], (), "Doc", "doc")
     assert "runs1" not in layout.canonical_text
