@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rag_pipeline.core.config.build_context import BuildContext
 from rag_pipeline.core.embedding import embedder as embedder_module
+from rag_pipeline.core.index import build as index_build
 from rag_pipeline.definitions import definitions_of
-from rag_pipeline.orchestration.assets import documents as documents_asset
 from rag_pipeline.orchestration.assets import embeddings as embeddings_asset
 from rag_pipeline.project_paths import resolve_context
 from rag_pipeline_tests.fake_embedder import HashedEmbedder, hashed_spec
@@ -53,7 +53,7 @@ def __getattr__(name: str):
     embedder_module.load_embedder = embeddings_asset.load_embedder
     plant = os.environ.get("RAG_TEST_PLANT", "")
     if plant == "kill":
-        documents_asset.extract_corpus = _kill_self
+        index_build.extract_corpus = _kill_self
     elif plant.startswith("block:"):
-        documents_asset.extract_corpus = _block(Path(plant.removeprefix("block:")))
+        index_build.extract_corpus = _block(Path(plant.removeprefix("block:")))
     return definitions_of(build())

@@ -15,7 +15,8 @@ from rag_pipeline.project_paths import PROJECT_ROOT, resolve_context
 from rag_pipeline_tests.fake_embedder import hashed_spec
 
 EDGE_READS = {"environ", "getenv", "active_config", "load_config", "config_path", "resolve_context",
-              "declared_models", "declared_chunkers", "definitions_from_environment"}
+              "declared_models", "declared_models_or_fail", "declared_chunkers",
+              "definitions_from_environment"}
 """Names whose call (or attribute read) at module level reads configuration or environment."""
 
 

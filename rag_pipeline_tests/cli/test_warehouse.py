@@ -107,7 +107,7 @@ def declared(bucket: Bucket, monkeypatch: pytest.MonkeyPatch) -> Bucket:
     models = (bucket.first.spec, bucket.second.spec)
     by_key = {bucket.first.spec.key: bucket.first, bucket.second.spec.key: bucket.second}
     for module in ("edge", "evaluation"):
-        monkeypatch.setattr(f"rag_pipeline.cli.{module}.declared_models", lambda config=None: models)
+        monkeypatch.setattr(f"rag_pipeline.cli.{module}.declared_models_or_fail", lambda config=None: models)
     for module in ("ask", "evaluation"):
         monkeypatch.setattr(f"rag_pipeline.cli.{module}.load_model",
                             lambda spec, data_dir: by_key[spec.key])

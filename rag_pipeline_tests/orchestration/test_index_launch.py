@@ -32,14 +32,14 @@ KILLED_RUN = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
     import dagster as dg
-    import rag_pipeline.orchestration.assets.documents as documents_asset
+    import rag_pipeline.core.index.build as index_build
     from rag_pipeline.definitions import build_definitions
     from rag_pipeline_tests.index_runs import run_index
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    documents_asset.extract_corpus = die
+    index_build.extract_corpus = die
     instance = dg.DagsterInstance.local_temp(tempdir=sys.argv[1])
     run_index(build_definitions(data_dir=Path(sys.argv[2]), corpus_dir=Path(sys.argv[3])),
               instance, echo=lambda _: None, evaluate=False)

@@ -67,7 +67,7 @@ def test_eval_without_a_gold_set_for_the_corpus_is_skipped_and_says_so_in_one_li
 
     # The hashed stand-in is not declared in rag_pipeline.toml: the CLI is given it as declared.
     for module in ("edge", "evaluation"):
-        monkeypatch.setattr(f"rag_pipeline.cli.{module}.declared_models",
+        monkeypatch.setattr(f"rag_pipeline.cli.{module}.declared_models_or_fail",
                             lambda config=None: (tiny_project.spec,))
     shown = CliRunner().invoke(main, ["--data-dir", str(tiny_project.data_dir), "eval", "--model",
                                       tiny_project.spec.key])
