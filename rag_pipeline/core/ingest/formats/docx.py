@@ -32,6 +32,7 @@ service's document view opens them).
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -118,15 +119,29 @@ class _Numbering:
         return list_marker(number_format, start + counters[level] - 1)
 
 
+MAX_STYLE_CHAIN = 32
+"""Base styles followed at most (a style based on itself, or a loop, ends there)."""
+
+
+def _style_chain(style: object) -> list[object]:
+    """``style`` and the styles it is based on, nearest first: at most :data:`MAX_STYLE_CHAIN`,
+    and a style once (styles based on each other in a loop are a file's, not Word's)."""
+    chain: list[object] = []
+    seen: set[str] = set()
+    while style is not None and len(chain) < MAX_STYLE_CHAIN and style.style_id not in seen:
+        chain.append(style)
+        seen.add(style.style_id)
+        style = style.base_style
+    return chain
+
+
 def _num_pr(paragraph_element: _Element, style: object) -> tuple[str, int] | None:
     """``(numId, ilvl)`` from the paragraph's own properties, else from its style chain;
     ``None`` when it is no list item (``numId`` 0 switches numbering off)."""
     from docx.oxml.ns import qn
 
-    candidates = [paragraph_element.find(qn("w:pPr"))]
-    while style is not None:
-        candidates.append(style.element.find(qn("w:pPr")))
-        style = style.base_style
+    candidates = [paragraph_element.find(qn("w:pPr")),
+                  *(base.element.find(qn("w:pPr")) for base in _style_chain(style))]
     num_id, level = None, None
     for p_pr in candidates:
         num_pr = p_pr.find(qn("w:numPr")) if p_pr is not None else None
@@ -151,10 +166,6 @@ def _heading_level(style_name: str) -> int:
     return 0
 
 
-MAX_STYLE_CHAIN = 32
-"""Base styles followed at most for an outline level (a style based on itself ends there)."""
-
-
 def _outline_level(paragraph: _Element, style: object) -> int:
     """The heading level a paragraph's outline level makes it (``w:outlineLvl`` 0 to 8: levels
     1 to 9; 9, or none, body text): set on the paragraph itself, else on its style or the
@@ -163,11 +174,10 @@ def _outline_level(paragraph: _Element, style: object) -> int:
     from docx.oxml.ns import qn
 
     found = paragraph.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
-    for _ in range(MAX_STYLE_CHAIN):
-        if found is not None or style is None:
+    for base in _style_chain(style) if found is None else ():
+        found = base.element.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
+        if found is not None:
             break
-        found = style.element.find(f"{qn('w:pPr')}/{qn('w:outlineLvl')}")
-        style = style.base_style
     value = found.get(qn("w:val"), "") if found is not None else ""
     return int(value) + 1 if value in ("0", "1", "2", "3", "4", "5", "6", "7", "8") else 0
 
@@ -175,9 +185,10 @@ def _outline_level(paragraph: _Element, style: object) -> int:
 _MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 
 
-def paragraph_text(paragraph: _Element) -> str:
+def paragraph_text(paragraph: _Element, fields: _GeneratedFields | None = None) -> str:
     """A ``w:p`` element's text: every ``w:t`` in it, ``w:tab`` as a tab, ``w:br``/``w:cr`` as
-    a line break, in document order.
+    a line break, in document order (with ``fields``, but the result of a generated table of
+    contents or index the body's walk is in: :class:`_GeneratedFields`).
 
     python-docx's ``Paragraph.text`` reads only the paragraph's direct runs and hyperlinks, so
     text inside tracked insertions (``w:ins``), inline content controls, smart tags and simple
@@ -190,8 +201,11 @@ def paragraph_text(paragraph: _Element) -> str:
 
     text, tab, skip = qn("w:t"), qn("w:tab"), {qn("w:pPr"), qn("w:rPr"), _MC_FALLBACK}
     parts = []
-    for node in paragraph.iter(text, tab, qn("w:br"), qn("w:cr")):
+    followed = (qn("w:fldChar"), qn("w:instrText"), qn("w:fldSimple")) if fields is not None else ()
+    for node in paragraph.iter(text, tab, qn("w:br"), qn("w:cr"), *followed):
         if any(ancestor.tag in skip for ancestor in node.iterancestors()):
+            continue
+        if fields is not None and (fields.follow(node) or fields.generating(node)):
             continue
         if node.tag == text:
             # An entity left unresolved (never read: no XXE) is a child: the text after it is
@@ -492,34 +506,91 @@ GENERATED_GALLERIES = ("Table of Contents", "Table of Figures")
 
 
 class _GeneratedFields:
-    """Word's complex fields (``w:fldChar`` begin, ``w:instrText``, separate, end), followed
-    paragraph by paragraph through the body, and the generated ones left out."""
+    """Word's complex fields (``w:fldChar`` begin, ``w:instrText``, separate, end) and simple
+    fields (``w:fldSimple``), followed run by run through the body's paragraphs in the order
+    its walk reads them, and the results of the generated ones (:data:`GENERATED_FIELDS`) left
+    out and counted. A generated field whose end the body lacks is read whole: leaving it out
+    would leave out the rest of the document."""
 
-    def __init__(self) -> None:
-        self.open: list[str] = []  # each open field's instruction so far, outermost first
+    def __init__(self, body: _Element) -> None:
+        self.closed = self._closed_begins(body)
+        self.begins = 0
+        self.open: list[tuple[str, bool]] = []  # each open field's instruction so far, closed
         self.left_out = 0
 
-    def _generated(self) -> bool:
-        return any(instruction.split()[:1] in ([name] for name in GENERATED_FIELDS)
-                   for instruction in self.open)
-
-    def holds(self, paragraph: _Element) -> bool:
-        """Whether ``paragraph`` is part of a generated field's result (its fields read)."""
+    @staticmethod
+    def _paragraphs(container: _Element) -> Iterator[_Element]:
+        """The ``w:p`` the body's walk reads, in its order: content controls opened, but those
+        of a generated gallery; a table's are read apart."""
         from docx.oxml.ns import qn
 
-        held = self._generated()
-        for node in paragraph.iter(qn("w:fldChar"), qn("w:instrText")):
-            if node.tag == qn("w:instrText"):
-                if self.open:
-                    self.open[-1] += node.text or ""
-            elif node.get(qn("w:fldCharType")) == "begin":
-                self.open.append("")
-            elif node.get(qn("w:fldCharType")) == "end" and self.open:
-                was = self._generated()
-                self.open.pop()
-                self.left_out += was and not self._generated()
-            held = held or self._generated()
-        return held
+        for child in container.iterchildren():
+            if child.tag == qn("w:p"):
+                yield child
+            elif child.tag == qn("w:sdt") and _gallery(child) not in GENERATED_GALLERIES:
+                content = child.find(qn("w:sdtContent"))
+                if content is not None:
+                    yield from _GeneratedFields._paragraphs(content)
+
+    @staticmethod
+    def _closed_begins(body: _Element) -> list[bool]:
+        """Whether each field begun in the walk's paragraphs, in order, ends in them."""
+        from docx.oxml.ns import qn
+
+        closed: list[bool] = []
+        open_at: list[int] = []
+        for paragraph in _GeneratedFields._paragraphs(body):
+            for node in paragraph.iter(qn("w:fldChar")):
+                kind = node.get(qn("w:fldCharType"))
+                if kind == "begin":
+                    open_at.append(len(closed))
+                    closed.append(False)
+                elif kind == "end" and open_at:
+                    closed[open_at.pop()] = True
+        return closed
+
+    @staticmethod
+    def _generated_code(instruction: str) -> bool:
+        return instruction.split()[:1] in ([name] for name in GENERATED_FIELDS)
+
+    def _inside(self) -> bool:
+        return any(closed and self._generated_code(instruction.upper())
+                   for instruction, closed in self.open)
+
+    def follow(self, node: _Element) -> bool:
+        """Reads ``node`` when it is a field's character, instruction or simple field (then
+        True: no text of its own)."""
+        from docx.oxml.ns import qn
+
+        if node.tag == qn("w:instrText"):
+            if self.open:
+                instruction, closed = self.open[-1]
+                self.open[-1] = (instruction + (node.text or ""), closed)
+            return True
+        if node.tag == qn("w:fldSimple"):
+            self.left_out += not self._inside() and self._generated_code(
+                node.get(qn("w:instr"), "").upper())
+            return True
+        if node.tag != qn("w:fldChar"):
+            return False
+        kind = node.get(qn("w:fldCharType"))
+        if kind == "begin":
+            self.open.append(("", self.begins < len(self.closed) and self.closed[self.begins]))
+            self.begins += 1
+        elif kind == "end" and self.open:
+            was = self._inside()
+            self.open.pop()
+            self.left_out += was and not self._inside()
+        return True
+
+    def generating(self, node: _Element) -> bool:
+        """Whether text ``node`` is a generated field's result."""
+        from docx.oxml.ns import qn
+
+        if self._inside():
+            return True
+        simple = next(node.iterancestors(qn("w:fldSimple")), None)
+        return simple is not None and self._generated_code(simple.get(qn("w:instr"), "").upper())
 
 
 def _gallery(control: _Element) -> str:
@@ -568,10 +639,8 @@ def _blocks(document: Document, budget: ContentBudget, imported: _Imported | Non
     def walk(container: _Element) -> None:
         for child in container.iterchildren():
             if child.tag == qn("w:p"):
-                if fields is not None and fields.holds(child):
-                    continue
                 paragraph = Paragraph(child, document)
-                text = paragraph_text(child).strip()
+                text = paragraph_text(child, fields).strip()
                 embedded = [block for found in _objects_in(child) if objects is not None
                             for block in objects.blocks(found)]
                 if not text:
@@ -655,7 +724,7 @@ def read_docx(data: bytes, limits: OfficeLimits) -> DocxContent:
         document = docx.Document(io.BytesIO(as_plain_document(data)))
         imported = _Imported(document)
         objects = _Objects(document, budget)
-        fields = _GeneratedFields()
+        fields = _GeneratedFields(document.element.body)
         blocks = tuple(_blocks(document, budget, imported, objects, fields))
         furniture = tuple(_headers_and_footers(document, budget, objects))
         return DocxContent(blocks, furniture, _comment_count(document),

@@ -192,6 +192,52 @@ def test_a_generated_table_of_contents_or_index_is_counted_left_out_and_a_biblio
     assert dict(extracted.notes)["indexes_left_out"] == "3"
 
 
+def test_text_beside_a_generated_field_is_kept_and_a_field_without_its_end_read_whole():
+    """Found by a check of the change that left contents out: a paragraph's text before a
+    contents' begin or after its end was dropped with it, and a contents whose end the file
+    lacks dropped the rest of the document."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    def document_of(*paragraphs: str) -> bytes:
+        document = docx.Document()
+        body = document.element.body
+        for xml in paragraphs:
+            body.insert(len(body) - 1, parse_xml(xml.replace("<w:p>", f"<w:p {nsdecls('w')}>", 1)))
+        return saved(document)
+
+    beside = document_of(
+        _field_paragraph(("text", "Before it. "), ("begin", ""), ("instr", " toc \\o "),
+                         ("separate", ""), ("text", "Alpha\t1")),
+        _field_paragraph(("text", "Beta\t2"), ("end", ""), ("text", "After it.")),
+        '<w:p><w:fldSimple w:instr=" TOC \\o "><w:r><w:t>Gamma\t3</w:t></w:r></w:fldSimple>'
+        "<w:r><w:t>Beside a simple one.</w:t></w:r></w:p>")
+    extracted = DOCX.extract(beside, "d")
+    assert extracted.canonical_text == "Before it.\n\nAfter it.\n\nBeside a simple one.\n"
+    assert dict(extracted.notes)["indexes_left_out"] == "2"
+    unclosed = document_of(
+        _field_paragraph(("begin", ""), ("instr", " TOC "), ("separate", ""), ("text", "Alpha\t1")),
+        _field_paragraph(("text", "The rest of the document.")))
+    extracted = DOCX.extract(unclosed, "d")
+    assert extracted.canonical_text == "Alpha\t1\n\nThe rest of the document.\n"
+    assert "indexes_left_out" not in dict(extracted.notes)
+
+
+def test_styles_based_on_each_other_in_a_loop_are_read_once_each():
+    """Found by a check of the change that followed style chains: styles based on each other
+    in a loop hung the reader (its list numbering followed the chain without end)."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    first = document.styles.add_style("Loop A", WD_STYLE_TYPE.PARAGRAPH)
+    second = document.styles.add_style("Loop B", WD_STYLE_TYPE.PARAGRAPH)
+    first.base_style, second.base_style = second, first
+    document.add_paragraph("Still read.", style="Loop A")
+    assert DOCX.extract(saved(document), "loop").canonical_text == "Still read.\n"
+
+
 def test_nested_list_levels_are_indented_and_counted_per_level():
     import docx
     from docx.oxml import parse_xml
