@@ -13,7 +13,7 @@ import hashlib
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from rag_pipeline.core.ingest.extracted import Section, TableSpan
@@ -132,10 +132,23 @@ def body_sections(canonical: str, document_title: str,
                   sections: Sequence[Section] = ()) -> list[Section]:
     """The sections chunks are cut from: the extractor's ``sections`` whose body holds a
     non-blank character, or with no sections the whole text as one section titled by the
-    document. Text outside every section (a heading line) is in no chunk."""
+    document. Text outside every section (a heading line) is in no chunk, so a heading with
+    nothing under it over a deeper one ("## Install" over "### Linux") titles it with its own
+    (``Install > Linux``): its words are in that section's chunks' header and label (but the
+    document's title, which the header holds already)."""
     if not sections:
         sections = (Section(document_title, 0, len(canonical)),)
-    return [s for s in sections if canonical[s.start:s.end].strip()]
+    kept: list[Section] = []
+    over: list[Section] = []  # blank sections, each deeper than the one before, over the next
+    for section in sections:
+        if canonical[section.start:section.end].strip():
+            titles = [s.title for s in over if s.level < section.level and s.title != document_title]
+            kept.append(replace(section, title=" > ".join([*titles, section.title]))
+                        if titles else section)
+            over = []
+        else:
+            over = [*(s for s in over if s.level < section.level), section]
+    return kept
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -223,6 +223,19 @@ def test_empty_sections_are_dropped():
         Section("Full", 26, 34, 2)]
 
 
+def test_a_heading_with_nothing_under_it_titles_the_deeper_heading_below_it():
+    """Found by a check of files LibreOffice wrote: "Restarting a gateway" directly over
+    "Before the restart" was in no chunk, neither its content nor its header."""
+    canonical = ("# Guide\n\n## Install\n\n### Linux\n\nRun it.\n\n## Use\n\n## Tune\n\n"
+                 "### Cache\n\n#### Size\n\nSmall.\n")
+    assert [(s.title, canonical[s.start:s.end].strip())
+            for s in body_sections(canonical, "Guide", markdown_sections(canonical, "Guide"))] == [
+        ("Install > Linux", "Run it."), ("Tune > Cache > Size", "Small.")]
+    chunks = chunk_markdown("guide.md", "Guide", canonical, ChunkingStrategy.HEADER, SMALL)
+    assert [c.text for c in chunks] == ["[Guide > Install > Linux]\nRun it.",
+                                        "[Guide > Tune > Cache > Size]\nSmall."]
+
+
 def test_without_sections_the_whole_text_is_one_section_titled_by_the_document():
     # Plain text: a "# " line is no heading, so it stays in the chunk.
     canonical = "# not a heading\nbody\n"
