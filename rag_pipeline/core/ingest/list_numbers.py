@@ -22,18 +22,26 @@ def _roman(number: int) -> str:
     return out
 
 
-def _letters(number: int) -> str:
-    """Letter numbering: a..z, then aa..zz, then aaa..."""
-    return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1)
+def _letters(number: int, letter_sync: bool) -> str:
+    """Letter numbering: a..z, then with ``letter_sync`` (Word's) aa, bb..zz, aaa...; without
+    (an OpenDocument list's default) aa, ab..az, ba..zz, aaa..."""
+    if letter_sync:
+        return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1)
+    letters = ""
+    while number > 0:
+        number, left = divmod(number - 1, 26)
+        letters = chr(ord("a") + left) + letters
+    return letters
 
 
-def list_number(number_format: str, number: int) -> str:
-    """Item ``number`` (1-based) in ``number_format``: ``lowerLetter``, ``upperLetter``,
-    ``lowerRoman``, ``upperRoman``; any other format in digits."""
+def list_number(number_format: str, number: int, letter_sync: bool = True) -> str:
+    """Item ``number`` (1-based) in ``number_format``: ``lowerLetter``, ``upperLetter``
+    (``letter_sync``: :func:`_letters`), ``lowerRoman``, ``upperRoman``; any other format in
+    digits."""
     if number_format == "lowerLetter":
-        return _letters(number)
+        return _letters(number, letter_sync)
     if number_format == "upperLetter":
-        return _letters(number).upper()
+        return _letters(number, letter_sync).upper()
     if number_format == "lowerRoman":
         return _roman(number)
     if number_format == "upperRoman":

@@ -250,12 +250,26 @@ def _table_rows(table: object, budget: _Budget) -> list[list[str]]:
 class _ListLevel:
     """One level of an ODF list style: numbered in ``number_format`` (Word's name of it:
     :data:`~rag_pipeline.core.ingest.list_numbers.ODF_FORMATS`) between ``prefix`` and
-    ``suffix`` from ``start``, or (``number_format`` empty) a bullet."""
+    ``suffix`` from ``start``, after the numbers of its ``shown - 1`` outer levels
+    (``text:display-levels``: ``1.2.``), letters past ``z`` as ``aa, ab`` (or ``aa, bb``
+    with ``letter_sync``); or (``number_format`` empty) a bullet."""
 
     number_format: str = ""
     prefix: str = ""
     suffix: str = ""
     start: int = 1
+    shown: int = 1
+    letter_sync: bool = False
+
+    def number(self, count: int) -> str:
+        return list_number(self.number_format, count, self.letter_sync)
+
+
+def _count_attribute(element: object, prefix: str, name: str) -> int:
+    """A whole-number attribute of at least 1, else 1 (a list's numbering is no reason to
+    lose the document)."""
+    value = element.get(_q(prefix, name), "1")
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else 1
 
 
 def _list_styles(*roots: object | None) -> dict[str, dict[int, _ListLevel]]:
@@ -267,52 +281,76 @@ def _list_styles(*roots: object | None) -> dict[str, dict[int, _ListLevel]]:
             levels = {}
             for level in style.iter(_q("text", "list-level-style-number")):
                 number_format = ODF_FORMATS.get(level.get(_q("style", "num-format"), ""), "")
-                depth, start = level.get(_q("text", "level"), "1"), level.get(_q("text", "start-value"), "1")
-                if number_format and depth.isascii() and depth.isdigit():
-                    levels[int(depth)] = _ListLevel(
+                if number_format:
+                    levels[_count_attribute(level, "text", "level")] = _ListLevel(
                         number_format, level.get(_q("style", "num-prefix"), ""),
                         level.get(_q("style", "num-suffix"), ""),
-                        int(start) if start.isascii() and start.isdigit() else 1)
+                        _count_attribute(level, "text", "start-value"),
+                        _count_attribute(level, "text", "display-levels"),
+                        level.get(_q("style", "num-letter-sync")) == "true")
             styles[style.get(_q("style", "name"), "")] = levels
     return styles
 
 
-_CONTINUES = (_q("text", "continue-numbering"), _q("text", "continue-list"))
+_XML_ID = "{http://www.w3.org/XML/1998/namespace}id"
 
 
-def _list_lines(element: object, level: int, objects: _Objects, style: str = "") -> list[str]:
+def _list_lines(element: object, level: int, objects: _Objects, style: str = "",
+                outer: tuple[str, ...] = (), counters: dict[int, int] | None = None) -> list[str]:
     """A list's items, one line per paragraph, indented two spaces a level: an item of a
     numbered level (its list style's, the outermost list's style naming it for nested ones) is
-    ``3.``, ``c)``, ``iii.`` as its style numbers it (``text:start-value`` restarting it, a list
-    that continues the one before counting on), any other ``-``; an item's later paragraphs are
-    indented under its first."""
+    ``3.``, ``c)``, ``iii.``, ``1.2.`` as its style numbers it (``text:start-value``
+    restarting it; a list continuing the one before of its style
+    (``text:continue-numbering``), or the one its ``text:continue-list`` names, counting on;
+    an item holding only a nested list taking no number), any other ``-``; an item's later
+    paragraphs are indented under its first, a list header's lines unmarked. ``outer``: the
+    numbers of the items this list is nested in; ``counters``: the last number of each level
+    of the outermost list (a nested list goes on from its level's, until an item of a
+    shallower level restarts it)."""
     style = element.get(_q("text", "style-name")) or style
     numbered = objects.list_styles.get(style, {}).get(level + 1)
-    counted = objects.list_counts.get(style, 0) if level == 0 and numbered and any(
-        element.get(name) for name in _CONTINUES) else (numbered.start - 1 if numbered else 0)
+    named = element.get(_q("text", "continue-list"))
+    counters = {} if counters is None else counters
+    if level == 0 and numbered and named:
+        counted = objects.list_counts.get(named, numbered.start - 1)
+    elif level == 0 and numbered and element.get(_q("text", "continue-numbering")) == "true":
+        counted = objects.list_counts.get(style, 0)
+    else:
+        counted = counters.get(level, numbered.start - 1 if numbered else 0)
     lines = []
     for item in element:
         if item.tag not in (_q("text", "list-item"), _q("text", "list-header")):
             continue
-        marker = "-"
-        if numbered and item.tag == _q("text", "list-item"):
+        own_text = any(child.tag in (_q("text", "p"), _q("text", "h")) for child in item)
+        marker, number = ("" if item.tag == _q("text", "list-header") else "-"), ""
+        if numbered and item.tag == _q("text", "list-item") and own_text:
             restart = item.get(_q("text", "start-value"), "")
             counted = int(restart) - 1 if restart.isascii() and restart.isdigit() else counted
             counted += 1
-            marker = (f"{numbered.prefix}{list_number(numbered.number_format, counted)}"
-                      f"{numbered.suffix}")
+            counters[level] = counted
+            for deeper in [depth for depth in counters if depth > level]:
+                del counters[deeper]
+            number = numbered.number(counted)
+            shown = [*outer[max(0, len(outer) - numbered.shown + 1):], number]
+            marker = f"{numbered.prefix}{'.'.join(shown)}{numbered.suffix}"
         first = True
         for child in item:
             if child.tag == _q("text", "list"):
-                lines += _list_lines(child, level + 1, objects, style)
+                lines += _list_lines(child, level + 1, objects, style,
+                                     (*outer, number or numbered.number(max(counted, 1)))
+                                     if numbered else outer, counters)
             elif child.tag in (_q("text", "p"), _q("text", "h")):
                 text = " ".join(inline_text(child).split())
                 if text:
-                    shown = marker if first or not numbered else " " * len(marker)
-                    lines.append(f"{'  ' * level}{shown} {text}")
+                    shown_marker = marker if first or not numbered else " " * len(marker)
+                    lines.append(f"{'  ' * level}{shown_marker} {text}" if shown_marker
+                                 else f"{'  ' * level}{text}")
                     first = False
+    counters[level] = counted
     if level == 0 and numbered:
         objects.list_counts[style] = counted
+        if element.get(_XML_ID):
+            objects.list_counts[element.get(_XML_ID)] = counted
     return lines
 
 
@@ -630,7 +668,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "12")
+        return Extractor("odt-content-xml", "13")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -661,7 +699,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp", ".otp")
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "11")
+        return Extractor("odp-content-xml", "12")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).

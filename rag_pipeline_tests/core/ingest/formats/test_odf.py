@@ -188,6 +188,40 @@ def test_a_paragraph_in_the_title_style_titles_the_document_as_in_docx():
     assert extracted.sections == (Section("Purpose", 27, 52, 1),)
 
 
+def test_odt_list_numbers_follow_libreoffice_on_levels_ids_letters_and_headers():
+    """Found by a check against LibreOffice's own rendering: ``1.1.`` shown as ``1.``, a list
+    continuing another by its id counted on from the last list of its style, letters past z
+    as ``aa, bb``, and an item holding only a nested list taking a number."""
+    document = OpenDocumentText()
+    legal = text.ListStyle(name="Legal")
+    legal.addElement(text.ListLevelStyleNumber(level=1, numformat="1", numsuffix="."))
+    legal.addElement(text.ListLevelStyleNumber(level=2, numformat="1", numsuffix=".",
+                                               displaylevels=2))
+    letters = text.ListStyle(name="Letters")
+    letters.addElement(text.ListLevelStyleNumber(level=1, numformat="a", numsuffix="."))
+    document.automaticstyles.addElement(legal)
+    document.automaticstyles.addElement(letters)
+    outer = _items(["One.", "Two."], stylename="Legal")
+    outer.childNodes[0].addElement(_items(["One one."]))
+    only_nested = text.ListItem()  # holds a nested list alone: no number of its own
+    only_nested.addElement(_items(["Two one."]))
+    outer.insertBefore(only_nested, outer.childNodes[1])
+    header = text.ListHeader()
+    header.addElement(text.P(text="Steps:"))
+    outer.insertBefore(header, outer.childNodes[0])
+    outer.setAttribute("id", "first")
+    document.text.addElement(outer)
+    document.text.addElement(_items(["Another list."], stylename="Legal"))
+    document.text.addElement(_items(["Three, by the first's id."], stylename="Legal",
+                                    continuelist="first"))
+    document.text.addElement(_items([f"Item {n}." for n in range(1, 29)], stylename="Letters"))
+    extracted = ODT.extract(saved(document), "lists")
+    lines = extracted.canonical_text.splitlines()
+    assert lines[:10] == ["Steps:", "1. One.", "  1.1. One one.", "  1.2. Two one.", "2. Two.", "",
+                          "1. Another list.", "", "3. Three, by the first's id.", ""]
+    assert lines[-3:] == ["z. Item 26.", "aa. Item 27.", "ab. Item 28."]
+
+
 @pytest.mark.parametrize("level", ["0", "x", "-2"])
 def test_a_heading_whose_level_is_no_count_is_a_top_level_heading(level: str):
     """Found by a new user: Debian's live manual (SiSU) has two headings at outline level 0,
