@@ -121,6 +121,8 @@ def _data_folder_lock(data_dir: Path) -> Iterator[None]:
 
 _LOCAL_STOP = ("the runs of this index are stopped and marked canceled; the published index is "
                "as it was")
+_SUMMARY_STOP = ("every run of this index had succeeded and what it built is served; only its "
+                 "summary was cut short (`rag-pipeline status` prints the index)")
 _DAEMON_STOP = ("the runs already launched go on under the running Dagster daemon (the Dagster "
                 "UI shows them)")
 
@@ -167,8 +169,21 @@ def _stop_on_signals(note: list[Callable[[], str]]) -> Iterator[SignalLatch]:
             if latch.signum is None:
                 raise
             stopped = exc if isinstance(exc, Stopped) else Stopped(latch.signum)
-            echo(f"\nstopped by {stopped}: {note[0]()}", err=True)
+            try:
+                echo(f"\nstopped by {stopped}: {note[0]()}", err=True)
+                sys.stdout.flush()
+            except OSError:  # the terminal closed (SIGHUP): nothing is read there any more
+                _write_nowhere()
             sys.exit(stopped.exit_code)
+
+
+def _write_nowhere() -> None:
+    """Points standard output and error at ``/dev/null``: a terminal that closed refuses
+    writes, and the interpreter's last flush would end the command with another exit code."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
 
 
 @click.command()
@@ -266,7 +281,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             from rag_pipeline.core.evaluation.gold import no_gold_set_reason
             from rag_pipeline.core.index.model_inventory import inventory
             from rag_pipeline.core.index.plan import index_plan
-            from rag_pipeline.core.index.status import reading_unserved, row_counts
+            from rag_pipeline.core.index.status import reading_unserved, row_counts, served_documents
             from rag_pipeline.core.runtime.processes import daemon_pids
             from rag_pipeline.definitions import definitions_from_environment
             from rag_pipeline.orchestration.index_guard import guard
@@ -285,7 +300,9 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
 
             defs = definitions_from_environment(env, build)
             fail_dead_runs(instance, click.echo)
-            unserved = reading_unserved(warehouse)
+            # The documents served now, when the last reading is not among them: what this
+            # index publishes is then more than its own documents run finds changed.
+            documents_before = served_documents(warehouse) if reading_unserved(warehouse) else None
             served_before = _served(warehouse)
             stop_note[0] = lambda: _local_stop(warehouse, served_before)
             latch.checkpoint()
@@ -334,7 +351,7 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                     reports = run_index_locally(runs, lambda: index_plan(
                         warehouse, chunkers, models, evaluate(), build.rules, eval_sets()),
                         run_config, build.models)
-            read_before = _read_before(instance, reports, unserved)
+            read_before = _read_before(instance, reports)
             if timings:
                 from rag_pipeline.cli.index_timings import echo_timings
                 from rag_pipeline.orchestration.index_timings import index_timings
@@ -343,33 +360,35 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
                                            time.time() - started), warehouse, specs[0])
     except IndexRunFailed as exc:
         fail(str(exc))
-    echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
-    from rag_pipeline.core.index.status import last_reconciliation
+    # Every run succeeded: a signal while the summary prints stops it with that said.
+    with _stop_on_signals([lambda: _SUMMARY_STOP]):
+        echo(f"\n{len(reports)} runs, all succeeded, in {time.time() - started:.1f} s")
+        from rag_pipeline.core.index.status import last_reconciliation
 
-    reconciled = last_reconciliation(warehouse)  # read once: three lines below report it
-    _echo_reconciliation(reconciled, reports, read_before)
-    if build.access is not None:
-        from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
+        reconciled = last_reconciliation(warehouse)  # read once: three lines below report it
+        _echo_reconciliation(reconciled, reports, read_before, documents_before, warehouse)
+        if build.access is not None:
+            from rag_pipeline.core.index.access_table import UNMATCHED_GLOB, globs_matching_nothing
 
-        for glob in globs_matching_nothing(warehouse, build.access):
-            echo("warning: " + UNMATCHED_GLOB.format(glob=glob))
-    for entry in inventory(specs, warehouse):
-        if not entry.declared:
-            echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
-                  f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
-                  f"built nor served: `{invocation.command('models', '--drop', entry.key)}` "
-                  "deletes them")
-    echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
-    for table, rows in row_counts(warehouse).items():
-        for row in rows:
-            echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
-    from rag_pipeline.cli.status import echo_over_the_window
+            for glob in globs_matching_nothing(warehouse, build.access):
+                echo("warning: " + UNMATCHED_GLOB.format(glob=glob))
+        for entry in inventory(specs, warehouse):
+            if not entry.declared:
+                echo(f"note: {entry.key} is no longer declared in {config_source(config)}; its "
+                      f"partitions ({', '.join(entry.embedding_chunkers)}) are kept but neither "
+                      f"built nor served: `{invocation.command('models', '--drop', entry.key)}` "
+                      "deletes them")
+        echo(f"\nbuilt (DuckDB file {warehouse.db_path}):")
+        for table, rows in row_counts(warehouse).items():
+            for row in rows:
+                echo(f"  {table:11s} {' / '.join(str(v) for v in row[:-1]):55s} {row[-1]:>7}")
+        from rag_pipeline.cli.status import echo_over_the_window
 
-    echo_over_the_window(warehouse, build.models[0].max_tokens)
-    _echo_not_indexed(warehouse, invocation, not_indexed_before, reconciled)
-    _echo_hidden(reconciled)
-    if not no_eval:
-        _echo_evaluation(build, invocation)
+        echo_over_the_window(warehouse, build.models[0].max_tokens)
+        _echo_not_indexed(warehouse, invocation, not_indexed_before, reconciled)
+        _echo_hidden(reconciled)
+        if not no_eval:
+            _echo_evaluation(build, invocation)
 
 
 def _documents_run(reports) -> str | None:
@@ -378,35 +397,42 @@ def _documents_run(reports) -> str | None:
                 None)
 
 
-def _read_before(instance, reports, unserved: bool):
-    """The earlier documents run that had already read the corpus as this command's documents
-    run found it, and that no index served or that the daemon's sensor or the schedule ran
-    (:func:`~rag_pipeline.orchestration.corpus_watch.earlier_reading`; ``unserved``: the last
-    reading before this command was in no served generation), or None."""
+def _read_before(instance, reports):
+    """The sensor's or schedule's documents run that had already read the corpus as this
+    command's documents run found it (:func:`~rag_pipeline.orchestration.corpus_watch.
+    earlier_reading`), or None."""
     from rag_pipeline.orchestration.corpus_watch import earlier_reading
 
     run_id = _documents_run(reports)
-    return earlier_reading(instance, run_id, unserved) if run_id is not None else None
+    return earlier_reading(instance, run_id) if run_id is not None else None
 
 
-def _echo_reconciliation(reconciled, reports, read_before=None) -> None:
+def _echo_reconciliation(reconciled, reports, read_before=None, served_before=None,
+                         warehouse=None) -> None:
     """What this command's documents run found in the corpus (``reconciled``: the last
     reconciliation and when), on one line (its counts; the ids are in ``status`` and the
-    ``reconciliation`` table), and the run that had already read the corpus as it is when
-    this one found nothing changed (``read_before``), saying so when no index had served it."""
-    from rag_pipeline.core.ingest.reconcile import counts_summary
+    ``reconciliation`` table); the run that had already indexed the corpus as it is when
+    this one found nothing changed (``read_before``); and, when the index served before this
+    command had not held the last reading (``served_before``: its documents; an ``index``
+    stopped after its documents run, a run by hand), what the documents served now changed
+    against it."""
+    from rag_pipeline.core.index.status import served_documents
+    from rag_pipeline.core.ingest.reconcile import SERVED_CHANGES, counts_summary, served_changes
 
     if reconciled is None or _documents_run(reports) is None:
         return
     echo(f"documents: {reconciled[0].summary()}")
     if read_before is not None:
         at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(read_before.ended_at))
-        run = f"documents run {read_before.run_id[:8]}"
-        who = (f"{read_before.launched_by}'s {run}" if read_before.launched_by
-               else f"{run} (launched by hand)")
-        served = "; no index had served what it read: this one does" if read_before.unserved else ""
-        echo(f"  ({who} had read the corpus as it is now, at {at}: "
-             f"{counts_summary(read_before.counts)}{served})")
+        echo(f"  ({read_before.launched_by}'s documents run {read_before.run_id[:8]} had read the "
+             f"corpus as it is now, at {at}: {counts_summary(read_before.counts)})")
+    if served_before is not None and warehouse is not None:
+        changes = served_changes(served_before, served_documents(warehouse))
+        if any(changes.values()):
+            echo("  (this index serves what an earlier documents run read and no index had "
+                 "served: against the documents served before, "
+                 + ", ".join(f"{change.value} {changes[change.value]}" for change in SERVED_CHANGES)
+                 + ")")
 
 
 def _corpus_now(defs) -> str:

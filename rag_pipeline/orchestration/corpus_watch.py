@@ -32,7 +32,7 @@ from rag_pipeline.core.runtime.processes import lock_holder, pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.orchestration.pools import ensure_pool_limits
 from rag_pipeline.orchestration.resources import CorpusSource
-from rag_pipeline.orchestration.run_tags import INDEX_COMMAND, launched_by, launched_by_index
+from rag_pipeline.orchestration.run_tags import launched_by
 from rag_pipeline.project_paths import INDEX_LOCK
 
 CORPUS_WATCH = "corpus_watch"
@@ -78,61 +78,36 @@ def recorded_fingerprint(instance: dg.DagsterInstance) -> str | None:
 
 @dataclass(frozen=True)
 class EarlierReading:
-    """A documents run that read the corpus in the state a later run found unchanged: a
-    sensor's or a schedule's (``launched_by`` names it), or, when no served generation held what
-    it read (``unserved``), an earlier ``rag-pipeline index``'s that stopped before publishing
-    (``launched_by``: :data:`~rag_pipeline.orchestration.run_tags.INDEX_COMMAND`) or one
-    launched by hand (``""``)."""
+    """A documents run a sensor or a schedule launched, which read the corpus in the state a
+    later run found unchanged."""
 
     run_id: str
     launched_by: str
     ended_at: float
     counts: dict[str, int]
-    unserved: bool = False
 
 
-READINGS_LOOKED_BACK = 20
-"""How many documents materialisations an unserved reading is looked for among."""
-
-
-def earlier_reading(instance: dg.DagsterInstance, run_id: str,
-                    unserved: bool = False) -> EarlierReading | None:
+def earlier_reading(instance: dg.DagsterInstance, run_id: str) -> EarlierReading | None:
     """When run ``run_id`` made the latest ``documents`` materialisation and it changed
-    nothing: the materialisation before it, if it changed the documents, took the same
-    fingerprint (the corpus did not change between the two) and a sensor's or a schedule's run
-    made it. An edit the daemon's ``corpus_watch`` indexed before a ``rag-pipeline index``
-    started is then named, not reported as ``changed 0``.
-
-    With ``unserved`` (the last reading before this run is in no served generation), whoever
-    launched it, past readings that changed nothing too: an edit an interrupted ``index`` read
-    (and the next one, interrupted again, found unchanged) is named by the index that serves it.
-    """
-    records = instance.fetch_materializations(
-        dg.AssetKey(DOCUMENTS), limit=READINGS_LOOKED_BACK if unserved else 2).records
+    nothing: the materialisation before it, if a sensor's or a schedule's run made it, that
+    run changed the documents, and it took the same fingerprint (the corpus did not change
+    between the two). An edit the daemon's ``corpus_watch`` indexed before a ``rag-pipeline
+    index`` started is then named, not reported as ``changed 0``."""
+    records = instance.fetch_materializations(dg.AssetKey(DOCUMENTS), limit=2).records
     if len(records) < 2 or records[0].run_id != run_id:
         return None
-    ours = records[0].asset_materialization.metadata
-    if _value(ours, "changed"):
+    ours, before = (record.asset_materialization.metadata for record in records)
+    if _value(ours, "changed") or not _value(before, "changed") \
+            or _value(before, CORPUS_FINGERPRINT) != _value(ours, CORPUS_FINGERPRINT):
         return None
-    for record in records[1:] if unserved else records[1:2]:
-        before = record.asset_materialization.metadata
-        if _value(before, CORPUS_FINGERPRINT) != _value(ours, CORPUS_FINGERPRINT):
-            return None
-        if _value(before, "changed"):
-            break
-    else:
-        return None
-    run = instance.get_run_by_id(record.run_id)
-    tags = run.tags if run is not None else {}
-    by = launched_by(tags)
+    run = instance.get_run_by_id(records[1].run_id)
+    by = launched_by(run.tags) if run is not None else None
     if not by:
-        if not unserved:
-            return None
-        by = INDEX_COMMAND if launched_by_index(tags) else ""
+        return None
     prefix = "reconciliation."
-    return EarlierReading(record.run_id, by, record.timestamp,
+    return EarlierReading(records[1].run_id, by, records[1].timestamp,
                           {key.removeprefix(prefix): int(_value(before, key))
-                           for key in before if key.startswith(prefix)}, unserved)
+                           for key in before if key.startswith(prefix)})
 
 
 def _value(metadata: dict, key: str) -> object:

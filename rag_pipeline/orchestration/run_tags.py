@@ -23,7 +23,6 @@ PID_TAG = "rag_pipeline/pid"
 so a killed one can be recognised later."""
 REQUEST_TAG = "rag_pipeline/index_request"
 """The request of a run ``rag-pipeline index`` launched through the code location."""
-INDEX_COMMAND = "rag-pipeline index"
 
 
 def tag_run(context: dg.AssetExecutionContext, tags: dict[str, str]) -> None:
@@ -35,8 +34,3 @@ def launched_by(tags: dict[str, str]) -> str | None:
     """The sensor or schedule whose request launched a run with these tags (None: a person or
     a command launched it)."""
     return tags.get("dagster/sensor_name") or tags.get("dagster/schedule_name")
-
-
-def launched_by_index(tags: dict[str, str]) -> bool:
-    """Whether ``rag-pipeline index`` launched (or ran) a run with these tags."""
-    return PID_TAG in tags or REQUEST_TAG in tags

@@ -174,6 +174,15 @@ elif phase == "instance_close":
             signal_command()
         return original_dispose(self)
     dg.DagsterInstance.dispose = dispose
+elif phase == "summary":
+    # While the command prints its summary (a DuckDB query of each table's rows): every run
+    # succeeded, and a signal there ended it with no word, once with "Query interrupted".
+    from rag_pipeline.core.index import status
+    original_counts = status.row_counts
+    def row_counts(*args, **kwargs):
+        signal_command()
+        return original_counts(*args, **kwargs)
+    status.row_counts = row_counts
 from rag_pipeline.cli import main
 main(["index", "--no-eval"])
 """
@@ -190,6 +199,7 @@ step of the runs' worker waits there, so a signal lands while a run is in progre
     ("local_run", signal.SIGINT),
     ("terminal", signal.SIGINT),
     ("terminal", signal.SIGHUP),
+    ("summary", signal.SIGINT),
     ("connection_close", signal.SIGTERM),
     ("instance_close", signal.SIGTERM),
 ])
@@ -228,7 +238,11 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
     assert command.returncode == 128 + signum, stdout[-3000:] + stderr[-3000:]
     assert "Traceback" not in stderr and "Exception" not in stderr, stderr
     said = stderr.strip().splitlines()[-1]
-    if phase == "instance_close":
+    if phase == "summary":
+        assert said == (f"stopped by {name}: every run of this index had succeeded and what it "
+                        "built is served; only its summary was cut short (`rag-pipeline status` "
+                        "prints the index)")
+    elif phase == "instance_close":
         # Found by an operator's late Ctrl-C: every run had succeeded, the embeddings run had
         # published, and the command said "the published index is as it was".
         assert re.fullmatch(
@@ -242,8 +256,8 @@ def test_a_signal_at_any_phase_ends_index_with_128_plus_the_signal_and_no_traceb
              f"itself (what they print: {project.home / 'rag-pipeline-runs.log'})")
     assert (local in stdout.splitlines()) == (phase != "dead_runs")
     # The summary after the instance's close is never printed: the command stopped there.
-    assert "runs, all succeeded" not in stdout
-    assert ("  done     embeddings_job" in stdout) == (phase == "instance_close")
+    assert ("runs, all succeeded" in stdout) == (phase == "summary")
+    assert ("  done     embeddings_job" in stdout) == (phase in ("instance_close", "summary"))
     with dg.DagsterInstance.local_temp(tempdir=str(project.home)) as instance:
         runs = list(reversed(instance.get_runs()))
         assert [r for r in runs if r.status in ACTIVE] == []
@@ -342,6 +356,28 @@ def test_progress_on_a_terminal_redraws_one_line_narrower_than_the_terminal(caps
         assert second == expected.ljust(columns - 1)
         assert len(first) == len(second) == columns - 1
 
+
+
+_HUNG_UP = r"""
+import os, signal
+import rag_pipeline.cli.index as index
+
+def refused(*args, **kwargs):
+    raise OSError(5, "Input/output error")  # what a closed terminal answers a write
+
+index.echo = refused
+with index._stop_on_signals([lambda: "note"]) as latch:
+    os.kill(os.getpid(), signal.SIGHUP)
+    latch.checkpoint()
+"""
+
+
+def test_a_stop_whose_terminal_closed_still_ends_with_128_plus_the_signal():
+    """Found by an operator whose terminal closed under `index`: the stop's line could not be
+    written there, and the command ended with exit code 1, not 129."""
+    ended = subprocess.run([sys.executable, "-c", _HUNG_UP], cwd=PROJECT_ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (128 + signal.SIGHUP, "", "")
 
 
 def test_counts_read_moments_apart_show_no_rate(capsys):
@@ -447,8 +483,8 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
         "documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, failed 2, skipped 1, "
         "hidden 2"]
 
-    def earlier_run_named(tags: dict[str, str]) -> str:
-        """The line under `documents:` of an `index` run after a documents run with `tags`."""
+    def after_an_earlier_run(tags: dict[str, str]) -> list[str]:
+        """The lines under `documents:` of an `index` run after a documents run with `tags`."""
         earlier = subprocess.run([str(PROJECT_ROOT / ".venv" / "bin" / "dagster"), "job", "execute",
                                   "-m", "rag_pipeline.definitions", "-a", "defs", "-j",
                                   "documents_job", "--tags", json.dumps(tags)],
@@ -459,28 +495,26 @@ def test_index_names_what_it_did_not_index_and_status_keeps_odd_names_on_one_lin
                                capture_output=True, text=True, timeout=1200)
         assert index.returncode == 0, index.stdout[-3000:] + index.stderr[-3000:]
         lines = index.stdout.splitlines()
-        return lines[lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, "
-                                 "failed 2, skipped 1, hidden 2") + 1]
+        at = lines.index("documents: added 0, changed 0, renamed 0, deleted 0, unchanged 4, "
+                         "failed 2, skipped 1, hidden 2")
+        return [line for line in lines[at + 1:at + 3] if line.startswith("  (")]
 
+    served = ("  (this index serves what an earlier documents run read and no index had served: "
+              "against the documents served before, added 0, changed 1, renamed 0, deleted 0)")
     # Found by a new user: an edit the daemon's corpus_watch had indexed before `index` began
     # was reported as `changed 0`; the command now names the run that read it. The watch's
     # run is executed here as the daemon's sensor would launch it (the same job and tag).
     (project.corpus / "notes.txt").write_text("Release notes, edited.\n", encoding="utf-8")
-    line = earlier_run_named({"dagster/sensor_name": "corpus_watch"})
+    named, also = after_an_earlier_run({"dagster/sensor_name": "corpus_watch"})
     assert re.fullmatch(
         r"  \(corpus_watch's documents run [0-9a-f]{8} had read the corpus as it is now, at "
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, unchanged 3, "
-        r"failed 2, skipped 1, hidden 2; no index had served what it read: this one does\)",
-        line), line
+        r"failed 2, skipped 1, hidden 2\)", named), named
+    assert also == served  # the watch's run alone: no index had published what it read
     # Found by a team member using serve while the documents changed: after an `index` stopped
     # right after its documents run, the next one said `changed 0` though it served the edit.
     (project.corpus / "notes.txt").write_text("Release notes, edited again.\n", encoding="utf-8")
-    line = earlier_run_named({PID_TAG: "4242"})
-    assert re.fullmatch(
-        r"  \(rag-pipeline index's documents run [0-9a-f]{8} had read the corpus as it is now, "
-        r"at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d: added 0, changed 1, renamed 0, deleted 0, "
-        r"unchanged 3, failed 2, skipped 1, hidden 2; no index had served what it read: this one "
-        r"does\)", line), line
+    assert after_an_earlier_run({PID_TAG: "4242"}) == [served]
     # Found by a team whose folder changes daily: an indexed document that became unreadable
     # left the index with nothing saying so ("changed 0, deleted 0, ..., failed 3").
     (project.corpus / "notes.txt").write_bytes(b"Release notes \xff\xfe\x81 edited.\n")

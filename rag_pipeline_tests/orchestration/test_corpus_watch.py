@@ -23,7 +23,6 @@ from rag_pipeline.orchestration.corpus_watch import (
     earlier_reading,
     recorded_fingerprint,
 )
-from rag_pipeline.orchestration.run_tags import INDEX_COMMAND, PID_TAG
 from rag_pipeline.project_paths import INDEX_LOCK
 from rag_pipeline_tests.conftest import TINY_DOCS, write_corpus
 from rag_pipeline_tests.fake_embedder import hashed_spec
@@ -153,38 +152,3 @@ def test_a_documents_run_that_finds_nothing_names_the_watchs_run_that_read_the_e
     (corpus / "extra.md").write_text("# Extra\n\nOne more file.\n", encoding="utf-8")
     assert earlier_reading(instance, job.execute_in_process(instance=instance).run_id) is None
 
-
-def test_a_reading_no_index_served_is_named_whoever_launched_it(watched):
-    """Found by a team member using serve while the documents changed: after an `index` killed
-    after its documents run, the next `index` said `changed 0`, though the edit reached the
-    served index only now."""
-    defs, instance, corpus = watched
-    job = defs.resolve_job_def(DOCUMENTS_JOB)
-    job.execute_in_process(instance=instance)
-    (corpus / "notes.txt").write_text("Release notes, edited.\n", encoding="utf-8")
-    stopped = job.execute_in_process(instance=instance, tags={PID_TAG: "4242"})
-    command = job.execute_in_process(instance=instance)
-    # A served reading names no run launched by a command (the index that read it served it).
-    assert earlier_reading(instance, command.run_id) is None
-    found = earlier_reading(instance, command.run_id, unserved=True)
-    counts = {"added": 0, "changed": 1, "renamed": 0, "deleted": 0,
-              "unchanged": len(TINY_DOCS) - 1, "failed": 0, "skipped": 0, "hidden": 0}
-    assert found == EarlierReading(stopped.run_id, INDEX_COMMAND, found.ended_at, counts, True)
-    # Stopped twice: the reading that changed the documents is named past the one that did not.
-    again = job.execute_in_process(instance=instance)
-    assert earlier_reading(instance, again.run_id, unserved=True) == found
-    # One launched by hand (the Dagster UI) is named as such.
-    (corpus / "notes.txt").write_text("Release notes, edited twice.\n", encoding="utf-8")
-    by_hand = job.execute_in_process(instance=instance)
-    command = job.execute_in_process(instance=instance)
-    found = earlier_reading(instance, command.run_id, unserved=True)
-    assert (found.run_id, found.launched_by) == (by_hand.run_id, "")
-    # The corpus touched since that reading (another fingerprint, the same text): nobody is
-    # named, since the reading before may not have been of the corpus as it is now.
-    (corpus / "notes.txt").write_text("Release notes, edited thrice.\n", encoding="utf-8")
-    job.execute_in_process(instance=instance)
-    os.utime(corpus / "notes.txt", (1_700_000_000, 1_700_000_000))
-    touched = job.execute_in_process(instance=instance)
-    latest = instance.fetch_materializations(dg.AssetKey("documents"), limit=1).records[0]
-    assert latest.asset_materialization.metadata["changed"].value is False
-    assert earlier_reading(instance, touched.run_id, unserved=True) is None

@@ -126,6 +126,21 @@ def reading_unserved(warehouse: Warehouse) -> bool:
         generation.files.get(DOCUMENTS) for generation in current_generations(warehouse)}
 
 
+def served_documents(warehouse: Warehouse) -> dict[str, str]:
+    """``document id -> content sha256`` of the ``ok`` documents the last published generation
+    serves (none before the first)."""
+    from rag_pipeline.core.index.generations import current_generations
+
+    served = max(current_generations(warehouse), key=lambda g: g.published_at, default=None)
+    if served is None or DOCUMENTS not in served.files:
+        return {}
+    table = warehouse.read_file(served.files[DOCUMENTS],
+                                columns=["document_id", "content_sha256", "status"])
+    return {document: digest for document, digest, status in zip(
+        table.column("document_id").to_pylist(), table.column("content_sha256").to_pylist(),
+        table.column("status").to_pylist(), strict=True) if status == DocumentStatus.OK.value}
+
+
 def documents_not_indexed(warehouse: Warehouse) -> list[tuple[str, str, str]]:
     """``(status, document_id, reason)`` of every failed and skipped document of the published
     DuckDB file, failed first, by id; a document whose id another one took

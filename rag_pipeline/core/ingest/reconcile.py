@@ -95,6 +95,27 @@ def deleted_rows(previous: Iterable[DocumentRecord], listed: set[str],
             for r in previous if r.document_id not in listed and r.document_id not in renamed_from]
 
 
+SERVED_CHANGES = (Change.ADDED, Change.CHANGED, Change.RENAMED, Change.DELETED)
+
+
+def served_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, int]:
+    """What one served documents table changed against another, each as ``document id ->
+    content sha256`` of its documents read whole: a new id ``added`` (``renamed`` when it has
+    the content of an id gone), an id with other content ``changed``, an id gone ``deleted``.
+    Unlike a run's report it compares what two generations served, so it counts what a
+    stopped index read and the next one published."""
+    gone = {digest: document for document, digest in before.items() if document not in after}
+    new = [document for document in after if document not in before]
+    renamed = {document for document in new if after[document] in gone}
+    taken = {after[document] for document in renamed}
+    return {Change.ADDED.value: len(new) - len(renamed),
+            Change.CHANGED.value: sum(1 for document, digest in after.items()
+                                      if document in before and before[document] != digest),
+            Change.RENAMED.value: len(renamed),
+            Change.DELETED.value: sum(1 for document in before
+                                      if document not in after and before[document] not in taken)}
+
+
 class CorpusShrankError(Exception):
     """A run would publish far fewer documents than the last one: refused, nothing written."""
 

@@ -13,7 +13,12 @@ from rag_pipeline.core.index.ann import DensePath
 from rag_pipeline.core.index.builders import document_records, documents_table
 from rag_pipeline.core.index.generations import current_generation
 from rag_pipeline.core.index.query_db import publish_query_db
-from rag_pipeline.core.index.status import PartitionStatus, index_status, reading_unserved
+from rag_pipeline.core.index.status import (
+    PartitionStatus,
+    index_status,
+    reading_unserved,
+    served_documents,
+)
 from rag_pipeline.core.ingest import DocumentRecord, DocumentStatus
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline_tests.core.index_builder import BuiltIndex, build_index, plant_published
@@ -225,8 +230,22 @@ def test_a_reading_no_generation_serves_is_unserved_until_one_does(built: BuiltI
     assert reading_unserved(warehouse) is False
 
 
-def test_a_data_folder_never_indexed_has_no_unserved_reading(tmp_path: Path):
+def test_a_data_folder_never_indexed_has_no_unserved_reading_and_serves_no_document(
+        tmp_path: Path):
     assert reading_unserved(Warehouse(tmp_path / "data")) is False
+    assert served_documents(Warehouse(tmp_path / "data")) == {}
+
+
+def test_the_served_documents_are_the_published_generations_not_the_last_reading(
+        built: BuiltIndex):
+    warehouse = Warehouse(built.data_dir)
+    records = document_records(warehouse.read("documents"))
+    served = served_documents(warehouse)
+    assert served == {r.document_id: r.content_sha256 for r in records if r.ok}
+    edited = [dataclasses.replace(records[0], canonical_text="Edited.", content_sha256="e" * 64),
+              *records[1:]]
+    warehouse.write("documents", documents_table(edited))  # read, not published
+    assert served_documents(warehouse) == served
 
 
 def test_a_file_name_that_is_not_utf8_is_failed_not_stale(built: BuiltIndex, tmp_path: Path):

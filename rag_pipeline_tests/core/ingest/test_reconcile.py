@@ -15,6 +15,7 @@ from rag_pipeline.core.ingest.reconcile import (
     reconciliation_table,
     report_from_table,
     report_lines,
+    served_changes,
 )
 
 REPORT = Reconciliation("s3://docs/p", None, (
@@ -90,3 +91,11 @@ def test_status_lines_and_markdown_name_the_ids():
         "unchanged 0, failed 0, skipped 0, hidden 0",
         "  added     0.md", "  added     1.md",
         "  added     ... and 10 more (select * from reconciliation)"]
+
+
+def test_served_changes_count_what_two_served_tables_differ_in():
+    before = {"a.md": "1", "b.md": "2", "c.md": "3", "old/d.md": "4"}
+    after = {"a.md": "1", "b.md": "20", "new/d.md": "4", "e.md": "5"}
+    assert served_changes(before, after) == {"added": 1, "changed": 1, "renamed": 1, "deleted": 1}
+    assert served_changes({}, after) == {"added": 4, "changed": 0, "renamed": 0, "deleted": 0}
+    assert served_changes(after, after) == {"added": 0, "changed": 0, "renamed": 0, "deleted": 0}
