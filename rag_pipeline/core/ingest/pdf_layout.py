@@ -434,23 +434,16 @@ def _without_contents_block(lines: Sequence[Line]) -> list[Line] | None:
     when there is no such run. Each entry repeats a heading (or an indexed word) the document
     sets elsewhere: read, the contents' entries would be found before the headings they name.
     Lines, not rows: the page is laid out with them (its columns found with its full lines)."""
-    leaders = [ends_in_dot_leader(line.text) for line in lines]
-    rows = lines
     dropped: set[int] = set()
-    r = 0
-    while r < len(rows):
-        if not leaders[r]:
-            r += 1
-            continue
-        end = r
-        while end < len(rows) and leaders[end]:
-            end += 1
-        if end - r >= CONTENTS_BLOCK_ROWS:
-            dropped.update(range(r, end))
-            if r > 0 and rows[r - 1].text.strip().lower() in _CONTENTS_HEADINGS:
-                dropped.add(r - 1)
-        r = end
-    return [row for r, row in enumerate(rows) if r not in dropped] if dropped else None
+    at = 0
+    for leader, run in itertools.groupby(lines, key=lambda line: ends_in_dot_leader(line.text)):
+        count = sum(1 for _ in run)
+        if leader and count >= CONTENTS_BLOCK_ROWS:
+            dropped.update(range(at, at + count))
+            if at > 0 and lines[at - 1].text.strip().lower() in _CONTENTS_HEADINGS:
+                dropped.add(at - 1)
+        at += count
+    return [line for r, line in enumerate(lines) if r not in dropped] if dropped else None
 
 
 def _is_toc_page(rows: Sequence[list[TextRun]]) -> bool:
