@@ -14,8 +14,9 @@ an empty cell per further column, so columns never shift. Each table is declared
 text of each later chunk of it). The zip is checked against :class:`OfficeLimits` (expanded
 size, ratio, rows, cells, characters) before and while it is read. List items
 (numbering on the paragraph or its style) are lines of one block, indented two spaces per
-level, with ``- `` for a bullet and their number (``1.``, ``a.``, ``iv.``) for a numbered list,
-counted as Word counts them per list and level. A footnote or endnote follows the paragraph
+level, with ``- `` for a bullet and their number as the level's text shows it (``1.``,
+``(a)``, ``2.1.``, ``iv.``) for a numbered list, counted as Word counts them per list and level
+(a list's ``w:startOverride`` restarting it). A footnote or endnote follows the paragraph
 (or table) that refers to it, as a paragraph of its own, ``Footnote 2: text`` (numbered in the
 order of reference, as Word numbers them; ``Endnote i: text``, lower-case Roman by default).
 The headers and footers the pages show close the document
@@ -32,8 +33,9 @@ service's document view opens them).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from rag_pipeline.core.ingest.extracted import (
@@ -79,14 +81,33 @@ class DocxBlock:
     header_rows: int = 0
 
 
+@dataclass(frozen=True)
+class _Level:
+    """One level of a Word list: its ``w:numFmt``, ``w:start`` and ``w:lvlText`` (``%1`` to
+    ``%9`` the numbers of levels 1 to 9: ``(%1)``, ``%1.%2.``)."""
+
+    number_format: str = "bullet"
+    start: int = 1
+    text: str = ""
+
+
+_LEVEL_NUMBER = re.compile(r"%([1-9])")
+
+
+def _whole(text: str | None, default: int) -> int:
+    """A whole number of a list's XML (``w:start``), else ``default``."""
+    return int(text) if text is not None and text.isascii() and text.isdigit() else default
+
+
 class _Numbering:
-    """Word's list numbering: ``numId`` -> abstract definition -> per-level format and start,
-    with a counter per list and level (a deeper level restarts when a shallower one moves)."""
+    """Word's list numbering: ``numId`` -> abstract definition -> per-level format, start and
+    text (a ``w:num``'s ``w:startOverride`` restarting a level), with a counter per list and
+    level (a deeper level restarts when a shallower one moves)."""
 
     def __init__(self, document: Document) -> None:
         from docx.oxml.ns import qn
 
-        self._formats: dict[tuple[str, int], tuple[str, int]] = {}
+        self._levels: dict[tuple[str, int], _Level] = {}
         self._counters: dict[str, list[int]] = {}
         try:
             root = document.part.numbering_part.element
@@ -96,27 +117,46 @@ class _Numbering:
         for node in root.iterchildren(qn("w:abstractNum")):
             levels = {}
             for lvl in node.iterchildren(qn("w:lvl")):
-                fmt = lvl.find(qn("w:numFmt"))
-                start = lvl.find(qn("w:start"))
-                levels[int(lvl.get(qn("w:ilvl"), "0"))] = (
+                fmt, start, text = (lvl.find(qn(name)) for name in ("w:numFmt", "w:start",
+                                                                    "w:lvlText"))
+                levels[_whole(lvl.get(qn("w:ilvl")), 0)] = _Level(
                     fmt.get(qn("w:val"), "decimal") if fmt is not None else "decimal",
-                    int(start.get(qn("w:val"), "1")) if start is not None else 1)
+                    _whole(start.get(qn("w:val")) if start is not None else None, 1),
+                    text.get(qn("w:val"), "") if text is not None else "")
             abstract[node.get(qn("w:abstractNumId"))] = levels
         for num in root.iterchildren(qn("w:num")):
             ref = num.find(qn("w:abstractNumId"))
             if ref is None:
                 continue
-            for level, spec in abstract.get(ref.get(qn("w:val")), {}).items():
-                self._formats[(num.get(qn("w:numId")), level)] = spec
+            levels = dict(abstract.get(ref.get(qn("w:val")), {}))
+            for override in num.iterchildren(qn("w:lvlOverride")):
+                start = override.find(qn("w:startOverride"))
+                level = _whole(override.get(qn("w:ilvl")), 0)
+                if start is not None and level in levels:
+                    levels[level] = replace(levels[level],
+                                            start=_whole(start.get(qn("w:val")), 1))
+            for level, spec in levels.items():
+                self._levels[(num.get(qn("w:numId")), level)] = spec
 
     def marker(self, num_id: str, level: int) -> str:
-        number_format, start = self._formats.get((num_id, level), ("bullet", 1))
+        """The next item's marker at ``level`` of list ``num_id``: ``-`` for a bullet, else its
+        level text with each ``%N`` the number level N is at (``3.``, ``(c)``, ``2.1.``)."""
+        spec = self._levels.get((num_id, level), _Level())
         counters = self._counters.setdefault(num_id, [])
         while len(counters) <= level:
             counters.append(0)
         counters[level] += 1
         del counters[level + 1:]
-        return list_marker(number_format, start + counters[level] - 1)
+        if spec.number_format in ("bullet", "none") or "%" not in spec.text:
+            return list_marker(spec.number_format, spec.start + counters[level] - 1)
+
+        def number(match: re.Match[str]) -> str:
+            at = int(match.group(1)) - 1
+            shown = self._levels.get((num_id, at), _Level("decimal"))
+            count = counters[at] if at < len(counters) else 0
+            return list_number(shown.number_format, shown.start + max(count, 1) - 1)
+
+        return _LEVEL_NUMBER.sub(number, spec.text).strip() or "-"
 
 
 MAX_STYLE_CHAIN = 32
@@ -750,7 +790,7 @@ class DocxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("docx-python-docx", f"12+python-docx-{library_version('python-docx')}")
+        return Extractor("docx-python-docx", f"13+python-docx-{library_version('python-docx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Blocks joined by blank lines (list items of one run by single newlines), a section

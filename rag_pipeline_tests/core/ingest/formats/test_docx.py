@@ -262,6 +262,38 @@ def test_nested_list_levels_are_indented_and_counted_per_level():
     assert extracted.canonical_text == "1. one\n  b. one b\n  c. one c\n2. two\n  b. two b\n\nNot a list.\n"
 
 
+def test_a_lists_level_text_and_a_restart_are_shown_as_word_shows_them():
+    """Found by a check of files LibreOffice wrote: ``(a)`` was shown ``a.``, ``1)`` ``1.``, a
+    second level ``2.1.`` as ``1.``, and a list restarted at 20 went on from the list before."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    numbering = document.part.numbering_part.element
+    numbering.insert(0, parse_xml(
+        f'<w:abstractNum {nsdecls("w")} w:abstractNumId="91">'
+        '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+        '<w:lvlText w:val="%1)"/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
+        '<w:lvlText w:val="%1.%2."/></w:lvl>'
+        '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+        '<w:lvlText w:val="(%3)"/></w:lvl>'
+        "</w:abstractNum>"))
+    numbering.append(parse_xml(f'<w:num {nsdecls("w")} w:numId="91"><w:abstractNumId w:val="91"/></w:num>'))
+    numbering.append(parse_xml(
+        f'<w:num {nsdecls("w")} w:numId="92"><w:abstractNumId w:val="91"/>'
+        '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="20"/></w:lvlOverride></w:num>'))
+    for text, level, num in [("one", 0, 91), ("one one", 1, 91), ("deep", 2, 91), ("two", 0, 91),
+                             ("twenty", 0, 92), ("twenty-one", 0, 92)]:
+        paragraph = document.add_paragraph(text)
+        paragraph._p.get_or_add_pPr().append(parse_xml(
+            f'<w:numPr {nsdecls("w")}><w:ilvl w:val="{level}"/><w:numId w:val="{num}"/></w:numPr>'))
+    extracted = DOCX.extract(saved(document), "lists")
+    assert extracted.canonical_text == ("1) one\n  1.1. one one\n    (a) deep\n2) two\n"
+                                        "20) twenty\n21) twenty-one\n")
+
+
 @pytest.mark.parametrize(("number_format", "number", "marker"), [
     ("bullet", 3, "-"), ("decimal", 12, "12."), ("lowerLetter", 3, "c."), ("lowerLetter", 27, "aa."),
     ("upperLetter", 2, "B."), ("lowerRoman", 4, "iv."), ("upperRoman", 1994, "MCMXCIV."),
