@@ -238,26 +238,40 @@ def test_styles_based_on_each_other_in_a_loop_are_read_once_each():
     assert DOCX.extract(saved(document), "loop").canonical_text == "Still read.\n"
 
 
-def test_nested_list_levels_are_indented_and_counted_per_level():
+def _numbered(levels: list[str], nums: list[str], items: list[tuple[str, int, int]],
+              after: str = "") -> bytes:
+    """A DOCX of one abstract list (``levels``: its ``w:lvl`` elements' insides), the
+    ``w:num`` elements' insides ``nums`` (numIds 90, 91, ...), and ``items``: ``(text, level,
+    numId)`` paragraphs, then a paragraph ``after``."""
     import docx
     from docx.oxml import parse_xml
     from docx.oxml.ns import nsdecls
 
     document = docx.Document()
     numbering = document.part.numbering_part.element
-    # A two-level list as Word writes one: decimal, then lower-case letters from "b" (start 2).
     numbering.insert(0, parse_xml(
         f'<w:abstractNum {nsdecls("w")} w:abstractNumId="90">'
-        '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/></w:lvl>'
-        '<w:lvl w:ilvl="1"><w:start w:val="2"/><w:numFmt w:val="lowerLetter"/></w:lvl>'
-        "</w:abstractNum>"))
-    numbering.append(parse_xml(f'<w:num {nsdecls("w")} w:numId="90"><w:abstractNumId w:val="90"/></w:num>'))
-    for text, level in [("one", 0), ("one b", 1), ("one c", 1), ("two", 0), ("two b", 1)]:
+        + "".join(f'<w:lvl w:ilvl="{i}">{level}</w:lvl>' for i, level in enumerate(levels))
+        + "</w:abstractNum>"))
+    for number, inside in enumerate(nums, start=90):
+        numbering.append(parse_xml(f'<w:num {nsdecls("w")} w:numId="{number}">'
+                                   f'<w:abstractNumId w:val="90"/>{inside}</w:num>'))
+    for text, level, num in items:
         paragraph = document.add_paragraph(text)
         paragraph._p.get_or_add_pPr().append(parse_xml(
-            f'<w:numPr {nsdecls("w")}><w:ilvl w:val="{level}"/><w:numId w:val="90"/></w:numPr>'))
-    document.add_paragraph("Not a list.")
-    extracted = DOCX.extract(saved(document), "lists")
+            f'<w:numPr {nsdecls("w")}><w:ilvl w:val="{level}"/><w:numId w:val="{num}"/></w:numPr>'))
+    if after:
+        document.add_paragraph(after)
+    return saved(document)
+
+
+def test_nested_list_levels_are_indented_and_counted_per_level():
+    # A two-level list as Word writes one: decimal, then lower-case letters from "b" (start 2).
+    data = _numbered(['<w:start w:val="1"/><w:numFmt w:val="decimal"/>',
+                      '<w:start w:val="2"/><w:numFmt w:val="lowerLetter"/>'], [""],
+                     [("one", 0, 90), ("one b", 1, 90), ("one c", 1, 90), ("two", 0, 90),
+                      ("two b", 1, 90)], after="Not a list.")
+    extracted = DOCX.extract(data, "lists")
     # the letters restart under "two": a deeper level restarts when a shallower one moves on
     assert extracted.canonical_text == "1. one\n  b. one b\n  c. one c\n2. two\n  b. two b\n\nNot a list.\n"
 
@@ -265,33 +279,15 @@ def test_nested_list_levels_are_indented_and_counted_per_level():
 def test_a_lists_level_text_and_a_restart_are_shown_as_word_shows_them():
     """Found by a check of files LibreOffice wrote: ``(a)`` was shown ``a.``, ``1)`` ``1.``, a
     second level ``2.1.`` as ``1.``, and a list restarted at 20 went on from the list before."""
-    import docx
-    from docx.oxml import parse_xml
-    from docx.oxml.ns import nsdecls
-
-    document = docx.Document()
-    numbering = document.part.numbering_part.element
-    numbering.insert(0, parse_xml(
-        f'<w:abstractNum {nsdecls("w")} w:abstractNumId="91">'
-        '<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
-        '<w:lvlText w:val="%1)"/></w:lvl>'
-        '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="decimal"/>'
-        '<w:lvlText w:val="%1.%2."/></w:lvl>'
-        '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
-        '<w:lvlText w:val="(%3)"/></w:lvl>'
-        "</w:abstractNum>"))
-    numbering.append(parse_xml(f'<w:num {nsdecls("w")} w:numId="91"><w:abstractNumId w:val="91"/></w:num>'))
-    numbering.append(parse_xml(
-        f'<w:num {nsdecls("w")} w:numId="92"><w:abstractNumId w:val="91"/>'
-        '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="20"/></w:lvlOverride></w:num>'))
-    for text, level, num in [("one", 0, 91), ("one one", 1, 91), ("deep", 2, 91), ("two", 0, 91),
-                             ("twenty", 0, 92), ("twenty-one", 0, 92)]:
-        paragraph = document.add_paragraph(text)
-        paragraph._p.get_or_add_pPr().append(parse_xml(
-            f'<w:numPr {nsdecls("w")}><w:ilvl w:val="{level}"/><w:numId w:val="{num}"/></w:numPr>'))
-    extracted = DOCX.extract(saved(document), "lists")
-    assert extracted.canonical_text == ("1) one\n  1.1. one one\n    (a) deep\n2) two\n"
-                                        "20) twenty\n21) twenty-one\n")
+    data = _numbered(
+        ['<w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1)"/>',
+         '<w:start w:val="1"/><w:numFmt w:val="decimal"/><w:lvlText w:val="%1.%2."/>',
+         '<w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="(%3)"/>'],
+        ["", '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="20"/></w:lvlOverride>'],
+        [("one", 0, 90), ("one one", 1, 90), ("deep", 2, 90), ("two", 0, 90), ("twenty", 0, 91),
+         ("twenty-one", 0, 91)])
+    assert DOCX.extract(data, "lists").canonical_text == (
+        "1) one\n  1.1. one one\n    (a) deep\n2) two\n20) twenty\n21) twenty-one\n")
 
 
 @pytest.mark.parametrize(("number_format", "number", "marker"), [
