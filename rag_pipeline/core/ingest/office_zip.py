@@ -22,6 +22,12 @@ from rag_pipeline.core.ingest.extracted import ExtractionError
 MIB = 1024 * 1024
 
 
+MAX_STYLE_CHAIN = 32
+"""How many styles an office document's style is followed through, the styles it is based on
+(DOCX ``w:basedOn``, ODF ``style:parent-style-name``): a loop, or a chain longer than any
+suite writes, ends there."""
+
+
 @dataclass(frozen=True)
 class OfficeLimits:
     """What one Office document may hold; over any limit the document fails with the limit

@@ -50,6 +50,7 @@ from rag_pipeline.core.ingest.formats.xlsx import EmbeddedWorkbook, embedded_wor
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.list_numbers import list_number
 from rag_pipeline.core.ingest.office_zip import (
+    MAX_STYLE_CHAIN,
     ContentBudget,
     OfficeLimits,
     as_plain_document,
@@ -157,10 +158,6 @@ class _Numbering:
             return list_number(shown.number_format, shown.start + max(count, 1) - 1)
 
         return _LEVEL_NUMBER.sub(number, spec.text).strip() or "-"
-
-
-MAX_STYLE_CHAIN = 32
-"""Base styles followed at most (a style based on itself, or a loop, ends there)."""
 
 
 def _style_chain(style: object) -> list[object]:

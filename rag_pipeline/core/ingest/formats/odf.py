@@ -69,7 +69,7 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.list_numbers import ODF_FORMATS, list_number
-from rag_pipeline.core.ingest.office_zip import OfficeLimits, check_zip
+from rag_pipeline.core.ingest.office_zip import MAX_STYLE_CHAIN, OfficeLimits, check_zip
 from rag_pipeline.core.ingest.page_furniture import furniture_lines, with_furniture
 from rag_pipeline.core.ingest.safe_xml import safe_xml
 from rag_pipeline.core.ingest.sheets import MergedCells, Sheet, lay_out_sheets, sheet_fragment
@@ -130,12 +130,17 @@ def _count(element: object, prefix: str, name: str) -> int:
     return int(value)
 
 
+def _count_attribute(element: object, prefix: str, name: str) -> int:
+    """A whole-number attribute of at least 1, else 1: a heading's level or a list's numbering
+    is no reason to lose the document (unlike :func:`_count`'s repeats, which size it)."""
+    value = element.get(_q(prefix, name), "1")
+    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else 1
+
+
 def _heading_level(heading: object) -> int:
     """A ``text:h``'s ``text:outline-level``; 1 (a top-level heading) when absent or not a
-    count of at least 1: SiSU writes ``"0"``, which ODF does not allow but LibreOffice opens,
-    and a heading's level is no reason to lose the document."""
-    value = heading.get(_q("text", "outline-level"), "1")
-    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else 1
+    count of at least 1: SiSU writes ``"0"``, which ODF does not allow but LibreOffice opens."""
+    return _count_attribute(heading, "text", "outline-level")
 
 
 def inline_text(element: object) -> str:
@@ -263,13 +268,6 @@ class _ListLevel:
 
     def number(self, count: int) -> str:
         return list_number(self.number_format, count, self.letter_sync)
-
-
-def _count_attribute(element: object, prefix: str, name: str) -> int:
-    """A whole-number attribute of at least 1, else 1 (a list's numbering is no reason to
-    lose the document)."""
-    value = element.get(_q(prefix, name), "1")
-    return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else 1
 
 
 def _list_styles(*roots: object | None) -> dict[str, dict[int, _ListLevel]]:
@@ -535,10 +533,6 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
 
 
 TITLE_STYLE = "Title"
-MAX_STYLE_CHAIN = 32
-"""Parent styles followed at most (a style its own ancestor ends there)."""
-
-
 def _title_styles(*roots: object | None) -> frozenset[str]:
     """The paragraph styles of ``roots`` (``styles.xml``'s and ``content.xml``'s) that are
     :data:`TITLE_STYLE` or based on it (``style:parent-style-name``, as LibreOffice's automatic
