@@ -282,8 +282,8 @@ def index(invocation: Invocation, corpus: Path | str | None, allow_shrink: bool,
             from rag_pipeline.core.index.model_inventory import inventory
             from rag_pipeline.core.index.plan import index_plan
             from rag_pipeline.core.index.status import reading_unserved, row_counts, served_documents
-            from rag_pipeline.core.runtime.processes import daemon_pids
             from rag_pipeline.definitions import definitions_from_environment
+            from rag_pipeline.orchestration.daemon_processes import daemon_pids
             from rag_pipeline.orchestration.index_guard import guard
             from rag_pipeline.orchestration.index_launch import (
                 daemon_running,

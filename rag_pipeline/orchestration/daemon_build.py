@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from rag_pipeline.core.config.build_context import BuildContext
-from rag_pipeline.core.runtime.processes import daemon_pids, process_environment
+from rag_pipeline.core.runtime.processes import process_environment
+from rag_pipeline.orchestration.daemon_processes import daemon_pids
 from rag_pipeline.project_paths import resolve_context
 
 __all__ = ["build_differences", "daemon_build"]

@@ -28,7 +28,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_pipeline.core.index.plan import index_plan
-from rag_pipeline.core.runtime.processes import daemon_pids, pid_alive
+from rag_pipeline.core.runtime.processes import pid_alive
 from rag_pipeline.core.storage.table_names import DOCUMENTS
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.automation import (
@@ -37,6 +37,7 @@ from rag_pipeline.orchestration.automation import (
     EVAL_JOB,
     SENSOR_INTERVAL_SECONDS,
 )
+from rag_pipeline.orchestration.daemon_processes import daemon_pids
 from rag_pipeline.orchestration.index_runs import IndexRunFailed, first_error, vectors_done
 from rag_pipeline.orchestration.index_worker import RUNS_LOG
 from rag_pipeline.orchestration.run_tags import PID_TAG, REQUEST_TAG

@@ -11,9 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from rag_pipeline.core.chunking.strategies import ChunkingStrategy
-from rag_pipeline.core.runtime.processes import daemon_pids
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.orchestration.daemon_build import build_differences, daemon_build
+from rag_pipeline.orchestration.daemon_processes import daemon_pids
 from rag_pipeline.project_paths import resolve_context
 from rag_pipeline_tests.test_project_paths import FOLDER_CONFIG
 

@@ -1,6 +1,6 @@
 """Processes of this machine: whether one is alive, the members of a process group, a
 parent-death signal, a child stopped politely then by force, a lock file that names its
-holder, and the Dagster daemons of one home.
+holder, another process's environment.
 
 Linux only where it reads ``/proc`` or calls ``prctl`` (the project's deployment target).
 """
@@ -51,7 +51,8 @@ def _state(pid: int) -> str | None:
     return fields[0] if fields else None
 
 
-def _pids() -> Iterator[int]:
+def process_ids() -> Iterator[int]:
+    """The ids of this machine's processes (``/proc``), zombies included."""
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             yield int(entry.name)
@@ -60,7 +61,7 @@ def _pids() -> Iterator[int]:
 def group_members(pgid: int) -> list[int]:
     """The live processes of process group ``pgid`` (zombies excluded), sorted."""
     members = []
-    for pid in _pids():
+    for pid in process_ids():
         fields = _stat_fields(pid)
         # Fields after the name: state, ppid, pgrp, ...
         if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in "ZX":
@@ -222,38 +223,6 @@ def process_environment(pid: int) -> tuple[dict[str, str], Path] | None:
         if sep:
             environ[os.fsdecode(name)] = os.fsdecode(value)
     return environ, cwd
-
-
-def _same_home(pid: int, home: Path) -> bool:
-    """Whether the process runs with ``DAGSTER_HOME`` naming ``home`` (relative to its cwd)."""
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
-    except OSError:
-        return False
-    for entry in environ:
-        if entry.startswith(b"DAGSTER_HOME="):
-            value = Path(os.fsdecode(entry[len(b"DAGSTER_HOME="):]))
-            return (cwd / value).resolve() == home.resolve()
-    return False
-
-
-def daemon_pids(home: Path) -> list[int]:
-    """The live ``dagster-daemon run`` processes of this machine whose ``DAGSTER_HOME`` is
-    ``home``: a heartbeat in the instance is trusted only while one of them exists."""
-    found = []
-    for pid in _pids():
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        names = [os.path.basename(os.fsdecode(a)) for a in argv if a]
-        # `dagster-daemon run`, or `python -m dagster._daemon run` as `dagster dev` starts it.
-        is_daemon = ("dagster-daemon" in names[:2] or "dagster._daemon" in names[:3]) \
-            and "run" in names
-        if is_daemon and pid_alive(pid) and _same_home(pid, home):
-            found.append(pid)
-    return sorted(found)
 
 
 class Stopped(Exception):

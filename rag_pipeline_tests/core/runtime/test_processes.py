@@ -1,6 +1,5 @@
 """``core.processes`` with real processes: the instance lock names its holder and is freed by the
-kernel when the holder is killed; a heartbeat is trusted only beside a live daemon process of the
-same home; a process group is killed to the last member."""
+kernel when the holder is killed; a process group is killed to the last member."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import pytest
 
 from rag_pipeline.core.runtime.processes import (
     LockHeldError,
-    daemon_pids,
     exclusive_lock,
     group_members,
     lock_held,
@@ -67,33 +65,6 @@ def test_a_lock_is_held_while_its_block_runs_and_not_after_nor_before_its_file(t
     assert not lock_held(lock)
     # Free again: the probe took and dropped it, and the file still names its last holder.
     assert lock_holder(lock).command == "rag-pipeline index"
-
-
-FAKE_DAEMON = "import time; time.sleep(600)"
-
-
-@pytest.mark.parametrize("same_home", [True, False])
-def test_a_daemon_counts_only_while_its_process_lives_on_this_home(tmp_path: Path, same_home):
-    home, other = tmp_path / "home", tmp_path / "other"
-    home.mkdir()
-    other.mkdir()
-    # A process that looks like `dagster-daemon run` to the process table, with its home.
-    script = tmp_path / "bin" / "dagster-daemon"
-    script.parent.mkdir()
-    script.write_text(FAKE_DAEMON)
-    daemon = subprocess.Popen([sys.executable, str(script), "run"],
-                              env={**os.environ, "DAGSTER_HOME": str(home if same_home else other)})
-    try:
-        deadline = time.monotonic() + 10
-        while same_home and not daemon_pids(home):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        assert daemon_pids(home) == ([daemon.pid] if same_home else [])
-    finally:
-        daemon.kill()
-        daemon.wait()
-    # Its last heartbeat may still be fresh; its process is gone, so it is not trusted.
-    assert daemon_pids(home) == []
 
 
 TREE = """
