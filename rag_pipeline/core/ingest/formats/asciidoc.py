@@ -1,14 +1,16 @@
 """AsciiDoc: the file as it is, with sections at its ``=`` titles outside delimited blocks.
 
 Read as text (UTF-8), never rendered (no ``include::`` is followed). A line ``= Title`` is the
-document title, ``== Section`` a level-1 section and so on down to ``====== Level 5``
-(Asciidoctor's section titles), and so is a two-line title: a line underlined by ``=``,
-``-``, ``~``, ``^`` or ``+`` (levels 0 to 4) as long as it, give or take one character, after a
-blank line (Asciidoctor's rule: ``Observability standards`` over 23 ``=`` is the document's
-title, not an example block opening); the body after a title, up to the next, is a section
-titled by it, as in Markdown. Lines inside a delimited block (listing ``----``, literal ``....``,
-passthrough ``++++``, comment ``////``, sidebar ``****``, example ``====``, quote ``____``,
-each four or more of the character) are never titles, so a ``= `` line in a listing stays
+document title (Asciidoctor's level 0, a level-1 section here), ``== Section`` level 1 (a
+level-2 section) and so on down to ``====== Level 5`` (Asciidoctor's section titles), and so
+is a two-line title: a line underlined by ``=``, ``-``, ``~``, ``^`` or ``+`` (levels 0 to 4)
+as long as it, give or take one character, after a blank line (Asciidoctor's rule:
+``Observability standards`` over 23 ``=`` is the document's title, not an example block
+opening); the body after a title, up to the next, is a section titled by it, as in Markdown
+(:mod:`~rag_pipeline.core.ingest.heading_sections`). Lines inside a delimited block (listing
+``----``, literal ``....``, passthrough ``++++``, comment ``////``, sidebar ``****``, example
+``====``, quote ``____``, each four or more of the character) are never titles, so a ``= ``
+line in a listing stays
 code. Cited ``#char=``.
 """
 
@@ -17,8 +19,9 @@ from __future__ import annotations
 import re
 
 from rag_pipeline.core.ingest.bom_text import decode_text
-from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section
+from rag_pipeline.core.ingest.extracted import Extracted, Extractor
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.heading_sections import heading_sections
 
 _TITLE_OPENING = re.compile(r"(={1,6})[ \t]+(?=\S)")
 _DELIMITER = re.compile(r"(-{4,}|\.{4,}|\+{4,}|/{4,}|\*{4,}|={4,}|_{4,})[ \t]*")
@@ -98,7 +101,7 @@ class AsciiDocFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("asciidoc-titles", "6")
+        return Extractor("asciidoc-titles", "7")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The text as it is; title from the ``= `` line, else the stem; a section per title.
@@ -110,13 +113,7 @@ class AsciiDocFormat(DocumentFormat):
         text = decoded.text
         spans = title_spans(text)
         title = next((t for _, _, level, t in spans if level == 0), stem)
-        sections: list[Section] = []
-        current, start = (title, 1), 0
-        for s_start, s_end, level, s_title in spans:
-            if s_start > start:
-                sections.append(Section(current[0], start, s_start, current[1]))
-            current, start = (title if level == 0 else s_title, max(level, 1)), s_end
-        if len(text) > start:
-            sections.append(Section(current[0], start, len(text), current[1]))
-        return Extracted(title=title, canonical_text=text, sections=tuple(sections),
-                         notes=decoded.notes)
+        # The document title (level 0, ``= ``) is level 1 of the sections, ``==`` level 2.
+        headings = [(start, end, level + 1, heading) for start, end, level, heading in spans]
+        return Extracted(title=title, canonical_text=text, notes=decoded.notes,
+                         sections=heading_sections(headings, len(text), title))

@@ -598,7 +598,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "7")
+        return Extractor("man-roff", "8")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).
@@ -611,7 +611,7 @@ class ManFormat(DocumentFormat):
         title, blocks = roff_blocks(decoded.text)
         if not blocks:
             raise ExtractionError("a manual page without text once its requests are read")
-        extracted = blocks_to_extracted(blocks, title or stem)
+        extracted = blocks_to_extracted(blocks, title or stem, first_is_title=False)
         return Extracted(title=title or extracted.title, canonical_text=extracted.canonical_text,
                          sections=extracted.sections, tables=extracted.tables,
                          notes=decoded.notes)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rag_pipeline.core.ingest.bom_text import decode_text
 from rag_pipeline.core.ingest.extracted import Extracted, Extractor, Section, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.heading_sections import heading_sections
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -186,22 +187,12 @@ def heading_spans(text: str, setext: bool = True) -> list[tuple[int, int, int, s
 def markdown_sections(text: str, document_title: str,
                       headings: Sequence[tuple[int, int, int, str]] | None = None,
                       ) -> tuple[Section, ...]:
-    """The body between one heading line and the next, titled by its heading; the text before
-    the first heading and the body of the first level-1 heading are titled by the document (that
-    heading is the document's title); a later level-1 heading titles its own body (a changelog's
-    releases, each ``# Version 1.80.0``). Blank bodies are kept: they are still structure.
-    ``headings``: the heading lines (:func:`heading_spans`) when ``text`` is not one Markdown
-    document (a notebook's cells, each its own)."""
-    sections: list[Section] = []
-    title, level, start = document_title, 1, 0
-    first = True  # the first level-1 heading is the document's title
-    for h_start, h_end, h_level, h_title in (heading_spans(text) if headings is None else headings):
-        sections.append(Section(title, start, h_start, level))
-        title = document_title if h_level == 1 and first else h_title
-        first = first and h_level != 1
-        level, start = h_level, h_end
-    sections.append(Section(title, start, len(text), level))
-    return tuple(sections)
+    """The sections under the Markdown headings of ``text``
+    (:func:`~rag_pipeline.core.ingest.heading_sections.heading_sections`: the first level-1
+    heading is the document's title). ``headings``: the heading lines (:func:`heading_spans`)
+    when ``text`` is not one Markdown document (a notebook's cells, each its own)."""
+    return heading_sections(heading_spans(text) if headings is None else headings, len(text),
+                            document_title)
 
 
 def _heading_title(rest: str) -> str:

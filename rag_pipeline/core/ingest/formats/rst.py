@@ -36,10 +36,10 @@ from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
     Extractor,
-    Section,
     TableSpan,
 )
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.heading_sections import heading_sections
 from rag_pipeline.core.ingest.library import library_version
 from rag_pipeline.core.ingest.tables import layout_table, without_blank_rows
 
@@ -400,30 +400,25 @@ def _table_rows(table: nodes.Node) -> Table:
     return rows, header_rows
 
 
-def blocks_to_extracted(blocks: list[Block], stem: str) -> Extracted:
-    """Blocks joined by blank lines; each heading's body up to the next heading a section of
-    its level titled by it (empty bodies are none), the text before the first heading titled
-    by the document: the first level-1 heading, else the stem; each table block declared."""
-    title = next((text for text, level, _ in blocks if level == 1), stem)
+def blocks_to_extracted(blocks: list[Block], stem: str, first_is_title: bool = True,
+                        ) -> Extracted:
+    """Blocks joined by blank lines; sections by their heading blocks
+    (:func:`~rag_pipeline.core.ingest.heading_sections.heading_sections`; ``first_is_title``:
+    whether the first level-1 heading is the document's title); each table block declared.
+    The title: that heading, else ``stem``."""
+    title = next((text for text, level, _ in blocks if level == 1), stem) if first_is_title else stem
     canonical = "\n\n".join(text for text, _, _ in blocks) + ("\n" if blocks else "")
-    sections: list[Section] = []
+    headings: list[tuple[int, int, int, str]] = []
     tables: list[TableSpan] = []
-    current, offset = (title, 1, 0), 0  # title, level, body start
-
-    def close(end: int) -> None:
-        if end > current[2]:
-            sections.append(Section(current[0], current[2], end, current[1]))
-
+    offset = 0
     for text, level, table in blocks:
         if level:
-            close(offset - 2)
-            current = (text, level, offset + len(text) + 2)
+            headings.append((offset, offset + len(text), level, text))
         elif table is not None:
             tables.append(layout_table(table[0], offset, table[1])[1])
         offset += len(text) + 2
-    close(len(canonical) - 1)
-    return Extracted(title=title, canonical_text=canonical, sections=tuple(sections),
-                     tables=tuple(tables))
+    return Extracted(title=title, canonical_text=canonical, tables=tuple(tables),
+                     sections=heading_sections(headings, len(canonical), title, first_is_title))
 
 
 class RstFormat(DocumentFormat):
@@ -434,7 +429,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"10+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"11+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).

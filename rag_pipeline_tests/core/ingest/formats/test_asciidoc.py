@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rag_pipeline.core.chunking.strategies import body_sections
 from rag_pipeline.core.ingest.extracted import Section
 from rag_pipeline.core.ingest.formats.asciidoc import AsciiDocFormat
 
@@ -16,12 +17,14 @@ def test_titles_outside_blocks_make_sections():
     assert extracted.canonical_text == GUIDE.decode()
     assert extracted.title == "User Guide"
     text = extracted.canonical_text
+    # The document title is a level-1 section, so `==` is level 2: as `#` and `##` in Markdown.
     assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("User Guide", 1, ""),  # nothing before the title line
         ("User Guide", 1, "\n:toc:\n\nPreamble text.\n\n"),
         # The "= not a title" line is inside a listing block: code, not a title.
-        ("Install", 1, "\n\nRun it.\n\n----\n= not a title\n----\n\n"),
-        ("Details", 2, "\n\nFine print.\n")]
-    assert extracted.sections[1] == Section("Install", 46, 82, 1)
+        ("Install", 2, "\n\nRun it.\n\n----\n= not a title\n----\n\n"),
+        ("Details", 3, "\n\nFine print.\n")]
+    assert extracted.sections[2] == Section("Install", 46, 82, 2)
 
 
 def test_without_a_document_title_the_stem_titles_it():
@@ -53,10 +56,11 @@ def test_two_line_titles_make_sections_as_asciidoctor_reads_them():
     extracted = ADOC.extract(text.encode(), "observability-standards")
     assert extracted.title == "Observability standards"
     assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("Observability standards", 1, ""),
         ("Observability standards", 1, "\nDana Okafor\n:revdate: 2025-01-09\n\n"),
-        ("Metrics", 1, "\n\nNames end in _total.\n\n"),
+        ("Metrics", 2, "\n\nNames end in _total.\n\n"),
         # An underline one character longer is still a title's.
-        ("Retention", 2, "\n\nThirty days.\n\n[source]\n--------\nrate(x[5m])\n--------\n\n"
+        ("Retention", 3, "\n\nThirty days.\n\n[source]\n--------\nrate(x[5m])\n--------\n\n"
                          "See this:\n----\nnot a title\n----\n")]
 
 
@@ -64,4 +68,12 @@ def test_a_line_over_a_delimiter_of_another_length_or_inside_a_paragraph_is_no_t
     text = ("= Guide\n\nSee this:\n-----------------\nrun it\n-----------------\n\n"
             "A paragraph line\nWrapped here\n============\nexample\n============\n")
     extracted = ADOC.extract(text.encode(), "guide")
-    assert [(s.title, s.level) for s in extracted.sections] == [("Guide", 1)]
+    assert [(s.title, s.level) for s in extracted.sections] == [("Guide", 1), ("Guide", 1)]
+
+
+def test_a_title_with_nothing_under_it_titles_the_deeper_one_below():
+    """AsciiDoc's sections come from the headings as Markdown's do: the document title is level
+    1, ``==`` level 2, so a blank ``== Install`` is over ``=== Linux``."""
+    extracted = ADOC.extract(b"= Guide\n\nIntro text.\n\n== Install\n\n=== Linux\n\nRun apt.\n", "guide")
+    assert [s.title for s in body_sections(extracted.canonical_text, extracted.title,
+                                           extracted.sections)] == ["Guide", "Install > Linux"]

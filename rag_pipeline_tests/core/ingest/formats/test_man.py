@@ -72,8 +72,14 @@ def test_a_page_is_its_words_with_headings_and_each_tag_above_its_body():
         "--level=N\n  Frobnicate N times.\n\n"
         "• A bullet item.\n\n"
         "EXAMPLES\n\nfrob a.txt\n  frob -n b.txt\n\nLevel | Effect\n1 | light\n")
-    assert [(s.title, s.level) for s in extracted.sections] == [
-        ("NAME", 1), ("SYNOPSIS", 1), ("DESCRIPTION", 1), ("Options", 2), ("EXAMPLES", 1)]
+    # NAME is a section, not the page's title: the (empty) text before it is the title's.
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end]) for s in extracted.sections] == [
+        ("FROB(1)", 1, ""), ("NAME", 1, "\n\nfrob - frobnicate files\n\n"),
+        ("SYNOPSIS", 1, "\n\nfrob [OPTION]... FILE...\n\n"),
+        ("DESCRIPTION", 1, text[text.index("DESCRIPTION") + 11:text.index("Options")]),
+        ("Options", 2, text[text.index("Options") + 7:text.index("EXAMPLES")]),
+        ("EXAMPLES", 1, "\n\nfrob a.txt\n  frob -n b.txt\n\nLevel | Effect\n1 | light\n")]
     assert isinstance(extracted.sections[0], Section)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_pipeline.core.chunking.strategies import body_sections
 from rag_pipeline.core.ingest.extracted import Section, TableSpan
 from rag_pipeline.core.ingest.formats.rst import RstFormat
 from rag_pipeline_tests.core.ingest.long_tables import chunked_under_header, shift_rows
@@ -86,10 +87,14 @@ def test_the_tree_as_text_with_sections_at_titles():
     assert extracted.canonical_text == TEXT
     assert extracted.title == "Guide"
     text = extracted.canonical_text
-    assert [(s.title, s.level, text[s.start:s.end].split("\n")[0]) for s in extracted.sections] == [
+    assert [(s.title, s.level, text[s.start:s.end].strip().split("\n")[0])
+            for s in extracted.sections] == [
+        ("Guide", 1, ""),  # nothing before the title
         ("Guide", 1, "Intro para with emph and a foo role, wrapped over two lines."),
         ("Install", 2, "Run:"), ("Details", 3, "Last words.")]
-    assert extracted.sections[-1] == Section("Details", 265, 276, 3)
+    # A body runs from its heading's end to the next heading (or the text's end).
+    assert extracted.sections[-1] == Section("Details", 263, 277, 3)
+    assert text[263:277] == "\n\nLast words.\n"
     # The literal blocks keep their lines and indentation exactly.
     assert "make install\n  indented" in text
     # include and raw are off: nothing of /etc/passwd or of the raw HTML.
@@ -145,7 +150,7 @@ def test_a_long_list_table_keeps_its_header_in_every_chunk():
 def test_a_file_without_titles_is_one_section_titled_by_the_stem():
     extracted = RST.extract(b"Just a paragraph\nover lines.\n", "notes")
     assert (extracted.title, extracted.canonical_text, extracted.sections) == (
-        "notes", "Just a paragraph over lines.\n", (Section("notes", 0, 28, 1),))
+        "notes", "Just a paragraph over lines.\n", (Section("notes", 0, 29, 1),))
 
 
 def test_absurd_nesting_fails_with_its_reason_instead_of_stopping_the_run():
@@ -254,7 +259,8 @@ def test_sphinx_directives_keep_their_words_and_those_that_only_arrange_are_left
         "Ham\n  A nested class.\n\n"
         "print(*range(3))\n\n"
         "After.\n")
-    assert extracted.sections == (Section("API", 5, len(extracted.canonical_text) - 1, 1),)
+    assert extracted.sections == (Section("API", 0, 0, 1),
+                                  Section("API", 3, len(extracted.canonical_text), 1))
 
 
 def test_directives_nested_past_the_limit_keep_their_source_lines():
@@ -305,3 +311,13 @@ def test_directives_past_the_documents_limit_keep_their_source_lines(monkeypatch
 ])
 def test_a_directives_words_are_kept_wherever_it_stands(source: str, text: str):
     assert RST.extract(f"T\n=\n\n{source}".encode(), "t").canonical_text == f"T\n\n{text}"
+
+
+def test_a_title_with_nothing_under_it_titles_the_deeper_one_below():
+    """Found by a re-read: in reStructuredText a title over a deeper one, with no text between,
+    was in no section, so "Install" was in no chunk's header or label (Markdown's read
+    ``Install > Linux``)."""
+    extracted = RST.extract(b"Guide\n=====\n\nIntro text.\n\nInstall\n-------\n\n"
+                            b"Linux\n~~~~~\n\nRun apt.\n", "guide")
+    assert [s.title for s in body_sections(extracted.canonical_text, extracted.title,
+                                           extracted.sections)] == ["Guide", "Install > Linux"]
