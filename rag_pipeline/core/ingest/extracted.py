@@ -131,6 +131,8 @@ LEFT_OUT_NOTES: dict[str, str] = {
     "outputs_cut": "{} notebook output(s) cut short (too long)",
     "tracebacks_left_out": "{} notebook error traceback(s) left out (each error's name and message kept)",
     "charset_guessed": "text read as {} (its charset missing or wrong)",
+    "charset_replaced": ("{} byte sequence(s) not of the declared charset replaced by U+FFFD (a "
+                         "damaged or mislabelled part)"),
     "trailing_bytes_ignored": "{} byte(s) after the compressed data ignored (no gzip member)",
     "imported_parts_left_out": ("{} part(s) a DOCX imports whole and no reader here reads (RTF, a "
                                 "document, a missing part) left out"),

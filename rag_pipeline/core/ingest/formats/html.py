@@ -408,6 +408,14 @@ _INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^>\[]*\[[^\]]*\]\s*>", re.IGNORECASE)
 XHTML in an EPUB): an HTML parser ends it at its first ``>``, and the rest (``]>``) was text."""
 
 
+def declared_charset(data: bytes) -> str | None:
+    """The charset a page's ``<meta>`` (or XML declaration) declares, as :func:`parsed_html`
+    finds it; None when it declares none."""
+    from bs4.dammit import EncodingDetector
+
+    return EncodingDetector.find_declared_encoding(data, is_html=True)
+
+
 def parsed_html(data: bytes) -> BeautifulSoup:
     """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
     byte-order mark, else the declared charset, else UTF-8 or windows-1252), a heading closed

@@ -8,19 +8,27 @@ header lines, then its body: the ``text/plain`` part, else the ``text/html`` par
 less: "view this message in a browser") or when the HTML holds a table (whose rows are then
 cited as a table's: under their header, ``rows=``); the subject titles one section holding the
 rest. Text
-is decoded by its declared charset, else (undeclared 8-bit, a wrong or unknown charset) as UTF-8,
-else as windows-1252, and the notes say so (``charset_guessed``): never replaced by U+FFFD
-unsaid. Its attachments (every part but the body and its alternatives: an inline
-``text/html`` part after a plain body too, and the images an HTML body shows from its
-``multipart/related`` part) are members
-``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped whole, has the
-message it encloses as its one attachment): the name is the attachment's own file name without
-any folder part, ``report (<tag>).pdf`` when another attachment has that name, or
+is decoded by its declared charset, read as the wider charset mail programs write under that name
+(the WHATWG Encoding Standard's: ``gb2312`` as GB18030, ``iso-8859-1`` as windows-1252,
+``shift_jis`` as cp932, :data:`WIDER_CHARSETS`); else (undeclared 8-bit, a wrong or unknown
+charset) as UTF-8; else, unless it is plainly windows-1252 (as
+:func:`~rag_pipeline.core.ingest.bom_text.plainly_windows_1252` says: a Western mail labelled
+UTF-8), by the declared charset with its few bytes that are not of it (at most
+:data:`MAX_REPLACED_SHARE`: a stray byte) replaced by U+FFFD, and the notes count them
+(``charset_replaced``); else as windows-1252, and the notes say so (``charset_guessed``). An HTML
+part is read as its MIME header's charset says, whatever its ``<meta>`` says (a mail program
+converts the text, not the markup); without one, as its ``<meta>`` charset says. Only the parts
+read into the document are noted (not an HTML alternative the plain text was kept over).
+
+Its attachments (every part but the body and its alternatives: an inline ``text/html`` part after a
+plain body too, and the images an HTML body shows from its ``multipart/related`` part) are members
+``message.eml/<file name>`` (a message whose own type is ``message/rfc822``, a forward wrapped
+whole, has the message it encloses as its one attachment): the name is the attachment's own file
+name without any folder part, ``report (<tag>).pdf`` when another attachment has that name, or
 ``attachment-<tag>`` with the extension of its type, the tag from its bytes
-(:func:`attachment_names`: a name never tells of the attachments a reader may not see); an
-attached message is ``<name>.eml`` and is expanded in turn. A message with more than
-``max_attachments`` attachments fails as a whole; an attachment over ``max_document_bytes``
-fails alone.
+(:func:`attachment_names`: a name never tells of the attachments a reader may not see); an attached
+message is ``<name>.eml`` and is expanded in turn. A message with more than ``max_attachments``
+attachments fails as a whole; an attachment over ``max_document_bytes`` fails alone.
 
 A mailbox is split at its ``From `` lines (mboxo and mboxrd: a quoted ``>From `` line loses one
 ``>``), those that read ``From SENDER WEEKDAY ...`` as mail programs write them, or that a
@@ -43,9 +51,9 @@ import mimetypes
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from rag_pipeline.core.ingest.bom_text import GUESSED_CHARSET
+from rag_pipeline.core.ingest.bom_text import GUESSED_CHARSET, plainly_windows_1252
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -55,7 +63,7 @@ from rag_pipeline.core.ingest.extracted import (
 )
 from rag_pipeline.core.ingest.file_signature import signature_of
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
-from rag_pipeline.core.ingest.formats.html import extract_html
+from rag_pipeline.core.ingest.formats.html import declared_charset, extract_html
 from rag_pipeline.core.ingest.members import Expansion, Member, UniqueNames, Unpacking, printable_name
 
 _HEADERS = ("From", "To", "Cc", "Date")
@@ -76,13 +84,13 @@ of a value's size: a 40 KB ``To`` of quote marks took 20 s, a 280 KB ``Subject``
 words 2.7 GB."""
 
 
-def _header(message: object, name: str, guessed: set[str]) -> str:
+def _header(message: object, name: str, decoding: _Decoding) -> str:
     """A header's value decoded (RFC 2047; raw 8-bit bytes as :func:`_decoded`), or as it is
     written when the policy cannot parse it (a broken address list)."""
     raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
     if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
         value = _encoded_words(_whole_quads(
-            _decoded(raw.encode("ascii", "surrogateescape"), None, guessed)))
+            _decoded(raw.encode("ascii", "surrogateescape"), None, decoding)))
     elif isinstance(raw, str) and len(raw) > MAX_PARSED_HEADER_CHARS:
         value = _encoded_words(_whole_quads(raw))
     elif isinstance(raw, str) and name in _ADDRESS_FIELDS and _COMMENT.search(raw):
@@ -138,15 +146,61 @@ def _encoded_words(value: str) -> str:
     return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
-def _decoded(payload: bytes, charset: str | None, guessed: set[str]) -> str:
-    """``payload`` by ``charset``, else as UTF-8, else as windows-1252 (added to ``guessed``)."""
-    for candidate in (charset, "utf-8"):
+WIDER_CHARSETS = {"gb2312": "gb18030", "gbk": "gb18030", "latin-1": "cp1252", "iso8859-9": "cp1254",
+                  "ascii": "cp1252", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs",
+                  "tis-620": "cp874", "iso8859-11": "cp874"}
+"""A declared charset (by its Python codec's name) and the wider one read in its place: the
+WHATWG Encoding Standard's mapping, as browsers and mail programs read these labels (GBK-only
+characters in a ``gb2312`` mail; curly quotes in an ``iso-8859-1`` one)."""
+MAX_REPLACED_SHARE = 0.01
+"""A part that is not its declared charset (nor UTF-8) is read by it, its bad bytes replaced
+and counted, when at most this share of its bytes are bad; past it, as windows-1252."""
+
+
+@dataclass
+class _Decoding:
+    """What reading a message's text had to do: the charsets guessed, how many bad byte
+    sequences were replaced by U+FFFD (its notes)."""
+
+    guessed: set[str] = field(default_factory=set)
+    replaced: int = 0
+
+    def add(self, other: _Decoding) -> None:
+        self.guessed |= other.guessed
+        self.replaced += other.replaced
+
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        replaced = (("charset_replaced", str(self.replaced)),) if self.replaced else ()
+        return tuple(("charset_guessed", charset) for charset in sorted(self.guessed)) + replaced
+
+
+def _codec(charset: str | None) -> str | None:
+    """The codec ``charset`` is read by (:data:`WIDER_CHARSETS`), None when Python has none."""
+    try:
+        name = codecs.lookup(charset).name if charset else None
+    except LookupError:
+        return None
+    return WIDER_CHARSETS.get(name, name) if name else None
+
+
+def _decoded(payload: bytes, charset: str | None, decoding: _Decoding) -> str:
+    """``payload`` as the module says: by ``charset``, else UTF-8, else by ``charset`` with a
+    few bad bytes replaced, else windows-1252 (``decoding`` keeps what was done)."""
+    codec = _codec(charset)
+    for candidate in dict.fromkeys((codec, "utf-8")):
         if candidate:
             try:
                 return payload.decode(candidate)
-            except (LookupError, UnicodeError):
+            except UnicodeError:
                 continue
-    guessed.add(GUESSED_CHARSET)
+    if codec and plainly_windows_1252(payload) is None:
+        text = payload.decode(codec, "replace")
+        # Replacement characters the bytes themselves hold are no bad bytes.
+        bad = text.count("\ufffd") - payload.decode(codec, "ignore").count("\ufffd")
+        if bad <= MAX_REPLACED_SHARE * len(payload):
+            decoding.replaced += bad
+            return text
+    decoding.guessed.add(GUESSED_CHARSET)
     return payload.decode(GUESSED_CHARSET, "replace")
 
 
@@ -164,8 +218,8 @@ def _payload(part: object) -> bytes:
     return payload
 
 
-def _part_text(part: object, guessed: set[str]) -> str:
-    return _decoded(_payload(part), part.get_content_charset(), guessed)
+def _part_text(part: object, decoding: _Decoding) -> str:
+    return _decoded(_payload(part), part.get_content_charset(), decoding)
 
 
 @dataclass(frozen=True)
@@ -177,15 +231,22 @@ class _Body:
     part: object | None = None
 
 
-def _html_body(part: object, guessed: set[str]) -> _Body:
-    """An HTML part read by the HTML reader, white space trimmed, its tables kept."""
-    read = extract_html(_part_text(part, guessed).encode("utf-8"), "")
+def _html_body(part: object, decoding: _Decoding) -> _Body:
+    """An HTML part read by the HTML reader, white space trimmed, its tables kept: decoded here
+    (and handed on with a UTF-8 byte-order mark, which the reader trusts over a ``<meta>``
+    charset) unless no MIME charset is declared and its ``<meta>`` declares one."""
+    payload = _payload(part)
+    if part.get_content_charset() is None and declared_charset(payload) is not None:
+        data = payload
+    else:
+        data = codecs.BOM_UTF8 + _decoded(payload, part.get_content_charset(), decoding).encode()
+    read = extract_html(data, "")
     text = read.canonical_text.strip()
     lead = len(read.canonical_text) - len(read.canonical_text.lstrip())
     return _Body(text, tuple(table.shifted(-lead) for table in read.tables), part)
 
 
-def _body(message: object, guessed: set[str]) -> _Body:
+def _body(message: object, decoding: _Decoding) -> _Body:
     """The body (the plain part's HTML alternative when the plain one is a stub, or when the
     HTML holds a table: a plain rendering of a table is loose lines, the HTML keeps each row
     under its header)."""
@@ -193,12 +254,14 @@ def _body(message: object, guessed: set[str]) -> _Body:
     if body is None:
         return _Body("")
     if body.get_content_type() == "text/html":
-        return _html_body(body, guessed)
-    plain = _part_text(body, guessed).replace("\r\n", "\n").strip()
+        return _html_body(body, decoding)
+    plain = _part_text(body, decoding).replace("\r\n", "\n").strip()
     html = message.get_body(preferencelist=("html",))
     if html is not None and html is not body:
-        rich = _html_body(html, guessed)
+        alternative = _Decoding()
+        rich = _html_body(html, alternative)
         if len(plain) <= _STUB_SHARE * len(rich.text) or rich.tables:
+            decoding.add(alternative)
             return rich
     return _Body(plain, (), body)
 
@@ -351,13 +414,13 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
         raise ExtractionError(f"unreadable mail: its bytes are {what}, not an RFC 5322 message"
                               if what else "unreadable mail: no header lines (not an RFC 5322 "
                               "message)")
-    guessed: set[str] = set()
-    subject = _header(message, "Subject", guessed)
+    decoding = _Decoding()
+    subject = _header(message, "Subject", decoding)
     title = subject or stem
     headers = "\n".join(f"{name}: {value}" for name in _HEADERS
-                        if (value := _header(message, name, guessed)))
+                        if (value := _header(message, name, decoding)))
     try:
-        body = _body(message, guessed)
+        body = _body(message, decoding)
         attachments = _attachments(message, body.part)
     except Exception as exc:  # email's MIME layer raises many kinds on broken structure
         raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
@@ -365,8 +428,8 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
     canonical = f"{title}\n\n{rest}\n" if rest else f"{title}\n"
     sections = (Section(title, len(title) + 2, len(canonical) - 1),) if rest else ()
     body_start = len(canonical) - 1 - len(body.text)
-    notes = tuple(("charset_guessed", charset) for charset in sorted(guessed))
-    return Extracted(title=title, canonical_text=canonical, sections=sections, notes=notes,
+    return Extracted(title=title, canonical_text=canonical, sections=sections,
+                     notes=decoding.notes(),
                      tables=tuple(table.shifted(body_start) for table in body.tables)), attachments
 
 
@@ -431,7 +494,7 @@ class EmlFormat(ContainerFormat):
                                 for match in pattern.finditer(text)])
 
     def extractor(self) -> Extractor:
-        return Extractor("mail-email", "18")
+        return Extractor("mail-email", "19")
 
     def expand(self, data: bytes, stem: str, unpacking: Unpacking) -> Expansion:
         """The message and its attachments (the module docstring).
