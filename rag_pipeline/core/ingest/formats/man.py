@@ -22,7 +22,8 @@ typesetter: it keeps the words and their order and drops the typesetting.
   reads it (``.ie n`` true, its ``.el`` false; ``.if t`` false; strings compared as written; a
   number of the arguments' count, ``\\n(.$-1``, true above 0; another register false). A
   page's own macro (``.de OM``) is read where it is called, its arguments in place of
-  ``\\$1``...; ``.so`` inclusions and other requests are left out (nothing is read from
+  ``\\$1``..., and its own string (``.ds``, ``.as``) where it is interpolated (``\\*(sd``, up
+  to :data:`MAX_STRING_CHARS` in all); ``.so`` inclusions and other requests are left out (nothing is read from
   outside the file).
 
 Cited ``#char=``.
@@ -68,7 +69,15 @@ combining mark, by the character naming it."""
 _LETTERS = {"/o": "ø", "/O": "Ø", "AE": "Æ", "OE": "Œ", "-D": "Đ", "Sd": "ð", "TP": "Þ", "Tp": "þ",
             ".i": "ı"}
 _STRINGS = {"lq": "“", "rq": "”", "R": "®", "Tm": "™", "Aq": "'", "aq": "'"}
-"""Predefined strings (``\\*(lq``) by name; others are the file's own definitions, left out."""
+"""Predefined strings (``\\*(lq``) by name; the page's own (``.ds``) are :class:`_Strings`, and
+a string neither defines reads as nothing."""
+MAX_STRING_CHARS = 1_000_000
+"""Characters a page's own strings may put into its lines, all interpolations together; past
+it a string reads as nothing (a string defined as itself twice over, thirty times, would be a
+gigabyte)."""
+_STRING_CALL = re.compile(r"(?<!\\)((?:\\\\)*)\\\*(?:\((..)|\[([^\]\n]{0,64})\]|([^(\[]))")
+"""A string's interpolation (``\\*(sd``, ``\\*[name]``, ``\\*x``), not after an escaped
+backslash."""
 _ESCAPE = re.compile(
     r"""\\(?:
       \((?P<two>..)                              # \(em
@@ -139,6 +148,42 @@ def _unescaped(text: str) -> str:
         return ""
 
     return _ESCAPE.sub(drawn, text)
+
+
+class _Strings:
+    """The page's own strings (``.ds name value``, ``.as`` appending), interpolated into each
+    line as it is read, as roff does: ``.ds sd \\fIsed\\fP`` then ``\\*(sd is a stream editor``
+    reads "sed is a stream editor" (Debian's sed.1)."""
+
+    def __init__(self) -> None:
+        self.defined: dict[str, str] = {}
+        self.budget = MAX_STRING_CHARS
+
+    def define(self, rest: str, append: bool) -> None:
+        """``.ds``/``.as``'s arguments: the name, then the value (a leading ``"`` lets it
+        begin with blanks)."""
+        found = re.match(r"(\S+)[ \t]*(.*)$", rest)
+        if found is not None:
+            name, value = found[1], found[2].removeprefix('"')
+            self.defined[name] = (self.defined.get(name, "") if append else "") + value
+
+    def interpolated(self, line: str) -> str:
+        """``line`` with each of the page's strings in place of its interpolation; the
+        predefined ones are left to :func:`_unescaped`."""
+        if not self.defined or "\\*" not in line:
+            return line
+
+        def value(call: re.Match[str]) -> str:
+            name = call[2] or call[3] or call[4]
+            if name not in self.defined:
+                return call[0]
+            found = self.defined[name]
+            if len(found) > self.budget:
+                return call[1]
+            self.budget -= len(found)
+            return call[1] + found
+
+        return _STRING_CALL.sub(value, line)
 
 
 def _named(name: str) -> str:
@@ -306,13 +351,15 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
     reference: list[str] | None = None  # mdoc's .Rs ... .Re: its parts (.%A, .%T, ...)
     macros: dict[str, list[str]] = {}  # the page's own macros (.de), their lines
     macro_lines = 0
+    strings = _Strings()
     while pending or index < len(lines):
         if pending:
             line, from_macro = pending.pop()
         else:
             (line, index), held, from_macro = _joined_line(lines, index), 0, False
+        line = strings.interpolated(line)
         if line[:1] in (".", "'"):
-            request = re.match(r"^[.']\s*(\S*)\s*(.*)$", line)
+            request = re.match(r"^[.']\s*([^\s\\]*)\s*(.*)$", line)
             name, rest = request.group(1), request.group(2)
             if name.startswith('\\"') or not name:
                 continue
@@ -343,6 +390,9 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 elif body:
                     pending.append((body, from_macro))
                     held += 1
+                continue
+            if name in ("ds", "ds1", "as", "as1"):
+                strings.define(rest, append=name.startswith("as"))
                 continue
             words = _arguments(rest)
             if name in ("TH", "Dt"):
@@ -386,7 +436,7 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
                 if words:
                     page.text(" ".join(words))
                 elif index < len(lines) and lines[index][:1] not in (".", "'"):
-                    page.text(_unescaped(lines[index]))  # the font of the next text line
+                    page.text(_unescaped(strings.interpolated(lines[index])))  # in its font
                     index += 1
             elif name in _ALTERNATING:
                 page.text("".join(words))
@@ -598,7 +648,7 @@ class ManFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("man-roff", "8")
+        return Extractor("man-roff", "9")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The page's text, a section per heading (the module docstring).

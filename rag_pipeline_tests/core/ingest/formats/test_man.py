@@ -280,3 +280,26 @@ def test_a_macro_calling_itself_stops_at_the_limit():
 
     page = b".de XX\nword\n.XX\n.XX\n..\n.TH L 1\n.SH LOOP\n.XX\n"
     assert MAN.extract(page, "l.1").canonical_text.count("word") == MAX_MACRO_LINES // 3
+
+
+def test_a_pages_own_strings_are_read_where_it_interpolates_them():
+    """Found by a helper on Debian's sed.1 (``.ds sd \\fIsed\\fP``): every ``\\*(sd`` read as
+    nothing, so "sed is a stream editor" was "is a stream editor", 12 times in the page. Its
+    pod2man pages' quotes (``.ie n \\{\\ .ds C` ""``) were lost the same way."""
+    page = (b'.TH SED 1\n.ds sd \\fIsed\\fP\n.ds q "  padded\n.as sd (GNU)\n'
+            b'.ie n \\{\\\n.    ds C` ""\n.    ds C\' ""\n\'br\\}\n.el\\{\\\n.    ds C` ``\n'
+            b".    ds C' ''\n'br\\}\n"
+            b".SH DESCRIPTION\n\\*(sd is a stream editor.\nQuote \\*(C`x\\*(C', long "
+            b"\\*[sd], one\\*q, escaped \\\\*(sd, unknown \\*(zz end.\n")
+    extracted = MAN.extract(page, "sed.1")
+    assert extracted.canonical_text == (
+        "DESCRIPTION\n\nsed(GNU) is a stream editor. Quote \"x\", long sed(GNU), one padded, "
+        "escaped \\*(sd, unknown end.\n")
+
+
+def test_strings_past_their_budget_read_as_nothing():
+    # Planted: a string doubled 25 times would be 134 million characters.
+    definitions = b"".join(b".ds a%d \\*[a%d]\\*[a%d]\n" % (i + 1, i, i) for i in range(25))
+    page = b".TH BIG 1\n.ds a0 xxxx\n" + definitions + b".SH NAME\nbig \\*[a25] end\n"
+    # The definitions spend the budget (a18 would pass it): a25 is read as nothing, at once.
+    assert MAN.extract(page, "big.1").canonical_text == "NAME\n\nbig end\n"
