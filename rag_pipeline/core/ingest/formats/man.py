@@ -23,8 +23,8 @@ typesetter: it keeps the words and their order and drops the typesetting.
   number of the arguments' count, ``\\n(.$-1``, true above 0; another register false). A
   page's own macro (``.de OM``) is read where it is called, its arguments in place of
   ``\\$1``..., and its own string (``.ds``, ``.as``) where it is interpolated (``\\*(sd``, up
-  to :data:`MAX_STRING_CHARS` in all); ``.so`` inclusions and other requests are left out (nothing is read from
-  outside the file).
+  to :data:`MAX_STRING_CHARS` in all); ``.so`` inclusions and other requests are left out
+  (nothing is read from outside the file).
 
 Cited ``#char=``.
 """
