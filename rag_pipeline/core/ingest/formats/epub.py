@@ -5,7 +5,8 @@ whose ``META-INF/container.xml`` names the package document (OPF); its ``spine``
 chapters in reading order, its ``manifest`` their files. The XML is parsed by lxml with
 entities unresolved and the network off (no XXE). Each XHTML chapter is rendered by
 :func:`~rag_pipeline.core.ingest.formats.html.extract_html` (chrome rules included), its
-headings becoming sections (an ``<h1>``'s body titled by the chapter) and its tables declared
+headings becoming sections (the first ``<h1>``'s body titled by the chapter, a later one's
+by itself) and its tables declared
 as the HTML reader declares them; chapters are joined by blank lines. Each chapter is one
 anchor ``chapter=<its path in the zip>``; a span cites ``#chapter=OEBPS/ch1.xhtml&char=12,80``,
 the characters counted from the start of that chapter's text. A book whose chapters are
@@ -148,7 +149,7 @@ class EpubFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("epub-spine+html", f"13+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("epub-spine+html", f"14+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The chapters in spine order (the module docstring).

@@ -7,7 +7,12 @@ end of a line, ``<br>`` breaks a line, and each block element (``p``, ``div``, `
 ``tr``, ...) is a paragraph of its own, but a definition list's term (``<dt>``) and the first
 paragraph of its definition are one, on two lines (as a manual's entry is: no chunk ends
 between a name and what it means). ``<pre>`` keeps its lines. Headings are paragraphs
-outside every section: the body after a heading, up to the next, is a section titled by it.
+outside every section: the body after a heading, up to the next, is a section titled by it
+(:mod:`~rag_pipeline.core.ingest.heading_sections`: the first ``<h1>``'s by the document, a
+later one's by itself, as DocBook titles a chapter's sections). A heading inside an admonition
+(``<div class="note">``, ``tip``, ``warning``, ``caution``, ``important``, ``admonition``, as
+DocBook and Sphinx write them) is the admonition's label, a paragraph of the section it is in:
+the text after the note is not "Tip"'s.
 
 Chrome is removed before rendering, each rule a published convention rather than a guess:
 ``script``/``style``-like elements; ``nav`` and ``aside``; a page-level ``header``/``footer``
@@ -36,8 +41,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, Section, TableSpan
+from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
+from rag_pipeline.core.ingest.heading_sections import heading_sections
 from rag_pipeline.core.ingest.library import library_version
 
 if TYPE_CHECKING:
@@ -305,6 +311,7 @@ class _Renderer:
                 if name == "pre" or name in _HEADINGS:
                     self.flush()
                     inside = _block_inside(node) if name in _HEADINGS else None
+                    name = "text" if name in _HEADINGS and _in_admonition(node) else name
                     if inside is not None:
                         # A heading left open (``<h2>Keyword Index</h1>``: lxml keeps it open,
                         # a browser ends it) holds the page after it: the heading is its text
@@ -366,6 +373,21 @@ def _short_cell(cell: Tag) -> bool:
                 return False
             stack.extend(reversed(node.contents))
     return not stack
+
+
+_ADMONITIONS = frozenset(("note", "tip", "warning", "caution", "important", "admonition", "hint",
+                          "attention", "danger", "seealso"))
+"""The classes of an admonition's ``<div>`` (DocBook's ``note``, Sphinx's ``admonition``)."""
+
+
+def _in_admonition(heading: Tag) -> bool:
+    """Whether ``heading`` is inside an admonition's ``<div>`` (within its section)."""
+    for parent in heading.parents:
+        if parent.name in ("section", "article", "main", "body"):
+            return False
+        if parent.name == "div" and not _ADMONITIONS.isdisjoint(parent.get("class") or ()):
+            return True
+    return False
 
 
 def _block_inside(heading: Tag) -> int | None:
@@ -478,7 +500,7 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
         or stem
     notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)))
     return Extracted(title=title, canonical_text=canonical,
-                     sections=_sections(headings, len(canonical), title),
+                     sections=heading_sections(headings, len(canonical), title),
                      notes=tuple(note for note in notes if note[1] != "0"), tables=tables)
 
 
@@ -525,20 +547,6 @@ def _row_text(canonical: str, rows: list[tuple[int, str]], index: int) -> str:
     return canonical[rows[index][0]:end]
 
 
-def _sections(headings: list[tuple[int, int, int, str]], length: int,
-              document_title: str) -> tuple[Section, ...]:
-    """The body after each heading up to the next, titled by the heading (an ``<h1>``'s body by
-    the document, as Markdown's ``# ``); the text before the first heading is titled by the
-    document."""
-    sections: list[Section] = []
-    title, level, start = document_title, 1, 0
-    for h_start, h_end, h_level, h_title in headings:
-        sections.append(Section(title, start, h_start, level))
-        title, level, start = (document_title if h_level == 1 else h_title), h_level, h_end
-    sections.append(Section(title, start, length, level))
-    return tuple(sections)
-
-
 class HtmlFormat(DocumentFormat):
     """``.html`` and ``.htm`` files."""
 
@@ -547,7 +555,7 @@ class HtmlFormat(DocumentFormat):
     links_by_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("html-rendered", f"16+bs4-{library_version('beautifulsoup4')}")
+        return Extractor("html-rendered", f"17+bs4-{library_version('beautifulsoup4')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         return extract_html(data, stem)

@@ -174,3 +174,21 @@ def test_a_missing_chapter_is_counted_and_a_zip_without_a_container_fails():
         archive.writestr("mimetype", "application/epub+zip")
     with pytest.raises(ExtractionError, match="^unreadable EPUB: no META-INF/container.xml$"):
         EPUB.extract(buffer.getvalue(), "empty")
+
+
+def test_docbooks_section_headings_title_their_sections_and_an_admonitions_heading_none():
+    """Found by a helper on Debian's debmake-doc EPUB: DocBook writes a chapter's sections as
+    ``<h1 class="title">5.1. ...</h1>`` and a tip as ``<h3 class="title">Tip</h3>``; every
+    passage was labelled by its chapter, or by "Tip" (199 of 782 chunks)."""
+    chapter = b"""<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Chapter 5. Basics</title></head>
+<body><div class="chapter"><h1 class="title">Chapter 5. Basics</h1><p>Overview.</p>
+<div class="section"><h1 class="title">5.1. Packaging workflow</h1><p>Build it.</p>
+<div class="tip"><h3 class="title">Tip</h3><p>Use a chroot.</p></div>
+<p>Test building and confirming.</p></div>
+<div class="section"><h1 class="title">5.2. Package name</h1><p>Pick one.</p></div></div></body></html>"""
+    extracted = EPUB.extract(book({"OEBPS/text/ch1.xhtml": chapter}), "notes")
+    text = extracted.canonical_text
+    assert [(s.title, text[s.start:s.end].strip()) for s in extracted.sections] == [
+        ("Chapter 5. Basics", "Overview."),
+        ("5.1. Packaging workflow", "Build it.\n\nTip\n\nUse a chroot.\n\nTest building and confirming."),
+        ("5.2. Package name", "Pick one.")]

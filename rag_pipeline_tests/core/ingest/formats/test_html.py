@@ -310,3 +310,16 @@ def test_a_page_of_more_elements_than_the_limit_fails_unparsed(monkeypatch: pyte
     with pytest.raises(ExtractionError) as raised:
         extract_html(b"<p>" + b"x<!---->" * 10 + b"</p>", "comments")
     assert str(raised.value).startswith("11 elements and comments: over the limit of 10")
+
+
+def test_a_later_h1_titles_its_own_section_and_an_admonitions_heading_is_its_label():
+    page = (b"<html><head><title>Guide</title></head><body><h1>Guide</h1><p>Intro.</p>"
+            b"<h1>Releases</h1><p>Version 2.</p>"
+            b"<div class='admonition note'><h4>Note</h4><p>Read this first.</p></div>"
+            b"<p>After the note.</p><h2>Fixes</h2><p>Many.</p></body></html>")
+    extracted = extract_html(page, "guide")
+    text = extracted.canonical_text
+    assert [(s.title, s.level, text[s.start:s.end].strip()) for s in extracted.sections] == [
+        ("Guide", 1, ""), ("Guide", 1, "Intro."),
+        ("Releases", 1, "Version 2.\n\nNote\n\nRead this first.\n\nAfter the note."),
+        ("Fixes", 2, "Many.")]
