@@ -49,9 +49,10 @@ if TYPE_CHECKING:
 SETTINGS = {
     "file_insertion_enabled": False, "raw_enabled": False, "report_level": 5, "halt_level": 5,
     "warning_stream": None, "doctitle_xform": False, "sectsubtitle_xform": False,
-    "syntax_highlight": "none", "input_encoding": "unicode", "_disable_config": True,
+    "sectnum_xform": False, "syntax_highlight": "none", "input_encoding": "unicode", "_disable_config": True,
 }
-"""docutils settings: nothing from outside the file, nothing printed, nothing halts."""
+"""docutils settings: nothing from outside the file, nothing printed, nothing halts; sections
+numbered here (:func:`_number_sections`)."""
 
 _UNKNOWN_ROLE = re.compile(r"(?<![\w.+-]):[\w.+-]+(?::[\w.+-]+)*:`([^`]*)`")
 """A role docutils does not know (``:py:func:`len```). Tried only where a role's name can begin
@@ -158,8 +159,39 @@ def _parsed(source: str) -> nodes.document:
 
     # docutils replaces a document holding a line over its limit (10,000 characters) by one
     # error; the file's size, which max_document_bytes bounds, is the limit here.
-    return publish_doctree(source, settings_overrides={
+    tree = publish_doctree(source, settings_overrides={
         **SETTINGS, "warning_stream": io.StringIO(), "line_length_limit": max(len(source), 1)})
+    _number_sections(tree)
+    return tree
+
+
+def _number_sections(tree: nodes.document) -> None:
+    """Numbers the sections as a ``sectnum`` directive asks (its depth, start, prefix and
+    suffix), as docutils numbers them, but below the document's title: the title stays a
+    level-1 section here (``doctitle_xform`` off), and docutils would number it 1 and every
+    question of a FAQ one level too deep ("1.2.7" for its 2.7)."""
+    from docutils import nodes as n
+
+    settings = tree.settings
+    if not hasattr(settings, "sectnum_start"):
+        return
+    depth = settings.sectnum_depth or 1_000
+    top = [child for child in tree.children if not isinstance(child, n.PreBibliographic)]
+    # The lone top-level section docutils would take for the title (DocTitle's rule).
+    root = top[0] if len(top) == 1 and isinstance(top[0], n.section) else tree
+
+    def number(node: n.Element, numbers: tuple[str, ...], level: int) -> None:
+        value = settings.sectnum_start if not numbers else 1
+        for child in node.children:
+            if isinstance(child, n.section) and child.children:
+                mine = (*numbers, str(value))
+                label = settings.sectnum_prefix + ".".join(mine) + settings.sectnum_suffix
+                child[0].insert(0, n.generated("", label + "\u00a0" * 3, classes=["sectnum"]))
+                if level < depth:
+                    number(child, mine, level + 1)
+                value += 1
+
+    number(root, (), 1)
 
 
 def _role_text(match: re.Match[str]) -> str:
@@ -429,7 +461,7 @@ class RstFormat(DocumentFormat):
     plain_text = True
 
     def extractor(self) -> Extractor:
-        return Extractor("rst-docutils", f"11+docutils-{library_version('docutils')}")
+        return Extractor("rst-docutils", f"12+docutils-{library_version('docutils')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """The parsed document as text (the module docstring).

@@ -321,3 +321,23 @@ def test_a_title_with_nothing_under_it_titles_the_deeper_one_below():
                             b"Linux\n~~~~~\n\nRun apt.\n", "guide")
     assert [s.title for s in body_sections(extracted.canonical_text, extracted.title,
                                            extracted.sections)] == ["Guide", "Install > Linux"]
+
+
+def test_sectnum_numbers_the_sections_below_the_documents_title_as_docutils_renders_them():
+    """Found by a helper on docutils' own FAQ: the title, a section here, was numbered 1, so
+    its question 2.7 read "1.2.7", in the text and in every label."""
+    source = (b"====\nFAQ\n====\n\n.. sectnum::\n   :suffix: )\n\nGeneral\n=======\n\nWords.\n\n"
+              b"What\n----\n\nAn answer.\n\nUsage\n=====\n\nMore.\n")
+    extracted = RST.extract(source, "faq")
+    assert [s.title for s in extracted.sections if s.end > s.start] == [
+        "FAQ", "1) General", "1.1) What", "2) Usage"]
+    assert extracted.title == "FAQ"
+    assert "\n\n1.1) What\n\n" in extracted.canonical_text
+
+
+def test_sectnum_without_a_title_numbers_from_the_top_with_its_start_and_depth():
+    source = (b".. sectnum::\n   :start: 3\n   :depth: 1\n\nOne\n===\n\nA.\n\nDeep\n----\n\nB.\n\n"
+              b"Two\n===\n\nC.\n")
+    extracted = RST.extract(source, "parts")
+    assert [s.title for s in extracted.sections if s.end > s.start] == [
+        "3 One", "Deep", "4 Two"]
