@@ -301,7 +301,8 @@ def _list_lines(element: object, level: int, objects: _Objects, style: str = "",
     restarting it; a list continuing the one before of its style
     (``text:continue-numbering``), or the one its ``text:continue-list`` names, counting on;
     an item holding only a nested list taking no number), any other ``-``; an item's later
-    paragraphs are indented under its first, a list header's lines unmarked. ``outer``: the
+    paragraphs are indented under its first (a numbered one's), and so is a line after a line
+    break, a list header's lines unmarked. ``outer``: the
     numbers of the items this list is nested in; ``counters``: the last number of each level
     of the outermost list (a nested list goes on from its level's, until an item of a
     shallower level restarts it)."""
@@ -338,11 +339,15 @@ def _list_lines(element: object, level: int, objects: _Objects, style: str = "",
                                      (*outer, number or numbered.number(max(counted, 1)))
                                      if numbered else outer, counters)
             elif child.tag in (_q("text", "p"), _q("text", "h")):
-                text = " ".join(inline_text(child).split())
+                # A line break in a paragraph ends a line: the next is indented under it.
+                text, *broken = [words for line in inline_text(child).split("\n")
+                                 if (words := " ".join(line.split()))] or [""]
                 if text:
                     shown_marker = marker if first or not numbered else " " * len(marker)
+                    indent = "  " * level + (" " * (len(shown_marker) + 1) if shown_marker else "")
                     lines.append(f"{'  ' * level}{shown_marker} {text}" if shown_marker
                                  else f"{'  ' * level}{text}")
+                    lines += [indent + line for line in broken]
                     first = False
     counters[level] = counted
     if level == 0 and numbered:
@@ -662,7 +667,7 @@ class OdtFormat(_OdfFormat):
     suffixes = (".odt", ".ott")
 
     def extractor(self) -> Extractor:
-        return Extractor("odt-content-xml", "13")
+        return Extractor("odt-content-xml", "14")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Headings, paragraphs, lists and tables in body order (the module docstring).
@@ -693,7 +698,7 @@ class OdpFormat(_OdfFormat):
     suffixes = (".odp", ".otp")
 
     def extractor(self) -> Extractor:
-        return Extractor("odp-content-xml", "12")
+        return Extractor("odp-content-xml", "13")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """One section and one ``slide=N`` anchor per slide (the module docstring).

@@ -694,6 +694,30 @@ def test_a_lines_indentation_after_a_line_break_is_kept_as_libreoffice_writes_it
                                         "done\n")
 
 
+def test_a_line_break_in_a_list_item_starts_a_line_under_the_items_first():
+    """Found by a check of files LibreOffice wrote: a list item's line breaks (an address, a
+    command and its output) read as spaces, its lines run together."""
+    document = OpenDocumentText()
+    steps = text.ListStyle(name="Steps")
+    steps.addElement(text.ListLevelStyleNumber(level=1, numformat="1", numsuffix="."))
+    document.automaticstyles.addElement(steps)
+    for style in ("Steps", None):
+        listed = text.List(stylename=style) if style else text.List()
+        item = text.ListItem()
+        paragraph = text.P(text="Send it to:")
+        paragraph.addElement(text.LineBreak())
+        paragraph.addText("Field Office,")
+        paragraph.addElement(text.LineBreak())
+        paragraph.addText("  12 Delta Road")
+        item.addElement(paragraph)
+        listed.addElement(item)
+        document.text.addElement(listed)
+    extracted = ODT.extract(saved(document), "letters")
+    assert extracted.canonical_text == (
+        "1. Send it to:\n   Field Office,\n   12 Delta Road\n\n"
+        "- Send it to:\n  Field Office,\n  12 Delta Road\n")
+
+
 def test_kept_spaces_are_at_most_max_spaces():
     """Found by an attack: 300,000,000 kept spaces in a 406-byte file took the run to 10 GB."""
     from rag_pipeline.core.ingest.formats.odf import MAX_SPACES
