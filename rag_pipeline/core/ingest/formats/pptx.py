@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -280,12 +281,17 @@ _LAST_SERIAL_DAY = 2_958_465
 
 def _paragraph_lines(paragraph) -> list[str]:
     """A text frame paragraph's lines: a line break (``a:br``) ends a line, a line's leading
-    spaces and tabs are kept (code on a slide keeps its indentation), the white space after
-    its first word is collapsed to single spaces, and a blank line is left out; each line is
-    indented two spaces per outline level."""
+    spaces and tabs are kept (code on a slide keeps its indentation), the other white space
+    after its first word is collapsed to single spaces but a tab kept (``Q1<tab>12 %`` as
+    DOCX keeps it), and a blank line is left out; each line is indented two spaces per
+    outline level."""
     indent = "  " * paragraph.level
-    return [indent + line[:len(line) - len(line.lstrip())] + " ".join(line.split())
+    return [indent + line[:len(line) - len(line.lstrip())] + _SPACES.sub(" ", line.strip())
             for line in paragraph.text.split("\v") if line.strip()]
+
+
+_SPACES = re.compile(r"[^\S\t]+")
+"""A run of white space but tabs."""
 
 
 def _point_text(text: str, number_format: str) -> str:
@@ -413,7 +419,7 @@ class PptxFormat(DocumentFormat):
         self.limits = limits or OfficeLimits()
 
     def extractor(self) -> Extractor:
-        return Extractor("pptx-python-pptx", f"12+python-pptx-{library_version('python-pptx')}")
+        return Extractor("pptx-python-pptx", f"13+python-pptx-{library_version('python-pptx')}")
 
     def extract(self, data: bytes, stem: str) -> Extracted:
         """Slides in order, a section and an anchor each (the module docstring).
