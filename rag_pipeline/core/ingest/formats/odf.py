@@ -538,10 +538,15 @@ def _package(data: bytes, kind: str, limits: OfficeLimits) -> _Package:
 
 
 TITLE_STYLE = "Title"
+SUBTITLE_STYLE = "Subtitle"
+"""A subtitle is a paragraph under the title (as DOCX's ``Subtitle`` style is), even when its
+style is based on :data:`TITLE_STYLE`, as a template may have it."""
+
+
 def _title_styles(*roots: object | None) -> frozenset[str]:
     """The paragraph styles of ``roots`` (``styles.xml``'s and ``content.xml``'s) that are
     :data:`TITLE_STYLE` or based on it (``style:parent-style-name``, as LibreOffice's automatic
-    styles are on the style a paragraph was given)."""
+    styles are on the style a paragraph was given), but not through :data:`SUBTITLE_STYLE`."""
     parents = {style.get(_q("style", "name"), ""): style.get(_q("style", "parent-style-name"), "")
                for root in roots if root is not None for style in root.iter(_q("style", "style"))}
     titles = {TITLE_STYLE}
@@ -549,10 +554,10 @@ def _title_styles(*roots: object | None) -> frozenset[str]:
         chain, at = [name], name
         for _ in range(MAX_STYLE_CHAIN):
             at = parents.get(at, "")
-            if not at or at in titles:
+            if not at or at in titles or at == SUBTITLE_STYLE:
                 break
             chain.append(at)
-        if at in titles:
+        if at in titles and SUBTITLE_STYLE not in chain:
             titles.update(chain)
     return frozenset(titles)
 

@@ -188,6 +188,28 @@ def test_a_paragraph_in_the_title_style_titles_the_document_as_in_docx():
     assert extracted.sections == (Section("Purpose", 27, 52, 1),)
 
 
+def test_a_subtitle_based_on_the_title_style_is_a_paragraph_under_the_title():
+    """Found by a check of files LibreOffice wrote: a template's Subtitle based on Title was a
+    second title, a heading over nothing, its words in no chunk."""
+    from odf import style
+
+    document = OpenDocumentText()
+    document.styles.addElement(style.Style(name="Title", family="paragraph"))
+    document.styles.addElement(style.Style(name="Subtitle", family="paragraph",
+                                           parentstylename="Title"))
+    document.automaticstyles.addElement(style.Style(name="P2", family="paragraph",
+                                                    parentstylename="Subtitle"))
+    document.text.addElement(text.P(stylename="Title", text="Gateway Handbook"))
+    document.text.addElement(text.P(stylename="P2", text="Edition 2026"))
+    document.text.addElement(text.H(outlinelevel=1, text="Purpose"))
+    document.text.addElement(text.P(text="How the gateways are run."))
+    extracted = ODT.extract(saved(document), "handbook")
+    assert extracted.title == "Gateway Handbook"
+    text_ = extracted.canonical_text
+    assert [(s.title, text_[s.start:s.end].strip()) for s in extracted.sections] == [
+        ("Gateway Handbook", "Edition 2026"), ("Purpose", "How the gateways are run.")]
+
+
 def test_odt_list_numbers_follow_libreoffice_on_levels_ids_letters_and_headers():
     """Found by a check against LibreOffice's own rendering: ``1.1.`` shown as ``1.``, a list
     continuing another by its id counted on from the last list of its style, letters past z
