@@ -550,12 +550,16 @@ def test_an_html_body_is_read_by_its_mime_charset_whatever_its_meta_says(charset
     assert extracted.notes == ()
 
 
+def eight_bit(subject: bytes, content_type: bytes, body: bytes) -> bytes:
+    """A message of one part sent as 8-bit bytes."""
+    return (b"Subject: " + subject + b"\nMIME-Version: 1.0\nContent-Type: " + content_type
+            + b"\nContent-Transfer-Encoding: 8bit\n\n" + body)
+
+
 def test_an_html_body_without_a_mime_charset_is_read_by_its_meta_charset():
     html = ('<html><head><meta charset="koi8-r"></head><body><p>Совещание в четверг.</p>'
             "</body></html>").encode("koi8-r")
-    data = (b"Subject: meeting\nMIME-Version: 1.0\nContent-Type: text/html\n"
-            b"Content-Transfer-Encoding: 8bit\n\n" + html)
-    extracted = EML.extract(data, "m")
+    extracted = EML.extract(eight_bit(b"meeting", b"text/html", html), "m")
     assert extracted.canonical_text == "meeting\n\nСовещание в четверг.\n"
     assert extracted.notes == ()
 
@@ -564,9 +568,7 @@ def test_a_wider_charset_reads_what_mail_programs_write_under_a_narrow_name():
     """``gb2312`` mail holds GBK characters (``镕`` is not in GB 2312): read as GB18030, as
     browsers read the label, not as windows-1252."""
     body = "朱镕基访问了公司。\n".encode("gbk")
-    data = (b"Subject: news\nContent-Type: text/plain; charset=gb2312\n"
-            b"Content-Transfer-Encoding: 8bit\n\n" + body)
-    extracted = EML.extract(data, "m")
+    extracted = EML.extract(eight_bit(b"news", b"text/plain; charset=gb2312", body), "m")
     assert extracted.canonical_text == "news\n\n朱镕基访问了公司。\n"
     assert extracted.notes == ()
 
@@ -575,9 +577,7 @@ def test_a_stray_byte_in_a_declared_charset_is_replaced_and_counted_not_the_whol
     """Found by a helper on real mail: one bad byte in 8,782 of Russian UTF-8 sent the whole
     body to windows-1252 (``ÐŸÑ€Ð¾Ñ„Ð¸Ð»ÑŒ``)."""
     body = ("Профиль и сообщения. " * 20).encode() + b"\xd1" + " Контакты.\n".encode()
-    data = (b"Subject: profile\nContent-Type: text/plain; charset=utf-8\n"
-            b"Content-Transfer-Encoding: 8bit\n\n" + body)
-    extracted = EML.extract(data, "m")
+    extracted = EML.extract(eight_bit(b"profile", b"text/plain; charset=utf-8", body), "m")
     assert extracted.canonical_text == (
         "profile\n\n" + "Профиль и сообщения. " * 20 + "\ufffd Контакты.\n")
     assert extracted.notes == (("charset_replaced", "1"),)
