@@ -8,16 +8,17 @@ header lines, then its body: the ``text/plain`` part, else the ``text/html`` par
 less: "view this message in a browser") or when the HTML holds a table (whose rows are then
 cited as a table's: under their header, ``rows=``); the subject titles one section holding the
 rest. Text
-is decoded by its declared charset, read as the wider charset mail programs write under that name
-(the WHATWG Encoding Standard's: ``gb2312`` as GB18030, ``iso-8859-1`` as windows-1252,
-``shift_jis`` as cp932, :data:`WIDER_CHARSETS`); else (undeclared 8-bit, a wrong or unknown
-charset) as UTF-8; else, unless it is plainly windows-1252 (as
+is decoded by its declared charset (``iso-8859-1`` read as windows-1252, which only adds
+characters where it has controls: :data:`SINGLE_BYTE_SUPERSETS`); else (undeclared 8-bit, a
+wrong or unknown charset) as UTF-8; else by the wider charset mail programs write under a
+multi-byte name (``gb2312`` as GB18030, ``shift_jis`` as cp932: :data:`MULTI_BYTE_SUPERSETS`);
+else, unless it is plainly windows-1252 (as
 :func:`~rag_pipeline.core.ingest.bom_text.plainly_windows_1252` says: a Western mail labelled
 UTF-8), by the declared charset with its few bytes that are not of it (at most
 :data:`MAX_REPLACED_SHARE`: a stray byte) replaced by U+FFFD, and the notes count them
 (``charset_replaced``); else as windows-1252, and the notes say so (``charset_guessed``). An HTML
-part is read as its MIME header's charset says, whatever its ``<meta>`` says (a mail program
-converts the text, not the markup); without one, as its ``<meta>`` charset says. Only the parts
+part is read so by its MIME header's charset, whatever its ``<meta>`` says (a mail program
+converts the text, not the markup); without one, by its ``<meta>`` charset. Only the parts
 read into the document are noted (not an HTML alternative the plain text was kept over).
 
 Its attachments (every part but the body and its alternatives: an inline ``text/html`` part after a
@@ -146,12 +147,17 @@ def _encoded_words(value: str) -> str:
     return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
-WIDER_CHARSETS = {"gb2312": "gb18030", "gbk": "gb18030", "latin-1": "cp1252", "iso8859-9": "cp1254",
-                  "ascii": "cp1252", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs",
-                  "tis-620": "cp874", "iso8859-11": "cp874"}
-"""A declared charset (by its Python codec's name) and the wider one read in its place: the
-WHATWG Encoding Standard's mapping, as browsers and mail programs read these labels (GBK-only
-characters in a ``gb2312`` mail; curly quotes in an ``iso-8859-1`` one)."""
+SINGLE_BYTE_SUPERSETS = {"iso8859-1": "cp1252", "iso8859-9": "cp1254", "tis-620": "cp874",
+                         "iso8859-11": "cp874"}
+"""A declared single-byte charset (by its Python codec's name) and the one read in its place:
+they differ only where the declared one has control characters (0x80 to 0x9F), where mail
+programs write curly quotes and dashes (the WHATWG Encoding Standard reads these labels so). The
+declared one is read when a byte is none of the wider one's."""
+MULTI_BYTE_SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932",
+                        "euc_kr": "cp949", "big5": "big5hkscs"}
+"""A declared multi-byte charset and its superset, tried after it and after UTF-8: a mail may hold
+the wider set's characters under the narrow name (GBK's in a ``gb2312`` mail), but a wider
+multi-byte charset reads almost any bytes, UTF-8 mislabelled ``gb2312`` included."""
 MAX_REPLACED_SHARE = 0.01
 """A part that is not its declared charset (nor UTF-8) is read by it, its bad bytes replaced
 and counted, when at most this share of its bytes are bad; past it, as windows-1252."""
@@ -175,28 +181,29 @@ class _Decoding:
 
 
 def _codec(charset: str | None) -> str | None:
-    """The codec ``charset`` is read by (:data:`WIDER_CHARSETS`), None when Python has none."""
+    """Python's name for the codec of ``charset``, None when it has none."""
     try:
-        name = codecs.lookup(charset).name if charset else None
+        return codecs.lookup(charset).name if charset else None
     except LookupError:
         return None
-    return WIDER_CHARSETS.get(name, name) if name else None
 
 
 def _decoded(payload: bytes, charset: str | None, decoding: _Decoding) -> str:
-    """``payload`` as the module says: by ``charset``, else UTF-8, else by ``charset`` with a
-    few bad bytes replaced, else windows-1252 (``decoding`` keeps what was done)."""
+    """``payload`` as the module says: by ``charset`` (its single-byte superset first), else as
+    UTF-8, else by its multi-byte superset, else by it with a few bad bytes replaced, else as
+    windows-1252 (``decoding`` keeps what was done)."""
     codec = _codec(charset)
-    for candidate in dict.fromkeys((codec, "utf-8")):
-        if candidate:
-            try:
-                return payload.decode(candidate)
-            except UnicodeError:
-                continue
-    if codec and plainly_windows_1252(payload) is None:
-        text = payload.decode(codec, "replace")
+    for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
+                                                 MULTI_BYTE_SUPERSETS.get(codec)))):
+        try:
+            return payload.decode(candidate)
+        except UnicodeError:
+            continue
+    widest = MULTI_BYTE_SUPERSETS.get(codec, codec)
+    if widest and plainly_windows_1252(payload) is None:
+        text = payload.decode(widest, "replace")
         # Replacement characters the bytes themselves hold are no bad bytes.
-        bad = text.count("\ufffd") - payload.decode(codec, "ignore").count("\ufffd")
+        bad = text.count("\ufffd") - payload.decode(widest, "ignore").count("\ufffd")
         if bad <= MAX_REPLACED_SHARE * len(payload):
             decoding.replaced += bad
             return text
@@ -232,15 +239,12 @@ class _Body:
 
 
 def _html_body(part: object, decoding: _Decoding) -> _Body:
-    """An HTML part read by the HTML reader, white space trimmed, its tables kept: decoded here
-    (and handed on with a UTF-8 byte-order mark, which the reader trusts over a ``<meta>``
-    charset) unless no MIME charset is declared and its ``<meta>`` declares one."""
+    """An HTML part read by the HTML reader, white space trimmed, its tables kept: decoded here,
+    by its MIME charset, else its ``<meta>`` one (:func:`_decoded`), and handed on with a UTF-8
+    byte-order mark, which the reader trusts over a ``<meta>`` charset."""
     payload = _payload(part)
-    if part.get_content_charset() is None and declared_charset(payload) is not None:
-        data = payload
-    else:
-        data = codecs.BOM_UTF8 + _decoded(payload, part.get_content_charset(), decoding).encode()
-    read = extract_html(data, "")
+    charset = part.get_content_charset() or declared_charset(payload)
+    read = extract_html(codecs.BOM_UTF8 + _decoded(payload, charset, decoding).encode(), "")
     text = read.canonical_text.strip()
     lead = len(read.canonical_text) - len(read.canonical_text.lstrip())
     return _Body(text, tuple(table.shifted(-lead) for table in read.tables), part)

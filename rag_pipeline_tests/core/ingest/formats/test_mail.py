@@ -601,3 +601,27 @@ def test_an_html_alternative_the_plain_body_is_kept_over_adds_no_note():
     assert extracted.canonical_text == (
         "saluti\n\nCi vediamo martedì, e poi più tardi al cafè per parlare del progetto nuovo.\n")
     assert extracted.notes == ()
+
+
+@pytest.mark.parametrize(("charset", "body", "read"), [
+    # Curly quotes and a dash in bytes 0x80-0x9F, which iso-8859-1 leaves to control characters.
+    (b"iso-8859-1", b"We\x92re meeting \x93Monday\x94 \x96 caf\xe9.", "We’re meeting “Monday” – café."),
+    # UTF-8 under a narrow label: read as UTF-8, never as the label's superset (found by a
+    # helper: as GB18030, which reads almost any bytes, "好的" was "濂界殑", unsaid).
+    (b"us-ascii", "Café crème – see you.".encode(), "Café crème – see you."),
+    (b"gb2312", "好的，周末愉快".encode(), "好的，周末愉快"),
+    (b"gb2312", "朱镕基访问了公司".encode("gbk"), "朱镕基访问了公司"),
+])
+def test_a_declared_charset_is_read_as_mail_programs_write_under_it(charset: bytes, body: bytes,
+                                                                    read: str):
+    extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=" + charset, body), "m")
+    assert (extracted.canonical_text, extracted.notes) == (f"note\n\n{read}\n", ())
+
+
+def test_an_html_body_named_by_its_meta_alone_is_read_as_a_declared_one_is():
+    """Found by a helper: with no MIME charset, a ``<meta>`` gb2312 body holding a GBK
+    character was lost whole, the HTML reader reading it by the narrow name."""
+    html = ('<html><head><meta charset="gb2312"></head><body><p>朱镕基访问了公司。</p>'
+            "</body></html>").encode("gbk")
+    extracted = EML.extract(eight_bit(b"news", b"text/html", html), "m")
+    assert (extracted.canonical_text, extracted.notes) == ("news\n\n朱镕基访问了公司。\n", ())
