@@ -52,6 +52,29 @@ _MARKS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
 )
 
 
+SINGLE_BYTE_SUPERSETS = {"iso8859-1": "cp1252", "iso8859-9": "cp1254", "tis-620": "cp874",
+                         "iso8859-11": "cp874"}
+"""A declared single-byte charset (by its Python codec's name, :func:`codec_name`) and the one
+read in its place: they differ only where the declared one has control characters (0x80 to
+0x9F), where mail programs and web pages write curly quotes and dashes (the WHATWG Encoding
+Standard reads these labels so, as browsers do). The declared one is read when a byte is none of
+the wider one's."""
+MULTI_BYTE_SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932",
+                        "euc_kr": "cp949", "big5": "big5hkscs"}
+"""A declared multi-byte charset and the wider one written under its name (the WHATWG Encoding
+Standard's: GBK's characters in a ``gb2312`` page or mail). A wider multi-byte charset reads
+almost any bytes, so a mail tries it after UTF-8 (UTF-8 mislabelled ``gb2312`` is real)."""
+
+
+def codec_name(charset: str | None) -> str | None:
+    """Python's name for the codec of a declared ``charset`` (``iso8859-1`` for ``latin1``), None
+    when it has none."""
+    try:
+        return codecs.lookup(charset).name if charset else None
+    except LookupError:
+        return None
+
+
 @dataclass(frozen=True)
 class DecodedText:
     """A text file's text and what its reading notes (``charset_guessed`` when it was not

@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from rag_pipeline.core.ingest.bom_text import MULTI_BYTE_SUPERSETS, SINGLE_BYTE_SUPERSETS, codec_name
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.heading_sections import heading_sections
@@ -440,7 +441,9 @@ def declared_charset(data: bytes) -> str | None:
 
 def parsed_html(data: bytes) -> BeautifulSoup:
     """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
-    byte-order mark, else the declared charset, else UTF-8 or windows-1252), a heading closed
+    byte-order mark, else the declared charset as browsers read its label, the wider charset
+    written under it: ``gb2312`` as GB18030, ``iso-8859-1`` as windows-1252, else UTF-8 or
+    windows-1252), a heading closed
     by an end tag of another level ended there, as a browser ends it (lxml keeps it open, and
     SQLite's ``keyword_index.html`` became one heading of 61,358 characters), and a document
     type's internal subset left out (:data:`_INTERNAL_SUBSET`). XHTML is read as HTML on
@@ -452,7 +455,24 @@ def parsed_html(data: bytes) -> BeautifulSoup:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         data = _INTERNAL_SUBSET.sub(b"", data, count=1)  # its entities are never expanded
-        return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml")
+        return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml",
+                             from_encoding=_wider_charset(data))
+
+
+def _wider_charset(data: bytes) -> str | None:
+    """The superset a page's declared charset is read as, when the page is of it and has no
+    byte-order mark (which decides alone); None to let the parser go by the declaration (a
+    charset the parser is told and the bytes are not of loses the page)."""
+    from bs4.dammit import EncodingDetector
+
+    if EncodingDetector.strip_byte_order_mark(data)[1] is not None:
+        return None
+    codec = codec_name(declared_charset(data))
+    wider = SINGLE_BYTE_SUPERSETS.get(codec) or MULTI_BYTE_SUPERSETS.get(codec)
+    try:
+        return wider if wider is not None and data.decode(wider) is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:

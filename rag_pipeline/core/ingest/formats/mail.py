@@ -7,19 +7,20 @@ header lines, then its body: the ``text/plain`` part, else the ``text/html`` par
 ``get_body``), the HTML alternative when the plain one is a stub (a quarter of its text or
 less: "view this message in a browser") or when the HTML holds a table (whose rows are then
 cited as a table's: under their header, ``rows=``); the subject titles one section holding the
-rest. Text
-is decoded by its declared charset (``iso-8859-1`` read as windows-1252, which only adds
-characters where it has controls: :data:`SINGLE_BYTE_SUPERSETS`); else (undeclared 8-bit, a
-wrong or unknown charset) as UTF-8; else by the wider charset mail programs write under a
-multi-byte name (``gb2312`` as GB18030, ``shift_jis`` as cp932: :data:`MULTI_BYTE_SUPERSETS`);
-else, unless it is plainly windows-1252 (as
+rest.
+
+Text is decoded by its declared charset (``iso-8859-1`` read as windows-1252, which only adds
+characters where it has controls: :data:`~.bom_text.SINGLE_BYTE_SUPERSETS`); else (undeclared
+8-bit, a wrong or unknown charset) as UTF-8; else by the wider charset mail programs write under a
+multi-byte name (``gb2312`` as GB18030, ``shift_jis`` as cp932:
+:data:`~.bom_text.MULTI_BYTE_SUPERSETS`); else, unless it is plainly windows-1252 (as
 :func:`~rag_pipeline.core.ingest.bom_text.plainly_windows_1252` says: a Western mail labelled
 UTF-8), by the declared charset with its few bytes that are not of it (at most
 :data:`MAX_REPLACED_SHARE`: a stray byte) replaced by U+FFFD, and the notes count them
 (``charset_replaced``); else as windows-1252, and the notes say so (``charset_guessed``). An HTML
-part is read so by its MIME header's charset, whatever its ``<meta>`` says (a mail program
-converts the text, not the markup); without one, by its ``<meta>`` charset. Only the parts
-read into the document are noted (not an HTML alternative the plain text was kept over).
+part is read so by its MIME header's charset, whatever its ``<meta>`` says (a mail program converts
+the text, not the markup); without one, by its ``<meta>`` charset. Only the parts read into the
+document are noted (not an HTML alternative the plain text was kept over).
 
 Its attachments (every part but the body and its alternatives: an inline ``text/html`` part after a
 plain body too, and the images an HTML body shows from its ``multipart/related`` part) are members
@@ -54,7 +55,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rag_pipeline.core.ingest.bom_text import GUESSED_CHARSET, plainly_windows_1252
+from rag_pipeline.core.ingest.bom_text import (
+    GUESSED_CHARSET,
+    MULTI_BYTE_SUPERSETS,
+    SINGLE_BYTE_SUPERSETS,
+    codec_name,
+    plainly_windows_1252,
+)
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -147,17 +154,6 @@ def _encoded_words(value: str) -> str:
     return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
-SINGLE_BYTE_SUPERSETS = {"iso8859-1": "cp1252", "iso8859-9": "cp1254", "tis-620": "cp874",
-                         "iso8859-11": "cp874"}
-"""A declared single-byte charset (by its Python codec's name) and the one read in its place:
-they differ only where the declared one has control characters (0x80 to 0x9F), where mail
-programs write curly quotes and dashes (the WHATWG Encoding Standard reads these labels so). The
-declared one is read when a byte is none of the wider one's."""
-MULTI_BYTE_SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "shift_jis": "cp932",
-                        "euc_kr": "cp949", "big5": "big5hkscs"}
-"""A declared multi-byte charset and its superset, tried after it and after UTF-8: a mail may hold
-the wider set's characters under the narrow name (GBK's in a ``gb2312`` mail), but a wider
-multi-byte charset reads almost any bytes, UTF-8 mislabelled ``gb2312`` included."""
 MAX_REPLACED_SHARE = 0.01
 """A part that is not its declared charset (nor UTF-8) is read by it, its bad bytes replaced
 and counted, when at most this share of its bytes are bad; past it, as windows-1252."""
@@ -180,19 +176,11 @@ class _Decoding:
         return tuple(("charset_guessed", charset) for charset in sorted(self.guessed)) + replaced
 
 
-def _codec(charset: str | None) -> str | None:
-    """Python's name for the codec of ``charset``, None when it has none."""
-    try:
-        return codecs.lookup(charset).name if charset else None
-    except LookupError:
-        return None
-
-
 def _decoded(payload: bytes, charset: str | None, decoding: _Decoding) -> str:
     """``payload`` as the module says: by ``charset`` (its single-byte superset first), else as
     UTF-8, else by its multi-byte superset, else by it with a few bad bytes replaced, else as
     windows-1252 (``decoding`` keeps what was done)."""
-    codec = _codec(charset)
+    codec = codec_name(charset)
     for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
                                                  MULTI_BYTE_SUPERSETS.get(codec)))):
         try:

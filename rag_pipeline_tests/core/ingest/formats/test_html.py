@@ -323,3 +323,14 @@ def test_a_later_h1_titles_its_own_section_and_an_admonitions_heading_is_its_lab
         ("Guide", 1, ""), ("Guide", 1, "Intro."),
         ("Releases", 1, "Version 2.\n\nNote\n\nRead this first.\n\nAfter the note."),
         ("Fixes", 2, "Many.")]
+
+
+@pytest.mark.parametrize(("charset", "words", "encoding"), [
+    ("gb2312", "朱镕基访问了公司。", "gbk"),  # a GBK character under gb2312: the page was lost
+    ("shift_jis", "会議は①番の部屋です。", "cp932"),  # ① is cp932's, not Shift_JIS's
+    ("iso-8859-1", "We’re meeting “Monday”.", "cp1252"),  # were control characters
+    ("iso-8859-1", "café \x81", "latin-1"),  # no windows-1252 byte: read by the label
+])
+def test_a_pages_declared_charset_is_read_as_browsers_read_its_label(charset, words, encoding):
+    page = f'<html><head><meta charset="{charset}"></head><body><p>{words}</p></body></html>'
+    assert extract_html(page.encode(encoding), "p").canonical_text == f"{words}\n"
