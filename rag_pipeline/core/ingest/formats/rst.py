@@ -167,8 +167,8 @@ def _parsed(source: str) -> nodes.document:
 
 def _number_sections(tree: nodes.document) -> None:
     """Numbers the sections as a ``sectnum`` directive asks (its depth, start, prefix and
-    suffix), as docutils numbers them, but below the document's title: the title stays a
-    level-1 section here (``doctitle_xform`` off), and docutils would number it 1 and every
+    suffix), as docutils numbers them, but below the document's title and subtitle: they stay
+    sections here (``doctitle_xform`` off), and docutils would number the title 1 and every
     question of a FAQ one level too deep ("1.2.7" for its 2.7)."""
     from docutils import nodes as n
 
@@ -176,9 +176,18 @@ def _number_sections(tree: nodes.document) -> None:
     if not hasattr(settings, "sectnum_start"):
         return
     depth = settings.sectnum_depth or 1_000
-    top = [child for child in tree.children if not isinstance(child, n.PreBibliographic)]
-    # The lone top-level section docutils would take for the title (DocTitle's rule).
-    root = top[0] if len(top) == 1 and isinstance(top[0], n.section) else tree
+
+    def promoted(node: n.Element) -> n.section | None:
+        """The section docutils would promote to ``node``'s title (DocTitle's rule: after
+        nothing but bibliographic matter, and last)."""
+        index = node.first_child_not_matching_class(n.PreBibliographic)
+        if index is None or len(node) > index + 1 or not isinstance(node[index], n.section):
+            return None
+        return node[index]
+
+    # Below the title, and below the subtitle when the title's section holds one alone.
+    root = promoted(tree) or tree
+    root = promoted(root) or root if root is not tree else root
 
     def number(node: n.Element, numbers: tuple[str, ...], level: int) -> None:
         value = settings.sectnum_start if not numbers else 1

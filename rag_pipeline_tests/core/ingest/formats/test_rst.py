@@ -341,3 +341,13 @@ def test_sectnum_without_a_title_numbers_from_the_top_with_its_start_and_depth()
     extracted = RST.extract(source, "parts")
     assert [s.title for s in extracted.sections if s.end > s.start] == [
         "3 One", "Deep", "4 Two"]
+
+
+def test_sectnum_numbers_below_a_subtitle_as_docutils_does():
+    """Found by a helper on docutils' enthought-rfp.txt: a lone section under the title is its
+    subtitle to docutils, and its sections were numbered one level too deep."""
+    source = (b"=====\nRFP\n=====\n\nFor proposals\n=============\n\n.. sectnum::\n\n"
+              b"Needs\n-----\n\nWords.\n\nDetail\n``````\n\nMore.\n")
+    extracted = RST.extract(source, "rfp")
+    assert [s.title for s in extracted.sections if s.end > s.start] == [
+        "RFP", "For proposals", "1 Needs", "1.1 Detail"]
