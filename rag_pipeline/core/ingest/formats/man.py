@@ -164,8 +164,14 @@ class _Strings:
         begin with blanks)."""
         found = re.match(r"(\S+)[ \t]*(.*)$", rest)
         if found is not None:
-            name, value = found[1], found[2].removeprefix('"')
+            # Read in copy mode: an escaped backslash is one backslash.
+            name, value = found[1], found[2].removeprefix('"').replace("\\\\", "\\")
             self.defined[name] = (self.defined.get(name, "") if append else "") + value
+
+    def remove(self, rest: str) -> None:
+        """``.rm``'s arguments: the names of strings (or macros) it removes."""
+        for name in rest.split():
+            self.defined.pop(name, None)
 
     def interpolated(self, line: str) -> str:
         """``line`` with each of the page's strings in place of its interpolation; the
@@ -394,6 +400,9 @@ def roff_blocks(text: str) -> tuple[str | None, list[Block]]:
             if name in ("ds", "ds1", "as", "as1"):
                 strings.define(rest, append=name.startswith("as"))
                 continue
+            if name == "rm":
+                strings.remove(rest)
+                continue
             words = _arguments(rest)
             if name in ("TH", "Dt"):
                 title = f"{words[0]}({words[1]})" if len(words) > 1 else (words[0] if words else None)
@@ -504,12 +513,19 @@ def _joined_line(lines: list[str], index: int) -> tuple[str, int]:
     return "".join(parts), index
 
 
+_TERMINAL_REGISTERS = {".H": 24, ".V": 40}
+"""groff's horizontal and vertical resolution registers on a terminal (``nroff``)."""
+_REGISTER_COMPARED = re.compile(r"\\n(?:\((\.[HV])|\[(\.[HV])\])(>=|<=|==|[<>=])(\d+)(?=\s|\\\{|$)")
+
+
 def _condition(rest: str) -> tuple[bool, str]:
     """A conditional's truth as a terminal formatter reads it, and what it holds: ``n`` true;
     ``t``, ``o``, ``e``, ``v`` false (``!`` negates); a comparison of strings true when they
     are the same as written (strace(1)'s ``'#'#'`` true, ``''#'`` false); a number, or one
     number plus or minus another (a macro's ``\\n(.$-1`` once its count is in place), true
-    above 0; any other condition (a register) false, its word skipped."""
+    above 0; a terminal's resolution compared with a number (:data:`_TERMINAL_REGISTERS`: old
+    pod2man pages' ``\\n(.H>23`` picks their accents for a terminal, ``Skytta\\*:`` reading
+    "Skyttae" as man shows it); any other condition (a register) false, its word skipped."""
     rest = rest.lstrip()
     negate = rest.startswith("!")
     rest = rest[1:] if negate else rest
@@ -519,6 +535,12 @@ def _condition(rest: str) -> tuple[bool, str]:
     compared = re.match(r"""(['"])([^'"]*)\1([^'"]*)\1""", rest)
     if compared is not None:
         return (compared.group(2) == compared.group(3)) != negate, rest[compared.end():]
+    register = _REGISTER_COMPARED.match(rest)
+    if register is not None:
+        value, bound = _TERMINAL_REGISTERS[register[1] or register[2]], int(register[4])
+        holds = {">": value > bound, "<": value < bound, ">=": value >= bound,
+                 "<=": value <= bound, "=": value == bound, "==": value == bound}[register[3]]
+        return holds != negate, rest[register.end():]
     number = re.match(r"\(?(-?\d+)([-+])(\d+)\)?(?=\s|\\\{|$)|\(?(-?\d+)\)?(?=\s|\\\{|$)", rest)
     if number is not None:
         value = (int(number[1]) + (int(number[3]) if number[2] == "+" else -int(number[3]))

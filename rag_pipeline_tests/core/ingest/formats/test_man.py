@@ -303,3 +303,16 @@ def test_strings_past_their_budget_read_as_nothing():
     page = b".TH BIG 1\n.ds a0 xxxx\n" + definitions + b".SH NAME\nbig \\*[a25] end\n"
     # The definitions spend the budget (a18 would pass it): a25 is read as nothing, at once.
     assert MAN.extract(page, "big.1").canonical_text == "NAME\n\nbig end\n"
+
+
+def test_old_pod2man_accents_read_as_a_terminal_shows_them():
+    """Found by a helper on HTTP::Daemon(3pm): "Ville Skytta\\*:" read "Skytta\\k:..", the
+    overstrike meant for a typesetter; on a terminal groff reads the crt branch: "Skyttae"."""
+    page = (b".TH DAEMON 3pm\n"
+            b".ds : \\\\k:\\h'-(\\\\n(.wu*8/10)'\\v'-.8m'\\z.\\h'.2m'.\\h'|\\\\n:u'\\v'.8m'\n"
+            b".ds C` \\\\fB\n"
+            b".if \\n(.H>23 .if \\n(.V>19 \\\n\\{\\\n.    ds : e\n.    ds 8 ss\n.\\}\n"
+            b".if \\n(.H<23 .ds 8 B\n.rm C`\n"
+            b".SH AUTHOR\nVille Skytta\\*: and Stra\\*8e, \\*(C`gone.\n")
+    assert MAN.extract(page, "daemon.3pm").canonical_text == (
+        "AUTHOR\n\nVille Skyttae and Strasse, gone.\n")
