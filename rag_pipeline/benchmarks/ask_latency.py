@@ -35,22 +35,32 @@ def main() -> None:
                  for q in (line.question, line.ticket)]
     questions += [o.query for o in load_ood(DEFAULT_EVAL_DIR / "ood.jsonl")]
     ask(questions[0], index, embedder, AskSettings())  # warm-up, not counted
-    samples: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    timings = []
     answered = 0
     for question in questions:
         answer = ask(question, index, embedder, AskSettings())
         answered += answer.answered
-        for stage in STAGES:
-            samples[stage].append(answer.timings[stage] * 1000)
+        timings.append(answer.timings)
     print(f"partition {DEFAULT_STRATEGY.value}|{spec.key}: {len(index)} chunks; "
           f"index load {index_seconds * 1000:.0f} ms, "
           f"model load {model_seconds * 1000:.0f} ms (once per process)")
     print(f"{len(questions)} questions ({answered} answered, {len(questions) - answered} refused)")
-    print(f"{'stage':16s} {'median ms':>10s} {'p90 ms':>10s} {'max ms':>10s}")
+    print(f"{'stage':16s} {'questions':>10s} {'median ms':>10s} {'p90 ms':>10s} {'max ms':>10s}")
+    for stage, count, median, p90, most in stage_figures(timings):
+        print(f"{stage:16s} {count:10d} {median:10.2f} {p90:10.2f} {most:10.2f}")
+
+
+def stage_figures(timings: list[dict[str, float]]) -> list[tuple[str, int, float, float, float]]:
+    """Per stage of :data:`STAGES`: how many answers timed it (a refusal quotes nothing, so has
+    no ``quote``), and its median, 90th percentile and maximum in milliseconds; a stage no
+    answer timed is left out."""
+    figures = []
     for stage in STAGES:
-        values = sorted(samples[stage])
-        p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
-        print(f"{stage:16s} {statistics.median(values):10.2f} {p90:10.2f} {values[-1]:10.2f}")
+        values = sorted(t[stage] * 1000 for t in timings if stage in t)
+        if values:
+            p90 = values[min(len(values) - 1, int(round(0.9 * (len(values) - 1))))]
+            figures.append((stage, len(values), statistics.median(values), p90, values[-1]))
+    return figures
 
 
 if __name__ == "__main__":
