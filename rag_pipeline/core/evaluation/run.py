@@ -52,6 +52,12 @@ def gold_lines_for(lines: Sequence[GoldLine], canonical: Mapping[str, str],
     return kept, readable
 
 
+ADAPTED_NOT_BUILT = ("it is a model adapted to the corpus: `rag-pipeline adapt` trains it, then "
+                     "`rag-pipeline index` with a profile that lists it builds its partitions (the "
+                     "bundled configuration's `--profile adapted`)")
+"""What to do when an adapted model's partitions are asked for before they were built."""
+
+
 def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: Path,
              chunkers: Sequence[str] | None = None, candidates: bool = False,
              sentence_vectors: bool = False, policy: AccessPolicy | None = None,
@@ -74,8 +80,9 @@ def run_eval(warehouse: Warehouse, model: ModelSpec, gold_path: Path, ood_path: 
     """
     published = sorted(g.chunker for g in current_generations(warehouse) if g.model == model.key)
     if not published:
+        hint = IndexNotBuiltError.HINT if model.adaptation is None else ADAPTED_NOT_BUILT
         raise IndexNotBuiltError(f"no published index for model {model.key} in the data folder "
-                                 f"{warehouse.data_dir.absolute()}: {IndexNotBuiltError.HINT}")
+                                 f"{warehouse.data_dir.absolute()}: {hint}")
     selected = list(chunkers) if chunkers else published
     behind = chunkers_behind(warehouse, model.key, selected)
     selected = [c for c in selected if c not in behind]

@@ -21,6 +21,21 @@ def test_an_evaluation_without_the_models_index_names_the_folder_and_what_to_do(
         "printed it) or its data folder (--data-dir)")
 
 
+def test_an_adapted_model_not_built_is_told_to_be_trained_and_built(tmp_path: Path):
+    """Found by a helper following models.md: before `adapt`, `eval --model <adapted>` said to
+    run `index`, which builds nothing for it without its profile, and it is not trained."""
+    from rag_pipeline.core.config.keys import declared_models
+
+    adapted = next(spec for spec in declared_models() if spec.adaptation is not None)
+    with pytest.raises(IndexNotBuiltError) as raised:
+        run_eval(Warehouse(tmp_path), adapted, tmp_path / "gold.jsonl", tmp_path / "ood.jsonl")
+    assert str(raised.value) == (
+        f"no published index for model {adapted.key} in the data folder {tmp_path}: it is a model "
+        "adapted to the corpus: `rag-pipeline adapt` trains it, then `rag-pipeline index` with a "
+        "profile that lists it builds its partitions (the bundled configuration's "
+        "`--profile adapted`)")
+
+
 def test_chunkers_built_from_older_documents_are_left_out_and_named(tmp_path: Path, monkeypatch):
     # Found by a team lead comparing chunkers: after an edit, a production `index` rebuilt only
     # `header`, and the evaluation scored it against `blind` still on the old documents (and
