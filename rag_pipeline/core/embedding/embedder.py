@@ -152,7 +152,8 @@ class Embedder:
                 model, "get_embedding_dimension") else model.get_sentence_embedding_dimension()
             if dimension != self.spec.dimension:
                 raise ModelMismatchError(f"{self.spec.key} produces {dimension} dimensions, "
-                                         f"declared {self.spec.dimension}")
+                                         f"declared {self.spec.dimension} (the `dimension` of its "
+                                         "[[models]] table in the configuration)")
             self._model = model
         return self._model
 

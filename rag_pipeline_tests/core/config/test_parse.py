@@ -74,6 +74,10 @@ def test_parse_orders_the_default_first_and_reads_every_field(project: Path):
      "rag_pipeline.toml: [[models]] #1 ('a'): calibration texts not found: "),
     ("models = 3", "rag_pipeline.toml: declare at least one [[models]] table"),
     ("[[models]\n", "rag_pipeline.toml: not valid TOML: "),
+    # Found by a helper: read as a folder, it failed at `index` only ("folder not found: ftp:/x/y").
+    ("[index]\ncorpus = 'ftp://x/y'\n[[models]]\nname = 'a'\npath = 'm'\n",
+     "rag_pipeline.toml: [index] corpus: ftp://x/y: not a corpus URI (s3://bucket/prefix, "
+     "git+file:///repo, git+https://host/repo)"),
 ])
 def test_bad_files_fail_with_one_line(text: str, message: str, tmp_path: Path):
     with pytest.raises(ModelConfigError) as info:

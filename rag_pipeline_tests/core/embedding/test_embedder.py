@@ -45,6 +45,16 @@ def test_a_changed_pooling_config_is_refused_under_the_old_key(minilm: ModelSpec
         Embedder(dataclasses.replace(minilm, path=folder))
 
 
+@pytest.mark.slow  # loads the model
+def test_a_declared_dimension_the_model_does_not_produce_names_where_it_is_declared(minilm: ModelSpec):
+    declared = dataclasses.replace(minilm, dimension=512)
+    with pytest.raises(ModelMismatchError) as raised:
+        Embedder(declared).model  # noqa: B018 (the load checks it)
+    assert str(raised.value) == (
+        "all-MiniLM-L6-v2@53aa5117 produces 384 dimensions, declared 512 (the `dimension` of its "
+        "[[models]] table in the configuration)")
+
+
 @pytest.mark.slow  # imports sentence-transformers (torch) before the check
 def test_weights_that_do_not_match_the_declared_fingerprint_refuse_to_load(minilm: ModelSpec):
     # Planted flaw (trips the weights-fingerprint refusal): the real weights declared under

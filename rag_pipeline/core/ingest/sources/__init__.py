@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,9 +46,14 @@ def mirrors_dir(data_dir: Path) -> Path:
     return data_dir / "sources"
 
 
+_ANY_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+"""A URI of any scheme (``ftp://``, ``https://``): never a folder's name, so never read as one."""
+
+
 def is_corpus_uri(spec: str | Path) -> bool:
-    """``spec`` names a source by URI (``s3://``, ``git+...``) rather than a folder."""
-    return isinstance(spec, str) and spec.startswith(URI_SCHEMES)
+    """``spec`` names a source by URI (``s3://``, ``git+...``, or one of a scheme no source
+    reads, which :func:`check_corpus_uri` refuses) rather than a folder."""
+    return isinstance(spec, str) and (spec.startswith(URI_SCHEMES) or bool(_ANY_URI.match(spec)))
 
 
 def check_corpus_uri(spec: str) -> str:
@@ -73,4 +79,6 @@ def open_source(spec: str | Path, settings: SourceSettings | None = None) -> Sou
         return S3Source(spec, settings.s3)
     if isinstance(spec, str) and spec.startswith("git+"):
         return GitSource(spec, settings.cache_dir)
+    if is_corpus_uri(spec):
+        check_corpus_uri(spec)  # another scheme: refused, named
     return LocalSource(Path(spec))
