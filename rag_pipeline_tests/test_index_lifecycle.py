@@ -205,7 +205,8 @@ def test_two_at_once_a_retried_fault_kills_and_signals(project):
         os.kill(worker, signal.SIGKILL)
         out, err = command.communicate(timeout=600)
     assert command.returncode == 2, out + err
-    assert f"  FAILED   embeddings_job [header|{MODEL}]: " in out, out
+    assert f"  FAILED   embeddings_job [header|{MODEL}] (run {run_id[:8]})" in out, out
+    assert f"error: embeddings_job [header|{MODEL}] failed (run {run_id[:8]}): " in err, err
     with dg.DagsterInstance.local_temp(tempdir=str(home)) as instance:
         assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
     assert current.read_bytes() == published

@@ -115,7 +115,8 @@ class LocalRuns:
         self.reports.append(report)
         if run.status != dg.DagsterRunStatus.SUCCESS:
             report.error = first_error(self.instance, run_id)
-            self.echo(f"  FAILED   {label}: {report.error}")
+            # The error is said once, by the command's last line (what IndexRunFailed says).
+            self.echo(f"  FAILED   {label} (run {run_id[:8]})")
             raise IndexRunFailed(f"{label} failed (run {run_id[:8]}): {report.error}")
         self.echo(done_line(self.instance, run_id, label, seconds))
         return report

@@ -202,7 +202,7 @@ def test_a_run_whose_worker_is_killed_is_marked_failed_and_stops_the_index(
         "documents_job", dg.DagsterRunStatus.FAILURE, str(worker.pid))
     assert str(failed.value) == f"documents_job [-] failed (run {run.run_id[:8]}): {error}"
     assert project.echoed == ["  started  documents_job [-]",
-                              f"  FAILED   documents_job [-]: {error}"]
+                              f"  FAILED   documents_job [-] (run {run.run_id[:8]})"]
     assert [(r.run_id, r.job, r.status, r.error) for r in runs.reports] == [
         (run.run_id, "documents_job", "FAILURE", error)]
     assert worker.process.returncode == -signal.SIGKILL
@@ -240,11 +240,13 @@ def test_a_failed_partition_is_retried_by_the_next_index_with_a_line_saying_so(
     blocker = project.root / "data" / "warehouse" / "_vector_cache" / f"model={MODEL}"
     blocker.parent.mkdir(parents=True)
     blocker.write_text("planted: not a folder\n")
-    with project.runs() as runs, pytest.raises(IndexRunFailed):
+    with project.runs() as runs, pytest.raises(IndexRunFailed) as failed_run:
         run_index_locally(runs, project.plan)
     failed = project.recorded_runs()[-1]
     assert (failed.job_name, failed.status) == ("embeddings_job", dg.DagsterRunStatus.FAILURE)
-    error = project.echoed[-1].removeprefix(f"  FAILED   embeddings_job [{EMBEDDINGS}]: ")
+    assert project.echoed[-1] == f"  FAILED   embeddings_job [{EMBEDDINGS}] (run {failed.run_id[:8]})"
+    error = str(failed_run.value).removeprefix(
+        f"embeddings_job [{EMBEDDINGS}] failed (run {failed.run_id[:8]}): ")
     assert error.startswith("step embeddings: ")
     blocker.unlink()
     project.echoed.clear()
