@@ -10,8 +10,9 @@ the ratio is taken against plain ``encode`` (batch 32, its own length sort) of t
 The floor is the time the encoder's matrix products need at the machine's measured rate: the
 FLOPs of the word-pieces actually processed (no padding; per layer ``2 n (4 d^2 + 2 d f) +
 4 n^2 d`` for ``n`` word-pieces, width ``d``, feed-forward width ``f``), divided by the rate of
-a large fp32 matrix product (numpy or torch, the faster, measured before and after the
-contenders) or of an int8 one (an OpenVINO MatMul between two FakeQuantize nodes, the pattern
+a large fp32 matrix product (numpy, torch or OpenVINO at f32 on a constant weight, the
+fastest, measured before and after the contenders: :mod:`rag_pipeline.core.embedding.floor`) or
+of an int8 one (an OpenVINO MatMul between two FakeQuantize nodes, the pattern
 NNCF writes). The default model's fp32 bulk path also runs on the bulk runtime it did not
 keep (ONNX Runtime or OpenVINO: the load keeps the faster here), and its ONNX Runtime path (one
 single-thread session per core, a batch each) as one session whose threads share every batch.
@@ -37,7 +38,7 @@ from rag_pipeline.benchmarks import go_offline
 from rag_pipeline.core.config.keys import declared_models
 from rag_pipeline.core.config.parse import declared_chunkers
 from rag_pipeline.core.embedding.embedder import Embedder, load_declared
-from rag_pipeline.core.embedding.floor import encoder_flops, fp32_matmul_rate
+from rag_pipeline.core.embedding.floor import encoder_flops, fp32_matmul_rate, int8_matmul_rate
 from rag_pipeline.core.embedding.models import Precision
 from rag_pipeline.core.storage.warehouse import Warehouse
 from rag_pipeline.project_paths import DEFAULT_DATA_DIR
@@ -52,37 +53,6 @@ def cpu_int8_support() -> str:
         return "unknown"
     found = [f for f in ("avx512_vnni", "avx_vnni", "amx_int8", "avx512f", "avx2") if f in flags]
     return ", ".join(found) or "none of avx2/avx512/vnni/amx"
-
-
-def int8_matmul_rate(size: int = 1024, repeats: int = 5) -> float | None:
-    """OP/s of an int8 matrix product as OpenVINO runs a quantised MatMul (FakeQuantize on both
-    inputs, f32 hint), best of ``repeats``; None when OpenVINO is not installed."""
-    try:
-        from rag_pipeline.core.embedding.openvino_runtime import openvino, openvino_core
-
-        ov = openvino()
-        import openvino.opset13 as ops
-    except ImportError:
-        return None
-    rng = np.random.default_rng(0)
-
-    def quantised(node, low: float, high: float):
-        lo, hi = ops.constant(np.float32(low)), ops.constant(np.float32(high))
-        return ops.fake_quantize(node, lo, hi, lo, hi, 256)
-
-    x = ops.parameter([size, size], ov.Type.f32, name="x")
-    w = ops.constant(rng.standard_normal((size, size)).astype(np.float32))
-    product = ops.matmul(quantised(x, -4.0, 4.0), quantised(w, -4.0, 4.0), False, False)
-    model = ov.Model([product], [x], "int8_matmul")
-    compiled = openvino_core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    data = rng.standard_normal((size, size)).astype(np.float32)
-    compiled(data)
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        compiled(data)
-        best = min(best, time.perf_counter() - started)
-    return 2 * size ** 3 / best
 
 
 @dataclass
