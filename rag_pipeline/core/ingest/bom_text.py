@@ -68,11 +68,12 @@ almost any bytes, so a mail tries it after UTF-8 (UTF-8 mislabelled ``gb2312`` i
 
 def codec_name(charset: str | None) -> str | None:
     """Python's name for the codec of a declared ``charset`` (``iso8859-1`` for ``latin1``), None
-    when it has none."""
+    when it has none that decodes text (``base64``, ``zlib``: bytes to bytes)."""
     try:
-        return codecs.lookup(charset).name if charset else None
+        info = codecs.lookup(charset) if charset else None
     except LookupError:
         return None
+    return info.name if info is not None and getattr(info, "_is_text_encoding", True) else None
 
 
 @dataclass(frozen=True)

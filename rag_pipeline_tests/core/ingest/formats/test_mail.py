@@ -625,3 +625,10 @@ def test_an_html_body_named_by_its_meta_alone_is_read_as_a_declared_one_is():
             "</body></html>").encode("gbk")
     extracted = EML.extract(eight_bit(b"news", b"text/html", html), "m")
     assert (extracted.canonical_text, extracted.notes) == ("news\n\n朱镕基访问了公司。\n", ())
+
+
+@pytest.mark.parametrize("charset", [b"base64", b"zlib", b"x-no-such-charset"])
+def test_a_charset_that_decodes_no_text_is_no_charset(charset: bytes):
+    extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=" + charset, b"caf\xe9 au lait"), "m")
+    assert (extracted.canonical_text, extracted.notes) == (
+        "note\n\ncafé au lait\n", (("charset_guessed", "windows-1252"),))
