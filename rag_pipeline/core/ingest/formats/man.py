@@ -130,7 +130,7 @@ def looks_like_roff(data: bytes) -> bool:
 
 def _unescaped(text: str) -> str:
     """``text`` with roff's escapes replaced by what they draw and its comment (``\\"``) cut."""
-    text = re.split(r'\\"', text, maxsplit=1)[0]
+    text = _without_comment(text)
 
     def drawn(match: re.Match[str]) -> str:
         if match["two"] is not None:
@@ -150,6 +150,15 @@ def _unescaped(text: str) -> str:
     return _ESCAPE.sub(drawn, text)
 
 
+def _without_comment(value: str) -> str:
+    """``value`` up to its first comment: a ``\\"`` whose backslash is no escaped one (each
+    escape read left to right, ``\\\\`` one of them)."""
+    for escape in re.finditer(r"\\(.)", value):
+        if escape[1] == '"':
+            return value[:escape.start()]
+    return value
+
+
 class _Strings:
     """The page's own strings (``.ds name value``, ``.as`` appending), interpolated into each
     line as it is read, as roff does: ``.ds sd \\fIsed\\fP`` then ``\\*(sd is a stream editor``
@@ -164,8 +173,10 @@ class _Strings:
         begin with blanks)."""
         found = re.match(r"(\S+)[ \t]*(.*)$", rest)
         if found is not None:
-            # Read in copy mode: an escaped backslash is one backslash.
-            name, value = found[1], found[2].removeprefix('"').replace("\\\\", "\\")
+            # Read in copy mode: a comment (``\\"``) ends the value, the blanks before it kept
+            # (GNU pages write ``.ds la <\\"``), and an escaped backslash is one backslash.
+            value = _without_comment(found[2].removeprefix('"'))
+            name, value = found[1], value.replace("\\\\", "\\")
             self.defined[name] = (self.defined.get(name, "") if append else "") + value
 
     def remove(self, rest: str) -> None:

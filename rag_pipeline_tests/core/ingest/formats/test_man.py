@@ -316,3 +316,12 @@ def test_old_pod2man_accents_read_as_a_terminal_shows_them():
             b".SH AUTHOR\nVille Skytta\\*: and Stra\\*8e, \\*(C`gone.\n")
     assert MAN.extract(page, "daemon.3pm").canonical_text == (
         "AUTHOR\n\nVille Skyttae and Strasse, gone.\n")
+
+
+def test_a_comment_ends_a_strings_value_as_groff_reads_it():
+    """Found by a code review against groff: GNU pages write ``.ds la <\\"`` (grep.1); the
+    comment was kept in the value and cut off the rest of every line using it."""
+    page = (b'.TH G 1\n.ds la <\\"\n.ds ra >\\" closing\n.ds sd sed \\" the editor\n'
+            b'.ds bs a\\\\\\\\"b\n.SH NAME\nsee \\*(la x \\*(ra here, \\*(sd! and \\*(bs end\n')
+    assert MAN.extract(page, "g.1").canonical_text == (
+        'NAME\n\nsee < x > here, sed ! and a\\"b end\n')
