@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-PIPELINE_VERSION = "6"
+PIPELINE_VERSION = "7"
 """Bump when chunking, tokenising or table layout changes in a way that changes stored rows."""

@@ -15,7 +15,13 @@ from enum import StrEnum
 from functools import cache
 
 PLAIN_PATTERN = re.compile(r"[a-z0-9]+")
-WORD_PATTERN = re.compile(r"(?u)\b\w\w+\b")
+WORD_PATTERN = re.compile(r"(?u)\b\w+\b")
+"""A word; one of two characters or more is a term, and a run of CJK characters in it is cut
+into bigrams (:func:`words`)."""
+_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+"""Han, hiragana, katakana (half-width too) and hangul syllables: scripts written without a
+space between words (Chinese, Japanese), or with particles joined to them (Korean)."""
 
 ENGLISH_STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
@@ -28,7 +34,10 @@ ENGLISH_STOPWORDS = frozenset((
 class Analyzer(StrEnum):
     """``plain``: lower case, runs of ``[a-z0-9]``, nothing removed. ``english``: lower case,
     words of two or more word characters, Lucene's 33 stop words dropped, Snowball English stems
-    (PyStemmer), as bm25s does with ``stopwords="en"`` and an English stemmer. ``code`` (the
+    (PyStemmer), as bm25s does with ``stopwords="en"`` and an English stemmer; a run of CJK
+    characters is cut into overlapping bigrams (a lone one is a term), as Lucene's CJK analyzer
+    cuts it: "备份文件保留" is 备份 份文 文件 件保 保留, so a question written without spaces
+    meets the passage's terms. ``code`` (the
     default): the ``english`` terms, then each white-space-separated token holding a character
     that is neither a letter, a digit nor white space (``INV-2026-0042``, ``os.path.join``),
     prose punctuation stripped from its ends, kept whole and lowercased."""
@@ -45,8 +54,8 @@ class Analyzer(StrEnum):
             return ("the english analyzer's terms, then every white-space-separated code token "
                     "(one holding a character that is neither a letter, a digit nor white "
                     "space, prose punctuation stripped from its ends) kept whole, lowercased")
-        return ("lowercase; tokens (?u)\\b\\w\\w+\\b; Lucene English stop words (33); "
-                "Snowball English stemmer (PyStemmer)")
+        return ("lowercase; tokens (?u)\\b\\w\\w+\\b, CJK runs as bigrams; Lucene English "
+                "stop words (33); Snowball English stemmer (PyStemmer)")
 
 
 @cache
@@ -96,8 +105,29 @@ def analyze(text: str, analyzer: Analyzer) -> list[str]:
     lowered = text.lower()
     if analyzer is Analyzer.PLAIN:
         return PLAIN_PATTERN.findall(lowered)
-    words = [w for w in WORD_PATTERN.findall(lowered) if w not in ENGLISH_STOPWORDS]
-    stems = _english_stemmer().stemWords(words)
+    stems = _english_stemmer().stemWords(
+        [w for w in words(lowered) if w not in ENGLISH_STOPWORDS])
     if analyzer is Analyzer.CODE:
         return stems + code_tokens(text)
     return stems
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` (two word characters or more), each run of CJK characters in one
+    cut into overlapping bigrams (a lone CJK character a term of its own), in order."""
+    found = []
+    for word in WORD_PATTERN.findall(text):
+        if word.isascii() or not _CJK_RUN.search(word):
+            if len(word) > 1:
+                found.append(word)
+            continue
+        at = 0
+        for run in _CJK_RUN.finditer(word):
+            if run.start() - at > 1:
+                found.append(word[at:run.start()])
+            piece = run.group()
+            found += [piece] if len(piece) == 1 else [piece[i:i + 2] for i in range(len(piece) - 1)]
+            at = run.end()
+        if len(word) - at > 1:
+            found.append(word[at:])
+    return found

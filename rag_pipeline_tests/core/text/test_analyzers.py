@@ -41,3 +41,18 @@ def test_decomposed_accents_and_invisible_characters_give_the_words_a_reader_typ
             Analyzer.ENGLISH: ["zürich", "résumé", "password", "databas", "naïv", "bom"],
             Analyzer.CODE: ["zürich", "résumé", "password", "databas", "naïv", "bom"]}[
         analyzer] == analyze(typed, analyzer)
+
+
+def test_cjk_runs_are_cut_into_bigrams_so_a_question_without_spaces_meets_the_passage():
+    """Found by a team writing Chinese and Japanese: a run of CJK characters between punctuation
+    was one term (a whole Japanese sentence), so BM25 found nothing for any question."""
+    from rag_pipeline.core.text.analyzers import words
+
+    assert words("备份文件保留十四天") == ["备份", "份文", "文件", "件保", "保留", "留十", "十四", "四天"]
+    assert words("pam和nss的配置, 水") == ["pam", "和", "nss", "的配", "配置", "水"]
+    assert words("백업은 며칠 보관") == ["백업", "업은", "며칠", "보관"]
+    assert words("バックアップの設定") == ["バッ", "ック", "クア", "アッ", "ップ", "プの", "の設", "設定"]
+    assert words("a plain English line, x y") == ["plain", "English", "line"]  # as before
+    passage = analyze("数据库备份每天凌晨三点自动执行，备份文件保留十四天。", Analyzer.ENGLISH)
+    question = analyze("备份文件保留多少天", Analyzer.ENGLISH)
+    assert set(question) & set(passage) == {"备份", "份文", "文件", "件保", "保留"}
