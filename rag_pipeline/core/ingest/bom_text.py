@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.file_signature import plainly_pdf, signature_of
@@ -74,6 +74,56 @@ def codec_name(charset: str | None) -> str | None:
     except LookupError:
         return None
     return info.name if info is not None and getattr(info, "_is_text_encoding", True) else None
+
+
+MAX_REPLACED_SHARE = 0.01
+"""Text that is not its declared charset (nor UTF-8) is read by it, its bad bytes replaced and
+counted, when at most this share of its bytes are bad (one always may be); past it, as
+windows-1252."""
+
+
+@dataclass
+class CharsetReading:
+    """What reading a document's text by its declared charset had to do (:func:`decode_declared`):
+    the charsets guessed, how many bad byte sequences were replaced by U+FFFD; its notes."""
+
+    guessed: set[str] = field(default_factory=set)
+    replaced: int = 0
+
+    def add(self, other: CharsetReading) -> None:
+        self.guessed |= other.guessed
+        self.replaced += other.replaced
+
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        replaced = (("charset_replaced", str(self.replaced)),) if self.replaced else ()
+        return tuple(("charset_guessed", charset) for charset in sorted(self.guessed)) + replaced
+
+
+def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading) -> str:
+    """``payload`` by its declared ``charset`` as mail programs and browsers read the label: by
+    its single-byte superset (:data:`SINGLE_BYTE_SUPERSETS`) or itself; else as UTF-8 (a wrong
+    label, or none); else by its multi-byte superset (:data:`MULTI_BYTE_SUPERSETS`); else,
+    unless it is plainly windows-1252 (:func:`plainly_windows_1252`: Western text labelled
+    UTF-8), by that superset or itself, or UTF-8 without a label, with its few bad byte
+    sequences (at most :data:`MAX_REPLACED_SHARE`, and always one) replaced by U+FFFD and
+    counted; else as windows-1252, guessed. ``reading`` keeps what was done."""
+    codec = codec_name(charset)
+    for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
+                                                 MULTI_BYTE_SUPERSETS.get(codec)))):
+        try:
+            return payload.decode(candidate)
+        except UnicodeError:
+            continue
+    widest = MULTI_BYTE_SUPERSETS.get(codec, codec or "utf-8")
+    if plainly_windows_1252(payload) is None:
+        text = payload.decode(widest, "replace")
+        # Replacement characters the bytes themselves hold are no bad bytes.
+        bad = text.count("\ufffd") - payload.decode(widest, "ignore").count("\ufffd")
+        if bad <= max(1.0, MAX_REPLACED_SHARE * len(payload)):
+            reading.replaced += bad
+            return text
+    reading.guessed.add(GUESSED_CHARSET)
+    return payload.decode(GUESSED_CHARSET, "replace")
 
 
 @dataclass(frozen=True)

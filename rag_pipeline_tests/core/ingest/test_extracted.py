@@ -11,12 +11,12 @@ from rag_pipeline.core.ingest.extracted import LEFT_OUT_NOTES, left_out
 
 def test_every_left_out_note_is_one_a_format_writes():
     # A note name is a bare string in its format's module (or the containers' one, for
-    # compressed files, or extracted's, for text repaired whatever its format): a name here
-    # that no format writes (a typo on either side) would never be listed.
+    # compressed files, extracted's, for text repaired whatever its format, or bom_text's, for
+    # charsets): a name here that no format writes (a typo on either side) would never be listed.
     ingest = Path(extracted.__file__).parent
     written = set()
     for module in [*(ingest / "formats").glob("*.py"), ingest / "containers.py",
-                   ingest / "extracted.py"]:
+                   ingest / "extracted.py", ingest / "bom_text.py"]:
         source = module.read_text(encoding="utf-8")
         written |= set(re.findall(r'\(\s*"([a-z_]+)",', source))  # ("name", value) pairs
         written |= set(re.findall(r"^    ([a-z_]+): int = 0$", source, re.MULTILINE))  # counters

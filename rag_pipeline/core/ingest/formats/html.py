@@ -41,7 +41,13 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from rag_pipeline.core.ingest.bom_text import MULTI_BYTE_SUPERSETS, SINGLE_BYTE_SUPERSETS, codec_name
+from rag_pipeline.core.ingest.bom_text import (
+    MAX_REPLACED_SHARE,
+    CharsetReading,
+    codec_name,
+    decode_declared,
+    plainly_windows_1252,
+)
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, TableSpan
 from rag_pipeline.core.ingest.formats.base import DocumentFormat
 from rag_pipeline.core.ingest.heading_sections import heading_sections
@@ -439,11 +445,9 @@ def declared_charset(data: bytes) -> str | None:
     return EncodingDetector.find_declared_encoding(data, is_html=True)
 
 
-def parsed_html(data: bytes) -> BeautifulSoup:
-    """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by a
-    byte-order mark, else the declared charset as browsers read its label, the wider charset
-    written under it: ``gb2312`` as GB18030, ``iso-8859-1`` as windows-1252, else UTF-8 or
-    windows-1252), a heading closed
+def parsed_html(data: bytes, reading: CharsetReading | None = None) -> BeautifulSoup:
+    """A page parsed as the indexer and its view read it: BeautifulSoup over lxml (decoded by
+    :func:`page_text`, what its reading had to do kept in ``reading``), a heading closed
     by an end tag of another level ended there, as a browser ends it (lxml keeps it open, and
     SQLite's ``keyword_index.html`` became one heading of 61,358 characters), and a document
     type's internal subset left out (:data:`_INTERNAL_SUBSET`). XHTML is read as HTML on
@@ -455,24 +459,40 @@ def parsed_html(data: bytes) -> BeautifulSoup:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         data = _INTERNAL_SUBSET.sub(b"", data, count=1)  # its entities are never expanded
-        return BeautifulSoup(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data), "lxml",
-                             from_encoding=_wider_charset(data))
+        markup = page_text(_HEADING_LEFT_OPEN.sub(rb"\1\3</h\2>", data),
+                           CharsetReading() if reading is None else reading)
+        return BeautifulSoup(markup, "lxml")
 
 
-def _wider_charset(data: bytes) -> str | None:
-    """The superset a page's declared charset is read as, when the page is of it and has no
-    byte-order mark (which decides alone); None to let the parser go by the declaration (a
-    charset the parser is told and the bytes are not of loses the page)."""
-    from bs4.dammit import EncodingDetector
+def page_text(data: bytes, reading: CharsetReading) -> str | bytes:
+    """A page's text: a page with a byte-order mark as it is (the parser reads the mark); one
+    declaring a charset (``<meta>``, an XML declaration) decoded as mail is
+    (:func:`~rag_pipeline.core.ingest.bom_text.decode_declared`: ``gb2312`` as GB18030 when
+    GBK characters are in it, ``iso-8859-1`` as windows-1252, UTF-8 under a wrong label, a
+    stray bad byte replaced and counted), and one declaring none as UTF-8 (a stray byte
+    replaced and counted), else as windows-1252 when plainly that, else as the parser's
+    detection finds it (charset_normalizer), the charset guessed and said."""
+    from bs4.dammit import EncodingDetector, UnicodeDammit
 
     if EncodingDetector.strip_byte_order_mark(data)[1] is not None:
-        return None
-    codec = codec_name(declared_charset(data))
-    wider = SINGLE_BYTE_SUPERSETS.get(codec) or MULTI_BYTE_SUPERSETS.get(codec)
-    try:
-        return wider if wider is not None and data.decode(wider) is not None else None
-    except UnicodeDecodeError:
-        return None
+        return data
+    declared = declared_charset(data)
+    if (codec_name(declared) or "").startswith(("utf-16", "utf-32")):
+        declared = "utf-8"  # a label of bytes it cannot be (no mark): as browsers read it
+    if declared is not None or _utf8_or_nearly(data) or plainly_windows_1252(data) is not None:
+        return decode_declared(data, declared, reading)
+    detected = UnicodeDammit(data, is_html=True)
+    if detected.unicode_markup is None or detected.original_encoding is None:
+        return decode_declared(data, None, reading)
+    reading.guessed.add(detected.original_encoding)
+    return detected.unicode_markup
+
+
+def _utf8_or_nearly(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 but for at most :data:`MAX_REPLACED_SHARE` bad sequences."""
+    text = data.decode("utf-8", "replace")
+    return text.count("\ufffd") - data.decode("utf-8", "ignore").count("\ufffd") <= max(
+        1.0, MAX_REPLACED_SHARE * len(data))
 
 
 def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:
@@ -490,7 +510,8 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
         raise ExtractionError(f"{elements:,} elements and comments: over the limit of "
                               f"{MAX_ELEMENTS:,} an HTML page (its parse would take about 1 KB of "
                               "memory each)")
-    soup = parsed_html(data)
+    reading = CharsetReading()
+    soup = parsed_html(data, reading)
     title_tag = soup.find("title")
     page_title = " ".join(title_tag.get_text().split()) if title_tag else ""
     chrome = _strip_chrome(soup)
@@ -518,7 +539,8 @@ def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extract
     first_heading = next((t for _, _, level, t in headings if level == 1), None)
     title = ((first_heading or page_title) if heading_first else (page_title or first_heading)) \
         or stem
-    notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)))
+    notes = (("dropped_chrome_elements", str(chrome)), ("dropped_repeated_links", str(repeated)),
+             *reading.notes())
     return Extracted(title=title, canonical_text=canonical,
                      sections=heading_sections(headings, len(canonical), title),
                      notes=tuple(note for note in notes if note[1] != "0"), tables=tables)

@@ -16,7 +16,7 @@ multi-byte name (``gb2312`` as GB18030, ``shift_jis`` as cp932:
 :data:`~.bom_text.MULTI_BYTE_SUPERSETS`); else, unless it is plainly windows-1252 (as
 :func:`~rag_pipeline.core.ingest.bom_text.plainly_windows_1252` says: a Western mail labelled
 UTF-8), by the declared charset with its few bytes that are not of it (at most
-:data:`MAX_REPLACED_SHARE`: a stray byte) replaced by U+FFFD, and the notes count them
+:data:`~.bom_text.MAX_REPLACED_SHARE`: a stray byte) replaced by U+FFFD, and the notes count them
 (``charset_replaced``); else as windows-1252, and the notes say so (``charset_guessed``). An HTML
 part is read so by its MIME header's charset, whatever its ``<meta>`` says (a mail program converts
 the text, not the markup); without one, by its ``<meta>`` charset. Only the parts read into the
@@ -53,15 +53,9 @@ import mimetypes
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rag_pipeline.core.ingest.bom_text import (
-    GUESSED_CHARSET,
-    MULTI_BYTE_SUPERSETS,
-    SINGLE_BYTE_SUPERSETS,
-    codec_name,
-    plainly_windows_1252,
-)
+from rag_pipeline.core.ingest.bom_text import CharsetReading, decode_declared
 from rag_pipeline.core.ingest.extracted import (
     Extracted,
     ExtractionError,
@@ -92,13 +86,14 @@ of a value's size: a 40 KB ``To`` of quote marks took 20 s, a 280 KB ``Subject``
 words 2.7 GB."""
 
 
-def _header(message: object, name: str, decoding: _Decoding) -> str:
-    """A header's value decoded (RFC 2047; raw 8-bit bytes as :func:`_decoded`), or as it is
+def _header(message: object, name: str, reading: CharsetReading) -> str:
+    """A header's value decoded (RFC 2047; raw 8-bit bytes as
+    :func:`~rag_pipeline.core.ingest.bom_text.decode_declared` reads them), or as it is
     written when the policy cannot parse it (a broken address list)."""
     raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
     if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
         value = _encoded_words(_whole_quads(
-            _decoded(raw.encode("ascii", "surrogateescape"), None, decoding)))
+            decode_declared(raw.encode("ascii", "surrogateescape"), None, reading)))
     elif isinstance(raw, str) and len(raw) > MAX_PARSED_HEADER_CHARS:
         value = _encoded_words(_whole_quads(raw))
     elif isinstance(raw, str) and name in _ADDRESS_FIELDS and _COMMENT.search(raw):
@@ -154,51 +149,6 @@ def _encoded_words(value: str) -> str:
     return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
-MAX_REPLACED_SHARE = 0.01
-"""A part that is not its declared charset (nor UTF-8) is read by it, its bad bytes replaced
-and counted, when at most this share of its bytes are bad; past it, as windows-1252."""
-
-
-@dataclass
-class _Decoding:
-    """What reading a message's text had to do: the charsets guessed, how many bad byte
-    sequences were replaced by U+FFFD (its notes)."""
-
-    guessed: set[str] = field(default_factory=set)
-    replaced: int = 0
-
-    def add(self, other: _Decoding) -> None:
-        self.guessed |= other.guessed
-        self.replaced += other.replaced
-
-    def notes(self) -> tuple[tuple[str, str], ...]:
-        replaced = (("charset_replaced", str(self.replaced)),) if self.replaced else ()
-        return tuple(("charset_guessed", charset) for charset in sorted(self.guessed)) + replaced
-
-
-def _decoded(payload: bytes, charset: str | None, decoding: _Decoding) -> str:
-    """``payload`` as the module says: by ``charset`` (its single-byte superset first), else as
-    UTF-8, else by its multi-byte superset, else by it with a few bad bytes replaced, else as
-    windows-1252 (``decoding`` keeps what was done)."""
-    codec = codec_name(charset)
-    for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
-                                                 MULTI_BYTE_SUPERSETS.get(codec)))):
-        try:
-            return payload.decode(candidate)
-        except UnicodeError:
-            continue
-    widest = MULTI_BYTE_SUPERSETS.get(codec, codec)
-    if widest and plainly_windows_1252(payload) is None:
-        text = payload.decode(widest, "replace")
-        # Replacement characters the bytes themselves hold are no bad bytes.
-        bad = text.count("\ufffd") - payload.decode(widest, "ignore").count("\ufffd")
-        if bad <= MAX_REPLACED_SHARE * len(payload):
-            decoding.replaced += bad
-            return text
-    decoding.guessed.add(GUESSED_CHARSET)
-    return payload.decode(GUESSED_CHARSET, "replace")
-
-
 def _payload(part: object) -> bytes:
     """A part's decoded bytes.
 
@@ -213,8 +163,8 @@ def _payload(part: object) -> bytes:
     return payload
 
 
-def _part_text(part: object, decoding: _Decoding) -> str:
-    return _decoded(_payload(part), part.get_content_charset(), decoding)
+def _part_text(part: object, reading: CharsetReading) -> str:
+    return decode_declared(_payload(part), part.get_content_charset(), reading)
 
 
 @dataclass(frozen=True)
@@ -226,19 +176,19 @@ class _Body:
     part: object | None = None
 
 
-def _html_body(part: object, decoding: _Decoding) -> _Body:
+def _html_body(part: object, reading: CharsetReading) -> _Body:
     """An HTML part read by the HTML reader, white space trimmed, its tables kept: decoded here,
     by its MIME charset, else its ``<meta>`` one (:func:`_decoded`), and handed on with a UTF-8
     byte-order mark, which the reader trusts over a ``<meta>`` charset."""
     payload = _payload(part)
     charset = part.get_content_charset() or declared_charset(payload)
-    read = extract_html(codecs.BOM_UTF8 + _decoded(payload, charset, decoding).encode(), "")
+    read = extract_html(codecs.BOM_UTF8 + decode_declared(payload, charset, reading).encode(), "")
     text = read.canonical_text.strip()
     lead = len(read.canonical_text) - len(read.canonical_text.lstrip())
     return _Body(text, tuple(table.shifted(-lead) for table in read.tables), part)
 
 
-def _body(message: object, decoding: _Decoding) -> _Body:
+def _body(message: object, reading: CharsetReading) -> _Body:
     """The body (the plain part's HTML alternative when the plain one is a stub, or when the
     HTML holds a table: a plain rendering of a table is loose lines, the HTML keeps each row
     under its header)."""
@@ -246,14 +196,14 @@ def _body(message: object, decoding: _Decoding) -> _Body:
     if body is None:
         return _Body("")
     if body.get_content_type() == "text/html":
-        return _html_body(body, decoding)
-    plain = _part_text(body, decoding).replace("\r\n", "\n").strip()
+        return _html_body(body, reading)
+    plain = _part_text(body, reading).replace("\r\n", "\n").strip()
     html = message.get_body(preferencelist=("html",))
     if html is not None and html is not body:
-        alternative = _Decoding()
+        alternative = CharsetReading()
         rich = _html_body(html, alternative)
         if len(plain) <= _STUB_SHARE * len(rich.text) or rich.tables:
-            decoding.add(alternative)
+            reading.add(alternative)
             return rich
     return _Body(plain, (), body)
 
@@ -406,13 +356,13 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
         raise ExtractionError(f"unreadable mail: its bytes are {what}, not an RFC 5322 message"
                               if what else "unreadable mail: no header lines (not an RFC 5322 "
                               "message)")
-    decoding = _Decoding()
-    subject = _header(message, "Subject", decoding)
+    reading = CharsetReading()
+    subject = _header(message, "Subject", reading)
     title = subject or stem
     headers = "\n".join(f"{name}: {value}" for name in _HEADERS
-                        if (value := _header(message, name, decoding)))
+                        if (value := _header(message, name, reading)))
     try:
-        body = _body(message, decoding)
+        body = _body(message, reading)
         attachments = _attachments(message, body.part)
     except Exception as exc:  # email's MIME layer raises many kinds on broken structure
         raise ExtractionError(f"unreadable mail: {type(exc).__name__}: {exc}") from exc
@@ -421,7 +371,7 @@ def read_message(data: bytes, stem: str) -> tuple[Extracted, list[object]]:
     sections = (Section(title, len(title) + 2, len(canonical) - 1),) if rest else ()
     body_start = len(canonical) - 1 - len(body.text)
     return Extracted(title=title, canonical_text=canonical, sections=sections,
-                     notes=decoding.notes(),
+                     notes=reading.notes(),
                      tables=tuple(table.shifted(body_start) for table in body.tables)), attachments
 
 
