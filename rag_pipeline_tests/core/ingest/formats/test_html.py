@@ -334,3 +334,24 @@ def test_a_later_h1_titles_its_own_section_and_an_admonitions_heading_is_its_lab
 def test_a_pages_declared_charset_is_read_as_browsers_read_its_label(charset, words, encoding):
     page = f'<html><head><meta charset="{charset}"></head><body><p>{words}</p></body></html>'
     assert extract_html(page.encode(encoding), "p").canonical_text == f"{words}\n"
+
+
+def test_a_page_with_a_stray_byte_keeps_its_text_and_counts_the_byte():
+    """Found by a helper: a gb2312 page (and shift_jis, euc-jp, euc-kr, big5 ones) with one bad
+    byte was read as nothing, and failed as "no text"."""
+    words = "数据库备份每天凌晨三点自动执行。" * 20
+    page = f'<html><head><meta charset="gb2312"></head><body><p>{words}</p><p>X</p></body></html>'
+    data = page.encode("gb2312").replace(b"X", b"\xff")
+    extracted = extract_html(data, "p")
+    assert extracted.canonical_text == f"{words}\n\n\ufffd\n"
+    assert extracted.notes == (("charset_replaced", "1"),)
+
+
+@pytest.mark.parametrize(("encoding", "words", "guessed"), [
+    ("cp1251", "Резервное копирование базы данных выполняется каждую ночь.", "windows-1251"),
+    ("latin-1", "Les nuitées sont remboursées, à jeudi.", "windows-1252"),
+])
+def test_a_page_declaring_no_charset_is_read_and_the_guess_said(encoding, words, guessed):
+    page = f"<html><body><p>{words}</p></body></html>".encode(encoding)
+    extracted = extract_html(page, "p")
+    assert (extracted.canonical_text, extracted.notes) == (f"{words}\n", (("charset_guessed", guessed),))
