@@ -93,13 +93,14 @@ def _header(message: object, name: str, reading: CharsetReading) -> str:
     raw = next((value for key, value in message.raw_items() if key.lower() == name.lower()), None)
     if isinstance(raw, str) and _SURROGATE.search(raw):  # 8-bit bytes in a header
         value = _encoded_words(_whole_quads(
-            decode_declared(raw.encode("ascii", "surrogateescape"), None, reading)))
-    elif isinstance(raw, str) and len(raw) > MAX_PARSED_HEADER_CHARS:
-        value = _encoded_words(_whole_quads(raw))
+            decode_declared(raw.encode("ascii", "surrogateescape"), None, reading)), reading)
+    elif isinstance(raw, str) and (len(raw) > MAX_PARSED_HEADER_CHARS or (
+            name not in _ADDRESS_FIELDS and _ENCODED_WORD.search(raw))):
+        value = _encoded_words(_whole_quads(raw), reading)
     elif isinstance(raw, str) and name in _ADDRESS_FIELDS and _COMMENT.search(raw):
         # The policy's address parser drops comments: the sender's name of an old-style
         # ``From: bbb@ddd.com (John X. Doe)``, as mailing-list archives write it.
-        value = _encoded_words(_whole_quads(raw))
+        value = _encoded_words(_whole_quads(raw), reading)
     else:
         try:
             mended = _whole_quads(raw) if isinstance(raw, str) else raw
@@ -130,23 +131,36 @@ _SURROGATE = re.compile("[\udc80-\udcff]")
 
 
 _ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
+_ENCODED_RUN = re.compile(rf"(?:{_ENCODED_WORD.pattern})+")
+"""Encoded words one after the other (the white space between them removed first)."""
 _BETWEEN_WORDS = re.compile(r"(?<=\?=)[ \t\r\n]+(?==\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=)")
 """White space between two encoded words, which RFC 2047 says is no text."""
 
 
-def _encoded_words(value: str) -> str:
-    """``value`` with its RFC 2047 encoded words decoded, each alone, and the text between them
-    exactly as it is (a literal ``\\u0041`` stays six characters: decoding the whole value, the
-    standard library's ``decode_header`` reads it as an escape); a word that does not decode
-    stays as it is."""
-    def decoded(word: re.Match[str]) -> str:
-        try:
-            ((chunk, charset),) = email.header.decode_header(word.group())
-            return chunk.decode(charset or "ascii") if isinstance(chunk, bytes) else chunk
-        except (LookupError, UnicodeError, ValueError, email.errors.HeaderParseError):
-            return word.group()
+def _encoded_words(value: str, reading: CharsetReading) -> str:
+    """``value`` with its RFC 2047 encoded words decoded and the text between them exactly as it
+    is (a literal ``\\u0041`` stays six characters: decoding the whole value, the standard
+    library's ``decode_header`` reads it as an escape). Adjacent words of one charset are joined
+    before they are decoded (a long subject cuts a character's bytes between two), and decoded
+    as a body of that charset is (:func:`~rag_pipeline.core.ingest.bom_text.decode_declared`:
+    GBK characters under ``gb2312``, UTF-8 under a wrong label); a word that is no encoded word
+    once read stays as it is."""
+    def decoded(run: re.Match[str]) -> str:
+        pieces: list[tuple[str | None, bytes | str]] = []
+        for word in _ENCODED_WORD.finditer(run.group()):
+            try:
+                ((chunk, charset),) = email.header.decode_header(word.group())
+            except (ValueError, email.errors.HeaderParseError):
+                chunk, charset = word.group(), None
+            if isinstance(chunk, bytes) and pieces and isinstance(pieces[-1][1], bytes) \
+                    and pieces[-1][0] == charset:
+                pieces[-1] = (charset, pieces[-1][1] + chunk)
+            else:
+                pieces.append((charset, chunk))
+        return "".join(decode_declared(chunk, charset, reading) if isinstance(chunk, bytes)
+                       else chunk for charset, chunk in pieces)
 
-    return _ENCODED_WORD.sub(decoded, _BETWEEN_WORDS.sub("", value))
+    return _ENCODED_RUN.sub(decoded, _BETWEEN_WORDS.sub("", value))
 
 
 def _payload(part: object) -> bytes:

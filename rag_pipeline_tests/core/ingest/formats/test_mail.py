@@ -632,3 +632,26 @@ def test_a_charset_that_decodes_no_text_is_no_charset(charset: bytes):
     extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=" + charset, b"caf\xe9 au lait"), "m")
     assert (extracted.canonical_text, extracted.notes) == (
         "note\n\ncafé au lait\n", (("charset_guessed", "windows-1252"),))
+
+
+@pytest.mark.parametrize(("subject", "title"), [
+    ("朱镕基总理的讲话".encode("gbk"), "朱镕基总理的讲话"),  # a GBK character under gb2312
+    ("好的，明天见".encode(), "好的，明天见"),  # UTF-8 under gb2312
+])
+def test_an_encoded_subject_is_decoded_as_a_body_of_its_charset_is(subject: bytes, title: str):
+    """Found by a helper: the bodies read GBK and mislabelled UTF-8, but the subject (the
+    document's title) still read '朱�F基' and '濂界��', unsaid."""
+    import base64
+
+    data = b"Subject: =?gb2312?b?" + base64.b64encode(subject) + b"?=\n\nBody.\n"
+    extracted = EML.extract(data, "m")
+    assert (extracted.title, extracted.notes) == (title, ())
+
+
+def test_a_character_cut_between_two_encoded_words_is_read_whole():
+    import base64
+
+    raw = "朱镕基访问了公司".encode()
+    words = [base64.b64encode(part).decode() for part in (raw[:4], raw[4:])]
+    data = f"Subject: =?utf-8?b?{words[0]}?=\n =?utf-8?b?{words[1]}?=\n\nBody.\n".encode()
+    assert EML.extract(data, "m").title == "朱镕基访问了公司"
