@@ -36,5 +36,5 @@ def test_a_daemon_counts_only_while_its_process_lives_on_this_home(tmp_path: Pat
     finally:
         daemon.kill()
         daemon.wait()
-    # Its last heartbeat may still be fresh; its process is gone, so it is not trusted.
+    # Its process is gone: no daemon of the home is found.
     assert daemon_pids(home) == []

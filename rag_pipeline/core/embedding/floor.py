@@ -24,7 +24,7 @@ def fp32_matmul_rate(size: int = 1024, repeats: int = 5) -> float:
     BLAS, torch and OpenVINO (a constant weight, as a model's are, at f32 precision: its
     oneDNN kernels outrun the BLAS on some CPUs, and the floor is the fastest product the
     machine has); whichever thread pool is warm: after torch has run, its spinning threads
-    slow numpy's, which once made the floor read half the machine's rate."""
+    slow numpy's, so each is measured and the best kept."""
     import torch
 
     rng = np.random.default_rng(0)

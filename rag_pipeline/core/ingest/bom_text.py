@@ -66,9 +66,27 @@ Standard's: GBK's characters in a ``gb2312`` page or mail). A wider multi-byte c
 almost any bytes, so a mail tries it after UTF-8 (UTF-8 mislabelled ``gb2312`` is real)."""
 
 
+WHATWG_LABELS = {"windows-874": "cp874", "iso-8859-8-i": "iso8859-8", "csiso88598i": "iso8859-8",
+                 "logical": "iso8859-8", "windows-31j": "cp932", "x-sjis": "shift_jis",
+                 "ms932": "cp932", "x-gbk": "gbk", "csgb2312": "gb2312", "x-euc-jp": "euc_jp",
+                 "cn-big5": "big5", "x-x-big5": "big5", "x-mac-roman": "mac-roman",
+                 "x-mac-cyrillic": "mac-cyrillic", "x-mac-ukrainian": "mac-cyrillic",
+                 "koi8": "koi8-r", "koi": "koi8-r", "unicode-1-1-utf-8": "utf-8",
+                 "unicode11utf8": "utf-8", "unicode20utf8": "utf-8", "x-unicode20utf8": "utf-8",
+                 "x-cp1250": "cp1250", "x-cp1251": "cp1251", "x-cp1252": "cp1252",
+                 "x-cp1253": "cp1253", "x-cp1254": "cp1254", "x-cp1255": "cp1255",
+                 "x-cp1256": "cp1256", "x-cp1257": "cp1257", "x-cp1258": "cp1258",
+                 "dos-866": "cp866", "ibm866": "cp866", "csibm866": "cp866"}
+"""Labels the WHATWG Encoding Standard gives an encoding (as browsers and mail programs write
+them) that Python's codec registry does not know, and the codec each names."""
+
+
 def codec_name(charset: str | None) -> str | None:
-    """Python's name for the codec of a declared ``charset`` (``iso8859-1`` for ``latin1``), None
-    when it has none that decodes text (``base64``, ``zlib``: bytes to bytes)."""
+    """Python's name for the codec of a declared ``charset`` (``iso8859-1`` for ``latin1``,
+    ``cp874`` for ``windows-874``: :data:`WHATWG_LABELS`), None when it has none that decodes
+    text (``base64``, ``zlib``: bytes to bytes)."""
+    if charset:
+        charset = WHATWG_LABELS.get(charset.strip().lower(), charset)
     try:
         info = codecs.lookup(charset) if charset else None
     except LookupError:

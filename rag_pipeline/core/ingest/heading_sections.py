@@ -1,5 +1,6 @@
 """Sections from a document's headings, for every format whose text holds its heading lines
-(Markdown, a notebook's Markdown cells, AsciiDoc, reStructuredText, man pages).
+(Markdown, a notebook's Markdown cells, AsciiDoc, reStructuredText, man pages, HTML and an
+EPUB's chapters).
 
 A heading is ``(start, end, level, title)``: ``text[start:end]`` is its line, 1 the top level.
 Its body runs from its end to the next heading's start, titled by it at its level. The text
@@ -23,7 +24,8 @@ __all__ = ["heading_sections"]
 
 def heading_sections(headings: Iterable[tuple[int, int, int, str]], end: int, document_title: str,
                      first_is_title: bool = True) -> tuple[Section, ...]:
-    """The sections of ``text[:end]`` under ``headings`` (in text order), as the module says.
+    """The sections of a text of ``end`` characters under its ``headings`` (in text order), as
+    the module says.
     ``first_is_title``: whether the first level-1 heading is the document's title (a manual
     page's ``NAME`` is not)."""
     sections: list[Section] = []

@@ -10,8 +10,8 @@ between a name and what it means). ``<pre>`` keeps its lines. Headings are parag
 outside every section: the body after a heading, up to the next, is a section titled by it
 (:mod:`~rag_pipeline.core.ingest.heading_sections`: the first ``<h1>``'s by the document, a
 later one's by itself, as DocBook titles a chapter's sections). A heading inside an admonition
-(``<div class="note">``, ``tip``, ``warning``, ``caution``, ``important``, ``admonition``, as
-DocBook and Sphinx write them) is the admonition's label, a paragraph of the section it is in:
+(``<div class="note">`` and the other classes of :data:`_ADMONITIONS`, as DocBook and Sphinx
+write them) is the admonition's label, a paragraph of the section it is in:
 the text after the note is not "Tip"'s.
 
 Chrome is removed before rendering, each rule a published convention rather than a guess:

@@ -175,7 +175,7 @@ def _number_sections(tree: nodes.document) -> None:
     settings = tree.settings
     if not hasattr(settings, "sectnum_start"):
         return
-    depth = settings.sectnum_depth or 1_000
+    depth = 1_000 if settings.sectnum_depth is None else settings.sectnum_depth
 
     def promoted(node: n.Element) -> n.section | None:
         """The section docutils would promote to ``node``'s title (DocTitle's rule: after

@@ -655,3 +655,15 @@ def test_a_character_cut_between_two_encoded_words_is_read_whole():
     words = [base64.b64encode(part).decode() for part in (raw[:4], raw[4:])]
     data = f"Subject: =?utf-8?b?{words[0]}?=\n =?utf-8?b?{words[1]}?=\n\nBody.\n".encode()
     assert EML.extract(data, "m").title == "朱镕基访问了公司"
+
+
+@pytest.mark.parametrize(("label", "encoding", "words"), [
+    (b"windows-874", "cp874", "การประชุมเลื่อน"),
+    (b"iso-8859-8-i", "iso8859-8", "הישיבה נדחתה"),
+    (b"x-sjis", "shift_jis", "会議は延期"),
+])
+def test_a_label_browsers_know_and_python_does_not_names_its_charset(label, encoding, words):
+    """Found by a code review: these WHATWG labels fell through to a windows-1252 guess."""
+    extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=" + label,
+                                      words.encode(encoding)), "m")
+    assert (extracted.canonical_text, extracted.notes) == (f"note\n\n{words}\n", ())

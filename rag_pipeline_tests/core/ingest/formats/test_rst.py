@@ -351,3 +351,10 @@ def test_sectnum_numbers_below_a_subtitle_as_docutils_does():
     extracted = RST.extract(source, "rfp")
     assert [s.title for s in extracted.sections if s.end > s.start] == [
         "RFP", "For proposals", "1 Needs", "1.1 Detail"]
+
+
+def test_sectnum_of_depth_zero_numbers_the_top_level_only_as_docutils_does():
+    source = (b".. sectnum::\n   :depth: 0\n\nOne\n===\n\nA.\n\nDeep\n----\n\nB.\n\n"
+              b"Two\n===\n\nC.\n")
+    assert [s.title for s in RST.extract(source, "parts").sections if s.end > s.start] == [
+        "1 One", "Deep", "2 Two"]
