@@ -126,6 +126,15 @@ def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading
     sequences (at most :data:`MAX_REPLACED_SHARE`, and always one) replaced by U+FFFD and
     counted; else as windows-1252, guessed. ``reading`` keeps what was done."""
     codec = codec_name(charset)
+    if codec == "iso2022_jp":  # 7-bit: it would pass for UTF-8, escapes and all
+        try:
+            return payload.decode(codec)
+        except UnicodeError:
+            codec = charset = None
+            try:
+                return iso2022_jp_as_outlook_writes_it(payload)
+            except UnicodeError:
+                pass
     for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
                                                  MULTI_BYTE_SUPERSETS.get(codec)))):
         try:
@@ -142,6 +151,42 @@ def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading
             return text
     reading.guessed.add(GUESSED_CHARSET)
     return payload.decode(GUESSED_CHARSET, "replace")
+
+
+_JIS_ESCAPES = {b"\x1b$B": "jis", b"\x1b$@": "jis", b"\x1b(B": "ascii", b"\x1b(J": "ascii",
+                b"\x1b(I": "kana"}
+
+
+def iso2022_jp_as_outlook_writes_it(payload: bytes) -> str:
+    """ISO-2022-JP as Windows writes it (code page 50220: JIS X 0208 with NEC's row 13, ``①``,
+    ``㈱``, and IBM's extensions; half-width katakana after ``ESC ( I``), which Python's
+    ``iso2022_jp`` refuses: each two-byte JIS code turned into its Shift_JIS bytes and read as
+    cp932, which holds those characters.
+
+    Raises:
+        UnicodeDecodeError: An escape it does not know, or a two-byte code cut short.
+    """
+    converted = bytearray()
+    mode, index = "ascii", 0
+    while index < len(payload):
+        byte = payload[index]
+        if byte == 0x1B:
+            mode = _JIS_ESCAPES.get(payload[index:index + 3], "")
+            if not mode:
+                raise UnicodeDecodeError("iso2022_jp", payload, index, index + 3, "unknown escape")
+            index += 3
+        elif mode == "jis" and byte not in (0x0A, 0x0D):
+            if index + 1 >= len(payload):
+                raise UnicodeDecodeError("iso2022_jp", payload, index, index + 1, "cut short")
+            first, second = byte, payload[index + 1]
+            lead = ((first - 0x21) >> 1) + 0x81
+            converted += bytes((lead + 0x40 if lead > 0x9F else lead,
+                                second + (0x7E if first % 2 == 0 else 0x1F + (second >= 0x60))))
+            index += 2
+        else:
+            converted.append(byte + 0x80 if mode == "kana" and 0x21 <= byte <= 0x5F else byte)
+            index += 1
+    return converted.decode("cp932")
 
 
 @dataclass(frozen=True)

@@ -667,3 +667,11 @@ def test_a_label_browsers_know_and_python_does_not_names_its_charset(label, enco
     extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=" + label,
                                       words.encode(encoding)), "m")
     assert (extracted.canonical_text, extracted.notes) == (f"note\n\n{words}\n", ())
+
+
+def test_iso_2022_jp_as_windows_writes_it_is_read_not_kept_as_escapes():
+    """Found by a helper: with NEC's ``①`` in it, Python's iso2022_jp refused the body, which
+    then passed for UTF-8 (7-bit) and was indexed as raw escape codes, unsaid."""
+    body = b"\x1b$B-!$N2q5D\x1b(B 10:00\n\x1b$B;qNA\x1b(B \x1b(I1\x1b(B\n"
+    extracted = EML.extract(eight_bit(b"meeting", b"text/plain; charset=iso-2022-jp", body), "m")
+    assert (extracted.canonical_text, extracted.notes) == ("meeting\n\n①の会議 10:00\n資料 ｱ\n", ())
