@@ -40,6 +40,7 @@ from rag_pipeline.core.index.store import DocumentInfo, PartitionIndex
 from rag_pipeline.core.ingest.bom_text import text_charset
 from rag_pipeline.core.ingest.formats import format_named
 from rag_pipeline.core.ingest.formats.base import ContainerFormat
+from rag_pipeline.core.ingest.formats.html import page_charset
 from rag_pipeline.core.ingest.sources import S3Settings, SourceSettings, mirrors_dir
 from rag_pipeline.core.runtime.recent import Recent
 from rag_pipeline.core.storage.warehouse import Warehouse, utc_now
@@ -414,6 +415,8 @@ def page_router(service: Any) -> APIRouter:
         # UTF-8 shows as mojibake.
         if format_named(info.format).plain_text and (charset := text_charset(original.data)):
             media = f"text/plain; charset={charset}"
+        elif info.format == "html":
+            media = f"text/html; charset={page_charset(original.data)}"
         return StreamingResponse(_spooled(original.data), media_type=media, headers={
             "Content-Length": str(len(original.data)),
             "Content-Disposition": _disposition("inline" if inline else "attachment", path.name),

@@ -299,6 +299,10 @@ def test_a_text_original_names_the_charset_its_text_was_read_by(tmp_path: Path,
         "kantine.txt": "Die Kantine öffnet um 12 Uhr.\n".encode("windows-1252"),
         "export.csv": codecs.BOM_UTF16_LE + "Größe,Preis\nGroß,3\n".encode("utf-16-le"),
         "guide.md": "# Guide\n\nThe café opens at noon.\n".encode(),
+        # Found by a helper: served as "text/html; charset=utf-8", a GB2312 page was mojibake.
+        "notice.html": ('<html><head><meta charset="gb2312"></head><body><p>数据库备份每天凌晨'
+                        "三点自动执行。</p></body></html>").encode("gb2312"),
+        "plain.html": "<p>Déjà vu, à jeudi.</p>".encode("windows-1252"),
     }
     corpus_dir, data_dir = tmp_path / "corpus", tmp_path / "data"
     corpus_dir.mkdir()
@@ -315,7 +319,10 @@ def test_a_text_original_names_the_charset_its_text_was_read_by(tmp_path: Path,
             for name, response in served.items()} == {
         "kantine.txt": (200, "text/plain; charset=windows-1252", "30", True),
         "export.csv": (200, "text/plain; charset=utf-16le", "40", True),
-        "guide.md": (200, "text/plain; charset=utf-8", "34", True)}
+        "guide.md": (200, "text/plain; charset=utf-8", "34", True),
+        "notice.html": (200, "text/html; charset=gb2312", "101", True),
+        "plain.html": (200, "text/html; charset=windows-1252", "24", True)}
+    assert "数据库备份" in served["notice.html"].text
     assert served["kantine.txt"].text == "Die Kantine öffnet um 12 Uhr.\n"
 
 

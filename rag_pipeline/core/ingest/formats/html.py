@@ -488,6 +488,26 @@ def page_text(data: bytes, reading: CharsetReading) -> str | bytes:
     return detected.unicode_markup
 
 
+def page_charset(data: bytes) -> str:
+    """The charset a browser should read a page's bytes by to show what :func:`page_text` read
+    (the ``Content-Type`` an original is served with: without it, a legacy page labelled
+    UTF-8 shows as mojibake)."""
+    from bs4.dammit import EncodingDetector, UnicodeDammit
+
+    mark = EncodingDetector.strip_byte_order_mark(data)[1]
+    if mark is not None:
+        return mark
+    declared = declared_charset(data)
+    if declared is not None and codec_name(declared) is not None \
+            and not codec_name(declared).startswith(("utf-16", "utf-32")):
+        return declared
+    if _utf8_or_nearly(data):
+        return "utf-8"
+    if plainly_windows_1252(data) is not None:
+        return "windows-1252"
+    return UnicodeDammit(data, is_html=True).original_encoding or "windows-1252"
+
+
 def _utf8_or_nearly(data: bytes) -> bool:
     """Whether ``data`` is UTF-8 but for at most :data:`MAX_REPLACED_SHARE` bad sequences."""
     text = data.decode("utf-8", "replace")
