@@ -99,6 +99,8 @@ def refusal_line(question: str, decision: GateDecision) -> str:
     if decision.unheld:
         named = ", ".join(f'"{identifier}"' for identifier in decision.unheld)
         return f'NO ANSWER: no passage found holds {named}, which "{question}" names'
-    closest = (f" (closest: {decision.closest_distance:.3f})"
-               if decision.closest_distance is not None else "")
-    return f'NO ANSWER: nothing under cosine distance {decision.cut} for "{question}"{closest}'
+    if decision.closest_distance is None:
+        return (f'NO ANSWER: no passage was retrieved for "{question}", so nothing was '
+                "measured against the cut (BM25 finds only passages holding a term of it)")
+    return (f'NO ANSWER: nothing under cosine distance {decision.cut} for "{question}" '
+            f"(closest: {decision.closest_distance:.3f})")

@@ -107,11 +107,14 @@ def test_refusal_line_rounds_closest_to_three_decimals():
         'NO ANSWER: nothing under cosine distance 0.5 for "q" (closest: 1.235)')
 
 
-def test_refusal_with_no_candidates_has_no_closest():
+def test_refusal_with_no_candidates_says_none_was_retrieved():
+    """Found by a helper: `ask --retriever bm25` finding nothing blamed the cosine cut, though
+    the dense retriever put the passage at 0.220."""
     decision = apply_gate([])
     assert decision == GateDecision(kept=(), cut=0.6, closest_distance=None)
     assert refusal_line("anything", decision) == (
-        'NO ANSWER: nothing under cosine distance 0.6 for "anything"')
+        'NO ANSWER: no passage was retrieved for "anything", so nothing was measured against '
+        "the cut (BM25 finds only passages holding a term of it)")
 
 
 @pytest.mark.parametrize("max_sources", [0, -1])
