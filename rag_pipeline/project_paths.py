@@ -109,7 +109,8 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
     from rag_pipeline.core.config.build_context import BuildContext
     from rag_pipeline.core.config.keys import model_specs
     from rag_pipeline.core.config.parse import choose_profile, load_config, select_profile
-    from rag_pipeline.core.ingest.sources import is_corpus_uri
+    from rag_pipeline.core.embedding.models import ModelConfigError
+    from rag_pipeline.core.ingest.sources import SourceError, check_corpus_uri, is_corpus_uri
     from rag_pipeline.core.storage.warehouse import Warehouse
 
     base = Path.cwd() if cwd is None else cwd
@@ -118,8 +119,19 @@ def resolve_context(environ: Mapping[str, str], *, config_file: Path | None = No
         return base / Path(path) if not Path(path).is_absolute() else Path(path)
 
     def corpus_of(value: str | Path) -> Path | str:
-        """A source URI as it is (``s3://...``, ``git+...``), a folder made absolute."""
-        return value if isinstance(value, str) and is_corpus_uri(value) else absolute(value).absolute()
+        """A source URI as it is (``s3://...``, ``git+...``), a folder made absolute; a URI no
+        source reads refused (``--corpus`` and ``[index] corpus`` are checked where they are
+        read, so only ``RAG_PIPELINE_CORPUS`` can bring one here).
+
+        Raises:
+            ModelConfigError: ``RAG_PIPELINE_CORPUS`` names a URI no source reads.
+        """
+        if not (isinstance(value, str) and is_corpus_uri(value)):
+            return absolute(value).absolute()
+        try:
+            return check_corpus_uri(value)
+        except SourceError as exc:
+            raise ModelConfigError(f"{ENV_CORPUS}: {exc}") from None
 
     if config_file is None and environ.get(ENV_CONFIG):
         config_file = absolute(environ[ENV_CONFIG])

@@ -70,6 +70,21 @@ def test_options_win_over_variables_which_win_over_the_file(project: Path, tmp_p
         tmp_path / "option", "production", str(tmp_path / "tables"))
 
 
+def test_a_corpus_variable_naming_a_uri_no_source_reads_is_refused_naming_it(project: Path):
+    """Found by a code review: it was read only by the documents run, which failed without
+    naming the variable."""
+    from rag_pipeline.core.embedding.models import ModelConfigError
+
+    environ = {"RAG_PIPELINE_CONFIG": str(project / "rag_pipeline.toml"),
+               "RAG_PIPELINE_CORPUS": "ftp://x/y"}
+    with pytest.raises(ModelConfigError) as raised:
+        resolve_context(environ)
+    assert str(raised.value) == ("RAG_PIPELINE_CORPUS: ftp://x/y: not a corpus URI "
+                                 "(s3://bucket/prefix, git+file:///repo, git+https://host/repo)")
+    environ["RAG_PIPELINE_CORPUS"] = "s3://bucket/docs"
+    assert resolve_context(environ).corpus == "s3://bucket/docs"
+
+
 def test_the_bundled_corpus_is_exported_into_the_data_folder(tmp_path: Path):
     build = resolve_context({"RAG_PIPELINE_DATA_DIR": str(tmp_path / "data")})
     assert (build.corpus, build.python_reference, build.profile) == (
