@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 from rag_pipeline.core.ingest.extracted import ExtractionError
 from rag_pipeline.core.ingest.file_signature import plainly_pdf, signature_of
@@ -117,6 +118,20 @@ class CharsetReading:
         return tuple(("charset_guessed", charset) for charset in sorted(self.guessed)) + replaced
 
 
+@cache
+def _controls_as(wider: str) -> dict[int, str]:
+    """The control characters 0x80 to 0x9F a single-byte charset decodes its bytes there to, and
+    what ``wider`` decodes each of those bytes to, where it decodes it (as the WHATWG Encoding
+    Standard reads ``iso-8859-1`` as windows-1252, its five undefined bytes kept)."""
+    table = {}
+    for byte in range(0x80, 0xA0):
+        try:
+            table[byte] = bytes((byte,)).decode(wider)
+        except UnicodeDecodeError:
+            continue
+    return table
+
+
 def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading) -> str:
     """``payload`` by its declared ``charset`` as mail programs and browsers read the label: by
     its single-byte superset (:data:`SINGLE_BYTE_SUPERSETS`) or itself; else as UTF-8 (a wrong
@@ -135,8 +150,16 @@ def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading
                 return iso2022_jp_as_outlook_writes_it(payload)
             except UnicodeError:
                 pass
-    for candidate in dict.fromkeys(filter(None, (SINGLE_BYTE_SUPERSETS.get(codec), codec, "utf-8",
-                                                 MULTI_BYTE_SUPERSETS.get(codec)))):
+    if (wider := SINGLE_BYTE_SUPERSETS.get(codec)) is not None:
+        try:
+            return payload.decode(wider)
+        except UnicodeError:
+            pass
+        try:  # a byte the wider one leaves undefined keeps the declared one's control character
+            return payload.decode(codec).translate(_controls_as(wider))
+        except UnicodeError:
+            pass
+    for candidate in dict.fromkeys(filter(None, (codec, "utf-8", MULTI_BYTE_SUPERSETS.get(codec)))):
         try:
             return payload.decode(candidate)
         except UnicodeError:

@@ -675,3 +675,12 @@ def test_iso_2022_jp_as_windows_writes_it_is_read_not_kept_as_escapes():
     body = b"\x1b$B-!$N2q5D\x1b(B 10:00\n\x1b$B;qNA\x1b(B \x1b(I1\x1b(B\n"
     extracted = EML.extract(eight_bit(b"meeting", b"text/plain; charset=iso-2022-jp", body), "m")
     assert (extracted.canonical_text, extracted.notes) == ("meeting\n\n①の会議 10:00\n資料 ｱ\n", ())
+
+
+def test_a_byte_windows_1252_leaves_undefined_keeps_the_rest_of_an_iso_8859_1_part_as_1252_reads_it():
+    """Found by a code review: one 0x81 turned every curly quote of the part into a control
+    character, unsaid; the WHATWG Encoding Standard keeps that byte's control and reads the rest
+    as windows-1252."""
+    body = b"caf\xe9 \x93quoted\x94 \x81 \x80"
+    extracted = EML.extract(eight_bit(b"note", b"text/plain; charset=iso-8859-1", body), "m")
+    assert (extracted.canonical_text, extracted.notes) == ("note\n\ncafé “quoted” \x81 €\n", ())
