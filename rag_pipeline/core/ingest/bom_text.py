@@ -132,6 +132,13 @@ def _controls_as(wider: str) -> dict[int, str]:
     return table
 
 
+def decoded_with_replacements(payload: bytes, codec: str) -> tuple[str, int]:
+    """``payload`` read by ``codec`` with its bad byte sequences replaced by U+FFFD, and how many
+    there were (replacement characters the bytes themselves hold are no bad bytes)."""
+    text = payload.decode(codec, "replace")
+    return text, text.count("\ufffd") - payload.decode(codec, "ignore").count("\ufffd")
+
+
 def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading) -> str:
     """``payload`` by its declared ``charset`` as mail programs and browsers read the label: by
     its single-byte superset (:data:`SINGLE_BYTE_SUPERSETS`) or itself; else as UTF-8 (a wrong
@@ -166,9 +173,7 @@ def decode_declared(payload: bytes, charset: str | None, reading: CharsetReading
             continue
     widest = MULTI_BYTE_SUPERSETS.get(codec, codec or "utf-8")
     if plainly_windows_1252(payload) is None:
-        text = payload.decode(widest, "replace")
-        # Replacement characters the bytes themselves hold are no bad bytes.
-        bad = text.count("\ufffd") - payload.decode(widest, "ignore").count("\ufffd")
+        text, bad = decoded_with_replacements(payload, widest)
         if bad <= max(1.0, MAX_REPLACED_SHARE * len(payload)):
             reading.replaced += bad
             return text

@@ -46,6 +46,7 @@ from rag_pipeline.core.ingest.bom_text import (
     CharsetReading,
     codec_name,
     decode_declared,
+    decoded_with_replacements,
     plainly_windows_1252,
 )
 from rag_pipeline.core.ingest.extracted import Extracted, ExtractionError, Extractor, TableSpan
@@ -476,9 +477,7 @@ def page_text(data: bytes, reading: CharsetReading) -> str | bytes:
 
     if EncodingDetector.strip_byte_order_mark(data)[1] is not None:
         return data
-    declared = declared_charset(data)
-    if (codec_name(declared) or "").startswith(("utf-16", "utf-32")):
-        declared = "utf-8"  # a label of bytes it cannot be (no mark): as browsers read it
+    declared = _declared_label(data)
     if declared is not None or _utf8_or_nearly(data) or plainly_windows_1252(data) is not None:
         return decode_declared(data, declared, reading)
     detected = UnicodeDammit(data, is_html=True)
@@ -491,28 +490,28 @@ def page_text(data: bytes, reading: CharsetReading) -> str | bytes:
 def page_charset(data: bytes) -> str:
     """The charset a browser should read a page's bytes by to show what :func:`page_text` read
     (the ``Content-Type`` an original is served with: without it, a legacy page labelled
-    UTF-8 shows as mojibake)."""
-    from bs4.dammit import EncodingDetector, UnicodeDammit
+    UTF-8 shows as mojibake): its byte-order mark's, else the charset guessed, else the one it
+    declares, else UTF-8."""
+    from bs4.dammit import EncodingDetector
 
     mark = EncodingDetector.strip_byte_order_mark(data)[1]
     if mark is not None:
         return mark
+    reading = CharsetReading()
+    page_text(data, reading)
+    return next(iter(reading.guessed), None) or _declared_label(data) or "utf-8"
+
+
+def _declared_label(data: bytes) -> str | None:
+    """The charset a page declares, a UTF-16 or UTF-32 label read as UTF-8 (bytes without a
+    mark cannot be those: as browsers read it); None when it declares none."""
     declared = declared_charset(data)
-    if declared is not None and codec_name(declared) is not None \
-            and not codec_name(declared).startswith(("utf-16", "utf-32")):
-        return declared
-    if _utf8_or_nearly(data):
-        return "utf-8"
-    if plainly_windows_1252(data) is not None:
-        return "windows-1252"
-    return UnicodeDammit(data, is_html=True).original_encoding or "windows-1252"
+    return "utf-8" if (codec_name(declared) or "").startswith(("utf-16", "utf-32")) else declared
 
 
 def _utf8_or_nearly(data: bytes) -> bool:
     """Whether ``data`` is UTF-8 but for at most :data:`MAX_REPLACED_SHARE` bad sequences."""
-    text = data.decode("utf-8", "replace")
-    return text.count("\ufffd") - data.decode("utf-8", "ignore").count("\ufffd") <= max(
-        1.0, MAX_REPLACED_SHARE * len(data))
+    return decoded_with_replacements(data, "utf-8")[1] <= max(1.0, MAX_REPLACED_SHARE * len(data))
 
 
 def extract_html(data: bytes, stem: str, heading_first: bool = False) -> Extracted:
